@@ -1,0 +1,102 @@
+/**
+ * The one error type of tend. Every error a user can see carries a stable `code`
+ * (documented in docs/errors.md), a message that says what to do, the exit code
+ * the CLI uses, and where it applies (file location, plugin, handler).
+ */
+
+export const ExitCode = { ok: 0, actionFailed: 1, usage: 2 } as const;
+
+/** Alphabetised registry of every error code. docs/errors.md documents each one (checked by a test). */
+export const errorCodes = {
+  TEND_ACTION_FAILED: ExitCode.actionFailed,
+  TEND_ACTION_NOT_FOUND: ExitCode.usage,
+  TEND_AUTH: ExitCode.usage,
+  TEND_CLUSTER: ExitCode.actionFailed,
+  TEND_CONFIG_DUPLICATE_ACTION: ExitCode.usage,
+  TEND_CONFIG_INVALID: ExitCode.usage,
+  TEND_CONFIG_NOT_FOUND: ExitCode.usage,
+  TEND_CONFIG_UNKNOWN_KEY: ExitCode.usage,
+  TEND_CONFIG_YAML: ExitCode.usage,
+  TEND_DATABASE: ExitCode.actionFailed,
+  TEND_ENVIRONMENT_NOT_FOUND: ExitCode.usage,
+  TEND_EVENT_INVALID: ExitCode.actionFailed,
+  TEND_EVENT_UNDECLARED: ExitCode.actionFailed,
+  TEND_EXEC_FAILED: ExitCode.actionFailed,
+  TEND_EXEC_TIMEOUT: ExitCode.actionFailed,
+  TEND_GRAPH_CYCLE: ExitCode.usage,
+  TEND_GRAPH_MISSING_DEPENDENCY: ExitCode.usage,
+  TEND_HANDLER_MISSING: ExitCode.actionFailed,
+  TEND_INTERRUPTED: ExitCode.actionFailed,
+  TEND_INTERNAL: ExitCode.actionFailed,
+  TEND_PLUGIN_INVALID: ExitCode.usage,
+  TEND_PROVIDER_NOT_FOUND: ExitCode.usage,
+  TEND_SERVER: ExitCode.actionFailed,
+  TEND_TEMPLATE: ExitCode.usage,
+  TEND_USAGE: ExitCode.usage,
+} as const;
+
+export type ErrorCode = keyof typeof errorCodes;
+
+/** Where in the project's configuration an error applies. Lines and columns are 1-based. */
+export interface SourceLocation {
+  file: string;
+  line: number;
+  column: number;
+}
+
+export interface TendErrorOptions {
+  location?: SourceLocation;
+  plugin?: string;
+  handler?: string;
+  actionRef?: string;
+  detail?: Record<string, unknown>;
+  cause?: unknown;
+}
+
+export class TendError extends Error {
+  readonly code: ErrorCode;
+  readonly exitCode: number;
+  readonly location?: SourceLocation;
+  readonly plugin?: string;
+  readonly handler?: string;
+  readonly actionRef?: string;
+  readonly detail?: Record<string, unknown>;
+
+  constructor(code: ErrorCode, message: string, options: TendErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'TendError';
+    this.code = code;
+    this.exitCode = errorCodes[code];
+    this.location = options.location;
+    this.plugin = options.plugin;
+    this.handler = options.handler;
+    this.actionRef = options.actionRef;
+    this.detail = options.detail;
+  }
+
+  /** `file:line:col: message`, the form editors and terminals link. */
+  override toString(): string {
+    const where = this.location
+      ? `${this.location.file}:${this.location.line}:${this.location.column}: `
+      : '';
+    return `${where}${this.message}`;
+  }
+
+  toJSON(): { code: ErrorCode; message: string; detail?: Record<string, unknown> } {
+    const detail: Record<string, unknown> = { ...this.detail };
+    if (this.location) detail.location = this.location;
+    if (this.plugin) detail.plugin = this.plugin;
+    if (this.handler) detail.handler = this.handler;
+    if (this.actionRef) detail.actionRef = this.actionRef;
+    return Object.keys(detail).length > 0
+      ? { code: this.code, message: this.toString(), detail }
+      : { code: this.code, message: this.toString() };
+  }
+}
+
+/** Any thrown value as a TendError; unknown errors become TEND_INTERNAL and keep their cause. */
+export function toTendError(error: unknown): TendError {
+  if (error instanceof TendError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new TendError('TEND_INTERNAL', message, { cause: error });
+}

@@ -1,0 +1,260 @@
+/**
+ * The event catalogue (DESIGN §4): every event type tend emits, with its payload schema.
+ * These schemas are the boundary: the router validates plugin payloads against them,
+ * the server validates ingested batches against them, and docs/events.md describes them.
+ */
+import { FormatRegistry, Type, type Static, type TSchema } from '@sinclair/typebox';
+import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
+
+// RFC 3339 timestamps as Date.prototype.toISOString() writes them (with or without milliseconds).
+if (!FormatRegistry.Has('date-time')) {
+  FormatRegistry.Set('date-time', (v) => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/.test(v));
+}
+
+const Name = Type.String({ minLength: 1, maxLength: 253 });
+const ShortText = Type.String({ maxLength: 1024 });
+const LongText = Type.String({ maxLength: 65_536 });
+
+/** Identity of the place where a namespace lives: a Kubernetes cluster or a local host directory. */
+export const Target = Type.Union([
+  Type.Object(
+    {
+      kind: Type.Literal('kubernetes'),
+      clusterId: Name,
+      server: ShortText,
+      context: ShortText,
+    },
+    { additionalProperties: false },
+  ),
+  Type.Object(
+    {
+      kind: Type.Literal('local'),
+      hostId: Name,
+      path: Type.String({ minLength: 1, maxLength: 4096 }),
+    },
+    { additionalProperties: false },
+  ),
+]);
+export type Target = Static<typeof Target>;
+
+/** Metadata the router adds to every event a plugin emits (who emitted it, from which call). */
+const EmitterMetadata = {
+  pluginName: Type.Optional(Name),
+  providerName: Type.Optional(Name),
+  actionRef: Type.Optional(Name),
+  handler: Type.Optional(Name),
+};
+
+export const NamespaceState = Type.Union([
+  Type.Literal('ready'),
+  Type.Literal('terminating'),
+  Type.Literal('missing'),
+]);
+export type NamespaceState = Static<typeof NamespaceState>;
+
+export const NamespaceRole = Type.Union([Type.Literal('app'), Type.Literal('build'), Type.Literal('system')]);
+export type NamespaceRole = Static<typeof NamespaceRole>;
+
+export const NamespaceStatusPayload = Type.Object(
+  {
+    pluginName: Name,
+    providerName: Name,
+    namespaceName: Name,
+    namespaceUid: Type.Optional(Name),
+    state: NamespaceState,
+    role: NamespaceRole,
+    cause: Type.Union([Type.Literal('created'), Type.Literal('observed'), Type.Literal('deleted')]),
+    target: Target,
+    project: Name,
+    environment: Name,
+    actionRef: Type.Optional(Name),
+    handler: Type.Optional(Name),
+    /** Plugin-specific extra, free-form (ownership proof, adoption, fallbacks). */
+    detail: Type.Optional(Type.Record(Type.String({ maxLength: 256 }), Type.Unknown())),
+  },
+  { additionalProperties: false },
+);
+export type NamespaceStatusPayload = Static<typeof NamespaceStatusPayload>;
+
+export const CleanupPolicy = Type.Object(
+  {
+    afterInactivity: Type.String({ pattern: '^[0-9]+[mhd]$', maxLength: 16 }),
+    action: Type.Union([Type.Literal('delete'), Type.Literal('pause')]),
+  },
+  { additionalProperties: false },
+);
+export type CleanupPolicy = Static<typeof CleanupPolicy>;
+
+export const SessionStartedPayload = Type.Object(
+  {
+    command: Name,
+    args: Type.Array(ShortText, { maxItems: 256 }),
+    project: Name,
+    environment: Name,
+    namespace: Name,
+    user: Name,
+    hostId: Name,
+    cliVersion: Type.String({ maxLength: 64 }),
+    cleanupPolicy: Type.Optional(CleanupPolicy),
+  },
+  { additionalProperties: false },
+);
+export type SessionStartedPayload = Static<typeof SessionStartedPayload>;
+
+const ErrorSummary = Type.Object(
+  { code: Type.String({ maxLength: 128 }), message: LongText },
+  { additionalProperties: false },
+);
+
+export const SessionCompletedPayload = Type.Object(
+  {
+    durationMs: Type.Number({ minimum: 0 }),
+    succeeded: Type.Integer({ minimum: 0 }),
+    cached: Type.Integer({ minimum: 0 }),
+    failed: Type.Integer({ minimum: 0 }),
+    aborted: Type.Integer({ minimum: 0 }),
+  },
+  { additionalProperties: false },
+);
+export type SessionCompletedPayload = Static<typeof SessionCompletedPayload>;
+
+export const SessionFailedPayload = Type.Object(
+  { durationMs: Type.Number({ minimum: 0 }), error: ErrorSummary },
+  { additionalProperties: false },
+);
+export type SessionFailedPayload = Static<typeof SessionFailedPayload>;
+
+export const SessionHeartbeatPayload = Type.Object(
+  {
+    project: Name,
+    environment: Name,
+    namespace: Name,
+    uptimeMs: Type.Number({ minimum: 0 }),
+  },
+  { additionalProperties: false },
+);
+export type SessionHeartbeatPayload = Static<typeof SessionHeartbeatPayload>;
+
+export const ActionState = Type.Union([
+  Type.Literal('getting-status'),
+  Type.Literal('cached'),
+  Type.Literal('processing'),
+  Type.Literal('ready'),
+  Type.Literal('failed'),
+  Type.Literal('aborted'),
+]);
+export type ActionState = Static<typeof ActionState>;
+
+export const ActionStatusPayload = Type.Object(
+  {
+    actionRef: Name,
+    kind: Type.Union([
+      Type.Literal('Build'),
+      Type.Literal('Deploy'),
+      Type.Literal('Test'),
+      Type.Literal('Run'),
+    ]),
+    version: Type.String({ minLength: 1, maxLength: 128 }),
+    state: ActionState,
+    durationMs: Type.Optional(Type.Number({ minimum: 0 })),
+    error: Type.Optional(ErrorSummary),
+  },
+  { additionalProperties: false },
+);
+export type ActionStatusPayload = Static<typeof ActionStatusPayload>;
+
+export const LogPayload = Type.Object(
+  {
+    level: Type.Union([
+      Type.Literal('debug'),
+      Type.Literal('info'),
+      Type.Literal('warn'),
+      Type.Literal('error'),
+    ]),
+    message: LongText,
+    stream: Type.Optional(Type.Union([Type.Literal('stdout'), Type.Literal('stderr')])),
+    ...EmitterMetadata,
+  },
+  { additionalProperties: false },
+);
+export type LogPayload = Static<typeof LogPayload>;
+
+/** Every event type and its payload schema. The keys are the wire names. */
+export const eventCatalog = {
+  actionStatus: ActionStatusPayload,
+  log: LogPayload,
+  namespaceStatus: NamespaceStatusPayload,
+  sessionCompleted: SessionCompletedPayload,
+  sessionFailed: SessionFailedPayload,
+  sessionHeartbeat: SessionHeartbeatPayload,
+  sessionStarted: SessionStartedPayload,
+} satisfies Record<string, TSchema>;
+
+export type EventType = keyof typeof eventCatalog;
+export type EventPayloads = { [K in EventType]: Static<(typeof eventCatalog)[K]> };
+export const eventTypes = Object.keys(eventCatalog) as EventType[];
+
+/** Types that are written to the outbox and streamed to the server (DESIGN §4, §6). */
+export const streamedEventTypes: ReadonlySet<EventType> = new Set<EventType>([
+  'namespaceStatus',
+  'sessionStarted',
+  'sessionCompleted',
+  'sessionFailed',
+  'sessionHeartbeat',
+  'actionStatus',
+]);
+
+/** Types the outbox may drop, oldest first, when it reaches its size bound. */
+export const droppableEventTypes: ReadonlySet<EventType> = new Set<EventType>(['log']);
+
+/** ULID: 26 characters of Crockford base32. */
+export const EventId = Type.String({ pattern: '^[0-9A-HJKMNP-TV-Z]{26}$' });
+
+/** The envelope every event travels in, on the bus, in the local log, in the outbox and over HTTP. */
+export const EventEnvelope = Type.Object(
+  {
+    id: EventId,
+    type: Type.Union(eventTypes.map((t) => Type.Literal(t))),
+    sessionId: EventId,
+    timestamp: Type.String({ format: 'date-time', maxLength: 40 }),
+    payload: Type.Record(Type.String(), Type.Unknown()),
+  },
+  { additionalProperties: false },
+);
+
+export type TendEvent<K extends EventType = EventType> = {
+  [T in K]: { id: string; type: T; sessionId: string; timestamp: string; payload: EventPayloads[T] };
+}[K];
+
+const compiledPayloads = Object.fromEntries(
+  eventTypes.map((t) => [t, TypeCompiler.Compile(eventCatalog[t])]),
+) as { [K in EventType]: TypeCheck<(typeof eventCatalog)[K]> };
+const compiledEnvelope = TypeCompiler.Compile(EventEnvelope);
+
+export interface SchemaProblem {
+  /** JSON pointer of the offending field, e.g. `/payload/state`. */
+  path: string;
+  message: string;
+}
+
+export function isEventType(type: string): type is EventType {
+  return Object.hasOwn(eventCatalog, type);
+}
+
+/** Problems with a payload of a known type; empty when it is valid. */
+export function checkPayload(type: EventType, payload: unknown): SchemaProblem[] {
+  const check = compiledPayloads[type];
+  if (check.Check(payload)) return [];
+  return [...check.Errors(payload)].slice(0, 5).map((e) => ({ path: e.path || '/', message: e.message }));
+}
+
+/** Problems with a whole event (envelope and payload); empty when it is valid. */
+export function checkEvent(event: unknown): SchemaProblem[] {
+  if (!compiledEnvelope.Check(event)) {
+    return [...compiledEnvelope.Errors(event)]
+      .slice(0, 5)
+      .map((e) => ({ path: e.path || '/', message: e.message }));
+  }
+  const e = event as { type: EventType; payload: unknown };
+  return checkPayload(e.type, e.payload).map((p) => ({ path: `/payload${p.path}`, message: p.message }));
+}
