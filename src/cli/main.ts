@@ -1,0 +1,130 @@
+/**
+ * The `tend` entry point: the argument table. Command modules are imported lazily so that
+ * `tend --version` and light commands never load the Kubernetes client or the server.
+ */
+import { Command, CommanderError, Option } from 'commander';
+import { readFileSync } from 'node:fs';
+import { ExitCode, TendError } from '../errors.js';
+import { printError, printResult, type CommandResult, type GlobalOptions } from './output.js';
+
+const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
+export const cliVersion = pkg.version;
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+function parseConcurrency(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 1024) {
+    throw new TendError('TEND_USAGE', `--concurrency expects a whole number from 1 to 1024, got "${value}"`);
+  }
+  return n;
+}
+
+/** Runs a lazily imported command and turns its result or error into output and an exit code. */
+async function execute(command: Command, load: () => Promise<CommandResult>): Promise<void> {
+  const options = command.optsWithGlobals<GlobalOptions>();
+  try {
+    const result = await load();
+    printResult(result, options);
+    process.exitCode = result.exitCode;
+  } catch (error) {
+    process.exitCode = printError(error, options);
+  }
+}
+
+export function buildProgram(): Command {
+  const program = new Command('tend')
+    .description(
+      'Build, deploy, test and run your services into per-developer and per-PR environments;\n' +
+        'record every environment tend touches and clean up the ones nobody uses.',
+    )
+    .version(cliVersion, '-v, --version', 'print the tend version')
+    .option('--root <dir>', 'project root (default: nearest directory with a tend.yml)')
+    .option('--env <name>', 'environment to use (default: the project defaultEnvironment)')
+    .option('--var <key=value>', 'override a project variable (repeatable)', collect)
+    .option('--json', 'print results as JSON on stdout')
+    .option('--debug', 'print stack traces and debug logs')
+    .showHelpAfterError('(run with --help for usage)')
+    .configureOutput({ outputError: (str, write) => write(str) })
+    .exitOverride();
+
+  for (const kind of ['build', 'deploy', 'test', 'run'] as const) {
+    const what = { build: 'Build', deploy: 'Deploy', test: 'Test', run: 'Run' }[kind];
+    program
+      .command(`${kind} [names...]`)
+      .description(`${kind} the named ${what} actions (all when none are named) and their dependencies`)
+      .option('--force', 'run even when the status says the action is ready for its version')
+      .addOption(
+        new Option('--concurrency <n>', 'how many actions run at once')
+          .default(8)
+          .argParser(parseConcurrency),
+      )
+      .action(async (names: string[], _opts, cmd: Command) =>
+        execute(cmd, async () =>
+          (await import('../commands/execute.js')).executeCommand(kind, names, cmd.optsWithGlobals()),
+        ),
+      );
+  }
+
+  program
+    .command('status')
+    .description('show the status of the environment and every action, without changing anything')
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () => (await import('../commands/status.js')).statusCommand(cmd.optsWithGlobals())),
+    );
+
+  const cleanup = program.command('cleanup').description('remove what tend deployed');
+  cleanup
+    .command('env')
+    .description('clean up the whole environment: stop its deploys and delete the namespace tend owns')
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () =>
+        (await import('../commands/cleanup.js')).cleanupEnvCommand(cmd.optsWithGlobals()),
+      ),
+    );
+  cleanup
+    .command('deploy <names...>')
+    .description('delete the named deploys from the environment')
+    .action(async (names: string[], _opts, cmd: Command) =>
+      execute(cmd, async () =>
+        (await import('../commands/cleanup.js')).cleanupDeployCommand(names, cmd.optsWithGlobals()),
+      ),
+    );
+
+  program
+    .command('validate')
+    .description('check the project configuration and print every action')
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () =>
+        (await import('../commands/validate.js')).validateCommand(cmd.optsWithGlobals()),
+      ),
+    );
+
+  program
+    .command('schema')
+    .description('print the JSON Schema of tend.yml and *.tend.yml documents (for editor completion)')
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () => (await import('../commands/schema.js')).schemaCommand()),
+    );
+
+  // Further commands register themselves here: events, server, login, environments.
+  return program;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version exit 0; anything else commander rejects is a usage error.
+      process.exitCode = error.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
+      return;
+    }
+    process.exitCode = printError(error, program.opts<GlobalOptions>());
+  }
+}
+
+await main(process.argv);

@@ -1,0 +1,59 @@
+/**
+ * Rendering of command results and errors. Commands compute typed data; this module prints it:
+ * results on stdout (for people, or as JSON with --json), progress and logs on stderr.
+ */
+import { TendError, toTendError } from '../errors.js';
+
+export interface GlobalOptions {
+  root?: string;
+  env?: string;
+  var?: string[];
+  json?: boolean;
+  debug?: boolean;
+}
+
+/** What every command returns: data for --json, a rendering for people, and the exit code. */
+export interface CommandResult<T = unknown> {
+  data: T;
+  human: string;
+  exitCode: number;
+}
+
+export function printResult(result: CommandResult, options: GlobalOptions): void {
+  if (options.json) {
+    process.stdout.write(JSON.stringify(result.data, null, 2) + '\n');
+  } else if (result.human) {
+    process.stdout.write(result.human.endsWith('\n') ? result.human : result.human + '\n');
+  }
+}
+
+/** Prints an error without a stack trace unless --debug, and returns its exit code. */
+export function printError(error: unknown, options: GlobalOptions): number {
+  const tendError = toTendError(error);
+  if (options.json) {
+    process.stdout.write(JSON.stringify({ error: tendError.toJSON() }, null, 2) + '\n');
+  } else {
+    process.stderr.write(`error: ${tendError.toString()}\n`);
+    const hint = tendError.detail?.hint;
+    if (typeof hint === 'string') process.stderr.write(`  ${hint}\n`);
+  }
+  if (options.debug) {
+    const stack = error instanceof Error ? error.stack : undefined;
+    if (stack) process.stderr.write(stack + '\n');
+    if (error instanceof TendError && error.cause instanceof Error && error.cause.stack) {
+      process.stderr.write('caused by: ' + error.cause.stack + '\n');
+    }
+  }
+  return tendError.exitCode;
+}
+
+/** Aligns rows of cells into columns, for tables printed to people. */
+export function formatTable(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)].join('\n');
+}
