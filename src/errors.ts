@@ -11,6 +11,7 @@ export const errorCodes = {
   TEND_ACTION_FAILED: ExitCode.actionFailed,
   TEND_ACTION_NOT_FOUND: ExitCode.usage,
   TEND_AUTH: ExitCode.usage,
+  TEND_AUTH_FORBIDDEN: ExitCode.usage,
   TEND_CLUSTER: ExitCode.actionFailed,
   TEND_CONFIG_DUPLICATE_ACTION: ExitCode.usage,
   TEND_CONFIG_INVALID: ExitCode.usage,
@@ -31,7 +32,11 @@ export const errorCodes = {
   TEND_PLUGIN_INVALID: ExitCode.usage,
   TEND_PROVIDER_NOT_FOUND: ExitCode.usage,
   TEND_SERVER: ExitCode.actionFailed,
+  TEND_SERVER_BAD_REQUEST: ExitCode.usage,
+  TEND_SERVER_NOT_FOUND: ExitCode.usage,
+  TEND_SERVER_PAYLOAD_TOO_LARGE: ExitCode.usage,
   TEND_TEMPLATE: ExitCode.usage,
+  TEND_TOKEN_NOT_FOUND: ExitCode.usage,
   TEND_USAGE: ExitCode.usage,
 } as const;
 
