@@ -1,0 +1,86 @@
+/**
+ * The session bus: one per CLI session. Stamps every event with a ULID id, the session id and
+ * a timestamp, coalesces repeated namespaceStatus events, and hands each event to its sinks
+ * (local log, outbox) and listeners (progress output, tests).
+ */
+import { monotonicFactory } from 'ulidx';
+import type { EventPayloads, EventType, NamespaceStatusPayload, TendEvent } from './catalog.js';
+import { NamespaceStatusDedupe } from './dedupe.js';
+
+export type EventListener = (event: TendEvent) => void;
+
+/** Where events are persisted. `write` must hand the event to the OS before `flush` returns. */
+export interface EventSink {
+  write(event: TendEvent, line: string): void;
+  flush(): void;
+  close(): void;
+}
+
+const ulid = monotonicFactory();
+
+export function newId(): string {
+  return ulid();
+}
+
+export class SessionBus {
+  readonly sessionId: string;
+  private readonly listeners = new Map<EventType | '*', Set<EventListener>>();
+  private readonly sinks: EventSink[] = [];
+  private readonly dedupe = new NamespaceStatusDedupe();
+  private closed = false;
+
+  constructor(sessionId: string = newId()) {
+    this.sessionId = sessionId;
+  }
+
+  addSink(sink: EventSink): void {
+    this.sinks.push(sink);
+  }
+
+  /** Emits an event; returns it, or undefined when it was coalesced away. */
+  emit<K extends EventType>(type: K, payload: EventPayloads[K]): TendEvent<K> | undefined {
+    if (type === 'namespaceStatus' && !this.dedupe.admit(payload as NamespaceStatusPayload)) return undefined;
+    const event = {
+      id: ulid(),
+      type,
+      sessionId: this.sessionId,
+      timestamp: new Date().toISOString(),
+      payload,
+    } as TendEvent;
+    if (this.sinks.length > 0 && !this.closed) {
+      const line = JSON.stringify(event) + '\n';
+      for (const sink of this.sinks) sink.write(event, line);
+    }
+    this.listeners.get(type)?.forEach((listener) => listener(event));
+    this.listeners.get('*')?.forEach((listener) => listener(event));
+    return event as TendEvent<K>;
+  }
+
+  /** Subscribes; returns the function that unsubscribes. */
+  on(type: EventType | '*', listener: EventListener): () => void {
+    let set = this.listeners.get(type);
+    if (!set) this.listeners.set(type, (set = new Set()));
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0) this.listeners.delete(type);
+    };
+  }
+
+  listenerCount(): number {
+    let n = 0;
+    for (const set of this.listeners.values()) n += set.size;
+    return n;
+  }
+
+  /** Hands everything written so far to the OS. */
+  flush(): void {
+    for (const sink of this.sinks) sink.flush();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const sink of this.sinks) sink.close();
+  }
+}

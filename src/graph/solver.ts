@@ -1,0 +1,152 @@
+/**
+ * The solver: runs the requested actions and their dependencies. Independent actions run
+ * concurrently up to a limit; an action starts only after its dependencies succeeded; a failure
+ * aborts only its dependants. Every action asks its status first and is skipped when it is
+ * already ready for its version (unless forced). Transitions are `actionStatus` events.
+ */
+import type { SessionBus } from '../events/bus.js';
+import type { ActionState } from '../events/catalog.js';
+import { TendError, toTendError } from '../errors.js';
+import type { ActionKind, Outputs, ResolvedAction } from '../plugins/types.js';
+import type { Router } from '../router/router.js';
+import type { ActionGraph } from './graph.js';
+
+export type FinalState = 'cached' | 'ready' | 'failed' | 'aborted';
+
+export interface ActionOutcome {
+  ref: string;
+  kind: ActionKind;
+  version: string;
+  state: FinalState;
+  durationMs: number;
+  outputs: Outputs;
+  error?: TendError;
+  /** For Test/Run: the process's exit code. */
+  exitCode?: number;
+}
+
+export interface SolveOptions {
+  graph: ActionGraph;
+  versions: Map<string, { version: string }>;
+  /** The actions asked for; their dependencies are added. */
+  requested: string[];
+  router: Router;
+  bus: SessionBus;
+  force: boolean;
+  concurrency: number;
+  signal: AbortSignal;
+  /** Resolves an action's templates with its dependencies' outputs. */
+  resolve(ref: string, dependencyOutputs: Record<string, Outputs>): ResolvedAction;
+}
+
+const statusHandler = {
+  Build: 'getStatus',
+  Deploy: 'getStatus',
+  Test: 'getResult',
+  Run: 'getResult',
+} as const;
+const executeHandler = { Build: 'build', Deploy: 'deploy', Test: 'run', Run: 'run' } as const;
+
+/** A counting semaphore: at most `limit` holders at once, FIFO. */
+class Limiter {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+  constructor(private readonly limit: number) {}
+
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.active >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.active++;
+    try {
+      return await fn();
+    } finally {
+      this.active--;
+      this.waiting.shift()?.();
+    }
+  }
+}
+
+export async function solve(options: SolveOptions): Promise<Map<string, ActionOutcome>> {
+  const { graph, bus, router } = options;
+  const limiter = new Limiter(options.concurrency);
+  const requested = new Set(options.requested);
+  const promises = new Map<string, Promise<ActionOutcome>>();
+
+  const emit = (ref: string, kind: ActionKind, version: string, state: ActionState, extra = {}) =>
+    bus.emit('actionStatus', { actionRef: ref, kind, version, state, ...extra });
+
+  const process = (ref: string): Promise<ActionOutcome> => {
+    let promise = promises.get(ref);
+    if (promise) return promise;
+    promise = (async () => {
+      const node = graph.get(ref);
+      const kind = node.config.kind;
+      const version = options.versions.get(ref)!.version;
+      const deps = await Promise.all(node.dependencies.map(process));
+      const failedDeps = deps.filter((d) => d.state === 'failed' || d.state === 'aborted');
+      if (failedDeps.length > 0 || options.signal.aborted) {
+        const why = options.signal.aborted
+          ? 'interrupted'
+          : `dependency ${failedDeps.map((d) => d.ref).join(', ')} did not succeed`;
+        const error = new TendError('TEND_ACTION_FAILED', `${ref} aborted: ${why}`, { actionRef: ref });
+        emit(ref, kind, version, 'aborted', { error: { code: error.code, message: error.message } });
+        return { ref, kind, version, state: 'aborted', durationMs: 0, outputs: {}, error } as ActionOutcome;
+      }
+      return limiter.run(() => runAction(ref, kind, version, deps));
+    })();
+    promises.set(ref, promise);
+    return promise;
+  };
+
+  const runAction = async (
+    ref: string,
+    kind: ActionKind,
+    version: string,
+    deps: ActionOutcome[],
+  ): Promise<ActionOutcome> => {
+    const started = performance.now();
+    const elapsed = () => Math.round((performance.now() - started) * 1000) / 1000;
+    emit(ref, kind, version, 'getting-status');
+    try {
+      const action = options.resolve(ref, Object.fromEntries(deps.map((d) => [d.ref, d.outputs])));
+      const force = options.force && requested.has(ref);
+      const status = await router.callAction(action, statusHandler[kind], { force });
+      if (status.state === 'ready' && !force) {
+        const durationMs = elapsed();
+        emit(ref, kind, version, 'cached', { durationMs });
+        return { ref, kind, version, state: 'cached', durationMs, outputs: status.outputs ?? {} };
+      }
+      emit(ref, kind, version, 'processing');
+      const result = await router.callAction(action, executeHandler[kind], { force });
+      const exitCode = 'exitCode' in result ? (result.exitCode as number) : undefined;
+      if (exitCode !== undefined && exitCode !== 0) {
+        throw new TendError('TEND_EXEC_FAILED', `${ref} exited with code ${exitCode}`, {
+          actionRef: ref,
+          detail: { exitCode, log: 'log' in result ? result.log : undefined },
+        });
+      }
+      const durationMs = elapsed();
+      emit(ref, kind, version, 'ready', { durationMs });
+      const outcome: ActionOutcome = {
+        ref,
+        kind,
+        version,
+        state: 'ready',
+        durationMs,
+        outputs: result.outputs,
+      };
+      if (exitCode !== undefined) outcome.exitCode = exitCode;
+      return outcome;
+    } catch (caught) {
+      const error = toTendError(caught);
+      const durationMs = elapsed();
+      emit(ref, kind, version, 'failed', { durationMs, error: { code: error.code, message: error.message } });
+      return { ref, kind, version, state: 'failed', durationMs, outputs: {}, error };
+    }
+  };
+
+  const refs = graph.closure(options.requested);
+  await Promise.all(refs.map(process));
+  const outcomes = new Map<string, ActionOutcome>();
+  for (const ref of refs) outcomes.set(ref, await promises.get(ref)!);
+  return outcomes;
+}

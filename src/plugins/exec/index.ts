@@ -1,0 +1,277 @@
+/**
+ * The exec plugin: actions that are local commands. Build/Test/Run run a command once per
+ * version; Deploy runs a command, or with `persistent: true` keeps a background process. The
+ * environment is a local directory, reported like a namespace.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import { rmSync } from 'node:fs';
+import path from 'node:path';
+import { TendError } from '../../errors.js';
+import { readResult, writeResult } from '../../state/results.js';
+import type {
+  ActionHandlerParams,
+  ActionTypeDefinition,
+  PluginContext,
+  PluginDefinition,
+  ResolvedAction,
+  RunResult,
+  StatusResult,
+} from '../types.js';
+import { listDeployStates, readDeployState, isAlive, startPersistent, stopPersistent } from './deploy.js';
+import {
+  ensureEnvironment,
+  environmentDir,
+  environmentUid,
+  observeEnvironment,
+  reportEnvironmentDeleted,
+} from './environment.js';
+import { runCommand } from './process.js';
+
+const Command = Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), {
+  minItems: 1,
+  maxItems: 1024,
+  description: 'the program and its arguments, e.g. [npm, run, build]',
+});
+const Env = Type.Record(
+  Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }),
+  Type.String({ maxLength: 65_536 }),
+  {
+    description: 'environment variables added to the command',
+  },
+);
+const Outputs = Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_.-]*$' }), Type.String(), {
+  description: 'outputs of the action (also from `::output key=value` lines on stdout)',
+});
+
+export const ExecCommandSpec = Type.Object(
+  {
+    command: Command,
+    cwd: Type.Optional(Type.String({ description: 'working directory, relative to the action source' })),
+    env: Type.Optional(Env),
+    outputs: Type.Optional(Outputs),
+  },
+  { additionalProperties: false },
+);
+export type ExecCommandSpec = Static<typeof ExecCommandSpec>;
+
+export const ExecDeploySpec = Type.Object(
+  {
+    command: Command,
+    persistent: Type.Optional(Type.Boolean({ description: 'keep the command running in the background' })),
+    readiness: Type.Optional(
+      Type.Object(
+        {
+          url: Type.Optional(
+            Type.String({ pattern: '^https?://', description: 'ready when it answers 2xx' }),
+          ),
+          command: Type.Optional(Command),
+          timeout: Type.Optional(
+            Type.Number({ minimum: 0.1, maximum: 3600, description: 'seconds (default 30)' }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    stopGracePeriod: Type.Optional(
+      Type.Number({
+        minimum: 0,
+        maximum: 600,
+        description: 'seconds between SIGTERM and SIGKILL (default 5)',
+      }),
+    ),
+    cwd: Type.Optional(Type.String()),
+    env: Type.Optional(Env),
+    outputs: Type.Optional(Outputs),
+  },
+  { additionalProperties: false },
+);
+export type ExecDeploySpec = Static<typeof ExecDeploySpec>;
+
+/** Builds are reused across environments; everything else is per environment namespace. */
+function resultScope(ctx: PluginContext, action: ResolvedAction): string {
+  return action.kind === 'Build' ? '_builds' : ctx.environment.namespace;
+}
+
+function commandEnv(ctx: PluginContext, action: ResolvedAction, env: Record<string, string> = {}) {
+  return {
+    TEND_PROJECT: ctx.environment.project,
+    TEND_ENVIRONMENT: ctx.environment.name,
+    TEND_NAMESPACE: ctx.environment.namespace,
+    TEND_ACTION: action.ref,
+    TEND_ACTION_VERSION: action.version,
+    ...env,
+  };
+}
+
+function cwdOf(action: ResolvedAction, cwd?: string): string {
+  return cwd ? path.resolve(action.sourceDir, cwd) : action.sourceDir;
+}
+
+async function getStoredStatus(
+  ctx: PluginContext,
+  { action }: ActionHandlerParams<ExecCommandSpec>,
+): Promise<StatusResult> {
+  observeEnvironment(ctx);
+  const stored = readResult(ctx.tendDir, resultScope(ctx, action), action.ref);
+  if (stored?.version === action.version && (stored.exitCode ?? 0) === 0) {
+    return { state: 'ready', outputs: stored.outputs };
+  }
+  return { state: 'not-ready' };
+}
+
+async function runOnce(
+  ctx: PluginContext,
+  { action }: ActionHandlerParams<ExecCommandSpec>,
+): Promise<RunResult> {
+  ensureEnvironment(ctx);
+  const spec = action.spec;
+  const result = await runCommand(
+    {
+      command: spec.command,
+      cwd: cwdOf(action, spec.cwd),
+      env: commandEnv(ctx, action, spec.env),
+      timeoutMs: action.timeoutMs,
+    },
+    ctx.log,
+    ctx.signal,
+  );
+  const outputs = { ...spec.outputs, ...result.outputs };
+  if (result.exitCode === 0) {
+    writeResult(ctx.tendDir, resultScope(ctx, action), action.ref, {
+      version: action.version,
+      outputs,
+      completedAt: new Date().toISOString(),
+      exitCode: 0,
+    });
+  }
+  return { outputs, exitCode: result.exitCode, durationMs: result.durationMs, log: result.tail };
+}
+
+const deployHandlers = {
+  async getStatus(ctx: PluginContext, params: ActionHandlerParams<ExecDeploySpec>): Promise<StatusResult> {
+    const { action } = params;
+    if (!action.spec.persistent) return getStoredStatus(ctx, params as ActionHandlerParams<ExecCommandSpec>);
+    observeEnvironment(ctx);
+    const state = readDeployState(environmentDir(ctx), action.name);
+    if (state && state.version === action.version && isAlive(state)) {
+      return { state: 'ready', outputs: state.outputs, detail: { pid: state.pid } };
+    }
+    return { state: 'not-ready', detail: state ? { pid: state.pid, version: state.version } : {} };
+  },
+
+  async deploy(ctx: PluginContext, params: ActionHandlerParams<ExecDeploySpec>) {
+    const { action } = params;
+    const spec = action.spec;
+    if (!spec.persistent) {
+      const result = await runOnce(ctx, params as ActionHandlerParams<ExecCommandSpec>);
+      if (result.exitCode !== 0) {
+        return { outputs: result.outputs, detail: { exitCode: result.exitCode, log: result.log } };
+      }
+      return { outputs: result.outputs };
+    }
+    const envDir = ensureEnvironment(ctx);
+    const previous = readDeployState(envDir, action.name);
+    if (previous) await stopPersistent(envDir, previous);
+    const state = await startPersistent({
+      envDir,
+      name: action.name,
+      version: action.version,
+      command: spec.command,
+      cwd: cwdOf(action, spec.cwd),
+      env: commandEnv(ctx, action, spec.env),
+      readiness: spec.readiness && {
+        url: spec.readiness.url,
+        command: spec.readiness.command,
+        timeoutMs: (spec.readiness.timeout ?? 30) * 1000,
+      },
+      outputs: { ...spec.outputs },
+      stopGracePeriodMs: (spec.stopGracePeriod ?? 5) * 1000,
+      signal: ctx.signal,
+    });
+    ctx.log.info(
+      `${action.ref} running as pid ${state.pid}, log ${path.relative(ctx.projectRoot, state.logFile)}`,
+    );
+    return { outputs: state.outputs, detail: { pid: state.pid } };
+  },
+
+  async delete(ctx: PluginContext, { action }: ActionHandlerParams<ExecDeploySpec>): Promise<StatusResult> {
+    if (!observeEnvironment(ctx)) return { state: 'ready' };
+    const envDir = environmentDir(ctx);
+    const state = readDeployState(envDir, action.name);
+    if (state) await stopPersistent(envDir, state);
+    rmSync(path.join(ctx.tendDir, 'cache', 'results', ctx.environment.namespace, `${action.ref}.json`), {
+      force: true,
+    });
+    return { state: 'ready', detail: state ? { stoppedPid: state.pid } : {} };
+  },
+};
+
+const commandKind = {
+  specSchema: ExecCommandSpec,
+  handlers: { getResult: getStoredStatus, run: runOnce },
+};
+
+export const execActionType: ActionTypeDefinition = {
+  name: 'exec',
+  description: 'local commands: Build/Test/Run run once per version; Deploy runs once or keeps a process',
+  kinds: {
+    Build: {
+      specSchema: ExecCommandSpec,
+      handlers: {
+        getStatus: getStoredStatus as never,
+        async build(ctx, params) {
+          const result = await runOnce(ctx, params as ActionHandlerParams<ExecCommandSpec>);
+          if (result.exitCode !== 0) {
+            throw new TendError(
+              'TEND_EXEC_FAILED',
+              `${params.action.ref} exited with code ${result.exitCode}`,
+              {
+                detail: { exitCode: result.exitCode, log: result.log },
+              },
+            );
+          }
+          return { outputs: result.outputs };
+        },
+      },
+    },
+    Deploy: { specSchema: ExecDeploySpec, handlers: deployHandlers as never },
+    Test: commandKind as never,
+    Run: commandKind as never,
+  },
+};
+
+export const execPlugin: PluginDefinition = {
+  name: 'exec',
+  description: 'run actions as local processes; the environment is a local directory',
+  configSchema: Type.Object({}, { additionalProperties: false }),
+  emits: ['namespaceStatus', 'log'],
+  provider: {
+    async init() {
+      return undefined;
+    },
+    async getEnvironmentStatus(ctx) {
+      return { ready: observeEnvironment(ctx) };
+    },
+    async prepareEnvironment(ctx) {
+      ensureEnvironment(ctx);
+      return { ready: true };
+    },
+    async cleanupEnvironment(ctx) {
+      const envDir = environmentDir(ctx);
+      const uid = environmentUid(ctx);
+      const states = listDeployStates(envDir);
+      for (const state of states) await stopPersistent(envDir, state);
+      rmSync(envDir, { recursive: true, force: true });
+      rmSync(path.join(ctx.tendDir, 'cache', 'results', ctx.environment.namespace), {
+        recursive: true,
+        force: true,
+      });
+      reportEnvironmentDeleted(ctx, uid);
+      return {
+        deleted: true,
+        message: `stopped ${states.length} process(es) and removed ${path.relative(ctx.projectRoot, envDir)}`,
+      };
+    },
+  },
+  actionTypes: [execActionType],
+};

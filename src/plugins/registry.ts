@@ -1,0 +1,10 @@
+/**
+ * The plugins shipped with tend. Heavy plugins (kubernetes) are imported only when a project's
+ * configuration uses them, so light commands stay fast.
+ */
+import type { PluginDefinition } from './types.js';
+import { execPlugin } from './exec/index.js';
+
+export function builtinPlugins(): PluginDefinition[] {
+  return [execPlugin];
+}

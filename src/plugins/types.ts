@@ -1,0 +1,173 @@
+/**
+ * The plugin contract: every handler signature in one place. The router (src/router/) is the
+ * only caller of these handlers; it gives each call a fresh event broker (`ctx.events`).
+ * docs/plugin-api.md says when each handler runs.
+ */
+import type { TSchema } from '@sinclair/typebox';
+import type { CleanupPolicy, EventPayloads, EventType } from '../events/catalog.js';
+
+export type ActionKind = 'Build' | 'Deploy' | 'Test' | 'Run';
+export const actionKinds: readonly ActionKind[] = ['Build', 'Deploy', 'Test', 'Run'];
+
+/** The handlers of each action kind (DESIGN §3). Typed tables keyed by these names catch a forgotten handler. */
+export interface ActionHandlerNames {
+  Build: 'getStatus' | 'build';
+  Deploy: 'getStatus' | 'deploy' | 'delete';
+  Test: 'getResult' | 'run';
+  Run: 'getResult' | 'run';
+}
+export const actionHandlerNames: { [K in ActionKind]: readonly ActionHandlerNames[K][] } = {
+  Build: ['getStatus', 'build'],
+  Deploy: ['getStatus', 'deploy', 'delete'],
+  Test: ['getResult', 'run'],
+  Run: ['getResult', 'run'],
+};
+
+export type ProviderHandlerName =
+  'init' | 'getEnvironmentStatus' | 'prepareEnvironment' | 'cleanupEnvironment';
+export const providerHandlerNames: readonly ProviderHandlerName[] = [
+  'init',
+  'getEnvironmentStatus',
+  'prepareEnvironment',
+  'cleanupEnvironment',
+];
+
+export type HandlerName = ProviderHandlerName | ActionHandlerNames[ActionKind];
+
+/** A plugin's way to emit events: validated against its declarations, stamped, re-emitted on the session bus. */
+export interface EventBroker {
+  emit<K extends EventType>(type: K, payload: EventPayloads[K]): void;
+}
+
+/** Log lines become `log` events (and progress output); they never carry secrets. */
+export interface PluginLog {
+  debug(message: string): void;
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+  /** A line of a child process or a build's output. */
+  output(stream: 'stdout' | 'stderr', line: string): void;
+}
+
+export interface EnvironmentInfo {
+  project: string;
+  name: string;
+  namespace: string;
+  cleanup?: CleanupPolicy;
+}
+
+/** What every handler receives. Built fresh by the router for each call. */
+export interface PluginContext<ProviderConfig = unknown, ProviderState = unknown> {
+  sessionId: string;
+  projectRoot: string;
+  /** The project's `.tend/` directory (state, logs, caches). */
+  tendDir: string;
+  environment: EnvironmentInfo;
+  provider: { name: string; config: ProviderConfig; state: ProviderState };
+  events: EventBroker;
+  log: PluginLog;
+  /** Aborted on Ctrl-C or timeout: handlers stop what they started and return. */
+  signal: AbortSignal;
+  /** The user running tend (from the OS), for ownership metadata. */
+  user: string;
+  hostId: string;
+}
+
+/** An action as its handlers see it: configuration resolved, version computed. */
+export interface ResolvedAction<Spec = unknown> {
+  ref: string;
+  kind: ActionKind;
+  type: string;
+  name: string;
+  version: string;
+  /** Absolute source directory. */
+  sourceDir: string;
+  include?: string[];
+  exclude?: string[];
+  /** Files of the source (relative to sourceDir) after include/exclude, sorted. */
+  files: string[];
+  spec: Spec;
+  /** Outputs of the action's dependencies, by reference (`build.api`). */
+  dependencyOutputs: Record<string, Record<string, string>>;
+  timeoutMs?: number;
+}
+
+export type Outputs = Record<string, string>;
+
+export interface StatusResult {
+  /** `ready`: done for this version; `not-ready`: needs work; `unknown`: could not tell (treated as not ready). */
+  state: 'ready' | 'not-ready' | 'unknown';
+  outputs?: Outputs;
+  detail?: Record<string, unknown>;
+}
+
+export interface ExecuteResult {
+  outputs: Outputs;
+  detail?: Record<string, unknown>;
+}
+
+export interface RunResult extends ExecuteResult {
+  exitCode: number;
+  durationMs: number;
+  /** Last lines of output, for the summary of a failure. */
+  log?: string;
+}
+
+export interface ActionHandlerParams<Spec = unknown> {
+  action: ResolvedAction<Spec>;
+  force: boolean;
+}
+
+export interface ActionHandlers<Spec = unknown> {
+  Build: {
+    getStatus(ctx: PluginContext, params: ActionHandlerParams<Spec>): Promise<StatusResult>;
+    build(ctx: PluginContext, params: ActionHandlerParams<Spec>): Promise<ExecuteResult>;
+  };
+  Deploy: {
+    getStatus(ctx: PluginContext, params: ActionHandlerParams<Spec>): Promise<StatusResult>;
+    deploy(ctx: PluginContext, params: ActionHandlerParams<Spec>): Promise<ExecuteResult>;
+    delete(ctx: PluginContext, params: ActionHandlerParams<Spec>): Promise<StatusResult>;
+  };
+  Test: {
+    getResult(ctx: PluginContext, params: ActionHandlerParams<Spec>): Promise<StatusResult>;
+    run(ctx: PluginContext, params: ActionHandlerParams<Spec>): Promise<RunResult>;
+  };
+  Run: {
+    getResult(ctx: PluginContext, params: ActionHandlerParams<Spec>): Promise<StatusResult>;
+    run(ctx: PluginContext, params: ActionHandlerParams<Spec>): Promise<RunResult>;
+  };
+}
+
+export interface EnvironmentStatus {
+  ready: boolean;
+  detail?: Record<string, unknown>;
+}
+
+export interface ProviderHandlers<Config = unknown, State = unknown> {
+  /** Connects and computes provider state (e.g. the cluster identity). Must not create anything. */
+  init(ctx: PluginContext<Config, undefined>): Promise<State>;
+  /** Read-only: never creates a namespace. */
+  getEnvironmentStatus(ctx: PluginContext<Config, State>): Promise<EnvironmentStatus>;
+  /** Ensures the environment exists (creates or adopts the namespace). */
+  prepareEnvironment(ctx: PluginContext<Config, State>): Promise<EnvironmentStatus>;
+  /** Removes what tend owns in the environment. */
+  cleanupEnvironment(ctx: PluginContext<Config, State>): Promise<{ deleted: boolean; message: string }>;
+}
+
+/** One action type of a plugin, with a spec schema and handlers for each kind it supports. */
+export interface ActionTypeDefinition {
+  name: string;
+  description: string;
+  kinds: { [K in ActionKind]?: { specSchema: TSchema; handlers: ActionHandlers[K] } };
+}
+
+export interface PluginDefinition<Config = unknown, State = unknown> {
+  name: string;
+  description: string;
+  /** Schema of the provider entry in tend.yml, beyond `name` and `environments`. */
+  configSchema: TSchema;
+  /** Event types this plugin emits; anything else is rejected by its broker. */
+  emits: readonly EventType[];
+  provider: ProviderHandlers<Config, State>;
+  actionTypes: readonly ActionTypeDefinition[];
+}

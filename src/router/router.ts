@@ -1,0 +1,213 @@
+/**
+ * The router: the one place where plugin handlers are called. For every call — provider init,
+ * environment status/prepare/cleanup, every action handler — it creates a fresh event broker,
+ * subscribes it to the plugin's declared event types, builds the context, tracks the call as
+ * in flight, and tears the broker down when the call ends, whatever the outcome.
+ */
+import { TendError } from '../errors.js';
+import type { SessionBus } from '../events/bus.js';
+import { PluginEventBroker } from '../events/broker.js';
+import type { EventPayloads, EventType } from '../events/catalog.js';
+import type {
+  ActionHandlerNames,
+  ActionKind,
+  ExecuteResult,
+  EnvironmentInfo,
+  PluginContext,
+  PluginDefinition,
+  PluginLog,
+  ProviderHandlers,
+  ResolvedAction,
+  RunResult,
+  StatusResult,
+} from '../plugins/types.js';
+
+/** A configured provider: the plugin, its resolved config, and the state its `init` returned. */
+export interface ProviderRuntime {
+  name: string;
+  plugin: PluginDefinition;
+  config: Record<string, unknown>;
+  state?: unknown;
+}
+
+export interface RouterOptions {
+  bus: SessionBus;
+  providers: ProviderRuntime[];
+  environment: EnvironmentInfo;
+  projectRoot: string;
+  tendDir: string;
+  user: string;
+  hostId: string;
+  signal: AbortSignal;
+}
+
+interface InFlightCall {
+  plugin: string;
+  handler: string;
+  actionRef?: string;
+  startedAt: number;
+}
+
+type ProviderCallName = Exclude<keyof ProviderHandlers, 'init'>;
+type ProviderResults = { [H in ProviderCallName]: Awaited<ReturnType<ProviderHandlers[H]>> };
+
+/** What each action handler returns. */
+export interface ActionResults {
+  getStatus: StatusResult;
+  getResult: StatusResult;
+  build: ExecuteResult;
+  deploy: ExecuteResult;
+  delete: StatusResult;
+  run: RunResult;
+}
+
+export class Router {
+  private readonly inFlight = new Set<InFlightCall>();
+  private readonly byActionType = new Map<string, ProviderRuntime>();
+
+  constructor(private readonly options: RouterOptions) {
+    for (const provider of options.providers) {
+      for (const type of provider.plugin.actionTypes) this.byActionType.set(type.name, provider);
+    }
+  }
+
+  get providers(): readonly ProviderRuntime[] {
+    return this.options.providers;
+  }
+
+  /** `(plugin) handler actionRef` for each call still running, for timeouts and exits with work pending. */
+  describeInFlight(): string[] {
+    return [...this.inFlight].map(
+      (c) =>
+        `(${c.plugin}) ${c.handler}${c.actionRef ? ` ${c.actionRef}` : ''} for ${Date.now() - c.startedAt} ms`,
+    );
+  }
+
+  providerForActionType(type: string): ProviderRuntime {
+    const provider = this.byActionType.get(type);
+    if (!provider) {
+      throw new TendError(
+        'TEND_PROVIDER_NOT_FOUND',
+        `no provider configured for action type "${type}" in environment "${this.options.environment.name}"`,
+        { detail: { hint: 'add the plugin that provides this type under `providers:` in tend.yml' } },
+      );
+    }
+    return provider;
+  }
+
+  async initProvider(provider: ProviderRuntime): Promise<void> {
+    provider.state = await this.call(provider, 'init', undefined, (ctx) =>
+      provider.plugin.provider.init(ctx as PluginContext<unknown, undefined>),
+    );
+  }
+
+  async callProvider<H extends ProviderCallName>(
+    provider: ProviderRuntime,
+    handler: H,
+  ): Promise<ProviderResults[H]> {
+    return this.call(provider, handler, undefined, (ctx) => {
+      const fn = provider.plugin.provider[handler] as (ctx: PluginContext) => Promise<ProviderResults[H]>;
+      return fn.call(provider.plugin.provider, ctx);
+    });
+  }
+
+  async callAction<H extends ActionHandlerNames[ActionKind]>(
+    action: ResolvedAction,
+    handler: H,
+    params: { force: boolean },
+  ): Promise<ActionResults[H]> {
+    const kind = action.kind;
+    const provider = this.providerForActionType(action.type);
+    const definition = provider.plugin.actionTypes.find((t) => t.name === action.type)?.kinds[kind];
+    const fn = (definition?.handlers as Record<string, unknown> | undefined)?.[handler];
+    if (typeof fn !== 'function') {
+      throw new TendError(
+        'TEND_HANDLER_MISSING',
+        `plugin "${provider.plugin.name}" has no ${kind} handler "${String(handler)}" for type "${action.type}"`,
+        { plugin: provider.plugin.name, handler: String(handler), actionRef: action.ref },
+      );
+    }
+    return this.call(provider, String(handler), action.ref, (ctx) =>
+      (fn as (ctx: PluginContext, p: unknown) => Promise<ActionResults[H]>).call(definition!.handlers, ctx, {
+        action,
+        force: params.force,
+      }),
+    );
+  }
+
+  private async call<T>(
+    provider: ProviderRuntime,
+    handler: string,
+    actionRef: string | undefined,
+    invoke: (ctx: PluginContext) => Promise<T>,
+  ): Promise<T> {
+    const { bus } = this.options;
+    const plugin = provider.plugin;
+    const metadata = { pluginName: plugin.name, providerName: provider.name, handler, actionRef };
+    const broker = new PluginEventBroker(bus, new Set(plugin.emits), metadata);
+    for (const type of plugin.emits) {
+      broker.subscribe(type, (payload) => bus.emit(type, payload as EventPayloads[EventType]));
+    }
+    const call: InFlightCall = { plugin: plugin.name, handler, actionRef, startedAt: Date.now() };
+    this.inFlight.add(call);
+    try {
+      return await invoke(this.context(provider, broker, metadata));
+    } catch (error) {
+      if (error instanceof TendError) throw error;
+      const message = error instanceof Error ? error.message : String(error);
+      throw new TendError('TEND_ACTION_FAILED', message, {
+        plugin: plugin.name,
+        handler,
+        actionRef,
+        cause: error,
+      });
+    } finally {
+      this.inFlight.delete(call);
+      broker.close();
+      // Events of this call reach the OS before the call returns (DESIGN §4, issue 3).
+      bus.flush();
+    }
+  }
+
+  private context(
+    provider: ProviderRuntime,
+    broker: PluginEventBroker,
+    metadata: { pluginName: string; providerName: string; handler: string; actionRef?: string },
+  ): PluginContext {
+    const o = this.options;
+    return {
+      sessionId: o.bus.sessionId,
+      projectRoot: o.projectRoot,
+      tendDir: o.tendDir,
+      environment: o.environment,
+      provider: { name: provider.name, config: provider.config, state: provider.state },
+      events: broker,
+      log: pluginLog(broker, metadata),
+      signal: o.signal,
+      user: o.user,
+      hostId: o.hostId,
+    };
+  }
+}
+
+function pluginLog(broker: PluginEventBroker, metadata: { pluginName: string; handler: string }): PluginLog {
+  // Log lines go through the broker like any plugin event, so they carry the same metadata.
+  const emit = (level: EventPayloads['log']['level'], message: string, stream?: 'stdout' | 'stderr') => {
+    const payload: EventPayloads['log'] = { level, message: message.slice(0, 65_536) };
+    if (stream) payload.stream = stream;
+    try {
+      broker.emit('log', payload);
+    } catch (error) {
+      // A plugin that did not declare `log` still gets its lines on stderr in debug mode.
+      if (process.env.TEND_DEBUG) process.stderr.write(`[${metadata.pluginName}] ${message}\n`);
+      if (!(error instanceof TendError && error.code === 'TEND_EVENT_UNDECLARED')) throw error;
+    }
+  };
+  return {
+    debug: (m) => emit('debug', m),
+    info: (m) => emit('info', m),
+    warn: (m) => emit('warn', m),
+    error: (m) => emit('error', m),
+    output: (stream, line) => emit('info', line, stream),
+  };
+}

@@ -1,0 +1,58 @@
+/**
+ * The project-local state directory `.tend/` and how files in it are written.
+ * Every file tend rewrites is written atomically (temp file, fsync, rename) so a crash
+ * leaves either the old or the new content, never a torn file.
+ */
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+
+export interface StatePaths {
+  root: string;
+  events: string;
+  outbox: string;
+  envs: string;
+  cache: string;
+}
+
+export function statePaths(projectRoot: string): StatePaths {
+  const root = path.join(projectRoot, '.tend');
+  return {
+    root,
+    events: path.join(root, 'events'),
+    outbox: path.join(root, 'outbox'),
+    envs: path.join(root, 'envs'),
+    cache: path.join(root, 'cache'),
+  };
+}
+
+export function writeFileAtomic(file: string, content: string | Uint8Array, mode = 0o644): void {
+  mkdirSync(path.dirname(file), { recursive: true });
+  const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  const fd = openSync(temp, 'w', mode);
+  try {
+    if (typeof content === 'string') writeSync(fd, content);
+    else writeSync(fd, content);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(temp, file);
+}
+
+/** Parses a JSON Lines file, skipping a torn last line (a crash mid-write); reports what it skipped. */
+export function parseJsonLines<T>(text: string): { records: T[]; skipped: number } {
+  const records: T[] = [];
+  let skipped = 0;
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    if (!line) continue;
+    try {
+      records.push(JSON.parse(line) as T);
+    } catch {
+      skipped++;
+    }
+  }
+  return { records, skipped };
+}
