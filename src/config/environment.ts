@@ -1,0 +1,167 @@
+/**
+ * The environment a command works in: chosen with --env (default: the project's
+ * defaultEnvironment), its namespace resolved from `defaultNamespace`, and the variables after
+ * --var overrides. Also builds the template context and resolves provider entries and specs.
+ */
+import os from 'node:os';
+import { TendError } from '../errors.js';
+import { formatPath } from './diagnostics.js';
+import { nameMaxLength, nameRegExp } from './project.js';
+import type { ActionConfig, CleanupConfig, ProjectConfig, ProviderEntry, VariableValue } from './project.js';
+import { resolveTemplates } from './template.js';
+import type { ResolveOptions, TemplateContext } from './template.js';
+
+export const defaultNamespaceTemplate = '${project.name}-${local.username}';
+
+export interface SelectedEnvironment {
+  name: string;
+  namespace: string;
+  cleanup?: CleanupConfig;
+  /** Project variables with the --var overrides applied. */
+  variables: Record<string, VariableValue>;
+}
+
+export interface SelectOptions {
+  /** --env; default: the project's defaultEnvironment. */
+  env?: string;
+  /** --var, parsed by parseVarFlags. */
+  vars: Record<string, string>;
+  /** For tests: the OS user and environment variables (default: os.userInfo(), process.env). */
+  local?: TemplateContext['local'];
+}
+
+/** `['team=payments', 'pr=42']` → `{team: 'payments', pr: '42'}`. */
+export function parseVarFlags(flags: readonly string[] | undefined): Record<string, string> {
+  const vars: Record<string, string> = {};
+  for (const flag of flags ?? []) {
+    const eq = flag.indexOf('=');
+    const key = eq < 0 ? '' : flag.slice(0, eq).trim();
+    if (eq < 0 || !/^[A-Za-z_][A-Za-z0-9_-]*$/.test(key)) {
+      throw new TendError(
+        'TEND_USAGE',
+        `invalid --var "${flag}"; expected name=value (e.g. --var team=payments)`,
+      );
+    }
+    vars[key] = flag.slice(eq + 1);
+  }
+  return vars;
+}
+
+/** The user running tend and the process environment, for `local.*` expressions. */
+export function localContext(): TemplateContext['local'] {
+  let username: string;
+  try {
+    username = os.userInfo().username;
+  } catch {
+    username = process.env.USER ?? process.env.USERNAME ?? 'unknown';
+  }
+  return { username, env: process.env };
+}
+
+export function selectEnvironment(project: ProjectConfig, options: SelectOptions): SelectedEnvironment {
+  const name = options.env ?? project.defaultEnvironment;
+  const environment = project.environments.find((e) => e.name === name);
+  if (!environment) {
+    throw new TendError(
+      'TEND_ENVIRONMENT_NOT_FOUND',
+      `unknown environment "${name}"; available: ${project.environments.map((e) => e.name).join(', ')}`,
+      { detail: { hint: 'choose one with --env <name>, or add it under environments: in tend.yml' } },
+    );
+  }
+  const variables = applyVarOverrides(project.variables, options.vars);
+  const local = options.local ?? localContext();
+  const index = project.environments.indexOf(environment);
+  const templatePath = ['environments', index, 'defaultNamespace'];
+  // environment.namespace is what is being computed: it is absent from this context on purpose.
+  const context = {
+    project: { name: project.name },
+    environment: { name: environment.name },
+    var: variables,
+    local,
+  } as unknown as TemplateContext;
+  const namespace = String(
+    environment.defaultNamespace === undefined
+      ? resolveTemplates(defaultNamespaceTemplate, context, () => project.locate(['environments', index]))
+      : resolveTemplates(environment.defaultNamespace, context, () => project.locate(templatePath)),
+  );
+  if (namespace.length > nameMaxLength || !nameRegExp.test(namespace)) {
+    const template = environment.defaultNamespace ?? defaultNamespaceTemplate;
+    throw new TendError(
+      'TEND_CONFIG_INVALID',
+      `namespace "${namespace}" of environment ${environment.name} (from "${template}") is not a valid ` +
+        `Kubernetes namespace name; expected lower-case letters, digits and "-", starting and ending with a ` +
+        `letter or digit, at most ${nameMaxLength} characters`,
+      {
+        location:
+          environment.defaultNamespace === undefined
+            ? project.locate(['environments', index])
+            : project.locate(templatePath),
+        detail: { hint: `set ${formatPath(templatePath)} in tend.yml` },
+      },
+    );
+  }
+  return {
+    name: environment.name,
+    namespace,
+    ...(environment.cleanup ? { cleanup: environment.cleanup } : {}),
+    variables,
+  };
+}
+
+/**
+ * --var values are strings; one that overrides a number or boolean variable becomes that type
+ * when it reads as one (`--var replicas=3` keeps `replicas` a number).
+ */
+function applyVarOverrides(
+  variables: Record<string, VariableValue>,
+  overrides: Record<string, string>,
+): Record<string, VariableValue> {
+  const out: Record<string, VariableValue> = { ...variables };
+  for (const [key, text] of Object.entries(overrides)) {
+    const previous = variables[key];
+    if (typeof previous === 'number' && text.trim() !== '' && Number.isFinite(Number(text))) {
+      out[key] = Number(text);
+    } else if (typeof previous === 'boolean' && (text === 'true' || text === 'false')) {
+      out[key] = text === 'true';
+    } else {
+      out[key] = text;
+    }
+  }
+  return out;
+}
+
+/** The context of template expressions in this environment; `actions` is added as actions run. */
+export function createTemplateContext(
+  project: ProjectConfig,
+  environment: SelectedEnvironment,
+  local: TemplateContext['local'] = localContext(),
+): TemplateContext {
+  return {
+    project: { name: project.name },
+    environment: { name: environment.name, namespace: environment.namespace },
+    var: environment.variables,
+    local,
+  };
+}
+
+/** A provider entry's configuration with its template expressions resolved. */
+export function resolveProviderConfig(
+  entry: ProviderEntry,
+  context: TemplateContext,
+): Record<string, unknown> {
+  return resolveTemplates(entry.config, context, (p) => entry.locate(p));
+}
+
+/** An action's spec with its template expressions resolved (errors point into the action's file). */
+export function resolveActionSpec(
+  action: ActionConfig,
+  context: TemplateContext,
+  options?: ResolveOptions,
+): unknown {
+  return resolveTemplates(action.spec, context, (p) => action.locate(['spec', ...p]), options);
+}
+
+/** Whether a provider entry applies to an environment. */
+export function providerApplies(entry: ProviderEntry, environment: string): boolean {
+  return !entry.environments || entry.environments.includes(environment);
+}

@@ -1,0 +1,567 @@
+/**
+ * Loads a project's configuration (DESIGN §2): `tend.yml` at the root (the Project document, and
+ * maybe actions) and every `*.tend.yml` below it. Every document is checked against tend's
+ * schemas and its plugin's schemas; every problem of a load is reported at once, each with its
+ * file:line:column.
+ */
+import fg from 'fast-glob';
+import { existsSync, statSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { TendError } from '../errors.js';
+import type { SourceLocation } from '../errors.js';
+import { actionKinds } from '../plugins/types.js';
+import type { ActionKind, PluginDefinition } from '../plugins/types.js';
+import { checkSchema, configError, describeValue, formatPath, sortProblems } from './diagnostics.js';
+import type { ConfigProblem } from './diagnostics.js';
+import { actionRef, formatLocation } from './project.js';
+import type {
+  ActionConfig,
+  ConfigPath,
+  EnvironmentConfig,
+  ProjectConfig,
+  ProviderEntry,
+  VariableValue,
+} from './project.js';
+import {
+  ActionBaseSchema,
+  actionTypeIndex,
+  parseTimeout,
+  ProjectSchema,
+  variableNamePattern,
+} from './schema.js';
+import { SourceFile } from './source.js';
+import type { SourceDocument } from './source.js';
+import { checkTemplateSyntax } from './template.js';
+import type { TemplateActionReference } from './template.js';
+
+export const projectFileName = 'tend.yml';
+export const actionFilePattern = '**/*.tend.yml';
+export const ignoredDirectories = ['.git', 'node_modules', '.tend'] as const;
+
+export interface LoadOptions {
+  /** The project root (absolute, or relative to cwd); default: the nearest directory with a tend.yml. */
+  root?: string;
+  cwd: string;
+  plugins: readonly PluginDefinition[];
+}
+
+export interface LoadedConfig {
+  project: ProjectConfig;
+  actions: ActionConfig[];
+}
+
+const documentKinds = ['Project', ...actionKinds] as const;
+
+/** Loads and validates the project; throws one TendError listing every problem. */
+export async function loadProjectConfig(options: LoadOptions): Promise<LoadedConfig> {
+  const root = findProjectRoot(options);
+  const actionFiles = (
+    await fg(actionFilePattern, {
+      cwd: root,
+      dot: true,
+      onlyFiles: true,
+      followSymbolicLinks: false,
+      ignore: ignoredDirectories.map((dir) => `**/${dir}/**`),
+    })
+  ).sort();
+  const names = [projectFileName, ...actionFiles];
+  const files = await Promise.all(
+    names.map(async (name) => new SourceFile(name, await readFile(path.join(root, name), 'utf8'))),
+  );
+  const loader = new Loader(root, options.plugins);
+  try {
+    return loader.load(files);
+  } finally {
+    for (const file of files) file.release();
+  }
+}
+
+/** The directory of `tend.yml`: the given root, or the nearest one from cwd upwards. */
+export function findProjectRoot(options: { root?: string; cwd: string }): string {
+  if (options.root !== undefined) {
+    const root = path.resolve(options.cwd, options.root);
+    if (!existsSync(path.join(root, projectFileName))) {
+      throw new TendError(
+        'TEND_CONFIG_NOT_FOUND',
+        `no ${projectFileName} in ${root} (the --root directory)`,
+        {
+          detail: { hint: `create ${path.join(root, projectFileName)} with a "kind: Project" document` },
+        },
+      );
+    }
+    return root;
+  }
+  let dir = path.resolve(options.cwd);
+  for (;;) {
+    if (existsSync(path.join(dir, projectFileName))) return dir;
+    const parent = path.dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+  }
+  throw new TendError(
+    'TEND_CONFIG_NOT_FOUND',
+    `no ${projectFileName} found in ${path.resolve(options.cwd)} or any parent directory`,
+    { detail: { hint: `create a ${projectFileName} with a "kind: Project" document, or pass --root <dir>` } },
+  );
+}
+
+interface PendingAction {
+  action: ActionConfig;
+  plugin: string;
+  templateReferences: TemplateActionReference[];
+}
+
+class Loader {
+  readonly #problems: ConfigProblem[] = [];
+  readonly #types: ReturnType<typeof actionTypeIndex>;
+  readonly #directories = new Map<string, boolean>();
+  #project: ProjectConfig | undefined;
+  #projectSeen: SourceLocation | undefined;
+  readonly #actions: PendingAction[] = [];
+
+  constructor(
+    readonly root: string,
+    readonly plugins: readonly PluginDefinition[],
+  ) {
+    this.#types = actionTypeIndex(plugins);
+  }
+
+  load(files: SourceFile[]): LoadedConfig {
+    for (const file of files) {
+      const { documents, problems } = file.parse();
+      this.#problems.push(...problems);
+      for (const doc of documents) this.#document(file, doc);
+    }
+    const projectFile = files[0];
+    if (
+      !this.#projectSeen &&
+      projectFile &&
+      !this.#problems.some((p) => p.location.file === projectFile.file)
+    ) {
+      this.#problem(
+        'TEND_CONFIG_INVALID',
+        `${projectFileName} has no Project document; expected one with "kind: Project"`,
+        {
+          file: projectFile.file,
+          line: 1,
+          column: 1,
+        },
+      );
+    }
+    this.#crossCheck();
+    if (this.#problems.length > 0) {
+      const rank = new Map(files.map((f, i) => [f.file, i]));
+      const byFile = new Map<number, ConfigProblem[]>();
+      for (const problem of this.#problems) {
+        const r = rank.get(problem.location.file) ?? files.length;
+        byFile.set(r, [...(byFile.get(r) ?? []), problem]);
+      }
+      const ordered = [...byFile.entries()]
+        .sort(([a], [b]) => a - b)
+        .flatMap(([, list]) => sortProblems(list));
+      throw configError(ordered);
+    }
+    if (!this.#project) throw new TendError('TEND_INTERNAL', 'the project was not loaded');
+    return { project: this.#project, actions: this.#actions.map((a) => a.action) };
+  }
+
+  #problem(code: ConfigProblem['code'], message: string, location: SourceLocation): void {
+    this.#problems.push({ code, message, location });
+  }
+
+  #document(file: SourceFile, doc: SourceDocument): void {
+    const locate = (p: ConfigPath, target: 'key' | 'value' = 'value') => file.locate(doc.index, p, target);
+    const value = doc.value;
+    const expectedKinds = documentKinds.join(', ');
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      this.#problem(
+        'TEND_CONFIG_INVALID',
+        `expected a mapping with a "kind" key (one of: ${expectedKinds}), got ${describeValue(value)}`,
+        doc.location,
+      );
+      return;
+    }
+    const record = value as Record<string, unknown>;
+    if (!('kind' in record)) {
+      this.#problem(
+        'TEND_CONFIG_INVALID',
+        `missing required key "kind"; expected one of: ${expectedKinds}`,
+        doc.location,
+      );
+      return;
+    }
+    const kind = record.kind;
+    if (kind === 'Project') {
+      this.#projectDocument(file, doc, record, locate);
+    } else if (typeof kind === 'string' && (actionKinds as readonly string[]).includes(kind)) {
+      this.#actionDocument(file, doc, record, kind as ActionKind, locate);
+    } else {
+      this.#problem(
+        'TEND_CONFIG_INVALID',
+        `unknown kind ${describeValue(kind)}; expected one of: ${expectedKinds}`,
+        locate(['kind']),
+      );
+    }
+  }
+
+  #projectDocument(
+    file: SourceFile,
+    doc: SourceDocument,
+    value: Record<string, unknown>,
+    locate: (p: ConfigPath, target?: 'key' | 'value') => SourceLocation,
+  ): void {
+    if (file.file !== projectFileName) {
+      this.#problem(
+        'TEND_CONFIG_INVALID',
+        `a Project document belongs in ${projectFileName} at the project root, not in ${file.file}`,
+        doc.location,
+      );
+      return;
+    }
+    if (this.#projectSeen) {
+      this.#problem(
+        'TEND_CONFIG_INVALID',
+        `a second Project document; the first is at ${formatLocation(this.#projectSeen)}`,
+        doc.location,
+      );
+      return;
+    }
+    this.#projectSeen = doc.location;
+    const problems = checkSchema(ProjectSchema, value, {
+      basePath: [],
+      rootLabel: 'the Project document',
+      locate,
+    });
+    if (problems.length > 0) {
+      this.#problems.push(...problems);
+      return;
+    }
+    const raw = value as {
+      name: string;
+      defaultEnvironment?: string;
+      variables?: Record<string, VariableValue>;
+      environments: {
+        name: string;
+        defaultNamespace?: string;
+        cleanup?: { afterInactivity: string; action?: 'delete' | 'pause' };
+      }[];
+      providers?: ({ name: string; environments?: string[] } & Record<string, unknown>)[];
+      server?: string;
+    };
+    const before = this.#problems.length;
+    const variableName = new RegExp(variableNamePattern);
+    for (const name of Object.keys(raw.variables ?? {})) {
+      if (!variableName.test(name)) {
+        this.#problem(
+          'TEND_CONFIG_INVALID',
+          `invalid variable name "${name}"; expected letters, digits, "_" and "-", starting with a letter or "_"`,
+          locate(['variables', name], 'key'),
+        );
+      }
+    }
+
+    const environments: EnvironmentConfig[] = [];
+    const environmentNames = new Map<string, number>();
+    raw.environments.forEach((env, i) => {
+      const first = environmentNames.get(env.name);
+      if (first !== undefined) {
+        this.#problem(
+          'TEND_CONFIG_INVALID',
+          `duplicate environment "${env.name}"; first defined at ${formatLocation(locate(['environments', first, 'name']))}`,
+          locate(['environments', i, 'name']),
+        );
+      }
+      environmentNames.set(env.name, i);
+      if (env.defaultNamespace !== undefined) {
+        const base = ['environments', i, 'defaultNamespace'];
+        const checked = checkTemplateSyntax(env.defaultNamespace, base, (p) => locate(p));
+        this.#problems.push(...checked.problems);
+        if (checked.actionReferences.length > 0) {
+          this.#problem(
+            'TEND_TEMPLATE',
+            'action outputs cannot be used in defaultNamespace: the namespace is known before any action runs',
+            locate(base),
+          );
+        }
+      }
+      environments.push({
+        name: env.name,
+        ...(env.defaultNamespace !== undefined ? { defaultNamespace: env.defaultNamespace } : {}),
+        ...(env.cleanup
+          ? {
+              cleanup: {
+                afterInactivity: env.cleanup.afterInactivity,
+                action: env.cleanup.action ?? 'delete',
+              },
+            }
+          : {}),
+        location: locate(['environments', i]),
+      });
+    });
+    const envList = environments.map((e) => e.name).join(', ');
+    const defaultEnvironment = raw.defaultEnvironment ?? environments[0]?.name ?? '';
+    if (raw.defaultEnvironment !== undefined && !environmentNames.has(raw.defaultEnvironment)) {
+      this.#problem(
+        'TEND_ENVIRONMENT_NOT_FOUND',
+        `defaultEnvironment "${raw.defaultEnvironment}" is not one of the environments; expected one of: ${envList}`,
+        locate(['defaultEnvironment']),
+      );
+    }
+
+    const providers: ProviderEntry[] = [];
+    const pluginNames = this.plugins.map((p) => p.name);
+    (raw.providers ?? []).forEach((entry, i) => {
+      const { name, environments: only, ...config } = entry;
+      const entryPath = ['providers', i];
+      const plugin = this.plugins.find((p) => p.name === name);
+      if (!plugin) {
+        this.#problem(
+          'TEND_PROVIDER_NOT_FOUND',
+          `unknown provider "${name}"; expected one of: ${pluginNames.join(', ') || '(no plugins)'}`,
+          locate([...entryPath, 'name']),
+        );
+        return;
+      }
+      only?.forEach((envName, j) => {
+        if (!environmentNames.has(envName)) {
+          this.#problem(
+            'TEND_ENVIRONMENT_NOT_FOUND',
+            `unknown environment "${envName}" in ${formatPath([...entryPath, 'environments'])}; expected one of: ${envList}`,
+            locate([...entryPath, 'environments', j]),
+          );
+        }
+      });
+      const clash = providers.find(
+        (p) => p.name === name && (!p.environments || !only || p.environments.some((e) => only.includes(e))),
+      );
+      if (clash) {
+        this.#problem(
+          'TEND_CONFIG_INVALID',
+          `provider "${name}" is listed twice for the same environments; first at ${formatLocation(clash.location)}` +
+            ' (list it twice only with separate environments:)',
+          locate([...entryPath, 'name']),
+        );
+      }
+      this.#problems.push(
+        ...checkSchema(plugin.configSchema, config, {
+          basePath: entryPath,
+          rootLabel: `${formatPath(entryPath)} (${name})`,
+          extraRootKeys: ['name', 'environments'],
+          skipTemplated: true,
+          locate,
+        }),
+      );
+      const checked = checkTemplateSyntax(config, entryPath, (p) => locate(p));
+      this.#problems.push(...checked.problems);
+      for (const reference of checked.actionReferences) {
+        this.#problem(
+          'TEND_TEMPLATE',
+          'action outputs cannot be used in provider configuration: providers are set up before any action runs',
+          locate(reference.path),
+        );
+      }
+      providers.push({
+        name,
+        ...(only ? { environments: only } : {}),
+        config,
+        location: locate(entryPath),
+        locate: (p) => locate([...entryPath, ...p]),
+      });
+    });
+
+    if (this.#problems.length > before) return;
+    this.#project = {
+      name: raw.name,
+      defaultEnvironment,
+      variables: raw.variables ?? {},
+      environments,
+      providers,
+      ...(raw.server !== undefined ? { server: raw.server } : {}),
+      root: this.root,
+      file: file.file,
+      location: doc.location,
+      locate: (p) => locate(p),
+    };
+  }
+
+  #actionDocument(
+    file: SourceFile,
+    doc: SourceDocument,
+    value: Record<string, unknown>,
+    kind: ActionKind,
+    locate: (p: ConfigPath, target?: 'key' | 'value') => SourceLocation,
+  ): void {
+    const name = typeof value.name === 'string' ? value.name : undefined;
+    const rootLabel = name !== undefined ? `action ${actionRef(kind, name)}` : `the ${kind} document`;
+    const problems = checkSchema(ActionBaseSchema, value, { basePath: [], rootLabel, locate });
+    if (problems.length > 0) {
+      this.#problems.push(...problems);
+      return;
+    }
+    const raw = value as {
+      type: string;
+      name: string;
+      description?: string;
+      dependencies?: string[];
+      source?: string;
+      include?: string[];
+      exclude?: string[];
+      timeout?: number | string;
+      spec?: unknown;
+    };
+    const ref = actionRef(kind, raw.name);
+    const before = this.#problems.length;
+
+    const type = this.#types.get(raw.type);
+    const typesOfKind = [...this.#types].filter(([, t]) => t.kinds.has(kind)).map(([n]) => n);
+    const typeList = typesOfKind.join(', ') || '(none)';
+    const specSchema = type?.kinds.get(kind);
+    if (!type) {
+      this.#problem(
+        'TEND_CONFIG_INVALID',
+        `unknown action type "${raw.type}" for kind ${kind}; expected one of: ${typeList}`,
+        locate(['type']),
+      );
+    } else if (!specSchema) {
+      this.#problem(
+        'TEND_CONFIG_INVALID',
+        `action type "${raw.type}" does not support kind ${kind} (it supports: ${[...type.kinds.keys()].join(', ')}); ` +
+          `types for ${kind}: ${typeList}`,
+        locate(['type']),
+      );
+    }
+    const spec = raw.spec === undefined || raw.spec === null ? {} : raw.spec;
+    if (specSchema) {
+      this.#problems.push(
+        ...checkSchema(specSchema, spec, {
+          basePath: ['spec'],
+          rootLabel: 'spec',
+          skipTemplated: true,
+          locate,
+        }),
+      );
+    }
+    const templates = checkTemplateSyntax(spec, ['spec'], (p) => locate(p));
+    this.#problems.push(...templates.problems);
+
+    const fileDir = path.dirname(path.join(this.root, file.file));
+    const sourceDir = path.resolve(fileDir, raw.source ?? '.');
+    if (raw.source !== undefined) {
+      const relative = path.relative(this.root, sourceDir);
+      if (relative.startsWith('..') || path.isAbsolute(relative)) {
+        this.#problem(
+          'TEND_CONFIG_INVALID',
+          `source "${raw.source}" is outside the project root`,
+          locate(['source']),
+        );
+      } else if (!this.#isDirectory(sourceDir)) {
+        this.#problem(
+          'TEND_CONFIG_INVALID',
+          `source directory "${raw.source}" does not exist (resolved to ${relative || '.'} in the project)`,
+          locate(['source']),
+        );
+      }
+    }
+
+    const dependencies = [...new Set(raw.dependencies ?? [])];
+    if (this.#problems.length > before) return;
+    this.#actions.push({
+      plugin: type?.plugin.name ?? '',
+      templateReferences: templates.actionReferences,
+      action: {
+        kind,
+        type: raw.type,
+        name: raw.name,
+        ref,
+        ...(raw.description !== undefined ? { description: raw.description } : {}),
+        dependencies,
+        sourceDir,
+        ...(raw.include ? { include: raw.include } : {}),
+        ...(raw.exclude ? { exclude: raw.exclude } : {}),
+        ...(raw.timeout !== undefined ? { timeout: parseTimeout(raw.timeout) } : {}),
+        spec,
+        file: file.file,
+        location: doc.location,
+        locate: (p) => locate(p),
+      },
+    });
+  }
+
+  #isDirectory(dir: string): boolean {
+    let known = this.#directories.get(dir);
+    if (known === undefined) {
+      try {
+        known = statSync(dir).isDirectory();
+      } catch {
+        known = false;
+      }
+      this.#directories.set(dir, known);
+    }
+    return known;
+  }
+
+  /** Checks across documents: duplicate actions, dependencies, template references, providers. */
+  #crossCheck(): void {
+    const byRef = new Map<string, ActionConfig>();
+    for (const { action } of this.#actions) {
+      const first = byRef.get(action.ref);
+      if (first) {
+        this.#problem(
+          'TEND_CONFIG_DUPLICATE_ACTION',
+          `duplicate action ${action.ref}; first defined at ${formatLocation(first.locate(['name']))}`,
+          action.locate(['name']),
+        );
+      } else {
+        byRef.set(action.ref, action);
+      }
+    }
+    const refsOfKind = (kind: string) => {
+      const refs = [...byRef.keys()].filter((r) => r.startsWith(`${kind}.`));
+      return refs.length === 0
+        ? '(none)'
+        : refs.length > 20
+          ? `${refs.slice(0, 20).join(', ')}, …`
+          : refs.join(', ');
+    };
+    const configured = new Set(this.#project?.providers.map((p) => p.name));
+    for (const { action, plugin, templateReferences } of this.#actions) {
+      action.dependencies.forEach((dependency, i) => {
+        const where = action.locate(['dependencies', i]);
+        if (dependency === action.ref) {
+          this.#problem('TEND_CONFIG_INVALID', `${action.ref} cannot depend on itself`, where);
+        } else if (!byRef.has(dependency)) {
+          const kind = dependency.slice(0, dependency.indexOf('.'));
+          this.#problem(
+            'TEND_CONFIG_INVALID',
+            `unknown dependency "${dependency}" of ${action.ref}; ${kind} actions: ${refsOfKind(kind)}`,
+            where,
+          );
+        }
+      });
+      for (const reference of templateReferences) {
+        if (reference.ref === action.ref) {
+          this.#problem(
+            'TEND_TEMPLATE',
+            `${action.ref} cannot use its own outputs`,
+            action.locate(reference.path),
+          );
+        } else if (!byRef.has(reference.ref)) {
+          const kind = reference.ref.slice(0, reference.ref.indexOf('.'));
+          this.#problem(
+            'TEND_TEMPLATE',
+            `unknown action "${reference.ref}" in a template expression; ${kind} actions: ${refsOfKind(kind)}`,
+            action.locate(reference.path),
+          );
+        }
+      }
+      if (this.#project && plugin && !configured.has(plugin)) {
+        this.#problem(
+          'TEND_PROVIDER_NOT_FOUND',
+          `action type "${action.type}" comes from provider "${plugin}", which is not listed under providers in ${projectFileName}`,
+          action.locate(['type']),
+        );
+      }
+    }
+  }
+}

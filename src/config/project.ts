@@ -1,0 +1,114 @@
+/**
+ * The project's configuration as the rest of tend sees it, after loading and validation
+ * (DESIGN §2). Values that may hold template expressions (`spec`, provider config,
+ * `defaultNamespace`) are kept raw; src/config/template.ts resolves them.
+ */
+import type { SourceLocation } from '../errors.js';
+import type { ActionKind } from '../plugins/types.js';
+
+/** A path to a value inside one YAML document: keys and sequence indexes. */
+export type ConfigPath = readonly (string | number)[];
+
+export type Locate = (path: ConfigPath) => SourceLocation;
+
+export interface CleanupConfig {
+  /** `30m`, `8h`, `3d`. */
+  afterInactivity: string;
+  action: 'delete' | 'pause';
+}
+
+export interface EnvironmentConfig {
+  name: string;
+  /** Raw, may contain template expressions. Default: `${project.name}-${local.username}`. */
+  defaultNamespace?: string;
+  cleanup?: CleanupConfig;
+  /** Where the environment is declared in tend.yml. */
+  location: SourceLocation;
+}
+
+export interface ProviderEntry {
+  name: string;
+  /** The environments this provider is used in; all when absent. */
+  environments?: string[];
+  /** The entry minus `name` and `environments`, still with template expressions. */
+  config: Record<string, unknown>;
+  location: SourceLocation;
+  /** Position of a value inside `config` (path relative to the config, e.g. `['namespace']`). */
+  locate: Locate;
+}
+
+export type VariableValue = string | number | boolean;
+
+export interface ProjectConfig {
+  name: string;
+  defaultEnvironment: string;
+  variables: Record<string, VariableValue>;
+  environments: EnvironmentConfig[];
+  providers: ProviderEntry[];
+  server?: string;
+  /** Absolute project root: the directory of tend.yml. */
+  root: string;
+  /** The file of the Project document, relative to the root (`tend.yml`). */
+  file: string;
+  /** Where the Project document starts. */
+  location: SourceLocation;
+  /** Position of a value inside the Project document (path from the document root). */
+  locate: Locate;
+}
+
+export interface ActionConfig {
+  kind: ActionKind;
+  type: string;
+  name: string;
+  /** `build.api`: lower-case kind, dot, name. */
+  ref: string;
+  description?: string;
+  /** References (`build.api`) from `dependencies:`; template references are found by findActionReferences. */
+  dependencies: string[];
+  /** Absolute source directory (default: the directory of the file). */
+  sourceDir: string;
+  include?: string[];
+  exclude?: string[];
+  /** Milliseconds. */
+  timeout?: number;
+  /** Raw, with template expressions. */
+  spec: unknown;
+  /** The file of the document, relative to the project root. */
+  file: string;
+  /** Where the document starts. */
+  location: SourceLocation;
+  /** Position of a value inside the document (path from the document root, e.g. `['spec', 'image']`). */
+  locate: Locate;
+}
+
+/** DNS-label-like names: projects, environments, actions. */
+export const namePattern = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
+export const nameRegExp = new RegExp(namePattern);
+export const nameMaxLength = 63;
+
+/** `build.api` from `Build` and `api`. */
+export function actionRef(kind: ActionKind, name: string): string {
+  return `${kind.toLowerCase()}.${name}`;
+}
+
+/** `build.api` → `{kind: 'Build', name: 'api'}`, or undefined when it is not a reference. */
+export function parseActionRef(ref: string): { kind: ActionKind; name: string } | undefined {
+  const dot = ref.indexOf('.');
+  if (dot < 0) return undefined;
+  const kind = kindFromLowerCase.get(ref.slice(0, dot));
+  const name = ref.slice(dot + 1);
+  if (!kind || !nameRegExp.test(name)) return undefined;
+  return { kind, name };
+}
+
+const kindFromLowerCase = new Map<string, ActionKind>([
+  ['build', 'Build'],
+  ['deploy', 'Deploy'],
+  ['test', 'Test'],
+  ['run', 'Run'],
+]);
+
+/** `tend.yml:7:5`. */
+export function formatLocation(location: SourceLocation): string {
+  return `${location.file}:${location.line}:${location.column}`;
+}

@@ -1,0 +1,251 @@
+/**
+ * Schemas of tend's configuration documents (DESIGN §2), and the JSON Schema for editors
+ * (`tend schema`), which adds every plugin's provider config and action spec schemas.
+ * tend's own objects forbid unknown keys everywhere.
+ */
+import { Type } from '@sinclair/typebox';
+import type { TSchema } from '@sinclair/typebox';
+import { CleanupPolicy } from '../events/catalog.js';
+import { actionKinds } from '../plugins/types.js';
+import type { ActionKind, PluginDefinition } from '../plugins/types.js';
+import { nameMaxLength, namePattern } from './project.js';
+
+/** `patternErrorMessage` is what editors (VS Code, yaml-language-server) show for a pattern mismatch; we do too. */
+const nameMessage =
+  'a name of lower-case letters, digits and "-", starting and ending with a letter or digit ' +
+  `(at most ${nameMaxLength} characters)`;
+
+export const NameSchema = Type.String({
+  pattern: namePattern,
+  maxLength: nameMaxLength,
+  patternErrorMessage: nameMessage,
+});
+
+export const actionRefPattern = '^(build|deploy|test|run)\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
+export const ActionRefSchema = Type.String({
+  pattern: actionRefPattern,
+  patternErrorMessage: 'an action reference: lower-case kind, dot, name (e.g. build.api)',
+});
+
+export const variableNamePattern = '^[A-Za-z_][A-Za-z0-9_-]*$';
+
+/** `30m`, `8h`, `3d` (the server's cleanup policy format). */
+export const inactivityPattern = CleanupPolicy.properties.afterInactivity.pattern as string;
+/** `500ms`, `30s`, `5m`, `1h`; a bare number is seconds. */
+export const timeoutPattern = '^[0-9]+(ms|s|m|h)$';
+
+export const CleanupConfigSchema = Type.Object(
+  {
+    afterInactivity: Type.String({
+      pattern: inactivityPattern,
+      maxLength: CleanupPolicy.properties.afterInactivity.maxLength,
+      patternErrorMessage: 'a duration: a whole number followed by m, h or d (e.g. 30m, 8h, 3d)',
+      description: 'Clean the environment up after this long without activity.',
+    }),
+    action: Type.Optional(
+      Type.Union([Type.Literal('delete'), Type.Literal('pause')], {
+        default: 'delete',
+        description: 'What cleanup does: delete the namespace (default) or pause its workloads.',
+      }),
+    ),
+  },
+  { additionalProperties: false, description: 'Automatic environment cleanup policy.' },
+);
+
+export const EnvironmentSchema = Type.Object(
+  {
+    name: NameSchema,
+    defaultNamespace: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description: 'Namespace template; default ${project.name}-${local.username}.',
+      }),
+    ),
+    cleanup: Type.Optional(CleanupConfigSchema),
+  },
+  { additionalProperties: false },
+);
+
+/** A provider entry's own keys; the rest is checked against the plugin's configSchema. */
+export const ProviderEntryBaseSchema = Type.Object(
+  {
+    name: Type.String({ minLength: 1, description: 'The provider (plugin) name.' }),
+    environments: Type.Optional(
+      Type.Array(NameSchema, { description: 'Environments this provider is used in (default: all).' }),
+    ),
+  },
+  { additionalProperties: true },
+);
+
+const VariableValueSchema = Type.Union([Type.String(), Type.Number(), Type.Boolean()]);
+
+export const ProjectSchema = Type.Object(
+  {
+    kind: Type.Literal('Project'),
+    name: NameSchema,
+    defaultEnvironment: Type.Optional(NameSchema),
+    variables: Type.Optional(
+      Type.Record(Type.String(), VariableValueSchema, {
+        propertyNames: { pattern: variableNamePattern },
+        description: 'Project variables, ${var.<name>} in templates; override with --var name=value.',
+      }),
+    ),
+    environments: Type.Array(EnvironmentSchema, { minItems: 1 }),
+    providers: Type.Optional(Type.Array(ProviderEntryBaseSchema)),
+    server: Type.Optional(
+      Type.String({
+        pattern: '^https?://',
+        patternErrorMessage: 'an http:// or https:// URL',
+        description: 'The tend server URL (or TEND_SERVER_URL, or `tend login`).',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const ActionKindSchema = Type.Union(actionKinds.map((kind) => Type.Literal(kind)));
+
+const StringList = Type.Array(Type.String({ minLength: 1 }));
+
+export const ActionBaseSchema = Type.Object(
+  {
+    kind: ActionKindSchema,
+    type: Type.String({ minLength: 1, description: 'The action type, declared by a provider.' }),
+    name: NameSchema,
+    description: Type.Optional(Type.String()),
+    dependencies: Type.Optional(Type.Array(ActionRefSchema)),
+    source: Type.Optional(
+      Type.String({ minLength: 1, description: "Source directory, relative to the file's directory." }),
+    ),
+    include: Type.Optional(StringList),
+    exclude: Type.Optional(StringList),
+    timeout: Type.Optional(
+      Type.Union([
+        Type.Number({ exclusiveMinimum: 0 }),
+        Type.String({
+          pattern: timeoutPattern,
+          patternErrorMessage: 'a duration: seconds as a number, or a whole number followed by ms, s, m or h',
+        }),
+      ]),
+    ),
+    spec: Type.Optional(Type.Unknown({ description: "The action type's spec." })),
+  },
+  { additionalProperties: false },
+);
+
+/** The keys of an action document, for messages. */
+export const actionKeys = Object.keys(ActionBaseSchema.properties);
+
+/** A timeout in milliseconds from `30s`, `5m`, `500ms`, `1h`, or a number of seconds. */
+export function parseTimeout(value: number | string): number {
+  if (typeof value === 'number') return Math.round(value * 1000);
+  const match = /^([0-9]+)(ms|s|m|h)$/.exec(value);
+  if (!match) throw new Error(`not a duration: ${value}`);
+  const factor = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[match[2] as 'ms' | 's' | 'm' | 'h'];
+  return Number(match[1]) * factor;
+}
+
+/** Plugins that declare an action type, and the kinds it supports. */
+export function actionTypeIndex(
+  plugins: readonly PluginDefinition[],
+): Map<string, { plugin: PluginDefinition; kinds: Map<ActionKind, TSchema> }> {
+  const index = new Map<string, { plugin: PluginDefinition; kinds: Map<ActionKind, TSchema> }>();
+  for (const plugin of plugins) {
+    for (const type of plugin.actionTypes) {
+      if (index.has(type.name)) continue;
+      const kinds = new Map<ActionKind, TSchema>();
+      for (const kind of actionKinds) {
+        const declared = type.kinds[kind];
+        if (declared) kinds.set(kind, declared.specSchema);
+      }
+      index.set(type.name, { plugin, kinds });
+    }
+  }
+  return index;
+}
+
+/** A TypeBox schema as plain JSON Schema: no symbols, no TypeBox-only keys. */
+function plain(schema: TSchema): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(schema)) as Record<string, unknown>;
+}
+
+/**
+ * The JSON Schema (draft-07) of one configuration document, for editors: the Project document
+ * or an action, discriminated by `kind`; each action type's `spec` and each provider's entry
+ * through if/then on kind+type and on the provider name.
+ */
+export function buildJsonSchema(plugins: readonly PluginDefinition[]): Record<string, unknown> {
+  const types = actionTypeIndex(plugins);
+
+  const project = plain(ProjectSchema);
+  const providerBase = plain(ProviderEntryBaseSchema);
+  const providerRules = plugins.map((plugin) => {
+    const config = plain(plugin.configSchema);
+    const ownProperties = (config.properties as Record<string, unknown> | undefined) ?? {};
+    const then: Record<string, unknown> = {
+      ...config,
+      type: 'object',
+      properties: { ...(providerBase.properties as Record<string, unknown>), ...ownProperties },
+      required: ['name', ...((config.required as string[] | undefined) ?? [])],
+    };
+    if (config.type !== 'object') {
+      delete then.additionalProperties;
+    }
+    return { if: { properties: { name: { const: plugin.name } }, required: ['name'] }, then };
+  });
+  const providerNames = plugins.map((p) => p.name);
+  project.properties = {
+    ...(project.properties as Record<string, unknown>),
+    providers: {
+      type: 'array',
+      description: 'Providers (plugins) and their configuration.',
+      items: {
+        ...providerBase,
+        properties: {
+          ...(providerBase.properties as Record<string, unknown>),
+          name: { type: 'string', enum: providerNames, description: 'The provider (plugin) name.' },
+        },
+        required: ['name'],
+        allOf: providerRules,
+      },
+    },
+  };
+
+  const action = plain(ActionBaseSchema);
+  const typeRules: Record<string, unknown>[] = [];
+  for (const kind of actionKinds) {
+    const kindTypes = [...types].filter(([, t]) => t.kinds.has(kind)).map(([name]) => name);
+    typeRules.push({
+      if: { properties: { kind: { const: kind } }, required: ['kind'] },
+      then: { properties: { type: { enum: kindTypes } } },
+    });
+    for (const [typeName, type] of types) {
+      const spec = type.kinds.get(kind);
+      if (!spec) continue;
+      typeRules.push({
+        if: { properties: { kind: { const: kind }, type: { const: typeName } }, required: ['kind', 'type'] },
+        then: { properties: { spec: plain(spec) } },
+      });
+    }
+  }
+  action.properties = {
+    ...(action.properties as Record<string, unknown>),
+    kind: { enum: [...actionKinds], description: 'Build, Deploy, Test or Run.' },
+  };
+  action.required = ['kind', 'type', 'name'];
+  action.allOf = typeRules;
+
+  return {
+    $schema: 'http://json-schema.org/draft-07/schema#',
+    $id: 'https://tend.dev/schemas/tend.yml.json',
+    title: 'tend configuration document (tend.yml, *.tend.yml)',
+    description: 'One YAML document: the Project (tend.yml only) or an action (Build, Deploy, Test, Run).',
+    type: 'object',
+    required: ['kind'],
+    properties: { kind: { enum: ['Project', ...actionKinds] } },
+    allOf: [
+      { if: { properties: { kind: { const: 'Project' } }, required: ['kind'] }, then: project },
+      { if: { properties: { kind: { enum: [...actionKinds] } }, required: ['kind'] }, then: action },
+    ],
+  };
+}

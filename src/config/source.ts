@@ -1,0 +1,151 @@
+/**
+ * One configuration file: its YAML documents and the positions of their keys and values.
+ * Positions come from the YAML AST (node ranges) and a LineCounter; the AST is dropped after
+ * loading and parsed again only when a later error needs a position.
+ */
+import { isMap, isPair, isScalar, isSeq, LineCounter, parseAllDocuments, visit } from 'yaml';
+import type { Document, Node } from 'yaml';
+import type { SourceLocation } from '../errors.js';
+import type { ConfigProblem } from './diagnostics.js';
+import type { ConfigPath } from './project.js';
+
+export interface SourceDocument {
+  /** Index of the document in its file (counting empty ones, so that positions can be found again). */
+  index: number;
+  /** The document as plain data. */
+  value: unknown;
+  /** Where the document's content starts. */
+  location: SourceLocation;
+}
+
+export type LocateTarget = 'key' | 'value';
+
+export class SourceFile {
+  #lineCounter = new LineCounter();
+  #documents: Document.Parsed[] | undefined;
+
+  /**
+   * @param file path relative to the project root, with `/` separators
+   * @param text the file's content
+   */
+  constructor(
+    readonly file: string,
+    readonly text: string,
+  ) {}
+
+  /** Parses every document; YAML errors become problems and their documents are left out. */
+  parse(): { documents: SourceDocument[]; problems: ConfigProblem[] } {
+    const documents: SourceDocument[] = [];
+    const problems: ConfigProblem[] = [];
+    this.#parsed().forEach((doc, index) => {
+      const error = doc.errors[0];
+      if (error) {
+        // Only the first: the errors after a syntax error are mostly its echoes.
+        problems.push({
+          code: 'TEND_CONFIG_YAML',
+          message: yamlMessage(doc, this.text, error.code, error.message, error.pos[0]),
+          location: this.position(error.pos[0]),
+        });
+        return;
+      }
+      const contents = doc.contents;
+      if (contents === null || (isScalar(contents) && contents.value === null)) return; // empty document
+      const location = this.position(contents.range[0]);
+      try {
+        documents.push({ index, value: doc.toJS({ maxAliasCount: 1000 }), location });
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        problems.push({ code: 'TEND_CONFIG_YAML', message: `YAML error: ${message}`, location });
+      }
+    });
+    return { documents, problems };
+  }
+
+  /**
+   * The position of a key or value inside a document. When the path does not exist (a missing
+   * key), the position of its deepest existing parent.
+   */
+  locate(documentIndex: number, path: ConfigPath, target: LocateTarget = 'value'): SourceLocation {
+    const doc = this.#parsed()[documentIndex];
+    if (!doc) return { file: this.file, line: 1, column: 1 };
+    let node: unknown = doc.contents;
+    let offset = doc.contents?.range[0] ?? doc.range[0];
+    for (let i = 0; i < path.length; i++) {
+      const segment = path[i];
+      const last = i === path.length - 1;
+      if (isMap(node)) {
+        const pair = node.items.find(
+          (item) => isScalar(item.key) && String(item.key.value) === String(segment),
+        );
+        if (!pair) break;
+        const keyNode = pair.key as Node;
+        if (last && target === 'key') return this.position(keyNode.range?.[0] ?? offset);
+        const valueNode = pair.value as Node | null;
+        if (!valueNode?.range) return this.position(keyNode.range?.[0] ?? offset);
+        node = valueNode;
+        offset = valueNode.range[0];
+      } else if (isSeq(node)) {
+        const item = node.items[Number(segment)] as Node | null | undefined;
+        if (!item?.range) break;
+        node = item;
+        offset = item.range[0];
+      } else {
+        break;
+      }
+    }
+    return this.position(offset);
+  }
+
+  /** 1-based line and column of an offset. */
+  position(offset: number): SourceLocation {
+    const { line, col } = this.#lineCounter.linePos(offset);
+    return { file: this.file, line, column: col };
+  }
+
+  /** Drops the AST once loading is done; `locate` parses again if it is needed later. */
+  release(): void {
+    this.#documents = undefined;
+  }
+
+  #parsed(): Document.Parsed[] {
+    if (!this.#documents) {
+      this.#lineCounter = new LineCounter();
+      this.#documents = parseAllDocuments(this.text, {
+        lineCounter: this.#lineCounter,
+        prettyErrors: false,
+        uniqueKeys: true,
+      }) as Document.Parsed[];
+    }
+    return this.#documents;
+  }
+}
+
+/** YAML's messages, made a little friendlier where we know more (the duplicated key's name). */
+function yamlMessage(
+  doc: Document.Parsed,
+  text: string,
+  code: string,
+  message: string,
+  offset: number,
+): string {
+  if (text[offset] === '{' && text[offset - 1] === '$') {
+    return (
+      'YAML syntax error: a template expression inside a flow mapping or list ({ } or [ ]) must be quoted, ' +
+      'e.g. { image: "${actions.build.api.outputs.image}" }'
+    );
+  }
+  if (code === 'DUPLICATE_KEY') {
+    let key: string | undefined;
+    visit(doc, {
+      Pair(_, pair) {
+        if (isPair(pair) && isScalar(pair.key) && pair.key.range?.[0] === offset) {
+          key = String(pair.key.value);
+          return visit.BREAK;
+        }
+        return undefined;
+      },
+    });
+    if (key !== undefined) return `duplicate key "${key}"; keys must be unique in a mapping`;
+  }
+  return `YAML syntax error: ${message}`;
+}
