@@ -3,14 +3,9 @@
  * `tend --version` and light commands never load the Kubernetes client or the server.
  */
 import { Command, CommanderError, Option } from 'commander';
-import { readFileSync } from 'node:fs';
 import { ExitCode, TendError } from '../errors.js';
 import { printError, printResult, type CommandResult, type GlobalOptions } from './output.js';
-
-const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
-  version: string;
-};
-export const cliVersion = pkg.version;
+import { cliVersion } from './version.js';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 

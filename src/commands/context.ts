@@ -1,0 +1,178 @@
+/**
+ * What every project command starts from: the loaded configuration, the selected environment,
+ * the providers configured for it, and — for commands that touch the environment — a session
+ * (event bus, local log, outbox) and the router. Ctrl-C aborts the session's signal.
+ */
+import path from 'node:path';
+import { selectEnvironment, parseVarFlags, resolveProviderConfig } from '../config/environment.js';
+import { loadProjectConfig } from '../config/load.js';
+import type { ActionConfig, ProjectConfig } from '../config/project.js';
+import { resolveTemplates, type TemplateContext } from '../config/template.js';
+import type { GlobalOptions } from '../cli/output.js';
+import { cliVersion } from '../cli/version.js';
+import { Session } from '../events/session.js';
+import { TendError, toTendError } from '../errors.js';
+import type { ActionGraph } from '../graph/graph.js';
+import { builtinPlugins } from '../plugins/registry.js';
+import type { EnvironmentInfo, Outputs, PluginDefinition, ResolvedAction } from '../plugins/types.js';
+import { Router, type ProviderRuntime } from '../router/router.js';
+import { localIdentity } from '../state/identity.js';
+import { statePaths } from '../state/files.js';
+
+export interface OpenedProject {
+  project: ProjectConfig;
+  actions: ActionConfig[];
+  environment: EnvironmentInfo;
+  templateContext: TemplateContext;
+  providers: ProviderRuntime[];
+  tendDir: string;
+  user: string;
+  hostId: string;
+}
+
+export async function openProject(options: GlobalOptions, plugins: PluginDefinition[] = builtinPlugins()) {
+  const { project, actions } = await loadProjectConfig({
+    root: options.root ? path.resolve(options.root) : undefined,
+    cwd: process.cwd(),
+    plugins,
+  });
+  const { user, hostId } = localIdentity();
+  const selected = selectEnvironment(project, { env: options.env, vars: parseVarFlags(options.var ?? []) });
+  const environment: EnvironmentInfo = {
+    project: project.name,
+    name: selected.name,
+    namespace: selected.namespace,
+  };
+  if (selected.cleanup) environment.cleanup = selected.cleanup;
+  const templateContext: TemplateContext = {
+    project: { name: project.name },
+    environment: { name: selected.name, namespace: selected.namespace },
+    var: selected.variables,
+    local: { username: user, env: process.env },
+  };
+  const byName = new Map(plugins.map((p) => [p.name, p]));
+  const providers: ProviderRuntime[] = project.providers
+    .filter((entry) => !entry.environments || entry.environments.includes(selected.name))
+    .map((entry) => {
+      const plugin = byName.get(entry.name);
+      if (!plugin) {
+        throw new TendError('TEND_PROVIDER_NOT_FOUND', `unknown provider "${entry.name}"`, {
+          location: entry.location,
+        });
+      }
+      return { name: entry.name, plugin, config: resolveProviderConfig(entry, templateContext) };
+    });
+  const opened: OpenedProject = {
+    project,
+    actions,
+    environment,
+    templateContext,
+    providers,
+    tendDir: statePaths(project.root).root,
+    user,
+    hostId,
+  };
+  return opened;
+}
+
+export interface CommandSession {
+  session: Session;
+  router: Router;
+  signal: AbortSignal;
+  /** Ends the session (completed or failed) and removes the Ctrl-C handler. */
+  close(outcome: {
+    error?: unknown;
+    counts?: { succeeded: number; cached: number; failed: number; aborted: number };
+  }): void;
+}
+
+export function startSession(opened: OpenedProject, command: string, args: string[]): CommandSession {
+  const session = new Session({
+    projectRoot: opened.project.root,
+    started: {
+      command,
+      args: args.slice(0, 256).map((a) => a.slice(0, 1024)),
+      project: opened.project.name,
+      environment: opened.environment.name,
+      namespace: opened.environment.namespace,
+      user: opened.user,
+      hostId: opened.hostId,
+      cliVersion,
+      ...(opened.environment.cleanup ? { cleanupPolicy: opened.environment.cleanup } : {}),
+    },
+  });
+  const controller = new AbortController();
+  let interrupts = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    interrupts++;
+    if (interrupts === 1) {
+      process.stderr.write(`\n${signal}: stopping started processes… (press Ctrl-C again to exit now)\n`);
+      controller.abort(new TendError('TEND_INTERRUPTED', `interrupted by ${signal}`));
+    } else {
+      session.fail({ code: 'TEND_INTERRUPTED', message: `interrupted twice by ${signal}` });
+      process.exit(130);
+    }
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const router = new Router({
+    bus: session.bus,
+    providers: opened.providers,
+    environment: opened.environment,
+    projectRoot: opened.project.root,
+    tendDir: opened.tendDir,
+    user: opened.user,
+    hostId: opened.hostId,
+    signal: controller.signal,
+  });
+  return {
+    session,
+    router,
+    signal: controller.signal,
+    close({ error, counts }) {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      if (error !== undefined) {
+        const e = toTendError(error);
+        session.fail({ code: e.code, message: e.toString() });
+      } else {
+        session.complete(counts ?? { succeeded: 0, cached: 0, failed: 0, aborted: 0 });
+      }
+    },
+  };
+}
+
+/** Resolves an action's templates with its dependencies' outputs, ready for its handlers. */
+export function resolveAction(
+  opened: OpenedProject,
+  graph: ActionGraph,
+  versions: Map<string, { version: string; files: string[] }>,
+  ref: string,
+  dependencyOutputs: Record<string, Outputs>,
+): ResolvedAction {
+  const { config } = graph.get(ref);
+  const actionsContext: NonNullable<TemplateContext['actions']> = {};
+  for (const [depRef, outputs] of Object.entries(dependencyOutputs)) {
+    const [kind, name] = depRef.split('.') as [string, string];
+    (actionsContext[kind] ??= {})[name] = { outputs };
+  }
+  const spec = resolveTemplates(config.spec, { ...opened.templateContext, actions: actionsContext }, (p) =>
+    config.locate(['spec', ...p]),
+  );
+  const versioned = versions.get(ref)!;
+  const action: ResolvedAction = {
+    ref,
+    kind: config.kind,
+    type: config.type,
+    name: config.name,
+    version: versioned.version,
+    sourceDir: config.sourceDir,
+    files: versioned.files,
+    spec,
+    dependencyOutputs,
+  };
+  if (config.include) action.include = config.include;
+  if (config.exclude) action.exclude = config.exclude;
+  if (config.timeout !== undefined) action.timeoutMs = config.timeout;
+  return action;
+}

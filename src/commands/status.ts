@@ -1,0 +1,97 @@
+/**
+ * `tend status`: the environment and every action's status, read-only. Providers report the
+ * environment with `getEnvironmentStatus` (never creating it); actions with getStatus/getResult.
+ */
+import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
+import { toTendError } from '../errors.js';
+import { ActionGraph } from '../graph/graph.js';
+import { computeVersions } from '../graph/version.js';
+import { openProject, resolveAction, startSession } from './context.js';
+
+export interface StatusData {
+  sessionId: string;
+  project: string;
+  environment: string;
+  namespace: string;
+  providers: { name: string; ready: boolean; detail?: Record<string, unknown> }[];
+  actions: {
+    ref: string;
+    version: string;
+    state: string;
+    outputs?: Record<string, string>;
+    error?: string;
+  }[];
+}
+
+const statusHandler = {
+  Build: 'getStatus',
+  Deploy: 'getStatus',
+  Test: 'getResult',
+  Run: 'getResult',
+} as const;
+
+export async function statusCommand(options: GlobalOptions): Promise<CommandResult<StatusData>> {
+  const opened = await openProject(options);
+  const { session, router, close } = startSession(opened, 'status', []);
+  try {
+    const providers: StatusData['providers'] = [];
+    for (const provider of router.providers) {
+      await router.initProvider(provider);
+      const status = await router.callProvider(provider, 'getEnvironmentStatus');
+      providers.push({
+        name: provider.name,
+        ready: status.ready,
+        ...(status.detail ? { detail: status.detail } : {}),
+      });
+    }
+    const graph = new ActionGraph(opened.actions);
+    const order = graph.topologicalOrder();
+    const versions = computeVersions(graph, order);
+    const outputs = new Map<string, Record<string, string>>();
+    const actions: StatusData['actions'] = [];
+    for (const ref of order) {
+      const node = graph.get(ref);
+      const version = versions.get(ref)!.version;
+      try {
+        const deps = Object.fromEntries(node.dependencies.map((d) => [d, outputs.get(d) ?? {}]));
+        const action = resolveAction(opened, graph, versions, ref, deps);
+        const status = await router.callAction(action, statusHandler[node.config.kind], { force: false });
+        outputs.set(ref, status.outputs ?? {});
+        actions.push({
+          ref,
+          version,
+          state: status.state,
+          ...(status.outputs ? { outputs: status.outputs } : {}),
+        });
+      } catch (error) {
+        // A dependency's output that does not exist yet makes the status unknown, not an error.
+        actions.push({ ref, version, state: 'unknown', error: toTendError(error).message });
+      }
+    }
+    close({});
+    const human = [
+      `project ${opened.project.name}, environment ${opened.environment.name}, namespace ${opened.environment.namespace}`,
+      ...providers.map((p) => `provider ${p.name}: ${p.ready ? 'ready' : 'not ready'}`),
+      '',
+      formatTable(
+        ['ACTION', 'VERSION', 'STATE'],
+        actions.map((a) => [a.ref, a.version, a.state]),
+      ),
+    ].join('\n');
+    return {
+      exitCode: 0,
+      human,
+      data: {
+        sessionId: session.id,
+        project: opened.project.name,
+        environment: opened.environment.name,
+        namespace: opened.environment.namespace,
+        providers,
+        actions,
+      },
+    };
+  } catch (error) {
+    close({ error });
+    throw error;
+  }
+}

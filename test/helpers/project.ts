@@ -1,0 +1,82 @@
+/** Temporary projects on disk, and running the real `tend` CLI against them. */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync, cpSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const tendBin = path.join(repoRoot, 'bin', 'tend.js');
+
+const created: string[] = [];
+
+/** Writes the files (path → content) into a fresh temporary directory and returns it. */
+export function makeProject(files: Record<string, string>): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tend-test-'));
+  created.push(dir);
+  for (const [file, content] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    writeFileSync(path.join(dir, file), content);
+  }
+  return dir;
+}
+
+/** Copies an example project into a fresh temporary directory. */
+export function copyExample(name: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), `tend-${name}-`));
+  created.push(dir);
+  cpSync(path.join(repoRoot, 'examples', name), dir, {
+    recursive: true,
+    filter: (src) => !src.includes(`${path.sep}.tend`) && !src.includes(`${path.sep}dist`),
+  });
+  return dir;
+}
+
+export function removeProjects(): void {
+  for (const dir of created.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
+export interface TendRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function runTend(
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<TendRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [tendBin, ...args], {
+      cwd: options.cwd ?? repoRoot,
+      env: { ...process.env, CI: 'true', ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+/** Polls until the condition holds or the deadline passes (for waiting on real processes). */
+export async function waitFor<T>(
+  condition: () => T | undefined | false | Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await condition();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
