@@ -24,8 +24,8 @@ export function configError(problems: readonly ConfigProblem[]): TendError {
   const [first, ...rest] = problems;
   if (!first) return new TendError('TEND_INTERNAL', 'configError called without problems');
   const more = rest.map((p) => `\n${formatLocation(p.location)}: ${p.message}`).join('');
-  const summary = rest.length > 0 ? ` (${problems.length} configuration errors)` : '';
-  return new TendError(first.code, `${first.message}${summary}${more}`, {
+  const summary = rest.length > 0 ? `\n(${problems.length} configuration errors)` : '';
+  return new TendError(first.code, `${first.message}${more}${summary}`, {
     location: first.location,
     detail: {
       errors: problems.map((p) => ({ code: p.code, message: p.message, location: p.location })),

@@ -41,10 +41,12 @@ export class SourceFile {
       const error = doc.errors[0];
       if (error) {
         // Only the first: the errors after a syntax error are mostly its echoes.
+        const offset = error.pos[0];
+        const unquotedTemplate = this.text[offset] === '{' && this.text[offset - 1] === '$';
         problems.push({
           code: 'TEND_CONFIG_YAML',
-          message: yamlMessage(doc, this.text, error.code, error.message, error.pos[0]),
-          location: this.position(error.pos[0]),
+          message: yamlMessage(doc, unquotedTemplate, error.code, error.message, offset),
+          location: this.position(unquotedTemplate ? offset - 1 : offset),
         });
         return;
       }
@@ -123,12 +125,12 @@ export class SourceFile {
 /** YAML's messages, made a little friendlier where we know more (the duplicated key's name). */
 function yamlMessage(
   doc: Document.Parsed,
-  text: string,
+  unquotedTemplate: boolean,
   code: string,
   message: string,
   offset: number,
 ): string {
-  if (text[offset] === '{' && text[offset - 1] === '$') {
+  if (unquotedTemplate) {
     return (
       'YAML syntax error: a template expression inside a flow mapping or list ({ } or [ ]) must be quoted, ' +
       'e.g. { image: "${actions.build.api.outputs.image}" }'

@@ -1,0 +1,458 @@
+/**
+ * Invalid configurations, one row per case: the files, and the exact `file:line:column: message`
+ * and code of the (first) error.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { TendError } from '../../src/errors.js';
+import { loadProjectConfig } from '../../src/config/load.js';
+import { testPlugins } from './fixtures/plugins.js';
+import { removeProjects, writeProject, yaml } from './fixtures/project.js';
+
+afterAll(removeProjects);
+
+/** A valid Project document (4 lines), used when a case does not give its own tend.yml. */
+const project = yaml`
+  kind: Project
+  name: shop
+  environments: [{ name: dev }, { name: preview }]
+  providers: [{ name: local }]
+`;
+
+const build = 'kind: Build\ntype: cmd\nname: api\nspec: { command: [make] }\n';
+
+interface Case {
+  name: string;
+  files: Record<string, string>;
+  error: string;
+  code: string;
+}
+
+const cases: Case[] = [
+  {
+    name: 'unknown key in an environment',
+    files: {
+      'tend.yml': yaml`
+        kind: Project
+        name: shop
+        environments:
+          - name: dev
+            defaultNamespce: shop-dev
+      `,
+    },
+    error:
+      'tend.yml:5:5: unknown key "defaultNamespce" in environments[0]; expected one of: name, defaultNamespace, cleanup',
+    code: 'TEND_CONFIG_UNKNOWN_KEY',
+  },
+  {
+    name: 'unknown key at the top of an action',
+    files: {
+      'tend.yml': project,
+      'api.tend.yml': yaml`
+        kind: Build
+        type: cmd
+        name: api
+        dependecies: [build.web]
+        spec: { command: [make] }
+      `,
+    },
+    error:
+      'api.tend.yml:4:1: unknown key "dependecies" in action build.api; expected one of: kind, type, name, ' +
+      'description, dependencies, source, include, exclude, timeout, spec',
+    code: 'TEND_CONFIG_UNKNOWN_KEY',
+  },
+  {
+    name: 'YAML syntax error',
+    files: {
+      'tend.yml': project,
+      'api.tend.yml': 'kind: Build\ntype: cmd\nname: api\nspec: { command: [make }\n',
+    },
+    error:
+      'api.tend.yml:4:24: YAML syntax error: Flow sequence in block collection must be sufficiently indented and end with a ]',
+    code: 'TEND_CONFIG_YAML',
+  },
+  {
+    name: 'duplicate key in a mapping',
+    files: {
+      'tend.yml': project,
+      'api.tend.yml': 'kind: Build\ntype: cmd\nname: api\nname: web\nspec: {}\n',
+    },
+    error: 'api.tend.yml:4:1: duplicate key "name"; keys must be unique in a mapping',
+    code: 'TEND_CONFIG_YAML',
+  },
+  {
+    name: 'unquoted template expression in a flow mapping',
+    files: {
+      'tend.yml': project,
+      'api.tend.yml': 'kind: Deploy\ntype: cmd\nname: api\nspec: { command: [run], env: { A: ${var.a} } }\n',
+    },
+    error:
+      'api.tend.yml:4:35: YAML syntax error: a template expression inside a flow mapping or list ({ } or [ ]) ' +
+      'must be quoted, e.g. { image: "${actions.build.api.outputs.image}" }',
+    code: 'TEND_CONFIG_YAML',
+  },
+  {
+    name: 'document without kind',
+    files: { 'tend.yml': project, 'api.tend.yml': '# the api\ntype: cmd\nname: api\n' },
+    error:
+      'api.tend.yml:2:1: missing required key "kind"; expected one of: Project, Build, Deploy, Test, Run',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'unknown kind',
+    files: { 'tend.yml': project, 'api.tend.yml': 'kind: Deplyo\ntype: cmd\nname: api\n' },
+    error: 'api.tend.yml:1:7: unknown kind "Deplyo"; expected one of: Project, Build, Deploy, Test, Run',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'document that is not a mapping',
+    files: { 'tend.yml': project, 'api.tend.yml': build + '---\n- kind: Build\n' },
+    error:
+      'api.tend.yml:6:1: expected a mapping with a "kind" key (one of: Project, Build, Deploy, Test, Run), got a list',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'tend.yml without a Project document',
+    files: { 'tend.yml': build },
+    error: 'tend.yml:1:1: tend.yml has no Project document; expected one with "kind: Project"',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'Project document outside tend.yml',
+    files: {
+      'tend.yml': project,
+      'sub/x.tend.yml': 'kind: Project\nname: other\nenvironments: [{ name: dev }]\n',
+    },
+    error:
+      'sub/x.tend.yml:1:1: a Project document belongs in tend.yml at the project root, not in sub/x.tend.yml',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'project name that is not a DNS label',
+    files: { 'tend.yml': project.replace('name: shop', 'name: Shop_1') },
+    error:
+      'tend.yml:2:7: invalid value for name: expected a name of lower-case letters, digits and "-", starting and ' +
+      'ending with a letter or digit (at most 63 characters), got "Shop_1"',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'action name that is not a DNS label',
+    files: { 'tend.yml': project, 'api.tend.yml': build.replace('name: api', 'name: api-') },
+    error:
+      'api.tend.yml:3:7: invalid value for name: expected a name of lower-case letters, digits and "-", starting ' +
+      'and ending with a letter or digit (at most 63 characters), got "api-"',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'missing required key',
+    files: { 'tend.yml': project, 'api.tend.yml': 'kind: Build\nname: api\n' },
+    error: 'api.tend.yml:1:1: missing required key "type" in action build.api',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'bad cleanup duration',
+    files: {
+      'tend.yml': yaml`
+        kind: Project
+        name: shop
+        environments:
+          - name: dev
+            cleanup: { afterInactivity: 8 hours }
+      `,
+    },
+    error:
+      'tend.yml:5:33: invalid value for environments[0].cleanup.afterInactivity: expected a duration: a whole ' +
+      'number followed by m, h or d (e.g. 30m, 8h, 3d), got "8 hours"',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'bad cleanup action',
+    files: {
+      'tend.yml': yaml`
+        kind: Project
+        name: shop
+        environments:
+          - name: dev
+            cleanup:
+              afterInactivity: 8h
+              action: destroy
+      `,
+    },
+    error:
+      'tend.yml:7:15: invalid value for environments[0].cleanup.action: expected one of: delete, pause, got "destroy"',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'bad timeout',
+    files: { 'tend.yml': project, 'api.tend.yml': build + 'timeout: 5 minutes\n' },
+    error:
+      'api.tend.yml:5:10: invalid value for timeout: expected a duration: seconds as a number, ' +
+      'or a whole number followed by ms, s, m or h, got "5 minutes"',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'defaultEnvironment that is not an environment',
+    files: { 'tend.yml': project + 'defaultEnvironment: prod\n' },
+    error:
+      'tend.yml:5:21: defaultEnvironment "prod" is not one of the environments; expected one of: dev, preview',
+    code: 'TEND_ENVIRONMENT_NOT_FOUND',
+  },
+  {
+    name: 'provider limited to an unknown environment',
+    files: {
+      'tend.yml': yaml`
+        kind: Project
+        name: shop
+        environments: [{ name: dev }, { name: preview }]
+        providers:
+          - name: local
+            environments: [dev, prod]
+      `,
+    },
+    error:
+      'tend.yml:6:25: unknown environment "prod" in providers[0].environments; expected one of: dev, preview',
+    code: 'TEND_ENVIRONMENT_NOT_FOUND',
+  },
+  {
+    name: 'unknown provider',
+    files: { 'tend.yml': project.replace('{ name: local }', '{ name: local }, { name: clustr }') },
+    error: 'tend.yml:4:38: unknown provider "clustr"; expected one of: local, cluster',
+    code: 'TEND_PROVIDER_NOT_FOUND',
+  },
+  {
+    name: "unknown key in a provider's configuration",
+    files: {
+      'tend.yml': yaml`
+        kind: Project
+        name: shop
+        environments: [{ name: dev }]
+        providers:
+          - name: cluster
+            contxt: my-cluster
+      `,
+    },
+    error:
+      'tend.yml:6:5: unknown key "contxt" in providers[0] (cluster); expected one of: name, environments, ' +
+      'context, namespace, buildMode, replicas',
+    code: 'TEND_CONFIG_UNKNOWN_KEY',
+  },
+  {
+    name: "invalid value in a provider's configuration",
+    files: {
+      'tend.yml': yaml`
+        kind: Project
+        name: shop
+        environments: [{ name: dev }]
+        providers:
+          - name: cluster
+            buildMode: docker
+      `,
+    },
+    error:
+      'tend.yml:6:16: invalid value for providers[0].buildMode: expected one of: cluster-buildkit, kaniko, got "docker"',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'unknown action type',
+    files: { 'tend.yml': project, 'api.tend.yml': build.replace('type: cmd', 'type: cmnd') },
+    error: 'api.tend.yml:2:7: unknown action type "cmnd" for kind Build; expected one of: cmd, image',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'action type that does not support the kind',
+    files: { 'tend.yml': project, 'api.tend.yml': 'kind: Deploy\ntype: image\nname: api\n' },
+    error:
+      'api.tend.yml:2:7: action type "image" does not support kind Deploy (it supports: Build); ' +
+      'types for Deploy: cmd, manifests',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'provider of the action type not configured',
+    files: { 'tend.yml': project, 'api.tend.yml': 'kind: Deploy\ntype: manifests\nname: api\n' },
+    error:
+      'api.tend.yml:2:7: action type "manifests" comes from provider "cluster", which is not listed under ' +
+      'providers in tend.yml',
+    code: 'TEND_PROVIDER_NOT_FOUND',
+  },
+  {
+    name: 'spec without a required key',
+    files: {
+      'tend.yml': project,
+      'api.tend.yml': 'kind: Build\ntype: cmd\nname: api\nspec:\n  env: { A: b }\n',
+    },
+    error: 'api.tend.yml:5:3: missing required key "command" in spec',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'unknown key in a spec',
+    files: {
+      'tend.yml': project,
+      'api.tend.yml': 'kind: Build\ntype: cmd\nname: api\nspec:\n  command: [make]\n  cwd: x\n',
+    },
+    error: 'api.tend.yml:6:3: unknown key "cwd" in spec; expected one of: command, env, port, persistent',
+    code: 'TEND_CONFIG_UNKNOWN_KEY',
+  },
+  {
+    name: 'wrong type in a spec',
+    files: {
+      'tend.yml': project,
+      'api.tend.yml': 'kind: Deploy\ntype: cmd\nname: api\nspec:\n  command: [serve]\n  port: http\n',
+    },
+    error: 'api.tend.yml:6:9: invalid value for spec.port: expected a whole number, got "http"',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'duplicate action names of one kind, in two files',
+    files: { 'tend.yml': project + '---\n' + build, 'api/api.tend.yml': build },
+    error: 'api/api.tend.yml:3:7: duplicate action build.api; first defined at tend.yml:8:7',
+    code: 'TEND_CONFIG_DUPLICATE_ACTION',
+  },
+  {
+    name: 'dependency on a missing action',
+    files: { 'tend.yml': project, 'api.tend.yml': build + 'dependencies: [build.web, build.apii]\n' },
+    error: 'api.tend.yml:5:16: unknown dependency "build.web" of build.api; build actions: build.api',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'dependency that is not an action reference',
+    files: { 'tend.yml': project, 'api.tend.yml': build + 'dependencies: [api]\n' },
+    error:
+      'api.tend.yml:5:16: invalid value for dependencies[0]: expected an action reference: lower-case kind, ' +
+      'dot, name (e.g. build.api), got "api"',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'template reference to a missing action',
+    files: {
+      'tend.yml': project,
+      'api.tend.yml':
+        build +
+        '---\nkind: Deploy\ntype: cmd\nname: api\nspec:\n  command: [run, "${actions.build.web.outputs.image}"]\n',
+    },
+    error:
+      'api.tend.yml:10:18: unknown action "build.web" in a template expression; build actions: build.api',
+    code: 'TEND_TEMPLATE',
+  },
+  {
+    name: 'unterminated template expression',
+    files: {
+      'tend.yml': project,
+      'api.tend.yml': 'kind: Build\ntype: cmd\nname: api\nspec:\n  command: [echo, "${var.a"]\n',
+    },
+    error: 'api.tend.yml:5:19: unterminated template expression "${var.a"; expected a closing "}"',
+    code: 'TEND_TEMPLATE',
+  },
+  {
+    name: 'unknown template root',
+    files: {
+      'tend.yml': yaml`
+        kind: Project
+        name: shop
+        environments:
+          - name: dev
+            defaultNamespace: \${proj.name}-dev
+      `,
+    },
+    error:
+      'tend.yml:5:23: unknown template key "proj.name"; available: project, environment, var, local, actions',
+    code: 'TEND_TEMPLATE',
+  },
+  {
+    name: 'malformed action output reference',
+    files: {
+      'tend.yml': project,
+      'api.tend.yml':
+        build +
+        '---\nkind: Test\ntype: cmd\nname: api\nspec:\n  command: [test, "${actions.build.api.image}"]\n',
+    },
+    error:
+      'api.tend.yml:10:19: invalid action output reference "actions.build.api.image"; expected ' +
+      'actions.<kind>.<name>.outputs.<key> (e.g. actions.build.api.outputs.image)',
+    code: 'TEND_TEMPLATE',
+  },
+  {
+    name: 'source directory that does not exist',
+    files: { 'tend.yml': project, 'api.tend.yml': build + 'source: ./apii\n' },
+    error: 'api.tend.yml:5:9: source directory "./apii" does not exist (resolved to apii in the project)',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'source outside the project',
+    files: { 'tend.yml': project, 'api.tend.yml': build + 'source: ../..\n' },
+    error: 'api.tend.yml:5:9: source "../.." is outside the project root',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'no environments',
+    files: { 'tend.yml': 'kind: Project\nname: shop\nenvironments: []\n' },
+    error: 'tend.yml:3:15: invalid value for environments: expected a list of at least 1 item, got a list',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'variable of a wrong type',
+    files: { 'tend.yml': project + 'variables:\n  team: [a, b]\n' },
+    error:
+      'tend.yml:6:9: invalid value for variables.team: expected a string, a number or true or false, got a list',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'server that is not a URL',
+    files: { 'tend.yml': project + 'server: localhost:7420\n' },
+    error:
+      'tend.yml:5:9: invalid value for server: expected an http:// or https:// URL, got "localhost:7420"',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'duplicate environment names',
+    files: { 'tend.yml': 'kind: Project\nname: shop\nenvironments:\n  - name: dev\n  - name: dev\n' },
+    error: 'tend.yml:5:11: duplicate environment "dev"; first defined at tend.yml:4:11',
+    code: 'TEND_CONFIG_INVALID',
+  },
+];
+
+describe('invalid configuration', () => {
+  it.each(cases)('$name', async ({ files, error, code }) => {
+    const root = await writeProject(files);
+    const thrown = await loadProjectConfig({ cwd: root, plugins: testPlugins }).catch((e: unknown) => e);
+    expect(thrown).toBeInstanceOf(TendError);
+    const tendError = thrown as TendError;
+    expect(tendError.toString().split('\n')[0]).toBe(error);
+    expect(tendError.code).toBe(code);
+    expect(tendError.exitCode).toBe(2);
+  });
+
+  it('has at least 15 distinct cases', () => {
+    expect(new Set(cases.map((c) => c.error)).size).toBe(cases.length);
+    expect(cases.length).toBeGreaterThanOrEqual(15);
+  });
+
+  it('reports every problem of a load, in file and line order', async () => {
+    const root = await writeProject({
+      'tend.yml': project + 'servr: x\n',
+      'b.tend.yml': 'kind: Build\ntype: cmd\nname: B\n',
+      'a.tend.yml':
+        build + 'dependencies: [build.nope]\n---\nkind: Run\ntype: cmd\nname: x\nspec: { command: 1 }\n',
+    });
+    const thrown = (await loadProjectConfig({ cwd: root, plugins: testPlugins }).catch(
+      (e: unknown) => e,
+    )) as TendError;
+    expect(thrown.toString().split('\n')).toEqual([
+      'tend.yml:5:1: unknown key "servr" in the Project document; expected one of: kind, name, defaultEnvironment, ' +
+        'variables, environments, providers, server',
+      'a.tend.yml:5:16: unknown dependency "build.nope" of build.api; build actions: build.api',
+      'a.tend.yml:10:18: invalid value for spec.command: expected a list, got number 1',
+      'b.tend.yml:3:7: invalid value for name: expected a name of lower-case letters, digits and "-", starting and ' +
+        'ending with a letter or digit (at most 63 characters), got "B"',
+      '(4 configuration errors)',
+    ]);
+    expect(thrown.detail?.errors).toHaveLength(4);
+    expect(thrown.location).toEqual({ file: 'tend.yml', line: 5, column: 1 });
+  });
+
+  it('says where to create tend.yml when there is none', async () => {
+    const root = await writeProject({ 'sub/': '' });
+    await expect(loadProjectConfig({ root, cwd: root, plugins: testPlugins })).rejects.toMatchObject({
+      code: 'TEND_CONFIG_NOT_FOUND',
+      message: `no tend.yml in ${root} (the --root directory)`,
+    });
+  });
+});
