@@ -104,6 +104,21 @@ export function buildProgram(): Command {
       execute(cmd, async () => (await import('../commands/schema.js')).schemaCommand()),
     );
 
+  program
+    .command('events [session]')
+    .description('the local event log: list recent sessions, or print one (`latest` or a session id)')
+    .option('--type <types>', 'only these event types (comma-separated, repeatable)', collect)
+    .option('--follow', 'keep printing events as they are written, until the session ends')
+    .addOption(new Option('--limit <n>', 'how many sessions to list').default(20).argParser(Number))
+    .action(async (session: string | undefined, _opts, cmd: Command) =>
+      execute(cmd, async () => {
+        const events = await import('../commands/events.js');
+        return session === undefined
+          ? events.listSessionsCommand(cmd.optsWithGlobals())
+          : events.showSessionCommand(session, cmd.optsWithGlobals());
+      }),
+    );
+
   // Further commands register themselves here: events, server, login, environments.
   return program;
 }
