@@ -191,7 +191,7 @@ function resolveString(
   return parts
     .map((part) => {
       if ('literal' in part)
-        return options.keepActionOutputs ? part.literal.replaceAll('${', '$${') : part.literal;
+        return options.keepActionOutputs ? part.literal.replaceAll('${', () => '$${') : part.literal;
       if (keep(part)) return `\${${part.expression}}`;
       return String(lookup(part.path, context, where));
     })

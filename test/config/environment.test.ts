@@ -1,0 +1,173 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { TendError } from '../../src/errors.js';
+import {
+  createTemplateContext,
+  parseVarFlags,
+  providerApplies,
+  resolveProviderConfig,
+  selectEnvironment,
+} from '../../src/config/environment.js';
+import { loadProjectConfig } from '../../src/config/load.js';
+import { testPlugins } from './fixtures/plugins.js';
+import { removeProjects, writeProject, yaml } from './fixtures/project.js';
+
+afterAll(removeProjects);
+
+const alice = { username: 'alice', env: { CLUSTER: 'kind-dev' } };
+
+async function load(tendYml: string) {
+  const root = await writeProject({ 'tend.yml': tendYml });
+  return (await loadProjectConfig({ cwd: root, plugins: testPlugins })).project;
+}
+
+const shop = yaml`
+  kind: Project
+  name: shop
+  defaultEnvironment: dev
+  variables: { team: payments, replicas: 2, debug: false }
+  environments:
+    - name: dev
+      cleanup: { afterInactivity: 8h }
+    - name: preview
+      defaultNamespace: shop-pr-\${var.pr}
+    - name: team
+      defaultNamespace: \${var.team}-\${local.username}-\${environment.name}
+  providers:
+    - name: local
+    - name: cluster
+      environments: [preview]
+      context: \${local.env.CLUSTER}
+      namespace: \${environment.namespace}
+      replicas: \${var.replicas}
+`;
+
+function errorOf(fn: () => unknown): TendError {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof TendError) return error;
+    throw error;
+  }
+  throw new Error('expected an error');
+}
+
+describe('selectEnvironment', () => {
+  it('uses the default environment and the default namespace ${project.name}-${local.username}', async () => {
+    const project = await load(shop);
+    expect(selectEnvironment(project, { vars: {}, local: alice })).toEqual({
+      name: 'dev',
+      namespace: 'shop-alice',
+      cleanup: { afterInactivity: '8h', action: 'delete' },
+      variables: { team: 'payments', replicas: 2, debug: false },
+    });
+  });
+
+  it('templates defaultNamespace with --var overrides and local values', async () => {
+    const project = await load(shop);
+    expect(selectEnvironment(project, { env: 'preview', vars: { pr: '42' }, local: alice }).namespace).toBe(
+      'shop-pr-42',
+    );
+    const team = selectEnvironment(project, {
+      env: 'team',
+      vars: { team: 'checkout', replicas: '3', debug: 'true' },
+      local: alice,
+    });
+    expect(team.namespace).toBe('checkout-alice-team');
+    expect(team.variables).toEqual({ team: 'checkout', replicas: 3, debug: true });
+  });
+
+  it('keeps a --var that does not read as the overridden type a string', async () => {
+    const project = await load(shop);
+    expect(selectEnvironment(project, { vars: { replicas: 'many' }, local: alice }).variables.replicas).toBe(
+      'many',
+    );
+  });
+
+  it('lists the environments when the one asked for does not exist', async () => {
+    const project = await load(shop);
+    const error = errorOf(() => selectEnvironment(project, { env: 'prod', vars: {}, local: alice }));
+    expect(error.code).toBe('TEND_ENVIRONMENT_NOT_FOUND');
+    expect(error.message).toBe('unknown environment "prod"; available: dev, preview, team');
+  });
+
+  it('names the missing variable of a namespace template, at its position', async () => {
+    const project = await load(shop);
+    const error = errorOf(() => selectEnvironment(project, { env: 'preview', vars: {}, local: alice }));
+    expect(error.toString()).toBe(
+      'tend.yml:9:23: unknown variable "var.pr"; available: var.team, var.replicas, var.debug',
+    );
+  });
+
+  it('rejects a namespace that is not a DNS label', async () => {
+    const project = await load(shop);
+    const error = errorOf(() =>
+      selectEnvironment(project, { vars: {}, local: { username: 'John.Doe', env: {} } }),
+    );
+    expect(error.code).toBe('TEND_CONFIG_INVALID');
+    expect(error.toString()).toBe(
+      'tend.yml:6:5: namespace "shop-John.Doe" of environment dev (from "${project.name}-${local.username}") is ' +
+        'not a valid Kubernetes namespace name; expected lower-case letters, digits and "-", starting and ending ' +
+        'with a letter or digit, at most 63 characters',
+    );
+    const long = errorOf(() =>
+      selectEnvironment(project, { env: 'preview', vars: { pr: 'x'.repeat(60) }, local: alice }),
+    );
+    expect(long.location).toEqual({ file: 'tend.yml', line: 9, column: 23 });
+    expect(long.message).toMatch(/^namespace "shop-pr-x{60}" of environment preview/);
+  });
+
+  it('does not offer environment.namespace while computing it', async () => {
+    const project = await load(
+      'kind: Project\nname: shop\nenvironments:\n  - name: dev\n    defaultNamespace: ${environment.namespace}\n',
+    );
+    const error = errorOf(() => selectEnvironment(project, { vars: {}, local: alice }));
+    expect(error.toString()).toBe(
+      'tend.yml:5:23: unknown key "environment.namespace"; available: environment.name',
+    );
+  });
+});
+
+describe('parseVarFlags', () => {
+  it('parses name=value, the value may hold "="', () => {
+    expect(parseVarFlags(['team=payments', 'query=a=b', 'empty='])).toEqual({
+      team: 'payments',
+      query: 'a=b',
+      empty: '',
+    });
+    expect(parseVarFlags(undefined)).toEqual({});
+  });
+
+  it.each(['team', '=x', '1x=2', 'a b=c'])('rejects %j', (flag) => {
+    const error = errorOf(() => parseVarFlags([flag]));
+    expect(error.code).toBe('TEND_USAGE');
+    expect(error.message).toBe(`invalid --var "${flag}"; expected name=value (e.g. --var team=payments)`);
+  });
+});
+
+describe('resolveProviderConfig', () => {
+  it('templates a provider entry for the environment', async () => {
+    const project = await load(shop);
+    const environment = selectEnvironment(project, { env: 'preview', vars: { pr: '7' }, local: alice });
+    const ctx = createTemplateContext(project, environment, alice);
+    const cluster = project.providers[1]!;
+    expect(providerApplies(cluster, 'preview')).toBe(true);
+    expect(providerApplies(cluster, 'dev')).toBe(false);
+    expect(providerApplies(project.providers[0]!, 'dev')).toBe(true);
+    expect(resolveProviderConfig(cluster, ctx)).toEqual({
+      context: 'kind-dev',
+      namespace: 'shop-pr-7',
+      replicas: 2,
+    });
+    expect(cluster.config).toEqual({
+      context: '${local.env.CLUSTER}',
+      namespace: '${environment.namespace}',
+      replicas: '${var.replicas}',
+    });
+    const error = errorOf(() =>
+      resolveProviderConfig(cluster, { ...ctx, local: { username: 'alice', env: {} } }),
+    );
+    expect(error.toString()).toBe(
+      'tend.yml:16:14: environment variable "CLUSTER" is not set (used as "local.env.CLUSTER")',
+    );
+  });
+});
