@@ -120,6 +120,70 @@ export function buildProgram(): Command {
     );
 
   // Further commands register themselves here: events, server, login, environments.
+  // tend server (run, migrate, token create|list|revoke), tend login, tend environments.
+  const db = (c: Command) =>
+    c
+      .option('--data-dir <dir>', 'directory of the SQLite database file', '.tend-server')
+      .option('--database-url <url>', 'PostgreSQL instead of SQLite: postgres://user:pass@host/db');
+  const server = db(
+    program.command('server').description('run the tend server: event ingest, registry, API, dashboard'),
+  )
+    .addOption(new Option('--port <port>', 'port to listen on').default(7420).argParser(Number))
+    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () => (await import('../commands/server.js')).serverCommand(cmd.optsWithGlobals())),
+    );
+  db(server.command('migrate').description('apply pending database migrations and exit')).action(
+    async (_opts, cmd: Command) =>
+      execute(cmd, async () => (await import('../commands/server.js')).migrateCommand(cmd.optsWithGlobals())),
+  );
+  const token = server.command('token').description('manage API tokens (prints a new token once)');
+  db(token.command('create').description('create a token'))
+    .requiredOption('--name <name>', 'name of the token, e.g. ci')
+    .option('--project <project>', 'restrict the token to one project')
+    .option('--scope <scope>', 'ingest | read | admin (each includes the ones before it)', 'ingest')
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () =>
+        (await import('../commands/server.js')).tokenCreateCommand(cmd.optsWithGlobals()),
+      ),
+    );
+  db(token.command('list').description('list tokens (never their secrets)')).action(
+    async (_opts, cmd: Command) =>
+      execute(cmd, async () =>
+        (await import('../commands/server.js')).tokenListCommand(cmd.optsWithGlobals()),
+      ),
+  );
+  db(token.command('revoke <idOrName>').description('revoke a token by id or name')).action(
+    async (idOrName: string, _opts, cmd: Command) =>
+      execute(cmd, async () =>
+        (await import('../commands/server.js')).tokenRevokeCommand(idOrName, cmd.optsWithGlobals()),
+      ),
+  );
+  program
+    .command('login')
+    .description('store the server URL and token for this user (0600), after checking them with the server')
+    .requiredOption('--server <url>', 'the tend server, e.g. http://localhost:7420')
+    .requiredOption('--token <token>', 'an API token (tend server token create)')
+    .option('--no-verify', 'store without asking the server')
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () => (await import('../commands/login.js')).loginCommand(cmd.optsWithGlobals())),
+    );
+  program
+    .command('environments')
+    .alias('envs')
+    .description(
+      "list the server's record of environments (server from TEND_SERVER_URL/TEND_TOKEN or tend login)",
+    )
+    .option('--project <project>', 'only this project')
+    .option('--state <state>', 'active | cleaned')
+    .option('--stale-since <when>', 'no activity since this time or duration (e.g. 3d)')
+    .addOption(new Option('--limit <n>', 'how many to list').default(50).argParser(Number))
+    .option('--all', 'list every environment (all pages)')
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () =>
+        (await import('../commands/environments.js')).environmentsCommand(cmd.optsWithGlobals()),
+      ),
+    );
   return program;
 }
 

@@ -1,0 +1,156 @@
+/**
+ * `tend server` (run the server), `tend server migrate`, and `tend server token create|list|revoke`
+ * (administration on the database directly: whoever can reach the database is an administrator).
+ */
+import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
+import { TendError } from '../errors.js';
+import { isTokenScope, tokenScopes } from '../server/auth.js';
+import { migrateToLatest, openDatabase, type ServerDatabase } from '../server/db/database.js';
+import { AuditRepository } from '../server/db/repositories/audit.js';
+import { TokenRepository, type TokenInfo } from '../server/db/repositories/tokens.js';
+import type { TokenScope } from '../server/db/schema.js';
+
+export interface ServerDatabaseOptions extends GlobalOptions {
+  dataDir?: string;
+  databaseUrl?: string;
+}
+
+export interface ServerOptions extends ServerDatabaseOptions {
+  port?: number;
+  host?: string;
+}
+
+function databaseOptions(options: ServerDatabaseOptions) {
+  return {
+    dataDir: options.dataDir ?? '.tend-server',
+    databaseUrl: options.databaseUrl ?? process.env.TEND_DATABASE_URL,
+  };
+}
+
+export function parsePort(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65_535) {
+    throw new TendError('TEND_USAGE', `--port expects a port number from 0 to 65535, got "${value}"`);
+  }
+  return n;
+}
+
+export async function serverCommand(options: ServerOptions): Promise<CommandResult<{ url: string }>> {
+  const { runUntilSignalled } = await import('../server/start.js');
+  const { url } = await runUntilSignalled({
+    ...databaseOptions(options),
+    port: options.port ?? 7420,
+    host: options.host ?? '127.0.0.1',
+    logLevel: options.debug ? 'debug' : 'info',
+  });
+  return { data: { url }, human: '', exitCode: 0 };
+}
+
+/** Opens the database with migrations applied, runs `work`, closes it. */
+async function withDatabase<T>(
+  options: ServerDatabaseOptions,
+  work: (db: ServerDatabase) => Promise<T>,
+): Promise<T> {
+  const db = await openDatabase(databaseOptions(options));
+  try {
+    await migrateToLatest(db);
+    return await work(db);
+  } finally {
+    await db.close();
+  }
+}
+
+export async function migrateCommand(
+  options: ServerDatabaseOptions,
+): Promise<CommandResult<{ database: string; applied: string[]; current: string[] }>> {
+  const db = await openDatabase(databaseOptions(options));
+  try {
+    const report = await migrateToLatest(db);
+    const human =
+      report.applied.length > 0
+        ? `Applied ${report.applied.join(', ')} to ${db.location}.`
+        : `${db.location} is up to date (${report.current.at(-1)}).`;
+    return { data: { database: db.location, ...report }, human, exitCode: 0 };
+  } finally {
+    await db.close();
+  }
+}
+
+export interface TokenCreateOptions extends ServerDatabaseOptions {
+  name: string;
+  project?: string;
+  scope?: string;
+}
+
+export async function tokenCreateCommand(
+  options: TokenCreateOptions,
+): Promise<CommandResult<TokenInfo & { token: string }>> {
+  const scope = options.scope ?? 'ingest';
+  if (!isTokenScope(scope)) {
+    throw new TendError('TEND_USAGE', `--scope must be one of ${tokenScopes.join(', ')}, got "${scope}"`);
+  }
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(options.name)) {
+    throw new TendError(
+      'TEND_USAGE',
+      `--name must be 1-63 letters, digits, ".", "_" or "-" (starting with a letter or digit), got "${options.name}"`,
+    );
+  }
+  return withDatabase(options, async (db) => {
+    const { token, info } = await new TokenRepository(db.db).create({
+      name: options.name,
+      scope: scope as TokenScope,
+      project: options.project ?? null,
+    });
+    await new AuditRepository(db.db).record({
+      actor: 'cli',
+      action: 'token-create',
+      detail: { id: info.id, name: info.name, scope: info.scope, project: info.project },
+    });
+    const human = [
+      `Created token "${info.name}" (id ${info.id}, scope ${info.scope}${info.project ? `, project ${info.project}` : ''}).`,
+      'It is shown only now; store it somewhere safe:',
+      '',
+      `  ${token}`,
+      '',
+    ].join('\n');
+    return { data: { ...info, token }, human, exitCode: 0 };
+  });
+}
+
+export async function tokenListCommand(options: ServerDatabaseOptions): Promise<CommandResult<TokenInfo[]>> {
+  return withDatabase(options, async (db) => {
+    const tokens = await new TokenRepository(db.db).list();
+    const human =
+      tokens.length === 0
+        ? 'No tokens yet. Create one with: tend server token create --name <name> --scope ingest|read|admin'
+        : formatTable(
+            ['ID', 'NAME', 'SCOPE', 'PROJECT', 'PREFIX', 'CREATED', 'LAST USED', 'REVOKED'],
+            tokens.map((t) => [
+              t.id,
+              t.name,
+              t.scope,
+              t.project ?? '-',
+              `${t.prefix}…`,
+              t.createdAt,
+              t.lastUsedAt ?? '-',
+              t.revokedAt ?? '-',
+            ]),
+          );
+    return { data: tokens, human, exitCode: 0 };
+  });
+}
+
+export async function tokenRevokeCommand(
+  idOrName: string,
+  options: ServerDatabaseOptions,
+): Promise<CommandResult<TokenInfo>> {
+  return withDatabase(options, async (db) => {
+    const info = await new TokenRepository(db.db).revoke(idOrName);
+    await new AuditRepository(db.db).record({
+      actor: 'cli',
+      action: 'token-revoke',
+      detail: { id: info.id, name: info.name },
+    });
+    return { data: info, human: `Revoked token "${info.name}" (${info.id}).`, exitCode: 0 };
+  });
+}

@@ -1,0 +1,254 @@
+/**
+ * The server's Fastify application: authentication, error format, OpenAPI, and the routes
+ * (`routes/<resource>.ts`, `dashboard/`). `buildServer` returns the instance without listening,
+ * so tests can `inject` requests; `start.ts` listens and handles signals.
+ */
+import cookie from '@fastify/cookie';
+import formbody from '@fastify/formbody';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type RawReplyDefaultExpression,
+  type RawRequestDefaultExpression,
+  type RawServerDefault,
+} from 'fastify';
+import type { LoggerOptions } from 'pino';
+import { TendError, type ErrorCode } from '../errors.js';
+import { bearerToken, requiredScope, scopeAllows, type Permission, type Principal } from './auth.js';
+import type { ServerDatabase } from './db/database.js';
+import { AuditRepository } from './db/repositories/audit.js';
+import { DashboardSessionRepository } from './db/repositories/dashboard-sessions.js';
+import { EnvironmentRepository } from './db/repositories/environments.js';
+import { TokenRepository } from './db/repositories/tokens.js';
+import { registerDashboard } from './dashboard/routes.js';
+import { Metrics } from './metrics.js';
+import { registerAuditRoutes } from './routes/audit.js';
+import { registerAuthRoutes } from './routes/auth.js';
+import { registerEnvironmentRoutes } from './routes/environments.js';
+import { registerEventRoutes } from './routes/events.js';
+import { registerHealthRoutes } from './routes/health.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The token behind the request, once authenticated (null on public routes). */
+    principal: Principal | null;
+  }
+  interface FastifyContextConfig {
+    /** What the route needs; routes without it are public (health) or handle auth themselves (dashboard). */
+    permission?: Permission;
+  }
+}
+
+export type App = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+export interface ServerServices {
+  database: ServerDatabase;
+  tokens: TokenRepository;
+  environments: EnvironmentRepository;
+  audit: AuditRepository;
+  dashboardSessions: DashboardSessionRepository;
+  metrics: Metrics;
+  now: () => Date;
+  limits: { bodyLimit: number; maxEventsPerBatch: number };
+}
+
+export interface BuildServerOptions {
+  db: ServerDatabase;
+  /** false (default) for silence, true for info level on stderr, pino options, or a pino logger. */
+  logger?: boolean | LoggerOptions | FastifyBaseLogger;
+  /** Largest accepted ingest body in bytes (default 16 MiB). */
+  bodyLimit?: number;
+  /** Most events in one ingest batch (default 10,000). */
+  maxEventsPerBatch?: number;
+  /** The clock (tests). */
+  now?: () => Date;
+  /** Close the database when the server closes (default true). */
+  ownsDatabase?: boolean;
+}
+
+export const defaultBodyLimit = 16 * 1024 * 1024;
+export const defaultMaxEventsPerBatch = 10_000;
+
+/** Never log secrets: the Authorization header and cookies are redacted wherever they appear. */
+export const logRedaction = {
+  paths: [
+    'req.headers.authorization',
+    'req.headers.cookie',
+    'headers.authorization',
+    'headers.cookie',
+    'authorization',
+    'token',
+  ],
+  censor: '[redacted]',
+};
+
+export function formatBytes(n: number): string {
+  if (n >= 1024 * 1024 && n % (1024 * 1024) === 0) return `${n / (1024 * 1024)} MiB`;
+  if (n >= 1024 && n % 1024 === 0) return `${n / 1024} KiB`;
+  return `${n} bytes`;
+}
+
+export const httpStatusOf: Partial<Record<ErrorCode, number>> = {
+  TEND_AUTH: 401,
+  TEND_AUTH_FORBIDDEN: 403,
+  TEND_ENVIRONMENT_NOT_FOUND: 404,
+  TEND_EVENT_INVALID: 400,
+  TEND_SERVER_BAD_REQUEST: 400,
+  TEND_SERVER_NOT_FOUND: 404,
+  TEND_SERVER_PAYLOAD_TOO_LARGE: 413,
+  TEND_DATABASE: 503,
+};
+
+export function errorBody(error: TendError) {
+  const { code, message, detail } = error.toJSON();
+  return { error: detail ? { code, message, detail } : { code, message } };
+}
+
+function isLogger(value: unknown): value is FastifyBaseLogger {
+  return (
+    typeof value === 'object' && value !== null && typeof (value as { child?: unknown }).child === 'function'
+  );
+}
+
+export async function buildServer(options: BuildServerOptions): Promise<App> {
+  const bodyLimit = options.bodyLimit ?? defaultBodyLimit;
+  const logger = options.logger ?? false;
+  const app: App = Fastify({
+    ...(isLogger(logger)
+      ? { loggerInstance: logger }
+      : { logger: logger === true ? { level: 'info', redact: logRedaction } : logger }),
+    bodyLimit: 1024 * 1024,
+    // The ingest route validates events itself (with the catalogue's checkEvent), naming index and field.
+    ajv: { customOptions: { allErrors: false, coerceTypes: true, removeAdditional: false } },
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  const database = options.db;
+  const services: ServerServices = {
+    database,
+    tokens: new TokenRepository(database.db),
+    environments: new EnvironmentRepository(database.db),
+    audit: new AuditRepository(database.db),
+    dashboardSessions: new DashboardSessionRepository(database.db),
+    metrics: new Metrics(),
+    now: options.now ?? (() => new Date()),
+    limits: { bodyLimit, maxEventsPerBatch: options.maxEventsPerBatch ?? defaultMaxEventsPerBatch },
+  };
+
+  app.decorateRequest('principal', null);
+
+  // Authentication runs before the body is read: an unauthenticated client cannot make the
+  // server parse a large body.
+  const lastTouched = new Map<string, number>();
+  app.addHook('onRequest', async (request: FastifyRequest) => {
+    const permission = request.routeOptions.config.permission;
+    if (!permission) return;
+    const token = bearerToken(request.headers.authorization);
+    if (!token) {
+      throw new TendError('TEND_AUTH', 'this route needs a token: send "Authorization: Bearer <token>"', {
+        detail: { hint: 'create one with `tend server token create --name <name> --scope <scope>`' },
+      });
+    }
+    const row = await services.tokens.findLive(token);
+    if (!row) throw new TendError('TEND_AUTH', 'the token is unknown or has been revoked');
+    if (!scopeAllows(row.scope, permission)) {
+      throw new TendError(
+        'TEND_AUTH_FORBIDDEN',
+        `token "${row.name}" has scope "${row.scope}"; this route needs "${requiredScope(permission)}"`,
+      );
+    }
+    request.principal = {
+      tokenId: row.id,
+      tokenName: row.name,
+      scope: row.scope,
+      project: row.project,
+      via: 'bearer',
+    };
+    // Record use at most once a minute per token: no write per request.
+    const now = services.now().getTime();
+    if ((lastTouched.get(row.id) ?? 0) < now - 60_000) {
+      lastTouched.set(row.id, now);
+      await services.tokens.touch(row.id, new Date(now).toISOString());
+    }
+  });
+
+  app.setErrorHandler((error: FastifyError | TendError, request: FastifyRequest, reply: FastifyReply) => {
+    let tendError: TendError;
+    let status: number;
+    if (error instanceof TendError) {
+      tendError = error;
+      status = httpStatusOf[error.code] ?? 500;
+    } else if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      const limit = request.routeOptions.bodyLimit ?? bodyLimit;
+      tendError = new TendError(
+        'TEND_SERVER_PAYLOAD_TOO_LARGE',
+        `request body exceeds the limit of ${formatBytes(limit)} (${limit} bytes); send smaller batches`,
+        { detail: { limitBytes: limit } },
+      );
+      status = 413;
+    } else if (error.validation || (error.statusCode !== undefined && error.statusCode < 500)) {
+      status = error.statusCode ?? 400;
+      tendError = new TendError(
+        status === 404 ? 'TEND_SERVER_NOT_FOUND' : 'TEND_SERVER_BAD_REQUEST',
+        error.message,
+      );
+    } else {
+      request.log.error({ err: error }, 'request failed');
+      tendError = new TendError('TEND_INTERNAL', 'internal server error');
+      status = 500;
+    }
+    void reply.status(status).send(errorBody(tendError));
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    void reply
+      .status(404)
+      .send(errorBody(new TendError('TEND_SERVER_NOT_FOUND', `no route ${request.method} ${request.url}`)));
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'tend server API',
+        version: '1',
+        description:
+          'Event ingest and the registry of environments. Authenticate with `Authorization: Bearer <token>`.',
+      },
+      components: {
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      },
+      security: [{ bearer: [] }],
+    },
+  });
+  await app.register(cookie);
+  await app.register(formbody);
+
+  registerHealthRoutes(app, services);
+  registerAuthRoutes(app, services);
+  registerEventRoutes(app, services);
+  registerEnvironmentRoutes(app, services);
+  registerAuditRoutes(app, services);
+  registerDashboard(app, services);
+
+  app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  if (options.ownsDatabase !== false) {
+    app.addHook('onClose', async () => {
+      await database.close();
+    });
+  }
+  return app;
+}

@@ -1,0 +1,87 @@
+/**
+ * API tokens and what they may do.
+ *
+ * A token is `tend_` followed by 32 random bytes in base64url. The server stores only its
+ * sha256; the token is shown once, when it is created. Scopes are ordered, each including the
+ * ones below it:
+ *
+ * - `ingest`: send events (`POST /api/v1/events`) — for CI and the CLI's event stream.
+ * - `read`: ingest, plus read the API, `/metrics` and the dashboard, and keep an environment
+ *   alive (a bounded postponement of cleanup) — for developers.
+ * - `admin`: everything, including protect/unprotect (an unbounded exemption from cleanup).
+ *
+ * A token created with `--project` only sees and writes that project.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { TokenScope } from './db/schema.js';
+
+export const tokenScopes: readonly TokenScope[] = ['ingest', 'read', 'admin'];
+
+/** What a route needs. */
+export type Permission = 'ingest' | 'read' | 'keep-alive' | 'protect';
+
+const minimumScope: Record<Permission, TokenScope> = {
+  ingest: 'ingest',
+  read: 'read',
+  'keep-alive': 'read',
+  protect: 'admin',
+};
+
+export function isTokenScope(value: string): value is TokenScope {
+  return (tokenScopes as readonly string[]).includes(value);
+}
+
+export function scopeAllows(scope: TokenScope, permission: Permission): boolean {
+  return tokenScopes.indexOf(scope) >= tokenScopes.indexOf(minimumScope[permission]);
+}
+
+export function requiredScope(permission: Permission): TokenScope {
+  return minimumScope[permission];
+}
+
+export const tokenPrefix = 'tend_';
+
+export function generateToken(): string {
+  return tokenPrefix + randomBytes(32).toString('base64url');
+}
+
+/** Random opaque value for cookies and CSRF tokens. */
+export function generateSecret(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+/** The visible start of a token, for lists: `tend_AbCd`. */
+export function displayPrefix(token: string): string {
+  return token.slice(0, tokenPrefix.length + 4);
+}
+
+export function constantTimeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** The token behind a request, as routes see it (never the secret itself). */
+export interface Principal {
+  tokenId: string;
+  tokenName: string;
+  scope: TokenScope;
+  project: string | null;
+  /** How the request authenticated: bearer token (API) or dashboard session cookie. */
+  via: 'bearer' | 'dashboard';
+}
+
+export function actorOf(principal: Principal): string {
+  return `${principal.via === 'dashboard' ? 'dashboard' : 'token'}:${principal.tokenName}`;
+}
+
+/** The token from an `Authorization: Bearer …` header, or undefined. */
+export function bearerToken(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match?.[1];
+}

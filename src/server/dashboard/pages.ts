@@ -1,0 +1,338 @@
+/** The dashboard's pages: server-rendered, usable without JavaScript. */
+import type { EnvironmentView, ResourceView, SessionView, TimelineView } from '../schemas.js';
+import { html, raw, relativeTime, type Html } from './html.js';
+
+const style = raw(`
+  :root { font-family: system-ui, sans-serif; color: #1b1f24; }
+  body { margin: 0; }
+  header { background: #1f3a5f; color: #fff; padding: .6rem 1.2rem; display: flex; gap: 1rem; align-items: center; }
+  header a { color: #fff; text-decoration: none; font-weight: 600; }
+  header form { margin-left: auto; }
+  main { padding: 1rem 1.2rem; }
+  table { border-collapse: collapse; width: 100%; margin: .5rem 0 1.2rem; }
+  th, td { text-align: left; padding: .35rem .6rem; border-bottom: 1px solid #d8dee4; vertical-align: top; }
+  th { background: #f3f5f7; font-weight: 600; }
+  .muted { color: #57606a; font-size: .9em; }
+  .badge { display: inline-block; padding: 0 .45rem; border-radius: .6rem; font-size: .85em; background: #eaeef2; }
+  .badge.active { background: #dafbe1; } .badge.cleaned { background: #eaeef2; } .badge.protected { background: #fff1c2; }
+  .actions { display: flex; gap: .6rem; margin: .6rem 0 1rem; flex-wrap: wrap; }
+  .actions form { display: inline; }
+  button { padding: .3rem .8rem; cursor: pointer; }
+  .error { color: #b3261e; }
+  form.filters { display: flex; gap: .6rem; align-items: end; margin-bottom: .6rem; }
+  label { display: flex; flex-direction: column; font-size: .85em; gap: .15rem; }
+`);
+
+export function layout(title: string, body: Html, options: { csrf?: string; user?: string } = {}): Html {
+  return html`<!doctype html>
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>${title} · tend</title>
+        <style>
+          ${style}
+        </style>
+      </head>
+      <body>
+        <header>
+          <a href="/">tend</a><span>environments</span>
+          ${
+            options.csrf
+              ? html`<form method="post" action="/logout">
+                  <input type="hidden" name="_csrf" value="${options.csrf}" /><span
+                    class="muted"
+                    style="color:#cfd8e3"
+                    >${options.user ?? ''}</span
+                  >
+                  <button type="submit">Log out</button>
+                </form>`
+              : ''
+          }
+        </header>
+        <main>${body}</main>
+      </body>
+    </html>`;
+}
+
+export function loginPage(message?: string, next = '/'): Html {
+  return layout(
+    'Log in',
+    html`<h1>Log in</h1>
+      <p>
+        Paste a tend token with the <code>read</code> or <code>admin</code> scope (<code
+          >tend server token create --name you --scope read</code
+        >).
+      </p>
+      ${message ? html`<p class="error" role="alert">${message}</p>` : ''}
+      <form method="post" action="/login">
+        <input type="hidden" name="next" value="${next}" />
+        <label>Token <input type="password" name="token" autocomplete="off" required size="60" /></label>
+        <p><button type="submit">Log in</button></p>
+      </form>`,
+  );
+}
+
+function activitySource(a: EnvironmentView['lastActivity']): string {
+  const parts: string[] = [];
+  if (a.command) parts.push(`tend ${a.command}`);
+  else if (a.type) parts.push(a.type);
+  if (a.user) parts.push(`by ${a.user}`);
+  return parts.join(' ');
+}
+
+function badges(e: EnvironmentView, now: Date): Html {
+  return html`<span class="badge ${e.state}">${e.state}</span>
+    ${e.protected ? html` <span class="badge protected">protected</span>` : ''}
+    ${e.keepAliveUntil && Date.parse(e.keepAliveUntil) > now.getTime() ? html` <span class="badge">kept alive until ${e.keepAliveUntil}</span>` : ''}`;
+}
+
+export interface ListPageInput {
+  items: EnvironmentView[];
+  nextCursor: string | null;
+  filter: { project?: string; state?: string; environment?: string };
+  now: Date;
+}
+
+export function environmentsPage(input: ListPageInput, session: { csrf: string; user: string }): Html {
+  const { items, filter, now } = input;
+  const nextQuery = new URLSearchParams();
+  for (const [k, v] of Object.entries(filter)) if (v) nextQuery.set(k, v);
+  if (input.nextCursor) nextQuery.set('cursor', input.nextCursor);
+  return layout(
+    'Environments',
+    html`<h1>Environments</h1>
+      <form class="filters" method="get" action="/">
+        <label>Project <input name="project" value="${filter.project ?? ''}" /></label>
+        <label>Environment <input name="environment" value="${filter.environment ?? ''}" /></label>
+        <label
+          >State
+          <select name="state">
+            <option value="">any</option>
+            <option value="active" ${filter.state === 'active' ? raw(' selected') : ''}>active</option>
+            <option value="cleaned" ${filter.state === 'cleaned' ? raw(' selected') : ''}>cleaned</option>
+          </select></label
+        >
+        <button type="submit">Filter</button>
+      </form>
+      <table id="environments">
+        <thead>
+          <tr>
+            <th>Project</th>
+            <th>Environment</th>
+            <th>Namespace</th>
+            <th>Owner</th>
+            <th>Last activity</th>
+            <th>State</th>
+            <th>Protected</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${
+            items.length === 0
+              ? html`<tr>
+                  <td colspan="7" class="muted">
+                    No environments${Object.values(filter).some(Boolean) ? ' match' : ' yet'}.
+                  </td>
+                </tr>`
+              : items.map(
+                  (e) =>
+                    html`<tr data-environment-id="${e.id}">
+                      <td>${e.project}</td>
+                      <td><a href="/environments/${encodeURIComponent(e.id)}">${e.name}</a></td>
+                      <td>${e.namespace}</td>
+                      <td>${e.owner ?? '—'}</td>
+                      <td>
+                        <time datetime="${e.lastActivity.at}" title="${e.lastActivity.at}"
+                          >${relativeTime(e.lastActivity.at, now)}</time
+                        >
+                        <span class="muted">${activitySource(e.lastActivity)}</span>
+                      </td>
+                      <td><span class="badge ${e.state}">${e.state}</span></td>
+                      <td>${e.protected ? html`<span class="badge protected">protected</span>` : 'no'}</td>
+                    </tr>`,
+                )
+          }
+        </tbody>
+      </table>
+      ${input.nextCursor ? html`<p><a href="/?${nextQuery.toString()}" rel="next">Next page →</a></p>` : ''}`,
+    session,
+  );
+}
+
+export interface DetailPageInput {
+  environment: EnvironmentView;
+  resources: ResourceView[];
+  sessions: SessionView[];
+  timeline: TimelineView[];
+  now: Date;
+  canProtect: boolean;
+  message?: string;
+}
+
+export function environmentPage(input: DetailPageInput, session: { csrf: string; user: string }): Html {
+  const { environment: e, now } = input;
+  const action = (path: string, label: string, extra: Html | string = '') =>
+    html`<form method="post" action="/environments/${encodeURIComponent(e.id)}/${path}">
+      <input type="hidden" name="_csrf" value="${session.csrf}" />${extra}<button type="submit">
+        ${label}
+      </button>
+    </form>`;
+  return layout(
+    `${e.project} / ${e.name}`,
+    html`<p><a href="/">← All environments</a></p>
+      <h1>${e.project} / ${e.name} <span class="muted">${e.namespace}</span></h1>
+      ${input.message ? html`<p class="error" role="alert">${input.message}</p>` : ''}
+      <p id="status">${badges(e, now)}</p>
+      <table class="facts">
+        <tr>
+          <th>Owner</th>
+          <td>${e.owner ?? '—'}</td>
+        </tr>
+        <tr>
+          <th>Last activity</th>
+          <td>
+            <time datetime="${e.lastActivity.at}">${relativeTime(e.lastActivity.at, now)}</time>
+            (${e.lastActivity.at})
+            <span class="muted"
+              >${activitySource(e.lastActivity)}${e.lastActivity.sessionId ? ` · session ${e.lastActivity.sessionId}` : ''}</span
+            >
+          </td>
+        </tr>
+        <tr>
+          <th>Cleanup policy</th>
+          <td>
+            ${e.policy ? `${e.policy.action} after ${e.policy.afterInactivity} without activity` : 'none'}
+          </td>
+        </tr>
+        <tr>
+          <th>Protected</th>
+          <td>${e.protected ? `yes, by ${e.protectedBy ?? '?'} at ${e.protectedAt ?? '?'}` : 'no'}</td>
+        </tr>
+        <tr>
+          <th>Kept alive until</th>
+          <td>${e.keepAliveUntil ? `${e.keepAliveUntil} (by ${e.keepAliveBy ?? '?'})` : '—'}</td>
+        </tr>
+        <tr>
+          <th>First seen</th>
+          <td>${e.createdAt}</td>
+        </tr>
+      </table>
+      <div class="actions">
+        ${
+          input.canProtect
+            ? e.protected
+              ? action('unprotect', 'Unprotect')
+              : action('protect', 'Protect')
+            : html`<span class="muted">Protecting needs an admin token.</span>`
+        }
+        ${action(
+          'keep-alive',
+          'Keep alive',
+          html`<select name="for" aria-label="Keep alive for">
+            <option value="8h">8 hours</option>
+            <option value="24h" selected>1 day</option>
+            <option value="3d">3 days</option>
+            <option value="7d">7 days</option>
+          </select> `,
+        )}
+      </div>
+      <h2>Resources</h2>
+      <table id="resources">
+        <thead>
+          <tr>
+            <th>Namespace</th>
+            <th>Generation</th>
+            <th>UID</th>
+            <th>Role</th>
+            <th>Ownership</th>
+            <th>State</th>
+            <th>Plugin / target</th>
+            <th>First seen</th>
+            <th>Last seen</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${
+            input.resources.length === 0
+              ? html`<tr>
+                  <td colspan="9" class="muted">No resources recorded.</td>
+                </tr>`
+              : input.resources.map(
+                  (r) =>
+                    html`<tr>
+                      <td>${r.namespace}</td>
+                      <td>${r.generation}</td>
+                      <td>${r.namespaceUid ?? '—'}</td>
+                      <td>${r.role}</td>
+                      <td>${r.ownership}</td>
+                      <td>${r.state}</td>
+                      <td>${r.plugin} · ${r.targetKey}</td>
+                      <td>${r.firstSeenAt}</td>
+                      <td>${relativeTime(r.lastSeenAt, now)}</td>
+                    </tr>`,
+                )
+          }
+        </tbody>
+      </table>
+      <h2>Recent sessions</h2>
+      <table id="sessions">
+        <thead>
+          <tr>
+            <th>Session</th>
+            <th>Command</th>
+            <th>User</th>
+            <th>Status</th>
+            <th>Started</th>
+            <th>Last event</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${input.sessions.map(
+            (s) =>
+              html`<tr>
+                <td>${s.id}</td>
+                <td>
+                  ${s.command ? `tend ${s.command}${s.args?.length ? ' ' + s.args.join(' ') : ''}` : '—'}
+                </td>
+                <td>${s.user ?? '—'}</td>
+                <td>${s.status}</td>
+                <td>${s.startedAt ?? '—'}</td>
+                <td>${relativeTime(s.lastEventAt, now)}</td>
+              </tr>`,
+          )}
+        </tbody>
+      </table>
+      <h2>Activity</h2>
+      <table id="timeline">
+        <thead>
+          <tr>
+            <th>Received</th>
+            <th>Event</th>
+            <th>What</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${input.timeline.map(
+            (t) =>
+              html`<tr>
+                <td><time datetime="${t.receivedAt}">${t.receivedAt}</time></td>
+                <td>${t.type}</td>
+                <td>${t.summary}</td>
+              </tr>`,
+          )}
+        </tbody>
+      </table>`,
+    session,
+  );
+}
+
+export function messagePage(title: string, message: string, session?: { csrf: string; user: string }): Html {
+  return layout(
+    title,
+    html`<h1>${title}</h1>
+      <p class="error" role="alert">${message}</p>
+      <p><a href="/">Back</a></p>`,
+    session,
+  );
+}

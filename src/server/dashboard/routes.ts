@@ -1,0 +1,258 @@
+/**
+ * The dashboard at `/`: log in with a read (or admin) token, which becomes a session cookie
+ * (HttpOnly, SameSite=Lax; the token itself never goes into the cookie). Changes are POST forms
+ * carrying the session's CSRF token, answered with a 303 redirect (works without JavaScript).
+ */
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { TendError } from '../../errors.js';
+import type { App, ServerServices } from '../app.js';
+import { actorOf, constantTimeEqual, scopeAllows, type Principal } from '../auth.js';
+import { decodeCursor } from '../db/repositories/environments.js';
+import { keepAliveUntil, listFilter, ListQuery, visibleEnvironment } from '../routes/environments.js';
+import { environmentView, resourceView, sessionView, timelineView } from '../views.js';
+import type { Html } from './html.js';
+import { environmentPage, environmentsPage, loginPage, messagePage } from './pages.js';
+
+export const sessionCookie = 'tend_session';
+const sessionTtlMs = 12 * 3600_000;
+
+interface DashboardSession {
+  principal: Principal;
+  csrf: string;
+  user: string;
+}
+
+const hidden = { hide: true } as const;
+
+function send(reply: FastifyReply, page: Html, status = 200) {
+  return reply
+    .status(status)
+    .header('content-type', 'text/html; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .header(
+      'content-security-policy',
+      "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    )
+    .header('x-frame-options', 'DENY')
+    .header('x-content-type-options', 'nosniff')
+    .header('referrer-policy', 'same-origin')
+    .send(page.value);
+}
+
+/** Only local paths: `next` must never send the browser to another site. */
+function safeNext(next: unknown): string {
+  return typeof next === 'string' && next.startsWith('/') && !next.startsWith('//') && !next.includes('\\')
+    ? next
+    : '/';
+}
+
+export function registerDashboard(app: App, services: ServerServices): void {
+  const current = async (request: FastifyRequest): Promise<DashboardSession | undefined> => {
+    const cookie = request.cookies[sessionCookie];
+    if (!cookie) return undefined;
+    const found = await services.dashboardSessions.find(cookie, services.now());
+    if (!found || !scopeAllows(found.token.scope, 'read')) return undefined;
+    const principal: Principal = {
+      tokenId: found.token.id,
+      tokenName: found.token.name,
+      scope: found.token.scope,
+      project: found.token.project,
+      via: 'dashboard',
+    };
+    return { principal, csrf: found.csrf, user: `${found.token.name} (${found.token.scope})` };
+  };
+
+  const requireSession = async (request: FastifyRequest, reply: FastifyReply) => {
+    const session = await current(request);
+    if (!session) {
+      void reply.redirect(`/login?next=${encodeURIComponent(request.url)}`, 303);
+      return undefined;
+    }
+    return session;
+  };
+
+  /** For POST forms: a session and a matching CSRF token, or a 403 page. */
+  const requireForm = async (request: FastifyRequest, reply: FastifyReply) => {
+    const session = await current(request);
+    if (!session) {
+      void reply.redirect('/login', 303);
+      return undefined;
+    }
+    const csrf = (request.body as { _csrf?: unknown } | undefined)?._csrf;
+    if (typeof csrf !== 'string' || !constantTimeEqual(csrf, session.csrf)) {
+      void send(
+        reply,
+        messagePage(
+          'Forbidden',
+          'The form has expired or did not come from this dashboard. Reload the page and try again.',
+          session,
+        ),
+        403,
+      );
+      return undefined;
+    }
+    return session;
+  };
+
+  app.get(
+    '/login',
+    { schema: { ...hidden, querystring: Type.Object({ next: Type.Optional(Type.String()) }) } },
+    async (request, reply) => send(reply, loginPage(undefined, safeNext(request.query.next))),
+  );
+
+  app.post(
+    '/login',
+    {
+      schema: {
+        ...hidden,
+        body: Type.Object({ token: Type.Optional(Type.String()), next: Type.Optional(Type.String()) }),
+      },
+    },
+    async (request, reply) => {
+      const next = safeNext(request.body.next);
+      const token = (request.body.token ?? '').trim();
+      const row = token ? await services.tokens.findLive(token) : undefined;
+      if (!row) return send(reply, loginPage('That token is unknown or has been revoked.', next), 401);
+      if (!scopeAllows(row.scope, 'read')) {
+        return send(
+          reply,
+          loginPage(
+            `Token "${row.name}" has scope "${row.scope}"; the dashboard needs "read" or "admin".`,
+            next,
+          ),
+          403,
+        );
+      }
+      const { cookie } = await services.dashboardSessions.create(row.id, sessionTtlMs, services.now());
+      void reply.setCookie(sessionCookie, cookie, {
+        path: '/',
+        httpOnly: true,
+        sameSite: 'lax',
+        secure: request.protocol === 'https',
+        maxAge: sessionTtlMs / 1000,
+      });
+      await services.audit.record({ actor: `dashboard:${row.name}`, action: 'login', now: services.now() });
+      return reply.redirect(next, 303);
+    },
+  );
+
+  app.post(
+    '/logout',
+    { schema: { ...hidden, body: Type.Object({ _csrf: Type.Optional(Type.String()) }) } },
+    async (request, reply) => {
+      const session = await requireForm(request, reply);
+      if (!session) return reply;
+      const cookie = request.cookies[sessionCookie];
+      if (cookie) await services.dashboardSessions.delete(cookie);
+      void reply.clearCookie(sessionCookie, { path: '/' });
+      return reply.redirect('/login', 303);
+    },
+  );
+
+  app.get('/', { schema: { ...hidden, querystring: ListQuery } }, async (request, reply) => {
+    const session = await requireSession(request, reply);
+    if (!session) return reply;
+    const q = request.query;
+    const now = services.now();
+    let filter;
+    try {
+      filter = listFilter(q, session.principal, now);
+    } catch (error) {
+      return send(reply, messagePage('Bad filter', (error as Error).message, session), 400);
+    }
+    const cursor = q.cursor ? decodeCursor(q.cursor) : undefined;
+    const page = await services.environments.list(filter, q.limit ?? 50, cursor);
+    return send(
+      reply,
+      environmentsPage(
+        {
+          items: page.items.map(environmentView),
+          nextCursor: page.nextCursor,
+          filter: { project: q.project, state: q.state, environment: q.environment },
+          now,
+        },
+        session,
+      ),
+    );
+  });
+
+  const IdParams = Type.Object({ id: Type.String() });
+
+  const renderEnvironment = async (
+    reply: FastifyReply,
+    session: DashboardSession,
+    id: string,
+    status = 200,
+    message?: string,
+  ) => {
+    let env;
+    try {
+      env = await visibleEnvironment(services, id, session.principal);
+    } catch (error) {
+      if (error instanceof TendError)
+        return send(reply, messagePage('Not found', error.message, session), 404);
+      throw error;
+    }
+    const [resources, sessions, timeline] = await Promise.all([
+      services.environments.resources(env.id),
+      services.environments.recentSessions(env.id),
+      services.environments.timeline(env.id),
+    ]);
+    return send(
+      reply,
+      environmentPage(
+        {
+          environment: environmentView(env),
+          resources: resources.map(resourceView),
+          sessions: sessions.map(sessionView),
+          timeline: timeline.map(timelineView),
+          now: services.now(),
+          canProtect: scopeAllows(session.principal.scope, 'protect'),
+          message,
+        },
+        session,
+      ),
+      status,
+    );
+  };
+
+  app.get('/environments/:id', { schema: { ...hidden, params: IdParams } }, async (request, reply) => {
+    const session = await requireSession(request, reply);
+    if (!session) return reply;
+    return renderEnvironment(reply, session, request.params.id);
+  });
+
+  const FormBody = Type.Object({ _csrf: Type.Optional(Type.String()), for: Type.Optional(Type.String()) });
+  for (const action of ['protect', 'unprotect', 'keep-alive'] as const) {
+    app.post(
+      `/environments/:id/${action}`,
+      { schema: { ...hidden, params: IdParams, body: FormBody } },
+      async (request, reply) => {
+        const session = await requireForm(request, reply);
+        if (!session) return reply;
+        const id = request.params.id;
+        const permission = action === 'keep-alive' ? 'keep-alive' : 'protect';
+        if (!scopeAllows(session.principal.scope, permission)) {
+          return renderEnvironment(reply, session, id, 403, `${action} needs an admin token.`);
+        }
+        const env = await visibleEnvironment(services, id, session.principal).catch(() => undefined);
+        if (!env) return send(reply, messagePage('Not found', 'No such environment.', session), 404);
+        const actor = actorOf(session.principal);
+        const now = services.now();
+        if (action === 'keep-alive') {
+          let until: Date;
+          try {
+            until = keepAliveUntil(request.body.for, now);
+          } catch (error) {
+            return renderEnvironment(reply, session, id, 400, (error as Error).message);
+          }
+          await services.environments.keepAlive(env.id, until, actor, now);
+        } else {
+          await services.environments.setProtected(env.id, action === 'protect', actor, now);
+        }
+        return reply.redirect(`/environments/${encodeURIComponent(env.id)}`, 303);
+      },
+    );
+  }
+}

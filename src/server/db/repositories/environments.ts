@@ -1,0 +1,207 @@
+/** Environments with their resources, sessions and activity: the registry as the API reads it. */
+import type { Kysely } from 'kysely';
+import { ulid } from 'ulidx';
+import type { Database, Environment, EnvironmentState, Resource, Session } from '../schema.js';
+
+export interface EnvironmentFilter {
+  project?: string;
+  environment?: string;
+  state?: EnvironmentState;
+  /** Only environments whose last activity is before this time (ISO). */
+  staleSince?: string;
+  /** Restriction from a project-bound token. */
+  onlyProject?: string | null;
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+interface Cursor {
+  at: string;
+  id: string;
+}
+
+export function encodeCursor(c: Cursor): string {
+  return Buffer.from(JSON.stringify([c.at, c.id])).toString('base64url');
+}
+
+export function decodeCursor(value: string): Cursor | undefined {
+  try {
+    const parsed: unknown = JSON.parse(Buffer.from(value, 'base64url').toString('utf8'));
+    if (Array.isArray(parsed) && parsed.length === 2 && parsed.every((x) => typeof x === 'string')) {
+      return { at: parsed[0] as string, id: parsed[1] as string };
+    }
+  } catch {
+    // fall through
+  }
+  return undefined;
+}
+
+export interface TimelineEntry {
+  id: string;
+  type: string;
+  sessionId: string;
+  receivedAt: string;
+  clientTimestamp: string;
+  payload: Record<string, unknown>;
+}
+
+export class EnvironmentRepository {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /** Newest activity first; keyset pagination on (last_activity_at, id). */
+  async list(filter: EnvironmentFilter, limit: number, cursor?: Cursor): Promise<Page<Environment>> {
+    let q = this.db.selectFrom('environments').selectAll();
+    if (filter.onlyProject) q = q.where('project', '=', filter.onlyProject);
+    if (filter.project) q = q.where('project', '=', filter.project);
+    if (filter.environment) q = q.where('name', '=', filter.environment);
+    if (filter.state) q = q.where('state', '=', filter.state);
+    if (filter.staleSince) q = q.where('last_activity_at', '<', filter.staleSince);
+    if (cursor) {
+      q = q.where((eb) =>
+        eb.or([
+          eb('last_activity_at', '<', cursor.at),
+          eb.and([eb('last_activity_at', '=', cursor.at), eb('id', '<', cursor.id)]),
+        ]),
+      );
+    }
+    const rows = await q
+      .orderBy('last_activity_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit + 1)
+      .execute();
+    const items = rows.slice(0, limit);
+    const last = items[items.length - 1];
+    return {
+      items,
+      nextCursor:
+        rows.length > limit && last ? encodeCursor({ at: last.last_activity_at, id: last.id }) : null,
+    };
+  }
+
+  async get(id: string): Promise<Environment | undefined> {
+    return this.db.selectFrom('environments').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  async resources(environmentId: string): Promise<Resource[]> {
+    return this.db
+      .selectFrom('resources')
+      .selectAll()
+      .where('environment_id', '=', environmentId)
+      .orderBy('namespace_name')
+      .orderBy('generation', 'desc')
+      .execute();
+  }
+
+  async recentSessions(environmentId: string, limit = 20): Promise<Session[]> {
+    return this.db
+      .selectFrom('sessions')
+      .selectAll()
+      .where('environment_id', '=', environmentId)
+      .orderBy('last_event_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .execute();
+  }
+
+  /** The environment's events, newest first (server receive time). */
+  async timeline(environmentId: string, limit = 100): Promise<TimelineEntry[]> {
+    const rows = await this.db
+      .selectFrom('events')
+      .selectAll()
+      .where('environment_id', '=', environmentId)
+      .orderBy('received_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => ({
+      id: r.id,
+      type: r.type,
+      sessionId: r.session_id,
+      receivedAt: r.received_at,
+      clientTimestamp: r.client_timestamp,
+      payload: JSON.parse(r.payload) as Record<string, unknown>,
+    }));
+  }
+
+  async countByState(): Promise<Record<string, number>> {
+    const rows = await this.db
+      .selectFrom('environments')
+      .select(['state', (eb) => eb.fn.countAll<number>().as('n')])
+      .groupBy('state')
+      .execute();
+    return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
+  }
+
+  /** Sets protection and writes the audit entry, in one transaction. */
+  async setProtected(id: string, value: boolean, actor: string, now: Date): Promise<Environment | undefined> {
+    return this.change(id, actor, value ? 'protect' : 'unprotect', now, {
+      protected: value ? 1 : 0,
+      protected_by: value ? actor : null,
+      protected_at: value ? now.toISOString() : null,
+    });
+  }
+
+  async keepAlive(id: string, until: Date, actor: string, now: Date): Promise<Environment | undefined> {
+    return this.change(
+      id,
+      actor,
+      'keep-alive',
+      now,
+      { keep_alive_until: until.toISOString(), keep_alive_by: actor },
+      { until: until.toISOString() },
+    );
+  }
+
+  private async change(
+    id: string,
+    actor: string,
+    action: string,
+    now: Date,
+    set: Partial<Environment>,
+    detail: Record<string, unknown> = {},
+  ): Promise<Environment | undefined> {
+    return this.db.transaction().execute(async (trx) => {
+      const env = await trx.selectFrom('environments').selectAll().where('id', '=', id).executeTakeFirst();
+      if (!env) return undefined;
+      await trx
+        .updateTable('environments')
+        .set({ ...set, updated_at: now.toISOString() })
+        .where('id', '=', id)
+        .execute();
+      await trx
+        .insertInto('audit_log')
+        .values({
+          id: ulid(now.getTime()),
+          at: now.toISOString(),
+          actor,
+          action,
+          environment_id: id,
+          detail: JSON.stringify({
+            project: env.project,
+            environment: env.name,
+            namespace: env.namespace,
+            ...detail,
+          }),
+        })
+        .execute();
+      return trx.selectFrom('environments').selectAll().where('id', '=', id).executeTakeFirst();
+    });
+  }
+}
+
+/** Removes events received before `before`, in slices so a large backlog never holds a long lock. */
+export async function pruneEvents(db: Kysely<Database>, before: string, slice = 5000): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const result = await db
+      .deleteFrom('events')
+      .where('id', 'in', db.selectFrom('events').select('id').where('received_at', '<', before).limit(slice))
+      .executeTakeFirst();
+    const n = Number(result.numDeletedRows);
+    total += n;
+    if (n < slice) return total;
+  }
+}

@@ -1,0 +1,46 @@
+/** `GET /api/v1/audit`: who changed what and every decision taken, newest first. */
+import { Type } from '@sinclair/typebox';
+import type { App, ServerServices } from '../app.js';
+import { AuditView, ErrorResponse } from '../schemas.js';
+import { auditView } from '../views.js';
+
+export function registerAuditRoutes(app: App, services: ServerServices): void {
+  app.get(
+    '/api/v1/audit',
+    {
+      config: { permission: 'read' },
+      schema: {
+        summary: 'The audit log, newest first',
+        tags: ['audit'],
+        querystring: Type.Object({
+          environmentId: Type.Optional(Type.String()),
+          action: Type.Optional(Type.String()),
+          before: Type.Optional(Type.String({ description: 'Entries older than this id (the cursor).' })),
+          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
+        }),
+        response: {
+          200: Type.Object({
+            items: Type.Array(AuditView),
+            nextCursor: Type.Union([Type.String(), Type.Null()]),
+          }),
+          401: ErrorResponse,
+          403: ErrorResponse,
+        },
+      },
+    },
+    async (request) => {
+      const { limit = 100, ...filter } = request.query;
+      const rows = await services.audit.list(filter, limit + 1);
+      const items = rows.slice(0, limit);
+      // Project-bound tokens see the entries of their project's environments only.
+      const only = request.principal?.project;
+      const visible = only
+        ? items.filter((a) => a.detail && (JSON.parse(a.detail) as { project?: string }).project === only)
+        : items;
+      return {
+        items: visible.map(auditView),
+        nextCursor: rows.length > limit ? (items[items.length - 1]?.id ?? null) : null,
+      };
+    },
+  );
+}

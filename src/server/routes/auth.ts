@@ -1,0 +1,29 @@
+/** `GET /api/v1/auth/whoami`: which token this is (name, scope, project) — `tend login` checks with it. */
+import { Type } from '@sinclair/typebox';
+import type { App, ServerServices } from '../app.js';
+import { ErrorResponse } from '../schemas.js';
+
+export function registerAuthRoutes(app: App, _services: ServerServices): void {
+  app.get(
+    '/api/v1/auth/whoami',
+    {
+      config: { permission: 'ingest' },
+      schema: {
+        summary: 'The token making the request',
+        tags: ['auth'],
+        response: {
+          200: Type.Object({
+            name: Type.String(),
+            scope: Type.String(),
+            project: Type.Union([Type.String(), Type.Null()]),
+          }),
+          401: ErrorResponse,
+        },
+      },
+    },
+    async (request) => {
+      const p = request.principal!;
+      return { name: p.tokenName, scope: p.scope, project: p.project };
+    },
+  );
+}

@@ -1,0 +1,215 @@
+/**
+ * `GET /api/v1/environments` (filters, keyset pagination), `GET /api/v1/environments/:id`
+ * (resources, recent sessions, activity timeline), and the changes people make:
+ * `POST …/protect`, `…/unprotect` (admin), `…/keep-alive` (read). Each change is audited.
+ */
+import { Type } from '@sinclair/typebox';
+import { TendError } from '../../errors.js';
+import type { App, ServerServices } from '../app.js';
+import { actorOf, type Principal } from '../auth.js';
+import { decodeCursor, type EnvironmentFilter } from '../db/repositories/environments.js';
+import type { Environment } from '../db/schema.js';
+import { EnvironmentView, ErrorResponse, ResourceView, SessionView, TimelineView } from '../schemas.js';
+import { environmentView, parseDuration, resourceView, sessionView, timelineView } from '../views.js';
+
+export const ListQuery = Type.Object({
+  project: Type.Optional(Type.String({ minLength: 1 })),
+  environment: Type.Optional(Type.String({ minLength: 1, description: 'Environment name, e.g. dev.' })),
+  state: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('cleaned')])),
+  staleSince: Type.Optional(
+    Type.String({
+      description:
+        'Only environments with no activity since this time: an RFC 3339 time, or a duration back from now ("8h", "3d").',
+    }),
+  ),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+  cursor: Type.Optional(Type.String({ description: 'nextCursor of the previous page.' })),
+});
+
+const ListResponse = Type.Object({
+  items: Type.Array(EnvironmentView),
+  nextCursor: Type.Union([Type.String(), Type.Null()]),
+});
+
+const DetailResponse = Type.Object({
+  environment: EnvironmentView,
+  resources: Type.Array(ResourceView),
+  sessions: Type.Array(SessionView),
+  timeline: Type.Array(TimelineView),
+});
+
+const IdParams = Type.Object({ id: Type.String() });
+const ChangeResponse = Type.Object({ environment: EnvironmentView });
+const KeepAliveBody = Type.Object({
+  for: Type.Optional(
+    Type.String({
+      pattern: '^[0-9]+[mhd]$',
+      default: '24h',
+      description: 'How long, e.g. "8h", "3d"; at most 30d.',
+    }),
+  ),
+});
+
+export const maxKeepAliveMs = 30 * 86_400_000;
+
+/** Resolves `staleSince` (time or duration) to an ISO time. */
+export function staleBefore(value: string, now: Date): string {
+  const ms = parseDuration(value);
+  if (ms !== undefined) return new Date(now.getTime() - ms).toISOString();
+  const t = Date.parse(value);
+  if (Number.isNaN(t)) {
+    throw new TendError(
+      'TEND_SERVER_BAD_REQUEST',
+      `staleSince must be an RFC 3339 time or a duration like "8h", got "${value.slice(0, 64)}"`,
+    );
+  }
+  return new Date(t).toISOString();
+}
+
+export function listFilter(
+  query: { project?: string; environment?: string; state?: 'active' | 'cleaned'; staleSince?: string },
+  principal: Principal | null,
+  now: Date,
+): EnvironmentFilter {
+  return {
+    project: query.project,
+    environment: query.environment,
+    state: query.state,
+    staleSince: query.staleSince ? staleBefore(query.staleSince, now) : undefined,
+    onlyProject: principal?.project ?? null,
+  };
+}
+
+/** The environment, if it exists and the principal may see it (project-bound tokens see one project). */
+export async function visibleEnvironment(
+  services: ServerServices,
+  id: string,
+  principal: Principal | null,
+): Promise<Environment> {
+  const env = await services.environments.get(id);
+  if (!env || (principal?.project && env.project !== principal.project)) {
+    throw new TendError('TEND_ENVIRONMENT_NOT_FOUND', `no environment with id "${id.slice(0, 64)}"`);
+  }
+  return env;
+}
+
+export function keepAliveUntil(duration: string | undefined, now: Date): Date {
+  const ms = parseDuration(duration ?? '24h');
+  if (ms === undefined || ms <= 0 || ms > maxKeepAliveMs) {
+    throw new TendError('TEND_SERVER_BAD_REQUEST', 'keep-alive takes a duration from 1m to 30d, e.g. "8h"');
+  }
+  return new Date(now.getTime() + ms);
+}
+
+export function registerEnvironmentRoutes(app: App, services: ServerServices): void {
+  app.get(
+    '/api/v1/environments',
+    {
+      config: { permission: 'read' },
+      schema: {
+        summary: 'List environments, most recently active first',
+        tags: ['environments'],
+        querystring: ListQuery,
+        response: { 200: ListResponse, 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      const cursor = q.cursor ? decodeCursor(q.cursor) : undefined;
+      if (q.cursor && !cursor)
+        throw new TendError('TEND_SERVER_BAD_REQUEST', 'cursor is not one this server gave out');
+      const page = await services.environments.list(
+        listFilter(q, request.principal, services.now()),
+        q.limit ?? 50,
+        cursor,
+      );
+      return { items: page.items.map(environmentView), nextCursor: page.nextCursor };
+    },
+  );
+
+  app.get(
+    '/api/v1/environments/:id',
+    {
+      config: { permission: 'read' },
+      schema: {
+        summary: 'One environment with its resources, recent sessions and activity timeline',
+        tags: ['environments'],
+        params: IdParams,
+        response: { 200: DetailResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse },
+      },
+    },
+    async (request) => {
+      const env = await visibleEnvironment(services, request.params.id, request.principal);
+      const [resources, sessions, timeline] = await Promise.all([
+        services.environments.resources(env.id),
+        services.environments.recentSessions(env.id),
+        services.environments.timeline(env.id),
+      ]);
+      return {
+        environment: environmentView(env),
+        resources: resources.map(resourceView),
+        sessions: sessions.map(sessionView),
+        timeline: timeline.map(timelineView),
+      };
+    },
+  );
+
+  const change = (request: { params: { id: string }; principal: Principal | null }) =>
+    visibleEnvironment(services, request.params.id, request.principal);
+
+  for (const action of ['protect', 'unprotect'] as const) {
+    app.post(
+      `/api/v1/environments/:id/${action}`,
+      {
+        config: { permission: 'protect' },
+        schema: {
+          summary:
+            action === 'protect'
+              ? 'Protect an environment: automatic cleanup never touches it (admin)'
+              : 'Remove the protection (admin)',
+          tags: ['environments'],
+          params: IdParams,
+          response: { 200: ChangeResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse },
+        },
+      },
+      async (request) => {
+        const env = await change(request);
+        const updated = await services.environments.setProtected(
+          env.id,
+          action === 'protect',
+          actorOf(request.principal!),
+          services.now(),
+        );
+        return { environment: environmentView(updated ?? env) };
+      },
+    );
+  }
+
+  app.post(
+    '/api/v1/environments/:id/keep-alive',
+    {
+      config: { permission: 'keep-alive' },
+      schema: {
+        summary:
+          'Keep an environment alive: no automatic cleanup before now + `for` (default 24h, at most 30d)',
+        tags: ['environments'],
+        params: IdParams,
+        body: Type.Optional(KeepAliveBody),
+        response: {
+          200: ChangeResponse,
+          400: ErrorResponse,
+          401: ErrorResponse,
+          403: ErrorResponse,
+          404: ErrorResponse,
+        },
+      },
+    },
+    async (request) => {
+      const env = await change(request);
+      const now = services.now();
+      const until = keepAliveUntil(request.body?.for, now);
+      const updated = await services.environments.keepAlive(env.id, until, actorOf(request.principal!), now);
+      return { environment: environmentView(updated ?? env) };
+    },
+  );
+}

@@ -1,0 +1,136 @@
+/**
+ * `POST /api/v1/events`: batch ingest (DESIGN §6, §7). Each event is checked against the event
+ * catalogue; one bad event rejects the batch with 400 naming its index and field. A batch is
+ * stored in one transaction and is idempotent by event id.
+ */
+import { Type } from '@sinclair/typebox';
+import { checkEvent, eventCatalog, EventEnvelope, eventTypes, type TendEvent } from '../../events/catalog.js';
+import { TendError } from '../../errors.js';
+import type { App, ServerServices } from '../app.js';
+import { ingestEvents } from '../registry/ingest.js';
+import { ErrorResponse } from '../schemas.js';
+
+/** For the OpenAPI document: each event type with its payload schema, built from the catalogue. */
+const DocumentedEvent = Type.Union(
+  eventTypes.map((t) =>
+    Type.Object(
+      {
+        id: EventEnvelope.properties.id,
+        type: Type.Literal(t),
+        sessionId: EventEnvelope.properties.sessionId,
+        timestamp: EventEnvelope.properties.timestamp,
+        payload: eventCatalog[t],
+      },
+      { additionalProperties: false },
+    ),
+  ),
+);
+
+const IngestBody = Type.Object({ events: Type.Array(DocumentedEvent) });
+const IngestResponse = Type.Object({
+  accepted: Type.Integer({ description: 'Events stored by this request.' }),
+  duplicates: Type.Integer({
+    description: 'Events already stored (by id): accepted before, changed nothing.',
+  }),
+});
+
+function invalid(message: string, detail: Record<string, unknown>): TendError {
+  return new TendError('TEND_EVENT_INVALID', message, { detail });
+}
+
+/** The batch as typed events, or a TendError naming the first problem. */
+export function validateBatch(body: unknown, maxEvents: number): TendEvent[] {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new TendError('TEND_SERVER_BAD_REQUEST', 'the body must be a JSON object {"events": [...]}');
+  }
+  const events = (body as { events?: unknown }).events;
+  if (!Array.isArray(events)) {
+    throw new TendError('TEND_SERVER_BAD_REQUEST', 'the body must have an "events" array');
+  }
+  const extra = Object.keys(body).filter((k) => k !== 'events');
+  if (extra.length > 0) {
+    throw new TendError('TEND_SERVER_BAD_REQUEST', `unknown field "${extra[0]}" in the body`);
+  }
+  if (events.length > maxEvents) {
+    throw new TendError(
+      'TEND_SERVER_PAYLOAD_TOO_LARGE',
+      `the batch has ${events.length} events; the limit is ${maxEvents} per batch`,
+      { detail: { limitEvents: maxEvents } },
+    );
+  }
+  events.forEach((event: unknown, index) => {
+    const type = (event as { type?: unknown } | null)?.type;
+    if (typeof type === 'string' && !Object.hasOwn(eventCatalog, type)) {
+      throw invalid(`events[${index}]: unknown event type "${type.slice(0, 64)}"`, {
+        index,
+        path: '/type',
+        knownTypes: eventTypes,
+      });
+    }
+    const problems = checkEvent(event);
+    const first = problems[0];
+    if (first) {
+      throw invalid(`events[${index}]${first.path}: ${first.message}`, { index, path: first.path, problems });
+    }
+  });
+  return events as TendEvent[];
+}
+
+export function registerEventRoutes(app: App, services: ServerServices): void {
+  app.post(
+    '/api/v1/events',
+    {
+      config: { permission: 'ingest' },
+      bodyLimit: services.limits.bodyLimit,
+      schema: {
+        summary: 'Ingest a batch of events',
+        description:
+          'Idempotent by event id: a re-sent event is counted in `duplicates` and changes nothing. ' +
+          `At most ${services.limits.maxEventsPerBatch} events and ${services.limits.bodyLimit} bytes per batch (413 beyond).`,
+        tags: ['events'],
+        body: IngestBody,
+        response: {
+          200: IngestResponse,
+          400: ErrorResponse,
+          401: ErrorResponse,
+          403: ErrorResponse,
+          413: ErrorResponse,
+        },
+      },
+      // The catalogue validates (validateBatch): its messages name the event's index and field.
+      validatorCompiler: () => (value: unknown) => ({ value }),
+    },
+    async (request) => {
+      const receivedAt = services.now();
+      const started = performance.now();
+      let events: TendEvent[];
+      try {
+        events = validateBatch(request.body, services.limits.maxEventsPerBatch);
+        const only = request.principal?.project;
+        if (only) {
+          events.forEach((e, index) => {
+            const project = (e.payload as { project?: unknown }).project;
+            if (project !== undefined && project !== only) {
+              throw new TendError(
+                'TEND_AUTH_FORBIDDEN',
+                `events[${index}]: token "${request.principal?.tokenName}" may only send events of project "${only}", not "${String(project)}"`,
+                { detail: { index } },
+              );
+            }
+          });
+        }
+      } catch (error) {
+        services.metrics.recordBatch('rejected');
+        throw error;
+      }
+      const result = await ingestEvents(services.database.db, services.database.dialect, events, receivedAt);
+      services.metrics.recordBatch(
+        'accepted',
+        result.accepted,
+        result.duplicates,
+        (performance.now() - started) / 1000,
+      );
+      return result;
+    },
+  );
+}

@@ -1,0 +1,56 @@
+/** `/healthz` (the process answers), `/readyz` (the database answers), `/metrics` (Prometheus, read scope). */
+import { Type } from '@sinclair/typebox';
+import type { App, ServerServices } from '../app.js';
+import { isReachable } from '../db/database.js';
+
+export function registerHealthRoutes(app: App, services: ServerServices): void {
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        summary: 'Liveness: the process answers',
+        tags: ['health'],
+        security: [],
+        response: { 200: Type.Object({ status: Type.Literal('ok') }) },
+      },
+    },
+    async () => ({ status: 'ok' as const }),
+  );
+
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        summary: 'Readiness: the database answers',
+        tags: ['health'],
+        security: [],
+        response: {
+          200: Type.Object({ status: Type.Literal('ready'), database: Type.String() }),
+          503: Type.Object({ status: Type.Literal('unavailable'), database: Type.String() }),
+        },
+      },
+    },
+    async (_request, reply) => {
+      const database = services.database.dialect;
+      if (await isReachable(services.database)) return { status: 'ready' as const, database };
+      return reply.status(503).send({ status: 'unavailable' as const, database });
+    },
+  );
+
+  app.get(
+    '/metrics',
+    {
+      config: { permission: 'read' },
+      schema: {
+        summary: 'Prometheus metrics: ingest counts, batch latency, environments by state',
+        tags: ['health'],
+        produces: ['text/plain'],
+        response: { 200: Type.String() },
+      },
+    },
+    async (_request, reply) => {
+      const counts = await services.environments.countByState();
+      return reply.type('text/plain; version=0.0.4').send(services.metrics.render(counts));
+    },
+  );
+}

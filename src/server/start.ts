@@ -1,0 +1,86 @@
+/**
+ * Running the server as a process: open the database, apply migrations, listen, prune old
+ * events, and shut down gracefully on SIGTERM/SIGINT (stop accepting, finish in-flight requests,
+ * close the database).
+ */
+import pino from 'pino';
+import { buildServer, logRedaction, type App } from './app.js';
+import { migrateToLatest, openDatabase, type OpenDatabaseOptions } from './db/database.js';
+import { pruneEvents } from './db/repositories/environments.js';
+
+export interface StartOptions extends OpenDatabaseOptions {
+  port?: number;
+  host?: string;
+  /** Keep raw events this long (ms); default 30 days. */
+  eventRetentionMs?: number;
+  logLevel?: string;
+}
+
+export interface RunningServer {
+  app: App;
+  url: string;
+  /** Stops accepting connections, waits for in-flight requests, closes the database. */
+  close(): Promise<void>;
+}
+
+export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
+  const logger = pino(
+    { level: options.logLevel ?? 'info', redact: logRedaction, base: { pid: process.pid } },
+    pino.destination(2),
+  );
+  const db = await openDatabase(options);
+  try {
+    const report = await migrateToLatest(db);
+    if (report.applied.length > 0) logger.info({ applied: report.applied }, 'database migrated');
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+  const app = await buildServer({ db, logger });
+  const address = await app.listen({ port: options.port ?? 7420, host: options.host ?? '127.0.0.1' });
+  const url = address.replace('[::1]', 'localhost');
+  logger.info({ url, database: db.location }, `tend server listening on ${url}`);
+
+  const retention = options.eventRetentionMs ?? 30 * 86_400_000;
+  const prune = async () => {
+    try {
+      const removed = await pruneEvents(db.db, new Date(Date.now() - retention).toISOString());
+      if (removed > 0) logger.info({ removed }, 'pruned events past retention');
+    } catch (err) {
+      logger.warn({ err }, 'pruning events failed');
+    }
+  };
+  const pruneTimer = setInterval(() => void prune(), 3600_000);
+  pruneTimer.unref();
+
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      clearInterval(pruneTimer);
+      await app.close();
+    })();
+    return closing;
+  };
+  return { app, url, close };
+}
+
+/**
+ * Runs until SIGTERM or SIGINT, then shuts down gracefully. Resolves when the server has
+ * closed; a second signal exits at once.
+ */
+export async function runUntilSignalled(options: StartOptions): Promise<{ url: string }> {
+  const server = await startServer(options);
+  await new Promise<void>((resolve, reject) => {
+    let signalled = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (signalled) process.exit(130);
+      signalled = true;
+      server.app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+      server.close().then(resolve, reject);
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
+  server.app.log.info('tend server stopped');
+  return { url: server.url };
+}

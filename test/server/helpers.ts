@@ -1,0 +1,206 @@
+/**
+ * Test fixtures for the server: a fresh database per test file (an SQLite temp file, or a
+ * PostgreSQL database created for the file and dropped afterwards, so files run in parallel),
+ * an app with tokens of every scope, and event factories.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { monotonicFactory } from 'ulidx';
+import type { TendEvent } from '../../src/events/catalog.js';
+import { buildServer, type App, type BuildServerOptions } from '../../src/server/app.js';
+import { migrateToLatest, openDatabase, type ServerDatabase } from '../../src/server/db/database.js';
+import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
+import type { TokenScope } from '../../src/server/db/schema.js';
+
+export const dialects = ['sqlite', 'postgres'] as const;
+export type Dialect = (typeof dialects)[number];
+
+export const adminDatabaseUrl =
+  process.env.TEND_TEST_DATABASE_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres';
+
+/** A database of its own for one test file: open it as often as needed, drop it at the end. */
+export interface TestDatabase {
+  dialect: Dialect;
+  /** postgres://… for PostgreSQL, undefined for SQLite. */
+  url?: string;
+  /** The SQLite file, for SQLite. */
+  file?: string;
+  /** The directory holding the SQLite file (for `--data-dir`). */
+  dir?: string;
+  open(): Promise<ServerDatabase>;
+  drop(): Promise<void>;
+}
+
+export async function createTestDatabase(dialect: Dialect): Promise<TestDatabase> {
+  if (dialect === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'tend-server-test-'));
+    const file = join(dir, 'tend.db');
+    return {
+      dialect,
+      file,
+      dir,
+      open: () => openDatabase({ sqliteFile: file }),
+      drop: async () => rmSync(dir, { recursive: true, force: true }),
+    };
+  }
+  const name = `tend_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminDatabaseUrl });
+  await admin.connect();
+  try {
+    await admin.query(`create database ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(adminDatabaseUrl);
+  url.pathname = `/${name}`;
+  return {
+    dialect,
+    url: url.toString(),
+    open: () => openDatabase({ databaseUrl: url.toString() }),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: adminDatabaseUrl });
+      await c.connect();
+      try {
+        await c.query(`drop database if exists ${name} with (force)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
+
+export interface TestServer {
+  app: App;
+  database: ServerDatabase;
+  testDb: TestDatabase;
+  tokens: Record<TokenScope | 'revoked' | 'otherProject', string>;
+  /** Authorization header for a token. */
+  auth(token: string): { authorization: string };
+  close(): Promise<void>;
+}
+
+export async function createTestServer(
+  dialect: Dialect,
+  options: Partial<BuildServerOptions> = {},
+): Promise<TestServer> {
+  const testDb = await createTestDatabase(dialect);
+  const database = await testDb.open();
+  await migrateToLatest(database);
+  const repo = new TokenRepository(database.db);
+  const make = async (name: string, scope: TokenScope, project?: string) =>
+    (await repo.create({ name, scope, project })).token;
+  const tokens = {
+    ingest: await make('ci', 'ingest'),
+    read: await make('dev', 'read'),
+    admin: await make('ops', 'admin'),
+    revoked: await make('old', 'admin'),
+    otherProject: await make('other', 'admin', 'other'),
+  };
+  await repo.revoke('old');
+  const app = await buildServer({ db: database, ...options });
+  await app.ready();
+  return {
+    app,
+    database,
+    testDb,
+    tokens,
+    auth: (token) => ({ authorization: `Bearer ${token}` }),
+    close: async () => {
+      await app.close();
+      await testDb.drop();
+    },
+  };
+}
+
+const nextUlid = monotonicFactory();
+export const newId = (): string => nextUlid();
+
+export interface EnvSpec {
+  project?: string;
+  environment?: string;
+  namespace?: string;
+  user?: string;
+  command?: string;
+}
+
+const k8sTarget = {
+  kind: 'kubernetes' as const,
+  clusterId: 'cluster-1',
+  server: 'https://k8s:6443',
+  context: 'dev',
+};
+
+/** Events of one CLI session in an environment, with helpers for the common event types. */
+export function session(spec: EnvSpec = {}) {
+  const sessionId = newId();
+  const project = spec.project ?? 'shop';
+  const environment = spec.environment ?? 'dev';
+  const namespace = spec.namespace ?? `${project}-${spec.user ?? 'alice'}`;
+  const base = <T extends TendEvent['type']>(type: T, payload: unknown) =>
+    ({ id: newId(), type, sessionId, timestamp: new Date().toISOString(), payload }) as TendEvent;
+  return {
+    sessionId,
+    project,
+    environment,
+    namespace,
+    started: (policy?: { afterInactivity: string; action: 'delete' | 'pause' }) =>
+      base('sessionStarted', {
+        command: spec.command ?? 'deploy',
+        args: [],
+        project,
+        environment,
+        namespace,
+        user: spec.user ?? 'alice',
+        hostId: 'host-1',
+        cliVersion: '0.1.0',
+        ...(policy ? { cleanupPolicy: policy } : {}),
+      }),
+    heartbeat: () => base('sessionHeartbeat', { project, environment, namespace, uptimeMs: 30_000 }),
+    completed: () =>
+      base('sessionCompleted', { durationMs: 1200, succeeded: 2, cached: 1, failed: 0, aborted: 0 }),
+    failed: () =>
+      base('sessionFailed', { durationMs: 10, error: { code: 'TEND_ACTION_FAILED', message: 'boom' } }),
+    action: (actionRef = 'deploy.api') =>
+      base('actionStatus', { actionRef, kind: 'Deploy', version: 'v-abc', state: 'ready', durationMs: 5 }),
+    namespace: (
+      state: 'ready' | 'terminating' | 'missing',
+      extra: {
+        uid?: string;
+        name?: string;
+        role?: 'app' | 'build' | 'system';
+        cause?: 'created' | 'observed' | 'deleted';
+        detail?: Record<string, unknown>;
+      } = {},
+    ) =>
+      base('namespaceStatus', {
+        pluginName: 'kubernetes',
+        providerName: 'kubernetes',
+        namespaceName: extra.name ?? namespace,
+        ...(extra.uid ? { namespaceUid: extra.uid } : {}),
+        state,
+        role: extra.role ?? 'app',
+        cause: extra.cause ?? (state === 'missing' ? 'deleted' : 'created'),
+        target: k8sTarget,
+        project,
+        environment,
+        ...(extra.detail ? { detail: extra.detail } : {}),
+      }),
+  };
+}
+
+export async function postEvents(server: TestServer, events: unknown[], token = server.tokens.ingest) {
+  return server.app.inject({
+    method: 'POST',
+    url: '/api/v1/events',
+    headers: server.auth(token),
+    payload: { events },
+  });
+}
+
+export async function getJson<T = unknown>(server: TestServer, url: string, token = server.tokens.read) {
+  const res = await server.app.inject({ method: 'GET', url, headers: server.auth(token) });
+  return { status: res.statusCode, body: res.json<T>() };
+}
