@@ -1,0 +1,176 @@
+/**
+ * The exec plugin's handlers with real processes: outputs, environment, working directory,
+ * timeouts, failures, persistent deploys (readiness, early exit, SIGTERM then SIGKILL), and
+ * Ctrl-C stopping what run/test actions started.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { executeCommand } from '../../src/commands/execute.js';
+import { isAlive } from '../../src/plugins/exec/deploy.js';
+import { makeProject, removeProjects, runTend, tendBin, waitFor } from '../helpers/project.js';
+
+const projectYaml = `kind: Project
+name: exectest
+defaultEnvironment: dev
+variables: { greeting: hello }
+environments:
+  - name: dev
+    defaultNamespace: exectest-dev
+providers:
+  - name: exec
+`;
+
+function project(actions: string): string {
+  return makeProject({ 'tend.yml': projectYaml + '---\n' + actions, 'sub/marker.txt': 'here' });
+}
+
+afterEach(removeProjects);
+
+describe('exec Build/Test/Run', () => {
+  it('runs the command in its cwd with env, and collects outputs from spec and ::output lines', async () => {
+    const root = project(`kind: Build
+type: exec
+name: b
+spec:
+  command: [sh, -c, 'echo "::output seen=$(cat marker.txt)"; echo "::output greet=$GREET $TEND_NAMESPACE"']
+  cwd: sub
+  env: { GREET: '\${var.greeting}' }
+  outputs: { fixed: yes }
+`);
+    const result = await executeCommand('build', [], { root });
+    expect(result.exitCode).toBe(0);
+    expect(result.data.actions[0]!.outputs).toEqual({
+      fixed: 'yes',
+      seen: 'here',
+      greet: 'hello exectest-dev',
+    });
+  });
+
+  it('reports a non-zero exit with the output tail, and does not cache the failure', async () => {
+    const root = project(`kind: Test
+type: exec
+name: t
+spec: { command: [sh, -c, 'echo checking; echo broken >&2; exit 3'] }
+`);
+    const first = await executeCommand('test', [], { root });
+    expect(first.exitCode).toBe(1);
+    expect(first.data.actions[0]!.error?.message).toMatch(/exited with code 3/);
+    expect(first.human).toMatch(/broken/);
+    const second = await executeCommand('test', [], { root });
+    expect(second.data.actions[0]!.state).toBe('failed');
+  });
+
+  it('stops a command that runs past its timeout', async () => {
+    const root = project(`kind: Run
+type: exec
+name: slow
+timeout: 300ms
+spec: { command: [sleep, '30'] }
+`);
+    const started = Date.now();
+    const result = await executeCommand('run', [], { root });
+    expect(result.data.actions[0]!.error?.code).toBe('TEND_EXEC_TIMEOUT');
+    expect(Date.now() - started).toBeLessThan(20_000);
+  });
+
+  it('says which command was not found', async () => {
+    const root = project(`kind: Run
+type: exec
+name: missing
+spec: { command: [no-such-program-xyz] }
+`);
+    const result = await executeCommand('run', [], { root });
+    expect(result.data.actions[0]!.error?.message).toMatch(/command not found: no-such-program-xyz/);
+  });
+});
+
+describe('exec persistent Deploy', () => {
+  it('waits for a readiness command and is ready only while the process lives', async () => {
+    const root = project(`kind: Deploy
+type: exec
+name: svc
+spec:
+  command: [sh, -c, 'touch ready.flag; exec sleep 60']
+  persistent: true
+  readiness: { command: [test, -f, ready.flag], timeout: 10 }
+`);
+    expect((await executeCommand('deploy', [], { root })).exitCode).toBe(0);
+    const state = JSON.parse(
+      readFileSync(path.join(root, '.tend/envs/exectest-dev/deploys/svc.json'), 'utf8'),
+    );
+    expect(isAlive(state)).toBe(true);
+    const cached = await executeCommand('deploy', [], { root });
+    expect(cached.data.actions[0]!.state).toBe('cached');
+    process.kill(-state.pid, 'SIGKILL');
+    await waitFor(() => !isAlive(state), 'the process to die');
+    const redeployed = await executeCommand('deploy', [], { root });
+    expect(redeployed.data.actions[0]!.state).toBe('ready');
+    expect((await runTend(['cleanup', 'deploy', 'svc'], { cwd: root })).code).toBe(0);
+    const after = JSON.parse(JSON.stringify(state));
+    expect(isAlive(after)).toBe(false);
+  });
+
+  it('fails with the log tail when the process exits before it is ready', async () => {
+    const root = project(`kind: Deploy
+type: exec
+name: crash
+spec:
+  command: [sh, -c, 'echo cannot bind port >&2; exit 1']
+  persistent: true
+  readiness: { url: 'http://127.0.0.1:9/never', timeout: 10 }
+`);
+    const result = await executeCommand('deploy', [], { root });
+    expect(result.exitCode).toBe(1);
+    expect(result.data.actions[0]!.error?.message).toMatch(/exited before it was ready/);
+    expect(result.human).toMatch(/cannot bind port/);
+    expect(existsSync(path.join(root, '.tend/envs/exectest-dev/deploys/crash.json'))).toBe(false);
+  });
+
+  it('sends SIGKILL after the grace period to a process that ignores SIGTERM', async () => {
+    const root = project(`kind: Deploy
+type: exec
+name: stubborn
+spec:
+  command: [sh, -c, 'trap "" TERM; while true; do sleep 0.1; done']
+  persistent: true
+  stopGracePeriod: 0.5
+`);
+    expect((await executeCommand('deploy', [], { root })).exitCode).toBe(0);
+    const state = JSON.parse(
+      readFileSync(path.join(root, '.tend/envs/exectest-dev/deploys/stubborn.json'), 'utf8'),
+    );
+    const cleaned = await runTend(['cleanup', 'env'], { cwd: root });
+    expect(cleaned.code, cleaned.stderr).toBe(0);
+    expect(isAlive(state)).toBe(false);
+    expect(existsSync(path.join(root, '.tend/envs/exectest-dev'))).toBe(false);
+  });
+});
+
+describe('Ctrl-C', () => {
+  it('stops the processes of running actions and ends the session as failed', async () => {
+    const root = project(`kind: Run
+type: exec
+name: forever
+spec: { command: [sh, -c, 'echo $$ > pid.txt; exec sleep 60'] }
+`);
+    const child = spawn(process.execPath, [tendBin, 'run'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    const pidFile = path.join(root, 'pid.txt');
+    const pid = await waitFor(
+      () => existsSync(pidFile) && Number(readFileSync(pidFile, 'utf8').trim()),
+      'the command to start',
+      20_000,
+    );
+    child.kill('SIGINT');
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    expect(code).toBe(1);
+    expect(stdout).toMatch(/1 failed/);
+    expect(isAlive({ pid })).toBe(false);
+    const events = await runTend(['events', 'latest', '--type', 'actionStatus', '--json'], { cwd: root });
+    const states = JSON.parse(events.stdout).map((e: { payload: { state: string } }) => e.payload.state);
+    expect(states.at(-1)).toBe('failed');
+  });
+});
