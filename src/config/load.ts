@@ -4,6 +4,7 @@
  * schemas and its plugin's schemas; every problem of a load is reported at once, each with its
  * file:line:column.
  */
+import { Value } from '@sinclair/typebox/value';
 import fg from 'fast-glob';
 import { existsSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -564,4 +565,33 @@ class Loader {
       }
     }
   }
+}
+
+/**
+ * An action's spec once its template expressions are resolved, made to fit the action type's
+ * spec schema: a single-expression template keeps its value's type (`port: ${var.port}` gives a
+ * number), so scalars are converted where the schema wants another one (a number where it wants a
+ * string, `"8080"` where it wants a number). Then the values that were templates when loading are
+ * checked. Throws TEND_CONFIG_INVALID naming the value's file:line:column.
+ */
+export function checkResolvedSpec(
+  action: ActionConfig,
+  spec: unknown,
+  plugins: readonly PluginDefinition[],
+): unknown {
+  const specSchema = actionTypeIndex(plugins).get(action.type)?.kinds.get(action.kind);
+  if (!specSchema) return spec;
+  const converted = Value.Convert(specSchema, structuredClone(spec));
+  const problems = checkSchema(specSchema, converted, {
+    basePath: ['spec'],
+    rootLabel: 'spec',
+    skipTemplated: true,
+    locate: (p) => action.locate(p),
+  });
+  if (problems.length > 0) {
+    throw configError(
+      problems.map((p) => ({ ...p, message: `${p.message} (after resolving template expressions)` })),
+    );
+  }
+  return converted;
 }

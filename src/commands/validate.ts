@@ -1,0 +1,84 @@
+/**
+ * `tend validate`: loads the project, selects the environment (--env, --var), resolves every
+ * template expression that does not wait for an action's outputs, builds the graph (cycles), and
+ * prints every action. Any configuration error exits 2.
+ */
+import { formatTable } from '../cli/output.js';
+import type { CommandResult, GlobalOptions } from '../cli/output.js';
+import {
+  createTemplateContext,
+  parseVarFlags,
+  providerApplies,
+  resolveActionSpec,
+  resolveProviderConfig,
+  selectEnvironment,
+} from '../config/environment.js';
+import { checkResolvedSpec, loadProjectConfig } from '../config/load.js';
+import { ExitCode } from '../errors.js';
+import { ActionGraph } from '../graph/graph.js';
+import { builtinPlugins } from '../plugins/registry.js';
+import type { PluginDefinition } from '../plugins/types.js';
+
+export interface ValidateData {
+  valid: true;
+  project: string;
+  root: string;
+  environment: string;
+  namespace: string;
+  providers: string[];
+  actions: {
+    ref: string;
+    type: string;
+    file: string;
+    line: number;
+    column: number;
+    /** Explicit and template dependencies. */
+    dependencies: string[];
+  }[];
+}
+
+export async function validateCommand(
+  options: GlobalOptions,
+  plugins: PluginDefinition[] = builtinPlugins(),
+): Promise<CommandResult<ValidateData>> {
+  const { project, actions } = await loadProjectConfig({ root: options.root, cwd: process.cwd(), plugins });
+  const environment = selectEnvironment(project, { env: options.env, vars: parseVarFlags(options.var) });
+  const context = createTemplateContext(project, environment);
+  const providers = project.providers.filter((entry) => providerApplies(entry, environment.name));
+  for (const entry of providers) resolveProviderConfig(entry, context);
+  for (const action of actions) {
+    checkResolvedSpec(action, resolveActionSpec(action, context, { keepActionOutputs: true }), plugins);
+  }
+  const graph = new ActionGraph(actions);
+
+  const data: ValidateData = {
+    valid: true,
+    project: project.name,
+    root: project.root,
+    environment: environment.name,
+    namespace: environment.namespace,
+    providers: providers.map((p) => p.name),
+    actions: actions.map((action) => ({
+      ref: action.ref,
+      type: action.type,
+      file: action.file,
+      line: action.location.line,
+      column: action.location.column,
+      dependencies: graph.get(action.ref).dependencies,
+    })),
+  };
+  const table = formatTable(
+    ['ACTION', 'TYPE', 'FILE', 'DEPENDENCIES'],
+    data.actions.map((a) => [a.ref, a.type, `${a.file}:${a.line}`, a.dependencies.join(', ') || '-']),
+  );
+  const count = data.actions.length;
+  const human = [
+    `project ${data.project}: environment ${data.environment}, namespace ${data.namespace}, ` +
+      `providers ${data.providers.join(', ') || '(none)'}`,
+    '',
+    count > 0 ? table : '(no actions)',
+    '',
+    `configuration valid: ${count} action${count === 1 ? '' : 's'}`,
+  ].join('\n');
+  return { data, human, exitCode: ExitCode.ok };
+}
