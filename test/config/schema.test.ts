@@ -2,7 +2,7 @@
  * The JSON Schema for editors, checked with ajv (draft-07), which fastify already brings into
  * node_modules: valid documents pass, unknown keys and wrong values fail.
  */
-import AjvModule from 'ajv';
+import { Ajv } from 'ajv';
 import { parseAllDocuments } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { schemaCommand } from '../../src/commands/schema.js';
@@ -13,8 +13,6 @@ import { testPlugins } from './fixtures/plugins.js';
 import { removeProjects, writeProject, yaml } from './fixtures/project.js';
 
 afterAll(removeProjects);
-
-const Ajv = (AjvModule as unknown as { default: typeof AjvModule }).default ?? AjvModule;
 
 function compile(schema: object) {
   // patternErrorMessage is an editor extension (VS Code, yaml-language-server), unknown to ajv.
