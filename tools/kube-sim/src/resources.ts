@@ -1,0 +1,122 @@
+/** The resource types the simulator serves, as discovery describes them. */
+
+export interface ResourceType {
+  group: string;
+  version: string;
+  kind: string;
+  plural: string;
+  singular: string;
+  namespaced: boolean;
+  shortNames: string[];
+  categories: string[];
+  /** Subresources beyond the object itself, e.g. `status`, `log`, `exec`. */
+  subresources: string[];
+  /** Names must be DNS-1123 labels (namespaces, services) rather than subdomains. */
+  labelNames: boolean;
+  /** Key used by the store and fault rules: `pods`, `deployments.apps`. */
+  key: string;
+  apiVersion: string;
+}
+
+const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+export { VERBS };
+
+function rt(
+  group: string,
+  version: string,
+  kind: string,
+  plural: string,
+  namespaced: boolean,
+  extra: Partial<Pick<ResourceType, 'shortNames' | 'categories' | 'subresources' | 'labelNames'>> = {},
+): ResourceType {
+  return {
+    group,
+    version,
+    kind,
+    plural,
+    singular: kind.toLowerCase(),
+    namespaced,
+    shortNames: extra.shortNames ?? [],
+    categories: extra.categories ?? [],
+    subresources: extra.subresources ?? [],
+    labelNames: extra.labelNames ?? false,
+    key: group ? `${plural}.${group}` : plural,
+    apiVersion: group ? `${group}/${version}` : version,
+  };
+}
+
+export const RESOURCES: ResourceType[] = [
+  rt('', 'v1', 'Namespace', 'namespaces', false, {
+    shortNames: ['ns'],
+    subresources: ['status', 'finalize'],
+    labelNames: true,
+  }),
+  rt('', 'v1', 'Pod', 'pods', true, {
+    shortNames: ['po'],
+    categories: ['all'],
+    subresources: ['status', 'log', 'exec', 'attach'],
+  }),
+  rt('', 'v1', 'Service', 'services', true, {
+    shortNames: ['svc'],
+    categories: ['all'],
+    subresources: ['status'],
+    labelNames: true,
+  }),
+  rt('', 'v1', 'ConfigMap', 'configmaps', true, { shortNames: ['cm'] }),
+  rt('', 'v1', 'Secret', 'secrets', true),
+  rt('', 'v1', 'ServiceAccount', 'serviceaccounts', true, { shortNames: ['sa'] }),
+  rt('', 'v1', 'Event', 'events', true, { shortNames: ['ev'] }),
+  rt('apps', 'v1', 'Deployment', 'deployments', true, {
+    shortNames: ['deploy'],
+    categories: ['all'],
+    subresources: ['status', 'scale'],
+  }),
+  rt('apps', 'v1', 'ReplicaSet', 'replicasets', true, {
+    shortNames: ['rs'],
+    categories: ['all'],
+    subresources: ['status', 'scale'],
+  }),
+  rt('apps', 'v1', 'StatefulSet', 'statefulsets', true, {
+    shortNames: ['sts'],
+    categories: ['all'],
+    subresources: ['status', 'scale'],
+  }),
+  rt('batch', 'v1', 'Job', 'jobs', true, { categories: ['all'], subresources: ['status'] }),
+];
+
+export const GROUP_VERSIONS: { group: string; version: string }[] = [
+  { group: '', version: 'v1' },
+  { group: 'apps', version: 'v1' },
+  { group: 'batch', version: 'v1' },
+];
+
+const byPath = new Map<string, ResourceType>();
+const byKind = new Map<string, ResourceType>();
+for (const r of RESOURCES) {
+  byPath.set(`${r.group}/${r.version}/${r.plural}`, r);
+  byKind.set(`${r.apiVersion}/${r.kind}`, r);
+}
+
+export function resourceFor(group: string, version: string, plural: string): ResourceType | undefined {
+  return byPath.get(`${group}/${version}/${plural}`);
+}
+
+export function resourceForKind(apiVersion: string, kind: string): ResourceType | undefined {
+  return byKind.get(`${apiVersion}/${kind}`);
+}
+
+export function resourceByKey(key: string): ResourceType {
+  const r = RESOURCES.find((x) => x.key === key);
+  if (!r) throw new Error(`kube-sim: unknown resource ${key}`);
+  return r;
+}
+
+export const NS = resourceByKey('namespaces');
+export const POD = resourceByKey('pods');
+export const SERVICE_ACCOUNT = resourceByKey('serviceaccounts');
+export const CONFIGMAP = resourceByKey('configmaps');
+export const EVENT = resourceByKey('events');
+export const DEPLOYMENT = resourceByKey('deployments.apps');
+export const REPLICASET = resourceByKey('replicasets.apps');
+export const STATEFULSET = resourceByKey('statefulsets.apps');
+export const JOB = resourceByKey('jobs.batch');

@@ -1,0 +1,199 @@
+/** Name validation and defaulting, with the messages a real API server returns. */
+import type { ResourceType } from './resources.js';
+import type { KObject, StatusCause } from './types.js';
+import { ApiError } from './types.js';
+
+const LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+export function invalid(rt: ResourceType, name: string, causes: StatusCause[]): ApiError {
+  const list = causes.map((c) => `${c.field}: ${c.message}`);
+  const summary = list.length === 1 ? list[0]! : `[${list.join(', ')}]`;
+  return new ApiError(422, 'Invalid', `${rt.kind} "${name}" is invalid: ${summary}`, {
+    name,
+    ...(rt.group ? { group: rt.group } : {}),
+    kind: rt.kind,
+    causes: causes.map((c) => ({
+      reason: c.reason ?? 'FieldValueInvalid',
+      message: c.message ?? '',
+      field: c.field ?? '',
+    })),
+  });
+}
+
+export function nameProblem(rt: ResourceType, name: string): string | undefined {
+  if (rt.labelNames) {
+    if (name.length > 63) return `Invalid value: "${name}": must be no more than 63 characters`;
+    if (!LABEL.test(name)) {
+      return `Invalid value: "${name}": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`;
+    }
+    return undefined;
+  }
+  if (name.length > 253) return `Invalid value: "${name}": must be no more than 253 characters`;
+  if (!SUBDOMAIN.test(name)) {
+    return `Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`;
+  }
+  return undefined;
+}
+
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+
+export function validateObject(rt: ResourceType, obj: KObject): void {
+  const name = obj.metadata.name ?? '';
+  const causes: StatusCause[] = [];
+  if (!name)
+    causes.push({
+      reason: 'FieldValueRequired',
+      field: 'metadata.name',
+      message: 'Required value: name or generateName is required',
+    });
+  else {
+    const p = nameProblem(rt, name);
+    if (p) causes.push({ field: 'metadata.name', message: p });
+  }
+  for (const [k, v] of Object.entries(obj.metadata.labels ?? {})) {
+    if (typeof v !== 'string' || v.length > 63 || !LABEL_VALUE.test(v)) {
+      causes.push({
+        field: `metadata.labels`,
+        message: `Invalid value: "${String(v)}": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (key ${k})`,
+      });
+    }
+  }
+  if (rt.kind === 'Pod') {
+    const containers = obj.spec?.containers;
+    if (!Array.isArray(containers) || containers.length === 0) {
+      causes.push({ reason: 'FieldValueRequired', field: 'spec.containers', message: 'Required value' });
+    } else {
+      containers.forEach((c: { name?: string; image?: string }, i: number) => {
+        if (!c.name)
+          causes.push({
+            reason: 'FieldValueRequired',
+            field: `spec.containers[${i}].name`,
+            message: 'Required value',
+          });
+        if (!c.image)
+          causes.push({
+            reason: 'FieldValueRequired',
+            field: `spec.containers[${i}].image`,
+            message: 'Required value',
+          });
+      });
+    }
+  }
+  if (rt.kind === 'Deployment' || rt.kind === 'ReplicaSet' || rt.kind === 'StatefulSet') {
+    const sel = obj.spec?.selector;
+    if (!sel)
+      causes.push({ reason: 'FieldValueRequired', field: 'spec.selector', message: 'Required value' });
+    const containers = obj.spec?.template?.spec?.containers;
+    if (!Array.isArray(containers) || containers.length === 0) {
+      causes.push({
+        reason: 'FieldValueRequired',
+        field: 'spec.template.spec.containers',
+        message: 'Required value',
+      });
+    }
+  }
+  if (causes.length) throw invalid(rt, name, causes);
+}
+
+const GENERATION_KINDS = new Set(['Deployment', 'ReplicaSet', 'StatefulSet', 'Job']);
+export function hasGeneration(rt: ResourceType): boolean {
+  return GENERATION_KINDS.has(rt.kind);
+}
+
+let nextClusterIp = 10;
+function allocClusterIp(): string {
+  const n = nextClusterIp++;
+  return `10.96.${(n >> 8) & 255}.${n & 255}`;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function podSpecDefaults(spec: any, restartPolicy: string): void {
+  spec.restartPolicy ??= restartPolicy;
+  spec.terminationGracePeriodSeconds ??= 30;
+  spec.dnsPolicy ??= 'ClusterFirst';
+  spec.schedulerName ??= 'default-scheduler';
+  spec.serviceAccountName ??= spec.serviceAccount ?? 'default';
+  spec.securityContext ??= {};
+  for (const c of [...(spec.containers ?? []), ...(spec.initContainers ?? [])]) {
+    if (typeof c !== 'object' || c === null) continue;
+    c.imagePullPolicy ??=
+      typeof c.image === 'string' && (c.image.endsWith(':latest') || !/:[^/]+$/.test(c.image))
+        ? 'Always'
+        : 'IfNotPresent';
+    c.terminationMessagePath ??= '/dev/termination-log';
+    c.terminationMessagePolicy ??= 'File';
+    c.resources ??= {};
+  }
+}
+
+/** Fill in the defaults a real API server would, on create. */
+export function applyDefaults(rt: ResourceType, obj: KObject): void {
+  switch (rt.kind) {
+    case 'Namespace':
+      obj.spec = { finalizers: ['kubernetes'], ...(obj.spec ?? {}) };
+      obj.status = { phase: 'Active' };
+      obj.metadata.labels = {
+        ...(obj.metadata.labels ?? {}),
+        'kubernetes.io/metadata.name': obj.metadata.name!,
+      };
+      break;
+    case 'Pod':
+      podSpecDefaults((obj.spec ??= {}), 'Always');
+      obj.status = { phase: 'Pending', qosClass: 'BestEffort' };
+      break;
+    case 'Service': {
+      const spec = (obj.spec ??= {});
+      spec.type ??= 'ClusterIP';
+      spec.sessionAffinity ??= 'None';
+      if (spec.clusterIP !== 'None') {
+        spec.clusterIP ??= allocClusterIp();
+        spec.clusterIPs ??= [spec.clusterIP];
+      }
+      for (const p of spec.ports ?? []) {
+        p.protocol ??= 'TCP';
+        p.targetPort ??= p.port;
+      }
+      obj.status = { loadBalancer: {} };
+      break;
+    }
+    case 'Secret':
+      obj.type ??= 'Opaque';
+      break;
+    case 'Deployment': {
+      const spec = (obj.spec ??= {});
+      spec.replicas ??= 1;
+      spec.revisionHistoryLimit ??= 10;
+      spec.progressDeadlineSeconds ??= 600;
+      spec.strategy ??= { type: 'RollingUpdate', rollingUpdate: { maxSurge: '25%', maxUnavailable: '25%' } };
+      if (spec.template?.spec) podSpecDefaults(spec.template.spec, 'Always');
+      obj.status = {};
+      break;
+    }
+    case 'ReplicaSet':
+    case 'StatefulSet': {
+      const spec = (obj.spec ??= {});
+      spec.replicas ??= 1;
+      if (rt.kind === 'StatefulSet') {
+        spec.podManagementPolicy ??= 'OrderedReady';
+        spec.updateStrategy ??= { type: 'RollingUpdate', rollingUpdate: { partition: 0 } };
+        spec.revisionHistoryLimit ??= 10;
+      }
+      if (spec.template?.spec) podSpecDefaults(spec.template.spec, 'Always');
+      obj.status = { replicas: 0 };
+      break;
+    }
+    case 'Job': {
+      const spec = (obj.spec ??= {});
+      spec.backoffLimit ??= 6;
+      spec.completions ??= 1;
+      spec.parallelism ??= 1;
+      spec.completionMode ??= 'NonIndexed';
+      spec.suspend ??= false;
+      spec.template ??= {};
+      if (spec.template.spec) podSpecDefaults(spec.template.spec, 'Never');
+      obj.status = {};
+      break;
+    }
+  }
+}
