@@ -165,7 +165,7 @@ export function session(spec: EnvSpec = {}) {
       base('sessionFailed', { durationMs: 10, error: { code: 'TEND_ACTION_FAILED', message: 'boom' } }),
     action: (actionRef = 'deploy.api') =>
       base('actionStatus', { actionRef, kind: 'Deploy', version: 'v-abc', state: 'ready', durationMs: 5 }),
-    namespace: (
+    ns: (
       state: 'ready' | 'terminating' | 'missing',
       extra: {
         uid?: string;

@@ -189,12 +189,16 @@ export function registerEnvironmentRoutes(app: App, services: ServerServices): v
     '/api/v1/environments/:id/keep-alive',
     {
       config: { permission: 'keep-alive' },
+      // A POST without a body keeps alive for the default duration.
+      preValidation: async (request) => {
+        (request as { body: unknown }).body ??= {};
+      },
       schema: {
         summary:
           'Keep an environment alive: no automatic cleanup before now + `for` (default 24h, at most 30d)',
         tags: ['environments'],
         params: IdParams,
-        body: Type.Optional(KeepAliveBody),
+        body: KeepAliveBody,
         response: {
           200: ChangeResponse,
           400: ErrorResponse,
@@ -207,7 +211,7 @@ export function registerEnvironmentRoutes(app: App, services: ServerServices): v
     async (request) => {
       const env = await change(request);
       const now = services.now();
-      const until = keepAliveUntil(request.body?.for, now);
+      const until = keepAliveUntil(request.body.for, now);
       const updated = await services.environments.keepAlive(env.id, until, actorOf(request.principal!), now);
       return { environment: environmentView(updated ?? env) };
     },

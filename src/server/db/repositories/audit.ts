@@ -1,6 +1,9 @@
 /** The audit log: every decision and every change a person or token made, newest first. */
 import type { Kysely } from 'kysely';
-import { ulid } from 'ulidx';
+import { monotonicFactory } from 'ulidx';
+
+// Audit ids sort by time, also for entries written in the same millisecond.
+export const auditId = monotonicFactory();
 import type { AuditEntry, Database } from '../schema.js';
 
 export interface AuditFilter {
@@ -24,7 +27,7 @@ export class AuditRepository {
     await this.db
       .insertInto('audit_log')
       .values({
-        id: ulid(now.getTime()),
+        id: auditId(now.getTime()),
         at: now.toISOString(),
         actor: entry.actor,
         action: entry.action,

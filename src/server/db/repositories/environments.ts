@@ -1,6 +1,6 @@
 /** Environments with their resources, sessions and activity: the registry as the API reads it. */
 import type { Kysely } from 'kysely';
-import { ulid } from 'ulidx';
+import { auditId } from './audit.js';
 import type { Database, Environment, EnvironmentState, Resource, Session } from '../schema.js';
 
 export interface EnvironmentFilter {
@@ -174,7 +174,7 @@ export class EnvironmentRepository {
       await trx
         .insertInto('audit_log')
         .values({
-          id: ulid(now.getTime()),
+          id: auditId(now.getTime()),
           at: now.toISOString(),
           actor,
           action,

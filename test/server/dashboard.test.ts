@@ -1,0 +1,159 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
+import { createTestServer, dialects, postEvents, session, type TestServer } from './helpers.js';
+
+const hostile = {
+  project: '<script>alert("p")</script>',
+  user: '<img src=x onerror=alert(1)>',
+  namespace: 'ns-"><script>alert(2)</script>',
+  command: "deploy' onmouseover='alert(3)",
+};
+
+describe.each(dialects)('dashboard on %s', (dialect) => {
+  let s: TestServer;
+  let hostileId: string;
+  beforeAll(async () => {
+    s = await createTestServer(dialect);
+    const h = session(hostile);
+    await postEvents(s, [h.started(), h.ns('ready', { uid: '<b>uid</b>' })]);
+    hostileId = (await s.database.db.selectFrom('environments').select('id').executeTakeFirstOrThrow()).id;
+  });
+  afterAll(async () => s.close());
+
+  const login = async (token: string) => {
+    const res = await s.app.inject({ method: 'POST', url: '/login', payload: { token, next: '/' } });
+    const cookie = res.cookies.find((c) => c.name === 'tend_session');
+    return { res, cookie: cookie ? `tend_session=${cookie.value}` : undefined, raw: cookie };
+  };
+  const page = (url: string, cookie: string) => s.app.inject({ method: 'GET', url, headers: { cookie } });
+  const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
+
+  it('sends visitors without a session to the login form', async () => {
+    const res = await s.app.inject({ method: 'GET', url: '/environments/x' });
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe('/login?next=%2Fenvironments%2Fx');
+    const form = await s.app.inject({ method: 'GET', url: '/login' });
+    expect(form.statusCode).toBe(200);
+    expect(form.body).toContain('<form method="post" action="/login">');
+  });
+
+  it('refuses unknown, revoked and ingest-only tokens', async () => {
+    expect((await login('tend_nope')).res.statusCode).toBe(401);
+    expect((await login(s.tokens.revoked)).res.statusCode).toBe(401);
+    const ingest = await login(s.tokens.ingest);
+    expect(ingest.res.statusCode).toBe(403);
+    expect(ingest.res.body).toContain('needs &quot;read&quot;');
+    expect(ingest.cookie).toBeUndefined();
+  });
+
+  it('logs in with a read token into an HttpOnly SameSite=Lax session cookie that is not the token', async () => {
+    const { res, raw } = await login(s.tokens.read);
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe('/');
+    expect(raw).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/' });
+    expect(raw!.value).not.toContain(s.tokens.read);
+    expect(String(res.headers['set-cookie'])).not.toContain(s.tokens.read);
+  });
+
+  it('never redirects to another site after login', async () => {
+    const res = await s.app.inject({
+      method: 'POST',
+      url: '/login',
+      payload: { token: s.tokens.read, next: '//evil.example/' },
+    });
+    expect(res.headers.location).toBe('/');
+  });
+
+  it('renders hostile names escaped on the list and the environment page', async () => {
+    const { cookie } = await login(s.tokens.read);
+    for (const url of ['/', `/environments/${hostileId}`]) {
+      const res = await page(url, cookie!);
+      expect(res.statusCode, url).toBe(200);
+      expect(res.headers['content-security-policy']).toContain("default-src 'none'");
+      expect(res.body).not.toMatch(/<script>alert/);
+      expect(res.body).not.toContain('<img src=x');
+      expect(res.body).not.toContain("' onmouseover='");
+      expect(res.body).toContain('&lt;script&gt;alert(&quot;p&quot;)&lt;/script&gt;');
+    }
+    const detail = await page(`/environments/${hostileId}`, cookie!);
+    expect(detail.body).toContain('&lt;img src=x onerror=alert(1)&gt;');
+    expect(detail.body).toContain('&lt;b&gt;uid&lt;/b&gt;');
+  });
+
+  it('requires the CSRF token on forms', async () => {
+    const { cookie } = await login(s.tokens.admin);
+    const res = await s.app.inject({
+      method: 'POST',
+      url: `/environments/${hostileId}/protect`,
+      headers: { cookie: cookie! },
+      payload: { _csrf: 'forged' },
+    });
+    expect(res.statusCode).toBe(403);
+    const env = await s.database.db
+      .selectFrom('environments')
+      .select('protected')
+      .where('id', '=', hostileId)
+      .executeTakeFirstOrThrow();
+    expect(Number(env.protected)).toBe(0);
+  });
+
+  it('lets an admin protect and a reader keep alive, but not protect', async () => {
+    const admin = await login(s.tokens.admin);
+    const before = await page(`/environments/${hostileId}`, admin.cookie!);
+    const protect = await s.app.inject({
+      method: 'POST',
+      url: `/environments/${hostileId}/protect`,
+      headers: { cookie: admin.cookie! },
+      payload: { _csrf: csrfOf(before.body) },
+    });
+    expect(protect.statusCode).toBe(303);
+    const after = await page(`/environments/${hostileId}`, admin.cookie!);
+    expect(after.body).toContain('<span class="badge protected">protected</span>');
+    expect(after.body).toContain('by dashboard:ops');
+
+    const reader = await login(s.tokens.read);
+    const readerPage = await page(`/environments/${hostileId}`, reader.cookie!);
+    expect(readerPage.body).toContain('Protecting needs an admin token.');
+    const denied = await s.app.inject({
+      method: 'POST',
+      url: `/environments/${hostileId}/unprotect`,
+      headers: { cookie: reader.cookie! },
+      payload: { _csrf: csrfOf(readerPage.body) },
+    });
+    expect(denied.statusCode).toBe(403);
+    const keep = await s.app.inject({
+      method: 'POST',
+      url: `/environments/${hostileId}/keep-alive`,
+      headers: { cookie: reader.cookie! },
+      payload: { _csrf: csrfOf(readerPage.body), for: '8h' },
+    });
+    expect(keep.statusCode).toBe(303);
+    const kept = await s.database.db
+      .selectFrom('environments')
+      .selectAll()
+      .where('id', '=', hostileId)
+      .executeTakeFirstOrThrow();
+    expect(kept.keep_alive_by).toBe('dashboard:dev');
+    expect(Number(kept.protected)).toBe(1);
+  });
+
+  it('ends the session on logout and when the token is revoked', async () => {
+    const a = await login(s.tokens.read);
+    const home = await page('/', a.cookie!);
+    const out = await s.app.inject({
+      method: 'POST',
+      url: '/logout',
+      headers: { cookie: a.cookie! },
+      payload: { _csrf: csrfOf(home.body) },
+    });
+    expect(out.statusCode).toBe(303);
+    expect((await page('/', a.cookie!)).statusCode).toBe(303);
+
+    const repo = new TokenRepository(s.database.db);
+    const { token } = await repo.create({ name: 'temp', scope: 'read' });
+    const b = await login(token);
+    expect((await page('/', b.cookie!)).statusCode).toBe(200);
+    await repo.revoke('temp');
+    expect((await page('/', b.cookie!)).statusCode).toBe(303);
+  });
+});

@@ -1,0 +1,233 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestServer, dialects, newId, postEvents, session, type TestServer } from './helpers.js';
+
+describe.each(dialects)('ingest on %s', (dialect) => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await createTestServer(dialect, { bodyLimit: 256 * 1024 });
+  });
+  afterAll(async () => s.close());
+
+  const count = async (table: 'events' | 'environments' | 'sessions' | 'resources') =>
+    Number(
+      (
+        await s.database.db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+
+  it('accepts a valid batch and answers with the counts', async () => {
+    const a = session({ user: 'ingest-ok' });
+    const res = await postEvents(s, [a.started(), a.ns('ready', { uid: 'u-1' }), a.action(), a.completed()]);
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ accepted: 4, duplicates: 0 });
+  });
+
+  it('is idempotent: the same batch three times is stored once and changes nothing', async () => {
+    const a = session({ user: 'idem' });
+    const batch = [a.started(), a.ns('ready', { uid: 'u-idem' }), a.heartbeat()];
+    const before = await count('events');
+    const first = await postEvents(s, batch);
+    expect(first.json()).toEqual({ accepted: 3, duplicates: 0 });
+    const env = await s.database.db
+      .selectFrom('environments')
+      .selectAll()
+      .where('namespace', '=', a.namespace)
+      .executeTakeFirstOrThrow();
+    for (let i = 0; i < 2; i++) {
+      const again = await postEvents(s, batch);
+      expect(again.statusCode).toBe(200);
+      expect(again.json()).toEqual({ accepted: 0, duplicates: 3 });
+    }
+    expect(await count('events')).toBe(before + 3);
+    const after = await s.database.db
+      .selectFrom('environments')
+      .selectAll()
+      .where('namespace', '=', a.namespace)
+      .executeTakeFirstOrThrow();
+    expect(after).toEqual(env);
+  });
+
+  it('counts a repeated id inside one batch as a duplicate', async () => {
+    const a = session({ user: 'dup-in-batch' });
+    const e = a.started();
+    const res = await postEvents(s, [e, e, a.heartbeat()]);
+    expect(res.json()).toEqual({ accepted: 2, duplicates: 1 });
+  });
+
+  it('stores two overlapping batches sent concurrently exactly once', async () => {
+    const a = session({ user: 'concurrent' });
+    const shared = [
+      a.started(),
+      a.ns('ready', { uid: 'u-c' }),
+      ...Array.from({ length: 50 }, () => a.heartbeat()),
+    ];
+    const onlyA = [a.action('deploy.a')];
+    const onlyB = [a.action('deploy.b')];
+    const before = await count('events');
+    const [r1, r2] = await Promise.all([
+      postEvents(s, [...shared, ...onlyA]),
+      postEvents(s, [...onlyB, ...shared]),
+    ]);
+    expect(r1.statusCode).toBe(200);
+    expect(r2.statusCode).toBe(200);
+    const b1 = r1.json<{ accepted: number; duplicates: number }>();
+    const b2 = r2.json<{ accepted: number; duplicates: number }>();
+    expect(b1.accepted + b2.accepted).toBe(shared.length + 2);
+    expect(b1.duplicates + b2.duplicates).toBe(shared.length);
+    expect(await count('events')).toBe(before + shared.length + 2);
+    const envs = await s.database.db
+      .selectFrom('environments')
+      .selectAll()
+      .where('namespace', '=', a.namespace)
+      .execute();
+    expect(envs).toHaveLength(1);
+    const resources = await s.database.db
+      .selectFrom('resources')
+      .selectAll()
+      .where('namespace_name', '=', a.namespace)
+      .execute();
+    expect(resources).toHaveLength(1);
+  });
+
+  it('rejects an oversize body with 413 naming the limit', async () => {
+    const a = session({ user: 'big' });
+    const events = Array.from({ length: 3000 }, () => a.heartbeat());
+    const res = await postEvents(s, events);
+    expect(res.statusCode).toBe(413);
+    const body = res.json<{ error: { code: string; message: string } }>();
+    expect(body.error.code).toBe('TEND_SERVER_PAYLOAD_TOO_LARGE');
+    expect(body.error.message).toContain('256 KiB');
+    expect(body.error.message).toContain('262144 bytes');
+  });
+
+  it('rejects malformed JSON with 400', async () => {
+    const res = await s.app.inject({
+      method: 'POST',
+      url: '/api/v1/events',
+      headers: { ...s.auth(s.tokens.ingest), 'content-type': 'application/json' },
+      payload: '{"events": [ {"id": ',
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json<{ error: { code: string } }>().error.code).toBe('TEND_SERVER_BAD_REQUEST');
+  });
+
+  it.each([
+    ['a body that is not an object', [1, 2, 3], /JSON object/],
+    ['a body without events', { items: [] }, /"events" array/],
+    ['an extra top-level field', { events: [], extra: 1 }, /unknown field "extra"/],
+  ])('rejects %s with 400', async (_name, payload, message) => {
+    const res = await s.app.inject({
+      method: 'POST',
+      url: '/api/v1/events',
+      headers: s.auth(s.tokens.ingest),
+      payload: payload as object,
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json<{ error: { message: string } }>().error.message).toMatch(message);
+  });
+
+  it('rejects the whole batch when one event breaks the schema, naming index and field', async () => {
+    const a = session({ user: 'schema' });
+    const bad = a.ns('ready');
+    (bad.payload as Record<string, unknown>).state = 'exploded';
+    const before = await count('events');
+    const res = await postEvents(s, [a.started(), a.heartbeat(), bad]);
+    expect(res.statusCode).toBe(400);
+    const body = res.json<{
+      error: { code: string; message: string; detail: { index: number; path: string } };
+    }>();
+    expect(body.error.code).toBe('TEND_EVENT_INVALID');
+    expect(body.error.message).toMatch(/^events\[2\]\/payload\/state/);
+    expect(body.error.detail.index).toBe(2);
+    expect(body.error.detail.path).toBe('/payload/state');
+    expect(await count('events')).toBe(before);
+  });
+
+  it.each([
+    ['a bad id', (e: Record<string, unknown>) => (e.id = 'not-a-ulid'), '/id'],
+    ['a bad timestamp', (e: Record<string, unknown>) => (e.timestamp = 'yesterday'), '/timestamp'],
+    ['an extra envelope field', (e: Record<string, unknown>) => (e.token = 'x'), '/token'],
+    [
+      'an extra payload field',
+      (e: Record<string, unknown>) => ((e.payload as Record<string, unknown>).x = 1),
+      '/payload',
+    ],
+  ])('rejects an event with %s', async (_name, mutate, path) => {
+    const e = session().heartbeat() as unknown as Record<string, unknown>;
+    mutate(e);
+    const res = await postEvents(s, [e]);
+    expect(res.statusCode).toBe(400);
+    expect(res.json<{ error: { detail: { path: string } } }>().error.detail.path).toContain(path);
+  });
+
+  it('rejects an unknown event type, naming it', async () => {
+    const res = await postEvents(s, [
+      {
+        id: newId(),
+        type: 'rocketLaunched',
+        sessionId: newId(),
+        timestamp: new Date().toISOString(),
+        payload: {},
+      },
+    ]);
+    expect(res.statusCode).toBe(400);
+    const body = res.json<{ error: { code: string; message: string } }>();
+    expect(body.error.code).toBe('TEND_EVENT_INVALID');
+    expect(body.error.message).toBe('events[0]: unknown event type "rocketLaunched"');
+  });
+
+  it('accepts an empty batch', async () => {
+    const res = await postEvents(s, []);
+    expect(res.json()).toEqual({ accepted: 0, duplicates: 0 });
+  });
+
+  it('measures activity by the server receive time, not the client clock', async () => {
+    const a = session({ user: 'clock' });
+    const e = a.started();
+    e.timestamp = '1999-01-01T00:00:00.000Z';
+    const before = new Date().toISOString();
+    await postEvents(s, [e]);
+    const env = await s.database.db
+      .selectFrom('environments')
+      .selectAll()
+      .where('namespace', '=', a.namespace)
+      .executeTakeFirstOrThrow();
+    expect(env.last_activity_at >= before).toBe(true);
+    const stored = await s.database.db
+      .selectFrom('events')
+      .selectAll()
+      .where('id', '=', e.id)
+      .executeTakeFirstOrThrow();
+    expect(stored.client_timestamp).toBe('1999-01-01T00:00:00.000Z');
+    expect(stored.received_at).toBe(env.last_activity_at);
+  });
+});
+
+describe.each(dialects)('ingest limits on %s with the default body limit', (dialect) => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await createTestServer(dialect);
+  });
+  afterAll(async () => s.close());
+
+  it('accepts 10,000 events in one batch', async () => {
+    const a = session({ user: 'bulk' });
+    const events = [a.started(), ...Array.from({ length: 9_999 }, () => a.heartbeat())];
+    const res = await postEvents(s, events);
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ accepted: 10_000, duplicates: 0 });
+  });
+
+  it('rejects 10,001 events with 413 naming the per-batch limit', async () => {
+    const a = session({ user: 'count-limit' });
+    const events = Array.from({ length: 10_001 }, () => a.heartbeat());
+    const res = await postEvents(s, events);
+    expect(res.statusCode).toBe(413);
+    expect(res.json<{ error: { message: string } }>().error.message).toBe(
+      'the batch has 10001 events; the limit is 10000 per batch',
+    );
+  });
+});
