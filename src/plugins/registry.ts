@@ -4,7 +4,8 @@
  */
 import type { PluginDefinition } from './types.js';
 import { execPlugin } from './exec/index.js';
+import { kubernetesPlugin } from './kubernetes/index.js';
 
 export function builtinPlugins(): PluginDefinition[] {
-  return [execPlugin];
+  return [execPlugin, kubernetesPlugin];
 }

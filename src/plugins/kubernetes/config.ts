@@ -1,0 +1,147 @@
+/**
+ * Schemas of the kubernetes provider entry and of its action types' specs. Plain data and
+ * TypeBox only: this file is loaded for every project, so it stays free of the Kubernetes client.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+
+const Seconds = (description: string, maximum = 86_400) =>
+  Type.Number({ exclusiveMinimum: 0, maximum, description });
+
+export const KubernetesProviderConfig = Type.Object(
+  {
+    context: Type.Optional(
+      Type.String({ minLength: 1, description: 'kubeconfig context (default: the current context)' }),
+    ),
+    namespace: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 63,
+        pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$',
+        description: "the app namespace (default: the environment's namespace)",
+      }),
+    ),
+    buildMode: Type.Optional(
+      Type.Union([Type.Literal('cluster-buildkit'), Type.Literal('kaniko')], {
+        description: 'how container images are built (default cluster-buildkit)',
+      }),
+    ),
+    deploymentRegistry: Type.Optional(
+      Type.String({
+        minLength: 1,
+        pattern: '^[^\\s/]+(/[a-z0-9._/-]+)?$',
+        description: 'registry (and path) images are pushed to, e.g. registry.example.com/shop',
+      }),
+    ),
+    insecureRegistry: Type.Optional(
+      Type.Boolean({
+        description: 'talk plain HTTP to the registry (default: only for localhost and 127.0.0.1)',
+      }),
+    ),
+    systemNamespace: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 63,
+        pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$',
+        description: 'shared namespace for tend infrastructure such as Kaniko pods (default tend-system)',
+      }),
+    ),
+    buildkitImage: Type.Optional(
+      Type.String({ minLength: 1, description: 'builder image (cluster-buildkit)' }),
+    ),
+    kanikoImage: Type.Optional(Type.String({ minLength: 1, description: 'executor image (kaniko)' })),
+    podStartTimeout: Type.Optional(
+      Seconds('seconds to wait for a builder or test pod to start (default 300)'),
+    ),
+    namespaceTimeout: Type.Optional(
+      Seconds('seconds to wait for a terminating namespace to be gone (default 120)'),
+    ),
+    retries: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 20, description: 'retries of idempotent API calls (default 5)' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type KubernetesProviderConfig = Static<typeof KubernetesProviderConfig>;
+
+const StringMap = Type.Record(Type.String({ minLength: 1 }), Type.String());
+
+export const ContainerBuildSpec = Type.Object(
+  {
+    dockerfile: Type.Optional(
+      Type.String({ minLength: 1, description: 'path of the Dockerfile in the source (default Dockerfile)' }),
+    ),
+    buildArgs: Type.Optional(StringMap),
+    targetStage: Type.Optional(Type.String({ minLength: 1 })),
+    timeout: Type.Optional(Seconds('seconds the build may take (default 1800)')),
+  },
+  { additionalProperties: false },
+);
+export type ContainerBuildSpec = Static<typeof ContainerBuildSpec>;
+
+export const KubernetesDeploySpec = Type.Object(
+  {
+    files: Type.Optional(
+      Type.Array(Type.String({ minLength: 1 }), {
+        description: 'manifest files, relative to the action source',
+      }),
+    ),
+    manifests: Type.Optional(
+      Type.Array(Type.Record(Type.String(), Type.Unknown()), { description: 'inline manifests' }),
+    ),
+    image: Type.Optional(
+      Type.String({ minLength: 1, description: 'image for every container that has no `image:` of its own' }),
+    ),
+    wait: Type.Optional(Type.Boolean({ description: 'wait until workloads are ready (default true)' })),
+    timeout: Type.Optional(Seconds('seconds to wait until workloads are ready (default 300)')),
+  },
+  { additionalProperties: false },
+);
+export type KubernetesDeploySpec = Static<typeof KubernetesDeploySpec>;
+
+export const KubernetesPodSpec = Type.Object(
+  {
+    image: Type.String({ minLength: 1 }),
+    command: Type.Optional(Type.Array(Type.String())),
+    args: Type.Optional(Type.Array(Type.String())),
+    env: Type.Optional(
+      Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_.-]*$' }), Type.String(), {
+        description: 'environment variables of the container',
+      }),
+    ),
+    workingDir: Type.Optional(Type.String({ minLength: 1 })),
+    timeout: Type.Optional(Seconds('seconds the pod may run (default 600)')),
+  },
+  { additionalProperties: false },
+);
+export type KubernetesPodSpec = Static<typeof KubernetesPodSpec>;
+
+/** The provider configuration with defaults applied. */
+export interface ProviderSettings {
+  context?: string;
+  appNamespace: string;
+  systemNamespace: string;
+  buildMode: 'cluster-buildkit' | 'kaniko';
+  deploymentRegistry?: string;
+  insecureRegistry?: boolean;
+  buildkitImage: string;
+  kanikoImage: string;
+  podStartTimeoutMs: number;
+  namespaceTimeoutMs: number;
+  retries: number;
+}
+
+export function settingsOf(config: KubernetesProviderConfig, environmentNamespace: string): ProviderSettings {
+  return {
+    ...(config.context ? { context: config.context } : {}),
+    appNamespace: config.namespace ?? environmentNamespace,
+    systemNamespace: config.systemNamespace ?? 'tend-system',
+    buildMode: config.buildMode ?? 'cluster-buildkit',
+    ...(config.deploymentRegistry ? { deploymentRegistry: config.deploymentRegistry } : {}),
+    ...(config.insecureRegistry !== undefined ? { insecureRegistry: config.insecureRegistry } : {}),
+    buildkitImage: config.buildkitImage ?? 'moby/buildkit:v0.16.0',
+    kanikoImage: config.kanikoImage ?? 'gcr.io/kaniko-project/executor:v1.23.2',
+    podStartTimeoutMs: (config.podStartTimeout ?? 300) * 1000,
+    namespaceTimeoutMs: (config.namespaceTimeout ?? 120) * 1000,
+    retries: config.retries ?? 5,
+  };
+}

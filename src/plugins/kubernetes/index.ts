@@ -1,0 +1,82 @@
+/**
+ * The kubernetes plugin: a provider whose environment is a namespace in a cluster, with the action
+ * types `container` (Build, in the cluster), `kubernetes` (Deploy: manifests) and
+ * `kubernetes-pod` (Test/Run: a pod). Every API call goes through the namespace-tracking client
+ * (./client/), which records each namespace it touches as `namespaceStatus` events.
+ *
+ * This module stays light: handlers import their implementation (and through it
+ * @kubernetes/client-node) only when called, so `tend --version` and exec-only projects never
+ * load the Kubernetes client.
+ */
+import type { ActionHandlerParams, ActionTypeDefinition, PluginContext, PluginDefinition } from '../types.js';
+import {
+  ContainerBuildSpec,
+  KubernetesDeploySpec,
+  KubernetesPodSpec,
+  KubernetesProviderConfig,
+} from './config.js';
+
+const provider = () => import('./provider.js');
+const builds = () => import('./build/index.js');
+const deploys = () => import('./deploy.js');
+const pods = () => import('./run.js');
+
+type P<S> = ActionHandlerParams<S>;
+
+const containerType: ActionTypeDefinition = {
+  name: 'container',
+  description: "a container image built in the cluster and pushed to the provider's deploymentRegistry",
+  kinds: {
+    Build: {
+      specSchema: ContainerBuildSpec,
+      handlers: {
+        getStatus: async (ctx: PluginContext, p: P<ContainerBuildSpec>) => (await builds()).getStatus(ctx, p),
+        build: async (ctx: PluginContext, p: P<ContainerBuildSpec>) => (await builds()).build(ctx, p),
+      } as never,
+    },
+  },
+};
+
+const kubernetesType: ActionTypeDefinition = {
+  name: 'kubernetes',
+  description: 'Kubernetes manifests applied into the environment namespace',
+  kinds: {
+    Deploy: {
+      specSchema: KubernetesDeploySpec,
+      handlers: {
+        getStatus: async (ctx: PluginContext, p: P<KubernetesDeploySpec>) =>
+          (await deploys()).getStatus(ctx, p),
+        deploy: async (ctx: PluginContext, p: P<KubernetesDeploySpec>) => (await deploys()).deploy(ctx, p),
+        delete: async (ctx: PluginContext, p: P<KubernetesDeploySpec>) => (await deploys()).remove(ctx, p),
+      } as never,
+    },
+  },
+};
+
+const podHandlers = {
+  getResult: async (ctx: PluginContext, p: P<KubernetesPodSpec>) => (await pods()).getResult(ctx, p),
+  run: async (ctx: PluginContext, p: P<KubernetesPodSpec>) => (await pods()).run(ctx, p),
+};
+
+const podType: ActionTypeDefinition = {
+  name: 'kubernetes-pod',
+  description: 'a pod with an image and a command, run to completion in the environment namespace',
+  kinds: {
+    Test: { specSchema: KubernetesPodSpec, handlers: podHandlers as never },
+    Run: { specSchema: KubernetesPodSpec, handlers: podHandlers as never },
+  },
+};
+
+export const kubernetesPlugin: PluginDefinition = {
+  name: 'kubernetes',
+  description: 'builds, deploys, tests and runs in a Kubernetes namespace per environment',
+  configSchema: KubernetesProviderConfig,
+  emits: ['namespaceStatus', 'log'],
+  provider: {
+    init: async (ctx) => (await provider()).init(ctx as PluginContext),
+    getEnvironmentStatus: async (ctx) => (await provider()).getEnvironmentStatus(ctx),
+    prepareEnvironment: async (ctx) => (await provider()).prepareEnvironment(ctx),
+    cleanupEnvironment: async (ctx) => (await provider()).cleanupEnvironment(ctx),
+  },
+  actionTypes: [containerType, kubernetesType, podType],
+};

@@ -1,0 +1,86 @@
+/**
+ * The kubernetes provider's environment handlers: connect and identify the cluster (`init`),
+ * report the app namespace (`getEnvironmentStatus`, read-only), create or adopt it
+ * (`prepareEnvironment`), delete it when tend owns it (`cleanupEnvironment`).
+ */
+import { rmSync } from 'node:fs';
+import path from 'node:path';
+import { TendError } from '../../errors.js';
+import type { EnvironmentStatus, PluginContext } from '../types.js';
+import { KubeClient, ownedBy, type ClusterIdentity, type NamespaceInfo } from './client/index.js';
+import { settingsOf, type KubernetesProviderConfig, type ProviderSettings } from './config.js';
+
+export function settings(ctx: PluginContext): ProviderSettings {
+  return settingsOf(ctx.provider.config as KubernetesProviderConfig, ctx.environment.namespace);
+}
+
+/** The client for one handler call. */
+export async function clientFor(ctx: PluginContext): Promise<KubeClient> {
+  const identity = ctx.provider.state as ClusterIdentity | undefined;
+  if (!identity?.clusterId) {
+    throw new TendError('TEND_INTERNAL', 'the kubernetes provider was used before its init', {
+      plugin: 'kubernetes',
+    });
+  }
+  return KubeClient.forCall(ctx, settings(ctx), identity);
+}
+
+export async function init(ctx: PluginContext): Promise<ClusterIdentity> {
+  const s = settings(ctx);
+  const reserved = ['kube-system', 'kube-public', 'kube-node-lease', 'default'];
+  if (s.appNamespace === s.systemNamespace || reserved.includes(s.appNamespace)) {
+    throw new TendError(
+      'TEND_CONFIG_INVALID',
+      `the app namespace "${s.appNamespace}" of environment ${ctx.environment.name} may not be ` +
+        `${s.appNamespace === s.systemNamespace ? "the provider's systemNamespace" : 'a Kubernetes system namespace'}`,
+      { plugin: 'kubernetes', detail: { hint: 'choose another defaultNamespace or provider namespace' } },
+    );
+  }
+  const client = await KubeClient.identify(ctx, s);
+  return client.identity;
+}
+
+function describe(info: NamespaceInfo | undefined, project: string): Record<string, unknown> {
+  if (!info) return { state: 'missing' };
+  return {
+    namespace: info.name,
+    uid: info.uid,
+    state: info.state,
+    owned: ownedBy(info, project),
+    adopted: info.annotations['tend.dev/adopted'] === 'true',
+  };
+}
+
+export async function getEnvironmentStatus(ctx: PluginContext): Promise<EnvironmentStatus> {
+  const client = await clientFor(ctx);
+  const info = await client.observeNamespace(client.settings.appNamespace);
+  return {
+    ready: info?.state === 'ready',
+    detail: { namespace: client.settings.appNamespace, ...describe(info, ctx.environment.project) },
+  };
+}
+
+export async function prepareEnvironment(ctx: PluginContext): Promise<EnvironmentStatus> {
+  const client = await clientFor(ctx);
+  const { info, created, adopted } = await client.ensureNamespace(client.settings.appNamespace);
+  if (adopted) {
+    ctx.log.info(
+      `namespace ${info.name} existed before tend used it: adopted (tracked, never deleted by tend)`,
+    );
+  }
+  return { ready: true, detail: { ...describe(info, ctx.environment.project), created } };
+}
+
+export async function cleanupEnvironment(ctx: PluginContext): Promise<{ deleted: boolean; message: string }> {
+  const client = await clientFor(ctx);
+  const result = await client.deleteOwnedNamespace(client.settings.appNamespace);
+  if (result.deleted) {
+    rmSync(path.join(ctx.tendDir, 'cache', 'results', client.settings.appNamespace), {
+      recursive: true,
+      force: true,
+    });
+  } else {
+    ctx.log.info(result.message);
+  }
+  return result;
+}
