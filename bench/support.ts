@@ -1,0 +1,56 @@
+/** Shared pieces of the benchmarks: timing, figures, temporary projects. */
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+export async function timeIt(fn: () => Promise<unknown> | unknown): Promise<number> {
+  const start = performance.now();
+  await fn();
+  return performance.now() - start;
+}
+
+/** Prints one figure: name, value with unit, target (if any) and whether it is met. */
+export function figure(
+  name: string,
+  value: number,
+  unit: string,
+  target?: { max?: number; min?: number },
+): void {
+  let verdict = '';
+  if (target?.max !== undefined)
+    verdict =
+      value <= target.max
+        ? `  (target ≤ ${target.max} ${unit}: met)`
+        : `  (target ≤ ${target.max} ${unit}: NOT met)`;
+  if (target?.min !== undefined)
+    verdict =
+      value >= target.min
+        ? `  (target ≥ ${target.min} ${unit}: met)`
+        : `  (target ≥ ${target.min} ${unit}: NOT met)`;
+  const shown = value >= 100 ? value.toFixed(0) : value >= 1 ? value.toFixed(2) : value.toFixed(4);
+  console.log(`  ${name.padEnd(58)} ${shown.padStart(10)} ${unit}${verdict}`);
+}
+
+export function ratio(name: string, value: number, baseline: number, baselineName: string): void {
+  console.log(`  ${name.padEnd(58)} ${(value / baseline).toFixed(2).padStart(10)} × ${baselineName}`);
+}
+
+export function tempProject(files: Record<string, string>): { root: string; remove(): void } {
+  const root = mkdtempSync(path.join(os.tmpdir(), 'tend-bench-'));
+  for (const [file, content] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
+    writeFileSync(path.join(root, file), content);
+  }
+  return { root, remove: () => rmSync(root, { recursive: true, force: true }) };
+}
