@@ -133,6 +133,8 @@ class Loader {
       const { documents, problems } = file.parse();
       this.#problems.push(...problems);
       for (const doc of documents) this.#document(file, doc);
+      // Positions found later (errors only) parse the file again; holding every AST costs memory and GC.
+      file.release();
     }
     const projectFile = files[0];
     if (
@@ -528,15 +530,15 @@ class Loader {
     const configured = new Set(this.#project?.providers.map((p) => p.name));
     for (const { action, plugin, templateReferences } of this.#actions) {
       action.dependencies.forEach((dependency, i) => {
-        const where = action.locate(['dependencies', i]);
+        const where = () => action.locate(['dependencies', i]);
         if (dependency === action.ref) {
-          this.#problem('TEND_CONFIG_INVALID', `${action.ref} cannot depend on itself`, where);
+          this.#problem('TEND_CONFIG_INVALID', `${action.ref} cannot depend on itself`, where());
         } else if (!byRef.has(dependency)) {
           const kind = dependency.slice(0, dependency.indexOf('.'));
           this.#problem(
             'TEND_CONFIG_INVALID',
             `unknown dependency "${dependency}" of ${action.ref}; ${kind} actions: ${refsOfKind(kind)}`,
-            where,
+            where(),
           );
         }
       });
