@@ -14,6 +14,7 @@ import { Session } from '../events/session.js';
 import { TendError, toTendError } from '../errors.js';
 import type { ActionGraph } from '../graph/graph.js';
 import { builtinPlugins } from '../plugins/registry.js';
+import { validatePlugins } from '../plugins/validate.js';
 import type { EnvironmentInfo, Outputs, PluginDefinition, ResolvedAction } from '../plugins/types.js';
 import { Router, type ProviderRuntime } from '../router/router.js';
 import { localIdentity } from '../state/identity.js';
@@ -31,6 +32,7 @@ export interface OpenedProject {
 }
 
 export async function openProject(options: GlobalOptions, plugins: PluginDefinition[] = builtinPlugins()) {
+  validatePlugins(plugins);
   const { project, actions } = await loadProjectConfig({
     root: options.root ? path.resolve(options.root) : undefined,
     cwd: process.cwd(),

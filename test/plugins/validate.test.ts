@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { builtinPlugins } from '../../src/plugins/registry.js';
+import type { PluginDefinition } from '../../src/plugins/types.js';
+import { validatePlugins } from '../../src/plugins/validate.js';
+import { createNoopPlugin } from '../fixtures/noop-plugin.js';
+
+function variant(change: (plugin: PluginDefinition) => PluginDefinition): PluginDefinition {
+  return change(createNoopPlugin().plugin);
+}
+
+describe('plugin registration', () => {
+  it('accepts the built-in plugins', () => {
+    expect(() => validatePlugins(builtinPlugins())).not.toThrow();
+  });
+
+  it.each([
+    [
+      'an unknown event type',
+      (p: PluginDefinition) => ({ ...p, emits: ['log', 'nope'] as never }),
+      /unknown event type "nope"/,
+    ],
+    [
+      'a missing provider handler',
+      (p: PluginDefinition) => ({
+        ...p,
+        provider: { ...p.provider, cleanupEnvironment: undefined as never },
+      }),
+      /provider handler "cleanupEnvironment" is missing/,
+    ],
+    [
+      'a missing action handler',
+      (p: PluginDefinition) => {
+        const build = p.actionTypes[0]!.kinds.Build!;
+        return {
+          ...p,
+          actionTypes: [
+            {
+              ...p.actionTypes[0]!,
+              kinds: { Build: { ...build, handlers: { getStatus: build.handlers.getStatus } as never } },
+            },
+          ],
+        };
+      },
+      /Build handlers of type "noop": missing build/,
+    ],
+    [
+      'an unknown action handler',
+      (p: PluginDefinition) => {
+        const run = p.actionTypes[0]!.kinds.Run!;
+        return {
+          ...p,
+          actionTypes: [
+            {
+              ...p.actionTypes[0]!,
+              kinds: { Run: { ...run, handlers: { ...run.handlers, deploy: run.handlers.run } as never } },
+            },
+          ],
+        };
+      },
+      /unknown deploy/,
+    ],
+  ])('rejects %s with a coded error naming the plugin', (_what, change, message) => {
+    const error = (() => {
+      try {
+        validatePlugins([variant(change)]);
+      } catch (e) {
+        return e as { code: string; message: string };
+      }
+      return undefined;
+    })();
+    expect(error?.code).toBe('TEND_PLUGIN_INVALID');
+    expect(error?.message).toMatch(/plugin "noop"/);
+    expect(error?.message).toMatch(message);
+  });
+
+  it('rejects two plugins providing the same action type', () => {
+    expect(() =>
+      validatePlugins([createNoopPlugin().plugin, { ...createNoopPlugin().plugin, name: 'other' }]),
+    ).toThrow(/action type "noop" is already provided by plugin "noop"/);
+  });
+});
