@@ -25,14 +25,14 @@ export async function cleanupEnvCommand(options: GlobalOptions): Promise<Command
       const result = await router.callProvider(provider, 'cleanupEnvironment');
       providers.push({ name: provider.name, ...result });
     }
-    close({ counts: { succeeded: providers.length, cached: 0, failed: 0, aborted: 0 } });
+    await close({ counts: { succeeded: providers.length, cached: 0, failed: 0, aborted: 0 } });
     return {
       exitCode: ExitCode.ok,
       human: providers.map((p) => `${p.name}: ${p.message}`).join('\n'),
       data: { sessionId: session.id, namespace: opened.environment.namespace, providers },
     };
   } catch (error) {
-    close({ error });
+    await close({ error });
     throw error;
   }
 }
@@ -75,14 +75,14 @@ export async function cleanupDeployCommand(
       }
     }
     const failed = deploys.filter((d) => !d.deleted).length;
-    close({ counts: { succeeded: deploys.length - failed, cached: 0, failed, aborted: 0 } });
+    await close({ counts: { succeeded: deploys.length - failed, cached: 0, failed, aborted: 0 } });
     return {
       exitCode: failed > 0 ? ExitCode.actionFailed : ExitCode.ok,
       human: deploys.map((d) => (d.deleted ? `deleted ${d.ref}` : `✗ ${d.ref}: ${d.error}`)).join('\n'),
       data: { sessionId: session.id, deploys },
     };
   } catch (error) {
-    close({ error });
+    await close({ error });
     throw error;
   }
 }

@@ -19,6 +19,7 @@ import type { EnvironmentInfo, Outputs, PluginDefinition, ResolvedAction } from 
 import { Router, type ProviderRuntime } from '../router/router.js';
 import { localIdentity } from '../state/identity.js';
 import { statePaths } from '../state/files.js';
+import { startSessionStream } from '../stream/session.js';
 
 export interface OpenedProject {
   project: ProjectConfig;
@@ -81,11 +82,14 @@ export interface CommandSession {
   session: Session;
   router: Router;
   signal: AbortSignal;
-  /** Ends the session (completed or failed) and removes the Ctrl-C handler. */
+  /**
+   * Ends the session (completed or failed) and removes the Ctrl-C handler; when events are
+   * streamed, waits at most 5 s for the outbox to drain and says on stderr what still waits.
+   */
   close(outcome: {
     error?: unknown;
     counts?: { succeeded: number; cached: number; failed: number; aborted: number };
-  }): void;
+  }): Promise<void>;
 }
 
 export function startSession(opened: OpenedProject, command: string, args: string[]): CommandSession {
@@ -102,6 +106,12 @@ export function startSession(opened: OpenedProject, command: string, args: strin
       cliVersion,
       ...(opened.environment.cleanup ? { cleanupPolicy: opened.environment.cleanup } : {}),
     },
+  });
+  // Delivery to the server, when one is configured: in the background, from the outbox.
+  const stream = startSessionStream({
+    projectRoot: opened.project.root,
+    projectServer: opened.project.server,
+    bus: session.bus,
   });
   const controller = new AbortController();
   let interrupts = 0;
@@ -131,7 +141,7 @@ export function startSession(opened: OpenedProject, command: string, args: strin
     session,
     router,
     signal: controller.signal,
-    close({ error, counts }) {
+    async close({ error, counts }) {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
       if (error !== undefined) {
@@ -140,6 +150,8 @@ export function startSession(opened: OpenedProject, command: string, args: strin
       } else {
         session.complete(counts ?? { succeeded: 0, cached: 0, failed: 0, aborted: 0 });
       }
+      // Ctrl-C during this wait exits at once (the handlers are off); the events stay in the outbox.
+      await stream?.finish();
     },
   };
 }

@@ -89,7 +89,7 @@ export async function executeCommand(
     progress.finish();
     const list = [...outcomes.values()];
     const count = (s: ActionOutcome['state']) => list.filter((o) => o.state === s).length;
-    close({
+    await close({
       counts: {
         succeeded: count('ready'),
         cached: count('cached'),
@@ -120,7 +120,7 @@ export async function executeCommand(
     };
   } catch (error) {
     progress.finish();
-    close({ error });
+    await close({ error });
     throw error;
   }
 }

@@ -68,7 +68,7 @@ export async function statusCommand(options: GlobalOptions): Promise<CommandResu
         actions.push({ ref, version, state: 'unknown', error: toTendError(error).message });
       }
     }
-    close({});
+    await close({});
     const human = [
       `project ${opened.project.name}, environment ${opened.environment.name}, namespace ${opened.environment.namespace}`,
       ...providers.map((p) => `provider ${p.name}: ${p.ready ? 'ready' : 'not ready'}`),
@@ -91,7 +91,7 @@ export async function statusCommand(options: GlobalOptions): Promise<CommandResu
       },
     };
   } catch (error) {
-    close({ error });
+    await close({ error });
     throw error;
   }
 }

@@ -41,9 +41,9 @@ async function inSession(
   const off = s.session.bus.on('namespaceStatus', (e) => seen.push(e as TendEvent<'namespaceStatus'>));
   try {
     await body(s);
-    s.close({});
+    await s.close({});
   } catch (error) {
-    s.close({ error });
+    await s.close({ error });
     throw error;
   } finally {
     off();

@@ -104,7 +104,7 @@ spec: {}
       sigint: process.listenerCount('SIGINT'),
       inFlight: s.router.describeInFlight().length,
     };
-    s.close({});
+    await s.close({});
     expect(noop.calls).toHaveLength(10_001);
     expect(after).toEqual(before);
   });

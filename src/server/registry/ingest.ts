@@ -163,7 +163,8 @@ async function applyBatch(
         t.activity = activityOf(e);
         t.policy = p.cleanupPolicy ? { ...p.cleanupPolicy } : null;
         t.owner ??= p.user;
-        Object.assign(session(e.sessionId), {
+        const s = session(e.sessionId);
+        Object.assign(s, {
           project: p.project,
           environment: p.environment,
           namespace: p.namespace,
@@ -172,7 +173,8 @@ async function applyBatch(
           user_name: p.user,
           host_id: p.hostId,
           cli_version: p.cliVersion,
-          status: 'running',
+          // Events may arrive out of order: a session that already ended stays ended.
+          status: s.status === 'unknown' ? 'running' : s.status,
           started_at: now,
         } satisfies Partial<SessionUpdate>);
         break;
