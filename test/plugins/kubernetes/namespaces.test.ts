@@ -1,0 +1,226 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { cleanupEnvCommand } from '../../../src/commands/cleanup.js';
+import { statusCommand } from '../../../src/commands/status.js';
+import { removeProjects, waitFor } from '../../helpers/project.js';
+import {
+  allEvents,
+  execute,
+  kubectl,
+  kubectlJson,
+  namespaceEvents,
+  sessionEvents,
+  shopProject,
+  startSim,
+  type SimHandle,
+} from './helpers.js';
+
+let h: SimHandle;
+beforeAll(async () => {
+  h = await startSim({ namespaceDeleteDelayMs: 300 });
+});
+afterAll(async () => h?.stop());
+afterEach(removeProjects);
+
+interface NamespaceJson {
+  metadata: { uid: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+}
+
+describe('the app namespace', () => {
+  it('a builds-only session records the app namespace (role app, with its uid); kubectl sees tend’s labels and annotations', async () => {
+    const root = shopProject({ registry: h.sim.registryHost, namespace: 'ns-build-only' });
+    const result = await execute('build', root);
+    expect(result.exitCode).toBe(0);
+    const ns = await kubectlJson<NamespaceJson>(h.kubeconfig, 'get', 'namespace', 'ns-build-only');
+    expect(ns.metadata.labels?.['app.kubernetes.io/managed-by']).toBe('tend');
+    expect(ns.metadata.annotations).toMatchObject({
+      'tend.dev/project': 'shop',
+      'tend.dev/environment': 'dev',
+    });
+    expect(Date.parse(ns.metadata.annotations!['tend.dev/created-at']!)).not.toBeNaN();
+    expect(Date.parse(ns.metadata.annotations!['tend.dev/last-activity']!)).not.toBeNaN();
+
+    const recorded = namespaceEvents(sessionEvents(root, result.data.sessionId)).filter(
+      (e) => e.namespaceName === 'ns-build-only',
+    );
+    expect(recorded.map((e) => [e.state, e.cause])).toEqual([
+      ['missing', 'observed'],
+      ['ready', 'created'],
+    ]);
+    const created = recorded[1]!;
+    expect(created).toMatchObject({
+      pluginName: 'kubernetes',
+      providerName: 'kubernetes',
+      role: 'app',
+      namespaceUid: ns.metadata.uid,
+      project: 'shop',
+      environment: 'dev',
+      handler: 'prepareEnvironment',
+      target: { kind: 'kubernetes', clusterId: h.sim.clusterId, server: h.sim.url, context: 'kube-sim' },
+    });
+  });
+
+  it('a second session reports the existing namespace as observed with the same uid', async () => {
+    const root = shopProject({ registry: h.sim.registryHost, namespace: 'ns-again' });
+    await execute('build', root);
+    const second = await execute('build', root);
+    expect(second.data.actions[0]!.state).toBe('cached');
+    const uid = (await kubectlJson<NamespaceJson>(h.kubeconfig, 'get', 'namespace', 'ns-again')).metadata.uid;
+    const events = namespaceEvents(sessionEvents(root, second.data.sessionId)).filter(
+      (e) => e.namespaceName === 'ns-again',
+    );
+    expect(events.map((e) => [e.state, e.cause, e.namespaceUid])).toEqual([['ready', 'observed', uid]]);
+  });
+
+  it('provider preparation records the namespace even when an action then fails to resolve', async () => {
+    const root = shopProject({
+      registry: h.sim.registryHost,
+      namespace: 'ns-unresolved',
+      files: {
+        'other/other.tend.yml': `kind: Run
+type: kubernetes-pod
+name: broken
+spec: { image: "\${actions.build.api.outputs.nope}" }
+`,
+      },
+    });
+    const result = await execute('run', root, ['broken']).catch((e: unknown) => e);
+    const events = allEvents(root);
+    const app = namespaceEvents(events).filter((e) => e.namespaceName === 'ns-unresolved');
+    expect(app.some((e) => e.state === 'ready' && e.role === 'app' && e.namespaceUid)).toBe(true);
+    // The run itself failed (unresolvable output), after the namespace was recorded.
+    const failedRun = 'data' in (result as object) ? (result as { exitCode: number }).exitCode : 1;
+    expect(failedRun).not.toBe(0);
+  });
+
+  it('read-only paths (tend status) never create the namespace; they report it missing', async () => {
+    const root = shopProject({ registry: h.sim.registryHost, namespace: 'ns-status-only' });
+    const status = await statusCommand({ root });
+    expect(status.data.providers.find((p) => p.name === 'kubernetes')?.ready).toBe(false);
+    await expect(kubectl(h.kubeconfig, 'get', 'namespace', 'ns-status-only')).rejects.toThrow(
+      /NotFound|not found/,
+    );
+    const events = namespaceEvents(sessionEvents(root, status.data.sessionId)).filter(
+      (e) => e.namespaceName === 'ns-status-only',
+    );
+    expect(events.length).toBeGreaterThan(0);
+    expect(events.every((e) => e.state === 'missing' && e.cause === 'observed' && e.role === 'app')).toBe(
+      true,
+    );
+    expect(h.sim.store.get('namespaces', '', 'ns-status-only')).toBeUndefined();
+  });
+
+  it('adopts a namespace that existed before (tend.dev/adopted=true) and never deletes it', async () => {
+    await kubectl(h.kubeconfig, 'create', 'namespace', 'ns-preexisting');
+    const root = shopProject({ registry: h.sim.registryHost, namespace: 'ns-preexisting' });
+    const result = await execute('build', root);
+    expect(result.exitCode).toBe(0);
+    const ns = await kubectlJson<NamespaceJson>(h.kubeconfig, 'get', 'namespace', 'ns-preexisting');
+    expect(ns.metadata.annotations?.['tend.dev/adopted']).toBe('true');
+    expect(ns.metadata.labels?.['app.kubernetes.io/managed-by']).toBeUndefined();
+    const recorded = namespaceEvents(sessionEvents(root, result.data.sessionId)).filter(
+      (e) => e.namespaceName === 'ns-preexisting',
+    );
+    expect(recorded.every((e) => e.namespaceUid === ns.metadata.uid && e.role === 'app')).toBe(true);
+    // The next session reports the adoption as part of the ownership detail.
+    const status = await statusCommand({ root });
+    const observed = namespaceEvents(sessionEvents(root, status.data.sessionId)).find(
+      (e) => e.namespaceName === 'ns-preexisting',
+    );
+    expect(observed?.detail).toMatchObject({ adopted: true, managedBy: null });
+
+    const cleanup = await cleanupEnvCommand({ root });
+    const k8s = cleanup.data.providers.find((p) => p.name === 'kubernetes')!;
+    expect(k8s.deleted).toBe(false);
+    expect(k8s.message).toMatch(/left alone: it existed before tend used it \(adopted\)/);
+    await kubectl(h.kubeconfig, 'get', 'namespace', 'ns-preexisting');
+  });
+
+  it('leaves a namespace of another project alone', async () => {
+    const other = shopProject({ registry: h.sim.registryHost, namespace: 'ns-shared', project: 'other' });
+    await execute('build', other);
+    const root = shopProject({ registry: h.sim.registryHost, namespace: 'ns-shared' });
+    const cleanup = await cleanupEnvCommand({ root });
+    expect(cleanup.data.providers[0]!.deleted).toBe(false);
+    expect(cleanup.data.providers[0]!.message).toMatch(/left alone/);
+    await kubectl(h.kubeconfig, 'get', 'namespace', 'ns-shared');
+  });
+
+  it('cleanup deletes a namespace tend owns, waits until it is gone and reports it missing (deleted)', async () => {
+    const root = shopProject({ registry: h.sim.registryHost, namespace: 'ns-cleanup' });
+    await execute('build', root);
+    const uid = (await kubectlJson<NamespaceJson>(h.kubeconfig, 'get', 'namespace', 'ns-cleanup')).metadata
+      .uid;
+    const cleanup = await cleanupEnvCommand({ root });
+    expect(cleanup.data.providers[0]).toMatchObject({
+      deleted: true,
+      message: 'deleted namespace ns-cleanup',
+    });
+    // Gone when the command returns, not some time later.
+    expect(h.sim.store.get('namespaces', '', 'ns-cleanup')).toBeUndefined();
+    const events = namespaceEvents(sessionEvents(root, cleanup.data.sessionId)).filter(
+      (e) => e.namespaceName === 'ns-cleanup',
+    );
+    expect(events.map((e) => [e.state, e.cause, e.namespaceUid])).toEqual([
+      ['ready', 'observed', uid],
+      ['terminating', 'deleted', uid],
+      ['missing', 'deleted', uid],
+    ]);
+  });
+
+  it('creating into a terminating namespace waits until it is gone, then re-creates it (new uid)', async () => {
+    const root = shopProject({ registry: h.sim.registryHost, namespace: 'ns-terminating' });
+    await execute('build', root);
+    const before = (await kubectlJson<NamespaceJson>(h.kubeconfig, 'get', 'namespace', 'ns-terminating'))
+      .metadata.uid;
+    await kubectl(h.kubeconfig, 'delete', 'namespace', 'ns-terminating', '--wait=false');
+    await waitFor(
+      () => h.sim.store.get('namespaces', '', 'ns-terminating')?.status?.phase === 'Terminating',
+      'the namespace to be terminating',
+    );
+    writeFileSync(path.join(root, 'api', 'main.js'), 'console.log("v2")\n');
+    const result = await execute('build', root);
+    expect(result.exitCode).toBe(0);
+    const after = (await kubectlJson<NamespaceJson>(h.kubeconfig, 'get', 'namespace', 'ns-terminating'))
+      .metadata.uid;
+    expect(after).not.toBe(before);
+    const events = namespaceEvents(sessionEvents(root, result.data.sessionId)).filter(
+      (e) => e.namespaceName === 'ns-terminating',
+    );
+    expect(events.map((e) => [e.state, e.cause, e.namespaceUid])).toEqual([
+      ['terminating', 'observed', before],
+      ['missing', 'observed', undefined],
+      ['ready', 'created', after],
+    ]);
+  });
+});
+
+describe('system namespaces', () => {
+  it('kaniko builds run in the system namespace, which is only ever reported with role system', async () => {
+    const root = shopProject({
+      registry: h.sim.registryHost,
+      namespace: 'ns-kaniko-sys',
+      buildMode: 'kaniko',
+    });
+    const result = await execute('build', root);
+    expect(result.exitCode).toBe(0);
+    const events = namespaceEvents(allEvents(root));
+    const system = events.filter(
+      (e) => e.namespaceName === 'tend-system' || e.namespaceName === 'kube-system',
+    );
+    expect(system.some((e) => e.namespaceName === 'tend-system')).toBe(true);
+    expect(system.every((e) => e.role === 'system')).toBe(true);
+    expect(events.filter((e) => e.role === 'app').every((e) => e.namespaceName === 'ns-kaniko-sys')).toBe(
+      true,
+    );
+    const ns = await kubectlJson<NamespaceJson>(h.kubeconfig, 'get', 'namespace', 'tend-system');
+    expect(ns.metadata.annotations?.['tend.dev/role']).toBe('system');
+    expect(ns.metadata.annotations?.['tend.dev/project']).toBeUndefined();
+  });
+
+  it('refuses an app namespace that is the system namespace or a Kubernetes one', async () => {
+    const root = shopProject({ registry: h.sim.registryHost, namespace: 'kube-system' });
+    await expect(execute('build', root)).rejects.toMatchObject({ code: 'TEND_CONFIG_INVALID' });
+  });
+});
