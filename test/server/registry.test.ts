@@ -154,6 +154,18 @@ describe.each(dialects)('registry on %s', (dialect) => {
     });
   });
 
+  it('keeps a session ended when its start arrives after its end', async () => {
+    const a = session({ user: 'late-start' });
+    const started = a.started();
+    const completed = a.completed();
+    await postEvents(s, [completed, started]);
+    expect((await detailOf(a.namespace)).sessions[0]?.status).toBe('completed');
+    const b = session({ user: 'late-start-2' });
+    await postEvents(s, [b.completed()]);
+    await postEvents(s, [b.started()]);
+    expect((await detailOf(b.namespace)).sessions[0]?.status).toBe('completed');
+  });
+
   it('keeps separate environments for the same name in different namespaces', async () => {
     const a = session({ user: 'ivy' });
     const b = session({ user: 'jack' });
