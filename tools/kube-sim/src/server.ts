@@ -394,6 +394,7 @@ async function handleResource(
       return sendJson(res, 200, s.json);
     }
     case 'patch': {
+      const existed = !!cluster.store.getStored(rt, rt.namespaced ? namespace : '', name!);
       const s = cluster.patch(
         rt,
         namespace,
@@ -405,7 +406,7 @@ async function handleResource(
           ...(subresource ? { subresource } : {}),
         },
       );
-      return sendJson(res, rt && s.rv > 0 ? 200 : 201, s.json);
+      return sendJson(res, existed || dryRun ? 200 : 201, s.json);
     }
     case 'delete': {
       const opts = deleteOptions(query, body);

@@ -21,7 +21,10 @@ export function call(
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = {};
     if (opts.token !== null) headers['Authorization'] = `Bearer ${opts.token ?? sim.token}`;
-    if (payload !== undefined) headers['Content-Type'] = opts.contentType ?? 'application/json';
+    if (payload !== undefined) {
+      headers['Content-Type'] = opts.contentType ?? 'application/json';
+      headers['Content-Length'] = String(Buffer.byteLength(payload));
+    }
     if (opts.accept) headers['Accept'] = opts.accept;
     const req = request(`${sim.url}${path}`, { method, ca: sim.caPem, headers }, (res) => {
       const chunks: Buffer[] = [];
