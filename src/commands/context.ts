@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { selectEnvironment, parseVarFlags, resolveProviderConfig } from '../config/environment.js';
-import { loadProjectConfig } from '../config/load.js';
+import { checkResolvedSpec, loadProjectConfig } from '../config/load.js';
 import type { ActionConfig, ProjectConfig } from '../config/project.js';
 import { resolveTemplates, type TemplateContext } from '../config/template.js';
 import type { GlobalOptions } from '../cli/output.js';
@@ -27,6 +27,7 @@ export interface OpenedProject {
   environment: EnvironmentInfo;
   templateContext: TemplateContext;
   providers: ProviderRuntime[];
+  plugins: PluginDefinition[];
   tendDir: string;
   user: string;
   hostId: string;
@@ -71,6 +72,7 @@ export async function openProject(options: GlobalOptions, plugins: PluginDefinit
     environment,
     templateContext,
     providers,
+    plugins,
     tendDir: statePaths(project.root).root,
     user,
     hostId,
@@ -170,9 +172,11 @@ export function resolveAction(
     const [kind, name] = depRef.split('.') as [string, string];
     (actionsContext[kind] ??= {})[name] = { outputs };
   }
-  const spec = resolveTemplates(config.spec, { ...opened.templateContext, actions: actionsContext }, (p) =>
+  const resolved = resolveTemplates(config.spec, { ...opened.templateContext, actions: actionsContext }, (p) =>
     config.locate(['spec', ...p]),
   );
+  // Templates may turn a number into a string or back: convert to what the spec schema wants, and check.
+  const spec = checkResolvedSpec(config, resolved, opened.plugins);
   const versioned = versions.get(ref)!;
   const action: ResolvedAction = {
     ref,
