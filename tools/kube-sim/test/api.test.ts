@@ -429,9 +429,7 @@ data:
 });
 
 describe('watch', () => {
-  function openWatch(
-    path: string,
-  ): Promise<{
+  function openWatch(path: string): Promise<{
     lines: () => {
       type: string;
       object: { metadata: { name: string; resourceVersion: string }; code?: number };
