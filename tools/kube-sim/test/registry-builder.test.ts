@@ -51,7 +51,7 @@ describe('registry', () => {
   it('answers 404 with an OCI error body for unknown manifests', async () => {
     const r = await fetch(`${sim.registryUrl}/v2/shop/api/manifests/nope`);
     expect(r.status).toBe(404);
-    expect((await r.json()).errors[0].code).toBe('MANIFEST_UNKNOWN');
+    expect(((await r.json()) as { errors: { code: string }[] }).errors[0]!.code).toBe('MANIFEST_UNKNOWN');
     expect((await fetch(`${sim.registryUrl}/v2/shop/api/manifests/nope`, { method: 'HEAD' })).status).toBe(
       404,
     );
