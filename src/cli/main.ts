@@ -106,13 +106,24 @@ export function buildProgram(): Command {
 
   program
     .command('events [session]')
-    .description('the local event log: list recent sessions, or print one (`latest` or a session id)')
+    .description(
+      'the local event log: list recent sessions, or print one (`latest` or a session id);\n' +
+        '`events push` sends what waits in the outbox to the server, `events outbox` shows it',
+    )
     .option('--type <types>', 'only these event types (comma-separated, repeatable)', collect)
     .option('--follow', 'keep printing events as they are written, until the session ends')
     .addOption(new Option('--limit <n>', 'how many sessions to list').default(20).argParser(Number))
+    .option('--retry-quarantined', 'push: also send again the batches the server refused')
+    .addOption(
+      new Option('--timeout <seconds>', 'push: how long to keep trying before failing')
+        .default(60)
+        .argParser(Number),
+    )
     .action(async (session: string | undefined, _opts, cmd: Command) =>
       execute(cmd, async () => {
         const events = await import('../commands/events.js');
+        if (session === 'push') return events.pushCommand(cmd.optsWithGlobals());
+        if (session === 'outbox') return events.outboxCommand(cmd.optsWithGlobals());
         return session === undefined
           ? events.listSessionsCommand(cmd.optsWithGlobals())
           : events.showSessionCommand(session, cmd.optsWithGlobals());

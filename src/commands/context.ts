@@ -172,8 +172,10 @@ export function resolveAction(
     const [kind, name] = depRef.split('.') as [string, string];
     (actionsContext[kind] ??= {})[name] = { outputs };
   }
-  const resolved = resolveTemplates(config.spec, { ...opened.templateContext, actions: actionsContext }, (p) =>
-    config.locate(['spec', ...p]),
+  const resolved = resolveTemplates(
+    config.spec,
+    { ...opened.templateContext, actions: actionsContext },
+    (p) => config.locate(['spec', ...p]),
   );
   // Templates may turn a number into a string or back: convert to what the spec schema wants, and check.
   const spec = checkResolvedSpec(config, resolved, opened.plugins);

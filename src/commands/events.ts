@@ -1,6 +1,7 @@
 /**
  * `tend events`: the local event log. Without an argument it lists recent sessions;
- * `tend events <sessionId|latest>` prints a session's events (`--type`, `--follow`, `--json`).
+ * `tend events <sessionId|latest>` prints a session's events (`--type`, `--follow`, `--json`);
+ * `tend events push` sends what waits in the outbox, `tend events outbox` shows it.
  */
 import { openSync, readSync, closeSync, statSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -9,8 +10,16 @@ import { formatTable, type CommandResult, type GlobalOptions } from '../cli/outp
 import { findProjectRoot } from '../config/load.js';
 import { isEventType, type TendEvent } from '../events/catalog.js';
 import { listSessionLogs, readSessionLog } from '../events/local-log.js';
-import { TendError } from '../errors.js';
+import { ExitCode, TendError } from '../errors.js';
 import { statePaths } from '../state/files.js';
+import {
+  describeOutbox,
+  pushOutbox,
+  relativeToCwd,
+  type OutboxView,
+  type PushResult,
+} from '../stream/push.js';
+import { displayUrl } from '../stream/transport.js';
 
 export interface EventsOptions extends GlobalOptions {
   type?: string[];
@@ -168,4 +177,137 @@ async function followLog(file: string, wanted: (e: TendEvent) => boolean, json: 
     process.off('SIGINT', onSigint);
     closeSync(fd);
   }
+}
+
+export interface PushOptions extends GlobalOptions {
+  retryQuarantined?: boolean;
+  /** Seconds to keep trying before giving up (default 60). */
+  timeout?: number;
+}
+
+/** The project's outbox directory and its configured server (`server:`, TEND_SERVER_URL, tend login). */
+async function streamSettings(options: GlobalOptions) {
+  const [{ loadProjectConfig }, { builtinPlugins }, { streamConnection }] = await Promise.all([
+    import('../config/load.js'),
+    import('../plugins/registry.js'),
+    import('../stream/session.js'),
+  ]);
+  const { project } = await loadProjectConfig({
+    root: options.root,
+    cwd: process.cwd(),
+    plugins: builtinPlugins(),
+  });
+  return { outboxDir: statePaths(project.root).outbox, connection: streamConnection(project.server) };
+}
+
+const noServerHint =
+  'set server: in tend.yml, TEND_SERVER_URL and TEND_TOKEN, or run tend login --server URL --token T';
+
+/** `tend events push`: sends everything waiting in the outbox; fails clearly when it cannot. */
+export async function pushCommand(options: PushOptions): Promise<CommandResult<PushResult>> {
+  const { outboxDir, connection } = await streamSettings(options);
+  if (!connection)
+    throw new TendError('TEND_SERVER', 'no tend server configured', { detail: { hint: noServerHint } });
+  const timeoutS = options.timeout ?? 60;
+  if (!Number.isFinite(timeoutS) || timeoutS <= 0) {
+    throw new TendError(
+      'TEND_USAGE',
+      `--timeout expects a number of seconds, got "${String(options.timeout)}"`,
+    );
+  }
+  const result = await pushOutbox({
+    outboxDir,
+    connection,
+    timeoutMs: timeoutS * 1000,
+    retryQuarantined: Boolean(options.retryQuarantined),
+  });
+  const { report, requeued } = result;
+  if (report.unauthorized) {
+    throw new TendError('TEND_AUTH', `${report.server} refused the token: ${report.unauthorized.message}`, {
+      detail: {
+        waiting: report.waiting,
+        hint: 'check TEND_TOKEN or run tend login, then tend events push again',
+      },
+    });
+  }
+  if (report.waiting > 0) {
+    throw new TendError(
+      'TEND_SERVER',
+      `${report.waiting} event(s) could not be delivered to ${report.server} within ${timeoutS} s: ${report.lastError ?? 'no answer'}`,
+      {
+        detail: {
+          delivered: report.delivered,
+          waiting: report.waiting,
+          hint: 'they stay in the outbox; run tend events push again when the server is reachable (--timeout to wait longer)',
+        },
+      },
+    );
+  }
+  const lines = [
+    report.delivered === 0
+      ? `Nothing to send: the outbox is empty.`
+      : `Sent ${report.delivered} event(s) to ${report.server} in ${report.batches} batch(es) (${report.accepted} new, ${report.duplicates} already stored).`,
+  ];
+  if (requeued.batches > 0)
+    lines.push(`Re-sent ${requeued.events} quarantined event(s) from ${requeued.batches} batch(es).`);
+  for (const held of report.heldElsewhere) {
+    lines.push(
+      `${held.events} event(s) of session ${held.sessionId} are being sent by a running tend (pid ${held.owner?.pid ?? '?'}).`,
+    );
+  }
+  if (report.quarantined > 0) {
+    lines.push(
+      `The server refused ${report.quarantined} event(s); they are kept in the quarantine (tend events outbox shows why; fix, then tend events push --retry-quarantined).`,
+    );
+  }
+  return {
+    exitCode: report.quarantined > 0 ? ExitCode.actionFailed : ExitCode.ok,
+    data: result,
+    human: lines.join('\n'),
+  };
+}
+
+/** `tend events outbox`: what waits to be sent, who is sending it, and what the server refused. */
+export async function outboxCommand(
+  options: GlobalOptions,
+): Promise<CommandResult<OutboxView & { server: string | null }>> {
+  const { outboxDir, connection } = await streamSettings(options);
+  const view = describeOutbox(outboxDir);
+  const server = connection ? displayUrl(connection.url) : null;
+  const mib = (n: number) => `${(n / 1024 / 1024).toFixed(2)} MiB`;
+  const lines = [
+    `server: ${server ?? `none configured (${noServerHint})`}`,
+    `outbox: ${relativeToCwd(view.dir)}, ${view.events} event(s) waiting, ${mib(view.pendingBytes)} of ${mib(view.maxBytes)}`,
+  ];
+  if (view.segments.length > 0) {
+    lines.push(
+      '',
+      formatTable(
+        ['SESSION', 'EVENTS', 'BYTES', 'OLDEST', 'SENDER'],
+        view.segments.map((s) => [
+          s.sessionId,
+          String(s.events),
+          String(s.bytes),
+          s.oldest ?? '',
+          s.sender ? `pid ${s.sender.pid}${s.sender.alive ? '' : ' (gone)'}` : '',
+        ]),
+      ),
+    );
+  }
+  if (view.quarantined.length > 0) {
+    lines.push(
+      '',
+      `quarantined (refused by the server; resend with tend events push --retry-quarantined):`,
+      formatTable(
+        ['FILE', 'EVENTS', 'STATUS', 'ERROR'],
+        view.quarantined.map((q) => [
+          relativeToCwd(q.file),
+          String(q.events),
+          q.status !== undefined ? String(q.status) : '',
+          `${q.code ?? ''} ${q.message}`.trim(),
+        ]),
+      ),
+    );
+  }
+  return { exitCode: 0, data: { ...view, server }, human: lines.join('\n') };
 }

@@ -1,0 +1,158 @@
+/**
+ * Lock files for outbox segments: whoever holds `<segment>.lock` is the only process that sends
+ * that segment, so two tend processes sharing one outbox never send the same batch twice.
+ *
+ * A lock is a file created with O_EXCL holding `{pid, host, acquiredAt}`. A lock whose process is
+ * gone (same host, `kill(pid, 0)` fails with ESRCH) is stale and may be broken; breaking goes
+ * through a second O_EXCL file (`<lock>.break`) so two processes that find the same stale lock
+ * cannot both break it and both end up holding the segment.
+ */
+import { closeSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { hostname } from 'node:os';
+
+export interface LockOwner {
+  pid: number;
+  host: string;
+  acquiredAt: string;
+}
+
+export interface HeldLock {
+  file: string;
+  owner: LockOwner;
+  /** Removes the lock file if it is still ours. */
+  release(): void;
+}
+
+export type LockAttempt =
+  { acquired: true; lock: HeldLock } | { acquired: false; heldBy: LockOwner | undefined };
+
+/** A lock file that cannot be read (its holder is between create and write) counts as held this long. */
+const unreadableGraceMs = 10_000;
+/** A break file older than this belongs to a process that died while breaking. */
+const breakGraceMs = 10_000;
+
+const thisHost = hostname();
+
+export function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function readOwner(file: string): { text: string; owner?: LockOwner } | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+  try {
+    const parsed = JSON.parse(text) as Partial<LockOwner>;
+    if (typeof parsed.pid === 'number' && typeof parsed.host === 'string') {
+      return {
+        text,
+        owner: { pid: parsed.pid, host: parsed.host, acquiredAt: String(parsed.acquiredAt ?? '') },
+      };
+    }
+  } catch {
+    // unreadable: judged by its age below
+  }
+  return { text };
+}
+
+function ageMs(file: string): number {
+  try {
+    return Date.now() - statSync(file).mtimeMs;
+  } catch {
+    return 0;
+  }
+}
+
+/** Whether a lock read from disk belongs to a process that no longer exists. */
+export function isStale(file: string, read: { owner?: LockOwner }): boolean {
+  if (!read.owner) return ageMs(file) > unreadableGraceMs;
+  // Another host's process cannot be checked from here: its lock is respected.
+  if (read.owner.host !== thisHost) return false;
+  return !isProcessAlive(read.owner.pid);
+}
+
+function create(file: string): HeldLock | undefined {
+  let fd: number;
+  try {
+    fd = openSync(file, 'wx', 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return undefined;
+    throw error;
+  }
+  const owner: LockOwner = { pid: process.pid, host: thisHost, acquiredAt: new Date().toISOString() };
+  const text = JSON.stringify(owner);
+  try {
+    writeSync(fd, text);
+  } finally {
+    closeSync(fd);
+  }
+  let released = false;
+  return {
+    file,
+    owner,
+    release() {
+      if (released) return;
+      released = true;
+      // Only our own lock: after a (mistaken) break someone else's may stand here.
+      if (readOwner(file)?.text === text) removeQuietly(file);
+    },
+  };
+}
+
+export function removeQuietly(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // already gone
+  }
+}
+
+/** Breaks a stale lock if it is still the same stale lock; true when it is gone. */
+function breakStale(file: string, staleText: string): boolean {
+  const breaker = `${file}.break`;
+  let fd: number;
+  try {
+    fd = openSync(breaker, 'wx', 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    if (ageMs(breaker) > breakGraceMs) removeQuietly(breaker);
+    return false;
+  }
+  closeSync(fd);
+  try {
+    const now = readOwner(file);
+    if (!now) return true;
+    if (now.text !== staleText) return false;
+    removeQuietly(file);
+    return true;
+  } finally {
+    removeQuietly(breaker);
+  }
+}
+
+/** Takes the lock, breaking it first if its holder is dead; otherwise says who holds it. */
+export function tryLock(file: string): LockAttempt {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const lock = create(file);
+    if (lock) return { acquired: true, lock };
+    const read = readOwner(file);
+    if (!read) continue; // released meanwhile: try again
+    if (!isStale(file, read) || !breakStale(file, read.text)) return { acquired: false, heldBy: read.owner };
+  }
+  return { acquired: false, heldBy: readOwner(file)?.owner };
+}
+
+/** Who holds a lock, and whether that holder is still alive; undefined when nobody does. */
+export function lockHolder(file: string): { owner: LockOwner | undefined; stale: boolean } | undefined {
+  const read = readOwner(file);
+  if (!read) return undefined;
+  return { owner: read.owner, stale: isStale(file, read) };
+}

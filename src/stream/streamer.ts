@@ -1,0 +1,458 @@
+/**
+ * Delivery from the outbox to the server (DESIGN §6), in the background of a command.
+ *
+ * The session bus writes every streamed event to the session's outbox segment synchronously;
+ * the streamer is told that something was written (it is a sink of the bus that only counts),
+ * and reads the events back from the segment, so what it sends is exactly what is on disk. It
+ * sends batches of at most 500 events / 512 KiB, a batch at the latest 250 ms after its first
+ * event, one batch at a time and in order, and moves the segment's ack offset after each answer.
+ * When the session's own events are sent it drains older segments left by earlier commands
+ * (server down, process killed), one at a time, each under its lock.
+ *
+ * `finish` (at the end of the command, or for `tend events push`) sends the rest, waiting at most
+ * the given time, and reports what still waits.
+ */
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import type { SessionBus, EventSink } from '../events/bus.js';
+import { streamedEventTypes, type TendEvent } from '../events/catalog.js';
+import { tryLock, type LockOwner } from './lock.js';
+import {
+  listSegmentIds,
+  lockFile,
+  readAck,
+  segmentFile,
+  SegmentCursor,
+  writeQuarantine,
+  type QueuedEvent,
+} from './segments.js';
+import {
+  defaultBackoff,
+  displayUrl,
+  retryDelay,
+  sendBatch,
+  StreamAgent,
+  type BackoffPolicy,
+  type SendOutcome,
+  type ServerError,
+  type StreamConnection,
+} from './transport.js';
+
+export interface StreamerOptions {
+  outboxDir: string;
+  connection: StreamConnection;
+  maxEvents?: number;
+  maxBytes?: number;
+  lingerMs?: number;
+  requestTimeoutMs?: number;
+  backoff?: BackoffPolicy;
+  /** Messages for the user (stderr): refused batches, a refused token. */
+  warn?: (message: string) => void;
+}
+
+export const streamLimits = { maxEvents: 500, maxBytes: 512 * 1024, lingerMs: 250 } as const;
+
+export interface StreamReport {
+  server: string;
+  /** Events the server answered for (stored or already stored). */
+  delivered: number;
+  accepted: number;
+  duplicates: number;
+  batches: number;
+  quarantined: number;
+  quarantineFiles: string[];
+  /** Events still waiting in the outbox, not counting those of segments other processes hold. */
+  waiting: number;
+  /** Segments another live process is sending (a running command sends its own). */
+  heldElsewhere: { sessionId: string; owner?: LockOwner; events: number }[];
+  /** Why events still wait: the last delivery error. */
+  lastError?: string;
+  /** The server refused the token (401): nothing more was tried. */
+  unauthorized?: ServerError;
+  /** Lines that were not events (corruption), skipped. */
+  skipped: number;
+}
+
+type Work = { cursor: SegmentCursor; batch: QueuedEvent[] };
+
+/** Counts the events (lines) of a segment beyond its ack offset, without parsing them. */
+export function countWaiting(dir: string, id: string): number {
+  const file = segmentFile(dir, id);
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch {
+    return 0;
+  }
+  try {
+    const size = fstatSync(fd).size;
+    let position = Math.min(readAck(dir, id), size);
+    const buffer = Buffer.allocUnsafe(1024 * 1024);
+    let count = 0;
+    while (position < size) {
+      const n = readSync(fd, buffer, 0, Math.min(buffer.length, size - position), position);
+      if (n <= 0) break;
+      for (let i = buffer.indexOf(0x0a); i >= 0 && i < n; i = buffer.indexOf(0x0a, i + 1)) count++;
+      position += n;
+    }
+    return count;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Events waiting in every segment of the outbox, except the given ones. */
+export function countOutbox(dir: string, except: ReadonlySet<string> = new Set()): number {
+  let waiting = 0;
+  for (const id of listSegmentIds(dir)) if (!except.has(id)) waiting += countWaiting(dir, id);
+  return waiting;
+}
+
+export class OutboxStreamer {
+  readonly report: StreamReport;
+  private readonly dir: string;
+  private readonly limits: { maxEvents: number; maxBytes: number; lingerMs: number };
+  private readonly backoff: BackoffPolicy;
+  private readonly requestTimeoutMs: number;
+  private readonly warn: (message: string) => void;
+
+  private own: SegmentCursor | undefined;
+  private bus: SessionBus | undefined;
+  private older: SegmentCursor | undefined;
+  private readonly olderIds: string[] = [];
+  private readonly tried = new Set<string>();
+
+  // Events written to the own segment since it was last read, and when the first of them was.
+  private unreadCount = 0;
+  private unreadBytes = 0;
+  private unreadSince: number | undefined;
+  /** When the oldest event in the own queue was written. */
+  private queuedSince: number | undefined;
+
+  private finishing = false;
+  private stopped = false;
+  private attempt = 0;
+  private wakeUp: (() => void) | undefined;
+  private readonly inFlight = new AbortController();
+  private readonly agent = new StreamAgent();
+  private loop: Promise<void> | undefined;
+
+  constructor(private readonly options: StreamerOptions) {
+    this.dir = options.outboxDir;
+    this.limits = {
+      maxEvents: options.maxEvents ?? streamLimits.maxEvents,
+      maxBytes: options.maxBytes ?? streamLimits.maxBytes,
+      lingerMs: options.lingerMs ?? streamLimits.lingerMs,
+    };
+    this.backoff = options.backoff ?? defaultBackoff;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+    this.warn = options.warn ?? ((m) => process.stderr.write(m));
+    this.report = {
+      server: displayUrl(options.connection.url),
+      delivered: 0,
+      accepted: 0,
+      duplicates: 0,
+      batches: 0,
+      quarantined: 0,
+      quarantineFiles: [],
+      waiting: 0,
+      heldElsewhere: [],
+      skipped: 0,
+    };
+  }
+
+  /**
+   * Starts delivering: the session's own segment as it is written (when a bus is given), then the
+   * segments older commands left behind.
+   */
+  start(bus?: SessionBus): this {
+    if (bus) {
+      const attempt = tryLock(lockFile(this.dir, bus.sessionId));
+      if (attempt.acquired) {
+        this.bus = bus;
+        this.own = new SegmentCursor(this.dir, bus.sessionId, attempt.lock, true);
+        this.tried.add(bus.sessionId);
+        const notifier: EventSink = {
+          write: (event, line) => this.written(event, line),
+          flush: () => undefined,
+          close: () => undefined,
+        };
+        bus.addSink(notifier);
+        // sessionStarted is already on disk.
+        this.unreadCount = 1;
+        this.unreadSince = Date.now();
+      }
+    }
+    this.olderIds.push(...listSegmentIds(this.dir).filter((id) => !this.tried.has(id)));
+    this.loop = this.run();
+    return this;
+  }
+
+  /** Called by the bus for every event (after the outbox sink buffered it). Cheap: counts only. */
+  private written(event: TendEvent, line: string): void {
+    if (!streamedEventTypes.has(event.type)) return;
+    this.unreadCount++;
+    this.unreadBytes += line.length;
+    if (this.unreadSince === undefined) {
+      this.unreadSince = Date.now();
+      this.wake();
+    } else if (
+      this.unreadCount + (this.own?.length ?? 0) >= this.limits.maxEvents ||
+      this.unreadBytes + (this.own?.queuedBytes ?? 0) >= this.limits.maxBytes
+    ) {
+      this.wake();
+    }
+  }
+
+  private wake(): void {
+    const wake = this.wakeUp;
+    this.wakeUp = undefined;
+    wake?.();
+  }
+
+  /** Sleeps until woken (when `wakeable`), stopped, or `ms` passed. The timer never holds the process open. */
+  private sleep(ms: number | undefined, wakeable: boolean): Promise<void> {
+    return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const done = () => {
+        if (timer) clearTimeout(timer);
+        if (this.wakeUp === done) this.wakeUp = undefined;
+        this.stopWaiter.delete(done);
+        resolve();
+      };
+      if (ms !== undefined) {
+        timer = setTimeout(done, Math.max(0, ms));
+        timer.unref();
+      }
+      if (wakeable) this.wakeUp = done;
+      this.stopWaiter.add(done);
+    });
+  }
+
+  private readonly stopWaiter = new Set<() => void>();
+
+  private stop(): void {
+    this.stopped = true;
+    this.inFlight.abort();
+    for (const waiter of [...this.stopWaiter]) waiter();
+  }
+
+  /** When the own segment has a batch due: now (0), in some ms, or never (undefined). */
+  private ownDueIn(now: number): number | undefined {
+    const own = this.own;
+    if (!own) return undefined;
+    const count = own.length + this.unreadCount;
+    if (count === 0) return undefined;
+    if (this.finishing) return 0;
+    if (count >= this.limits.maxEvents || own.queuedBytes + this.unreadBytes >= this.limits.maxBytes)
+      return 0;
+    const since = Math.min(this.queuedSince ?? Infinity, this.unreadSince ?? Infinity);
+    return Math.max(0, since + this.limits.lingerMs - now);
+  }
+
+  private readOwn(): void {
+    const own = this.own!;
+    this.bus?.flush();
+    if (this.unreadSince !== undefined)
+      this.queuedSince = Math.min(this.queuedSince ?? Infinity, this.unreadSince);
+    this.unreadCount = 0;
+    this.unreadBytes = 0;
+    this.unreadSince = undefined;
+    own.fill(this.limits.maxBytes * 2);
+    // What fill could not take yet (over the read cap) stays counted as unread.
+    if (!own.readToEnd()) {
+      this.unreadCount = 1;
+      this.unreadSince = this.queuedSince ?? Date.now();
+    }
+  }
+
+  /** The next batch to send, or how long to wait for one. */
+  private next(): Work | { waitMs: number | undefined } | 'done' {
+    const own = this.own;
+    if (own) {
+      if (this.ownDueIn(Date.now()) === 0) {
+        this.readOwn();
+        if (own.length > 0)
+          return { cursor: own, batch: own.batch(this.limits.maxEvents, this.limits.maxBytes) };
+      }
+      if (this.finishing && own.length === 0 && this.unreadCount === 0) {
+        // The session ended and everything it wrote was answered.
+        own.live = false;
+        own.retireIfDone();
+        this.report.skipped += own.skipped;
+        this.ownDone();
+      }
+    }
+    const older = this.nextOlder();
+    if (older) return older;
+    if (this.finishing && !this.own) return 'done';
+    return { waitMs: this.ownDueIn(Date.now()) };
+  }
+
+  private ownDone(): void {
+    this.own?.release();
+    this.own = undefined;
+  }
+
+  /** A batch from the oldest segment this process can take, or undefined when there is none. */
+  private nextOlder(): Work | undefined {
+    for (;;) {
+      if (!this.older) {
+        const id = this.olderIds.shift();
+        if (id === undefined) return undefined;
+        this.tried.add(id);
+        const attempt = tryLock(lockFile(this.dir, id));
+        if (!attempt.acquired) {
+          this.report.heldElsewhere.push({
+            sessionId: id,
+            ...(attempt.heldBy ? { owner: attempt.heldBy } : {}),
+            events: countWaiting(this.dir, id),
+          });
+          continue;
+        }
+        this.older = new SegmentCursor(this.dir, id, attempt.lock);
+      }
+      const cursor = this.older;
+      if (cursor.length === 0) cursor.fill(this.limits.maxBytes * 2);
+      if (cursor.length > 0)
+        return { cursor, batch: cursor.batch(this.limits.maxEvents, this.limits.maxBytes) };
+      // Everything read was answered: delete it if nobody writes to it any more, else leave it.
+      cursor.retireIfDone();
+      this.report.skipped += cursor.skipped;
+      cursor.release();
+      this.older = undefined;
+    }
+  }
+
+  private async run(): Promise<void> {
+    try {
+      while (!this.stopped) {
+        const work = this.next();
+        if (work === 'done') break;
+        if ('waitMs' in work) {
+          await this.sleep(work.waitMs, true);
+          continue;
+        }
+        await this.deliver(work);
+      }
+    } catch (error) {
+      this.warn(`tend: event delivery stopped: ${(error as Error).message}; events wait in the outbox\n`);
+    }
+  }
+
+  private async deliver({ cursor, batch }: Work): Promise<void> {
+    const body = `{"events":[${batch.map((e) => e.text).join(',')}]}`;
+    const outcome: SendOutcome = await sendBatch(this.options.connection, body, {
+      signal: this.inFlight.signal,
+      timeoutMs: this.requestTimeoutMs,
+      agent: this.agent,
+    });
+    switch (outcome.kind) {
+      case 'stored':
+        this.attempt = 0;
+        delete this.report.lastError;
+        this.report.batches++;
+        this.report.delivered += batch.length;
+        this.report.accepted += outcome.accepted;
+        this.report.duplicates += outcome.duplicates;
+        cursor.acknowledge(batch.length);
+        if (cursor === this.own && cursor.length === 0) this.queuedSince = undefined;
+        return;
+      case 'retry':
+        this.report.lastError = outcome.reason;
+        await this.sleep(retryDelay(this.attempt++, outcome.retryAfterMs, this.backoff), false);
+        return;
+      case 'too-large':
+        if (batch.length > 1) {
+          // The server takes less than we send: halve the batches from now on.
+          this.limits.maxEvents = Math.max(1, Math.floor(batch.length / 2));
+          this.limits.maxBytes = Math.max(1024, Math.floor(body.length / 2));
+          return;
+        }
+        this.quarantine(cursor, batch, outcome.status, outcome.error);
+        return;
+      case 'refused':
+        this.quarantine(cursor, batch, outcome.status, outcome.error);
+        return;
+      case 'unauthorized':
+        this.report.unauthorized = outcome.error;
+        this.report.lastError = `the server refused the token (HTTP ${outcome.status}: ${outcome.error.message})`;
+        this.warn(
+          `tend: ${this.report.server} refused the token (${outcome.error.message}); events wait in the outbox: ` +
+            'check TEND_TOKEN or run tend login, then tend events push\n',
+        );
+        this.stop();
+        return;
+      case 'aborted':
+        return;
+    }
+  }
+
+  /**
+   * Keeps a refused batch in the quarantine with the server's answer. When the server names the
+   * one bad event (`detail.index`), only that event is kept aside and the rest is sent again.
+   */
+  private quarantine(cursor: SegmentCursor, batch: QueuedEvent[], status: number, error: ServerError): void {
+    const index = error.detail?.index;
+    const single =
+      typeof index === 'number' && Number.isInteger(index) && batch.length > 1 ? batch[index] : undefined;
+    const kept = single ? [single] : batch;
+    const events = kept.map((e) => JSON.parse(e.text) as TendEvent);
+    const file = writeQuarantine(this.dir, {
+      sessionId: events[0]!.sessionId,
+      quarantinedAt: new Date().toISOString(),
+      server: this.report.server,
+      status,
+      error,
+      events,
+    });
+    if (single) cursor.removeQueued(new Set([single.id]));
+    else cursor.acknowledge(batch.length);
+    this.report.quarantined += kept.length;
+    this.report.quarantineFiles.push(file);
+    this.warn(
+      `tend: ${this.report.server} refused ${kept.length} event(s) (HTTP ${status} ${error.code}: ${error.message}); ` +
+        `kept in ${file}; see tend events outbox, resend with tend events push --retry-quarantined\n`,
+    );
+  }
+
+  /**
+   * Sends what is left, waiting at most `timeoutMs`, then stops and reports what still waits.
+   * Call it after the session ended (its segment is complete). A second call returns the report.
+   */
+  async finish(timeoutMs: number): Promise<StreamReport> {
+    if (!this.finishing) {
+      this.finishing = true;
+      // Segments other commands left since this one started.
+      this.olderIds.push(
+        ...listSegmentIds(this.dir).filter((id) => !this.tried.has(id) && !this.olderIds.includes(id)),
+      );
+      const deadline = setTimeout(() => this.stop(), timeoutMs); // holds the process open until then
+      this.wake();
+      try {
+        await this.loop;
+      } finally {
+        clearTimeout(deadline);
+        this.stopped = true;
+        this.agent.destroy();
+        this.older?.release();
+        this.own?.release();
+        this.older = undefined;
+      }
+      this.report.waiting = this.countWaiting();
+    }
+    return this.report;
+  }
+
+  /** Stops at once (tests, a second Ctrl-C): nothing more is sent; locks are released. */
+  async abort(): Promise<void> {
+    this.stop();
+    await this.loop;
+    this.agent.destroy();
+    this.older?.release();
+    this.own?.release();
+  }
+
+  private countWaiting(): number {
+    return countOutbox(this.dir, new Set(this.report.heldElsewhere.map((h) => h.sessionId)));
+  }
+}
