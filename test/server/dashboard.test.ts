@@ -80,6 +80,13 @@ describe.each(dialects)('dashboard on %s', (dialect) => {
     expect(detail.body).toContain('&lt;b&gt;uid&lt;/b&gt;');
   });
 
+  it('treats empty filter fields as "any"', async () => {
+    const { cookie } = await login(s.tokens.read);
+    const res = await page('/?project=&environment=&state=', cookie!);
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toContain(`data-environment-id="${hostileId}"`);
+  });
+
   it('requires the CSRF token on forms', async () => {
     const { cookie } = await login(s.tokens.admin);
     const res = await s.app.inject({

@@ -150,32 +150,43 @@ export function registerDashboard(app: App, services: ServerServices): void {
     },
   );
 
-  app.get('/', { schema: { ...hidden, querystring: ListQuery } }, async (request, reply) => {
-    const session = await requireSession(request, reply);
-    if (!session) return reply;
-    const q = request.query;
-    const now = services.now();
-    let filter;
-    try {
-      filter = listFilter(q, session.principal, now);
-    } catch (error) {
-      return send(reply, messagePage('Bad filter', (error as Error).message, session), 400);
-    }
-    const cursor = q.cursor ? decodeCursor(q.cursor) : undefined;
-    const page = await services.environments.list(filter, q.limit ?? 50, cursor);
-    return send(
-      reply,
-      environmentsPage(
-        {
-          items: page.items.map(environmentView),
-          nextCursor: page.nextCursor,
-          filter: { project: q.project, state: q.state, environment: q.environment },
-          now,
-        },
-        session,
-      ),
-    );
-  });
+  app.get(
+    '/',
+    {
+      schema: { ...hidden, querystring: ListQuery },
+      // The filter form sends empty fields for "any": drop them before validation.
+      preValidation: async (request) => {
+        const query = request.query as Record<string, unknown>;
+        for (const key of Object.keys(query)) if (query[key] === '') delete query[key];
+      },
+    },
+    async (request, reply) => {
+      const session = await requireSession(request, reply);
+      if (!session) return reply;
+      const q = request.query;
+      const now = services.now();
+      let filter;
+      try {
+        filter = listFilter(q, session.principal, now);
+      } catch (error) {
+        return send(reply, messagePage('Bad filter', (error as Error).message, session), 400);
+      }
+      const cursor = q.cursor ? decodeCursor(q.cursor) : undefined;
+      const page = await services.environments.list(filter, q.limit ?? 50, cursor);
+      return send(
+        reply,
+        environmentsPage(
+          {
+            items: page.items.map(environmentView),
+            nextCursor: page.nextCursor,
+            filter: { project: q.project, state: q.state, environment: q.environment },
+            now,
+          },
+          session,
+        ),
+      );
+    },
+  );
 
   const IdParams = Type.Object({ id: Type.String() });
 
