@@ -430,9 +430,9 @@ export async function getStatus(ctx: PluginContext, { action }: Params): Promise
   const namespace = client.settings.appNamespace;
   const info = await client.observeNamespace(namespace);
   if (info?.state !== 'ready') return { state: 'not-ready', detail: { namespace: info?.state ?? 'missing' } };
-  const manifests = loadManifests(ctx, action);
+  const objects = await prepare(client, namespace, action, loadManifests(ctx, action));
   const outdated: string[] = [];
-  for (const { object } of manifests) {
+  for (const object of objects) {
     const live = await client.readObject(namespace, refOf(object));
     const name = `${object.kind}/${object.metadata?.name}`;
     if (!live) outdated.push(`${name} missing`);
@@ -449,9 +449,9 @@ export async function remove(ctx: PluginContext, { action }: Params): Promise<St
   const namespace = client.settings.appNamespace;
   const info = await client.observeNamespace(namespace);
   if (info?.state !== 'ready') return { state: 'not-ready' };
-  const manifests = loadManifests(ctx, action);
+  const objects = await prepare(client, namespace, action, loadManifests(ctx, action));
   const deleted: string[] = [];
-  for (const { object } of manifests) {
+  for (const object of objects) {
     const live = await client.readObject(namespace, refOf(object));
     // Only what tend applied for this action: a same-named object of someone else stays.
     if (!live || live.metadata?.labels?.[labels.action] !== actionLabel(action.ref)) continue;

@@ -1,0 +1,227 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { cleanupDeployCommand } from '../../../src/commands/cleanup.js';
+import { statusCommand } from '../../../src/commands/status.js';
+import { removeProjects } from '../../helpers/project.js';
+import {
+  deploymentYaml,
+  execute,
+  kubectl,
+  kubectlJson,
+  namespaceEvents,
+  sessionEvents,
+  shopProject,
+  startSim,
+  type SimHandle,
+} from './helpers.js';
+
+let h: SimHandle;
+beforeAll(async () => {
+  h = await startSim();
+});
+afterAll(async () => h?.stop());
+afterEach(removeProjects);
+
+interface DeploymentJson {
+  metadata: { labels: Record<string, string>; annotations: Record<string, string> };
+  spec: { template: { spec: { containers: { image: string }[] } } };
+  status: { availableReplicas?: number };
+}
+
+/** A deployment manifest whose pods carry kube-sim behaviour annotations. */
+function deploymentWith(podAnnotations: Record<string, string>): string {
+  const lines = Object.entries(podAnnotations)
+    .map(([k, v]) => `        ${k}: "${v}"`)
+    .join('\n');
+  return deploymentYaml.replace(
+    '      labels: { app: api }\n',
+    `      labels: { app: api }\n      annotations:\n${lines}\n`,
+  );
+}
+
+function deployProject(namespace: string, manifest: string, extra: Record<string, string> = {}) {
+  return shopProject({
+    registry: h.sim.registryHost,
+    namespace,
+    files: { 'api/k8s/api.yaml': manifest, ...extra },
+  });
+}
+
+describe('kubernetes deploys', () => {
+  it('applies the manifests with server-side apply, labelled and versioned; kubectl sees the available Deployment', async () => {
+    const root = deployProject('deploy-ok', deploymentYaml);
+    const result = await execute('deploy', root);
+    expect(result.exitCode).toBe(0);
+    const [build, deploy] = result.data.actions;
+    const d = await kubectlJson<DeploymentJson>(h.kubeconfig, '-n', 'deploy-ok', 'get', 'deployment', 'api');
+    expect(d.metadata.labels).toMatchObject({
+      'tend.dev/action': 'deploy.api',
+      'app.kubernetes.io/managed-by': 'tend',
+    });
+    expect(d.metadata.annotations['tend.dev/version']).toBe(deploy!.version);
+    // `image:` of the spec went to the container that had none.
+    expect(d.spec.template.spec.containers[0]!.image).toBe(build!.outputs.image);
+    expect(d.status.availableReplicas).toBe(1);
+    const events = namespaceEvents(sessionEvents(root, result.data.sessionId));
+    expect(events.some((e) => e.namespaceName === 'deploy-ok' && e.role === 'app' && e.namespaceUid)).toBe(
+      true,
+    );
+  });
+
+  it('reports the status by the version annotation: ready when current, outdated after a change', async () => {
+    const root = deployProject('deploy-status', deploymentYaml);
+    await execute('deploy', root);
+    const again = await execute('deploy', root);
+    expect(again.data.actions.map((a) => a.state)).toEqual(['cached', 'cached']);
+    const status = await statusCommand({ root });
+    expect(status.data.actions.find((a) => a.ref === 'deploy.api')?.state).toBe('ready');
+    await kubectl(
+      h.kubeconfig,
+      '-n',
+      'deploy-status',
+      'annotate',
+      'deployment',
+      'api',
+      'tend.dev/version=v-old',
+      '--overwrite',
+    );
+    const outdated = await statusCommand({ root });
+    expect(outdated.data.actions.find((a) => a.ref === 'deploy.api')?.state).toBe('not-ready');
+  });
+
+  it('deletes what it applied (tend cleanup deploy)', async () => {
+    // A literal image: `tend cleanup deploy` cannot resolve outputs of builds that did not run (core gap).
+    const root = deployProject('deploy-delete', deploymentYaml, {
+      'api/api.tend.yml':
+        'kind: Deploy\ntype: kubernetes\nname: api\nspec: { files: [k8s/api.yaml], image: alpine }\n',
+    });
+    await execute('deploy', root);
+    const result = await cleanupDeployCommand(['api'], { root });
+    expect(result.data.deploys).toEqual([{ ref: 'deploy.api', deleted: true }]);
+    await expect(kubectl(h.kubeconfig, '-n', 'deploy-delete', 'get', 'deployment', 'api')).rejects.toThrow(
+      /NotFound|not found/,
+    );
+  });
+
+  it('inline manifests and Jobs: waits until the Job completed', async () => {
+    const root = shopProject({
+      registry: h.sim.registryHost,
+      namespace: 'deploy-inline',
+      files: {
+        'api/api.tend.yml': `kind: Deploy
+type: kubernetes
+name: migrate
+spec:
+  manifests:
+    - apiVersion: batch/v1
+      kind: Job
+      metadata: { name: migrate }
+      spec:
+        template:
+          spec:
+            restartPolicy: Never
+            containers: [{ name: m, image: alpine, command: [sh, -c, "echo migrated"] }]
+    - apiVersion: v1
+      kind: ConfigMap
+      metadata: { name: settings }
+      data: { env: "\${environment.name}" }
+`,
+      },
+    });
+    const result = await execute('deploy', root);
+    expect(result.exitCode).toBe(0);
+    const job = await kubectlJson<{ status: { succeeded?: number } }>(
+      h.kubeconfig,
+      '-n',
+      'deploy-inline',
+      'get',
+      'job',
+      'migrate',
+    );
+    expect(job.status.succeeded).toBe(1);
+    const cm = await kubectlJson<{ data: Record<string, string> }>(
+      h.kubeconfig,
+      '-n',
+      'deploy-inline',
+      'get',
+      'configmap',
+      'settings',
+    );
+    expect(cm.data).toEqual({ env: 'dev' });
+  });
+});
+
+describe('bad input is a clear error, with the namespace still recorded', () => {
+  async function failure(namespace: string, manifest: string) {
+    const root = deployProject(namespace, manifest);
+    const result = await execute('deploy', root);
+    expect(result.exitCode).toBe(1);
+    const deploy = result.data.actions.find((a) => a.ref === 'deploy.api')!;
+    expect(deploy.state).toBe('failed');
+    const events = namespaceEvents(sessionEvents(root, result.data.sessionId));
+    expect(events.some((e) => e.namespaceName === namespace && e.role === 'app' && e.namespaceUid)).toBe(
+      true,
+    );
+    return deploy.error!;
+  }
+
+  it('a manifest without kind', async () => {
+    const error = await failure('bad-nokind', 'apiVersion: v1\nmetadata: { name: x }\n');
+    expect(error).toMatchObject({ code: 'TEND_K8S_MANIFEST_INVALID' });
+    expect(error.message).toMatch(/k8s\/api\.yaml#1: missing kind/);
+  });
+
+  it('a manifest that is not YAML', async () => {
+    const error = await failure('bad-yaml', 'apiVersion: v1\nkind: [ConfigMap\n');
+    expect(error.code).toBe('TEND_K8S_MANIFEST_INVALID');
+    expect(error.message).toMatch(/k8s\/api\.yaml:\d+:\d+: invalid YAML/);
+  });
+
+  it('a manifest the cluster rejects', async () => {
+    const error = await failure('bad-rejected', deploymentYaml.replace(/ {2}selector:\n.*\n/, ''));
+    expect(error.code).toBe('TEND_K8S_MANIFEST_INVALID');
+    expect(error.message).toMatch(/the cluster rejected Deployment api: .*spec\.selector/);
+  });
+
+  it('a manifest for another namespace or a cluster-scoped kind', async () => {
+    const other = await failure(
+      'bad-namespace',
+      deploymentYaml.replace('  name: api\n', '  name: api\n  namespace: elsewhere\n'),
+    );
+    expect(other.message).toMatch(/sets namespace "elsewhere", but tend deploys into "bad-namespace"/);
+    const scoped = await failure(
+      'bad-scope',
+      'apiVersion: v1\nkind: PersistentVolume\nmetadata: { name: pv }\nspec: {}\n',
+    );
+    // kube-sim serves no cluster-scoped kind but Namespace, so an unknown kind stands in here.
+    expect(scoped.message).toMatch(/the cluster does not know kind PersistentVolume in apiVersion v1/);
+    const ns = await failure('bad-ns-kind', 'apiVersion: v1\nkind: Namespace\nmetadata: { name: mine }\n');
+    expect(ns.message).toMatch(/tend creates the namespace itself/);
+  });
+
+  it('an image that cannot be pulled fails fast, naming the pod and the reason', async () => {
+    const error = await failure('bad-image', deploymentWith({ 'kube-sim.tend.dev/image-pull': 'fail' }));
+    expect(error.code).toBe('TEND_K8S_POD_FAILED');
+    expect(error.message).toMatch(/Deployment\/api: cannot start: container api .*ErrImagePull/);
+    expect(error.message).toMatch(/pod api-[a-z0-9-]+: phase Pending/);
+  });
+
+  it('a workload that never becomes ready times out, listing what is not ready and why', async () => {
+    const root = shopProject({
+      registry: h.sim.registryHost,
+      namespace: 'bad-unready',
+      files: {
+        'api/k8s/api.yaml': deploymentWith({ 'kube-sim.tend.dev/ready': 'false' }),
+        'api/api.tend.yml': `kind: Deploy
+type: kubernetes
+name: api
+spec: { files: [k8s/api.yaml], image: alpine, timeout: 1 }
+`,
+      },
+    });
+    const result = await execute('deploy', root);
+    const error = result.data.actions[0]!.error!;
+    expect(error.code).toBe('TEND_K8S_TIMEOUT');
+    expect(error.message).toMatch(/deploy\.api: not ready after 1 s:\nDeployment\/api: 0\/1 available/);
+    expect(error.message).toMatch(/pod api-[a-z0-9-]+: phase Running; api running, not ready/);
+  });
+});
