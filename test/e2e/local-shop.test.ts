@@ -42,7 +42,7 @@ describe('the local-shop example', () => {
     const stateFile = path.join(root, '.tend', 'envs', namespace, 'deploys', 'service.json');
     const { pid } = JSON.parse(readFileSync(stateFile, 'utf8')) as { pid: number };
     expect(alive(pid)).toBe(true);
-    const health = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.json());
+    const health = (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.json())) as { ok: boolean };
     expect(health.ok).toBe(true);
 
     const status = await tend('status', '--json');
@@ -69,7 +69,7 @@ describe('the local-shop example', () => {
 
     const seeded = await tend('run', 'seed');
     expect(seeded.code, seeded.stderr).toBe(0);
-    const items = await fetch(`http://127.0.0.1:${port}/items`).then((r) => r.json());
+    const items = (await fetch(`http://127.0.0.1:${port}/items`).then((r) => r.json())) as { name: string }[];
     expect(items.map((i: { name: string }) => i.name)).toEqual(
       expect.arrayContaining(['kettle', 'mug', 'saucer']),
     );
