@@ -1,0 +1,66 @@
+/**
+ * The kubernetes plugin reaches the API only through its namespace-tracking client (DESIGN §4):
+ * no file outside src/plugins/kubernetes/client/ imports @kubernetes/client-node, and the
+ * plugin's entry point loads it only lazily (so `tend --version` and exec-only projects never do).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { repoRoot } from '../../helpers/project.js';
+
+const pluginDir = path.join(repoRoot, 'src', 'plugins', 'kubernetes');
+
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory()
+      ? sources(path.join(dir, e.name))
+      : e.name.endsWith('.ts')
+        ? [path.join(dir, e.name)]
+        : [],
+  );
+}
+
+const importPattern =
+  /(?:^|\n)\s*(import|export)\s+(type\s+)?[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
+
+function imports(file: string): { spec: string; typeOnly: boolean; dynamic: boolean }[] {
+  const text = readFileSync(file, 'utf8');
+  return [...text.matchAll(importPattern)].map((m) => ({
+    spec: (m[3] ?? m[4])!,
+    typeOnly: Boolean(m[2]),
+    dynamic: m[4] !== undefined,
+  }));
+}
+
+describe('the kubernetes plugin reaches the API only through its client', () => {
+  it('imports @kubernetes/client-node nowhere outside src/plugins/kubernetes/client/', () => {
+    const offenders = sources(pluginDir)
+      .filter((f) => !f.startsWith(path.join(pluginDir, 'client') + path.sep))
+      .filter((f) => imports(f).some((i) => i.spec.startsWith('@kubernetes/client-node')));
+    expect(offenders).toEqual([]);
+  });
+
+  it('imports the client library at runtime only dynamically (type imports are erased)', () => {
+    const eager = sources(pluginDir).flatMap((f) =>
+      imports(f)
+        .filter((i) => i.spec.startsWith('@kubernetes/client-node') && !i.typeOnly && !i.dynamic)
+        .map(() => path.relative(repoRoot, f)),
+    );
+    expect(eager).toEqual([]);
+  });
+
+  it('the plugin entry point statically imports nothing that loads the client', () => {
+    const seen = new Set<string>();
+    const visit = (file: string) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      for (const i of imports(file)) {
+        if (i.dynamic || i.typeOnly || !i.spec.startsWith('.')) continue;
+        visit(path.resolve(path.dirname(file), i.spec.replace(/\.js$/, '.ts')));
+      }
+    };
+    visit(path.join(pluginDir, 'index.ts'));
+    const loaded = [...seen].map((f) => path.relative(pluginDir, f)).sort();
+    expect(loaded).toEqual(['config.ts', 'index.ts']);
+  });
+});
