@@ -13,9 +13,10 @@ import { builtinPlugins } from '../../src/plugins/registry.js';
 import { actionHandlerNames, providerHandlerNames, type ActionKind } from '../../src/plugins/types.js';
 import { makeProject, removeProjects } from '../helpers/project.js';
 import { execContract } from './contract/exec.js';
+import { kubernetesContract } from './contract/kubernetes.js';
 import type { ContractRow, PluginContract, PluginFixture } from './contract/types.js';
 
-const contracts: PluginContract[] = [execContract];
+const contracts: PluginContract[] = [execContract, kubernetesContract];
 
 /** Every handler a plugin registers, named as the rows name them. */
 function registeredHandlers(pluginName: string): string[] {

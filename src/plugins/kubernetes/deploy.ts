@@ -203,6 +203,7 @@ export async function deploy(ctx: PluginContext, { action }: Params): Promise<Ex
   const manifests = loadManifests(ctx, action);
   const client = await clientFor(ctx);
   const namespace = client.settings.appNamespace;
+  await client.ensureNamespace(namespace);
   const objects = await prepare(client, namespace, action, manifests);
   const applied: KubeObject[] = [];
   for (const object of objects) {

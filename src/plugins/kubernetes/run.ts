@@ -39,6 +39,7 @@ export async function run(
   const namespace = client.settings.appNamespace;
   const spec = action.spec;
   const timeoutMs = spec.timeout !== undefined ? spec.timeout * 1000 : (action.timeoutMs ?? 600_000);
+  await client.ensureNamespace(namespace);
   const name = podName(action.kind.toLowerCase(), action.name);
   const what = `${action.kind.toLowerCase()} pod for ${action.ref}`;
   const started = performance.now();

@@ -139,6 +139,7 @@ function builderMetadata(run: BuildRun, name: string, component: string) {
 async function buildWithBuildkit(run: BuildRun): Promise<string | undefined> {
   const { client, settings, params, image, context } = run;
   const namespace = settings.appNamespace;
+  await client.ensureNamespace(namespace);
   const name = podName('tend-buildkit', params.action.name);
   const spec = params.action.spec;
   await client.createPod(namespace, {

@@ -110,17 +110,18 @@ export class KubeClient {
   }
 
   /**
-   * For the provider's `init`: connects and finds the cluster identity (the uid of kube-system,
-   * or the server URL when that cannot be read). kube-system is reported as a system namespace.
+   * For the provider's `init`: connects and finds the cluster identity, the uid of kube-system (or
+   * the server URL, flagged `clusterIdFallback`, when that cannot be read). This cluster-scoped read
+   * of the kube-system Namespace object is the one namespace read that is not reported: it works in
+   * no namespace, and kube-system is never an environment.
    */
   static async identify(ctx: PluginContext, settings: ProviderSettings): Promise<KubeClient> {
     const connection = await connect(settings.context);
     const base = { server: connection.server, context: connection.context };
     const probe = new KubeClient(connection, ctx, settings, { clusterId: connection.server, ...base });
-    let info: NamespaceInfo | undefined;
     let identity: ClusterIdentity;
     try {
-      info = await probe.readNamespace('kube-system');
+      const info = await probe.readNamespace('kube-system');
       identity = info?.uid
         ? { clusterId: info.uid, ...base }
         : { clusterId: connection.server, ...base, clusterIdFallback: true };
@@ -129,9 +130,12 @@ export class KubeClient {
       if (f.status !== 403 && f.status !== 404) throw error;
       identity = { clusterId: connection.server, ...base, clusterIdFallback: true };
     }
-    const client = new KubeClient(connection, ctx, settings, identity);
-    if (info) client.report(info, 'observed', { purpose: 'cluster-identity' });
-    return client;
+    if (identity.clusterIdFallback) {
+      ctx.log.debug(
+        `cannot read the uid of kube-system; using the server URL ${connection.server} as cluster id`,
+      );
+    }
+    return new KubeClient(connection, ctx, settings, identity);
   }
 
   get target(): Target {
