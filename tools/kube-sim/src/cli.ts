@@ -11,6 +11,7 @@ const { values } = parseArgs({
     'namespace-delete-delay-ms': { type: 'string' },
     'deployment-ready-delay-ms': { type: 'string' },
     'pod-start-delay-ms': { type: 'string' },
+    'seed-namespaces': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
 });
@@ -18,7 +19,8 @@ const { values } = parseArgs({
 if (values.help) {
   process.stdout.write(
     'usage: kube-sim [--port N] [--registry-port N] [--kubeconfig PATH] [--token T]\n' +
-      '                [--namespace-delete-delay-ms N] [--deployment-ready-delay-ms N] [--pod-start-delay-ms N]\n',
+      '                [--namespace-delete-delay-ms N] [--deployment-ready-delay-ms N] [--pod-start-delay-ms N]\n' +
+      '                [--seed-namespaces N]   (N namespaces env-00000…, each with a ConfigMap and a Secret)\n',
   );
   process.exit(0);
 }
@@ -37,6 +39,17 @@ const sim = await startKubeSim({
     : {}),
   ...(values['pod-start-delay-ms'] ? { podStartDelayMs: num(values['pod-start-delay-ms'])! } : {}),
 });
+const seed = Number(values['seed-namespaces'] ?? 0);
+for (let i = 0; i < seed; i++) {
+  const ns = `env-${String(i).padStart(5, '0')}`;
+  sim.store.create('namespaces', '', {
+    metadata: { name: ns, labels: { 'tend.dev/managed': 'true', 'tend.dev/env': i % 2 ? 'pr' : 'dev' } },
+  });
+  sim.store.create('configmaps', ns, { metadata: { name: 'tend-environment' }, data: { id: String(i) } });
+  sim.store.create('secrets', ns, { metadata: { name: 'registry' }, data: { token: 'eA==' } });
+}
+// The namespace controller adds each namespace's ServiceAccount and root CA ConfigMap.
+while (sim.store.count('serviceaccounts') < seed) await new Promise((r) => setImmediate(r));
 if (values.kubeconfig) await sim.writeKubeconfig(values.kubeconfig);
 process.stdout.write(`${sim.url}\n`);
 process.stderr.write(
