@@ -3,7 +3,15 @@
  * (`postgres://…`, for several replicas), both behind Kysely; and applying the migrations.
  */
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, sql, SqliteDialect, type Migration } from 'kysely';
+import {
+  Kysely,
+  Migrator,
+  PostgresDialect,
+  sql,
+  SqliteDialect,
+  type Migration,
+  type SqliteDatabase,
+} from 'kysely';
 import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import pg from 'pg';
@@ -72,7 +80,9 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<S
     sqlite.pragma('synchronous = NORMAL');
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 5000');
-    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+    sqlite.pragma('temp_store = memory');
+    sqlite.pragma('cache_size = -32768');
+    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingStatements(sqlite) }) });
     return { db, dialect: 'sqlite', location: file, close: () => db.destroy() };
   } catch (error) {
     throw new TendError(
@@ -83,6 +93,28 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<S
       },
     );
   }
+}
+
+/**
+ * Kysely prepares every query anew; the ingest path repeats the same few statements, so keep
+ * prepared statements by SQL text (bounded). Kysely runs one query at a time on SQLite.
+ */
+function cachingStatements(sqlite: BetterSqlite3.Database, size = 256): SqliteDatabase {
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare: (text: string) => {
+      let statement = cache.get(text);
+      if (statement) {
+        cache.delete(text);
+      } else {
+        statement = sqlite.prepare(text);
+        if (cache.size >= size) cache.delete(cache.keys().next().value!);
+      }
+      cache.set(text, statement);
+      return statement as unknown as ReturnType<SqliteDatabase['prepare']>;
+    },
+  };
 }
 
 export interface MigrationReport {

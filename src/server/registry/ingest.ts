@@ -11,7 +11,7 @@
  *
  * Activity time is the server's receive time of the batch, never the client's clock.
  */
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
 import { ulid } from 'ulidx';
 import type {
   NamespaceStatusPayload,
@@ -80,7 +80,9 @@ export async function ingestEvents(
 ): Promise<IngestResult> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await db.transaction().execute((trx) => applyBatch(trx, events, receivedAt.toISOString()));
+      return await db
+        .transaction()
+        .execute((trx) => applyBatch(trx, dialect, events, receivedAt.toISOString()));
     } catch (error) {
       const code = (error as { code?: unknown }).code;
       if (dialect !== 'postgres' || attempt >= 5 || typeof code !== 'string' || !retryableCodes.has(code)) {
@@ -92,42 +94,94 @@ export async function ingestEvents(
 
 async function applyBatch(
   trx: Transaction<Database>,
+  dialect: DialectName,
   events: TendEvent[],
   now: string,
 ): Promise<IngestResult> {
   if (events.length === 0) return { accepted: 0, duplicates: 0 };
 
-  const inserted = new Set<string>();
-  for (const chunk of chunks(events)) {
-    const rows = await trx
-      .insertInto('events')
-      .values(
-        chunk.map((e) => ({
-          id: e.id,
-          type: e.type,
-          session_id: e.sessionId,
-          client_timestamp: e.timestamp,
-          received_at: now,
-          environment_id: null,
-          payload: JSON.stringify(e.payload),
-        })),
-      )
-      .onConflict((oc) => oc.column('id').doNothing())
-      .returning('id')
+  // Events stored before (a re-sent batch) are skipped without any write.
+  const existing = new Set<string>();
+  for (const ids of chunks([...new Set(events.map((e) => e.id))])) {
+    const rows = await trx.selectFrom('events').select('id').where('id', 'in', ids).execute();
+    for (const row of rows) existing.add(row.id);
+  }
+  const seen = new Set<string>();
+  const candidates = events.filter((e) => {
+    if (existing.has(e.id) || seen.has(e.id)) return false;
+    seen.add(e.id);
+    return true;
+  });
+  if (candidates.length === 0) return { accepted: 0, duplicates: events.length };
+
+  const known = await loadSessions(trx, [...new Set(candidates.map((e) => e.sessionId))]);
+  let plan = planBatch(candidates, new Map(known), now);
+
+  const projects = [...new Set([...plan.touches.values()].map((t) => t.identity.project))].sort();
+  if (projects.length > 0) {
+    await trx
+      .insertInto('projects')
+      .values(projects.map((name) => ({ name, created_at: now })))
+      .onConflict((oc) => oc.column('name').doNothing())
       .execute();
-    for (const row of rows) inserted.add(row.id);
   }
-  const accepted = inserted.size;
-  const result = { accepted, duplicates: events.length - accepted };
-  if (accepted === 0) return result;
+  const environmentIds = await upsertEnvironments(trx, [...plan.touches.values()], now);
 
-  const fresh: TendEvent[] = [];
-  for (const e of events) {
-    if (inserted.delete(e.id)) fresh.push(e);
+  // The insert decides which events this transaction applies: a replica inserting the same
+  // event concurrently waits on the primary key, then sees it as a conflict.
+  const inserted = new Set<string>();
+  for (const chunk of chunks(candidates, 500)) {
+    const rows = chunk.map((e) => {
+      const key = plan.eventEnvironment.get(e.id);
+      return [
+        e.id,
+        e.type,
+        e.sessionId,
+        e.timestamp,
+        now,
+        key === undefined ? null : (environmentIds.get(key) ?? null),
+        JSON.stringify(e.payload),
+      ];
+    });
+    for (const id of await insertEvents(trx, dialect, rows)) inserted.add(id);
+  }
+  if (inserted.size === 0) return { accepted: 0, duplicates: events.length };
+  if (inserted.size < candidates.length) {
+    // Another replica stored some of these events at this very moment: apply only ours.
+    plan = planBatch(
+      candidates.filter((e) => inserted.has(e.id)),
+      new Map(known),
+      now,
+    );
   }
 
-  const known = await loadSessions(trx, [...new Set(fresh.map((e) => e.sessionId))]);
+  for (const [key, t] of [...plan.touches].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    if (t.namespaceEvents.length === 0) continue;
+    const id = environmentIds.get(key)!;
+    for (const { event } of t.namespaceEvents) await applyNamespaceStatus(trx, id, event, now);
+    await recomputeEnvironmentState(trx, id, now);
+  }
+
+  for (const s of plan.sessions.values()) {
+    const identity = plan.known.get(s.id)?.identity;
+    if (identity) s.environment_id = environmentIds.get(environmentKey(identity)) ?? null;
+  }
+  await upsertSessions(trx, [...plan.sessions.values()]);
+  return { accepted: inserted.size, duplicates: events.length - inserted.size };
+}
+
+interface BatchPlan {
+  touches: Map<string, EnvironmentTouch>;
+  sessions: Map<string, SessionUpdate>;
+  /** Environment key of each event that belongs to one. */
+  eventEnvironment: Map<string, string>;
+  known: Map<string, KnownSession>;
+}
+
+/** What the events change, worked out in memory: environments touched, session updates. */
+function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, now: string): BatchPlan {
   const touches = new Map<string, EnvironmentTouch>();
+  const eventEnvironment = new Map<string, string>();
   const sessions = new Map<string, SessionUpdate>();
 
   const touch = (identity: EnvironmentIdentity, eventId: string): EnvironmentTouch => {
@@ -138,6 +192,7 @@ async function applyBatch(
       touches.set(key, t);
     }
     t.eventIds.push(eventId);
+    eventEnvironment.set(eventId, key);
     return t;
   };
   const session = (id: string): SessionUpdate => {
@@ -233,33 +288,31 @@ async function applyBatch(
   }
   // Every session that sent something this batch was last heard of now.
   for (const e of fresh) session(e.sessionId);
+  return { touches, sessions, eventEnvironment, known };
+}
 
-  const projects = [...new Set([...touches.values()].map((t) => t.identity.project))];
-  if (projects.length > 0) {
-    await trx
-      .insertInto('projects')
-      .values(projects.map((name) => ({ name, created_at: now })))
-      .onConflict((oc) => oc.column('name').doNothing())
-      .execute();
-  }
-
-  const environmentIds = new Map<string, string>();
-  for (const [key, t] of touches) {
-    const id = await upsertEnvironment(trx, t, now);
-    environmentIds.set(key, id);
-    for (const { event } of t.namespaceEvents) await applyNamespaceStatus(trx, id, event, now);
-    if (t.namespaceEvents.length > 0) await recomputeEnvironmentState(trx, id, now);
-    for (const ids of chunks(t.eventIds)) {
-      await trx.updateTable('events').set({ environment_id: id }).where('id', 'in', ids).execute();
-    }
-  }
-
-  for (const s of sessions.values()) {
-    const identity = known.get(s.id)?.identity;
-    if (identity) s.environment_id = environmentIds.get(environmentKey(identity)) ?? null;
-    await upsertSession(trx, s);
-  }
-  return result;
+/**
+ * `INSERT INTO events … ON CONFLICT (id) DO NOTHING RETURNING id`, written directly: the hot
+ * path of ingest, where building 3,500 values through the query builder costs more than the
+ * database does. Returns the ids this statement inserted.
+ */
+async function insertEvents(
+  trx: Transaction<Database>,
+  dialect: DialectName,
+  rows: (string | null)[][],
+): Promise<string[]> {
+  const width = 7;
+  const tuples = rows.map((_, r) =>
+    dialect === 'postgres'
+      ? `(${Array.from({ length: width }, (_, c) => `$${r * width + c + 1}`).join(', ')})`
+      : `(${'?, '.repeat(width - 1)}?)`,
+  );
+  const text =
+    'insert into events (id, type, session_id, client_timestamp, received_at, environment_id, payload) values ' +
+    tuples.join(', ') +
+    ' on conflict (id) do nothing returning id';
+  const result = await trx.executeQuery<{ id: string }>(CompiledQuery.raw(text, rows.flat()));
+  return result.rows.map((r) => r.id);
 }
 
 async function loadSessions(trx: Transaction<Database>, ids: string[]): Promise<Map<string, KnownSession>> {
@@ -289,82 +342,113 @@ function newer(column: keyof EnvironmentsTable) {
   return sql<string>`case when excluded.last_activity_at >= environments.last_activity_at then excluded.${sql.ref(column)} else environments.${sql.ref(column)} end`;
 }
 
-async function upsertEnvironment(
+/**
+ * Upserts the touched environments, a few statements per batch: one per shape of update
+ * (with or without a new policy, with or without activity), rows in key order so concurrent
+ * transactions lock them in the same order. Returns the id of each, by environment key.
+ */
+async function upsertEnvironments(
   trx: Transaction<Database>,
-  t: EnvironmentTouch,
+  touches: EnvironmentTouch[],
   now: string,
-): Promise<string> {
-  const a = t.activity;
-  const row = await trx
-    .insertInto('environments')
-    .values({
-      id: ulid(),
-      project: t.identity.project,
-      name: t.identity.name,
-      namespace: t.identity.namespace,
-      state: 'active',
-      owner: t.owner ?? null,
-      protected: 0,
-      policy_after_inactivity: t.policy?.afterInactivity ?? null,
-      policy_action: t.policy?.action ?? null,
-      created_at: now,
-      updated_at: now,
-      last_activity_at: now,
-      last_activity_session: a?.session ?? null,
-      last_activity_command: a?.command ?? null,
-      last_activity_user: a?.user ?? null,
-      last_activity_type: a?.type ?? null,
-    })
-    .onConflict((oc) =>
-      oc.columns(['project', 'name', 'namespace']).doUpdateSet((eb) => ({
-        updated_at: eb.ref('excluded.updated_at'),
-        owner: sql<string | null>`coalesce(environments.owner, excluded.owner)`,
-        ...(t.policy !== undefined
-          ? {
-              policy_after_inactivity: eb.ref('excluded.policy_after_inactivity'),
-              policy_action: eb.ref('excluded.policy_action'),
-            }
-          : {}),
-        ...(a
-          ? {
-              last_activity_session: newer('last_activity_session'),
-              last_activity_command: newer('last_activity_command'),
-              last_activity_user: newer('last_activity_user'),
-              last_activity_type: newer('last_activity_type'),
-              last_activity_at: newer('last_activity_at'),
-            }
-          : {}),
-      })),
-    )
-    .returning('id')
-    .executeTakeFirstOrThrow();
-  return row.id;
+): Promise<Map<string, string>> {
+  const ids = new Map<string, string>();
+  const groups = new Map<string, EnvironmentTouch[]>();
+  for (const t of touches) {
+    const shape = `${t.policy !== undefined}/${t.activity !== undefined}`;
+    groups.set(shape, [...(groups.get(shape) ?? []), t]);
+  }
+  for (const group of groups.values()) {
+    const first = group[0]!;
+    const withPolicy = first.policy !== undefined;
+    const withActivity = first.activity !== undefined;
+    const sorted = group
+      .map((t) => ({ key: environmentKey(t.identity), t }))
+      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    for (const chunk of chunks(sorted, 500)) {
+      const rows = await trx
+        .insertInto('environments')
+        .values(
+          chunk.map(({ t }) => ({
+            id: ulid(),
+            project: t.identity.project,
+            name: t.identity.name,
+            namespace: t.identity.namespace,
+            state: 'active' as const,
+            owner: t.owner ?? null,
+            protected: 0,
+            policy_after_inactivity: t.policy?.afterInactivity ?? null,
+            policy_action: t.policy?.action ?? null,
+            created_at: now,
+            updated_at: now,
+            last_activity_at: now,
+            last_activity_session: t.activity?.session ?? null,
+            last_activity_command: t.activity?.command ?? null,
+            last_activity_user: t.activity?.user ?? null,
+            last_activity_type: t.activity?.type ?? null,
+          })),
+        )
+        .onConflict((oc) =>
+          oc.columns(['project', 'name', 'namespace']).doUpdateSet((eb) => ({
+            updated_at: eb.ref('excluded.updated_at'),
+            owner: sql<string | null>`coalesce(environments.owner, excluded.owner)`,
+            ...(withPolicy
+              ? {
+                  policy_after_inactivity: eb.ref('excluded.policy_after_inactivity'),
+                  policy_action: eb.ref('excluded.policy_action'),
+                }
+              : {}),
+            ...(withActivity
+              ? {
+                  last_activity_session: newer('last_activity_session'),
+                  last_activity_command: newer('last_activity_command'),
+                  last_activity_user: newer('last_activity_user'),
+                  last_activity_type: newer('last_activity_type'),
+                  last_activity_at: newer('last_activity_at'),
+                }
+              : {}),
+          })),
+        )
+        .returning(['id', 'project', 'name', 'namespace'])
+        .execute();
+      for (const r of rows) ids.set(environmentKey(r), r.id);
+    }
+  }
+  return ids;
 }
 
-async function upsertSession(trx: Transaction<Database>, s: SessionUpdate): Promise<void> {
+async function upsertSessions(trx: Transaction<Database>, updates: SessionUpdate[]): Promise<void> {
+  if (updates.length === 0) return;
+  const sorted = [...updates].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  for (const chunk of chunks(sorted, 500)) await upsertSessionChunk(trx, chunk);
+}
+
+async function upsertSessionChunk(trx: Transaction<Database>, updates: SessionUpdate[]): Promise<void> {
   const keep = (column: keyof SessionsTable) =>
     sql<string | null>`coalesce(excluded.${sql.ref(column)}, sessions.${sql.ref(column)})`;
   await trx
     .insertInto('sessions')
-    .values({
-      id: s.id,
-      environment_id: s.environment_id ?? null,
-      project: s.project ?? null,
-      environment: s.environment ?? null,
-      namespace: s.namespace ?? null,
-      command: s.command ?? null,
-      args: s.args ?? null,
-      user_name: s.user_name ?? null,
-      host_id: s.host_id ?? null,
-      cli_version: s.cli_version ?? null,
-      status: s.status,
-      started_at: s.started_at ?? null,
-      ended_at: s.ended_at ?? null,
-      last_heartbeat_at: s.last_heartbeat_at ?? null,
-      last_event_at: s.last_event_at,
-      error_code: s.error_code ?? null,
-      error_message: s.error_message ?? null,
-    })
+    .values(
+      updates.map((s) => ({
+        id: s.id,
+        environment_id: s.environment_id ?? null,
+        project: s.project ?? null,
+        environment: s.environment ?? null,
+        namespace: s.namespace ?? null,
+        command: s.command ?? null,
+        args: s.args ?? null,
+        user_name: s.user_name ?? null,
+        host_id: s.host_id ?? null,
+        cli_version: s.cli_version ?? null,
+        status: s.status,
+        started_at: s.started_at ?? null,
+        ended_at: s.ended_at ?? null,
+        last_heartbeat_at: s.last_heartbeat_at ?? null,
+        last_event_at: s.last_event_at,
+        error_code: s.error_code ?? null,
+        error_message: s.error_message ?? null,
+      })),
+    )
     .onConflict((oc) =>
       oc.column('id').doUpdateSet({
         environment_id: keep('environment_id'),

@@ -119,7 +119,6 @@ export async function up(db: Kysely<any>): Promise<void> {
     .on('events')
     .columns(['environment_id', 'received_at'])
     .execute();
-  await db.schema.createIndex('events_by_session').on('events').column('session_id').execute();
 
   await db.schema
     .createTable('resources')

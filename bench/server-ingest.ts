@@ -1,0 +1,272 @@
+/**
+ * Server benchmark (issue 6): ingest throughput and batch latency over real HTTP on 127.0.0.1,
+ * on SQLite and PostgreSQL, and GET /api/v1/environments latency for a page of 50 out of
+ * 100,000 environments.
+ *
+ * Targets on a 2-core machine: 50,000 events/s on SQLite, 20,000 on PostgreSQL; p99 under
+ * 100 ms for a batch of 500; a page of 50 out of 100,000 in under 50 ms.
+ *
+ * Run alone: `npx tsx bench/server-ingest.ts`. PostgreSQL from TEND_BENCH_DATABASE_URL or
+ * TEND_TEST_DATABASE_URL (default postgres://postgres:postgres@127.0.0.1:5432/postgres); a
+ * database is created for the run and dropped afterwards.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { monotonicFactory } from 'ulidx';
+import type { TendEvent } from '../src/events/catalog.js';
+import { buildServer } from '../src/server/app.js';
+import { migrateToLatest, openDatabase, type ServerDatabase } from '../src/server/db/database.js';
+import { TokenRepository } from '../src/server/db/repositories/tokens.js';
+
+const batchSize = 500;
+const batches = Number(process.env.TEND_BENCH_BATCHES ?? 200);
+const clients = 4;
+const environmentsForList = 100_000;
+const listRequests = 200;
+
+const nextId = monotonicFactory();
+const target = { kind: 'kubernetes' as const, clusterId: 'bench', server: 'https://k8s', context: 'bench' };
+
+/** A batch as the CLI sends it: 10 sessions, each started, its namespace, 46 action updates, a heartbeat, the end. */
+function makeBatch(b: number): TendEvent[] {
+  const events: TendEvent[] = [];
+  const timestamp = new Date().toISOString();
+  for (let s = 0; s < 10; s++) {
+    const sessionId = nextId();
+    const user = `user${(b * 10 + s) % 500}`;
+    const common = { project: 'bench', environment: 'dev', namespace: `bench-${user}` };
+    const ev = (type: TendEvent['type'], payload: unknown) =>
+      ({ id: nextId(), type, sessionId, timestamp, payload }) as TendEvent;
+    events.push(
+      ev('sessionStarted', {
+        command: 'deploy',
+        args: ['api'],
+        ...common,
+        user,
+        hostId: 'bench-host',
+        cliVersion: '0.1.0',
+        cleanupPolicy: { afterInactivity: '8h', action: 'delete' },
+      }),
+    );
+    events.push(
+      ev('namespaceStatus', {
+        pluginName: 'kubernetes',
+        providerName: 'kubernetes',
+        namespaceName: common.namespace,
+        namespaceUid: `uid-${user}`,
+        state: 'ready',
+        role: 'app',
+        cause: 'observed',
+        target,
+        project: 'bench',
+        environment: 'dev',
+      }),
+    );
+    for (let i = 0; i < 46; i++) {
+      events.push(
+        ev('actionStatus', {
+          actionRef: `deploy.svc${i % 8}`,
+          kind: 'Deploy',
+          version: 'v-0123456789abcdef',
+          state: i % 2 ? 'ready' : 'processing',
+          ...(i % 2 ? { durationMs: 1234 } : {}),
+        }),
+      );
+    }
+    events.push(ev('sessionHeartbeat', { ...common, uptimeMs: 30_000 }));
+    events.push(ev('sessionCompleted', { durationMs: 4321, succeeded: 8, cached: 0, failed: 0, aborted: 0 }));
+  }
+  return events;
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+const ms = (n: number) => `${n.toFixed(1)} ms`;
+
+async function withServer<T>(
+  database: ServerDatabase,
+  work: (url: string, token: string) => Promise<T>,
+): Promise<T> {
+  await migrateToLatest(database);
+  const { token } = await new TokenRepository(database.db).create({
+    name: `bench-${nextId()}`,
+    scope: 'admin',
+  });
+  const app = await buildServer({ db: database, logger: false, ownsDatabase: false });
+  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  try {
+    return await work(url, token);
+  } finally {
+    await app.close();
+  }
+}
+
+async function benchIngest(label: string, database: ServerDatabase) {
+  const bodies = Array.from({ length: batches }, (_, b) => JSON.stringify({ events: makeBatch(b) }));
+  return withServer(database, async (url, token) => {
+    const send = async (body: string) => {
+      const started = performance.now();
+      const res = await fetch(`${url}/api/v1/events`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body,
+      });
+      const answer = (await res.json()) as { accepted: number };
+      if (res.status !== 200 || answer.accepted !== batchSize) throw new Error(`batch failed: ${res.status}`);
+      return performance.now() - started;
+    };
+    // Warm up (JIT, connections, statement caches) with batches not counted.
+    for (let i = 0; i < 5; i++) await send(JSON.stringify({ events: makeBatch(batches + i) }));
+
+    const latencies: number[] = [];
+    let next = 0;
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: clients }, async () => {
+        while (next < bodies.length) {
+          const body = bodies[next++]!;
+          latencies.push(await send(body));
+        }
+      }),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    latencies.sort((a, b) => a - b);
+    const events = batches * batchSize;
+    const perSecond = events / seconds;
+    console.log(
+      `${label.padEnd(10)} ingest: ${events} events in ${batches} batches of ${batchSize} (${clients} clients): ` +
+        `${Math.round(perSecond).toLocaleString('en-US')} events/s; batch latency p50 ${ms(percentile(latencies, 50))}, p99 ${ms(percentile(latencies, 99))}`,
+    );
+    return { eventsPerSecond: perSecond, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+  });
+}
+
+async function seedEnvironments(database: ServerDatabase, count: number): Promise<void> {
+  const base = Date.parse('2025-01-01T00:00:00.000Z');
+  const chunk = 2000;
+  for (let i = 0; i < count; i += chunk) {
+    const rows = Array.from({ length: Math.min(chunk, count - i) }, (_, j) => {
+      const n = i + j;
+      const at = new Date(base + n * 1000).toISOString();
+      return {
+        id: nextId(),
+        project: `project${n % 50}`,
+        name: n % 3 ? 'dev' : 'preview',
+        namespace: `ns-${n}`,
+        state: (n % 10 === 0 ? 'cleaned' : 'active') as 'active' | 'cleaned',
+        owner: `user${n % 700}`,
+        protected: 0,
+        created_at: at,
+        updated_at: at,
+        last_activity_at: at,
+        last_activity_type: 'sessionHeartbeat',
+        last_activity_user: `user${n % 700}`,
+        last_activity_command: 'deploy',
+      };
+    });
+    await database.db.insertInto('environments').values(rows).execute();
+  }
+  if (database.dialect === 'postgres') await sql`analyze environments`.execute(database.db);
+}
+
+async function benchList(label: string, database: ServerDatabase) {
+  await migrateToLatest(database);
+  await seedEnvironments(database, environmentsForList);
+  return withServer(database, async (url, token) => {
+    const get = async (path: string) => {
+      const started = performance.now();
+      const res = await fetch(url + path, { headers: { authorization: `Bearer ${token}` } });
+      const body = (await res.json()) as { items: unknown[]; nextCursor: string | null };
+      if (res.status !== 200 || body.items.length !== 50) throw new Error(`list failed: ${res.status}`);
+      return { ms: performance.now() - started, next: body.nextCursor };
+    };
+    const first = await get('/api/v1/environments?limit=50');
+    const deepCursor = await (async () => {
+      let cursor = first.next;
+      for (let i = 0; i < 100 && cursor; i++)
+        cursor = (await get(`/api/v1/environments?limit=50&cursor=${cursor}`)).next;
+      return cursor;
+    })();
+    const cases: [string, string][] = [
+      ['first page', '/api/v1/environments?limit=50'],
+      ['page 101 (cursor)', `/api/v1/environments?limit=50&cursor=${deepCursor}`],
+      ['project filter', '/api/v1/environments?limit=50&project=project7'],
+      ['state=cleaned', '/api/v1/environments?limit=50&state=cleaned'],
+      ['stale since 30d', '/api/v1/environments?limit=50&staleSince=30d'],
+    ];
+    const out: Record<string, { p50: number; p99: number }> = {};
+    for (const [name, path] of cases) {
+      const times: number[] = [];
+      for (let i = 0; i < listRequests; i++) times.push((await get(path)).ms);
+      times.sort((a, b) => a - b);
+      out[name] = { p50: percentile(times, 50), p99: percentile(times, 99) };
+      console.log(
+        `${label.padEnd(10)} GET environments, 50 of ${environmentsForList.toLocaleString('en-US')}, ${name}: p50 ${ms(percentile(times, 50))}, p99 ${ms(percentile(times, 99))}`,
+      );
+    }
+    return out;
+  });
+}
+
+async function withSqlite<T>(work: (db: ServerDatabase) => Promise<T>): Promise<T> {
+  const dir = mkdtempSync(join(tmpdir(), 'tend-bench-'));
+  const database = await openDatabase({ sqliteFile: join(dir, 'tend.db') });
+  try {
+    return await work(database);
+  } finally {
+    await database.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function withPostgres<T>(work: (db: ServerDatabase) => Promise<T>): Promise<T | undefined> {
+  const adminUrl =
+    process.env.TEND_BENCH_DATABASE_URL ??
+    process.env.TEND_TEST_DATABASE_URL ??
+    'postgres://postgres:postgres@127.0.0.1:5432/postgres';
+  const name = `tend_bench_${randomBytes(5).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  try {
+    await admin.connect();
+    await admin.query(`create database ${name}`);
+  } catch (error) {
+    console.log(
+      `postgres   skipped: cannot create a database at ${adminUrl.replace(/:[^:@/]*@/, ':***@')}: ${(error as Error).message}`,
+    );
+    await admin.end().catch(() => undefined);
+    return undefined;
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const database = await openDatabase({ databaseUrl: url.toString(), poolSize: 10 });
+  try {
+    return await work(database);
+  } finally {
+    await database.close();
+    await admin.query(`drop database if exists ${name} with (force)`);
+    await admin.end();
+  }
+}
+
+export async function run(): Promise<void> {
+  console.log(`# tend server: ingest and list (node ${process.version})`);
+  await withSqlite((db) => benchIngest('sqlite', db));
+  await withPostgres((db) => benchIngest('postgres', db));
+  await withSqlite((db) => benchList('sqlite', db));
+  await withPostgres((db) => benchList('postgres', db));
+  console.log(
+    'targets: ingest 50,000 events/s (SQLite), 20,000 (PostgreSQL); batch p99 < 100 ms; page of 50 < 50 ms',
+  );
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  await run();
+}
