@@ -228,7 +228,7 @@ export class KubeClient {
    * First contact with a namespace in this call: read it and report it. If it cannot be read,
    * it is still reported (as `ready`, marked unverified) before the error surfaces.
    */
-  private async enter(namespace: string): Promise<NamespaceInfo | undefined> {
+  private async enter(namespace: string, stamp = true): Promise<NamespaceInfo | undefined> {
     if (this.contacted.has(namespace)) return this.contacted.get(namespace);
     this.roleOf(namespace);
     let info: NamespaceInfo | undefined;
@@ -244,7 +244,7 @@ export class KubeClient {
       throw error;
     }
     this.report(info ?? missing(namespace), 'observed');
-    if (info) await this.stampActivity(info);
+    if (info && stamp) await this.stampActivity(info);
     return info;
   }
 
@@ -300,10 +300,10 @@ export class KubeClient {
   }
 
   /** Read-only: reports the namespace as it is (`ready`, `terminating` or `missing`); never creates it. */
-  async observeNamespace(name: string): Promise<NamespaceInfo | undefined> {
+  async observeNamespace(name: string, stamp = true): Promise<NamespaceInfo | undefined> {
     this.roleOf(name);
     this.contacted.delete(name);
-    return this.enter(name);
+    return this.enter(name, stamp);
   }
 
   /**
@@ -397,7 +397,8 @@ export class KubeClient {
   async deleteOwnedNamespace(name: string): Promise<{ deleted: boolean; message: string }> {
     const role = this.roleOf(name);
     const project = this.ctx.environment.project;
-    const info = await this.observeNamespace(name);
+    // Cleanup is not activity: no last-activity stamp (which would also change the resourceVersion).
+    const info = await this.observeNamespace(name, false);
     if (!info) return { deleted: false, message: `namespace ${name} does not exist` };
     if (role !== 'app')
       return { deleted: false, message: `namespace ${name} is a system namespace; left alone` };
