@@ -5,6 +5,7 @@
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
+import { statusHandler } from '../graph/solver.js';
 import { computeVersions } from '../graph/version.js';
 import { openProject, resolveAction, startSession } from './context.js';
 

@@ -39,7 +39,8 @@ export interface SolveOptions {
   resolve(ref: string, dependencyOutputs: Record<string, Outputs>): ResolvedAction;
 }
 
-const statusHandler = {
+/** The handler that tells whether an action is already done for its version, by kind. */
+export const statusHandler = {
   Build: 'getStatus',
   Deploy: 'getStatus',
   Test: 'getResult',

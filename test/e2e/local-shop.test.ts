@@ -4,21 +4,9 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { isAlive } from '../../src/plugins/exec/deploy.js';
-import { copyExample, removeProjects, runTend } from '../helpers/project.js';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+import { copyExample, freePort, removeProjects, runTend } from '../helpers/project.js';
 
 /** Alive and not a zombie (orphans are reaped late, or never, by some init processes). */
 const alive = (pid: number) => isAlive({ pid });
