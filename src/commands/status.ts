@@ -24,13 +24,6 @@ export interface StatusData {
   }[];
 }
 
-const statusHandler = {
-  Build: 'getStatus',
-  Deploy: 'getStatus',
-  Test: 'getResult',
-  Run: 'getResult',
-} as const;
-
 export async function statusCommand(options: GlobalOptions): Promise<CommandResult<StatusData>> {
   const opened = await openProject(options);
   const { session, router, close } = startSession(opened, 'status', []);
