@@ -36,10 +36,12 @@ export function parsePort(value: string): number {
 }
 
 export async function serverCommand(options: ServerOptions): Promise<CommandResult<{ url: string }>> {
+  const port = options.port ?? 7420;
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) parsePort(String(port));
   const { runUntilSignalled } = await import('../server/start.js');
   const { url } = await runUntilSignalled({
     ...databaseOptions(options),
-    port: options.port ?? 7420,
+    port,
     host: options.host ?? '127.0.0.1',
     logLevel: options.debug ? 'debug' : 'info',
   });
