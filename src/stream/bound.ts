@@ -89,7 +89,7 @@ export function enforceBound(dir: string, maxBytes: number): BoundReport | undef
     for (const state of states) {
       const attempt = tryLock(lockFile(dir, state.id));
       if (!attempt.acquired) continue;
-      const cursor = new SegmentCursor(dir, state.id, attempt.lock);
+      const cursor = new SegmentCursor(dir, state.id, attempt.lock, false, Boolean(attempt.broke?.writer));
       const { events } = readPending(dir, state.id);
       const last = events.at(-1)?.type;
       if (last === 'sessionCompleted' || last === 'sessionFailed' || cursor.writerGone()) {

@@ -14,6 +14,8 @@ export interface LockOwner {
   pid: number;
   host: string;
   acquiredAt: string;
+  /** The holder also writes the segment (the session's own process). */
+  writer?: boolean;
 }
 
 export interface HeldLock {
@@ -24,7 +26,13 @@ export interface HeldLock {
 }
 
 export type LockAttempt =
-  { acquired: true; lock: HeldLock } | { acquired: false; heldBy: LockOwner | undefined };
+  | {
+      acquired: true;
+      lock: HeldLock;
+      /** The dead holder whose lock was broken to get this one. */
+      broke?: LockOwner;
+    }
+  | { acquired: false; heldBy: LockOwner | undefined };
 
 /** A lock file that cannot be read (its holder is between create and write) counts as held this long. */
 const unreadableGraceMs = 10_000;
@@ -54,7 +62,12 @@ function readOwner(file: string): { text: string; owner?: LockOwner } | undefine
     if (typeof parsed.pid === 'number' && typeof parsed.host === 'string') {
       return {
         text,
-        owner: { pid: parsed.pid, host: parsed.host, acquiredAt: String(parsed.acquiredAt ?? '') },
+        owner: {
+          pid: parsed.pid,
+          host: parsed.host,
+          acquiredAt: String(parsed.acquiredAt ?? ''),
+          ...(parsed.writer === true ? { writer: true } : {}),
+        },
       };
     }
   } catch {
@@ -79,7 +92,7 @@ export function isStale(file: string, read: { owner?: LockOwner }): boolean {
   return !isProcessAlive(read.owner.pid);
 }
 
-function create(file: string): HeldLock | undefined {
+function create(file: string, writer: boolean): HeldLock | undefined {
   let fd: number;
   try {
     fd = openSync(file, 'wx', 0o600);
@@ -87,7 +100,12 @@ function create(file: string): HeldLock | undefined {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') return undefined;
     throw error;
   }
-  const owner: LockOwner = { pid: process.pid, host: thisHost, acquiredAt: new Date().toISOString() };
+  const owner: LockOwner = {
+    pid: process.pid,
+    host: thisHost,
+    acquiredAt: new Date().toISOString(),
+    ...(writer ? { writer: true } : {}),
+  };
   const text = JSON.stringify(owner);
   try {
     writeSync(fd, text);
@@ -138,14 +156,19 @@ function breakStale(file: string, staleText: string): boolean {
   }
 }
 
-/** Takes the lock, breaking it first if its holder is dead; otherwise says who holds it. */
-export function tryLock(file: string): LockAttempt {
+/**
+ * Takes the lock, breaking it first if its holder is dead; otherwise says who holds it.
+ * `writer`: the taker also writes the segment (a session locking its own segment).
+ */
+export function tryLock(file: string, options: { writer?: boolean } = {}): LockAttempt {
+  let broke: LockOwner | undefined;
   for (let attempt = 0; attempt < 3; attempt++) {
-    const lock = create(file);
-    if (lock) return { acquired: true, lock };
+    const lock = create(file, Boolean(options.writer));
+    if (lock) return { acquired: true, lock, ...(broke ? { broke } : {}) };
     const read = readOwner(file);
     if (!read) continue; // released meanwhile: try again
     if (!isStale(file, read) || !breakStale(file, read.text)) return { acquired: false, heldBy: read.owner };
+    broke = read.owner;
   }
   return { acquired: false, heldBy: readOwner(file)?.owner };
 }

@@ -53,17 +53,34 @@ export function listSegmentIds(dir: string): string[] {
     .sort();
 }
 
-export function readAck(dir: string, id: string): number {
+export interface AckState {
+  offset: number;
+  /** The segment's writer is known to be dead: nothing will be appended. */
+  closed: boolean;
+}
+
+export function readAckState(dir: string, id: string): AckState {
   try {
-    const offset = (JSON.parse(readFileSync(ackFile(dir, id), 'utf8')) as { offset?: unknown }).offset;
-    return typeof offset === 'number' && Number.isInteger(offset) && offset >= 0 ? offset : 0;
+    const parsed = JSON.parse(readFileSync(ackFile(dir, id), 'utf8')) as {
+      offset?: unknown;
+      closed?: unknown;
+    };
+    const offset = parsed.offset;
+    return {
+      offset: typeof offset === 'number' && Number.isInteger(offset) && offset >= 0 ? offset : 0,
+      closed: parsed.closed === true,
+    };
   } catch {
-    return 0;
+    return { offset: 0, closed: false };
   }
 }
 
-export function writeAck(dir: string, id: string, offset: number): void {
-  writeFileAtomic(ackFile(dir, id), JSON.stringify({ offset }) + '\n', 0o600);
+export function readAck(dir: string, id: string): number {
+  return readAckState(dir, id).offset;
+}
+
+export function writeAck(dir: string, id: string, offset: number, closed = false): void {
+  writeFileAtomic(ackFile(dir, id), JSON.stringify(closed ? { offset, closed } : { offset }) + '\n', 0o600);
 }
 
 export function fileSize(file: string): number {
@@ -199,11 +216,20 @@ export class SegmentCursor {
     readonly lock: HeldLock,
     /** The live session's own segment: never retired while the session runs. */
     public live = false,
+    /** The segment's writer is known to be dead (its lock, held by the writer, was broken). */
+    writerDied = false,
   ) {
     this.file = segmentFile(dir, id);
-    this.ackOffset = Math.min(readAck(dir, id), fileSize(this.file));
+    const ack = readAckState(dir, id);
+    this.ackOffset = Math.min(ack.offset, fileSize(this.file));
     this.readOffset = this.ackOffset;
+    this.closed = ack.closed || writerDied;
+    // Remembered for whoever takes the segment next: its lock no longer says who wrote it.
+    if (writerDied && !ack.closed) writeAck(dir, id, this.ackOffset, true);
   }
+
+  /** Nothing will be appended: the writer died (see the constructor). */
+  private readonly closed: boolean;
 
   get length(): number {
     return this.queue.length - this.head;
@@ -257,7 +283,7 @@ export class SegmentCursor {
     const offset = next ? next.start : this.readOffset;
     if (offset > this.ackOffset) {
       this.ackOffset = offset;
-      writeAck(this.dir, this.id, offset);
+      writeAck(this.dir, this.id, offset, this.closed);
     }
   }
 
@@ -281,7 +307,7 @@ export class SegmentCursor {
   /** Whether nobody will append to the segment any more. */
   writerGone(now = Date.now()): boolean {
     if (this.live) return false;
-    if (this.ended || this.id.endsWith(requeuedSuffix)) return true;
+    if (this.ended || this.closed || this.id.endsWith(requeuedSuffix)) return true;
     try {
       return now - statSync(this.file).mtimeMs > writerIdleMs;
     } catch {
@@ -299,12 +325,28 @@ export class SegmentCursor {
     if (this.readOffset < fileSize(this.file)) this.skipped++; // a last line torn by a crash
     removeQuietly(this.file);
     removeQuietly(ackFile(this.dir, this.id));
+    removeLeftovers(this.dir, this.id);
     this.lock.release();
     return true;
   }
 
   release(): void {
     this.lock.release();
+  }
+}
+
+/** Temporary files of a segment a crash left behind (an ack or a compaction cut short). */
+function removeLeftovers(dir: string, id: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (name.startsWith(`${id}.`) && (name.endsWith('.tmp') || name.endsWith('.compact'))) {
+      removeQuietly(path.join(dir, name));
+    }
   }
 }
 
@@ -339,7 +381,7 @@ export function rewriteSegment(dir: string, id: string, drop: ReadonlySet<string
   const file = segmentFile(dir, id);
   const temp = `${file}.${process.pid}.compact`;
   writeFileAtomic(temp, kept.map((e) => e.text + '\n').join(''), 0o600);
-  writeAck(dir, id, 0);
+  writeAck(dir, id, 0, readAckState(dir, id).closed);
   renameSync(temp, file);
 }
 

@@ -166,7 +166,7 @@ export class OutboxStreamer {
    */
   start(bus?: SessionBus): this {
     if (bus) {
-      const attempt = tryLock(lockFile(this.dir, bus.sessionId));
+      const attempt = tryLock(lockFile(this.dir, bus.sessionId), { writer: true });
       if (attempt.acquired) {
         this.bus = bus;
         this.own = new SegmentCursor(this.dir, bus.sessionId, attempt.lock, true);
@@ -309,7 +309,7 @@ export class OutboxStreamer {
           });
           continue;
         }
-        this.older = new SegmentCursor(this.dir, id, attempt.lock);
+        this.older = new SegmentCursor(this.dir, id, attempt.lock, false, Boolean(attempt.broke?.writer));
       }
       const cursor = this.older;
       if (cursor.length === 0) cursor.fill(this.limits.maxBytes * 2);

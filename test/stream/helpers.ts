@@ -1,0 +1,208 @@
+/**
+ * Fixtures for the event stream tests: the real server as a child process on SQLite (so it can
+ * be killed), tokens, what the server stored, what the CLI recorded, and projects that emit many
+ * events quickly.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { streamedEventTypes, type TendEvent } from '../../src/events/catalog.js';
+import { parseJsonLines } from '../../src/state/files.js';
+import { migrateToLatest, openDatabase } from '../../src/server/db/database.js';
+import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
+import { makeProject, repoRoot, tendBin, waitFor } from '../helpers/project.js';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface ServerProcess {
+  url: string;
+  port: number;
+  child: ChildProcess;
+  stderr: () => string;
+  /** Stops it (SIGKILL by default) and waits until it is gone. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export interface StreamServer {
+  dataDir: string;
+  dbFile: string;
+  tokens: { ingest: string; read: string };
+  /** The running server process, if any. */
+  current: ServerProcess | undefined;
+  /** Starts the server (again) on `port` (a free one by default). */
+  start(port?: number): Promise<ServerProcess>;
+  /** Event ids the server stored, with how many times each. */
+  eventIds(): string[];
+  close(): Promise<void>;
+}
+
+const dirs: string[] = [];
+
+export async function createStreamServer(): Promise<StreamServer> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tend-stream-server-'));
+  dirs.push(dataDir);
+  const dbFile = path.join(dataDir, 'tend.db');
+  const db = await openDatabase({ sqliteFile: dbFile });
+  let tokens: StreamServer['tokens'];
+  try {
+    await migrateToLatest(db);
+    const repo = new TokenRepository(db.db);
+    tokens = {
+      ingest: (await repo.create({ name: 'cli', scope: 'ingest' })).token,
+      read: (await repo.create({ name: 'dev', scope: 'read' })).token,
+    };
+  } finally {
+    await db.close();
+  }
+  const server: StreamServer = {
+    dataDir,
+    dbFile,
+    tokens,
+    current: undefined,
+    async start(port) {
+      const p = port ?? (await freePort());
+      const child = spawn(process.execPath, [tendBin, 'server', '--port', String(p), '--data-dir', dataDir], {
+        cwd: repoRoot,
+        stdio: ['ignore', 'ignore', 'pipe'],
+        env: { ...process.env, CI: 'true' },
+      });
+      let stderr = '';
+      child.stderr!.on('data', (d) => (stderr += d));
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      const url = `http://127.0.0.1:${p}`;
+      await waitFor(
+        async () => {
+          if (child.exitCode !== null) throw new Error(`the server exited: ${stderr}`);
+          try {
+            return (await fetch(`${url}/healthz`)).ok;
+          } catch {
+            return false;
+          }
+        },
+        'the tend server to answer /healthz',
+        20_000,
+      );
+      const proc: ServerProcess = {
+        url,
+        port: p,
+        child,
+        stderr: () => stderr,
+        async kill(signal = 'SIGKILL') {
+          if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+          await exited;
+          if (server.current === proc) server.current = undefined;
+        },
+      };
+      server.current = proc;
+      return proc;
+    },
+    eventIds() {
+      const sqlite = new BetterSqlite3(dbFile, { readonly: true, fileMustExist: true });
+      try {
+        return (sqlite.prepare('select id from events').all() as { id: string }[]).map((r) => r.id);
+      } finally {
+        sqlite.close();
+      }
+    },
+    async close() {
+      await server.current?.kill();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  return server;
+}
+
+/** Every event the CLI recorded in its local logs, of the types that are streamed. */
+export function recordedStreamedEvents(root: string): TendEvent[] {
+  const dir = path.join(root, '.tend', 'events');
+  let names: string[] = [];
+  try {
+    names = readdirSync(dir).filter((n) => n.endsWith('.jsonl'));
+  } catch {
+    return [];
+  }
+  return names.flatMap((n) =>
+    parseJsonLines<TendEvent>(readFileSync(path.join(dir, n), 'utf8')).records.filter((e) =>
+      streamedEventTypes.has(e.type),
+    ),
+  );
+}
+
+/** Every event in the outbox segments right now (acknowledged or not). */
+export function outboxEvents(root: string): TendEvent[] {
+  const dir = path.join(root, '.tend', 'outbox');
+  let names: string[] = [];
+  try {
+    names = readdirSync(dir).filter((n) => n.endsWith('.jsonl'));
+  } catch {
+    return [];
+  }
+  return names.flatMap((n) => parseJsonLines<TendEvent>(readFileSync(path.join(dir, n), 'utf8')).records);
+}
+
+/** The outbox files (segments, acks, locks), for asserting that a drained outbox is empty. */
+export function outboxFiles(root: string): string[] {
+  try {
+    return readdirSync(path.join(root, '.tend', 'outbox')).filter((n) => n !== 'quarantine');
+  } catch {
+    return [];
+  }
+}
+
+/** Asserts nothing: returns the ids that appear more than once (for messages). */
+export function repeated(ids: string[]): string[] {
+  const seen = new Set<string>();
+  const twice = new Set<string>();
+  for (const id of ids) (seen.has(id) ? twice : seen).add(id);
+  return [...twice];
+}
+
+/** A project of `builds` exec Build actions that do nothing: many events, quickly. */
+export function busyProject(builds: number, name = 'busy'): string {
+  const actions = Array.from(
+    { length: builds },
+    (_, i) => `kind: Build\ntype: exec\nname: b${i}\nspec: { command: ["true"] }\n`,
+  ).join('---\n');
+  return makeProject({
+    'tend.yml': `kind: Project
+name: ${name}
+defaultEnvironment: dev
+environments:
+  - name: dev
+    defaultNamespace: ${name}-dev
+providers:
+  - name: exec
+`,
+    'builds.tend.yml': actions,
+  });
+}
+
+/** Environment for a CLI that streams to `url` with `token`, isolated from the user's login. */
+export function streamEnv(
+  url: string | undefined,
+  token: string | undefined,
+  extra: Record<string, string> = {},
+) {
+  return {
+    TEND_CONFIG_DIR: path.join(os.tmpdir(), 'tend-stream-no-login'),
+    TEND_SERVER_URL: url ?? '',
+    TEND_TOKEN: token ?? '',
+    ...extra,
+  };
+}
+
+export function removeServerDirs(): void {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
