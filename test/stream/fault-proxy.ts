@@ -49,12 +49,13 @@ export class FaultProxy {
   ) {}
 
   static async start(upstream?: string): Promise<FaultProxy> {
-    let proxy!: FaultProxy;
-    const server = http.createServer((req, res) => void proxy.handle(req, res));
+    const handler: { proxy?: FaultProxy } = {};
+    const server = http.createServer((req, res) => void handler.proxy!.handle(req, res));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
-    proxy = new FaultProxy(server, `http://127.0.0.1:${port}`);
+    const proxy = new FaultProxy(server, `http://127.0.0.1:${port}`);
     proxy.upstream = upstream;
+    handler.proxy = proxy;
     return proxy;
   }
 
