@@ -66,8 +66,8 @@ export async function cleanupDeployCommand(
     const deploys: CleanupDeployData['deploys'] = [];
     for (const ref of refs) {
       try {
-        // Outputs of dependencies are not needed to delete; unresolved references resolve to empty.
-        const action = resolveAction(opened, graph, versions, ref, {});
+        // Deleting needs no outputs of dependencies (nothing ran in this session): references stay as written.
+        const action = resolveAction(opened, graph, versions, ref, {}, { keepActionOutputs: true });
         await router.callAction(action, 'delete', { force: false });
         deploys.push({ ref, deleted: true });
       } catch (error) {

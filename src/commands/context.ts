@@ -165,6 +165,7 @@ export function resolveAction(
   versions: Map<string, { version: string; files: string[] }>,
   ref: string,
   dependencyOutputs: Record<string, Outputs>,
+  options: { keepActionOutputs?: boolean } = {},
 ): ResolvedAction {
   const { config } = graph.get(ref);
   const actionsContext: NonNullable<TemplateContext['actions']> = {};
@@ -176,6 +177,7 @@ export function resolveAction(
     config.spec,
     { ...opened.templateContext, actions: actionsContext },
     (p) => config.locate(['spec', ...p]),
+    options,
   );
   // Templates may turn a number into a string or back: convert to what the spec schema wants, and check.
   const spec = checkResolvedSpec(config, resolved, opened.plugins);

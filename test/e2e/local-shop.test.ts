@@ -86,7 +86,11 @@ describe('the local-shop example', () => {
     expect(second.pid).not.toBe(first.pid);
     expect(alive(first.pid)).toBe(false);
     expect(alive(second.pid)).toBe(true);
-    expect((await tend('cleanup', 'env')).code).toBe(0);
+    // The deploy's spec refers to the build's outputs, which this session never computed.
+    const deleted = await tend('cleanup', 'deploy', 'service');
+    expect(deleted.code, deleted.stderr).toBe(0);
     expect(alive(second.pid)).toBe(false);
+    expect(existsSync(stateFile)).toBe(false);
+    expect((await tend('cleanup', 'env')).code).toBe(0);
   });
 });
