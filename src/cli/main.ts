@@ -32,8 +32,21 @@ async function execute(command: Command, load: () => Promise<CommandResult>): Pr
 export function buildProgram(): Command {
   const program = new Command('tend')
     .description(
-      'Build, deploy, test and run your services into per-developer and per-PR environments;\n' +
+      'Build, deploy, test and run your services into per-developer and per-PR environments; ' +
         'record every environment tend touches and clean up the ones nobody uses.',
+    )
+    .addHelpText(
+      'after',
+      `
+Examples:
+  tend deploy                      deploy every Deploy action (and build what they need)
+  tend test api --env preview --var pr=42
+  tend status --json               the environment and each action's status, as JSON
+  tend events latest --type namespaceStatus
+  tend cleanup env                 remove the environment tend created
+
+Exit codes: 0 ok, 1 an action failed, 2 configuration or usage error.
+Docs: README.md, docs/configuration.md, docs/errors.md`,
     )
     .version(cliVersion, '-v, --version', 'print the tend version')
     .option('--root <dir>', 'project root (default: nearest directory with a tend.yml)')
