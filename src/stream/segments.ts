@@ -12,6 +12,8 @@
  */
 import {
   closeSync,
+  existsSync,
+  writeFileSync,
   fstatSync,
   mkdirSync,
   openSync,
@@ -31,6 +33,8 @@ const segmentSuffix = '.jsonl';
 export const requeuedSuffix = '.requeued';
 /** A live session writes a heartbeat every 30 s; a segment silent this long has no writer. */
 export const writerIdleMs = 120_000;
+/** The ack file is rewritten at most this often while a segment is being sent (and at release). */
+const ackPersistMs = 200;
 /** How much of a segment is read into memory at a time. */
 const readChunkBytes = 1024 * 1024;
 
@@ -79,9 +83,18 @@ export function readAck(dir: string, id: string): number {
   return readAckState(dir, id).offset;
 }
 
+/**
+ * Writes the ack atomically (temporary file, rename) but without fsync: after a machine crash an
+ * older or unreadable ack only means events are sent again, and the server ignores duplicates.
+ */
 export function writeAck(dir: string, id: string, offset: number, closed = false): void {
-  writeFileAtomic(ackFile(dir, id), JSON.stringify(closed ? { offset, closed } : { offset }) + '\n', 0o600);
+  const file = ackFile(dir, id);
+  const temp = `${file}.${process.pid}.${(ackSequence++).toString(36)}.tmp`;
+  writeFileSync(temp, JSON.stringify(closed ? { offset, closed } : { offset }) + '\n', { mode: 0o600 });
+  renameSync(temp, file);
 }
+
+let ackSequence = 0;
 
 export function fileSize(file: string): number {
   try {
@@ -113,6 +126,14 @@ export interface ReadResult {
   sawEnd: boolean;
 }
 
+/** The bus writes `{"id":"<ULID>","type":"<type>",…}`: id and type without parsing the whole line. */
+const head = /^\{"id":"([0-9A-HJKMNP-TV-Z]{26})","type":"([A-Za-z]+)",/;
+function fastHead(text: string): Pick<TendEvent, 'id' | 'type'> | undefined {
+  if (!text.endsWith('}')) return undefined;
+  const match = head.exec(text);
+  return match ? { id: match[1]!, type: match[2] as EventType } : undefined;
+}
+
 /** Reads complete lines from `from` (up to `maxBytes`, at least one line); a partial last line stays. */
 export function readEvents(file: string, from: number, maxBytes = readChunkBytes): ReadResult {
   const result: ReadResult = { events: [], next: from, skipped: 0, sawEnd: false };
@@ -138,12 +159,14 @@ export function readEvents(file: string, from: number, maxBytes = readChunkBytes
         const end = position + newline + 1;
         lineStart = newline + 1;
         if (text.length === 0) continue;
-        let event: Pick<TendEvent, 'id' | 'type'>;
-        try {
-          event = JSON.parse(text) as TendEvent;
-        } catch {
-          result.skipped++;
-          continue;
+        let event: Pick<TendEvent, 'id' | 'type'> | undefined = fastHead(text);
+        if (!event) {
+          try {
+            event = JSON.parse(text) as TendEvent;
+          } catch {
+            result.skipped++;
+            continue;
+          }
         }
         if (typeof event?.id !== 'string' || typeof event.type !== 'string') {
           result.skipped++;
@@ -226,6 +249,7 @@ export class SegmentCursor {
     this.closed = ack.closed || writerDied;
     // Remembered for whoever takes the segment next: its lock no longer says who wrote it.
     if (writerDied && !ack.closed) writeAck(dir, id, this.ackOffset, true);
+    this.persistedAck = this.ackOffset;
   }
 
   /** Nothing will be appended: the writer died (see the constructor). */
@@ -283,9 +307,25 @@ export class SegmentCursor {
     const offset = next ? next.start : this.readOffset;
     if (offset > this.ackOffset) {
       this.ackOffset = offset;
-      writeAck(this.dir, this.id, offset, this.closed);
+      this.persistAck(false);
     }
   }
+
+  /**
+   * Writes the ack offset to disk: at most every `ackPersistMs` while sending, and always before
+   * the lock is released. An ack lost in a crash only means those events are sent again.
+   */
+  persistAck(force: boolean): void {
+    if (this.ackOffset === this.persistedAck) return;
+    const now = Date.now();
+    if (!force && now - this.persistedAt < ackPersistMs) return;
+    writeAck(this.dir, this.id, this.ackOffset, this.closed);
+    this.persistedAck = this.ackOffset;
+    this.persistedAt = now;
+  }
+
+  private persistedAck: number;
+  private persistedAt = 0;
 
   /** Removes the given queued events (not necessarily first) without acknowledging the rest. */
   removeQueued(ids: ReadonlySet<string>): void {
@@ -331,6 +371,7 @@ export class SegmentCursor {
   }
 
   release(): void {
+    if (existsSync(this.file)) this.persistAck(true);
     this.lock.release();
   }
 }
