@@ -5,6 +5,8 @@
  * commands and projects that never talk to a cluster never load it.
  */
 import type * as k8s from '@kubernetes/client-node';
+import type { KubeConfig, RequestContext, SecurityAuthentication } from '@kubernetes/client-node';
+import https from 'node:https';
 import { TendError } from '../../../errors.js';
 
 export type K8sModule = typeof k8s;
@@ -73,13 +75,25 @@ async function open(context: string | undefined): Promise<Connection> {
       { detail: { hint: 'set KUBECONFIG, or `context:` of the kubernetes provider in tend.yml' } },
     );
   }
+  // One keep-alive connection pool per cluster: client-node's default is a new agent (and TLS
+  // handshake) for every request, which dominates the cost of the many small calls tend makes.
+  const configuration = lib.createConfiguration({
+    baseServer: new lib.ServerConfiguration(cluster.server, {}),
+    authMethods: { default: keepAliveAuthentication(kc) },
+  });
+  const objects = new (class extends lib.KubernetesObjectApi {
+    constructor() {
+      super(configuration);
+      this.setDefaultNamespace(kc);
+    }
+  })();
   return {
     k8s: lib,
     kubeConfig: kc,
     context: current,
     server: cluster.server,
-    core: kc.makeApiClient(lib.CoreV1Api),
-    objects: lib.KubernetesObjectApi.makeApiClient(kc),
+    core: new lib.CoreV1Api(configuration),
+    objects,
     exec: new lib.Exec(kc),
     attach: new lib.Attach(kc),
     log: new lib.Log(kc),
@@ -89,4 +103,41 @@ async function open(context: string | undefined): Promise<Connection> {
 /** For tests: forget cached connections (e.g. after KUBECONFIG changed). */
 export function resetConnections(): void {
   connections.clear();
+}
+
+/**
+ * Kubeconfig authentication whose requests share one keep-alive agent with the same TLS
+ * options (CA, client certificate, server name). Clusters behind a proxy keep client-node's own.
+ */
+function keepAliveAuthentication(kc: KubeConfig): SecurityAuthentication {
+  let agent: https.Agent | undefined;
+  return {
+    getName: () => 'kubeconfig authentication (keep-alive)',
+    async applySecurityAuthentication(context: RequestContext) {
+      await kc.applySecurityAuthentication(context);
+      const cluster = kc.getCurrentCluster();
+      if (!cluster || cluster.proxyUrl || !cluster.server.startsWith('https:')) return;
+      if (!agent) {
+        const options: https.RequestOptions = {};
+        await kc.applyToHTTPSOptions(options);
+        const { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername } = options;
+        agent = new https.Agent({
+          ca,
+          cert,
+          key,
+          pfx,
+          passphrase,
+          servername: servername ?? cluster.tlsServerName,
+          ...(cluster.skipTLSVerify
+            ? { rejectUnauthorized: false }
+            : rejectUnauthorized !== undefined
+              ? { rejectUnauthorized }
+              : {}),
+          keepAlive: true,
+          maxSockets: 16,
+        });
+      }
+      context.setAgent(agent);
+    },
+  };
 }
