@@ -2,16 +2,28 @@
  * Ingest: a validated batch of events becomes stored events and changes to the registry of
  * environments, sessions and resources — in one transaction, exactly once per event id.
  *
- * Exactly once, also across replicas: the batch first inserts its events with
- * `ON CONFLICT (id) DO NOTHING RETURNING id`, and only the events this transaction inserted are
- * applied to the registry. A replica ingesting the same event concurrently waits on the unique
- * index until the first commits, then sees a duplicate. Registry rows are upserts on unique keys
- * (environment identity, session id, resource generation), so concurrent batches never create
- * two rows for one thing.
+ * Set-based, a fixed number of statements per batch whatever its size and mix (about nine,
+ * one more per 500 events): events already stored are skipped with one `WHERE id IN (…)`;
+ * the sessions, environments and resources the batch touches are read with one query each;
+ * the events are applied in memory in the order of the batch; the results are written back
+ * with one multi-row statement per table.
+ *
+ * Exactly once, also across replicas on PostgreSQL:
+ * - the environments a batch touches are read `FOR UPDATE`, in key order (no deadlock between
+ *   two batches); every write to an environment's resources happens under that row lock, so
+ *   reading them, changing them in memory and writing them back loses no concurrent change;
+ * - the events are inserted with `ON CONFLICT (id) DO NOTHING RETURNING id` (sorted by id): a
+ *   replica inserting the same event at the same moment waits on the primary key until the
+ *   other commits. When none of the batch's events is new, the batch changes nothing; when
+ *   only some are (another replica stored the others meanwhile), the transaction is retried
+ *   and then sees them as stored;
+ * - an environment created by another replica at the same moment makes the insert of ours
+ *   fail on the unique (project, name, namespace): the transaction is retried and finds it.
+ * On SQLite, one connection runs one transaction at a time: none of this can happen there.
  *
  * Activity time is the server's receive time of the batch, never the client's clock.
  */
-import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
+import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import { ulid } from 'ulidx';
 import type {
   NamespaceStatusPayload,
@@ -23,7 +35,7 @@ import type {
 import type { DialectName } from '../db/database.js';
 import type {
   Database,
-  EnvironmentsTable,
+  EnvironmentState,
   Ownership,
   Resource,
   SessionStatus,
@@ -61,16 +73,31 @@ interface KnownSession {
 
 type SessionUpdate = Partial<SessionsTable> & { id: string; status: SessionStatus; last_event_at: string };
 
-const chunkSize = 1000;
+/** The columns of an environment that ingest reads and writes. */
+interface EnvironmentRow {
+  id: string;
+  project: string;
+  name: string;
+  namespace: string;
+  state: EnvironmentState;
+  owner: string | null;
+  policy_after_inactivity: string | null;
+  policy_action: string | null;
+  cleaned_at: string | null;
+  last_activity_at: string;
+  last_activity_session: string | null;
+  last_activity_command: string | null;
+  last_activity_user: string | null;
+  last_activity_type: string | null;
+}
 
-function chunks<T>(items: T[], size = chunkSize): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
+/** Another replica changed what this batch read: the whole transaction is retried. */
+class ConcurrentIngest extends Error {
+  readonly code = 'TEND_INGEST_RACE';
 }
 
 /** PostgreSQL errors after which the whole batch can simply be retried. */
-const retryableCodes = new Set(['40001', '40P01', '23505']);
+const retryableCodes = new Set(['40001', '40P01', '23505', 'TEND_INGEST_RACE']);
 
 export async function ingestEvents(
   db: Kysely<Database>,
@@ -82,7 +109,7 @@ export async function ingestEvents(
     try {
       return await db
         .transaction()
-        .execute((trx) => applyBatch(trx, dialect, events, receivedAt.toISOString()));
+        .execute((trx) => applyBatch(new Statements(trx, dialect), events, receivedAt.toISOString()));
     } catch (error) {
       const code = (error as { code?: unknown }).code;
       if (dialect !== 'postgres' || attempt >= 5 || typeof code !== 'string' || !retryableCodes.has(code)) {
@@ -92,20 +119,20 @@ export async function ingestEvents(
   }
 }
 
-async function applyBatch(
-  trx: Transaction<Database>,
-  dialect: DialectName,
-  events: TendEvent[],
-  now: string,
-): Promise<IngestResult> {
+const byKey =
+  <T>(key: (t: T) => string) =>
+  (a: T, b: T) => {
+    const x = key(a);
+    const y = key(b);
+    return x < y ? -1 : x > y ? 1 : 0;
+  };
+
+async function applyBatch(q: Statements, events: TendEvent[], now: string): Promise<IngestResult> {
   if (events.length === 0) return { accepted: 0, duplicates: 0 };
 
   // Events stored before (a re-sent batch) are skipped without any write.
-  const existing = new Set<string>();
-  for (const ids of chunks([...new Set(events.map((e) => e.id))])) {
-    const rows = await trx.selectFrom('events').select('id').where('id', 'in', ids).execute();
-    for (const row of rows) existing.add(row.id);
-  }
+  const ids = [...new Set(events.map((e) => e.id))];
+  const existing = new Set((await q.selectIn<{ id: string }>('id', 'events', 'id', ids)).map((r) => r.id));
   const seen = new Set<string>();
   const candidates = events.filter((e) => {
     if (existing.has(e.id) || seen.has(e.id)) return false;
@@ -114,60 +141,78 @@ async function applyBatch(
   });
   if (candidates.length === 0) return { accepted: 0, duplicates: events.length };
 
-  const known = await loadSessions(trx, [...new Set(candidates.map((e) => e.sessionId))]);
-  let plan = planBatch(candidates, new Map(known), now);
+  const known = await loadSessions(q, [...new Set(candidates.map((e) => e.sessionId))]);
+  const plan = planBatch(candidates, new Map(known), now);
 
-  const projects = [...new Set([...plan.touches.values()].map((t) => t.identity.project))].sort();
-  if (projects.length > 0) {
-    await trx
-      .insertInto('projects')
-      .values(projects.map((name) => ({ name, created_at: now })))
-      .onConflict((oc) => oc.column('name').doNothing())
-      .execute();
+  // The environments of the batch, locked (PostgreSQL) in key order; new ones get their id now.
+  const touches = [...plan.touches].sort(byKey(([key]) => key));
+  const stored = await loadEnvironments(
+    q,
+    touches.map(([, t]) => t.identity),
+  );
+  const environments = new Map<string, { row: EnvironmentRow; isNew: boolean; touch: EnvironmentTouch }>();
+  for (const [key, touch] of touches) {
+    const row = stored.get(key);
+    environments.set(key, { row: row ?? newEnvironment(touch.identity, now), isNew: !row, touch });
   }
-  const environmentIds = await upsertEnvironments(trx, [...plan.touches.values()], now);
 
   // The insert decides which events this transaction applies: a replica inserting the same
   // event concurrently waits on the primary key, then sees it as a conflict.
-  const inserted = new Set<string>();
-  for (const chunk of chunks(candidates, 500)) {
-    const rows = chunk.map((e) => {
-      const key = plan.eventEnvironment.get(e.id);
-      return [
-        e.id,
-        e.type,
-        e.sessionId,
-        e.timestamp,
-        now,
-        key === undefined ? null : (environmentIds.get(key) ?? null),
-        JSON.stringify(e.payload),
-      ];
-    });
-    for (const id of await insertEvents(trx, dialect, rows)) inserted.add(id);
-  }
-  if (inserted.size === 0) return { accepted: 0, duplicates: events.length };
-  if (inserted.size < candidates.length) {
-    // Another replica stored some of these events at this very moment: apply only ours.
-    plan = planBatch(
-      candidates.filter((e) => inserted.has(e.id)),
-      new Map(known),
+  const rows = [...candidates].sort(byKey((e) => e.id)).map((e) => {
+    const key = plan.eventEnvironment.get(e.id);
+    return [
+      e.id,
+      e.type,
+      e.sessionId,
+      e.timestamp,
       now,
-    );
+      key === undefined ? null : environments.get(key)!.row.id,
+      JSON.stringify(e.payload),
+    ];
+  });
+  let inserted = 0;
+  for (let i = 0; i < rows.length; i += 500) {
+    inserted += (await q.insert(eventsInsert, rows.slice(i, i + 500))).length;
+  }
+  if (inserted === 0) return { accepted: 0, duplicates: events.length };
+  // Another replica stored some of these events at this very moment: start again, and see them.
+  if (inserted < candidates.length) throw new ConcurrentIngest('events stored concurrently');
+
+  // Resources of the environments with namespace events: all generations (the state of the
+  // environment depends on all of them), read under the environment's lock.
+  const withNamespaces = [...environments.values()].filter((e) => e.touch.namespaceEvents.length > 0);
+  const resources = await loadResources(
+    q,
+    withNamespaces.filter((e) => !e.isNew).map((e) => e.row.id),
+  );
+  const changedResources = new Map<string, Resource>();
+  for (const { row, touch } of withNamespaces) {
+    const own = resources.get(row.id) ?? new ResourceSet();
+    for (const { event } of touch.namespaceEvents) {
+      for (const r of own.apply(row.id, event, now)) changedResources.set(r.id, r);
+    }
+    setEnvironmentState(row, own.all(), now);
   }
 
-  for (const [key, t] of [...plan.touches].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-    if (t.namespaceEvents.length === 0) continue;
-    const id = environmentIds.get(key)!;
-    for (const { event } of t.namespaceEvents) await applyNamespaceStatus(trx, id, event, now);
-    await recomputeEnvironmentState(trx, id, now);
+  for (const { row, touch } of environments.values()) applyTouch(row, touch, now);
+  const newProjects = [
+    ...new Set([...environments.values()].filter((e) => e.isNew).map((e) => e.row.project)),
+  ].sort();
+  if (newProjects.length > 0) {
+    await q.insert(
+      projectsInsert,
+      newProjects.map((name) => [name, now]),
+    );
   }
+  await writeEnvironments(q, [...environments.values()], now);
+  await writeResources(q, [...changedResources.values()]);
 
   for (const s of plan.sessions.values()) {
     const identity = plan.known.get(s.id)?.identity;
-    if (identity) s.environment_id = environmentIds.get(environmentKey(identity)) ?? null;
+    if (identity) s.environment_id = environments.get(environmentKey(identity))?.row.id ?? null;
   }
-  await upsertSessions(trx, [...plan.sessions.values()]);
-  return { accepted: inserted.size, duplicates: events.length - inserted.size };
+  await writeSessions(q, [...plan.sessions.values()]);
+  return { accepted: inserted, duplicates: events.length - inserted };
 }
 
 interface BatchPlan {
@@ -291,186 +336,372 @@ function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, now: st
   return { touches, sessions, eventEnvironment, known };
 }
 
-/**
- * `INSERT INTO events … ON CONFLICT (id) DO NOTHING RETURNING id`, written directly: the hot
- * path of ingest, where building 3,500 values through the query builder costs more than the
- * database does. Returns the ids this statement inserted.
- */
-async function insertEvents(
-  trx: Transaction<Database>,
-  dialect: DialectName,
-  rows: (string | null)[][],
-): Promise<string[]> {
-  const width = 7;
-  const tuples = rows.map((_, r) =>
-    dialect === 'postgres'
-      ? `(${Array.from({ length: width }, (_, c) => `$${r * width + c + 1}`).join(', ')})`
-      : `(${'?, '.repeat(width - 1)}?)`,
-  );
-  const text =
-    'insert into events (id, type, session_id, client_timestamp, received_at, environment_id, payload) values ' +
-    tuples.join(', ') +
-    ' on conflict (id) do nothing returning id';
-  const result = await trx.executeQuery<{ id: string }>(CompiledQuery.raw(text, rows.flat()));
-  return result.rows.map((r) => r.id);
+// ---------------------------------------------------------------------------------------------
+// Statements. The hot path writes SQL text directly: building thousands of values through the
+// query builder costs more than the database does. Values are always parameters: on SQLite as
+// `VALUES (?, …), …` (prepared once per shape, see database.ts), on PostgreSQL as one array per
+// column (`unnest($1::text[], …)`, `= any($1::text[])`), so the server parses a short statement
+// instead of one with thousands of parameters.
+
+interface InsertStatement {
+  table: string;
+  columns: readonly string[];
+  /** PostgreSQL type of columns that are not text. */
+  types?: Readonly<Record<string, string>>;
+  /** `on conflict … returning …` */
+  tail: string;
 }
 
-async function loadSessions(trx: Transaction<Database>, ids: string[]): Promise<Map<string, KnownSession>> {
-  const known = new Map<string, KnownSession>();
-  for (const chunk of chunks(ids)) {
-    const rows = await trx
-      .selectFrom('sessions')
-      .select(['id', 'project', 'environment', 'namespace', 'command', 'user_name'])
-      .where('id', 'in', chunk)
-      .execute();
-    for (const r of rows) {
-      known.set(r.id, {
-        identity:
-          r.project && r.environment && r.namespace
-            ? { project: r.project, name: r.environment, namespace: r.namespace }
-            : undefined,
-        command: r.command,
-        user: r.user_name,
-      });
+/** Most values per statement on SQLite (it allows 32,766 parameters). */
+const maxSqliteParameters = 30_000;
+/** Most rows per statement on PostgreSQL (arrays; bounded to keep one statement's work small). */
+const maxPostgresRows = 5_000;
+
+class Statements {
+  private readonly textCache = new Map<string, string>();
+  constructor(
+    readonly trx: Transaction<Database>,
+    readonly dialect: DialectName,
+  ) {}
+
+  private cached(key: string, make: () => string): string {
+    let text = this.textCache.get(key);
+    if (text === undefined) {
+      text = make();
+      if (this.textCache.size < 64) this.textCache.set(key, text);
     }
+    return text;
+  }
+
+  /** SQLite: `(?, ?), (?, ?)`: `rows` tuples of `width` placeholders. */
+  tuples(rows: number, width: number): string {
+    return this.cached(`${rows}/${width}`, () => {
+      const tuple = `(${'?, '.repeat(width - 1)}?)`;
+      return Array.from({ length: rows }, () => tuple).join(', ');
+    });
+  }
+
+  async query<R>(text: string, parameters: readonly unknown[]): Promise<R[]> {
+    return (await this.trx.executeQuery<R>(CompiledQuery.raw(text, [...parameters]))).rows;
+  }
+
+  /**
+   * Rows of `select <columns> from <table> where <column> in (…values)` (in slices on SQLite).
+   */
+  async selectIn<R>(columns: string, table: string, column: string, values: string[]): Promise<R[]> {
+    if (values.length === 0) return [];
+    if (this.dialect === 'postgres') {
+      return this.query<R>(`select ${columns} from ${table} where ${column} = any($1::text[])`, [values]);
+    }
+    const out: R[] = [];
+    for (let i = 0; i < values.length; i += 1000) {
+      const slice = values.slice(i, i + 1000);
+      const text = `select ${columns} from ${table} where ${column} in (${this.tuples(1, slice.length).slice(1, -1)})`;
+      out.push(...(await this.query<R>(text, slice)));
+    }
+    return out;
+  }
+
+  /** A multi-row insert, in slices; the rows it returned. */
+  async insert<R = Record<string, unknown>>(statement: InsertStatement, rows: unknown[][]): Promise<R[]> {
+    const out: R[] = [];
+    const width = statement.columns.length;
+    const head = `insert into ${statement.table} (${statement.columns.join(', ')})`;
+    if (this.dialect === 'postgres') {
+      const text = this.cached(
+        head,
+        () =>
+          `${head} select * from unnest(${statement.columns
+            .map((c, i) => `$${i + 1}::${statement.types?.[c] ?? 'text'}[]`)
+            .join(', ')}) ${statement.tail}`,
+      );
+      for (let i = 0; i < rows.length; i += maxPostgresRows) {
+        const slice = rows.slice(i, i + maxPostgresRows);
+        const columns = statement.columns.map((_, c) => slice.map((row) => row[c]));
+        out.push(...(await this.query<R>(text, columns)));
+      }
+      return out;
+    }
+    const perStatement = Math.max(1, Math.floor(maxSqliteParameters / width));
+    for (let i = 0; i < rows.length; i += perStatement) {
+      const slice = rows.slice(i, i + perStatement);
+      const text = `${head} values ${this.tuples(slice.length, width)} ${statement.tail}`;
+      out.push(...(await this.query<R>(text, slice.flat())));
+    }
+    return out;
+  }
+}
+
+const eventsInsert: InsertStatement = {
+  table: 'events',
+  columns: ['id', 'type', 'session_id', 'client_timestamp', 'received_at', 'environment_id', 'payload'],
+  tail: 'on conflict (id) do nothing returning id',
+};
+
+const projectsInsert: InsertStatement = {
+  table: 'projects',
+  columns: ['name', 'created_at'],
+  tail: 'on conflict (name) do nothing',
+};
+
+async function loadSessions(q: Statements, ids: string[]): Promise<Map<string, KnownSession>> {
+  const known = new Map<string, KnownSession>();
+  const rows = await q.selectIn<{
+    id: string;
+    project: string | null;
+    environment: string | null;
+    namespace: string | null;
+    command: string | null;
+    user_name: string | null;
+  }>('id, project, environment, namespace, command, user_name', 'sessions', 'id', ids);
+  for (const r of rows) {
+    known.set(r.id, {
+      identity:
+        r.project && r.environment && r.namespace
+          ? { project: r.project, name: r.environment, namespace: r.namespace }
+          : undefined,
+      command: r.command,
+      user: r.user_name,
+    });
   }
   return known;
 }
 
-/** `CASE WHEN excluded.last_activity_at >= current THEN excluded.<column> ELSE current END`. */
-function newer(column: keyof EnvironmentsTable) {
-  return sql<string>`case when excluded.last_activity_at >= environments.last_activity_at then excluded.${sql.ref(column)} else environments.${sql.ref(column)} end`;
+const environmentColumns =
+  'id, project, name, namespace, state, owner, policy_after_inactivity, policy_action, cleaned_at, ' +
+  'last_activity_at, last_activity_session, last_activity_command, last_activity_user, last_activity_type';
+
+/**
+ * The stored environments with these identities (sorted by key), by key. On PostgreSQL the rows
+ * are locked until the end of the transaction, in key order.
+ */
+async function loadEnvironments(
+  q: Statements,
+  identities: EnvironmentIdentity[],
+): Promise<Map<string, EnvironmentRow>> {
+  const out = new Map<string, EnvironmentRow>();
+  if (q.dialect === 'postgres') {
+    if (identities.length === 0) return out;
+    const rows = await q.query<EnvironmentRow>(
+      `select ${environmentColumns} from environments ` +
+        'where (project, name, namespace) in (select * from unnest($1::text[], $2::text[], $3::text[])) ' +
+        'order by project, name, namespace for update',
+      [identities.map((e) => e.project), identities.map((e) => e.name), identities.map((e) => e.namespace)],
+    );
+    for (const r of rows) out.set(environmentKey(r), r);
+    return out;
+  }
+  for (let i = 0; i < identities.length; i += 1000) {
+    const slice = identities.slice(i, i + 1000);
+    const rows = await q.query<EnvironmentRow>(
+      `select ${environmentColumns} from environments where (project, name, namespace) in (values ${q.tuples(slice.length, 3)})`,
+      slice.flatMap((e) => [e.project, e.name, e.namespace]),
+    );
+    for (const r of rows) out.set(environmentKey(r), r);
+  }
+  return out;
+}
+
+function newEnvironment(identity: EnvironmentIdentity, now: string): EnvironmentRow {
+  return {
+    id: ulid(),
+    project: identity.project,
+    name: identity.name,
+    namespace: identity.namespace,
+    state: 'active',
+    owner: null,
+    policy_after_inactivity: null,
+    policy_action: null,
+    cleaned_at: null,
+    last_activity_at: now,
+    last_activity_session: null,
+    last_activity_command: null,
+    last_activity_user: null,
+    last_activity_type: null,
+  };
+}
+
+/** What the batch changes on the environment row: owner, policy, last activity. */
+function applyTouch(row: EnvironmentRow, t: EnvironmentTouch, now: string): void {
+  // The first session seen in the environment owns it.
+  row.owner ??= t.owner ?? null;
+  if (t.policy !== undefined) {
+    row.policy_after_inactivity = t.policy?.afterInactivity ?? null;
+    row.policy_action = t.policy?.action ?? null;
+  }
+  // The receive time only moves forward: a batch never makes the activity older.
+  if (t.activity && now >= row.last_activity_at) {
+    row.last_activity_at = now;
+    row.last_activity_session = t.activity.session;
+    row.last_activity_command = t.activity.command;
+    row.last_activity_user = t.activity.user;
+    row.last_activity_type = t.activity.type;
+  }
 }
 
 /**
- * Upserts the touched environments, a few statements per batch: one per shape of update
- * (with or without a new policy, with or without activity), rows in key order so concurrent
- * transactions lock them in the same order. Returns the id of each, by environment key.
+ * An environment is `cleaned` when it has resources and all of them (other than shared system
+ * namespaces, which are never its own) are missing; otherwise `active`.
  */
-async function upsertEnvironments(
-  trx: Transaction<Database>,
-  touches: EnvironmentTouch[],
+function setEnvironmentState(row: EnvironmentRow, resources: Iterable<Resource>, now: string): void {
+  let total = 0;
+  let live = 0;
+  for (const r of resources) {
+    if (r.role === 'system') continue;
+    total++;
+    if (r.state !== 'missing') live++;
+  }
+  if (total > 0 && live === 0) {
+    row.state = 'cleaned';
+    row.cleaned_at ??= now;
+  } else {
+    row.state = 'active';
+    row.cleaned_at = null;
+  }
+}
+
+/**
+ * New environments inserted, touched ones updated, in one statement (rows in key order). Only
+ * the columns ingest owns are updated: protection and keep-alive belong to the API. A new
+ * environment another replica inserted meanwhile fails the insert on the unique identity: the
+ * batch is retried.
+ */
+async function writeEnvironments(
+  q: Statements,
+  environments: { row: EnvironmentRow }[],
   now: string,
-): Promise<Map<string, string>> {
-  const ids = new Map<string, string>();
-  const groups = new Map<string, EnvironmentTouch[]>();
-  for (const t of touches) {
-    const shape = `${t.policy !== undefined}/${t.activity !== undefined}`;
-    groups.set(shape, [...(groups.get(shape) ?? []), t]);
-  }
-  for (const group of groups.values()) {
-    const first = group[0]!;
-    const withPolicy = first.policy !== undefined;
-    const withActivity = first.activity !== undefined;
-    const sorted = group
-      .map((t) => ({ key: environmentKey(t.identity), t }))
-      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    for (const chunk of chunks(sorted, 500)) {
-      const rows = await trx
-        .insertInto('environments')
-        .values(
-          chunk.map(({ t }) => ({
-            id: ulid(),
-            project: t.identity.project,
-            name: t.identity.name,
-            namespace: t.identity.namespace,
-            state: 'active' as const,
-            owner: t.owner ?? null,
-            protected: 0,
-            policy_after_inactivity: t.policy?.afterInactivity ?? null,
-            policy_action: t.policy?.action ?? null,
-            created_at: now,
-            updated_at: now,
-            last_activity_at: now,
-            last_activity_session: t.activity?.session ?? null,
-            last_activity_command: t.activity?.command ?? null,
-            last_activity_user: t.activity?.user ?? null,
-            last_activity_type: t.activity?.type ?? null,
-          })),
-        )
-        .onConflict((oc) =>
-          oc.columns(['project', 'name', 'namespace']).doUpdateSet((eb) => ({
-            updated_at: eb.ref('excluded.updated_at'),
-            owner: sql<string | null>`coalesce(environments.owner, excluded.owner)`,
-            ...(withPolicy
-              ? {
-                  policy_after_inactivity: eb.ref('excluded.policy_after_inactivity'),
-                  policy_action: eb.ref('excluded.policy_action'),
-                }
-              : {}),
-            ...(withActivity
-              ? {
-                  last_activity_session: newer('last_activity_session'),
-                  last_activity_command: newer('last_activity_command'),
-                  last_activity_user: newer('last_activity_user'),
-                  last_activity_type: newer('last_activity_type'),
-                  last_activity_at: newer('last_activity_at'),
-                }
-              : {}),
-          })),
-        )
-        .returning(['id', 'project', 'name', 'namespace'])
-        .execute();
-      for (const r of rows) ids.set(environmentKey(r), r.id);
-    }
-  }
-  return ids;
+): Promise<void> {
+  await q.insert(
+    environmentsUpsert,
+    environments.map(({ row: r }) => [
+      r.id,
+      r.project,
+      r.name,
+      r.namespace,
+      r.state,
+      r.owner,
+      0,
+      r.policy_after_inactivity,
+      r.policy_action,
+      now,
+      now,
+      r.cleaned_at,
+      r.last_activity_at,
+      r.last_activity_session,
+      r.last_activity_command,
+      r.last_activity_user,
+      r.last_activity_type,
+    ]),
+  );
 }
 
-async function upsertSessions(trx: Transaction<Database>, updates: SessionUpdate[]): Promise<void> {
-  if (updates.length === 0) return;
-  const sorted = [...updates].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  for (const chunk of chunks(sorted, 500)) await upsertSessionChunk(trx, chunk);
+const updateFromExcluded = (columns: string[]) => columns.map((c) => `${c} = excluded.${c}`).join(', ');
+
+const environmentsUpsert: InsertStatement = {
+  table: 'environments',
+  columns: [
+    'id',
+    'project',
+    'name',
+    'namespace',
+    'state',
+    'owner',
+    'protected',
+    'policy_after_inactivity',
+    'policy_action',
+    'created_at',
+    'updated_at',
+    'cleaned_at',
+    'last_activity_at',
+    'last_activity_session',
+    'last_activity_command',
+    'last_activity_user',
+    'last_activity_type',
+  ],
+  types: { protected: 'integer' },
+  tail:
+    'on conflict (id) do update set ' +
+    updateFromExcluded([
+      'state',
+      'owner',
+      'policy_after_inactivity',
+      'policy_action',
+      'updated_at',
+      'cleaned_at',
+      'last_activity_at',
+      'last_activity_session',
+      'last_activity_command',
+      'last_activity_user',
+      'last_activity_type',
+    ]),
+};
+
+const resourceColumns = [
+  'id',
+  'environment_id',
+  'plugin',
+  'provider',
+  'target_kind',
+  'target',
+  'target_key',
+  'namespace_name',
+  'namespace_uid',
+  'generation',
+  'role',
+  'ownership',
+  'state',
+  'last_cause',
+  'detail',
+  'first_seen_at',
+  'last_seen_at',
+  'last_activity_at',
+  'missing_since',
+] as const satisfies readonly (keyof Resource)[];
+
+const resourcesUpsert: InsertStatement = {
+  table: 'resources',
+  columns: resourceColumns,
+  types: { generation: 'integer' },
+  tail:
+    'on conflict (id) do update set ' +
+    updateFromExcluded([
+      'namespace_uid',
+      'provider',
+      'role',
+      'ownership',
+      'state',
+      'last_cause',
+      'detail',
+      'last_seen_at',
+      'last_activity_at',
+      'missing_since',
+    ]),
+};
+
+/** All resources of these environments, by environment id. */
+async function loadResources(q: Statements, environmentIds: string[]): Promise<Map<string, ResourceSet>> {
+  const out = new Map<string, ResourceSet>();
+  const rows = await q.selectIn<Resource>(
+    resourceColumns.join(', '),
+    'resources',
+    'environment_id',
+    environmentIds,
+  );
+  for (const r of rows) {
+    let set = out.get(r.environment_id);
+    if (!set) out.set(r.environment_id, (set = new ResourceSet()));
+    set.add({ ...r, generation: Number(r.generation) });
+  }
+  return out;
 }
 
-async function upsertSessionChunk(trx: Transaction<Database>, updates: SessionUpdate[]): Promise<void> {
-  const keep = (column: keyof SessionsTable) =>
-    sql<string | null>`coalesce(excluded.${sql.ref(column)}, sessions.${sql.ref(column)})`;
-  await trx
-    .insertInto('sessions')
-    .values(
-      updates.map((s) => ({
-        id: s.id,
-        environment_id: s.environment_id ?? null,
-        project: s.project ?? null,
-        environment: s.environment ?? null,
-        namespace: s.namespace ?? null,
-        command: s.command ?? null,
-        args: s.args ?? null,
-        user_name: s.user_name ?? null,
-        host_id: s.host_id ?? null,
-        cli_version: s.cli_version ?? null,
-        status: s.status,
-        started_at: s.started_at ?? null,
-        ended_at: s.ended_at ?? null,
-        last_heartbeat_at: s.last_heartbeat_at ?? null,
-        last_event_at: s.last_event_at,
-        error_code: s.error_code ?? null,
-        error_message: s.error_message ?? null,
-      })),
-    )
-    .onConflict((oc) =>
-      oc.column('id').doUpdateSet({
-        environment_id: keep('environment_id'),
-        project: keep('project'),
-        environment: keep('environment'),
-        namespace: keep('namespace'),
-        command: keep('command'),
-        args: keep('args'),
-        user_name: keep('user_name'),
-        host_id: keep('host_id'),
-        cli_version: keep('cli_version'),
-        started_at: keep('started_at'),
-        ended_at: keep('ended_at'),
-        last_heartbeat_at: keep('last_heartbeat_at'),
-        error_code: keep('error_code'),
-        error_message: keep('error_message'),
-        // A session that ended stays ended; "unknown" (no status news) keeps what is there.
-        status: sql<SessionStatus>`case when excluded.status = 'unknown' then sessions.status when sessions.status in ('completed', 'failed') and excluded.status = 'running' then sessions.status else excluded.status end`,
-        last_event_at: sql<string>`case when excluded.last_event_at > sessions.last_event_at then excluded.last_event_at else sessions.last_event_at end`,
-      }),
-    )
-    .execute();
+/** New and changed resources, new ones in identity order; one statement. */
+async function writeResources(q: Statements, resources: Resource[]): Promise<void> {
+  if (resources.length === 0) return;
+  await q.insert(
+    resourcesUpsert,
+    resources.map((r) => resourceColumns.map((c) => r[c])),
+  );
 }
 
 function ownershipOf(p: NamespaceStatusPayload, previous: Ownership | undefined): Ownership {
@@ -480,118 +711,130 @@ function ownershipOf(p: NamespaceStatusPayload, previous: Ownership | undefined)
   return previous ?? 'unknown';
 }
 
-/**
- * One namespaceStatus applied to the environment's resources. The resource is identified by
- * (plugin, target, namespace name); a namespace uid different from the one recorded means the
- * namespace was deleted and re-created: the old generation is marked missing and a new row
- * (generation + 1) starts. Without a uid the event applies to the latest generation.
- */
-async function applyNamespaceStatus(
-  trx: Transaction<Database>,
-  environmentId: string,
-  e: TendEvent<'namespaceStatus'>,
-  now: string,
-): Promise<void> {
-  const p = e.payload;
-  const tkey = targetKey(p.target);
-  const uid = p.namespaceUid ?? null;
-  const latest = async () =>
-    trx
-      .selectFrom('resources')
-      .selectAll()
-      .where('environment_id', '=', environmentId)
-      .where('plugin', '=', p.pluginName)
-      .where('target_key', '=', tkey)
-      .where('namespace_name', '=', p.namespaceName)
-      .orderBy('generation', 'desc')
-      .limit(1)
-      .executeTakeFirst();
+/** The resources of one environment in memory: every generation, the latest of each identity. */
+class ResourceSet {
+  private readonly rows: Resource[] = [];
+  private readonly latest = new Map<string, Resource>();
 
-  const update = async (current: Resource) => {
-    await trx
-      .updateTable('resources')
-      .set({
-        namespace_uid: current.namespace_uid ?? uid,
-        provider: p.providerName,
-        role: p.role,
-        ownership: ownershipOf(p, current.ownership),
-        state: p.state,
-        last_cause: p.cause,
-        detail: p.detail ? JSON.stringify(p.detail) : current.detail,
-        last_seen_at: now,
-        last_activity_at: p.state === 'ready' ? now : current.last_activity_at,
-        missing_since: p.state === 'missing' ? (current.missing_since ?? now) : null,
-      })
-      .where('id', '=', current.id)
-      .execute();
-  };
+  private static identity(plugin: string, targetKey: string, namespaceName: string): string {
+    return JSON.stringify([plugin, targetKey, namespaceName]);
+  }
 
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const current = await latest();
+  add(r: Resource): void {
+    this.rows.push(r);
+    const id = ResourceSet.identity(r.plugin, r.target_key, r.namespace_name);
+    const current = this.latest.get(id);
+    if (!current || r.generation > current.generation) this.latest.set(id, r);
+  }
+
+  all(): Iterable<Resource> {
+    return this.rows;
+  }
+
+  /**
+   * One namespaceStatus applied to the environment's resources; returns the rows it changed. The
+   * resource is identified by (plugin, target, namespace name); a namespace uid different from
+   * the one recorded means the namespace was deleted and re-created: the old generation is marked
+   * missing and a new row (generation + 1) starts. Without a uid the event applies to the latest
+   * generation.
+   */
+  apply(environmentId: string, e: TendEvent<'namespaceStatus'>, now: string): Resource[] {
+    const p = e.payload;
+    const tkey = targetKey(p.target);
+    const uid = p.namespaceUid ?? null;
+    const current = this.latest.get(ResourceSet.identity(p.pluginName, tkey, p.namespaceName));
     const recreated = current && uid && current.namespace_uid && current.namespace_uid !== uid;
-    if (current && !recreated) return update(current);
-    if (current && recreated && current.state !== 'missing') {
-      await trx
-        .updateTable('resources')
-        .set({ state: 'missing', missing_since: now, last_seen_at: now })
-        .where('id', '=', current.id)
-        .execute();
+    if (current && !recreated) {
+      current.namespace_uid = current.namespace_uid ?? uid;
+      current.provider = p.providerName;
+      current.role = p.role;
+      current.ownership = ownershipOf(p, current.ownership);
+      current.state = p.state;
+      current.last_cause = p.cause;
+      current.detail = p.detail ? JSON.stringify(p.detail) : current.detail;
+      current.last_seen_at = now;
+      current.last_activity_at = p.state === 'ready' ? now : current.last_activity_at;
+      current.missing_since = p.state === 'missing' ? (current.missing_since ?? now) : null;
+      return [current];
     }
-    const inserted = await trx
-      .insertInto('resources')
-      .values({
-        id: ulid(),
-        environment_id: environmentId,
-        plugin: p.pluginName,
-        provider: p.providerName,
-        target_kind: p.target.kind,
-        target: JSON.stringify(p.target),
-        target_key: tkey,
-        namespace_name: p.namespaceName,
-        namespace_uid: uid,
-        generation: (current?.generation ?? 0) + 1,
-        role: p.role,
-        ownership: ownershipOf(p, undefined),
-        state: p.state,
-        last_cause: p.cause,
-        detail: p.detail ? JSON.stringify(p.detail) : null,
-        first_seen_at: now,
-        last_seen_at: now,
-        last_activity_at: p.state === 'ready' ? now : null,
-        missing_since: p.state === 'missing' ? now : null,
-      })
-      .onConflict((oc) =>
-        oc.columns(['environment_id', 'plugin', 'target_key', 'namespace_name', 'generation']).doNothing(),
-      )
-      .returning('id')
-      .execute();
-    if (inserted.length > 0) return;
-    // Another replica created this generation at the same moment: read it again and apply.
+    const changed: Resource[] = [];
+    if (current && recreated && current.state !== 'missing') {
+      current.state = 'missing';
+      current.missing_since = now;
+      current.last_seen_at = now;
+      changed.push(current);
+    }
+    const next: Resource = {
+      id: ulid(),
+      environment_id: environmentId,
+      plugin: p.pluginName,
+      provider: p.providerName,
+      target_kind: p.target.kind,
+      target: JSON.stringify(p.target),
+      target_key: tkey,
+      namespace_name: p.namespaceName,
+      namespace_uid: uid,
+      generation: (current?.generation ?? 0) + 1,
+      role: p.role,
+      ownership: ownershipOf(p, undefined),
+      state: p.state,
+      last_cause: p.cause,
+      detail: p.detail ? JSON.stringify(p.detail) : null,
+      first_seen_at: now,
+      last_seen_at: now,
+      last_activity_at: p.state === 'ready' ? now : null,
+      missing_since: p.state === 'missing' ? now : null,
+    };
+    this.add(next);
+    changed.push(next);
+    return changed;
   }
 }
 
-/**
- * An environment is `cleaned` when it has resources and all of them (other than shared system
- * namespaces, which are never its own) are missing; otherwise `active`.
- */
-async function recomputeEnvironmentState(trx: Transaction<Database>, id: string, now: string): Promise<void> {
-  const counts = await trx
-    .selectFrom('resources')
-    .select((eb) => [
-      eb.fn.countAll<number>().as('total'),
-      eb.fn.count<number>(eb.case().when('state', '!=', 'missing').then(1).end()).as('live'),
-    ])
-    .where('environment_id', '=', id)
-    .where('role', '!=', 'system')
-    .executeTakeFirstOrThrow();
-  const cleaned = Number(counts.total) > 0 && Number(counts.live) === 0;
-  await trx
-    .updateTable('environments')
-    .set(
-      cleaned
-        ? { state: 'cleaned', cleaned_at: sql<string>`coalesce(cleaned_at, ${now})` }
-        : { state: 'active', cleaned_at: null },
-    )
-    .where('id', '=', id)
-    .execute();
+const sessionColumns = [
+  'id',
+  'environment_id',
+  'project',
+  'environment',
+  'namespace',
+  'command',
+  'args',
+  'user_name',
+  'host_id',
+  'cli_version',
+  'status',
+  'started_at',
+  'ended_at',
+  'last_heartbeat_at',
+  'last_event_at',
+  'error_code',
+  'error_message',
+] as const satisfies readonly (keyof SessionsTable)[];
+
+/** Session columns merged as "the newest value when there is one". */
+const keptSessionColumns = sessionColumns.filter(
+  (c) => c !== 'id' && c !== 'status' && c !== 'last_event_at',
+);
+
+const sessionsUpsert: InsertStatement = {
+  table: 'sessions',
+  columns: sessionColumns,
+  tail:
+    'on conflict (id) do update set ' +
+    [
+      ...keptSessionColumns.map((c) => `${c} = coalesce(excluded.${c}, sessions.${c})`),
+      // A session that ended stays ended; "unknown" (no status news) keeps what is there.
+      "status = case when excluded.status = 'unknown' then sessions.status when sessions.status in ('completed', 'failed') and excluded.status = 'running' then sessions.status else excluded.status end",
+      'last_event_at = case when excluded.last_event_at > sessions.last_event_at then excluded.last_event_at else sessions.last_event_at end',
+    ].join(', '),
+};
+
+/** Sessions merged into what is stored (rows in id order, so concurrent batches lock alike). */
+async function writeSessions(q: Statements, updates: SessionUpdate[]): Promise<void> {
+  if (updates.length === 0) return;
+  const sorted = [...updates].sort(byKey((s) => s.id));
+  await q.insert(
+    sessionsUpsert,
+    sorted.map((s) => sessionColumns.map((c) => s[c] ?? null)),
+  );
 }
