@@ -3,7 +3,8 @@
  * that segment, so two tend processes sharing one outbox never send the same batch twice.
  *
  * A lock is a file created with O_EXCL holding `{pid, host, acquiredAt}`. A lock whose process is
- * gone (same host, `kill(pid, 0)` fails with ESRCH) is stale and may be broken; breaking goes
+ * gone (same host, `kill(pid, 0)` fails with ESRCH; on Linux also a zombie, or a pid now used by
+ * a process started at another time) is stale and may be broken; breaking goes
  * through a second O_EXCL file (`<lock>.break`) so two processes that find the same stale lock
  * cannot both break it and both end up holding the segment.
  */
@@ -16,6 +17,8 @@ export interface LockOwner {
   acquiredAt: string;
   /** The holder also writes the segment (the session's own process). */
   writer?: boolean;
+  /** Linux: the holder's start time (clock ticks since boot), which tells a reused pid apart. */
+  start?: string;
 }
 
 export interface HeldLock {
@@ -50,6 +53,21 @@ export function isProcessAlive(pid: number): boolean {
   }
 }
 
+/** Linux: a process's state and start time from /proc; undefined elsewhere or when it is gone. */
+function procStat(pid: number): { state: string; start: string } | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // "pid (comm) state ppid …": comm may hold spaces and parentheses; fields after it are plain.
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return fields.length > 19 ? { state: fields[0]!, start: fields[19]! } : undefined;
+}
+
+const ownStart = procStat(process.pid)?.start;
+
 function readOwner(file: string): { text: string; owner?: LockOwner } | undefined {
   let text: string;
   try {
@@ -67,6 +85,7 @@ function readOwner(file: string): { text: string; owner?: LockOwner } | undefine
           host: parsed.host,
           acquiredAt: String(parsed.acquiredAt ?? ''),
           ...(parsed.writer === true ? { writer: true } : {}),
+          ...(typeof parsed.start === 'string' ? { start: parsed.start } : {}),
         },
       };
     }
@@ -89,7 +108,11 @@ export function isStale(file: string, read: { owner?: LockOwner }): boolean {
   if (!read.owner) return ageMs(file) > unreadableGraceMs;
   // Another host's process cannot be checked from here: its lock is respected.
   if (read.owner.host !== thisHost) return false;
-  return !isProcessAlive(read.owner.pid);
+  if (!isProcessAlive(read.owner.pid)) return true;
+  // Alive by kill(0), but a zombie, or another process that got the same pid.
+  const stat = procStat(read.owner.pid);
+  if (!stat) return false;
+  return stat.state === 'Z' || (read.owner.start !== undefined && read.owner.start !== stat.start);
 }
 
 function create(file: string, writer: boolean): HeldLock | undefined {
@@ -105,6 +128,7 @@ function create(file: string, writer: boolean): HeldLock | undefined {
     host: thisHost,
     acquiredAt: new Date().toISOString(),
     ...(writer ? { writer: true } : {}),
+    ...(ownStart ? { start: ownStart } : {}),
   };
   const text = JSON.stringify(owner);
   try {

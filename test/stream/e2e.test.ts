@@ -1,7 +1,7 @@
 /**
  * The local-shop example deployed through the real CLI with a real server (SQLite): the
- * environment, its resource and the session are in the server's registry, every streamed event
- * exactly once, and the outbox is empty afterwards.
+ * environment, its resource and the session are in the server's registry and on its dashboard,
+ * every streamed event exactly once, and the outbox is empty afterwards.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EnvironmentView, ResourceView, SessionView } from '../../src/server/schemas.js';
@@ -76,6 +76,19 @@ describe('streaming a deploy to the server', () => {
       expect(detail.sessions.map((s) => [s.id, s.command, s.status])).toEqual([
         [sessionId, 'deploy', 'completed'],
       ]);
+
+      // The dashboard shows it, to a developer logged in with a read token.
+      const login = await fetch(`${server.current!.url}/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ token: server.tokens.read, next: '/' }).toString(),
+        redirect: 'manual',
+      });
+      const cookie = /tend_session=[^;]+/.exec(login.headers.get('set-cookie') ?? '')?.[0];
+      expect(cookie, `login answered ${login.status}`).toBeDefined();
+      const dashboard = await fetch(`${server.current!.url}/`, { headers: { cookie: cookie! } });
+      expect(dashboard.status).toBe(200);
+      expect(await dashboard.text()).toContain(namespace);
 
       const recorded = recordedStreamedEvents(root).map((e) => e.id);
       const stored = server.eventIds();

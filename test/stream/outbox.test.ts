@@ -199,6 +199,22 @@ describe('refused events', () => {
   });
 });
 
+describe('tend events push', () => {
+  it('fails clearly when the server stays unreachable, and keeps everything', async () => {
+    const root = busyProject(2, 'unreachable');
+    proxy.upstream = undefined;
+    const run = await tend(root, ['build']);
+    expect(run.code, run.stderr).toBe(0);
+    const waiting = recordedStreamedEvents(root).length;
+    const push = await tend(root, ['events', 'push', '--timeout', '1', '--json']);
+    expect(push.code).toBe(1);
+    const { error } = JSON.parse(push.stdout) as { error: { code: string; message: string } };
+    expect(error.code).toBe('TEND_SERVER');
+    expect(error.message).toContain(`${waiting} event(s) could not be delivered to ${proxy.url} within 1 s`);
+    expect(outboxEvents(root)).toHaveLength(waiting);
+  });
+});
+
 describe('where the server comes from', () => {
   it("prefers the project's server: over TEND_SERVER_URL", async () => {
     const root = makeProject({

@@ -154,6 +154,15 @@ describe('segment locks', () => {
     expect(existsSync(`${file}.break`)).toBe(false);
   });
 
+  it.runIf(process.platform === 'linux')('tells a reused pid apart by its start time', () => {
+    const file = path.join(tempDir(), 'd.lock');
+    writeFileSync(
+      file,
+      JSON.stringify({ pid: process.pid, host: os.hostname(), acquiredAt: 'then', start: '1' }),
+    );
+    expect(tryLock(file)).toMatchObject({ acquired: true, broke: { pid: process.pid } });
+  });
+
   it("respects another host's lock, which it cannot check", () => {
     const file = path.join(tempDir(), 'c.lock');
     writeFileSync(file, JSON.stringify({ pid: deadPid(), host: 'another-host', acquiredAt: 'then' }));
