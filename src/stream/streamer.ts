@@ -395,8 +395,23 @@ export class OutboxStreamer {
     const index = error.detail?.index;
     const single =
       typeof index === 'number' && Number.isInteger(index) && batch.length > 1 ? batch[index] : undefined;
+    // A line that is not JSON (a disk fault) is why a whole batch can be refused: skip it, resend the rest.
+    const corrupt = new Set<string>();
+    const parsed = new Map<QueuedEvent, TendEvent>();
+    for (const e of single ? [single] : batch) {
+      try {
+        parsed.set(e, JSON.parse(e.text) as TendEvent);
+      } catch {
+        corrupt.add(e.id);
+      }
+    }
+    if (corrupt.size > 0) {
+      this.report.skipped += corrupt.size;
+      cursor.removeQueued(corrupt);
+      return;
+    }
     const kept = single ? [single] : batch;
-    const events = kept.map((e) => JSON.parse(e.text) as TendEvent);
+    const events = kept.map((e) => parsed.get(e)!);
     const file = writeQuarantine(this.dir, {
       sessionId: events[0]!.sessionId,
       quarantinedAt: new Date().toISOString(),
