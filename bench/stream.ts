@@ -283,15 +283,21 @@ export async function run(): Promise<void> {
     await once(withServer.root);
     const plain: { total: number; work: number }[] = [];
     const streamed: { total: number; work: number }[] = [];
-    for (let i = 0; i < 11; i++) {
-      plain.push(await once(without.root));
-      streamed.push(await once(withServer.root));
+    // Alternated, the order flipped each time (ABBA), so drift of the machine cancels out.
+    for (let i = 0; i < 16; i++) {
+      if (i % 2 === 0) {
+        plain.push(await once(without.root));
+        streamed.push(await once(withServer.root));
+      } else {
+        streamed.push(await once(withServer.root));
+        plain.push(await once(without.root));
+      }
     }
     loud();
     const work = [median(plain.map((r) => r.work)), median(streamed.map((r) => r.work))] as const;
     const total = [median(plain.map((r) => r.total)), median(streamed.map((r) => r.total))] as const;
-    figure('1,000 no-op actions, the run, no server (median of 11)', work[0], 'ms');
-    figure('1,000 no-op actions, the run, streaming (median of 11)', work[1], 'ms');
+    figure('1,000 no-op actions, the run, no server (median of 16)', work[0], 'ms');
+    figure('1,000 no-op actions, the run, streaming (median of 16)', work[1], 'ms');
     figure('overhead of streaming on the run', ((work[1] - work[0]) / work[0]) * 100, '%', { max: 5 });
     figure('1,000 no-op actions, whole command, no server', total[0], 'ms');
     figure('1,000 no-op actions, whole command incl. exit wait, streaming', total[1], 'ms');
