@@ -2,24 +2,23 @@
  * Ingest: a validated batch of events becomes stored events and changes to the registry of
  * environments, sessions and resources — in one transaction, exactly once per event id.
  *
- * Set-based, a fixed number of statements per batch whatever its size and mix (about nine,
- * one more per 500 events): events already stored are skipped with one `WHERE id IN (…)`;
- * the sessions, environments and resources the batch touches are read with one query each;
- * the events are applied in memory in the order of the batch; the results are written back
- * with one multi-row statement per table.
+ * Set-based: a fixed number of statements per batch whatever its size and mix (eight or so).
+ * The sessions, environments and resources the batch touches are read with one query each; the
+ * events are inserted with one `ON CONFLICT (id) DO NOTHING` (its row count says whether all
+ * were new); the events are applied in memory in the order of the batch; the results are
+ * written back with one multi-row upsert per table.
  *
  * Exactly once, also across replicas on PostgreSQL:
  * - the environments a batch touches are read `FOR UPDATE`, in key order (no deadlock between
  *   two batches); every write to an environment's resources happens under that row lock, so
  *   reading them, changing them in memory and writing them back loses no concurrent change;
- * - the events are inserted with `ON CONFLICT (id) DO NOTHING RETURNING id` (sorted by id): a
- *   replica inserting the same event at the same moment waits on the primary key until the
- *   other commits. When none of the batch's events is new, the batch changes nothing; when
- *   only some are (another replica stored the others meanwhile), the transaction is retried
- *   and then sees them as stored;
+ * - the events are inserted (sorted by id) before anything else is written: a replica inserting
+ *   the same event at the same moment waits on the primary key until the other commits. When
+ *   none of the batch's events is new (a re-sent batch), nothing is written. When only some are,
+ *   the transaction starts again, first reading which events are stored, and applies the rest;
  * - an environment created by another replica at the same moment makes the insert of ours
  *   fail on the unique (project, name, namespace): the transaction is retried and finds it.
- * On SQLite, one connection runs one transaction at a time: none of this can happen there.
+ * On SQLite, one connection runs one transaction at a time: no other writer can interleave.
  *
  * Activity time is the server's receive time of the batch, never the client's clock.
  */
@@ -91,13 +90,11 @@ interface EnvironmentRow {
   last_activity_type: string | null;
 }
 
-/** Another replica changed what this batch read: the whole transaction is retried. */
-class ConcurrentIngest extends Error {
-  readonly code = 'TEND_INGEST_RACE';
-}
+/** Some events of the batch were stored already: the transaction is retried without them. */
+class ConcurrentIngest extends Error {}
 
 /** PostgreSQL errors after which the whole batch can simply be retried. */
-const retryableCodes = new Set(['40001', '40P01', '23505', 'TEND_INGEST_RACE']);
+const retryableCodes = new Set(['40001', '40P01', '23505']);
 
 export async function ingestEvents(
   db: Kysely<Database>,
@@ -105,12 +102,21 @@ export async function ingestEvents(
   events: TendEvent[],
   receivedAt: Date,
 ): Promise<IngestResult> {
+  // First optimistically, as if every event were new; after a batch turned out to hold some
+  // stored events and some new ones, again, skipping the stored ones from the start.
+  let skipStored = false;
   for (let attempt = 1; ; attempt++) {
     try {
       return await db
         .transaction()
-        .execute((trx) => applyBatch(new Statements(trx, dialect), events, receivedAt.toISOString()));
+        .execute((trx) =>
+          applyBatch(new Statements(trx, dialect), events, receivedAt.toISOString(), skipStored),
+        );
     } catch (error) {
+      if (error instanceof ConcurrentIngest && attempt < 5) {
+        skipStored = true;
+        continue;
+      }
       const code = (error as { code?: unknown }).code;
       if (dialect !== 'postgres' || attempt >= 5 || typeof code !== 'string' || !retryableCodes.has(code)) {
         throw error;
@@ -127,12 +133,19 @@ const byKey =
     return x < y ? -1 : x > y ? 1 : 0;
   };
 
-async function applyBatch(q: Statements, events: TendEvent[], now: string): Promise<IngestResult> {
+async function applyBatch(
+  q: Statements,
+  events: TendEvent[],
+  now: string,
+  skipStored: boolean,
+): Promise<IngestResult> {
   if (events.length === 0) return { accepted: 0, duplicates: 0 };
 
-  // Events stored before (a re-sent batch) are skipped without any write.
-  const ids = [...new Set(events.map((e) => e.id))];
-  const existing = new Set((await q.selectIn<{ id: string }>('id', 'events', 'id', ids)).map((r) => r.id));
+  const existing = new Set<string>();
+  if (skipStored) {
+    const ids = [...new Set(events.map((e) => e.id))];
+    for (const r of await q.selectIn<{ id: string }>('id', 'events', 'id', ids)) existing.add(r.id);
+  }
   const seen = new Set<string>();
   const candidates = events.filter((e) => {
     if (existing.has(e.id) || seen.has(e.id)) return false;
@@ -170,13 +183,11 @@ async function applyBatch(q: Statements, events: TendEvent[], now: string): Prom
       JSON.stringify(e.payload),
     ];
   });
-  let inserted = 0;
-  for (let i = 0; i < rows.length; i += 500) {
-    inserted += (await q.insert(eventsInsert, rows.slice(i, i + 500))).length;
-  }
+  const inserted = await q.insert(eventsInsert, rows);
+  // All stored before (a re-sent batch): nothing was written, nothing changes.
   if (inserted === 0) return { accepted: 0, duplicates: events.length };
-  // Another replica stored some of these events at this very moment: start again, and see them.
-  if (inserted < candidates.length) throw new ConcurrentIngest('events stored concurrently');
+  // Some stored before, or by another replica at this very moment: start again and skip them.
+  if (inserted < candidates.length) throw new ConcurrentIngest('some events of the batch are stored');
 
   // Resources of the environments with namespace events: all generations (the state of the
   // environment depends on all of them), read under the environment's lock.
@@ -348,7 +359,7 @@ interface InsertStatement {
   columns: readonly string[];
   /** PostgreSQL type of columns that are not text. */
   types?: Readonly<Record<string, string>>;
-  /** `on conflict … returning …` */
+  /** `on conflict …` */
   tail: string;
 }
 
@@ -402,10 +413,13 @@ class Statements {
     return out;
   }
 
-  /** A multi-row insert, in slices; the rows it returned. */
-  async insert<R = Record<string, unknown>>(statement: InsertStatement, rows: unknown[][]): Promise<R[]> {
-    const out: R[] = [];
-    const width = statement.columns.length;
+  /** A multi-row insert, in slices; how many rows it inserted or updated. */
+  async insert(statement: InsertStatement, rows: unknown[][]): Promise<number> {
+    let affected = 0;
+    const run = async (text: string, parameters: unknown[]) => {
+      const result = await this.trx.executeQuery(CompiledQuery.raw(text, parameters));
+      affected += Number(result.numAffectedRows ?? 0);
+    };
     const head = `insert into ${statement.table} (${statement.columns.join(', ')})`;
     if (this.dialect === 'postgres') {
       const text = this.cached(
@@ -417,25 +431,27 @@ class Statements {
       );
       for (let i = 0; i < rows.length; i += maxPostgresRows) {
         const slice = rows.slice(i, i + maxPostgresRows);
-        const columns = statement.columns.map((_, c) => slice.map((row) => row[c]));
-        out.push(...(await this.query<R>(text, columns)));
+        await run(
+          text,
+          statement.columns.map((_, c) => slice.map((row) => row[c])),
+        );
       }
-      return out;
+      return affected;
     }
+    const width = statement.columns.length;
     const perStatement = Math.max(1, Math.floor(maxSqliteParameters / width));
     for (let i = 0; i < rows.length; i += perStatement) {
       const slice = rows.slice(i, i + perStatement);
-      const text = `${head} values ${this.tuples(slice.length, width)} ${statement.tail}`;
-      out.push(...(await this.query<R>(text, slice.flat())));
+      await run(`${head} values ${this.tuples(slice.length, width)} ${statement.tail}`, slice.flat());
     }
-    return out;
+    return affected;
   }
 }
 
 const eventsInsert: InsertStatement = {
   table: 'events',
   columns: ['id', 'type', 'session_id', 'client_timestamp', 'received_at', 'environment_id', 'payload'],
-  tail: 'on conflict (id) do nothing returning id',
+  tail: 'on conflict (id) do nothing',
 };
 
 const projectsInsert: InsertStatement = {
