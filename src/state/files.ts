@@ -4,7 +4,6 @@
  * leaves either the old or the new content, never a torn file.
  */
 import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 
 export interface StatePaths {
@@ -26,14 +25,26 @@ export function statePaths(projectRoot: string): StatePaths {
   };
 }
 
-export function writeFileAtomic(file: string, content: string | Uint8Array, mode = 0o644): void {
+/** Unique per process; with the pid, unique per machine (no entropy needed for a temp name). */
+let tempCounter = 0;
+
+/**
+ * Writes a file atomically: a temp file renamed over the target. `durable` (the default) also
+ * fsyncs it first, so it survives a machine crash; caches that can be recomputed skip that.
+ */
+export function writeFileAtomic(
+  file: string,
+  content: string | Uint8Array,
+  mode = 0o644,
+  { durable = true }: { durable?: boolean } = {},
+): void {
   mkdirSync(path.dirname(file), { recursive: true });
-  const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  const temp = `${file}.${process.pid}.${++tempCounter}.tmp`;
   const fd = openSync(temp, 'w', mode);
   try {
     if (typeof content === 'string') writeSync(fd, content);
     else writeSync(fd, content);
-    fsyncSync(fd);
+    if (durable) fsyncSync(fd);
   } finally {
     closeSync(fd);
   }

@@ -28,5 +28,6 @@ export function readResult(tendDir: string, scope: string, ref: string): StoredR
 }
 
 export function writeResult(tendDir: string, scope: string, ref: string, result: StoredResult): void {
-  writeFileAtomic(resultFile(tendDir, scope, ref), JSON.stringify(result));
+  // A cache: after a crash a missing or torn result only means the action runs again.
+  writeFileAtomic(resultFile(tendDir, scope, ref), JSON.stringify(result), 0o644, { durable: false });
 }
