@@ -19,6 +19,7 @@ import type { EnvironmentInfo, Outputs, PluginDefinition, ResolvedAction } from 
 import { Router, type ProviderRuntime } from '../router/router.js';
 import { localIdentity } from '../state/identity.js';
 import { statePaths } from '../state/files.js';
+import { describeDrops, enforceBoundWithoutServer, outboxMaxBytes } from '../stream/bound.js';
 import { startSessionStream } from '../stream/session.js';
 
 export interface OpenedProject {
@@ -153,7 +154,12 @@ export function startSession(opened: OpenedProject, command: string, args: strin
         session.complete(counts ?? { succeeded: 0, cached: 0, failed: 0, aborted: 0 });
       }
       // Ctrl-C during this wait exits at once (the handlers are off); the events stay in the outbox.
-      await stream?.finish();
+      if (stream) {
+        await stream.finish();
+      } else {
+        const dropped = enforceBoundWithoutServer(statePaths(opened.project.root).outbox, outboxMaxBytes());
+        if (dropped) process.stderr.write(describeDrops(dropped));
+      }
     },
   };
 }

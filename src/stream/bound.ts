@@ -4,6 +4,8 @@
  * and the session events are never dropped: they are the activity record cleanup relies on.
  * Only segments nobody writes or sends any more are rewritten.
  */
+import { readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
 import type { EventType } from '../events/catalog.js';
 import { tryLock } from './lock.js';
 import {
@@ -114,9 +116,27 @@ export function enforceBound(dir: string, maxBytes: number): BoundReport | undef
   }
 }
 
+/**
+ * The bound for a project without a server: the outbox still records every session (a server
+ * configured later gets them), so it is kept within its bound at the end of each command. A
+ * `stat` of each file first: the full check runs only when the files are over the bound.
+ */
+export function enforceBoundWithoutServer(dir: string, maxBytes: number): BoundReport | undefined {
+  let total = 0;
+  try {
+    for (const name of readdirSync(dir)) {
+      if (name.endsWith('.jsonl')) total += statSync(path.join(dir, name)).size;
+    }
+  } catch {
+    return undefined;
+  }
+  return total > maxBytes ? enforceBound(dir, maxBytes) : undefined;
+}
+
 export function describeDrops(report: BoundReport): string {
   const parts = Object.entries(report.dropped).map(([type, n]) => `${n} ${type}`);
-  const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
+  const mib = (n: number) =>
+    n >= 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(1)} MiB` : `${(n / 1024).toFixed(1)} KiB`;
   const head =
     parts.length > 0
       ? `tend: the outbox held ${mib(report.pendingBytes)}, over its bound of ${mib(report.maxBytes)} (TEND_OUTBOX_MAX_BYTES); dropped the oldest ${parts.join(' and ')} event(s)`

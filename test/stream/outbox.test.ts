@@ -301,6 +301,25 @@ spec: {}
     expect(outboxFiles(root).filter((f) => !f.endsWith('.jsonl'))).toEqual([]);
   });
 
+  it('without a server: the outbox still records every session, within its bound', async () => {
+    const actions = Array.from(
+      { length: 40 },
+      (_, i) => `---\nkind: Build\ntype: noop\nname: b${i}\nspec: {}\n`,
+    );
+    const root = makeProject({ 'tend.yml': projectYaml() + actions.join('') });
+    process.env.TEND_OUTBOX_MAX_BYTES = '20000';
+    for (let i = 0; i < 3; i++) {
+      const result = await executeCommand('build', [], { root, force: true }, [createNoopPlugin().plugin]);
+      expect(result.exitCode).toBe(0);
+    }
+    expect(pendingOutboxBytes(path.join(root, '.tend', 'outbox'))).toBeLessThanOrEqual(20_000);
+    const kept = outboxEvents(root).map((e) => e.type);
+    // What cleanup needs is never dropped: every session's start and end, every namespace event.
+    expect(kept.filter((t) => t === 'sessionStarted')).toHaveLength(3);
+    expect(kept.filter((t) => t === 'sessionCompleted')).toHaveLength(3);
+    expect(kept.filter((t) => t === 'actionStatus').length).toBeLessThan(3 * 40 * 3);
+  });
+
   it('with a server: the events are stored when the command returns, and nothing keeps running', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'tend-inproc-server-'));
     const running = await startServer({ sqliteFile: path.join(dir, 'tend.db'), port: 0, logLevel: 'silent' });
