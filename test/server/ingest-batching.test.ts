@@ -1,0 +1,287 @@
+/**
+ * Ingest applies a batch set-based (read what it touches, apply in memory in the order of the
+ * batch, write back): the registry must end the same however the events are cut into batches.
+ * Property: any sequence of events over a few sessions and environments — uid changes in the
+ * middle of a batch, system namespaces, sessions ending before they start, re-sent events —
+ * sent as one batch, or cut anywhere into several, gives the same registry as one event per
+ * batch. The receive time is fixed, so that times compare equal.
+ */
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TendEvent } from '../../src/events/catalog.js';
+import { migrateToLatest, type ServerDatabase } from '../../src/server/db/database.js';
+import { ingestEvents } from '../../src/server/registry/ingest.js';
+import { createTestDatabase, dialects, session, type TestDatabase } from './helpers.js';
+
+const now = new Date('2025-06-01T12:00:00.000Z');
+
+type Step =
+  | { kind: 'started'; s: number; policy: boolean }
+  | { kind: 'heartbeat' | 'action' | 'completed' | 'failed'; s: number }
+  | {
+      kind: 'ns';
+      s: number;
+      state: 'ready' | 'terminating' | 'missing';
+      uid: string | undefined;
+      system: boolean;
+      adopted: boolean;
+    }
+  | { kind: 'resend'; index: number };
+
+const stepArb: fc.Arbitrary<Step> = fc.oneof(
+  fc.record({ kind: fc.constant('started' as const), s: fc.nat(5), policy: fc.boolean() }),
+  fc.record({
+    kind: fc.constantFrom('heartbeat' as const, 'action' as const, 'completed' as const, 'failed' as const),
+    s: fc.nat(5),
+  }),
+  fc.record({
+    kind: fc.constant('ns' as const),
+    s: fc.nat(5),
+    state: fc.constantFrom('ready' as const, 'terminating' as const, 'missing' as const),
+    uid: fc.constantFrom(undefined, 'uid-a', 'uid-b', 'uid-c'),
+    system: fc.boolean(),
+    adopted: fc.boolean(),
+  }),
+  fc.record({ kind: fc.constant('resend' as const), index: fc.nat(40) }),
+);
+
+/** The events of a scenario: six sessions of three users in two namespaces (shared environments). */
+function eventsOf(project: string, steps: Step[]): TendEvent[] {
+  const sessions = Array.from({ length: 6 }, (_, i) =>
+    session({
+      project,
+      user: ['ann', 'bob', 'cid'][i % 3],
+      namespace: `${project}-${i % 2 ? 'one' : 'two'}`,
+      command: i % 2 ? 'test' : 'deploy',
+    }),
+  );
+  const events: TendEvent[] = [];
+  for (const step of steps) {
+    if (step.kind === 'resend') {
+      if (events.length > 0) events.push(events[step.index % events.length]!);
+      continue;
+    }
+    const a = sessions[step.s]!;
+    switch (step.kind) {
+      case 'started':
+        events.push(a.started(step.policy ? { afterInactivity: '8h', action: 'delete' } : undefined));
+        break;
+      case 'heartbeat':
+        events.push(a.heartbeat());
+        break;
+      case 'action':
+        events.push(a.action());
+        break;
+      case 'completed':
+        events.push(a.completed());
+        break;
+      case 'failed':
+        events.push(a.failed());
+        break;
+      case 'ns':
+        events.push(
+          a.ns(step.state, {
+            uid: step.uid,
+            ...(step.system ? { name: 'tend-system', role: 'system' as const } : {}),
+            cause: step.state === 'ready' ? 'observed' : 'deleted',
+            ...(step.adopted ? { detail: { adopted: true } } : {}),
+          }),
+        );
+        break;
+    }
+  }
+  return events;
+}
+
+/** The registry of one project, without generated ids (environments named by their identity). */
+async function registryOf(database: ServerDatabase, project: string, eventIds: string[]) {
+  const db = database.db;
+  const environments = await db
+    .selectFrom('environments')
+    .selectAll()
+    .where('project', '=', project)
+    .execute();
+  const keyOf = new Map(environments.map((e) => [e.id, `${e.project}/${e.name}/${e.namespace}`]));
+  const envKey = (id: string | null) => (id === null ? null : (keyOf.get(id) ?? `unknown ${id}`));
+  const resources = environments.length
+    ? await db
+        .selectFrom('resources')
+        .selectAll()
+        .where(
+          'environment_id',
+          'in',
+          environments.map((e) => e.id),
+        )
+        .execute()
+    : [];
+  const ids = [...new Set(eventIds)];
+  const events = await db.selectFrom('events').selectAll().where('id', 'in', ids).execute();
+  const sessionIds = [...new Set(events.map((e) => e.session_id))];
+  const sessions = sessionIds.length
+    ? await db.selectFrom('sessions').selectAll().where('id', 'in', sessionIds).execute()
+    : [];
+  const sortBy = <T>(rows: T[], key: (r: T) => string) =>
+    [...rows].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+  return {
+    environments: sortBy(
+      environments.map(({ id, ...e }) => ({ key: envKey(id), ...e })),
+      (e) => e.key!,
+    ),
+    resources: sortBy(
+      resources.map(({ id: _id, environment_id, ...r }) => ({ environment: envKey(environment_id), ...r })),
+      (r) => `${r.environment} ${r.namespace_name} ${String(r.generation).padStart(4, '0')}`,
+    ),
+    sessions: sortBy(
+      sessions.map(({ environment_id, ...s }) => ({ ...s, environment: envKey(environment_id) })),
+      (s) => s.id,
+    ),
+    events: sortBy(
+      events.map(({ environment_id, ...e }) => ({ ...e, environment: envKey(environment_id) })),
+      (e) => e.id,
+    ),
+  };
+}
+
+/** Consecutive batches: a cut after event i when cuts[i]. */
+function cut<T>(items: T[], cuts: boolean[]): T[][] {
+  const batches: T[][] = [[]];
+  items.forEach((item, i) => {
+    batches[batches.length - 1]!.push(item);
+    if (cuts[i % Math.max(1, cuts.length)] && i < items.length - 1) batches.push([]);
+  });
+  return batches;
+}
+
+describe.each(dialects)('batching on %s', (dialect) => {
+  let testDb: TestDatabase;
+  let database: ServerDatabase;
+  let run = 0;
+  beforeAll(async () => {
+    testDb = await createTestDatabase(dialect);
+    database = await testDb.open();
+    await migrateToLatest(database);
+  });
+  afterAll(async () => {
+    await database.close();
+    await testDb.drop();
+  });
+
+  /** Ingests the batches; the registry of their project. */
+  const ingest = async (project: string, batches: TendEvent[][]) => {
+    for (const batch of batches) await ingestEvents(database.db, database.dialect, batch, now);
+    return registryOf(
+      database,
+      project,
+      batches.flat().map((e) => e.id),
+    );
+  };
+
+  /**
+   * The events of the template project as events of another one: project renamed, event and
+   * session ids given a prefix of their own (ULIDs of one run share their first two characters,
+   * so they stay distinct and in the same order).
+   */
+  const copy = (events: TendEvent[], project: string, prefix: string): TendEvent[] =>
+    events.map(
+      (e) =>
+        JSON.parse(
+          JSON.stringify({
+            ...e,
+            id: prefix + e.id.slice(2),
+            sessionId: prefix + e.sessionId.slice(2),
+          }).replaceAll('tmpl', project),
+        ) as TendEvent,
+    );
+
+  /** A copy's registry with its project name and id prefix blanked, to compare with another. */
+  const normalise = (registry: unknown, project: string, prefix: string) =>
+    JSON.parse(
+      JSON.stringify(registry)
+        .replaceAll(project, 'PROJECT')
+        .replace(new RegExp(`"${prefix}([0-9A-Z]{24})"`, 'g'), '"__$1"'),
+    ) as unknown;
+
+  it('ends in the same registry however the events are cut into batches', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(stepArb, { minLength: 1, maxLength: 40 }),
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 40 }),
+        async (steps, cuts) => {
+          run++;
+          const events = eventsOf('tmpl', steps);
+          if (events.length === 0) return;
+          const variants = [
+            { project: `p${run}one`, prefix: 'QQ', batches: (e: TendEvent[]) => e.map((x) => [x]) },
+            { project: `p${run}all`, prefix: 'RR', batches: (e: TendEvent[]) => [e] },
+            { project: `p${run}cut`, prefix: 'SS', batches: (e: TendEvent[]) => cut(e, cuts) },
+          ];
+          const registries = [];
+          for (const v of variants) {
+            const registry = await ingest(v.project, v.batches(copy(events, v.project, v.prefix)));
+            registries.push(normalise(registry, v.project, v.prefix));
+          }
+          expect(registries[1]).toEqual(registries[0]);
+          expect(registries[2]).toEqual(registries[0]);
+        },
+      ),
+      { numRuns: dialect === 'postgres' ? 25 : 60 },
+    );
+  });
+
+  it('applies a uid change in the middle of a batch that spans many environments', async () => {
+    const project = 'many';
+    const sessions = Array.from({ length: 30 }, (_, i) => session({ project, user: `u${i}` }));
+    const events: TendEvent[] = sessions.flatMap((a, i) => [
+      a.started(),
+      a.ns('ready', { uid: `first-${i}` }),
+      a.action(),
+      ...(i % 3 === 0 ? [a.ns('ready', { uid: `second-${i}` })] : []),
+      ...(i % 5 === 0 ? [a.ns('missing', { uid: `second-${i}` }), a.failed()] : [a.completed()]),
+    ]);
+    // The sessions' events interleaved, each session's in its order, as many CLIs send them.
+    const lists = sessions.map((a) => events.filter((e) => e.sessionId === a.sessionId));
+    const ordered = Array.from({ length: 7 }, (_, k) => lists.flatMap((l) => (l[k] ? [l[k]] : []))).flat();
+    const result = await ingestEvents(database.db, database.dialect, ordered, now);
+    expect(result).toEqual({ accepted: ordered.length, duplicates: 0 });
+    const registry = await registryOf(
+      database,
+      project,
+      ordered.map((e) => e.id),
+    );
+    expect(registry.environments).toHaveLength(30);
+    for (let i = 0; i < 30; i++) {
+      const key = `many/dev/many-u${i}`;
+      const env = registry.environments.find((e) => e.key === key)!;
+      const generations = registry.resources
+        .filter((r) => r.environment === key)
+        .map((r) => [r.generation, r.namespace_uid, r.state]);
+      if (i % 3 === 0) {
+        expect(generations).toEqual([
+          [1, `first-${i}`, 'missing'],
+          [2, `second-${i}`, i % 5 === 0 ? 'missing' : 'ready'],
+        ]);
+      } else if (i % 5 === 0) {
+        // The uid in the missing event differs: a new generation, born missing.
+        expect(generations).toEqual([
+          [1, `first-${i}`, 'missing'],
+          [2, `second-${i}`, 'missing'],
+        ]);
+      } else {
+        expect(generations).toEqual([[1, `first-${i}`, 'ready']]);
+      }
+      expect(env.state).toBe(i % 5 === 0 ? 'cleaned' : 'active');
+    }
+    // The same batch again changes nothing.
+    expect(await ingestEvents(database.db, database.dialect, ordered, now)).toEqual({
+      accepted: 0,
+      duplicates: ordered.length,
+    });
+    expect(
+      await registryOf(
+        database,
+        project,
+        ordered.map((e) => e.id),
+      ),
+    ).toEqual(registry);
+  });
+});
