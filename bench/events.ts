@@ -59,7 +59,7 @@ async function throughRouter(bus: SessionBus, root: string): Promise<number> {
   const router = new Router({
     bus,
     providers: [{ name: 'bench', plugin, config: {} }],
-    environment: { project: 'bench', name: 'dev', namespace: 'bench-dev' },
+    environment: { project: 'bench', name: 'dev', namespace: 'bench-dev', variables: {} },
     projectRoot: root,
     tendDir: statePaths(root).root,
     user: 'bench',

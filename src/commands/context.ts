@@ -47,6 +47,7 @@ export async function openProject(options: GlobalOptions, plugins: PluginDefinit
     project: project.name,
     name: selected.name,
     namespace: selected.namespace,
+    variables: selected.variables,
   };
   if (selected.cleanup) environment.cleanup = selected.cleanup;
   const templateContext: TemplateContext = {

@@ -54,6 +54,8 @@ export interface EnvironmentInfo {
   name: string;
   namespace: string;
   cleanup?: CleanupPolicy;
+  /** The project's variables with `--var` overrides applied (`${var.*}` in files a plugin templates). */
+  variables: Record<string, unknown>;
 }
 
 /** What every handler receives. Built fresh by the router for each call. */

@@ -48,7 +48,7 @@ function templateContext(ctx: PluginContext, action: ResolvedAction): TemplateCo
   return {
     project: { name: ctx.environment.project },
     environment: { name: ctx.environment.name, namespace: ctx.environment.namespace },
-    var: {},
+    var: ctx.environment.variables,
     local: { username: ctx.user, env: process.env },
     actions,
   };

@@ -38,10 +38,16 @@ function deploymentWith(podAnnotations: Record<string, string>): string {
   );
 }
 
-function deployProject(namespace: string, manifest: string, extra: Record<string, string> = {}) {
+function deployProject(
+  namespace: string,
+  manifest: string,
+  extra: Record<string, string> = {},
+  projectExtra?: string,
+) {
   return shopProject({
     registry: h.sim.registryHost,
     namespace,
+    projectExtra,
     files: { 'api/k8s/api.yaml': manifest, ...extra },
   });
 }
@@ -89,17 +95,34 @@ describe('kubernetes deploys', () => {
   });
 
   it('deletes what it applied (tend cleanup deploy)', async () => {
-    // A literal image: `tend cleanup deploy` cannot resolve outputs of builds that did not run (core gap).
-    const root = deployProject('deploy-delete', deploymentYaml, {
-      'api/api.tend.yml':
-        'kind: Deploy\ntype: kubernetes\nname: api\nspec: { files: [k8s/api.yaml], image: alpine }\n',
-    });
+    // The deploy's image comes from the build's outputs, which `tend cleanup deploy` does not compute.
+    const root = deployProject('deploy-delete', deploymentYaml);
     await execute('deploy', root);
     const result = await cleanupDeployCommand(['api'], { root });
     expect(result.data.deploys).toEqual([{ ref: 'deploy.api', deleted: true }]);
     await expect(kubectl(h.kubeconfig, '-n', 'deploy-delete', 'get', 'deployment', 'api')).rejects.toThrow(
       /NotFound|not found/,
     );
+  });
+
+  it('resolves ${var.*} in manifest files, with --var overrides', async () => {
+    const root = deployProject(
+      'deploy-vars',
+      deploymentYaml.replace('replicas: 1', 'replicas: ${var.replicas}'),
+      {},
+      'variables: { replicas: 1 }',
+    );
+    const result = await execute('deploy', root, [], { var: ['replicas=2'] });
+    expect(result.exitCode).toBe(0);
+    const d = await kubectlJson<{ spec: { replicas: number } }>(
+      h.kubeconfig,
+      '-n',
+      'deploy-vars',
+      'get',
+      'deployment',
+      'api',
+    );
+    expect(d.spec.replicas).toBe(2);
   });
 
   it('inline manifests and Jobs: waits until the Job completed', async () => {

@@ -51,6 +51,8 @@ export interface ProjectOptions {
   /** Registry path; unique per project by default, so builds of different tests never share images. */
   repository?: string;
   project?: string;
+  /** Extra lines of the Project document, e.g. `variables: { replicas: 1 }`. */
+  projectExtra?: string;
 }
 
 export function projectYaml(o: ProjectOptions): string {
@@ -60,6 +62,7 @@ defaultEnvironment: dev
 environments:
   - name: dev
     defaultNamespace: ${o.namespace ?? 'shop-dev'}
+${o.projectExtra ?? ''}
 providers:
   - name: kubernetes
     context: kube-sim
@@ -132,7 +135,7 @@ export function execute(
   verb: ExecuteVerb,
   root: string,
   names: string[] = [],
-  extra: { force?: boolean } = {},
+  extra: { force?: boolean; var?: string[] } = {},
 ) {
   return executeCommand(verb, names, { root, ...extra }, plugins);
 }
