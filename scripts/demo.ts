@@ -114,7 +114,9 @@ async function main(): Promise<void> {
 Dashboard:  ${server.url}/
 Read token: ${readToken}
   (paste it into the dashboard's login form; the CLI above used an ingest token)
-Try:        cd examples/local-shop && KUBECONFIG=${path.relative(localShop, kubeconfig)} node ../../bin/tend.js status
+Try:        cd examples/local-shop && node ../../bin/tend.js --var port=${port} status
+            cd examples/shop && KUBECONFIG=../../.demo/kubeconfig node ../../bin/tend.js --var registry=${sim.registryHost} status
+            kubectl --kubeconfig .demo/kubeconfig get namespaces --show-labels
 `);
 
   const finish = async () => {

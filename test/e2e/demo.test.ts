@@ -24,6 +24,7 @@ describe('npm run demo', () => {
     expect(stdout).toMatch(/Dashboard: +http:\/\/127\.0\.0\.1:\d+\//);
     expect(stdout).toMatch(/Read token: +tend_\S+/);
     // The server's view, printed by `tend environments`, lists the example's environment.
-    expect(stdout).toMatch(/local-shop +dev +local-shop-\S+ .* active/);
+    expect(stdout).toMatch(/^local-shop +dev +local-shop-\S+ .* active/m);
+    expect(stdout).toMatch(/^shop +dev +shop-\S+ .* active/m);
   }, 180_000);
 });
