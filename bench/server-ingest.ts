@@ -6,7 +6,8 @@
  * Targets on a 2-core machine: 50,000 events/s on SQLite, 20,000 on PostgreSQL; p99 under
  * 100 ms for a batch of 500; a page of 50 out of 100,000 in under 50 ms.
  *
- * Run alone: `npx tsx bench/server-ingest.ts`. PostgreSQL from TEND_BENCH_DATABASE_URL or
+ * Run alone: `npx tsx bench/server-ingest.ts` (`TEND_BENCH_ONLY=ingest` skips the list
+ * benchmark). PostgreSQL from TEND_BENCH_DATABASE_URL or
  * TEND_TEST_DATABASE_URL (default postgres://postgres:postgres@127.0.0.1:5432/postgres); a
  * database is created for the run and dropped afterwards.
  */
@@ -260,8 +261,10 @@ export async function run(): Promise<void> {
   console.log(`# tend server: ingest and list (node ${process.version})`);
   await withSqlite((db) => benchIngest('sqlite', db));
   await withPostgres((db) => benchIngest('postgres', db));
-  await withSqlite((db) => benchList('sqlite', db));
-  await withPostgres((db) => benchList('postgres', db));
+  if (process.env.TEND_BENCH_ONLY !== 'ingest') {
+    await withSqlite((db) => benchList('sqlite', db));
+    await withPostgres((db) => benchList('postgres', db));
+  }
   console.log(
     'targets: ingest 50,000 events/s (SQLite), 20,000 (PostgreSQL); batch p99 < 100 ms; page of 50 < 50 ms',
   );

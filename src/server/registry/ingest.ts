@@ -206,23 +206,20 @@ async function applyBatch(
   }
 
   for (const { row, touch } of environments.values()) applyTouch(row, touch, now);
-  const newProjects = [
-    ...new Set([...environments.values()].filter((e) => e.isNew).map((e) => e.row.project)),
-  ].sort();
-  if (newProjects.length > 0) {
-    await q.insert(
-      projectsInsert,
-      newProjects.map((name) => [name, now]),
-    );
-  }
-  await writeEnvironments(q, [...environments.values()], now);
-  await writeResources(q, [...changedResources.values()]);
-
   for (const s of plan.sessions.values()) {
     const identity = plan.known.get(s.id)?.identity;
     if (identity) s.environment_id = environments.get(environmentKey(identity))?.row.id ?? null;
   }
-  await writeSessions(q, [...plan.sessions.values()]);
+  const newProjects = [
+    ...new Set([...environments.values()].filter((e) => e.isNew).map((e) => e.row.project)),
+  ].sort();
+  // Environments before the resources and sessions that refer to them.
+  await q.insertAll([
+    [projectsInsert, newProjects.map((name) => [name, now])],
+    [environmentsUpsert, environmentRows([...environments.values()], now)],
+    [resourcesUpsert, [...changedResources.values()].map((r) => resourceColumns.map((c) => r[c]))],
+    [sessionsUpsert, sessionRows([...plan.sessions.values()])],
+  ]);
   return { accepted: inserted, duplicates: events.length - inserted };
 }
 
@@ -413,6 +410,35 @@ class Statements {
     return out;
   }
 
+  /**
+   * Several multi-row inserts, in order. On PostgreSQL one statement (each insert a
+   * data-modifying `WITH` part; foreign keys are checked at the end of the statement), one
+   * round trip instead of one per table.
+   */
+  async insertAll(parts: [InsertStatement, unknown[][]][]): Promise<void> {
+    const used = parts.filter(([, rows]) => rows.length > 0);
+    if (this.dialect !== 'postgres' || used.some(([, rows]) => rows.length > maxPostgresRows)) {
+      for (const [statement, rows] of used) await this.insert(statement, rows);
+      return;
+    }
+    if (used.length === 0) return;
+    let n = 0;
+    const withParts = used.map(([statement], i) => `w${i} as (${this.unnestInsert(statement, () => ++n)})`);
+    await this.query(
+      `with ${withParts.join(', ')} select 1`,
+      used.flatMap(([statement, rows]) => statement.columns.map((_, c) => rows.map((row) => row[c]))),
+    );
+  }
+
+  /** `insert into t (a, b) select * from unnest($1::text[], $2::integer[]) <tail>`. */
+  private unnestInsert(statement: InsertStatement, parameter: () => number): string {
+    return (
+      `insert into ${statement.table} (${statement.columns.join(', ')}) select * from unnest(` +
+      statement.columns.map((c) => `$${parameter()}::${statement.types?.[c] ?? 'text'}[]`).join(', ') +
+      `) ${statement.tail}`
+    );
+  }
+
   /** A multi-row insert, in slices; how many rows it inserted or updated. */
   async insert(statement: InsertStatement, rows: unknown[][]): Promise<number> {
     let affected = 0;
@@ -422,13 +448,8 @@ class Statements {
     };
     const head = `insert into ${statement.table} (${statement.columns.join(', ')})`;
     if (this.dialect === 'postgres') {
-      const text = this.cached(
-        head,
-        () =>
-          `${head} select * from unnest(${statement.columns
-            .map((c, i) => `$${i + 1}::${statement.types?.[c] ?? 'text'}[]`)
-            .join(', ')}) ${statement.tail}`,
-      );
+      let n = 0;
+      const text = this.cached(head, () => this.unnestInsert(statement, () => ++n));
       for (let i = 0; i < rows.length; i += maxPostgresRows) {
         const slice = rows.slice(i, i + maxPostgresRows);
         await run(
@@ -577,38 +598,31 @@ function setEnvironmentState(row: EnvironmentRow, resources: Iterable<Resource>,
 }
 
 /**
- * New environments inserted, touched ones updated, in one statement (rows in key order). Only
- * the columns ingest owns are updated: protection and keep-alive belong to the API. A new
- * environment another replica inserted meanwhile fails the insert on the unique identity: the
- * batch is retried.
+ * Rows of the environments upsert: new environments inserted, touched ones updated (rows in key
+ * order). Only the columns ingest owns are updated: protection and keep-alive belong to the API.
+ * A new environment another replica inserted meanwhile fails the insert on the unique identity:
+ * the batch is retried.
  */
-async function writeEnvironments(
-  q: Statements,
-  environments: { row: EnvironmentRow }[],
-  now: string,
-): Promise<void> {
-  await q.insert(
-    environmentsUpsert,
-    environments.map(({ row: r }) => [
-      r.id,
-      r.project,
-      r.name,
-      r.namespace,
-      r.state,
-      r.owner,
-      0,
-      r.policy_after_inactivity,
-      r.policy_action,
-      now,
-      now,
-      r.cleaned_at,
-      r.last_activity_at,
-      r.last_activity_session,
-      r.last_activity_command,
-      r.last_activity_user,
-      r.last_activity_type,
-    ]),
-  );
+function environmentRows(environments: { row: EnvironmentRow }[], now: string): unknown[][] {
+  return environments.map(({ row: r }) => [
+    r.id,
+    r.project,
+    r.name,
+    r.namespace,
+    r.state,
+    r.owner,
+    0,
+    r.policy_after_inactivity,
+    r.policy_action,
+    now,
+    now,
+    r.cleaned_at,
+    r.last_activity_at,
+    r.last_activity_session,
+    r.last_activity_command,
+    r.last_activity_user,
+    r.last_activity_type,
+  ]);
 }
 
 const updateFromExcluded = (columns: string[]) => columns.map((c) => `${c} = excluded.${c}`).join(', ');
@@ -709,15 +723,6 @@ async function loadResources(q: Statements, environmentIds: string[]): Promise<M
     set.add({ ...r, generation: Number(r.generation) });
   }
   return out;
-}
-
-/** New and changed resources, new ones in identity order; one statement. */
-async function writeResources(q: Statements, resources: Resource[]): Promise<void> {
-  if (resources.length === 0) return;
-  await q.insert(
-    resourcesUpsert,
-    resources.map((r) => resourceColumns.map((c) => r[c])),
-  );
 }
 
 function ownershipOf(p: NamespaceStatusPayload, previous: Ownership | undefined): Ownership {
@@ -845,12 +850,7 @@ const sessionsUpsert: InsertStatement = {
     ].join(', '),
 };
 
-/** Sessions merged into what is stored (rows in id order, so concurrent batches lock alike). */
-async function writeSessions(q: Statements, updates: SessionUpdate[]): Promise<void> {
-  if (updates.length === 0) return;
-  const sorted = [...updates].sort(byKey((s) => s.id));
-  await q.insert(
-    sessionsUpsert,
-    sorted.map((s) => sessionColumns.map((c) => s[c] ?? null)),
-  );
+/** Rows of the sessions upsert, merged into what is stored (in id order: concurrent batches lock alike). */
+function sessionRows(updates: SessionUpdate[]): unknown[][] {
+  return [...updates].sort(byKey((s) => s.id)).map((s) => sessionColumns.map((c) => s[c] ?? null));
 }
