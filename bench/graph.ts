@@ -14,7 +14,7 @@ import { figure, median, ratio, tempProject, timeIt } from './support.js';
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const tendBin = path.join(repoRoot, 'bin', 'tend.js');
 
-function projectFiles(actions: number, type: 'noop' | 'exec'): Record<string, string> {
+export function projectFiles(actions: number, type: 'noop' | 'exec'): Record<string, string> {
   const docs = [
     `kind: Project\nname: bench\ndefaultEnvironment: dev\nenvironments: [{ name: dev, defaultNamespace: bench-dev }]\nproviders: [{ name: ${type} }]\n`,
   ];
