@@ -6,11 +6,17 @@
  * Targets on a 2-core machine: 50,000 events/s on SQLite, 20,000 on PostgreSQL; p99 under
  * 100 ms for a batch of 500; a page of 50 out of 100,000 in under 50 ms.
  *
+ * The ingest load (4 clients, each with one batch in flight) comes from a process of its own,
+ * as the CLIs' requests do: its HTTP and JSON work does not take turns with the server on the
+ * server's event loop. `TEND_BENCH_CLIENT=inline` runs the clients in the server's process
+ * instead (the method of the first figures, which counts the clients' work as the server's).
+ *
  * Run alone: `npx tsx bench/server-ingest.ts` (`TEND_BENCH_ONLY=ingest` skips the list
  * benchmark). PostgreSQL from TEND_BENCH_DATABASE_URL or
  * TEND_TEST_DATABASE_URL (default postgres://postgres:postgres@127.0.0.1:5432/postgres); a
  * database is created for the run and dropped afterwards.
  */
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -110,35 +116,89 @@ async function withServer<T>(
   }
 }
 
+/**
+ * The load: `clients` loops, each sending the next body and waiting for the answer; the latency
+ * of each batch in ms and the seconds it all took. Plain JavaScript, so that it runs as it is in
+ * a process of its own.
+ */
+const loadSource = `
+async function load({ url, token, bodies, warmUp, clients, expected }) {
+  const send = async (body) => {
+    const started = performance.now();
+    const res = await fetch(url + '/api/v1/events', {
+      method: 'POST',
+      headers: { authorization: 'Bearer ' + token, 'content-type': 'application/json' },
+      body,
+    });
+    const answer = await res.json();
+    if (res.status !== 200 || answer.accepted !== expected) throw new Error('batch failed: ' + res.status);
+    return performance.now() - started;
+  };
+  // Warm up (JIT, connections, statement caches) with batches not counted.
+  for (const body of warmUp) await send(body);
+  const latencies = [];
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (next < bodies.length) latencies.push(await send(bodies[next++]));
+    }),
+  );
+  return { latencies, seconds: (performance.now() - started) / 1000 };
+}
+`;
+
+interface LoadInput {
+  url: string;
+  token: string;
+  bodies: string[];
+  warmUp: string[];
+  clients: number;
+  expected: number;
+}
+interface LoadResult {
+  latencies: number[];
+  seconds: number;
+}
+
+async function runLoad(input: LoadInput): Promise<LoadResult> {
+  if (process.env.TEND_BENCH_CLIENT === 'inline') {
+    const load = new Function(`${loadSource}; return load;`)() as (i: LoadInput) => Promise<LoadResult>;
+    return load(input);
+  }
+  const child = spawn(
+    process.execPath,
+    [
+      '-e',
+      `${loadSource}
+let input = '';
+process.stdin.setEncoding('utf8').on('data', (c) => (input += c)).on('end', async () => {
+  process.stdout.write(JSON.stringify(await load(JSON.parse(input))));
+});`,
+    ],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  let output = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => (output += c));
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  child.stdin.end(JSON.stringify(input));
+  const code = await exited;
+  if (code !== 0) throw new Error(`the load process failed (exit ${code})`);
+  return JSON.parse(output) as LoadResult;
+}
+
 async function benchIngest(label: string, database: ServerDatabase) {
   const bodies = Array.from({ length: batches }, (_, b) => JSON.stringify({ events: makeBatch(b) }));
+  const warmUp = Array.from({ length: 5 }, (_, i) => JSON.stringify({ events: makeBatch(batches + i) }));
   return withServer(database, async (url, token) => {
-    const send = async (body: string) => {
-      const started = performance.now();
-      const res = await fetch(`${url}/api/v1/events`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body,
-      });
-      const answer = (await res.json()) as { accepted: number };
-      if (res.status !== 200 || answer.accepted !== batchSize) throw new Error(`batch failed: ${res.status}`);
-      return performance.now() - started;
-    };
-    // Warm up (JIT, connections, statement caches) with batches not counted.
-    for (let i = 0; i < 5; i++) await send(JSON.stringify({ events: makeBatch(batches + i) }));
-
-    const latencies: number[] = [];
-    let next = 0;
-    const started = performance.now();
-    await Promise.all(
-      Array.from({ length: clients }, async () => {
-        while (next < bodies.length) {
-          const body = bodies[next++]!;
-          latencies.push(await send(body));
-        }
-      }),
-    );
-    const seconds = (performance.now() - started) / 1000;
+    const { latencies, seconds } = await runLoad({
+      url,
+      token,
+      bodies,
+      warmUp,
+      clients,
+      expected: batchSize,
+    });
     latencies.sort((a, b) => a - b);
     const events = batches * batchSize;
     const perSecond = events / seconds;
