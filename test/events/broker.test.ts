@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { SessionBus } from '../../src/events/bus.js';
 import { PluginEventBroker } from '../../src/events/broker.js';
 import type { TendEvent } from '../../src/events/catalog.js';
-import { TendError } from '../../src/errors.js';
+import type { TendError } from '../../src/errors.js';
 
 const metadata = { pluginName: 'acme', providerName: 'acme-eu', handler: 'deploy', actionRef: 'deploy.api' };
 
