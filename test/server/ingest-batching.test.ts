@@ -285,3 +285,105 @@ describe.each(dialects)('batching on %s', (dialect) => {
     ).toEqual(registry);
   });
 });
+
+describe('two replicas on one PostgreSQL', () => {
+  let testDb: TestDatabase;
+  let replicas: ServerDatabase[];
+  beforeAll(async () => {
+    testDb = await createTestDatabase('postgres');
+    replicas = [await testDb.open(), await testDb.open()];
+    await migrateToLatest(replicas[0]!);
+  });
+  afterAll(async () => {
+    for (const r of replicas) await r.close();
+    await testDb.drop();
+  });
+
+  it('stores each event once when overlapping batches race for the same new environments', async () => {
+    // 24 sessions in 4 environments, their events interleaved; batch i overlaps batch i + 1 by
+    // half, and every batch goes to both replicas at once: some events of a batch are new, some
+    // are being stored by the other replica, and new environments are created concurrently.
+    const sessions = Array.from({ length: 24 }, (_, i) =>
+      session({ project: 'race', user: `u${i % 4}`, namespace: `race-${i % 4}` }),
+    );
+    const lists = sessions.map((a, i) => [
+      a.started(),
+      a.ns('ready', { uid: `uid-${i % 4}` }),
+      a.heartbeat(),
+      a.action(),
+      a.completed(),
+    ]);
+    const events = Array.from({ length: 5 }, (_, k) => lists.map((l) => l[k]!)).flat();
+    const batches: TendEvent[][] = [];
+    for (let i = 0; i < events.length; i += 10) batches.push(events.slice(i, i + 20));
+    const results = await Promise.all(
+      batches.flatMap((batch, i) =>
+        replicas.map((r, j) =>
+          ingestEvents(r.db, r.dialect, (i + j) % 2 ? [...batch].reverse() : batch, now),
+        ),
+      ),
+    );
+    expect(results.reduce((n, r) => n + r.accepted, 0)).toBe(events.length);
+    const db = replicas[0]!.db;
+    const count = async (table: 'events' | 'environments' | 'sessions') =>
+      Number(
+        (
+          await db
+            .selectFrom(table)
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    expect(await count('events')).toBe(events.length);
+    expect(await count('environments')).toBe(4);
+    expect(await count('sessions')).toBe(24);
+    const resources = await db.selectFrom('resources').select(['namespace_name', 'generation']).execute();
+    // One namespace (one uid) per environment: one resource each, whoever stored it.
+    expect(resources.map((r) => `${r.namespace_name}#${r.generation}`).sort()).toEqual(
+      [0, 1, 2, 3].map((n) => `race-${n}#1`),
+    );
+  });
+
+  it('creates an environment once when disjoint batches create it at the same moment', async () => {
+    // Eight batches of different sessions, all new to the same two environments, four to each
+    // replica at once: the environment inserts collide, the losers retry and find the winner's.
+    const batches = Array.from({ length: 8 }, (_, i) => {
+      const a = session({ project: 'fresh', user: `f${i}`, namespace: `fresh-${i % 2}` });
+      return [a.started(), a.ns('ready', { uid: `fresh-uid-${i % 2}` }), a.action(), a.completed()];
+    });
+    const results = await Promise.all(
+      batches.map((batch, i) => {
+        const r = replicas[i % 2]!;
+        return ingestEvents(r.db, r.dialect, batch, now);
+      }),
+    );
+    expect(results.reduce((n, r) => n + r.accepted, 0)).toBe(32);
+    const db = replicas[0]!.db;
+    const environments = await db
+      .selectFrom('environments')
+      .select('id')
+      .where('project', '=', 'fresh')
+      .execute();
+    expect(environments).toHaveLength(2);
+    const resources = await db
+      .selectFrom('resources')
+      .select(['namespace_name', 'generation'])
+      .where(
+        'environment_id',
+        'in',
+        environments.map((e) => e.id),
+      )
+      .execute();
+    expect(resources.map((r) => `${r.namespace_name}#${r.generation}`).sort()).toEqual([
+      'fresh-0#1',
+      'fresh-1#1',
+    ]);
+    const sessions = await db
+      .selectFrom('sessions')
+      .select('environment_id')
+      .where('project', '=', 'fresh')
+      .execute();
+    expect(sessions).toHaveLength(8);
+    for (const s of sessions) expect(environments.map((e) => e.id)).toContain(s.environment_id);
+  });
+});
