@@ -2,10 +2,10 @@
  * The local event log: every session's events in `.tend/events/<sessionId>.jsonl`, read by
  * `tend events`. A torn last line (crash mid-write) is skipped with a warning when read.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { AppendFile } from '../state/append-file.js';
-import { parseJsonLines } from '../state/files.js';
+import { listNamesWithSuffix, parseJsonLines } from '../state/files.js';
 import type { EventSink } from './bus.js';
 import type { TendEvent } from './catalog.js';
 
@@ -38,20 +38,12 @@ export interface SessionLogInfo {
 
 /** Session logs, newest first. Session ids are ULIDs, so their order is their start order. */
 export function listSessionLogs(eventsDir: string): SessionLogInfo[] {
-  let names: string[];
-  try {
-    names = readdirSync(eventsDir);
-  } catch {
-    return [];
-  }
-  return names
-    .filter((n) => n.endsWith('.jsonl'))
-    .sort()
+  return listNamesWithSuffix(eventsDir, '.jsonl')
     .reverse()
-    .map((n) => {
-      const file = path.join(eventsDir, n);
+    .map((sessionId) => {
+      const file = path.join(eventsDir, `${sessionId}.jsonl`);
       const stat = statSync(file);
-      return { sessionId: n.slice(0, -'.jsonl'.length), file, modifiedAt: stat.mtime, sizeBytes: stat.size };
+      return { sessionId, file, modifiedAt: stat.mtime, sizeBytes: stat.size };
     });
 }
 

@@ -3,10 +3,10 @@
  * before any network I/O. The stream client (src/stream/) sends them and removes what the
  * server acknowledged; whatever is left is sent by the next command or `tend events push`.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { AppendFile } from '../state/append-file.js';
-import { parseJsonLines } from '../state/files.js';
+import { listNamesWithSuffix, parseJsonLines } from '../state/files.js';
 import type { EventSink } from './bus.js';
 import { streamedEventTypes, type TendEvent } from './catalog.js';
 
@@ -39,18 +39,9 @@ export interface OutboxSegment {
 
 /** Every segment waiting in the outbox, oldest session first. */
 export function readOutbox(outboxDir: string): OutboxSegment[] {
-  let names: string[];
-  try {
-    names = readdirSync(outboxDir);
-  } catch {
-    return [];
-  }
-  return names
-    .filter((n) => n.endsWith('.jsonl'))
-    .sort()
-    .map((n) => {
-      const file = path.join(outboxDir, n);
-      const { records, skipped } = parseJsonLines<TendEvent>(readFileSync(file, 'utf8'));
-      return { sessionId: n.slice(0, -'.jsonl'.length), file, events: records, skipped };
-    });
+  return listNamesWithSuffix(outboxDir, '.jsonl').map((sessionId) => {
+    const file = path.join(outboxDir, `${sessionId}.jsonl`);
+    const { records, skipped } = parseJsonLines<TendEvent>(readFileSync(file, 'utf8'));
+    return { sessionId, file, events: records, skipped };
+  });
 }

@@ -3,7 +3,7 @@
  * Every file tend rewrites is written atomically (temp file, fsync, rename) so a crash
  * leaves either the old or the new content, never a torn file.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, writeSync } from 'node:fs';
 import path from 'node:path';
 
 export interface StatePaths {
@@ -66,4 +66,21 @@ export function parseJsonLines<T>(text: string): { records: T[]; skipped: number
     }
   }
   return { records, skipped };
+}
+
+/**
+ * The names (without the suffix) of the files in `dir` ending with `suffix`, sorted; none when
+ * the directory does not exist. State files are named by ULID, so the order is creation order.
+ */
+export function listNamesWithSuffix(dir: string, suffix: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return names
+    .filter((n) => n.endsWith(suffix))
+    .map((n) => n.slice(0, -suffix.length))
+    .sort();
 }

@@ -25,7 +25,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import type { EventType, TendEvent } from '../events/catalog.js';
-import { writeFileAtomic } from '../state/files.js';
+import { listNamesWithSuffix, writeFileAtomic } from '../state/files.js';
 import { removeQuietly, type HeldLock } from './lock.js';
 
 const segmentSuffix = '.jsonl';
@@ -45,16 +45,7 @@ export const quarantineDir = (dir: string) => path.join(dir, 'quarantine');
 
 /** Segment ids (session ids) in the outbox, oldest first: ULIDs sort by creation time. */
 export function listSegmentIds(dir: string): string[] {
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return [];
-  }
-  return names
-    .filter((n) => n.endsWith(segmentSuffix))
-    .map((n) => n.slice(0, -segmentSuffix.length))
-    .sort();
+  return listNamesWithSuffix(dir, segmentSuffix);
 }
 
 export interface AckState {

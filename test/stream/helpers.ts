@@ -5,7 +5,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
@@ -13,18 +12,9 @@ import { streamedEventTypes, type TendEvent } from '../../src/events/catalog.js'
 import { parseJsonLines } from '../../src/state/files.js';
 import { migrateToLatest, openDatabase } from '../../src/server/db/database.js';
 import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
-import { makeProject, repoRoot, tendBin, waitFor } from '../helpers/project.js';
+import { freePort, makeProject, repoRoot, tendBin, waitFor } from '../helpers/project.js';
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 export interface ServerProcess {
   url: string;

@@ -4,11 +4,11 @@
  * (pid and start time) lives with that version.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { TendError } from '../../errors.js';
-import { writeFileAtomic } from '../../state/files.js';
+import { listNamesWithSuffix, writeFileAtomic } from '../../state/files.js';
 import { killGroup, runCommand } from './process.js';
 
 export interface DeployState {
@@ -77,14 +77,8 @@ export function readDeployState(envDir: string, name: string): DeployState | und
 }
 
 export function listDeployStates(envDir: string): DeployState[] {
-  let names: string[];
-  try {
-    names = readdirSync(deploysDir(envDir)).filter((n) => n.endsWith('.json'));
-  } catch {
-    return [];
-  }
-  return names.flatMap((n) => {
-    const state = readDeployState(envDir, n.slice(0, -5));
+  return listNamesWithSuffix(deploysDir(envDir), '.json').flatMap((name) => {
+    const state = readDeployState(envDir, name);
     return state ? [state] : [];
   });
 }
