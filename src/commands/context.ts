@@ -4,10 +4,16 @@
  * (event bus, local log, outbox) and the router. Ctrl-C aborts the session's signal.
  */
 import path from 'node:path';
-import { selectEnvironment, parseVarFlags, resolveProviderConfig } from '../config/environment.js';
+import {
+  createTemplateContext,
+  parseVarFlags,
+  resolveActionSpec,
+  resolveProviderConfig,
+  selectEnvironment,
+} from '../config/environment.js';
 import { checkResolvedSpec, loadProjectConfig } from '../config/load.js';
 import type { ActionConfig, ProjectConfig } from '../config/project.js';
-import { resolveTemplates, type TemplateContext } from '../config/template.js';
+import { actionOutputsContext, type TemplateContext } from '../config/template.js';
 import type { GlobalOptions } from '../cli/output.js';
 import { cliVersion } from '../cli/version.js';
 import { Session } from '../events/session.js';
@@ -50,12 +56,7 @@ export async function openProject(options: GlobalOptions, plugins: PluginDefinit
     variables: selected.variables,
   };
   if (selected.cleanup) environment.cleanup = selected.cleanup;
-  const templateContext: TemplateContext = {
-    project: { name: project.name },
-    environment: { name: selected.name, namespace: selected.namespace },
-    var: selected.variables,
-    local: { username: user, env: process.env },
-  };
+  const templateContext = createTemplateContext(project, selected);
   const byName = new Map(plugins.map((p) => [p.name, p]));
   const providers: ProviderRuntime[] = project.providers
     .filter((entry) => !entry.environments || entry.environments.includes(selected.name))
@@ -175,15 +176,9 @@ export function resolveAction(
   options: { keepActionOutputs?: boolean } = {},
 ): ResolvedAction {
   const { config } = graph.get(ref);
-  const actionsContext: NonNullable<TemplateContext['actions']> = {};
-  for (const [depRef, outputs] of Object.entries(dependencyOutputs)) {
-    const [kind, name] = depRef.split('.') as [string, string];
-    (actionsContext[kind] ??= {})[name] = { outputs };
-  }
-  const resolved = resolveTemplates(
-    config.spec,
-    { ...opened.templateContext, actions: actionsContext },
-    (p) => config.locate(['spec', ...p]),
+  const resolved = resolveActionSpec(
+    config,
+    { ...opened.templateContext, actions: actionOutputsContext(dependencyOutputs) },
     options,
   );
   // Templates may turn a number into a string or back: convert to what the spec schema wants, and check.

@@ -3,7 +3,7 @@
  * defaultEnvironment), its namespace resolved from `defaultNamespace`, and the variables after
  * --var overrides. Also builds the template context and resolves provider entries and specs.
  */
-import os from 'node:os';
+import { localIdentity } from '../state/identity.js';
 import { TendError } from '../errors.js';
 import { formatPath } from './diagnostics.js';
 import { nameMaxLength, nameRegExp } from './project.js';
@@ -49,13 +49,7 @@ export function parseVarFlags(flags: readonly string[] | undefined): Record<stri
 
 /** The user running tend and the process environment, for `local.*` expressions. */
 export function localContext(): TemplateContext['local'] {
-  let username: string;
-  try {
-    username = os.userInfo().username;
-  } catch {
-    username = process.env.USER ?? process.env.USERNAME ?? 'unknown';
-  }
-  return { username, env: process.env };
+  return { username: localIdentity().user, env: process.env };
 }
 
 export function selectEnvironment(project: ProjectConfig, options: SelectOptions): SelectedEnvironment {

@@ -274,3 +274,15 @@ function own(record: unknown, key: string): unknown {
   if (record === null || typeof record !== 'object' || !Object.hasOwn(record, key)) return undefined;
   return (record as Record<string, unknown>)[key];
 }
+
+/** `actions.<kind>.<name>.outputs` of a template context, from outputs keyed by reference (`build.api`). */
+export function actionOutputsContext(
+  outputsByRef: Record<string, Record<string, string>>,
+): NonNullable<TemplateContext['actions']> {
+  const actions: NonNullable<TemplateContext['actions']> = {};
+  for (const [ref, outputs] of Object.entries(outputsByRef)) {
+    const [kind, name] = ref.split('.') as [string, string];
+    (actions[kind] ??= {})[name] = { outputs };
+  }
+  return actions;
+}

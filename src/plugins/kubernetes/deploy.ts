@@ -11,7 +11,7 @@ import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { parseAllDocuments } from 'yaml';
 import { TendError } from '../../errors.js';
-import { resolveTemplates, type TemplateContext } from '../../config/template.js';
+import { actionOutputsContext, resolveTemplates, type TemplateContext } from '../../config/template.js';
 import type {
   ActionHandlerParams,
   ExecuteResult,
@@ -40,17 +40,12 @@ function invalid(action: ResolvedAction, message: string, detail: Record<string,
 }
 
 function templateContext(ctx: PluginContext, action: ResolvedAction): TemplateContext {
-  const actions: NonNullable<TemplateContext['actions']> = {};
-  for (const [ref, outputs] of Object.entries(action.dependencyOutputs)) {
-    const [kind, name] = ref.split('.') as [string, string];
-    (actions[kind] ??= {})[name] = { outputs };
-  }
   return {
     project: { name: ctx.environment.project },
     environment: { name: ctx.environment.name, namespace: ctx.environment.namespace },
     var: ctx.environment.variables,
     local: { username: ctx.user, env: process.env },
-    actions,
+    actions: actionOutputsContext(action.dependencyOutputs),
   };
 }
 
