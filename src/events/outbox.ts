@@ -2,11 +2,10 @@
  * The outbox: events of streamed types, appended durably to `.tend/outbox/<sessionId>.jsonl`
  * before any network I/O. The stream client (src/stream/) sends them and removes what the
  * server acknowledged; whatever is left is sent by the next command or `tend events push`.
+ * Reading it back (ack offsets, pending events) is src/stream/segments.ts.
  */
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { AppendFile } from '../state/append-file.js';
-import { listNamesWithSuffix, parseJsonLines } from '../state/files.js';
 import type { EventSink } from './bus.js';
 import { streamedEventTypes, type TendEvent } from './catalog.js';
 
@@ -28,20 +27,4 @@ export class OutboxSink implements EventSink {
   close(): void {
     this.file.close();
   }
-}
-
-export interface OutboxSegment {
-  sessionId: string;
-  file: string;
-  events: TendEvent[];
-  skipped: number;
-}
-
-/** Every segment waiting in the outbox, oldest session first. */
-export function readOutbox(outboxDir: string): OutboxSegment[] {
-  return listNamesWithSuffix(outboxDir, '.jsonl').map((sessionId) => {
-    const file = path.join(outboxDir, `${sessionId}.jsonl`);
-    const { records, skipped } = parseJsonLines<TendEvent>(readFileSync(file, 'utf8'));
-    return { sessionId, file, events: records, skipped };
-  });
 }

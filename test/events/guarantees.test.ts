@@ -11,7 +11,7 @@ import { executeCommand } from '../../src/commands/execute.js';
 import { openProject, resolveAction, startSession } from '../../src/commands/context.js';
 import type { TendEvent } from '../../src/events/catalog.js';
 import { listSessionLogs, readSessionLog } from '../../src/events/local-log.js';
-import { readOutbox } from '../../src/events/outbox.js';
+import { listSegmentIds, readPending } from '../../src/stream/segments.js';
 import { ActionGraph } from '../../src/graph/graph.js';
 import { computeVersions } from '../../src/graph/version.js';
 import { createNoopPlugin } from '../fixtures/noop-plugin.js';
@@ -143,10 +143,12 @@ spec: { command: ["node", "-e", "console.log('started'); setTimeout(() => {}, 20
     expect(events.some((e) => e.type === 'namespaceStatus')).toBe(true);
     expect(events.some((e) => e.type === 'sessionCompleted' || e.type === 'sessionFailed')).toBe(false);
 
-    const outbox = readOutbox(path.join(root, '.tend', 'outbox'));
-    expect(outbox).toHaveLength(1);
-    expect(outbox[0]!.skipped).toBe(0);
-    const streamed = outbox[0]!.events.map((e) => e.type);
+    const outboxDir = path.join(root, '.tend', 'outbox');
+    const segments = listSegmentIds(outboxDir);
+    expect(segments).toHaveLength(1);
+    const pending = readPending(outboxDir, segments[0]!);
+    expect(pending.skipped).toBe(0);
+    const streamed = pending.events.map((e) => e.type);
     expect(streamed).toContain('sessionStarted');
     expect(streamed).toContain('namespaceStatus');
     expect(streamed).toContain('actionStatus');
