@@ -145,11 +145,16 @@ export function parseTimeout(value: number | string): number {
   return Number(match[1]) * factor;
 }
 
-/** Plugins that declare an action type, and the kinds it supports. */
-export function actionTypeIndex(
-  plugins: readonly PluginDefinition[],
-): Map<string, { plugin: PluginDefinition; kinds: Map<ActionKind, TSchema> }> {
-  const index = new Map<string, { plugin: PluginDefinition; kinds: Map<ActionKind, TSchema> }>();
+/** The plugin that declares each action type, and the kinds it supports. */
+type ActionTypeIndex = Map<string, { plugin: PluginDefinition; kinds: Map<ActionKind, TSchema> }>;
+const indexes = new WeakMap<readonly PluginDefinition[], ActionTypeIndex>();
+
+/** Action types by name with their spec schema per kind; built once per plugin list (it is called per action). */
+export function actionTypeIndex(plugins: readonly PluginDefinition[]): ActionTypeIndex {
+  const cached = indexes.get(plugins);
+  if (cached) return cached;
+  const index: ActionTypeIndex = new Map();
+  indexes.set(plugins, index);
   for (const plugin of plugins) {
     for (const type of plugin.actionTypes) {
       if (index.has(type.name)) continue;
