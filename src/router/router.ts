@@ -144,14 +144,16 @@ export class Router {
     const { bus } = this.options;
     const plugin = provider.plugin;
     const metadata = { pluginName: plugin.name, providerName: provider.name, handler, actionRef };
-    const broker = new PluginEventBroker(bus, new Set(plugin.emits), metadata);
-    for (const type of plugin.emits) {
+    // `log` is what `ctx.log` emits, which every plugin has: it is declared for all of them.
+    const declared = new Set<EventType>([...plugin.emits, 'log']);
+    const broker = new PluginEventBroker(bus, declared, metadata);
+    for (const type of declared) {
       broker.subscribe(type, (payload) => bus.emit(type, payload as EventPayloads[EventType]));
     }
     const call: InFlightCall = { plugin: plugin.name, handler, actionRef, startedAt: Date.now() };
     this.inFlight.add(call);
     try {
-      return await invoke(this.context(provider, broker, metadata));
+      return await invoke(this.context(provider, broker));
     } catch (error) {
       if (error instanceof TendError) throw error;
       const message = error instanceof Error ? error.message : String(error);
@@ -169,11 +171,7 @@ export class Router {
     }
   }
 
-  private context(
-    provider: ProviderRuntime,
-    broker: PluginEventBroker,
-    metadata: { pluginName: string; providerName: string; handler: string; actionRef?: string },
-  ): PluginContext {
+  private context(provider: ProviderRuntime, broker: PluginEventBroker): PluginContext {
     const o = this.options;
     return {
       sessionId: o.bus.sessionId,
@@ -182,7 +180,7 @@ export class Router {
       environment: o.environment,
       provider: { name: provider.name, config: provider.config, state: provider.state },
       events: broker,
-      log: pluginLog(broker, metadata),
+      log: pluginLog(broker),
       signal: o.signal,
       user: o.user,
       hostId: o.hostId,
@@ -190,18 +188,12 @@ export class Router {
   }
 }
 
-function pluginLog(broker: PluginEventBroker, metadata: { pluginName: string; handler: string }): PluginLog {
+function pluginLog(broker: PluginEventBroker): PluginLog {
   // Log lines go through the broker like any plugin event, so they carry the same metadata.
   const emit = (level: EventPayloads['log']['level'], message: string, stream?: 'stdout' | 'stderr') => {
     const payload: EventPayloads['log'] = { level, message: message.slice(0, 65_536) };
     if (stream) payload.stream = stream;
-    try {
-      broker.emit('log', payload);
-    } catch (error) {
-      // A plugin that did not declare `log` still gets its lines on stderr in debug mode.
-      if (process.env.TEND_DEBUG) process.stderr.write(`[${metadata.pluginName}] ${message}\n`);
-      if (!(error instanceof TendError && error.code === 'TEND_EVENT_UNDECLARED')) throw error;
-    }
+    broker.emit('log', payload);
   };
   return {
     debug: (m) => emit('debug', m),
