@@ -62,6 +62,25 @@ spec: { command: [sh, -c, 'echo checking; echo broken >&2; exit 3'] }
     expect(second.data.actions[0]!.state).toBe('failed');
   });
 
+  it('fails a one-shot Deploy whose command exits non-zero, and a Build likewise', async () => {
+    const root = project(`kind: Build
+type: exec
+name: b
+spec: { command: [sh, -c, 'exit 4'] }
+---
+kind: Deploy
+type: exec
+name: d
+spec: { command: [sh, -c, 'echo no database >&2; exit 2'] }
+`);
+    const built = await executeCommand('build', [], { root });
+    expect(built.data.actions[0]!.error?.message).toMatch(/build\.b exited with code 4/);
+    const deployed = await executeCommand('deploy', ['d'], { root });
+    expect(deployed.exitCode).toBe(1);
+    expect(deployed.data.actions[0]).toMatchObject({ ref: 'deploy.d', state: 'failed' });
+    expect(deployed.human).toMatch(/no database/);
+  });
+
   it('stops a command that runs past its timeout', async () => {
     const root = project(`kind: Run
 type: exec

@@ -147,6 +147,23 @@ async function runOnce(
   return { outputs, exitCode: result.exitCode, durationMs: result.durationMs, log: result.tail };
 }
 
+/**
+ * A Build or a one-shot Deploy: the command must succeed. (Test/Run return their exit code,
+ * which the solver judges.)
+ */
+async function runToSuccess(
+  ctx: PluginContext,
+  params: ActionHandlerParams<ExecCommandSpec>,
+): Promise<{ outputs: Record<string, string> }> {
+  const result = await runOnce(ctx, params);
+  if (result.exitCode !== 0) {
+    throw new TendError('TEND_EXEC_FAILED', `${params.action.ref} exited with code ${result.exitCode}`, {
+      detail: { exitCode: result.exitCode, log: result.log },
+    });
+  }
+  return { outputs: result.outputs };
+}
+
 const deployHandlers = {
   async getStatus(ctx: PluginContext, params: ActionHandlerParams<ExecDeploySpec>): Promise<StatusResult> {
     const { action } = params;
@@ -163,11 +180,7 @@ const deployHandlers = {
     const { action } = params;
     const spec = action.spec;
     if (!spec.persistent) {
-      const result = await runOnce(ctx, params as ActionHandlerParams<ExecCommandSpec>);
-      if (result.exitCode !== 0) {
-        return { outputs: result.outputs, detail: { exitCode: result.exitCode, log: result.log } };
-      }
-      return { outputs: result.outputs };
+      return runToSuccess(ctx, params as ActionHandlerParams<ExecCommandSpec>);
     }
     const envDir = ensureEnvironment(ctx);
     const previous = readDeployState(envDir, action.name);
@@ -219,19 +232,7 @@ export const execActionType: ActionTypeDefinition = {
       specSchema: ExecCommandSpec,
       handlers: {
         getStatus: getStoredStatus as never,
-        async build(ctx, params) {
-          const result = await runOnce(ctx, params as ActionHandlerParams<ExecCommandSpec>);
-          if (result.exitCode !== 0) {
-            throw new TendError(
-              'TEND_EXEC_FAILED',
-              `${params.action.ref} exited with code ${result.exitCode}`,
-              {
-                detail: { exitCode: result.exitCode, log: result.log },
-              },
-            );
-          }
-          return { outputs: result.outputs };
-        },
+        build: (ctx, params) => runToSuccess(ctx, params as ActionHandlerParams<ExecCommandSpec>),
       },
     },
     Deploy: { specSchema: ExecDeploySpec, handlers: deployHandlers as never },
