@@ -20,8 +20,8 @@ export async function cleanupEnvCommand(options: GlobalOptions): Promise<Command
   const { session, router, close } = startSession(opened, 'cleanup env', []);
   try {
     const providers: CleanupEnvData['providers'] = [];
+    await router.initProviders();
     for (const provider of router.providers) {
-      await router.initProvider(provider);
       const result = await router.callProvider(provider, 'cleanupEnvironment');
       providers.push({ name: provider.name, ...result });
     }
@@ -60,7 +60,7 @@ export async function cleanupDeployCommand(
   });
   const { session, router, close } = startSession(opened, 'cleanup deploy', names);
   try {
-    for (const provider of router.providers) await router.initProvider(provider);
+    await router.initProviders();
     const graph = new ActionGraph(opened.actions);
     const versions = computeVersions(graph, refs);
     const deploys: CleanupDeployData['deploys'] = [];

@@ -71,7 +71,7 @@ export async function executeCommand(
   const progress = new ProgressReporter(session.bus);
   try {
     // Providers first: the environment's namespace is recorded even if resolving actions fails below.
-    for (const provider of router.providers) await router.initProvider(provider);
+    await router.initProviders();
     for (const provider of router.providers) await router.callProvider(provider, 'prepareEnvironment');
     const graph = new ActionGraph(opened.actions);
     const versions = computeVersions(graph, refs);

@@ -29,8 +29,8 @@ export async function statusCommand(options: GlobalOptions): Promise<CommandResu
   const { session, router, close } = startSession(opened, 'status', []);
   try {
     const providers: StatusData['providers'] = [];
+    await router.initProviders();
     for (const provider of router.providers) {
-      await router.initProvider(provider);
       const status = await router.callProvider(provider, 'getEnvironmentStatus');
       providers.push({
         name: provider.name,

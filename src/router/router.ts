@@ -95,7 +95,12 @@ export class Router {
     return provider;
   }
 
-  async initProvider(provider: ProviderRuntime): Promise<void> {
+  /** Initialises every provider, in order: the first step of every command that uses them. */
+  async initProviders(): Promise<void> {
+    for (const provider of this.options.providers) await this.initProvider(provider);
+  }
+
+  private async initProvider(provider: ProviderRuntime): Promise<void> {
     provider.state = await this.call(provider, 'init', undefined, (ctx) =>
       provider.plugin.provider.init(ctx as PluginContext<unknown, undefined>),
     );

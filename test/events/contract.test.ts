@@ -61,7 +61,7 @@ async function open(root: string, fixture: PluginFixture) {
 async function callHandler(s: Awaited<ReturnType<typeof open>>, pluginName: string, row: ContractRow) {
   const provider = s.router.providers.find((p) => p.plugin.name === pluginName)!;
   // Every entry point initialises its providers first, through the router.
-  for (const p of s.router.providers) await s.router.initProvider(p);
+  await s.router.initProviders();
   const [scope, ...rest] = row.handler.split('.');
   if (scope === 'provider') {
     const handler = rest[0]!;
@@ -109,7 +109,7 @@ describe.each(contracts)('the event contract of plugin $plugin', (contract) => {
     try {
       if (row.given === 'prepared') {
         await inSession(root, fixture, async (s) => {
-          for (const p of s.router.providers) await s.router.initProvider(p);
+          await s.router.initProviders();
           for (const p of s.router.providers) await s.router.callProvider(p, 'prepareEnvironment');
         });
       }

@@ -91,7 +91,7 @@ spec: {}
     const graph = new ActionGraph(opened.actions);
     const versions = computeVersions(graph, ['build.a']);
     const action = resolveAction(opened, graph, versions, 'build.a', {});
-    for (const p of s.router.providers) await s.router.initProvider(p);
+    await s.router.initProviders();
     await s.router.callAction(action, 'getStatus', { force: false });
     const before = {
       bus: s.session.bus.listenerCount(),
