@@ -40,6 +40,10 @@ export interface OpenDatabaseOptions {
   sqliteFile?: string;
   /** PostgreSQL pool size (default 10). */
   poolSize?: number;
+  /** SQLite: the WAL is started over once it holds this many pages (default 8192, 32 MiB). */
+  walRestartPages?: number;
+  /** SQLite: how often the background thread checkpoints the WAL (default 200 ms). */
+  checkpointIntervalMs?: number;
 }
 
 /** The migrations, in order. A new one is a new numbered file added here. */
@@ -88,11 +92,18 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<S
     sqlite.pragma('temp_store = memory');
     sqlite.pragma('cache_size = -32768');
     // Checkpoints (copying the WAL into the database file, with its fsync) run in a background
-    // thread; the connection itself only checkpoints if that thread falls far behind.
-    sqlite.pragma('wal_autocheckpoint = 16384');
+    // thread (startCheckpointer); the connection itself only checkpoints if that thread fails.
+    const walRestartPages = options.walRestartPages ?? defaultWalRestartPages;
+    sqlite.pragma(`wal_autocheckpoint = ${4 * walRestartPages}`);
     sqlite.pragma('journal_size_limit = 67108864');
-    const checkpointer = startCheckpointer(file);
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingStatements(sqlite) }) });
+    const checkpointer = startCheckpointer(
+      file,
+      { restartPages: walRestartPages, intervalMs: options.checkpointIntervalMs ?? 200 },
+      // Holding the only connection, no transaction commits while the thread copies the last
+      // frames; the next one then finds the WAL fully copied and starts it over.
+      (checkpointNow) => db.connection().execute(checkpointNow),
+    );
     return {
       db,
       dialect: 'sqlite',
@@ -113,6 +124,12 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<S
   }
 }
 
+/**
+ * The WAL is started over from its beginning once it holds this many pages (32 MiB), so it does
+ * not grow while ingest never pauses.
+ */
+const defaultWalRestartPages = 8192;
+
 const checkpointerSource = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.module);
@@ -120,13 +137,26 @@ const db = new Database(workerData.file, { fileMustExist: true });
 db.pragma('synchronous = FULL');
 const checkpoint = () => {
   try {
-    db.pragma('wal_checkpoint(PASSIVE)');
+    return db.pragma('wal_checkpoint(PASSIVE)')[0];
   } catch {
     // Busy or gone: the next round, or the writer's own autocheckpoint, does it.
+    return undefined;
   }
 };
-const timer = setInterval(checkpoint, workerData.intervalMs);
-parentPort.on('message', () => {
+const timer = setInterval(() => {
+  const result = checkpoint();
+  if (result && result.log >= workerData.restartPages) {
+    // Copy what came in meanwhile, so that the frames left for the pause are few.
+    checkpoint();
+    parentPort.postMessage('restart');
+  }
+}, workerData.intervalMs);
+parentPort.on('message', (message) => {
+  if (message === 'checkpoint') {
+    checkpoint();
+    parentPort.postMessage('checkpointed');
+    return;
+  }
   clearInterval(timer);
   checkpoint();
   db.close();
@@ -136,30 +166,74 @@ parentPort.on('message', () => {
 
 /**
  * A thread of its own that checkpoints the WAL of an SQLite file every `intervalMs`
- * (`PASSIVE`: it never blocks the writer). The server's connection then never stops a request
- * to copy pages and fsync the database file. Best effort: if the thread fails, the
- * connection's own autocheckpoint still bounds the WAL.
+ * (`PASSIVE`: it never blocks the writer), so the server's connection never stops a request to
+ * copy pages and fsync the database file.
+ *
+ * Copying is not enough to bound the WAL: SQLite starts it over only when a transaction begins
+ * with every frame copied, which under steady ingest never happens by chance (the writer would
+ * then checkpoint the rest itself at `wal_autocheckpoint`, stopping requests for tens of ms).
+ * So when the WAL holds `restartPages`, `restart` is called with a function that copies the frames added
+ * since the last round (a few ms of work), and runs it while holding the server's connection.
+ * Best effort: if the thread fails, the connection's own autocheckpoint still bounds the WAL.
  */
-function startCheckpointer(file: string, intervalMs = 200): { stop(): Promise<void> } {
+function startCheckpointer(
+  file: string,
+  { restartPages, intervalMs }: { restartPages: number; intervalMs: number },
+  restart: (checkpointNow: () => Promise<void>) => Promise<void>,
+): { stop(): Promise<void> } {
   let worker: Worker;
   try {
     worker = new Worker(checkpointerSource, {
       eval: true,
-      workerData: { module: createRequire(import.meta.url).resolve('better-sqlite3'), file, intervalMs },
+      workerData: {
+        module: createRequire(import.meta.url).resolve('better-sqlite3'),
+        file,
+        intervalMs,
+        restartPages,
+      },
     });
   } catch {
     return { stop: async () => undefined };
   }
-  const exited = new Promise<void>((done) => {
-    worker.once('exit', () => done());
-    worker.once('error', () => done());
+  let exited = false;
+  const exit = new Promise<void>((done) => {
+    const onExit = () => {
+      exited = true;
+      done();
+    };
+    worker.once('exit', onExit);
+    worker.once('error', onExit);
+  });
+  const checkpointNow = async () => {
+    if (exited) return;
+    const checkpointed = new Promise<void>((done) =>
+      worker.on('message', function onMessage(message) {
+        if (message !== 'checkpointed') return;
+        worker.off('message', onMessage);
+        done();
+      }),
+    );
+    // Referenced while the connection waits for it, lest an otherwise idle process exit.
+    worker.ref();
+    worker.postMessage('checkpoint');
+    await Promise.race([checkpointed, exit]);
+    worker.unref();
+  };
+  let restarting = false;
+  worker.on('message', (message) => {
+    if (message !== 'restart' || restarting || exited) return;
+    restarting = true;
+    restart(checkpointNow)
+      .catch(() => undefined)
+      .finally(() => (restarting = false));
   });
   worker.unref();
   return {
     stop: async () => {
+      if (exited) return;
       worker.postMessage('stop');
       const timeout = setTimeout(() => void worker.terminate(), 5000);
-      await exited;
+      await exit;
       clearTimeout(timeout);
     },
   };

@@ -365,6 +365,26 @@ const maxSqliteParameters = 30_000;
 /** Most rows per statement on PostgreSQL (arrays; bounded to keep one statement's work small). */
 const maxPostgresRows = 5_000;
 
+/** Characters JSON.stringify escapes differently from a PostgreSQL array literal. */
+// eslint-disable-next-line no-control-regex -- control characters are what it looks for
+const jsonOnlyEscapes = /[\u0000-\u001f\ud800-\udfff]/;
+
+/**
+ * A PostgreSQL array literal (`{"a","b",NULL,3}`) of text, integer or null values, for a
+ * `$n::text[]` parameter. node-pg would build it element by element with two regular
+ * expressions each, the largest allocation of a batch; inside double quotes an array literal
+ * escapes only `"` and `\`, as JSON does, so one JSON.stringify of the column is the literal
+ * (JSON's `null` reads as NULL) unless a string holds a character JSON escapes as `\n` or `\uXXXX`.
+ */
+export function postgresArray(values: readonly unknown[]): string {
+  if (values.some((v) => typeof v === 'string' && jsonOnlyEscapes.test(v))) {
+    return `{${values
+      .map((v) => (v === null || v === undefined ? 'NULL' : `"${String(v).replace(/["\\]/g, '\\$&')}"`))
+      .join(',')}}`;
+  }
+  return `{${JSON.stringify(values).slice(1, -1)}}`;
+}
+
 class Statements {
   private readonly textCache = new Map<string, string>();
   constructor(
@@ -399,7 +419,9 @@ class Statements {
   async selectIn<R>(columns: string, table: string, column: string, values: string[]): Promise<R[]> {
     if (values.length === 0) return [];
     if (this.dialect === 'postgres') {
-      return this.query<R>(`select ${columns} from ${table} where ${column} = any($1::text[])`, [values]);
+      return this.query<R>(`select ${columns} from ${table} where ${column} = any($1::text[])`, [
+        postgresArray(values),
+      ]);
     }
     const out: R[] = [];
     for (let i = 0; i < values.length; i += 1000) {
@@ -426,7 +448,9 @@ class Statements {
     const withParts = used.map(([statement], i) => `w${i} as (${this.unnestInsert(statement, () => ++n)})`);
     await this.query(
       `with ${withParts.join(', ')} select 1`,
-      used.flatMap(([statement, rows]) => statement.columns.map((_, c) => rows.map((row) => row[c]))),
+      used.flatMap(([statement, rows]) =>
+        statement.columns.map((_, c) => postgresArray(rows.map((row) => row[c]))),
+      ),
     );
   }
 
@@ -454,7 +478,7 @@ class Statements {
         const slice = rows.slice(i, i + maxPostgresRows);
         await run(
           text,
-          statement.columns.map((_, c) => slice.map((row) => row[c])),
+          statement.columns.map((_, c) => postgresArray(slice.map((row) => row[c]))),
         );
       }
       return affected;
@@ -523,7 +547,11 @@ async function loadEnvironments(
       `select ${environmentColumns} from environments ` +
         'where (project, name, namespace) in (select * from unnest($1::text[], $2::text[], $3::text[])) ' +
         'order by project, name, namespace for update',
-      [identities.map((e) => e.project), identities.map((e) => e.name), identities.map((e) => e.namespace)],
+      [
+        postgresArray(identities.map((e) => e.project)),
+        postgresArray(identities.map((e) => e.name)),
+        postgresArray(identities.map((e) => e.namespace)),
+      ],
     );
     for (const r of rows) out.set(environmentKey(r), r);
     return out;
