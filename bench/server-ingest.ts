@@ -12,15 +12,17 @@
  * instead (the method of the first figures, which counts the clients' work as the server's).
  *
  * Run alone: `npx tsx bench/server-ingest.ts` (`TEND_BENCH_ONLY=ingest` skips the list
- * benchmark). PostgreSQL from TEND_BENCH_DATABASE_URL or
+ * benchmark, `TEND_BENCH_DATABASE=sqlite|postgres` runs one database). PostgreSQL from TEND_BENCH_DATABASE_URL or
  * TEND_TEST_DATABASE_URL (default postgres://postgres:postgres@127.0.0.1:5432/postgres); a
  * database is created for the run and dropped afterwards.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 import { sql } from 'kysely';
 import pg from 'pg';
@@ -122,29 +124,52 @@ async function withServer<T>(
  * a process of its own.
  */
 const loadSource = `
-async function load({ url, token, bodies, warmUp, clients, expected }) {
-  const send = async (body) => {
-    const started = performance.now();
-    const res = await fetch(url + '/api/v1/events', {
-      method: 'POST',
-      headers: { authorization: 'Bearer ' + token, 'content-type': 'application/json' },
-      body,
+async function load({ url, token, bodies, warmUp, clients, expected }, mark) {
+  // node:http (in scope as \`http\`) with keep-alive connections, as the CLI's stream sends
+  // (src/stream/transport.ts).
+  const agent = new http.Agent({ keepAlive: true, maxSockets: clients });
+  const target = new URL(url + '/api/v1/events');
+  const send = (body) =>
+    new Promise((resolve, reject) => {
+      const started = performance.now();
+      const request = http.request(
+        target,
+        {
+          method: 'POST',
+          agent,
+          headers: {
+            authorization: 'Bearer ' + token,
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+          },
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8').on('data', (c) => (text += c)).on('end', () => {
+            const answer = JSON.parse(text);
+            if (res.statusCode !== 200 || answer.accepted !== expected) {
+              reject(new Error('batch failed: ' + res.statusCode + ' ' + text.slice(0, 200)));
+            } else resolve(performance.now() - started);
+          });
+        },
+      );
+      request.on('error', reject);
+      request.end(body);
     });
-    const answer = await res.json();
-    if (res.status !== 200 || answer.accepted !== expected) throw new Error('batch failed: ' + res.status);
-    return performance.now() - started;
-  };
   // Warm up (JIT, connections, statement caches) with batches not counted.
   for (const body of warmUp) await send(body);
   const latencies = [];
   let next = 0;
+  mark('start');
   const started = performance.now();
   await Promise.all(
     Array.from({ length: clients }, async () => {
       while (next < bodies.length) latencies.push(await send(bodies[next++]));
     }),
   );
-  return { latencies, seconds: (performance.now() - started) / 1000 };
+  const seconds = (performance.now() - started) / 1000;
+  mark('end');
+  return { latencies, seconds };
 }
 `;
 
@@ -161,50 +186,69 @@ interface LoadResult {
   seconds: number;
 }
 
-async function runLoad(input: LoadInput): Promise<LoadResult> {
+/**
+ * Runs the load; `mark` is called when the timed part starts and ends (the server's CPU time is
+ * taken between the two).
+ */
+async function runLoad(input: LoadInput, mark: (phase: 'start' | 'end') => void): Promise<LoadResult> {
   if (process.env.TEND_BENCH_CLIENT === 'inline') {
-    const load = new Function(`${loadSource}; return load;`)() as (i: LoadInput) => Promise<LoadResult>;
-    return load(input);
+    const load = new Function('http', `${loadSource}; return load;`)(http) as (
+      i: LoadInput,
+      m: typeof mark,
+    ) => Promise<LoadResult>;
+    return load(input, mark);
   }
+  // The input goes through a file: written through the child's stdin, its tens of MB would still
+  // be in the pipe when the timing starts.
+  const dir = mkdtempSync(join(tmpdir(), 'tend-bench-load-'));
+  const inputFile = join(dir, 'input.json');
+  writeFileSync(inputFile, JSON.stringify(input));
   const child = spawn(
     process.execPath,
     [
       '-e',
-      `${loadSource}
-let input = '';
-process.stdin.setEncoding('utf8').on('data', (c) => (input += c)).on('end', async () => {
-  process.stdout.write(JSON.stringify(await load(JSON.parse(input))));
-});`,
+      `const http = require('node:http');
+${loadSource}
+const input = JSON.parse(require('node:fs').readFileSync(process.argv[1], 'utf8'));
+load(input, (phase) => process.stdout.write(phase + '\\n')).then((result) =>
+  process.stdout.write(JSON.stringify(result) + '\\n'),
+);`,
+      inputFile,
     ],
-    { stdio: ['pipe', 'pipe', 'inherit'] },
+    { stdio: ['ignore', 'pipe', 'inherit'] },
   );
-  let output = '';
-  child.stdout.setEncoding('utf8').on('data', (c: string) => (output += c));
-  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
-  child.stdin.end(JSON.stringify(input));
-  const code = await exited;
-  if (code !== 0) throw new Error(`the load process failed (exit ${code})`);
-  return JSON.parse(output) as LoadResult;
+  let result: LoadResult | undefined;
+  const lines = createInterface({ input: child.stdout });
+  lines.on('line', (line) => {
+    if (line === 'start' || line === 'end') mark(line);
+    else result = JSON.parse(line) as LoadResult;
+  });
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  rmSync(dir, { recursive: true, force: true });
+  if (code !== 0 || !result) throw new Error(`the load process failed (exit ${code})`);
+  return result;
 }
 
 async function benchIngest(label: string, database: ServerDatabase) {
   const bodies = Array.from({ length: batches }, (_, b) => JSON.stringify({ events: makeBatch(b) }));
   const warmUp = Array.from({ length: 5 }, (_, i) => JSON.stringify({ events: makeBatch(batches + i) }));
   return withServer(database, async (url, token) => {
-    const { latencies, seconds } = await runLoad({
-      url,
-      token,
-      bodies,
-      warmUp,
-      clients,
-      expected: batchSize,
-    });
+    let cpuAtStart = process.cpuUsage();
+    let serverCpu = { user: 0, system: 0 };
+    const { latencies, seconds } = await runLoad(
+      { url, token, bodies, warmUp, clients, expected: batchSize },
+      (phase) => {
+        if (phase === 'start') cpuAtStart = process.cpuUsage();
+        else serverCpu = process.cpuUsage(cpuAtStart);
+      },
+    );
     latencies.sort((a, b) => a - b);
     const events = batches * batchSize;
     const perSecond = events / seconds;
     console.log(
       `${label.padEnd(10)} ingest: ${events} events in ${batches} batches of ${batchSize} (${clients} clients): ` +
-        `${Math.round(perSecond).toLocaleString('en-US')} events/s; batch latency p50 ${ms(percentile(latencies, 50))}, p99 ${ms(percentile(latencies, 99))}`,
+        `${Math.round(perSecond).toLocaleString('en-US')} events/s; batch latency p50 ${ms(percentile(latencies, 50))}, p99 ${ms(percentile(latencies, 99))}; ` +
+        `server process CPU ${((serverCpu.user + serverCpu.system) / 1e6 / seconds).toFixed(2)} cores (${Math.round((100 * serverCpu.system) / (serverCpu.user + serverCpu.system))}% system)`,
     );
     return { eventsPerSecond: perSecond, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
   });
@@ -319,11 +363,13 @@ async function withPostgres<T>(work: (db: ServerDatabase) => Promise<T>): Promis
 
 export async function run(): Promise<void> {
   console.log(`# tend server: ingest and list (node ${process.version})`);
-  await withSqlite((db) => benchIngest('sqlite', db));
-  await withPostgres((db) => benchIngest('postgres', db));
+  const sqlite = process.env.TEND_BENCH_DATABASE !== 'postgres';
+  const postgres = process.env.TEND_BENCH_DATABASE !== 'sqlite';
+  if (sqlite) await withSqlite((db) => benchIngest('sqlite', db));
+  if (postgres) await withPostgres((db) => benchIngest('postgres', db));
   if (process.env.TEND_BENCH_ONLY !== 'ingest') {
-    await withSqlite((db) => benchList('sqlite', db));
-    await withPostgres((db) => benchList('postgres', db));
+    if (sqlite) await withSqlite((db) => benchList('sqlite', db));
+    if (postgres) await withPostgres((db) => benchList('postgres', db));
   }
   console.log(
     'targets: ingest 50,000 events/s (SQLite), 20,000 (PostgreSQL); batch p99 < 100 ms; page of 50 < 50 ms',
