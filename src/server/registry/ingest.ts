@@ -2,20 +2,21 @@
  * Ingest: a validated batch of events becomes stored events and changes to the registry of
  * environments, sessions and resources — in one transaction, exactly once per event id.
  *
- * Set-based: a fixed number of statements per batch whatever its size and mix (eight or so).
- * The sessions, environments and resources the batch touches are read with one query each; the
- * events are inserted with one `ON CONFLICT (id) DO NOTHING` (its row count says whether all
- * were new); the events are applied in memory in the order of the batch; the results are
- * written back with one multi-row upsert per table.
+ * Set-based: a fixed number of statements per batch whatever its size and mix. The sessions,
+ * environments and resources the batch touches are read with one query each; the events are
+ * applied in memory in the order of the batch; everything is written back with one multi-row
+ * insert or upsert per table — on PostgreSQL all of them in one statement, so a batch costs five
+ * round trips (six with namespace events on known environments).
  *
  * Exactly once, also across replicas on PostgreSQL:
  * - the environments a batch touches are read `FOR UPDATE`, in key order (no deadlock between
  *   two batches); every write to an environment's resources happens under that row lock, so
  *   reading them, changing them in memory and writing them back loses no concurrent change;
- * - the events are inserted (sorted by id) before anything else is written: a replica inserting
- *   the same event at the same moment waits on the primary key until the other commits. When
- *   none of the batch's events is new (a re-sent batch), nothing is written. When only some are,
- *   the transaction starts again, first reading which events are stored, and applies the rest;
+ * - the events insert (`ON CONFLICT (id) DO NOTHING`, sorted by id) decides whether the write
+ *   stands: a replica inserting the same event at the same moment waits on the primary key until
+ *   the other commits, then sees a conflict. When none of the batch's events is new (a re-sent
+ *   batch), the transaction is rolled back: nothing changes. When only some are, it starts again,
+ *   first reading which events are stored, and applies the rest;
  * - an environment created by another replica at the same moment makes the insert of ours
  *   fail on the unique (project, name, namespace): the transaction is retried and finds it.
  * On SQLite, one connection runs one transaction at a time: no other writer can interleave.
@@ -93,6 +94,9 @@ interface EnvironmentRow {
 /** Some events of the batch were stored already: the transaction is retried without them. */
 class ConcurrentIngest extends Error {}
 
+/** Every event of the batch was stored already: the transaction is rolled back. */
+class AllStored extends Error {}
+
 /** PostgreSQL errors after which the whole batch can simply be retried. */
 const retryableCodes = new Set(['40001', '40P01', '23505']);
 
@@ -113,6 +117,7 @@ export async function ingestEvents(
           applyBatch(new Statements(trx, dialect), events, receivedAt.toISOString(), skipStored),
         );
     } catch (error) {
+      if (error instanceof AllStored) return { accepted: 0, duplicates: events.length };
       if (error instanceof ConcurrentIngest && attempt < 5) {
         skipStored = true;
         continue;
@@ -169,26 +174,6 @@ async function applyBatch(
     environments.set(key, { row: row ?? newEnvironment(touch.identity, now), isNew: !row, touch });
   }
 
-  // The insert decides which events this transaction applies: a replica inserting the same
-  // event concurrently waits on the primary key, then sees it as a conflict.
-  const rows = [...candidates].sort(byKey((e) => e.id)).map((e) => {
-    const key = plan.eventEnvironment.get(e.id);
-    return [
-      e.id,
-      e.type,
-      e.sessionId,
-      e.timestamp,
-      now,
-      key === undefined ? null : environments.get(key)!.row.id,
-      JSON.stringify(e.payload),
-    ];
-  });
-  const inserted = await q.insert(eventsInsert, rows);
-  // All stored before (a re-sent batch): nothing was written, nothing changes.
-  if (inserted === 0) return { accepted: 0, duplicates: events.length };
-  // Some stored before, or by another replica at this very moment: start again and skip them.
-  if (inserted < candidates.length) throw new ConcurrentIngest('some events of the batch are stored');
-
   // Resources of the environments with namespace events: all generations (the state of the
   // environment depends on all of them), read under the environment's lock.
   const withNamespaces = [...environments.values()].filter((e) => e.touch.namespaceEvents.length > 0);
@@ -213,13 +198,32 @@ async function applyBatch(
   const newProjects = [
     ...new Set([...environments.values()].filter((e) => e.isNew).map((e) => e.row.project)),
   ].sort();
-  // Environments before the resources and sessions that refer to them.
-  await q.insertAll([
+  const eventRows = [...candidates].sort(byKey((e) => e.id)).map((e) => {
+    const key = plan.eventEnvironment.get(e.id);
+    return [
+      e.id,
+      e.type,
+      e.sessionId,
+      e.timestamp,
+      now,
+      key === undefined ? null : environments.get(key)!.row.id,
+      JSON.stringify(e.payload),
+    ];
+  });
+  // One write (one statement on PostgreSQL). The events insert decides whether the rest stands:
+  // a replica inserting the same event concurrently waits on the primary key, then sees a
+  // conflict. Environments before the resources and sessions that refer to them.
+  const [inserted = 0] = await q.insertAll([
+    [eventsInsert, eventRows],
     [projectsInsert, newProjects.map((name) => [name, now])],
     [environmentsUpsert, environmentRows([...environments.values()], now)],
     [resourcesUpsert, [...changedResources.values()].map((r) => resourceColumns.map((c) => r[c]))],
     [sessionsUpsert, sessionRows([...plan.sessions.values()])],
   ]);
+  // All stored before (a re-sent batch): the transaction is rolled back, nothing changes.
+  if (inserted === 0) throw new AllStored();
+  // Some stored before, or by another replica at this very moment: start again and skip them.
+  if (inserted < candidates.length) throw new ConcurrentIngest('some events of the batch are stored');
   return { accepted: inserted, duplicates: events.length - inserted };
 }
 
@@ -433,25 +437,29 @@ class Statements {
   }
 
   /**
-   * Several multi-row inserts, in order. On PostgreSQL one statement (each insert a
-   * data-modifying `WITH` part; foreign keys are checked at the end of the statement), one
-   * round trip instead of one per table.
+   * Several multi-row inserts, in order; how many rows each inserted or updated. On PostgreSQL
+   * one statement (each insert a data-modifying `WITH` part; foreign keys are checked at the end
+   * of the statement), one round trip instead of one per table.
    */
-  async insertAll(parts: [InsertStatement, unknown[][]][]): Promise<void> {
-    const used = parts.filter(([, rows]) => rows.length > 0);
-    if (this.dialect !== 'postgres' || used.some(([, rows]) => rows.length > maxPostgresRows)) {
-      for (const [statement, rows] of used) await this.insert(statement, rows);
-      return;
+  async insertAll(parts: [InsertStatement, unknown[][]][]): Promise<number[]> {
+    if (this.dialect !== 'postgres' || parts.some(([, rows]) => rows.length > maxPostgresRows)) {
+      const affected: number[] = [];
+      for (const [statement, rows] of parts)
+        affected.push(rows.length > 0 ? await this.insert(statement, rows) : 0);
+      return affected;
     }
-    if (used.length === 0) return;
+    const used = parts.flatMap(([, rows], i) => (rows.length > 0 ? [i] : []));
+    if (used.length === 0) return parts.map(() => 0);
     let n = 0;
-    const withParts = used.map(([statement], i) => `w${i} as (${this.unnestInsert(statement, () => ++n)})`);
-    await this.query(
-      `with ${withParts.join(', ')} select 1`,
-      used.flatMap(([statement, rows]) =>
-        statement.columns.map((_, c) => postgresArray(rows.map((row) => row[c]))),
-      ),
+    const withParts = used.map((i) => `w${i} as (${this.unnestInsert(parts[i]![0], () => ++n)} returning 1)`);
+    const [counts] = await this.query<Record<string, number>>(
+      `with ${withParts.join(', ')} select ${used.map((i) => `(select count(*) from w${i}) as w${i}`).join(', ')}`,
+      used.flatMap((i) => {
+        const [statement, rows] = parts[i]!;
+        return statement.columns.map((_, c) => postgresArray(rows.map((row) => row[c])));
+      }),
     );
+    return parts.map((_, i) => Number(counts?.[`w${i}`] ?? 0));
   }
 
   /** `insert into t (a, b) select * from unnest($1::text[], $2::integer[]) <tail>`. */
