@@ -138,10 +138,10 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
   const database = options.db;
   const services: ServerServices = {
     database,
-    tokens: new TokenRepository(database.db),
-    environments: new EnvironmentRepository(database.db),
-    audit: new AuditRepository(database.db),
-    dashboardSessions: new DashboardSessionRepository(database.db),
+    tokens: new TokenRepository(database.db, database.reader),
+    environments: new EnvironmentRepository(database.db, database.reader),
+    audit: new AuditRepository(database.db, database.reader),
+    dashboardSessions: new DashboardSessionRepository(database.db, database.reader),
     metrics: new Metrics(),
     now: options.now ?? (() => new Date()),
     limits: { bodyLimit, maxEventsPerBatch: options.maxEventsPerBatch ?? defaultMaxEventsPerBatch },
@@ -176,11 +176,14 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
       project: row.project,
       via: 'bearer',
     };
-    // Record use at most once a minute per token: no write per request.
+    // Record use at most once a minute per token: no write per request, and none waited for (the
+    // SQLite writer may be busy with a backlog of batches).
     const now = services.now().getTime();
     if ((lastTouched.get(row.id) ?? 0) < now - 60_000) {
       lastTouched.set(row.id, now);
-      await services.tokens.touch(row.id, new Date(now).toISOString());
+      services.tokens
+        .touch(row.id, new Date(now).toISOString())
+        .catch((error: unknown) => request.log.warn({ err: error }, 'could not record the token use'));
     }
   });
 

@@ -1,14 +1,19 @@
 /**
  * The database layer under the ingest path: the PostgreSQL array literals ingest builds itself,
- * checked by a real PostgreSQL reading them back; and the SQLite WAL, which must start over
- * (not grow) while writes never pause.
+ * checked by a real PostgreSQL reading them back; the SQLite WAL, which must start over (not
+ * grow) while writes never pause; and SQLite's one writer connection, which must hold up
+ * neither reads nor answers.
  */
 import { statSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildServer, type App } from '../../src/server/app.js';
 import { migrateToLatest, openDatabase, type ServerDatabase } from '../../src/server/db/database.js';
+import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
 import { postgresArray } from '../../src/server/registry/ingest.js';
-import { createTestDatabase, type TestDatabase } from './helpers.js';
+import { waitFor } from '../helpers/project.js';
+import { createTestDatabase, session, type TestDatabase } from './helpers.js';
 
 describe('postgresArray on PostgreSQL', () => {
   let testDb: TestDatabase;
@@ -117,3 +122,82 @@ describe('the SQLite WAL under writes that never pause', () => {
     expect(largestWal / pageSize).toBeLessThan(2 * restartPages);
   });
 });
+
+describe('SQLite: a backlog of batches', () => {
+  let testDb: TestDatabase;
+  let database: ServerDatabase;
+  let app: App;
+  let token: string;
+  /** Events stored when each answer was sent, in the order of the answers. */
+  const storedAtAnswer: number[] = [];
+  let waiting = 0;
+  beforeAll(async () => {
+    testDb = await createTestDatabase('sqlite');
+    database = await testDb.open();
+    await migrateToLatest(database);
+    ({ token } = await new TokenRepository(database.db).create({ name: 'ci', scope: 'ingest' }));
+    app = await buildServer({ db: database });
+    app.addHook('preHandler', async () => {
+      waiting++;
+    });
+    app.addHook('onResponse', async () => {
+      storedAtAnswer.push(await countEvents(database));
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+  });
+  afterAll(async () => {
+    await app.close();
+    await database.close();
+    await testDb.drop();
+  });
+
+  it('reads while the writer connection is held', async () => {
+    let release!: () => void;
+    const held = database.db.connection().execute(() => new Promise<void>((resolve) => (release = resolve)));
+    try {
+      const res = await app.inject({
+        method: 'GET',
+        url: '/api/v1/environments',
+        headers: { authorization: `Bearer ${token}` },
+      });
+      // Authentication and the query ran on the reader: an ingest token is refused, not stuck.
+      expect(res.statusCode).toBe(403);
+      expect(await countEvents(database)).toBe(0);
+    } finally {
+      release();
+      await held;
+    }
+  });
+
+  it('answers each batch when it is stored, not when the whole backlog is', async () => {
+    // The writer connection is busy (as during the WAL restart) while 10 batches arrive.
+    storedAtAnswer.length = 0;
+    let release!: () => void;
+    const held = database.db.connection().execute(() => new Promise<void>((resolve) => (release = resolve)));
+    const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/api/v1/events`;
+    const answers = Array.from({ length: 10 }, (_, i) => {
+      const a = session({ user: `backlog${i}` });
+      return fetch(url, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ events: [a.started(), ...Array.from({ length: 99 }, () => a.heartbeat())] }),
+      });
+    });
+    await waitFor(() => waiting === 10, 'the 10 batches at the handler');
+    release();
+    await held;
+    for (const res of await Promise.all(answers)) expect(res.status).toBe(200);
+    expect(await countEvents(database)).toBe(1000);
+    // Each answer left once its own batch was stored: the first with 100 events stored, not 1000.
+    expect(storedAtAnswer).toHaveLength(10);
+    expect(storedAtAnswer[0]).toBeLessThan(1000);
+  });
+});
+
+async function countEvents(database: ServerDatabase): Promise<number> {
+  const row = await database.reader
+    .selectFrom('events')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}

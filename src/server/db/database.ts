@@ -25,6 +25,13 @@ export type DialectName = 'sqlite' | 'postgres';
 
 export interface ServerDatabase {
   db: Kysely<Database>;
+  /**
+   * For reads outside a transaction (authentication, the API's GETs). On SQLite a connection of
+   * its own: WAL readers never wait for the writer, where queries on `db` queue behind every
+   * ingest transaction (one connection, held across each transaction's awaits). On PostgreSQL
+   * the same pool as `db`.
+   */
+  reader: Kysely<Database>;
   dialect: DialectName;
   /** Where it is, for messages: the SQLite file, or the PostgreSQL URL without its password. */
   location: string;
@@ -76,7 +83,7 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<S
     // An idle client that loses its connection must not crash the server.
     pool.on('error', () => undefined);
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    return { db, dialect: 'postgres', location: redactUrl(url), close: () => db.destroy() };
+    return { db, reader: db, dialect: 'postgres', location: redactUrl(url), close: () => db.destroy() };
   }
   const file = resolve(options.sqliteFile ?? join(options.dataDir ?? '.tend-server', 'tend.db'));
   try {
@@ -97,6 +104,13 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<S
     sqlite.pragma(`wal_autocheckpoint = ${4 * walRestartPages}`);
     sqlite.pragma('journal_size_limit = 67108864');
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingStatements(sqlite) }) });
+    const readerConnection = new BetterSqlite3(file);
+    readerConnection.pragma('query_only = ON');
+    readerConnection.pragma('busy_timeout = 5000');
+    readerConnection.pragma('cache_size = -16384');
+    const reader = new Kysely<Database>({
+      dialect: new SqliteDialect({ database: cachingStatements(readerConnection) }),
+    });
     const checkpointer = startCheckpointer(
       file,
       { restartPages: walRestartPages, intervalMs: options.checkpointIntervalMs ?? 200 },
@@ -106,10 +120,12 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<S
     );
     return {
       db,
+      reader,
       dialect: 'sqlite',
       location: file,
       close: async () => {
         await checkpointer.stop();
+        await reader.destroy();
         await db.destroy();
       },
     };

@@ -14,7 +14,11 @@ export interface AuditFilter {
 }
 
 export class AuditRepository {
-  constructor(private readonly db: Kysely<Database>) {}
+  /** `reader` serves the reads outside a transaction (ServerDatabase.reader). */
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly reader: Kysely<Database> = db,
+  ) {}
 
   async record(entry: {
     actor: string;
@@ -38,7 +42,7 @@ export class AuditRepository {
   }
 
   async list(filter: AuditFilter, limit: number): Promise<AuditEntry[]> {
-    let q = this.db.selectFrom('audit_log').selectAll();
+    let q = this.reader.selectFrom('audit_log').selectAll();
     if (filter.environmentId) q = q.where('environment_id', '=', filter.environmentId);
     if (filter.action) q = q.where('action', '=', filter.action);
     if (filter.before) q = q.where('id', '<', filter.before);

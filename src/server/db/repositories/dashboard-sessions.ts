@@ -4,7 +4,11 @@ import { generateSecret, hashToken } from '../../auth.js';
 import type { ApiToken, Database } from '../schema.js';
 
 export class DashboardSessionRepository {
-  constructor(private readonly db: Kysely<Database>) {}
+  /** `reader` serves the reads outside a transaction (ServerDatabase.reader). */
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly reader: Kysely<Database> = db,
+  ) {}
 
   async create(tokenId: string, ttlMs: number, now = new Date()): Promise<{ cookie: string; csrf: string }> {
     const cookie = generateSecret();
@@ -24,7 +28,7 @@ export class DashboardSessionRepository {
 
   /** The live session and its (live) token for a cookie value. */
   async find(cookie: string, now = new Date()): Promise<{ csrf: string; token: ApiToken } | undefined> {
-    const row = await this.db
+    const row = await this.reader
       .selectFrom('dashboard_sessions')
       .innerJoin('api_tokens', 'api_tokens.id', 'dashboard_sessions.token_id')
       .selectAll('api_tokens')

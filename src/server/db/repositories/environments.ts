@@ -49,11 +49,15 @@ export interface TimelineEntry {
 }
 
 export class EnvironmentRepository {
-  constructor(private readonly db: Kysely<Database>) {}
+  /** `reader` serves the reads outside a transaction (ServerDatabase.reader). */
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly reader: Kysely<Database> = db,
+  ) {}
 
   /** Newest activity first; keyset pagination on (last_activity_at, id). */
   async list(filter: EnvironmentFilter, limit: number, cursor?: Cursor): Promise<Page<Environment>> {
-    let q = this.db.selectFrom('environments').selectAll();
+    let q = this.reader.selectFrom('environments').selectAll();
     if (filter.onlyProject) q = q.where('project', '=', filter.onlyProject);
     if (filter.project) q = q.where('project', '=', filter.project);
     if (filter.environment) q = q.where('name', '=', filter.environment);
@@ -82,11 +86,11 @@ export class EnvironmentRepository {
   }
 
   async get(id: string): Promise<Environment | undefined> {
-    return this.db.selectFrom('environments').selectAll().where('id', '=', id).executeTakeFirst();
+    return this.reader.selectFrom('environments').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
   async resources(environmentId: string): Promise<Resource[]> {
-    return this.db
+    return this.reader
       .selectFrom('resources')
       .selectAll()
       .where('environment_id', '=', environmentId)
@@ -96,7 +100,7 @@ export class EnvironmentRepository {
   }
 
   async recentSessions(environmentId: string, limit = 20): Promise<Session[]> {
-    return this.db
+    return this.reader
       .selectFrom('sessions')
       .selectAll()
       .where('environment_id', '=', environmentId)
@@ -108,7 +112,7 @@ export class EnvironmentRepository {
 
   /** The environment's events, newest first (server receive time). */
   async timeline(environmentId: string, limit = 100): Promise<TimelineEntry[]> {
-    const rows = await this.db
+    const rows = await this.reader
       .selectFrom('events')
       .selectAll()
       .where('environment_id', '=', environmentId)
@@ -127,7 +131,7 @@ export class EnvironmentRepository {
   }
 
   async countByState(): Promise<Record<string, number>> {
-    const rows = await this.db
+    const rows = await this.reader
       .selectFrom('environments')
       .select(['state', (eb) => eb.fn.countAll<number>().as('n')])
       .groupBy('state')

@@ -30,7 +30,11 @@ function toInfo(row: ApiToken): TokenInfo {
 }
 
 export class TokenRepository {
-  constructor(private readonly db: Kysely<Database>) {}
+  /** `reader` serves the reads outside a transaction (ServerDatabase.reader). */
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly reader: Kysely<Database> = db,
+  ) {}
 
   async create(input: {
     name: string;
@@ -67,7 +71,7 @@ export class TokenRepository {
 
   /** The live token with this secret, or undefined (unknown or revoked). */
   async findLive(token: string): Promise<ApiToken | undefined> {
-    return this.db
+    return this.reader
       .selectFrom('api_tokens')
       .selectAll()
       .where('token_hash', '=', hashToken(token))
@@ -76,7 +80,7 @@ export class TokenRepository {
   }
 
   async findById(id: string): Promise<ApiToken | undefined> {
-    return this.db.selectFrom('api_tokens').selectAll().where('id', '=', id).executeTakeFirst();
+    return this.reader.selectFrom('api_tokens').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
   async touch(id: string, at: string): Promise<void> {
@@ -84,7 +88,7 @@ export class TokenRepository {
   }
 
   async list(): Promise<TokenInfo[]> {
-    const rows = await this.db.selectFrom('api_tokens').selectAll().orderBy('id').execute();
+    const rows = await this.reader.selectFrom('api_tokens').selectAll().orderBy('id').execute();
     return rows.map(toInfo);
   }
 
