@@ -6,13 +6,19 @@
  * Targets on a 2-core machine: 50,000 events/s on SQLite, 20,000 on PostgreSQL; p99 under
  * 100 ms for a batch of 500; a page of 50 out of 100,000 in under 50 ms.
  *
- * The ingest load (4 clients, each with one batch in flight) comes from a process of its own,
- * as the CLIs' requests do: its HTTP and JSON work does not take turns with the server on the
- * server's event loop. `TEND_BENCH_CLIENT=inline` runs the clients in the server's process
- * instead (the method of the first figures, which counts the clients' work as the server's).
+ * Ingest is measured twice, with the load coming from a process of its own (as the CLIs'
+ * requests do: its HTTP and JSON work does not take turns with the server's event loop):
+ * - saturation: 4 clients, each sending its next batch when the last is answered, as fast as
+ *   the server goes — the throughput, and the latency of a server with a queue;
+ * - at the target rate: batches sent on a schedule (open loop) at 50,000 events/s on SQLite and
+ *   20,000 on PostgreSQL, latency counted from when each batch was due — the latency target
+ *   read as "p99 under 100 ms while ingesting at the target rate".
+ * `TEND_BENCH_CLIENT=inline` runs the clients in the server's process instead (the method of
+ * the first figures, which counts the clients' work as the server's).
  *
  * Run alone: `npx tsx bench/server-ingest.ts` (`TEND_BENCH_ONLY=ingest` skips the list
- * benchmark, `TEND_BENCH_DATABASE=sqlite|postgres` runs one database). PostgreSQL from TEND_BENCH_DATABASE_URL or
+ * benchmark, `TEND_BENCH_DATABASE=sqlite|postgres` runs one database, `TEND_BENCH_BATCHES` and
+ * `TEND_BENCH_TARGET_BATCHES` set the sizes). PostgreSQL from TEND_BENCH_DATABASE_URL or
  * TEND_TEST_DATABASE_URL (default postgres://postgres:postgres@127.0.0.1:5432/postgres); a
  * database is created for the run and dropped afterwards.
  */
@@ -34,6 +40,8 @@ import { TokenRepository } from '../src/server/db/repositories/tokens.js';
 
 const batchSize = 500;
 const batches = Number(process.env.TEND_BENCH_BATCHES ?? 200);
+/** Batches sent at the target rate (50,000 events/s on SQLite, 20,000 on PostgreSQL). */
+const targetBatches = Number(process.env.TEND_BENCH_TARGET_BATCHES ?? 400);
 const clients = 4;
 const environmentsForList = 100_000;
 const listRequests = 200;
@@ -124,10 +132,10 @@ async function withServer<T>(
  * a process of its own.
  */
 const loadSource = `
-async function load({ url, token, bodies, warmUp, clients, expected }, mark) {
+async function load({ url, token, bodies, warmUp, clients, expected, batchesPerSecond }, mark) {
   // node:http (in scope as \`http\`) with keep-alive connections, as the CLI's stream sends
   // (src/stream/transport.ts).
-  const agent = new http.Agent({ keepAlive: true, maxSockets: clients });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: batchesPerSecond ? Infinity : clients });
   const target = new URL(url + '/api/v1/events');
   const send = (body) =>
     new Promise((resolve, reject) => {
@@ -156,17 +164,35 @@ async function load({ url, token, bodies, warmUp, clients, expected }, mark) {
       request.on('error', reject);
       request.end(body);
     });
-  // Warm up (JIT, connections, statement caches) with batches not counted.
-  for (const body of warmUp) await send(body);
+  // Warm up (JIT, connections, statement caches) with batches not counted; in the open loop,
+  // all at once, so that the connections a steady rate needs are open, as a fleet's CLIs keep
+  // theirs open.
+  if (batchesPerSecond) await Promise.all(warmUp.map(send));
+  else for (const body of warmUp) await send(body);
   const latencies = [];
   let next = 0;
   mark('start');
   const started = performance.now();
-  await Promise.all(
-    Array.from({ length: clients }, async () => {
-      while (next < bodies.length) latencies.push(await send(bodies[next++]));
-    }),
-  );
+  if (batchesPerSecond) {
+    // Open loop: batch i is due at i / rate whether or not earlier ones were answered; its
+    // latency counts from when it was due, so a server that falls behind shows it.
+    await Promise.all(
+      bodies.map(async (body, i) => {
+        const due = started + (i * 1000) / batchesPerSecond;
+        const wait = due - performance.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        await send(body);
+        latencies.push(performance.now() - due);
+      }),
+    );
+  } else {
+    // Closed loop: each client sends its next batch when the last one is answered.
+    await Promise.all(
+      Array.from({ length: clients }, async () => {
+        while (next < bodies.length) latencies.push(await send(bodies[next++]));
+      }),
+    );
+  }
   const seconds = (performance.now() - started) / 1000;
   mark('end');
   return { latencies, seconds };
@@ -180,6 +206,8 @@ interface LoadInput {
   warmUp: string[];
   clients: number;
   expected: number;
+  /** Open loop at this rate; otherwise `clients` closed loops. */
+  batchesPerSecond?: number;
 }
 interface LoadResult {
   latencies: number[];
@@ -229,28 +257,50 @@ load(input, (phase) => process.stdout.write(phase + '\\n')).then((result) =>
   return result;
 }
 
-async function benchIngest(label: string, database: ServerDatabase) {
-  const bodies = Array.from({ length: batches }, (_, b) => JSON.stringify({ events: makeBatch(b) }));
-  const warmUp = Array.from({ length: 5 }, (_, i) => JSON.stringify({ events: makeBatch(batches + i) }));
+/** Saturation: `clients` closed loops as fast as the server answers. */
+async function benchIngest(label: string, database: ServerDatabase, targetEventsPerSecond: number) {
+  const bodies = (from: number, count: number) =>
+    Array.from({ length: count }, (_, b) => JSON.stringify({ events: makeBatch(from + b) }));
+  const warmUp = bodies(0, 5);
+  const saturation = bodies(5, batches);
+  const atTarget = bodies(5 + batches, targetBatches);
+  const pacedWarmUp = bodies(5 + batches + targetBatches, 16);
   return withServer(database, async (url, token) => {
     let cpuAtStart = process.cpuUsage();
     let serverCpu = { user: 0, system: 0 };
-    const { latencies, seconds } = await runLoad(
-      { url, token, bodies, warmUp, clients, expected: batchSize },
-      (phase) => {
-        if (phase === 'start') cpuAtStart = process.cpuUsage();
-        else serverCpu = process.cpuUsage(cpuAtStart);
-      },
-    );
-    latencies.sort((a, b) => a - b);
+    const markCpu = (phase: 'start' | 'end') => {
+      if (phase === 'start') cpuAtStart = process.cpuUsage();
+      else serverCpu = process.cpuUsage(cpuAtStart);
+    };
+    const load = { url, token, warmUp, clients, expected: batchSize };
+    const full = await runLoad({ ...load, bodies: saturation }, markCpu);
     const events = batches * batchSize;
-    const perSecond = events / seconds;
+    const perSecond = events / full.seconds;
+    const cpuSeconds = (serverCpu.user + serverCpu.system) / 1e6;
+    full.latencies.sort((a, b) => a - b);
     console.log(
-      `${label.padEnd(10)} ingest: ${events} events in ${batches} batches of ${batchSize} (${clients} clients): ` +
-        `${Math.round(perSecond).toLocaleString('en-US')} events/s; batch latency p50 ${ms(percentile(latencies, 50))}, p99 ${ms(percentile(latencies, 99))}; ` +
-        `server process CPU ${((serverCpu.user + serverCpu.system) / 1e6 / seconds).toFixed(2)} cores (${Math.round((100 * serverCpu.system) / (serverCpu.user + serverCpu.system))}% system)`,
+      `${label.padEnd(10)} ingest, ${clients} clients as fast as answered: ${events} events in ${batches} batches of ${batchSize}: ` +
+        `${Math.round(perSecond).toLocaleString('en-US')} events/s; batch latency p50 ${ms(percentile(full.latencies, 50))}, p99 ${ms(percentile(full.latencies, 99))}; ` +
+        `server process CPU ${(cpuSeconds / full.seconds).toFixed(2)} cores (${Math.round((100 * serverCpu.system) / 1e6 / cpuSeconds)}% system)`,
     );
-    return { eventsPerSecond: perSecond, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+
+    const batchesPerSecond = targetEventsPerSecond / batchSize;
+    const paced = await runLoad(
+      { ...load, warmUp: pacedWarmUp, bodies: atTarget, batchesPerSecond },
+      () => {},
+    );
+    paced.latencies.sort((a, b) => a - b);
+    console.log(
+      `${label.padEnd(10)} ingest at the target rate, ${targetEventsPerSecond.toLocaleString('en-US')} events/s (${batchesPerSecond} batches of ${batchSize} a second, ${targetBatches} batches): ` +
+        `batch latency p50 ${ms(percentile(paced.latencies, 50))}, p99 ${ms(percentile(paced.latencies, 99))}, max ${ms(paced.latencies.at(-1)!)}; ` +
+        `achieved ${Math.round((targetBatches * batchSize) / paced.seconds).toLocaleString('en-US')} events/s`,
+    );
+    return {
+      eventsPerSecond: perSecond,
+      p50: percentile(full.latencies, 50),
+      p99: percentile(full.latencies, 99),
+      atTarget: { p50: percentile(paced.latencies, 50), p99: percentile(paced.latencies, 99) },
+    };
   });
 }
 
@@ -365,8 +415,8 @@ export async function run(): Promise<void> {
   console.log(`# tend server: ingest and list (node ${process.version})`);
   const sqlite = process.env.TEND_BENCH_DATABASE !== 'postgres';
   const postgres = process.env.TEND_BENCH_DATABASE !== 'sqlite';
-  if (sqlite) await withSqlite((db) => benchIngest('sqlite', db));
-  if (postgres) await withPostgres((db) => benchIngest('postgres', db));
+  if (sqlite) await withSqlite((db) => benchIngest('sqlite', db, 50_000));
+  if (postgres) await withPostgres((db) => benchIngest('postgres', db, 20_000));
   if (process.env.TEND_BENCH_ONLY !== 'ingest') {
     if (sqlite) await withSqlite((db) => benchList('sqlite', db));
     if (postgres) await withPostgres((db) => benchList('postgres', db));
