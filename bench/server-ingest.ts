@@ -39,7 +39,7 @@ import { migrateToLatest, openDatabase, type ServerDatabase } from '../src/serve
 import { TokenRepository } from '../src/server/db/repositories/tokens.js';
 
 const batchSize = 500;
-const batches = Number(process.env.TEND_BENCH_BATCHES ?? 200);
+const batches = Number(process.env.TEND_BENCH_BATCHES ?? 600);
 /** Batches sent at the target rate (50,000 events/s on SQLite, 20,000 on PostgreSQL). */
 const targetBatches = Number(process.env.TEND_BENCH_TARGET_BATCHES ?? 400);
 const clients = 4;
