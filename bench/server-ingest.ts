@@ -164,11 +164,17 @@ async function load({ url, token, bodies, warmUp, clients, expected, batchesPerS
       request.on('error', reject);
       request.end(body);
     });
-  // Warm up (JIT, connections, statement caches) with batches not counted; in the open loop,
-  // all at once, so that the connections a steady rate needs are open, as a fleet's CLIs keep
-  // theirs open.
+  // Warm up (JIT, statement caches, and the connections the load needs, from here to the server
+  // and from the server to its database) with batches not counted: in the open loop all at once,
+  // as a fleet's CLIs keep their connections open; in the closed loop through the clients.
+  let nextWarmUp = 0;
   if (batchesPerSecond) await Promise.all(warmUp.map(send));
-  else for (const body of warmUp) await send(body);
+  else
+    await Promise.all(
+      Array.from({ length: clients }, async () => {
+        while (nextWarmUp < warmUp.length) await send(warmUp[nextWarmUp++]);
+      }),
+    );
   const latencies = [];
   let next = 0;
   mark('start');
@@ -261,10 +267,10 @@ load(input, (phase) => process.stdout.write(phase + '\\n')).then((result) =>
 async function benchIngest(label: string, database: ServerDatabase, targetEventsPerSecond: number) {
   const bodies = (from: number, count: number) =>
     Array.from({ length: count }, (_, b) => JSON.stringify({ events: makeBatch(from + b) }));
-  const warmUp = bodies(0, 5);
-  const saturation = bodies(5, batches);
-  const atTarget = bodies(5 + batches, targetBatches);
-  const pacedWarmUp = bodies(5 + batches + targetBatches, 16);
+  const warmUp = bodies(0, 16);
+  const saturation = bodies(16, batches);
+  const atTarget = bodies(16 + batches, targetBatches);
+  const pacedWarmUp = bodies(16 + batches + targetBatches, 16);
   return withServer(database, async (url, token) => {
     let cpuAtStart = process.cpuUsage();
     let serverCpu = { user: 0, system: 0 };
