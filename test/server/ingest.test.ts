@@ -92,6 +92,34 @@ describe.each(dialects)('ingest on %s', (dialect) => {
     expect(resources).toHaveLength(1);
   });
 
+  it('applies only the new events of a batch that is partly stored already', async () => {
+    const a = session({ user: 'partly' });
+    const started = a.started();
+    const first = a.ns('ready', { uid: 'u-partly-1' });
+    expect((await postEvents(s, [started, first])).json()).toEqual({ accepted: 2, duplicates: 0 });
+    // The stored namespace event again, then the namespace re-created with a new uid.
+    const recreated = a.ns('ready', { uid: 'u-partly-2' });
+    const res = await postEvents(s, [first, recreated, a.completed()]);
+    expect(res.json()).toEqual({ accepted: 2, duplicates: 1 });
+    const resources = await s.database.db
+      .selectFrom('resources')
+      .select(['generation', 'namespace_uid', 'state'])
+      .where('namespace_name', '=', a.namespace)
+      .orderBy('generation')
+      .execute();
+    // One new generation for the new uid; the re-sent event changed nothing.
+    expect(resources).toEqual([
+      { generation: 1, namespace_uid: 'u-partly-1', state: 'missing' },
+      { generation: 2, namespace_uid: 'u-partly-2', state: 'ready' },
+    ]);
+    const stored = await s.database.db
+      .selectFrom('sessions')
+      .select('status')
+      .where('id', '=', a.sessionId)
+      .executeTakeFirstOrThrow();
+    expect(stored.status).toBe('completed');
+  });
+
   it('rejects an oversize body with 413 naming the limit', async () => {
     const a = session({ user: 'big' });
     const events = Array.from({ length: 3000 }, () => a.heartbeat());
