@@ -114,7 +114,7 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<S
     const checkpointer = startCheckpointer(
       file,
       { restartPages: walRestartPages, intervalMs: options.checkpointIntervalMs ?? 200 },
-      // Holding the only connection, no transaction commits while the thread copies the last
+      // Holding the writer connection, no transaction commits while the thread copies the last
       // frames; the next one then finds the WAL fully copied and starts it over.
       (checkpointNow) => db.connection().execute(checkpointNow),
     );
@@ -189,7 +189,7 @@ parentPort.on('message', (message) => {
  * with every frame copied, which under steady ingest never happens by chance (the writer would
  * then checkpoint the rest itself at `wal_autocheckpoint`, stopping requests for tens of ms).
  * So when the WAL holds `restartPages`, `restart` is called with a function that copies the frames added
- * since the last round (a few ms of work), and runs it while holding the server's connection.
+ * since the last round (a few ms of work), and runs it while holding the server's writer connection.
  * Best effort: if the thread fails, the connection's own autocheckpoint still bounds the WAL.
  */
 function startCheckpointer(
