@@ -35,7 +35,7 @@ import type {
 import type { DialectName } from '../db/database.js';
 import type {
   Database,
-  EnvironmentState,
+  EnvironmentsTable,
   Ownership,
   Resource,
   SessionStatus,
@@ -74,22 +74,27 @@ interface KnownSession {
 type SessionUpdate = Partial<SessionsTable> & { id: string; status: SessionStatus; last_event_at: string };
 
 /** The columns of an environment that ingest reads and writes. */
-interface EnvironmentRow {
-  id: string;
-  project: string;
-  name: string;
-  namespace: string;
-  state: EnvironmentState;
-  owner: string | null;
-  policy_after_inactivity: string | null;
-  policy_action: string | null;
-  cleaned_at: string | null;
-  last_activity_at: string;
-  last_activity_session: string | null;
-  last_activity_command: string | null;
-  last_activity_user: string | null;
-  last_activity_type: string | null;
-}
+const environmentColumns = [
+  'id',
+  'project',
+  'name',
+  'namespace',
+  'state',
+  'owner',
+  'policy_after_inactivity',
+  'policy_action',
+  'cleaned_at',
+  'last_activity_at',
+  'last_activity_session',
+  'last_activity_command',
+  'last_activity_user',
+  'last_activity_type',
+] as const satisfies readonly (keyof EnvironmentsTable)[];
+
+type EnvironmentRow = Pick<EnvironmentsTable, (typeof environmentColumns)[number]>;
+
+/** Of those, the environment's identity: written once, when it is created. */
+const environmentIdentityColumns = new Set(['id', 'project', 'name', 'namespace']);
 
 /** Some events of the batch were stored already: the transaction is retried without them. */
 class ConcurrentIngest extends Error {}
@@ -540,10 +545,6 @@ async function loadSessions(q: Statements, ids: string[]): Promise<Map<string, K
   return known;
 }
 
-const environmentColumns =
-  'id, project, name, namespace, state, owner, policy_after_inactivity, policy_action, cleaned_at, ' +
-  'last_activity_at, last_activity_session, last_activity_command, last_activity_user, last_activity_type';
-
 /**
  * The stored environments with these identities (sorted by key), by key. On PostgreSQL the rows
  * are locked until the end of the transaction, in key order.
@@ -556,7 +557,7 @@ async function loadEnvironments(
   if (q.dialect === 'postgres') {
     if (identities.length === 0) return out;
     const rows = await q.query<EnvironmentRow>(
-      `select ${environmentColumns} from environments ` +
+      `select ${environmentColumns.join(', ')} from environments ` +
         'where (project, name, namespace) in (select * from unnest($1::text[], $2::text[], $3::text[])) ' +
         'order by project, name, namespace for update',
       [
@@ -571,7 +572,7 @@ async function loadEnvironments(
   for (let i = 0; i < identities.length; i += 1000) {
     const slice = identities.slice(i, i + 1000);
     const rows = await q.query<EnvironmentRow>(
-      `select ${environmentColumns} from environments where (project, name, namespace) in (values ${q.tuples(slice.length, 3)})`,
+      `select ${environmentColumns.join(', ')} from environments where (project, name, namespace) in (values ${q.tuples(slice.length, 3)})`,
       slice.flatMap((e) => [e.project, e.name, e.namespace]),
     );
     for (const r of rows) out.set(environmentKey(r), r);
@@ -644,24 +645,11 @@ function setEnvironmentState(row: EnvironmentRow, resources: Iterable<Resource>,
  * the batch is retried.
  */
 function environmentRows(environments: { row: EnvironmentRow }[], now: string): unknown[][] {
-  return environments.map(({ row: r }) => [
-    r.id,
-    r.project,
-    r.name,
-    r.namespace,
-    r.state,
-    r.owner,
-    0,
-    r.policy_after_inactivity,
-    r.policy_action,
-    now,
-    now,
-    r.cleaned_at,
-    r.last_activity_at,
-    r.last_activity_session,
-    r.last_activity_command,
-    r.last_activity_user,
-    r.last_activity_type,
+  return environments.map(({ row }) => [
+    ...environmentColumns.map((c) => row[c]),
+    0, // protected
+    now, // created_at
+    now, // updated_at
   ]);
 }
 
@@ -669,40 +657,13 @@ const updateFromExcluded = (columns: string[]) => columns.map((c) => `${c} = exc
 
 const environmentsUpsert: InsertStatement = {
   table: 'environments',
-  columns: [
-    'id',
-    'project',
-    'name',
-    'namespace',
-    'state',
-    'owner',
-    'protected',
-    'policy_after_inactivity',
-    'policy_action',
-    'created_at',
-    'updated_at',
-    'cleaned_at',
-    'last_activity_at',
-    'last_activity_session',
-    'last_activity_command',
-    'last_activity_user',
-    'last_activity_type',
-  ],
+  columns: [...environmentColumns, 'protected', 'created_at', 'updated_at'],
   types: { protected: 'integer' },
   tail:
     'on conflict (id) do update set ' +
     updateFromExcluded([
-      'state',
-      'owner',
-      'policy_after_inactivity',
-      'policy_action',
+      ...environmentColumns.filter((c) => !environmentIdentityColumns.has(c)),
       'updated_at',
-      'cleaned_at',
-      'last_activity_at',
-      'last_activity_session',
-      'last_activity_command',
-      'last_activity_user',
-      'last_activity_type',
     ]),
 };
 
