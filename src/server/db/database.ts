@@ -9,8 +9,12 @@ import {
   PostgresDialect,
   sql,
   SqliteDialect,
+  SqliteDriver,
+  type DatabaseConnection,
+  type Driver,
   type Migration,
   type SqliteDatabase,
+  type SqliteDialectConfig,
 } from 'kysely';
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -103,13 +107,20 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<S
     const walRestartPages = options.walRestartPages ?? defaultWalRestartPages;
     sqlite.pragma(`wal_autocheckpoint = ${4 * walRestartPages}`);
     sqlite.pragma('journal_size_limit = 67108864');
-    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingStatements(sqlite) }) });
-    const readerConnection = new BetterSqlite3(file);
-    readerConnection.pragma('query_only = ON');
-    readerConnection.pragma('busy_timeout = 5000');
-    readerConnection.pragma('cache_size = -16384');
+    const db = new Kysely<Database>({
+      dialect: new TurnTakingSqliteDialect({ database: cachingStatements(sqlite) }),
+    });
+    // Opened on first use: one-shot commands (token create, migrate) never read through it.
     const reader = new Kysely<Database>({
-      dialect: new SqliteDialect({ database: cachingStatements(readerConnection) }),
+      dialect: new TurnTakingSqliteDialect({
+        database: async () => {
+          const connection = new BetterSqlite3(file);
+          connection.pragma('query_only = ON');
+          connection.pragma('busy_timeout = 5000');
+          connection.pragma('cache_size = -16384');
+          return cachingStatements(connection);
+        },
+      }),
     });
     const checkpointer = startCheckpointer(
       file,
@@ -253,6 +264,30 @@ function startCheckpointer(
       clearTimeout(timeout);
     },
   };
+}
+
+/**
+ * better-sqlite3 runs every statement synchronously, so transactions waiting for the connection
+ * would run back to back in one chain of microtasks, and Node sends no answer (it uncorks
+ * sockets on process.nextTick, after the microtasks) until the chain ends — under ingest load,
+ * half a second. Each transaction turns the event loop once it holds the connection, before
+ * `begin` (SQLite takes no lock until the first statement anyway).
+ */
+class TurnTakingSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve));
+    return super.beginTransaction(connection);
+  }
+}
+
+class TurnTakingSqliteDialect extends SqliteDialect {
+  constructor(private readonly dialectConfig: SqliteDialectConfig) {
+    super(dialectConfig);
+  }
+
+  override createDriver(): Driver {
+    return new TurnTakingSqliteDriver(this.dialectConfig);
+  }
 }
 
 /**

@@ -116,15 +116,11 @@ export async function ingestEvents(
   let skipStored = false;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await db.transaction().execute(async (trx) => {
-        // better-sqlite3 runs a transaction synchronously: batches waiting for the connection
-        // would run back to back in one chain of microtasks, and Node sends no answer (it
-        // uncorks sockets on process.nextTick, after the microtasks) until the chain ends. A
-        // turn of the event loop once the connection is ours lets the earlier answers out
-        // (SQLite takes no lock before the first statement).
-        if (dialect === 'sqlite') await new Promise((resolve) => setImmediate(resolve));
-        return applyBatch(new Statements(trx, dialect), events, receivedAt.toISOString(), skipStored);
-      });
+      return await db
+        .transaction()
+        .execute((trx) =>
+          applyBatch(new Statements(trx, dialect), events, receivedAt.toISOString(), skipStored),
+        );
     } catch (error) {
       if (error instanceof AllStored) return { accepted: 0, duplicates: events.length };
       if (error instanceof ConcurrentIngest && attempt < 5) {
