@@ -70,7 +70,7 @@ async function main(): Promise<void> {
   );
 
   step('starting tend server (SQLite)');
-  const server = await startServer({ dataDir: serverData, port: await freePort(), logLevel: 'warn' });
+  const server = await startServer({ dataDir: serverData, port: 0, logLevel: 'warn' });
   console.log(`  ${server.url}`);
 
   const token = async (name: string, scope: string) =>
