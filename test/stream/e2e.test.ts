@@ -3,36 +3,25 @@
  * environment, its resource and the session are in the server's registry and on its dashboard,
  * every streamed event exactly once, and the outbox is empty afterwards.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { EnvironmentView, ResourceView, SessionView } from '../../src/server/schemas.js';
 import { copyExample, removeProjects, runTend } from '../helpers/project.js';
 import {
-  createStreamServer,
   freePort,
   outboxFiles,
   recordedStreamedEvents,
-  removeServerDirs,
   repeated,
   streamEnv,
-  type StreamServer,
+  useStreamServer,
 } from './helpers.js';
 
-let server: StreamServer;
+const stream = useStreamServer();
 
-beforeAll(async () => {
-  server = await createStreamServer();
-  await server.start();
-});
-
-afterAll(async () => {
-  await server.close();
-  removeProjects();
-  removeServerDirs();
-});
+afterAll(removeProjects);
 
 async function api<T>(path: string): Promise<T> {
-  const res = await fetch(`${server.current!.url}${path}`, {
-    headers: { authorization: `Bearer ${server.tokens.read}` },
+  const res = await fetch(`${stream.server.current!.url}${path}`, {
+    headers: { authorization: `Bearer ${stream.server.tokens.read}` },
   });
   expect(res.status, path).toBe(200);
   return (await res.json()) as T;
@@ -42,7 +31,7 @@ describe('streaming a deploy to the server', () => {
   it('records the environment, its resource and the session; each event exactly once', async () => {
     const root = copyExample('local-shop');
     const port = String(await freePort());
-    const env = streamEnv(server.current!.url, server.tokens.ingest);
+    const env = streamEnv(stream.server.current!.url, stream.server.tokens.ingest);
     const tend = (...args: string[]) => runTend(['--var', `port=${port}`, ...args], { cwd: root, env });
 
     const deployed = await tend('deploy', '--json');
@@ -78,20 +67,20 @@ describe('streaming a deploy to the server', () => {
       ]);
 
       // The dashboard shows it, to a developer logged in with a read token.
-      const login = await fetch(`${server.current!.url}/login`, {
+      const login = await fetch(`${stream.server.current!.url}/login`, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ token: server.tokens.read, next: '/' }).toString(),
+        body: new URLSearchParams({ token: stream.server.tokens.read, next: '/' }).toString(),
         redirect: 'manual',
       });
       const cookie = /tend_session=[^;]+/.exec(login.headers.get('set-cookie') ?? '')?.[0];
       expect(cookie, `login answered ${login.status}`).toBeDefined();
-      const dashboard = await fetch(`${server.current!.url}/`, { headers: { cookie: cookie! } });
+      const dashboard = await fetch(`${stream.server.current!.url}/`, { headers: { cookie: cookie! } });
       expect(dashboard.status).toBe(200);
       expect(await dashboard.text()).toContain(namespace);
 
       const recorded = recordedStreamedEvents(root).map((e) => e.id);
-      const stored = server.eventIds();
+      const stored = stream.server.eventIds();
       expect(repeated(recorded)).toEqual([]);
       expect(stored.sort()).toEqual([...recorded].sort());
       expect(outboxFiles(root)).toEqual([]);
@@ -107,7 +96,7 @@ describe('streaming a deploy to the server', () => {
     );
     expect(detail.resources[0]!.state).toBe('missing');
     expect(detail.sessions.map((s) => s.command).sort()).toEqual(['cleanup env', 'deploy']);
-    expect(server.eventIds().sort()).toEqual(
+    expect(stream.server.eventIds().sort()).toEqual(
       recordedStreamedEvents(root)
         .map((e) => e.id)
         .sort(),

@@ -7,37 +7,25 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { removeProjects, runTend, tendBin, waitFor, type TendRun } from '../helpers/project.js';
 import { FaultProxy } from './fault-proxy.js';
 import {
   busyProject,
-  createStreamServer,
   outboxEvents,
   outboxFiles,
   recordedStreamedEvents,
-  removeServerDirs,
   repeated,
   streamEnv,
-  type StreamServer,
+  useStreamServer,
 } from './helpers.js';
 
-let server: StreamServer;
+const stream = useStreamServer();
 let proxy: FaultProxy;
 
-beforeAll(async () => {
-  server = await createStreamServer();
-  await server.start();
-});
-
-afterAll(async () => {
-  await server.close();
-  removeServerDirs();
-});
-
 beforeEach(async () => {
-  if (!server.current) await server.start();
-  proxy = await FaultProxy.start(server.current!.url);
+  if (!stream.server.current) await stream.server.start();
+  proxy = await FaultProxy.start(stream.server.current!.url);
 });
 
 afterEach(async () => {
@@ -45,7 +33,7 @@ afterEach(async () => {
   removeProjects();
 });
 
-const env = () => streamEnv(proxy.url, server.tokens.ingest);
+const env = () => streamEnv(proxy.url, stream.server.tokens.ingest);
 const tend = (root: string, ...args: string[]) => runTend(args, { cwd: root, env: env() });
 
 /** The number of events the CLI said wait in the outbox, or 0. */
@@ -56,7 +44,7 @@ function waitingReported(run: TendRun): number {
 
 /** The server has every event the project recorded, each once, and the outbox is empty. */
 function expectExactlyOnce(root: string, expected = recordedStreamedEvents(root).map((e) => e.id)): void {
-  const stored = server.eventIds();
+  const stored = stream.server.eventIds();
   expect(repeated(stored)).toEqual([]);
   const mine = new Set(expected);
   const storedMine = stored.filter((id) => mine.has(id));
@@ -75,7 +63,7 @@ describe('the stream under faults', () => {
     expect(run.stderr).toMatch(/tend events push/);
     expect(outboxEvents(root)).toHaveLength(recorded.length);
 
-    proxy.upstream = server.current!.url;
+    proxy.upstream = stream.server.current!.url;
     const pushed = await tend(root, 'events', 'push', '--json');
     expect(pushed.code, pushed.stderr).toBe(0);
     const data = JSON.parse(pushed.stdout) as { report: { delivered: number; waiting: number } };
@@ -95,11 +83,11 @@ describe('the stream under faults', () => {
       if (killedBatch || record.index < 1) return;
       killedBatch = record.eventIds;
       // SIGKILL while the server handles the batch: it may or may not have stored it.
-      const dying = server.current!;
+      const dying = stream.server.current!;
       proxy.upstream = undefined;
       restarted = (async () => {
         await dying.kill('SIGKILL');
-        const next = await server.start();
+        const next = await stream.server.start();
         proxy.upstream = next.url;
       })();
     };
@@ -207,7 +195,7 @@ describe('the stream under faults', () => {
     // And nothing else of the killed session: the server has only what was on disk.
     const leftIds = new Set(left.map((e) => e.id));
     const killedInLog = recordedStreamedEvents(root).filter((e) => e.sessionId === killedSession);
-    const stored = new Set(server.eventIds());
+    const stored = new Set(stream.server.eventIds());
     expect(killedInLog.filter((e) => stored.has(e.id) && !leftIds.has(e.id))).toEqual([]);
   });
 
@@ -220,7 +208,7 @@ describe('the stream under faults', () => {
       expect(waitingReported(run)).toBeGreaterThan(0);
     }
     expect(outboxFiles(root).filter((f) => f.endsWith('.jsonl'))).toHaveLength(2);
-    proxy.upstream = server.current!.url;
+    proxy.upstream = stream.server.current!.url;
     const from = proxy.records.length;
     const [a, b] = await Promise.all([tend(root, 'build', '--force'), tend(root, 'build', '--force')]);
     expect(a.code, a.stderr).toBe(0);

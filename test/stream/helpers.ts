@@ -8,6 +8,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
+import { afterAll, beforeAll } from 'vitest';
 import { streamedEventTypes, type TendEvent } from '../../src/events/catalog.js';
 import { parseJsonLines } from '../../src/state/files.js';
 import { migrateToLatest, openDatabase } from '../../src/server/db/database.js';
@@ -195,4 +196,21 @@ export function streamEnv(
 
 export function removeServerDirs(): void {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * A started stream server for the test file (`stream.server`): created before its tests, closed
+ * and its directory removed after them.
+ */
+export function useStreamServer(): { readonly server: StreamServer } {
+  const stream = {} as { server: StreamServer };
+  beforeAll(async () => {
+    stream.server = await createStreamServer();
+    await stream.server.start();
+  });
+  afterAll(async () => {
+    await stream.server.close();
+    removeServerDirs();
+  });
+  return stream;
 }

@@ -7,7 +7,7 @@
 import { mkdtempSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { executeCommand } from '../../src/commands/execute.js';
 import { startServer } from '../../src/server/start.js';
 import { pendingOutboxBytes } from '../../src/stream/bound.js';
@@ -16,31 +16,19 @@ import { makeProject, removeProjects, runTend } from '../helpers/project.js';
 import { FaultProxy } from './fault-proxy.js';
 import {
   busyProject,
-  createStreamServer,
   outboxEvents,
   outboxFiles,
   recordedStreamedEvents,
-  removeServerDirs,
   repeated,
   streamEnv,
-  type StreamServer,
+  useStreamServer,
 } from './helpers.js';
 
-let server: StreamServer;
+const stream = useStreamServer();
 let proxy: FaultProxy;
 
-beforeAll(async () => {
-  server = await createStreamServer();
-  await server.start();
-});
-
-afterAll(async () => {
-  await server.close();
-  removeServerDirs();
-});
-
 beforeEach(async () => {
-  proxy = await FaultProxy.start(server.current!.url);
+  proxy = await FaultProxy.start(stream.server.current!.url);
 });
 
 afterEach(async () => {
@@ -52,11 +40,11 @@ const tend = (
   root: string,
   args: string[],
   extra: Record<string, string> = {},
-  token = server.tokens.ingest,
+  token = stream.server.tokens.ingest,
 ) => runTend(args, { cwd: root, env: streamEnv(proxy.url, token, extra) });
 
 function storedOnce(ids: string[]): void {
-  const stored = server.eventIds();
+  const stored = stream.server.eventIds();
   expect(repeated(stored)).toEqual([]);
   const set = new Set(stored);
   expect(ids.filter((id) => !set.has(id))).toEqual([]);
@@ -93,13 +81,13 @@ describe('the outbox bound', () => {
     expect(dropped.every((d) => keptActions.every((k) => d.id < k))).toBe(true);
     expect(pendingOutboxBytes(outboxDir(root))).toBeLessThanOrEqual(30000);
 
-    proxy.upstream = server.current!.url;
+    proxy.upstream = stream.server.current!.url;
     const pushed = await tend(root, ['events', 'push']);
     expect(pushed.code, pushed.stderr).toBe(0);
     const undroppable = recorded.filter((e) => e.type !== 'actionStatus');
     expect(undroppable.length).toBeGreaterThanOrEqual(6); // started, namespace, completed, twice
     storedOnce([...keptIds]);
-    const stored = new Set(server.eventIds());
+    const stored = new Set(stream.server.eventIds());
     expect(dropped.filter((e) => stored.has(e.id))).toEqual([]);
     expect(outboxFiles(root)).toEqual([]);
   });
@@ -125,7 +113,7 @@ describe('refused events', () => {
     expect(run.stderr).toMatch(/refused 1 event\(s\) \(HTTP 400 TEND_EVENT_INVALID/);
     expect(run.stderr).not.toMatch(/wait in/);
     const recorded = recordedStreamedEvents(root).map((e) => e.id);
-    const stored = new Set(server.eventIds());
+    const stored = new Set(stream.server.eventIds());
     expect(recorded.filter((id) => !stored.has(id))).toEqual([refusedId]);
     expect(quarantineFiles(root)).toHaveLength(1);
 
@@ -236,7 +224,7 @@ spec: { command: ["true"] }
     });
     const run = await runTend(['build'], {
       cwd: root,
-      env: streamEnv('http://127.0.0.1:9', server.tokens.ingest),
+      env: streamEnv('http://127.0.0.1:9', stream.server.tokens.ingest),
     });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).not.toMatch(/wait in/);
