@@ -4,9 +4,10 @@
  * and the session events are never dropped: they are the activity record cleanup relies on.
  * Only segments nobody writes or sends any more are rewritten.
  */
-import { readdirSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import path from 'node:path';
 import type { EventType } from '../events/catalog.js';
+import { listNamesWithSuffix } from '../state/files.js';
 import { tryLock } from './lock.js';
 import {
   listSegmentIds,
@@ -124,9 +125,8 @@ export function enforceBound(dir: string, maxBytes: number): BoundReport | undef
 export function enforceBoundWithoutServer(dir: string, maxBytes: number): BoundReport | undefined {
   let total = 0;
   try {
-    for (const name of readdirSync(dir)) {
-      if (name.endsWith('.jsonl')) total += statSync(path.join(dir, name)).size;
-    }
+    for (const id of listNamesWithSuffix(dir, '.jsonl'))
+      total += statSync(path.join(dir, `${id}.jsonl`)).size;
   } catch {
     return undefined;
   }

@@ -437,21 +437,12 @@ export function writeQuarantine(dir: string, batch: QuarantinedBatch): string {
 
 export function listQuarantine(dir: string): { file: string; batch: QuarantinedBatch | undefined }[] {
   const qdir = quarantineDir(dir);
-  let names: string[];
-  try {
-    names = readdirSync(qdir);
-  } catch {
-    return [];
-  }
-  return names
-    .filter((n) => n.endsWith('.json'))
-    .sort()
-    .map((n) => {
-      const file = path.join(qdir, n);
-      try {
-        return { file, batch: JSON.parse(readFileSync(file, 'utf8')) as QuarantinedBatch };
-      } catch {
-        return { file, batch: undefined };
-      }
-    });
+  return listNamesWithSuffix(qdir, '.json').map((name) => {
+    const file = path.join(qdir, `${name}.json`);
+    try {
+      return { file, batch: JSON.parse(readFileSync(file, 'utf8')) as QuarantinedBatch };
+    } catch {
+      return { file, batch: undefined };
+    }
+  });
 }
