@@ -37,6 +37,7 @@ import type { TendEvent } from '../src/events/catalog.js';
 import { buildServer } from '../src/server/app.js';
 import { migrateToLatest, openDatabase, type ServerDatabase } from '../src/server/db/database.js';
 import { TokenRepository } from '../src/server/db/repositories/tokens.js';
+import { percentile } from './support.js';
 
 const batchSize = 500;
 const batches = Number(process.env.TEND_BENCH_BATCHES ?? 600);
@@ -99,11 +100,6 @@ function makeBatch(b: number): TendEvent[] {
     events.push(ev('sessionCompleted', { durationMs: 4321, succeeded: 8, cached: 0, failed: 0, aborted: 0 }));
   }
   return events;
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
 const ms = (n: number) => `${n.toFixed(1)} ms`;
