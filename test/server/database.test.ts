@@ -13,7 +13,7 @@ import { migrateToLatest, openDatabase, type ServerDatabase } from '../../src/se
 import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
 import { postgresArray } from '../../src/server/registry/ingest.js';
 import { waitFor } from '../helpers/project.js';
-import { createTestDatabase, session, type TestDatabase } from './helpers.js';
+import { countRows, createTestDatabase, session, type TestDatabase } from './helpers.js';
 
 describe('postgresArray on PostgreSQL', () => {
   let testDb: TestDatabase;
@@ -107,11 +107,7 @@ describe('the SQLite WAL under writes that never pause', () => {
       largestWal = Math.max(largestWal, statSync(walFile).size);
       await new Promise((resolve) => setImmediate(resolve));
     }
-    const count = await database.db
-      .selectFrom('projects')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .executeTakeFirstOrThrow();
-    expect(Number(count.n)).toBe(transactions * rowsPerTransaction);
+    expect(await countRows(database.db, 'projects')).toBe(transactions * rowsPerTransaction);
     const integrity = await sql<{ integrity_check: string }>`pragma integrity_check`.execute(database.db);
     expect(integrity.rows[0]!.integrity_check).toBe('ok');
     const written = (await sql<{ page_count: number }>`pragma page_count`.execute(database.db)).rows[0]!
@@ -194,10 +190,6 @@ describe('SQLite: a backlog of batches', () => {
   });
 });
 
-async function countEvents(database: ServerDatabase): Promise<number> {
-  const row = await database.reader
-    .selectFrom('events')
-    .select((eb) => eb.fn.countAll().as('n'))
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
+function countEvents(database: ServerDatabase): Promise<number> {
+  return countRows(database.reader, 'events');
 }

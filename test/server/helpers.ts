@@ -7,13 +7,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { monotonicFactory } from 'ulidx';
 import type { TendEvent } from '../../src/events/catalog.js';
 import { buildServer, type App, type BuildServerOptions } from '../../src/server/app.js';
 import { migrateToLatest, openDatabase, type ServerDatabase } from '../../src/server/db/database.js';
 import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
-import type { TokenScope } from '../../src/server/db/schema.js';
+import type { Database, TokenScope } from '../../src/server/db/schema.js';
 
 export const dialects = ['sqlite', 'postgres'] as const;
 export type Dialect = (typeof dialects)[number];
@@ -203,4 +204,13 @@ export async function postEvents(server: TestServer, events: unknown[], token = 
 export async function getJson<T = unknown>(server: TestServer, url: string, token = server.tokens.read) {
   const res = await server.app.inject({ method: 'GET', url, headers: server.auth(token) });
   return { status: res.statusCode, body: res.json<T>() };
+}
+
+/** How many rows a table holds. */
+export async function countRows(db: Kysely<Database>, table: keyof Database): Promise<number> {
+  const row = await db
+    .selectFrom(table)
+    .select((eb) => eb.fn.countAll().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
 }

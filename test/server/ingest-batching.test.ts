@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TendEvent } from '../../src/events/catalog.js';
 import { migrateToLatest, type ServerDatabase } from '../../src/server/db/database.js';
 import { ingestEvents } from '../../src/server/registry/ingest.js';
-import { createTestDatabase, dialects, session, type TestDatabase } from './helpers.js';
+import { countRows, createTestDatabase, dialects, session, type TestDatabase } from './helpers.js';
 
 const now = new Date('2025-06-01T12:00:00.000Z');
 
@@ -325,15 +325,7 @@ describe('two replicas on one PostgreSQL', () => {
     );
     expect(results.reduce((n, r) => n + r.accepted, 0)).toBe(events.length);
     const db = replicas[0]!.db;
-    const count = async (table: 'events' | 'environments' | 'sessions') =>
-      Number(
-        (
-          await db
-            .selectFrom(table)
-            .select((eb) => eb.fn.countAll().as('n'))
-            .executeTakeFirstOrThrow()
-        ).n,
-      );
+    const count = (table: 'events' | 'environments' | 'sessions') => countRows(db, table);
     expect(await count('events')).toBe(events.length);
     expect(await count('environments')).toBe(4);
     expect(await count('sessions')).toBe(24);

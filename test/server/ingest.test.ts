@@ -1,5 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestServer, dialects, newId, postEvents, session, type TestServer } from './helpers.js';
+import {
+  countRows,
+  createTestServer,
+  dialects,
+  newId,
+  postEvents,
+  session,
+  type TestServer,
+} from './helpers.js';
 
 describe.each(dialects)('ingest on %s', (dialect) => {
   let s: TestServer;
@@ -8,15 +16,8 @@ describe.each(dialects)('ingest on %s', (dialect) => {
   });
   afterAll(async () => s.close());
 
-  const count = async (table: 'events' | 'environments' | 'sessions' | 'resources') =>
-    Number(
-      (
-        await s.database.db
-          .selectFrom(table)
-          .select((eb) => eb.fn.countAll().as('n'))
-          .executeTakeFirstOrThrow()
-      ).n,
-    );
+  const count = (table: 'events' | 'environments' | 'sessions' | 'resources') =>
+    countRows(s.database.db, table);
 
   it('accepts a valid batch and answers with the counts', async () => {
     const a = session({ user: 'ingest-ok' });

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TendEvent } from '../../src/events/catalog.js';
 import { migrateToLatest, type ServerDatabase } from '../../src/server/db/database.js';
 import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
-import { createTestDatabase, dialects, session, type TestDatabase } from './helpers.js';
+import { countRows, createTestDatabase, dialects, session, type TestDatabase } from './helpers.js';
 
 const bin = fileURLToPath(new URL('../../bin/tend.js', import.meta.url));
 const built = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
@@ -123,15 +123,8 @@ describe('two server processes on one PostgreSQL', () => {
     expect(accepted).toBe(total);
     expect(duplicates).toBe(total);
 
-    const count = async (table: 'events' | 'environments' | 'sessions' | 'resources') =>
-      Number(
-        (
-          await database.db
-            .selectFrom(table)
-            .select((eb) => eb.fn.countAll().as('n'))
-            .executeTakeFirstOrThrow()
-        ).n,
-      );
+    const count = (table: 'events' | 'environments' | 'sessions' | 'resources') =>
+      countRows(database.db, table);
     expect(await count('events')).toBe(total);
     expect(await count('environments')).toBe(20);
     expect(await count('sessions')).toBe(40);
