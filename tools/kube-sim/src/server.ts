@@ -14,8 +14,9 @@ import type { ExecContext } from './exec.js';
 import { upgrade } from './exec.js';
 import type { ActiveFault, FaultRule, Faults, RequestInfo } from './faults.js';
 import { decodeProtobuf, PROTOBUF } from './protobuf.js';
+import { queryFlag } from './query.js';
 import type { ResourceType } from './resources.js';
-import { resourceFor } from './resources.js';
+import { NS, resourceFor } from './resources.js';
 import type { PodRuntime } from './runtime.js';
 import { compileSelectors } from './selectors.js';
 import type { EventType, Stored } from './store.js';
@@ -116,9 +117,8 @@ export function parseRoute(segments: string[]): Route | undefined {
 }
 
 function verbOf(method: string, route: Route, query: URLSearchParams): string {
-  const watch = query.get('watch');
   if (method === 'GET') {
-    if (watch === 'true' || watch === '1') return 'watch';
+    if (queryFlag(query, 'watch')) return 'watch';
     return route.name ? 'get' : 'list';
   }
   if (method === 'POST') return 'create';
@@ -356,7 +356,7 @@ async function handleResource(
   const dryRun = query.getAll('dryRun').includes('All');
   const fieldManager = query.get('fieldManager') ?? undefined;
   const accept = req.headers.accept;
-  const write = { dryRun, ...(fieldManager ? { fieldManager } : {}), force: query.get('force') === 'true' };
+  const write = { dryRun, ...(fieldManager ? { fieldManager } : {}), force: queryFlag(query, 'force') };
   if (subresource === 'log') return serveLog(ctx, req, res, route, query);
   if (subresource === 'exec' || subresource === 'attach') {
     throw badRequest('Upgrade request required');
@@ -377,16 +377,8 @@ async function handleResource(
       return sendJson(res, 201, s.json);
     }
     case 'update': {
-      if (subresource === 'finalize' && rt.kind === 'Namespace') {
-        const s = cluster.update(rt, namespace, name!, parseJsonBody(body), {
-          ...write,
-          subresource: 'status',
-        });
-        const spec = (parseJsonBody(body) as { spec?: { finalizers?: string[] } })?.spec;
-        if (s.obj.status?.phase === 'Terminating' && (spec?.finalizers ?? []).length === 0)
-          cluster.finishNamespace(name!);
-        return sendJson(res, 200, s.json);
-      }
+      if (subresource === 'finalize' && rt.kind === 'Namespace')
+        return sendJson(res, 200, finalizeNamespace(cluster, name!, parseJsonBody(body)).json);
       const s = cluster.update(rt, namespace, name!, parseObjectBody(req, body), {
         ...write,
         ...(subresource ? { subresource } : {}),
@@ -442,6 +434,22 @@ async function handleResource(
         `the server does not allow this method on the requested resource`,
       );
   }
+}
+
+/**
+ * PUT namespaces/<name>/finalize: only `spec.finalizers` is taken from the body. A Terminating
+ * namespace left without finalizers is deleted with its contents at once, as the namespace
+ * controller does on a real cluster.
+ */
+function finalizeNamespace(cluster: Cluster, name: string, body: unknown): Stored {
+  if (!isPlainObject(body)) throw badRequest('the body of the request was in an unknown format');
+  const spec = isPlainObject(body['spec']) ? body['spec'] : {};
+  const finalizers = spec['finalizers'] ?? [];
+  if (!Array.isArray(finalizers) || finalizers.some((f) => typeof f !== 'string'))
+    throw badRequest('spec.finalizers must be a list of strings');
+  const finalized = cluster.update(NS, '', name, body, { subresource: 'finalize' });
+  if (finalizers.length === 0 && finalized.obj.status?.phase === 'Terminating') cluster.finishNamespace(name);
+  return finalized;
 }
 
 function deleteOptions(query: URLSearchParams, body: Buffer): DeleteOptions {
@@ -529,7 +537,7 @@ function serveWatch(
   const store = ctx.cluster.store;
   const sel = compileSelectors(query.get('labelSelector'), query.get('fieldSelector'));
   const rvParam = query.get('resourceVersion') ?? '';
-  const sendInitial = query.get('sendInitialEvents') === 'true';
+  const sendInitial = queryFlag(query, 'sendInitialEvents');
   const table = wantsTable(accept);
   const ns = rt.namespaced ? namespace || sel.namespace || undefined : undefined;
   let sinceRv: number | undefined;
@@ -611,12 +619,12 @@ function serveLog(
     throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
   ctx.cluster.getOrThrow(route.rt, route.namespace, route.name);
   const container = query.get('container') ?? undefined;
-  if (query.get('previous') === 'true') {
+  if (queryFlag(query, 'previous')) {
     throw badRequest(`previous terminated container "${container ?? ''}" in pod "${route.name}" not found`);
   }
   const log = ctx.runtime.log(route.namespace, route.name, container);
-  const follow = query.get('follow') === 'true';
-  const timestamps = query.get('timestamps') === 'true';
+  const follow = queryFlag(query, 'follow');
+  const timestamps = queryFlag(query, 'timestamps');
   const tail = query.get('tailLines');
   const since = Number(query.get('sinceSeconds') ?? 0);
   let limitBytes = Number(query.get('limitBytes') ?? 0) || Infinity;
