@@ -17,7 +17,7 @@ import { checkResolvedSpec, loadProjectConfig } from '../config/load.js';
 import { ExitCode } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
 import { builtinPlugins } from '../plugins/registry.js';
-import type { PluginDefinition } from '../plugins/types.js';
+import type { PluginDefinition } from '../plugin/types.js';
 
 export interface ValidateData {
   valid: true;

@@ -4,7 +4,7 @@
  * `defaultNamespace`) are kept raw; src/config/template.ts resolves them.
  */
 import type { SourceLocation } from '../errors.js';
-import type { ActionKind } from '../plugins/types.js';
+import type { ActionKind } from '../plugin/types.js';
 
 /** A path to a value inside one YAML document: keys and sequence indexes. */
 export type ConfigPath = readonly (string | number)[];

@@ -11,14 +11,13 @@ import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { parseAllDocuments } from 'yaml';
 import { TendError } from '../../errors.js';
-import { actionOutputsContext, resolveTemplates, type TemplateContext } from '../../config/template.js';
 import type {
   ActionHandlerParams,
   ExecuteResult,
   PluginContext,
   ResolvedAction,
   StatusResult,
-} from '../types.js';
+} from '../../plugin/types.js';
 import { annotations, labels, type KubeClient, type KubeObject, type V1Pod } from './client/index.js';
 import type { KubernetesDeploySpec } from './config.js';
 import { actionLabel, describePod, startFailure } from './pods.js';
@@ -37,16 +36,6 @@ function invalid(action: ResolvedAction, message: string, detail: Record<string,
     actionRef: action.ref,
     detail,
   });
-}
-
-function templateContext(ctx: PluginContext, action: ResolvedAction): TemplateContext {
-  return {
-    project: { name: ctx.environment.project },
-    environment: { name: ctx.environment.name, namespace: ctx.environment.namespace },
-    var: ctx.environment.variables,
-    local: { username: ctx.user, env: process.env },
-    actions: actionOutputsContext(action.dependencyOutputs),
-  };
 }
 
 /** The manifests of the action, checked for shape (apiVersion, kind, metadata.name). */
@@ -80,11 +69,10 @@ export function loadManifests(ctx: PluginContext, action: ResolvedAction<Kuberne
       }
       const value = doc.toJS() as unknown;
       if (value === null || value === undefined) return;
-      const resolved = resolveTemplates(value, templateContext(ctx, action), () => ({
-        file: path.relative(ctx.projectRoot, full),
-        line: 1,
-        column: 1,
-      }));
+      const resolved = ctx.resolveTemplates(value, {
+        location: { file: path.relative(ctx.projectRoot, full), line: 1, column: 1 },
+        dependencyOutputs: action.dependencyOutputs,
+      });
       out.push({ object: resolved as KubeObject, origin: where });
     });
   }

@@ -6,7 +6,7 @@
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { TendError } from '../../errors.js';
-import type { EnvironmentStatus, PluginContext } from '../types.js';
+import type { EnvironmentStatus, PluginContext } from '../../plugin/types.js';
 import { KubeClient, ownedBy, type ClusterIdentity, type NamespaceInfo } from './client/index.js';
 import { settingsOf, type KubernetesProviderConfig, type ProviderSettings } from './config.js';
 

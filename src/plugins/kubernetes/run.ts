@@ -6,8 +6,8 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { TendError } from '../../errors.js';
-import { readResult, writeResult } from '../../state/results.js';
-import type { ActionHandlerParams, PluginContext, RunResult, StatusResult } from '../types.js';
+import { readResult, writeResult } from '../../plugin/results.js';
+import type { ActionHandlerParams, PluginContext, RunResult, StatusResult } from '../../plugin/types.js';
 import { labels } from './client/index.js';
 import type { KubernetesPodSpec } from './config.js';
 import { actionLabel, podName, waitForExit, waitForStart } from './pods.js';

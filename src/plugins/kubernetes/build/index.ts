@@ -10,7 +10,7 @@
  */
 import { createReadStream } from 'node:fs';
 import { TendError } from '../../../errors.js';
-import type { ActionHandlerParams, ExecuteResult, PluginContext, StatusResult } from '../../types.js';
+import type { ActionHandlerParams, ExecuteResult, PluginContext, StatusResult } from '../../../plugin/types.js';
 import { annotations, labels, type KubeClient } from '../client/index.js';
 import type { ContainerBuildSpec, ProviderSettings } from '../config.js';
 import { actionLabel, podName, waitForExit, waitForStart } from '../pods.js';

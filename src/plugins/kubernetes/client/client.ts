@@ -23,7 +23,7 @@ import type {
   NamespaceStatusPayload,
   Target,
 } from '../../../events/catalog.js';
-import type { PluginContext } from '../../types.js';
+import type { PluginContext } from '../../../plugin/types.js';
 import type { ProviderSettings } from '../config.js';
 import { connect, type Connection } from './connection.js';
 import { apiError, describeFailure, withRetry } from './errors.js';
