@@ -12,7 +12,7 @@ import { buildServer } from '../../src/server/app.js';
 import type { App } from '../../src/server/services.js';
 import { migrateToLatest, openDatabase, type ServerDatabase } from '../../src/server/db/database.js';
 import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
-import { postgresArray } from '../../src/server/registry/ingest.js';
+import { postgresArray } from '../../src/server/db/bulk.js';
 import { waitFor } from '../helpers/project.js';
 import { countRows, createTestDatabase, session, type TestDatabase } from './helpers.js';
 
