@@ -19,7 +19,7 @@ import { cliVersion } from '../cli/version.js';
 import { Session } from '../events/session.js';
 import { TendError, toTendError } from '../errors.js';
 import type { ActionGraph } from '../graph/graph.js';
-import { builtinPlugins } from '../plugins/registry.js';
+import { builtinPlugins } from '../plugins/builtin.js';
 import { validatePlugins } from '../plugin/validate.js';
 import type { EnvironmentInfo, Outputs, PluginDefinition, ResolvedAction } from '../plugin/types.js';
 import { Router, type ProviderRuntime } from '../router/router.js';

@@ -16,7 +16,7 @@ import {
 import { checkResolvedSpec, loadProjectConfig } from '../config/load.js';
 import { ExitCode } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
-import { builtinPlugins } from '../plugins/registry.js';
+import { builtinPlugins } from '../plugins/builtin.js';
 import type { PluginDefinition } from '../plugin/types.js';
 
 export interface ValidateData {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { builtinPlugins } from '../../src/plugins/registry.js';
+import { builtinPlugins } from '../../src/plugins/builtin.js';
 import type { PluginDefinition } from '../../src/plugin/types.js';
 import { validatePlugins } from '../../src/plugin/validate.js';
 import { createNoopPlugin } from '../fixtures/noop-plugin.js';

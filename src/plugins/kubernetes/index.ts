@@ -17,7 +17,7 @@ import {
 } from './config.js';
 
 const provider = () => import('./provider.js');
-const builds = () => import('./build/index.js');
+const builds = () => import('./container/index.js');
 const deploys = () => import('./deploy.js');
 const pods = () => import('./run.js');
 
