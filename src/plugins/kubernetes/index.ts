@@ -8,7 +8,12 @@
  * @kubernetes/client-node) only when called, so `tend --version` and exec-only projects never
  * load the Kubernetes client.
  */
-import type { ActionHandlerParams, ActionTypeDefinition, PluginContext, PluginDefinition } from '../../plugin/types.js';
+import type {
+  ActionHandlerParams,
+  ActionTypeDefinition,
+  PluginContext,
+  PluginDefinition,
+} from '../../plugin/types.js';
 import {
   ContainerBuildSpec,
   KubernetesDeploySpec,
