@@ -10,7 +10,7 @@ import { SessionBus } from '../src/events/bus.js';
 import { PluginEventBroker } from '../src/router/broker.js';
 import type { NamespaceStatusPayload } from '../src/events/catalog.js';
 import { LocalLogSink } from '../src/events/local-log.js';
-import { OutboxSink } from '../src/events/outbox.js';
+import { OutboxSink } from '../src/outbox/writer.js';
 import { Router } from '../src/router/router.js';
 import type { PluginDefinition } from '../src/plugin/types.js';
 import { statePaths } from '../src/state/files.js';

@@ -23,7 +23,7 @@ import { migrateToLatest, openDatabase } from '../src/server/db/database.js';
 import { TokenRepository } from '../src/server/db/repositories/tokens.js';
 import { spawn } from 'node:child_process';
 import { pushOutbox } from '../src/stream/push.js';
-import { listSegmentIds } from '../src/stream/segments.js';
+import { listSegmentIds } from '../src/outbox/segments.js';
 import { createNoopPlugin } from '../test/fixtures/noop-plugin.js';
 import { figure, median, ratio, tempProject } from './support.js';
 

@@ -25,7 +25,7 @@ import type { EnvironmentInfo, Outputs, PluginDefinition, ResolvedAction } from 
 import { Router, type ProviderRuntime } from '../router/router.js';
 import { localIdentity } from '../state/identity.js';
 import { statePaths } from '../state/files.js';
-import { describeDrops, enforceBoundWithoutServer, outboxMaxBytes } from '../stream/bound.js';
+import { describeDrops, enforceBoundWithoutServer, outboxMaxBytes } from '../outbox/bound.js';
 import { startSessionStream } from '../stream/session.js';
 
 export interface OpenedProject {
