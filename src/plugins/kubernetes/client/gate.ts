@@ -47,6 +47,7 @@ export class RequestGate {
       context: this.identity.context,
     };
   }
+
   roleOf(namespace: string): NamespaceRole {
     if (namespace === this.settings.appNamespace) return 'app';
     if (namespace === this.settings.systemNamespace || namespace === 'kube-system') return 'system';
@@ -57,6 +58,7 @@ export class RequestGate {
       { detail: { namespace } },
     );
   }
+
   /** Emits `namespaceStatus` for what is known of the namespace. */
   report(
     info: NamespaceInfo,
@@ -87,6 +89,7 @@ export class RequestGate {
     this.ctx.events.emit('namespaceStatus', payload);
     this.contacted.set(info.name, info);
   }
+
   describe(what: string, namespace?: string) {
     return {
       what,
@@ -95,6 +98,7 @@ export class RequestGate {
       ...(namespace ? { namespace } : {}),
     };
   }
+
   retry<T>(what: string, fn: () => Promise<T>, idempotent: boolean): Promise<T> {
     return withRetry(fn, {
       retries: this.settings.retries,
@@ -105,6 +109,7 @@ export class RequestGate {
         ),
     });
   }
+
   /** Reads a namespace without reporting it; undefined when it does not exist. */
   async readNamespace(name: string): Promise<NamespaceInfo | undefined> {
     try {
@@ -119,6 +124,7 @@ export class RequestGate {
       throw apiError(error, this.describe(`read namespace ${name}`));
     }
   }
+
   /**
    * First contact with a namespace in this call: read it and report it. If it cannot be read,
    * it is still reported (as `ready`, marked unverified) before the error surfaces.
@@ -142,6 +148,7 @@ export class RequestGate {
     if (info && stamp) await this.stampActivity(info);
     return info;
   }
+
   /** Reads the namespace again after an error that says it changed, and reports the change. */
   async noticeNamespaceChange(namespace: string, error: unknown): Promise<void> {
     const f = describeFailure(error);
@@ -151,6 +158,7 @@ export class RequestGate {
     const info = await this.readNamespace(namespace).catch(() => undefined);
     this.report(info ?? missing(namespace), 'observed');
   }
+
   /** Stamps `tend.dev/last-activity` on app namespaces tend manages or adopted, at most once a minute. */
   async stampActivity(info: NamespaceInfo, force = false): Promise<void> {
     if (info.state !== 'ready' || this.roleOf(info.name) !== 'app') return;
@@ -172,6 +180,7 @@ export class RequestGate {
       );
     }
   }
+
   async patchNamespaceAnnotations(name: string, values: Record<string, string>): Promise<NamespaceInfo> {
     const { k8s } = this.connection;
     const ns = await this.retry(
@@ -187,6 +196,7 @@ export class RequestGate {
     });
     return toInfo(ns);
   }
+
   /** Every namespaced call: first contact reported, retries, namespace changes noticed, clear errors. */
   async request<T>(namespace: string, what: string, fn: () => Promise<T>, idempotent = true): Promise<T> {
     await this.enter(namespace);
@@ -197,6 +207,7 @@ export class RequestGate {
       throw apiError(error, this.describe(what, namespace));
     }
   }
+
   /** Like request(), but a 404 of the object itself is `undefined`. */
   async requestOptional<T>(namespace: string, what: string, fn: () => Promise<T>): Promise<T | undefined> {
     try {

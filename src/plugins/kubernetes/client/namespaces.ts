@@ -18,6 +18,7 @@ export class NamespaceCalls {
     this.gate.contacted.delete(name);
     return this.gate.enter(name, stamp);
   }
+
   /**
    * Ensures the namespace exists: an existing one is reported and, for the app namespace, adopted
    * unless tend created it for this project; a terminating one is waited for (bounded) and then
@@ -78,6 +79,7 @@ export class NamespaceCalls {
     this.gate.report(created, 'created');
     return { info: created, created: true, adopted: false };
   }
+
   private async waitUntilGone(name: string, info: NamespaceInfo): Promise<undefined> {
     const deadline = Date.now() + this.gate.settings.namespaceTimeoutMs;
     this.gate.ctx.log.info(
@@ -103,6 +105,7 @@ export class NamespaceCalls {
       await delay(250);
     }
   }
+
   /**
    * Deletes the app namespace if tend owns it for this project (managed-by label and matching
    * project annotation, not adopted), waits until it is gone and reports `missing`/`deleted`.

@@ -50,6 +50,7 @@ export class ObjectCalls {
     this.namespacedCache.set(key, resource.namespaced);
     return resource.namespaced;
   }
+
   /** Server-side apply (field manager `tend`, forcing conflicts) of one object into the namespace. */
   async apply(namespace: string, object: KubeObject): Promise<KubeObject> {
     const { k8s } = this.gate.connection;
@@ -68,6 +69,7 @@ export class ObjectCalls {
         ) as Promise<KubeObject>,
     );
   }
+
   read(namespace: string, ref: ObjectRef): Promise<KubeObject | undefined> {
     return this.gate.requestOptional(
       namespace,
@@ -80,6 +82,7 @@ export class ObjectCalls {
         }) as Promise<KubeObject>,
     );
   }
+
   async delete(namespace: string, ref: ObjectRef): Promise<boolean> {
     const result = await this.gate.requestOptional(
       namespace,

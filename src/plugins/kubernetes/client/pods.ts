@@ -53,28 +53,33 @@ export class PodCalls {
       true,
     );
   }
+
   read(namespace: string, name: string): Promise<k8s.V1Pod | undefined> {
     return this.gate.requestOptional(namespace, `read pod ${name} in ${namespace}`, () =>
       this.gate.connection.core.readNamespacedPod({ name, namespace }),
     );
   }
+
   async delete(namespace: string, name: string): Promise<void> {
     await this.gate.requestOptional(namespace, `delete pod ${name} in ${namespace}`, () =>
       this.gate.connection.core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 }),
     );
   }
+
   /** Deletes the pod and waits (bounded) until it is gone, so nothing is left behind. */
   async remove(namespace: string, name: string, timeoutMs = 30_000): Promise<void> {
     await this.delete(namespace, name);
     const deadline = Date.now() + timeoutMs;
     while ((await this.read(namespace, name)) && Date.now() < deadline) await delay(100);
   }
+
   async list(namespace: string, labelSelector?: string): Promise<k8s.V1Pod[]> {
     const list = await this.gate.request(namespace, `list pods in ${namespace}`, () =>
       this.gate.connection.core.listNamespacedPod({ namespace, ...(labelSelector ? { labelSelector } : {}) }),
     );
     return list.items;
   }
+
   async listEvents(namespace: string, fieldSelector?: string): Promise<k8s.CoreV1Event[]> {
     const list = await this.gate.request(namespace, `list events in ${namespace}`, () =>
       this.gate.connection.core.listNamespacedEvent({
@@ -84,6 +89,7 @@ export class PodCalls {
     );
     return list.items;
   }
+
   /**
    * Follows a container's log, line by line, until it ends or `stop` aborts. Resolves when the
    * stream ends; a log that cannot be opened rejects.
@@ -111,6 +117,7 @@ export class PodCalls {
       },
     };
   }
+
   /** Runs a command in a container (pods/exec) and returns its exit code. */
   async exec(
     namespace: string,
@@ -155,6 +162,7 @@ export class PodCalls {
       idempotent,
     );
   }
+
   /** Attaches to a running container, feeding it stdin and reading its output until it ends. */
   async attach(namespace: string, pod: string, container: string, streams: ExecStreams): Promise<void> {
     const what = `attach to pod ${pod} (${namespace})`;
