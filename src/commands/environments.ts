@@ -2,8 +2,8 @@
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { TendError } from '../errors.js';
 import type { EnvironmentView } from '../server/schemas.js';
-import { resolveServer } from '../stream/credentials.js';
-import { apiRequest } from '../server/client.js';
+import { resolveServer } from '../remote/credentials.js';
+import { apiRequest } from '../remote/client.js';
 
 export interface EnvironmentsOptions extends GlobalOptions {
   project?: string;

@@ -6,8 +6,8 @@
 import { Type } from '@sinclair/typebox';
 import type { TSchema } from '@sinclair/typebox';
 import { CleanupPolicy } from '../events/catalog.js';
-import { actionKinds } from '../plugins/types.js';
-import type { ActionKind, PluginDefinition } from '../plugins/types.js';
+import { actionKinds } from '../plugin/types.js';
+import type { ActionKind, PluginDefinition } from '../plugin/types.js';
 import { nameMaxLength, namePattern } from './project.js';
 
 /** `patternErrorMessage` is what editors (VS Code, yaml-language-server) show for a pattern mismatch; we do too. */

@@ -4,7 +4,8 @@
  * close the database).
  */
 import pino from 'pino';
-import { buildServer, logRedaction, type App } from './app.js';
+import { buildServer, logRedaction } from './app.js';
+import type { App } from './services.js';
 import { migrateToLatest, openDatabase, type OpenDatabaseOptions } from './db/database.js';
 import { pruneEvents } from './db/repositories/environments.js';
 

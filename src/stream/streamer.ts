@@ -15,7 +15,7 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import type { SessionBus, EventSink } from '../events/bus.js';
 import { streamedEventTypes, type TendEvent } from '../events/catalog.js';
-import { tryLock, type LockOwner } from './lock.js';
+import { tryLock, type LockOwner } from '../outbox/lock.js';
 import {
   listSegmentIds,
   lockFile,
@@ -24,7 +24,7 @@ import {
   SegmentCursor,
   writeQuarantine,
   type QueuedEvent,
-} from './segments.js';
+} from '../outbox/segments.js';
 import {
   defaultBackoff,
   displayUrl,

@@ -13,7 +13,7 @@ import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
 import { countRows, createTestDatabase, dialects, session, type TestDatabase } from './helpers.js';
 
 const bin = fileURLToPath(new URL('../../bin/tend.js', import.meta.url));
-const built = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
+const built = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
 
 interface ServerProcess {
   child: ChildProcess;

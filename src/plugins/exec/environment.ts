@@ -8,7 +8,7 @@ import path from 'node:path';
 import { newId } from '../../events/bus.js';
 import type { NamespaceStatusPayload, Target } from '../../events/catalog.js';
 import { writeFileAtomic } from '../../state/files.js';
-import type { PluginContext } from '../types.js';
+import type { PluginContext } from '../../plugin/types.js';
 
 interface EnvironmentRecord {
   uid: string;

@@ -6,7 +6,7 @@
 import { Type } from '@sinclair/typebox';
 import { checkEvent, eventCatalog, EventEnvelope, eventTypes, type TendEvent } from '../../events/catalog.js';
 import { TendError } from '../../errors.js';
-import type { App, ServerServices } from '../app.js';
+import type { App, ServerServices } from '../services.js';
 import { ingestEvents } from '../registry/ingest.js';
 import { ErrorResponse } from '../schemas.js';
 

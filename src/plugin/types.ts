@@ -4,6 +4,7 @@
  * docs/plugin-api.md says when each handler runs.
  */
 import type { TSchema } from '@sinclair/typebox';
+import type { SourceLocation } from '../errors.js';
 import type { CleanupPolicy, EventPayloads, EventType } from '../events/catalog.js';
 
 export type ActionKind = 'Build' | 'Deploy' | 'Test' | 'Run';
@@ -73,6 +74,19 @@ export interface PluginContext<ProviderConfig = unknown, ProviderState = unknown
   /** The user running tend (from the OS), for ownership metadata. */
   user: string;
   hostId: string;
+  /**
+   * Resolves `${...}` expressions in a value the plugin read itself (a manifest file, say), in the
+   * same context as tend.yml: project, environment, variables, `local.*`, plus the outputs of the
+   * given dependencies as `actions.*`. Errors point at `location`.
+   */
+  resolveTemplates<T>(value: T, options: TemplateOptions): T;
+}
+
+export interface TemplateOptions {
+  /** Where the value comes from, for errors (file relative to the project root). */
+  location: SourceLocation;
+  /** `actions.<kind>.<name>.outputs.*`: usually the action's `dependencyOutputs`. */
+  dependencyOutputs?: Record<string, Outputs>;
 }
 
 /** An action as its handlers see it: configuration resolved, version computed. */
