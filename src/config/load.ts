@@ -1,5 +1,5 @@
 /**
- * Loads a project's configuration (DESIGN §2): `tend.yml` at the root (the Project document, and
+ * Loads a project's configuration (docs/design.md#configuration): `tend.yml` at the root (the Project document, and
  * maybe actions) and every `*.tend.yml` below it. Every document is checked against tend's
  * schemas and its plugin's schemas; every problem of a load is reported at once, each with its
  * file:line:column.

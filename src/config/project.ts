@@ -1,6 +1,6 @@
 /**
  * The project's configuration as the rest of tend sees it, after loading and validation
- * (DESIGN §2). Values that may hold template expressions (`spec`, provider config,
+ * (docs/design.md#configuration). Values that may hold template expressions (`spec`, provider config,
  * `defaultNamespace`) are kept raw; src/config/template.ts resolves them.
  */
 import type { SourceLocation } from '../errors.js';

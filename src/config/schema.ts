@@ -1,5 +1,5 @@
 /**
- * Schemas of tend's configuration documents (DESIGN §2), and the JSON Schema for editors
+ * Schemas of tend's configuration documents (docs/design.md#configuration), and the JSON Schema for editors
  * (`tend schema`), which adds every plugin's provider config and action spec schemas.
  * tend's own objects forbid unknown keys everywhere.
  */

@@ -10,7 +10,7 @@ import type { CleanupPolicy, EventPayloads, EventType } from '../events/catalog.
 export type ActionKind = 'Build' | 'Deploy' | 'Test' | 'Run';
 export const actionKinds: readonly ActionKind[] = ['Build', 'Deploy', 'Test', 'Run'];
 
-/** The handlers of each action kind (DESIGN §3). Typed tables keyed by these names catch a forgotten handler. */
+/** The handlers of each action kind (docs/design.md#execution). Typed tables keyed by these names catch a forgotten handler. */
 export interface ActionHandlerNames {
   Build: 'getStatus' | 'build';
   Deploy: 'getStatus' | 'deploy' | 'delete';

@@ -174,7 +174,7 @@ export class Router {
     } finally {
       this.inFlight.delete(call);
       broker.close();
-      // Events of this call reach the OS before the call returns (DESIGN §4, issue 3).
+      // Events of this call reach the OS before the call returns (docs/design.md#events).
       bus.flush();
     }
   }

@@ -1,5 +1,5 @@
 /**
- * Delivery from the outbox to the server (DESIGN §6), in the background of a command.
+ * Delivery from the outbox to the server (docs/design.md#event-stream), in the background of a command.
  *
  * The session bus writes every streamed event to the session's outbox segment synchronously;
  * the streamer is told that something was written (it is a sink of the bus that only counts),

@@ -78,7 +78,7 @@ export function ensureEnvironment(ctx: PluginContext): string {
     createdAt: new Date().toISOString(),
     createdBy: ctx.user,
   };
-  // Emitted before the work that can fail (DESIGN §4): the record exists even if mkdir fails.
+  // Emitted before the work that can fail (docs/design.md#events): the record exists even if mkdir fails.
   emitStatus(ctx, 'ready', 'created', record.uid);
   mkdirSync(dir, { recursive: true });
   writeFileAtomic(path.join(dir, 'environment.json'), JSON.stringify(record, null, 2));

@@ -1,5 +1,5 @@
 /**
- * `POST /api/v1/events`: batch ingest (DESIGN §6, §7). Each event is checked against the event
+ * `POST /api/v1/events`: batch ingest (docs/design.md#event-stream, #server-and-cleanup). Each event is checked against the event
  * catalogue; one bad event rejects the batch with 400 naming its index and field. A batch is
  * stored in one transaction and is idempotent by event id.
  */

@@ -1,6 +1,6 @@
 /**
  * The namespace-tracking client: the one way the kubernetes plugin reaches the Kubernetes API
- * (DESIGN §4; eslint forbids importing @kubernetes/client-node anywhere else in the plugin, and
+ * (docs/design.md#events; eslint forbids importing @kubernetes/client-node anywhere else in the plugin, and
  * a test scans the imports).
  *
  * One client per handler call, bound to that call's context (`ctx.events`). Its calls are
