@@ -1,0 +1,150 @@
+/**
+ * The plugin contract harness (`tend/testing`, src/testing/): the example third-party plugin
+ * (examples/plugin-configmap) keeps the contract against kube-sim; a plugin that writes into a
+ * namespace with its own Kubernetes client is caught from kube-sim's request log, by namespace.
+ */
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startKubeSim, type KubeSim } from '../../tools/kube-sim/src/index.js';
+import {
+  checkPluginContract,
+  kubeSimWire,
+  PluginContractError,
+  runPluginContract,
+} from '../../src/testing/index.js';
+import { copyExample, makeProject, removeProjects, repoRoot } from '../helpers/project.js';
+
+let sim: KubeSim;
+let kubeconfig: string;
+let dir: string;
+
+beforeAll(async () => {
+  sim = await startKubeSim();
+  dir = mkdtempSync(path.join(os.tmpdir(), 'tend-harness-'));
+  kubeconfig = path.join(dir, 'config');
+  await sim.writeKubeconfig(kubeconfig);
+});
+
+afterAll(async () => {
+  await sim.stop();
+  rmSync(dir, { recursive: true, force: true });
+  removeProjects();
+});
+
+/** The example project, as a user has it: its dependencies installed next to it. */
+function exampleProject(): string {
+  const root = copyExample('plugin-configmap');
+  symlinkSync(path.join(repoRoot, 'node_modules'), path.join(root, 'node_modules'), 'dir');
+  return root;
+}
+
+const wire = () => kubeSimWire({ url: sim.url, token: sim.token, caPem: sim.caPem });
+
+describe('the plugin contract harness', () => {
+  it('passes the example configmap plugin, each namespace it touched reported', async () => {
+    const root = exampleProject();
+    const report = await checkPluginContract({ root, plugin: 'configmap', wire: wire(), kubeconfig });
+    expect(report.failures).toEqual([]);
+    expect(report.calls.map((c) => c.handler)).toEqual([
+      'provider.init',
+      'provider.getEnvironmentStatus',
+      'provider.prepareEnvironment',
+      'Deploy.configmap.getStatus',
+      'Deploy.configmap.deploy',
+      'Deploy.configmap.delete',
+      'provider.cleanupEnvironment',
+    ]);
+    const deploy = report.calls.find((c) => c.handler === 'Deploy.configmap.deploy')!;
+    const namespace = deploy.touched[0]!;
+    expect(namespace).toMatch(/^greeter-/);
+    expect(deploy).toMatchObject({ touched: [namespace], reported: [namespace], unreported: [] });
+    // The wire really saw the ConfigMap written there, through the tracked client.
+    const writes = sim.requests
+      .list()
+      .filter((r) => r.namespace === namespace && r.resource === 'configmaps' && r.verb === 'patch');
+    expect(writes.length).toBeGreaterThan(0);
+    // cleanupEnvironment deleted the namespace tend created.
+    expect(sim.store.get('namespaces', '', namespace)).toBeUndefined();
+  });
+
+  it('fails a plugin that writes into a namespace with its own client, naming the namespace', async () => {
+    const root = makeProject({
+      'tend.yml': `kind: Project
+name: rogue
+environments:
+  - name: dev
+    defaultNamespace: rogue-app
+providers:
+  - name: rogue
+    plugin: ${path.join(repoRoot, 'test/fixtures/plugins/rogue-configmap.js')}
+---
+kind: Deploy
+type: rogue-configmap
+name: settings
+spec: { data: { a: b } }
+`,
+    });
+    const error = await checkPluginContract({ root, plugin: 'rogue', wire: wire(), kubeconfig }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(PluginContractError);
+    const { report } = error as PluginContractError;
+    expect(report.failures).toEqual([
+      'Deploy.rogue-configmap.deploy (deploy.settings) touched namespace "rogue-shared" without reporting it in a namespaceStatus event',
+    ]);
+    expect((error as Error).message).toContain('"rogue-shared"');
+    // What the plugin did through ctx.kubernetes() was reported as usual.
+    const deploy = report.calls.find((c) => c.handler === 'Deploy.rogue-configmap.deploy')!;
+    expect(deploy).toMatchObject({ touched: ['rogue-app', 'rogue-shared'], reported: ['rogue-app'] });
+  });
+
+  it('reports a namespace outside the environment as refused: ctx.kubernetes() cannot touch it', async () => {
+    const pluginFile = path.join(dir, 'elsewhere.js');
+    const example = path.join(repoRoot, 'examples/plugin-configmap/plugin/configmap.js');
+    writeFileSync(
+      pluginFile,
+      `import example from ${JSON.stringify(example)};
+const deploy = example.actionTypes[0].kinds.Deploy;
+export const plugin = {
+  ...example,
+  name: 'elsewhere',
+  actionTypes: [{ ...example.actionTypes[0], name: 'elsewhere', kinds: { Deploy: { ...deploy, handlers: {
+    ...deploy.handlers,
+    async deploy(ctx) {
+      const kube = await ctx.kubernetes();
+      await kube.objects.apply('kube-public', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } });
+      return { outputs: {} };
+    },
+  } } } }],
+};
+`,
+    );
+    const root = makeProject({
+      'tend.yml': `kind: Project
+name: elsewhere
+environments: [{ name: dev, defaultNamespace: elsewhere-app }]
+providers: [{ name: elsewhere, plugin: ${pluginFile} }]
+---
+kind: Deploy
+type: elsewhere
+name: settings
+spec: { data: {} }
+`,
+    });
+    const mark = sim.requests.latest();
+    const report = await runPluginContract({ root, plugin: 'elsewhere', wire: wire(), kubeconfig });
+    const deploy = report.calls.find((c) => c.handler === 'Deploy.elsewhere.deploy')!;
+    expect(deploy.error).toMatch(/refusing to touch namespace "kube-public"/);
+    expect(sim.requests.namespacesTouched({ since: mark })).not.toContain('kube-public');
+  });
+
+  it('is exported as tend/testing, built from src/testing/index.ts', () => {
+    const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as {
+      exports: Record<string, string>;
+    };
+    expect(pkg.exports['./testing']).toBe('./dist/src/testing/index.js');
+    expect(pkg.exports['.']).toBe('./dist/src/index.js');
+  });
+});
