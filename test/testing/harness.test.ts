@@ -3,7 +3,7 @@
  * (examples/plugin-configmap) keeps the contract against kube-sim; a plugin that writes into a
  * namespace with its own Kubernetes client is caught from kube-sim's request log, by namespace.
  */
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -140,11 +140,47 @@ spec: { data: {} }
     expect(sim.requests.namespacesTouched({ since: mark })).not.toContain('kube-public');
   });
 
-  it('is exported as tend/testing, built from src/testing/index.ts', () => {
+  it('refuses ctx.kubernetes() to a plugin that does not declare namespaceStatus', async () => {
+    const pluginFile = path.join(dir, 'quiet.js');
+    const example = path.join(repoRoot, 'examples/plugin-configmap/plugin/configmap.js');
+    writeFileSync(
+      pluginFile,
+      `import example from ${JSON.stringify(example)};
+export default { ...example, name: 'quiet', emits: ['log'], actionTypes: [] };
+`,
+    );
+    const root = makeProject({
+      'tend.yml': `kind: Project
+name: quiet
+environments: [{ name: dev, defaultNamespace: quiet-app }]
+providers: [{ name: quiet, plugin: ${pluginFile} }]
+`,
+    });
+    const mark = sim.requests.latest();
+    const report = await runPluginContract({ root, plugin: 'quiet', wire: wire(), kubeconfig });
+    expect(report.calls.find((c) => c.handler === 'provider.prepareEnvironment')!.error).toBe(
+      'plugin "quiet" uses ctx.kubernetes() but does not declare "namespaceStatus" in emits: ' +
+        'the client reports every namespace it touches',
+    );
+    expect(sim.requests.namespacesTouched({ since: mark })).toEqual([]);
+  });
+
+  it('is exported as tend/testing (and the contract types as tend), built from src/', () => {
     const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as {
-      exports: Record<string, string>;
+      exports: Record<string, { types: string; default: string }>;
     };
-    expect(pkg.exports['./testing']).toBe('./dist/src/testing/index.js');
-    expect(pkg.exports['.']).toBe('./dist/src/index.js');
+    const build = JSON.parse(readFileSync(path.join(repoRoot, 'tsconfig.build.json'), 'utf8')) as {
+      compilerOptions: { declaration?: boolean };
+    };
+    expect(build.compilerOptions.declaration).toBe(true);
+    // tsc compiles src/x.ts to dist/src/x.js (rootDir is the repository).
+    for (const [entry, source] of [
+      ['./testing', 'src/testing/index.ts'],
+      ['.', 'src/index.ts'],
+    ] as const) {
+      const base = source.replace(/^src\//, './dist/src/').replace(/\.ts$/, '');
+      expect(pkg.exports[entry]).toEqual({ types: `${base}.d.ts`, default: `${base}.js` });
+      expect(existsSync(path.join(repoRoot, source))).toBe(true);
+    }
   });
 });
