@@ -170,7 +170,9 @@ describe('providers[].plugin', () => {
         /^tend\.yml:6:13: plugin module "\.\/hello\.js" is the plugin "greeter", but this provider entry is named "hello"; set name: greeter$/,
     },
   ])('$name is a configuration error at the plugin: value', async ({ entry, files, code, message }) => {
-    const error = await loadError(project({ 'tend.yml': projectWith(entry), ...files }));
+    const error = await loadError(
+      project({ 'tend.yml': projectWith(entry), ...(files as Record<string, string>) }),
+    );
     expect(error.code).toBe(code);
     expect(error.exitCode).toBe(2);
     expect(error.location).toEqual({ file: 'tend.yml', line: 6, column: 13 });

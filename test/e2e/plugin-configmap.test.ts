@@ -36,7 +36,9 @@ describe('the plugin-configmap example', () => {
     const deployed = await tend('deploy', '--json');
     expect(deployed.code, deployed.stderr).toBe(0);
     const namespace = JSON.parse(deployed.stdout).namespace as string;
-    const configMap = sim.store.get('configmaps', namespace, 'settings') as { data: Record<string, string> };
+    const configMap = sim.store.get('configmaps', namespace, 'settings') as unknown as {
+      data: Record<string, string>;
+    };
     expect(configMap.data).toEqual({ greeting: 'hello from greeter', environment: 'dev' });
 
     const logs = readdirSync(path.join(root, '.tend', 'events'));

@@ -69,6 +69,40 @@ describe('the plugin contract harness', () => {
     expect(sim.store.get('namespaces', '', namespace)).toBeUndefined();
   });
 
+  it('passes the built-in kubernetes plugin: its wire matches its events too', async () => {
+    const root = makeProject({
+      'tend.yml': `kind: Project
+name: builtin
+environments: [{ name: dev, defaultNamespace: builtin-app }]
+providers: [{ name: kubernetes, context: kube-sim }]
+---
+kind: Deploy
+type: kubernetes
+name: d
+spec:
+  manifests:
+    - { apiVersion: v1, kind: ConfigMap, metadata: { name: settings }, data: { a: b } }
+---
+kind: Test
+type: kubernetes-pod
+name: t
+spec: { image: alpine, command: [sh, -c, "echo ok"] }
+`,
+    });
+    const report = await checkPluginContract({ root, plugin: 'kubernetes', wire: wire(), kubeconfig });
+    expect(report.calls.map((c) => [c.handler, c.touched])).toEqual([
+      ['provider.init', []],
+      ['provider.getEnvironmentStatus', ['builtin-app']],
+      ['provider.prepareEnvironment', ['builtin-app']],
+      ['Deploy.kubernetes.getStatus', ['builtin-app']],
+      ['Deploy.kubernetes.deploy', ['builtin-app']],
+      ['Test.kubernetes-pod.getResult', ['builtin-app']],
+      ['Test.kubernetes-pod.run', ['builtin-app']],
+      ['Deploy.kubernetes.delete', ['builtin-app']],
+      ['provider.cleanupEnvironment', ['builtin-app']],
+    ]);
+  });
+
   it('fails a plugin that writes into a namespace with its own client, naming the namespace', async () => {
     const root = makeProject({
       'tend.yml': `kind: Project
