@@ -39,6 +39,7 @@ export const errorCodes = {
   TEND_K8S_UNAUTHORIZED: ExitCode.actionFailed,
   TEND_K8S_UNREACHABLE: ExitCode.actionFailed,
   TEND_PLUGIN_INVALID: ExitCode.usage,
+  TEND_PLUGIN_NOT_FOUND: ExitCode.usage,
   TEND_PROVIDER_NOT_FOUND: ExitCode.usage,
   TEND_SERVER: ExitCode.actionFailed,
   TEND_SERVER_BAD_REQUEST: ExitCode.usage,

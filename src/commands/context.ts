@@ -40,12 +40,13 @@ export interface OpenedProject {
   hostId: string;
 }
 
-export async function openProject(options: GlobalOptions, plugins: PluginDefinition[] = builtinPlugins()) {
-  validatePlugins(plugins);
-  const { project, actions } = await loadProjectConfig({
+export async function openProject(options: GlobalOptions, builtins: PluginDefinition[] = builtinPlugins()) {
+  validatePlugins(builtins);
+  // The plugins tend.yml names (`providers[].plugin`) come back checked, after the built-ins.
+  const { project, actions, plugins } = await loadProjectConfig({
     root: options.root ? path.resolve(options.root) : undefined,
     cwd: process.cwd(),
-    plugins,
+    plugins: builtins,
   });
   const { user, hostId } = localIdentity();
   const selected = selectEnvironment(project, { env: options.env, vars: parseVarFlags(options.var ?? []) });

@@ -39,9 +39,13 @@ export interface ValidateData {
 
 export async function validateCommand(
   options: GlobalOptions,
-  plugins: PluginDefinition[] = builtinPlugins(),
+  builtins: PluginDefinition[] = builtinPlugins(),
 ): Promise<CommandResult<ValidateData>> {
-  const { project, actions } = await loadProjectConfig({ root: options.root, cwd: process.cwd(), plugins });
+  const { project, actions, plugins } = await loadProjectConfig({
+    root: options.root,
+    cwd: process.cwd(),
+    plugins: builtins,
+  });
   const environment = selectEnvironment(project, { env: options.env, vars: parseVarFlags(options.var) });
   const context = createTemplateContext(project, environment);
   const providers = project.providers.filter((entry) => providerApplies(entry, environment.name));

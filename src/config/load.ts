@@ -18,6 +18,7 @@ import type { ConfigProblem } from './diagnostics.js';
 import { actionRef, formatLocation } from './project.js';
 import type { ActionConfig, ConfigPath, ProjectConfig } from './project.js';
 import { ActionBaseSchema, actionTypeIndex, parseTimeout } from './schema.js';
+import { loadProjectPlugins } from './plugin-modules.js';
 import { readProjectDocument } from './project-document.js';
 import { SourceFile } from './source.js';
 import type { SourceDocument } from './source.js';
@@ -38,6 +39,8 @@ export interface LoadOptions {
 export interface LoadedConfig {
   project: ProjectConfig;
   actions: ActionConfig[];
+  /** The given plugins, then the third-party plugins tend.yml names (`providers[].plugin`). */
+  plugins: PluginDefinition[];
 }
 
 const documentKinds = ['Project', ...actionKinds] as const;
@@ -58,9 +61,15 @@ export async function loadProjectConfig(options: LoadOptions): Promise<LoadedCon
   const files = await Promise.all(
     names.map(async (name) => new SourceFile(name, await readFile(path.join(root, name), 'utf8'))),
   );
-  const loader = new Loader(root, options.plugins);
+  const projectPlugins = await loadProjectPlugins(files[0]!, root, options.plugins);
+  if (projectPlugins.problems.length > 0) {
+    for (const file of files) file.release();
+    throw configError(projectPlugins.problems);
+  }
+  const plugins = [...options.plugins, ...projectPlugins.plugins];
+  const loader = new Loader(root, plugins);
   try {
-    return loader.load(files);
+    return { ...loader.load(files), plugins };
   } finally {
     for (const file of files) file.release();
   }
@@ -116,7 +125,7 @@ class Loader {
     this.#types = actionTypeIndex(plugins);
   }
 
-  load(files: SourceFile[]): LoadedConfig {
+  load(files: SourceFile[]): Omit<LoadedConfig, 'plugins'> {
     for (const file of files) {
       const { documents, problems } = file.parse();
       this.#problems.push(...problems);

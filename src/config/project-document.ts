@@ -55,7 +55,7 @@ export function readProjectDocument(
       defaultNamespace?: string;
       cleanup?: { afterInactivity: string; action?: 'delete' | 'pause' };
     }[];
-    providers?: ({ name: string; environments?: string[] } & Record<string, unknown>)[];
+    providers?: ({ name: string; environments?: string[]; plugin?: string } & Record<string, unknown>)[];
     server?: string;
   };
   const before = problems.length;
@@ -121,7 +121,7 @@ export function readProjectDocument(
   const providers: ProviderEntry[] = [];
   const pluginNames = plugins.map((p) => p.name);
   (raw.providers ?? []).forEach((entry, i) => {
-    const { name, environments: only, ...config } = entry;
+    const { name, environments: only, plugin: _module, ...config } = entry;
     const entryPath = ['providers', i];
     const plugin = plugins.find((p) => p.name === name);
     if (!plugin) {
@@ -156,7 +156,7 @@ export function readProjectDocument(
       ...checkSchema(plugin.configSchema, config, {
         basePath: entryPath,
         rootLabel: `${formatPath(entryPath)} (${name})`,
-        extraRootKeys: ['name', 'environments'],
+        extraRootKeys: ['name', 'environments', 'plugin'],
         skipTemplated: true,
         locate,
       }),

@@ -70,6 +70,13 @@ export const EnvironmentSchema = Type.Object(
 export const ProviderEntryBaseSchema = Type.Object(
   {
     name: Type.String({ minLength: 1, description: 'The provider (plugin) name.' }),
+    plugin: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          'A third-party plugin module: a path relative to the project root (./plugins/x.js) or a package name.',
+      }),
+    ),
     environments: Type.Optional(
       Type.Array(NameSchema, { description: 'Environments this provider is used in (default: all).' }),
     ),
@@ -208,9 +215,12 @@ export function buildJsonSchema(plugins: readonly PluginDefinition[]): Record<st
         ...providerBase,
         properties: {
           ...(providerBase.properties as Record<string, unknown>),
-          name: { type: 'string', enum: providerNames, description: 'The provider (plugin) name.' },
+          name: { type: 'string', description: 'The provider (plugin) name.' },
         },
         required: ['name'],
+        // A third-party plugin (`plugin:`) names itself; the built-in names apply otherwise.
+        if: { required: ['plugin'] },
+        else: { properties: { name: { enum: providerNames } } },
         allOf: providerRules,
       },
     },

@@ -80,6 +80,75 @@ export interface PluginContext<ProviderConfig = unknown, ProviderState = unknown
    * given dependencies as `actions.*`. Errors point at `location`.
    */
   resolveTemplates<T>(value: T, options: TemplateOptions): T;
+  /**
+   * The namespace-tracking Kubernetes client for this call (docs/plugin-api.md): every request
+   * goes through the same gate as the kubernetes plugin's, so each namespace it touches is
+   * reported (`namespaceStatus`) before the work, and only the app and system namespaces can be
+   * touched. The plugin must declare `namespaceStatus` in `emits`.
+   */
+  kubernetes(options?: KubernetesClientOptions): Promise<TrackedKubernetesClient>;
+}
+
+/** Which cluster and namespaces `ctx.kubernetes()` works with; each defaults to the provider entry's key of the same name. */
+export interface KubernetesClientOptions {
+  /** kubeconfig context (default: the provider's `context:`, else the current context). */
+  context?: string;
+  /** The app namespace (default: the provider's `namespace:`, else the environment's namespace). */
+  namespace?: string;
+  /** The shared system namespace (default: the provider's `systemNamespace:`, else `tend-system`). */
+  systemNamespace?: string;
+}
+
+/** A Namespace as the tracked client reads it. */
+export interface KubernetesNamespace {
+  name: string;
+  uid?: string;
+  state: 'ready' | 'terminating' | 'missing';
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+/** Any Kubernetes object (a manifest, or what the API returned). */
+export interface KubernetesObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    [key: string]: unknown;
+  };
+  [key: string]: unknown;
+}
+
+export interface KubernetesObjectRef {
+  apiVersion: string;
+  kind: string;
+  name: string;
+}
+
+/** What `ctx.kubernetes()` gives a plugin: namespaces and objects, each request reported by namespace. */
+export interface TrackedKubernetesClient {
+  readonly appNamespace: string;
+  readonly systemNamespace: string;
+  /** The cluster's identity (uid of kube-system, or its server URL), as events carry it. */
+  readonly clusterId: string;
+  readonly namespaces: {
+    /** Read-only: reports the namespace as it is (`ready`, `terminating`, `missing`). */
+    observe(name: string): Promise<KubernetesNamespace | undefined>;
+    /** Creates the namespace (labelled as tend's) or adopts an existing one; reports it. */
+    ensure(name: string): Promise<{ info: KubernetesNamespace; created: boolean; adopted: boolean }>;
+    /** Deletes the namespace only if tend created it for this project; reports what happened. */
+    deleteOwned(name: string): Promise<{ deleted: boolean; message: string }>;
+  };
+  readonly objects: {
+    /** Server-side apply (field manager `tend`) into the namespace. */
+    apply(namespace: string, object: KubernetesObject): Promise<KubernetesObject>;
+    read(namespace: string, ref: KubernetesObjectRef): Promise<KubernetesObject | undefined>;
+    /** True when the object existed. */
+    delete(namespace: string, ref: KubernetesObjectRef): Promise<boolean>;
+  };
 }
 
 export interface TemplateOptions {

@@ -1,7 +1,7 @@
 /**
- * Plugin declarations are checked when a plugin is registered, not at its first call: unknown
- * event types, missing or unknown handlers, and action types declared twice fail with a coded
- * error naming the plugin.
+ * Plugin declarations are checked when a plugin is registered, not at its first call: the shape
+ * of the definition (a third-party module may export anything), unknown event types, missing or
+ * unknown handlers, and action types declared twice fail with a coded error naming the plugin.
  */
 import { TendError } from '../errors.js';
 import { isEventType } from '../events/catalog.js';
@@ -17,10 +17,44 @@ function invalid(plugin: string, message: string): TendError {
   return new TendError('TEND_PLUGIN_INVALID', `plugin "${plugin}": ${message}`, { plugin });
 }
 
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/** The fields every definition has, checked before anything reads them. */
+function checkShape(plugin: PluginDefinition): void {
+  const p = plugin as unknown as Record<string, unknown>;
+  if (typeof p.name !== 'string' || !/^[a-z][a-z0-9-]*$/.test(p.name)) {
+    throw invalid(String(p.name), '"name" must be a lowercase name (letters, digits, "-")');
+  }
+  const name = p.name;
+  if (typeof p.description !== 'string') throw invalid(name, '"description" must be a string');
+  if (!isObject(p.configSchema)) throw invalid(name, '"configSchema" must be a TypeBox schema object');
+  if (!Array.isArray(p.emits)) throw invalid(name, '"emits" must be an array of event types');
+  if (!isObject(p.provider)) throw invalid(name, '"provider" must be an object of provider handlers');
+  if (!Array.isArray(p.actionTypes)) throw invalid(name, '"actionTypes" must be an array');
+  for (const type of p.actionTypes as unknown[]) {
+    if (!isObject(type) || typeof type.name !== 'string' || !isObject(type.kinds)) {
+      throw invalid(name, 'each action type needs a string "name" and an object "kinds"');
+    }
+    for (const [kind, definition] of Object.entries(type.kinds)) {
+      if (definition === undefined) continue;
+      if (!isObject(definition) || !isObject(definition.specSchema) || !isObject(definition.handlers)) {
+        throw invalid(name, `${kind} of action type "${type.name}" needs a "specSchema" and "handlers"`);
+      }
+      for (const [handler, fn] of Object.entries(definition.handlers)) {
+        if (typeof fn !== 'function') {
+          throw invalid(name, `${kind} handler "${handler}" of action type "${type.name}" is not a function`);
+        }
+      }
+    }
+  }
+}
+
 export function validatePlugins(plugins: readonly PluginDefinition[]): void {
   const typeOwners = new Map<string, string>();
   const names = new Set<string>();
   for (const plugin of plugins) {
+    checkShape(plugin);
     if (names.has(plugin.name)) throw invalid(plugin.name, 'registered twice');
     names.add(plugin.name);
     for (const type of plugin.emits) {

@@ -1,8 +1,9 @@
 /**
  * The router: the one place where plugin handlers are called. For every call — provider init,
  * environment status/prepare/cleanup, every action handler — it creates a fresh event broker,
- * subscribes it to the plugin's declared event types, builds the context, tracks the call as
- * in flight, and tears the broker down when the call ends, whatever the outcome.
+ * subscribes it to the plugin's declared event types, builds the context (with the
+ * namespace-tracking Kubernetes client, `ctx.kubernetes()`), tracks the call as in flight, and
+ * tears the broker down when the call ends, whatever the outcome.
  */
 import { TendError } from '../errors.js';
 import type { SessionBus } from '../events/bus.js';
@@ -181,7 +182,7 @@ export class Router {
 
   private context(provider: ProviderRuntime, broker: PluginEventBroker): PluginContext {
     const o = this.options;
-    return {
+    const ctx: PluginContext = {
       sessionId: o.bus.sessionId,
       projectRoot: o.projectRoot,
       tendDir: o.tendDir,
@@ -198,7 +199,16 @@ export class Router {
           { ...o.templateContext, actions: actionOutputsContext(dependencyOutputs ?? {}) },
           () => location,
         ),
+      // The same namespace-tracking client the kubernetes plugin uses, for every plugin; loaded
+      // only when called, so plugins that never talk to a cluster never load the Kubernetes client.
+      kubernetes: async (options) =>
+        (await import('../plugins/kubernetes/client/tracked.js')).trackedKubernetesClient(
+          ctx,
+          provider.plugin.emits,
+          options,
+        ),
     };
+    return ctx;
   }
 }
 

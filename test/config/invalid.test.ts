@@ -231,7 +231,7 @@ const cases: Case[] = [
       `,
     },
     error:
-      'tend.yml:6:5: unknown key "contxt" in providers[0] (cluster); expected one of: name, environments, ' +
+      'tend.yml:6:5: unknown key "contxt" in providers[0] (cluster); expected one of: name, environments, plugin, ' +
       'context, namespace, buildMode, replicas',
     code: 'TEND_CONFIG_UNKNOWN_KEY',
   },
