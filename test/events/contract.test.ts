@@ -129,9 +129,7 @@ describe.each(contracts)('the event contract of plugin $plugin', (contract) => {
       // namespace is now observed as it was (a repeat of the latest event is coalesced).
       const second = events.slice(firstCall).filter((e) => e.pluginName === contract.plugin);
       const latest = new Map(own.map((e) => [e.namespaceName, e]));
-      expect(
-        second.map((e) => ({ namespace: e.namespaceName, state: e.state, cause: e.cause })),
-      ).toEqual(
+      expect(second.map((e) => ({ namespace: e.namespaceName, state: e.state, cause: e.cause }))).toEqual(
         [...latest.values()]
           .filter((e) => e.cause === 'created')
           .map((e) => ({ namespace: e.namespaceName, state: e.state, cause: 'observed' })),
