@@ -2,9 +2,10 @@
  * The request gate: every call the client makes goes through it. On the first contact with a
  * namespace in this handler call it reads the namespace and emits `namespaceStatus` — before the
  * work that can fail — and stamps `tend.dev/last-activity` (at most once a minute per namespace
- * and process). A state change noticed later (the namespace went missing or is terminating) is
- * emitted again. Namespaces other than the app namespace and the system namespaces are refused:
- * tend never touches a namespace it cannot name a role for. Retries and clear errors too.
+ * and process). A state change noticed later by any call (a 404, a refusal because the namespace
+ * is terminating) is checked and emitted again. Namespaces other than the app namespace and the
+ * system namespaces are refused: tend never touches a namespace it cannot name a role for, and
+ * never takes one annotated `tend.dev/role=system` as the app namespace. Retries and clear errors too.
  */
 import { TendError } from '../../../errors.js';
 import type { NamespaceRole, NamespaceStatusPayload, Target } from '../../../events/catalog.js';
