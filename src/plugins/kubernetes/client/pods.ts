@@ -113,6 +113,7 @@ export class PodCalls {
       done,
       stop: () => {
         controller.abort();
+        sink.flushRest();
         sink.end();
       },
     };
@@ -150,6 +151,8 @@ export class PodCalls {
           if (ws.readyState === ws.CLOSED) resolve();
           ws.on('close', () => resolve());
         });
+        out.flushRest();
+        err.flushRest();
         out.end();
         err.end();
         if (!status) {
@@ -185,6 +188,8 @@ export class PodCalls {
           if (ws.readyState === ws.CLOSED) resolve();
           ws.on('close', () => resolve());
         });
+        out.flushRest();
+        err.flushRest();
         out.end();
         err.end();
       },
@@ -201,10 +206,20 @@ function exitCodeOf(status: k8s.V1Status): number {
   throw new TendError('TEND_K8S_API', `exec failed: ${status.message ?? status.reason ?? 'unknown error'}`);
 }
 
-/** A writable that calls `onLine` for each complete line (and the rest at the end). */
-function lineWriter(onLine: (line: string) => void): Writable {
+/**
+ * A writable that calls `onLine` for each complete line, and for the rest at `flushRest()` or the
+ * end. Callers flush synchronously before their call returns: `end()` runs `final` on a later
+ * tick, when the handler's event broker may already be closed.
+ */
+function lineWriter(onLine: (line: string) => void): Writable & { flushRest(): void } {
   let rest = '';
-  return new Writable({
+  const flushRest = () => {
+    if (!rest) return;
+    const line = rest;
+    rest = '';
+    onLine(line);
+  };
+  const writer = new Writable({
     write(chunk: Buffer | string, _encoding, callback) {
       const text = rest + chunk.toString();
       const lines = text.split('\n');
@@ -213,9 +228,9 @@ function lineWriter(onLine: (line: string) => void): Writable {
       callback();
     },
     final(callback) {
-      if (rest) onLine(rest);
-      rest = '';
+      flushRest();
       callback();
     },
   });
+  return Object.assign(writer, { flushRest });
 }
