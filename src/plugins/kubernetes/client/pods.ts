@@ -113,7 +113,6 @@ export class PodCalls {
       done,
       stop: () => {
         controller.abort();
-        sink.flushRest();
         sink.end();
       },
     };
@@ -151,8 +150,6 @@ export class PodCalls {
           if (ws.readyState === ws.CLOSED) resolve();
           ws.on('close', () => resolve());
         });
-        out.flushRest();
-        err.flushRest();
         out.end();
         err.end();
         if (!status) {
@@ -188,8 +185,6 @@ export class PodCalls {
           if (ws.readyState === ws.CLOSED) resolve();
           ws.on('close', () => resolve());
         });
-        out.flushRest();
-        err.flushRest();
         out.end();
         err.end();
       },
@@ -206,20 +201,10 @@ function exitCodeOf(status: k8s.V1Status): number {
   throw new TendError('TEND_K8S_API', `exec failed: ${status.message ?? status.reason ?? 'unknown error'}`);
 }
 
-/**
- * A writable that calls `onLine` for each complete line, and for the rest at `flushRest()` or the
- * end. Callers flush synchronously before their call returns: `end()` runs `final` on a later
- * tick, when the handler's event broker may already be closed.
- */
-function lineWriter(onLine: (line: string) => void): Writable & { flushRest(): void } {
+/** A writable that calls `onLine` for each complete line (and the rest at the end). */
+function lineWriter(onLine: (line: string) => void): Writable {
   let rest = '';
-  const flushRest = () => {
-    if (!rest) return;
-    const line = rest;
-    rest = '';
-    onLine(line);
-  };
-  const writer = new Writable({
+  return new Writable({
     write(chunk: Buffer | string, _encoding, callback) {
       const text = rest + chunk.toString();
       const lines = text.split('\n');
@@ -228,9 +213,9 @@ function lineWriter(onLine: (line: string) => void): Writable & { flushRest(): v
       callback();
     },
     final(callback) {
-      flushRest();
+      if (rest) onLine(rest);
+      rest = '';
       callback();
     },
   });
-  return Object.assign(writer, { flushRest });
 }
