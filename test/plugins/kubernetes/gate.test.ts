@@ -230,6 +230,21 @@ describe('the namespace-tracking client', () => {
   );
 });
 
+describe('output of a call', () => {
+  it('the last line of an exec without a newline arrives before the call returns (its broker is still open)', async () => {
+    const namespace = ownedNamespace();
+    await runningPod(namespace);
+    const { client, close } = await call(namespace);
+    const lines: string[] = [];
+    await client.pods.exec(namespace, 'p', 'main', ['sh', '-c', 'echo first; echo -n last'], {
+      onStdout: (line) => lines.push(line),
+    });
+    // Checked at once, as a handler returning right here would be: nothing waits for a later tick.
+    expect(lines).toEqual(['first', 'last']);
+    close();
+  });
+});
+
 describe('a namespace that changes under tend', () => {
   it('deleted during `tend run`: the pod "disappears" and the namespace is reported terminating/missing (observed)', async () => {
     const namespace = 'gate-deleted-mid-run';
