@@ -4,6 +4,7 @@
  * (local log, outbox) and listeners (progress output, tests).
  */
 import { monotonicFactory } from 'ulidx';
+import { TendError } from '../errors.js';
 import type { EventPayloads, EventType, NamespaceStatusPayload, TendEvent } from './catalog.js';
 import { NamespaceStatusDedupe } from './dedupe.js';
 
@@ -49,8 +50,18 @@ export class SessionBus {
     this.sinks.push(sink);
   }
 
-  /** Emits an event; returns it, or undefined when it was coalesced away. */
+  /**
+   * Emits an event; returns it, or undefined when it was coalesced away. After `close()` nothing
+   * can be recorded any more: an emit then is an error, never a silent loss.
+   */
   emit<K extends EventType>(type: K, payload: EventPayloads[K]): TendEvent<K> | undefined {
+    if (this.closed) {
+      throw new TendError(
+        'TEND_EVENT_UNDELIVERABLE',
+        `a "${type}" event was emitted after session ${this.sessionId} ended; it cannot be recorded`,
+        { detail: { type, sessionId: this.sessionId } },
+      );
+    }
     if (type === 'namespaceStatus' && !this.dedupe.admit(payload as NamespaceStatusPayload)) return undefined;
     const event = {
       id: ulid(),
@@ -59,7 +70,7 @@ export class SessionBus {
       timestamp: isoNow(),
       payload,
     } as TendEvent;
-    if (this.sinks.length > 0 && !this.closed) {
+    if (this.sinks.length > 0) {
       const line = JSON.stringify(event) + '\n';
       for (const sink of this.sinks) sink.write(event, line);
     }
@@ -88,6 +99,10 @@ export class SessionBus {
   /** Hands everything written so far to the OS. */
   flush(): void {
     for (const sink of this.sinks) sink.flush();
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
   }
 
   close(): void {

@@ -1,21 +1,32 @@
 /**
- * Coalescing of repeated `namespaceStatus` events within a session (docs/design.md#events): the same
- * (plugin, target, namespace, uid, state) passes once; a change of state always passes.
+ * Coalescing of repeated `namespaceStatus` events within a session (docs/design.md#events): an
+ * event is a duplicate only when it says the same (target, namespace, uid, state, role, cause,
+ * detail) as the *latest* admitted event for that namespace on that target — never an older one,
+ * so `missing → ready → missing` records the deletion, and a change in `detail` alone passes.
  */
 import type { NamespaceStatusPayload, Target } from './catalog.js';
+import { stableStringify } from '../graph/version.js';
 
 export function targetKey(target: Target): string {
   return target.kind === 'kubernetes' ? `k8s:${target.clusterId}` : `local:${target.hostId}:${target.path}`;
 }
 
-export class NamespaceStatusDedupe {
-  private readonly lastState = new Map<string, string>();
+/** What makes two events for the same namespace say the same thing (emitter metadata aside). */
+function fingerprint(payload: NamespaceStatusPayload): string {
+  const detail = payload.detail === undefined ? '' : stableStringify(payload.detail);
+  return `${payload.namespaceUid ?? ''}\0${payload.state}\0${payload.role}\0${payload.cause}\0${detail}`;
+}
 
-  /** True when the event should pass; records its state. */
+export class NamespaceStatusDedupe {
+  /** The fingerprint of the latest admitted event, per target and namespace. */
+  private readonly latest = new Map<string, string>();
+
+  /** True when the event should pass; it then becomes the latest for its namespace. */
   admit(payload: NamespaceStatusPayload): boolean {
-    const key = `${payload.pluginName}\0${targetKey(payload.target)}\0${payload.namespaceName}\0${payload.namespaceUid ?? ''}`;
-    if (this.lastState.get(key) === payload.state) return false;
-    this.lastState.set(key, payload.state);
+    const key = `${targetKey(payload.target)}\0${payload.namespaceName}`;
+    const print = fingerprint(payload);
+    if (this.latest.get(key) === print) return false;
+    this.latest.set(key, print);
     return true;
   }
 }

@@ -35,9 +35,20 @@ export const providerHandlerNames: readonly ProviderHandlerName[] = [
 
 export type HandlerName = ProviderHandlerName | ActionHandlerNames[ActionKind];
 
-/** A plugin's way to emit events: validated against its declarations, stamped, re-emitted on the session bus. */
+/** The emitter metadata: who emitted an event, from which call. Only the framework (the broker) sets it. */
+export const emitterMetadataFields = ['pluginName', 'providerName', 'handler', 'actionRef'] as const;
+export type EmitterMetadataField = (typeof emitterMetadataFields)[number];
+
+/** What a plugin passes for an event: the catalogue's payload without the emitter metadata. */
+export type PluginPayload<K extends EventType> = Omit<EventPayloads[K], EmitterMetadataField>;
+
+/**
+ * A plugin's way to emit events: validated against its declarations, stamped with the emitter
+ * metadata, and recorded on the session bus before `emit` returns. Valid only during the handler
+ * call it was given to; an emit after the call returned throws `TEND_EVENT_UNDELIVERABLE`.
+ */
 export interface EventBroker {
-  emit<K extends EventType>(type: K, payload: EventPayloads[K]): void;
+  emit<K extends EventType>(type: K, payload: PluginPayload<K>): void;
 }
 
 /** Log lines become `log` events (and progress output); they never carry secrets. */

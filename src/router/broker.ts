@@ -1,11 +1,12 @@
 /**
- * The plugin event broker (`ctx.events`): one per handler call or provider call. It accepts only
- * the event types the plugin declared, validates each payload against the catalogue, adds the
- * emitter metadata and re-emits on the session bus through the listeners the router subscribed.
- * `close()` removes those listeners, so thousands of calls leave nothing behind.
+ * The plugin event broker (`ctx.events`): one per handler call or provider call, created only by
+ * the router. It accepts only the event types the plugin declared, stamps the emitter metadata
+ * (which only the framework sets), validates each payload against the catalogue and emits it
+ * straight on the session bus, so the event is recorded before `emit` returns. After the call
+ * ended (`close()`), or once the session's bus is closed, an emit is an error: never a silent loss.
  */
 import { TendError } from '../errors.js';
-import type { EventBroker } from '../plugin/types.js';
+import { emitterMetadataFields, type EventBroker, type PluginPayload } from '../plugin/types.js';
 import type { SessionBus } from '../events/bus.js';
 import { checkPayload, eventCatalog, type EventPayloads, type EventType } from '../events/catalog.js';
 
@@ -16,15 +17,12 @@ export interface EmitterMetadata {
   actionRef?: string;
 }
 
-type Forwarder = (payload: Record<string, unknown>) => void;
-
 /** Types whose payload carries emitter metadata fields (the rest are framework events). */
 const typesWithMetadata: ReadonlySet<EventType> = new Set(
   (Object.keys(eventCatalog) as EventType[]).filter((t) => 'pluginName' in eventCatalog[t].properties),
 );
 
 export class PluginEventBroker implements EventBroker {
-  private readonly forwarders = new Map<EventType, Forwarder>();
   private closed = false;
 
   constructor(
@@ -33,60 +31,71 @@ export class PluginEventBroker implements EventBroker {
     private readonly metadata: EmitterMetadata,
   ) {}
 
-  /** Called by the router for each declared type when the call starts. */
-  subscribe(type: EventType, forwarder: Forwarder): void {
-    this.forwarders.set(type, forwarder);
-  }
-
-  listenerCount(): number {
-    return this.forwarders.size;
-  }
-
-  emit<K extends EventType>(type: K, payload: EventPayloads[K]): void {
-    const { pluginName, handler } = this.metadata;
+  emit<K extends EventType>(type: K, payload: PluginPayload<K>): void {
+    const { pluginName, handler, actionRef } = this.metadata;
+    const where = { plugin: pluginName, handler, actionRef };
+    if (this.closed || this.bus.isClosed) {
+      throw new TendError(
+        'TEND_EVENT_UNDELIVERABLE',
+        `plugin "${pluginName}" emitted a "${type}" event from ${handler} after ` +
+          (this.closed ? `its ${handler} call returned` : `session ${this.bus.sessionId} ended`) +
+          '; events can only be recorded while the handler runs (await its callbacks before returning)',
+        { ...where, detail: { type } },
+      );
+    }
     if (!this.declared.has(type)) {
       throw new TendError(
         'TEND_EVENT_UNDECLARED',
         `plugin "${pluginName}" emitted event type "${type}" from ${handler} without declaring it; ` +
           `declared: ${[...this.declared].join(', ') || '(none)'}`,
-        { plugin: pluginName, handler, actionRef: this.metadata.actionRef },
+        where,
       );
     }
-    const stamped: Record<string, unknown> = typesWithMetadata.has(type)
-      ? withMetadata(payload as Record<string, unknown>, this.metadata)
-      : (payload as Record<string, unknown>);
+    const invalid = (message: string, detail?: Record<string, unknown>) =>
+      new TendError(
+        'TEND_EVENT_INVALID',
+        `plugin "${pluginName}" emitted an invalid "${type}" event from ${handler}: ${message}`,
+        { ...where, ...(detail ? { detail } : {}) },
+      );
+    if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
+      throw invalid('the payload is not an object');
+    }
+    let stamped = payload as Record<string, unknown>;
+    if (typesWithMetadata.has(type)) {
+      const claimed = emitterMetadataFields.filter((f) => stamped[f] !== undefined);
+      if (claimed.length > 0) {
+        throw invalid(
+          `it sets ${claimed.join(', ')}, which only the framework stamps (leave them out of the payload)`,
+        );
+      }
+      stamped = withMetadata(stamped, this.metadata);
+    }
     const problems = checkPayload(type, stamped);
     if (problems.length > 0) {
       const first = problems[0]!;
-      throw new TendError(
-        'TEND_EVENT_INVALID',
-        `plugin "${pluginName}" emitted an invalid "${type}" event from ${handler}: ${first.path}: ${first.message}`,
-        { plugin: pluginName, handler, actionRef: this.metadata.actionRef, detail: { problems } },
-      );
+      throw invalid(`${first.path}: ${first.message}`, { problems });
     }
-    const forward = this.forwarders.get(type);
-    if (forward) {
-      forward(stamped);
-    } else if (this.closed) {
-      // Emitted after the call returned (a late callback): still recorded, never lost.
-      this.bus.emit(type, stamped as EventPayloads[K]);
-    }
+    this.bus.emit(type, stamped as EventPayloads[K]);
   }
 
+  /** The call ended: later emits through this broker are errors. */
   close(): void {
     this.closed = true;
-    this.forwarders.clear();
   }
 }
 
 /**
- * Stamps the metadata onto the payload object itself. Copying it with a spread makes the copy a
- * dictionary-mode object that validates 20× slower; plugins pass a fresh object per emit.
+ * A copy of the payload with the metadata added. The plugin's object is left as it was (it may
+ * emit it again); properties are added one by one, since a spread copy validates far slower.
  */
 function withMetadata(payload: Record<string, unknown>, metadata: EmitterMetadata): Record<string, unknown> {
-  payload.pluginName = metadata.pluginName;
-  payload.providerName = metadata.providerName;
-  payload.handler = metadata.handler;
-  if (metadata.actionRef !== undefined) payload.actionRef = metadata.actionRef;
-  return payload;
+  const stamped: Record<string, unknown> = {};
+  for (const key in payload) {
+    if (Object.hasOwn(payload, key) && payload[key] !== undefined) stamped[key] = payload[key];
+  }
+  stamped.pluginName = metadata.pluginName;
+  stamped.providerName = metadata.providerName;
+  stamped.handler = metadata.handler;
+  if (metadata.actionRef !== undefined) stamped.actionRef = metadata.actionRef;
+  return stamped;
 }

@@ -1,9 +1,9 @@
 /**
  * The router: the one place where plugin handlers are called. For every call — provider init,
- * environment status/prepare/cleanup, every action handler — it creates a fresh event broker,
- * subscribes it to the plugin's declared event types, builds the context (with the
- * namespace-tracking Kubernetes client, `ctx.kubernetes()`), tracks the call as in flight, and
- * tears the broker down when the call ends, whatever the outcome.
+ * environment status/prepare/cleanup, every action handler — it creates a fresh event broker
+ * (which emits straight on the session bus), builds the context (with the namespace-tracking
+ * Kubernetes client, `ctx.kubernetes()`), tracks the call as in flight, and closes the broker when
+ * the call ends, whatever the outcome.
  */
 import { TendError } from '../errors.js';
 import type { SessionBus } from '../events/bus.js';
@@ -18,6 +18,7 @@ import type {
   PluginContext,
   PluginDefinition,
   PluginLog,
+  PluginPayload,
   ProviderHandlers,
   ResolvedAction,
   RunResult,
@@ -156,9 +157,6 @@ export class Router {
     // `log` is what `ctx.log` emits, which every plugin has: it is declared for all of them.
     const declared = new Set<EventType>([...plugin.emits, 'log']);
     const broker = new PluginEventBroker(bus, declared, metadata);
-    for (const type of declared) {
-      broker.subscribe(type, (payload) => bus.emit(type, payload as EventPayloads[EventType]));
-    }
     const call: InFlightCall = { plugin: plugin.name, handler, actionRef, startedAt: Date.now() };
     this.inFlight.add(call);
     try {
@@ -215,7 +213,7 @@ export class Router {
 function pluginLog(broker: PluginEventBroker): PluginLog {
   // Log lines go through the broker like any plugin event, so they carry the same metadata.
   const emit = (level: EventPayloads['log']['level'], message: string, stream?: 'stdout' | 'stderr') => {
-    const payload: EventPayloads['log'] = { level, message: message.slice(0, 65_536) };
+    const payload: PluginPayload<'log'> = { level, message: message.slice(0, 65_536) };
     if (stream) payload.stream = stream;
     broker.emit('log', payload);
   };

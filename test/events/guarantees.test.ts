@@ -54,8 +54,10 @@ spec: { command: ["echo", "\${actions.build.a.outputs.nothing}"] }
     expect(result.data.actions.find((a) => a.ref === 'deploy.b')?.error?.message).toMatch(/nothing/);
     const events = sessionEvents(root);
     const ns = events.filter((e) => e.type === 'namespaceStatus');
+    // Prepared (created), then observed by build.a; deploy.b failed before touching it.
     expect(ns.map((e) => [e.payload.namespaceName, e.payload.state, e.payload.cause])).toEqual([
       ['guarantees-dev', 'ready', 'created'],
+      ['guarantees-dev', 'ready', 'observed'],
     ]);
     expect(events.at(-1)?.type).toBe('sessionCompleted');
   });
@@ -65,8 +67,9 @@ spec: { command: ["echo", "\${actions.build.a.outputs.nothing}"] }
     const result = await executeCommand('build', [], { root });
     expect(result.exitCode).toBe(0);
     const ns = sessionEvents(root).filter((e) => e.type === 'namespaceStatus');
-    expect(ns).toHaveLength(1);
-    expect(ns[0]!.payload).toMatchObject({ namespaceName: 'guarantees-dev', role: 'app', state: 'ready' });
+    expect(ns.map((e) => e.payload.cause)).toEqual(['created', 'observed']);
+    for (const e of ns)
+      expect(e.payload).toMatchObject({ namespaceName: 'guarantees-dev', role: 'app', state: 'ready' });
   });
 });
 
@@ -168,7 +171,7 @@ spec: { command: ["node", "-e", "console.log('started'); setTimeout(() => {}, 20
     const shown = await runTend(['events', 'latest', '--type', 'namespaceStatus', '--json'], { cwd: root });
     expect(shown.code).toBe(0);
     expect(shown.stderr).toMatch(/skipped 1 unreadable line/);
-    expect(JSON.parse(shown.stdout)).toHaveLength(1);
+    expect(JSON.parse(shown.stdout)).toHaveLength(2); // created by prepare, observed by the build
   });
 
   it('rejects an unknown event type filter with a usage error', async () => {

@@ -25,31 +25,66 @@ const ns = (overrides: Partial<NamespaceStatusPayload> = {}): NamespaceStatusPay
 });
 
 describe('namespaceStatus deduplication', () => {
-  it('passes the same (plugin, target, namespace, uid, state) once per session; a change of state always passes', () => {
+  function recorder() {
     const bus = new SessionBus();
     const seen: string[] = [];
     bus.on('namespaceStatus', (e) => {
       const p = (e as TendEvent<'namespaceStatus'>).payload;
+      const target = p.target.kind === 'kubernetes' ? p.target.clusterId : p.target.path;
       seen.push(
-        `${p.namespaceName}/${p.namespaceUid}/${p.state}/${p.target.kind === 'kubernetes' ? p.target.clusterId : ''}`,
+        `${target}/${p.namespaceName}/${p.namespaceUid ?? '-'}/${p.state}/${p.cause}${p.detail ? ` ${JSON.stringify(p.detail)}` : ''}`,
       );
     });
-    bus.emit('namespaceStatus', ns());
-    bus.emit('namespaceStatus', ns({ cause: 'created' })); // same key and state: coalesced
-    bus.emit('namespaceStatus', ns({ state: 'terminating' }));
-    bus.emit('namespaceStatus', ns({ state: 'missing', cause: 'deleted' }));
-    bus.emit('namespaceStatus', ns({ namespaceUid: 'uid-2' })); // re-created: a new uid passes
+    return { bus, seen };
+  }
+
+  it('records a deletion after a re-creation: missing → ready (uid X) → missing all pass', () => {
+    const { bus, seen } = recorder();
+    bus.emit('namespaceStatus', ns({ namespaceUid: undefined, state: 'missing' }));
+    bus.emit('namespaceStatus', ns({ namespaceUid: 'uid-x', state: 'ready', cause: 'created' }));
+    bus.emit('namespaceStatus', ns({ namespaceUid: undefined, state: 'missing' }));
+    expect(seen).toEqual([
+      'c1/shop-dev/-/missing/observed',
+      'c1/shop-dev/uid-x/ready/created',
+      'c1/shop-dev/-/missing/observed',
+    ]);
+  });
+
+  it('passes a change in detail alone (a namespace adopted mid-session)', () => {
+    const { bus, seen } = recorder();
+    bus.emit('namespaceStatus', ns({ detail: { adopted: false, managedBy: null } }));
+    bus.emit('namespaceStatus', ns({ detail: { adopted: true, managedBy: null } }));
+    expect(seen).toEqual([
+      'c1/shop-dev/uid-1/ready/observed {"adopted":false,"managedBy":null}',
+      'c1/shop-dev/uid-1/ready/observed {"adopted":true,"managedBy":null}',
+    ]);
+  });
+
+  it('coalesces only a repeat of the latest admitted event for that namespace', () => {
+    const { bus, seen } = recorder();
+    bus.emit('namespaceStatus', ns({ detail: { a: 1, b: 2 } }));
+    // Same fact, other emitter metadata and key order: a duplicate.
+    bus.emit('namespaceStatus', ns({ handler: 'deploy', actionRef: 'deploy.api', detail: { b: 2, a: 1 } }));
+    bus.emit('namespaceStatus', ns({ cause: 'created', detail: { a: 1, b: 2 } })); // another cause
+    bus.emit('namespaceStatus', ns({ role: 'system', cause: 'created', detail: { a: 1, b: 2 } })); // another role
+    bus.emit('namespaceStatus', ns({ state: 'terminating', cause: 'deleted' }));
+    bus.emit('namespaceStatus', ns({ state: 'terminating', cause: 'deleted' })); // repeat of the latest
+    bus.emit('namespaceStatus', ns({ detail: { a: 1, b: 2 } })); // repeats an older one, not the latest
+    // Another cluster and another namespace each have a latest of their own.
     bus.emit(
       'namespaceStatus',
       ns({ target: { kind: 'kubernetes', clusterId: 'c2', server: 's', context: 'c' } }),
     );
-    bus.emit('namespaceStatus', ns({ state: 'missing' })); // same as the last state of uid-1: coalesced
+    bus.emit('namespaceStatus', ns({ namespaceName: 'shop-qa' }));
+    bus.emit('namespaceStatus', ns({ detail: { a: 1, b: 2 } })); // still the latest of c1/shop-dev
     expect(seen).toEqual([
-      'shop-dev/uid-1/ready/c1',
-      'shop-dev/uid-1/terminating/c1',
-      'shop-dev/uid-1/missing/c1',
-      'shop-dev/uid-2/ready/c1',
-      'shop-dev/uid-1/ready/c2',
+      'c1/shop-dev/uid-1/ready/observed {"a":1,"b":2}',
+      'c1/shop-dev/uid-1/ready/created {"a":1,"b":2}',
+      'c1/shop-dev/uid-1/ready/created {"a":1,"b":2}',
+      'c1/shop-dev/uid-1/terminating/deleted',
+      'c1/shop-dev/uid-1/ready/observed {"a":1,"b":2}',
+      'c2/shop-dev/uid-1/ready/observed',
+      'c1/shop-qa/uid-1/ready/observed',
     ]);
   });
 });

@@ -31,13 +31,8 @@ describe('the plugin event broker', () => {
     const broker = new PluginEventBroker(new SessionBus(), new Set(['namespaceStatus']), metadata);
     const error = caught(() =>
       broker.emit('namespaceStatus', {
-        namespaceName: 'shop',
+        ...namespace(),
         state: 'gone',
-        role: 'app',
-        cause: 'observed',
-        target: { kind: 'local', hostId: 'h', path: '/x' },
-        project: 'shop',
-        environment: 'dev',
       } as never),
     );
     expect(error.code).toBe('TEND_EVENT_INVALID');
@@ -46,18 +41,89 @@ describe('the plugin event broker', () => {
     );
   });
 
-  it('adds the emitter metadata and re-emits through the subscribed forwarder only while the call lasts', () => {
+  it('stamps the emitter metadata and records every declared type on the bus straight away', () => {
+    const bus = new SessionBus();
+    const seen: TendEvent[] = [];
+    bus.on('*', (e) => seen.push(e));
+    // No subscription or setup of any kind: a declared type emitted during the call is recorded.
+    const broker = new PluginEventBroker(bus, new Set(['log', 'namespaceStatus']), metadata);
+    const payload = { level: 'info' as const, message: 'hello' };
+    broker.emit('log', payload);
+    broker.emit('namespaceStatus', namespace());
+    expect(seen.map((e) => e.type)).toEqual(['log', 'namespaceStatus']);
+    expect(seen[0]!.payload).toEqual({ level: 'info', message: 'hello', ...metadata });
+    expect(seen[1]!.payload).toMatchObject(metadata);
+    // The plugin's own object is left as it was: it may emit it again.
+    expect(payload).toEqual({ level: 'info', message: 'hello' });
+    broker.emit('log', payload);
+    expect(seen).toHaveLength(3);
+  });
+
+  it('leaves actionRef out for a call without an action', () => {
+    const bus = new SessionBus();
+    const seen: TendEvent[] = [];
+    bus.on('*', (e) => seen.push(e));
+    const broker = new PluginEventBroker(bus, new Set(['namespaceStatus']), {
+      pluginName: 'acme',
+      providerName: 'acme-eu',
+      handler: 'init',
+    });
+    broker.emit('namespaceStatus', namespace());
+    expect(seen[0]!.payload).not.toHaveProperty('actionRef');
+    expect(seen[0]!.payload).toMatchObject({ pluginName: 'acme', providerName: 'acme-eu', handler: 'init' });
+  });
+
+  it.each(['pluginName', 'providerName', 'handler', 'actionRef'])(
+    'rejects a payload that sets %s itself: only the framework stamps emitter metadata',
+    (field) => {
+      const bus = new SessionBus();
+      const seen: TendEvent[] = [];
+      bus.on('*', (e) => seen.push(e));
+      const broker = new PluginEventBroker(bus, new Set(['namespaceStatus']), metadata);
+      const error = caught(() => broker.emit('namespaceStatus', { ...namespace(), [field]: 'forged' }));
+      expect(error.code).toBe('TEND_EVENT_INVALID');
+      expect(error.message).toContain(`it sets ${field}, which only the framework stamps`);
+      expect(seen).toEqual([]);
+    },
+  );
+
+  it('an emit after the call returned is an error naming the plugin, handler and type; nothing is recorded', () => {
     const bus = new SessionBus();
     const seen: TendEvent[] = [];
     bus.on('*', (e) => seen.push(e));
     const broker = new PluginEventBroker(bus, new Set(['log']), metadata);
-    broker.subscribe('log', (payload) => bus.emit('log', payload as never));
-    broker.emit('log', { level: 'info', message: 'hello' });
-    expect(seen[0]!.payload).toEqual({ level: 'info', message: 'hello', ...metadata });
     broker.close();
-    expect(broker.listenerCount()).toBe(0);
-    // A late emit (after the call returned) is still recorded, never lost.
-    broker.emit('log', { level: 'info', message: 'late' });
-    expect(seen.map((e) => (e.payload as { message: string }).message)).toEqual(['hello', 'late']);
+    const error = caught(() => broker.emit('log', { level: 'info', message: 'late' }));
+    expect(error.code).toBe('TEND_EVENT_UNDELIVERABLE');
+    expect(error.message).toMatch(
+      /plugin "acme" emitted a "log" event from deploy after its deploy call returned/,
+    );
+    expect(seen).toEqual([]);
+  });
+
+  it('an emit once the session bus is closed is an error, never a silent loss', () => {
+    const bus = new SessionBus();
+    const broker = new PluginEventBroker(bus, new Set(['log']), metadata);
+    bus.close();
+    const error = caught(() => broker.emit('log', { level: 'info', message: 'too late' }));
+    expect(error.code).toBe('TEND_EVENT_UNDELIVERABLE');
+    expect(error.message).toMatch(/after session \S+ ended/);
+    // The bus itself refuses too (framework events emitted after the session ended).
+    const direct = caught(() =>
+      bus.emit('sessionHeartbeat', { project: 'p', environment: 'e', namespace: 'n', uptimeMs: 1 }),
+    );
+    expect(direct.code).toBe('TEND_EVENT_UNDELIVERABLE');
   });
 });
+
+function namespace() {
+  return {
+    namespaceName: 'shop',
+    state: 'ready' as const,
+    role: 'app' as const,
+    cause: 'observed' as const,
+    target: { kind: 'local' as const, hostId: 'h', path: '/x' },
+    project: 'shop',
+    environment: 'dev',
+  };
+}

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { newId } from '../../events/bus.js';
 import type { NamespaceStatusPayload, Target } from '../../events/catalog.js';
 import { writeFileAtomic } from '../../state/files.js';
-import type { PluginContext } from '../../plugin/types.js';
+import type { PluginContext, PluginPayload } from '../../plugin/types.js';
 
 interface EnvironmentRecord {
   uid: string;
@@ -40,9 +40,7 @@ function emitStatus(
   cause: NamespaceStatusPayload['cause'],
   uid: string | undefined,
 ): void {
-  const payload: NamespaceStatusPayload = {
-    pluginName: 'exec',
-    providerName: ctx.provider.name,
+  const payload: PluginPayload<'namespaceStatus'> = {
     namespaceName: ctx.environment.namespace,
     state,
     role: 'app',

@@ -44,9 +44,11 @@ describe('the app namespace', () => {
     const recorded = namespaceEvents(sessionEvents(root, result.data.sessionId)).filter(
       (e) => e.namespaceName === 'ns-build-only',
     );
+    // Created by prepareEnvironment, then observed by the build: a repeat is coalesced, a new cause is not.
     expect(recorded.map((e) => [e.state, e.cause])).toEqual([
       ['missing', 'observed'],
       ['ready', 'created'],
+      ['ready', 'observed'],
     ]);
     const created = recorded[1]!;
     expect(created).toMatchObject({
@@ -192,6 +194,7 @@ spec: { image: "\${actions.build.api.outputs.nope}" }
       ['terminating', 'observed', before],
       ['missing', 'observed', undefined],
       ['ready', 'created', after],
+      ['ready', 'observed', after],
     ]);
   });
 });

@@ -2,13 +2,14 @@
  * The request gate: every call the client makes goes through it. On the first contact with a
  * namespace in this handler call it reads the namespace and emits `namespaceStatus` — before the
  * work that can fail — and stamps `tend.dev/last-activity` (at most once a minute per namespace
- * and process). A state change noticed later (the namespace went missing or is terminating) is
- * emitted again. Namespaces other than the app namespace and the system namespaces are refused:
- * tend never touches a namespace it cannot name a role for. Retries and clear errors too.
+ * and process). A state change noticed later by any call (a 404, a refusal because the namespace
+ * is terminating) is checked and emitted again. Namespaces other than the app namespace and the
+ * system namespaces are refused: tend never touches a namespace it cannot name a role for, and
+ * never takes one annotated `tend.dev/role=system` as the app namespace. Retries and clear errors too.
  */
 import { TendError } from '../../../errors.js';
 import type { NamespaceRole, NamespaceStatusPayload, Target } from '../../../events/catalog.js';
-import type { PluginContext } from '../../../plugin/types.js';
+import type { PluginContext, PluginPayload } from '../../../plugin/types.js';
 import type { ProviderSettings } from '../config.js';
 import type { Connection } from './connection.js';
 import { apiError, describeFailure, withRetry } from './errors.js';
@@ -64,8 +65,8 @@ export class RequestGate {
     info: NamespaceInfo,
     cause: NamespaceStatusPayload['cause'],
     extra: Record<string, unknown> = {},
+    role: NamespaceRole = this.roleOf(info.name),
   ): void {
-    const role = this.roleOf(info.name);
     const detail: Record<string, unknown> = { ...extra };
     if (this.identity.clusterIdFallback) detail.clusterIdFallback = true;
     if (info.uid) {
@@ -73,9 +74,7 @@ export class RequestGate {
       detail.projectAnnotation = info.annotations[annotations.project] ?? null;
       detail.adopted = info.annotations[annotations.adopted] === 'true';
     }
-    const payload: NamespaceStatusPayload = {
-      pluginName: 'kubernetes',
-      providerName: this.ctx.provider.name,
+    const payload: PluginPayload<'namespaceStatus'> = {
       namespaceName: info.name,
       state: info.state,
       role,
@@ -144,19 +143,47 @@ export class RequestGate {
       if (f.status === 403) return undefined;
       throw error;
     }
+    if (info) this.refuseSystemAsApp(info);
     this.report(info ?? missing(namespace), 'observed');
     if (info && stamp) await this.stampActivity(info);
     return info;
   }
 
-  /** Reads the namespace again after an error that says it changed, and reports the change. */
+  /**
+   * A namespace annotated `tend.dev/role=system` is shared infrastructure, never an app namespace:
+   * reported as what it is (role `system`), then refused before anything stamps or adopts it.
+   */
+  refuseSystemAsApp(info: NamespaceInfo): void {
+    if (info.annotations[annotations.role] !== 'system' || this.roleOf(info.name) !== 'app') return;
+    this.report(info, 'observed', {}, 'system');
+    throw new TendError(
+      'TEND_K8S_SYSTEM_NAMESPACE',
+      `namespace "${info.name}" is annotated ${annotations.role}=system (shared tend infrastructure), so it ` +
+        `cannot be the app namespace of environment ${this.ctx.environment.name}; choose another ` +
+        `defaultNamespace (or the provider's namespace) — tend never adopts a system namespace`,
+      { detail: { namespace: info.name, uid: info.uid } },
+    );
+  }
+
+  /**
+   * After any error of a call in a namespace that may mean the namespace changed — a 404 (of the
+   * namespace or of an object in it: a pod that "disappeared" because its namespace is being
+   * deleted) or a refusal because it is terminating — reads the namespace again and reports it
+   * (`missing` or `terminating`, cause `observed`) when it is no longer as this call last saw it.
+   */
   async noticeNamespaceChange(namespace: string, error: unknown): Promise<void> {
     const f = describeFailure(error);
-    const gone = f.status === 404 && f.detailsKind === 'namespaces';
     const terminating = f.causes?.some((c) => c.reason === 'NamespaceTerminating') ?? false;
-    if (!gone && !terminating) return;
-    const info = await this.readNamespace(namespace).catch(() => undefined);
-    this.report(info ?? missing(namespace), 'observed');
+    if (f.status !== 404 && !terminating) return;
+    let now: NamespaceInfo;
+    try {
+      now = (await this.readNamespace(namespace)) ?? missing(namespace);
+    } catch {
+      return; // The original error is what the caller reports.
+    }
+    const before = this.contacted.get(namespace);
+    if (before && before.state === now.state && before.uid === now.uid) return;
+    this.report(now, 'observed');
   }
 
   /** Stamps `tend.dev/last-activity` on app namespaces tend manages or adopted, at most once a minute. */
