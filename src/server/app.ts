@@ -230,7 +230,10 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
     }
     if (methods.includes('POST')) {
       answers(413, 'The request body is over the limit.');
-      answers(415, 'The body is not JSON (or a form).');
+      answers(
+        415,
+        'The body is in a content type the server does not read (it reads JSON, forms and plain text).',
+      );
     }
   });
 
