@@ -1,6 +1,6 @@
 /**
  * What the server's databases can store, checked at the HTTP boundary so bad input is a 400 and
- * never a 500 (docs/server.md#what-the-server-stores): text without NUL characters (PostgreSQL
+ * never a 500 (docs/server.md, "What the server stores"): text without NUL characters (PostgreSQL
  * refuses them; SQLite is held to the same rule so both databases answer alike), well-formed
  * UTF-16 (a lone surrogate would be stored as U+FFFD, a different value than was sent), values
  * nested at most `maxNestingDepth` levels (checked before anything recurses into them), and
