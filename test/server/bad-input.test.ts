@@ -171,6 +171,8 @@ describe.each(dialects)('input the server cannot store, on %s', (dialect) => {
       '/api/v1/environments?environment=%00',
       '/api/v1/environments?staleSince=3d%00',
       '/api/v1/environments?cursor=a%00b',
+      // A well-formed cursor whose text holds a NUL.
+      `/api/v1/environments?cursor=${Buffer.from(JSON.stringify(['2030-01-01T00:00:00.000Z', 'a\u0000b'])).toString('base64url')}`,
       `/api/v1/environments/${envId}%00`,
       '/api/v1/audit?action=keep%00alive',
       '/api/v1/audit?environmentId=%00',
