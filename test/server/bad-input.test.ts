@@ -7,6 +7,7 @@
  * environment keeps accepting batches afterwards.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkPayload, isDateTime } from '../../src/events/catalog.js';
 import { maxNestingDepth } from '../../src/server/storable.js';
 import {
   countRows,
@@ -197,5 +198,50 @@ describe.each(dialects)('input the server cannot store, on %s', (dialect) => {
     // Values it can take still work.
     expect((await getJson(s, '/api/v1/environments?staleSince=36500d&limit=500')).status).toBe(200);
     expect((await getJson(s, `/api/v1/environments/${envId}`)).status).toBe(200);
+  });
+});
+
+describe("the catalogue's format and limit checks (the plugin broker's too)", () => {
+  it('takes only timestamps that name a real moment', () => {
+    for (const good of [
+      '2026-01-01T00:00:00Z',
+      '2026-12-31T23:59:59.999Z',
+      '2024-02-29T12:00:00+05:30',
+      '2000-02-29T00:00:00-23:59',
+      new Date().toISOString(),
+    ]) {
+      expect(isDateTime(good), good).toBe(true);
+    }
+    for (const bad of [
+      '2026-13-45T99:99:99Z',
+      '2026-00-10T00:00:00Z',
+      '2026-04-31T00:00:00Z',
+      '1900-02-29T00:00:00Z',
+      '2026-01-01T23:60:00Z',
+      '2026-01-01T23:59:60Z',
+      '2026-01-01T00:00:00+23:60',
+      '2026-01-01 00:00:00Z',
+      '2026-01-01T00:00:00',
+    ]) {
+      expect(isDateTime(bad), bad).toBe(false);
+    }
+  });
+
+  it('refuses a detail key over 256 characters wherever namespaceStatus is checked', () => {
+    const payload = (key: string) => ({
+      pluginName: 'p',
+      providerName: 'p',
+      namespaceName: 'ns',
+      state: 'ready',
+      role: 'app',
+      cause: 'created',
+      target: { kind: 'local', hostId: 'h', path: '/x' },
+      project: 'shop',
+      environment: 'dev',
+      detail: { [key]: 1 },
+    });
+    expect(checkPayload('namespaceStatus', payload('k'.repeat(256)))).toEqual([]);
+    expect(checkPayload('namespaceStatus', payload('k'.repeat(257)))).not.toEqual([]);
+    expect(checkPayload('namespaceStatus', payload('a\nb'))).toEqual([]);
   });
 });
