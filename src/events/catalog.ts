@@ -6,10 +6,45 @@
 import { FormatRegistry, Type, type Static, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 
-// RFC 3339 timestamps as Date.prototype.toISOString() writes them (with or without milliseconds).
-if (!FormatRegistry.Has('date-time')) {
-  FormatRegistry.Set('date-time', (v) => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/.test(v));
+/**
+ * An RFC 3339 timestamp as Date.prototype.toISOString() writes it (with or without milliseconds,
+ * `Z` or an offset) that names a real moment: `2026-13-45T99:99:99Z` has the shape but is not one.
+ */
+export function isDateTime(value: string): boolean {
+  const m = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?(Z|[+-](\d\d):(\d\d))$/.exec(value);
+  if (!m) return false;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  const daysInMonth = month === 2 ? (leap ? 29 : 28) : [4, 6, 9, 11].includes(month) ? 30 : 31;
+  return (
+    month >= 1 &&
+    month <= 12 &&
+    day >= 1 &&
+    day <= daysInMonth &&
+    hour <= 23 &&
+    minute <= 59 &&
+    second <= 59 &&
+    (m[9] === undefined || (Number(m[9]) <= 23 && Number(m[10]) <= 59))
+  );
 }
+
+if (!FormatRegistry.Has('date-time')) FormatRegistry.Set('date-time', isDateTime);
+
+/**
+ * Free-form `detail`: keys of at most 256 characters. A Record's key schema keeps only a pattern
+ * (TypeBox drops `maxLength` there), and a key matching no pattern is refused only with
+ * `additionalProperties: false`.
+ */
+const DetailRecord = Type.Record(Type.String({ pattern: '^[\\s\\S]{0,256}$' }), Type.Unknown(), {
+  additionalProperties: false,
+});
 
 const Name = Type.String({ minLength: 1, maxLength: 253 });
 const ShortText = Type.String({ maxLength: 1024 });
@@ -70,7 +105,7 @@ export const NamespaceStatusPayload = Type.Object(
     actionRef: Type.Optional(Name),
     handler: Type.Optional(Name),
     /** Plugin-specific extra, free-form (ownership proof, adoption, fallbacks). */
-    detail: Type.Optional(Type.Record(Type.String({ maxLength: 256 }), Type.Unknown())),
+    detail: Type.Optional(DetailRecord),
   },
   { additionalProperties: false },
 );

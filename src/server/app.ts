@@ -29,6 +29,8 @@ import { registerAuthRoutes } from './routes/auth.js';
 import { registerEnvironmentRoutes } from './routes/environments.js';
 import { registerEventRoutes } from './routes/events.js';
 import { registerHealthRoutes } from './routes/health.js';
+import { ErrorResponse } from './schemas.js';
+import { storableProblem } from './storable.js';
 
 export interface BuildServerOptions {
   db: ServerDatabase;
@@ -154,6 +156,26 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
     }
   });
 
+  // Path parameters and query values the database could not store (NUL, a lone surrogate) or
+  // that are not numbers at all (`limit=Infinity` passes the schema's coercion): 400, not 500.
+  app.addHook('preHandler', async (request: FastifyRequest) => {
+    const schema = request.routeOptions.schema;
+    for (const [part, values, declared] of [
+      ['path parameter', request.params, schema?.params],
+      ['query parameter', request.query, schema?.querystring],
+    ] as const) {
+      if (!declared) continue;
+      const problem = storableProblem(values, 2);
+      if (problem) {
+        throw new TendError(
+          'TEND_SERVER_BAD_REQUEST',
+          `${part} "${problem.path.slice(1)}" ${problem.message}`,
+          { detail: { path: problem.path } },
+        );
+      }
+    }
+  });
+
   app.setErrorHandler((error: FastifyError | TendError, request: FastifyRequest, reply: FastifyReply) => {
     let tendError: TendError;
     let status: number;
@@ -188,6 +210,33 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
       .send(errorBody(new TendError('TEND_SERVER_NOT_FOUND', `no route ${request.method} ${request.url}`)));
   });
 
+  // The OpenAPI document lists every status a route answers: the ones every route of its kind
+  // shares are added here (authentication, input checks, body parsing), the rest by the route.
+  app.addHook('onRoute', (route) => {
+    const schema = route.schema;
+    if (!schema || schema.hide) return;
+    const response = (schema.response ??= {}) as Record<number, unknown>;
+    const answers = (status: number, description: string) => {
+      response[status] ??= { ...ErrorResponse, description };
+    };
+    const methods = [route.method].flat();
+    if (schema.querystring || schema.params || methods.includes('POST')) {
+      answers(400, 'Invalid input: a parameter, query value or body the server cannot accept.');
+    }
+    const permission = route.config?.permission;
+    if (permission) answers(401, 'No token, or an unknown or revoked one.');
+    if (permission && requiredScope(permission) !== 'ingest') {
+      answers(403, `The token's scope is too small (this route needs "${requiredScope(permission)}").`);
+    }
+    if (methods.includes('POST')) {
+      answers(413, 'The request body is over the limit.');
+      answers(
+        415,
+        'The body is in a content type the server does not read (it reads JSON, forms and plain text).',
+      );
+    }
+  });
+
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -201,6 +250,20 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
         securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
       },
       security: [{ bearer: [] }],
+    },
+    // A route whose body may be left out (keep-alive) says so with `x-optional-body`.
+    transformObject: (documentObject) => {
+      const document =
+        'openapiObject' in documentObject ? documentObject.openapiObject : documentObject.swaggerObject;
+      for (const operations of Object.values(document.paths ?? {})) {
+        for (const operation of Object.values(operations as Record<string, Record<string, unknown>>)) {
+          if (operation['x-optional-body'] === undefined) continue;
+          delete operation['x-optional-body'];
+          const body = operation.requestBody as { required?: boolean } | undefined;
+          if (body) body.required = false;
+        }
+      }
+      return document;
     },
   });
   await app.register(cookie);

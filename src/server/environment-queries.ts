@@ -30,15 +30,18 @@ export const maxKeepAliveMs = 30 * 86_400_000;
 /** Resolves `staleSince` (time or duration) to an ISO time. */
 export function staleBefore(value: string, now: Date): string {
   const ms = parseDuration(value);
-  if (ms !== undefined) return new Date(now.getTime() - ms).toISOString();
-  const t = Date.parse(value);
-  if (Number.isNaN(t)) {
+  // A duration reaching before the first representable time (999999999d) is bad input too.
+  const t = ms !== undefined ? now.getTime() - ms : Date.parse(value);
+  const time = new Date(t);
+  if (Number.isNaN(time.getTime())) {
     throw new TendError(
       'TEND_SERVER_BAD_REQUEST',
-      `staleSince must be an RFC 3339 time or a duration like "8h", got "${value.slice(0, 64)}"`,
+      ms !== undefined
+        ? `staleSince reaches too far back: "${value.slice(0, 64)}"`
+        : `staleSince must be an RFC 3339 time or a duration like "8h", got "${value.slice(0, 64)}"`,
     );
   }
-  return new Date(t).toISOString();
+  return time.toISOString();
 }
 
 export function listFilter(

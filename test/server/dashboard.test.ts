@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
-import { createTestServer, dialects, postEvents, session, type TestServer } from './helpers.js';
+import { countRows, createTestServer, dialects, postEvents, session, type TestServer } from './helpers.js';
 
 const hostile = {
   project: '<script>alert("p")</script>',
@@ -62,6 +62,57 @@ describe.each(dialects)('dashboard on %s', (dialect) => {
       payload: { token: s.tokens.read, next: '//evil.example/' },
     });
     expect(res.headers.location).toBe('/');
+  });
+
+  it('keeps `next` to paths of this site: tabs, line breaks, backslashes and non-ASCII fall back to /', async () => {
+    for (const next of [
+      '/\t/evil.example',
+      '/%09/evil.example',
+      '\t//evil.example',
+      '/\\evil.example',
+      '/\r\nSet-Cookie: x=1',
+      '/\n/evil.example',
+      '/caf\u00e9',
+      '/\u2028/evil.example',
+      '/ok\u0000',
+      'https://evil.example/',
+    ]) {
+      const res = await s.app.inject({
+        method: 'POST',
+        url: '/login',
+        payload: { token: s.tokens.read, next },
+      });
+      const expected = next === '/%09/evil.example' ? next : '/';
+      expect(res.statusCode, JSON.stringify(next)).toBe(303);
+      expect(res.headers.location, JSON.stringify(next)).toBe(expected);
+    }
+    // As a browser posts the login form: the tab arrives percent-encoded.
+    const posted = await s.app.inject({
+      method: 'POST',
+      url: '/login',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: `token=${encodeURIComponent(s.tokens.read)}&next=/%09/evil.example`,
+    });
+    expect(posted.statusCode).toBe(303);
+    expect(posted.headers.location).toBe('/');
+    const form = await s.app.inject({ method: 'GET', url: '/login?next=%2F%09%2Fevil.example' });
+    expect(form.statusCode).toBe(200);
+    expect(form.body).toContain('name="next" value="/"');
+    const kept = await s.app.inject({ method: 'GET', url: '/login?next=%2Fenvironments%2Fx%3Fa%3D1' });
+    expect(kept.body).toContain('name="next" value="/environments/x?a=1"');
+  });
+
+  it('writes no session row for a refused login, whatever its `next`', async () => {
+    const sessions = () => countRows(s.database.db, 'dashboard_sessions');
+    const before = await sessions();
+    for (const next of ['/\r\nx: y', '/caf\u00e9', '/\t/evil.example']) {
+      for (const token of ['tend_nope', s.tokens.ingest, s.tokens.revoked]) {
+        const res = await s.app.inject({ method: 'POST', url: '/login', payload: { token, next } });
+        expect([401, 403]).toContain(res.statusCode);
+        expect(res.cookies.find((c) => c.name === 'tend_session')).toBeUndefined();
+      }
+    }
+    expect(await sessions()).toBe(before);
   });
 
   it('renders hostile names escaped on the list and the environment page', async () => {

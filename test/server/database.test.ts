@@ -5,6 +5,7 @@
  * neither reads nor answers.
  */
 import { statSync } from 'node:fs';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -75,6 +76,25 @@ describe('the SQLite WAL under writes that never pause', () => {
   });
   afterAll(async () => {
     await testDb.drop();
+  });
+
+  it('creates the database, its WAL and shared-memory files, readable by their owner only (0600)', async () => {
+    // A umask that would leave them readable by everyone: the server must not rely on it.
+    const umask = process.umask(0o022);
+    try {
+      const dir = join(testDb.dir!, 'private');
+      const file = join(dir, 'tend.db');
+      const database = await openDatabase({ sqliteFile: file });
+      await migrateToLatest(database);
+      await database.db.insertInto('projects').values({ name: 'p', created_at: 'now' }).execute();
+      for (const f of [file, `${file}-wal`, `${file}-shm`]) {
+        expect(statSync(f).mode & 0o777, f).toBe(0o600);
+      }
+      expect(statSync(dir).mode & 0o777).toBe(0o700);
+      await database.close();
+    } finally {
+      process.umask(umask);
+    }
   });
 
   it('starts the WAL over at the restart size, long before the connection would checkpoint', async () => {

@@ -40,9 +40,13 @@ function send(reply: FastifyReply, page: Html, status = 200) {
     .send(page.value);
 }
 
-/** Only local paths: `next` must never send the browser to another site. */
+/**
+ * Only paths of this site: `next` must never send the browser elsewhere. Browsers drop tabs and
+ * line breaks from URLs (`/\t/evil.example` becomes `//evil.example`) and read `\` as `/`, so
+ * only printable ASCII is kept (what `encodeURIComponent` writes); anything else falls back to `/`.
+ */
 function safeNext(next: unknown): string {
-  return typeof next === 'string' && next.startsWith('/') && !next.startsWith('//') && !next.includes('\\')
+  return typeof next === 'string' && /^\/(?![/\\])[\x21-\x7e]*$/.test(next) && !next.includes('\\')
     ? next
     : '/';
 }

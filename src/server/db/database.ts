@@ -16,7 +16,7 @@ import {
   type SqliteDatabase,
   type SqliteDialectConfig,
 } from 'kysely';
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -91,7 +91,10 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<S
   }
   const file = resolve(options.sqliteFile ?? join(options.dataDir ?? '.tend-server', 'tend.db'));
   try {
-    mkdirSync(dirname(file), { recursive: true });
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    // The database holds token hashes and everything ingested: only its owner reads it. SQLite
+    // gives the -wal and -shm files the mode of the database file.
+    closeSync(openSync(file, 'a', 0o600));
     const sqlite = new BetterSqlite3(file);
     sqlite.pragma('journal_mode = WAL');
     // FULL: a batch the server acknowledged is on disk (the CLI deletes acknowledged events from

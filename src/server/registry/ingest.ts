@@ -48,6 +48,7 @@ import {
 } from '../db/repositories/registry.js';
 import type { Database, Resource } from '../db/schema.js';
 import { environmentKey } from './keys.js';
+import { sessionOwners } from './ownership.js';
 import { applyTouch, knownSessions, newEnvironment, planBatch, type EnvironmentTouch } from './plan.js';
 import { ResourceSet, resourceSets, setEnvironmentState } from './resources.js';
 
@@ -70,6 +71,8 @@ export async function ingestEvents(
   dialect: DialectName,
   events: TendEvent[],
   receivedAt: Date,
+  /** The project the sending token is bound to, if any (it owns the sessions it starts). */
+  tokenProject: string | null = null,
 ): Promise<IngestResult> {
   // First optimistically, as if every event were new; after a batch turned out to hold some
   // stored events and some new ones, again, skipping the stored ones from the start.
@@ -79,7 +82,13 @@ export async function ingestEvents(
       return await db
         .transaction()
         .execute((trx) =>
-          applyBatch(new BulkStatements(trx, dialect), events, receivedAt.toISOString(), skipStored),
+          applyBatch(
+            new BulkStatements(trx, dialect),
+            events,
+            receivedAt.toISOString(),
+            skipStored,
+            tokenProject,
+          ),
         );
     } catch (error) {
       if (error instanceof AllStored) return { accepted: 0, duplicates: events.length };
@@ -100,6 +109,7 @@ async function applyBatch(
   events: TendEvent[],
   now: string,
   skipStored: boolean,
+  tokenProject: string | null,
 ): Promise<IngestResult> {
   if (events.length === 0) return { accepted: 0, duplicates: 0 };
 
@@ -116,8 +126,11 @@ async function applyBatch(
   });
   if (candidates.length === 0) return { accepted: 0, duplicates: events.length };
 
-  const known = knownSessions(await loadSessions(q, [...new Set(candidates.map((e) => e.sessionId))]));
-  const plan = planBatch(candidates, known, now);
+  const storedSessions = await loadSessions(q, [...new Set(candidates.map((e) => e.sessionId))]);
+  // Throws (the transaction rolls back) when an event names another project's session.
+  const owners = sessionOwners(candidates, storedSessions, tokenProject, (e) => events.indexOf(e));
+  const plan = planBatch(candidates, knownSessions(storedSessions), now);
+  for (const s of plan.sessions.values()) s.project ??= owners.get(s.id) ?? null;
 
   // The environments of the batch, locked (PostgreSQL) in key order; new ones get their id now.
   const touches = [...plan.touches].sort(byKey(([key]) => key));

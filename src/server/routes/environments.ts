@@ -132,6 +132,8 @@ export function registerEnvironmentRoutes(app: App, services: ServerServices): v
         summary:
           'Keep an environment alive: no automatic cleanup before now + `for` (default 24h, at most 30d)',
         tags: ['environments'],
+        // Read by the OpenAPI document's transform (app.ts): the body may be left out.
+        'x-optional-body': true,
         params: IdParams,
         body: KeepAliveBody,
         response: {

@@ -9,6 +9,7 @@ import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
 import { ingestEvents } from '../registry/ingest.js';
 import { ErrorResponse } from '../schemas.js';
+import { storableProblem } from '../storable.js';
 
 /** For the OpenAPI document: each event type with its payload schema, built from the catalogue. */
 const DocumentedEvent = Type.Union(
@@ -59,6 +60,14 @@ export function validateBatch(body: unknown, maxEvents: number): TendEvent[] {
     );
   }
   events.forEach((event: unknown, index) => {
+    // First, and bounded: nothing below may recurse into a value nested 10,000 levels deep.
+    const unstorable = storableProblem(event);
+    if (unstorable) {
+      throw invalid(`events[${index}]${unstorable.path}: ${unstorable.message}`, {
+        index,
+        path: unstorable.path,
+      });
+    }
     const type = (event as { type?: unknown } | null)?.type;
     if (typeof type === 'string' && !Object.hasOwn(eventCatalog, type)) {
       throw invalid(`events[${index}]: unknown event type "${type.slice(0, 64)}"`, {
@@ -123,7 +132,19 @@ export function registerEventRoutes(app: App, services: ServerServices): void {
         services.metrics.recordBatch('rejected');
         throw error;
       }
-      const result = await ingestEvents(services.database.db, services.database.dialect, events, receivedAt);
+      let result;
+      try {
+        result = await ingestEvents(
+          services.database.db,
+          services.database.dialect,
+          events,
+          receivedAt,
+          request.principal?.project ?? null,
+        );
+      } catch (error) {
+        if (error instanceof TendError) services.metrics.recordBatch('rejected');
+        throw error;
+      }
       services.metrics.recordBatch(
         'accepted',
         result.accepted,

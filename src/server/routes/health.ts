@@ -1,5 +1,6 @@
 /** `/healthz` (the process answers), `/readyz` (the database answers), `/metrics` (Prometheus, read scope). */
 import { Type } from '@sinclair/typebox';
+import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
 import { isReachable } from '../db/database.js';
 
@@ -45,10 +46,19 @@ export function registerHealthRoutes(app: App, services: ServerServices): void {
         summary: 'Prometheus metrics: ingest counts, batch latency, environments by state',
         tags: ['health'],
         produces: ['text/plain'],
+        description:
+          'Covers every project (the ingest counters are per process, not per project): a token bound to a project is refused (403).',
         response: { 200: Type.String() },
       },
     },
-    async (_request, reply) => {
+    async (request, reply) => {
+      const only = request.principal?.project;
+      if (only) {
+        throw new TendError(
+          'TEND_AUTH_FORBIDDEN',
+          `token "${request.principal?.tokenName}" is bound to project "${only}"; /metrics covers every project and needs a token without a project`,
+        );
+      }
       const counts = await services.environments.countByState();
       return reply.type('text/plain; version=0.0.4').send(services.metrics.render(counts));
     },

@@ -2,6 +2,7 @@
 import type { Kysely } from 'kysely';
 import { auditId } from './audit.js';
 import type { Database, Environment, EnvironmentState, Resource, Session } from '../schema.js';
+import { textProblem } from '../../storable.js';
 
 export interface EnvironmentFilter {
   project?: string;
@@ -30,7 +31,12 @@ export function encodeCursor(c: Cursor): string {
 export function decodeCursor(value: string): Cursor | undefined {
   try {
     const parsed: unknown = JSON.parse(Buffer.from(value, 'base64url').toString('utf8'));
-    if (Array.isArray(parsed) && parsed.length === 2 && parsed.every((x) => typeof x === 'string')) {
+    // A forged cursor must not carry text the database refuses (NUL on PostgreSQL).
+    if (
+      Array.isArray(parsed) &&
+      parsed.length === 2 &&
+      parsed.every((x) => typeof x === 'string' && textProblem(x) === undefined)
+    ) {
       return { at: parsed[0] as string, id: parsed[1] as string };
     }
   } catch {

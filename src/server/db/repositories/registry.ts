@@ -225,7 +225,7 @@ const sessionColumns = [
 
 /** Session columns merged as "the newest value when there is one". */
 const keptSessionColumns = sessionColumns.filter(
-  (c) => c !== 'id' && c !== 'status' && c !== 'last_event_at',
+  (c) => c !== 'id' && c !== 'project' && c !== 'status' && c !== 'last_event_at',
 );
 
 export const sessionsUpsert: InsertStatement = {
@@ -235,6 +235,8 @@ export const sessionsUpsert: InsertStatement = {
     'on conflict (id) do update set ' +
     [
       ...keptSessionColumns.map((c) => `${c} = coalesce(excluded.${c}, sessions.${c})`),
+      // A session belongs to the project of its first event, forever (registry/ownership.ts).
+      'project = coalesce(sessions.project, excluded.project)',
       // A session that ended stays ended; "unknown" (no status news) keeps what is there.
       "status = case when excluded.status = 'unknown' then sessions.status when sessions.status in ('completed', 'failed') and excluded.status = 'running' then sessions.status else excluded.status end",
       'last_event_at = case when excluded.last_event_at > sessions.last_event_at then excluded.last_event_at else sessions.last_event_at end',

@@ -1,0 +1,147 @@
+/**
+ * The OpenAPI document lists every status a route answers: each documented operation is driven
+ * into each of its answers (success, bad input, no token, too small a scope, unknown id, body too
+ * large, not JSON), and every status seen must be in the document. keep-alive's body is optional
+ * in the document as in the code.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestServer, dialects, postEvents, session, type TestServer } from './helpers.js';
+
+interface Operation {
+  responses: Record<string, unknown>;
+  requestBody?: { required?: boolean };
+}
+type Document = { paths: Record<string, Record<string, Operation>> };
+
+interface Case {
+  method: 'GET' | 'POST';
+  /** The documented path, `{id}` filled in by `url`. */
+  path: string;
+  url?: string;
+  token?: 'ingest' | 'read' | 'admin' | 'otherProject';
+  headers?: Record<string, string>;
+  payload?: string | object;
+  status: number;
+}
+
+describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
+  let s: TestServer;
+  let envId: string;
+  let doc: Document;
+  beforeAll(async () => {
+    s = await createTestServer(dialect, { maxEventsPerBatch: 3 });
+    const a = session();
+    await postEvents(s, [a.started(), a.ns('ready', { uid: 'u' })]);
+    envId = (await s.database.db.selectFrom('environments').select('id').executeTakeFirstOrThrow()).id;
+    doc = (await s.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<Document>();
+  });
+  afterAll(async () => s.close());
+
+  const huge = JSON.stringify({ for: '1h', pad: 'x'.repeat(1024 * 1024 + 1) });
+  const notJson = { headers: { 'content-type': 'application/xml' }, payload: '<a/>' };
+  const cases = (): Case[] => {
+    const id = '/api/v1/environments/{id}';
+    const changes = ['protect', 'unprotect', 'keep-alive'].flatMap((action): Case[] => {
+      const path = `${id}/${action}`;
+      const url = `/api/v1/environments/${envId}/${action}`;
+      const needs = action === 'keep-alive' ? 'read' : 'admin';
+      return [
+        // keep-alive without a body: the default duration.
+        { method: 'POST', path, url, token: 'admin', status: 200 },
+        { method: 'POST', path, url: `/api/v1/environments/a%00b/${action}`, token: 'admin', status: 400 },
+        { method: 'POST', path, url, status: 401 },
+        { method: 'POST', path, url, token: needs === 'admin' ? 'read' : 'ingest', status: 403 },
+        { method: 'POST', path, url: `/api/v1/environments/nope/${action}`, token: 'admin', status: 404 },
+        {
+          method: 'POST',
+          path,
+          url,
+          token: 'admin',
+          headers: { 'content-type': 'application/json' },
+          payload: huge,
+          status: 413,
+        },
+        { method: 'POST', path, url, token: 'admin', ...notJson, status: 415 },
+      ];
+    });
+    const a = session();
+    return [
+      { method: 'GET', path: '/healthz', status: 200 },
+      { method: 'GET', path: '/readyz', status: 200 },
+      { method: 'GET', path: '/metrics', token: 'read', status: 200 },
+      { method: 'GET', path: '/metrics', status: 401 },
+      { method: 'GET', path: '/metrics', token: 'ingest', status: 403 },
+      { method: 'GET', path: '/metrics', token: 'otherProject', status: 403 },
+      { method: 'GET', path: '/api/v1/auth/whoami', token: 'ingest', status: 200 },
+      { method: 'GET', path: '/api/v1/auth/whoami', status: 401 },
+      { method: 'POST', path: '/api/v1/events', token: 'ingest', payload: { events: [] }, status: 200 },
+      { method: 'POST', path: '/api/v1/events', token: 'ingest', payload: { events: [{}] }, status: 400 },
+      { method: 'POST', path: '/api/v1/events', payload: { events: [] }, status: 401 },
+      {
+        method: 'POST',
+        path: '/api/v1/events',
+        token: 'otherProject',
+        payload: { events: [a.started()] },
+        status: 403,
+      },
+      {
+        method: 'POST',
+        path: '/api/v1/events',
+        token: 'ingest',
+        payload: { events: [a.heartbeat(), a.heartbeat(), a.heartbeat(), a.heartbeat()] },
+        status: 413,
+      },
+      { method: 'POST', path: '/api/v1/events', token: 'ingest', ...notJson, status: 415 },
+      { method: 'GET', path: '/api/v1/environments', token: 'read', status: 200 },
+      {
+        method: 'GET',
+        path: '/api/v1/environments',
+        url: '/api/v1/environments?limit=0',
+        token: 'read',
+        status: 400,
+      },
+      { method: 'GET', path: '/api/v1/environments', status: 401 },
+      { method: 'GET', path: '/api/v1/environments', token: 'ingest', status: 403 },
+      { method: 'GET', path: id, url: `/api/v1/environments/${envId}`, token: 'read', status: 200 },
+      { method: 'GET', path: id, url: '/api/v1/environments/a%00b', token: 'read', status: 400 },
+      { method: 'GET', path: id, url: `/api/v1/environments/${envId}`, status: 401 },
+      { method: 'GET', path: id, url: `/api/v1/environments/${envId}`, token: 'ingest', status: 403 },
+      { method: 'GET', path: id, url: '/api/v1/environments/nope', token: 'read', status: 404 },
+      ...changes,
+      { method: 'GET', path: '/api/v1/audit', token: 'read', status: 200 },
+      { method: 'GET', path: '/api/v1/audit', url: '/api/v1/audit?limit=0', token: 'read', status: 400 },
+      { method: 'GET', path: '/api/v1/audit', status: 401 },
+      { method: 'GET', path: '/api/v1/audit', token: 'ingest', status: 403 },
+    ];
+  };
+
+  it('lists every status each route answers', async () => {
+    const exercised = new Set<string>();
+    for (const c of cases()) {
+      const res = await s.app.inject({
+        method: c.method,
+        url: c.url ?? c.path,
+        headers: { ...(c.token ? s.auth(s.tokens[c.token]) : {}), ...c.headers },
+        ...(c.payload !== undefined ? { payload: c.payload } : {}),
+      });
+      const name = `${c.method} ${c.url ?? c.path}`;
+      expect(res.statusCode, `${name}: ${res.body.slice(0, 200)}`).toBe(c.status);
+      const operation = doc.paths[c.path]?.[c.method.toLowerCase()];
+      expect(operation, name).toBeDefined();
+      expect(Object.keys(operation!.responses), `${name} answers ${c.status}`).toContain(String(c.status));
+      exercised.add(`${c.method.toLowerCase()} ${c.path}`);
+    }
+    // Every documented operation is driven here: a new route needs its cases.
+    const documented = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.keys(ops).map((method) => `${method} ${path}`),
+    );
+    expect(documented.filter((op) => !exercised.has(op))).toEqual([]);
+  });
+
+  it("documents keep-alive's body as optional, as the route treats it", () => {
+    const keepAlive = doc.paths['/api/v1/environments/{id}/keep-alive']!.post!;
+    expect(keepAlive.requestBody?.required).toBe(false);
+    expect(JSON.stringify(doc)).not.toContain('x-optional-body');
+    expect(doc.paths['/api/v1/events']!.post!.requestBody?.required).toBe(true);
+  });
+});
