@@ -19,7 +19,7 @@ import {
   type OutboxView,
   type PushResult,
 } from '../stream/push.js';
-import { displayUrl } from '../stream/transport.js';
+import { redactUrl } from '../remote/redact.js';
 
 export interface EventsOptions extends GlobalOptions {
   type?: string[];
@@ -255,6 +255,16 @@ export async function pushCommand(options: PushOptions): Promise<CommandResult<P
       `${held.events} event(s) of session ${held.sessionId} are being sent by a running tend (pid ${held.owner?.pid ?? '?'}).`,
     );
   }
+  if (report.isolated > 0) {
+    lines.push(
+      `${report.isolated} event(s) kept failing alone; they were set aside so the rest could be delivered.`,
+    );
+  }
+  if (report.unreadableFiles.length > 0) {
+    lines.push(
+      `${report.skipped} line(s) of the outbox are not events; they were not sent and are kept in ${report.unreadableFiles.map(relativeToCwd).join(', ')}.`,
+    );
+  }
   if (report.quarantined > 0) {
     lines.push(
       `The server refused ${report.quarantined} event(s); they are kept in the quarantine (tend events outbox shows why; fix, then tend events push --retry-quarantined).`,
@@ -273,7 +283,7 @@ export async function outboxCommand(
 ): Promise<CommandResult<OutboxView & { server: string | null }>> {
   const { outboxDir, connection } = await streamSettings(options);
   const view = describeOutbox(outboxDir);
-  const server = connection ? displayUrl(connection.url) : null;
+  const server = connection ? redactUrl(connection.url) : null;
   const mib = (n: number) => `${(n / 1024 / 1024).toFixed(2)} MiB`;
   const lines = [
     `server: ${server ?? `none configured (${noServerHint})`}`,
@@ -294,6 +304,7 @@ export async function outboxCommand(
       ),
     );
   }
+  for (const file of view.notSegments) lines.push(`skipped ${relativeToCwd(file)}: not a file`);
   if (view.quarantined.length > 0) {
     lines.push(
       '',
@@ -304,7 +315,10 @@ export async function outboxCommand(
           relativeToCwd(q.file),
           String(q.events),
           q.status !== undefined ? String(q.status) : '',
-          `${q.code ?? ''} ${q.message}`.trim(),
+          `${q.code ?? ''} ${q.message}`.trim() +
+            (q.isolated
+              ? ` (${q.isolated.type} ${q.isolated.id} failed alone; the rest of its batch was delivered)`
+              : ''),
         ]),
       ),
     );
