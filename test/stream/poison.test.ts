@@ -37,9 +37,7 @@ const tend = (root: string, args: string[]) =>
   runTend(args, { cwd: root, env: streamEnv(proxy.url, stream.server.tokens.ingest) });
 
 const quarantineDir = (root: string) => path.join(root, '.tend', 'outbox', 'quarantine');
-function quarantined(
-  root: string,
-): {
+function quarantined(root: string): {
   file: string;
   content: { status: number; error: { message: string }; events: TendEvent[]; isolated?: boolean };
 }[] {

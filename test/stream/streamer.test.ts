@@ -170,13 +170,11 @@ describe('the quarantine', () => {
     const server = http.createServer((req, res) => {
       req.resume();
       req.on('end', () =>
-        res
-          .writeHead(400)
-          .end(
-            JSON.stringify({
-              error: { code: 'TEND_EVENT_INVALID', message: 'no sessionId', detail: { index: 0 } },
-            }),
-          ),
+        res.writeHead(400).end(
+          JSON.stringify({
+            error: { code: 'TEND_EVENT_INVALID', message: 'no sessionId', detail: { index: 0 } },
+          }),
+        ),
       );
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
