@@ -5,11 +5,10 @@
  */
 import { openSync, readSync, closeSync, statSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
-import path from 'node:path';
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { findProjectRoot } from '../config/load.js';
 import { isEventType, type TendEvent } from '../events/catalog.js';
-import { listSessionLogs, readSessionLog } from '../events/local-log.js';
+import { listSessionLogs, looksLikeEvent, readSessionLog } from '../events/local-log.js';
 import { ExitCode, TendError } from '../errors.js';
 import { statePaths } from '../state/files.js';
 import {
@@ -41,19 +40,20 @@ function eventsDir(options: GlobalOptions): string {
   return statePaths(findProjectRoot({ root: options.root, cwd: process.cwd() })).events;
 }
 
-function warnSkipped(file: string, skipped: number): void {
-  if (skipped > 0) {
-    process.stderr.write(
-      `warning: skipped ${skipped} unreadable line(s) in ${file} (a write cut short by a crash)\n`,
-    );
-  }
+/** Names the lines of a log that are not events (a write cut short by a crash, or a foreign line). */
+function warnSkipped(file: string, lines: readonly number[]): void {
+  if (lines.length === 0) return;
+  const shown = lines.slice(0, 20).join(', ') + (lines.length > 20 ? `, … (${lines.length} in all)` : '');
+  process.stderr.write(
+    `warning: skipped ${lines.length} unreadable line(s) of ${relativeToCwd(file)} (not events): line ${shown}\n`,
+  );
 }
 
 export async function listSessionsCommand(options: EventsOptions): Promise<CommandResult<SessionSummary[]>> {
   const logs = listSessionLogs(eventsDir(options)).slice(0, options.limit ?? 20);
   const sessions = logs.map((log): SessionSummary => {
-    const { events, skipped } = readSessionLog(log.file);
-    warnSkipped(log.file, skipped);
+    const { events, skippedLines } = readSessionLog(log.file);
+    warnSkipped(log.file, skippedLines);
     const started = events.find((e) => e.type === 'sessionStarted') as
       TendEvent<'sessionStarted'> | undefined;
     const ended = events.findLast((e) => e.type === 'sessionCompleted' || e.type === 'sessionFailed');
@@ -134,8 +134,8 @@ export async function showSessionCommand(
     await followLog(log.file, wanted, options.json ?? false);
     return { exitCode: 0, data: [], human: '' };
   }
-  const { events, skipped } = readSessionLog(log.file);
-  warnSkipped(path.relative(process.cwd(), log.file), skipped);
+  const { events, skippedLines } = readSessionLog(log.file);
+  warnSkipped(log.file, skippedLines);
   const selected = events.filter(wanted);
   return { exitCode: 0, data: selected, human: selected.map(formatEvent).join('\n') };
 }
@@ -144,6 +144,7 @@ export async function showSessionCommand(
 async function followLog(file: string, wanted: (e: TendEvent) => boolean, json: boolean): Promise<void> {
   const fd = openSync(file, 'r');
   let position = 0;
+  let lineNumber = 0;
   let rest = '';
   let interrupted = false;
   const onSigint = () => (interrupted = true);
@@ -159,11 +160,16 @@ async function followLog(file: string, wanted: (e: TendEvent) => boolean, json: 
         const lines = (rest + buffer.toString('utf8', 0, n)).split('\n');
         rest = lines.pop() ?? '';
         for (const line of lines) {
+          lineNumber++;
           if (!line) continue;
-          let event: TendEvent;
+          let event: unknown;
           try {
-            event = JSON.parse(line) as TendEvent;
+            event = JSON.parse(line);
           } catch {
+            event = undefined;
+          }
+          if (!looksLikeEvent(event)) {
+            warnSkipped(file, [lineNumber]);
             continue;
           }
           if (wanted(event)) process.stdout.write((json ? JSON.stringify(event) : formatEvent(event)) + '\n');
