@@ -18,7 +18,7 @@ import {
   type OutboxView,
   type PushResult,
 } from '../stream/push.js';
-import { redactUrl } from '../remote/redact.js';
+import { redactUrl } from '../redact.js';
 
 export interface EventsOptions extends GlobalOptions {
   type?: string[];

@@ -26,7 +26,7 @@ import {
   writeUnreadable,
   type QueuedEvent,
 } from '../outbox/segments.js';
-import { redactUrl } from '../remote/redact.js';
+import { redactUrl } from '../redact.js';
 import {
   defaultBackoff,
   retryDelay,

@@ -6,7 +6,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import { redactUrlsIn } from '../remote/redact.js';
+import { redactUrlsIn } from '../redact.js';
 
 export interface StreamConnection {
   url: string;

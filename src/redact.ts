@@ -7,12 +7,19 @@ const userInfoInText = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]*@/gi;
 
 /** The URL for messages: user info replaced by `***`, no trailing slash. Never throws. */
 export function redactUrl(url: string): string {
-  let parsed: URL;
+  let parsed: URL | undefined;
   try {
     parsed = new URL(url);
   } catch {
-    // Not a URL: still never show what could be user info.
-    return redactUrlsIn(url);
+    parsed = undefined;
+  }
+  if (!parsed || (parsed.host === '' && url.includes('@'))) {
+    // Not a URL with a host (a typo, a space, `user:pw@host`): still never show what could be
+    // user info, up to the last "@".
+    const at = url.lastIndexOf('@');
+    if (at < 0) return url;
+    const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url)?.[0] ?? '';
+    return `${scheme}***${url.slice(at)}`;
   }
   const hadUserInfo = parsed.username !== '' || parsed.password !== '';
   parsed.username = '';
