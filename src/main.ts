@@ -211,9 +211,47 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
   return program;
 }
 
+/**
+ * The first operand that names no subcommand where one is expected (`tend nope --help`), or
+ * undefined. Commander shows the help for `--help` before it looks at the command, so this is
+ * checked first: an unknown command is a usage error, with or without `--help`.
+ */
+export function unknownCommand(program: Command, args: readonly string[]): string | undefined {
+  let command = program;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--') return undefined;
+    if (arg.startsWith('-')) {
+      // Skip an option's value when it takes one and it was not given as --name=value.
+      const option = [command, ...ancestors(command)]
+        .flatMap((c) => c.options)
+        .find((o) => o.long === arg || o.short === arg);
+      if (option && (option.required || option.optional) && !arg.includes('=')) i++;
+      continue;
+    }
+    if (command.commands.length === 0) return undefined; // an argument, not a command
+    const next = command.commands.find((c) => c.name() === arg || c.aliases().includes(arg));
+    if (!next) return arg === 'help' ? undefined : arg;
+    command = next;
+  }
+  return undefined;
+}
+
+function ancestors(command: Command): Command[] {
+  const out: Command[] = [];
+  for (let c = command.parent; c; c = c.parent) out.push(c);
+  return out;
+}
+
 export async function main(argv: string[]): Promise<void> {
   const program = buildProgram();
   try {
+    const args = argv.slice(2);
+    const unknown = args.some((a) => a === '--help' || a === '-h')
+      ? unknownCommand(program, args)
+      : undefined;
+    if (unknown !== undefined)
+      program.error(`error: unknown command '${unknown}'`, { code: 'commander.unknownCommand' });
     await program.parseAsync(argv);
   } catch (error) {
     if (error instanceof CommanderError) {

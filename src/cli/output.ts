@@ -3,6 +3,7 @@
  * results on stdout (for people, or as JSON with --json), progress and logs on stderr.
  */
 import { TendError, toTendError } from '../errors.js';
+import { redactUrlsIn } from '../redact.js';
 
 export interface GlobalOptions {
   root?: string;
@@ -27,21 +28,27 @@ export function printResult(result: CommandResult, options: GlobalOptions): void
   }
 }
 
-/** Prints an error without a stack trace unless --debug, and returns its exit code. */
+/**
+ * Prints an error without a stack trace unless --debug, and returns its exit code. Whatever it
+ * prints has the user info of URLs redacted: an error (ours or a library's) may quote a URL
+ * given with `user:password@`.
+ */
 export function printError(error: unknown, options: GlobalOptions): number {
   const tendError = toTendError(error);
+  const stdout = (text: string) => process.stdout.write(redactUrlsIn(text));
+  const stderr = (text: string) => process.stderr.write(redactUrlsIn(text));
   if (options.json) {
-    process.stdout.write(JSON.stringify({ error: tendError.toJSON() }, null, 2) + '\n');
+    stdout(JSON.stringify({ error: tendError.toJSON() }, null, 2) + '\n');
   } else {
-    process.stderr.write(`error: ${tendError.toString()}\n`);
+    stderr(`error: ${tendError.toString()}\n`);
     const hint = tendError.detail?.hint;
-    if (typeof hint === 'string') process.stderr.write(`  ${hint}\n`);
+    if (typeof hint === 'string') stderr(`  ${hint}\n`);
   }
   if (options.debug) {
     const stack = error instanceof Error ? error.stack : undefined;
-    if (stack) process.stderr.write(stack + '\n');
+    if (stack) stderr(stack + '\n');
     if (error instanceof TendError && error.cause instanceof Error && error.cause.stack) {
-      process.stderr.write('caused by: ' + error.cause.stack + '\n');
+      stderr('caused by: ' + error.cause.stack + '\n');
     }
   }
   return tendError.exitCode;

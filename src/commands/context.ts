@@ -18,7 +18,7 @@ import type { GlobalOptions } from '../cli/output.js';
 import { cliVersion } from '../cli/version.js';
 import { Session } from '../events/session.js';
 import { TendError, toTendError } from '../errors.js';
-import type { ActionGraph } from '../graph/graph.js';
+import { ActionGraph } from '../graph/graph.js';
 import { builtinPlugins } from '../plugins/builtin.js';
 import { validatePlugins } from '../plugin/validate.js';
 import type { EnvironmentInfo, Outputs, PluginDefinition, ResolvedAction } from '../plugin/types.js';
@@ -166,6 +166,26 @@ export function startSession(opened: OpenedProject, command: string, args: strin
       }
     },
   };
+}
+
+/**
+ * Checks the templates of the given actions and of everything they depend on, except the
+ * outputs of actions (known only once those run), before anything runs: `${var.nope}` in a
+ * Deploy spec fails the command with its file:line:col (exit 2) instead of after the builds.
+ * A graph that cannot be built (a cycle, a missing dependency) is left to the graph's own error.
+ */
+export function checkActionTemplates(opened: OpenedProject, refs: readonly string[]): void {
+  let ordered: string[];
+  try {
+    ordered = new ActionGraph(opened.actions).closure(refs);
+  } catch {
+    return;
+  }
+  const byRef = new Map(opened.actions.map((a) => [a.ref, a]));
+  for (const ref of ordered) {
+    const config = byRef.get(ref);
+    if (config) resolveActionSpec(config, opened.templateContext, { keepActionOutputs: true });
+  }
 }
 
 /** Resolves an action's templates with its dependencies' outputs, ready for its handlers. */

@@ -4,6 +4,7 @@ import { TendError } from '../errors.js';
 import type { EnvironmentView } from '../server/schemas.js';
 import { resolveServer } from '../remote/credentials.js';
 import { apiRequest } from '../remote/client.js';
+import { redactUrl } from '../redact.js';
 
 export interface EnvironmentsOptions extends GlobalOptions {
   project?: string;
@@ -37,7 +38,7 @@ export async function environmentsCommand(
     });
   }
   if (!connection.token) {
-    throw new TendError('TEND_AUTH', `no token for ${connection.url}`, {
+    throw new TendError('TEND_AUTH', `no token for ${redactUrl(connection.url)}`, {
       detail: { hint: 'run tend login --server URL --token T, or set TEND_TOKEN' },
     });
   }
@@ -63,7 +64,7 @@ export async function environmentsCommand(
   const now = new Date();
   const human =
     items.length === 0
-      ? `No environments recorded on ${connection.url}${options.project || options.state ? ' match' : ''}.`
+      ? `No environments recorded on ${redactUrl(connection.url)}${options.project || options.state ? ' match' : ''}.`
       : formatTable(
           [
             'PROJECT',

@@ -5,11 +5,10 @@
  */
 import { openSync, readSync, closeSync, statSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
-import path from 'node:path';
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { findProjectRoot } from '../config/load.js';
 import { isEventType, type TendEvent } from '../events/catalog.js';
-import { listSessionLogs, readSessionLog } from '../events/local-log.js';
+import { listSessionLogs, looksLikeEvent, readSessionLog } from '../events/local-log.js';
 import { ExitCode, TendError } from '../errors.js';
 import { statePaths } from '../state/files.js';
 import {
@@ -19,7 +18,7 @@ import {
   type OutboxView,
   type PushResult,
 } from '../stream/push.js';
-import { displayUrl } from '../stream/transport.js';
+import { redactUrl } from '../redact.js';
 
 export interface EventsOptions extends GlobalOptions {
   type?: string[];
@@ -41,19 +40,20 @@ function eventsDir(options: GlobalOptions): string {
   return statePaths(findProjectRoot({ root: options.root, cwd: process.cwd() })).events;
 }
 
-function warnSkipped(file: string, skipped: number): void {
-  if (skipped > 0) {
-    process.stderr.write(
-      `warning: skipped ${skipped} unreadable line(s) in ${file} (a write cut short by a crash)\n`,
-    );
-  }
+/** Names the lines of a log that are not events (a write cut short by a crash, or a foreign line). */
+function warnSkipped(file: string, lines: readonly number[]): void {
+  if (lines.length === 0) return;
+  const shown = lines.slice(0, 20).join(', ') + (lines.length > 20 ? `, … (${lines.length} in all)` : '');
+  process.stderr.write(
+    `warning: skipped ${lines.length} unreadable line(s) of ${relativeToCwd(file)} (not events): line ${shown}\n`,
+  );
 }
 
 export async function listSessionsCommand(options: EventsOptions): Promise<CommandResult<SessionSummary[]>> {
   const logs = listSessionLogs(eventsDir(options)).slice(0, options.limit ?? 20);
   const sessions = logs.map((log): SessionSummary => {
-    const { events, skipped } = readSessionLog(log.file);
-    warnSkipped(log.file, skipped);
+    const { events, skippedLines } = readSessionLog(log.file);
+    warnSkipped(log.file, skippedLines);
     const started = events.find((e) => e.type === 'sessionStarted') as
       TendEvent<'sessionStarted'> | undefined;
     const ended = events.findLast((e) => e.type === 'sessionCompleted' || e.type === 'sessionFailed');
@@ -134,8 +134,8 @@ export async function showSessionCommand(
     await followLog(log.file, wanted, options.json ?? false);
     return { exitCode: 0, data: [], human: '' };
   }
-  const { events, skipped } = readSessionLog(log.file);
-  warnSkipped(path.relative(process.cwd(), log.file), skipped);
+  const { events, skippedLines } = readSessionLog(log.file);
+  warnSkipped(log.file, skippedLines);
   const selected = events.filter(wanted);
   return { exitCode: 0, data: selected, human: selected.map(formatEvent).join('\n') };
 }
@@ -144,6 +144,7 @@ export async function showSessionCommand(
 async function followLog(file: string, wanted: (e: TendEvent) => boolean, json: boolean): Promise<void> {
   const fd = openSync(file, 'r');
   let position = 0;
+  let lineNumber = 0;
   let rest = '';
   let interrupted = false;
   const onSigint = () => (interrupted = true);
@@ -159,11 +160,16 @@ async function followLog(file: string, wanted: (e: TendEvent) => boolean, json: 
         const lines = (rest + buffer.toString('utf8', 0, n)).split('\n');
         rest = lines.pop() ?? '';
         for (const line of lines) {
+          lineNumber++;
           if (!line) continue;
-          let event: TendEvent;
+          let event: unknown;
           try {
-            event = JSON.parse(line) as TendEvent;
+            event = JSON.parse(line);
           } catch {
+            event = undefined;
+          }
+          if (!looksLikeEvent(event)) {
+            warnSkipped(file, [lineNumber]);
             continue;
           }
           if (wanted(event)) process.stdout.write((json ? JSON.stringify(event) : formatEvent(event)) + '\n');
@@ -255,6 +261,16 @@ export async function pushCommand(options: PushOptions): Promise<CommandResult<P
       `${held.events} event(s) of session ${held.sessionId} are being sent by a running tend (pid ${held.owner?.pid ?? '?'}).`,
     );
   }
+  if (report.isolated > 0) {
+    lines.push(
+      `${report.isolated} event(s) kept failing alone; they were set aside so the rest could be delivered.`,
+    );
+  }
+  if (report.unreadableFiles.length > 0) {
+    lines.push(
+      `${report.skipped} line(s) of the outbox are not events; they were not sent and are kept in ${report.unreadableFiles.map(relativeToCwd).join(', ')}.`,
+    );
+  }
   if (report.quarantined > 0) {
     lines.push(
       `The server refused ${report.quarantined} event(s); they are kept in the quarantine (tend events outbox shows why; fix, then tend events push --retry-quarantined).`,
@@ -273,7 +289,7 @@ export async function outboxCommand(
 ): Promise<CommandResult<OutboxView & { server: string | null }>> {
   const { outboxDir, connection } = await streamSettings(options);
   const view = describeOutbox(outboxDir);
-  const server = connection ? displayUrl(connection.url) : null;
+  const server = connection ? redactUrl(connection.url) : null;
   const mib = (n: number) => `${(n / 1024 / 1024).toFixed(2)} MiB`;
   const lines = [
     `server: ${server ?? `none configured (${noServerHint})`}`,
@@ -294,6 +310,7 @@ export async function outboxCommand(
       ),
     );
   }
+  for (const file of view.notSegments) lines.push(`skipped ${relativeToCwd(file)}: not a file`);
   if (view.quarantined.length > 0) {
     lines.push(
       '',
@@ -304,7 +321,10 @@ export async function outboxCommand(
           relativeToCwd(q.file),
           String(q.events),
           q.status !== undefined ? String(q.status) : '',
-          `${q.code ?? ''} ${q.message}`.trim(),
+          `${q.code ?? ''} ${q.message}`.trim() +
+            (q.isolated
+              ? ` (${q.isolated.type} ${q.isolated.id} failed alone; the rest of its batch was delivered)`
+              : ''),
         ]),
       ),
     );

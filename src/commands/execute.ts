@@ -11,7 +11,13 @@ import { solve, type ActionOutcome } from '../graph/solver.js';
 import { computeVersions } from '../graph/version.js';
 import { builtinPlugins } from '../plugins/builtin.js';
 import type { ActionKind, PluginDefinition } from '../plugin/types.js';
-import { openProject, resolveAction, startSession, type OpenedProject } from './context.js';
+import {
+  checkActionTemplates,
+  openProject,
+  resolveAction,
+  startSession,
+  type OpenedProject,
+} from './context.js';
 
 export type ExecuteVerb = 'build' | 'deploy' | 'test' | 'run';
 const kindOf: Record<ExecuteVerb, ActionKind> = {
@@ -67,6 +73,8 @@ export async function executeCommand(
   const opened = await openProject(options, plugins);
   const kind = kindOf[verb];
   const refs = requestedRefs(opened, kind, names);
+  // Before the session: a template error runs nothing.
+  checkActionTemplates(opened, refs);
   const { session, router, signal, close } = startSession(opened, verb, names);
   const progress = new ProgressReporter(session.bus);
   try {

@@ -3,6 +3,7 @@ import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import { TendError } from '../errors.js';
 import { normaliseServerUrl, writeCredentials } from '../remote/credentials.js';
 import { apiRequest } from '../remote/client.js';
+import { redactUrl } from '../redact.js';
 
 export interface LoginOptions extends GlobalOptions {
   server: string;
@@ -29,8 +30,9 @@ export async function loginCommand(options: LoginOptions): Promise<CommandResult
     );
   }
   const file = writeCredentials({ server, token });
+  const shown = redactUrl(server);
   const human = who
-    ? `Logged in to ${server} as token "${who.name}" (scope ${who.scope}${who.project ? `, project ${who.project}` : ''}).\nCredentials saved to ${file}.`
-    : `Credentials for ${server} saved to ${file} (not verified).`;
-  return { data: { server, file, ...(who ? { token: who } : {}) }, human, exitCode: 0 };
+    ? `Logged in to ${shown} as token "${who.name}" (scope ${who.scope}${who.project ? `, project ${who.project}` : ''}).\nCredentials saved to ${file}.`
+    : `Credentials for ${shown} saved to ${file} (not verified).`;
+  return { data: { server: shown, file, ...(who ? { token: who } : {}) }, human, exitCode: 0 };
 }

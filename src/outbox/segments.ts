@@ -44,9 +44,23 @@ export const ackFile = (dir: string, id: string) => path.join(dir, `${id}.ack`);
 export const lockFile = (dir: string, id: string) => path.join(dir, `${id}.lock`);
 export const quarantineDir = (dir: string) => path.join(dir, 'quarantine');
 
-/** Segment ids (session ids) in the outbox, oldest first: ULIDs sort by creation time. */
-export function listSegmentIds(dir: string): string[] {
-  return listNamesWithSuffix(dir, segmentSuffix);
+/**
+ * Segment ids (session ids) in the outbox, oldest first: ULIDs sort by creation time. Only
+ * files count: anything else named `*.jsonl` (a directory, say) is passed to `onSkipped` with
+ * its path and left alone, so it cannot stop the stream or `tend events outbox`.
+ */
+export function listSegmentIds(dir: string, onSkipped?: (file: string) => void): string[] {
+  return listNamesWithSuffix(dir, segmentSuffix).filter((id) => {
+    const file = segmentFile(dir, id);
+    let isFile: boolean;
+    try {
+      isFile = statSync(file).isFile();
+    } catch {
+      return false; // gone since it was listed
+    }
+    if (!isFile) onSkipped?.(file);
+    return isFile;
+  });
 }
 
 export interface AckState {
@@ -108,12 +122,23 @@ export interface QueuedEvent {
   end: number;
 }
 
+/** A line of a segment that is not an event (a disk fault, a torn write): never sent, always reported. */
+export interface UnreadableLine {
+  /** Byte offset of the line in the segment. */
+  offset: number;
+  /** Its text, cut at 4 KiB. */
+  text: string;
+}
+
+const unreadableTextMax = 4096;
+
 export interface ReadResult {
   events: QueuedEvent[];
   /** Offset after the last complete line read. */
   next: number;
   /** Complete lines that were not events (corruption): skipped. */
   skipped: number;
+  unreadable: UnreadableLine[];
   /** Whether a sessionCompleted/sessionFailed was among them. */
   sawEnd: boolean;
 }
@@ -128,7 +153,11 @@ function fastHead(text: string): Pick<TendEvent, 'id' | 'type'> | undefined {
 
 /** Reads complete lines from `from` (up to `maxBytes`, at least one line); a partial last line stays. */
 export function readEvents(file: string, from: number, maxBytes = readChunkBytes): ReadResult {
-  const result: ReadResult = { events: [], next: from, skipped: 0, sawEnd: false };
+  const result: ReadResult = { events: [], next: from, skipped: 0, unreadable: [], sawEnd: false };
+  const skip = (offset: number, text: string) => {
+    result.skipped++;
+    result.unreadable.push({ offset, text: text.slice(0, unreadableTextMax) });
+  };
   let fd: number;
   try {
     fd = openSync(file, 'r');
@@ -156,12 +185,12 @@ export function readEvents(file: string, from: number, maxBytes = readChunkBytes
           try {
             event = JSON.parse(text) as TendEvent;
           } catch {
-            result.skipped++;
+            skip(start, text);
             continue;
           }
         }
         if (typeof event?.id !== 'string' || typeof event.type !== 'string') {
-          result.skipped++;
+          skip(start, text);
           continue;
         }
         if (event.type === 'sessionCompleted' || event.type === 'sessionFailed') result.sawEnd = true;
@@ -223,6 +252,8 @@ export class SegmentCursor {
   queuedBytes = 0;
   ended = false;
   skipped = 0;
+  /** Lines read that are not events, not yet reported (the streamer keeps and reports them). */
+  readonly unreadable: UnreadableLine[] = [];
   private head = 0;
 
   constructor(
@@ -269,6 +300,7 @@ export class SegmentCursor {
     }
     this.readOffset = read.next;
     this.skipped += read.skipped;
+    this.unreadable.push(...read.unreadable);
     if (read.sawEnd) this.ended = true;
     return read.events.length;
   }
@@ -320,6 +352,13 @@ export class SegmentCursor {
   private persistedAt = 0;
 
   /** Removes the given queued events (not necessarily first) without acknowledging the rest. */
+  /** Marks a queued event unreadable (a line that looked like an event but is not JSON) and removes it. */
+  removeUnreadable(events: readonly QueuedEvent[]): void {
+    for (const e of events)
+      this.unreadable.push({ offset: e.start, text: e.text.slice(0, unreadableTextMax) });
+    this.removeQueued(new Set(events.map((e) => e.id)));
+  }
+
   removeQueued(ids: ReadonlySet<string>): void {
     const rest = this.queue.slice(this.head);
     const kept = rest.filter((e) => !ids.has(e.id));
@@ -349,12 +388,18 @@ export class SegmentCursor {
 
   /**
    * Deletes the segment when it is acknowledged to its end and has no writer; true when it is
-   * gone. A partial last line left by a crash is counted as skipped.
+   * gone. A partial last line left by a crash is counted as skipped and added to `unreadable`;
+   * `keepUnreadable` is called before the file is removed, to keep what is unreadable elsewhere.
    */
-  retireIfDone(): boolean {
+  retireIfDone(keepUnreadable?: () => void): boolean {
     if (this.length > 0 || !this.writerGone()) return false;
     if (this.fill() > 0) return false;
-    if (this.readOffset < fileSize(this.file)) this.skipped++; // a last line torn by a crash
+    if (this.readOffset < fileSize(this.file)) {
+      // A last line torn by a crash: reported like any unreadable line before the segment goes.
+      this.skipped++;
+      this.unreadable.push({ offset: this.readOffset, text: readTail(this.file, this.readOffset) });
+    }
+    keepUnreadable?.();
     removeQuietly(this.file);
     removeQuietly(ackFile(this.dir, this.id));
     removeLeftovers(this.dir, this.id);
@@ -365,6 +410,22 @@ export class SegmentCursor {
   release(): void {
     if (existsSync(this.file)) this.persistAck(true);
     this.lock.release();
+  }
+}
+
+/** The text from `offset` to the end of a file (at most 4 KiB): a torn last line. */
+function readTail(file: string, offset: number): string {
+  try {
+    const fd = openSync(file, 'r');
+    try {
+      const buffer = Buffer.alloc(Math.max(0, Math.min(unreadableTextMax, fileSize(file) - offset)));
+      const n = readSync(fd, buffer, 0, buffer.length, offset);
+      return buffer.toString('utf8', 0, n);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return '';
   }
 }
 
@@ -425,25 +486,74 @@ export interface QuarantinedBatch {
   status: number;
   error: { code: string; message: string; detail?: Record<string, unknown> };
   events: TendEvent[];
+  /**
+   * The event was found by splitting a batch that kept failing: it fails alone, and the rest of
+   * its batch was delivered.
+   */
+  isolated?: boolean;
 }
 
-/** Keeps a refused batch beside the outbox with the server's answer; returns its file. */
-export function writeQuarantine(dir: string, batch: QuarantinedBatch): string {
+/** Lines of a segment that are not events, kept beside the outbox instead of being deleted with it. */
+export interface UnreadableRecord {
+  segment: string;
+  foundAt: string;
+  lines: UnreadableLine[];
+}
+
+/** A name part for a file: ids are ULIDs; anything else (absent, odd characters) gets the fallback. */
+function safeNamePart(value: unknown, fallback: string): string {
+  return typeof value === 'string' && /^[A-Za-z0-9_.-]{1,100}$/.test(value) && !value.startsWith('.')
+    ? value
+    : fallback;
+}
+
+/**
+ * Keeps a refused batch beside the outbox with the server's answer; returns its file. It is
+ * named after the session and the first event; `segmentId` names it when an event has no session.
+ */
+export function writeQuarantine(dir: string, batch: QuarantinedBatch, segmentId?: string): string {
   const qdir = quarantineDir(dir);
   mkdirSync(qdir, { recursive: true });
-  const file = path.join(qdir, `${batch.sessionId}-${batch.events[0]?.id ?? 'empty'}.json`);
-  writeFileAtomic(file, JSON.stringify(batch, null, 2) + '\n', 0o600);
+  const first = batch.events[0] as Partial<TendEvent> | undefined;
+  const session = safeNamePart(
+    batch.sessionId,
+    safeNamePart(segmentId?.replace(requeuedSuffix, ''), 'unknown-session'),
+  );
+  const file = path.join(qdir, `${session}-${safeNamePart(first?.id, 'unknown-event')}.json`);
+  writeFileAtomic(file, JSON.stringify({ ...batch, sessionId: session }, null, 2) + '\n', 0o600);
   return file;
 }
 
-export function listQuarantine(dir: string): { file: string; batch: QuarantinedBatch | undefined }[] {
+/** Keeps unreadable lines of a segment in the quarantine (`<segment>-unreadable-<offset>.json`); returns its file. */
+export function writeUnreadable(dir: string, segmentId: string, lines: UnreadableLine[]): string {
+  const qdir = quarantineDir(dir);
+  mkdirSync(qdir, { recursive: true });
+  const file = path.join(
+    qdir,
+    `${safeNamePart(segmentId, 'unknown-session')}-unreadable-${lines[0]?.offset ?? 0}.json`,
+  );
+  const record: UnreadableRecord = { segment: segmentId, foundAt: new Date().toISOString(), lines };
+  writeFileAtomic(file, JSON.stringify(record, null, 2) + '\n', 0o600);
+  return file;
+}
+
+export function listQuarantine(
+  dir: string,
+): { file: string; batch: QuarantinedBatch | undefined; unreadable?: UnreadableRecord }[] {
   const qdir = quarantineDir(dir);
   return listNamesWithSuffix(qdir, '.json').map((name) => {
     const file = path.join(qdir, `${name}.json`);
+    let parsed: unknown;
     try {
-      return { file, batch: JSON.parse(readFileSync(file, 'utf8')) as QuarantinedBatch };
+      parsed = JSON.parse(readFileSync(file, 'utf8'));
     } catch {
       return { file, batch: undefined };
     }
+    const record = parsed as Partial<QuarantinedBatch & UnreadableRecord> | null;
+    if (record && Array.isArray(record.lines) && typeof record.segment === 'string')
+      return { file, batch: undefined, unreadable: record as UnreadableRecord };
+    if (record && Array.isArray(record.events) && record.error && typeof record.error === 'object')
+      return { file, batch: record as QuarantinedBatch };
+    return { file, batch: undefined };
   });
 }

@@ -1,5 +1,6 @@
 /** A small JSON client for the server API, used by CLI commands (`tend login`, `tend environments`). */
 import { TendError, type ErrorCode, errorCodes } from '../errors.js';
+import { redactUrl, redactUrlsIn } from '../redact.js';
 
 export interface Connection {
   url: string;
@@ -27,7 +28,7 @@ export async function apiRequest<T>(
   } catch (error) {
     throw new TendError(
       'TEND_SERVER',
-      `cannot reach the tend server at ${connection.url}: ${(error as Error).message}`,
+      `cannot reach the tend server at ${redactUrl(connection.url)}: ${redactUrlsIn((error as Error).message)}`,
       {
         cause: error,
         detail: {
@@ -53,7 +54,7 @@ export async function apiRequest<T>(
           : err?.code && Object.hasOwn(errorCodes, err.code)
             ? (err.code as ErrorCode)
             : 'TEND_SERVER';
-    throw new TendError(code, `${connection.url}: ${err?.message ?? `HTTP ${response.status}`}`, {
+    throw new TendError(code, `${redactUrl(connection.url)}: ${err?.message ?? `HTTP ${response.status}`}`, {
       detail: { status: response.status },
     });
   }

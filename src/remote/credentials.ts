@@ -9,6 +9,7 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { TendError } from '../errors.js';
+import { redactUrl } from '../redact.js';
 
 export interface StoredCredentials {
   server: string;
@@ -30,10 +31,16 @@ export function normaliseServerUrl(value: string): string {
   try {
     url = new URL(value);
   } catch {
-    throw new TendError('TEND_USAGE', `"${value}" is not a URL; expected e.g. http://localhost:7420`);
+    throw new TendError(
+      'TEND_USAGE',
+      `"${redactUrl(value)}" is not a URL; expected e.g. http://localhost:7420`,
+    );
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new TendError('TEND_USAGE', `the server URL must be http:// or https://, got "${value}"`);
+    throw new TendError(
+      'TEND_USAGE',
+      `the server URL must be http:// or https://, got "${redactUrl(value)}"`,
+    );
   }
   return url.toString().replace(/\/+$/, '');
 }

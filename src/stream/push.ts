@@ -30,8 +30,8 @@ export function requeueQuarantine(outboxDir: string): { batches: number; events:
   let events = 0;
   for (const { file, batch } of listQuarantine(outboxDir)) {
     if (!batch || batch.events.length === 0) continue;
-    const first = batch.events[0]!;
-    const id = `${first.sessionId}-${first.id}${requeuedSuffix}`;
+    // Named after the quarantine file (`<session>-<first event>`), which tend named safely.
+    const id = `${path.basename(file, '.json')}${requeuedSuffix}`;
     writeFileAtomic(
       segmentFile(outboxDir, id),
       batch.events.map((e) => JSON.stringify(e) + '\n').join(''),
@@ -91,6 +91,10 @@ export interface QuarantineView {
   status?: number;
   code?: string;
   message: string;
+  /** The one event found by splitting a batch that kept failing (the rest was delivered). */
+  isolated?: { id: string; type: string };
+  /** Lines of a segment that were not events (never sent), by byte offset. */
+  unreadableLines?: number[];
 }
 
 export interface OutboxView {
@@ -100,11 +104,14 @@ export interface OutboxView {
   events: number;
   segments: OutboxSegmentView[];
   quarantined: QuarantineView[];
+  /** Entries named like segments that are not files (a directory named *.jsonl): left alone. */
+  notSegments: string[];
 }
 
 export function describeOutbox(outboxDir: string, env: NodeJS.ProcessEnv = process.env): OutboxView {
   const segments: OutboxSegmentView[] = [];
-  for (const id of listSegmentIds(outboxDir)) {
+  const notSegments: string[] = [];
+  for (const id of listSegmentIds(outboxDir, (file) => notSegments.push(file))) {
     const state = segmentState(outboxDir, id);
     if (!state) continue;
     const events = countWaiting(outboxDir, id);
@@ -127,7 +134,17 @@ export function describeOutbox(outboxDir: string, env: NodeJS.ProcessEnv = proce
       ...(holder?.owner ? { sender: { ...holder.owner, alive: !holder.stale } } : {}),
     });
   }
-  const quarantined = listQuarantine(outboxDir).map(({ file, batch }): QuarantineView => {
+  const quarantined = listQuarantine(outboxDir).map(({ file, batch, unreadable }): QuarantineView => {
+    if (unreadable) {
+      return {
+        file,
+        sessionId: unreadable.segment,
+        events: 0,
+        quarantinedAt: unreadable.foundAt,
+        message: `${unreadable.lines.length} line(s) of segment ${unreadable.segment} are not events; never sent`,
+        unreadableLines: unreadable.lines.map((l) => l.offset),
+      };
+    }
     if (!batch) {
       let size = 0;
       try {
@@ -145,6 +162,9 @@ export function describeOutbox(outboxDir: string, env: NodeJS.ProcessEnv = proce
       status: batch.status,
       code: batch.error.code,
       message: batch.error.message,
+      ...(batch.isolated && batch.events.length === 1
+        ? { isolated: { id: String(batch.events[0]!.id), type: String(batch.events[0]!.type) } }
+        : {}),
     };
   });
   return {
@@ -154,6 +174,7 @@ export function describeOutbox(outboxDir: string, env: NodeJS.ProcessEnv = proce
     events: segments.reduce((n, s) => n + s.events, 0),
     segments,
     quarantined,
+    notSegments,
   };
 }
 

@@ -23,11 +23,12 @@ import {
   segmentFile,
   SegmentCursor,
   writeQuarantine,
+  writeUnreadable,
   type QueuedEvent,
 } from '../outbox/segments.js';
+import { redactUrl } from '../redact.js';
 import {
   defaultBackoff,
-  displayUrl,
   retryDelay,
   sendBatch,
   StreamAgent,
@@ -51,6 +52,20 @@ export interface StreamerOptions {
 
 export const streamLimits = { maxEvents: 500, maxBytes: 512 * 1024, lingerMs: 250 } as const;
 
+/**
+ * How often a batch (and then the one event found in it) is tried before the streamer suspects
+ * its content: a 5xx that comes back this many times in a row for the same batch.
+ */
+export const failuresBeforeSplit = 3;
+
+/**
+ * Whether a 5xx can be about the batch's content (a server that cannot store an event answers
+ * 500). 502, 503 and 504 say the server is not there or overloaded: never the content.
+ */
+function contentMayFail(status: number | undefined): status is number {
+  return status !== undefined && status >= 500 && status !== 502 && status !== 503 && status !== 504;
+}
+
 export interface StreamReport {
   server: string;
   /** Events the server answered for (stored or already stored). */
@@ -68,8 +83,21 @@ export interface StreamReport {
   lastError?: string;
   /** The server refused the token (401): nothing more was tried. */
   unauthorized?: ServerError;
-  /** Lines that were not events (corruption), skipped. */
+  /** Lines that were not events (corruption), skipped; kept in the quarantine. */
   skipped: number;
+  /** Quarantine files holding unreadable lines found during this delivery. */
+  unreadableFiles: string[];
+  /** Events found by splitting a batch that kept failing: each failed alone and was quarantined. */
+  isolated: number;
+}
+
+/**
+ * A batch of this segment kept failing: batches are capped at `limit` events (halved at each
+ * failure) until the segment is answered up to `end`, to find the event that fails alone.
+ */
+interface Split {
+  limit: number;
+  end: number;
 }
 
 type Work = { cursor: SegmentCursor; batch: QueuedEvent[] };
@@ -120,6 +148,12 @@ export class OutboxStreamer {
   private older: SegmentCursor | undefined;
   private readonly olderIds: string[] = [];
   private readonly tried = new Set<string>();
+  private readonly splits = new WeakMap<SegmentCursor, Split>();
+  /** The batch failing in a row (by its first event), and how many times. */
+  private failing: { firstId: string; count: number } | undefined;
+  /** The last event the server stored: sent again (a harmless duplicate) to tell a bad event from a broken server. */
+  private lastStored: QueuedEvent | undefined;
+  private readonly reportedPaths = new Set<string>();
 
   // Events written to the own segment since it was last read, and when the first of them was.
   private unreadCount = 0;
@@ -147,7 +181,7 @@ export class OutboxStreamer {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.warn = options.warn ?? ((m) => process.stderr.write(m));
     this.report = {
-      server: displayUrl(options.connection.url),
+      server: redactUrl(options.connection.url),
       delivered: 0,
       accepted: 0,
       duplicates: 0,
@@ -157,6 +191,8 @@ export class OutboxStreamer {
       waiting: 0,
       heldElsewhere: [],
       skipped: 0,
+      unreadableFiles: [],
+      isolated: 0,
     };
   }
 
@@ -182,9 +218,39 @@ export class OutboxStreamer {
         this.unreadSince = Date.now();
       }
     }
-    this.olderIds.push(...listSegmentIds(this.dir).filter((id) => !this.tried.has(id)));
+    this.olderIds.push(...this.listSegments().filter((id) => !this.tried.has(id)));
     this.loop = this.run();
     return this;
+  }
+
+  /** The outbox's segments; what only looks like one (a directory named *.jsonl) is named once on stderr. */
+  private listSegments(): string[] {
+    return listSegmentIds(this.dir, (file) => {
+      if (this.reportedPaths.has(file)) return;
+      this.reportedPaths.add(file);
+      this.warn(`tend: skipping ${file} in the outbox: it is not a file\n`);
+    });
+  }
+
+  /** The next batch of a segment: within the stream's limits and the segment's split, if any. */
+  private batchOf(cursor: SegmentCursor): Work {
+    const limit = Math.min(this.limits.maxEvents, this.splits.get(cursor)?.limit ?? Infinity);
+    return { cursor, batch: cursor.batch(limit, this.limits.maxBytes) };
+  }
+
+  /**
+   * Lines of a segment that are not events are never sent; they are kept in the quarantine and
+   * named on stderr, so nothing leaves the outbox unseen when the segment is deleted.
+   */
+  private keepUnreadable(cursor: SegmentCursor): void {
+    if (cursor.unreadable.length === 0) return;
+    const lines = cursor.unreadable.splice(0);
+    const file = writeUnreadable(this.dir, cursor.id, lines);
+    this.report.unreadableFiles.push(file);
+    this.warn(
+      `tend: ${lines.length} line(s) of ${cursor.file} are not events (at byte ${lines.map((l) => l.offset).join(', ')}); ` +
+        `not sent, kept in ${file}\n`,
+    );
   }
 
   /** Called by the bus for every event (after the outbox sink buffered it). Cheap: counts only. */
@@ -258,6 +324,7 @@ export class OutboxStreamer {
     this.unreadBytes = 0;
     this.unreadSince = undefined;
     own.fill(this.limits.maxBytes * 2);
+    this.keepUnreadable(own);
     // What fill could not take yet (over the read cap) stays counted as unread.
     if (!own.readToEnd()) {
       this.unreadCount = 1;
@@ -271,13 +338,12 @@ export class OutboxStreamer {
     if (own) {
       if (this.ownDueIn(Date.now()) === 0) {
         this.readOwn();
-        if (own.length > 0)
-          return { cursor: own, batch: own.batch(this.limits.maxEvents, this.limits.maxBytes) };
+        if (own.length > 0) return this.batchOf(own);
       }
       if (this.finishing && own.length === 0 && this.unreadCount === 0) {
         // The session ended and everything it wrote was answered.
         own.live = false;
-        own.retireIfDone();
+        own.retireIfDone(() => this.keepUnreadable(own));
         this.report.skipped += own.skipped;
         this.ownDone();
       }
@@ -312,11 +378,21 @@ export class OutboxStreamer {
         this.older = new SegmentCursor(this.dir, id, attempt.lock, false, Boolean(attempt.broke?.writer));
       }
       const cursor = this.older;
-      if (cursor.length === 0) cursor.fill(this.limits.maxBytes * 2);
-      if (cursor.length > 0)
-        return { cursor, batch: cursor.batch(this.limits.maxEvents, this.limits.maxBytes) };
+      if (cursor.length === 0) {
+        try {
+          cursor.fill(this.limits.maxBytes * 2);
+        } catch (error) {
+          // One segment that cannot be read must not stop the others.
+          this.warn(`tend: skipping ${cursor.file}: ${(error as Error).message}\n`);
+          cursor.release();
+          this.older = undefined;
+          continue;
+        }
+        this.keepUnreadable(cursor);
+      }
+      if (cursor.length > 0) return this.batchOf(cursor);
       // Everything read was answered: delete it if nobody writes to it any more, else leave it.
-      cursor.retireIfDone();
+      cursor.retireIfDone(() => this.keepUnreadable(cursor));
       this.report.skipped += cursor.skipped;
       cursor.release();
       this.older = undefined;
@@ -349,6 +425,8 @@ export class OutboxStreamer {
     switch (outcome.kind) {
       case 'stored':
         this.attempt = 0;
+        this.failing = undefined;
+        this.lastStored = batch[batch.length - 1];
         delete this.report.lastError;
         this.report.batches++;
         this.report.delivered += batch.length;
@@ -356,9 +434,14 @@ export class OutboxStreamer {
         this.report.duplicates += outcome.duplicates;
         cursor.acknowledge(batch.length);
         if (cursor === this.own && cursor.length === 0) this.queuedSince = undefined;
+        this.endSplitWhenPast(cursor);
         return;
       case 'retry':
         this.report.lastError = outcome.reason;
+        if (contentMayFail(outcome.status) && this.failedAgain(cursor, batch)) {
+          const error = outcome.error ?? { code: `HTTP_${outcome.status}`, message: outcome.reason };
+          if (await this.isolate(cursor, batch, outcome.status, error)) return;
+        }
         await this.sleep(retryDelay(this.attempt++, outcome.retryAfterMs, this.backoff), false);
         return;
       case 'too-large':
@@ -368,10 +451,28 @@ export class OutboxStreamer {
           this.limits.maxBytes = Math.max(1024, Math.floor(body.length / 2));
           return;
         }
+        if (this.dropUnreadable(cursor, batch)) return;
         this.quarantine(cursor, batch, outcome.status, outcome.error);
         return;
       case 'refused':
-        this.quarantine(cursor, batch, outcome.status, outcome.error);
+        if (this.dropUnreadable(cursor, batch)) return;
+        // 400/422 without naming the event: some event of the batch is bad; split to find it.
+        // Other refusals (403 for a token, say) are about the whole batch: quarantine it.
+        if (
+          batch.length > 1 &&
+          (outcome.status === 400 || outcome.status === 422) &&
+          typeof outcome.error.detail?.index !== 'number'
+        ) {
+          await this.isolate(cursor, batch, outcome.status, outcome.error);
+          return;
+        }
+        this.quarantine(
+          cursor,
+          batch,
+          outcome.status,
+          outcome.error,
+          batch.length === 1 && this.splits.delete(cursor),
+        );
         return;
       case 'unauthorized':
         this.report.unauthorized = outcome.error;
@@ -388,44 +489,130 @@ export class OutboxStreamer {
   }
 
   /**
+   * A line that is not JSON (a disk fault) is why a whole batch can be refused: it is taken out
+   * (kept in the quarantine as unreadable) and the rest is sent again. True when there was one.
+   */
+  private dropUnreadable(cursor: SegmentCursor, batch: QueuedEvent[]): boolean {
+    const corrupt = batch.filter((e) => {
+      try {
+        JSON.parse(e.text);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    if (corrupt.length === 0) return false;
+    this.report.skipped += corrupt.length;
+    cursor.removeUnreadable(corrupt);
+    this.keepUnreadable(cursor);
+    return true;
+  }
+
+  /**
+   * Counts a 5xx for this batch; true when it is time to look at its content: it failed
+   * `failuresBeforeSplit` times in a row, or it is a part of a batch already being split.
+   */
+  private failedAgain(cursor: SegmentCursor, batch: QueuedEvent[]): boolean {
+    const firstId = batch[0]!.id;
+    const count = this.failing?.firstId === firstId ? this.failing.count + 1 : 1;
+    this.failing = { firstId, count };
+    return count >= failuresBeforeSplit || (batch.length > 1 && this.splits.has(cursor));
+  }
+
+  private endSplitWhenPast(cursor: SegmentCursor): void {
+    const split = this.splits.get(cursor);
+    if (!split) return;
+    const next = cursor.peek(0);
+    if (!next || next.start >= split.end) this.splits.delete(cursor);
+  }
+
+  /**
+   * A batch keeps failing (a 5xx after its retries, or a 4xx that names no event): split it in
+   * halves until the event that fails alone is found, then quarantine that event with the
+   * server's answer, and deliver the rest. A 5xx could also be a server failing for everything,
+   * so an event failing alone with a 5xx is only quarantined once another event went through
+   * right after it. Returns false when nothing was decided (the caller waits and retries).
+   */
+  private async isolate(
+    cursor: SegmentCursor,
+    batch: QueuedEvent[],
+    status: number,
+    error: ServerError,
+  ): Promise<boolean> {
+    this.failing = undefined;
+    if (batch.length > 1) {
+      const split = this.splits.get(cursor);
+      if (!split)
+        this.warn(
+          `tend: ${this.report.server} keeps refusing a batch of ${batch.length} event(s) (HTTP ${status} ${error.code}: ` +
+            `${error.message}); splitting it to find the event that fails alone\n`,
+        );
+      this.splits.set(cursor, {
+        limit: Math.ceil(batch.length / 2),
+        end: split?.end ?? batch[batch.length - 1]!.end,
+      });
+      return true;
+    }
+    if (status >= 500 && !(await this.serverStoresOthers(cursor))) return false;
+    this.splits.delete(cursor);
+    this.quarantine(cursor, batch, status, error, true);
+    return true;
+  }
+
+  /**
+   * Whether the server stores an event other than the head of `cursor` right now: the next one of
+   * the segment, else the last one stored (sent again, a duplicate the server ignores).
+   */
+  private async serverStoresOthers(cursor: SegmentCursor): Promise<boolean> {
+    const other = cursor.peek(1) ?? this.lastStored;
+    if (!other) return false;
+    const outcome = await sendBatch(this.options.connection, `{"events":[${other.text}]}`, {
+      signal: this.inFlight.signal,
+      timeoutMs: this.requestTimeoutMs,
+      agent: this.agent,
+    });
+    return outcome.kind === 'stored';
+  }
+
+  /**
    * Keeps a refused batch in the quarantine with the server's answer. When the server names the
    * one bad event (`detail.index`), only that event is kept aside and the rest is sent again.
    */
-  private quarantine(cursor: SegmentCursor, batch: QueuedEvent[], status: number, error: ServerError): void {
+  private quarantine(
+    cursor: SegmentCursor,
+    batch: QueuedEvent[],
+    status: number,
+    error: ServerError,
+    isolated = false,
+  ): void {
     const index = error.detail?.index;
     const single =
       typeof index === 'number' && Number.isInteger(index) && batch.length > 1 ? batch[index] : undefined;
-    // A line that is not JSON (a disk fault) is why a whole batch can be refused: skip it, resend the rest.
-    const corrupt = new Set<string>();
-    const parsed = new Map<QueuedEvent, TendEvent>();
-    for (const e of single ? [single] : batch) {
-      try {
-        parsed.set(e, JSON.parse(e.text) as TendEvent);
-      } catch {
-        corrupt.add(e.id);
-      }
-    }
-    if (corrupt.size > 0) {
-      this.report.skipped += corrupt.size;
-      cursor.removeQueued(corrupt);
-      return;
-    }
     const kept = single ? [single] : batch;
-    const events = kept.map((e) => parsed.get(e)!);
-    const file = writeQuarantine(this.dir, {
-      sessionId: events[0]!.sessionId,
-      quarantinedAt: new Date().toISOString(),
-      server: this.report.server,
-      status,
-      error,
-      events,
-    });
+    const events = kept.map((e) => JSON.parse(e.text) as TendEvent);
+    const file = writeQuarantine(
+      this.dir,
+      {
+        sessionId: events[0]!.sessionId,
+        quarantinedAt: new Date().toISOString(),
+        server: this.report.server,
+        status,
+        error,
+        events,
+        ...(isolated ? { isolated } : {}),
+      },
+      cursor.id,
+    );
     if (single) cursor.removeQueued(new Set([single.id]));
     else cursor.acknowledge(batch.length);
     this.report.quarantined += kept.length;
+    if (isolated) this.report.isolated += kept.length;
     this.report.quarantineFiles.push(file);
+    const which = isolated
+      ? `; ${events[0]!.type} ${events[0]!.id} fails alone, the rest of its batch is delivered`
+      : '';
     this.warn(
-      `tend: ${this.report.server} refused ${kept.length} event(s) (HTTP ${status} ${error.code}: ${error.message}); ` +
+      `tend: ${this.report.server} refused ${kept.length} event(s) (HTTP ${status} ${error.code}: ${error.message})${which}; ` +
         `kept in ${file}; see tend events outbox, resend with tend events push --retry-quarantined\n`,
     );
   }
@@ -439,7 +626,7 @@ export class OutboxStreamer {
       this.finishing = true;
       // Segments other commands left since this one started.
       this.olderIds.push(
-        ...listSegmentIds(this.dir).filter((id) => !this.tried.has(id) && !this.olderIds.includes(id)),
+        ...this.listSegments().filter((id) => !this.tried.has(id) && !this.olderIds.includes(id)),
       );
       const deadline = setTimeout(() => this.stop(), timeoutMs); // holds the process open until then
       this.wake();

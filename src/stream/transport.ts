@@ -6,6 +6,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import { redactUrlsIn } from '../redact.js';
 
 export interface StreamConnection {
   url: string;
@@ -14,7 +15,7 @@ export interface StreamConnection {
 
 export type SendOutcome =
   | { kind: 'stored'; accepted: number; duplicates: number }
-  | { kind: 'retry'; reason: string; status?: number; retryAfterMs?: number }
+  | { kind: 'retry'; reason: string; status?: number; error?: ServerError; retryAfterMs?: number }
   | { kind: 'refused'; status: number; error: ServerError }
   | { kind: 'unauthorized'; status: number; error: ServerError }
   | { kind: 'too-large'; status: number; error: ServerError }
@@ -36,21 +37,9 @@ export function parseRetryAfter(value: string | null | undefined, now = Date.now
   return Math.max(0, at - now);
 }
 
-/** The URL for messages: without user info, which could hold a secret. */
-export function displayUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    u.username = '';
-    u.password = '';
-    return u.toString().replace(/\/+$/, '');
-  } catch {
-    return '(invalid URL)';
-  }
-}
-
 function describeNetworkError(error: unknown): string {
   const e = error as { message?: string; code?: string };
-  const message = e.message || e.code || String(error);
+  const message = redactUrlsIn(e.message || e.code || String(error));
   return e.code && !message.includes(e.code) ? `${message} (${e.code})` : message;
 }
 
@@ -173,10 +162,12 @@ export async function sendBatch(
   }
   const retryAfterMs = parseRetryAfter(response.retryAfter);
   if (status === 408 || status === 429 || status >= 500) {
+    const error = serverError(status, text);
     return {
       kind: 'retry',
       status,
-      reason: `HTTP ${status}: ${serverError(status, text).message}`,
+      error,
+      reason: `HTTP ${status}: ${error.message}`,
       ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
     };
   }

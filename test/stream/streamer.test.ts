@@ -3,13 +3,13 @@
  * smaller batches than we send (413), a corrupt line in a segment, order, and the report.
  */
 import http from 'node:http';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { monotonicFactory } from 'ulidx';
 import { afterEach, describe, expect, it } from 'vitest';
-import { pushOutbox } from '../../src/stream/push.js';
+import { describeOutbox, pushOutbox } from '../../src/stream/push.js';
 import { listQuarantine, listSegmentIds } from '../../src/outbox/segments.js';
 
 const ulid = monotonicFactory();
@@ -116,6 +116,87 @@ describe('the delivery loop', () => {
     expect(server.statuses).toEqual([400, 200]);
     expect(server.batches.flat()).toEqual(ids);
     expect(report).toMatchObject({ skipped: 1, quarantined: 0, waiting: 0 });
-    expect(listQuarantine(dir)).toEqual([]);
+    // Not sent, and not dropped silently: kept beside the outbox with its position.
+    const kept = listQuarantine(dir);
+    expect(kept).toHaveLength(1);
+    expect(kept[0]!.unreadable?.lines).toHaveLength(1);
+    expect(kept[0]!.unreadable?.lines[0]!.text).toContain('"payload":,');
+  });
+
+  it('reports the lines of a segment that are not events (and a torn last line) instead of deleting them unseen', async () => {
+    const server = await fakeServer();
+    const { dir, ids } = outboxWith(5);
+    const [segment] = listSegmentIds(dir);
+    const file = path.join(dir, `${segment}.jsonl`);
+    const lines = readFileSync(file, 'utf8').split('\n');
+    lines.splice(2, 0, 'not an event at all', '[]');
+    writeFileSync(file, lines.join('\n') + '{"id":"torn');
+    const warnings: string[] = [];
+    const { report } = await pushOutbox({
+      outboxDir: dir,
+      connection: { url: server.url },
+      timeoutMs: 10_000,
+      warn: (m) => warnings.push(m),
+    });
+    expect(server.batches.flat()).toEqual(ids);
+    expect(report).toMatchObject({ skipped: 3, waiting: 0 });
+    expect(listSegmentIds(dir)).toEqual([]);
+    expect(warnings.join('')).toContain(file);
+    const texts = listQuarantine(dir).flatMap((q) => q.unreadable?.lines.map((l) => l.text) ?? []);
+    expect(texts.sort()).toEqual(['[]', 'not an event at all', '{"id":"torn'].sort());
+  });
+
+  it('a directory named *.jsonl in the outbox is skipped and named; the segments after it are sent', async () => {
+    const server = await fakeServer();
+    const { dir, ids } = outboxWith(5);
+    const strange = path.join(dir, '00000000000000000000000000.jsonl');
+    mkdirSync(strange);
+    const warnings: string[] = [];
+    const { report } = await pushOutbox({
+      outboxDir: dir,
+      connection: { url: server.url },
+      timeoutMs: 10_000,
+      warn: (m) => warnings.push(m),
+    });
+    expect(server.batches.flat()).toEqual(ids);
+    expect(report).toMatchObject({ delivered: 5, waiting: 0 });
+    expect(warnings.join('')).toContain(`skipping ${strange}`);
+    expect(describeOutbox(dir)).toMatchObject({ events: 0, segments: [], notSegments: [strange] });
+  });
+});
+
+describe('the quarantine', () => {
+  it('names a refused event without a sessionId after its segment, never "undefined"', async () => {
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () =>
+        res.writeHead(400).end(
+          JSON.stringify({
+            error: { code: 'TEND_EVENT_INVALID', message: 'no sessionId', detail: { index: 0 } },
+          }),
+        ),
+      );
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'tend-streamer-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const segment = ulid();
+    const id = ulid();
+    const line = JSON.stringify({
+      id,
+      type: 'sessionCompleted',
+      timestamp: new Date().toISOString(),
+      payload: {},
+    });
+    writeFileSync(path.join(dir, `${segment}.jsonl`), line + '\n');
+    const { report } = await pushOutbox({
+      outboxDir: dir,
+      connection: { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` },
+      timeoutMs: 10_000,
+      warn: () => undefined,
+    });
+    expect(report.quarantined).toBe(1);
+    expect(listQuarantine(dir).map((q) => path.basename(q.file))).toEqual([`${segment}-${id}.json`]);
   });
 });

@@ -22,6 +22,7 @@ import { dirname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import pg from 'pg';
 import { TendError } from '../../errors.js';
+import { redactUrl } from '../../redact.js';
 import * as m0001 from './migrations/0001_init.js';
 import type { Database } from './schema.js';
 
@@ -62,15 +63,7 @@ export const migrations: Record<string, Migration> = {
   '0001_init': m0001,
 };
 
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return 'postgres://…';
-  }
-}
+export { redactUrl };
 
 export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<ServerDatabase> {
   const url = options.databaseUrl;

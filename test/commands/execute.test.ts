@@ -1,0 +1,60 @@
+/**
+ * `tend build|deploy|test|run` checks the templates of every action it is going to run before it
+ * runs anything: an unknown variable in a Deploy spec fails `tend deploy` with its position
+ * (exit 2) before the build it depends on has run, and before a session is recorded.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { makeProject, removeProjects, runTend } from '../helpers/project.js';
+import { streamEnv } from '../stream/helpers.js';
+
+afterEach(removeProjects);
+
+const project = () =>
+  makeProject({
+    'tend.yml': `kind: Project
+name: templates
+defaultEnvironment: dev
+environments:
+  - name: dev
+    defaultNamespace: templates-dev
+variables:
+  port: 8080
+providers:
+  - name: exec
+`,
+    'app.tend.yml': `kind: Build
+type: exec
+name: app
+spec:
+  command: [sh, -c, "touch built"]
+---
+kind: Deploy
+type: exec
+name: app
+dependencies: [build.app]
+spec:
+  command: [sh, -c, "echo \${var.port} \${actions.build.app.outputs.missing}"]
+  env:
+    PORT: "\${var.nope}"
+`,
+  });
+
+describe('templates are checked before anything runs', () => {
+  it('${var.nope} in a Deploy spec: exit 2 with file:line:col, the build has not run, no session', async () => {
+    const root = project();
+    const run = await runTend(['deploy'], { cwd: root, env: streamEnv(undefined, undefined) });
+    expect(run.code, run.stdout).toBe(2);
+    expect(run.stderr).toContain('app.tend.yml:14:11: unknown variable "var.nope"');
+    expect(existsSync(path.join(root, 'built'))).toBe(false);
+    expect(existsSync(path.join(root, '.tend', 'events'))).toBe(false);
+  });
+
+  it('an action that is not going to run is not checked', async () => {
+    const root = project();
+    const run = await runTend(['build'], { cwd: root, env: streamEnv(undefined, undefined) });
+    expect(run.code, run.stderr).toBe(0);
+    expect(existsSync(path.join(root, 'built'))).toBe(true);
+  });
+});
