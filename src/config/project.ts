@@ -23,6 +23,8 @@ export interface EnvironmentConfig {
   name: string;
   /** Raw, may contain template expressions. Default: `${project.name}-${local.username}`. */
   defaultNamespace?: string;
+  /** This environment's variables: they override the project's (and `--var` overrides them). */
+  variables: Record<string, VariableValue>;
   cleanup?: CleanupConfig;
   /** Where the environment is declared in tend.yml. */
   location: SourceLocation;
