@@ -75,6 +75,8 @@ export interface ActionConfig {
   exclude?: string[];
   /** Milliseconds. */
   timeout?: number;
+  /** Test/Run: whether a result already there for this version is reused (default: Test yes, Run no). */
+  cacheResult?: boolean;
   /** Raw, with template expressions. */
   spec: unknown;
   /** The file of the document, relative to the project root. */

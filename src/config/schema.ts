@@ -136,6 +136,12 @@ export const ActionBaseSchema = Type.Object(
         }),
       ]),
     ),
+    cacheResult: Type.Optional(
+      Type.Boolean({
+        description:
+          'Test and Run: skip the action when it already succeeded for its version (default: true for Test, false for Run).',
+      }),
+    ),
     spec: Type.Optional(Type.Unknown({ description: "The action type's spec." })),
   },
   { additionalProperties: false },
