@@ -57,7 +57,7 @@ const cases: Case[] = [
     },
     error:
       'api.tend.yml:4:1: unknown key "dependecies" in action build.api; expected one of: kind, type, name, ' +
-      'description, dependencies, source, include, exclude, timeout, spec',
+      'description, dependencies, source, include, exclude, timeout, cacheResult, spec',
     code: 'TEND_CONFIG_UNKNOWN_KEY',
   },
   {
