@@ -44,8 +44,7 @@ describe('tend deploy after a change', () => {
       expect(run.code, run.stderr).toBe(0);
       return (JSON.parse(run.stdout) as { actions: { ref: string; state: string }[] }).actions[0]!.state;
     };
-    const replicas = (env = 'dev') =>
-      readFileSync(path.join(root, `replicas-${env}.txt`), 'utf8').trim();
+    const replicas = (env = 'dev') => readFileSync(path.join(root, `replicas-${env}.txt`), 'utf8').trim();
 
     expect(await deploy()).toBe('ready');
     expect(replicas()).toBe('1');
