@@ -6,8 +6,7 @@ import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import { actionRef } from '../config/project.js';
 import { ExitCode, TendError, toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
-import { computeVersions } from '../graph/version.js';
-import { openProject, resolveAction, startSession } from './context.js';
+import { actionVersions, openProject, resolveAction, startSession } from './context.js';
 
 export interface CleanupEnvData {
   sessionId: string;
@@ -62,7 +61,7 @@ export async function cleanupDeployCommand(
   try {
     await router.initProviders();
     const graph = new ActionGraph(opened.actions);
-    const versions = computeVersions(graph, refs);
+    const versions = actionVersions(opened, graph, refs);
     const deploys: CleanupDeployData['deploys'] = [];
     for (const ref of refs) {
       try {

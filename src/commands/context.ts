@@ -11,14 +11,16 @@ import {
   resolveProviderConfig,
   selectEnvironment,
 } from '../config/environment.js';
-import { checkResolvedSpec, loadProjectConfig } from '../config/load.js';
+import { checkResolvedSpec, loadProjectConfig, projectFileName } from '../config/load.js';
 import type { ActionConfig, ProjectConfig } from '../config/project.js';
-import { actionOutputsContext, type TemplateContext } from '../config/template.js';
+import { actionTypeIndex } from '../config/schema.js';
+import { actionOutputsContext, resolveTemplates, type TemplateContext } from '../config/template.js';
 import type { GlobalOptions } from '../cli/output.js';
 import { cliVersion } from '../cli/version.js';
 import { Session } from '../events/session.js';
 import { TendError, toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
+import { computeVersions, type VersionInputs, type VersionedAction } from '../graph/version.js';
 import { builtinPlugins } from '../plugins/builtin.js';
 import { validatePlugins } from '../plugin/validate.js';
 import type { EnvironmentInfo, Outputs, PluginDefinition, ResolvedAction } from '../plugin/types.js';
@@ -221,4 +223,50 @@ export function resolveAction(
   if (config.exclude) action.exclude = config.exclude;
   if (config.timeout !== undefined) action.timeoutMs = config.timeout;
   return action;
+}
+
+/**
+ * The versions of the given actions and their dependencies in this environment: over the
+ * resolved configuration (variables, `--var`, `local.*`, the provider's configuration), so a
+ * changed value gives a new version. A template that does not resolve is hashed as its error;
+ * the action fails with that error when it runs.
+ */
+export function actionVersions(
+  opened: OpenedProject,
+  graph: ActionGraph,
+  refs: string[],
+): Map<string, VersionedAction> {
+  const types = actionTypeIndex(opened.plugins);
+  const unresolved = (error: unknown) => ({ unresolved: toTendError(error).message });
+  const inputs: VersionInputs = {
+    projectFile: path.join(opened.project.root, projectFileName),
+    configuration(config) {
+      let spec: unknown;
+      try {
+        const resolved = resolveActionSpec(config, opened.templateContext, { keepActionOutputs: true });
+        spec = checkResolvedSpec(config, resolved, opened.plugins);
+      } catch (error) {
+        spec = unresolved(error);
+      }
+      const plugin = types.get(config.type)?.plugin.name;
+      const provider = opened.providers.filter((p) => p.name === plugin).map((p) => p.config);
+      return { spec, provider };
+    },
+    expressionValues(expressions) {
+      const values: Record<string, unknown> = {};
+      for (const expression of expressions) {
+        try {
+          values[expression] = resolveTemplates(
+            `\${${expression}}`,
+            opened.templateContext,
+            () => opened.project.location,
+          );
+        } catch (error) {
+          values[expression] = unresolved(error);
+        }
+      }
+      return values;
+    },
+  };
+  return computeVersions(graph, refs, inputs);
 }

@@ -8,10 +8,10 @@ import { actionRef } from '../config/project.js';
 import { ExitCode, TendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
 import { solve, type ActionOutcome } from '../graph/solver.js';
-import { computeVersions } from '../graph/version.js';
 import { builtinPlugins } from '../plugins/builtin.js';
 import type { ActionKind, PluginDefinition } from '../plugin/types.js';
 import {
+  actionVersions,
   checkActionTemplates,
   openProject,
   resolveAction,
@@ -82,7 +82,7 @@ export async function executeCommand(
     await router.initProviders();
     for (const provider of router.providers) await router.callProvider(provider, 'prepareEnvironment');
     const graph = new ActionGraph(opened.actions);
-    const versions = computeVersions(graph, refs);
+    const versions = actionVersions(opened, graph, refs);
     const outcomes = await solve({
       graph,
       versions,

@@ -6,8 +6,7 @@ import { formatTable, type CommandResult, type GlobalOptions } from '../cli/outp
 import { toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
 import { statusHandler } from '../graph/solver.js';
-import { computeVersions } from '../graph/version.js';
-import { openProject, resolveAction, startSession } from './context.js';
+import { actionVersions, openProject, resolveAction, startSession } from './context.js';
 
 export interface StatusData {
   sessionId: string;
@@ -40,7 +39,7 @@ export async function statusCommand(options: GlobalOptions): Promise<CommandResu
     }
     const graph = new ActionGraph(opened.actions);
     const order = graph.topologicalOrder();
-    const versions = computeVersions(graph, order);
+    const versions = actionVersions(opened, graph, order);
     const outputs = new Map<string, Record<string, string>>();
     const actions: StatusData['actions'] = [];
     for (const ref of order) {

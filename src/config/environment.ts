@@ -1,7 +1,7 @@
 /**
  * The environment a command works in: chosen with --env (default: the project's
- * defaultEnvironment), its namespace resolved from `defaultNamespace`, and the variables after
- * --var overrides. Also builds the template context and resolves provider entries and specs.
+ * defaultEnvironment), its namespace resolved from `defaultNamespace`, and its variables (the
+ * project's, the environment's, then --var). Also builds the template context and resolves provider entries and specs.
  */
 import { localIdentity } from '../state/identity.js';
 import { TendError } from '../errors.js';
@@ -17,7 +17,7 @@ export interface SelectedEnvironment {
   name: string;
   namespace: string;
   cleanup?: CleanupConfig;
-  /** Project variables with the --var overrides applied. */
+  /** Project variables, overridden by the environment's, overridden by --var. */
   variables: Record<string, VariableValue>;
 }
 
@@ -62,7 +62,8 @@ export function selectEnvironment(project: ProjectConfig, options: SelectOptions
       { detail: { hint: 'choose one with --env <name>, or add it under environments: in tend.yml' } },
     );
   }
-  const variables = applyVarOverrides(project.variables, options.vars);
+  // Project variables, then the environment's, then --var.
+  const variables = applyVarOverrides({ ...project.variables, ...environment.variables }, options.vars);
   const local = options.local ?? localContext();
   const index = project.environments.indexOf(environment);
   const templatePath = ['environments', index, 'defaultNamespace'];

@@ -257,6 +257,7 @@ class Loader {
       include?: string[];
       exclude?: string[];
       timeout?: number | string;
+      cacheResult?: boolean;
       spec?: unknown;
     };
     const ref = actionRef(kind, raw.name);
@@ -278,6 +279,13 @@ class Loader {
         `action type "${raw.type}" does not support kind ${kind} (it supports: ${[...type.kinds.keys()].join(', ')}); ` +
           `types for ${kind}: ${typeList}`,
         locate(['type']),
+      );
+    }
+    if (raw.cacheResult !== undefined && kind !== 'Test' && kind !== 'Run') {
+      this.#problem(
+        'TEND_CONFIG_INVALID',
+        `cacheResult applies to Test and Run actions, not to ${kind} (a ${kind} is always reused for its version)`,
+        locate(['cacheResult'], 'key'),
       );
     }
     const spec = raw.spec === undefined || raw.spec === null ? {} : raw.spec;
@@ -329,6 +337,7 @@ class Loader {
         ...(raw.include ? { include: raw.include } : {}),
         ...(raw.exclude ? { exclude: raw.exclude } : {}),
         ...(raw.timeout !== undefined ? { timeout: parseTimeout(raw.timeout) } : {}),
+        ...(raw.cacheResult !== undefined ? { cacheResult: raw.cacheResult } : {}),
         spec,
         file: file.file,
         location: doc.location,

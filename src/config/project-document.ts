@@ -53,6 +53,7 @@ export function readProjectDocument(
     environments: {
       name: string;
       defaultNamespace?: string;
+      variables?: Record<string, VariableValue>;
       cleanup?: { afterInactivity: string; action?: 'delete' | 'pause' };
     }[];
     providers?: ({ name: string; environments?: string[]; plugin?: string } & Record<string, unknown>)[];
@@ -60,15 +61,18 @@ export function readProjectDocument(
   };
   const before = problems.length;
   const variableName = new RegExp(variableNamePattern);
-  for (const name of Object.keys(raw.variables ?? {})) {
-    if (!variableName.test(name)) {
-      problem(
-        'TEND_CONFIG_INVALID',
-        `invalid variable name "${name}"; expected letters, digits, "_" and "-", starting with a letter or "_"`,
-        locate(['variables', name], 'key'),
-      );
+  const checkVariableNames = (variables: Record<string, VariableValue> | undefined, base: ConfigPath) => {
+    for (const name of Object.keys(variables ?? {})) {
+      if (!variableName.test(name)) {
+        problem(
+          'TEND_CONFIG_INVALID',
+          `invalid variable name "${name}"; expected letters, digits, "_" and "-", starting with a letter or "_"`,
+          locate([...base, name], 'key'),
+        );
+      }
     }
-  }
+  };
+  checkVariableNames(raw.variables, ['variables']);
 
   const environments: EnvironmentConfig[] = [];
   const environmentNames = new Map<string, number>();
@@ -82,6 +86,7 @@ export function readProjectDocument(
       );
     }
     environmentNames.set(env.name, i);
+    checkVariableNames(env.variables, ['environments', i, 'variables']);
     if (env.defaultNamespace !== undefined) {
       const base = ['environments', i, 'defaultNamespace'];
       const checked = checkTemplateSyntax(env.defaultNamespace, base, (p) => locate(p));
@@ -97,6 +102,7 @@ export function readProjectDocument(
     environments.push({
       name: env.name,
       ...(env.defaultNamespace !== undefined ? { defaultNamespace: env.defaultNamespace } : {}),
+      variables: env.variables ?? {},
       ...(env.cleanup
         ? {
             cleanup: {

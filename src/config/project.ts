@@ -23,6 +23,8 @@ export interface EnvironmentConfig {
   name: string;
   /** Raw, may contain template expressions. Default: `${project.name}-${local.username}`. */
   defaultNamespace?: string;
+  /** This environment's variables: they override the project's (and `--var` overrides them). */
+  variables: Record<string, VariableValue>;
   cleanup?: CleanupConfig;
   /** Where the environment is declared in tend.yml. */
   location: SourceLocation;
@@ -73,6 +75,8 @@ export interface ActionConfig {
   exclude?: string[];
   /** Milliseconds. */
   timeout?: number;
+  /** Test/Run: whether a result already there for this version is reused (default: Test yes, Run no). */
+  cacheResult?: boolean;
   /** Raw, with template expressions. */
   spec: unknown;
   /** The file of the document, relative to the project root. */

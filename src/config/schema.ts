@@ -52,6 +52,14 @@ export const CleanupConfigSchema = Type.Object(
   { additionalProperties: false, description: 'Automatic environment cleanup policy.' },
 );
 
+const VariableValueSchema = Type.Union([Type.String(), Type.Number(), Type.Boolean()]);
+
+const variablesSchema = (description: string) =>
+  Type.Record(Type.String(), VariableValueSchema, {
+    propertyNames: { pattern: variableNamePattern },
+    description,
+  });
+
 export const EnvironmentSchema = Type.Object(
   {
     name: NameSchema,
@@ -62,6 +70,11 @@ export const EnvironmentSchema = Type.Object(
       }),
     ),
     cleanup: Type.Optional(CleanupConfigSchema),
+    variables: Type.Optional(
+      variablesSchema(
+        "Variables of this environment: they override the project's; --var name=value overrides them.",
+      ),
+    ),
   },
   { additionalProperties: false },
 );
@@ -84,18 +97,13 @@ export const ProviderEntryBaseSchema = Type.Object(
   { additionalProperties: true },
 );
 
-const VariableValueSchema = Type.Union([Type.String(), Type.Number(), Type.Boolean()]);
-
 export const ProjectSchema = Type.Object(
   {
     kind: Type.Literal('Project'),
     name: NameSchema,
     defaultEnvironment: Type.Optional(NameSchema),
     variables: Type.Optional(
-      Type.Record(Type.String(), VariableValueSchema, {
-        propertyNames: { pattern: variableNamePattern },
-        description: 'Project variables, ${var.<name>} in templates; override with --var name=value.',
-      }),
+      variablesSchema('Project variables, ${var.<name>} in templates; override with --var name=value.'),
     ),
     environments: Type.Array(EnvironmentSchema, { minItems: 1 }),
     providers: Type.Optional(Type.Array(ProviderEntryBaseSchema)),
@@ -134,6 +142,12 @@ export const ActionBaseSchema = Type.Object(
           patternErrorMessage: 'a duration: seconds as a number, or a whole number followed by ms, s, m or h',
         }),
       ]),
+    ),
+    cacheResult: Type.Optional(
+      Type.Boolean({
+        description:
+          'Test and Run: skip the action when it already succeeded for its version (default: true for Test, false for Run).',
+      }),
     ),
     spec: Type.Optional(Type.Unknown({ description: "The action type's spec." })),
   },

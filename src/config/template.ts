@@ -253,7 +253,12 @@ function lookup(path: string[], context: TemplateContext, where: () => SourceLoc
         .map(([k]) => (prefix ? `${prefix}.${k}` : k));
       if (i === 0) keys.push('actions');
       const available = keys.length > 0 ? keys.join(', ') : '(none)';
-      if (root === 'var' && i === 1) return fail(`unknown variable "${expression}"; available: ${available}`);
+      if (root === 'var' && i === 1) {
+        return fail(
+          `unknown variable "${expression}"; available: ${available}; set it with --var ${segment}=<value>, ` +
+            `or in tend.yml under variables: (or environment ${context.environment.name}'s variables:)`,
+        );
+      }
       if (root === 'local' && path[1] === 'env' && i === 2) return fail(`unknown key "${expression}"`);
       return fail(`unknown key "${expression}"; available: ${available}`);
     }

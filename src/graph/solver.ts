@@ -7,6 +7,7 @@
 import type { SessionBus } from '../events/bus.js';
 import type { ActionState } from '../events/catalog.js';
 import { TendError, toTendError } from '../errors.js';
+import type { ActionConfig } from '../config/project.js';
 import type { ActionKind, Outputs, ResolvedAction } from '../plugin/types.js';
 import type { Router } from '../router/router.js';
 import type { ActionGraph } from './graph.js';
@@ -47,6 +48,16 @@ export const statusHandler = {
   Run: 'getResult',
 } as const;
 const executeHandler = { Build: 'build', Deploy: 'deploy', Test: 'run', Run: 'run' } as const;
+
+/**
+ * Whether an action is skipped when it is already done for its version. Builds and Deploys
+ * always are; a Test or Run as its `cacheResult` says (default: a Test yes, a Run no — a Run is
+ * usually run for its effect, such as seeding a database).
+ */
+export function reusesResult(config: Pick<ActionConfig, 'kind' | 'cacheResult'>): boolean {
+  if (config.kind === 'Build' || config.kind === 'Deploy') return true;
+  return config.cacheResult ?? config.kind === 'Test';
+}
 
 /** A counting semaphore: at most `limit` holders at once, FIFO. */
 class Limiter {
@@ -110,8 +121,10 @@ export async function solve(options: SolveOptions): Promise<Map<string, ActionOu
     try {
       const action = options.resolve(ref, Object.fromEntries(deps.map((d) => [d.ref, d.outputs])));
       const force = options.force && requested.has(ref);
-      const status = await router.callAction(action, statusHandler[kind], { force });
-      if (status.state === 'ready' && !force) {
+      const status = reusesResult(graph.get(ref).config)
+        ? await router.callAction(action, statusHandler[kind], { force })
+        : undefined;
+      if (status?.state === 'ready' && !force) {
         const durationMs = elapsed();
         emit(ref, kind, version, 'cached', { durationMs });
         return { ref, kind, version, state: 'cached', durationMs, outputs: status.outputs ?? {} };

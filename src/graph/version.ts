@@ -1,15 +1,32 @@
 /**
- * Action versions: a hash of the action's configuration, its source files (after
- * include/exclude) and its dependencies' versions. Change any of them and the action and
- * everything that depends on it gets a new version; nothing else does.
+ * Action versions: a hash of the action's configuration as it will run (its spec with template
+ * expressions resolved, its provider's configuration), its source files (after include/exclude)
+ * with the values of the template expressions in them, and its dependencies' versions. Change
+ * any of them and the action and everything that depends on it gets a new version; nothing else
+ * does. Dependency outputs (`${actions.build.api.outputs.image}`) are not known before the
+ * dependency runs: they stay as written, and the dependency's version, part of this one, covers them.
  */
 import { createHash } from 'node:crypto';
+import type { ActionConfig } from '../config/project.js';
 import type { ActionGraph } from './graph.js';
-import { hashSources, listSourceFiles } from './sources.js';
+import { digestSources, listSourceFiles } from './sources.js';
 
 export interface VersionedAction {
   version: string;
   files: string[];
+}
+
+/** What a version covers besides the action's document and files; the command's context provides it. */
+export interface VersionInputs {
+  /** The project's `tend.yml` (absolute): configuration, not a source file of any action. */
+  projectFile: string;
+  /**
+   * The action's configuration in this environment: its spec with every template expression
+   * resolved except dependency outputs, and the configuration of the provider that runs it.
+   */
+  configuration(config: ActionConfig): unknown;
+  /** The values of template expressions found in source files (`var.replicas` → 3); never throws. */
+  expressionValues(expressions: string[]): Record<string, unknown>;
 }
 
 /** Deterministic JSON: object keys sorted, so equal configs hash equally. */
@@ -22,24 +39,36 @@ export function stableStringify(value: unknown): string {
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableStringify(v)}`).join(',')}}`;
 }
 
-export function computeVersions(graph: ActionGraph, refs: string[]): Map<string, VersionedAction> {
+/**
+ * Versions of the given actions and their dependencies. Without `inputs` the spec is hashed as
+ * written (for tests that have no environment).
+ */
+export function computeVersions(
+  graph: ActionGraph,
+  refs: string[],
+  inputs?: VersionInputs,
+): Map<string, VersionedAction> {
   const versions = new Map<string, VersionedAction>();
   for (const ref of graph.closure(refs)) {
     const { config, dependencies } = graph.get(ref);
-    const files = listSourceFiles(config.sourceDir, config.include, config.exclude);
+    const files = listSourceFiles(config.sourceDir, config.include, config.exclude, inputs?.projectFile);
+    const sources = digestSources(config.sourceDir, files);
     const hash = createHash('sha256');
     hash.update(
       stableStringify({
         kind: config.kind,
         type: config.type,
         name: config.name,
-        spec: config.spec,
+        configuration: inputs ? inputs.configuration(config) : { spec: config.spec },
         include: config.include,
         exclude: config.exclude,
         timeout: config.timeout,
       }),
     );
-    hash.update('\0sources:').update(hashSources(config.sourceDir, files));
+    hash.update('\0sources:').update(sources.hash);
+    if (inputs && sources.expressions.length > 0) {
+      hash.update('\0expressions:').update(stableStringify(inputs.expressionValues(sources.expressions)));
+    }
     for (const dep of dependencies) hash.update(`\0${dep}=${versions.get(dep)!.version}`);
     versions.set(ref, { version: `v-${hash.digest('hex').slice(0, 12)}`, files });
   }

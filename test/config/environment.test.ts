@@ -94,8 +94,55 @@ describe('selectEnvironment', () => {
     const project = await load(shop);
     const error = errorOf(() => selectEnvironment(project, { env: 'preview', vars: {}, local: alice }));
     expect(error.toString()).toBe(
-      'tend.yml:9:23: unknown variable "var.pr"; available: var.team, var.replicas, var.debug',
+      'tend.yml:9:23: unknown variable "var.pr"; available: var.team, var.replicas, var.debug' +
+        "; set it with --var pr=<value>, or in tend.yml under variables: (or environment preview's variables:)",
     );
+  });
+
+  it("applies the environment's variables over the project's, and --var over both", async () => {
+    const project = await load(yaml`
+      kind: Project
+      name: shop
+      variables: { port: 8080, team: payments }
+      environments:
+        - name: dev
+        - name: preview
+          defaultNamespace: shop-pr-\${var.pr}
+          variables: { pr: 42, port: 9090, debug: true }
+    `);
+    expect(selectEnvironment(project, { vars: {}, local: alice }).variables).toEqual({
+      port: 8080,
+      team: 'payments',
+    });
+    const preview = selectEnvironment(project, { env: 'preview', vars: {}, local: alice });
+    expect(preview.namespace).toBe('shop-pr-42');
+    expect(preview.variables).toEqual({ port: 9090, team: 'payments', pr: 42, debug: true });
+    const overridden = selectEnvironment(project, {
+      env: 'preview',
+      vars: { port: '7000', pr: '7' },
+      local: alice,
+    });
+    expect(overridden.namespace).toBe('shop-pr-7');
+    // An override of a number stays a number.
+    expect(overridden.variables.port).toBe(7000);
+  });
+
+  it("rejects an environment variable's invalid name at its position", async () => {
+    const root = await writeProject({
+      'tend.yml': yaml`
+        kind: Project
+        name: shop
+        environments:
+          - name: dev
+            variables: { 9lives: x }
+      `,
+    });
+    const error = await loadProjectConfig({ cwd: root, plugins: testPlugins }).then(
+      () => undefined,
+      (e: unknown) => e as TendError,
+    );
+    expect(error?.code).toBe('TEND_CONFIG_INVALID');
+    expect(error?.toString()).toMatch(/^tend\.yml:5:18: .*"9lives"/);
   });
 
   it('rejects a namespace that is not a DNS label', async () => {

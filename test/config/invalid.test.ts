@@ -40,7 +40,7 @@ const cases: Case[] = [
       `,
     },
     error:
-      'tend.yml:5:5: unknown key "defaultNamespce" in environments[0]; expected one of: name, defaultNamespace, cleanup',
+      'tend.yml:5:5: unknown key "defaultNamespce" in environments[0]; expected one of: name, defaultNamespace, cleanup, variables',
     code: 'TEND_CONFIG_UNKNOWN_KEY',
   },
   {
@@ -57,7 +57,7 @@ const cases: Case[] = [
     },
     error:
       'api.tend.yml:4:1: unknown key "dependecies" in action build.api; expected one of: kind, type, name, ' +
-      'description, dependencies, source, include, exclude, timeout, spec',
+      'description, dependencies, source, include, exclude, timeout, cacheResult, spec',
     code: 'TEND_CONFIG_UNKNOWN_KEY',
   },
   {

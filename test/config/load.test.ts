@@ -91,12 +91,14 @@ describe('loadProjectConfig', () => {
       {
         name: 'dev',
         defaultNamespace: 'shop-${local.username}',
+        variables: {},
         cleanup: { afterInactivity: '8h', action: 'pause' },
         location: { file: 'tend.yml', line: 6, column: 5 },
       },
       {
         name: 'preview',
         defaultNamespace: 'shop-pr-${var.pr}',
+        variables: {},
         cleanup: { afterInactivity: '2d', action: 'delete' },
         location: { file: 'tend.yml', line: 11, column: 5 },
       },

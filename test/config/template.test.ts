@@ -91,7 +91,11 @@ describe('resolveTemplates', () => {
   });
 
   it.each([
-    ['${var.tem}', 'unknown variable "var.tem"; available: var.team, var.replicas, var.debug'],
+    [
+      '${var.tem}',
+      'unknown variable "var.tem"; available: var.team, var.replicas, var.debug' +
+        "; set it with --var tem=<value>, or in tend.yml under variables: (or environment dev's variables:)",
+    ],
     ['${project.nam}', 'unknown key "project.nam"; available: project.name'],
     [
       '${environment.namespac}',
@@ -149,7 +153,10 @@ describe('resolveTemplates', () => {
     const environment = selectEnvironment(project, { vars: {} });
     const ctx = createTemplateContext(project, environment, { username: 'alice', env: {} });
     const error = errorOf(() => resolveActionSpec(actions[0]!, ctx));
-    expect(error.toString()).toBe('tend.yml:13:7: unknown variable "var.tem"; available: var.team');
+    expect(error.toString()).toBe(
+      'tend.yml:13:7: unknown variable "var.tem"; available: var.team' +
+        "; set it with --var tem=<value>, or in tend.yml under variables: (or environment dev's variables:)",
+    );
     expect(error.exitCode).toBe(2);
   });
 });

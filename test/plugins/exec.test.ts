@@ -81,6 +81,40 @@ spec: { command: [sh, -c, 'echo no database >&2; exit 2'] }
     expect(deployed.human).toMatch(/no database/);
   });
 
+  it('runs a Run every time unless cacheResult asks to reuse it; a Test is reused unless cacheResult: false', async () => {
+    const count = (name: string) =>
+      `kind: ${name === 'seed' || name === 'seed-once' ? 'Run' : 'Test'}
+type: exec
+name: ${name}
+${name === 'seed-once' ? 'cacheResult: true\n' : name === 'check-always' ? 'cacheResult: false\n' : ''}spec: { command: [sh, -c, 'echo x >> ${name}.count'] }
+`;
+    const root = project(['seed', 'seed-once', 'check', 'check-always'].map(count).join('---\n'));
+    const lines = (name: string) =>
+      readFileSync(path.join(root, `${name}.count`), 'utf8').split('\n').length - 1;
+    const states = async (verb: 'run' | 'test') =>
+      Object.fromEntries(
+        (await executeCommand(verb, [], { root })).data.actions.map((a) => [a.ref, a.state]),
+      );
+    expect(await states('run')).toEqual({ 'run.seed': 'ready', 'run.seed-once': 'ready' });
+    expect(await states('run')).toEqual({ 'run.seed': 'ready', 'run.seed-once': 'cached' });
+    expect([lines('seed'), lines('seed-once')]).toEqual([2, 1]);
+    expect(await states('test')).toEqual({ 'test.check': 'ready', 'test.check-always': 'ready' });
+    expect(await states('test')).toEqual({ 'test.check': 'cached', 'test.check-always': 'ready' });
+    expect([lines('check'), lines('check-always')]).toEqual([1, 2]);
+  });
+
+  it('rejects cacheResult on a Build or Deploy', async () => {
+    const root = project(`kind: Build
+type: exec
+name: b
+cacheResult: false
+spec: { command: [true] }
+`);
+    await expect(executeCommand('build', [], { root })).rejects.toThrow(
+      /cacheResult applies to Test and Run actions, not to Build/,
+    );
+  });
+
   it('stops a command that runs past its timeout', async () => {
     const root = project(`kind: Run
 type: exec

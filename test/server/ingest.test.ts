@@ -121,6 +121,30 @@ describe.each(dialects)('ingest on %s', (dialect) => {
     expect(stored.status).toBe('completed');
   });
 
+  it('stores a session whose actions failed as failed, not completed', async () => {
+    const ok = session({ user: 'actions-ok' });
+    const bad = session({ user: 'actions-failed' });
+    const failedEnd = {
+      ...bad.completed(),
+      payload: { durationMs: 900, succeeded: 1, cached: 0, failed: 1, aborted: 2 },
+    };
+    expect((await postEvents(s, [ok.started(), ok.completed(), bad.started(), failedEnd])).statusCode).toBe(
+      200,
+    );
+    const rows = await s.database.db
+      .selectFrom('sessions')
+      .select(['id', 'status', 'error_code', 'error_message'])
+      .where('id', 'in', [ok.sessionId, bad.sessionId])
+      .execute();
+    const byId = Object.fromEntries(rows.map((r) => [r.id, r]));
+    expect(byId[ok.sessionId]).toMatchObject({ status: 'completed', error_code: null });
+    expect(byId[bad.sessionId]).toMatchObject({
+      status: 'failed',
+      error_code: 'TEND_ACTION_FAILED',
+      error_message: '1 action(s) failed, 2 aborted',
+    });
+  });
+
   it('rejects an oversize body with 413 naming the limit', async () => {
     const a = session({ user: 'big' });
     const events = Array.from({ length: 3000 }, () => a.heartbeat());

@@ -69,7 +69,10 @@ export const ExecDeploySpec = Type.Object(
             Type.Number({ minimum: 0.1, maximum: 3600, description: 'seconds (default 30)' }),
           ),
         },
-        { additionalProperties: false },
+        {
+          additionalProperties: false,
+          description: 'with `persistent`: when the process is ready (default: as soon as it started)',
+        },
       ),
     ),
     stopGracePeriod: Type.Optional(
@@ -79,7 +82,7 @@ export const ExecDeploySpec = Type.Object(
         description: 'seconds between SIGTERM and SIGKILL (default 5)',
       }),
     ),
-    cwd: Type.Optional(Type.String()),
+    cwd: Type.Optional(Type.String({ description: 'working directory, relative to the action source' })),
     env: Type.Optional(Env),
     outputs: Type.Optional(Outputs),
   },

@@ -63,15 +63,22 @@ export const KubernetesProviderConfig = Type.Object(
 );
 export type KubernetesProviderConfig = Static<typeof KubernetesProviderConfig>;
 
-const StringMap = Type.Record(Type.String({ minLength: 1 }), Type.String());
-
 export const ContainerBuildSpec = Type.Object(
   {
     dockerfile: Type.Optional(
       Type.String({ minLength: 1, description: 'path of the Dockerfile in the source (default Dockerfile)' }),
     ),
-    buildArgs: Type.Optional(StringMap),
-    targetStage: Type.Optional(Type.String({ minLength: 1 })),
+    buildArgs: Type.Optional(
+      Type.Record(Type.String({ minLength: 1 }), Type.String(), {
+        description: 'build arguments (`ARG` in the Dockerfile)',
+      }),
+    ),
+    targetStage: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description: 'the stage of a multi-stage Dockerfile to build (default: the last)',
+      }),
+    ),
     timeout: Type.Optional(Seconds('seconds the build may take (default 1800)')),
   },
   { additionalProperties: false },
@@ -100,15 +107,24 @@ export type KubernetesDeploySpec = Static<typeof KubernetesDeploySpec>;
 
 export const KubernetesPodSpec = Type.Object(
   {
-    image: Type.String({ minLength: 1 }),
-    command: Type.Optional(Type.Array(Type.String())),
-    args: Type.Optional(Type.Array(Type.String())),
+    image: Type.String({
+      minLength: 1,
+      description: 'the container image, e.g. `${actions.build.api.outputs.image}`',
+    }),
+    command: Type.Optional(
+      Type.Array(Type.String(), { description: "the container's entrypoint (default: the image's)" }),
+    ),
+    args: Type.Optional(
+      Type.Array(Type.String(), { description: "arguments of the entrypoint (default: the image's)" }),
+    ),
     env: Type.Optional(
       Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_.-]*$' }), Type.String(), {
         description: 'environment variables of the container',
       }),
     ),
-    workingDir: Type.Optional(Type.String({ minLength: 1 })),
+    workingDir: Type.Optional(
+      Type.String({ minLength: 1, description: "the container's working directory (default: the image's)" }),
+    ),
     timeout: Type.Optional(Seconds('seconds the pod may run (default 600)')),
   },
   { additionalProperties: false },

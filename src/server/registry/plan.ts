@@ -7,6 +7,7 @@
 import { ulid } from 'ulidx';
 import type {
   NamespaceStatusPayload,
+  SessionCompletedPayload,
   SessionFailedPayload,
   SessionHeartbeatPayload,
   SessionStartedPayload,
@@ -144,7 +145,15 @@ export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, 
           s.error_code = p.error.code;
           s.error_message = p.error.message.slice(0, 4096);
         } else {
-          s.status = 'completed';
+          // The command ran to its end, but a session whose actions failed did not succeed.
+          const p: SessionCompletedPayload = e.payload;
+          if (p.failed + p.aborted > 0) {
+            s.status = 'failed';
+            s.error_code = 'TEND_ACTION_FAILED';
+            s.error_message = `${p.failed} action(s) failed, ${p.aborted} aborted`;
+          } else {
+            s.status = 'completed';
+          }
         }
         break;
       }

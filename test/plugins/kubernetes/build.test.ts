@@ -50,11 +50,12 @@ describe.each(['cluster-buildkit', 'kaniko'] as const)('container builds with %s
     });
     expect(head.status).toBe(200);
     expect(head.headers.get('docker-content-digest')).toBe(build.outputs.digest);
-    // The context honoured exclude (README.md) and .dockerignore (secret.txt): 5 files were sent.
+    // The context honoured exclude (README.md) and .dockerignore (secret.txt), and configuration
+    // (api.tend.yml) is not a source file: 4 files were sent.
     const manifest = JSON.parse(h.sim.registry.get(`r-${buildMode}/api`, build.version)!.body.toString()) as {
       annotations: Record<string, string>;
     };
-    expect(manifest.annotations['dev.tend.kube-sim.files']).toBe('5');
+    expect(manifest.annotations['dev.tend.kube-sim.files']).toBe('4');
     // Build output lines are log events of the build handler.
     const events = sessionEvents(root, result.data.sessionId);
     const lines = events
