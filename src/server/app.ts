@@ -102,6 +102,9 @@ export function formatBytes(n: number): string {
 export const httpStatusOf: Partial<Record<ErrorCode, number>> = {
   TEND_AUTH: 401,
   TEND_AUTH_FORBIDDEN: 403,
+  TEND_CLEANUP_CONFLICT: 409,
+  TEND_CLEANUP_JOB_NOT_FOUND: 404,
+  TEND_CLEANUP_LEASE_LOST: 409,
   TEND_ENVIRONMENT_NOT_FOUND: 404,
   TEND_EVENT_INVALID: 400,
   TEND_SERVER_BAD_REQUEST: 400,
