@@ -177,6 +177,7 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
       tokenName: row.name,
       scope: row.scope,
       project: row.project,
+      clusters: row.clusters ? (JSON.parse(row.clusters) as string[]) : null,
       via: 'bearer',
     };
     // Record use at most once a minute per token: no write per request, and none waited for (the

@@ -58,6 +58,7 @@ export function registerDashboard(app: App, services: ServerServices): void {
       tokenName: found.token.name,
       scope: found.token.scope,
       project: found.token.project,
+      clusters: null,
       via: 'dashboard',
     };
     return { principal, csrf: found.csrf, user: `${found.token.name} (${found.token.scope})` };
