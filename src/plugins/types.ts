@@ -251,6 +251,12 @@ export interface CleanupHandlers {
   verifyAndClean(ctx: CleanupCallContext, target: CleanupTarget, job: CleanupJobSpec): Promise<CleanupResult>;
 }
 
+export const cleanupHandlerNames: readonly (keyof CleanupHandlers)[] = [
+  'targets',
+  'inventory',
+  'verifyAndClean',
+];
+
 export interface PluginDefinition<Config = unknown, State = unknown> {
   name: string;
   description: string;
