@@ -18,7 +18,7 @@ beforeAll(async () => {
   // The executor reads its own --kubeconfig, not KUBECONFIG.
   delete process.env.KUBECONFIG;
   const { ctx } = callContext(executorSettings(handle.kubeconfig));
-  [target] = await cleanup.targets(ctx);
+  target = (await cleanup.targets(ctx))[0]!;
 });
 afterAll(() => handle.stop());
 beforeEach(() => handle.sim.faults.clear());
