@@ -143,6 +143,45 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
       }),
     );
 
+  program
+    .command('agent')
+    .description(
+      'run the cleanup executor next to a cluster (--kubeconfig/--context) or for the local environments of this host (--local)',
+    )
+    .option('--server <url>', 'the tend server (default: TEND_SERVER_URL)')
+    .option(
+      '--token <token>',
+      'an agent-scope token: tend server token create --scope agent (default: TEND_TOKEN)',
+    )
+    .option('--kubeconfig <file>', 'kubeconfig to read (default: KUBECONFIG or ~/.kube/config)')
+    .option('--context <name>', 'kubeconfig context to serve (repeatable; default: the current one)', collect)
+    .option('--local', 'serve the exec environments of this host (alone: no cluster)')
+    .option('--interval <duration>', 'pause between passes until the server says otherwise', '30s')
+    .option('--dry-run', 'run every check of the jobs it claims, delete nothing (they are cancelled)')
+    .option('--once', 'run one pass and exit (exit code 1 if anything failed)')
+    .option(
+      '--protect-namespace <glob>',
+      'namespace names never deleted, beyond kube-*, default, tend-system (repeatable)',
+      collect,
+    )
+    .option('--system-namespace <name>', "the provider's systemNamespace, never deleted", 'tend-system')
+    .addOption(
+      new Option('--concurrency <n>', 'jobs verified and executed at once')
+        .default(32)
+        .argParser(parseConcurrency),
+    )
+    .addHelpText(
+      'after',
+      `
+Examples:
+  tend agent --server https://tend.example.com --token $TOKEN --context prod-eu
+  tend agent --server http://localhost:7420 --token $TOKEN --local
+  tend agent --server http://localhost:7420 --token $TOKEN --once --json`,
+    )
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () => (await import('../commands/agent.js')).agentCommand(cmd.optsWithGlobals())),
+    );
+
   // Further commands register themselves here: events, server, login, environments.
   // tend server (run, migrate, token create|list|revoke), tend login, tend environments.
   const db = (c: Command) =>
