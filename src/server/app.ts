@@ -25,10 +25,12 @@ import { AuditRepository } from './db/repositories/audit.js';
 import { DashboardSessionRepository } from './db/repositories/dashboard-sessions.js';
 import { EnvironmentRepository } from './db/repositories/environments.js';
 import { TokenRepository } from './db/repositories/tokens.js';
+import { CleanupService, defaultCleanupSettings, type CleanupSettings } from './cleanup/service.js';
 import { registerDashboard } from './dashboard/routes.js';
 import { Metrics } from './metrics.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { registerAuthRoutes } from './routes/auth.js';
+import { registerCleanupRoutes } from './routes/cleanup.js';
 import { registerEnvironmentRoutes } from './routes/environments.js';
 import { registerEventRoutes } from './routes/events.js';
 import { registerHealthRoutes } from './routes/health.js';
@@ -59,6 +61,8 @@ export interface ServerServices {
   audit: AuditRepository;
   dashboardSessions: DashboardSessionRepository;
   metrics: Metrics;
+  /** The cleanup job queue, planning pass and switches. */
+  cleanup: CleanupService;
   now: () => Date;
   limits: { bodyLimit: number; maxEventsPerBatch: number };
 }
@@ -73,6 +77,8 @@ export interface BuildServerOptions {
   maxEventsPerBatch?: number;
   /** The clock (tests). */
   now?: () => Date;
+  /** Cleanup settings (`--cleanup-interval`, `--cleanup-max-per-pass`, `--protect-namespace`). */
+  cleanup?: Partial<CleanupSettings>;
   /** Close the database when the server closes (default true). */
   ownsDatabase?: boolean;
 }
@@ -139,14 +145,20 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const database = options.db;
+  const metrics = new Metrics();
+  const now = options.now ?? (() => new Date());
   const services: ServerServices = {
     database,
     tokens: new TokenRepository(database.db, database.reader),
     environments: new EnvironmentRepository(database.db, database.reader),
     audit: new AuditRepository(database.db, database.reader),
     dashboardSessions: new DashboardSessionRepository(database.db, database.reader),
-    metrics: new Metrics(),
-    now: options.now ?? (() => new Date()),
+    metrics,
+    cleanup: new CleanupService(database.db, database.reader, metrics, now, {
+      ...defaultCleanupSettings,
+      ...options.cleanup,
+    }),
+    now,
     limits: { bodyLimit, maxEventsPerBatch: options.maxEventsPerBatch ?? defaultMaxEventsPerBatch },
   };
 
@@ -248,6 +260,7 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
   registerEventRoutes(app, services);
   registerEnvironmentRoutes(app, services);
   registerAuditRoutes(app, services);
+  registerCleanupRoutes(app, services);
   registerDashboard(app, services);
 
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -120,7 +120,7 @@ export interface PlanSnapshot {
   /** Environments with a running session: its last event or heartbeat (epoch ms). */
   runningSessions: Map<string, number>;
   /** Open (planned or executing) jobs by resource id. */
-  openJobs: Map<string, { id: string; state: 'planned' | 'executing' }>;
+  openJobs: Map<string, { id: string; state: 'planned' | 'executing'; trigger?: string | null }>;
   /** Enforced policies by `policyKey(project, environment)`. */
   enforcedPolicies: Map<string, { afterMs: number; action: string }>;
   openBreakers: Set<string>;
@@ -359,7 +359,7 @@ export function plan(
       }
       if (dueAt > now) {
         decision.kind = 'scheduled';
-        decision.sentence = `${action === 'delete' ? 'deleted' : action + 'd'} at ${formatTime(dueAt, now)} (in ${formatDuration(dueAt - now)}) unless used; last activity ${formatTime(activity.at, now)}, ${policyText}; last: ${lastWhat(env, activity.source)}`;
+        decision.sentence = `${action === 'delete' ? 'deleted' : action + 'd'} at ${formatTime(dueAt, now)} unless used; last activity ${formatTime(activity.at, now)}, ${policyText}; last: ${lastWhat(env, activity.source)}`;
         continue;
       }
       if (block) {

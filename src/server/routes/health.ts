@@ -42,15 +42,18 @@ export function registerHealthRoutes(app: App, services: ServerServices): void {
     {
       config: { permission: 'read' },
       schema: {
-        summary: 'Prometheus metrics: ingest counts, batch latency, environments by state',
+        summary: 'Prometheus metrics: ingest, environments by state, cleanup jobs, decisions and executors',
         tags: ['health'],
         produces: ['text/plain'],
         response: { 200: Type.String() },
       },
     },
     async (_request, reply) => {
-      const counts = await services.environments.countByState();
-      return reply.type('text/plain; version=0.0.4').send(services.metrics.render(counts));
+      const [counts, cleanup] = await Promise.all([
+        services.environments.countByState(),
+        services.cleanup.gauges(),
+      ]);
+      return reply.type('text/plain; version=0.0.4').send(services.metrics.render(counts, cleanup));
     },
   );
 }

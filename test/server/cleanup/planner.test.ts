@@ -52,7 +52,7 @@ describe('planner', () => {
     expect(decision.kind).toBe('scheduled');
     expect(decision.dueAt).toBe(now + 7 * hour);
     expect(decision.sentence).toMatch(
-      /^deleted at 08:30 UTC \(in 7h\) unless used; last activity 00:30 UTC, policy 8h/,
+      /^deleted at 08:30 UTC unless used; last activity 00:30 UTC, policy 8h/,
     );
   });
 
