@@ -40,6 +40,10 @@ declare module 'fastify' {
     /** The token behind the request, once authenticated (null on public routes). */
     principal: Principal | null;
   }
+  interface FastifyInstance {
+    /** The cleanup service: the planning loop and the embedded executor use it in process. */
+    cleanup: CleanupService;
+  }
   interface FastifyContextConfig {
     /** What the route needs; routes without it are public (health) or handle auth themselves (dashboard). */
     permission?: Permission;
@@ -163,6 +167,7 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
   };
 
   app.decorateRequest('principal', null);
+  app.decorate('cleanup', services.cleanup);
 
   // Authentication runs before the body is read: an unauthenticated client cannot make the
   // server parse a large body.

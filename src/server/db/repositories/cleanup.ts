@@ -459,7 +459,8 @@ export class CleanupRepository {
         dry_run: 0,
       })
       // Another replica (or a concurrent clean up now) planned one first: the open one stands.
-      .onConflict((oc) => oc.column('resource_id').where('state', 'in', ['planned', 'executing']).doNothing())
+      // (No conflict target: SQLite cannot match a partial index's WHERE with bound parameters.)
+      .onConflict((oc) => oc.doNothing())
       .executeTakeFirst();
     return Number(result.numInsertedOrUpdatedRows ?? 0) > 0 ? id : undefined;
   }
