@@ -2,6 +2,7 @@
  * Shared pieces of the cleanup executor tests: namespaces as tend creates them (seeded into
  * kube-sim), cleanup call contexts for the plugins' handlers, and jobs as the server hands them out.
  */
+import { monotonicFactory } from 'ulidx';
 import type { KubeSim } from '../../tools/kube-sim/src/index.js';
 import type { CleanupJob } from '../../src/cleanup/protocol.js';
 import { PluginEventBroker } from '../../src/events/broker.js';
@@ -113,4 +114,74 @@ export function jobFor(sim: KubeSim, ns: SeededNamespace, extra: Partial<Cleanup
     dryRun: false,
     ...extra,
   };
+}
+
+/** A clock the tests move: the server's receive time and the planner's now. */
+export function testClock() {
+  let offsetMs = 0;
+  return {
+    now: () => new Date(Date.now() + offsetMs),
+    advance(ms: number) {
+      offsetMs += ms;
+    },
+  };
+}
+
+/**
+ * Records seeded namespaces on the server as a `tend deploy` would: a session with the cleanup
+ * policy and `namespaceStatus ready` with the namespace's uid on the simulator's cluster.
+ */
+export function recordingEvents(
+  sim: KubeSim,
+  namespaces: SeededNamespace[],
+  o: { project?: string; environment?: string; policy?: string; user?: string } = {},
+) {
+  const events: unknown[] = [];
+  const project = o.project ?? 'shop';
+  const environment = o.environment ?? 'dev';
+  for (const ns of namespaces) {
+    const sessionId = nextId();
+    const base = (type: string, payload: unknown) => ({
+      id: nextId(),
+      type,
+      sessionId,
+      timestamp: new Date().toISOString(),
+      payload,
+    });
+    events.push(
+      base('sessionStarted', {
+        command: 'deploy',
+        args: [],
+        project,
+        environment,
+        namespace: ns.name,
+        user: o.user ?? 'alice',
+        hostId: 'host-1',
+        cliVersion: '0.1.0',
+        cleanupPolicy: { afterInactivity: o.policy ?? '1h', action: 'delete' },
+      }),
+      base('namespaceStatus', {
+        pluginName: 'kubernetes',
+        providerName: 'kubernetes',
+        namespaceName: ns.name,
+        namespaceUid: ns.uid,
+        state: 'ready',
+        role: 'app',
+        cause: 'created',
+        target: { kind: 'kubernetes', clusterId: sim.clusterId, server: sim.url, context: 'kube-sim' },
+        project,
+        environment,
+      }),
+      base('sessionCompleted', { durationMs: 10, succeeded: 1, cached: 0, failed: 0, aborted: 0 }),
+    );
+  }
+  return events;
+}
+
+const nextId = monotonicFactory();
+
+/** Counts the DELETE requests for namespaces the simulator answers (a zero-delay latency rule). */
+export function countNamespaceDeletes(sim: KubeSim): () => number {
+  const id = sim.faults.add({ type: 'latency', ms: 0, verb: 'delete', resource: 'namespaces' });
+  return () => sim.faults.fired(id);
 }
