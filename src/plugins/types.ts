@@ -174,7 +174,7 @@ export interface ExecutorSettings {
   /** Serve the local (exec) environments of this host (`tend agent --local`). */
   local?: { hostId: string };
   /** Namespace name globs never cleaned, beyond `kube-*`, `default` and the system namespace. */
-  protectNamespaces: string[];
+  protectNamespaces: readonly string[];
   /** The tend system namespace (builders, shared infrastructure): never cleaned. */
   systemNamespace: string;
 }

@@ -14,6 +14,11 @@ export interface StartOptions extends OpenDatabaseOptions {
   /** Keep raw events this long (ms); default 30 days. */
   eventRetentionMs?: number;
   logLevel?: string;
+  /**
+   * The embedded cleanup executor (`--kubeconfig`, `--context`): the server cleans these clusters
+   * itself. Undefined: no executor in this process (agents serve the targets).
+   */
+  executor?: { kubeconfig?: string; contexts: string[] };
 }
 
 export interface RunningServer {
@@ -53,9 +58,23 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const pruneTimer = setInterval(() => void prune(), 3600_000);
   pruneTimer.unref();
 
+  const embedded = options.executor
+    ? (await import('../cleanup/embedded.js')).startEmbeddedExecutor({
+        queue: app.cleanup,
+        settings: {
+          kubernetes: options.executor,
+          protectNamespaces: app.cleanup.settings.protectPatterns,
+          systemNamespace: app.cleanup.settings.systemNamespace,
+        },
+        intervalMs: app.cleanup.settings.intervalMs,
+        log: (level, message) => logger[level]({ executor: 'embedded' }, message),
+      })
+    : undefined;
+
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
+      await embedded?.stop();
       clearInterval(pruneTimer);
       await app.close();
     })();
