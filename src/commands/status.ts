@@ -7,6 +7,8 @@ import { toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
 import { statusHandler } from '../graph/solver.js';
 import { computeVersions } from '../graph/version.js';
+import { plannedCleanup } from './cleanup-server.js';
+import type { PlanItemView } from '../server/routes/cleanup.js';
 import { openProject, resolveAction, startSession } from './context.js';
 
 export interface StatusData {
@@ -22,6 +24,8 @@ export interface StatusData {
     outputs?: Record<string, string>;
     error?: string;
   }[];
+  /** The server's next cleanup decision for this environment (when a server is configured). */
+  cleanup?: PlanItemView | null;
 }
 
 export async function statusCommand(options: GlobalOptions): Promise<CommandResult<StatusData>> {
@@ -63,9 +67,16 @@ export async function statusCommand(options: GlobalOptions): Promise<CommandResu
       }
     }
     await close({});
+    const cleanup = await plannedCleanup({
+      server: opened.project.server,
+      project: opened.project.name,
+      environment: opened.environment.name,
+      namespace: opened.environment.namespace,
+    });
     const human = [
       `project ${opened.project.name}, environment ${opened.environment.name}, namespace ${opened.environment.namespace}`,
       ...providers.map((p) => `provider ${p.name}: ${p.ready ? 'ready' : 'not ready'}`),
+      ...(cleanup ? [cleanup.line] : []),
       '',
       formatTable(
         ['ACTION', 'VERSION', 'STATE'],
@@ -82,6 +93,7 @@ export async function statusCommand(options: GlobalOptions): Promise<CommandResu
         namespace: opened.environment.namespace,
         providers,
         actions,
+        ...(cleanup ? { cleanup: cleanup.decision } : {}),
       },
     };
   } catch (error) {
