@@ -34,6 +34,8 @@ export function requireServer(options: { server?: string; token?: string }): Con
 }
 
 interface PlanPage {
+  /** Due times are shown relative to the server's clock, not this machine's. */
+  serverTime: string;
   generatedAt: string | null;
   halted: boolean;
   items: PlanItemView[];
@@ -69,7 +71,7 @@ export async function cleanupPlanCommand(
     items.push(...page.items);
     cursor = page.nextCursor;
   } while (cursor && items.length < wanted);
-  const now = new Date();
+  const now = new Date(page.serverTime);
   const lines: string[] = [];
   if (page.halted) lines.push('Cleanup is HALTED: nothing is deleted until `tend cleanup resume`.', '');
   if (items.length === 0) {
@@ -225,7 +227,10 @@ export async function plannedCleanup(where: {
     const page = await apiRequest<PlanPage>(connection, `/api/v1/cleanup/plan?${query.toString()}`, {
       timeoutMs: 3000,
     });
-    return { decision: page.items[0] ?? null, line: cleanupLine(page.items, page.halted, new Date()) };
+    return {
+      decision: page.items[0] ?? null,
+      line: cleanupLine(page.items, page.halted, new Date(page.serverTime)),
+    };
   } catch {
     return undefined;
   }

@@ -266,6 +266,7 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
         querystring: PlanQuery,
         response: {
           200: Type.Object({
+            serverTime: Time(),
             generatedAt: Nullable(Time()),
             halted: Type.Boolean(),
             items: Type.Array(PlanItemView),
@@ -305,6 +306,7 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
       const items = rows.slice(0, limit);
       const last = items[items.length - 1];
       return {
+        serverTime: services.now().toISOString(),
         generatedAt: control.last_pass_at,
         halted: Boolean(control.halted),
         items: items.map(planItemView),
