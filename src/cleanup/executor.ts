@@ -38,7 +38,7 @@ export interface ExecutorOptions {
   executorId?: string;
   user?: string;
   hostId?: string;
-  /** Jobs verified and executed at once (default 32): deletions wait for the namespace to be gone. */
+  /** Jobs verified and executed at once (default 64): each waits for its namespace to be gone. */
   concurrency?: number;
   /** Jobs claimed per request (default 4 × concurrency). */
   claimBatch?: number;
@@ -233,7 +233,7 @@ export class CleanupExecutor {
   }
 
   private async executeDueJobs(targets: CleanupTarget[], signal: AbortSignal, report: PassReport) {
-    const concurrency = this.options.concurrency ?? 32;
+    const concurrency = this.options.concurrency ?? 64;
     const batch = this.options.claimBatch ?? concurrency * 4;
     const byKey = new Map(targets.map((t) => [t.targetKey, t]));
     const seen = new Set<string>();

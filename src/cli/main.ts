@@ -230,7 +230,7 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
     .option('--system-namespace <name>', "the provider's systemNamespace, never deleted", 'tend-system')
     .addOption(
       new Option('--concurrency <n>', 'jobs verified and executed at once')
-        .default(32)
+        .default(64)
         .argParser(parseConcurrency),
     )
     .addHelpText(
