@@ -169,9 +169,10 @@ export async function agentCommand(
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
   }
+  log('info', 'tend agent stopped');
   return {
     exitCode: 0,
-    human: json ? '' : 'tend agent stopped',
+    human: '',
     data: { executorId: executor.executorId, passes, ...(last ? { last } : {}) },
   };
 }

@@ -163,6 +163,22 @@ describe('tend agent', () => {
     expect(await auditOf('cleanup-done')).toHaveLength(1);
   });
 
+  it('stops gracefully on SIGTERM after its pass', async () => {
+    const agent = spawn(process.execPath, [tendBin, ...agentArgs('--interval', '1s')], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    children.push(agent);
+    let stderr = '';
+    agent.stderr!.on('data', (d) => (stderr += d));
+    await waitFor(() => /pass 1:/.test(stderr), 'the first pass', 30_000);
+    agent.kill('SIGTERM');
+    const code = await new Promise((r) => agent.once('exit', r));
+    expect(code).toBe(0);
+    expect(stderr).toMatch(/stopping: finishing the jobs in flight/);
+    expect(stderr).toMatch(/tend agent stopped/);
+  });
+
   it('the HTTP queue gets through 429 storms and lost answers: every job done once', async () => {
     const namespaces = await due(6);
     const proxy = await FaultProxy.start(url);
