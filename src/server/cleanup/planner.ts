@@ -87,6 +87,8 @@ export interface SnapshotResource {
   role: 'app' | 'build' | 'system';
   ownership: 'owned' | 'adopted' | 'unknown';
   lastActivityAt: number | null;
+  /** The namespace as the last inventory of its target saw it; null when absent from it. */
+  item: SnapshotInventoryItem | null;
 }
 
 export interface SnapshotInventoryItem {
@@ -113,8 +115,6 @@ export interface PlanSnapshot {
   /** Active environments per project (with or without a policy): the breaker's denominator. */
   activeEnvironments: Map<string, number>;
   inventories: Map<string, SnapshotInventory>;
-  /** By `inventoryKey(targetKey, namespaceName)`. */
-  inventoryItems: Map<string, SnapshotInventoryItem>;
   /** Last heartbeat of any executor serving the target (epoch ms). */
   executorsLastSeen: Map<string, number>;
   /** Environments with a running session: its last event or heartbeat (epoch ms). */
@@ -143,7 +143,8 @@ export interface Decision {
   dueAt: number;
   /** The activity the decision is based on (epoch ms). */
   lastActivityAt: number;
-  sentence: string;
+  /** For people: "no activity since 10:02 UTC, policy 8h; last: tend build by alice". */
+  readonly sentence: string;
   /** The open job for this resource, if one exists. */
   openJobId: string | null;
 }
@@ -156,8 +157,6 @@ export interface PlanResult {
   breakersOpened: { project: string; dueCount: number; activeCount: number }[];
 }
 
-export const inventoryKey = (targetKey: string, namespaceName: string): string =>
-  `${targetKey}\u0000${namespaceName}`;
 export const policyKey = (project: string, environment: string): string => `${project}\u0000${environment}`;
 
 const actionRank: Record<string, number> = { resume: 0, pause: 1, delete: 2 };
@@ -175,10 +174,10 @@ export function policyCovered(
 }
 
 /** `10:02 UTC` on the day of `now`, else `2025-03-30 10:02 UTC`. Always UTC: no DST surprises. */
-export function formatTime(ms: number, now: number): string {
+export function formatTime(ms: number, now: number | string): string {
   const iso = new Date(ms).toISOString();
-  const sameDay = iso.slice(0, 10) === new Date(now).toISOString().slice(0, 10);
-  return `${sameDay ? '' : iso.slice(0, 10) + ' '}${iso.slice(11, 16)} UTC`;
+  const today = typeof now === 'string' ? now : new Date(now).toISOString().slice(0, 10);
+  return `${iso.startsWith(today) ? '' : iso.slice(0, 10) + ' '}${iso.slice(11, 16)} UTC`;
 }
 
 /** `3h 12m`, `2d 4h`, `45s`. */
@@ -193,6 +192,15 @@ export function formatDuration(ms: number): string {
   return `${s}s`;
 }
 
+/** Reasons that hold whatever the time: shown as "never cleaned". */
+const structuralReasons: ReadonlySet<BlockReason> = new Set([
+  'system',
+  'adopted',
+  'not-owned',
+  'protected-name',
+  'protected',
+]);
+
 export type PlanMode =
   /** A planning pass: every check, the inactivity wait, dry-run, breaker and cap. */
   | 'policy'
@@ -203,23 +211,155 @@ interface Context {
   snapshot: PlanSnapshot;
   settings: PlannerSettings;
   now: number;
+  /** `now`'s UTC day, `2026-03-29`, for formatTime. */
+  today: string;
   staleBefore: number;
   protectedName: (name: string) => string | undefined;
   supported: ReadonlySet<string>;
+  mode: PlanMode;
+}
+
+/** What the sentences of one environment's decisions are made of (shared by its resources). */
+interface EnvironmentFacts {
+  ctx: Context;
+  env: SnapshotEnvironment;
+  activitySource: 'registry' | 'namespace';
+  base?: string;
+}
+
+/** How a decision's sentence is composed (see PlannedDecision). */
+type Wording =
+  | 'due'
+  | 'scheduled'
+  | 'never'
+  | 'due-but'
+  | 'unsupported'
+  | 'not-enforced'
+  | 'stricter'
+  | 'breaker-open'
+  | 'breaker-opened'
+  | 'cap-reached';
+
+/**
+ * A decision whose sentence is composed when first read, from data it holds (no closures: a
+ * pass over 200,000 resources stores few new sentences, and building each would dominate it).
+ */
+class PlannedDecision implements Decision {
+  kind: DecisionKind = 'due';
+  reason: BlockReason | null = null;
+  wording: Wording = 'due';
+  /** A fixed explanation of the block, when the reason code alone does not say it. */
+  why: string | undefined = undefined;
+  /** Breaker: environments due at once and active; cap: the cap. */
+  count = 0;
+  total = 0;
+  private text: string | undefined = undefined;
+
+  constructor(
+    private readonly facts: EnvironmentFacts,
+    readonly action: CleanupAction,
+    readonly resourceId: string,
+    readonly pluginName: string,
+    readonly targetKey: string,
+    readonly namespaceName: string,
+    readonly namespaceUid: string | null,
+    readonly dueAt: number,
+    readonly lastActivityAt: number,
+    public openJobId: string | null,
+  ) {}
+
+  get environmentId(): string {
+    return this.facts.env.id;
+  }
+  get project(): string {
+    return this.facts.env.project;
+  }
+  get environment(): string {
+    return this.facts.env.name;
+  }
+
+  block(reason: BlockReason, wording: Wording, why?: string): void {
+    this.kind = 'blocked';
+    this.reason = reason;
+    this.wording = wording;
+    this.why = why;
+  }
+
+  get sentence(): string {
+    return (this.text ??= this.compose());
+  }
+
+  private base(): string {
+    const f = this.facts;
+    if (f.base === undefined) {
+      const activity = formatTime(this.lastActivityAt, f.ctx.today);
+      const what = lastWhat(f.env, f.activitySource);
+      f.base =
+        f.ctx.mode === 'now'
+          ? `clean up now requested; last activity ${activity} (${what})`
+          : `no activity since ${activity}, ${policyText(f.env)}; last: ${what}`;
+    }
+    return f.base;
+  }
+
+  private whyText(): string {
+    const { env, ctx } = this.facts;
+    switch (this.reason) {
+      case 'kept-alive':
+        return `kept alive until ${formatTime(env.keepAliveUntil ?? 0, ctx.today)}`;
+      case 'no-executor':
+        return `no live executor for ${this.targetKey}`;
+      case 'inventory-partial':
+        return `the last inventory of ${this.targetKey} was incomplete`;
+      case 'inventory-stale':
+        return `no recent complete inventory of ${this.targetKey}`;
+      default:
+        return this.why ?? this.reason ?? '';
+    }
+  }
+
+  private compose(): string {
+    const { env, ctx } = this.facts;
+    const p = env.project;
+    switch (this.wording) {
+      case 'due':
+        return this.base();
+      case 'scheduled':
+        return `${this.action === 'delete' ? 'deleted' : this.action + 'd'} at ${formatTime(this.dueAt, ctx.today)} unless used; last activity ${formatTime(this.lastActivityAt, ctx.today)}, ${policyText(env)}; last: ${lastWhat(env, this.facts.activitySource)}`;
+      case 'never':
+        return `never cleaned: ${this.whyText()}`;
+      case 'due-but':
+        return `due, but ${this.whyText()} — ${this.base()}`;
+      case 'unsupported':
+        return `would ${this.action} (not supported by executors yet) — ${this.base()}`;
+      case 'not-enforced':
+      case 'stricter':
+        return `would ${this.action} (dry-run: ${this.wording === 'stricter' ? 'the policy is stricter than the one enforced' : 'the policy is not enforced yet'}; \`tend cleanup enforce --project ${p} --environment ${env.name}\`) — ${this.base()}`;
+      case 'breaker-open':
+        return `due, but the circuit breaker of project ${p} is open (\`tend cleanup breaker reset --project ${p}\`) — ${this.base()}`;
+      case 'breaker-opened':
+        return `due, but ${this.count} of ${this.total} active environments of ${p} are due at once: the circuit breaker opened (\`tend cleanup breaker reset --project ${p}\`) — ${this.base()}`;
+      case 'cap-reached':
+        return `due, but this pass reached its cap of ${this.count} — ${this.base()}`;
+    }
+  }
+}
+
+function policyText(env: SnapshotEnvironment): string {
+  return env.policy ? `policy ${env.policy.text}` : 'clean up now';
 }
 
 function lastActivityOf(
   env: SnapshotEnvironment,
   resources: readonly SnapshotResource[],
-  items: Map<string, SnapshotInventoryItem>,
 ): { at: number; source: 'registry' | 'namespace' } {
   let at = env.lastActivityAt;
   let source: 'registry' | 'namespace' = 'registry';
   for (const r of resources) {
     if (r.lastActivityAt !== null && r.lastActivityAt > at) at = r.lastActivityAt;
-    const item = items.get(inventoryKey(r.targetKey, r.namespaceName));
-    if (item?.lastActivityAt != null && item.lastActivityAt > at) {
-      at = item.lastActivityAt;
+    const itemAt = r.item?.lastActivityAt;
+    if (itemAt != null && itemAt > at) {
+      at = itemAt;
       source = 'namespace';
     }
   }
@@ -234,12 +374,15 @@ function lastWhat(env: SnapshotEnvironment, source: 'registry' | 'namespace'): s
   return env.lastActivityType ?? 'recorded';
 }
 
-/** Why a resource of this environment may not be acted on now, or undefined. In check order. */
+/**
+ * Why a resource of this environment may not be acted on now, or undefined, in check order.
+ * `why` is a fixed text; reasons with variable parts are worded by PlannedDecision.
+ */
 function blockOf(
   ctx: Context,
   env: SnapshotEnvironment,
   r: SnapshotResource,
-): { reason: BlockReason; why: string } | undefined {
+): { reason: BlockReason; why?: string } | undefined {
   const { snapshot, now } = ctx;
   if (r.role === 'system') return { reason: 'system', why: 'a shared system namespace' };
   if (r.ownership === 'adopted') return { reason: 'adopted', why: 'adopted, not created by tend' };
@@ -248,26 +391,20 @@ function blockOf(
   const protectedBy = ctx.protectedName(r.namespaceName);
   if (protectedBy) return { reason: 'protected-name', why: `protected name (${protectedBy})` };
   if (env.protected) return { reason: 'protected', why: 'the environment is protected' };
-  if (env.keepAliveUntil !== null && env.keepAliveUntil > now) {
-    return { reason: 'kept-alive', why: `kept alive until ${formatTime(env.keepAliveUntil, now)}` };
-  }
+  if (env.keepAliveUntil !== null && env.keepAliveUntil > now) return { reason: 'kept-alive' };
   const session = snapshot.runningSessions.get(env.id);
   if (session !== undefined && session > now - sessionLiveMs) {
     return { reason: 'session-running', why: 'a tend command is running in it' };
   }
   if (snapshot.halted) return { reason: 'halted', why: 'cleanup is halted (`tend cleanup resume`)' };
   const seen = snapshot.executorsLastSeen.get(r.targetKey);
-  if (seen === undefined || seen < ctx.staleBefore) {
-    return { reason: 'no-executor', why: `no live executor for ${r.targetKey}` };
-  }
+  if (seen === undefined || seen < ctx.staleBefore) return { reason: 'no-executor' };
   const inventory = snapshot.inventories.get(r.targetKey);
-  if (inventory && !inventory.complete) {
-    return { reason: 'inventory-partial', why: `the last inventory of ${r.targetKey} was incomplete` };
-  }
+  if (inventory && !inventory.complete) return { reason: 'inventory-partial' };
   if (!inventory || inventory.lastCompleteAt === null || inventory.lastCompleteAt < ctx.staleBefore) {
-    return { reason: 'inventory-stale', why: `no recent complete inventory of ${r.targetKey}` };
+    return { reason: 'inventory-stale' };
   }
-  const item = snapshot.inventoryItems.get(inventoryKey(r.targetKey, r.namespaceName));
+  const item = r.item;
   if (!item) return { reason: 'not-owned', why: 'the namespace is not in the inventory' };
   if (!item.managedByTend)
     return { reason: 'not-owned', why: 'the namespace lacks the managed-by=tend label' };
@@ -297,12 +434,14 @@ export function plan(
     snapshot,
     settings,
     now,
+    today: new Date(now).toISOString().slice(0, 10),
     staleBefore: now - staleIntervals * settings.intervalMs,
     protectedName: namespaceProtector({
       systemNamespace: settings.systemNamespace,
       patterns: settings.protectPatterns,
     }),
     supported: new Set(settings.supportedActions ?? ['delete']),
+    mode,
   };
 
   const byEnvironment = new Map<string, SnapshotResource[]>();
@@ -315,75 +454,59 @@ export function plan(
     list.push(r);
   }
 
-  const decisions: Decision[] = [];
+  const decisions: PlannedDecision[] = [];
   // Would-be-due decisions per project, before the breaker and the cap.
-  const dueByProject = new Map<string, { envs: Set<string>; decisions: Decision[] }>();
+  const dueByProject = new Map<string, { envs: Set<string>; decisions: PlannedDecision[] }>();
 
   for (const [envId, resources] of byEnvironment) {
     const env = snapshot.environments.get(envId)!;
-    const activity = lastActivityOf(env, resources, snapshot.inventoryItems);
+    const activity = lastActivityOf(env, resources);
     const policy = env.policy;
     const action: CleanupAction = policy?.action ?? 'delete';
     const dueAt = mode === 'now' || !policy ? now : activity.at + policy.afterMs;
-    const policyText = policy ? `policy ${policy.text}` : 'clean up now';
-    const base =
-      mode === 'now'
-        ? `clean up now requested; last activity ${formatTime(activity.at, now)} (${lastWhat(env, activity.source)})`
-        : `no activity since ${formatTime(activity.at, now)}, ${policyText}; last: ${lastWhat(env, activity.source)}`;
+    const facts: EnvironmentFacts = { ctx, env, activitySource: activity.source };
     for (const r of resources) {
-      const open = snapshot.openJobs.get(r.id);
-      const decision: Decision = {
-        kind: 'due',
-        reason: null,
+      const decision = new PlannedDecision(
+        facts,
         action,
-        environmentId: env.id,
-        project: env.project,
-        environment: env.name,
-        resourceId: r.id,
-        pluginName: r.plugin,
-        targetKey: r.targetKey,
-        namespaceName: r.namespaceName,
-        namespaceUid: r.namespaceUid,
+        r.id,
+        r.plugin,
+        r.targetKey,
+        r.namespaceName,
+        r.namespaceUid,
         dueAt,
-        lastActivityAt: activity.at,
-        sentence: base,
-        openJobId: open?.id ?? null,
-      };
+        activity.at,
+        snapshot.openJobs.get(r.id)?.id ?? null,
+      );
       decisions.push(decision);
       const block = blockOf(ctx, env, r);
-      const structural =
-        block && ['system', 'adopted', 'not-owned', 'protected-name', 'protected'].includes(block.reason);
-      if (block && structural) {
-        setBlocked(decision, block.reason, `never cleaned: ${block.why}`);
+      if (block && structuralReasons.has(block.reason)) {
+        decision.block(block.reason, 'never', block.why);
         continue;
       }
       if (dueAt > now) {
         decision.kind = 'scheduled';
-        decision.sentence = `${action === 'delete' ? 'deleted' : action + 'd'} at ${formatTime(dueAt, now)} unless used; last activity ${formatTime(activity.at, now)}, ${policyText}; last: ${lastWhat(env, activity.source)}`;
+        decision.wording = 'scheduled';
         continue;
       }
       if (block) {
-        setBlocked(decision, block.reason, `due, but ${block.why} — ${base}`);
+        decision.block(block.reason, 'due-but', block.why);
         continue;
       }
       if (mode === 'policy') {
         if (!ctx.supported.has(action)) {
           decision.kind = 'dry-run';
-          decision.sentence = `would ${action} (not supported by executors yet) — ${base}`;
+          decision.wording = 'unsupported';
           continue;
         }
         const enforced = snapshot.enforcedPolicies.get(policyKey(env.project, env.name));
         if (!policyCovered(policy!, enforced)) {
           decision.kind = 'dry-run';
-          decision.sentence = `would ${action} (dry-run: ${enforced ? 'the policy is stricter than the one enforced' : 'the policy is not enforced yet'}; \`tend cleanup enforce --project ${env.project} --environment ${env.name}\`) — ${base}`;
+          decision.wording = enforced ? 'stricter' : 'not-enforced';
           continue;
         }
         if (snapshot.openBreakers.has(env.project)) {
-          setBlocked(
-            decision,
-            'breaker-open',
-            `due, but the circuit breaker of project ${env.project} is open (\`tend cleanup breaker reset --project ${env.project}\`) — ${base}`,
-          );
+          decision.block('breaker-open', 'breaker-open');
           continue;
         }
         let entry = dueByProject.get(env.project);
@@ -395,20 +518,18 @@ export function plan(
   }
 
   const breakersOpened: PlanResult['breakersOpened'] = [];
-  const candidates: Decision[] = [];
+  const candidates: PlannedDecision[] = [];
   for (const [project, entry] of dueByProject) {
     const active = snapshot.activeEnvironments.get(project) ?? entry.envs.size;
     if (entry.envs.size >= breakerMinimum && entry.envs.size > breakerShare * active) {
       breakersOpened.push({ project, dueCount: entry.envs.size, activeCount: active });
       for (const d of entry.decisions) {
-        setBlocked(
-          d,
-          'breaker-open',
-          `due, but ${entry.envs.size} of ${active} active environments of ${project} are due at once: the circuit breaker opened (\`tend cleanup breaker reset --project ${project}\`) — ${d.sentence}`,
-        );
+        d.block('breaker-open', 'breaker-opened');
+        d.count = entry.envs.size;
+        d.total = active;
       }
     } else {
-      candidates.push(...entry.decisions);
+      for (const d of entry.decisions) candidates.push(d);
     }
   }
   if (mode === 'now') {
@@ -416,27 +537,39 @@ export function plan(
   }
 
   // Oldest due first; open jobs are already queued and take no room in the cap.
-  candidates.sort((a, b) => a.dueAt - b.dueAt || (a.resourceId < b.resourceId ? -1 : 1));
-  const newJobs: Decision[] = [];
-  for (const d of candidates) {
-    if (d.openJobId !== null) continue;
-    if (mode === 'policy' && newJobs.length >= settings.maxPerPass) {
-      setBlocked(
-        d,
-        'cap-reached',
-        `due, but this pass reached its cap of ${settings.maxPerPass} — ${d.sentence}`,
-      );
-      continue;
+  const fresh = candidates.filter((d) => d.openJobId === null);
+  const limit = mode === 'policy' ? settings.maxPerPass : Infinity;
+  const chosen = oldestFirst(fresh, limit);
+  const newJobs: Decision[] = chosen;
+  if (chosen.length < fresh.length) {
+    const taken = new Set(chosen);
+    for (const d of fresh) {
+      if (taken.has(d)) continue;
+      d.block('cap-reached', 'cap-reached');
+      d.count = settings.maxPerPass;
     }
-    newJobs.push(d);
   }
   return { decisions, newJobs, breakersOpened };
 }
 
-function setBlocked(d: Decision, reason: BlockReason, sentence: string): void {
-  d.kind = 'blocked';
-  d.reason = reason;
-  d.sentence = sentence;
+const dueOrder = (a: Decision, b: Decision) => a.dueAt - b.dueAt || (a.resourceId < b.resourceId ? -1 : 1);
+
+/**
+ * The `limit` oldest-due decisions, in order. With a small cap (the usual 10) a bounded insertion
+ * keeps a pass over 200,000 due decisions from sorting them all.
+ */
+function oldestFirst<T extends Decision>(decisions: T[], limit: number): T[] {
+  if (limit <= 0) return [];
+  if (decisions.length <= limit || limit > 1000) return [...decisions].sort(dueOrder).slice(0, limit);
+  const best: T[] = [];
+  for (const d of decisions) {
+    if (best.length === limit && dueOrder(d, best[limit - 1]!) >= 0) continue;
+    let i = best.length;
+    while (i > 0 && dueOrder(d, best[i - 1]!) < 0) i--;
+    best.splice(i, 0, d);
+    if (best.length > limit) best.pop();
+  }
+  return best;
 }
 
 /**
@@ -466,7 +599,7 @@ export function checkPlan(
   for (const x of snapshot.resources) {
     const env = snapshot.environments.get(x.environmentId);
     if (!env) continue;
-    const item = snapshot.inventoryItems.get(inventoryKey(x.targetKey, x.namespaceName));
+    const item = x.item;
     activityOf.set(
       env.id,
       Math.max(
@@ -503,7 +636,7 @@ export function checkPlan(
     if (!inv || !inv.complete || inv.lastCompleteAt === null || inv.lastCompleteAt < stale) {
       fail('no complete recent inventory');
     }
-    const item = snapshot.inventoryItems.get(inventoryKey(r.targetKey, r.namespaceName));
+    const item = r.item;
     if (!item) fail('not in the inventory');
     else {
       if (!item.managedByTend) fail('no managed-by label');

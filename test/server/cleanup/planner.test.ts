@@ -6,7 +6,6 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   checkPlan,
-  inventoryKey,
   plan,
   policyKey,
   type BlockReason,
@@ -32,7 +31,7 @@ function blockedBy(change: (s: PlanSnapshot) => void): { reason: BlockReason | n
 }
 
 const env0 = (s: PlanSnapshot) => s.environments.get('env-0')!;
-const item0 = (s: PlanSnapshot) => s.inventoryItems.get(inventoryKey('kubernetes/c1', 'shop-u0'))!;
+const item0 = (s: PlanSnapshot) => s.resources[0]!.item!;
 
 describe('planner', () => {
   it('an idle owned namespace under an enforced policy is due, with a sentence a person understands', () => {
@@ -118,7 +117,7 @@ describe('planner', () => {
           lastCompleteAt: now - 30_000,
         }),
     ],
-    ['not-owned', (s) => s.inventoryItems.clear()],
+    ['not-owned', (s) => (s.resources[0]!.item = null)],
     ['not-owned', (s) => (item0(s).uid = 'uid-recreated')],
     ['not-owned', (s) => (item0(s).managedByTend = false)],
     ['not-owned', (s) => (item0(s).project = 'other')],

@@ -229,9 +229,10 @@ describe.each(dialects)('cleanup service on %s', (dialect) => {
     f.advance(9 * hour);
     await f.report(
       'e1',
-      [...['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8'], ...Array.from({ length: 10 }, (_, i) => `np${i}`)].map(
-        (u) => f.item(`shop-${u}`, `uid-${u}`),
-      ),
+      [
+        ...['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8'],
+        ...Array.from({ length: 10 }, (_, i) => `np${i}`),
+      ].map((u) => f.item(`shop-${u}`, `uid-${u}`)),
     );
     const other = new CleanupService(f.server.database.db, f.server.database.reader, new Metrics(), f.now, {
       ...defaultCleanupSettings,

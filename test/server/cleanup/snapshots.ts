@@ -6,11 +6,11 @@
  */
 import fc from 'fast-check';
 import {
-  inventoryKey,
   policyKey,
   type PlanSnapshot,
   type PlannerSettings,
   type SnapshotEnvironment,
+  type SnapshotInventoryItem,
   type SnapshotResource,
 } from '../../../src/server/cleanup/planner.js';
 
@@ -33,7 +33,6 @@ export function goodSnapshot(count = 1, project = 'shop'): PlanSnapshot {
     inventories: new Map([
       ['kubernetes/c1', { receivedAt: now - 1000, complete: true, lastCompleteAt: now - 1000 }],
     ]),
-    inventoryItems: new Map(),
     executorsLastSeen: new Map([['kubernetes/c1', now - 1000]]),
     runningSessions: new Map(),
     openJobs: new Map(),
@@ -66,17 +65,17 @@ export function goodSnapshot(count = 1, project = 'shop'): PlanSnapshot {
       role: 'build',
       ownership: 'owned',
       lastActivityAt: null,
+      item: {
+        uid: `uid-${i}`,
+        managedByTend: true,
+        project,
+        environment: 'dev',
+        role: 'build',
+        adopted: false,
+        lastActivityAt: null,
+      },
     };
     snapshot.resources.push(r);
-    snapshot.inventoryItems.set(inventoryKey(r.targetKey, r.namespaceName), {
-      uid: `uid-${i}`,
-      managedByTend: true,
-      project,
-      environment: 'dev',
-      role: 'build',
-      adopted: false,
-      lastActivityAt: null,
-    });
   }
   return snapshot;
 }
@@ -192,7 +191,6 @@ export const randomCase: fc.Arbitrary<RandomCase> = fc
       resources: [],
       activeEnvironments: new Map(),
       inventories: new Map(),
-      inventoryItems: new Map(),
       executorsLastSeen: new Map(),
       runningSessions: new Map(),
       openJobs: new Map(),
@@ -221,6 +219,7 @@ export const randomCase: fc.Arbitrary<RandomCase> = fc
       const e = g.enforced[i];
       if (e) snapshot.enforcedPolicies.set(policyKey(p!, n!), e);
     });
+    const items = new Map<string, SnapshotInventoryItem>();
     g.envs.forEach((e, i) => {
       const id = `env-${i}`;
       snapshot.activeEnvironments.set(
@@ -248,6 +247,19 @@ export const randomCase: fc.Arbitrary<RandomCase> = fc
       });
       e.resources.forEach((r, j) => {
         const rid = `res-${i}-${j}`;
+        // One namespace per target and name: resources naming the same one see the same item.
+        const key = `${r.target}/${r.name}`;
+        if (r.item && !items.has(key)) {
+          items.set(key, {
+            uid: r.item.sameUid && r.uid !== null ? r.uid : r.item.uid,
+            managedByTend: r.item.managedByTend,
+            project: r.item.annotationsMatch ? e.project : 'other',
+            environment: r.item.annotationsMatch ? e.name : 'other',
+            role: r.item.role,
+            adopted: r.item.adopted,
+            lastActivityAt: r.item.activity === null ? null : t + r.item.activity,
+          });
+        }
         snapshot.resources.push({
           id: rid,
           environmentId: id,
@@ -258,19 +270,9 @@ export const randomCase: fc.Arbitrary<RandomCase> = fc
           role: r.role as SnapshotResource['role'],
           ownership: r.ownership as SnapshotResource['ownership'],
           lastActivityAt: r.activity === null ? null : t + r.activity,
+          item: items.get(key) ?? null,
         });
         if (r.openJob) snapshot.openJobs.set(rid, { id: `job-${rid}`, state: 'planned' });
-        if (r.item) {
-          snapshot.inventoryItems.set(inventoryKey(r.target, r.name), {
-            uid: r.item.sameUid && r.uid !== null ? r.uid : r.item.uid,
-            managedByTend: r.item.managedByTend,
-            project: r.item.annotationsMatch ? e.project : 'other',
-            environment: r.item.annotationsMatch ? e.name : 'other',
-            role: r.item.role,
-            adopted: r.item.adopted,
-            lastActivityAt: r.item.activity === null ? null : t + r.item.activity,
-          });
-        }
       });
     });
     return { snapshot, now: t, settings: { ...settings, maxPerPass: g.maxPerPass } };
