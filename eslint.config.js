@@ -23,7 +23,7 @@ export default tseslint.config(
     },
   },
   {
-    // The kubernetes plugin reaches the API only through its namespace-tracking client (DESIGN §4).
+    // The kubernetes plugin reaches the API only through its namespace-tracking client (docs/design.md#events).
     files: ['src/plugins/kubernetes/**/*.ts'],
     ignores: ['src/plugins/kubernetes/client/**'],
     rules: {

@@ -7,12 +7,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Type } from '@sinclair/typebox';
 import { SessionBus } from '../src/events/bus.js';
-import { PluginEventBroker } from '../src/events/broker.js';
+import { PluginEventBroker } from '../src/router/broker.js';
 import type { NamespaceStatusPayload } from '../src/events/catalog.js';
 import { LocalLogSink } from '../src/events/local-log.js';
-import { OutboxSink } from '../src/events/outbox.js';
+import { OutboxSink } from '../src/outbox/writer.js';
 import { Router } from '../src/router/router.js';
-import type { PluginDefinition } from '../src/plugins/types.js';
+import type { PluginDefinition } from '../src/plugin/types.js';
 import { statePaths } from '../src/state/files.js';
 import { figure, ratio, tempProject, timeIt } from './support.js';
 
@@ -60,6 +60,12 @@ async function throughRouter(bus: SessionBus, root: string): Promise<number> {
     bus,
     providers: [{ name: 'bench', plugin, config: {} }],
     environment: { project: 'bench', name: 'dev', namespace: 'bench-dev', variables: {} },
+    templateContext: {
+      project: { name: 'bench' },
+      environment: { name: 'dev', namespace: 'bench-dev' },
+      var: {},
+      local: { username: 'bench', env: {} },
+    },
     projectRoot: root,
     tendDir: statePaths(root).root,
     user: 'bench',

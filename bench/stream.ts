@@ -18,12 +18,12 @@ import { monotonicFactory } from 'ulidx';
 import { executeCommand } from '../src/commands/execute.js';
 import type { ActionStatusPayload, NamespaceStatusPayload } from '../src/events/catalog.js';
 import { readSessionLog } from '../src/events/local-log.js';
-import type { PluginDefinition } from '../src/plugins/types.js';
+import type { PluginDefinition } from '../src/plugin/types.js';
 import { migrateToLatest, openDatabase } from '../src/server/db/database.js';
 import { TokenRepository } from '../src/server/db/repositories/tokens.js';
 import { spawn } from 'node:child_process';
 import { pushOutbox } from '../src/stream/push.js';
-import { listSegmentIds } from '../src/stream/segments.js';
+import { listSegmentIds } from '../src/outbox/segments.js';
 import { createNoopPlugin } from '../test/fixtures/noop-plugin.js';
 import { figure, median, ratio, tempProject } from './support.js';
 

@@ -1,2 +1,2 @@
 #!/usr/bin/env node
-import '../dist/src/cli/main.js';
+import '../dist/src/main.js';

@@ -5,8 +5,8 @@
  */
 import os from 'node:os';
 import { cliVersion } from '../cli/version.js';
-import { builtinPlugins } from '../plugins/registry.js';
-import type { ExecutorSettings, PluginDefinition } from '../plugins/types.js';
+import { builtinPlugins } from '../plugins/builtin.js';
+import type { ExecutorSettings, PluginDefinition } from '../plugin/types.js';
 import { CleanupExecutor, type ExecutorLogLevel, type PassReport } from './executor.js';
 import type { CleanupQueue } from './protocol.js';
 

@@ -10,7 +10,7 @@
  * then `complete` with the outcome. A job whose lease was lost is dropped; the lease returns it.
  */
 import { TendError } from '../errors.js';
-import { PluginEventBroker } from '../events/broker.js';
+import { PluginEventBroker } from '../router/broker.js';
 import { newId, SessionBus } from '../events/bus.js';
 import type { EventPayloads, EventType, TendEvent } from '../events/catalog.js';
 import type {
@@ -20,7 +20,7 @@ import type {
   ExecutorSettings,
   PluginDefinition,
   PluginLog,
-} from '../plugins/types.js';
+} from '../plugin/types.js';
 import type { CleanupJob, CleanupQueue, ExecutorKind, InventoryResponse } from './protocol.js';
 
 export type ExecutorLogLevel = 'debug' | 'info' | 'warn' | 'error';

@@ -6,7 +6,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { TendError } from '../errors.js';
-import { apiRequest } from '../server/client.js';
+import { apiRequest } from '../remote/client.js';
 import type {
   ClaimRequest,
   ClaimResponse,

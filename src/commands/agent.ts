@@ -11,10 +11,10 @@ import { cliVersion } from '../cli/version.js';
 import { CleanupExecutor, type ExecutorLogLevel, type PassReport } from '../cleanup/executor.js';
 import { HttpCleanupQueue } from '../cleanup/http-queue.js';
 import { TendError } from '../errors.js';
-import { builtinPlugins } from '../plugins/registry.js';
-import type { ExecutorSettings, PluginDefinition } from '../plugins/types.js';
-import { validatePlugins } from '../plugins/validate.js';
-import { normaliseServerUrl } from '../stream/credentials.js';
+import { builtinPlugins } from '../plugins/builtin.js';
+import type { ExecutorSettings, PluginDefinition } from '../plugin/types.js';
+import { validatePlugins } from '../plugin/validate.js';
+import { normaliseServerUrl } from '../remote/credentials.js';
 import { localIdentity } from '../state/identity.js';
 import { parseDuration } from '../server/views.js';
 

@@ -5,11 +5,11 @@
  */
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { TendError } from '../errors.js';
-import { apiRequest, type Connection } from '../server/client.js';
+import { apiRequest, type Connection } from '../remote/client.js';
 import { formatDuration } from '../server/cleanup/planner.js';
 import type { PlanItemView } from '../server/routes/cleanup.js';
 import type { EnvironmentView } from '../server/schemas.js';
-import { resolveServer } from '../stream/credentials.js';
+import { resolveServer } from '../remote/credentials.js';
 import { openProject } from './context.js';
 
 export interface ServerCommandOptions extends GlobalOptions {

@@ -19,13 +19,13 @@ import { cliVersion } from '../cli/version.js';
 import { Session } from '../events/session.js';
 import { TendError, toTendError } from '../errors.js';
 import type { ActionGraph } from '../graph/graph.js';
-import { builtinPlugins } from '../plugins/registry.js';
-import { validatePlugins } from '../plugins/validate.js';
-import type { EnvironmentInfo, Outputs, PluginDefinition, ResolvedAction } from '../plugins/types.js';
+import { builtinPlugins } from '../plugins/builtin.js';
+import { validatePlugins } from '../plugin/validate.js';
+import type { EnvironmentInfo, Outputs, PluginDefinition, ResolvedAction } from '../plugin/types.js';
 import { Router, type ProviderRuntime } from '../router/router.js';
 import { localIdentity } from '../state/identity.js';
 import { statePaths } from '../state/files.js';
-import { describeDrops, enforceBoundWithoutServer, outboxMaxBytes } from '../stream/bound.js';
+import { describeDrops, enforceBoundWithoutServer, outboxMaxBytes } from '../outbox/bound.js';
 import { startSessionStream } from '../stream/session.js';
 
 export interface OpenedProject {
@@ -136,6 +136,7 @@ export function startSession(opened: OpenedProject, command: string, args: strin
     bus: session.bus,
     providers: opened.providers,
     environment: opened.environment,
+    templateContext: opened.templateContext,
     projectRoot: opened.project.root,
     tendDir: opened.tendDir,
     user: opened.user,

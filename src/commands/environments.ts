@@ -2,7 +2,7 @@
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { TendError } from '../errors.js';
 import type { EnvironmentView } from '../server/schemas.js';
-import { apiRequest } from '../server/client.js';
+import { apiRequest } from '../remote/client.js';
 import { requireServer } from './cleanup-server.js';
 
 export interface EnvironmentsOptions extends GlobalOptions {

@@ -189,7 +189,7 @@ export interface PushOptions extends GlobalOptions {
 async function streamSettings(options: GlobalOptions) {
   const [{ loadProjectConfig }, { builtinPlugins }, { streamConnection }] = await Promise.all([
     import('../config/load.js'),
-    import('../plugins/registry.js'),
+    import('../plugins/builtin.js'),
     import('../stream/session.js'),
   ]);
   const { project } = await loadProjectConfig({

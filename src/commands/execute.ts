@@ -9,8 +9,8 @@ import { ExitCode, TendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
 import { solve, type ActionOutcome } from '../graph/solver.js';
 import { computeVersions } from '../graph/version.js';
-import { builtinPlugins } from '../plugins/registry.js';
-import type { ActionKind, PluginDefinition } from '../plugins/types.js';
+import { builtinPlugins } from '../plugins/builtin.js';
+import type { ActionKind, PluginDefinition } from '../plugin/types.js';
 import { openProject, resolveAction, startSession, type OpenedProject } from './context.js';
 
 export type ExecuteVerb = 'build' | 'deploy' | 'test' | 'run';

@@ -1,8 +1,8 @@
 /** `tend login --server URL --token T`: checks the token with the server and stores both (0600). */
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import { TendError } from '../errors.js';
-import { normaliseServerUrl, writeCredentials } from '../stream/credentials.js';
-import { apiRequest } from '../server/client.js';
+import { normaliseServerUrl, writeCredentials } from '../remote/credentials.js';
+import { apiRequest } from '../remote/client.js';
 
 export interface LoginOptions extends GlobalOptions {
   server: string;

@@ -5,8 +5,8 @@
 import type { CommandResult } from '../cli/output.js';
 import { buildJsonSchema } from '../config/schema.js';
 import { ExitCode } from '../errors.js';
-import { builtinPlugins } from '../plugins/registry.js';
-import type { PluginDefinition } from '../plugins/types.js';
+import { builtinPlugins } from '../plugins/builtin.js';
+import type { PluginDefinition } from '../plugin/types.js';
 
 export async function schemaCommand(
   plugins: PluginDefinition[] = builtinPlugins(),

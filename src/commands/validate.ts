@@ -16,8 +16,8 @@ import {
 import { checkResolvedSpec, loadProjectConfig } from '../config/load.js';
 import { ExitCode } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
-import { builtinPlugins } from '../plugins/registry.js';
-import type { PluginDefinition } from '../plugins/types.js';
+import { builtinPlugins } from '../plugins/builtin.js';
+import type { PluginDefinition } from '../plugin/types.js';
 
 export interface ValidateData {
   valid: true;

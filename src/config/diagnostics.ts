@@ -10,8 +10,7 @@ import type { ValueError } from '@sinclair/typebox/errors';
 import { TendError } from '../errors.js';
 import type { ErrorCode, SourceLocation } from '../errors.js';
 import { formatLocation } from './project.js';
-import type { ConfigPath } from './project.js';
-import type { LocateTarget } from './source.js';
+import type { ConfigPath, LocateTarget } from './project.js';
 
 export interface ConfigProblem {
   code: ErrorCode;

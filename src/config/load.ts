@@ -1,5 +1,5 @@
 /**
- * Loads a project's configuration (DESIGN §2): `tend.yml` at the root (the Project document, and
+ * Loads a project's configuration (docs/design.md#configuration): `tend.yml` at the root (the Project document, and
  * maybe actions) and every `*.tend.yml` below it. Every document is checked against tend's
  * schemas and its plugin's schemas; every problem of a load is reported at once, each with its
  * file:line:column.
@@ -11,26 +11,14 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { TendError } from '../errors.js';
 import type { SourceLocation } from '../errors.js';
-import { actionKinds } from '../plugins/types.js';
-import type { ActionKind, PluginDefinition } from '../plugins/types.js';
-import { checkSchema, configError, describeValue, formatPath, sortProblems } from './diagnostics.js';
+import { actionKinds } from '../plugin/types.js';
+import type { ActionKind, PluginDefinition } from '../plugin/types.js';
+import { checkSchema, configError, describeValue, sortProblems } from './diagnostics.js';
 import type { ConfigProblem } from './diagnostics.js';
 import { actionRef, formatLocation } from './project.js';
-import type {
-  ActionConfig,
-  ConfigPath,
-  EnvironmentConfig,
-  ProjectConfig,
-  ProviderEntry,
-  VariableValue,
-} from './project.js';
-import {
-  ActionBaseSchema,
-  actionTypeIndex,
-  parseTimeout,
-  ProjectSchema,
-  variableNamePattern,
-} from './schema.js';
+import type { ActionConfig, ConfigPath, ProjectConfig } from './project.js';
+import { ActionBaseSchema, actionTypeIndex, parseTimeout } from './schema.js';
+import { readProjectDocument } from './project-document.js';
 import { SourceFile } from './source.js';
 import type { SourceDocument } from './source.js';
 import { checkTemplateSyntax } from './template.js';
@@ -231,161 +219,10 @@ class Loader {
       return;
     }
     this.#projectSeen = doc.location;
-    const problems = checkSchema(ProjectSchema, value, {
-      basePath: [],
-      rootLabel: 'the Project document',
-      locate,
-    });
-    if (problems.length > 0) {
-      this.#problems.push(...problems);
-      return;
-    }
-    const raw = value as {
-      name: string;
-      defaultEnvironment?: string;
-      variables?: Record<string, VariableValue>;
-      environments: {
-        name: string;
-        defaultNamespace?: string;
-        cleanup?: { afterInactivity: string; action?: 'delete' | 'pause' };
-      }[];
-      providers?: ({ name: string; environments?: string[] } & Record<string, unknown>)[];
-      server?: string;
-    };
-    const before = this.#problems.length;
-    const variableName = new RegExp(variableNamePattern);
-    for (const name of Object.keys(raw.variables ?? {})) {
-      if (!variableName.test(name)) {
-        this.#problem(
-          'TEND_CONFIG_INVALID',
-          `invalid variable name "${name}"; expected letters, digits, "_" and "-", starting with a letter or "_"`,
-          locate(['variables', name], 'key'),
-        );
-      }
-    }
-
-    const environments: EnvironmentConfig[] = [];
-    const environmentNames = new Map<string, number>();
-    raw.environments.forEach((env, i) => {
-      const first = environmentNames.get(env.name);
-      if (first !== undefined) {
-        this.#problem(
-          'TEND_CONFIG_INVALID',
-          `duplicate environment "${env.name}"; first defined at ${formatLocation(locate(['environments', first, 'name']))}`,
-          locate(['environments', i, 'name']),
-        );
-      }
-      environmentNames.set(env.name, i);
-      if (env.defaultNamespace !== undefined) {
-        const base = ['environments', i, 'defaultNamespace'];
-        const checked = checkTemplateSyntax(env.defaultNamespace, base, (p) => locate(p));
-        this.#problems.push(...checked.problems);
-        if (checked.actionReferences.length > 0) {
-          this.#problem(
-            'TEND_TEMPLATE',
-            'action outputs cannot be used in defaultNamespace: the namespace is known before any action runs',
-            locate(base),
-          );
-        }
-      }
-      environments.push({
-        name: env.name,
-        ...(env.defaultNamespace !== undefined ? { defaultNamespace: env.defaultNamespace } : {}),
-        ...(env.cleanup
-          ? {
-              cleanup: {
-                afterInactivity: env.cleanup.afterInactivity,
-                action: env.cleanup.action ?? 'delete',
-              },
-            }
-          : {}),
-        location: locate(['environments', i]),
-      });
-    });
-    const envList = environments.map((e) => e.name).join(', ');
-    const defaultEnvironment = raw.defaultEnvironment ?? environments[0]?.name ?? '';
-    if (raw.defaultEnvironment !== undefined && !environmentNames.has(raw.defaultEnvironment)) {
-      this.#problem(
-        'TEND_ENVIRONMENT_NOT_FOUND',
-        `defaultEnvironment "${raw.defaultEnvironment}" is not one of the environments; expected one of: ${envList}`,
-        locate(['defaultEnvironment']),
-      );
-    }
-
-    const providers: ProviderEntry[] = [];
-    const pluginNames = this.plugins.map((p) => p.name);
-    (raw.providers ?? []).forEach((entry, i) => {
-      const { name, environments: only, ...config } = entry;
-      const entryPath = ['providers', i];
-      const plugin = this.plugins.find((p) => p.name === name);
-      if (!plugin) {
-        this.#problem(
-          'TEND_PROVIDER_NOT_FOUND',
-          `unknown provider "${name}"; expected one of: ${pluginNames.join(', ') || '(no plugins)'}`,
-          locate([...entryPath, 'name']),
-        );
-        return;
-      }
-      only?.forEach((envName, j) => {
-        if (!environmentNames.has(envName)) {
-          this.#problem(
-            'TEND_ENVIRONMENT_NOT_FOUND',
-            `unknown environment "${envName}" in ${formatPath([...entryPath, 'environments'])}; expected one of: ${envList}`,
-            locate([...entryPath, 'environments', j]),
-          );
-        }
-      });
-      const clash = providers.find(
-        (p) => p.name === name && (!p.environments || !only || p.environments.some((e) => only.includes(e))),
-      );
-      if (clash) {
-        this.#problem(
-          'TEND_CONFIG_INVALID',
-          `provider "${name}" is listed twice for the same environments; first at ${formatLocation(clash.location)}` +
-            ' (list it twice only with separate environments:)',
-          locate([...entryPath, 'name']),
-        );
-      }
-      this.#problems.push(
-        ...checkSchema(plugin.configSchema, config, {
-          basePath: entryPath,
-          rootLabel: `${formatPath(entryPath)} (${name})`,
-          extraRootKeys: ['name', 'environments'],
-          skipTemplated: true,
-          locate,
-        }),
-      );
-      const checked = checkTemplateSyntax(config, entryPath, (p) => locate(p));
-      this.#problems.push(...checked.problems);
-      for (const reference of checked.actionReferences) {
-        this.#problem(
-          'TEND_TEMPLATE',
-          'action outputs cannot be used in provider configuration: providers are set up before any action runs',
-          locate(reference.path),
-        );
-      }
-      providers.push({
-        name,
-        ...(only ? { environments: only } : {}),
-        config,
-        location: locate(entryPath),
-        locate: (p) => locate([...entryPath, ...p]),
-      });
-    });
-
-    if (this.#problems.length > before) return;
-    this.#project = {
-      name: raw.name,
-      defaultEnvironment,
-      variables: raw.variables ?? {},
-      environments,
-      providers,
-      ...(raw.server !== undefined ? { server: raw.server } : {}),
-      root: this.root,
-      file: file.file,
-      location: doc.location,
-      locate: (p) => locate(p),
-    };
+    this.#project = readProjectDocument(
+      { root: this.root, file: file.file, location: doc.location, value, locate, plugins: this.plugins },
+      this.#problems,
+    );
   }
 
   #actionDocument(

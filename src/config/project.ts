@@ -1,13 +1,15 @@
 /**
  * The project's configuration as the rest of tend sees it, after loading and validation
- * (DESIGN §2). Values that may hold template expressions (`spec`, provider config,
+ * (docs/design.md#configuration). Values that may hold template expressions (`spec`, provider config,
  * `defaultNamespace`) are kept raw; src/config/template.ts resolves them.
  */
 import type { SourceLocation } from '../errors.js';
-import type { ActionKind } from '../plugins/types.js';
+import type { ActionKind } from '../plugin/types.js';
 
 /** A path to a value inside one YAML document: keys and sequence indexes. */
 export type ConfigPath = readonly (string | number)[];
+/** A mapping entry's key or its value, when locating a path in the YAML source. */
+export type LocateTarget = 'key' | 'value';
 
 export type Locate = (path: ConfigPath) => SourceLocation;
 

@@ -1,13 +1,13 @@
 /**
- * Schemas of tend's configuration documents (DESIGN §2), and the JSON Schema for editors
+ * Schemas of tend's configuration documents (docs/design.md#configuration), and the JSON Schema for editors
  * (`tend schema`), which adds every plugin's provider config and action spec schemas.
  * tend's own objects forbid unknown keys everywhere.
  */
 import { Type } from '@sinclair/typebox';
 import type { TSchema } from '@sinclair/typebox';
 import { CleanupPolicy } from '../events/catalog.js';
-import { actionKinds } from '../plugins/types.js';
-import type { ActionKind, PluginDefinition } from '../plugins/types.js';
+import { actionKinds } from '../plugin/types.js';
+import type { ActionKind, PluginDefinition } from '../plugin/types.js';
 import { nameMaxLength, namePattern } from './project.js';
 
 /** `patternErrorMessage` is what editors (VS Code, yaml-language-server) show for a pattern mismatch; we do too. */

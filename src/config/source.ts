@@ -7,7 +7,7 @@ import { isMap, isPair, isScalar, isSeq, LineCounter, parseAllDocuments, visit }
 import type { Document, Node } from 'yaml';
 import type { SourceLocation } from '../errors.js';
 import type { ConfigProblem } from './diagnostics.js';
-import type { ConfigPath } from './project.js';
+import type { ConfigPath, LocateTarget } from './project.js';
 
 export interface SourceDocument {
   /** Index of the document in its file (counting empty ones, so that positions can be found again). */
@@ -17,8 +17,6 @@ export interface SourceDocument {
   /** Where the document's content starts. */
   location: SourceLocation;
 }
-
-export type LocateTarget = 'key' | 'value';
 
 export class SourceFile {
   #lineCounter = new LineCounter();

@@ -1,5 +1,5 @@
 /**
- * Template expressions `${…}` in configuration values (DESIGN §2): `project.name`,
+ * Template expressions `${…}` in configuration values (docs/design.md#configuration): `project.name`,
  * `environment.name`, `environment.namespace`, `var.<name>`, `local.username`,
  * `local.env.<NAME>`, `actions.<kind>.<name>.outputs.<key>`. `$${` is a literal `${`.
  * A string that is exactly one expression keeps the value's type (a number stays a number).

@@ -1,5 +1,5 @@
 /**
- * The event catalogue (DESIGN §4): every event type tend emits, with its payload schema.
+ * The event catalogue (docs/design.md#events): every event type tend emits, with its payload schema.
  * These schemas are the boundary: the router validates plugin payloads against them,
  * the server validates ingested batches against them, and docs/events.md describes them.
  */
@@ -194,7 +194,7 @@ export type EventType = keyof typeof eventCatalog;
 export type EventPayloads = { [K in EventType]: Static<(typeof eventCatalog)[K]> };
 export const eventTypes = Object.keys(eventCatalog) as EventType[];
 
-/** Types that are written to the outbox and streamed to the server (DESIGN §4, §6). */
+/** Types that are written to the outbox and streamed to the server (docs/design.md#events, #event-stream). */
 export const streamedEventTypes: ReadonlySet<EventType> = new Set<EventType>([
   'namespaceStatus',
   'sessionStarted',

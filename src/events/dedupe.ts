@@ -1,5 +1,5 @@
 /**
- * Coalescing of repeated `namespaceStatus` events within a session (DESIGN §4): the same
+ * Coalescing of repeated `namespaceStatus` events within a session (docs/design.md#events): the same
  * (plugin, target, namespace, uid, state) passes once; a change of state always passes.
  */
 import type { NamespaceStatusPayload, Target } from './catalog.js';

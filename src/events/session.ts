@@ -5,7 +5,7 @@
 import { SessionBus } from './bus.js';
 import type { EventPayloads } from './catalog.js';
 import { LocalLogSink } from './local-log.js';
-import { OutboxSink } from './outbox.js';
+import { OutboxSink } from '../outbox/writer.js';
 import { statePaths } from '../state/files.js';
 
 export const heartbeatIntervalMs = 30_000;

@@ -7,7 +7,7 @@
 import type { SessionBus } from '../events/bus.js';
 import type { ActionState } from '../events/catalog.js';
 import { TendError, toTendError } from '../errors.js';
-import type { ActionKind, Outputs, ResolvedAction } from '../plugins/types.js';
+import type { ActionKind, Outputs, ResolvedAction } from '../plugin/types.js';
 import type { Router } from '../router/router.js';
 import type { ActionGraph } from './graph.js';
 

@@ -6,8 +6,9 @@
  */
 import { TendError } from '../errors.js';
 import type { SessionBus } from '../events/bus.js';
-import { PluginEventBroker } from '../events/broker.js';
+import { PluginEventBroker } from './broker.js';
 import type { EventPayloads, EventType } from '../events/catalog.js';
+import { actionOutputsContext, resolveTemplates, type TemplateContext } from '../config/template.js';
 import type {
   ActionHandlerNames,
   ActionKind,
@@ -20,7 +21,7 @@ import type {
   ResolvedAction,
   RunResult,
   StatusResult,
-} from '../plugins/types.js';
+} from '../plugin/types.js';
 
 /** A configured provider: the plugin, its resolved config, and the state its `init` returned. */
 export interface ProviderRuntime {
@@ -34,6 +35,8 @@ export interface RouterOptions {
   bus: SessionBus;
   providers: ProviderRuntime[];
   environment: EnvironmentInfo;
+  /** The environment's template context (config/environment.ts), for `ctx.resolveTemplates`. */
+  templateContext: TemplateContext;
   projectRoot: string;
   tendDir: string;
   user: string;
@@ -171,7 +174,7 @@ export class Router {
     } finally {
       this.inFlight.delete(call);
       broker.close();
-      // Events of this call reach the OS before the call returns (DESIGN §4, issue 3).
+      // Events of this call reach the OS before the call returns (docs/design.md#events).
       bus.flush();
     }
   }
@@ -189,6 +192,12 @@ export class Router {
       signal: o.signal,
       user: o.user,
       hostId: o.hostId,
+      resolveTemplates: (value, { location, dependencyOutputs }) =>
+        resolveTemplates(
+          value,
+          { ...o.templateContext, actions: actionOutputsContext(dependencyOutputs ?? {}) },
+          () => location,
+        ),
     };
   }
 }

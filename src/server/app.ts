@@ -10,16 +10,12 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyError,
-  type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
-  type RawReplyDefaultExpression,
-  type RawRequestDefaultExpression,
-  type RawServerDefault,
 } from 'fastify';
 import type { LoggerOptions } from 'pino';
 import { TendError, type ErrorCode } from '../errors.js';
-import { bearerToken, requiredScope, scopeAllows, type Permission, type Principal } from './auth.js';
+import { bearerToken, requiredScope, scopeAllows } from './auth.js';
 import type { ServerDatabase } from './db/database.js';
 import { AuditRepository } from './db/repositories/audit.js';
 import { DashboardSessionRepository } from './db/repositories/dashboard-sessions.js';
@@ -28,48 +24,13 @@ import { TokenRepository } from './db/repositories/tokens.js';
 import { CleanupService, defaultCleanupSettings, type CleanupSettings } from './cleanup/service.js';
 import { registerDashboard } from './dashboard/routes.js';
 import { Metrics } from './metrics.js';
+import type { App, ServerServices } from './services.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { registerAuthRoutes } from './routes/auth.js';
 import { registerCleanupRoutes } from './routes/cleanup.js';
 import { registerEnvironmentRoutes } from './routes/environments.js';
 import { registerEventRoutes } from './routes/events.js';
 import { registerHealthRoutes } from './routes/health.js';
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The token behind the request, once authenticated (null on public routes). */
-    principal: Principal | null;
-  }
-  interface FastifyInstance {
-    /** The cleanup service: the planning loop and the embedded executor use it in process. */
-    cleanup: CleanupService;
-  }
-  interface FastifyContextConfig {
-    /** What the route needs; routes without it are public (health) or handle auth themselves (dashboard). */
-    permission?: Permission;
-  }
-}
-
-export type App = FastifyInstance<
-  RawServerDefault,
-  RawRequestDefaultExpression,
-  RawReplyDefaultExpression,
-  FastifyBaseLogger,
-  TypeBoxTypeProvider
->;
-
-export interface ServerServices {
-  database: ServerDatabase;
-  tokens: TokenRepository;
-  environments: EnvironmentRepository;
-  audit: AuditRepository;
-  dashboardSessions: DashboardSessionRepository;
-  metrics: Metrics;
-  /** The cleanup job queue, planning pass and switches. */
-  cleanup: CleanupService;
-  now: () => Date;
-  limits: { bodyLimit: number; maxEventsPerBatch: number };
-}
 
 export interface BuildServerOptions {
   db: ServerDatabase;

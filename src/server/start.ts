@@ -4,9 +4,10 @@
  * close the database).
  */
 import pino from 'pino';
-import { buildServer, logRedaction, type App } from './app.js';
+import { buildServer, logRedaction } from './app.js';
 import { startPlanningLoop } from './cleanup/loop.js';
 import type { CleanupSettings } from './cleanup/service.js';
+import type { App } from './services.js';
 import { migrateToLatest, openDatabase, type OpenDatabaseOptions } from './db/database.js';
 import { pruneEvents } from './db/repositories/environments.js';
 

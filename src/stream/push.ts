@@ -7,8 +7,8 @@ import { readFileSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { TendEvent } from '../events/catalog.js';
 import { writeFileAtomic } from '../state/files.js';
-import { outboxMaxBytes } from './bound.js';
-import { lockHolder, type LockOwner } from './lock.js';
+import { outboxMaxBytes } from '../outbox/bound.js';
+import { lockHolder, type LockOwner } from '../outbox/lock.js';
 import {
   listQuarantine,
   listSegmentIds,
@@ -17,7 +17,7 @@ import {
   requeuedSuffix,
   segmentFile,
   segmentState,
-} from './segments.js';
+} from '../outbox/segments.js';
 import { countWaiting, OutboxStreamer, type StreamReport } from './streamer.js';
 import type { StreamConnection } from './transport.js';
 

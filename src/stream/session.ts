@@ -7,8 +7,8 @@
 import path from 'node:path';
 import type { SessionBus } from '../events/bus.js';
 import { toTendError } from '../errors.js';
-import { describeDrops, enforceBound, outboxMaxBytes } from './bound.js';
-import { resolveServer } from './credentials.js';
+import { describeDrops, enforceBound, outboxMaxBytes } from '../outbox/bound.js';
+import { resolveServer } from '../remote/credentials.js';
 import { countOutbox, OutboxStreamer, type StreamReport } from './streamer.js';
 import type { StreamConnection } from './transport.js';
 

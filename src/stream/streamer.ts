@@ -1,5 +1,5 @@
 /**
- * Delivery from the outbox to the server (DESIGN §6), in the background of a command.
+ * Delivery from the outbox to the server (docs/design.md#event-stream), in the background of a command.
  *
  * The session bus writes every streamed event to the session's outbox segment synchronously;
  * the streamer is told that something was written (it is a sink of the bus that only counts),
@@ -15,7 +15,7 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import type { SessionBus, EventSink } from '../events/bus.js';
 import { streamedEventTypes, type TendEvent } from '../events/catalog.js';
-import { tryLock, type LockOwner } from './lock.js';
+import { tryLock, type LockOwner } from '../outbox/lock.js';
 import {
   listSegmentIds,
   lockFile,
@@ -24,7 +24,7 @@ import {
   SegmentCursor,
   writeQuarantine,
   type QueuedEvent,
-} from './segments.js';
+} from '../outbox/segments.js';
 import {
   defaultBackoff,
   displayUrl,

@@ -1,6 +1,6 @@
 /**
  * One batch over HTTP: `POST <server>/api/v1/events` with `{"events": [...]}` and the bearer
- * token, and what the answer means for the stream (DESIGN §6): stored, retry later (408, 429,
+ * token, and what the answer means for the stream (docs/design.md#event-stream): stored, retry later (408, 429,
  * 5xx, network errors, timeouts), refused (other 4xx: quarantine), or not authorised (401: stop
  * and keep everything).
  */

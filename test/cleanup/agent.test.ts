@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { HttpCleanupQueue } from '../../src/cleanup/http-queue.js';
 import { CleanupExecutor } from '../../src/cleanup/executor.js';
-import { builtinPlugins } from '../../src/plugins/registry.js';
+import { builtinPlugins } from '../../src/plugins/builtin.js';
 import { repoRoot, runTend, tendBin, waitFor } from '../helpers/project.js';
 import { startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
 import { createTestServer, postEvents, type TestServer } from '../server/helpers.js';

@@ -6,7 +6,7 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { CleanupExecutor } from '../../src/cleanup/executor.js';
-import { builtinPlugins } from '../../src/plugins/registry.js';
+import { builtinPlugins } from '../../src/plugins/builtin.js';
 import { CleanupService, defaultCleanupSettings } from '../../src/server/cleanup/service.js';
 import { Metrics } from '../../src/server/metrics.js';
 import { kubectl, startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';

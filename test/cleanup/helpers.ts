@@ -5,10 +5,10 @@
 import { monotonicFactory } from 'ulidx';
 import type { KubeSim } from '../../tools/kube-sim/src/index.js';
 import type { CleanupJob } from '../../src/cleanup/protocol.js';
-import { PluginEventBroker } from '../../src/events/broker.js';
+import { PluginEventBroker } from '../../src/router/broker.js';
 import { SessionBus } from '../../src/events/bus.js';
 import type { EventType, NamespaceStatusPayload } from '../../src/events/catalog.js';
-import type { CleanupCallContext, ExecutorSettings } from '../../src/plugins/types.js';
+import type { CleanupCallContext, ExecutorSettings } from '../../src/plugin/types.js';
 
 export interface SeededNamespace {
   name: string;

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { kubernetesPlugin } from '../../src/plugins/kubernetes/index.js';
-import type { CleanupTarget } from '../../src/plugins/types.js';
+import type { CleanupTarget } from '../../src/plugin/types.js';
 import { startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
 import { callContext, executorSettings, exists, jobFor, seedNamespace } from './helpers.js';
 

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { schemaCommand } from '../../src/commands/schema.js';
 import { validateCommand } from '../../src/commands/validate.js';
 import { buildJsonSchema } from '../../src/config/schema.js';
-import { builtinPlugins } from '../../src/plugins/registry.js';
+import { builtinPlugins } from '../../src/plugins/builtin.js';
 import { testPlugins } from './fixtures/plugins.js';
 import { removeProjects, writeProject, yaml } from './fixtures/project.js';
 

@@ -9,8 +9,8 @@ import { openProject, resolveAction, startSession } from '../../src/commands/con
 import type { NamespaceStatusPayload, TendEvent } from '../../src/events/catalog.js';
 import { ActionGraph } from '../../src/graph/graph.js';
 import { computeVersions } from '../../src/graph/version.js';
-import { builtinPlugins } from '../../src/plugins/registry.js';
-import { actionHandlerNames, providerHandlerNames, type ActionKind } from '../../src/plugins/types.js';
+import { builtinPlugins } from '../../src/plugins/builtin.js';
+import { actionHandlerNames, providerHandlerNames, type ActionKind } from '../../src/plugin/types.js';
 import { makeProject, removeProjects } from '../helpers/project.js';
 import { execContract } from './contract/exec.js';
 import { kubernetesContract } from './contract/kubernetes.js';

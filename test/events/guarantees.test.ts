@@ -11,7 +11,7 @@ import { executeCommand } from '../../src/commands/execute.js';
 import { openProject, resolveAction, startSession } from '../../src/commands/context.js';
 import type { TendEvent } from '../../src/events/catalog.js';
 import { listSessionLogs, readSessionLog } from '../../src/events/local-log.js';
-import { listSegmentIds, readPending } from '../../src/stream/segments.js';
+import { listSegmentIds, readPending } from '../../src/outbox/segments.js';
 import { ActionGraph } from '../../src/graph/graph.js';
 import { computeVersions } from '../../src/graph/version.js';
 import { createNoopPlugin } from '../fixtures/noop-plugin.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { builtinPlugins } from '../../src/plugins/registry.js';
-import type { PluginDefinition } from '../../src/plugins/types.js';
-import { validatePlugins } from '../../src/plugins/validate.js';
+import { builtinPlugins } from '../../src/plugins/builtin.js';
+import type { PluginDefinition } from '../../src/plugin/types.js';
+import { validatePlugins } from '../../src/plugin/validate.js';
 import { createNoopPlugin } from '../fixtures/noop-plugin.js';
 
 function variant(change: (plugin: PluginDefinition) => PluginDefinition): PluginDefinition {

@@ -12,7 +12,7 @@ import {
   tokenRevokeCommand,
 } from '../../src/commands/server.js';
 import type { TendError } from '../../src/errors.js';
-import { credentialsPath, readCredentials, resolveServer } from '../../src/stream/credentials.js';
+import { credentialsPath, readCredentials, resolveServer } from '../../src/remote/credentials.js';
 import {
   createTestDatabase,
   createTestServer,

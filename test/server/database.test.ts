@@ -8,10 +8,11 @@ import { statSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildServer, type App } from '../../src/server/app.js';
+import { buildServer } from '../../src/server/app.js';
+import type { App } from '../../src/server/services.js';
 import { migrateToLatest, openDatabase, type ServerDatabase } from '../../src/server/db/database.js';
 import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
-import { postgresArray } from '../../src/server/registry/ingest.js';
+import { postgresArray } from '../../src/server/db/bulk.js';
 import { waitFor } from '../helpers/project.js';
 import { countRows, createTestDatabase, session, type TestDatabase } from './helpers.js';
 

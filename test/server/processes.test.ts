@@ -13,7 +13,7 @@ import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
 import { countRows, createTestDatabase, dialects, session, type TestDatabase } from './helpers.js';
 
 const bin = fileURLToPath(new URL('../../bin/tend.js', import.meta.url));
-const built = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
+const built = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
 
 interface ServerProcess {
   child: ChildProcess;
@@ -162,6 +162,9 @@ describe.each(dialects)('server process on %s', (dialect) => {
             authorization: `Bearer ${token}`,
             'content-type': 'application/json',
             'content-length': Buffer.byteLength(body),
+            // The server answers 100 Continue once it has parsed the headers: from then on the
+            // request is in flight, whatever the load on the machine.
+            expect: '100-continue',
           },
         },
         (res) => {
@@ -171,10 +174,13 @@ describe.each(dialects)('server process on %s', (dialect) => {
         },
       );
       req.on('error', reject);
-      // Half the body, then the signal; the rest only once the server is shutting down.
-      req.write(body.slice(0, half), () => {
-        server.child.kill('SIGTERM');
-        void server.waitFor(/shutting down/).then(() => req.end(body.slice(half)));
+      // Once the request is in flight: half the body, then the signal; the rest only once the
+      // server is shutting down.
+      req.on('continue', () => {
+        req.write(body.slice(0, half), () => {
+          server.child.kill('SIGTERM');
+          void server.waitFor(/shutting down/).then(() => req.end(body.slice(half)));
+        });
       });
     });
     const res = await response;

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { executeCommand } from '../../src/commands/execute.js';
 import { startServer } from '../../src/server/start.js';
-import { pendingOutboxBytes } from '../../src/stream/bound.js';
+import { pendingOutboxBytes } from '../../src/outbox/bound.js';
 import { createNoopPlugin } from '../fixtures/noop-plugin.js';
 import { makeProject, removeProjects, runTend } from '../helpers/project.js';
 import { FaultProxy } from './fault-proxy.js';

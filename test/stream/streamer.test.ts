@@ -10,7 +10,7 @@ import path from 'node:path';
 import { monotonicFactory } from 'ulidx';
 import { afterEach, describe, expect, it } from 'vitest';
 import { pushOutbox } from '../../src/stream/push.js';
-import { listQuarantine, listSegmentIds } from '../../src/stream/segments.js';
+import { listQuarantine, listSegmentIds } from '../../src/outbox/segments.js';
 
 const ulid = monotonicFactory();
 const cleanups: (() => void | Promise<void>)[] = [];

@@ -9,9 +9,9 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { EventType } from '../../src/events/catalog.js';
-import { dropOrder, planDrops } from '../../src/stream/bound.js';
-import { tryLock } from '../../src/stream/lock.js';
-import { readAckState, readEvents, SegmentCursor, segmentFile } from '../../src/stream/segments.js';
+import { dropOrder, planDrops } from '../../src/outbox/bound.js';
+import { tryLock } from '../../src/outbox/lock.js';
+import { readAckState, readEvents, SegmentCursor, segmentFile } from '../../src/outbox/segments.js';
 import { defaultBackoff, parseRetryAfter, retryDelay } from '../../src/stream/transport.js';
 
 const dirs: string[] = [];

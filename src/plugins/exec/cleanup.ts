@@ -12,7 +12,7 @@ import type {
   CleanupJobSpec,
   CleanupResult,
   CleanupTarget,
-} from '../types.js';
+} from '../../plugin/types.js';
 import { listHostEnvironments, readRecord, removeEnvironment } from './environment.js';
 
 export async function targets(ctx: CleanupCallContext): Promise<CleanupTarget[]> {

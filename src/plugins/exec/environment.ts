@@ -13,7 +13,7 @@ import path from 'node:path';
 import { newId } from '../../events/bus.js';
 import type { NamespaceStatusPayload, Target } from '../../events/catalog.js';
 import { writeFileAtomic } from '../../state/files.js';
-import type { PluginContext } from '../types.js';
+import type { PluginContext } from '../../plugin/types.js';
 import { listDeployStates, stopPersistent } from './deploy.js';
 
 export interface EnvironmentRecord {
@@ -84,7 +84,7 @@ export function ensureEnvironment(ctx: PluginContext): string {
     createdAt: new Date().toISOString(),
     createdBy: ctx.user,
   };
-  // Emitted before the work that can fail (DESIGN §4): the record exists even if mkdir fails.
+  // Emitted before the work that can fail (docs/design.md#events): the record exists even if mkdir fails.
   emitStatus(ctx, 'ready', 'created', record.uid);
   mkdirSync(dir, { recursive: true });
   writeFileAtomic(path.join(dir, 'environment.json'), JSON.stringify(record, null, 2));

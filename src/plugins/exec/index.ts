@@ -7,7 +7,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { TendError } from '../../errors.js';
-import { readResult, writeResult } from '../../state/results.js';
+import { readResult, writeResult } from '../../plugin/results.js';
 import type {
   ActionHandlerParams,
   ActionTypeDefinition,
@@ -16,7 +16,7 @@ import type {
   ResolvedAction,
   RunResult,
   StatusResult,
-} from '../types.js';
+} from '../../plugin/types.js';
 import { readDeployState, isAlive, startPersistent, stopPersistent } from './deploy.js';
 import {
   ensureEnvironment,

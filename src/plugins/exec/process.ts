@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { TendError } from '../../errors.js';
-import type { PluginLog } from '../types.js';
+import type { PluginLog } from '../../plugin/types.js';
 
 export interface CommandSpec {
   command: string[];

@@ -3,7 +3,7 @@
  * the cleanup executors: the clusters of the executor's kubeconfig contexts as targets
  * (`kubernetes/<uid of kube-system>`), their tend-labelled namespaces as inventory, and
  * verify-and-delete of one namespace — through the namespace-tracking client's
- * `deleteOwnedNamespace`, the same path as `tend cleanup env`.
+ * `namespaces.deleteOwned`, the same path as `tend cleanup env`.
  */
 import { TendError } from '../../errors.js';
 import { namespaceProtector } from '../../cleanup/protection.js';
@@ -14,7 +14,7 @@ import type {
   CleanupResult,
   CleanupTarget,
   PluginContext,
-} from '../types.js';
+} from '../../plugin/types.js';
 import { KubeClient, type ClusterIdentity, type NamespaceInfo } from './client/index.js';
 import { settingsOf, type ProviderSettings } from './config.js';
 
@@ -53,6 +53,8 @@ function callContext(
     signal: ctx.signal,
     user: ctx.user,
     hostId: ctx.hostId,
+    // An executor's call resolves no configuration: values are returned as they are.
+    resolveTemplates: (value) => value,
   };
 }
 
@@ -118,7 +120,7 @@ export async function inventory(ctx: CleanupCallContext, target: CleanupTarget):
     settingsFor(ctx, state, '-'),
     state.identity,
   );
-  const list = await client.listManagedNamespaces();
+  const list = await client.namespaces.listManaged();
   const items = list.items.filter((i) => i.uid && i.resourceVersion).map(inventoryItem);
   return { complete: list.complete, ...(list.error ? { error: list.error } : {}), items };
 }
@@ -156,7 +158,7 @@ export async function verifyAndClean(
     settingsFor(ctx, state, name),
     state.identity,
   );
-  const result = await client.deleteOwnedNamespace(name, {
+  const result = await client.namespaces.deleteOwned(name, {
     environment: job.environment,
     uid: job.namespaceUid,
     notActiveAfter: job.expectedLastActivityAt,

@@ -2,27 +2,25 @@
  * Deploy (`kubernetes`): manifests from files (relative to the action source, template
  * expressions resolved) and inline (resolved by the framework), applied into the app namespace
  * with server-side apply (field manager `tend`), labelled with the action and annotated with its
- * version. The deploy waits until Deployments/StatefulSets/DaemonSets are available and Jobs
- * complete; a timeout names what is not ready and why. Status compares the version annotation;
- * delete removes what the manifests name.
+ * version. The deploy then waits for its workloads (readiness.ts). Status compares the version
+ * annotation and readiness; delete removes what the manifests name.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
 import { parseAllDocuments } from 'yaml';
 import { TendError } from '../../errors.js';
-import { actionOutputsContext, resolveTemplates, type TemplateContext } from '../../config/template.js';
 import type {
   ActionHandlerParams,
   ExecuteResult,
   PluginContext,
   ResolvedAction,
   StatusResult,
-} from '../types.js';
-import { annotations, labels, type KubeClient, type KubeObject, type V1Pod } from './client/index.js';
+} from '../../plugin/types.js';
+import { annotations, labels, refOf, type KubeClient, type KubeObject } from './client/index.js';
 import type { KubernetesDeploySpec } from './config.js';
-import { actionLabel, describePod, startFailure } from './pods.js';
+import { actionLabel } from './pods.js';
 import { clientFor } from './provider.js';
+import { readiness, waitReady } from './readiness.js';
 
 type Params = ActionHandlerParams<KubernetesDeploySpec>;
 
@@ -37,16 +35,6 @@ function invalid(action: ResolvedAction, message: string, detail: Record<string,
     actionRef: action.ref,
     detail,
   });
-}
-
-function templateContext(ctx: PluginContext, action: ResolvedAction): TemplateContext {
-  return {
-    project: { name: ctx.environment.project },
-    environment: { name: ctx.environment.name, namespace: ctx.environment.namespace },
-    var: ctx.environment.variables,
-    local: { username: ctx.user, env: process.env },
-    actions: actionOutputsContext(action.dependencyOutputs),
-  };
 }
 
 /** The manifests of the action, checked for shape (apiVersion, kind, metadata.name). */
@@ -80,11 +68,10 @@ export function loadManifests(ctx: PluginContext, action: ResolvedAction<Kuberne
       }
       const value = doc.toJS() as unknown;
       if (value === null || value === undefined) return;
-      const resolved = resolveTemplates(value, templateContext(ctx, action), () => ({
-        file: path.relative(ctx.projectRoot, full),
-        line: 1,
-        column: 1,
-      }));
+      const resolved = ctx.resolveTemplates(value, {
+        location: { file: path.relative(ctx.projectRoot, full), line: 1, column: 1 },
+        dependencyOutputs: action.dependencyOutputs,
+      });
       out.push({ object: resolved as KubeObject, origin: where });
     });
   }
@@ -160,7 +147,7 @@ async function prepare(
     }
     let namespaced: boolean;
     try {
-      namespaced = await client.isNamespaced(object.apiVersion!, object.kind!);
+      namespaced = await client.objects.isNamespaced(object.apiVersion!, object.kind!);
     } catch (error) {
       if (error instanceof TendError && error.code === 'TEND_K8S_MANIFEST_INVALID') {
         throw invalid(action, `${origin}: ${error.message}`);
@@ -190,20 +177,16 @@ async function prepare(
   return objects;
 }
 
-function refOf(object: KubeObject) {
-  return { apiVersion: object.apiVersion!, kind: object.kind!, name: object.metadata!.name! };
-}
-
 export async function deploy(ctx: PluginContext, { action }: Params): Promise<ExecuteResult> {
   const manifests = loadManifests(ctx, action);
   const client = await clientFor(ctx);
   const namespace = client.settings.appNamespace;
-  await client.ensureNamespace(namespace);
+  await client.namespaces.ensure(namespace);
   const objects = await prepare(client, namespace, action, manifests);
   const applied: KubeObject[] = [];
   for (const object of objects) {
     try {
-      applied.push(await client.apply(namespace, object));
+      applied.push(await client.objects.apply(namespace, object));
     } catch (error) {
       if (
         error instanceof TendError &&
@@ -233,203 +216,15 @@ export async function deploy(ctx: PluginContext, { action }: Params): Promise<Ex
   };
 }
 
-interface Readiness {
-  ready: boolean;
-  /** Why not (and, with `failed`, why it never will be). */
-  reason?: string;
-  failed?: boolean;
-}
-
-function condition(
-  object: KubeObject,
-  type: string,
-): { status?: string; reason?: string; message?: string } | undefined {
-  const conditions = (object.status as { conditions?: { type: string }[] } | undefined)?.conditions ?? [];
-  return conditions.find((c) => c.type === type) as never;
-}
-
-/** Whether a workload is ready by its status; other kinds are ready once applied. */
-export function readiness(object: KubeObject): Readiness {
-  const spec = (object.spec ?? {}) as Record<string, unknown>;
-  const status = (object.status ?? {}) as Record<string, number | undefined>;
-  const generation = object.metadata?.generation;
-  const observed = status.observedGeneration;
-  const stale = generation !== undefined && (observed ?? 0) < generation;
-  const want = typeof spec.replicas === 'number' ? spec.replicas : 1;
-  switch (object.kind) {
-    case 'Deployment': {
-      if (stale) return { ready: false, reason: 'the controller has not seen the new generation yet' };
-      const updated = status.updatedReplicas ?? 0;
-      const available = status.availableReplicas ?? 0;
-      const progress = condition(object, 'Progressing');
-      if (progress?.status === 'False' && progress.reason === 'ProgressDeadlineExceeded') {
-        return { ready: false, failed: true, reason: progress.message ?? 'progress deadline exceeded' };
-      }
-      if (updated < want || available < want) {
-        return { ready: false, reason: `${available}/${want} available, ${updated}/${want} updated` };
-      }
-      return { ready: true };
-    }
-    case 'StatefulSet': {
-      if (stale) return { ready: false, reason: 'the controller has not seen the new generation yet' };
-      const ready = status.readyReplicas ?? 0;
-      return ready >= want ? { ready: true } : { ready: false, reason: `${ready}/${want} ready` };
-    }
-    case 'DaemonSet': {
-      if (stale) return { ready: false, reason: 'the controller has not seen the new generation yet' };
-      const desired = status.desiredNumberScheduled ?? 0;
-      const ready = status.numberReady ?? 0;
-      return ready >= desired ? { ready: true } : { ready: false, reason: `${ready}/${desired} ready` };
-    }
-    case 'Job': {
-      const failed = condition(object, 'Failed');
-      if (failed?.status === 'True') {
-        return {
-          ready: false,
-          failed: true,
-          reason: `failed: ${failed.reason ?? ''} ${failed.message ?? ''}`.trim(),
-        };
-      }
-      return condition(object, 'Complete')?.status === 'True'
-        ? { ready: true }
-        : { ready: false, reason: `${status.succeeded ?? 0} succeeded, ${status.active ?? 0} active` };
-    }
-    case 'Pod': {
-      const phase = (object.status as { phase?: string } | undefined)?.phase;
-      if (phase === 'Succeeded') return { ready: true };
-      if (phase === 'Failed') return { ready: false, failed: true, reason: 'the pod failed' };
-      return condition(object, 'Ready')?.status === 'True'
-        ? { ready: true }
-        : { ready: false, reason: `phase ${phase ?? 'Pending'}, not ready` };
-    }
-    default:
-      return { ready: true };
-  }
-}
-
-const workloadKinds = new Set(['Deployment', 'StatefulSet', 'DaemonSet', 'Job', 'Pod']);
-
-function selectorOf(object: KubeObject): string | undefined {
-  if (object.kind === 'Pod') return undefined;
-  const match = ((object.spec as { selector?: { matchLabels?: Record<string, string> } } | undefined)
-    ?.selector?.matchLabels ?? {}) as Record<string, string>;
-  const entries = Object.entries(match);
-  if (object.kind === 'Job' && entries.length === 0) return `job-name=${object.metadata?.name}`;
-  return entries.length ? entries.map(([k, v]) => `${k}=${v}`).join(',') : undefined;
-}
-
-async function podsOf(client: KubeClient, namespace: string, object: KubeObject): Promise<V1Pod[]> {
-  if (object.kind === 'Pod') return [object as V1Pod];
-  const selector = selectorOf(object);
-  return selector ? client.listPods(namespace, selector) : [];
-}
-
-/** What is wrong with an unready workload: its pods' phases and the last events about it and them. */
-async function explain(
-  client: KubeClient,
-  namespace: string,
-  object: KubeObject,
-  reason: string,
-): Promise<string> {
-  const name = `${object.kind}/${object.metadata?.name}`;
-  const lines = [`${name}: ${reason}`];
-  try {
-    const pods = await podsOf(client, namespace, object);
-    for (const pod of pods.slice(0, 5)) lines.push(`  ${describePod(pod)}`);
-    const names = new Set([object.metadata?.name, ...pods.map((p) => p.metadata?.name)]);
-    const events = (await client.listEvents(namespace))
-      .filter((e) => names.has(e.involvedObject?.name))
-      .sort((a, b) => eventTime(a) - eventTime(b))
-      .slice(-5);
-    for (const e of events) {
-      lines.push(
-        `  event ${e.type ?? ''} ${e.reason ?? ''} (${e.involvedObject?.kind}/${e.involvedObject?.name}): ${e.message ?? ''}`,
-      );
-    }
-  } catch (error) {
-    lines.push(`  (could not read pods/events: ${(error as Error).message})`);
-  }
-  return lines.join('\n');
-}
-
-function eventTime(e: {
-  lastTimestamp?: Date | string;
-  eventTime?: Date | string;
-  metadata?: { creationTimestamp?: Date | string };
-}): number {
-  const t = e.lastTimestamp ?? e.eventTime ?? e.metadata?.creationTimestamp;
-  return t ? new Date(t).getTime() : 0;
-}
-
-async function waitReady(
-  ctx: PluginContext,
-  client: KubeClient,
-  namespace: string,
-  action: ResolvedAction,
-  applied: KubeObject[],
-  timeoutMs: number,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let pending = applied.filter((o) => workloadKinds.has(o.kind ?? ''));
-  let interval = 100;
-  for (;;) {
-    const still: { object: KubeObject; reason: string }[] = [];
-    for (const object of pending) {
-      const live = await client.readObject(namespace, refOf(object));
-      if (!live) {
-        still.push({ object, reason: 'it disappeared after it was applied' });
-        continue;
-      }
-      const state = readiness(live);
-      if (state.failed) {
-        throw new TendError(
-          'TEND_K8S_POD_FAILED',
-          `${action.ref}: ${await explain(client, namespace, live, state.reason ?? 'failed')}`,
-          { actionRef: action.ref },
-        );
-      }
-      if (state.ready) continue;
-      // An image that cannot be pulled will not become ready: say so now rather than at the timeout.
-      const pods = await podsOf(client, namespace, live).catch(() => []);
-      const stuck = pods.map(startFailure).find(Boolean);
-      if (stuck) {
-        throw new TendError(
-          'TEND_K8S_POD_FAILED',
-          `${action.ref}: ${await explain(client, namespace, live, `cannot start: ${stuck}`)}`,
-          { actionRef: action.ref },
-        );
-      }
-      still.push({ object: live, reason: state.reason ?? 'not ready' });
-    }
-    if (still.length === 0) return;
-    pending = still.map((s) => s.object);
-    if (Date.now() > deadline) {
-      const explained = await Promise.all(still.map((s) => explain(client, namespace, s.object, s.reason)));
-      throw new TendError(
-        'TEND_K8S_TIMEOUT',
-        `${action.ref}: not ready after ${Math.round(timeoutMs / 1000)} s:\n${explained.join('\n')}`,
-        {
-          actionRef: action.ref,
-          detail: { unready: still.map((s) => `${s.object.kind}/${s.object.metadata?.name}`) },
-        },
-      );
-    }
-    if (ctx.signal.aborted)
-      throw new TendError('TEND_INTERRUPTED', `${action.ref}: interrupted while waiting`);
-    await delay(interval);
-    interval = Math.min(1000, Math.round(interval * 1.5));
-  }
-}
-
 export async function getStatus(ctx: PluginContext, { action }: Params): Promise<StatusResult> {
   const client = await clientFor(ctx);
   const namespace = client.settings.appNamespace;
-  const info = await client.observeNamespace(namespace);
+  const info = await client.namespaces.observe(namespace);
   if (info?.state !== 'ready') return { state: 'not-ready', detail: { namespace: info?.state ?? 'missing' } };
   const objects = await prepare(client, namespace, action, loadManifests(ctx, action));
   const outdated: string[] = [];
   for (const object of objects) {
-    const live = await client.readObject(namespace, refOf(object));
+    const live = await client.objects.read(namespace, refOf(object));
     const name = `${object.kind}/${object.metadata?.name}`;
     if (!live) outdated.push(`${name} missing`);
     else if (live.metadata?.annotations?.[annotations.version] !== action.version)
@@ -443,15 +238,15 @@ export async function getStatus(ctx: PluginContext, { action }: Params): Promise
 export async function remove(ctx: PluginContext, { action }: Params): Promise<StatusResult> {
   const client = await clientFor(ctx);
   const namespace = client.settings.appNamespace;
-  const info = await client.observeNamespace(namespace);
+  const info = await client.namespaces.observe(namespace);
   if (info?.state !== 'ready') return { state: 'not-ready' };
   const objects = await prepare(client, namespace, action, loadManifests(ctx, action));
   const deleted: string[] = [];
   for (const object of objects) {
-    const live = await client.readObject(namespace, refOf(object));
+    const live = await client.objects.read(namespace, refOf(object));
     // Only what tend applied for this action: a same-named object of someone else stays.
     if (!live || live.metadata?.labels?.[labels.action] !== actionLabel(action.ref)) continue;
-    if (await client.deleteObject(namespace, refOf(object)))
+    if (await client.objects.delete(namespace, refOf(object)))
       deleted.push(`${object.kind}/${object.metadata?.name}`);
   }
   ctx.log.info(deleted.length ? `deleted ${deleted.join(', ')}` : 'nothing to delete');

@@ -8,7 +8,12 @@
  * @kubernetes/client-node) only when called, so `tend --version` and exec-only projects never
  * load the Kubernetes client.
  */
-import type { ActionHandlerParams, ActionTypeDefinition, PluginContext, PluginDefinition } from '../types.js';
+import type {
+  ActionHandlerParams,
+  ActionTypeDefinition,
+  PluginContext,
+  PluginDefinition,
+} from '../../plugin/types.js';
 import {
   ContainerBuildSpec,
   KubernetesDeploySpec,
@@ -17,7 +22,7 @@ import {
 } from './config.js';
 
 const provider = () => import('./provider.js');
-const builds = () => import('./build/index.js');
+const builds = () => import('./container/index.js');
 const deploys = () => import('./deploy.js');
 const pods = () => import('./run.js');
 const cleanup = () => import('./cleanup.js');

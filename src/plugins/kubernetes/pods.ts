@@ -83,7 +83,7 @@ export async function waitForStart(
 ): Promise<V1Pod> {
   let interval = 50;
   for (;;) {
-    const pod = await client.readPod(namespace, name);
+    const pod = await client.pods.read(namespace, name);
     if (!pod) throw new TendError('TEND_K8S_POD_FAILED', `${options.what}: pod ${name} disappeared`);
     const phase = pod.status?.phase;
     if (phase === 'Running' || phase === 'Succeeded' || phase === 'Failed') return pod;
@@ -116,7 +116,7 @@ export async function waitForExit(
 ): Promise<{ exitCode: number; pod: V1Pod }> {
   let interval = 50;
   for (;;) {
-    const pod = await client.readPod(namespace, name);
+    const pod = await client.pods.read(namespace, name);
     if (!pod) throw new TendError('TEND_K8S_POD_FAILED', `${options.what}: pod ${name} disappeared`);
     const status = pod.status?.containerStatuses?.find((s) => s.name === container);
     const terminated = status?.state?.terminated;

@@ -6,7 +6,7 @@
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { TendError } from '../../errors.js';
-import type { EnvironmentStatus, PluginContext } from '../types.js';
+import type { EnvironmentStatus, PluginContext } from '../../plugin/types.js';
 import { KubeClient, ownedBy, type ClusterIdentity, type NamespaceInfo } from './client/index.js';
 import { settingsOf, type KubernetesProviderConfig, type ProviderSettings } from './config.js';
 
@@ -53,7 +53,7 @@ function describe(info: NamespaceInfo | undefined, project: string): Record<stri
 
 export async function getEnvironmentStatus(ctx: PluginContext): Promise<EnvironmentStatus> {
   const client = await clientFor(ctx);
-  const info = await client.observeNamespace(client.settings.appNamespace);
+  const info = await client.namespaces.observe(client.settings.appNamespace);
   return {
     ready: info?.state === 'ready',
     detail: { namespace: client.settings.appNamespace, ...describe(info, ctx.environment.project) },
@@ -62,7 +62,7 @@ export async function getEnvironmentStatus(ctx: PluginContext): Promise<Environm
 
 export async function prepareEnvironment(ctx: PluginContext): Promise<EnvironmentStatus> {
   const client = await clientFor(ctx);
-  const { info, created, adopted } = await client.ensureNamespace(client.settings.appNamespace);
+  const { info, created, adopted } = await client.namespaces.ensure(client.settings.appNamespace);
   if (adopted) {
     ctx.log.info(
       `namespace ${info.name} existed before tend used it: adopted (tracked, never deleted by tend)`,
@@ -73,7 +73,7 @@ export async function prepareEnvironment(ctx: PluginContext): Promise<Environmen
 
 export async function cleanupEnvironment(ctx: PluginContext): Promise<{ deleted: boolean; message: string }> {
   const client = await clientFor(ctx);
-  const result = await client.deleteOwnedNamespace(client.settings.appNamespace);
+  const result = await client.namespaces.deleteOwned(client.settings.appNamespace);
   const deleted = result.outcome === 'deleted';
   if (deleted) {
     rmSync(path.join(ctx.tendDir, 'cache', 'results', client.settings.appNamespace), {

@@ -6,8 +6,8 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { TendError } from '../../errors.js';
-import { readResult, writeResult } from '../../state/results.js';
-import type { ActionHandlerParams, PluginContext, RunResult, StatusResult } from '../types.js';
+import { readResult, writeResult } from '../../plugin/results.js';
+import type { ActionHandlerParams, PluginContext, RunResult, StatusResult } from '../../plugin/types.js';
 import { labels } from './client/index.js';
 import type { KubernetesPodSpec } from './config.js';
 import { actionLabel, podName, waitForExit, waitForStart } from './pods.js';
@@ -21,7 +21,7 @@ export async function getResult(
 ): Promise<StatusResult> {
   const client = await clientFor(ctx);
   const namespace = client.settings.appNamespace;
-  const info = await client.observeNamespace(namespace);
+  const info = await client.namespaces.observe(namespace);
   // Results of a namespace that is gone (or re-created since) say nothing about this one.
   if (info?.state !== 'ready') return { state: 'not-ready' };
   const stored = readResult(ctx.tendDir, namespace, action.ref);
@@ -39,7 +39,7 @@ export async function run(
   const namespace = client.settings.appNamespace;
   const spec = action.spec;
   const timeoutMs = spec.timeout !== undefined ? spec.timeout * 1000 : (action.timeoutMs ?? 600_000);
-  await client.ensureNamespace(namespace);
+  await client.namespaces.ensure(namespace);
   const name = podName(action.kind.toLowerCase(), action.name);
   const what = `${action.kind.toLowerCase()} pod for ${action.ref}`;
   const started = performance.now();
@@ -58,7 +58,7 @@ export async function run(
     TEND_ACTION_VERSION: action.version,
     ...spec.env,
   }).map(([key, value]) => ({ name: key, value }));
-  await client.createPod(namespace, {
+  await client.pods.create(namespace, {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: {
@@ -87,9 +87,9 @@ export async function run(
     await waitForStart(client, namespace, name, wait).catch((error: unknown) => {
       throw ctx.signal.aborted ? interrupted() : error;
     });
-    let logs: Awaited<ReturnType<typeof client.streamLog>> | undefined;
+    let logs: Awaited<ReturnType<typeof client.pods.streamLog>> | undefined;
     try {
-      logs = await client.streamLog(namespace, name, 'main', onLine);
+      logs = await client.pods.streamLog(namespace, name, 'main', onLine);
     } catch (error) {
       ctx.log.debug(`could not follow the log of ${name}: ${(error as Error).message}`);
     }
@@ -126,7 +126,7 @@ export async function run(
     }
     return { outputs: {}, exitCode, durationMs, log: tail.join('\n'), detail: { pod: name, namespace } };
   } finally {
-    await client.removePod(namespace, name).catch((error: unknown) => {
+    await client.pods.remove(namespace, name).catch((error: unknown) => {
       ctx.log.warn(`could not remove pod ${name} in ${namespace}: ${(error as Error).message}`);
     });
   }

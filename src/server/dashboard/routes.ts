@@ -6,10 +6,10 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { TendError } from '../../errors.js';
-import type { App, ServerServices } from '../app.js';
+import type { App, ServerServices } from '../services.js';
 import { actorOf, constantTimeEqual, scopeAllows, type Principal } from '../auth.js';
 import { decodeCursor } from '../db/repositories/environments.js';
-import { keepAliveUntil, listFilter, ListQuery, visibleEnvironment } from '../routes/environments.js';
+import { keepAliveUntil, listFilter, ListQuery, visibleEnvironment } from '../environment-queries.js';
 import { environmentView, resourceView, sessionView, timelineView } from '../views.js';
 import type { Html } from './html.js';
 import { environmentPage, environmentsPage, loginPage, messagePage } from './pages.js';

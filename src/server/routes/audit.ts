@@ -1,6 +1,6 @@
 /** `GET /api/v1/audit`: who changed what and every decision taken, newest first. */
 import { Type } from '@sinclair/typebox';
-import type { App, ServerServices } from '../app.js';
+import type { App, ServerServices } from '../services.js';
 import { AuditView, ErrorResponse } from '../schemas.js';
 import { auditView } from '../views.js';
 

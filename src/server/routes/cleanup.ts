@@ -19,14 +19,14 @@ import {
   StartResponse,
 } from '../../cleanup/protocol.js';
 import { TendError } from '../../errors.js';
-import type { App, ServerServices } from '../app.js';
+import type { App, ServerServices } from '../services.js';
 import { actorOf, type Principal } from '../auth.js';
 import { decodeCursor, encodeCursor } from '../db/repositories/environments.js';
 import type { CleanupDecisionRow } from '../db/schema.js';
 import { blockReasons } from '../cleanup/planner.js';
 import { ErrorResponse } from '../schemas.js';
 import { parseDuration } from '../views.js';
-import { visibleEnvironment } from './environments.js';
+import { visibleEnvironment } from '../environment-queries.js';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
 const Time = () => Type.String({ format: 'date-time' });

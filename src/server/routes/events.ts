@@ -1,12 +1,12 @@
 /**
- * `POST /api/v1/events`: batch ingest (DESIGN §6, §7). Each event is checked against the event
+ * `POST /api/v1/events`: batch ingest (docs/design.md#event-stream, #server-and-cleanup). Each event is checked against the event
  * catalogue; one bad event rejects the batch with 400 naming its index and field. A batch is
  * stored in one transaction and is idempotent by event id.
  */
 import { Type } from '@sinclair/typebox';
 import { checkEvent, eventCatalog, EventEnvelope, eventTypes, type TendEvent } from '../../events/catalog.js';
 import { TendError } from '../../errors.js';
-import type { App, ServerServices } from '../app.js';
+import type { App, ServerServices } from '../services.js';
 import { ingestEvents } from '../registry/ingest.js';
 import { ErrorResponse } from '../schemas.js';
 

@@ -1,6 +1,6 @@
 /** `/healthz` (the process answers), `/readyz` (the database answers), `/metrics` (Prometheus, read scope). */
 import { Type } from '@sinclair/typebox';
-import type { App, ServerServices } from '../app.js';
+import type { App, ServerServices } from '../services.js';
 import { isReachable } from '../db/database.js';
 
 export function registerHealthRoutes(app: App, services: ServerServices): void {

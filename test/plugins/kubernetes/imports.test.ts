@@ -1,5 +1,5 @@
 /**
- * The kubernetes plugin reaches the API only through its namespace-tracking client (DESIGN §4):
+ * The kubernetes plugin reaches the API only through its namespace-tracking client (docs/design.md#events):
  * no file outside src/plugins/kubernetes/client/ imports @kubernetes/client-node, and the
  * plugin's entry point loads it only lazily (so `tend --version` and exec-only projects never do).
  */

@@ -12,7 +12,7 @@ import type { Stored } from './store.js';
 import { Store } from './store.js';
 import type { KObject } from './types.js';
 import { ApiError, alreadyExists, badRequest, conflict, isPlainObject, notFound } from './types.js';
-import { applyDefaults, hasGeneration, validateObject } from './validation.js';
+import { applyDefaults, hasGeneration, mergeStringData, validateObject } from './validation.js';
 
 export interface DeleteOptions {
   propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
@@ -115,6 +115,7 @@ export class Cluster {
     ]) {
       delete obj.metadata[k];
     }
+    mergeStringData(rt, obj);
     validateObject(rt, obj);
     const name = obj.metadata.name!;
     this.checkNamespace(rt, namespace, name);
@@ -220,6 +221,12 @@ export class Cluster {
     const hasStatus = rt.subresources.includes('status');
     if (opts.subresource === 'status') {
       obj = { ...old, metadata: { ...old.metadata }, status: next.status };
+    } else if (opts.subresource === 'finalize') {
+      // Namespaces' finalize subresource writes spec.finalizers and nothing else.
+      const finalizers = (next.spec?.finalizers ?? []) as string[];
+      obj = { ...old, metadata: { ...old.metadata }, spec: { ...(old.spec ?? {}) } };
+      if (finalizers.length) obj.spec.finalizers = [...new Set(finalizers)];
+      else delete obj.spec.finalizers;
     } else if (opts.subresource === '*') {
       obj = { ...next, metadata: { ...next.metadata } };
     } else {
@@ -236,13 +243,14 @@ export class Cluster {
     if (old.metadata.deletionTimestamp) meta.deletionTimestamp = old.metadata.deletionTimestamp;
     else delete meta.deletionTimestamp;
     if (rt.kind === 'Namespace') {
-      obj.spec = old.spec;
+      if (opts.subresource !== 'finalize') obj.spec = old.spec;
       meta.labels = { ...(meta.labels ?? {}), 'kubernetes.io/metadata.name': old.metadata.name! };
     }
     if (hasGeneration(rt)) {
       const changed = JSON.stringify(obj.spec) !== JSON.stringify(old.spec);
       meta.generation = (old.metadata.generation ?? 1) + (changed ? 1 : 0);
     }
+    mergeStringData(rt, obj);
     validateObject(rt, obj);
     if (opts.fieldManager) this.setManagedFields(obj, opts.fieldManager, opts.operation ?? 'Update');
     if (opts.dryRun) {

@@ -13,6 +13,7 @@ import * as tar from 'tar';
 import type { WebSocket } from 'ws';
 import { WebSocketServer } from 'ws';
 import { runBuild } from './builder.js';
+import { queryFlag } from './query.js';
 import type { Registry } from './registry.js';
 import type { PodRuntime } from './runtime.js';
 import { runCommand } from './shell.js';
@@ -77,16 +78,37 @@ class Session {
     });
   }
 
+  /**
+   * Frames go out one at a time, each after the previous one reached the socket, so that each is
+   * its own TLS record as with a real API server. Clients that poll the socket before reading
+   * one frame (the Python client's `update()`) otherwise never see a frame that arrived in the
+   * same record as the one before it — typically the close after the exit status.
+   */
+  private outgoing: Promise<void> = Promise.resolve();
+
+  private enqueue(write: (done: () => void) => void): void {
+    this.outgoing = this.outgoing.then(
+      () =>
+        new Promise<void>((resolve) => {
+          if (this.closed || this.ws.readyState !== this.ws.OPEN) return resolve();
+          write(resolve);
+        }),
+    );
+  }
+
   send(channel: number, data: Buffer | string): void {
-    if (this.closed || this.ws.readyState !== this.ws.OPEN) return;
     const body = typeof data === 'string' ? Buffer.from(data) : data;
-    if (body.length === 0) return;
-    this.ws.send(Buffer.concat([Buffer.from([channel]), body]));
+    if (body.length === 0 || this.closed) return;
+    const frame = Buffer.concat([Buffer.from([channel]), body]);
+    this.enqueue((done) => this.ws.send(frame, () => done()));
   }
 
   finish(status: Record<string, unknown>): void {
     this.send(3, JSON.stringify(status));
-    if (!this.closed) this.ws.close(1000);
+    this.enqueue((done) => {
+      this.ws.close(1000);
+      done();
+    });
   }
 }
 
@@ -114,11 +136,11 @@ export function upgrade(
 
 async function runExec(ctx: ExecContext, r: StreamRequest, s: Session): Promise<void> {
   const argv = r.query.getAll('command');
-  const wantStdin = r.query.get('stdin') === 'true' || r.query.get('stdin') === '1';
+  const wantStdin = queryFlag(r.query, 'stdin');
   if (!wantStdin) s.stdin.end();
   const root = await ctx.scratchDir(r.namespace, r.pod);
   await mkdir(root, { recursive: true });
-  const tty = r.query.get('tty') === 'true';
+  const tty = queryFlag(r.query, 'tty');
   const code = await runCommand(argv, {
     stdin: s.stdin,
     stdout: (d) => s.send(1, d),
@@ -148,7 +170,7 @@ function flag(args: string[], name: string): string[] {
 
 async function runAttach(ctx: ExecContext, r: StreamRequest, s: Session): Promise<void> {
   const container = r.query.get('container') ?? undefined;
-  const wantStdin = r.query.get('stdin') === 'true' || r.query.get('stdin') === '1';
+  const wantStdin = queryFlag(r.query, 'stdin');
   const builder = wantStdin ? ctx.runtime.claimBuilder(r.namespace, r.pod, container) : undefined;
   if (!builder) {
     // Plain attach: stream what the container writes from now on until it ends.

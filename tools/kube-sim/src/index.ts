@@ -20,6 +20,7 @@ import { Cluster } from './cluster.js';
 import { Controllers } from './controllers.js';
 import { Faults } from './faults.js';
 import { Registry } from './registry.js';
+import { DEFAULT_REQUEST_LOG_SIZE, RequestLog } from './requests.js';
 import type { ResourceType } from './resources.js';
 import { NS, RESOURCES } from './resources.js';
 import type { PodRule } from './rules.js';
@@ -31,6 +32,7 @@ import type { KObject } from './types.js';
 export type { FaultRule, FaultType, ActiveFault } from './faults.js';
 export type { PodRule, Behaviour } from './rules.js';
 export type { KObject } from './types.js';
+export type { RecordedRequest, RequestLog, RequestQuery } from './requests.js';
 export { ANNOTATION_PREFIX } from './rules.js';
 
 export interface KubeSimOptions {
@@ -50,6 +52,8 @@ export interface KubeSimOptions {
   podRunMs?: number;
   /** Extra pod rules, tried before the built-in ones. */
   podRules?: PodRule[];
+  /** How many requests the request log keeps, newest first (default 100,000). */
+  requestLogSize?: number;
 }
 
 export interface SimStore {
@@ -85,6 +89,8 @@ export interface KubeSim {
   registryHost: string;
   registry: Registry;
   faults: Faults;
+  /** Every API request received (method, path, verb, resource, namespace, user agent, status). */
+  requests: RequestLog;
   store: SimStore;
   /** The kube-system namespace uid (tend's cluster id). */
   clusterId: string;
@@ -148,6 +154,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     caPem: certs.caPem,
   });
   const faults = new Faults();
+  const requests = new RequestLog(opts.requestLogSize ?? DEFAULT_REQUEST_LOG_SIZE);
   const registry = new Registry();
   const scratch = new Map<string, string>();
   let registryPort = 0;
@@ -168,6 +175,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     cluster,
     runtime,
     faults,
+    requests,
     token,
     host: () => `127.0.0.1:${apiPort}`,
     exec: { runtime, registry, registryHosts, scratchDir },
@@ -231,6 +239,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     registryHost: `127.0.0.1:${registryPort}`,
     registry,
     faults,
+    requests,
     store,
     clusterId,
     async stop() {

@@ -14,8 +14,10 @@ import type { ExecContext } from './exec.js';
 import { upgrade } from './exec.js';
 import type { ActiveFault, FaultRule, Faults, RequestInfo } from './faults.js';
 import { decodeProtobuf, PROTOBUF } from './protobuf.js';
+import { queryFlag } from './query.js';
+import type { RecordedRequest, RequestLog } from './requests.js';
 import type { ResourceType } from './resources.js';
-import { resourceFor } from './resources.js';
+import { NS, resourceFor } from './resources.js';
 import type { PodRuntime } from './runtime.js';
 import { compileSelectors } from './selectors.js';
 import type { EventType, Stored } from './store.js';
@@ -29,6 +31,7 @@ export interface ServerContext {
   token: string;
   host: () => string;
   exec: ExecContext;
+  requests: RequestLog;
   /** Open watch and log-follow responses, ended on stop. */
   streams: Set<ServerResponse>;
 }
@@ -116,9 +119,8 @@ export function parseRoute(segments: string[]): Route | undefined {
 }
 
 function verbOf(method: string, route: Route, query: URLSearchParams): string {
-  const watch = query.get('watch');
   if (method === 'GET') {
-    if (watch === 'true' || watch === '1') return 'watch';
+    if (queryFlag(query, 'watch')) return 'watch';
     return route.name ? 'get' : 'list';
   }
   if (method === 'POST') return 'create';
@@ -199,6 +201,7 @@ export async function handleRequest(
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
+  let entry: RecordedRequest | undefined;
   try {
     if (process.env.KUBE_SIM_TRACE)
       process.stderr.write(`kube-sim: ${req.method} ${req.url} ${req.headers.accept ?? ''}\n`);
@@ -209,13 +212,18 @@ export async function handleRequest(
       res.end('ok');
       return;
     }
-    if (!authorized(ctx, req)) throw unauthorized();
-    const segments = path.split('/').filter(Boolean).map(decodeURIComponent);
-    if (segments[0] === '_sim') return await handleControl(ctx, req, res, segments.slice(1));
-    if (req.method === 'GET' && handleDiscovery(ctx, path, res)) return;
+    const segments = pathSegments(path);
+    if (segments[0] === '_sim') {
+      if (!authorized(ctx, req)) throw unauthorized();
+      return await handleControl(ctx, req, res, segments.slice(1));
+    }
     const route = parseRoute(segments);
+    const method = req.method ?? 'GET';
+    const verb = route ? verbOf(method, route, url.searchParams) : methodVerb(method);
+    entry = recordRequest(ctx, req, path, verb, route);
+    if (!authorized(ctx, req)) throw unauthorized();
+    if (req.method === 'GET' && handleDiscovery(ctx, path, res)) return;
     if (!route) throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
-    const verb = verbOf(req.method ?? 'GET', route, url.searchParams);
     const info = requestInfo(route, verb);
     const fired = ctx.faults.take(info, [
       'latency',
@@ -237,10 +245,75 @@ export async function handleRequest(
       throw expiredContinue();
     const truncate = fired.find((f) => f.type === 'list-truncate');
     const body = req.method === 'GET' || req.method === 'HEAD' ? Buffer.alloc(0) : await readBody(req);
-    await handleResource(ctx, req, res, route, verb, url.searchParams, body, truncate ? { truncate } : {});
+    await handleResource(
+      ctx,
+      req,
+      res,
+      route,
+      verb,
+      url.searchParams,
+      body,
+      truncate ? { truncate } : {},
+      entry,
+    );
   } catch (e) {
     sendError(res, e);
+  } finally {
+    // Streams (watch, log follow) have sent their headers by now; dropped requests never do.
+    if (entry && res.headersSent) entry.status = res.statusCode;
   }
+}
+
+function pathSegments(path: string): string[] {
+  try {
+    return path.split('/').filter(Boolean).map(decodeURIComponent);
+  } catch {
+    throw badRequest(`invalid escape in the request path ${path}`);
+  }
+}
+
+function methodVerb(method: string): string {
+  const verbs: Record<string, string> = {
+    GET: 'get',
+    POST: 'create',
+    PUT: 'update',
+    PATCH: 'patch',
+    DELETE: 'delete',
+  };
+  return verbs[method] ?? method.toLowerCase();
+}
+
+/** The namespace a route targets: the one in its path, or a Namespace object's own name. */
+function targetNamespace(route: Route | undefined): string | undefined {
+  if (!route) return undefined;
+  if (route.namespace) return route.namespace;
+  return route.rt.kind === 'Namespace' ? route.name : undefined;
+}
+
+function recordRequest(
+  ctx: ServerContext,
+  req: IncomingMessage,
+  path: string,
+  verb: string,
+  route: Route | undefined,
+): RecordedRequest {
+  const namespace = targetNamespace(route);
+  const userAgent = req.headers['user-agent'];
+  return ctx.requests.record({
+    method: req.method ?? 'GET',
+    path,
+    verb,
+    ...(route ? { resource: route.subresource ? `${route.rt.key}/${route.subresource}` : route.rt.key } : {}),
+    ...(namespace !== undefined ? { namespace } : {}),
+    ...(userAgent !== undefined ? { userAgent } : {}),
+  });
+}
+
+/** `metadata.name` of a request body, when it has one. */
+function bodyName(body: unknown): string | undefined {
+  if (!isPlainObject(body) || !isPlainObject(body['metadata'])) return undefined;
+  const name = body['metadata']['name'];
+  return typeof name === 'string' && name !== '' ? name : undefined;
 }
 
 function expiredContinue(): ApiError {
@@ -290,6 +363,7 @@ async function handleControl(
   res: ServerResponse,
   rest: string[],
 ): Promise<void> {
+  if (rest[0] === 'requests') return serveRequestLog(ctx, req, res, rest.slice(1));
   if (rest[0] !== 'faults') throw new ApiError(404, 'NotFound', 'unknown kube-sim control endpoint');
   if (req.method === 'GET') return sendJson(res, 200, JSON.stringify({ faults: ctx.faults.list() }));
   if (req.method === 'DELETE') {
@@ -315,6 +389,42 @@ async function handleControl(
     }
   }
   throw new ApiError(405, 'MethodNotAllowed', 'method not allowed');
+}
+
+/**
+ * `GET /_sim/requests[?since=N]` → `{latest, dropped, requests}`;
+ * `GET /_sim/requests/namespaces[?since=N]` → `{latest, namespaces}`; `DELETE /_sim/requests` clears.
+ */
+function serveRequestLog(
+  ctx: ServerContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  rest: string[],
+): void {
+  const log = ctx.requests;
+  const url = new URL(req.url ?? '/', 'https://kube-sim');
+  const sinceParam = url.searchParams.get('since');
+  if (sinceParam !== null && !/^\d{1,15}$/.test(sinceParam))
+    throw badRequest(`since must be a request sequence number (a non-negative integer), got "${sinceParam}"`);
+  const query = sinceParam !== null ? { since: Number(sinceParam) } : {};
+  if (rest.length === 0 && req.method === 'DELETE') {
+    log.clear();
+    return sendJson(res, 200, JSON.stringify({ latest: log.latest(), dropped: 0, requests: [] }));
+  }
+  if (req.method !== 'GET') throw new ApiError(405, 'MethodNotAllowed', 'method not allowed');
+  if (rest.length === 0)
+    return sendJson(
+      res,
+      200,
+      JSON.stringify({ latest: log.latest(), dropped: log.dropped(), requests: log.list(query) }),
+    );
+  if (rest.length === 1 && rest[0] === 'namespaces')
+    return sendJson(
+      res,
+      200,
+      JSON.stringify({ latest: log.latest(), namespaces: log.namespacesTouched(query) }),
+    );
+  throw new ApiError(404, 'NotFound', 'unknown kube-sim control endpoint');
 }
 
 function listKind(rt: ResourceType): string {
@@ -350,13 +460,14 @@ async function handleResource(
   query: URLSearchParams,
   body: Buffer,
   faults: ListFaults,
+  entry: RecordedRequest,
 ): Promise<void> {
   const { cluster } = ctx;
   const { rt, namespace, name, subresource } = route;
   const dryRun = query.getAll('dryRun').includes('All');
   const fieldManager = query.get('fieldManager') ?? undefined;
   const accept = req.headers.accept;
-  const write = { dryRun, ...(fieldManager ? { fieldManager } : {}), force: query.get('force') === 'true' };
+  const write = { dryRun, ...(fieldManager ? { fieldManager } : {}), force: queryFlag(query, 'force') };
   if (subresource === 'log') return serveLog(ctx, req, res, route, query);
   if (subresource === 'exec' || subresource === 'attach') {
     throw badRequest('Upgrade request required');
@@ -373,20 +484,16 @@ async function handleResource(
     case 'watch':
       return serveWatch(ctx, req, res, route, query, accept);
     case 'create': {
-      const s = cluster.create(rt, namespace, parseObjectBody(req, body), write);
+      const obj = parseObjectBody(req, body);
+      const creatingNamespace = rt.kind === 'Namespace';
+      if (creatingNamespace && bodyName(obj) !== undefined) entry.namespace = bodyName(obj);
+      const s = cluster.create(rt, namespace, obj, write);
+      if (creatingNamespace) entry.namespace = s.obj.metadata.name!;
       return sendJson(res, 201, s.json);
     }
     case 'update': {
-      if (subresource === 'finalize' && rt.kind === 'Namespace') {
-        const s = cluster.update(rt, namespace, name!, parseJsonBody(body), {
-          ...write,
-          subresource: 'status',
-        });
-        const spec = (parseJsonBody(body) as { spec?: { finalizers?: string[] } })?.spec;
-        if (s.obj.status?.phase === 'Terminating' && (spec?.finalizers ?? []).length === 0)
-          cluster.finishNamespace(name!);
-        return sendJson(res, 200, s.json);
-      }
+      if (subresource === 'finalize' && rt.kind === 'Namespace')
+        return sendJson(res, 200, finalizeNamespace(cluster, name!, parseJsonBody(body)).json);
       const s = cluster.update(rt, namespace, name!, parseObjectBody(req, body), {
         ...write,
         ...(subresource ? { subresource } : {}),
@@ -442,6 +549,22 @@ async function handleResource(
         `the server does not allow this method on the requested resource`,
       );
   }
+}
+
+/**
+ * PUT namespaces/<name>/finalize: only `spec.finalizers` is taken from the body. A Terminating
+ * namespace left without finalizers is deleted with its contents at once, as the namespace
+ * controller does on a real cluster.
+ */
+function finalizeNamespace(cluster: Cluster, name: string, body: unknown): Stored {
+  if (!isPlainObject(body)) throw badRequest('the body of the request was in an unknown format');
+  const spec = isPlainObject(body['spec']) ? body['spec'] : {};
+  const finalizers = spec['finalizers'] ?? [];
+  if (!Array.isArray(finalizers) || finalizers.some((f) => typeof f !== 'string'))
+    throw badRequest('spec.finalizers must be a list of strings');
+  const finalized = cluster.update(NS, '', name, body, { subresource: 'finalize' });
+  if (finalizers.length === 0 && finalized.obj.status?.phase === 'Terminating') cluster.finishNamespace(name);
+  return finalized;
 }
 
 function deleteOptions(query: URLSearchParams, body: Buffer): DeleteOptions {
@@ -529,7 +652,7 @@ function serveWatch(
   const store = ctx.cluster.store;
   const sel = compileSelectors(query.get('labelSelector'), query.get('fieldSelector'));
   const rvParam = query.get('resourceVersion') ?? '';
-  const sendInitial = query.get('sendInitialEvents') === 'true';
+  const sendInitial = queryFlag(query, 'sendInitialEvents');
   const table = wantsTable(accept);
   const ns = rt.namespaced ? namespace || sel.namespace || undefined : undefined;
   let sinceRv: number | undefined;
@@ -611,12 +734,12 @@ function serveLog(
     throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
   ctx.cluster.getOrThrow(route.rt, route.namespace, route.name);
   const container = query.get('container') ?? undefined;
-  if (query.get('previous') === 'true') {
+  if (queryFlag(query, 'previous')) {
     throw badRequest(`previous terminated container "${container ?? ''}" in pod "${route.name}" not found`);
   }
   const log = ctx.runtime.log(route.namespace, route.name, container);
-  const follow = query.get('follow') === 'true';
-  const timestamps = query.get('timestamps') === 'true';
+  const follow = queryFlag(query, 'follow');
+  const timestamps = queryFlag(query, 'timestamps');
   const tail = query.get('tailLines');
   const since = Number(query.get('sinceSeconds') ?? 0);
   let limitBytes = Number(query.get('limitBytes') ?? 0) || Infinity;
@@ -710,17 +833,19 @@ function serveScale(
 }
 
 export function handleUpgrade(ctx: ServerContext, req: IncomingMessage, socket: Duplex, head: Buffer): void {
+  let entry: RecordedRequest | undefined;
   const fail = (e: ApiError): void => {
+    if (entry) entry.status = e.code;
     const body = JSON.stringify(e.toStatus());
     socket.end(
       `HTTP/1.1 ${e.code} ${e.reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   };
   try {
-    if (!authorized(ctx, req)) throw unauthorized();
     const url = new URL(req.url ?? '/', 'https://kube-sim');
-    const segments = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
-    const route = parseRoute(segments);
+    const route = parseRoute(pathSegments(url.pathname));
+    entry = recordRequest(ctx, req, url.pathname, 'create', route);
+    if (!authorized(ctx, req)) throw unauthorized();
     if (
       !route ||
       route.rt.kind !== 'Pod' ||
@@ -743,6 +868,7 @@ export function handleUpgrade(ctx: ServerContext, req: IncomingMessage, socket: 
       throw badRequest('you must specify at least 1 command');
     }
     ctx.runtime.assertRunning(route.namespace, route.name, container, kind);
+    entry.status = 101;
     upgrade(
       ctx.exec,
       { kind, namespace: route.namespace, pod: route.name, query: url.searchParams },

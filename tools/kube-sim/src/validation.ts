@@ -1,7 +1,7 @@
-/** Name validation and defaulting, with the messages a real API server returns. */
+/** Name validation, defaulting and write-only fields, with the messages a real API server returns. */
 import type { ResourceType } from './resources.js';
 import type { KObject, StatusCause } from './types.js';
-import { ApiError } from './types.js';
+import { ApiError, badRequest, isPlainObject } from './types.js';
 
 const LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -196,4 +196,23 @@ export function applyDefaults(rt: ResourceType, obj: KObject): void {
       break;
     }
   }
+}
+
+/**
+ * A Secret's `stringData` is write-only: on every write (create, update, patch, apply) the API
+ * server merges it into `data` as base64, its keys winning over `data`'s, and never stores it.
+ */
+export function mergeStringData(rt: ResourceType, obj: KObject): void {
+  if (rt.kind !== 'Secret' || obj['stringData'] === undefined) return;
+  const stringData = obj['stringData'];
+  delete obj['stringData'];
+  if (stringData === null) return;
+  if (!isPlainObject(stringData) || Object.values(stringData).some((v) => typeof v !== 'string'))
+    throw badRequest(
+      'Secret in version "v1" cannot be handled as a Secret: stringData must map keys to strings',
+    );
+  const data = isPlainObject(obj['data']) ? { ...(obj['data'] as Record<string, unknown>) } : {};
+  for (const [k, v] of Object.entries(stringData as Record<string, string>))
+    data[k] = Buffer.from(v, 'utf8').toString('base64');
+  obj['data'] = data;
 }

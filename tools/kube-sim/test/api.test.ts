@@ -498,6 +498,24 @@ describe('watch', () => {
     }
   });
 
+  it('reads boolean parameters as the API server does: only absent, 0 and false (any case) are false', async () => {
+    for (const value of ['true', 'True', 'TRUE', 't', 'T', '1', 'yes', '']) {
+      const w = await openWatch(
+        `/api/v1/namespaces/w/configmaps?watch=${value}&fieldSelector=metadata.name%3Dafter`,
+      );
+      try {
+        await waitFor(() => w.lines().length >= 1, `an event for watch=${value}`);
+        expect(w.lines()[0]!.type, `watch=${value}`).toBe('ADDED');
+      } finally {
+        w.close();
+      }
+    }
+    for (const value of ['false', 'False', 'FALSE', '0']) {
+      const r = await call(sim, 'GET', `/api/v1/namespaces/w/configmaps?watch=${value}`);
+      expect(r.json.kind, `watch=${value}`).toBe('ConfigMapList');
+    }
+  });
+
   it('answers an ERROR event with 410 Expired for a compacted resourceVersion', async () => {
     const w = await openWatch('/api/v1/namespaces/w/configmaps?watch=1&resourceVersion=-5');
     await waitFor(() => w.lines().length >= 1, 'error event');

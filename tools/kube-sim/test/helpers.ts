@@ -15,7 +15,7 @@ export function call(
   method: string,
   path: string,
   body?: unknown,
-  opts: { contentType?: string; token?: string | null; accept?: string } = {},
+  opts: { contentType?: string; token?: string | null; accept?: string; userAgent?: string } = {},
 ): Promise<RawResponse> {
   const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
   return new Promise((resolve, reject) => {
@@ -26,6 +26,7 @@ export function call(
       headers['Content-Length'] = String(Buffer.byteLength(payload));
     }
     if (opts.accept) headers['Accept'] = opts.accept;
+    if (opts.userAgent) headers['User-Agent'] = opts.userAgent;
     const req = request(`${sim.url}${path}`, { method, ca: sim.caPem, headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));

@@ -1,5 +1,5 @@
 /**
- * The initial schema: the record of environments (DESIGN §7), including the tables the cleanup
+ * The initial schema: the record of environments (docs/design.md#server-and-cleanup), including the tables the cleanup
  * planner and executor will use (policies on environments, ownership and role on resources,
  * cleanup_jobs with leases, audit_log). Portable SQL only: it runs on SQLite and PostgreSQL.
  */

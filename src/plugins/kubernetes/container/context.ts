@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { TendError } from '../../../errors.js';
-import type { ResolvedAction } from '../../types.js';
+import type { ResolvedAction } from '../../../plugin/types.js';
 
 export interface BuildContext {
   file: string;

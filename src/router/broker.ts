@@ -5,9 +5,9 @@
  * `close()` removes those listeners, so thousands of calls leave nothing behind.
  */
 import { TendError } from '../errors.js';
-import type { EventBroker } from '../plugins/types.js';
-import type { SessionBus } from './bus.js';
-import { checkPayload, eventCatalog, type EventPayloads, type EventType } from './catalog.js';
+import type { EventBroker } from '../plugin/types.js';
+import type { SessionBus } from '../events/bus.js';
+import { checkPayload, eventCatalog, type EventPayloads, type EventType } from '../events/catalog.js';
 
 export interface EmitterMetadata {
   pluginName: string;

@@ -1,10 +1,11 @@
 /**
- * The outbox on disk, as the stream sees it. `.tend/outbox/` holds, per CLI session:
+ * The outbox on disk: the one owner of its file format (the writer, the stream and `tend events`
+ * all go through here). `.tend/outbox/` holds, per CLI session:
  *
- * - `<sessionId>.jsonl`: the segment, appended by the session's OutboxSink (src/events/outbox.ts);
+ * - `<sessionId>.jsonl`: the segment, appended by the session's OutboxSink (writer.ts);
  * - `<sessionId>.ack`: `{"offset": n}`, the bytes of the segment the server acknowledged (or that
  *   were quarantined or dropped), written atomically after each answered batch;
- * - `<sessionId>.lock`: who is sending the segment (src/stream/lock.ts);
+ * - `<sessionId>.lock`: who is sending the segment (lock.ts);
  * - `quarantine/<sessionId>-<firstEventId>.json`: a batch the server refused, with its answer.
  *
  * A segment is deleted when it is acknowledged to its end and nobody writes to it any more (its

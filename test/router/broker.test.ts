@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SessionBus } from '../../src/events/bus.js';
-import { PluginEventBroker } from '../../src/events/broker.js';
+import { PluginEventBroker } from '../../src/router/broker.js';
 import type { TendEvent } from '../../src/events/catalog.js';
 import type { TendError } from '../../src/errors.js';
 

@@ -10,7 +10,12 @@
  */
 import { createReadStream } from 'node:fs';
 import { TendError } from '../../../errors.js';
-import type { ActionHandlerParams, ExecuteResult, PluginContext, StatusResult } from '../../types.js';
+import type {
+  ActionHandlerParams,
+  ExecuteResult,
+  PluginContext,
+  StatusResult,
+} from '../../../plugin/types.js';
 import { annotations, labels, type KubeClient } from '../client/index.js';
 import type { ContainerBuildSpec, ProviderSettings } from '../config.js';
 import { actionLabel, podName, waitForExit, waitForStart } from '../pods.js';
@@ -139,10 +144,10 @@ function builderMetadata(run: BuildRun, name: string, component: string) {
 async function buildWithBuildkit(run: BuildRun): Promise<string | undefined> {
   const { client, settings, params, image, context } = run;
   const namespace = settings.appNamespace;
-  await client.ensureNamespace(namespace);
+  await client.namespaces.ensure(namespace);
   const name = podName('tend-buildkit', params.action.name);
   const spec = params.action.spec;
-  await client.createPod(namespace, {
+  await client.pods.create(namespace, {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: builderMetadata(run, name, 'builder'),
@@ -169,7 +174,7 @@ async function buildWithBuildkit(run: BuildRun): Promise<string | undefined> {
     const untar = await bounded(
       run,
       'uploading the build context',
-      client.exec(
+      client.pods.exec(
         namespace,
         name,
         'buildkit',
@@ -207,7 +212,7 @@ async function buildWithBuildkit(run: BuildRun): Promise<string | undefined> {
     const code = await bounded(
       run,
       'the build',
-      client.exec(
+      client.pods.exec(
         namespace,
         name,
         'buildkit',
@@ -218,7 +223,7 @@ async function buildWithBuildkit(run: BuildRun): Promise<string | undefined> {
     );
     if (code !== 0) throw failed(run, `the image build failed (buildctl exit code ${code})`);
     let metadata = '';
-    await client.exec(
+    await client.pods.exec(
       namespace,
       name,
       'buildkit',
@@ -242,7 +247,7 @@ async function buildWithBuildkit(run: BuildRun): Promise<string | undefined> {
 async function buildWithKaniko(run: BuildRun): Promise<string | undefined> {
   const { client, settings, params, image, context } = run;
   const namespace = settings.systemNamespace;
-  await client.ensureNamespace(namespace);
+  await client.namespaces.ensure(namespace);
   const name = podName('tend-kaniko', params.action.name);
   const spec = params.action.spec;
   const args = [
@@ -254,7 +259,7 @@ async function buildWithKaniko(run: BuildRun): Promise<string | undefined> {
     ...(isInsecure(settings, image.host) ? ['--insecure'] : []),
     '--digest-file=/dev/termination-log',
   ];
-  await client.createPod(namespace, {
+  await client.pods.create(namespace, {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: builderMetadata(run, name, 'kaniko'),
@@ -273,7 +278,7 @@ async function buildWithKaniko(run: BuildRun): Promise<string | undefined> {
     await bounded(
       run,
       'the build',
-      client.attach(namespace, name, 'kaniko', {
+      client.pods.attach(namespace, name, 'kaniko', {
         stdin: () => createReadStream(context.file),
         onStdout: (l) => run.output('stdout', l),
         onStderr: (l) => run.output('stderr', l),
@@ -289,7 +294,7 @@ async function buildWithKaniko(run: BuildRun): Promise<string | undefined> {
 }
 
 async function removeBuilder(run: BuildRun, namespace: string, name: string): Promise<void> {
-  await run.client.removePod(namespace, name).catch((error: unknown) => {
+  await run.client.pods.remove(namespace, name).catch((error: unknown) => {
     run.ctx.log.warn(`could not remove builder pod ${name} in ${namespace}: ${(error as Error).message}`);
   });
 }

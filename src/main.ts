@@ -3,9 +3,9 @@
  * `tend --version` and light commands never load the Kubernetes client or the server.
  */
 import { Command, CommanderError, Option } from 'commander';
-import { ExitCode, TendError } from '../errors.js';
-import { printError, printResult, type CommandResult, type GlobalOptions } from './output.js';
-import { cliVersion } from './version.js';
+import { ExitCode, TendError } from './errors.js';
+import { printError, printResult, type CommandResult, type GlobalOptions } from './cli/output.js';
+import { cliVersion } from './cli/version.js';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
@@ -71,7 +71,7 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
       )
       .action(async (names: string[], _opts, cmd: Command) =>
         execute(cmd, async () =>
-          (await import('../commands/execute.js')).executeCommand(kind, names, cmd.optsWithGlobals()),
+          (await import('./commands/execute.js')).executeCommand(kind, names, cmd.optsWithGlobals()),
         ),
       );
   }
@@ -80,7 +80,7 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
     .command('status')
     .description('show the status of the environment and every action, without changing anything')
     .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await import('../commands/status.js')).statusCommand(cmd.optsWithGlobals())),
+      execute(cmd, async () => (await import('./commands/status.js')).statusCommand(cmd.optsWithGlobals())),
     );
 
   const cleanup = program
@@ -91,7 +91,7 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
     .description('clean up the whole environment: stop its deploys and delete the namespace tend owns')
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () =>
-        (await import('../commands/cleanup.js')).cleanupEnvCommand(cmd.optsWithGlobals()),
+        (await import('./commands/cleanup.js')).cleanupEnvCommand(cmd.optsWithGlobals()),
       ),
     );
   cleanup
@@ -99,7 +99,7 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
     .description('delete the named deploys from the environment')
     .action(async (names: string[], _opts, cmd: Command) =>
       execute(cmd, async () =>
-        (await import('../commands/cleanup.js')).cleanupDeployCommand(names, cmd.optsWithGlobals()),
+        (await import('./commands/cleanup.js')).cleanupDeployCommand(names, cmd.optsWithGlobals()),
       ),
     );
 
@@ -108,7 +108,7 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
     c
       .option('--server <url>', 'the tend server (default: TEND_SERVER_URL or tend login)')
       .option('--token <token>', 'API token (default: TEND_TOKEN or tend login)');
-  const cleanupServer = () => import('../commands/cleanup-server.js');
+  const cleanupServer = () => import('./commands/cleanup-server.js');
   serverFlags(
     cleanup
       .command('plan')
@@ -169,7 +169,7 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
     .description('check the project configuration and print every action')
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () =>
-        (await import('../commands/validate.js')).validateCommand(cmd.optsWithGlobals()),
+        (await import('./commands/validate.js')).validateCommand(cmd.optsWithGlobals()),
       ),
     );
 
@@ -177,7 +177,7 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
     .command('schema')
     .description('print the JSON Schema of tend.yml and *.tend.yml documents (for editor completion)')
     .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await import('../commands/schema.js')).schemaCommand()),
+      execute(cmd, async () => (await import('./commands/schema.js')).schemaCommand()),
     );
 
   program
@@ -197,7 +197,7 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
     )
     .action(async (session: string | undefined, _opts, cmd: Command) =>
       execute(cmd, async () => {
-        const events = await import('../commands/events.js');
+        const events = await import('./commands/events.js');
         if (session === 'push') return events.pushCommand(cmd.optsWithGlobals());
         if (session === 'outbox') return events.outboxCommand(cmd.optsWithGlobals());
         return session === undefined
@@ -242,7 +242,7 @@ Examples:
   tend agent --server http://localhost:7420 --token $TOKEN --once --json`,
     )
     .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await import('../commands/agent.js')).agentCommand(cmd.optsWithGlobals())),
+      execute(cmd, async () => (await import('./commands/agent.js')).agentCommand(cmd.optsWithGlobals())),
     );
 
   // Further commands register themselves here: events, server, login, environments.
@@ -282,11 +282,11 @@ Examples:
       'tend-system',
     )
     .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await import('../commands/server.js')).serverCommand(cmd.optsWithGlobals())),
+      execute(cmd, async () => (await import('./commands/server.js')).serverCommand(cmd.optsWithGlobals())),
     );
   db(server.command('migrate').description('apply pending database migrations and exit')).action(
     async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await import('../commands/server.js')).migrateCommand(cmd.optsWithGlobals())),
+      execute(cmd, async () => (await import('./commands/server.js')).migrateCommand(cmd.optsWithGlobals())),
   );
   const token = server.command('token').description('manage API tokens (prints a new token once)');
   db(token.command('create').description('create a token'))
@@ -300,19 +300,19 @@ Examples:
     .option('--cluster <clusterId>', 'agent scope: act only on this cluster (repeatable)', collect)
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () =>
-        (await import('../commands/server.js')).tokenCreateCommand(cmd.optsWithGlobals()),
+        (await import('./commands/server.js')).tokenCreateCommand(cmd.optsWithGlobals()),
       ),
     );
   db(token.command('list').description('list tokens (never their secrets)')).action(
     async (_opts, cmd: Command) =>
       execute(cmd, async () =>
-        (await import('../commands/server.js')).tokenListCommand(cmd.optsWithGlobals()),
+        (await import('./commands/server.js')).tokenListCommand(cmd.optsWithGlobals()),
       ),
   );
   db(token.command('revoke <idOrName>').description('revoke a token by id or name')).action(
     async (idOrName: string, _opts, cmd: Command) =>
       execute(cmd, async () =>
-        (await import('../commands/server.js')).tokenRevokeCommand(idOrName, cmd.optsWithGlobals()),
+        (await import('./commands/server.js')).tokenRevokeCommand(idOrName, cmd.optsWithGlobals()),
       ),
   );
   program
@@ -322,7 +322,7 @@ Examples:
     .requiredOption('--token <token>', 'an API token (tend server token create)')
     .option('--no-verify', 'store without asking the server')
     .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await import('../commands/login.js')).loginCommand(cmd.optsWithGlobals())),
+      execute(cmd, async () => (await import('./commands/login.js')).loginCommand(cmd.optsWithGlobals())),
     );
   program
     .command('environments')
@@ -337,7 +337,7 @@ Examples:
     .option('--all', 'list every environment (all pages)')
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () =>
-        (await import('../commands/environments.js')).environmentsCommand(cmd.optsWithGlobals()),
+        (await import('./commands/environments.js')).environmentsCommand(cmd.optsWithGlobals()),
       ),
     );
   return program;

@@ -5,12 +5,13 @@
  */
 import type { TSchema } from '@sinclair/typebox';
 import type { CleanupJob, CleanupOutcome, InventoryItem } from '../cleanup/protocol.js';
+import type { SourceLocation } from '../errors.js';
 import type { CleanupPolicy, EventPayloads, EventType } from '../events/catalog.js';
 
 export type ActionKind = 'Build' | 'Deploy' | 'Test' | 'Run';
 export const actionKinds: readonly ActionKind[] = ['Build', 'Deploy', 'Test', 'Run'];
 
-/** The handlers of each action kind (DESIGN §3). Typed tables keyed by these names catch a forgotten handler. */
+/** The handlers of each action kind (docs/design.md#execution). Typed tables keyed by these names catch a forgotten handler. */
 export interface ActionHandlerNames {
   Build: 'getStatus' | 'build';
   Deploy: 'getStatus' | 'deploy' | 'delete';
@@ -74,6 +75,19 @@ export interface PluginContext<ProviderConfig = unknown, ProviderState = unknown
   /** The user running tend (from the OS), for ownership metadata. */
   user: string;
   hostId: string;
+  /**
+   * Resolves `${...}` expressions in a value the plugin read itself (a manifest file, say), in the
+   * same context as tend.yml: project, environment, variables, `local.*`, plus the outputs of the
+   * given dependencies as `actions.*`. Errors point at `location`.
+   */
+  resolveTemplates<T>(value: T, options: TemplateOptions): T;
+}
+
+export interface TemplateOptions {
+  /** Where the value comes from, for errors (file relative to the project root). */
+  location: SourceLocation;
+  /** `actions.<kind>.<name>.outputs.*`: usually the action's `dependencyOutputs`. */
+  dependencyOutputs?: Record<string, Outputs>;
 }
 
 /** An action as its handlers see it: configuration resolved, version computed. */

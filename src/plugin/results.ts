@@ -4,8 +4,8 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Outputs } from '../plugins/types.js';
-import { writeFileAtomic } from './files.js';
+import type { Outputs } from './types.js';
+import { writeFileAtomic } from '../state/files.js';
 
 export interface StoredResult {
   version: string;

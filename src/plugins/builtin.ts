@@ -2,7 +2,7 @@
  * The plugins shipped with tend. Heavy plugins (kubernetes) are imported only when a project's
  * configuration uses them, so light commands stay fast.
  */
-import type { PluginDefinition } from './types.js';
+import type { PluginDefinition } from '../plugin/types.js';
 import { execPlugin } from './exec/index.js';
 import { kubernetesPlugin } from './kubernetes/index.js';
 

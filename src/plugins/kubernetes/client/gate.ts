@@ -1,0 +1,220 @@
+/**
+ * The request gate: every call the client makes goes through it. On the first contact with a
+ * namespace in this handler call it reads the namespace and emits `namespaceStatus` — before the
+ * work that can fail — and stamps `tend.dev/last-activity` (at most once a minute per namespace
+ * and process). A state change noticed later (the namespace went missing or is terminating) is
+ * emitted again. Namespaces other than the app namespace and the system namespaces are refused:
+ * tend never touches a namespace it cannot name a role for. Retries and clear errors too.
+ */
+import { TendError } from '../../../errors.js';
+import type { NamespaceRole, NamespaceStatusPayload, Target } from '../../../events/catalog.js';
+import type { PluginContext } from '../../../plugin/types.js';
+import type { ProviderSettings } from '../config.js';
+import type { Connection } from './connection.js';
+import { apiError, describeFailure, withRetry } from './errors.js';
+import { annotations, labels, missing, toInfo, type NamespaceInfo } from './namespace-info.js';
+
+/** Who the plugin is talking to; the provider's `init` computes it, every event carries it. */
+export interface ClusterIdentity {
+  clusterId: string;
+  server: string;
+  context: string;
+  /** True when kube-system could not be read and the server URL stands in for the cluster id. */
+  clusterIdFallback?: boolean;
+}
+
+const activityIntervalMs = 60_000;
+/** Last `tend.dev/last-activity` stamp per cluster and namespace, for this process. */
+export const lastStamped = new Map<string, number>();
+
+/** One per handler call: the namespaces contacted in this call, and the way every request goes. */
+export class RequestGate {
+  /** Namespaces contacted in this call, as last read. */
+  readonly contacted = new Map<string, NamespaceInfo | undefined>();
+
+  constructor(
+    readonly connection: Connection,
+    readonly ctx: PluginContext,
+    readonly settings: ProviderSettings,
+    readonly identity: ClusterIdentity,
+  ) {}
+
+  get target(): Target {
+    return {
+      kind: 'kubernetes',
+      clusterId: this.identity.clusterId,
+      server: this.identity.server,
+      context: this.identity.context,
+    };
+  }
+
+  roleOf(namespace: string): NamespaceRole {
+    if (namespace === this.settings.appNamespace) return 'app';
+    if (namespace === this.settings.systemNamespace || namespace === 'kube-system') return 'system';
+    throw new TendError(
+      'TEND_K8S_NAMESPACE',
+      `refusing to touch namespace "${namespace}": tend works only in the app namespace ` +
+        `"${this.settings.appNamespace}" and the system namespace "${this.settings.systemNamespace}"`,
+      { detail: { namespace } },
+    );
+  }
+
+  /** Emits `namespaceStatus` for what is known of the namespace. */
+  report(
+    info: NamespaceInfo,
+    cause: NamespaceStatusPayload['cause'],
+    extra: Record<string, unknown> = {},
+  ): void {
+    const role = this.roleOf(info.name);
+    const detail: Record<string, unknown> = { ...extra };
+    if (this.identity.clusterIdFallback) detail.clusterIdFallback = true;
+    if (info.uid) {
+      detail.managedBy = info.labels[labels.managedBy] ?? null;
+      detail.projectAnnotation = info.annotations[annotations.project] ?? null;
+      detail.adopted = info.annotations[annotations.adopted] === 'true';
+    }
+    const payload: NamespaceStatusPayload = {
+      pluginName: 'kubernetes',
+      providerName: this.ctx.provider.name,
+      namespaceName: info.name,
+      state: info.state,
+      role,
+      cause,
+      target: this.target,
+      project: this.ctx.environment.project,
+      environment: this.ctx.environment.name,
+    };
+    if (info.uid) payload.namespaceUid = info.uid;
+    if (Object.keys(detail).length > 0) payload.detail = detail;
+    this.ctx.events.emit('namespaceStatus', payload);
+    this.contacted.set(info.name, info);
+  }
+
+  describe(what: string, namespace?: string) {
+    return {
+      what,
+      server: this.identity.server,
+      context: this.identity.context,
+      ...(namespace ? { namespace } : {}),
+    };
+  }
+
+  retry<T>(what: string, fn: () => Promise<T>, idempotent: boolean): Promise<T> {
+    return withRetry(fn, {
+      retries: this.settings.retries,
+      idempotent,
+      onRetry: (f, attempt, waitMs) =>
+        this.ctx.log.debug(
+          `${what}: ${f.status ?? f.networkCode ?? 'error'} ${f.message}; retry ${attempt} in ${waitMs} ms`,
+        ),
+    });
+  }
+
+  /** Reads a namespace without reporting it; undefined when it does not exist. */
+  async readNamespace(name: string): Promise<NamespaceInfo | undefined> {
+    try {
+      const ns = await this.retry(
+        `read namespace ${name}`,
+        () => this.connection.core.readNamespace({ name }),
+        true,
+      );
+      return toInfo(ns);
+    } catch (error) {
+      if (describeFailure(error).status === 404) return undefined;
+      throw apiError(error, this.describe(`read namespace ${name}`));
+    }
+  }
+
+  /**
+   * First contact with a namespace in this call: read it and report it. If it cannot be read,
+   * it is still reported (as `ready`, marked unverified) before the error surfaces.
+   */
+  async enter(namespace: string, stamp = true): Promise<NamespaceInfo | undefined> {
+    if (this.contacted.has(namespace)) return this.contacted.get(namespace);
+    this.roleOf(namespace);
+    let info: NamespaceInfo | undefined;
+    try {
+      info = await this.readNamespace(namespace);
+    } catch (error) {
+      this.report({ name: namespace, state: 'ready', labels: {}, annotations: {} }, 'observed', {
+        unverified: (error as Error).message.slice(0, 500),
+      });
+      const f = describeFailure((error as TendError).cause ?? error);
+      // Without permission to read namespaces, work inside it may still be allowed.
+      if (f.status === 403) return undefined;
+      throw error;
+    }
+    this.report(info ?? missing(namespace), 'observed');
+    if (info && stamp) await this.stampActivity(info);
+    return info;
+  }
+
+  /** Reads the namespace again after an error that says it changed, and reports the change. */
+  async noticeNamespaceChange(namespace: string, error: unknown): Promise<void> {
+    const f = describeFailure(error);
+    const gone = f.status === 404 && f.detailsKind === 'namespaces';
+    const terminating = f.causes?.some((c) => c.reason === 'NamespaceTerminating') ?? false;
+    if (!gone && !terminating) return;
+    const info = await this.readNamespace(namespace).catch(() => undefined);
+    this.report(info ?? missing(namespace), 'observed');
+  }
+
+  /** Stamps `tend.dev/last-activity` on app namespaces tend manages or adopted, at most once a minute. */
+  async stampActivity(info: NamespaceInfo, force = false): Promise<void> {
+    if (info.state !== 'ready' || this.roleOf(info.name) !== 'app') return;
+    const ours = info.labels[labels.managedBy] === 'tend' || info.annotations[annotations.adopted] === 'true';
+    if (!ours) return;
+    const key = `${this.identity.clusterId}\0${info.name}`;
+    const now = Date.now();
+    if (!force && now - (lastStamped.get(key) ?? 0) < activityIntervalMs) return;
+    lastStamped.set(key, now);
+    try {
+      await this.patchNamespaceAnnotations(info.name, {
+        [annotations.lastActivity]: new Date(now).toISOString(),
+      });
+    } catch (error) {
+      // Best effort: the events record the activity; the annotation is the cluster-side copy.
+      lastStamped.delete(key);
+      this.ctx.log.debug(
+        `could not stamp ${annotations.lastActivity} on ${info.name}: ${(error as Error).message}`,
+      );
+    }
+  }
+
+  async patchNamespaceAnnotations(name: string, values: Record<string, string>): Promise<NamespaceInfo> {
+    const { k8s } = this.connection;
+    const ns = await this.retry(
+      `annotate namespace ${name}`,
+      () =>
+        this.connection.core.patchNamespace(
+          { name, body: { metadata: { annotations: values } } },
+          k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+        ),
+      true,
+    ).catch((error: unknown) => {
+      throw apiError(error, this.describe(`annotate namespace ${name}`));
+    });
+    return toInfo(ns);
+  }
+
+  /** Every namespaced call: first contact reported, retries, namespace changes noticed, clear errors. */
+  async request<T>(namespace: string, what: string, fn: () => Promise<T>, idempotent = true): Promise<T> {
+    await this.enter(namespace);
+    try {
+      return await this.retry(what, fn, idempotent);
+    } catch (error) {
+      await this.noticeNamespaceChange(namespace, error);
+      throw apiError(error, this.describe(what, namespace));
+    }
+  }
+
+  /** Like request(), but a 404 of the object itself is `undefined`. */
+  async requestOptional<T>(namespace: string, what: string, fn: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await this.request(namespace, what, fn);
+    } catch (error) {
+      if (describeFailure((error as TendError).cause).status === 404) return undefined;
+      throw error;
+    }
+  }
+}

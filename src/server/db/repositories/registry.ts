@@ -1,0 +1,247 @@
+/**
+ * The registry's tables as ingest reads and writes them, in bulk: the sessions, environments
+ * and resources a batch touches (the environments locked on PostgreSQL, in key order), and the
+ * one multi-row insert or upsert per table that writes the batch back (src/server/registry/
+ * ingest.ts decides what the rows hold).
+ */
+import type { TendEvent } from '../../../events/catalog.js';
+import {
+  byKey,
+  postgresArray,
+  updateFromExcluded,
+  type BulkStatements,
+  type InsertStatement,
+} from '../bulk.js';
+import type { EnvironmentsTable, Resource, SessionStatus, SessionsTable } from '../schema.js';
+
+export type SessionUpdate = Partial<SessionsTable> & {
+  id: string;
+  status: SessionStatus;
+  last_event_at: string;
+};
+
+/** The columns of an environment that ingest reads and writes. */
+const environmentColumns = [
+  'id',
+  'project',
+  'name',
+  'namespace',
+  'state',
+  'owner',
+  'policy_after_inactivity',
+  'policy_action',
+  'cleaned_at',
+  'last_activity_at',
+  'last_activity_session',
+  'last_activity_command',
+  'last_activity_user',
+  'last_activity_type',
+] as const satisfies readonly (keyof EnvironmentsTable)[];
+
+export type EnvironmentRow = Pick<EnvironmentsTable, (typeof environmentColumns)[number]>;
+
+/** Of those, the environment's identity: written once, when it is created. */
+const environmentIdentityColumns = new Set(['id', 'project', 'name', 'namespace']);
+
+export const eventsInsert: InsertStatement = {
+  table: 'events',
+  columns: ['id', 'type', 'session_id', 'client_timestamp', 'received_at', 'environment_id', 'payload'],
+  tail: 'on conflict (id) do nothing',
+};
+
+export const projectsInsert: InsertStatement = {
+  table: 'projects',
+  columns: ['name', 'created_at'],
+  tail: 'on conflict (name) do nothing',
+};
+
+export interface StoredSession {
+  id: string;
+  project: string | null;
+  environment: string | null;
+  namespace: string | null;
+  command: string | null;
+  user_name: string | null;
+}
+
+/** Which of these event ids are stored already. */
+export async function storedEventIds(q: BulkStatements, ids: string[]): Promise<string[]> {
+  return (await q.selectIn<{ id: string }>('id', 'events', 'id', ids)).map((r) => r.id);
+}
+
+/** The stored sessions with these ids. */
+export async function loadSessions(q: BulkStatements, ids: string[]): Promise<StoredSession[]> {
+  return q.selectIn<StoredSession>(
+    'id, project, environment, namespace, command, user_name',
+    'sessions',
+    'id',
+    ids,
+  );
+}
+
+/**
+ * The stored environments with these identities (pass them sorted by key). On PostgreSQL the
+ * rows are locked until the end of the transaction, in key order.
+ */
+export async function loadEnvironments(
+  q: BulkStatements,
+  identities: { project: string; name: string; namespace: string }[],
+): Promise<EnvironmentRow[]> {
+  if (q.dialect === 'postgres') {
+    if (identities.length === 0) return [];
+    return q.query<EnvironmentRow>(
+      `select ${environmentColumns.join(', ')} from environments ` +
+        'where (project, name, namespace) in (select * from unnest($1::text[], $2::text[], $3::text[])) ' +
+        'order by project, name, namespace for update',
+      [
+        postgresArray(identities.map((e) => e.project)),
+        postgresArray(identities.map((e) => e.name)),
+        postgresArray(identities.map((e) => e.namespace)),
+      ],
+    );
+  }
+  const out: EnvironmentRow[] = [];
+  for (let i = 0; i < identities.length; i += 1000) {
+    const slice = identities.slice(i, i + 1000);
+    out.push(
+      ...(await q.query<EnvironmentRow>(
+        `select ${environmentColumns.join(', ')} from environments where (project, name, namespace) in (values ${q.tuples(slice.length, 3)})`,
+        slice.flatMap((e) => [e.project, e.name, e.namespace]),
+      )),
+    );
+  }
+  return out;
+}
+
+/** A row of the events insert. */
+export function eventRow(e: TendEvent, receivedAt: string, environmentId: string | null): unknown[] {
+  return [e.id, e.type, e.sessionId, e.timestamp, receivedAt, environmentId, JSON.stringify(e.payload)];
+}
+
+/**
+ * Rows of the environments upsert: new environments inserted, touched ones updated (rows in key
+ * order). Only the columns ingest owns are updated: protection and keep-alive belong to the API.
+ * A new environment another replica inserted meanwhile fails the insert on the unique identity:
+ * the batch is retried.
+ */
+export function environmentRows(environments: { row: EnvironmentRow }[], now: string): unknown[][] {
+  return environments.map(({ row }) => [
+    ...environmentColumns.map((c) => row[c]),
+    0, // protected
+    now, // created_at
+    now, // updated_at
+  ]);
+}
+
+export const environmentsUpsert: InsertStatement = {
+  table: 'environments',
+  columns: [...environmentColumns, 'protected', 'created_at', 'updated_at'],
+  types: { protected: 'integer' },
+  tail:
+    'on conflict (id) do update set ' +
+    updateFromExcluded([
+      ...environmentColumns.filter((c) => !environmentIdentityColumns.has(c)),
+      'updated_at',
+    ]),
+};
+
+const resourceColumns = [
+  'id',
+  'environment_id',
+  'plugin',
+  'provider',
+  'target_kind',
+  'target',
+  'target_key',
+  'namespace_name',
+  'namespace_uid',
+  'generation',
+  'role',
+  'ownership',
+  'state',
+  'last_cause',
+  'detail',
+  'first_seen_at',
+  'last_seen_at',
+  'last_activity_at',
+  'missing_since',
+] as const satisfies readonly (keyof Resource)[];
+
+export const resourcesUpsert: InsertStatement = {
+  table: 'resources',
+  columns: resourceColumns,
+  types: { generation: 'integer' },
+  tail:
+    'on conflict (id) do update set ' +
+    updateFromExcluded([
+      'namespace_uid',
+      'provider',
+      'role',
+      'ownership',
+      'state',
+      'last_cause',
+      'detail',
+      'last_seen_at',
+      'last_activity_at',
+      'missing_since',
+    ]),
+};
+
+/** Rows of the resources upsert. */
+export function resourceRows(resources: Iterable<Resource>): unknown[][] {
+  return [...resources].map((r) => resourceColumns.map((c) => r[c]));
+}
+
+/** All resources of these environments (every generation). */
+export async function loadResources(q: BulkStatements, environmentIds: string[]): Promise<Resource[]> {
+  const rows = await q.selectIn<Resource>(
+    resourceColumns.join(', '),
+    'resources',
+    'environment_id',
+    environmentIds,
+  );
+  return rows.map((r) => ({ ...r, generation: Number(r.generation) }));
+}
+
+const sessionColumns = [
+  'id',
+  'environment_id',
+  'project',
+  'environment',
+  'namespace',
+  'command',
+  'args',
+  'user_name',
+  'host_id',
+  'cli_version',
+  'status',
+  'started_at',
+  'ended_at',
+  'last_heartbeat_at',
+  'last_event_at',
+  'error_code',
+  'error_message',
+] as const satisfies readonly (keyof SessionsTable)[];
+
+/** Session columns merged as "the newest value when there is one". */
+const keptSessionColumns = sessionColumns.filter(
+  (c) => c !== 'id' && c !== 'status' && c !== 'last_event_at',
+);
+
+export const sessionsUpsert: InsertStatement = {
+  table: 'sessions',
+  columns: sessionColumns,
+  tail:
+    'on conflict (id) do update set ' +
+    [
+      ...keptSessionColumns.map((c) => `${c} = coalesce(excluded.${c}, sessions.${c})`),
+      // A session that ended stays ended; "unknown" (no status news) keeps what is there.
+      "status = case when excluded.status = 'unknown' then sessions.status when sessions.status in ('completed', 'failed') and excluded.status = 'running' then sessions.status else excluded.status end",
+      'last_event_at = case when excluded.last_event_at > sessions.last_event_at then excluded.last_event_at else sessions.last_event_at end',
+    ].join(', '),
+};
+
+/** Rows of the sessions upsert, merged into what is stored (in id order: concurrent batches lock alike). */
+export function sessionRows(updates: SessionUpdate[]): unknown[][] {
+  return [...updates].sort(byKey((s) => s.id)).map((s) => sessionColumns.map((c) => s[c] ?? null));
+}

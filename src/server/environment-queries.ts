@@ -1,0 +1,77 @@
+/**
+ * What the JSON API and the dashboard ask of environments alike: the list filters (`staleSince`
+ * as a time or a duration), which environments a principal may see (a project-bound token sees
+ * one project), and how long a keep-alive may last. One module, so both surfaces answer the same.
+ */
+import { Type } from '@sinclair/typebox';
+import { TendError } from '../errors.js';
+import type { Principal } from './auth.js';
+import type { EnvironmentFilter } from './db/repositories/environments.js';
+import type { Environment } from './db/schema.js';
+import type { ServerServices } from './services.js';
+import { parseDuration } from './views.js';
+
+export const ListQuery = Type.Object({
+  project: Type.Optional(Type.String({ minLength: 1 })),
+  environment: Type.Optional(Type.String({ minLength: 1, description: 'Environment name, e.g. dev.' })),
+  state: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('cleaned')])),
+  staleSince: Type.Optional(
+    Type.String({
+      description:
+        'Only environments with no activity since this time: an RFC 3339 time, or a duration back from now ("8h", "3d").',
+    }),
+  ),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+  cursor: Type.Optional(Type.String({ description: 'nextCursor of the previous page.' })),
+});
+
+export const maxKeepAliveMs = 30 * 86_400_000;
+
+/** Resolves `staleSince` (time or duration) to an ISO time. */
+export function staleBefore(value: string, now: Date): string {
+  const ms = parseDuration(value);
+  if (ms !== undefined) return new Date(now.getTime() - ms).toISOString();
+  const t = Date.parse(value);
+  if (Number.isNaN(t)) {
+    throw new TendError(
+      'TEND_SERVER_BAD_REQUEST',
+      `staleSince must be an RFC 3339 time or a duration like "8h", got "${value.slice(0, 64)}"`,
+    );
+  }
+  return new Date(t).toISOString();
+}
+
+export function listFilter(
+  query: { project?: string; environment?: string; state?: 'active' | 'cleaned'; staleSince?: string },
+  principal: Principal | null,
+  now: Date,
+): EnvironmentFilter {
+  return {
+    project: query.project,
+    environment: query.environment,
+    state: query.state,
+    staleSince: query.staleSince ? staleBefore(query.staleSince, now) : undefined,
+    onlyProject: principal?.project ?? null,
+  };
+}
+
+/** The environment, if it exists and the principal may see it (project-bound tokens see one project). */
+export async function visibleEnvironment(
+  services: ServerServices,
+  id: string,
+  principal: Principal | null,
+): Promise<Environment> {
+  const env = await services.environments.get(id);
+  if (!env || (principal?.project && env.project !== principal.project)) {
+    throw new TendError('TEND_ENVIRONMENT_NOT_FOUND', `no environment with id "${id.slice(0, 64)}"`);
+  }
+  return env;
+}
+
+export function keepAliveUntil(duration: string | undefined, now: Date): Date {
+  const ms = parseDuration(duration ?? '24h');
+  if (ms === undefined || ms <= 0 || ms > maxKeepAliveMs) {
+    throw new TendError('TEND_SERVER_BAD_REQUEST', 'keep-alive takes a duration from 1m to 30d, e.g. "8h"');
+  }
+  return new Date(now.getTime() + ms);
+}

@@ -1,0 +1,213 @@
+/**
+ * What a batch of events means, worked out in memory before anything is written: the
+ * environments it touches (activity, owner, cleanup policy, namespace events) and the updates of
+ * its sessions. Events are applied in the order of the batch; a session's environment is known
+ * from its sessionStarted or heartbeat, in this batch or stored before.
+ */
+import { ulid } from 'ulidx';
+import type {
+  NamespaceStatusPayload,
+  SessionFailedPayload,
+  SessionHeartbeatPayload,
+  SessionStartedPayload,
+  TendEvent,
+} from '../../events/catalog.js';
+import type { EnvironmentRow, SessionUpdate, StoredSession } from '../db/repositories/registry.js';
+import { environmentKey, type EnvironmentIdentity } from './keys.js';
+
+interface Activity {
+  type: string;
+  session: string;
+  command: string | null;
+  user: string | null;
+}
+
+export interface EnvironmentTouch {
+  identity: EnvironmentIdentity;
+  activity?: Activity;
+  /** Set when the batch holds a sessionStarted for the environment: its policy, or null. */
+  policy?: { afterInactivity: string; action: string } | null;
+  owner?: string;
+  eventIds: string[];
+  namespaceEvents: { event: TendEvent<'namespaceStatus'> }[];
+}
+
+export interface KnownSession {
+  identity?: EnvironmentIdentity;
+  command: string | null;
+  user: string | null;
+}
+
+/** What the batch knows of its sessions from before, by id. */
+export function knownSessions(rows: readonly StoredSession[]): Map<string, KnownSession> {
+  const known = new Map<string, KnownSession>();
+  for (const r of rows) {
+    known.set(r.id, {
+      identity:
+        r.project && r.environment && r.namespace
+          ? { project: r.project, name: r.environment, namespace: r.namespace }
+          : undefined,
+      command: r.command,
+      user: r.user_name,
+    });
+  }
+  return known;
+}
+
+export interface BatchPlan {
+  touches: Map<string, EnvironmentTouch>;
+  sessions: Map<string, SessionUpdate>;
+  /** Environment key of each event that belongs to one. */
+  eventEnvironment: Map<string, string>;
+  known: Map<string, KnownSession>;
+}
+
+/** What the events change, worked out in memory: environments touched, session updates. */
+export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, now: string): BatchPlan {
+  const touches = new Map<string, EnvironmentTouch>();
+  const eventEnvironment = new Map<string, string>();
+  const sessions = new Map<string, SessionUpdate>();
+
+  const touch = (identity: EnvironmentIdentity, eventId: string): EnvironmentTouch => {
+    const key = environmentKey(identity);
+    let t = touches.get(key);
+    if (!t) {
+      t = { identity, eventIds: [], namespaceEvents: [] };
+      touches.set(key, t);
+    }
+    t.eventIds.push(eventId);
+    eventEnvironment.set(eventId, key);
+    return t;
+  };
+  const session = (id: string): SessionUpdate => {
+    let s = sessions.get(id);
+    if (!s) {
+      s = { id, status: 'unknown', last_event_at: now };
+      sessions.set(id, s);
+    }
+    return s;
+  };
+  const activityOf = (e: TendEvent): Activity => {
+    const k = known.get(e.sessionId);
+    return { type: e.type, session: e.sessionId, command: k?.command ?? null, user: k?.user ?? null };
+  };
+
+  for (const e of fresh) {
+    switch (e.type) {
+      case 'sessionStarted': {
+        const p: SessionStartedPayload = e.payload;
+        const identity = { project: p.project, name: p.environment, namespace: p.namespace };
+        known.set(e.sessionId, { identity, command: p.command, user: p.user });
+        const t = touch(identity, e.id);
+        t.activity = activityOf(e);
+        t.policy = p.cleanupPolicy ? { ...p.cleanupPolicy } : null;
+        t.owner ??= p.user;
+        const s = session(e.sessionId);
+        Object.assign(s, {
+          project: p.project,
+          environment: p.environment,
+          namespace: p.namespace,
+          command: p.command,
+          args: JSON.stringify(p.args),
+          user_name: p.user,
+          host_id: p.hostId,
+          cli_version: p.cliVersion,
+          // Events may arrive out of order: a session that already ended stays ended.
+          status: s.status === 'unknown' ? 'running' : s.status,
+          started_at: now,
+        } satisfies Partial<SessionUpdate>);
+        break;
+      }
+      case 'sessionHeartbeat': {
+        const p: SessionHeartbeatPayload = e.payload;
+        const identity = { project: p.project, name: p.environment, namespace: p.namespace };
+        const k = known.get(e.sessionId);
+        if (!k?.identity)
+          known.set(e.sessionId, { identity, command: k?.command ?? null, user: k?.user ?? null });
+        touch(identity, e.id).activity = activityOf(e);
+        const s = session(e.sessionId);
+        s.last_heartbeat_at = now;
+        s.project ??= p.project;
+        s.environment ??= p.environment;
+        s.namespace ??= p.namespace;
+        break;
+      }
+      case 'sessionCompleted':
+      case 'sessionFailed': {
+        const identity = known.get(e.sessionId)?.identity;
+        if (identity) touch(identity, e.id).activity = activityOf(e);
+        const s = session(e.sessionId);
+        s.ended_at = now;
+        if (e.type === 'sessionFailed') {
+          const p: SessionFailedPayload = e.payload;
+          s.status = 'failed';
+          s.error_code = p.error.code;
+          s.error_message = p.error.message.slice(0, 4096);
+        } else {
+          s.status = 'completed';
+        }
+        break;
+      }
+      case 'namespaceStatus': {
+        const p: NamespaceStatusPayload = e.payload;
+        // A namespace belongs to the environment of the session that touched it (a build or
+        // system namespace too); without a known session, to the environment it names.
+        const k = known.get(e.sessionId)?.identity;
+        const identity =
+          k && k.project === p.project && k.name === p.environment
+            ? k
+            : { project: p.project, name: p.environment, namespace: p.namespaceName };
+        const t = touch(identity, e.id);
+        if (p.state === 'ready') t.activity = activityOf(e);
+        t.namespaceEvents.push({ event: e });
+        break;
+      }
+      case 'actionStatus':
+      case 'log': {
+        const identity = known.get(e.sessionId)?.identity;
+        if (identity) touch(identity, e.id).activity = activityOf(e);
+        break;
+      }
+    }
+  }
+  // Every session that sent something this batch was last heard of now.
+  for (const e of fresh) session(e.sessionId);
+  return { touches, sessions, eventEnvironment, known };
+}
+
+export function newEnvironment(identity: EnvironmentIdentity, now: string): EnvironmentRow {
+  return {
+    id: ulid(),
+    project: identity.project,
+    name: identity.name,
+    namespace: identity.namespace,
+    state: 'active',
+    owner: null,
+    policy_after_inactivity: null,
+    policy_action: null,
+    cleaned_at: null,
+    last_activity_at: now,
+    last_activity_session: null,
+    last_activity_command: null,
+    last_activity_user: null,
+    last_activity_type: null,
+  };
+}
+
+/** What the batch changes on the environment row: owner, policy, last activity. */
+export function applyTouch(row: EnvironmentRow, t: EnvironmentTouch, now: string): void {
+  // The first session seen in the environment owns it.
+  row.owner ??= t.owner ?? null;
+  if (t.policy !== undefined) {
+    row.policy_after_inactivity = t.policy?.afterInactivity ?? null;
+    row.policy_action = t.policy?.action ?? null;
+  }
+  // The receive time only moves forward: a batch never makes the activity older.
+  if (t.activity && now >= row.last_activity_at) {
+    row.last_activity_at = now;
+    row.last_activity_session = t.activity.session;
+    row.last_activity_command = t.activity.command;
+    row.last_activity_user = t.activity.user;
+    row.last_activity_type = t.activity.type;
+  }
+}

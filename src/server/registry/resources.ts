@@ -1,0 +1,130 @@
+/**
+ * The resource model: what a namespaceStatus event means for an environment's resources. A
+ * resource is one namespace of one plugin on one target; a namespace deleted and re-created
+ * (a new uid) starts a new generation; ownership says whether tend created it, adopted it or
+ * only saw it. An environment is `cleaned` once every resource of its own is missing.
+ */
+import { ulid } from 'ulidx';
+import type { NamespaceStatusPayload, TendEvent } from '../../events/catalog.js';
+import type { EnvironmentRow } from '../db/repositories/registry.js';
+import type { Ownership, Resource } from '../db/schema.js';
+import { targetKey } from './keys.js';
+
+/** The resources of these environments (rows of every generation), by environment id. */
+export function resourceSets(rows: readonly Resource[]): Map<string, ResourceSet> {
+  const out = new Map<string, ResourceSet>();
+  for (const r of rows) {
+    let set = out.get(r.environment_id);
+    if (!set) out.set(r.environment_id, (set = new ResourceSet()));
+    set.add(r);
+  }
+  return out;
+}
+
+/**
+ * An environment is `cleaned` when it has resources and all of them (other than shared system
+ * namespaces, which are never its own) are missing; otherwise `active`.
+ */
+export function setEnvironmentState(row: EnvironmentRow, resources: Iterable<Resource>, now: string): void {
+  let total = 0;
+  let live = 0;
+  for (const r of resources) {
+    if (r.role === 'system') continue;
+    total++;
+    if (r.state !== 'missing') live++;
+  }
+  if (total > 0 && live === 0) {
+    row.state = 'cleaned';
+    row.cleaned_at ??= now;
+  } else {
+    row.state = 'active';
+    row.cleaned_at = null;
+  }
+}
+
+function ownershipOf(p: NamespaceStatusPayload, previous: Ownership | undefined): Ownership {
+  const d = p.detail ?? {};
+  if (d.adopted === true) return 'adopted';
+  if (p.cause === 'created' || d.owned === true || d.managedBy === 'tend') return 'owned';
+  return previous ?? 'unknown';
+}
+
+/** The resources of one environment in memory: every generation, the latest of each identity. */
+export class ResourceSet {
+  private readonly rows: Resource[] = [];
+  private readonly latest = new Map<string, Resource>();
+
+  private static identity(plugin: string, targetKey: string, namespaceName: string): string {
+    return JSON.stringify([plugin, targetKey, namespaceName]);
+  }
+
+  add(r: Resource): void {
+    this.rows.push(r);
+    const id = ResourceSet.identity(r.plugin, r.target_key, r.namespace_name);
+    const current = this.latest.get(id);
+    if (!current || r.generation > current.generation) this.latest.set(id, r);
+  }
+
+  all(): Iterable<Resource> {
+    return this.rows;
+  }
+
+  /**
+   * One namespaceStatus applied to the environment's resources; returns the rows it changed. The
+   * resource is identified by (plugin, target, namespace name); a namespace uid different from
+   * the one recorded means the namespace was deleted and re-created: the old generation is marked
+   * missing and a new row (generation + 1) starts. Without a uid the event applies to the latest
+   * generation.
+   */
+  apply(environmentId: string, e: TendEvent<'namespaceStatus'>, now: string): Resource[] {
+    const p = e.payload;
+    const tkey = targetKey(p.target);
+    const uid = p.namespaceUid ?? null;
+    const current = this.latest.get(ResourceSet.identity(p.pluginName, tkey, p.namespaceName));
+    const recreated = current && uid && current.namespace_uid && current.namespace_uid !== uid;
+    if (current && !recreated) {
+      current.namespace_uid = current.namespace_uid ?? uid;
+      current.provider = p.providerName;
+      current.role = p.role;
+      current.ownership = ownershipOf(p, current.ownership);
+      current.state = p.state;
+      current.last_cause = p.cause;
+      current.detail = p.detail ? JSON.stringify(p.detail) : current.detail;
+      current.last_seen_at = now;
+      current.last_activity_at = p.state === 'ready' ? now : current.last_activity_at;
+      current.missing_since = p.state === 'missing' ? (current.missing_since ?? now) : null;
+      return [current];
+    }
+    const changed: Resource[] = [];
+    if (current && recreated && current.state !== 'missing') {
+      current.state = 'missing';
+      current.missing_since = now;
+      current.last_seen_at = now;
+      changed.push(current);
+    }
+    const next: Resource = {
+      id: ulid(),
+      environment_id: environmentId,
+      plugin: p.pluginName,
+      provider: p.providerName,
+      target_kind: p.target.kind,
+      target: JSON.stringify(p.target),
+      target_key: tkey,
+      namespace_name: p.namespaceName,
+      namespace_uid: uid,
+      generation: (current?.generation ?? 0) + 1,
+      role: p.role,
+      ownership: ownershipOf(p, undefined),
+      state: p.state,
+      last_cause: p.cause,
+      detail: p.detail ? JSON.stringify(p.detail) : null,
+      first_seen_at: now,
+      last_seen_at: now,
+      last_activity_at: p.state === 'ready' ? now : null,
+      missing_since: p.state === 'missing' ? now : null,
+    };
+    this.add(next);
+    changed.push(next);
+    return changed;
+  }
+}

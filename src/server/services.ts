@@ -1,0 +1,57 @@
+/**
+ * What every route module and the dashboard receive: the Fastify instance type (with the
+ * request's principal) and the services (database, repositories, clock, limits). Its own module so
+ * that app.ts can import the routes without the routes importing app.ts back.
+ */
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from 'fastify';
+import type { Permission, Principal } from './auth.js';
+import type { ServerDatabase } from './db/database.js';
+import type { AuditRepository } from './db/repositories/audit.js';
+import type { DashboardSessionRepository } from './db/repositories/dashboard-sessions.js';
+import type { EnvironmentRepository } from './db/repositories/environments.js';
+import type { TokenRepository } from './db/repositories/tokens.js';
+import type { CleanupService } from './cleanup/service.js';
+import type { Metrics } from './metrics.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The token behind the request, once authenticated (null on public routes). */
+    principal: Principal | null;
+  }
+  interface FastifyInstance {
+    /** The cleanup service: the planning loop and the embedded executor use it in process. */
+    cleanup: CleanupService;
+  }
+  interface FastifyContextConfig {
+    /** What the route needs; routes without it are public (health) or handle auth themselves (dashboard). */
+    permission?: Permission;
+  }
+}
+
+export type App = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+export interface ServerServices {
+  database: ServerDatabase;
+  tokens: TokenRepository;
+  environments: EnvironmentRepository;
+  audit: AuditRepository;
+  dashboardSessions: DashboardSessionRepository;
+  metrics: Metrics;
+  /** The cleanup job queue, planning pass and switches. */
+  cleanup: CleanupService;
+  now: () => Date;
+  limits: { bodyLimit: number; maxEventsPerBatch: number };
+}
