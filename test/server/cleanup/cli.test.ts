@@ -137,3 +137,29 @@ describe('cleanup commands', () => {
     expect(cleanupLine([], false, now)).toMatch(/no policy applies/);
   });
 });
+
+describe('tend server token create --scope agent --cluster', () => {
+  it('binds an agent token to clusters, and refuses --cluster on other scopes', async () => {
+    const { tokenCreateCommand } = await import('../../../src/commands/server.js');
+    const dir = mkdtempSync(join(tmpdir(), 'tend-token-'));
+    try {
+      const created = await tokenCreateCommand({
+        dataDir: dir,
+        name: 'agent-eu',
+        scope: 'agent',
+        cluster: ['c1', 'c2'],
+      });
+      expect(created.data).toMatchObject({ scope: 'agent', clusters: ['c1', 'c2'] });
+      expect(created.human).toContain('clusters c1, c2');
+      const err = (await tokenCreateCommand({
+        dataDir: dir,
+        name: 'x',
+        scope: 'read',
+        cluster: ['c1'],
+      }).catch((e: unknown) => e)) as TendError;
+      expect(err.code).toBe('TEND_USAGE');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
