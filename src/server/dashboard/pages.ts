@@ -30,6 +30,7 @@ const style = raw(`
   section.halted { border-left: 4px solid #b3261e; padding-left: .8rem; }
   section.running { border-left: 4px solid #1a7f37; padding-left: .8rem; }
   td form { display: inline; }
+  td time, .next { white-space: nowrap; }
 `);
 
 export function layout(title: string, body: Html, options: { csrf?: string; user?: string } = {}): Html {
