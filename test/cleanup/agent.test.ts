@@ -97,6 +97,24 @@ describe('tend agent', () => {
     expect(await auditOf('cleanup-done')).toHaveLength(2);
   });
 
+  it('with --dry-run runs every check and deletes nothing', async () => {
+    const [ns] = await due(1);
+    expect((await runTend(agentArgs('--once'))).code).toBe(0);
+    expect((await server.app.cleanup.planningPass())?.planned).toBe(1);
+    const run = await runTend(agentArgs('--once', '--json', '--dry-run'));
+    expect(run.code, run.stderr).toBe(0);
+    const jobs = (JSON.parse(run.stdout) as { last: { jobs: { outcome: string; message: string }[] } }).last
+      .jobs;
+    expect(jobs).toEqual([
+      expect.objectContaining({
+        outcome: 'cancelled',
+        message: expect.stringMatching(/dry run.*passed every check/),
+      }),
+    ]);
+    expect(exists(handle.sim, ns!.name)).toBe(true);
+    expect(await auditOf('cleanup-done')).toHaveLength(0);
+  });
+
   it.each([
     [['agent', '--token', 't'], /needs --server URL and --token/],
     [
