@@ -267,10 +267,16 @@ export class CleanupExecutor {
     signal: AbortSignal,
   ): Promise<JobReport> {
     const base = { id: job.id, targetKey: job.targetKey, namespaceName: job.namespaceName };
-    const lost = (error: unknown): JobReport | undefined =>
-      error instanceof TendError && error.code === 'TEND_CLEANUP_LEASE_LOST'
-        ? { ...base, outcome: 'lease-lost', message: error.message }
-        : undefined;
+    // A call to the queue that failed: the lease is gone (another executor has the job), or the
+    // server could not be asked (the lease will return the job).
+    const queueFailure = (call: string, error: unknown): JobReport => {
+      const report: JobReport =
+        error instanceof TendError && error.code === 'TEND_CLEANUP_LEASE_LOST'
+          ? { ...base, outcome: 'lease-lost', message: error.message }
+          : { ...base, outcome: 'failed', message: `${call}: ${(error as Error).message}` };
+      this.log('warn', `${job.namespaceName}: ${report.message}`);
+      return report;
+    };
     try {
       const started = await this.options.queue.start(job.id, { executorId: this.executorId });
       if (!started.proceed) {
@@ -279,13 +285,7 @@ export class CleanupExecutor {
       }
       job = started.job;
     } catch (error) {
-      const report = lost(error) ?? {
-        ...base,
-        outcome: 'failed' as const,
-        message: `start: ${(error as Error).message}`,
-      };
-      this.log('warn', `${job.namespaceName}: ${report.message}`);
-      return report;
+      return queueFailure('start', error);
     }
     const result = await this.verifyAndClean(job, target, signal);
     this.log(
@@ -299,13 +299,7 @@ export class CleanupExecutor {
         message: result.message.slice(0, 4000),
       });
     } catch (error) {
-      const report = lost(error) ?? {
-        ...base,
-        outcome: 'failed' as const,
-        message: `complete: ${(error as Error).message}`,
-      };
-      this.log('warn', `${job.namespaceName}: ${report.message}`);
-      return report;
+      return queueFailure('complete', error);
     }
     return { ...base, ...result };
   }

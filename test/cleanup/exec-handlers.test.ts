@@ -3,29 +3,19 @@
  * inventory, and verify-and-remove of a local environment (its persistent process stopped),
  * refused for another uid, project or environment.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { executeCommand } from '../../src/commands/execute.js';
 import { isAlive, listDeployStates } from '../../src/plugins/exec/deploy.js';
 import { execPlugin } from '../../src/plugins/exec/index.js';
 import { localIdentity } from '../../src/state/identity.js';
 import { makeProject, removeProjects } from '../helpers/project.js';
-import { callContext, executorSettings } from './helpers.js';
+import { callContext, executorSettings, useTempStateDir } from './helpers.js';
 
 const cleanup = execPlugin.cleanup!;
 const hostId = localIdentity().hostId;
-let stateDir: string;
-
-beforeAll(() => {
-  stateDir = mkdtempSync(path.join(os.tmpdir(), 'tend-state-'));
-  process.env.TEND_STATE_DIR = stateDir;
-});
-afterAll(() => {
-  delete process.env.TEND_STATE_DIR;
-  rmSync(stateDir, { recursive: true, force: true });
-});
+useTempStateDir();
 afterEach(removeProjects);
 
 function project(name: string): string {

@@ -2,6 +2,10 @@
  * Shared pieces of the cleanup executor tests: namespaces as tend creates them (seeded into
  * kube-sim), cleanup call contexts for the plugins' handlers, and jobs as the server hands them out.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { monotonicFactory } from 'ulidx';
 import type { KubeSim } from '../../tools/kube-sim/src/index.js';
 import type { CleanupJob } from '../../src/cleanup/protocol.js';
@@ -184,4 +188,18 @@ const nextId = monotonicFactory();
 export function countNamespaceDeletes(sim: KubeSim): () => number {
   const id = sim.faults.add({ type: 'latency', ms: 0, verb: 'delete', resource: 'namespaces' });
   return () => sim.faults.fired(id);
+}
+
+/** A host index of local environments of the test file's own (TEND_STATE_DIR), removed at the end. */
+export function useTempStateDir(): { readonly dir: string } {
+  const state = { dir: '' };
+  beforeAll(() => {
+    state.dir = mkdtempSync(path.join(os.tmpdir(), 'tend-state-'));
+    process.env.TEND_STATE_DIR = state.dir;
+  });
+  afterAll(() => {
+    delete process.env.TEND_STATE_DIR;
+    rmSync(state.dir, { recursive: true, force: true });
+  });
+  return state;
 }

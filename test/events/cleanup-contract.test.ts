@@ -5,16 +5,13 @@
  * not match, and cleans it for the right job — `missing`/`deleted` reported, gone from the
  * inventory, a second attempt `done` as already gone.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openProject, startSession } from '../../src/commands/context.js';
 import type { NamespaceStatusPayload } from '../../src/events/catalog.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';
 import type { CleanupTarget, ExecutorSettings } from '../../src/plugin/types.js';
 import { makeProject, removeProjects } from '../helpers/project.js';
-import { callContext } from '../cleanup/helpers.js';
+import { callContext, useTempStateDir } from '../cleanup/helpers.js';
 import { execContract } from './contract/exec.js';
 import { kubernetesContract } from './contract/kubernetes.js';
 import type { PluginContract, PluginFixture } from './contract/types.js';
@@ -22,16 +19,8 @@ import type { PluginContract, PluginFixture } from './contract/types.js';
 const contracts: PluginContract[] = [execContract, kubernetesContract];
 const withCleanup = builtinPlugins().filter((p) => p.cleanup);
 
-let stateDir: string;
-beforeAll(() => {
-  stateDir = mkdtempSync(path.join(os.tmpdir(), 'tend-state-'));
-  process.env.TEND_STATE_DIR = stateDir;
-});
-afterAll(() => {
-  delete process.env.TEND_STATE_DIR;
-  rmSync(stateDir, { recursive: true, force: true });
-  removeProjects();
-});
+useTempStateDir();
+afterAll(removeProjects);
 
 /** Prepares the fixture's environment through the router; returns what the plugin recorded. */
 async function prepared(fixture: PluginFixture, pluginName: string): Promise<NamespaceStatusPayload> {
