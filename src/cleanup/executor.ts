@@ -335,11 +335,16 @@ export class CleanupExecutor {
   /** Passes until `signal` aborts; the current pass finishes its jobs first. */
   async run(signal: AbortSignal, onPass?: (report: PassReport) => void): Promise<void> {
     while (!signal.aborted) {
-      const report = await this.runPass(signal);
-      for (const error of report.errors) this.log('error', error);
-      onPass?.(report);
-      if (report.errors.length > 0 && !this.targets)
-        this.log('warn', 'targets not found yet; trying again next pass');
+      try {
+        const report = await this.runPass(signal);
+        for (const error of report.errors) this.log('error', error);
+        onPass?.(report);
+        if (report.errors.length > 0 && !this.targets)
+          this.log('warn', 'targets not found yet; trying again next pass');
+      } catch (error) {
+        // A pass never takes the executor down: the next one starts over.
+        this.log('error', `the pass failed: ${(error as Error).message}`);
+      }
       await sleep(this.intervalMs, signal);
     }
     this.bus.close();
