@@ -170,6 +170,13 @@ export class CleanupService implements CleanupQueue {
   async complete(jobId: string, body: CompleteRequest): Promise<CompleteResponse> {
     const now = this.now();
     const job = await this.heldJob(jobId, body.executorId, now);
+    if (body.outcome === 'done' && job.state !== 'executing') {
+      // The state machine: only a started job (re-checked by the server) can be done.
+      throw new TendError(
+        'TEND_CLEANUP_CONFLICT',
+        `job ${jobId.slice(0, 64)} was not started: call start (the server's re-check) before reporting it done`,
+      );
+    }
     const retry =
       body.outcome === 'failed' && job.attempts < this.settings.maxAttempts
         ? new Date(now.getTime() + retryBackoffMs(Math.max(1, job.attempts)))

@@ -291,6 +291,49 @@ describe.each(dialects)('cleanup service on %s', (dialect) => {
     expect(await audit('resource-missing')).toHaveLength(1);
   });
 
+  it('a complete inventory of a host covers the local environments of every path on it', async () => {
+    const s = session({ user: 'lou', project: 'shop' });
+    const ns = s.ns('ready', { uid: 'uid-lou' });
+    const local = {
+      ...ns,
+      payload: {
+        ...(ns.payload as object),
+        pluginName: 'exec',
+        providerName: 'exec',
+        target: { kind: 'local', hostId: 'my_host', path: '/src/shop' },
+      },
+    };
+    expect((await postEvents(f.server, [s.started(), local, s.completed()])).statusCode).toBe(200);
+    const call = (token = f.server.tokens.agent) =>
+      f.call(
+        'POST',
+        '/api/v1/agents/inventory',
+        { executorId: 'h1', targetKey: 'local/myXhost', pluginName: 'exec', complete: true, items: [] },
+        token,
+      );
+    // Another host (a LIKE pattern would take `_` for any character) leaves it alone…
+    expect((await call()).body.markedMissing).toBe(0);
+    const owned = await f.call(
+      'POST',
+      '/api/v1/agents/inventory',
+      { executorId: 'h1', targetKey: 'local/my_host', pluginName: 'exec', complete: true, items: [] },
+      f.server.tokens.agent,
+    );
+    // …its own host marks it missing.
+    expect(owned.body.markedMissing).toBe(1);
+  });
+
+  it('a job cannot be reported done before it was started', async () => {
+    await idleEnvironment('ivy');
+    await service().planningPass();
+    const [job] = (await claim('e1')).body.jobs;
+    const res = await complete(job.id, 'e1');
+    expect(res.status).toBe(409);
+    expect(res.body.error.code).toBe('TEND_CLEANUP_CONFLICT');
+    expect((await start(job.id, 'e1')).body.proceed).toBe(true);
+    expect((await complete(job.id, 'e1')).body.job.state).toBe('done');
+  });
+
   it('a namespace re-created with another uid is not cleaned', async () => {
     await idleEnvironment('erin');
     await f.report('e1', [f.item('shop-erin', 'uid-new')], false);

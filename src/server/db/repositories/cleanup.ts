@@ -208,7 +208,12 @@ export class CleanupRepository {
         .where((eb) =>
           eb.or([
             eb('resources.target_key', '=', targetKey),
-            eb('resources.target_key', 'like', `${targetKey.replace(/[%_]/g, '')}/%`),
+            // Local resources carry their path: `local/<hostId>/<path>`. (No LIKE: host ids may hold `_`.)
+            eb(
+              eb.fn('substr', ['resources.target_key', eb.lit(1), eb.lit(targetKey.length + 1)]),
+              '=',
+              `${targetKey}/`,
+            ),
           ]),
         )
         .where('resources.state', '!=', 'missing')
