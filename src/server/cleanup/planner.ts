@@ -145,6 +145,11 @@ export interface Decision {
   lastActivityAt: number;
   /** For people: "no activity since 10:02 UTC, policy 8h; last: tend build by alice". */
   readonly sentence: string;
+  /**
+   * True when `other` (a decision of an earlier pass) reads the same sentence, without building
+   * either: a pass stores only the decisions that changed.
+   */
+  sameWordingAs(other: Decision): boolean;
   /** The open job for this resource, if one exists. */
   openJobId: string | null;
 }
@@ -287,6 +292,32 @@ class PlannedDecision implements Decision {
 
   get sentence(): string {
     return (this.text ??= this.compose());
+  }
+
+  sameWordingAs(other: Decision): boolean {
+    if (!(other instanceof PlannedDecision)) return false;
+    const a = this.facts;
+    const b = other.facts;
+    return (
+      this.wording === other.wording &&
+      this.why === other.why &&
+      this.count === other.count &&
+      this.total === other.total &&
+      this.action === other.action &&
+      this.pluginName === other.pluginName &&
+      this.targetKey === other.targetKey &&
+      this.namespaceName === other.namespaceName &&
+      a.ctx.today === b.ctx.today &&
+      a.ctx.mode === b.ctx.mode &&
+      a.activitySource === b.activitySource &&
+      a.env.project === b.env.project &&
+      a.env.name === b.env.name &&
+      a.env.keepAliveUntil === b.env.keepAliveUntil &&
+      a.env.policy?.text === b.env.policy?.text &&
+      a.env.lastActivityCommand === b.env.lastActivityCommand &&
+      a.env.lastActivityUser === b.env.lastActivityUser &&
+      a.env.lastActivityType === b.env.lastActivityType
+    );
   }
 
   private base(): string {

@@ -68,7 +68,7 @@ export class CleanupService implements CleanupQueue {
   /** Identifies this process as holder of the planning lease. */
   private readonly replicaId = randomUUID();
   /** The decisions this replica last wrote, valid while no other replica ran a pass since. */
-  private cache: { seq: number; rows: Map<string, DecisionState> } | undefined;
+  private cache: { seq: number; rows: Map<string, Decision | DecisionState> } | undefined;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -378,12 +378,27 @@ export class CleanupService implements CleanupQueue {
       this.cache = { seq, rows: new Map(rows.map((r) => [r.resource_id, r])) };
     }
     const previous = this.cache.rows;
-    const next = new Map<string, DecisionState>();
+    const next = new Map<string, Decision>();
     const upserts: CleanupDecisionRow[] = [];
     const audits: AuditInput[] = [];
     const dryRunAudited = new Set<string>();
     const decidedAt = now.toISOString();
     for (const d of decisions) {
+      const before = previous.get(d.resourceId);
+      next.set(d.resourceId, d);
+      // A decision of this replica's last pass: compared without building any sentence.
+      if (
+        before &&
+        'sameWordingAs' in before &&
+        before.kind === d.kind &&
+        before.reason === d.reason &&
+        before.dueAt === d.dueAt &&
+        before.lastActivityAt === d.lastActivityAt &&
+        before.openJobId === d.openJobId &&
+        d.sameWordingAs(before)
+      ) {
+        continue;
+      }
       const row: CleanupDecisionRow = {
         resource_id: d.resourceId,
         environment_id: d.environmentId,
@@ -401,16 +416,15 @@ export class CleanupService implements CleanupQueue {
         job_id: d.openJobId,
         decided_at: decidedAt,
       };
-      const before = previous.get(d.resourceId);
-      next.set(d.resourceId, row);
+      const was = before ? stateOf(before) : undefined;
       if (
-        before &&
-        before.kind === row.kind &&
-        before.reason_code === row.reason_code &&
-        before.due_at === row.due_at &&
-        before.sentence === row.sentence &&
-        before.job_id === row.job_id &&
-        before.last_activity_at === row.last_activity_at
+        was &&
+        was.kind === row.kind &&
+        was.reason_code === row.reason_code &&
+        was.due_at === row.due_at &&
+        was.sentence === row.sentence &&
+        was.job_id === row.job_id &&
+        was.last_activity_at === row.last_activity_at
       ) {
         continue;
       }
@@ -418,7 +432,7 @@ export class CleanupService implements CleanupQueue {
       const key = `${d.environmentId}\u0000${row.due_at}`;
       if (
         d.kind === 'dry-run' &&
-        !(before?.kind === 'dry-run' && before.due_at === row.due_at) &&
+        !(was?.kind === 'dry-run' && was.due_at === row.due_at) &&
         !dryRunAudited.has(key)
       ) {
         dryRunAudited.add(key);
@@ -567,6 +581,19 @@ export class CleanupService implements CleanupQueue {
     }
     return { blocked, breakers: breakers.map((b) => b.project), executorsLastSeen };
   }
+}
+
+/** A stored decision as the row says it (a decision of an earlier pass, or the row itself). */
+function stateOf(d: Decision | DecisionState): DecisionState {
+  if (!('sameWordingAs' in d)) return d;
+  return {
+    kind: d.kind,
+    reason_code: d.reason,
+    due_at: new Date(d.dueAt).toISOString(),
+    last_activity_at: new Date(d.lastActivityAt).toISOString(),
+    sentence: d.sentence,
+    job_id: d.openJobId,
+  };
 }
 
 function leaseLost(jobId: string, state?: string): TendError {

@@ -185,6 +185,24 @@ describe('planner', () => {
     expect(plan(s, now, settings, { mode: 'now' }).newJobs).toEqual([]);
   });
 
+  it('tells when an earlier decision reads the same, without building sentences', () => {
+    // Each pass plans a fresh snapshot.
+    const kept = (until: number) => {
+      const s = goodSnapshot();
+      env0(s).keepAliveUntil = until;
+      return s;
+    };
+    const first = plan(kept(now + hour), now, settings).decisions[0]!;
+    expect(plan(kept(now + hour), now, settings).decisions[0]!.sameWordingAs(first)).toBe(true);
+    const extended = plan(kept(now + 2 * hour), now, settings).decisions[0]!;
+    expect(extended.sameWordingAs(first)).toBe(false);
+    expect(extended.sentence).not.toBe(first.sentence);
+    // Another day: "10:02 UTC" becomes "2026-03-28 10:02 UTC".
+    const s = goodSnapshot();
+    const today = plan(s, now, settings).decisions[0]!;
+    expect(plan(goodSnapshot(), now + 24 * hour, settings).decisions[0]!.sameWordingAs(today)).toBe(false);
+  });
+
   it('checkPlan notices a plan that breaks an invariant', () => {
     const s = goodSnapshot();
     const result = plan(s, now, settings);
