@@ -10,7 +10,16 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const suites = ['graph', 'events', 'kube-sim', 'server-ingest', 'stream'];
+const suites = [
+  'graph',
+  'events',
+  'kube-sim',
+  'server-ingest',
+  'stream',
+  'cleanup',
+  'cleanup-executor',
+  'cleanup-property',
+];
 
 let failed = 0;
 for (const name of suites) {

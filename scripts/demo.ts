@@ -1,11 +1,14 @@
 /**
- * The demo (`npm run demo`): starts a local Kubernetes API simulator and a tend server (SQLite),
- * runs the example projects against both with the real CLI, and ends by printing the dashboard
- * URL and a read token. It keeps both running until Ctrl-C (or exits at once with --exit), then
- * cleans up what it deployed.
+ * The demo (`npm run demo`): starts a local Kubernetes API simulator and a tend server (SQLite)
+ * whose embedded cleanup executor serves the simulator, runs the example projects against both
+ * with the real CLI, and shows automatic cleanup end to end: a builds-only project (its only
+ * action a container Build in the cluster) with `afterInactivity: 1m` is planned as a dry run,
+ * enforced, and deleted by the server on its own once idle, while a foreign namespace and an
+ * adopted one stay. It ends by printing the dashboard URL and tokens, keeps everything running
+ * until Ctrl-C (or exits at once with --exit), then cleans up what it deployed.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -56,6 +59,59 @@ async function must(args: string[], options: Parameters<typeof tend>[1] = {}) {
   return result;
 }
 
+/** Runs kubectl against the simulator; its output goes to the terminal. */
+function kubectl(kubeconfig: string, args: string[]): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('kubectl', ['--kubeconfig', kubeconfig, ...args], { stdio: 'inherit' });
+    child.once('error', reject);
+    child.once('close', (code) => resolve(code ?? 1));
+  });
+}
+
+/** Polls until `condition` holds (bounded): the demo waits for what happens, not for a time. */
+async function waitUntil(what: string, condition: () => Promise<boolean> | boolean, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what} after ${timeoutMs / 1000}s`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+/** The builds-only project: one environment tend creates, one whose namespace existed before. */
+function writeBuildsProject(dir: string, registryHost: string): void {
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    path.join(dir, 'tend.yml'),
+    `# Only a container Build, run in the cluster: the namespace it creates is touched by builds
+# alone, and cleaned up automatically after a minute without activity.
+kind: Project
+name: builds
+defaultEnvironment: dev
+environments:
+  - name: dev
+    defaultNamespace: builds-dev
+    cleanup: { afterInactivity: 1m, action: delete }
+  - name: shared
+    defaultNamespace: builds-shared  # exists before tend uses it: adopted, never deleted
+    cleanup: { afterInactivity: 1m, action: delete }
+providers:
+  - name: kubernetes
+    context: kube-sim
+    deploymentRegistry: ${registryHost}/builds
+---
+kind: Build
+type: container
+name: api
+`,
+  );
+  writeFileSync(
+    path.join(dir, 'Dockerfile'),
+    'FROM node:20-alpine\nCOPY . /app\nCMD ["node", "/app/main.js"]\n',
+  );
+  writeFileSync(path.join(dir, 'main.js'), 'console.log("hello from the builds-only project");\n');
+}
+
 async function main(): Promise<void> {
   mkdirSync(workDir, { recursive: true });
   const serverData = path.join(workDir, 'server');
@@ -69,8 +125,17 @@ async function main(): Promise<void> {
     `  API ${sim.url}, registry ${sim.registryHost}, kubeconfig ${path.relative(repoRoot, kubeconfig)}`,
   );
 
-  step('starting tend server (SQLite)');
-  const server = await startServer({ dataDir: serverData, port: 0, logLevel: 'warn' });
+  step('starting tend server (SQLite) with its embedded cleanup executor for kube-sim');
+  console.log(
+    `  as: tend server --data-dir ${path.relative(repoRoot, serverData)} --kubeconfig ${path.relative(repoRoot, kubeconfig)} --cleanup-interval 2s`,
+  );
+  const server = await startServer({
+    dataDir: serverData,
+    port: 0,
+    logLevel: 'warn',
+    cleanup: { intervalMs: 2000 },
+    executor: { kubeconfig, contexts: [] },
+  });
   console.log(`  ${server.url}`);
 
   const token = async (name: string, scope: string) =>
@@ -84,6 +149,16 @@ async function main(): Promise<void> {
     ).token as string;
   const ingestToken = await token('demo-cli', 'ingest');
   const readToken = await token('demo-dashboard', 'read');
+  const adminToken = await token('demo-admin', 'admin');
+  const api = async <T>(route: string, init: RequestInit = {}, bearer = readToken): Promise<T> => {
+    const res = await fetch(`${server.url}${route}`, {
+      ...init,
+      headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' },
+    });
+    if (!res.ok) throw new Error(`${route}: ${res.status} ${await res.text()}`);
+    return (await res.json()) as T;
+  };
+  const namespaceExists = (name: string) => sim.store.get('namespaces', '', name) !== undefined;
 
   const env = {
     TEND_SERVER_URL: server.url,
@@ -91,6 +166,18 @@ async function main(): Promise<void> {
     KUBECONFIG: kubeconfig,
     TEND_DEMO_REGISTRY: sim.registryHost,
   };
+  const adminEnv = { TEND_SERVER_URL: server.url, TEND_TOKEN: adminToken };
+
+  // First, so its minute of inactivity passes while the other examples run.
+  step('a builds-only project: `tend build` in the cluster, nothing else (policy: delete after 1m idle)');
+  const builds = path.join(workDir, 'builds-only');
+  writeBuildsProject(builds, sim.registryHost);
+  await kubectl(kubeconfig, ['create', 'namespace', 'team-foreign']);
+  await kubectl(kubeconfig, ['create', 'namespace', 'builds-shared']);
+  console.log("  team-foreign: not tend's (no tend label); builds-shared: exists before tend uses it");
+  await must(['build'], { cwd: builds, env });
+  await must(['--env', 'shared', 'build'], { cwd: builds, env });
+
   const localShop = path.join(repoRoot, 'examples', 'local-shop');
   const port = String(await freePort());
   const shopVars = ['--var', `port=${port}`];
@@ -110,10 +197,47 @@ async function main(): Promise<void> {
   step("the server's view of the environments");
   await must(['environments'], { env: { TEND_SERVER_URL: server.url, TEND_TOKEN: readToken } });
 
+  step('automatic cleanup: the plan while the policy is new (a dry run: nothing is deleted)');
+  type Plan = { items: { namespace: string; kind: string; reason: string | null }[] };
+  await waitUntil(
+    'the dry-run decision for builds-dev',
+    async () =>
+      (await api<Plan>('/api/v1/cleanup/plan?project=builds')).items.some(
+        (i) => i.namespace === 'builds-dev' && i.kind === 'dry-run',
+      ),
+    120_000,
+  );
+  await must(['cleanup', 'plan', '--project', 'builds'], { env: adminEnv });
+  if (!namespaceExists('builds-dev')) throw new Error('builds-dev was deleted during the dry run');
+
+  step('enforcing the policy (admin): from now on the server deletes idle environments of builds');
+  await must(['cleanup', 'enforce', '--project', 'builds'], { env: adminEnv });
+
+  step('waiting for the server to delete builds-dev on its own (no manual trigger)');
+  const enforcedAt = Date.now();
+  await waitUntil('builds-dev to be deleted', () => !namespaceExists('builds-dev'), 60_000);
+  console.log(`  builds-dev deleted ${((Date.now() - enforcedAt) / 1000).toFixed(1)}s after enforcing`);
+  type Audit = {
+    items: { at: string; actor: string; action: string; detail: Record<string, unknown> | null }[];
+  };
+  const done = async () =>
+    (await api<Audit>('/api/v1/audit?action=cleanup-done&limit=50', {}, adminToken)).items.find(
+      (e) => e.detail?.namespace === 'builds-dev',
+    );
+  await waitUntil('the cleanup-done audit entry', async () => (await done()) !== undefined, 30_000);
+  const entry = (await done())!;
+  console.log(`  audit: ${entry.at} ${entry.action} by ${entry.actor}: ${JSON.stringify(entry.detail)}`);
+
+  step('the cluster afterwards: the foreign and the adopted namespace are still there');
+  await kubectl(kubeconfig, ['get', 'namespaces']);
+  await must(['cleanup', 'plan', '--project', 'builds'], { env: adminEnv });
+
   console.log(`
 Dashboard:  ${server.url}/
 Read token: ${readToken}
-  (paste it into the dashboard's login form; the CLI above used an ingest token)
+Admin token: ${adminToken}
+  (paste one into the dashboard's login form; the CLI above used an ingest token;
+   the Cleanup page shows the plan, jobs, policies and executors)
 Try:        cd examples/local-shop && node ../../bin/tend.js --var port=${port} status
             cd examples/shop && KUBECONFIG=../../.demo/kubeconfig node ../../bin/tend.js --var registry=${sim.registryHost} status
             kubectl --kubeconfig .demo/kubeconfig get namespaces --show-labels

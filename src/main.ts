@@ -83,7 +83,9 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
       execute(cmd, async () => (await import('./commands/status.js')).statusCommand(cmd.optsWithGlobals())),
     );
 
-  const cleanup = program.command('cleanup').description('remove what tend deployed');
+  const cleanup = program
+    .command('cleanup')
+    .description("remove what tend deployed; see and steer the server's automatic cleanup");
   cleanup
     .command('env')
     .description('clean up the whole environment: stop its deploys and delete the namespace tend owns')
@@ -99,6 +101,67 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
       execute(cmd, async () =>
         (await import('./commands/cleanup.js')).cleanupDeployCommand(names, cmd.optsWithGlobals()),
       ),
+    );
+
+  // The server's automatic cleanup (server from TEND_SERVER_URL/TEND_TOKEN or tend login).
+  const serverFlags = (c: Command) =>
+    c
+      .option('--server <url>', 'the tend server (default: TEND_SERVER_URL or tend login)')
+      .option('--token <token>', 'API token (default: TEND_TOKEN or tend login)');
+  const cleanupServer = () => import('./commands/cleanup-server.js');
+  serverFlags(
+    cleanup
+      .command('plan')
+      .description("what the server's automatic cleanup will do, when, and why (or why not)"),
+  )
+    .option('--within <duration>', 'decisions due within this time', '24h')
+    .option('--project <project>', 'only this project')
+    .addOption(new Option('--limit <n>', 'most decisions shown').default(200).argParser(Number))
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () => (await cleanupServer()).cleanupPlanCommand(cmd.optsWithGlobals())),
+    );
+  serverFlags(
+    cleanup
+      .command('enforce')
+      .description(
+        'enforce the cleanup policy of a project (new or stricter policies run as dry-run until then; admin)',
+      ),
+  )
+    .requiredOption('--project <project>', 'the project')
+    .option('--environment <name>', 'only this environment name')
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () => (await cleanupServer()).cleanupEnforceCommand(cmd.optsWithGlobals())),
+    );
+  for (const halt of [true, false]) {
+    serverFlags(
+      cleanup
+        .command(halt ? 'halt' : 'resume')
+        .description(
+          halt ? 'stop all automatic cleanup at once (admin)' : 'resume automatic cleanup (admin)',
+        ),
+    ).action(async (_opts, cmd: Command) =>
+      execute(cmd, async () => (await cleanupServer()).cleanupHaltCommand(halt, cmd.optsWithGlobals())),
+    );
+  }
+  serverFlags(
+    cleanup
+      .command('breaker')
+      .description("a project's circuit breaker")
+      .command('reset')
+      .description('close the circuit breaker of a project after checking why it opened (admin)'),
+  )
+    .requiredOption('--project <project>', 'the project')
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () => (await cleanupServer()).breakerResetCommand(cmd.optsWithGlobals())),
+    );
+  serverFlags(
+    program
+      .command('keep-alive')
+      .description('postpone automatic cleanup of the current environment (at most 30d)'),
+  )
+    .option('--for <duration>', 'how long, e.g. 8h, 3d', '1d')
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () => (await cleanupServer()).keepAliveCommand(cmd.optsWithGlobals())),
     );
 
   program
@@ -143,6 +206,45 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
       }),
     );
 
+  program
+    .command('agent')
+    .description(
+      'run the cleanup executor next to a cluster (--kubeconfig/--context) or for the local environments of this host (--local)',
+    )
+    .option('--server <url>', 'the tend server (default: TEND_SERVER_URL)')
+    .option(
+      '--token <token>',
+      'an agent-scope token: tend server token create --scope agent (default: TEND_TOKEN)',
+    )
+    .option('--kubeconfig <file>', 'kubeconfig to read (default: KUBECONFIG or ~/.kube/config)')
+    .option('--context <name>', 'kubeconfig context to serve (repeatable; default: the current one)', collect)
+    .option('--local', 'serve the exec environments of this host (alone: no cluster)')
+    .option('--interval <duration>', 'pause between passes until the server says otherwise', '30s')
+    .option('--dry-run', 'run every check of the jobs it claims, delete nothing (they are cancelled)')
+    .option('--once', 'run one pass and exit (exit code 1 if anything failed)')
+    .option(
+      '--protect-namespace <glob>',
+      'namespace names never deleted, beyond kube-*, default, tend-system (repeatable)',
+      collect,
+    )
+    .option('--system-namespace <name>', "the provider's systemNamespace, never deleted", 'tend-system')
+    .addOption(
+      new Option('--concurrency <n>', 'jobs verified and executed at once')
+        .default(64)
+        .argParser(parseConcurrency),
+    )
+    .addHelpText(
+      'after',
+      `
+Examples:
+  tend agent --server https://tend.example.com --token $TOKEN --context prod-eu
+  tend agent --server http://localhost:7420 --token $TOKEN --local
+  tend agent --server http://localhost:7420 --token $TOKEN --once --json`,
+    )
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () => (await import('./commands/agent.js')).agentCommand(cmd.optsWithGlobals())),
+    );
+
   // Further commands register themselves here: events, server, login, environments.
   // tend server (run, migrate, token create|list|revoke), tend login, tend environments.
   const db = (c: Command) =>
@@ -154,6 +256,31 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
   )
     .addOption(new Option('--port <port>', 'port to listen on').default(7420).argParser(Number))
     .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option(
+      '--kubeconfig <file>',
+      'run the embedded cleanup executor for the clusters of this kubeconfig (its current context unless --context)',
+    )
+    .option('--context <name>', 'kubeconfig context the embedded executor serves (repeatable)', collect)
+    .option(
+      '--cleanup-interval <duration>',
+      'how often cleanup is planned (and executed), e.g. 30s, 5m',
+      '30s',
+    )
+    .addOption(
+      new Option('--cleanup-max-per-pass <n>', 'most new cleanup jobs one planning pass creates')
+        .default(10)
+        .argParser(Number),
+    )
+    .option(
+      '--protect-namespace <glob>',
+      'namespace names cleanup never touches, beyond kube-*, default and the system namespace (repeatable)',
+      collect,
+    )
+    .option(
+      '--system-namespace <name>',
+      "the kubernetes provider's systemNamespace, never cleaned",
+      'tend-system',
+    )
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () => (await import('./commands/server.js')).serverCommand(cmd.optsWithGlobals())),
     );
@@ -165,7 +292,12 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
   db(token.command('create').description('create a token'))
     .requiredOption('--name <name>', 'name of the token, e.g. ci')
     .option('--project <project>', 'restrict the token to one project')
-    .option('--scope <scope>', 'ingest | read | admin (each includes the ones before it)', 'ingest')
+    .option(
+      '--scope <scope>',
+      'ingest | agent | read | admin (agent: ingest and the executor routes only; read and admin include ingest)',
+      'ingest',
+    )
+    .option('--cluster <clusterId>', 'agent scope: act only on this cluster (repeatable)', collect)
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () =>
         (await import('./commands/server.js')).tokenCreateCommand(cmd.optsWithGlobals()),

@@ -2,9 +2,9 @@
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { TendError } from '../errors.js';
 import type { EnvironmentView } from '../server/schemas.js';
-import { resolveServer } from '../remote/credentials.js';
 import { apiRequest } from '../remote/client.js';
 import { redactUrl } from '../redact.js';
+import { requireServer } from './cleanup-server.js';
 
 export interface EnvironmentsOptions extends GlobalOptions {
   project?: string;
@@ -31,17 +31,7 @@ export async function environmentsCommand(
   if (options.state && options.state !== 'active' && options.state !== 'cleaned') {
     throw new TendError('TEND_USAGE', `--state must be active or cleaned, got "${options.state}"`);
   }
-  const connection = resolveServer({ server: options.server, token: options.token });
-  if (!connection) {
-    throw new TendError('TEND_SERVER', 'no tend server configured', {
-      detail: { hint: 'run tend login --server URL --token T, or set TEND_SERVER_URL and TEND_TOKEN' },
-    });
-  }
-  if (!connection.token) {
-    throw new TendError('TEND_AUTH', `no token for ${redactUrl(connection.url)}`, {
-      detail: { hint: 'run tend login --server URL --token T, or set TEND_TOKEN' },
-    });
-  }
+  const connection = requireServer(options);
   const items: EnvironmentView[] = [];
   const wanted = options.all ? Infinity : (options.limit ?? 50);
   let cursor: string | null = null;

@@ -9,6 +9,7 @@ import { migrateToLatest, openDatabase, type ServerDatabase } from '../server/db
 import { AuditRepository } from '../server/db/repositories/audit.js';
 import { TokenRepository, type TokenInfo } from '../server/db/repositories/tokens.js';
 import type { TokenScope } from '../server/db/schema.js';
+import { parseDuration } from '../server/views.js';
 
 export interface ServerDatabaseOptions extends GlobalOptions {
   dataDir?: string;
@@ -18,6 +19,41 @@ export interface ServerDatabaseOptions extends GlobalOptions {
 export interface ServerOptions extends ServerDatabaseOptions {
   port?: number;
   host?: string;
+  /** `--cleanup-interval`: planning (and embedded executor) passes, e.g. `30s`. */
+  cleanupInterval?: string;
+  /** `--cleanup-max-per-pass`: most new cleanup jobs one planning pass creates. */
+  cleanupMaxPerPass?: number;
+  /** `--protect-namespace <glob>` (repeatable): names cleanup never touches. */
+  protectNamespace?: string[];
+  /** `--system-namespace`: the provider's shared namespace, never cleaned. */
+  systemNamespace?: string;
+  /** `--kubeconfig`, `--context` (repeatable): the embedded cleanup executor serves these clusters. */
+  kubeconfig?: string;
+  context?: string[];
+}
+
+/** The cleanup settings of `tend server`'s flags, checked. */
+export function cleanupSettingsOf(options: ServerOptions) {
+  const intervalMs = parseDuration(options.cleanupInterval ?? '30s');
+  if (intervalMs === undefined || intervalMs < 1000 || intervalMs > 86_400_000) {
+    throw new TendError(
+      'TEND_USAGE',
+      `--cleanup-interval expects a duration from 1s to 1d such as "30s" or "5m", got "${options.cleanupInterval}"`,
+    );
+  }
+  const maxPerPass = options.cleanupMaxPerPass ?? 10;
+  if (!Number.isInteger(maxPerPass) || maxPerPass < 0 || maxPerPass > 100_000) {
+    throw new TendError(
+      'TEND_USAGE',
+      `--cleanup-max-per-pass expects a whole number from 0 to 100000, got "${options.cleanupMaxPerPass}"`,
+    );
+  }
+  return {
+    intervalMs,
+    maxPerPass,
+    protectPatterns: options.protectNamespace ?? [],
+    systemNamespace: options.systemNamespace ?? 'tend-system',
+  };
 }
 
 function databaseOptions(options: ServerDatabaseOptions) {
@@ -38,12 +74,22 @@ export function parsePort(value: string): number {
 export async function serverCommand(options: ServerOptions): Promise<CommandResult<{ url: string }>> {
   const port = options.port ?? 7420;
   if (!Number.isInteger(port) || port < 0 || port > 65_535) parsePort(String(port));
+  const cleanup = cleanupSettingsOf(options);
   const { runUntilSignalled } = await import('../server/start.js');
   const { url } = await runUntilSignalled({
     ...databaseOptions(options),
+    cleanup,
     port,
     host: options.host ?? '127.0.0.1',
     logLevel: options.debug ? 'debug' : 'info',
+    ...(options.kubeconfig !== undefined || (options.context?.length ?? 0) > 0
+      ? {
+          executor: {
+            ...(options.kubeconfig !== undefined ? { kubeconfig: options.kubeconfig } : {}),
+            contexts: options.context ?? [],
+          },
+        }
+      : {}),
   });
   return { data: { url }, human: '', exitCode: 0 };
 }
@@ -82,6 +128,8 @@ export interface TokenCreateOptions extends ServerDatabaseOptions {
   name: string;
   project?: string;
   scope?: string;
+  /** `--cluster <clusterId>` (repeatable, agent scope only): the clusters the token may act on. */
+  cluster?: string[];
 }
 
 export async function tokenCreateCommand(
@@ -90,6 +138,12 @@ export async function tokenCreateCommand(
   const scope = options.scope ?? 'ingest';
   if (!isTokenScope(scope)) {
     throw new TendError('TEND_USAGE', `--scope must be one of ${tokenScopes.join(', ')}, got "${scope}"`);
+  }
+  if (options.cluster && options.cluster.length > 0 && scope !== 'agent') {
+    throw new TendError(
+      'TEND_USAGE',
+      '--cluster binds an agent token to clusters: use it with --scope agent',
+    );
   }
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(options.name)) {
     throw new TendError(
@@ -102,14 +156,21 @@ export async function tokenCreateCommand(
       name: options.name,
       scope: scope as TokenScope,
       project: options.project ?? null,
+      clusters: options.cluster ?? null,
     });
     await new AuditRepository(db.db).record({
       actor: 'cli',
       action: 'token-create',
-      detail: { id: info.id, name: info.name, scope: info.scope, project: info.project },
+      detail: {
+        id: info.id,
+        name: info.name,
+        scope: info.scope,
+        project: info.project,
+        clusters: info.clusters,
+      },
     });
     const human = [
-      `Created token "${info.name}" (id ${info.id}, scope ${info.scope}${info.project ? `, project ${info.project}` : ''}).`,
+      `Created token "${info.name}" (id ${info.id}, scope ${info.scope}${info.project ? `, project ${info.project}` : ''}${info.clusters ? `, clusters ${info.clusters.join(', ')}` : ''}).`,
       'It is shown only now; store it somewhere safe:',
       '',
       `  ${token}`,
@@ -124,7 +185,7 @@ export async function tokenListCommand(options: ServerDatabaseOptions): Promise<
     const tokens = await new TokenRepository(db.db).list();
     const human =
       tokens.length === 0
-        ? 'No tokens yet. Create one with: tend server token create --name <name> --scope ingest|read|admin'
+        ? 'No tokens yet. Create one with: tend server token create --name <name> --scope ingest|agent|read|admin'
         : formatTable(
             ['ID', 'NAME', 'SCOPE', 'PROJECT', 'PREFIX', 'CREATED', 'LAST USED', 'REVOKED'],
             tokens.map((t) => [

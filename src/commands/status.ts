@@ -6,6 +6,8 @@ import { formatTable, type CommandResult, type GlobalOptions } from '../cli/outp
 import { toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
 import { statusHandler } from '../graph/solver.js';
+import { plannedCleanup } from './cleanup-server.js';
+import type { PlanItemView } from '../server/routes/cleanup.js';
 import { actionVersions, openProject, resolveAction, startSession } from './context.js';
 
 export interface StatusData {
@@ -21,6 +23,8 @@ export interface StatusData {
     outputs?: Record<string, string>;
     error?: string;
   }[];
+  /** The server's next cleanup decision for this environment (when a server is configured). */
+  cleanup?: PlanItemView | null;
 }
 
 export async function statusCommand(options: GlobalOptions): Promise<CommandResult<StatusData>> {
@@ -62,9 +66,16 @@ export async function statusCommand(options: GlobalOptions): Promise<CommandResu
       }
     }
     await close({});
+    const cleanup = await plannedCleanup({
+      server: opened.project.server,
+      project: opened.project.name,
+      environment: opened.environment.name,
+      namespace: opened.environment.namespace,
+    });
     const human = [
       `project ${opened.project.name}, environment ${opened.environment.name}, namespace ${opened.environment.namespace}`,
       ...providers.map((p) => `provider ${p.name}: ${p.ready ? 'ready' : 'not ready'}`),
+      ...(cleanup ? [cleanup.line] : []),
       '',
       formatTable(
         ['ACTION', 'VERSION', 'STATE'],
@@ -81,6 +92,7 @@ export async function statusCommand(options: GlobalOptions): Promise<CommandResu
         namespace: opened.environment.namespace,
         providers,
         actions,
+        ...(cleanup ? { cleanup: cleanup.decision } : {}),
       },
     };
   } catch (error) {

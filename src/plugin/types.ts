@@ -4,6 +4,7 @@
  * docs/plugin-api.md says when each handler runs.
  */
 import type { TSchema } from '@sinclair/typebox';
+import type { CleanupJob, CleanupOutcome, InventoryItem } from '../cleanup/protocol.js';
 import type { SourceLocation } from '../errors.js';
 import type { CleanupPolicy, EventPayloads, EventType } from '../events/catalog.js';
 
@@ -257,6 +258,99 @@ export interface ActionTypeDefinition {
   kinds: { [K in ActionKind]?: { specSchema: TSchema; handlers: ActionHandlers[K] } };
 }
 
+/**
+ * What a cleanup executor (`tend server --kubeconfig`, `tend agent`) was started with. Each plugin's
+ * `cleanup.targets` picks from it what that plugin serves.
+ */
+export interface ExecutorSettings {
+  /** Clusters to serve; undefined: none. `contexts` empty: the kubeconfig's current context. */
+  kubernetes?: { kubeconfig?: string; contexts: string[] };
+  /** Serve the local (exec) environments of this host (`tend agent --local`). */
+  local?: { hostId: string };
+  /** Namespace name globs never cleaned, beyond `kube-*`, `default` and the system namespace. */
+  protectNamespaces: readonly string[];
+  /** The tend system namespace (builders, shared infrastructure): never cleaned. */
+  systemNamespace: string;
+}
+
+/**
+ * One place an executor cleans: a cluster (`kubernetes/<clusterId>`) or the local environments of a
+ * host (`local/<hostId>`). `state` is the plugin's own (a connection, the context name); the
+ * executor hands the target back to the plugin's handlers unchanged.
+ */
+export interface CleanupTarget {
+  targetKey: string;
+  pluginName: string;
+  /** For people: `context kind-dev (https://127.0.0.1:6443)`, `local environments of host-1`. */
+  description: string;
+  state?: unknown;
+}
+
+/** A target's inventory: every environment there that carries tend's label, and whether the list is whole. */
+export interface CleanupInventory {
+  /** True only if every page of the list arrived; a partial list never proves anything idle. */
+  complete: boolean;
+  /** Why the list is not complete: the failed call, a truncated list, an expired continue token. */
+  error?: string;
+  items: InventoryItem[];
+}
+
+/** The job as a plugin's cleanup handler sees it (the queue's `CleanupJob`). */
+export type CleanupJobSpec = Pick<
+  CleanupJob,
+  | 'id'
+  | 'action'
+  | 'project'
+  | 'environment'
+  | 'namespaceName'
+  | 'namespaceUid'
+  | 'expectedLastActivityAt'
+  | 'target'
+  | 'dryRun'
+>;
+
+/** `done`: the action happened (or the namespace was already gone); `cancelled`: a check refused it; `failed`: retry later. */
+export interface CleanupResult {
+  outcome: CleanupOutcome;
+  message: string;
+}
+
+/** What each cleanup handler call receives: like PluginContext, without a project. */
+export interface CleanupCallContext {
+  settings: ExecutorSettings;
+  /** Validated like any plugin event; the executor records them. */
+  events: EventBroker;
+  log: PluginLog;
+  signal: AbortSignal;
+  user: string;
+  hostId: string;
+}
+
+/**
+ * The optional cleanup part of a plugin: any plugin that records resources declares how to list a
+ * target and how to verify and clean one resource, and the executors clean it with the same
+ * machinery and checks as the built-in plugins (docs/plugin-api.md).
+ */
+export interface CleanupHandlers {
+  /** The targets this executor serves for the plugin, from its settings. Connects; creates nothing. */
+  targets(ctx: CleanupCallContext): Promise<CleanupTarget[]>;
+  /** Every environment of the target labelled as tend's (paged); `complete` only if every page arrived. */
+  inventory(ctx: CleanupCallContext, target: CleanupTarget): Promise<CleanupInventory>;
+  /**
+   * Right before acting: a fresh read of the resource; ownership (label, project and environment,
+   * the recorded uid), not adopted, not system, not a protected name, no activity after the job's
+   * `expectedLastActivityAt`; then the action with preconditions. Never reports `done` for an
+   * action that did not happen, unless the resource was already gone.
+   */
+  verifyAndClean(ctx: CleanupCallContext, target: CleanupTarget, job: CleanupJobSpec): Promise<CleanupResult>;
+}
+
+export const cleanupHandlerNames: readonly (keyof CleanupHandlers)[] = [
+  'targets',
+  'inventory',
+  'verifyAndClean',
+];
+
 export interface PluginDefinition<Config = unknown, State = unknown> {
   name: string;
   description: string;
@@ -266,4 +360,6 @@ export interface PluginDefinition<Config = unknown, State = unknown> {
   emits: readonly EventType[];
   provider: ProviderHandlers<Config, State>;
   actionTypes: readonly ActionTypeDefinition[];
+  /** How executors clean what this plugin records; plugins without it are never cleaned automatically. */
+  cleanup?: CleanupHandlers;
 }

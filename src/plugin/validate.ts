@@ -1,13 +1,15 @@
 /**
  * Plugin declarations are checked when a plugin is registered, not at its first call: the shape
  * of the definition (a third-party module may export anything), unknown event types, missing or
- * unknown handlers, and action types declared twice fail with a coded error naming the plugin.
+ * unknown handlers, and action types declared twice fail with a coded error naming the plugin. A plugin's optional
+ * `cleanup` part must have all three handlers.
  */
 import { TendError } from '../errors.js';
 import { isEventType } from '../events/catalog.js';
 import {
   actionHandlerNames,
   actionKinds,
+  cleanupHandlerNames,
   providerHandlerNames,
   type ActionKind,
   type PluginDefinition,
@@ -63,6 +65,13 @@ export function validatePlugins(plugins: readonly PluginDefinition[]): void {
     for (const handler of providerHandlerNames) {
       if (typeof plugin.provider[handler] !== 'function') {
         throw invalid(plugin.name, `provider handler "${handler}" is missing`);
+      }
+    }
+    if (plugin.cleanup !== undefined) {
+      for (const handler of cleanupHandlerNames) {
+        if (typeof plugin.cleanup?.[handler] !== 'function') {
+          throw invalid(plugin.name, `cleanup handler "${handler}" is missing`);
+        }
       }
     }
     for (const type of plugin.actionTypes) {

@@ -54,8 +54,12 @@ export async function apiRequest<T>(
           : err?.code && Object.hasOwn(errorCodes, err.code)
             ? (err.code as ErrorCode)
             : 'TEND_SERVER';
+    const retryAfter = Number(response.headers.get('retry-after') ?? NaN);
     throw new TendError(code, `${redactUrl(connection.url)}: ${err?.message ?? `HTTP ${response.status}`}`, {
-      detail: { status: response.status },
+      detail: {
+        status: response.status,
+        ...(Number.isFinite(retryAfter) && retryAfter >= 0 ? { retryAfterMs: retryAfter * 1000 } : {}),
+      },
     });
   }
   return body as T;

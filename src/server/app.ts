@@ -21,11 +21,13 @@ import { AuditRepository } from './db/repositories/audit.js';
 import { DashboardSessionRepository } from './db/repositories/dashboard-sessions.js';
 import { EnvironmentRepository } from './db/repositories/environments.js';
 import { TokenRepository } from './db/repositories/tokens.js';
+import { CleanupService, defaultCleanupSettings, type CleanupSettings } from './cleanup/service.js';
 import { registerDashboard } from './dashboard/routes.js';
 import { Metrics } from './metrics.js';
 import type { App, ServerServices } from './services.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { registerAuthRoutes } from './routes/auth.js';
+import { registerCleanupRoutes } from './routes/cleanup.js';
 import { registerEnvironmentRoutes } from './routes/environments.js';
 import { registerEventRoutes } from './routes/events.js';
 import { registerHealthRoutes } from './routes/health.js';
@@ -42,6 +44,8 @@ export interface BuildServerOptions {
   maxEventsPerBatch?: number;
   /** The clock (tests). */
   now?: () => Date;
+  /** Cleanup settings (`--cleanup-interval`, `--cleanup-max-per-pass`, `--protect-namespace`). */
+  cleanup?: Partial<CleanupSettings>;
   /** Close the database when the server closes (default true). */
   ownsDatabase?: boolean;
 }
@@ -71,6 +75,9 @@ export function formatBytes(n: number): string {
 export const httpStatusOf: Partial<Record<ErrorCode, number>> = {
   TEND_AUTH: 401,
   TEND_AUTH_FORBIDDEN: 403,
+  TEND_CLEANUP_CONFLICT: 409,
+  TEND_CLEANUP_JOB_NOT_FOUND: 404,
+  TEND_CLEANUP_LEASE_LOST: 409,
   TEND_ENVIRONMENT_NOT_FOUND: 404,
   TEND_EVENT_INVALID: 400,
   TEND_SERVER_BAD_REQUEST: 400,
@@ -105,18 +112,25 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const database = options.db;
+  const metrics = new Metrics();
+  const now = options.now ?? (() => new Date());
   const services: ServerServices = {
     database,
     tokens: new TokenRepository(database.db, database.reader),
     environments: new EnvironmentRepository(database.db, database.reader),
     audit: new AuditRepository(database.db, database.reader),
     dashboardSessions: new DashboardSessionRepository(database.db, database.reader),
-    metrics: new Metrics(),
-    now: options.now ?? (() => new Date()),
+    metrics,
+    cleanup: new CleanupService(database.db, database.reader, metrics, now, {
+      ...defaultCleanupSettings,
+      ...options.cleanup,
+    }),
+    now,
     limits: { bodyLimit, maxEventsPerBatch: options.maxEventsPerBatch ?? defaultMaxEventsPerBatch },
   };
 
   app.decorateRequest('principal', null);
+  app.decorate('cleanup', services.cleanup);
 
   // Authentication runs before the body is read: an unauthenticated client cannot make the
   // server parse a large body.
@@ -143,6 +157,7 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
       tokenName: row.name,
       scope: row.scope,
       project: row.project,
+      clusters: row.clusters ? (JSON.parse(row.clusters) as string[]) : null,
       via: 'bearer',
     };
     // Record use at most once a minute per token: no write per request, and none waited for (the
@@ -274,6 +289,7 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
   registerEventRoutes(app, services);
   registerEnvironmentRoutes(app, services);
   registerAuditRoutes(app, services);
+  registerCleanupRoutes(app, services);
   registerDashboard(app, services);
 
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -6,25 +6,38 @@
  * ones below it:
  *
  * - `ingest`: send events (`POST /api/v1/events`) — for CI and the CLI's event stream.
+ * - `agent`: ingest, plus the cleanup executor routes (heartbeat, inventory, claim, start,
+ *   complete) — for `tend agent`. Nothing else: it cannot read the registry. A token created
+ *   with `--cluster` only acts on those clusters' targets.
  * - `read`: ingest, plus read the API, `/metrics` and the dashboard, and keep an environment
  *   alive (a bounded postponement of cleanup) — for developers.
- * - `admin`: everything, including protect/unprotect (an unbounded exemption from cleanup).
+ * - `admin`: everything, including protect/unprotect (an unbounded exemption from cleanup) and
+ *   the cleanup switches (enforce, halt, resume, breaker reset, clean up now).
  *
  * A token created with `--project` only sees and writes that project.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { TokenScope } from './db/schema.js';
 
-export const tokenScopes: readonly TokenScope[] = ['ingest', 'read', 'admin'];
+export const tokenScopes: readonly TokenScope[] = ['ingest', 'agent', 'read', 'admin'];
 
 /** What a route needs. */
-export type Permission = 'ingest' | 'read' | 'keep-alive' | 'protect';
+export type Permission = 'ingest' | 'agent' | 'read' | 'keep-alive' | 'protect' | 'admin';
+
+const allowed: Record<TokenScope, ReadonlySet<Permission>> = {
+  ingest: new Set(['ingest']),
+  agent: new Set(['ingest', 'agent']),
+  read: new Set(['ingest', 'read', 'keep-alive']),
+  admin: new Set(['ingest', 'agent', 'read', 'keep-alive', 'protect', 'admin']),
+};
 
 const minimumScope: Record<Permission, TokenScope> = {
   ingest: 'ingest',
+  agent: 'agent',
   read: 'read',
   'keep-alive': 'read',
   protect: 'admin',
+  admin: 'admin',
 };
 
 export function isTokenScope(value: string): value is TokenScope {
@@ -32,7 +45,7 @@ export function isTokenScope(value: string): value is TokenScope {
 }
 
 export function scopeAllows(scope: TokenScope, permission: Permission): boolean {
-  return tokenScopes.indexOf(scope) >= tokenScopes.indexOf(minimumScope[permission]);
+  return allowed[scope].has(permission);
 }
 
 export function requiredScope(permission: Permission): TokenScope {
@@ -71,6 +84,8 @@ export interface Principal {
   tokenName: string;
   scope: TokenScope;
   project: string | null;
+  /** For `agent` tokens created with `--cluster`: the cluster ids it may act on (null: any). */
+  clusters: string[] | null;
   /** How the request authenticated: bearer token (API) or dashboard session cookie. */
   via: 'bearer' | 'dashboard';
 }

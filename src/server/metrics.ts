@@ -1,7 +1,20 @@
 /**
- * Prometheus metrics of one server process: ingest counts and batch latency kept in memory
- * (each replica reports its own; Prometheus sums them), environment counts read at scrape time.
+ * Prometheus metrics of one server process: ingest counts, batch latency, cleanup job outcomes
+ * and planning pass durations kept in memory (each replica reports its own; Prometheus sums
+ * them); environment counts and the cleanup gauges (blocked decisions, open breakers, executor
+ * heartbeats) read from the database at scrape time.
  */
+
+export interface CleanupGauges {
+  /** Blocked decisions of the last pass by reason code. */
+  blocked: Record<string, number>;
+  /** Projects whose breaker is open. */
+  breakers: string[];
+  /** Seconds since an executor last heartbeated, by target. */
+  executorsLastSeen: Record<string, number>;
+}
+
+const escapeLabel = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 
 const latencyBuckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -12,6 +25,24 @@ export class Metrics {
   private readonly bucketCounts = latencyBuckets.map(() => 0);
   private latencySum = 0;
   private latencyCount = 0;
+  private readonly cleanupJobs = new Map<string, number>();
+  private readonly passBucketCounts = latencyBuckets.map(() => 0);
+  private passSum = 0;
+  private passCount = 0;
+
+  /** A cleanup job reached an outcome: planned, done, cancelled, failed, retried. */
+  recordCleanupJob(action: string, outcome: string): void {
+    const key = `action="${escapeLabel(action)}",outcome="${escapeLabel(outcome)}"`;
+    this.cleanupJobs.set(key, (this.cleanupJobs.get(key) ?? 0) + 1);
+  }
+
+  recordPlanningPass(seconds: number): void {
+    this.passSum += seconds;
+    this.passCount++;
+    latencyBuckets.forEach((le, i) => {
+      if (seconds <= le) this.passBucketCounts[i] = (this.passBucketCounts[i] ?? 0) + 1;
+    });
+  }
 
   recordBatch(outcome: 'accepted' | 'rejected', accepted = 0, duplicates = 0, seconds?: number): void {
     this.batches.set(outcome, (this.batches.get(outcome) ?? 0) + 1);
@@ -27,7 +58,7 @@ export class Metrics {
   }
 
   /** The exposition text (format 0.0.4). */
-  render(environments: Record<string, number>): string {
+  render(environments: Record<string, number>, cleanup?: CleanupGauges): string {
     const lines: string[] = [];
     lines.push('# HELP tend_ingest_events_total Events received by POST /api/v1/events, by result.');
     lines.push('# TYPE tend_ingest_events_total counter');
@@ -50,6 +81,42 @@ export class Metrics {
     lines.push('# TYPE tend_environments gauge');
     for (const state of ['active', 'cleaned']) {
       lines.push(`tend_environments{state="${state}"} ${environments[state] ?? 0}`);
+    }
+    lines.push(
+      '# HELP tend_cleanup_jobs_total Cleanup jobs by action and outcome (planned, done, cancelled, failed, retried).',
+    );
+    lines.push('# TYPE tend_cleanup_jobs_total counter');
+    for (const [labels, n] of this.cleanupJobs) lines.push(`tend_cleanup_jobs_total{${labels}} ${n}`);
+    lines.push('# HELP tend_cleanup_planning_pass_duration_seconds Time of one planning pass.');
+    lines.push('# TYPE tend_cleanup_planning_pass_duration_seconds histogram');
+    latencyBuckets.forEach((le, i) => {
+      lines.push(
+        `tend_cleanup_planning_pass_duration_seconds_bucket{le="${le}"} ${this.passBucketCounts[i] ?? 0}`,
+      );
+    });
+    lines.push(`tend_cleanup_planning_pass_duration_seconds_bucket{le="+Inf"} ${this.passCount}`);
+    lines.push(`tend_cleanup_planning_pass_duration_seconds_sum ${this.passSum}`);
+    lines.push(`tend_cleanup_planning_pass_duration_seconds_count ${this.passCount}`);
+    if (cleanup) {
+      lines.push(
+        '# HELP tend_cleanup_blocked Blocked cleanup decisions of the last planning pass, by reason.',
+      );
+      lines.push('# TYPE tend_cleanup_blocked gauge');
+      for (const [reason, n] of Object.entries(cleanup.blocked)) {
+        lines.push(`tend_cleanup_blocked{reason="${escapeLabel(reason)}"} ${n}`);
+      }
+      lines.push('# HELP tend_cleanup_breaker_open 1 while the circuit breaker of a project is open.');
+      lines.push('# TYPE tend_cleanup_breaker_open gauge');
+      for (const project of cleanup.breakers) {
+        lines.push(`tend_cleanup_breaker_open{project="${escapeLabel(project)}"} 1`);
+      }
+      lines.push(
+        '# HELP tend_executor_last_seen_seconds Seconds since an executor serving the target last heartbeated.',
+      );
+      lines.push('# TYPE tend_executor_last_seen_seconds gauge');
+      for (const [target, age] of Object.entries(cleanup.executorsLastSeen)) {
+        lines.push(`tend_executor_last_seen_seconds{target="${escapeLabel(target)}"} ${Math.max(0, age)}`);
+      }
     }
     return lines.join('\n') + '\n';
   }

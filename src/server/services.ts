@@ -17,12 +17,17 @@ import type { AuditRepository } from './db/repositories/audit.js';
 import type { DashboardSessionRepository } from './db/repositories/dashboard-sessions.js';
 import type { EnvironmentRepository } from './db/repositories/environments.js';
 import type { TokenRepository } from './db/repositories/tokens.js';
+import type { CleanupService } from './cleanup/service.js';
 import type { Metrics } from './metrics.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** The token behind the request, once authenticated (null on public routes). */
     principal: Principal | null;
+  }
+  interface FastifyInstance {
+    /** The cleanup service: the planning loop and the embedded executor use it in process. */
+    cleanup: CleanupService;
   }
   interface FastifyContextConfig {
     /** What the route needs; routes without it are public (health) or handle auth themselves (dashboard). */
@@ -45,6 +50,8 @@ export interface ServerServices {
   audit: AuditRepository;
   dashboardSessions: DashboardSessionRepository;
   metrics: Metrics;
+  /** The cleanup job queue, planning pass and switches. */
+  cleanup: CleanupService;
   now: () => Date;
   limits: { bodyLimit: number; maxEventsPerBatch: number };
 }

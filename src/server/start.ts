@@ -1,10 +1,12 @@
 /**
  * Running the server as a process: open the database, apply migrations, listen, prune old
- * events, and shut down gracefully on SIGTERM/SIGINT (stop accepting, finish in-flight requests,
+ * events, run the cleanup planning loop (and the embedded executor), and shut down gracefully on SIGTERM/SIGINT (stop accepting, finish in-flight requests,
  * close the database).
  */
 import pino from 'pino';
 import { buildServer, logRedaction } from './app.js';
+import { startPlanningLoop } from './cleanup/loop.js';
+import type { CleanupSettings } from './cleanup/service.js';
 import type { App } from './services.js';
 import { migrateToLatest, openDatabase, type OpenDatabaseOptions } from './db/database.js';
 import { pruneEvents } from './db/repositories/environments.js';
@@ -15,6 +17,13 @@ export interface StartOptions extends OpenDatabaseOptions {
   /** Keep raw events this long (ms); default 30 days. */
   eventRetentionMs?: number;
   logLevel?: string;
+  /** `--cleanup-interval`, `--cleanup-max-per-pass`, `--protect-namespace`, `--system-namespace`. */
+  cleanup?: Partial<CleanupSettings>;
+  /**
+   * The embedded cleanup executor (`--kubeconfig`, `--context`): the server cleans these clusters
+   * itself. Undefined: no executor in this process (agents serve the targets).
+   */
+  executor?: { kubeconfig?: string; contexts: string[] };
 }
 
 export interface RunningServer {
@@ -37,7 +46,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     await db.close();
     throw error;
   }
-  const app = await buildServer({ db, logger });
+  const app = await buildServer({ db, logger, cleanup: options.cleanup });
   const address = await app.listen({ port: options.port ?? 7420, host: options.host ?? '127.0.0.1' });
   const url = address.replace('[::1]', 'localhost');
   logger.info({ url, database: db.location }, `tend server listening on ${url}`);
@@ -54,9 +63,25 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const pruneTimer = setInterval(() => void prune(), 3600_000);
   pruneTimer.unref();
 
+  const planning = startPlanningLoop(app.cleanup, logger);
+  const embedded = options.executor
+    ? (await import('../cleanup/embedded.js')).startEmbeddedExecutor({
+        queue: app.cleanup,
+        settings: {
+          kubernetes: options.executor,
+          protectNamespaces: app.cleanup.settings.protectPatterns,
+          systemNamespace: app.cleanup.settings.systemNamespace,
+        },
+        intervalMs: app.cleanup.settings.intervalMs,
+        log: (level, message) => logger[level]({ executor: 'embedded' }, message),
+      })
+    : undefined;
+
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
+      await embedded?.stop();
+      await planning.stop();
       clearInterval(pruneTimer);
       await app.close();
     })();

@@ -1,11 +1,15 @@
-/** The README's demo, run to the end (`--exit`): it records the example environments in its server. */
+/**
+ * The README's demo, run to the end (`--exit`): it records the example environments in its
+ * server, and its embedded executor deletes the idle builds-only namespace on its own once the
+ * policy is enforced, leaving the foreign and the adopted namespace.
+ */
 import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { repoRoot } from '../helpers/project.js';
 
 describe('npm run demo', () => {
-  it('deploys the examples against kube-sim and a server, and prints the dashboard URL and a token', async () => {
+  it('deploys the examples, cleans up the idle builds-only environment automatically, and prints the dashboard URL and tokens', async () => {
     const child = spawn(
       process.execPath,
       ['--import', 'tsx', path.join(repoRoot, 'scripts', 'demo.ts'), '--exit'],
@@ -26,5 +30,16 @@ describe('npm run demo', () => {
     // The server's view, printed by `tend environments`, lists the example's environment.
     expect(stdout).toMatch(/^local-shop +dev +local-shop-\S+ .* active/m);
     expect(stdout).toMatch(/^shop +dev +shop-\S+ .* active/m);
-  }, 180_000);
+
+    // Cleanup: first a dry run, then enforced, then deleted without a manual trigger.
+    expect(stdout).toMatch(/^dry-run +.* builds +dev +builds-dev +would delete \(dry-run/m);
+    expect(stdout).toContain('Enforced builds/dev: delete after 1m of inactivity.');
+    expect(stdout).toMatch(/builds-dev deleted [\d.]+s after enforcing/);
+    expect(stdout).toMatch(/audit: \S+ cleanup-done by executor:\S+: \{.*"namespace":"builds-dev"/);
+    const after = stdout.slice(stdout.indexOf('the cluster afterwards'));
+    expect(after).toMatch(/^team-foreign +Active/m);
+    expect(after).toMatch(/^builds-shared +Active/m);
+    expect(after).not.toMatch(/^builds-dev /m);
+    expect(stdout).toMatch(/Admin token: +tend_\S+/);
+  }, 240_000);
 });

@@ -28,6 +28,17 @@ describe('plugin registration', () => {
       /provider handler "cleanupEnvironment" is missing/,
     ],
     [
+      'a cleanup part without verifyAndClean',
+      (p: PluginDefinition) => ({
+        ...p,
+        cleanup: {
+          targets: async () => [],
+          inventory: async () => ({ complete: true, items: [] }),
+        } as never,
+      }),
+      /cleanup handler "verifyAndClean" is missing/,
+    ],
+    [
       'a missing action handler',
       (p: PluginDefinition) => {
         const build = p.actionTypes[0]!.kinds.Build!;

@@ -1,6 +1,7 @@
 /**
  * A real headless Chromium (playwright-core with Debian's chromium) logs into the dashboard,
- * finds an environment, protects it, and sees the change. Screenshot: test-output/dashboard.png.
+ * finds an environment, protects it, and sees the change; opens the Cleanup page and enforces a
+ * policy. Screenshots: test-output/dashboard.png, test-output/cleanup.png.
  */
 import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +29,34 @@ describe('dashboard in Chromium', () => {
     }
     const hostile = session({ project: '<script>window.pwned=1</script>', user: 'mallory' });
     await postEvents(s, [hostile.started(), hostile.ns('ready', { uid: 'm' })]);
+    // An executor reports the cluster, and a planning pass decides.
+    const agent = async (url: string, payload: object) => {
+      const res = await s.app.inject({ method: 'POST', url, headers: s.auth(s.tokens.agent), payload });
+      expect(res.statusCode, res.body).toBe(200);
+    };
+    const targetKey = 'kubernetes/cluster-1';
+    await agent('/api/v1/agents/heartbeat', {
+      executorId: 'embedded-1',
+      name: 'tend server (embedded)',
+      kind: 'embedded',
+      version: '0.1.0',
+      targets: [{ targetKey, pluginName: 'kubernetes', description: 'context dev' }],
+    });
+    await agent('/api/v1/agents/inventory', {
+      executorId: 'embedded-1',
+      targetKey,
+      pluginName: 'kubernetes',
+      complete: true,
+      items: ['alice', 'bob', 'carol', 'stray'].map((user) => ({
+        namespaceName: `shop-${user}`,
+        uid: `uid-${user}`,
+        resourceVersion: '1',
+        phase: 'Active',
+        labels: { 'app.kubernetes.io/managed-by': 'tend' },
+        annotations: { 'tend.dev/project': 'shop', 'tend.dev/environment': 'dev' },
+      })),
+    });
+    await s.app.cleanup.planningPass();
     browser = await chromium.launch({
       executablePath: '/usr/bin/chromium',
       args: [
@@ -96,5 +125,41 @@ describe('dashboard in Chromium', () => {
       .executeTakeFirstOrThrow();
     expect(Number(env.protected)).toBe(1);
     expect(env.protected_by).toBe('dashboard:ops');
+  });
+
+  it('opens the Cleanup page and enforces a policy', async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(`${url}/login`);
+    await page.fill('input[name="token"]', s.tokens.admin);
+    await Promise.all([page.waitForURL(`${url}/`), page.click('button[type="submit"]')]);
+    // The list's Next column tells when each environment is cleaned up.
+    const bob = page.locator('#environments tbody tr', { hasText: 'shop-bob' });
+    await expect(bob.locator('td.next-cell').innerText()).resolves.toMatch(/delete\s+in 8h/);
+
+    await Promise.all([
+      page.waitForURL(`${url}/cleanup`),
+      page.getByRole('link', { name: 'Cleanup' }).click(),
+    ]);
+    await expect(page.locator('h1').innerText()).resolves.toBe('Cleanup');
+    expect(await page.evaluate('window.pwned')).toBeUndefined();
+    await expect(page.locator('#cleanup-executors').innerText()).resolves.toContain('kubernetes/cluster-1');
+    await expect(page.locator('#cleanup-unrecorded').innerText()).resolves.toContain('shop-stray');
+    await expect(page.locator('#cleanup-plan tbody tr').count()).resolves.toBe(3);
+    const policy = page.locator('#cleanup-policies tbody tr', { hasText: 'shop' });
+    await expect(policy.locator('.badge').innerText()).resolves.toBe('dry-run');
+
+    await Promise.all([
+      page.waitForURL(`${url}/cleanup`),
+      policy.getByRole('button', { name: 'Enforce' }).click(),
+    ]);
+    await expect(
+      page.locator('#cleanup-policies tbody tr', { hasText: 'shop' }).locator('.badge').innerText(),
+    ).resolves.toBe('enforced');
+    await expect(page.getByRole('button', { name: 'Enforce' }).count()).resolves.toBe(0);
+
+    mkdirSync(outputDir, { recursive: true });
+    await page.screenshot({ path: `${outputDir}cleanup.png`, fullPage: true });
+    const enforced = await s.database.db.selectFrom('cleanup_policies').selectAll().execute();
+    expect(enforced).toMatchObject([{ project: 'shop', environment: 'dev', enforced_by: 'dashboard:ops' }]);
   });
 });

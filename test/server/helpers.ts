@@ -96,6 +96,7 @@ export async function createTestServer(
     (await repo.create({ name, scope, project })).token;
   const tokens = {
     ingest: await make('ci', 'ingest'),
+    agent: await make('agent', 'agent'),
     read: await make('dev', 'read'),
     admin: await make('ops', 'admin'),
     revoked: await make('old', 'admin'),

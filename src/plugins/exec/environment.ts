@@ -1,16 +1,22 @@
 /**
  * The exec plugin's environment: a directory `.tend/envs/<namespace>/` that holds the state and
  * logs of its local processes. Every handler that touches it reports it with `namespaceStatus`
- * (target `{kind: "local", hostId, path}`); read-only handlers never create it.
+ * (target `{kind: "local", hostId, path}`); read-only handlers never create it. Each environment
+ * created is also listed in the host's index (`$TEND_STATE_DIR/local-environments/`, default
+ * `~/.local/state/tend/`), which `tend agent --local` reads as its inventory. Removing an
+ * environment (`tend cleanup env` and the executors) is `removeEnvironment`, one way for both.
  */
-import { existsSync, readFileSync, mkdirSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { homedir } from 'node:os';
 import path from 'node:path';
 import { newId } from '../../events/bus.js';
 import type { NamespaceStatusPayload, Target } from '../../events/catalog.js';
 import { writeFileAtomic } from '../../state/files.js';
 import type { PluginContext, PluginPayload } from '../../plugin/types.js';
+import { listDeployStates, stopPersistent } from './deploy.js';
 
-interface EnvironmentRecord {
+export interface EnvironmentRecord {
   uid: string;
   project: string;
   environment: string;
@@ -26,7 +32,7 @@ export function localTarget(ctx: PluginContext): Target {
   return { kind: 'local', hostId: ctx.hostId, path: environmentDir(ctx) };
 }
 
-function readRecord(dir: string): EnvironmentRecord | undefined {
+export function readRecord(dir: string): EnvironmentRecord | undefined {
   try {
     return JSON.parse(readFileSync(path.join(dir, 'environment.json'), 'utf8')) as EnvironmentRecord;
   } catch {
@@ -80,7 +86,77 @@ export function ensureEnvironment(ctx: PluginContext): string {
   emitStatus(ctx, 'ready', 'created', record.uid);
   mkdirSync(dir, { recursive: true });
   writeFileAtomic(path.join(dir, 'environment.json'), JSON.stringify(record, null, 2));
+  indexEnvironment(dir, ctx.log);
   return dir;
+}
+
+/** The host's index of local environments: one small file per environment directory. */
+export function hostIndexDir(env: NodeJS.ProcessEnv = process.env): string {
+  const state =
+    env.TEND_STATE_DIR || path.join(env.XDG_STATE_HOME || path.join(homedir(), '.local', 'state'), 'tend');
+  return path.join(state, 'local-environments');
+}
+
+function indexFile(dir: string): string {
+  return path.join(hostIndexDir(), `${createHash('sha256').update(dir).digest('hex').slice(0, 32)}.json`);
+}
+
+function indexEnvironment(dir: string, log: PluginContext['log']): void {
+  try {
+    writeFileAtomic(indexFile(dir), JSON.stringify({ path: dir }), 0o600, { durable: false });
+  } catch (error) {
+    // The environment works without it; only `tend agent --local` would not see it.
+    log.warn(`could not list ${dir} in the host index ${hostIndexDir()}: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * The environment directories of this host that still exist, with their records. Entries of
+ * removed directories are dropped. `complete` is false when the index cannot be read.
+ */
+export function listHostEnvironments(): {
+  complete: boolean;
+  error?: string;
+  environments: { dir: string; record: EnvironmentRecord }[];
+} {
+  const index = hostIndexDir();
+  let names: string[];
+  try {
+    names = existsSync(index) ? readdirSync(index).filter((n) => n.endsWith('.json')) : [];
+  } catch (error) {
+    return { complete: false, error: `cannot read ${index}: ${(error as Error).message}`, environments: [] };
+  }
+  const environments: { dir: string; record: EnvironmentRecord }[] = [];
+  for (const name of names) {
+    const file = path.join(index, name);
+    let dir: string;
+    try {
+      dir = (JSON.parse(readFileSync(file, 'utf8')) as { path: string }).path;
+    } catch {
+      continue; // being written, or torn: the next pass sees it
+    }
+    const record = readRecord(dir);
+    if (record) environments.push({ dir, record });
+    else if (!existsSync(dir)) rmSync(file, { force: true });
+  }
+  return { complete: true, environments };
+}
+
+/**
+ * Removes an environment: stops its persistent processes, deletes its directory, its cached
+ * results and its index entry. Returns how many processes it stopped.
+ */
+export async function removeEnvironment(dir: string): Promise<number> {
+  const states = listDeployStates(dir);
+  for (const state of states) await stopPersistent(dir, state);
+  rmSync(dir, { recursive: true, force: true });
+  const envsDir = path.dirname(dir);
+  if (path.basename(envsDir) === 'envs') {
+    const tendDir = path.dirname(envsDir);
+    rmSync(path.join(tendDir, 'cache', 'results', path.basename(dir)), { recursive: true, force: true });
+  }
+  rmSync(indexFile(dir), { force: true });
+  return states.length;
 }
 
 export function reportEnvironmentDeleted(ctx: PluginContext, uid: string | undefined): void {

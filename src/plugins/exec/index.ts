@@ -17,12 +17,13 @@ import type {
   RunResult,
   StatusResult,
 } from '../../plugin/types.js';
-import { listDeployStates, readDeployState, isAlive, startPersistent, stopPersistent } from './deploy.js';
+import { readDeployState, isAlive, startPersistent, stopPersistent } from './deploy.js';
 import {
   ensureEnvironment,
   environmentDir,
   environmentUid,
   observeEnvironment,
+  removeEnvironment,
   reportEnvironmentDeleted,
 } from './environment.js';
 import { runCommand } from './process.js';
@@ -263,19 +264,19 @@ export const execPlugin: PluginDefinition = {
     async cleanupEnvironment(ctx) {
       const envDir = environmentDir(ctx);
       const uid = environmentUid(ctx);
-      const states = listDeployStates(envDir);
-      for (const state of states) await stopPersistent(envDir, state);
-      rmSync(envDir, { recursive: true, force: true });
-      rmSync(path.join(ctx.tendDir, 'cache', 'results', ctx.environment.namespace), {
-        recursive: true,
-        force: true,
-      });
+      const stopped = await removeEnvironment(envDir);
       reportEnvironmentDeleted(ctx, uid);
       return {
         deleted: true,
-        message: `stopped ${states.length} process(es) and removed ${path.relative(ctx.projectRoot, envDir)}`,
+        message: `stopped ${stopped} process(es) and removed ${path.relative(ctx.projectRoot, envDir)}`,
       };
     },
   },
   actionTypes: [execActionType],
+  cleanup: {
+    targets: async (ctx) => (await import('./cleanup.js')).targets(ctx),
+    inventory: async () => (await import('./cleanup.js')).inventory(),
+    verifyAndClean: async (ctx, target, job) =>
+      (await import('./cleanup.js')).verifyAndClean(ctx, target, job),
+  },
 };

@@ -134,6 +134,8 @@ export type KubernetesPodSpec = Static<typeof KubernetesPodSpec>;
 /** The provider configuration with defaults applied. */
 export interface ProviderSettings {
   context?: string;
+  /** A kubeconfig file read instead of KUBECONFIG / ~/.kube/config (cleanup executors' `--kubeconfig`). */
+  kubeconfig?: string;
   appNamespace: string;
   systemNamespace: string;
   buildMode: 'cluster-buildkit' | 'kaniko';

@@ -25,6 +25,7 @@ const provider = () => import('./provider.js');
 const builds = () => import('./container/index.js');
 const deploys = () => import('./deploy.js');
 const pods = () => import('./run.js');
+const cleanup = () => import('./cleanup.js');
 
 type P<S> = ActionHandlerParams<S>;
 
@@ -84,4 +85,9 @@ export const kubernetesPlugin: PluginDefinition = {
     cleanupEnvironment: async (ctx) => (await provider()).cleanupEnvironment(ctx),
   },
   actionTypes: [containerType, kubernetesType, podType],
+  cleanup: {
+    targets: async (ctx) => (await cleanup()).targets(ctx),
+    inventory: async (ctx, target) => (await cleanup()).inventory(ctx, target),
+    verifyAndClean: async (ctx, target, job) => (await cleanup()).verifyAndClean(ctx, target, job),
+  },
 };

@@ -74,7 +74,8 @@ export async function prepareEnvironment(ctx: PluginContext): Promise<Environmen
 export async function cleanupEnvironment(ctx: PluginContext): Promise<{ deleted: boolean; message: string }> {
   const client = await clientFor(ctx);
   const result = await client.namespaces.deleteOwned(client.settings.appNamespace);
-  if (result.deleted) {
+  const deleted = result.outcome === 'deleted';
+  if (deleted) {
     rmSync(path.join(ctx.tendDir, 'cache', 'results', client.settings.appNamespace), {
       recursive: true,
       force: true,
@@ -82,5 +83,5 @@ export async function cleanupEnvironment(ctx: PluginContext): Promise<{ deleted:
   } else {
     ctx.log.info(result.message);
   }
-  return result;
+  return { deleted, message: result.message };
 }

@@ -21,6 +21,16 @@ const style = raw(`
   .error { color: #b3261e; }
   form.filters { display: flex; gap: .6rem; align-items: end; margin-bottom: .6rem; }
   label { display: flex; flex-direction: column; font-size: .85em; gap: .15rem; }
+  header nav { display: flex; gap: 1rem; } header nav a { font-weight: 400; }
+  .badge.kind-due { background: #ffd8d3; } .badge.kind-scheduled { background: #ddf4ff; }
+  .badge.kind-dry-run { background: #fbefff; } .badge.kind-blocked { background: #fff1c2; }
+  .badge.mode-enforced, .badge.job-done { background: #dafbe1; } .badge.mode-dry-run { background: #fbefff; }
+  .badge.job-failed { background: #ffd8d3; } .badge.job-planned, .badge.job-executing { background: #ddf4ff; }
+  .sentence { max-width: 32rem; }
+  section.halted { border-left: 4px solid #b3261e; padding-left: .8rem; }
+  section.running { border-left: 4px solid #1a7f37; padding-left: .8rem; }
+  td form { display: inline; }
+  td time, .next { white-space: nowrap; }
 `);
 
 export function layout(title: string, body: Html, options: { csrf?: string; user?: string } = {}): Html {
@@ -36,7 +46,8 @@ export function layout(title: string, body: Html, options: { csrf?: string; user
       </head>
       <body>
         <header>
-          <a href="/">tend</a><span>environments</span>
+          <a href="/">tend</a>
+          <nav><a href="/">Environments</a><a href="/cleanup">Cleanup</a></nav>
           ${
             options.csrf
               ? html`<form method="post" action="/logout">
@@ -89,6 +100,8 @@ function badges(e: EnvironmentView, now: Date): Html {
 
 export interface ListPageInput {
   items: EnvironmentView[];
+  /** The "Next" cell of each environment (its next cleanup decision), by id. */
+  next: Map<string, Html>;
   nextCursor: string | null;
   filter: { project?: string; state?: string; environment?: string };
   now: Date;
@@ -125,13 +138,14 @@ export function environmentsPage(input: ListPageInput, session: { csrf: string; 
             <th>Last activity</th>
             <th>State</th>
             <th>Protected</th>
+            <th>Next</th>
           </tr>
         </thead>
         <tbody>
           ${
             items.length === 0
               ? html`<tr>
-                  <td colspan="7" class="muted">
+                  <td colspan="8" class="muted">
                     No environments${Object.values(filter).some(Boolean) ? ' match' : ' yet'}.
                   </td>
                 </tr>`
@@ -150,6 +164,7 @@ export function environmentsPage(input: ListPageInput, session: { csrf: string; 
                       </td>
                       <td><span class="badge ${e.state}">${e.state}</span></td>
                       <td>${e.protected ? html`<span class="badge protected">protected</span>` : 'no'}</td>
+                      <td class="next-cell">${input.next.get(e.id) ?? ''}</td>
                     </tr>`,
                 )
           }
@@ -167,6 +182,8 @@ export interface DetailPageInput {
   timeline: TimelineView[];
   now: Date;
   canProtect: boolean;
+  /** The environment's cleanup plan and jobs (see cleanup-pages.ts). */
+  cleanup?: Html;
   message?: string;
 }
 
@@ -237,6 +254,7 @@ export function environmentPage(input: DetailPageInput, session: { csrf: string;
           </select> `,
         )}
       </div>
+      ${input.cleanup ?? ''}
       <h2>Resources</h2>
       <table id="resources">
         <thead>

@@ -3,7 +3,7 @@
  * (HttpOnly, SameSite=Lax; the token itself never goes into the cookie). Changes are POST forms
  * carrying the session's CSRF token, answered with a 303 redirect (works without JavaScript).
  */
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
@@ -13,6 +13,8 @@ import { keepAliveUntil, listFilter, ListQuery, visibleEnvironment } from '../en
 import { environmentView, resourceView, sessionView, timelineView } from '../views.js';
 import type { Html } from './html.js';
 import { environmentPage, environmentsPage, loginPage, messagePage } from './pages.js';
+import { cleanupOverview, environmentCleanup, nextDecisions } from './cleanup-data.js';
+import { cleanupPage, environmentCleanupSection, nextCell } from './cleanup-pages.js';
 
 export const sessionCookie = 'tend_session';
 const sessionTtlMs = 12 * 3600_000;
@@ -62,6 +64,7 @@ export function registerDashboard(app: App, services: ServerServices): void {
       tokenName: found.token.name,
       scope: found.token.scope,
       project: found.token.project,
+      clusters: null,
       via: 'dashboard',
     };
     return { principal, csrf: found.csrf, user: `${found.token.name} (${found.token.scope})` };
@@ -177,11 +180,17 @@ export function registerDashboard(app: App, services: ServerServices): void {
       }
       const cursor = q.cursor ? decodeCursor(q.cursor) : undefined;
       const page = await services.environments.list(filter, q.limit ?? 50, cursor);
+      const items = page.items.map(environmentView);
+      const decisions = await nextDecisions(
+        services,
+        items.map((e) => e.id),
+      );
       return send(
         reply,
         environmentsPage(
           {
-            items: page.items.map(environmentView),
+            items,
+            next: new Map(items.map((e) => [e.id, nextCell(decisions.get(e.id), e.policy !== null, now)])),
             nextCursor: page.nextCursor,
             filter: { project: q.project, state: q.state, environment: q.environment },
             now,
@@ -209,21 +218,34 @@ export function registerDashboard(app: App, services: ServerServices): void {
         return send(reply, messagePage('Not found', error.message, session), 404);
       throw error;
     }
-    const [resources, sessions, timeline] = await Promise.all([
+    const [resources, sessions, timeline, cleanup] = await Promise.all([
       services.environments.resources(env.id),
       services.environments.recentSessions(env.id),
       services.environments.timeline(env.id),
+      environmentCleanup(services, env.id),
     ]);
+    const now = services.now();
+    const view = environmentView(env);
     return send(
       reply,
       environmentPage(
         {
-          environment: environmentView(env),
+          environment: view,
           resources: resources.map(resourceView),
           sessions: sessions.map(sessionView),
           timeline: timeline.map(timelineView),
-          now: services.now(),
+          now,
           canProtect: scopeAllows(session.principal.scope, 'protect'),
+          cleanup: environmentCleanupSection(
+            {
+              environmentId: view.id,
+              ...cleanup,
+              canClean: scopeAllows(session.principal.scope, 'admin'),
+              active: view.state === 'active',
+            },
+            session,
+            now,
+          ),
           message,
         },
         session,
@@ -269,5 +291,103 @@ export function registerDashboard(app: App, services: ServerServices): void {
         return reply.redirect(`/environments/${encodeURIComponent(env.id)}`, 303);
       },
     );
+  }
+
+  // Clean up now: the API's job path and checks (services.cleanup.cleanNow), only the wait skipped.
+  app.post(
+    '/environments/:id/cleanup',
+    { schema: { ...hidden, params: IdParams, body: FormBody } },
+    async (request, reply) => {
+      const session = await requireForm(request, reply);
+      if (!session) return reply;
+      const id = request.params.id;
+      if (!scopeAllows(session.principal.scope, 'admin')) {
+        return renderEnvironment(reply, session, id, 403, 'Cleaning up now needs an admin token.');
+      }
+      const env = await visibleEnvironment(services, id, session.principal).catch(() => undefined);
+      if (!env) return send(reply, messagePage('Not found', 'No such environment.', session), 404);
+      try {
+        await services.cleanup.cleanNow(env.id, actorOf(session.principal));
+      } catch (error) {
+        if (error instanceof TendError) return renderEnvironment(reply, session, env.id, 409, error.message);
+        throw error;
+      }
+      return reply.redirect(`/environments/${encodeURIComponent(env.id)}`, 303);
+    },
+  );
+
+  const renderCleanup = async (
+    reply: FastifyReply,
+    session: DashboardSession,
+    status = 200,
+    message?: string,
+  ) => {
+    const now = services.now();
+    const overview = await cleanupOverview(services, session.principal.project, now);
+    return send(
+      reply,
+      cleanupPage(overview, session, {
+        isAdmin: scopeAllows(session.principal.scope, 'admin'),
+        now,
+        message,
+      }),
+      status,
+    );
+  };
+
+  app.get('/cleanup', { schema: hidden }, async (request, reply) => {
+    const session = await requireSession(request, reply);
+    if (!session) return reply;
+    return renderCleanup(reply, session);
+  });
+
+  /**
+   * The Cleanup page's admin switches, each the same service call as its API route; a
+   * project-bound token acts only on its project and never on the global halt switch.
+   */
+  const CleanupForm = Type.Object({
+    _csrf: Type.Optional(Type.String()),
+    project: Type.Optional(Type.String({ maxLength: 253 })),
+    environment: Type.Optional(Type.String({ maxLength: 253 })),
+  });
+  const switches = {
+    enforce: async (body: Static<typeof CleanupForm>, actor: string) => {
+      if (!body.project) throw new TendError('TEND_SERVER_BAD_REQUEST', 'enforce needs a project');
+      await services.cleanup.enforce(body.project, body.environment || undefined, actor);
+    },
+    halt: async (_body: Static<typeof CleanupForm>, actor: string) => {
+      await services.cleanup.setHalted(true, actor);
+    },
+    resume: async (_body: Static<typeof CleanupForm>, actor: string) => {
+      await services.cleanup.setHalted(false, actor);
+    },
+    'breakers/reset': async (body: Static<typeof CleanupForm>, actor: string) => {
+      if (!body.project) throw new TendError('TEND_SERVER_BAD_REQUEST', 'a breaker reset needs a project');
+      await services.cleanup.resetBreaker(body.project, actor);
+    },
+  };
+  for (const [path, run] of Object.entries(switches)) {
+    app.post(`/cleanup/${path}`, { schema: { ...hidden, body: CleanupForm } }, async (request, reply) => {
+      const session = await requireForm(request, reply);
+      if (!session) return reply;
+      const { principal } = session;
+      if (!scopeAllows(principal.scope, 'admin')) {
+        return renderCleanup(reply, session, 403, 'Changing cleanup needs an admin token.');
+      }
+      const project = path === 'halt' || path === 'resume' ? null : (request.body.project ?? null);
+      if (principal.project && project !== principal.project) {
+        return renderCleanup(reply, session, 403, `This token is bound to project ${principal.project}.`);
+      }
+      try {
+        await run(request.body, actorOf(principal));
+      } catch (error) {
+        if (error instanceof TendError) {
+          const status = error.code === 'TEND_SERVER_BAD_REQUEST' ? 400 : 409;
+          return renderCleanup(reply, session, status, error.message);
+        }
+        throw error;
+      }
+      return reply.redirect('/cleanup', 303);
+    });
   }
 }

@@ -24,6 +24,7 @@ import pg from 'pg';
 import { TendError } from '../../errors.js';
 import { redactUrl } from '../../redact.js';
 import * as m0001 from './migrations/0001_init.js';
+import * as m0003 from './migrations/0003_cleanup.js';
 import type { Database } from './schema.js';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -61,6 +62,7 @@ export interface OpenDatabaseOptions {
 /** The migrations, in order. A new one is a new numbered file added here. */
 export const migrations: Record<string, Migration> = {
   '0001_init': m0001,
+  '0003_cleanup': m0003,
 };
 
 export { redactUrl };

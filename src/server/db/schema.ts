@@ -9,7 +9,7 @@ import type { ColumnType, Insertable, Selectable } from 'kysely';
 /** ISO 8601 UTC timestamp, e.g. `2025-01-31T12:00:00.000Z`. */
 export type Timestamp = string;
 
-export type TokenScope = 'ingest' | 'read' | 'admin';
+export type TokenScope = 'ingest' | 'agent' | 'read' | 'admin';
 export type EnvironmentState = 'active' | 'cleaned';
 export type ResourceState = 'ready' | 'terminating' | 'missing';
 export type ResourceRole = 'app' | 'build' | 'system';
@@ -32,6 +32,8 @@ export interface ApiTokensTable {
   scope: TokenScope;
   /** When set, the token only sees and writes this project. */
   project: string | null;
+  /** `agent` tokens bound to clusters: their ids as a JSON array (null: any target). */
+  clusters: string | null;
   created_at: Timestamp;
   last_used_at: Timestamp | null;
   revoked_at: Timestamp | null;
@@ -127,17 +129,138 @@ export interface CleanupJobsTable {
   id: string;
   environment_id: string;
   resource_id: string | null;
+  /** `delete` (later `pause`, `resume`). */
   action: string;
   state: CleanupJobState;
+  /** The planner's sentence. */
   reason: string;
   planned_at: Timestamp;
+  /** Not claimed before this time (backoff after a failure). */
   not_before: Timestamp | null;
+  /** The executor holding the lease. */
   lease_owner: string | null;
   lease_expires_at: Timestamp | null;
   attempts: ColumnType<number, number | undefined, number>;
   started_at: Timestamp | null;
   finished_at: Timestamp | null;
+  /** Outcome of a finished job: `done`, `cancelled` or `failed`. */
   result: string | null;
+  project: string | null;
+  environment: string | null;
+  plugin: string | null;
+  /** The executor target (`kubernetes/<clusterId>`, `local/<hostId>`). */
+  target_key: string | null;
+  namespace_name: string | null;
+  namespace_uid: string | null;
+  /** The activity the decision was based on: any later activity cancels the job. */
+  expected_last_activity_at: Timestamp | null;
+  /** `policy` (planned by a pass) or `now` (clean up now: the inactivity wait skipped). */
+  trigger: string | null;
+  actor: string | null;
+  outcome_message: string | null;
+  dry_run: ColumnType<number, number | undefined, number>;
+}
+
+export interface CleanupExecutorsTable {
+  id: string;
+  name: string;
+  kind: string;
+  version: string;
+  /** The agent token it authenticated with (null for the embedded executor). */
+  token_name: string | null;
+  first_seen_at: Timestamp;
+  last_seen_at: Timestamp;
+}
+
+export interface CleanupExecutorTargetsTable {
+  executor_id: string;
+  target_key: string;
+  plugin: string;
+  description: string;
+  last_seen_at: Timestamp;
+}
+
+export interface CleanupInventoriesTable {
+  target_key: string;
+  plugin: string;
+  executor_id: string;
+  received_at: Timestamp;
+  complete: number;
+  error: string | null;
+  item_count: number;
+  last_complete_at: Timestamp | null;
+}
+
+export interface CleanupInventoryItemsTable {
+  target_key: string;
+  namespace_name: string;
+  uid: string;
+  resource_version: string;
+  phase: string;
+  /** 1 when the namespace carries `app.kubernetes.io/managed-by=tend`. */
+  managed_by_tend: number;
+  /** `tend.dev/project`, `tend.dev/environment`, `tend.dev/role` annotations. */
+  project: string | null;
+  environment: string | null;
+  role: string | null;
+  /** 1 when `tend.dev/adopted` is `true`. */
+  adopted: number;
+  /** `tend.dev/last-activity`, normalised to ISO UTC (null when absent or unreadable). */
+  last_activity_at: Timestamp | null;
+  labels: string;
+  annotations: string;
+  /** 0: no recorded resource matches (an unrecorded namespace). */
+  recorded: number;
+  /** For unrecorded namespaces: the environment its annotations name, if recorded. */
+  environment_id: string | null;
+  first_seen_at: Timestamp;
+  seen_at: Timestamp;
+}
+
+export interface CleanupPoliciesTable {
+  project: string;
+  environment: string;
+  after_inactivity_ms: number;
+  action: string;
+  enforced_at: Timestamp;
+  enforced_by: string;
+}
+
+export interface CleanupBreakersTable {
+  project: string;
+  opened_at: Timestamp;
+  due_count: number;
+  active_count: number;
+}
+
+export interface CleanupControlTable {
+  id: string;
+  halted: number;
+  halted_at: Timestamp | null;
+  halted_by: string | null;
+  plan_lease_owner: string | null;
+  plan_lease_expires_at: Timestamp | null;
+  pass_seq: number;
+  last_pass_at: Timestamp | null;
+  last_pass_ms: number | null;
+}
+
+export interface CleanupDecisionsTable {
+  resource_id: string;
+  environment_id: string;
+  project: string;
+  environment: string;
+  namespace_name: string;
+  target_key: string;
+  plugin: string;
+  action: string;
+  kind: string;
+  reason_code: string | null;
+  due_at: Timestamp;
+  last_activity_at: Timestamp;
+  sentence: string;
+  job_id: string | null;
+  decided_at: Timestamp;
 }
 
 export interface AuditLogTable {
@@ -168,6 +291,14 @@ export interface Database {
   environments: EnvironmentsTable;
   resources: ResourcesTable;
   cleanup_jobs: CleanupJobsTable;
+  cleanup_executors: CleanupExecutorsTable;
+  cleanup_executor_targets: CleanupExecutorTargetsTable;
+  cleanup_inventories: CleanupInventoriesTable;
+  cleanup_inventory_items: CleanupInventoryItemsTable;
+  cleanup_policies: CleanupPoliciesTable;
+  cleanup_breakers: CleanupBreakersTable;
+  cleanup_control: CleanupControlTable;
+  cleanup_decisions: CleanupDecisionsTable;
   audit_log: AuditLogTable;
   dashboard_sessions: DashboardSessionsTable;
 }
@@ -178,3 +309,5 @@ export type Resource = Selectable<ResourcesTable>;
 export type Session = Selectable<SessionsTable>;
 export type AuditEntry = Selectable<AuditLogTable>;
 export type NewResource = Insertable<ResourcesTable>;
+export type CleanupJobRow = Selectable<CleanupJobsTable>;
+export type CleanupDecisionRow = Selectable<CleanupDecisionsTable>;

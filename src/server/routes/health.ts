@@ -43,7 +43,7 @@ export function registerHealthRoutes(app: App, services: ServerServices): void {
     {
       config: { permission: 'read' },
       schema: {
-        summary: 'Prometheus metrics: ingest counts, batch latency, environments by state',
+        summary: 'Prometheus metrics: ingest, environments by state, cleanup jobs, decisions and executors',
         tags: ['health'],
         produces: ['text/plain'],
         description:
@@ -59,8 +59,11 @@ export function registerHealthRoutes(app: App, services: ServerServices): void {
           `token "${request.principal?.tokenName}" is bound to project "${only}"; /metrics covers every project and needs a token without a project`,
         );
       }
-      const counts = await services.environments.countByState();
-      return reply.type('text/plain; version=0.0.4').send(services.metrics.render(counts));
+      const [counts, cleanup] = await Promise.all([
+        services.environments.countByState(),
+        services.cleanup.gauges(),
+      ]);
+      return reply.type('text/plain; version=0.0.4').send(services.metrics.render(counts, cleanup));
     },
   );
 }

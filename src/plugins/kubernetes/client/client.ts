@@ -50,7 +50,7 @@ export class KubeClient {
     settings: ProviderSettings,
     identity: ClusterIdentity,
   ): Promise<KubeClient> {
-    return new KubeClient(await connect(settings.context), ctx, settings, identity);
+    return new KubeClient(await connect(settings.context, settings.kubeconfig), ctx, settings, identity);
   }
 
   /**
@@ -60,7 +60,7 @@ export class KubeClient {
    * no namespace, and kube-system is never an environment.
    */
   static async identify(ctx: PluginContext, settings: ProviderSettings): Promise<KubeClient> {
-    const connection = await connect(settings.context);
+    const connection = await connect(settings.context, settings.kubeconfig);
     const base = { server: connection.server, context: connection.context };
     const probe = new KubeClient(connection, ctx, settings, { clusterId: connection.server, ...base });
     let identity: ClusterIdentity;

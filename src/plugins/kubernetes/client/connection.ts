@@ -25,24 +25,32 @@ export interface Connection {
 
 const connections = new Map<string, Promise<Connection>>();
 
-/** One connection per (kubeconfig, context) and process. */
-export function connect(context: string | undefined): Promise<Connection> {
-  const key = `${process.env.KUBECONFIG ?? ''}\0${process.env.HOME ?? ''}\0${context ?? ''}`;
+/**
+ * One connection per (kubeconfig, context) and process. `kubeconfigFile` (a cleanup executor's
+ * `--kubeconfig`) is read instead of KUBECONFIG / ~/.kube/config.
+ */
+export function connect(context: string | undefined, kubeconfigFile?: string): Promise<Connection> {
+  const key = `${kubeconfigFile ?? process.env.KUBECONFIG ?? ''}\0${process.env.HOME ?? ''}\0${context ?? ''}`;
   let connection = connections.get(key);
   if (!connection) {
-    connection = open(context);
+    connection = open(context, kubeconfigFile);
     connections.set(key, connection);
     connection.catch(() => connections.delete(key));
   }
   return connection;
 }
 
-async function open(context: string | undefined): Promise<Connection> {
+async function open(context: string | undefined, kubeconfigFile: string | undefined): Promise<Connection> {
   const lib = await import('@kubernetes/client-node');
   const kc = new lib.KubeConfig();
-  const source = process.env.KUBECONFIG ? `KUBECONFIG=${process.env.KUBECONFIG}` : '~/.kube/config';
+  const source = kubeconfigFile
+    ? kubeconfigFile
+    : process.env.KUBECONFIG
+      ? `KUBECONFIG=${process.env.KUBECONFIG}`
+      : '~/.kube/config';
   try {
-    kc.loadFromDefault();
+    if (kubeconfigFile) kc.loadFromFile(kubeconfigFile);
+    else kc.loadFromDefault();
   } catch (error) {
     throw new TendError(
       'TEND_K8S_CONTEXT',

@@ -1,6 +1,8 @@
 /**
- * Namespaces: observe (read-only), ensure (create or adopt), and delete the app namespace when
- * tend owns it for this project. Through the request gate, which reports each of them.
+ * Namespaces: observe (read-only), ensure (create or adopt), delete the app namespace when tend
+ * owns it for this project (the one delete path, for `tend cleanup env` and the cleanup
+ * executors), and list the tend-labelled ones for an inventory. Through the request gate, which
+ * reports each namespace it enters.
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type * as k8s from '@kubernetes/client-node';
@@ -108,25 +110,33 @@ export class NamespaceCalls {
   }
 
   /**
-   * Deletes the app namespace if tend owns it for this project (managed-by label and matching
-   * project annotation, not adopted), waits until it is gone and reports `missing`/`deleted`.
+   * The one way tend deletes a namespace (`tend cleanup env` and the cleanup executors): a fresh
+   * read; the ownership proof (managed-by label, project annotation, not adopted, not a system
+   * namespace — and, when the caller knows them, the environment annotation, the recorded uid, no
+   * `tend.dev/last-activity` after the decision, not a protected name); then DELETE with
+   * `preconditions: {uid, resourceVersion}` of that read; then wait until it is gone and report
+   * `missing`/`deleted`. Cleanup is not activity: nothing is stamped (a stamp would also change the
+   * resourceVersion).
    */
-  async deleteOwned(name: string): Promise<{ deleted: boolean; message: string }> {
+  async deleteOwned(name: string, checks: DeletionChecks = {}): Promise<NamespaceDeletion> {
     const role = this.gate.roleOf(name);
     const project = this.gate.ctx.environment.project;
-    // Cleanup is not activity: no last-activity stamp (which would also change the resourceVersion).
-    const info = await this.observe(name, false);
-    if (!info) return { deleted: false, message: `namespace ${name} does not exist` };
-    if (role !== 'app')
-      return { deleted: false, message: `namespace ${name} is a system namespace; left alone` };
-    if (!ownedBy(info, project)) {
-      const why =
-        info.annotations[annotations.adopted] === 'true'
-          ? 'it existed before tend used it (adopted)'
-          : info.labels[labels.managedBy] !== 'tend'
-            ? `it is not managed by tend (no ${labels.managedBy}=tend label)`
-            : `it belongs to project "${info.annotations[annotations.project] ?? '(none)'}"`;
-      return { deleted: false, message: `namespace ${name} left alone: ${why}` };
+    let info: NamespaceInfo | undefined;
+    try {
+      // Not enter(): a namespace that cannot be read must not pass for one that does not exist.
+      info = await this.gate.readNamespace(name);
+    } catch (error) {
+      this.gate.report({ name, state: 'ready', labels: {}, annotations: {} }, 'observed', {
+        unverified: (error as Error).message.slice(0, 500),
+      });
+      throw error;
+    }
+    this.gate.report(info ?? missing(name), 'observed');
+    if (!info) return { outcome: 'gone', message: `namespace ${name} does not exist (already gone)` };
+    const refusal = role === 'app' ? refusalOf(info, project, checks) : 'it is a system namespace';
+    if (refusal) return { outcome: 'refused', message: `namespace ${name} left alone: ${refusal}` };
+    if (checks.dryRun) {
+      return { outcome: 'refused', message: `dry run: namespace ${name} passed every check; not deleted` };
     }
     if (info.state === 'ready') {
       try {
@@ -140,8 +150,18 @@ export class NamespaceCalls {
           true,
         );
       } catch (error) {
-        if (describeFailure(error).status !== 404)
-          throw apiError(error, this.gate.describe(`delete namespace ${name}`));
+        const status = describeFailure(error).status;
+        if (status === 404) {
+          this.gate.report(missing(name), 'observed');
+          return { outcome: 'gone', message: `namespace ${name} was already gone` };
+        }
+        if (status === 409) {
+          return {
+            outcome: 'changed',
+            message: `namespace ${name} changed since the check (uid or resourceVersion); not deleted`,
+          };
+        }
+        throw apiError(error, this.gate.describe(`delete namespace ${name}`));
       }
       this.gate.report({ ...info, state: 'terminating' }, 'deleted');
     }
@@ -156,9 +176,138 @@ export class NamespaceCalls {
           { detail: { namespace: name, uid: info.uid } },
         );
       }
-      await delay(200);
+      await delay(goneIntervalMs);
     }
     this.gate.report({ ...info, state: 'missing' }, 'deleted');
-    return { deleted: true, message: `deleted namespace ${name}` };
+    return {
+      outcome: 'deleted',
+      message:
+        info.state === 'ready'
+          ? `deleted namespace ${name}`
+          : `namespace ${name} was already terminating; now gone`,
+    };
   }
+
+  /**
+   * Every namespace labelled `managed-by=tend`, in pages. `complete` only if every page arrived
+   * and the count agrees with what the API announced: a failed page, an expired continue token or
+   * a list that came back shorter than announced (`remainingItemCount`, or a one-item probe) is
+   * incomplete, with the reason. Cluster-scoped reads: no namespace is entered or stamped.
+   */
+  async listManaged(pageSize = 500): Promise<ManagedNamespaceList> {
+    const items: NamespaceInfo[] = [];
+    const labelSelector = `${labels.managedBy}=tend`;
+    const list = (limit: number, cont?: string) =>
+      this.gate.retry(
+        'list namespaces',
+        () =>
+          this.gate.connection.core.listNamespace({
+            labelSelector,
+            limit,
+            ...(cont ? { _continue: cont } : {}),
+          }),
+        true,
+      );
+    try {
+      let cont: string | undefined;
+      let announced: number | undefined;
+      do {
+        const page = await list(pageSize, cont);
+        for (const ns of page.items) items.push(toInfo(ns));
+        cont = page.metadata?._continue || undefined;
+        const remaining = page.metadata?.remainingItemCount;
+        if (cont && remaining !== undefined && remaining !== null)
+          announced = items.length + Number(remaining);
+        if (this.gate.ctx.signal.aborted) return { complete: false, error: 'interrupted', items };
+      } while (cont);
+      if (announced !== undefined && items.length < announced) {
+        return {
+          complete: false,
+          error: `the list was truncated: ${announced} namespaces announced, ${items.length} arrived`,
+          items,
+        };
+      }
+      // A short last page looks like a complete list: one more question, asked differently, must
+      // agree where it can count (a real API server leaves out remainingItemCount with selectors).
+      const probe = await list(1);
+      const more = probe.metadata?.remainingItemCount;
+      const probed = probe.metadata?._continue
+        ? more !== undefined && more !== null
+          ? probe.items.length + Number(more)
+          : undefined
+        : probe.items.length;
+      if (probed !== undefined && probed !== items.length) {
+        return {
+          complete: false,
+          error: `the list was truncated or changed while listing: ${items.length} namespaces listed, ${probed} counted`,
+          items,
+        };
+      }
+      return { complete: true, items };
+    } catch (error) {
+      const f = describeFailure(error);
+      const why =
+        f.status === 410
+          ? 'the continue token expired'
+          : `${f.status ?? f.networkCode ?? 'error'} ${f.message}`;
+      return { complete: false, error: `listing namespaces failed after ${items.length}: ${why}`, items };
+    }
+  }
+}
+
+/** How often a deleted namespace is read again until it is gone. */
+const goneIntervalMs = 100;
+
+/** What `deleteOwned` checks beyond the ownership proof (the cleanup executors know them). */
+export interface DeletionChecks {
+  /** The `tend.dev/environment` annotation must name this environment. */
+  environment?: string;
+  /** The recorded uid: a namespace re-created under the same name is another namespace. */
+  uid?: string | null;
+  /** ISO time the decision was based on: a `tend.dev/last-activity` after it means the namespace was used since. */
+  notActiveAfter?: string;
+  /** Names never deleted: returns why (e.g. the matching glob), or undefined. */
+  protectedName?: (name: string) => string | undefined;
+  /** Every check, no DELETE. */
+  dryRun?: boolean;
+}
+
+/**
+ * `deleted`: tend deleted it (or it was terminating) and it is gone; `gone`: it did not exist;
+ * `refused`: a check failed, nothing was done; `changed`: the DELETE precondition failed (409).
+ */
+export interface NamespaceDeletion {
+  outcome: 'deleted' | 'gone' | 'refused' | 'changed';
+  message: string;
+}
+
+export interface ManagedNamespaceList {
+  complete: boolean;
+  error?: string;
+  items: NamespaceInfo[];
+}
+
+/** Why a namespace fails the ownership proof or a caller's check; undefined when it passes. */
+function refusalOf(info: NamespaceInfo, project: string, checks: DeletionChecks): string | undefined {
+  if (info.annotations[annotations.adopted] === 'true') return 'it existed before tend used it (adopted)';
+  if (info.labels[labels.managedBy] !== 'tend')
+    return `it is not managed by tend (no ${labels.managedBy}=tend label)`;
+  if (info.annotations[annotations.role] === 'system') return 'it is a tend system namespace';
+  if (info.annotations[annotations.project] !== project)
+    return `it belongs to project "${info.annotations[annotations.project] ?? '(none)'}"`;
+  if (checks.environment !== undefined && info.annotations[annotations.environment] !== checks.environment) {
+    return `it belongs to environment "${info.annotations[annotations.environment] ?? '(none)'}", not "${checks.environment}"`;
+  }
+  if (checks.uid && info.uid !== checks.uid)
+    return `it was re-created (uid ${info.uid}, the recorded one is ${checks.uid})`;
+  const protectedBy = checks.protectedName?.(info.name);
+  if (protectedBy) return `its name is protected (${protectedBy})`;
+  if (checks.notActiveAfter !== undefined) {
+    const stamped = info.annotations[annotations.lastActivity];
+    const at = stamped ? Date.parse(stamped) : NaN;
+    if (stamped && !Number.isFinite(at)) return `its ${annotations.lastActivity} "${stamped}" is not a time`;
+    if (at > Date.parse(checks.notActiveAfter))
+      return `it was used at ${stamped}, after the decision (activity ${checks.notActiveAfter})`;
+  }
+  return undefined;
 }

@@ -65,7 +65,10 @@ export async function trackedKubernetesClient(
     namespaces: {
       observe: (name) => client.namespaces.observe(name),
       ensure: (name) => client.namespaces.ensure(name),
-      deleteOwned: (name) => client.namespaces.deleteOwned(name),
+      deleteOwned: async (name) => {
+        const result = await client.namespaces.deleteOwned(name);
+        return { deleted: result.outcome === 'deleted', message: result.message };
+      },
     },
     objects: {
       apply: (ns, object) => client.objects.apply(ns, object as KubeObject) as Promise<KubernetesObject>,

@@ -11,6 +11,8 @@ export interface TokenInfo {
   prefix: string;
   scope: TokenScope;
   project: string | null;
+  /** Cluster ids an `agent` token is bound to (null: any). */
+  clusters: string[] | null;
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
@@ -23,6 +25,7 @@ function toInfo(row: ApiToken): TokenInfo {
     prefix: row.token_prefix,
     scope: row.scope,
     project: row.project,
+    clusters: row.clusters ? (JSON.parse(row.clusters) as string[]) : null,
     createdAt: row.created_at,
     lastUsedAt: row.last_used_at,
     revokedAt: row.revoked_at,
@@ -40,6 +43,7 @@ export class TokenRepository {
     name: string;
     scope: TokenScope;
     project?: string | null;
+    clusters?: string[] | null;
     now?: Date;
   }): Promise<{ token: string; info: TokenInfo }> {
     const token = generateToken();
@@ -50,6 +54,7 @@ export class TokenRepository {
       token_prefix: displayPrefix(token),
       scope: input.scope,
       project: input.project ?? null,
+      clusters: input.clusters && input.clusters.length > 0 ? JSON.stringify(input.clusters) : null,
       created_at: (input.now ?? new Date()).toISOString(),
       last_used_at: null,
       revoked_at: null,

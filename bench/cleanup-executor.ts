@@ -1,0 +1,151 @@
+/**
+ * The cleanup executor at scale (issue 11): 1,000 idle environments, each with a namespace on
+ * kube-sim that tend created (label and annotations) and recorded (its uid), policies enforced,
+ * the per-pass cap lifted (`maxPerPass` 1,000). One executor pass with the server's job queue in
+ * process (the embedded home): inventory, claim, and for every job the server's re-check at
+ * start, a fresh GET of the namespace checked against the job, a DELETE with
+ * `preconditions: {uid, resourceVersion}`, the wait until it is gone, and `complete`. Prints
+ * deletions per second (target ≥ 50/s) and the requests counted by the simulator.
+ *
+ * kube-sim runs in this process (its namespaces are seeded without HTTP): its work is counted
+ * in the time, so the figure is a lower bound of the executor's own rate.
+ */
+import { CleanupExecutor } from '../src/cleanup/executor.js';
+import { builtinPlugins } from '../src/plugins/builtin.js';
+import { CleanupService, defaultCleanupSettings } from '../src/server/cleanup/service.js';
+import { Metrics } from '../src/server/metrics.js';
+import { startSim } from '../test/plugins/kubernetes/helpers.js';
+import { createTestServer, postEvents } from '../test/server/helpers.js';
+import { monotonicFactory } from 'ulidx';
+import type { KubeSim } from '../tools/kube-sim/src/index.js';
+import { figure } from './support.js';
+
+const count = Number(process.env.TEND_BENCH_NAMESPACES ?? 1000);
+const nextId = monotonicFactory();
+const hour = 3_600_000;
+
+/** A namespace as tend's kubernetes provider creates it, idle since long ago. */
+function seedNamespace(sim: KubeSim, name: string, project: string) {
+  const created = sim.store.create('namespaces', '', {
+    metadata: {
+      name,
+      labels: { 'app.kubernetes.io/managed-by': 'tend' },
+      annotations: {
+        'tend.dev/project': project,
+        'tend.dev/environment': 'dev',
+        'tend.dev/created-at': '2026-01-01T00:00:00.000Z',
+        'tend.dev/last-activity': '2026-01-01T00:00:00.000Z',
+      },
+    },
+  });
+  return { name, uid: created.metadata.uid! };
+}
+
+/** The events of a `tend deploy` that created the namespace, with a 1h policy. */
+function recordingEvents(sim: KubeSim, ns: { name: string; uid: string }, project: string): unknown[] {
+  const sessionId = nextId();
+  const base = (type: string, payload: unknown) => ({
+    id: nextId(),
+    type,
+    sessionId,
+    timestamp: new Date().toISOString(),
+    payload,
+  });
+  return [
+    base('sessionStarted', {
+      command: 'deploy',
+      args: [],
+      project,
+      environment: 'dev',
+      namespace: ns.name,
+      user: 'alice',
+      hostId: 'host-1',
+      cliVersion: '0.1.0',
+      cleanupPolicy: { afterInactivity: '1h', action: 'delete' },
+    }),
+    base('namespaceStatus', {
+      pluginName: 'kubernetes',
+      providerName: 'kubernetes',
+      namespaceName: ns.name,
+      namespaceUid: ns.uid,
+      state: 'ready',
+      role: 'app',
+      cause: 'created',
+      target: { kind: 'kubernetes', clusterId: sim.clusterId, server: sim.url, context: 'kube-sim' },
+      project,
+      environment: 'dev',
+    }),
+    base('sessionCompleted', { durationMs: 10, succeeded: 1, cached: 0, failed: 0, aborted: 0 }),
+  ];
+}
+
+export async function run(): Promise<void> {
+  const handle = await startSim();
+  // The server's clock runs 2 hours ahead once everything is recorded: the environments are idle.
+  let offsetMs = 0;
+  const now = () => new Date(Date.now() + offsetMs);
+  const server = await createTestServer('sqlite', { now });
+  try {
+    const service = new CleanupService(server.database.db, server.database.reader, new Metrics(), now, {
+      ...defaultCleanupSettings,
+      maxPerPass: count,
+    });
+    // One project per environment: the per-project breaker stays shut.
+    const namespaces: { name: string; uid: string }[] = [];
+    let events: unknown[] = [];
+    const flush = async () => {
+      const res = await postEvents(server, events);
+      if (res.statusCode !== 200) throw new Error(`ingest: ${res.statusCode} ${res.body}`);
+      events = [];
+    };
+    for (let i = 0; i < count; i++) {
+      const project = `bench${i}`;
+      const ns = seedNamespace(handle.sim, `${project}-dev`, project);
+      namespaces.push(ns);
+      events.push(...recordingEvents(handle.sim, ns, project));
+      if (events.length >= 400) await flush();
+    }
+    if (events.length > 0) await flush();
+    for (let i = 0; i < count; i++) await service.enforce(`bench${i}`, undefined, 'bench');
+    offsetMs = 2 * hour;
+
+    const executor = new CleanupExecutor({
+      queue: service,
+      plugins: builtinPlugins(),
+      settings: {
+        kubernetes: { kubeconfig: handle.kubeconfig, contexts: ['kube-sim'] },
+        protectNamespaces: [],
+        systemNamespace: 'tend-system',
+      },
+      kind: 'embedded',
+      name: 'bench',
+      version: 'bench',
+    });
+    const first = await executor.runPass();
+    if (!first.inventories[0]?.complete) throw new Error(`inventory: ${JSON.stringify(first.inventories)}`);
+    const planned = await service.planningPass();
+    console.log(`  ${count} namespaces recorded and due; the planning pass planned ${planned?.planned} jobs`);
+
+    const before = handle.sim.requests.latest();
+    const started = performance.now();
+    const pass = await executor.runPass();
+    const seconds = (performance.now() - started) / 1000;
+    const requests = handle.sim.requests.list({ since: before });
+    const done = pass.jobs.filter((j) => j.outcome === 'done').length;
+    const gone = namespaces.filter((n) => !handle.sim.store.get('namespaces', '', n.name)).length;
+    const gets = requests.filter((r) => r.verb === 'get' && r.resource === 'namespaces').length;
+    const deletes = requests.filter((r) => r.verb === 'delete' && r.resource === 'namespaces').length;
+    console.log(
+      `  one executor pass: ${done} done, ${pass.jobs.length - done} other; ${gone} namespaces gone; ` +
+        `simulator saw ${gets} namespace GETs (fresh checks and waits until gone), ${deletes} DELETEs`,
+    );
+    if (done !== count || gone !== count || deletes !== count) process.exitCode = 1;
+    figure('executor pass (inventory + 1,000 jobs)', seconds * 1000, 'ms');
+    figure('deletions per second, each checked fresh with precondition', done / seconds, '/s', { min: 50 });
+  } finally {
+    await server.close();
+    await handle.stop();
+  }
+}
+
+await run();

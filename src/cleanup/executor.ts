@@ -1,0 +1,385 @@
+/**
+ * The cleanup executor: one implementation, two homes — inside `tend server --kubeconfig` (the
+ * queue is the server's CleanupService, in-process) and `tend agent` (the queue is HTTP).
+ *
+ * Each pass: (1) heartbeat with the targets it serves, (2) the inventory of each target, (3) claim
+ * the due jobs of the targets whose inventory was complete in this pass — a failed, partial or
+ * truncated list means nothing is done there until a later pass — (4) for each job, concurrently
+ * up to a bound: `start` (the server re-checks the registry), the plugin's `verifyAndClean`
+ * (dispatched by the job's plugin name: fresh read, every check, the action with preconditions),
+ * then `complete` with the outcome. A job whose lease was lost is dropped; the lease returns it.
+ */
+import { TendError } from '../errors.js';
+import { PluginEventBroker } from '../router/broker.js';
+import { newId, SessionBus } from '../events/bus.js';
+import type { EventType, TendEvent } from '../events/catalog.js';
+import type {
+  CleanupCallContext,
+  CleanupResult,
+  CleanupTarget,
+  ExecutorSettings,
+  PluginDefinition,
+  PluginLog,
+} from '../plugin/types.js';
+import type { CleanupJob, CleanupQueue, ExecutorKind, InventoryResponse } from './protocol.js';
+
+export type ExecutorLogLevel = 'debug' | 'info' | 'warn' | 'error';
+export type ExecutorLogger = (level: ExecutorLogLevel, message: string) => void;
+
+export interface ExecutorOptions {
+  queue: CleanupQueue;
+  plugins: readonly PluginDefinition[];
+  settings: ExecutorSettings;
+  kind: ExecutorKind;
+  /** For people: the host or agent name. */
+  name: string;
+  version: string;
+  /** Stable for the process; a new one at each start. */
+  executorId?: string;
+  user?: string;
+  hostId?: string;
+  /** Jobs verified and executed at once (default 64): each waits for its namespace to be gone. */
+  concurrency?: number;
+  /** Jobs claimed per request (default 4 × concurrency). */
+  claimBatch?: number;
+  /** Lease of a claimed job (default 300 s): longer than a namespace takes to go. */
+  leaseSeconds?: number;
+  /** Pause between passes until the server's heartbeat answer says otherwise (default 30 s). */
+  intervalMs?: number;
+  log?: ExecutorLogger;
+  /** Every event the plugins emitted while cleaning (namespaceStatus of what was deleted, logs). */
+  onEvent?: (event: TendEvent) => void;
+}
+
+export interface JobReport {
+  id: string;
+  targetKey: string;
+  namespaceName: string;
+  /** `lease-lost`: another executor holds the job now (or the lease expired); nothing was reported. */
+  outcome: 'done' | 'cancelled' | 'failed' | 'lease-lost';
+  message: string;
+}
+
+export interface InventoryReportSummary {
+  targetKey: string;
+  pluginName: string;
+  complete: boolean;
+  items: number;
+  error?: string;
+  response?: InventoryResponse;
+}
+
+export interface PassReport {
+  targets: { targetKey: string; pluginName: string; description: string }[];
+  inventories: InventoryReportSummary[];
+  jobs: JobReport[];
+  /** What went wrong outside a job (target discovery, heartbeat, claim): the pass went on where it could. */
+  errors: string[];
+}
+
+const defaultIntervalMs = 30_000;
+
+export class CleanupExecutor {
+  readonly executorId: string;
+  private targets: CleanupTarget[] | undefined;
+  private intervalMs: number;
+  private readonly bus: SessionBus;
+  private readonly log: ExecutorLogger;
+
+  constructor(private readonly options: ExecutorOptions) {
+    this.executorId = options.executorId ?? newId();
+    this.intervalMs = options.intervalMs ?? defaultIntervalMs;
+    this.log = options.log ?? (() => {});
+    // Plugin events of cleanup calls are validated and stamped like those of any handler call.
+    this.bus = new SessionBus(this.executorId);
+    if (options.onEvent) this.bus.on('*', options.onEvent);
+  }
+
+  /** The pause between passes: the server's `--cleanup-interval` once a heartbeat answered. */
+  get interval(): number {
+    return this.intervalMs;
+  }
+
+  private pluginsWithCleanup(): PluginDefinition[] {
+    return this.options.plugins.filter((p) => p.cleanup !== undefined);
+  }
+
+  private callContext(plugin: PluginDefinition, handler: string, signal: AbortSignal) {
+    const declared = new Set<EventType>([...plugin.emits, 'log']);
+    const broker = new PluginEventBroker(this.bus, declared, {
+      pluginName: plugin.name,
+      providerName: plugin.name,
+      handler: `cleanup.${handler}`,
+    });
+    const ctx: CleanupCallContext = {
+      settings: this.options.settings,
+      events: broker,
+      log: pluginLog(this.log, plugin.name),
+      signal,
+      user: this.options.user ?? 'tend-executor',
+      hostId: this.options.hostId ?? this.options.settings.local?.hostId ?? this.options.name,
+    };
+    return { ctx, close: () => broker.close() };
+  }
+
+  private async call<T>(
+    plugin: PluginDefinition,
+    handler: string,
+    signal: AbortSignal,
+    fn: (ctx: CleanupCallContext) => Promise<T>,
+  ): Promise<T> {
+    const { ctx, close } = this.callContext(plugin, handler, signal);
+    try {
+      return await fn(ctx);
+    } finally {
+      close();
+    }
+  }
+
+  /** The targets every plugin serves with these settings; found once, again after a failure. */
+  async discoverTargets(signal: AbortSignal = new AbortController().signal): Promise<{
+    targets: CleanupTarget[];
+    errors: string[];
+  }> {
+    if (this.targets) return { targets: this.targets, errors: [] };
+    const targets: CleanupTarget[] = [];
+    const errors: string[] = [];
+    for (const plugin of this.pluginsWithCleanup()) {
+      try {
+        targets.push(...(await this.call(plugin, 'targets', signal, (ctx) => plugin.cleanup!.targets(ctx))));
+      } catch (error) {
+        errors.push(`plugin ${plugin.name}: cannot find its targets: ${(error as Error).message}`);
+      }
+    }
+    if (errors.length === 0) this.targets = targets;
+    return { targets, errors };
+  }
+
+  /** One pass: heartbeat, inventories, claim, execute. Never throws for a single failure. */
+  async runPass(signal: AbortSignal = new AbortController().signal): Promise<PassReport> {
+    const report: PassReport = { targets: [], inventories: [], jobs: [], errors: [] };
+    const { targets, errors } = await this.discoverTargets(signal);
+    report.errors.push(...errors);
+    report.targets = targets.map(({ targetKey, pluginName, description }) => ({
+      targetKey,
+      pluginName,
+      description,
+    }));
+    try {
+      const answer = await this.options.queue.heartbeat({
+        executorId: this.executorId,
+        name: this.options.name,
+        kind: this.options.kind,
+        version: this.options.version,
+        targets: report.targets,
+      });
+      this.intervalMs = answer.intervalSeconds * 1000;
+    } catch (error) {
+      report.errors.push(`heartbeat: ${(error as Error).message}`);
+      return report;
+    }
+    report.inventories = await Promise.all(targets.map((t) => this.takeInventory(t, signal)));
+    // Unknown is not idle: only targets listed completely in this pass are acted on.
+    const ready = targets.filter(
+      (t) => report.inventories.find((i) => i.targetKey === t.targetKey)?.complete === true,
+    );
+    if (ready.length === 0 || signal.aborted) return report;
+    await this.executeDueJobs(ready, signal, report);
+    return report;
+  }
+
+  private async takeInventory(target: CleanupTarget, signal: AbortSignal): Promise<InventoryReportSummary> {
+    const plugin = this.options.plugins.find((p) => p.name === target.pluginName)!;
+    let inventory: Awaited<ReturnType<NonNullable<PluginDefinition['cleanup']>['inventory']>>;
+    try {
+      inventory = await this.call(plugin, 'inventory', signal, (ctx) =>
+        plugin.cleanup!.inventory(ctx, target),
+      );
+    } catch (error) {
+      inventory = { complete: false, error: (error as Error).message, items: [] };
+    }
+    const summary: InventoryReportSummary = {
+      targetKey: target.targetKey,
+      pluginName: target.pluginName,
+      complete: inventory.complete,
+      items: inventory.items.length,
+      ...(inventory.error ? { error: inventory.error.slice(0, 4000) } : {}),
+    };
+    if (!inventory.complete) {
+      this.log(
+        'warn',
+        `${target.targetKey}: inventory incomplete (${inventory.error ?? 'no reason'}); nothing is cleaned there in this pass`,
+      );
+    }
+    try {
+      summary.response = await this.options.queue.inventory({
+        executorId: this.executorId,
+        targetKey: target.targetKey,
+        pluginName: target.pluginName,
+        complete: inventory.complete,
+        ...(summary.error ? { error: summary.error } : {}),
+        items: inventory.items,
+      });
+    } catch (error) {
+      // The server did not take the inventory: it must not see this target as listed.
+      summary.complete = false;
+      summary.error = `the server did not take the inventory: ${(error as Error).message}`.slice(0, 4000);
+      this.log('warn', `${target.targetKey}: ${summary.error}`);
+    }
+    return summary;
+  }
+
+  private async executeDueJobs(targets: CleanupTarget[], signal: AbortSignal, report: PassReport) {
+    const concurrency = this.options.concurrency ?? 64;
+    const batch = this.options.claimBatch ?? concurrency * 4;
+    const byKey = new Map(targets.map((t) => [t.targetKey, t]));
+    const seen = new Set<string>();
+    while (!signal.aborted) {
+      let jobs: CleanupJob[];
+      try {
+        ({ jobs } = await this.options.queue.claim({
+          executorId: this.executorId,
+          targetKeys: [...byKey.keys()],
+          max: batch,
+          leaseSeconds: this.options.leaseSeconds ?? 300,
+        }));
+      } catch (error) {
+        report.errors.push(`claim: ${(error as Error).message}`);
+        return;
+      }
+      // A job failed in this pass may be claimable again after its backoff: not in this pass.
+      const fresh = jobs.filter((j) => !seen.has(j.id));
+      for (const job of fresh) seen.add(job.id);
+      await forEachLimited(fresh, concurrency, async (job) => {
+        report.jobs.push(await this.executeJob(job, byKey.get(job.targetKey), signal));
+      });
+      if (jobs.length < batch || fresh.length === 0) return;
+    }
+  }
+
+  /** start → verifyAndClean → complete, for one job. */
+  async executeJob(
+    job: CleanupJob,
+    target: CleanupTarget | undefined,
+    signal: AbortSignal,
+  ): Promise<JobReport> {
+    const base = { id: job.id, targetKey: job.targetKey, namespaceName: job.namespaceName };
+    // A call to the queue that failed: the lease is gone (another executor has the job), or the
+    // server could not be asked (the lease will return the job).
+    const queueFailure = (call: string, error: unknown): JobReport => {
+      const report: JobReport =
+        error instanceof TendError && error.code === 'TEND_CLEANUP_LEASE_LOST'
+          ? { ...base, outcome: 'lease-lost', message: error.message }
+          : { ...base, outcome: 'failed', message: `${call}: ${(error as Error).message}` };
+      this.log('warn', `${job.namespaceName}: ${report.message}`);
+      return report;
+    };
+    try {
+      const started = await this.options.queue.start(job.id, { executorId: this.executorId });
+      if (!started.proceed) {
+        this.log('info', `${job.namespaceName}: cancelled by the server: ${started.reason}`);
+        return { ...base, outcome: 'cancelled', message: started.reason };
+      }
+      job = started.job;
+    } catch (error) {
+      return queueFailure('start', error);
+    }
+    const result = await this.verifyAndClean(job, target, signal);
+    this.log(
+      result.outcome === 'failed' ? 'warn' : 'info',
+      `${job.namespaceName} (${job.targetKey}): ${result.outcome}: ${result.message}`,
+    );
+    try {
+      await this.options.queue.complete(job.id, {
+        executorId: this.executorId,
+        outcome: result.outcome,
+        message: result.message.slice(0, 4000),
+      });
+    } catch (error) {
+      return queueFailure('complete', error);
+    }
+    return { ...base, ...result };
+  }
+
+  private async verifyAndClean(
+    job: CleanupJob,
+    target: CleanupTarget | undefined,
+    signal: AbortSignal,
+  ): Promise<CleanupResult> {
+    const plugin = this.options.plugins.find((p) => p.name === job.pluginName);
+    if (!plugin?.cleanup) {
+      return {
+        outcome: 'failed',
+        message: `this executor has no cleanup handlers for plugin "${job.pluginName}"`,
+      };
+    }
+    if (!target || target.pluginName !== plugin.name) {
+      return {
+        outcome: 'failed',
+        message: `this executor does not serve target ${job.targetKey} for plugin ${plugin.name}`,
+      };
+    }
+    try {
+      return await this.call(plugin, 'verifyAndClean', signal, (ctx) =>
+        plugin.cleanup!.verifyAndClean(ctx, target, job),
+      );
+    } catch (error) {
+      // Never reported done: the server retries it with backoff.
+      return { outcome: 'failed', message: (error as Error).message };
+    }
+  }
+
+  /** Passes until `signal` aborts; the current pass finishes its jobs first. */
+  async run(signal: AbortSignal, onPass?: (report: PassReport) => void): Promise<void> {
+    while (!signal.aborted) {
+      try {
+        const report = await this.runPass(signal);
+        for (const error of report.errors) this.log('error', error);
+        onPass?.(report);
+        if (report.errors.length > 0 && !this.targets)
+          this.log('warn', 'targets not found yet; trying again next pass');
+      } catch (error) {
+        // A pass never takes the executor down: the next one starts over.
+        this.log('error', `the pass failed: ${(error as Error).message}`);
+      }
+      await sleep(this.intervalMs, signal);
+    }
+    this.bus.close();
+  }
+}
+
+/** Runs `fn` over the items, at most `limit` at once. */
+async function forEachLimited<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+function pluginLog(log: ExecutorLogger, plugin: string): PluginLog {
+  return {
+    debug: (m) => log('debug', `(${plugin}) ${m}`),
+    info: (m) => log('info', `(${plugin}) ${m}`),
+    warn: (m) => log('warn', `(${plugin}) ${m}`),
+    error: (m) => log('error', `(${plugin}) ${m}`),
+    output: (stream, line) => log('debug', `(${plugin}) ${stream}: ${line}`),
+  };
+}

@@ -1,0 +1,87 @@
+/**
+ * The cleanup job queue over HTTP, for `tend agent`: the agent routes of the server with an
+ * `agent`-scope bearer token. Transient failures (no connection, 5xx, 429) are retried with
+ * exponential backoff honouring Retry-After; a refused request (4xx) is not. A retried `claim`
+ * whose first answer was lost leaves jobs leased to nobody: their leases expire and return them.
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+import { TendError } from '../errors.js';
+import { apiRequest } from '../remote/client.js';
+import type {
+  ClaimRequest,
+  ClaimResponse,
+  CleanupQueue,
+  CompleteRequest,
+  CompleteResponse,
+  HeartbeatRequest,
+  HeartbeatResponse,
+  InventoryReport,
+  InventoryResponse,
+  StartRequest,
+  StartResponse,
+} from './protocol.js';
+
+export interface HttpQueueOptions {
+  server: string;
+  token: string;
+  /** Retries of a transient failure (default 6). */
+  retries?: number;
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  onRetry?: (what: string, error: TendError, waitMs: number) => void;
+}
+
+function transient(error: unknown): error is TendError {
+  if (!(error instanceof TendError)) return false;
+  const status = error.detail?.status as number | undefined;
+  // TEND_SERVER without a status: the server could not be reached.
+  if (status === undefined) return error.code === 'TEND_SERVER';
+  return status === 429 || status >= 500;
+}
+
+export class HttpCleanupQueue implements CleanupQueue {
+  constructor(private readonly options: HttpQueueOptions) {}
+
+  private async post<T>(path: string, body: unknown): Promise<T> {
+    const o = this.options;
+    const retries = o.retries ?? 6;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await apiRequest<T>({ url: o.server, token: o.token }, path, {
+          method: 'POST',
+          body,
+          timeoutMs: o.timeoutMs ?? 30_000,
+        });
+      } catch (error) {
+        if (!transient(error) || attempt >= retries || o.signal?.aborted) throw error;
+        const backoff = Math.min(o.maxDelayMs ?? 10_000, (o.baseDelayMs ?? 250) * 2 ** attempt);
+        const retryAfter = (error.detail?.retryAfterMs as number | undefined) ?? 0;
+        const waitMs = Math.min(60_000, Math.max(backoff * (0.5 + Math.random() / 2), retryAfter));
+        o.onRetry?.(path, error, Math.round(waitMs));
+        await delay(waitMs);
+      }
+    }
+  }
+
+  heartbeat(body: HeartbeatRequest): Promise<HeartbeatResponse> {
+    return this.post('/api/v1/agents/heartbeat', body);
+  }
+
+  inventory(body: InventoryReport): Promise<InventoryResponse> {
+    return this.post('/api/v1/agents/inventory', body);
+  }
+
+  claim(body: ClaimRequest): Promise<ClaimResponse> {
+    return this.post('/api/v1/cleanup/jobs/claim', body);
+  }
+
+  start(jobId: string, body: StartRequest): Promise<StartResponse> {
+    return this.post(`/api/v1/cleanup/jobs/${encodeURIComponent(jobId)}/start`, body);
+  }
+
+  complete(jobId: string, body: CompleteRequest): Promise<CompleteResponse> {
+    return this.post(`/api/v1/cleanup/jobs/${encodeURIComponent(jobId)}/complete`, body);
+  }
+}

@@ -1,0 +1,216 @@
+/**
+ * The contract between the cleanup job queue (the server) and its executors (embedded in
+ * `tend server`, or `tend agent` over HTTP): TypeBox schemas of every request and answer, the
+ * types derived from them, and the `CleanupQueue` interface both homes of the executor talk to.
+ * The HTTP routes validate with these schemas; the in-process queue takes the same types.
+ *
+ * A job whose lease the executor no longer holds (expired, or taken by another executor) is
+ * refused with TEND_CLEANUP_LEASE_LOST (HTTP 409); the executor then drops the job.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+
+/**
+ * Where an executor acts: `kubernetes/<clusterId>` (clusterId = uid of kube-system) or
+ * `local/<hostId>` (the exec environments of one host).
+ */
+export const TargetKey = Type.String({
+  minLength: 3,
+  maxLength: 300,
+  pattern: '^(kubernetes|local)/[^/]+$',
+  description: '`kubernetes/<clusterId>` or `local/<hostId>`.',
+});
+
+/**
+ * The executor target of a recorded resource. Resources of local environments carry their path
+ * (`local/<hostId>/<path>`); one executor on that host serves every path.
+ */
+export function executorTargetOf(resourceTargetKey: string): string {
+  if (!resourceTargetKey.startsWith('local/')) return resourceTargetKey;
+  const slash = resourceTargetKey.indexOf('/', 'local/'.length);
+  return slash === -1 ? resourceTargetKey : resourceTargetKey.slice(0, slash);
+}
+
+const Id = (description?: string) => Type.String({ minLength: 1, maxLength: 200, description });
+const Time = () => Type.String({ format: 'date-time' });
+const Message = () => Type.String({ maxLength: 4000 });
+
+export const ExecutorKind = Type.Union([Type.Literal('embedded'), Type.Literal('agent')]);
+export type ExecutorKind = Static<typeof ExecutorKind>;
+
+export const HeartbeatRequest = Type.Object(
+  {
+    executorId: Id('Stable per executor process (e.g. a ULID chosen at start).'),
+    name: Type.String({ minLength: 1, maxLength: 200, description: 'For people: host name, agent name.' }),
+    kind: ExecutorKind,
+    version: Type.String({ minLength: 1, maxLength: 100 }),
+    targets: Type.Array(
+      Type.Object(
+        {
+          targetKey: TargetKey,
+          pluginName: Type.String({ minLength: 1, maxLength: 200 }),
+          description: Type.String({ maxLength: 500 }),
+        },
+        { additionalProperties: false },
+      ),
+      { maxItems: 200 },
+    ),
+  },
+  { additionalProperties: false },
+);
+export type HeartbeatRequest = Static<typeof HeartbeatRequest>;
+
+export const HeartbeatResponse = Type.Object({
+  serverTime: Time(),
+  /** How often the executor should run a pass (the server's `--cleanup-interval`). */
+  intervalSeconds: Type.Integer({ minimum: 1 }),
+});
+export type HeartbeatResponse = Static<typeof HeartbeatResponse>;
+
+export const NamespacePhase = Type.Union([Type.Literal('Active'), Type.Literal('Terminating')]);
+export type NamespacePhase = Static<typeof NamespacePhase>;
+
+const StringMap = Type.Record(Type.String({ maxLength: 317 }), Type.String({ maxLength: 4096 }));
+
+export const InventoryItem = Type.Object(
+  {
+    namespaceName: Type.String({ minLength: 1, maxLength: 253 }),
+    uid: Type.String({ minLength: 1, maxLength: 100 }),
+    resourceVersion: Type.String({ minLength: 1, maxLength: 100 }),
+    phase: NamespacePhase,
+    labels: StringMap,
+    /** The `tend.dev/*` annotations (others may be left out). */
+    annotations: StringMap,
+  },
+  { additionalProperties: false },
+);
+export type InventoryItem = Static<typeof InventoryItem>;
+
+export const InventoryReport = Type.Object(
+  {
+    executorId: Id(),
+    targetKey: TargetKey,
+    pluginName: Type.String({ minLength: 1, maxLength: 200 }),
+    /** True only if every page of the list arrived. A partial list never marks anything missing. */
+    complete: Type.Boolean(),
+    /** Why the list is not complete (failed call, truncated, expired continue token). */
+    error: Type.Optional(Message()),
+    items: Type.Array(InventoryItem, { maxItems: 100_000 }),
+  },
+  { additionalProperties: false },
+);
+export type InventoryReport = Static<typeof InventoryReport>;
+
+export const InventoryResponse = Type.Object({
+  /** Items of the report that match a recorded resource. */
+  recorded: Type.Integer({ minimum: 0 }),
+  /** Recorded `ready` resources of the target absent from this complete inventory, now `missing`. */
+  markedMissing: Type.Integer({ minimum: 0 }),
+  /** tend-labelled namespaces with no record. */
+  unrecorded: Type.Integer({ minimum: 0 }),
+});
+export type InventoryResponse = Static<typeof InventoryResponse>;
+
+export const ClaimRequest = Type.Object(
+  {
+    executorId: Id(),
+    targetKeys: Type.Array(TargetKey, { minItems: 1, maxItems: 200 }),
+    max: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 10 })),
+    leaseSeconds: Type.Optional(Type.Integer({ minimum: 5, maximum: 3600, default: 120 })),
+  },
+  { additionalProperties: false },
+);
+export type ClaimRequest = Static<typeof ClaimRequest>;
+
+/** What a job does. Only `delete` today; `pause`/`resume` will run through the same machinery. */
+export const CleanupAction = Type.Union([
+  Type.Literal('delete'),
+  Type.Literal('pause'),
+  Type.Literal('resume'),
+]);
+export type CleanupAction = Static<typeof CleanupAction>;
+
+export const CleanupJobState = Type.Union([
+  Type.Literal('planned'),
+  Type.Literal('executing'),
+  Type.Literal('done'),
+  Type.Literal('failed'),
+  Type.Literal('cancelled'),
+]);
+export type CleanupJobState = Static<typeof CleanupJobState>;
+
+export const CleanupJob = Type.Object({
+  id: Type.String(),
+  action: CleanupAction,
+  state: CleanupJobState,
+  environmentId: Type.String(),
+  project: Type.String(),
+  environment: Type.String(),
+  resourceId: Type.String(),
+  /** The plugin that recorded the resource: the executor dispatches the job to its cleanup handlers. */
+  pluginName: Type.String(),
+  /** The executor target (`kubernetes/<clusterId>`, `local/<hostId>`). */
+  targetKey: Type.String(),
+  /** The resource's target as recorded (`{kind, clusterId, server, context}` or `{kind, hostId, path}`). */
+  target: Type.Record(Type.String(), Type.Unknown()),
+  namespaceName: Type.String(),
+  /** The recorded uid: a namespace with another uid is not the one planned (re-created). */
+  namespaceUid: Type.Union([Type.String(), Type.Null()]),
+  /**
+   * The activity the decision was based on. A `tend.dev/last-activity` later than this on the
+   * namespace means it was used since: the executor cancels.
+   */
+  expectedLastActivityAt: Time(),
+  /** The planner's sentence, e.g. "no activity since 10:02 UTC, policy 8h; last: tend build by alice". */
+  reason: Type.String(),
+  attempts: Type.Integer({ minimum: 0 }),
+  leaseExpiresAt: Type.Union([Time(), Type.Null()]),
+  /** The executor runs every check but does not act (a dry-run executor, `tend agent --dry-run`). */
+  dryRun: Type.Boolean(),
+});
+export type CleanupJob = Static<typeof CleanupJob>;
+
+export const ClaimResponse = Type.Object({ jobs: Type.Array(CleanupJob) });
+export type ClaimResponse = Static<typeof ClaimResponse>;
+
+export const StartRequest = Type.Object({ executorId: Id() }, { additionalProperties: false });
+export type StartRequest = Static<typeof StartRequest>;
+
+export const StartResponse = Type.Union([
+  Type.Object({ proceed: Type.Literal(true), job: CleanupJob }),
+  Type.Object({ proceed: Type.Literal(false), reason: Type.String() }),
+]);
+export type StartResponse = Static<typeof StartResponse>;
+
+export const CleanupOutcome = Type.Union([
+  Type.Literal('done'),
+  Type.Literal('cancelled'),
+  Type.Literal('failed'),
+]);
+export type CleanupOutcome = Static<typeof CleanupOutcome>;
+
+export const CompleteRequest = Type.Object(
+  {
+    executorId: Id(),
+    outcome: CleanupOutcome,
+    /** For people: "deleted", "already gone", "changed since the check", the API error. */
+    message: Message(),
+  },
+  { additionalProperties: false },
+);
+export type CompleteRequest = Static<typeof CompleteRequest>;
+
+export const CompleteResponse = Type.Object({ job: CleanupJob });
+export type CompleteResponse = Static<typeof CompleteResponse>;
+
+/**
+ * The job queue as an executor sees it: `CleanupService` in the server process (embedded
+ * executor), or the HTTP client of `tend agent`. Errors are TendErrors; a lost lease is
+ * TEND_CLEANUP_LEASE_LOST.
+ */
+export interface CleanupQueue {
+  heartbeat(body: HeartbeatRequest): Promise<HeartbeatResponse>;
+  inventory(body: InventoryReport): Promise<InventoryResponse>;
+  claim(body: ClaimRequest): Promise<ClaimResponse>;
+  start(jobId: string, body: StartRequest): Promise<StartResponse>;
+  complete(jobId: string, body: CompleteRequest): Promise<CompleteResponse>;
+}

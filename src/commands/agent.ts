@@ -1,0 +1,178 @@
+/**
+ * `tend agent`: the cleanup executor as a process of its own, next to a cluster whose credentials
+ * the server must not hold (`--kubeconfig`, `--context`), or on a developer machine for the exec
+ * environments of that host (`--local`). It talks to the server's job queue over HTTP with an
+ * `agent`-scope token, runs a pass every interval, and stops gracefully on SIGTERM/SIGINT: the
+ * jobs in flight finish; a second signal exits at once (their leases return them to the queue).
+ */
+import os from 'node:os';
+import type { CommandResult, GlobalOptions } from '../cli/output.js';
+import { cliVersion } from '../cli/version.js';
+import { CleanupExecutor, type ExecutorLogLevel, type PassReport } from '../cleanup/executor.js';
+import { HttpCleanupQueue } from '../cleanup/http-queue.js';
+import { TendError } from '../errors.js';
+import { builtinPlugins } from '../plugins/builtin.js';
+import type { ExecutorSettings, PluginDefinition } from '../plugin/types.js';
+import { validatePlugins } from '../plugin/validate.js';
+import { normaliseServerUrl } from '../remote/credentials.js';
+import { localIdentity } from '../state/identity.js';
+import { parseDuration } from '../server/views.js';
+
+export interface AgentOptions extends GlobalOptions {
+  server?: string;
+  token?: string;
+  kubeconfig?: string;
+  context?: string[];
+  local?: boolean;
+  interval?: string;
+  dryRun?: boolean;
+  once?: boolean;
+  protectNamespace?: string[];
+  systemNamespace?: string;
+  concurrency?: number;
+}
+
+export interface AgentData {
+  executorId: string;
+  passes: number;
+  /** The last pass (with `--once`, the only one). */
+  last?: PassReport;
+}
+
+/** The executor settings of `tend agent` / `tend server` flags. */
+export function executorSettingsOf(o: {
+  kubeconfig?: string;
+  context?: string[];
+  local?: boolean;
+  protectNamespace?: string[];
+  systemNamespace?: string;
+  /** Serve the current context when no --kubeconfig/--context is given (the agent, unless --local only). */
+  clustersByDefault: boolean;
+}): ExecutorSettings {
+  const contexts = o.context ?? [];
+  const clusters = o.kubeconfig !== undefined || contexts.length > 0 || o.clustersByDefault;
+  return {
+    ...(clusters ? { kubernetes: { ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : {}), contexts } } : {}),
+    ...(o.local ? { local: { hostId: localIdentity().hostId } } : {}),
+    protectNamespaces: o.protectNamespace ?? [],
+    systemNamespace: o.systemNamespace ?? 'tend-system',
+  };
+}
+
+export function parseInterval(value: string, flag = '--interval'): number {
+  const ms = parseDuration(value);
+  if (ms === undefined || ms < 1000 || ms > 86_400_000) {
+    throw new TendError(
+      'TEND_USAGE',
+      `${flag} expects a duration from 1s to 1d such as 30s or 5m, got "${value}"`,
+    );
+  }
+  return ms;
+}
+
+/** One line per pass, for people. */
+export function describePass(report: PassReport): string {
+  const listed = report.inventories
+    .map(
+      (i) =>
+        `${i.targetKey}: ${i.items} namespaces${i.complete ? '' : ` (incomplete: ${i.error ?? 'no reason'})`}`,
+    )
+    .join('; ');
+  const counts = new Map<string, number>();
+  for (const job of report.jobs) counts.set(job.outcome, (counts.get(job.outcome) ?? 0) + 1);
+  const jobs = [...counts].map(([outcome, n]) => `${n} ${outcome}`).join(', ') || 'no jobs';
+  const errors = report.errors.length ? `; errors: ${report.errors.join('; ')}` : '';
+  return `${listed || 'no targets'}; ${jobs}${errors}`;
+}
+
+export async function agentCommand(
+  options: AgentOptions,
+  plugins: PluginDefinition[] = builtinPlugins(),
+): Promise<CommandResult<AgentData>> {
+  const server = options.server ?? process.env.TEND_SERVER_URL;
+  const token = options.token ?? process.env.TEND_TOKEN;
+  if (!server || !token) {
+    throw new TendError(
+      'TEND_USAGE',
+      'tend agent needs --server URL and --token T (an agent-scope token: tend server token create --scope agent)',
+    );
+  }
+  const intervalMs = parseInterval(options.interval ?? '30s');
+  validatePlugins(plugins);
+  const settings = executorSettingsOf({ ...options, clustersByDefault: !options.local });
+  if (options.dryRun) {
+    // Every check, no action: the jobs this agent claims are verified and left alone.
+    plugins = plugins.map((p) =>
+      p.cleanup
+        ? {
+            ...p,
+            cleanup: {
+              ...p.cleanup,
+              verifyAndClean: (ctx, target, job) =>
+                p.cleanup!.verifyAndClean(ctx, target, { ...job, dryRun: true }),
+            },
+          }
+        : p,
+    );
+  }
+  const controller = new AbortController();
+  const queue = new HttpCleanupQueue({
+    server: normaliseServerUrl(server),
+    token,
+    signal: controller.signal,
+    onRetry: (what, error, waitMs) => log('debug', `${what}: ${error.message}; retrying in ${waitMs} ms`),
+  });
+  const json = options.json === true;
+  const log = (level: ExecutorLogLevel, message: string) => {
+    if (level === 'debug' && !options.debug) return;
+    if (json) process.stderr.write(JSON.stringify({ level, message, at: new Date().toISOString() }) + '\n');
+    else process.stderr.write(`${level === 'info' ? '' : `${level}: `}${message}\n`);
+  };
+  const executor = new CleanupExecutor({
+    queue,
+    plugins,
+    settings,
+    kind: 'agent',
+    name: `tend agent on ${os.hostname()}`,
+    version: cliVersion,
+    intervalMs,
+    ...(options.concurrency ? { concurrency: options.concurrency } : {}),
+    log,
+  });
+  let passes = 0;
+  let last: PassReport | undefined;
+  const onPass = (report: PassReport) => {
+    passes++;
+    last = report;
+    // With --once the result carries the pass; otherwise one JSON line per pass.
+    if (json && !options.once) process.stdout.write(JSON.stringify({ pass: passes, ...report }) + '\n');
+    else log('info', `pass ${passes}: ${describePass(report)}`);
+  };
+  if (options.once) {
+    onPass(await executor.runPass(controller.signal));
+    const failed = last!.errors.length > 0 || last!.jobs.some((j) => j.outcome === 'failed');
+    return { exitCode: failed ? 1 : 0, human: '', data: { executorId: executor.executorId, passes, last } };
+  }
+  let signalled = false;
+  const onSignal = () => {
+    if (signalled) process.exit(130);
+    signalled = true;
+    log('info', 'stopping: finishing the jobs in flight (a second signal exits at once)');
+    controller.abort();
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  log('info', `tend agent ${executor.executorId} started: ${server}, a pass every ${intervalMs / 1000} s`);
+  try {
+    await executor.run(controller.signal, onPass);
+  } finally {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+  }
+  log('info', 'tend agent stopped');
+  return {
+    exitCode: 0,
+    human: '',
+    data: { executorId: executor.executorId, passes, ...(last ? { last } : {}) },
+  };
+}

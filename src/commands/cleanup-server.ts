@@ -1,0 +1,260 @@
+/**
+ * The server's automatic cleanup from the CLI: `tend cleanup plan|enforce|halt|resume`,
+ * `tend cleanup breaker reset`, `tend keep-alive` for the current environment, and the line
+ * `tend status` prints about the current environment's planned cleanup.
+ */
+import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
+import { TendError } from '../errors.js';
+import { redactUrl } from '../redact.js';
+import { apiRequest, type Connection } from '../remote/client.js';
+import { formatDuration } from '../server/cleanup/planner.js';
+import type { PlanItemView } from '../server/routes/cleanup.js';
+import type { EnvironmentView } from '../server/schemas.js';
+import { resolveServer } from '../remote/credentials.js';
+import { openProject } from './context.js';
+
+export interface ServerCommandOptions extends GlobalOptions {
+  server?: string;
+  token?: string;
+}
+
+/** The configured server with its token, or a clear error saying how to configure one. */
+export function requireServer(options: { server?: string; token?: string }): Connection {
+  const connection = resolveServer({ server: options.server, token: options.token });
+  if (!connection) {
+    throw new TendError('TEND_SERVER', 'no tend server configured', {
+      detail: { hint: 'run tend login --server URL --token T, or set TEND_SERVER_URL and TEND_TOKEN' },
+    });
+  }
+  if (!connection.token) {
+    throw new TendError('TEND_AUTH', `no token for ${redactUrl(connection.url)}`, {
+      detail: { hint: 'run tend login --server URL --token T, or set TEND_TOKEN' },
+    });
+  }
+  return connection;
+}
+
+interface PlanPage {
+  /** Due times are shown relative to the server's clock, not this machine's. */
+  serverTime: string;
+  generatedAt: string | null;
+  halted: boolean;
+  items: PlanItemView[];
+  nextCursor: string | null;
+}
+
+export interface PlanData {
+  generatedAt: string | null;
+  halted: boolean;
+  items: PlanItemView[];
+}
+
+/** "in 3h 12m", "3h 12m ago". */
+function relative(iso: string, now: Date): string {
+  const ms = Date.parse(iso) - now.getTime();
+  return ms >= 0 ? `in ${formatDuration(ms)}` : `${formatDuration(-ms)} ago`;
+}
+
+export async function cleanupPlanCommand(
+  options: ServerCommandOptions & { within?: string; project?: string; limit?: number },
+): Promise<CommandResult<PlanData>> {
+  const connection = requireServer(options);
+  const wanted = options.limit ?? 200;
+  const items: PlanItemView[] = [];
+  let page: PlanPage;
+  let cursor: string | null = null;
+  do {
+    const query = new URLSearchParams({ within: options.within ?? '24h' });
+    if (options.project) query.set('project', options.project);
+    query.set('limit', String(Math.min(500, wanted - items.length)));
+    if (cursor) query.set('cursor', cursor);
+    page = await apiRequest<PlanPage>(connection, `/api/v1/cleanup/plan?${query.toString()}`);
+    items.push(...page.items);
+    cursor = page.nextCursor;
+  } while (cursor && items.length < wanted);
+  const now = new Date(page.serverTime);
+  const lines: string[] = [];
+  if (page.halted) lines.push('Cleanup is HALTED: nothing is deleted until `tend cleanup resume`.', '');
+  if (items.length === 0) {
+    lines.push(
+      page.generatedAt
+        ? `Nothing planned within ${options.within ?? '24h'}${options.project ? ` for ${options.project}` : ''}.`
+        : 'No planning pass has run yet.',
+    );
+  } else {
+    lines.push(
+      formatTable(
+        ['DECISION', 'WHEN', 'PROJECT', 'ENVIRONMENT', 'NAMESPACE', 'WHY'],
+        items.map((d) => [
+          d.kind === 'blocked' ? `blocked: ${d.reason}` : d.kind,
+          d.kind === 'blocked' ? '-' : relative(d.dueAt, now),
+          d.project,
+          d.environment,
+          d.namespace,
+          d.sentence,
+        ]),
+      ),
+    );
+  }
+  if (page.generatedAt) lines.push('', `Planned ${relative(page.generatedAt, now)} by the server.`);
+  return {
+    data: { generatedAt: page.generatedAt, halted: page.halted, items },
+    human: lines.join('\n'),
+    exitCode: 0,
+  };
+}
+
+export async function cleanupEnforceCommand(
+  options: ServerCommandOptions & { project: string; environment?: string },
+): Promise<
+  CommandResult<{
+    enforced: { project: string; environment: string; afterInactivity: string; action: string }[];
+  }>
+> {
+  const connection = requireServer(options);
+  const result = await apiRequest<{
+    enforced: { project: string; environment: string; afterInactivity: string; action: string }[];
+  }>(connection, '/api/v1/cleanup/enforce', {
+    method: 'POST',
+    body: { project: options.project, ...(options.environment ? { environment: options.environment } : {}) },
+  });
+  const human = result.enforced
+    .map(
+      (p) => `Enforced ${p.project}/${p.environment}: ${p.action} after ${p.afterInactivity} of inactivity.`,
+    )
+    .join('\n');
+  return { data: result, human, exitCode: 0 };
+}
+
+export async function cleanupHaltCommand(
+  halt: boolean,
+  options: ServerCommandOptions,
+): Promise<CommandResult<{ halted: boolean; changed: boolean }>> {
+  const connection = requireServer(options);
+  const result = await apiRequest<{ halted: boolean; changed: boolean }>(
+    connection,
+    `/api/v1/cleanup/${halt ? 'halt' : 'resume'}`,
+    { method: 'POST' },
+  );
+  const human = halt
+    ? result.changed
+      ? 'Cleanup halted: nothing is planned or started until `tend cleanup resume`.'
+      : 'Cleanup was already halted.'
+    : result.changed
+      ? 'Cleanup resumed.'
+      : 'Cleanup was not halted.';
+  return { data: result, human, exitCode: 0 };
+}
+
+export async function breakerResetCommand(
+  options: ServerCommandOptions & { project: string },
+): Promise<CommandResult<{ project: string; reset: boolean }>> {
+  const connection = requireServer(options);
+  const result = await apiRequest<{ project: string; reset: boolean }>(
+    connection,
+    `/api/v1/cleanup/breakers/${encodeURIComponent(options.project)}/reset`,
+    { method: 'POST' },
+  );
+  return { data: result, human: `The circuit breaker of ${options.project} is closed again.`, exitCode: 0 };
+}
+
+/** The server's record of the project's current environment (by project, name and namespace). */
+async function currentEnvironment(
+  connection: Connection,
+  where: { project: string; environment: string; namespace: string },
+): Promise<EnvironmentView> {
+  const query = new URLSearchParams({ project: where.project, environment: where.environment, limit: '500' });
+  const page = await apiRequest<{ items: EnvironmentView[] }>(
+    connection,
+    `/api/v1/environments?${query.toString()}`,
+  );
+  const env = page.items.find((e) => e.namespace === where.namespace);
+  if (!env) {
+    throw new TendError(
+      'TEND_ENVIRONMENT_NOT_FOUND',
+      `${redactUrl(connection.url)} has no record of ${where.project}/${where.environment} in namespace ${where.namespace}`,
+      {
+        detail: {
+          hint: 'run a tend command in it first (tend deploy, tend build), so the server records it',
+        },
+      },
+    );
+  }
+  return env;
+}
+
+export async function keepAliveCommand(
+  options: ServerCommandOptions & { for?: string },
+): Promise<CommandResult<{ environment: EnvironmentView }>> {
+  const opened = await openProject(options);
+  const connection = requireServer({ server: options.server ?? opened.project.server, token: options.token });
+  const env = await currentEnvironment(connection, {
+    project: opened.project.name,
+    environment: opened.environment.name,
+    namespace: opened.environment.namespace,
+  });
+  const result = await apiRequest<{ environment: EnvironmentView }>(
+    connection,
+    `/api/v1/environments/${encodeURIComponent(env.id)}/keep-alive`,
+    { method: 'POST', body: { for: options.for ?? '24h' } },
+  );
+  return {
+    data: result,
+    human: `Kept ${env.project}/${env.name} (${env.namespace}) alive until ${result.environment.keepAliveUntil}: no automatic cleanup before then.`,
+    exitCode: 0,
+  };
+}
+
+/**
+ * The current environment's next cleanup decision, for `tend status`; undefined when no server
+ * is configured or it cannot be asked (status never fails for it).
+ */
+export async function plannedCleanup(where: {
+  server?: string;
+  project: string;
+  environment: string;
+  namespace: string;
+}): Promise<{ decision: PlanItemView | null; line: string } | undefined> {
+  const connection = resolveServer(where.server ? { server: where.server } : {});
+  if (!connection?.token) return undefined;
+  try {
+    const query = new URLSearchParams({
+      within: '3650d',
+      project: where.project,
+      environment: where.environment,
+      namespace: where.namespace,
+      limit: '20',
+    });
+    const page = await apiRequest<PlanPage>(connection, `/api/v1/cleanup/plan?${query.toString()}`, {
+      timeoutMs: 3000,
+    });
+    return {
+      decision: page.items[0] ?? null,
+      line: cleanupLine(page.items, page.halted, new Date(page.serverTime)),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** One line about what cleanup will do with the environment. */
+export function cleanupLine(items: PlanItemView[], halted: boolean, now: Date): string {
+  const next = items.find((d) => d.kind === 'scheduled' || d.kind === 'due') ?? items[0];
+  if (!next) return 'cleanup: no policy applies (or no planning pass yet)';
+  const verb = next.action === 'delete' ? 'deleted' : `${next.action}d`;
+  const haltedNote = halted ? ' (cleanup is halted)' : '';
+  switch (next.kind) {
+    case 'scheduled': {
+      const ms = Date.parse(next.dueAt) - now.getTime();
+      return ms > 0
+        ? `cleanup: ${verb} in ${formatDuration(ms)} unless used; \`tend keep-alive\` to postpone${haltedNote}`
+        : `cleanup: ${verb} soon unless used; \`tend keep-alive\` to postpone${haltedNote}`;
+    }
+    case 'due':
+      return `cleanup: ${verb} now (${next.sentence}); \`tend keep-alive\` to postpone${haltedNote}`;
+    case 'dry-run':
+      return `cleanup: dry-run: ${next.sentence}`;
+    default:
+      return `cleanup: not cleaned (${next.reason}): ${next.sentence}`;
+  }
+}

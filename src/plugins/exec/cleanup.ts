@@ -1,0 +1,99 @@
+/**
+ * The exec plugin's cleanup handlers (the `cleanup` part of the plugin contract), for
+ * `tend agent --local`: the host's local environments as one target (`local/<hostId>`), the
+ * host index as inventory, and verify-and-remove of one environment directory through
+ * `removeEnvironment`, the same path as `tend cleanup env`.
+ */
+import path from 'node:path';
+import type { NamespaceStatusPayload } from '../../events/catalog.js';
+import type {
+  CleanupCallContext,
+  CleanupInventory,
+  CleanupJobSpec,
+  CleanupResult,
+  CleanupTarget,
+} from '../../plugin/types.js';
+import { listHostEnvironments, readRecord, removeEnvironment } from './environment.js';
+
+export async function targets(ctx: CleanupCallContext): Promise<CleanupTarget[]> {
+  const local = ctx.settings.local;
+  if (!local) return [];
+  return [
+    {
+      targetKey: `local/${local.hostId}`,
+      pluginName: 'exec',
+      description: `local environments of host ${local.hostId}`,
+    },
+  ];
+}
+
+export async function inventory(): Promise<CleanupInventory> {
+  const listed = listHostEnvironments();
+  return {
+    complete: listed.complete,
+    ...(listed.error ? { error: listed.error } : {}),
+    items: listed.environments.map(({ dir, record }) => ({
+      namespaceName: path.basename(dir),
+      uid: record.uid,
+      // The record never changes while the environment exists.
+      resourceVersion: record.uid,
+      phase: 'Active' as const,
+      labels: { 'app.kubernetes.io/managed-by': 'tend' },
+      annotations: {
+        'tend.dev/project': record.project,
+        'tend.dev/environment': record.environment,
+        'tend.dev/created-at': record.createdAt,
+        'tend.dev/path': dir,
+      },
+    })),
+  };
+}
+
+export async function verifyAndClean(
+  ctx: CleanupCallContext,
+  target: CleanupTarget,
+  job: CleanupJobSpec,
+): Promise<CleanupResult> {
+  const recorded = job.target as { kind?: unknown; hostId?: unknown; path?: unknown };
+  if (job.action !== 'delete') {
+    return { outcome: 'cancelled', message: `the exec plugin cannot ${job.action} an environment` };
+  }
+  if (
+    recorded.kind !== 'local' ||
+    `local/${String(recorded.hostId)}` !== target.targetKey ||
+    typeof recorded.path !== 'string' ||
+    !path.isAbsolute(recorded.path)
+  ) {
+    return { outcome: 'cancelled', message: `the job's target is not a local environment of this host` };
+  }
+  const dir = recorded.path;
+  const record = readRecord(dir);
+  const report = (state: NamespaceStatusPayload['state'], cause: NamespaceStatusPayload['cause']) =>
+    ctx.events.emit('namespaceStatus', {
+      namespaceName: job.namespaceName,
+      ...(record ? { namespaceUid: record.uid } : {}),
+      state,
+      role: 'app',
+      cause,
+      target: { kind: 'local', hostId: String(recorded.hostId), path: dir },
+      project: job.project,
+      environment: job.environment,
+    });
+  report(record ? 'ready' : 'missing', 'observed');
+  if (!record) return { outcome: 'done', message: `environment ${dir} does not exist (already gone)` };
+  const refusal =
+    path.basename(dir) !== job.namespaceName
+      ? `it is not the environment of namespace ${job.namespaceName}`
+      : record.project !== job.project
+        ? `it belongs to project "${record.project}"`
+        : record.environment !== job.environment
+          ? `it belongs to environment "${record.environment}"`
+          : !job.namespaceUid || record.uid !== job.namespaceUid
+            ? `it was re-created (uid ${record.uid}, the recorded one is ${job.namespaceUid ?? '(none)'})`
+            : undefined;
+  if (refusal) return { outcome: 'cancelled', message: `environment ${dir} left alone: ${refusal}` };
+  if (job.dryRun) return { outcome: 'cancelled', message: `dry run: environment ${dir} passed every check` };
+  const stopped = await removeEnvironment(dir);
+  report('missing', 'deleted');
+  return { outcome: 'done', message: `stopped ${stopped} process(es) and removed ${dir}` };
+}

@@ -1,0 +1,178 @@
+/**
+ * The kubernetes plugin's cleanup handlers (the `cleanup` part of the plugin contract), used by
+ * the cleanup executors: the clusters of the executor's kubeconfig contexts as targets
+ * (`kubernetes/<uid of kube-system>`), their tend-labelled namespaces as inventory, and
+ * verify-and-delete of one namespace — through the namespace-tracking client's
+ * `namespaces.deleteOwned`, the same path as `tend cleanup env`.
+ */
+import { TendError } from '../../errors.js';
+import { namespaceProtector } from '../../cleanup/protection.js';
+import type {
+  CleanupCallContext,
+  CleanupInventory,
+  CleanupJobSpec,
+  CleanupResult,
+  CleanupTarget,
+  PluginContext,
+} from '../../plugin/types.js';
+import { KubeClient, type ClusterIdentity, type NamespaceInfo } from './client/index.js';
+import { settingsOf, type ProviderSettings } from './config.js';
+
+interface ClusterTargetState {
+  context: string;
+  kubeconfig?: string;
+  identity: ClusterIdentity;
+}
+
+function settingsFor(
+  ctx: CleanupCallContext,
+  state: { context?: string; kubeconfig?: string },
+  namespace: string,
+) {
+  const settings: ProviderSettings = {
+    ...settingsOf({ systemNamespace: ctx.settings.systemNamespace }, namespace),
+    ...(state.context ? { context: state.context } : {}),
+    ...(state.kubeconfig ? { kubeconfig: state.kubeconfig } : {}),
+  };
+  return settings;
+}
+
+/** The client wants a handler context: an executor's call has no project of its own, only the job's. */
+function callContext(
+  ctx: CleanupCallContext,
+  environment: { project: string; name: string; namespace: string },
+): PluginContext {
+  return {
+    sessionId: '',
+    projectRoot: '',
+    tendDir: '',
+    environment: { ...environment, variables: {} },
+    provider: { name: 'kubernetes', config: {}, state: undefined },
+    events: ctx.events,
+    log: ctx.log,
+    signal: ctx.signal,
+    user: ctx.user,
+    hostId: ctx.hostId,
+    // An executor's call resolves no configuration: values are returned as they are.
+    resolveTemplates: (value) => value,
+    // The executor's own calls go through KubeClient directly; no plugin code runs here.
+    kubernetes: () => Promise.reject(new Error('ctx.kubernetes() is not offered to cleanup calls')),
+  };
+}
+
+const noEnvironment = { project: '-', name: '-', namespace: '-' };
+
+function stateOf(target: CleanupTarget): ClusterTargetState {
+  return target.state as ClusterTargetState;
+}
+
+export async function targets(ctx: CleanupCallContext): Promise<CleanupTarget[]> {
+  const k = ctx.settings.kubernetes;
+  if (!k) return [];
+  const contexts: (string | undefined)[] = k.contexts.length > 0 ? k.contexts : [undefined];
+  const byCluster = new Map<string, CleanupTarget>();
+  for (const context of contexts) {
+    const state = { ...(context ? { context } : {}), ...(k.kubeconfig ? { kubeconfig: k.kubeconfig } : {}) };
+    const client = await KubeClient.identify(callContext(ctx, noEnvironment), settingsFor(ctx, state, '-'));
+    const identity = client.identity;
+    if (identity.clusterIdFallback) {
+      throw new TendError(
+        'TEND_K8S_FORBIDDEN',
+        `cannot serve context "${identity.context}" (${identity.server}): the uid of namespace kube-system, ` +
+          'which names the cluster in tend’s records, cannot be read',
+        {
+          detail: {
+            context: identity.context,
+            hint: 'grant get on namespace kube-system to these credentials',
+          },
+        },
+      );
+    }
+    const key = `kubernetes/${identity.clusterId}`;
+    if (byCluster.has(key)) continue;
+    byCluster.set(key, {
+      targetKey: key,
+      pluginName: 'kubernetes',
+      description: `context ${identity.context} (${identity.server})`,
+      state: { context: identity.context, ...(k.kubeconfig ? { kubeconfig: k.kubeconfig } : {}), identity },
+    });
+  }
+  return [...byCluster.values()];
+}
+
+function inventoryItem(info: NamespaceInfo) {
+  const annotations: Record<string, string> = {};
+  for (const [key, value] of Object.entries(info.annotations)) {
+    if (key.startsWith('tend.dev/')) annotations[key] = value;
+  }
+  return {
+    namespaceName: info.name,
+    uid: info.uid!,
+    resourceVersion: info.resourceVersion!,
+    phase: info.state === 'terminating' ? ('Terminating' as const) : ('Active' as const),
+    labels: info.labels,
+    annotations,
+  };
+}
+
+export async function inventory(ctx: CleanupCallContext, target: CleanupTarget): Promise<CleanupInventory> {
+  const state = stateOf(target);
+  const client = await KubeClient.forCall(
+    callContext(ctx, noEnvironment),
+    settingsFor(ctx, state, '-'),
+    state.identity,
+  );
+  const list = await client.namespaces.listManaged();
+  const items = list.items.filter((i) => i.uid && i.resourceVersion).map(inventoryItem);
+  return { complete: list.complete, ...(list.error ? { error: list.error } : {}), items };
+}
+
+export async function verifyAndClean(
+  ctx: CleanupCallContext,
+  target: CleanupTarget,
+  job: CleanupJobSpec,
+): Promise<CleanupResult> {
+  const state = stateOf(target);
+  const name = job.namespaceName;
+  if (job.action !== 'delete') {
+    return { outcome: 'cancelled', message: `the kubernetes plugin cannot ${job.action} a namespace yet` };
+  }
+  const jobCluster = (job.target as { clusterId?: unknown }).clusterId;
+  if (jobCluster !== state.identity.clusterId) {
+    return {
+      outcome: 'cancelled',
+      message: `the job is for cluster ${String(jobCluster)}, this executor serves ${state.identity.clusterId}`,
+    };
+  }
+  // Before any call: a protected name is never even read as an app namespace.
+  const protectedName = namespaceProtector({
+    systemNamespace: ctx.settings.systemNamespace,
+    patterns: ctx.settings.protectNamespaces,
+  });
+  const protectedBy = protectedName(name);
+  if (protectedBy)
+    return { outcome: 'cancelled', message: `namespace ${name} is protected (${protectedBy})` };
+  if (!job.namespaceUid) {
+    return { outcome: 'cancelled', message: `no recorded uid for namespace ${name}: no ownership proof` };
+  }
+  const client = await KubeClient.forCall(
+    callContext(ctx, { project: job.project, name: job.environment, namespace: name }),
+    settingsFor(ctx, state, name),
+    state.identity,
+  );
+  const result = await client.namespaces.deleteOwned(name, {
+    environment: job.environment,
+    uid: job.namespaceUid,
+    notActiveAfter: job.expectedLastActivityAt,
+    protectedName,
+    dryRun: job.dryRun,
+  });
+  switch (result.outcome) {
+    case 'deleted':
+    case 'gone':
+      return { outcome: 'done', message: result.message };
+    case 'refused':
+    case 'changed':
+      return { outcome: 'cancelled', message: result.message };
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * The planning loop of `tend server`: a planning pass every `--cleanup-interval` (the first one
+ * right away). Replicas all run the loop; the lease in the database lets one pass run at a time.
+ * A failed pass is logged and the next one tried at the next tick; stopping waits for the pass
+ * in flight.
+ */
+import type { CleanupService } from './service.js';
+
+export interface PlanningLoop {
+  stop(): Promise<void>;
+}
+
+export interface PlanningLog {
+  info(details: Record<string, unknown>, message: string): void;
+  warn(details: Record<string, unknown>, message: string): void;
+}
+
+export function startPlanningLoop(service: CleanupService, log: PlanningLog): PlanningLoop {
+  let running: Promise<void> | undefined;
+  let stopped = false;
+  const tick = () => {
+    if (running || stopped) return;
+    running = service
+      .planningPass()
+      .then((report) => {
+        if (report && (report.planned > 0 || report.cancelled > 0 || report.breakersOpened.length > 0)) {
+          log.info({ ...report }, `cleanup: ${report.planned} job(s) planned, ${report.cancelled} cancelled`);
+        }
+      })
+      .catch((err: unknown) =>
+        log.warn({ err }, 'cleanup planning pass failed; retrying at the next interval'),
+      )
+      .finally(() => {
+        running = undefined;
+      });
+  };
+  const timer = setInterval(tick, service.settings.intervalMs);
+  timer.unref();
+  tick();
+  return {
+    stop: async () => {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

@@ -1,0 +1,720 @@
+/**
+ * The cleanup planner: a pure function from a snapshot of the registry (environments,
+ * resources, policies, sessions, protection, keep-alive, open jobs, executors, inventories)
+ * and the clock to one decision per cleanable resource — `due`, `scheduled` (with its due
+ * time), `dry-run` or `blocked` (with a reason code) — each with a sentence a person
+ * understands. No I/O: the planning pass loads the snapshot and stores the result.
+ *
+ * Activity is the later of the registry's (server receive time) and the namespace's
+ * `tend.dev/last-activity` from the inventory. Unknown is not idle: without a live executor
+ * and a complete, recent inventory of the target, nothing is due there.
+ */
+import { namespaceProtector } from '../../cleanup/protection.js';
+import type { CleanupAction } from '../../cleanup/protocol.js';
+
+export type DecisionKind = 'due' | 'scheduled' | 'dry-run' | 'blocked';
+
+export const blockReasons = [
+  'not-owned',
+  'system',
+  'adopted',
+  'protected-name',
+  'protected',
+  'kept-alive',
+  'session-running',
+  'inventory-stale',
+  'inventory-partial',
+  'no-executor',
+  'breaker-open',
+  'cap-reached',
+  'halted',
+] as const;
+export type BlockReason = (typeof blockReasons)[number];
+
+export interface PlannerSettings {
+  /** How often passes run (`--cleanup-interval`); inventories and executors older than 3 are stale. */
+  intervalMs: number;
+  /** Most new jobs one pass creates (`--cleanup-max-per-pass`). */
+  maxPerPass: number;
+  /** The tend system namespace: never cleaned. */
+  systemNamespace: string;
+  /** `--protect-namespace` globs. */
+  protectPatterns: readonly string[];
+  /** Actions executors can carry out today; a policy with another action stays dry-run. */
+  supportedActions?: readonly CleanupAction[];
+}
+
+/** A session with a heartbeat (or any event) this recent keeps its environment active. */
+export const sessionLiveMs = 2 * 60_000;
+/** Inventories and executor heartbeats older than this many intervals are not trusted. */
+export const staleIntervals = 3;
+/** The breaker opens when more than this share of a project's active environments is due at once… */
+export const breakerShare = 0.5;
+/** …and at least this many. */
+export const breakerMinimum = 3;
+
+export interface SnapshotPolicy {
+  afterMs: number;
+  action: CleanupAction;
+  /** As written in tend.yml, e.g. `8h`. */
+  text: string;
+}
+
+export interface SnapshotEnvironment {
+  id: string;
+  project: string;
+  name: string;
+  namespace: string;
+  protected: boolean;
+  /** Epoch ms, or null. */
+  keepAliveUntil: number | null;
+  policy: SnapshotPolicy | null;
+  /** Server receive time of the last activity (epoch ms). */
+  lastActivityAt: number;
+  lastActivityCommand: string | null;
+  lastActivityUser: string | null;
+  lastActivityType: string | null;
+}
+
+export interface SnapshotResource {
+  id: string;
+  environmentId: string;
+  plugin: string;
+  /** The executor target serving it (`kubernetes/<clusterId>`, `local/<hostId>`). */
+  targetKey: string;
+  namespaceName: string;
+  namespaceUid: string | null;
+  role: 'app' | 'build' | 'system';
+  ownership: 'owned' | 'adopted' | 'unknown';
+  lastActivityAt: number | null;
+  /** The namespace as the last inventory of its target saw it; null when absent from it. */
+  item: SnapshotInventoryItem | null;
+}
+
+export interface SnapshotInventoryItem {
+  uid: string;
+  managedByTend: boolean;
+  project: string | null;
+  environment: string | null;
+  role: string | null;
+  adopted: boolean;
+  lastActivityAt: number | null;
+}
+
+export interface SnapshotInventory {
+  receivedAt: number;
+  complete: boolean;
+  lastCompleteAt: number | null;
+}
+
+export interface PlanSnapshot {
+  /** Active environments with a cleanup policy, by id. */
+  environments: Map<string, SnapshotEnvironment>;
+  /** Their resources that are not missing. */
+  resources: SnapshotResource[];
+  /** Active environments per project (with or without a policy): the breaker's denominator. */
+  activeEnvironments: Map<string, number>;
+  inventories: Map<string, SnapshotInventory>;
+  /** Last heartbeat of any executor serving the target (epoch ms). */
+  executorsLastSeen: Map<string, number>;
+  /** Environments with a running session: its last event or heartbeat (epoch ms). */
+  runningSessions: Map<string, number>;
+  /** Open (planned or executing) jobs by resource id. */
+  openJobs: Map<string, { id: string; state: 'planned' | 'executing'; trigger?: string | null }>;
+  /** Enforced policies by `policyKey(project, environment)`. */
+  enforcedPolicies: Map<string, { afterMs: number; action: string }>;
+  openBreakers: Set<string>;
+  halted: boolean;
+}
+
+export interface Decision {
+  kind: DecisionKind;
+  reason: BlockReason | null;
+  action: CleanupAction;
+  environmentId: string;
+  project: string;
+  environment: string;
+  resourceId: string;
+  pluginName: string;
+  targetKey: string;
+  namespaceName: string;
+  namespaceUid: string | null;
+  /** When the action is (or was) due: activity + the policy's wait (epoch ms). */
+  dueAt: number;
+  /** The activity the decision is based on (epoch ms). */
+  lastActivityAt: number;
+  /** For people: "no activity since 10:02 UTC, policy 8h; last: tend build by alice". */
+  readonly sentence: string;
+  /**
+   * True when `other` (a decision of an earlier pass) reads the same sentence, without building
+   * either: a pass stores only the decisions that changed.
+   */
+  sameWordingAs(other: Decision): boolean;
+  /** The open job for this resource, if one exists. */
+  openJobId: string | null;
+}
+
+export interface PlanResult {
+  decisions: Decision[];
+  /** `due` decisions without an open job: the jobs this pass creates (at most maxPerPass). */
+  newJobs: Decision[];
+  /** Breakers this pass opens. */
+  breakersOpened: { project: string; dueCount: number; activeCount: number }[];
+}
+
+export const policyKey = (project: string, environment: string): string => `${project}\u0000${environment}`;
+
+const actionRank: Record<string, number> = { resume: 0, pause: 1, delete: 2 };
+
+/** True when `policy` asks for no more than what was enforced (no shorter wait, no harsher action). */
+export function policyCovered(
+  policy: { afterMs: number; action: string },
+  enforced: { afterMs: number; action: string } | undefined,
+): boolean {
+  if (!enforced) return false;
+  return (
+    policy.afterMs >= enforced.afterMs &&
+    (actionRank[policy.action] ?? 9) <= (actionRank[enforced.action] ?? -1)
+  );
+}
+
+/** `10:02 UTC` on the day of `now`, else `2025-03-30 10:02 UTC`. Always UTC: no DST surprises. */
+export function formatTime(ms: number, now: number | string): string {
+  const iso = new Date(ms).toISOString();
+  const today = typeof now === 'string' ? now : new Date(now).toISOString().slice(0, 10);
+  return `${iso.startsWith(today) ? '' : iso.slice(0, 10) + ' '}${iso.slice(11, 16)} UTC`;
+}
+
+/** `3h 12m`, `2d 4h`, `45s`. */
+export function formatDuration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  const d = Math.floor(s / 86_400);
+  const h = Math.floor((s % 86_400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  if (d > 0) return h > 0 ? `${d}d ${h}h` : `${d}d`;
+  if (h > 0) return m > 0 ? `${h}h ${m}m` : `${h}h`;
+  if (m > 0) return `${m}m`;
+  return `${s}s`;
+}
+
+/** Reasons that hold whatever the time: shown as "never cleaned". */
+const structuralReasons: ReadonlySet<BlockReason> = new Set([
+  'system',
+  'adopted',
+  'not-owned',
+  'protected-name',
+  'protected',
+]);
+
+export type PlanMode =
+  /** A planning pass: every check, the inactivity wait, dry-run, breaker and cap. */
+  | 'policy'
+  /** Clean up now: the same checks, only the inactivity wait (and the policy) skipped. */
+  | 'now';
+
+interface Context {
+  snapshot: PlanSnapshot;
+  settings: PlannerSettings;
+  now: number;
+  /** `now`'s UTC day, `2026-03-29`, for formatTime. */
+  today: string;
+  staleBefore: number;
+  protectedName: (name: string) => string | undefined;
+  supported: ReadonlySet<string>;
+  mode: PlanMode;
+}
+
+/** What the sentences of one environment's decisions are made of (shared by its resources). */
+interface EnvironmentFacts {
+  ctx: Context;
+  env: SnapshotEnvironment;
+  activitySource: 'registry' | 'namespace';
+  base?: string;
+}
+
+/** How a decision's sentence is composed (see PlannedDecision). */
+type Wording =
+  | 'due'
+  | 'scheduled'
+  | 'never'
+  | 'due-but'
+  | 'unsupported'
+  | 'not-enforced'
+  | 'stricter'
+  | 'breaker-open'
+  | 'breaker-opened'
+  | 'cap-reached';
+
+/**
+ * A decision whose sentence is composed when first read, from data it holds (no closures: a
+ * pass over 200,000 resources stores few new sentences, and building each would dominate it).
+ */
+class PlannedDecision implements Decision {
+  kind: DecisionKind = 'due';
+  reason: BlockReason | null = null;
+  wording: Wording = 'due';
+  /** A fixed explanation of the block, when the reason code alone does not say it. */
+  why: string | undefined = undefined;
+  /** Breaker: environments due at once and active; cap: the cap. */
+  count = 0;
+  total = 0;
+  private text: string | undefined = undefined;
+
+  constructor(
+    private readonly facts: EnvironmentFacts,
+    readonly action: CleanupAction,
+    readonly resourceId: string,
+    readonly pluginName: string,
+    readonly targetKey: string,
+    readonly namespaceName: string,
+    readonly namespaceUid: string | null,
+    readonly dueAt: number,
+    readonly lastActivityAt: number,
+    public openJobId: string | null,
+  ) {}
+
+  get environmentId(): string {
+    return this.facts.env.id;
+  }
+  get project(): string {
+    return this.facts.env.project;
+  }
+  get environment(): string {
+    return this.facts.env.name;
+  }
+
+  block(reason: BlockReason, wording: Wording, why?: string): void {
+    this.kind = 'blocked';
+    this.reason = reason;
+    this.wording = wording;
+    this.why = why;
+  }
+
+  get sentence(): string {
+    return (this.text ??= this.compose());
+  }
+
+  sameWordingAs(other: Decision): boolean {
+    if (!(other instanceof PlannedDecision)) return false;
+    const a = this.facts;
+    const b = other.facts;
+    return (
+      this.wording === other.wording &&
+      this.why === other.why &&
+      this.count === other.count &&
+      this.total === other.total &&
+      this.action === other.action &&
+      this.pluginName === other.pluginName &&
+      this.targetKey === other.targetKey &&
+      this.namespaceName === other.namespaceName &&
+      a.ctx.today === b.ctx.today &&
+      a.ctx.mode === b.ctx.mode &&
+      a.activitySource === b.activitySource &&
+      a.env.project === b.env.project &&
+      a.env.name === b.env.name &&
+      a.env.keepAliveUntil === b.env.keepAliveUntil &&
+      a.env.policy?.text === b.env.policy?.text &&
+      a.env.lastActivityCommand === b.env.lastActivityCommand &&
+      a.env.lastActivityUser === b.env.lastActivityUser &&
+      a.env.lastActivityType === b.env.lastActivityType
+    );
+  }
+
+  private base(): string {
+    const f = this.facts;
+    if (f.base === undefined) {
+      const activity = formatTime(this.lastActivityAt, f.ctx.today);
+      const what = lastWhat(f.env, f.activitySource);
+      f.base =
+        f.ctx.mode === 'now'
+          ? `clean up now requested; last activity ${activity} (${what})`
+          : `no activity since ${activity}, ${policyText(f.env)}; last: ${what}`;
+    }
+    return f.base;
+  }
+
+  private whyText(): string {
+    const { env, ctx } = this.facts;
+    switch (this.reason) {
+      case 'kept-alive':
+        return `kept alive until ${formatTime(env.keepAliveUntil ?? 0, ctx.today)}`;
+      case 'no-executor':
+        return `no live executor for ${this.targetKey}`;
+      case 'inventory-partial':
+        return `the last inventory of ${this.targetKey} was incomplete`;
+      case 'inventory-stale':
+        return `no recent complete inventory of ${this.targetKey}`;
+      default:
+        return this.why ?? this.reason ?? '';
+    }
+  }
+
+  private compose(): string {
+    const { env, ctx } = this.facts;
+    const p = env.project;
+    switch (this.wording) {
+      case 'due':
+        return this.base();
+      case 'scheduled':
+        return `${this.action === 'delete' ? 'deleted' : this.action + 'd'} at ${formatTime(this.dueAt, ctx.today)} unless used; last activity ${formatTime(this.lastActivityAt, ctx.today)}, ${policyText(env)}; last: ${lastWhat(env, this.facts.activitySource)}`;
+      case 'never':
+        return `never cleaned: ${this.whyText()}`;
+      case 'due-but':
+        return `due, but ${this.whyText()} — ${this.base()}`;
+      case 'unsupported':
+        return `would ${this.action} (not supported by executors yet) — ${this.base()}`;
+      case 'not-enforced':
+      case 'stricter':
+        return `would ${this.action} (dry-run: ${this.wording === 'stricter' ? 'the policy is stricter than the one enforced' : 'the policy is not enforced yet'}; \`tend cleanup enforce --project ${p} --environment ${env.name}\`) — ${this.base()}`;
+      case 'breaker-open':
+        return `due, but the circuit breaker of project ${p} is open (\`tend cleanup breaker reset --project ${p}\`) — ${this.base()}`;
+      case 'breaker-opened':
+        return `due, but ${this.count} of ${this.total} active environments of ${p} are due at once: the circuit breaker opened (\`tend cleanup breaker reset --project ${p}\`) — ${this.base()}`;
+      case 'cap-reached':
+        return `due, but this pass reached its cap of ${this.count} — ${this.base()}`;
+    }
+  }
+}
+
+function policyText(env: SnapshotEnvironment): string {
+  return env.policy ? `policy ${env.policy.text}` : 'clean up now';
+}
+
+function lastActivityOf(
+  env: SnapshotEnvironment,
+  resources: readonly SnapshotResource[],
+): { at: number; source: 'registry' | 'namespace' } {
+  let at = env.lastActivityAt;
+  let source: 'registry' | 'namespace' = 'registry';
+  for (const r of resources) {
+    if (r.lastActivityAt !== null && r.lastActivityAt > at) at = r.lastActivityAt;
+    const itemAt = r.item?.lastActivityAt;
+    if (itemAt != null && itemAt > at) {
+      at = itemAt;
+      source = 'namespace';
+    }
+  }
+  return { at, source };
+}
+
+function lastWhat(env: SnapshotEnvironment, source: 'registry' | 'namespace'): string {
+  if (source === 'namespace') return 'tend.dev/last-activity on the namespace';
+  if (env.lastActivityCommand) {
+    return `tend ${env.lastActivityCommand}${env.lastActivityUser ? ` by ${env.lastActivityUser}` : ''}`;
+  }
+  return env.lastActivityType ?? 'recorded';
+}
+
+/**
+ * Why a resource of this environment may not be acted on now, or undefined, in check order.
+ * `why` is a fixed text; reasons with variable parts are worded by PlannedDecision.
+ */
+function blockOf(
+  ctx: Context,
+  env: SnapshotEnvironment,
+  r: SnapshotResource,
+): { reason: BlockReason; why?: string } | undefined {
+  const { snapshot, now } = ctx;
+  if (r.role === 'system') return { reason: 'system', why: 'a shared system namespace' };
+  if (r.ownership === 'adopted') return { reason: 'adopted', why: 'adopted, not created by tend' };
+  if (r.ownership !== 'owned') return { reason: 'not-owned', why: 'tend has no ownership proof' };
+  if (r.namespaceUid === null) return { reason: 'not-owned', why: 'no recorded uid' };
+  const protectedBy = ctx.protectedName(r.namespaceName);
+  if (protectedBy) return { reason: 'protected-name', why: `protected name (${protectedBy})` };
+  if (env.protected) return { reason: 'protected', why: 'the environment is protected' };
+  if (env.keepAliveUntil !== null && env.keepAliveUntil > now) return { reason: 'kept-alive' };
+  const session = snapshot.runningSessions.get(env.id);
+  if (session !== undefined && session > now - sessionLiveMs) {
+    return { reason: 'session-running', why: 'a tend command is running in it' };
+  }
+  if (snapshot.halted) return { reason: 'halted', why: 'cleanup is halted (`tend cleanup resume`)' };
+  const seen = snapshot.executorsLastSeen.get(r.targetKey);
+  if (seen === undefined || seen < ctx.staleBefore) return { reason: 'no-executor' };
+  const inventory = snapshot.inventories.get(r.targetKey);
+  if (inventory && !inventory.complete) return { reason: 'inventory-partial' };
+  if (!inventory || inventory.lastCompleteAt === null || inventory.lastCompleteAt < ctx.staleBefore) {
+    return { reason: 'inventory-stale' };
+  }
+  const item = r.item;
+  if (!item) return { reason: 'not-owned', why: 'the namespace is not in the inventory' };
+  if (!item.managedByTend)
+    return { reason: 'not-owned', why: 'the namespace lacks the managed-by=tend label' };
+  if (item.project !== env.project || item.environment !== env.name) {
+    return { reason: 'not-owned', why: 'the namespace annotations name another project or environment' };
+  }
+  if (item.uid !== r.namespaceUid) {
+    return { reason: 'not-owned', why: 'the namespace was re-created (another uid)' };
+  }
+  if (item.role === 'system') return { reason: 'system', why: 'the namespace has role system' };
+  if (item.adopted) return { reason: 'adopted', why: 'the namespace is marked adopted' };
+  return undefined;
+}
+
+/**
+ * Plans every resource of the snapshot's environments. `only` restricts to some environments;
+ * mode `now` skips the inactivity wait and the policy (clean up now).
+ */
+export function plan(
+  snapshot: PlanSnapshot,
+  now: number,
+  settings: PlannerSettings,
+  options: { mode?: PlanMode; only?: ReadonlySet<string> } = {},
+): PlanResult {
+  const mode = options.mode ?? 'policy';
+  const ctx: Context = {
+    snapshot,
+    settings,
+    now,
+    today: new Date(now).toISOString().slice(0, 10),
+    staleBefore: now - staleIntervals * settings.intervalMs,
+    protectedName: namespaceProtector({
+      systemNamespace: settings.systemNamespace,
+      patterns: settings.protectPatterns,
+    }),
+    supported: new Set(settings.supportedActions ?? ['delete']),
+    mode,
+  };
+
+  const byEnvironment = new Map<string, SnapshotResource[]>();
+  for (const r of snapshot.resources) {
+    if (options.only && !options.only.has(r.environmentId)) continue;
+    const env = snapshot.environments.get(r.environmentId);
+    if (!env || (mode === 'policy' && !env.policy)) continue;
+    let list = byEnvironment.get(r.environmentId);
+    if (!list) byEnvironment.set(r.environmentId, (list = []));
+    list.push(r);
+  }
+
+  const decisions: PlannedDecision[] = [];
+  // Would-be-due decisions per project, before the breaker and the cap.
+  const dueByProject = new Map<string, { envs: Set<string>; decisions: PlannedDecision[] }>();
+
+  for (const [envId, resources] of byEnvironment) {
+    const env = snapshot.environments.get(envId)!;
+    const activity = lastActivityOf(env, resources);
+    const policy = env.policy;
+    const action: CleanupAction = policy?.action ?? 'delete';
+    const dueAt = mode === 'now' || !policy ? now : activity.at + policy.afterMs;
+    const facts: EnvironmentFacts = { ctx, env, activitySource: activity.source };
+    for (const r of resources) {
+      const decision = new PlannedDecision(
+        facts,
+        action,
+        r.id,
+        r.plugin,
+        r.targetKey,
+        r.namespaceName,
+        r.namespaceUid,
+        dueAt,
+        activity.at,
+        snapshot.openJobs.get(r.id)?.id ?? null,
+      );
+      decisions.push(decision);
+      const block = blockOf(ctx, env, r);
+      if (block && structuralReasons.has(block.reason)) {
+        decision.block(block.reason, 'never', block.why);
+        continue;
+      }
+      if (dueAt > now) {
+        decision.kind = 'scheduled';
+        decision.wording = 'scheduled';
+        continue;
+      }
+      if (block) {
+        decision.block(block.reason, 'due-but', block.why);
+        continue;
+      }
+      if (mode === 'policy') {
+        if (!ctx.supported.has(action)) {
+          decision.kind = 'dry-run';
+          decision.wording = 'unsupported';
+          continue;
+        }
+        const enforced = snapshot.enforcedPolicies.get(policyKey(env.project, env.name));
+        if (!policyCovered(policy!, enforced)) {
+          decision.kind = 'dry-run';
+          decision.wording = enforced ? 'stricter' : 'not-enforced';
+          continue;
+        }
+        if (snapshot.openBreakers.has(env.project)) {
+          decision.block('breaker-open', 'breaker-open');
+          continue;
+        }
+        let entry = dueByProject.get(env.project);
+        if (!entry) dueByProject.set(env.project, (entry = { envs: new Set(), decisions: [] }));
+        entry.envs.add(env.id);
+        entry.decisions.push(decision);
+      }
+    }
+  }
+
+  const breakersOpened: PlanResult['breakersOpened'] = [];
+  const candidates: PlannedDecision[] = [];
+  for (const [project, entry] of dueByProject) {
+    const active = snapshot.activeEnvironments.get(project) ?? entry.envs.size;
+    if (entry.envs.size >= breakerMinimum && entry.envs.size > breakerShare * active) {
+      breakersOpened.push({ project, dueCount: entry.envs.size, activeCount: active });
+      for (const d of entry.decisions) {
+        d.block('breaker-open', 'breaker-opened');
+        d.count = entry.envs.size;
+        d.total = active;
+      }
+    } else {
+      for (const d of entry.decisions) candidates.push(d);
+    }
+  }
+  if (mode === 'now') {
+    for (const d of decisions) if (d.kind === 'due') candidates.push(d);
+  }
+
+  // Oldest due first; open jobs are already queued and take no room in the cap.
+  const fresh = candidates.filter((d) => d.openJobId === null);
+  const limit = mode === 'policy' ? settings.maxPerPass : Infinity;
+  const chosen = oldestFirst(fresh, limit);
+  const newJobs: Decision[] = chosen;
+  if (chosen.length < fresh.length) {
+    const taken = new Set(chosen);
+    for (const d of fresh) {
+      if (taken.has(d)) continue;
+      d.block('cap-reached', 'cap-reached');
+      d.count = settings.maxPerPass;
+    }
+  }
+  return { decisions, newJobs, breakersOpened };
+}
+
+const dueOrder = (a: Decision, b: Decision) => a.dueAt - b.dueAt || (a.resourceId < b.resourceId ? -1 : 1);
+
+/**
+ * The `limit` oldest-due decisions, in order. With a small cap (the usual 10) a bounded insertion
+ * keeps a pass over 200,000 due decisions from sorting them all.
+ */
+function oldestFirst<T extends Decision>(decisions: T[], limit: number): T[] {
+  if (limit <= 0) return [];
+  if (decisions.length <= limit || limit > 1000) return [...decisions].sort(dueOrder).slice(0, limit);
+  const best: T[] = [];
+  for (const d of decisions) {
+    if (best.length === limit && dueOrder(d, best[limit - 1]!) >= 0) continue;
+    let i = best.length;
+    while (i > 0 && dueOrder(d, best[i - 1]!) < 0) i--;
+    best.splice(i, 0, d);
+    if (best.length > limit) best.pop();
+  }
+  return best;
+}
+
+/**
+ * Checks a plan against the invariants, independently of how `plan` decides: every `due`
+ * decision (and every new job) must have ownership proof, not be system, adopted, protected or
+ * protected by name, be idle past an enforced policy, have no running session or keep-alive,
+ * a live executor and a complete recent inventory that shows the recorded uid; no new jobs
+ * while halted or for a project whose breaker is (or just got) open; at most maxPerPass new
+ * jobs. Returns the violations (empty: all kept). Used by the property test and the benchmark.
+ */
+export function checkPlan(
+  snapshot: PlanSnapshot,
+  now: number,
+  settings: PlannerSettings,
+  result: PlanResult,
+  mode: PlanMode = 'policy',
+): string[] {
+  const violations: string[] = [];
+  const isProtectedName = namespaceProtector({
+    systemNamespace: settings.systemNamespace,
+    patterns: settings.protectPatterns,
+  });
+  const stale = now - staleIntervals * settings.intervalMs;
+  const opened = new Set(result.breakersOpened.map((b) => b.project));
+  const resources = new Map(snapshot.resources.map((x) => [x.id, x]));
+  const activityOf = new Map<string, number>();
+  for (const x of snapshot.resources) {
+    const env = snapshot.environments.get(x.environmentId);
+    if (!env) continue;
+    const item = x.item;
+    activityOf.set(
+      env.id,
+      Math.max(
+        activityOf.get(env.id) ?? env.lastActivityAt,
+        x.lastActivityAt ?? 0,
+        item?.lastActivityAt ?? 0,
+      ),
+    );
+  }
+  if (mode === 'policy' && result.newJobs.length > settings.maxPerPass) {
+    violations.push(`${result.newJobs.length} new jobs exceed the cap of ${settings.maxPerPass}`);
+  }
+  const due = result.decisions.filter((d) => d.kind === 'due');
+  for (const d of new Set([...due, ...result.newJobs])) {
+    const fail = (what: string) => violations.push(`${d.resourceId} (${d.namespaceName}): ${what}`);
+    const env = snapshot.environments.get(d.environmentId);
+    const r = resources.get(d.resourceId);
+    if (!env || !r) {
+      fail('unknown environment or resource');
+      continue;
+    }
+    if (r.role === 'system') fail('system role');
+    if (r.ownership !== 'owned') fail(`ownership ${r.ownership}`);
+    if (!r.namespaceUid) fail('no recorded uid');
+    if (isProtectedName(r.namespaceName)) fail('protected name');
+    if (env.protected) fail('protected environment');
+    if (env.keepAliveUntil !== null && env.keepAliveUntil > now) fail('kept alive');
+    const session = snapshot.runningSessions.get(env.id);
+    if (session !== undefined && now - session < sessionLiveMs) fail('session running');
+    if (snapshot.halted) fail('halted');
+    const seen = snapshot.executorsLastSeen.get(r.targetKey);
+    if (seen === undefined || seen < stale) fail('no live executor');
+    const inv = snapshot.inventories.get(r.targetKey);
+    if (!inv || !inv.complete || inv.lastCompleteAt === null || inv.lastCompleteAt < stale) {
+      fail('no complete recent inventory');
+    }
+    const item = r.item;
+    if (!item) fail('not in the inventory');
+    else {
+      if (!item.managedByTend) fail('no managed-by label');
+      if (item.project !== env.project || item.environment !== env.name) fail('annotations do not match');
+      if (item.uid !== r.namespaceUid) fail('uid differs from the recorded one');
+      if (item.role === 'system') fail('namespace role system');
+      if (item.adopted) fail('namespace adopted');
+    }
+    if (mode === 'policy') {
+      if (!env.policy) {
+        fail('no policy');
+        continue;
+      }
+      const enforced = snapshot.enforcedPolicies.get(policyKey(env.project, env.name));
+      if (!enforced || env.policy.afterMs < enforced.afterMs) fail('policy not enforced');
+      if (enforced && env.policy.action === 'delete' && enforced.action !== 'delete') {
+        fail('delete not enforced');
+      }
+      if (snapshot.openBreakers.has(env.project) || opened.has(env.project)) fail('breaker open');
+      // Idle: no activity of any source within the policy's wait.
+      if ((activityOf.get(env.id) ?? env.lastActivityAt) + env.policy.afterMs > now) {
+        fail('activity within the policy wait');
+      }
+    }
+  }
+  if (mode === 'policy') {
+    // A project with too many due at once must have its breaker opened, not its jobs planned.
+    const dueEnvs = new Map<string, Set<string>>();
+    for (const d of due) {
+      let set = dueEnvs.get(d.project);
+      if (!set) dueEnvs.set(d.project, (set = new Set()));
+      set.add(d.environmentId);
+    }
+    for (const [project, envs] of dueEnvs) {
+      const active = snapshot.activeEnvironments.get(project) ?? 0;
+      if (envs.size >= breakerMinimum && envs.size > breakerShare * active) {
+        violations.push(
+          `${envs.size} of ${active} environments of ${project} due without the breaker opening`,
+        );
+      }
+    }
+  }
+  for (const b of result.breakersOpened) {
+    const active = snapshot.activeEnvironments.get(b.project) ?? 0;
+    if (!(b.dueCount >= breakerMinimum && b.dueCount > breakerShare * active)) {
+      violations.push(`breaker of ${b.project} opened without cause`);
+    }
+  }
+  return violations;
+}

@@ -1,0 +1,298 @@
+/**
+ * What the dashboard shows of cleanup, read from the decisions of the last planning pass, the
+ * jobs and the cleanup tables: the "Next" of each listed environment, an environment's plan and
+ * jobs, and everything on the Cleanup page. Project-bound tokens see only their project, as in
+ * the API.
+ */
+import type { CleanupDecisionRow, CleanupJobRow } from '../db/schema.js';
+import { policyCovered } from '../cleanup/planner.js';
+import type { ServerServices } from '../services.js';
+import { parseDuration } from '../views.js';
+
+/** One decision, as the pages show it. */
+export interface DecisionItem {
+  kind: string;
+  reason: string | null;
+  action: string;
+  environmentId: string;
+  project: string;
+  environment: string;
+  namespace: string;
+  targetKey: string;
+  dueAt: string;
+  sentence: string;
+  jobId: string | null;
+}
+
+export interface JobItem {
+  id: string;
+  action: string;
+  state: string;
+  trigger: string | null;
+  actor: string | null;
+  environmentId: string;
+  project: string;
+  environment: string;
+  namespace: string;
+  targetKey: string;
+  plannedAt: string;
+  finishedAt: string | null;
+  outcome: string | null;
+  message: string | null;
+  reason: string;
+  attempts: number;
+}
+
+export interface PolicyItem {
+  project: string;
+  environment: string;
+  /** As written in tend.yml (the strictest seen on active environments of that name). */
+  afterInactivity: string;
+  action: string;
+  /** `enforced`, or `dry-run` (new, or stricter than what was enforced). */
+  mode: 'enforced' | 'dry-run';
+  enforced: { afterMs: number; action: string; at: string; by: string } | null;
+}
+
+export interface CleanupOverview {
+  halted: boolean;
+  haltedBy: string | null;
+  haltedAt: string | null;
+  lastPassAt: string | null;
+  lastPassMs: number | null;
+  plan: DecisionItem[];
+  /** More decisions are due within the window than shown. */
+  planTruncated: boolean;
+  blocked: DecisionItem[];
+  jobs: JobItem[];
+  policies: PolicyItem[];
+  breakers: { project: string; openedAt: string; due: number; active: number }[];
+  executors: {
+    name: string;
+    kind: string;
+    version: string;
+    targetKey: string;
+    description: string;
+    lastSeenAt: string;
+  }[];
+  unrecorded: {
+    targetKey: string;
+    namespace: string;
+    phase: string;
+    project: string | null;
+    environment: string | null;
+    environmentId: string | null;
+    firstSeenAt: string;
+  }[];
+}
+
+const planLimit = 200;
+const listLimit = 100;
+
+export function decisionItem(r: CleanupDecisionRow): DecisionItem {
+  return {
+    kind: r.kind,
+    reason: r.reason_code,
+    action: r.action,
+    environmentId: r.environment_id,
+    project: r.project,
+    environment: r.environment,
+    namespace: r.namespace_name,
+    targetKey: r.target_key,
+    dueAt: r.due_at,
+    sentence: r.sentence,
+    jobId: r.job_id,
+  };
+}
+
+export function jobItem(r: CleanupJobRow): JobItem {
+  return {
+    id: r.id,
+    action: r.action,
+    state: r.state,
+    trigger: r.trigger,
+    actor: r.actor,
+    environmentId: r.environment_id,
+    project: r.project ?? '',
+    environment: r.environment ?? '',
+    namespace: r.namespace_name ?? '',
+    targetKey: r.target_key ?? '',
+    plannedAt: r.planned_at,
+    finishedAt: r.finished_at,
+    outcome: r.result,
+    message: r.outcome_message,
+    reason: r.reason,
+    attempts: Number(r.attempts),
+  };
+}
+
+/** Order of what matters most for an environment's "Next": the soonest due, blocked last. */
+function nextRank(d: DecisionItem): [number, string] {
+  return [d.kind === 'blocked' ? 1 : 0, d.dueAt];
+}
+
+/** The decision to show in an environment's "Next" column, per environment id. */
+export async function nextDecisions(
+  services: ServerServices,
+  environmentIds: string[],
+): Promise<Map<string, DecisionItem>> {
+  const next = new Map<string, DecisionItem>();
+  if (environmentIds.length === 0) return next;
+  const rows = await services.database.reader
+    .selectFrom('cleanup_decisions')
+    .selectAll()
+    .where('environment_id', 'in', environmentIds)
+    .execute();
+  for (const row of rows) {
+    const d = decisionItem(row);
+    const current = next.get(d.environmentId);
+    if (!current) {
+      next.set(d.environmentId, d);
+      continue;
+    }
+    const [a, b] = [nextRank(d), nextRank(current)];
+    if (a[0] < b[0] || (a[0] === b[0] && a[1] < b[1])) next.set(d.environmentId, d);
+  }
+  return next;
+}
+
+/** An environment's decisions (one per recorded namespace) and its recent cleanup jobs. */
+export async function environmentCleanup(services: ServerServices, environmentId: string) {
+  const [decisions, jobs] = await Promise.all([
+    services.database.reader
+      .selectFrom('cleanup_decisions')
+      .selectAll()
+      .where('environment_id', '=', environmentId)
+      .orderBy('due_at')
+      .orderBy('namespace_name')
+      .execute(),
+    services.cleanup.repository.listJobs({ environmentId }, 10),
+  ]);
+  return { decisions: decisions.map(decisionItem), jobs: jobs.map(jobItem) };
+}
+
+/**
+ * The policies of active environments, each `enforced` or `dry-run` by the same rule as the
+ * planner (`policyCovered`): new, or stricter than what was enforced, is a dry run.
+ */
+async function policyItems(services: ServerServices, onlyProject: string | null): Promise<PolicyItem[]> {
+  let seenQuery = services.database.reader
+    .selectFrom('environments')
+    .select(['project', 'name', 'policy_after_inactivity', 'policy_action'])
+    .where('state', '=', 'active')
+    .where('policy_action', 'is not', null)
+    .distinct();
+  if (onlyProject) seenQuery = seenQuery.where('project', '=', onlyProject);
+  const [seen, enforcedRows] = await Promise.all([
+    seenQuery.execute(),
+    services.cleanup.repository.policies(),
+  ]);
+  const enforced = new Map(enforcedRows.map((p) => [`${p.project}\u0000${p.environment}`, p]));
+  const byName = new Map<string, PolicyItem>();
+  for (const s of seen) {
+    const afterMs = s.policy_after_inactivity ? parseDuration(s.policy_after_inactivity) : undefined;
+    if (afterMs === undefined || !s.policy_action) continue;
+    const key = `${s.project}\u0000${s.name}`;
+    const e = enforced.get(key);
+    const covered = policyCovered(
+      { afterMs, action: s.policy_action },
+      e ? { afterMs: Number(e.after_inactivity_ms), action: e.action } : undefined,
+    );
+    const current = byName.get(key);
+    // Several environments of one name may carry different policies: a dry-run one wins.
+    if (current && (current.mode === 'dry-run' || covered)) continue;
+    byName.set(key, {
+      project: s.project,
+      environment: s.name,
+      afterInactivity: s.policy_after_inactivity!,
+      action: s.policy_action,
+      mode: covered ? 'enforced' : 'dry-run',
+      enforced: e
+        ? {
+            afterMs: Number(e.after_inactivity_ms),
+            action: e.action,
+            at: e.enforced_at,
+            by: e.enforced_by,
+          }
+        : null,
+    });
+  }
+  return [...byName.values()]
+    .sort((a, b) => a.project.localeCompare(b.project) || a.environment.localeCompare(b.environment))
+    .slice(0, listLimit);
+}
+
+/** Everything on the Cleanup page. */
+export async function cleanupOverview(
+  services: ServerServices,
+  onlyProject: string | null,
+  now: Date,
+): Promise<CleanupOverview> {
+  const repo = services.cleanup.repository;
+  let blockedQuery = services.database.reader
+    .selectFrom('cleanup_decisions')
+    .selectAll()
+    .where('kind', '=', 'blocked');
+  if (onlyProject) blockedQuery = blockedQuery.where('project', '=', onlyProject);
+  const [control, planRows, blockedRows, jobRows, policies, breakers, executors, unrecorded] =
+    await Promise.all([
+      repo.control(),
+      repo.planPage(
+        { dueBefore: new Date(now.getTime() + 86_400_000).toISOString(), onlyProject },
+        planLimit + 1,
+      ),
+      blockedQuery
+        .orderBy('project')
+        .orderBy('environment')
+        .orderBy('namespace_name')
+        .limit(listLimit)
+        .execute(),
+      repo.listJobs({ onlyProject }, 30),
+      policyItems(services, onlyProject),
+      repo.breakers(),
+      repo.executors(),
+      repo.unrecordedNamespaces(listLimit),
+    ]);
+  return {
+    halted: Boolean(control.halted),
+    haltedBy: control.halted_by,
+    haltedAt: control.halted_at,
+    lastPassAt: control.last_pass_at,
+    lastPassMs: control.last_pass_ms === null ? null : Number(control.last_pass_ms),
+    plan: planRows
+      .slice(0, planLimit)
+      .filter((r) => r.kind !== 'blocked')
+      .map(decisionItem),
+    planTruncated: planRows.length > planLimit,
+    blocked: blockedRows.map(decisionItem),
+    jobs: jobRows.map(jobItem),
+    policies,
+    breakers: breakers
+      .filter((b) => !onlyProject || b.project === onlyProject)
+      .map((b) => ({
+        project: b.project,
+        openedAt: b.opened_at,
+        due: Number(b.due_count),
+        active: Number(b.active_count),
+      })),
+    executors: executors.map((e) => ({
+      name: e.name,
+      kind: e.kind,
+      version: e.version,
+      targetKey: e.target_key,
+      description: e.description,
+      lastSeenAt: e.last_seen_at,
+    })),
+    unrecorded: unrecorded
+      .filter((u) => !onlyProject || u.project === onlyProject)
+      .map((u) => ({
+        targetKey: u.target_key,
+        namespace: u.namespace_name,
+        phase: u.phase,
+        project: u.project,
+        environment: u.environment,
+        environmentId: u.environment_id,
+        firstSeenAt: u.first_seen_at,
+      })),
+  };
+}

@@ -1,0 +1,401 @@
+/**
+ * The dashboard's cleanup parts: the "Next" cell of the environments list, the plan on an
+ * environment's page (with "Clean up now"), and the Cleanup page (plan for the next 24 hours,
+ * blocked decisions, jobs, policies with Enforce, breakers, the halt switch, executors and
+ * unrecorded namespaces). Every name is escaped by `html`.
+ */
+import { html, relativeTime, type Html } from './html.js';
+import type { CleanupOverview, DecisionItem, JobItem } from './cleanup-data.js';
+import { layout } from './pages.js';
+
+interface Session {
+  csrf: string;
+  user: string;
+}
+
+/** A POST form carrying the session's CSRF token. */
+export function postForm(
+  session: Session,
+  action: string,
+  label: string,
+  fields: Record<string, string> = {},
+  extra: Html | string = '',
+): Html {
+  return html`<form method="post" action="${action}">
+    <input type="hidden" name="_csrf" value="${session.csrf}" />${Object.entries(fields).map(
+      ([name, value]) => html`<input type="hidden" name="${name}" value="${value}" />`,
+    )}${extra}<button type="submit">${label}</button>
+  </form>`;
+}
+
+function when(iso: string, now: Date): Html {
+  return html`<time datetime="${iso}" title="${iso}">${relativeTime(iso, now)}</time>`;
+}
+
+function kindBadge(d: { kind: string; reason: string | null }): Html {
+  return html`<span class="badge kind-${d.kind}"
+    >${d.kind === 'blocked' ? `blocked: ${d.reason ?? '?'}` : d.kind}</span
+  >`;
+}
+
+/** The list's "Next" cell: action, due time and reason of the environment's next decision. */
+export function nextCell(d: DecisionItem | undefined, hasPolicy: boolean, now: Date): Html {
+  if (!d) {
+    return html`<span class="muted">${hasPolicy ? 'not planned yet' : 'no cleanup policy'}</span>`;
+  }
+  return html`<span class="next"
+      >${kindBadge(d)} ${d.action}
+      ${d.kind === 'blocked' ? '' : d.kind === 'due' ? html`<strong>now</strong>` : when(d.dueAt, now)}</span
+    >
+    <div class="muted sentence">${d.sentence}</div>`;
+}
+
+/** The plan of one environment, its recent jobs and (for admins) "Clean up now". */
+export function environmentCleanupSection(
+  input: {
+    environmentId: string;
+    decisions: DecisionItem[];
+    jobs: JobItem[];
+    canClean: boolean;
+    active: boolean;
+  },
+  session: Session,
+  now: Date,
+): Html {
+  return html`<h2>Cleanup</h2>
+    <table id="plan">
+      <thead>
+        <tr>
+          <th>Namespace</th>
+          <th>Decision</th>
+          <th>Action</th>
+          <th>Due</th>
+          <th>Why</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${
+          input.decisions.length === 0
+            ? html`<tr>
+                <td colspan="5" class="muted">
+                  No decision: the environment has no cleanup policy, or no planning pass has seen it yet.
+                </td>
+              </tr>`
+            : input.decisions.map(
+                (d) =>
+                  html`<tr>
+                    <td>${d.namespace}</td>
+                    <td>${kindBadge(d)}</td>
+                    <td>${d.action}</td>
+                    <td>${d.kind === 'blocked' ? '—' : when(d.dueAt, now)}</td>
+                    <td>${d.sentence}${d.jobId ? html` <span class="muted">(job ${d.jobId})</span>` : ''}</td>
+                  </tr>`,
+              )
+        }
+      </tbody>
+    </table>
+    <div class="actions">
+      ${
+        !input.active
+          ? ''
+          : input.canClean
+            ? postForm(
+                session,
+                `/environments/${encodeURIComponent(input.environmentId)}/cleanup`,
+                'Clean up now',
+              )
+            : html`<span class="muted">Cleaning up now needs an admin token.</span>`
+      }
+    </div>
+    ${input.jobs.length > 0 ? jobsTable(input.jobs, now, 'environment-jobs') : ''}`;
+}
+
+function jobsTable(jobs: JobItem[], now: Date, id: string): Html {
+  return html`<table id="${id}">
+    <thead>
+      <tr>
+        <th>Planned</th>
+        <th>Environment</th>
+        <th>Namespace</th>
+        <th>Action</th>
+        <th>State</th>
+        <th>Outcome</th>
+        <th>By</th>
+      </tr>
+    </thead>
+    <tbody>
+      ${
+        jobs.length === 0
+          ? html`<tr>
+              <td colspan="7" class="muted">No cleanup jobs yet.</td>
+            </tr>`
+          : jobs.map(
+              (j) =>
+                html`<tr data-job-id="${j.id}">
+                  <td>${when(j.plannedAt, now)}</td>
+                  <td>
+                    <a href="/environments/${encodeURIComponent(j.environmentId)}"
+                      >${j.project} / ${j.environment}</a
+                    >
+                  </td>
+                  <td>${j.namespace} <span class="muted">${j.targetKey}</span></td>
+                  <td>${j.action}</td>
+                  <td><span class="badge job-${j.state}">${j.state}</span></td>
+                  <td>
+                    ${j.message ?? j.reason}${j.attempts > 1 ? html` <span class="muted">(${j.attempts} attempts)</span>` : ''}
+                  </td>
+                  <td>
+                    ${j.trigger === 'now' ? `${j.actor ?? '?'} (clean up now)` : (j.actor ?? 'planner')}
+                  </td>
+                </tr>`,
+            )
+      }
+    </tbody>
+  </table>`;
+}
+
+function decisionRows(items: DecisionItem[], now: Date, empty: string, showDue: boolean): Html {
+  if (items.length === 0) {
+    return html`<tr>
+      <td colspan="6" class="muted">${empty}</td>
+    </tr>`;
+  }
+  return html`${items.map(
+    (d) =>
+      html`<tr>
+        <td>${showDue ? when(d.dueAt, now) : kindBadge(d)}</td>
+        <td>
+          <a href="/environments/${encodeURIComponent(d.environmentId)}">${d.project} / ${d.environment}</a>
+        </td>
+        <td>${d.namespace} <span class="muted">${d.targetKey}</span></td>
+        <td>${showDue ? kindBadge(d) : ''} ${d.action}</td>
+        <td>${d.sentence}</td>
+      </tr>`,
+  )}`;
+}
+
+export function cleanupPage(
+  o: CleanupOverview,
+  session: Session,
+  options: { isAdmin: boolean; now: Date; message?: string },
+): Html {
+  const { now, isAdmin } = options;
+  const adminOnly = (content: Html) => (isAdmin ? content : html`<span class="muted">admin</span>`);
+  return layout(
+    'Cleanup',
+    html`<h1>Cleanup</h1>
+      ${options.message ? html`<p class="error" role="alert">${options.message}</p>` : ''}
+      <section id="switch" class="${o.halted ? 'halted' : 'running'}">
+        ${
+          o.halted
+            ? html`<p>
+                <strong>Cleanup is halted</strong> since ${o.haltedAt ?? '?'} by ${o.haltedBy ?? '?'}: nothing
+                is planned or started.
+              </p>`
+            : html`<p><strong>Cleanup is running.</strong></p>`
+        }
+        <p class="muted">
+          Last planning pass:
+          ${o.lastPassAt ? html`${when(o.lastPassAt, now)} (${o.lastPassMs ?? '?'} ms)` : 'none yet'}.
+        </p>
+        <div class="actions">
+          ${adminOnly(
+            o.halted
+              ? postForm(session, '/cleanup/resume', 'Resume cleanup')
+              : postForm(session, '/cleanup/halt', 'Halt all cleanup'),
+          )}
+        </div>
+      </section>
+
+      <h2>Plan for the next 24 hours</h2>
+      <table id="cleanup-plan">
+        <thead>
+          <tr>
+            <th>Due</th>
+            <th>Environment</th>
+            <th>Namespace</th>
+            <th>Decision</th>
+            <th>Why</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${decisionRows(o.plan, now, 'Nothing is due within 24 hours.', true)}
+        </tbody>
+      </table>
+      ${o.planTruncated ? html`<p class="muted">Only the first entries are shown; <code>tend cleanup plan</code> lists all.</p>` : ''}
+
+      <h2>Blocked</h2>
+      <table id="cleanup-blocked">
+        <thead>
+          <tr>
+            <th>Reason</th>
+            <th>Environment</th>
+            <th>Namespace</th>
+            <th>Action</th>
+            <th>Why</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${decisionRows(o.blocked, now, 'Nothing is blocked.', false)}
+        </tbody>
+      </table>
+
+      <h2>Policies</h2>
+      <table id="cleanup-policies">
+        <thead>
+          <tr>
+            <th>Project</th>
+            <th>Environment</th>
+            <th>Policy</th>
+            <th>Mode</th>
+            <th></th>
+          </tr>
+        </thead>
+        <tbody>
+          ${
+            o.policies.length === 0
+              ? html`<tr>
+                  <td colspan="5" class="muted">No active environment has a cleanup policy.</td>
+                </tr>`
+              : o.policies.map(
+                  (p) =>
+                    html`<tr>
+                      <td>${p.project}</td>
+                      <td>${p.environment}</td>
+                      <td>${p.action} after ${p.afterInactivity} without activity</td>
+                      <td>
+                        <span class="badge mode-${p.mode}">${p.mode}</span>
+                        ${p.enforced ? html`<span class="muted">enforced by ${p.enforced.by} ${when(p.enforced.at, now)}</span>` : ''}
+                      </td>
+                      <td>
+                        ${
+                          p.mode === 'dry-run'
+                            ? adminOnly(
+                                postForm(session, '/cleanup/enforce', 'Enforce', {
+                                  project: p.project,
+                                  environment: p.environment,
+                                }),
+                              )
+                            : ''
+                        }
+                      </td>
+                    </tr>`,
+                )
+          }
+        </tbody>
+      </table>
+
+      <h2>Circuit breakers</h2>
+      <table id="cleanup-breakers">
+        <thead>
+          <tr>
+            <th>Project</th>
+            <th>Opened</th>
+            <th>Why</th>
+            <th></th>
+          </tr>
+        </thead>
+        <tbody>
+          ${
+            o.breakers.length === 0
+              ? html`<tr>
+                  <td colspan="4" class="muted">All closed.</td>
+                </tr>`
+              : o.breakers.map(
+                  (b) =>
+                    html`<tr>
+                      <td>${b.project}</td>
+                      <td>${when(b.openedAt, now)}</td>
+                      <td>
+                        ${b.due} of ${b.active} active environments were due at once; nothing of ${b.project}
+                        is cleaned until it is reset.
+                      </td>
+                      <td>
+                        ${adminOnly(postForm(session, '/cleanup/breakers/reset', 'Reset', { project: b.project }))}
+                      </td>
+                    </tr>`,
+                )
+          }
+        </tbody>
+      </table>
+
+      <h2>Recent jobs</h2>
+      ${jobsTable(o.jobs, now, 'cleanup-jobs')}
+
+      <h2>Executors</h2>
+      <table id="cleanup-executors">
+        <thead>
+          <tr>
+            <th>Target</th>
+            <th>Executor</th>
+            <th>Version</th>
+            <th>Last seen</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${
+            o.executors.length === 0
+              ? html`<tr>
+                  <td colspan="4" class="muted">
+                    No executor has reported: nothing is cleaned (run <code>tend server --kubeconfig</code> or
+                    <code>tend agent</code>).
+                  </td>
+                </tr>`
+              : o.executors.map(
+                  (e) =>
+                    html`<tr>
+                      <td>${e.targetKey} <span class="muted">${e.description}</span></td>
+                      <td>${e.name} <span class="muted">(${e.kind})</span></td>
+                      <td>${e.version}</td>
+                      <td>${when(e.lastSeenAt, now)}</td>
+                    </tr>`,
+                )
+          }
+        </tbody>
+      </table>
+
+      <h2>Unrecorded namespaces</h2>
+      <p class="muted">
+        Labelled <code>app.kubernetes.io/managed-by=tend</code> but with no record in this server: shown,
+        never deleted.
+      </p>
+      <table id="cleanup-unrecorded">
+        <thead>
+          <tr>
+            <th>Namespace</th>
+            <th>Target</th>
+            <th>Annotations name</th>
+            <th>Phase</th>
+            <th>First seen</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${
+            o.unrecorded.length === 0
+              ? html`<tr>
+                  <td colspan="5" class="muted">None.</td>
+                </tr>`
+              : o.unrecorded.map(
+                  (u) =>
+                    html`<tr>
+                      <td>${u.namespace}</td>
+                      <td>${u.targetKey}</td>
+                      <td>
+                        ${
+                          u.environmentId
+                            ? html`<a href="/environments/${encodeURIComponent(u.environmentId)}"
+                                >${u.project ?? '?'} / ${u.environment ?? '?'}</a
+                              >`
+                            : `${u.project ?? '?'} / ${u.environment ?? '?'}`
+                        }
+                      </td>
+                      <td>${u.phase}</td>
+                      <td>${when(u.firstSeenAt, now)}</td>
+                    </tr>`,
+                )
+          }
+        </tbody>
+      </table>`,
+    session,
+  );
+}

@@ -1,0 +1,590 @@
+/**
+ * The cleanup API. Executor routes (scope `agent`: `tend agent`, bound to clusters if its token
+ * is): heartbeat, inventory, claim, start, complete. Read routes: the plan of the last pass
+ * (paged by due time), jobs, and the state of cleanup (halt, breakers, policies, executors,
+ * unrecorded namespaces). Admin routes: enforce, halt, resume, breaker reset, clean up now.
+ */
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import {
+  ClaimRequest,
+  ClaimResponse,
+  CleanupJob,
+  CompleteRequest,
+  CompleteResponse,
+  HeartbeatRequest,
+  HeartbeatResponse,
+  InventoryReport,
+  InventoryResponse,
+  StartRequest,
+  StartResponse,
+} from '../../cleanup/protocol.js';
+import { TendError } from '../../errors.js';
+import type { App, ServerServices } from '../services.js';
+import { actorOf, type Principal } from '../auth.js';
+import { decodeCursor, encodeCursor } from '../db/repositories/environments.js';
+import type { CleanupDecisionRow } from '../db/schema.js';
+import { blockReasons } from '../cleanup/planner.js';
+import { ErrorResponse } from '../schemas.js';
+import { parseDuration } from '../views.js';
+import { visibleEnvironment } from '../environment-queries.js';
+
+const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
+const Time = () => Type.String({ format: 'date-time' });
+
+export const PlanItemView = Type.Object({
+  kind: Type.Union([
+    Type.Literal('due'),
+    Type.Literal('scheduled'),
+    Type.Literal('dry-run'),
+    Type.Literal('blocked'),
+  ]),
+  reason: Type.Union([...blockReasons.map((r) => Type.Literal(r)), Type.Null()]),
+  action: Type.String(),
+  environmentId: Type.String(),
+  project: Type.String(),
+  environment: Type.String(),
+  namespace: Type.String(),
+  resourceId: Type.String(),
+  targetKey: Type.String(),
+  pluginName: Type.String(),
+  dueAt: Time(),
+  lastActivityAt: Time(),
+  sentence: Type.String(),
+  jobId: Nullable(Type.String()),
+  decidedAt: Time(),
+});
+export type PlanItemView = Static<typeof PlanItemView>;
+
+export const JobView = Type.Intersect([
+  CleanupJob,
+  Type.Object({
+    trigger: Nullable(Type.String()),
+    actor: Nullable(Type.String()),
+    plannedAt: Time(),
+    startedAt: Nullable(Time()),
+    finishedAt: Nullable(Time()),
+    notBefore: Nullable(Time()),
+    outcome: Nullable(Type.String()),
+    message: Nullable(Type.String()),
+  }),
+]);
+
+const errors = {
+  400: ErrorResponse,
+  401: ErrorResponse,
+  403: ErrorResponse,
+  404: ErrorResponse,
+  409: ErrorResponse,
+};
+
+const PlanQuery = Type.Object({
+  within: Type.Optional(
+    Type.String({
+      default: '24h',
+      description: 'Decisions due within this duration from now ("24h", "7d").',
+    }),
+  ),
+  project: Type.Optional(Type.String({ minLength: 1 })),
+  environment: Type.Optional(Type.String({ minLength: 1 })),
+  namespace: Type.Optional(Type.String({ minLength: 1 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+  cursor: Type.Optional(Type.String()),
+});
+
+const JobsQuery = Type.Object({
+  state: Type.Optional(
+    Type.Union([
+      Type.Literal('planned'),
+      Type.Literal('executing'),
+      Type.Literal('done'),
+      Type.Literal('failed'),
+      Type.Literal('cancelled'),
+    ]),
+  ),
+  project: Type.Optional(Type.String({ minLength: 1 })),
+  environmentId: Type.Optional(Type.String({ minLength: 1 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+  cursor: Type.Optional(Type.String()),
+});
+
+const JobParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
+const ProjectName = Type.String({ minLength: 1, maxLength: 253 });
+
+/** Longest `within` of the plan route. */
+const maxWithinMs = 3650 * 86_400_000;
+
+/** 403 unless an agent token bound to clusters may act on the target. */
+function checkTarget(principal: Principal | null, targetKey: string): void {
+  if (!principal?.clusters) return;
+  const match = /^kubernetes\/(.+)$/.exec(targetKey);
+  if (!match || !principal.clusters.includes(match[1]!)) {
+    throw new TendError(
+      'TEND_AUTH_FORBIDDEN',
+      `token "${principal.tokenName}" is bound to clusters ${principal.clusters.join(', ')}; it may not act on ${targetKey.slice(0, 100)}`,
+    );
+  }
+}
+
+/** 403 for a project-bound token acting on another project or on a global switch. */
+function checkProject(principal: Principal | null, project: string | null): void {
+  if (!principal?.project) return;
+  if (project === null || project !== principal.project) {
+    throw new TendError(
+      'TEND_AUTH_FORBIDDEN',
+      project === null
+        ? `token "${principal.tokenName}" is bound to project ${principal.project}; this switch is global`
+        : `token "${principal.tokenName}" is bound to project ${principal.project}`,
+    );
+  }
+}
+
+function executorRoute<B extends TSchema, R extends TSchema>(
+  summary: string,
+  body: B,
+  response: R,
+  bodyLimit?: number,
+) {
+  return {
+    config: { permission: 'agent' as const },
+    ...(bodyLimit ? { bodyLimit } : {}),
+    schema: { summary, tags: ['cleanup executors'], body, response: { 200: response, ...errors } },
+  };
+}
+
+function planItemView(r: CleanupDecisionRow): PlanItemView {
+  return {
+    kind: r.kind as PlanItemView['kind'],
+    reason: r.reason_code as PlanItemView['reason'],
+    action: r.action,
+    environmentId: r.environment_id,
+    project: r.project,
+    environment: r.environment,
+    namespace: r.namespace_name,
+    resourceId: r.resource_id,
+    targetKey: r.target_key,
+    pluginName: r.plugin,
+    dueAt: r.due_at,
+    lastActivityAt: r.last_activity_at,
+    sentence: r.sentence,
+    jobId: r.job_id,
+    decidedAt: r.decided_at,
+  };
+}
+
+export function registerCleanupRoutes(app: App, services: ServerServices): void {
+  const cleanup = services.cleanup;
+  app.post(
+    '/api/v1/agents/heartbeat',
+    executorRoute(
+      'An executor announces itself and the targets it serves (agent scope)',
+      HeartbeatRequest,
+      HeartbeatResponse,
+    ),
+    async (request) => {
+      const body = request.body;
+      for (const t of body.targets) checkTarget(request.principal, t.targetKey);
+      return cleanup.heartbeatAs(body, request.principal?.tokenName ?? null);
+    },
+  );
+
+  app.post(
+    '/api/v1/agents/inventory',
+    executorRoute(
+      'An executor reports the tend-labelled namespaces of a target (agent scope)',
+      InventoryReport,
+      InventoryResponse,
+      services.limits.bodyLimit,
+    ),
+    async (request) => {
+      const body = request.body;
+      checkTarget(request.principal, body.targetKey);
+      return cleanup.inventoryAs(body, `${actorOf(request.principal!)} (executor ${body.executorId})`);
+    },
+  );
+
+  app.post(
+    '/api/v1/cleanup/jobs/claim',
+    executorRoute('Lease due jobs of the given targets (agent scope)', ClaimRequest, ClaimResponse),
+    async (request) => {
+      const body = request.body;
+      for (const t of body.targetKeys) checkTarget(request.principal, t);
+      return cleanup.claim(body);
+    },
+  );
+
+  const heldJobTarget = async (id: string, principal: Principal | null) => {
+    if (!principal?.clusters) return;
+    const job = await cleanup.repository.job(id);
+    if (job?.target_key) checkTarget(principal, job.target_key);
+  };
+
+  app.post(
+    '/api/v1/cleanup/jobs/:id/start',
+    {
+      config: { permission: 'agent' },
+      schema: {
+        summary:
+          'Start a leased job: the server re-checks the registry and moves it to executing, or cancels it with the reason (agent scope)',
+        tags: ['cleanup executors'],
+        params: JobParams,
+        body: StartRequest,
+        response: { 200: StartResponse, ...errors },
+      },
+    },
+    async (request) => {
+      await heldJobTarget(request.params.id, request.principal);
+      return cleanup.start(request.params.id, request.body);
+    },
+  );
+
+  app.post(
+    '/api/v1/cleanup/jobs/:id/complete',
+    {
+      config: { permission: 'agent' },
+      schema: {
+        summary:
+          'Report the outcome of a job: done, cancelled, or failed (retried with backoff) (agent scope)',
+        tags: ['cleanup executors'],
+        params: JobParams,
+        body: CompleteRequest,
+        response: { 200: CompleteResponse, ...errors },
+      },
+    },
+    async (request) => {
+      await heldJobTarget(request.params.id, request.principal);
+      return cleanup.complete(request.params.id, request.body);
+    },
+  );
+
+  app.get(
+    '/api/v1/cleanup/plan',
+    {
+      config: { permission: 'read' },
+      schema: {
+        summary: 'What cleanup will do, when, and why (or why not): the decisions of the last planning pass',
+        tags: ['cleanup'],
+        querystring: PlanQuery,
+        response: {
+          200: Type.Object({
+            serverTime: Time(),
+            generatedAt: Nullable(Time()),
+            halted: Type.Boolean(),
+            items: Type.Array(PlanItemView),
+            nextCursor: Nullable(Type.String()),
+          }),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      const withinMs = parseDuration(q.within ?? '24h');
+      if (withinMs === undefined || withinMs > maxWithinMs) {
+        throw new TendError(
+          'TEND_SERVER_BAD_REQUEST',
+          `within takes a duration like "24h" or "7d" (at most 3650d), got "${(q.within ?? '').slice(0, 64)}"`,
+        );
+      }
+      const after = q.cursor ? decodeCursor(q.cursor) : undefined;
+      if (q.cursor && !after)
+        throw new TendError('TEND_SERVER_BAD_REQUEST', 'cursor is not one this server gave out');
+      const limit = q.limit ?? 50;
+      const [rows, control] = await Promise.all([
+        cleanup.repository.planPage(
+          {
+            dueBefore: new Date(services.now().getTime() + withinMs).toISOString(),
+            project: q.project,
+            environment: q.environment,
+            namespace: q.namespace,
+            onlyProject: request.principal?.project ?? null,
+            after,
+          },
+          limit + 1,
+        ),
+        cleanup.repository.control(),
+      ]);
+      const items = rows.slice(0, limit);
+      const last = items[items.length - 1];
+      return {
+        serverTime: services.now().toISOString(),
+        generatedAt: control.last_pass_at,
+        halted: Boolean(control.halted),
+        items: items.map(planItemView),
+        nextCursor:
+          rows.length > limit && last ? encodeCursor({ at: last.due_at, id: last.resource_id }) : null,
+      };
+    },
+  );
+
+  app.get(
+    '/api/v1/cleanup/jobs',
+    {
+      config: { permission: 'read' },
+      schema: {
+        summary: 'Cleanup jobs, most recently planned first',
+        tags: ['cleanup'],
+        querystring: JobsQuery,
+        response: {
+          200: Type.Object({ items: Type.Array(JobView), nextCursor: Nullable(Type.String()) }),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      const before = q.cursor ? decodeCursor(q.cursor) : undefined;
+      if (q.cursor && !before)
+        throw new TendError('TEND_SERVER_BAD_REQUEST', 'cursor is not one this server gave out');
+      const limit = q.limit ?? 50;
+      const rows = await cleanup.repository.listJobs(
+        {
+          state: q.state,
+          project: q.project,
+          environmentId: q.environmentId,
+          onlyProject: request.principal?.project ?? null,
+          before,
+        },
+        limit + 1,
+      );
+      const page = rows.slice(0, limit);
+      const views = await cleanup.jobViews(page);
+      const last = page[page.length - 1];
+      return {
+        items: views.map((v, i) => {
+          const r = page[i]!;
+          return {
+            ...v,
+            trigger: r.trigger,
+            actor: r.actor,
+            plannedAt: r.planned_at,
+            startedAt: r.started_at,
+            finishedAt: r.finished_at,
+            notBefore: r.not_before,
+            outcome: r.result,
+            message: r.outcome_message,
+          };
+        }),
+        nextCursor: rows.length > limit && last ? encodeCursor({ at: last.planned_at, id: last.id }) : null,
+      };
+    },
+  );
+
+  app.get(
+    '/api/v1/cleanup/status',
+    {
+      config: { permission: 'read' },
+      schema: {
+        summary:
+          'The state of cleanup: halt switch, last pass, breakers, enforced policies, executors, unrecorded namespaces',
+        tags: ['cleanup'],
+        response: {
+          200: Type.Object({
+            halted: Type.Boolean(),
+            haltedBy: Nullable(Type.String()),
+            haltedAt: Nullable(Time()),
+            lastPassAt: Nullable(Time()),
+            lastPassMs: Type.Union([Type.Integer(), Type.Null()]),
+            breakers: Type.Array(
+              Type.Object({
+                project: Type.String(),
+                openedAt: Time(),
+                due: Type.Integer(),
+                active: Type.Integer(),
+              }),
+            ),
+            policies: Type.Array(
+              Type.Object({
+                project: Type.String(),
+                environment: Type.String(),
+                afterInactivityMs: Type.Integer(),
+                action: Type.String(),
+                enforcedAt: Time(),
+                enforcedBy: Type.String(),
+              }),
+            ),
+            executors: Type.Array(
+              Type.Object({
+                id: Type.String(),
+                name: Type.String(),
+                kind: Type.String(),
+                version: Type.String(),
+                targetKey: Type.String(),
+                pluginName: Type.String(),
+                description: Type.String(),
+                lastSeenAt: Time(),
+              }),
+            ),
+            unrecorded: Type.Array(
+              Type.Object({
+                targetKey: Type.String(),
+                namespace: Type.String(),
+                uid: Type.String(),
+                phase: Type.String(),
+                project: Nullable(Type.String()),
+                environment: Nullable(Type.String()),
+                environmentId: Nullable(Type.String()),
+                firstSeenAt: Time(),
+                lastSeenAt: Time(),
+              }),
+            ),
+          }),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      const only = request.principal?.project ?? null;
+      const repo = cleanup.repository;
+      const [control, breakers, policies, executors, unrecorded] = await Promise.all([
+        repo.control(),
+        repo.breakers(),
+        repo.policies(),
+        repo.executors(),
+        repo.unrecordedNamespaces(),
+      ]);
+      return {
+        halted: Boolean(control.halted),
+        haltedBy: control.halted_by,
+        haltedAt: control.halted_at,
+        lastPassAt: control.last_pass_at,
+        lastPassMs: control.last_pass_ms === null ? null : Number(control.last_pass_ms),
+        breakers: breakers
+          .filter((b) => !only || b.project === only)
+          .map((b) => ({
+            project: b.project,
+            openedAt: b.opened_at,
+            due: Number(b.due_count),
+            active: Number(b.active_count),
+          })),
+        policies: policies
+          .filter((p) => !only || p.project === only)
+          .map((p) => ({
+            project: p.project,
+            environment: p.environment,
+            afterInactivityMs: Number(p.after_inactivity_ms),
+            action: p.action,
+            enforcedAt: p.enforced_at,
+            enforcedBy: p.enforced_by,
+          })),
+        executors: executors.map((e) => ({
+          id: e.id,
+          name: e.name,
+          kind: e.kind,
+          version: e.version,
+          targetKey: e.target_key,
+          pluginName: e.plugin,
+          description: e.description,
+          lastSeenAt: e.last_seen_at,
+        })),
+        unrecorded: unrecorded
+          .filter((u) => !only || u.project === only)
+          .map((u) => ({
+            targetKey: u.target_key,
+            namespace: u.namespace_name,
+            uid: u.uid,
+            phase: u.phase,
+            project: u.project,
+            environment: u.environment,
+            environmentId: u.environment_id,
+            firstSeenAt: u.first_seen_at,
+            lastSeenAt: u.seen_at,
+          })),
+      };
+    },
+  );
+
+  app.post(
+    '/api/v1/cleanup/enforce',
+    {
+      config: { permission: 'admin' },
+      schema: {
+        summary:
+          'Enforce the cleanup policy of a project (or one environment name): its decisions stop being dry-run (admin)',
+        tags: ['cleanup'],
+        body: Type.Object(
+          { project: ProjectName, environment: Type.Optional(ProjectName) },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({
+            enforced: Type.Array(
+              Type.Object({
+                project: Type.String(),
+                environment: Type.String(),
+                afterInactivity: Type.String(),
+                action: Type.String(),
+              }),
+            ),
+          }),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      checkProject(request.principal, request.body.project);
+      const enforced = await cleanup.enforce(
+        request.body.project,
+        request.body.environment,
+        actorOf(request.principal!),
+      );
+      return { enforced };
+    },
+  );
+
+  for (const action of ['halt', 'resume'] as const) {
+    app.post(
+      `/api/v1/cleanup/${action}`,
+      {
+        config: { permission: 'admin' },
+        schema: {
+          summary:
+            action === 'halt'
+              ? 'Halt all automatic cleanup: nothing is planned or started until resumed (admin)'
+              : 'Resume automatic cleanup (admin)',
+          tags: ['cleanup'],
+          response: { 200: Type.Object({ halted: Type.Boolean(), changed: Type.Boolean() }), ...errors },
+        },
+      },
+      async (request) => {
+        checkProject(request.principal, null);
+        return cleanup.setHalted(action === 'halt', actorOf(request.principal!));
+      },
+    );
+  }
+
+  app.post(
+    '/api/v1/cleanup/breakers/:project/reset',
+    {
+      config: { permission: 'admin' },
+      schema: {
+        summary: "Close a project's circuit breaker after looking at why it opened (admin)",
+        tags: ['cleanup'],
+        params: Type.Object({ project: ProjectName }),
+        response: { 200: Type.Object({ project: Type.String(), reset: Type.Boolean() }), ...errors },
+      },
+    },
+    async (request) => {
+      checkProject(request.principal, request.params.project);
+      await cleanup.resetBreaker(request.params.project, actorOf(request.principal!));
+      return { project: request.params.project, reset: true };
+    },
+  );
+
+  app.post(
+    '/api/v1/environments/:id/cleanup',
+    {
+      config: { permission: 'admin' },
+      schema: {
+        summary:
+          'Clean up now: plan jobs for the environment through the same path and checks, only the inactivity wait skipped (admin)',
+        tags: ['environments'],
+        params: Type.Object({ id: Type.String() }),
+        response: { 200: Type.Object({ jobs: Type.Array(CleanupJob) }), ...errors },
+      },
+    },
+    async (request) => {
+      const env = await visibleEnvironment(services, request.params.id, request.principal);
+      return { jobs: await cleanup.cleanNow(env.id, actorOf(request.principal!)) };
+    },
+  );
+}

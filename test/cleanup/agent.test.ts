@@ -1,0 +1,234 @@
+/**
+ * `tend agent` as a real process (bin/tend.js, built) against the server over HTTP and kube-sim:
+ * one pass with --once --json; usage errors; an agent SIGKILLed in the middle of a DELETE, whose
+ * job another agent finishes once the lease expired (one `done`); the HTTP queue through 429
+ * storms and resets in front of the server (nothing lost).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { HttpCleanupQueue } from '../../src/cleanup/http-queue.js';
+import { CleanupExecutor } from '../../src/cleanup/executor.js';
+import { builtinPlugins } from '../../src/plugins/builtin.js';
+import { repoRoot, runTend, tendBin, waitFor } from '../helpers/project.js';
+import { startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
+import { createTestServer, postEvents, type TestServer } from '../server/helpers.js';
+import { FaultProxy } from '../stream/fault-proxy.js';
+import {
+  executorSettings,
+  exists,
+  recordingEvents,
+  seedNamespace,
+  testClock,
+  type SeededNamespace,
+} from './helpers.js';
+
+let handle: SimHandle;
+let server: TestServer;
+let url: string;
+let clock: ReturnType<typeof testClock>;
+let counter = 0;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  handle = await startSim({ namespaceDeleteDelayMs: 20 });
+  delete process.env.KUBECONFIG;
+});
+afterAll(() => handle.stop());
+
+beforeEach(async () => {
+  clock = testClock();
+  server = await createTestServer('sqlite', {
+    now: clock.now,
+    cleanup: { maxPerPass: 1000, intervalMs: 1000 },
+  });
+  url = await server.app.listen({ port: 0, host: '127.0.0.1' });
+  handle.sim.faults.clear();
+});
+afterEach(async () => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+  await server.close();
+});
+
+async function due(n: number): Promise<SeededNamespace[]> {
+  const batch = ++counter;
+  const namespaces: SeededNamespace[] = [];
+  for (let i = 0; i < n; i++) {
+    const project = `a${batch}-${i}`;
+    const ns = seedNamespace(handle.sim, `${project}-dev`, { project });
+    expect((await postEvents(server, recordingEvents(handle.sim, [ns], { project }))).statusCode).toBe(200);
+    await server.app.cleanup.enforce(project, undefined, 'test');
+    namespaces.push(ns);
+  }
+  clock.advance(2 * 3_600_000);
+  return namespaces;
+}
+
+function agentArgs(...extra: string[]) {
+  return [
+    'agent',
+    '--server',
+    url,
+    '--token',
+    server.tokens.agent,
+    '--kubeconfig',
+    handle.kubeconfig,
+    ...extra,
+  ];
+}
+
+async function auditOf(action: string) {
+  return server.database.db.selectFrom('audit_log').selectAll().where('action', '=', action).execute();
+}
+
+describe('tend agent', () => {
+  it('runs a pass with --once --json: heartbeat, inventory, the due jobs done', async () => {
+    const namespaces = await due(2);
+    // The first pass makes the target known and listed; the planner then plans; the second acts.
+    const first = await runTend(agentArgs('--once', '--json'));
+    expect(first.code, first.stderr).toBe(0);
+    const report = JSON.parse(first.stdout) as { last: { inventories: { complete: boolean }[] } };
+    expect(report.last.inventories).toEqual([expect.objectContaining({ complete: true })]);
+    expect((await server.app.cleanup.planningPass())?.planned).toBe(2);
+    const second = await runTend(agentArgs('--once', '--json'));
+    expect(second.code, second.stderr).toBe(0);
+    const jobs = (JSON.parse(second.stdout) as { last: { jobs: { outcome: string }[] } }).last.jobs;
+    expect(jobs.map((j) => j.outcome)).toEqual(['done', 'done']);
+    for (const ns of namespaces) expect(exists(handle.sim, ns.name)).toBe(false);
+    expect(await auditOf('cleanup-done')).toHaveLength(2);
+  });
+
+  it('with --dry-run runs every check and deletes nothing', async () => {
+    const [ns] = await due(1);
+    expect((await runTend(agentArgs('--once'))).code).toBe(0);
+    expect((await server.app.cleanup.planningPass())?.planned).toBe(1);
+    const run = await runTend(agentArgs('--once', '--json', '--dry-run'));
+    expect(run.code, run.stderr).toBe(0);
+    const jobs = (JSON.parse(run.stdout) as { last: { jobs: { outcome: string; message: string }[] } }).last
+      .jobs;
+    expect(jobs).toEqual([
+      expect.objectContaining({
+        outcome: 'cancelled',
+        message: expect.stringMatching(/dry run.*passed every check/),
+      }),
+    ]);
+    expect(exists(handle.sim, ns!.name)).toBe(true);
+    expect(await auditOf('cleanup-done')).toHaveLength(0);
+  });
+
+  it.each([
+    [['agent', '--token', 't'], /needs --server URL and --token/],
+    [
+      ['agent', '--server', 'http://127.0.0.1:1', '--token', 't', '--interval', 'soon'],
+      /--interval expects a duration/,
+    ],
+    [['agent', '--server', 'not a url', '--token', 't', '--once'], /is not a URL/],
+  ])('refuses bad usage clearly: %j', async (args, message) => {
+    const run = await runTend(args, { env: { TEND_SERVER_URL: '', TEND_TOKEN: '' } });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(message);
+  });
+
+  it('is refused with a token of another scope', async () => {
+    const run = await runTend([
+      'agent',
+      '--server',
+      url,
+      '--token',
+      server.tokens.read,
+      '--kubeconfig',
+      handle.kubeconfig,
+      '--once',
+    ]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/heartbeat/);
+  });
+
+  it('a job of an agent SIGKILLed mid-DELETE is finished by another after the lease, once', async () => {
+    const [ns] = await due(1);
+    expect((await runTend(agentArgs('--once'))).code).toBe(0);
+    expect((await server.app.cleanup.planningPass())?.planned).toBe(1);
+    // The DELETE hangs: the agent is killed while the job is executing.
+    const hang = handle.sim.faults.add({
+      type: 'latency',
+      ms: 60_000,
+      verb: 'delete',
+      resource: 'namespaces',
+    });
+    const agent = spawn(process.execPath, [tendBin, ...agentArgs('--interval', '1s')], {
+      cwd: repoRoot,
+      stdio: 'ignore',
+    });
+    children.push(agent);
+    await waitFor(() => handle.sim.faults.fired(hang) > 0, "the agent's DELETE", 30_000);
+    agent.kill('SIGKILL');
+    await new Promise((r) => agent.once('exit', r));
+    handle.sim.faults.remove(hang);
+    const [job] = await server.database.db.selectFrom('cleanup_jobs').selectAll().execute();
+    expect(job!.state).toBe('executing');
+    expect(exists(handle.sim, ns!.name)).toBe(true);
+
+    // Another agent cannot take it while the lease holds…
+    const early = await runTend(agentArgs('--once', '--json'));
+    expect((JSON.parse(early.stdout) as { last: { jobs: unknown[] } }).last.jobs).toEqual([]);
+    // …and finishes it once the lease expired.
+    clock.advance(30 * 60_000);
+    const late = await runTend(agentArgs('--once', '--json'));
+    expect(late.code, late.stderr).toBe(0);
+    expect((JSON.parse(late.stdout) as { last: { jobs: { outcome: string }[] } }).last.jobs).toEqual([
+      expect.objectContaining({ outcome: 'done' }),
+    ]);
+    expect(exists(handle.sim, ns!.name)).toBe(false);
+    expect(await auditOf('cleanup-done')).toHaveLength(1);
+  });
+
+  it('stops gracefully on SIGTERM after its pass', async () => {
+    const agent = spawn(process.execPath, [tendBin, ...agentArgs('--interval', '1s')], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    children.push(agent);
+    let stderr = '';
+    agent.stderr!.on('data', (d) => (stderr += d));
+    await waitFor(() => /pass 1:/.test(stderr), 'the first pass', 30_000);
+    agent.kill('SIGTERM');
+    const code = await new Promise((r) => agent.once('exit', r));
+    expect(code).toBe(0);
+    expect(stderr).toMatch(/stopping: finishing the jobs in flight/);
+    expect(stderr).toMatch(/tend agent stopped/);
+  });
+
+  it('the HTTP queue gets through 429 storms and lost answers: every job done once', async () => {
+    const namespaces = await due(6);
+    const proxy = await FaultProxy.start(url);
+    try {
+      // Every third request refused with 429 (Retry-After 0), every seventh reset.
+      proxy.plan = (i) =>
+        i % 3 === 1
+          ? { kind: 'status', status: 429, retryAfter: '0' }
+          : i % 7 === 5
+            ? { kind: 'reset' }
+            : { kind: 'pass' };
+      const executor = new CleanupExecutor({
+        queue: new HttpCleanupQueue({ server: proxy.url, token: server.tokens.agent, baseDelayMs: 5 }),
+        plugins: builtinPlugins(),
+        settings: executorSettings(handle.kubeconfig),
+        kind: 'agent',
+        name: 'storm',
+        version: 'test',
+      });
+      await executor.runPass();
+      await server.app.cleanup.planningPass();
+      for (let pass = 0; pass < 10 && namespaces.some((ns) => exists(handle.sim, ns.name)); pass++) {
+        await executor.runPass();
+        clock.advance(10 * 60_000);
+        await server.app.cleanup.planningPass();
+      }
+      expect(proxy.records.filter((r) => r.status === 429).length).toBeGreaterThan(3);
+      for (const ns of namespaces) expect(exists(handle.sim, ns.name)).toBe(false);
+      const done = await auditOf('cleanup-done');
+      expect(done).toHaveLength(6);
+    } finally {
+      await proxy.close();
+    }
+  });
+});

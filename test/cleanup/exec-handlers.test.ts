@@ -1,0 +1,128 @@
+/**
+ * The exec plugin's cleanup handlers with real projects and processes: the host index as
+ * inventory, and verify-and-remove of a local environment (its persistent process stopped),
+ * refused for another uid, project or environment.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { executeCommand } from '../../src/commands/execute.js';
+import { isAlive, listDeployStates } from '../../src/plugins/exec/deploy.js';
+import { execPlugin } from '../../src/plugins/exec/index.js';
+import { localIdentity } from '../../src/state/identity.js';
+import { makeProject, removeProjects } from '../helpers/project.js';
+import { callContext, executorSettings, useTempStateDir } from './helpers.js';
+
+const cleanup = execPlugin.cleanup!;
+const hostId = localIdentity().hostId;
+useTempStateDir();
+afterEach(removeProjects);
+
+function project(name: string): string {
+  return makeProject({
+    'tend.yml': `kind: Project
+name: ${name}
+defaultEnvironment: dev
+environments:
+  - name: dev
+    defaultNamespace: ${name}-dev
+providers:
+  - name: exec
+---
+kind: Deploy
+type: exec
+name: web
+spec:
+  command: [sleep, '300']
+  persistent: true
+`,
+  });
+}
+
+function context() {
+  return callContext(executorSettings('', { kubernetes: undefined, local: { hostId } }), 'exec');
+}
+
+async function deployed(name: string) {
+  const root = project(name);
+  const result = await executeCommand('deploy', [], { root });
+  expect(result.exitCode).toBe(0);
+  const dir = path.join(root, '.tend', 'envs', `${name}-dev`);
+  const record = JSON.parse(readFileSync(path.join(dir, 'environment.json'), 'utf8')) as { uid: string };
+  return { root, dir, uid: record.uid };
+}
+
+function job(env: { dir: string; uid: string }, name: string, extra: Record<string, unknown> = {}) {
+  return {
+    id: 'j1',
+    action: 'delete' as const,
+    project: name,
+    environment: 'dev',
+    namespaceName: `${name}-dev`,
+    namespaceUid: env.uid,
+    expectedLastActivityAt: '2026-01-01T00:00:00.000Z',
+    target: { kind: 'local', hostId, path: env.dir },
+    dryRun: false,
+    ...extra,
+  };
+}
+
+describe('exec cleanup', () => {
+  it('serves the local environments of this host only with --local', async () => {
+    const { ctx } = context();
+    expect(await cleanup.targets(ctx)).toEqual([
+      {
+        targetKey: `local/${hostId}`,
+        pluginName: 'exec',
+        description: `local environments of host ${hostId}`,
+      },
+    ]);
+    const { ctx: clustersOnly } = callContext(executorSettings(''), 'exec');
+    expect(await cleanup.targets(clustersOnly)).toEqual([]);
+  });
+
+  it('lists the environments of the host index, and removes one with its processes after the checks', async () => {
+    const env = await deployed('loc1');
+    const [state] = listDeployStates(env.dir);
+    expect(isAlive(state!)).toBe(true);
+    const { ctx, events } = context();
+    const [target] = await cleanup.targets(ctx);
+    const inventory = await cleanup.inventory(ctx, target!);
+    expect(inventory.complete).toBe(true);
+    expect(inventory.items).toContainEqual(
+      expect.objectContaining({
+        namespaceName: 'loc1-dev',
+        uid: env.uid,
+        annotations: expect.objectContaining({ 'tend.dev/project': 'loc1', 'tend.dev/environment': 'dev' }),
+      }),
+    );
+
+    for (const [changes, message] of [
+      [{ namespaceUid: 'another-uid' }, /re-created/],
+      [{ project: 'other' }, /belongs to project "loc1"/],
+      [{ environment: 'prod' }, /belongs to environment "dev"/],
+      [{ dryRun: true }, /dry run/],
+      [
+        { target: { kind: 'local', hostId: 'elsewhere', path: env.dir } },
+        /not a local environment of this host/,
+      ],
+    ] as const) {
+      const result = await cleanup.verifyAndClean(ctx, target!, job(env, 'loc1', changes));
+      expect(result.outcome).toBe('cancelled');
+      expect(result.message).toMatch(message);
+      expect(existsSync(env.dir)).toBe(true);
+    }
+
+    const result = await cleanup.verifyAndClean(ctx, target!, job(env, 'loc1'));
+    expect(result).toMatchObject({ outcome: 'done', message: expect.stringMatching(/stopped 1 process/) });
+    expect(existsSync(env.dir)).toBe(false);
+    expect(isAlive(state!)).toBe(false);
+    expect(events.at(-1)).toMatchObject({ state: 'missing', cause: 'deleted', namespaceUid: env.uid });
+    expect((await cleanup.inventory(ctx, target!)).items.some((i) => i.namespaceName === 'loc1-dev')).toBe(
+      false,
+    );
+
+    const again = await cleanup.verifyAndClean(ctx, target!, job(env, 'loc1'));
+    expect(again).toMatchObject({ outcome: 'done', message: expect.stringMatching(/already gone/) });
+  });
+});

@@ -1,0 +1,218 @@
+/**
+ * The executor against the server's job queue in process (the embedded home) and kube-sim: a
+ * whole cleanup (record, enforce, plan, inventory, claim, verify, delete, audit), and what must
+ * stop it — failing, truncated or expired-continue lists, a namespace re-created between plan and
+ * act, activity stamped after planning — plus 429 storms and two executors on one queue.
+ */
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { CleanupExecutor } from '../../src/cleanup/executor.js';
+import { builtinPlugins } from '../../src/plugins/builtin.js';
+import { CleanupService, defaultCleanupSettings } from '../../src/server/cleanup/service.js';
+import { Metrics } from '../../src/server/metrics.js';
+import { kubectl, startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
+import { createTestServer, postEvents, type TestServer } from '../server/helpers.js';
+import {
+  countNamespaceDeletes,
+  executorSettings,
+  exists,
+  recordingEvents,
+  seedNamespace,
+  testClock,
+  type SeededNamespace,
+} from './helpers.js';
+
+let handle: SimHandle;
+let server: TestServer;
+let service: CleanupService;
+let clock: ReturnType<typeof testClock>;
+let counter = 0;
+
+beforeAll(async () => {
+  handle = await startSim({ namespaceDeleteDelayMs: 20 });
+  delete process.env.KUBECONFIG;
+});
+afterAll(() => handle.stop());
+
+beforeEach(async () => {
+  clock = testClock();
+  server = await createTestServer('sqlite', { now: clock.now });
+  service = new CleanupService(server.database.db, server.database.reader, new Metrics(), clock.now, {
+    ...defaultCleanupSettings,
+    maxPerPass: 1000,
+  });
+  handle.sim.faults.clear();
+});
+afterEach(() => server.close());
+
+function executor(name = 'embedded-1') {
+  return new CleanupExecutor({
+    queue: service,
+    plugins: builtinPlugins(),
+    settings: executorSettings(handle.kubeconfig),
+    kind: 'embedded',
+    name,
+    version: 'test',
+    concurrency: 8,
+  });
+}
+
+/**
+ * n idle environments, each of a project of its own (so the per-project breaker stays shut),
+ * recorded with a 1h policy, enforced, and the clock 2h later.
+ */
+async function due(n: number) {
+  const batch = ++counter;
+  const namespaces: SeededNamespace[] = [];
+  for (let i = 0; i < n; i++) {
+    const project = `p${batch}-${i}`;
+    const ns = seedNamespace(handle.sim, `${project}-dev`, { project });
+    const res = await postEvents(server, recordingEvents(handle.sim, [ns], { project }));
+    expect(res.statusCode).toBe(200);
+    await service.enforce(project, undefined, 'test');
+    namespaces.push(ns);
+  }
+  clock.advance(2 * 3_600_000);
+  return { namespaces };
+}
+
+async function auditActions(): Promise<string[]> {
+  const rows = await server.database.db.selectFrom('audit_log').select('action').orderBy('id').execute();
+  return rows.map((r) => r.action);
+}
+
+describe('the executor with the in-process queue', () => {
+  it('cleans idle, enforced environments: inventory, plan, claim, verify, delete, audit', async () => {
+    const { namespaces } = await due(3);
+    const foreign = handle.sim.store.create('namespaces', '', { metadata: { name: `foreign-${counter}` } });
+    const deletes = countNamespaceDeletes(handle.sim);
+    const ex = executor();
+    const first = await ex.runPass();
+    expect(first.errors).toEqual([]);
+    expect(first.inventories).toEqual([
+      expect.objectContaining({ targetKey: `kubernetes/${handle.sim.clusterId}`, complete: true }),
+    ]);
+    expect(first.jobs).toEqual([]);
+    const planned = await service.planningPass();
+    expect(planned?.planned).toBe(3);
+    const second = await ex.runPass();
+    expect(second.jobs.map((j) => j.outcome)).toEqual(['done', 'done', 'done']);
+    for (const ns of namespaces) expect(exists(handle.sim, ns.name)).toBe(false);
+    expect(exists(handle.sim, foreign.metadata.name!)).toBe(true);
+    expect(deletes()).toBe(3);
+    expect((await auditActions()).filter((a) => a === 'cleanup-done')).toHaveLength(3);
+    // Nothing left to do.
+    await service.planningPass();
+    expect((await ex.runPass()).jobs).toEqual([]);
+    expect(deletes()).toBe(3);
+  });
+
+  it.each([
+    ['a failing list', { type: 'list-fail' as const, resource: 'namespaces' }],
+    ['a truncated list', { type: 'list-truncate' as const, resource: 'namespaces' }],
+    ['an expired continue token', { type: 'continue-expire' as const, resource: 'namespaces' }],
+  ])('deletes nothing in a pass with %s', async (_what, fault) => {
+    // More than one page, so the continue token is used.
+    const { namespaces } = await due(2);
+    for (let i = 0; i < 510; i++) seedNamespace(handle.sim, `filler-${counter}-${i}`, { project: 'filler' });
+    const ex = executor();
+    await ex.runPass();
+    expect((await service.planningPass())?.planned).toBe(2);
+    const deletes = countNamespaceDeletes(handle.sim);
+    const id = handle.sim.faults.add(fault);
+    const report = await ex.runPass();
+    expect(report.inventories[0]).toMatchObject({ complete: false });
+    expect(report.jobs).toEqual([]);
+    expect(deletes()).toBe(0);
+    for (const ns of namespaces) expect(exists(handle.sim, ns.name)).toBe(true);
+    // Once the list works again, the same jobs run.
+    handle.sim.faults.remove(id);
+    const after = await ex.runPass();
+    expect(after.jobs.map((j) => j.outcome)).toEqual(['done', 'done']);
+    expect(deletes()).toBe(2);
+  });
+
+  it('does not delete a namespace re-created with the same name between plan and act', async () => {
+    const { namespaces } = await due(1);
+    const ex = executor();
+    await ex.runPass();
+    expect((await service.planningPass())?.planned).toBe(1);
+    const [ns] = namespaces;
+    await kubectlDelete(ns!.name);
+    const again = seedNamespace(handle.sim, ns!.name, { project: `p${counter}-0` });
+    expect(again.uid).not.toBe(ns!.uid);
+    const report = await ex.runPass();
+    expect(report.jobs.map((j) => j.outcome)).toEqual(['cancelled']);
+    expect(handle.sim.store.get('namespaces', '', ns!.name)?.metadata.uid).toBe(again.uid);
+  });
+
+  it('cancels when tend.dev/last-activity is stamped after planning', async () => {
+    const { namespaces } = await due(1);
+    const ex = executor();
+    await ex.runPass();
+    expect((await service.planningPass())?.planned).toBe(1);
+    const [ns] = namespaces;
+    await stampActivity(ns!.name, clock.now().toISOString());
+    const report = await ex.runPass();
+    expect(report.jobs.map((j) => j.outcome)).toEqual(['cancelled']);
+    expect(report.jobs[0]!.message).toMatch(/used|activity/);
+    expect(exists(handle.sim, ns!.name)).toBe(true);
+  });
+
+  it('gets through a 429 storm and deletes each namespace once', async () => {
+    const { namespaces } = await due(4);
+    const ex = executor();
+    await ex.runPass();
+    await service.planningPass();
+    const deletes = countNamespaceDeletes(handle.sim);
+    handle.sim.faults.add({
+      type: 'error',
+      status: 429,
+      retryAfterSeconds: 0,
+      resource: 'namespaces',
+      rate: 0.5,
+      times: 12,
+    });
+    const report = await ex.runPass();
+    const done = report.jobs.filter((j) => j.outcome === 'done').length;
+    // A job whose inventory call was refused is not lost: it runs in a later pass.
+    for (let pass = 0; done < 4 && pass < 5; pass++) {
+      await service.planningPass();
+      await ex.runPass();
+    }
+    for (const ns of namespaces) expect(exists(handle.sim, ns.name)).toBe(false);
+    const audits = await auditActions();
+    expect(audits.filter((a) => a === 'cleanup-done')).toHaveLength(4);
+    expect(deletes()).toBeLessThanOrEqual(4 + 12);
+  });
+
+  it('two executors on one queue delete each namespace exactly once', async () => {
+    const { namespaces } = await due(30);
+    const a = executor('a');
+    const b = executor('b');
+    await Promise.all([a.runPass(), b.runPass()]);
+    expect((await service.planningPass())?.planned).toBe(30);
+    const deletes = countNamespaceDeletes(handle.sim);
+    const [ra, rb] = await Promise.all([a.runPass(), b.runPass()]);
+    const done = [...ra.jobs, ...rb.jobs].filter((j) => j.outcome === 'done');
+    expect(done).toHaveLength(30);
+    expect(new Set(done.map((j) => j.id)).size).toBe(30);
+    expect(deletes()).toBe(30);
+    for (const ns of namespaces) expect(exists(handle.sim, ns.name)).toBe(false);
+    expect((await auditActions()).filter((x) => x === 'cleanup-done')).toHaveLength(30);
+  });
+});
+
+function kubectlDelete(name: string) {
+  return kubectl(handle.kubeconfig, 'delete', 'namespace', name, '--wait=true');
+}
+
+function stampActivity(name: string, value: string) {
+  return kubectl(
+    handle.kubeconfig,
+    'annotate',
+    'namespace',
+    name,
+    `tend.dev/last-activity=${value}`,
+    '--overwrite',
+  );
+}

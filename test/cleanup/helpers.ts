@@ -1,0 +1,204 @@
+/**
+ * Shared pieces of the cleanup executor tests: namespaces as tend creates them (seeded into
+ * kube-sim), cleanup call contexts for the plugins' handlers, and jobs as the server hands them out.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
+import { monotonicFactory } from 'ulidx';
+import type { KubeSim } from '../../tools/kube-sim/src/index.js';
+import type { CleanupJob } from '../../src/cleanup/protocol.js';
+import { PluginEventBroker } from '../../src/router/broker.js';
+import { SessionBus } from '../../src/events/bus.js';
+import type { EventType, NamespaceStatusPayload } from '../../src/events/catalog.js';
+import type { CleanupCallContext, ExecutorSettings } from '../../src/plugin/types.js';
+
+export interface SeededNamespace {
+  name: string;
+  uid: string;
+  resourceVersion: string;
+}
+
+/** A namespace as tend's kubernetes provider creates it (label + annotations), or with changes. */
+export function seedNamespace(
+  sim: KubeSim,
+  name: string,
+  o: {
+    project?: string;
+    environment?: string;
+    lastActivity?: string;
+    labels?: Record<string, string> | null;
+    annotations?: Record<string, string>;
+  } = {},
+): SeededNamespace {
+  const created = sim.store.create('namespaces', '', {
+    metadata: {
+      name,
+      labels: o.labels === null ? {} : { 'app.kubernetes.io/managed-by': 'tend', ...o.labels },
+      annotations: {
+        'tend.dev/project': o.project ?? 'shop',
+        'tend.dev/environment': o.environment ?? 'dev',
+        'tend.dev/created-at': '2026-01-01T00:00:00.000Z',
+        'tend.dev/last-activity': o.lastActivity ?? '2026-01-01T00:00:00.000Z',
+        ...o.annotations,
+      },
+    },
+  });
+  return { name, uid: created.metadata.uid!, resourceVersion: created.metadata.resourceVersion! };
+}
+
+export function exists(sim: KubeSim, name: string): boolean {
+  return sim.store.get('namespaces', '', name) !== undefined;
+}
+
+export function executorSettings(
+  kubeconfig: string,
+  extra: Partial<ExecutorSettings> = {},
+): ExecutorSettings {
+  return {
+    kubernetes: { kubeconfig, contexts: ['kube-sim'] },
+    protectNamespaces: [],
+    systemNamespace: 'tend-system',
+    ...extra,
+  };
+}
+
+/** A context like the executor's, recording the plugin's events. */
+export function callContext(settings: ExecutorSettings, pluginName = 'kubernetes') {
+  const bus = new SessionBus();
+  const events: NamespaceStatusPayload[] = [];
+  bus.on('namespaceStatus', (e) => events.push(e.payload as NamespaceStatusPayload));
+  const declared = new Set<EventType>(['namespaceStatus', 'log']);
+  const broker = new PluginEventBroker(bus, declared, {
+    pluginName,
+    providerName: pluginName,
+    handler: 'cleanup.test',
+  });
+  const log: string[] = [];
+  const ctx: CleanupCallContext = {
+    settings,
+    events: broker,
+    log: {
+      debug: (m) => log.push(m),
+      info: (m) => log.push(m),
+      warn: (m) => log.push(m),
+      error: (m) => log.push(m),
+      output: (_s, m) => log.push(m),
+    },
+    signal: new AbortController().signal,
+    user: 'test',
+    hostId: 'test-host',
+  };
+  return { ctx, events, log };
+}
+
+let jobCounter = 0;
+
+/** A delete job for a seeded namespace, as the planner would create it. */
+export function jobFor(sim: KubeSim, ns: SeededNamespace, extra: Partial<CleanupJob> = {}): CleanupJob {
+  return {
+    id: `job-${++jobCounter}`,
+    action: 'delete',
+    state: 'planned',
+    environmentId: 'env-1',
+    project: 'shop',
+    environment: 'dev',
+    resourceId: 'res-1',
+    pluginName: 'kubernetes',
+    targetKey: `kubernetes/${sim.clusterId}`,
+    target: { kind: 'kubernetes', clusterId: sim.clusterId, server: sim.url, context: 'kube-sim' },
+    namespaceName: ns.name,
+    namespaceUid: ns.uid,
+    expectedLastActivityAt: '2026-01-01T00:00:00.000Z',
+    reason: 'no activity since 2026-01-01 00:00 UTC, policy 8h',
+    attempts: 0,
+    leaseExpiresAt: null,
+    dryRun: false,
+    ...extra,
+  };
+}
+
+/** A clock the tests move: the server's receive time and the planner's now. */
+export function testClock() {
+  let offsetMs = 0;
+  return {
+    now: () => new Date(Date.now() + offsetMs),
+    advance(ms: number) {
+      offsetMs += ms;
+    },
+  };
+}
+
+/**
+ * Records seeded namespaces on the server as a `tend deploy` would: a session with the cleanup
+ * policy and `namespaceStatus ready` with the namespace's uid on the simulator's cluster.
+ */
+export function recordingEvents(
+  sim: KubeSim,
+  namespaces: SeededNamespace[],
+  o: { project?: string; environment?: string; policy?: string; user?: string } = {},
+) {
+  const events: unknown[] = [];
+  const project = o.project ?? 'shop';
+  const environment = o.environment ?? 'dev';
+  for (const ns of namespaces) {
+    const sessionId = nextId();
+    const base = (type: string, payload: unknown) => ({
+      id: nextId(),
+      type,
+      sessionId,
+      timestamp: new Date().toISOString(),
+      payload,
+    });
+    events.push(
+      base('sessionStarted', {
+        command: 'deploy',
+        args: [],
+        project,
+        environment,
+        namespace: ns.name,
+        user: o.user ?? 'alice',
+        hostId: 'host-1',
+        cliVersion: '0.1.0',
+        cleanupPolicy: { afterInactivity: o.policy ?? '1h', action: 'delete' },
+      }),
+      base('namespaceStatus', {
+        pluginName: 'kubernetes',
+        providerName: 'kubernetes',
+        namespaceName: ns.name,
+        namespaceUid: ns.uid,
+        state: 'ready',
+        role: 'app',
+        cause: 'created',
+        target: { kind: 'kubernetes', clusterId: sim.clusterId, server: sim.url, context: 'kube-sim' },
+        project,
+        environment,
+      }),
+      base('sessionCompleted', { durationMs: 10, succeeded: 1, cached: 0, failed: 0, aborted: 0 }),
+    );
+  }
+  return events;
+}
+
+const nextId = monotonicFactory();
+
+/** Counts the DELETE requests for namespaces the simulator answers (a zero-delay latency rule). */
+export function countNamespaceDeletes(sim: KubeSim): () => number {
+  const id = sim.faults.add({ type: 'latency', ms: 0, verb: 'delete', resource: 'namespaces' });
+  return () => sim.faults.fired(id);
+}
+
+/** A host index of local environments of the test file's own (TEND_STATE_DIR), removed at the end. */
+export function useTempStateDir(): { readonly dir: string } {
+  const state = { dir: '' };
+  beforeAll(() => {
+    state.dir = mkdtempSync(path.join(os.tmpdir(), 'tend-state-'));
+    process.env.TEND_STATE_DIR = state.dir;
+  });
+  afterAll(() => {
+    delete process.env.TEND_STATE_DIR;
+    rmSync(state.dir, { recursive: true, force: true });
+  });
+  return state;
+}

@@ -1,0 +1,216 @@
+/**
+ * The kubernetes plugin's cleanup handlers against kube-sim through the real client: targets from
+ * a kubeconfig file, the paged inventory (complete only when every page arrived and the count
+ * agrees), and verify-and-delete with every check and the DELETE precondition.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { kubernetesPlugin } from '../../src/plugins/kubernetes/index.js';
+import type { CleanupTarget } from '../../src/plugin/types.js';
+import { startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
+import { callContext, executorSettings, exists, jobFor, seedNamespace } from './helpers.js';
+
+const cleanup = kubernetesPlugin.cleanup!;
+let handle: SimHandle;
+let target: CleanupTarget;
+
+beforeAll(async () => {
+  handle = await startSim({ namespaceDeleteDelayMs: 20 });
+  // The executor reads its own --kubeconfig, not KUBECONFIG.
+  delete process.env.KUBECONFIG;
+  const { ctx } = callContext(executorSettings(handle.kubeconfig));
+  target = (await cleanup.targets(ctx))[0]!;
+});
+afterAll(() => handle.stop());
+beforeEach(() => handle.sim.faults.clear());
+
+function context() {
+  return callContext(executorSettings(handle.kubeconfig, { protectNamespaces: ['keep-*'] }));
+}
+
+describe('kubernetes cleanup targets', () => {
+  it('names the cluster of each context by the uid of kube-system, once per cluster', async () => {
+    expect(target.targetKey).toBe(`kubernetes/${handle.sim.clusterId}`);
+    const { ctx } = callContext(
+      executorSettings(handle.kubeconfig, {
+        kubernetes: { kubeconfig: handle.kubeconfig, contexts: ['kube-sim', 'kube-sim'] },
+      }),
+    );
+    expect((await cleanup.targets(ctx)).map((t) => t.targetKey)).toEqual([target.targetKey]);
+  });
+
+  it('fails clearly for an unknown context', async () => {
+    const { ctx } = callContext(
+      executorSettings(handle.kubeconfig, {
+        kubernetes: { kubeconfig: handle.kubeconfig, contexts: ['nope'] },
+      }),
+    );
+    await expect(cleanup.targets(ctx)).rejects.toThrow(/context "nope" not found/);
+  });
+});
+
+describe('kubernetes inventory', () => {
+  it('lists every tend-labelled namespace with uid, resourceVersion, tend annotations and phase', async () => {
+    const a = seedNamespace(handle.sim, 'inv-a', { annotations: { 'other.io/x': 'y' } });
+    seedNamespace(handle.sim, 'inv-foreign', { labels: null });
+    const { ctx } = context();
+    const inventory = await cleanup.inventory(ctx, target);
+    expect(inventory.complete).toBe(true);
+    const item = inventory.items.find((i) => i.namespaceName === 'inv-a')!;
+    expect(item).toMatchObject({ uid: a.uid, resourceVersion: a.resourceVersion, phase: 'Active' });
+    expect(item.labels['app.kubernetes.io/managed-by']).toBe('tend');
+    expect(item.annotations['tend.dev/project']).toBe('shop');
+    expect(item.annotations['other.io/x']).toBeUndefined();
+    expect(inventory.items.some((i) => i.namespaceName === 'inv-foreign')).toBe(false);
+  });
+
+  it('is incomplete when the list fails, comes back truncated, or its continue token expires', async () => {
+    for (let i = 0; i < 620; i++) seedNamespace(handle.sim, `bulk-${String(i).padStart(4, '0')}`);
+    const { ctx } = context();
+    const whole = await cleanup.inventory(ctx, target);
+    expect(whole.complete).toBe(true);
+    expect(whole.items.length).toBeGreaterThan(620);
+
+    handle.sim.faults.add({ type: 'list-fail', resource: 'namespaces', status: 500 });
+    const failed = await cleanup.inventory(ctx, target);
+    expect(failed).toMatchObject({
+      complete: false,
+      error: expect.stringMatching(/listing namespaces failed/),
+    });
+    handle.sim.faults.clear();
+
+    // Once (the first page) and always (every list, the count probe too).
+    for (const times of [1, undefined]) {
+      handle.sim.faults.add({ type: 'list-truncate', resource: 'namespaces', ...(times ? { times } : {}) });
+      const truncated = await cleanup.inventory(ctx, target);
+      expect(truncated.complete).toBe(false);
+      expect(truncated.error).toMatch(/truncated/);
+      handle.sim.faults.clear();
+    }
+
+    handle.sim.faults.add({ type: 'continue-expire', resource: 'namespaces' });
+    const expired = await cleanup.inventory(ctx, target);
+    expect(expired).toMatchObject({
+      complete: false,
+      error: expect.stringMatching(/continue token expired/),
+    });
+  });
+});
+
+describe('kubernetes verifyAndClean', () => {
+  it('deletes an owned, idle namespace and waits until it is gone', async () => {
+    const ns = seedNamespace(handle.sim, 'vc-idle');
+    const { ctx, events } = context();
+    const result = await cleanup.verifyAndClean(ctx, target, jobFor(handle.sim, ns));
+    expect(result).toEqual({ outcome: 'done', message: 'deleted namespace vc-idle' });
+    expect(exists(handle.sim, 'vc-idle')).toBe(false);
+    expect(events.map((e) => `${e.state}/${e.cause}`)).toEqual([
+      'ready/observed',
+      'terminating/deleted',
+      'missing/deleted',
+    ]);
+    expect(events[0]).toMatchObject({
+      project: 'shop',
+      environment: 'dev',
+      namespaceUid: ns.uid,
+      role: 'app',
+    });
+  });
+
+  it('reports a namespace that is already gone as done', async () => {
+    const { ctx } = context();
+    const result = await cleanup.verifyAndClean(
+      ctx,
+      target,
+      jobFor(handle.sim, { name: 'vc-never', uid: 'u-1', resourceVersion: '1' }),
+    );
+    expect(result).toMatchObject({ outcome: 'done', message: expect.stringMatching(/already gone/) });
+  });
+
+  it.each([
+    ['re-created with the same name (new uid)', {}, { namespaceUid: 'the-old-uid' }, /re-created/],
+    [
+      'stamped tend.dev/last-activity after the decision',
+      { lastActivity: '2026-01-02T00:00:00.000Z' },
+      {},
+      /used at 2026-01-02.*after the decision/,
+    ],
+    ['adopted', { annotations: { 'tend.dev/adopted': 'true' } }, {}, /adopted/],
+    ['not labelled managed-by=tend', { labels: null }, {}, /not managed by tend/],
+    ['of another project', { project: 'other' }, {}, /belongs to project "other"/],
+    ['of another environment', { environment: 'prod' }, {}, /belongs to environment "prod"/],
+    ['a tend system namespace', { annotations: { 'tend.dev/role': 'system' } }, {}, /system namespace/],
+    ['without a recorded uid', {}, { namespaceUid: null }, /no recorded uid/],
+    ['a dry run', {}, { dryRun: true }, /dry run.*passed every check/],
+  ])('cancels and keeps a namespace %s', async (_what, seed, jobChanges, message) => {
+    const name = `vc-keep-${Math.random().toString(36).slice(2, 8)}`;
+    const ns = seedNamespace(handle.sim, name, seed);
+    const { ctx } = context();
+    const result = await cleanup.verifyAndClean(ctx, target, jobFor(handle.sim, ns, jobChanges));
+    expect(result.outcome).toBe('cancelled');
+    expect(result.message).toMatch(message);
+    expect(exists(handle.sim, name)).toBe(true);
+  });
+
+  it.each(['kube-public', 'default', 'tend-system', 'keep-me'])(
+    'never touches the protected name %s',
+    async (name) => {
+      if (!exists(handle.sim, name)) seedNamespace(handle.sim, name);
+      const ns = {
+        name,
+        uid: handle.sim.store.get('namespaces', '', name)!.metadata.uid!,
+        resourceVersion: '1',
+      };
+      const { ctx, events } = context();
+      const result = await cleanup.verifyAndClean(ctx, target, jobFor(handle.sim, ns));
+      expect(result).toMatchObject({ outcome: 'cancelled', message: expect.stringMatching(/protected/) });
+      expect(events).toEqual([]);
+      expect(exists(handle.sim, name)).toBe(true);
+    },
+  );
+
+  it('cancels when the DELETE precondition fails (changed since the check)', async () => {
+    const ns = seedNamespace(handle.sim, 'vc-conflict');
+    handle.sim.faults.add({ type: 'error', status: 409, verb: 'delete', resource: 'namespaces', times: 1 });
+    const { ctx } = context();
+    const result = await cleanup.verifyAndClean(ctx, target, jobFor(handle.sim, ns));
+    expect(result).toMatchObject({
+      outcome: 'cancelled',
+      message: expect.stringMatching(/changed since the check/),
+    });
+    expect(exists(handle.sim, 'vc-conflict')).toBe(true);
+  });
+
+  it('retries through a 429 storm and deletes once', async () => {
+    const ns = seedNamespace(handle.sim, 'vc-storm');
+    const id = handle.sim.faults.add({
+      type: 'error',
+      status: 429,
+      retryAfterSeconds: 0,
+      resource: 'namespaces',
+      times: 4,
+    });
+    const { ctx } = context();
+    const result = await cleanup.verifyAndClean(ctx, target, jobFor(handle.sim, ns));
+    expect(result.outcome).toBe('done');
+    expect(handle.sim.faults.fired(id)).toBe(4);
+    expect(exists(handle.sim, 'vc-storm')).toBe(false);
+  });
+
+  it('throws (a failed job, retried later) when the API keeps failing, and deletes nothing', async () => {
+    const ns = seedNamespace(handle.sim, 'vc-down');
+    handle.sim.faults.add({ type: 'error', status: 500, verb: 'delete', resource: 'namespaces' });
+    const { ctx } = context();
+    await expect(cleanup.verifyAndClean(ctx, target, jobFor(handle.sim, ns))).rejects.toThrow(
+      /could not delete namespace vc-down/,
+    );
+    expect(exists(handle.sim, 'vc-down')).toBe(true);
+  });
+
+  it('refuses a job for another cluster', async () => {
+    const ns = seedNamespace(handle.sim, 'vc-other-cluster');
+    const { ctx } = context();
+    const job = jobFor(handle.sim, ns, { target: { kind: 'kubernetes', clusterId: 'elsewhere' } });
+    expect((await cleanup.verifyAndClean(ctx, target, job)).outcome).toBe('cancelled');
+    expect(exists(handle.sim, 'vc-other-cluster')).toBe(true);
+  });
+});

@@ -1,0 +1,107 @@
+/**
+ * A server with a clock the test moves, and the steps of a cleanup story: environments recorded
+ * through ingest, executors heartbeating and reporting inventories through the agent routes.
+ */
+import type { InventoryItem } from '../../../src/cleanup/protocol.js';
+import { createTestServer, postEvents, session, type Dialect, type TestServer } from '../helpers.js';
+
+export const target = 'kubernetes/cluster-1';
+
+export interface CleanupFixture {
+  server: TestServer;
+  now(): Date;
+  advance(ms: number): void;
+  /** The answer's JSON is read loosely: tests check its shape with expect. */
+  call(
+    method: 'GET' | 'POST',
+    url: string,
+    payload?: unknown,
+    token?: string,
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  ): Promise<{ status: number; body: any }>;
+  /** Records an environment with one namespace (uid) through ingest; returns its ids. */
+  environment(spec: {
+    user: string;
+    policy?: string | null;
+    uid?: string;
+    project?: string;
+  }): Promise<{ id: string; namespace: string; resourceId: string; project: string }>;
+  /** Heartbeat and a complete inventory of `target` from an executor. */
+  report(executorId: string, items: InventoryItem[], complete?: boolean): Promise<void>;
+  item(namespace: string, uid: string, annotations?: Record<string, string>, project?: string): InventoryItem;
+  close(): Promise<void>;
+}
+
+export async function cleanupFixture(dialect: Dialect, maxPerPass = 10): Promise<CleanupFixture> {
+  let clock = Date.parse('2026-03-29T00:00:00.000Z');
+  const server = await createTestServer(dialect, {
+    now: () => new Date(clock),
+    cleanup: { intervalMs: 30_000, maxPerPass, protectPatterns: ['prod-*'] },
+  });
+  const call: CleanupFixture['call'] = async (method, url, payload, token = server.tokens.admin) => {
+    const res = await server.app.inject({
+      method,
+      url,
+      headers: server.auth(token),
+      ...(payload === undefined ? {} : { payload: payload as object }),
+    });
+    return { status: res.statusCode, body: res.body ? res.json() : undefined };
+  };
+  const fixture: CleanupFixture = {
+    server,
+    now: () => new Date(clock),
+    advance: (ms) => {
+      clock += ms;
+    },
+    call,
+    async environment({ user, policy = '8h', uid = `uid-${user}`, project = 'shop' }) {
+      const s = session({ user, project, command: 'build' });
+      const res = await postEvents(server, [
+        s.started(policy ? { afterInactivity: policy, action: 'delete' } : undefined),
+        s.ns('ready', { uid, role: 'build' }),
+        s.completed(),
+      ]);
+      if (res.statusCode !== 200) throw new Error(res.body);
+      const list = await call('GET', `/api/v1/environments?project=${project}&limit=500`);
+      const env = (list.body.items as { id: string; namespace: string }[]).find(
+        (e) => e.namespace === s.namespace,
+      )!;
+      const detail = await call('GET', `/api/v1/environments/${env.id}`);
+      return { id: env.id, namespace: s.namespace, resourceId: detail.body.resources[0].id, project };
+    },
+    async report(executorId, items, complete = true) {
+      const hb = await call(
+        'POST',
+        '/api/v1/agents/heartbeat',
+        {
+          executorId,
+          name: executorId,
+          kind: 'agent',
+          version: '0.1.0',
+          targets: [{ targetKey: target, pluginName: 'kubernetes', description: 'dev cluster' }],
+        },
+        server.tokens.agent,
+      );
+      if (hb.status !== 200) throw new Error(JSON.stringify(hb.body));
+      const inv = await call(
+        'POST',
+        '/api/v1/agents/inventory',
+        { executorId, targetKey: target, pluginName: 'kubernetes', complete, items },
+        server.tokens.agent,
+      );
+      if (inv.status !== 200) throw new Error(JSON.stringify(inv.body));
+    },
+    item(namespace, uid, annotations = {}, project = 'shop') {
+      return {
+        namespaceName: namespace,
+        uid,
+        resourceVersion: '1',
+        phase: 'Active',
+        labels: { 'app.kubernetes.io/managed-by': 'tend' },
+        annotations: { 'tend.dev/project': project, 'tend.dev/environment': 'dev', ...annotations },
+      };
+    },
+    close: () => server.close(),
+  };
+  return fixture;
+}

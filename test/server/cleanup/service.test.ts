@@ -1,0 +1,380 @@
+/**
+ * The cleanup service on SQLite and PostgreSQL: planning passes, jobs and their leases (two
+ * claimers, an expired lease, a crash mid-pass), the re-check at start, retries, inventory
+ * reconciliation and unrecorded namespaces, through the agent routes an executor uses.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CleanupService, defaultCleanupSettings } from '../../../src/server/cleanup/service.js';
+import { Metrics } from '../../../src/server/metrics.js';
+import { dialects, postEvents, session } from '../helpers.js';
+import { cleanupFixture, target, type CleanupFixture } from './fixture.js';
+
+const hour = 3_600_000;
+
+describe.each(dialects)('cleanup service on %s', (dialect) => {
+  let f: CleanupFixture;
+  beforeEach(async () => {
+    f = await cleanupFixture(dialect);
+  });
+  afterEach(async () => {
+    await f.close();
+  });
+
+  const service = () => f.server.app.cleanup;
+  const claim = (executorId: string, leaseSeconds = 60) =>
+    f.call(
+      'POST',
+      '/api/v1/cleanup/jobs/claim',
+      { executorId, targetKeys: [target], leaseSeconds },
+      f.server.tokens.agent,
+    );
+  const start = (id: string, executorId: string) =>
+    f.call('POST', `/api/v1/cleanup/jobs/${id}/start`, { executorId }, f.server.tokens.agent);
+  const complete = (id: string, executorId: string, outcome = 'done', message = 'deleted') =>
+    f.call(
+      'POST',
+      `/api/v1/cleanup/jobs/${id}/complete`,
+      { executorId, outcome, message },
+      f.server.tokens.agent,
+    );
+  const audit = async (action: string) =>
+    (await f.call('GET', `/api/v1/audit?action=${action}`, undefined, f.server.tokens.read)).body.items as {
+      detail: Record<string, unknown>;
+    }[];
+
+  /** One idle environment, enforced, with a live executor and a fresh inventory. */
+  async function idleEnvironment(user = 'alice') {
+    const env = await f.environment({ user });
+    expect((await f.call('POST', '/api/v1/cleanup/enforce', { project: 'shop' })).status).toBe(200);
+    f.advance(9 * hour);
+    await f.report('e1', [f.item(env.namespace, `uid-${user}`)]);
+    return env;
+  }
+
+  it('plans a job for an idle environment; one executor claims, starts and completes it; the environment is cleaned', async () => {
+    const env = await idleEnvironment();
+    const pass = await service().planningPass();
+    expect(pass).toMatchObject({ planned: 1, cancelled: 0, breakersOpened: [] });
+
+    const plan = await f.call('GET', '/api/v1/cleanup/plan', undefined, f.server.tokens.read);
+    expect(plan.body.items).toHaveLength(1);
+    expect(plan.body.items[0]).toMatchObject({ kind: 'due', namespace: env.namespace, reason: null });
+    expect(plan.body.items[0].sentence).toMatch(
+      /^no activity since .* UTC, policy 8h; last: tend build by alice$/,
+    );
+
+    const [a, b] = await Promise.all([claim('e1'), claim('e2')]);
+    const jobs = [...a.body.jobs, ...b.body.jobs];
+    expect(jobs).toHaveLength(1);
+    const job = jobs[0];
+    const holder = a.body.jobs.length === 1 ? 'e1' : 'e2';
+    expect(job).toMatchObject({
+      action: 'delete',
+      namespaceName: env.namespace,
+      namespaceUid: 'uid-alice',
+      pluginName: 'kubernetes',
+      targetKey: target,
+      target: { kind: 'kubernetes', clusterId: 'cluster-1' },
+      dryRun: false,
+    });
+    const other = holder === 'e1' ? 'e2' : 'e1';
+    expect((await start(job.id, other)).status).toBe(409);
+    const started = await start(job.id, holder);
+    expect(started.body).toMatchObject({ proceed: true, job: { state: 'executing', attempts: 1 } });
+    const done = await complete(job.id, holder);
+    expect(done.body.job.state).toBe('done');
+    // Reported twice: the job is no longer held.
+    expect((await complete(job.id, holder)).status).toBe(409);
+
+    const detail = await f.call('GET', `/api/v1/environments/${env.id}`, undefined, f.server.tokens.read);
+    expect(detail.body.environment.state).toBe('cleaned');
+    expect(detail.body.resources[0].state).toBe('missing');
+    expect((await audit('cleanup-planned')).length).toBe(1);
+    const doneAudit = await audit('cleanup-done');
+    expect(doneAudit).toHaveLength(1);
+    expect(doneAudit[0]!.detail).toMatchObject({
+      project: 'shop',
+      namespace: env.namespace,
+      message: 'deleted',
+    });
+    // The next pass plans nothing more.
+    expect(await service().planningPass()).toMatchObject({ planned: 0, decisions: 0 });
+  });
+
+  it('a policy not enforced is dry-run, audited once per environment and due time', async () => {
+    const env = await f.environment({ user: 'bob' });
+    f.advance(9 * hour);
+    await f.report('e1', [f.item(env.namespace, 'uid-bob')]);
+    expect(await service().planningPass()).toMatchObject({ planned: 0 });
+    expect(await service().planningPass()).toMatchObject({ planned: 0 });
+    const plan = await f.call('GET', '/api/v1/cleanup/plan', undefined, f.server.tokens.read);
+    expect(plan.body.items[0]).toMatchObject({ kind: 'dry-run' });
+    expect(plan.body.items[0].sentence).toContain('tend cleanup enforce --project shop --environment dev');
+    expect(await audit('cleanup-dry-run')).toHaveLength(1);
+    expect((await claim('e1')).body.jobs).toEqual([]);
+  });
+
+  it('an expired lease returns the job; the first executor can no longer report it; the second finishes it once', async () => {
+    await idleEnvironment();
+    await service().planningPass();
+    const [job] = (await claim('e1', 10)).body.jobs;
+    expect((await start(job.id, 'e1')).body.proceed).toBe(true);
+    // e1 dies. Its lease runs out; a pass returns the job to planned, e2 claims it.
+    f.advance(130_000);
+    await f.report('e2', [f.item(job.namespaceName, 'uid-alice')]);
+    await service().planningPass();
+    const jobs = await f.call('GET', '/api/v1/cleanup/jobs?state=planned', undefined, f.server.tokens.read);
+    expect(jobs.body.items.map((j: { id: string }) => j.id)).toEqual([job.id]);
+    const [again] = (await claim('e2')).body.jobs;
+    expect(again.id).toBe(job.id);
+    expect((await complete(job.id, 'e1')).status).toBe(409);
+    expect((await start(job.id, 'e2')).body).toMatchObject({ proceed: true, job: { attempts: 2 } });
+    expect((await complete(job.id, 'e2')).body.job.state).toBe('done');
+    expect(await audit('cleanup-done')).toHaveLength(1);
+    expect(await audit('cleanup-lease-expired')).toHaveLength(1);
+  });
+
+  it('activity after the decision cancels the job at start, with the reason', async () => {
+    const env = await idleEnvironment();
+    await service().planningPass();
+    const [job] = (await claim('e1')).body.jobs;
+    const s = session({ user: 'alice', command: 'deploy' });
+    await postEvents(f.server, [s.started({ afterInactivity: '8h', action: 'delete' }), s.completed()]);
+    const started = await start(job.id, 'e1');
+    expect(started.body.proceed).toBe(false);
+    expect(started.body.reason).toMatch(/^used since the decision/);
+    const detail = await f.call('GET', `/api/v1/environments/${env.id}`, undefined, f.server.tokens.read);
+    expect(detail.body.resources[0].state).toBe('ready');
+    const cancelled = await audit('cleanup-cancelled');
+    expect(cancelled[0]!.detail.message).toMatch(/^used since the decision/);
+  });
+
+  it('protection, keep-alive and halt at start cancel; a planned job no longer due is cancelled by the next pass', async () => {
+    const env = await idleEnvironment();
+    await service().planningPass();
+    const [job] = (await claim('e1')).body.jobs;
+    expect((await f.call('POST', `/api/v1/environments/${env.id}/protect`)).status).toBe(200);
+    expect((await start(job.id, 'e1')).body).toMatchObject({ proceed: false });
+
+    const env2 = await f.environment({ user: 'carol' });
+    f.advance(9 * hour);
+    await f.report('e1', [f.item(env.namespace, 'uid-alice'), f.item(env2.namespace, 'uid-carol')]);
+    expect(await service().planningPass()).toMatchObject({ planned: 1 });
+    await f.call('POST', `/api/v1/environments/${env2.id}/keep-alive`, { for: '1d' });
+    expect(await service().planningPass()).toMatchObject({ cancelled: 1 });
+    const plan = await f.call('GET', '/api/v1/cleanup/plan', undefined, f.server.tokens.read);
+    expect(plan.body.items.map((i: { reason: string }) => i.reason).sort()).toEqual([
+      'kept-alive',
+      'protected',
+    ]);
+
+    await f.call('POST', `/api/v1/environments/${env2.id}/keep-alive`, { for: '1m' });
+    f.advance(120_000);
+    await f.report('e1', [f.item(env.namespace, 'uid-alice'), f.item(env2.namespace, 'uid-carol')]);
+    expect(await service().planningPass()).toMatchObject({ planned: 1 });
+    const [job2] = (await claim('e1')).body.jobs;
+    expect((await f.call('POST', '/api/v1/cleanup/halt')).body).toEqual({ halted: true, changed: true });
+    expect((await start(job2.id, 'e1')).body).toMatchObject({
+      proceed: false,
+      reason: expect.stringContaining('halted'),
+    });
+  });
+
+  it('a failure is retried after a backoff, then given up after the last attempt', async () => {
+    await idleEnvironment();
+    await service().planningPass();
+    let [job] = (await claim('e1')).body.jobs;
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      expect((await start(job.id, 'e1')).body.proceed).toBe(true);
+      const failed = await complete(job.id, 'e1', 'failed', 'the API answered 500');
+      if (attempt < 5) {
+        expect(failed.body.job.state).toBe('planned');
+        // Not claimable before the backoff.
+        expect((await claim('e1')).body.jobs).toEqual([]);
+        f.advance(3_600_000);
+        await f.report('e1', [f.item(job.namespaceName, 'uid-alice')]);
+        [job] = (await claim('e1')).body.jobs;
+        expect(job).toBeDefined();
+      } else {
+        expect(failed.body.job.state).toBe('failed');
+      }
+    }
+    expect(await audit('cleanup-retry')).toHaveLength(4);
+    expect(await audit('cleanup-failed')).toHaveLength(1);
+  });
+
+  it('a replica that died mid-pass leaves nothing stuck: its lease expires, the next pass runs', async () => {
+    await idleEnvironment();
+    const db = f.server.database.db;
+    await db
+      .updateTable('cleanup_control')
+      .set({
+        plan_lease_owner: 'dead-replica',
+        plan_lease_expires_at: new Date(f.now().getTime() + 60_000).toISOString(),
+      })
+      .execute();
+    expect(await service().planningPass()).toBeUndefined();
+    f.advance(61_000);
+    await f.report('e1', [
+      f.item((await claim('e1')).body.jobs[0]?.namespaceName ?? 'shop-alice', 'uid-alice'),
+    ]);
+    expect(await service().planningPass()).toMatchObject({ planned: 1 });
+  });
+
+  it('two replicas planning at once create each job once', async () => {
+    for (const user of ['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8']) await f.environment({ user });
+    // Eight of eight due would open the breaker: other environments of the project without a policy.
+    for (let i = 0; i < 10; i++) await f.environment({ user: `np${i}`, policy: null });
+    await f.call('POST', '/api/v1/cleanup/enforce', { project: 'shop' });
+    f.advance(9 * hour);
+    await f.report(
+      'e1',
+      [
+        ...['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8'],
+        ...Array.from({ length: 10 }, (_, i) => `np${i}`),
+      ].map((u) => f.item(`shop-${u}`, `uid-${u}`)),
+    );
+    const other = new CleanupService(f.server.database.db, f.server.database.reader, new Metrics(), f.now, {
+      ...defaultCleanupSettings,
+      intervalMs: 30_000,
+    });
+    const results = await Promise.all([service().planningPass(), other.planningPass()]);
+    await Promise.all([service().planningPass(), other.planningPass()]);
+    expect(results.filter((r) => r !== undefined).length).toBeGreaterThanOrEqual(1);
+    const jobs = await f.call('GET', '/api/v1/cleanup/jobs?limit=100', undefined, f.server.tokens.read);
+    expect(jobs.body.items).toHaveLength(8);
+    expect(await audit('cleanup-planned')).toHaveLength(8);
+  });
+
+  it('opens the breaker when most of a project is due at once; an admin resets it', async () => {
+    for (const user of ['b1', 'b2', 'b3']) await f.environment({ user });
+    await f.call('POST', '/api/v1/cleanup/enforce', { project: 'shop' });
+    f.advance(9 * hour);
+    await f.report(
+      'e1',
+      ['b1', 'b2', 'b3'].map((u) => f.item(`shop-${u}`, `uid-${u}`)),
+    );
+    expect(await service().planningPass()).toMatchObject({ planned: 0, breakersOpened: ['shop'] });
+    expect(await audit('breaker-open')).toHaveLength(1);
+    const metrics = await f.server.app.inject({
+      method: 'GET',
+      url: '/metrics',
+      headers: f.server.auth(f.server.tokens.read),
+    });
+    expect(metrics.body).toContain('tend_cleanup_breaker_open{project="shop"} 1');
+    expect(metrics.body).toContain('tend_cleanup_blocked{reason="breaker-open"} 3');
+    expect(metrics.body).toMatch(/tend_executor_last_seen_seconds\{target="kubernetes\/cluster-1"\} 0/);
+    expect((await f.call('POST', '/api/v1/cleanup/breakers/shop/reset')).status).toBe(200);
+    expect((await f.call('POST', '/api/v1/cleanup/breakers/shop/reset')).status).toBe(409);
+    // Still more than half due: it opens again (the admin would lift policies or protect first).
+    expect(await service().planningPass()).toMatchObject({ breakersOpened: ['shop'] });
+  });
+
+  it('reconciles inventories: absent from a complete one -> missing; partial -> nothing; unrecorded namespaces shown', async () => {
+    const env = await f.environment({ user: 'dora' });
+    await f.report('e1', [f.item(env.namespace, 'uid-dora'), f.item('shop-stray', 'uid-stray')], false);
+    let detail = await f.call('GET', `/api/v1/environments/${env.id}`, undefined, f.server.tokens.read);
+    expect(detail.body.resources[0].state).toBe('ready');
+    await f.report('e1', [f.item('shop-stray', 'uid-stray')], false);
+    detail = await f.call('GET', `/api/v1/environments/${env.id}`, undefined, f.server.tokens.read);
+    expect(detail.body.resources[0].state).toBe('ready');
+    await f.report('e1', [f.item('shop-stray', 'uid-stray')]);
+    detail = await f.call('GET', `/api/v1/environments/${env.id}`, undefined, f.server.tokens.read);
+    expect(detail.body.resources[0].state).toBe('missing');
+    expect(detail.body.environment.state).toBe('cleaned');
+    const status = await f.call('GET', '/api/v1/cleanup/status', undefined, f.server.tokens.read);
+    expect(status.body.unrecorded).toMatchObject([
+      { namespace: 'shop-stray', uid: 'uid-stray', project: 'shop' },
+    ]);
+    expect(status.body.executors).toMatchObject([{ id: 'e1', targetKey: target, version: '0.1.0' }]);
+    expect(await audit('unrecorded-namespace')).toHaveLength(1);
+    expect(await audit('resource-missing')).toHaveLength(1);
+  });
+
+  it('a complete inventory of a host covers the local environments of every path on it', async () => {
+    const s = session({ user: 'lou', project: 'shop' });
+    const ns = s.ns('ready', { uid: 'uid-lou' });
+    const local = {
+      ...ns,
+      payload: {
+        ...(ns.payload as object),
+        pluginName: 'exec',
+        providerName: 'exec',
+        target: { kind: 'local', hostId: 'my_host', path: '/src/shop' },
+      },
+    };
+    expect((await postEvents(f.server, [s.started(), local, s.completed()])).statusCode).toBe(200);
+    const call = (token = f.server.tokens.agent) =>
+      f.call(
+        'POST',
+        '/api/v1/agents/inventory',
+        { executorId: 'h1', targetKey: 'local/myXhost', pluginName: 'exec', complete: true, items: [] },
+        token,
+      );
+    // Another host (a LIKE pattern would take `_` for any character) leaves it alone…
+    expect((await call()).body.markedMissing).toBe(0);
+    const owned = await f.call(
+      'POST',
+      '/api/v1/agents/inventory',
+      { executorId: 'h1', targetKey: 'local/my_host', pluginName: 'exec', complete: true, items: [] },
+      f.server.tokens.agent,
+    );
+    // …its own host marks it missing.
+    expect(owned.body.markedMissing).toBe(1);
+  });
+
+  it('an adopted namespace stays recorded when a complete inventory (managed-by=tend only) leaves it out', async () => {
+    const s = session({ user: 'ada', project: 'shop' });
+    const adopted = s.ns('ready', { uid: 'uid-ada', cause: 'observed', detail: { adopted: true } });
+    expect((await postEvents(f.server, [s.started(), adopted, s.completed()])).statusCode).toBe(200);
+    const res = await f.call(
+      'POST',
+      '/api/v1/agents/inventory',
+      { executorId: 'e1', targetKey: target, pluginName: 'kubernetes', complete: true, items: [] },
+      f.server.tokens.agent,
+    );
+    expect(res.body.markedMissing).toBe(0);
+    expect(await audit('resource-missing')).toHaveLength(0);
+  });
+
+  it('a job cannot be reported done before it was started', async () => {
+    await idleEnvironment('ivy');
+    await service().planningPass();
+    const [job] = (await claim('e1')).body.jobs;
+    const res = await complete(job.id, 'e1');
+    expect(res.status).toBe(409);
+    expect(res.body.error.code).toBe('TEND_CLEANUP_CONFLICT');
+    expect((await start(job.id, 'e1')).body.proceed).toBe(true);
+    expect((await complete(job.id, 'e1')).body.job.state).toBe('done');
+  });
+
+  it('a namespace re-created with another uid is not cleaned', async () => {
+    await idleEnvironment('erin');
+    await f.report('e1', [f.item('shop-erin', 'uid-new')], false);
+    await service().planningPass();
+    const plan = await f.call('GET', '/api/v1/cleanup/plan', undefined, f.server.tokens.read);
+    expect(plan.body.items[0]).toMatchObject({ kind: 'blocked', reason: 'inventory-partial' });
+    f.advance(1000);
+    await f.report('e1', [f.item('shop-erin', 'uid-new')]);
+    await service().planningPass();
+    expect((await claim('e1')).body.jobs).toEqual([]);
+  });
+
+  it('clean up now skips the inactivity wait only, through the same job path', async () => {
+    const env = await f.environment({ user: 'finn', policy: null });
+    await f.report('e1', [f.item(env.namespace, 'uid-finn')]);
+    const res = await f.call('POST', `/api/v1/environments/${env.id}/cleanup`);
+    expect(res.status).toBe(200);
+    expect(res.body.jobs).toHaveLength(1);
+    expect((await f.call('POST', `/api/v1/environments/${env.id}/cleanup`)).status).toBe(409);
+    const [job] = (await claim('e1')).body.jobs;
+    expect((await start(job.id, 'e1')).body.proceed).toBe(true);
+    expect((await audit('cleanup-now'))[0]!.detail).toMatchObject({ namespace: env.namespace });
+
+    const env2 = await f.environment({ user: 'gus', policy: null });
+    await f.call('POST', `/api/v1/environments/${env2.id}/protect`);
+    const refused = await f.call('POST', `/api/v1/environments/${env2.id}/cleanup`);
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.message).toContain('protected');
+  });
+});
