@@ -18,7 +18,7 @@ interface Case {
   /** The documented path, `{id}` filled in by `url`. */
   path: string;
   url?: string;
-  token?: 'ingest' | 'read' | 'admin' | 'otherProject';
+  token?: 'ingest' | 'read' | 'admin' | 'agent' | 'otherProject';
   headers?: Record<string, string>;
   payload?: string | object;
   status: number;
@@ -112,6 +112,79 @@ describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
       { method: 'GET', path: '/api/v1/audit', url: '/api/v1/audit?limit=0', token: 'read', status: 400 },
       { method: 'GET', path: '/api/v1/audit', status: 401 },
       { method: 'GET', path: '/api/v1/audit', token: 'ingest', status: 403 },
+      ...cleanupCases(),
+    ];
+  };
+
+  /** The cleanup routes: the executors' (agent scope), the reads, and the admin switches. */
+  const cleanupCases = (): Case[] => {
+    const beat = { executorId: 'e1', name: 'e1', kind: 'agent', version: '0.1.0', targets: [] };
+    const agent = (path: string, payload: object, url?: string): Case[] => [
+      { method: 'POST', path, ...(url ? { url } : {}), token: 'agent', payload: { nope: 1 }, status: 400 },
+      { method: 'POST', path, ...(url ? { url } : {}), payload, status: 401 },
+      { method: 'POST', path, ...(url ? { url } : {}), token: 'read', payload, status: 403 },
+    ];
+    const job = '/api/v1/cleanup/jobs/{id}';
+    const cleanNow = '/api/v1/environments/{id}/cleanup';
+    const breaker = '/api/v1/cleanup/breakers/{project}/reset';
+    return [
+      { method: 'POST', path: '/api/v1/agents/heartbeat', token: 'agent', payload: beat, status: 200 },
+      ...agent('/api/v1/agents/heartbeat', beat),
+      ...agent('/api/v1/agents/inventory', {}),
+      ...agent('/api/v1/cleanup/jobs/claim', {}),
+      ...agent(`${job}/start`, { executorId: 'e1' }, '/api/v1/cleanup/jobs/nope/start'),
+      ...agent(`${job}/complete`, { executorId: 'e1' }, '/api/v1/cleanup/jobs/nope/complete'),
+      ...['/api/v1/cleanup/plan', '/api/v1/cleanup/jobs', '/api/v1/cleanup/status'].flatMap(
+        (path): Case[] => [
+          { method: 'GET', path, token: 'read', status: 200 },
+          { method: 'GET', path, status: 401 },
+          { method: 'GET', path, token: 'ingest', status: 403 },
+        ],
+      ),
+      ...['/api/v1/cleanup/halt', '/api/v1/cleanup/resume'].flatMap((path): Case[] => [
+        { method: 'POST', path, token: 'admin', status: 200 },
+        { method: 'POST', path, status: 401 },
+        { method: 'POST', path, token: 'read', status: 403 },
+      ]),
+      { method: 'POST', path: '/api/v1/cleanup/enforce', token: 'admin', payload: { nope: 1 }, status: 400 },
+      { method: 'POST', path: '/api/v1/cleanup/enforce', payload: { project: 'shop' }, status: 401 },
+      {
+        method: 'POST',
+        path: '/api/v1/cleanup/enforce',
+        token: 'read',
+        payload: { project: 'shop' },
+        status: 403,
+      },
+      {
+        method: 'POST',
+        path: breaker,
+        url: '/api/v1/cleanup/breakers/shop/reset',
+        token: 'admin',
+        status: 409,
+      },
+      { method: 'POST', path: breaker, url: '/api/v1/cleanup/breakers/shop/reset', status: 401 },
+      {
+        method: 'POST',
+        path: breaker,
+        url: '/api/v1/cleanup/breakers/shop/reset',
+        token: 'read',
+        status: 403,
+      },
+      { method: 'POST', path: cleanNow, url: `/api/v1/environments/${envId}/cleanup`, status: 401 },
+      {
+        method: 'POST',
+        path: cleanNow,
+        url: `/api/v1/environments/${envId}/cleanup`,
+        token: 'read',
+        status: 403,
+      },
+      {
+        method: 'POST',
+        path: cleanNow,
+        url: '/api/v1/environments/nope/cleanup',
+        token: 'admin',
+        status: 404,
+      },
     ];
   };
 
