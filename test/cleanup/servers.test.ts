@@ -138,6 +138,13 @@ describe('cleanup across processes', () => {
           ).n,
         );
       await waitFor(async () => (await doneJobs()) >= 200, 'every job done', 180_000);
+      // A pass that read its snapshot before a job completed may plan a second job for the same
+      // environment; its re-checks must end it without a second DELETE. Wait until nothing is open.
+      const openJobs = async () =>
+        (await database.db.selectFrom('cleanup_jobs').select(['state']).execute()).filter(
+          (j) => j.state === 'planned' || j.state === 'executing',
+        ).length;
+      await waitFor(async () => (await openJobs()) === 0, 'no job left open', 120_000);
       for (const ns of namespaces) expect(exists(handle.sim, ns.name)).toBe(false);
       expect(deletes()).toBe(200);
       const done = await database.db
@@ -146,11 +153,10 @@ describe('cleanup across processes', () => {
         .where('action', '=', 'cleanup-done')
         .execute();
       const jobIds = done.map((r) => (JSON.parse(r.detail!) as { jobId: string }).jobId);
-      expect(jobIds).toHaveLength(200);
-      expect(new Set(jobIds).size).toBe(200);
+      expect(new Set(jobIds).size).toBe(jobIds.length);
+      expect(jobIds.length).toBeGreaterThanOrEqual(200);
       const jobs = await database.db.selectFrom('cleanup_jobs').select(['state']).execute();
-      expect(jobs.filter((j) => j.state === 'done')).toHaveLength(200);
-      expect(jobs.filter((j) => j.state === 'planned' || j.state === 'executing')).toHaveLength(0);
+      expect(jobs.filter((j) => j.state === 'done')).toHaveLength(jobIds.length);
     } finally {
       await database.close();
     }
