@@ -331,7 +331,7 @@ Examples:
       "list the server's record of environments (server from TEND_SERVER_URL/TEND_TOKEN or tend login)",
     )
     .option('--project <project>', 'only this project')
-    .option('--state <state>', 'active | cleaned')
+    .option('--state <state>', 'active | paused | cleaned')
     .option('--stale-since <when>', 'no activity since this time or duration (e.g. 3d)')
     .addOption(new Option('--limit <n>', 'how many to list').default(50).argParser(Number))
     .option('--all', 'list every environment (all pages)')

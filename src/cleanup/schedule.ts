@@ -145,3 +145,8 @@ export function nextTransition(schedule: Schedule, at: number): Transition | und
 export function describeSchedule(schedule: Schedule): string {
   return `awake ${schedule.wakeAt}–${schedule.sleepAt} ${schedule.timeZone}, ${schedule.weekdays.join(' ')}`;
 }
+
+/** `2026-03-29 08:00 +02:00 Europe/Berlin`: an instant as the schedule's zone reads it. */
+export function formatLocal(schedule: Schedule, at: number): string {
+  return transition('wake', DateTime.fromMillis(at, { zone: schedule.timeZone })).local;
+}

@@ -7,14 +7,15 @@ import { Type } from '@sinclair/typebox';
 import { TendError } from '../errors.js';
 import type { Principal } from './auth.js';
 import type { EnvironmentFilter } from './db/repositories/environments.js';
-import type { Environment } from './db/schema.js';
+import type { Environment, EnvironmentState } from './db/schema.js';
+import { EnvironmentStateSchema } from './schemas.js';
 import type { ServerServices } from './services.js';
 import { parseDuration } from './views.js';
 
 export const ListQuery = Type.Object({
   project: Type.Optional(Type.String({ minLength: 1 })),
   environment: Type.Optional(Type.String({ minLength: 1, description: 'Environment name, e.g. dev.' })),
-  state: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('cleaned')])),
+  state: Type.Optional(EnvironmentStateSchema),
   staleSince: Type.Optional(
     Type.String({
       description:
@@ -45,7 +46,7 @@ export function staleBefore(value: string, now: Date): string {
 }
 
 export function listFilter(
-  query: { project?: string; environment?: string; state?: 'active' | 'cleaned'; staleSince?: string },
+  query: { project?: string; environment?: string; state?: EnvironmentState; staleSince?: string },
   principal: Principal | null,
   now: Date,
 ): EnvironmentFilter {
