@@ -165,6 +165,16 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
     );
 
   program
+    .command('resume')
+    .description(
+      'resume the current environment after a pause: restore the replicas, CronJobs and local processes ' +
+        'the pause recorded (tend deploy|test|run do this at their start)',
+    )
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () => (await import('./commands/resume.js')).resumeCommand(cmd.optsWithGlobals())),
+    );
+
+  program
     .command('validate')
     .description('check the project configuration and print every action')
     .action(async (_opts, cmd: Command) =>
