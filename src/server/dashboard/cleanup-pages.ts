@@ -58,6 +58,8 @@ export function environmentCleanupSection(
     jobs: JobItem[];
     canClean: boolean;
     active: boolean;
+    /** Paused by a pause job: a Resume button (read scope, like keep-alive). */
+    paused: boolean;
   },
   session: Session,
   now: Date,
@@ -95,6 +97,11 @@ export function environmentCleanupSection(
       </tbody>
     </table>
     <div class="actions">
+      ${
+        input.paused
+          ? postForm(session, `/environments/${encodeURIComponent(input.environmentId)}/resume`, 'Resume')
+          : ''
+      }
       ${
         !input.active
           ? ''

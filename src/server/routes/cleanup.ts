@@ -587,4 +587,22 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
       return { jobs: await cleanup.cleanNow(env.id, actorOf(request.principal!)) };
     },
   );
+
+  app.post(
+    '/api/v1/environments/:id/resume',
+    {
+      config: { permission: 'keep-alive' },
+      schema: {
+        summary:
+          'Resume a paused environment: a resume job (restores exactly what the pause recorded) through the same path and checks as every cleanup job (read scope, like keep-alive)',
+        tags: ['environments'],
+        params: Type.Object({ id: Type.String() }),
+        response: { 200: Type.Object({ jobs: Type.Array(CleanupJob) }), ...errors },
+      },
+    },
+    async (request) => {
+      const env = await visibleEnvironment(services, request.params.id, request.principal);
+      return { jobs: await cleanup.cleanNow(env.id, actorOf(request.principal!), { action: 'resume' }) };
+    },
+  );
 }
