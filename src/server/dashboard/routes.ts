@@ -324,7 +324,9 @@ export function registerDashboard(app: App, services: ServerServices): void {
     async (request, reply) => {
       const session = await requireForm(request, reply);
       if (!session) return reply;
-      const env = await visibleEnvironment(services, request.params.id, session.principal).catch(() => undefined);
+      const env = await visibleEnvironment(services, request.params.id, session.principal).catch(
+        () => undefined,
+      );
       if (!env) return send(reply, messagePage('Not found', 'No such environment.', session), 404);
       try {
         await services.cleanup.cleanNow(env.id, actorOf(session.principal), { action: 'resume' });

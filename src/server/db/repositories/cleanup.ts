@@ -886,6 +886,23 @@ export class CleanupRepository {
     });
   }
 
+  /** Environments (active or paused) whose policy has a schedule, for the plan's transitions. */
+  async scheduledEnvironments(
+    filter: { project?: string; environment?: string; onlyProject: string | null },
+    limit: number,
+  ): Promise<{ id: string; project: string; name: string; state: string; policy_schedule: string }[]> {
+    let q = this.reader
+      .selectFrom('environments')
+      .select(['id', 'project', 'name', 'state', 'policy_schedule'])
+      .where('policy_schedule', 'is not', null)
+      .where('state', 'in', ['active', 'paused']);
+    if (filter.project) q = q.where('project', '=', filter.project);
+    if (filter.environment) q = q.where('name', '=', filter.environment);
+    if (filter.onlyProject) q = q.where('project', '=', filter.onlyProject);
+    const rows = await q.orderBy('id').limit(limit).execute();
+    return rows.map((r) => ({ ...r, policy_schedule: r.policy_schedule! }));
+  }
+
   async planPage(
     filter: {
       dueBefore: string;
