@@ -543,6 +543,18 @@ export function plan(
     list.push(r);
   }
 
+  // Schedules are shared by many environments: each one's state at `now` is worked out once a pass.
+  const scheduleCache = new Map<string, ScheduleFacts>();
+  const scheduleFacts = (schedule: Schedule): ScheduleFacts => {
+    const key = `${schedule.timeZone}|${schedule.wakeAt}|${schedule.sleepAt}|${schedule.weekdays.join(',')}`;
+    let facts = scheduleCache.get(key);
+    if (!facts) {
+      const awake = isAwake(schedule, now);
+      facts = { awake, last: lastTransition(schedule, now)?.at, next: nextTransition(schedule, now)?.at };
+      scheduleCache.set(key, facts);
+    }
+    return facts;
+  };
   const decisions: PlannedDecision[] = [];
   // Would-be-due delete decisions per project, before the breaker and the cap.
   const dueByProject = new Map<string, { envs: Set<string>; decisions: PlannedDecision[] }>();
@@ -560,7 +572,7 @@ export function plan(
             dueAt: now,
             paused: false,
           }
-        : nextStep(env, policy, activity.at, now);
+        : nextStep(env, policy, activity.at, now, scheduleFacts);
     const { action, dueAt } = next;
     const facts: EnvironmentFacts = { ctx, env, activitySource: activity.source };
     for (const r of resources) {
@@ -679,13 +691,23 @@ const stepRank: Record<CleanupAction, number> = { resume: 0, pause: 1, delete: 2
  * due, the harshest action wins (delete over pause), then the earlier; when none is due, the
  * soonest.
  */
+interface ScheduleFacts {
+  awake: boolean;
+  /** The last transition at or before now (a wake when awake, a sleep when asleep). */
+  last: number | undefined;
+  /** The next one after now. */
+  next: number | undefined;
+}
+
 function nextStep(
   env: SnapshotEnvironment,
   policy: SnapshotPolicy,
   activityAt: number,
   now: number,
+  factsOf: (schedule: Schedule) => ScheduleFacts,
 ): NextStep {
   const schedule = policy.schedule ?? null;
+  const facts = schedule ? factsOf(schedule) : undefined;
   const inactivity: NextStep = {
     action: policy.action,
     rule: 'inactivity',
@@ -693,27 +715,23 @@ function nextStep(
     paused: false,
   };
   if (env.state === 'paused') {
-    if (schedule && env.pausedBy === 'schedule') {
-      if (isAwake(schedule, now)) {
-        const wake = lastTransition(schedule, now);
-        return { action: 'resume', rule: 'schedule', dueAt: wake?.at ?? now, paused: false };
-      }
+    if (facts && env.pausedBy === 'schedule') {
+      if (facts.awake) return { action: 'resume', rule: 'schedule', dueAt: facts.last ?? now, paused: false };
       if (policy.action === 'delete' && inactivity.dueAt <= now) return inactivity;
-      const wake = nextTransition(schedule, now);
-      if (wake) return { action: 'resume', rule: 'schedule', dueAt: wake.at, paused: false };
+      if (facts.next !== undefined)
+        return { action: 'resume', rule: 'schedule', dueAt: facts.next, paused: false };
     }
     if (policy.action === 'delete') return inactivity;
     return { action: 'resume', rule: env.pausedBy ?? 'inactivity', dueAt: now, paused: true };
   }
   const steps: NextStep[] = [inactivity];
-  if (schedule) {
-    if (!isAwake(schedule, now)) {
-      const sleptAt = lastTransition(schedule, now)?.at ?? now;
+  if (facts) {
+    if (!facts.awake) {
+      const sleptAt = facts.last ?? now;
       const dueAt = activityAt > sleptAt ? activityAt + asleepGraceMs : sleptAt;
       steps.push({ action: 'pause', rule: 'schedule', dueAt, paused: false });
-    } else {
-      const sleep = nextTransition(schedule, now);
-      if (sleep) steps.push({ action: 'pause', rule: 'schedule', dueAt: sleep.at, paused: false });
+    } else if (facts.next !== undefined) {
+      steps.push({ action: 'pause', rule: 'schedule', dueAt: facts.next, paused: false });
     }
   }
   const due = steps.filter((s) => s.dueAt <= now);

@@ -174,6 +174,13 @@ export async function loadSnapshot(
     db.selectFrom('cleanup_control').select('halted').where('id', '=', 'global').executeTakeFirst(),
   ]);
 
+  // Many environments share a schedule: each text is parsed once (and the planner caches by it).
+  const schedules = new Map<string, Schedule>();
+  const parseSchedule = (text: string): Schedule => {
+    let s = schedules.get(text);
+    if (!s) schedules.set(text, (s = JSON.parse(text) as Schedule));
+    return s;
+  };
   const environments = new Map<string, SnapshotEnvironment>();
   for (const e of envRows) {
     const afterMs = e.policy_after_inactivity ? parseDuration(e.policy_after_inactivity) : undefined;
@@ -190,7 +197,7 @@ export async function loadSnapshot(
               afterMs,
               action: e.policy_action as CleanupAction,
               text: e.policy_after_inactivity!,
-              ...(e.policy_schedule ? { schedule: JSON.parse(e.policy_schedule) as Schedule } : {}),
+              ...(e.policy_schedule ? { schedule: parseSchedule(e.policy_schedule) } : {}),
             }
           : null,
       state: e.state === 'paused' ? 'paused' : 'active',

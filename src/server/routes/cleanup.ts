@@ -333,9 +333,15 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
           { project: q.project, environment: q.environment, onlyProject: request.principal?.project ?? null },
           maxScheduledEnvironments,
         );
+        // Environments share schedules: each one's transitions are worked out once.
+        const bySchedule = new Map<string, ReturnType<typeof scheduleTransitions>>();
         for (const e of scheduled) {
-          const schedule = JSON.parse(e.policy_schedule) as Schedule;
-          for (const t of scheduleTransitions(schedule, from, from + withinMs)) {
+          let list = bySchedule.get(e.policy_schedule);
+          if (!list) {
+            list = scheduleTransitions(JSON.parse(e.policy_schedule) as Schedule, from, from + withinMs);
+            bySchedule.set(e.policy_schedule, list);
+          }
+          for (const t of list) {
             transitions.push({
               environmentId: e.id,
               project: e.project,
