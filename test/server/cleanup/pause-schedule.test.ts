@@ -159,4 +159,49 @@ describe.each(dialects)('pause and schedules on %s', (dialect) => {
     ]);
     expect(await environment(env.id)).toMatchObject({ state: 'active', pausedAt: null });
   });
+
+  it('the dashboard shows a paused environment with a Resume button: the same resume job, CSRF checked', async () => {
+    const env = await scheduled();
+    const res = await f.server.app.inject({
+      method: 'POST',
+      url: '/login',
+      payload: { token: f.server.tokens.read, next: '/' },
+    });
+    const cookie = `tend_session=${res.cookies.find((c) => c.name === 'tend_session')!.value}`;
+    const page = () =>
+      f.server.app.inject({ method: 'GET', url: `/environments/${env.id}`, headers: { cookie } });
+    const csrfOf = (body: string) => /name="_csrf" value="([^"]+)"/.exec(body)?.[1] ?? '';
+    const resumeForm = `action="/environments/${env.id}/resume"`;
+    expect((await page()).body).not.toContain(resumeForm);
+
+    f.advance(31 * minute);
+    await f.report('e1', [f.item(env.namespace, 'uid-alice')]);
+    await service().planningPass();
+    await execute();
+    const paused = await page();
+    expect(paused.body).toContain(resumeForm);
+    const list = await f.server.app.inject({ method: 'GET', url: '/?state=paused', headers: { cookie } });
+    expect(list.body).toContain(env.namespace);
+
+    const forged = await f.server.app.inject({
+      method: 'POST',
+      url: `/environments/${env.id}/resume`,
+      headers: { cookie },
+      payload: { _csrf: 'forged' },
+    });
+    expect(forged.statusCode).toBe(403);
+    const jobs = async () =>
+      (await f.call('GET', `/api/v1/cleanup/jobs?environmentId=${env.id}`, undefined, f.server.tokens.read))
+        .body.items as { action: string; state: string }[];
+    expect((await jobs()).filter((j) => j.action === 'resume')).toEqual([]);
+
+    const pressed = await f.server.app.inject({
+      method: 'POST',
+      url: `/environments/${env.id}/resume`,
+      headers: { cookie },
+      payload: { _csrf: csrfOf(paused.body) },
+    });
+    expect(pressed.statusCode).toBe(303);
+    expect((await jobs()).filter((j) => j.action === 'resume')).toMatchObject([{ state: 'planned' }]);
+  });
 });
