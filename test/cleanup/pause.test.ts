@@ -182,4 +182,29 @@ describe('pause and resume (kubernetes)', () => {
     );
     expect(state(handle.sim, 'pause-dry')).toEqual(before);
   });
+
+  it('pauses and resumes what it may list when the credentials may not list CronJobs', async () => {
+    const ns = seedNamespace(handle.sim, 'pause-rbac');
+    seedWorkloads(handle.sim, 'pause-rbac');
+    const before = state(handle.sim, 'pause-rbac');
+    const id = handle.sim.faults.add({
+      type: 'error',
+      status: 403,
+      verb: 'list',
+      resource: 'cronjobs.batch',
+    });
+    try {
+      const { ctx } = callContext(executorSettings(handle.kubeconfig));
+      const paused = await cleanup.verifyAndClean(ctx, target, jobFor(handle.sim, ns, { action: 'pause' }));
+      expect(paused.message).toBe(
+        'paused namespace pause-rbac: Deployment api 3 → 0, Deployment web 4 → 0 (HPA web), StatefulSet db 2 → 0',
+      );
+      expect(state(handle.sim, 'pause-rbac').report).toEqual(before.report);
+      await cleanup.verifyAndClean(ctx, target, jobFor(handle.sim, ns, { action: 'resume' }));
+      expect(state(handle.sim, 'pause-rbac').api).toEqual(before.api);
+      expect(handle.sim.faults.fired(id)).toBeGreaterThan(0);
+    } finally {
+      handle.sim.faults.clear();
+    }
+  });
 });

@@ -16,6 +16,8 @@
  * pausing again never overwrites a record (an object already annotated is skipped).
  */
 import type * as k8s from '@kubernetes/client-node';
+import type { TendError } from '../../../errors.js';
+import { describeFailure } from './errors.js';
 import type { RequestGate } from './gate.js';
 import { labels } from './namespace-info.js';
 import { refusalOf, type DeletionChecks } from './namespaces.js';
@@ -51,20 +53,31 @@ const scaled = [
 export class WorkloadCalls {
   constructor(private readonly gate: RequestGate) {}
 
+  /**
+   * tend's objects of one kind in the namespace. A kind the credentials may not list (403) or the
+   * cluster does not serve (404) has none to pause or resume: a developer whose role cannot list
+   * CronJobs can still deploy.
+   */
   private async list(namespace: string, apiVersion: string, kind: string): Promise<KubeObject[]> {
-    const list = await this.gate.request(namespace, `list ${kind}s in ${namespace}`, () =>
-      this.gate.connection.objects.list(
-        apiVersion,
-        kind,
-        namespace,
-        undefined,
-        undefined,
-        undefined,
-        undefined,
-        `${labels.managedBy}=tend`,
-      ),
-    );
-    return list.items as KubeObject[];
+    try {
+      const list = await this.gate.request(namespace, `list ${kind}s in ${namespace}`, () =>
+        this.gate.connection.objects.list(
+          apiVersion,
+          kind,
+          namespace,
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          `${labels.managedBy}=tend`,
+        ),
+      );
+      return list.items as KubeObject[];
+    } catch (error) {
+      const status = describeFailure((error as TendError).cause).status;
+      if (status === 403 || status === 404) return [];
+      throw error;
+    }
   }
 
   private patch(namespace: string, object: KubeObject, what: string): Promise<KubeObject> {
