@@ -8,6 +8,10 @@
  * Activity is the later of the registry's (server receive time) and the namespace's
  * `tend.dev/last-activity` from the inventory. Unknown is not idle: without a live executor
  * and a complete, recent inventory of the target, nothing is due there.
+ *
+ * A policy has two rules (docs/cleanup.md#schedules): the inactivity wait with its action
+ * (delete or pause), and an optional working-hours schedule that pauses outside its hours and
+ * resumes at wakeAt what it paused. Each decision carries its action and the rule that decided.
  */
 import { namespaceProtector } from '../../cleanup/protection.js';
 import type { CleanupAction } from '../../cleanup/protocol.js';
