@@ -21,6 +21,7 @@ export const errorCodes = {
   TEND_CONFIG_UNKNOWN_KEY: ExitCode.usage,
   TEND_CONFIG_YAML: ExitCode.usage,
   TEND_DATABASE: ExitCode.actionFailed,
+  TEND_DATABASE_NOT_FOUND: ExitCode.usage,
   TEND_ENVIRONMENT_NOT_FOUND: ExitCode.usage,
   TEND_EVENT_INVALID: ExitCode.actionFailed,
   TEND_EVENT_UNDECLARED: ExitCode.actionFailed,

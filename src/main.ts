@@ -249,7 +249,10 @@ Examples:
   // tend server (run, migrate, token create|list|revoke), tend login, tend environments.
   const db = (c: Command) =>
     c
-      .option('--data-dir <dir>', 'directory of the SQLite database file', '.tend-server')
+      .option(
+        '--data-dir <dir>',
+        'directory of the SQLite database tend.db (default: TEND_DATA_DIR, else $XDG_DATA_HOME/tend or ~/.local/share/tend)',
+      )
       .option('--database-url <url>', 'PostgreSQL instead of SQLite: postgres://user:pass@host/db');
   const server = db(
     program.command('server').description('run the tend server: event ingest, registry, API, dashboard'),
@@ -288,7 +291,16 @@ Examples:
     async (_opts, cmd: Command) =>
       execute(cmd, async () => (await import('./commands/server.js')).migrateCommand(cmd.optsWithGlobals())),
   );
-  const token = server.command('token').description('manage API tokens (prints a new token once)');
+  const token = server
+    .command('token')
+    .description('manage API tokens (prints a new token once)')
+    .addHelpText(
+      'after',
+      `
+Token commands work on the database of an existing server and never create one: without
+--database-url they open tend.db in --data-dir, else TEND_DATA_DIR, else $XDG_DATA_HOME/tend
+(~/.local/share/tend), and refuse (exit 2) when there is none.`,
+    );
   db(token.command('create').description('create a token'))
     .requiredOption('--name <name>', 'name of the token, e.g. ci')
     .option('--project <project>', 'restrict the token to one project')
@@ -324,22 +336,48 @@ Examples:
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () => (await import('./commands/login.js')).loginCommand(cmd.optsWithGlobals())),
     );
-  program
-    .command('environments')
-    .alias('envs')
-    .description(
-      "list the server's record of environments (server from TEND_SERVER_URL/TEND_TOKEN or tend login)",
-    )
+  serverFlags(
+    program
+      .command('environments [id]')
+      .alias('envs')
+      .description(
+        "list the server's record of environments, or show one (its resources, recent sessions and cleanup plan) by id\n" +
+          '(server from --server/--token, TEND_SERVER_URL/TEND_TOKEN or tend login)',
+      ),
+  )
     .option('--project <project>', 'only this project')
     .option('--state <state>', 'active | cleaned')
     .option('--stale-since <when>', 'no activity since this time or duration (e.g. 3d)')
     .addOption(new Option('--limit <n>', 'how many to list').default(50).argParser(Number))
     .option('--all', 'list every environment (all pages)')
-    .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () =>
-        (await import('./commands/environments.js')).environmentsCommand(cmd.optsWithGlobals()),
-      ),
+    .addHelpText(
+      'after',
+      `
+Examples:
+  tend envs --project shop --state active
+  tend envs 01J9Z3K4M5N6P7Q8R9S0T1V2W3 --json   one environment: resources, sessions, cleanup plan`,
+    )
+    .action(async (id: string | undefined, _opts, cmd: Command) =>
+      execute(cmd, async () => {
+        const environments = await import('./commands/environments.js');
+        return id === undefined
+          ? environments.environmentsCommand(cmd.optsWithGlobals())
+          : environments.environmentCommand(id, cmd.optsWithGlobals());
+      }),
     );
+  for (const protect of [true, false]) {
+    serverFlags(
+      program
+        .command(`${protect ? 'protect' : 'unprotect'} [id]`)
+        .description(
+          protect
+            ? 'protect an environment from automatic cleanup (admin): the one with that id (tend envs), else the current one'
+            : 'remove the protection of an environment (admin): the one with that id, else the current one',
+        ),
+    ).action(async (id: string | undefined, _opts, cmd: Command) =>
+      execute(cmd, async () => (await cleanupServer()).protectCommand(protect, id, cmd.optsWithGlobals())),
+    );
+  }
   return program;
 }
 
