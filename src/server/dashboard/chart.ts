@@ -52,7 +52,7 @@ export function statesChart(days: StateDay[], scope: string): Html {
   );
   const total = (d: StateDay) => Object.values(d.counts ?? {}).reduce((a, b) => a + b, 0);
   const max = ceiling(Math.max(0, ...days.map(total)));
-  const [width, height, left, right, top, bottom] = [600, 200, 36, 8, 10, 24];
+  const [width, height, left, right, top, bottom] = [600, 200, 40, 10, 12, 26];
   const plotW = width - left - right;
   const plotH = height - top - bottom;
   const slot = plotW / Math.max(1, days.length);
@@ -108,7 +108,7 @@ export function statesChart(days: StateDay[], scope: string): Html {
       role="img"
       aria-labelledby="states-chart-title"
       xmlns="http://www.w3.org/2000/svg"
-      font-size="12"
+      font-size="14"
       fill="#57606a"
     >
       <title id="states-chart-title">Environments by state per day, ${first} to ${last}</title>

@@ -50,8 +50,8 @@ const style = raw(`
     table.cards thead { display: none; }
     table.cards, table.cards tbody, table.cards tr, table.cards td { display: block; width: 100%; box-sizing: border-box; }
     table.cards tr { border: 1px solid #d8dee4; border-radius: .4rem; margin-bottom: .6rem; padding: .3rem 0; }
-    table.cards td { border: none; padding: .15rem .6rem; overflow-wrap: anywhere; }
-    table.cards td[data-label]::before { content: attr(data-label); display: block; font-size: .75em; color: #57606a; }
+    table.cards td { border: none; padding: .15rem .6rem .15rem 7.4rem; position: relative; overflow-wrap: anywhere; min-height: 1.2em; }
+    table.cards td[data-label]::before { content: attr(data-label); position: absolute; left: .6rem; width: 6.4rem; font-size: .8em; line-height: 1.6; color: #57606a; }
   }
 `);
 
