@@ -47,6 +47,17 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     throw error;
   }
   const app = await buildServer({ db, logger, cleanup: options.cleanup });
+  // Today's count of environments per state, for the dashboard's chart of states over time:
+  // recorded before the server answers, then every 10 minutes.
+  const environments = new EnvironmentRepository(db.db, db.reader);
+  const recordStates = async () => {
+    try {
+      await environments.recordStateCounts(new Date());
+    } catch (err) {
+      logger.warn({ err }, 'recording the environment counts per state failed');
+    }
+  };
+  await recordStates();
   const address = await app.listen({ port: options.port ?? 7420, host: options.host ?? '127.0.0.1' });
   const url = address.replace('[::1]', 'localhost');
   logger.info({ url, database: db.location }, `tend server listening on ${url}`);
@@ -63,16 +74,6 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const pruneTimer = setInterval(() => void prune(), 3600_000);
   pruneTimer.unref();
 
-  // Today's count of environments per state, for the dashboard's chart of states over time.
-  const environments = new EnvironmentRepository(db.db, db.reader);
-  const recordStates = async () => {
-    try {
-      await environments.recordStateCounts(new Date());
-    } catch (err) {
-      logger.warn({ err }, 'recording the environment counts per state failed');
-    }
-  };
-  void recordStates();
   const statesTimer = setInterval(() => void recordStates(), 600_000);
   statesTimer.unref();
 

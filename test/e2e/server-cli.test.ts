@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/server/db/database.js';
 import { makeProject, removeProjects, runTend, tendBin, waitFor } from '../helpers/project.js';
 import { startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
 
@@ -42,6 +43,19 @@ afterAll(async () => {
 });
 
 const emptyDir = () => makeProject({});
+
+/** `tend server` from a directory of its own, with the environment's data directory. */
+async function startServer(): Promise<{ url: string; log: () => string }> {
+  server = spawn(process.execPath, [tendBin, 'server', '--port', '0', '--cleanup-interval', '1s'], {
+    cwd: emptyDir(),
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let log = '';
+  server.stderr!.on('data', (d) => (log += d));
+  const url = await waitFor(() => /"url":"(http:\/\/[^"]+)"/.exec(log)?.[1], 'the server to listen', 30_000);
+  return { url, log: () => log };
+}
 const defaultDir = () => path.join(home, 'data', 'tend');
 
 describe('tend server token without a database', () => {
@@ -99,19 +113,8 @@ describe('one data directory, and environments from the CLI', () => {
         .sort(),
     ).toEqual(['ci', 'dev', 'ops']);
 
-    server = spawn(process.execPath, [tendBin, 'server', '--port', '0', '--cleanup-interval', '1s'], {
-      cwd: emptyDir(),
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let log = '';
-    server.stderr!.on('data', (d) => (log += d));
-    const url = await waitFor(
-      () => /"url":"(http:\/\/[^"]+)"/.exec(log)?.[1],
-      'the server to listen',
-      30_000,
-    );
-    expect(log).toContain(path.join(defaultDir(), 'tend.db'));
+    const { url, log } = await startServer();
+    expect(log()).toContain(path.join(defaultDir(), 'tend.db'));
 
     const root = makeProject({
       'tend.yml': `kind: Project
@@ -188,5 +191,32 @@ providers:
     const unknown = await runTend(['envs', 'no-such-id'], { cwd: emptyDir(), env: asReader });
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('no environment with id "no-such-id"');
+
+    // Restarted, the server records today's count per state before it answers: the dashboard's
+    // chart shows the environment.
+    const stopped = server!;
+    stopped.kill('SIGTERM');
+    expect(await new Promise((r) => stopped.once('exit', r))).toBe(0);
+    const restarted = await startServer();
+    const login = await fetch(`${restarted.url}/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: read, next: '/' }),
+      redirect: 'manual',
+    });
+    expect(login.status).toBe(303);
+    const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+    const dashboard = await (await fetch(`${restarted.url}/`, { headers: { cookie } })).text();
+    const today = new Date().toISOString().slice(0, 10);
+    expect(dashboard).toContain(`<title>${today} active: 1</title>`);
+    const database = await openDatabase({ dataDir: defaultDir(), mustExist: true });
+    try {
+      const recorded = await database.db.selectFrom('environment_state_days').selectAll().execute();
+      expect(recorded).toEqual([
+        expect.objectContaining({ day: today, project: 'shop', state: 'active', count: 1 }),
+      ]);
+    } finally {
+      await database.close();
+    }
   }, 120_000);
 });
