@@ -291,17 +291,15 @@ Examples:
     async (_opts, cmd: Command) =>
       execute(cmd, async () => (await import('./commands/server.js')).migrateCommand(cmd.optsWithGlobals())),
   );
+  const tokenHelp = `
+Token commands work on the database of an existing server and never create one: without
+--database-url they open tend.db in --data-dir, else TEND_DATA_DIR, else $XDG_DATA_HOME/tend
+(~/.local/share/tend), and refuse (exit 2) when there is none.`;
   const token = server
     .command('token')
     .description('manage API tokens (prints a new token once)')
-    .addHelpText(
-      'after',
-      `
-Token commands work on the database of an existing server and never create one: without
---database-url they open tend.db in --data-dir, else TEND_DATA_DIR, else $XDG_DATA_HOME/tend
-(~/.local/share/tend), and refuse (exit 2) when there is none.`,
-    );
-  db(token.command('create').description('create a token'))
+    .addHelpText('after', tokenHelp);
+  db(token.command('create').description('create a token').addHelpText('after', tokenHelp))
     .requiredOption('--name <name>', 'name of the token, e.g. ci')
     .option('--project <project>', 'restrict the token to one project')
     .option(
@@ -315,17 +313,20 @@ Token commands work on the database of an existing server and never create one: 
         (await import('./commands/server.js')).tokenCreateCommand(cmd.optsWithGlobals()),
       ),
     );
-  db(token.command('list').description('list tokens (never their secrets)')).action(
-    async (_opts, cmd: Command) =>
-      execute(cmd, async () =>
-        (await import('./commands/server.js')).tokenListCommand(cmd.optsWithGlobals()),
-      ),
+  db(
+    token.command('list').description('list tokens (never their secrets)').addHelpText('after', tokenHelp),
+  ).action(async (_opts, cmd: Command) =>
+    execute(cmd, async () => (await import('./commands/server.js')).tokenListCommand(cmd.optsWithGlobals())),
   );
-  db(token.command('revoke <idOrName>').description('revoke a token by id or name')).action(
-    async (idOrName: string, _opts, cmd: Command) =>
-      execute(cmd, async () =>
-        (await import('./commands/server.js')).tokenRevokeCommand(idOrName, cmd.optsWithGlobals()),
-      ),
+  db(
+    token
+      .command('revoke <idOrName>')
+      .description('revoke a token by id or name')
+      .addHelpText('after', tokenHelp),
+  ).action(async (idOrName: string, _opts, cmd: Command) =>
+    execute(cmd, async () =>
+      (await import('./commands/server.js')).tokenRevokeCommand(idOrName, cmd.optsWithGlobals()),
+    ),
   );
   program
     .command('login')
@@ -347,6 +348,7 @@ Token commands work on the database of an existing server and never create one: 
   )
     .option('--project <project>', 'only this project')
     .option('--state <state>', 'active | cleaned')
+    .option('--search <text>', 'only environments whose project, name, namespace or owner contains this text')
     .option('--stale-since <when>', 'no activity since this time or duration (e.g. 3d)')
     .addOption(new Option('--limit <n>', 'how many to list').default(50).argParser(Number))
     .option('--all', 'list every environment (all pages)')
@@ -355,6 +357,7 @@ Token commands work on the database of an existing server and never create one: 
       `
 Examples:
   tend envs --project shop --state active
+  tend envs --search alice                         project, environment, namespace or owner containing "alice"
   tend envs 01J9Z3K4M5N6P7Q8R9S0T1V2W3 --json   one environment: resources, sessions, cleanup plan`,
     )
     .action(async (id: string | undefined, _opts, cmd: Command) =>

@@ -15,6 +15,7 @@ export interface EnvironmentsOptions extends GlobalOptions {
   project?: string;
   state?: string;
   environment?: string;
+  search?: string;
   staleSince?: string;
   limit?: number;
   all?: boolean;
@@ -42,6 +43,7 @@ export async function environmentsCommand(
   let cursor: string | null = null;
   do {
     const query = new URLSearchParams();
+    if (options.search) query.set('search', options.search);
     if (options.project) query.set('project', options.project);
     if (options.state) query.set('state', options.state);
     if (options.environment) query.set('environment', options.environment);
@@ -59,7 +61,7 @@ export async function environmentsCommand(
   const now = new Date();
   const human =
     items.length === 0
-      ? `No environments recorded on ${redactUrl(connection.url)}${options.project || options.state ? ' match' : ''}.`
+      ? `No environments recorded on ${redactUrl(connection.url)}${options.project || options.state || options.search ? ' match' : ''}.`
       : formatTable(
           [
             'PROJECT',

@@ -143,6 +143,10 @@ providers:
     const [recorded] = JSON.parse(envs.stdout) as { id: string; namespace: string }[];
     expect(recorded?.namespace).toBe('shop-cli');
     const id = recorded!.id;
+    const searched = await runTend(['envs', '--search', 'CLI', '--json'], { cwd: emptyDir(), env: asReader });
+    expect(JSON.parse(searched.stdout).map((e: { id: string }) => e.id)).toEqual([id]);
+    const none = await runTend(['envs', '--search', 'nothing-like-it'], { cwd: emptyDir(), env: asReader });
+    expect(none.stdout).toContain('match');
 
     // One environment: resources, sessions, and the plan once a planning pass has run.
     const detail = await waitFor(
