@@ -171,6 +171,18 @@ describe('dashboard in Chromium', () => {
     mkdirSync(outputDir, { recursive: true });
     await page.goto(`${url}/`);
     await page.screenshot({ path: `${outputDir}dashboard-420.png`, fullPage: true });
+
+    // An environment's page too: wide tables scroll inside themselves, the page does not.
+    await Promise.all([
+      page.waitForURL(/\/environments\//),
+      page
+        .locator('#environments tbody tr', { hasText: 'shop-alice' })
+        .getByRole('link', { name: 'dev' })
+        .click(),
+    ]);
+    await expect(overflow()).resolves.toBeLessThanOrEqual(420);
+    await expect(page.getByRole('button', { name: 'Keep alive' }).isVisible()).resolves.toBe(true);
+    await page.screenshot({ path: `${outputDir}environment-420.png`, fullPage: true });
     expect(violations).toEqual([]);
   });
 

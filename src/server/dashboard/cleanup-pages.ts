@@ -75,7 +75,7 @@ export function environmentCleanupSection(
   now: Date,
 ): Html {
   return html`<h2>Cleanup</h2>
-    <table id="plan">
+    <table id="plan" class="cards">
       <thead>
         <tr>
           <th>Namespace</th>
@@ -96,11 +96,13 @@ export function environmentCleanupSection(
             : input.decisions.map(
                 (d) =>
                   html`<tr>
-                    <td>${d.namespace}</td>
-                    <td>${kindBadge(d)}</td>
-                    <td>${d.action}</td>
-                    <td>${d.kind === 'blocked' ? '—' : when(d.dueAt, now)}</td>
-                    <td>${d.sentence}${d.jobId ? html` <span class="muted">(job ${d.jobId})</span>` : ''}</td>
+                    <td data-label="Namespace">${d.namespace}</td>
+                    <td data-label="Decision">${kindBadge(d)}</td>
+                    <td data-label="Action">${d.action}</td>
+                    <td data-label="Due">${d.kind === 'blocked' ? '—' : when(d.dueAt, now)}</td>
+                    <td data-label="Why">
+                      ${d.sentence}${d.jobId ? html` <span class="muted">(job ${d.jobId})</span>` : ''}
+                    </td>
                   </tr>`,
               )
         }

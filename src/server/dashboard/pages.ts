@@ -47,6 +47,7 @@ const style = raw(`
     header { flex-wrap: wrap; padding: .5rem .8rem; }
     main { padding: .6rem .8rem; }
     form.filters label, form.filters input, form.filters select { width: 100%; box-sizing: border-box; }
+    main table:not(.cards) { display: block; overflow-x: auto; }
     table.cards thead { display: none; }
     table.cards, table.cards tbody, table.cards tr, table.cards td { display: block; width: 100%; box-sizing: border-box; }
     table.cards tr { border: 1px solid #d8dee4; border-radius: .4rem; margin-bottom: .6rem; padding: .3rem 0; }
@@ -362,7 +363,7 @@ export function environmentPage(input: DetailPageInput, session: { csrf: string;
         </tbody>
       </table>
       <h2>Recent sessions</h2>
-      <table id="sessions">
+      <table id="sessions" class="cards">
         <thead>
           <tr>
             <th>Session</th>
@@ -377,20 +378,20 @@ export function environmentPage(input: DetailPageInput, session: { csrf: string;
           ${input.sessions.map(
             (s) =>
               html`<tr>
-                <td>${s.id}</td>
-                <td>
+                <td data-label="Session">${s.id}</td>
+                <td data-label="Command">
                   ${s.command ? `tend ${s.command}${s.args?.length ? ' ' + s.args.join(' ') : ''}` : '—'}
                 </td>
-                <td>${s.user ?? '—'}</td>
-                <td>${s.status}</td>
-                <td>${s.startedAt ?? '—'}</td>
-                <td>${relativeTime(s.lastEventAt, now)}</td>
+                <td data-label="User">${s.user ?? '—'}</td>
+                <td data-label="Status">${s.status}</td>
+                <td data-label="Started">${s.startedAt ?? '—'}</td>
+                <td data-label="Last event">${relativeTime(s.lastEventAt, now)}</td>
               </tr>`,
           )}
         </tbody>
       </table>
       <h2>Activity</h2>
-      <table id="timeline">
+      <table id="timeline" class="cards">
         <thead>
           <tr>
             <th>Received</th>
@@ -402,9 +403,9 @@ export function environmentPage(input: DetailPageInput, session: { csrf: string;
           ${input.timeline.map(
             (t) =>
               html`<tr>
-                <td><time datetime="${t.receivedAt}">${t.receivedAt}</time></td>
-                <td>${t.type}</td>
-                <td>${t.summary}</td>
+                <td data-label="Received"><time datetime="${t.receivedAt}">${t.receivedAt}</time></td>
+                <td data-label="Event">${t.type}</td>
+                <td data-label="What">${t.summary}</td>
               </tr>`,
           )}
         </tbody>
