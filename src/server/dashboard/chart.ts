@@ -52,7 +52,7 @@ export function statesChart(days: StateDay[], scope: string): Html {
   );
   const total = (d: StateDay) => Object.values(d.counts ?? {}).reduce((a, b) => a + b, 0);
   const max = ceiling(Math.max(0, ...days.map(total)));
-  const [width, height, left, right, top, bottom] = [600, 200, 40, 10, 12, 26];
+  const [width, height, left, right, top, bottom] = [600, 170, 40, 10, 12, 26];
   const plotW = width - left - right;
   const plotH = height - top - bottom;
   const slot = plotW / Math.max(1, days.length);

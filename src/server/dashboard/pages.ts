@@ -37,7 +37,7 @@ const style = raw(`
   nav.counts { display: flex; gap: .4rem; flex-wrap: wrap; margin: .2rem 0 .6rem; }
   nav.counts a { text-decoration: none; color: inherit; padding: .15rem .6rem; border: 1px solid #d8dee4; border-radius: 1rem; }
   nav.counts a[aria-current="page"] { background: #1f3a5f; color: #fff; border-color: #1f3a5f; }
-  figure.chart { margin: .4rem 0 1rem; max-width: 48rem; }
+  figure.chart { margin: .4rem 0 1rem; max-width: 40rem; }
   figure.chart figcaption { font-size: .9em; color: #57606a; }
   figure.chart svg { width: 100%; height: auto; display: block; }
   .legend { display: flex; gap: 1rem; flex-wrap: wrap; font-size: .85em; margin: .2rem 0; }
