@@ -377,9 +377,17 @@ Examples:
             ? 'protect an environment from automatic cleanup (admin): the one with that id (tend envs), else the current one'
             : 'remove the protection of an environment (admin): the one with that id, else the current one',
         ),
-    ).action(async (id: string | undefined, _opts, cmd: Command) =>
-      execute(cmd, async () => (await cleanupServer()).protectCommand(protect, id, cmd.optsWithGlobals())),
-    );
+    )
+      .addHelpText(
+        'after',
+        `
+Examples:
+  tend ${protect ? 'protect' : 'unprotect'}                the current environment (this project, --env)
+  tend ${protect ? 'protect' : 'unprotect'} <id> --json    an environment by its id (tend envs lists them)`,
+      )
+      .action(async (id: string | undefined, _opts, cmd: Command) =>
+        execute(cmd, async () => (await cleanupServer()).protectCommand(protect, id, cmd.optsWithGlobals())),
+      );
   }
   return program;
 }
