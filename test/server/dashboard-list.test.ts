@@ -6,8 +6,19 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TendEvent } from '../../src/events/catalog.js';
+import { Migrator } from 'kysely';
+import { migrateToLatest, migrations } from '../../src/server/db/database.js';
 import { EnvironmentRepository } from '../../src/server/db/repositories/environments.js';
-import { countRows, createTestServer, dialects, postEvents, session, type TestServer } from './helpers.js';
+import { firstDay, stateDays, statesChart } from '../../src/server/dashboard/chart.js';
+import {
+  countRows,
+  createTestDatabase,
+  createTestServer,
+  dialects,
+  postEvents,
+  session,
+  type TestServer,
+} from './helpers.js';
 
 const day = 86_400_000;
 let clock: Date;
@@ -199,5 +210,65 @@ describe.each(dialects)('dashboard list on %s', (dialect) => {
     expect(other).not.toMatch(/<rect data-day/);
     const hostile = (await page(`/?project=${encodeURIComponent('<b>x</b>')}`)).body;
     expect(hostile).toContain('· project &lt;b&gt;x&lt;/b&gt;</figcaption>');
+  });
+});
+
+describe.each(dialects)('the estimated history of migration 0007 on %s', (dialect) => {
+  it('fills the 30 days before it from first-seen and cleaned times, marked as estimates', async () => {
+    const testDb = await createTestDatabase(dialect);
+    const database = await testDb.open();
+    try {
+      const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+      expect((await migrator.migrateTo('0003_cleanup')).error).toBeUndefined();
+      const now = Date.now();
+      const ago = (days: number) => new Date(now - days * day).toISOString();
+      const env = (id: string, createdDaysAgo: number, cleanedDaysAgo?: number) => ({
+        id,
+        project: 'p',
+        name: id,
+        namespace: id,
+        state: cleanedDaysAgo === undefined ? ('active' as const) : ('cleaned' as const),
+        protected: 0,
+        created_at: ago(createdDaysAgo),
+        updated_at: ago(0),
+        cleaned_at: cleanedDaysAgo === undefined ? null : ago(cleanedDaysAgo),
+        last_activity_at: ago(0),
+      });
+      await database.db
+        .insertInto('environments')
+        .values([env('old', 40), env('ten', 10), env('cleaned', 5, 2), env('new', 0)])
+        .execute();
+      await migrateToLatest(database);
+
+      const todayStart = Math.floor(now / day) * day;
+      const dayOf = (daysAgo: number) => new Date(todayStart - daysAgo * day).toISOString().slice(0, 10);
+      const rows = await database.db.selectFrom('environment_state_days').selectAll().execute();
+      const at = (daysAgo: number) =>
+        Object.fromEntries(
+          rows.filter((r) => r.day === dayOf(daysAgo)).map((r) => [r.state, Number(r.count)]),
+        );
+      expect(at(1)).toEqual({ active: 2, cleaned: 1 });
+      expect(at(2)).toEqual({ active: 2, cleaned: 1 });
+      expect(at(3)).toEqual({ active: 3 });
+      expect(at(7)).toEqual({ active: 2 });
+      expect(at(12)).toEqual({ active: 1 });
+      expect(at(30)).toEqual({ active: 1 });
+      expect(at(31)).toEqual({});
+      expect(at(0)).toEqual({}); // today is recorded by the server, not estimated
+      expect(rows.every((r) => Number(r.estimated) === 1)).toBe(true);
+
+      // The chart draws them paler and says so.
+      const repo = new EnvironmentRepository(database.db, database.reader);
+      const svg = statesChart(
+        stateDays(await repo.stateHistory(firstDay(new Date(now)), 'p'), { active: 3 }, new Date(now)),
+        'project p',
+      ).value;
+      expect(svg).toContain(`<title>${dayOf(1)} cleaned: 1 (estimated)</title>`);
+      expect(svg).toContain(`<title>${dayOf(0)} active: 3</title>`);
+      expect(svg).toContain('paler: estimated from first-seen and cleaned times');
+    } finally {
+      await database.close();
+      await testDb.drop();
+    }
   });
 });

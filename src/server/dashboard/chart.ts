@@ -2,8 +2,10 @@
  * The chart platform teams ask for first: environments by state over time, one stacked bar per
  * UTC day, rendered on the server as inline SVG (no script: the page's CSP stays `default-src
  * 'none'`; each bar's `<title>` is its tooltip). Past days come from the daily counts the server
- * records (`environment_state_days`); today is counted live.
+ * records (`environment_state_days`; the days before it existed are estimates, drawn paler);
+ * today is counted live.
  */
+import type { RecordedDay } from '../db/repositories/environments.js';
 import { html, type Html } from './html.js';
 
 export interface StateDay {
@@ -11,13 +13,15 @@ export interface StateDay {
   day: string;
   /** Environments per state; undefined when the day was never recorded (the server was down). */
   counts: Record<string, number> | undefined;
+  /** Estimated (the days before the server recorded them), not recorded. */
+  estimated?: boolean;
 }
 
 const dayMs = 86_400_000;
 
 /** The last `days` UTC days up to today: recorded counts, and today's live ones. */
 export function stateDays(
-  history: ReadonlyMap<string, Record<string, number>>,
+  history: ReadonlyMap<string, RecordedDay>,
   today: Record<string, number>,
   now: Date,
   days = 30,
@@ -25,7 +29,12 @@ export function stateDays(
   const out: StateDay[] = [];
   for (let i = days - 1; i >= 0; i--) {
     const day = new Date(now.getTime() - i * dayMs).toISOString().slice(0, 10);
-    out.push({ day, counts: i === 0 ? today : history.get(day) });
+    const recorded = history.get(day);
+    out.push(
+      i === 0
+        ? { day, counts: today }
+        : { day, counts: recorded?.counts, estimated: recorded?.estimated ?? false },
+    );
   }
   return out;
 }
@@ -84,7 +93,8 @@ export function statesChart(days: StateDay[], scope: string): Html {
         width="${barW.toFixed(1)}"
         height="${(y(base) - y(base + n)).toFixed(1)}"
         fill="${colourOf(state)}"
-        ><title>${d.day} ${state}: ${n}</title></rect
+        fill-opacity="${d.estimated ? '0.45' : '1'}"
+        ><title>${d.day} ${state}: ${n}${d.estimated ? ' (estimated)' : ''}</title></rect
       >`;
       base += n;
       return rect;
@@ -126,6 +136,11 @@ export function statesChart(days: StateDay[], scope: string): Html {
     </svg>
     <p class="legend">
       ${
+        days.some((d) => d.estimated)
+          ? html`<span class="muted">paler: estimated from first-seen and cleaned times</span>`
+          : ''
+      }
+      ${
         states.length === 0
           ? html`<span class="muted">No environments recorded yet.</span>`
           : states.map(
@@ -152,7 +167,7 @@ export function statesChart(days: StateDay[], scope: string): Html {
             .map(
               (d) =>
                 html`<tr>
-                  <td>${d.day}</td>
+                  <td>${d.day}${d.estimated ? ' (estimated)' : ''}</td>
                   ${states.map((s) => html`<td>${d.counts?.[s] ?? 0}</td>`)}
                 </tr>`,
             )}

@@ -291,6 +291,8 @@ export interface EnvironmentStateDaysTable {
   state: string;
   count: number;
   recorded_at: Timestamp;
+  /** 1: estimated when the table was created (first-seen and cleaned times), not recorded. */
+  estimated: number;
 }
 
 export interface Database {

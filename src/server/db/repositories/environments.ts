@@ -47,6 +47,13 @@ export function decodeCursor(value: string): Cursor | undefined {
   return undefined;
 }
 
+/** One day of environments per state (`stateHistory`). */
+export interface RecordedDay {
+  counts: Record<string, number>;
+  /** Estimated from first-seen and cleaned times, not recorded (the days before migration 0007). */
+  estimated: boolean;
+}
+
 export interface TimelineEntry {
   id: string;
   type: string;
@@ -179,19 +186,27 @@ export class EnvironmentRepository {
         .execute();
       await trx
         .updateTable('environment_state_days')
-        .set({ count: 0, recorded_at: at })
+        .set({ count: 0, recorded_at: at, estimated: 0 })
         .where('day', '=', day)
         .execute();
       if (rows.length === 0) return;
       await trx
         .insertInto('environment_state_days')
         .values(
-          rows.map((r) => ({ day, project: r.project, state: r.state, count: Number(r.n), recorded_at: at })),
+          rows.map((r) => ({
+            day,
+            project: r.project,
+            state: r.state,
+            count: Number(r.n),
+            recorded_at: at,
+            estimated: 0,
+          })),
         )
         .onConflict((oc) =>
           oc.columns(['day', 'project', 'state']).doUpdateSet((eb) => ({
             count: eb.ref('excluded.count'),
             recorded_at: eb.ref('excluded.recorded_at'),
+            estimated: 0,
           })),
         )
         .execute();
@@ -200,20 +215,27 @@ export class EnvironmentRepository {
 
   /**
    * Environments per state for each recorded UTC day from `since` (`YYYY-MM-DD`) on, summed over
-   * projects (or of one project): day → state → count. Days never recorded are absent.
+   * projects (or of one project): day → state → count, and whether the day is an estimate (the
+   * days before the table existed, migration 0007). Days never recorded are absent.
    */
-  async stateHistory(since: string, project: string | null): Promise<Map<string, Record<string, number>>> {
+  async stateHistory(since: string, project: string | null): Promise<Map<string, RecordedDay>> {
     let q = this.reader
       .selectFrom('environment_state_days')
-      .select(['day', 'state', (eb) => eb.fn.sum<number>('count').as('n')])
+      .select([
+        'day',
+        'state',
+        (eb) => eb.fn.sum<number>('count').as('n'),
+        (eb) => eb.fn.max<number>('estimated').as('estimated'),
+      ])
       .where('day', '>=', since);
     if (project) q = q.where('project', '=', project);
     const rows = await q.groupBy(['day', 'state']).orderBy('day').execute();
-    const days = new Map<string, Record<string, number>>();
+    const days = new Map<string, RecordedDay>();
     for (const r of rows) {
-      const counts = days.get(r.day) ?? {};
-      counts[r.state] = Number(r.n);
-      days.set(r.day, counts);
+      const recorded = days.get(r.day) ?? { counts: {}, estimated: false };
+      recorded.counts[r.state] = Number(r.n);
+      recorded.estimated ||= Number(r.estimated) === 1;
+      days.set(r.day, recorded);
     }
     return days;
   }
