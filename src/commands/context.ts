@@ -29,6 +29,7 @@ import { localIdentity } from '../state/identity.js';
 import { statePaths } from '../state/files.js';
 import { describeDrops, enforceBoundWithoutServer, outboxMaxBytes } from '../outbox/bound.js';
 import { startSessionStream } from '../stream/session.js';
+import type { StreamReport } from '../stream/streamer.js';
 
 export interface OpenedProject {
   project: ProjectConfig;
@@ -92,12 +93,13 @@ export interface CommandSession {
   signal: AbortSignal;
   /**
    * Ends the session (completed or failed) and removes the Ctrl-C handler; when events are
-   * streamed, waits at most 5 s for the outbox to drain and says on stderr what still waits.
+   * streamed, waits at most 5 s for the outbox to drain (not at all when the server refuses the
+   * connection) and says on stderr what still waits. Returns the stream's report when streamed.
    */
   close(outcome: {
     error?: unknown;
     counts?: { succeeded: number; cached: number; failed: number; aborted: number };
-  }): Promise<void>;
+  }): Promise<StreamReport | undefined>;
 }
 
 export function startSession(opened: OpenedProject, command: string, args: string[]): CommandSession {
@@ -160,12 +162,10 @@ export function startSession(opened: OpenedProject, command: string, args: strin
         session.complete(counts ?? { succeeded: 0, cached: 0, failed: 0, aborted: 0 });
       }
       // Ctrl-C during this wait exits at once (the handlers are off); the events stay in the outbox.
-      if (stream) {
-        await stream.finish();
-      } else {
-        const dropped = enforceBoundWithoutServer(statePaths(opened.project.root).outbox, outboxMaxBytes());
-        if (dropped) process.stderr.write(describeDrops(dropped));
-      }
+      if (stream) return stream.finish();
+      const dropped = enforceBoundWithoutServer(statePaths(opened.project.root).outbox, outboxMaxBytes());
+      if (dropped) process.stderr.write(describeDrops(dropped));
+      return undefined;
     },
   };
 }

@@ -65,13 +65,16 @@ export async function statusCommand(options: GlobalOptions): Promise<CommandResu
         actions.push({ ref, version, state: 'unknown', error: toTendError(error).message });
       }
     }
-    await close({});
-    const cleanup = await plannedCleanup({
-      server: opened.project.server,
-      project: opened.project.name,
-      environment: opened.environment.name,
-      namespace: opened.environment.namespace,
-    });
+    const streamed = await close({});
+    // A server that just refused the connection is down: asking it about cleanup would only wait.
+    const cleanup = streamed?.gaveUpRefused
+      ? undefined
+      : await plannedCleanup({
+          server: opened.project.server,
+          project: opened.project.name,
+          environment: opened.environment.name,
+          namespace: opened.environment.namespace,
+        });
     const human = [
       `project ${opened.project.name}, environment ${opened.environment.name}, namespace ${opened.environment.namespace}`,
       ...providers.map((p) => `provider ${p.name}: ${p.ready ? 'ready' : 'not ready'}`),
