@@ -201,29 +201,102 @@ spec:
   });
 });
 
+/** The `tend` CLI started in `root`, its stdout and stderr collected, and its exit awaited. */
+function startTend(root: string, args: string[]) {
+  const child = spawn(process.execPath, [tendBin, ...args], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, CI: 'true', TEND_SERVER_URL: '', TEND_TOKEN: '' },
+  });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (d) => (out.stdout += d));
+  child.stderr.on('data', (d) => (out.stderr += d));
+  const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
+  return { child, out, exited };
+}
+
+/** The pid a command wrote to `file` in `root`, once it is there. */
+function pidFrom(root: string, file: string): Promise<number> {
+  const pidFile = path.join(root, file);
+  return waitFor(
+    () => existsSync(pidFile) && Number(readFileSync(pidFile, 'utf8').trim()),
+    `${file} to be written`,
+    20_000,
+  );
+}
+
+async function latestEvents(root: string, type: string) {
+  const events = await runTend(['events', 'latest', '--type', type, '--json'], { cwd: root });
+  return JSON.parse(events.stdout) as { payload: Record<string, unknown> }[];
+}
+
 describe('Ctrl-C', () => {
-  it('stops the processes of running actions and ends the session as failed', async () => {
+  it('stops the processes of running actions, exits 130 and ends the session as interrupted', async () => {
     const root = project(`kind: Run
 type: exec
 name: forever
 spec: { command: [sh, -c, 'echo $$ > pid.txt; exec sleep 60'] }
 `);
-    const child = spawn(process.execPath, [tendBin, 'run'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    const pidFile = path.join(root, 'pid.txt');
-    const pid = await waitFor(
-      () => existsSync(pidFile) && Number(readFileSync(pidFile, 'utf8').trim()),
-      'the command to start',
-      20_000,
-    );
-    child.kill('SIGINT');
-    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
-    expect(code).toBe(1);
-    expect(stdout).toMatch(/1 failed/);
+    const tend = startTend(root, ['run']);
+    const pid = await pidFrom(root, 'pid.txt');
+    tend.child.kill('SIGINT');
+    expect(await tend.exited).toBe(130);
+    expect(tend.out.stdout).toMatch(/1 aborted/);
     expect(isAlive({ pid })).toBe(false);
-    const events = await runTend(['events', 'latest', '--type', 'actionStatus', '--json'], { cwd: root });
-    const states = JSON.parse(events.stdout).map((e: { payload: { state: string } }) => e.payload.state);
-    expect(states.at(-1)).toBe('failed');
+    const states = (await latestEvents(root, 'actionStatus')).map((e) => e.payload.state);
+    expect(states.at(-1)).toBe('aborted');
+    const ended = await latestEvents(root, 'sessionFailed');
+    expect(ended.at(-1)!.payload.error).toMatchObject({ code: 'TEND_INTERRUPTED' });
+  });
+
+  it('a build that ignores SIGTERM gets SIGKILL; it is never ready, and the next run builds it again', async () => {
+    // The first run ignores SIGTERM and never ends on its own; later runs finish at once.
+    const root = project(`kind: Build
+type: exec
+name: stubborn
+spec:
+  command: [sh, -c, 'if [ -f built-once ]; then echo again >> built.txt; exit 0; fi; trap "" TERM; echo $$ > pid.txt; touch built-once; while :; do sleep 0.1; done']
+`);
+    const tend = startTend(root, ['build']);
+    const pid = await pidFrom(root, 'pid.txt');
+    tend.child.kill('SIGINT');
+    // Without SIGKILL after the grace period the shell would keep tend waiting for ever.
+    expect(await tend.exited).toBe(130);
+    expect(isAlive({ pid })).toBe(false);
+    expect(tend.out.stderr).toMatch(/stopping started processes/);
+    const states = (await latestEvents(root, 'actionStatus')).map((e) => e.payload.state);
+    expect(states).not.toContain('ready');
+    expect(states.at(-1)).toBe('aborted');
+
+    const again = await runTend(['build', '--json'], { cwd: root });
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout).actions[0]).toMatchObject({ ref: 'build.stubborn', state: 'ready' });
+    expect(readFileSync(path.join(root, 'built.txt'), 'utf8')).toBe('again\n');
+  });
+
+  it('a second Ctrl-C exits at once with 130 and kills what is still stopping', async () => {
+    // A deploy that never gets ready and ignores SIGTERM, with a 10-minute grace period.
+    const root = project(`kind: Deploy
+type: exec
+name: slow
+spec:
+  command: [sh, -c, 'trap "" TERM; echo $$ > pid.txt; while :; do sleep 0.1; done']
+  persistent: true
+  readiness: { command: [test, -f, never], timeout: 600 }
+  stopGracePeriod: 600
+`);
+    const tend = startTend(root, ['deploy']);
+    const pid = await pidFrom(root, 'pid.txt');
+    tend.child.kill('SIGINT');
+    await waitFor(() => /stopping started processes/.test(tend.out.stderr), 'the first Ctrl-C to be taken');
+    tend.child.kill('SIGINT');
+    // Within the test's timeout, not the 10-minute grace period.
+    expect(await tend.exited).toBe(130);
+    await waitFor(() => !isAlive({ pid }), 'the deploy process to be killed');
+    const status = await runTend(['status', '--json'], { cwd: root });
+    expect(status.code, status.stderr).toBe(0);
+    const action = JSON.parse(status.stdout).actions[0];
+    expect(action).toMatchObject({ ref: 'deploy.slow', state: 'not-ready' });
+    expect(action.reason).toMatch(/not running any more/);
   });
 });

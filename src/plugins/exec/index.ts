@@ -17,7 +17,7 @@ import type {
   RunResult,
   StatusResult,
 } from '../../plugin/types.js';
-import { readDeployState, isAlive, startPersistent, stopPersistent } from './deploy.js';
+import { notReadyReason, readDeployState, startPersistent, stopPersistent } from './deploy.js';
 import {
   ensureEnvironment,
   environmentDir,
@@ -174,10 +174,16 @@ const deployHandlers = {
     if (!action.spec.persistent) return getStoredStatus(ctx, params as ActionHandlerParams<ExecCommandSpec>);
     observeEnvironment(ctx);
     const state = readDeployState(environmentDir(ctx), action.name);
-    if (state && state.version === action.version && isAlive(state)) {
-      return { state: 'ready', outputs: state.outputs, detail: { pid: state.pid } };
+    const reason = notReadyReason(state, action.version);
+    if (state && !reason) {
+      return { state: 'ready', outputs: state.outputs, logFile: state.logFile, detail: { pid: state.pid } };
     }
-    return { state: 'not-ready', detail: state ? { pid: state.pid, version: state.version } : {} };
+    return {
+      state: 'not-ready',
+      reason: reason!,
+      ...(state ? { logFile: state.logFile } : {}),
+      detail: state ? { pid: state.pid, version: state.version } : {},
+    };
   },
 
   async deploy(ctx: PluginContext, params: ActionHandlerParams<ExecDeploySpec>) {

@@ -135,8 +135,8 @@ describe('kubernetes-pod tests and runs', () => {
     );
     process.emit('SIGINT', 'SIGINT');
     const result = await running;
-    expect(result.exitCode).toBe(1);
-    expect(result.data.actions[0]!.error?.code).toBe('TEND_INTERRUPTED');
+    expect(result.exitCode).toBe(130);
+    expect(result.data.actions[0]).toMatchObject({ state: 'aborted', error: { code: 'TEND_INTERRUPTED' } });
     expect(h.sim.store.list('pods', 'pod-abort')).toEqual([]);
   });
 });
