@@ -5,11 +5,12 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { executeCommand } from '../../src/commands/execute.js';
 import { isAlive } from '../../src/plugins/exec/deploy.js';
-import { makeProject, removeProjects, runTend, tendBin, waitFor } from '../helpers/project.js';
+import { freePort, makeProject, removeProjects, runTend, tendBin, waitFor } from '../helpers/project.js';
 
 const projectYaml = `kind: Project
 name: exectest
@@ -140,6 +141,81 @@ spec: { command: [no-such-program-xyz] }
 });
 
 describe('exec persistent Deploy', () => {
+  it('a readiness URL answered by another process does not make it ready; its crash fails the deploy with its log', async () => {
+    // Another environment's server already holds the port (here: this test process).
+    const port = await freePort();
+    let answered = 0;
+    const other = http.createServer((_req, res) => {
+      answered++;
+      res.end('the other environment');
+    });
+    await new Promise<void>((resolve) => other.listen(port, '127.0.0.1', resolve));
+    try {
+      // The deploy's server binds only once the test says so: until then the other one answers.
+      const root = project(`kind: Deploy
+type: exec
+name: web
+spec:
+  command: [node, -e, "const fs = require('fs'); const t = setInterval(() => { if (fs.existsSync('go')) { clearInterval(t); require('http').createServer().listen(${port}, '127.0.0.1'); } }, 20);"]
+  persistent: true
+  readiness: { url: 'http://127.0.0.1:${port}/', timeout: 60 }
+`);
+      const deploying = executeCommand('deploy', [], { root });
+      await waitFor(() => answered > 0, 'the readiness URL to be answered by the other process');
+      writeFileSync(path.join(root, 'go'), '');
+      const result = await deploying;
+      expect(result.exitCode).toBe(1);
+      const action = result.data.actions[0]!;
+      expect(action).toMatchObject({ ref: 'deploy.web', state: 'failed' });
+      expect(action.error?.message).toMatch(/exited before it was ready \(log .*deploys\/web\.log\)/);
+      expect(result.human).toMatch(/EADDRINUSE/);
+      const status = await runTend(['status', '--json'], { cwd: root });
+      expect(JSON.parse(status.stdout).actions[0]).toMatchObject({ ref: 'deploy.web', state: 'not-ready' });
+    } finally {
+      other.close();
+    }
+  });
+
+  it('tend status says why a deploy is not ready and where its log is: a dead process, a reused pid', async () => {
+    const root = project(`kind: Deploy
+type: exec
+name: svc
+spec:
+  command: [sh, -c, 'echo started; exec sleep 60']
+  persistent: true
+`);
+    expect((await executeCommand('deploy', [], { root })).exitCode).toBe(0);
+    const file = path.join(root, '.tend/envs/exectest-dev/deploys/svc.json');
+    const state = JSON.parse(readFileSync(file, 'utf8'));
+    expect(state.readyAt).toEqual(expect.any(String));
+    const ready = await runTend(['status', '--json'], { cwd: root });
+    expect(JSON.parse(ready.stdout).actions[0]).toMatchObject({
+      state: 'ready',
+      logFile: '.tend/envs/exectest-dev/deploys/svc.log',
+    });
+
+    process.kill(-state.pid, 'SIGKILL');
+    await waitFor(() => !isAlive(state), 'the process to die');
+    const dead = await runTend(['status'], { cwd: root });
+    expect(dead.code, dead.stderr).toBe(0);
+    expect(dead.stdout).toMatch(
+      new RegExp(
+        `deploy\\.svc: its process \\(pid ${state.pid}\\) is not running any more: it exited or was killed; ` +
+          'log: \\.tend/envs/exectest-dev/deploys/svc\\.log',
+      ),
+    );
+
+    // The pid now names another live process (this one), started at another time.
+    writeFileSync(file, JSON.stringify({ ...state, pid: process.pid }));
+    const reused = await runTend(['status', '--json'], { cwd: root });
+    const action = JSON.parse(reused.stdout).actions[0];
+    expect(action).toMatchObject({ ref: 'deploy.svc', state: 'not-ready' });
+    expect(action.reason).toMatch(/that pid is now another process/);
+    const redeployed = await executeCommand('deploy', [], { root });
+    expect(redeployed.data.actions[0]!.state).toBe('ready');
+    expect(isAlive({ pid: process.pid })).toBe(true); // tend did not stop the process that reused the pid
+  });
+
   it('waits for a readiness command and is ready only while the process lives', async () => {
     const root = project(`kind: Deploy
 type: exec
