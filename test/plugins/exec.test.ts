@@ -170,7 +170,11 @@ spec:
       expect(action.error?.message).toMatch(/exited before it was ready \(log .*deploys\/web\.log\)/);
       expect(result.human).toMatch(/EADDRINUSE/);
       const status = await runTend(['status', '--json'], { cwd: root });
-      expect(JSON.parse(status.stdout).actions[0]).toMatchObject({ ref: 'deploy.web', state: 'not-ready' });
+      expect(JSON.parse(status.stdout).actions[0]).toMatchObject({
+        ref: 'deploy.web',
+        state: 'not-ready',
+        logFile: '.tend/envs/exectest-dev/deploys/web.log',
+      });
     } finally {
       other.close();
     }

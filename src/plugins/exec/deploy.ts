@@ -44,6 +44,11 @@ function stateFile(envDir: string, name: string): string {
   return path.join(deploysDir(envDir), `${name}.json`);
 }
 
+/** Where a deploy's process writes its output (kept after it stopped, for `tend status` and people). */
+export function deployLogFile(envDir: string, name: string): string {
+  return path.join(deploysDir(envDir), `${name}.log`);
+}
+
 function processStartTime(pid: number): string | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -205,7 +210,7 @@ export async function startPersistent(options: {
 }): Promise<DeployState> {
   const dir = deploysDir(options.envDir);
   mkdirSync(dir, { recursive: true });
-  const logFile = path.join(dir, `${options.name}.log`);
+  const logFile = deployLogFile(options.envDir, options.name);
   const fd = openSync(logFile, 'a');
   const [file, ...args] = options.command;
   let child;
