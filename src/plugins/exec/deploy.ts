@@ -3,7 +3,7 @@
  * under `.tend/envs/<namespace>/deploys/`. A deploy is `ready` only once its readiness check
  * passed for the process tend started, and only while that very process (pid and start time)
  * lives with that version. A readiness URL on this machine answered by another process (the
- * port was taken: another environment's server) does not count.
+ * port was taken before it started: another environment's server) does not count.
  */
 import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
@@ -134,17 +134,16 @@ function listeningSockets(port: number): Set<string> | undefined {
   return readable ? inodes : undefined;
 }
 
-/**
- * When a process outside the deploy's process group listens on the readiness URL's port and
- * none of the group does, that process's pid: the answer came from someone else. Undefined
- * when the group listens there, or when tend cannot tell (no /proc, the listener belongs to
- * another user, the URL is not on this machine).
- */
-export function foreignListener(group: number, url: string): number | undefined {
+/** Inodes of the sockets listening on a readiness URL's port, when it is on this machine and /proc tells. */
+export function portListeners(url: string): Set<string> | undefined {
   const port = localPort(url);
-  const sockets = port === undefined ? undefined : listeningSockets(port);
-  if (!sockets || sockets.size === 0) return undefined;
-  let foreign: number | undefined;
+  return port === undefined ? undefined : listeningSockets(port);
+}
+
+/** Pids whose open files include one of the sockets, with their process group (those tend can read). */
+function socketHolders(sockets: ReadonlySet<string>): { pid: number; group: string | undefined }[] {
+  const holders: { pid: number; group: string | undefined }[] = [];
+  if (sockets.size === 0) return holders;
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     const pid = Number(entry);
@@ -162,11 +161,28 @@ export function foreignListener(group: number, url: string): number | undefined 
         return false;
       }
     });
-    if (!holds) continue;
-    if (procStat(pid)?.[2] === String(group)) return undefined; // field 5: the process group
-    foreign ??= pid;
+    if (holds) holders.push({ pid, group: procStat(pid)?.[2] }); // field 5: the process group
   }
-  return foreign;
+  return holders;
+}
+
+/**
+ * Whether a readiness answer came from someone else: the port was already taken before the
+ * deploy's process started (`takenBefore`), and no process of its group listens on it now. A
+ * listener that appeared after the start is taken for the deploy's own (it may run outside the
+ * group, as a container runtime's port forwarder does). Returns the other listener's pid when
+ * tend can see it (`null` when it belongs to another user), undefined when the answer counts.
+ */
+export function answeredByAnother(
+  group: number,
+  url: string,
+  takenBefore: ReadonlySet<string> | undefined,
+): number | null | undefined {
+  if (!takenBefore || takenBefore.size === 0) return undefined;
+  const now = portListeners(url) ?? new Set<string>();
+  const holders = socketHolders(new Set([...now, ...takenBefore]));
+  if (holders.some((h) => h.group === String(group))) return undefined;
+  return holders.find((h) => h.group !== String(group))?.pid ?? null;
 }
 
 export function readDeployState(envDir: string, name: string): DeployState | undefined {
@@ -211,6 +227,8 @@ export async function startPersistent(options: {
   const dir = deploysDir(options.envDir);
   mkdirSync(dir, { recursive: true });
   const logFile = deployLogFile(options.envDir, options.name);
+  // Who listens on the readiness URL's port before the process starts: an answer from them is not its own.
+  const takenBefore = options.readiness?.url ? portListeners(options.readiness.url) : undefined;
   const fd = openSync(logFile, 'a');
   const [file, ...args] = options.command;
   let child;
@@ -249,7 +267,7 @@ export async function startPersistent(options: {
   // tend can stop, and that no status takes for ready.
   writeFileAtomic(stateFile(options.envDir, options.name), JSON.stringify(state, null, 2));
   try {
-    await waitReady(state, options.readiness, options.cwd, options.signal);
+    await waitReady(state, options.readiness, options.cwd, options.signal, takenBefore);
   } catch (error) {
     await stopPersistent(options.envDir, state);
     throw error;
@@ -274,6 +292,7 @@ async function waitReady(
   readiness: Readiness | undefined,
   cwd: string,
   signal: AbortSignal,
+  takenBefore: ReadonlySet<string> | undefined,
 ): Promise<void> {
   if (!readiness?.url && !readiness?.command) {
     if (!isAlive(state)) throw exitedBeforeReady(state);
@@ -281,8 +300,8 @@ async function waitReady(
   }
   const deadline = Date.now() + readiness.timeoutMs;
   const quietLog = { debug() {}, info() {}, warn() {}, error() {}, output() {} };
-  /** A process outside the deploy's that answered the readiness URL (the port was taken). */
-  let answeredBy: number | undefined;
+  /** Another process that answered the readiness URL: the port was taken before the deploy started. */
+  let answeredBy: number | null | undefined;
   for (;;) {
     if (signal.aborted)
       throw new TendError('TEND_INTERRUPTED', `${state.name}: interrupted while waiting to be ready`);
@@ -299,7 +318,7 @@ async function waitReady(
         // not listening yet
       }
       // Someone answered: it counts only if it is this deploy's process (or one it started).
-      answeredBy = passed ? foreignListener(state.pid, readiness.url) : undefined;
+      answeredBy = passed ? answeredByAnother(state.pid, readiness.url, takenBefore) : undefined;
       if (answeredBy !== undefined) passed = false;
     } else if (readiness.command) {
       const result = await runCommand({ command: readiness.command, cwd, env: {} }, quietLog, signal).catch(
@@ -314,7 +333,8 @@ async function waitReady(
       const taken =
         answeredBy === undefined
           ? ''
-          : `; ${readiness.url} is answered by pid ${answeredBy}, not by this deploy's process (pid ${state.pid}): is its port taken?`;
+          : `; ${readiness.url} is answered by ${answeredBy === null ? 'another process' : `pid ${answeredBy}`}, ` +
+            `not by this deploy's process (pid ${state.pid}): its port was taken before it started`;
       throw new TendError(
         'TEND_EXEC_TIMEOUT',
         `${state.name}: not ready after ${readiness.timeoutMs} ms (${check})${taken} (log ${state.logFile})`,
