@@ -73,7 +73,7 @@ function procStat(pid: number): string[] | undefined {
  * What became of the process a deploy started: `alive`, `exited` (or a zombie), or `reused` (its
  * pid now belongs to another process: the kernel start time differs).
  */
-export function processState(state: Pick<DeployState, 'pid' | 'startTime'>): 'alive' | 'exited' | 'reused' {
+function processState(state: Pick<DeployState, 'pid' | 'startTime'>): 'alive' | 'exited' | 'reused' {
   try {
     process.kill(state.pid, 0);
   } catch {
@@ -135,7 +135,7 @@ function listeningSockets(port: number): Set<string> | undefined {
 }
 
 /** Inodes of the sockets listening on a readiness URL's port, when it is on this machine and /proc tells. */
-export function portListeners(url: string): Set<string> | undefined {
+function portListeners(url: string): Set<string> | undefined {
   const port = localPort(url);
   return port === undefined ? undefined : listeningSockets(port);
 }
@@ -173,7 +173,7 @@ function socketHolders(sockets: ReadonlySet<string>): { pid: number; group: stri
  * group, as a container runtime's port forwarder does). Returns the other listener's pid when
  * tend can see it (`null` when it belongs to another user), undefined when the answer counts.
  */
-export function answeredByAnother(
+function answeredByAnother(
   group: number,
   url: string,
   takenBefore: ReadonlySet<string> | undefined,
