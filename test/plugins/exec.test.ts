@@ -329,11 +329,37 @@ spec: { command: [sh, -c, 'echo $$ > pid.txt; exec sleep 60'] }
     expect(ended.at(-1)!.payload.error).toMatchObject({ code: 'TEND_INTERRUPTED' });
   });
 
+  it('a build that exits 0 on SIGTERM is aborted, not ready, and not cached next time', async () => {
+    const root = project(`kind: Build
+type: exec
+name: polite
+exclude: ['*.txt']
+spec:
+  command: [sh, -c, 'echo run >> runs.txt; trap "exit 0" TERM; echo $$ > pid.txt; while :; do sleep 0.1; done']
+`);
+    const tend = startTend(root, ['build']);
+    await pidFrom(root, 'pid.txt');
+    tend.child.kill('SIGINT');
+    expect(await tend.exited).toBe(130);
+    const states = (await latestEvents(root, 'actionStatus')).map((e) => e.payload.state);
+    expect(states).toEqual(['getting-status', 'processing', 'aborted']);
+    // Not cached: the next run runs the command again (and is stopped again here).
+    const next = startTend(root, ['build']);
+    await waitFor(
+      () => readFileSync(path.join(root, 'runs.txt'), 'utf8') === 'run\nrun\n',
+      'the build to run again',
+      20_000,
+    );
+    next.child.kill('SIGINT');
+    expect(await next.exited).toBe(130);
+  });
+
   it('a build that ignores SIGTERM gets SIGKILL; it is never ready, and the next run builds it again', async () => {
     // The first run ignores SIGTERM and never ends on its own; later runs finish at once.
     const root = project(`kind: Build
 type: exec
 name: stubborn
+exclude: ['*.txt', built-once] # what the command writes does not change its version
 spec:
   command: [sh, -c, 'if [ -f built-once ]; then echo again >> built.txt; exit 0; fi; trap "" TERM; echo $$ > pid.txt; touch built-once; while :; do sleep 0.1; done']
 `);
@@ -352,6 +378,38 @@ spec:
     expect(again.code, again.stderr).toBe(0);
     expect(JSON.parse(again.stdout).actions[0]).toMatchObject({ ref: 'build.stubborn', state: 'ready' });
     expect(readFileSync(path.join(root, 'built.txt'), 'utf8')).toBe('again\n');
+  });
+
+  it('a deploy whose tend was killed before it got ready is not ready, though its process lives', async () => {
+    const root = project(`kind: Deploy
+type: exec
+name: half
+exclude: ['*.txt', '*.flag'] # what the command and the test write do not change its version
+spec:
+  command: [sh, -c, 'echo $$ >> pids.txt; exec sleep 60']
+  persistent: true
+  readiness: { command: [test, -f, ready.flag], timeout: 600 }
+`);
+    const tend = startTend(root, ['deploy']);
+    const pid = await pidFrom(root, 'pids.txt');
+    const stateFile = path.join(root, '.tend/envs/exectest-dev/deploys/half.json');
+    await waitFor(() => existsSync(stateFile), 'tend to record the process');
+    tend.child.kill('SIGKILL'); // no Ctrl-C handling: the process is left behind, never checked
+    await tend.exited;
+    expect(isAlive({ pid })).toBe(true);
+    const status = await runTend(['status', '--json'], { cwd: root });
+    const action = JSON.parse(status.stdout).actions[0];
+    expect(action).toMatchObject({ ref: 'deploy.half', state: 'not-ready' });
+    expect(action.reason).toBe(`its process (pid ${pid}) never passed its readiness check`);
+
+    writeFileSync(path.join(root, 'ready.flag'), '');
+    const redeployed = await executeCommand('deploy', [], { root });
+    expect(redeployed.data.actions[0]!.state).toBe('ready');
+    await waitFor(() => !isAlive({ pid }), 'the unchecked process to be stopped');
+    const pids = readFileSync(path.join(root, 'pids.txt'), 'utf8').trim().split('\n').map(Number);
+    expect(pids).toHaveLength(2);
+    expect(isAlive({ pid: pids[1]! })).toBe(true);
+    expect((await runTend(['cleanup', 'env'], { cwd: root })).code).toBe(0);
   });
 
   it('a second Ctrl-C exits at once with 130 and kills what is still stopping', async () => {
