@@ -12,10 +12,10 @@ import { TendError } from '../../../errors.js';
 
 /**
  * The abort signal of the handler call a request is made for (set by the request gate around
- * each call): Ctrl-C aborts the requests in flight. Connections are shared by the calls of a
- * process, so the signal travels with the call, not with the connection.
+ * each request): Ctrl-C aborts the requests in flight. Connections are shared by the calls of a
+ * process, so the signal travels with the request, not with the connection.
  */
-export const requestSignal = new AsyncLocalStorage<AbortSignal>();
+export const requestSignal = new AsyncLocalStorage<AbortSignal | undefined>();
 
 export type K8sModule = typeof k8s;
 

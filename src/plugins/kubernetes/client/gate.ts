@@ -98,13 +98,17 @@ export class RequestGate {
     };
   }
 
-  /** Runs a request with retries; Ctrl-C (the call's signal) aborts it in flight and ends the retries. */
+  /**
+   * Runs a request with retries. Ctrl-C (the call's signal) aborts a request in flight and ends
+   * its retries; a request made after Ctrl-C (stopping what the handler started: deleting its
+   * pod) runs to its end.
+   */
   retry<T>(what: string, fn: () => Promise<T>, idempotent: boolean): Promise<T> {
-    const signal = this.ctx.signal;
+    const signal = this.ctx.signal.aborted ? undefined : this.ctx.signal;
     return withRetry(() => requestSignal.run(signal, fn), {
       retries: this.settings.retries,
       idempotent,
-      signal,
+      ...(signal ? { signal } : {}),
       onRetry: (f, attempt, waitMs) =>
         this.ctx.log.debug(
           `${what}: ${f.status ?? f.networkCode ?? 'error'} ${f.message}; retry ${attempt} in ${waitMs} ms`,
