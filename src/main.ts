@@ -45,7 +45,8 @@ Examples:
   tend events latest --type namespaceStatus
   tend cleanup env                 remove the environment tend created
 
-Exit codes: 0 ok, 1 an action failed, 2 configuration or usage error.
+Exit codes: 0 ok, 1 an action failed, 2 configuration or usage error, 130 stopped by Ctrl-C
+(the first stops what was started, a second exits at once).
 Docs: README.md, docs/configuration.md, docs/errors.md`,
     )
     .version(cliVersion, '-v, --version', 'print the tend version')
@@ -78,7 +79,10 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
 
   program
     .command('status')
-    .description('show the status of the environment and every action, without changing anything')
+    .description(
+      'show the status of the environment and every action, without changing anything; ' +
+        'for an action that is not ready, why, and where its log is',
+    )
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () => (await import('./commands/status.js')).statusCommand(cmd.optsWithGlobals())),
     );
