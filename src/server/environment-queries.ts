@@ -7,12 +7,23 @@ import { Type } from '@sinclair/typebox';
 import { TendError } from '../errors.js';
 import type { Principal } from './auth.js';
 import type { EnvironmentFilter } from './db/repositories/environments.js';
-import type { Environment, EnvironmentState } from './db/schema.js';
+import type { Environment } from './db/schema.js';
 import { EnvironmentStateSchema } from './schemas.js';
 import type { ServerServices } from './services.js';
 import { parseDuration } from './views.js';
 
+/** The longest search text accepted (a longer one is a 400). */
+export const maxSearchLength = 200;
+
 export const ListQuery = Type.Object({
+  search: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: maxSearchLength,
+      description:
+        'Case-insensitive substring of the project, environment name, namespace or owner (at most 200 characters).',
+    }),
+  ),
   project: Type.Optional(Type.String({ minLength: 1 })),
   environment: Type.Optional(Type.String({ minLength: 1, description: 'Environment name, e.g. dev.' })),
   state: Type.Optional(EnvironmentStateSchema),
@@ -46,11 +57,18 @@ export function staleBefore(value: string, now: Date): string {
 }
 
 export function listFilter(
-  query: { project?: string; environment?: string; state?: EnvironmentState; staleSince?: string },
+  query: {
+    search?: string;
+    project?: string;
+    environment?: string;
+    state?: EnvironmentFilter['state'];
+    staleSince?: string;
+  },
   principal: Principal | null,
   now: Date,
 ): EnvironmentFilter {
   return {
+    search: query.search,
     project: query.project,
     environment: query.environment,
     state: query.state,
