@@ -11,8 +11,9 @@
  * The snapshot it gives equals what `loadSnapshot` reads at that moment; on PostgreSQL (no
  * change log) it is `loadSnapshot`.
  */
-import { sql, SqliteAdapter, type Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { executorTargetOf, type CleanupAction } from '../../cleanup/protocol.js';
+import { isSqlite } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
 import { parseDuration } from '../views.js';
 import {
@@ -96,7 +97,7 @@ export class SnapshotCache {
     private readonly reader: Kysely<Database>,
     private readonly writer: Kysely<Database>,
   ) {
-    this.incremental = reader.getExecutor().adapter instanceof SqliteAdapter;
+    this.incremental = isSqlite(reader);
   }
 
   async load(now: Date): Promise<PlanSnapshot> {

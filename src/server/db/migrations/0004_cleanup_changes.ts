@@ -6,7 +6,8 @@
  * sequence numbers out of order, so a log read there could skip a change; its passes load the
  * whole snapshot.
  */
-import { sql, SqliteAdapter, type Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import { isSqlite } from '../dialect.js';
 
 /** The inventory columns the snapshot reads: an inventory that only saw the namespace again logs nothing. */
 const inventoryColumns = [
@@ -22,7 +23,7 @@ const inventoryColumns = [
 // Migrations see the database as it was when they were written, not as the current types say.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function up(db: Kysely<any>): Promise<void> {
-  if (!(db.getExecutor().adapter instanceof SqliteAdapter)) return;
+  if (!isSqlite(db)) return;
   await sql`create table cleanup_changes (
     seq integer primary key autoincrement,
     environment_id text not null

@@ -7,6 +7,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import { ulid } from 'ulidx';
 import type { InventoryItem } from '../../../cleanup/protocol.js';
+import { isSqlite } from '../dialect.js';
 import { auditId } from './audit.js';
 import type { CleanupDecisionRow, CleanupJobRow, Database } from '../schema.js';
 
@@ -417,7 +418,12 @@ export class CleanupRepository {
     return new Map(rows.map((r) => [r.id, r.target]));
   }
 
-  /** Creates a planned job unless the resource has an open one; returns its id or undefined. */
+  /**
+   * Creates a planned job unless the resource has an open one or is no longer `ready` (a job
+   * that completed after the pass read its snapshot marked it missing); returns its id or
+   * undefined. Checked in the caller's transaction, the resource row locked on PostgreSQL, so a
+   * job completing at the same time is either seen or waited for.
+   */
   async createJob(
     trx: Db,
     job: {
@@ -437,6 +443,13 @@ export class CleanupRepository {
       now: Date;
     },
   ): Promise<string | undefined> {
+    const resource = await trx
+      .selectFrom('resources')
+      .select('state')
+      .where('id', '=', job.resourceId)
+      .$if(!isSqlite(trx), (q) => q.forUpdate())
+      .executeTakeFirst();
+    if (resource?.state !== 'ready') return undefined;
     const id = ulid(job.now.getTime());
     const result = await trx
       .insertInto('cleanup_jobs')
