@@ -168,7 +168,7 @@ export class CleanupService implements CleanupQueue {
       ? Math.max(this.settings.defaultLeaseMs, Date.parse(job.lease_expires_at) - now.getTime())
       : this.settings.defaultLeaseMs;
     if (!(await this.repository.markExecuting(jobId, body.executorId, leaseMs, now))) throw leaseLost(jobId);
-    const updated = await this.repository.job(jobId, this.db);
+    const updated = await this.repository.job(jobId);
     return { proceed: true, job: (await this.jobViews([updated!]))[0]! };
   }
 
@@ -208,13 +208,16 @@ export class CleanupService implements CleanupQueue {
     });
     if (!finished) throw leaseLost(jobId);
     this.metrics.recordCleanupJob(job.action, retry ? 'retried' : body.outcome);
-    const updated = await this.repository.job(jobId, this.db);
+    const updated = await this.repository.job(jobId);
     return { job: (await this.jobViews([updated!]))[0]! };
   }
 
-  /** The job, if this executor holds its live lease; 404 or 409 otherwise. */
+  /**
+   * The job, if this executor holds its live lease; 404 or 409 otherwise. Read on the reader:
+   * the updates that follow check the lease again.
+   */
   private async heldJob(jobId: string, executorId: string, now: Date): Promise<CleanupJobRow> {
-    const job = await this.repository.job(jobId, this.db);
+    const job = await this.repository.job(jobId);
     if (!job)
       throw new TendError('TEND_CLEANUP_JOB_NOT_FOUND', `no cleanup job with id "${jobId.slice(0, 64)}"`);
     const live =
@@ -231,7 +234,8 @@ export class CleanupService implements CleanupQueue {
    * ownership, protection, keep-alive, sessions, policy, breaker, halt), or undefined.
    */
   private async recheck(job: CleanupJobRow, now: Date): Promise<string | undefined> {
-    const snapshot = await loadSnapshot(this.db, now, { environmentId: job.environment_id });
+    // One environment's rows, on the reader: starting 1,000 jobs must not queue behind the writer.
+    const snapshot = await loadSnapshot(this.reader, now, { environmentId: job.environment_id });
     const env = snapshot.environments.get(job.environment_id);
     if (!env) return 'the environment is no longer active';
     const mode = job.trigger === 'now' ? 'now' : 'policy';
@@ -251,7 +255,6 @@ export class CleanupService implements CleanupQueue {
   async jobViews(rows: CleanupJobRow[]): Promise<CleanupJob[]> {
     const targets = await this.repository.targetsOf(
       rows.map((r) => r.resource_id).filter((id): id is string => id !== null),
-      this.db,
     );
     return rows.map((r) => ({
       id: r.id,

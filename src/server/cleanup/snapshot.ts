@@ -362,6 +362,25 @@ async function loadShared(
     .where('state', 'in', ['planned', 'executing']);
   if (only) jobQuery = jobQuery.where('environment_id', '=', only);
 
+  // For one environment, only what its decisions read: its project's count, policy and breaker.
+  const projectOf = db.selectFrom('environments').select('project').where('id', '=', only ?? '');
+  let activeQuery = db
+    .selectFrom('environments')
+    .select(['project', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('state', '=', 'active')
+    .groupBy('project');
+  let policyQuery = db
+    .selectFrom('cleanup_policies')
+    .select(['project', 'environment', 'after_inactivity_ms', 'action']);
+  let breakerQuery = db.selectFrom('cleanup_breakers').select('project');
+  if (only) {
+    activeQuery = activeQuery.where('project', '=', projectOf);
+    policyQuery = policyQuery
+      .where('project', '=', projectOf)
+      .where('environment', '=', db.selectFrom('environments').select('name').where('id', '=', only));
+    breakerQuery = breakerQuery.where('project', '=', projectOf);
+  }
+
   const [
     activeRows,
     inventoryRows,
@@ -373,14 +392,7 @@ async function loadShared(
     localItemRows,
     control,
   ] = await Promise.all([
-    countActive
-      ? db
-          .selectFrom('environments')
-          .select(['project', (eb) => eb.fn.countAll<number>().as('n')])
-          .where('state', '=', 'active')
-          .groupBy('project')
-          .execute()
-      : [],
+    countActive ? activeQuery.execute() : [],
     db
       .selectFrom('cleanup_inventories')
       .select(['target_key', 'received_at', 'complete', 'last_complete_at'])
@@ -392,11 +404,8 @@ async function loadShared(
       .execute(),
     sessionQuery.execute(),
     jobQuery.execute(),
-    db
-      .selectFrom('cleanup_policies')
-      .select(['project', 'environment', 'after_inactivity_ms', 'action'])
-      .execute(),
-    db.selectFrom('cleanup_breakers').select('project').execute(),
+    policyQuery.execute(),
+    breakerQuery.execute(),
     db
       .selectFrom('cleanup_inventory_items')
       .select([

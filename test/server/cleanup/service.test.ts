@@ -126,11 +126,15 @@ describe.each(dialects)('cleanup service on %s', (dialect) => {
     const [job] = (await claim('e1')).body.jobs;
     expect((await start(job.id, 'e1')).body).toMatchObject({ proceed: true });
 
-    // The job completes while the next pass reads: after its first read, before its last (in
-    // process: the route's authentication would wait for the reader this read holds).
+    // The job completes while the next pass reads: after its first read, before its last
+    // (through a queue that reads on the writer: the reader is held by the read interleaved).
+    const completer = new CleanupService(f.server.database.db, f.server.database.db, new Metrics(), f.now, {
+      ...defaultCleanupSettings,
+      intervalMs: 30_000,
+    });
     between = async () =>
       expect(
-        (await service().complete(job.id, { executorId: 'e1', outcome: 'done', message: 'deleted' })).job
+        (await completer.complete(job.id, { executorId: 'e1', outcome: 'done', message: 'deleted' })).job
           .state,
       ).toBe('done');
     expect(await racer.planningPass()).toMatchObject({ planned: 0 });

@@ -8,6 +8,7 @@ import type { Kysely, Transaction } from 'kysely';
 import { ulid } from 'ulidx';
 import type { InventoryItem } from '../../../cleanup/protocol.js';
 import { isSqlite } from '../dialect.js';
+import { GroupCommit } from '../group-commit.js';
 import { auditId } from './audit.js';
 import type { CleanupDecisionRow, CleanupJobRow, Database } from '../schema.js';
 
@@ -61,10 +62,15 @@ export interface JobFilter {
 }
 
 export class CleanupRepository {
+  /** Starting and finishing jobs: many executors' calls, one commit (see GroupCommit). */
+  private readonly jobWrites: GroupCommit;
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly reader: Kysely<Database> = db,
-  ) {}
+  ) {
+    this.jobWrites = new GroupCommit(db);
+  }
 
   // ── executors ────────────────────────────────────────────────────────────────────────────
 
@@ -514,42 +520,48 @@ export class CleanupRepository {
       .execute();
     const claimed: CleanupJobRow[] = [];
     const expired: CleanupJobRow[] = [];
-    for (const job of candidates) {
-      if (claimed.length >= input.max) break;
-      const result = await this.db
-        .updateTable('cleanup_jobs')
-        .set({ state: 'planned', lease_owner: input.executorId, lease_expires_at: until })
-        .where('id', '=', job.id)
-        .where('state', '=', job.state)
-        .where((eb) =>
-          job.lease_expires_at === null
-            ? eb('lease_expires_at', 'is', null)
-            : eb('lease_expires_at', '=', job.lease_expires_at),
-        )
-        .executeTakeFirst();
-      if (Number(result.numUpdatedRows) !== 1) continue;
-      if (job.state === 'executing') expired.push(job);
-      claimed.push({ ...job, state: 'planned', lease_owner: input.executorId, lease_expires_at: until });
-    }
+    // One transaction (one commit) for the batch; each job still taken by its own conditional
+    // update, so a concurrent claimer gets it or not, never both.
+    await this.db.transaction().execute(async (trx) => {
+      for (const job of candidates) {
+        if (claimed.length >= input.max) break;
+        const result = await trx
+          .updateTable('cleanup_jobs')
+          .set({ state: 'planned', lease_owner: input.executorId, lease_expires_at: until })
+          .where('id', '=', job.id)
+          .where('state', '=', job.state)
+          .where((eb) =>
+            job.lease_expires_at === null
+              ? eb('lease_expires_at', 'is', null)
+              : eb('lease_expires_at', '=', job.lease_expires_at),
+          )
+          .executeTakeFirst();
+        if (Number(result.numUpdatedRows) !== 1) continue;
+        if (job.state === 'executing') expired.push(job);
+        claimed.push({ ...job, state: 'planned', lease_owner: input.executorId, lease_expires_at: until });
+      }
+    });
     return { claimed, expired };
   }
 
   /** Moves a leased job to `executing` (attempts + 1, lease renewed); false if the lease was lost. */
   async markExecuting(id: string, executorId: string, leaseMs: number, now: Date): Promise<boolean> {
     const at = now.toISOString();
-    const result = await this.db
-      .updateTable('cleanup_jobs')
-      .set((eb) => ({
-        state: 'executing',
-        started_at: at,
-        attempts: eb('attempts', '+', 1),
-        lease_expires_at: new Date(now.getTime() + leaseMs).toISOString(),
-      }))
-      .where('id', '=', id)
-      .where('state', '=', 'planned')
-      .where('lease_owner', '=', executorId)
-      .where('lease_expires_at', '>=', at)
-      .executeTakeFirst();
+    const result = await this.jobWrites.run((trx) =>
+      trx
+        .updateTable('cleanup_jobs')
+        .set((eb) => ({
+          state: 'executing',
+          started_at: at,
+          attempts: eb('attempts', '+', 1),
+          lease_expires_at: new Date(now.getTime() + leaseMs).toISOString(),
+        }))
+        .where('id', '=', id)
+        .where('state', '=', 'planned')
+        .where('lease_owner', '=', executorId)
+        .where('lease_expires_at', '>=', at)
+        .executeTakeFirst(),
+    );
     return Number(result.numUpdatedRows) === 1;
   }
 
@@ -569,7 +581,7 @@ export class CleanupRepository {
     audit: AuditInput;
   }): Promise<boolean> {
     const at = input.now.toISOString();
-    return this.db.transaction().execute(async (trx) => {
+    return this.jobWrites.run(async (trx) => {
       let q = trx.updateTable('cleanup_jobs').where('id', '=', input.job.id);
       if (input.executorId !== null) {
         q = q
