@@ -363,7 +363,10 @@ async function loadShared(
   if (only) jobQuery = jobQuery.where('environment_id', '=', only);
 
   // For one environment, only what its decisions read: its project's count, policy and breaker.
-  const projectOf = db.selectFrom('environments').select('project').where('id', '=', only ?? '');
+  const projectOf = db
+    .selectFrom('environments')
+    .select('project')
+    .where('id', '=', only ?? '');
   let activeQuery = db
     .selectFrom('environments')
     .select(['project', (eb) => eb.fn.countAll<number>().as('n')])
