@@ -11,7 +11,8 @@
  * in the time, so the figure is a lower bound of the executor's own rate. The floor, measured in
  * the same run on as many other namespaces: the bare GET and DELETE with preconditions through
  * @kubernetes/client-node at the executor's concurrency (64), then the same wait until gone —
- * what any executor must at least do; the ratio says what tend's checks and job queue add.
+ * what any executor must at least do. With the client's defaults (no connection reuse, unlike
+ * tend's client) it can come out slower than the executor: a reference, not a strict bound.
  */
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { CleanupExecutor } from '../src/cleanup/executor.js';
