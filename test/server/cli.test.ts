@@ -31,6 +31,7 @@ describe.each(dialects)('tend server token on %s', (dialect) => {
       expect(migrated.data.applied).toEqual([
         '0001_init',
         '0003_cleanup',
+        '0004_cleanup_changes',
         '0005_pause_schedules',
         '0007_state_history',
       ]);
