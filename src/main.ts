@@ -64,6 +64,10 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
       .command(`${kind} [names...]`)
       .description(`${kind} the named ${what} actions (all when none are named) and their dependencies`)
       .option('--force', 'run even when the status says the action is ready for its version')
+      .option(
+        '--show-output',
+        'print the output of every action that ran, passing ones too (a failure always shows its last lines)',
+      )
       .addOption(
         new Option('--concurrency <n>', 'how many actions run at once')
           .default(8)
@@ -187,6 +191,10 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
         '`events push` sends what waits in the outbox to the server, `events outbox` shows it',
     )
     .option('--type <types>', 'only these event types (comma-separated, repeatable)', collect)
+    .option(
+      '--action <ref>',
+      'only the events of this action, e.g. deploy.web (without a session: the newest session that has them)',
+    )
     .option('--follow', 'keep printing events as they are written, until the session ends')
     .addOption(new Option('--limit <n>', 'how many sessions to list').default(20).argParser(Number))
     .option('--retry-quarantined', 'push: also send again the batches the server refused')
@@ -200,9 +208,10 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
         const events = await import('./commands/events.js');
         if (session === 'push') return events.pushCommand(cmd.optsWithGlobals());
         if (session === 'outbox') return events.outboxCommand(cmd.optsWithGlobals());
-        return session === undefined
-          ? events.listSessionsCommand(cmd.optsWithGlobals())
-          : events.showSessionCommand(session, cmd.optsWithGlobals());
+        const opts = cmd.optsWithGlobals<{ action?: string }>();
+        return session === undefined && opts.action === undefined
+          ? events.listSessionsCommand(opts)
+          : events.showSessionCommand(session, opts);
       }),
     );
 

@@ -7,6 +7,7 @@ import { openSync, readSync, closeSync, statSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { findProjectRoot } from '../config/load.js';
+import { parseActionRef } from '../config/project.js';
 import { isEventType, type TendEvent } from '../events/catalog.js';
 import { listSessionLogs, looksLikeEvent, readSessionLog } from '../events/local-log.js';
 import { ExitCode, TendError } from '../errors.js';
@@ -22,6 +23,8 @@ import { redactUrl } from '../redact.js';
 
 export interface EventsOptions extends GlobalOptions {
   type?: string[];
+  /** Only the events of this action (`deploy.web`): its status, its logs, the namespaces it touched. */
+  action?: string;
   follow?: boolean;
   limit?: number;
 }
@@ -103,7 +106,8 @@ export function formatEvent(event: TendEvent): string {
       text = `${p.actionRef} ${p.state}${p.durationMs !== undefined ? ` ${p.durationMs}ms` : ''}`;
       break;
     case 'log':
-      text = `[${p.level}] ${p.actionRef ? `${p.actionRef}: ` : ''}${p.message}`;
+      // A line of a child's output is labelled by its stream (stderr, stdout), not its level.
+      text = `[${typeof p.stream === 'string' ? p.stream : p.level}] ${p.actionRef ? `${p.actionRef}: ` : ''}${p.message}`;
       break;
     default:
       text = JSON.stringify(p);
@@ -111,25 +115,57 @@ export function formatEvent(event: TendEvent): string {
   return `${time} ${event.type.padEnd(16)} ${text}`;
 }
 
+/** The `--action` value, checked: a reference such as `deploy.web`. */
+function actionFilter(options: EventsOptions): string | undefined {
+  if (options.action === undefined) return undefined;
+  if (!parseActionRef(options.action)) {
+    throw new TendError(
+      'TEND_USAGE',
+      `--action expects an action reference such as deploy.web (build|deploy|test|run.<name>), got "${options.action}"`,
+    );
+  }
+  return options.action;
+}
+
+const ofAction = (event: TendEvent, ref: string) =>
+  (event.payload as { actionRef?: unknown }).actionRef === ref;
+
+/**
+ * `tend events <session|latest>`: a session's events, filtered by `--type` and `--action`.
+ * `tend events --action <ref>` alone shows the newest session in which that action has events.
+ */
 export async function showSessionCommand(
-  target: string,
+  target: string | undefined,
   options: EventsOptions,
 ): Promise<CommandResult<TendEvent[]>> {
   const dir = eventsDir(options);
   const logs = listSessionLogs(dir);
-  const log = target === 'latest' ? logs[0] : logs.find((l) => l.sessionId === target.toUpperCase());
-  if (!log) {
-    throw new TendError(
-      'TEND_USAGE',
-      target === 'latest' ? `no sessions recorded in ${dir}` : `no session ${target} in ${dir}`,
-      { detail: { hint: 'run `tend events` to list the recorded sessions' } },
-    );
-  }
+  const action = actionFilter(options);
   const types = (options.type ?? []).flatMap((t) => t.split(','));
   for (const type of types) {
     if (!isEventType(type)) throw new TendError('TEND_USAGE', `unknown event type "${type}"`);
   }
-  const wanted = (e: TendEvent) => types.length === 0 || types.includes(e.type);
+  const log =
+    target === undefined
+      ? logs.find(
+          (l) => action !== undefined && readSessionLog(l.file).events.some((e) => ofAction(e, action)),
+        )
+      : target === 'latest'
+        ? logs[0]
+        : logs.find((l) => l.sessionId === target.toUpperCase());
+  if (!log) {
+    throw new TendError(
+      'TEND_USAGE',
+      target === undefined
+        ? `no session recorded in ${dir} has events of ${action}`
+        : target === 'latest'
+          ? `no sessions recorded in ${dir}`
+          : `no session ${target} in ${dir}`,
+      { detail: { hint: 'run `tend events` to list the recorded sessions' } },
+    );
+  }
+  const wanted = (e: TendEvent) =>
+    (types.length === 0 || types.includes(e.type)) && (action === undefined || ofAction(e, action));
   if (options.follow) {
     await followLog(log.file, wanted, options.json ?? false);
     return { exitCode: 0, data: [], human: '' };

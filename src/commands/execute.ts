@@ -2,6 +2,7 @@
  * `tend build|deploy|test|run [names…]`: prepares the environment, then solves the graph for the
  * named actions of that kind (all of them when none are named) and their dependencies.
  */
+import { OutputCollector, type ActionOutput } from '../cli/action-output.js';
 import { ProgressReporter, summarize } from '../cli/progress.js';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import { actionRef } from '../config/project.js';
@@ -30,6 +31,8 @@ const kindOf: Record<ExecuteVerb, ActionKind> = {
 export interface ExecuteOptions extends GlobalOptions {
   force?: boolean;
   concurrency?: number;
+  /** Print the output of every action that ran, passing ones too. */
+  showOutput?: boolean;
 }
 
 export interface ExecuteData {
@@ -45,6 +48,8 @@ export interface ExecuteData {
     durationMs: number;
     outputs: Record<string, string>;
     error?: { code: string; message: string };
+    /** With --show-output: what the action printed in this session. */
+    output?: ActionOutput;
   }[];
 }
 
@@ -77,6 +82,7 @@ export async function executeCommand(
   checkActionTemplates(opened, refs);
   const { session, router, signal, close } = startSession(opened, verb, names);
   const progress = new ProgressReporter(session.bus);
+  const output = options.showOutput ? new OutputCollector(session.bus) : undefined;
   try {
     // Providers first: the environment's namespace is recorded even if resolving actions fails below.
     await router.initProviders();
@@ -95,6 +101,7 @@ export async function executeCommand(
       resolve: (ref, deps) => resolveAction(opened, graph, versions, ref, deps),
     });
     progress.finish();
+    output?.finish();
     const list = [...outcomes.values()];
     const count = (s: ActionOutcome['state']) => list.filter((o) => o.state === s).length;
     await close({
@@ -109,7 +116,7 @@ export async function executeCommand(
     const failed = count('failed') + count('aborted') > 0;
     return {
       exitCode: failed ? ExitCode.actionFailed : ExitCode.ok,
-      human: summarize(list, durationMs),
+      human: [...(output ? [output.render(list)] : []), summarize(list, durationMs)].join('\n'),
       data: {
         sessionId: session.id,
         project: opened.project.name,
@@ -123,11 +130,13 @@ export async function executeCommand(
           durationMs: o.durationMs,
           outputs: o.outputs,
           ...(o.error ? { error: { code: o.error.code, message: o.error.message } } : {}),
+          ...(output ? { output: output.of(o.ref) } : {}),
         })),
       },
     };
   } catch (error) {
     progress.finish();
+    output?.finish();
     await close({ error });
     throw error;
   }

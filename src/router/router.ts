@@ -222,6 +222,7 @@ function pluginLog(broker: PluginEventBroker): PluginLog {
     info: (m) => emit('info', m),
     warn: (m) => emit('warn', m),
     error: (m) => emit('error', m),
-    output: (stream, line) => emit('info', line, stream),
+    // A child's stderr is a warning, whatever it says; stdout is information.
+    output: (stream, line) => emit(stream === 'stderr' ? 'warn' : 'info', line, stream),
   };
 }
