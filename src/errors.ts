@@ -4,7 +4,8 @@
  * the CLI uses, and where it applies (file location, plugin, handler).
  */
 
-export const ExitCode = { ok: 0, actionFailed: 1, usage: 2 } as const;
+/** 130 = 128 + SIGINT: the command was stopped by Ctrl-C (as shells report it). */
+export const ExitCode = { ok: 0, actionFailed: 1, usage: 2, interrupted: 130 } as const;
 
 /** Alphabetised registry of every error code. docs/errors.md documents each one (checked by a test). */
 export const errorCodes = {
@@ -43,6 +44,8 @@ export const errorCodes = {
   TEND_K8S_TIMEOUT: ExitCode.actionFailed,
   TEND_K8S_UNAUTHORIZED: ExitCode.actionFailed,
   TEND_K8S_UNREACHABLE: ExitCode.actionFailed,
+  TEND_LOGS_UNAVAILABLE: ExitCode.actionFailed,
+  TEND_LOGS_UNSUPPORTED: ExitCode.usage,
   TEND_PLUGIN_INVALID: ExitCode.usage,
   TEND_PLUGIN_NOT_FOUND: ExitCode.usage,
   TEND_PROVIDER_NOT_FOUND: ExitCode.usage,

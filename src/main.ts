@@ -9,6 +9,14 @@ import { cliVersion } from './cli/version.js';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
+function parseTail(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 1_000_000) {
+    throw new TendError('TEND_USAGE', `--tail expects a whole number of lines from 0, got "${value}"`);
+  }
+  return n;
+}
+
 function parseConcurrency(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > 1024) {
@@ -85,6 +93,34 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
     .description('show the status of the environment and every action, without changing anything')
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () => (await import('./commands/status.js')).statusCommand(cmd.optsWithGlobals())),
+    );
+
+  program
+    .command('logs [names...]')
+    .description(
+      'print what the named deploys printed (all that keep logs when none are named): ' +
+        "an exec deploy's process log, the logs of a kubernetes deploy's pods",
+    )
+    .option('-f, --follow', 'keep printing new lines until Ctrl-C (exit 130) or every source has ended')
+    .addOption(
+      new Option('--tail <n>', 'only the last N lines of each source (process, pod container)').argParser(
+        (value: string) => parseTail(value),
+      ),
+    )
+    .addHelpText(
+      'after',
+      `
+Each line is printed as "<deploy> <source> | <text>" (stderr lines of a process marked [stderr]);
+with --json, the lines (and errors) as JSON; with --follow --json, one JSON object per line as it arrives.
+
+Examples:
+  tend logs                        every deploy's log
+  tend logs api --tail 50 -f       the last 50 lines of deploy.api, then new ones until Ctrl-C`,
+    )
+    .action(async (names: string[], _opts, cmd: Command) =>
+      execute(cmd, async () =>
+        (await import('./commands/logs.js')).logsCommand(names, cmd.optsWithGlobals()),
+      ),
     );
 
   const cleanup = program

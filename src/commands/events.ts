@@ -3,8 +3,6 @@
  * `tend events <sessionId|latest>` prints a session's events (`--type`, `--follow`, `--json`);
  * `tend events push` sends what waits in the outbox, `tend events outbox` shows it.
  */
-import { openSync, readSync, closeSync, statSync } from 'node:fs';
-import { setTimeout as delay } from 'node:timers/promises';
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { findProjectRoot } from '../config/load.js';
 import { parseActionRef } from '../config/project.js';
@@ -12,6 +10,7 @@ import { isEventType, type TendEvent } from '../events/catalog.js';
 import { listSessionLogs, looksLikeEvent, readSessionLog } from '../events/local-log.js';
 import { ExitCode, TendError } from '../errors.js';
 import { statePaths } from '../state/files.js';
+import { readLines } from '../state/follow.js';
 import {
   describeOutbox,
   pushOutbox,
@@ -178,46 +177,31 @@ export async function showSessionCommand(
 
 /** Prints events as they are appended, until the session ends or the command is interrupted. */
 async function followLog(file: string, wanted: (e: TendEvent) => boolean, json: boolean): Promise<void> {
-  const fd = openSync(file, 'r');
-  let position = 0;
-  let lineNumber = 0;
-  let rest = '';
-  let interrupted = false;
-  const onSigint = () => (interrupted = true);
+  const interrupted = new AbortController();
+  const onSigint = () => interrupted.abort();
   process.once('SIGINT', onSigint);
   try {
-    const buffer = Buffer.alloc(64 * 1024);
-    while (!interrupted) {
-      const size = statSync(file).size;
-      let ended = false;
-      while (position < size) {
-        const n = readSync(fd, buffer, 0, buffer.length, position);
-        position += n;
-        const lines = (rest + buffer.toString('utf8', 0, n)).split('\n');
-        rest = lines.pop() ?? '';
-        for (const line of lines) {
-          lineNumber++;
-          if (!line) continue;
-          let event: unknown;
-          try {
-            event = JSON.parse(line);
-          } catch {
-            event = undefined;
-          }
-          if (!looksLikeEvent(event)) {
-            warnSkipped(file, [lineNumber]);
-            continue;
-          }
-          if (wanted(event)) process.stdout.write((json ? JSON.stringify(event) : formatEvent(event)) + '\n');
-          if (event.type === 'sessionCompleted' || event.type === 'sessionFailed') ended = true;
+    await readLines(file, {
+      follow: true,
+      signal: interrupted.signal,
+      onLine(line, lineNumber) {
+        if (!line) return;
+        let event: unknown;
+        try {
+          event = JSON.parse(line);
+        } catch {
+          event = undefined;
         }
-      }
-      if (ended) return;
-      await delay(100);
-    }
+        if (!looksLikeEvent(event)) {
+          warnSkipped(file, [lineNumber]);
+          return;
+        }
+        if (wanted(event)) process.stdout.write((json ? JSON.stringify(event) : formatEvent(event)) + '\n');
+        if (event.type === 'sessionCompleted' || event.type === 'sessionFailed') return 'stop';
+      },
+    });
   } finally {
     process.off('SIGINT', onSigint);
-    closeSync(fd);
   }
 }
 

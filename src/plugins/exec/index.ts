@@ -11,6 +11,7 @@ import { readResult, writeResult } from '../../plugin/results.js';
 import type {
   ActionHandlerParams,
   ActionTypeDefinition,
+  LogsParams,
   PluginContext,
   PluginDefinition,
   ResolvedAction,
@@ -26,6 +27,7 @@ import {
   removeEnvironment,
   reportEnvironmentDeleted,
 } from './environment.js';
+import { getLogs } from './logs.js';
 import { runCommand } from './process.js';
 
 const Command = Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), {
@@ -220,6 +222,10 @@ const deployHandlers = {
       force: true,
     });
     return { state: 'ready', detail: state ? { stoppedPid: state.pid } : {} };
+  },
+
+  async getLogs(ctx: PluginContext, params: LogsParams<ExecDeploySpec>): Promise<void> {
+    await getLogs(ctx, params);
   },
 };
 
