@@ -73,6 +73,10 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
       .description(`${kind} the named ${what} actions (all when none are named) and their dependencies`)
       .option('--force', 'run even when the status says the action is ready for its version')
       .option(
+        '--watch',
+        'then keep watching the files: rebuild, redeploy and re-test what each change affects, until Ctrl-C (exit 130)',
+      )
+      .option(
         '--show-output',
         'print the output of every action that ran, passing ones too (a failure always shows its last lines)',
       )
@@ -82,9 +86,12 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
           .argParser(parseConcurrency),
       )
       .action(async (names: string[], _opts, cmd: Command) =>
-        execute(cmd, async () =>
-          (await import('./commands/execute.js')).executeCommand(kind, names, cmd.optsWithGlobals()),
-        ),
+        execute(cmd, async () => {
+          const options = cmd.optsWithGlobals<{ watch?: boolean }>();
+          return options.watch
+            ? (await import('./commands/watch.js')).watchCommand(kind, names, options)
+            : (await import('./commands/execute.js')).executeCommand(kind, names, options);
+        }),
       );
   }
 
