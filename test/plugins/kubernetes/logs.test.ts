@@ -66,12 +66,12 @@ describe('tend logs (kubernetes)', () => {
     for (const line of lines) expect(Number.isNaN(Date.parse(line.time!))).toBe(false);
   });
 
-  it('follows the pods’ logs as they write, until Ctrl-C (exit 130)', async () => {
+  it('follows the pods’ logs as they write (--tail 0: only new lines), until Ctrl-C (exit 130)', async () => {
     const lines = Array.from({ length: 60 }, (_, i) => `step ${i}`);
     const root = loggingProject('logs-k8s-follow', lines, 100);
     const deployed = await runTend(['deploy'], { cwd: root });
     expect(deployed.code, deployed.stderr).toBe(0);
-    const following = startTend(['logs', 'api', '-f'], { cwd: root });
+    const following = startTend(['logs', 'api', '-f', '--tail', '0'], { cwd: root });
     const seen = await following.waitForOutput(/step \d+/, 'a first line');
     const first = Math.max(...[...seen.matchAll(/step (\d+)/g)].map((m) => Number(m[1])));
     // A line written after the follow began, from each of the two pods.
@@ -80,6 +80,8 @@ describe('tend logs (kubernetes)', () => {
     following.signal('SIGINT');
     const ended = await following.exited;
     expect(ended.code, ended.stderr).toBe(130);
+    // Written before the follow began: not shown.
+    expect(ended.stdout).not.toMatch(/\| step 0$/m);
   });
 
   it('a deploy that is not deployed: exit 1, and no namespace is created', async () => {

@@ -117,7 +117,9 @@ export class PodCalls {
       this.gate.connection.log.log(namespace, pod, container, sink, {
         follow,
         timestamps,
-        ...(tailLines !== undefined ? { tailLines } : {}),
+        // The client leaves out `tailLines: 0`; following only new lines is asking for those from now.
+        ...(tailLines === 0 ? { sinceTime: new Date().toISOString() } : {}),
+        ...(tailLines ? { tailLines } : {}),
       }),
     );
     return {
