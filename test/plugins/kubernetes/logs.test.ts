@@ -4,6 +4,8 @@
  * log endpoint), the last N lines of each, following new lines until Ctrl-C (exit 130), and a
  * deploy that is not deployed: an error, and no namespace created.
  */
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { removeProjects, runTend, startTend } from '../../helpers/project.js';
 import { deploymentYaml, kubectl, shopProject, startSim, type SimHandle } from './helpers.js';
@@ -82,6 +84,21 @@ describe('tend logs (kubernetes)', () => {
     expect(ended.code, ended.stderr).toBe(130);
     // Written before the follow began: not shown.
     expect(ended.stdout).not.toMatch(/\| step 0$/m);
+  });
+
+  it('a follow picks up the pods a rollout starts', async () => {
+    const root = loggingProject('logs-k8s-rollout', ['first version'], 50);
+    expect((await runTend(['deploy'], { cwd: root })).code).toBe(0);
+    const following = startTend(['logs', 'api', '-f'], { cwd: root });
+    await following.waitForOutput(/\| first version/, 'the first pods’ lines');
+    // A new pod template: a new ReplicaSet, new pods with their own log.
+    const manifest = path.join(root, 'api', 'k8s', 'api.yaml');
+    writeFileSync(manifest, readFileSync(manifest, 'utf8').replace('first version', 'second version'));
+    const redeployed = await runTend(['deploy'], { cwd: root });
+    expect(redeployed.code, redeployed.stderr).toBe(0);
+    await following.waitForOutput(/\| second version/, 'the new pods’ lines');
+    following.signal('SIGINT');
+    expect((await following.exited).code).toBe(130);
   });
 
   it('a deploy that is not deployed: exit 1, and no namespace is created', async () => {
