@@ -87,6 +87,18 @@ describe('the output of actions', () => {
     ]);
   });
 
+  it('tend events latest --follow --action prints that action’s events and ends with the session', async () => {
+    const root = project();
+    expect((await runTend(['test'], { cwd: root, env })).code).toBe(0);
+    const followed = await runTend(['events', 'latest', '--follow', '--action', 'test.unit'], {
+      cwd: root,
+      env,
+    });
+    expect(followed.code, followed.stderr).toBe(0);
+    expect(followed.stdout).toContain('[stderr] test.unit: unit-complains');
+    expect(followed.stdout).not.toContain('build.app');
+  });
+
   it('a malformed --action, or one with no events, is a usage error (exit 2)', async () => {
     const root = project();
     expect((await runTend(['build'], { cwd: root, env })).code).toBe(0);

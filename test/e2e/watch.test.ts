@@ -8,7 +8,15 @@ import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isAlive } from '../../src/plugins/exec/deploy.js';
-import { makeProject, removeProjects, startTend, waitFor, type RunningTend } from '../helpers/project.js';
+import {
+  freePort,
+  makeProject,
+  removeProjects,
+  runTend,
+  startTend,
+  waitFor,
+  type RunningTend,
+} from '../helpers/project.js';
 import { streamEnv } from '../stream/helpers.js';
 
 afterEach(removeProjects);
@@ -141,6 +149,57 @@ describe('tend test --watch', () => {
     expect(ended.code, ended.stderr).toBe(130);
     expect(rounds(tend)).toHaveLength(4);
   }, 120_000);
+
+  it('tend deploy --watch restarts a persistent deploy on a change; after Ctrl-C the service stays up', async () => {
+    const port = await freePort();
+    const root = makeProject({
+      ...files(),
+      'deploy/deploy.tend.yml': `kind: Deploy
+type: exec
+name: web
+dependencies: [build.web]
+spec:
+  persistent: true
+  command: [node, server.js]
+  env: { PORT: "${port}" }
+  readiness: { url: "http://127.0.0.1:${port}/" }
+`,
+      'deploy/server.js': `require('node:http')
+  .createServer((_, res) => res.end(require('node:fs').readFileSync(__dirname + '/message.txt', 'utf8')))
+  .listen(Number(process.env.PORT), '127.0.0.1');
+`,
+      'deploy/message.txt': 'first',
+    });
+    const answer = () => fetch(`http://127.0.0.1:${port}/`).then((r) => r.text());
+    const pidOf = () =>
+      (
+        JSON.parse(readFileSync(path.join(root, '.tend/envs/watch-dev/deploys/web.json'), 'utf8')) as {
+          pid: number;
+        }
+      ).pid;
+    const tend = startTend(['deploy', 'web', '--watch', '--json'], { cwd: root, env });
+    await nthRound(tend, 1);
+    const first = pidOf();
+    expect(await answer()).toBe('first');
+    await tend.waitForOutput(/watch: watching /, 'the watch to start');
+
+    writeFileSync(path.join(root, 'deploy', 'message.txt'), 'second');
+    const second = await nthRound(tend, 2);
+    expect(second.changed).toEqual(['deploy/message.txt']);
+    expect(states(second)).toEqual([
+      ['build.web', 'cached'],
+      ['deploy.web', 'ready'],
+    ]);
+    expect(pidOf()).not.toBe(first);
+    expect(isAlive({ pid: first })).toBe(false);
+    expect(await answer()).toBe('second');
+
+    tend.signal('SIGINT');
+    expect((await tend.exited).code).toBe(130);
+    // Deployed services stay up after the watch, as after tend deploy.
+    expect(await answer()).toBe('second');
+    expect((await runTend(['cleanup', 'env'], { cwd: root, env })).code).toBe(0);
+  });
 
   it('Ctrl-C while a test runs stops its process and exits 130', async () => {
     const root = makeProject(files('echo $$ > ../running.pid; exec sleep 60'));
