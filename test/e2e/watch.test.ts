@@ -85,7 +85,7 @@ const nthRound = (tend: RunningTend, n: number) =>
 const states = (round: Round) =>
   round.actions.map((a) => [a.ref, a.state]).sort(([a], [b]) => a!.localeCompare(b!));
 
-describe('tend test --watch', () => {
+describe('--watch', () => {
   it('re-runs only what a change affects, ignores excluded files, heartbeats, and exits 130 on Ctrl-C', async () => {
     const root = makeProject(files());
     const tend = startTend(['test', '--watch', '--json'], { cwd: root, env, timeoutMs: 180_000 });
