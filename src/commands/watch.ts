@@ -10,6 +10,7 @@
 import { watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 import type { CommandResult } from '../cli/output.js';
+import { ProgressReporter } from '../cli/progress.js';
 import { projectFileName } from '../config/load.js';
 import { ExitCode, toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
@@ -127,7 +128,7 @@ export async function watchCommand(
     opened: first,
     refs: firstRefs,
     session,
-    progress,
+    progress: firstProgress,
   } = await openExecution(verb, names, options, plugins);
   let opened: OpenedProject = first;
   let refs = firstRefs;
@@ -141,8 +142,12 @@ export async function watchCommand(
   const totals = { succeeded: 0, cached: 0, failed: 0, aborted: 0 };
   // Watching starts before the first round, so a change made while it runs is not missed.
   const changes = new ChangeBatcher(root, session.signal);
+  // A progress display per round: on a terminal each one draws its own rows, below the last summary.
+  let progress = firstProgress;
   const round = async (changed: string[], requested: string[], force: boolean) => {
+    if (rounds.length > 0) progress = new ProgressReporter(session.session.bus);
     const run = await runActions(opened, session, requested, { ...settings, force });
+    progress.finish();
     for (const key of Object.keys(totals) as (keyof typeof totals)[]) totals[key] += run.counts[key];
     rounds.push({ changed, actions: run.actions });
     process.stdout.write(
