@@ -6,7 +6,7 @@ import { OutputCollector, type ActionOutput } from '../cli/action-output.js';
 import { ProgressReporter, summarize } from '../cli/progress.js';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import { actionRef } from '../config/project.js';
-import { ExitCode, TendError } from '../errors.js';
+import { ExitCode, TendError, toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
 import { solve, type ActionOutcome } from '../graph/solver.js';
 import { builtinPlugins } from '../plugins/builtin.js';
@@ -149,8 +149,9 @@ export async function openExecution(
     await session.router.initProviders();
     for (const provider of session.router.providers)
       await session.router.callProvider(provider, 'prepareEnvironment');
-  } catch (error) {
+  } catch (caught) {
     progress.finish();
+    const error = session.signal.aborted ? toTendError(session.signal.reason) : caught;
     await session.close({ error });
     throw error;
   }
@@ -176,7 +177,8 @@ export async function executeCommand(
     const durationMs = Math.round(performance.now() - started);
     const failed = run.counts.failed + run.counts.aborted > 0;
     return {
-      exitCode: failed ? ExitCode.actionFailed : ExitCode.ok,
+      // Ctrl-C: 130, as shells report a command stopped by SIGINT.
+      exitCode: session.signal.aborted ? ExitCode.interrupted : failed ? ExitCode.actionFailed : ExitCode.ok,
       human: run.human,
       data: {
         sessionId: session.session.id,
@@ -187,8 +189,10 @@ export async function executeCommand(
         actions: run.actions,
       },
     };
-  } catch (error) {
+  } catch (caught) {
     progress.finish();
+    // Whatever failed after Ctrl-C failed because of it (exit code 130).
+    const error = session.signal.aborted ? toTendError(session.signal.reason) : caught;
     await session.close({ error });
     throw error;
   }

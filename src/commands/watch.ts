@@ -200,9 +200,10 @@ export async function watchCommand(
       );
       await round(relevant, affected, false);
     }
-  } catch (error) {
+  } catch (caught) {
     changes.close();
     progress.finish();
+    const error = session.signal.aborted ? toTendError(session.signal.reason) : caught;
     await session.close({ error });
     throw error;
   }

@@ -33,6 +33,12 @@ describe('npm run demo', () => {
     // What the local-shop service printed, through `tend logs`; its passing test's output.
     expect(stdout).toMatch(/^deploy\.service process \d+ \| shop listening on http:\/\/127\.0\.0\.1:\d+$/m);
     expect(stdout).toMatch(/^── test\.smoke \(passed\)/m);
+    // One environment, then protected from its project directory.
+    expect(stdout).toMatch(/^local-shop \/ dev {2}\(namespace local-shop-\S+\)$/m);
+    expect(stdout).toMatch(/^Recent sessions:$/m);
+    expect(stdout).toMatch(
+      /Protected local-shop\/dev \(local-shop-\S+\): automatic cleanup never touches it/,
+    );
 
     // Cleanup: first a dry run, then enforced, then deleted without a manual trigger.
     expect(stdout).toMatch(/^dry-run +.* builds +dev +builds-dev +would delete \(dry-run/m);
