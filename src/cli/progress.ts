@@ -65,6 +65,11 @@ export class ProgressReporter {
     this.drawnLines = visible.length;
   }
 
+  /** A line for people before the action rows (e.g. "resumed the paused environment …"). */
+  note(line: string): void {
+    this.stream.write(`${line}\n`);
+  }
+
   /** Stops listening and draws the rows a last time; once (a second call draws nothing). */
   finish(): void {
     if (this.finished) return;

@@ -11,6 +11,7 @@ import { ActionGraph } from '../graph/graph.js';
 import { solve, type ActionOutcome } from '../graph/solver.js';
 import { builtinPlugins } from '../plugins/builtin.js';
 import type { ActionKind, PluginDefinition } from '../plugin/types.js';
+import { resumeProviders } from './resume.js';
 import {
   actionVersions,
   checkActionTemplates,
@@ -44,6 +45,8 @@ export interface ExecuteData {
   environment: string;
   namespace: string;
   durationMs: number;
+  /** What was resumed at the start (the environment was paused), one line per provider. */
+  resumed?: string[];
   actions: {
     ref: string;
     version: string;
@@ -139,23 +142,35 @@ export async function openExecution(
   names: string[],
   options: ExecuteOptions,
   plugins: PluginDefinition[],
-): Promise<{ opened: OpenedProject; refs: string[]; session: CommandSession; progress: ProgressReporter }> {
+): Promise<{
+  opened: OpenedProject;
+  refs: string[];
+  session: CommandSession;
+  progress: ProgressReporter;
+  /** What was resumed at the start (the environment was paused), one line per provider. */
+  resumed: string[];
+}> {
   const opened = await openProject(options, plugins);
   const refs = requestedRefs(opened, kindOf[verb], names);
   checkActionTemplates(opened, refs);
   const session = startSession(opened, verb, names);
   const progress = new ProgressReporter(session.session.bus);
+  let resumed: string[] = [];
   try {
     await session.router.initProviders();
     for (const provider of session.router.providers)
       await session.router.callProvider(provider, 'prepareEnvironment');
+    // A paused environment is resumed before anything runs in it: nobody meets one by surprise.
+    resumed = verb === 'build' ? [] : await resumeProviders(session.router);
+    for (const line of resumed)
+      progress.note(`resumed the paused environment ${opened.environment.name}: ${line}`);
   } catch (caught) {
     progress.finish();
     const error = session.signal.aborted ? toTendError(session.signal.reason) : caught;
     await session.close({ error });
     throw error;
   }
-  return { opened, refs, session, progress };
+  return { opened, refs, session, progress, resumed };
 }
 
 export async function executeCommand(
@@ -165,7 +180,7 @@ export async function executeCommand(
   plugins: PluginDefinition[] = builtinPlugins(),
 ): Promise<CommandResult<ExecuteData>> {
   const started = performance.now();
-  const { opened, refs, session, progress } = await openExecution(verb, names, options, plugins);
+  const { opened, refs, session, progress, resumed } = await openExecution(verb, names, options, plugins);
   try {
     const run = await runActions(opened, session, refs, {
       force: Boolean(options.force),
@@ -186,6 +201,7 @@ export async function executeCommand(
         environment: opened.environment.name,
         namespace: opened.environment.namespace,
         durationMs,
+        ...(resumed.length > 0 ? { resumed } : {}),
         actions: run.actions,
       },
     };
