@@ -38,6 +38,7 @@ export const errorCodes = {
   TEND_K8S_FORBIDDEN: ExitCode.actionFailed,
   TEND_K8S_MANIFEST_INVALID: ExitCode.usage,
   TEND_K8S_NAMESPACE: ExitCode.actionFailed,
+  TEND_K8S_NAMESPACE_OTHER_PROJECT: ExitCode.usage,
   TEND_K8S_POD_FAILED: ExitCode.actionFailed,
   TEND_K8S_SYSTEM_NAMESPACE: ExitCode.usage,
   TEND_K8S_TIMEOUT: ExitCode.actionFailed,
