@@ -244,7 +244,9 @@ spec: { files: [k8s/api.yaml], image: alpine, timeout: 1 }
     const result = await execute('deploy', root);
     const error = result.data.actions[0]!.error!;
     expect(error.code).toBe('TEND_K8S_TIMEOUT');
-    expect(error.message).toMatch(/deploy\.api: not ready after 1 s:\nDeployment\/api: 0\/1 available/);
+    expect(error.message).toMatch(
+      /deploy\.api: not ready after 1 s:\nDeployment\/api: 0 of 1 updated replicas available/,
+    );
     expect(error.message).toMatch(/pod api-[a-z0-9-]+: phase Running; api running, not ready/);
   });
 });
