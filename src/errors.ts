@@ -49,6 +49,7 @@ export const errorCodes = {
   TEND_PROVIDER_NOT_FOUND: ExitCode.usage,
   TEND_SERVER: ExitCode.actionFailed,
   TEND_SERVER_BAD_REQUEST: ExitCode.usage,
+  TEND_SERVER_NOT_CONFIGURED: ExitCode.usage,
   TEND_SERVER_NOT_FOUND: ExitCode.usage,
   TEND_SERVER_PAYLOAD_TOO_LARGE: ExitCode.usage,
   TEND_TEMPLATE: ExitCode.usage,

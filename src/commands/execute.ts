@@ -63,6 +63,17 @@ function requestedRefs(opened: OpenedProject, kind: ActionKind, names: string[])
   });
 }
 
+/**
+ * 0 when everything is ready or cached; 2 when an action failed because of the project's
+ * configuration (an error whose code means exit 2 in docs/errors.md: a manifest that is not
+ * valid, a template key that does not exist, …) — fixing the files is what helps; else 1.
+ */
+export function exitCodeOf(outcomes: readonly ActionOutcome[]): number {
+  const failures = outcomes.filter((o) => o.state === 'failed' || o.state === 'aborted');
+  if (failures.length === 0) return ExitCode.ok;
+  return failures.some((o) => o.error?.exitCode === ExitCode.usage) ? ExitCode.usage : ExitCode.actionFailed;
+}
+
 export async function executeCommand(
   verb: ExecuteVerb,
   names: string[],
@@ -106,9 +117,8 @@ export async function executeCommand(
       },
     });
     const durationMs = Math.round(performance.now() - started);
-    const failed = count('failed') + count('aborted') > 0;
     return {
-      exitCode: failed ? ExitCode.actionFailed : ExitCode.ok,
+      exitCode: exitCodeOf(list),
       human: summarize(list, durationMs),
       data: {
         sessionId: session.id,
