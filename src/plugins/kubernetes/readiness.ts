@@ -1,9 +1,10 @@
 /**
  * Readiness of applied manifests: Deployments, StatefulSets and DaemonSets are ready when their
- * rollout is done (as `kubectl rollout status` means it), Jobs when complete, Pods when running and ready; other kinds once applied. The
- * deploy waits for its workloads with a growing interval; a workload that will never be ready (a
- * failed Job, an image that cannot be pulled) fails at once, and a timeout names what is not
- * ready and why (its pods' phases and the last events about them).
+ * rollout is done (as `kubectl rollout status` means it), Jobs when complete, Pods when running
+ * and ready; other kinds once applied. The deploy waits for its workloads with a growing
+ * interval; a workload that will never be ready (a failed Job, an image that cannot be pulled)
+ * fails at once, and a timeout names what is not ready and why (its pods' phases and the last
+ * events about them).
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { TendError } from '../../errors.js';
