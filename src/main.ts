@@ -189,6 +189,14 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
       'print a shell completion script: source <(tend completion bash), or zsh; fish: tend completion fish | source',
     )
     .addArgument(new Argument('<shell>', 'bash, zsh or fish').choices(['bash', 'zsh', 'fish']))
+    .addHelpText(
+      'after',
+      `
+Examples:
+  source <(tend completion bash)     in ~/.bashrc
+  source <(tend completion zsh)      in ~/.zshrc (through bashcompinit)
+  tend completion fish > ~/.config/fish/completions/tend.fish`,
+    )
     .action(async (shell: string, _opts, cmd: Command) =>
       execute(cmd, async () => (await import('./commands/completion.js')).completionCommand(shell, program)),
     );

@@ -188,6 +188,11 @@ export class Controllers {
         if (ev.type === 'ADDED') this.runtime.podAdded(obj);
         if (ev.type === 'DELETED') this.runtime.podDeleted(obj);
         this.enqueueOwner(ns, obj);
+        // A pod gone for good (after terminating) can let a Recreate rollout go on.
+        if (ev.type === 'DELETED' && controllerOf(obj)?.kind === 'ReplicaSet') {
+          const rs = this.cluster.store.get(REPLICASET, ns, controllerOf(obj)!.name);
+          if (rs) this.enqueueOwner(ns, rs);
+        }
         break;
       case DEPLOYMENT:
         this.enqueue(`deploy/${ns}/${name}`, () => this.reconcileDeployment(ns, name));
@@ -390,7 +395,11 @@ export class Controllers {
     const { maxSurge, maxUnavailable } = rollingBounds(strategy.rollingUpdate, want);
     const sizeOf = (rs: KObject): number => rs.spec.replicas ?? 0;
     const oldSize = old.reduce((a, rs) => a + sizeOf(rs), 0);
-    const oldPods = old.reduce((a, rs) => a + (rs.status?.replicas ?? 0), 0);
+    // Recreate waits for every old pod to be gone, terminating ones included.
+    const oldPods = old.reduce(
+      (a, rs) => a + this.owned(POD, ns, rs.metadata.uid!).filter((p) => !isTerminal(p)).length,
+      0,
+    );
     const currentSize = current ? sizeOf(current) : 0;
     const newSize = recreate
       ? oldSize === 0 && oldPods === 0
