@@ -5,7 +5,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { TSchema } from '@sinclair/typebox';
-import { CleanupPolicy } from '../events/catalog.js';
+import { CleanupPolicy, CleanupSchedule } from '../events/catalog.js';
 import { actionKinds } from '../plugin/types.js';
 import type { ActionKind, PluginDefinition } from '../plugin/types.js';
 import { nameMaxLength, namePattern } from './project.js';
@@ -34,6 +34,8 @@ export const inactivityPattern = CleanupPolicy.properties.afterInactivity.patter
 /** `500ms`, `30s`, `5m`, `1h`; a bare number is seconds. */
 export const timeoutPattern = '^[0-9]+(ms|s|m|h)$';
 
+const clockMessage = 'a local time HH:MM, 24-hour (e.g. 08:00, 20:30)';
+
 export const CleanupConfigSchema = Type.Object(
   {
     afterInactivity: Type.String({
@@ -47,6 +49,36 @@ export const CleanupConfigSchema = Type.Object(
         default: 'delete',
         description: 'What cleanup does: delete the namespace (default) or pause its workloads.',
       }),
+    ),
+    schedule: Type.Optional(
+      Type.Object(
+        {
+          sleepAt: Type.String({
+            pattern: CleanupSchedule.properties.sleepAt.pattern,
+            patternErrorMessage: clockMessage,
+            description: 'Local time (HH:MM, 24-hour) the environment goes to sleep (is paused).',
+          }),
+          wakeAt: Type.String({
+            pattern: CleanupSchedule.properties.wakeAt.pattern,
+            patternErrorMessage: clockMessage,
+            description: 'Local time (HH:MM, 24-hour) the environment wakes up (is resumed).',
+          }),
+          weekdays: Type.Array(CleanupSchedule.properties.weekdays.items, {
+            minItems: 1,
+            uniqueItems: true,
+            description: 'The days it wakes up: mon, tue, wed, thu, fri, sat, sun.',
+          }),
+          timeZone: Type.String({
+            minLength: 1,
+            maxLength: CleanupSchedule.properties.timeZone.maxLength,
+            description: 'An IANA time zone name, e.g. Europe/Berlin.',
+          }),
+        },
+        {
+          additionalProperties: false,
+          description: 'Working hours: asleep (paused) outside them, in the time zone given.',
+        },
+      ),
     ),
   },
   { additionalProperties: false, description: 'Automatic environment cleanup policy.' },

@@ -42,6 +42,13 @@ describe('npm run demo', () => {
     expect(stdout).toContain('Enforced builds/dev: delete after 1m of inactivity.');
     expect(stdout).toMatch(/builds-dev deleted [\d.]+s after enforcing/);
     expect(stdout).toMatch(/audit: \S+ cleanup-done by executor:\S+: \{.*"namespace":"builds-dev"/);
+    // Pause and exact resume: 3 replicas, paused to 0 by the server, restored by `tend deploy`.
+    expect(stdout).toMatch(/sleepy-dev: deployment web has 3 replicas/);
+    expect(stdout).toMatch(/paused: deployment web at 0 replicas \(tend\.dev\/paused-replicas: 3\)/);
+    expect(stdout + stderr).toMatch(
+      /resumed the paused environment dev: resumed namespace sleepy-dev: Deployment web 0 → 3/,
+    );
+    expect(stdout).toMatch(/resumed: deployment web back at 3 replicas/);
     const after = stdout.slice(stdout.indexOf('the cluster afterwards'));
     expect(after).toMatch(/^team-foreign +Active/m);
     expect(after).toMatch(/^builds-shared +Active/m);

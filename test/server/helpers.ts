@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { monotonicFactory } from 'ulidx';
-import type { TendEvent } from '../../src/events/catalog.js';
+import type { CleanupSchedule, TendEvent } from '../../src/events/catalog.js';
 import { buildServer, type BuildServerOptions } from '../../src/server/app.js';
 import type { App } from '../../src/server/services.js';
 import { migrateToLatest, openDatabase, type ServerDatabase } from '../../src/server/db/database.js';
@@ -149,7 +149,7 @@ export function session(spec: EnvSpec = {}) {
     project,
     environment,
     namespace,
-    started: (policy?: { afterInactivity: string; action: 'delete' | 'pause' }) =>
+    started: (policy?: { afterInactivity: string; action: 'delete' | 'pause'; schedule?: CleanupSchedule }) =>
       base('sessionStarted', {
         command: spec.command ?? 'deploy',
         args: [],

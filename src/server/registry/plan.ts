@@ -12,6 +12,7 @@ import type {
   SessionHeartbeatPayload,
   SessionStartedPayload,
   TendEvent,
+  CleanupSchedule,
 } from '../../events/catalog.js';
 import type { EnvironmentRow, SessionUpdate, StoredSession } from '../db/repositories/registry.js';
 import { environmentKey, type EnvironmentIdentity } from './keys.js';
@@ -27,7 +28,9 @@ export interface EnvironmentTouch {
   identity: EnvironmentIdentity;
   activity?: Activity;
   /** Set when the batch holds a sessionStarted for the environment: its policy, or null. */
-  policy?: { afterInactivity: string; action: string } | null;
+  policy?: { afterInactivity: string; action: string; schedule?: CleanupSchedule } | null;
+  /** A command that resumes a paused environment at its start (deploy, test, run, resume) ran. */
+  resumed?: boolean;
   owner?: string;
   eventIds: string[];
   namespaceEvents: { event: TendEvent<'namespaceStatus'> }[];
@@ -102,6 +105,7 @@ export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, 
         const t = touch(identity, e.id);
         t.activity = activityOf(e);
         t.policy = p.cleanupPolicy ? { ...p.cleanupPolicy } : null;
+        if (resumingCommands.has(p.command)) t.resumed = true;
         t.owner ??= p.user;
         const s = session(e.sessionId);
         Object.assign(s, {
@@ -194,6 +198,9 @@ export function newEnvironment(identity: EnvironmentIdentity, now: string): Envi
     owner: null,
     policy_after_inactivity: null,
     policy_action: null,
+    policy_schedule: null,
+    paused_at: null,
+    paused_by: null,
     cleaned_at: null,
     last_activity_at: now,
     last_activity_session: null,
@@ -204,12 +211,24 @@ export function newEnvironment(identity: EnvironmentIdentity, now: string): Envi
 }
 
 /** What the batch changes on the environment row: owner, policy, last activity. */
+/**
+ * Commands that resume a paused environment before they do anything (the CLI restores what the
+ * pause recorded and says so): a batch with one of their sessionStarted makes it `active` again.
+ */
+export const resumingCommands: ReadonlySet<string> = new Set(['deploy', 'test', 'run', 'resume']);
+
 export function applyTouch(row: EnvironmentRow, t: EnvironmentTouch, now: string): void {
   // The first session seen in the environment owns it.
   row.owner ??= t.owner ?? null;
   if (t.policy !== undefined) {
     row.policy_after_inactivity = t.policy?.afterInactivity ?? null;
     row.policy_action = t.policy?.action ?? null;
+    row.policy_schedule = t.policy?.schedule ? JSON.stringify(t.policy.schedule) : null;
+  }
+  if (t.resumed && row.state === 'paused') {
+    row.state = 'active';
+    row.paused_at = null;
+    row.paused_by = null;
   }
   // The receive time only moves forward: a batch never makes the activity older.
   if (t.activity && now >= row.last_activity_at) {

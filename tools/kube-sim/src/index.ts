@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateCerts } from './certs.js';
 import { Cluster } from './cluster.js';
+import { AutoscalingController } from './autoscaling.js';
 import { Controllers } from './controllers.js';
 import { Faults } from './faults.js';
 import { Registry } from './registry.js';
@@ -156,6 +157,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     podTerminationDelayMs: opts.podTerminationDelayMs ?? 100,
     caPem: certs.caPem,
   });
+  const autoscaling = new AutoscalingController(cluster);
   const faults = new Faults();
   const requests = new RequestLog(opts.requestLogSize ?? DEFAULT_REQUEST_LOG_SIZE);
   const registry = new Registry();
@@ -249,6 +251,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
       if (stopped) return;
       stopped = true;
       controllers.stop();
+      autoscaling.stop();
       runtime.stop();
       for (const res of streams) res.end();
       streams.clear();

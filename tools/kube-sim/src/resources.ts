@@ -87,12 +87,24 @@ export const RESOURCES: ResourceType[] = [
     categories: ['all'],
     subresources: ['status'],
   }),
+  // Their controller behaviour: autoscaling.ts.
+  rt('batch', 'v1', 'CronJob', 'cronjobs', true, {
+    shortNames: ['cj'],
+    categories: ['all'],
+    subresources: ['status'],
+  }),
+  rt('autoscaling', 'v2', 'HorizontalPodAutoscaler', 'horizontalpodautoscalers', true, {
+    shortNames: ['hpa'],
+    categories: ['all'],
+    subresources: ['status'],
+  }),
 ];
 
 export const GROUP_VERSIONS: { group: string; version: string }[] = [
   { group: '', version: 'v1' },
   { group: 'apps', version: 'v1' },
   { group: 'batch', version: 'v1' },
+  { group: 'autoscaling', version: 'v2' },
 ];
 
 const byPath = new Map<string, ResourceType>();
@@ -126,3 +138,5 @@ export const REPLICASET = resourceByKey('replicasets.apps');
 export const STATEFULSET = resourceByKey('statefulsets.apps');
 export const JOB = resourceByKey('jobs.batch');
 export const DAEMONSET = resourceByKey('daemonsets.apps');
+export const CRONJOB = resourceByKey('cronjobs.batch');
+export const HPA = resourceByKey('horizontalpodautoscalers.autoscaling');
