@@ -28,7 +28,12 @@ describe.each(dialects)('tend server token on %s', (dialect) => {
     const options = db.url ? { databaseUrl: db.url } : { dataDir: db.dir };
     try {
       const migrated = await migrateCommand(options);
-      expect(migrated.data.applied).toEqual(['0001_init', '0003_cleanup', '0007_state_history']);
+      expect(migrated.data.applied).toEqual([
+        '0001_init',
+        '0003_cleanup',
+        '0005_pause_schedules',
+        '0007_state_history',
+      ]);
       expect((await migrateCommand(options)).data.applied).toEqual([]);
 
       const created = await tokenCreateCommand({ ...options, name: 'ci', scope: 'ingest', project: 'shop' });
