@@ -2,7 +2,7 @@
  * The `tend` entry point: the argument table. Command modules are imported lazily so that
  * `tend --version` and light commands never load the Kubernetes client or the server.
  */
-import { Command, CommanderError, Option } from 'commander';
+import { Argument, Command, CommanderError, Option } from 'commander';
 import { ExitCode, TendError } from './errors.js';
 import { printError, printResult, type CommandResult, type GlobalOptions } from './cli/output.js';
 import { cliVersion } from './cli/version.js';
@@ -63,6 +63,16 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
     .option('--var <key=value>', 'override a project variable (repeatable)', collect)
     .option('--json', 'print results as JSON on stdout')
     .option('--debug', 'print stack traces and debug logs')
+    .option(
+      '--kubeconfig <file>',
+      "kubeconfig file to read instead of KUBECONFIG / ~/.kube/config (overrides the kubernetes provider's)",
+    )
+    .option(
+      '--context <name>',
+      "kubeconfig context to use, overriding the provider's context: (server, agent: repeatable, each one served)",
+      collect,
+    )
+    .configureHelp({ showGlobalOptions: true })
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({ outputError: (str, write) => write(str) })
     .exitOverride();
@@ -235,6 +245,24 @@ Examples:
     );
 
   program
+    .command('completion')
+    .description(
+      'print a shell completion script: source <(tend completion bash), or zsh; fish: tend completion fish | source',
+    )
+    .addArgument(new Argument('<shell>', 'bash, zsh or fish').choices(['bash', 'zsh', 'fish']))
+    .addHelpText(
+      'after',
+      `
+Examples:
+  source <(tend completion bash)     in ~/.bashrc
+  source <(tend completion zsh)      in ~/.zshrc (through bashcompinit)
+  tend completion fish > ~/.config/fish/completions/tend.fish`,
+    )
+    .action(async (shell: string, _opts, cmd: Command) =>
+      execute(cmd, async () => (await import('./commands/completion.js')).completionCommand(shell, program)),
+    );
+
+  program
     .command('schema')
     .description('print the JSON Schema of tend.yml and *.tend.yml documents (for editor completion)')
     .action(async (_opts, cmd: Command) =>
@@ -275,15 +303,14 @@ Examples:
   program
     .command('agent')
     .description(
-      'run the cleanup executor next to a cluster (--kubeconfig/--context) or for the local environments of this host (--local)',
+      'run the cleanup executor next to a cluster (the global --kubeconfig, default KUBECONFIG or ~/.kube/config, ' +
+        'and --context, repeatable, default the current one) or for the local environments of this host (--local)',
     )
     .option('--server <url>', 'the tend server (default: TEND_SERVER_URL)')
     .option(
       '--token <token>',
       'an agent-scope token: tend server token create --scope agent (default: TEND_TOKEN)',
     )
-    .option('--kubeconfig <file>', 'kubeconfig to read (default: KUBECONFIG or ~/.kube/config)')
-    .option('--context <name>', 'kubeconfig context to serve (repeatable; default: the current one)', collect)
     .option('--local', 'serve the exec environments of this host (alone: no cluster)')
     .option('--interval <duration>', 'pause between passes until the server says otherwise', '30s')
     .option('--dry-run', 'run every check of the jobs it claims, delete nothing (they are cancelled)')
@@ -321,15 +348,15 @@ Examples:
       )
       .option('--database-url <url>', 'PostgreSQL instead of SQLite: postgres://user:pass@host/db');
   const server = db(
-    program.command('server').description('run the tend server: event ingest, registry, API, dashboard'),
+    program
+      .command('server')
+      .description(
+        'run the tend server: event ingest, registry, API, dashboard; with the global --kubeconfig ' +
+          '(its current context, or each --context) it runs the embedded cleanup executor for those clusters',
+      ),
   )
     .addOption(new Option('--port <port>', 'port to listen on').default(7420).argParser(Number))
     .option('--host <host>', 'address to listen on', '127.0.0.1')
-    .option(
-      '--kubeconfig <file>',
-      'run the embedded cleanup executor for the clusters of this kubeconfig (its current context unless --context)',
-    )
-    .option('--context <name>', 'kubeconfig context the embedded executor serves (repeatable)', collect)
     .option(
       '--cleanup-interval <duration>',
       'how often cleanup is planned (and executed), e.g. 30s, 5m',

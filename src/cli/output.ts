@@ -11,6 +11,9 @@ export interface GlobalOptions {
   var?: string[];
   json?: boolean;
   debug?: boolean;
+  /** kubectl's global flags: the kubeconfig file and context(s), overriding the provider's. */
+  kubeconfig?: string;
+  context?: string[];
 }
 
 /** What every command returns: data for --json, a rendering for people, and the exit code. */

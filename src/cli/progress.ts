@@ -1,6 +1,7 @@
 /**
  * Live progress of a command on stderr: on a terminal one line per action, redrawn in place
- * with its state and duration; otherwise a plain line per transition. A summary at the end.
+ * with its state and duration; otherwise (not a terminal, `TERM=dumb`, `NO_COLOR`, CI) a plain
+ * line per transition, without escape codes. A summary at the end.
  */
 import type { SessionBus } from '../events/bus.js';
 import type { ActionState, TendEvent } from '../events/catalog.js';
@@ -21,6 +22,15 @@ export function formatDuration(ms: number): string {
   return `${Math.floor(ms / 60_000)}m${Math.round((ms % 60_000) / 1000)}s`;
 }
 
+/**
+ * Whether progress may redraw lines in place with escape codes: only on a terminal that
+ * understands them (`TERM=dumb` does not), without `NO_COLOR` (which asks for plain output), and
+ * not in CI. Otherwise every transition is a plain line.
+ */
+export function redrawsInPlace(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv = process.env): boolean {
+  return Boolean(stream.isTTY) && !env.CI && env.TERM !== 'dumb' && !env.NO_COLOR;
+}
+
 export class ProgressReporter {
   private readonly rows = new Map<string, { state: ActionState; durationMs?: number; version: string }>();
   private drawnLines = 0;
@@ -31,7 +41,7 @@ export class ProgressReporter {
   constructor(
     bus: SessionBus,
     private readonly stream: NodeJS.WriteStream = process.stderr,
-    private readonly interactive = Boolean(process.stderr.isTTY) && !process.env.CI,
+    private readonly interactive = redrawsInPlace(stream),
   ) {
     this.stop = bus.on('actionStatus', (event) => this.onStatus(event as TendEvent<'actionStatus'>));
   }
@@ -57,7 +67,8 @@ export class ProgressReporter {
       const took = row.durationMs === undefined ? '' : ` ${formatDuration(row.durationMs)}`;
       return `${symbols[row.state]} ${ref.padEnd(30)} ${row.state}${took}`;
     });
-    const rows = this.stream.rows ?? 24;
+    // A terminal that reports no size (0 rows, e.g. a bare pseudo-terminal) gets a default one.
+    const rows = this.stream.rows || 24;
     const visible = lines.length > rows - 2 ? lines.slice(lines.length - (rows - 2)) : lines;
     let out = this.drawnLines > 0 ? `\x1b[${this.drawnLines}A` : '';
     for (const line of visible) out += `\x1b[2K${line}\n`;

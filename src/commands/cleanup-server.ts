@@ -22,7 +22,7 @@ export interface ServerCommandOptions extends GlobalOptions {
 export function requireServer(options: { server?: string; token?: string }): Connection {
   const connection = resolveServer({ server: options.server, token: options.token });
   if (!connection) {
-    throw new TendError('TEND_SERVER', 'no tend server configured', {
+    throw new TendError('TEND_SERVER_NOT_CONFIGURED', 'no tend server configured', {
       detail: { hint: 'run tend login --server URL --token T, or set TEND_SERVER_URL and TEND_TOKEN' },
     });
   }

@@ -24,7 +24,13 @@ import { ActionGraph } from '../graph/graph.js';
 import { computeVersions, type VersionInputs, type VersionedAction } from '../graph/version.js';
 import { builtinPlugins } from '../plugins/builtin.js';
 import { validatePlugins } from '../plugin/validate.js';
-import type { EnvironmentInfo, Outputs, PluginDefinition, ResolvedAction } from '../plugin/types.js';
+import type {
+  ClusterOverride,
+  EnvironmentInfo,
+  Outputs,
+  PluginDefinition,
+  ResolvedAction,
+} from '../plugin/types.js';
 import { Router, type ProviderRuntime } from '../router/router.js';
 import { localIdentity } from '../state/identity.js';
 import { statePaths } from '../state/files.js';
@@ -42,6 +48,24 @@ export interface OpenedProject {
   tendDir: string;
   user: string;
   hostId: string;
+  /** `--kubeconfig` / `--context` of the command line, when given. */
+  cluster?: ClusterOverride;
+}
+
+/** The command line's kubectl flags for a project command: one kubeconfig file, one context. */
+function clusterOverride(options: GlobalOptions): ClusterOverride | undefined {
+  const contexts = options.context ?? [];
+  if (contexts.length > 1) {
+    throw new TendError(
+      'TEND_USAGE',
+      `--context names one kubeconfig context for this command, got ${contexts.length}: ${contexts.join(', ')}`,
+    );
+  }
+  const cluster: ClusterOverride = {
+    ...(options.kubeconfig ? { kubeconfig: path.resolve(options.kubeconfig) } : {}),
+    ...(contexts[0] ? { context: contexts[0] } : {}),
+  };
+  return Object.keys(cluster).length > 0 ? cluster : undefined;
 }
 
 export async function openProject(options: GlobalOptions, builtins: PluginDefinition[] = builtinPlugins()) {
@@ -52,6 +76,7 @@ export async function openProject(options: GlobalOptions, builtins: PluginDefini
     cwd: process.cwd(),
     plugins: builtins,
   });
+  const cluster = clusterOverride(options);
   const { user, hostId } = localIdentity();
   const selected = selectEnvironment(project, { env: options.env, vars: parseVarFlags(options.var ?? []) });
   const environment: EnvironmentInfo = {
@@ -84,6 +109,7 @@ export async function openProject(options: GlobalOptions, builtins: PluginDefini
     tendDir: statePaths(project.root).root,
     user,
     hostId,
+    ...(cluster ? { cluster } : {}),
   };
   return opened;
 }
@@ -184,6 +210,7 @@ export function startSession(opened: OpenedProject, command: string, args: strin
     tendDir: opened.tendDir,
     user: opened.user,
     hostId: opened.hostId,
+    ...(opened.cluster ? { cluster: opened.cluster } : {}),
     signal: interrupts.signal,
   });
   return {

@@ -233,7 +233,9 @@ const noServerHint =
 export async function pushCommand(options: PushOptions): Promise<CommandResult<PushResult>> {
   const { outboxDir, connection } = await streamSettings(options);
   if (!connection)
-    throw new TendError('TEND_SERVER', 'no tend server configured', { detail: { hint: noServerHint } });
+    throw new TendError('TEND_SERVER_NOT_CONFIGURED', 'no tend server configured', {
+      detail: { hint: noServerHint },
+    });
   const timeoutS = options.timeout ?? 60;
   if (!Number.isFinite(timeoutS) || timeoutS <= 0) {
     throw new TendError(

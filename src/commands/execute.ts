@@ -173,6 +173,17 @@ export async function openExecution(
   return { opened, refs, session, progress, resumed };
 }
 
+/**
+ * 0 when everything is ready or cached; 2 when an action failed because of the project's
+ * configuration (an error whose code means exit 2 in docs/errors.md: a manifest that is not
+ * valid, a template key that does not exist, …) — fixing the files is what helps; else 1.
+ */
+export function exitCodeOf(outcomes: readonly ActionOutcome[]): number {
+  const failures = outcomes.filter((o) => o.state === 'failed' || o.state === 'aborted');
+  if (failures.length === 0) return ExitCode.ok;
+  return failures.some((o) => o.error?.exitCode === ExitCode.usage) ? ExitCode.usage : ExitCode.actionFailed;
+}
+
 export async function executeCommand(
   verb: ExecuteVerb,
   names: string[],
@@ -190,10 +201,9 @@ export async function executeCommand(
     progress.finish();
     await session.close({ counts: run.counts });
     const durationMs = Math.round(performance.now() - started);
-    const failed = run.counts.failed + run.counts.aborted > 0;
     return {
       // Ctrl-C: 130, as shells report a command stopped by SIGINT.
-      exitCode: session.signal.aborted ? ExitCode.interrupted : failed ? ExitCode.actionFailed : ExitCode.ok,
+      exitCode: session.signal.aborted ? ExitCode.interrupted : exitCodeOf(run.outcomes),
       human: run.human,
       data: {
         sessionId: session.session.id,

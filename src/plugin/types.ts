@@ -116,6 +116,17 @@ export interface PluginContext<ProviderConfig = unknown, ProviderState = unknown
    * touched. The plugin must declare `namespaceStatus` in `emits`.
    */
   kubernetes(options?: KubernetesClientOptions): Promise<TrackedKubernetesClient>;
+  /**
+   * The command line's `--kubeconfig` and `--context` (kubectl's global flags), when given: they
+   * override KUBECONFIG and the kubernetes provider's `context:` for every call of the command.
+   */
+  cluster?: ClusterOverride;
+}
+
+/** Which kubeconfig file and context the command line asked for. */
+export interface ClusterOverride {
+  kubeconfig?: string;
+  context?: string;
 }
 
 /** Which cluster and namespaces `ctx.kubernetes()` works with; each defaults to the provider entry's key of the same name. */

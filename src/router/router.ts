@@ -12,6 +12,7 @@ import type { EventPayloads, EventType } from '../events/catalog.js';
 import { actionOutputsContext, resolveTemplates, type TemplateContext } from '../config/template.js';
 import type {
   ActionHandlerNames,
+  ClusterOverride,
   ActionKind,
   ExecuteResult,
   EnvironmentInfo,
@@ -44,6 +45,8 @@ export interface RouterOptions {
   tendDir: string;
   user: string;
   hostId: string;
+  /** The command line's `--kubeconfig` / `--context`, handed to every call. */
+  cluster?: ClusterOverride;
   signal: AbortSignal;
 }
 
@@ -221,6 +224,7 @@ export class Router {
       signal: o.signal,
       user: o.user,
       hostId: o.hostId,
+      ...(o.cluster ? { cluster: o.cluster } : {}),
       resolveTemplates: (value, { location, dependencyOutputs }) =>
         resolveTemplates(
           value,

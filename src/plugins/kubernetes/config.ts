@@ -3,6 +3,7 @@
  * TypeBox only: this file is loaded for every project, so it stays free of the Kubernetes client.
  */
 import { Type, type Static } from '@sinclair/typebox';
+import type { ClusterOverride } from '../../plugin/types.js';
 
 const Seconds = (description: string, maximum = 86_400) =>
   Type.Number({ exclusiveMinimum: 0, maximum, description });
@@ -161,5 +162,17 @@ export function settingsOf(config: KubernetesProviderConfig, environmentNamespac
     podStartTimeoutMs: (config.podStartTimeout ?? 300) * 1000,
     namespaceTimeoutMs: (config.namespaceTimeout ?? 120) * 1000,
     retries: config.retries ?? 5,
+  };
+}
+
+/** The command line's `--kubeconfig` / `--context` (when given) over the provider's settings. */
+export function withClusterOverride(
+  settings: ProviderSettings,
+  override: ClusterOverride | undefined,
+): ProviderSettings {
+  return {
+    ...settings,
+    ...(override?.context ? { context: override.context } : {}),
+    ...(override?.kubeconfig ? { kubeconfig: override.kubeconfig } : {}),
   };
 }

@@ -14,10 +14,19 @@ import {
   type ClusterIdentity,
   type NamespaceInfo,
 } from './client/index.js';
-import { settingsOf, type KubernetesProviderConfig, type ProviderSettings } from './config.js';
+import {
+  settingsOf,
+  withClusterOverride,
+  type KubernetesProviderConfig,
+  type ProviderSettings,
+} from './config.js';
 
+/** The provider's settings, with the command line's `--kubeconfig` / `--context` over its own. */
 export function settings(ctx: PluginContext): ProviderSettings {
-  return settingsOf(ctx.provider.config as KubernetesProviderConfig, ctx.environment.namespace);
+  return withClusterOverride(
+    settingsOf(ctx.provider.config as KubernetesProviderConfig, ctx.environment.namespace),
+    ctx.cluster,
+  );
 }
 
 /** The client for one handler call. */

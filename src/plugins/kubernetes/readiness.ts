@@ -1,9 +1,10 @@
 /**
- * Readiness of applied manifests: Deployments, StatefulSets and DaemonSets are ready when
- * available, Jobs when complete, Pods when running and ready; other kinds once applied. The
- * deploy waits for its workloads with a growing interval; a workload that will never be ready (a
- * failed Job, an image that cannot be pulled) fails at once, and a timeout names what is not
- * ready and why (its pods' phases and the last events about them).
+ * Readiness of applied manifests: Deployments, StatefulSets and DaemonSets are ready when their
+ * rollout is done (as `kubectl rollout status` means it), Jobs when complete, Pods when running
+ * and ready; other kinds once applied. The deploy waits for its workloads with a growing
+ * interval; a workload that will never be ready (a failed Job, an image that cannot be pulled)
+ * fails at once, and a timeout names what is not ready and why (its pods' phases and the last
+ * events about them).
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { TendError } from '../../errors.js';
@@ -26,38 +27,71 @@ function condition(
   return conditions.find((c) => c.type === type) as never;
 }
 
-/** Whether a workload is ready by its status; other kinds are ready once applied. */
+/**
+ * Whether a workload is ready by its status; other kinds are ready once applied. Deployments,
+ * StatefulSets and DaemonSets are ready when their rollout is done as `kubectl rollout status`
+ * decides it: the controller observed the current generation, every desired replica runs the
+ * current template, is available, and no old replica is left.
+ */
 export function readiness(object: KubeObject): Readiness {
   const spec = (object.spec ?? {}) as Record<string, unknown>;
   const status = (object.status ?? {}) as Record<string, number | undefined>;
   const generation = object.metadata?.generation;
   const observed = status.observedGeneration;
-  const stale = generation !== undefined && (observed ?? 0) < generation;
+  const stale = observed === undefined || (generation !== undefined && observed < generation);
   const want = typeof spec.replicas === 'number' ? spec.replicas : 1;
+  const count = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
   switch (object.kind) {
     case 'Deployment': {
-      if (stale) return { ready: false, reason: 'the controller has not seen the new generation yet' };
-      const updated = status.updatedReplicas ?? 0;
-      const available = status.availableReplicas ?? 0;
       const progress = condition(object, 'Progressing');
-      if (progress?.status === 'False' && progress.reason === 'ProgressDeadlineExceeded') {
+      if (!stale && progress?.status === 'False' && progress.reason === 'ProgressDeadlineExceeded') {
         return { ready: false, failed: true, reason: progress.message ?? 'progress deadline exceeded' };
       }
-      if (updated < want || available < want) {
-        return { ready: false, reason: `${available}/${want} available, ${updated}/${want} updated` };
+      if (stale) return { ready: false, reason: 'the controller has not observed the new generation yet' };
+      const updated = status.updatedReplicas ?? 0;
+      const replicas = status.replicas ?? 0;
+      const available = status.availableReplicas ?? 0;
+      if (updated < want) return { ready: false, reason: `${updated} of ${want} new replicas updated` };
+      if (replicas > updated) {
+        return { ready: false, reason: `${count(replicas - updated, 'old replica')} pending termination` };
+      }
+      if (available < updated) {
+        return { ready: false, reason: `${available} of ${updated} updated replicas available` };
       }
       return { ready: true };
     }
     case 'StatefulSet': {
-      if (stale) return { ready: false, reason: 'the controller has not seen the new generation yet' };
+      if (stale) return { ready: false, reason: 'the controller has not observed the new generation yet' };
       const ready = status.readyReplicas ?? 0;
-      return ready >= want ? { ready: true } : { ready: false, reason: `${ready}/${want} ready` };
+      if (ready < want) return { ready: false, reason: `${ready} of ${want} pods ready` };
+      const strategy = spec.updateStrategy as
+        { type?: string; rollingUpdate?: { partition?: number } } | undefined;
+      // OnDelete: pods change only when deleted, so there is no rollout to wait for.
+      if (strategy?.type === 'OnDelete') return { ready: true };
+      const updated = status.updatedReplicas ?? 0;
+      if (strategy?.rollingUpdate) {
+        const partition = strategy.rollingUpdate.partition ?? 0;
+        return updated >= want - partition
+          ? { ready: true }
+          : { ready: false, reason: `${updated} of ${want - partition} pods updated to the new revision` };
+      }
+      const revisions = object.status as { currentRevision?: string; updateRevision?: string };
+      return revisions.updateRevision === revisions.currentRevision
+        ? { ready: true }
+        : { ready: false, reason: `${updated} of ${want} pods at revision ${revisions.updateRevision}` };
     }
     case 'DaemonSet': {
-      if (stale) return { ready: false, reason: 'the controller has not seen the new generation yet' };
+      if (stale) return { ready: false, reason: 'the controller has not observed the new generation yet' };
       const desired = status.desiredNumberScheduled ?? 0;
-      const ready = status.numberReady ?? 0;
-      return ready >= desired ? { ready: true } : { ready: false, reason: `${ready}/${desired} ready` };
+      const updated = status.updatedNumberScheduled ?? 0;
+      const available = status.numberAvailable ?? 0;
+      const strategy = spec.updateStrategy as { type?: string } | undefined;
+      if (strategy?.type !== 'OnDelete' && updated < desired) {
+        return { ready: false, reason: `${updated} of ${desired} new pods updated` };
+      }
+      return available >= desired
+        ? { ready: true }
+        : { ready: false, reason: `${available} of ${desired} pods available` };
     }
     case 'Job': {
       const failed = condition(object, 'Failed');

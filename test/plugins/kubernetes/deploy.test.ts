@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cleanupDeployCommand } from '../../../src/commands/cleanup.js';
 import { statusCommand } from '../../../src/commands/status.js';
-import { removeProjects } from '../../helpers/project.js';
+import { errorCodes, type ErrorCode } from '../../../src/errors.js';
+import { removeProjects, runTend } from '../../helpers/project.js';
 import {
   deploymentYaml,
   execute,
@@ -177,9 +178,10 @@ describe('bad input is a clear error, with the namespace still recorded', () => 
   async function failure(namespace: string, manifest: string) {
     const root = deployProject(namespace, manifest);
     const result = await execute('deploy', root);
-    expect(result.exitCode).toBe(1);
     const deploy = result.data.actions.find((a) => a.ref === 'deploy.api')!;
     expect(deploy.state).toBe('failed');
+    // The command exits as docs/errors.md says for the error: 2 for a manifest error, else 1.
+    expect(result.exitCode).toBe(errorCodes[deploy.error!.code as ErrorCode]);
     const events = namespaceEvents(sessionEvents(root, result.data.sessionId));
     expect(events.some((e) => e.namespaceName === namespace && e.role === 'app' && e.namespaceUid)).toBe(
       true,
@@ -191,6 +193,16 @@ describe('bad input is a clear error, with the namespace still recorded', () => 
     const error = await failure('bad-nokind', 'apiVersion: v1\nmetadata: { name: x }\n');
     expect(error).toMatchObject({ code: 'TEND_K8S_MANIFEST_INVALID' });
     expect(error.message).toMatch(/k8s\/api\.yaml#1: missing kind/);
+  });
+
+  it('through the CLI a manifest error exits 2 (fix the file), a pod that cannot start 1', async () => {
+    const bad = deployProject('bad-exit', 'apiVersion: v1\nmetadata: { name: x }\n');
+    const manifest = await runTend(['deploy'], { cwd: bad, env: { KUBECONFIG: h.kubeconfig } });
+    expect(manifest.code, manifest.stderr).toBe(2);
+    expect(manifest.stdout).toMatch(/k8s\/api\.yaml#1: missing kind/);
+    const pull = deployProject('bad-exit-pull', deploymentWith({ 'kube-sim.tend.dev/image-pull': 'fail' }));
+    const failed = await runTend(['deploy'], { cwd: pull, env: { KUBECONFIG: h.kubeconfig } });
+    expect(failed.code, failed.stderr).toBe(1);
   });
 
   it('a manifest that is not YAML', async () => {
@@ -244,7 +256,9 @@ spec: { files: [k8s/api.yaml], image: alpine, timeout: 1 }
     const result = await execute('deploy', root);
     const error = result.data.actions[0]!.error!;
     expect(error.code).toBe('TEND_K8S_TIMEOUT');
-    expect(error.message).toMatch(/deploy\.api: not ready after 1 s:\nDeployment\/api: 0\/1 available/);
+    expect(error.message).toMatch(
+      /deploy\.api: not ready after 1 s:\nDeployment\/api: 0 of 1 updated replicas available/,
+    );
     expect(error.message).toMatch(/pod api-[a-z0-9-]+: phase Running; api running, not ready/);
   });
 });

@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { cleanupEnvCommand } from '../../../src/commands/cleanup.js';
 import { statusCommand } from '../../../src/commands/status.js';
-import { removeProjects, waitFor } from '../../helpers/project.js';
+import { removeProjects, runTend, waitFor } from '../../helpers/project.js';
 import {
   allEvents,
   execute,
@@ -225,5 +225,60 @@ describe('system namespaces', () => {
   it('refuses an app namespace that is the system namespace or a Kubernetes one', async () => {
     const root = shopProject({ registry: h.sim.registryHost, namespace: 'kube-system' });
     await expect(execute('build', root)).rejects.toMatchObject({ code: 'TEND_CONFIG_INVALID' });
+  });
+});
+
+describe('two projects, one namespace', () => {
+  it('a second project naming the first one’s namespace is refused (exit 2, the owner named); the first project’s annotations stay and its cleanup still works', async () => {
+    const first = shopProject({
+      registry: h.sim.registryHost,
+      namespace: 'ns-two-projects',
+      project: 'shop',
+    });
+    const deployed = await runTend(['deploy'], { cwd: first, env: { KUBECONFIG: h.kubeconfig } });
+    expect(deployed.code, deployed.stderr).toBe(0);
+    const before = h.sim.store.get('namespaces', '', 'ns-two-projects')!.metadata;
+
+    const second = shopProject({
+      registry: h.sim.registryHost,
+      namespace: 'ns-two-projects',
+      project: 'billing',
+    });
+    for (const command of [['build'], ['deploy'], ['status']]) {
+      const run = await runTend(command, { cwd: second, env: { KUBECONFIG: h.kubeconfig } });
+      expect(run.code, `${command.join(' ')}: ${run.stderr}`).toBe(2);
+      expect(run.stderr).toMatch(/namespace "ns-two-projects" belongs to project "shop"/);
+      expect(run.stderr).toMatch(/another defaultNamespace/);
+    }
+    // Its cleanup deletes nothing and says whose namespace it is.
+    const refused = await runTend(['cleanup', 'env'], { cwd: second, env: { KUBECONFIG: h.kubeconfig } });
+    expect(refused.code, refused.stderr).toBe(0);
+    expect(refused.stdout).toMatch(/namespace ns-two-projects left alone: it belongs to project "shop"/);
+    const json = await runTend(['build', '--json'], { cwd: second, env: { KUBECONFIG: h.kubeconfig } });
+    expect(JSON.parse(json.stdout).error).toMatchObject({
+      code: 'TEND_K8S_NAMESPACE_OTHER_PROJECT',
+      detail: { namespace: 'ns-two-projects', owner: 'shop', project: 'billing' },
+    });
+    // Nothing of the first project was rewritten, stamped or marked adopted; its deploy still runs.
+    const after = h.sim.store.get('namespaces', '', 'ns-two-projects')!.metadata;
+    expect(after.annotations).toEqual(before.annotations);
+    expect(after.labels).toEqual(before.labels);
+    expect(after.resourceVersion).toBe(before.resourceVersion);
+    expect(h.sim.store.get('deployments', 'ns-two-projects', 'api')).toBeDefined();
+    // The second project recorded what it saw, refused, as part of its environment.
+    const seen = namespaceEvents(allEvents(second)).filter((e) => e.namespaceName === 'ns-two-projects');
+    expect(seen.every((e) => e.project === 'billing' && e.role === 'app')).toBe(true);
+    expect(seen.filter((e) => e.detail?.refused === 'other-project').length).toBeGreaterThanOrEqual(3);
+
+    const cleanup = await runTend(['cleanup', 'env', '--json'], {
+      cwd: first,
+      env: { KUBECONFIG: h.kubeconfig },
+    });
+    expect(cleanup.code, cleanup.stderr).toBe(0);
+    const k8s = (
+      JSON.parse(cleanup.stdout) as { providers: { name: string; deleted: boolean }[] }
+    ).providers.find((p) => p.name === 'kubernetes');
+    expect(k8s?.deleted).toBe(true);
+    expect(h.sim.store.get('namespaces', '', 'ns-two-projects')).toBeUndefined();
   });
 });

@@ -257,9 +257,11 @@ export class Cluster {
       meta.resourceVersion = old.metadata.resourceVersion!;
       return { obj, json: JSON.stringify(obj), rv: cur.rv };
     }
-    // Finalizers cleared on an object being deleted: it goes now.
+    // Finalizers cleared on an object being deleted: it goes now. (One deleted gracefully, with
+    // no finalizers, stays until its grace period ends.)
     if (
       meta.deletionTimestamp &&
+      (old.metadata.finalizers ?? []).length > 0 &&
       (!meta.finalizers || meta.finalizers.length === 0) &&
       rt.kind !== 'Namespace'
     ) {
@@ -446,6 +448,30 @@ export class Cluster {
     if (policy === 'Orphan') this.orphanDependents(ns, meta.uid!);
     else queueMicrotask(() => this.deleteDependents(ns, meta.uid!, 'Background'));
     return removed;
+  }
+
+  /**
+   * Graceful deletion, as a pod's grace period: the object gets a `deletionTimestamp` now and
+   * stays (writes to it keep it) until `endGracefulDeletion` removes it. False if it is gone or
+   * already being deleted.
+   */
+  beginGracefulDeletion(rt: ResourceType, namespace: string, name: string, graceSeconds: number): boolean {
+    const cur = this.store.getStored(rt, rt.namespaced ? namespace : '', name);
+    if (!cur || cur.obj.metadata.deletionTimestamp) return false;
+    const obj = structuredClone(cur.obj);
+    obj.metadata.deletionTimestamp = now();
+    obj.metadata.deletionGracePeriodSeconds = graceSeconds;
+    this.store.replace(rt, obj);
+    return true;
+  }
+
+  /** The end of a graceful deletion: the object goes, unless finalizers still hold it. */
+  endGracefulDeletion(rt: ResourceType, namespace: string, name: string): void {
+    const ns = rt.namespaced ? namespace : '';
+    const cur = this.store.get(rt, ns, name);
+    if (!cur?.metadata.deletionTimestamp || (cur.metadata.finalizers ?? []).length > 0) return;
+    this.store.remove(rt, ns, name);
+    queueMicrotask(() => this.deleteDependents(ns, cur.metadata.uid!, 'Background'));
   }
 
   /** Objects in `namespace` whose ownerReferences name `uid`. */

@@ -8,6 +8,7 @@ import { now, randomSuffix } from './cluster.js';
 import type { ResourceType } from './resources.js';
 import {
   CONFIGMAP,
+  DAEMONSET,
   DEPLOYMENT,
   JOB,
   NS,
@@ -23,6 +24,8 @@ import type { KObject, OwnerReference } from './types.js';
 export interface ControllerOptions {
   namespaceDeleteDelayMs: number;
   deploymentReadyDelayMs: number;
+  /** How long a pod a controller removes (scale-down, rollout) stays terminating before it is gone. */
+  podTerminationDelayMs: number;
   caPem: string;
 }
 
@@ -65,6 +68,57 @@ function readySince(pod: KObject): number {
 function isTerminal(pod: KObject): boolean {
   const phase = pod.status?.phase;
   return phase === 'Succeeded' || phase === 'Failed';
+}
+
+/** A RollingUpdate's maxSurge (rounded up) and maxUnavailable (rounded down), as the API defaults them. */
+function rollingBounds(
+  rollingUpdate: Record<string, unknown> | undefined,
+  replicas: number,
+): { maxSurge: number; maxUnavailable: number } {
+  const resolve = (value: unknown, fallback: string, round: (n: number) => number): number => {
+    const v = value ?? fallback;
+    if (typeof v === 'number') return v;
+    const percent = /^(\d+)%$/.exec(String(v));
+    return percent ? round((Number(percent[1]) * replicas) / 100) : Number(v) || 0;
+  };
+  const maxSurge = resolve(rollingUpdate?.maxSurge, '25%', Math.ceil);
+  const maxUnavailable = Math.min(replicas, resolve(rollingUpdate?.maxUnavailable, '25%', Math.floor));
+  // Both zero is refused by a real API server; the controller would then allow one unavailable.
+  return { maxSurge, maxUnavailable: maxSurge === 0 && maxUnavailable === 0 ? 1 : maxUnavailable };
+}
+
+/**
+ * The sizes of the old ReplicaSets (oldest first) after one step of a rolling update, as the
+ * deployment controller computes them: first drop their unhealthy (unavailable) replicas, then
+ * available ones while at least `minAvailable` stay available overall.
+ */
+function scaleDownOld(
+  old: KObject[],
+  newUnavailable: number,
+  minAvailable: number,
+  newAvailable: number,
+): number[] {
+  const sizes = old.map((rs) => (rs.spec.replicas ?? 0) as number);
+  const availableOf = (i: number): number => (old[i]!.status?.availableReplicas ?? 0) as number;
+  const allSize = sizes.reduce((a, n) => a + n, 0) + newUnavailable + newAvailable;
+  const maxScaledDown = allSize - minAvailable - Math.max(0, newUnavailable);
+  if (maxScaledDown <= 0) return sizes;
+  let cleaned = 0;
+  for (let i = 0; i < sizes.length && cleaned < maxScaledDown; i++) {
+    const unhealthy = sizes[i]! - availableOf(i);
+    if (sizes[i] === 0 || unhealthy <= 0) continue;
+    const n = Math.min(maxScaledDown - cleaned, unhealthy);
+    sizes[i]! -= n;
+    cleaned += n;
+  }
+  const available = newAvailable + old.reduce((a, _rs, i) => a + Math.min(availableOf(i), sizes[i]!), 0);
+  let scaleDown = available - minAvailable;
+  for (let i = 0; i < sizes.length && scaleDown > 0; i++) {
+    const n = Math.min(sizes[i]!, scaleDown);
+    sizes[i]! -= n;
+    scaleDown -= n;
+  }
+  return sizes;
 }
 
 export class Controllers {
@@ -134,6 +188,11 @@ export class Controllers {
         if (ev.type === 'ADDED') this.runtime.podAdded(obj);
         if (ev.type === 'DELETED') this.runtime.podDeleted(obj);
         this.enqueueOwner(ns, obj);
+        // A pod gone for good (after terminating) can let a Recreate rollout go on.
+        if (ev.type === 'DELETED' && controllerOf(obj)?.kind === 'ReplicaSet') {
+          const rs = this.cluster.store.get(REPLICASET, ns, controllerOf(obj)!.name);
+          if (rs) this.enqueueOwner(ns, rs);
+        }
         break;
       case DEPLOYMENT:
         this.enqueue(`deploy/${ns}/${name}`, () => this.reconcileDeployment(ns, name));
@@ -149,6 +208,9 @@ export class Controllers {
       case JOB:
         if (ev.type !== 'DELETED') this.enqueue(`job/${ns}/${name}`, () => this.reconcileJob(ns, name));
         break;
+      case DAEMONSET:
+        if (ev.type !== 'DELETED') this.enqueue(`ds/${ns}/${name}`, () => this.reconcileDaemonSet(ns, name));
+        break;
     }
   }
 
@@ -162,6 +224,8 @@ export class Controllers {
     else if (ref.kind === 'StatefulSet')
       this.enqueue(`sts/${ns}/${name}`, () => this.reconcileStatefulSet(ns, name));
     else if (ref.kind === 'Job') this.enqueue(`job/${ns}/${name}`, () => this.reconcileJob(ns, name));
+    else if (ref.kind === 'DaemonSet')
+      this.enqueue(`ds/${ns}/${name}`, () => this.reconcileDaemonSet(ns, name));
   }
 
   // --- namespaces -------------------------------------------------------------------------
@@ -238,6 +302,18 @@ export class Controllers {
     }
   }
 
+  /**
+   * A pod a controller removes terminates gracefully: it gets a `deletionTimestamp` and keeps
+   * running (and Ready) for `podTerminationDelayMs`, then it is gone — the old replicas of a
+   * rollout are seen terminating, as on a real cluster.
+   */
+  private terminatePod(ns: string, name: string): void {
+    const delayMs = this.opts.podTerminationDelayMs;
+    if (delayMs <= 0) return this.deleteQuietly(POD, ns, name);
+    if (this.cluster.beginGracefulDeletion(POD, ns, name, Math.ceil(delayMs / 1000)))
+      this.later(delayMs, () => this.cluster.endGracefulDeletion(POD, ns, name));
+  }
+
   private availability(pods: KObject[], minReadyMs: number, recheck: () => void): number {
     let available = 0;
     let next = Infinity;
@@ -267,7 +343,7 @@ export class Controllers {
       const extra = [...pods]
         .sort((a, b) => Number(isReady(a)) - Number(isReady(b)))
         .slice(0, pods.length - want);
-      for (const p of extra) this.deleteQuietly(POD, ns, p.metadata.name!);
+      for (const p of extra) this.terminatePod(ns, p.metadata.name!);
     }
     const live = this.owned(POD, ns, rs.metadata.uid!).filter(
       (p) => !p.metadata.deletionTimestamp && !isTerminal(p),
@@ -301,6 +377,9 @@ export class Controllers {
     const all = this.owned(REPLICASET, ns, d.metadata.uid!);
     const want: number = d.spec.replicas ?? 1;
     let current = all.find((rs) => rs.metadata.labels?.['pod-template-hash'] === hash);
+    const old = all
+      .filter((rs) => rs !== current)
+      .sort((a, b) => a.metadata.creationTimestamp!.localeCompare(b.metadata.creationTimestamp!));
     const maxRevision = Math.max(
       0,
       ...all.map((rs) => Number(rs.metadata.annotations?.['deployment.kubernetes.io/revision'] ?? 0)),
@@ -308,6 +387,31 @@ export class Controllers {
     let revision = current
       ? Number(current.metadata.annotations?.['deployment.kubernetes.io/revision'] ?? 1)
       : maxRevision + 1;
+    // The rollout, as the deployment controller does it: RollingUpdate surges the new ReplicaSet
+    // by maxSurge and scales old ones down while maxUnavailable allows; Recreate scales the old
+    // ones to zero and starts the new one once their pods are gone.
+    const strategy = (d.spec.strategy ?? {}) as { type?: string; rollingUpdate?: Record<string, unknown> };
+    const recreate = strategy.type === 'Recreate';
+    const { maxSurge, maxUnavailable } = rollingBounds(strategy.rollingUpdate, want);
+    const sizeOf = (rs: KObject): number => rs.spec.replicas ?? 0;
+    const oldSize = old.reduce((a, rs) => a + sizeOf(rs), 0);
+    // Recreate waits for every old pod to be gone, terminating ones included.
+    const oldPods = old.reduce(
+      (a, rs) => a + this.owned(POD, ns, rs.metadata.uid!).filter((p) => !isTerminal(p)).length,
+      0,
+    );
+    const currentSize = current ? sizeOf(current) : 0;
+    const newSize = recreate
+      ? oldSize === 0 && oldPods === 0
+        ? want
+        : 0
+      : currentSize >= want
+        ? want
+        : Math.min(want, currentSize + Math.max(0, want + maxSurge - (oldSize + currentSize)));
+    const sizeAnnotations = {
+      'deployment.kubernetes.io/desired-replicas': String(want),
+      'deployment.kubernetes.io/max-replicas': String(want + maxSurge),
+    };
     if (!current) {
       const template = structuredClone(d.spec.template);
       template.metadata = { ...(template.metadata ?? {}) };
@@ -319,38 +423,35 @@ export class Controllers {
           metadata: {
             name: `${name}-${hash}`,
             labels: template.metadata.labels,
-            annotations: {
-              'deployment.kubernetes.io/desired-replicas': String(want),
-              'deployment.kubernetes.io/max-replicas': String(want + 1),
-              'deployment.kubernetes.io/revision': String(revision),
-            },
+            annotations: { ...sizeAnnotations, 'deployment.kubernetes.io/revision': String(revision) },
             ownerReferences: [ownerRef(d)],
           },
-          spec: { replicas: want, minReadySeconds: d.spec.minReadySeconds ?? 0, selector, template },
+          spec: { replicas: newSize, minReadySeconds: d.spec.minReadySeconds ?? 0, selector, template },
         }).obj;
       } catch {
         return;
       }
-    } else if (current.spec.replicas !== want) {
+    } else if (current.spec.replicas !== newSize) {
       current = this.cluster.mutate(REPLICASET, ns, current.metadata.name!, (o) => {
-        o.spec.replicas = want;
-        o.metadata.annotations = {
-          ...(o.metadata.annotations ?? {}),
-          'deployment.kubernetes.io/desired-replicas': String(want),
-        };
+        o.spec.replicas = newSize;
+        o.metadata.annotations = { ...(o.metadata.annotations ?? {}), ...sizeAnnotations };
       })?.obj;
       if (!current) return;
     }
     revision = Number(current.metadata.annotations?.['deployment.kubernetes.io/revision'] ?? revision);
-    const old = all.filter((rs) => rs.metadata.uid !== current!.metadata.uid);
     const cs = current.status ?? {};
-    const newDone = (cs.availableReplicas ?? 0) >= want && (cs.replicas ?? 0) === want;
-    if (newDone) {
-      for (const rs of old) {
-        if (rs.spec.replicas !== 0)
-          this.cluster.mutate(REPLICASET, ns, rs.metadata.name!, (o) => void (o.spec.replicas = 0));
-      }
-    }
+    const oldSizes = recreate
+      ? old.map(() => 0)
+      : scaleDownOld(
+          old,
+          newSize - (cs.availableReplicas ?? 0),
+          want - maxUnavailable,
+          cs.availableReplicas ?? 0,
+        );
+    old.forEach((rs, i) => {
+      if (sizeOf(rs) !== oldSizes[i])
+        this.cluster.mutate(REPLICASET, ns, rs.metadata.name!, (o) => void (o.spec.replicas = oldSizes[i]));
+    });
     const sets = [current, ...old];
     const sum = (f: string): number => sets.reduce((a, rs) => a + ((rs.status ?? {})[f] ?? 0), 0);
     const replicas = sum('replicas');
@@ -462,18 +563,33 @@ export class Controllers {
     const pods = new Map(this.owned(POD, ns, sts.metadata.uid!).map((p) => [p.metadata.name!, p]));
     for (const [podName, p] of pods) {
       const ordinal = Number(podName.slice(name.length + 1));
-      if (ordinal >= want) this.deleteQuietly(POD, ns, podName);
+      if (p.metadata.deletionTimestamp) continue;
+      if (ordinal >= want) this.terminatePod(ns, podName);
       else if (isTerminal(p)) this.deleteQuietly(POD, ns, podName);
     }
-    // Roll one outdated pod at a time, highest ordinal first, once everything else is ready.
-    const outdated = [...pods.values()].filter(
-      (p) => p.metadata.labels?.['controller-revision-hash'] !== revision && !p.metadata.deletionTimestamp,
+    // The status counts the pods as this sync found them, before it replaces one (as the
+    // controller does): a ready outdated pod still counts as ready, not as updated.
+    const found = [...pods.values()].filter(
+      (p) => !isTerminal(p) && Number(p.metadata.name!.slice(name.length + 1)) < want,
     );
-    const allReady = [...pods.values()].every(isReady) && pods.size === want;
-    if (outdated.length && allReady) {
+    // RollingUpdate rolls one outdated pod at a time, highest ordinal first, once everything else
+    // is ready, down to the partition; OnDelete only re-creates the pods someone deleted.
+    const update = (sts.spec.updateStrategy ?? {}) as {
+      type?: string;
+      rollingUpdate?: { partition?: number };
+    };
+    const partition = update.rollingUpdate?.partition ?? 0;
+    const outdated = [...pods.values()].filter(
+      (p) =>
+        p.metadata.labels?.['controller-revision-hash'] !== revision &&
+        !p.metadata.deletionTimestamp &&
+        Number(p.metadata.name!.slice(name.length + 1)) >= partition,
+    );
+    const allReady =
+      [...pods.values()].every((p) => isReady(p) && !p.metadata.deletionTimestamp) && pods.size === want;
+    if (outdated.length && allReady && update.type !== 'OnDelete') {
       const victim = outdated.sort((a, b) => b.metadata.name!.localeCompare(a.metadata.name!))[0]!;
-      this.deleteQuietly(POD, ns, victim.metadata.name!);
-      pods.delete(victim.metadata.name!);
+      this.terminatePod(ns, victim.metadata.name!);
     }
     for (let i = 0; i < want; i++) {
       const podName = `${name}-${i}`;
@@ -489,7 +605,7 @@ export class Controllers {
         if (ordered) break;
       } else if (ordered && !isReady(p)) break;
     }
-    const live = this.owned(POD, ns, sts.metadata.uid!).filter((p) => !isTerminal(p));
+    const live = found;
     const readyCount = live.filter(isReady).length;
     const updated = live.filter((p) => p.metadata.labels?.['controller-revision-hash'] === revision).length;
     const available = this.availability(live, this.opts.deploymentReadyDelayMs, () =>
@@ -512,6 +628,69 @@ export class Controllers {
           currentRevision: done ? revision : (o.status?.currentRevision ?? revision),
           updateRevision: revision,
           collisionCount: 0,
+        };
+      },
+      'status',
+    );
+  }
+
+  // --- DaemonSet --------------------------------------------------------------------------
+
+  /**
+   * One daemon pod on the one node (`kube-sim-node`). RollingUpdate with maxSurge 0 (the
+   * default) deletes the outdated pod and then starts the new one; with maxSurge it starts the
+   * new one first and deletes the old one once the new one is available. OnDelete replaces
+   * only a deleted pod. The status counts the pods as this sync found them.
+   */
+  private reconcileDaemonSet(ns: string, name: string): void {
+    const ds = this.cluster.store.get(DAEMONSET, ns, name);
+    if (!ds || ds.metadata.deletionTimestamp) return;
+    const revision = templateHash(ds.spec.template);
+    const generation = ds.metadata.generation;
+    const all = this.owned(POD, ns, ds.metadata.uid!).filter(
+      (p) => !isTerminal(p) || !p.metadata.deletionTimestamp,
+    );
+    for (const p of all.filter(isTerminal)) this.deleteQuietly(POD, ns, p.metadata.name!);
+    // Terminating pods still occupy the node (and count while they are ready).
+    const found = all.filter((p) => !isTerminal(p));
+    const running = found.filter((p) => !p.metadata.deletionTimestamp);
+    const isUpdated = (p: KObject) => p.metadata.labels?.['controller-revision-hash'] === revision;
+    const fresh = running.filter(isUpdated);
+    const outdated = running.filter((p) => !isUpdated(p));
+    const minReadyMs = Math.max(this.opts.deploymentReadyDelayMs, (ds.spec.minReadySeconds ?? 0) * 1000);
+    const recheck = () => this.reconcileDaemonSet(ns, name);
+    const available = this.availability(found, minReadyMs, recheck) > 0;
+    const freshAvailable = this.availability(fresh, minReadyMs, recheck) > 0;
+    const start = () =>
+      this.createPod(ds, `${name}-${randomSuffix()}`, ds.spec.template, {
+        'controller-revision-hash': revision,
+        'pod-template-generation': String(generation),
+      });
+    const strategy = (ds.spec.updateStrategy ?? {}) as {
+      type?: string;
+      rollingUpdate?: Record<string, unknown>;
+    };
+    if (found.length === 0) start();
+    else if (outdated.length > 0 && strategy.type !== 'OnDelete') {
+      const { maxSurge } = rollingBounds({ maxUnavailable: 1, maxSurge: 0, ...strategy.rollingUpdate }, 1);
+      if (maxSurge > 0 && fresh.length === 0) start();
+      else if (maxSurge === 0 || freshAvailable)
+        for (const p of outdated) this.terminatePod(ns, p.metadata.name!);
+    }
+    this.cluster.mutate(
+      DAEMONSET,
+      ns,
+      name,
+      (o) => {
+        o.status = {
+          currentNumberScheduled: found.length > 0 ? 1 : 0,
+          numberMisscheduled: 0,
+          desiredNumberScheduled: 1,
+          numberReady: found.some(isReady) ? 1 : 0,
+          observedGeneration: generation,
+          updatedNumberScheduled: fresh.length > 0 ? 1 : 0,
+          numberAvailable: available ? 1 : 0,
+          ...(available ? {} : { numberUnavailable: 1 }),
         };
       },
       'status',

@@ -47,6 +47,8 @@ export interface KubeSimOptions {
   namespaceDeleteDelayMs?: number;
   /** Time a ready pod takes to count as available in Deployments and StatefulSets (default 50 ms). */
   deploymentReadyDelayMs?: number;
+  /** Time a pod removed by a controller (scale-down, rollout) stays terminating (default 100 ms). */
+  podTerminationDelayMs?: number;
   /** Time a scheduled pod spends Pending before its containers start (default 20 ms). */
   podStartDelayMs?: number;
   /** Run time of containers that run to completion when no rule says otherwise (default 50 ms). */
@@ -152,6 +154,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
   const controllers = new Controllers(cluster, runtime, {
     namespaceDeleteDelayMs: opts.namespaceDeleteDelayMs ?? 100,
     deploymentReadyDelayMs: opts.deploymentReadyDelayMs ?? 50,
+    podTerminationDelayMs: opts.podTerminationDelayMs ?? 100,
     caPem: certs.caPem,
   });
   const autoscaling = new AutoscalingController(cluster);

@@ -82,6 +82,11 @@ export const RESOURCES: ResourceType[] = [
     subresources: ['status', 'scale'],
   }),
   rt('batch', 'v1', 'Job', 'jobs', true, { categories: ['all'], subresources: ['status'] }),
+  rt('apps', 'v1', 'DaemonSet', 'daemonsets', true, {
+    shortNames: ['ds'],
+    categories: ['all'],
+    subresources: ['status'],
+  }),
   // Their controller behaviour: autoscaling.ts.
   rt('batch', 'v1', 'CronJob', 'cronjobs', true, {
     shortNames: ['cj'],
@@ -132,5 +137,6 @@ export const DEPLOYMENT = resourceByKey('deployments.apps');
 export const REPLICASET = resourceByKey('replicasets.apps');
 export const STATEFULSET = resourceByKey('statefulsets.apps');
 export const JOB = resourceByKey('jobs.batch');
+export const DAEMONSET = resourceByKey('daemonsets.apps');
 export const CRONJOB = resourceByKey('cronjobs.batch');
 export const HPA = resourceByKey('horizontalpodautoscalers.autoscaling');

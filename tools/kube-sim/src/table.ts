@@ -103,6 +103,15 @@ const COLUMNS: Record<string, Column[]> = {
     col('Ready', (o) => `${o.status?.readyReplicas ?? 0}/${o.spec?.replicas ?? 0}`),
     ageCol,
   ],
+  'daemonsets.apps': [
+    nameCol,
+    col('Desired', (o) => o.status?.desiredNumberScheduled ?? 0, 'integer'),
+    col('Current', (o) => o.status?.currentNumberScheduled ?? 0, 'integer'),
+    col('Ready', (o) => o.status?.numberReady ?? 0, 'integer'),
+    col('Up-to-date', (o) => o.status?.updatedNumberScheduled ?? 0, 'integer'),
+    col('Available', (o) => o.status?.numberAvailable ?? 0, 'integer'),
+    ageCol,
+  ],
   'jobs.batch': [
     nameCol,
     col('Status', (o) => {

@@ -80,7 +80,7 @@ export function validateObject(rt: ResourceType, obj: KObject): void {
       });
     }
   }
-  if (rt.kind === 'Deployment' || rt.kind === 'ReplicaSet' || rt.kind === 'StatefulSet') {
+  if (['Deployment', 'ReplicaSet', 'StatefulSet', 'DaemonSet'].includes(rt.kind)) {
     const sel = obj.spec?.selector;
     if (!sel)
       causes.push({ reason: 'FieldValueRequired', field: 'spec.selector', message: 'Required value' });
@@ -96,7 +96,7 @@ export function validateObject(rt: ResourceType, obj: KObject): void {
   if (causes.length) throw invalid(rt, name, causes);
 }
 
-const GENERATION_KINDS = new Set(['Deployment', 'ReplicaSet', 'StatefulSet', 'Job']);
+const GENERATION_KINDS = new Set(['Deployment', 'ReplicaSet', 'StatefulSet', 'DaemonSet', 'Job']);
 export function hasGeneration(rt: ResourceType): boolean {
   return GENERATION_KINDS.has(rt.kind);
 }
@@ -181,6 +181,25 @@ export function applyDefaults(rt: ResourceType, obj: KObject): void {
       }
       if (spec.template?.spec) podSpecDefaults(spec.template.spec, 'Always');
       obj.status = { replicas: 0 };
+      break;
+    }
+    case 'DaemonSet': {
+      const spec = (obj.spec ??= {});
+      spec.revisionHistoryLimit ??= 10;
+      spec.updateStrategy ??= { type: 'RollingUpdate' };
+      if (spec.updateStrategy.type === 'RollingUpdate')
+        spec.updateStrategy.rollingUpdate = {
+          maxUnavailable: 1,
+          maxSurge: 0,
+          ...spec.updateStrategy.rollingUpdate,
+        };
+      if (spec.template?.spec) podSpecDefaults(spec.template.spec, 'Always');
+      obj.status = {
+        currentNumberScheduled: 0,
+        numberMisscheduled: 0,
+        desiredNumberScheduled: 0,
+        numberReady: 0,
+      };
       break;
     }
     case 'Job': {

@@ -126,6 +126,50 @@ spec:
     );
   });
 
+  it('follows StatefulSet and DaemonSet rollouts (rollout status waits for every pod at the new revision)', async () => {
+    await ok(['create', 'namespace', 'roll']);
+    const manifest = (release: string): string =>
+      ['StatefulSet', 'DaemonSet']
+        .map(
+          (kind) => `apiVersion: apps/v1
+kind: ${kind}
+metadata:
+  name: ${kind.toLowerCase()}
+  namespace: roll
+spec:
+${kind === 'StatefulSet' ? '  replicas: 2\n  serviceName: db\n' : ''}  selector:
+    matchLabels: {app: ${kind.toLowerCase()}}
+  template:
+    metadata:
+      labels: {app: ${kind.toLowerCase()}}
+      annotations: {kube-sim.tend.dev/start-ms: "300"}
+    spec:
+      containers:
+      - name: main
+        image: shop/${kind.toLowerCase()}:${release}
+`,
+        )
+        .join('---\n');
+    const images = async (app: string) =>
+      JSON.parse(await ok(['get', 'pods', '-n', 'roll', '-l', `app=${app}`, '-o', 'json']))
+        .items.filter((p: { metadata: { deletionTimestamp?: string } }) => !p.metadata.deletionTimestamp)
+        .map((p: { spec: { containers: { image: string }[] } }) => p.spec.containers[0]!.image);
+    for (const release of ['v1', 'v2']) {
+      await writeFile(join(dir, 'roll.yaml'), manifest(release));
+      await ok(['apply', '-f', join(dir, 'roll.yaml')]);
+      const sts = ['rollout', 'status', 'statefulset/statefulset', '-n', 'roll', '--timeout=20s'];
+      expect(await ok(sts)).toContain('roll out complete: 2 new pods have been updated');
+      expect(await images('statefulset')).toEqual([
+        `shop/statefulset:${release}`,
+        `shop/statefulset:${release}`,
+      ]);
+      const ds = ['rollout', 'status', 'daemonset/daemonset', '-n', 'roll', '--timeout=20s'];
+      expect(await ok(ds)).toContain('daemon set "daemonset" successfully rolled out');
+      expect(await images('daemonset')).toEqual([`shop/daemonset:${release}`]);
+    }
+    expect(await ok(['get', 'daemonsets', '-n', 'roll'])).toMatch(/^daemonset +1 +1 +1 +1 +1 /m);
+  });
+
   it('watches pods with get -w until the expected line appears', async () => {
     await ok(['create', 'namespace', 'watch-me']);
     const child = spawn(KUBECTL, ['get', 'pods', '-w', '-n', 'watch-me'], { env });

@@ -150,17 +150,48 @@ export class RequestGate {
       if (f.status === 403) return undefined;
       throw error;
     }
-    if (info) this.refuseSystemAsApp(info);
+    if (info) this.refuseAsApp(info);
     this.report(info ?? missing(namespace), 'observed');
     if (info && stamp) await this.stampActivity(info);
     return info;
   }
 
   /**
+   * The namespaces that can never be this environment's app namespace, refused before anything
+   * stamps or adopts them: shared infrastructure, and another project's namespace.
+   */
+  refuseAsApp(info: NamespaceInfo): void {
+    this.refuseSystemAsApp(info);
+    this.refuseOtherProject(info);
+  }
+
+  /**
+   * A namespace whose `tend.dev/project` names another project belongs to that project: reported
+   * (role `app`, this environment's view of it), then refused. Its ownership annotations are never
+   * rewritten and it is never marked adopted, so the owning project can still clean it up.
+   */
+  private refuseOtherProject(info: NamespaceInfo): void {
+    const owner = info.annotations[annotations.project];
+    const project = this.ctx.environment.project;
+    if (owner === undefined || owner === project || this.roleOf(info.name) !== 'app') return;
+    this.report(info, 'observed', { refused: 'other-project' });
+    const environment = info.annotations[annotations.environment];
+    throw new TendError(
+      'TEND_K8S_NAMESPACE_OTHER_PROJECT',
+      `namespace "${info.name}" belongs to project "${owner}"` +
+        `${environment ? ` (environment ${environment})` : ''}: its ${annotations.project} annotation ` +
+        `names that project, not "${project}". Give environment ${this.ctx.environment.name} of ` +
+        `"${project}" another defaultNamespace in tend.yml (or set the provider's namespace:); ` +
+        `tend never takes over another project's namespace`,
+      { detail: { namespace: info.name, uid: info.uid, owner, project } },
+    );
+  }
+
+  /**
    * A namespace annotated `tend.dev/role=system` is shared infrastructure, never an app namespace:
    * reported as what it is (role `system`), then refused before anything stamps or adopts it.
    */
-  refuseSystemAsApp(info: NamespaceInfo): void {
+  private refuseSystemAsApp(info: NamespaceInfo): void {
     if (info.annotations[annotations.role] !== 'system' || this.roleOf(info.name) !== 'app') return;
     this.report(info, 'observed', {}, 'system');
     throw new TendError(

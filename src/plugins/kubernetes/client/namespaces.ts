@@ -74,7 +74,7 @@ export class NamespaceCalls {
       const again = await this.gate.readNamespace(name);
       if (!again || again.state !== 'ready')
         throw apiError(error, this.gate.describe(`create namespace ${name}`));
-      this.gate.refuseSystemAsApp(again);
+      this.gate.refuseAsApp(again);
       this.gate.report(again, 'observed');
       return { info: again, created: false, adopted: false };
     }

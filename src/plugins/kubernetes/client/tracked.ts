@@ -39,18 +39,21 @@ export async function trackedKubernetesClient(
     );
   }
   const config = ctx.provider.config;
-  const context = options.context ?? configString(config, 'context');
+  const context = options.context ?? ctx.cluster?.context ?? configString(config, 'context');
   const namespace = options.namespace ?? configString(config, 'namespace');
   const systemNamespace = options.systemNamespace ?? configString(config, 'systemNamespace');
-  const settings = settingsOf(
-    {
-      ...(context ? { context } : {}),
-      ...(namespace ? { namespace } : {}),
-      ...(systemNamespace ? { systemNamespace } : {}),
-    },
-    ctx.environment.namespace,
-  );
-  const connection = await connect(settings.context);
+  const settings = {
+    ...settingsOf(
+      {
+        ...(context ? { context } : {}),
+        ...(namespace ? { namespace } : {}),
+        ...(systemNamespace ? { systemNamespace } : {}),
+      },
+      ctx.environment.namespace,
+    ),
+    ...(ctx.cluster?.kubeconfig ? { kubeconfig: ctx.cluster.kubeconfig } : {}),
+  };
+  const connection = await connect(settings.context, settings.kubeconfig);
   let identity = identities.get(connection);
   if (!identity) {
     identity = KubeClient.identify(ctx, settings).then((c) => c.identity);
