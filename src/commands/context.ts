@@ -17,6 +17,7 @@ import { actionTypeIndex } from '../config/schema.js';
 import { actionOutputsContext, resolveTemplates, type TemplateContext } from '../config/template.js';
 import type { GlobalOptions } from '../cli/output.js';
 import { cliVersion } from '../cli/version.js';
+import type { PullRequestRef } from '../events/catalog.js';
 import { Session } from '../events/session.js';
 import { TendError, toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
@@ -28,6 +29,7 @@ import { Router, type ProviderRuntime } from '../router/router.js';
 import { localIdentity } from '../state/identity.js';
 import { statePaths } from '../state/files.js';
 import { describeDrops, enforceBoundWithoutServer, outboxMaxBytes } from '../outbox/bound.js';
+import { plannedCleanup } from '../remote/cleanup-plan.js';
 import { startSessionStream } from '../stream/session.js';
 
 export interface OpenedProject {
@@ -40,6 +42,8 @@ export interface OpenedProject {
   tendDir: string;
   user: string;
   hostId: string;
+  /** The pull request the environment is for (`environments[].pullRequest`). */
+  pullRequest?: PullRequestRef;
 }
 
 export async function openProject(options: GlobalOptions, builtins: PluginDefinition[] = builtinPlugins()) {
@@ -82,6 +86,7 @@ export async function openProject(options: GlobalOptions, builtins: PluginDefini
     tendDir: statePaths(project.root).root,
     user,
     hostId,
+    ...(selected.pullRequest ? { pullRequest: selected.pullRequest } : {}),
   };
   return opened;
 }
@@ -100,7 +105,15 @@ export interface CommandSession {
   }): Promise<void>;
 }
 
-export function startSession(opened: OpenedProject, command: string, args: string[]): CommandSession {
+/** How long a command waits at most for the server's plan of its environment (the warning line). */
+export const cleanupWarningTimeoutMs = 1000;
+
+export function startSession(
+  opened: OpenedProject,
+  command: string,
+  args: string[],
+  options: { cleanupWarning?: boolean } = {},
+): CommandSession {
   const session = new Session({
     projectRoot: opened.project.root,
     started: {
@@ -113,6 +126,7 @@ export function startSession(opened: OpenedProject, command: string, args: strin
       hostId: opened.hostId,
       cliVersion,
       ...(opened.environment.cleanup ? { cleanupPolicy: opened.environment.cleanup } : {}),
+      ...(opened.pullRequest ? { pullRequest: opened.pullRequest } : {}),
     },
   });
   // Delivery to the server, when one is configured: in the background, from the outbox.
@@ -121,6 +135,18 @@ export function startSession(opened: OpenedProject, command: string, args: strin
     projectServer: opened.project.server,
     bus: session.bus,
   });
+  // The environment's cleanup plan, asked in the background (a down server answers at once, a
+  // slow one is given up after a second): printed at the end when its cleanup is near.
+  const warning =
+    options.cleanupWarning === false
+      ? undefined
+      : plannedCleanup({
+          server: opened.project.server,
+          project: opened.project.name,
+          environment: opened.environment.name,
+          namespace: opened.environment.namespace,
+          timeoutMs: cleanupWarningTimeoutMs,
+        });
   const controller = new AbortController();
   let interrupts = 0;
   const onSignal = (signal: NodeJS.Signals) => {
@@ -166,6 +192,8 @@ export function startSession(opened: OpenedProject, command: string, args: strin
         const dropped = enforceBoundWithoutServer(statePaths(opened.project.root).outbox, outboxMaxBytes());
         if (dropped) process.stderr.write(describeDrops(dropped));
       }
+      const line = (await warning)?.warning;
+      if (line) process.stderr.write(`${line}\n`);
     },
   };
 }

@@ -11,6 +11,7 @@
  */
 import { namespaceProtector } from '../../cleanup/protection.js';
 import type { CleanupAction } from '../../cleanup/protocol.js';
+import { policyDueAt, warnAtOf, type ClosedPullRequest } from './deadlines.js';
 
 export type DecisionKind = 'due' | 'scheduled' | 'dry-run' | 'blocked';
 
@@ -58,6 +59,19 @@ export interface SnapshotPolicy {
   action: CleanupAction;
   /** As written in tend.yml, e.g. `8h`. */
   text: string;
+  /** `warnBefore` (default 1h) and `afterClose` (default 0) when the policy sets them. */
+  warnBeforeMs?: number;
+  afterCloseMs?: number;
+}
+
+/** The environment's pull request and what GitHub last said of it. */
+export interface SnapshotPullRequest {
+  repository: string;
+  number: number;
+  /** `open`, `closed`, `merged`, or null (no delivery yet). */
+  state: string | null;
+  /** Server time of the delivery that closed it (epoch ms). */
+  closedAt: number | null;
 }
 
 export interface SnapshotEnvironment {
@@ -74,6 +88,7 @@ export interface SnapshotEnvironment {
   lastActivityCommand: string | null;
   lastActivityUser: string | null;
   lastActivityType: string | null;
+  pullRequest?: SnapshotPullRequest | null;
 }
 
 export interface SnapshotResource {
@@ -143,6 +158,8 @@ export interface Decision {
   dueAt: number;
   /** The activity the decision is based on (epoch ms). */
   lastActivityAt: number;
+  /** A scheduled decision's warning time (due time - warnBefore), else null. */
+  warnAt: number | null;
   /** For people: "no activity since 10:02 UTC, policy 8h; last: tend build by alice". */
   readonly sentence: string;
   /**
@@ -229,6 +246,8 @@ interface EnvironmentFacts {
   ctx: Context;
   env: SnapshotEnvironment;
   activitySource: 'registry' | 'namespace';
+  /** Set when the pull request's close (not inactivity) makes the environment due. */
+  pullRequest?: ClosedPullRequest;
   base?: string;
 }
 
@@ -236,6 +255,7 @@ interface EnvironmentFacts {
 type Wording =
   | 'due'
   | 'scheduled'
+  | 'warning'
   | 'never'
   | 'due-but'
   | 'unsupported'
@@ -258,6 +278,7 @@ class PlannedDecision implements Decision {
   /** Breaker: environments due at once and active; cap: the cap. */
   count = 0;
   total = 0;
+  warnAt: number | null = null;
   private text: string | undefined = undefined;
 
   constructor(
@@ -316,7 +337,9 @@ class PlannedDecision implements Decision {
       a.env.policy?.text === b.env.policy?.text &&
       a.env.lastActivityCommand === b.env.lastActivityCommand &&
       a.env.lastActivityUser === b.env.lastActivityUser &&
-      a.env.lastActivityType === b.env.lastActivityType
+      a.env.lastActivityType === b.env.lastActivityType &&
+      a.pullRequest?.closedAt === b.pullRequest?.closedAt &&
+      a.pullRequest?.state === b.pullRequest?.state
     );
   }
 
@@ -328,7 +351,9 @@ class PlannedDecision implements Decision {
       f.base =
         f.ctx.mode === 'now'
           ? `clean up now requested; last activity ${activity} (${what})`
-          : `no activity since ${activity}, ${policyText(f.env)}; last: ${what}`;
+          : f.pullRequest
+            ? `${pullRequestText(f.pullRequest, f.ctx.today)}, ${afterCloseText(f.env)}; last activity ${activity} (${what})`
+            : `no activity since ${activity}, ${policyText(f.env)}; last: ${what}`;
     }
     return f.base;
   }
@@ -355,7 +380,14 @@ class PlannedDecision implements Decision {
     switch (this.wording) {
       case 'due':
         return this.base();
+      case 'warning':
+        return this.facts.pullRequest
+          ? `will be ${this.action === 'delete' ? 'deleted' : this.action + 'd'} at ${formatTime(this.dueAt, ctx.today)} (\`tend keep-alive\` to postpone) — ${this.base()}`
+          : `will be ${this.action === 'delete' ? 'deleted' : this.action + 'd'} at ${formatTime(this.dueAt, ctx.today)} unless used (\`tend keep-alive\` to postpone); last activity ${formatTime(this.lastActivityAt, ctx.today)}, ${policyText(env)}; last: ${lastWhat(env, this.facts.activitySource)}`;
       case 'scheduled':
+        if (this.facts.pullRequest) {
+          return `${this.action === 'delete' ? 'deleted' : this.action + 'd'} at ${formatTime(this.dueAt, ctx.today)} — ${this.base()}`;
+        }
         return `${this.action === 'delete' ? 'deleted' : this.action + 'd'} at ${formatTime(this.dueAt, ctx.today)} unless used; last activity ${formatTime(this.lastActivityAt, ctx.today)}, ${policyText(env)}; last: ${lastWhat(env, this.facts.activitySource)}`;
       case 'never':
         return `never cleaned: ${this.whyText()}`;
@@ -374,6 +406,15 @@ class PlannedDecision implements Decision {
         return `due, but this pass reached its cap of ${this.count} — ${this.base()}`;
     }
   }
+}
+
+function pullRequestText(pr: ClosedPullRequest, today: string): string {
+  return `pull request ${pr.repository}#${pr.number} ${pr.state} at ${formatTime(pr.closedAt, today)}`;
+}
+
+function afterCloseText(env: SnapshotEnvironment): string {
+  const ms = env.policy?.afterCloseMs ?? 0;
+  return ms === 0 ? 'due when closed' : `afterClose ${formatDuration(ms)}`;
 }
 
 function policyText(env: SnapshotEnvironment): string {
@@ -494,8 +535,10 @@ export function plan(
     const activity = lastActivityOf(env, resources);
     const policy = env.policy;
     const action: CleanupAction = policy?.action ?? 'delete';
-    const dueAt = mode === 'now' || !policy ? now : activity.at + policy.afterMs;
+    const byPolicy = mode === 'now' || !policy ? undefined : policyDueAt(env, activity.at);
+    const dueAt = byPolicy ? byPolicy.dueAt : now;
     const facts: EnvironmentFacts = { ctx, env, activitySource: activity.source };
+    if (byPolicy?.pullRequest) facts.pullRequest = byPolicy.pullRequest;
     for (const r of resources) {
       const decision = new PlannedDecision(
         facts,
@@ -517,7 +560,8 @@ export function plan(
       }
       if (dueAt > now) {
         decision.kind = 'scheduled';
-        decision.wording = 'scheduled';
+        decision.warnAt = warnAtOf(env, dueAt);
+        decision.wording = decision.warnAt <= now ? 'warning' : 'scheduled';
         continue;
       }
       if (block) {
@@ -687,8 +731,14 @@ export function checkPlan(
         fail('delete not enforced');
       }
       if (snapshot.openBreakers.has(env.project) || opened.has(env.project)) fail('breaker open');
-      // Idle: no activity of any source within the policy's wait.
-      if ((activityOf.get(env.id) ?? env.lastActivityAt) + env.policy.afterMs > now) {
+      // Idle: no activity of any source within the policy's wait — or its pull request closed
+      // (or merged) longer than afterClose ago.
+      const pr = env.pullRequest;
+      const closedDue =
+        pr && pr.closedAt !== null && (pr.state === 'closed' || pr.state === 'merged')
+          ? pr.closedAt + (env.policy.afterCloseMs ?? 0)
+          : Infinity;
+      if ((activityOf.get(env.id) ?? env.lastActivityAt) + env.policy.afterMs > now && closedDue > now) {
         fail('activity within the policy wait');
       }
     }

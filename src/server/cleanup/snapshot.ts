@@ -20,6 +20,12 @@ import {
 
 const ms = (iso: string | null): number | null => (iso === null ? null : Date.parse(iso));
 
+/** `{warnBeforeMs: …}` from a stored duration, or nothing when unset (the default applies). */
+function durationOf<K extends string>(key: K, text: string | null): Partial<Record<K, number>> {
+  const value = text ? parseDuration(text) : undefined;
+  return value === undefined ? {} : ({ [key]: value } as Record<K, number>);
+}
+
 /** Bits of the `flags` column of the resource query. */
 const flags = {
   system: 1,
@@ -57,6 +63,12 @@ export async function loadSnapshot(
       'last_activity_command',
       'last_activity_user',
       'last_activity_type',
+      'policy_warn_before',
+      'policy_after_close',
+      'pull_request_repository',
+      'pull_request_number',
+      'pull_request_state',
+      'pull_request_closed_at',
     ])
     .where('state', '=', 'active');
   if (only) envQuery = envQuery.where('id', '=', only);
@@ -182,7 +194,22 @@ export async function loadSnapshot(
       keepAliveUntil: ms(e.keep_alive_until),
       policy:
         afterMs !== undefined && e.policy_action
-          ? { afterMs, action: e.policy_action as CleanupAction, text: e.policy_after_inactivity! }
+          ? {
+              afterMs,
+              action: e.policy_action as CleanupAction,
+              text: e.policy_after_inactivity!,
+              ...durationOf('warnBeforeMs', e.policy_warn_before),
+              ...durationOf('afterCloseMs', e.policy_after_close),
+            }
+          : null,
+      pullRequest:
+        e.pull_request_repository !== null && e.pull_request_number !== null
+          ? {
+              repository: e.pull_request_repository,
+              number: Number(e.pull_request_number),
+              state: e.pull_request_state,
+              closedAt: ms(e.pull_request_closed_at),
+            }
           : null,
       lastActivityAt: Date.parse(e.last_activity_at),
       lastActivityCommand: e.last_activity_command,

@@ -25,6 +25,7 @@ import { TendError } from '../../errors.js';
 import { redactUrl } from '../../redact.js';
 import * as m0001 from './migrations/0001_init.js';
 import * as m0003 from './migrations/0003_cleanup.js';
+import * as m0006 from './migrations/0006_notifications.js';
 import type { Database } from './schema.js';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -63,6 +64,7 @@ export interface OpenDatabaseOptions {
 export const migrations: Record<string, Migration> = {
   '0001_init': m0001,
   '0003_cleanup': m0003,
+  '0006_notifications': m0006,
 };
 
 export { redactUrl };

@@ -27,7 +27,9 @@ export interface EnvironmentTouch {
   identity: EnvironmentIdentity;
   activity?: Activity;
   /** Set when the batch holds a sessionStarted for the environment: its policy, or null. */
-  policy?: { afterInactivity: string; action: string } | null;
+  policy?: { afterInactivity: string; action: string; warnBefore?: string; afterClose?: string } | null;
+  /** Set with the policy: the session's pull request, or null. */
+  pullRequest?: { repository: string; number: number } | null;
   owner?: string;
   eventIds: string[];
   namespaceEvents: { event: TendEvent<'namespaceStatus'> }[];
@@ -102,6 +104,7 @@ export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, 
         const t = touch(identity, e.id);
         t.activity = activityOf(e);
         t.policy = p.cleanupPolicy ? { ...p.cleanupPolicy } : null;
+        t.pullRequest = p.pullRequest ? { ...p.pullRequest } : null;
         t.owner ??= p.user;
         const s = session(e.sessionId);
         Object.assign(s, {
@@ -194,6 +197,12 @@ export function newEnvironment(identity: EnvironmentIdentity, now: string): Envi
     owner: null,
     policy_after_inactivity: null,
     policy_action: null,
+    policy_warn_before: null,
+    policy_after_close: null,
+    pull_request_repository: null,
+    pull_request_number: null,
+    pull_request_state: null,
+    pull_request_closed_at: null,
     cleaned_at: null,
     last_activity_at: now,
     last_activity_session: null,
@@ -210,6 +219,18 @@ export function applyTouch(row: EnvironmentRow, t: EnvironmentTouch, now: string
   if (t.policy !== undefined) {
     row.policy_after_inactivity = t.policy?.afterInactivity ?? null;
     row.policy_action = t.policy?.action ?? null;
+    row.policy_warn_before = t.policy?.warnBefore ?? null;
+    row.policy_after_close = t.policy?.afterClose ?? null;
+  }
+  if (t.pullRequest !== undefined) {
+    const pr = t.pullRequest;
+    // Another pull request (or none): what GitHub said of the previous one no longer applies.
+    if (pr?.repository !== row.pull_request_repository || pr?.number !== row.pull_request_number) {
+      row.pull_request_repository = pr?.repository ?? null;
+      row.pull_request_number = pr?.number ?? null;
+      row.pull_request_state = null;
+      row.pull_request_closed_at = null;
+    }
   }
   // The receive time only moves forward: a batch never makes the activity older.
   if (t.activity && now >= row.last_activity_at) {

@@ -52,6 +52,13 @@ export const PlanItemView = Type.Object({
   sentence: Type.String(),
   jobId: Nullable(Type.String()),
   decidedAt: Time(),
+  warnAt: Type.Union([Time(), Type.Null()], {
+    description: "A scheduled decision's warning time: due time minus the policy's warnBefore (default 1h).",
+  }),
+  warning: Type.Boolean({
+    description:
+      'True when the warning time has come: the environment "will be deleted at …" (`tend keep-alive` to postpone).',
+  }),
 });
 export type PlanItemView = Static<typeof PlanItemView>;
 
@@ -151,7 +158,7 @@ function executorRoute<B extends TSchema, R extends TSchema>(
   };
 }
 
-function planItemView(r: CleanupDecisionRow): PlanItemView {
+export function planItemView(r: CleanupDecisionRow, now: Date): PlanItemView {
   return {
     kind: r.kind as PlanItemView['kind'],
     reason: r.reason_code as PlanItemView['reason'],
@@ -168,6 +175,8 @@ function planItemView(r: CleanupDecisionRow): PlanItemView {
     sentence: r.sentence,
     jobId: r.job_id,
     decidedAt: r.decided_at,
+    warnAt: r.warn_at,
+    warning: r.kind === 'scheduled' && r.warn_at !== null && r.warn_at <= now.toISOString(),
   };
 }
 
@@ -309,7 +318,7 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
         serverTime: services.now().toISOString(),
         generatedAt: control.last_pass_at,
         halted: Boolean(control.halted),
-        items: items.map(planItemView),
+        items: items.map((r) => planItemView(r, services.now())),
         nextCursor:
           rows.length > limit && last ? encodeCursor({ at: last.due_at, id: last.resource_id }) : null,
       };
