@@ -132,6 +132,16 @@ export const randomCase: fc.Arbitrary<RandomCase> = fc
         keepAlive: rarely(offset),
         activity: activityOffset,
         session: rarely(fc.integer({ min: -10 * 60_000, max: 0 })),
+        // The pull request, sometimes closed or merged (with afterClose), sometimes reopened.
+        pullRequest: rarely(
+          fc.record({
+            state: fc.constantFrom('open', 'closed', 'merged', null),
+            closedAt: offset,
+            afterCloseMs: fc.constantFrom(undefined, 0, 60_000, hour),
+          }),
+          3,
+        ),
+        warnBeforeMs: fc.constantFrom(undefined, 0, hour, 24 * hour),
         resources: fc.array(
           fc.record({
             target: fc.constantFrom(...targets),
@@ -239,7 +249,17 @@ export const randomCase: fc.Arbitrary<RandomCase> = fc
           afterMs: e.policy.afterMs,
           action: e.policy.action as 'delete' | 'pause',
           text: `${e.policy.afterMs / 60_000}m`,
+          ...(e.warnBeforeMs !== undefined ? { warnBeforeMs: e.warnBeforeMs } : {}),
+          ...(e.pullRequest?.afterCloseMs !== undefined ? { afterCloseMs: e.pullRequest.afterCloseMs } : {}),
         },
+        pullRequest: e.pullRequest
+          ? {
+              repository: 'acme/shop',
+              number: i + 1,
+              state: e.pullRequest.state,
+              closedAt: e.pullRequest.state === 'open' ? null : t + e.pullRequest.closedAt,
+            }
+          : null,
         lastActivityAt: t + e.activity,
         lastActivityCommand: 'build',
         lastActivityUser: 'alice',
