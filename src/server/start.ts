@@ -4,7 +4,7 @@
  * close the database).
  */
 import pino from 'pino';
-import { buildServer, logRedaction } from './app.js';
+import { buildServer, logRedaction, type BuildServerOptions } from './app.js';
 import { startPlanningLoop } from './cleanup/loop.js';
 import type { CleanupSettings } from './cleanup/service.js';
 import type { App } from './services.js';
@@ -24,6 +24,11 @@ export interface StartOptions extends OpenDatabaseOptions {
    * itself. Undefined: no executor in this process (agents serve the targets).
    */
   executor?: { kubeconfig?: string; contexts: string[] };
+  /** `--public-url`: the dashboard's address in keep-alive links (default: where it listens). */
+  publicUrl?: string;
+  /** `--github-webhook-secret-file` / TEND_GITHUB_WEBHOOK_SECRET. */
+  githubSecret?: string;
+  notifications?: BuildServerOptions['notifications'];
 }
 
 export interface RunningServer {
@@ -46,7 +51,13 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     await db.close();
     throw error;
   }
-  const app = await buildServer({ db, logger, cleanup: options.cleanup });
+  const app = await buildServer({
+    db,
+    logger,
+    cleanup: options.cleanup,
+    ...(options.githubSecret !== undefined ? { githubSecret: options.githubSecret } : {}),
+    ...(options.notifications ? { notifications: options.notifications } : {}),
+  });
   const address = await app.listen({ port: options.port ?? 7420, host: options.host ?? '127.0.0.1' });
   const url = address.replace('[::1]', 'localhost');
   logger.info({ url, database: db.location }, `tend server listening on ${url}`);
@@ -64,6 +75,8 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   pruneTimer.unref();
 
   const planning = startPlanningLoop(app.cleanup, logger);
+  app.notifications.publicUrl = options.publicUrl ?? url;
+  const notifying = app.notifications.startLoop(logger);
   const embedded = options.executor
     ? (await import('../cleanup/embedded.js')).startEmbeddedExecutor({
         queue: app.cleanup,
@@ -82,6 +95,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     closing ??= (async () => {
       await embedded?.stop();
       await planning.stop();
+      await notifying.stop();
       clearInterval(pruneTimer);
       await app.close();
     })();

@@ -142,7 +142,7 @@ export function environmentRows(environments: { row: EnvironmentRow }[], now: st
 export const environmentsUpsert: InsertStatement = {
   table: 'environments',
   columns: [...environmentColumns, 'protected', 'created_at', 'updated_at'],
-  types: { protected: 'integer' },
+  types: { protected: 'integer', pull_request_number: 'integer' },
   tail:
     'on conflict (id) do update set ' +
     updateFromExcluded([
