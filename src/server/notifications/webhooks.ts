@@ -7,6 +7,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { TendError } from '../../errors.js';
 import { redactUrl } from '../../redact.js';
+import { formatTime } from '../cleanup/planner.js';
 
 export const webhookEvents = ['cleanup.warning', 'cleanup.done'] as const;
 export type WebhookEvent = (typeof webhookEvents)[number];
@@ -116,10 +117,12 @@ const slackEscape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, 
 function slackMessage(n: Notice) {
   const env = `${n.environment.project}/${n.environment.name} (${n.environment.namespace})`;
   const verb = n.action === 'delete' ? 'deleted' : `${n.action}d`;
+  // With its date: a Slack message is read later than it is sent.
+  const at = formatTime(Date.parse(n.dueAt), 0);
   const headline =
     n.event === 'cleanup.warning'
-      ? `:warning: *${slackEscape(env)}* will be ${verb} at ${n.dueAt} unless used`
-      : `:broom: *${slackEscape(env)}* was ${verb} at ${n.dueAt}`;
+      ? `:warning: *${slackEscape(env)}* will be ${verb} at ${at} unless used`
+      : `:broom: *${slackEscape(env)}* was ${verb} at ${at}`;
   const text = `${headline}\n${slackEscape(n.reason)}`;
   return {
     text:
