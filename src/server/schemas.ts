@@ -28,7 +28,30 @@ export const EnvironmentView = Type.Object({
   protectedAt: Nullable(Time()),
   keepAliveUntil: Nullable(Time()),
   keepAliveBy: Nullable(Str()),
-  policy: Type.Union([Type.Object({ afterInactivity: Str(), action: Str() }), Type.Null()]),
+  policy: Type.Union([
+    Type.Object({
+      afterInactivity: Str(),
+      action: Str(),
+      warnBefore: Type.Optional(Str()),
+      afterClose: Type.Optional(Str()),
+    }),
+    Type.Null(),
+  ]),
+  pullRequest: Type.Union(
+    [
+      Type.Object({
+        repository: Str(),
+        number: Type.Integer(),
+        state: Nullable(Str()),
+        closedAt: Nullable(Time()),
+      }),
+      Type.Null(),
+    ],
+    {
+      description:
+        'The pull request the environment is for (environments[].pullRequest) and what GitHub last said of it (open, closed, merged; null: nothing yet).',
+    },
+  ),
   createdAt: Time(),
   cleanedAt: Nullable(Time()),
   lastActivity: Type.Object(

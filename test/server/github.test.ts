@@ -8,14 +8,14 @@
 import { sign } from '@octokit/webhooks-methods';
 import examples from '@octokit/webhooks-examples';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { countRows, dialects } from './helpers.js';
+import { countRows, createTestServer, dialects, getJson, postEvents, session } from './helpers.js';
 import { cleanupFixture, target, type CleanupFixture } from './cleanup/fixture.js';
 
 const secret = 'a-github-webhook-secret-of-some-length';
 const repository = 'Codertocat/Hello-World';
 
 type Example = { action: string; repository: { full_name: string }; number: number };
-const pullRequestExamples = (examples as { name: string; examples: Example[] }[]).find(
+const pullRequestExamples = (examples as unknown as { name: string; examples: Example[] }[]).find(
   (e) => e.name === 'pull_request',
 )!.examples;
 const example = (action: string, nth = 0) =>
@@ -189,7 +189,7 @@ describe.each(dialects)('GitHub pull_request webhooks (%s)', (dialect) => {
     // Three more environments of one project, each for a pull request, in a project of four.
     const g = await cleanupFixture(dialect, 10, { githubSecret: secret });
     try {
-      const envs = [];
+      const envs: { namespace: string }[] = [];
       for (let i = 0; i < 3; i++) {
         envs.push(
           await g.environment({
@@ -251,6 +251,54 @@ describe('GitHub integration not configured', () => {
       expect(await countRows(f.server.database.db, 'github_deliveries')).toBe(0);
     } finally {
       await f.close();
+    }
+  });
+});
+
+describe.each(dialects)('sessionStarted carries the pull request (%s)', (dialect) => {
+  it('stores it on the environment with the policy; a bad one is 400 and nothing is stored', async () => {
+    const s = await createTestServer(dialect);
+    try {
+      const a = session({ environment: 'pr', namespace: 'shop-pr-7' });
+      const ok = await postEvents(s, [
+        a.started(
+          { afterInactivity: '3d', action: 'delete', warnBefore: '2h', afterClose: '30m' },
+          { repository: 'acme/shop', number: 7 },
+        ),
+      ]);
+      expect(ok.statusCode).toBe(200);
+      const list = await getJson<{ items: { id: string }[] }>(s, '/api/v1/environments');
+      const env = await getJson<{ environment: Record<string, unknown> }>(
+        s,
+        `/api/v1/environments/${list.body.items[0]!.id}`,
+      );
+      expect(env.body.environment).toMatchObject({
+        policy: { afterInactivity: '3d', action: 'delete', warnBefore: '2h', afterClose: '30m' },
+        pullRequest: { repository: 'acme/shop', number: 7, state: null, closedAt: null },
+      });
+      // An older CLI sends neither: still accepted.
+      const old = session({ namespace: 'shop-old' });
+      expect(
+        (await postEvents(s, [old.started({ afterInactivity: '8h', action: 'delete' })])).statusCode,
+      ).toBe(200);
+      const before = await countRows(s.database.db, 'events');
+      for (const pullRequest of [
+        { repository: 'no-slash', number: 7 },
+        { repository: 'acme/shop', number: 0 },
+        { repository: 'acme/shop', number: 7, extra: 1 },
+      ]) {
+        const bad = session({ namespace: 'shop-bad' });
+        const res = await postEvents(s, [
+          bad.started(
+            { afterInactivity: '8h', action: 'delete' },
+            pullRequest as { repository: string; number: number },
+          ),
+        ]);
+        expect(res.statusCode).toBe(400);
+      }
+      expect(await countRows(s.database.db, 'events')).toBe(before);
+    } finally {
+      await s.close();
     }
   });
 });
