@@ -35,13 +35,11 @@ export async function plannedCleanup(where: {
   if (!connection?.token) return undefined;
   try {
     const query = new URLSearchParams({
-      within: '3650d',
       project: where.project,
       environment: where.environment,
       namespace: where.namespace,
-      limit: '20',
     });
-    const page = await apiRequest<PlanPage>(connection, `/api/v1/cleanup/plan?${query.toString()}`, {
+    const page = await apiRequest<PlanPage>(connection, `/api/v1/cleanup/notice?${query.toString()}`, {
       timeoutMs: where.timeoutMs ?? 3000,
     });
     const now = new Date(page.serverTime);

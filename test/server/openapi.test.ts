@@ -187,6 +187,27 @@ describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
           { method: 'GET', path, token: 'ingest', status: 403 },
         ],
       ),
+      {
+        method: 'GET',
+        path: '/api/v1/cleanup/notice',
+        url: '/api/v1/cleanup/notice?project=shop&environment=dev&namespace=shop-alice',
+        token: 'ingest',
+        status: 200,
+      },
+      { method: 'GET', path: '/api/v1/cleanup/notice', token: 'ingest', status: 400 },
+      {
+        method: 'GET',
+        path: '/api/v1/cleanup/notice',
+        url: '/api/v1/cleanup/notice?project=shop&environment=dev&namespace=shop-alice',
+        status: 401,
+      },
+      {
+        method: 'GET',
+        path: '/api/v1/cleanup/notice',
+        url: '/api/v1/cleanup/notice?project=shop&environment=dev&namespace=shop-alice',
+        token: 'otherProject',
+        status: 403,
+      },
       ...['/api/v1/cleanup/halt', '/api/v1/cleanup/resume'].flatMap((path): Case[] => [
         { method: 'POST', path, token: 'admin', status: 200 },
         { method: 'POST', path, status: 401 },

@@ -326,6 +326,56 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
   );
 
   app.get(
+    '/api/v1/cleanup/notice',
+    {
+      config: { permission: 'ingest' },
+      schema: {
+        summary:
+          "One environment's cleanup decisions, for the CLI's warning line and `tend status` (ingest scope: a project-bound token sees its project only)",
+        tags: ['cleanup'],
+        querystring: Type.Object({
+          project: Type.String({ minLength: 1, maxLength: 253 }),
+          environment: Type.String({ minLength: 1, maxLength: 253 }),
+          namespace: Type.String({ minLength: 1, maxLength: 253 }),
+        }),
+        response: {
+          200: Type.Object({
+            serverTime: Time(),
+            generatedAt: Nullable(Time()),
+            halted: Type.Boolean(),
+            items: Type.Array(PlanItemView),
+            nextCursor: Type.Null(),
+          }),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      checkProject(request.principal, q.project);
+      const [rows, control] = await Promise.all([
+        cleanup.repository.planPage(
+          {
+            dueBefore: new Date(services.now().getTime() + maxWithinMs).toISOString(),
+            project: q.project,
+            environment: q.environment,
+            namespace: q.namespace,
+          },
+          20,
+        ),
+        cleanup.repository.control(),
+      ]);
+      return {
+        serverTime: services.now().toISOString(),
+        generatedAt: control.last_pass_at,
+        halted: Boolean(control.halted),
+        items: rows.map((r) => planItemView(r, services.now())),
+        nextCursor: null,
+      };
+    },
+  );
+
+  app.get(
     '/api/v1/cleanup/jobs',
     {
       config: { permission: 'read' },
