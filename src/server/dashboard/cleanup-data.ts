@@ -22,6 +22,24 @@ export interface DecisionItem {
   dueAt: string;
   sentence: string;
   jobId: string | null;
+  /** When the warning period starts ("will be deleted at …"), for scheduled decisions. */
+  warnAt: string | null;
+}
+
+/** A webhook delivery as the Cleanup page shows it. */
+export interface DeliveryItem {
+  id: string;
+  url: string;
+  event: string;
+  environmentId: string | null;
+  project: string | null;
+  state: string;
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  createdAt: string;
+  nextAttemptAt: string;
+  finishedAt: string | null;
 }
 
 export interface JobItem {
@@ -75,6 +93,7 @@ export interface CleanupOverview {
     description: string;
     lastSeenAt: string;
   }[];
+  deliveries: DeliveryItem[];
   unrecorded: {
     targetKey: string;
     namespace: string;
@@ -102,6 +121,7 @@ export function decisionItem(r: CleanupDecisionRow): DecisionItem {
     dueAt: r.due_at,
     sentence: r.sentence,
     jobId: r.job_id,
+    warnAt: r.warn_at,
   };
 }
 
@@ -234,25 +254,38 @@ export async function cleanupOverview(
     .selectAll()
     .where('kind', '=', 'blocked');
   if (onlyProject) blockedQuery = blockedQuery.where('project', '=', onlyProject);
-  const [control, planRows, blockedRows, jobRows, policies, breakers, executors, unrecorded] =
-    await Promise.all([
-      repo.control(),
-      repo.planPage(
-        { dueBefore: new Date(now.getTime() + 86_400_000).toISOString(), onlyProject },
-        planLimit + 1,
-      ),
-      blockedQuery
-        .orderBy('project')
-        .orderBy('environment')
-        .orderBy('namespace_name')
-        .limit(listLimit)
-        .execute(),
-      repo.listJobs({ onlyProject }, 30),
-      policyItems(services, onlyProject),
-      repo.breakers(),
-      repo.executors(),
-      repo.unrecordedNamespaces(listLimit),
-    ]);
+  const [
+    control,
+    planRows,
+    blockedRows,
+    jobRows,
+    policies,
+    breakers,
+    executors,
+    unrecorded,
+    deliveries,
+    webhooks,
+  ] = await Promise.all([
+    repo.control(),
+    repo.planPage(
+      { dueBefore: new Date(now.getTime() + 86_400_000).toISOString(), onlyProject },
+      planLimit + 1,
+    ),
+    blockedQuery
+      .orderBy('project')
+      .orderBy('environment')
+      .orderBy('namespace_name')
+      .limit(listLimit)
+      .execute(),
+    repo.listJobs({ onlyProject }, 30),
+    policyItems(services, onlyProject),
+    repo.breakers(),
+    repo.executors(),
+    repo.unrecordedNamespaces(listLimit),
+    services.notifications.repository.recentDeliveries(30, onlyProject),
+    services.notifications.listWebhooks(),
+  ]);
+  const urls = new Map(webhooks.map((w) => [w.id, w.url]));
   return {
     halted: Boolean(control.halted),
     haltedBy: control.halted_by,
@@ -282,6 +315,20 @@ export async function cleanupOverview(
       targetKey: e.target_key,
       description: e.description,
       lastSeenAt: e.last_seen_at,
+    })),
+    deliveries: deliveries.map((d) => ({
+      id: d.id,
+      url: urls.get(d.webhook_id) ?? '(removed)',
+      event: d.event,
+      environmentId: d.environment_id,
+      project: d.project,
+      state: d.state,
+      attempts: Number(d.attempts),
+      lastStatus: d.last_status === null ? null : Number(d.last_status),
+      lastError: d.last_error,
+      createdAt: d.created_at,
+      nextAttemptAt: d.next_attempt_at,
+      finishedAt: d.finished_at,
     })),
     unrecorded: unrecorded
       .filter((u) => !onlyProject || u.project === onlyProject)
