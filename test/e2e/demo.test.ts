@@ -36,6 +36,9 @@ describe('npm run demo', () => {
     expect(stdout).toContain('Enforced builds/dev: delete after 1m of inactivity.');
     expect(stdout).toMatch(/builds-dev deleted [\d.]+s after enforcing/);
     expect(stdout).toMatch(/audit: \S+ cleanup-done by executor:\S+: \{.*"namespace":"builds-dev"/);
+    expect(stdout).toMatch(
+      /webhook: cleanup\.done for builds\/dev \(builds-dev\) delivered to http:\/\/127\.0\.0\.1:\d+\/hooks\/tend, signature verified/,
+    );
     const after = stdout.slice(stdout.indexOf('the cluster afterwards'));
     expect(after).toMatch(/^team-foreign +Active/m);
     expect(after).toMatch(/^builds-shared +Active/m);
