@@ -78,7 +78,7 @@ export async function cleanupPlanCommand(
       formatTable(
         ['DECISION', 'WHEN', 'PROJECT', 'ENVIRONMENT', 'NAMESPACE', 'WHY'],
         items.map((d) => [
-          d.kind === 'blocked' ? `blocked: ${d.reason}` : d.kind,
+          d.kind === 'blocked' ? `blocked: ${d.reason}` : d.warning ? 'warning' : d.kind,
           d.kind === 'blocked' ? '-' : relative(d.dueAt, now),
           d.project,
           d.environment,

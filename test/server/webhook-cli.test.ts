@@ -3,11 +3,16 @@
  * the secret is printed once and never listed; bad URLs and events are usage errors (exit 2)
  * and store nothing.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { webhookAddCommand, webhookListCommand, webhookRemoveCommand } from '../../src/commands/server.js';
+import {
+  githubSecretOf,
+  webhookAddCommand,
+  webhookListCommand,
+  webhookRemoveCommand,
+} from '../../src/commands/server.js';
 import type { TendError } from '../../src/errors.js';
 import { runTend } from '../helpers/project.js';
 
@@ -67,4 +72,33 @@ describe('tend server webhook', () => {
     expect(listed.code, listed.stderr).toBe(0);
     expect(JSON.parse(listed.stdout)).toEqual([]);
   }, 60_000);
+
+  it('tend server reads the GitHub secret from its file or TEND_GITHUB_WEBHOOK_SECRET; bad ones are usage errors', () => {
+    const file = join(dataDir, 'github-secret');
+    writeFileSync(file, 'a-secret-of-enough-length\n');
+    expect(githubSecretOf({ githubWebhookSecretFile: file })).toBe('a-secret-of-enough-length');
+    const saved = process.env.TEND_GITHUB_WEBHOOK_SECRET;
+    try {
+      process.env.TEND_GITHUB_WEBHOOK_SECRET = 'from-the-environment-0001';
+      expect(githubSecretOf({})).toBe('from-the-environment-0001');
+      delete process.env.TEND_GITHUB_WEBHOOK_SECRET;
+      expect(githubSecretOf({})).toBeUndefined();
+    } finally {
+      if (saved === undefined) delete process.env.TEND_GITHUB_WEBHOOK_SECRET;
+      else process.env.TEND_GITHUB_WEBHOOK_SECRET = saved;
+    }
+    writeFileSync(file, 'short');
+    const codeOf = (f: () => unknown) => {
+      try {
+        f();
+      } catch (e) {
+        return (e as TendError).code;
+      }
+      return undefined;
+    };
+    expect(codeOf(() => githubSecretOf({ githubWebhookSecretFile: file }))).toBe('TEND_USAGE');
+    expect(codeOf(() => githubSecretOf({ githubWebhookSecretFile: join(dataDir, 'missing') }))).toBe(
+      'TEND_USAGE',
+    );
+  });
 });
