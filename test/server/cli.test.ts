@@ -1,5 +1,4 @@
 /** The CLI side: token administration, `tend login` (credentials 0600, atomic) and `tend environments`. */
-import { migrations } from '../../src/server/db/database.js';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +12,7 @@ import {
   tokenRevokeCommand,
 } from '../../src/commands/server.js';
 import type { TendError } from '../../src/errors.js';
+import { migrations } from '../../src/server/db/database.js';
 import { credentialsPath, readCredentials, resolveServer } from '../../src/remote/credentials.js';
 import {
   createTestDatabase,
