@@ -146,7 +146,14 @@ export class NotificationService {
     const tick = () => {
       if (running || stopped) return;
       running = this.pass()
-        .then(() => undefined)
+        .then((outcome) => {
+          if (outcome.failed > 0) {
+            log.warn(
+              { ...outcome },
+              `${outcome.failed} webhook delivery(ies) failed for good (out of attempts)`,
+            );
+          }
+        })
         .catch((err: unknown) => log.warn({ err }, 'webhook notification pass failed; retrying'))
         .finally(() => {
           running = undefined;
