@@ -4,7 +4,9 @@
  * - end-to-end events/s: a plugin's `ctx.events.emit` → router → session bus → outbox → stream →
  *   `POST /api/v1/events` → rows in the server's database, timed until the last row is there;
  * - the overhead streaming adds to a 1,000-action no-op graph run: the same run with and without
- *   a server configured, alternated in the same process (target: under 5%).
+ *   a server configured, alternated in the same process (target: under 5%);
+ * - what a down server costs a command: `tend status` (the real CLI) with a server whose address
+ *   refuses connections vs. without a server (target: at most 0.5 s more).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -187,6 +189,61 @@ async function clientAlone(events: number): Promise<number> {
   }
 }
 
+/** Milliseconds of one `tend status` of the built CLI in `root`, with the given environment. */
+function timeStatus(root: string, env: NodeJS.ProcessEnv): Promise<number> {
+  const start = performance.now();
+  const child = spawn(process.execPath, [path.join(repoRoot, 'bin', 'tend.js'), 'status'], {
+    cwd: root,
+    env,
+    stdio: 'ignore',
+  });
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) =>
+      code === 0 ? resolve(performance.now() - start) : reject(new Error(`tend status exited ${code}`)),
+    );
+  });
+}
+
+/** `tend status` with a server that refuses connections vs. without a server, alternated (ABBA). */
+async function refusedServerCost(base: NodeJS.ProcessEnv): Promise<void> {
+  const project = tempProject({
+    'tend.yml':
+      `kind: Project\nname: bench-refused\ndefaultEnvironment: dev\n` +
+      `environments: [{ name: dev, defaultNamespace: bench-refused-dev }]\nproviders: [{ name: exec }]\n---\n` +
+      `kind: Build\ntype: exec\nname: b\nspec: { command: ["true"] }\n`,
+  });
+  // A port that was free a moment ago: nothing listens there, connections are refused.
+  const closed = http.createServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const { port } = closed.address() as AddressInfo;
+  await new Promise<void>((resolve) => closed.close(() => resolve()));
+  const noServer = { ...base, TEND_SERVER_URL: '', TEND_TOKEN: '' };
+  const refused = { ...base, TEND_SERVER_URL: `http://127.0.0.1:${port}`, TEND_TOKEN: 'tend_bench' };
+  try {
+    await timeStatus(project.root, noServer); // warm-up
+    await timeStatus(project.root, refused);
+    const plain: number[] = [];
+    const down: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      if (i % 2 === 0) {
+        plain.push(await timeStatus(project.root, noServer));
+        down.push(await timeStatus(project.root, refused));
+      } else {
+        down.push(await timeStatus(project.root, refused));
+        plain.push(await timeStatus(project.root, noServer));
+      }
+    }
+    const [a, b] = [median(plain), median(down)];
+    figure('tend status, no server (median of 6)', a, 'ms');
+    figure('tend status, server refusing connections (median of 6)', b, 'ms');
+    figure('what a down server costs tend status', b - a, 'ms', { max: 500 });
+    ratio('tend status with a down server vs. without a server', b, a, 'no server');
+  } finally {
+    project.remove();
+  }
+}
+
 export async function run(): Promise<void> {
   console.log('stream: events/s from ctx.events.emit to rows in the server; overhead on a 1,000-action run');
   const savedEnv = { ...process.env };
@@ -310,6 +367,7 @@ export async function run(): Promise<void> {
     if (waitedLines > 0) console.log(`  (${waitedLines} run(s) ended with events waiting in the outbox)`);
     without.remove();
     withServer.remove();
+    await refusedServerCost(process.env);
   } finally {
     loud();
     rows.close();

@@ -241,7 +241,17 @@ async function main(): Promise<void> {
   }
 
   step("the server's view of the environments");
-  await must(['environments'], { env: { TEND_SERVER_URL: server.url, TEND_TOKEN: readToken } });
+  const readEnv = { TEND_SERVER_URL: server.url, TEND_TOKEN: readToken };
+  await must(['environments'], { env: readEnv });
+  const [localShopEnv] = JSON.parse(
+    (await must(['envs', '--project', 'local-shop', '--json'], { env: readEnv, capture: true })).stdout,
+  ) as { id: string }[];
+  if (localShopEnv) {
+    step('one environment: its resources (cluster by context), sessions and cleanup plan');
+    await must(['envs', localShopEnv.id], { env: readEnv });
+    step('protecting the local-shop environment from automatic cleanup (admin), from its directory');
+    await must([...shopVars, 'protect'], { cwd: localShop, env: adminEnv });
+  }
 
   step('automatic cleanup: the plan while the policy is new (a dry run: nothing is deleted)');
   type Plan = { items: { namespace: string; kind: string; reason: string | null }[] };

@@ -4,7 +4,8 @@
  * the CLI uses, and where it applies (file location, plugin, handler).
  */
 
-export const ExitCode = { ok: 0, actionFailed: 1, usage: 2 } as const;
+/** 130 (128 + SIGINT) is what shells report for a command stopped by Ctrl-C. */
+export const ExitCode = { ok: 0, actionFailed: 1, usage: 2, interrupted: 130 } as const;
 
 /** Alphabetised registry of every error code. docs/errors.md documents each one (checked by a test). */
 export const errorCodes = {
@@ -21,6 +22,7 @@ export const errorCodes = {
   TEND_CONFIG_UNKNOWN_KEY: ExitCode.usage,
   TEND_CONFIG_YAML: ExitCode.usage,
   TEND_DATABASE: ExitCode.actionFailed,
+  TEND_DATABASE_NOT_FOUND: ExitCode.usage,
   TEND_ENVIRONMENT_NOT_FOUND: ExitCode.usage,
   TEND_EVENT_INVALID: ExitCode.actionFailed,
   TEND_EVENT_UNDECLARED: ExitCode.actionFailed,
@@ -31,7 +33,7 @@ export const errorCodes = {
   TEND_GRAPH_MISSING_DEPENDENCY: ExitCode.usage,
   TEND_HANDLER_MISSING: ExitCode.actionFailed,
   TEND_INTERNAL: ExitCode.actionFailed,
-  TEND_INTERRUPTED: ExitCode.actionFailed,
+  TEND_INTERRUPTED: ExitCode.interrupted,
   TEND_K8S_API: ExitCode.actionFailed,
   TEND_K8S_BUILD_FAILED: ExitCode.actionFailed,
   TEND_K8S_CONTEXT: ExitCode.usage,

@@ -45,7 +45,8 @@ Examples:
   tend events latest --type namespaceStatus
   tend cleanup env                 remove the environment tend created
 
-Exit codes: 0 ok, 1 an action failed, 2 configuration or usage error.
+Exit codes: 0 ok, 1 an action failed, 2 configuration or usage error, 130 stopped by Ctrl-C
+(the first stops what was started, a second exits at once).
 Docs: README.md, docs/configuration.md, docs/errors.md`,
     )
     .version(cliVersion, '-v, --version', 'print the tend version')
@@ -78,7 +79,10 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
 
   program
     .command('status')
-    .description('show the status of the environment and every action, without changing anything')
+    .description(
+      'show the status of the environment and every action, without changing anything; ' +
+        'for an action that is not ready, why, and where its log is',
+    )
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () => (await import('./commands/status.js')).statusCommand(cmd.optsWithGlobals())),
     );
@@ -249,7 +253,10 @@ Examples:
   // tend server (run, migrate, token create|list|revoke), tend login, tend environments.
   const db = (c: Command) =>
     c
-      .option('--data-dir <dir>', 'directory of the SQLite database file', '.tend-server')
+      .option(
+        '--data-dir <dir>',
+        'directory of the SQLite database tend.db (default: TEND_DATA_DIR, else $XDG_DATA_HOME/tend or ~/.local/share/tend)',
+      )
       .option('--database-url <url>', 'PostgreSQL instead of SQLite: postgres://user:pass@host/db');
   const server = db(
     program.command('server').description('run the tend server: event ingest, registry, API, dashboard'),
@@ -296,8 +303,15 @@ Examples:
     async (_opts, cmd: Command) =>
       execute(cmd, async () => (await import('./commands/server.js')).migrateCommand(cmd.optsWithGlobals())),
   );
-  const token = server.command('token').description('manage API tokens (prints a new token once)');
-  db(token.command('create').description('create a token'))
+  const tokenHelp = `
+Token commands work on the database of an existing server and never create one: without
+--database-url they open tend.db in --data-dir, else TEND_DATA_DIR, else $XDG_DATA_HOME/tend
+(~/.local/share/tend), and refuse (exit 2) when there is none.`;
+  const token = server
+    .command('token')
+    .description('manage API tokens (prints a new token once)')
+    .addHelpText('after', tokenHelp);
+  db(token.command('create').description('create a token').addHelpText('after', tokenHelp))
     .requiredOption('--name <name>', 'name of the token, e.g. ci')
     .option('--project <project>', 'restrict the token to one project')
     .option(
@@ -311,17 +325,20 @@ Examples:
         (await import('./commands/server.js')).tokenCreateCommand(cmd.optsWithGlobals()),
       ),
     );
-  db(token.command('list').description('list tokens (never their secrets)')).action(
-    async (_opts, cmd: Command) =>
-      execute(cmd, async () =>
-        (await import('./commands/server.js')).tokenListCommand(cmd.optsWithGlobals()),
-      ),
+  db(
+    token.command('list').description('list tokens (never their secrets)').addHelpText('after', tokenHelp),
+  ).action(async (_opts, cmd: Command) =>
+    execute(cmd, async () => (await import('./commands/server.js')).tokenListCommand(cmd.optsWithGlobals())),
   );
-  db(token.command('revoke <idOrName>').description('revoke a token by id or name')).action(
-    async (idOrName: string, _opts, cmd: Command) =>
-      execute(cmd, async () =>
-        (await import('./commands/server.js')).tokenRevokeCommand(idOrName, cmd.optsWithGlobals()),
-      ),
+  db(
+    token
+      .command('revoke <idOrName>')
+      .description('revoke a token by id or name')
+      .addHelpText('after', tokenHelp),
+  ).action(async (idOrName: string, _opts, cmd: Command) =>
+    execute(cmd, async () =>
+      (await import('./commands/server.js')).tokenRevokeCommand(idOrName, cmd.optsWithGlobals()),
+    ),
   );
   const webhook = server
     .command('webhook')
@@ -369,22 +386,58 @@ Examples:
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () => (await import('./commands/login.js')).loginCommand(cmd.optsWithGlobals())),
     );
-  program
-    .command('environments')
-    .alias('envs')
-    .description(
-      "list the server's record of environments (server from TEND_SERVER_URL/TEND_TOKEN or tend login)",
-    )
+  serverFlags(
+    program
+      .command('environments [id]')
+      .alias('envs')
+      .description(
+        "list the server's record of environments, or show one (its resources, recent sessions and cleanup plan) by id\n" +
+          '(server from --server/--token, TEND_SERVER_URL/TEND_TOKEN or tend login)',
+      ),
+  )
     .option('--project <project>', 'only this project')
     .option('--state <state>', 'active | cleaned')
+    .option('--search <text>', 'only environments whose project, name, namespace or owner contains this text')
     .option('--stale-since <when>', 'no activity since this time or duration (e.g. 3d)')
     .addOption(new Option('--limit <n>', 'how many to list').default(50).argParser(Number))
     .option('--all', 'list every environment (all pages)')
-    .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () =>
-        (await import('./commands/environments.js')).environmentsCommand(cmd.optsWithGlobals()),
-      ),
+    .addHelpText(
+      'after',
+      `
+Examples:
+  tend envs --project shop --state active
+  tend envs --search alice                         project, environment, namespace or owner containing "alice"
+  tend envs 01J9Z3K4M5N6P7Q8R9S0T1V2W3 --json   one environment: resources, sessions, cleanup plan`,
+    )
+    .action(async (id: string | undefined, _opts, cmd: Command) =>
+      execute(cmd, async () => {
+        const environments = await import('./commands/environments.js');
+        return id === undefined
+          ? environments.environmentsCommand(cmd.optsWithGlobals())
+          : environments.environmentCommand(id, cmd.optsWithGlobals());
+      }),
     );
+  for (const protect of [true, false]) {
+    serverFlags(
+      program
+        .command(`${protect ? 'protect' : 'unprotect'} [id]`)
+        .description(
+          protect
+            ? 'protect an environment from automatic cleanup (admin): the one with that id (tend envs), else the current one'
+            : 'remove the protection of an environment (admin): the one with that id, else the current one',
+        ),
+    )
+      .addHelpText(
+        'after',
+        `
+Examples:
+  tend ${protect ? 'protect' : 'unprotect'}                the current environment (this project, --env)
+  tend ${protect ? 'protect' : 'unprotect'} <id> --json    an environment by its id (tend envs lists them)`,
+      )
+      .action(async (id: string | undefined, _opts, cmd: Command) =>
+        execute(cmd, async () => (await cleanupServer()).protectCommand(protect, id, cmd.optsWithGlobals())),
+      );
+  }
   return program;
 }
 

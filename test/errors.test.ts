@@ -6,7 +6,7 @@ import { repoRoot } from './helpers/project.js';
 
 describe('the error code registry', () => {
   const doc = readFileSync(path.join(repoRoot, 'docs', 'errors.md'), 'utf8');
-  const documented = [...doc.matchAll(/^\| `(TEND_[A-Z0-9_]+)` \| (\d) \|/gm)].map(
+  const documented = [...doc.matchAll(/^\| `(TEND_[A-Z0-9_]+)` \| (\d+) \|/gm)].map(
     (m) => [m[1]!, Number(m[2])] as const,
   );
 

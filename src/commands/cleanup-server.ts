@@ -196,3 +196,43 @@ export async function keepAliveCommand(
     exitCode: 0,
   };
 }
+
+/**
+ * `tend protect|unprotect [<id>]` (admin): the environment with that id, else the project's
+ * current one; automatic cleanup never touches a protected environment.
+ */
+export async function protectCommand(
+  protect: boolean,
+  id: string | undefined,
+  options: ServerCommandOptions,
+): Promise<CommandResult<{ environment: EnvironmentView }>> {
+  let connection: Connection;
+  let envId: string;
+  if (id !== undefined) {
+    connection = requireServer(options);
+    envId = id;
+  } else {
+    const opened = await openProject(options);
+    connection = requireServer({ server: options.server ?? opened.project.server, token: options.token });
+    envId = (
+      await currentEnvironment(connection, {
+        project: opened.project.name,
+        environment: opened.environment.name,
+        namespace: opened.environment.namespace,
+      })
+    ).id;
+  }
+  const result = await apiRequest<{ environment: EnvironmentView }>(
+    connection,
+    `/api/v1/environments/${encodeURIComponent(envId)}/${protect ? 'protect' : 'unprotect'}`,
+    { method: 'POST' },
+  );
+  const e = result.environment;
+  return {
+    data: result,
+    human: protect
+      ? `Protected ${e.project}/${e.name} (${e.namespace}): automatic cleanup never touches it until \`tend unprotect\`.`
+      : `Unprotected ${e.project}/${e.name} (${e.namespace}): its cleanup policy applies again.`,
+    exitCode: 0,
+  };
+}

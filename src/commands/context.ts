@@ -1,7 +1,8 @@
 /**
  * What every project command starts from: the loaded configuration, the selected environment,
  * the providers configured for it, and — for commands that touch the environment — a session
- * (event bus, local log, outbox) and the router. Ctrl-C aborts the session's signal.
+ * (event bus, local log, outbox) and the router. Ctrl-C is `handleInterrupts`: the first aborts
+ * the session's signal, the second exits at once.
  */
 import path from 'node:path';
 import {
@@ -19,7 +20,7 @@ import type { GlobalOptions } from '../cli/output.js';
 import { cliVersion } from '../cli/version.js';
 import type { PullRequestRef } from '../events/catalog.js';
 import { Session } from '../events/session.js';
-import { TendError, toTendError } from '../errors.js';
+import { ExitCode, TendError, toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
 import { computeVersions, type VersionInputs, type VersionedAction } from '../graph/version.js';
 import { builtinPlugins } from '../plugins/builtin.js';
@@ -31,6 +32,7 @@ import { statePaths } from '../state/files.js';
 import { describeDrops, enforceBoundWithoutServer, outboxMaxBytes } from '../outbox/bound.js';
 import { plannedCleanup } from '../remote/cleanup-plan.js';
 import { startSessionStream } from '../stream/session.js';
+import type { StreamReport } from '../stream/streamer.js';
 
 export interface OpenedProject {
   project: ProjectConfig;
@@ -91,18 +93,66 @@ export async function openProject(options: GlobalOptions, builtins: PluginDefini
   return opened;
 }
 
+export interface Interrupts {
+  /** Aborted by the first Ctrl-C (SIGINT) or SIGTERM, with a TEND_INTERRUPTED reason. */
+  signal: AbortSignal;
+  /** From now on a Ctrl-C exits at once (exit code 130): nothing is left to stop gracefully. */
+  closing(): void;
+  /** Stops listening; the default behaviour of the signals comes back. */
+  dispose(): void;
+}
+
+/**
+ * Ctrl-C for a command that starts things, in one place for every command (a session's, `tend
+ * logs -f`, a watch): the first SIGINT or SIGTERM says on stderr what happens and aborts the
+ * signal — handlers stop what they started (process groups get SIGTERM, then SIGKILL after
+ * their grace period; requests in flight are aborted) and the command ends with exit code 130;
+ * a second one runs `onForce` and exits with 130 at once (process groups still running get
+ * SIGKILL as the process exits: src/plugins/exec/process.ts).
+ */
+export function handleInterrupts(options: { onForce?: (signal: NodeJS.Signals) => void } = {}): Interrupts {
+  const controller = new AbortController();
+  let closing = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (!controller.signal.aborted && !closing) {
+      process.stderr.write(`\n${signal}: stopping started processes… (press Ctrl-C again to exit now)\n`);
+      controller.abort(new TendError('TEND_INTERRUPTED', `interrupted by ${signal}`));
+      return;
+    }
+    options.onForce?.(signal);
+    process.exit(ExitCode.interrupted);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return {
+    signal: controller.signal,
+    closing: () => (closing = true),
+    dispose() {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
+}
+
+/** Shortest wait at the end of an interrupted command for the outbox to drain: the user asked to stop. */
+export const interruptedExitWaitMs = 1_000;
+
 export interface CommandSession {
   session: Session;
   router: Router;
+  /** Aborted by Ctrl-C (see `handleInterrupts`). */
   signal: AbortSignal;
   /**
-   * Ends the session (completed or failed) and removes the Ctrl-C handler; when events are
-   * streamed, waits at most 5 s for the outbox to drain and says on stderr what still waits.
+   * Ends the session (completed or failed; failed with TEND_INTERRUPTED after Ctrl-C) and
+   * removes the Ctrl-C handler; when events are streamed, waits at most 5 s (1 s after Ctrl-C)
+   * for the outbox to drain (not at all when the server refuses the connection) and says on
+   * stderr what still waits; a Ctrl-C during that wait exits at once. Returns the stream's report
+   * when streamed.
    */
   close(outcome: {
     error?: unknown;
     counts?: { succeeded: number; cached: number; failed: number; aborted: number };
-  }): Promise<void>;
+  }): Promise<StreamReport | undefined>;
 }
 
 /** How long a command waits at most for the server's plan of its environment (the warning line). */
@@ -147,20 +197,10 @@ export function startSession(
           namespace: opened.environment.namespace,
           timeoutMs: cleanupWarningTimeoutMs,
         });
-  const controller = new AbortController();
-  let interrupts = 0;
-  const onSignal = (signal: NodeJS.Signals) => {
-    interrupts++;
-    if (interrupts === 1) {
-      process.stderr.write(`\n${signal}: stopping started processes… (press Ctrl-C again to exit now)\n`);
-      controller.abort(new TendError('TEND_INTERRUPTED', `interrupted by ${signal}`));
-    } else {
-      session.fail({ code: 'TEND_INTERRUPTED', message: `interrupted twice by ${signal}` });
-      process.exit(130);
-    }
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const interrupts = handleInterrupts({
+    onForce: (signal) =>
+      session.fail({ code: 'TEND_INTERRUPTED', message: `interrupted twice by ${signal}` }),
+  });
   const router = new Router({
     bus: session.bus,
     providers: opened.providers,
@@ -170,30 +210,37 @@ export function startSession(
     tendDir: opened.tendDir,
     user: opened.user,
     hostId: opened.hostId,
-    signal: controller.signal,
+    signal: interrupts.signal,
   });
   return {
     session,
     router,
-    signal: controller.signal,
+    signal: interrupts.signal,
     async close({ error, counts }) {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-      if (error !== undefined) {
-        const e = toTendError(error);
-        session.fail({ code: e.code, message: e.toString() });
-      } else {
-        session.complete(counts ?? { succeeded: 0, cached: 0, failed: 0, aborted: 0 });
+      const interrupted = interrupts.signal.aborted;
+      interrupts.closing();
+      let report: StreamReport | undefined;
+      try {
+        if (error !== undefined || interrupted) {
+          const e = toTendError(error ?? interrupts.signal.reason);
+          session.fail({ code: e.code, message: e.toString() });
+        } else {
+          session.complete(counts ?? { succeeded: 0, cached: 0, failed: 0, aborted: 0 });
+        }
+        // Ctrl-C during this wait exits at once; the events stay in the outbox.
+        if (stream) {
+          report = await stream.finish(interrupted ? interruptedExitWaitMs : undefined);
+        } else {
+          const dropped = enforceBoundWithoutServer(statePaths(opened.project.root).outbox, outboxMaxBytes());
+          if (dropped) process.stderr.write(describeDrops(dropped));
+        }
+      } finally {
+        interrupts.dispose();
       }
-      // Ctrl-C during this wait exits at once (the handlers are off); the events stay in the outbox.
-      if (stream) {
-        await stream.finish();
-      } else {
-        const dropped = enforceBoundWithoutServer(statePaths(opened.project.root).outbox, outboxMaxBytes());
-        if (dropped) process.stderr.write(describeDrops(dropped));
-      }
-      const line = (await warning)?.warning;
+      // Not after Ctrl-C, nor from a server that just refused the connection.
+      const line = interrupted || report?.gaveUpRefused ? undefined : (await warning)?.warning;
       if (line) process.stderr.write(`${line}\n`);
+      return report;
     },
   };
 }

@@ -1,7 +1,12 @@
-/** `tend environments` (alias `envs`): the server's record of environments, as a table or JSON. */
+/**
+ * `tend environments` (alias `envs`): the server's record of environments, as a table or JSON;
+ * `tend envs <id>`: one environment with its resources, recent sessions and cleanup plan.
+ */
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { TendError } from '../errors.js';
-import type { EnvironmentView } from '../server/schemas.js';
+import type { PlanItemView } from '../server/routes/cleanup.js';
+import type { EnvironmentView, ResourceView, SessionView } from '../server/schemas.js';
+import { targetLabel } from '../server/views.js';
 import { apiRequest } from '../remote/client.js';
 import { redactUrl } from '../redact.js';
 import { requireServer } from './cleanup-server.js';
@@ -10,6 +15,7 @@ export interface EnvironmentsOptions extends GlobalOptions {
   project?: string;
   state?: string;
   environment?: string;
+  search?: string;
   staleSince?: string;
   limit?: number;
   all?: boolean;
@@ -37,6 +43,7 @@ export async function environmentsCommand(
   let cursor: string | null = null;
   do {
     const query = new URLSearchParams();
+    if (options.search) query.set('search', options.search);
     if (options.project) query.set('project', options.project);
     if (options.state) query.set('state', options.state);
     if (options.environment) query.set('environment', options.environment);
@@ -54,7 +61,7 @@ export async function environmentsCommand(
   const now = new Date();
   const human =
     items.length === 0
-      ? `No environments recorded on ${redactUrl(connection.url)}${options.project || options.state ? ' match' : ''}.`
+      ? `No environments recorded on ${redactUrl(connection.url)}${options.project || options.state || options.search ? ' match' : ''}.`
       : formatTable(
           [
             'PROJECT',
@@ -85,4 +92,105 @@ export async function environmentsCommand(
           ]),
         );
   return { data: items, human, exitCode: 0 };
+}
+
+export interface EnvironmentDetail {
+  environment: EnvironmentView;
+  resources: ResourceView[];
+  sessions: SessionView[];
+  /** The last planning pass's decisions for the environment's namespaces. */
+  plan: PlanItemView[];
+}
+
+export async function environmentCommand(
+  id: string,
+  options: EnvironmentsOptions,
+): Promise<CommandResult<EnvironmentDetail>> {
+  const connection = requireServer(options);
+  const detail = await apiRequest<Omit<EnvironmentDetail, 'plan'>>(
+    connection,
+    `/api/v1/environments/${encodeURIComponent(id)}`,
+  );
+  const e = detail.environment;
+  const query = new URLSearchParams({
+    within: '3650d',
+    project: e.project,
+    environment: e.name,
+    limit: '500',
+  });
+  const page = await apiRequest<{ serverTime: string; items: PlanItemView[] }>(
+    connection,
+    `/api/v1/cleanup/plan?${query.toString()}`,
+  );
+  const plan = page.items.filter((d) => d.environmentId === e.id);
+  const now = new Date(page.serverTime);
+  const source = [
+    e.lastActivity.command ? `tend ${e.lastActivity.command}` : e.lastActivity.type,
+    e.lastActivity.user,
+  ]
+    .filter(Boolean)
+    .join(' by ');
+  const facts: [string, string][] = [
+    ['id', e.id],
+    ['state', e.state],
+    ['owner', e.owner ?? '-'],
+    ['last activity', `${ago(e.lastActivity.at, now)} (${e.lastActivity.at})${source ? `, ${source}` : ''}`],
+    ['policy', e.policy ? `${e.policy.action} after ${e.policy.afterInactivity} without activity` : 'none'],
+    ['protected', e.protected ? `yes, by ${e.protectedBy ?? '?'} at ${e.protectedAt ?? '?'}` : 'no'],
+    ['kept alive until', e.keepAliveUntil ? `${e.keepAliveUntil} (by ${e.keepAliveBy ?? '?'})` : '-'],
+    ['first seen', e.createdAt],
+  ];
+  const width = Math.max(...facts.map(([k]) => k.length));
+  const lines = [
+    `${e.project} / ${e.name}  (namespace ${e.namespace})`,
+    ...facts.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`),
+    '',
+    'Resources:',
+    detail.resources.length === 0
+      ? '  none recorded'
+      : formatTable(
+          ['NAMESPACE', 'GEN', 'ROLE', 'OWNERSHIP', 'STATE', 'CLUSTER', 'LAST SEEN'],
+          detail.resources.map((r) => [
+            r.namespace,
+            String(r.generation),
+            r.role,
+            r.ownership,
+            r.state,
+            targetLabel(r),
+            ago(r.lastSeenAt, now),
+          ]),
+        ),
+    '',
+    'Cleanup plan:',
+    plan.length === 0
+      ? '  no decision (no policy applies, or no planning pass yet)'
+      : formatTable(
+          ['DECISION', 'DUE', 'NAMESPACE', 'WHY'],
+          plan.map((d) => [
+            d.kind === 'blocked' ? `blocked: ${d.reason}` : d.kind,
+            d.kind === 'blocked' ? '-' : d.dueAt,
+            d.namespace,
+            d.sentence,
+          ]),
+        ),
+    '',
+    'Recent sessions:',
+    detail.sessions.length === 0
+      ? '  none'
+      : formatTable(
+          ['SESSION', 'COMMAND', 'USER', 'STATUS', 'LAST EVENT'],
+          detail.sessions.map((s) => [
+            s.id,
+            s.command ? `tend ${s.command}` : '-',
+            s.user ?? '-',
+            s.status,
+            ago(s.lastEventAt, now),
+          ]),
+        ),
+  ];
+  return {
+    data: { environment: e, resources: detail.resources, sessions: detail.sessions, plan },
+    human: lines.join('\n'),
+    exitCode: 0,
+  };
 }

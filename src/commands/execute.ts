@@ -5,7 +5,7 @@
 import { ProgressReporter, summarize } from '../cli/progress.js';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import { actionRef } from '../config/project.js';
-import { ExitCode, TendError } from '../errors.js';
+import { ExitCode, TendError, toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
 import { solve, type ActionOutcome } from '../graph/solver.js';
 import { builtinPlugins } from '../plugins/builtin.js';
@@ -108,7 +108,8 @@ export async function executeCommand(
     const durationMs = Math.round(performance.now() - started);
     const failed = count('failed') + count('aborted') > 0;
     return {
-      exitCode: failed ? ExitCode.actionFailed : ExitCode.ok,
+      // Ctrl-C: 130, as shells report a command stopped by SIGINT.
+      exitCode: signal.aborted ? ExitCode.interrupted : failed ? ExitCode.actionFailed : ExitCode.ok,
       human: summarize(list, durationMs),
       data: {
         sessionId: session.id,
@@ -126,8 +127,10 @@ export async function executeCommand(
         })),
       },
     };
-  } catch (error) {
+  } catch (caught) {
     progress.finish();
+    // Whatever failed after Ctrl-C failed because of it (exit code 130).
+    const error = signal.aborted ? toTendError(signal.reason) : caught;
     await close({ error });
     throw error;
   }

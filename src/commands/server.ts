@@ -1,6 +1,8 @@
 /**
  * `tend server` (run the server), `tend server migrate`, and `tend server token create|list|revoke`
  * (administration on the database directly: whoever can reach the database is an administrator).
+ * Without `--database-url` they all use the SQLite file of one data directory per user
+ * (`src/server/data-dir.ts`), whatever the working directory.
  */
 import { readFileSync } from 'node:fs';
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
@@ -10,6 +12,7 @@ import { migrateToLatest, openDatabase, type ServerDatabase } from '../server/db
 import { AuditRepository } from '../server/db/repositories/audit.js';
 import { TokenRepository, type TokenInfo } from '../server/db/repositories/tokens.js';
 import type { TokenScope } from '../server/db/schema.js';
+import { serverDataDir } from '../server/data-dir.js';
 import { parseDuration } from '../server/views.js';
 import { NotificationService, type WebhookInfo } from '../server/notifications/service.js';
 
@@ -97,9 +100,10 @@ export function cleanupSettingsOf(options: ServerOptions) {
   };
 }
 
+/** `--database-url` (or TEND_DATABASE_URL), else the SQLite file of the data directory (data-dir.ts). */
 function databaseOptions(options: ServerDatabaseOptions) {
   return {
-    dataDir: options.dataDir ?? '.tend-server',
+    dataDir: serverDataDir(options.dataDir),
     databaseUrl: options.databaseUrl ?? process.env.TEND_DATABASE_URL,
   };
 }
@@ -139,12 +143,16 @@ export async function serverCommand(options: ServerOptions): Promise<CommandResu
   return { data: { url }, human: '', exitCode: 0 };
 }
 
-/** Opens the database with migrations applied, runs `work`, closes it. */
+/**
+ * Opens an existing database with migrations applied, runs `work`, closes it. Token
+ * administration never creates a database: a missing SQLite file is TEND_DATABASE_NOT_FOUND,
+ * naming the directory looked in (a token in a fresh file no server reads would be lost).
+ */
 async function withDatabase<T>(
   options: ServerDatabaseOptions,
   work: (db: ServerDatabase) => Promise<T>,
 ): Promise<T> {
-  const db = await openDatabase(databaseOptions(options));
+  const db = await openDatabase({ ...databaseOptions(options), mustExist: true });
   try {
     await migrateToLatest(db);
     return await work(db);

@@ -2,6 +2,7 @@
  * `tend status`: the environment and every action's status, read-only. Providers report the
  * environment with `getEnvironmentStatus` (never creating it); actions with getStatus/getResult.
  */
+import path from 'node:path';
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
@@ -21,10 +22,25 @@ export interface StatusData {
     version: string;
     state: string;
     outputs?: Record<string, string>;
+    /** Why it is not ready, when its handler says. */
+    reason?: string;
+    /** Its log file, relative to the project root, when it has one. */
+    logFile?: string;
     error?: string;
   }[];
   /** The server's next cleanup decision for this environment (when a server is configured). */
   cleanup?: PlanItemView | null;
+}
+
+/** For each action that is not ready and says why: the reason and where its log is. */
+function notReadyLines(actions: StatusData['actions']): string[] {
+  const lines = actions
+    .filter((a) => a.reason || a.error)
+    .map((a) => {
+      const log = a.logFile ? `; log: ${a.logFile}` : '';
+      return `  ${a.ref}: ${a.reason ?? a.error}${log}`;
+    });
+  return lines.length > 0 ? ['', 'not ready:', ...lines] : [];
 }
 
 export async function statusCommand(options: GlobalOptions): Promise<CommandResult<StatusData>> {
@@ -59,19 +75,24 @@ export async function statusCommand(options: GlobalOptions): Promise<CommandResu
           version,
           state: status.state,
           ...(status.outputs ? { outputs: status.outputs } : {}),
+          ...(status.state !== 'ready' && status.reason ? { reason: status.reason } : {}),
+          ...(status.logFile ? { logFile: path.relative(opened.project.root, status.logFile) } : {}),
         });
       } catch (error) {
         // A dependency's output that does not exist yet makes the status unknown, not an error.
         actions.push({ ref, version, state: 'unknown', error: toTendError(error).message });
       }
     }
-    await close({});
-    const cleanup = await plannedCleanup({
-      server: opened.project.server,
-      project: opened.project.name,
-      environment: opened.environment.name,
-      namespace: opened.environment.namespace,
-    });
+    const streamed = await close({});
+    // A server that just refused the connection is down: asking it about cleanup would only wait.
+    const cleanup = streamed?.gaveUpRefused
+      ? undefined
+      : await plannedCleanup({
+          server: opened.project.server,
+          project: opened.project.name,
+          environment: opened.environment.name,
+          namespace: opened.environment.namespace,
+        });
     const human = [
       `project ${opened.project.name}, environment ${opened.environment.name}, namespace ${opened.environment.namespace}`,
       ...providers.map((p) => `provider ${p.name}: ${p.ready ? 'ready' : 'not ready'}`),
@@ -81,6 +102,7 @@ export async function statusCommand(options: GlobalOptions): Promise<CommandResu
         ['ACTION', 'VERSION', 'STATE'],
         actions.map((a) => [a.ref, a.version, a.state]),
       ),
+      ...notReadyLines(actions),
     ].join('\n');
     return {
       exitCode: 0,

@@ -153,8 +153,10 @@ export async function solve(options: SolveOptions): Promise<Map<string, ActionOu
     } catch (caught) {
       const error = toTendError(caught);
       const durationMs = elapsed();
-      emit(ref, kind, version, 'failed', { durationMs, error: { code: error.code, message: error.message } });
-      return { ref, kind, version, state: 'failed', durationMs, outputs: {}, error };
+      // Stopped by Ctrl-C: aborted, not failed (and never ready: the handler did not finish).
+      const state = options.signal.aborted || error.code === 'TEND_INTERRUPTED' ? 'aborted' : 'failed';
+      emit(ref, kind, version, state, { durationMs, error: { code: error.code, message: error.message } });
+      return { ref, kind, version, state, durationMs, outputs: {}, error };
     }
   };
 

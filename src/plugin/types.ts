@@ -195,6 +195,10 @@ export interface StatusResult {
   /** `ready`: done for this version; `not-ready`: needs work; `unknown`: could not tell (treated as not ready). */
   state: 'ready' | 'not-ready' | 'unknown';
   outputs?: Outputs;
+  /** When not ready: why, in a sentence for people (`tend status` prints it). */
+  reason?: string;
+  /** Where the action's log is (an absolute path), when it has one (`tend status` prints it). */
+  logFile?: string;
   detail?: Record<string, unknown>;
 }
 

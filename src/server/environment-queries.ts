@@ -11,7 +11,18 @@ import type { Environment } from './db/schema.js';
 import type { ServerServices } from './services.js';
 import { parseDuration } from './views.js';
 
+/** The longest search text accepted (a longer one is a 400). */
+export const maxSearchLength = 200;
+
 export const ListQuery = Type.Object({
+  search: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: maxSearchLength,
+      description:
+        'Case-insensitive substring of the project, environment name, namespace or owner (at most 200 characters).',
+    }),
+  ),
   project: Type.Optional(Type.String({ minLength: 1 })),
   environment: Type.Optional(Type.String({ minLength: 1, description: 'Environment name, e.g. dev.' })),
   state: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('cleaned')])),
@@ -45,11 +56,18 @@ export function staleBefore(value: string, now: Date): string {
 }
 
 export function listFilter(
-  query: { project?: string; environment?: string; state?: 'active' | 'cleaned'; staleSince?: string },
+  query: {
+    search?: string;
+    project?: string;
+    environment?: string;
+    state?: EnvironmentFilter['state'];
+    staleSince?: string;
+  },
   principal: Principal | null,
   now: Date,
 ): EnvironmentFilter {
   return {
+    search: query.search,
     project: query.project,
     environment: query.environment,
     state: query.state,

@@ -1,6 +1,6 @@
 /**
  * Running the server as a process: open the database, apply migrations, listen, prune old
- * events, run the cleanup planning loop (and the embedded executor), and shut down gracefully on SIGTERM/SIGINT (stop accepting, finish in-flight requests,
+ * events, record the environment counts per state (the dashboard's chart), run the cleanup planning loop (and the embedded executor), and shut down gracefully on SIGTERM/SIGINT (stop accepting, finish in-flight requests,
  * close the database).
  */
 import pino from 'pino';
@@ -9,7 +9,7 @@ import { startPlanningLoop } from './cleanup/loop.js';
 import type { CleanupSettings } from './cleanup/service.js';
 import type { App } from './services.js';
 import { migrateToLatest, openDatabase, type OpenDatabaseOptions } from './db/database.js';
-import { pruneEvents } from './db/repositories/environments.js';
+import { EnvironmentRepository, pruneEvents } from './db/repositories/environments.js';
 
 export interface StartOptions extends OpenDatabaseOptions {
   port?: number;
@@ -58,6 +58,17 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     ...(options.githubSecret !== undefined ? { githubSecret: options.githubSecret } : {}),
     ...(options.notifications ? { notifications: options.notifications } : {}),
   });
+  // Today's count of environments per state, for the dashboard's chart of states over time:
+  // recorded before the server answers, then every 10 minutes.
+  const environments = new EnvironmentRepository(db.db, db.reader);
+  const recordStates = async () => {
+    try {
+      await environments.recordStateCounts(new Date());
+    } catch (err) {
+      logger.warn({ err }, 'recording the environment counts per state failed');
+    }
+  };
+  await recordStates();
   const address = await app.listen({ port: options.port ?? 7420, host: options.host ?? '127.0.0.1' });
   const url = address.replace('[::1]', 'localhost');
   logger.info({ url, database: db.location }, `tend server listening on ${url}`);
@@ -73,6 +84,9 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   };
   const pruneTimer = setInterval(() => void prune(), 3600_000);
   pruneTimer.unref();
+
+  const statesTimer = setInterval(() => void recordStates(), 600_000);
+  statesTimer.unref();
 
   const planning = startPlanningLoop(app.cleanup, logger);
   app.notifications.publicUrl = options.publicUrl ?? url;
@@ -97,6 +111,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       await planning.stop();
       await notifying.stop();
       clearInterval(pruneTimer);
+      clearInterval(statesTimer);
       await app.close();
     })();
     return closing;

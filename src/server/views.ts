@@ -1,4 +1,5 @@
 /** Database rows as the API and the dashboard show them. */
+import { redactUrl } from '../redact.js';
 import type { AuditEntry, Environment, Resource, Session } from './db/schema.js';
 import type { TimelineEntry } from './db/repositories/environments.js';
 import type { AuditView, EnvironmentView, ResourceView, SessionView, TimelineView } from './schemas.js';
@@ -82,6 +83,18 @@ export function sessionView(s: Session): SessionView {
     lastEventAt: s.last_event_at,
     error: s.error_code ? { code: s.error_code, message: s.error_message ?? '' } : null,
   };
+}
+
+/**
+ * A resource's target as people name it: a cluster by its kubeconfig context, else its API
+ * server URL (never the kube-system uid of its target key); a local target by its path.
+ */
+export function targetLabel(r: Pick<ResourceView, 'target' | 'targetKey'>): string {
+  const text = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
+  const t = r.target;
+  if (t.kind === 'local') return `local ${text(t.path) ?? r.targetKey}`;
+  const server = text(t.server);
+  return text(t.context) ?? (server ? redactUrl(server) : r.targetKey);
 }
 
 const str = (v: unknown) => (typeof v === 'string' ? v : v === undefined ? '' : JSON.stringify(v));

@@ -2,7 +2,8 @@
  * Streaming for a command's session (called by src/commands/context.ts): when a server is
  * configured, the outbox is kept within its bound and a streamer delivers the session's events
  * while the command runs; at the end it waits at most 5 s and says what still waits. Without a
- * server nothing is started: no timer, no file read beyond the credentials lookup.
+ * server nothing is started: no timer, no file read beyond the credentials lookup. A server that
+ * refuses the connection (nothing listens) costs no wait: the events stay in the outbox.
  */
 import path from 'node:path';
 import type { SessionBus } from '../events/bus.js';
@@ -36,7 +37,9 @@ export interface SessionStream {
 
 export function describeWaiting(report: StreamReport, outboxDir: string, waitedMs: number): string {
   const where = path.relative(process.cwd(), outboxDir) || outboxDir;
-  const why = report.lastError ?? `no answer within ${Math.round(waitedMs / 1000)} s`;
+  const why = report.gaveUpRefused
+    ? `${report.lastError}: the server is down, so tend did not wait`
+    : (report.lastError ?? `no answer within ${Math.round(waitedMs / 1000)} s`);
   return (
     `tend: ${report.waiting} event(s) wait in ${where} for ${report.server} (${why}); ` +
     'the next tend command in this project sends them, or run: tend events push\n'
@@ -64,7 +67,12 @@ export function startSessionStream(options: {
   const maxBytes = outboxMaxBytes(options.env);
   const bounded = enforceBound(outboxDir, maxBytes);
   if (bounded) write(describeDrops(bounded));
-  const streamer = new OutboxStreamer({ outboxDir, connection, warn: write }).start(options.bus);
+  const streamer = new OutboxStreamer({
+    outboxDir,
+    connection,
+    warn: write,
+    giveUpWhenRefused: true,
+  }).start(options.bus);
   return {
     streamer,
     async finish(timeoutMs = exitWaitMs) {

@@ -48,6 +48,12 @@ export interface StreamerOptions {
   backoff?: BackoffPolicy;
   /** Messages for the user (stderr): refused batches, a refused token. */
   warn?: (message: string) => void;
+  /**
+   * Once `finish` is called, stop at the first refused connection (nothing listens at the
+   * server's address) instead of retrying until the deadline: a command's exit wait, where a
+   * down server must cost nothing. `tend events push` keeps trying until its timeout.
+   */
+  giveUpWhenRefused?: boolean;
 }
 
 export const streamLimits = { maxEvents: 500, maxBytes: 512 * 1024, lingerMs: 250 } as const;
@@ -83,6 +89,8 @@ export interface StreamReport {
   lastError?: string;
   /** The server refused the token (401): nothing more was tried. */
   unauthorized?: ServerError;
+  /** `finish` stopped at once: the server's address refused the connection (`giveUpWhenRefused`). */
+  gaveUpRefused?: boolean;
   /** Lines that were not events (corruption), skipped; kept in the quarantine. */
   skipped: number;
   /** Quarantine files holding unreadable lines found during this delivery. */
@@ -166,6 +174,10 @@ export class OutboxStreamer {
   private stopped = false;
   private attempt = 0;
   private wakeUp: (() => void) | undefined;
+  /** Whether the last attempt found nothing listening at the server's address. */
+  private refused = false;
+  /** Ends the backoff after a refused connection when `finish` is called (to try once more, then give up). */
+  private finishWake: (() => void) | undefined;
   private readonly inFlight = new AbortController();
   private readonly agent = new StreamAgent();
   private loop: Promise<void> | undefined;
@@ -275,13 +287,17 @@ export class OutboxStreamer {
     wake?.();
   }
 
-  /** Sleeps until woken (when `wakeable`), stopped, or `ms` passed. The timer never holds the process open. */
-  private sleep(ms: number | undefined, wakeable: boolean): Promise<void> {
+  /**
+   * Sleeps until woken (when `wakeable`; by `finish` when `untilFinish`), stopped, or `ms`
+   * passed. The timer never holds the process open.
+   */
+  private sleep(ms: number | undefined, wakeable: boolean, untilFinish = false): Promise<void> {
     return new Promise((resolve) => {
       let timer: NodeJS.Timeout | undefined;
       const done = () => {
         if (timer) clearTimeout(timer);
         if (this.wakeUp === done) this.wakeUp = undefined;
+        if (this.finishWake === done) this.finishWake = undefined;
         this.stopWaiter.delete(done);
         resolve();
       };
@@ -290,6 +306,7 @@ export class OutboxStreamer {
         timer.unref();
       }
       if (wakeable) this.wakeUp = done;
+      if (untilFinish) this.finishWake = done;
       this.stopWaiter.add(done);
     });
   }
@@ -422,6 +439,7 @@ export class OutboxStreamer {
       timeoutMs: this.requestTimeoutMs,
       agent: this.agent,
     });
+    this.refused = outcome.kind === 'retry' && outcome.refused === true;
     switch (outcome.kind) {
       case 'stored':
         this.attempt = 0;
@@ -438,6 +456,16 @@ export class OutboxStreamer {
         return;
       case 'retry':
         this.report.lastError = outcome.reason;
+        if (this.refused && this.options.giveUpWhenRefused) {
+          if (this.finishing) {
+            this.report.gaveUpRefused = true;
+            this.stop();
+            return;
+          }
+          // Tried once more, at once, when the command ends.
+          await this.sleep(retryDelay(this.attempt++, undefined, this.backoff), false, true);
+          return;
+        }
         if (contentMayFail(outcome.status) && this.failedAgain(cursor, batch)) {
           const error = outcome.error ?? { code: `HTTP_${outcome.status}`, message: outcome.reason };
           if (await this.isolate(cursor, batch, outcome.status, error)) return;
@@ -630,6 +658,7 @@ export class OutboxStreamer {
       );
       const deadline = setTimeout(() => this.stop(), timeoutMs); // holds the process open until then
       this.wake();
+      this.finishWake?.();
       try {
         await this.loop;
       } finally {

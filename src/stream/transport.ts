@@ -15,7 +15,15 @@ export interface StreamConnection {
 
 export type SendOutcome =
   | { kind: 'stored'; accepted: number; duplicates: number }
-  | { kind: 'retry'; reason: string; status?: number; error?: ServerError; retryAfterMs?: number }
+  | {
+      kind: 'retry';
+      reason: string;
+      status?: number;
+      error?: ServerError;
+      retryAfterMs?: number;
+      /** Nothing listens at the server's address (ECONNREFUSED): the server is down. */
+      refused?: true;
+    }
   | { kind: 'refused'; status: number; error: ServerError }
   | { kind: 'unauthorized'; status: number; error: ServerError }
   | { kind: 'too-large'; status: number; error: ServerError }
@@ -35,6 +43,14 @@ export function parseRetryAfter(value: string | null | undefined, now = Date.now
   const at = Date.parse(trimmed);
   if (Number.isNaN(at)) return undefined;
   return Math.max(0, at - now);
+}
+
+/** Whether a request failed because nothing listens at the address (every address tried refused). */
+function isConnectionRefused(error: unknown): boolean {
+  const e = error as { code?: string; errors?: unknown[] };
+  if (e.code === 'ECONNREFUSED') return true;
+  // Node tries each address of a name (localhost: ::1 and 127.0.0.1) and reports them together.
+  return Array.isArray(e.errors) && e.errors.length > 0 && e.errors.every(isConnectionRefused);
 }
 
 function describeNetworkError(error: unknown): string {
@@ -142,7 +158,11 @@ export async function sendBatch(
   } catch (error) {
     if (options.signal?.aborted) return { kind: 'aborted' };
     if (timeout.signal.aborted) return { kind: 'retry', reason: `no answer within ${timeoutMs / 1000} s` };
-    return { kind: 'retry', reason: describeNetworkError(error) };
+    return {
+      kind: 'retry',
+      reason: describeNetworkError(error),
+      ...(isConnectionRefused(error) ? { refused: true as const } : {}),
+    };
   } finally {
     clearTimeout(timer);
     ownAgent?.destroy();

@@ -30,6 +30,12 @@ describe('npm run demo', () => {
     // The server's view, printed by `tend environments`, lists the example's environment.
     expect(stdout).toMatch(/^local-shop +dev +local-shop-\S+ .* active/m);
     expect(stdout).toMatch(/^shop +dev +shop-\S+ .* active/m);
+    // One environment, then protected from its project directory.
+    expect(stdout).toMatch(/^local-shop \/ dev {2}\(namespace local-shop-\S+\)$/m);
+    expect(stdout).toMatch(/^Recent sessions:$/m);
+    expect(stdout).toMatch(
+      /Protected local-shop\/dev \(local-shop-\S+\): automatic cleanup never touches it/,
+    );
 
     // Cleanup: first a dry run, then enforced, then deleted without a manual trigger.
     expect(stdout).toMatch(/^dry-run +.* builds +dev +builds-dev +would delete \(dry-run/m);

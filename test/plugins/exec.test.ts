@@ -5,11 +5,12 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { executeCommand } from '../../src/commands/execute.js';
 import { isAlive } from '../../src/plugins/exec/deploy.js';
-import { makeProject, removeProjects, runTend, tendBin, waitFor } from '../helpers/project.js';
+import { freePort, makeProject, removeProjects, runTend, tendBin, waitFor } from '../helpers/project.js';
 
 const projectYaml = `kind: Project
 name: exectest
@@ -140,6 +141,85 @@ spec: { command: [no-such-program-xyz] }
 });
 
 describe('exec persistent Deploy', () => {
+  it('a readiness URL answered by another process does not make it ready; its crash fails the deploy with its log', async () => {
+    // Another environment's server already holds the port (here: this test process).
+    const port = await freePort();
+    let answered = 0;
+    const other = http.createServer((_req, res) => {
+      answered++;
+      res.end('the other environment');
+    });
+    await new Promise<void>((resolve) => other.listen(port, '127.0.0.1', resolve));
+    try {
+      // The deploy's server binds only once the test says so: until then the other one answers.
+      const root = project(`kind: Deploy
+type: exec
+name: web
+spec:
+  command: [node, -e, "const fs = require('fs'); const t = setInterval(() => { if (fs.existsSync('go')) { clearInterval(t); require('http').createServer().listen(${port}, '127.0.0.1'); } }, 20);"]
+  persistent: true
+  readiness: { url: 'http://127.0.0.1:${port}/', timeout: 60 }
+`);
+      const deploying = executeCommand('deploy', [], { root });
+      await waitFor(() => answered > 0, 'the readiness URL to be answered by the other process');
+      writeFileSync(path.join(root, 'go'), '');
+      const result = await deploying;
+      expect(result.exitCode).toBe(1);
+      const action = result.data.actions[0]!;
+      expect(action).toMatchObject({ ref: 'deploy.web', state: 'failed' });
+      expect(action.error?.message).toMatch(/exited before it was ready \(log .*deploys\/web\.log\)/);
+      expect(result.human).toMatch(/EADDRINUSE/);
+      const status = await runTend(['status', '--json'], { cwd: root });
+      expect(JSON.parse(status.stdout).actions[0]).toMatchObject({
+        ref: 'deploy.web',
+        state: 'not-ready',
+        logFile: '.tend/envs/exectest-dev/deploys/web.log',
+      });
+    } finally {
+      other.close();
+    }
+  });
+
+  it('tend status says why a deploy is not ready and where its log is: a dead process, a reused pid', async () => {
+    const root = project(`kind: Deploy
+type: exec
+name: svc
+spec:
+  command: [sh, -c, 'echo started; exec sleep 60']
+  persistent: true
+`);
+    expect((await executeCommand('deploy', [], { root })).exitCode).toBe(0);
+    const file = path.join(root, '.tend/envs/exectest-dev/deploys/svc.json');
+    const state = JSON.parse(readFileSync(file, 'utf8'));
+    expect(state.readyAt).toEqual(expect.any(String));
+    const ready = await runTend(['status', '--json'], { cwd: root });
+    expect(JSON.parse(ready.stdout).actions[0]).toMatchObject({
+      state: 'ready',
+      logFile: '.tend/envs/exectest-dev/deploys/svc.log',
+    });
+
+    process.kill(-state.pid, 'SIGKILL');
+    await waitFor(() => !isAlive(state), 'the process to die');
+    const dead = await runTend(['status'], { cwd: root });
+    expect(dead.code, dead.stderr).toBe(0);
+    expect(dead.stdout).toMatch(
+      new RegExp(
+        `deploy\\.svc: its process \\(pid ${state.pid}\\) is not running any more: it exited or was killed; ` +
+          'log: \\.tend/envs/exectest-dev/deploys/svc\\.log',
+      ),
+    );
+
+    // The pid now names another live process (this one), started at another time.
+    writeFileSync(file, JSON.stringify({ ...state, pid: process.pid }));
+    const reused = await runTend(['status', '--json'], { cwd: root });
+    const action = JSON.parse(reused.stdout).actions[0];
+    expect(action).toMatchObject({ ref: 'deploy.svc', state: 'not-ready' });
+    expect(action.reason).toMatch(/that pid is now another process/);
+    const redeployed = await executeCommand('deploy', [], { root });
+    expect(redeployed.data.actions[0]!.state).toBe('ready');
+    expect(isAlive({ pid: process.pid })).toBe(true); // tend did not stop the process that reused the pid
+  });
+
   it('waits for a readiness command and is ready only while the process lives', async () => {
     const root = project(`kind: Deploy
 type: exec
@@ -201,29 +281,160 @@ spec:
   });
 });
 
+/** The `tend` CLI started in `root`, its stdout and stderr collected, and its exit awaited. */
+function startTend(root: string, args: string[]) {
+  const child = spawn(process.execPath, [tendBin, ...args], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, CI: 'true', TEND_SERVER_URL: '', TEND_TOKEN: '' },
+  });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (d) => (out.stdout += d));
+  child.stderr.on('data', (d) => (out.stderr += d));
+  const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
+  return { child, out, exited };
+}
+
+/** The pid a command wrote to `file` in `root`, once it is there. */
+function pidFrom(root: string, file: string): Promise<number> {
+  const pidFile = path.join(root, file);
+  return waitFor(
+    () => existsSync(pidFile) && Number(readFileSync(pidFile, 'utf8').trim()),
+    `${file} to be written`,
+    20_000,
+  );
+}
+
+async function latestEvents(root: string, type: string) {
+  const events = await runTend(['events', 'latest', '--type', type, '--json'], { cwd: root });
+  return JSON.parse(events.stdout) as { payload: Record<string, unknown> }[];
+}
+
 describe('Ctrl-C', () => {
-  it('stops the processes of running actions and ends the session as failed', async () => {
+  it('stops the processes of running actions, exits 130 and ends the session as interrupted', async () => {
     const root = project(`kind: Run
 type: exec
 name: forever
 spec: { command: [sh, -c, 'echo $$ > pid.txt; exec sleep 60'] }
 `);
-    const child = spawn(process.execPath, [tendBin, 'run'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    const pidFile = path.join(root, 'pid.txt');
-    const pid = await waitFor(
-      () => existsSync(pidFile) && Number(readFileSync(pidFile, 'utf8').trim()),
-      'the command to start',
+    const tend = startTend(root, ['run']);
+    const pid = await pidFrom(root, 'pid.txt');
+    tend.child.kill('SIGINT');
+    expect(await tend.exited).toBe(130);
+    expect(tend.out.stdout).toMatch(/1 aborted/);
+    expect(isAlive({ pid })).toBe(false);
+    const states = (await latestEvents(root, 'actionStatus')).map((e) => e.payload.state);
+    expect(states.at(-1)).toBe('aborted');
+    const ended = await latestEvents(root, 'sessionFailed');
+    expect(ended.at(-1)!.payload.error).toMatchObject({ code: 'TEND_INTERRUPTED' });
+  });
+
+  it('a build that exits 0 on SIGTERM is aborted, not ready, and not cached next time', async () => {
+    const root = project(`kind: Build
+type: exec
+name: polite
+exclude: ['*.txt']
+spec:
+  command: [sh, -c, 'echo run >> runs.txt; trap "exit 0" TERM; echo $$ > pid.txt; while :; do sleep 0.1; done']
+`);
+    const tend = startTend(root, ['build']);
+    await pidFrom(root, 'pid.txt');
+    tend.child.kill('SIGINT');
+    expect(await tend.exited).toBe(130);
+    const states = (await latestEvents(root, 'actionStatus')).map((e) => e.payload.state);
+    expect(states).toEqual(['getting-status', 'processing', 'aborted']);
+    // Not cached: the next run runs the command again (and is stopped again here).
+    const next = startTend(root, ['build']);
+    await waitFor(
+      () => readFileSync(path.join(root, 'runs.txt'), 'utf8') === 'run\nrun\n',
+      'the build to run again',
       20_000,
     );
-    child.kill('SIGINT');
-    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
-    expect(code).toBe(1);
-    expect(stdout).toMatch(/1 failed/);
+    next.child.kill('SIGINT');
+    expect(await next.exited).toBe(130);
+  });
+
+  it('a build that ignores SIGTERM gets SIGKILL; it is never ready, and the next run builds it again', async () => {
+    // The first run ignores SIGTERM and never ends on its own; later runs finish at once.
+    const root = project(`kind: Build
+type: exec
+name: stubborn
+exclude: ['*.txt', built-once] # what the command writes does not change its version
+spec:
+  command: [sh, -c, 'if [ -f built-once ]; then echo again >> built.txt; exit 0; fi; trap "" TERM; echo $$ > pid.txt; touch built-once; while :; do sleep 0.1; done']
+`);
+    const tend = startTend(root, ['build']);
+    const pid = await pidFrom(root, 'pid.txt');
+    tend.child.kill('SIGINT');
+    // Without SIGKILL after the grace period the shell would keep tend waiting for ever.
+    expect(await tend.exited).toBe(130);
     expect(isAlive({ pid })).toBe(false);
-    const events = await runTend(['events', 'latest', '--type', 'actionStatus', '--json'], { cwd: root });
-    const states = JSON.parse(events.stdout).map((e: { payload: { state: string } }) => e.payload.state);
-    expect(states.at(-1)).toBe('failed');
+    expect(tend.out.stderr).toMatch(/stopping started processes/);
+    const states = (await latestEvents(root, 'actionStatus')).map((e) => e.payload.state);
+    expect(states).not.toContain('ready');
+    expect(states.at(-1)).toBe('aborted');
+
+    const again = await runTend(['build', '--json'], { cwd: root });
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout).actions[0]).toMatchObject({ ref: 'build.stubborn', state: 'ready' });
+    expect(readFileSync(path.join(root, 'built.txt'), 'utf8')).toBe('again\n');
+  });
+
+  it('a deploy whose tend was killed before it got ready is not ready, though its process lives', async () => {
+    const root = project(`kind: Deploy
+type: exec
+name: half
+exclude: ['*.txt', '*.flag'] # what the command and the test write do not change its version
+spec:
+  command: [sh, -c, 'echo $$ >> pids.txt; exec sleep 60']
+  persistent: true
+  readiness: { command: [test, -f, ready.flag], timeout: 600 }
+`);
+    const tend = startTend(root, ['deploy']);
+    const pid = await pidFrom(root, 'pids.txt');
+    const stateFile = path.join(root, '.tend/envs/exectest-dev/deploys/half.json');
+    await waitFor(() => existsSync(stateFile), 'tend to record the process');
+    tend.child.kill('SIGKILL'); // no Ctrl-C handling: the process is left behind, never checked
+    await tend.exited;
+    expect(isAlive({ pid })).toBe(true);
+    const status = await runTend(['status', '--json'], { cwd: root });
+    const action = JSON.parse(status.stdout).actions[0];
+    expect(action).toMatchObject({ ref: 'deploy.half', state: 'not-ready' });
+    expect(action.reason).toBe(`its process (pid ${pid}) never passed its readiness check`);
+
+    writeFileSync(path.join(root, 'ready.flag'), '');
+    const redeployed = await executeCommand('deploy', [], { root });
+    expect(redeployed.data.actions[0]!.state).toBe('ready');
+    await waitFor(() => !isAlive({ pid }), 'the unchecked process to be stopped');
+    const pids = readFileSync(path.join(root, 'pids.txt'), 'utf8').trim().split('\n').map(Number);
+    expect(pids).toHaveLength(2);
+    expect(isAlive({ pid: pids[1]! })).toBe(true);
+    expect((await runTend(['cleanup', 'env'], { cwd: root })).code).toBe(0);
+  });
+
+  it('a second Ctrl-C exits at once with 130 and kills what is still stopping', async () => {
+    // A deploy that never gets ready and ignores SIGTERM, with a 10-minute grace period.
+    const root = project(`kind: Deploy
+type: exec
+name: slow
+spec:
+  command: [sh, -c, 'trap "" TERM; echo $$ > pid.txt; while :; do sleep 0.1; done']
+  persistent: true
+  readiness: { command: [test, -f, never], timeout: 600 }
+  stopGracePeriod: 600
+`);
+    const tend = startTend(root, ['deploy']);
+    const pid = await pidFrom(root, 'pid.txt');
+    tend.child.kill('SIGINT');
+    await waitFor(() => /stopping started processes/.test(tend.out.stderr), 'the first Ctrl-C to be taken');
+    tend.child.kill('SIGINT');
+    // Within the test's timeout, not the 10-minute grace period.
+    expect(await tend.exited).toBe(130);
+    await waitFor(() => !isAlive({ pid }), 'the deploy process to be killed');
+    const status = await runTend(['status', '--json'], { cwd: root });
+    expect(status.code, status.stderr).toBe(0);
+    const action = JSON.parse(status.stdout).actions[0];
+    expect(action).toMatchObject({ ref: 'deploy.slow', state: 'not-ready' });
+    expect(action.reason).toMatch(/not running any more/);
   });
 });

@@ -7,6 +7,7 @@ import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EnvironmentRepository } from '../../src/server/db/repositories/environments.js';
 import { createTestServer, postEvents, session, type TestServer } from './helpers.js';
 
 const outputDir = fileURLToPath(new URL('../../test-output/', import.meta.url));
@@ -127,6 +128,64 @@ describe('dashboard in Chromium', () => {
     expect(env.protected_by).toBe('dashboard:ops');
   });
 
+  it('is usable 420 px wide: cards, search, counts and the chart, nothing off-screen, CSP intact', async () => {
+    // Two past days recorded (the server does this every 10 minutes), so the chart has history.
+    const repo = new EnvironmentRepository(s.database.db, s.database.reader);
+    for (const daysAgo of [3, 2, 1])
+      await repo.recordStateCounts(new Date(Date.now() - daysAgo * 86_400_000));
+    const page = await browser.newPage({ viewport: { width: 420, height: 900 } });
+    const violations: string[] = [];
+    page.on('console', (m) => {
+      if (/Content Security Policy|Refused to/i.test(m.text())) violations.push(m.text());
+    });
+    page.on('pageerror', (e) => violations.push(e.message));
+    await page.goto(`${url}/login`);
+    await page.fill('input[name="token"]', s.tokens.read);
+    await Promise.all([page.waitForURL(`${url}/`), page.click('button[type="submit"]')]);
+
+    const overflow = () => page.evaluate('document.documentElement.scrollWidth');
+    await expect(overflow()).resolves.toBeLessThanOrEqual(420);
+    // Rows are cards: no header row, each cell labelled.
+    await expect(page.locator('#environments thead').isVisible()).resolves.toBe(false);
+    const label = await page.evaluate(
+      `getComputedStyle(document.querySelector('#environments tbody td'), '::before').content`,
+    );
+    expect(label).toBe('"Project"');
+    // alice, bob and carol are active; mallory's namespace is not in the inventory: cleaned.
+    await expect(page.locator('nav.counts').innerText()).resolves.toMatch(
+      /All\s+4\s+active\s+3\s+cleaned\s+1/,
+    );
+
+    const chart = page.locator('#states-chart svg');
+    const box = (await chart.boundingBox())!;
+    expect(box.width).toBeGreaterThan(300);
+    expect(box.x + box.width).toBeLessThanOrEqual(420);
+    await expect(page.locator('#states-chart rect[data-state="active"]').count()).resolves.toBe(4);
+
+    await page.fill('input[name="search"]', 'BOB');
+    await Promise.all([page.waitForURL(/search=BOB/), page.click('form.filters button[type="submit"]')]);
+    await expect(page.locator('#environments tbody tr').count()).resolves.toBe(1);
+    await expect(page.locator('#environments tbody tr').innerText()).resolves.toContain('shop-bob');
+    await expect(overflow()).resolves.toBeLessThanOrEqual(420);
+
+    mkdirSync(outputDir, { recursive: true });
+    await page.goto(`${url}/`);
+    await page.screenshot({ path: `${outputDir}dashboard-420.png`, fullPage: true });
+
+    // An environment's page too: wide tables scroll inside themselves, the page does not.
+    await Promise.all([
+      page.waitForURL(/\/environments\//),
+      page
+        .locator('#environments tbody tr', { hasText: 'shop-alice' })
+        .getByRole('link', { name: 'dev' })
+        .click(),
+    ]);
+    await expect(overflow()).resolves.toBeLessThanOrEqual(420);
+    await expect(page.getByRole('button', { name: 'Keep alive' }).isVisible()).resolves.toBe(true);
+    await page.screenshot({ path: `${outputDir}environment-420.png`, fullPage: true });
+    expect(violations).toEqual([]);
+  });
+
   it('opens the Cleanup page and enforces a policy', async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     await page.goto(`${url}/login`);
@@ -142,7 +201,9 @@ describe('dashboard in Chromium', () => {
     ]);
     await expect(page.locator('h1').innerText()).resolves.toBe('Cleanup');
     expect(await page.evaluate('window.pwned')).toBeUndefined();
-    await expect(page.locator('#cleanup-executors').innerText()).resolves.toContain('kubernetes/cluster-1');
+    // Clusters by their context, not the kube-system uid of the target key.
+    await expect(page.locator('#cleanup-executors').innerText()).resolves.toContain('context dev');
+    await expect(page.locator('main').innerText()).resolves.not.toContain('cluster-1');
     await expect(page.locator('#cleanup-unrecorded').innerText()).resolves.toContain('shop-stray');
     await expect(page.locator('#cleanup-plan tbody tr').count()).resolves.toBe(3);
     const policy = page.locator('#cleanup-policies tbody tr', { hasText: 'shop' });

@@ -6,9 +6,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   githubSecretOf,
+  migrateCommand,
   webhookAddCommand,
   webhookListCommand,
   webhookRemoveCommand,
@@ -17,6 +18,10 @@ import type { TendError } from '../../src/errors.js';
 import { runTend } from '../helpers/project.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'tend-webhooks-'));
+beforeAll(async () => {
+  // Like `tend server token`, the webhook commands need the server's database to exist.
+  await migrateCommand({ dataDir });
+});
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 describe('tend server webhook', () => {

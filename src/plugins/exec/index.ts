@@ -4,7 +4,7 @@
  * environment is a local directory, reported like a namespace.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { TendError } from '../../errors.js';
 import { readResult, writeResult } from '../../plugin/results.js';
@@ -17,7 +17,7 @@ import type {
   RunResult,
   StatusResult,
 } from '../../plugin/types.js';
-import { readDeployState, isAlive, startPersistent, stopPersistent } from './deploy.js';
+import { deployLogFile, notReadyReason, readDeployState, startPersistent, stopPersistent } from './deploy.js';
 import {
   ensureEnvironment,
   environmentDir,
@@ -173,11 +173,20 @@ const deployHandlers = {
     const { action } = params;
     if (!action.spec.persistent) return getStoredStatus(ctx, params as ActionHandlerParams<ExecCommandSpec>);
     observeEnvironment(ctx);
-    const state = readDeployState(environmentDir(ctx), action.name);
-    if (state && state.version === action.version && isAlive(state)) {
-      return { state: 'ready', outputs: state.outputs, detail: { pid: state.pid } };
+    const envDir = environmentDir(ctx);
+    const state = readDeployState(envDir, action.name);
+    const reason = notReadyReason(state, action.version);
+    // The log of the last process stays after it stopped (or failed to get ready).
+    const lastLog = deployLogFile(envDir, action.name);
+    if (state && !reason) {
+      return { state: 'ready', outputs: state.outputs, logFile: state.logFile, detail: { pid: state.pid } };
     }
-    return { state: 'not-ready', detail: state ? { pid: state.pid, version: state.version } : {} };
+    return {
+      state: 'not-ready',
+      reason: reason!,
+      ...(state ? { logFile: state.logFile } : existsSync(lastLog) ? { logFile: lastLog } : {}),
+      detail: state ? { pid: state.pid, version: state.version } : {},
+    };
   },
 
   async deploy(ctx: PluginContext, params: ActionHandlerParams<ExecDeploySpec>) {

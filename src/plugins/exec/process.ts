@@ -1,7 +1,9 @@
 /**
  * Running a local command for the exec plugin: output captured line by line (as log events and
  * for `::output key=value` lines), a timeout, and Ctrl-C. The command runs in its own process
- * group so that stopping it also stops what it started.
+ * group so that stopping it also stops what it started: on abort SIGTERM, SIGKILL after the
+ * grace period. Process groups tend is still waiting for when the process exits (a second Ctrl-C
+ * exits at once) get SIGKILL: nothing tend was running is left behind.
  */
 import { spawn } from 'node:child_process';
 import { TendError } from '../../errors.js';
@@ -24,6 +26,25 @@ export interface CommandResult {
 }
 
 const outputLine = /^::output ([A-Za-z_][A-Za-z0-9_.-]*)=(.*)$/;
+
+/** Process groups started and not yet finished (or, for a persistent deploy, not yet ready). */
+const runningGroups = new Set<number>();
+let exitHookInstalled = false;
+
+/**
+ * Tracks a process group until the returned function is called; if this process exits first,
+ * the group gets SIGKILL (synchronously, in the `exit` event).
+ */
+export function trackGroup(pid: number): () => void {
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.on('exit', () => {
+      for (const group of runningGroups) killGroup(group, 'SIGKILL');
+    });
+  }
+  runningGroups.add(pid);
+  return () => runningGroups.delete(pid);
+}
 const tailLines = 20;
 
 export async function runCommand(
@@ -42,6 +63,7 @@ export async function runCommand(
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
+  const untrack = child.pid ? trackGroup(child.pid) : () => undefined;
   const outputs: Record<string, string> = {};
   const tail: string[] = [];
   const onLine = (stream: 'stdout' | 'stderr', line: string) => {
@@ -99,6 +121,7 @@ export async function runCommand(
     }
     return { exitCode, durationMs, outputs, tail: tail.join('\n') };
   } finally {
+    untrack();
     if (timer) clearTimeout(timer);
     signal.removeEventListener('abort', onAbort);
   }

@@ -32,6 +32,16 @@ function when(iso: string, now: Date): Html {
   return html`<time datetime="${iso}" title="${iso}">${relativeTime(iso, now)}</time>`;
 }
 
+/**
+ * Targets by the names people know (a cluster's kubeconfig context or API server), never the
+ * kube-system uid of the target key; a target no name is known for shows as "unnamed target".
+ */
+export type TargetNames = ReadonlyMap<string, string>;
+
+function targetName(key: string, names: TargetNames): string {
+  return names.get(key) ?? (key.startsWith('local/') ? 'this host' : 'unnamed target');
+}
+
 /** A scheduled decision inside its warning period (warnBefore). */
 function warned(d: { kind: string; warnAt?: string | null }, now: Date): boolean {
   return d.kind === 'scheduled' && d.warnAt != null && d.warnAt <= now.toISOString();
@@ -70,12 +80,14 @@ export function environmentCleanupSection(
     jobs: JobItem[];
     canClean: boolean;
     active: boolean;
+    /** The environment's targets by name (from its resources). */
+    targets?: TargetNames;
   },
   session: Session,
   now: Date,
 ): Html {
   return html`<h2>Cleanup</h2>
-    <table id="plan">
+    <table id="plan" class="cards">
       <thead>
         <tr>
           <th>Namespace</th>
@@ -96,11 +108,13 @@ export function environmentCleanupSection(
             : input.decisions.map(
                 (d) =>
                   html`<tr>
-                    <td>${d.namespace}</td>
-                    <td>${kindBadge(d, now)}</td>
-                    <td>${d.action}</td>
-                    <td>${d.kind === 'blocked' ? '—' : when(d.dueAt, now)}</td>
-                    <td>${d.sentence}${d.jobId ? html` <span class="muted">(job ${d.jobId})</span>` : ''}</td>
+                    <td data-label="Namespace">${d.namespace}</td>
+                    <td data-label="Decision">${kindBadge(d, now)}</td>
+                    <td data-label="Action">${d.action}</td>
+                    <td data-label="Due">${d.kind === 'blocked' ? '—' : when(d.dueAt, now)}</td>
+                    <td data-label="Why">
+                      ${d.sentence}${d.jobId ? html` <span class="muted">(job ${d.jobId})</span>` : ''}
+                    </td>
                   </tr>`,
               )
         }
@@ -119,10 +133,10 @@ export function environmentCleanupSection(
             : html`<span class="muted">Cleaning up now needs an admin token.</span>`
       }
     </div>
-    ${input.jobs.length > 0 ? jobsTable(input.jobs, now, 'environment-jobs') : ''}`;
+    ${input.jobs.length > 0 ? jobsTable(input.jobs, now, 'environment-jobs', input.targets) : ''}`;
 }
 
-function jobsTable(jobs: JobItem[], now: Date, id: string): Html {
+function jobsTable(jobs: JobItem[], now: Date, id: string, names: TargetNames = new Map()): Html {
   return html`<table id="${id}">
     <thead>
       <tr>
@@ -150,7 +164,7 @@ function jobsTable(jobs: JobItem[], now: Date, id: string): Html {
                       >${j.project} / ${j.environment}</a
                     >
                   </td>
-                  <td>${j.namespace} <span class="muted">${j.targetKey}</span></td>
+                  <td>${j.namespace} <span class="muted">${targetName(j.targetKey, names)}</span></td>
                   <td>${j.action}</td>
                   <td><span class="badge job-${j.state}">${j.state}</span></td>
                   <td>
@@ -166,7 +180,13 @@ function jobsTable(jobs: JobItem[], now: Date, id: string): Html {
   </table>`;
 }
 
-function decisionRows(items: DecisionItem[], now: Date, empty: string, showDue: boolean): Html {
+function decisionRows(
+  items: DecisionItem[],
+  now: Date,
+  empty: string,
+  showDue: boolean,
+  names: TargetNames,
+): Html {
   if (items.length === 0) {
     return html`<tr>
       <td colspan="6" class="muted">${empty}</td>
@@ -175,12 +195,12 @@ function decisionRows(items: DecisionItem[], now: Date, empty: string, showDue: 
   return html`${items.map(
     (d) =>
       html`<tr>
-        <td>${showDue ? when(d.dueAt, now) : kindBadge(d)}</td>
+        <td>${showDue ? when(d.dueAt, now) : kindBadge(d, now)}</td>
         <td>
           <a href="/environments/${encodeURIComponent(d.environmentId)}">${d.project} / ${d.environment}</a>
         </td>
-        <td>${d.namespace} <span class="muted">${d.targetKey}</span></td>
-        <td>${showDue ? kindBadge(d) : ''} ${d.action}</td>
+        <td>${d.namespace} <span class="muted">${targetName(d.targetKey, names)}</span></td>
+        <td>${showDue ? kindBadge(d, now) : ''} ${d.action}</td>
         <td>${d.sentence}</td>
       </tr>`,
   )}`;
@@ -192,6 +212,8 @@ export function cleanupPage(
   options: { isAdmin: boolean; now: Date; message?: string },
 ): Html {
   const { now, isAdmin } = options;
+  // Each target by what its executor calls it ("context dev (https://…)").
+  const names: TargetNames = new Map(o.executors.map((e) => [e.targetKey, e.description]));
   const adminOnly = (content: Html) => (isAdmin ? content : html`<span class="muted">admin</span>`);
   return layout(
     'Cleanup',
@@ -231,7 +253,7 @@ export function cleanupPage(
           </tr>
         </thead>
         <tbody>
-          ${decisionRows(o.plan, now, 'Nothing is due within 24 hours.', true)}
+          ${decisionRows(o.plan, now, 'Nothing is due within 24 hours.', true, names)}
         </tbody>
       </table>
       ${o.planTruncated ? html`<p class="muted">Only the first entries are shown; <code>tend cleanup plan</code> lists all.</p>` : ''}
@@ -248,7 +270,7 @@ export function cleanupPage(
           </tr>
         </thead>
         <tbody>
-          ${decisionRows(o.blocked, now, 'Nothing is blocked.', false)}
+          ${decisionRows(o.blocked, now, 'Nothing is blocked.', false, names)}
         </tbody>
       </table>
 
@@ -332,7 +354,7 @@ export function cleanupPage(
       </table>
 
       <h2>Recent jobs</h2>
-      ${jobsTable(o.jobs, now, 'cleanup-jobs')}
+      ${jobsTable(o.jobs, now, 'cleanup-jobs', names)}
 
       <h2>Webhook deliveries</h2>
       <p class="muted">
@@ -409,7 +431,7 @@ export function cleanupPage(
               : o.executors.map(
                   (e) =>
                     html`<tr>
-                      <td>${e.targetKey} <span class="muted">${e.description}</span></td>
+                      <td>${e.description}</td>
                       <td>${e.name} <span class="muted">(${e.kind})</span></td>
                       <td>${e.version}</td>
                       <td>${when(e.lastSeenAt, now)}</td>
@@ -444,7 +466,7 @@ export function cleanupPage(
                   (u) =>
                     html`<tr>
                       <td>${u.namespace}</td>
-                      <td>${u.targetKey}</td>
+                      <td>${targetName(u.targetKey, names)}</td>
                       <td>
                         ${
                           u.environmentId

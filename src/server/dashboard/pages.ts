@@ -1,5 +1,7 @@
 /** The dashboard's pages: server-rendered, usable without JavaScript. */
 import type { EnvironmentView, ResourceView, SessionView, TimelineView } from '../schemas.js';
+import { maxSearchLength } from '../environment-queries.js';
+import { targetLabel } from '../views.js';
 import { html, raw, relativeTime, type Html } from './html.js';
 
 const style = raw(`
@@ -33,6 +35,27 @@ const style = raw(`
   section.running { border-left: 4px solid #1a7f37; padding-left: .8rem; }
   td form { display: inline; }
   td time, .next { white-space: nowrap; }
+  form.filters { flex-wrap: wrap; }
+  nav.counts { display: flex; gap: .4rem; flex-wrap: wrap; margin: .2rem 0 .6rem; }
+  nav.counts a { text-decoration: none; color: inherit; padding: .15rem .6rem; border: 1px solid #d8dee4; border-radius: 1rem; }
+  nav.counts a[aria-current="page"] { background: #1f3a5f; color: #fff; border-color: #1f3a5f; }
+  figure.chart { margin: .4rem 0 1rem; max-width: 40rem; }
+  figure.chart figcaption { font-size: .9em; color: #57606a; }
+  figure.chart svg { width: 100%; height: auto; display: block; }
+  .legend { display: flex; gap: 1rem; flex-wrap: wrap; font-size: .85em; margin: .2rem 0; }
+  .legend i { display: inline-block; width: .8em; height: .8em; margin-right: .3em; border-radius: 2px; }
+  .scroll { overflow-x: auto; }
+  @media (max-width: 640px) {
+    header { flex-wrap: wrap; padding: .5rem .8rem; }
+    main { padding: .6rem .8rem; }
+    form.filters label, form.filters input, form.filters select { width: 100%; box-sizing: border-box; }
+    main table:not(.cards) { display: block; overflow-x: auto; }
+    table.cards thead { display: none; }
+    table.cards, table.cards tbody, table.cards tr, table.cards td { display: block; width: 100%; box-sizing: border-box; }
+    table.cards tr { border: 1px solid #d8dee4; border-radius: .4rem; margin-bottom: .6rem; padding: .3rem 0; }
+    table.cards td { border: none; padding: .15rem .6rem .15rem 7.4rem; position: relative; overflow-wrap: anywhere; min-height: 1.2em; }
+    table.cards td[data-label]::before { content: attr(data-label); position: absolute; left: .6rem; width: 6.4rem; font-size: .8em; line-height: 1.6; color: #57606a; }
+  }
 `);
 
 export function layout(title: string, body: Html, options: { csrf?: string; user?: string } = {}): Html {
@@ -105,8 +128,32 @@ export interface ListPageInput {
   /** The "Next" cell of each environment (its next cleanup decision), by id. */
   next: Map<string, Html>;
   nextCursor: string | null;
-  filter: { project?: string; state?: string; environment?: string };
+  filter: { search?: string; project?: string; state?: string; environment?: string };
+  /** Environments per state under the filter, the state itself left out. */
+  counts: Record<string, number>;
+  /** Environments by state over time (chart.ts). */
+  chart: Html;
   now: Date;
+}
+
+/** "All 12 · active 9 · cleaned 3": each a link to the list in that state, the filter kept. */
+function stateCounts(filter: ListPageInput['filter'], counts: Record<string, number>): Html {
+  const link = (state: string | undefined, label: string, n: number) => {
+    const query = new URLSearchParams();
+    for (const [k, v] of Object.entries({ ...filter, state })) if (v) query.set(k, v);
+    const current = (filter.state || undefined) === state;
+    return html`<a
+      href="/${query.size > 0 ? `?${query.toString()}` : ''}"
+      data-state="${state ?? 'all'}"
+      ${current ? raw('aria-current="page"') : ''}
+      >${label} <strong>${n}</strong></a
+    >`;
+  };
+  const states = Object.keys(counts).sort();
+  const all = Object.values(counts).reduce((a, b) => a + b, 0);
+  return html`<nav class="counts" aria-label="Environments per state">
+    ${link(undefined, 'All', all)} ${states.map((state) => link(state, state, counts[state] ?? 0))}
+  </nav>`;
 }
 
 export function environmentsPage(input: ListPageInput, session: { csrf: string; user: string }): Html {
@@ -117,7 +164,16 @@ export function environmentsPage(input: ListPageInput, session: { csrf: string; 
   return layout(
     'Environments',
     html`<h1>Environments</h1>
-      <form class="filters" method="get" action="/">
+      <form class="filters" method="get" action="/" role="search">
+        <label
+          >Search
+          <input
+            type="search"
+            name="search"
+            value="${filter.search ?? ''}"
+            maxlength="${maxSearchLength}"
+            placeholder="project, environment, namespace or owner"
+        /></label>
         <label>Project <input name="project" value="${filter.project ?? ''}" /></label>
         <label>Environment <input name="environment" value="${filter.environment ?? ''}" /></label>
         <label
@@ -130,7 +186,8 @@ export function environmentsPage(input: ListPageInput, session: { csrf: string; 
         >
         <button type="submit">Filter</button>
       </form>
-      <table id="environments">
+      ${stateCounts(filter, input.counts)} ${input.chart}
+      <table id="environments" class="cards">
         <thead>
           <tr>
             <th>Project</th>
@@ -154,19 +211,23 @@ export function environmentsPage(input: ListPageInput, session: { csrf: string; 
               : items.map(
                   (e) =>
                     html`<tr data-environment-id="${e.id}">
-                      <td>${e.project}</td>
-                      <td><a href="/environments/${encodeURIComponent(e.id)}">${e.name}</a></td>
-                      <td>${e.namespace}</td>
-                      <td>${e.owner ?? '—'}</td>
-                      <td>
+                      <td data-label="Project">${e.project}</td>
+                      <td data-label="Environment">
+                        <a href="/environments/${encodeURIComponent(e.id)}">${e.name}</a>
+                      </td>
+                      <td data-label="Namespace">${e.namespace}</td>
+                      <td data-label="Owner">${e.owner ?? '—'}</td>
+                      <td data-label="Last activity">
                         <time datetime="${e.lastActivity.at}" title="${e.lastActivity.at}"
                           >${relativeTime(e.lastActivity.at, now)}</time
                         >
                         <span class="muted">${activitySource(e.lastActivity)}</span>
                       </td>
-                      <td><span class="badge ${e.state}">${e.state}</span></td>
-                      <td>${e.protected ? html`<span class="badge protected">protected</span>` : 'no'}</td>
-                      <td class="next-cell">${input.next.get(e.id) ?? ''}</td>
+                      <td data-label="State"><span class="badge ${e.state}">${e.state}</span></td>
+                      <td data-label="Protected">
+                        ${e.protected ? html`<span class="badge protected">protected</span>` : 'no'}
+                      </td>
+                      <td data-label="Next" class="next-cell">${input.next.get(e.id) ?? ''}</td>
                     </tr>`,
                 )
           }
@@ -239,26 +300,34 @@ export function environmentPage(input: DetailPageInput, session: { csrf: string;
       </table>
       <div class="actions">
         ${
-          input.canProtect
-            ? e.protected
-              ? action('unprotect', 'Unprotect')
-              : action('protect', 'Protect')
-            : html`<span class="muted">Protecting needs an admin token.</span>`
+          e.state === 'cleaned'
+            ? html`<span class="muted" id="cleaned-note"
+                  >Cleaned${e.cleanedAt ? ` at ${e.cleanedAt}` : ''}: nothing is left to protect or keep
+                  alive; the next tend command in it makes it active again.</span
+                >
+                ${e.protected && input.canProtect ? action('unprotect', 'Unprotect') : ''}`
+            : html`${
+                input.canProtect
+                  ? e.protected
+                    ? action('unprotect', 'Unprotect')
+                    : action('protect', 'Protect')
+                  : html`<span class="muted">Protecting needs an admin token.</span>`
+              }
+              ${action(
+                'keep-alive',
+                'Keep alive',
+                html`<select name="for" aria-label="Keep alive for">
+                  <option value="8h">8 hours</option>
+                  <option value="24h" selected>1 day</option>
+                  <option value="3d">3 days</option>
+                  <option value="7d">7 days</option>
+                </select> `,
+              )}`
         }
-        ${action(
-          'keep-alive',
-          'Keep alive',
-          html`<select name="for" aria-label="Keep alive for">
-            <option value="8h">8 hours</option>
-            <option value="24h" selected>1 day</option>
-            <option value="3d">3 days</option>
-            <option value="7d">7 days</option>
-          </select> `,
-        )}
       </div>
       ${input.cleanup ?? ''}
       <h2>Resources</h2>
-      <table id="resources">
+      <table id="resources" class="cards">
         <thead>
           <tr>
             <th>Namespace</th>
@@ -267,7 +336,7 @@ export function environmentPage(input: DetailPageInput, session: { csrf: string;
             <th>Role</th>
             <th>Ownership</th>
             <th>State</th>
-            <th>Plugin / target</th>
+            <th>Plugin / cluster</th>
             <th>First seen</th>
             <th>Last seen</th>
           </tr>
@@ -281,22 +350,22 @@ export function environmentPage(input: DetailPageInput, session: { csrf: string;
               : input.resources.map(
                   (r) =>
                     html`<tr>
-                      <td>${r.namespace}</td>
-                      <td>${r.generation}</td>
-                      <td>${r.namespaceUid ?? '—'}</td>
-                      <td>${r.role}</td>
-                      <td>${r.ownership}</td>
-                      <td>${r.state}</td>
-                      <td>${r.plugin} · ${r.targetKey}</td>
-                      <td>${r.firstSeenAt}</td>
-                      <td>${relativeTime(r.lastSeenAt, now)}</td>
+                      <td data-label="Namespace">${r.namespace}</td>
+                      <td data-label="Generation">${r.generation}</td>
+                      <td data-label="UID">${r.namespaceUid ?? '—'}</td>
+                      <td data-label="Role">${r.role}</td>
+                      <td data-label="Ownership">${r.ownership}</td>
+                      <td data-label="State">${r.state}</td>
+                      <td data-label="Plugin / cluster" class="target">${r.plugin} · ${targetLabel(r)}</td>
+                      <td data-label="First seen">${r.firstSeenAt}</td>
+                      <td data-label="Last seen">${relativeTime(r.lastSeenAt, now)}</td>
                     </tr>`,
                 )
           }
         </tbody>
       </table>
       <h2>Recent sessions</h2>
-      <table id="sessions">
+      <table id="sessions" class="cards">
         <thead>
           <tr>
             <th>Session</th>
@@ -311,20 +380,20 @@ export function environmentPage(input: DetailPageInput, session: { csrf: string;
           ${input.sessions.map(
             (s) =>
               html`<tr>
-                <td>${s.id}</td>
-                <td>
+                <td data-label="Session">${s.id}</td>
+                <td data-label="Command">
                   ${s.command ? `tend ${s.command}${s.args?.length ? ' ' + s.args.join(' ') : ''}` : '—'}
                 </td>
-                <td>${s.user ?? '—'}</td>
-                <td>${s.status}</td>
-                <td>${s.startedAt ?? '—'}</td>
-                <td>${relativeTime(s.lastEventAt, now)}</td>
+                <td data-label="User">${s.user ?? '—'}</td>
+                <td data-label="Status">${s.status}</td>
+                <td data-label="Started">${s.startedAt ?? '—'}</td>
+                <td data-label="Last event">${relativeTime(s.lastEventAt, now)}</td>
               </tr>`,
           )}
         </tbody>
       </table>
       <h2>Activity</h2>
-      <table id="timeline">
+      <table id="timeline" class="cards">
         <thead>
           <tr>
             <th>Received</th>
@@ -336,9 +405,9 @@ export function environmentPage(input: DetailPageInput, session: { csrf: string;
           ${input.timeline.map(
             (t) =>
               html`<tr>
-                <td><time datetime="${t.receivedAt}">${t.receivedAt}</time></td>
-                <td>${t.type}</td>
-                <td>${t.summary}</td>
+                <td data-label="Received"><time datetime="${t.receivedAt}">${t.receivedAt}</time></td>
+                <td data-label="Event">${t.type}</td>
+                <td data-label="What">${t.summary}</td>
               </tr>`,
           )}
         </tbody>

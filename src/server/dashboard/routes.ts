@@ -10,11 +10,12 @@ import type { App, ServerServices } from '../services.js';
 import { actorOf, constantTimeEqual, scopeAllows, type Principal } from '../auth.js';
 import { decodeCursor } from '../db/repositories/environments.js';
 import { keepAliveUntil, listFilter, ListQuery, visibleEnvironment } from '../environment-queries.js';
-import { environmentView, resourceView, sessionView, timelineView } from '../views.js';
+import { environmentView, resourceView, sessionView, targetLabel, timelineView } from '../views.js';
 import type { Html } from './html.js';
 import { environmentPage, environmentsPage, loginPage, messagePage } from './pages.js';
 import { cleanupOverview, environmentCleanup, nextDecisions } from './cleanup-data.js';
 import { cleanupPage, environmentCleanupSection, nextCell } from './cleanup-pages.js';
+import { firstDay, stateDays, statesChart } from './chart.js';
 
 export const sessionCookie = 'tend_session';
 const sessionTtlMs = 12 * 3600_000;
@@ -179,7 +180,14 @@ export function registerDashboard(app: App, services: ServerServices): void {
         return send(reply, messagePage('Bad filter', (error as Error).message, session), 400);
       }
       const cursor = q.cursor ? decodeCursor(q.cursor) : undefined;
-      const page = await services.environments.list(filter, q.limit ?? 50, cursor);
+      // The chart covers the project of the filter (or of the token), every state.
+      const chartProject = session.principal.project ?? q.project ?? null;
+      const [page, counts, history, today] = await Promise.all([
+        services.environments.list(filter, q.limit ?? 50, cursor),
+        services.environments.countByState({ ...filter, state: undefined }),
+        services.environments.stateHistory(firstDay(now), chartProject),
+        services.environments.countByState({ onlyProject: chartProject }),
+      ]);
       const items = page.items.map(environmentView);
       const decisions = await nextDecisions(
         services,
@@ -192,7 +200,12 @@ export function registerDashboard(app: App, services: ServerServices): void {
             items,
             next: new Map(items.map((e) => [e.id, nextCell(decisions.get(e.id), e.policy !== null, now)])),
             nextCursor: page.nextCursor,
-            filter: { project: q.project, state: q.state, environment: q.environment },
+            filter: { search: q.search, project: q.project, state: q.state, environment: q.environment },
+            counts,
+            chart: statesChart(
+              stateDays(history, today, now),
+              chartProject ? `project ${chartProject}` : 'all projects',
+            ),
             now,
           },
           session,
@@ -226,12 +239,13 @@ export function registerDashboard(app: App, services: ServerServices): void {
     ]);
     const now = services.now();
     const view = environmentView(env);
+    const resourceViews = resources.map(resourceView);
     return send(
       reply,
       environmentPage(
         {
           environment: view,
-          resources: resources.map(resourceView),
+          resources: resourceViews,
           sessions: sessions.map(sessionView),
           timeline: timeline.map(timelineView),
           now,
@@ -242,6 +256,7 @@ export function registerDashboard(app: App, services: ServerServices): void {
               ...cleanup,
               canClean: scopeAllows(session.principal.scope, 'admin'),
               active: view.state === 'active',
+              targets: new Map(resourceViews.map((r) => [r.targetKey, targetLabel(r)])),
             },
             session,
             now,
@@ -275,6 +290,16 @@ export function registerDashboard(app: App, services: ServerServices): void {
         }
         const env = await visibleEnvironment(services, id, session.principal).catch(() => undefined);
         if (!env) return send(reply, messagePage('Not found', 'No such environment.', session), 404);
+        // A cleaned environment has nothing left to protect or keep alive (the page offers neither).
+        if (env.state === 'cleaned' && action !== 'unprotect') {
+          return renderEnvironment(
+            reply,
+            session,
+            id,
+            409,
+            `${env.project} / ${env.name} is cleaned: nothing is left to ${action === 'protect' ? 'protect' : 'keep alive'}.`,
+          );
+        }
         const actor = actorOf(session.principal);
         const now = services.now();
         if (action === 'keep-alive') {

@@ -16,16 +16,18 @@ import {
   type SqliteDatabase,
   type SqliteDialectConfig,
 } from 'kysely';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import pg from 'pg';
 import { TendError } from '../../errors.js';
 import { redactUrl } from '../../redact.js';
+import { databaseFileName, serverDataDir } from '../data-dir.js';
 import * as m0001 from './migrations/0001_init.js';
 import * as m0003 from './migrations/0003_cleanup.js';
 import * as m0006 from './migrations/0006_notifications.js';
+import * as m0007 from './migrations/0007_state_history.js';
 import type { Database } from './schema.js';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -48,8 +50,13 @@ export interface ServerDatabase {
 export interface OpenDatabaseOptions {
   /** `postgres://…`; when absent, an SQLite file in `dataDir`. */
   databaseUrl?: string;
-  /** Directory of the SQLite file `tend.db` (default `.tend-server/`). */
+  /** Directory of the SQLite file `tend.db` (default: `serverDataDir()`, see data-dir.ts). */
   dataDir?: string;
+  /**
+   * SQLite: refuse (TEND_DATABASE_NOT_FOUND) instead of creating the file when it does not
+   * exist — for commands that administer an existing server's database (token create|list|revoke).
+   */
+  mustExist?: boolean;
   /** An explicit SQLite file (tests, benchmarks); overrides dataDir. */
   sqliteFile?: string;
   /** PostgreSQL pool size (default 10). */
@@ -65,6 +72,7 @@ export const migrations: Record<string, Migration> = {
   '0001_init': m0001,
   '0003_cleanup': m0003,
   '0006_notifications': m0006,
+  '0007_state_history': m0007,
 };
 
 export { redactUrl };
@@ -86,7 +94,21 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<S
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { db, reader: db, dialect: 'postgres', location: redactUrl(url), close: () => db.destroy() };
   }
-  const file = resolve(options.sqliteFile ?? join(options.dataDir ?? '.tend-server', 'tend.db'));
+  const file = resolve(options.sqliteFile ?? join(serverDataDir(options.dataDir), databaseFileName));
+  if (options.mustExist && !existsSync(file)) {
+    throw new TendError(
+      'TEND_DATABASE_NOT_FOUND',
+      `no tend server database in ${dirname(file)} (looked for ${file})`,
+      {
+        detail: {
+          dataDir: dirname(file),
+          hint:
+            'pass the --data-dir (or TEND_DATA_DIR, or --database-url) your tend server uses; ' +
+            'a new server creates its database on start or with tend server migrate',
+        },
+      },
+    );
+  }
   try {
     mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
     // The database holds token hashes and everything ingested: only its owner reads it. SQLite

@@ -345,6 +345,18 @@ export interface DashboardSessionsTable {
   expires_at: Timestamp;
 }
 
+/** Per UTC day, project and state: the environments in that state when the day was last recorded. */
+export interface EnvironmentStateDaysTable {
+  /** `YYYY-MM-DD` (UTC). */
+  day: string;
+  project: string;
+  state: string;
+  count: number;
+  recorded_at: Timestamp;
+  /** 1: estimated when the table was created (first-seen and cleaned times), not recorded. */
+  estimated: number;
+}
+
 export interface Database {
   projects: ProjectsTable;
   api_tokens: ApiTokensTable;
@@ -367,6 +379,7 @@ export interface Database {
   notification_cursor: NotificationCursorTable;
   audit_log: AuditLogTable;
   dashboard_sessions: DashboardSessionsTable;
+  environment_state_days: EnvironmentStateDaysTable;
 }
 
 export type ApiToken = Selectable<ApiTokensTable>;

@@ -126,6 +126,22 @@ describe('kubernetes-pod tests and runs', () => {
     );
   });
 
+  it('Ctrl-C aborts a request in flight: the command does not wait for the API to answer', async () => {
+    const root = podProject('pod-inflight', '{ image: alpine, command: [sh, -c, "true"] }', 'Run');
+    // Creating the pod takes two minutes (longer than the test may run): only an abort ends it.
+    const slow = h.sim.faults.add({ type: 'latency', ms: 120_000, verb: 'create', resource: 'pods' });
+    try {
+      const running = execute('run', root);
+      await waitFor(() => h.sim.faults.fired(slow) > 0, 'the pod creation to be in flight');
+      process.emit('SIGINT', 'SIGINT');
+      const result = await running;
+      expect(result.exitCode).toBe(130);
+      expect(result.data.actions[0]).toMatchObject({ state: 'aborted' });
+    } finally {
+      h.sim.faults.remove(slow);
+    }
+  });
+
   it('Ctrl-C stops the pod and removes it', async () => {
     const root = podProject('pod-abort', '{ image: alpine, command: [sh, -c, "sleep 60"] }', 'Run');
     const running = execute('run', root);
@@ -135,8 +151,8 @@ describe('kubernetes-pod tests and runs', () => {
     );
     process.emit('SIGINT', 'SIGINT');
     const result = await running;
-    expect(result.exitCode).toBe(1);
-    expect(result.data.actions[0]!.error?.code).toBe('TEND_INTERRUPTED');
+    expect(result.exitCode).toBe(130);
+    expect(result.data.actions[0]).toMatchObject({ state: 'aborted', error: { code: 'TEND_INTERRUPTED' } });
     expect(h.sim.store.list('pods', 'pod-abort')).toEqual([]);
   });
 });

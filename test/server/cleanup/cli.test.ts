@@ -151,9 +151,10 @@ describe('cleanup commands', () => {
 
 describe('tend server token create --scope agent --cluster', () => {
   it('binds an agent token to clusters, and refuses --cluster on other scopes', async () => {
-    const { tokenCreateCommand } = await import('../../../src/commands/server.js');
+    const { migrateCommand, tokenCreateCommand } = await import('../../../src/commands/server.js');
     const dir = mkdtempSync(join(tmpdir(), 'tend-token-'));
     try {
+      await migrateCommand({ dataDir: dir });
       const created = await tokenCreateCommand({
         dataDir: dir,
         name: 'agent-eu',

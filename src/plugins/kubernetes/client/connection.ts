@@ -6,8 +6,16 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { KubeConfig, RequestContext, SecurityAuthentication } from '@kubernetes/client-node';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import https from 'node:https';
 import { TendError } from '../../../errors.js';
+
+/**
+ * The abort signal of the handler call a request is made for (set by the request gate around
+ * each request): Ctrl-C aborts the requests in flight. Connections are shared by the calls of a
+ * process, so the signal travels with the request, not with the connection.
+ */
+export const requestSignal = new AsyncLocalStorage<AbortSignal | undefined>();
 
 export type K8sModule = typeof k8s;
 
@@ -122,6 +130,8 @@ function keepAliveAuthentication(kc: KubeConfig): SecurityAuthentication {
   return {
     getName: () => 'kubeconfig authentication (keep-alive)',
     async applySecurityAuthentication(context: RequestContext) {
+      const signal = requestSignal.getStore();
+      if (signal) context.setSignal(signal);
       await kc.applySecurityAuthentication(context);
       const cluster = kc.getCurrentCluster();
       if (!cluster || cluster.proxyUrl || !cluster.server.startsWith('https:')) return;

@@ -11,7 +11,7 @@ import { TendError } from '../../../errors.js';
 import type { NamespaceRole, NamespaceStatusPayload, Target } from '../../../events/catalog.js';
 import type { PluginContext, PluginPayload } from '../../../plugin/types.js';
 import type { ProviderSettings } from '../config.js';
-import type { Connection } from './connection.js';
+import { requestSignal, type Connection } from './connection.js';
 import { apiError, describeFailure, withRetry } from './errors.js';
 import { annotations, labels, missing, toInfo, type NamespaceInfo } from './namespace-info.js';
 
@@ -98,10 +98,17 @@ export class RequestGate {
     };
   }
 
+  /**
+   * Runs a request with retries. Ctrl-C (the call's signal) aborts a request in flight and ends
+   * its retries; a request made after Ctrl-C (stopping what the handler started: deleting its
+   * pod) runs to its end.
+   */
   retry<T>(what: string, fn: () => Promise<T>, idempotent: boolean): Promise<T> {
-    return withRetry(fn, {
+    const signal = this.ctx.signal.aborted ? undefined : this.ctx.signal;
+    return withRetry(() => requestSignal.run(signal, fn), {
       retries: this.settings.retries,
       idempotent,
+      ...(signal ? { signal } : {}),
       onRetry: (f, attempt, waitMs) =>
         this.ctx.log.debug(
           `${what}: ${f.status ?? f.networkCode ?? 'error'} ${f.message}; retry ${attempt} in ${waitMs} ms`,

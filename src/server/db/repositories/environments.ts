@@ -1,10 +1,12 @@
 /** Environments with their resources, sessions and activity: the registry as the API reads it. */
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { auditId } from './audit.js';
 import type { Database, Environment, EnvironmentState, Resource, Session } from '../schema.js';
 import { textProblem } from '../../storable.js';
 
 export interface EnvironmentFilter {
+  /** Case-insensitive substring of the project, environment name, namespace or owner. */
+  search?: string;
   project?: string;
   environment?: string;
   state?: EnvironmentState;
@@ -45,6 +47,13 @@ export function decodeCursor(value: string): Cursor | undefined {
   return undefined;
 }
 
+/** One day of environments per state (`stateHistory`). */
+export interface RecordedDay {
+  counts: Record<string, number>;
+  /** Estimated from first-seen and cleaned times, not recorded (the days before migration 0007). */
+  estimated: boolean;
+}
+
 export interface TimelineEntry {
   id: string;
   type: string;
@@ -61,14 +70,30 @@ export class EnvironmentRepository {
     private readonly reader: Kysely<Database> = db,
   ) {}
 
-  /** Newest activity first; keyset pagination on (last_activity_at, id). */
-  async list(filter: EnvironmentFilter, limit: number, cursor?: Cursor): Promise<Page<Environment>> {
-    let q = this.reader.selectFrom('environments').selectAll();
+  /** The environments the filter selects (both dialects: LIKE with an explicit escape). */
+  private filtered(filter: EnvironmentFilter) {
+    let q = this.reader.selectFrom('environments');
     if (filter.onlyProject) q = q.where('project', '=', filter.onlyProject);
     if (filter.project) q = q.where('project', '=', filter.project);
     if (filter.environment) q = q.where('name', '=', filter.environment);
     if (filter.state) q = q.where('state', '=', filter.state);
     if (filter.staleSince) q = q.where('last_activity_at', '<', filter.staleSince);
+    if (filter.search) {
+      const pattern = `%${filter.search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      q = q.where((eb) =>
+        eb.or(
+          (['project', 'name', 'namespace', 'owner'] as const).map(
+            (column) => sql<boolean>`lower(${eb.ref(column)}) like ${pattern} escape '\\'`,
+          ),
+        ),
+      );
+    }
+    return q;
+  }
+
+  /** Newest activity first; keyset pagination on (last_activity_at, id). */
+  async list(filter: EnvironmentFilter, limit: number, cursor?: Cursor): Promise<Page<Environment>> {
+    let q = this.filtered(filter).selectAll();
     if (cursor) {
       q = q.where((eb) =>
         eb.or([
@@ -136,13 +161,83 @@ export class EnvironmentRepository {
     }));
   }
 
-  async countByState(): Promise<Record<string, number>> {
-    const rows = await this.reader
-      .selectFrom('environments')
+  /** How many environments are in each state: all of them, or those the filter selects. */
+  async countByState(filter: EnvironmentFilter = {}): Promise<Record<string, number>> {
+    const rows = await this.filtered(filter)
       .select(['state', (eb) => eb.fn.countAll<number>().as('n')])
       .groupBy('state')
       .execute();
     return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
+  }
+
+  /**
+   * Records today's (UTC) count of environments per project and state, for the chart of
+   * environments by state over time: states no longer held drop to 0, the rest are upserted.
+   * Idempotent; replicas recording at once both write the same counts.
+   */
+  async recordStateCounts(now: Date): Promise<void> {
+    const day = now.toISOString().slice(0, 10);
+    const at = now.toISOString();
+    await this.db.transaction().execute(async (trx) => {
+      const rows = await trx
+        .selectFrom('environments')
+        .select(['project', 'state', (eb) => eb.fn.countAll<number>().as('n')])
+        .groupBy(['project', 'state'])
+        .execute();
+      await trx
+        .updateTable('environment_state_days')
+        .set({ count: 0, recorded_at: at, estimated: 0 })
+        .where('day', '=', day)
+        .execute();
+      if (rows.length === 0) return;
+      await trx
+        .insertInto('environment_state_days')
+        .values(
+          rows.map((r) => ({
+            day,
+            project: r.project,
+            state: r.state,
+            count: Number(r.n),
+            recorded_at: at,
+            estimated: 0,
+          })),
+        )
+        .onConflict((oc) =>
+          oc.columns(['day', 'project', 'state']).doUpdateSet((eb) => ({
+            count: eb.ref('excluded.count'),
+            recorded_at: eb.ref('excluded.recorded_at'),
+            estimated: 0,
+          })),
+        )
+        .execute();
+    });
+  }
+
+  /**
+   * Environments per state for each recorded UTC day from `since` (`YYYY-MM-DD`) on, summed over
+   * projects (or of one project): day → state → count, and whether the day is an estimate (the
+   * days before the table existed, migration 0007). Days never recorded are absent.
+   */
+  async stateHistory(since: string, project: string | null): Promise<Map<string, RecordedDay>> {
+    let q = this.reader
+      .selectFrom('environment_state_days')
+      .select([
+        'day',
+        'state',
+        (eb) => eb.fn.sum<number>('count').as('n'),
+        (eb) => eb.fn.max<number>('estimated').as('estimated'),
+      ])
+      .where('day', '>=', since);
+    if (project) q = q.where('project', '=', project);
+    const rows = await q.groupBy(['day', 'state']).orderBy('day').execute();
+    const days = new Map<string, RecordedDay>();
+    for (const r of rows) {
+      const recorded = days.get(r.day) ?? { counts: {}, estimated: false };
+      recorded.counts[r.state] = Number(r.n);
+      recorded.estimated ||= Number(r.estimated) === 1;
+      days.set(r.day, recorded);
+    }
+    return days;
   }
 
   /** Sets protection and writes the audit entry, in one transaction. */
