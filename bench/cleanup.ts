@@ -13,13 +13,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { monotonicFactory } from 'ulidx';
 import { buildServer } from '../src/server/app.js';
 import { plan } from '../src/server/cleanup/planner.js';
 import { loadSnapshot } from '../src/server/cleanup/snapshot.js';
 import { migrateToLatest, openDatabase, type ServerDatabase } from '../src/server/db/database.js';
 import { TokenRepository } from '../src/server/db/repositories/tokens.js';
-import { figure, median, percentile, timeIt } from './support.js';
+import { figure, median, percentile, ratio, timeIt } from './support.js';
 
 const environments = Number(process.env.TEND_BENCH_ENVIRONMENTS ?? 100_000);
 const projects = 1000;
@@ -211,6 +212,55 @@ export async function run(): Promise<void> {
       figure('  of which: snapshot load (median of 3)', median(loads), 'ms');
       figure('  of which: plan(), the pure function (median of 3)', median(plans), 'ms');
       figure('  plan() per environment', (median(plans) * 1000) / environments, 'µs');
+
+      // The same environments with working-hours schedules (issue 14): every policy gets one of
+      // four schedules in two zones, a third of the environments are paused by their schedule.
+      // Ratios against the passes without schedules above, measured in this run.
+      const schedules = [
+        {
+          sleepAt: '20:00',
+          wakeAt: '08:00',
+          weekdays: ['mon', 'tue', 'wed', 'thu', 'fri'],
+          timeZone: 'Europe/Berlin',
+        },
+        { sleepAt: '02:30', wakeAt: '02:15', weekdays: ['sun'], timeZone: 'Europe/Berlin' },
+        { sleepAt: '18:00', wakeAt: '09:00', weekdays: ['mon', 'wed', 'fri'], timeZone: 'America/New_York' },
+        { sleepAt: '06:00', wakeAt: '22:00', weekdays: ['sat', 'sun'], timeZone: 'America/New_York' },
+      ];
+      for (const [i, schedule] of schedules.entries()) {
+        await database.db
+          .updateTable('environments')
+          .set({ policy_schedule: JSON.stringify(schedule), policy_action: 'pause' })
+          .where(
+            sql`substr(namespace, -1)`,
+            'in',
+            [0, 1, 2].map((d) => String(i * 2 + d)).filter((d) => d < '10'),
+          )
+          .execute();
+      }
+      await database.db
+        .updateTable('environments')
+        .set({ state: 'paused', paused_by: 'schedule', paused_at: new Date().toISOString() })
+        .where(sql`substr(namespace, -1)`, 'in', ['0', '3', '6'])
+        .execute();
+      await database.db.updateTable('cleanup_policies').set({ action: 'pause' }).execute();
+      const scheduledFirst = await service.planningPass();
+      figure('with schedules: planning pass, first (decisions changed)', scheduledFirst!.durationMs, 'ms', {
+        max: 1000,
+      });
+      const scheduledSteady: number[] = [];
+      for (let i = 0; i < 3; i++) scheduledSteady.push((await service.planningPass())!.durationMs);
+      figure('with schedules: planning pass, next, median of 3', median(scheduledSteady), 'ms', {
+        max: 1000,
+      });
+      ratio('  ratio to the pass without schedules', median(scheduledSteady), median(steady), 'without');
+      const scheduledPlans: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const snapshot = await loadSnapshot(database.reader, new Date());
+        scheduledPlans.push(await timeIt(() => plan(snapshot, Date.now(), service.settings)));
+      }
+      figure('with schedules: plan(), the pure function (median of 3)', median(scheduledPlans), 'ms');
+      ratio('  ratio to plan() without schedules', median(scheduledPlans), median(plans), 'without');
 
       // The plan route over real HTTP.
       const { token } = await new TokenRepository(database.db).create({ name: 'bench', scope: 'read' });

@@ -158,6 +158,47 @@ async function webhookReceiver() {
   };
 }
 
+/** A project whose idle environment is paused (not deleted) after a minute, and resumed by the next deploy. */
+function writeSleepyProject(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    path.join(dir, 'tend.yml'),
+    `# A web Deployment with 3 replicas: paused (scaled to 0, replicas recorded) after a minute
+# without activity, resumed exactly by the next \`tend deploy\`.
+kind: Project
+name: sleepy
+defaultEnvironment: dev
+environments:
+  - name: dev
+    defaultNamespace: sleepy-dev
+    cleanup: { afterInactivity: 1m, action: pause }
+providers:
+  - name: kubernetes
+    context: kube-sim
+---
+kind: Deploy
+type: kubernetes
+name: web
+spec:
+  files: [web.yaml]
+`,
+  );
+  writeFileSync(
+    path.join(dir, 'web.yaml'),
+    `apiVersion: apps/v1
+kind: Deployment
+metadata: { name: web }
+spec:
+  replicas: 3
+  selector: { matchLabels: { app: web } }
+  template:
+    metadata: { labels: { app: web } }
+    spec: { containers: [{ name: web, image: nginx:1.27 }] }
+`,
+  );
+}
+
 async function main(): Promise<void> {
   mkdirSync(workDir, { recursive: true });
   const serverData = path.join(workDir, 'server');
@@ -223,6 +264,13 @@ async function main(): Promise<void> {
   console.log("  team-foreign: not tend's (no tend label); builds-shared: exists before tend uses it");
   await must(['build'], { cwd: builds, env });
   await must(['--env', 'shared', 'build'], { cwd: builds, env });
+
+  step('a project whose idle environment is paused, not deleted (policy: pause after 1m idle)');
+  const sleepy = path.join(workDir, 'sleepy');
+  writeSleepyProject(sleepy);
+  await must(['deploy'], { cwd: sleepy, env });
+  const replicas = () => sim.store.get('deployments.apps', 'sleepy-dev', 'web')?.spec?.replicas as number;
+  console.log(`  sleepy-dev: deployment web has ${replicas()} replicas`);
 
   const localShop = path.join(repoRoot, 'examples', 'local-shop');
   const port = String(await freePort());
@@ -316,6 +364,16 @@ async function main(): Promise<void> {
     `  webhook: ${delivery.event} for ${delivery.environment} delivered to ${receiver.url}/hooks/tend, signature ${delivery.verified ? 'verified' : 'NOT verified'}`,
   );
   await receiver.close();
+  step('pause and exact resume: enforcing sleepy, whose environment the server pauses on its own');
+  await must(['cleanup', 'enforce', '--project', 'sleepy'], { env: adminEnv });
+  await waitUntil('sleepy-dev to be paused', () => replicas() === 0, 60_000);
+  const recorded = sim.store.get('deployments.apps', 'sleepy-dev', 'web')?.metadata.annotations?.[
+    'tend.dev/paused-replicas'
+  ];
+  console.log(`  paused: deployment web at ${replicas()} replicas (tend.dev/paused-replicas: ${recorded})`);
+  await kubectl(kubeconfig, ['get', 'deployments', '-n', 'sleepy-dev']);
+  await must(['deploy'], { cwd: sleepy, env });
+  console.log(`  resumed: deployment web back at ${replicas()} replicas`);
 
   step('the cluster afterwards: the foreign and the adopted namespace are still there');
   await kubectl(kubeconfig, ['get', 'namespaces']);

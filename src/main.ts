@@ -169,6 +169,16 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
     );
 
   program
+    .command('resume')
+    .description(
+      'resume the current environment after a pause: restore the replicas, CronJobs and local processes ' +
+        'the pause recorded (tend deploy|test|run do this at their start)',
+    )
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () => (await import('./commands/resume.js')).resumeCommand(cmd.optsWithGlobals())),
+    );
+
+  program
     .command('validate')
     .description('check the project configuration and print every action')
     .action(async (_opts, cmd: Command) =>
@@ -396,7 +406,7 @@ Examples:
       ),
   )
     .option('--project <project>', 'only this project')
-    .option('--state <state>', 'active | cleaned')
+    .option('--state <state>', 'active | paused | cleaned')
     .option('--search <text>', 'only environments whose project, name, namespace or owner contains this text')
     .option('--stale-since <when>', 'no activity since this time or duration (e.g. 3d)')
     .addOption(new Option('--limit <n>', 'how many to list').default(50).argParser(Number))

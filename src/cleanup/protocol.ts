@@ -121,7 +121,10 @@ export const ClaimRequest = Type.Object(
 );
 export type ClaimRequest = Static<typeof ClaimRequest>;
 
-/** What a job does. Only `delete` today; `pause`/`resume` will run through the same machinery. */
+/**
+ * What a job does: `delete` the namespace, `pause` what tend deployed in it (recording how to
+ * restore it), or `resume` exactly that — all through the same claim, start, re-check, complete.
+ */
 export const CleanupAction = Type.Union([
   Type.Literal('delete'),
   Type.Literal('pause'),

@@ -64,6 +64,11 @@ export class ProgressReporter {
     this.drawnLines = visible.length;
   }
 
+  /** A line for people before the action rows (e.g. "resumed the paused environment …"). */
+  note(line: string): void {
+    this.stream.write(`${line}\n`);
+  }
+
   finish(): void {
     this.stop();
     if (this.redrawTimer) {

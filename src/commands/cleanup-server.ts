@@ -8,7 +8,7 @@ import { TendError } from '../errors.js';
 import { redactUrl } from '../redact.js';
 import { apiRequest, type Connection } from '../remote/client.js';
 import { formatDuration } from '../server/cleanup/planner.js';
-import type { PlanItemView } from '../server/routes/cleanup.js';
+import type { PlanItemView, TransitionView } from '../server/routes/cleanup.js';
 import type { PlanPage } from '../remote/cleanup-plan.js';
 import type { EnvironmentView } from '../server/schemas.js';
 import { resolveServer } from '../remote/credentials.js';
@@ -39,6 +39,8 @@ export interface PlanData {
   generatedAt: string | null;
   halted: boolean;
   items: PlanItemView[];
+  /** The schedules' sleeps and wakes within the window. */
+  transitions: TransitionView[];
 }
 
 /** "in 3h 12m", "3h 12m ago". */
@@ -55,6 +57,7 @@ export async function cleanupPlanCommand(
   const items: PlanItemView[] = [];
   let page: PlanPage;
   let cursor: string | null = null;
+  let transitions: TransitionView[] = [];
   do {
     const query = new URLSearchParams({ within: options.within ?? '24h' });
     if (options.project) query.set('project', options.project);
@@ -62,6 +65,7 @@ export async function cleanupPlanCommand(
     if (cursor) query.set('cursor', cursor);
     page = await apiRequest<PlanPage>(connection, `/api/v1/cleanup/plan?${query.toString()}`);
     items.push(...page.items);
+    if (page.transitions) transitions = page.transitions;
     cursor = page.nextCursor;
   } while (cursor && items.length < wanted);
   const now = new Date(page.serverTime);
@@ -88,9 +92,26 @@ export async function cleanupPlanCommand(
       ),
     );
   }
+  if (transitions.length > 0) {
+    lines.push(
+      '',
+      `Schedules within ${options.within ?? '24h'}:`,
+      formatTable(
+        ['WHEN', 'PROJECT', 'ENVIRONMENT', 'TRANSITION', 'LOCAL', 'UTC'],
+        transitions.map((t) => [
+          relative(t.at, now),
+          t.project,
+          t.environment,
+          t.kind === 'sleep' ? 'sleep (pause)' : 'wake (resume)',
+          t.local,
+          t.utc,
+        ]),
+      ),
+    );
+  }
   if (page.generatedAt) lines.push('', `Planned ${relative(page.generatedAt, now)} by the server.`);
   return {
-    data: { generatedAt: page.generatedAt, halted: page.halted, items },
+    data: { generatedAt: page.generatedAt, halted: page.halted, items, transitions },
     human: lines.join('\n'),
     exitCode: 0,
   };

@@ -34,8 +34,8 @@ function ago(iso: string, now: Date): string {
 export async function environmentsCommand(
   options: EnvironmentsOptions,
 ): Promise<CommandResult<EnvironmentView[]>> {
-  if (options.state && options.state !== 'active' && options.state !== 'cleaned') {
-    throw new TendError('TEND_USAGE', `--state must be active or cleaned, got "${options.state}"`);
+  if (options.state && !['active', 'paused', 'cleaned'].includes(options.state)) {
+    throw new TendError('TEND_USAGE', `--state must be active, paused or cleaned, got "${options.state}"`);
   }
   const connection = requireServer(options);
   const items: EnvironmentView[] = [];

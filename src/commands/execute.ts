@@ -10,6 +10,7 @@ import { ActionGraph } from '../graph/graph.js';
 import { solve, type ActionOutcome } from '../graph/solver.js';
 import { builtinPlugins } from '../plugins/builtin.js';
 import type { ActionKind, PluginDefinition } from '../plugin/types.js';
+import { resumeProviders } from './resume.js';
 import {
   actionVersions,
   checkActionTemplates,
@@ -38,6 +39,8 @@ export interface ExecuteData {
   environment: string;
   namespace: string;
   durationMs: number;
+  /** What was resumed at the start (the environment was paused), one line per provider. */
+  resumed?: string[];
   actions: {
     ref: string;
     version: string;
@@ -81,6 +84,10 @@ export async function executeCommand(
     // Providers first: the environment's namespace is recorded even if resolving actions fails below.
     await router.initProviders();
     for (const provider of router.providers) await router.callProvider(provider, 'prepareEnvironment');
+    // A paused environment is resumed before anything runs in it: nobody meets one by surprise.
+    const resumed = verb === 'build' ? [] : await resumeProviders(router);
+    for (const line of resumed)
+      progress.note(`resumed the paused environment ${opened.environment.name}: ${line}`);
     const graph = new ActionGraph(opened.actions);
     const versions = actionVersions(opened, graph, refs);
     const outcomes = await solve({
@@ -117,6 +124,7 @@ export async function executeCommand(
         environment: opened.environment.name,
         namespace: opened.environment.namespace,
         durationMs,
+        ...(resumed.length > 0 ? { resumed } : {}),
         actions: list.map((o) => ({
           ref: o.ref,
           version: o.version,

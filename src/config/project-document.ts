@@ -7,6 +7,8 @@
  */
 import type { SourceLocation } from '../errors.js';
 import type { PluginDefinition } from '../plugin/types.js';
+import { checkTimeZone } from '../cleanup/schedule.js';
+import type { CleanupSchedule } from '../events/catalog.js';
 import { checkSchema, formatPath, type ConfigProblem } from './diagnostics.js';
 import { formatLocation } from './project.js';
 import type {
@@ -59,6 +61,7 @@ export function readProjectDocument(
         action?: 'delete' | 'pause';
         warnBefore?: string;
         afterClose?: string;
+        schedule?: CleanupSchedule;
       };
       pullRequest?: { repository: string; number: string | number };
     }[];
@@ -117,6 +120,26 @@ export function readProjectDocument(
         );
       }
     }
+    if (env.cleanup?.schedule) {
+      const base = ['environments', i, 'cleanup', 'schedule'];
+      const { timeZone, sleepAt, wakeAt } = env.cleanup.schedule;
+      const zone = checkTimeZone(timeZone);
+      if (!zone.valid) {
+        problem(
+          'TEND_CONFIG_INVALID',
+          `unknown time zone "${timeZone}"; expected an IANA time zone name such as Europe/Berlin or America/New_York` +
+            (zone.suggestion ? ` (did you mean ${zone.suggestion}?)` : ''),
+          locate([...base, 'timeZone']),
+        );
+      }
+      if (sleepAt === wakeAt) {
+        problem(
+          'TEND_CONFIG_INVALID',
+          `sleepAt and wakeAt are both ${sleepAt}; expected two different times (awake from wakeAt until sleepAt)`,
+          locate([...base, 'sleepAt']),
+        );
+      }
+    }
     environments.push({
       name: env.name,
       ...(env.defaultNamespace !== undefined ? { defaultNamespace: env.defaultNamespace } : {}),
@@ -128,6 +151,7 @@ export function readProjectDocument(
               action: env.cleanup.action ?? 'delete',
               ...(env.cleanup.warnBefore !== undefined ? { warnBefore: env.cleanup.warnBefore } : {}),
               ...(env.cleanup.afterClose !== undefined ? { afterClose: env.cleanup.afterClose } : {}),
+              ...(env.cleanup.schedule ? { schedule: env.cleanup.schedule } : {}),
             },
           }
         : {}),

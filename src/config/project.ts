@@ -4,6 +4,7 @@
  * `defaultNamespace`) are kept raw; src/config/template.ts resolves them.
  */
 import type { SourceLocation } from '../errors.js';
+import type { CleanupSchedule } from '../events/catalog.js';
 import type { ActionKind } from '../plugin/types.js';
 
 /** A path to a value inside one YAML document: keys and sequence indexes. */
@@ -17,6 +18,8 @@ export interface CleanupConfig {
   /** `30m`, `8h`, `3d`. */
   afterInactivity: string;
   action: 'delete' | 'pause';
+  /** Working hours: asleep (paused) outside them. */
+  schedule?: CleanupSchedule;
   /** Warn this long before the action (`1h` when absent). */
   warnBefore?: string;
   /** Due this long after the environment's pull request closed (`0m` when absent). */

@@ -5,7 +5,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { TSchema } from '@sinclair/typebox';
-import { CleanupPolicy, repositoryPattern } from '../events/catalog.js';
+import { CleanupPolicy, CleanupSchedule, repositoryPattern } from '../events/catalog.js';
 import { actionKinds } from '../plugin/types.js';
 import type { ActionKind, PluginDefinition } from '../plugin/types.js';
 import { nameMaxLength, namePattern } from './project.js';
@@ -41,6 +41,7 @@ const durationSchema = (description: string) =>
     patternErrorMessage: 'a duration: a whole number followed by m, h or d (e.g. 30m, 8h, 3d)',
     description,
   });
+const clockMessage = 'a local time HH:MM, 24-hour (e.g. 08:00, 20:30)';
 
 export const CleanupConfigSchema = Type.Object(
   {
@@ -60,6 +61,36 @@ export const CleanupConfigSchema = Type.Object(
         default: 'delete',
         description: 'What cleanup does: delete the namespace (default) or pause its workloads.',
       }),
+    ),
+    schedule: Type.Optional(
+      Type.Object(
+        {
+          sleepAt: Type.String({
+            pattern: CleanupSchedule.properties.sleepAt.pattern,
+            patternErrorMessage: clockMessage,
+            description: 'Local time (HH:MM, 24-hour) the environment goes to sleep (is paused).',
+          }),
+          wakeAt: Type.String({
+            pattern: CleanupSchedule.properties.wakeAt.pattern,
+            patternErrorMessage: clockMessage,
+            description: 'Local time (HH:MM, 24-hour) the environment wakes up (is resumed).',
+          }),
+          weekdays: Type.Array(CleanupSchedule.properties.weekdays.items, {
+            minItems: 1,
+            uniqueItems: true,
+            description: 'The days it wakes up: mon, tue, wed, thu, fri, sat, sun.',
+          }),
+          timeZone: Type.String({
+            minLength: 1,
+            maxLength: CleanupSchedule.properties.timeZone.maxLength,
+            description: 'An IANA time zone name, e.g. Europe/Berlin.',
+          }),
+        },
+        {
+          additionalProperties: false,
+          description: 'Working hours: asleep (paused) outside them, in the time zone given.',
+        },
+      ),
     ),
   },
   { additionalProperties: false, description: 'Automatic environment cleanup policy.' },

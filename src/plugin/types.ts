@@ -26,13 +26,15 @@ export const actionHandlerNames: { [K in ActionKind]: readonly ActionHandlerName
 };
 
 export type ProviderHandlerName =
-  'init' | 'getEnvironmentStatus' | 'prepareEnvironment' | 'cleanupEnvironment';
+  'init' | 'getEnvironmentStatus' | 'prepareEnvironment' | 'cleanupEnvironment' | 'resumeEnvironment';
 export const providerHandlerNames: readonly ProviderHandlerName[] = [
   'init',
   'getEnvironmentStatus',
   'prepareEnvironment',
   'cleanupEnvironment',
 ];
+/** Provider handlers a plugin may leave out. */
+export const optionalProviderHandlerNames: readonly ProviderHandlerName[] = ['resumeEnvironment'];
 
 export type HandlerName = ProviderHandlerName | ActionHandlerNames[ActionKind];
 
@@ -253,6 +255,17 @@ export interface ProviderHandlers<Config = unknown, State = unknown> {
   prepareEnvironment(ctx: PluginContext<Config, State>): Promise<EnvironmentStatus>;
   /** Removes what tend owns in the environment. */
   cleanupEnvironment(ctx: PluginContext<Config, State>): Promise<{ deleted: boolean; message: string }>;
+  /**
+   * Optional: restores exactly what a pause recorded (docs/cleanup.md#pause-and-resume), called at
+   * the start of `tend deploy|test|run` and by `tend resume`. Nothing paused: `resumed: false`.
+   */
+  resumeEnvironment?(ctx: PluginContext<Config, State>): Promise<ResumeResult>;
+}
+
+export interface ResumeResult {
+  resumed: boolean;
+  /** For people: what was restored ("Deployment api 0 → 3, CronJob report not suspended"). */
+  message: string;
 }
 
 /** One action type of a plugin, with a spec schema and handlers for each kind it supports. */

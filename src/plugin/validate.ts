@@ -10,6 +10,7 @@ import {
   actionHandlerNames,
   actionKinds,
   cleanupHandlerNames,
+  optionalProviderHandlerNames,
   providerHandlerNames,
   type ActionKind,
   type PluginDefinition,
@@ -65,6 +66,12 @@ export function validatePlugins(plugins: readonly PluginDefinition[]): void {
     for (const handler of providerHandlerNames) {
       if (typeof plugin.provider[handler] !== 'function') {
         throw invalid(plugin.name, `provider handler "${handler}" is missing`);
+      }
+    }
+    for (const handler of optionalProviderHandlerNames) {
+      const fn = plugin.provider[handler];
+      if (fn !== undefined && typeof fn !== 'function') {
+        throw invalid(plugin.name, `provider handler "${handler}" is not a function`);
       }
     }
     if (plugin.cleanup !== undefined) {

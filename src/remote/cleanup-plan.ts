@@ -8,7 +8,7 @@
 import { apiRequest } from './client.js';
 import { resolveServer } from './credentials.js';
 import { formatDuration, formatTime } from '../server/cleanup/planner.js';
-import type { PlanItemView } from '../server/routes/cleanup.js';
+import type { PlanItemView, TransitionView } from '../server/routes/cleanup.js';
 
 export interface PlanPage {
   /** Due times are shown relative to the server's clock, not this machine's. */
@@ -17,6 +17,8 @@ export interface PlanPage {
   halted: boolean;
   items: PlanItemView[];
   nextCursor: string | null;
+  /** The schedules' next sleeps and wakes (first page of the plan route only). */
+  transitions?: TransitionView[];
 }
 
 /**

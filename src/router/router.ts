@@ -54,7 +54,7 @@ interface InFlightCall {
 }
 
 type ProviderCallName = Exclude<keyof ProviderHandlers, 'init'>;
-type ProviderResults = { [H in ProviderCallName]: Awaited<ReturnType<ProviderHandlers[H]>> };
+type ProviderResults = { [H in ProviderCallName]: Awaited<ReturnType<NonNullable<ProviderHandlers[H]>>> };
 
 /** What each action handler returns. */
 export interface ActionResults {
@@ -115,10 +115,16 @@ export class Router {
     provider: ProviderRuntime,
     handler: H,
   ): Promise<ProviderResults[H]> {
-    return this.call(provider, handler, undefined, (ctx) => {
-      const fn = provider.plugin.provider[handler] as (ctx: PluginContext) => Promise<ProviderResults[H]>;
-      return fn.call(provider.plugin.provider, ctx);
-    });
+    const fn = provider.plugin.provider[handler] as
+      ((ctx: PluginContext) => Promise<ProviderResults[H]>) | undefined;
+    if (typeof fn !== 'function') {
+      throw new TendError(
+        'TEND_HANDLER_MISSING',
+        `plugin "${provider.plugin.name}" has no provider handler "${handler}"`,
+        { plugin: provider.plugin.name, handler },
+      );
+    }
+    return this.call(provider, handler, undefined, (ctx) => fn.call(provider.plugin.provider, ctx));
   }
 
   async callAction<H extends ActionHandlerNames[ActionKind]>(

@@ -8,6 +8,7 @@ import { TendError } from '../errors.js';
 import type { Principal } from './auth.js';
 import type { EnvironmentFilter } from './db/repositories/environments.js';
 import type { Environment } from './db/schema.js';
+import { EnvironmentStateSchema } from './schemas.js';
 import type { ServerServices } from './services.js';
 import { parseDuration } from './views.js';
 
@@ -25,7 +26,7 @@ export const ListQuery = Type.Object({
   ),
   project: Type.Optional(Type.String({ minLength: 1 })),
   environment: Type.Optional(Type.String({ minLength: 1, description: 'Environment name, e.g. dev.' })),
-  state: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('cleaned')])),
+  state: Type.Optional(EnvironmentStateSchema),
   staleSince: Type.Optional(
     Type.String({
       description:

@@ -1,5 +1,6 @@
 /** TypeBox schemas shared by routes: errors and the API's view of the registry. */
 import { Type, type Static } from '@sinclair/typebox';
+import { CleanupSchedule } from '../events/catalog.js';
 
 export const ErrorResponse = Type.Object(
   {
@@ -16,12 +17,21 @@ const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union(
 const Str = () => Type.String();
 const Time = () => Type.String({ format: 'date-time' });
 
+export const EnvironmentStateSchema = Type.Union([
+  Type.Literal('active'),
+  Type.Literal('paused'),
+  Type.Literal('cleaned'),
+]);
+
 export const EnvironmentView = Type.Object({
   id: Str(),
   project: Str(),
   name: Str(),
   namespace: Str(),
-  state: Type.Union([Type.Literal('active'), Type.Literal('cleaned')]),
+  state: EnvironmentStateSchema,
+  /** When a pause job paused it (state `paused`), and which rule decided: `schedule` or `inactivity`. */
+  pausedAt: Nullable(Time()),
+  pausedBy: Nullable(Str()),
   owner: Nullable(Str()),
   protected: Type.Boolean(),
   protectedBy: Nullable(Str()),
@@ -34,6 +44,7 @@ export const EnvironmentView = Type.Object({
       action: Str(),
       warnBefore: Type.Optional(Str()),
       afterClose: Type.Optional(Str()),
+      schedule: Type.Optional(CleanupSchedule),
     }),
     Type.Null(),
   ]),

@@ -1,4 +1,5 @@
 /** Database rows as the API and the dashboard show them. */
+import type { CleanupSchedule } from '../events/catalog.js';
 import { redactUrl } from '../redact.js';
 import type { AuditEntry, Environment, Resource, Session } from './db/schema.js';
 import type { TimelineEntry } from './db/repositories/environments.js';
@@ -11,6 +12,8 @@ export function environmentView(e: Environment): EnvironmentView {
     name: e.name,
     namespace: e.namespace,
     state: e.state,
+    pausedAt: e.paused_at,
+    pausedBy: e.paused_by,
     owner: e.owner,
     protected: Boolean(e.protected),
     protectedBy: e.protected_by,
@@ -22,6 +25,7 @@ export function environmentView(e: Environment): EnvironmentView {
         ? {
             afterInactivity: e.policy_after_inactivity,
             action: e.policy_action,
+            ...(e.policy_schedule ? { schedule: JSON.parse(e.policy_schedule) as CleanupSchedule } : {}),
             ...(e.policy_warn_before ? { warnBefore: e.policy_warn_before } : {}),
             ...(e.policy_after_close ? { afterClose: e.policy_after_close } : {}),
           }

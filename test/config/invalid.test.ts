@@ -182,6 +182,161 @@ const cases: Case[] = [
     code: 'TEND_CONFIG_INVALID',
   },
   {
+    name: 'schedule with an unknown time zone',
+    files: {
+      'tend.yml': yaml`
+        kind: Project
+        name: shop
+        environments:
+          - name: dev
+            cleanup:
+              afterInactivity: 8h
+              action: pause
+              schedule:
+                sleepAt: "20:00"
+                wakeAt: "08:00"
+                weekdays: [mon, tue, wed]
+                timeZone: Europe/Berlln
+      `,
+    },
+    error:
+      'tend.yml:12:19: unknown time zone "Europe/Berlln"; expected an IANA time zone name such as Europe/Berlin or America/New_York',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'schedule with a fixed offset instead of a zone',
+    files: {
+      'tend.yml': yaml`
+        kind: Project
+        name: shop
+        environments:
+          - name: dev
+            cleanup:
+              afterInactivity: 8h
+              action: pause
+              schedule:
+                sleepAt: "20:00"
+                wakeAt: "08:00"
+                weekdays: [mon, tue, wed]
+                timeZone: UTC+2
+      `,
+    },
+    error:
+      'tend.yml:12:19: unknown time zone "UTC+2"; expected an IANA time zone name such as Europe/Berlin or America/New_York',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'schedule zone in the wrong case',
+    files: {
+      'tend.yml': yaml`
+        kind: Project
+        name: shop
+        environments:
+          - name: dev
+            cleanup:
+              afterInactivity: 8h
+              action: pause
+              schedule:
+                sleepAt: "20:00"
+                wakeAt: "08:00"
+                weekdays: [mon, tue, wed]
+                timeZone: europe/berlin
+      `,
+    },
+    error:
+      'tend.yml:12:19: unknown time zone "europe/berlin"; expected an IANA time zone name such as Europe/Berlin or America/New_York (did you mean Europe/Berlin?)',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'schedule with a bad time',
+    files: {
+      'tend.yml': yaml`
+        kind: Project
+        name: shop
+        environments:
+          - name: dev
+            cleanup:
+              afterInactivity: 8h
+              action: pause
+              schedule:
+                sleepAt: "20:00"
+                wakeAt: "8:00"
+                weekdays: [mon, tue, wed]
+                timeZone: Europe/Berlin
+      `,
+    },
+    error:
+      'tend.yml:10:17: invalid value for environments[0].cleanup.schedule.wakeAt: expected a local time HH:MM, 24-hour (e.g. 08:00, 20:30), got "8:00"',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'schedule with an unknown weekday',
+    files: {
+      'tend.yml': yaml`
+        kind: Project
+        name: shop
+        environments:
+          - name: dev
+            cleanup:
+              afterInactivity: 8h
+              action: pause
+              schedule:
+                sleepAt: "20:00"
+                wakeAt: "08:00"
+                weekdays: [mon, tue, friday]
+                timeZone: Europe/Berlin
+      `,
+    },
+    error:
+      'tend.yml:11:30: invalid value for environments[0].cleanup.schedule.weekdays[2]: expected one of: mon, tue, wed, thu, fri, sat, sun, got "friday"',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'schedule that never sleeps',
+    files: {
+      'tend.yml': yaml`
+        kind: Project
+        name: shop
+        environments:
+          - name: dev
+            cleanup:
+              afterInactivity: 8h
+              action: pause
+              schedule:
+                sleepAt: "08:00"
+                wakeAt: "08:00"
+                weekdays: [mon, tue, wed]
+                timeZone: Europe/Berlin
+      `,
+    },
+    error:
+      'tend.yml:9:18: sleepAt and wakeAt are both 08:00; expected two different times (awake from wakeAt until sleepAt)',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'schedule with an unknown key',
+    files: {
+      'tend.yml': yaml`
+        kind: Project
+        name: shop
+        environments:
+          - name: dev
+            cleanup:
+              afterInactivity: 8h
+              action: pause
+              schedule:
+                sleepAt: "20:00"
+                wakeAt: "08:00"
+                weekdays: [mon, tue, wed]
+                timeZone: Europe/Berlin
+                timezone: Europe/Berlin
+      `,
+    },
+    error:
+      'tend.yml:13:9: unknown key "timezone" in environments[0].cleanup.schedule; expected one of: sleepAt, wakeAt, weekdays, timeZone',
+    code: 'TEND_CONFIG_UNKNOWN_KEY',
+  },
+  {
     name: 'bad warnBefore',
     files: {
       'tend.yml': yaml`

@@ -45,6 +45,13 @@ describe('npm run demo', () => {
     expect(stdout).toMatch(
       /webhook: cleanup\.done for builds\/dev \(builds-dev\) delivered to http:\/\/127\.0\.0\.1:\d+\/hooks\/tend, signature verified/,
     );
+    // Pause and exact resume: 3 replicas, paused to 0 by the server, restored by `tend deploy`.
+    expect(stdout).toMatch(/sleepy-dev: deployment web has 3 replicas/);
+    expect(stdout).toMatch(/paused: deployment web at 0 replicas \(tend\.dev\/paused-replicas: 3\)/);
+    expect(stdout + stderr).toMatch(
+      /resumed the paused environment dev: resumed namespace sleepy-dev: Deployment web 0 → 3/,
+    );
+    expect(stdout).toMatch(/resumed: deployment web back at 3 replicas/);
     const after = stdout.slice(stdout.indexOf('the cluster afterwards'));
     expect(after).toMatch(/^team-foreign +Active/m);
     expect(after).toMatch(/^builds-shared +Active/m);

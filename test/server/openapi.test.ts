@@ -172,6 +172,7 @@ describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
     ];
     const job = '/api/v1/cleanup/jobs/{id}';
     const cleanNow = '/api/v1/environments/{id}/cleanup';
+    const resume = '/api/v1/environments/{id}/resume';
     const breaker = '/api/v1/cleanup/breakers/{project}/reset';
     return [
       { method: 'POST', path: '/api/v1/agents/heartbeat', token: 'agent', payload: beat, status: 200 },
@@ -252,6 +253,23 @@ describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
         token: 'admin',
         status: 404,
       },
+      // Resume: read scope like keep-alive; an environment that is not paused answers 409.
+      {
+        method: 'POST',
+        path: resume,
+        url: `/api/v1/environments/${envId}/resume`,
+        token: 'read',
+        status: 409,
+      },
+      { method: 'POST', path: resume, url: `/api/v1/environments/${envId}/resume`, status: 401 },
+      {
+        method: 'POST',
+        path: resume,
+        url: `/api/v1/environments/${envId}/resume`,
+        token: 'ingest',
+        status: 403,
+      },
+      { method: 'POST', path: resume, url: '/api/v1/environments/nope/resume', token: 'read', status: 404 },
     ];
   };
 

@@ -13,7 +13,13 @@ import type {
   CleanupResult,
   CleanupTarget,
 } from '../../plugin/types.js';
-import { listHostEnvironments, readRecord, removeEnvironment } from './environment.js';
+import {
+  listHostEnvironments,
+  pauseEnvironment,
+  readRecord,
+  removeEnvironment,
+  resumeEnvironment,
+} from './environment.js';
 
 export async function targets(ctx: CleanupCallContext): Promise<CleanupTarget[]> {
   const local = ctx.settings.local;
@@ -55,9 +61,6 @@ export async function verifyAndClean(
   job: CleanupJobSpec,
 ): Promise<CleanupResult> {
   const recorded = job.target as { kind?: unknown; hostId?: unknown; path?: unknown };
-  if (job.action !== 'delete') {
-    return { outcome: 'cancelled', message: `the exec plugin cannot ${job.action} an environment` };
-  }
   if (
     recorded.kind !== 'local' ||
     `local/${String(recorded.hostId)}` !== target.targetKey ||
@@ -93,6 +96,20 @@ export async function verifyAndClean(
             : undefined;
   if (refusal) return { outcome: 'cancelled', message: `environment ${dir} left alone: ${refusal}` };
   if (job.dryRun) return { outcome: 'cancelled', message: `dry run: environment ${dir} passed every check` };
+  if (job.action === 'pause') {
+    const paused = await pauseEnvironment(dir);
+    return {
+      outcome: 'done',
+      message: `paused environment ${dir}: stopped ${paused} process(es), state kept`,
+    };
+  }
+  if (job.action === 'resume') {
+    const started = await resumeEnvironment(dir, ctx.signal);
+    return {
+      outcome: 'done',
+      message: `resumed environment ${dir}: started ${started.length} process(es)${started.length ? ` (${started.join(', ')})` : ''}`,
+    };
+  }
   const stopped = await removeEnvironment(dir);
   report('missing', 'deleted');
   return { outcome: 'done', message: `stopped ${stopped} process(es) and removed ${dir}` };

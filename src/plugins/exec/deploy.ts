@@ -24,6 +24,11 @@ export interface DeployState {
   startedAt: string;
   outputs: Record<string, string>;
   stopGracePeriodMs: number;
+  /** Where and with which environment it was started: what resume starts it with again. */
+  cwd?: string;
+  env?: Record<string, string>;
+  /** Stopped by a pause (docs/cleanup.md#pause-and-resume): the state is kept so resume can start it again. */
+  pausedAt?: string;
   /** When its readiness check passed; absent while it is starting (or if it never got there). */
   readyAt?: string;
 }
@@ -262,6 +267,8 @@ export async function startPersistent(options: {
     startedAt: new Date().toISOString(),
     outputs: options.outputs,
     stopGracePeriodMs: options.stopGracePeriodMs,
+    cwd: options.cwd,
+    env: options.env,
   };
   // Recorded before waiting (without readyAt), so a crash or Ctrl-C here still leaves a process
   // tend can stop, and that no status takes for ready.
@@ -347,7 +354,43 @@ async function waitReady(
 
 /** SIGTERM to the process group, SIGKILL after the grace period; then the state is removed. */
 export async function stopPersistent(envDir: string, state: DeployState): Promise<void> {
-  if (isAlive(state)) {
+  await stopProcess(state);
+  rmSync(stateFile(envDir, state.name), { force: true });
+}
+
+/**
+ * Pause: stops the process like stopPersistent but keeps its state (command, directory,
+ * environment, outputs, log), marked paused. Returns false when it was already paused.
+ */
+export async function pausePersistent(envDir: string, state: DeployState): Promise<boolean> {
+  if (state.pausedAt) return false;
+  await stopProcess(state);
+  const paused: DeployState = { ...state, pausedAt: new Date().toISOString() };
+  writeFileAtomic(stateFile(envDir, state.name), JSON.stringify(paused, null, 2));
+  return true;
+}
+
+/** Resume: starts a paused process again exactly as it was started (same command, directory, environment). */
+export async function resumePersistent(
+  envDir: string,
+  state: DeployState,
+  signal: AbortSignal,
+): Promise<DeployState> {
+  return startPersistent({
+    envDir,
+    name: state.name,
+    version: state.version,
+    command: state.command,
+    cwd: state.cwd ?? process.cwd(),
+    env: state.env ?? {},
+    outputs: state.outputs,
+    stopGracePeriodMs: state.stopGracePeriodMs,
+    signal,
+  });
+}
+
+async function stopProcess(state: DeployState): Promise<void> {
+  if (!state.pausedAt && isAlive(state)) {
     killGroup(state.pid, 'SIGTERM');
     const deadline = Date.now() + state.stopGracePeriodMs;
     while (isAlive(state) && Date.now() < deadline) await delay(pollMs / 2);
@@ -356,5 +399,4 @@ export async function stopPersistent(envDir: string, state: DeployState): Promis
       while (isAlive(state)) await delay(10);
     }
   }
-  rmSync(stateFile(envDir, state.name), { force: true });
 }

@@ -14,7 +14,7 @@ import { newId } from '../../events/bus.js';
 import type { NamespaceStatusPayload, Target } from '../../events/catalog.js';
 import { writeFileAtomic } from '../../state/files.js';
 import type { PluginContext, PluginPayload } from '../../plugin/types.js';
-import { listDeployStates, stopPersistent } from './deploy.js';
+import { listDeployStates, pausePersistent, resumePersistent, stopPersistent } from './deploy.js';
 
 export interface EnvironmentRecord {
   uid: string;
@@ -165,4 +165,22 @@ export function reportEnvironmentDeleted(ctx: PluginContext, uid: string | undef
 
 export function environmentUid(ctx: PluginContext): string | undefined {
   return readRecord(environmentDir(ctx))?.uid;
+}
+
+/** Pause: stops the environment's persistent processes, keeping their state. Returns how many it stopped. */
+export async function pauseEnvironment(dir: string): Promise<number> {
+  let stopped = 0;
+  for (const state of listDeployStates(dir)) if (await pausePersistent(dir, state)) stopped++;
+  return stopped;
+}
+
+/** Resume: starts the paused persistent processes again. Returns their names. */
+export async function resumeEnvironment(dir: string, signal: AbortSignal): Promise<string[]> {
+  const started: string[] = [];
+  for (const state of listDeployStates(dir)) {
+    if (!state.pausedAt) continue;
+    await resumePersistent(dir, state, signal);
+    started.push(state.name);
+  }
+  return started;
 }

@@ -25,6 +25,7 @@ import {
   observeEnvironment,
   removeEnvironment,
   reportEnvironmentDeleted,
+  resumeEnvironment,
 } from './environment.js';
 import { runCommand } from './process.js';
 
@@ -279,6 +280,13 @@ export const execPlugin: PluginDefinition = {
         deleted: true,
         message: `stopped ${stopped} process(es) and removed ${path.relative(ctx.projectRoot, envDir)}`,
       };
+    },
+    async resumeEnvironment(ctx) {
+      if (!observeEnvironment(ctx)) return { resumed: false, message: 'the environment does not exist' };
+      const started = await resumeEnvironment(environmentDir(ctx), ctx.signal);
+      return started.length > 0
+        ? { resumed: true, message: `started the paused process(es) ${started.join(', ')} again` }
+        : { resumed: false, message: 'the environment is not paused' };
     },
   },
   actionTypes: [execActionType],

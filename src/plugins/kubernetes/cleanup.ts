@@ -134,9 +134,6 @@ export async function verifyAndClean(
 ): Promise<CleanupResult> {
   const state = stateOf(target);
   const name = job.namespaceName;
-  if (job.action !== 'delete') {
-    return { outcome: 'cancelled', message: `the kubernetes plugin cannot ${job.action} a namespace yet` };
-  }
   const jobCluster = (job.target as { clusterId?: unknown }).clusterId;
   if (jobCluster !== state.identity.clusterId) {
     return {
@@ -160,13 +157,22 @@ export async function verifyAndClean(
     settingsFor(ctx, state, name),
     state.identity,
   );
-  const result = await client.namespaces.deleteOwned(name, {
+  const checks = {
     environment: job.environment,
     uid: job.namespaceUid,
     notActiveAfter: job.expectedLastActivityAt,
     protectedName,
     dryRun: job.dryRun,
-  });
+  };
+  if (job.action === 'pause' || job.action === 'resume') {
+    // Pause and resume: the same ownership proof on a fresh read, then the workloads tend deployed.
+    const changed = await client.workloads.verifiedChange(job.action, name, checks);
+    return {
+      outcome: changed.outcome === 'done' ? 'done' : 'cancelled',
+      message: changed.message,
+    };
+  }
+  const result = await client.namespaces.deleteOwned(name, checks);
   switch (result.outcome) {
     case 'deleted':
     case 'gone':

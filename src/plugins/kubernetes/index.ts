@@ -83,6 +83,7 @@ export const kubernetesPlugin: PluginDefinition = {
     getEnvironmentStatus: async (ctx) => (await provider()).getEnvironmentStatus(ctx),
     prepareEnvironment: async (ctx) => (await provider()).prepareEnvironment(ctx),
     cleanupEnvironment: async (ctx) => (await provider()).cleanupEnvironment(ctx),
+    resumeEnvironment: async (ctx) => (await provider()).resumeEnvironment(ctx),
   },
   actionTypes: [containerType, kubernetesType, podType],
   cleanup: {

@@ -6,8 +6,14 @@
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { TendError } from '../../errors.js';
-import type { EnvironmentStatus, PluginContext } from '../../plugin/types.js';
-import { KubeClient, ownedBy, type ClusterIdentity, type NamespaceInfo } from './client/index.js';
+import type { EnvironmentStatus, PluginContext, ResumeResult } from '../../plugin/types.js';
+import {
+  describeChanges,
+  KubeClient,
+  ownedBy,
+  type ClusterIdentity,
+  type NamespaceInfo,
+} from './client/index.js';
 import { settingsOf, type KubernetesProviderConfig, type ProviderSettings } from './config.js';
 
 export function settings(ctx: PluginContext): ProviderSettings {
@@ -69,6 +75,22 @@ export async function prepareEnvironment(ctx: PluginContext): Promise<Environmen
     );
   }
   return { ready: true, detail: { ...describe(info, ctx.environment.project), created } };
+}
+
+/** Restores what a pause recorded on the workloads tend deployed into the app namespace. */
+export async function resumeEnvironment(ctx: PluginContext): Promise<ResumeResult> {
+  const client = await clientFor(ctx);
+  const namespace = client.settings.appNamespace;
+  const info = await client.namespaces.observe(namespace);
+  if (info?.state !== 'ready') return { resumed: false, message: `namespace ${namespace} does not exist` };
+  const result = await client.workloads.resume(namespace);
+  return {
+    resumed: result.changed.length > 0,
+    message:
+      result.changed.length > 0
+        ? `resumed namespace ${namespace}: ${describeChanges(result)}`
+        : `namespace ${namespace} is not paused`,
+  };
 }
 
 export async function cleanupEnvironment(ctx: PluginContext): Promise<{ deleted: boolean; message: string }> {

@@ -8,10 +8,22 @@
  * Activity is the later of the registry's (server receive time) and the namespace's
  * `tend.dev/last-activity` from the inventory. Unknown is not idle: without a live executor
  * and a complete, recent inventory of the target, nothing is due there.
+ *
+ * A policy has two rules (docs/cleanup.md#schedules): the inactivity wait with its action
+ * (delete or pause), and an optional working-hours schedule that pauses outside its hours and
+ * resumes at wakeAt what it paused. Each decision carries its action and the rule that decided.
  */
 import { namespaceProtector } from '../../cleanup/protection.js';
 import type { CleanupAction } from '../../cleanup/protocol.js';
 import { policyDueAt, warnAtOf, type ClosedPullRequest } from './deadlines.js';
+import {
+  describeSchedule,
+  formatLocal,
+  isAwake,
+  lastTransition,
+  nextTransition,
+  type Schedule,
+} from '../../cleanup/schedule.js';
 
 export type DecisionKind = 'due' | 'scheduled' | 'dry-run' | 'blocked';
 
@@ -29,6 +41,7 @@ export const blockReasons = [
   'breaker-open',
   'cap-reached',
   'halted',
+  'paused',
 ] as const;
 export type BlockReason = (typeof blockReasons)[number];
 
@@ -41,7 +54,7 @@ export interface PlannerSettings {
   systemNamespace: string;
   /** `--protect-namespace` globs. */
   protectPatterns: readonly string[];
-  /** Actions executors can carry out today; a policy with another action stays dry-run. */
+  /** Actions executors can carry out; a decision with another action stays dry-run (default: all). */
   supportedActions?: readonly CleanupAction[];
 }
 
@@ -59,6 +72,8 @@ export interface SnapshotPolicy {
   action: CleanupAction;
   /** As written in tend.yml, e.g. `8h`. */
   text: string;
+  /** Working hours: asleep (paused) outside them. */
+  schedule?: Schedule | null;
   /** `warnBefore` (default 1h) and `afterClose` (default 0) when the policy sets them. */
   warnBeforeMs?: number;
   afterCloseMs?: number;
@@ -74,6 +89,15 @@ export interface SnapshotPullRequest {
   closedAt: number | null;
 }
 
+/** Which rule of the policy a decision follows. */
+export type DecisionRule = 'inactivity' | 'schedule';
+
+/**
+ * An environment used while its schedule has it asleep (a command resumed it) is paused again
+ * after this long without activity.
+ */
+export const asleepGraceMs = 30 * 60_000;
+
 export interface SnapshotEnvironment {
   id: string;
   project: string;
@@ -85,6 +109,10 @@ export interface SnapshotEnvironment {
   policy: SnapshotPolicy | null;
   /** Server receive time of the last activity (epoch ms). */
   lastActivityAt: number;
+  /** `paused` by a pause job (until a resume); absent: active. */
+  state?: 'active' | 'paused';
+  /** Which rule paused it. */
+  pausedBy?: DecisionRule | null;
   lastActivityCommand: string | null;
   lastActivityUser: string | null;
   lastActivityType: string | null;
@@ -160,6 +188,8 @@ export interface Decision {
   lastActivityAt: number;
   /** A scheduled decision's warning time (due time - warnBefore), else null. */
   warnAt: number | null;
+  /** The rule that decided: the inactivity wait, or the working-hours schedule. */
+  rule: DecisionRule;
   /** For people: "no activity since 10:02 UTC, policy 8h; last: tend build by alice". */
   readonly sentence: string;
   /**
@@ -263,7 +293,8 @@ type Wording =
   | 'stricter'
   | 'breaker-open'
   | 'breaker-opened'
-  | 'cap-reached';
+  | 'cap-reached'
+  | 'paused';
 
 /**
  * A decision whose sentence is composed when first read, from data it holds (no closures: a
@@ -279,6 +310,8 @@ class PlannedDecision implements Decision {
   count = 0;
   total = 0;
   warnAt: number | null = null;
+  /** The rule that decided; for `schedule`, dueAt is the schedule's transition (or the grace after use). */
+  rule: DecisionRule = 'inactivity';
   private text: string | undefined = undefined;
 
   constructor(
@@ -321,6 +354,9 @@ class PlannedDecision implements Decision {
     const b = other.facts;
     return (
       this.wording === other.wording &&
+      this.rule === other.rule &&
+      scheduleText(a.env) === scheduleText(b.env) &&
+      a.env.pausedBy === b.env.pausedBy &&
       this.why === other.why &&
       this.count === other.count &&
       this.total === other.total &&
@@ -345,6 +381,7 @@ class PlannedDecision implements Decision {
 
   private base(): string {
     const f = this.facts;
+    if (this.rule === 'schedule') return this.scheduleBase();
     if (f.base === undefined) {
       const activity = formatTime(this.lastActivityAt, f.ctx.today);
       const what = lastWhat(f.env, f.activitySource);
@@ -356,6 +393,20 @@ class PlannedDecision implements Decision {
             : `no activity since ${activity}, ${policyText(f.env)}; last: ${what}`;
     }
     return f.base;
+  }
+
+  /** "schedule awake 08:00–20:00 Europe/Berlin, mon tue wed thu fri: asleep since 2026-03-29 20:00 +02:00 (18:00 UTC)". */
+  private scheduleBase(): string {
+    const { env, ctx } = this.facts;
+    const schedule = env.policy!.schedule!;
+    const last = `last activity ${formatTime(this.lastActivityAt, ctx.today)} (${lastWhat(env, this.facts.activitySource)})`;
+    const when = `${formatLocal(schedule, this.dueAt)} (${formatTime(this.dueAt, ctx.today)})`;
+    const rule = `schedule ${describeSchedule(schedule)}`;
+    if (this.action === 'resume') return `${rule}: awake since ${when}; ${last}`;
+    if (this.lastActivityAt + asleepGraceMs === this.dueAt) {
+      return `${rule}: used while asleep, idle ${formatDuration(asleepGraceMs)} since; ${last}`;
+    }
+    return `${rule}: asleep since ${when}; ${last}`;
   }
 
   private whyText(): string {
@@ -388,7 +439,13 @@ class PlannedDecision implements Decision {
         if (this.facts.pullRequest) {
           return `${this.action === 'delete' ? 'deleted' : this.action + 'd'} at ${formatTime(this.dueAt, ctx.today)} — ${this.base()}`;
         }
+        if (this.rule === 'schedule') {
+          const schedule = env.policy!.schedule!;
+          return `${this.action === 'resume' ? 'resumed' : 'paused'} at ${formatLocal(schedule, this.dueAt)} (${formatTime(this.dueAt, ctx.today)}) by the schedule (${describeSchedule(schedule)})${this.action === 'resume' ? '' : ' unless used'}; last activity ${formatTime(this.lastActivityAt, ctx.today)}`;
+        }
         return `${this.action === 'delete' ? 'deleted' : this.action + 'd'} at ${formatTime(this.dueAt, ctx.today)} unless used; last activity ${formatTime(this.lastActivityAt, ctx.today)}, ${policyText(env)}; last: ${lastWhat(env, this.facts.activitySource)}`;
+      case 'paused':
+        return `paused${env.pausedBy ? ` (by the ${env.pausedBy === 'schedule' ? 'schedule' : 'inactivity policy'})` : ''}; resumed by the next \`tend deploy|test|run\` or \`tend resume\`${env.policy?.schedule ? ` (the schedule resumes only what it paused)` : ''}`;
       case 'never':
         return `never cleaned: ${this.whyText()}`;
       case 'due-but':
@@ -415,6 +472,11 @@ function pullRequestText(pr: ClosedPullRequest, today: string): string {
 function afterCloseText(env: SnapshotEnvironment): string {
   const ms = env.policy?.afterCloseMs ?? 0;
   return ms === 0 ? 'due when closed' : `afterClose ${formatDuration(ms)}`;
+}
+
+function scheduleText(env: SnapshotEnvironment): string | undefined {
+  const s = env.policy?.schedule;
+  return s ? describeSchedule(s) : undefined;
 }
 
 function policyText(env: SnapshotEnvironment): string {
@@ -499,7 +561,7 @@ export function plan(
   snapshot: PlanSnapshot,
   now: number,
   settings: PlannerSettings,
-  options: { mode?: PlanMode; only?: ReadonlySet<string> } = {},
+  options: { mode?: PlanMode; only?: ReadonlySet<string>; action?: CleanupAction } = {},
 ): PlanResult {
   const mode = options.mode ?? 'policy';
   const ctx: Context = {
@@ -512,7 +574,7 @@ export function plan(
       systemNamespace: settings.systemNamespace,
       patterns: settings.protectPatterns,
     }),
-    supported: new Set(settings.supportedActions ?? ['delete']),
+    supported: new Set(settings.supportedActions ?? ['delete', 'pause', 'resume']),
     mode,
   };
 
@@ -526,19 +588,53 @@ export function plan(
     list.push(r);
   }
 
+  // Schedules are shared by many environments: each one's state at `now` is worked out once a pass.
+  const scheduleCache = new Map<string, ScheduleFacts>();
+  const scheduleFacts = (schedule: Schedule): ScheduleFacts => {
+    const key = `${schedule.timeZone}|${schedule.wakeAt}|${schedule.sleepAt}|${schedule.weekdays.join(',')}`;
+    let facts = scheduleCache.get(key);
+    if (!facts) {
+      const awake = isAwake(schedule, now);
+      facts = { awake, last: lastTransition(schedule, now)?.at, next: nextTransition(schedule, now)?.at };
+      scheduleCache.set(key, facts);
+    }
+    return facts;
+  };
   const decisions: PlannedDecision[] = [];
-  // Would-be-due decisions per project, before the breaker and the cap.
+  // Would-be-due delete decisions per project, before the breaker and the cap.
   const dueByProject = new Map<string, { envs: Set<string>; decisions: PlannedDecision[] }>();
+  const candidates: PlannedDecision[] = [];
 
   for (const [envId, resources] of byEnvironment) {
     const env = snapshot.environments.get(envId)!;
     const activity = lastActivityOf(env, resources);
     const policy = env.policy;
-    const action: CleanupAction = policy?.action ?? 'delete';
-    const byPolicy = mode === 'now' || !policy ? undefined : policyDueAt(env, activity.at);
-    const dueAt = byPolicy ? byPolicy.dueAt : now;
+    const next: NextStep =
+      mode === 'now' || !policy
+        ? {
+            action: options.action ?? policy?.action ?? 'delete',
+            rule: 'inactivity',
+            dueAt: now,
+            paused: false,
+          }
+        : nextStep(env, policy, activity.at, now, scheduleFacts);
+    const { action } = next;
+    let { dueAt } = next;
     const facts: EnvironmentFacts = { ctx, env, activitySource: activity.source };
-    if (byPolicy?.pullRequest) facts.pullRequest = byPolicy.pullRequest;
+    // A closed or merged pull request brings the policy's own action forward (deadlines.ts).
+    if (
+      mode === 'policy' &&
+      policy &&
+      !next.paused &&
+      next.rule === 'inactivity' &&
+      action === policy.action
+    ) {
+      const byPolicy = policyDueAt(env, activity.at);
+      if (byPolicy.pullRequest && byPolicy.dueAt <= dueAt) {
+        dueAt = byPolicy.dueAt;
+        facts.pullRequest = byPolicy.pullRequest;
+      }
+    }
     for (const r of resources) {
       const decision = new PlannedDecision(
         facts,
@@ -552,10 +648,15 @@ export function plan(
         activity.at,
         snapshot.openJobs.get(r.id)?.id ?? null,
       );
+      decision.rule = next.rule;
       decisions.push(decision);
       const block = blockOf(ctx, env, r);
       if (block && structuralReasons.has(block.reason)) {
         decision.block(block.reason, 'never', block.why);
+        continue;
+      }
+      if (next.paused) {
+        decision.block('paused', 'paused');
         continue;
       }
       if (dueAt > now) {
@@ -575,9 +676,16 @@ export function plan(
           continue;
         }
         const enforced = snapshot.enforcedPolicies.get(policyKey(env.project, env.name));
-        if (!policyCovered(policy!, enforced)) {
+        // Resuming only restores what a pause recorded: it needs no enforced policy.
+        if (action !== 'resume' && !policyCovered(policy!, enforced)) {
           decision.kind = 'dry-run';
           decision.wording = enforced ? 'stricter' : 'not-enforced';
+          continue;
+        }
+        // The breaker guards against mass deletion; pause and resume are undone exactly (and a
+        // schedule puts a whole project to sleep at once by design). The cap holds for all.
+        if (action !== 'delete') {
+          candidates.push(decision);
           continue;
         }
         if (snapshot.openBreakers.has(env.project)) {
@@ -593,7 +701,6 @@ export function plan(
   }
 
   const breakersOpened: PlanResult['breakersOpened'] = [];
-  const candidates: PlannedDecision[] = [];
   for (const [project, entry] of dueByProject) {
     const active = snapshot.activeEnvironments.get(project) ?? entry.envs.size;
     if (entry.envs.size >= breakerMinimum && entry.envs.size > breakerShare * active) {
@@ -625,6 +732,75 @@ export function plan(
     }
   }
   return { decisions, newJobs, breakersOpened };
+}
+
+interface NextStep {
+  action: CleanupAction;
+  rule: DecisionRule;
+  /** When it is (or was) due. */
+  dueAt: number;
+  /** Paused, and nothing but a use (or `tend resume`) resumes it. */
+  paused: boolean;
+}
+
+const stepRank: Record<CleanupAction, number> = { resume: 0, pause: 1, delete: 2 };
+
+/**
+ * What the policy does next to an environment (docs/cleanup.md#schedules): the inactivity rule
+ * (its action after the wait) and the schedule (paused at sleepAt — or, used while asleep, after
+ * `asleepGraceMs` idle — and resumed at wakeAt if the schedule paused it). Of the rules that are
+ * due, the harshest action wins (delete over pause), then the earlier; when none is due, the
+ * soonest.
+ */
+interface ScheduleFacts {
+  awake: boolean;
+  /** The last transition at or before now (a wake when awake, a sleep when asleep). */
+  last: number | undefined;
+  /** The next one after now. */
+  next: number | undefined;
+}
+
+function nextStep(
+  env: SnapshotEnvironment,
+  policy: SnapshotPolicy,
+  activityAt: number,
+  now: number,
+  factsOf: (schedule: Schedule) => ScheduleFacts,
+): NextStep {
+  const schedule = policy.schedule ?? null;
+  const facts = schedule ? factsOf(schedule) : undefined;
+  const inactivity: NextStep = {
+    action: policy.action,
+    rule: 'inactivity',
+    dueAt: activityAt + policy.afterMs,
+    paused: false,
+  };
+  if (env.state === 'paused') {
+    if (facts && env.pausedBy === 'schedule') {
+      if (facts.awake) return { action: 'resume', rule: 'schedule', dueAt: facts.last ?? now, paused: false };
+      if (policy.action === 'delete' && inactivity.dueAt <= now) return inactivity;
+      if (facts.next !== undefined)
+        return { action: 'resume', rule: 'schedule', dueAt: facts.next, paused: false };
+    }
+    if (policy.action === 'delete') return inactivity;
+    return { action: 'resume', rule: env.pausedBy ?? 'inactivity', dueAt: now, paused: true };
+  }
+  const steps: NextStep[] = [inactivity];
+  if (facts) {
+    if (!facts.awake) {
+      const sleptAt = facts.last ?? now;
+      const dueAt = activityAt > sleptAt ? activityAt + asleepGraceMs : sleptAt;
+      steps.push({ action: 'pause', rule: 'schedule', dueAt, paused: false });
+    } else if (facts.next !== undefined) {
+      steps.push({ action: 'pause', rule: 'schedule', dueAt: facts.next, paused: false });
+    }
+  }
+  const due = steps.filter((s) => s.dueAt <= now);
+  const pool = due.length > 0 ? due : steps;
+  pool.sort((a, b) =>
+    due.length > 0 ? stepRank[b.action] - stepRank[a.action] || a.dueAt - b.dueAt : a.dueAt - b.dueAt,
+  );
+  return pool[0]!;
 }
 
 const dueOrder = (a: Decision, b: Decision) => a.dueAt - b.dueAt || (a.resourceId < b.resourceId ? -1 : 1);
@@ -726,20 +902,41 @@ export function checkPlan(
         continue;
       }
       const enforced = snapshot.enforcedPolicies.get(policyKey(env.project, env.name));
-      if (!enforced || env.policy.afterMs < enforced.afterMs) fail('policy not enforced');
-      if (enforced && env.policy.action === 'delete' && enforced.action !== 'delete') {
-        fail('delete not enforced');
-      }
-      if (snapshot.openBreakers.has(env.project) || opened.has(env.project)) fail('breaker open');
-      // Idle: no activity of any source within the policy's wait — or its pull request closed
-      // (or merged) longer than afterClose ago.
+      const activity = activityOf.get(env.id) ?? env.lastActivityAt;
+      // Idle: no activity within the policy's wait — or its pull request closed (or merged)
+      // longer than afterClose ago.
       const pr = env.pullRequest;
       const closedDue =
         pr && pr.closedAt !== null && (pr.state === 'closed' || pr.state === 'merged')
           ? pr.closedAt + (env.policy.afterCloseMs ?? 0)
           : Infinity;
-      if ((activityOf.get(env.id) ?? env.lastActivityAt) + env.policy.afterMs > now && closedDue > now) {
-        fail('activity within the policy wait');
+      const idle = activity + env.policy.afterMs <= now || closedDue <= now;
+      const schedule = env.policy.schedule;
+      if (d.action === 'resume') {
+        // Only what the schedule paused, once it is awake again.
+        if (env.state !== 'paused') fail('resume of an environment that is not paused');
+        if (env.pausedBy !== 'schedule') fail('resume of an environment the schedule did not pause');
+        if (!schedule || !isAwake(schedule, now)) fail('resume while the schedule is asleep');
+        continue;
+      }
+      if (!enforced || env.policy.afterMs < enforced.afterMs) fail('policy not enforced');
+      if (d.action === 'delete') {
+        if (env.policy.action !== 'delete') fail('delete without a delete policy');
+        if (enforced && enforced.action !== 'delete') fail('delete not enforced');
+        if (snapshot.openBreakers.has(env.project) || opened.has(env.project)) fail('breaker open');
+        // Idle: no activity of any source within the policy's wait.
+        if (!idle) fail('activity within the policy wait');
+      } else {
+        if (env.state === 'paused') fail('pause of an environment already paused');
+        // Idle past the wait (a pause policy), or asleep by the schedule and not used since it slept.
+        const bySchedule =
+          schedule !== undefined &&
+          schedule !== null &&
+          !isAwake(schedule, now) &&
+          activity <= Math.max(lastTransition(schedule, now)?.at ?? 0, now - asleepGraceMs);
+        if (!(bySchedule || (idle && env.policy.action === 'pause'))) {
+          fail('pause while awake and used within the policy wait');
+        }
       }
     }
   }

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Kysely } from 'kysely';
 import type {
+  CleanupAction,
   ClaimRequest,
   ClaimResponse,
   CleanupJob,
@@ -231,7 +232,13 @@ export class CleanupService implements CleanupQueue {
     if (!env) return 'the environment is no longer active';
     const mode = job.trigger === 'now' ? 'now' : 'policy';
     if (mode === 'policy' && !env.policy) return 'the environment no longer has a cleanup policy';
-    const result = plan(snapshot, now.getTime(), this.settings, { mode, only: new Set([env.id]) });
+    if (job.action === 'resume' && env.state !== 'paused') return 'the environment is no longer paused';
+    if (job.action === 'pause' && env.state === 'paused') return 'the environment is already paused';
+    const result = plan(snapshot, now.getTime(), this.settings, {
+      mode,
+      only: new Set([env.id]),
+      ...(mode === 'now' ? { action: job.action as CleanupAction } : {}),
+    });
     const decision = result.decisions.find((d) => d.resourceId === job.resource_id);
     if (!decision) return 'the namespace is no longer recorded as present';
     const expected = job.expected_last_activity_at ? Date.parse(job.expected_last_activity_at) : 0;
@@ -319,6 +326,7 @@ export class CleanupService implements CleanupQueue {
             trigger: 'policy',
             actor: 'planner',
             now,
+            rule: d.rule,
           });
           if (jobId) await writeAudit(trx, now, [decisionAudit(d, 'cleanup-planned', { jobId })]);
           return jobId;
@@ -451,8 +459,16 @@ export class CleanupService implements CleanupQueue {
 
   // ── people's switches ────────────────────────────────────────────────────────────────────
 
-  /** Clean up now: the same job path and checks, only the inactivity wait skipped. */
-  async cleanNow(environmentId: string, actor: string): Promise<CleanupJob[]> {
+  /**
+   * Clean up now: the same job path and checks, only the inactivity wait skipped. With
+   * `resume`, resume now (`POST /environments/:id/resume`): a job that restores what the pause
+   * recorded, through the same checks.
+   */
+  async cleanNow(
+    environmentId: string,
+    actor: string,
+    options: { action?: 'resume' } = {},
+  ): Promise<CleanupJob[]> {
     const now = this.now();
     const snapshot = await loadSnapshot(this.db, now, { environmentId });
     const env = snapshot.environments.get(environmentId);
@@ -462,9 +478,22 @@ export class CleanupService implements CleanupQueue {
         'the environment is not active: there is nothing to clean up',
       );
     }
+    if (options.action === 'resume' && env.state !== 'paused') {
+      throw new TendError(
+        'TEND_CLEANUP_CONFLICT',
+        'the environment is not paused: there is nothing to resume',
+      );
+    }
+    if (options.action === undefined && env.state === 'paused' && env.policy?.action !== 'delete') {
+      throw new TendError(
+        'TEND_CLEANUP_CONFLICT',
+        'the environment is already paused (resume it with `tend resume` or POST /environments/:id/resume)',
+      );
+    }
     const result = plan(snapshot, now.getTime(), this.settings, {
       mode: 'now',
       only: new Set([environmentId]),
+      ...(options.action ? { action: options.action } : {}),
     });
     if (result.newJobs.length === 0) {
       const open = result.decisions.find((d) => d.openJobId !== null);
@@ -485,7 +514,7 @@ export class CleanupService implements CleanupQueue {
         const id = await this.repository.createJob(trx, {
           environmentId: d.environmentId,
           resourceId: d.resourceId,
-          action: env.policy?.action ?? 'delete',
+          action: d.action,
           reason: d.sentence,
           project: d.project,
           environment: d.environment,
@@ -500,7 +529,12 @@ export class CleanupService implements CleanupQueue {
         });
         if (id) {
           ids.push(id);
-          await writeAudit(trx, now, [{ ...decisionAudit(d, 'cleanup-now', { jobId: id }), actor }]);
+          await writeAudit(trx, now, [
+            {
+              ...decisionAudit(d, d.action === 'resume' ? 'resume-now' : 'cleanup-now', { jobId: id }),
+              actor,
+            },
+          ]);
         }
       }
     });

@@ -7,6 +7,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import { executorTargetOf, type CleanupAction } from '../../cleanup/protocol.js';
+import type { Schedule } from '../../cleanup/schedule.js';
 import type { Database } from '../db/schema.js';
 import { parseDuration } from '../views.js';
 import {
@@ -59,6 +60,9 @@ export async function loadSnapshot(
       'keep_alive_until',
       'policy_after_inactivity',
       'policy_action',
+      'policy_schedule',
+      'state',
+      'paused_by',
       'last_activity_at',
       'last_activity_command',
       'last_activity_user',
@@ -70,7 +74,7 @@ export async function loadSnapshot(
       'pull_request_state',
       'pull_request_closed_at',
     ])
-    .where('state', '=', 'active');
+    .where('state', 'in', ['active', 'paused']);
   if (only) envQuery = envQuery.where('id', '=', only);
   else envQuery = envQuery.where('policy_action', 'is not', null);
 
@@ -108,7 +112,7 @@ export async function loadSnapshot(
       ),
     ])
     .where('r.state', '!=', 'missing')
-    .where('e.state', '=', 'active');
+    .where('e.state', 'in', ['active', 'paused']);
   resourceQuery = only
     ? resourceQuery.where('r.environment_id', '=', only)
     : resourceQuery.where('e.policy_action', 'is not', null);
@@ -182,6 +186,13 @@ export async function loadSnapshot(
     db.selectFrom('cleanup_control').select('halted').where('id', '=', 'global').executeTakeFirst(),
   ]);
 
+  // Many environments share a schedule: each text is parsed once (and the planner caches by it).
+  const schedules = new Map<string, Schedule>();
+  const parseSchedule = (text: string): Schedule => {
+    let s = schedules.get(text);
+    if (!s) schedules.set(text, (s = JSON.parse(text) as Schedule));
+    return s;
+  };
   const environments = new Map<string, SnapshotEnvironment>();
   for (const e of envRows) {
     const afterMs = e.policy_after_inactivity ? parseDuration(e.policy_after_inactivity) : undefined;
@@ -198,6 +209,7 @@ export async function loadSnapshot(
               afterMs,
               action: e.policy_action as CleanupAction,
               text: e.policy_after_inactivity!,
+              ...(e.policy_schedule ? { schedule: parseSchedule(e.policy_schedule) } : {}),
               ...durationOf('warnBeforeMs', e.policy_warn_before),
               ...durationOf('afterCloseMs', e.policy_after_close),
             }
@@ -211,6 +223,8 @@ export async function loadSnapshot(
               closedAt: ms(e.pull_request_closed_at),
             }
           : null,
+      state: e.state === 'paused' ? 'paused' : 'active',
+      pausedBy: e.paused_by === 'schedule' || e.paused_by === 'inactivity' ? e.paused_by : null,
       lastActivityAt: Date.parse(e.last_activity_at),
       lastActivityCommand: e.last_activity_command,
       lastActivityUser: e.last_activity_user,

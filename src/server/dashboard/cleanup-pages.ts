@@ -80,6 +80,8 @@ export function environmentCleanupSection(
     jobs: JobItem[];
     canClean: boolean;
     active: boolean;
+    /** Paused by a pause job: a Resume button (read scope, like keep-alive). */
+    paused: boolean;
     /** The environment's targets by name (from its resources). */
     targets?: TargetNames;
   },
@@ -121,6 +123,11 @@ export function environmentCleanupSection(
       </tbody>
     </table>
     <div class="actions">
+      ${
+        input.paused
+          ? postForm(session, `/environments/${encodeURIComponent(input.environmentId)}/resume`, 'Resume')
+          : ''
+      }
       ${
         !input.active
           ? ''

@@ -181,6 +181,7 @@ export function environmentsPage(input: ListPageInput, session: { csrf: string; 
           <select name="state">
             <option value="">any</option>
             <option value="active" ${filter.state === 'active' ? raw(' selected') : ''}>active</option>
+            <option value="paused" ${filter.state === 'paused' ? raw(' selected') : ''}>paused</option>
             <option value="cleaned" ${filter.state === 'cleaned' ? raw(' selected') : ''}>cleaned</option>
           </select></label
         >

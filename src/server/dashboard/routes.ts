@@ -256,6 +256,7 @@ export function registerDashboard(app: App, services: ServerServices): void {
               ...cleanup,
               canClean: scopeAllows(session.principal.scope, 'admin'),
               active: view.state === 'active',
+              paused: view.state === 'paused',
               targets: new Map(resourceViews.map((r) => [r.targetKey, targetLabel(r)])),
             },
             session,
@@ -333,6 +334,27 @@ export function registerDashboard(app: App, services: ServerServices): void {
       if (!env) return send(reply, messagePage('Not found', 'No such environment.', session), 404);
       try {
         await services.cleanup.cleanNow(env.id, actorOf(session.principal));
+      } catch (error) {
+        if (error instanceof TendError) return renderEnvironment(reply, session, env.id, 409, error.message);
+        throw error;
+      }
+      return reply.redirect(`/environments/${encodeURIComponent(env.id)}`, 303);
+    },
+  );
+
+  // Resume: the API's resume job (services.cleanup.cleanNow with action resume), same checks.
+  app.post(
+    '/environments/:id/resume',
+    { schema: { ...hidden, params: IdParams, body: FormBody } },
+    async (request, reply) => {
+      const session = await requireForm(request, reply);
+      if (!session) return reply;
+      const env = await visibleEnvironment(services, request.params.id, session.principal).catch(
+        () => undefined,
+      );
+      if (!env) return send(reply, messagePage('Not found', 'No such environment.', session), 404);
+      try {
+        await services.cleanup.cleanNow(env.id, actorOf(session.principal), { action: 'resume' });
       } catch (error) {
         if (error instanceof TendError) return renderEnvironment(reply, session, env.id, 409, error.message);
         throw error;

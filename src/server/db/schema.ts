@@ -10,7 +10,8 @@ import type { ColumnType, Insertable, Selectable } from 'kysely';
 export type Timestamp = string;
 
 export type TokenScope = 'ingest' | 'agent' | 'read' | 'admin';
-export type EnvironmentState = 'active' | 'cleaned';
+/** `paused`: a cleanup job scaled its workloads to 0 (docs/cleanup.md#pause-and-resume). */
+export type EnvironmentState = 'active' | 'paused' | 'cleaned';
 export type ResourceState = 'ready' | 'terminating' | 'missing';
 export type ResourceRole = 'app' | 'build' | 'system';
 export type Ownership = 'owned' | 'adopted' | 'unknown';
@@ -100,6 +101,11 @@ export interface EnvironmentsTable {
   pull_request_state: string | null;
   /** Server time of the delivery that closed it; null while open. */
   pull_request_closed_at: Timestamp | null;
+  /** The policy's working-hours schedule as JSON (`{sleepAt, wakeAt, weekdays, timeZone}`), or null. */
+  policy_schedule: string | null;
+  /** When a pause job paused the environment (state `paused`), and which rule: `schedule` or `inactivity`. */
+  paused_at: Timestamp | null;
+  paused_by: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
   cleaned_at: Timestamp | null;
@@ -169,6 +175,8 @@ export interface CleanupJobsTable {
   actor: string | null;
   outcome_message: string | null;
   dry_run: ColumnType<number, number | undefined, number>;
+  /** The rule of the decision: `inactivity` or `schedule` (a pause job records it on the environment). */
+  rule: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface CleanupExecutorsTable {

@@ -12,6 +12,7 @@ import type {
   SessionHeartbeatPayload,
   SessionStartedPayload,
   TendEvent,
+  CleanupSchedule,
 } from '../../events/catalog.js';
 import type { EnvironmentRow, SessionUpdate, StoredSession } from '../db/repositories/registry.js';
 import { environmentKey, type EnvironmentIdentity } from './keys.js';
@@ -27,9 +28,17 @@ export interface EnvironmentTouch {
   identity: EnvironmentIdentity;
   activity?: Activity;
   /** Set when the batch holds a sessionStarted for the environment: its policy, or null. */
-  policy?: { afterInactivity: string; action: string; warnBefore?: string; afterClose?: string } | null;
+  policy?: {
+    afterInactivity: string;
+    action: string;
+    warnBefore?: string;
+    afterClose?: string;
+    schedule?: CleanupSchedule;
+  } | null;
   /** Set with the policy: the session's pull request, or null. */
   pullRequest?: { repository: string; number: number } | null;
+  /** A command that resumes a paused environment at its start (deploy, test, run, resume) ran. */
+  resumed?: boolean;
   owner?: string;
   eventIds: string[];
   namespaceEvents: { event: TendEvent<'namespaceStatus'> }[];
@@ -105,6 +114,7 @@ export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, 
         t.activity = activityOf(e);
         t.policy = p.cleanupPolicy ? { ...p.cleanupPolicy } : null;
         t.pullRequest = p.pullRequest ? { ...p.pullRequest } : null;
+        if (resumingCommands.has(p.command)) t.resumed = true;
         t.owner ??= p.user;
         const s = session(e.sessionId);
         Object.assign(s, {
@@ -203,6 +213,9 @@ export function newEnvironment(identity: EnvironmentIdentity, now: string): Envi
     pull_request_number: null,
     pull_request_state: null,
     pull_request_closed_at: null,
+    policy_schedule: null,
+    paused_at: null,
+    paused_by: null,
     cleaned_at: null,
     last_activity_at: now,
     last_activity_session: null,
@@ -213,6 +226,12 @@ export function newEnvironment(identity: EnvironmentIdentity, now: string): Envi
 }
 
 /** What the batch changes on the environment row: owner, policy, last activity. */
+/**
+ * Commands that resume a paused environment before they do anything (the CLI restores what the
+ * pause recorded and says so): a batch with one of their sessionStarted makes it `active` again.
+ */
+export const resumingCommands: ReadonlySet<string> = new Set(['deploy', 'test', 'run', 'resume']);
+
 export function applyTouch(row: EnvironmentRow, t: EnvironmentTouch, now: string): void {
   // The first session seen in the environment owns it.
   row.owner ??= t.owner ?? null;
@@ -221,6 +240,7 @@ export function applyTouch(row: EnvironmentRow, t: EnvironmentTouch, now: string
     row.policy_action = t.policy?.action ?? null;
     row.policy_warn_before = t.policy?.warnBefore ?? null;
     row.policy_after_close = t.policy?.afterClose ?? null;
+    row.policy_schedule = t.policy?.schedule ? JSON.stringify(t.policy.schedule) : null;
   }
   if (t.pullRequest !== undefined) {
     const pr = t.pullRequest;
@@ -231,6 +251,11 @@ export function applyTouch(row: EnvironmentRow, t: EnvironmentTouch, now: string
       row.pull_request_state = null;
       row.pull_request_closed_at = null;
     }
+  }
+  if (t.resumed && row.state === 'paused') {
+    row.state = 'active';
+    row.paused_at = null;
+    row.paused_by = null;
   }
   // The receive time only moves forward: a batch never makes the activity older.
   if (t.activity && now >= row.last_activity_at) {

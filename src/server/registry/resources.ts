@@ -23,7 +23,8 @@ export function resourceSets(rows: readonly Resource[]): Map<string, ResourceSet
 
 /**
  * An environment is `cleaned` when it has resources and all of them (other than shared system
- * namespaces, which are never its own) are missing; otherwise `active`.
+ * namespaces, which are never its own) are missing; otherwise `active` — or still `paused`: only
+ * a resume (a resume job, or a command that resumes it) wakes a paused environment.
  */
 export function setEnvironmentState(row: EnvironmentRow, resources: Iterable<Resource>, now: string): void {
   let total = 0;
@@ -37,7 +38,7 @@ export function setEnvironmentState(row: EnvironmentRow, resources: Iterable<Res
     row.state = 'cleaned';
     row.cleaned_at ??= now;
   } else {
-    row.state = 'active';
+    if (row.state !== 'paused') row.state = 'active';
     row.cleaned_at = null;
   }
 }

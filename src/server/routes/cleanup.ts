@@ -23,6 +23,7 @@ import type { App, ServerServices } from '../services.js';
 import { actorOf, type Principal } from '../auth.js';
 import { decodeCursor, encodeCursor } from '../db/repositories/environments.js';
 import type { CleanupDecisionRow } from '../db/schema.js';
+import { transitions as scheduleTransitions, type Schedule } from '../../cleanup/schedule.js';
 import { blockReasons } from '../cleanup/planner.js';
 import { ErrorResponse } from '../schemas.js';
 import { parseDuration } from '../views.js';
@@ -61,6 +62,24 @@ export const PlanItemView = Type.Object({
   }),
 });
 export type PlanItemView = Static<typeof PlanItemView>;
+
+/** A schedule's next sleep or wake of one environment, with its local and UTC times. */
+export const TransitionView = Type.Object({
+  environmentId: Type.String(),
+  project: Type.String(),
+  environment: Type.String(),
+  /** `sleep`: paused by the schedule; `wake`: resumed (if the schedule paused it). */
+  kind: Type.Union([Type.Literal('sleep'), Type.Literal('wake')]),
+  at: Type.String({ format: 'date-time' }),
+  /** `2026-03-30 08:00 +02:00 Europe/Berlin`. */
+  local: Type.String(),
+  /** `2026-03-30 06:00 UTC`. */
+  utc: Type.String(),
+});
+export type TransitionView = Static<typeof TransitionView>;
+
+/** Most scheduled environments whose transitions one plan answer lists. */
+const maxScheduledEnvironments = 200;
 
 export const JobView = Type.Intersect([
   CleanupJob,
@@ -280,6 +299,8 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
             halted: Type.Boolean(),
             items: Type.Array(PlanItemView),
             nextCursor: Nullable(Type.String()),
+            /** First page only: the schedules' sleeps and wakes within \`within\` (at most 200 environments). */
+            transitions: Type.Optional(Type.Array(TransitionView)),
           }),
           ...errors,
         },
@@ -314,10 +335,40 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
       ]);
       const items = rows.slice(0, limit);
       const last = items[items.length - 1];
+      const transitions: TransitionView[] = [];
+      if (!q.cursor) {
+        const from = services.now().getTime();
+        const scheduled = await cleanup.repository.scheduledEnvironments(
+          { project: q.project, environment: q.environment, onlyProject: request.principal?.project ?? null },
+          maxScheduledEnvironments,
+        );
+        // Environments share schedules: each one's transitions are worked out once.
+        const bySchedule = new Map<string, ReturnType<typeof scheduleTransitions>>();
+        for (const e of scheduled) {
+          let list = bySchedule.get(e.policy_schedule);
+          if (!list) {
+            list = scheduleTransitions(JSON.parse(e.policy_schedule) as Schedule, from, from + withinMs);
+            bySchedule.set(e.policy_schedule, list);
+          }
+          for (const t of list) {
+            transitions.push({
+              environmentId: e.id,
+              project: e.project,
+              environment: e.name,
+              kind: t.kind,
+              at: new Date(t.at).toISOString(),
+              local: t.local,
+              utc: t.utc,
+            });
+          }
+        }
+        transitions.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+      }
       return {
         serverTime: services.now().toISOString(),
         generatedAt: control.last_pass_at,
         halted: Boolean(control.halted),
+        ...(q.cursor ? {} : { transitions }),
         items: items.map((r) => planItemView(r, services.now())),
         nextCursor:
           rows.length > limit && last ? encodeCursor({ at: last.due_at, id: last.resource_id }) : null,
@@ -644,6 +695,24 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
     async (request) => {
       const env = await visibleEnvironment(services, request.params.id, request.principal);
       return { jobs: await cleanup.cleanNow(env.id, actorOf(request.principal!)) };
+    },
+  );
+
+  app.post(
+    '/api/v1/environments/:id/resume',
+    {
+      config: { permission: 'keep-alive' },
+      schema: {
+        summary:
+          'Resume a paused environment: a resume job (restores exactly what the pause recorded) through the same path and checks as every cleanup job (read scope, like keep-alive)',
+        tags: ['environments'],
+        params: Type.Object({ id: Type.String() }),
+        response: { 200: Type.Object({ jobs: Type.Array(CleanupJob) }), ...errors },
+      },
+    },
+    async (request) => {
+      const env = await visibleEnvironment(services, request.params.id, request.principal);
+      return { jobs: await cleanup.cleanNow(env.id, actorOf(request.principal!), { action: 'resume' }) };
     },
   );
 }

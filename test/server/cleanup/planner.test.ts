@@ -216,17 +216,27 @@ describe('planner', () => {
 
   it('property: over random snapshots no due decision breaks an invariant', () => {
     let due = 0;
+    const actions = { delete: 0, pause: 0, resume: 0 };
+    const rules = { inactivity: 0, schedule: 0 };
     fc.assert(
       fc.property(randomCase, ({ snapshot, now: t, settings: st }) => {
         const result = plan(snapshot, t, st);
         due += result.newJobs.length;
+        for (const d of result.newJobs) {
+          actions[d.action]++;
+          rules[d.rule]++;
+        }
         expect(checkPlan(snapshot, t, st, result)).toEqual([]);
         const nowResult = plan(snapshot, t, st, { mode: 'now' });
         expect(checkPlan(snapshot, t, st, nowResult, 'now')).toEqual([]);
       }),
       { numRuns: 3000 },
     );
-    // The generator reaches due decisions, not only blocked ones.
+    // The generator reaches due decisions, not only blocked ones: of every action and rule.
     expect(due).toBeGreaterThan(0);
+    expect(actions.delete).toBeGreaterThan(0);
+    expect(actions.pause).toBeGreaterThan(0);
+    expect(actions.resume).toBeGreaterThan(0);
+    expect(rules.schedule).toBeGreaterThan(0);
   });
 });

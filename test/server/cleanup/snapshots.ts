@@ -5,6 +5,7 @@
  * inventories, dead executors, clocks around DST changes).
  */
 import fc from 'fast-check';
+import type { Schedule } from '../../../src/cleanup/schedule.js';
 import {
   policyKey,
   type PlanSnapshot,
@@ -93,6 +94,19 @@ const clocks = [
   '2026-06-15T12:00:00Z',
 ].map(Date.parse);
 
+/** Schedules in both zones, with wall times inside the spring-forward gap and the autumn overlap. */
+const schedules: Schedule[] = [
+  {
+    sleepAt: '20:00',
+    wakeAt: '08:00',
+    weekdays: ['mon', 'tue', 'wed', 'thu', 'fri'],
+    timeZone: 'Europe/Berlin',
+  },
+  { sleepAt: '02:30', wakeAt: '02:15', weekdays: ['sun'], timeZone: 'Europe/Berlin' },
+  { sleepAt: '01:30', wakeAt: '02:30', weekdays: ['sat', 'sun', 'mon'], timeZone: 'America/New_York' },
+  { sleepAt: '06:00', wakeAt: '22:00', weekdays: ['sat', 'sun'], timeZone: 'America/New_York' },
+];
+
 export interface RandomCase {
   snapshot: PlanSnapshot;
   now: number;
@@ -129,6 +143,8 @@ export const randomCase: fc.Arbitrary<RandomCase> = fc
           fc.record({ afterMs: fc.constantFrom(...durations), action: fc.constantFrom('delete', 'pause') }),
         ),
         protected: chance(10),
+        schedule: rarely(fc.constantFrom(...schedules), 3),
+        pausedBy: fc.constantFrom(null, null, null, 'schedule' as const, 'inactivity' as const),
         keepAlive: rarely(offset),
         activity: activityOffset,
         session: rarely(fc.integer({ min: -10 * 60_000, max: 0 })),
@@ -249,9 +265,12 @@ export const randomCase: fc.Arbitrary<RandomCase> = fc
           afterMs: e.policy.afterMs,
           action: e.policy.action as 'delete' | 'pause',
           text: `${e.policy.afterMs / 60_000}m`,
+          schedule: e.schedule,
           ...(e.warnBeforeMs !== undefined ? { warnBeforeMs: e.warnBeforeMs } : {}),
           ...(e.pullRequest?.afterCloseMs !== undefined ? { afterCloseMs: e.pullRequest.afterCloseMs } : {}),
         },
+        state: e.pausedBy ? 'paused' : 'active',
+        pausedBy: e.pausedBy,
         pullRequest: e.pullRequest
           ? {
               repository: 'acme/shop',

@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateCerts } from './certs.js';
 import { Cluster } from './cluster.js';
+import { AutoscalingController } from './autoscaling.js';
 import { Controllers } from './controllers.js';
 import { Faults } from './faults.js';
 import { Registry } from './registry.js';
@@ -153,6 +154,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     deploymentReadyDelayMs: opts.deploymentReadyDelayMs ?? 50,
     caPem: certs.caPem,
   });
+  const autoscaling = new AutoscalingController(cluster);
   const faults = new Faults();
   const requests = new RequestLog(opts.requestLogSize ?? DEFAULT_REQUEST_LOG_SIZE);
   const registry = new Registry();
@@ -246,6 +248,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
       if (stopped) return;
       stopped = true;
       controllers.stop();
+      autoscaling.stop();
       runtime.stop();
       for (const res of streams) res.end();
       streams.clear();

@@ -82,12 +82,24 @@ export const RESOURCES: ResourceType[] = [
     subresources: ['status', 'scale'],
   }),
   rt('batch', 'v1', 'Job', 'jobs', true, { categories: ['all'], subresources: ['status'] }),
+  // Their controller behaviour: autoscaling.ts.
+  rt('batch', 'v1', 'CronJob', 'cronjobs', true, {
+    shortNames: ['cj'],
+    categories: ['all'],
+    subresources: ['status'],
+  }),
+  rt('autoscaling', 'v2', 'HorizontalPodAutoscaler', 'horizontalpodautoscalers', true, {
+    shortNames: ['hpa'],
+    categories: ['all'],
+    subresources: ['status'],
+  }),
 ];
 
 export const GROUP_VERSIONS: { group: string; version: string }[] = [
   { group: '', version: 'v1' },
   { group: 'apps', version: 'v1' },
   { group: 'batch', version: 'v1' },
+  { group: 'autoscaling', version: 'v2' },
 ];
 
 const byPath = new Map<string, ResourceType>();
@@ -120,3 +132,5 @@ export const DEPLOYMENT = resourceByKey('deployments.apps');
 export const REPLICASET = resourceByKey('replicasets.apps');
 export const STATEFULSET = resourceByKey('statefulsets.apps');
 export const JOB = resourceByKey('jobs.batch');
+export const CRONJOB = resourceByKey('cronjobs.batch');
+export const HPA = resourceByKey('horizontalpodautoscalers.autoscaling');

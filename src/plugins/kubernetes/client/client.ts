@@ -16,12 +16,14 @@ import { RequestGate, type ClusterIdentity } from './gate.js';
 import { NamespaceCalls } from './namespaces.js';
 import { ObjectCalls } from './objects.js';
 import { PodCalls } from './pods.js';
+import { WorkloadCalls } from './workloads.js';
 import type { TendError } from '../../../errors.js';
 
 export class KubeClient {
   readonly namespaces: NamespaceCalls;
   readonly pods: PodCalls;
   readonly objects: ObjectCalls;
+  readonly workloads: WorkloadCalls;
   private readonly gate: RequestGate;
 
   private constructor(
@@ -34,6 +36,7 @@ export class KubeClient {
     this.namespaces = new NamespaceCalls(this.gate);
     this.pods = new PodCalls(this.gate);
     this.objects = new ObjectCalls(this.gate);
+    this.workloads = new WorkloadCalls(this.gate);
   }
 
   get settings(): ProviderSettings {

@@ -7,4 +7,5 @@ export { annotations, labels, ownedBy, type NamespaceInfo } from './namespace-in
 export type { DeletionChecks, ManagedNamespaceList, NamespaceDeletion } from './namespaces.js';
 export { refOf, type KubeObject, type ObjectRef } from './objects.js';
 export type { ExecStreams } from './pods.js';
+export { describeChanges, pauseAnnotations, type WorkloadChange, type WorkloadsResult } from './workloads.js';
 export type { CoreV1Event, V1Container, V1Pod } from '@kubernetes/client-node';

@@ -288,7 +288,7 @@ export interface ManagedNamespaceList {
 }
 
 /** Why a namespace fails the ownership proof or a caller's check; undefined when it passes. */
-function refusalOf(info: NamespaceInfo, project: string, checks: DeletionChecks): string | undefined {
+export function refusalOf(info: NamespaceInfo, project: string, checks: DeletionChecks): string | undefined {
   if (info.annotations[annotations.adopted] === 'true') return 'it existed before tend used it (adopted)';
   if (info.labels[labels.managedBy] !== 'tend')
     return `it is not managed by tend (no ${labels.managedBy}=tend label)`;

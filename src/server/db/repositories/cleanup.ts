@@ -435,6 +435,8 @@ export class CleanupRepository {
       trigger: 'policy' | 'now';
       actor: string;
       now: Date;
+      /** The rule of the decision (`inactivity`, `schedule`). */
+      rule?: string;
     },
   ): Promise<string | undefined> {
     const id = ulid(job.now.getTime());
@@ -466,6 +468,7 @@ export class CleanupRepository {
         actor: job.actor,
         outcome_message: null,
         dry_run: 0,
+        ...(job.rule ? { rule: job.rule } : {}),
       })
       // Another replica (or a concurrent clean up now) planned one first: the open one stands.
       // (No conflict target: SQLite cannot match a partial index's WHERE with bound parameters.)
@@ -587,7 +590,9 @@ export class CleanupRepository {
         )
         .executeTakeFirst();
       if (Number(result.numUpdatedRows) !== 1) return false;
-      if (input.outcome === 'done' && input.job.resource_id) {
+      if (input.outcome === 'done' && input.job.action !== 'delete') {
+        await markPaused(trx, input.job, at);
+      } else if (input.outcome === 'done' && input.job.resource_id) {
         await trx
           .updateTable('resources')
           .set({ state: 'missing', missing_since: at, last_cause: 'cleanup', last_seen_at: at })
@@ -730,7 +735,7 @@ export class CleanupRepository {
       .selectFrom('environments')
       .select(['name', 'policy_after_inactivity', 'policy_action'])
       .where('project', '=', project)
-      .where('state', '=', 'active')
+      .where('state', 'in', ['active', 'paused'])
       .where('policy_action', 'is not', null)
       .distinct();
     if (environment) q = q.where('name', '=', environment);
@@ -882,6 +887,23 @@ export class CleanupRepository {
     });
   }
 
+  /** Environments (active or paused) whose policy has a schedule, for the plan's transitions. */
+  async scheduledEnvironments(
+    filter: { project?: string; environment?: string; onlyProject: string | null },
+    limit: number,
+  ): Promise<{ id: string; project: string; name: string; state: string; policy_schedule: string }[]> {
+    let q = this.reader
+      .selectFrom('environments')
+      .select(['id', 'project', 'name', 'state', 'policy_schedule'])
+      .where('policy_schedule', 'is not', null)
+      .where('state', 'in', ['active', 'paused']);
+    if (filter.project) q = q.where('project', '=', filter.project);
+    if (filter.environment) q = q.where('name', '=', filter.environment);
+    if (filter.onlyProject) q = q.where('project', '=', filter.onlyProject);
+    const rows = await q.orderBy('id').limit(limit).execute();
+    return rows.map((r) => ({ ...r, policy_schedule: r.policy_schedule! }));
+  }
+
   async planPage(
     filter: {
       dueBefore: string;
@@ -935,8 +957,27 @@ export async function refreshEnvironmentStates(trx: Db, environmentIds: string[]
         .updateTable('environments')
         .set({ state: 'cleaned', cleaned_at: at, updated_at: at })
         .where('id', '=', id)
-        .where('state', '=', 'active')
+        .where('state', 'in', ['active', 'paused'])
         .execute();
     }
+  }
+}
+
+/**
+ * A pause job done: the environment is `paused` (with the rule that paused it); a resume job
+ * done: `active` again. The namespace stays: nothing is marked missing.
+ */
+async function markPaused(trx: Db, job: CleanupJobRow, at: string): Promise<void> {
+  const q = trx.updateTable('environments').where('id', '=', job.environment_id);
+  if (job.action === 'pause') {
+    await q
+      .set({ state: 'paused', paused_at: at, paused_by: job.rule ?? 'inactivity', updated_at: at })
+      .where('state', '=', 'active')
+      .execute();
+  } else if (job.action === 'resume') {
+    await q
+      .set({ state: 'active', paused_at: null, paused_by: null, updated_at: at })
+      .where('state', '=', 'paused')
+      .execute();
   }
 }

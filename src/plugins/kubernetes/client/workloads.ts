@@ -1,0 +1,289 @@
+/**
+ * Pause and exact resume of the workloads tend deployed into a namespace (docs/cleanup.md#pause-and-resume):
+ * every Deployment and StatefulSet labelled `app.kubernetes.io/managed-by=tend` is scaled to 0
+ * with its previous replicas recorded in the annotation `tend.dev/paused-replicas`, and every
+ * such CronJob is suspended with its previous `suspend` recorded in `tend.dev/paused-suspend`.
+ * Resume writes back exactly what was recorded and removes the annotations. Objects without
+ * tend's label are never touched.
+ *
+ * HorizontalPodAutoscalers are left as they are: the HPA controller does not scale a target
+ * whose replicas are 0 (autoscaling is disabled, `ScalingActive=False`, reason
+ * `ScalingDisabled`), so it does not undo the pause; the recorded replicas are what the HPA had
+ * chosen (within its bounds), and once resume writes them back the HPA takes over again.
+ *
+ * One merge patch per object: the annotation and the change land together, so a pause
+ * interrupted halfway leaves every object either untouched or paused with its record, and
+ * pausing again never overwrites a record (an object already annotated is skipped).
+ */
+import type * as k8s from '@kubernetes/client-node';
+import type { TendError } from '../../../errors.js';
+import { describeFailure } from './errors.js';
+import type { RequestGate } from './gate.js';
+import { labels } from './namespace-info.js';
+import { refusalOf, type DeletionChecks } from './namespaces.js';
+import type { KubeObject } from './objects.js';
+
+export const pauseAnnotations = {
+  replicas: 'tend.dev/paused-replicas',
+  suspend: 'tend.dev/paused-suspend',
+} as const;
+
+/** One object paused or resumed: its kind, name and the value before and after. */
+export interface WorkloadChange {
+  kind: 'Deployment' | 'StatefulSet' | 'CronJob';
+  name: string;
+  /** Replicas (Deployment, StatefulSet) or suspend (CronJob) before the change. */
+  from: number | boolean;
+  to: number | boolean;
+  /** The HPA scaling this workload, if any (left as it is). */
+  autoscaler?: string;
+}
+
+export interface WorkloadsResult {
+  changed: WorkloadChange[];
+  /** Objects already in the wanted state (paused again, or resumed with nothing recorded). */
+  unchanged: number;
+}
+
+const scaled = [
+  { apiVersion: 'apps/v1', kind: 'Deployment' },
+  { apiVersion: 'apps/v1', kind: 'StatefulSet' },
+] as const;
+
+export class WorkloadCalls {
+  constructor(private readonly gate: RequestGate) {}
+
+  /**
+   * tend's objects of one kind in the namespace. A kind the credentials may not list (403) or the
+   * cluster does not serve (404) has none to pause or resume: a developer whose role cannot list
+   * CronJobs can still deploy.
+   */
+  private async list(namespace: string, apiVersion: string, kind: string): Promise<KubeObject[]> {
+    try {
+      const list = await this.gate.request(namespace, `list ${kind}s in ${namespace}`, () =>
+        this.gate.connection.objects.list(
+          apiVersion,
+          kind,
+          namespace,
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          `${labels.managedBy}=tend`,
+        ),
+      );
+      return list.items as KubeObject[];
+    } catch (error) {
+      const status = describeFailure((error as TendError).cause).status;
+      if (status === 403 || status === 404) return [];
+      throw error;
+    }
+  }
+
+  private patch(namespace: string, object: KubeObject, what: string): Promise<KubeObject> {
+    const { k8s: lib } = this.gate.connection;
+    return this.gate.request(
+      namespace,
+      `${what} ${object.kind} ${object.metadata?.name} in ${namespace}`,
+      () =>
+        this.gate.connection.objects.patch(
+          object as k8s.KubernetesObject,
+          undefined,
+          undefined,
+          'tend',
+          undefined,
+          lib.PatchStrategy.MergePatch,
+        ) as Promise<KubeObject>,
+    );
+  }
+
+  /**
+   * The HPAs of the namespace by the workload they scale (`Deployment/web`): for the report only,
+   * so credentials that may not list them (or a cluster without autoscaling/v2) change nothing.
+   */
+  private async autoscalers(namespace: string): Promise<Map<string, string>> {
+    const hpas = await this.gate
+      .request(namespace, `list HorizontalPodAutoscalers in ${namespace}`, () =>
+        this.gate.connection.objects.list('autoscaling/v2', 'HorizontalPodAutoscaler', namespace),
+      )
+      .catch(() => ({ items: [] }));
+    const byTarget = new Map<string, string>();
+    for (const h of hpas.items as KubeObject[]) {
+      const ref = (h.spec as { scaleTargetRef?: { kind?: string; name?: string } } | undefined)
+        ?.scaleTargetRef;
+      if (ref?.kind && ref.name) byTarget.set(`${ref.kind}/${ref.name}`, h.metadata!.name!);
+    }
+    return byTarget;
+  }
+
+  /** True when a workload tend deployed into the namespace carries a pause record. */
+  async isPaused(namespace: string): Promise<boolean> {
+    for (const { apiVersion, kind } of [...scaled, { apiVersion: 'batch/v1', kind: 'CronJob' }]) {
+      const items = await this.list(namespace, apiVersion, kind);
+      const key = kind === 'CronJob' ? pauseAnnotations.suspend : pauseAnnotations.replicas;
+      if (items.some((o) => o.metadata?.annotations?.[key] !== undefined)) return true;
+    }
+    return false;
+  }
+
+  /**
+   * The cleanup executors' pause and resume: a fresh read of the namespace and the same ownership
+   * proof as `namespaces.deleteOwned` (managed-by label, project and environment annotations, the
+   * recorded uid, not adopted, not system, not a protected name, no use after the decision),
+   * then pause or resume. Nothing is stamped: cleanup is not activity.
+   */
+  async verifiedChange(
+    action: 'pause' | 'resume',
+    name: string,
+    checks: DeletionChecks,
+  ): Promise<{ outcome: 'done' | 'refused' | 'gone'; message: string; result?: WorkloadsResult }> {
+    const info = await this.gate.readNamespace(name);
+    if (!info) return { outcome: 'gone', message: `namespace ${name} does not exist` };
+    if (info.state !== 'ready') return { outcome: 'refused', message: `namespace ${name} is terminating` };
+    const refusal =
+      this.gate.roleOf(name) === 'app'
+        ? refusalOf(
+            info,
+            this.gate.ctx.environment.project,
+            action === 'resume' ? { ...checks, notActiveAfter: undefined } : checks,
+          )
+        : 'it is a system namespace';
+    if (refusal) return { outcome: 'refused', message: `namespace ${name} left alone: ${refusal}` };
+    await this.gate.enter(name, false);
+    if (checks.dryRun) {
+      const would = action === 'pause' ? await this.pause(name, true) : undefined;
+      return {
+        outcome: 'refused',
+        message: `dry run: namespace ${name} passed every check${would ? `; would pause ${describeChanges(would)}` : ''}`,
+      };
+    }
+    const result = action === 'pause' ? await this.pause(name) : await this.resume(name);
+    return {
+      outcome: 'done',
+      message: `${action === 'pause' ? 'paused' : 'resumed'} namespace ${name}: ${describeChanges(result)}`,
+      result,
+    };
+  }
+
+  async pause(namespace: string, dryRun = false): Promise<WorkloadsResult> {
+    const result: WorkloadsResult = { changed: [], unchanged: 0 };
+    const autoscalers = await this.autoscalers(namespace);
+    for (const { apiVersion, kind } of scaled) {
+      for (const o of await this.list(namespace, apiVersion, kind)) {
+        const name = o.metadata!.name!;
+        if (o.metadata?.annotations?.[pauseAnnotations.replicas] !== undefined) {
+          result.unchanged++;
+          continue;
+        }
+        const replicas = (o.spec as { replicas?: number } | undefined)?.replicas ?? 1;
+        const autoscaler = autoscalers.get(`${kind}/${name}`);
+        if (!dryRun) {
+          await this.patch(
+            namespace,
+            {
+              apiVersion,
+              kind,
+              metadata: { name, namespace, annotations: { [pauseAnnotations.replicas]: String(replicas) } },
+              spec: { replicas: 0 },
+            },
+            'pause',
+          );
+        }
+        result.changed.push({ kind, name, from: replicas, to: 0, ...(autoscaler ? { autoscaler } : {}) });
+      }
+    }
+    for (const o of await this.list(namespace, 'batch/v1', 'CronJob')) {
+      const name = o.metadata!.name!;
+      if (o.metadata?.annotations?.[pauseAnnotations.suspend] !== undefined) {
+        result.unchanged++;
+        continue;
+      }
+      const suspend = Boolean((o.spec as { suspend?: boolean } | undefined)?.suspend);
+      if (!dryRun) {
+        await this.patch(
+          namespace,
+          {
+            apiVersion: 'batch/v1',
+            kind: 'CronJob',
+            metadata: { name, namespace, annotations: { [pauseAnnotations.suspend]: String(suspend) } },
+            spec: { suspend: true },
+          },
+          'suspend',
+        );
+      }
+      result.changed.push({ kind: 'CronJob', name, from: suspend, to: true });
+    }
+    return result;
+  }
+
+  async resume(namespace: string): Promise<WorkloadsResult> {
+    const result: WorkloadsResult = { changed: [], unchanged: 0 };
+    const autoscalers = await this.autoscalers(namespace);
+    for (const { apiVersion, kind } of scaled) {
+      for (const o of await this.list(namespace, apiVersion, kind)) {
+        const name = o.metadata!.name!;
+        const recorded = o.metadata?.annotations?.[pauseAnnotations.replicas];
+        const replicas = recorded === undefined ? NaN : Number(recorded);
+        if (!Number.isInteger(replicas) || replicas < 0) {
+          result.unchanged++;
+          continue;
+        }
+        const current = (o.spec as { replicas?: number } | undefined)?.replicas ?? 1;
+        await this.patch(
+          namespace,
+          {
+            apiVersion,
+            kind,
+            metadata: { name, namespace, annotations: { [pauseAnnotations.replicas]: null } },
+            spec: { replicas },
+          } as unknown as KubeObject,
+          'resume',
+        );
+        const autoscaler = autoscalers.get(`${kind}/${name}`);
+        result.changed.push({
+          kind,
+          name,
+          from: current,
+          to: replicas,
+          ...(autoscaler ? { autoscaler } : {}),
+        });
+      }
+    }
+    for (const o of await this.list(namespace, 'batch/v1', 'CronJob')) {
+      const name = o.metadata!.name!;
+      const recorded = o.metadata?.annotations?.[pauseAnnotations.suspend];
+      if (recorded !== 'true' && recorded !== 'false') {
+        result.unchanged++;
+        continue;
+      }
+      await this.patch(
+        namespace,
+        {
+          apiVersion: 'batch/v1',
+          kind: 'CronJob',
+          metadata: { name, namespace, annotations: { [pauseAnnotations.suspend]: null } },
+          spec: { suspend: recorded === 'true' },
+        } as unknown as KubeObject,
+        'resume',
+      );
+      result.changed.push({ kind: 'CronJob', name, from: true, to: recorded === 'true' });
+    }
+    return result;
+  }
+}
+
+/** `Deployment api 2 → 0 (HPA api), CronJob report suspended`, or `nothing tend deployed to change`. */
+export function describeChanges(result: WorkloadsResult): string {
+  if (result.changed.length === 0) {
+    return result.unchanged > 0
+      ? `${result.unchanged} object(s) already as wanted`
+      : 'nothing tend deployed to change';
+  }
+  return result.changed
+    .map((c) =>
+      c.kind === 'CronJob'
+        ? `CronJob ${c.name} ${c.to ? 'suspended' : 'not suspended'}`
+        : `${c.kind} ${c.name} ${String(c.from)} → ${String(c.to)}${c.autoscaler ? ` (HPA ${c.autoscaler})` : ''}`,
+    )
+    .join(', ');
+}
