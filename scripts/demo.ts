@@ -278,14 +278,21 @@ async function main(): Promise<void> {
 
   step('examples/local-shop: deploy, test and seed a local Node.js service (exec provider)');
   await must([...shopVars, 'deploy'], { cwd: localShop, env });
-  await must([...shopVars, 'test'], { cwd: localShop, env });
+  await must([...shopVars, 'test', '--show-output'], { cwd: localShop, env });
   await must([...shopVars, 'run', 'seed'], { cwd: localShop, env });
+  step('what the local-shop service printed: `tend logs service` (add -f to follow it)');
+  await must([...shopVars, 'logs', 'service', '--tail', '5'], { cwd: localShop, env });
 
   const shop = path.join(repoRoot, 'examples', 'shop');
   if (existsSync(path.join(shop, 'tend.yml'))) {
     step('examples/shop: build an image in the cluster, deploy it, run a test pod (kubernetes provider)');
     const shopEnv = { ...env };
     await must(['--var', `registry=${sim.registryHost}`, 'test'], { cwd: shop, env: shopEnv });
+    step("the logs of the api Deployment's pods: `tend logs api`");
+    await must(['--var', `registry=${sim.registryHost}`, 'logs', 'api', '--tail', '5'], {
+      cwd: shop,
+      env: shopEnv,
+    });
   }
 
   step("the server's view of the environments");

@@ -45,6 +45,8 @@ export const errorCodes = {
   TEND_K8S_TIMEOUT: ExitCode.actionFailed,
   TEND_K8S_UNAUTHORIZED: ExitCode.actionFailed,
   TEND_K8S_UNREACHABLE: ExitCode.actionFailed,
+  TEND_LOGS_UNAVAILABLE: ExitCode.actionFailed,
+  TEND_LOGS_UNSUPPORTED: ExitCode.usage,
   TEND_PLUGIN_INVALID: ExitCode.usage,
   TEND_PLUGIN_NOT_FOUND: ExitCode.usage,
   TEND_PROVIDER_NOT_FOUND: ExitCode.usage,

@@ -9,6 +9,14 @@ import { cliVersion } from './cli/version.js';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
+function parseTail(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 1_000_000) {
+    throw new TendError('TEND_USAGE', `--tail expects a whole number of lines from 0, got "${value}"`);
+  }
+  return n;
+}
+
 function parseConcurrency(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > 1024) {
@@ -65,15 +73,26 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
       .command(`${kind} [names...]`)
       .description(`${kind} the named ${what} actions (all when none are named) and their dependencies`)
       .option('--force', 'run even when the status says the action is ready for its version')
+      .option(
+        '--watch',
+        'then keep watching the files: rebuild, redeploy and re-test what each change affects, until Ctrl-C (exit 130)',
+      )
+      .option(
+        '--show-output',
+        'print the output of every action that ran, passing ones too (a failure always shows its last lines)',
+      )
       .addOption(
         new Option('--concurrency <n>', 'how many actions run at once')
           .default(8)
           .argParser(parseConcurrency),
       )
       .action(async (names: string[], _opts, cmd: Command) =>
-        execute(cmd, async () =>
-          (await import('./commands/execute.js')).executeCommand(kind, names, cmd.optsWithGlobals()),
-        ),
+        execute(cmd, async () => {
+          const options = cmd.optsWithGlobals<{ watch?: boolean }>();
+          return options.watch
+            ? (await import('./commands/watch.js')).watchCommand(kind, names, options)
+            : (await import('./commands/execute.js')).executeCommand(kind, names, options);
+        }),
       );
   }
 
@@ -85,6 +104,34 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
     )
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () => (await import('./commands/status.js')).statusCommand(cmd.optsWithGlobals())),
+    );
+
+  program
+    .command('logs [names...]')
+    .description(
+      'print what the named deploys printed (all that keep logs when none are named): ' +
+        "an exec deploy's process log, the logs of a kubernetes deploy's pods",
+    )
+    .option('-f, --follow', 'keep printing new lines until Ctrl-C (exit 130) or every source has ended')
+    .addOption(
+      new Option('--tail <n>', 'only the last N lines of each source (process, pod container)').argParser(
+        (value: string) => parseTail(value),
+      ),
+    )
+    .addHelpText(
+      'after',
+      `
+Each line is printed as "<deploy> <source> | <text>" (stderr lines of a process marked [stderr]);
+with --json, the lines (and errors) as JSON; with --follow --json, one JSON object per line as it arrives.
+
+Examples:
+  tend logs                        every deploy's log
+  tend logs api --tail 50 -f       the last 50 lines of deploy.api, then new ones until Ctrl-C`,
+    )
+    .action(async (names: string[], _opts, cmd: Command) =>
+      execute(cmd, async () =>
+        (await import('./commands/logs.js')).logsCommand(names, cmd.optsWithGlobals()),
+      ),
     );
 
   const cleanup = program
@@ -201,6 +248,10 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
         '`events push` sends what waits in the outbox to the server, `events outbox` shows it',
     )
     .option('--type <types>', 'only these event types (comma-separated, repeatable)', collect)
+    .option(
+      '--action <ref>',
+      'only the events of this action, e.g. deploy.web (without a session: the newest session that has them)',
+    )
     .option('--follow', 'keep printing events as they are written, until the session ends')
     .addOption(new Option('--limit <n>', 'how many sessions to list').default(20).argParser(Number))
     .option('--retry-quarantined', 'push: also send again the batches the server refused')
@@ -214,9 +265,10 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
         const events = await import('./commands/events.js');
         if (session === 'push') return events.pushCommand(cmd.optsWithGlobals());
         if (session === 'outbox') return events.outboxCommand(cmd.optsWithGlobals());
-        return session === undefined
-          ? events.listSessionsCommand(cmd.optsWithGlobals())
-          : events.showSessionCommand(session, cmd.optsWithGlobals());
+        const opts = cmd.optsWithGlobals<{ action?: string }>();
+        return session === undefined && opts.action === undefined
+          ? events.listSessionsCommand(opts)
+          : events.showSessionCommand(session, opts);
       }),
     );
 

@@ -26,6 +26,7 @@ export class ProgressReporter {
   private drawnLines = 0;
   private readonly stop: () => void;
   private redrawTimer: NodeJS.Timeout | undefined;
+  private finished = false;
 
   constructor(
     bus: SessionBus,
@@ -69,7 +70,10 @@ export class ProgressReporter {
     this.stream.write(`${line}\n`);
   }
 
+  /** Stops listening and draws the rows a last time; once (a second call draws nothing). */
   finish(): void {
+    if (this.finished) return;
+    this.finished = true;
     this.stop();
     if (this.redrawTimer) {
       clearTimeout(this.redrawTimer);

@@ -3,14 +3,14 @@
  * `tend events <sessionId|latest>` prints a session's events (`--type`, `--follow`, `--json`);
  * `tend events push` sends what waits in the outbox, `tend events outbox` shows it.
  */
-import { openSync, readSync, closeSync, statSync } from 'node:fs';
-import { setTimeout as delay } from 'node:timers/promises';
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { findProjectRoot } from '../config/load.js';
+import { parseActionRef } from '../config/project.js';
 import { isEventType, type TendEvent } from '../events/catalog.js';
 import { listSessionLogs, looksLikeEvent, readSessionLog } from '../events/local-log.js';
 import { ExitCode, TendError } from '../errors.js';
 import { statePaths } from '../state/files.js';
+import { readLines } from '../state/follow.js';
 import {
   describeOutbox,
   pushOutbox,
@@ -22,6 +22,8 @@ import { redactUrl } from '../redact.js';
 
 export interface EventsOptions extends GlobalOptions {
   type?: string[];
+  /** Only the events of this action (`deploy.web`): its status, its logs, the namespaces it touched. */
+  action?: string;
   follow?: boolean;
   limit?: number;
 }
@@ -103,7 +105,8 @@ export function formatEvent(event: TendEvent): string {
       text = `${p.actionRef} ${p.state}${p.durationMs !== undefined ? ` ${p.durationMs}ms` : ''}`;
       break;
     case 'log':
-      text = `[${p.level}] ${p.actionRef ? `${p.actionRef}: ` : ''}${p.message}`;
+      // A line of a child's output is labelled by its stream (stderr, stdout), not its level.
+      text = `[${typeof p.stream === 'string' ? p.stream : p.level}] ${p.actionRef ? `${p.actionRef}: ` : ''}${p.message}`;
       break;
     default:
       text = JSON.stringify(p);
@@ -111,25 +114,57 @@ export function formatEvent(event: TendEvent): string {
   return `${time} ${event.type.padEnd(16)} ${text}`;
 }
 
+/** The `--action` value, checked: a reference such as `deploy.web`. */
+function actionFilter(options: EventsOptions): string | undefined {
+  if (options.action === undefined) return undefined;
+  if (!parseActionRef(options.action)) {
+    throw new TendError(
+      'TEND_USAGE',
+      `--action expects an action reference such as deploy.web (build|deploy|test|run.<name>), got "${options.action}"`,
+    );
+  }
+  return options.action;
+}
+
+const ofAction = (event: TendEvent, ref: string) =>
+  (event.payload as { actionRef?: unknown }).actionRef === ref;
+
+/**
+ * `tend events <session|latest>`: a session's events, filtered by `--type` and `--action`.
+ * `tend events --action <ref>` alone shows the newest session in which that action has events.
+ */
 export async function showSessionCommand(
-  target: string,
+  target: string | undefined,
   options: EventsOptions,
 ): Promise<CommandResult<TendEvent[]>> {
   const dir = eventsDir(options);
   const logs = listSessionLogs(dir);
-  const log = target === 'latest' ? logs[0] : logs.find((l) => l.sessionId === target.toUpperCase());
-  if (!log) {
-    throw new TendError(
-      'TEND_USAGE',
-      target === 'latest' ? `no sessions recorded in ${dir}` : `no session ${target} in ${dir}`,
-      { detail: { hint: 'run `tend events` to list the recorded sessions' } },
-    );
-  }
+  const action = actionFilter(options);
   const types = (options.type ?? []).flatMap((t) => t.split(','));
   for (const type of types) {
     if (!isEventType(type)) throw new TendError('TEND_USAGE', `unknown event type "${type}"`);
   }
-  const wanted = (e: TendEvent) => types.length === 0 || types.includes(e.type);
+  const log =
+    target === undefined
+      ? logs.find(
+          (l) => action !== undefined && readSessionLog(l.file).events.some((e) => ofAction(e, action)),
+        )
+      : target === 'latest'
+        ? logs[0]
+        : logs.find((l) => l.sessionId === target.toUpperCase());
+  if (!log) {
+    throw new TendError(
+      'TEND_USAGE',
+      target === undefined
+        ? `no session recorded in ${dir} has events of ${action}`
+        : target === 'latest'
+          ? `no sessions recorded in ${dir}`
+          : `no session ${target} in ${dir}`,
+      { detail: { hint: 'run `tend events` to list the recorded sessions' } },
+    );
+  }
+  const wanted = (e: TendEvent) =>
+    (types.length === 0 || types.includes(e.type)) && (action === undefined || ofAction(e, action));
   if (options.follow) {
     await followLog(log.file, wanted, options.json ?? false);
     return { exitCode: 0, data: [], human: '' };
@@ -142,46 +177,31 @@ export async function showSessionCommand(
 
 /** Prints events as they are appended, until the session ends or the command is interrupted. */
 async function followLog(file: string, wanted: (e: TendEvent) => boolean, json: boolean): Promise<void> {
-  const fd = openSync(file, 'r');
-  let position = 0;
-  let lineNumber = 0;
-  let rest = '';
-  let interrupted = false;
-  const onSigint = () => (interrupted = true);
+  const interrupted = new AbortController();
+  const onSigint = () => interrupted.abort();
   process.once('SIGINT', onSigint);
   try {
-    const buffer = Buffer.alloc(64 * 1024);
-    while (!interrupted) {
-      const size = statSync(file).size;
-      let ended = false;
-      while (position < size) {
-        const n = readSync(fd, buffer, 0, buffer.length, position);
-        position += n;
-        const lines = (rest + buffer.toString('utf8', 0, n)).split('\n');
-        rest = lines.pop() ?? '';
-        for (const line of lines) {
-          lineNumber++;
-          if (!line) continue;
-          let event: unknown;
-          try {
-            event = JSON.parse(line);
-          } catch {
-            event = undefined;
-          }
-          if (!looksLikeEvent(event)) {
-            warnSkipped(file, [lineNumber]);
-            continue;
-          }
-          if (wanted(event)) process.stdout.write((json ? JSON.stringify(event) : formatEvent(event)) + '\n');
-          if (event.type === 'sessionCompleted' || event.type === 'sessionFailed') ended = true;
+    await readLines(file, {
+      follow: true,
+      signal: interrupted.signal,
+      onLine(line, lineNumber) {
+        if (!line) return;
+        let event: unknown;
+        try {
+          event = JSON.parse(line);
+        } catch {
+          event = undefined;
         }
-      }
-      if (ended) return;
-      await delay(100);
-    }
+        if (!looksLikeEvent(event)) {
+          warnSkipped(file, [lineNumber]);
+          return;
+        }
+        if (wanted(event)) process.stdout.write((json ? JSON.stringify(event) : formatEvent(event)) + '\n');
+        if (event.type === 'sessionCompleted' || event.type === 'sessionFailed') return 'stop';
+      },
+    });
   } finally {
     process.off('SIGINT', onSigint);
-    closeSync(fd);
   }
 }
 

@@ -2,6 +2,7 @@
  * `tend build|deploy|test|run [names…]`: prepares the environment, then solves the graph for the
  * named actions of that kind (all of them when none are named) and their dependencies.
  */
+import { OutputCollector, type ActionOutput } from '../cli/action-output.js';
 import { ProgressReporter, summarize } from '../cli/progress.js';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import { actionRef } from '../config/project.js';
@@ -17,11 +18,12 @@ import {
   openProject,
   resolveAction,
   startSession,
+  type CommandSession,
   type OpenedProject,
 } from './context.js';
 
 export type ExecuteVerb = 'build' | 'deploy' | 'test' | 'run';
-const kindOf: Record<ExecuteVerb, ActionKind> = {
+export const kindOf: Record<ExecuteVerb, ActionKind> = {
   build: 'Build',
   deploy: 'Deploy',
   test: 'Test',
@@ -29,8 +31,12 @@ const kindOf: Record<ExecuteVerb, ActionKind> = {
 };
 
 export interface ExecuteOptions extends GlobalOptions {
+  /** Keep running: rebuild, redeploy and re-test what each file change affects, until Ctrl-C. */
+  watch?: boolean;
   force?: boolean;
   concurrency?: number;
+  /** Print the output of every action that ran, passing ones too. */
+  showOutput?: boolean;
 }
 
 export interface ExecuteData {
@@ -48,10 +54,12 @@ export interface ExecuteData {
     durationMs: number;
     outputs: Record<string, string>;
     error?: { code: string; message: string };
+    /** With --show-output: what the action printed in this session. */
+    output?: ActionOutput;
   }[];
 }
 
-function requestedRefs(opened: OpenedProject, kind: ActionKind, names: string[]): string[] {
+export function requestedRefs(opened: OpenedProject, kind: ActionKind, names: string[]): string[] {
   const ofKind = opened.actions.filter((a) => a.kind === kind);
   if (names.length === 0) return ofKind.map((a) => a.ref).sort();
   return names.map((name) => {
@@ -66,6 +74,105 @@ function requestedRefs(opened: OpenedProject, kind: ActionKind, names: string[])
   });
 }
 
+/** One solve of the requested actions in an open session: what a command (or one watch round) runs. */
+export interface ExecuteRun {
+  outcomes: ActionOutcome[];
+  human: string;
+  actions: ExecuteData['actions'];
+  counts: { succeeded: number; cached: number; failed: number; aborted: number };
+}
+
+export async function runActions(
+  opened: OpenedProject,
+  session: CommandSession,
+  refs: string[],
+  options: { force: boolean; concurrency: number; showOutput: boolean },
+): Promise<ExecuteRun> {
+  const started = performance.now();
+  const output = options.showOutput ? new OutputCollector(session.session.bus) : undefined;
+  try {
+    const graph = new ActionGraph(opened.actions);
+    const versions = actionVersions(opened, graph, refs);
+    const outcomes = await solve({
+      graph,
+      versions,
+      requested: refs,
+      router: session.router,
+      bus: session.session.bus,
+      force: options.force,
+      concurrency: options.concurrency,
+      signal: session.signal,
+      resolve: (ref, deps) => resolveAction(opened, graph, versions, ref, deps),
+    });
+    const list = [...outcomes.values()];
+    const count = (s: ActionOutcome['state']) => list.filter((o) => o.state === s).length;
+    const durationMs = Math.round(performance.now() - started);
+    return {
+      outcomes: list,
+      human: [...(output ? [output.render(list)] : []), summarize(list, durationMs)].join('\n'),
+      actions: list.map((o) => ({
+        ref: o.ref,
+        version: o.version,
+        state: o.state,
+        durationMs: o.durationMs,
+        outputs: o.outputs,
+        ...(o.error ? { error: { code: o.error.code, message: o.error.message } } : {}),
+        ...(output ? { output: output.of(o.ref) } : {}),
+      })),
+      counts: {
+        succeeded: count('ready'),
+        cached: count('cached'),
+        failed: count('failed'),
+        aborted: count('aborted'),
+      },
+    };
+  } finally {
+    output?.finish();
+  }
+}
+
+/**
+ * What `tend build|deploy|test|run` does before it runs anything: the project, the requested
+ * actions (their templates checked before a session exists: a template error runs nothing), the
+ * session and its progress output, and the providers initialised and their environments prepared
+ * — before actions are resolved, so the namespace is recorded even if resolving fails.
+ */
+export async function openExecution(
+  verb: ExecuteVerb,
+  names: string[],
+  options: ExecuteOptions,
+  plugins: PluginDefinition[],
+): Promise<{
+  opened: OpenedProject;
+  refs: string[];
+  session: CommandSession;
+  progress: ProgressReporter;
+  /** What was resumed at the start (the environment was paused), one line per provider. */
+  resumed: string[];
+}> {
+  const opened = await openProject(options, plugins);
+  const refs = requestedRefs(opened, kindOf[verb], names);
+  checkActionTemplates(opened, refs);
+  const session = startSession(opened, verb, names);
+  const progress = new ProgressReporter(session.session.bus);
+  let resumed: string[] = [];
+  try {
+    await session.router.initProviders();
+    for (const provider of session.router.providers)
+      await session.router.callProvider(provider, 'prepareEnvironment');
+    // A paused environment is resumed before anything runs in it: nobody meets one by surprise.
+    resumed = verb === 'build' ? [] : await resumeProviders(session.router);
+    for (const line of resumed)
+      progress.note(`resumed the paused environment ${opened.environment.name}: ${line}`);
+  } catch (caught) {
+    progress.finish();
+    const error = session.signal.aborted ? toTendError(session.signal.reason) : caught;
+    await session.close({ error });
+    throw error;
+  }
+  return { opened, refs, session, progress, resumed };
+}
+
 export async function executeCommand(
   verb: ExecuteVerb,
   names: string[],
@@ -73,73 +180,36 @@ export async function executeCommand(
   plugins: PluginDefinition[] = builtinPlugins(),
 ): Promise<CommandResult<ExecuteData>> {
   const started = performance.now();
-  const opened = await openProject(options, plugins);
-  const kind = kindOf[verb];
-  const refs = requestedRefs(opened, kind, names);
-  // Before the session: a template error runs nothing.
-  checkActionTemplates(opened, refs);
-  const { session, router, signal, close } = startSession(opened, verb, names);
-  const progress = new ProgressReporter(session.bus);
+  const { opened, refs, session, progress, resumed } = await openExecution(verb, names, options, plugins);
   try {
-    // Providers first: the environment's namespace is recorded even if resolving actions fails below.
-    await router.initProviders();
-    for (const provider of router.providers) await router.callProvider(provider, 'prepareEnvironment');
-    // A paused environment is resumed before anything runs in it: nobody meets one by surprise.
-    const resumed = verb === 'build' ? [] : await resumeProviders(router);
-    for (const line of resumed)
-      progress.note(`resumed the paused environment ${opened.environment.name}: ${line}`);
-    const graph = new ActionGraph(opened.actions);
-    const versions = actionVersions(opened, graph, refs);
-    const outcomes = await solve({
-      graph,
-      versions,
-      requested: refs,
-      router,
-      bus: session.bus,
+    const run = await runActions(opened, session, refs, {
       force: Boolean(options.force),
       concurrency: options.concurrency ?? 8,
-      signal,
-      resolve: (ref, deps) => resolveAction(opened, graph, versions, ref, deps),
+      showOutput: Boolean(options.showOutput),
     });
     progress.finish();
-    const list = [...outcomes.values()];
-    const count = (s: ActionOutcome['state']) => list.filter((o) => o.state === s).length;
-    await close({
-      counts: {
-        succeeded: count('ready'),
-        cached: count('cached'),
-        failed: count('failed'),
-        aborted: count('aborted'),
-      },
-    });
+    await session.close({ counts: run.counts });
     const durationMs = Math.round(performance.now() - started);
-    const failed = count('failed') + count('aborted') > 0;
+    const failed = run.counts.failed + run.counts.aborted > 0;
     return {
       // Ctrl-C: 130, as shells report a command stopped by SIGINT.
-      exitCode: signal.aborted ? ExitCode.interrupted : failed ? ExitCode.actionFailed : ExitCode.ok,
-      human: summarize(list, durationMs),
+      exitCode: session.signal.aborted ? ExitCode.interrupted : failed ? ExitCode.actionFailed : ExitCode.ok,
+      human: run.human,
       data: {
-        sessionId: session.id,
+        sessionId: session.session.id,
         project: opened.project.name,
         environment: opened.environment.name,
         namespace: opened.environment.namespace,
         durationMs,
         ...(resumed.length > 0 ? { resumed } : {}),
-        actions: list.map((o) => ({
-          ref: o.ref,
-          version: o.version,
-          state: o.state,
-          durationMs: o.durationMs,
-          outputs: o.outputs,
-          ...(o.error ? { error: { code: o.error.code, message: o.error.message } } : {}),
-        })),
+        actions: run.actions,
       },
     };
   } catch (caught) {
     progress.finish();
     // Whatever failed after Ctrl-C failed because of it (exit code 130).
-    const error = signal.aborted ? toTendError(signal.reason) : caught;
-    await close({ error });
+    const error = session.signal.aborted ? toTendError(session.signal.reason) : caught;
+    await session.close({ error });
     throw error;
   }
 }

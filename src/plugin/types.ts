@@ -36,7 +36,22 @@ export const providerHandlerNames: readonly ProviderHandlerName[] = [
 /** Provider handlers a plugin may leave out. */
 export const optionalProviderHandlerNames: readonly ProviderHandlerName[] = ['resumeEnvironment'];
 
-export type HandlerName = ProviderHandlerName | ActionHandlerNames[ActionKind];
+/**
+ * Handlers a kind may have, beyond those it must: `Deploy.getLogs` (`tend logs`). A plugin
+ * without them is valid; the command says the type has no logs.
+ */
+export interface OptionalActionHandlerNames {
+  Build: never;
+  Deploy: 'getLogs';
+  Test: never;
+  Run: never;
+}
+export const optionalActionHandlerNames: {
+  [K in ActionKind]: readonly OptionalActionHandlerNames[K][];
+} = { Build: [], Deploy: ['getLogs'], Test: [], Run: [] };
+
+export type HandlerName =
+  ProviderHandlerName | ActionHandlerNames[ActionKind] | OptionalActionHandlerNames[ActionKind];
 
 /** The emitter metadata: who emitted an event, from which call. Only the framework (the broker) sets it. */
 export const emitterMetadataFields = ['pluginName', 'providerName', 'handler', 'actionRef'] as const;
@@ -221,6 +236,28 @@ export interface ActionHandlerParams<Spec = unknown> {
   force: boolean;
 }
 
+/** One line of what a deployed service printed, as `Deploy.getLogs` delivers it. */
+export interface LogLine {
+  /** Where it comes from, for people: `pod/web-7d4b9-x2x1q/main`, `process 4242`. */
+  source: string;
+  /** When the source tells them apart (a pod's log does not). */
+  stream?: 'stdout' | 'stderr';
+  text: string;
+  /** RFC 3339, when the source records it. */
+  time?: string;
+}
+
+/** What `Deploy.getLogs` is asked for. */
+export interface LogsParams<Spec = unknown> {
+  action: ResolvedAction<Spec>;
+  /** Keep delivering new lines until `ctx.signal` aborts (Ctrl-C) or every source has ended. */
+  follow: boolean;
+  /** Only the last N lines of each source (default: all it has). */
+  tail?: number;
+  /** Called for each line, in order per source. */
+  onLine(line: LogLine): void;
+}
+
 export interface ActionHandlers<Spec = unknown> {
   Build: {
     getStatus(ctx: PluginContext, params: ActionHandlerParams<Spec>): Promise<StatusResult>;
@@ -230,6 +267,12 @@ export interface ActionHandlers<Spec = unknown> {
     getStatus(ctx: PluginContext, params: ActionHandlerParams<Spec>): Promise<StatusResult>;
     deploy(ctx: PluginContext, params: ActionHandlerParams<Spec>): Promise<ExecuteResult>;
     delete(ctx: PluginContext, params: ActionHandlerParams<Spec>): Promise<StatusResult>;
+    /**
+     * Optional, read-only (creates nothing): what the deployed service printed — a process's
+     * log file, the logs of a workload's pods. Resolves when done (with `follow`: on abort, or
+     * when every source has ended); a deploy that is not deployed throws `TEND_LOGS_UNAVAILABLE`.
+     */
+    getLogs?(ctx: PluginContext, params: LogsParams<Spec>): Promise<void>;
   };
   Test: {
     getResult(ctx: PluginContext, params: ActionHandlerParams<Spec>): Promise<StatusResult>;

@@ -10,6 +10,7 @@ import {
   actionHandlerNames,
   actionKinds,
   cleanupHandlerNames,
+  optionalActionHandlerNames,
   optionalProviderHandlerNames,
   providerHandlerNames,
   type ActionKind,
@@ -92,16 +93,19 @@ export function validatePlugins(plugins: readonly PluginDefinition[]): void {
         }
         if (!definition) continue;
         const expected: readonly string[] = actionHandlerNames[kind as ActionKind];
+        const optional: readonly string[] = optionalActionHandlerNames[kind as ActionKind];
         const given = Object.keys(definition.handlers);
         const missing = expected.filter((h) => !given.includes(h));
-        const unknown = given.filter((h) => !expected.includes(h));
+        const unknown = given.filter((h) => !expected.includes(h) && !optional.includes(h));
         if (missing.length > 0 || unknown.length > 0) {
           throw invalid(
             plugin.name,
             `${kind} handlers of type "${type.name}": ` +
               [
                 missing.length ? `missing ${missing.join(', ')}` : '',
-                unknown.length ? `unknown ${unknown.join(', ')} (expected ${expected.join(', ')})` : '',
+                unknown.length
+                  ? `unknown ${unknown.join(', ')} (expected ${[...expected, ...optional.map((h) => `${h}?`)].join(', ')})`
+                  : '',
               ]
                 .filter(Boolean)
                 .join('; '),

@@ -15,6 +15,7 @@ import type {
   ActionKind,
   ExecuteResult,
   EnvironmentInfo,
+  LogsParams,
   PluginContext,
   PluginDefinition,
   PluginLog,
@@ -151,6 +152,29 @@ export class Router {
     );
   }
 
+  /**
+   * `Deploy.getLogs` of the action's type: what the deployed service printed, line by line. A type
+   * without it is refused with `TEND_LOGS_UNSUPPORTED`.
+   */
+  async actionLogs(action: ResolvedAction, params: Omit<LogsParams, 'action'>): Promise<void> {
+    const provider = this.providerForActionType(action.type);
+    const handlers = provider.plugin.actionTypes.find((t) => t.name === action.type)?.kinds.Deploy?.handlers;
+    const getLogs = action.kind === 'Deploy' ? handlers?.getLogs : undefined;
+    if (!handlers || !getLogs) {
+      throw new TendError(
+        'TEND_LOGS_UNSUPPORTED',
+        `${action.ref}: deploys of type "${action.type}" (plugin ${provider.plugin.name}) keep no log tend can read`,
+        {
+          actionRef: action.ref,
+          detail: { hint: `tend events --action ${action.ref} shows what it printed when it ran` },
+        },
+      );
+    }
+    await this.call(provider, 'getLogs', action.ref, (ctx) =>
+      getLogs.call(handlers, ctx, { ...params, action }),
+    );
+  }
+
   private async call<T>(
     provider: ProviderRuntime,
     handler: string,
@@ -228,6 +252,7 @@ function pluginLog(broker: PluginEventBroker): PluginLog {
     info: (m) => emit('info', m),
     warn: (m) => emit('warn', m),
     error: (m) => emit('error', m),
-    output: (stream, line) => emit('info', line, stream),
+    // A child's stderr is a warning, whatever it says; stdout is information.
+    output: (stream, line) => emit(stream === 'stderr' ? 'warn' : 'info', line, stream),
   };
 }

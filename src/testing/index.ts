@@ -112,7 +112,8 @@ export async function checkPluginContract(options: PluginContractOptions): Promi
 
 /**
  * The calls, in the order a user's commands make them: status, prepare, each action of the
- * plugin's types (status, then its work, forced), Deploy deletes, and cleanup last.
+ * plugin's types (status, then its work, forced), Deploy logs (where the type has them), Deploy
+ * deletes, and cleanup last.
  */
 async function plan(options: PluginContractOptions): Promise<PlannedCall[]> {
   const opened = await openProject({ root: options.root, env: options.env, var: options.vars });
@@ -140,6 +141,14 @@ async function plan(options: PluginContractOptions): Promise<PlannedCall[]> {
       const graph = new ActionGraph(again.actions);
       const versions = computeVersions(graph, [ref]);
       const action = resolveAction(again, graph, versions, ref, outputs, { keepActionOutputs: true });
+      if (handler === 'getLogs') {
+        // "Nothing to show" is an answer, not a failure: what counts is what the call touched.
+        await router.actionLogs(action, { follow: false, onLine: () => {} }).catch((error: unknown) => {
+          const code = (error as { code?: unknown }).code;
+          if (code !== 'TEND_LOGS_UNSUPPORTED' && code !== 'TEND_LOGS_UNAVAILABLE') throw error;
+        });
+        return;
+      }
       const result = (await router.callAction(action, handler as keyof ActionResults, {
         force: true,
       })) as { outputs?: Outputs };
@@ -156,6 +165,12 @@ async function plan(options: PluginContractOptions): Promise<PlannedCall[]> {
     for (const handler of actionHandlerNames[action.kind] as readonly string[]) {
       if (handler !== 'delete') calls.push(actionCall(ref(action), action.kind, action.type, handler));
     }
+  }
+  // The optional, read-only logs of each deploy (while it is deployed), then the deletes.
+  const hasLogs = (type: string) =>
+    provider.plugin.actionTypes.find((t) => t.name === type)?.kinds.Deploy?.handlers.getLogs !== undefined;
+  for (const action of actions.filter((a) => a.kind === 'Deploy' && hasLogs(a.type))) {
+    calls.push(actionCall(ref(action), action.kind, action.type, 'getLogs'));
   }
   for (const action of actions.filter((a) => a.kind === 'Deploy')) {
     calls.push(actionCall(ref(action), action.kind, action.type, 'delete'));

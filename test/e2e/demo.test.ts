@@ -30,6 +30,9 @@ describe('npm run demo', () => {
     // The server's view, printed by `tend environments`, lists the example's environment.
     expect(stdout).toMatch(/^local-shop +dev +local-shop-\S+ .* active/m);
     expect(stdout).toMatch(/^shop +dev +shop-\S+ .* active/m);
+    // What the local-shop service printed, through `tend logs`; its passing test's output.
+    expect(stdout).toMatch(/^deploy\.service process \d+ \| shop listening on http:\/\/127\.0\.0\.1:\d+$/m);
+    expect(stdout).toMatch(/^── test\.smoke \(passed\)/m);
     // One environment, then protected from its project directory.
     expect(stdout).toMatch(/^local-shop \/ dev {2}\(namespace local-shop-\S+\)$/m);
     expect(stdout).toMatch(/^Recent sessions:$/m);

@@ -10,7 +10,12 @@ import type { NamespaceStatusPayload, TendEvent } from '../../src/events/catalog
 import { ActionGraph } from '../../src/graph/graph.js';
 import { computeVersions } from '../../src/graph/version.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';
-import { actionHandlerNames, providerHandlerNames, type ActionKind } from '../../src/plugin/types.js';
+import {
+  actionHandlerNames,
+  optionalActionHandlerNames,
+  providerHandlerNames,
+  type ActionKind,
+} from '../../src/plugin/types.js';
 import { makeProject, removeProjects } from '../helpers/project.js';
 import { execContract } from './contract/exec.js';
 import { kubernetesContract } from './contract/kubernetes.js';
@@ -27,6 +32,9 @@ function registeredHandlers(pluginName: string): string[] {
       if (!def) continue;
       for (const handler of actionHandlerNames[kind as ActionKind])
         names.push(`${kind}.${type.name}.${handler}`);
+      // Optional handlers (Deploy.getLogs) need a row when the plugin has them.
+      for (const handler of optionalActionHandlerNames[kind as ActionKind] as string[])
+        if (handler in def.handlers) names.push(`${kind}.${type.name}.${handler}`);
     }
   }
   return names.sort();
@@ -72,6 +80,10 @@ async function callHandler(s: Awaited<ReturnType<typeof open>>, pluginName: stri
   const graph = new ActionGraph(s.opened.actions);
   const versions = computeVersions(graph, [row.action!]);
   const action = resolveAction(s.opened, graph, versions, row.action!, {});
+  if (handler === 'getLogs') {
+    await s.router.actionLogs(action, { follow: false, onLine: () => {} }).catch(() => undefined);
+    return;
+  }
   await s.router.callAction(action, handler as 'getStatus', { force: false }).catch(() => undefined);
 }
 

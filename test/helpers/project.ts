@@ -48,23 +48,7 @@ export function runTend(
   args: string[],
   options: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {},
 ): Promise<TendRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [tendBin, ...args], {
-      cwd: options.cwd ?? repoRoot,
-      env: { ...process.env, CI: 'true', ...options.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
+  return startTend(args, options).exited;
 }
 
 /** Polls until the condition holds or the deadline passes (for waiting on real processes). */
@@ -92,4 +76,60 @@ export function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/** A `tend` process left running: its output so far, waiting for a line, signals, its end. */
+export interface RunningTend {
+  pid: number;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the output (stdout and stderr) once `pattern` matches it. */
+  waitForOutput(pattern: RegExp, what: string, timeoutMs?: number): Promise<string>;
+  signal(sig: NodeJS.Signals): void;
+  exited: Promise<TendRun>;
+}
+
+export function startTend(
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {},
+): RunningTend {
+  const child = spawn(process.execPath, [tendBin, ...args], {
+    cwd: options.cwd ?? repoRoot,
+    env: { ...process.env, CI: 'true', ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
+  const exited = new Promise<TendRun>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+  let done = false;
+  exited.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  return {
+    pid: child.pid!,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    waitForOutput: (pattern, what, timeoutMs = 30_000) =>
+      waitFor(
+        () => {
+          if (pattern.test(stdout + stderr)) return stdout + stderr;
+          if (done) throw new Error(`tend exited before ${what}:\n${stdout}\n${stderr}`);
+          return undefined;
+        },
+        what,
+        timeoutMs,
+      ),
+    signal: (sig) => child.kill(sig),
+    exited,
+  };
 }

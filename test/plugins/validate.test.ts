@@ -84,6 +84,22 @@ describe('plugin registration', () => {
     expect(error?.message).toMatch(message);
   });
 
+  it('accepts the optional Deploy.getLogs, and names it among the expected handlers of a typo', () => {
+    const withLogs = (name: string) =>
+      variant((p) => {
+        const deploy = p.actionTypes[0]!.kinds.Deploy!;
+        const handlers = { ...deploy.handlers, [name]: async () => undefined };
+        return {
+          ...p,
+          actionTypes: [{ ...p.actionTypes[0]!, kinds: { Deploy: { ...deploy, handlers } as never } }],
+        };
+      });
+    expect(() => validatePlugins([withLogs('getLogs')])).not.toThrow();
+    expect(() => validatePlugins([withLogs('getLog')])).toThrow(
+      /unknown getLog \(expected getStatus, deploy, delete, getLogs\?\)/,
+    );
+  });
+
   it('rejects two plugins providing the same action type', () => {
     expect(() =>
       validatePlugins([createNoopPlugin().plugin, { ...createNoopPlugin().plugin, name: 'other' }]),

@@ -98,6 +98,7 @@ spec: { image: alpine, command: [sh, -c, "echo ok"] }
       ['Deploy.kubernetes.deploy', ['builtin-app']],
       ['Test.kubernetes-pod.getResult', ['builtin-app']],
       ['Test.kubernetes-pod.run', ['builtin-app']],
+      ['Deploy.kubernetes.getLogs', ['builtin-app']],
       ['Deploy.kubernetes.delete', ['builtin-app']],
       ['provider.cleanupEnvironment', ['builtin-app']],
     ]);

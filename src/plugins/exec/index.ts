@@ -11,6 +11,7 @@ import { readResult, writeResult } from '../../plugin/results.js';
 import type {
   ActionHandlerParams,
   ActionTypeDefinition,
+  LogsParams,
   PluginContext,
   PluginDefinition,
   ResolvedAction,
@@ -27,6 +28,7 @@ import {
   reportEnvironmentDeleted,
   resumeEnvironment,
 } from './environment.js';
+import { getLogs } from './logs.js';
 import { runCommand } from './process.js';
 
 const Command = Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), {
@@ -230,6 +232,10 @@ const deployHandlers = {
       force: true,
     });
     return { state: 'ready', detail: state ? { stoppedPid: state.pid } : {} };
+  },
+
+  async getLogs(ctx: PluginContext, params: LogsParams<ExecDeploySpec>): Promise<void> {
+    await getLogs(ctx, params);
   },
 };
 

@@ -130,7 +130,7 @@ function setDefaultImage(object: KubeObject, image: string): void {
 }
 
 /** Checks each object targets the app namespace (or none) and is namespaced; adds tend's labels and version. */
-async function prepare(
+export async function prepare(
   client: KubeClient,
   namespace: string,
   action: ResolvedAction<KubernetesDeploySpec>,

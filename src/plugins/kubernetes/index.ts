@@ -11,6 +11,7 @@
 import type {
   ActionHandlerParams,
   ActionTypeDefinition,
+  LogsParams,
   PluginContext,
   PluginDefinition,
 } from '../../plugin/types.js';
@@ -24,6 +25,7 @@ import {
 const provider = () => import('./provider.js');
 const builds = () => import('./container/index.js');
 const deploys = () => import('./deploy.js');
+const logs = () => import('./logs.js');
 const pods = () => import('./run.js');
 const cleanup = () => import('./cleanup.js');
 
@@ -54,6 +56,8 @@ const kubernetesType: ActionTypeDefinition = {
           (await deploys()).getStatus(ctx, p),
         deploy: async (ctx: PluginContext, p: P<KubernetesDeploySpec>) => (await deploys()).deploy(ctx, p),
         delete: async (ctx: PluginContext, p: P<KubernetesDeploySpec>) => (await deploys()).remove(ctx, p),
+        getLogs: async (ctx: PluginContext, p: LogsParams<KubernetesDeploySpec>) =>
+          (await logs()).getLogs(ctx, p),
       } as never,
     },
   },

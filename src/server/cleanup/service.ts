@@ -28,7 +28,7 @@ import type { CleanupDecisionRow, CleanupJobRow, Database } from '../db/schema.j
 import type { Metrics } from '../metrics.js';
 import { parseDuration } from '../views.js';
 import { plan, type Decision, type PlannerSettings } from './planner.js';
-import { loadSnapshot } from './snapshot.js';
+import { loadSnapshot, SnapshotCache } from './snapshot.js';
 
 export interface CleanupSettings extends PlannerSettings {
   /** Lease of a claimed job when the executor asks for none (ms). */
@@ -57,6 +57,8 @@ export interface PassReport {
   cancelled: number;
   breakersOpened: string[];
   durationMs: number;
+  /** Where the time went: loading the snapshot, the pure plan, storing what changed. */
+  phasesMs: { snapshot: number; plan: number; store: number };
 }
 
 type DecisionState = Pick<
@@ -70,6 +72,8 @@ export class CleanupService implements CleanupQueue {
   private readonly replicaId = randomUUID();
   /** The decisions this replica last wrote, valid while no other replica ran a pass since. */
   private cache: { seq: number; rows: Map<string, Decision | DecisionState> } | undefined;
+  /** The planning pass's snapshot, re-read where it changed since the last pass. */
+  private readonly snapshots: SnapshotCache;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -79,6 +83,7 @@ export class CleanupService implements CleanupQueue {
     readonly settings: CleanupSettings,
   ) {
     this.repository = new CleanupRepository(db, reader);
+    this.snapshots = new SnapshotCache(reader, db);
   }
 
   // ── the queue ────────────────────────────────────────────────────────────────────────────
@@ -164,7 +169,7 @@ export class CleanupService implements CleanupQueue {
       ? Math.max(this.settings.defaultLeaseMs, Date.parse(job.lease_expires_at) - now.getTime())
       : this.settings.defaultLeaseMs;
     if (!(await this.repository.markExecuting(jobId, body.executorId, leaseMs, now))) throw leaseLost(jobId);
-    const updated = await this.repository.job(jobId, this.db);
+    const updated = await this.repository.job(jobId);
     return { proceed: true, job: (await this.jobViews([updated!]))[0]! };
   }
 
@@ -204,13 +209,16 @@ export class CleanupService implements CleanupQueue {
     });
     if (!finished) throw leaseLost(jobId);
     this.metrics.recordCleanupJob(job.action, retry ? 'retried' : body.outcome);
-    const updated = await this.repository.job(jobId, this.db);
+    const updated = await this.repository.job(jobId);
     return { job: (await this.jobViews([updated!]))[0]! };
   }
 
-  /** The job, if this executor holds its live lease; 404 or 409 otherwise. */
+  /**
+   * The job, if this executor holds its live lease; 404 or 409 otherwise. Read on the reader:
+   * the updates that follow check the lease again.
+   */
   private async heldJob(jobId: string, executorId: string, now: Date): Promise<CleanupJobRow> {
-    const job = await this.repository.job(jobId, this.db);
+    const job = await this.repository.job(jobId);
     if (!job)
       throw new TendError('TEND_CLEANUP_JOB_NOT_FOUND', `no cleanup job with id "${jobId.slice(0, 64)}"`);
     const live =
@@ -227,7 +235,8 @@ export class CleanupService implements CleanupQueue {
    * ownership, protection, keep-alive, sessions, policy, breaker, halt), or undefined.
    */
   private async recheck(job: CleanupJobRow, now: Date): Promise<string | undefined> {
-    const snapshot = await loadSnapshot(this.db, now, { environmentId: job.environment_id });
+    // One environment's rows, on the reader: starting 1,000 jobs must not queue behind the writer.
+    const snapshot = await loadSnapshot(this.reader, now, { environmentId: job.environment_id });
     const env = snapshot.environments.get(job.environment_id);
     if (!env) return 'the environment is no longer active';
     const mode = job.trigger === 'now' ? 'now' : 'policy';
@@ -253,7 +262,6 @@ export class CleanupService implements CleanupQueue {
   async jobViews(rows: CleanupJobRow[]): Promise<CleanupJob[]> {
     const targets = await this.repository.targetsOf(
       rows.map((r) => r.resource_id).filter((id): id is string => id !== null),
-      this.db,
     );
     return rows.map((r) => ({
       id: r.id,
@@ -304,8 +312,11 @@ export class CleanupService implements CleanupQueue {
           expired.map((j) => leaseExpiredAudit(j, null)),
         );
 
-      const snapshot = await loadSnapshot(this.reader, now);
+      const loadStarted = performance.now();
+      const snapshot = await this.snapshots.load(now);
+      const planStarted = performance.now();
       const result = plan(snapshot, now.getTime(), this.settings);
+      const planMs = performance.now() - planStarted;
       await this.repository.openBreakers(result.breakersOpened, 'planner', now);
 
       let planned = 0;
@@ -360,8 +371,14 @@ export class CleanupService implements CleanupQueue {
         }
       }
 
+      const storeStarted = performance.now();
       await this.storeDecisions(result.decisions, Number(control.pass_seq), now);
       const durationMs = performance.now() - started;
+      const phasesMs = {
+        snapshot: planStarted - loadStarted,
+        plan: planMs,
+        store: performance.now() - storeStarted,
+      };
       this.metrics.recordPlanningPass(durationMs / 1000);
       await this.repository.releasePlanLease(this.replicaId, durationMs, this.now());
       if (this.cache) this.cache.seq = Number(control.pass_seq) + 1;
@@ -371,6 +388,7 @@ export class CleanupService implements CleanupQueue {
         cancelled,
         breakersOpened: result.breakersOpened.map((b) => b.project),
         durationMs,
+        phasesMs,
       };
     } catch (error) {
       // Let another replica (or the next pass) take over at once.
@@ -379,21 +397,28 @@ export class CleanupService implements CleanupQueue {
     }
   }
 
-  /** Writes the decisions that changed since the last pass; audits new dry-runs. */
+  /**
+   * Writes the decisions that changed since the last pass; audits new dry-runs. The cache of
+   * what is stored is updated in place (an unchanged decision keeps its earlier object, which
+   * reads the same), so a pass over 200,000 unchanged decisions builds no second map of them.
+   */
   private async storeDecisions(decisions: Decision[], seq: number, now: Date): Promise<void> {
     if (!this.cache || this.cache.seq !== seq) {
       const rows = await this.repository.decisionRows();
       this.cache = { seq, rows: new Map(rows.map((r) => [r.resource_id, r])) };
     }
-    const previous = this.cache.rows;
-    const next = new Map<string, Decision>();
+    const stored = this.cache.rows;
+    // Invalid until the writes below succeed.
+    this.cache = undefined;
+    const storedBefore = stored.size;
+    let kept = 0;
     const upserts: CleanupDecisionRow[] = [];
     const audits: AuditInput[] = [];
     const dryRunAudited = new Set<string>();
     const decidedAt = now.toISOString();
     for (const d of decisions) {
-      const before = previous.get(d.resourceId);
-      next.set(d.resourceId, d);
+      const before = stored.get(d.resourceId);
+      if (before) kept++;
       // A decision of this replica's last pass: compared without building any sentence.
       if (
         before &&
@@ -408,6 +433,7 @@ export class CleanupService implements CleanupQueue {
       ) {
         continue;
       }
+      stored.set(d.resourceId, d);
       const row: CleanupDecisionRow = {
         resource_id: d.resourceId,
         environment_id: d.environmentId,
@@ -450,11 +476,17 @@ export class CleanupService implements CleanupQueue {
         audits.push(decisionAudit(d, 'cleanup-dry-run'));
       }
     }
-    const removed = [...previous.keys()].filter((id) => !next.has(id));
+    // Stored decisions this pass has none for (their environment was cleaned, or lost its policy).
+    const removed: string[] = [];
+    if (kept < storedBefore) {
+      const decided = new Set(decisions.map((d) => d.resourceId));
+      for (const id of stored.keys()) if (!decided.has(id)) removed.push(id);
+      for (const id of removed) stored.delete(id);
+    }
     if (upserts.length > 0 || removed.length > 0 || audits.length > 0) {
       await this.repository.writeDecisions(upserts, removed, audits, now);
     }
-    this.cache = { seq, rows: next };
+    this.cache = { seq, rows: stored };
   }
 
   // ── people's switches ────────────────────────────────────────────────────────────────────

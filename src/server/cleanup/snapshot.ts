@@ -1,13 +1,20 @@
 /**
  * Loading the planner's snapshot from the database: a handful of narrow queries (only the
  * columns the planner reads; no JSON parsed; resources joined with their inventory item on its
- * primary key; timestamps parsed only where they can matter), so a pass over 100,000
- * environments stays under a second on SQLite. `environmentId` restricts it to one environment (the re-check when
- * a job starts, clean up now).
+ * primary key; timestamps parsed only where they can matter). `environmentId` restricts it to
+ * one environment (the re-check when a job starts, clean up now).
+ *
+ * `SnapshotCache` is what a planning pass reads through: it keeps the environments and
+ * resources of the last pass in memory and, on SQLite, re-reads only the environments the
+ * change log (`cleanup_changes`, filled by triggers) names since then, plus the small tables
+ * (executors, inventories, sessions, open jobs, policies, breakers, the halt switch) in full.
+ * The snapshot it gives equals what `loadSnapshot` reads at that moment; on PostgreSQL (no
+ * change log) it is `loadSnapshot`.
  */
 import { sql, type Kysely } from 'kysely';
 import { executorTargetOf, type CleanupAction } from '../../cleanup/protocol.js';
 import type { Schedule } from '../../cleanup/schedule.js';
+import { isSqlite } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
 import { parseDuration } from '../views.js';
 import {
@@ -43,12 +50,174 @@ const flags = {
 /** Stands for an inventory value that differs from the record. */
 const otherValue = '(differs from the record)';
 
+/** Ids per query when re-reading changed environments: far below SQLite's bound-parameter limit. */
+const idChunk = 500;
+
+/** A resource as read; `localKey` names the local target's inventory item, looked up per snapshot. */
+interface LoadedResource {
+  resource: SnapshotResource;
+  localKey: string | null;
+}
+
+/** Environments (with a policy, or the one asked for) and their resources, as read. */
+interface EnvironmentPart {
+  environments: Map<string, SnapshotEnvironment>;
+  resources: LoadedResource[];
+}
+
+/** Everything of a snapshot but its environments and resources: small tables, read in full. */
+type SharedPart = Omit<PlanSnapshot, 'environments' | 'resources'> & {
+  /** The items of local targets by `targetKey\0namespace` (a local resource's key holds its path). */
+  localItems: Map<string, SnapshotInventoryItem>;
+};
+
 export async function loadSnapshot(
   db: Kysely<Database>,
   now: Date,
   options: { environmentId?: string } = {},
 ): Promise<PlanSnapshot> {
   const only = options.environmentId;
+  const [part, shared] = await Promise.all([
+    loadEnvironments(db, only ? { id: only } : 'all'),
+    loadShared(db, now, only),
+  ]);
+  return assemble(part.environments, part.resources, shared);
+}
+
+/**
+ * The planning pass's snapshot, kept between passes. On SQLite each `load` reads the change log
+ * first, then re-reads the environments it names (or everything, the first time or when the
+ * log was pruned past what this cache read), then prunes what it consumed.
+ */
+export class SnapshotCache {
+  private readonly incremental: boolean;
+  private environments = new Map<string, SnapshotEnvironment>();
+  private resources = new Map<string, LoadedResource[]>();
+  /** Every active environment's project (with a policy or not), and their count per project. */
+  private activeProject = new Map<string, string>();
+  private activeCounts = new Map<string, number>();
+  /** The last change-log entry applied; undefined: nothing loaded yet. */
+  private seq: number | undefined;
+
+  /** Reads go to `reader`; the consumed change log is pruned through `writer`. */
+  constructor(
+    private readonly reader: Kysely<Database>,
+    private readonly writer: Kysely<Database>,
+  ) {
+    this.incremental = isSqlite(reader);
+  }
+
+  async load(now: Date): Promise<PlanSnapshot> {
+    if (!this.incremental) return loadSnapshot(this.reader, now);
+    // The log's state first: a change committed after this read is applied by the next load.
+    const log = await sql<{ assigned: number | null; first: number | null }>`
+      select (select seq from sqlite_sequence where name = 'cleanup_changes') as assigned,
+             (select min(seq) from cleanup_changes) as first`.execute(this.reader);
+    const assigned = Number(log.rows[0]?.assigned ?? 0);
+    const first = log.rows[0]?.first ?? null;
+    const seq = this.seq;
+    const pruned = seq !== undefined && assigned > seq && (first === null || Number(first) > seq + 1);
+    const [shared] = await Promise.all([
+      loadShared(this.reader, now, undefined, false),
+      seq === undefined || pruned ? this.reloadAll() : this.reloadChanged(seq, assigned),
+    ]);
+    this.seq = assigned;
+    if (assigned > 0) {
+      await this.writer.deleteFrom('cleanup_changes').where('seq', '<=', assigned).execute();
+    }
+    const resources: LoadedResource[] = [];
+    for (const list of this.resources.values()) for (const r of list) resources.push(r);
+    return assemble(this.environments, resources, {
+      ...shared,
+      activeEnvironments: new Map(this.activeCounts),
+    });
+  }
+
+  private async reloadAll(): Promise<void> {
+    const [part, active] = await Promise.all([
+      loadEnvironments(this.reader, 'all'),
+      this.reader
+        .selectFrom('environments')
+        .select(['id', 'project'])
+        .where('state', '=', 'active')
+        .execute(),
+    ]);
+    this.environments = part.environments;
+    this.resources = groupByEnvironment(part.resources);
+    this.activeProject = new Map();
+    this.activeCounts = new Map();
+    for (const e of active) this.setActive(e.id, e.project);
+  }
+
+  private setActive(id: string, project: string | undefined): void {
+    const before = this.activeProject.get(id);
+    if (before === project) return;
+    if (before !== undefined) {
+      const n = this.activeCounts.get(before)! - 1;
+      if (n > 0) this.activeCounts.set(before, n);
+      else this.activeCounts.delete(before);
+      this.activeProject.delete(id);
+    }
+    if (project !== undefined) {
+      this.activeProject.set(id, project);
+      this.activeCounts.set(project, (this.activeCounts.get(project) ?? 0) + 1);
+    }
+  }
+
+  private async reloadChanged(seq: number, assigned: number): Promise<void> {
+    if (assigned <= seq) return;
+    const changed = await this.reader
+      .selectFrom('cleanup_changes')
+      .select('environment_id')
+      .distinct()
+      .where('seq', '>', seq)
+      .where('seq', '<=', assigned)
+      .execute();
+    const ids = changed.map((c) => c.environment_id);
+    for (let i = 0; i < ids.length; i += idChunk) {
+      const chunk = ids.slice(i, i + idChunk);
+      const [part, states] = await Promise.all([
+        loadEnvironments(this.reader, { ids: chunk }),
+        this.reader
+          .selectFrom('environments')
+          .select(['id', 'project', 'state'])
+          .where('id', 'in', chunk)
+          .execute(),
+      ]);
+      const byEnvironment = groupByEnvironment(part.resources);
+      const active = new Map(states.filter((e) => e.state === 'active').map((e) => [e.id, e.project]));
+      for (const id of chunk) {
+        this.setActive(id, active.get(id));
+        const env = part.environments.get(id);
+        if (env) this.environments.set(id, env);
+        else this.environments.delete(id);
+        const list = byEnvironment.get(id);
+        if (list) this.resources.set(id, list);
+        else this.resources.delete(id);
+      }
+    }
+  }
+}
+
+function groupByEnvironment(resources: LoadedResource[]): Map<string, LoadedResource[]> {
+  const byEnvironment = new Map<string, LoadedResource[]>();
+  for (const r of resources) {
+    const list = byEnvironment.get(r.resource.environmentId);
+    if (list) list.push(r);
+    else byEnvironment.set(r.resource.environmentId, [r]);
+  }
+  return byEnvironment;
+}
+
+/**
+ * The active environments with a policy (`all`), the active one named (with or without a
+ * policy), or the active ones with a policy among these ids; and their resources that are not
+ * missing, each with what the inventory of its target saw of its namespace.
+ */
+async function loadEnvironments(
+  db: Kysely<Database>,
+  scope: 'all' | { id: string } | { ids: readonly string[] },
+): Promise<EnvironmentPart> {
   let envQuery = db
     .selectFrom('environments')
     .select([
@@ -60,9 +229,6 @@ export async function loadSnapshot(
       'keep_alive_until',
       'policy_after_inactivity',
       'policy_action',
-      'policy_schedule',
-      'state',
-      'paused_by',
       'last_activity_at',
       'last_activity_command',
       'last_activity_user',
@@ -73,10 +239,10 @@ export async function loadSnapshot(
       'pull_request_number',
       'pull_request_state',
       'pull_request_closed_at',
-    ])
-    .where('state', 'in', ['active', 'paused']);
-  if (only) envQuery = envQuery.where('id', '=', only);
-  else envQuery = envQuery.where('policy_action', 'is not', null);
+      'policy_schedule',
+      'state',
+      'paused_by',
+    ]);
 
   // Each resource with what the inventory of its target saw of its namespace, in one query (a
   // join on the inventory's primary key). What the planner compares — uid, annotations, role,
@@ -111,80 +277,25 @@ export async function loadSnapshot(
         'item_activity',
       ),
     ])
-    .where('r.state', '!=', 'missing')
-    .where('e.state', 'in', ['active', 'paused']);
-  resourceQuery = only
-    ? resourceQuery.where('r.environment_id', '=', only)
-    : resourceQuery.where('e.policy_action', 'is not', null);
+    .where('r.state', '!=', 'missing');
 
-  const sessionsSince = new Date(now.getTime() - sessionLiveMs).toISOString();
-  let sessionQuery = db
-    .selectFrom('sessions')
-    .select(['environment_id', 'last_event_at', 'last_heartbeat_at'])
-    .where('status', '=', 'running')
-    .where('last_event_at', '>=', sessionsSince);
-  if (only) sessionQuery = sessionQuery.where('environment_id', '=', only);
+  // By id, state and policy are checked here, not in SQL: SQLite would otherwise search the
+  // environments by their state (most are active) rather than by the ids.
+  const withPolicy = scope === 'all' || 'ids' in scope;
+  if (scope === 'all') {
+    envQuery = envQuery.where('state', 'in', ['active', 'paused']).where('policy_action', 'is not', null);
+    resourceQuery = resourceQuery
+      .where('e.state', 'in', ['active', 'paused'])
+      .where('e.policy_action', 'is not', null);
+  } else if ('id' in scope) {
+    envQuery = envQuery.where('id', '=', scope.id);
+    resourceQuery = resourceQuery.where('r.environment_id', '=', scope.id);
+  } else {
+    envQuery = envQuery.where('id', 'in', scope.ids);
+    resourceQuery = resourceQuery.where('r.environment_id', 'in', scope.ids);
+  }
 
-  let jobQuery = db
-    .selectFrom('cleanup_jobs')
-    .select(['id', 'resource_id', 'state', 'trigger'])
-    .where('state', 'in', ['planned', 'executing']);
-  if (only) jobQuery = jobQuery.where('environment_id', '=', only);
-
-  const [
-    envRows,
-    resourceRows,
-    activeRows,
-    inventoryRows,
-    executorRows,
-    sessionRows,
-    jobRows,
-    policyRows,
-    breakerRows,
-    localItemRows,
-    control,
-  ] = await Promise.all([
-    envQuery.execute(),
-    resourceQuery.execute(),
-    db
-      .selectFrom('environments')
-      .select(['project', (eb) => eb.fn.countAll<number>().as('n')])
-      .where('state', '=', 'active')
-      .groupBy('project')
-      .execute(),
-    db
-      .selectFrom('cleanup_inventories')
-      .select(['target_key', 'received_at', 'complete', 'last_complete_at'])
-      .execute(),
-    db
-      .selectFrom('cleanup_executor_targets')
-      .select(['target_key', (eb) => eb.fn.max('last_seen_at').as('last_seen_at')])
-      .groupBy('target_key')
-      .execute(),
-    sessionQuery.execute(),
-    jobQuery.execute(),
-    db
-      .selectFrom('cleanup_policies')
-      .select(['project', 'environment', 'after_inactivity_ms', 'action'])
-      .execute(),
-    db.selectFrom('cleanup_breakers').select('project').execute(),
-    db
-      .selectFrom('cleanup_inventory_items')
-      .select([
-        'target_key',
-        'namespace_name',
-        'uid',
-        'managed_by_tend',
-        'project',
-        'environment',
-        'role',
-        'adopted',
-        'last_activity_at',
-      ])
-      .where('target_key', 'like', 'local/%')
-      .execute(),
-    db.selectFrom('cleanup_control').select('halted').where('id', '=', 'global').executeTakeFirst(),
-  ]);
+  const [envRows, resourceRows] = await Promise.all([envQuery.execute(), resourceQuery.execute()]);
 
   // Many environments share a schedule: each text is parsed once (and the planner caches by it).
   const schedules = new Map<string, Schedule>();
@@ -195,6 +306,7 @@ export async function loadSnapshot(
   };
   const environments = new Map<string, SnapshotEnvironment>();
   for (const e of envRows) {
+    if ((e.state !== 'active' && e.state !== 'paused') || (withPolicy && !e.policy_action)) continue;
     const afterMs = e.policy_after_inactivity ? parseDuration(e.policy_after_inactivity) : undefined;
     environments.set(e.id, {
       id: e.id,
@@ -232,21 +344,9 @@ export async function loadSnapshot(
     });
   }
 
-  const localItems = new Map<string, SnapshotInventoryItem>();
-  for (const i of localItemRows) {
-    localItems.set(`${i.target_key}\u0000${i.namespace_name}`, {
-      uid: i.uid,
-      managedByTend: Boolean(i.managed_by_tend),
-      project: i.project,
-      environment: i.environment,
-      role: i.role,
-      adopted: Boolean(i.adopted),
-      lastActivityAt: ms(i.last_activity_at),
-    });
-  }
-
-  const resources: SnapshotResource[] = [];
+  const resources: LoadedResource[] = [];
   for (const r of resourceRows) {
+    // Only the resources of the environments kept above.
     const env = environments.get(r.environment_id);
     if (!env) continue;
     const targetKey = executorTargetOf(r.target_key);
@@ -263,20 +363,124 @@ export async function loadSnapshot(
         adopted: (f & flags.itemAdopted) !== 0,
         lastActivityAt: ms(r.item_activity),
       };
-    } else if (targetKey !== r.target_key) {
-      item = localItems.get(`${targetKey}\u0000${r.namespace_name}`) ?? null;
     }
     resources.push({
-      id: r.id,
-      environmentId: r.environment_id,
-      plugin: r.plugin,
-      targetKey,
-      namespaceName: r.namespace_name,
-      namespaceUid: r.namespace_uid,
-      role: f & flags.system ? 'system' : 'app',
-      ownership: f & flags.owned ? 'owned' : f & flags.adopted ? 'adopted' : 'unknown',
-      lastActivityAt: ms(r.resource_activity),
-      item,
+      resource: {
+        id: r.id,
+        environmentId: r.environment_id,
+        plugin: r.plugin,
+        targetKey,
+        namespaceName: r.namespace_name,
+        namespaceUid: r.namespace_uid,
+        role: f & flags.system ? 'system' : 'app',
+        ownership: f & flags.owned ? 'owned' : f & flags.adopted ? 'adopted' : 'unknown',
+        lastActivityAt: ms(r.resource_activity),
+        item,
+      },
+      localKey: item === null && targetKey !== r.target_key ? `${targetKey}\u0000${r.namespace_name}` : null,
+    });
+  }
+  return { environments, resources };
+}
+
+/** `countActive` false: `activeEnvironments` is left empty (the cache keeps its own count). */
+async function loadShared(
+  db: Kysely<Database>,
+  now: Date,
+  only: string | undefined,
+  countActive = true,
+): Promise<SharedPart> {
+  const sessionsSince = new Date(now.getTime() - sessionLiveMs).toISOString();
+  let sessionQuery = db
+    .selectFrom('sessions')
+    .select(['environment_id', 'last_event_at', 'last_heartbeat_at'])
+    .where('status', '=', 'running')
+    .where('last_event_at', '>=', sessionsSince);
+  if (only) sessionQuery = sessionQuery.where('environment_id', '=', only);
+
+  let jobQuery = db
+    .selectFrom('cleanup_jobs')
+    .select(['id', 'resource_id', 'state', 'trigger'])
+    .where('state', 'in', ['planned', 'executing']);
+  if (only) jobQuery = jobQuery.where('environment_id', '=', only);
+
+  // For one environment, only what its decisions read: its project's count, policy and breaker.
+  const projectOf = db
+    .selectFrom('environments')
+    .select('project')
+    .where('id', '=', only ?? '');
+  let activeQuery = db
+    .selectFrom('environments')
+    .select(['project', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('state', '=', 'active')
+    .groupBy('project');
+  let policyQuery = db
+    .selectFrom('cleanup_policies')
+    .select(['project', 'environment', 'after_inactivity_ms', 'action']);
+  let breakerQuery = db.selectFrom('cleanup_breakers').select('project');
+  if (only) {
+    activeQuery = activeQuery.where('project', '=', projectOf);
+    policyQuery = policyQuery
+      .where('project', '=', projectOf)
+      .where('environment', '=', db.selectFrom('environments').select('name').where('id', '=', only));
+    breakerQuery = breakerQuery.where('project', '=', projectOf);
+  }
+
+  const [
+    activeRows,
+    inventoryRows,
+    executorRows,
+    sessionRows,
+    jobRows,
+    policyRows,
+    breakerRows,
+    localItemRows,
+    control,
+  ] = await Promise.all([
+    countActive ? activeQuery.execute() : [],
+    db
+      .selectFrom('cleanup_inventories')
+      .select(['target_key', 'received_at', 'complete', 'last_complete_at'])
+      .execute(),
+    db
+      .selectFrom('cleanup_executor_targets')
+      .select(['target_key', (eb) => eb.fn.max('last_seen_at').as('last_seen_at')])
+      .groupBy('target_key')
+      .execute(),
+    sessionQuery.execute(),
+    jobQuery.execute(),
+    policyQuery.execute(),
+    breakerQuery.execute(),
+    db
+      .selectFrom('cleanup_inventory_items')
+      .select([
+        'target_key',
+        'namespace_name',
+        'uid',
+        'managed_by_tend',
+        'project',
+        'environment',
+        'role',
+        'adopted',
+        'last_activity_at',
+      ])
+      // `local/…` as a range of the primary key ('0' follows '/'), not a LIKE that scans every item.
+      .where('target_key', '>=', 'local/')
+      .where('target_key', '<', 'local0')
+      .execute(),
+    db.selectFrom('cleanup_control').select('halted').where('id', '=', 'global').executeTakeFirst(),
+  ]);
+
+  const localItems = new Map<string, SnapshotInventoryItem>();
+  for (const i of localItemRows) {
+    localItems.set(`${i.target_key}\u0000${i.namespace_name}`, {
+      uid: i.uid,
+      managedByTend: Boolean(i.managed_by_tend),
+      project: i.project,
+      environment: i.environment,
+      role: i.role,
+      adopted: Boolean(i.adopted),
+      lastActivityAt: ms(i.last_activity_at),
     });
   }
 
@@ -288,8 +492,7 @@ export async function loadSnapshot(
   }
 
   return {
-    environments,
-    resources,
+    localItems,
     activeEnvironments: new Map(activeRows.map((r) => [r.project, Number(r.n)])),
     inventories: new Map(
       inventoryRows.map((i) => [
@@ -324,4 +527,19 @@ export async function loadSnapshot(
     openBreakers: new Set(breakerRows.map((b) => b.project)),
     halted: Boolean(control?.halted),
   };
+}
+
+/** The snapshot: the resources of local targets get their item from this read's local items. */
+function assemble(
+  environments: Map<string, SnapshotEnvironment>,
+  loaded: readonly LoadedResource[],
+  shared: SharedPart,
+): PlanSnapshot {
+  const { localItems, ...rest } = shared;
+  const resources: SnapshotResource[] = new Array<SnapshotResource>(loaded.length);
+  for (let i = 0; i < loaded.length; i++) {
+    const { resource, localKey } = loaded[i]!;
+    resources[i] = localKey === null ? resource : { ...resource, item: localItems.get(localKey) ?? null };
+  }
+  return { environments, resources, ...rest };
 }

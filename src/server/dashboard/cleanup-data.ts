@@ -7,6 +7,7 @@
 import type { CleanupDecisionRow, CleanupJobRow } from '../db/schema.js';
 import { policyCovered } from '../cleanup/planner.js';
 import type { ServerServices } from '../services.js';
+import { cleanupStatus, type CleanupStatus } from '../cleanup/status.js';
 import { parseDuration } from '../views.js';
 
 /** One decision, as the pages show it. */
@@ -72,37 +73,14 @@ export interface PolicyItem {
   enforced: { afterMs: number; action: string; at: string; by: string } | null;
 }
 
-export interface CleanupOverview {
-  halted: boolean;
-  haltedBy: string | null;
-  haltedAt: string | null;
-  lastPassAt: string | null;
-  lastPassMs: number | null;
+export interface CleanupOverview extends CleanupStatus {
   plan: DecisionItem[];
   /** More decisions are due within the window than shown. */
   planTruncated: boolean;
   blocked: DecisionItem[];
   jobs: JobItem[];
   policies: PolicyItem[];
-  breakers: { project: string; openedAt: string; due: number; active: number }[];
-  executors: {
-    name: string;
-    kind: string;
-    version: string;
-    targetKey: string;
-    description: string;
-    lastSeenAt: string;
-  }[];
   deliveries: DeliveryItem[];
-  unrecorded: {
-    targetKey: string;
-    namespace: string;
-    phase: string;
-    project: string | null;
-    environment: string | null;
-    environmentId: string | null;
-    firstSeenAt: string;
-  }[];
 }
 
 const planLimit = 200;
@@ -254,19 +232,8 @@ export async function cleanupOverview(
     .selectAll()
     .where('kind', '=', 'blocked');
   if (onlyProject) blockedQuery = blockedQuery.where('project', '=', onlyProject);
-  const [
-    control,
-    planRows,
-    blockedRows,
-    jobRows,
-    policies,
-    breakers,
-    executors,
-    unrecorded,
-    deliveries,
-    webhooks,
-  ] = await Promise.all([
-    repo.control(),
+  const [status, planRows, blockedRows, jobRows, policies] = await Promise.all([
+    cleanupStatus(repo, onlyProject, listLimit),
     repo.planPage(
       { dueBefore: new Date(now.getTime() + 86_400_000).toISOString(), onlyProject },
       planLimit + 1,
@@ -279,43 +246,14 @@ export async function cleanupOverview(
       .execute(),
     repo.listJobs({ onlyProject }, 30),
     policyItems(services, onlyProject),
-    repo.breakers(),
-    repo.executors(),
-    repo.unrecordedNamespaces(listLimit),
+  ]);
+  const [deliveries, webhooks] = await Promise.all([
     services.notifications.repository.recentDeliveries(30, onlyProject),
     services.notifications.listWebhooks(),
   ]);
   const urls = new Map(webhooks.map((w) => [w.id, w.url]));
   return {
-    halted: Boolean(control.halted),
-    haltedBy: control.halted_by,
-    haltedAt: control.halted_at,
-    lastPassAt: control.last_pass_at,
-    lastPassMs: control.last_pass_ms === null ? null : Number(control.last_pass_ms),
-    plan: planRows
-      .slice(0, planLimit)
-      .filter((r) => r.kind !== 'blocked')
-      .map(decisionItem),
-    planTruncated: planRows.length > planLimit,
-    blocked: blockedRows.map(decisionItem),
-    jobs: jobRows.map(jobItem),
-    policies,
-    breakers: breakers
-      .filter((b) => !onlyProject || b.project === onlyProject)
-      .map((b) => ({
-        project: b.project,
-        openedAt: b.opened_at,
-        due: Number(b.due_count),
-        active: Number(b.active_count),
-      })),
-    executors: executors.map((e) => ({
-      name: e.name,
-      kind: e.kind,
-      version: e.version,
-      targetKey: e.target_key,
-      description: e.description,
-      lastSeenAt: e.last_seen_at,
-    })),
+    ...status,
     deliveries: deliveries.map((d) => ({
       id: d.id,
       url: urls.get(d.webhook_id) ?? '(removed)',
@@ -330,16 +268,13 @@ export async function cleanupOverview(
       nextAttemptAt: d.next_attempt_at,
       finishedAt: d.finished_at,
     })),
-    unrecorded: unrecorded
-      .filter((u) => !onlyProject || u.project === onlyProject)
-      .map((u) => ({
-        targetKey: u.target_key,
-        namespace: u.namespace_name,
-        phase: u.phase,
-        project: u.project,
-        environment: u.environment,
-        environmentId: u.environment_id,
-        firstSeenAt: u.first_seen_at,
-      })),
+    plan: planRows
+      .slice(0, planLimit)
+      .filter((r) => r.kind !== 'blocked')
+      .map(decisionItem),
+    planTruncated: planRows.length > planLimit,
+    blocked: blockedRows.map(decisionItem),
+    jobs: jobRows.map(jobItem),
+    policies,
   };
 }

@@ -4,7 +4,7 @@
  * `Date.prototype.toISOString()` writes them (fixed width, so they sort as text), booleans are
  * 0/1 integers, and structured values are JSON text.
  */
-import type { ColumnType, Insertable, Selectable } from 'kysely';
+import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
 
 /** ISO 8601 UTC timestamp, e.g. `2025-01-31T12:00:00.000Z`. */
 export type Timestamp = string;
@@ -353,6 +353,15 @@ export interface DashboardSessionsTable {
   expires_at: Timestamp;
 }
 
+/**
+ * SQLite only: environments whose planning inputs changed, appended by triggers (migration
+ * 0004), read and pruned by the planning pass.
+ */
+export interface CleanupChangesTable {
+  seq: Generated<number>;
+  environment_id: string;
+}
+
 /** Per UTC day, project and state: the environments in that state when the day was last recorded. */
 export interface EnvironmentStateDaysTable {
   /** `YYYY-MM-DD` (UTC). */
@@ -385,6 +394,7 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   github_deliveries: GithubDeliveriesTable;
   notification_cursor: NotificationCursorTable;
+  cleanup_changes: CleanupChangesTable;
   audit_log: AuditLogTable;
   dashboard_sessions: DashboardSessionsTable;
   environment_state_days: EnvironmentStateDaysTable;

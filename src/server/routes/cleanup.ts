@@ -25,6 +25,7 @@ import { decodeCursor, encodeCursor } from '../db/repositories/environments.js';
 import type { CleanupDecisionRow } from '../db/schema.js';
 import { transitions as scheduleTransitions, type Schedule } from '../../cleanup/schedule.js';
 import { blockReasons } from '../cleanup/planner.js';
+import { cleanupStatus } from '../cleanup/status.js';
 import { ErrorResponse } from '../schemas.js';
 import { parseDuration } from '../views.js';
 import { visibleEnvironment } from '../environment-queries.js';
@@ -544,28 +545,12 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
     },
     async (request) => {
       const only = request.principal?.project ?? null;
-      const repo = cleanup.repository;
-      const [control, breakers, policies, executors, unrecorded] = await Promise.all([
-        repo.control(),
-        repo.breakers(),
-        repo.policies(),
-        repo.executors(),
-        repo.unrecordedNamespaces(),
+      const [status, policies] = await Promise.all([
+        cleanupStatus(cleanup.repository, only),
+        cleanup.repository.policies(),
       ]);
       return {
-        halted: Boolean(control.halted),
-        haltedBy: control.halted_by,
-        haltedAt: control.halted_at,
-        lastPassAt: control.last_pass_at,
-        lastPassMs: control.last_pass_ms === null ? null : Number(control.last_pass_ms),
-        breakers: breakers
-          .filter((b) => !only || b.project === only)
-          .map((b) => ({
-            project: b.project,
-            openedAt: b.opened_at,
-            due: Number(b.due_count),
-            active: Number(b.active_count),
-          })),
+        ...status,
         policies: policies
           .filter((p) => !only || p.project === only)
           .map((p) => ({
@@ -575,29 +560,6 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
             action: p.action,
             enforcedAt: p.enforced_at,
             enforcedBy: p.enforced_by,
-          })),
-        executors: executors.map((e) => ({
-          id: e.id,
-          name: e.name,
-          kind: e.kind,
-          version: e.version,
-          targetKey: e.target_key,
-          pluginName: e.plugin,
-          description: e.description,
-          lastSeenAt: e.last_seen_at,
-        })),
-        unrecorded: unrecorded
-          .filter((u) => !only || u.project === only)
-          .map((u) => ({
-            targetKey: u.target_key,
-            namespace: u.namespace_name,
-            uid: u.uid,
-            phase: u.phase,
-            project: u.project,
-            environment: u.environment,
-            environmentId: u.environment_id,
-            firstSeenAt: u.first_seen_at,
-            lastSeenAt: u.seen_at,
           })),
       };
     },

@@ -52,6 +52,8 @@ export const execContract: PluginContract = {
     { handler: 'Deploy.exec.getStatus', action: 'deploy.d', given: 'prepared', expect: [ready('observed')] },
     { handler: 'Deploy.exec.deploy', action: 'deploy.d', given: 'fresh', expect: [ready('created')] },
     { handler: 'Deploy.exec.delete', action: 'deploy.d', given: 'prepared', expect: [ready('observed')] },
+    { handler: 'Deploy.exec.getLogs', action: 'deploy.d', given: 'fresh', expect: [missing('observed')] },
+    { handler: 'Deploy.exec.getLogs', action: 'deploy.d', given: 'prepared', expect: [ready('observed')] },
     { handler: 'Test.exec.getResult', action: 'test.t', given: 'fresh', expect: [missing('observed')] },
     { handler: 'Test.exec.run', action: 'test.t', given: 'fresh', expect: [ready('created')] },
     { handler: 'Run.exec.getResult', action: 'run.r', given: 'prepared', expect: [ready('observed')] },

@@ -170,6 +170,18 @@ export const kubernetesContract: PluginContract = {
       expect: [app('missing', 'observed')],
     },
     {
+      handler: 'Deploy.kubernetes.getLogs',
+      action: 'deploy.d',
+      given: 'fresh',
+      expect: [app('missing', 'observed')],
+    },
+    {
+      handler: 'Deploy.kubernetes.getLogs',
+      action: 'deploy.d',
+      given: 'prepared',
+      expect: [app('ready', 'observed')],
+    },
+    {
       handler: 'Test.kubernetes-pod.getResult',
       action: 'test.t',
       given: 'fresh',

@@ -3,6 +3,7 @@
  * claimers, an expired lease, a crash mid-pass), the re-check at start, retries, inventory
  * reconciliation and unrecorded namespaces, through the agent routes an executor uses.
  */
+import type { KyselyPlugin } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CleanupService, defaultCleanupSettings } from '../../../src/server/cleanup/service.js';
 import { Metrics } from '../../../src/server/metrics.js';
@@ -99,6 +100,55 @@ describe.each(dialects)('cleanup service on %s', (dialect) => {
     });
     // The next pass plans nothing more.
     expect(await service().planningPass()).toMatchObject({ planned: 0, decisions: 0 });
+  });
+
+  it('a pass whose snapshot was read before a job completed plans no second job for the cleaned namespace', async () => {
+    const env = await idleEnvironment();
+    // A replica whose reads can be interleaved: `between` runs once its next read has answered.
+    let between: (() => Promise<unknown>) | undefined;
+    const interleave: KyselyPlugin = {
+      transformQuery: (args) => args.node,
+      async transformResult(args) {
+        const run = between;
+        between = undefined;
+        if (run) await run();
+        return args.result;
+      },
+    };
+    const racer = new CleanupService(
+      f.server.database.db,
+      f.server.database.reader.withPlugin(interleave),
+      new Metrics(),
+      f.now,
+      { ...defaultCleanupSettings, intervalMs: 30_000 },
+    );
+    expect(await racer.planningPass()).toMatchObject({ planned: 1 });
+    const [job] = (await claim('e1')).body.jobs;
+    expect((await start(job.id, 'e1')).body).toMatchObject({ proceed: true });
+
+    // The job completes while the next pass reads: after its first read, before its last
+    // (through a queue that reads on the writer: the reader is held by the read interleaved).
+    const completer = new CleanupService(f.server.database.db, f.server.database.db, new Metrics(), f.now, {
+      ...defaultCleanupSettings,
+      intervalMs: 30_000,
+    });
+    between = async () =>
+      expect(
+        (await completer.complete(job.id, { executorId: 'e1', outcome: 'done', message: 'deleted' })).job
+          .state,
+      ).toBe('done');
+    expect(await racer.planningPass()).toMatchObject({ planned: 0 });
+    expect(between).toBeUndefined();
+
+    const jobs = await f.call('GET', '/api/v1/cleanup/jobs?limit=100', undefined, f.server.tokens.read);
+    expect(jobs.body.items.map((j: { id: string; state: string }) => [j.id, j.state])).toEqual([
+      [job.id, 'done'],
+    ]);
+    expect(await audit('cleanup-planned')).toHaveLength(1);
+    // The next pass knows the namespace is gone.
+    expect(await racer.planningPass()).toMatchObject({ planned: 0, decisions: 0 });
+    const detail = await f.call('GET', `/api/v1/environments/${env.id}`, undefined, f.server.tokens.read);
+    expect(detail.body.environment.state).toBe('cleaned');
   });
 
   it('a policy not enforced is dry-run, audited once per environment and due time', async () => {

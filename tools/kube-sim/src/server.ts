@@ -744,8 +744,12 @@ function serveLog(
   const since = Number(query.get('sinceSeconds') ?? 0);
   let limitBytes = Number(query.get('limitBytes') ?? 0) || Infinity;
   let lines = log.lines;
-  if (since > 0) {
-    const cutoff = Date.now() - since * 1000;
+  const sinceTime = query.get('sinceTime');
+  if (sinceTime !== null && Number.isNaN(Date.parse(sinceTime))) {
+    throw badRequest(`sinceTime: invalid value "${sinceTime}": expected an RFC 3339 time`);
+  }
+  if (since > 0 || sinceTime !== null) {
+    const cutoff = sinceTime !== null ? Date.parse(sinceTime) : Date.now() - since * 1000;
     lines = lines.filter((l) => Date.parse(l.time) >= cutoff);
   }
   if (tail !== null && tail !== '' && Number(tail) >= 0)

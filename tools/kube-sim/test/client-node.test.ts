@@ -19,7 +19,7 @@ import * as tar from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeSim } from '../src/index.js';
 import { startKubeSim } from '../src/index.js';
-import { deployment, pod, waitFor } from './helpers.js';
+import { call, deployment, pod, waitFor } from './helpers.js';
 
 let sim: KubeSim;
 let kc: KubeConfig;
@@ -307,6 +307,14 @@ describe('client-node against kube-sim', () => {
     expect(out.text()).toBe('one\ntwo\nthree\n');
     const tail = await core.readNamespacedPodLog({ namespace: 'cn-log', name: 'talker', tailLines: 1 });
     expect(tail).toBe('three\n');
+    // sinceTime: only lines written from then on (none, after the last one); a bad time is a 400.
+    const logPath = '/api/v1/namespaces/cn-log/pods/talker/log';
+    const future = encodeURIComponent(new Date(Date.now() + 60_000).toISOString());
+    const since = await call(sim, 'GET', `${logPath}?sinceTime=${future}`);
+    expect([since.status, since.text]).toEqual([200, '']);
+    const past = await call(sim, 'GET', `${logPath}?sinceTime=2000-01-01T00:00:00Z`);
+    expect(past.text).toBe('one\ntwo\nthree\n');
+    expect((await call(sim, 'GET', `${logPath}?sinceTime=yesterday`)).status).toBe(400);
     await waitFor(
       async () =>
         (await core.readNamespacedPod({ namespace: 'cn-log', name: 'talker' })).status?.phase === 'Succeeded',

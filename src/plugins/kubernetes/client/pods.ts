@@ -91,14 +91,16 @@ export class PodCalls {
   }
 
   /**
-   * Follows a container's log, line by line, until it ends or `stop` aborts. Resolves when the
-   * stream ends; a log that cannot be opened rejects.
+   * Reads a container's log, line by line: all of it, or its last `tailLines`, then — with
+   * `follow` (the default) — new lines until it ends or `stop` aborts. `done` resolves when the
+   * stream ends; a log that cannot be opened (a container still waiting) rejects.
    */
   async streamLog(
     namespace: string,
     pod: string,
     container: string,
     onLine: (line: string) => void,
+    options: { follow?: boolean; tailLines?: number; timestamps?: boolean } = {},
   ): Promise<{ done: Promise<void>; stop: () => void }> {
     const sink = lineWriter(onLine);
     const done = new Promise<void>((resolve) => {
@@ -106,8 +108,19 @@ export class PodCalls {
       sink.on('close', resolve);
       sink.on('error', () => resolve());
     });
+    const { follow = true, tailLines, timestamps = false } = options;
+    if (tailLines === 0 && !follow) {
+      sink.end();
+      return { done, stop: () => {} };
+    }
     const controller = await this.gate.request(namespace, `read the log of pod ${pod} in ${namespace}`, () =>
-      this.gate.connection.log.log(namespace, pod, container, sink, { follow: true }),
+      this.gate.connection.log.log(namespace, pod, container, sink, {
+        follow,
+        timestamps,
+        // The client leaves out `tailLines: 0`; following only new lines is asking for those from now.
+        ...(tailLines === 0 ? { sinceTime: new Date().toISOString() } : {}),
+        ...(tailLines ? { tailLines } : {}),
+      }),
     );
     return {
       done,

@@ -7,6 +7,8 @@
 import type { Kysely, Transaction } from 'kysely';
 import { ulid } from 'ulidx';
 import type { InventoryItem } from '../../../cleanup/protocol.js';
+import { isSqlite } from '../dialect.js';
+import { GroupCommit } from '../group-commit.js';
 import { auditId } from './audit.js';
 import type { CleanupDecisionRow, CleanupJobRow, Database } from '../schema.js';
 
@@ -60,10 +62,15 @@ export interface JobFilter {
 }
 
 export class CleanupRepository {
+  /** Starting and finishing jobs: many executors' calls, one commit (see GroupCommit). */
+  private readonly jobWrites: GroupCommit;
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly reader: Kysely<Database> = db,
-  ) {}
+  ) {
+    this.jobWrites = new GroupCommit(db);
+  }
 
   // ── executors ────────────────────────────────────────────────────────────────────────────
 
@@ -417,7 +424,12 @@ export class CleanupRepository {
     return new Map(rows.map((r) => [r.id, r.target]));
   }
 
-  /** Creates a planned job unless the resource has an open one; returns its id or undefined. */
+  /**
+   * Creates a planned job unless the resource has an open one or is no longer `ready` (a job
+   * that completed after the pass read its snapshot marked it missing); returns its id or
+   * undefined. Checked in the caller's transaction, the resource row locked on PostgreSQL, so a
+   * job completing at the same time is either seen or waited for.
+   */
   async createJob(
     trx: Db,
     job: {
@@ -439,6 +451,13 @@ export class CleanupRepository {
       rule?: string;
     },
   ): Promise<string | undefined> {
+    const resource = await trx
+      .selectFrom('resources')
+      .select('state')
+      .where('id', '=', job.resourceId)
+      .$if(!isSqlite(trx), (q) => q.forUpdate())
+      .executeTakeFirst();
+    if (resource?.state !== 'ready') return undefined;
     const id = ulid(job.now.getTime());
     const result = await trx
       .insertInto('cleanup_jobs')
@@ -504,42 +523,48 @@ export class CleanupRepository {
       .execute();
     const claimed: CleanupJobRow[] = [];
     const expired: CleanupJobRow[] = [];
-    for (const job of candidates) {
-      if (claimed.length >= input.max) break;
-      const result = await this.db
-        .updateTable('cleanup_jobs')
-        .set({ state: 'planned', lease_owner: input.executorId, lease_expires_at: until })
-        .where('id', '=', job.id)
-        .where('state', '=', job.state)
-        .where((eb) =>
-          job.lease_expires_at === null
-            ? eb('lease_expires_at', 'is', null)
-            : eb('lease_expires_at', '=', job.lease_expires_at),
-        )
-        .executeTakeFirst();
-      if (Number(result.numUpdatedRows) !== 1) continue;
-      if (job.state === 'executing') expired.push(job);
-      claimed.push({ ...job, state: 'planned', lease_owner: input.executorId, lease_expires_at: until });
-    }
+    // One transaction (one commit) for the batch; each job still taken by its own conditional
+    // update, so a concurrent claimer gets it or not, never both.
+    await this.db.transaction().execute(async (trx) => {
+      for (const job of candidates) {
+        if (claimed.length >= input.max) break;
+        const result = await trx
+          .updateTable('cleanup_jobs')
+          .set({ state: 'planned', lease_owner: input.executorId, lease_expires_at: until })
+          .where('id', '=', job.id)
+          .where('state', '=', job.state)
+          .where((eb) =>
+            job.lease_expires_at === null
+              ? eb('lease_expires_at', 'is', null)
+              : eb('lease_expires_at', '=', job.lease_expires_at),
+          )
+          .executeTakeFirst();
+        if (Number(result.numUpdatedRows) !== 1) continue;
+        if (job.state === 'executing') expired.push(job);
+        claimed.push({ ...job, state: 'planned', lease_owner: input.executorId, lease_expires_at: until });
+      }
+    });
     return { claimed, expired };
   }
 
   /** Moves a leased job to `executing` (attempts + 1, lease renewed); false if the lease was lost. */
   async markExecuting(id: string, executorId: string, leaseMs: number, now: Date): Promise<boolean> {
     const at = now.toISOString();
-    const result = await this.db
-      .updateTable('cleanup_jobs')
-      .set((eb) => ({
-        state: 'executing',
-        started_at: at,
-        attempts: eb('attempts', '+', 1),
-        lease_expires_at: new Date(now.getTime() + leaseMs).toISOString(),
-      }))
-      .where('id', '=', id)
-      .where('state', '=', 'planned')
-      .where('lease_owner', '=', executorId)
-      .where('lease_expires_at', '>=', at)
-      .executeTakeFirst();
+    const result = await this.jobWrites.run((trx) =>
+      trx
+        .updateTable('cleanup_jobs')
+        .set((eb) => ({
+          state: 'executing',
+          started_at: at,
+          attempts: eb('attempts', '+', 1),
+          lease_expires_at: new Date(now.getTime() + leaseMs).toISOString(),
+        }))
+        .where('id', '=', id)
+        .where('state', '=', 'planned')
+        .where('lease_owner', '=', executorId)
+        .where('lease_expires_at', '>=', at)
+        .executeTakeFirst(),
+    );
     return Number(result.numUpdatedRows) === 1;
   }
 
@@ -559,7 +584,7 @@ export class CleanupRepository {
     audit: AuditInput;
   }): Promise<boolean> {
     const at = input.now.toISOString();
-    return this.db.transaction().execute(async (trx) => {
+    return this.jobWrites.run(async (trx) => {
       let q = trx.updateTable('cleanup_jobs').where('id', '=', input.job.id);
       if (input.executorId !== null) {
         q = q

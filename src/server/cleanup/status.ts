@@ -1,0 +1,87 @@
+/**
+ * The state of cleanup as people see it — halt switch, last pass, open breakers, executors and
+ * unrecorded namespaces — read once for both `GET /api/v1/cleanup/status` and the dashboard's
+ * Cleanup page. A project-bound reader sees only its project's breakers and namespaces.
+ */
+import type { CleanupRepository } from '../db/repositories/cleanup.js';
+
+export interface CleanupStatus {
+  halted: boolean;
+  haltedBy: string | null;
+  haltedAt: string | null;
+  lastPassAt: string | null;
+  lastPassMs: number | null;
+  breakers: { project: string; openedAt: string; due: number; active: number }[];
+  executors: {
+    id: string;
+    name: string;
+    kind: string;
+    version: string;
+    targetKey: string;
+    pluginName: string;
+    description: string;
+    lastSeenAt: string;
+  }[];
+  unrecorded: {
+    targetKey: string;
+    namespace: string;
+    uid: string;
+    phase: string;
+    project: string | null;
+    environment: string | null;
+    environmentId: string | null;
+    firstSeenAt: string;
+    lastSeenAt: string;
+  }[];
+}
+
+export async function cleanupStatus(
+  repo: CleanupRepository,
+  onlyProject: string | null,
+  unrecordedLimit?: number,
+): Promise<CleanupStatus> {
+  const [control, breakers, executors, unrecorded] = await Promise.all([
+    repo.control(),
+    repo.breakers(),
+    repo.executors(),
+    repo.unrecordedNamespaces(unrecordedLimit),
+  ]);
+  return {
+    halted: Boolean(control.halted),
+    haltedBy: control.halted_by,
+    haltedAt: control.halted_at,
+    lastPassAt: control.last_pass_at,
+    lastPassMs: control.last_pass_ms === null ? null : Number(control.last_pass_ms),
+    breakers: breakers
+      .filter((b) => !onlyProject || b.project === onlyProject)
+      .map((b) => ({
+        project: b.project,
+        openedAt: b.opened_at,
+        due: Number(b.due_count),
+        active: Number(b.active_count),
+      })),
+    executors: executors.map((e) => ({
+      id: e.id,
+      name: e.name,
+      kind: e.kind,
+      version: e.version,
+      targetKey: e.target_key,
+      pluginName: e.plugin,
+      description: e.description,
+      lastSeenAt: e.last_seen_at,
+    })),
+    unrecorded: unrecorded
+      .filter((u) => !onlyProject || u.project === onlyProject)
+      .map((u) => ({
+        targetKey: u.target_key,
+        namespace: u.namespace_name,
+        uid: u.uid,
+        phase: u.phase,
+        project: u.project,
+        environment: u.environment,
+        environmentId: u.environment_id,
+        firstSeenAt: u.first_seen_at,
+        lastSeenAt: u.seen_at,
+      })),
+  };
+}
