@@ -4,11 +4,14 @@
  * with the real CLI, and shows automatic cleanup end to end: a builds-only project (its only
  * action a container Build in the cluster) with `afterInactivity: 1m` is planned as a dry run,
  * enforced, and deleted by the server on its own once idle, while a foreign namespace and an
- * adopted one stay. It ends by printing the dashboard URL and tokens, keeps everything running
+ * adopted one stay, and a `cleanup.done` webhook reaches a local receiver that verifies its
+ * signature. It ends by printing the dashboard URL and tokens, keeps everything running
  * until Ctrl-C (or exits at once with --exit), then cleans up what it deployed.
  */
 import { spawn } from 'node:child_process';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -110,6 +113,49 @@ name: api
     'FROM node:20-alpine\nCOPY . /app\nCMD ["node", "/app/main.js"]\n',
   );
   writeFileSync(path.join(dir, 'main.js'), 'console.log("hello from the builds-only project");\n');
+}
+
+/**
+ * A webhook receiver on 127.0.0.1 that verifies `tend-signature` as docs/cleanup.md describes:
+ * HMAC-SHA256 of "<t>.<body>" with the webhook's secret, t within 5 minutes.
+ */
+async function webhookReceiver() {
+  const received: { event: string; environment: string; verified: boolean }[] = [];
+  const state = { secret: '' };
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      const header = String(req.headers['tend-signature'] ?? '');
+      const t = Number(/(?:^|,)t=(\d+)/.exec(header)?.[1] ?? NaN);
+      const v1 = /(?:^|,)v1=([0-9a-f]{64})/.exec(header)?.[1] ?? '';
+      const expected = createHmac('sha256', state.secret).update(`${t}.${body}`).digest('hex');
+      const verified =
+        Math.abs(Date.now() / 1000 - t) <= 300 &&
+        v1.length === 64 &&
+        timingSafeEqual(Buffer.from(v1, 'hex'), Buffer.from(expected, 'hex'));
+      const notice = JSON.parse(body) as {
+        environment: { project: string; name: string; namespace: string };
+      };
+      const e = notice.environment;
+      received.push({
+        event: String(req.headers['tend-event']),
+        environment: `${e.project}/${e.name} (${e.namespace})`,
+        verified,
+      });
+      res.writeHead(verified ? 204 : 401).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    received,
+    set secret(value: string) {
+      state.secret = value;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
 
 /** A project whose idle environment is paused (not deleted) after a minute, and resumed by the next deploy. */
@@ -275,6 +321,32 @@ async function main(): Promise<void> {
   await must(['cleanup', 'plan', '--project', 'builds'], { env: adminEnv });
   if (!namespaceExists('builds-dev')) throw new Error('builds-dev was deleted during the dry run');
 
+  step('a webhook: cleanup.done to a local receiver that verifies each signature');
+  const receiver = await webhookReceiver();
+  const added = JSON.parse(
+    (
+      await must(
+        [
+          'server',
+          'webhook',
+          'add',
+          '--url',
+          `${receiver.url}/hooks/tend`,
+          '--event',
+          'cleanup.done',
+          '--project',
+          'builds',
+          '--data-dir',
+          serverData,
+          '--json',
+        ],
+        { capture: true },
+      )
+    ).stdout,
+  ) as { id: string; secret: string };
+  receiver.secret = added.secret;
+  console.log(`  ${added.id} → ${receiver.url}/hooks/tend (its secret was printed once, to the receiver)`);
+
   step('enforcing the policy (admin): from now on the server deletes idle environments of builds');
   await must(['cleanup', 'enforce', '--project', 'builds'], { env: adminEnv });
 
@@ -293,6 +365,12 @@ async function main(): Promise<void> {
   const entry = (await done())!;
   console.log(`  audit: ${entry.at} ${entry.action} by ${entry.actor}: ${JSON.stringify(entry.detail)}`);
 
+  await waitUntil('the cleanup.done webhook delivery', () => receiver.received.length > 0, 30_000);
+  const delivery = receiver.received[0]!;
+  console.log(
+    `  webhook: ${delivery.event} for ${delivery.environment} delivered to ${receiver.url}/hooks/tend, signature ${delivery.verified ? 'verified' : 'NOT verified'}`,
+  );
+  await receiver.close();
   step('pause and exact resume: enforcing sleepy, whose environment the server pauses on its own');
   await must(['cleanup', 'enforce', '--project', 'sleepy'], { env: adminEnv });
   await waitUntil('sleepy-dev to be paused', () => replicas() === 0, 60_000);

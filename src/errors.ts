@@ -59,6 +59,7 @@ export const errorCodes = {
   TEND_TEMPLATE: ExitCode.usage,
   TEND_TOKEN_NOT_FOUND: ExitCode.usage,
   TEND_USAGE: ExitCode.usage,
+  TEND_WEBHOOK_NOT_FOUND: ExitCode.usage,
 } as const;
 
 export type ErrorCode = keyof typeof errorCodes;

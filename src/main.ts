@@ -377,6 +377,14 @@ Examples:
       "the kubernetes provider's systemNamespace, never cleaned",
       'tend-system',
     )
+    .option(
+      '--public-url <url>',
+      'the URL people open the dashboard at (keep-alive links in webhooks); default: the listening address',
+    )
+    .option(
+      '--github-webhook-secret-file <file>',
+      'enable POST /api/v1/integrations/github: the secret of the GitHub webhook, read from this file (or TEND_GITHUB_WEBHOOK_SECRET)',
+    )
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () => (await import('./commands/server.js')).serverCommand(cmd.optsWithGlobals())),
     );
@@ -420,6 +428,43 @@ Token commands work on the database of an existing server and never create one: 
     execute(cmd, async () =>
       (await import('./commands/server.js')).tokenRevokeCommand(idOrName, cmd.optsWithGlobals()),
     ),
+  );
+  const webhook = server
+    .command('webhook')
+    .description('manage webhooks: cleanup warnings and cleanup done, signed (prints a new secret once)');
+  db(webhook.command('add').description('add a webhook; prints its signing secret once'))
+    .requiredOption('--url <url>', 'where deliveries are POSTed (http:// or https://)')
+    .requiredOption('--event <event>', 'cleanup.warning | cleanup.done (repeatable)', collect)
+    .option('--format <format>', "json (tend's payload) | slack (a Slack incoming-webhook message)", 'json')
+    .option('--project <project>', "only this project's environments")
+    .addHelpText(
+      'after',
+      `
+Each delivery is signed: the header tend-signature is t=<unix seconds>,v1=<hex HMAC-SHA256 of
+"<t>.<body>" with the secret>. A receiver recomputes it, compares in constant time and refuses a
+t more than 5 minutes off (docs/cleanup.md#webhooks). Failed deliveries are retried with backoff.
+
+Examples:
+  tend server webhook add --url https://hooks.slack.com/services/T/B/X --event cleanup.warning --format slack
+  tend server webhook add --url https://ops.example.com/tend --event cleanup.warning --event cleanup.done --project shop`,
+    )
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () =>
+        (await import('./commands/server.js')).webhookAddCommand(cmd.optsWithGlobals()),
+      ),
+    );
+  db(
+    webhook.command('list').description('list webhooks (never their secrets) and their last deliveries'),
+  ).action(async (_opts, cmd: Command) =>
+    execute(cmd, async () =>
+      (await import('./commands/server.js')).webhookListCommand(cmd.optsWithGlobals()),
+    ),
+  );
+  db(webhook.command('remove <id>').description('remove a webhook and its deliveries not sent yet')).action(
+    async (id: string, _opts, cmd: Command) =>
+      execute(cmd, async () =>
+        (await import('./commands/server.js')).webhookRemoveCommand(id, cmd.optsWithGlobals()),
+      ),
   );
   program
     .command('login')

@@ -9,6 +9,7 @@ import { redactUrl } from '../redact.js';
 import { apiRequest, type Connection } from '../remote/client.js';
 import { formatDuration } from '../server/cleanup/planner.js';
 import type { PlanItemView, TransitionView } from '../server/routes/cleanup.js';
+import type { PlanPage } from '../remote/cleanup-plan.js';
 import type { EnvironmentView } from '../server/schemas.js';
 import { resolveServer } from '../remote/credentials.js';
 import { openProject } from './context.js';
@@ -32,16 +33,6 @@ export function requireServer(options: { server?: string; token?: string }): Con
     });
   }
   return connection;
-}
-
-interface PlanPage {
-  /** Due times are shown relative to the server's clock, not this machine's. */
-  serverTime: string;
-  generatedAt: string | null;
-  halted: boolean;
-  items: PlanItemView[];
-  nextCursor: string | null;
-  transitions?: TransitionView[];
 }
 
 export interface PlanData {
@@ -91,7 +82,7 @@ export async function cleanupPlanCommand(
       formatTable(
         ['DECISION', 'WHEN', 'PROJECT', 'ENVIRONMENT', 'NAMESPACE', 'WHY'],
         items.map((d) => [
-          d.kind === 'blocked' ? `blocked: ${d.reason}` : d.kind,
+          d.kind === 'blocked' ? `blocked: ${d.reason}` : d.warning ? 'warning' : d.kind,
           d.kind === 'blocked' ? '-' : relative(d.dueAt, now),
           d.project,
           d.environment,
@@ -265,58 +256,4 @@ export async function protectCommand(
       : `Unprotected ${e.project}/${e.name} (${e.namespace}): its cleanup policy applies again.`,
     exitCode: 0,
   };
-}
-
-/**
- * The current environment's next cleanup decision, for `tend status`; undefined when no server
- * is configured or it cannot be asked (status never fails for it).
- */
-export async function plannedCleanup(where: {
-  server?: string;
-  project: string;
-  environment: string;
-  namespace: string;
-}): Promise<{ decision: PlanItemView | null; line: string } | undefined> {
-  const connection = resolveServer(where.server ? { server: where.server } : {});
-  if (!connection?.token) return undefined;
-  try {
-    const query = new URLSearchParams({
-      within: '3650d',
-      project: where.project,
-      environment: where.environment,
-      namespace: where.namespace,
-      limit: '20',
-    });
-    const page = await apiRequest<PlanPage>(connection, `/api/v1/cleanup/plan?${query.toString()}`, {
-      timeoutMs: 3000,
-    });
-    return {
-      decision: page.items[0] ?? null,
-      line: cleanupLine(page.items, page.halted, new Date(page.serverTime)),
-    };
-  } catch {
-    return undefined;
-  }
-}
-
-/** One line about what cleanup will do with the environment. */
-export function cleanupLine(items: PlanItemView[], halted: boolean, now: Date): string {
-  const next = items.find((d) => d.kind === 'scheduled' || d.kind === 'due') ?? items[0];
-  if (!next) return 'cleanup: no policy applies (or no planning pass yet)';
-  const verb = next.action === 'delete' ? 'deleted' : `${next.action}d`;
-  const haltedNote = halted ? ' (cleanup is halted)' : '';
-  switch (next.kind) {
-    case 'scheduled': {
-      const ms = Date.parse(next.dueAt) - now.getTime();
-      return ms > 0
-        ? `cleanup: ${verb} in ${formatDuration(ms)} unless used; \`tend keep-alive\` to postpone${haltedNote}`
-        : `cleanup: ${verb} soon unless used; \`tend keep-alive\` to postpone${haltedNote}`;
-    }
-    case 'due':
-      return `cleanup: ${verb} now (${next.sentence}); \`tend keep-alive\` to postpone${haltedNote}`;
-    case 'dry-run':
-      return `cleanup: dry-run: ${next.sentence}`;
-    default:
-      return `cleanup: not cleaned (${next.reason}): ${next.sentence}`;
-  }
 }

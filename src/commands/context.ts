@@ -18,6 +18,7 @@ import { actionTypeIndex } from '../config/schema.js';
 import { actionOutputsContext, resolveTemplates, type TemplateContext } from '../config/template.js';
 import type { GlobalOptions } from '../cli/output.js';
 import { cliVersion } from '../cli/version.js';
+import type { PullRequestRef } from '../events/catalog.js';
 import { Session } from '../events/session.js';
 import { ExitCode, TendError, toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
@@ -35,6 +36,7 @@ import { Router, type ProviderRuntime } from '../router/router.js';
 import { localIdentity } from '../state/identity.js';
 import { statePaths } from '../state/files.js';
 import { describeDrops, enforceBoundWithoutServer, outboxMaxBytes } from '../outbox/bound.js';
+import { plannedCleanup } from '../remote/cleanup-plan.js';
 import { startSessionStream } from '../stream/session.js';
 import type { StreamReport } from '../stream/streamer.js';
 
@@ -50,6 +52,8 @@ export interface OpenedProject {
   hostId: string;
   /** `--kubeconfig` / `--context` of the command line, when given. */
   cluster?: ClusterOverride;
+  /** The pull request the environment is for (`environments[].pullRequest`). */
+  pullRequest?: PullRequestRef;
 }
 
 /** The command line's kubectl flags for a project command: one kubeconfig file, one context. */
@@ -110,6 +114,7 @@ export async function openProject(options: GlobalOptions, builtins: PluginDefini
     user,
     hostId,
     ...(cluster ? { cluster } : {}),
+    ...(selected.pullRequest ? { pullRequest: selected.pullRequest } : {}),
   };
   return opened;
 }
@@ -176,7 +181,15 @@ export interface CommandSession {
   }): Promise<StreamReport | undefined>;
 }
 
-export function startSession(opened: OpenedProject, command: string, args: string[]): CommandSession {
+/** How long a command waits at most for the server's plan of its environment (the warning line). */
+export const cleanupWarningTimeoutMs = 1000;
+
+export function startSession(
+  opened: OpenedProject,
+  command: string,
+  args: string[],
+  options: { cleanupWarning?: boolean } = {},
+): CommandSession {
   const session = new Session({
     projectRoot: opened.project.root,
     started: {
@@ -189,6 +202,7 @@ export function startSession(opened: OpenedProject, command: string, args: strin
       hostId: opened.hostId,
       cliVersion,
       ...(opened.environment.cleanup ? { cleanupPolicy: opened.environment.cleanup } : {}),
+      ...(opened.pullRequest ? { pullRequest: opened.pullRequest } : {}),
     },
   });
   // Delivery to the server, when one is configured: in the background, from the outbox.
@@ -197,6 +211,18 @@ export function startSession(opened: OpenedProject, command: string, args: strin
     projectServer: opened.project.server,
     bus: session.bus,
   });
+  // The environment's cleanup plan, asked in the background (a down server answers at once, a
+  // slow one is given up after a second): printed at the end when its cleanup is near.
+  const warning =
+    options.cleanupWarning === false
+      ? undefined
+      : plannedCleanup({
+          server: opened.project.server,
+          project: opened.project.name,
+          environment: opened.environment.name,
+          namespace: opened.environment.namespace,
+          timeoutMs: cleanupWarningTimeoutMs,
+        });
   const interrupts = handleInterrupts({
     onForce: (signal) =>
       session.fail({ code: 'TEND_INTERRUPTED', message: `interrupted twice by ${signal}` }),
@@ -220,6 +246,7 @@ export function startSession(opened: OpenedProject, command: string, args: strin
     async close({ error, counts }) {
       const interrupted = interrupts.signal.aborted;
       interrupts.closing();
+      let report: StreamReport | undefined;
       try {
         if (error !== undefined || interrupted) {
           const e = toTendError(error ?? interrupts.signal.reason);
@@ -228,13 +255,19 @@ export function startSession(opened: OpenedProject, command: string, args: strin
           session.complete(counts ?? { succeeded: 0, cached: 0, failed: 0, aborted: 0 });
         }
         // Ctrl-C during this wait exits at once; the events stay in the outbox.
-        if (stream) return await stream.finish(interrupted ? interruptedExitWaitMs : undefined);
-        const dropped = enforceBoundWithoutServer(statePaths(opened.project.root).outbox, outboxMaxBytes());
-        if (dropped) process.stderr.write(describeDrops(dropped));
-        return undefined;
+        if (stream) {
+          report = await stream.finish(interrupted ? interruptedExitWaitMs : undefined);
+        } else {
+          const dropped = enforceBoundWithoutServer(statePaths(opened.project.root).outbox, outboxMaxBytes());
+          if (dropped) process.stderr.write(describeDrops(dropped));
+        }
       } finally {
         interrupts.dispose();
       }
+      // Not after Ctrl-C, nor from a server that just refused the connection.
+      const line = interrupted || report?.gaveUpRefused ? undefined : (await warning)?.warning;
+      if (line) process.stderr.write(`${line}\n`);
+      return report;
     },
   };
 }

@@ -4,6 +4,7 @@
  * Without `--database-url` they all use the SQLite file of one data directory per user
  * (`src/server/data-dir.ts`), whatever the working directory.
  */
+import { readFileSync } from 'node:fs';
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { TendError } from '../errors.js';
 import { isTokenScope, tokenScopes } from '../server/auth.js';
@@ -13,6 +14,7 @@ import { TokenRepository, type TokenInfo } from '../server/db/repositories/token
 import type { TokenScope } from '../server/db/schema.js';
 import { serverDataDir } from '../server/data-dir.js';
 import { parseDuration } from '../server/views.js';
+import { NotificationService, type WebhookInfo } from '../server/notifications/service.js';
 
 export interface ServerDatabaseOptions extends GlobalOptions {
   dataDir?: string;
@@ -33,6 +35,45 @@ export interface ServerOptions extends ServerDatabaseOptions {
   /** `--kubeconfig`, `--context` (repeatable): the embedded cleanup executor serves these clusters. */
   kubeconfig?: string;
   context?: string[];
+  /** `--public-url`: the dashboard's address in keep-alive links. */
+  publicUrl?: string;
+  /** `--github-webhook-secret-file` (else TEND_GITHUB_WEBHOOK_SECRET): enables the GitHub route. */
+  githubWebhookSecretFile?: string;
+}
+
+/** The GitHub webhook secret: the file's content (trimmed), else TEND_GITHUB_WEBHOOK_SECRET. */
+export function githubSecretOf(options: ServerOptions): string | undefined {
+  let secret: string | undefined;
+  if (options.githubWebhookSecretFile !== undefined) {
+    try {
+      secret = readFileSync(options.githubWebhookSecretFile, 'utf8').trim();
+    } catch (error) {
+      throw new TendError(
+        'TEND_USAGE',
+        `--github-webhook-secret-file: cannot read ${options.githubWebhookSecretFile}: ${(error as Error).message}`,
+      );
+    }
+  } else {
+    secret = process.env.TEND_GITHUB_WEBHOOK_SECRET?.trim() || undefined;
+  }
+  if (secret !== undefined && (secret.length < 16 || secret.length > 1024)) {
+    throw new TendError(
+      'TEND_USAGE',
+      'the GitHub webhook secret must be 16 to 1024 characters (generate one with `openssl rand -hex 32`)',
+    );
+  }
+  return secret;
+}
+
+function publicUrlOf(options: ServerOptions): string | undefined {
+  if (options.publicUrl === undefined) return undefined;
+  if (!/^https?:\/\/[^\s]{1,2000}$/.test(options.publicUrl)) {
+    throw new TendError(
+      'TEND_USAGE',
+      `--public-url must be an http:// or https:// URL, got "${options.publicUrl.slice(0, 100)}"`,
+    );
+  }
+  return options.publicUrl;
 }
 
 /** The cleanup settings of `tend server`'s flags, checked. */
@@ -79,10 +120,14 @@ export async function serverCommand(options: ServerOptions): Promise<CommandResu
   const port = options.port ?? 7420;
   if (!Number.isInteger(port) || port < 0 || port > 65_535) parsePort(String(port));
   const cleanup = cleanupSettingsOf(options);
+  const githubSecret = githubSecretOf(options);
+  const publicUrl = publicUrlOf(options);
   const { runUntilSignalled } = await import('../server/start.js');
   const { url } = await runUntilSignalled({
     ...databaseOptions(options),
     cleanup,
+    ...(githubSecret !== undefined ? { githubSecret } : {}),
+    ...(publicUrl !== undefined ? { publicUrl } : {}),
     port,
     host: options.host ?? '127.0.0.1',
     logLevel: options.debug ? 'debug' : 'info',
@@ -223,5 +268,100 @@ export async function tokenRevokeCommand(
       detail: { id: info.id, name: info.name },
     });
     return { data: info, human: `Revoked token "${info.name}" (${info.id}).`, exitCode: 0 };
+  });
+}
+
+export interface WebhookAddOptions extends ServerDatabaseOptions {
+  url: string;
+  event?: string[];
+  format?: string;
+  project?: string;
+}
+
+/** `tend server webhook add`: the webhook, and its signing secret shown this once. */
+export async function webhookAddCommand(
+  options: WebhookAddOptions,
+): Promise<CommandResult<WebhookInfo & { secret: string }>> {
+  return withDatabase(options, async (db) => {
+    const service = new NotificationService(db.db, db.reader, () => new Date());
+    const { webhook, secret } = await service.addWebhook(
+      {
+        url: options.url,
+        events: options.event ?? [],
+        ...(options.format !== undefined ? { format: options.format } : {}),
+        ...(options.project !== undefined ? { project: options.project } : {}),
+      },
+      'cli',
+    );
+    await new AuditRepository(db.db).record({
+      actor: 'cli',
+      action: 'webhook-add',
+      detail: {
+        id: webhook.id,
+        url: webhook.url,
+        events: webhook.events,
+        format: webhook.format,
+        project: webhook.project,
+      },
+    });
+    const human = [
+      `Added webhook ${webhook.id}: ${webhook.events.join(', ')} to ${webhook.url} (${webhook.format}${webhook.project ? `, project ${webhook.project}` : ''}).`,
+      'Its signing secret is shown only now; give it to the receiver (it verifies the tend-signature header):',
+      '',
+      `  ${secret}`,
+      '',
+    ].join('\n');
+    return { data: { ...webhook, secret }, human, exitCode: 0 };
+  });
+}
+
+export interface WebhookListing extends WebhookInfo {
+  deliveries: { pending: number; delivered: number; failed: number; lastError: string | null };
+}
+
+export async function webhookListCommand(
+  options: ServerDatabaseOptions,
+): Promise<CommandResult<WebhookListing[]>> {
+  return withDatabase(options, async (db) => {
+    const service = new NotificationService(db.db, db.reader, () => new Date());
+    const webhooks = await service.listWebhooks();
+    const stats = await service.repository.deliveryCounts();
+    const listing = webhooks.map((w) => ({
+      ...w,
+      deliveries: stats.get(w.id) ?? { pending: 0, delivered: 0, failed: 0, lastError: null },
+    }));
+    const human =
+      listing.length === 0
+        ? 'No webhooks yet. Add one with: tend server webhook add --url URL --event cleanup.warning'
+        : formatTable(
+            ['ID', 'URL', 'EVENTS', 'FORMAT', 'PROJECT', 'DELIVERED', 'PENDING', 'FAILED', 'LAST ERROR'],
+            listing.map((w) => [
+              w.id,
+              w.url,
+              w.events.join(','),
+              w.format,
+              w.project ?? '-',
+              String(w.deliveries.delivered),
+              String(w.deliveries.pending),
+              String(w.deliveries.failed),
+              w.deliveries.lastError ?? '-',
+            ]),
+          );
+    return { data: listing, human, exitCode: 0 };
+  });
+}
+
+export async function webhookRemoveCommand(
+  id: string,
+  options: ServerDatabaseOptions,
+): Promise<CommandResult<WebhookInfo>> {
+  return withDatabase(options, async (db) => {
+    const info = await new NotificationService(db.db, db.reader, () => new Date()).removeWebhook(id);
+    await new AuditRepository(db.db).record({
+      actor: 'cli',
+      action: 'webhook-remove',
+      detail: { id: info.id, url: info.url },
+    });
+    return { data: info, human: `Removed webhook ${info.id} (${info.url}).`, exitCode: 0 };
   });
 }

@@ -7,7 +7,7 @@ import { formatTable, type CommandResult, type GlobalOptions } from '../cli/outp
 import { toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
 import { statusHandler } from '../graph/solver.js';
-import { plannedCleanup } from './cleanup-server.js';
+import { plannedCleanup } from '../remote/cleanup-plan.js';
 import type { PlanItemView } from '../server/routes/cleanup.js';
 import { actionVersions, openProject, resolveAction, startSession } from './context.js';
 
@@ -45,7 +45,7 @@ function notReadyLines(actions: StatusData['actions']): string[] {
 
 export async function statusCommand(options: GlobalOptions): Promise<CommandResult<StatusData>> {
   const opened = await openProject(options);
-  const { session, router, close } = startSession(opened, 'status', []);
+  const { session, router, close } = startSession(opened, 'status', [], { cleanupWarning: false });
   try {
     const providers: StatusData['providers'] = [];
     await router.initProviders();

@@ -7,6 +7,7 @@ import { localIdentity } from '../state/identity.js';
 import { TendError } from '../errors.js';
 import { formatPath } from './diagnostics.js';
 import { nameMaxLength, nameRegExp } from './project.js';
+import type { PullRequestRef } from '../events/catalog.js';
 import type { ActionConfig, CleanupConfig, ProjectConfig, ProviderEntry, VariableValue } from './project.js';
 import { resolveTemplates } from './template.js';
 import type { ResolveOptions, TemplateContext } from './template.js';
@@ -17,6 +18,8 @@ export interface SelectedEnvironment {
   name: string;
   namespace: string;
   cleanup?: CleanupConfig;
+  /** `environments[].pullRequest` resolved; absent when not set or its number resolves empty. */
+  pullRequest?: PullRequestRef;
   /** Project variables, overridden by the environment's, overridden by --var. */
   variables: Record<string, VariableValue>;
 }
@@ -95,12 +98,46 @@ export function selectEnvironment(project: ProjectConfig, options: SelectOptions
       },
     );
   }
+  const pullRequest = resolvePullRequest(project, index, {
+    ...context,
+    environment: { name: environment.name, namespace },
+  } as TemplateContext);
   return {
     name: environment.name,
     namespace,
     ...(environment.cleanup ? { cleanup: environment.cleanup } : {}),
+    ...(pullRequest ? { pullRequest } : {}),
     variables,
   };
+}
+
+/**
+ * `environments[].pullRequest` with its number resolved (`${var.pr}`): undefined when absent or
+ * empty (the environment is used outside a pull request); a positive integer, else exit 2 with
+ * its file:line:col.
+ */
+function resolvePullRequest(
+  project: ProjectConfig,
+  index: number,
+  context: TemplateContext,
+): PullRequestRef | undefined {
+  const config = project.environments[index]!.pullRequest;
+  if (!config) return undefined;
+  const path = ['environments', index, 'pullRequest', 'number'];
+  const value =
+    typeof config.number === 'number'
+      ? config.number
+      : String(resolveTemplates(config.number, context, () => project.locate(path))).trim();
+  if (value === '') return undefined;
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 1 || number > 2_147_483_647) {
+    throw new TendError(
+      'TEND_CONFIG_INVALID',
+      `pullRequest.number of environment ${project.environments[index]!.name} is "${String(value).slice(0, 64)}"; expected a pull request number (a whole number from 1), or empty for none`,
+      { location: project.locate(path), detail: { hint: 'pass it with --var pr=<number>' } },
+    );
+  }
+  return { repository: config.repository, number };
 }
 
 /**

@@ -56,7 +56,14 @@ export function readProjectDocument(
       name: string;
       defaultNamespace?: string;
       variables?: Record<string, VariableValue>;
-      cleanup?: { afterInactivity: string; action?: 'delete' | 'pause'; schedule?: CleanupSchedule };
+      cleanup?: {
+        afterInactivity: string;
+        action?: 'delete' | 'pause';
+        warnBefore?: string;
+        afterClose?: string;
+        schedule?: CleanupSchedule;
+      };
+      pullRequest?: { repository: string; number: string | number };
     }[];
     providers?: ({ name: string; environments?: string[]; plugin?: string } & Record<string, unknown>)[];
     server?: string;
@@ -101,6 +108,18 @@ export function readProjectDocument(
         );
       }
     }
+    if (typeof env.pullRequest?.number === 'string') {
+      const base = ['environments', i, 'pullRequest', 'number'];
+      const checked = checkTemplateSyntax(env.pullRequest.number, base, (p) => locate(p));
+      problems.push(...checked.problems);
+      if (checked.actionReferences.length > 0) {
+        problem(
+          'TEND_TEMPLATE',
+          'action outputs cannot be used in pullRequest: the pull request is known before any action runs',
+          locate(base),
+        );
+      }
+    }
     if (env.cleanup?.schedule) {
       const base = ['environments', i, 'cleanup', 'schedule'];
       const { timeZone, sleepAt, wakeAt } = env.cleanup.schedule;
@@ -130,10 +149,13 @@ export function readProjectDocument(
             cleanup: {
               afterInactivity: env.cleanup.afterInactivity,
               action: env.cleanup.action ?? 'delete',
+              ...(env.cleanup.warnBefore !== undefined ? { warnBefore: env.cleanup.warnBefore } : {}),
+              ...(env.cleanup.afterClose !== undefined ? { afterClose: env.cleanup.afterClose } : {}),
               ...(env.cleanup.schedule ? { schedule: env.cleanup.schedule } : {}),
             },
           }
         : {}),
+      ...(env.pullRequest ? { pullRequest: env.pullRequest } : {}),
       location: locate(['environments', i]),
     });
   });

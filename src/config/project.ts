@@ -20,6 +20,16 @@ export interface CleanupConfig {
   action: 'delete' | 'pause';
   /** Working hours: asleep (paused) outside them. */
   schedule?: CleanupSchedule;
+  /** Warn this long before the action (`1h` when absent). */
+  warnBefore?: string;
+  /** Due this long after the environment's pull request closed (`0m` when absent). */
+  afterClose?: string;
+}
+
+/** `environments[].pullRequest`, as written: `number` may hold template expressions. */
+export interface PullRequestConfig {
+  repository: string;
+  number: string | number;
 }
 
 export interface EnvironmentConfig {
@@ -29,6 +39,7 @@ export interface EnvironmentConfig {
   /** This environment's variables: they override the project's (and `--var` overrides them). */
   variables: Record<string, VariableValue>;
   cleanup?: CleanupConfig;
+  pullRequest?: PullRequestConfig;
   /** Where the environment is declared in tend.yml. */
   location: SourceLocation;
 }

@@ -5,7 +5,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { TSchema } from '@sinclair/typebox';
-import { CleanupPolicy, CleanupSchedule } from '../events/catalog.js';
+import { CleanupPolicy, CleanupSchedule, repositoryPattern } from '../events/catalog.js';
 import { actionKinds } from '../plugin/types.js';
 import type { ActionKind, PluginDefinition } from '../plugin/types.js';
 import { nameMaxLength, namePattern } from './project.js';
@@ -34,16 +34,28 @@ export const inactivityPattern = CleanupPolicy.properties.afterInactivity.patter
 /** `500ms`, `30s`, `5m`, `1h`; a bare number is seconds. */
 export const timeoutPattern = '^[0-9]+(ms|s|m|h)$';
 
+const durationSchema = (description: string) =>
+  Type.String({
+    pattern: inactivityPattern,
+    maxLength: CleanupPolicy.properties.afterInactivity.maxLength,
+    patternErrorMessage: 'a duration: a whole number followed by m, h or d (e.g. 30m, 8h, 3d)',
+    description,
+  });
 const clockMessage = 'a local time HH:MM, 24-hour (e.g. 08:00, 20:30)';
 
 export const CleanupConfigSchema = Type.Object(
   {
-    afterInactivity: Type.String({
-      pattern: inactivityPattern,
-      maxLength: CleanupPolicy.properties.afterInactivity.maxLength,
-      patternErrorMessage: 'a duration: a whole number followed by m, h or d (e.g. 30m, 8h, 3d)',
-      description: 'Clean the environment up after this long without activity.',
-    }),
+    afterInactivity: durationSchema('Clean the environment up after this long without activity.'),
+    warnBefore: Type.Optional(
+      durationSchema(
+        'Warn this long before the action: the plan, the dashboard, tend status, every tend command in the environment and the cleanup.warning webhooks say so (default 1h).',
+      ),
+    ),
+    afterClose: Type.Optional(
+      durationSchema(
+        'With pullRequest: the environment is due this long after its pull request was closed or merged (default 0m: at once), through every safety check.',
+      ),
+    ),
     action: Type.Optional(
       Type.Union([Type.Literal('delete'), Type.Literal('pause')], {
         default: 'delete',
@@ -102,6 +114,26 @@ export const EnvironmentSchema = Type.Object(
       }),
     ),
     cleanup: Type.Optional(CleanupConfigSchema),
+    pullRequest: Type.Optional(
+      Type.Object(
+        {
+          repository: Type.String({
+            pattern: repositoryPattern,
+            patternErrorMessage: 'a GitHub repository as owner/name (e.g. acme/shop)',
+            description: 'The GitHub repository, owner/name, as its pull_request webhooks name it.',
+          }),
+          number: Type.Union([Type.Integer({ minimum: 1 }), Type.String({ maxLength: 256 })], {
+            description:
+              'The pull request number, usually ${var.pr} (`tend deploy --env pr --var pr=42`); empty: no pull request.',
+          }),
+        },
+        {
+          additionalProperties: false,
+          description:
+            'The pull request this environment is for: when GitHub reports it closed or merged, the environment is due after cleanup.afterClose.',
+        },
+      ),
+    ),
     variables: Type.Optional(
       variablesSchema(
         "Variables of this environment: they override the project's; --var name=value overrides them.",

@@ -141,11 +141,28 @@ export const CleanupPolicy = Type.Object(
   {
     afterInactivity: Type.String({ pattern: '^[0-9]+[mhd]$', maxLength: 16 }),
     action: Type.Union([Type.Literal('delete'), Type.Literal('pause')]),
+    /** How long before the action people are warned (default 1h on the server). */
+    warnBefore: Type.Optional(Type.String({ pattern: '^[0-9]+[mhd]$', maxLength: 16 })),
+    /** How long after its pull request closes the environment is due (default 0m on the server). */
+    afterClose: Type.Optional(Type.String({ pattern: '^[0-9]+[mhd]$', maxLength: 16 })),
     schedule: Type.Optional(CleanupSchedule),
   },
   { additionalProperties: false },
 );
 export type CleanupPolicy = Static<typeof CleanupPolicy>;
+
+/** `owner/name` of a GitHub repository. */
+export const repositoryPattern = '^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$';
+
+/** The pull request an environment is for (`environments[].pullRequest`). */
+export const PullRequestRef = Type.Object(
+  {
+    repository: Type.String({ pattern: repositoryPattern, maxLength: 201 }),
+    number: Type.Integer({ minimum: 1, maximum: 2_147_483_647 }),
+  },
+  { additionalProperties: false },
+);
+export type PullRequestRef = Static<typeof PullRequestRef>;
 
 export const SessionStartedPayload = Type.Object(
   {
@@ -158,6 +175,8 @@ export const SessionStartedPayload = Type.Object(
     hostId: Name,
     cliVersion: Type.String({ maxLength: 64 }),
     cleanupPolicy: Type.Optional(CleanupPolicy),
+    /** Added later: older servers' schemas never saw it, older clients never send it. */
+    pullRequest: Type.Optional(PullRequestRef),
   },
   { additionalProperties: false },
 );

@@ -23,6 +23,12 @@ import { EnvironmentRepository } from './db/repositories/environments.js';
 import { TokenRepository } from './db/repositories/tokens.js';
 import { CleanupService, defaultCleanupSettings, type CleanupSettings } from './cleanup/service.js';
 import { registerDashboard } from './dashboard/routes.js';
+import {
+  NotificationService,
+  defaultNotificationSettings,
+  type NotificationSettings,
+} from './notifications/service.js';
+import { registerGithubRoutes } from './routes/github.js';
 import { Metrics } from './metrics.js';
 import type { App, ServerServices } from './services.js';
 import { registerAuditRoutes } from './routes/audit.js';
@@ -46,6 +52,10 @@ export interface BuildServerOptions {
   now?: () => Date;
   /** Cleanup settings (`--cleanup-interval`, `--cleanup-max-per-pass`, `--protect-namespace`). */
   cleanup?: Partial<CleanupSettings>;
+  /** Webhook delivery settings (tests shorten the backoff). */
+  notifications?: Partial<NotificationSettings>;
+  /** The GitHub webhook secret: enables POST /api/v1/integrations/github. */
+  githubSecret?: string;
   /** Close the database when the server closes (default true). */
   ownsDatabase?: boolean;
 }
@@ -75,6 +85,7 @@ export function formatBytes(n: number): string {
 export const httpStatusOf: Partial<Record<ErrorCode, number>> = {
   TEND_AUTH: 401,
   TEND_AUTH_FORBIDDEN: 403,
+  TEND_WEBHOOK_NOT_FOUND: 404,
   TEND_CLEANUP_CONFLICT: 409,
   TEND_CLEANUP_JOB_NOT_FOUND: 404,
   TEND_CLEANUP_LEASE_LOST: 409,
@@ -125,12 +136,18 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
       ...defaultCleanupSettings,
       ...options.cleanup,
     }),
+    notifications: new NotificationService(database.db, database.reader, now, {
+      ...defaultNotificationSettings,
+      ...options.notifications,
+    }),
+    githubSecret: options.githubSecret,
     now,
     limits: { bodyLimit, maxEventsPerBatch: options.maxEventsPerBatch ?? defaultMaxEventsPerBatch },
   };
 
   app.decorateRequest('principal', null);
   app.decorate('cleanup', services.cleanup);
+  app.decorate('notifications', services.notifications);
 
   // Authentication runs before the body is read: an unauthenticated client cannot make the
   // server parse a large body.
@@ -290,6 +307,7 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
   registerEnvironmentRoutes(app, services);
   registerAuditRoutes(app, services);
   registerCleanupRoutes(app, services);
+  registerGithubRoutes(app, services);
   registerDashboard(app, services);
 
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -39,9 +39,30 @@ export const EnvironmentView = Type.Object({
   keepAliveUntil: Nullable(Time()),
   keepAliveBy: Nullable(Str()),
   policy: Type.Union([
-    Type.Object({ afterInactivity: Str(), action: Str(), schedule: Type.Optional(CleanupSchedule) }),
+    Type.Object({
+      afterInactivity: Str(),
+      action: Str(),
+      warnBefore: Type.Optional(Str()),
+      afterClose: Type.Optional(Str()),
+      schedule: Type.Optional(CleanupSchedule),
+    }),
     Type.Null(),
   ]),
+  pullRequest: Type.Union(
+    [
+      Type.Object({
+        repository: Str(),
+        number: Type.Integer(),
+        state: Nullable(Str()),
+        closedAt: Nullable(Time()),
+      }),
+      Type.Null(),
+    ],
+    {
+      description:
+        'The pull request the environment is for (environments[].pullRequest) and what GitHub last said of it (open, closed, merged; null: nothing yet).',
+    },
+  ),
   createdAt: Time(),
   cleanedAt: Nullable(Time()),
   lastActivity: Type.Object(

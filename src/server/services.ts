@@ -19,6 +19,7 @@ import type { EnvironmentRepository } from './db/repositories/environments.js';
 import type { TokenRepository } from './db/repositories/tokens.js';
 import type { CleanupService } from './cleanup/service.js';
 import type { Metrics } from './metrics.js';
+import type { NotificationService } from './notifications/service.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -28,6 +29,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** The cleanup service: the planning loop and the embedded executor use it in process. */
     cleanup: CleanupService;
+    /** Webhook notifications: the server's loop runs their passes. */
+    notifications: NotificationService;
   }
   interface FastifyContextConfig {
     /** What the route needs; routes without it are public (health) or handle auth themselves (dashboard). */
@@ -52,6 +55,9 @@ export interface ServerServices {
   metrics: Metrics;
   /** The cleanup job queue, planning pass and switches. */
   cleanup: CleanupService;
+  notifications: NotificationService;
+  /** The GitHub webhook secret (`--github-webhook-secret-file`); undefined: the route answers 404. */
+  githubSecret: string | undefined;
   now: () => Date;
   limits: { bodyLimit: number; maxEventsPerBatch: number };
 }

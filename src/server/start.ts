@@ -4,7 +4,7 @@
  * close the database).
  */
 import pino from 'pino';
-import { buildServer, logRedaction } from './app.js';
+import { buildServer, logRedaction, type BuildServerOptions } from './app.js';
 import { startPlanningLoop } from './cleanup/loop.js';
 import type { CleanupSettings } from './cleanup/service.js';
 import type { App } from './services.js';
@@ -24,6 +24,11 @@ export interface StartOptions extends OpenDatabaseOptions {
    * itself. Undefined: no executor in this process (agents serve the targets).
    */
   executor?: { kubeconfig?: string; contexts: string[] };
+  /** `--public-url`: the dashboard's address in keep-alive links (default: where it listens). */
+  publicUrl?: string;
+  /** `--github-webhook-secret-file` / TEND_GITHUB_WEBHOOK_SECRET. */
+  githubSecret?: string;
+  notifications?: BuildServerOptions['notifications'];
 }
 
 export interface RunningServer {
@@ -46,7 +51,13 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     await db.close();
     throw error;
   }
-  const app = await buildServer({ db, logger, cleanup: options.cleanup });
+  const app = await buildServer({
+    db,
+    logger,
+    cleanup: options.cleanup,
+    ...(options.githubSecret !== undefined ? { githubSecret: options.githubSecret } : {}),
+    ...(options.notifications ? { notifications: options.notifications } : {}),
+  });
   // Today's count of environments per state, for the dashboard's chart of states over time:
   // recorded before the server answers, then every 10 minutes.
   const environments = new EnvironmentRepository(db.db, db.reader);
@@ -78,6 +89,8 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   statesTimer.unref();
 
   const planning = startPlanningLoop(app.cleanup, logger);
+  app.notifications.publicUrl = options.publicUrl ?? url;
+  const notifying = app.notifications.startLoop(logger);
   const embedded = options.executor
     ? (await import('../cleanup/embedded.js')).startEmbeddedExecutor({
         queue: app.cleanup,
@@ -96,6 +109,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     closing ??= (async () => {
       await embedded?.stop();
       await planning.stop();
+      await notifying.stop();
       clearInterval(pruneTimer);
       clearInterval(statesTimer);
       await app.close();

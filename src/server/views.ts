@@ -26,6 +26,17 @@ export function environmentView(e: Environment): EnvironmentView {
             afterInactivity: e.policy_after_inactivity,
             action: e.policy_action,
             ...(e.policy_schedule ? { schedule: JSON.parse(e.policy_schedule) as CleanupSchedule } : {}),
+            ...(e.policy_warn_before ? { warnBefore: e.policy_warn_before } : {}),
+            ...(e.policy_after_close ? { afterClose: e.policy_after_close } : {}),
+          }
+        : null,
+    pullRequest:
+      e.pull_request_repository !== null && e.pull_request_number !== null
+        ? {
+            repository: e.pull_request_repository,
+            number: Number(e.pull_request_number),
+            state: e.pull_request_state,
+            closedAt: e.pull_request_closed_at,
           }
         : null,
     createdAt: e.created_at,

@@ -217,4 +217,34 @@ describe('resolveProviderConfig', () => {
       'tend.yml:16:14: environment variable "CLUSTER" is not set (used as "local.env.CLUSTER")',
     );
   });
+
+  it('resolves pullRequest.number from --var; empty is no pull request; anything else is exit 2 at its position', async () => {
+    const project = await load(yaml`
+      kind: Project
+      name: shop
+      environments:
+        - name: dev
+        - name: pr
+          defaultNamespace: shop-pr\${var.pr}
+          variables: { pr: '' }
+          pullRequest:
+            repository: acme/shop
+            number: \${var.pr}
+    `);
+    expect(selectEnvironment(project, { env: 'pr', vars: { pr: '42' }, local: alice }).pullRequest).toEqual({
+      repository: 'acme/shop',
+      number: 42,
+    });
+    expect(selectEnvironment(project, { env: 'pr', vars: {}, local: alice }).pullRequest).toBeUndefined();
+    expect(
+      selectEnvironment(project, { env: 'dev', vars: { pr: '42' }, local: alice }).pullRequest,
+    ).toBeUndefined();
+    const error = errorOf(() => selectEnvironment(project, { env: 'pr', vars: { pr: 'abc' }, local: alice }));
+    expect(error.code).toBe('TEND_CONFIG_INVALID');
+    expect(error.exitCode).toBe(2);
+    expect(error.location).toMatchObject({ file: 'tend.yml', line: 10 });
+    expect(error.message).toMatch(
+      /pullRequest.number of environment pr is "abc"; expected a pull request number/,
+    );
+  });
 });

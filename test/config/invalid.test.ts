@@ -40,7 +40,7 @@ const cases: Case[] = [
       `,
     },
     error:
-      'tend.yml:5:5: unknown key "defaultNamespce" in environments[0]; expected one of: name, defaultNamespace, cleanup, variables',
+      'tend.yml:5:5: unknown key "defaultNamespce" in environments[0]; expected one of: name, defaultNamespace, cleanup, pullRequest, variables',
     code: 'TEND_CONFIG_UNKNOWN_KEY',
   },
   {
@@ -334,6 +334,70 @@ const cases: Case[] = [
     },
     error:
       'tend.yml:13:9: unknown key "timezone" in environments[0].cleanup.schedule; expected one of: sleepAt, wakeAt, weekdays, timeZone',
+    code: 'TEND_CONFIG_UNKNOWN_KEY',
+  },
+  {
+    name: 'bad warnBefore',
+    files: {
+      'tend.yml': yaml`
+        kind: Project
+        name: shop
+        environments:
+          - name: dev
+            cleanup: { afterInactivity: 8h, warnBefore: soon }
+      `,
+    },
+    error:
+      'tend.yml:5:49: invalid value for environments[0].cleanup.warnBefore: expected a duration: a whole ' +
+      'number followed by m, h or d (e.g. 30m, 8h, 3d), got "soon"',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'bad afterClose',
+    files: {
+      'tend.yml': yaml`
+        kind: Project
+        name: shop
+        environments:
+          - name: pr
+            cleanup:
+              afterInactivity: 3d
+              afterClose: -1h
+      `,
+    },
+    error:
+      'tend.yml:7:19: invalid value for environments[0].cleanup.afterClose: expected a duration: a whole ' +
+      'number followed by m, h or d (e.g. 30m, 8h, 3d), got "-1h"',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'bad pullRequest repository',
+    files: {
+      'tend.yml': yaml`
+        kind: Project
+        name: shop
+        environments:
+          - name: pr
+            pullRequest: { repository: shop, number: 1 }
+      `,
+    },
+    error:
+      'tend.yml:5:32: invalid value for environments[0].pullRequest.repository: expected a GitHub repository as owner/name (e.g. acme/shop), got "shop"',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
+    name: 'unknown key in pullRequest',
+    files: {
+      'tend.yml': yaml`
+        kind: Project
+        name: shop
+        environments:
+          - name: pr
+            pullRequest: { repository: acme/shop, number: 1, repo: x }
+      `,
+    },
+    error:
+      'tend.yml:5:54: unknown key "repo" in environments[0].pullRequest; expected one of: repository, number',
     code: 'TEND_CONFIG_UNKNOWN_KEY',
   },
   {

@@ -45,6 +45,9 @@ describe('npm run demo', () => {
     expect(stdout).toContain('Enforced builds/dev: delete after 1m of inactivity.');
     expect(stdout).toMatch(/builds-dev deleted [\d.]+s after enforcing/);
     expect(stdout).toMatch(/audit: \S+ cleanup-done by executor:\S+: \{.*"namespace":"builds-dev"/);
+    expect(stdout).toMatch(
+      /webhook: cleanup\.done for builds\/dev \(builds-dev\) delivered to http:\/\/127\.0\.0\.1:\d+\/hooks\/tend, signature verified/,
+    );
     // Pause and exact resume: 3 replicas, paused to 0 by the server, restored by `tend deploy`.
     expect(stdout).toMatch(/sleepy-dev: deployment web has 3 replicas/);
     expect(stdout).toMatch(/paused: deployment web at 0 replicas \(tend\.dev\/paused-replicas: 3\)/);

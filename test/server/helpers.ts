@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { monotonicFactory } from 'ulidx';
-import type { CleanupSchedule, TendEvent } from '../../src/events/catalog.js';
+import type { CleanupPolicy, PullRequestRef, TendEvent } from '../../src/events/catalog.js';
 import { buildServer, type BuildServerOptions } from '../../src/server/app.js';
 import type { App } from '../../src/server/services.js';
 import { migrateToLatest, openDatabase, type ServerDatabase } from '../../src/server/db/database.js';
@@ -149,7 +149,7 @@ export function session(spec: EnvSpec = {}) {
     project,
     environment,
     namespace,
-    started: (policy?: { afterInactivity: string; action: 'delete' | 'pause'; schedule?: CleanupSchedule }) =>
+    started: (policy?: CleanupPolicy, pullRequest?: PullRequestRef) =>
       base('sessionStarted', {
         command: spec.command ?? 'deploy',
         args: [],
@@ -160,6 +160,7 @@ export function session(spec: EnvSpec = {}) {
         hostId: 'host-1',
         cliVersion: '0.1.0',
         ...(policy ? { cleanupPolicy: policy } : {}),
+        ...(pullRequest ? { pullRequest } : {}),
       }),
     heartbeat: () => base('sessionHeartbeat', { project, environment, namespace, uptimeMs: 30_000 }),
     completed: () =>

@@ -4,6 +4,7 @@
  * large, not JSON), and every status seen must be in the document. keep-alive's body is optional
  * in the document as in the code.
  */
+import { sign } from '@octokit/webhooks-methods';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestServer, dialects, postEvents, session, type TestServer } from './helpers.js';
 
@@ -28,8 +29,15 @@ describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
   let s: TestServer;
   let envId: string;
   let doc: Document;
+  const githubSecret = 'openapi-test-github-secret';
+  let signed: Record<'ping' | 'push' | 'bad', string>;
   beforeAll(async () => {
-    s = await createTestServer(dialect, { maxEventsPerBatch: 3 });
+    s = await createTestServer(dialect, { maxEventsPerBatch: 3, githubSecret });
+    signed = {
+      ping: await sign(githubSecret, '{"zen":"x"}'),
+      push: await sign(githubSecret, '{"ref":"x"}'),
+      bad: await sign(githubSecret, '{"action":"closed"}'),
+    };
     const a = session();
     await postEvents(s, [a.started(), a.ns('ready', { uid: 'u' })]);
     envId = (await s.database.db.selectFrom('environments').select('id').executeTakeFirstOrThrow()).id;
@@ -113,6 +121,44 @@ describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
       { method: 'GET', path: '/api/v1/audit', status: 401 },
       { method: 'GET', path: '/api/v1/audit', token: 'ingest', status: 403 },
       ...cleanupCases(),
+      ...githubCases(),
+    ];
+  };
+
+  /** The GitHub route: authenticated by its signature, not a token. */
+  const githubCases = (): Case[] => {
+    const path = '/api/v1/integrations/github';
+    const github = (
+      event: string,
+      signature: string,
+      payload: string,
+      status: number,
+      delivery = event,
+    ): Case => ({
+      method: 'POST',
+      path,
+      headers: {
+        'content-type': 'application/json',
+        'x-github-event': event,
+        'x-github-delivery': `openapi-${delivery}`,
+        'x-hub-signature-256': signature,
+      },
+      payload,
+      status,
+    });
+    return [
+      github('ping', signed.ping, '{"zen":"x"}', 200),
+      github('push', signed.push, '{"ref":"x"}', 202),
+      github('pull_request', signed.bad, '{"action":"closed"}', 400),
+      github('pull_request', 'sha256=' + '0'.repeat(64), '{"action":"closed"}', 401, 'forged'),
+      {
+        method: 'POST',
+        path,
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify({ pad: 'x'.repeat(1024 * 1024 + 1) }),
+        status: 413,
+      },
+      { method: 'POST', path, ...notJson, status: 415 },
     ];
   };
 
@@ -142,6 +188,27 @@ describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
           { method: 'GET', path, token: 'ingest', status: 403 },
         ],
       ),
+      {
+        method: 'GET',
+        path: '/api/v1/cleanup/notice',
+        url: '/api/v1/cleanup/notice?project=shop&environment=dev&namespace=shop-alice',
+        token: 'ingest',
+        status: 200,
+      },
+      { method: 'GET', path: '/api/v1/cleanup/notice', token: 'ingest', status: 400 },
+      {
+        method: 'GET',
+        path: '/api/v1/cleanup/notice',
+        url: '/api/v1/cleanup/notice?project=shop&environment=dev&namespace=shop-alice',
+        status: 401,
+      },
+      {
+        method: 'GET',
+        path: '/api/v1/cleanup/notice',
+        url: '/api/v1/cleanup/notice?project=shop&environment=dev&namespace=shop-alice',
+        token: 'otherProject',
+        status: 403,
+      },
       ...['/api/v1/cleanup/halt', '/api/v1/cleanup/resume'].flatMap((path): Case[] => [
         { method: 'POST', path, token: 'admin', status: 200 },
         { method: 'POST', path, status: 401 },

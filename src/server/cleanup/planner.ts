@@ -15,6 +15,7 @@
  */
 import { namespaceProtector } from '../../cleanup/protection.js';
 import type { CleanupAction } from '../../cleanup/protocol.js';
+import { policyDueAt, warnAtOf, type ClosedPullRequest } from './deadlines.js';
 import {
   describeSchedule,
   formatLocal,
@@ -73,6 +74,19 @@ export interface SnapshotPolicy {
   text: string;
   /** Working hours: asleep (paused) outside them. */
   schedule?: Schedule | null;
+  /** `warnBefore` (default 1h) and `afterClose` (default 0) when the policy sets them. */
+  warnBeforeMs?: number;
+  afterCloseMs?: number;
+}
+
+/** The environment's pull request and what GitHub last said of it. */
+export interface SnapshotPullRequest {
+  repository: string;
+  number: number;
+  /** `open`, `closed`, `merged`, or null (no delivery yet). */
+  state: string | null;
+  /** Server time of the delivery that closed it (epoch ms). */
+  closedAt: number | null;
 }
 
 /** Which rule of the policy a decision follows. */
@@ -102,6 +116,7 @@ export interface SnapshotEnvironment {
   lastActivityCommand: string | null;
   lastActivityUser: string | null;
   lastActivityType: string | null;
+  pullRequest?: SnapshotPullRequest | null;
 }
 
 export interface SnapshotResource {
@@ -171,6 +186,8 @@ export interface Decision {
   dueAt: number;
   /** The activity the decision is based on (epoch ms). */
   lastActivityAt: number;
+  /** A scheduled decision's warning time (due time - warnBefore), else null. */
+  warnAt: number | null;
   /** The rule that decided: the inactivity wait, or the working-hours schedule. */
   rule: DecisionRule;
   /** For people: "no activity since 10:02 UTC, policy 8h; last: tend build by alice". */
@@ -259,6 +276,8 @@ interface EnvironmentFacts {
   ctx: Context;
   env: SnapshotEnvironment;
   activitySource: 'registry' | 'namespace';
+  /** Set when the pull request's close (not inactivity) makes the environment due. */
+  pullRequest?: ClosedPullRequest;
   base?: string;
 }
 
@@ -266,6 +285,7 @@ interface EnvironmentFacts {
 type Wording =
   | 'due'
   | 'scheduled'
+  | 'warning'
   | 'never'
   | 'due-but'
   | 'unsupported'
@@ -289,6 +309,7 @@ class PlannedDecision implements Decision {
   /** Breaker: environments due at once and active; cap: the cap. */
   count = 0;
   total = 0;
+  warnAt: number | null = null;
   /** The rule that decided; for `schedule`, dueAt is the schedule's transition (or the grace after use). */
   rule: DecisionRule = 'inactivity';
   private text: string | undefined = undefined;
@@ -352,7 +373,9 @@ class PlannedDecision implements Decision {
       a.env.policy?.text === b.env.policy?.text &&
       a.env.lastActivityCommand === b.env.lastActivityCommand &&
       a.env.lastActivityUser === b.env.lastActivityUser &&
-      a.env.lastActivityType === b.env.lastActivityType
+      a.env.lastActivityType === b.env.lastActivityType &&
+      a.pullRequest?.closedAt === b.pullRequest?.closedAt &&
+      a.pullRequest?.state === b.pullRequest?.state
     );
   }
 
@@ -365,7 +388,9 @@ class PlannedDecision implements Decision {
       f.base =
         f.ctx.mode === 'now'
           ? `clean up now requested; last activity ${activity} (${what})`
-          : `no activity since ${activity}, ${policyText(f.env)}; last: ${what}`;
+          : f.pullRequest
+            ? `${pullRequestText(f.pullRequest, f.ctx.today)}, ${afterCloseText(f.env)}; last activity ${activity} (${what})`
+            : `no activity since ${activity}, ${policyText(f.env)}; last: ${what}`;
     }
     return f.base;
   }
@@ -406,7 +431,14 @@ class PlannedDecision implements Decision {
     switch (this.wording) {
       case 'due':
         return this.base();
+      case 'warning':
+        return this.facts.pullRequest
+          ? `will be ${this.action === 'delete' ? 'deleted' : this.action + 'd'} at ${formatTime(this.dueAt, ctx.today)} (\`tend keep-alive\` to postpone) — ${this.base()}`
+          : `will be ${this.action === 'delete' ? 'deleted' : this.action + 'd'} at ${formatTime(this.dueAt, ctx.today)} unless used (\`tend keep-alive\` to postpone); last activity ${formatTime(this.lastActivityAt, ctx.today)}, ${policyText(env)}; last: ${lastWhat(env, this.facts.activitySource)}`;
       case 'scheduled':
+        if (this.facts.pullRequest) {
+          return `${this.action === 'delete' ? 'deleted' : this.action + 'd'} at ${formatTime(this.dueAt, ctx.today)} — ${this.base()}`;
+        }
         if (this.rule === 'schedule') {
           const schedule = env.policy!.schedule!;
           return `${this.action === 'resume' ? 'resumed' : 'paused'} at ${formatLocal(schedule, this.dueAt)} (${formatTime(this.dueAt, ctx.today)}) by the schedule (${describeSchedule(schedule)})${this.action === 'resume' ? '' : ' unless used'}; last activity ${formatTime(this.lastActivityAt, ctx.today)}`;
@@ -431,6 +463,15 @@ class PlannedDecision implements Decision {
         return `due, but this pass reached its cap of ${this.count} — ${this.base()}`;
     }
   }
+}
+
+function pullRequestText(pr: ClosedPullRequest, today: string): string {
+  return `pull request ${pr.repository}#${pr.number} ${pr.state} at ${formatTime(pr.closedAt, today)}`;
+}
+
+function afterCloseText(env: SnapshotEnvironment): string {
+  const ms = env.policy?.afterCloseMs ?? 0;
+  return ms === 0 ? 'due when closed' : `afterClose ${formatDuration(ms)}`;
 }
 
 function scheduleText(env: SnapshotEnvironment): string | undefined {
@@ -577,8 +618,23 @@ export function plan(
             paused: false,
           }
         : nextStep(env, policy, activity.at, now, scheduleFacts);
-    const { action, dueAt } = next;
+    const { action } = next;
+    let { dueAt } = next;
     const facts: EnvironmentFacts = { ctx, env, activitySource: activity.source };
+    // A closed or merged pull request brings the policy's own action forward (deadlines.ts).
+    if (
+      mode === 'policy' &&
+      policy &&
+      !next.paused &&
+      next.rule === 'inactivity' &&
+      action === policy.action
+    ) {
+      const byPolicy = policyDueAt(env, activity.at);
+      if (byPolicy.pullRequest && byPolicy.dueAt <= dueAt) {
+        dueAt = byPolicy.dueAt;
+        facts.pullRequest = byPolicy.pullRequest;
+      }
+    }
     for (const r of resources) {
       const decision = new PlannedDecision(
         facts,
@@ -605,7 +661,8 @@ export function plan(
       }
       if (dueAt > now) {
         decision.kind = 'scheduled';
-        decision.wording = 'scheduled';
+        decision.warnAt = warnAtOf(env, dueAt);
+        decision.wording = decision.warnAt <= now ? 'warning' : 'scheduled';
         continue;
       }
       if (block) {
@@ -846,7 +903,14 @@ export function checkPlan(
       }
       const enforced = snapshot.enforcedPolicies.get(policyKey(env.project, env.name));
       const activity = activityOf.get(env.id) ?? env.lastActivityAt;
-      const idle = activity + env.policy.afterMs <= now;
+      // Idle: no activity within the policy's wait — or its pull request closed (or merged)
+      // longer than afterClose ago.
+      const pr = env.pullRequest;
+      const closedDue =
+        pr && pr.closedAt !== null && (pr.state === 'closed' || pr.state === 'merged')
+          ? pr.closedAt + (env.policy.afterCloseMs ?? 0)
+          : Infinity;
+      const idle = activity + env.policy.afterMs <= now || closedDue <= now;
       const schedule = env.policy.schedule;
       if (d.action === 'resume') {
         // Only what the schedule paused, once it is awake again.

@@ -63,7 +63,7 @@ export interface PassReport {
 
 type DecisionState = Pick<
   CleanupDecisionRow,
-  'kind' | 'reason_code' | 'due_at' | 'sentence' | 'job_id' | 'last_activity_at'
+  'kind' | 'reason_code' | 'due_at' | 'sentence' | 'job_id' | 'last_activity_at' | 'warn_at'
 >;
 
 export class CleanupService implements CleanupQueue {
@@ -428,6 +428,7 @@ export class CleanupService implements CleanupQueue {
         before.dueAt === d.dueAt &&
         before.lastActivityAt === d.lastActivityAt &&
         before.openJobId === d.openJobId &&
+        before.warnAt === d.warnAt &&
         d.sameWordingAs(before)
       ) {
         continue;
@@ -449,6 +450,7 @@ export class CleanupService implements CleanupQueue {
         sentence: d.sentence,
         job_id: d.openJobId,
         decided_at: decidedAt,
+        warn_at: d.warnAt === null ? null : new Date(d.warnAt).toISOString(),
       };
       const was = before ? stateOf(before) : undefined;
       if (
@@ -458,7 +460,8 @@ export class CleanupService implements CleanupQueue {
         was.due_at === row.due_at &&
         was.sentence === row.sentence &&
         was.job_id === row.job_id &&
-        was.last_activity_at === row.last_activity_at
+        was.last_activity_at === row.last_activity_at &&
+        was.warn_at === row.warn_at
       ) {
         continue;
       }
@@ -659,6 +662,7 @@ function stateOf(d: Decision | DecisionState): DecisionState {
     last_activity_at: new Date(d.lastActivityAt).toISOString(),
     sentence: d.sentence,
     job_id: d.openJobId,
+    warn_at: d.warnAt === null ? null : new Date(d.warnAt).toISOString(),
   };
 }
 

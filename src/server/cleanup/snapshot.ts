@@ -28,6 +28,12 @@ import {
 
 const ms = (iso: string | null): number | null => (iso === null ? null : Date.parse(iso));
 
+/** `{warnBeforeMs: …}` from a stored duration, or nothing when unset (the default applies). */
+function durationOf<K extends string>(key: K, text: string | null): Partial<Record<K, number>> {
+  const value = text ? parseDuration(text) : undefined;
+  return value === undefined ? {} : ({ [key]: value } as Record<K, number>);
+}
+
 /** Bits of the `flags` column of the resource query. */
 const flags = {
   system: 1,
@@ -227,6 +233,12 @@ async function loadEnvironments(
       'last_activity_command',
       'last_activity_user',
       'last_activity_type',
+      'policy_warn_before',
+      'policy_after_close',
+      'pull_request_repository',
+      'pull_request_number',
+      'pull_request_state',
+      'pull_request_closed_at',
       'policy_schedule',
       'state',
       'paused_by',
@@ -310,6 +322,17 @@ async function loadEnvironments(
               action: e.policy_action as CleanupAction,
               text: e.policy_after_inactivity!,
               ...(e.policy_schedule ? { schedule: parseSchedule(e.policy_schedule) } : {}),
+              ...durationOf('warnBeforeMs', e.policy_warn_before),
+              ...durationOf('afterCloseMs', e.policy_after_close),
+            }
+          : null,
+      pullRequest:
+        e.pull_request_repository !== null && e.pull_request_number !== null
+          ? {
+              repository: e.pull_request_repository,
+              number: Number(e.pull_request_number),
+              state: e.pull_request_state,
+              closedAt: ms(e.pull_request_closed_at),
             }
           : null,
       state: e.state === 'paused' ? 'paused' : 'active',

@@ -23,6 +23,24 @@ export interface DecisionItem {
   dueAt: string;
   sentence: string;
   jobId: string | null;
+  /** When the warning period starts ("will be deleted at …"), for scheduled decisions. */
+  warnAt: string | null;
+}
+
+/** A webhook delivery as the Cleanup page shows it. */
+export interface DeliveryItem {
+  id: string;
+  url: string;
+  event: string;
+  environmentId: string | null;
+  project: string | null;
+  state: string;
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  createdAt: string;
+  nextAttemptAt: string;
+  finishedAt: string | null;
 }
 
 export interface JobItem {
@@ -62,6 +80,7 @@ export interface CleanupOverview extends CleanupStatus {
   blocked: DecisionItem[];
   jobs: JobItem[];
   policies: PolicyItem[];
+  deliveries: DeliveryItem[];
 }
 
 const planLimit = 200;
@@ -80,6 +99,7 @@ export function decisionItem(r: CleanupDecisionRow): DecisionItem {
     dueAt: r.due_at,
     sentence: r.sentence,
     jobId: r.job_id,
+    warnAt: r.warn_at,
   };
 }
 
@@ -227,8 +247,27 @@ export async function cleanupOverview(
     repo.listJobs({ onlyProject }, 30),
     policyItems(services, onlyProject),
   ]);
+  const [deliveries, webhooks] = await Promise.all([
+    services.notifications.repository.recentDeliveries(30, onlyProject),
+    services.notifications.listWebhooks(),
+  ]);
+  const urls = new Map(webhooks.map((w) => [w.id, w.url]));
   return {
     ...status,
+    deliveries: deliveries.map((d) => ({
+      id: d.id,
+      url: urls.get(d.webhook_id) ?? '(removed)',
+      event: d.event,
+      environmentId: d.environment_id,
+      project: d.project,
+      state: d.state,
+      attempts: Number(d.attempts),
+      lastStatus: d.last_status === null ? null : Number(d.last_status),
+      lastError: d.last_error,
+      createdAt: d.created_at,
+      nextAttemptAt: d.next_attempt_at,
+      finishedAt: d.finished_at,
+    })),
     plan: planRows
       .slice(0, planLimit)
       .filter((r) => r.kind !== 'blocked')

@@ -42,7 +42,19 @@ function targetName(key: string, names: TargetNames): string {
   return names.get(key) ?? (key.startsWith('local/') ? 'this host' : 'unnamed target');
 }
 
-function kindBadge(d: { kind: string; reason: string | null }): Html {
+/** A scheduled decision inside its warning period (warnBefore). */
+function warned(d: { kind: string; warnAt?: string | null }, now: Date): boolean {
+  return d.kind === 'scheduled' && d.warnAt != null && d.warnAt <= now.toISOString();
+}
+
+function kindBadge(d: { kind: string; reason: string | null; warnAt?: string | null }, now?: Date): Html {
+  if (now && warned(d, now)) {
+    return html`<span
+      class="badge kind-due"
+      title="inside its warning period: \`tend keep-alive\` to postpone"
+      >warning</span
+    >`;
+  }
   return html`<span class="badge kind-${d.kind}"
     >${d.kind === 'blocked' ? `blocked: ${d.reason ?? '?'}` : d.kind}</span
   >`;
@@ -54,7 +66,7 @@ export function nextCell(d: DecisionItem | undefined, hasPolicy: boolean, now: D
     return html`<span class="muted">${hasPolicy ? 'not planned yet' : 'no cleanup policy'}</span>`;
   }
   return html`<span class="next"
-      >${kindBadge(d)} ${d.action}
+      >${kindBadge(d, now)} ${d.action}
       ${d.kind === 'blocked' ? '' : d.kind === 'due' ? html`<strong>now</strong>` : when(d.dueAt, now)}</span
     >
     <div class="muted sentence">${d.sentence}</div>`;
@@ -99,7 +111,7 @@ export function environmentCleanupSection(
                 (d) =>
                   html`<tr>
                     <td data-label="Namespace">${d.namespace}</td>
-                    <td data-label="Decision">${kindBadge(d)}</td>
+                    <td data-label="Decision">${kindBadge(d, now)}</td>
                     <td data-label="Action">${d.action}</td>
                     <td data-label="Due">${d.kind === 'blocked' ? '—' : when(d.dueAt, now)}</td>
                     <td data-label="Why">
@@ -190,12 +202,12 @@ function decisionRows(
   return html`${items.map(
     (d) =>
       html`<tr>
-        <td>${showDue ? when(d.dueAt, now) : kindBadge(d)}</td>
+        <td>${showDue ? when(d.dueAt, now) : kindBadge(d, now)}</td>
         <td>
           <a href="/environments/${encodeURIComponent(d.environmentId)}">${d.project} / ${d.environment}</a>
         </td>
         <td>${d.namespace} <span class="muted">${targetName(d.targetKey, names)}</span></td>
-        <td>${showDue ? kindBadge(d) : ''} ${d.action}</td>
+        <td>${showDue ? kindBadge(d, now) : ''} ${d.action}</td>
         <td>${d.sentence}</td>
       </tr>`,
   )}`;
@@ -350,6 +362,59 @@ export function cleanupPage(
 
       <h2>Recent jobs</h2>
       ${jobsTable(o.jobs, now, 'cleanup-jobs', names)}
+
+      <h2>Webhook deliveries</h2>
+      <p class="muted">
+        <code>cleanup.warning</code> and <code>cleanup.done</code> to the webhooks of
+        <code>tend server webhook add</code>: signed, retried with backoff until delivered or out of attempts.
+      </p>
+      <table id="cleanup-deliveries">
+        <thead>
+          <tr>
+            <th>Created</th>
+            <th>Event</th>
+            <th>Environment</th>
+            <th>Webhook</th>
+            <th>Status</th>
+            <th>Attempts</th>
+            <th>Last answer</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${
+            o.deliveries.length === 0
+              ? html`<tr>
+                  <td colspan="7" class="muted">No deliveries.</td>
+                </tr>`
+              : o.deliveries.map(
+                  (d) =>
+                    html`<tr>
+                      <td>${when(d.createdAt, now)}</td>
+                      <td>${d.event}</td>
+                      <td>
+                        ${
+                          d.environmentId
+                            ? html`<a href="/environments/${encodeURIComponent(d.environmentId)}"
+                                >${d.project ?? '?'}</a
+                              >`
+                            : (d.project ?? '—')
+                        }
+                      </td>
+                      <td>${d.url}</td>
+                      <td>
+                        <span class="badge delivery-${d.state}">${d.state}</span>
+                        ${d.state === 'pending' && d.attempts > 0 ? html` <span class="muted">retry ${when(d.nextAttemptAt, now)}</span>` : ''}
+                      </td>
+                      <td>${String(d.attempts)}</td>
+                      <td>
+                        ${d.lastStatus === null ? '' : String(d.lastStatus)}
+                        ${d.lastError ? html`<span class="muted">${d.lastError}</span>` : ''}
+                      </td>
+                    </tr>`,
+                )
+          }
+        </tbody>
+      </table>
 
       <h2>Executors</h2>
       <table id="cleanup-executors">

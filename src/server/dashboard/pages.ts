@@ -26,6 +26,8 @@ const style = raw(`
   header nav { display: flex; gap: 1rem; } header nav a { font-weight: 400; }
   .badge.kind-due { background: #ffd8d3; } .badge.kind-scheduled { background: #ddf4ff; }
   .badge.kind-dry-run { background: #fbefff; } .badge.kind-blocked { background: #fff1c2; }
+  .badge.delivery-delivered { background: #dafbe1; } .badge.delivery-pending { background: #fff1c2; }
+  .badge.delivery-failed { background: #ffd8d3; }
   .badge.mode-enforced, .badge.job-done { background: #dafbe1; } .badge.mode-dry-run { background: #fbefff; }
   .badge.job-failed { background: #ffd8d3; } .badge.job-planned, .badge.job-executing { background: #ddf4ff; }
   .sentence { max-width: 32rem; }

@@ -28,6 +28,7 @@ import * as m0001 from './migrations/0001_init.js';
 import * as m0003 from './migrations/0003_cleanup.js';
 import * as m0004 from './migrations/0004_cleanup_changes.js';
 import * as m0005 from './migrations/0005_pause_schedules.js';
+import * as m0006 from './migrations/0006_notifications.js';
 import * as m0007 from './migrations/0007_state_history.js';
 import type { Database } from './schema.js';
 
@@ -74,6 +75,7 @@ export const migrations: Record<string, Migration> = {
   '0003_cleanup': m0003,
   '0004_cleanup_changes': m0004,
   '0005_pause_schedules': m0005,
+  '0006_notifications': m0006,
   '0007_state_history': m0007,
 };
 

@@ -91,6 +91,16 @@ export interface EnvironmentsTable {
   /** Cleanup policy from the last sessionStarted that carried one. */
   policy_after_inactivity: string | null;
   policy_action: string | null;
+  /** The policy's `warnBefore` and `afterClose`, when it set them. */
+  policy_warn_before: string | null;
+  policy_after_close: string | null;
+  /** `environments[].pullRequest`, from the last sessionStarted. */
+  pull_request_repository: string | null;
+  pull_request_number: number | null;
+  /** `open`, `closed` or `merged` as the last GitHub delivery said (null: none yet). */
+  pull_request_state: string | null;
+  /** Server time of the delivery that closed it; null while open. */
+  pull_request_closed_at: Timestamp | null;
   /** The policy's working-hours schedule as JSON (`{sleepAt, wakeAt, weekdays, timeZone}`), or null. */
   policy_schedule: string | null;
   /** When a pause job paused the environment (state `paused`), and which rule: `schedule` or `inactivity`. */
@@ -269,6 +279,58 @@ export interface CleanupDecisionsTable {
   sentence: string;
   job_id: string | null;
   decided_at: Timestamp;
+  /** When the warning period starts (due time - warnBefore); null: no warning. */
+  warn_at: Timestamp | null;
+}
+
+export interface WebhooksTable {
+  id: string;
+  url: string;
+  /** JSON array of event names. */
+  events: string;
+  format: string;
+  project: string | null;
+  /** The signing key (the server signs with it); never shown after creation. */
+  secret: string;
+  created_at: Timestamp;
+  created_by: string;
+}
+
+export type WebhookDeliveryState = 'pending' | 'delivered' | 'failed';
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  webhook_id: string;
+  event: string;
+  dedupe_key: string;
+  project: string | null;
+  environment_id: string | null;
+  body: string;
+  state: WebhookDeliveryState;
+  attempts: number;
+  next_attempt_at: Timestamp;
+  lease_owner: string | null;
+  lease_expires_at: Timestamp | null;
+  last_status: number | null;
+  last_error: string | null;
+  created_at: Timestamp;
+  finished_at: Timestamp | null;
+}
+
+export interface GithubDeliveriesTable {
+  signature: string;
+  delivery_id: string;
+  event: string;
+  action: string | null;
+  repository: string | null;
+  number: number | null;
+  environments: number;
+  received_at: Timestamp;
+}
+
+export interface NotificationCursorTable {
+  id: string;
+  audit_after: string;
 }
 
 export interface AuditLogTable {
@@ -328,6 +390,10 @@ export interface Database {
   cleanup_breakers: CleanupBreakersTable;
   cleanup_control: CleanupControlTable;
   cleanup_decisions: CleanupDecisionsTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  github_deliveries: GithubDeliveriesTable;
+  notification_cursor: NotificationCursorTable;
   cleanup_changes: CleanupChangesTable;
   audit_log: AuditLogTable;
   dashboard_sessions: DashboardSessionsTable;
@@ -342,3 +408,5 @@ export type AuditEntry = Selectable<AuditLogTable>;
 export type NewResource = Insertable<ResourcesTable>;
 export type CleanupJobRow = Selectable<CleanupJobsTable>;
 export type CleanupDecisionRow = Selectable<CleanupDecisionsTable>;
+export type WebhookRow = Selectable<WebhooksTable>;
+export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;

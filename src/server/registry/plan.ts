@@ -28,7 +28,15 @@ export interface EnvironmentTouch {
   identity: EnvironmentIdentity;
   activity?: Activity;
   /** Set when the batch holds a sessionStarted for the environment: its policy, or null. */
-  policy?: { afterInactivity: string; action: string; schedule?: CleanupSchedule } | null;
+  policy?: {
+    afterInactivity: string;
+    action: string;
+    warnBefore?: string;
+    afterClose?: string;
+    schedule?: CleanupSchedule;
+  } | null;
+  /** Set with the policy: the session's pull request, or null. */
+  pullRequest?: { repository: string; number: number } | null;
   /** A command that resumes a paused environment at its start (deploy, test, run, resume) ran. */
   resumed?: boolean;
   owner?: string;
@@ -105,6 +113,7 @@ export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, 
         const t = touch(identity, e.id);
         t.activity = activityOf(e);
         t.policy = p.cleanupPolicy ? { ...p.cleanupPolicy } : null;
+        t.pullRequest = p.pullRequest ? { ...p.pullRequest } : null;
         if (resumingCommands.has(p.command)) t.resumed = true;
         t.owner ??= p.user;
         const s = session(e.sessionId);
@@ -198,6 +207,12 @@ export function newEnvironment(identity: EnvironmentIdentity, now: string): Envi
     owner: null,
     policy_after_inactivity: null,
     policy_action: null,
+    policy_warn_before: null,
+    policy_after_close: null,
+    pull_request_repository: null,
+    pull_request_number: null,
+    pull_request_state: null,
+    pull_request_closed_at: null,
     policy_schedule: null,
     paused_at: null,
     paused_by: null,
@@ -223,7 +238,19 @@ export function applyTouch(row: EnvironmentRow, t: EnvironmentTouch, now: string
   if (t.policy !== undefined) {
     row.policy_after_inactivity = t.policy?.afterInactivity ?? null;
     row.policy_action = t.policy?.action ?? null;
+    row.policy_warn_before = t.policy?.warnBefore ?? null;
+    row.policy_after_close = t.policy?.afterClose ?? null;
     row.policy_schedule = t.policy?.schedule ? JSON.stringify(t.policy.schedule) : null;
+  }
+  if (t.pullRequest !== undefined) {
+    const pr = t.pullRequest;
+    // Another pull request (or none): what GitHub said of the previous one no longer applies.
+    if (pr?.repository !== row.pull_request_repository || pr?.number !== row.pull_request_number) {
+      row.pull_request_repository = pr?.repository ?? null;
+      row.pull_request_number = pr?.number ?? null;
+      row.pull_request_state = null;
+      row.pull_request_closed_at = null;
+    }
   }
   if (t.resumed && row.state === 'paused') {
     row.state = 'active';

@@ -54,6 +54,13 @@ export const PlanItemView = Type.Object({
   sentence: Type.String(),
   jobId: Nullable(Type.String()),
   decidedAt: Time(),
+  warnAt: Type.Union([Time(), Type.Null()], {
+    description: "A scheduled decision's warning time: due time minus the policy's warnBefore (default 1h).",
+  }),
+  warning: Type.Boolean({
+    description:
+      'True when the warning time has come: the environment "will be deleted at …" (`tend keep-alive` to postpone).',
+  }),
 });
 export type PlanItemView = Static<typeof PlanItemView>;
 
@@ -171,7 +178,7 @@ function executorRoute<B extends TSchema, R extends TSchema>(
   };
 }
 
-function planItemView(r: CleanupDecisionRow): PlanItemView {
+export function planItemView(r: CleanupDecisionRow, now: Date): PlanItemView {
   return {
     kind: r.kind as PlanItemView['kind'],
     reason: r.reason_code as PlanItemView['reason'],
@@ -188,6 +195,8 @@ function planItemView(r: CleanupDecisionRow): PlanItemView {
     sentence: r.sentence,
     jobId: r.job_id,
     decidedAt: r.decided_at,
+    warnAt: r.warn_at,
+    warning: r.kind === 'scheduled' && r.warn_at !== null && r.warn_at <= now.toISOString(),
   };
 }
 
@@ -361,9 +370,59 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
         generatedAt: control.last_pass_at,
         halted: Boolean(control.halted),
         ...(q.cursor ? {} : { transitions }),
-        items: items.map(planItemView),
+        items: items.map((r) => planItemView(r, services.now())),
         nextCursor:
           rows.length > limit && last ? encodeCursor({ at: last.due_at, id: last.resource_id }) : null,
+      };
+    },
+  );
+
+  app.get(
+    '/api/v1/cleanup/notice',
+    {
+      config: { permission: 'ingest' },
+      schema: {
+        summary:
+          "One environment's cleanup decisions, for the CLI's warning line and `tend status` (ingest scope: a project-bound token sees its project only)",
+        tags: ['cleanup'],
+        querystring: Type.Object({
+          project: Type.String({ minLength: 1, maxLength: 253 }),
+          environment: Type.String({ minLength: 1, maxLength: 253 }),
+          namespace: Type.String({ minLength: 1, maxLength: 253 }),
+        }),
+        response: {
+          200: Type.Object({
+            serverTime: Time(),
+            generatedAt: Nullable(Time()),
+            halted: Type.Boolean(),
+            items: Type.Array(PlanItemView),
+            nextCursor: Type.Null(),
+          }),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      checkProject(request.principal, q.project);
+      const [rows, control] = await Promise.all([
+        cleanup.repository.planPage(
+          {
+            dueBefore: new Date(services.now().getTime() + maxWithinMs).toISOString(),
+            project: q.project,
+            environment: q.environment,
+            namespace: q.namespace,
+          },
+          20,
+        ),
+        cleanup.repository.control(),
+      ]);
+      return {
+        serverTime: services.now().toISOString(),
+        generatedAt: control.last_pass_at,
+        halted: Boolean(control.halted),
+        items: rows.map((r) => planItemView(r, services.now())),
+        nextCursor: null,
       };
     },
   );

@@ -10,10 +10,10 @@ import {
   breakerResetCommand,
   cleanupEnforceCommand,
   cleanupHaltCommand,
-  cleanupLine,
   cleanupPlanCommand,
   keepAliveCommand,
 } from '../../../src/commands/cleanup-server.js';
+import { cleanupLine, cleanupWarning } from '../../../src/remote/cleanup-plan.js';
 import { statusCommand } from '../../../src/commands/status.js';
 import type { TendError } from '../../../src/errors.js';
 import type { PlanItemView } from '../../../src/server/routes/cleanup.js';
@@ -116,6 +116,8 @@ describe('cleanup commands', () => {
       sentence: 'no activity since 05:12 UTC, policy 8h; last: tend build by alice',
       jobId: null,
       decidedAt: '2026-03-29T10:00:00.000Z',
+      warnAt: '2026-03-29T12:12:00.000Z',
+      warning: false,
       ...over,
     });
     expect(cleanupLine([item({})], false, now)).toBe(
@@ -135,6 +137,15 @@ describe('cleanup commands', () => {
       ),
     ).toBe('cleanup: not cleaned (protected): never cleaned: the environment is protected');
     expect(cleanupLine([], false, now)).toMatch(/no policy applies/);
+    // Inside warnBefore: "will be deleted at …", and the line every command prints.
+    const warned = item({ warning: true, dueAt: '2026-03-29T10:42:00.000Z' });
+    expect(cleanupLine([warned], false, now)).toBe(
+      'cleanup: will be deleted at 10:42 UTC (in 42m) unless used; `tend keep-alive` to postpone',
+    );
+    expect(cleanupWarning([warned], now)).toBe(
+      'tend: this environment will be deleted at 10:42 UTC (in 42m) unless used; `tend keep-alive` to postpone',
+    );
+    expect(cleanupWarning([item({})], now)).toBeUndefined();
   });
 });
 

@@ -3,6 +3,8 @@
  * through ingest, executors heartbeating and reporting inventories through the agent routes.
  */
 import type { InventoryItem } from '../../../src/cleanup/protocol.js';
+import type { PullRequestRef } from '../../../src/events/catalog.js';
+import type { BuildServerOptions } from '../../../src/server/app.js';
 import { createTestServer, postEvents, session, type Dialect, type TestServer } from '../helpers.js';
 
 export const target = 'kubernetes/cluster-1';
@@ -25,6 +27,9 @@ export interface CleanupFixture {
     policy?: string | null;
     uid?: string;
     project?: string;
+    /** More of the policy: warnBefore, afterClose. */
+    policyExtra?: { warnBefore?: string; afterClose?: string };
+    pullRequest?: PullRequestRef;
   }): Promise<{ id: string; namespace: string; resourceId: string; project: string }>;
   /** Heartbeat and a complete inventory of `target` from an executor. */
   report(executorId: string, items: InventoryItem[], complete?: boolean): Promise<void>;
@@ -32,11 +37,16 @@ export interface CleanupFixture {
   close(): Promise<void>;
 }
 
-export async function cleanupFixture(dialect: Dialect, maxPerPass = 10): Promise<CleanupFixture> {
+export async function cleanupFixture(
+  dialect: Dialect,
+  maxPerPass = 10,
+  options: Partial<BuildServerOptions> = {},
+): Promise<CleanupFixture> {
   let clock = Date.parse('2026-03-29T00:00:00.000Z');
   const server = await createTestServer(dialect, {
     now: () => new Date(clock),
     cleanup: { intervalMs: 30_000, maxPerPass, protectPatterns: ['prod-*'] },
+    ...options,
   });
   const call: CleanupFixture['call'] = async (method, url, payload, token = server.tokens.admin) => {
     const res = await server.app.inject({
@@ -54,10 +64,20 @@ export async function cleanupFixture(dialect: Dialect, maxPerPass = 10): Promise
       clock += ms;
     },
     call,
-    async environment({ user, policy = '8h', uid = `uid-${user}`, project = 'shop' }) {
+    async environment({
+      user,
+      policy = '8h',
+      uid = `uid-${user}`,
+      project = 'shop',
+      policyExtra,
+      pullRequest,
+    }) {
       const s = session({ user, project, command: 'build' });
       const res = await postEvents(server, [
-        s.started(policy ? { afterInactivity: policy, action: 'delete' } : undefined),
+        s.started(
+          policy ? { afterInactivity: policy, action: 'delete', ...policyExtra } : undefined,
+          pullRequest,
+        ),
         s.ns('ready', { uid, role: 'build' }),
         s.completed(),
       ]);

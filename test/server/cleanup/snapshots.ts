@@ -148,6 +148,16 @@ export const randomCase: fc.Arbitrary<RandomCase> = fc
         keepAlive: rarely(offset),
         activity: activityOffset,
         session: rarely(fc.integer({ min: -10 * 60_000, max: 0 })),
+        // The pull request, sometimes closed or merged (with afterClose), sometimes reopened.
+        pullRequest: rarely(
+          fc.record({
+            state: fc.constantFrom('open', 'closed', 'merged', null),
+            closedAt: offset,
+            afterCloseMs: fc.constantFrom(undefined, 0, 60_000, hour),
+          }),
+          3,
+        ),
+        warnBeforeMs: fc.constantFrom(undefined, 0, hour, 24 * hour),
         resources: fc.array(
           fc.record({
             target: fc.constantFrom(...targets),
@@ -256,9 +266,19 @@ export const randomCase: fc.Arbitrary<RandomCase> = fc
           action: e.policy.action as 'delete' | 'pause',
           text: `${e.policy.afterMs / 60_000}m`,
           schedule: e.schedule,
+          ...(e.warnBeforeMs !== undefined ? { warnBeforeMs: e.warnBeforeMs } : {}),
+          ...(e.pullRequest?.afterCloseMs !== undefined ? { afterCloseMs: e.pullRequest.afterCloseMs } : {}),
         },
         state: e.pausedBy ? 'paused' : 'active',
         pausedBy: e.pausedBy,
+        pullRequest: e.pullRequest
+          ? {
+              repository: 'acme/shop',
+              number: i + 1,
+              state: e.pullRequest.state,
+              closedAt: e.pullRequest.state === 'open' ? null : t + e.pullRequest.closedAt,
+            }
+          : null,
         lastActivityAt: t + e.activity,
         lastActivityCommand: 'build',
         lastActivityUser: 'alice',

@@ -897,6 +897,7 @@ export class CleanupRepository {
               sentence: eb.ref('excluded.sentence'),
               job_id: eb.ref('excluded.job_id'),
               decided_at: eb.ref('excluded.decided_at'),
+              warn_at: eb.ref('excluded.warn_at'),
             })),
           )
           .execute();

@@ -30,6 +30,12 @@ const environmentColumns = [
   'owner',
   'policy_after_inactivity',
   'policy_action',
+  'policy_warn_before',
+  'policy_after_close',
+  'pull_request_repository',
+  'pull_request_number',
+  'pull_request_state',
+  'pull_request_closed_at',
   'policy_schedule',
   'paused_at',
   'paused_by',
@@ -139,7 +145,7 @@ export function environmentRows(environments: { row: EnvironmentRow }[], now: st
 export const environmentsUpsert: InsertStatement = {
   table: 'environments',
   columns: [...environmentColumns, 'protected', 'created_at', 'updated_at'],
-  types: { protected: 'integer' },
+  types: { protected: 'integer', pull_request_number: 'integer' },
   tail:
     'on conflict (id) do update set ' +
     updateFromExcluded([

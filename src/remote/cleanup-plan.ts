@@ -1,0 +1,98 @@
+/**
+ * The CLI's view of the server's cleanup plan for the current environment: the line `tend
+ * status` prints, and the warning every tend command run in an environment prints when its
+ * cleanup is near ("will be deleted at 18:02 UTC unless used; `tend keep-alive` to postpone").
+ * Asked with a short timeout and never an error: a server that is down or slow costs a command
+ * at most that timeout, and the line is skipped.
+ */
+import { apiRequest } from './client.js';
+import { resolveServer } from './credentials.js';
+import { formatDuration, formatTime } from '../server/cleanup/planner.js';
+import type { PlanItemView, TransitionView } from '../server/routes/cleanup.js';
+
+export interface PlanPage {
+  /** Due times are shown relative to the server's clock, not this machine's. */
+  serverTime: string;
+  generatedAt: string | null;
+  halted: boolean;
+  items: PlanItemView[];
+  nextCursor: string | null;
+  /** The schedules' next sleeps and wakes (first page of the plan route only). */
+  transitions?: TransitionView[];
+}
+
+/**
+ * The current environment's next cleanup decision, for `tend status`; undefined when no server
+ * is configured or it cannot be asked (status never fails for it).
+ */
+export async function plannedCleanup(where: {
+  server?: string;
+  project: string;
+  environment: string;
+  namespace: string;
+  /** How long to wait for the server (default 3 s). */
+  timeoutMs?: number;
+}): Promise<{ decision: PlanItemView | null; line: string; warning: string | undefined } | undefined> {
+  const connection = resolveServer(where.server ? { server: where.server } : {});
+  if (!connection?.token) return undefined;
+  try {
+    const query = new URLSearchParams({
+      project: where.project,
+      environment: where.environment,
+      namespace: where.namespace,
+    });
+    const page = await apiRequest<PlanPage>(connection, `/api/v1/cleanup/notice?${query.toString()}`, {
+      timeoutMs: where.timeoutMs ?? 3000,
+    });
+    const now = new Date(page.serverTime);
+    return {
+      decision: page.items[0] ?? null,
+      line: cleanupLine(page.items, page.halted, now),
+      warning: cleanupWarning(page.items, now),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** One line about what cleanup will do with the environment. */
+export function cleanupLine(items: PlanItemView[], halted: boolean, now: Date): string {
+  const next = items.find((d) => d.kind === 'scheduled' || d.kind === 'due') ?? items[0];
+  if (!next) return 'cleanup: no policy applies (or no planning pass yet)';
+  const verb = next.action === 'delete' ? 'deleted' : `${next.action}d`;
+  const haltedNote = halted ? ' (cleanup is halted)' : '';
+  switch (next.kind) {
+    case 'scheduled': {
+      if (next.warning) return `cleanup: ${warningText(next, now)}${haltedNote}`;
+      const ms = Date.parse(next.dueAt) - now.getTime();
+      return ms > 0
+        ? `cleanup: ${verb} in ${formatDuration(ms)} unless used; \`tend keep-alive\` to postpone${haltedNote}`
+        : `cleanup: ${verb} soon unless used; \`tend keep-alive\` to postpone${haltedNote}`;
+    }
+    case 'due':
+      return `cleanup: ${verb} now (${next.sentence}); \`tend keep-alive\` to postpone${haltedNote}`;
+    case 'dry-run':
+      return `cleanup: dry-run: ${next.sentence}`;
+    default:
+      return `cleanup: not cleaned (${next.reason}): ${next.sentence}`;
+  }
+}
+
+/** "will be deleted at 18:02 UTC (in 42m) unless used; `tend keep-alive` to postpone". */
+function warningText(d: PlanItemView, now: Date): string {
+  const verb = d.action === 'delete' ? 'deleted' : `${d.action}d`;
+  const ms = Date.parse(d.dueAt) - now.getTime();
+  const when =
+    ms > 0 ? `at ${formatTime(Date.parse(d.dueAt), now.getTime())} (in ${formatDuration(ms)})` : 'now';
+  return `will be ${verb} ${when} unless used; \`tend keep-alive\` to postpone`;
+}
+
+/**
+ * The line every tend command prints when its environment's cleanup is near: a scheduled
+ * decision past its warning time, or a due one; undefined otherwise.
+ */
+export function cleanupWarning(items: PlanItemView[], now: Date): string | undefined {
+  const next = items.find((d) => d.kind === 'due') ?? items.find((d) => d.kind === 'scheduled' && d.warning);
+  if (!next) return undefined;
+  return `tend: this environment ${warningText(next, now)}`;
+}

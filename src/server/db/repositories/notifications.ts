@@ -1,0 +1,348 @@
+/**
+ * Webhooks and their deliveries, and the GitHub side of pull-request environments: the
+ * webhooks (with their signing secrets), the persisted deliveries (enqueued once per webhook,
+ * event and key; claimed under a short lease so one replica sends each; retried with backoff),
+ * the warnings and `cleanup-done` entries deliveries are made of, and a pull request's state
+ * applied to its environments together with the GitHub delivery that said so (a delivery seen
+ * before is refused: replays change nothing).
+ */
+import { sql, type Kysely, type Transaction } from 'kysely';
+import { encodeTime } from 'ulidx';
+import type { Database, WebhookDeliveryRow, WebhookRow, CleanupDecisionRow, AuditEntry } from '../schema.js';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+export interface NewDelivery {
+  /** The delivery id: in the body and the `tend-delivery` header, the same on every attempt. */
+  id: string;
+  webhookId: string;
+  event: string;
+  dedupeKey: string;
+  project: string | null;
+  environmentId: string | null;
+  body: string;
+}
+
+/** What a GitHub pull_request delivery changes. */
+export interface PullRequestUpdate {
+  signature: string;
+  deliveryId: string;
+  action: string;
+  repository: string;
+  number: number;
+  /** `open`, `closed`, `merged`; undefined: the action changes nothing of the state. */
+  state?: 'open' | 'closed' | 'merged';
+}
+
+export class NotificationRepository {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly reader: Kysely<Database> = db,
+  ) {}
+
+  // ── webhooks ─────────────────────────────────────────────────────────────────────────────
+
+  async addWebhook(row: WebhookRow): Promise<void> {
+    await this.db.insertInto('webhooks').values(row).execute();
+  }
+
+  listWebhooks(db: Db = this.reader): Promise<WebhookRow[]> {
+    return db.selectFrom('webhooks').selectAll().orderBy('created_at').orderBy('id').execute();
+  }
+
+  /** Removes the webhook and its deliveries not yet sent; false when there is none. */
+  async removeWebhook(id: string): Promise<WebhookRow | undefined> {
+    return this.db.transaction().execute(async (trx) => {
+      const row = await trx.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst();
+      if (!row) return undefined;
+      await trx
+        .deleteFrom('webhook_deliveries')
+        .where('webhook_id', '=', id)
+        .where('state', '=', 'pending')
+        .execute();
+      await trx.deleteFrom('webhooks').where('id', '=', id).execute();
+      return row;
+    });
+  }
+
+  // ── what deliveries are made of ──────────────────────────────────────────────────────────
+
+  /** Scheduled decisions inside their warning period (warn_at ≤ now < due_at). */
+  warnings(now: Date): Promise<CleanupDecisionRow[]> {
+    const at = now.toISOString();
+    return this.reader
+      .selectFrom('cleanup_decisions')
+      .selectAll()
+      .where('warn_at', '<=', at)
+      .where('due_at', '>', at)
+      .where('kind', '=', 'scheduled')
+      .orderBy('due_at')
+      .orderBy('resource_id')
+      .limit(5000)
+      .execute();
+  }
+
+  /** `cleanup-done` audit entries written at or after `since` (the primary key's time prefix). */
+  doneEntries(since: Date, afterId: string | undefined, limit: number): Promise<AuditEntry[]> {
+    const floor = encodeTime(Math.max(0, since.getTime()), 10) + '0'.repeat(16);
+    return this.reader
+      .selectFrom('audit_log')
+      .selectAll()
+      .where('id', '>=', floor)
+      .$if(afterId !== undefined, (q) => q.where('id', '>', afterId!))
+      .where('action', '=', 'cleanup-done')
+      .orderBy('id')
+      .limit(limit)
+      .execute();
+  }
+
+  async cursor(): Promise<string | undefined> {
+    const row = await this.db
+      .selectFrom('notification_cursor')
+      .select('audit_after')
+      .where('id', '=', 'global')
+      .executeTakeFirst();
+    return row?.audit_after;
+  }
+
+  async setCursor(at: string): Promise<void> {
+    await this.db
+      .insertInto('notification_cursor')
+      .values({ id: 'global', audit_after: at })
+      .onConflict((oc) => oc.column('id').doUpdateSet({ audit_after: at }))
+      .execute();
+  }
+
+  // ── deliveries ───────────────────────────────────────────────────────────────────────────
+
+  /** Enqueues the deliveries not enqueued before (once per webhook, event and key). */
+  async enqueue(deliveries: NewDelivery[], now: Date): Promise<number> {
+    let added = 0;
+    const at = now.toISOString();
+    for (let i = 0; i < deliveries.length; i += 200) {
+      const result = await this.db
+        .insertInto('webhook_deliveries')
+        .values(
+          deliveries.slice(i, i + 200).map((d) => ({
+            id: d.id,
+            webhook_id: d.webhookId,
+            event: d.event,
+            dedupe_key: d.dedupeKey,
+            project: d.project,
+            environment_id: d.environmentId,
+            body: d.body,
+            state: 'pending' as const,
+            attempts: 0,
+            next_attempt_at: at,
+            lease_owner: null,
+            lease_expires_at: null,
+            last_status: null,
+            last_error: null,
+            created_at: at,
+            finished_at: null,
+          })),
+        )
+        .onConflict((oc) => oc.columns(['webhook_id', 'event', 'dedupe_key']).doNothing())
+        .executeTakeFirst();
+      added += Number(result.numInsertedOrUpdatedRows ?? 0);
+    }
+    return added;
+  }
+
+  /**
+   * Leases pending deliveries that are due: a conditional update per delivery, so two replicas
+   * never send the same one at once.
+   */
+  async claim(owner: string, now: Date, leaseMs: number, max: number): Promise<WebhookDeliveryRow[]> {
+    const at = now.toISOString();
+    const candidates = await this.db
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('state', '=', 'pending')
+      .where('next_attempt_at', '<=', at)
+      .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', at)]))
+      .orderBy('next_attempt_at')
+      .orderBy('id')
+      .limit(max)
+      .execute();
+    const claimed: WebhookDeliveryRow[] = [];
+    const until = new Date(now.getTime() + leaseMs).toISOString();
+    for (const d of candidates) {
+      const result = await this.db
+        .updateTable('webhook_deliveries')
+        .set({ lease_owner: owner, lease_expires_at: until })
+        .where('id', '=', d.id)
+        .where('state', '=', 'pending')
+        .where((eb) =>
+          d.lease_expires_at === null
+            ? eb('lease_expires_at', 'is', null)
+            : eb('lease_expires_at', '=', d.lease_expires_at),
+        )
+        .executeTakeFirst();
+      if (Number(result.numUpdatedRows) === 1) {
+        claimed.push({ ...d, lease_owner: owner, lease_expires_at: until });
+      }
+    }
+    return claimed;
+  }
+
+  /** Records an attempt: delivered, retried at `retryAt`, or failed for good. */
+  async finishAttempt(
+    d: WebhookDeliveryRow,
+    owner: string,
+    outcome: { state: 'delivered' | 'pending' | 'failed'; status: number | null; error: string | null },
+    now: Date,
+    retryAt?: Date,
+  ): Promise<void> {
+    await this.db
+      .updateTable('webhook_deliveries')
+      .set({
+        state: outcome.state,
+        attempts: sql<number>`attempts + 1`,
+        last_status: outcome.status,
+        last_error: outcome.error,
+        lease_owner: null,
+        lease_expires_at: null,
+        next_attempt_at: (retryAt ?? now).toISOString(),
+        finished_at: outcome.state === 'pending' ? null : now.toISOString(),
+      })
+      .where('id', '=', d.id)
+      .where('lease_owner', '=', owner)
+      .execute();
+  }
+
+  /** Per webhook: deliveries by state and the last error of a pending or failed one. */
+  async deliveryCounts(): Promise<
+    Map<string, { pending: number; delivered: number; failed: number; lastError: string | null }>
+  > {
+    const rows = await this.reader
+      .selectFrom('webhook_deliveries')
+      .select([
+        'webhook_id',
+        'state',
+        (eb) => eb.fn.countAll<number>().as('n'),
+        (eb) => eb.fn.max('id').as('last'),
+      ])
+      .groupBy(['webhook_id', 'state'])
+      .execute();
+    const out = new Map<
+      string,
+      { pending: number; delivered: number; failed: number; lastError: string | null }
+    >();
+    for (const r of rows) {
+      const entry = out.get(r.webhook_id) ?? { pending: 0, delivered: 0, failed: 0, lastError: null };
+      entry[r.state] = Number(r.n);
+      out.set(r.webhook_id, entry);
+    }
+    const errors = await this.reader
+      .selectFrom('webhook_deliveries')
+      .select(['webhook_id', 'last_error'])
+      .where('state', 'in', ['pending', 'failed'])
+      .where('last_error', 'is not', null)
+      .orderBy('id', 'desc')
+      .limit(1000)
+      .execute();
+    for (const e of errors) {
+      const entry = out.get(e.webhook_id);
+      if (entry && entry.lastError === null) entry.lastError = e.last_error;
+    }
+    return out;
+  }
+
+  webhook(id: string): Promise<WebhookRow | undefined> {
+    return this.db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** Recent deliveries, newest first (the dashboard). */
+  recentDeliveries(limit: number, project?: string | null): Promise<WebhookDeliveryRow[]> {
+    return this.reader
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .$if(Boolean(project), (q) => q.where('project', '=', project!))
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .execute();
+  }
+
+  // ── GitHub ───────────────────────────────────────────────────────────────────────────────
+
+  /** True when a delivery with this id or signature was accepted before (a replay). */
+  async seenGithubDelivery(signature: string, deliveryId: string): Promise<boolean> {
+    const row = await this.db
+      .selectFrom('github_deliveries')
+      .select('signature')
+      .where((eb) => eb.or([eb('signature', '=', signature), eb('delivery_id', '=', deliveryId)]))
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /**
+   * Applies a pull request's state to the active environments recorded for it, and records the
+   * delivery, in one transaction. Returns how many environments it changed, or undefined when
+   * the delivery was seen before (nothing changed) — a replay racing the first one loses here
+   * on the primary key.
+   */
+  async applyPullRequest(u: PullRequestUpdate, now: Date): Promise<{ environments: number } | undefined> {
+    try {
+      return await this.db.transaction().execute(async (trx) => {
+        const envs = await trx
+          .selectFrom('environments')
+          .select(['id', 'pull_request_state'])
+          .where('pull_request_repository', '=', u.repository)
+          .where('pull_request_number', '=', u.number)
+          .where('state', '=', 'active')
+          .execute();
+        await trx
+          .insertInto('github_deliveries')
+          .values({
+            signature: u.signature,
+            delivery_id: u.deliveryId,
+            event: 'pull_request',
+            action: u.action,
+            repository: u.repository,
+            number: u.number,
+            environments: envs.length,
+            received_at: now.toISOString(),
+          })
+          .execute();
+        if (u.state === undefined || envs.length === 0) return { environments: 0 };
+        const closing = u.state !== 'open';
+        const changed = envs.filter((e) =>
+          closing
+            ? e.pull_request_state !== 'closed' && e.pull_request_state !== 'merged'
+            : e.pull_request_state !== 'open',
+        );
+        if (changed.length > 0) {
+          await trx
+            .updateTable('environments')
+            .set({
+              pull_request_state: u.state,
+              pull_request_closed_at: closing ? now.toISOString() : null,
+              updated_at: now.toISOString(),
+            })
+            .where(
+              'id',
+              'in',
+              changed.map((e) => e.id),
+            )
+            .execute();
+        }
+        return { environments: changed.length };
+      });
+    } catch (error) {
+      if (await this.seenGithubDelivery(u.signature, u.deliveryId)) return undefined;
+      throw error;
+    }
+  }
+
+  /** Whether any environment (of any state) was recorded for the repository. */
+  async knowsRepository(repository: string): Promise<boolean> {
+    const row = await this.reader
+      .selectFrom('environments')
+      .select('id')
+      .where('pull_request_repository', '=', repository)
+      .limit(1)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+}
