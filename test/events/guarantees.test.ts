@@ -50,7 +50,8 @@ spec: { command: ["echo", "\${actions.build.a.outputs.nothing}"] }
 `),
     });
     const result = await executeCommand('deploy', [], { root });
-    expect(result.exitCode).toBe(1);
+    // A missing output key is the configuration's fault: exit 2, as docs/errors.md says.
+    expect(result.exitCode).toBe(2);
     expect(result.data.actions.find((a) => a.ref === 'deploy.b')?.error?.message).toMatch(/nothing/);
     const events = sessionEvents(root);
     const ns = events.filter((e) => e.type === 'namespaceStatus');
