@@ -77,6 +77,14 @@ export class FaultProxy {
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    // The proxy stands for the ingest route only: the CLI's other calls (the cleanup notice it asks
+    // for at a session's start) are answered 404, which the CLI skips, and are neither recorded nor
+    // counted in the fault plan.
+    if (req.method !== 'POST' || !req.url?.endsWith('/api/v1/events')) {
+      req.resume();
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not proxied"}');
+      return;
+    }
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks);
