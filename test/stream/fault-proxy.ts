@@ -77,10 +77,9 @@ export class FaultProxy {
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    // The proxy stands for the ingest route only: the CLI's other calls (the cleanup notice it asks
-    // for at a session's start) are answered 404, which the CLI skips, and are neither recorded nor
-    // counted in the fault plan.
-    if (req.method !== 'POST' || !req.url?.endsWith('/api/v1/events')) {
+    // The cleanup notice the CLI asks for at a session's start is not what the proxy is for: it is
+    // answered 404 (which the CLI skips), neither recorded nor counted in the fault plan.
+    if (req.url?.startsWith('/api/v1/cleanup/notice')) {
       req.resume();
       res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not proxied"}');
       return;
