@@ -4,6 +4,7 @@
  * A failed pass is logged and the next one tried at the next tick; stopping waits for the pass
  * in flight.
  */
+import { startPeriodic } from '../periodic.js';
 import type { CleanupService } from './service.js';
 
 export interface PlanningLoop {
@@ -16,32 +17,14 @@ export interface PlanningLog {
 }
 
 export function startPlanningLoop(service: CleanupService, log: PlanningLog): PlanningLoop {
-  let running: Promise<void> | undefined;
-  let stopped = false;
-  const tick = () => {
-    if (running || stopped) return;
-    running = service
-      .planningPass()
-      .then((report) => {
-        if (report && (report.planned > 0 || report.cancelled > 0 || report.breakersOpened.length > 0)) {
-          log.info({ ...report }, `cleanup: ${report.planned} job(s) planned, ${report.cancelled} cancelled`);
-        }
-      })
-      .catch((err: unknown) =>
-        log.warn({ err }, 'cleanup planning pass failed; retrying at the next interval'),
-      )
-      .finally(() => {
-        running = undefined;
-      });
-  };
-  const timer = setInterval(tick, service.settings.intervalMs);
-  timer.unref();
-  tick();
-  return {
-    stop: async () => {
-      stopped = true;
-      clearInterval(timer);
-      await running;
+  return startPeriodic(
+    service.settings.intervalMs,
+    async () => {
+      const report = await service.planningPass();
+      if (report && (report.planned > 0 || report.cancelled > 0 || report.breakersOpened.length > 0)) {
+        log.info({ ...report }, `cleanup: ${report.planned} job(s) planned, ${report.cancelled} cancelled`);
+      }
     },
-  };
+    (err) => log.warn({ err }, 'cleanup planning pass failed; retrying at the next interval'),
+  );
 }

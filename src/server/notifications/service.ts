@@ -13,6 +13,7 @@ import { redactUrl, redactUrlsIn } from '../../redact.js';
 import { cliVersion } from '../../cli/version.js';
 import { NotificationRepository, type NewDelivery } from '../db/repositories/notifications.js';
 import type { CleanupDecisionRow, Database, WebhookDeliveryRow, WebhookRow } from '../db/schema.js';
+import { startPeriodic, type Periodic } from '../periodic.js';
 import type { Kysely } from 'kysely';
 import { ulid } from 'ulidx';
 import {
@@ -138,37 +139,20 @@ export class NotificationService {
    * The server's loop: a pass every `intervalMs`; a failing pass is logged and the next one
    * tried. `stop` waits for the pass in flight.
    */
-  startLoop(log: { warn(details: Record<string, unknown>, message: string): void }): {
-    stop(): Promise<void>;
-  } {
-    let running: Promise<void> | undefined;
-    let stopped = false;
-    const tick = () => {
-      if (running || stopped) return;
-      running = this.pass()
-        .then((outcome) => {
-          if (outcome.failed > 0) {
-            log.warn(
-              { ...outcome },
-              `${outcome.failed} webhook delivery(ies) failed for good (out of attempts)`,
-            );
-          }
-        })
-        .catch((err: unknown) => log.warn({ err }, 'webhook notification pass failed; retrying'))
-        .finally(() => {
-          running = undefined;
-        });
-    };
-    const timer = setInterval(tick, this.settings.intervalMs);
-    timer.unref();
-    tick();
-    return {
-      stop: async () => {
-        stopped = true;
-        clearInterval(timer);
-        await running;
+  startLoop(log: { warn(details: Record<string, unknown>, message: string): void }): Periodic {
+    return startPeriodic(
+      this.settings.intervalMs,
+      async () => {
+        const outcome = await this.pass();
+        if (outcome.failed > 0) {
+          log.warn(
+            { ...outcome },
+            `${outcome.failed} webhook delivery(ies) failed for good (out of attempts)`,
+          );
+        }
       },
-    };
+      (err) => log.warn({ err }, 'webhook notification pass failed; retrying'),
+    );
   }
 
   /** One pass: enqueue what is new, then send what is due. */
