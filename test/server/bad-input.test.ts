@@ -245,3 +245,34 @@ describe("the catalogue's format and limit checks (the plugin broker's too)", ()
     expect(checkPayload('namespaceStatus', payload('a\nb'))).toEqual([]);
   });
 });
+
+describe.each(dialects)('hostile input to the newer routes, on %s', (dialect) => {
+  let s: TestServer;
+  let envId: string;
+  beforeAll(async () => {
+    s = await createTestServer(dialect);
+    const a = session({ user: 'existing' });
+    await postEvents(s, [a.started(), a.ns('ready', { uid: 'u-existing' })]);
+    envId = (await s.database.db.selectFrom('environments').select('id').executeTakeFirstOrThrow()).id;
+  });
+  afterAll(async () => s.close());
+
+  it('search, the cleanup notice and resume answer 4xx, never 500', async () => {
+    const status = async (url: string, token: string, method: 'GET' | 'POST' = 'GET') => {
+      const res = await s.app.inject({ method, url, headers: s.auth(token) });
+      return `${res.statusCode} ${url}`;
+    };
+    expect(await status('/api/v1/environments?search=%00', s.tokens.read)).toMatch(/^400 /);
+    // A lone surrogate's UTF-8 bytes decode to U+FFFD: an ordinary search that matches nothing.
+    expect(await status('/api/v1/environments?search=%ED%A0%80', s.tokens.read)).toMatch(/^200 /);
+    expect(await status(`/api/v1/environments?search=${'x'.repeat(201)}`, s.tokens.read)).toMatch(/^400 /);
+    const notice = '/api/v1/cleanup/notice?project=p%00&environment=dev&namespace=ns';
+    expect(await status(notice, s.tokens.ingest)).toMatch(/^400 /);
+    expect(await status('/api/v1/environments/no-such-id/resume', s.tokens.admin, 'POST')).toMatch(/^404 /);
+    // Another project's token does not learn that the environment exists.
+    expect(await status(`/api/v1/environments/${envId}/resume`, s.tokens.otherProject, 'POST')).toMatch(
+      /^404 /,
+    );
+    expect(await countRows(s.database.db, 'cleanup_jobs')).toBe(0);
+  });
+});
