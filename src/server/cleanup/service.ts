@@ -19,6 +19,7 @@ import type {
   HeartbeatResponse,
   InventoryReport,
   InventoryResponse,
+  JobView,
   StartRequest,
   StartResponse,
 } from '../../cleanup/protocol.js';
@@ -282,6 +283,25 @@ export class CleanupService implements CleanupQueue {
       leaseExpiresAt: r.lease_expires_at,
       dryRun: Boolean(r.dry_run),
     }));
+  }
+
+  /** Jobs with their history, for the read routes and the dashboard. */
+  async jobHistory(rows: CleanupJobRow[]): Promise<JobView[]> {
+    const views = await this.jobViews(rows);
+    return views.map((v, i) => {
+      const r = rows[i]!;
+      return {
+        ...v,
+        trigger: r.trigger,
+        actor: r.actor,
+        plannedAt: r.planned_at,
+        startedAt: r.started_at,
+        finishedAt: r.finished_at,
+        notBefore: r.not_before,
+        outcome: r.result,
+        message: r.outcome_message,
+      };
+    });
   }
 
   // ── the planning pass ────────────────────────────────────────────────────────────────────
