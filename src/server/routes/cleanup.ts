@@ -566,39 +566,40 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
     },
   );
 
-  app.post(
+  // Clean up now and resume: one job path (cleanNow), different permission and action.
+  const environmentJobRoute = (
+    path: string,
+    permission: 'admin' | 'keep-alive',
+    summary: string,
+    action?: 'resume',
+  ) =>
+    app.post(
+      path,
+      {
+        config: { permission },
+        schema: {
+          summary,
+          tags: ['environments'],
+          params: Type.Object({ id: Type.String() }),
+          response: { 200: Type.Object({ jobs: Type.Array(CleanupJob) }), ...errors },
+        },
+      },
+      async (request) => {
+        const env = await visibleEnvironment(services, request.params.id, request.principal);
+        return {
+          jobs: await cleanup.cleanNow(env.id, actorOf(request.principal!), action ? { action } : {}),
+        };
+      },
+    );
+  environmentJobRoute(
     '/api/v1/environments/:id/cleanup',
-    {
-      config: { permission: 'admin' },
-      schema: {
-        summary:
-          'Clean up now: plan jobs for the environment through the same path and checks, only the inactivity wait skipped (admin)',
-        tags: ['environments'],
-        params: Type.Object({ id: Type.String() }),
-        response: { 200: Type.Object({ jobs: Type.Array(CleanupJob) }), ...errors },
-      },
-    },
-    async (request) => {
-      const env = await visibleEnvironment(services, request.params.id, request.principal);
-      return { jobs: await cleanup.cleanNow(env.id, actorOf(request.principal!)) };
-    },
+    'admin',
+    'Clean up now: plan jobs for the environment through the same path and checks, only the inactivity wait skipped (admin)',
   );
-
-  app.post(
+  environmentJobRoute(
     '/api/v1/environments/:id/resume',
-    {
-      config: { permission: 'keep-alive' },
-      schema: {
-        summary:
-          'Resume a paused environment: a resume job (restores exactly what the pause recorded) through the same path and checks as every cleanup job (read scope, like keep-alive)',
-        tags: ['environments'],
-        params: Type.Object({ id: Type.String() }),
-        response: { 200: Type.Object({ jobs: Type.Array(CleanupJob) }), ...errors },
-      },
-    },
-    async (request) => {
-      const env = await visibleEnvironment(services, request.params.id, request.principal);
-      return { jobs: await cleanup.cleanNow(env.id, actorOf(request.principal!), { action: 'resume' }) };
-    },
+    'keep-alive',
+    'Resume a paused environment: a resume job (restores exactly what the pause recorded) through the same path and checks as every cleanup job (read scope, like keep-alive)',
+    'resume',
   );
 }
