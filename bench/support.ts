@@ -56,3 +56,23 @@ export function tempProject(files: Record<string, string>): { root: string; remo
   }
   return { root, remove: () => rmSync(root, { recursive: true, force: true }) };
 }
+
+/**
+ * A project of `builds` exec Builds and `tests` exec Tests, each running `echo` (test i depends on
+ * build i when there is one), for the exec and the cached re-run benchmarks. `tend test` runs
+ * them all.
+ */
+export function execProjectFiles(builds: number, tests: number): Record<string, string> {
+  const docs = [
+    'kind: Project\nname: bench\ndefaultEnvironment: dev\n' +
+      'environments: [{ name: dev, defaultNamespace: bench-dev }]\nproviders: [{ name: exec }]\n',
+  ];
+  for (let i = 0; i < builds; i++) {
+    docs.push(`kind: Build\ntype: exec\nname: b${i}\nspec: { command: [echo, built ${i}] }\n`);
+  }
+  for (let i = 0; i < tests; i++) {
+    const dep = i < builds ? `dependencies: [build.b${i}]\n` : '';
+    docs.push(`kind: Test\ntype: exec\nname: t${i}\n${dep}spec: { command: [echo, tested ${i}] }\n`);
+  }
+  return { 'tend.yml': docs.join('---\n') };
+}
