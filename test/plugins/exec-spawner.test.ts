@@ -284,6 +284,8 @@ describe('a spawn helper that dies', () => {
 });
 
 describe('no spawn helper outlives tend', () => {
+  // The last build ignores SIGTERM: only SIGKILL (a second Ctrl-C, or its helper) stops it.
+  const stubborn = '; trap "" TERM; while :; do sleep 0.1; done';
   // A chain of builds: the first command spawns directly, later ones in a helper once it is ready.
   const builds = Array.from(
     { length: 12 },
@@ -291,7 +293,7 @@ describe('no spawn helper outlives tend', () => {
 type: exec
 name: b${i}
 exclude: ['*.txt']
-${i > 0 ? `dependencies: [build.b${i - 1}]\n` : ''}spec: { command: [sh, -c, 'echo $PPID > parent-${i}.txt; echo $$ > pid-${i}.txt; sleep 0.05${i === 11 ? '; sleep 60' : ''}'] }
+${i > 0 ? `dependencies: [build.b${i - 1}]\n` : ''}spec: { command: [sh, -c, 'echo $PPID > parent-${i}.txt; echo $$ > pid-${i}.txt; sleep 0.05${i === 11 ? stubborn : ''}'] }
 `,
   );
   const tendYml = `kind: Project
@@ -328,14 +330,16 @@ ${builds.join('---\n')}`;
         await tend.waitForOutput(/stopping started processes/, 'the first Ctrl-C to be taken');
         tend.signal('SIGINT');
       }
-      await tend.exited;
+      const run = await tend.exited;
+      if (how === 'SIGKILL') expect(run.signal).toBe('SIGKILL');
+      else expect(run.code).toBe(130);
       for (const pid of spawners) await waitFor(() => !alive(pid), `the spawn helper to exit after ${how}`);
       await waitFor(() => !alive(last), `the running build to be killed after ${how}`);
     }
   });
 
   it('a tend that finishes leaves no helper behind', async () => {
-    const root = makeProject({ 'tend.yml': tendYml.replace('; sleep 60', '') });
+    const root = makeProject({ 'tend.yml': tendYml.replace(stubborn, '') });
     const tend = startTend(['build'], { cwd: root });
     const run = await tend.exited;
     expect(run.code, run.stderr).toBe(0);

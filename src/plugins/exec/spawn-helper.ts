@@ -68,14 +68,23 @@ export function helperMain(load: (id: string) => unknown): void {
 
   const running = new Map<number, ChildProcess>();
 
-  // stdout to a pipe is synchronous on Linux: a slow reader holds the helper back (back-pressure),
-  // nothing piles up in its memory.
+  // Frames of one turn of the event loop go out in one write, which wakes tend once. stdout to a
+  // pipe is synchronous on Linux: a slow reader holds the helper back (back-pressure), nothing
+  // piles up in its memory.
+  let queued: Buffer[] = [];
+  const flush = () => {
+    const frames = queued;
+    queued = [];
+    process.stdout.write(frames.length === 1 ? frames[0]! : Buffer.concat(frames));
+  };
   const send = (type: number, id: number, payload: Buffer) => {
     const header = Buffer.allocUnsafe(HEADER);
     header.writeUInt32BE(payload.length, 0);
     header.writeUInt8(type, 4);
     header.writeUInt32BE(id, 5);
-    process.stdout.write(payload.length > 0 ? Buffer.concat([header, payload]) : header);
+    if (queued.length === 0) setImmediate(flush);
+    queued.push(header);
+    if (payload.length > 0) queued.push(payload);
   };
   const sendJson = (type: number, id: number, value: unknown) =>
     send(type, id, Buffer.from(JSON.stringify(value)));

@@ -1,12 +1,12 @@
 /**
  * Where the exec plugin's commands are started: by a spawn helper (`spawn-helper.ts`: a small
- * long-lived Node process, one per core at most) when one is ready, otherwise directly from this
+ * long-lived Node process, up to 4 of them) when one is ready, otherwise directly from this
  * process. Both ways report the same events, in the same order, so `runCommand` (process.ts) is
  * one piece of code over either.
  *
- * Helpers start on demand: the first command of a process spawns directly (a command or two do
- * not pay for a helper), the second starts a helper, and another starts while every helper has a
- * command running, up to `helperLimit`. Until a helper is ready, commands spawn directly.
+ * Helpers start on demand — `prewarmHelper` (when a command prepares an environment to run
+ * things), or a command that finds no helper ready and idle — up to `helperLimit`. Until a helper
+ * is ready, commands spawn directly.
  *
  * A helper that dies (killed, crashed) fails the commands it was running with TEND_EXEC_FAILED,
  * and their process groups get SIGKILL; the next command starts a new helper. A helper that dies
@@ -43,10 +43,14 @@ export interface SpawnEvents {
 
 /** Starts a command in its own process group, with stdin closed and stdout/stderr captured. */
 export function startProcess(request: SpawnRequest, events: SpawnEvents): void {
-  commandsStarted++;
-  const helper = commandsStarted > 1 ? pickHelper() : undefined;
+  const helper = pickHelper();
   if (helper) helper.start(request, events);
   else spawnDirectly(request, events);
+}
+
+/** Starts a helper now, if none runs: it is ready by the time the commands come. */
+export function prewarmHelper(): void {
+  if (helpers.size === 0 && !helpersOff && helperLimit() > 0) startHelper();
 }
 
 function spawnDirectly(request: SpawnRequest, events: SpawnEvents): void {
@@ -63,16 +67,18 @@ function spawnDirectly(request: SpawnRequest, events: SpawnEvents): void {
   child.once('close', (code, signal) => events.closed(code, signal));
 }
 
-let commandsStarted = 0;
 const helpers = new Set<Helper>();
 /** Off after a helper failed to get ready (or with TEND_EXEC_HELPERS=0). */
 let helpersOff = false;
 
-/** How many helpers may run: one per core (at most 4), or TEND_EXEC_HELPERS. */
+/**
+ * How many helpers may run: two per core, from 2 to 4 (a helper waits, blocked, while each child
+ * it forks gets to exec, so more helpers than cores still overlap), or TEND_EXEC_HELPERS.
+ */
 function helperLimit(): number {
   const configured = process.env.TEND_EXEC_HELPERS;
   if (configured !== undefined && /^\d+$/.test(configured)) return Number(configured);
-  return Math.max(1, Math.min(os.availableParallelism(), 4));
+  return Math.min(4, Math.max(2, 2 * os.availableParallelism()));
 }
 
 function pickHelper(): Helper | undefined {
@@ -82,12 +88,13 @@ function pickHelper(): Helper | undefined {
   for (const helper of helpers) {
     if (helper.ready && (!best || helper.running < best.running)) best = helper;
   }
-  const starting = [...helpers].some((helper) => !helper.ready);
-  if (!starting && helpers.size < limit && (!best || best.running > 0)) {
-    const helper = new Helper();
-    if (helper.alive) helpers.add(helper);
-  }
+  if (helpers.size < limit && (!best || best.running > 0)) startHelper();
   return best;
+}
+
+function startHelper(): void {
+  const helper = new Helper();
+  if (helper.alive) helpers.add(helper);
 }
 
 interface Running {
@@ -141,12 +148,19 @@ class Helper {
     this.send(FrameType.spawn, id, Buffer.from(JSON.stringify(request)));
   }
 
+  /** Frames sent in one tick go in one write (the solver starts several commands at once). */
   private send(type: number, id: number, payload: Buffer): void {
     const header = Buffer.allocUnsafe(frameHeaderBytes);
     header.writeUInt32BE(payload.length, 0);
     header.writeUInt8(type, 4);
     header.writeUInt32BE(id, 5);
-    this.child.stdin!.write(Buffer.concat([header, payload]));
+    const stdin = this.child.stdin!;
+    if (!stdin.writableCorked) {
+      stdin.cork();
+      process.nextTick(() => stdin.uncork());
+    }
+    stdin.write(header);
+    stdin.write(payload);
   }
 
   private receive(chunk: Buffer): void {
