@@ -148,7 +148,7 @@ class Helper {
     this.send(FrameType.spawn, id, Buffer.from(JSON.stringify(request)));
   }
 
-  /** Frames sent in one tick go in one write (the solver starts several commands at once). */
+  /** Frames sent in one turn of the event loop go in one write, which wakes the helper once. */
   private send(type: number, id: number, payload: Buffer): void {
     const header = Buffer.allocUnsafe(frameHeaderBytes);
     header.writeUInt32BE(payload.length, 0);
@@ -157,7 +157,7 @@ class Helper {
     const stdin = this.child.stdin!;
     if (!stdin.writableCorked) {
       stdin.cork();
-      process.nextTick(() => stdin.uncork());
+      setImmediate(() => stdin.uncork());
     }
     stdin.write(header);
     stdin.write(payload);
