@@ -284,16 +284,18 @@ describe('a spawn helper that dies', () => {
 });
 
 describe('no spawn helper outlives tend', () => {
-  // The last build ignores SIGTERM: only SIGKILL (a second Ctrl-C, or its helper) stops it.
-  const stubborn = '; trap "" TERM; while :; do sleep 0.1; done';
-  // A chain of builds: the first command spawns directly, later ones in a helper once it is ready.
+  // A chain of builds: the first commands spawn directly, later ones in a helper once it is ready.
+  // The last one ignores SIGTERM (from before it says it started) and never ends: only SIGKILL
+  // (a second Ctrl-C, or its helper) stops it.
+  const stubborn = 'trap "" TERM; ';
+  const forever = '; while :; do sleep 0.1; done';
   const builds = Array.from(
     { length: 12 },
     (_, i) => `kind: Build
 type: exec
 name: b${i}
 exclude: ['*.txt']
-${i > 0 ? `dependencies: [build.b${i - 1}]\n` : ''}spec: { command: [sh, -c, 'echo $PPID > parent-${i}.txt; echo $$ > pid-${i}.txt; sleep 0.05${i === 11 ? stubborn : ''}'] }
+${i > 0 ? `dependencies: [build.b${i - 1}]\n` : ''}spec: { command: [sh, -c, '${i === 11 ? stubborn : ''}echo $PPID > parent-${i}.txt; echo $$ > pid-${i}.txt; sleep 0.05${i === 11 ? forever : ''}'] }
 `,
   );
   const tendYml = `kind: Project
@@ -339,7 +341,7 @@ ${builds.join('---\n')}`;
   });
 
   it('a tend that finishes leaves no helper behind', async () => {
-    const root = makeProject({ 'tend.yml': tendYml.replace(stubborn, '') });
+    const root = makeProject({ 'tend.yml': tendYml.replace(stubborn, '').replace(forever, '') });
     const tend = startTend(['build'], { cwd: root });
     const run = await tend.exited;
     expect(run.code, run.stderr).toBe(0);
