@@ -158,6 +158,13 @@ describe.each([
     expect(got.digest('hex')).toBe(expected.digest('hex'));
   });
 
+  it('keeps a line longer than any pipe read whole', async () => {
+    const out = capture();
+    await runCommand(sh("head -c 1000000 /dev/zero | tr '\\000' a; echo; echo after"), out.log, never);
+    expect(out.lines.map((l) => l.line.length)).toEqual([1_000_000, 5]);
+    expect(out.lines[0]!.line).toMatch(/^a+$/);
+  });
+
   it('reports exit codes, and 128 + n for a command killed by a signal', async () => {
     expect((await runCommand(sh('exit 7'), capture().log, never)).exitCode).toBe(7);
     expect((await runCommand(sh('kill -TERM $$'), capture().log, never)).exitCode).toBe(143);
