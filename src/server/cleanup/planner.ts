@@ -323,6 +323,11 @@ class PlannedDecision implements Decision {
   warnAt: number | null = null;
   /** The rule that decided; for `schedule`, dueAt is the schedule's transition (or the grace after use). */
   rule: DecisionRule = 'inactivity';
+  /** A candidate's scratch during plan(): what the breaker or the cap made of it, its index. */
+  outcome: Outcome | undefined = undefined;
+  at = 0;
+  /** A memo candidate's settled copy of the last pass (reused when it ends the same way). */
+  settledCopy: PlannedDecision | undefined = undefined;
   private text: string | undefined = undefined;
 
   constructor(
@@ -629,8 +634,84 @@ export class PlanMemo {
   pass = 0;
   /** Environments reused in the last pass (for the benchmark and tests). */
   reused = 0;
-  /** @internal The last pass's settled copy of each candidate (kept while the candidate is). */
-  readonly settled = new WeakMap<PlannedDecision, PlannedDecision>();
+  /** @internal The small tables as the last pass read them, to tell what changed since. */
+  last: SharedFacts | undefined;
+}
+
+/** The small tables of a snapshot an evaluation reads, in comparable form. */
+interface SharedFacts {
+  halted: boolean;
+  breakers: ReadonlySet<string>;
+  enforced: Map<string, string>;
+  sessions: ReadonlyMap<string, number>;
+  jobs: Map<string, string>;
+  targets: Map<string, TargetBlock>;
+}
+
+/** What changed in the small tables since the last pass (all: nothing can be reused). */
+interface Changes {
+  all: boolean;
+  projects: Set<string>;
+  policies: Set<string>;
+  sessions: Set<string>;
+  jobs: Set<string>;
+  targets: Set<string>;
+  /** False when every set is empty: no per-environment lookups needed. */
+  any: boolean;
+}
+
+function sharedFacts(ctx: Context): SharedFacts {
+  const { snapshot } = ctx;
+  const enforced = new Map<string, string>();
+  for (const [key, p] of snapshot.enforcedPolicies) enforced.set(key, `${p.afterMs} ${p.action}`);
+  const jobs = new Map<string, string>();
+  for (const [id, j] of snapshot.openJobs) jobs.set(id, `${j.id}\u0000${j.state}\u0000${j.trigger ?? ''}`);
+  // Every target the tables name (one that leaves them changes to "no executor": changedKeys
+  // sees it gone); a target they never named has had no executor all along.
+  const targets = new Map<string, TargetBlock>();
+  for (const key of snapshot.executorsLastSeen.keys()) targets.set(key, targetBlock(ctx, key));
+  for (const key of snapshot.inventories.keys()) targets.set(key, targetBlock(ctx, key));
+  return {
+    halted: snapshot.halted,
+    breakers: new Set(snapshot.openBreakers),
+    enforced,
+    sessions: new Map(snapshot.runningSessions),
+    jobs,
+    targets,
+  };
+}
+
+/** The keys whose values differ between two maps (present in one only included). */
+function changedKeys<V>(a: ReadonlyMap<string, V>, b: ReadonlyMap<string, V>, into: Set<string>): void {
+  for (const [key, value] of a) if (b.get(key) !== value) into.add(key);
+  for (const key of b.keys()) if (!a.has(key)) into.add(key);
+}
+
+function changesSince(last: SharedFacts | undefined, now: SharedFacts): Changes {
+  const changes: Changes = {
+    all: !last || last.halted !== now.halted,
+    projects: new Set(),
+    policies: new Set(),
+    sessions: new Set(),
+    jobs: new Set(),
+    targets: new Set(),
+    any: false,
+  };
+  if (!last || changes.all) return changes;
+  for (const p of now.breakers) if (!last.breakers.has(p)) changes.projects.add(p);
+  for (const p of last.breakers) if (!now.breakers.has(p)) changes.projects.add(p);
+  changedKeys(now.enforced, last.enforced, changes.policies);
+  changedKeys(now.sessions, last.sessions, changes.sessions);
+  changedKeys(now.jobs, last.jobs, changes.jobs);
+  changedKeys(now.targets, last.targets, changes.targets);
+  changes.any =
+    changes.projects.size +
+      changes.policies.size +
+      changes.sessions.size +
+      changes.jobs.size +
+      changes.targets.size >
+    0;
+  return changes;
 }
 
 /** Of a memo entry's decisions: settled, or a candidate for the pass-wide steps. */
@@ -650,18 +731,8 @@ interface Evaluation {
 interface MemoEntry extends Evaluation {
   env: SnapshotEnvironment;
   resources: readonly SnapshotResource[];
-  session: number | undefined;
-  halted: boolean;
-  breakerOpen: boolean;
-  enforced: { afterMs: number; action: string } | undefined;
-  /** Per resource: its open job (id, state, trigger) and its target's block. */
-  jobs: (string | undefined)[];
-  targets: TargetBlock[];
   pass: number;
 }
-
-const jobKey = (job: PlanSnapshot['openJobs'] extends Map<string, infer J> ? J | undefined : never) =>
-  job === undefined ? undefined : `${job.id}\u0000${job.state}\u0000${job.trigger ?? ''}`;
 
 function sameResources(a: readonly SnapshotResource[], b: readonly SnapshotResource[]): boolean {
   if (a === b) return true;
@@ -670,33 +741,30 @@ function sameResources(a: readonly SnapshotResource[], b: readonly SnapshotResou
   return true;
 }
 
-/** The memo's evaluation of the environment, if nothing it was worked out from has changed. */
+/**
+ * The memo's evaluation of the environment, if nothing it was worked out from has changed: the
+ * entry was checked (or made) in every pass since, so only this pass's changes can touch it.
+ */
 function reusable(
   ctx: Context,
+  changes: Changes,
   entry: MemoEntry | undefined,
   env: SnapshotEnvironment,
   resources: readonly SnapshotResource[],
 ): Evaluation | undefined {
-  const { snapshot } = ctx;
   if (
     !entry ||
     entry.env !== env ||
     ctx.now >= entry.validUntil ||
-    !sameResources(entry.resources, resources) ||
-    entry.halted !== snapshot.halted ||
-    entry.session !== snapshot.runningSessions.get(env.id) ||
-    entry.breakerOpen !== snapshot.openBreakers.has(env.project)
+    !sameResources(entry.resources, resources)
   ) {
     return undefined;
   }
-  const enforced = snapshot.enforcedPolicies.get(policyKey(env.project, env.name));
-  if (entry.enforced?.afterMs !== enforced?.afterMs || entry.enforced?.action !== enforced?.action) {
-    return undefined;
-  }
-  for (let i = 0; i < resources.length; i++) {
-    const r = resources[i]!;
-    if (entry.jobs[i] !== jobKey(snapshot.openJobs.get(r.id))) return undefined;
-    if (entry.targets[i] !== targetBlock(ctx, r.targetKey)) return undefined;
+  if (!changes.any) return entry;
+  if (changes.projects.has(env.project) || changes.sessions.has(env.id)) return undefined;
+  if (changes.policies.size > 0 && changes.policies.has(policyKey(env.project, env.name))) return undefined;
+  for (const r of resources) {
+    if (changes.jobs.has(r.id) || changes.targets.has(r.targetKey)) return undefined;
   }
   return entry;
 }
@@ -734,11 +802,17 @@ export function plan(
     targetBlocks: new Map(),
   };
   const memo = mode === 'policy' && !options.only ? options.memo : undefined;
+  let changes: Changes | undefined;
   if (memo) {
     if (memo.settings !== settings) {
       memo.entries.clear();
+      memo.last = undefined;
       memo.settings = settings;
     }
+    const facts = sharedFacts(ctx);
+    changes = changesSince(memo.last, facts);
+    memo.last = facts;
+    if (changes.all) memo.entries.clear();
     memo.pass++;
     memo.reused = 0;
   }
@@ -771,33 +845,20 @@ export function plan(
   // Would-be-due delete decisions per project, before the breaker and the cap.
   const dueByProject = new Map<string, { envs: Set<string>; decisions: PlannedDecision[] }>();
   const candidates: PlannedDecision[] = [];
-  /** Where each candidate stands in `decisions`. */
-  const positions = new Map<PlannedDecision, number>();
+  /** The candidates, each with its place in `decisions`. */
+  const pending: PlannedDecision[] = [];
 
   for (const [envId, resources] of byEnvironment) {
     const env = snapshot.environments.get(envId);
     if (!env || (mode === 'policy' && !env.policy) || resources.length === 0) continue;
     const entry = memo?.entries.get(envId);
-    let evaluation = reusable(ctx, entry, env, resources);
+    let evaluation = memo ? reusable(ctx, changes!, entry, env, resources) : undefined;
     if (evaluation) {
       entry!.pass = memo!.pass;
       memo!.reused++;
     } else {
       evaluation = evaluate(ctx, env, resources, scheduleFacts, options.action);
-      if (memo) {
-        memo.entries.set(envId, {
-          ...evaluation,
-          env,
-          resources,
-          session: snapshot.runningSessions.get(env.id),
-          halted: snapshot.halted,
-          breakerOpen: snapshot.openBreakers.has(env.project),
-          enforced: snapshot.enforcedPolicies.get(policyKey(env.project, env.name)),
-          jobs: resources.map((r) => jobKey(snapshot.openJobs.get(r.id))),
-          targets: resources.map((r) => targetBlock(ctx, r.targetKey)),
-          pass: memo.pass,
-        });
-      }
+      if (memo) memo.entries.set(envId, { ...evaluation, env, resources, pass: memo.pass });
     }
     const { roles } = evaluation;
     for (let i = 0; i < roles.length; i++) {
@@ -806,7 +867,9 @@ export function plan(
       decisions.push(decision);
       if (role === Role.Settled) continue;
       // Settled below, after every environment is seen (its place noted to put the result in).
-      positions.set(decision, decisions.length - 1);
+      decision.outcome = undefined;
+      decision.at = decisions.length - 1;
+      pending.push(decision);
       if (role === Role.OtherCandidate) {
         candidates.push(decision);
         continue;
@@ -822,14 +885,13 @@ export function plan(
   }
 
   // The pass-wide steps decide an outcome for each candidate (none: it stays due).
-  const outcomes = new Map<PlannedDecision, Outcome>();
   const breakersOpened: PlanResult['breakersOpened'] = [];
   for (const [project, entry] of dueByProject) {
     const active = snapshot.activeEnvironments.get(project) ?? entry.envs.size;
     if (entry.envs.size >= breakerMinimum && entry.envs.size > breakerShare * active) {
       breakersOpened.push({ project, dueCount: entry.envs.size, activeCount: active });
       const outcome: Outcome = { wording: 'breaker-opened', count: entry.envs.size, total: active };
-      for (const d of entry.decisions) outcomes.set(d, outcome);
+      for (const d of entry.decisions) d.outcome = outcome;
     } else {
       for (const d of entry.decisions) candidates.push(d);
     }
@@ -838,7 +900,9 @@ export function plan(
     for (const [at, d] of decisions.entries()) {
       if (d.kind !== 'due') continue;
       candidates.push(d);
-      positions.set(d, at);
+      d.outcome = undefined;
+      d.at = at;
+      pending.push(d);
     }
   }
 
@@ -850,7 +914,7 @@ export function plan(
   if (chosen.length < fresh.length) {
     const taken = new Set(chosen);
     const outcome: Outcome = { wording: 'cap-reached', count: settings.maxPerPass, total: 0 };
-    for (const d of fresh) if (!taken.has(d)) outcomes.set(d, outcome);
+    for (const d of fresh) if (!taken.has(d)) d.outcome = outcome;
   }
 
   // The results. Without a memo, the candidates themselves; with one, the memo's candidates stay
@@ -858,19 +922,19 @@ export function plan(
   // unchanged decision is the same object as stored), a new one for each new job (the pass
   // records its job on it).
   const newJob = new Set(chosen);
-  for (const [d, at] of positions) {
-    const outcome = outcomes.get(d);
+  for (const d of pending) {
+    const { outcome } = d;
     let result = d;
     if (memo) {
-      const last = newJob.has(d) ? undefined : memo.settled.get(d);
+      const last = newJob.has(d) ? undefined : d.settledCopy;
       if (last && sameOutcome(last, outcome)) result = last;
       else {
         result = d.clone();
         settle(result, outcome);
-        if (!newJob.has(d)) memo.settled.set(d, result);
+        d.settledCopy = newJob.has(d) ? undefined : result;
       }
     } else settle(result, outcome);
-    decisions[at] = result;
+    decisions[d.at] = result;
     if (newJob.has(d)) newJobs.push(result);
   }
   // In the order chosen: oldest due first.
