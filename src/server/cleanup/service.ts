@@ -360,6 +360,8 @@ export class CleanupService implements CleanupQueue {
       // Planned jobs whose decision is no longer due are cancelled before an executor claims them.
       let cancelled = 0;
       for (const [i, d] of result.decisions.entries()) {
+        // A decision carries its resource's open job: only those are looked up.
+        if (d.openJobId === null) continue;
         const open = snapshot.openJobs.get(d.resourceId);
         if (!open || open.state !== 'planned' || open.trigger !== 'policy' || d.kind === 'due') continue;
         const job = await this.repository.job(open.id, this.db);
