@@ -6,8 +6,9 @@
  */
 import fg from 'fast-glob';
 import { createHash } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, statSync, type Dirent } from 'node:fs';
 import path from 'node:path';
+import picomatch from 'picomatch';
 
 /** Never part of an action's source: tend's own state, VCS data, installed dependencies. */
 export const alwaysExcluded = ['**/.tend/**', '**/.git/**', '**/node_modules/**'];
@@ -48,18 +49,120 @@ export function listSourceFiles(
         ignore.push(fg.escapePath(relative.split(path.sep).join('/')));
       }
     }
-    files = fg
-      .sync(include && include.length > 0 ? include : ['**/*'], {
-        cwd: sourceDir,
-        dot: true,
-        onlyFiles: true,
-        followSymbolicLinks: false,
-        ignore,
-      })
-      .sort();
+    files = walkSources(sourceDir, include && include.length > 0 ? include : ['**/*'], ignore);
     listings.set(key, files);
   }
   return files;
+}
+
+/**
+ * The files below `sourceDir` that a pattern of `include` matches and none of `ignore` does,
+ * exactly as fast-glob lists them with tend's options (dot files too, files only, symbolic links
+ * not followed, a directory that an ignore pattern ending in `/**` or naming it matches is not
+ * read), sorted — but with the patterns compiled once per process: many actions share them, and
+ * compiling is most of a small listing's cost. fast-glob's own plan (its tasks: which directory
+ * each group of patterns is read from) is followed; a pattern reaching outside `sourceDir`
+ * (`../x/**`) is left to fast-glob.
+ */
+function walkSources(sourceDir: string, include: string[], ignore: string[]): string[] {
+  const tasks = plan(include, ignore);
+  if (!tasks) {
+    return fg
+      .sync(include, { cwd: sourceDir, dot: true, onlyFiles: true, followSymbolicLinks: false, ignore })
+      .sort();
+  }
+  // By the path without `./`, the first found kept: `./b/x` and `b/x` are one file, as fast-glob says.
+  const found = new Map<string, string>();
+  const add = (file: string) => {
+    if (!found.has(unprefixed(file))) found.set(unprefixed(file), file);
+  };
+  for (const task of tasks) {
+    if (!task.dynamic) {
+      // A pattern without wildcards names one file: fast-glob looks it up (lstat) instead of reading directories.
+      for (const file of task.positive) {
+        if (
+          lstatSync(path.join(sourceDir, file), { throwIfNoEntry: false })?.isFile() &&
+          !task.ignored(unprefixed(file))
+        ) {
+          add(file);
+        }
+      }
+      continue;
+    }
+    const walk = (relative: string) => {
+      let entries: Dirent[];
+      try {
+        entries = readdirSync(relative ? path.join(sourceDir, relative) : sourceDir, { withFileTypes: true });
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') return; // nothing to read there
+        throw error;
+      }
+      for (const entry of entries) {
+        const file = relative ? `${relative}/${entry.name}` : entry.name;
+        if (entry.isDirectory()) {
+          if (!task.skipped(unprefixed(file))) walk(file);
+        } else if (entry.isFile() && task.matches(unprefixed(file)) && !task.ignored(unprefixed(file))) {
+          add(file);
+        }
+      }
+    };
+    walk(task.base);
+  }
+  return [...found.values()].sort();
+}
+
+/** A path as fast-glob matches it: without a leading `./`. */
+const unprefixed = (file: string) => (file.startsWith('./') ? file.slice(2) : file);
+
+interface ListingTask {
+  /** Where reading starts, relative to the source directory ('' for itself; `./b` stays so, as fast-glob lists it). */
+  base: string;
+  dynamic: boolean;
+  positive: string[];
+  matches: (file: string) => boolean;
+  ignored: (file: string) => boolean;
+  /** Directories not read at all. */
+  skipped: (file: string) => boolean;
+}
+
+const plans = new Map<string, ListingTask[] | undefined>();
+
+/** fast-glob's tasks for the patterns, with their matchers compiled; undefined when one reaches outside. */
+function plan(include: string[], ignore: string[]): ListingTask[] | undefined {
+  const key = [...include, '\0', ...ignore].join('\0');
+  if (plans.has(key)) return plans.get(key);
+  const options = { dot: true, onlyFiles: true, followSymbolicLinks: false, ignore };
+  const tasks = fg.generateTasks(include, options);
+  const outside = tasks.some(
+    (task) => task.base === '..' || task.base.startsWith('../') || path.isAbsolute(task.base),
+  );
+  const planned = outside
+    ? undefined
+    : tasks.map((task) => ({
+        base: task.base === '.' ? '' : task.base,
+        dynamic: task.dynamic,
+        positive: task.positive,
+        matches: compiled(task.positive),
+        ignored: compiled(task.negative),
+        skipped: compiled(
+          task.negative.filter((p) => p.endsWith('/**') || !fg.isDynamicPattern(path.posix.basename(p))),
+        ),
+      }));
+  plans.set(key, planned);
+  return planned;
+}
+
+const matchers = new Map<string, (file: string) => boolean>();
+
+function compiled(patterns: string[]): (file: string) => boolean {
+  const key = patterns.join('\0');
+  let matcher = matchers.get(key);
+  if (!matcher) {
+    matcher = patterns.length === 0 ? () => false : picomatch(patterns, { dot: true });
+    matchers.set(key, matcher);
+  }
+  return matcher;
 }
 
 /** `${root.key…}` with a root that a file could be resolved against; `$${` (a literal) is not one. */
