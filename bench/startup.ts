@@ -1,9 +1,12 @@
 /**
  * The start-up benchmark (issue 15): unchanged re-runs of exec projects through the real CLI
  * (`bin/tend.js`, as a user runs it), against yardsticks measured in the same run: `tend --version`
- * for the 500 Builds + 500 Tests re-run (target ≤ 3×), `node -e ""` for the 100 Builds re-run
- * (target ≤ 0.3 s at a 0.14 s yardstick: ≤ 2.14×). Also `tend --version` itself and the time to
- * the first byte `tend build` prints.
+ * for the 500 Builds + 500 Tests re-run (target ≤ 3×; and ≤ 4.29× `node -e ""`, the issue's
+ * 0.6 s at 0.14 s), `node -e ""` for the 100 Builds re-run (target 0.3 s at 0.14 s: ≤ 2.14×).
+ * Also `tend --version` itself and the time to the first byte `tend build` prints.
+ *
+ * The project generator here (N exec Builds + M exec Tests, a directory per service) is this
+ * benchmark's own until bench/support.ts has a shared one.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
@@ -12,7 +15,7 @@ import { figure, median, ratio, tempProject } from './support.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const tendBin = path.join(repoRoot, 'bin', 'tend.js');
-const runs = 5;
+const runs = 7;
 
 /**
  * A project of `builds` exec Builds and `tests` exec Tests (`echo`), one directory per service
@@ -48,10 +51,6 @@ function timeCommand(args: string[], cwd?: string): number {
   return elapsed;
 }
 
-function medianOf(args: string[], cwd?: string): number {
-  return median(Array.from({ length: runs }, () => timeCommand(args, cwd)));
-}
-
 /** Milliseconds from spawning `tend <args>` to its first byte on stdout or stderr. */
 async function firstOutput(args: string[], cwd: string): Promise<number> {
   const start = performance.now();
@@ -68,38 +67,63 @@ async function firstOutput(args: string[], cwd: string): Promise<number> {
   return first;
 }
 
+function verdict(
+  name: string,
+  value: number,
+  yardstick: number,
+  yardstickName: string,
+  maxRatio: number,
+): void {
+  ratio(`  vs ${yardstickName} (target ≤ ${maxRatio.toFixed(2)}×)`, value, yardstick, yardstickName);
+  console.log(
+    `  ${name}: target ≤ ${maxRatio.toFixed(2)}× ${yardstickName}: ${value <= maxRatio * yardstick ? 'met' : 'NOT met'}`,
+  );
+}
+
 export async function run(): Promise<void> {
-  console.log(`startup: the CLI from bin/tend.js, median of ${runs} runs each`);
-  const nodeStart = medianOf(['-e', '']);
-  const version = medianOf([tendBin, '--version']);
+  console.log(
+    `startup: the CLI from bin/tend.js, median of ${runs} rounds (each round runs every command once)`,
+  );
+  const large = tempProject(execProjectFiles(500, 500));
+  const small = tempProject(execProjectFiles(100, 0));
+  // The first runs: every action runs once; what follows is unchanged.
+  timeCommand([tendBin, 'test'], large.root);
+  timeCommand([tendBin, 'build'], small.root);
+
+  // Interleaved, so that a busy machine weighs on the yardsticks as on the commands.
+  const times = {
+    node: [] as number[],
+    version: [] as number[],
+    large: [] as number[],
+    small: [] as number[],
+    first: [] as number[],
+  };
+  for (let i = 0; i < runs; i++) {
+    times.node.push(timeCommand(['-e', '']));
+    times.version.push(timeCommand([tendBin, '--version']));
+    times.large.push(timeCommand([tendBin, 'test'], large.root));
+    times.small.push(timeCommand([tendBin, 'build'], small.root));
+    times.first.push(await firstOutput(['build'], small.root));
+  }
+  large.remove();
+  small.remove();
+  const nodeStart = median(times.node);
+  const version = median(times.version);
+  const largeRerun = median(times.large);
+  const smallRerun = median(times.small);
+  const first = median(times.first);
+
   figure('node -e "" (yardstick)', nodeStart, 'ms');
   figure('tend --version', version, 'ms');
-  ratio('tend --version vs node -e ""', version, nodeStart, 'node start-up');
-
-  const large = tempProject(execProjectFiles(500, 500));
-  timeCommand([tendBin, 'test'], large.root); // the first run: everything runs once
-  const largeRerun = medianOf([tendBin, 'test'], large.root);
+  ratio('  vs node -e ""', version, nodeStart, 'node start-up');
+  // The issue's targets: 0.6 s at a 0.2 s `tend --version`, 0.3 s at a 0.14 s `node -e ""`.
   figure('500 exec Builds + 500 exec Tests, unchanged re-run', largeRerun, 'ms');
-  ratio('  vs tend --version (target ≤ 3.00×)', largeRerun, version, 'tend --version');
-  console.log(`  target ≤ 3× tend --version: ${largeRerun <= 3 * version ? 'met' : 'NOT met'}`);
-  large.remove();
-
-  const small = tempProject(execProjectFiles(100, 0));
-  timeCommand([tendBin, 'build'], small.root);
-  const smallRerun = medianOf([tendBin, 'build'], small.root);
-  // 0.3 s against a 0.14 s `node -e ""`, as the issue measured it.
-  const smallTarget = 300 / 140;
+  verdict('500 + 500 re-run', largeRerun, version, 'tend --version', 3);
+  verdict('500 + 500 re-run', largeRerun, nodeStart, 'node -e ""', 600 / 140);
   figure('100 exec Builds, unchanged re-run', smallRerun, 'ms');
-  ratio(`  vs node -e "" (target ≤ ${smallTarget.toFixed(2)}×)`, smallRerun, nodeStart, 'node start-up');
-  console.log(
-    `  target ≤ ${smallTarget.toFixed(2)}× node -e "": ${smallRerun <= smallTarget * nodeStart ? 'met' : 'NOT met'}`,
-  );
-  const firsts: number[] = [];
-  for (let i = 0; i < runs; i++) firsts.push(await firstOutput(['build'], small.root));
-  const first = median(firsts);
+  verdict('100 re-run', smallRerun, nodeStart, 'node -e ""', 300 / 140);
   figure('tend build (100 cached Builds): time to first output', first, 'ms');
   ratio('  vs node -e ""', first, nodeStart, 'node start-up');
-  small.remove();
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) await run();

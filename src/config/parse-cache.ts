@@ -7,11 +7,11 @@
  * error parses the file then. A cache: a missing, torn or foreign file is ignored and rewritten.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { Value } from '@sinclair/typebox/value';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomic } from '../state/files.js';
+import { compiledSchema } from './diagnostics.js';
 import type { SourceDocument } from './source.js';
 
 /** Changes when what parsing yields, or this file's layout, changes. */
@@ -83,7 +83,7 @@ function readCache(file: string): CacheFile['files'] {
   if (text.length > maxCacheBytes) return {};
   try {
     const parsed: unknown = JSON.parse(text);
-    return Value.Check(CacheFile, parsed) ? parsed.files : {};
+    return compiledSchema(CacheFile).Check(parsed) ? (parsed as CacheFile).files : {};
   } catch {
     return {};
   }

@@ -14,7 +14,7 @@
  * that tend before the journals wrote (`<ref>.json`) are still read.
  */
 import { Type } from '@sinclair/typebox';
-import { Value } from '@sinclair/typebox/value';
+import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { newId } from '../events/bus.js';
@@ -64,6 +64,7 @@ const ResultRecordSchema = Type.Union([
     }),
   }),
 ]);
+let checkRecord: TypeCheck<typeof ResultRecordSchema> | undefined;
 
 function processAlive(pid: number): boolean {
   try {
@@ -90,7 +91,8 @@ function load(dir: string): Map<string, ResultRecord> {
       continue; // merged and removed meanwhile: its records are in the merged journal
     }
     for (const record of parseJsonLines<unknown>(text).records) {
-      if (!Value.Check(ResultRecordSchema, record)) continue; // damaged: as if it were not there
+      checkRecord ??= TypeCompiler.Compile(ResultRecordSchema);
+      if (!checkRecord.Check(record)) continue; // damaged: as if it were not there
       const known = records.get(record.ref);
       if (!known || known.at < record.at) records.set(record.ref, record);
     }
