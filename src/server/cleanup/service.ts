@@ -19,6 +19,7 @@ import type {
   HeartbeatResponse,
   InventoryReport,
   InventoryResponse,
+  JobView,
   StartRequest,
   StartResponse,
 } from '../../cleanup/protocol.js';
@@ -27,7 +28,7 @@ import { CleanupRepository, writeAudit, type AuditInput } from '../db/repositori
 import type { CleanupDecisionRow, CleanupJobRow, Database } from '../db/schema.js';
 import type { Metrics } from '../metrics.js';
 import { parseDuration } from '../views.js';
-import { plan, type Decision, type PlannerSettings } from './planner.js';
+import { plan, PlanMemo, type Decision, type PlannerSettings } from './planner.js';
 import { loadSnapshot, SnapshotCache } from './snapshot.js';
 
 export interface CleanupSettings extends PlannerSettings {
@@ -74,6 +75,8 @@ export class CleanupService implements CleanupQueue {
   private cache: { seq: number; rows: Map<string, Decision | DecisionState> } | undefined;
   /** The planning pass's snapshot, re-read where it changed since the last pass. */
   private readonly snapshots: SnapshotCache;
+  /** The planner's evaluations of the last pass, reused where nothing they read changed. */
+  private readonly memo = new PlanMemo();
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -284,6 +287,25 @@ export class CleanupService implements CleanupQueue {
     }));
   }
 
+  /** Jobs with their history, for the read routes and the dashboard. */
+  async jobHistory(rows: CleanupJobRow[]): Promise<JobView[]> {
+    const views = await this.jobViews(rows);
+    return views.map((v, i) => {
+      const r = rows[i]!;
+      return {
+        ...v,
+        trigger: r.trigger,
+        actor: r.actor,
+        plannedAt: r.planned_at,
+        startedAt: r.started_at,
+        finishedAt: r.finished_at,
+        notBefore: r.not_before,
+        outcome: r.result,
+        message: r.outcome_message,
+      };
+    });
+  }
+
   // ── the planning pass ────────────────────────────────────────────────────────────────────
 
   /**
@@ -315,30 +337,14 @@ export class CleanupService implements CleanupQueue {
       const loadStarted = performance.now();
       const snapshot = await this.snapshots.load(now);
       const planStarted = performance.now();
-      const result = plan(snapshot, now.getTime(), this.settings);
+      const result = plan(snapshot, now.getTime(), this.settings, { memo: this.memo });
       const planMs = performance.now() - planStarted;
       await this.repository.openBreakers(result.breakersOpened, 'planner', now);
 
       let planned = 0;
       for (const d of result.newJobs) {
         const id = await this.db.transaction().execute(async (trx) => {
-          const jobId = await this.repository.createJob(trx, {
-            environmentId: d.environmentId,
-            resourceId: d.resourceId,
-            action: d.action,
-            reason: d.sentence,
-            project: d.project,
-            environment: d.environment,
-            plugin: d.pluginName,
-            targetKey: d.targetKey,
-            namespaceName: d.namespaceName,
-            namespaceUid: d.namespaceUid,
-            expectedLastActivityAt: new Date(d.lastActivityAt).toISOString(),
-            trigger: 'policy',
-            actor: 'planner',
-            now,
-            rule: d.rule,
-          });
+          const jobId = await this.repository.createJob(trx, d, { trigger: 'policy', actor: 'planner', now });
           if (jobId) await writeAudit(trx, now, [decisionAudit(d, 'cleanup-planned', { jobId })]);
           return jobId;
         });
@@ -351,7 +357,7 @@ export class CleanupService implements CleanupQueue {
 
       // Planned jobs whose decision is no longer due are cancelled before an executor claims them.
       let cancelled = 0;
-      for (const d of result.decisions) {
+      for (const [i, d] of result.decisions.entries()) {
         const open = snapshot.openJobs.get(d.resourceId);
         if (!open || open.state !== 'planned' || open.trigger !== 'policy' || d.kind === 'due') continue;
         const job = await this.repository.job(open.id, this.db);
@@ -366,7 +372,8 @@ export class CleanupService implements CleanupQueue {
         });
         if (ok) {
           cancelled++;
-          d.openJobId = null;
+          // A copy: the decision may be the memo's, shared with the last pass (and its stored row).
+          result.decisions[i] = d.withOpenJob(null);
           this.metrics.recordCleanupJob(job.action, 'cancelled');
         }
       }
@@ -419,6 +426,8 @@ export class CleanupService implements CleanupQueue {
     for (const d of decisions) {
       const before = stored.get(d.resourceId);
       if (before) kept++;
+      // The same object as stored: a decision the planner's memo carried over, never changed since.
+      if (before === d) continue;
       // A decision of this replica's last pass: compared without building any sentence.
       if (
         before &&
@@ -543,22 +552,7 @@ export class CleanupService implements CleanupQueue {
     const ids: string[] = [];
     await this.db.transaction().execute(async (trx) => {
       for (const d of result.newJobs) {
-        const id = await this.repository.createJob(trx, {
-          environmentId: d.environmentId,
-          resourceId: d.resourceId,
-          action: d.action,
-          reason: d.sentence,
-          project: d.project,
-          environment: d.environment,
-          plugin: d.pluginName,
-          targetKey: d.targetKey,
-          namespaceName: d.namespaceName,
-          namespaceUid: d.namespaceUid,
-          expectedLastActivityAt: new Date(d.lastActivityAt).toISOString(),
-          trigger: 'now',
-          actor,
-          now,
-        });
+        const id = await this.repository.createJob(trx, d, { trigger: 'now', actor, now });
         if (id) {
           ids.push(id);
           await writeAudit(trx, now, [
