@@ -4,11 +4,14 @@
  * Reading a file also finds the template expressions in it (`${var.replicas}` in a manifest), so
  * that a version can cover the values a plugin may substitute into the file.
  */
+import { Type, type Static } from '@sinclair/typebox';
 import fg from 'fast-glob';
 import { createHash } from 'node:crypto';
 import { lstatSync, readdirSync, readFileSync, statSync, type Dirent } from 'node:fs';
 import path from 'node:path';
 import picomatch from 'picomatch';
+import { compiledSchema } from '../config/diagnostics.js';
+import { writeFileAtomic } from '../state/files.js';
 
 /** Never part of an action's source: tend's own state, VCS data, installed dependencies. */
 export const alwaysExcluded = ['**/.tend/**', '**/.git/**', '**/node_modules/**'];
@@ -172,6 +175,18 @@ function digestFile(file: string): FileDigest {
   const stat = statSync(file);
   const cached = fileDigests.get(file);
   if (cached && cached.mtimeMs === stat.mtimeMs && cached.size === stat.size) return cached;
+  const kept = stored.files[file];
+  if (
+    kept &&
+    kept[0] === stat.mtimeMs &&
+    kept[1] === stat.ctimeMs &&
+    kept[2] === stat.size &&
+    kept[3] === stat.ino
+  ) {
+    const digest = { mtimeMs: stat.mtimeMs, size: stat.size, hash: kept[4], expressions: kept[5] };
+    fileDigests.set(file, digest);
+    return digest;
+  }
   const content = readFileSync(file);
   const hash = createHash('sha256').update(content).digest('hex');
   const expressions = new Set<string>();
@@ -181,7 +196,72 @@ function digestFile(file: string): FileDigest {
   }
   const digest = { mtimeMs: stat.mtimeMs, size: stat.size, hash, expressions: [...expressions] };
   fileDigests.set(file, digest);
+  // Kept for later processes only when the file was last changed well before it was read: a
+  // change right after reading could leave the same times (their clock is coarse) and size.
+  if (stored.dir && Date.now() - Math.max(stat.mtimeMs, stat.ctimeMs) > racyMs) {
+    stored.files[file] = [stat.mtimeMs, stat.ctimeMs, stat.size, stat.ino, hash, digest.expressions];
+    stored.changed = true;
+  }
   return digest;
+}
+
+/**
+ * File digests kept across processes in `.tend/cache/digests.json`, so that a run over
+ * unchanged files does not read and hash them again: an entry counts only while the file's
+ * modification and change times, size and inode are the ones it was hashed with. A cache: a
+ * damaged file is ignored and rewritten.
+ */
+const DigestCacheFile = Type.Object({
+  format: Type.Literal(1),
+  files: Type.Record(
+    Type.String(),
+    Type.Tuple([
+      Type.Number(),
+      Type.Number(),
+      Type.Number(),
+      Type.Number(),
+      Type.String(),
+      Type.Array(Type.String()),
+    ]),
+  ),
+});
+type DigestCacheFile = Static<typeof DigestCacheFile>;
+/** How long a file must be unchanged before its digest is kept. */
+const racyMs = 2000;
+/** Entries kept at most; past that, only the files of the last run. */
+const maxStoredDigests = 100_000;
+let stored: { dir?: string; files: DigestCacheFile['files']; changed: boolean } = {
+  files: {},
+  changed: false,
+};
+
+/** Reads the digests kept in `cacheDir` (a project's `.tend/cache`), once per process and directory. */
+export function loadDigestCache(cacheDir: string): void {
+  if (stored.dir === cacheDir) return;
+  stored = { dir: cacheDir, files: {}, changed: false };
+  try {
+    const parsed: unknown = JSON.parse(readFileSync(path.join(cacheDir, 'digests.json'), 'utf8'));
+    if (compiledSchema(DigestCacheFile).Check(parsed)) stored.files = (parsed as DigestCacheFile).files;
+  } catch {
+    // none yet, or damaged: every file is read again
+  }
+}
+
+/** Writes the digests kept, when this process added some. */
+export function saveDigestCache(): void {
+  if (!stored.dir || !stored.changed) return;
+  let files = stored.files;
+  if (Object.keys(files).length > maxStoredDigests) {
+    files = Object.fromEntries([...fileDigests.keys()].filter((f) => files[f]).map((f) => [f, files[f]!]));
+  }
+  try {
+    writeFileAtomic(path.join(stored.dir, 'digests.json'), JSON.stringify({ format: 1, files }), 0o644, {
+      durable: false,
+    });
+    stored.changed = false;
+  } catch {
+    // read-only: the files are read again next time
+  }
 }
 
 /**
@@ -203,4 +283,5 @@ export function digestSources(sourceDir: string, files: string[]): { hash: strin
 export function clearSourceCache(): void {
   listings.clear();
   fileDigests.clear();
+  stored = { files: {}, changed: false };
 }

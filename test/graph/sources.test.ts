@@ -5,7 +5,16 @@
  */
 import fc from 'fast-check';
 import fg from 'fast-glob';
-import { mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -13,8 +22,12 @@ import {
   alwaysExcluded,
   clearSourceCache,
   configurationFiles,
+  digestSources,
   listSourceFiles,
+  loadDigestCache,
+  saveDigestCache,
 } from '../../src/graph/sources.js';
+import { waitFor } from '../helpers/project.js';
 
 const roots: string[] = [];
 afterAll(() => {
@@ -126,5 +139,63 @@ describe('listSourceFiles', () => {
   it('reads a source directory that does not exist as no files', () => {
     clearSourceCache();
     expect(listSourceFiles(path.join(os.tmpdir(), 'tend-no-such-directory-here'))).toEqual([]);
+  });
+});
+
+describe('file digests kept across processes', () => {
+  function project(): { root: string; cache: string; file: string } {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'tend-digests-'));
+    roots.push(root);
+    writeFileSync(path.join(root, 'a.txt'), 'first');
+    return { root, cache: path.join(root, '.tend', 'cache'), file: path.join(root, 'a.txt') };
+  }
+  /** What a new process computes: nothing in memory, the kept digests read again. */
+  function digestAsNewProcess(root: string, cache: string): string {
+    clearSourceCache();
+    loadDigestCache(cache);
+    const { hash } = digestSources(root, ['a.txt']);
+    saveDigestCache();
+    return hash;
+  }
+  const digests = (cache: string) =>
+    JSON.parse(readFileSync(path.join(cache, 'digests.json'), 'utf8')) as {
+      files: Record<string, [number, number, number, number, string, string[]]>;
+    };
+
+  it('uses a kept digest while the file is unchanged, and reads a changed file again', async () => {
+    const { root, cache, file } = project();
+    // Kept only once the file is older than its clock's coarseness could hide.
+    await waitFor(() => Date.now() - statSync(file).ctimeMs > 2100, 'the file to be 2 s old', 5000);
+    const first = digestAsNewProcess(root, cache);
+    const kept = digests(cache);
+    expect(Object.keys(kept.files)).toEqual([file]);
+
+    // The kept digest is what a later process uses (here: one made up)…
+    kept.files[file]![4] = '0'.repeat(64);
+    writeFileSync(path.join(cache, 'digests.json'), JSON.stringify(kept));
+    expect(digestAsNewProcess(root, cache)).not.toBe(first);
+    // …until the file changes, even to content of the same size.
+    writeFileSync(file, 'again');
+    const changed = digestAsNewProcess(root, cache);
+    writeFileSync(file, 'first');
+    expect(changed).not.toBe(first);
+    expect(digestAsNewProcess(root, cache)).toBe(first);
+  });
+
+  it('does not keep the digest of a file changed a moment ago', () => {
+    const { root, cache } = project();
+    digestAsNewProcess(root, cache);
+    expect(existsSync(path.join(cache, 'digests.json'))).toBe(false);
+  });
+
+  it('ignores a damaged digests file', async () => {
+    const { root, cache, file } = project();
+    const first = digestAsNewProcess(root, cache);
+    mkdirSync(cache, { recursive: true });
+    for (const damaged of ['{"format":1,"files":{"x":[1]}}', 'nope', '{"format":1', '\u0000']) {
+      writeFileSync(path.join(cache, 'digests.json'), damaged);
+      expect(digestAsNewProcess(root, cache)).toBe(first);
+    }
+    expect(readFileSync(file, 'utf8')).toBe('first');
   });
 });
