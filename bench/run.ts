@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 const suites = [
   'graph',
   'startup',
+  'exec',
   'events',
   'kube-sim',
   'server-ingest',

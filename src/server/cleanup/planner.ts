@@ -629,6 +629,8 @@ export class PlanMemo {
   pass = 0;
   /** Environments reused in the last pass (for the benchmark and tests). */
   reused = 0;
+  /** @internal The last pass's settled copy of each candidate (kept while the candidate is). */
+  readonly settled = new WeakMap<PlannedDecision, PlannedDecision>();
 }
 
 /** Of a memo entry's decisions: settled, or a candidate for the pass-wide steps. */
@@ -769,6 +771,8 @@ export function plan(
   // Would-be-due delete decisions per project, before the breaker and the cap.
   const dueByProject = new Map<string, { envs: Set<string>; decisions: PlannedDecision[] }>();
   const candidates: PlannedDecision[] = [];
+  /** Where each candidate stands in `decisions`. */
+  const positions = new Map<PlannedDecision, number>();
 
   for (const [envId, resources] of byEnvironment) {
     const env = snapshot.environments.get(envId);
@@ -798,14 +802,11 @@ export function plan(
     const { roles } = evaluation;
     for (let i = 0; i < roles.length; i++) {
       const role = roles[i]!;
-      const original = evaluation.decisions[i]!;
-      if (role === Role.Settled) {
-        decisions.push(original);
-        continue;
-      }
-      // The memo keeps its candidates unsettled: this pass settles a copy.
-      const decision = memo ? original.clone() : original;
+      const decision = evaluation.decisions[i]!;
       decisions.push(decision);
+      if (role === Role.Settled) continue;
+      // Settled below, after every environment is seen (its place noted to put the result in).
+      positions.set(decision, decisions.length - 1);
       if (role === Role.OtherCandidate) {
         candidates.push(decision);
         continue;
@@ -820,38 +821,80 @@ export function plan(
     for (const [id, entry] of memo.entries) if (entry.pass !== memo.pass) memo.entries.delete(id);
   }
 
+  // The pass-wide steps decide an outcome for each candidate (none: it stays due).
+  const outcomes = new Map<PlannedDecision, Outcome>();
   const breakersOpened: PlanResult['breakersOpened'] = [];
   for (const [project, entry] of dueByProject) {
     const active = snapshot.activeEnvironments.get(project) ?? entry.envs.size;
     if (entry.envs.size >= breakerMinimum && entry.envs.size > breakerShare * active) {
       breakersOpened.push({ project, dueCount: entry.envs.size, activeCount: active });
-      for (const d of entry.decisions) {
-        d.block('breaker-open', 'breaker-opened');
-        d.count = entry.envs.size;
-        d.total = active;
-      }
+      const outcome: Outcome = { wording: 'breaker-opened', count: entry.envs.size, total: active };
+      for (const d of entry.decisions) outcomes.set(d, outcome);
     } else {
       for (const d of entry.decisions) candidates.push(d);
     }
   }
   if (mode === 'now') {
-    for (const d of decisions) if (d.kind === 'due') candidates.push(d);
+    for (const [at, d] of decisions.entries()) {
+      if (d.kind !== 'due') continue;
+      candidates.push(d);
+      positions.set(d, at);
+    }
   }
 
   // Oldest due first; open jobs are already queued and take no room in the cap.
   const fresh = candidates.filter((d) => d.openJobId === null);
   const limit = mode === 'policy' ? settings.maxPerPass : Infinity;
   const chosen = oldestFirst(fresh, limit);
-  const newJobs: Decision[] = chosen;
+  const newJobs: Decision[] = [];
   if (chosen.length < fresh.length) {
     const taken = new Set(chosen);
-    for (const d of fresh) {
-      if (taken.has(d)) continue;
-      d.block('cap-reached', 'cap-reached');
-      d.count = settings.maxPerPass;
-    }
+    const outcome: Outcome = { wording: 'cap-reached', count: settings.maxPerPass, total: 0 };
+    for (const d of fresh) if (!taken.has(d)) outcomes.set(d, outcome);
   }
+
+  // The results. Without a memo, the candidates themselves; with one, the memo's candidates stay
+  // unsettled and the result is a copy — the last pass's copy when it ends the same way (so an
+  // unchanged decision is the same object as stored), a new one for each new job (the pass
+  // records its job on it).
+  const newJob = new Set(chosen);
+  for (const [d, at] of positions) {
+    const outcome = outcomes.get(d);
+    let result = d;
+    if (memo) {
+      const last = newJob.has(d) ? undefined : memo.settled.get(d);
+      if (last && sameOutcome(last, outcome)) result = last;
+      else {
+        result = d.clone();
+        settle(result, outcome);
+        if (!newJob.has(d)) memo.settled.set(d, result);
+      }
+    } else settle(result, outcome);
+    decisions[at] = result;
+    if (newJob.has(d)) newJobs.push(result);
+  }
+  // In the order chosen: oldest due first.
+  if (newJobs.length > 1) newJobs.sort(dueOrder);
   return { decisions, newJobs, breakersOpened };
+}
+
+/** What the breaker or the cap made of a candidate. */
+interface Outcome {
+  wording: 'breaker-opened' | 'cap-reached';
+  count: number;
+  total: number;
+}
+
+function settle(d: PlannedDecision, outcome: Outcome | undefined): void {
+  if (!outcome) return;
+  d.block(outcome.wording === 'cap-reached' ? 'cap-reached' : 'breaker-open', outcome.wording);
+  d.count = outcome.count;
+  d.total = outcome.total;
+}
+
+function sameOutcome(d: PlannedDecision, outcome: Outcome | undefined): boolean {
+  if (!outcome) return d.kind === 'due';
+  return d.wording === outcome.wording && d.count === outcome.count && d.total === outcome.total;
 }
 
 /**

@@ -60,6 +60,8 @@ export interface PassReport {
   durationMs: number;
   /** Where the time went: loading the snapshot, the pure plan, storing what changed. */
   phasesMs: { snapshot: number; plan: number; store: number };
+  /** Environments whose evaluation the planner's memo carried over from the last pass. */
+  reused: number;
 }
 
 type DecisionState = Pick<
@@ -396,6 +398,7 @@ export class CleanupService implements CleanupQueue {
         breakersOpened: result.breakersOpened.map((b) => b.project),
         durationMs,
         phasesMs,
+        reused: this.memo.reused,
       };
     } catch (error) {
       // Let another replica (or the next pass) take over at once.
