@@ -5,41 +5,16 @@
  * 0.6 s at 0.14 s), `node -e ""` for the 100 Builds re-run (target 0.3 s at 0.14 s: ≤ 2.14×).
  * Also `tend --version` itself and the time to the first byte `tend build` prints.
  *
- * The project generator here (N exec Builds + M exec Tests, a directory per service) is this
- * benchmark's own until bench/support.ts has a shared one.
+ * The projects are bench/support.ts's `execProjectFiles` (N exec Builds + M exec Tests, `echo`).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { figure, median, ratio, tempProject } from './support.js';
+import { execProjectFiles, figure, median, ratio, tempProject } from './support.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const tendBin = path.join(repoRoot, 'bin', 'tend.js');
 const runs = 7;
-
-/**
- * A project of `builds` exec Builds and `tests` exec Tests (`echo`), one directory per service
- * (`svc-<i>/`, with a source file and its `svc.tend.yml`); test i depends on build i when both exist.
- */
-export function execProjectFiles(builds: number, tests: number): Record<string, string> {
-  const files: Record<string, string> = {
-    'tend.yml':
-      'kind: Project\nname: bench\ndefaultEnvironment: dev\n' +
-      'environments: [{ name: dev, defaultNamespace: bench-dev }]\nproviders: [{ name: exec }]\n',
-  };
-  for (let i = 0; i < Math.max(builds, tests); i++) {
-    const docs: string[] = [];
-    if (i < builds)
-      docs.push(`kind: Build\ntype: exec\nname: svc-${i}\nspec:\n  command: [echo, build-${i}]\n`);
-    if (i < tests) {
-      const dependency = i < builds ? `dependencies: [build.svc-${i}]\n` : '';
-      docs.push(`kind: Test\ntype: exec\nname: svc-${i}\n${dependency}spec:\n  command: [echo, test-${i}]\n`);
-    }
-    files[`svc-${i}/main.txt`] = `service ${i}\n`;
-    files[`svc-${i}/svc.tend.yml`] = docs.join('---\n');
-  }
-  return files;
-}
 
 const env = { ...process.env, CI: 'true' };
 
