@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 
 const suites = [
   'graph',
+  'startup',
   'exec',
   'events',
   'kube-sim',

@@ -80,7 +80,18 @@ export interface TendErrorOptions {
   cause?: unknown;
 }
 
+/**
+ * Marks a TendError whatever copy of this module made it: the CLI runs from its bundle
+ * (dist/cli/), a plugin module imports TendError from the library (dist/src/index.js), and a
+ * plugin's TendError must keep its code when the CLI catches it.
+ */
+const tendErrorBrand = Symbol.for('tend.TendError');
+
 export class TendError extends Error {
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === 'object' && value !== null && tendErrorBrand in value;
+  }
+
   readonly code: ErrorCode;
   readonly exitCode: number;
   readonly location?: SourceLocation;
@@ -99,6 +110,7 @@ export class TendError extends Error {
     this.handler = options.handler;
     this.actionRef = options.actionRef;
     this.detail = options.detail;
+    Object.defineProperty(this, tendErrorBrand, { value: true });
   }
 
   /** `file:line:col: message`, the form editors and terminals link. */

@@ -10,6 +10,7 @@ import { ExitCode, TendError, toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
 import { solve, type ActionOutcome } from '../graph/solver.js';
 import { builtinPlugins } from '../plugins/builtin.js';
+import { forgetResults } from '../plugin/results.js';
 import type { ActionKind, PluginDefinition } from '../plugin/types.js';
 import { resumeProviders } from './resume.js';
 import {
@@ -90,6 +91,8 @@ export async function runActions(
 ): Promise<ExecuteRun> {
   const started = performance.now();
   const output = options.showOutput ? new OutputCollector(session.session.bus) : undefined;
+  // Results as they are now (another process may have added or removed some since a watch's last round).
+  forgetResults();
   try {
     const graph = new ActionGraph(opened.actions);
     const versions = actionVersions(opened, graph, refs);
@@ -128,6 +131,7 @@ export async function runActions(
     };
   } finally {
     output?.finish();
+    forgetResults(); // closes this run's result journals: their one fsync
   }
 }
 

@@ -10,6 +10,7 @@ import { existsSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { TendError } from '../errors.js';
+import { statePaths } from '../state/files.js';
 import type { SourceLocation } from '../errors.js';
 import { actionKinds } from '../plugin/types.js';
 import type { ActionKind, PluginDefinition } from '../plugin/types.js';
@@ -20,6 +21,7 @@ import type { ActionConfig, ConfigPath, ProjectConfig } from './project.js';
 import { ActionBaseSchema, actionTypeIndex, parseTimeout } from './schema.js';
 import { loadProjectPlugins } from './plugin-modules.js';
 import { readProjectDocument } from './project-document.js';
+import { contentHash, ParseCache } from './parse-cache.js';
 import { SourceFile } from './source.js';
 import type { SourceDocument } from './source.js';
 import { checkTemplateSyntax } from './template.js';
@@ -58,8 +60,16 @@ export async function loadProjectConfig(options: LoadOptions): Promise<LoadedCon
     })
   ).sort();
   const names = [projectFileName, ...actionFiles];
+  const cache = new ParseCache(statePaths(root).cache);
+  const hashes = new Map<SourceFile, string>();
   const files = await Promise.all(
-    names.map(async (name) => new SourceFile(name, await readFile(path.join(root, name), 'utf8'))),
+    names.map(async (name) => {
+      const text = await readFile(path.join(root, name), 'utf8');
+      const sha256 = contentHash(text);
+      const file = new SourceFile(name, text, cache.lookup(name, text, sha256));
+      hashes.set(file, sha256);
+      return file;
+    }),
   );
   const projectPlugins = await loadProjectPlugins(files[0]!, root, options.plugins);
   if (projectPlugins.problems.length > 0) {
@@ -69,7 +79,11 @@ export async function loadProjectConfig(options: LoadOptions): Promise<LoadedCon
   const plugins = [...options.plugins, ...projectPlugins.plugins];
   const loader = new Loader(root, plugins);
   try {
-    return { ...loader.load(files), plugins };
+    const loaded = { ...loader.load(files), plugins };
+    // Only a load without problems is remembered: a file with an error is parsed again next time.
+    for (const file of files) cache.store(file.file, hashes.get(file)!, file.parse().documents);
+    cache.save();
+    return loaded;
   } finally {
     for (const file of files) file.release();
   }

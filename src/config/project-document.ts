@@ -20,6 +20,21 @@ import type {
   VariableValue,
 } from './project.js';
 import { ProjectSchema, variableNamePattern } from './schema.js';
+
+/**
+ * Gives `value` a `location` found when first read: finding a position parses the file again
+ * when its documents came from the parse cache, and most loads never need one.
+ */
+function withLocation<T extends object>(
+  value: T,
+  find: () => SourceLocation,
+): T & { location: SourceLocation } {
+  let found: SourceLocation | undefined;
+  return Object.defineProperty(value, 'location', {
+    enumerable: true,
+    get: () => (found ??= find()),
+  }) as T & { location: SourceLocation };
+}
 import { checkTemplateSyntax } from './template.js';
 
 export interface ProjectDocumentInput {
@@ -140,24 +155,28 @@ export function readProjectDocument(
         );
       }
     }
-    environments.push({
-      name: env.name,
-      ...(env.defaultNamespace !== undefined ? { defaultNamespace: env.defaultNamespace } : {}),
-      variables: env.variables ?? {},
-      ...(env.cleanup
-        ? {
-            cleanup: {
-              afterInactivity: env.cleanup.afterInactivity,
-              action: env.cleanup.action ?? 'delete',
-              ...(env.cleanup.warnBefore !== undefined ? { warnBefore: env.cleanup.warnBefore } : {}),
-              ...(env.cleanup.afterClose !== undefined ? { afterClose: env.cleanup.afterClose } : {}),
-              ...(env.cleanup.schedule ? { schedule: env.cleanup.schedule } : {}),
-            },
-          }
-        : {}),
-      ...(env.pullRequest ? { pullRequest: env.pullRequest } : {}),
-      location: locate(['environments', i]),
-    });
+    environments.push(
+      withLocation(
+        {
+          name: env.name,
+          ...(env.defaultNamespace !== undefined ? { defaultNamespace: env.defaultNamespace } : {}),
+          variables: env.variables ?? {},
+          ...(env.cleanup
+            ? {
+                cleanup: {
+                  afterInactivity: env.cleanup.afterInactivity,
+                  action: env.cleanup.action ?? 'delete',
+                  ...(env.cleanup.warnBefore !== undefined ? { warnBefore: env.cleanup.warnBefore } : {}),
+                  ...(env.cleanup.afterClose !== undefined ? { afterClose: env.cleanup.afterClose } : {}),
+                  ...(env.cleanup.schedule ? { schedule: env.cleanup.schedule } : {}),
+                },
+              }
+            : {}),
+          ...(env.pullRequest ? { pullRequest: env.pullRequest } : {}),
+        },
+        () => locate(['environments', i]),
+      ),
+    );
   });
   const envList = environments.map((e) => e.name).join(', ');
   const defaultEnvironment = raw.defaultEnvironment ?? environments[0]?.name ?? '';
@@ -221,13 +240,17 @@ export function readProjectDocument(
         locate(reference.path),
       );
     }
-    providers.push({
-      name,
-      ...(only ? { environments: only } : {}),
-      config,
-      location: locate(entryPath),
-      locate: (p) => locate([...entryPath, ...p]),
-    });
+    providers.push(
+      withLocation(
+        {
+          name,
+          ...(only ? { environments: only } : {}),
+          config,
+          locate: (p: ConfigPath) => locate([...entryPath, ...p]),
+        },
+        () => locate(entryPath),
+      ),
+    );
   });
 
   if (problems.length > before) return undefined;

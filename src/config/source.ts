@@ -19,20 +19,30 @@ export interface SourceDocument {
 }
 
 export class SourceFile {
-  #lineCounter = new LineCounter();
+  #lineCounter: LineCounter | undefined;
   #documents: Document.Parsed[] | undefined;
+  #result: { documents: SourceDocument[]; problems: ConfigProblem[] } | undefined;
 
   /**
    * @param file path relative to the project root, with `/` separators
    * @param text the file's content
+   * @param parsed what `parse` gave for this content before (src/config/parse-cache.ts)
    */
   constructor(
     readonly file: string,
     readonly text: string,
-  ) {}
+    parsed?: SourceDocument[],
+  ) {
+    if (parsed) this.#result = { documents: parsed, problems: [] };
+  }
 
-  /** Parses every document; YAML errors become problems and their documents are left out. */
+  /** Parses every document (once); YAML errors become problems and their documents are left out. */
   parse(): { documents: SourceDocument[]; problems: ConfigProblem[] } {
+    this.#result ??= this.#parse();
+    return this.#result;
+  }
+
+  #parse(): { documents: SourceDocument[]; problems: ConfigProblem[] } {
     const documents: SourceDocument[] = [];
     const problems: ConfigProblem[] = [];
     this.#parsed().forEach((doc, index) => {
@@ -98,7 +108,8 @@ export class SourceFile {
 
   /** 1-based line and column of an offset. */
   position(offset: number): SourceLocation {
-    const { line, col } = this.#lineCounter.linePos(offset);
+    if (!this.#lineCounter) this.#parsed(); // a file given as parsed before has not been read yet
+    const { line, col } = this.#lineCounter!.linePos(offset);
     return { file: this.file, line, column: col };
   }
 

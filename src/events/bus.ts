@@ -3,6 +3,7 @@
  * a timestamp, coalesces repeated namespaceStatus events, and hands each event to its sinks
  * (local log, outbox) and listeners (progress output, tests).
  */
+import { randomBytes } from 'node:crypto';
 import { monotonicFactory } from 'ulidx';
 import { TendError } from '../errors.js';
 import type { EventPayloads, EventType, NamespaceStatusPayload, TendEvent } from './catalog.js';
@@ -17,7 +18,32 @@ export interface EventSink {
   close(): void;
 }
 
-const ulid = monotonicFactory();
+/**
+ * The random part of new ids: a small generator (sfc32) seeded once per process from the
+ * system's randomness, so an id costs no system call while two processes still draw from
+ * different 128-bit seeds (unique across processes as random ids are). Within a millisecond ids
+ * are monotonic: the random part is incremented, not drawn.
+ */
+function seededRandom(): () => number {
+  const seed = randomBytes(16);
+  let a = seed.readUInt32LE(0);
+  let b = seed.readUInt32LE(4);
+  let c = seed.readUInt32LE(8);
+  let d = seed.readUInt32LE(12);
+  const next = () => {
+    const t = (((a + b) | 0) + d) | 0;
+    d = (d + 1) | 0;
+    a = b ^ (b >>> 9);
+    b = (c + (c << 3)) | 0;
+    c = (c << 21) | (c >>> 11);
+    c = (c + t) | 0;
+    return (t >>> 0) / 4294967296;
+  };
+  for (let i = 0; i < 12; i++) next(); // mixes the seed in before the first id
+  return next;
+}
+
+const ulid = monotonicFactory(seededRandom());
 
 export function newId(): string {
   return ulid();

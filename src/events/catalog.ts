@@ -307,10 +307,12 @@ export type TendEvent<K extends EventType = EventType> = {
   [T in K]: { id: string; type: T; sessionId: string; timestamp: string; payload: EventPayloads[T] };
 }[K];
 
-const compiledPayloads = Object.fromEntries(
-  eventTypes.map((t) => [t, TypeCompiler.Compile(eventCatalog[t])]),
-) as { [K in EventType]: TypeCheck<(typeof eventCatalog)[K]> };
-const compiledEnvelope = TypeCompiler.Compile(EventEnvelope);
+// Compiled when first needed: a command checks a few types, and compiling all costs its start-up.
+const compiledPayloads: Partial<Record<EventType, TypeCheck<TSchema>>> = {};
+function payloadCheck(type: EventType): TypeCheck<TSchema> {
+  return (compiledPayloads[type] ??= TypeCompiler.Compile(eventCatalog[type]));
+}
+let compiledEnvelope: TypeCheck<typeof EventEnvelope> | undefined;
 
 export interface SchemaProblem {
   /** JSON pointer of the offending field, e.g. `/payload/state`. */
@@ -324,13 +326,14 @@ export function isEventType(type: string): type is EventType {
 
 /** Problems with a payload of a known type; empty when it is valid. */
 export function checkPayload(type: EventType, payload: unknown): SchemaProblem[] {
-  const check = compiledPayloads[type];
+  const check = payloadCheck(type);
   if (check.Check(payload)) return [];
   return [...check.Errors(payload)].slice(0, 5).map((e) => ({ path: e.path || '/', message: e.message }));
 }
 
 /** Problems with a whole event (envelope and payload); empty when it is valid. */
 export function checkEvent(event: unknown): SchemaProblem[] {
+  compiledEnvelope ??= TypeCompiler.Compile(EventEnvelope);
   if (!compiledEnvelope.Check(event)) {
     return [...compiledEnvelope.Errors(event)]
       .slice(0, 5)

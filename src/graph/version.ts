@@ -9,7 +9,9 @@
 import { createHash } from 'node:crypto';
 import type { ActionConfig } from '../config/project.js';
 import type { ActionGraph } from './graph.js';
-import { digestSources, listSourceFiles } from './sources.js';
+import path from 'node:path';
+import { statePaths } from '../state/files.js';
+import { digestSources, listSourceFiles, loadDigestCache, saveDigestCache } from './sources.js';
 
 export interface VersionedAction {
   version: string;
@@ -49,6 +51,7 @@ export function computeVersions(
   inputs?: VersionInputs,
 ): Map<string, VersionedAction> {
   const versions = new Map<string, VersionedAction>();
+  if (inputs) loadDigestCache(statePaths(path.dirname(inputs.projectFile)).cache);
   for (const ref of graph.closure(refs)) {
     const { config, dependencies } = graph.get(ref);
     const files = listSourceFiles(config.sourceDir, config.include, config.exclude, inputs?.projectFile);
@@ -72,5 +75,6 @@ export function computeVersions(
     for (const dep of dependencies) hash.update(`\0${dep}=${versions.get(dep)!.version}`);
     versions.set(ref, { version: `v-${hash.digest('hex').slice(0, 12)}`, files });
   }
+  saveDigestCache();
   return versions;
 }

@@ -12,6 +12,7 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 import { newId } from '../../events/bus.js';
 import type { NamespaceStatusPayload, Target } from '../../events/catalog.js';
+import { removeResults } from '../../plugin/results.js';
 import { writeFileAtomic } from '../../state/files.js';
 import type { PluginContext, PluginPayload } from '../../plugin/types.js';
 import { listDeployStates, pausePersistent, resumePersistent, stopPersistent } from './deploy.js';
@@ -153,7 +154,7 @@ export async function removeEnvironment(dir: string): Promise<number> {
   const envsDir = path.dirname(dir);
   if (path.basename(envsDir) === 'envs') {
     const tendDir = path.dirname(envsDir);
-    rmSync(path.join(tendDir, 'cache', 'results', path.basename(dir)), { recursive: true, force: true });
+    removeResults(tendDir, path.basename(dir));
   }
   rmSync(indexFile(dir), { force: true });
   return states.length;

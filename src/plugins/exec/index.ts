@@ -4,10 +4,10 @@
  * environment is a local directory, reported like a namespace.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { TendError } from '../../errors.js';
-import { readResult, writeResult } from '../../plugin/results.js';
+import { deleteResult, readResult, writeResult } from '../../plugin/results.js';
 import type {
   ActionHandlerParams,
   ActionTypeDefinition,
@@ -229,9 +229,7 @@ const deployHandlers = {
     const envDir = environmentDir(ctx);
     const state = readDeployState(envDir, action.name);
     if (state) await stopPersistent(envDir, state);
-    rmSync(path.join(ctx.tendDir, 'cache', 'results', ctx.environment.namespace, `${action.ref}.json`), {
-      force: true,
-    });
+    deleteResult(ctx.tendDir, ctx.environment.namespace, action.ref);
     return { state: 'ready', detail: state ? { stoppedPid: state.pid } : {} };
   },
 

@@ -3,9 +3,8 @@
  * report the app namespace (`getEnvironmentStatus`, read-only), create or adopt it
  * (`prepareEnvironment`), delete it when tend owns it (`cleanupEnvironment`).
  */
-import { rmSync } from 'node:fs';
-import path from 'node:path';
 import { TendError } from '../../errors.js';
+import { removeResults } from '../../plugin/results.js';
 import type { EnvironmentStatus, PluginContext, ResumeResult } from '../../plugin/types.js';
 import {
   describeChanges,
@@ -107,10 +106,7 @@ export async function cleanupEnvironment(ctx: PluginContext): Promise<{ deleted:
   const result = await client.namespaces.deleteOwned(client.settings.appNamespace);
   const deleted = result.outcome === 'deleted';
   if (deleted) {
-    rmSync(path.join(ctx.tendDir, 'cache', 'results', client.settings.appNamespace), {
-      recursive: true,
-      force: true,
-    });
+    removeResults(ctx.tendDir, client.settings.appNamespace);
   } else {
     ctx.log.info(result.message);
   }

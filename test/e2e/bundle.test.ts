@@ -1,0 +1,80 @@
+/**
+ * The CLI as `bin/tend.js` runs it: the bundle of `npm run build` (scripts/bundle.ts). Commands
+ * load only what they use — a build of an exec project reads no package from node_modules — and a
+ * plugin module that imports TendError from the library (dist/src/index.js, another copy of the
+ * class than the bundle's) still has its errors reported with their code.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { makeProject, removeProjects, repoRoot, runTend } from '../helpers/project.js';
+
+afterAll(() => removeProjects());
+
+/** Runs tend with a preload that writes, as it exits, the CommonJS files the process loaded. */
+async function loadedFiles(args: string[], cwd: string): Promise<{ code: number | null; files: string[] }> {
+  const dir = makeProject({});
+  const list = path.join(dir, 'loaded.json');
+  const preload = path.join(dir, 'preload.cjs');
+  writeFileSync(
+    preload,
+    `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(list)}, JSON.stringify(Object.keys(require.cache))));\n`,
+  );
+  const run = await runTend(args, { cwd, env: { NODE_OPTIONS: `--require ${preload}` } });
+  return { code: run.code, files: JSON.parse(readFileSync(list, 'utf8')) as string[] };
+}
+
+const execProject = {
+  'tend.yml':
+    'kind: Project\nname: p\ndefaultEnvironment: dev\nenvironments: [{ name: dev, defaultNamespace: p-dev }]\n' +
+    'providers: [{ name: exec }]\n---\nkind: Build\ntype: exec\nname: one\nspec: { command: [echo, one] }\n',
+};
+
+describe('the bundled CLI', () => {
+  it('builds an exec project without loading any package from node_modules', async () => {
+    const root = makeProject(execProject);
+    const first = await loadedFiles(['build'], root);
+    expect(first.code).toBe(0);
+    // The preload itself is the one CommonJS file; the server, the Kubernetes client, the
+    // databases and the bundled YAML parser and glob are not loaded from node_modules.
+    expect(first.files.filter((file) => file.includes(`${path.sep}node_modules${path.sep}`))).toEqual([]);
+    const version = await loadedFiles(['--version'], root);
+    expect(version.code).toBe(0);
+    expect(version.files.filter((file) => file.includes(`${path.sep}node_modules${path.sep}`))).toEqual([]);
+  });
+
+  it("keeps the code of a plugin's TendError imported from the library", async () => {
+    const library = pathToFileURL(path.join(repoRoot, 'dist', 'src', 'index.js')).href;
+    const typebox = pathToFileURL(
+      path.join(repoRoot, 'node_modules', '@sinclair', 'typebox', 'build', 'esm', 'index.mjs'),
+    ).href;
+    const root = makeProject({
+      'package.json': '{ "type": "module" }',
+      'tend.yml':
+        'kind: Project\nname: p\ndefaultEnvironment: dev\nenvironments: [{ name: dev, defaultNamespace: p-dev }]\n' +
+        'providers: [{ name: failing, plugin: ./failing.js }]\n',
+      'failing.js': `import { TendError } from '${library}';
+import { Type } from '${typebox}';
+export default {
+  name: 'failing',
+  description: 'a provider whose environment cannot be prepared',
+  configSchema: Type.Object({}),
+  emits: ['log'],
+  provider: {
+    init: async () => ({}),
+    getEnvironmentStatus: async () => ({ ready: false }),
+    prepareEnvironment: async () => {
+      throw new TendError('TEND_EXEC_FAILED', 'the failing plugin refuses');
+    },
+    cleanupEnvironment: async () => ({ deleted: false, message: '' }),
+  },
+  actionTypes: [],
+};
+`,
+    });
+    const run = await runTend(['build', '--json'], { cwd: root });
+    expect(run.stdout).toContain('the failing plugin refuses');
+    expect(JSON.parse(run.stdout)).toMatchObject({ error: { code: 'TEND_EXEC_FAILED' } });
+  });
+});
