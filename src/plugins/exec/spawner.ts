@@ -4,9 +4,9 @@
  * process. Both ways report the same events, in the same order, so `runCommand` (process.ts) is
  * one piece of code over either.
  *
- * Helpers start on demand — `prewarmHelper` (when a command prepares an environment to run
- * things), or a command that finds no helper ready and idle — up to `helperLimit`. Until a helper
- * is ready, commands spawn directly.
+ * Helpers start on demand — when a command finds no helper ready and idle — up to `helperLimit`
+ * (not before: a run whose actions are all cached starts none). Until a helper is ready, commands
+ * spawn directly.
  *
  * A helper that dies (killed, crashed) fails the commands it was running with TEND_EXEC_FAILED,
  * and their process groups get SIGKILL; the next command starts a new helper. A helper that dies
@@ -46,11 +46,6 @@ export function startProcess(request: SpawnRequest, events: SpawnEvents): void {
   const helper = pickHelper();
   if (helper) helper.start(request, events);
   else spawnDirectly(request, events);
-}
-
-/** Starts a helper now, if none runs: it is ready by the time the commands come. */
-export function prewarmHelper(): void {
-  if (helpers.size === 0 && !helpersOff && helperLimit() > 0) startHelper();
 }
 
 function spawnDirectly(request: SpawnRequest, events: SpawnEvents): void {
