@@ -7,7 +7,7 @@
  * environment (`tend cleanup env` and the executors) is `removeEnvironment`, one way for both.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { newId } from '../../events/bus.js';
@@ -33,10 +33,25 @@ export function localTarget(ctx: PluginContext): Target {
   return { kind: 'local', hostId: ctx.hostId, path: environmentDir(ctx) };
 }
 
+/**
+ * The records read by this process, each with the file's identity then: a command's many status
+ * calls stat the file instead of reading it again. A file replaced (written atomically: another
+ * inode) or removed since is read again, or found missing.
+ */
+const readRecords = new Map<string, { stamp: string; record: EnvironmentRecord }>();
+
 export function readRecord(dir: string): EnvironmentRecord | undefined {
+  const file = path.join(dir, 'environment.json');
   try {
-    return JSON.parse(readFileSync(path.join(dir, 'environment.json'), 'utf8')) as EnvironmentRecord;
+    const st = statSync(file);
+    const stamp = `${st.ino} ${st.size} ${st.mtimeMs} ${st.ctimeMs}`;
+    const known = readRecords.get(file);
+    if (known?.stamp === stamp) return known.record;
+    const record = JSON.parse(readFileSync(file, 'utf8')) as EnvironmentRecord;
+    readRecords.set(file, { stamp, record });
+    return record;
   } catch {
+    readRecords.delete(file);
     return undefined;
   }
 }
@@ -62,8 +77,7 @@ function emitStatus(
 
 /** Read-only: reports the environment as it is (`ready` or `missing`), creates nothing. */
 export function observeEnvironment(ctx: PluginContext): boolean {
-  const dir = environmentDir(ctx);
-  const record = existsSync(dir) ? readRecord(dir) : undefined;
+  const record = readRecord(environmentDir(ctx));
   emitStatus(ctx, record ? 'ready' : 'missing', 'observed', record?.uid);
   return record !== undefined;
 }
