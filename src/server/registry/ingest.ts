@@ -36,7 +36,8 @@ import {
   eventRow,
   eventsInsert,
   loadEnvironments,
-  loadResources,
+  loadLatestResources,
+  loadResourceCounts,
   loadSessions,
   projectsInsert,
   resourceRows,
@@ -45,9 +46,10 @@ import {
   sessionsUpsert,
   storedEventIds,
   type EnvironmentRow,
+  type ResourceIdentity,
 } from '../db/repositories/registry.js';
 import type { Database, Resource } from '../db/schema.js';
-import { environmentKey } from './keys.js';
+import { environmentKey, targetKey } from './keys.js';
 import { sessionOwners } from './ownership.js';
 import { applyTouch, knownSessions, newEnvironment, planBatch, type EnvironmentTouch } from './plan.js';
 import { ResourceSet, resourceSets, setEnvironmentState } from './resources.js';
@@ -146,13 +148,16 @@ async function applyBatch(
     environments.set(key, { row: row ?? newEnvironment(touch.identity, now), isNew: !row, touch });
   }
 
-  // Resources of the environments with namespace events: all generations (the state of the
-  // environment depends on all of them), read under the environment's lock.
+  // Resources of the environments with namespace events, read under the environment's lock:
+  // the latest generation of each one the batch names, and the counts of all of them (the state
+  // of the environment depends on every generation).
   const withNamespaces = [...environments.values()].filter((e) => e.touch.namespaceEvents.length > 0);
+  const storedWithNamespaces = withNamespaces.filter((e) => !e.isNew);
   const resources = resourceSets(
-    await loadResources(
+    await loadLatestResources(q, resourceIdentities(storedWithNamespaces)),
+    await loadResourceCounts(
       q,
-      withNamespaces.filter((e) => !e.isNew).map((e) => e.row.id),
+      storedWithNamespaces.map((e) => e.row.id),
     ),
   );
   const changedResources = new Map<string, Resource>();
@@ -161,7 +166,7 @@ async function applyBatch(
     for (const { event } of touch.namespaceEvents) {
       for (const r of own.apply(row.id, event, now)) changedResources.set(r.id, r);
     }
-    setEnvironmentState(row, own.all(), now);
+    setEnvironmentState(row, own.counts(), now);
   }
 
   for (const { row, touch } of environments.values()) applyTouch(row, touch, now);
@@ -191,4 +196,24 @@ async function applyBatch(
   // Some stored before, or by another replica at this very moment: start again and skip them.
   if (inserted < candidates.length) throw new ConcurrentIngest('some events of the batch are stored');
   return { accepted: inserted, duplicates: events.length - inserted };
+}
+
+/** The resources the namespace events of these environments name, each once. */
+function resourceIdentities(
+  environments: { row: EnvironmentRow; touch: EnvironmentTouch }[],
+): ResourceIdentity[] {
+  const out = new Map<string, ResourceIdentity>();
+  for (const { row, touch } of environments) {
+    for (const { event } of touch.namespaceEvents) {
+      const p = event.payload;
+      const identity = {
+        environmentId: row.id,
+        plugin: p.pluginName,
+        targetKey: targetKey(p.target),
+        namespaceName: p.namespaceName,
+      };
+      out.set(JSON.stringify(Object.values(identity)), identity);
+    }
+  }
+  return [...out.values()];
 }

@@ -201,15 +201,74 @@ export function resourceRows(resources: Iterable<Resource>): unknown[][] {
   return [...resources].map((r) => resourceColumns.map((c) => r[c]));
 }
 
-/** All resources of these environments (every generation). */
-export async function loadResources(q: BulkStatements, environmentIds: string[]): Promise<Resource[]> {
-  const rows = await q.selectIn<Resource>(
-    resourceColumns.join(', '),
+/** A resource as a batch names it: its environment, plugin, target and namespace name. */
+export interface ResourceIdentity {
+  environmentId: string;
+  plugin: string;
+  targetKey: string;
+  namespaceName: string;
+}
+
+/**
+ * The latest generation of each of these resources that is recorded (one row each, found through
+ * the unique `(environment_id, plugin, target_key, namespace_name, generation)`: a lookup, however
+ * many generations there are).
+ */
+export async function loadLatestResources(
+  q: BulkStatements,
+  identities: readonly ResourceIdentity[],
+): Promise<Resource[]> {
+  if (identities.length === 0) return [];
+  const latest = (k: [string, string, string, string]) =>
+    `select ${resourceColumns.join(', ')} from resources where environment_id = ${k[0]} and plugin = ${k[1]} ` +
+    `and target_key = ${k[2]} and namespace_name = ${k[3]} order by generation desc limit 1`;
+  let rows: Resource[];
+  if (q.dialect === 'postgres') {
+    rows = await q.query<Resource>(
+      `select r.* from unnest($1::text[], $2::text[], $3::text[], $4::text[]) as k(e, p, t, n) ` +
+        `cross join lateral (${latest(['k.e', 'k.p', 'k.t', 'k.n'])}) as r`,
+      [
+        postgresArray(identities.map((i) => i.environmentId)),
+        postgresArray(identities.map((i) => i.plugin)),
+        postgresArray(identities.map((i) => i.targetKey)),
+        postgresArray(identities.map((i) => i.namespaceName)),
+      ],
+    );
+  } else {
+    rows = [];
+    // One prepared statement, run per resource: on SQLite a statement is a call, not a round trip.
+    const text = latest(['?', '?', '?', '?']);
+    for (const i of identities) {
+      rows.push(
+        ...(await q.query<Resource>(text, [i.environmentId, i.plugin, i.targetKey, i.namespaceName])),
+      );
+    }
+  }
+  return rows.map((r) => ({ ...r, generation: Number(r.generation) }));
+}
+
+/**
+ * Of an environment's resources other than `role: system`: how many there are, and how many of
+ * them are not missing — all that its state depends on (`setEnvironmentState`).
+ */
+export interface ResourceCounts {
+  total: number;
+  live: number;
+}
+
+/** The counts of the resources of these environments (every generation), by environment id. */
+export async function loadResourceCounts(
+  q: BulkStatements,
+  environmentIds: string[],
+): Promise<Map<string, ResourceCounts>> {
+  const rows = await q.selectIn<{ environment_id: string; total: number; live: number }>(
+    "environment_id, count(*) as total, sum(case when state = 'missing' then 0 else 1 end) as live",
     'resources',
     'environment_id',
     environmentIds,
+    "and role <> 'system' group by environment_id",
   );
-  return rows.map((r) => ({ ...r, generation: Number(r.generation) }));
+  return new Map(rows.map((r) => [r.environment_id, { total: Number(r.total), live: Number(r.live) }]));
 }
 
 const sessionColumns = [
