@@ -19,7 +19,9 @@
  *   first reading which events are stored, and applies the rest;
  * - an environment created by another replica at the same moment makes the insert of ours
  *   fail on the unique (project, name, namespace): the transaction is retried and finds it.
- * On SQLite, one connection runs one transaction at a time: no other writer can interleave.
+ * On SQLite, one connection runs one transaction at a time: no other writer can interleave. The
+ * batches that arrive while one is written are written together, each in a savepoint, with one
+ * commit (db/group-commit.ts): a batch that is refused or retried is rolled back alone.
  *
  * Activity time is the server's receive time of the batch, never the client's clock.
  *
@@ -30,6 +32,7 @@ import type { Kysely } from 'kysely';
 import type { TendEvent } from '../../events/catalog.js';
 import { byKey, BulkStatements } from '../db/bulk.js';
 import type { DialectName } from '../db/database.js';
+import { GroupCommit } from '../db/group-commit.js';
 import {
   environmentRows,
   environmentsUpsert,
@@ -81,17 +84,16 @@ export async function ingestEvents(
   let skipStored = false;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await db
-        .transaction()
-        .execute((trx) =>
-          applyBatch(
-            new BulkStatements(trx, dialect),
-            events,
-            receivedAt.toISOString(),
-            skipStored,
-            tokenProject,
-          ),
-        );
+      // On SQLite, batches that arrive while one is written share its successor's commit.
+      return await GroupCommit.of(db).run((trx) =>
+        applyBatch(
+          new BulkStatements(trx, dialect),
+          events,
+          receivedAt.toISOString(),
+          skipStored,
+          tokenProject,
+        ),
+      );
     } catch (error) {
       if (error instanceof AllStored) return { accepted: 0, duplicates: events.length };
       if (error instanceof ConcurrentIngest && attempt < 5) {
