@@ -39,8 +39,7 @@ import {
   eventRow,
   eventsInsert,
   loadEnvironments,
-  loadLatestResources,
-  loadResourceCounts,
+  loadStoredResources,
   loadSessions,
   projectsInsert,
   resourceRows,
@@ -154,14 +153,11 @@ async function applyBatch(
   // the latest generation of each one the batch names, and the counts of all of them (the state
   // of the environment depends on every generation).
   const withNamespaces = [...environments.values()].filter((e) => e.touch.namespaceEvents.length > 0);
-  const storedWithNamespaces = withNamespaces.filter((e) => !e.isNew);
-  const resources = resourceSets(
-    await loadLatestResources(q, resourceIdentities(storedWithNamespaces)),
-    await loadResourceCounts(
-      q,
-      storedWithNamespaces.map((e) => e.row.id),
-    ),
+  const storedResources = await loadStoredResources(
+    q,
+    resourceIdentities(withNamespaces.filter((e) => !e.isNew)),
   );
+  const resources = resourceSets(storedResources.latest, storedResources.counts);
   const changedResources = new Map<string, Resource>();
   for (const { row, touch } of withNamespaces) {
     const own = resources.get(row.id) ?? new ResourceSet();
