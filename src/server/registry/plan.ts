@@ -4,7 +4,7 @@
  * its sessions. Events are applied in the order of the batch; a session's environment is known
  * from its sessionStarted or heartbeat, in this batch or stored before.
  */
-import { newId } from '../../ids.js';
+import { newId } from '../../events/bus.js';
 import type {
   NamespaceStatusPayload,
   SessionCompletedPayload,

@@ -4,7 +4,7 @@
  * (a new uid) starts a new generation; ownership says whether tend created it, adopted it or
  * only saw it. An environment is `cleaned` once every resource of its own is missing.
  */
-import { newId } from '../../ids.js';
+import { newId } from '../../events/bus.js';
 import type { NamespaceStatusPayload, TendEvent } from '../../events/catalog.js';
 import type { EnvironmentRow, ResourceCounts } from '../db/repositories/registry.js';
 import type { Ownership, Resource } from '../db/schema.js';
