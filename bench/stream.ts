@@ -347,18 +347,21 @@ export async function run(): Promise<void> {
     const noop = createNoopPlugin();
     const once = async (root: string) => {
       const t = performance.now();
+      const cpuAtStart = process.cpuUsage();
       const result = await executeCommand('build', [], { root, concurrency: 8, force: true }, [noop.plugin]);
       const total = performance.now() - t;
+      const used = process.cpuUsage(cpuAtStart);
+      const cpu = (used.user + used.system) / 1000;
       // The session's own duration: from its start to its end, before the exit wait.
       const log = readSessionLog(path.join(root, '.tend', 'events', `${result.data.sessionId}.jsonl`));
       const completed = log.events.find((e) => e.type === 'sessionCompleted');
-      return { total, work: (completed?.payload as { durationMs: number }).durationMs };
+      return { total, cpu, work: (completed?.payload as { durationMs: number }).durationMs };
     };
     quiet();
     await once(without.root);
     await once(withServer.root);
-    const plain: { total: number; work: number }[] = [];
-    const streamed: { total: number; work: number }[] = [];
+    const plain: { total: number; cpu: number; work: number }[] = [];
+    const streamed: { total: number; cpu: number; work: number }[] = [];
     // Alternated, the order flipped each time (ABBA), so drift of the machine cancels out.
     for (let i = 0; i < 16; i++) {
       if (i % 2 === 0) {
@@ -384,6 +387,12 @@ export async function run(): Promise<void> {
       total[0],
       'no server',
     );
+    // The process's CPU time for the whole command: what streaming costs whatever else runs on
+    // the machine (the durations above stretch when other processes take the cores).
+    const cpu = [median(plain.map((r) => r.cpu)), median(streamed.map((r) => r.cpu))] as const;
+    figure('1,000 no-op actions, CPU of the whole command, no server', cpu[0], 'ms');
+    figure('1,000 no-op actions, CPU of the whole command, streaming', cpu[1], 'ms');
+    ratio('CPU of the command streaming vs not', cpu[1], cpu[0], 'no server');
     if (waitedLines > 0) console.log(`  (${waitedLines} run(s) ended with events waiting in the outbox)`);
     without.remove();
     withServer.remove();
