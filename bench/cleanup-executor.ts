@@ -21,68 +21,11 @@ import { CleanupService, defaultCleanupSettings } from '../src/server/cleanup/se
 import { Metrics } from '../src/server/metrics.js';
 import { startSim } from '../test/plugins/kubernetes/helpers.js';
 import { createTestServer, postEvents } from '../test/server/helpers.js';
-import { monotonicFactory } from 'ulidx';
-import type { KubeSim } from '../tools/kube-sim/src/index.js';
+import { recordingEvents, seedNamespace } from '../test/cleanup/helpers.js';
 import { figure, ratio } from './support.js';
 
 const count = Number(process.env.TEND_BENCH_NAMESPACES ?? 1000);
-const nextId = monotonicFactory();
 const hour = 3_600_000;
-
-/** A namespace as tend's kubernetes provider creates it, idle since long ago. */
-function seedNamespace(sim: KubeSim, name: string, project: string) {
-  const created = sim.store.create('namespaces', '', {
-    metadata: {
-      name,
-      labels: { 'app.kubernetes.io/managed-by': 'tend' },
-      annotations: {
-        'tend.dev/project': project,
-        'tend.dev/environment': 'dev',
-        'tend.dev/created-at': '2026-01-01T00:00:00.000Z',
-        'tend.dev/last-activity': '2026-01-01T00:00:00.000Z',
-      },
-    },
-  });
-  return { name, uid: created.metadata.uid! };
-}
-
-/** The events of a `tend deploy` that created the namespace, with a 1h policy. */
-function recordingEvents(sim: KubeSim, ns: { name: string; uid: string }, project: string): unknown[] {
-  const sessionId = nextId();
-  const base = (type: string, payload: unknown) => ({
-    id: nextId(),
-    type,
-    sessionId,
-    timestamp: new Date().toISOString(),
-    payload,
-  });
-  return [
-    base('sessionStarted', {
-      command: 'deploy',
-      args: [],
-      project,
-      environment: 'dev',
-      namespace: ns.name,
-      user: 'alice',
-      hostId: 'host-1',
-      cliVersion: '0.1.0',
-      cleanupPolicy: { afterInactivity: '1h', action: 'delete' },
-    }),
-    base('namespaceStatus', {
-      pluginName: 'kubernetes',
-      providerName: 'kubernetes',
-      namespaceName: ns.name,
-      namespaceUid: ns.uid,
-      state: 'ready',
-      role: 'app',
-      cause: 'created',
-      target: { kind: 'kubernetes', clusterId: sim.clusterId, server: sim.url, context: 'kube-sim' },
-      project,
-      environment: 'dev',
-    }),
-    base('sessionCompleted', { durationMs: 10, succeeded: 1, cached: 0, failed: 0, aborted: 0 }),
-  ];
-}
 
 export async function run(): Promise<void> {
   const handle = await startSim();
@@ -105,9 +48,9 @@ export async function run(): Promise<void> {
     };
     for (let i = 0; i < count; i++) {
       const project = `bench${i}`;
-      const ns = seedNamespace(handle.sim, `${project}-dev`, project);
+      const ns = seedNamespace(handle.sim, `${project}-dev`, { project });
       namespaces.push(ns);
-      events.push(...recordingEvents(handle.sim, ns, project));
+      events.push(...recordingEvents(handle.sim, [ns], { project }));
       if (events.length >= 400) await flush();
     }
     if (events.length > 0) await flush();
@@ -153,7 +96,9 @@ export async function run(): Promise<void> {
     const kc = new KubeConfig();
     kc.loadFromFile(handle.kubeconfig);
     const core = kc.makeApiClient(CoreV1Api);
-    const bare = Array.from({ length: count }, (_, i) => seedNamespace(handle.sim, `floor${i}`, `floor${i}`));
+    const bare = Array.from({ length: count }, (_, i) =>
+      seedNamespace(handle.sim, `floor${i}`, { project: `floor${i}` }),
+    );
     const floorStarted = performance.now();
     let next = 0;
     await Promise.all(

@@ -7,19 +7,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { TendError } from '../errors.js';
 import { apiRequest } from '../remote/client.js';
-import type {
-  ClaimRequest,
-  ClaimResponse,
-  CleanupQueue,
-  CompleteRequest,
-  CompleteResponse,
-  HeartbeatRequest,
-  HeartbeatResponse,
-  InventoryReport,
-  InventoryResponse,
-  StartRequest,
-  StartResponse,
-} from './protocol.js';
+import { queuePath, type CleanupQueue, type QueueRoute } from './protocol.js';
 
 export interface HttpQueueOptions {
   server: string;
@@ -44,8 +32,9 @@ function transient(error: unknown): error is TendError {
 export class HttpCleanupQueue implements CleanupQueue {
   constructor(private readonly options: HttpQueueOptions) {}
 
-  private async post<T>(path: string, body: unknown): Promise<T> {
+  private async post<T>(route: QueueRoute, body: unknown, jobId?: string): Promise<T> {
     const o = this.options;
+    const path = queuePath(route, jobId);
     const retries = o.retries ?? 6;
     for (let attempt = 0; ; attempt++) {
       try {
@@ -65,23 +54,9 @@ export class HttpCleanupQueue implements CleanupQueue {
     }
   }
 
-  heartbeat(body: HeartbeatRequest): Promise<HeartbeatResponse> {
-    return this.post('/api/v1/agents/heartbeat', body);
-  }
-
-  inventory(body: InventoryReport): Promise<InventoryResponse> {
-    return this.post('/api/v1/agents/inventory', body);
-  }
-
-  claim(body: ClaimRequest): Promise<ClaimResponse> {
-    return this.post('/api/v1/cleanup/jobs/claim', body);
-  }
-
-  start(jobId: string, body: StartRequest): Promise<StartResponse> {
-    return this.post(`/api/v1/cleanup/jobs/${encodeURIComponent(jobId)}/start`, body);
-  }
-
-  complete(jobId: string, body: CompleteRequest): Promise<CompleteResponse> {
-    return this.post(`/api/v1/cleanup/jobs/${encodeURIComponent(jobId)}/complete`, body);
-  }
+  heartbeat: CleanupQueue['heartbeat'] = (body) => this.post('heartbeat', body);
+  inventory: CleanupQueue['inventory'] = (body) => this.post('inventory', body);
+  claim: CleanupQueue['claim'] = (body) => this.post('claim', body);
+  start: CleanupQueue['start'] = (jobId, body) => this.post('start', body, jobId);
+  complete: CleanupQueue['complete'] = (jobId, body) => this.post('complete', body, jobId);
 }

@@ -172,6 +172,25 @@ export const CleanupJob = Type.Object({
 });
 export type CleanupJob = Static<typeof CleanupJob>;
 
+const NullableTime = () => Type.Union([Time(), Type.Null()]);
+const NullableString = () => Type.Union([Type.String(), Type.Null()]);
+
+/** A job as the read routes and the dashboard show it: the job and its history. */
+export const JobView = Type.Intersect([
+  CleanupJob,
+  Type.Object({
+    trigger: NullableString(),
+    actor: NullableString(),
+    plannedAt: Time(),
+    startedAt: NullableTime(),
+    finishedAt: NullableTime(),
+    notBefore: NullableTime(),
+    outcome: NullableString(),
+    message: NullableString(),
+  }),
+]);
+export type JobView = Static<typeof JobView>;
+
 export const ClaimResponse = Type.Object({ jobs: Type.Array(CleanupJob) });
 export type ClaimResponse = Static<typeof ClaimResponse>;
 
@@ -204,6 +223,51 @@ export type CompleteRequest = Static<typeof CompleteRequest>;
 
 export const CompleteResponse = Type.Object({ job: CleanupJob });
 export type CompleteResponse = Static<typeof CompleteResponse>;
+
+/**
+ * The queue's HTTP routes, one per `CleanupQueue` method: the server registers them and
+ * `tend agent` calls them from this one table (paths, request and response schemas).
+ */
+export const queueRoutes = {
+  heartbeat: {
+    path: '/api/v1/agents/heartbeat',
+    summary: 'An executor announces itself and the targets it serves (agent scope)',
+    body: HeartbeatRequest,
+    response: HeartbeatResponse,
+  },
+  inventory: {
+    path: '/api/v1/agents/inventory',
+    summary: 'An executor reports the tend-labelled namespaces of a target (agent scope)',
+    body: InventoryReport,
+    response: InventoryResponse,
+  },
+  claim: {
+    path: '/api/v1/cleanup/jobs/claim',
+    summary: 'Lease due jobs of the given targets (agent scope)',
+    body: ClaimRequest,
+    response: ClaimResponse,
+  },
+  start: {
+    path: '/api/v1/cleanup/jobs/:id/start',
+    summary:
+      'Start a leased job: the server re-checks the registry and moves it to executing, or cancels it with the reason (agent scope)',
+    body: StartRequest,
+    response: StartResponse,
+  },
+  complete: {
+    path: '/api/v1/cleanup/jobs/:id/complete',
+    summary: 'Report the outcome of a job: done, cancelled, or failed (retried with backoff) (agent scope)',
+    body: CompleteRequest,
+    response: CompleteResponse,
+  },
+} as const;
+export type QueueRoute = keyof typeof queueRoutes;
+
+/** The path of a queue route, with the job id filled in. */
+export function queuePath(route: QueueRoute, jobId?: string): string {
+  const path = queueRoutes[route].path;
+  return jobId === undefined ? path : path.replace(':id', encodeURIComponent(jobId));
+}
 
 /**
  * The job queue as an executor sees it: `CleanupService` in the server process (embedded

@@ -11,22 +11,14 @@ import { CleanupExecutor } from '../../src/cleanup/executor.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';
 import { repoRoot, runTend, tendBin, waitFor } from '../helpers/project.js';
 import { startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
-import { createTestServer, postEvents, type TestServer } from '../server/helpers.js';
+import { createTestServer, type TestServer } from '../server/helpers.js';
 import { FaultProxy } from '../stream/fault-proxy.js';
-import {
-  executorSettings,
-  exists,
-  recordingEvents,
-  seedNamespace,
-  testClock,
-  type SeededNamespace,
-} from './helpers.js';
+import { dueEnvironments, executorSettings, exists, testClock } from './helpers.js';
 
 let handle: SimHandle;
 let server: TestServer;
 let url: string;
 let clock: ReturnType<typeof testClock>;
-let counter = 0;
 const children: ChildProcess[] = [];
 
 beforeAll(async () => {
@@ -49,19 +41,8 @@ afterEach(async () => {
   await server.close();
 });
 
-async function due(n: number): Promise<SeededNamespace[]> {
-  const batch = ++counter;
-  const namespaces: SeededNamespace[] = [];
-  for (let i = 0; i < n; i++) {
-    const project = `a${batch}-${i}`;
-    const ns = seedNamespace(handle.sim, `${project}-dev`, { project });
-    expect((await postEvents(server, recordingEvents(handle.sim, [ns], { project }))).statusCode).toBe(200);
-    await server.app.cleanup.enforce(project, undefined, 'test');
-    namespaces.push(ns);
-  }
-  clock.advance(2 * 3_600_000);
-  return namespaces;
-}
+const due = (n: number) =>
+  dueEnvironments({ sim: handle.sim, server, clock, cleanup: server.app.cleanup }, n, 'a');
 
 function agentArgs(...extra: string[]) {
   return [

@@ -11,7 +11,8 @@ import { isAlive, listDeployStates } from '../../src/plugins/exec/deploy.js';
 import { execPlugin } from '../../src/plugins/exec/index.js';
 import { localIdentity } from '../../src/state/identity.js';
 import { makeProject, removeProjects } from '../helpers/project.js';
-import { callContext, executorSettings, useTempStateDir } from './helpers.js';
+import { callContext, executorSettings } from './helpers.js';
+import { useTempStateDir } from '../helpers/state-dir.js';
 
 const cleanup = execPlugin.cleanup!;
 const hostId = localIdentity().hostId;

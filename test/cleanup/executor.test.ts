@@ -10,15 +10,14 @@ import { builtinPlugins } from '../../src/plugins/builtin.js';
 import { CleanupService, defaultCleanupSettings } from '../../src/server/cleanup/service.js';
 import { Metrics } from '../../src/server/metrics.js';
 import { kubectl, startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
-import { createTestServer, postEvents, type TestServer } from '../server/helpers.js';
+import { createTestServer, type TestServer } from '../server/helpers.js';
 import {
   countNamespaceDeletes,
+  dueEnvironments,
   executorSettings,
   exists,
-  recordingEvents,
   seedNamespace,
   testClock,
-  type SeededNamespace,
 } from './helpers.js';
 
 let handle: SimHandle;
@@ -56,24 +55,11 @@ function executor(name = 'embedded-1') {
   });
 }
 
-/**
- * n idle environments, each of a project of its own (so the per-project breaker stays shut),
- * recorded with a 1h policy, enforced, and the clock 2h later.
- */
-async function due(n: number) {
-  const batch = ++counter;
-  const namespaces: SeededNamespace[] = [];
-  for (let i = 0; i < n; i++) {
-    const project = `p${batch}-${i}`;
-    const ns = seedNamespace(handle.sim, `${project}-dev`, { project });
-    const res = await postEvents(server, recordingEvents(handle.sim, [ns], { project }));
-    expect(res.statusCode).toBe(200);
-    await service.enforce(project, undefined, 'test');
-    namespaces.push(ns);
-  }
-  clock.advance(2 * 3_600_000);
-  return { namespaces };
-}
+/** n idle, enforced environments (dueEnvironments); `counter` names the test's other namespaces. */
+const due = async (n: number) => {
+  counter++;
+  return { namespaces: await dueEnvironments({ sim: handle.sim, server, clock, cleanup: service }, n) };
+};
 
 async function auditActions(): Promise<string[]> {
   const rows = await server.database.db.selectFrom('audit_log').select('action').orderBy('id').execute();
@@ -138,7 +124,7 @@ describe('the executor with the in-process queue', () => {
     expect((await service.planningPass())?.planned).toBe(1);
     const [ns] = namespaces;
     await kubectlDelete(ns!.name);
-    const again = seedNamespace(handle.sim, ns!.name, { project: `p${counter}-0` });
+    const again = seedNamespace(handle.sim, ns!.name, { project: ns!.name.replace(/-dev$/, '') });
     expect(again.uid).not.toBe(ns!.uid);
     const report = await ex.runPass();
     expect(report.jobs.map((j) => j.outcome)).toEqual(['cancelled']);

@@ -1,11 +1,8 @@
 /**
- * Shared pieces of the cleanup executor tests: namespaces as tend creates them (seeded into
- * kube-sim), cleanup call contexts for the plugins' handlers, and jobs as the server hands them out.
+ * Shared pieces of the cleanup executor tests (and bench/cleanup-executor.ts: no test runner
+ * imports here): namespaces as tend creates them (seeded into kube-sim), their recording on the
+ * server, cleanup call contexts for the plugins' handlers, and jobs as the server hands them out.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll } from 'vitest';
 import { monotonicFactory } from 'ulidx';
 import type { KubeSim } from '../../tools/kube-sim/src/index.js';
 import type { CleanupJob } from '../../src/cleanup/protocol.js';
@@ -13,6 +10,8 @@ import { PluginEventBroker } from '../../src/router/broker.js';
 import { SessionBus } from '../../src/events/bus.js';
 import type { EventType, NamespaceStatusPayload } from '../../src/events/catalog.js';
 import type { CleanupCallContext, ExecutorSettings } from '../../src/plugin/types.js';
+import type { CleanupService } from '../../src/server/cleanup/service.js';
+import { postEvents, type TestServer } from '../server/helpers.js';
 
 export interface SeededNamespace {
   name: string;
@@ -119,6 +118,8 @@ export function jobFor(sim: KubeSim, ns: SeededNamespace, extra: Partial<Cleanup
   };
 }
 
+export type TestClock = ReturnType<typeof testClock>;
+
 /** A clock the tests move: the server's receive time and the planner's now. */
 export function testClock() {
   let offsetMs = 0;
@@ -189,16 +190,27 @@ export function countNamespaceDeletes(sim: KubeSim): () => number {
   return () => sim.faults.fired(id);
 }
 
-/** A host index of local environments of the test file's own (TEND_STATE_DIR), removed at the end. */
-export function useTempStateDir(): { readonly dir: string } {
-  const state = { dir: '' };
-  beforeAll(() => {
-    state.dir = mkdtempSync(path.join(os.tmpdir(), 'tend-state-'));
-    process.env.TEND_STATE_DIR = state.dir;
-  });
-  afterAll(() => {
-    delete process.env.TEND_STATE_DIR;
-    rmSync(state.dir, { recursive: true, force: true });
-  });
-  return state;
+let dueBatch = 0;
+
+/**
+ * n idle environments, each of a project of its own (so the per-project breaker stays shut):
+ * seeded, recorded with a 1h policy, the policy enforced, and the clock moved 2h on.
+ */
+export async function dueEnvironments(
+  t: { sim: KubeSim; server: TestServer; clock: TestClock; cleanup: Pick<CleanupService, 'enforce'> },
+  n: number,
+  prefix = 'p',
+): Promise<SeededNamespace[]> {
+  const batch = ++dueBatch;
+  const namespaces: SeededNamespace[] = [];
+  for (let i = 0; i < n; i++) {
+    const project = `${prefix}${batch}-${i}`;
+    const ns = seedNamespace(t.sim, `${project}-dev`, { project });
+    const res = await postEvents(t.server, recordingEvents(t.sim, [ns], { project }));
+    if (res.statusCode !== 200) throw new Error(`recording ${ns.name}: ${res.statusCode} ${res.body}`);
+    await t.cleanup.enforce(project, undefined, 'test');
+    namespaces.push(ns);
+  }
+  t.clock.advance(2 * 3_600_000);
+  return namespaces;
 }

@@ -3,40 +3,32 @@
  * named by `providers[].plugin`, writes the ConfigMap through ctx.kubernetes(), and records the
  * namespace in the session's events; `tend status` sees it deployed; `tend cleanup env` removes it.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
-import os from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startKubeSim, type KubeSim } from '../../tools/kube-sim/src/index.js';
-import { copyExample, removeProjects, repoRoot, runTend } from '../helpers/project.js';
+import { copyExample, removeProjects, runTend } from '../helpers/project.js';
+import { startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
 
-let sim: KubeSim;
-let dir: string;
-let kubeconfig: string;
+let handle: SimHandle;
 
 beforeAll(async () => {
-  sim = await startKubeSim();
-  dir = mkdtempSync(path.join(os.tmpdir(), 'tend-plugin-e2e-'));
-  kubeconfig = path.join(dir, 'config');
-  await sim.writeKubeconfig(kubeconfig);
+  handle = await startSim();
 });
 
 afterAll(async () => {
-  await sim.stop();
-  rmSync(dir, { recursive: true, force: true });
+  await handle.stop();
   removeProjects();
 });
 
 describe('the plugin-configmap example', () => {
   it('deploys a ConfigMap with its third-party plugin and records the namespace', async () => {
-    const root = copyExample('plugin-configmap');
-    symlinkSync(path.join(repoRoot, 'node_modules'), path.join(root, 'node_modules'), 'dir');
-    const tend = (...args: string[]) => runTend(args, { cwd: root, env: { KUBECONFIG: kubeconfig } });
+    const root = copyExample('plugin-configmap', { dependencies: true });
+    const tend = (...args: string[]) => runTend(args, { cwd: root, env: { KUBECONFIG: handle.kubeconfig } });
 
     const deployed = await tend('deploy', '--json');
     expect(deployed.code, deployed.stderr).toBe(0);
     const namespace = JSON.parse(deployed.stdout).namespace as string;
-    const configMap = sim.store.get('configmaps', namespace, 'settings') as unknown as {
+    const configMap = handle.sim.store.get('configmaps', namespace, 'settings') as unknown as {
       data: Record<string, string>;
     };
     expect(configMap.data).toEqual({ greeting: 'hello from greeter', environment: 'dev' });
@@ -67,6 +59,6 @@ describe('the plugin-configmap example', () => {
 
     const cleaned = await tend('cleanup', 'env', '--json');
     expect(cleaned.code, cleaned.stderr).toBe(0);
-    expect(sim.store.get('namespaces', '', namespace)).toBeUndefined();
+    expect(handle.sim.store.get('namespaces', '', namespace)).toBeUndefined();
   });
 });

@@ -1,7 +1,7 @@
 /** Temporary projects on disk, and running the real `tend` CLI against them. */
 import { spawn } from 'node:child_process';
 import net from 'node:net';
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync, cpSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync, cpSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,13 +23,17 @@ export function makeProject(files: Record<string, string>): string {
 }
 
 /** Copies an example project into a fresh temporary directory. */
-export function copyExample(name: string): string {
+/** A copy of examples/<name>; with `dependencies`, as a user has it: its node_modules next to it. */
+export function copyExample(name: string, options: { dependencies?: boolean } = {}): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), `tend-${name}-`));
   created.push(dir);
   cpSync(path.join(repoRoot, 'examples', name), dir, {
     recursive: true,
     filter: (src) => !src.includes(`${path.sep}.tend`) && !src.includes(`${path.sep}dist`),
   });
+  if (options.dependencies) {
+    symlinkSync(path.join(repoRoot, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
+  }
   return dir;
 }
 

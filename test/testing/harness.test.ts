@@ -3,11 +3,11 @@
  * (examples/plugin-configmap) keeps the contract against kube-sim; a plugin that writes into a
  * namespace with its own Kubernetes client is caught from kube-sim's request log, by namespace.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startKubeSim, type KubeSim } from '../../tools/kube-sim/src/index.js';
+import type { KubeSim } from '../../tools/kube-sim/src/index.js';
+import { startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
 import {
   checkPluginContract,
   kubeSimWire,
@@ -16,29 +16,24 @@ import {
 } from '../../src/testing/index.js';
 import { copyExample, makeProject, removeProjects, repoRoot } from '../helpers/project.js';
 
+let handle: SimHandle;
 let sim: KubeSim;
 let kubeconfig: string;
+/** A directory for the tests' plugin files: the simulator's own, removed with it. */
 let dir: string;
 
 beforeAll(async () => {
-  sim = await startKubeSim();
-  dir = mkdtempSync(path.join(os.tmpdir(), 'tend-harness-'));
-  kubeconfig = path.join(dir, 'config');
-  await sim.writeKubeconfig(kubeconfig);
+  handle = await startSim();
+  ({ sim, kubeconfig } = handle);
+  dir = path.dirname(kubeconfig);
 });
 
 afterAll(async () => {
-  await sim.stop();
-  rmSync(dir, { recursive: true, force: true });
+  await handle.stop();
   removeProjects();
 });
 
-/** The example project, as a user has it: its dependencies installed next to it. */
-function exampleProject(): string {
-  const root = copyExample('plugin-configmap');
-  symlinkSync(path.join(repoRoot, 'node_modules'), path.join(root, 'node_modules'), 'dir');
-  return root;
-}
+const exampleProject = () => copyExample('plugin-configmap', { dependencies: true });
 
 const wire = () => kubeSimWire({ url: sim.url, token: sim.token, caPem: sim.caPem });
 

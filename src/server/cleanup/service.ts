@@ -19,6 +19,7 @@ import type {
   HeartbeatResponse,
   InventoryReport,
   InventoryResponse,
+  JobView,
   StartRequest,
   StartResponse,
 } from '../../cleanup/protocol.js';
@@ -284,6 +285,25 @@ export class CleanupService implements CleanupQueue {
     }));
   }
 
+  /** Jobs with their history, for the read routes and the dashboard. */
+  async jobHistory(rows: CleanupJobRow[]): Promise<JobView[]> {
+    const views = await this.jobViews(rows);
+    return views.map((v, i) => {
+      const r = rows[i]!;
+      return {
+        ...v,
+        trigger: r.trigger,
+        actor: r.actor,
+        plannedAt: r.planned_at,
+        startedAt: r.started_at,
+        finishedAt: r.finished_at,
+        notBefore: r.not_before,
+        outcome: r.result,
+        message: r.outcome_message,
+      };
+    });
+  }
+
   // ── the planning pass ────────────────────────────────────────────────────────────────────
 
   /**
@@ -322,23 +342,7 @@ export class CleanupService implements CleanupQueue {
       let planned = 0;
       for (const d of result.newJobs) {
         const id = await this.db.transaction().execute(async (trx) => {
-          const jobId = await this.repository.createJob(trx, {
-            environmentId: d.environmentId,
-            resourceId: d.resourceId,
-            action: d.action,
-            reason: d.sentence,
-            project: d.project,
-            environment: d.environment,
-            plugin: d.pluginName,
-            targetKey: d.targetKey,
-            namespaceName: d.namespaceName,
-            namespaceUid: d.namespaceUid,
-            expectedLastActivityAt: new Date(d.lastActivityAt).toISOString(),
-            trigger: 'policy',
-            actor: 'planner',
-            now,
-            rule: d.rule,
-          });
+          const jobId = await this.repository.createJob(trx, d, { trigger: 'policy', actor: 'planner', now });
           if (jobId) await writeAudit(trx, now, [decisionAudit(d, 'cleanup-planned', { jobId })]);
           return jobId;
         });
@@ -543,22 +547,7 @@ export class CleanupService implements CleanupQueue {
     const ids: string[] = [];
     await this.db.transaction().execute(async (trx) => {
       for (const d of result.newJobs) {
-        const id = await this.repository.createJob(trx, {
-          environmentId: d.environmentId,
-          resourceId: d.resourceId,
-          action: d.action,
-          reason: d.sentence,
-          project: d.project,
-          environment: d.environment,
-          plugin: d.pluginName,
-          targetKey: d.targetKey,
-          namespaceName: d.namespaceName,
-          namespaceUid: d.namespaceUid,
-          expectedLastActivityAt: new Date(d.lastActivityAt).toISOString(),
-          trigger: 'now',
-          actor,
-          now,
-        });
+        const id = await this.repository.createJob(trx, d, { trigger: 'now', actor, now });
         if (id) {
           ids.push(id);
           await writeAudit(trx, now, [

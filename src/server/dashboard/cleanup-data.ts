@@ -4,7 +4,8 @@
  * jobs, and everything on the Cleanup page. Project-bound tokens see only their project, as in
  * the API.
  */
-import type { CleanupDecisionRow, CleanupJobRow } from '../db/schema.js';
+import type { CleanupDecisionRow } from '../db/schema.js';
+import type { JobView } from '../../cleanup/protocol.js';
 import { policyCovered } from '../cleanup/planner.js';
 import type { ServerServices } from '../services.js';
 import { cleanupStatus, type CleanupStatus } from '../cleanup/status.js';
@@ -43,25 +44,6 @@ export interface DeliveryItem {
   finishedAt: string | null;
 }
 
-export interface JobItem {
-  id: string;
-  action: string;
-  state: string;
-  trigger: string | null;
-  actor: string | null;
-  environmentId: string;
-  project: string;
-  environment: string;
-  namespace: string;
-  targetKey: string;
-  plannedAt: string;
-  finishedAt: string | null;
-  outcome: string | null;
-  message: string | null;
-  reason: string;
-  attempts: number;
-}
-
 export interface PolicyItem {
   project: string;
   environment: string;
@@ -78,7 +60,7 @@ export interface CleanupOverview extends CleanupStatus {
   /** More decisions are due within the window than shown. */
   planTruncated: boolean;
   blocked: DecisionItem[];
-  jobs: JobItem[];
+  jobs: JobView[];
   policies: PolicyItem[];
   deliveries: DeliveryItem[];
 }
@@ -100,27 +82,6 @@ export function decisionItem(r: CleanupDecisionRow): DecisionItem {
     sentence: r.sentence,
     jobId: r.job_id,
     warnAt: r.warn_at,
-  };
-}
-
-export function jobItem(r: CleanupJobRow): JobItem {
-  return {
-    id: r.id,
-    action: r.action,
-    state: r.state,
-    trigger: r.trigger,
-    actor: r.actor,
-    environmentId: r.environment_id,
-    project: r.project ?? '',
-    environment: r.environment ?? '',
-    namespace: r.namespace_name ?? '',
-    targetKey: r.target_key ?? '',
-    plannedAt: r.planned_at,
-    finishedAt: r.finished_at,
-    outcome: r.result,
-    message: r.outcome_message,
-    reason: r.reason,
-    attempts: Number(r.attempts),
   };
 }
 
@@ -166,7 +127,7 @@ export async function environmentCleanup(services: ServerServices, environmentId
       .execute(),
     services.cleanup.repository.listJobs({ environmentId }, 10),
   ]);
-  return { decisions: decisions.map(decisionItem), jobs: jobs.map(jobItem) };
+  return { decisions: decisions.map(decisionItem), jobs: await services.cleanup.jobHistory(jobs) };
 }
 
 /**
@@ -274,7 +235,7 @@ export async function cleanupOverview(
       .map(decisionItem),
     planTruncated: planRows.length > planLimit,
     blocked: blockedRows.map(decisionItem),
-    jobs: jobRows.map(jobItem),
+    jobs: await services.cleanup.jobHistory(jobRows),
     policies,
   };
 }

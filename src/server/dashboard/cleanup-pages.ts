@@ -5,7 +5,8 @@
  * unrecorded namespaces). Every name is escaped by `html`.
  */
 import { html, relativeTime, type Html } from './html.js';
-import type { CleanupOverview, DecisionItem, JobItem } from './cleanup-data.js';
+import type { JobView } from '../../cleanup/protocol.js';
+import type { CleanupOverview, DecisionItem } from './cleanup-data.js';
 import { layout } from './pages.js';
 
 interface Session {
@@ -77,7 +78,7 @@ export function environmentCleanupSection(
   input: {
     environmentId: string;
     decisions: DecisionItem[];
-    jobs: JobItem[];
+    jobs: JobView[];
     canClean: boolean;
     active: boolean;
     /** Paused by a pause job: a Resume button (read scope, like keep-alive). */
@@ -143,7 +144,7 @@ export function environmentCleanupSection(
     ${input.jobs.length > 0 ? jobsTable(input.jobs, now, 'environment-jobs', input.targets) : ''}`;
 }
 
-function jobsTable(jobs: JobItem[], now: Date, id: string, names: TargetNames = new Map()): Html {
+function jobsTable(jobs: JobView[], now: Date, id: string, names: TargetNames = new Map()): Html {
   return html`<table id="${id}">
     <thead>
       <tr>
@@ -171,7 +172,7 @@ function jobsTable(jobs: JobItem[], now: Date, id: string, names: TargetNames = 
                       >${j.project} / ${j.environment}</a
                     >
                   </td>
-                  <td>${j.namespace} <span class="muted">${targetName(j.targetKey, names)}</span></td>
+                  <td>${j.namespaceName} <span class="muted">${targetName(j.targetKey, names)}</span></td>
                   <td>${j.action}</td>
                   <td><span class="badge job-${j.state}">${j.state}</span></td>
                   <td>

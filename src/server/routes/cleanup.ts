@@ -5,19 +5,7 @@
  * unrecorded namespaces). Admin routes: enforce, halt, resume, breaker reset, clean up now.
  */
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import {
-  ClaimRequest,
-  ClaimResponse,
-  CleanupJob,
-  CompleteRequest,
-  CompleteResponse,
-  HeartbeatRequest,
-  HeartbeatResponse,
-  InventoryReport,
-  InventoryResponse,
-  StartRequest,
-  StartResponse,
-} from '../../cleanup/protocol.js';
+import { CleanupJob, JobView, queueRoutes, type QueueRoute } from '../../cleanup/protocol.js';
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
 import { actorOf, type Principal } from '../auth.js';
@@ -81,20 +69,6 @@ export type TransitionView = Static<typeof TransitionView>;
 
 /** Most scheduled environments whose transitions one plan answer lists. */
 const maxScheduledEnvironments = 200;
-
-export const JobView = Type.Intersect([
-  CleanupJob,
-  Type.Object({
-    trigger: Nullable(Type.String()),
-    actor: Nullable(Type.String()),
-    plannedAt: Time(),
-    startedAt: Nullable(Time()),
-    finishedAt: Nullable(Time()),
-    notBefore: Nullable(Time()),
-    outcome: Nullable(Type.String()),
-    message: Nullable(Type.String()),
-  }),
-]);
 
 const errors = {
   400: ErrorResponse,
@@ -165,16 +139,25 @@ function checkProject(principal: Principal | null, project: string | null): void
   }
 }
 
-function executorRoute<B extends TSchema, R extends TSchema>(
-  summary: string,
-  body: B,
-  response: R,
-  bodyLimit?: number,
+/** The options of a queue route (agent scope), from the one table of queue routes. */
+function executorRoute<Q extends QueueRoute, P extends TSchema = TSchema>(
+  route: Q,
+  options: { bodyLimit?: number; params?: P } = {},
 ) {
+  const r: (typeof queueRoutes)[Q] = queueRoutes[route];
+  const body: (typeof queueRoutes)[Q]['body'] = r.body;
+  const response: (typeof queueRoutes)[Q]['response'] = r.response;
   return {
     config: { permission: 'agent' as const },
-    ...(bodyLimit ? { bodyLimit } : {}),
-    schema: { summary, tags: ['cleanup executors'], body, response: { 200: response, ...errors } },
+    ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}),
+    schema: {
+      summary: r.summary,
+      tags: ['cleanup executors'],
+      // Only the job routes have params (fastify warns of an undefined params schema).
+      ...(options.params ? { params: options.params } : ({} as { params: P })),
+      body,
+      response: { 200: response, ...errors },
+    },
   };
 }
 
@@ -202,28 +185,15 @@ export function planItemView(r: CleanupDecisionRow, now: Date): PlanItemView {
 
 export function registerCleanupRoutes(app: App, services: ServerServices): void {
   const cleanup = services.cleanup;
-  app.post(
-    '/api/v1/agents/heartbeat',
-    executorRoute(
-      'An executor announces itself and the targets it serves (agent scope)',
-      HeartbeatRequest,
-      HeartbeatResponse,
-    ),
-    async (request) => {
-      const body = request.body;
-      for (const t of body.targets) checkTarget(request.principal, t.targetKey);
-      return cleanup.heartbeatAs(body, request.principal?.tokenName ?? null);
-    },
-  );
+  app.post(queueRoutes.heartbeat.path, executorRoute('heartbeat'), async (request) => {
+    const body = request.body;
+    for (const t of body.targets) checkTarget(request.principal, t.targetKey);
+    return cleanup.heartbeatAs(body, request.principal?.tokenName ?? null);
+  });
 
   app.post(
-    '/api/v1/agents/inventory',
-    executorRoute(
-      'An executor reports the tend-labelled namespaces of a target (agent scope)',
-      InventoryReport,
-      InventoryResponse,
-      services.limits.bodyLimit,
-    ),
+    queueRoutes.inventory.path,
+    executorRoute('inventory', { bodyLimit: services.limits.bodyLimit }),
     async (request) => {
       const body = request.body;
       checkTarget(request.principal, body.targetKey);
@@ -231,15 +201,11 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
     },
   );
 
-  app.post(
-    '/api/v1/cleanup/jobs/claim',
-    executorRoute('Lease due jobs of the given targets (agent scope)', ClaimRequest, ClaimResponse),
-    async (request) => {
-      const body = request.body;
-      for (const t of body.targetKeys) checkTarget(request.principal, t);
-      return cleanup.claim(body);
-    },
-  );
+  app.post(queueRoutes.claim.path, executorRoute('claim'), async (request) => {
+    const body = request.body;
+    for (const t of body.targetKeys) checkTarget(request.principal, t);
+    return cleanup.claim(body);
+  });
 
   const heldJobTarget = async (id: string, principal: Principal | null) => {
     if (!principal?.clusters) return;
@@ -247,43 +213,15 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
     if (job?.target_key) checkTarget(principal, job.target_key);
   };
 
-  app.post(
-    '/api/v1/cleanup/jobs/:id/start',
-    {
-      config: { permission: 'agent' },
-      schema: {
-        summary:
-          'Start a leased job: the server re-checks the registry and moves it to executing, or cancels it with the reason (agent scope)',
-        tags: ['cleanup executors'],
-        params: JobParams,
-        body: StartRequest,
-        response: { 200: StartResponse, ...errors },
-      },
-    },
-    async (request) => {
-      await heldJobTarget(request.params.id, request.principal);
-      return cleanup.start(request.params.id, request.body);
-    },
-  );
+  app.post(queueRoutes.start.path, executorRoute('start', { params: JobParams }), async (request) => {
+    await heldJobTarget(request.params.id, request.principal);
+    return cleanup.start(request.params.id, request.body);
+  });
 
-  app.post(
-    '/api/v1/cleanup/jobs/:id/complete',
-    {
-      config: { permission: 'agent' },
-      schema: {
-        summary:
-          'Report the outcome of a job: done, cancelled, or failed (retried with backoff) (agent scope)',
-        tags: ['cleanup executors'],
-        params: JobParams,
-        body: CompleteRequest,
-        response: { 200: CompleteResponse, ...errors },
-      },
-    },
-    async (request) => {
-      await heldJobTarget(request.params.id, request.principal);
-      return cleanup.complete(request.params.id, request.body);
-    },
-  );
+  app.post(queueRoutes.complete.path, executorRoute('complete', { params: JobParams }), async (request) => {
+    await heldJobTarget(request.params.id, request.principal);
+    return cleanup.complete(request.params.id, request.body);
+  });
 
   app.get(
     '/api/v1/cleanup/plan',
@@ -458,23 +396,9 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
         limit + 1,
       );
       const page = rows.slice(0, limit);
-      const views = await cleanup.jobViews(page);
       const last = page[page.length - 1];
       return {
-        items: views.map((v, i) => {
-          const r = page[i]!;
-          return {
-            ...v,
-            trigger: r.trigger,
-            actor: r.actor,
-            plannedAt: r.planned_at,
-            startedAt: r.started_at,
-            finishedAt: r.finished_at,
-            notBefore: r.not_before,
-            outcome: r.result,
-            message: r.outcome_message,
-          };
-        }),
+        items: await cleanup.jobHistory(page),
         nextCursor: rows.length > limit && last ? encodeCursor({ at: last.planned_at, id: last.id }) : null,
       };
     },
@@ -642,39 +566,40 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
     },
   );
 
-  app.post(
+  // Clean up now and resume: one job path (cleanNow), different permission and action.
+  const environmentJobRoute = (
+    path: string,
+    permission: 'admin' | 'keep-alive',
+    summary: string,
+    action?: 'resume',
+  ) =>
+    app.post(
+      path,
+      {
+        config: { permission },
+        schema: {
+          summary,
+          tags: ['environments'],
+          params: Type.Object({ id: Type.String() }),
+          response: { 200: Type.Object({ jobs: Type.Array(CleanupJob) }), ...errors },
+        },
+      },
+      async (request) => {
+        const env = await visibleEnvironment(services, request.params.id, request.principal);
+        return {
+          jobs: await cleanup.cleanNow(env.id, actorOf(request.principal!), action ? { action } : {}),
+        };
+      },
+    );
+  environmentJobRoute(
     '/api/v1/environments/:id/cleanup',
-    {
-      config: { permission: 'admin' },
-      schema: {
-        summary:
-          'Clean up now: plan jobs for the environment through the same path and checks, only the inactivity wait skipped (admin)',
-        tags: ['environments'],
-        params: Type.Object({ id: Type.String() }),
-        response: { 200: Type.Object({ jobs: Type.Array(CleanupJob) }), ...errors },
-      },
-    },
-    async (request) => {
-      const env = await visibleEnvironment(services, request.params.id, request.principal);
-      return { jobs: await cleanup.cleanNow(env.id, actorOf(request.principal!)) };
-    },
+    'admin',
+    'Clean up now: plan jobs for the environment through the same path and checks, only the inactivity wait skipped (admin)',
   );
-
-  app.post(
+  environmentJobRoute(
     '/api/v1/environments/:id/resume',
-    {
-      config: { permission: 'keep-alive' },
-      schema: {
-        summary:
-          'Resume a paused environment: a resume job (restores exactly what the pause recorded) through the same path and checks as every cleanup job (read scope, like keep-alive)',
-        tags: ['environments'],
-        params: Type.Object({ id: Type.String() }),
-        response: { 200: Type.Object({ jobs: Type.Array(CleanupJob) }), ...errors },
-      },
-    },
-    async (request) => {
-      const env = await visibleEnvironment(services, request.params.id, request.principal);
-      return { jobs: await cleanup.cleanNow(env.id, actorOf(request.principal!), { action: 'resume' }) };
-    },
+    'keep-alive',
+    'Resume a paused environment: a resume job (restores exactly what the pause recorded) through the same path and checks as every cleanup job (read scope, like keep-alive)',
+    'resume',
   );
 }

@@ -7,6 +7,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import { ulid } from 'ulidx';
 import type { InventoryItem } from '../../../cleanup/protocol.js';
+import type { Decision } from '../../cleanup/planner.js';
 import { isSqlite } from '../dialect.js';
 import { GroupCommit } from '../group-commit.js';
 import { auditId } from './audit.js';
@@ -430,45 +431,30 @@ export class CleanupRepository {
    * undefined. Checked in the caller's transaction, the resource row locked on PostgreSQL, so a
    * job completing at the same time is either seen or waited for.
    */
+  /** A planned job for a `due` decision, unless its resource is no longer ready or a job is open. */
   async createJob(
     trx: Db,
-    job: {
-      environmentId: string;
-      resourceId: string;
-      action: string;
-      reason: string;
-      project: string;
-      environment: string;
-      plugin: string;
-      targetKey: string;
-      namespaceName: string;
-      namespaceUid: string | null;
-      expectedLastActivityAt: string;
-      trigger: 'policy' | 'now';
-      actor: string;
-      now: Date;
-      /** The rule of the decision (`inactivity`, `schedule`). */
-      rule?: string;
-    },
+    d: Decision,
+    how: { trigger: 'policy' | 'now'; actor: string; now: Date },
   ): Promise<string | undefined> {
     const resource = await trx
       .selectFrom('resources')
       .select('state')
-      .where('id', '=', job.resourceId)
+      .where('id', '=', d.resourceId)
       .$if(!isSqlite(trx), (q) => q.forUpdate())
       .executeTakeFirst();
     if (resource?.state !== 'ready') return undefined;
-    const id = ulid(job.now.getTime());
+    const id = ulid(how.now.getTime());
     const result = await trx
       .insertInto('cleanup_jobs')
       .values({
         id,
-        environment_id: job.environmentId,
-        resource_id: job.resourceId,
-        action: job.action,
+        environment_id: d.environmentId,
+        resource_id: d.resourceId,
+        action: d.action,
         state: 'planned',
-        reason: job.reason,
-        planned_at: job.now.toISOString(),
+        reason: d.sentence,
+        planned_at: how.now.toISOString(),
         not_before: null,
         lease_owner: null,
         lease_expires_at: null,
@@ -476,18 +462,18 @@ export class CleanupRepository {
         started_at: null,
         finished_at: null,
         result: null,
-        project: job.project,
-        environment: job.environment,
-        plugin: job.plugin,
-        target_key: job.targetKey,
-        namespace_name: job.namespaceName,
-        namespace_uid: job.namespaceUid,
-        expected_last_activity_at: job.expectedLastActivityAt,
-        trigger: job.trigger,
-        actor: job.actor,
+        project: d.project,
+        environment: d.environment,
+        plugin: d.pluginName,
+        target_key: d.targetKey,
+        namespace_name: d.namespaceName,
+        namespace_uid: d.namespaceUid,
+        expected_last_activity_at: new Date(d.lastActivityAt).toISOString(),
+        trigger: how.trigger,
+        actor: how.actor,
         outcome_message: null,
         dry_run: 0,
-        ...(job.rule ? { rule: job.rule } : {}),
+        rule: d.rule,
       })
       // Another replica (or a concurrent clean up now) planned one first: the open one stands.
       // (No conflict target: SQLite cannot match a partial index's WHERE with bound parameters.)
