@@ -15,7 +15,10 @@ export async function apiRequest<T>(
 ): Promise<T> {
   const url = new URL(connection.url + path);
   const timeoutMs = init.timeoutMs ?? 15_000;
-  const timeout = AbortSignal.timeout(timeoutMs);
+  // A timer cleared with the answer: none is left running after the request (AbortSignal.timeout's is).
+  const timeout = new AbortController();
+  const timer = setTimeout(() => timeout.abort(), timeoutMs);
+  timer.unref();
   let response: HttpAnswer;
   try {
     response = await httpRequest(url, {
@@ -27,10 +30,10 @@ export async function apiRequest<T>(
       },
       ...(init.body !== undefined ? { body: Buffer.from(JSON.stringify(init.body), 'utf8') } : {}),
       agent: false,
-      signal: timeout,
+      signal: timeout.signal,
     });
   } catch (error) {
-    const why = timeout.aborted
+    const why = timeout.signal.aborted
       ? `no answer within ${timeoutMs / 1000} s`
       : redactUrlsIn((error as Error).message || String((error as { code?: unknown }).code ?? error));
     throw new TendError(
@@ -43,6 +46,8 @@ export async function apiRequest<T>(
         },
       },
     );
+  } finally {
+    clearTimeout(timer);
   }
   const { status, text } = response;
   let body: unknown;
