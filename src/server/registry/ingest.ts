@@ -28,7 +28,7 @@
  * Here: the transaction and its retries. What the events mean is plan.ts and resources.ts; the
  * SQL is src/server/db/ (bulk.ts, repositories/registry.ts).
  */
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { TendEvent } from '../../events/catalog.js';
 import { byKey, BulkStatements } from '../db/bulk.js';
 import type { DialectName } from '../db/database.js';
@@ -83,16 +83,18 @@ export async function ingestEvents(
   let skipStored = false;
   for (let attempt = 1; ; attempt++) {
     try {
-      // On SQLite, batches that arrive while one is written share its successor's commit.
-      return await GroupCommit.of(db).run((trx) =>
+      const work = (trx: Transaction<Database>) =>
         applyBatch(
           new BulkStatements(trx, dialect),
           events,
           receivedAt.toISOString(),
           skipStored,
           tokenProject,
-        ),
-      );
+        );
+      // On SQLite, batches that arrive while one is written share its successor's commit. On
+      // PostgreSQL each batch is a transaction of its own on the pool, batches in parallel (the
+      // group commit would run them one after another there).
+      return await (dialect === 'sqlite' ? GroupCommit.of(db).run(work) : db.transaction().execute(work));
     } catch (error) {
       if (error instanceof AllStored) return { accepted: 0, duplicates: events.length };
       if (error instanceof ConcurrentIngest && attempt < 5) {
