@@ -228,6 +228,7 @@ export async function run(): Promise<void> {
         touched++;
       };
       const steady: number[] = [];
+      const reused: number[] = [];
       const phases: { snapshot: number[]; plan: number[]; store: number[] } = {
         snapshot: [],
         plan: [],
@@ -237,11 +238,13 @@ export async function run(): Promise<void> {
         await touch();
         const pass = await service.planningPass();
         steady.push(pass!.durationMs);
+        reused.push(pass!.reused);
         for (const phase of ['snapshot', 'plan', 'store'] as const) phases[phase].push(pass!.phasesMs[phase]);
       }
       figure('planning pass, next (1,000 changed), median of 5', median(steady), 'ms', {
         max: 1000,
       });
+      figure('  environments the memo carried over (median)', median(reused), 'envs');
       figure('  of which: snapshot (cache, re-reads what changed)', median(phases.snapshot), 'ms');
       figure('  of which: plan()', median(phases.plan), 'ms');
       figure('  of which: storing what changed', median(phases.store), 'ms');

@@ -9,7 +9,7 @@ import { tempProject } from './support.js';
 
 const actions = Number(process.argv[2] ?? 5000);
 const baselineMb = process.resourceUsage().maxRSS / 1024;
-const project = tempProject(projectFiles(actions, 'noop'));
+const project = tempProject(projectFiles(actions));
 process.stderr.write = (() => true) as typeof process.stderr.write;
 await executeCommand('build', [], { root: project.root }, [createNoopPlugin().plugin]);
 project.remove();

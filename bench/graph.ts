@@ -1,10 +1,10 @@
 /**
  * The graph benchmark (issue 2): start-up time, framework overhead per action for graphs of
- * no-op actions, an unchanged re-run, 200 exec `true` actions, and peak memory. Baselines run in
- * the same process: `node -e ""` for start-up, direct handler calls for the framework overhead,
- * spawning `true` directly (8 at a time) for the exec actions.
+ * no-op actions, an unchanged re-run, and peak memory. Baselines run in the same process:
+ * `node -e ""` for start-up, direct handler calls for the framework overhead. (Exec actions
+ * against spawning directly: bench/exec.ts.)
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { executeCommand } from '../src/commands/execute.js';
@@ -14,15 +14,14 @@ import { figure, median, ratio, tempProject, timeIt } from './support.js';
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const tendBin = path.join(repoRoot, 'bin', 'tend.js');
 
-export function projectFiles(actions: number, type: 'noop' | 'exec'): Record<string, string> {
+export function projectFiles(actions: number): Record<string, string> {
   const docs = [
-    `kind: Project\nname: bench\ndefaultEnvironment: dev\nenvironments: [{ name: dev, defaultNamespace: bench-dev }]\nproviders: [{ name: ${type} }]\n`,
+    `kind: Project\nname: bench\ndefaultEnvironment: dev\nenvironments: [{ name: dev, defaultNamespace: bench-dev }]\nproviders: [{ name: noop }]\n`,
   ];
   for (let i = 0; i < actions; i++) {
     // A layered graph: every action after the first 10 depends on one of the previous ten.
     const dep = i >= 10 ? `dependencies: [build.a${i - 1 - (i % 10)}]\n` : '';
-    const spec = type === 'exec' ? `{ command: ["true"] }` : '{}';
-    docs.push(`kind: Build\ntype: ${type}\nname: a${i}\n${type === 'exec' ? '' : dep}spec: ${spec}\n`);
+    docs.push(`kind: Build\ntype: noop\nname: a${i}\n${dep}spec: {}\n`);
   }
   return { 'tend.yml': docs.join('---\n') };
 }
@@ -37,19 +36,8 @@ function spawnTimes(command: string, args: string[], runs: number): number[] {
   return times;
 }
 
-async function spawnAll(count: number, concurrency: number): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < count) {
-      next++;
-      await new Promise((resolve) => spawn('true', { stdio: 'ignore' }).once('close', resolve));
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, worker));
-}
-
 export async function run(): Promise<void> {
-  console.log('graph: start-up, framework overhead, exec actions, memory');
+  console.log('graph: start-up, framework overhead, memory');
 
   const nodeStart = median(spawnTimes(process.execPath, ['-e', ''], 7));
   const versionStart = median(spawnTimes(process.execPath, [tendBin, '--version'], 7));
@@ -62,7 +50,7 @@ export async function run(): Promise<void> {
   const loud = () => (process.stderr.write = write);
 
   for (const size of [100, 1000, 5000]) {
-    const project = tempProject(projectFiles(size, 'noop'));
+    const project = tempProject(projectFiles(size));
     const noop = createNoopPlugin();
     quiet();
     const first = await timeIt(() =>
@@ -100,18 +88,6 @@ export async function run(): Promise<void> {
   figure('peak memory (max RSS) after the 5,000-action runs', process.resourceUsage().maxRSS / 1024, 'MB', {
     max: 200,
   });
-
-  const exec = tempProject(projectFiles(200, 'exec'));
-  const viaTend = await timeIt(() =>
-    spawnSync(process.execPath, [tendBin, 'build', '--root', exec.root], {
-      stdio: 'ignore',
-      env: { ...process.env, CI: 'true' },
-    }),
-  );
-  const directSpawn = await timeIt(() => spawnAll(200, 8));
-  figure('200 exec `true` actions via the CLI (whole command)', viaTend, 'ms', { max: 1500 });
-  ratio('200 exec actions vs spawning `true` 200 times, 8 at a time', viaTend, directSpawn, 'direct spawn');
-  exec.remove();
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) await run();

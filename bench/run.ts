@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 
 const suites = [
   'graph',
+  'exec',
   'events',
   'kube-sim',
   'server-ingest',

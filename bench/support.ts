@@ -44,8 +44,19 @@ export function figure(
   console.log(`  ${name.padEnd(58)} ${shown.padStart(10)} ${unit}${verdict}`);
 }
 
-export function ratio(name: string, value: number, baseline: number, baselineName: string): void {
-  console.log(`  ${name.padEnd(58)} ${(value / baseline).toFixed(2).padStart(10)} × ${baselineName}`);
+/** Prints value / baseline; with a target, whether the ratio is within it. */
+export function ratio(
+  name: string,
+  value: number,
+  baseline: number,
+  baselineName: string,
+  target?: { max: number },
+): void {
+  const times = value / baseline;
+  const verdict = target
+    ? `  (target ≤ ${target.max}× ${baselineName}: ${times <= target.max ? 'met' : 'NOT met'})`
+    : '';
+  console.log(`  ${name.padEnd(58)} ${times.toFixed(2).padStart(10)} × ${baselineName}${verdict}`);
 }
 
 export function tempProject(files: Record<string, string>): { root: string; remove(): void } {
@@ -55,4 +66,26 @@ export function tempProject(files: Record<string, string>): { root: string; remo
     writeFileSync(path.join(root, file), content);
   }
   return { root, remove: () => rmSync(root, { recursive: true, force: true }) };
+}
+
+/**
+ * A project of `builds` exec Builds and `tests` exec Tests, each running `echo built <i>` /
+ * `echo tested <i>`, or `program` without arguments when given (test i depends on build i when
+ * there is one), for the exec and the cached re-run benchmarks. `tend test` runs them all.
+ */
+export function execProjectFiles(builds: number, tests: number, program?: string): Record<string, string> {
+  const command = (what: string, i: number) =>
+    program === undefined ? `[echo, ${what} ${i}]` : `[${JSON.stringify(program)}]`;
+  const docs = [
+    'kind: Project\nname: bench\ndefaultEnvironment: dev\n' +
+      'environments: [{ name: dev, defaultNamespace: bench-dev }]\nproviders: [{ name: exec }]\n',
+  ];
+  for (let i = 0; i < builds; i++) {
+    docs.push(`kind: Build\ntype: exec\nname: b${i}\nspec: { command: ${command('built', i)} }\n`);
+  }
+  for (let i = 0; i < tests; i++) {
+    const dep = i < builds ? `dependencies: [build.b${i}]\n` : '';
+    docs.push(`kind: Test\ntype: exec\nname: t${i}\n${dep}spec: { command: ${command('tested', i)} }\n`);
+  }
+  return { 'tend.yml': docs.join('---\n') };
 }

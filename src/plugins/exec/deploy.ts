@@ -11,7 +11,8 @@ import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { TendError } from '../../errors.js';
 import { listNamesWithSuffix, writeFileAtomic } from '../../state/files.js';
-import { killGroup, runCommand, trackGroup } from './process.js';
+import { runCommand, trackGroup } from './process.js';
+import { killGroup } from './spawner.js';
 
 export interface DeployState {
   name: string;

@@ -30,6 +30,7 @@ import {
 } from './environment.js';
 import { getLogs } from './logs.js';
 import { runCommand } from './process.js';
+import { prewarmHelper } from './spawner.js';
 
 const Command = Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), {
   minItems: 1,
@@ -274,6 +275,8 @@ export const execPlugin: PluginDefinition = {
       return { ready: observeEnvironment(ctx) };
     },
     async prepareEnvironment(ctx) {
+      // Only commands that run things prepare the environment: their commands will need a spawn helper.
+      prewarmHelper();
       ensureEnvironment(ctx);
       return { ready: true };
     },

@@ -4,10 +4,14 @@
  * group so that stopping it also stops what it started: on abort SIGTERM, SIGKILL after the
  * grace period. Process groups tend is still waiting for when the process exits (a second Ctrl-C
  * exits at once) get SIGKILL: nothing tend was running is left behind.
+ *
+ * Where the process is started (a spawn helper, or this process) is `spawner.ts`'s business:
+ * both report the same events, and everything here is the same over either.
  */
-import { spawn } from 'node:child_process';
+import { StringDecoder } from 'node:string_decoder';
 import { TendError } from '../../errors.js';
 import type { PluginLog } from '../../plugin/types.js';
+import { killGroup, startProcess } from './spawner.js';
 
 export interface CommandSpec {
   command: string[];
@@ -35,7 +39,7 @@ let exitHookInstalled = false;
  * Tracks a process group until the returned function is called; if this process exits first,
  * the group gets SIGKILL (synchronously, in the `exit` event).
  */
-export function trackGroup(pid: number): () => void {
+export function trackGroup(pid: number): () => boolean {
   if (!exitHookInstalled) {
     exitHookInstalled = true;
     process.on('exit', () => {
@@ -57,13 +61,6 @@ export async function runCommand(
   if (!file) throw new TendError('TEND_EXEC_FAILED', 'empty command');
   if (signal.aborted) throw new TendError('TEND_INTERRUPTED', `interrupted before running ${file}`);
   const started = performance.now();
-  const child = spawn(file, args, {
-    cwd: spec.cwd,
-    env: { ...process.env, ...spec.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  const untrack = child.pid ? trackGroup(child.pid) : () => undefined;
   const outputs: Record<string, string> = {};
   const tail: string[] = [];
   const onLine = (stream: 'stdout' | 'stderr', line: string) => {
@@ -78,14 +75,19 @@ export async function runCommand(
     if (tail.length > tailLines) tail.shift();
     log.output(stream, line);
   };
-  splitLines(child.stdout, (line) => onLine('stdout', line));
-  splitLines(child.stderr, (line) => onLine('stderr', line));
+  const lines = {
+    stdout: new LineSplitter((line) => onLine('stdout', line)),
+    stderr: new LineSplitter((line) => onLine('stderr', line)),
+  };
 
+  /** The process group, once started (a spawn helper tells it a moment after the request). */
+  let pid: number | undefined;
+  let untrack = () => false;
   let stopReason: 'timeout' | 'interrupted' | undefined;
   const stop = (reason: 'timeout' | 'interrupted') => {
     stopReason ??= reason;
-    killGroup(child.pid, 'SIGTERM');
-    setTimeout(() => killGroup(child.pid, 'SIGKILL'), killGraceMs).unref();
+    killGroup(pid, 'SIGTERM');
+    setTimeout(() => killGroup(pid, 'SIGKILL'), killGraceMs).unref();
   };
   const timer = spec.timeoutMs ? setTimeout(() => stop('timeout'), spec.timeoutMs) : undefined;
   const onAbort = () => stop('interrupted');
@@ -93,18 +95,36 @@ export async function runCommand(
 
   try {
     const exitCode = await new Promise<number>((resolve, reject) => {
-      child.once('error', (error: NodeJS.ErrnoException) => {
-        reject(
-          new TendError(
-            'TEND_EXEC_FAILED',
-            error.code === 'ENOENT'
-              ? `command not found: ${file} (cwd ${spec.cwd})`
-              : `could not start ${file}: ${error.message}`,
-            { cause: error },
-          ),
-        );
-      });
-      child.once('close', (code, sig) => resolve(code ?? (sig ? 128 + signalNumber(sig) : 1)));
+      startProcess(
+        { file, args, cwd: spec.cwd, env: { ...process.env, ...spec.env } as Record<string, string> },
+        {
+          started(startedPid) {
+            pid = startedPid;
+            untrack = trackGroup(startedPid);
+            // Stopped before its pid was known: it gets its SIGTERM now (the SIGKILL timer runs already).
+            if (stopReason) killGroup(pid, 'SIGTERM');
+          },
+          output: (stream, chunk) => lines[stream].push(chunk),
+          failed(error: NodeJS.ErrnoException) {
+            reject(
+              error instanceof TendError
+                ? error
+                : new TendError(
+                    'TEND_EXEC_FAILED',
+                    error.code === 'ENOENT'
+                      ? `command not found: ${file} (cwd ${spec.cwd})`
+                      : `could not start ${file}: ${error.message}`,
+                    { cause: error },
+                  ),
+            );
+          },
+          closed(code, sig) {
+            lines.stdout.end();
+            lines.stderr.end();
+            resolve(code ?? (sig ? 128 + signalNumber(sig) : 1));
+          },
+        },
+      );
     });
     const durationMs = Math.round(performance.now() - started);
     if (stopReason === 'timeout') {
@@ -127,35 +147,34 @@ export async function runCommand(
   }
 }
 
-export function killGroup(pid: number | undefined, sig: NodeJS.Signals): boolean {
-  if (!pid) return false;
-  try {
-    process.kill(-pid, sig);
-    return true;
-  } catch {
-    try {
-      process.kill(pid, sig);
-      return true;
-    } catch {
-      return false;
-    }
-  }
-}
-
 function signalNumber(sig: NodeJS.Signals): number {
   return { SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGTERM: 15 }[sig as string] ?? 1;
 }
 
-function splitLines(stream: NodeJS.ReadableStream, onLine: (line: string) => void): void {
-  let rest = '';
-  stream.setEncoding('utf8');
-  stream.on('data', (chunk: string) => {
-    const text = rest + chunk;
-    const lines = text.split('\n');
-    rest = lines.pop() ?? '';
-    for (const line of lines) onLine(line.endsWith('\r') ? line.slice(0, -1) : line);
-  });
-  stream.on('end', () => {
-    if (rest) onLine(rest);
-  });
+/**
+ * Output bytes to lines: decoded as UTF-8 across chunk boundaries (invalid bytes become U+FFFD),
+ * split at \n with a trailing \r dropped; the last line counts without a newline too.
+ */
+class LineSplitter {
+  private readonly decoder = new StringDecoder('utf8');
+  private rest = '';
+
+  constructor(private readonly onLine: (line: string) => void) {}
+
+  push(chunk: Buffer): void {
+    this.split(this.decoder.write(chunk));
+  }
+
+  end(): void {
+    this.split(this.decoder.end());
+    if (this.rest) this.onLine(this.rest);
+    this.rest = '';
+  }
+
+  private split(chunk: string): void {
+    if (!chunk) return;
+    const lines = (this.rest + chunk).split('\n');
+    this.rest = lines.pop() ?? '';
+    for (const line of lines) this.onLine(line.endsWith('\r') ? line.slice(0, -1) : line);
+  }
 }

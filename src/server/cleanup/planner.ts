@@ -155,6 +155,11 @@ export interface PlanSnapshot {
   environments: Map<string, SnapshotEnvironment>;
   /** Their resources that are not missing. */
   resources: SnapshotResource[];
+  /**
+   * The same resources by environment id, when the loader has them grouped (the snapshot cache
+   * does, with the same arrays for unchanged environments); else plan() groups them.
+   */
+  byEnvironment?: ReadonlyMap<string, readonly SnapshotResource[]>;
   /** Active environments per project (with or without a policy): the breaker's denominator. */
   activeEnvironments: Map<string, number>;
   inventories: Map<string, SnapshotInventory>;
@@ -199,6 +204,8 @@ export interface Decision {
   sameWordingAs(other: Decision): boolean;
   /** The open job for this resource, if one exists. */
   openJobId: string | null;
+  /** A copy with another open job (or none). */
+  withOpenJob(id: string | null): Decision;
 }
 
 export interface PlanResult {
@@ -269,11 +276,15 @@ interface Context {
   protectedName: (name: string) => string | undefined;
   supported: ReadonlySet<string>;
   mode: PlanMode;
+  /** Per target, worked out once a pass. */
+  targetBlocks: Map<string, TargetBlock>;
 }
 
 /** What the sentences of one environment's decisions are made of (shared by its resources). */
 interface EnvironmentFacts {
-  ctx: Context;
+  /** The pass's UTC day (formatTime) and mode: all of the pass a sentence reads. */
+  today: string;
+  mode: PlanMode;
   env: SnapshotEnvironment;
   activitySource: 'registry' | 'namespace';
   /** Set when the pull request's close (not inactivity) makes the environment due. */
@@ -312,6 +323,11 @@ class PlannedDecision implements Decision {
   warnAt: number | null = null;
   /** The rule that decided; for `schedule`, dueAt is the schedule's transition (or the grace after use). */
   rule: DecisionRule = 'inactivity';
+  /** A candidate's scratch during plan(): what the breaker or the cap made of it, its index. */
+  outcome: Outcome | undefined = undefined;
+  at = 0;
+  /** A memo candidate's settled copy of the last pass (reused when it ends the same way). */
+  settledCopy: PlannedDecision | undefined = undefined;
   private text: string | undefined = undefined;
 
   constructor(
@@ -335,6 +351,37 @@ class PlannedDecision implements Decision {
   }
   get environment(): string {
     return this.facts.env.name;
+  }
+
+  /** A copy for this pass's breaker and cap to settle (the memo keeps the original unsettled). */
+  clone(): PlannedDecision {
+    const copy = new PlannedDecision(
+      this.facts,
+      this.action,
+      this.resourceId,
+      this.pluginName,
+      this.targetKey,
+      this.namespaceName,
+      this.namespaceUid,
+      this.dueAt,
+      this.lastActivityAt,
+      this.openJobId,
+    );
+    copy.kind = this.kind;
+    copy.reason = this.reason;
+    copy.wording = this.wording;
+    copy.why = this.why;
+    copy.count = this.count;
+    copy.total = this.total;
+    copy.warnAt = this.warnAt;
+    copy.rule = this.rule;
+    return copy;
+  }
+
+  withOpenJob(id: string | null): PlannedDecision {
+    const copy = this.clone();
+    copy.openJobId = id;
+    return copy;
   }
 
   block(reason: BlockReason, wording: Wording, why?: string): void {
@@ -364,8 +411,8 @@ class PlannedDecision implements Decision {
       this.pluginName === other.pluginName &&
       this.targetKey === other.targetKey &&
       this.namespaceName === other.namespaceName &&
-      a.ctx.today === b.ctx.today &&
-      a.ctx.mode === b.ctx.mode &&
+      a.today === b.today &&
+      a.mode === b.mode &&
       a.activitySource === b.activitySource &&
       a.env.project === b.env.project &&
       a.env.name === b.env.name &&
@@ -383,13 +430,13 @@ class PlannedDecision implements Decision {
     const f = this.facts;
     if (this.rule === 'schedule') return this.scheduleBase();
     if (f.base === undefined) {
-      const activity = formatTime(this.lastActivityAt, f.ctx.today);
+      const activity = formatTime(this.lastActivityAt, f.today);
       const what = lastWhat(f.env, f.activitySource);
       f.base =
-        f.ctx.mode === 'now'
+        f.mode === 'now'
           ? `clean up now requested; last activity ${activity} (${what})`
           : f.pullRequest
-            ? `${pullRequestText(f.pullRequest, f.ctx.today)}, ${afterCloseText(f.env)}; last activity ${activity} (${what})`
+            ? `${pullRequestText(f.pullRequest, f.today)}, ${afterCloseText(f.env)}; last activity ${activity} (${what})`
             : `no activity since ${activity}, ${policyText(f.env)}; last: ${what}`;
     }
     return f.base;
@@ -397,10 +444,10 @@ class PlannedDecision implements Decision {
 
   /** "schedule awake 08:00–20:00 Europe/Berlin, mon tue wed thu fri: asleep since 2026-03-29 20:00 +02:00 (18:00 UTC)". */
   private scheduleBase(): string {
-    const { env, ctx } = this.facts;
+    const { env, today } = this.facts;
     const schedule = env.policy!.schedule!;
-    const last = `last activity ${formatTime(this.lastActivityAt, ctx.today)} (${lastWhat(env, this.facts.activitySource)})`;
-    const when = `${formatLocal(schedule, this.dueAt)} (${formatTime(this.dueAt, ctx.today)})`;
+    const last = `last activity ${formatTime(this.lastActivityAt, today)} (${lastWhat(env, this.facts.activitySource)})`;
+    const when = `${formatLocal(schedule, this.dueAt)} (${formatTime(this.dueAt, today)})`;
     const rule = `schedule ${describeSchedule(schedule)}`;
     if (this.action === 'resume') return `${rule}: awake since ${when}; ${last}`;
     if (this.lastActivityAt + asleepGraceMs === this.dueAt) {
@@ -410,10 +457,10 @@ class PlannedDecision implements Decision {
   }
 
   private whyText(): string {
-    const { env, ctx } = this.facts;
+    const { env, today } = this.facts;
     switch (this.reason) {
       case 'kept-alive':
-        return `kept alive until ${formatTime(env.keepAliveUntil ?? 0, ctx.today)}`;
+        return `kept alive until ${formatTime(env.keepAliveUntil ?? 0, today)}`;
       case 'no-executor':
         return `no live executor for ${this.targetKey}`;
       case 'inventory-partial':
@@ -426,24 +473,24 @@ class PlannedDecision implements Decision {
   }
 
   private compose(): string {
-    const { env, ctx } = this.facts;
+    const { env, today } = this.facts;
     const p = env.project;
     switch (this.wording) {
       case 'due':
         return this.base();
       case 'warning':
         return this.facts.pullRequest
-          ? `will be ${this.action === 'delete' ? 'deleted' : this.action + 'd'} at ${formatTime(this.dueAt, ctx.today)} (\`tend keep-alive\` to postpone) — ${this.base()}`
-          : `will be ${this.action === 'delete' ? 'deleted' : this.action + 'd'} at ${formatTime(this.dueAt, ctx.today)} unless used (\`tend keep-alive\` to postpone); last activity ${formatTime(this.lastActivityAt, ctx.today)}, ${policyText(env)}; last: ${lastWhat(env, this.facts.activitySource)}`;
+          ? `will be ${this.action === 'delete' ? 'deleted' : this.action + 'd'} at ${formatTime(this.dueAt, today)} (\`tend keep-alive\` to postpone) — ${this.base()}`
+          : `will be ${this.action === 'delete' ? 'deleted' : this.action + 'd'} at ${formatTime(this.dueAt, today)} unless used (\`tend keep-alive\` to postpone); last activity ${formatTime(this.lastActivityAt, today)}, ${policyText(env)}; last: ${lastWhat(env, this.facts.activitySource)}`;
       case 'scheduled':
         if (this.facts.pullRequest) {
-          return `${this.action === 'delete' ? 'deleted' : this.action + 'd'} at ${formatTime(this.dueAt, ctx.today)} — ${this.base()}`;
+          return `${this.action === 'delete' ? 'deleted' : this.action + 'd'} at ${formatTime(this.dueAt, today)} — ${this.base()}`;
         }
         if (this.rule === 'schedule') {
           const schedule = env.policy!.schedule!;
-          return `${this.action === 'resume' ? 'resumed' : 'paused'} at ${formatLocal(schedule, this.dueAt)} (${formatTime(this.dueAt, ctx.today)}) by the schedule (${describeSchedule(schedule)})${this.action === 'resume' ? '' : ' unless used'}; last activity ${formatTime(this.lastActivityAt, ctx.today)}`;
+          return `${this.action === 'resume' ? 'resumed' : 'paused'} at ${formatLocal(schedule, this.dueAt)} (${formatTime(this.dueAt, today)}) by the schedule (${describeSchedule(schedule)})${this.action === 'resume' ? '' : ' unless used'}; last activity ${formatTime(this.lastActivityAt, today)}`;
         }
-        return `${this.action === 'delete' ? 'deleted' : this.action + 'd'} at ${formatTime(this.dueAt, ctx.today)} unless used; last activity ${formatTime(this.lastActivityAt, ctx.today)}, ${policyText(env)}; last: ${lastWhat(env, this.facts.activitySource)}`;
+        return `${this.action === 'delete' ? 'deleted' : this.action + 'd'} at ${formatTime(this.dueAt, today)} unless used; last activity ${formatTime(this.lastActivityAt, today)}, ${policyText(env)}; last: ${lastWhat(env, this.facts.activitySource)}`;
       case 'paused':
         return `paused${env.pausedBy ? ` (by the ${env.pausedBy === 'schedule' ? 'schedule' : 'inactivity policy'})` : ''}; resumed by the next \`tend deploy|test|run\` or \`tend resume\`${env.policy?.schedule ? ` (the schedule resumes only what it paused)` : ''}`;
       case 'never':
@@ -508,6 +555,24 @@ function lastWhat(env: SnapshotEnvironment, source: 'registry' | 'namespace'): s
   return env.lastActivityType ?? 'recorded';
 }
 
+/** Unknown is not idle: why nothing may be done on a target now (its executor, its inventory). */
+function targetBlock(ctx: Context, targetKey: string): TargetBlock {
+  let block = ctx.targetBlocks.get(targetKey);
+  if (block !== undefined) return block;
+  const { snapshot, staleBefore } = ctx;
+  const seen = snapshot.executorsLastSeen.get(targetKey);
+  const inventory = snapshot.inventories.get(targetKey);
+  if (seen === undefined || seen < staleBefore) block = 'no-executor';
+  else if (inventory && !inventory.complete) block = 'inventory-partial';
+  else if (!inventory || inventory.lastCompleteAt === null || inventory.lastCompleteAt < staleBefore) {
+    block = 'inventory-stale';
+  } else block = null;
+  ctx.targetBlocks.set(targetKey, block);
+  return block;
+}
+
+type TargetBlock = 'no-executor' | 'inventory-partial' | 'inventory-stale' | null;
+
 /**
  * Why a resource of this environment may not be acted on now, or undefined, in check order.
  * `why` is a fixed text; reasons with variable parts are worded by PlannedDecision.
@@ -531,13 +596,8 @@ function blockOf(
     return { reason: 'session-running', why: 'a tend command is running in it' };
   }
   if (snapshot.halted) return { reason: 'halted', why: 'cleanup is halted (`tend cleanup resume`)' };
-  const seen = snapshot.executorsLastSeen.get(r.targetKey);
-  if (seen === undefined || seen < ctx.staleBefore) return { reason: 'no-executor' };
-  const inventory = snapshot.inventories.get(r.targetKey);
-  if (inventory && !inventory.complete) return { reason: 'inventory-partial' };
-  if (!inventory || inventory.lastCompleteAt === null || inventory.lastCompleteAt < ctx.staleBefore) {
-    return { reason: 'inventory-stale' };
-  }
+  const target = targetBlock(ctx, r.targetKey);
+  if (target) return { reason: target };
   const item = r.item;
   if (!item) return { reason: 'not-owned', why: 'the namespace is not in the inventory' };
   if (!item.managedByTend)
@@ -554,14 +614,177 @@ function blockOf(
 }
 
 /**
+ * What a planning pass keeps for the next (the planning service holds one across passes): each
+ * environment's decisions before the pass-wide steps (breaker, cap), with what they were worked
+ * out from. An environment is evaluated again only when one of those changed: its snapshot
+ * objects (the snapshot cache keeps unchanged ones identical), its running session, the halt
+ * switch, its project's breaker, its enforced policy, its resources' open jobs or their targets'
+ * health, or the clock reached the next instant that could change a decision (a due or warning
+ * time, a keep-alive's or session's end, a schedule's transition, midnight UTC). Otherwise its
+ * settled decisions are the same objects as in the last pass, and its candidates are copied for
+ * the breaker and the cap to settle again — so a pass plans exactly what a pass without the
+ * memo plans (property-tested), in time proportional to what changed.
+ */
+export class PlanMemo {
+  /** @internal */
+  readonly entries = new Map<string, MemoEntry>();
+  /** @internal The settings the entries were worked out with. */
+  settings: PlannerSettings | undefined;
+  /** @internal */
+  pass = 0;
+  /** Environments reused in the last pass (for the benchmark and tests). */
+  reused = 0;
+  /** @internal The small tables as the last pass read them, to tell what changed since. */
+  last: SharedFacts | undefined;
+}
+
+/** The small tables of a snapshot an evaluation reads, in comparable form. */
+interface SharedFacts {
+  halted: boolean;
+  breakers: ReadonlySet<string>;
+  enforced: Map<string, string>;
+  sessions: ReadonlyMap<string, number>;
+  jobs: Map<string, string>;
+  targets: Map<string, TargetBlock>;
+}
+
+/** What changed in the small tables since the last pass (all: nothing can be reused). */
+interface Changes {
+  all: boolean;
+  projects: Set<string>;
+  policies: Set<string>;
+  sessions: Set<string>;
+  jobs: Set<string>;
+  targets: Set<string>;
+  /** False when every set is empty: no per-environment lookups needed. */
+  any: boolean;
+}
+
+function sharedFacts(ctx: Context): SharedFacts {
+  const { snapshot } = ctx;
+  const enforced = new Map<string, string>();
+  for (const [key, p] of snapshot.enforcedPolicies) enforced.set(key, `${p.afterMs} ${p.action}`);
+  const jobs = new Map<string, string>();
+  for (const [id, j] of snapshot.openJobs) jobs.set(id, `${j.id}\u0000${j.state}\u0000${j.trigger ?? ''}`);
+  // Every target the tables name (one that leaves them changes to "no executor": changedKeys
+  // sees it gone); a target they never named has had no executor all along.
+  const targets = new Map<string, TargetBlock>();
+  for (const key of snapshot.executorsLastSeen.keys()) targets.set(key, targetBlock(ctx, key));
+  for (const key of snapshot.inventories.keys()) targets.set(key, targetBlock(ctx, key));
+  return {
+    halted: snapshot.halted,
+    breakers: new Set(snapshot.openBreakers),
+    enforced,
+    sessions: new Map(snapshot.runningSessions),
+    jobs,
+    targets,
+  };
+}
+
+/** The keys whose values differ between two maps (present in one only included). */
+function changedKeys<V>(a: ReadonlyMap<string, V>, b: ReadonlyMap<string, V>, into: Set<string>): void {
+  for (const [key, value] of a) if (b.get(key) !== value) into.add(key);
+  for (const key of b.keys()) if (!a.has(key)) into.add(key);
+}
+
+function changesSince(last: SharedFacts | undefined, now: SharedFacts): Changes {
+  const changes: Changes = {
+    all: !last || last.halted !== now.halted,
+    projects: new Set(),
+    policies: new Set(),
+    sessions: new Set(),
+    jobs: new Set(),
+    targets: new Set(),
+    any: false,
+  };
+  if (!last || changes.all) return changes;
+  for (const p of now.breakers) if (!last.breakers.has(p)) changes.projects.add(p);
+  for (const p of last.breakers) if (!now.breakers.has(p)) changes.projects.add(p);
+  changedKeys(now.enforced, last.enforced, changes.policies);
+  changedKeys(now.sessions, last.sessions, changes.sessions);
+  changedKeys(now.jobs, last.jobs, changes.jobs);
+  changedKeys(now.targets, last.targets, changes.targets);
+  changes.any =
+    changes.projects.size +
+      changes.policies.size +
+      changes.sessions.size +
+      changes.jobs.size +
+      changes.targets.size >
+    0;
+  return changes;
+}
+
+/** Of a memo entry's decisions: settled, or a candidate for the pass-wide steps. */
+const enum Role {
+  Settled,
+  DeleteCandidate,
+  OtherCandidate,
+}
+
+interface Evaluation {
+  decisions: PlannedDecision[];
+  roles: Role[];
+  /** The first instant after `now` at which a decision of it could read otherwise. */
+  validUntil: number;
+}
+
+interface MemoEntry extends Evaluation {
+  env: SnapshotEnvironment;
+  resources: readonly SnapshotResource[];
+  pass: number;
+}
+
+function sameResources(a: readonly SnapshotResource[], b: readonly SnapshotResource[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/**
+ * The memo's evaluation of the environment, if nothing it was worked out from has changed: the
+ * entry was checked (or made) in every pass since, so only this pass's changes can touch it.
+ */
+function reusable(
+  ctx: Context,
+  changes: Changes,
+  entry: MemoEntry | undefined,
+  env: SnapshotEnvironment,
+  resources: readonly SnapshotResource[],
+): Evaluation | undefined {
+  if (
+    !entry ||
+    entry.env !== env ||
+    ctx.now >= entry.validUntil ||
+    !sameResources(entry.resources, resources)
+  ) {
+    return undefined;
+  }
+  if (!changes.any) return entry;
+  if (changes.projects.has(env.project) || changes.sessions.has(env.id)) return undefined;
+  if (changes.policies.size > 0 && changes.policies.has(policyKey(env.project, env.name))) return undefined;
+  for (const r of resources) {
+    if (changes.jobs.has(r.id) || changes.targets.has(r.targetKey)) return undefined;
+  }
+  return entry;
+}
+
+/** The first UTC midnight after `now`: sentences name the day of times not on `now`'s. */
+function nextMidnight(now: number): number {
+  const day = 86_400_000;
+  return Math.floor(now / day) * day + day;
+}
+
+/**
  * Plans every resource of the snapshot's environments. `only` restricts to some environments;
- * mode `now` skips the inactivity wait and the policy (clean up now).
+ * mode `now` skips the inactivity wait and the policy (clean up now). `memo` (policy mode, all
+ * environments) carries evaluations from the last pass to this one (see PlanMemo).
  */
 export function plan(
   snapshot: PlanSnapshot,
   now: number,
   settings: PlannerSettings,
-  options: { mode?: PlanMode; only?: ReadonlySet<string>; action?: CleanupAction } = {},
+  options: { mode?: PlanMode; only?: ReadonlySet<string>; action?: CleanupAction; memo?: PlanMemo } = {},
 ): PlanResult {
   const mode = options.mode ?? 'policy';
   const ctx: Context = {
@@ -576,16 +799,34 @@ export function plan(
     }),
     supported: new Set(settings.supportedActions ?? ['delete', 'pause', 'resume']),
     mode,
+    targetBlocks: new Map(),
   };
+  const memo = mode === 'policy' && !options.only ? options.memo : undefined;
+  let changes: Changes | undefined;
+  if (memo) {
+    if (memo.settings !== settings) {
+      memo.entries.clear();
+      memo.last = undefined;
+      memo.settings = settings;
+    }
+    const facts = sharedFacts(ctx);
+    changes = changesSince(memo.last, facts);
+    memo.last = facts;
+    if (changes.all) memo.entries.clear();
+    memo.pass++;
+    memo.reused = 0;
+  }
 
-  const byEnvironment = new Map<string, SnapshotResource[]>();
-  for (const r of snapshot.resources) {
-    if (options.only && !options.only.has(r.environmentId)) continue;
-    const env = snapshot.environments.get(r.environmentId);
-    if (!env || (mode === 'policy' && !env.policy)) continue;
-    let list = byEnvironment.get(r.environmentId);
-    if (!list) byEnvironment.set(r.environmentId, (list = []));
-    list.push(r);
+  let byEnvironment = snapshot.byEnvironment;
+  if (!byEnvironment || options.only) {
+    const grouped = new Map<string, SnapshotResource[]>();
+    for (const r of snapshot.resources) {
+      if (options.only && !options.only.has(r.environmentId)) continue;
+      let list = grouped.get(r.environmentId);
+      if (!list) grouped.set(r.environmentId, (list = []));
+      list.push(r);
+    }
+    byEnvironment = grouped;
   }
 
   // Schedules are shared by many environments: each one's state at `now` is worked out once a pass.
@@ -604,134 +845,243 @@ export function plan(
   // Would-be-due delete decisions per project, before the breaker and the cap.
   const dueByProject = new Map<string, { envs: Set<string>; decisions: PlannedDecision[] }>();
   const candidates: PlannedDecision[] = [];
+  /** The candidates, each with its place in `decisions`. */
+  const pending: PlannedDecision[] = [];
 
   for (const [envId, resources] of byEnvironment) {
-    const env = snapshot.environments.get(envId)!;
-    const activity = lastActivityOf(env, resources);
-    const policy = env.policy;
-    const next: NextStep =
-      mode === 'now' || !policy
-        ? {
-            action: options.action ?? policy?.action ?? 'delete',
-            rule: 'inactivity',
-            dueAt: now,
-            paused: false,
-          }
-        : nextStep(env, policy, activity.at, now, scheduleFacts);
-    const { action } = next;
-    let { dueAt } = next;
-    const facts: EnvironmentFacts = { ctx, env, activitySource: activity.source };
-    // A closed or merged pull request brings the policy's own action forward (deadlines.ts).
-    if (
-      mode === 'policy' &&
-      policy &&
-      !next.paused &&
-      next.rule === 'inactivity' &&
-      action === policy.action
-    ) {
-      const byPolicy = policyDueAt(env, activity.at);
-      if (byPolicy.pullRequest && byPolicy.dueAt <= dueAt) {
-        dueAt = byPolicy.dueAt;
-        facts.pullRequest = byPolicy.pullRequest;
-      }
+    const env = snapshot.environments.get(envId);
+    if (!env || (mode === 'policy' && !env.policy) || resources.length === 0) continue;
+    const entry = memo?.entries.get(envId);
+    let evaluation = memo ? reusable(ctx, changes!, entry, env, resources) : undefined;
+    if (evaluation) {
+      entry!.pass = memo!.pass;
+      memo!.reused++;
+    } else {
+      evaluation = evaluate(ctx, env, resources, scheduleFacts, options.action);
+      if (memo) memo.entries.set(envId, { ...evaluation, env, resources, pass: memo.pass });
     }
-    for (const r of resources) {
-      const decision = new PlannedDecision(
-        facts,
-        action,
-        r.id,
-        r.plugin,
-        r.targetKey,
-        r.namespaceName,
-        r.namespaceUid,
-        dueAt,
-        activity.at,
-        snapshot.openJobs.get(r.id)?.id ?? null,
-      );
-      decision.rule = next.rule;
+    const { roles } = evaluation;
+    for (let i = 0; i < roles.length; i++) {
+      const role = roles[i]!;
+      const decision = evaluation.decisions[i]!;
       decisions.push(decision);
-      const block = blockOf(ctx, env, r);
-      if (block && structuralReasons.has(block.reason)) {
-        decision.block(block.reason, 'never', block.why);
+      if (role === Role.Settled) continue;
+      // Settled below, after every environment is seen (its place noted to put the result in).
+      decision.outcome = undefined;
+      decision.at = decisions.length - 1;
+      pending.push(decision);
+      if (role === Role.OtherCandidate) {
+        candidates.push(decision);
         continue;
       }
-      if (next.paused) {
-        decision.block('paused', 'paused');
-        continue;
-      }
-      if (dueAt > now) {
-        decision.kind = 'scheduled';
-        decision.warnAt = warnAtOf(env, dueAt);
-        decision.wording = decision.warnAt <= now ? 'warning' : 'scheduled';
-        continue;
-      }
-      if (block) {
-        decision.block(block.reason, 'due-but', block.why);
-        continue;
-      }
-      if (mode === 'policy') {
-        if (!ctx.supported.has(action)) {
-          decision.kind = 'dry-run';
-          decision.wording = 'unsupported';
-          continue;
-        }
-        const enforced = snapshot.enforcedPolicies.get(policyKey(env.project, env.name));
-        // Resuming only restores what a pause recorded: it needs no enforced policy.
-        if (action !== 'resume' && !policyCovered(policy!, enforced)) {
-          decision.kind = 'dry-run';
-          decision.wording = enforced ? 'stricter' : 'not-enforced';
-          continue;
-        }
-        // The breaker guards against mass deletion; pause and resume are undone exactly (and a
-        // schedule puts a whole project to sleep at once by design). The cap holds for all.
-        if (action !== 'delete') {
-          candidates.push(decision);
-          continue;
-        }
-        if (snapshot.openBreakers.has(env.project)) {
-          decision.block('breaker-open', 'breaker-open');
-          continue;
-        }
-        let entry = dueByProject.get(env.project);
-        if (!entry) dueByProject.set(env.project, (entry = { envs: new Set(), decisions: [] }));
-        entry.envs.add(env.id);
-        entry.decisions.push(decision);
-      }
+      let entry = dueByProject.get(env.project);
+      if (!entry) dueByProject.set(env.project, (entry = { envs: new Set(), decisions: [] }));
+      entry.envs.add(env.id);
+      entry.decisions.push(decision);
     }
   }
+  if (memo) {
+    for (const [id, entry] of memo.entries) if (entry.pass !== memo.pass) memo.entries.delete(id);
+  }
 
+  // The pass-wide steps decide an outcome for each candidate (none: it stays due).
   const breakersOpened: PlanResult['breakersOpened'] = [];
   for (const [project, entry] of dueByProject) {
     const active = snapshot.activeEnvironments.get(project) ?? entry.envs.size;
     if (entry.envs.size >= breakerMinimum && entry.envs.size > breakerShare * active) {
       breakersOpened.push({ project, dueCount: entry.envs.size, activeCount: active });
-      for (const d of entry.decisions) {
-        d.block('breaker-open', 'breaker-opened');
-        d.count = entry.envs.size;
-        d.total = active;
-      }
+      const outcome: Outcome = { wording: 'breaker-opened', count: entry.envs.size, total: active };
+      for (const d of entry.decisions) d.outcome = outcome;
     } else {
       for (const d of entry.decisions) candidates.push(d);
     }
   }
   if (mode === 'now') {
-    for (const d of decisions) if (d.kind === 'due') candidates.push(d);
+    for (const [at, d] of decisions.entries()) {
+      if (d.kind !== 'due') continue;
+      candidates.push(d);
+      d.outcome = undefined;
+      d.at = at;
+      pending.push(d);
+    }
   }
 
   // Oldest due first; open jobs are already queued and take no room in the cap.
   const fresh = candidates.filter((d) => d.openJobId === null);
   const limit = mode === 'policy' ? settings.maxPerPass : Infinity;
   const chosen = oldestFirst(fresh, limit);
-  const newJobs: Decision[] = chosen;
+  const newJobs: Decision[] = [];
   if (chosen.length < fresh.length) {
     const taken = new Set(chosen);
-    for (const d of fresh) {
-      if (taken.has(d)) continue;
-      d.block('cap-reached', 'cap-reached');
-      d.count = settings.maxPerPass;
+    const outcome: Outcome = { wording: 'cap-reached', count: settings.maxPerPass, total: 0 };
+    for (const d of fresh) if (!taken.has(d)) d.outcome = outcome;
+  }
+
+  // The results. Without a memo, the candidates themselves; with one, the memo's candidates stay
+  // unsettled and the result is a copy — the last pass's copy when it ends the same way (so an
+  // unchanged decision is the same object as stored), a new one for each new job (the pass
+  // records its job on it).
+  const newJob = new Set(chosen);
+  for (const d of pending) {
+    const { outcome } = d;
+    let result = d;
+    if (memo) {
+      const last = newJob.has(d) ? undefined : d.settledCopy;
+      if (last && sameOutcome(last, outcome)) result = last;
+      else {
+        result = d.clone();
+        settle(result, outcome);
+        d.settledCopy = newJob.has(d) ? undefined : result;
+      }
+    } else settle(result, outcome);
+    decisions[d.at] = result;
+    if (newJob.has(d)) newJobs.push(result);
+  }
+  // In the order chosen: oldest due first.
+  if (newJobs.length > 1) newJobs.sort(dueOrder);
+  return { decisions, newJobs, breakersOpened };
+}
+
+/** What the breaker or the cap made of a candidate. */
+interface Outcome {
+  wording: 'breaker-opened' | 'cap-reached';
+  count: number;
+  total: number;
+}
+
+function settle(d: PlannedDecision, outcome: Outcome | undefined): void {
+  if (!outcome) return;
+  d.block(outcome.wording === 'cap-reached' ? 'cap-reached' : 'breaker-open', outcome.wording);
+  d.count = outcome.count;
+  d.total = outcome.total;
+}
+
+function sameOutcome(d: PlannedDecision, outcome: Outcome | undefined): boolean {
+  if (!outcome) return d.kind === 'due';
+  return d.wording === outcome.wording && d.count === outcome.count && d.total === outcome.total;
+}
+
+/**
+ * One environment's decisions before the pass-wide steps: each settled (never, paused,
+ * scheduled, blocked, dry-run) or a candidate for the breaker (deletes) and the cap.
+ */
+function evaluate(
+  ctx: Context,
+  env: SnapshotEnvironment,
+  resources: readonly SnapshotResource[],
+  scheduleFacts: (schedule: Schedule) => ScheduleFacts,
+  nowAction: CleanupAction | undefined,
+): Evaluation {
+  const { snapshot, now, mode } = ctx;
+  const activity = lastActivityOf(env, resources);
+  const policy = env.policy;
+  const next: NextStep =
+    mode === 'now' || !policy
+      ? { action: nowAction ?? policy?.action ?? 'delete', rule: 'inactivity', dueAt: now, paused: false }
+      : nextStep(env, policy, activity.at, now, scheduleFacts);
+  const { action } = next;
+  let { dueAt } = next;
+  const facts: EnvironmentFacts = { today: ctx.today, mode, env, activitySource: activity.source };
+  // Every instant after `now` that a comparison below (or in nextStep) could cross.
+  let validUntil = nextMidnight(now);
+  const until = (t: number | null | undefined) => {
+    if (t !== null && t !== undefined && t > now && t < validUntil) validUntil = t;
+  };
+  if (policy) {
+    until(activity.at + policy.afterMs);
+    until(activity.at + asleepGraceMs);
+    if (policy.schedule) until(scheduleFacts(policy.schedule).next);
+  }
+  until(env.keepAliveUntil);
+  const session = snapshot.runningSessions.get(env.id);
+  if (session !== undefined) until(session + sessionLiveMs);
+  // A closed or merged pull request brings the policy's own action forward (deadlines.ts).
+  if (mode === 'policy' && policy && !next.paused && next.rule === 'inactivity' && action === policy.action) {
+    const byPolicy = policyDueAt(env, activity.at);
+    until(byPolicy.dueAt);
+    if (byPolicy.pullRequest && byPolicy.dueAt <= dueAt) {
+      dueAt = byPolicy.dueAt;
+      facts.pullRequest = byPolicy.pullRequest;
     }
   }
-  return { decisions, newJobs, breakersOpened };
+  until(dueAt);
+  // Due "now" (a paused environment's resume, a schedule without a transition yet): read
+  // afresh every pass.
+  if (dueAt === now) validUntil = now;
+  const decisions: PlannedDecision[] = [];
+  const roles: Role[] = [];
+  for (const r of resources) {
+    const decision = new PlannedDecision(
+      facts,
+      action,
+      r.id,
+      r.plugin,
+      r.targetKey,
+      r.namespaceName,
+      r.namespaceUid,
+      dueAt,
+      activity.at,
+      snapshot.openJobs.get(r.id)?.id ?? null,
+    );
+    decision.rule = next.rule;
+    decisions.push(decision);
+    roles.push(classify(ctx, env, r, decision, next.paused, until));
+  }
+  return { decisions, roles, validUntil };
+}
+
+/** Settles a decision as far as its environment alone decides; says whether it is a candidate. */
+function classify(
+  ctx: Context,
+  env: SnapshotEnvironment,
+  r: SnapshotResource,
+  decision: PlannedDecision,
+  paused: boolean,
+  until: (t: number | null) => void,
+): Role {
+  const { snapshot, now, mode } = ctx;
+  const { action, dueAt } = decision;
+  const block = blockOf(ctx, env, r);
+  if (block && structuralReasons.has(block.reason)) {
+    decision.block(block.reason, 'never', block.why);
+    return Role.Settled;
+  }
+  if (paused) {
+    decision.block('paused', 'paused');
+    return Role.Settled;
+  }
+  if (dueAt > now) {
+    decision.kind = 'scheduled';
+    decision.warnAt = warnAtOf(env, dueAt);
+    until(decision.warnAt);
+    decision.wording = decision.warnAt <= now ? 'warning' : 'scheduled';
+    return Role.Settled;
+  }
+  if (block) {
+    decision.block(block.reason, 'due-but', block.why);
+    return Role.Settled;
+  }
+  if (mode !== 'policy') return Role.Settled;
+  if (!ctx.supported.has(action)) {
+    decision.kind = 'dry-run';
+    decision.wording = 'unsupported';
+    return Role.Settled;
+  }
+  const enforced = snapshot.enforcedPolicies.get(policyKey(env.project, env.name));
+  // Resuming only restores what a pause recorded: it needs no enforced policy.
+  if (action !== 'resume' && !policyCovered(env.policy!, enforced)) {
+    decision.kind = 'dry-run';
+    decision.wording = enforced ? 'stricter' : 'not-enforced';
+    return Role.Settled;
+  }
+  // The breaker guards against mass deletion; pause and resume are undone exactly (and a
+  // schedule puts a whole project to sleep at once by design). The cap holds for all.
+  if (action !== 'delete') return Role.OtherCandidate;
+  if (snapshot.openBreakers.has(env.project)) {
+    decision.block('breaker-open', 'breaker-open');
+    return Role.Settled;
+  }
+  return Role.DeleteCandidate;
 }
 
 interface NextStep {

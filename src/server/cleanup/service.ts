@@ -28,7 +28,7 @@ import { CleanupRepository, writeAudit, type AuditInput } from '../db/repositori
 import type { CleanupDecisionRow, CleanupJobRow, Database } from '../db/schema.js';
 import type { Metrics } from '../metrics.js';
 import { parseDuration } from '../views.js';
-import { plan, type Decision, type PlannerSettings } from './planner.js';
+import { plan, PlanMemo, type Decision, type PlannerSettings } from './planner.js';
 import { loadSnapshot, SnapshotCache } from './snapshot.js';
 
 export interface CleanupSettings extends PlannerSettings {
@@ -60,6 +60,8 @@ export interface PassReport {
   durationMs: number;
   /** Where the time went: loading the snapshot, the pure plan, storing what changed. */
   phasesMs: { snapshot: number; plan: number; store: number };
+  /** Environments whose evaluation the planner's memo carried over from the last pass. */
+  reused: number;
 }
 
 type DecisionState = Pick<
@@ -75,6 +77,8 @@ export class CleanupService implements CleanupQueue {
   private cache: { seq: number; rows: Map<string, Decision | DecisionState> } | undefined;
   /** The planning pass's snapshot, re-read where it changed since the last pass. */
   private readonly snapshots: SnapshotCache;
+  /** The planner's evaluations of the last pass, reused where nothing they read changed. */
+  private readonly memo = new PlanMemo();
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -335,7 +339,7 @@ export class CleanupService implements CleanupQueue {
       const loadStarted = performance.now();
       const snapshot = await this.snapshots.load(now);
       const planStarted = performance.now();
-      const result = plan(snapshot, now.getTime(), this.settings);
+      const result = plan(snapshot, now.getTime(), this.settings, { memo: this.memo });
       const planMs = performance.now() - planStarted;
       await this.repository.openBreakers(result.breakersOpened, 'planner', now);
 
@@ -355,7 +359,7 @@ export class CleanupService implements CleanupQueue {
 
       // Planned jobs whose decision is no longer due are cancelled before an executor claims them.
       let cancelled = 0;
-      for (const d of result.decisions) {
+      for (const [i, d] of result.decisions.entries()) {
         const open = snapshot.openJobs.get(d.resourceId);
         if (!open || open.state !== 'planned' || open.trigger !== 'policy' || d.kind === 'due') continue;
         const job = await this.repository.job(open.id, this.db);
@@ -370,7 +374,8 @@ export class CleanupService implements CleanupQueue {
         });
         if (ok) {
           cancelled++;
-          d.openJobId = null;
+          // A copy: the decision may be the memo's, shared with the last pass (and its stored row).
+          result.decisions[i] = d.withOpenJob(null);
           this.metrics.recordCleanupJob(job.action, 'cancelled');
         }
       }
@@ -393,6 +398,7 @@ export class CleanupService implements CleanupQueue {
         breakersOpened: result.breakersOpened.map((b) => b.project),
         durationMs,
         phasesMs,
+        reused: this.memo.reused,
       };
     } catch (error) {
       // Let another replica (or the next pass) take over at once.
@@ -423,6 +429,8 @@ export class CleanupService implements CleanupQueue {
     for (const d of decisions) {
       const before = stored.get(d.resourceId);
       if (before) kept++;
+      // The same object as stored: a decision the planner's memo carried over, never changed since.
+      if (before === d) continue;
       // A decision of this replica's last pass: compared without building any sentence.
       if (
         before &&

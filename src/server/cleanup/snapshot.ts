@@ -93,6 +93,8 @@ export class SnapshotCache {
   private readonly incremental: boolean;
   private environments = new Map<string, SnapshotEnvironment>();
   private resources = new Map<string, LoadedResource[]>();
+  /** The planner's view of each list of resources without local ones, kept while the list is. */
+  private plain = new WeakMap<LoadedResource[], SnapshotResource[]>();
   /** Every active environment's project (with a policy or not), and their count per project. */
   private activeProject = new Map<string, string>();
   private activeCounts = new Map<string, number>();
@@ -125,12 +127,29 @@ export class SnapshotCache {
     if (assigned > 0) {
       await this.writer.deleteFrom('cleanup_changes').where('seq', '<=', assigned).execute();
     }
-    const resources: LoadedResource[] = [];
-    for (const list of this.resources.values()) for (const r of list) resources.push(r);
-    return assemble(this.environments, resources, {
-      ...shared,
+    // The same array for an environment whose resources were not re-read: the planner's memo
+    // recognises it. Local resources take their inventory item from this pass's shared part.
+    const { localItems, ...rest } = shared;
+    const byEnvironment = new Map<string, readonly SnapshotResource[]>();
+    const resources: SnapshotResource[] = [];
+    for (const [id, list] of this.resources) {
+      let plain = this.plain.get(list);
+      if (!plain) {
+        plain = list.map((l) =>
+          l.localKey === null ? l.resource : { ...l.resource, item: localItems.get(l.localKey) ?? null },
+        );
+        if (list.every((l) => l.localKey === null)) this.plain.set(list, plain);
+      }
+      byEnvironment.set(id, plain);
+      for (const r of plain) resources.push(r);
+    }
+    return {
+      ...rest,
+      environments: this.environments,
+      resources,
+      byEnvironment,
       activeEnvironments: new Map(this.activeCounts),
-    });
+    };
   }
 
   private async reloadAll(): Promise<void> {

@@ -1,0 +1,274 @@
+/**
+ * Where the exec plugin's commands are started: by a spawn helper (`spawn-helper.ts`: a small
+ * long-lived Node process, up to 4 of them) when one is ready, otherwise directly from this
+ * process. Both ways report the same events, in the same order, so `runCommand` (process.ts) is
+ * one piece of code over either.
+ *
+ * Helpers start on demand — `prewarmHelper` (when a command prepares an environment to run
+ * things), or a command that finds no helper ready and idle — up to `helperLimit`. Until a helper
+ * is ready, commands spawn directly.
+ *
+ * A helper that dies (killed, crashed) fails the commands it was running with TEND_EXEC_FAILED,
+ * and their process groups get SIGKILL; the next command starts a new helper. A helper that dies
+ * before it is ready turns helpers off for this process: everything spawns directly. A helper
+ * exits when tend exits: its stdin ends, it SIGKILLs the groups still running, and exits.
+ *
+ * `TEND_EXEC_HELPERS=0` spawns every command directly (a number caps the helpers).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
+import type { Socket } from 'node:net';
+import { TendError } from '../../errors.js';
+import {
+  FrameType,
+  frameHeaderBytes,
+  helperSource,
+  type ClosedFrame,
+  type ErrorFrame,
+  type SpawnFrame,
+} from './spawn-helper.js';
+
+export type SpawnRequest = SpawnFrame;
+
+/** What happens to a started command, in order: `started` (unless it could not start), output, then `closed`. */
+export interface SpawnEvents {
+  /** Its pid, which is also its process group. */
+  started(pid: number): void;
+  output(stream: 'stdout' | 'stderr', chunk: Buffer): void;
+  /** It could not start (an errno error: ENOENT…), or its helper died (a TendError). */
+  failed(error: Error): void;
+  /** It exited and its output is closed (after `failed`, when it could not start). */
+  closed(code: number | null, signal: NodeJS.Signals | null): void;
+}
+
+/** Starts a command in its own process group, with stdin closed and stdout/stderr captured. */
+export function startProcess(request: SpawnRequest, events: SpawnEvents): void {
+  const helper = pickHelper();
+  if (helper) helper.start(request, events);
+  else spawnDirectly(request, events);
+}
+
+/** Starts a helper now, if none runs: it is ready by the time the commands come. */
+export function prewarmHelper(): void {
+  if (helpers.size === 0 && !helpersOff && helperLimit() > 0) startHelper();
+}
+
+function spawnDirectly(request: SpawnRequest, events: SpawnEvents): void {
+  const child = spawn(request.file, request.args, {
+    cwd: request.cwd,
+    env: request.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  if (child.pid) events.started(child.pid);
+  child.once('error', (error) => events.failed(error));
+  child.stdout.on('data', (chunk: Buffer) => events.output('stdout', chunk));
+  child.stderr.on('data', (chunk: Buffer) => events.output('stderr', chunk));
+  child.once('close', (code, signal) => events.closed(code, signal));
+}
+
+const helpers = new Set<Helper>();
+/** Off after a helper failed to get ready (or with TEND_EXEC_HELPERS=0). */
+let helpersOff = false;
+
+/**
+ * How many helpers may run: two per core, from 2 to 4 (a helper waits, blocked, while each child
+ * it forks gets to exec, so more helpers than cores still overlap), or TEND_EXEC_HELPERS.
+ */
+function helperLimit(): number {
+  const configured = process.env.TEND_EXEC_HELPERS;
+  if (configured !== undefined && /^\d+$/.test(configured)) return Number(configured);
+  return Math.min(4, Math.max(2, 2 * os.availableParallelism()));
+}
+
+function pickHelper(): Helper | undefined {
+  const limit = helperLimit();
+  if (helpersOff || limit === 0) return undefined;
+  let best: Helper | undefined;
+  for (const helper of helpers) {
+    if (helper.ready && (!best || helper.running < best.running)) best = helper;
+  }
+  if (helpers.size < limit && (!best || best.running > 0)) startHelper();
+  return best;
+}
+
+function startHelper(): void {
+  const helper = new Helper();
+  if (helper.alive) helpers.add(helper);
+}
+
+interface Running {
+  request: SpawnRequest;
+  events: SpawnEvents;
+  pid?: number;
+}
+
+class Helper {
+  readonly child: ChildProcess;
+  ready = false;
+  alive = true;
+  private nextId = 1;
+  private readonly commands = new Map<number, Running>();
+  private pending: Buffer = Buffer.alloc(0);
+
+  constructor() {
+    this.child = spawn(process.execPath, ['-e', helperSource], {
+      // Its own session: a terminal's Ctrl-C reaches tend, which stops commands its own way.
+      detached: true,
+      env: {},
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    this.child.unref();
+    if (!this.child.pid) {
+      this.alive = false;
+      helpersOff = true;
+      this.child.once('error', () => undefined);
+      return;
+    }
+    // With 'pipe' stdio, a child's stdin and stdout are sockets (which ref and unref the event loop).
+    const stdout = this.child.stdout as Socket;
+    const stdin = this.child.stdin as Socket;
+    stdin.on('error', () => undefined); // a dead helper: handled when its stdout closes
+    stdin.unref();
+    stdout.unref();
+    stdout.on('data', (chunk: Buffer) => this.receive(chunk));
+    stdout.once('close', () => this.died());
+    this.child.once('error', () => undefined);
+  }
+
+  get running(): number {
+    return this.commands.size;
+  }
+
+  start(request: SpawnRequest, events: SpawnEvents): void {
+    const id = this.nextId++;
+    this.commands.set(id, { request, events });
+    // While it runs a command, the helper's output keeps tend's event loop alive.
+    if (this.commands.size === 1) (this.child.stdout as Socket).ref();
+    this.send(FrameType.spawn, id, Buffer.from(JSON.stringify(request)));
+  }
+
+  /** Frames sent in one turn of the event loop go in one write, which wakes the helper once. */
+  private send(type: number, id: number, payload: Buffer): void {
+    const header = Buffer.allocUnsafe(frameHeaderBytes);
+    header.writeUInt32BE(payload.length, 0);
+    header.writeUInt8(type, 4);
+    header.writeUInt32BE(id, 5);
+    const stdin = this.child.stdin!;
+    if (!stdin.writableCorked) {
+      stdin.cork();
+      setImmediate(() => stdin.uncork());
+    }
+    stdin.write(header);
+    stdin.write(payload);
+  }
+
+  private receive(chunk: Buffer): void {
+    this.pending = this.pending.length > 0 ? Buffer.concat([this.pending, chunk]) : chunk;
+    let offset = 0;
+    while (this.pending.length - offset >= frameHeaderBytes) {
+      const length = this.pending.readUInt32BE(offset);
+      if (this.pending.length - offset < frameHeaderBytes + length) break;
+      const type = this.pending.readUInt8(offset + 4);
+      const id = this.pending.readUInt32BE(offset + 5);
+      const payload = this.pending.subarray(offset + frameHeaderBytes, offset + frameHeaderBytes + length);
+      offset += frameHeaderBytes + length;
+      this.dispatch(type, id, payload);
+    }
+    this.pending = this.pending.subarray(offset);
+  }
+
+  private dispatch(type: number, id: number, payload: Buffer): void {
+    if (type === FrameType.ready) {
+      this.ready = true;
+      return;
+    }
+    const command = this.commands.get(id);
+    if (!command) return;
+    switch (type) {
+      case FrameType.started:
+        command.pid = (JSON.parse(payload.toString('utf8')) as { pid: number }).pid;
+        command.events.started(command.pid);
+        break;
+      case FrameType.stdout:
+        command.events.output('stdout', payload);
+        break;
+      case FrameType.stderr:
+        command.events.output('stderr', payload);
+        break;
+      case FrameType.error: {
+        const frame = JSON.parse(payload.toString('utf8')) as ErrorFrame;
+        command.events.failed(
+          Object.assign(new Error(frame.message), {
+            code: frame.code,
+            errno: frame.errno,
+            syscall: frame.syscall,
+            path: frame.path,
+          }),
+        );
+        break;
+      }
+      case FrameType.closed: {
+        const frame = JSON.parse(payload.toString('utf8')) as ClosedFrame;
+        this.finish(id);
+        command.events.closed(frame.code, frame.signal);
+        break;
+      }
+    }
+  }
+
+  private finish(id: number): void {
+    this.commands.delete(id);
+    if (this.commands.size === 0) (this.child.stdout as Socket).unref();
+  }
+
+  /** Its stdout closed: it exited (or is about to). What it was running fails; new commands go elsewhere. */
+  private died(): void {
+    if (!this.alive) return;
+    this.alive = false;
+    helpers.delete(this);
+    if (!this.ready) helpersOff = true;
+    if (this.commands.size === 0) return;
+    this.child.ref();
+    const report = () => {
+      const how = this.child.signalCode
+        ? `was killed (${this.child.signalCode})`
+        : `exited with code ${this.child.exitCode}`;
+      for (const [id, command] of this.commands) {
+        this.finish(id);
+        // Its output went to the helper: the command cannot be followed any more, so it is stopped.
+        killGroup(command.pid, 'SIGKILL');
+        command.events.failed(
+          new TendError(
+            'TEND_EXEC_FAILED',
+            `the exec spawn helper (pid ${this.child.pid}) ${how} while ${command.request.file} was running; ` +
+              'its process group was killed',
+          ),
+        );
+        command.events.closed(null, 'SIGKILL');
+      }
+      this.child.unref();
+    };
+    if (this.child.exitCode !== null || this.child.signalCode !== null) report();
+    else {
+      this.child.kill('SIGKILL');
+      this.child.once('exit', report);
+    }
+  }
+}
+
+/** Signals a process group (or, if that fails, the process alone); false when neither exists. */
+export function killGroup(pid: number | undefined, sig: NodeJS.Signals): boolean {
+  if (!pid) return false;
+  try {
+    process.kill(-pid, sig);
+    return true;
+  } catch {
+    try {
+      process.kill(pid, sig);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}

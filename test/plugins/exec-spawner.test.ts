@@ -1,0 +1,359 @@
+/**
+ * Where exec commands are started (src/plugins/exec/spawner.ts): the same semantics from a spawn
+ * helper as from tend's own process — environment, cwd, process groups, exit codes and signals,
+ * `::output` lines, stdout/stderr lines (NUL bytes, invalid UTF-8, no final newline, large
+ * output), command not found, timeouts, SIGTERM then SIGKILL — plus what only a helper has: it
+ * killed under running commands, many commands at once, and no helper outliving tend.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { TendError } from '../../src/errors.js';
+import type { PluginLog } from '../../src/plugin/types.js';
+import { runCommand, type CommandResult } from '../../src/plugins/exec/process.js';
+import { makeProject, removeProjects, startTend, waitFor } from '../helpers/project.js';
+
+interface Captured {
+  log: PluginLog;
+  lines: { stream: 'stdout' | 'stderr'; line: string }[];
+}
+
+function capture(): Captured {
+  const lines: Captured['lines'] = [];
+  const log: PluginLog = {
+    debug() {},
+    info() {},
+    warn() {},
+    error() {},
+    output: (stream, line) => lines.push({ stream, line }),
+  };
+  return { log, lines };
+}
+
+function sh(
+  script: string,
+  options: { env?: Record<string, string>; timeoutMs?: number; cwd?: string } = {},
+) {
+  return {
+    command: ['sh', '-c', script],
+    cwd: options.cwd ?? process.cwd(),
+    env: options.env ?? {},
+    ...options,
+  };
+}
+
+const never = new AbortController().signal;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  // A zombie is not alive.
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** The parent of the command (`$PPID`): the spawn helper's pid, or this process's. */
+async function parentOfCommand(): Promise<number> {
+  const result = await runCommand(sh('echo "::output ppid=$PPID"'), capture().log, never);
+  return Number(result.outputs.ppid);
+}
+
+const previous = process.env.TEND_EXEC_HELPERS;
+afterAll(() => {
+  if (previous === undefined) delete process.env.TEND_EXEC_HELPERS;
+  else process.env.TEND_EXEC_HELPERS = previous;
+  removeProjects();
+});
+
+describe.each([
+  { mode: 'a spawn helper', helpers: '2' },
+  { mode: 'tend itself (TEND_EXEC_HELPERS=0)', helpers: '0' },
+])('commands started by $mode', ({ helpers }) => {
+  beforeAll(async () => {
+    process.env.TEND_EXEC_HELPERS = helpers;
+    if (helpers === '0') {
+      expect(await parentOfCommand()).toBe(process.pid);
+      return;
+    }
+    // Helpers start on demand and take commands once ready: wait until one runs a command.
+    await waitFor(async () => (await parentOfCommand()) !== process.pid, 'a spawn helper to run a command');
+  });
+
+  it('runs in its cwd with tend’s environment plus its own, in a process group of its own', async () => {
+    process.env.TEND_SPAWNER_TEST = 'from tend';
+    const dir = makeProject({ 'marker.txt': 'here' });
+    const result = await runCommand(
+      sh(
+        'echo "::output cwd=$(pwd)"; echo "::output marker=$(cat marker.txt)"; ' +
+          'echo "::output inherited=$TEND_SPAWNER_TEST"; echo "::output own=$OWN"; ' +
+          'echo "::output group=$(ps -o pgid= $$ | tr -d " ")"; echo "::output pid=$$"',
+        { cwd: dir, env: { OWN: 'x=y z' } },
+      ),
+      capture().log,
+      never,
+    );
+    delete process.env.TEND_SPAWNER_TEST;
+    expect(result.exitCode).toBe(0);
+    expect(result.outputs).toMatchObject({
+      cwd: dir,
+      marker: 'here',
+      inherited: 'from tend',
+      own: 'x=y z',
+    });
+    expect(result.outputs.group).toBe(result.outputs.pid);
+  });
+
+  it('streams stdout and stderr lines with their labels, keeps ::output lines out of them', async () => {
+    const out = capture();
+    const result = await runCommand(
+      sh(
+        'echo one; echo two >&2; echo "::output k=v=w"; printf "three\\r\\nfour"; printf "err-no-newline" >&2',
+      ),
+      out.log,
+      never,
+    );
+    expect(result.outputs).toEqual({ k: 'v=w' });
+    expect(out.lines.filter((l) => l.stream === 'stdout').map((l) => l.line)).toEqual([
+      'one',
+      'three',
+      'four',
+    ]);
+    expect(out.lines.filter((l) => l.stream === 'stderr').map((l) => l.line)).toEqual([
+      'two',
+      'err-no-newline',
+    ]);
+    expect(result.tail.split('\n')).toHaveLength(5);
+  });
+
+  it('passes NUL bytes through, turns invalid UTF-8 into U+FFFD, joins characters split across writes', async () => {
+    const out = capture();
+    // "é" is C3 A9: written in two writes with a pause between them, it must arrive whole.
+    await runCommand(
+      sh(
+        "printf 'a\\000b\\n'; printf 'bad \\377\\376 bytes\\n'; printf 'caf\\303'; sleep 0.2; printf '\\251\\n'",
+      ),
+      out.log,
+      never,
+    );
+    expect(out.lines.map((l) => l.line)).toEqual(['a\u0000b', 'bad \ufffd\ufffd bytes', 'café']);
+  });
+
+  it('keeps large output whole and in order', async () => {
+    const out = capture();
+    // 200,000 numbered lines (about 1.3 MB) on stdout, in bursts larger than a pipe's buffer.
+    const result = await runCommand(sh('seq 1 200000'), out.log, never);
+    expect(result.exitCode).toBe(0);
+    expect(out.lines).toHaveLength(200_000);
+    const expected = createHash('sha256');
+    for (let i = 1; i <= 200_000; i++) expected.update(`${i}\n`);
+    const got = createHash('sha256');
+    for (const { line } of out.lines) got.update(`${line}\n`);
+    expect(got.digest('hex')).toBe(expected.digest('hex'));
+  });
+
+  it('keeps a line longer than any pipe read whole', async () => {
+    const out = capture();
+    await runCommand(sh("head -c 1000000 /dev/zero | tr '\\000' a; echo; echo after"), out.log, never);
+    expect(out.lines.map((l) => l.line.length)).toEqual([1_000_000, 5]);
+    expect(out.lines[0]!.line).toMatch(/^a+$/);
+  });
+
+  it('reports exit codes, and 128 + n for a command killed by a signal', async () => {
+    expect((await runCommand(sh('exit 7'), capture().log, never)).exitCode).toBe(7);
+    expect((await runCommand(sh('kill -TERM $$'), capture().log, never)).exitCode).toBe(143);
+    expect((await runCommand(sh('kill -KILL $$'), capture().log, never)).exitCode).toBe(137);
+  });
+
+  it('says "command not found" (and where) for a program that does not exist', async () => {
+    const error = await runCommand(
+      { command: ['tend-no-such-program'], cwd: '/tmp', env: {} },
+      capture().log,
+      never,
+    ).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TendError);
+    expect(error).toMatchObject({
+      code: 'TEND_EXEC_FAILED',
+      message: 'command not found: tend-no-such-program (cwd /tmp)',
+    });
+  });
+
+  it('stops a command at its timeout, and what it started with it', async () => {
+    const out = capture();
+    const error = await runCommand(
+      sh('sleep 60 & echo "child $!"; echo "pid $$"; wait', { timeoutMs: 300 }),
+      out.log,
+      never,
+      200,
+    ).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'TEND_EXEC_TIMEOUT' });
+    expect((error as TendError).message).toMatch(/timed out after 300 ms/);
+    const child = Number(out.lines.find((l) => l.line.startsWith('child '))!.line.slice(6));
+    await waitFor(() => !alive(child), 'the command’s own child to be stopped');
+  });
+
+  it('on abort sends SIGTERM to the group, then SIGKILL after the grace period', async () => {
+    const out = capture();
+    const controller = new AbortController();
+    const running = runCommand(
+      sh('trap "echo got TERM" TERM; echo "pid $$"; while :; do sleep 0.05; done'),
+      out.log,
+      controller.signal,
+      300,
+    ).catch((e: unknown) => e);
+    const pid = await waitFor(
+      () => Number(out.lines.find((l) => l.line.startsWith('pid '))?.line.slice(4)),
+      'the command to start',
+    );
+    controller.abort();
+    const error = await running;
+    expect(error).toMatchObject({ code: 'TEND_INTERRUPTED' });
+    // It took SIGTERM (and ignored it), and SIGKILL ended it.
+    expect(out.lines.map((l) => l.line)).toContain('got TERM');
+    expect(alive(pid)).toBe(false);
+  });
+
+  it('an abort before the command reported its pid still stops it', async () => {
+    const controller = new AbortController();
+    const running = runCommand(sh('sleep 60'), capture().log, controller.signal, 200).catch(
+      (e: unknown) => e,
+    );
+    controller.abort();
+    expect(await running).toMatchObject({ code: 'TEND_INTERRUPTED' });
+  });
+
+  it('runs many commands at once, each with its own output and exit code', async () => {
+    const count = 150;
+    const results = await Promise.all(
+      Array.from({ length: count }, async (_, i): Promise<[CommandResult, Captured]> => {
+        const out = capture();
+        const result = await runCommand(
+          sh(`echo "line of ${i}"; echo "::output n=${i}"; exit ${i % 5}`),
+          out.log,
+          new AbortController().signal,
+        );
+        return [result, out];
+      }),
+    );
+    results.forEach(([result, out], i) => {
+      expect(result.exitCode).toBe(i % 5);
+      expect(result.outputs).toEqual({ n: String(i) });
+      expect(out.lines).toEqual([{ stream: 'stdout', line: `line of ${i}` }]);
+    });
+  });
+});
+
+describe('a spawn helper that dies', () => {
+  beforeAll(() => {
+    process.env.TEND_EXEC_HELPERS = '1';
+  });
+
+  it('fails the commands it was running (their groups killed), and new commands still run', async () => {
+    await waitFor(async () => (await parentOfCommand()) !== process.pid, 'a spawn helper to run a command');
+    const outs = [capture(), capture()];
+    const running = outs.map((out) =>
+      runCommand(sh('echo "pid $$ ppid $PPID"; sleep 60'), out.log, never).catch((e: unknown) => e),
+    );
+    const pids = await Promise.all(
+      outs.map((out) =>
+        waitFor(() => out.lines.find((l) => l.line.startsWith('pid '))?.line, 'the command to start'),
+      ),
+    );
+    const parents = [...new Set(pids.map((line) => Number(line.split(' ')[3])))];
+    expect(parents).not.toContain(process.pid);
+    for (const helper of parents) process.kill(helper, 'SIGKILL');
+    for (const error of await Promise.all(running)) {
+      expect(error).toBeInstanceOf(TendError);
+      expect(error).toMatchObject({ code: 'TEND_EXEC_FAILED' });
+      expect((error as TendError).message).toMatch(
+        /spawn helper \(pid \d+\) was killed \(SIGKILL\) while sh was running; its process group was killed/,
+      );
+    }
+    for (const line of pids) {
+      const pid = Number(line.split(' ')[1]);
+      await waitFor(() => !alive(pid), 'the command of the dead helper to be killed');
+    }
+    // The next commands run: directly at first, then in a new helper.
+    const next = await runCommand(sh('echo "::output ok=yes"'), capture().log, never);
+    expect(next.outputs).toEqual({ ok: 'yes' });
+    const replacement = await waitFor(async () => {
+      const parent = await parentOfCommand();
+      return parent !== process.pid && parent;
+    }, 'a new spawn helper to run a command');
+    expect(parents).not.toContain(replacement);
+  });
+});
+
+describe('no spawn helper outlives tend', () => {
+  // A chain of builds: the first commands spawn directly, later ones in a helper once it is ready.
+  // The last one ignores SIGTERM (from before it says it started) and never ends: only SIGKILL
+  // (a second Ctrl-C, or its helper) stops it.
+  const stubborn = 'trap "" TERM; ';
+  const forever = '; while :; do sleep 0.1; done';
+  const builds = Array.from(
+    { length: 12 },
+    (_, i) => `kind: Build
+type: exec
+name: b${i}
+exclude: ['*.txt']
+${i > 0 ? `dependencies: [build.b${i - 1}]\n` : ''}spec: { command: [sh, -c, '${i === 11 ? stubborn : ''}echo $PPID > parent-${i}.txt; echo $$ > pid-${i}.txt; sleep 0.05${i === 11 ? forever : ''}'] }
+`,
+  );
+  const tendYml = `kind: Project
+name: spawner
+defaultEnvironment: dev
+environments: [{ name: dev, defaultNamespace: spawner-dev }]
+providers: [{ name: exec }]
+---
+${builds.join('---\n')}`;
+
+  /** The helper pids that ran the project's commands (parents other than tend). */
+  function helperPids(root: string, tendPid: number): number[] {
+    const parents = builds.map((_, i) => Number(readFileSync(path.join(root, `parent-${i}.txt`), 'utf8')));
+    return [...new Set(parents.filter((p) => p !== tendPid))];
+  }
+
+  it('tend exiting (a second Ctrl-C) or killed (SIGKILL): its helper exits and kills what it ran', async () => {
+    for (const how of ['second Ctrl-C', 'SIGKILL'] as const) {
+      const root = makeProject({ 'tend.yml': tendYml });
+      const tend = startTend(['build'], { cwd: root });
+      const lastPid = path.join(root, 'pid-11.txt');
+      const last = await waitFor(
+        () => existsSync(lastPid) && Number(readFileSync(lastPid, 'utf8')),
+        'the last build to start',
+        30_000,
+      );
+      const spawners = helperPids(root, tend.pid);
+      expect(spawners.length).toBeGreaterThan(0);
+      // The last build runs in a helper: tend killed cannot kill it, its helper must.
+      expect(spawners).toContain(Number(readFileSync(path.join(root, 'parent-11.txt'), 'utf8')));
+      if (how === 'SIGKILL') tend.signal('SIGKILL');
+      else {
+        tend.signal('SIGINT');
+        await tend.waitForOutput(/stopping started processes/, 'the first Ctrl-C to be taken');
+        tend.signal('SIGINT');
+      }
+      const run = await tend.exited;
+      if (how === 'SIGKILL') expect(run.signal).toBe('SIGKILL');
+      else expect(run.code).toBe(130);
+      for (const pid of spawners) await waitFor(() => !alive(pid), `the spawn helper to exit after ${how}`);
+      await waitFor(() => !alive(last), `the running build to be killed after ${how}`);
+    }
+  });
+
+  it('a tend that finishes leaves no helper behind', async () => {
+    const root = makeProject({ 'tend.yml': tendYml.replace(stubborn, '').replace(forever, '') });
+    const tend = startTend(['build'], { cwd: root });
+    const run = await tend.exited;
+    expect(run.code, run.stderr).toBe(0);
+    const spawners = helperPids(root, tend.pid);
+    expect(spawners.length).toBeGreaterThan(0);
+    for (const pid of spawners) await waitFor(() => !alive(pid), 'the spawn helper to exit');
+  });
+});
