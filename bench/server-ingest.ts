@@ -283,7 +283,9 @@ async function benchIngest(label: string, database: ServerDatabase, targetEvents
     console.log(
       `${label.padEnd(10)} ingest, ${clients} clients as fast as answered: ${events} events in ${batches} batches of ${batchSize}: ` +
         `${Math.round(perSecond).toLocaleString('en-US')} events/s; batch latency p50 ${ms(percentile(full.latencies, 50))}, p99 ${ms(percentile(full.latencies, 99))}; ` +
-        `server process CPU ${(cpuSeconds / full.seconds).toFixed(2)} cores (${Math.round((100 * serverCpu.system) / 1e6 / cpuSeconds)}% system)`,
+        `server process CPU ${(cpuSeconds / full.seconds).toFixed(2)} cores (${Math.round((100 * serverCpu.system) / 1e6 / cpuSeconds)}% system), ` +
+        // On a shared machine the server may get less than a core: what one CPU-second ingests.
+        `${Math.round(events / cpuSeconds).toLocaleString('en-US')} events per CPU-second`,
     );
 
     const batchesPerSecond = targetEventsPerSecond / batchSize;
@@ -297,11 +299,17 @@ async function benchIngest(label: string, database: ServerDatabase, targetEvents
         `batch latency p50 ${ms(percentile(paced.latencies, 50))}, p99 ${ms(percentile(paced.latencies, 99))}, max ${ms(paced.latencies.at(-1)!)}; ` +
         `achieved ${Math.round((targetBatches * batchSize) / paced.seconds).toLocaleString('en-US')} events/s`,
     );
+    const p99AtTarget = percentile(paced.latencies, 99);
+    const verdict = (met: boolean) => (met ? 'met' : 'NOT met');
+    console.log(
+      `${label.padEnd(10)} target ≥ ${targetEventsPerSecond.toLocaleString('en-US')} events/s (4 clients, batches of ${batchSize}): ` +
+        `${verdict(perSecond >= targetEventsPerSecond)}; target p99 < 100 ms at ${targetEventsPerSecond.toLocaleString('en-US')} events/s: ${verdict(p99AtTarget < 100)}`,
+    );
     return {
       eventsPerSecond: perSecond,
       p50: percentile(full.latencies, 50),
       p99: percentile(full.latencies, 99),
-      atTarget: { p50: percentile(paced.latencies, 50), p99: percentile(paced.latencies, 99) },
+      atTarget: { p50: percentile(paced.latencies, 50), p99: p99AtTarget },
     };
   });
 }

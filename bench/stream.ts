@@ -7,6 +7,8 @@
  *   a server configured, alternated in the same process (target: under 5%);
  * - what a down server costs a command: `tend status` (the real CLI) with a server whose address
  *   refuses connections vs. without a server (target: at most 0.5 s more).
+ *
+ * `TEND_BENCH_ONLY=end-to-end` runs only the first part, `TEND_BENCH_ONLY=overhead` only the second.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -18,9 +20,9 @@ import { Type } from '@sinclair/typebox';
 import BetterSqlite3 from 'better-sqlite3';
 import { monotonicFactory } from 'ulidx';
 import { executeCommand } from '../src/commands/execute.js';
-import type { ActionStatusPayload, NamespaceStatusPayload } from '../src/events/catalog.js';
+import type { ActionStatusPayload } from '../src/events/catalog.js';
 import { readSessionLog } from '../src/events/local-log.js';
-import type { PluginDefinition } from '../src/plugin/types.js';
+import type { PluginDefinition, PluginPayload } from '../src/plugin/types.js';
 import { migrateToLatest, openDatabase } from '../src/server/db/database.js';
 import { TokenRepository } from '../src/server/db/repositories/tokens.js';
 import { spawn } from 'node:child_process';
@@ -41,8 +43,6 @@ function emitterPlugin(): PluginDefinition {
     { action }: { action: { ref: string; version: string; spec: { count: number; type: string } } },
   ) => {
     const ns = {
-      pluginName: 'emitter',
-      providerName: ctx.provider.name,
       namespaceName: ctx.environment.namespace,
       state: 'ready',
       role: 'app',
@@ -53,7 +53,7 @@ function emitterPlugin(): PluginDefinition {
     } as const;
     for (let i = 0; i < action.spec.count; i++) {
       if (action.spec.type === 'namespaceStatus') {
-        const payload: NamespaceStatusPayload = { ...ns, namespaceUid: `${action.ref}-${i}` };
+        const payload: PluginPayload<'namespaceStatus'> = { ...ns, namespaceUid: `${action.ref}-${i}` };
         ctx.events.emit('namespaceStatus', payload);
       } else {
         const payload: ActionStatusPayload = {
@@ -288,6 +288,8 @@ export async function run(): Promise<void> {
     const result = await executeCommand('build', [], { root: project.root, concurrency: 8 }, [
       emitterPlugin(),
     ]);
+    // A run that failed (a plugin contract change, say) would measure nothing: say so.
+    if (result.exitCode !== 0) throw new Error(`the ${type} run failed: ${result.human}`);
     const outbox = path.join(project.root, '.tend', 'outbox');
     const pushed = listSegmentIds(outbox).length > 0;
     if (pushed) {
@@ -302,7 +304,20 @@ export async function run(): Promise<void> {
     return { ms, stored, pushed };
   };
 
+  const only = process.env.TEND_BENCH_ONLY;
   try {
+    if (only !== 'overhead') await endToEndFigures();
+    if (only !== 'end-to-end') await overhead();
+    if (only === undefined) await refusedServerCost(process.env);
+  } finally {
+    loud();
+    rows.close();
+    await server.close();
+    process.env = savedEnv;
+    rmSync(dir, { recursive: true, force: true });
+  }
+
+  async function endToEndFigures() {
     await endToEnd('actionStatus', 1, 1_000); // warm-up
     const bulk = await endToEnd('actionStatus', 10, 5_000);
     figure('actionStatus events emitted by the plugin (10 actions × 5,000)', 50_000, 'events');
@@ -313,33 +328,40 @@ export async function run(): Promise<void> {
       'events/s',
     );
     const ns = await endToEnd('namespaceStatus', 5, 1_000);
+    figure('  of 5,000 namespaceStatus, stored (+ the session and action events)', ns.stored, 'events');
     figure(
       `end to end, 5,000 namespaceStatus with new uids (server-bound)${ns.pushed ? ' (rest by events push)' : ''}`,
       (5_000 / ns.ms) * 1000,
       'events/s',
+      { min: 10_000 },
     );
     // The stream client alone: the same delivery to a server that answers at once.
     const client = await clientAlone(50_000);
     figure('the stream client alone (server answering at once)', client, 'events/s');
+  }
 
+  async function overhead() {
     // Overhead on a 1,000-action no-op run: without and with a server, alternated.
     const without = tempProject(noopGraph(1_000));
     const withServer = tempProject(noopGraph(1_000, server.url));
     const noop = createNoopPlugin();
     const once = async (root: string) => {
       const t = performance.now();
+      const cpuAtStart = process.cpuUsage();
       const result = await executeCommand('build', [], { root, concurrency: 8, force: true }, [noop.plugin]);
       const total = performance.now() - t;
+      const used = process.cpuUsage(cpuAtStart);
+      const cpu = (used.user + used.system) / 1000;
       // The session's own duration: from its start to its end, before the exit wait.
       const log = readSessionLog(path.join(root, '.tend', 'events', `${result.data.sessionId}.jsonl`));
       const completed = log.events.find((e) => e.type === 'sessionCompleted');
-      return { total, work: (completed?.payload as { durationMs: number }).durationMs };
+      return { total, cpu, work: (completed?.payload as { durationMs: number }).durationMs };
     };
     quiet();
     await once(without.root);
     await once(withServer.root);
-    const plain: { total: number; work: number }[] = [];
-    const streamed: { total: number; work: number }[] = [];
+    const plain: { total: number; cpu: number; work: number }[] = [];
+    const streamed: { total: number; cpu: number; work: number }[] = [];
     // Alternated, the order flipped each time (ABBA), so drift of the machine cancels out.
     for (let i = 0; i < 16; i++) {
       if (i % 2 === 0) {
@@ -356,6 +378,7 @@ export async function run(): Promise<void> {
     figure('1,000 no-op actions, the run, no server (median of 16)', work[0], 'ms');
     figure('1,000 no-op actions, the run, streaming (median of 16)', work[1], 'ms');
     figure('overhead of streaming on the run', ((work[1] - work[0]) / work[0]) * 100, '%', { max: 5 });
+    ratio('the run streaming vs. the same run without a server', work[1], work[0], 'no server');
     figure('1,000 no-op actions, whole command, no server', total[0], 'ms');
     figure('1,000 no-op actions, whole command incl. exit wait, streaming', total[1], 'ms');
     ratio(
@@ -364,16 +387,15 @@ export async function run(): Promise<void> {
       total[0],
       'no server',
     );
+    // The process's CPU time for the whole command: what streaming costs whatever else runs on
+    // the machine (the durations above stretch when other processes take the cores).
+    const cpu = [median(plain.map((r) => r.cpu)), median(streamed.map((r) => r.cpu))] as const;
+    figure('1,000 no-op actions, CPU of the whole command, no server', cpu[0], 'ms');
+    figure('1,000 no-op actions, CPU of the whole command, streaming', cpu[1], 'ms');
+    ratio('CPU of the command streaming vs not', cpu[1], cpu[0], 'no server');
     if (waitedLines > 0) console.log(`  (${waitedLines} run(s) ended with events waiting in the outbox)`);
     without.remove();
     withServer.remove();
-    await refusedServerCost(process.env);
-  } finally {
-    loud();
-    rows.close();
-    await server.close();
-    process.env = savedEnv;
-    rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -6,31 +6,30 @@
 import { FormatRegistry, Type, type Static, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 
+const dateTimePattern = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?(Z|[+-](\d\d):(\d\d))$/;
+
 /**
  * An RFC 3339 timestamp as Date.prototype.toISOString() writes it (with or without milliseconds,
  * `Z` or an offset) that names a real moment: `2026-13-45T99:99:99Z` has the shape but is not one.
  */
 export function isDateTime(value: string): boolean {
-  const m = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?(Z|[+-](\d\d):(\d\d))$/.exec(value);
+  const m = dateTimePattern.exec(value);
   if (!m) return false;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
+  // Checked on every event a server ingests: numbers without an array of them.
+  const year = Number(m[1]);
+  const month = Number(m[2]);
+  const day = Number(m[3]);
   const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
-  const daysInMonth = month === 2 ? (leap ? 29 : 28) : [4, 6, 9, 11].includes(month) ? 30 : 31;
+  const daysInMonth =
+    month === 2 ? (leap ? 29 : 28) : month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
   return (
     month >= 1 &&
     month <= 12 &&
     day >= 1 &&
     day <= daysInMonth &&
-    hour <= 23 &&
-    minute <= 59 &&
-    second <= 59 &&
+    Number(m[4]) <= 23 &&
+    Number(m[5]) <= 59 &&
+    Number(m[6]) <= 59 &&
     (m[9] === undefined || (Number(m[9]) <= 23 && Number(m[10]) <= 59))
   );
 }

@@ -1,6 +1,7 @@
 /** A small JSON client for the server API, used by CLI commands (`tend login`, `tend environments`). */
 import { TendError, type ErrorCode, errorCodes } from '../errors.js';
 import { redactUrl, redactUrlsIn } from '../redact.js';
+import { headerValue, httpRequest, type HttpAnswer } from './http.js';
 
 export interface Connection {
   url: string;
@@ -12,23 +13,32 @@ export async function apiRequest<T>(
   path: string,
   init: { method?: string; body?: unknown; timeoutMs?: number } = {},
 ): Promise<T> {
-  const url = connection.url + path;
-  let response: Response;
+  const url = new URL(connection.url + path);
+  const timeoutMs = init.timeoutMs ?? 15_000;
+  // A timer cleared with the answer: none is left running after the request (AbortSignal.timeout's is).
+  const timeout = new AbortController();
+  const timer = setTimeout(() => timeout.abort(), timeoutMs);
+  timer.unref();
+  let response: HttpAnswer;
   try {
-    response = await fetch(url, {
+    response = await httpRequest(url, {
       method: init.method ?? 'GET',
       headers: {
         accept: 'application/json',
         ...(connection.token ? { authorization: `Bearer ${connection.token}` } : {}),
         ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
       },
-      body: init.body !== undefined ? JSON.stringify(init.body) : undefined,
-      signal: AbortSignal.timeout(init.timeoutMs ?? 15_000),
+      ...(init.body !== undefined ? { body: Buffer.from(JSON.stringify(init.body), 'utf8') } : {}),
+      agent: false,
+      signal: timeout.signal,
     });
   } catch (error) {
+    const why = timeout.signal.aborted
+      ? `no answer within ${timeoutMs / 1000} s`
+      : redactUrlsIn((error as Error).message || String((error as { code?: unknown }).code ?? error));
     throw new TendError(
       'TEND_SERVER',
-      `cannot reach the tend server at ${redactUrl(connection.url)}: ${redactUrlsIn((error as Error).message)}`,
+      `cannot reach the tend server at ${redactUrl(connection.url)}: ${why}`,
       {
         cause: error,
         detail: {
@@ -36,28 +46,30 @@ export async function apiRequest<T>(
         },
       },
     );
+  } finally {
+    clearTimeout(timer);
   }
-  const text = await response.text();
+  const { status, text } = response;
   let body: unknown;
   try {
     body = text ? JSON.parse(text) : undefined;
   } catch {
     body = undefined;
   }
-  if (!response.ok) {
+  if (status < 200 || status >= 300) {
     const err = (body as { error?: { code?: string; message?: string } } | undefined)?.error;
     const code: ErrorCode =
-      response.status === 401
+      status === 401
         ? 'TEND_AUTH'
-        : response.status === 403
+        : status === 403
           ? 'TEND_AUTH_FORBIDDEN'
           : err?.code && Object.hasOwn(errorCodes, err.code)
             ? (err.code as ErrorCode)
             : 'TEND_SERVER';
-    const retryAfter = Number(response.headers.get('retry-after') ?? NaN);
-    throw new TendError(code, `${redactUrl(connection.url)}: ${err?.message ?? `HTTP ${response.status}`}`, {
+    const retryAfter = Number(headerValue(response.headers, 'retry-after') ?? NaN);
+    throw new TendError(code, `${redactUrl(connection.url)}: ${err?.message ?? `HTTP ${status}`}`, {
       detail: {
-        status: response.status,
+        status,
         ...(Number.isFinite(retryAfter) && retryAfter >= 0 ? { retryAfterMs: retryAfter * 1000 } : {}),
       },
     });

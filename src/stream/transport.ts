@@ -7,6 +7,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { redactUrlsIn } from '../redact.js';
+import { headerValue, httpRequest, type HttpAnswer } from '../remote/http.js';
 
 export interface StreamConnection {
   url: string;
@@ -94,42 +95,6 @@ export class StreamAgent {
   }
 }
 
-interface RawResponse {
-  status: number;
-  retryAfter: string | undefined;
-  text: string;
-}
-
-function post(
-  url: URL,
-  headers: Record<string, string>,
-  body: Buffer,
-  agent: http.Agent,
-  signal: AbortSignal,
-) {
-  return new Promise<RawResponse>((resolve, reject) => {
-    const request = (url.protocol === 'https:' ? https : http).request(
-      url,
-      { method: 'POST', headers: { ...headers, 'content-length': String(body.length) }, agent, signal },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (c: Buffer) => chunks.push(c));
-        response.on('error', reject);
-        response.on('end', () => {
-          const retryAfter = response.headers['retry-after'];
-          resolve({
-            status: response.statusCode ?? 0,
-            retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
-            text: Buffer.concat(chunks).toString('utf8'),
-          });
-        });
-      },
-    );
-    request.on('error', reject);
-    request.end(body);
-  });
-}
-
 /** Sends one batch; never throws. `body` is the JSON text `{"events":[…]}`. */
 export async function sendBatch(
   connection: StreamConnection,
@@ -142,19 +107,19 @@ export async function sendBatch(
   const signal = options.signal ? AbortSignal.any([options.signal, timeout.signal]) : timeout.signal;
   const ownAgent = options.agent ? undefined : new StreamAgent();
   const url = new URL(`${connection.url}/api/v1/events`);
-  let response: RawResponse;
+  let response: HttpAnswer;
   try {
-    response = await post(
-      url,
-      {
+    response = await httpRequest(url, {
+      method: 'POST',
+      headers: {
         'content-type': 'application/json',
         accept: 'application/json',
         ...(connection.token ? { authorization: `Bearer ${connection.token}` } : {}),
       },
-      Buffer.from(body, 'utf8'),
-      (options.agent ?? ownAgent!).for(url),
+      body: Buffer.from(body, 'utf8'),
+      agent: (options.agent ?? ownAgent!).for(url),
       signal,
-    );
+    });
   } catch (error) {
     if (options.signal?.aborted) return { kind: 'aborted' };
     if (timeout.signal.aborted) return { kind: 'retry', reason: `no answer within ${timeoutMs / 1000} s` };
@@ -180,7 +145,7 @@ export async function sendBatch(
       return { kind: 'retry', status, reason: `HTTP ${status} with an unreadable body` };
     }
   }
-  const retryAfterMs = parseRetryAfter(response.retryAfter);
+  const retryAfterMs = parseRetryAfter(headerValue(response.headers, 'retry-after'));
   if (status === 408 || status === 429 || status >= 500) {
     const error = serverError(status, text);
     return {

@@ -76,4 +76,29 @@ describe.each(dialects)('group commit on %s', (dialect) => {
       .execute();
     expect(rows.map((r) => r.project)).toEqual(['a', 'b', 'c', 'd', 'taken']);
   });
+
+  it('a write that throws is undone alone: what it wrote before throwing is not stored', async () => {
+    const writes = new GroupCommit(database.db);
+    const transactions = new Set<unknown>();
+    const outcomes = await Promise.allSettled(
+      ['a', 'b', 'half', 'c'].map((project) =>
+        writes.run(async (trx) => {
+          transactions.add(trx);
+          await trx.insertInto('cleanup_breakers').values(breaker(project)).execute();
+          if (project === 'half') throw new Error('refused after writing');
+          return project;
+        }),
+      ),
+    );
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    expect((outcomes[2] as PromiseRejectedResult).reason).toEqual(new Error('refused after writing'));
+    const rows = await database.db
+      .selectFrom('cleanup_breakers')
+      .select('project')
+      .orderBy('project')
+      .execute();
+    expect(rows.map((r) => r.project)).toEqual(['a', 'b', 'c']);
+    // On SQLite the three that queued behind the first shared one transaction, the failure too.
+    expect(transactions.size).toBe(dialect === 'sqlite' ? 2 : 4);
+  });
 });

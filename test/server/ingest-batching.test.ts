@@ -284,6 +284,69 @@ describe.each(dialects)('batching on %s', (dialect) => {
       ),
     ).toEqual(registry);
   });
+
+  it('answers batches sent at once as if each were alone: a refused one or a re-sent one changes nothing of the others', async () => {
+    // On SQLite, batches that arrive together share a transaction (each in a savepoint): the
+    // answers and the registry must be those of the same batches one after another.
+    const project = 'together';
+    const [a, b, c] = ['ann', 'bob', 'cid'].map((user) => session({ project, user }));
+    const first = [a!.started(), a!.ns('ready', { uid: 'ua' }), a!.action()];
+    const bStarted = b!.started();
+    const third = [c!.started(), c!.ns('ready', { uid: 'uc' })];
+    await ingestEvents(database.db, database.dialect, [bStarted], now);
+    const intruder = session({ project: 'other', user: 'eve' });
+    // Another project's event naming bob's session: 403, and the rest of its batch not stored.
+    const refused = [intruder.started(), { ...intruder.heartbeat(), sessionId: b!.sessionId }];
+    const resent = [...first.slice(1), a!.completed()];
+    const outcomes = await Promise.allSettled([
+      ingestEvents(database.db, database.dialect, first, now),
+      ingestEvents(database.db, database.dialect, refused, now),
+      ingestEvents(database.db, database.dialect, resent, now),
+      ingestEvents(database.db, database.dialect, third, now),
+      ingestEvents(database.db, database.dialect, first, now),
+    ]);
+    const answers = outcomes.map((o) =>
+      o.status === 'fulfilled' ? o.value : (o.reason as { code?: string }).code,
+    );
+    expect(answers[1]).toBe('TEND_AUTH_FORBIDDEN');
+    if (dialect === 'sqlite') {
+      // One writer: the batches are written in the order they came, as if one after another.
+      expect(answers).toEqual([
+        { accepted: 3, duplicates: 0 },
+        'TEND_AUTH_FORBIDDEN',
+        { accepted: 1, duplicates: 2 },
+        { accepted: 2, duplicates: 0 },
+        { accepted: 0, duplicates: 3 },
+      ]);
+    }
+    // Each new event stored exactly once, whichever batch stored it.
+    const accepted = outcomes.map((o) => (o.status === 'fulfilled' ? o.value.accepted : 0));
+    expect(accepted.reduce((n, x) => n + x, 0)).toBe(6);
+    const intruders = await database.db
+      .selectFrom('events')
+      .select('id')
+      .where('session_id', '=', intruder.sessionId)
+      .execute();
+    expect(intruders).toEqual([]);
+    const registry = await registryOf(
+      database,
+      project,
+      [...first, ...resent, bStarted, ...third].map((e) => e.id),
+    );
+    expect(registry.sessions.map((s) => [s.user_name, s.status])).toEqual(
+      expect.arrayContaining([
+        ['ann', 'completed'],
+        ['bob', 'running'],
+        ['cid', 'running'],
+      ]),
+    );
+    expect(registry.resources.map((r) => [r.namespace_uid, r.generation, r.state])).toEqual(
+      expect.arrayContaining([
+        ['ua', 1, 'ready'],
+        ['uc', 1, 'ready'],
+      ]),
+    );
+  });
 });
 
 describe('two replicas on one PostgreSQL', () => {

@@ -127,6 +127,47 @@ describe.each(dialects)('registry on %s', (dialect) => {
     expect(again.resources.filter((r) => r.role === 'app').map((r) => r.generation)).toEqual([2, 1]);
   });
 
+  it("counts the environment's resources a batch does not name, and their older generations", async () => {
+    // Ingest reads only the latest generation of the resources a batch names, and counts of the
+    // rest: the state must come out as if every row had been read.
+    const a = session({ user: 'hugo' });
+    await postEvents(s, [
+      a.started(),
+      a.ns('ready', { uid: 'h1' }),
+      a.ns('ready', { name: 'hugo-build', uid: 'b1' }),
+    ]);
+    // The other namespace, not named by this batch, is still there: not cleaned.
+    await postEvents(s, [a.ns('missing', { uid: 'h1' })]);
+    expect((await detailOf(a.namespace)).environment.state).toBe('active');
+    await postEvents(s, [a.ns('missing', { name: 'hugo-build', uid: 'b1' })]);
+    expect((await detailOf(a.namespace)).environment.state).toBe('cleaned');
+
+    // Re-created many times, one generation a batch: the latest is the one that counts.
+    const b = session({ user: 'hugo' });
+    await postEvents(s, [b.started()]);
+    for (let g = 2; g <= 6; g++) await postEvents(s, [b.ns('ready', { uid: `h${g}` })]);
+    const d = await detailOf(a.namespace);
+    expect(
+      d.resources.filter((r) => r.namespace === a.namespace).map((r) => [r.generation, r.state]),
+    ).toEqual([
+      [6, 'ready'],
+      [5, 'missing'],
+      [4, 'missing'],
+      [3, 'missing'],
+      [2, 'missing'],
+      [1, 'missing'],
+    ]);
+    expect(d.environment.state).toBe('active');
+
+    // An older generation of the environment's own counts even when the latest is shared
+    // infrastructure (role system): with nothing of its own live, the environment is cleaned.
+    const c = session({ user: 'ivy' });
+    await postEvents(s, [c.started(), c.ns('ready', { uid: 'i1' })]);
+    await postEvents(s, [c.ns('ready', { uid: 'i2', role: 'system', cause: 'observed' })]);
+    expect((await detailOf(c.namespace)).environment.state).toBe('cleaned');
+    await postEvents(s, [c.ns('ready', { uid: 'i2', role: 'system', cause: 'observed' })]);
+    expect((await detailOf(c.namespace)).environment.state).toBe('cleaned');
+  });
   it('records adopted namespaces as adopted', async () => {
     const a = session({ user: 'gina' });
     await postEvents(s, [

@@ -87,19 +87,26 @@ export class BulkStatements {
   }
 
   /**
-   * Rows of `select <columns> from <table> where <column> in (…values)` (in slices on SQLite).
+   * Rows of `select <columns> from <table> where <column> in (…values) <tail>` (in slices on
+   * SQLite; a `group by` in `tail` groups within a slice, so group by `column`).
    */
-  async selectIn<R>(columns: string, table: string, column: string, values: string[]): Promise<R[]> {
+  async selectIn<R>(
+    columns: string,
+    table: string,
+    column: string,
+    values: string[],
+    tail = '',
+  ): Promise<R[]> {
     if (values.length === 0) return [];
     if (this.dialect === 'postgres') {
-      return this.query<R>(`select ${columns} from ${table} where ${column} = any($1::text[])`, [
+      return this.query<R>(`select ${columns} from ${table} where ${column} = any($1::text[]) ${tail}`, [
         postgresArray(values),
       ]);
     }
     const out: R[] = [];
     for (let i = 0; i < values.length; i += 1000) {
       const slice = values.slice(i, i + 1000);
-      const text = `select ${columns} from ${table} where ${column} in (${this.tuples(1, slice.length).slice(1, -1)})`;
+      const text = `select ${columns} from ${table} where ${column} in (${this.tuples(1, slice.length).slice(1, -1)}) ${tail}`;
       out.push(...(await this.query<R>(text, slice)));
     }
     return out;

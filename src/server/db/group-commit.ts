@@ -2,16 +2,19 @@
  * Group commit: small write transactions that arrive while one is running are run together in
  * the next one, so many cost one commit. On SQLite a commit is an fsync of the WAL on the one
  * writer connection, and better-sqlite3 waits for it on the event loop: 1,000 cleanup jobs
- * started and completed one transaction each would stop the server for 2,000 fsyncs.
+ * started and completed one transaction each would stop the server for 2,000 fsyncs, and four
+ * CLIs streaming batches of events would pay one fsync a batch.
  *
- * The first write runs at once (no added latency); those that queue meanwhile go together. A
- * batch that throws is run again one write per transaction, so a failing write fails alone and
- * the others are not lost. Each write must be correct on its own in any order (conditional
- * updates of its own rows). On PostgreSQL each write keeps its own transaction: commits do not
- * block the event loop there, and one transaction locking many jobs' environments in no fixed
- * order could deadlock with ingest.
+ * The first write runs at once (no added latency); those that queue meanwhile go together, each
+ * in a savepoint of its own: a write that throws is rolled back to its savepoint and fails alone,
+ * what the others wrote is committed. Should the shared transaction itself fail (its commit, or a
+ * savepoint the database has lost), each write is run again in a transaction of its own. Each
+ * write must be correct on its own in any order (conditional updates of its own rows) and sees
+ * what the writes before it in the group wrote, as if they had committed just before. On
+ * PostgreSQL each write keeps its own transaction: commits do not block the event loop there, and
+ * one transaction locking many writes' environments in no fixed order could deadlock.
  */
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import { isSqlite } from './dialect.js';
 import type { Database } from './schema.js';
 
@@ -21,10 +24,21 @@ type Write = {
   reject: (error: unknown) => void;
 };
 
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+const shared = new WeakMap<Kysely<Database>, GroupCommit>();
+
 export class GroupCommit {
   private readonly queue: Write[] = [];
   private draining = false;
   private readonly maxBatch: number;
+
+  /** The group commit of this database's writes that share one (event ingest). */
+  static of(db: Kysely<Database>): GroupCommit {
+    let writes = shared.get(db);
+    if (!writes) shared.set(db, (writes = new GroupCommit(db)));
+    return writes;
+  }
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -46,19 +60,23 @@ export class GroupCommit {
     try {
       while (this.queue.length > 0) {
         const batch = this.queue.splice(0, this.maxBatch);
-        let results: unknown[] | undefined;
+        let outcomes: Outcome[] | undefined;
         if (batch.length > 1) {
-          results = await this.db
+          outcomes = await this.db
             .transaction()
             .execute(async (trx) => {
-              const out: unknown[] = [];
-              for (const w of batch) out.push(await w.work(trx));
+              const out: Outcome[] = [];
+              for (const w of batch) out.push(await inSavepoint(trx, w.work));
               return out;
             })
             .catch(() => undefined);
         }
-        if (results) {
-          batch.forEach((w, i) => w.resolve(results[i]));
+        if (outcomes) {
+          batch.forEach((w, i) => {
+            const outcome = outcomes[i]!;
+            if (outcome.ok) w.resolve(outcome.value);
+            else w.reject(outcome.error);
+          });
           continue;
         }
         for (const w of batch) {
@@ -69,4 +87,24 @@ export class GroupCommit {
       this.draining = false;
     }
   }
+}
+
+/**
+ * `work` in a savepoint: kept when it returns, undone when it throws. A savepoint that cannot be
+ * rolled back to throws (the shared transaction is lost: the group is run again write by write).
+ */
+async function inSavepoint(
+  trx: Transaction<Database>,
+  work: (trx: Transaction<Database>) => Promise<unknown>,
+): Promise<Outcome> {
+  await sql`savepoint group_write`.execute(trx);
+  let outcome: Outcome;
+  try {
+    outcome = { ok: true, value: await work(trx) };
+  } catch (error) {
+    await sql`rollback to savepoint group_write`.execute(trx);
+    outcome = { ok: false, error };
+  }
+  await sql`release savepoint group_write`.execute(trx);
+  return outcome;
 }

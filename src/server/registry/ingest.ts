@@ -19,24 +19,27 @@
  *   first reading which events are stored, and applies the rest;
  * - an environment created by another replica at the same moment makes the insert of ours
  *   fail on the unique (project, name, namespace): the transaction is retried and finds it.
- * On SQLite, one connection runs one transaction at a time: no other writer can interleave.
+ * On SQLite, one connection runs one transaction at a time: no other writer can interleave. The
+ * batches that arrive while one is written are written together, each in a savepoint, with one
+ * commit (db/group-commit.ts): a batch that is refused or retried is rolled back alone.
  *
  * Activity time is the server's receive time of the batch, never the client's clock.
  *
  * Here: the transaction and its retries. What the events mean is plan.ts and resources.ts; the
  * SQL is src/server/db/ (bulk.ts, repositories/registry.ts).
  */
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { TendEvent } from '../../events/catalog.js';
 import { byKey, BulkStatements } from '../db/bulk.js';
 import type { DialectName } from '../db/database.js';
+import { GroupCommit } from '../db/group-commit.js';
 import {
   environmentRows,
   environmentsUpsert,
   eventRow,
   eventsInsert,
   loadEnvironments,
-  loadResources,
+  loadStoredResources,
   loadSessions,
   projectsInsert,
   resourceRows,
@@ -45,9 +48,10 @@ import {
   sessionsUpsert,
   storedEventIds,
   type EnvironmentRow,
+  type ResourceIdentity,
 } from '../db/repositories/registry.js';
 import type { Database, Resource } from '../db/schema.js';
-import { environmentKey } from './keys.js';
+import { environmentKey, targetKey } from './keys.js';
 import { sessionOwners } from './ownership.js';
 import { applyTouch, knownSessions, newEnvironment, planBatch, type EnvironmentTouch } from './plan.js';
 import { ResourceSet, resourceSets, setEnvironmentState } from './resources.js';
@@ -79,17 +83,18 @@ export async function ingestEvents(
   let skipStored = false;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await db
-        .transaction()
-        .execute((trx) =>
-          applyBatch(
-            new BulkStatements(trx, dialect),
-            events,
-            receivedAt.toISOString(),
-            skipStored,
-            tokenProject,
-          ),
+      const work = (trx: Transaction<Database>) =>
+        applyBatch(
+          new BulkStatements(trx, dialect),
+          events,
+          receivedAt.toISOString(),
+          skipStored,
+          tokenProject,
         );
+      // On SQLite, batches that arrive while one is written share its successor's commit. On
+      // PostgreSQL each batch is a transaction of its own on the pool, batches in parallel (the
+      // group commit would run them one after another there).
+      return await (dialect === 'sqlite' ? GroupCommit.of(db).run(work) : db.transaction().execute(work));
     } catch (error) {
       if (error instanceof AllStored) return { accepted: 0, duplicates: events.length };
       if (error instanceof ConcurrentIngest && attempt < 5) {
@@ -146,22 +151,22 @@ async function applyBatch(
     environments.set(key, { row: row ?? newEnvironment(touch.identity, now), isNew: !row, touch });
   }
 
-  // Resources of the environments with namespace events: all generations (the state of the
-  // environment depends on all of them), read under the environment's lock.
+  // Resources of the environments with namespace events, read under the environment's lock:
+  // the latest generation of each one the batch names, and the counts of all of them (the state
+  // of the environment depends on every generation).
   const withNamespaces = [...environments.values()].filter((e) => e.touch.namespaceEvents.length > 0);
-  const resources = resourceSets(
-    await loadResources(
-      q,
-      withNamespaces.filter((e) => !e.isNew).map((e) => e.row.id),
-    ),
+  const storedResources = await loadStoredResources(
+    q,
+    resourceIdentities(withNamespaces.filter((e) => !e.isNew)),
   );
+  const resources = resourceSets(storedResources.latest, storedResources.counts);
   const changedResources = new Map<string, Resource>();
   for (const { row, touch } of withNamespaces) {
     const own = resources.get(row.id) ?? new ResourceSet();
     for (const { event } of touch.namespaceEvents) {
       for (const r of own.apply(row.id, event, now)) changedResources.set(r.id, r);
     }
-    setEnvironmentState(row, own.all(), now);
+    setEnvironmentState(row, own.counts(), now);
   }
 
   for (const { row, touch } of environments.values()) applyTouch(row, touch, now);
@@ -191,4 +196,24 @@ async function applyBatch(
   // Some stored before, or by another replica at this very moment: start again and skip them.
   if (inserted < candidates.length) throw new ConcurrentIngest('some events of the batch are stored');
   return { accepted: inserted, duplicates: events.length - inserted };
+}
+
+/** The resources the namespace events of these environments name, each once. */
+function resourceIdentities(
+  environments: { row: EnvironmentRow; touch: EnvironmentTouch }[],
+): ResourceIdentity[] {
+  const out = new Map<string, ResourceIdentity>();
+  for (const { row, touch } of environments) {
+    for (const { event } of touch.namespaceEvents) {
+      const p = event.payload;
+      const identity = {
+        environmentId: row.id,
+        plugin: p.pluginName,
+        targetKey: targetKey(p.target),
+        namespaceName: p.namespaceName,
+      };
+      out.set(JSON.stringify(Object.values(identity)), identity);
+    }
+  }
+  return [...out.values()];
 }

@@ -4,7 +4,7 @@
  * its sessions. Events are applied in the order of the batch; a session's environment is known
  * from its sessionStarted or heartbeat, in this batch or stored before.
  */
-import { ulid } from 'ulidx';
+import { newId } from '../../events/bus.js';
 import type {
   NamespaceStatusPayload,
   SessionCompletedPayload,
@@ -199,7 +199,7 @@ export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, 
 
 export function newEnvironment(identity: EnvironmentIdentity, now: string): EnvironmentRow {
   return {
-    id: ulid(),
+    id: newId(),
     project: identity.project,
     name: identity.name,
     namespace: identity.namespace,

@@ -4,16 +4,23 @@
  * (a new uid) starts a new generation; ownership says whether tend created it, adopted it or
  * only saw it. An environment is `cleaned` once every resource of its own is missing.
  */
-import { ulid } from 'ulidx';
+import { newId } from '../../events/bus.js';
 import type { NamespaceStatusPayload, TendEvent } from '../../events/catalog.js';
-import type { EnvironmentRow } from '../db/repositories/registry.js';
+import type { EnvironmentRow, ResourceCounts } from '../db/repositories/registry.js';
 import type { Ownership, Resource } from '../db/schema.js';
 import { targetKey } from './keys.js';
 
-/** The resources of these environments (rows of every generation), by environment id. */
-export function resourceSets(rows: readonly Resource[]): Map<string, ResourceSet> {
+/**
+ * The resource sets of these environments: the latest generation of each resource a batch
+ * names (`latest`), over the counts of all their stored resources (`counts`, by environment id).
+ */
+export function resourceSets(
+  latest: readonly Resource[],
+  counts: ReadonlyMap<string, ResourceCounts>,
+): Map<string, ResourceSet> {
   const out = new Map<string, ResourceSet>();
-  for (const r of rows) {
+  for (const [environmentId, c] of counts) out.set(environmentId, new ResourceSet(c));
+  for (const r of latest) {
     let set = out.get(r.environment_id);
     if (!set) out.set(r.environment_id, (set = new ResourceSet()));
     set.add(r);
@@ -26,14 +33,7 @@ export function resourceSets(rows: readonly Resource[]): Map<string, ResourceSet
  * namespaces, which are never its own) are missing; otherwise `active` — or still `paused`: only
  * a resume (a resume job, or a command that resumes it) wakes a paused environment.
  */
-export function setEnvironmentState(row: EnvironmentRow, resources: Iterable<Resource>, now: string): void {
-  let total = 0;
-  let live = 0;
-  for (const r of resources) {
-    if (r.role === 'system') continue;
-    total++;
-    if (r.state !== 'missing') live++;
-  }
+export function setEnvironmentState(row: EnvironmentRow, { total, live }: ResourceCounts, now: string): void {
   if (total > 0 && live === 0) {
     row.state = 'cleaned';
     row.cleaned_at ??= now;
@@ -43,6 +43,12 @@ export function setEnvironmentState(row: EnvironmentRow, resources: Iterable<Res
   }
 }
 
+/** What a resource adds to its environment's counts. */
+function countsOf(r: Resource): ResourceCounts {
+  const own = r.role === 'system' ? 0 : 1;
+  return { total: own, live: r.state === 'missing' ? 0 : own };
+}
+
 function ownershipOf(p: NamespaceStatusPayload, previous: Ownership | undefined): Ownership {
   const d = p.detail ?? {};
   if (d.adopted === true) return 'adopted';
@@ -50,24 +56,51 @@ function ownershipOf(p: NamespaceStatusPayload, previous: Ownership | undefined)
   return previous ?? 'unknown';
 }
 
-/** The resources of one environment in memory: every generation, the latest of each identity. */
+/**
+ * The resources of one environment in memory: the latest generation of the resources a batch
+ * names, as stored, and the rows the batch adds; the rest of the environment's resources (older
+ * generations, other namespaces) only as counts — a namespace re-created 10,000 times costs a
+ * batch no more than one re-created once.
+ */
 export class ResourceSet {
   private readonly rows: Resource[] = [];
   private readonly latest = new Map<string, Resource>();
+  /** The counts of the stored resources not in `rows`. */
+  private readonly others: ResourceCounts;
+
+  /** `stored`: the counts of all the environment's stored resources (none: a new environment). */
+  constructor(stored: ResourceCounts = { total: 0, live: 0 }) {
+    this.others = { ...stored };
+  }
 
   private static identity(plugin: string, targetKey: string, namespaceName: string): string {
     return JSON.stringify([plugin, targetKey, namespaceName]);
   }
 
+  /** A stored row (the latest generation of its resource); its counts move from `others` to it. */
   add(r: Resource): void {
+    const c = countsOf(r);
+    this.others.total -= c.total;
+    this.others.live -= c.live;
+    this.keep(r);
+  }
+
+  private keep(r: Resource): void {
     this.rows.push(r);
     const id = ResourceSet.identity(r.plugin, r.target_key, r.namespace_name);
     const current = this.latest.get(id);
     if (!current || r.generation > current.generation) this.latest.set(id, r);
   }
 
-  all(): Iterable<Resource> {
-    return this.rows;
+  /** The counts of every resource of the environment, stored or new, as they are now. */
+  counts(): ResourceCounts {
+    const out = { ...this.others };
+    for (const r of this.rows) {
+      const c = countsOf(r);
+      out.total += c.total;
+      out.live += c.live;
+    }
+    return out;
   }
 
   /**
@@ -104,7 +137,7 @@ export class ResourceSet {
       changed.push(current);
     }
     const next: Resource = {
-      id: ulid(),
+      id: newId(),
       environment_id: environmentId,
       plugin: p.pluginName,
       provider: p.providerName,
@@ -124,7 +157,7 @@ export class ResourceSet {
       last_activity_at: p.state === 'ready' ? now : null,
       missing_since: p.state === 'missing' ? now : null,
     };
-    this.add(next);
+    this.keep(next);
     changed.push(next);
     return changed;
   }

@@ -201,15 +201,87 @@ export function resourceRows(resources: Iterable<Resource>): unknown[][] {
   return [...resources].map((r) => resourceColumns.map((c) => r[c]));
 }
 
-/** All resources of these environments (every generation). */
-export async function loadResources(q: BulkStatements, environmentIds: string[]): Promise<Resource[]> {
-  const rows = await q.selectIn<Resource>(
-    resourceColumns.join(', '),
-    'resources',
-    'environment_id',
-    environmentIds,
-  );
-  return rows.map((r) => ({ ...r, generation: Number(r.generation) }));
+/** A resource as a batch names it: its environment, plugin, target and namespace name. */
+export interface ResourceIdentity {
+  environmentId: string;
+  plugin: string;
+  targetKey: string;
+  namespaceName: string;
+}
+
+/**
+ * Of an environment's resources other than `role: system`: how many there are, and how many of
+ * them are not missing — all that its state depends on.
+ */
+export interface ResourceCounts {
+  total: number;
+  live: number;
+}
+
+/** What a batch reads of the resources of its environments with namespace events. */
+export interface StoredResources {
+  /** The latest generation of each resource named that is recorded. */
+  latest: Resource[];
+  /** The counts of all the resources of the environments named (every generation), by environment id. */
+  counts: Map<string, ResourceCounts>;
+}
+
+/**
+ * The latest generations of these resources (each found through the unique `(environment_id,
+ * plugin, target_key, namespace_name, generation)`: a lookup, however many generations there
+ * are) and the counts of their environments' resources. On PostgreSQL one round trip.
+ */
+export async function loadStoredResources(
+  q: BulkStatements,
+  identities: readonly ResourceIdentity[],
+): Promise<StoredResources> {
+  if (identities.length === 0) return { latest: [], counts: new Map() };
+  const latestOf = (k: [string, string, string, string]) =>
+    `select ${resourceColumns.join(', ')} from resources where environment_id = ${k[0]} and plugin = ${k[1]} ` +
+    `and target_key = ${k[2]} and namespace_name = ${k[3]} order by generation desc limit 1`;
+  const counted =
+    "environment_id, count(*) as total, sum(case when state = 'missing' then 0 else 1 end) as live";
+  const countedWhere = "role <> 'system'";
+  let latest: Resource[];
+  let counts: { environment_id: string; total: number; live: number }[];
+  if (q.dialect === 'postgres') {
+    // Both answers as JSON in one row: one round trip instead of two.
+    const [row] = await q.query<{ latest: Resource[]; counts: typeof counts }>(
+      'select (select coalesce(json_agg(r), $5::json) from unnest($1::text[], $2::text[], $3::text[], $4::text[]) as k(e, p, t, n) ' +
+        `cross join lateral (${latestOf(['k.e', 'k.p', 'k.t', 'k.n'])}) as r) as latest, ` +
+        `(select coalesce(json_agg(c), $5::json) from (select ${counted} from resources ` +
+        `where environment_id = any($1::text[]) and ${countedWhere} group by environment_id) as c) as counts`,
+      [
+        postgresArray(identities.map((i) => i.environmentId)),
+        postgresArray(identities.map((i) => i.plugin)),
+        postgresArray(identities.map((i) => i.targetKey)),
+        postgresArray(identities.map((i) => i.namespaceName)),
+        '[]',
+      ],
+    );
+    latest = row?.latest ?? [];
+    counts = row?.counts ?? [];
+  } else {
+    latest = [];
+    // One prepared statement, run per resource: on SQLite a statement is a call, not a round trip.
+    const text = latestOf(['?', '?', '?', '?']);
+    for (const i of identities) {
+      latest.push(
+        ...(await q.query<Resource>(text, [i.environmentId, i.plugin, i.targetKey, i.namespaceName])),
+      );
+    }
+    counts = await q.selectIn(
+      counted,
+      'resources',
+      'environment_id',
+      [...new Set(identities.map((i) => i.environmentId))],
+      `and ${countedWhere} group by environment_id`,
+    );
+  }
+  return {
+    latest: latest.map((r) => ({ ...r, generation: Number(r.generation) })),
+    counts: new Map(counts.map((r) => [r.environment_id, { total: Number(r.total), live: Number(r.live) }])),
+  };
 }
 
 const sessionColumns = [
