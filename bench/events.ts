@@ -12,18 +12,17 @@ import type { NamespaceStatusPayload } from '../src/events/catalog.js';
 import { LocalLogSink } from '../src/events/local-log.js';
 import { OutboxSink } from '../src/outbox/writer.js';
 import { Router } from '../src/router/router.js';
-import type { PluginDefinition } from '../src/plugin/types.js';
+import type { PluginDefinition, PluginPayload } from '../src/plugin/types.js';
 import { statePaths } from '../src/state/files.js';
 import { figure, ratio, tempProject, timeIt } from './support.js';
 
 const count = 200_000;
 
-function payload(i: number): NamespaceStatusPayload {
+/** What a plugin emits: the framework stamps pluginName and providerName. */
+function pluginPayload(i: number): PluginPayload<'namespaceStatus'> {
   // 100 namespaces whose state flips on every event: deduplication lets each one through, as
   // it must for a change of state, while its table stays the size of a real session's.
   return {
-    pluginName: 'bench',
-    providerName: 'bench',
     namespaceName: `ns-${i % 100}`,
     state: Math.floor(i / 100) % 2 ? 'ready' : 'terminating',
     role: 'app',
@@ -32,6 +31,11 @@ function payload(i: number): NamespaceStatusPayload {
     project: 'bench',
     environment: 'dev',
   };
+}
+
+/** The same event as the bus receives it from the broker. */
+function payload(i: number): NamespaceStatusPayload {
+  return { pluginName: 'bench', providerName: 'bench', ...pluginPayload(i) };
 }
 
 /** A plugin whose one handler emits `n` events, called through the real router. */
@@ -45,7 +49,7 @@ function emittingPlugin(n: number): PluginDefinition {
       init: async () => undefined,
       getEnvironmentStatus: async () => ({ ready: true }),
       prepareEnvironment: async (ctx) => {
-        for (let i = 0; i < n; i++) ctx.events.emit('namespaceStatus', payload(i));
+        for (let i = 0; i < n; i++) ctx.events.emit('namespaceStatus', pluginPayload(i));
         return { ready: true };
       },
       cleanupEnvironment: async () => ({ deleted: false, message: '' }),
@@ -107,7 +111,7 @@ export async function run(): Promise<void> {
     handler: 'bench',
   });
   const validated = await timeIt(() => {
-    for (let i = 0; i < count; i++) broker.emit('namespaceStatus', payload(i));
+    for (let i = 0; i < count; i++) broker.emit('namespaceStatus', pluginPayload(i));
   });
   figure('broker validation only (no forwarding)', count / (validated / 1000), 'events/s');
   project.remove();
