@@ -30,6 +30,7 @@ import * as m0004 from './migrations/0004_cleanup_changes.js';
 import * as m0005 from './migrations/0005_pause_schedules.js';
 import * as m0006 from './migrations/0006_notifications.js';
 import * as m0007 from './migrations/0007_state_history.js';
+import * as m0008 from './migrations/0008_scheduled_environments.js';
 import type { Database } from './schema.js';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -77,6 +78,7 @@ export const migrations: Record<string, Migration> = {
   '0005_pause_schedules': m0005,
   '0006_notifications': m0006,
   '0007_state_history': m0007,
+  '0008_scheduled_environments': m0008,
 };
 
 export { redactUrl };

@@ -903,16 +903,30 @@ export class CleanupRepository {
     filter: { project?: string; environment?: string; onlyProject: string | null },
     limit: number,
   ): Promise<{ id: string; project: string; name: string; state: string; policy_schedule: string }[]> {
-    let q = this.reader
-      .selectFrom('environments')
-      .select(['id', 'project', 'name', 'state', 'policy_schedule'])
-      .where('policy_schedule', 'is not', null)
-      .where('state', 'in', ['active', 'paused']);
-    if (filter.project) q = q.where('project', '=', filter.project);
-    if (filter.environment) q = q.where('name', '=', filter.environment);
-    if (filter.onlyProject) q = q.where('project', '=', filter.onlyProject);
-    const rows = await q.orderBy('id').limit(limit).execute();
-    return rows.map((r) => ({ ...r, policy_schedule: r.policy_schedule! }));
+    // In id order through the index of scheduled environments (migration 0008), the state
+    // checked here: a condition on state would have the database read every active environment
+    // by state and sort them. Cleaned ones are few among the scheduled; read on past them.
+    const found: { id: string; project: string; name: string; state: string; policy_schedule: string }[] = [];
+    const chunk = limit * 2;
+    for (let after: string | undefined; found.length < limit;) {
+      let q = this.reader
+        .selectFrom('environments')
+        .select(['id', 'project', 'name', 'state', 'policy_schedule'])
+        .where('policy_schedule', 'is not', null);
+      if (after !== undefined) q = q.where('id', '>', after);
+      if (filter.project) q = q.where('project', '=', filter.project);
+      if (filter.environment) q = q.where('name', '=', filter.environment);
+      if (filter.onlyProject) q = q.where('project', '=', filter.onlyProject);
+      const rows = await q.orderBy('id').limit(chunk).execute();
+      for (const r of rows) {
+        if (found.length < limit && (r.state === 'active' || r.state === 'paused')) {
+          found.push({ ...r, policy_schedule: r.policy_schedule! });
+        }
+      }
+      if (rows.length < chunk) break;
+      after = rows[rows.length - 1]!.id;
+    }
+    return found;
   }
 
   async planPage(
