@@ -14,7 +14,7 @@
  * A `sleepAt` earlier than `wakeAt` (say wake 22:00, sleep 06:00) is a night shift: awake from
  * `wakeAt` on a listed weekday until `sleepAt` the next morning.
  */
-import { DateTime, IANAZone } from 'luxon';
+import { DateTime } from 'luxon';
 
 import type { CleanupSchedule } from '../events/catalog.js';
 
@@ -31,17 +31,6 @@ export interface Transition {
   local: string;
   /** The instant in UTC (`2026-03-29 06:00 UTC`). */
   utc: string;
-}
-
-/**
- * The zone's canonical IANA name when `name` is one (exactly as the database spells it), else
- * undefined; `suggestion` is the canonical spelling of a name that differs only in case.
- */
-export function checkTimeZone(name: string): { valid: boolean; suggestion?: string } {
-  if (!IANAZone.isValidZone(name)) return { valid: false };
-  const canonical = new Intl.DateTimeFormat('en-US', { timeZone: name }).resolvedOptions().timeZone;
-  if (canonical === name || canonical.toLowerCase() !== name.toLowerCase()) return { valid: true };
-  return { valid: false, suggestion: canonical };
 }
 
 const minutesOf = (clock: string): number => Number(clock.slice(0, 2)) * 60 + Number(clock.slice(3, 5));

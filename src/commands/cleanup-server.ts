@@ -7,7 +7,7 @@ import { formatTable, type CommandResult, type GlobalOptions } from '../cli/outp
 import { TendError } from '../errors.js';
 import { redactUrl } from '../redact.js';
 import { apiRequest, type Connection } from '../remote/client.js';
-import { formatDuration } from '../server/cleanup/planner.js';
+import { formatDuration } from '../cleanup/format.js';
 import type { PlanItemView, TransitionView } from '../server/routes/cleanup.js';
 import type { PlanPage } from '../remote/cleanup-plan.js';
 import type { EnvironmentView } from '../server/schemas.js';

@@ -7,7 +7,7 @@
  */
 import type { SourceLocation } from '../errors.js';
 import type { PluginDefinition } from '../plugin/types.js';
-import { checkTimeZone } from '../cleanup/schedule.js';
+import { checkTimeZone } from '../cleanup/time-zone.js';
 import type { CleanupSchedule } from '../events/catalog.js';
 import { checkSchema, formatPath, type ConfigProblem } from './diagnostics.js';
 import { formatLocation } from './project.js';

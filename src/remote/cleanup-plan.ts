@@ -7,7 +7,7 @@
  */
 import { apiRequest } from './client.js';
 import { resolveServer } from './credentials.js';
-import { formatDuration, formatTime } from '../server/cleanup/planner.js';
+import { formatDuration, formatTime } from '../cleanup/format.js';
 import type { PlanItemView, TransitionView } from '../server/routes/cleanup.js';
 
 export interface PlanPage {

@@ -5,8 +5,8 @@
  * autumn overlap at its first occurrence.
  */
 import { describe, expect, it } from 'vitest';
+import { checkTimeZone } from '../../src/cleanup/time-zone.js';
 import {
-  checkTimeZone,
   isAwake,
   lastTransition,
   nextTransition,

@@ -7,7 +7,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { TendError } from '../../errors.js';
 import { redactUrl } from '../../redact.js';
-import { formatTime } from '../cleanup/planner.js';
+import { formatTime } from '../../cleanup/format.js';
 
 export const webhookEvents = ['cleanup.warning', 'cleanup.done'] as const;
 export type WebhookEvent = (typeof webhookEvents)[number];

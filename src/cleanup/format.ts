@@ -1,0 +1,24 @@
+/**
+ * How cleanup times and waits read in sentences, the CLI and notifications. A module of its own
+ * so that every CLI command (its cleanup warning line) can use it without loading the planner
+ * and the time-zone library behind schedules.
+ */
+
+/** `10:02 UTC` on the day of `now`, else `2025-03-30 10:02 UTC`. Always UTC: no DST surprises. */
+export function formatTime(ms: number, now: number | string): string {
+  const iso = new Date(ms).toISOString();
+  const today = typeof now === 'string' ? now : new Date(now).toISOString().slice(0, 10);
+  return `${iso.startsWith(today) ? '' : iso.slice(0, 10) + ' '}${iso.slice(11, 16)} UTC`;
+}
+
+/** `3h 12m`, `2d 4h`, `45s`. */
+export function formatDuration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  const d = Math.floor(s / 86_400);
+  const h = Math.floor((s % 86_400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  if (d > 0) return h > 0 ? `${d}d ${h}h` : `${d}d`;
+  if (h > 0) return m > 0 ? `${h}h ${m}m` : `${h}h`;
+  if (m > 0) return `${m}m`;
+  return `${s}s`;
+}
