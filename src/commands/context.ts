@@ -15,12 +15,7 @@ import {
 import { checkResolvedSpec, loadProjectConfig, projectFileName } from '../config/load.js';
 import type { ActionConfig, ProjectConfig } from '../config/project.js';
 import { actionTypeIndex } from '../config/schema.js';
-import {
-  actionOutputsContext,
-  findActionReferences,
-  resolveTemplates,
-  type TemplateContext,
-} from '../config/template.js';
+import { actionOutputsContext, resolveTemplates, type TemplateContext } from '../config/template.js';
 import type { GlobalOptions } from '../cli/output.js';
 import { cliVersion } from '../cli/version.js';
 import type { PullRequestRef } from '../events/catalog.js';
@@ -298,10 +293,10 @@ export function checkActionTemplates(opened: OpenedProject, refs: readonly strin
 }
 
 /**
- * Checked specs of actions that read no other action's outputs, as resolved for their versions:
- * the same when the action runs (resolveAction), so resolved and checked once a command.
+ * Checked specs as resolved for their versions. For an action that reads no other action's
+ * outputs it is what resolveAction would resolve again: resolved and checked once a command.
  */
-const specsWithoutOutputs = new WeakMap<ActionConfig, unknown>();
+const checkedSpecs = new WeakMap<ActionConfig, unknown>();
 
 /** Resolves an action's templates with its dependencies' outputs, ready for its handlers. */
 export function resolveAction(
@@ -312,10 +307,10 @@ export function resolveAction(
   dependencyOutputs: Record<string, Outputs>,
   options: { keepActionOutputs?: boolean } = {},
 ): ResolvedAction {
-  const { config } = graph.get(ref);
+  const { config, readsOutputs } = graph.get(ref);
   // Without references to other actions' outputs the spec resolves as it did for its version.
   // (A copy: a handler may change what it is given.)
-  const known = options.keepActionOutputs ? undefined : specsWithoutOutputs.get(config);
+  const known = options.keepActionOutputs || readsOutputs ? undefined : checkedSpecs.get(config);
   const spec =
     (known === undefined ? undefined : structuredClone(known)) ??
     // Templates may turn a number into a string or back: convert to what the spec schema wants, and check.
@@ -366,7 +361,7 @@ export function actionVersions(
       try {
         const resolved = resolveActionSpec(config, opened.templateContext, { keepActionOutputs: true });
         spec = checkResolvedSpec(config, resolved, opened.plugins);
-        if (findActionReferences(config.spec).length === 0) specsWithoutOutputs.set(config, spec);
+        checkedSpecs.set(config, spec);
       } catch (error) {
         spec = unresolved(error);
       }

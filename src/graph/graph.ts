@@ -11,6 +11,8 @@ export interface ActionNode {
   ref: string;
   /** Explicit and template dependencies, without duplicates, sorted. */
   dependencies: string[];
+  /** Its spec's templates read other actions' outputs (`${actions.…}`). */
+  readsOutputs: boolean;
   dependants: string[];
 }
 
@@ -19,8 +21,15 @@ export class ActionGraph {
 
   constructor(actions: ActionConfig[]) {
     for (const config of actions) {
-      const deps = new Set([...config.dependencies, ...findActionReferences(config.spec)]);
-      this.nodes.set(config.ref, { config, ref: config.ref, dependencies: [...deps].sort(), dependants: [] });
+      const references = findActionReferences(config.spec);
+      const deps = new Set([...config.dependencies, ...references]);
+      this.nodes.set(config.ref, {
+        config,
+        ref: config.ref,
+        dependencies: [...deps].sort(),
+        readsOutputs: references.length > 0,
+        dependants: [],
+      });
     }
     for (const node of this.nodes.values()) {
       for (const dep of node.dependencies) {
