@@ -603,9 +603,10 @@ function blockOf(
  * switch, its project's breaker, its enforced policy, its resources' open jobs or their targets'
  * health, or the clock reached the next instant that could change a decision (a due or warning
  * time, a keep-alive's or session's end, a schedule's transition, midnight UTC). Otherwise its
- * settled decisions are the same objects as in the last pass, and its candidates are copied for
- * the breaker and the cap to settle again — so a pass plans exactly what a pass without the
- * memo plans (property-tested), in time proportional to what changed.
+ * settled decisions are the same objects as in the last pass, and the breaker and the cap settle
+ * its candidates again (into the last pass's copy when they end the same way) — so a pass plans
+ * exactly what a pass without the memo plans (property-tested). Every environment is still
+ * visited once a pass; only the changed ones are worked out.
  */
 export class PlanMemo {
   /** @internal */
