@@ -38,7 +38,7 @@ import { registerEnvironmentRoutes } from './routes/environments.js';
 import { registerEventRoutes } from './routes/events.js';
 import { registerHealthRoutes } from './routes/health.js';
 import { ErrorResponse } from './schemas.js';
-import { storableProblem } from './storable.js';
+import { maxNestingDepth, storableProblem } from './storable.js';
 
 export interface BuildServerOptions {
   db: ServerDatabase;
@@ -188,16 +188,22 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
     }
   });
 
-  // Path parameters and query values the database could not store (NUL, a lone surrogate) or
-  // that are not numbers at all (`limit=Infinity` passes the schema's coercion): 400, not 500.
+  // Path parameters, query values and (schema-declared) JSON bodies the database could not store (NUL, a lone
+  // surrogate, nesting too deep) or that are not numbers at all (`limit=Infinity` passes the
+  // schema's coercion): 400, not 500. The ingest route checks each event alone instead (one bad
+  // event must not refuse the others); raw bodies (a webhook's signed text) are not JSON yet.
   app.addHook('preHandler', async (request: FastifyRequest) => {
-    const schema = request.routeOptions.schema;
-    for (const [part, values, declared] of [
-      ['path parameter', request.params, schema?.params],
-      ['query parameter', request.query, schema?.querystring],
+    const { schema, config } = request.routeOptions;
+    // API routes only (they have a permission): the dashboard's forms handle their own fields.
+    const api = config.permission !== undefined && !config.checksItemsAlone;
+    const body = api && typeof request.body === 'object' ? request.body : undefined;
+    for (const [part, values, declared, depth] of [
+      ['path parameter', request.params, schema?.params, 2],
+      ['query parameter', request.query, schema?.querystring, 2],
+      ['body field', body, body !== undefined && schema?.body !== undefined, maxNestingDepth],
     ] as const) {
       if (!declared) continue;
-      const problem = storableProblem(values, 2);
+      const problem = storableProblem(values, depth);
       if (problem) {
         throw new TendError(
           'TEND_SERVER_BAD_REQUEST',

@@ -35,6 +35,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** What the route needs; routes without it are public (health) or handle auth themselves (dashboard). */
     permission?: Permission;
+    /** The route checks each item of its body alone (ingest): no whole-body storable check. */
+    checksItemsAlone?: boolean;
   }
 }
 

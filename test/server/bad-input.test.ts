@@ -275,4 +275,31 @@ describe.each(dialects)('hostile input to the newer routes, on %s', (dialect) =>
     );
     expect(await countRows(s.database.db, 'cleanup_jobs')).toBe(0);
   });
+
+  it('refuses JSON bodies the database cannot store on every route, not only ingest', async () => {
+    const post = async (url: string, token: string, payload: string) => {
+      const res = await s.app.inject({
+        method: 'POST',
+        url,
+        headers: { ...s.auth(token), 'content-type': 'application/json' },
+        payload,
+      });
+      return { status: res.statusCode, message: res.json<{ error?: { message: string } }>().error?.message };
+    };
+    const heartbeat = (executorId: string) =>
+      JSON.stringify({ executorId, name: 'x', kind: 'agent', version: '1', targets: [] });
+    // A lone surrogate (stored as U+FFFD, another executor than was sent) and a NUL (PostgreSQL refuses it).
+    expect(await post('/api/v1/agents/heartbeat', s.tokens.agent, heartbeat('e\ud800'))).toEqual({
+      status: 400,
+      message: 'body field "executorId" contains a lone UTF-16 surrogate (not valid Unicode)',
+    });
+    expect((await post('/api/v1/agents/heartbeat', s.tokens.agent, heartbeat('e\u0000'))).status).toBe(400);
+    const complete = JSON.stringify({ executorId: 'e', outcome: 'done', message: 'gone\u0000' });
+    expect((await post('/api/v1/cleanup/jobs/j1/complete', s.tokens.agent, complete)).status).toBe(400);
+    expect(await countRows(s.database.db, 'cleanup_executors')).toBe(0);
+    // A pair is fine.
+    expect((await post('/api/v1/agents/heartbeat', s.tokens.agent, heartbeat('e\ud83d\ude00'))).status).toBe(
+      200,
+    );
+  });
 });

@@ -89,7 +89,7 @@ export function registerEventRoutes(app: App, services: ServerServices): void {
   app.post(
     '/api/v1/events',
     {
-      config: { permission: 'ingest' },
+      config: { permission: 'ingest', checksItemsAlone: true },
       bodyLimit: services.limits.bodyLimit,
       schema: {
         summary: 'Ingest a batch of events',
