@@ -42,6 +42,8 @@ const mergeAbove = 16;
 
 interface Scope {
   records: Map<string, ResultRecord>;
+  /** The refs with a result from before the journals (`<ref>.json`), as listed when the scope was read. */
+  legacy: Set<string>;
   journal?: AppendFile;
 }
 
@@ -75,14 +77,17 @@ function processAlive(pid: number): boolean {
   }
 }
 
-function load(dir: string): Map<string, ResultRecord> {
+function load(dir: string): Scope {
   const records = new Map<string, ResultRecord>();
+  const legacy = new Set<string>();
   let names: string[];
   try {
-    names = readdirSync(dir).filter((name) => name.endsWith('.jsonl'));
+    names = readdirSync(dir);
   } catch {
-    return records;
+    return { records, legacy };
   }
+  for (const name of names) if (name.endsWith('.json')) legacy.add(name.slice(0, -'.json'.length));
+  names = names.filter((name) => name.endsWith('.jsonl'));
   for (const name of names) {
     let text: string;
     try {
@@ -98,7 +103,7 @@ function load(dir: string): Map<string, ResultRecord> {
     }
   }
   if (names.length > mergeAbove) merge(dir, names, records);
-  return records;
+  return { records, legacy };
 }
 
 /** One journal for many: the merged one is written first, then the journals of gone processes go. */
@@ -121,7 +126,7 @@ function scopeOf(tendDir: string, scope: string): Scope {
   const dir = scopeDir(tendDir, scope);
   let loaded = scopes.get(dir);
   if (!loaded) {
-    loaded = { records: load(dir) };
+    loaded = load(dir);
     scopes.set(dir, loaded);
   }
   return loaded;
@@ -129,6 +134,7 @@ function scopeOf(tendDir: string, scope: string): Scope {
 
 /** The result tend wrote for a ref before the journals (one file per result). */
 function legacyResult(tendDir: string, scope: string, ref: string): StoredResult | undefined {
+  if (!scopeOf(tendDir, scope).legacy.has(ref)) return undefined;
   try {
     return JSON.parse(
       readFileSync(path.join(scopeDir(tendDir, scope), `${ref}.json`), 'utf8'),
@@ -148,7 +154,11 @@ export function readResult(tendDir: string, scope: string, ref: string): StoredR
 function append(tendDir: string, scope: string, record: ResultRecord): void {
   const loaded = scopeOf(tendDir, scope);
   loaded.records.set(record.ref, record);
-  loaded.journal ??= new AppendFile(path.join(scopeDir(tendDir, scope), `${newId()}-${process.pid}.jsonl`));
+  // A cache: its lines reach the OS as they are written, and the disk when the run ends.
+  loaded.journal ??= new AppendFile(
+    path.join(scopeDir(tendDir, scope), `${newId()}-${process.pid}.jsonl`),
+    'on-close',
+  );
   loaded.journal.append(`${JSON.stringify(record)}\n`);
   loaded.journal.flush();
 }
@@ -160,7 +170,9 @@ export function writeResult(tendDir: string, scope: string, ref: string, result:
 /** Forgets the result of one ref (a deploy removed); the scope's others stay. */
 export function deleteResult(tendDir: string, scope: string, ref: string): void {
   append(tendDir, scope, { at: newId(), ref, deleted: true });
-  rmSync(path.join(scopeDir(tendDir, scope), `${ref}.json`), { force: true });
+  if (scopeOf(tendDir, scope).legacy.delete(ref)) {
+    rmSync(path.join(scopeDir(tendDir, scope), `${ref}.json`), { force: true });
+  }
 }
 
 /** Removes every result of a scope (its environment was cleaned up). */

@@ -279,7 +279,7 @@ describe('a spawn helper that dies', () => {
       const pid = Number(line.split(' ')[1]);
       await waitFor(() => !alive(pid), 'the command of the dead helper to be killed');
     }
-    // The next commands run: directly at first, then in a new helper.
+    // The next commands run, in a new helper.
     const next = await runCommand(sh('echo "::output ok=yes"'), capture().log, never);
     expect(next.outputs).toEqual({ ok: 'yes' });
     const replacement = await waitFor(async () => {
@@ -291,7 +291,7 @@ describe('a spawn helper that dies', () => {
 });
 
 describe('no spawn helper outlives tend', () => {
-  // A chain of builds: the first commands spawn directly, later ones in a helper once it is ready.
+  // A chain of builds, started by spawn helpers.
   // The last one ignores SIGTERM (from before it says it started) and never ends: only SIGKILL
   // (a second Ctrl-C, or its helper) stops it.
   const stubborn = 'trap "" TERM; ';

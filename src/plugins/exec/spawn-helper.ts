@@ -12,7 +12,8 @@
  *
  * The protocol, over the helper's stdin (requests) and stdout (answers), is a stream of frames:
  * a 9-byte header — payload length (uint32 BE), frame type (uint8), command id (uint32 BE) — and
- * the payload. Requests: `spawn` (JSON: file, args, cwd, env). Answers: `ready` (once, at start),
+ * the payload. Requests: `spawn` (JSON: file, args, cwd, env). Answers: `ready` (once, at start,
+ * before any request is read),
  * `started` (JSON: pid), `stdout` and `stderr` (the bytes as read), `error` (JSON: code, errno,
  * syscall, path, message: the command could not start), `closed` (JSON: code, signal: it exited
  * and its stdout and stderr are closed). When its stdin ends (tend exited, however), the helper
@@ -125,6 +126,12 @@ export function helperMain(load: (id: string) => unknown): void {
     });
   };
 
+  // `ready` goes out before any request is read, in a write of its own: a helper that tend saw
+  // die without it never started a command (tend starts those itself).
+  const ready = Buffer.alloc(HEADER);
+  ready.writeUInt8(READY, 4);
+  process.stdout.write(ready);
+
   let pending: Buffer = Buffer.alloc(0);
   process.stdin.on('data', (chunk: Buffer) => {
     pending = pending.length > 0 ? Buffer.concat([pending, chunk]) : chunk;
@@ -153,7 +160,6 @@ export function helperMain(load: (id: string) => unknown): void {
   });
   // The helper has its own session (no terminal's Ctrl-C); tend decides what stops.
   process.on('SIGINT', () => undefined);
-  send(READY, 0, Buffer.alloc(0));
 }
 
 /**

@@ -1,17 +1,19 @@
 /**
  * Where the exec plugin's commands are started: by a spawn helper (`spawn-helper.ts`: a small
- * long-lived Node process, up to 4 of them) when one is ready, otherwise directly from this
- * process. Both ways report the same events, in the same order, so `runCommand` (process.ts) is
- * one piece of code over either.
+ * long-lived Node process, up to 4 of them), otherwise directly from this process. Both ways
+ * report the same events, in the same order, so `runCommand` (process.ts) is one piece of code
+ * over either.
  *
- * Helpers start on demand — when a command finds no helper ready and idle — up to `helperLimit`
- * (not before: a run whose actions are all cached starts none). Until a helper is ready, commands
- * spawn directly.
+ * Helpers start on demand — when a command finds no helper idle — up to `helperLimit`, or ahead
+ * of the first command with `warmUpSpawnHelpers`. A command that finds helpers still starting
+ * is queued to one: a helper answers `ready` before it reads a request, so nothing waits on a
+ * fork of this (large) process.
  *
  * A helper that dies (killed, crashed) fails the commands it was running with TEND_EXEC_FAILED,
  * and their process groups get SIGKILL; the next command starts a new helper. A helper that dies
- * before it is ready turns helpers off for this process: everything spawns directly. A helper
- * exits when tend exits: its stdin ends, it SIGKILLs the groups still running, and exits.
+ * before it is ready turns helpers off for this process: it never read a request, so what was
+ * queued to it is spawned directly, as everything after it. A helper exits when tend exits: its
+ * stdin ends, it SIGKILLs the groups still running, and exits.
  *
  * `TEND_EXEC_HELPERS=0` spawns every command directly (a number caps the helpers).
  */
@@ -73,23 +75,47 @@ let helpersOff = false;
 function helperLimit(): number {
   const configured = process.env.TEND_EXEC_HELPERS;
   if (configured !== undefined && /^\d+$/.test(configured)) return Number(configured);
-  return Math.min(4, Math.max(2, 2 * os.availableParallelism()));
+  defaultLimit ??= Math.min(4, Math.max(2, 2 * os.availableParallelism()));
+  return defaultLimit;
 }
+let defaultLimit: number | undefined;
 
+/**
+ * The helper for the next command: the ready one running fewest, else the starting one with
+ * fewest queued; another starts when every helper is busy and the limit allows.
+ */
 function pickHelper(): Helper | undefined {
   const limit = helperLimit();
   if (helpersOff || limit === 0) return undefined;
   let best: Helper | undefined;
   for (const helper of helpers) {
-    if (helper.ready && (!best || helper.running < best.running)) best = helper;
+    if (
+      !best ||
+      (helper.ready && !best.ready) ||
+      (helper.ready === best.ready && helper.running < best.running)
+    )
+      best = helper;
   }
-  if (helpers.size < limit && (!best || best.running > 0)) startHelper();
+  if (helpers.size < limit && (!best || best.running > 0)) return startHelper() ?? best;
   return best;
 }
 
-function startHelper(): void {
+function startHelper(): Helper | undefined {
   const helper = new Helper();
-  if (helper.alive) helpers.add(helper);
+  if (!helper.alive) return undefined;
+  helpers.add(helper);
+  return helper;
+}
+
+/**
+ * Starts spawn helpers now, up to `count` (and the limit), so that they are ready when the first
+ * commands come: a command that will start commands calls it before it does other work.
+ */
+export function warmUpSpawnHelpers(count: number): void {
+  const wanted = Math.min(count, helperLimit());
+  while (!helpersOff && helpers.size < wanted) {
+    if (!startHelper()) return;
+  }
 }
 
 interface Running {
@@ -222,7 +248,15 @@ class Helper {
     if (!this.alive) return;
     this.alive = false;
     helpers.delete(this);
-    if (!this.ready) helpersOff = true;
+    if (!this.ready) {
+      // It never read a request (`ready` comes first): what was queued to it starts here.
+      helpersOff = true;
+      const queued = [...this.commands.values()];
+      this.commands.clear();
+      (this.child.stdout as Socket).unref();
+      for (const command of queued) spawnDirectly(command.request, command.events);
+      return;
+    }
     if (this.commands.size === 0) return;
     this.child.ref();
     const report = () => {
