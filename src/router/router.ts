@@ -187,9 +187,7 @@ export class Router {
     const { bus } = this.options;
     const plugin = provider.plugin;
     const metadata = { pluginName: plugin.name, providerName: provider.name, handler, actionRef };
-    // `log` is what `ctx.log` emits, which every plugin has: it is declared for all of them.
-    const declared = new Set<EventType>([...plugin.emits, 'log']);
-    const broker = new PluginEventBroker(bus, declared, metadata);
+    const broker = new PluginEventBroker(bus, declaredTypes(plugin), metadata);
     const call: InFlightCall = { plugin: plugin.name, handler, actionRef, startedAt: Date.now() };
     this.inFlight.add(call);
     try {
@@ -242,6 +240,15 @@ export class Router {
     };
     return ctx;
   }
+}
+
+const declaredByPlugin = new WeakMap<PluginDefinition, ReadonlySet<EventType>>();
+
+/** The event types a plugin may emit: those it declares, and `log` (what `ctx.log` emits, which every plugin has). */
+function declaredTypes(plugin: PluginDefinition): ReadonlySet<EventType> {
+  let declared = declaredByPlugin.get(plugin);
+  if (!declared) declaredByPlugin.set(plugin, (declared = new Set<EventType>([...plugin.emits, 'log'])));
+  return declared;
 }
 
 function pluginLog(broker: PluginEventBroker): PluginLog {

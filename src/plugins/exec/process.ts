@@ -96,7 +96,7 @@ export async function runCommand(
   try {
     const exitCode = await new Promise<number>((resolve, reject) => {
       startProcess(
-        { file, args, cwd: spec.cwd, env: { ...process.env, ...spec.env } as Record<string, string> },
+        { file, args, cwd: spec.cwd, env: spec.env },
         {
           started(startedPid) {
             pid = startedPid;

@@ -12,7 +12,7 @@
  *
  * The protocol, over the helper's stdin (requests) and stdout (answers), is a stream of frames:
  * a 9-byte header — payload length (uint32 BE), frame type (uint8), command id (uint32 BE) — and
- * the payload. Requests: `spawn` (JSON: file, args, cwd, env). Answers: `ready` (once, at start,
+ * the payload. Requests: `spawn` (JSON: file, args, cwd, inherited and env: the environment). Answers: `ready` (once, at start,
  * before any request is read),
  * `started` (JSON: pid), `stdout` and `stderr` (the bytes as read), `error` (JSON: code, errno,
  * syscall, path, message: the command could not start), `closed` (JSON: code, signal: it exited
@@ -35,10 +35,12 @@ export const FrameType = {
 
 export const frameHeaderBytes = 9;
 
+/** A command to start: it runs with `inherited` (tend's environment as it is now) plus `env`. */
 export interface SpawnFrame {
   file: string;
   args: string[];
   cwd: string;
+  inherited: NodeJS.ProcessEnv;
   env: Record<string, string>;
 }
 
@@ -95,7 +97,7 @@ export function helperMain(load: (id: string) => unknown): void {
     try {
       child = spawn(request.file, request.args, {
         cwd: request.cwd,
-        env: request.env,
+        env: { ...request.inherited, ...request.env },
         stdio: ['ignore', 'pipe', 'pipe'],
         detached: true,
       });

@@ -30,7 +30,8 @@ import {
   type SpawnFrame,
 } from './spawn-helper.js';
 
-export type SpawnRequest = SpawnFrame;
+/** A command to start, with tend's environment plus `env`. */
+export type SpawnRequest = Omit<SpawnFrame, 'inherited'>;
 
 /** What happens to a started command, in order: `started` (unless it could not start), output, then `closed`. */
 export interface SpawnEvents {
@@ -53,7 +54,7 @@ export function startProcess(request: SpawnRequest, events: SpawnEvents): void {
 function spawnDirectly(request: SpawnRequest, events: SpawnEvents): void {
   const child = spawn(request.file, request.args, {
     cwd: request.cwd,
-    env: request.env,
+    env: { ...process.env, ...request.env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
@@ -166,7 +167,9 @@ class Helper {
     this.commands.set(id, { request, events });
     // While it runs a command, the helper's output keeps tend's event loop alive.
     if (this.commands.size === 1) (this.child.stdout as Socket).ref();
-    this.send(FrameType.spawn, id, Buffer.from(JSON.stringify(request)));
+    // tend's environment goes as it is (serialising process.env costs half of copying it first).
+    const frame: SpawnFrame = { ...request, inherited: process.env };
+    this.send(FrameType.spawn, id, Buffer.from(JSON.stringify(frame)));
   }
 
   /** Frames sent in one turn of the event loop go in one write, which wakes the helper once. */
