@@ -51,6 +51,23 @@ export function trackGroup(pid: number): () => boolean {
 }
 const tailLines = 20;
 
+/**
+ * What to stop when a signal aborts: one listener per signal (a command's session signal serves
+ * thousands of commands), instead of one added and removed per command.
+ */
+const stopsBySignal = new WeakMap<AbortSignal, Set<() => void>>();
+
+function onAbort(signal: AbortSignal, stop: () => void): () => void {
+  let stops = stopsBySignal.get(signal);
+  if (!stops) {
+    const all = (stops = new Set());
+    stopsBySignal.set(signal, all);
+    signal.addEventListener('abort', () => all.forEach((fn) => fn()), { once: true });
+  }
+  stops.add(stop);
+  return () => stops.delete(stop);
+}
+
 export async function runCommand(
   spec: CommandSpec,
   log: PluginLog,
@@ -90,8 +107,7 @@ export async function runCommand(
     setTimeout(() => killGroup(pid, 'SIGKILL'), killGraceMs).unref();
   };
   const timer = spec.timeoutMs ? setTimeout(() => stop('timeout'), spec.timeoutMs) : undefined;
-  const onAbort = () => stop('interrupted');
-  signal.addEventListener('abort', onAbort, { once: true });
+  const stopOnAbort = onAbort(signal, () => stop('interrupted'));
 
   try {
     const exitCode = await new Promise<number>((resolve, reject) => {
@@ -143,7 +159,7 @@ export async function runCommand(
   } finally {
     untrack();
     if (timer) clearTimeout(timer);
-    signal.removeEventListener('abort', onAbort);
+    stopOnAbort();
   }
 }
 
