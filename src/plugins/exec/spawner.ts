@@ -5,9 +5,9 @@
  * over either.
  *
  * Helpers start on demand — when a command finds no helper idle — up to `helperLimit`, or ahead
- * of the first command with `warmUpSpawnHelpers`. A command that finds helpers still starting
- * is queued to one: a helper answers `ready` before it reads a request, so nothing waits on a
- * fork of this (large) process.
+ * of the first command with `warmUpSpawnHelpers`. A command that finds no helper ready is
+ * queued to one that is starting: a helper answers `ready` before it reads a request, so nothing
+ * waits on a fork of this (large) process.
  *
  * A helper that dies (killed, crashed) fails the commands it was running with TEND_EXEC_FAILED,
  * and their process groups get SIGKILL; the next command starts a new helper. A helper that dies
@@ -82,8 +82,8 @@ function helperLimit(): number {
 let defaultLimit: number | undefined;
 
 /**
- * The helper for the next command: the ready one running fewest, else the starting one with
- * fewest queued; another starts when every helper is busy and the limit allows.
+ * The helper for the next command: the ready one running fewest, else one starting; another
+ * starts when every helper is busy and the limit allows, and takes the command when none is ready.
  */
 function pickHelper(): Helper | undefined {
   const limit = helperLimit();
@@ -97,7 +97,11 @@ function pickHelper(): Helper | undefined {
     )
       best = helper;
   }
-  if (helpers.size < limit && (!best || best.running > 0)) return startHelper() ?? best;
+  if (helpers.size < limit && (!best || best.running > 0)) {
+    const started = startHelper();
+    // A ready helper takes the command at once; one starting needs tens of milliseconds more.
+    if (!best?.ready) return started ?? best;
+  }
   return best;
 }
 
