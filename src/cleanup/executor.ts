@@ -9,6 +9,7 @@
  * (dispatched by the job's plugin name: fresh read, every check, the action with preconditions),
  * then `complete` with the outcome. A job whose lease was lost is dropped; the lease returns it.
  */
+import { getMaxListeners, setMaxListeners } from 'node:events';
 import { TendError } from '../errors.js';
 import { PluginEventBroker } from '../router/broker.js';
 import { newId, SessionBus } from '../events/bus.js';
@@ -232,6 +233,8 @@ export class CleanupExecutor {
   private async executeDueJobs(targets: CleanupTarget[], signal: AbortSignal, report: PassReport) {
     const concurrency = this.options.concurrency ?? 64;
     const batch = this.options.claimBatch ?? concurrency * 4;
+    // Each running job's request listens on the pass's signal: `concurrency` listeners are no leak.
+    setMaxListeners(Math.max(getMaxListeners(signal), concurrency + 10), signal);
     const byKey = new Map(targets.map((t) => [t.targetKey, t]));
     const seen = new Set<string>();
     while (!signal.aborted) {

@@ -1,6 +1,7 @@
 /**
  * The CLI as `bin/tend.js` runs it: the bundle of `npm run build` (scripts/bundle.ts). Commands
- * load only what they use — a build of an exec project reads no package from node_modules — and a
+ * load only what they use — a build of an exec project reads no package from node_modules —, what
+ * the bundle imports at run time goes through src/import-module.ts, and a
  * plugin module that imports TendError from the library (dist/src/index.js, another copy of the
  * class than the bundle's) still has its errors reported with their code.
  */
@@ -42,6 +43,13 @@ describe('the bundled CLI', () => {
     const version = await loadedFiles(['--version'], root);
     expect(version.code).toBe(0);
     expect(version.files.filter((file) => file.includes(`${path.sep}node_modules${path.sep}`))).toEqual([]);
+  });
+
+  it('imports at run time only through src/import-module.ts: code run from the code cache has no import()', () => {
+    const bundle = readFileSync(path.join(repoRoot, 'dist', 'cli', 'tend.cjs'), 'utf8');
+    const calls = bundle.split('\n').filter((line) => /(^|[^\w$.])import\(/.test(line));
+    // The one left is importModule's own, used only when the launcher lends none.
+    expect(calls).toEqual([expect.stringContaining('(lent ?? ')]);
   });
 
   it("keeps the code of a plugin's TendError imported from the library", async () => {
