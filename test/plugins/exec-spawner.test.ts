@@ -12,7 +12,7 @@ import path from 'node:path';
 import { TendError } from '../../src/errors.js';
 import type { PluginLog } from '../../src/plugin/types.js';
 import { runCommand, type CommandResult } from '../../src/plugins/exec/process.js';
-import { makeProject, removeProjects, startTend, waitFor } from '../helpers/project.js';
+import { makeProject, removeProjects, runTend, startTend, waitFor } from '../helpers/project.js';
 
 interface Captured {
   log: PluginLog;
@@ -344,6 +344,17 @@ ${builds.join('---\n')}`;
       else expect(run.code).toBe(130);
       for (const pid of spawners) await waitFor(() => !alive(pid), `the spawn helper to exit after ${how}`);
       await waitFor(() => !alive(last), `the running build to be killed after ${how}`);
+    }
+  });
+
+  it('a tend that is done before its spawn helper is ready: the helper exits without a word', async () => {
+    // The helper started while the configuration loaded finds tend gone when it says `ready`.
+    const root = makeProject({ 'tend.yml': tendYml });
+    for (let i = 0; i < 5; i++) {
+      const run = await runTend(['build', 'no-such-build'], { cwd: root });
+      expect(run.code).toBe(2);
+      expect(run.stderr).toMatch(/no Build action named "no-such-build"/);
+      expect(run.stderr).not.toMatch(/EPIPE|helperMain/);
     }
   });
 

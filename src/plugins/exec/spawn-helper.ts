@@ -128,6 +128,21 @@ export function helperMain(load: (id: string) => unknown): void {
     });
   };
 
+  // tend is gone (exited, crashed or killed: its end of stdin closed, or of stdout, which a write
+  // finds as EPIPE — also a `ready` to a tend that finished before this helper started): nothing
+  // it started may outlive it.
+  const tendGone = () => {
+    for (const child of running.values()) {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    process.exit(0);
+  };
+  process.stdout.on('error', tendGone);
+
   // `ready` goes out before any request is read, in a write of its own: a helper that tend saw
   // die without it never started a command (tend starts those itself).
   const ready = Buffer.alloc(HEADER);
@@ -149,17 +164,7 @@ export function helperMain(load: (id: string) => unknown): void {
     }
     pending = pending.subarray(offset);
   });
-  // tend is gone (exited, crashed or killed): nothing it started may outlive it.
-  process.stdin.once('end', () => {
-    for (const child of running.values()) {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-    process.exit(0);
-  });
+  process.stdin.once('end', tendGone);
   // The helper has its own session (no terminal's Ctrl-C); tend decides what stops.
   process.on('SIGINT', () => undefined);
 }
