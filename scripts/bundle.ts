@@ -36,7 +36,9 @@ export const externalPackages = [
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
   absWorkingDir: root,
-  entryPoints: { tend: 'src/main.ts' },
+  // The server's SQLite writer runs in a worker thread started by file (src/server/db/sqlite-writer.ts
+  // finds it at the top of the bundle).
+  entryPoints: { tend: 'src/main.ts', 'sqlite-writer-thread': 'src/server/db/sqlite-writer-thread.ts' },
   outdir,
   chunkNames: 'chunks/[name]-[hash]',
   bundle: true,
