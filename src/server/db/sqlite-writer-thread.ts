@@ -13,6 +13,7 @@
 import { CompiledQuery, Kysely, type DatabaseConnection } from 'kysely';
 import { parentPort, workerData } from 'node:worker_threads';
 import { ingestEvents } from '../registry/ingest.js';
+import { fromWire } from './repositories/registry.js';
 import { cachingStatements, openSqliteWriter, TurnTakingSqliteDialect } from './sqlite.js';
 import {
   serializeError,
@@ -87,7 +88,13 @@ port.on('message', (request: WriterRequest) => {
   if (request.op === 'ingest') {
     void reply(
       request.id,
-      ingestEvents(db, 'sqlite', request.events, new Date(request.receivedAt), request.tokenProject),
+      ingestEvents(
+        db,
+        'sqlite',
+        fromWire(request.events),
+        new Date(request.receivedAt),
+        request.tokenProject,
+      ),
     );
     return;
   }

@@ -25,6 +25,7 @@ import {
 import type { TendEvent } from '../../events/catalog.js';
 import { errorCodes, TendError, type ErrorCode } from '../../errors.js';
 import type { IngestResult } from '../registry/ingest.js';
+import { toWire, type WireEvent } from './repositories/registry.js';
 import type { Database } from './schema.js';
 
 export interface WriterThreadData {
@@ -33,7 +34,7 @@ export interface WriterThreadData {
 }
 
 export type WriterRequest =
-  | { id: number; op: 'ingest'; events: TendEvent[]; receivedAt: string; tokenProject: string | null }
+  | { id: number; op: 'ingest'; events: WireEvent[]; receivedAt: string; tokenProject: string | null }
   | { id: number; op: 'acquire' }
   | { id: number; op: 'query'; sql: string; parameters: readonly unknown[] }
   | { id: number; op: 'release' }
@@ -168,9 +169,11 @@ export class SqliteWriterThread {
 
   /** registry/ingest.ts's ingestEvents, run by the thread; resolves once the batch is committed. */
   ingest(events: TendEvent[], receivedAt: Date, tokenProject: string | null): Promise<IngestResult> {
+    // Payloads as JSON text: strings cross to the thread as copies of their bytes, where objects
+    // are serialised and rebuilt field by field (a batch of 500: about 2 ms of the thread's time).
     return this.call<IngestResult>({
       op: 'ingest',
-      events,
+      events: events.map(toWire),
       receivedAt: receivedAt.toISOString(),
       tokenProject,
     });

@@ -122,9 +122,55 @@ export async function loadEnvironments(
   return out;
 }
 
+/** A checked event as it travels to the SQLite writer thread: its payload as JSON text. */
+export interface WireEvent {
+  id: string;
+  type: TendEvent['type'];
+  sessionId: string;
+  timestamp: string;
+  payload: string;
+}
+
+export function toWire(e: TendEvent): WireEvent {
+  return {
+    id: e.id,
+    type: e.type,
+    sessionId: e.sessionId,
+    timestamp: e.timestamp,
+    payload: JSON.stringify(e.payload),
+  };
+}
+
+/** An event rebuilt from the wire: its payload parsed when first read, stored as the text it came as. */
+class ReceivedEvent {
+  #payload: unknown;
+  constructor(
+    readonly id: string,
+    readonly type: TendEvent['type'],
+    readonly sessionId: string,
+    readonly timestamp: string,
+    readonly payloadText: string,
+  ) {}
+
+  get payload(): unknown {
+    return (this.#payload ??= JSON.parse(this.payloadText));
+  }
+}
+
+/**
+ * The events again: ingest reads the payloads of the few events that change the registry
+ * (sessions, namespaces) and stores the others' as they came, never parsed.
+ */
+export function fromWire(wire: readonly WireEvent[]): TendEvent[] {
+  return wire.map(
+    (w) => new ReceivedEvent(w.id, w.type, w.sessionId, w.timestamp, w.payload) as unknown as TendEvent,
+  );
+}
+
 /** A row of the events insert. */
 export function eventRow(e: TendEvent, receivedAt: string, environmentId: string | null): unknown[] {
-  return [e.id, e.type, e.sessionId, e.timestamp, receivedAt, environmentId, JSON.stringify(e.payload)];
+  const payload = e instanceof ReceivedEvent ? e.payloadText : JSON.stringify(e.payload);
+  return [e.id, e.type, e.sessionId, e.timestamp, receivedAt, environmentId, payload];
 }
 
 /**
