@@ -122,23 +122,28 @@ export async function loadEnvironments(
   return out;
 }
 
-/** A checked event as it travels to the SQLite writer thread: its payload as JSON text. */
-export interface WireEvent {
-  id: string;
-  type: TendEvent['type'];
-  sessionId: string;
-  timestamp: string;
-  payload: string;
+/**
+ * Checked events as they travel to the SQLite writer thread: one array per field (a message
+ * spells out every object's keys; columns do not), the payloads as JSON text.
+ */
+export interface WireEvents {
+  ids: string[];
+  types: TendEvent['type'][];
+  sessionIds: string[];
+  timestamps: string[];
+  payloads: string[];
 }
 
-export function toWire(e: TendEvent): WireEvent {
-  return {
-    id: e.id,
-    type: e.type,
-    sessionId: e.sessionId,
-    timestamp: e.timestamp,
-    payload: JSON.stringify(e.payload),
-  };
+export function toWire(events: readonly TendEvent[]): WireEvents {
+  const wire: WireEvents = { ids: [], types: [], sessionIds: [], timestamps: [], payloads: [] };
+  for (const e of events) {
+    wire.ids.push(e.id);
+    wire.types.push(e.type);
+    wire.sessionIds.push(e.sessionId);
+    wire.timestamps.push(e.timestamp);
+    wire.payloads.push(JSON.stringify(e.payload));
+  }
+  return wire;
 }
 
 /** An event rebuilt from the wire: its payload parsed when first read, stored as the text it came as. */
@@ -161,9 +166,16 @@ class ReceivedEvent {
  * The events again: ingest reads the payloads of the few events that change the registry
  * (sessions, namespaces) and stores the others' as they came, never parsed.
  */
-export function fromWire(wire: readonly WireEvent[]): TendEvent[] {
-  return wire.map(
-    (w) => new ReceivedEvent(w.id, w.type, w.sessionId, w.timestamp, w.payload) as unknown as TendEvent,
+export function fromWire(wire: WireEvents): TendEvent[] {
+  return wire.ids.map(
+    (id, i) =>
+      new ReceivedEvent(
+        id,
+        wire.types[i]!,
+        wire.sessionIds[i]!,
+        wire.timestamps[i]!,
+        wire.payloads[i]!,
+      ) as unknown as TendEvent,
   );
 }
 
