@@ -1,28 +1,30 @@
 /**
  * The CLI bundle that `bin/tend.js` runs (part of `npm run build`, after tsc): `src/main.ts` and
- * what every command needs at start (commander, yaml, fast-glob, TypeBox…) in one file,
- * `dist/cli/tend.js`; each command module and what only it needs in a chunk of its own under
- * `dist/cli/chunks/`, loaded when the command runs (code splitting of the dynamic imports).
- * Start-up then reads a few files instead of hundreds of modules.
+ * everything of tend's it imports, with the packages they use (commander, yaml, fast-glob,
+ * TypeBox…), in one CommonJS file, `dist/cli/tend.cjs`. Start-up then reads one file instead of
+ * hundreds of modules, and `src/cli/launch.ts` keeps V8's code cache of it, which Node 20 offers
+ * for scripts and not for ES modules. Each command module stays a lazily initialised part of the
+ * file: it runs only when its command does.
  *
  * The server's, the database's and the Kubernetes client's packages stay outside the bundle,
- * imported from node_modules by the chunks that use them: they are loaded only by the commands
- * that need them, and some cannot be bundled (native addons, worker threads started by file).
+ * loaded from node_modules by the code that uses them, so only the commands that need them load
+ * them; some cannot be bundled (native addons, worker threads started by file).
  * The library (`dist/src/index.js`, `dist/src/testing/index.js`) is tsc's output, not bundled.
  */
 import { build } from 'esbuild';
-import { rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { appendFileSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const outdir = path.join(root, 'dist', 'cli');
+const outfile = path.join(outdir, 'tend.cjs');
 
 /** Packages imported from node_modules at run time instead of bundled. */
-export const externalPackages = [
+const externalPackages = [
   '@fastify/*',
   '@kubernetes/client-node',
-  '@octokit/webhooks-methods',
   'better-sqlite3',
   'fastify',
   'kysely',
@@ -34,25 +36,21 @@ export const externalPackages = [
 ];
 
 rmSync(outdir, { recursive: true, force: true });
-const result = await build({
+await build({
   absWorkingDir: root,
-  // The server's SQLite writer runs in a worker thread started by file (src/server/db/sqlite-writer.ts
-  // finds it at the top of the bundle).
-  entryPoints: { tend: 'src/main.ts', 'sqlite-writer-thread': 'src/server/db/sqlite-writer-thread.ts' },
-  outdir,
-  chunkNames: 'chunks/[name]-[hash]',
+  entryPoints: ['src/main.ts'],
+  outfile,
   bundle: true,
-  splitting: true,
-  format: 'esm',
+  format: 'cjs',
   platform: 'node',
   target: 'node20',
   external: externalPackages,
-  // Bundled CommonJS packages call require() for Node's modules: give the ES module one.
-  banner: {
-    js: "import { createRequire as __tendRequire } from 'node:module';\nconst require = __tendRequire(import.meta.url);",
-  },
+  // The sources are ES modules: their import.meta.url is the bundle's URL.
+  define: { 'import.meta.url': '__tendImportMetaUrl' },
+  banner: { js: "const __tendImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
   logLevel: 'warning',
-  metafile: true,
 });
-const outputs = Object.entries(result.metafile.outputs).filter(([file]) => file.endsWith('.js'));
-console.log(`bundled the CLI: ${outputs.length} file(s) in ${path.relative(root, outdir)}/`);
+// What names the bundle's code cache (src/cli/launch.ts): a new build never meets an old cache.
+const buildId = createHash('sha256').update(readFileSync(outfile)).digest('hex');
+appendFileSync(outfile, `\n// tend-build ${buildId}\n`);
+console.log(`bundled the CLI: ${path.relative(root, outfile)}`);

@@ -582,4 +582,5 @@ export async function main(argv: string[]): Promise<void> {
   }
 }
 
-await main(process.argv);
+// Not awaited: the bundle is CommonJS (src/cli/launch.ts), and main reports its own errors.
+void main(process.argv);

@@ -24,7 +24,7 @@ import { readProjectDocument } from './project-document.js';
 import { contentHash, ParseCache } from './parse-cache.js';
 import { SourceFile } from './source.js';
 import type { SourceDocument } from './source.js';
-import { checkTemplateSyntax } from './template.js';
+import { checkTemplateSyntax, containsTemplate } from './template.js';
 import type { TemplateActionReference } from './template.js';
 
 export const projectFileName = 'tend.yml';
@@ -438,6 +438,18 @@ class Loader {
   }
 }
 
+const templated = new WeakMap<ActionConfig, boolean>();
+
+/** Whether any string of the action's spec holds a template expression (`${`). */
+function hasTemplates(action: ActionConfig): boolean {
+  let known = templated.get(action);
+  if (known === undefined) {
+    known = containsTemplate(action.spec);
+    templated.set(action, known);
+  }
+  return known;
+}
+
 /**
  * An action's spec once its template expressions are resolved, made to fit the action type's
  * spec schema: a single-expression template keeps its value's type (`port: ${var.port}` gives a
@@ -451,7 +463,8 @@ export function checkResolvedSpec(
   plugins: readonly PluginDefinition[],
 ): unknown {
   const specSchema = actionTypeIndex(plugins).get(action.type)?.kinds.get(action.kind);
-  if (!specSchema) return spec;
+  // Without a template the spec resolves to itself, which the load checked in full.
+  if (!specSchema || !hasTemplates(action)) return spec;
   const converted = Value.Convert(specSchema, structuredClone(spec));
   const problems = checkSchema(specSchema, converted, {
     basePath: ['spec'],

@@ -74,6 +74,14 @@ export function resolveTemplates<T>(
   return walk(value, [], (text, path) => resolveString(text, context, options, () => locate(path))) as T;
 }
 
+/** Whether any string in the value holds a template expression (`${`, an escaped `$${` too). */
+export function containsTemplate(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('${');
+  if (Array.isArray(value)) return value.some(containsTemplate);
+  if (value !== null && typeof value === 'object') return Object.values(value).some(containsTemplate);
+  return false;
+}
+
 /** Action references (`build.api`) used in `${actions.<kind>.<name>.outputs.<key>}` expressions. */
 export function findActionReferences(value: unknown): string[] {
   const refs = new Set<string>();

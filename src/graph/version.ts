@@ -34,11 +34,22 @@ export interface VersionInputs {
 /** Deterministic JSON: object keys sorted, so equal configs hash equally. */
 export function stableStringify(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map(stableStringify).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableStringify(v)}`).join(',')}}`;
+  // Loops and concatenation, not entries/filter/map/join: this runs for every action of every command.
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + stableStringify(value[i]);
+    return `${out}]`;
+  }
+  const record = value as Record<string, unknown>;
+  // sort() compares UTF-16 code units, as `<` does.
+  const keys = Object.keys(record).sort();
+  let out = '{';
+  for (const key of keys) {
+    const item = record[key];
+    if (item === undefined) continue;
+    out += `${out.length === 1 ? '' : ','}${JSON.stringify(key)}:${stableStringify(item)}`;
+  }
+  return `${out}}`;
 }
 
 /**

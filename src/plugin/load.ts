@@ -8,6 +8,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { TendError } from '../errors.js';
+import { importModule } from '../import-module.js';
 import type { PluginDefinition } from './types.js';
 import { validatePlugins } from './validate.js';
 
@@ -48,7 +49,7 @@ export async function loadPluginModule(
   const file = resolvePluginModule(specifier, projectRoot);
   let module: Record<string, unknown>;
   try {
-    module = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+    module = await importModule<Record<string, unknown>>(pathToFileURL(file).href);
   } catch (error) {
     throw new TendError(
       'TEND_PLUGIN_INVALID',

@@ -111,6 +111,39 @@ function isLogger(value: unknown): value is FastifyBaseLogger {
 export async function buildServer(options: BuildServerOptions): Promise<App> {
   const bodyLimit = options.bodyLimit ?? defaultBodyLimit;
   const logger = options.logger ?? false;
+  // Every error a request meets, the router's too (a path that is not valid UTF-8 once decoded),
+  // is answered in tend's error shape.
+  const handleError = (
+    error: FastifyError | TendError,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): void => {
+    let tendError: TendError;
+    let status: number;
+    if (error instanceof TendError) {
+      tendError = error;
+      status = httpStatusOf[error.code] ?? 500;
+    } else if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      const limit = request.routeOptions.bodyLimit ?? bodyLimit;
+      tendError = new TendError(
+        'TEND_SERVER_PAYLOAD_TOO_LARGE',
+        `request body exceeds the limit of ${formatBytes(limit)} (${limit} bytes); send smaller batches`,
+        { detail: { limitBytes: limit } },
+      );
+      status = 413;
+    } else if (error.validation || (error.statusCode !== undefined && error.statusCode < 500)) {
+      status = error.statusCode ?? 400;
+      tendError = new TendError(
+        status === 404 ? 'TEND_SERVER_NOT_FOUND' : 'TEND_SERVER_BAD_REQUEST',
+        error.message,
+      );
+    } else {
+      request.log.error({ err: error }, 'request failed');
+      tendError = new TendError('TEND_INTERNAL', 'internal server error');
+      status = 500;
+    }
+    void reply.status(status).send(errorBody(tendError));
+  };
   const app: App = Fastify({
     ...(isLogger(logger)
       ? { loggerInstance: logger }
@@ -120,6 +153,7 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
     ajv: { customOptions: { allErrors: false, coerceTypes: true, removeAdditional: false } },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    frameworkErrors: handleError,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const database = options.db;
@@ -214,33 +248,7 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
     }
   });
 
-  app.setErrorHandler((error: FastifyError | TendError, request: FastifyRequest, reply: FastifyReply) => {
-    let tendError: TendError;
-    let status: number;
-    if (error instanceof TendError) {
-      tendError = error;
-      status = httpStatusOf[error.code] ?? 500;
-    } else if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      const limit = request.routeOptions.bodyLimit ?? bodyLimit;
-      tendError = new TendError(
-        'TEND_SERVER_PAYLOAD_TOO_LARGE',
-        `request body exceeds the limit of ${formatBytes(limit)} (${limit} bytes); send smaller batches`,
-        { detail: { limitBytes: limit } },
-      );
-      status = 413;
-    } else if (error.validation || (error.statusCode !== undefined && error.statusCode < 500)) {
-      status = error.statusCode ?? 400;
-      tendError = new TendError(
-        status === 404 ? 'TEND_SERVER_NOT_FOUND' : 'TEND_SERVER_BAD_REQUEST',
-        error.message,
-      );
-    } else {
-      request.log.error({ err: error }, 'request failed');
-      tendError = new TendError('TEND_INTERNAL', 'internal server error');
-      status = 500;
-    }
-    void reply.status(status).send(errorBody(tendError));
-  });
+  app.setErrorHandler(handleError);
 
   app.setNotFoundHandler((request, reply) => {
     void reply

@@ -3,11 +3,13 @@
  * variables, the values of expressions in its source files), its own document and files, and
  * nothing of its neighbours' documents.
  */
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { actionVersions, openProject } from '../../src/commands/context.js';
 import { ActionGraph } from '../../src/graph/graph.js';
+import { stableStringify } from '../../src/graph/version.js';
 import { clearSourceCache } from '../../src/graph/sources.js';
 import { makeProject, removeProjects } from '../helpers/project.js';
 
@@ -138,5 +140,43 @@ spec: { command: [node, src/main.js] }
     expect(preview['deploy.web']).not.toBe(dev['deploy.web']);
     expect(await versionsOf(root, { var: ['replicas=2'] })).toEqual(preview);
     expect(await versionsOf(root, { env: 'preview', var: ['replicas=1'] })).toEqual(dev);
+  });
+});
+
+describe('versions across tend releases', () => {
+  it('stay what they were: an unchanged action is not run again after an upgrade', async () => {
+    // Computed by an earlier tend; a change here re-runs every action of every project.
+    const root = makeProject({
+      'tend.yml':
+        'kind: Project\nname: bench\ndefaultEnvironment: dev\n' +
+        'environments: [{ name: dev, defaultNamespace: bench-dev }]\nproviders: [{ name: exec }]\n---\n' +
+        'kind: Build\ntype: exec\nname: b0\nspec: { command: [echo, built 0] }\n',
+    });
+    expect((await versionsOf(root))['build.b0']).toBe('v-ac8144a0de4e');
+  });
+
+  it('hash configurations through the same JSON as before, for any value', () => {
+    // The implementation versions were first computed with.
+    const reference = (value: unknown): string => {
+      if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+      if (Array.isArray(value)) return `[${value.map(reference).join(',')}]`;
+      const entries = Object.entries(value as Record<string, unknown>)
+        .filter(([, v]) => v !== undefined)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${reference(v)}`).join(',')}}`;
+    };
+    const value = fc.letrec((tie) => ({
+      any: fc.oneof(
+        { depthSize: 'small' },
+        fc.jsonValue(),
+        fc.constant(undefined),
+        fc.array(tie('any')),
+        fc.dictionary(fc.string({ unit: 'binary' }), tie('any')),
+      ),
+    })).any;
+    fc.assert(
+      fc.property(value, (v) => stableStringify(v) === reference(v)),
+      { numRuns: 2000 },
+    );
   });
 });

@@ -266,6 +266,13 @@ describe.each(dialects)('hostile input to the newer routes, on %s', (dialect) =>
     // A lone surrogate's UTF-8 bytes decode to U+FFFD: an ordinary search that matches nothing.
     expect(await status('/api/v1/environments?search=%ED%A0%80', s.tokens.read)).toMatch(/^200 /);
     expect(await status(`/api/v1/environments?search=${'x'.repeat(201)}`, s.tokens.read)).toMatch(/^400 /);
+    // A path that is not UTF-8 once decoded is refused by the router itself, in tend's error shape.
+    const undecodable = await s.app.inject({
+      url: '/api/v1/environments/%ED%A0%80',
+      headers: s.auth(s.tokens.read),
+    });
+    expect(undecodable.statusCode).toBe(400);
+    expect(undecodable.json()).toMatchObject({ error: { code: 'TEND_SERVER_BAD_REQUEST' } });
     const notice = '/api/v1/cleanup/notice?project=p%00&environment=dev&namespace=ns';
     expect(await status(notice, s.tokens.ingest)).toMatch(/^400 /);
     expect(await status('/api/v1/environments/no-such-id/resume', s.tokens.admin, 'POST')).toMatch(/^404 /);

@@ -73,7 +73,8 @@ function deserializeError(error: SerializedError): Error {
 
 /**
  * The thread's module: beside this one (tsc's output, or the sources under tsx and Vitest), or,
- * from a chunk of the CLI bundle (dist/cli/chunks/), at the top of the bundle (scripts/bundle.ts).
+ * from the CLI bundle (dist/cli/tend.cjs, whose import.meta.url is the bundle's), tsc's output of
+ * it (dist/src/server/db/).
  */
 function threadModule(): URL {
   const source = import.meta.url.endsWith('.ts');
@@ -81,7 +82,7 @@ function threadModule(): URL {
     ? [new URL('./sqlite-writer-thread.ts', import.meta.url)]
     : [
         new URL('./sqlite-writer-thread.js', import.meta.url),
-        new URL('../sqlite-writer-thread.js', import.meta.url),
+        new URL('../src/server/db/sqlite-writer-thread.js', import.meta.url),
       ];
   return candidates.find((url) => existsSync(fileURLToPath(url))) ?? candidates[0]!;
 }

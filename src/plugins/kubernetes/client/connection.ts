@@ -9,6 +9,7 @@ import type { KubeConfig, RequestContext, SecurityAuthentication } from '@kubern
 import { AsyncLocalStorage } from 'node:async_hooks';
 import https from 'node:https';
 import { TendError } from '../../../errors.js';
+import { importModule } from '../../../import-module.js';
 
 /**
  * The abort signal of the handler call a request is made for (set by the request gate around
@@ -49,7 +50,7 @@ export function connect(context: string | undefined, kubeconfigFile?: string): P
 }
 
 async function open(context: string | undefined, kubeconfigFile: string | undefined): Promise<Connection> {
-  const lib = await import('@kubernetes/client-node');
+  const lib = await importModule<typeof k8s>('@kubernetes/client-node');
   const kc = new lib.KubeConfig();
   const source = kubeconfigFile
     ? kubeconfigFile

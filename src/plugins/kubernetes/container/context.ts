@@ -6,7 +6,9 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import type * as tarModule from 'tar';
 import { TendError } from '../../../errors.js';
+import { importModule } from '../../../import-module.js';
 import type { ResolvedAction } from '../../../plugin/types.js';
 
 export interface BuildContext {
@@ -56,7 +58,7 @@ export async function packContext(
     dir,
     `context-${action.name}-${randomBytes(4).toString('hex')}.tar${gzip ? '.gz' : ''}`,
   );
-  const tar = await import('tar');
+  const tar = await importModule<typeof tarModule>('tar');
   await tar.c({ cwd: action.sourceDir, file, gzip, portable: true, noDirRecurse: true }, files);
   return {
     file,

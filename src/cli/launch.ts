@@ -1,0 +1,139 @@
+/**
+ * Starts the CLI bundle (`dist/cli/tend.cjs`) with V8's code cache, so that a command does not
+ * compile tend's code again each time it starts: compiling the bundle is most of what starting
+ * a command costs once the process is up. Node 20 has no module compile cache (22 adds one) and
+ * runs an ES module without one, so the bundle is CommonJS and is compiled here, through
+ * `vm.Script` with the bytes V8 produced the last time.
+ *
+ * The cache is one file per bundle build, Node version and command (`build`, `status`, …: each
+ * runs other code), in `$XDG_CACHE_HOME/tend/compile` or `~/.cache/tend/compile`. It is written
+ * when the process exits, when there was none or V8 rejected it, so it holds the code the
+ * command ran, not only its top level. Compiled code is code: a cache file is used only when it
+ * is a regular file of the user running tend that nobody else can write; otherwise, and when
+ * anything about it fails, the bundle is compiled from source and the file replaced.
+ * `TEND_COMPILE_CACHE=0` turns it off.
+ */
+import { closeSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { homedir } from 'node:os';
+import path from 'node:path';
+import vm from 'node:vm';
+import { importKey } from '../import-module.js';
+import { writeFileAtomic } from '../state/files.js';
+
+/** The bundle ends with this comment, the SHA-256 of its content (scripts/bundle.ts writes it). */
+export const buildIdPattern = /\n\/\/ tend-build ([0-9a-f]{64})\n$/;
+/** Caches per build are capped: an unknown word as a command gets the shared `default` entry beyond this. */
+const maxCachesPerBuild = 16;
+const maxCacheBytes = 64 * 1024 * 1024;
+
+export interface LaunchOptions {
+  bundle: string;
+  argv: readonly string[];
+  env: NodeJS.ProcessEnv;
+}
+
+/** The directory of the compile caches, or undefined when there is no absolute home for one. */
+export function compileCacheDir(env: NodeJS.ProcessEnv): string | undefined {
+  // The XDG spec ignores a relative XDG_CACHE_HOME.
+  const xdg = env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : undefined;
+  let home: string;
+  try {
+    home = homedir();
+  } catch {
+    return xdg && path.join(xdg, 'tend', 'compile');
+  }
+  const base = xdg ?? (path.isAbsolute(home) ? path.join(home, '.cache') : undefined);
+  return base && path.join(base, 'tend', 'compile');
+}
+
+/** Which cache a command line uses: its command word, when it looks like one. */
+export function cacheName(argv: readonly string[]): string {
+  const word = argv[2];
+  return word !== undefined && /^[a-z][a-z-]{0,31}$/.test(word) ? word : 'default';
+}
+
+/** Runs the bundle: from its code cache when there is a usable one, else compiled from source. */
+export function launch({ bundle, argv, env }: LaunchOptions): void {
+  const source = readFileSync(bundle, 'utf8');
+  const buildId = buildIdPattern.exec(source)?.[1];
+  const dir = compileCacheDir(env);
+  if (env.TEND_COMPILE_CACHE === '0' || !buildId || !dir) {
+    createRequire(import.meta.url)(bundle);
+    return;
+  }
+  // The bundle's import() of what it does not contain (src/import-module.ts) is this module's.
+  (globalThis as { [importKey]?: (specifier: string) => Promise<unknown> })[importKey] = (specifier) =>
+    import(specifier);
+  const prefix = `${buildId.slice(0, 16)}-${process.version}-${process.arch}-`;
+  let file = path.join(dir, `${prefix}${cacheName(argv)}.bin`);
+  const cachedData = readCache(file);
+  const script = new vm.Script(wrap(source), { filename: bundle, cachedData });
+  if (cachedData === undefined || script.cachedDataRejected) {
+    process.once('exit', () => {
+      try {
+        const names = removeOtherBuilds(dir, prefix);
+        if (!names.includes(path.basename(file)) && names.length >= maxCachesPerBuild) {
+          file = path.join(dir, `${prefix}default.bin`);
+        }
+        writeFileAtomic(file, script.createCachedData(), 0o600, { durable: false });
+      } catch {
+        // A cache that cannot be written is compiled from source next time.
+      }
+    });
+  }
+  const run = script.runInThisContext() as (
+    exports: object,
+    require: NodeJS.Require,
+    module: { exports: object },
+    filename: string,
+    dirname: string,
+  ) => void;
+  const module = { exports: {} };
+  run(module.exports, createRequire(bundle), module, bundle, path.dirname(bundle));
+}
+
+/** The function CommonJS wraps a module in (what `require` compiles). */
+function wrap(source: string): string {
+  return `(function (exports, require, module, __filename, __dirname) { ${source}\n});`;
+}
+
+/** The cached bytes, when the file is a regular file of this user that nobody else can write. */
+function readCache(file: string): Buffer | undefined {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch {
+    return undefined;
+  }
+  try {
+    const stat = fstatSync(fd);
+    const uid = process.getuid?.();
+    if (!stat.isFile() || (uid !== undefined && stat.uid !== uid)) return undefined;
+    if ((stat.mode & 0o022) !== 0 || stat.size > maxCacheBytes) return undefined;
+    return readFileSync(fd);
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Deletes the caches of other builds (and Node versions); returns the names of this build's. */
+function removeOtherBuilds(dir: string, prefix: string): string[] {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const kept: string[] = [];
+  for (const name of readdirSync(dir)) {
+    if (name.startsWith(prefix)) {
+      if (name.endsWith('.bin')) kept.push(name);
+      continue;
+    }
+    if (!name.endsWith('.bin')) continue; // a temp file being written by another process
+    try {
+      unlinkSync(path.join(dir, name));
+    } catch {
+      // another process removed it first
+    }
+  }
+  return kept;
+}

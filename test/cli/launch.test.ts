@@ -1,0 +1,139 @@
+/**
+ * The launcher (src/cli/launch.ts): `bin/tend.js` runs the CLI bundle from V8's code cache, one
+ * file per build, Node version and command under $XDG_CACHE_HOME/tend/compile. Through real
+ * `bin/tend.js` processes: the cache is written once and then used (a plugin module and the
+ * Kubernetes client still import from cached code), a damaged or foreign-writable file is
+ * replaced, another build's file removed, and TEND_COMPILE_CACHE=0 writes nothing.
+ */
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { cacheName, compileCacheDir } from '../../src/cli/launch.js';
+import { makeProject, removeProjects, runTend } from '../helpers/project.js';
+
+afterAll(() => removeProjects());
+
+const project = {
+  'package.json': '{ "type": "module" }',
+  'tend.yml':
+    'kind: Project\nname: p\ndefaultEnvironment: dev\nenvironments: [{ name: dev, defaultNamespace: p-dev }]\n' +
+    'providers: [{ name: exec }, { name: named, plugin: ./plugin.js }]\n---\n' +
+    'kind: Build\ntype: exec\nname: one\nspec: { command: [echo, one] }\n',
+  // A provider module that only needs to be imported: its definition is refused by name.
+  'plugin.js': 'export default { name: "Not A Name" };\n',
+};
+
+/** A project and an empty cache home; runs `tend build --json` there. */
+function setup() {
+  const root = makeProject(project);
+  const cacheHome = path.join(root, 'cache-home');
+  const dir = path.join(cacheHome, 'tend', 'compile');
+  const build = (env: Record<string, string> = {}) =>
+    runTend(['build', '--json'], { cwd: root, env: { XDG_CACHE_HOME: cacheHome, ...env } });
+  const files = () => (existsSync(dir) ? readdirSync(dir).filter((name) => name.endsWith('.bin')) : []);
+  return { root, cacheHome, dir, build, files };
+}
+
+/** The plugin module was imported: its definition's name is what the error names. */
+function expectPluginImported(run: { code: number | null; stdout: string }): void {
+  expect(run.code).toBe(2);
+  const error = (JSON.parse(run.stdout) as { error: { code: string; message: string } }).error;
+  expect(error.code).toBe('TEND_PLUGIN_INVALID');
+  expect(error.message).toContain('"name" must be a lowercase name');
+}
+
+describe('the code cache of the CLI bundle', () => {
+  it('is written by the first run of a command and used, not rewritten, by the next', async () => {
+    const { root, cacheHome, dir, build, files } = setup();
+    expectPluginImported(await build());
+    expect(files()).toHaveLength(1);
+    const [name] = files();
+    expect(name).toMatch(/^[0-9a-f]{16}-v\d+\.\d+\.\d+-[a-z0-9]+-build\.bin$/);
+    const file = path.join(dir, name!);
+    const first = statSync(file);
+    expect(first.mode & 0o777).toBe(0o600);
+    expect(first.size).toBeGreaterThan(0);
+
+    // From cached code, import() still works: the plugin module is imported again.
+    const second = await build();
+    expectPluginImported(second);
+    expect(second.stderr).not.toMatch(/Warning/);
+    const after = statSync(file);
+    expect([after.ino, after.mtimeMs]).toEqual([first.ino, first.mtimeMs]);
+
+    // Another command gets a file of its own.
+    const version = await runTend(['--version'], { cwd: root, env: { XDG_CACHE_HOME: cacheHome } });
+    expect(version.code).toBe(0);
+    expect(files().sort()).toEqual([name, name!.replace(/-build\.bin$/, '-default.bin')].sort());
+  });
+
+  it('replaces a damaged file and one that others can write, and removes other builds', async () => {
+    const { dir, build, files } = setup();
+    await build();
+    const [name] = files();
+    const file = path.join(dir, name!);
+
+    writeFileSync(file, 'not a code cache');
+    expectPluginImported(await build());
+    expect(readFileSync(file, 'utf8')).not.toBe('not a code cache');
+
+    // Compiled code is code: a file that someone else could have written is not run.
+    chmodSync(file, 0o666);
+    const planted = statSync(file);
+    expectPluginImported(await build());
+    const replaced = statSync(file);
+    expect(replaced.mode & 0o777).toBe(0o600);
+    expect(replaced.ino).not.toBe(planted.ino);
+
+    const stale = path.join(dir, `0123456789abcdef-${process.version}-${process.arch}-build.bin`);
+    writeFileSync(stale, 'an older build', { mode: 0o600 });
+    expectPluginImported(await build());
+    expect(existsSync(stale)).toBe(true); // the file in use was valid: nothing written, nothing removed
+    writeFileSync(file, 'damaged');
+    expectPluginImported(await build());
+    expect(existsSync(stale)).toBe(false);
+    expect(files()).toEqual([name]);
+  });
+
+  it('is neither read nor written with TEND_COMPILE_CACHE=0', async () => {
+    const { dir, build } = setup();
+    expectPluginImported(await build({ TEND_COMPILE_CACHE: '0' }));
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it('does not fail a command when the cache directory cannot be written', async () => {
+    const { dir, build } = setup();
+    // A file where the directory should be: nothing can be written under it.
+    mkdirSync(path.dirname(dir), { recursive: true });
+    writeFileSync(dir, '');
+    const run = await build();
+    expectPluginImported(run);
+    expect(run.stderr).toBe('');
+    expect(statSync(dir).isFile()).toBe(true);
+  });
+});
+
+describe('where the cache lives and which file a command line uses', () => {
+  it('takes $XDG_CACHE_HOME when absolute, else ~/.cache', () => {
+    expect(compileCacheDir({ XDG_CACHE_HOME: '/srv/cache' })).toBe('/srv/cache/tend/compile');
+    expect(compileCacheDir({ XDG_CACHE_HOME: 'relative' })).toMatch(/\/\.cache\/tend\/compile$/);
+    expect(compileCacheDir({})).toMatch(/\/\.cache\/tend\/compile$/);
+  });
+
+  it('names the file after the command word, else `default`', () => {
+    expect(cacheName(['node', 'tend', 'build', 'api'])).toBe('build');
+    expect(cacheName(['node', 'tend', 'cleanup-now'])).toBe('cleanup-now');
+    expect(cacheName(['node', 'tend', '--root', 'x', 'build'])).toBe('default');
+    expect(cacheName(['node', 'tend'])).toBe('default');
+    expect(cacheName(['node', 'tend', '../../etc/passwd'])).toBe('default');
+    expect(cacheName(['node', 'tend', 'a'.repeat(40)])).toBe('default');
+  });
+});
