@@ -51,6 +51,49 @@ describe.each(dialects)('ingest on %s', (dialect) => {
     expect(after).toEqual(env);
   });
 
+  it('stores each payload as sent, whether the registry reads it or not', async () => {
+    const a = session({ user: 'payload-text' });
+    const failedAction = a.action('deploy.web');
+    Object.assign(failedAction.payload, {
+      state: 'failed',
+      error: { code: 'TEND_EXEC_FAILED', message: 'é ✓ "quoted" \\ \n\u2028 <' },
+    });
+    const batch = [
+      a.started(),
+      a.ns('ready', { uid: 'u-payload' }),
+      a.action('deploy.api'),
+      failedAction,
+      a.heartbeat(),
+      a.failed(),
+    ];
+    expect((await postEvents(s, batch)).json()).toEqual({ accepted: 6, duplicates: 0 });
+    const rows = await s.database.db
+      .selectFrom('events')
+      .select(['id', 'type', 'session_id', 'payload'])
+      .where('session_id', '=', a.sessionId)
+      .orderBy('id')
+      .execute();
+    expect(rows.map((r) => ({ id: r.id, type: r.type, payload: JSON.parse(r.payload) as unknown }))).toEqual(
+      batch
+        .map((e) => ({ id: e.id, type: e.type, payload: e.payload }))
+        .sort((x, y) => (x.id < y.id ? -1 : 1)),
+    );
+    // The registry read the payloads it needs: the session failed, the namespace is a resource.
+    const stored = await s.database.db
+      .selectFrom('sessions')
+      .select(['status', 'error_code', 'host_id'])
+      .where('id', '=', a.sessionId)
+      .executeTakeFirstOrThrow();
+    expect(stored.status).toBe('failed');
+    expect(stored.host_id).not.toBeNull();
+    const resource = await s.database.db
+      .selectFrom('resources')
+      .select(['namespace_uid', 'state'])
+      .where('namespace_name', '=', a.namespace)
+      .executeTakeFirstOrThrow();
+    expect(resource).toEqual({ namespace_uid: 'u-payload', state: 'ready' });
+  });
+
   it('counts a repeated id inside one batch as a duplicate', async () => {
     const a = session({ user: 'dup-in-batch' });
     const e = a.started();
