@@ -1,4 +1,6 @@
+import type { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writerThreadOf } from '../../src/server/db/sqlite-writer.js';
 import {
   countRows,
   createTestServer,
@@ -325,5 +327,29 @@ describe.each(dialects)('ingest limits on %s with the default body limit', (dial
     expect(res.json<{ error: { message: string } }>().error.message).toBe(
       'the batch has 10001 events; the limit is 10000 per batch',
     );
+  });
+});
+
+describe('ingest on sqlite when the writer thread stops', () => {
+  it('answers 503 TEND_DATABASE at once, neither hanging nor storing half a batch', async () => {
+    const s = await createTestServer('sqlite');
+    try {
+      const a = session({ user: 'writer-gone' });
+      expect((await postEvents(s, [a.started()])).statusCode).toBe(200);
+      const thread = writerThreadOf(s.database.db);
+      expect(thread).toBeDefined();
+      // The fault a crashed thread would be: the worker ends under the server.
+      const worker = (thread as unknown as { worker: Worker }).worker;
+      const exited = new Promise((resolve) => worker.once('exit', resolve));
+      await worker.terminate();
+      await exited;
+      const res = await postEvents(s, [a.ns('ready', { uid: 'u-gone' }), a.completed()]);
+      expect(res.statusCode).toBe(503);
+      expect(res.json()).toMatchObject({ error: { code: 'TEND_DATABASE' } });
+      // Reads go through their own connection: what was acknowledged is there, nothing more.
+      expect(await countRows(s.database.reader, 'events')).toBe(1);
+    } finally {
+      await s.close().catch(() => undefined);
+    }
   });
 });
