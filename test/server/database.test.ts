@@ -169,8 +169,7 @@ describe('SQLite: a backlog of batches', () => {
   });
 
   it('reads while the writer connection is held', async () => {
-    let release!: () => void;
-    const held = database.db.connection().execute(() => new Promise<void>((resolve) => (release = resolve)));
+    const { release, held } = await holdWriter(database);
     try {
       const res = await app.inject({
         method: 'GET',
@@ -189,8 +188,7 @@ describe('SQLite: a backlog of batches', () => {
   it('answers each batch when it is stored, not when the whole backlog is', async () => {
     // The writer connection is busy (as during the WAL restart) while 10 batches arrive.
     storedAtAnswer.length = 0;
-    let release!: () => void;
-    const held = database.db.connection().execute(() => new Promise<void>((resolve) => (release = resolve)));
+    const { release, held } = await holdWriter(database);
     const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/api/v1/events`;
     const answers = Array.from({ length: 10 }, (_, i) => {
       const a = session({ user: `backlog${i}` });
@@ -210,6 +208,22 @@ describe('SQLite: a backlog of batches', () => {
     expect(storedAtAnswer[0]).toBeLessThan(1000);
   });
 });
+
+/** Holds the writer connection (the thread's) until `release`; resolves once it is held. */
+async function holdWriter(database: ServerDatabase): Promise<{ release: () => void; held: Promise<void> }> {
+  let release!: () => void;
+  let acquired!: () => void;
+  const holding = new Promise<void>((resolve) => (acquired = resolve));
+  const held = database.db.connection().execute(
+    () =>
+      new Promise<void>((resolve) => {
+        release = resolve;
+        acquired();
+      }),
+  );
+  await holding;
+  return { release, held };
+}
 
 function countEvents(database: ServerDatabase): Promise<number> {
   return countRows(database.reader, 'events');

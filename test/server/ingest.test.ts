@@ -1,4 +1,6 @@
+import type { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writerThreadOf } from '../../src/server/db/sqlite-writer.js';
 import {
   countRows,
   createTestServer,
@@ -49,6 +51,49 @@ describe.each(dialects)('ingest on %s', (dialect) => {
       .where('namespace', '=', a.namespace)
       .executeTakeFirstOrThrow();
     expect(after).toEqual(env);
+  });
+
+  it('stores each payload as sent, whether the registry reads it or not', async () => {
+    const a = session({ user: 'payload-text' });
+    const failedAction = a.action('deploy.web');
+    Object.assign(failedAction.payload, {
+      state: 'failed',
+      error: { code: 'TEND_EXEC_FAILED', message: 'é ✓ "quoted" \\ \n\u2028 <' },
+    });
+    const batch = [
+      a.started(),
+      a.ns('ready', { uid: 'u-payload' }),
+      a.action('deploy.api'),
+      failedAction,
+      a.heartbeat(),
+      a.failed(),
+    ];
+    expect((await postEvents(s, batch)).json()).toEqual({ accepted: 6, duplicates: 0 });
+    const rows = await s.database.db
+      .selectFrom('events')
+      .select(['id', 'type', 'session_id', 'payload'])
+      .where('session_id', '=', a.sessionId)
+      .orderBy('id')
+      .execute();
+    expect(rows.map((r) => ({ id: r.id, type: r.type, payload: JSON.parse(r.payload) as unknown }))).toEqual(
+      batch
+        .map((e) => ({ id: e.id, type: e.type, payload: e.payload }))
+        .sort((x, y) => (x.id < y.id ? -1 : 1)),
+    );
+    // The registry read the payloads it needs: the session failed, the namespace is a resource.
+    const stored = await s.database.db
+      .selectFrom('sessions')
+      .select(['status', 'error_code', 'host_id'])
+      .where('id', '=', a.sessionId)
+      .executeTakeFirstOrThrow();
+    expect(stored.status).toBe('failed');
+    expect(stored.host_id).not.toBeNull();
+    const resource = await s.database.db
+      .selectFrom('resources')
+      .select(['namespace_uid', 'state'])
+      .where('namespace_name', '=', a.namespace)
+      .executeTakeFirstOrThrow();
+    expect(resource).toEqual({ namespace_uid: 'u-payload', state: 'ready' });
   });
 
   it('counts a repeated id inside one batch as a duplicate', async () => {
@@ -282,5 +327,29 @@ describe.each(dialects)('ingest limits on %s with the default body limit', (dial
     expect(res.json<{ error: { message: string } }>().error.message).toBe(
       'the batch has 10001 events; the limit is 10000 per batch',
     );
+  });
+});
+
+describe('ingest on sqlite when the writer thread stops', () => {
+  it('answers 503 TEND_DATABASE at once, neither hanging nor storing half a batch', async () => {
+    const s = await createTestServer('sqlite');
+    try {
+      const a = session({ user: 'writer-gone' });
+      expect((await postEvents(s, [a.started()])).statusCode).toBe(200);
+      const thread = writerThreadOf(s.database.db);
+      expect(thread).toBeDefined();
+      // The fault a crashed thread would be: the worker ends under the server.
+      const worker = (thread as unknown as { worker: Worker }).worker;
+      const exited = new Promise((resolve) => worker.once('exit', resolve));
+      await worker.terminate();
+      await exited;
+      const res = await postEvents(s, [a.ns('ready', { uid: 'u-gone' }), a.completed()]);
+      expect(res.statusCode).toBe(503);
+      expect(res.json()).toMatchObject({ error: { code: 'TEND_DATABASE' } });
+      // Reads go through their own connection: what was acknowledged is there, nothing more.
+      expect(await countRows(s.database.reader, 'events')).toBe(1);
+    } finally {
+      await s.close().catch(() => undefined);
+    }
   });
 });

@@ -3,19 +3,7 @@
  * (`postgres://…`, for several replicas), both behind Kysely; and applying the migrations.
  */
 import BetterSqlite3 from 'better-sqlite3';
-import {
-  Kysely,
-  Migrator,
-  PostgresDialect,
-  sql,
-  SqliteDialect,
-  SqliteDriver,
-  type DatabaseConnection,
-  type Driver,
-  type Migration,
-  type SqliteDatabase,
-  type SqliteDialectConfig,
-} from 'kysely';
+import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
@@ -32,6 +20,8 @@ import * as m0006 from './migrations/0006_notifications.js';
 import * as m0007 from './migrations/0007_state_history.js';
 import * as m0008 from './migrations/0008_scheduled_environments.js';
 import type { Database } from './schema.js';
+import { cachingStatements, TurnTakingSqliteDialect } from './sqlite.js';
+import { SqliteWriterThread } from './sqlite-writer.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -120,24 +110,12 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<S
     // The database holds token hashes and everything ingested: only its owner reads it. SQLite
     // gives the -wal and -shm files the mode of the database file.
     closeSync(openSync(file, 'a', 0o600));
-    const sqlite = new BetterSqlite3(file);
-    sqlite.pragma('journal_mode = WAL');
-    // FULL: a batch the server acknowledged is on disk (the CLI deletes acknowledged events from
-    // its outbox, so there is no other copy). In WAL mode that is one fsync of the WAL per
-    // commit; NORMAL would skip it and could lose the last acknowledged batches on power loss.
-    sqlite.pragma('synchronous = FULL');
-    sqlite.pragma('foreign_keys = ON');
-    sqlite.pragma('busy_timeout = 5000');
-    sqlite.pragma('temp_store = memory');
-    sqlite.pragma('cache_size = -32768');
-    // Checkpoints (copying the WAL into the database file, with its fsync) run in a background
-    // thread (startCheckpointer); the connection itself only checkpoints if that thread fails.
+    // The writer connection lives in a thread of its own (sqlite-writer.ts): its statements and
+    // commits do not stop the event loop.
     const walRestartPages = options.walRestartPages ?? defaultWalRestartPages;
-    sqlite.pragma(`wal_autocheckpoint = ${4 * walRestartPages}`);
-    sqlite.pragma('journal_size_limit = 67108864');
-    const db = new Kysely<Database>({
-      dialect: new TurnTakingSqliteDialect({ database: cachingStatements(sqlite) }),
-    });
+    const writer = await SqliteWriterThread.start({ file, walRestartPages });
+    const db = new Kysely<Database>({ dialect: writer.dialect() });
+    writer.register(db);
     // Opened on first use: one-shot commands (token create, migrate) never read through it.
     const reader = new Kysely<Database>({
       dialect: new TurnTakingSqliteDialect({
@@ -290,52 +268,6 @@ function startCheckpointer(
       const timeout = setTimeout(() => void worker.terminate(), 5000);
       await exit;
       clearTimeout(timeout);
-    },
-  };
-}
-
-/**
- * better-sqlite3 runs every statement synchronously, so transactions waiting for the connection
- * would run back to back in one chain of microtasks, and Node sends no answer (it uncorks
- * sockets on process.nextTick, after the microtasks) until the chain ends — under ingest load,
- * half a second. Each transaction turns the event loop once it holds the connection, before
- * `begin` (SQLite takes no lock until the first statement anyway).
- */
-class TurnTakingSqliteDriver extends SqliteDriver {
-  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await new Promise((resolve) => setImmediate(resolve));
-    return super.beginTransaction(connection);
-  }
-}
-
-class TurnTakingSqliteDialect extends SqliteDialect {
-  constructor(private readonly dialectConfig: SqliteDialectConfig) {
-    super(dialectConfig);
-  }
-
-  override createDriver(): Driver {
-    return new TurnTakingSqliteDriver(this.dialectConfig);
-  }
-}
-
-/**
- * Kysely prepares every query anew; the ingest path repeats the same few statements, so keep
- * prepared statements by SQL text (bounded). Kysely runs one query at a time on SQLite.
- */
-function cachingStatements(sqlite: BetterSqlite3.Database, size = 256): SqliteDatabase {
-  const cache = new Map<string, BetterSqlite3.Statement>();
-  return {
-    close: () => sqlite.close(),
-    prepare: (text: string) => {
-      let statement = cache.get(text);
-      if (statement) {
-        cache.delete(text);
-      } else {
-        statement = sqlite.prepare(text);
-        if (cache.size >= size) cache.delete(cache.keys().next().value!);
-      }
-      cache.set(text, statement);
-      return statement as unknown as ReturnType<SqliteDatabase['prepare']>;
     },
   };
 }

@@ -33,6 +33,7 @@ import type { TendEvent } from '../../events/catalog.js';
 import { byKey, BulkStatements } from '../db/bulk.js';
 import type { DialectName } from '../db/database.js';
 import { GroupCommit } from '../db/group-commit.js';
+import { writerThreadOf } from '../db/sqlite-writer.js';
 import {
   environmentRows,
   environmentsUpsert,
@@ -78,6 +79,9 @@ export async function ingestEvents(
   /** The project the sending token is bound to, if any (it owns the sessions it starts). */
   tokenProject: string | null = null,
 ): Promise<IngestResult> {
+  // On SQLite, the writer connection's thread runs this very function (db/sqlite-writer.ts).
+  const writer = dialect === 'sqlite' ? writerThreadOf(db) : undefined;
+  if (writer) return writer.ingest(events, receivedAt, tokenProject);
   // First optimistically, as if every event were new; after a batch turned out to hold some
   // stored events and some new ones, again, skipping the stored ones from the start.
   let skipStored = false;

@@ -5,12 +5,18 @@
  * of another project is refused with 403 and the batch changes nothing: another project's token
  * cannot end that session, move its environment's activity, or take the session over.
  */
-import type { TendEvent } from '../../events/catalog.js';
+import { eventCatalog, eventTypes, type TendEvent } from '../../events/catalog.js';
 import { TendError } from '../../errors.js';
 import type { StoredSession } from '../db/repositories/registry.js';
 
+/** The event types whose payload names a project (the others' payloads need not be read). */
+const typesWithProject: ReadonlySet<string> = new Set(
+  eventTypes.filter((t) => Object.hasOwn(eventCatalog[t].properties, 'project')),
+);
+
 /** The project an event speaks for: its payload's, else its token's (null: any). */
 function claimedProject(event: TendEvent, tokenProject: string | null): string | null {
+  if (!typesWithProject.has(event.type)) return tokenProject;
   const project = (event.payload as { project?: unknown }).project;
   return typeof project === 'string' ? project : tokenProject;
 }

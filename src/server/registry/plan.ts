@@ -80,8 +80,11 @@ export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, 
   const eventEnvironment = new Map<string, string>();
   const sessions = new Map<string, SessionUpdate>();
 
+  // A session's events share one identity object: its key is worked out once.
+  const keys = new Map<EnvironmentIdentity, string>();
   const touch = (identity: EnvironmentIdentity, eventId: string): EnvironmentTouch => {
-    const key = environmentKey(identity);
+    let key = keys.get(identity);
+    if (key === undefined) keys.set(identity, (key = environmentKey(identity)));
     let t = touches.get(key);
     if (!t) {
       t = { identity, eventIds: [], namespaceEvents: [] };
