@@ -10,10 +10,20 @@
  * when the process exits, when there was none or V8 rejected it, so it holds the code the
  * command ran, not only its top level. Compiled code is code: a cache file is used only when it
  * is a regular file of the user running tend that nobody else can write; otherwise, and when
- * anything about it fails, the bundle is compiled from source and the file replaced.
+ * anything about it fails, the bundle is compiled from source and the file replaced. Other
+ * builds' files are removed once a day old (or beyond the newest eight).
  * `TEND_COMPILE_CACHE=0` turns it off.
  */
-import { closeSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  unlinkSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import path from 'node:path';
@@ -26,6 +36,8 @@ export const buildIdPattern = /\n\/\/ tend-build ([0-9a-f]{64})\n$/;
 /** Caches per build are capped: an unknown word as a command gets the shared `default` entry beyond this. */
 const maxCachesPerBuild = 16;
 const maxCacheBytes = 64 * 1024 * 1024;
+/** Other builds' caches kept (younger than a day): another install of tend used in turn. */
+const maxOtherCaches = 8;
 
 export interface LaunchOptions {
   bundle: string;
@@ -119,21 +131,36 @@ function readCache(file: string): Buffer | undefined {
   }
 }
 
-/** Deletes the caches of other builds (and Node versions); returns the names of this build's. */
+/**
+ * Deletes other builds' caches (and other Node versions') once they are a day old or beyond the
+ * newest few: two installs of tend used in turn keep theirs, rebuilds do not pile up. Returns the
+ * names of this build's.
+ */
 function removeOtherBuilds(dir: string, prefix: string): string[] {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const kept: string[] = [];
+  const others: { name: string; mtimeMs: number }[] = [];
   for (const name of readdirSync(dir)) {
+    if (!name.endsWith('.bin')) continue; // a temp file being written by another process
     if (name.startsWith(prefix)) {
-      if (name.endsWith('.bin')) kept.push(name);
+      kept.push(name);
       continue;
     }
-    if (!name.endsWith('.bin')) continue; // a temp file being written by another process
+    try {
+      others.push({ name, mtimeMs: statSync(path.join(dir, name)).mtimeMs });
+    } catch {
+      // another process removed it first
+    }
+  }
+  others.sort((a, b) => b.mtimeMs - a.mtimeMs);
+  const dayAgo = Date.now() - 24 * 3_600_000;
+  others.forEach(({ name, mtimeMs }, i) => {
+    if (i < maxOtherCaches && mtimeMs > dayAgo) return;
     try {
       unlinkSync(path.join(dir, name));
     } catch {
       // another process removed it first
     }
-  }
+  });
   return kept;
 }

@@ -3,7 +3,7 @@
  * file per build, Node version and command under $XDG_CACHE_HOME/tend/compile. Through real
  * `bin/tend.js` processes: the cache is written once and then used (a plugin module and the
  * Kubernetes client still import from cached code), a damaged or foreign-writable file is
- * replaced, another build's file removed, and TEND_COMPILE_CACHE=0 writes nothing.
+ * replaced, an old build's file removed (a recent one kept), and TEND_COMPILE_CACHE=0 writes nothing.
  */
 import {
   chmodSync,
@@ -12,6 +12,7 @@ import {
   readdirSync,
   readFileSync,
   statSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs';
 import path from 'node:path';
@@ -75,7 +76,7 @@ describe('the code cache of the CLI bundle', () => {
     expect(files().sort()).toEqual([name, name!.replace(/-build\.bin$/, '-default.bin')].sort());
   });
 
-  it('replaces a damaged file and one that others can write, and removes other builds', async () => {
+  it('replaces a damaged file and one that others can write, and removes old builds', async () => {
     const { dir, build, files } = setup();
     await build();
     const [name] = files();
@@ -93,14 +94,19 @@ describe('the code cache of the CLI bundle', () => {
     expect(replaced.mode & 0o777).toBe(0o600);
     expect(replaced.ino).not.toBe(planted.ino);
 
-    const stale = path.join(dir, `0123456789abcdef-${process.version}-${process.arch}-build.bin`);
+    // Another install's cache, used a moment ago, stays; one of a build not used for two days goes.
+    const other = path.join(dir, `0123456789abcdef-${process.version}-${process.arch}-build.bin`);
+    const stale = path.join(dir, `fedcba9876543210-${process.version}-${process.arch}-build.bin`);
+    writeFileSync(other, 'another install', { mode: 0o600 });
     writeFileSync(stale, 'an older build', { mode: 0o600 });
+    const twoDaysAgo = new Date(Date.now() - 48 * 3_600_000);
+    utimesSync(stale, twoDaysAgo, twoDaysAgo);
     expectPluginImported(await build());
     expect(existsSync(stale)).toBe(true); // the file in use was valid: nothing written, nothing removed
     writeFileSync(file, 'damaged');
     expectPluginImported(await build());
     expect(existsSync(stale)).toBe(false);
-    expect(files()).toEqual([name]);
+    expect(files().sort()).toEqual([path.basename(other), name].sort());
   });
 
   it('is neither read nor written with TEND_COMPILE_CACHE=0', async () => {
