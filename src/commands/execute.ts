@@ -10,7 +10,6 @@ import { ExitCode, TendError, toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
 import { solve, type ActionOutcome } from '../graph/solver.js';
 import { builtinPlugins } from '../plugins/builtin.js';
-import { warmUpSpawnHelpers } from '../plugins/exec/spawner.js';
 import { forgetResults } from '../plugin/results.js';
 import type { ActionKind, PluginDefinition } from '../plugin/types.js';
 import { resumeProviders } from './resume.js';
@@ -155,10 +154,6 @@ export async function openExecution(
   /** What was resumed at the start (the environment was paused), one line per provider. */
   resumed: string[];
 }> {
-  // One exec spawn helper starts while the configuration loads, so the first commands need not
-  // wait for one (the rest start when commands find it busy); a run with nothing to do pays a
-  // small process that exits with tend.
-  warmUpSpawnHelpers(1);
   const opened = await openProject(options, plugins);
   const refs = requestedRefs(opened, kindOf[verb], names);
   checkActionTemplates(opened, refs);

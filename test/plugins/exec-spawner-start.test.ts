@@ -7,7 +7,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCommand } from '../../src/plugins/exec/process.js';
 import type { PluginLog } from '../../src/plugin/types.js';
-import { warmUpSpawnHelpers } from '../../src/plugins/exec/spawner.js';
 
 const quiet: PluginLog = { debug() {}, info() {}, warn() {}, error() {}, output() {} };
 const never = new AbortController().signal;
@@ -31,7 +30,6 @@ afterAll(() => {
 describe('spawn helpers starting', () => {
   it('the first commands wait for the helper that is starting, none is forked by tend', async () => {
     process.env.TEND_EXEC_HELPERS = '1';
-    warmUpSpawnHelpers(1);
     const parents = await Promise.all(Array.from({ length: 4 }, parentOfCommand));
     expect(parents).not.toContain(process.pid);
     expect(new Set(parents).size).toBe(1);

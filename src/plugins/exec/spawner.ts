@@ -4,8 +4,8 @@
  * report the same events, in the same order, so `runCommand` (process.ts) is one piece of code
  * over either.
  *
- * Helpers start on demand — when a command finds no helper idle — up to `helperLimit`, or ahead
- * of the first command with `warmUpSpawnHelpers`. A command that finds no helper ready is
+ * Helpers start on demand — when a command finds no helper idle — up to `helperLimit` (a run with
+ * nothing to do starts none). A command that finds no helper ready is
  * queued to one that is starting: a helper answers `ready` before it reads a request, so nothing
  * waits on a fork of this (large) process.
  *
@@ -110,17 +110,6 @@ function startHelper(): Helper | undefined {
   if (!helper.alive) return undefined;
   helpers.add(helper);
   return helper;
-}
-
-/**
- * Starts spawn helpers now, up to `count` (and the limit), so that they are ready when the first
- * commands come: a command that will start commands calls it before it does other work.
- */
-export function warmUpSpawnHelpers(count: number): void {
-  const wanted = Math.min(count, helperLimit());
-  while (!helpersOff && helpers.size < wanted) {
-    if (!startHelper()) return;
-  }
 }
 
 interface Running {
