@@ -169,6 +169,8 @@ describe.each([
     expect((await runCommand(sh('exit 7'), capture().log, never)).exitCode).toBe(7);
     expect((await runCommand(sh('kill -TERM $$'), capture().log, never)).exitCode).toBe(143);
     expect((await runCommand(sh('kill -KILL $$'), capture().log, never)).exitCode).toBe(137);
+    // Any signal, not only the usual four: SIGUSR1 is 10 on Linux.
+    expect((await runCommand(sh('kill -USR1 $$'), capture().log, never)).exitCode).toBe(128 + 10);
   });
 
   it('says "command not found" (and where) for a program that does not exist', async () => {

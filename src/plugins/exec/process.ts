@@ -8,6 +8,7 @@
  * Where the process is started (a spawn helper, or this process) is `spawner.ts`'s business:
  * both report the same events, and everything here is the same over either.
  */
+import { constants } from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
 import { TendError } from '../../errors.js';
 import type { PluginLog } from '../../plugin/types.js';
@@ -164,7 +165,7 @@ export async function runCommand(
 }
 
 function signalNumber(sig: NodeJS.Signals): number {
-  return { SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGTERM: 15 }[sig as string] ?? 1;
+  return constants.signals[sig] ?? 1;
 }
 
 /**
