@@ -13,7 +13,7 @@
  */
 import { build } from 'esbuild';
 import { createHash } from 'node:crypto';
-import { appendFileSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -50,7 +50,15 @@ await build({
   banner: { js: "const __tendImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
   logLevel: 'warning',
 });
+// ASCII only: Node reads an ASCII file into a one-byte string several times faster than UTF-8 text
+// into a two-byte one (about 8 ms of every start for this file). esbuild escapes strings; what is
+// left is in comments and template literals, where an escape means the same (no tag here reads
+// `raw`). Each UTF-16 unit on its own, so an astral character becomes its surrogate pair.
+const text = readFileSync(outfile, 'utf8').replace(
+  /[^\t\n\r -~]/g,
+  (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`,
+);
 // What names the bundle's code cache (src/cli/launch.ts): a new build never meets an old cache.
-const buildId = createHash('sha256').update(readFileSync(outfile)).digest('hex');
-appendFileSync(outfile, `\n// tend-build ${buildId}\n`);
+const buildId = createHash('sha256').update(text).digest('hex');
+writeFileSync(outfile, `${text}\n// tend-build ${buildId}\n`);
 console.log(`bundled the CLI: ${path.relative(root, outfile)}`);
