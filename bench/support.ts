@@ -9,6 +9,16 @@ export function median(values: number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
+/**
+ * The mean of the middle half of the values (the interquartile mean): robust to outliers like the
+ * median, and finer than whole values when the samples are rounded (a duration in whole ms).
+ */
+export function interquartileMean(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.slice(Math.floor(sorted.length / 4), Math.ceil((sorted.length * 3) / 4));
+  return middle.reduce((sum, v) => sum + v, 0) / middle.length;
+}
+
 /** The nearest-rank percentile: the smallest value with at least p% of the values at or below it. */
 export function percentile(values: number[], p: number): number {
   if (values.length === 0) return NaN;
