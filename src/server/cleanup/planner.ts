@@ -1274,9 +1274,11 @@ export function checkPlan(
     }
   }
   if (mode === 'policy') {
-    // A project with too many due at once must have its breaker opened, not its jobs planned.
+    // A project with too many deletions due at once must have its breaker opened, not its jobs
+    // planned. Pauses do not count: one is undone exactly, and a schedule pauses a whole project.
     const dueEnvs = new Map<string, Set<string>>();
     for (const d of due) {
+      if (d.action !== 'delete') continue;
       let set = dueEnvs.get(d.project);
       if (!set) dueEnvs.set(d.project, (set = new Set()));
       set.add(d.environmentId);

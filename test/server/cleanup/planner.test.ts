@@ -174,6 +174,24 @@ describe('planner', () => {
     expect(only(two).result.newJobs).toHaveLength(2);
   });
 
+  it('counts only deletions toward the breaker: two deletions and a pause of three open none', () => {
+    // Found by the property test: the check counted the pause and called the plan unsafe.
+    const s = goodSnapshot(3);
+    s.activeEnvironments.set('shop', 3);
+    s.environments.get('env-2')!.policy = { afterMs: 8 * hour, action: 'pause', text: '8h' };
+    const result = plan(s, now, settings);
+    expect(result.breakersOpened).toEqual([]);
+    expect(result.decisions.filter((d) => d.kind === 'due').map((d) => d.action)).toEqual([
+      'delete',
+      'delete',
+      'pause',
+    ]);
+    expect(checkPlan(s, now, settings, result)).toEqual([]);
+    // A third deletion opens it.
+    s.environments.get('env-2')!.policy = { afterMs: 8 * hour, action: 'delete', text: '8h' };
+    expect(plan(s, now, settings).breakersOpened).toEqual([{ project: 'shop', dueCount: 3, activeCount: 3 }]);
+  });
+
   it('clean up now skips only the inactivity wait', () => {
     const s = goodSnapshot();
     env0(s).lastActivityAt = now - 60_000;
