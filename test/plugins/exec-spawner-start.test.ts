@@ -5,21 +5,7 @@
  * its own, since it turns helpers off.)
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCommand } from '../../src/plugins/exec/process.js';
-import type { PluginLog } from '../../src/plugin/types.js';
-
-const quiet: PluginLog = { debug() {}, info() {}, warn() {}, error() {}, output() {} };
-const never = new AbortController().signal;
-
-/** The parent (`$PPID`) of a command started now: a spawn helper's pid, or this process's. */
-async function parentOfCommand(): Promise<number> {
-  const result = await runCommand(
-    { command: ['sh', '-c', 'echo "::output ppid=$PPID"'], cwd: process.cwd(), env: {} },
-    quiet,
-    never,
-  );
-  return Number(result.outputs.ppid);
-}
+import { parentOfCommand } from './exec-helpers.js';
 
 const previous = process.env.TEND_EXEC_HELPERS;
 afterAll(() => {

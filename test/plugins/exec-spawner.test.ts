@@ -13,6 +13,7 @@ import { TendError } from '../../src/errors.js';
 import type { PluginLog } from '../../src/plugin/types.js';
 import { runCommand, type CommandResult } from '../../src/plugins/exec/process.js';
 import { makeProject, removeProjects, runTend, startTend, waitFor } from '../helpers/project.js';
+import { never, parentOfCommand } from './exec-helpers.js';
 
 interface Captured {
   log: PluginLog;
@@ -43,8 +44,6 @@ function sh(
   };
 }
 
-const never = new AbortController().signal;
-
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -57,12 +56,6 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-/** The parent of the command (`$PPID`): the spawn helper's pid, or this process's. */
-async function parentOfCommand(): Promise<number> {
-  const result = await runCommand(sh('echo "::output ppid=$PPID"'), capture().log, never);
-  return Number(result.outputs.ppid);
 }
 
 const previous = process.env.TEND_EXEC_HELPERS;

@@ -1,0 +1,16 @@
+/** What the exec plugin's spawner tests share: the signal nobody aborts, a command's parent. */
+import { runCommand } from '../../src/plugins/exec/process.js';
+import type { PluginLog } from '../../src/plugin/types.js';
+
+export const quiet: PluginLog = { debug() {}, info() {}, warn() {}, error() {}, output() {} };
+export const never = new AbortController().signal;
+
+/** The parent (`$PPID`) of a command started now: a spawn helper's pid, or this process's. */
+export async function parentOfCommand(): Promise<number> {
+  const result = await runCommand(
+    { command: ['sh', '-c', 'echo "::output ppid=$PPID"'], cwd: process.cwd(), env: {} },
+    quiet,
+    never,
+  );
+  return Number(result.outputs.ppid);
+}
