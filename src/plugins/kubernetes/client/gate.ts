@@ -113,6 +113,12 @@ export class RequestGate {
         this.ctx.log.debug(
           `${what}: ${f.status ?? f.networkCode ?? 'error'} ${f.message}; retry ${attempt} in ${waitMs} ms`,
         ),
+    }).catch((error: unknown) => {
+      // A request Ctrl-C cut off failed because tend stopped it, not because of the cluster.
+      if (signal?.aborted && !(error instanceof TendError)) {
+        throw new TendError('TEND_INTERRUPTED', `${what}: interrupted`, { cause: error });
+      }
+      throw error;
     });
   }
 
