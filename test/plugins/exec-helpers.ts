@@ -1,4 +1,5 @@
 /** What the exec plugin's spawner tests share: the signal nobody aborts, a command's parent. */
+import { readFileSync } from 'node:fs';
 import { runCommand } from '../../src/plugins/exec/process.js';
 import type { PluginLog } from '../../src/plugin/types.js';
 
@@ -13,4 +14,9 @@ export async function parentOfCommand(): Promise<number> {
     never,
   );
   return Number(result.outputs.ppid);
+}
+
+/** The program a process runs (`python3`, `node`, …), from /proc. */
+export function programOf(pid: number): string {
+  return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
 }

@@ -1,6 +1,6 @@
 /**
- * Where exec commands are started (src/plugins/exec/spawner.ts): the same semantics from a spawn
- * helper as from tend's own process — environment, cwd, process groups, exit codes and signals,
+ * Where exec commands are started (src/plugins/exec/spawner.ts): the same semantics from a Python
+ * spawn helper, a Node one, and tend's own process — environment, cwd, process groups, exit codes and signals,
  * `::output` lines, stdout/stderr lines (NUL bytes, invalid UTF-8, no final newline, large
  * output), command not found, timeouts, SIGTERM then SIGKILL — plus what only a helper has: it
  * killed under running commands, many commands at once, and no helper outliving tend.
@@ -13,7 +13,7 @@ import { TendError } from '../../src/errors.js';
 import type { PluginLog } from '../../src/plugin/types.js';
 import { runCommand, type CommandResult } from '../../src/plugins/exec/process.js';
 import { makeProject, removeProjects, runTend, startTend, waitFor } from '../helpers/project.js';
-import { never, parentOfCommand } from './exec-helpers.js';
+import { never, parentOfCommand, programOf } from './exec-helpers.js';
 
 interface Captured {
   log: PluginLog;
@@ -58,25 +58,40 @@ function alive(pid: number): boolean {
   }
 }
 
-const previous = process.env.TEND_EXEC_HELPERS;
+const previous = { helpers: process.env.TEND_EXEC_HELPERS, helper: process.env.TEND_EXEC_HELPER };
 afterAll(() => {
-  if (previous === undefined) delete process.env.TEND_EXEC_HELPERS;
-  else process.env.TEND_EXEC_HELPERS = previous;
+  if (previous.helpers === undefined) delete process.env.TEND_EXEC_HELPERS;
+  else process.env.TEND_EXEC_HELPERS = previous.helpers;
+  if (previous.helper === undefined) delete process.env.TEND_EXEC_HELPER;
+  else process.env.TEND_EXEC_HELPER = previous.helper;
   removeProjects();
 });
 
+/** Helpers of `kind` from now on; waits until one of them runs a command (they start on demand). */
+async function useHelpers(kind: 'python' | 'node', count: string): Promise<number> {
+  process.env.TEND_EXEC_HELPERS = count;
+  process.env.TEND_EXEC_HELPER = kind;
+  const program = kind === 'python' ? 'python3' : 'node';
+  return waitFor(async () => {
+    const parent = await parentOfCommand();
+    return parent !== process.pid && programOf(parent) === program && parent;
+  }, `a ${kind} spawn helper to run a command`);
+}
+
+const helperKinds = [{ kind: 'python' as const }, { kind: 'node' as const }];
+
 describe.each([
-  { mode: 'a spawn helper', helpers: '2' },
-  { mode: 'tend itself (TEND_EXEC_HELPERS=0)', helpers: '0' },
-])('commands started by $mode', ({ helpers }) => {
+  { mode: 'a Python spawn helper', helpers: '2', kind: 'python' as const },
+  { mode: 'a Node spawn helper', helpers: '2', kind: 'node' as const },
+  { mode: 'tend itself (TEND_EXEC_HELPERS=0)', helpers: '0', kind: undefined },
+])('commands started by $mode', ({ helpers, kind }) => {
   beforeAll(async () => {
-    process.env.TEND_EXEC_HELPERS = helpers;
-    if (helpers === '0') {
-      expect(await parentOfCommand()).toBe(process.pid);
+    if (kind) {
+      await useHelpers(kind, helpers);
       return;
     }
-    // Helpers start on demand and take commands once ready: wait until one runs a command.
-    await waitFor(async () => (await parentOfCommand()) !== process.pid, 'a spawn helper to run a command');
+    process.env.TEND_EXEC_HELPERS = helpers;
+    expect(await parentOfCommand()).toBe(process.pid);
   });
 
   it('runs in its cwd with tend’s environment plus its own, in a process group of its own', async () => {
@@ -90,7 +105,7 @@ describe.each([
         { cwd: dir, env: { OWN: 'x=y z' } },
       ),
       capture().log,
-      never,
+      new AbortController().signal, // a new run: it reads tend's environment
     );
     delete process.env.TEND_SPAWNER_TEST;
     expect(result.exitCode).toBe(0);
@@ -101,6 +116,45 @@ describe.each([
       own: 'x=y z',
     });
     expect(result.outputs.group).toBe(result.outputs.pid);
+  });
+
+  it('gives a run’s commands tend’s environment as it was at the run’s first command', async () => {
+    const run = new AbortController().signal;
+    const seen = async (signal: AbortSignal) =>
+      (await runCommand(sh('echo "::output value=$TEND_SPAWNER_RUN"'), capture().log, signal)).outputs.value;
+    try {
+      process.env.TEND_SPAWNER_RUN = 'first';
+      expect(await seen(run)).toBe('first');
+      process.env.TEND_SPAWNER_RUN = 'second';
+      expect(await seen(run)).toBe('first');
+      expect(await seen(new AbortController().signal)).toBe('second');
+    } finally {
+      delete process.env.TEND_SPAWNER_RUN;
+    }
+  });
+
+  it('passes a lone surrogate as U+FFFD, as Node encodes it; refuses a NUL byte with a clear error', async () => {
+    const out = capture();
+    await runCommand(
+      {
+        command: ['sh', '-c', 'printf %s "$1$X" | od -An -tx1 | tr -d " \\n"', 'sh', 'a\ud800'],
+        cwd: process.cwd(),
+        env: { X: 'b\udc80' },
+      },
+      out.log,
+      never,
+    );
+    // a U+FFFD b U+FFFD
+    expect(out.lines).toEqual([{ stream: 'stdout', line: '61efbfbd62efbfbd' }]);
+    for (const spec of [
+      { command: ['echo', 'a\u0000b'], cwd: process.cwd(), env: {} as Record<string, string> },
+      { command: ['echo'], cwd: process.cwd(), env: { X: 'a\u0000b' } },
+    ]) {
+      const error = await runCommand(spec, capture().log, never).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(TendError);
+      expect(error).toMatchObject({ code: 'TEND_EXEC_FAILED' });
+      expect((error as Error).message).toMatch(/null bytes|NUL byte/);
+    }
   });
 
   it('streams stdout and stderr lines with their labels, keeps ::output lines out of them', async () => {
@@ -244,13 +298,9 @@ describe.each([
   });
 });
 
-describe('a spawn helper that dies', () => {
-  beforeAll(() => {
-    process.env.TEND_EXEC_HELPERS = '1';
-  });
-
+describe.each(helperKinds)('a $kind spawn helper that dies', ({ kind }) => {
   it('fails the commands it was running (their groups killed), and new commands still run', async () => {
-    await waitFor(async () => (await parentOfCommand()) !== process.pid, 'a spawn helper to run a command');
+    await useHelpers(kind, '1');
     const outs = [capture(), capture()];
     const running = outs.map((out) =>
       runCommand(sh('echo "pid $$ ppid $PPID"; sleep 60'), out.log, never).catch((e: unknown) => e),
@@ -285,7 +335,9 @@ describe('a spawn helper that dies', () => {
   });
 });
 
-describe('no spawn helper outlives tend', () => {
+describe.each(helperKinds)('no $kind spawn helper outlives tend', ({ kind }) => {
+  const env = { TEND_EXEC_HELPER: kind };
+  const program = kind === 'python' ? 'python3' : 'node';
   // A chain of builds, started by spawn helpers.
   // The last one ignores SIGTERM (from before it says it started) and never ends: only SIGKILL
   // (a second Ctrl-C, or its helper) stops it.
@@ -317,7 +369,7 @@ ${builds.join('---\n')}`;
   it('tend exiting (a second Ctrl-C) or killed (SIGKILL): its helper exits and kills what it ran', async () => {
     for (const how of ['second Ctrl-C', 'SIGKILL'] as const) {
       const root = makeProject({ 'tend.yml': tendYml });
-      const tend = startTend(['build'], { cwd: root });
+      const tend = startTend(['build'], { cwd: root, env });
       const lastPid = path.join(root, 'pid-11.txt');
       const last = await waitFor(
         () => existsSync(lastPid) && Number(readFileSync(lastPid, 'utf8')),
@@ -326,6 +378,7 @@ ${builds.join('---\n')}`;
       );
       const spawners = helperPids(root, tend.pid);
       expect(spawners.length).toBeGreaterThan(0);
+      expect(spawners.map(programOf)).toEqual(spawners.map(() => program));
       // The last build runs in a helper: tend killed cannot kill it, its helper must.
       expect(spawners).toContain(Number(readFileSync(path.join(root, 'parent-11.txt'), 'utf8')));
       if (how === 'SIGKILL') tend.signal('SIGKILL');
@@ -346,7 +399,7 @@ ${builds.join('---\n')}`;
     // The helper started while the configuration loaded finds tend gone when it says `ready`.
     const root = makeProject({ 'tend.yml': tendYml });
     for (let i = 0; i < 5; i++) {
-      const run = await runTend(['build', 'no-such-build'], { cwd: root });
+      const run = await runTend(['build', 'no-such-build'], { cwd: root, env });
       expect(run.code).toBe(2);
       expect(run.stderr).toMatch(/no Build action named "no-such-build"/);
       expect(run.stderr).not.toMatch(/EPIPE|helperMain/);
@@ -355,7 +408,7 @@ ${builds.join('---\n')}`;
 
   it('a tend that finishes leaves no helper behind', async () => {
     const root = makeProject({ 'tend.yml': tendYml.replace(stubborn, '').replace(forever, '') });
-    const tend = startTend(['build'], { cwd: root });
+    const tend = startTend(['build'], { cwd: root, env });
     const run = await tend.exited;
     expect(run.code, run.stderr).toBe(0);
     const spawners = helperPids(root, tend.pid);

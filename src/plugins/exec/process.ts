@@ -12,7 +12,7 @@ import { constants } from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
 import { TendError } from '../../errors.js';
 import type { PluginLog } from '../../plugin/types.js';
-import { killGroup, startProcess } from './spawner.js';
+import { environmentOfRun, killGroup, startProcess } from './spawner.js';
 
 export interface CommandSpec {
   command: string[];
@@ -113,7 +113,7 @@ export async function runCommand(
   try {
     const exitCode = await new Promise<number>((resolve, reject) => {
       startProcess(
-        { file, args, cwd: spec.cwd, env: spec.env },
+        { file, args, cwd: spec.cwd, env: spec.env, inherited: environmentOfRun(signal) },
         {
           started(startedPid) {
             pid = startedPid;

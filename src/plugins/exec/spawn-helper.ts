@@ -12,8 +12,10 @@
  *
  * The protocol, over the helper's stdin (requests) and stdout (answers), is a stream of frames:
  * a 9-byte header — payload length (uint32 BE), frame type (uint8), command id (uint32 BE) — and
- * the payload. Requests: `spawn` (JSON: file, args, cwd, inherited and env: the environment). Answers: `ready` (once, at start,
- * before any request is read),
+ * the payload. Requests: `environment` (JSON: the environment commands inherit, sent before the
+ * first `spawn` and again when it changes) and `spawn` (JSON: file, args, cwd, and env: what the
+ * command gets on top of the inherited environment). Answers: `ready` (once, at start, before any
+ * request is read),
  * `started` (JSON: pid), `stdout` and `stderr` (the bytes as read), `error` (JSON: code, errno,
  * syscall, path, message: the command could not start), `closed` (JSON: code, signal: it exited
  * and its stdout and stderr are closed). When its stdin ends (tend exited, however), the helper
@@ -31,16 +33,16 @@ export const FrameType = {
   stderr: 5,
   error: 6,
   closed: 7,
+  environment: 8,
 } as const;
 
 export const frameHeaderBytes = 9;
 
-/** A command to start: it runs with `inherited` (tend's environment as it is now) plus `env`. */
+/** A command to start: it runs with the inherited environment (the last `environment` frame) plus `env`. */
 export interface SpawnFrame {
   file: string;
   args: string[];
   cwd: string;
-  inherited: NodeJS.ProcessEnv;
   env: Record<string, string>;
 }
 
@@ -67,9 +69,11 @@ export function helperMain(load: (id: string) => unknown): void {
   const STDERR = 5;
   const ERROR = 6;
   const CLOSED = 7;
+  const ENVIRONMENT = 8;
   const HEADER = 9;
 
   const running = new Map<number, ChildProcess>();
+  let inherited: NodeJS.ProcessEnv = {};
 
   // Frames of one turn of the event loop go out in one write, which wakes tend once. stdout to a
   // pipe is synchronous on Linux: a slow reader holds the helper back (back-pressure), nothing
@@ -97,7 +101,7 @@ export function helperMain(load: (id: string) => unknown): void {
     try {
       child = spawn(request.file, request.args, {
         cwd: request.cwd,
-        env: { ...request.inherited, ...request.env },
+        env: { ...inherited, ...request.env },
         stdio: ['ignore', 'pipe', 'pipe'],
         detached: true,
       });
@@ -161,6 +165,7 @@ export function helperMain(load: (id: string) => unknown): void {
       const payload = pending.subarray(offset + HEADER, offset + HEADER + length);
       offset += HEADER + length;
       if (type === SPAWN) start(id, JSON.parse(payload.toString('utf8')) as SpawnFrame);
+      else if (type === ENVIRONMENT) inherited = JSON.parse(payload.toString('utf8')) as NodeJS.ProcessEnv;
     }
     pending = pending.subarray(offset);
   });

@@ -1,25 +1,31 @@
 /**
- * Where the exec plugin's commands are started: by a spawn helper (`spawn-helper.ts`: a small
- * long-lived Node process, up to 4 of them), otherwise directly from this process. Both ways
- * report the same events, in the same order, so `runCommand` (process.ts) is one piece of code
- * over either.
+ * Where the exec plugin's commands are started: by a spawn helper (a small long-lived process,
+ * up to 4 of them), otherwise directly from this process. Both ways report the same events, in
+ * the same order, so `runCommand` (process.ts) is one piece of code over either.
  *
- * Helpers start on demand — when a command finds no helper idle — up to `helperLimit` (a run with
- * nothing to do starts none). A command that finds no helper ready is
+ * A helper is Python's (`python-spawn-helper.ts`) when a `python3` starts — it starts a command
+ * for a third of what Node's `spawn` costs — and Node's (`spawn-helper.ts`) otherwise; both speak
+ * the same protocol. Helpers start on demand — when a command finds no helper idle — up to
+ * `helperLimit` (a run with nothing to do starts none). A command that finds no helper ready is
  * queued to one that is starting: a helper answers `ready` before it reads a request, so nothing
  * waits on a fork of this (large) process.
  *
  * A helper that dies (killed, crashed) fails the commands it was running with TEND_EXEC_FAILED,
  * and their process groups get SIGKILL; the next command starts a new helper. A helper that dies
- * before it is ready turns helpers off for this process: it never read a request, so what was
+ * before it is ready never read a request: a Python one turns Python helpers off for this process
+ * and what was queued to it goes to a Node helper; a Node one turns helpers off, and what was
  * queued to it is spawned directly, as everything after it. A helper exits when tend exits: its
  * stdin ends, it SIGKILLs the groups still running, and exits.
  *
- * `TEND_EXEC_HELPERS=0` spawns every command directly (a number caps the helpers).
+ * `TEND_EXEC_HELPERS=0` spawns every command directly (a number caps the helpers);
+ * `TEND_EXEC_HELPER=node` or `=python` picks the helper (`python` without falling back to Node);
+ * `TEND_EXEC_PYTHON` names the Python (default `/usr/bin/python3`, else `python3` on PATH).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import os from 'node:os';
 import type { Socket } from 'node:net';
+import type { Readable } from 'node:stream';
 import { TendError } from '../../errors.js';
 import {
   FrameType,
@@ -29,9 +35,35 @@ import {
   type ErrorFrame,
   type SpawnFrame,
 } from './spawn-helper.js';
+import { pythonHelperSource } from './python-spawn-helper.js';
 
-/** A command to start, with tend's environment plus `env`. */
-export type SpawnRequest = Omit<SpawnFrame, 'inherited'>;
+/** A command to start, with `inherited` plus `env`. */
+export interface SpawnRequest extends SpawnFrame {
+  inherited: InheritedEnvironment;
+}
+
+/** The environment a run's commands inherit: tend's, read once (as JSON for a helper too). */
+export interface InheritedEnvironment {
+  values: NodeJS.ProcessEnv;
+  json: string;
+}
+
+const environmentsByRun = new WeakMap<AbortSignal, InheritedEnvironment>();
+
+/**
+ * tend's environment as it was when the run whose signal is `signal` started its first command.
+ * Reading `process.env` whole costs tens of microseconds (each variable is a call into C++), and
+ * a helper would parse it again: per run it is read once, and sent to each helper once.
+ */
+export function environmentOfRun(signal: AbortSignal): InheritedEnvironment {
+  let environment = environmentsByRun.get(signal);
+  if (!environment) {
+    const values = { ...process.env };
+    environment = { values, json: JSON.stringify(values) };
+    environmentsByRun.set(signal, environment);
+  }
+  return environment;
+}
 
 /** What happens to a started command, in order: `started` (unless it could not start), output, then `closed`. */
 export interface SpawnEvents {
@@ -52,12 +84,20 @@ export function startProcess(request: SpawnRequest, events: SpawnEvents): void {
 }
 
 function spawnDirectly(request: SpawnRequest, events: SpawnEvents): void {
-  const child = spawn(request.file, request.args, {
-    cwd: request.cwd,
-    env: { ...process.env, ...request.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
+  let child: ChildProcess & { stdout: Readable; stderr: Readable };
+  try {
+    child = spawn(request.file, request.args, {
+      cwd: request.cwd,
+      env: { ...request.inherited.values, ...request.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+  } catch (error) {
+    // An argument Node refuses (a NUL byte): failed, as from a helper.
+    events.failed(error as Error);
+    events.closed(null, null);
+    return;
+  }
   if (child.pid) events.started(child.pid);
   child.once('error', (error) => events.failed(error));
   child.stdout.on('data', (chunk: Buffer) => events.output('stdout', chunk));
@@ -66,8 +106,36 @@ function spawnDirectly(request: SpawnRequest, events: SpawnEvents): void {
 }
 
 const helpers = new Set<Helper>();
-/** Off after a helper failed to get ready (or with TEND_EXEC_HELPERS=0). */
+/** Off after a Node helper failed to get ready (or with TEND_EXEC_HELPERS=0). */
 let helpersOff = false;
+/** Off after a Python helper could not start or failed to get ready. */
+let pythonOff = false;
+
+type HelperKind = 'python' | 'node';
+
+/** The kind of helper to start next. */
+function helperKind(): HelperKind {
+  const chosen = process.env.TEND_EXEC_HELPER;
+  if (chosen === 'node' || chosen === 'python') return chosen;
+  return pythonOff ? 'node' : 'python';
+}
+
+/**
+ * TEND_EXEC_PYTHON, else the system's Python, else `python3` on PATH: the first `python3` on PATH
+ * is often a version manager's shim (pyenv), a shell script that costs each helper ~70 ms to start.
+ */
+function pythonExecutable(): string {
+  if (process.env.TEND_EXEC_PYTHON) return process.env.TEND_EXEC_PYTHON;
+  systemPython ??= existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
+  return systemPython;
+}
+let systemPython: string | undefined;
+
+/** A Python helper that failed falls back to Node's, unless Python was asked for by name. */
+function helperFailedToStart(kind: HelperKind): void {
+  if (kind === 'python' && process.env.TEND_EXEC_HELPER !== 'python') pythonOff = true;
+  else helpersOff = true;
+}
 
 /**
  * How many helpers may run: two per core, from 2 to 4 (a helper waits, blocked, while each child
@@ -88,8 +156,13 @@ let defaultLimit: number | undefined;
 function pickHelper(): Helper | undefined {
   const limit = helperLimit();
   if (helpersOff || limit === 0) return undefined;
+  // Only helpers of the kind wanted now (TEND_EXEC_HELPER may have changed since others started).
+  const kind = helperKind();
   let best: Helper | undefined;
+  let count = 0;
   for (const helper of helpers) {
+    if (helper.kind !== kind) continue;
+    count++;
     if (
       !best ||
       (helper.ready && !best.ready) ||
@@ -97,7 +170,7 @@ function pickHelper(): Helper | undefined {
     )
       best = helper;
   }
-  if (helpers.size < limit && (!best || best.running > 0)) {
+  if (count < limit && (!best || best.running > 0)) {
     const started = startHelper();
     // A ready helper takes the command at once; one starting needs tens of milliseconds more.
     if (!best?.ready) return started ?? best;
@@ -106,7 +179,9 @@ function pickHelper(): Helper | undefined {
 }
 
 function startHelper(): Helper | undefined {
-  const helper = new Helper();
+  let helper = new Helper(helperKind());
+  // No Python to start: a Node helper instead (helperKind changed).
+  if (!helper.alive && !helpersOff) helper = new Helper(helperKind());
   if (!helper.alive) return undefined;
   helpers.add(helper);
   return helper;
@@ -124,19 +199,27 @@ class Helper {
   alive = true;
   private nextId = 1;
   private readonly commands = new Map<number, Running>();
+  /** The environment this helper was sent last. */
+  private inherited: InheritedEnvironment | undefined;
   private pending: Buffer = Buffer.alloc(0);
 
-  constructor() {
-    this.child = spawn(process.execPath, ['-e', helperSource], {
+  constructor(readonly kind: HelperKind) {
+    const [file, args, env] =
+      kind === 'python'
+        ? // Python's environment as tend's (a pyenv shim needs it); -I makes it ignore PYTHON*.
+          [pythonExecutable(), ['-I', '-S', '-c', pythonHelperSource], process.env]
+        : // None for Node: NODE_OPTIONS (a debugger, a loader) must not reach the helper.
+          [process.execPath, ['-e', helperSource], {}];
+    this.child = spawn(file, args, {
       // Its own session: a terminal's Ctrl-C reaches tend, which stops commands its own way.
       detached: true,
-      env: {},
+      env,
       stdio: ['pipe', 'pipe', 'inherit'],
     });
     this.child.unref();
     if (!this.child.pid) {
       this.alive = false;
-      helpersOff = true;
+      helperFailedToStart(kind);
       this.child.once('error', () => undefined);
       return;
     }
@@ -160,8 +243,11 @@ class Helper {
     this.commands.set(id, { request, events });
     // While it runs a command, the helper's output keeps tend's event loop alive.
     if (this.commands.size === 1) (this.child.stdout as Socket).ref();
-    // tend's environment goes as it is (serialising process.env costs half of copying it first).
-    const frame: SpawnFrame = { ...request, inherited: process.env };
+    if (this.inherited !== request.inherited) {
+      this.inherited = request.inherited;
+      this.send(FrameType.environment, 0, Buffer.from(request.inherited.json));
+    }
+    const frame: SpawnFrame = { file: request.file, args: request.args, cwd: request.cwd, env: request.env };
     this.send(FrameType.spawn, id, Buffer.from(JSON.stringify(frame)));
   }
 
@@ -245,12 +331,12 @@ class Helper {
     this.alive = false;
     helpers.delete(this);
     if (!this.ready) {
-      // It never read a request (`ready` comes first): what was queued to it starts here.
-      helpersOff = true;
+      // It never read a request (`ready` comes first): what was queued to it starts elsewhere.
+      helperFailedToStart(this.kind);
       const queued = [...this.commands.values()];
       this.commands.clear();
       (this.child.stdout as Socket).unref();
-      for (const command of queued) spawnDirectly(command.request, command.events);
+      for (const command of queued) startProcess(command.request, command.events);
       return;
     }
     if (this.commands.size === 0) return;

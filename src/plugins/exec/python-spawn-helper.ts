@@ -1,0 +1,195 @@
+/**
+ * The exec spawn helper in Python: the same protocol as the Node helper (`spawn-helper.ts`), run
+ * by `python3 -I -S -c` when a Python 3 is on PATH.
+ *
+ * Why a second language: Node's `spawn` forks (every page of the helper's ~40 MB is marked
+ * copy-on-write, then copied again as the helper touches it) and runs ~0.7 ms of JavaScript per
+ * command. CPython's `subprocess` starts a child with vfork — the parent's memory is not copied —
+ * from a 10 MB process, and costs a third of Node's time per command (measured in `bench/exec.ts`).
+ * When no Python runs, or it dies before it is ready, tend uses the Node helper instead.
+ *
+ * What a command sees is the same either way: its own session and process group (setsid), stdin
+ * on /dev/null, the environment as sent, signal dispositions reset (a Python handler is reset by
+ * exec; `subprocess` restores SIGPIPE), the file looked up on the PATH of the environment it gets.
+ * Answers are the Node helper's: errors carry Node's errno code and message (`spawn x ENOENT`),
+ * and `closed` gives the exit code or the signal's name, once the command has exited and its
+ * stdout and stderr have closed.
+ *
+ * Exits are seen through SIGCHLD (a Python handler and the signal module's wake-up pipe in the
+ * selector), so one loop serves requests, output and exits without threads.
+ */
+
+/** The helper's program. `-I` ignores PYTHON* variables and the user's site; `-S` skips `site`. */
+export const pythonHelperSource = String.raw`
+import errno, json, os, selectors, signal, struct, subprocess
+
+SPAWN, READY, STARTED, STDOUT, STDERR, ERROR, CLOSED, ENVIRONMENT = 1, 2, 3, 4, 5, 6, 7, 8
+HEADER = struct.Struct('>IBI')
+REQUESTS, ANSWERS = 0, 1
+selector = selectors.DefaultSelector()
+running = {}
+queued = []
+inherited = {}
+
+
+def send(kind, ident, payload=b''):
+    queued.append(HEADER.pack(len(payload), kind, ident))
+    if payload:
+        queued.append(payload)
+
+
+def send_json(kind, ident, value):
+    send(kind, ident, json.dumps(value, separators=(',', ':')).encode())
+
+
+def flush():
+    # A blocking write to a pipe: a slow reader holds the helper back, nothing piles up here.
+    data = memoryview(b''.join(queued))
+    queued.clear()
+    try:
+        while data:
+            data = data[os.write(ANSWERS, data):]
+    except OSError:
+        tend_gone()
+
+
+def tend_gone():
+    # tend exited, however: nothing it started may outlive it.
+    for command in running.values():
+        try:
+            os.killpg(command.process.pid, signal.SIGKILL)
+        except OSError:
+            pass
+    os._exit(0)
+
+
+def well_formed(value):
+    # Lone surrogates (JSON allows them) become U+FFFD, as Node encodes them.
+    if isinstance(value, str):
+        return value.encode('utf-16', 'surrogatepass').decode('utf-16', 'replace')
+    if isinstance(value, list):
+        return [well_formed(item) for item in value]
+    if isinstance(value, dict):
+        return {well_formed(key): well_formed(item) for key, item in value.items()}
+    return value
+
+
+def decode(payload):
+    # tend's JSON.stringify writes a lone surrogate as a lowercase escape, anything else as is.
+    value = json.loads(payload)
+    return well_formed(value) if b'\\ud' in payload else value
+
+
+class Command:
+    __slots__ = ('ident', 'process', 'open')
+
+    def __init__(self, ident, process):
+        self.ident = ident
+        self.process = process
+        self.open = 2
+
+    def finish_if_done(self):
+        if self.open or self.process.returncode is None:
+            return
+        del running[self.ident]
+        code = self.process.returncode
+        if code >= 0:
+            send_json(CLOSED, self.ident, {'code': code, 'signal': None})
+            return
+        try:
+            send_json(CLOSED, self.ident, {'code': None, 'signal': signal.Signals(-code).name})
+        except ValueError:
+            send_json(CLOSED, self.ident, {'code': 128 - code, 'signal': None})
+
+
+def start(ident, request):
+    file = request['file']
+    env = dict(inherited)
+    env.update(request['env'])
+    argv = [file] + request['args']
+    try:
+        process = subprocess.Popen(argv, cwd=request['cwd'], env=env, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   start_new_session=True)
+    except OSError as error:
+        code = errno.errorcode.get(error.errno, 'UNKNOWN')
+        send_json(ERROR, ident, {'code': code, 'errno': -error.errno, 'syscall': 'spawn ' + file,
+                                 'path': file, 'message': 'spawn ' + file + ' ' + code})
+        send_json(CLOSED, ident, {'code': -error.errno, 'signal': None})
+        return
+    except (ValueError, TypeError) as error:
+        message = str(error)
+        if 'null byte' in message:
+            message = 'an argument or environment variable contains a NUL byte'
+        send_json(ERROR, ident, {'code': 'ERR_INVALID_ARG_VALUE', 'message': message})
+        send_json(CLOSED, ident, {'code': None, 'signal': None})
+        return
+    command = Command(ident, process)
+    running[ident] = command
+    send_json(STARTED, ident, {'pid': process.pid})
+    selector.register(process.stdout, selectors.EVENT_READ, (command, STDOUT))
+    selector.register(process.stderr, selectors.EVENT_READ, (command, STDERR))
+
+
+def reap():
+    for command in list(running.values()):
+        if command.process.returncode is None and command.process.poll() is not None:
+            command.finish_if_done()
+
+
+wake_read, wake_write = os.pipe()
+os.set_blocking(wake_read, False)
+os.set_blocking(wake_write, False)
+signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
+signal.signal(signal.SIGCHLD, lambda number, frame: None)
+# Its own session (no terminal's Ctrl-C); tend decides what stops. A handler, not SIG_IGN, which
+# the commands would inherit.
+signal.signal(signal.SIGINT, lambda number, frame: None)
+selector.register(wake_read, selectors.EVENT_READ, None)
+selector.register(REQUESTS, selectors.EVENT_READ, REQUESTS)
+
+# 'ready' before any request is read, in a write of its own.
+send(READY, 0)
+flush()
+
+pending = b''
+while True:
+    for key, _ in selector.select():
+        source = key.data
+        if source is None:
+            try:
+                while os.read(wake_read, 4096):
+                    pass
+            except BlockingIOError:
+                pass
+            reap()
+        elif source == REQUESTS:
+            chunk = os.read(REQUESTS, 1 << 16)
+            if not chunk:
+                tend_gone()
+            pending += chunk
+            offset = 0
+            while len(pending) - offset >= HEADER.size:
+                length, kind, ident = HEADER.unpack_from(pending, offset)
+                end = offset + HEADER.size + length
+                if len(pending) < end:
+                    break
+                if kind == SPAWN:
+                    start(ident, decode(pending[offset + HEADER.size:end]))
+                elif kind == ENVIRONMENT:
+                    inherited = decode(pending[offset + HEADER.size:end])
+                offset = end
+            pending = pending[offset:]
+        else:
+            command, kind = source
+            chunk = os.read(key.fd, 1 << 16)
+            if chunk:
+                send(kind, command.ident, chunk)
+            else:
+                selector.unregister(key.fileobj)
+                key.fileobj.close()
+                command.open -= 1
+                command.finish_if_done()
+    if queued:
+        flush()
+`;
