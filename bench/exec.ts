@@ -8,8 +8,9 @@
  * - 200 exec `true` Builds (`tend build`), against spawning `true` 200 times, 8 at a time, from
  *   Node; target ≤ 1.15×.
  *
- * Each figure is the median of three runs; the same CLI runs with `TEND_EXEC_HELPERS=0`
- * (every command spawned by tend's own process, as before the spawn helper) are shown beside them.
+ * Each figure is the median of three runs. tend picks the Python spawn helper where a Python
+ * runs (it does here); the same CLI runs with the Node helper (`TEND_EXEC_HELPER=node`) and with
+ * `TEND_EXEC_HELPERS=0` (every command spawned by tend's own process) are shown beside them.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
@@ -69,22 +70,27 @@ export async function run(): Promise<void> {
   );
   const nodeSpawn = await medianOf(() => spawnAll('echo', ['x'], 1000, 8));
   const viaTend = await firstRuns(echoes.root, ['test']);
+  const nodeHelper = await firstRuns(echoes.root, ['test'], { TEND_EXEC_HELPER: 'node' });
   const withoutHelper = await firstRuns(echoes.root, ['test'], { TEND_EXEC_HELPERS: '0' });
   figure('floor: seq 1000 | xargs -P8 -n1 echo', xargs, 'ms');
   figure('floor: Node spawning 1,000 echo, 8 at a time', nodeSpawn, 'ms');
   figure('500 exec Builds + 500 exec Tests, first run (tend test)', viaTend, 'ms');
+  figure('  the same, TEND_EXEC_HELPER=node (the Node spawn helper)', nodeHelper, 'ms');
   figure('  the same, TEND_EXEC_HELPERS=0 (no spawn helper)', withoutHelper, 'ms');
   ratio('1,000 exec actions vs xargs -P8', viaTend, xargs, 'xargs', { max: 3 });
   ratio('1,000 exec actions vs Node spawning 8 at a time', viaTend, nodeSpawn, 'Node spawn');
+  ratio('  TEND_EXEC_HELPER=node vs xargs -P8', nodeHelper, xargs, 'xargs', { max: 3 });
   ratio('  TEND_EXEC_HELPERS=0 vs xargs -P8', withoutHelper, xargs, 'xargs', { max: 3 });
   echoes.remove();
 
   const truesProject = tempProject(execProjectFiles(200, 0, 'true'));
   const directSpawn = await medianOf(() => spawnAll('true', [], 200, 8));
   const trueViaTend = await firstRuns(truesProject.root, ['build']);
+  const trueNodeHelper = await firstRuns(truesProject.root, ['build'], { TEND_EXEC_HELPER: 'node' });
   const trueWithoutHelper = await firstRuns(truesProject.root, ['build'], { TEND_EXEC_HELPERS: '0' });
   figure('floor: Node spawning `true` 200 times, 8 at a time', directSpawn, 'ms');
   figure('200 exec `true` actions via the CLI (whole command)', trueViaTend, 'ms', { max: 1500 });
+  figure('  the same, TEND_EXEC_HELPER=node (the Node spawn helper)', trueNodeHelper, 'ms');
   figure('  the same, TEND_EXEC_HELPERS=0 (no spawn helper)', trueWithoutHelper, 'ms');
   ratio(
     '200 exec actions vs spawning `true` 200 times, 8 at a time',
@@ -95,6 +101,9 @@ export async function run(): Promise<void> {
       max: 1.15,
     },
   );
+  ratio('  TEND_EXEC_HELPER=node vs direct spawn', trueNodeHelper, directSpawn, 'direct spawn', {
+    max: 1.15,
+  });
   ratio('  TEND_EXEC_HELPERS=0 vs direct spawn', trueWithoutHelper, directSpawn, 'direct spawn', {
     max: 1.15,
   });
