@@ -138,26 +138,28 @@ function helperFailedToStart(kind: HelperKind): void {
 }
 
 /**
- * How many helpers may run: two per core, from 2 to 4 (a helper waits, blocked, while each child
- * it forks gets to exec, so more helpers than cores still overlap), or TEND_EXEC_HELPERS.
+ * How many helpers of `kind` may run, or TEND_EXEC_HELPERS. From 2 to 4: one per core for Python
+ * (it is blocked only while vfork's child gets to exec; measured on 2 cores, a third and fourth
+ * cost more to start than they gave back), two per core for Node (blocked for a whole fork, so
+ * more helpers than cores still overlap).
  */
-function helperLimit(): number {
+function helperLimit(kind: HelperKind): number {
   const configured = process.env.TEND_EXEC_HELPERS;
   if (configured !== undefined && /^\d+$/.test(configured)) return Number(configured);
-  defaultLimit ??= Math.min(4, Math.max(2, 2 * os.availableParallelism()));
-  return defaultLimit;
+  cores ??= os.availableParallelism();
+  return Math.min(4, Math.max(2, kind === 'python' ? cores : 2 * cores));
 }
-let defaultLimit: number | undefined;
+let cores: number | undefined;
 
 /**
  * The helper for the next command: the ready one running fewest, else one starting; another
  * starts when every helper is busy and the limit allows, and takes the command when none is ready.
  */
 function pickHelper(): Helper | undefined {
-  const limit = helperLimit();
-  if (helpersOff || limit === 0) return undefined;
   // Only helpers of the kind wanted now (TEND_EXEC_HELPER may have changed since others started).
   const kind = helperKind();
+  const limit = helperLimit(kind);
+  if (helpersOff || limit === 0) return undefined;
   let best: Helper | undefined;
   let count = 0;
   for (const helper of helpers) {
