@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { TendError } from '../../src/errors.js';
 import type { PluginLog } from '../../src/plugin/types.js';
@@ -231,6 +231,51 @@ describe.each([
       code: 'TEND_EXEC_FAILED',
       message: 'command not found: tend-no-such-program (cwd /tmp)',
     });
+  });
+
+  it('finds a program on the PATH of its own environment, and a relative one from its cwd', async () => {
+    const dir = makeProject({
+      'bin/tend-tool': '#!/bin/sh\necho "::output tool=first"\n',
+      'other/tend-tool': '#!/bin/sh\necho "::output tool=other"\n',
+      'run.sh': '#!/bin/sh\necho "::output script=$(pwd)"\n',
+      'bin/not-executable': 'echo no\n',
+    });
+    for (const file of ['bin/tend-tool', 'other/tend-tool', 'run.sh']) chmodSync(path.join(dir, file), 0o755);
+    const tool = async (pathValue: string) =>
+      (
+        await runCommand(
+          { command: ['tend-tool'], cwd: dir, env: { PATH: `${pathValue}:${process.env.PATH}` } },
+          capture().log,
+          never,
+        )
+      ).outputs.tool;
+    const both = `${path.join(dir, 'bin')}:${path.join(dir, 'other')}`;
+    expect(await tool(both)).toBe('first');
+    // Found before, gone since: the next directory's.
+    rmSync(path.join(dir, 'bin/tend-tool'));
+    expect(await tool(both)).toBe('other');
+    const script = await runCommand({ command: ['./run.sh'], cwd: dir, env: {} }, capture().log, never);
+    expect(script.outputs.script).toBe(dir);
+    const denied = await runCommand(
+      { command: ['not-executable'], cwd: dir, env: { PATH: path.join(dir, 'bin') } },
+      capture().log,
+      never,
+    ).catch((e: unknown) => e);
+    expect(denied).toMatchObject({ code: 'TEND_EXEC_FAILED', message: expect.stringMatching(/EACCES/) });
+  });
+
+  it('starts a command with no signal ignored or blocked (SIGPIPE included)', async () => {
+    const out = capture();
+    await runCommand(
+      { command: ['grep', '-E', '^Sig(Ign|Blk)', '/proc/self/status'], cwd: '/tmp', env: {} },
+      out.log,
+      never,
+    );
+    const masks = Object.fromEntries(out.lines.map(({ line }) => line.split(/:\s+/)));
+    // glibc's posix_spawn leaves its own two reserved signals (32 and 33) ignored: no program can use them.
+    const glibcReserved = (1n << 31n) | (1n << 32n);
+    expect(BigInt(`0x${masks.SigIgn}`) & ~glibcReserved).toBe(0n);
+    expect(BigInt(`0x${masks.SigBlk}`)).toBe(0n);
   });
 
   it('stops a command at its timeout, and what it started with it', async () => {

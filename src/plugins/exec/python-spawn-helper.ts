@@ -1,19 +1,20 @@
 /**
  * The exec spawn helper in Python: the same protocol as the Node helper (`spawn-helper.ts`), run
- * by `python3 -I -S -c` when a Python 3 is on PATH.
+ * by `python3 -I -S -c` (spawner.ts picks the Python).
  *
  * Why a second language: Node's `spawn` forks (every page of the helper's ~40 MB is marked
  * copy-on-write, then copied again as the helper touches it) and runs ~0.7 ms of JavaScript per
- * command. CPython's `subprocess` starts a child with vfork — the parent's memory is not copied —
- * from a 10 MB process, and costs a third of Node's time per command (measured in `bench/exec.ts`).
- * When no Python runs, or it dies before it is ready, tend uses the Node helper instead.
+ * command. `os.posix_spawn` is glibc's, which starts the child with a vfork-like clone (the
+ * parent's memory is not copied), from a 10 MB process: a quarter of the Node helper's CPU per
+ * command (measured in `bench/exec.ts`). It needs Python 3.8; an older one, or none, and tend
+ * uses the Node helper.
  *
  * What a command sees is the same either way: its own session and process group (setsid), stdin
- * on /dev/null, the environment as sent, signal dispositions reset (a Python handler is reset by
- * exec; `subprocess` restores SIGPIPE), the file looked up on the PATH of the environment it gets.
- * Answers are the Node helper's: errors carry Node's errno code and message (`spawn x ENOENT`),
- * and `closed` gives the exit code or the signal's name, once the command has exited and its
- * stdout and stderr have closed.
+ * on /dev/null, the environment as sent, signal dispositions at their defaults (a Python handler
+ * is reset by exec; SIGPIPE and SIGXFSZ, which Python ignores, are reset), its directory, and
+ * the file looked up on the PATH of the environment it gets, as Node does. Answers are the Node
+ * helper's: errors carry Node's errno code and message (`spawn x ENOENT`), and `closed` gives the
+ * exit code or the signal's name, once the command has exited and its stdout and stderr closed.
  *
  * Exits are seen through SIGCHLD (a Python handler and the signal module's wake-up pipe in the
  * selector), so one loop serves requests, output and exits without threads.
@@ -21,15 +22,23 @@
 
 /** The helper's program. `-I` ignores PYTHON* variables and the user's site; `-S` skips `site`. */
 export const pythonHelperSource = String.raw`
-import errno, json, os, selectors, signal, struct, subprocess
+import errno, json, os, selectors, signal, struct, sys
+
+# os.posix_spawn with setsid came in 3.8: an older Python exits before it is ready, and tend
+# uses the Node helper.
+if sys.version_info < (3, 8):
+    sys.exit(3)
 
 SPAWN, READY, STARTED, STDOUT, STDERR, ERROR, CLOSED, ENVIRONMENT = 1, 2, 3, 4, 5, 6, 7, 8
 HEADER = struct.Struct('>IBI')
 REQUESTS, ANSWERS = 0, 1
+# Python ignores SIGPIPE and SIGXFSZ; a command gets them back at their defaults, as subprocess does.
+RESET_SIGNALS = [signal.SIGPIPE, signal.SIGXFSZ]
 selector = selectors.DefaultSelector()
 running = {}
 queued = []
 inherited = {}
+found = {}
 
 
 def send(kind, ident, payload=b''):
@@ -57,7 +66,7 @@ def tend_gone():
     # tend exited, however: nothing it started may outlive it.
     for command in running.values():
         try:
-            os.killpg(command.process.pid, signal.SIGKILL)
+            os.killpg(command.pid, signal.SIGKILL)
         except OSError:
             pass
     os._exit(0)
@@ -80,37 +89,84 @@ def decode(payload):
     return well_formed(value) if b'\\ud' in payload else value
 
 
-class Command:
-    __slots__ = ('ident', 'process', 'open')
+def executable(file, env, cached=True):
+    # The file looked up on the PATH of the command's environment (as Node does), from the
+    # command's directory; found once per PATH and name.
+    if '/' in file:
+        return file
+    search = env.get('PATH', os.defpath)
+    key = (os.getcwd(), search, file)
+    if cached and key in found:
+        return found[key]
+    denied = None
+    for directory in search.split(os.pathsep):
+        candidate = os.path.join(directory or '.', file)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            found[key] = candidate
+            return candidate
+        if denied is None and os.path.exists(candidate):
+            denied = candidate
+    if denied is not None:
+        raise PermissionError(errno.EACCES, 'permission denied', denied)
+    raise FileNotFoundError(errno.ENOENT, 'not found', file)
 
-    def __init__(self, ident, process):
+
+def spawn(file, argv, env):
+    path = executable(file, env)
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
+    actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+               (os.POSIX_SPAWN_DUP2, out_write, 1), (os.POSIX_SPAWN_DUP2, err_write, 2)]
+    try:
+        try:
+            pid = os.posix_spawn(path, argv, env, file_actions=actions, setsid=True,
+                                 setsigdef=RESET_SIGNALS)
+        except FileNotFoundError:
+            # Found before, gone since: look again.
+            path = executable(file, env, cached=False)
+            pid = os.posix_spawn(path, argv, env, file_actions=actions, setsid=True,
+                                 setsigdef=RESET_SIGNALS)
+    except BaseException:
+        os.close(out_read)
+        os.close(err_read)
+        raise
+    finally:
+        os.close(out_write)
+        os.close(err_write)
+    return pid, out_read, err_read
+
+
+class Command:
+    __slots__ = ('ident', 'pid', 'open', 'status')
+
+    def __init__(self, ident, pid):
         self.ident = ident
-        self.process = process
+        self.pid = pid
         self.open = 2
+        self.status = None
 
     def finish_if_done(self):
-        if self.open or self.process.returncode is None:
+        if self.open or self.status is None:
             return
         del running[self.ident]
-        code = self.process.returncode
-        if code >= 0:
-            send_json(CLOSED, self.ident, {'code': code, 'signal': None})
+        if not os.WIFSIGNALED(self.status):
+            send_json(CLOSED, self.ident, {'code': os.WEXITSTATUS(self.status), 'signal': None})
             return
+        number = os.WTERMSIG(self.status)
         try:
-            send_json(CLOSED, self.ident, {'code': None, 'signal': signal.Signals(-code).name})
+            send_json(CLOSED, self.ident, {'code': None, 'signal': signal.Signals(number).name})
         except ValueError:
-            send_json(CLOSED, self.ident, {'code': 128 - code, 'signal': None})
+            send_json(CLOSED, self.ident, {'code': 128 + number, 'signal': None})
 
 
 def start(ident, request):
     file = request['file']
     env = dict(inherited)
     env.update(request['env'])
-    argv = [file] + request['args']
     try:
-        process = subprocess.Popen(argv, cwd=request['cwd'], env=env, stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   start_new_session=True)
+        # The helper runs one command at a time: its own directory is the command's.
+        os.chdir(request['cwd'])
+        pid, out, err = spawn(file, [file] + request['args'], env)
     except OSError as error:
         code = errno.errorcode.get(error.errno, 'UNKNOWN')
         send_json(ERROR, ident, {'code': code, 'errno': -error.errno, 'syscall': 'spawn ' + file,
@@ -124,17 +180,20 @@ def start(ident, request):
         send_json(ERROR, ident, {'code': 'ERR_INVALID_ARG_VALUE', 'message': message})
         send_json(CLOSED, ident, {'code': None, 'signal': None})
         return
-    command = Command(ident, process)
+    command = Command(ident, pid)
     running[ident] = command
-    send_json(STARTED, ident, {'pid': process.pid})
-    selector.register(process.stdout, selectors.EVENT_READ, (command, STDOUT))
-    selector.register(process.stderr, selectors.EVENT_READ, (command, STDERR))
+    send_json(STARTED, ident, {'pid': pid})
+    selector.register(out, selectors.EVENT_READ, (command, STDOUT))
+    selector.register(err, selectors.EVENT_READ, (command, STDERR))
 
 
 def reap():
     for command in list(running.values()):
-        if command.process.returncode is None and command.process.poll() is not None:
-            command.finish_if_done()
+        if command.status is None:
+            pid, status = os.waitpid(command.pid, os.WNOHANG)
+            if pid:
+                command.status = status
+                command.finish_if_done()
 
 
 wake_read, wake_write = os.pipe()
@@ -186,8 +245,8 @@ while True:
             if chunk:
                 send(kind, command.ident, chunk)
             else:
-                selector.unregister(key.fileobj)
-                key.fileobj.close()
+                selector.unregister(key.fd)
+                os.close(key.fd)
                 command.open -= 1
                 command.finish_if_done()
     if queued:
