@@ -11,7 +11,7 @@
  * them; some cannot be bundled (native addons, worker threads started by file).
  * The library (`dist/src/index.js`, `dist/src/testing/index.js`) is tsc's output, not bundled.
  */
-import { build } from 'esbuild';
+import { build, type Plugin } from 'esbuild';
 import { createHash } from 'node:crypto';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -35,6 +35,26 @@ const externalPackages = [
   'ws',
 ];
 
+/**
+ * commander requires node:child_process at load, for executable subcommands, which tend has none
+ * of: it gets the module on first use instead, so that a command that starts no process does not
+ * load it (and net, dgram…), a few milliseconds of every start.
+ */
+const commanderChildProcessOnUse: Plugin = {
+  name: 'commander-child-process-on-use',
+  setup(bundle) {
+    bundle.onResolve({ filter: /^node:child_process$/ }, ({ importer }) =>
+      importer.includes(`${path.sep}node_modules${path.sep}commander${path.sep}`)
+        ? { path: 'child-process-on-use', namespace: 'tend-shim' }
+        : undefined,
+    );
+    bundle.onLoad({ filter: /.*/, namespace: 'tend-shim' }, () => ({
+      contents: "module.exports = new Proxy({}, { get: (_, key) => require('node:child_process')[key] });",
+      loader: 'js',
+    }));
+  },
+};
+
 rmSync(outdir, { recursive: true, force: true });
 await build({
   absWorkingDir: root,
@@ -48,12 +68,13 @@ await build({
   // The sources are ES modules: their import.meta.url is the bundle's URL.
   define: { 'import.meta.url': '__tendImportMetaUrl' },
   banner: { js: "const __tendImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+  plugins: [commanderChildProcessOnUse],
   logLevel: 'warning',
 });
 // ASCII only: Node reads an ASCII file into a one-byte string several times faster than UTF-8 text
 // into a two-byte one (about 8 ms of every start for this file). esbuild escapes strings; what is
 // left is in comments and template literals, where an escape means the same (no tag here reads
-// `raw`). Each UTF-16 unit on its own, so an astral character becomes its surrogate pair.
+// `raw` but the Python spawn helper's source, which is ASCII: a test checks). Each UTF-16 unit on its own, so an astral character becomes its surrogate pair.
 const text = readFileSync(outfile, 'utf8').replace(
   /[^\t\n\r -~]/g,
   (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`,

@@ -4,8 +4,8 @@
  * implementation (undici) is loaded on first use, a few hundred milliseconds of CPU in the middle
  * of a command that asks the server for its cleanup notice, and some more per request.
  */
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
+import { builtinModule } from '../builtin-module.js';
 
 export interface HttpAnswer {
   status: number;
@@ -30,7 +30,10 @@ export function httpRequest(
       ? options.headers
       : { ...options.headers, 'content-length': String(options.body.length) };
   return new Promise<HttpAnswer>((resolve, reject) => {
-    const request = (url.protocol === 'https:' ? https : http).request(
+    const { request: send } = builtinModule<typeof http>(
+      url.protocol === 'https:' ? 'node:https' : 'node:http',
+    );
+    const request = send(
       url,
       { method: options.method, headers, agent: options.agent, signal: options.signal },
       (response) => {

@@ -4,8 +4,8 @@
  * 5xx, network errors, timeouts), refused (other 4xx: quarantine), or not authorised (401: stop
  * and keep everything).
  */
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
+import { builtinModule } from '../builtin-module.js';
 import { redactUrlsIn } from '../redact.js';
 import { headerValue, httpRequest, type HttpAnswer } from '../remote/http.js';
 
@@ -77,21 +77,24 @@ function serverError(status: number, text: string): ServerError {
 }
 
 /**
- * Keep-alive connections for the stream. node:http rather than fetch: it loads with the process
- * (fetch costs a few hundred ms on first use) and its sockets are closed when the stream ends,
- * so an idle connection never keeps a finished command alive.
+ * Keep-alive connections for the stream. node:http rather than fetch: it loads in a few
+ * milliseconds (fetch costs a few hundred ms on first use) and its sockets are closed when the
+ * stream ends, so an idle connection never keeps a finished command alive. Each agent is made
+ * (and its module loaded) when a request first needs it.
  */
 export class StreamAgent {
-  private readonly http = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  private readonly https = new https.Agent({ keepAlive: true, maxSockets: 1 });
+  private readonly agents: Partial<Record<'http:' | 'https:', http.Agent>> = {};
 
   for(url: URL): http.Agent {
-    return url.protocol === 'https:' ? this.https : this.http;
+    const protocol = url.protocol === 'https:' ? 'https:' : 'http:';
+    return (this.agents[protocol] ??= new (builtinModule<typeof http>(
+      protocol === 'https:' ? 'node:https' : 'node:http',
+    ).Agent)({ keepAlive: true, maxSockets: 1 }));
   }
 
   destroy(): void {
-    this.http.destroy();
-    this.https.destroy();
+    this.agents['http:']?.destroy();
+    this.agents['https:']?.destroy();
   }
 }
 

@@ -3,27 +3,41 @@
  * load only what they use — a build of an exec project reads no package from node_modules —, what
  * the bundle imports at run time goes through src/import-module.ts, and a
  * plugin module that imports TendError from the library (dist/src/index.js, another copy of the
- * class than the bundle's) still has its errors reported with their code.
+ * class than the bundle's) still has its errors reported with their code. The bundle is ASCII, and
+ * a cached build loads no HTTP, TLS or child_process module.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { pythonHelperSource } from '../../src/plugins/exec/python-spawn-helper.js';
 import { makeProject, removeProjects, repoRoot, runTend } from '../helpers/project.js';
 
 afterAll(() => removeProjects());
 
-/** Runs tend with a preload that writes, as it exits, the CommonJS files the process loaded. */
-async function loadedFiles(args: string[], cwd: string): Promise<{ code: number | null; files: string[] }> {
+/**
+ * Runs tend with a preload that writes, as it exits, the CommonJS files the process loaded and
+ * the Node built-in modules it loaded after the preload.
+ */
+async function loadedFiles(
+  args: string[],
+  cwd: string,
+): Promise<{ code: number | null; files: string[]; builtins: string[] }> {
   const dir = makeProject({});
   const list = path.join(dir, 'loaded.json');
   const preload = path.join(dir, 'preload.cjs');
   writeFileSync(
     preload,
-    `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(list)}, JSON.stringify(Object.keys(require.cache))));\n`,
+    `const before = new Set(process.moduleLoadList);\n` +
+      `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(list)}, JSON.stringify({ ` +
+      `files: Object.keys(require.cache), ` +
+      `builtins: process.moduleLoadList.filter((m) => !before.has(m) && m.startsWith('NativeModule ')).map((m) => m.slice(13)) })));\n`,
   );
   const run = await runTend(args, { cwd, env: { NODE_OPTIONS: `--require ${preload}` } });
-  return { code: run.code, files: JSON.parse(readFileSync(list, 'utf8')) as string[] };
+  return {
+    code: run.code,
+    ...(JSON.parse(readFileSync(list, 'utf8')) as { files: string[]; builtins: string[] }),
+  };
 }
 
 const execProject = {
@@ -43,6 +57,28 @@ describe('the bundled CLI', () => {
     const version = await loadedFiles(['--version'], root);
     expect(version.code).toBe(0);
     expect(version.files.filter((file) => file.includes(`${path.sep}node_modules${path.sep}`))).toEqual([]);
+  });
+
+  it('loads no HTTP, TLS or child_process module for a build that starts no process', async () => {
+    const root = makeProject(execProject);
+    const first = await loadedFiles(['build'], root);
+    expect(first.code).toBe(0);
+    // The first run starts the command: child_process is loaded then.
+    expect(first.builtins).toContain('child_process');
+    const cached = await loadedFiles(['build'], root);
+    expect(cached.code).toBe(0);
+    for (const module of ['http', 'https', 'tls', 'child_process', 'dgram']) {
+      expect(cached.builtins).not.toContain(module);
+    }
+  });
+
+  it('is ASCII only, and carries the Python spawn helper as its source has it', () => {
+    const bundle = readFileSync(path.join(repoRoot, 'dist', 'cli', 'tend.cjs'), 'utf8');
+    // A one-byte string for Node to read; scripts/bundle.ts escapes what is not ASCII.
+    expect(bundle.match(/[^\t\n\r -~]/g) ?? []).toEqual([]);
+    // Its source is a String.raw template, where an escape would change the program: it has none to make.
+    expect(pythonHelperSource).toMatch(/^[\t\n\r -~]*$/);
+    expect(bundle).toContain(pythonHelperSource);
   });
 
   it('imports at run time only through src/import-module.ts: code run from the code cache has no import()', () => {

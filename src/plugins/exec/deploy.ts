@@ -5,10 +5,11 @@
  * lives with that version. A readiness URL on this machine answered by another process (the
  * port was taken before it started: another environment's server) does not count.
  */
-import { spawn } from 'node:child_process';
+import type * as childProcesses from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
+import { builtinModule } from '../../builtin-module.js';
 import { TendError } from '../../errors.js';
 import { listNamesWithSuffix, writeFileAtomic } from '../../state/files.js';
 import { runCommand, trackGroup } from './process.js';
@@ -239,7 +240,7 @@ export async function startPersistent(options: {
   const [file, ...args] = options.command;
   let child;
   try {
-    child = spawn(file!, args, {
+    child = builtinModule<typeof childProcesses>('node:child_process').spawn(file!, args, {
       cwd: options.cwd,
       env: { ...process.env, ...options.env },
       stdio: ['ignore', fd, fd],

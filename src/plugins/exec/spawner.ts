@@ -21,11 +21,13 @@
  * `TEND_EXEC_HELPER=node` or `=python` picks the helper (`python` without falling back to Node);
  * `TEND_EXEC_PYTHON` names the Python (default `/usr/bin/python3`, else `python3` on PATH).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type * as childProcesses from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
+import { builtinModule } from '../../builtin-module.js';
 import { TendError } from '../../errors.js';
 import {
   FrameType,
@@ -86,7 +88,7 @@ export function startProcess(request: SpawnRequest, events: SpawnEvents): void {
 function spawnDirectly(request: SpawnRequest, events: SpawnEvents): void {
   let child: ChildProcess & { stdout: Readable; stderr: Readable };
   try {
-    child = spawn(request.file, request.args, {
+    child = childProcess().spawn(request.file, request.args, {
       cwd: request.cwd,
       env: { ...request.inherited.values, ...request.env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -104,6 +106,9 @@ function spawnDirectly(request: SpawnRequest, events: SpawnEvents): void {
   child.stderr.on('data', (chunk: Buffer) => events.output('stderr', chunk));
   child.once('close', (code, signal) => events.closed(code, signal));
 }
+
+/** child_process, loaded with the first command (a cached run starts none). */
+const childProcess = () => builtinModule<typeof childProcesses>('node:child_process');
 
 const helpers = new Set<Helper>();
 /** Off after a Node helper failed to get ready (or with TEND_EXEC_HELPERS=0). */
@@ -212,7 +217,7 @@ class Helper {
           [pythonExecutable(), ['-I', '-S', '-c', pythonHelperSource], process.env]
         : // None for Node: NODE_OPTIONS (a debugger, a loader) must not reach the helper.
           [process.execPath, ['-e', helperSource], {}];
-    this.child = spawn(file, args, {
+    this.child = childProcess().spawn(file, args, {
       // Its own session: a terminal's Ctrl-C reaches tend, which stops commands its own way.
       detached: true,
       env,

@@ -7,7 +7,8 @@
 import type * as k8s from '@kubernetes/client-node';
 import type { KubeConfig, RequestContext, SecurityAuthentication } from '@kubernetes/client-node';
 import { AsyncLocalStorage } from 'node:async_hooks';
-import https from 'node:https';
+import type https from 'node:https';
+import { builtinModule } from '../../../builtin-module.js';
 import { TendError } from '../../../errors.js';
 import { importModule } from '../../../import-module.js';
 
@@ -140,7 +141,7 @@ function keepAliveAuthentication(kc: KubeConfig): SecurityAuthentication {
         const options: https.RequestOptions = {};
         await kc.applyToHTTPSOptions(options);
         const { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername } = options;
-        agent = new https.Agent({
+        agent = new (builtinModule<typeof https>('node:https').Agent)({
           ca,
           cert,
           key,
