@@ -14,6 +14,12 @@ export default tseslint.config(
     },
   },
   {
+    // The executable is CommonJS (bin/package.json), so that Node starts tend without its ES module loader.
+    files: ['bin/**/*.js'],
+    languageOptions: { sourceType: 'commonjs' },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
     // src/ never imports the simulator; only the namespace-tracking client (src/plugins/kubernetes/client/)
     // imports @kubernetes/client-node: every plugin reaches the API through it (docs/design.md#events).
     files: ['src/**/*.ts'],

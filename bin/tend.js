@@ -1,9 +1,11 @@
 #!/usr/bin/env node
-import { fileURLToPath } from 'node:url';
-import { launch } from '../dist/src/cli/launch.js';
+// CommonJS (bin/package.json): from here to the CLI bundle nothing is an ES module, so Node
+// starts tend without loading its ES module loader.
+const path = require('node:path');
+const { launch } = require('../dist/cli/launch.cjs');
 
 launch({
-  bundle: fileURLToPath(new URL('../dist/cli/tend.cjs', import.meta.url)),
+  bundle: path.join(__dirname, '..', 'dist', 'cli', 'tend.cjs'),
   argv: process.argv,
   env: process.env,
 });

@@ -82,4 +82,21 @@ const text = readFileSync(outfile, 'utf8').replace(
 // What names the bundle's code cache (src/cli/launch.ts): a new build never meets an old cache.
 const buildId = createHash('sha256').update(text).digest('hex');
 writeFileSync(outfile, `${text}\n// tend-build ${buildId}\n`);
-console.log(`bundled the CLI: ${path.relative(root, outfile)}`);
+
+// The launcher that `bin/tend.js` requires, CommonJS too: with no ES module on the way to the
+// bundle, Node does not load its ES module loader (and node:fs/promises, readline) to start tend.
+// Its `import()`, lent to the bundle, loads that loader when a plugin or the Kubernetes client
+// first needs it.
+await build({
+  absWorkingDir: root,
+  entryPoints: ['src/cli/launch.ts'],
+  outfile: path.join(outdir, 'launch.cjs'),
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  define: { 'import.meta.url': '__tendImportMetaUrl' },
+  banner: { js: "const __tendImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+  logLevel: 'warning',
+});
+console.log(`bundled the CLI: ${path.relative(root, outfile)} and its launcher`);
