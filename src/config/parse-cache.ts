@@ -7,9 +7,9 @@
  * error parses the file then. A cache: a missing, torn or foreign file is ignored and rewritten.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { sha256Hex } from '../hash.js';
 import { writeFileAtomic } from '../state/files.js';
 import { compiledSchema } from './diagnostics.js';
 import type { SourceDocument } from './source.js';
@@ -28,7 +28,7 @@ const CacheFile = Type.Object({ format: Type.Literal(format), files: Type.Record
 type CacheFile = Static<typeof CacheFile>;
 
 export function contentHash(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
+  return sha256Hex(text);
 }
 
 export class ParseCache {

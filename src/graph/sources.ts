@@ -6,11 +6,11 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import fg from 'fast-glob';
-import { createHash } from 'node:crypto';
 import { lstatSync, readdirSync, readFileSync, statSync, type Dirent } from 'node:fs';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import { compiledSchema } from '../config/diagnostics.js';
+import { sha256Hex } from '../hash.js';
 import { writeFileAtomic } from '../state/files.js';
 
 /** Never part of an action's source: tend's own state, VCS data, installed dependencies. */
@@ -188,7 +188,7 @@ function digestFile(file: string): FileDigest {
     return digest;
   }
   const content = readFileSync(file);
-  const hash = createHash('sha256').update(content).digest('hex');
+  const hash = sha256Hex(content);
   const expressions = new Set<string>();
   const text = content.toString('latin1');
   if (text.includes('${')) {
@@ -269,14 +269,14 @@ export function saveDigestCache(): void {
  * (other than action outputs) that appear in them, sorted.
  */
 export function digestSources(sourceDir: string, files: string[]): { hash: string; expressions: string[] } {
-  const hash = createHash('sha256');
+  let text = '';
   const expressions = new Set<string>();
   for (const file of files) {
     const digest = digestFile(path.join(sourceDir, file));
-    hash.update(file).update('\0').update(digest.hash).update('\n');
+    text += `${file}\0${digest.hash}\n`;
     for (const expression of digest.expressions) expressions.add(expression);
   }
-  return { hash: hash.digest('hex'), expressions: [...expressions].sort() };
+  return { hash: sha256Hex(text), expressions: [...expressions].sort() };
 }
 
 /** Forget cached listings and hashes (tests and long-running processes that watch files). */

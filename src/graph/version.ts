@@ -6,10 +6,10 @@
  * does. Dependency outputs (`${actions.build.api.outputs.image}`) are not known before the
  * dependency runs: they stay as written, and the dependency's version, part of this one, covers them.
  */
-import { createHash } from 'node:crypto';
 import type { ActionConfig } from '../config/project.js';
 import type { ActionGraph } from './graph.js';
 import path from 'node:path';
+import { sha256Hex } from '../hash.js';
 import { statePaths } from '../state/files.js';
 import { digestSources, listSourceFiles, loadDigestCache, saveDigestCache } from './sources.js';
 
@@ -63,12 +63,15 @@ export function computeVersions(
 ): Map<string, VersionedAction> {
   const versions = new Map<string, VersionedAction>();
   if (inputs) loadDigestCache(statePaths(path.dirname(inputs.projectFile)).cache);
+  // Actions with the same directory and files (a project's many small ones) share one digest.
+  const digests = new Map<string, ReturnType<typeof digestSources>>();
   for (const ref of graph.closure(refs)) {
     const { config, dependencies } = graph.get(ref);
     const files = listSourceFiles(config.sourceDir, config.include, config.exclude, inputs?.projectFile);
-    const sources = digestSources(config.sourceDir, files);
-    const hash = createHash('sha256');
-    hash.update(
+    const key = `${config.sourceDir}\0${files.join('\0')}`;
+    let sources = digests.get(key);
+    if (!sources) digests.set(key, (sources = digestSources(config.sourceDir, files)));
+    let hashed =
       stableStringify({
         kind: config.kind,
         type: config.type,
@@ -77,14 +80,12 @@ export function computeVersions(
         include: config.include,
         exclude: config.exclude,
         timeout: config.timeout,
-      }),
-    );
-    hash.update('\0sources:').update(sources.hash);
+      }) + `\0sources:${sources.hash}`;
     if (inputs && sources.expressions.length > 0) {
-      hash.update('\0expressions:').update(stableStringify(inputs.expressionValues(sources.expressions)));
+      hashed += `\0expressions:${stableStringify(inputs.expressionValues(sources.expressions))}`;
     }
-    for (const dep of dependencies) hash.update(`\0${dep}=${versions.get(dep)!.version}`);
-    versions.set(ref, { version: `v-${hash.digest('hex').slice(0, 12)}`, files });
+    for (const dep of dependencies) hashed += `\0${dep}=${versions.get(dep)!.version}`;
+    versions.set(ref, { version: `v-${sha256Hex(hashed).slice(0, 12)}`, files });
   }
   saveDigestCache();
   return versions;
