@@ -4,8 +4,8 @@
  * the same order, so `runCommand` (process.ts) is one piece of code over either.
  *
  * A helper is Python's (`python-spawn-helper.ts`) when a `python3` starts — it starts a command
- * for a third of what Node's `spawn` costs — and Node's (`spawn-helper.ts`) otherwise; both speak
- * the same protocol. Helpers start on demand — when a command finds no helper idle — up to
+ * for an eighth of the CPU of Node's `spawn` — and Node's (`spawn-helper.ts`) otherwise; both
+ * speak the same protocol. Helpers start on demand — when a command finds no helper idle — up to
  * `helperLimit` (a run with nothing to do starts none). A command that finds no helper ready is
  * queued to one that is starting: a helper answers `ready` before it reads a request, so nothing
  * waits on a fork of this (large) process.
