@@ -1,7 +1,8 @@
 /**
- * SHA-256 as hex, the one way tend hashes content and versions. `crypto.hash` (Node 20.12)
- * is one call into C++; a `createHash` object costs twice as much for the short texts hashed per
- * action, thousands of times in a large project's run. Older Node 20s use `createHash`.
+ * SHA-256 as hex, the one way tend hashes (content, versions, tokens, names). `crypto.hash`
+ * (Node 20.12) is one call into C++; a `createHash` object costs twice as much for the short
+ * texts hashed per action, thousands of times in a large project's run. Older Node 20s use
+ * `createHash`.
  */
 import crypto from 'node:crypto';
 

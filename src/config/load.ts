@@ -21,7 +21,8 @@ import type { ActionConfig, ConfigPath, ProjectConfig } from './project.js';
 import { ActionBaseSchema, actionTypeIndex, parseTimeout } from './schema.js';
 import { loadProjectPlugins } from './plugin-modules.js';
 import { readProjectDocument } from './project-document.js';
-import { contentHash, ParseCache } from './parse-cache.js';
+import { sha256Hex } from '../hash.js';
+import { ParseCache } from './parse-cache.js';
 import { SourceFile } from './source.js';
 import type { SourceDocument } from './source.js';
 import { checkTemplateSyntax, containsTemplate } from './template.js';
@@ -68,7 +69,7 @@ export async function loadProjectConfig(options: LoadOptions): Promise<LoadedCon
   const files = await Promise.all(
     names.map(async (name) => {
       const text = await readFileAsync(path.join(root, name), 'utf8');
-      const sha256 = contentHash(text);
+      const sha256 = sha256Hex(text);
       const file = new SourceFile(name, text, cache.lookup(name, text, sha256));
       hashes.set(file, sha256);
       return file;

@@ -27,10 +27,6 @@ const Entry = Type.Object({
 const CacheFile = Type.Object({ format: Type.Literal(format), files: Type.Record(Type.String(), Entry) });
 type CacheFile = Static<typeof CacheFile>;
 
-export function contentHash(text: string): string {
-  return sha256Hex(text);
-}
-
 export class ParseCache {
   readonly #file: string;
   readonly #previous: CacheFile['files'];
@@ -44,7 +40,7 @@ export class ParseCache {
   }
 
   /** The documents of `file` as parsed before, when its content is `text`. */
-  lookup(file: string, text: string, sha256 = contentHash(text)): SourceDocument[] | undefined {
+  lookup(file: string, text: string, sha256 = sha256Hex(text)): SourceDocument[] | undefined {
     const entry = Object.hasOwn(this.#previous, file) ? this.#previous[file] : undefined;
     if (entry?.sha256 !== sha256) return undefined;
     this.#next[file] = entry;

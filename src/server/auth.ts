@@ -16,7 +16,8 @@
  *
  * A token created with `--project` only sees and writes that project.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { sha256Hex } from '../hash.js';
 import type { TokenScope } from './db/schema.js';
 
 export const tokenScopes: readonly TokenScope[] = ['ingest', 'agent', 'read', 'admin'];
@@ -64,7 +65,7 @@ export function generateSecret(): string {
 }
 
 export function hashToken(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('hex');
+  return sha256Hex(token);
 }
 
 /** The visible start of a token, for lists: `tend_AbCd`. */

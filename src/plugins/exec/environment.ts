@@ -6,7 +6,7 @@
  * `~/.local/state/tend/`), which `tend agent --local` reads as its inventory. Removing an
  * environment (`tend cleanup env` and the executors) is `removeEnvironment`, one way for both.
  */
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../../hash.js';
 import { existsSync, readFileSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
@@ -113,7 +113,7 @@ export function hostIndexDir(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 function indexFile(dir: string): string {
-  return path.join(hostIndexDir(), `${createHash('sha256').update(dir).digest('hex').slice(0, 32)}.json`);
+  return path.join(hostIndexDir(), `${sha256Hex(dir).slice(0, 32)}.json`);
 }
 
 function indexEnvironment(dir: string, log: PluginContext['log']): void {

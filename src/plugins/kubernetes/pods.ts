@@ -3,7 +3,8 @@
  * for them to start and to finish, failing fast on images that cannot be pulled, and the reasons a
  * pod is not doing what it should (for error messages).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { sha256Hex } from '../../hash.js';
 import { setTimeout as delay } from 'node:timers/promises';
 import { TendError } from '../../errors.js';
 import type { KubeClient, V1Pod } from './client/index.js';
@@ -22,9 +23,7 @@ export function podName(prefix: string, name: string): string {
 
 /** A label value for an action reference (`deploy.api`), within the 63-character limit. */
 export function actionLabel(ref: string): string {
-  return ref.length <= 63
-    ? ref
-    : `${ref.slice(0, 50)}-${createHash('sha256').update(ref).digest('hex').slice(0, 12)}`;
+  return ref.length <= 63 ? ref : `${ref.slice(0, 50)}-${sha256Hex(ref).slice(0, 12)}`;
 }
 
 const pullFailures = new Set([

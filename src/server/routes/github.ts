@@ -10,7 +10,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { verify } from '@octokit/webhooks-methods';
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../../hash.js';
 import { TendError } from '../../errors.js';
 import { ErrorResponse } from '../schemas.js';
 import type { App, ServerServices } from '../services.js';
@@ -112,7 +112,7 @@ export function registerGithubRoutes(app: App, services: ServerServices): void {
             'the delivery has no valid X-GitHub-Delivery header',
           );
         }
-        const signatureKey = createHash('sha256').update(signature).digest('hex');
+        const signatureKey = sha256Hex(signature);
         if (await repo.seenGithubDelivery(signatureKey, deliveryId)) {
           throw new TendError(
             'TEND_AUTH',
