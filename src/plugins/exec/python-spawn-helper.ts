@@ -20,7 +20,10 @@
  * selector), so one loop serves requests, output and exits without threads.
  */
 
-/** The helper's program. `-I` ignores PYTHON* variables and the user's site; `-S` skips `site`. */
+/**
+ * The helper's program, run with spawn-helper.ts's `FrameType` as JSON for its argument. `-I`
+ * ignores PYTHON* variables and the user's site; `-S` skips `site`.
+ */
 export const pythonHelperSource = String.raw`
 import errno, json, os, selectors, signal, struct, sys
 
@@ -29,7 +32,10 @@ import errno, json, os, selectors, signal, struct, sys
 if sys.version_info < (3, 8):
     sys.exit(3)
 
-SPAWN, READY, STARTED, STDOUT, STDERR, ERROR, CLOSED, ENVIRONMENT = 1, 2, 3, 4, 5, 6, 7, 8
+# The frame types, as tend sends them; a header is length (uint32), type (uint8), command id (uint32).
+TYPES = json.loads(sys.argv[1])
+SPAWN, READY, STARTED, STDOUT, STDERR, ERROR, CLOSED, ENVIRONMENT = (TYPES[name] for name in (
+    'spawn', 'ready', 'started', 'stdout', 'stderr', 'error', 'closed', 'environment'))
 HEADER = struct.Struct('>IBI')
 REQUESTS, ANSWERS = 0, 1
 # Python ignores SIGPIPE and SIGXFSZ; a command gets them back at their defaults, as subprocess does.

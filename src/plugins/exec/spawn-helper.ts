@@ -59,18 +59,11 @@ export interface ClosedFrame {
   signal: NodeJS.Signals | null;
 }
 
-export function helperMain(load: (id: string) => unknown): void {
+/** @param types and `HEADER`: the module's constants, given as values (the function cannot see them). */
+export function helperMain(load: (id: string) => unknown, types: typeof FrameType, HEADER: number): void {
   const { spawn } = load('node:child_process') as typeof childProcesses;
-  // The frame types again: this function cannot see the module's constants.
-  const SPAWN = 1;
-  const READY = 2;
-  const STARTED = 3;
-  const STDOUT = 4;
-  const STDERR = 5;
-  const ERROR = 6;
-  const CLOSED = 7;
-  const ENVIRONMENT = 8;
-  const HEADER = 9;
+  const { spawn: SPAWN, ready: READY, started: STARTED, stdout: STDOUT, stderr: STDERR } = types;
+  const { error: ERROR, closed: CLOSED, environment: ENVIRONMENT } = types;
 
   const running = new Map<number, ChildProcess>();
   let inherited: NodeJS.ProcessEnv = {};
@@ -178,4 +171,4 @@ export function helperMain(load: (id: string) => unknown): void {
  * The helper's program for `node -e`. `__name` is defined for transpilers that keep function
  * names by wrapping them in calls to it (esbuild's keepNames, as under tsx).
  */
-export const helperSource = `var __name = (f) => f; (${helperMain.toString()})(require);`;
+export const helperSource = `var __name = (f) => f; (${helperMain.toString()})(require, ${JSON.stringify(FrameType)}, ${frameHeaderBytes});`;

@@ -214,7 +214,7 @@ class Helper {
     const [file, args, env] =
       kind === 'python'
         ? // Python's environment as tend's (a pyenv shim needs it); -I makes it ignore PYTHON*.
-          [pythonExecutable(), ['-I', '-S', '-c', pythonHelperSource], process.env]
+          [pythonExecutable(), ['-I', '-S', '-c', pythonHelperSource, JSON.stringify(FrameType)], process.env]
         : // None for Node: NODE_OPTIONS (a debugger, a loader) must not reach the helper.
           [process.execPath, ['-e', helperSource], {}];
     this.child = childProcess().spawn(file, args, {
