@@ -95,13 +95,13 @@ def decode(payload):
     return well_formed(value) if b'\\ud' in payload else value
 
 
-def executable(file, env, cached=True):
+def executable(file, cwd, env, cached=True):
     # The file looked up on the PATH of the command's environment (as Node does), from the
-    # command's directory; found once per PATH and name.
+    # command's directory (the helper's own now); found once per directory, PATH and name.
     if '/' in file:
         return file
     search = env.get('PATH', os.defpath)
-    key = (os.getcwd(), search, file)
+    key = (cwd, search, file)
     if cached and key in found:
         return found[key]
     denied = None
@@ -117,8 +117,8 @@ def executable(file, env, cached=True):
     raise FileNotFoundError(errno.ENOENT, 'not found', file)
 
 
-def spawn(file, argv, env):
-    path = executable(file, env)
+def spawn(file, argv, cwd, env):
+    path = executable(file, cwd, env)
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
     actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
@@ -129,7 +129,7 @@ def spawn(file, argv, env):
                                  setsigdef=RESET_SIGNALS)
         except FileNotFoundError:
             # Found before, gone since: look again.
-            path = executable(file, env, cached=False)
+            path = executable(file, cwd, env, cached=False)
             pid = os.posix_spawn(path, argv, env, file_actions=actions, setsid=True,
                                  setsigdef=RESET_SIGNALS)
     except BaseException:
@@ -170,9 +170,11 @@ def start(ident, request):
     env = dict(inherited)
     env.update(request['env'])
     try:
-        # The helper runs one command at a time: its own directory is the command's.
-        os.chdir(request['cwd'])
-        pid, out, err = spawn(file, [file] + request['args'], env)
+        # The helper starts one command at a time: its own directory is the command's (every
+        # time: a directory removed and made again since is another one).
+        cwd = request['cwd']
+        os.chdir(cwd)
+        pid, out, err = spawn(file, [file] + request['args'], cwd, env)
     except OSError as error:
         code = errno.errorcode.get(error.errno, 'UNKNOWN')
         send_json(ERROR, ident, {'code': code, 'errno': -error.errno, 'syscall': 'spawn ' + file,
