@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { TendError } from '../../src/errors.js';
 import type { PluginLog } from '../../src/plugin/types.js';
@@ -262,6 +262,18 @@ describe.each([
       never,
     ).catch((e: unknown) => e);
     expect(denied).toMatchObject({ code: 'TEND_EXEC_FAILED', message: expect.stringMatching(/EACCES/) });
+  });
+
+  it('runs in its directory as it is now, also one removed and made again since the last command', async () => {
+    const dir = path.join(makeProject({ 'work/marker.txt': 'first' }), 'work');
+    const marker = async () =>
+      (await runCommand(sh('echo "::output marker=$(cat marker.txt)"', { cwd: dir }), capture().log, never))
+        .outputs.marker;
+    expect(await marker()).toBe('first');
+    rmSync(dir, { recursive: true });
+    mkdirSync(dir);
+    writeFileSync(path.join(dir, 'marker.txt'), 'second');
+    expect(await marker()).toBe('second');
   });
 
   it('starts a command with no signal ignored or blocked (SIGPIPE included)', async () => {
