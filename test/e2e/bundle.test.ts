@@ -59,7 +59,7 @@ describe('the bundled CLI', () => {
     expect(version.files.filter((file) => file.includes(`${path.sep}node_modules${path.sep}`))).toEqual([]);
   });
 
-  it('loads no HTTP, TLS or child_process module for a build that starts no process', async () => {
+  it('loads no HTTP, TLS, child_process or ES module loader for a build that starts no process', async () => {
     const root = makeProject(execProject);
     const first = await loadedFiles(['build'], root);
     expect(first.code).toBe(0);
@@ -70,6 +70,10 @@ describe('the bundled CLI', () => {
     for (const module of ['http', 'https', 'tls', 'child_process', 'dgram']) {
       expect(cached.builtins).not.toContain(module);
     }
+    // bin/tend.js and the launcher are CommonJS: Node's ES module loader (and node:fs/promises,
+    // which it reads files with) stays unloaded.
+    expect(cached.builtins).not.toContain('internal/modules/esm/translators');
+    expect(cached.builtins).not.toContain('internal/fs/promises');
   });
 
   it('is ASCII only, and carries the Python spawn helper as its source has it', () => {
