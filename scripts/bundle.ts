@@ -11,11 +11,11 @@
  * them; some cannot be bundled (native addons, worker threads started by file).
  * The library (`dist/src/index.js`, `dist/src/testing/index.js`) is tsc's output, not bundled.
  */
-import { build, type Plugin } from 'esbuild';
-import { createHash } from 'node:crypto';
+import { build, type BuildOptions, type Plugin } from 'esbuild';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sha256Hex } from '../src/hash.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const outdir = path.join(root, 'dist', 'cli');
@@ -55,48 +55,43 @@ const commanderChildProcessOnUse: Plugin = {
   },
 };
 
-rmSync(outdir, { recursive: true, force: true });
-await build({
+/** One CommonJS file for Node 20 from an entry point and what it imports. */
+const commonJs = {
   absWorkingDir: root,
-  entryPoints: ['src/main.ts'],
-  outfile,
   bundle: true,
   format: 'cjs',
   platform: 'node',
   target: 'node20',
-  external: externalPackages,
-  // The sources are ES modules: their import.meta.url is the bundle's URL.
+  // The sources are ES modules: their import.meta.url is the output file's URL.
   define: { 'import.meta.url': '__tendImportMetaUrl' },
   banner: { js: "const __tendImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
-  plugins: [commanderChildProcessOnUse],
   logLevel: 'warning',
+} satisfies BuildOptions;
+
+rmSync(outdir, { recursive: true, force: true });
+await build({
+  ...commonJs,
+  entryPoints: ['src/main.ts'],
+  outfile,
+  external: externalPackages,
+  plugins: [commanderChildProcessOnUse],
 });
 // ASCII only: Node reads an ASCII file into a one-byte string several times faster than UTF-8 text
 // into a two-byte one (about 8 ms of every start for this file). esbuild escapes strings; what is
 // left is in comments and template literals, where an escape means the same (no tag here reads
-// `raw` but the Python spawn helper's source, which is ASCII: a test checks). Each UTF-16 unit on its own, so an astral character becomes its surrogate pair.
+// `raw` but the Python spawn helper's source, which is ASCII: a test checks). Each UTF-16 unit on
+// its own, so an astral character becomes its surrogate pair.
 const text = readFileSync(outfile, 'utf8').replace(
   /[^\t\n\r -~]/g,
   (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`,
 );
 // What names the bundle's code cache (src/cli/launch.ts): a new build never meets an old cache.
-const buildId = createHash('sha256').update(text).digest('hex');
+const buildId = sha256Hex(text);
 writeFileSync(outfile, `${text}\n// tend-build ${buildId}\n`);
 
 // The launcher that `bin/tend.js` requires, CommonJS too: with no ES module on the way to the
 // bundle, Node does not load its ES module loader (and node:fs/promises, readline) to start tend.
 // Its `import()`, lent to the bundle, loads that loader when a plugin or the Kubernetes client
 // first needs it.
-await build({
-  absWorkingDir: root,
-  entryPoints: ['src/cli/launch.ts'],
-  outfile: path.join(outdir, 'launch.cjs'),
-  bundle: true,
-  format: 'cjs',
-  platform: 'node',
-  target: 'node20',
-  define: { 'import.meta.url': '__tendImportMetaUrl' },
-  banner: { js: "const __tendImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
-  logLevel: 'warning',
-});
+await build({ ...commonJs, entryPoints: ['src/cli/launch.ts'], outfile: path.join(outdir, 'launch.cjs') });
 console.log(`bundled the CLI: ${path.relative(root, outfile)} and its launcher`);
