@@ -111,7 +111,7 @@ function spawnDirectly(request: SpawnRequest, events: SpawnEvents): void {
 const childProcess = () => builtinModule<typeof childProcesses>('node:child_process');
 
 const helpers = new Set<Helper>();
-/** Off after a Node helper failed to get ready (or with TEND_EXEC_HELPERS=0). */
+/** Off after a Node helper, or a Python one asked for by name, could not start or get ready. */
 let helpersOff = false;
 /** Off after a Python helper could not start or failed to get ready. */
 let pythonOff = false;
