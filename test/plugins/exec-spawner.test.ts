@@ -6,12 +6,15 @@
  * killed under running commands, many commands at once, and no helper outliving tend.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { TendError } from '../../src/errors.js';
 import type { PluginLog } from '../../src/plugin/types.js';
 import { runCommand, type CommandResult } from '../../src/plugins/exec/process.js';
+import { pythonHelperArgument, pythonHelperSource } from '../../src/plugins/exec/python-spawn-helper.js';
+import { FrameType } from '../../src/plugins/exec/spawn-helper.js';
 import { makeProject, removeProjects, runTend, startTend, waitFor } from '../helpers/project.js';
 import { never, parentOfCommand, programOf } from './exec-helpers.js';
 
@@ -471,5 +474,32 @@ ${builds.join('---\n')}`;
     const spawners = helperPids(root, tend.pid);
     expect(spawners.length).toBeGreaterThan(0);
     for (const pid of spawners) await waitFor(() => !alive(pid), 'the spawn helper to exit');
+  });
+});
+
+describe('the Python spawn helper', () => {
+  it('starts on modules that load fast: no json, re, enum, selectors or collections before it is ready', async () => {
+    // -X importtime lists on stderr every module imported, as "import time: self | total | name".
+    const helper = spawn(
+      '/usr/bin/python3',
+      ['-X', 'importtime', '-I', '-S', '-c', pythonHelperSource, pythonHelperArgument()],
+      {
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
+    let stderr = '';
+    helper.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise((resolve) => helper.once('close', resolve));
+    const ready = await new Promise<Buffer>((resolve) => helper.stdout.once('data', resolve));
+    expect(ready.readUInt8(4)).toBe(FrameType.ready);
+    helper.stdin.end();
+    await exited;
+    const modules = stderr
+      .split('\n')
+      .map((line) => line.split('|')[2]?.trim())
+      .filter(Boolean);
+    expect(modules).toContain('os');
+    for (const slow of ['json', 're', 'enum', 'selectors', 'collections'])
+      expect(modules).not.toContain(slow);
   });
 });

@@ -14,18 +14,35 @@
  * is reset by exec; SIGPIPE and SIGXFSZ, which Python ignores, are reset), its directory, and
  * the file looked up on the PATH of the environment it gets, as Node does. Answers are the Node
  * helper's: errors carry Node's errno code and message (`spawn x ENOENT`), and `closed` gives the
- * exit code or the signal's name, once the command has exited and its stdout and stderr closed.
+ * exit code or the signal's number, once the command has exited and its stdout and stderr closed.
  *
- * Exits are seen through SIGCHLD (a Python handler and the signal module's wake-up pipe in the
- * selector), so one loop serves requests, output and exits without threads.
+ * Exits are seen through SIGCHLD (a Python handler and the signal module's wake-up pipe, polled
+ * with the requests and the output), so one loop serves requests, output and exits without threads.
  */
 
+import { FrameType } from './spawn-helper.js';
+
+/** The helper's argument: `FrameType` as `spawn=1,ready=2,…`. */
+export function pythonHelperArgument(): string {
+  return Object.entries(FrameType)
+    .map(([name, type]) => `${name}=${type}`)
+    .join(',');
+}
+
 /**
- * The helper's program, run with spawn-helper.ts's `FrameType` as JSON for its argument. `-I`
- * ignores PYTHON* variables and the user's site; `-S` skips `site`.
+ * The helper's program, run with `pythonHelperArgument()` for its argument.
+ * `-I` ignores PYTHON* variables and the user's site; `-S` skips `site`. It imports only what
+ * starts fast: frames are fields (no json, which imports re), `select.poll` (not selectors, which
+ * imports collections) and `_signal` (the C module under `signal`, which imports enum) — those
+ * three were two thirds of the helper's start. It works in bytes: what tend sends is UTF-8 and
+ * goes to the command as it is.
  */
 export const pythonHelperSource = String.raw`
-import errno, json, os, selectors, signal, struct, sys
+import errno, os, select, struct, sys
+try:
+    import _signal as signal
+except ImportError:
+    import signal
 
 # os.posix_spawn with setsid came in 3.8: an older Python exits before it is ready, and tend
 # uses the Node helper.
@@ -33,18 +50,25 @@ if sys.version_info < (3, 8):
     sys.exit(3)
 
 # The frame types, as tend sends them; a header is length (uint32), type (uint8), command id (uint32).
-TYPES = json.loads(sys.argv[1])
+TYPES = {name: int(number) for name, _, number in (item.partition('=') for item in sys.argv[1].split(','))}
 SPAWN, READY, STARTED, STDOUT, STDERR, ERROR, CLOSED, ENVIRONMENT = (TYPES[name] for name in (
     'spawn', 'ready', 'started', 'stdout', 'stderr', 'error', 'closed', 'environment'))
 HEADER = struct.Struct('>IBI')
 REQUESTS, ANSWERS = 0, 1
 # Python ignores SIGPIPE and SIGXFSZ; a command gets them back at their defaults, as subprocess does.
 RESET_SIGNALS = [signal.SIGPIPE, signal.SIGXFSZ]
-selector = selectors.DefaultSelector()
+poller = select.poll()
+# What each polled fd is: None (the wake-up pipe), REQUESTS, or (command, STDOUT or STDERR).
+sources = {}
 running = {}
 queued = []
 inherited = {}
 found = {}
+
+
+def watch(fd, source):
+    sources[fd] = source
+    poller.register(fd, select.POLLIN)
 
 
 def send(kind, ident, payload=b''):
@@ -53,8 +77,18 @@ def send(kind, ident, payload=b''):
         queued.append(payload)
 
 
-def send_json(kind, ident, value):
-    send(kind, ident, json.dumps(value, separators=(',', ':')).encode())
+def send_fields(kind, ident, *fields):
+    send(kind, ident, b''.join(field + b'\0' for field in fields))
+
+
+def fields_of(payload):
+    return payload.split(b'\0')[:-1]
+
+
+def environment_of(fields):
+    # NAME=value, the name ending at the first '=' (as execve reads it).
+    return {name: value for name, equals, value in (field.partition(b'=') for field in fields)
+            if name and equals}
 
 
 def flush():
@@ -78,35 +112,18 @@ def tend_gone():
     os._exit(0)
 
 
-def well_formed(value):
-    # Lone surrogates (JSON allows them) become U+FFFD, as Node encodes them.
-    if isinstance(value, str):
-        return value.encode('utf-16', 'surrogatepass').decode('utf-16', 'replace')
-    if isinstance(value, list):
-        return [well_formed(item) for item in value]
-    if isinstance(value, dict):
-        return {well_formed(key): well_formed(item) for key, item in value.items()}
-    return value
-
-
-def decode(payload):
-    # tend's JSON.stringify writes a lone surrogate as a lowercase escape, anything else as is.
-    value = json.loads(payload)
-    return well_formed(value) if b'\\ud' in payload else value
-
-
 def executable(file, cwd, env, cached=True):
     # The file looked up on the PATH of the command's environment (as Node does), from the
     # command's directory (the helper's own now); found once per directory, PATH and name.
-    if '/' in file:
+    if b'/' in file:
         return file
-    search = env.get('PATH', os.defpath)
+    search = env.get(b'PATH', os.defpath.encode())
     key = (cwd, search, file)
     if cached and key in found:
         return found[key]
     denied = None
-    for directory in search.split(os.pathsep):
-        candidate = os.path.join(directory or '.', file)
+    for directory in search.split(b':'):
+        candidate = os.path.join(directory or b'.', file)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             found[key] = candidate
             return candidate
@@ -155,44 +172,37 @@ class Command:
         if self.open or self.status is None:
             return
         del running[self.ident]
-        if not os.WIFSIGNALED(self.status):
-            send_json(CLOSED, self.ident, {'code': os.WEXITSTATUS(self.status), 'signal': None})
-            return
-        number = os.WTERMSIG(self.status)
-        try:
-            send_json(CLOSED, self.ident, {'code': None, 'signal': signal.Signals(number).name})
-        except ValueError:
-            send_json(CLOSED, self.ident, {'code': 128 + number, 'signal': None})
+        if os.WIFSIGNALED(self.status):
+            send_fields(CLOSED, self.ident, b'', b'%d' % os.WTERMSIG(self.status))
+        else:
+            send_fields(CLOSED, self.ident, b'%d' % os.WEXITSTATUS(self.status), b'')
 
 
-def start(ident, request):
-    file = request['file']
+def start(ident, fields):
+    file, cwd, count = fields[0], fields[1], int(fields[2])
     env = dict(inherited)
-    env.update(request['env'])
+    env.update(environment_of(fields[3 + count:]))
     try:
         # The helper starts one command at a time: its own directory is the command's (every
         # time: a directory removed and made again since is another one).
-        cwd = request['cwd']
         os.chdir(cwd)
-        pid, out, err = spawn(file, [file] + request['args'], cwd, env)
+        pid, out, err = spawn(file, [file] + fields[3:3 + count], cwd, env)
     except OSError as error:
-        code = errno.errorcode.get(error.errno, 'UNKNOWN')
-        send_json(ERROR, ident, {'code': code, 'errno': -error.errno, 'syscall': 'spawn ' + file,
-                                 'path': file, 'message': 'spawn ' + file + ' ' + code})
-        send_json(CLOSED, ident, {'code': -error.errno, 'signal': None})
+        code = errno.errorcode.get(error.errno, 'UNKNOWN').encode()
+        send_fields(ERROR, ident, code, b'%d' % -error.errno, b'spawn ' + file, file,
+                    b'spawn ' + file + b' ' + code)
+        send_fields(CLOSED, ident, b'%d' % -error.errno, b'')
         return
     except (ValueError, TypeError) as error:
-        message = str(error)
-        if 'null byte' in message:
-            message = 'an argument or environment variable contains a NUL byte'
-        send_json(ERROR, ident, {'code': 'ERR_INVALID_ARG_VALUE', 'message': message})
-        send_json(CLOSED, ident, {'code': None, 'signal': None})
+        send_fields(ERROR, ident, b'ERR_INVALID_ARG_VALUE', b'', b'', b'',
+                    str(error).encode('utf-8', 'replace'))
+        send_fields(CLOSED, ident, b'', b'')
         return
     command = Command(ident, pid)
     running[ident] = command
-    send_json(STARTED, ident, {'pid': pid})
-    selector.register(out, selectors.EVENT_READ, (command, STDOUT))
-    selector.register(err, selectors.EVENT_READ, (command, STDERR))
+    send(STARTED, ident, b'%d' % pid)
+    watch(out, (command, STDOUT))
+    watch(err, (command, STDERR))
 
 
 def reap():
@@ -212,8 +222,8 @@ signal.signal(signal.SIGCHLD, lambda number, frame: None)
 # Its own session (no terminal's Ctrl-C); tend decides what stops. A handler, not SIG_IGN, which
 # the commands would inherit.
 signal.signal(signal.SIGINT, lambda number, frame: None)
-selector.register(wake_read, selectors.EVENT_READ, None)
-selector.register(REQUESTS, selectors.EVENT_READ, REQUESTS)
+watch(wake_read, None)
+watch(REQUESTS, REQUESTS)
 
 # 'ready' before any request is read, in a write of its own.
 send(READY, 0)
@@ -221,8 +231,8 @@ flush()
 
 pending = b''
 while True:
-    for key, _ in selector.select():
-        source = key.data
+    for fd, _ in poller.poll():
+        source = sources[fd]
         if source is None:
             try:
                 while os.read(wake_read, 4096):
@@ -242,19 +252,20 @@ while True:
                 if len(pending) < end:
                     break
                 if kind == SPAWN:
-                    start(ident, decode(pending[offset + HEADER.size:end]))
+                    start(ident, fields_of(pending[offset + HEADER.size:end]))
                 elif kind == ENVIRONMENT:
-                    inherited = decode(pending[offset + HEADER.size:end])
+                    inherited = environment_of(fields_of(pending[offset + HEADER.size:end]))
                 offset = end
             pending = pending[offset:]
         else:
             command, kind = source
-            chunk = os.read(key.fd, 1 << 16)
+            chunk = os.read(fd, 1 << 16)
             if chunk:
                 send(kind, command.ident, chunk)
             else:
-                selector.unregister(key.fd)
-                os.close(key.fd)
+                poller.unregister(fd)
+                del sources[fd]
+                os.close(fd)
                 command.open -= 1
                 command.finish_if_done()
     if queued:

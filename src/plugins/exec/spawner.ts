@@ -30,24 +30,26 @@ import type { Readable } from 'node:stream';
 import { builtinModule } from '../../builtin-module.js';
 import { TendError } from '../../errors.js';
 import {
+  decodeFields,
+  encodeFields,
+  encodeSpawn,
   FrameType,
   frameHeaderBytes,
   helperSource,
-  type ClosedFrame,
-  type ErrorFrame,
   type SpawnFrame,
 } from './spawn-helper.js';
-import { pythonHelperSource } from './python-spawn-helper.js';
+import { pythonHelperArgument, pythonHelperSource } from './python-spawn-helper.js';
 
 /** A command to start, with `inherited` plus `env`. */
 export interface SpawnRequest extends SpawnFrame {
   inherited: InheritedEnvironment;
 }
 
-/** The environment a run's commands inherit: tend's, read once (as JSON for a helper too). */
+/** The environment a run's commands inherit: tend's, read once (encoded for a helper too). */
 export interface InheritedEnvironment {
   values: NodeJS.ProcessEnv;
-  json: string;
+  /** The payload of an `environment` frame. */
+  frame: Buffer;
 }
 
 const environmentsByRun = new WeakMap<AbortSignal, InheritedEnvironment>();
@@ -55,13 +57,16 @@ const environmentsByRun = new WeakMap<AbortSignal, InheritedEnvironment>();
 /**
  * tend's environment as it was when the run whose signal is `signal` started its first command.
  * Reading `process.env` whole costs tens of microseconds (each variable is a call into C++), and
- * a helper would parse it again: per run it is read once, and sent to each helper once.
+ * a helper would split it again: per run it is read once, and sent to each helper once.
  */
 export function environmentOfRun(signal: AbortSignal): InheritedEnvironment {
   let environment = environmentsByRun.get(signal);
   if (!environment) {
     const values = { ...process.env };
-    environment = { values, json: JSON.stringify(values) };
+    environment = {
+      values,
+      frame: encodeFields(Object.entries(values).map(([name, value]) => `${name}=${value}`)),
+    };
     environmentsByRun.set(signal, environment);
   }
   return environment;
@@ -80,9 +85,26 @@ export interface SpawnEvents {
 
 /** Starts a command in its own process group, with stdin closed and stdout/stderr captured. */
 export function startProcess(request: SpawnRequest, events: SpawnEvents): void {
+  if (holdsNul(request)) {
+    // execve cannot take it; a helper's frame could not carry it. Refused as Node's spawn refuses it.
+    const message = 'an argument or environment variable contains a NUL byte';
+    events.failed(Object.assign(new Error(message), { code: 'ERR_INVALID_ARG_VALUE' }));
+    events.closed(null, null);
+    return;
+  }
   const helper = pickHelper();
   if (helper) helper.start(request, events);
   else spawnDirectly(request, events);
+}
+
+function holdsNul({ file, cwd, args, env }: SpawnFrame): boolean {
+  const nul = (value: string) => value.includes('\0');
+  return (
+    nul(file) ||
+    nul(cwd) ||
+    args.some(nul) ||
+    Object.entries(env).some(([name, value]) => nul(name) || nul(value))
+  );
 }
 
 function spawnDirectly(request: SpawnRequest, events: SpawnEvents): void {
@@ -214,7 +236,7 @@ class Helper {
     const [file, args, env] =
       kind === 'python'
         ? // Python's environment as tend's (a pyenv shim needs it); -I makes it ignore PYTHON*.
-          [pythonExecutable(), ['-I', '-S', '-c', pythonHelperSource, JSON.stringify(FrameType)], process.env]
+          [pythonExecutable(), ['-I', '-S', '-c', pythonHelperSource, pythonHelperArgument()], process.env]
         : // None for Node: NODE_OPTIONS (a debugger, a loader) must not reach the helper.
           [process.execPath, ['-e', helperSource], {}];
     this.child = childProcess().spawn(file, args, {
@@ -252,10 +274,9 @@ class Helper {
     if (this.commands.size === 1) (this.child.stdout as Socket).ref();
     if (this.inherited !== request.inherited) {
       this.inherited = request.inherited;
-      this.send(FrameType.environment, 0, Buffer.from(request.inherited.json));
+      this.send(FrameType.environment, 0, request.inherited.frame);
     }
-    const frame: SpawnFrame = { file: request.file, args: request.args, cwd: request.cwd, env: request.env };
-    this.send(FrameType.spawn, id, Buffer.from(JSON.stringify(frame)));
+    this.send(FrameType.spawn, id, encodeSpawn(request));
   }
 
   /** Frames sent in one turn of the event loop go in one write, which wakes the helper once. */
@@ -297,7 +318,7 @@ class Helper {
     if (!command) return;
     switch (type) {
       case FrameType.started:
-        command.pid = (JSON.parse(payload.toString('utf8')) as { pid: number }).pid;
+        command.pid = Number(payload.toString('latin1'));
         command.events.started(command.pid);
         break;
       case FrameType.stdout:
@@ -307,21 +328,23 @@ class Helper {
         command.events.output('stderr', payload);
         break;
       case FrameType.error: {
-        const frame = JSON.parse(payload.toString('utf8')) as ErrorFrame;
+        const [code, errno, syscall, path, message = ''] = decodeFields(payload).map(
+          (field) => field || undefined,
+        );
         command.events.failed(
-          Object.assign(new Error(frame.message), {
-            code: frame.code,
-            errno: frame.errno,
-            syscall: frame.syscall,
-            path: frame.path,
-          }),
+          Object.assign(new Error(message), { code, errno: errno && Number(errno), syscall, path }),
         );
         break;
       }
       case FrameType.closed: {
-        const frame = JSON.parse(payload.toString('utf8')) as ClosedFrame;
+        const [code, signal] = decodeFields(payload);
         this.finish(id);
-        command.events.closed(frame.code, frame.signal);
+        if (!signal) command.events.closed(code ? Number(code) : null, null);
+        else {
+          const name = signalName(Number(signal));
+          // A signal Node has no name for (a real-time one) ends it as the shell reports it.
+          command.events.closed(name ? null : 128 + Number(signal), name ?? null);
+        }
         break;
       }
     }
@@ -374,6 +397,18 @@ class Helper {
     }
   }
 }
+
+/** A signal's name, the first os.constants lists for its number (SIGABRT, not SIGIOT: as Node names it). */
+function signalName(signal: number): NodeJS.Signals | undefined {
+  if (!signalNames) {
+    signalNames = new Map();
+    for (const [name, number] of Object.entries(os.constants.signals)) {
+      if (!signalNames.has(number)) signalNames.set(number, name as NodeJS.Signals);
+    }
+  }
+  return signalNames.get(signal);
+}
+let signalNames: Map<number, NodeJS.Signals> | undefined;
 
 /** Signals a process group (or, if that fails, the process alone); false when neither exists. */
 export function killGroup(pid: number | undefined, sig: NodeJS.Signals): boolean {
