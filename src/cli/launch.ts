@@ -19,6 +19,8 @@
  * gives back: measured on 2 cores, parsing a 20 KB configuration took twice as long as with
  * TurboFan off, and 200 exec actions (`tend build`) ran 5–10 % slower than with the budget at
  * 1,000,000, which left a 3,000-action run as it was (off, TurboFan made that one 12 % slower).
+ * Not for `tend server` and `tend agent`, which run long and should answer at full speed soon:
+ * a server under the raised budget made the streaming benchmark's first runs slower.
  */
 import {
   closeSync,
@@ -47,6 +49,8 @@ const maxCacheBytes = 64 * 1024 * 1024;
 const maxOtherCaches = 8;
 /** In bytecode run; the default of Node 20's V8 is 66 KB. */
 const interruptBudget = 1_000_000;
+/** The commands that serve (they run until stopped): V8's default for them. */
+const servingCommands = new Set(['server', 'agent']);
 
 export interface LaunchOptions {
   bundle: string;
@@ -74,12 +78,18 @@ export function cacheName(argv: readonly string[]): string {
   return word !== undefined && /^[a-z][a-z-]{0,31}$/.test(word) ? word : 'default';
 }
 
+/** The interrupt budget a command line gets: none for a serving command, or when Node was given one. */
+export function interruptBudgetFor(argv: readonly string[], execArgv: readonly string[]): number | undefined {
+  if (servingCommands.has(argv[2] ?? '')) return undefined;
+  if (execArgv.some((arg) => arg.startsWith('--interrupt-budget'))) return undefined;
+  return interruptBudget;
+}
+
 /** Runs the bundle: from its code cache when there is a usable one, else compiled from source. */
 export function launch({ bundle, argv, env }: LaunchOptions): void {
   // Before the bundle compiles: a code cache is valid only under the flags it was made with.
-  if (!process.execArgv.some((arg) => arg.startsWith('--interrupt-budget'))) {
-    v8.setFlagsFromString(`--interrupt-budget=${interruptBudget}`);
-  }
+  const budget = interruptBudgetFor(argv, process.execArgv);
+  if (budget !== undefined) v8.setFlagsFromString(`--interrupt-budget=${budget}`);
   const source = readFileSync(bundle, 'utf8');
   const buildId = buildIdPattern.exec(source)?.[1];
   const dir = compileCacheDir(env);

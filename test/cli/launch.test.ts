@@ -3,7 +3,8 @@
  * file per build, Node version and command under $XDG_CACHE_HOME/tend/compile. Through real
  * `bin/tend.js` processes: the cache is written once and then used (a plugin module and the
  * Kubernetes client still import from cached code), a damaged or foreign-writable file is
- * replaced, an old build's file removed (a recent one kept), and TEND_COMPILE_CACHE=0 writes nothing.
+ * replaced, an old build's file removed (a recent one kept), and TEND_COMPILE_CACHE=0 writes nothing;
+ * and which command lines get V8's interrupt budget raised.
  */
 import {
   chmodSync,
@@ -17,7 +18,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cacheName, compileCacheDir } from '../../src/cli/launch.js';
+import { cacheName, compileCacheDir, interruptBudgetFor } from '../../src/cli/launch.js';
 import { makeProject, removeProjects, runTend } from '../helpers/project.js';
 
 afterAll(() => removeProjects());
@@ -141,5 +142,17 @@ describe('where the cache lives and which file a command line uses', () => {
     expect(cacheName(['node', 'tend'])).toBe('default');
     expect(cacheName(['node', 'tend', '../../etc/passwd'])).toBe('default');
     expect(cacheName(['node', 'tend', 'a'.repeat(40)])).toBe('default');
+  });
+});
+
+describe('what the launcher tells V8', () => {
+  it("raises V8's interrupt budget for a command, not for one that serves, nor over one Node was given", () => {
+    const line = (...words: string[]) => ['node', '/x/bin/tend.js', ...words];
+    expect(interruptBudgetFor(line('build'), [])).toBe(1_000_000);
+    expect(interruptBudgetFor(line('--version'), [])).toBe(1_000_000);
+    expect(interruptBudgetFor(line(), [])).toBe(1_000_000);
+    expect(interruptBudgetFor(line('server', '--port', '0'), [])).toBeUndefined();
+    expect(interruptBudgetFor(line('agent'), [])).toBeUndefined();
+    expect(interruptBudgetFor(line('build'), ['--interrupt-budget=5000'])).toBeUndefined();
   });
 });
