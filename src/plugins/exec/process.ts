@@ -8,7 +8,6 @@
  * Where the process is started (a spawn helper, or this process) is `spawner.ts`'s business:
  * both report the same events, and everything here is the same over either.
  */
-import { constants } from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
 import { TendError } from '../../errors.js';
 import type { PluginLog } from '../../plugin/types.js';
@@ -138,7 +137,7 @@ export async function runCommand(
           closed(code, sig) {
             lines.stdout.end();
             lines.stderr.end();
-            resolve(code ?? (sig ? 128 + signalNumber(sig) : 1));
+            resolve(code ?? (sig !== null ? 128 + sig : 1));
           },
         },
       );
@@ -162,10 +161,6 @@ export async function runCommand(
     if (timer) clearTimeout(timer);
     stopOnAbort();
   }
-}
-
-function signalNumber(sig: NodeJS.Signals): number {
-  return constants.signals[sig] ?? 1;
 }
 
 /**

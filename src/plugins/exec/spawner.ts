@@ -79,8 +79,11 @@ export interface SpawnEvents {
   output(stream: 'stdout' | 'stderr', chunk: Buffer): void;
   /** It could not start (an errno error: ENOENT…), or its helper died (a TendError). */
   failed(error: Error): void;
-  /** It exited and its output is closed (after `failed`, when it could not start). */
-  closed(code: number | null, signal: NodeJS.Signals | null): void;
+  /**
+   * It exited and its output is closed (after `failed`, when it could not start): its exit code,
+   * or the number of the signal that ended it.
+   */
+  closed(code: number | null, signal: number | null): void;
 }
 
 /** Starts a command in its own process group, with stdin closed and stdout/stderr captured. */
@@ -126,7 +129,7 @@ function spawnDirectly(request: SpawnRequest, events: SpawnEvents): void {
   child.once('error', (error) => events.failed(error));
   child.stdout.on('data', (chunk: Buffer) => events.output('stdout', chunk));
   child.stderr.on('data', (chunk: Buffer) => events.output('stderr', chunk));
-  child.once('close', (code, signal) => events.closed(code, signal));
+  child.once('close', (code, signal) => events.closed(code, signal && os.constants.signals[signal]));
 }
 
 /** child_process, loaded with the first command (a cached run starts none). */
@@ -339,12 +342,7 @@ class Helper {
       case FrameType.closed: {
         const [code, signal] = decodeFields(payload);
         this.finish(id);
-        if (!signal) command.events.closed(code ? Number(code) : null, null);
-        else {
-          const name = signalName(Number(signal));
-          // A signal Node has no name for (a real-time one) ends it as the shell reports it.
-          command.events.closed(name ? null : 128 + Number(signal), name ?? null);
-        }
+        command.events.closed(code ? Number(code) : null, signal ? Number(signal) : null);
         break;
       }
     }
@@ -386,7 +384,7 @@ class Helper {
               'its process group was killed',
           ),
         );
-        command.events.closed(null, 'SIGKILL');
+        command.events.closed(null, os.constants.signals.SIGKILL);
       }
       this.child.unref();
     };
@@ -397,18 +395,6 @@ class Helper {
     }
   }
 }
-
-/** A signal's name, the first os.constants lists for its number (SIGABRT, not SIGIOT: as Node names it). */
-function signalName(signal: number): NodeJS.Signals | undefined {
-  if (!signalNames) {
-    signalNames = new Map();
-    for (const [name, number] of Object.entries(os.constants.signals)) {
-      if (!signalNames.has(number)) signalNames.set(number, name as NodeJS.Signals);
-    }
-  }
-  return signalNames.get(signal);
-}
-let signalNames: Map<number, NodeJS.Signals> | undefined;
 
 /** Signals a process group (or, if that fails, the process alone); false when neither exists. */
 export function killGroup(pid: number | undefined, sig: NodeJS.Signals): boolean {
