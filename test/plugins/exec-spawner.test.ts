@@ -508,7 +508,7 @@ describe('the Python spawn helper', () => {
     // -X importtime lists on stderr every module imported, as "import time: self | total | name".
     const helper = spawn(
       '/usr/bin/python3',
-      ['-X', 'importtime', '-I', '-S', '-c', pythonHelperSource, pythonHelperArgument()],
+      ['-X', 'importtime', '-I', '-S', '-c', pythonHelperSource, pythonHelperArgument],
       {
         stdio: ['pipe', 'pipe', 'pipe'],
       },

@@ -23,14 +23,12 @@
 import { FrameType } from './spawn-helper.js';
 
 /** The helper's argument: `FrameType` as `spawn=1,ready=2,…`. */
-export function pythonHelperArgument(): string {
-  return Object.entries(FrameType)
-    .map(([name, type]) => `${name}=${type}`)
-    .join(',');
-}
+export const pythonHelperArgument = Object.entries(FrameType)
+  .map(([name, type]) => `${name}=${type}`)
+  .join(',');
 
 /**
- * The helper's program, run with `pythonHelperArgument()` for its argument.
+ * The helper's program, run with `pythonHelperArgument` for its argument.
  * `-I` ignores PYTHON* variables and the user's site; `-S` skips `site`. It imports only what
  * starts fast: frames are fields (no json, which imports re), `select.poll` (not selectors, which
  * imports collections) and `_signal` (the C module under `signal`, which imports enum) — those

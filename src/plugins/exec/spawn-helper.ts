@@ -65,8 +65,13 @@ export function decodeFields(payload: Buffer): string[] {
 
 /** `spawn`'s fields. */
 export function encodeSpawn(frame: SpawnFrame): Buffer {
-  const env = Object.entries(frame.env).map(([name, value]) => `${name}=${value}`);
-  return encodeFields([frame.file, frame.cwd, String(frame.args.length), ...frame.args, ...env]);
+  const { file, cwd, args, env } = frame;
+  return encodeFields([file, cwd, String(args.length), ...args, ...environmentFields(env)]);
+}
+
+/** An environment as `NAME=value` fields (what `environmentOf` reads back). */
+export function environmentFields(env: NodeJS.ProcessEnv): string[] {
+  return Object.entries(env).map(([name, value]) => `${name}=${value}`);
 }
 
 /** `NAME=value` fields as an environment (the name ends at the first `=`, as execve reads it). */

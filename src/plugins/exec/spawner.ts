@@ -33,6 +33,7 @@ import {
   decodeFields,
   encodeFields,
   encodeSpawn,
+  environmentFields,
   FrameType,
   frameHeaderBytes,
   helperSource,
@@ -63,10 +64,7 @@ export function environmentOfRun(signal: AbortSignal): InheritedEnvironment {
   let environment = environmentsByRun.get(signal);
   if (!environment) {
     const values = { ...process.env };
-    environment = {
-      values,
-      frame: encodeFields(Object.entries(values).map(([name, value]) => `${name}=${value}`)),
-    };
+    environment = { values, frame: encodeFields(environmentFields(values)) };
     environmentsByRun.set(signal, environment);
   }
   return environment;
@@ -239,7 +237,7 @@ class Helper {
     const [file, args, env] =
       kind === 'python'
         ? // Python's environment as tend's (a pyenv shim needs it); -I makes it ignore PYTHON*.
-          [pythonExecutable(), ['-I', '-S', '-c', pythonHelperSource, pythonHelperArgument()], process.env]
+          [pythonExecutable(), ['-I', '-S', '-c', pythonHelperSource, pythonHelperArgument], process.env]
         : // None for Node: NODE_OPTIONS (a debugger, a loader) must not reach the helper.
           [process.execPath, ['-e', helperSource], {}];
     this.child = childProcess().spawn(file, args, {
