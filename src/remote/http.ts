@@ -30,10 +30,7 @@ export function httpRequest(
       ? options.headers
       : { ...options.headers, 'content-length': String(options.body.length) };
   return new Promise<HttpAnswer>((resolve, reject) => {
-    const { request: send } = builtinModule<typeof http>(
-      url.protocol === 'https:' ? 'node:https' : 'node:http',
-    );
-    const request = send(
+    const request = httpModuleFor(url).request(
       url,
       { method: options.method, headers, agent: options.agent, signal: options.signal },
       (response) => {
@@ -58,4 +55,9 @@ export function httpRequest(
 export function headerValue(headers: http.IncomingHttpHeaders, name: string): string | undefined {
   const value = headers[name];
   return Array.isArray(value) ? value[0] : value;
+}
+
+/** node:http, or node:https for an https URL: loaded when a request first needs it. */
+export function httpModuleFor(url: URL): typeof http {
+  return builtinModule<typeof http>(url.protocol === 'https:' ? 'node:https' : 'node:http');
 }

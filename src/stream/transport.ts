@@ -5,9 +5,8 @@
  * and keep everything).
  */
 import type http from 'node:http';
-import { builtinModule } from '../builtin-module.js';
 import { redactUrlsIn } from '../redact.js';
-import { headerValue, httpRequest, type HttpAnswer } from '../remote/http.js';
+import { headerValue, httpModuleFor, httpRequest, type HttpAnswer } from '../remote/http.js';
 
 export interface StreamConnection {
   url: string;
@@ -87,9 +86,7 @@ export class StreamAgent {
 
   for(url: URL): http.Agent {
     const protocol = url.protocol === 'https:' ? 'https:' : 'http:';
-    return (this.agents[protocol] ??= new (builtinModule<typeof http>(
-      protocol === 'https:' ? 'node:https' : 'node:http',
-    ).Agent)({ keepAlive: true, maxSockets: 1 }));
+    return (this.agents[protocol] ??= new (httpModuleFor(url).Agent)({ keepAlive: true, maxSockets: 1 }));
   }
 
   destroy(): void {
