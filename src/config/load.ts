@@ -26,10 +26,10 @@ import { ParseCache } from './parse-cache.js';
 import { SourceFile } from './source.js';
 import type { SourceDocument } from './source.js';
 import { checkTemplateSyntax, containsTemplate } from './template.js';
+import type { TemplateActionReference } from './template.js';
 
 /** Not node:fs/promises: loading it loads readline too, ~2 ms of every start. */
 const readFileAsync = promisify(readFile);
-import type { TemplateActionReference } from './template.js';
 
 export const projectFileName = 'tend.yml';
 export const actionFilePattern = '**/*.tend.yml';
