@@ -15,7 +15,7 @@
  * tend's client) it can come out slower than the executor: a reference, not a strict bound.
  */
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { CleanupExecutor } from '../src/cleanup/executor.js';
+import { CleanupExecutor } from '../src/executor/executor.js';
 import { builtinPlugins } from '../src/plugins/builtin.js';
 import { CleanupService, defaultCleanupSettings } from '../src/server/cleanup/service.js';
 import { Metrics } from '../src/server/metrics.js';

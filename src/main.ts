@@ -5,7 +5,7 @@
 import { Argument, Command, CommanderError, Option } from 'commander';
 import { ExitCode, TendError } from './errors.js';
 import { printError, printResult, type CommandResult, type GlobalOptions } from './cli/output.js';
-import { cliVersion } from './cli/version.js';
+import { cliVersion } from './version.js';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
@@ -386,11 +386,11 @@ Examples:
       'enable POST /api/v1/integrations/github: the secret of the GitHub webhook, read from this file (or TEND_GITHUB_WEBHOOK_SECRET)',
     )
     .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await import('./commands/server.js')).serverCommand(cmd.optsWithGlobals())),
+      execute(cmd, async () => (await import('./server/cli.js')).serverCommand(cmd.optsWithGlobals())),
     );
   db(server.command('migrate').description('apply pending database migrations and exit')).action(
     async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await import('./commands/server.js')).migrateCommand(cmd.optsWithGlobals())),
+      execute(cmd, async () => (await import('./server/cli.js')).migrateCommand(cmd.optsWithGlobals())),
   );
   const tokenHelp = `
 Token commands work on the database of an existing server and never create one: without
@@ -410,14 +410,12 @@ Token commands work on the database of an existing server and never create one: 
     )
     .option('--cluster <clusterId>', 'agent scope: act only on this cluster (repeatable)', collect)
     .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () =>
-        (await import('./commands/server.js')).tokenCreateCommand(cmd.optsWithGlobals()),
-      ),
+      execute(cmd, async () => (await import('./server/cli.js')).tokenCreateCommand(cmd.optsWithGlobals())),
     );
   db(
     token.command('list').description('list tokens (never their secrets)').addHelpText('after', tokenHelp),
   ).action(async (_opts, cmd: Command) =>
-    execute(cmd, async () => (await import('./commands/server.js')).tokenListCommand(cmd.optsWithGlobals())),
+    execute(cmd, async () => (await import('./server/cli.js')).tokenListCommand(cmd.optsWithGlobals())),
   );
   db(
     token
@@ -426,7 +424,7 @@ Token commands work on the database of an existing server and never create one: 
       .addHelpText('after', tokenHelp),
   ).action(async (idOrName: string, _opts, cmd: Command) =>
     execute(cmd, async () =>
-      (await import('./commands/server.js')).tokenRevokeCommand(idOrName, cmd.optsWithGlobals()),
+      (await import('./server/cli.js')).tokenRevokeCommand(idOrName, cmd.optsWithGlobals()),
     ),
   );
   const webhook = server
@@ -449,21 +447,17 @@ Examples:
   tend server webhook add --url https://ops.example.com/tend --event cleanup.warning --event cleanup.done --project shop`,
     )
     .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () =>
-        (await import('./commands/server.js')).webhookAddCommand(cmd.optsWithGlobals()),
-      ),
+      execute(cmd, async () => (await import('./server/cli.js')).webhookAddCommand(cmd.optsWithGlobals())),
     );
   db(
     webhook.command('list').description('list webhooks (never their secrets) and their last deliveries'),
   ).action(async (_opts, cmd: Command) =>
-    execute(cmd, async () =>
-      (await import('./commands/server.js')).webhookListCommand(cmd.optsWithGlobals()),
-    ),
+    execute(cmd, async () => (await import('./server/cli.js')).webhookListCommand(cmd.optsWithGlobals())),
   );
   db(webhook.command('remove <id>').description('remove a webhook and its deliveries not sent yet')).action(
     async (id: string, _opts, cmd: Command) =>
       execute(cmd, async () =>
-        (await import('./commands/server.js')).webhookRemoveCommand(id, cmd.optsWithGlobals()),
+        (await import('./server/cli.js')).webhookRemoveCommand(id, cmd.optsWithGlobals()),
       ),
   );
   program

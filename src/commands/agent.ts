@@ -7,16 +7,16 @@
  */
 import os from 'node:os';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
-import { cliVersion } from '../cli/version.js';
-import { CleanupExecutor, type ExecutorLogLevel, type PassReport } from '../cleanup/executor.js';
-import { HttpCleanupQueue } from '../cleanup/http-queue.js';
+import { cliVersion } from '../version.js';
+import { CleanupExecutor, type ExecutorLogLevel, type PassReport } from '../executor/executor.js';
+import { HttpCleanupQueue } from '../executor/http-queue.js';
 import { TendError } from '../errors.js';
 import { builtinPlugins } from '../plugins/builtin.js';
 import type { ExecutorSettings, PluginDefinition } from '../plugin/types.js';
 import { validatePlugins } from '../plugin/validate.js';
 import { normaliseServerUrl } from '../remote/credentials.js';
 import { localIdentity } from '../state/identity.js';
-import { parseDuration } from '../server/views.js';
+import { parseDuration } from '../cleanup/policy.js';
 
 export interface AgentOptions extends GlobalOptions {
   server?: string;

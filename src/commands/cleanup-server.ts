@@ -8,9 +8,9 @@ import { TendError } from '../errors.js';
 import { redactUrl } from '../redact.js';
 import { apiRequest, type Connection } from '../remote/client.js';
 import { formatDuration } from '../cleanup/format.js';
-import type { PlanItemView, TransitionView } from '../server/routes/cleanup.js';
+import type { PlanItemView, TransitionView } from '../api/cleanup.js';
 import type { PlanPage } from '../remote/cleanup-plan.js';
-import type { EnvironmentView } from '../server/schemas.js';
+import type { EnvironmentView } from '../api/views.js';
 import { resolveServer } from '../remote/credentials.js';
 import { openProject } from './context.js';
 

@@ -166,6 +166,7 @@ function expectation(error: ValueError): string {
   const schema = error.schema as Record<string, unknown>;
   switch (error.type) {
     case ValueErrorType.StringPattern:
+    case ValueErrorType.StringFormat:
       return describeSchema(error.schema);
     case ValueErrorType.StringMinLength:
       return schema.minLength === 1

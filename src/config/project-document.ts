@@ -8,7 +8,8 @@
 import type { SourceLocation } from '../errors.js';
 import type { PluginDefinition } from '../plugin/types.js';
 import { checkTimeZone } from '../cleanup/time-zone.js';
-import type { CleanupSchedule } from '../events/catalog.js';
+import type { Static } from '@sinclair/typebox';
+import type { CleanupConfigSchema } from '../cleanup/policy.js';
 import { checkSchema, formatPath, type ConfigProblem } from './diagnostics.js';
 import { formatLocation } from './project.js';
 import type {
@@ -71,13 +72,7 @@ export function readProjectDocument(
       name: string;
       defaultNamespace?: string;
       variables?: Record<string, VariableValue>;
-      cleanup?: {
-        afterInactivity: string;
-        action?: 'delete' | 'pause';
-        warnBefore?: string;
-        afterClose?: string;
-        schedule?: CleanupSchedule;
-      };
+      cleanup?: Static<typeof CleanupConfigSchema>;
       pullRequest?: { repository: string; number: string | number };
     }[];
     providers?: ({ name: string; environments?: string[]; plugin?: string } & Record<string, unknown>)[];

@@ -5,7 +5,7 @@
  * so `missing → ready → missing` records the deletion, and a change in `detail` alone passes.
  */
 import type { NamespaceStatusPayload, Target } from './catalog.js';
-import { stableStringify } from '../graph/version.js';
+import { stableStringify } from '../stable-json.js';
 
 export function targetKey(target: Target): string {
   return target.kind === 'kubernetes' ? `k8s:${target.clusterId}` : `local:${target.hostId}:${target.path}`;

@@ -6,7 +6,8 @@
 import type { TSchema } from '@sinclair/typebox';
 import type { CleanupJob, CleanupOutcome, InventoryItem } from '../cleanup/protocol.js';
 import type { SourceLocation } from '../errors.js';
-import type { CleanupPolicy, EventPayloads, EventType } from '../events/catalog.js';
+import type { CleanupPolicy } from '../cleanup/policy.js';
+import type { EventPayloads, EventType } from '../events/catalog.js';
 
 export type ActionKind = 'Build' | 'Deploy' | 'Test' | 'Run';
 export const actionKinds: readonly ActionKind[] = ['Build', 'Deploy', 'Test', 'Run'];

@@ -37,7 +37,7 @@ import { registerCleanupRoutes } from './routes/cleanup.js';
 import { registerEnvironmentRoutes } from './routes/environments.js';
 import { registerEventRoutes } from './routes/events.js';
 import { registerHealthRoutes } from './routes/health.js';
-import { ErrorResponse } from './schemas.js';
+import { ErrorResponse } from '../api/views.js';
 import { maxNestingDepth, storableProblem } from './storable.js';
 
 export interface BuildServerOptions {

@@ -92,7 +92,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   app.notifications.publicUrl = options.publicUrl ?? url;
   const notifying = app.notifications.startLoop(logger);
   const embedded = options.executor
-    ? (await import('../cleanup/embedded.js')).startEmbeddedExecutor({
+    ? (await import('../executor/embedded.js')).startEmbeddedExecutor({
         queue: app.cleanup,
         settings: {
           kubernetes: options.executor,

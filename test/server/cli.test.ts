@@ -10,7 +10,7 @@ import {
   tokenCreateCommand,
   tokenListCommand,
   tokenRevokeCommand,
-} from '../../src/commands/server.js';
+} from '../../src/server/cli.js';
 import type { TendError } from '../../src/errors.js';
 import { migrations } from '../../src/server/db/database.js';
 import { credentialsPath, readCredentials, resolveServer } from '../../src/remote/credentials.js';

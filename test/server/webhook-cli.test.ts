@@ -13,7 +13,7 @@ import {
   webhookAddCommand,
   webhookListCommand,
   webhookRemoveCommand,
-} from '../../src/commands/server.js';
+} from '../../src/server/cli.js';
 import type { TendError } from '../../src/errors.js';
 import { runTend } from '../helpers/project.js';
 

@@ -26,25 +26,8 @@ import {
   type Schedule,
 } from '../../cleanup/schedule.js';
 
-export type DecisionKind = 'due' | 'scheduled' | 'dry-run' | 'blocked';
-
-export const blockReasons = [
-  'not-owned',
-  'system',
-  'adopted',
-  'protected-name',
-  'protected',
-  'kept-alive',
-  'session-running',
-  'inventory-stale',
-  'inventory-partial',
-  'no-executor',
-  'breaker-open',
-  'cap-reached',
-  'halted',
-  'paused',
-] as const;
-export type BlockReason = (typeof blockReasons)[number];
+export { blockReasons, type BlockReason, type DecisionKind } from '../../cleanup/decisions.js';
+import type { BlockReason, DecisionKind } from '../../cleanup/decisions.js';
 
 export interface PlannerSettings {
   /** How often passes run (`--cleanup-interval`); inventories and executors older than 3 are stale. */

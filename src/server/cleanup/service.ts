@@ -27,7 +27,7 @@ import { TendError } from '../../errors.js';
 import { CleanupRepository, writeAudit, type AuditInput } from '../db/repositories/cleanup.js';
 import type { CleanupDecisionRow, CleanupJobRow, Database } from '../db/schema.js';
 import type { Metrics } from '../metrics.js';
-import { parseDuration } from '../views.js';
+import { parseDuration } from '../../cleanup/policy.js';
 import { plan, PlanMemo, type Decision, type PlannerSettings } from './planner.js';
 import { loadSnapshot, SnapshotCache } from './snapshot.js';
 

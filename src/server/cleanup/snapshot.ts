@@ -16,7 +16,7 @@ import { executorTargetOf, type CleanupAction } from '../../cleanup/protocol.js'
 import type { Schedule } from '../../cleanup/schedule.js';
 import { isSqlite } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
-import { parseDuration } from '../views.js';
+import { parseDuration } from '../../cleanup/policy.js';
 import {
   policyKey,
   sessionLiveMs,

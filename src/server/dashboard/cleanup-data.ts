@@ -9,7 +9,7 @@ import type { JobView } from '../../cleanup/protocol.js';
 import { policyCovered } from '../cleanup/planner.js';
 import type { ServerServices } from '../services.js';
 import { cleanupStatus, type CleanupStatus } from '../cleanup/status.js';
-import { parseDuration } from '../views.js';
+import { parseDuration } from '../../cleanup/policy.js';
 
 /** One decision, as the pages show it. */
 export interface DecisionItem {

@@ -1,7 +1,7 @@
 /** The dashboard's pages: server-rendered, usable without JavaScript. */
-import type { EnvironmentView, ResourceView, SessionView, TimelineView } from '../schemas.js';
+import type { EnvironmentView, ResourceView, SessionView, TimelineView } from '../../api/views.js';
 import { maxSearchLength } from '../environment-queries.js';
-import { targetLabel } from '../views.js';
+import { targetLabel } from '../../api/views.js';
 import { html, raw, relativeTime, type Html } from './html.js';
 
 const style = raw(`

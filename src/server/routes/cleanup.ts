@@ -4,7 +4,7 @@
  * (paged by due time), jobs, and the state of cleanup (halt, breakers, policies, executors,
  * unrecorded namespaces). Admin routes: enforce, halt, resume, breaker reset, clean up now.
  */
-import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { Type, type TSchema } from '@sinclair/typebox';
 import { CleanupJob, JobView, queueRoutes, type QueueRoute } from '../../cleanup/protocol.js';
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
@@ -12,60 +12,14 @@ import { actorOf, type Principal } from '../auth.js';
 import { decodeCursor, encodeCursor } from '../db/repositories/environments.js';
 import type { CleanupDecisionRow } from '../db/schema.js';
 import { transitions as scheduleTransitions, type Schedule } from '../../cleanup/schedule.js';
-import { blockReasons } from '../cleanup/planner.js';
 import { cleanupStatus } from '../cleanup/status.js';
-import { ErrorResponse } from '../schemas.js';
-import { parseDuration } from '../views.js';
+import { ErrorResponse } from '../../api/views.js';
+import { PlanItemView, TransitionView } from '../../api/cleanup.js';
+import { parseDuration } from '../../cleanup/policy.js';
 import { visibleEnvironment } from '../environment-queries.js';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
 const Time = () => Type.String({ format: 'date-time' });
-
-export const PlanItemView = Type.Object({
-  kind: Type.Union([
-    Type.Literal('due'),
-    Type.Literal('scheduled'),
-    Type.Literal('dry-run'),
-    Type.Literal('blocked'),
-  ]),
-  reason: Type.Union([...blockReasons.map((r) => Type.Literal(r)), Type.Null()]),
-  action: Type.String(),
-  environmentId: Type.String(),
-  project: Type.String(),
-  environment: Type.String(),
-  namespace: Type.String(),
-  resourceId: Type.String(),
-  targetKey: Type.String(),
-  pluginName: Type.String(),
-  dueAt: Time(),
-  lastActivityAt: Time(),
-  sentence: Type.String(),
-  jobId: Nullable(Type.String()),
-  decidedAt: Time(),
-  warnAt: Type.Union([Time(), Type.Null()], {
-    description: "A scheduled decision's warning time: due time minus the policy's warnBefore (default 1h).",
-  }),
-  warning: Type.Boolean({
-    description:
-      'True when the warning time has come: the environment "will be deleted at …" (`tend keep-alive` to postpone).',
-  }),
-});
-export type PlanItemView = Static<typeof PlanItemView>;
-
-/** A schedule's next sleep or wake of one environment, with its local and UTC times. */
-export const TransitionView = Type.Object({
-  environmentId: Type.String(),
-  project: Type.String(),
-  environment: Type.String(),
-  /** `sleep`: paused by the schedule; `wake`: resumed (if the schedule paused it). */
-  kind: Type.Union([Type.Literal('sleep'), Type.Literal('wake')]),
-  at: Type.String({ format: 'date-time' }),
-  /** `2026-03-30 08:00 +02:00 Europe/Berlin`. */
-  local: Type.String(),
-  /** `2026-03-30 06:00 UTC`. */
-  utc: Type.String(),
-});
-export type TransitionView = Static<typeof TransitionView>;
 
 /** Most scheduled environments whose transitions one plan answer lists. */
 const maxScheduledEnvironments = 200;

@@ -8,7 +8,7 @@ import { checkEvent, eventCatalog, EventEnvelope, eventTypes, type TendEvent } f
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
 import { ingestEvents } from '../registry/ingest.js';
-import { ErrorResponse } from '../schemas.js';
+import { ErrorResponse } from '../../api/views.js';
 import { storableProblem } from '../storable.js';
 
 /** For the OpenAPI document: each event type with its payload schema, built from the catalogue. */

@@ -12,7 +12,7 @@ import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { verify } from '@octokit/webhooks-methods';
 import { sha256Hex } from '../../hash.js';
 import { TendError } from '../../errors.js';
-import { ErrorResponse } from '../schemas.js';
+import { ErrorResponse } from '../../api/views.js';
 import type { App, ServerServices } from '../services.js';
 
 /** GitHub caps payloads at 25 MB; a pull_request delivery is tens of KiB. */

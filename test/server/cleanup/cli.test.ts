@@ -16,7 +16,7 @@ import {
 import { cleanupLine, cleanupWarning } from '../../../src/remote/cleanup-plan.js';
 import { statusCommand } from '../../../src/commands/status.js';
 import type { TendError } from '../../../src/errors.js';
-import type { PlanItemView } from '../../../src/server/routes/cleanup.js';
+import type { PlanItemView } from '../../../src/api/cleanup.js';
 import { makeProject, removeProjects } from '../../helpers/project.js';
 import { cleanupFixture, type CleanupFixture } from './fixture.js';
 
@@ -151,7 +151,7 @@ describe('cleanup commands', () => {
 
 describe('tend server token create --scope agent --cluster', () => {
   it('binds an agent token to clusters, and refuses --cluster on other scopes', async () => {
-    const { migrateCommand, tokenCreateCommand } = await import('../../../src/commands/server.js');
+    const { migrateCommand, tokenCreateCommand } = await import('../../../src/server/cli.js');
     const dir = mkdtempSync(join(tmpdir(), 'tend-token-'));
     try {
       await migrateCommand({ dataDir: dir });

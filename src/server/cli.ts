@@ -7,14 +7,14 @@
 import { readFileSync } from 'node:fs';
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { TendError } from '../errors.js';
-import { isTokenScope, tokenScopes } from '../server/auth.js';
-import { migrateToLatest, openDatabase, type ServerDatabase } from '../server/db/database.js';
-import { AuditRepository } from '../server/db/repositories/audit.js';
-import { TokenRepository, type TokenInfo } from '../server/db/repositories/tokens.js';
-import type { TokenScope } from '../server/db/schema.js';
-import { serverDataDir } from '../server/data-dir.js';
-import { parseDuration } from '../server/views.js';
-import { NotificationService, type WebhookInfo } from '../server/notifications/service.js';
+import { isTokenScope, tokenScopes } from './auth.js';
+import { migrateToLatest, openDatabase, type ServerDatabase } from './db/database.js';
+import { AuditRepository } from './db/repositories/audit.js';
+import { TokenRepository, type TokenInfo } from './db/repositories/tokens.js';
+import type { TokenScope } from './db/schema.js';
+import { serverDataDir } from './data-dir.js';
+import { parseDuration } from '../cleanup/policy.js';
+import { NotificationService, type WebhookInfo } from './notifications/service.js';
 
 export interface ServerDatabaseOptions extends GlobalOptions {
   dataDir?: string;
@@ -122,7 +122,7 @@ export async function serverCommand(options: ServerOptions): Promise<CommandResu
   const cleanup = cleanupSettingsOf(options);
   const githubSecret = githubSecretOf(options);
   const publicUrl = publicUrlOf(options);
-  const { runUntilSignalled } = await import('../server/start.js');
+  const { runUntilSignalled } = await import('./start.js');
   const { url } = await runUntilSignalled({
     ...databaseOptions(options),
     cleanup,

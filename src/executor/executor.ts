@@ -22,7 +22,7 @@ import type {
   PluginDefinition,
   PluginLog,
 } from '../plugin/types.js';
-import type { CleanupJob, CleanupQueue, ExecutorKind, InventoryResponse } from './protocol.js';
+import type { CleanupJob, CleanupQueue, ExecutorKind, InventoryResponse } from '../cleanup/protocol.js';
 
 export type ExecutorLogLevel = 'debug' | 'info' | 'warn' | 'error';
 export type ExecutorLogger = (level: ExecutorLogLevel, message: string) => void;

@@ -10,8 +10,8 @@ import type { SessionBus } from '../events/bus.js';
 import { toTendError } from '../errors.js';
 import { describeDrops, enforceBound, outboxMaxBytes } from '../outbox/bound.js';
 import { resolveServer } from '../remote/credentials.js';
-import { countOutbox, OutboxStreamer, type StreamReport } from './streamer.js';
-import type { StreamConnection } from './transport.js';
+import { countOutbox, OutboxStreamer, type StreamReport } from '../stream/streamer.js';
+import type { StreamConnection } from '../stream/transport.js';
 
 /** How long a command waits at its end for the outbox to drain. */
 export const exitWaitMs = 5_000;

@@ -4,11 +4,11 @@
  * the background until the server closes; closing lets the jobs in flight finish.
  */
 import os from 'node:os';
-import { cliVersion } from '../cli/version.js';
+import { cliVersion } from '../version.js';
 import { builtinPlugins } from '../plugins/builtin.js';
 import type { ExecutorSettings, PluginDefinition } from '../plugin/types.js';
 import { CleanupExecutor, type ExecutorLogLevel, type PassReport } from './executor.js';
-import type { CleanupQueue } from './protocol.js';
+import type { CleanupQueue } from '../cleanup/protocol.js';
 
 export interface EmbeddedExecutorOptions {
   queue: CleanupQueue;

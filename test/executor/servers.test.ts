@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CleanupExecutor } from '../../src/cleanup/executor.js';
+import { CleanupExecutor } from '../../src/executor/executor.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';
 import { buildServer } from '../../src/server/app.js';
 import { migrateToLatest } from '../../src/server/db/database.js';
@@ -21,7 +21,7 @@ import {
   recordingEvents,
   seedNamespace,
   testClock,
-} from './helpers.js';
+} from '../cleanup/helpers.js';
 
 let handle: SimHandle;
 const children: ChildProcess[] = [];

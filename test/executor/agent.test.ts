@@ -6,14 +6,14 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { HttpCleanupQueue } from '../../src/cleanup/http-queue.js';
-import { CleanupExecutor } from '../../src/cleanup/executor.js';
+import { HttpCleanupQueue } from '../../src/executor/http-queue.js';
+import { CleanupExecutor } from '../../src/executor/executor.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';
 import { repoRoot, runTend, tendBin, waitFor } from '../helpers/project.js';
 import { startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
 import { createTestServer, type TestServer } from '../server/helpers.js';
 import { FaultProxy } from '../stream/fault-proxy.js';
-import { dueEnvironments, executorSettings, exists, testClock } from './helpers.js';
+import { dueEnvironments, executorSettings, exists, testClock } from '../cleanup/helpers.js';
 
 let handle: SimHandle;
 let server: TestServer;

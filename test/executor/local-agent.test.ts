@@ -12,7 +12,7 @@ import { isAlive, listDeployStates } from '../../src/plugins/exec/deploy.js';
 import { makeProject, removeProjects, runTend } from '../helpers/project.js';
 import { createTestServer, type TestServer } from '../server/helpers.js';
 import { streamEnv } from '../stream/helpers.js';
-import { testClock } from './helpers.js';
+import { testClock } from '../cleanup/helpers.js';
 
 let server: TestServer;
 let url: string;

@@ -5,7 +5,7 @@
  * act, activity stamped after planning — plus 429 storms and two executors on one queue.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { CleanupExecutor } from '../../src/cleanup/executor.js';
+import { CleanupExecutor } from '../../src/executor/executor.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';
 import { CleanupService, defaultCleanupSettings } from '../../src/server/cleanup/service.js';
 import { Metrics } from '../../src/server/metrics.js';
@@ -18,7 +18,7 @@ import {
   exists,
   seedNamespace,
   testClock,
-} from './helpers.js';
+} from '../cleanup/helpers.js';
 
 let handle: SimHandle;
 let server: TestServer;
