@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { monotonicFactory } from 'ulidx';
 import { buildServer } from '../src/server/app.js';
-import { plan } from '../src/server/cleanup/planner.js';
+import { plan } from '../src/server/cleanup/planner/plan.js';
 import { loadSnapshot } from '../src/server/cleanup/snapshot.js';
 import { migrateToLatest, openDatabase, type ServerDatabase } from '../src/server/db/database.js';
 import { TokenRepository } from '../src/server/db/repositories/tokens.js';

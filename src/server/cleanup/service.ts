@@ -28,7 +28,9 @@ import { CleanupRepository, writeAudit, type AuditInput } from '../db/repositori
 import type { CleanupDecisionRow, CleanupJobRow, Database } from '../db/schema.js';
 import type { Metrics } from '../metrics.js';
 import { parseDuration } from '../../cleanup/policy.js';
-import { plan, PlanMemo, type Decision, type PlannerSettings } from './planner.js';
+import { plan } from './planner/plan.js';
+import { PlanMemo } from './planner/memo.js';
+import type { Decision, PlannerSettings } from './planner/types.js';
 import { loadSnapshot, SnapshotCache } from './snapshot.js';
 
 export interface CleanupSettings extends PlannerSettings {

@@ -24,7 +24,7 @@ import {
   type SnapshotEnvironment,
   type SnapshotInventoryItem,
   type SnapshotResource,
-} from './planner.js';
+} from './planner/types.js';
 
 const ms = (iso: string | null): number | null => (iso === null ? null : Date.parse(iso));
 

@@ -6,7 +6,7 @@
  */
 import type { CleanupDecisionRow } from '../db/schema.js';
 import type { JobView } from '../../cleanup/protocol.js';
-import { policyCovered } from '../cleanup/planner.js';
+import { policyCovered } from '../cleanup/planner/types.js';
 import type { ServerServices } from '../services.js';
 import { cleanupStatus, type CleanupStatus } from '../cleanup/status.js';
 import { parseDuration } from '../../cleanup/policy.js';

@@ -7,7 +7,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import { ulid } from 'ulidx';
 import type { InventoryItem } from '../../../cleanup/protocol.js';
-import type { Decision } from '../../cleanup/planner.js';
+import type { Decision } from '../../cleanup/planner/types.js';
 import { isSqlite } from '../dialect.js';
 import { GroupCommit } from '../group-commit.js';
 import { auditId } from './audit.js';
