@@ -36,6 +36,7 @@ export const errorCodes = {
   TEND_INTERRUPTED: ExitCode.interrupted,
   TEND_K8S_API: ExitCode.actionFailed,
   TEND_K8S_BUILD_FAILED: ExitCode.actionFailed,
+  TEND_K8S_CLUSTER_SCOPED: ExitCode.usage,
   TEND_K8S_CONTEXT: ExitCode.usage,
   TEND_K8S_FORBIDDEN: ExitCode.actionFailed,
   TEND_K8S_MANIFEST_INVALID: ExitCode.usage,

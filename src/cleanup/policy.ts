@@ -93,9 +93,12 @@ export const CleanupSchedule = Type.Object(
 export type CleanupSchedule = Static<typeof CleanupSchedule>;
 
 /** What a policy does to an idle environment. */
-export const PolicyAction = Type.Union([Type.Literal('delete'), Type.Literal('pause')], {
-  description: 'What cleanup does: delete the namespace (default) or pause its workloads.',
-});
+const policyAction = (options: { default?: 'delete' } = {}) =>
+  Type.Union([Type.Literal('delete'), Type.Literal('pause')], {
+    description: 'What cleanup does: delete the namespace (default) or pause its workloads.',
+    ...options,
+  });
+export const PolicyAction = policyAction();
 export type PolicyAction = Static<typeof PolicyAction>;
 
 const policyFields = {
@@ -115,7 +118,7 @@ const policyFields = {
 
 /** `environments[].cleanup` as tend.yml writes it. */
 export const CleanupConfigSchema = Type.Object(
-  { ...policyFields, action: Type.Optional({ ...PolicyAction, default: 'delete' }) },
+  { ...policyFields, action: Type.Optional(policyAction({ default: 'delete' })) },
   { additionalProperties: false, description: 'Automatic environment cleanup policy.' },
 );
 
