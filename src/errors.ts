@@ -28,6 +28,7 @@ export const errorCodes = {
   TEND_EVENT_UNDECLARED: ExitCode.actionFailed,
   TEND_EVENT_UNDELIVERABLE: ExitCode.actionFailed,
   TEND_EXEC_FAILED: ExitCode.actionFailed,
+  TEND_EXEC_STATE: ExitCode.actionFailed,
   TEND_EXEC_TIMEOUT: ExitCode.actionFailed,
   TEND_GRAPH_CYCLE: ExitCode.usage,
   TEND_GRAPH_MISSING_DEPENDENCY: ExitCode.usage,
