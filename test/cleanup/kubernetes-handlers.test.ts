@@ -180,6 +180,20 @@ describe('kubernetes verifyAndClean', () => {
     expect(exists(handle.sim, 'vc-conflict')).toBe(true);
   });
 
+  it('a pause that may not list a kind fails (retried), never done with nothing paused', async () => {
+    const ns = seedNamespace(handle.sim, 'vc-pause-forbidden');
+    handle.sim.faults.add({ type: 'list-fail', status: 403, resource: 'deployments', namespace: ns.name });
+    const { ctx } = context();
+    await expect(
+      cleanup.verifyAndClean(ctx, target, jobFor(handle.sim, ns, { action: 'pause' })),
+    ).rejects.toThrow(/403|forbidden/i);
+    handle.sim.faults.clear();
+    handle.sim.faults.add({ type: 'list-fail', status: 404, resource: 'cronjobs', namespace: ns.name });
+    await expect(
+      cleanup.verifyAndClean(ctx, target, jobFor(handle.sim, ns, { action: 'resume' })),
+    ).rejects.toThrow();
+  });
+
   it('retries through a 429 storm and deletes once', async () => {
     const ns = seedNamespace(handle.sim, 'vc-storm');
     const id = handle.sim.faults.add({
@@ -212,5 +226,38 @@ describe('kubernetes verifyAndClean', () => {
     const job = jobFor(handle.sim, ns, { target: { kind: 'kubernetes', clusterId: 'elsewhere' } });
     expect((await cleanup.verifyAndClean(ctx, target, job)).outcome).toBe('cancelled');
     expect(exists(handle.sim, 'vc-other-cluster')).toBe(true);
+  });
+});
+
+describe('kubernetes verifyAndClean, when the answer to its DELETE is lost', () => {
+  it('reads again: the 409 of its retry (the namespace terminating) is its deletion, reported done', async () => {
+    // Namespaces take a while to go here, so the retried DELETE meets the terminating namespace
+    // (another resourceVersion: 409) rather than nothing (404).
+    const slow = await startSim({ namespaceDeleteDelayMs: 1500 });
+    try {
+      const { ctx: targetsCtx } = callContext(executorSettings(slow.kubeconfig));
+      const slowTarget = (await cleanup.targets(targetsCtx))[0]!;
+      const ns = seedNamespace(slow.sim, 'vc-lost-answer');
+      const lost = slow.sim.faults.add({
+        type: 'drop-response',
+        verb: 'delete',
+        resource: 'namespaces',
+        times: 1,
+      });
+      const { ctx, events } = callContext(executorSettings(slow.kubeconfig));
+      const result = await cleanup.verifyAndClean(ctx, slowTarget, jobFor(slow.sim, ns));
+      expect(slow.sim.faults.fired(lost)).toBe(1);
+      const deletes = slow.sim.requests.list().filter((r) => r.verb === 'delete' && r.namespace === ns.name);
+      expect(deletes.map((r) => r.status)).toEqual([undefined, 409]);
+      expect(result).toEqual({ outcome: 'done', message: 'deleted namespace vc-lost-answer' });
+      expect(exists(slow.sim, 'vc-lost-answer')).toBe(false);
+      expect(events.map((e) => `${e.state}/${e.cause}`)).toEqual([
+        'ready/observed',
+        'terminating/deleted',
+        'missing/deleted',
+      ]);
+    } finally {
+      await slow.stop();
+    }
   });
 });
