@@ -5,6 +5,7 @@
  * (`CleanupPolicy`: `action` filled in). Every other module derives its types from these schemas.
  */
 import { FormatRegistry, Type, type Static } from '@sinclair/typebox';
+import { checkTimeZone } from './time-zone.js';
 
 const unitMs = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
@@ -29,6 +30,18 @@ export function parseDuration(value: string): number | undefined {
 export const policyDurationFormat = 'tend-policy-duration';
 if (!FormatRegistry.Has(policyDurationFormat)) {
   FormatRegistry.Set(policyDurationFormat, (value) => parseDuration(value) !== undefined);
+}
+
+/** An IANA time-zone name as the platform's database spells it (checked through Intl). */
+export const timeZoneFormat = 'tend-time-zone';
+if (!FormatRegistry.Has(timeZoneFormat)) {
+  FormatRegistry.Set(timeZoneFormat, (value) => checkTimeZone(value).valid);
+}
+
+/** A hint for a value a format refused: the canonical spelling of a time zone written in another case. */
+export function formatSuggestion(format: unknown, value: unknown): string | undefined {
+  if (format !== timeZoneFormat || typeof value !== 'string') return undefined;
+  return checkTimeZone(value).suggestion;
 }
 
 const durationMessage =
@@ -82,6 +95,8 @@ export const CleanupSchedule = Type.Object(
     timeZone: Type.String({
       minLength: 1,
       maxLength: 64,
+      format: timeZoneFormat,
+      patternErrorMessage: 'an IANA time zone name such as Europe/Berlin or America/New_York',
       description: 'An IANA time zone name, e.g. Europe/Berlin.',
     }),
   },

@@ -7,7 +7,6 @@
  */
 import type { SourceLocation } from '../errors.js';
 import type { PluginDefinition } from '../plugin/types.js';
-import { checkTimeZone } from '../cleanup/time-zone.js';
 import type { Static } from '@sinclair/typebox';
 import type { CleanupConfigSchema } from '../cleanup/policy.js';
 import { checkSchema, formatPath, type ConfigProblem } from './diagnostics.js';
@@ -132,16 +131,7 @@ export function readProjectDocument(
     }
     if (env.cleanup?.schedule) {
       const base = ['environments', i, 'cleanup', 'schedule'];
-      const { timeZone, sleepAt, wakeAt } = env.cleanup.schedule;
-      const zone = checkTimeZone(timeZone);
-      if (!zone.valid) {
-        problem(
-          'TEND_CONFIG_INVALID',
-          `unknown time zone "${timeZone}"; expected an IANA time zone name such as Europe/Berlin or America/New_York` +
-            (zone.suggestion ? ` (did you mean ${zone.suggestion}?)` : ''),
-          locate([...base, 'timeZone']),
-        );
-      }
+      const { sleepAt, wakeAt } = env.cleanup.schedule;
       if (sleepAt === wakeAt) {
         problem(
           'TEND_CONFIG_INVALID',

@@ -216,7 +216,7 @@ const cases: Case[] = [
       `,
     },
     error:
-      'tend.yml:12:19: unknown time zone "Europe/Berlln"; expected an IANA time zone name such as Europe/Berlin or America/New_York',
+      'tend.yml:12:19: invalid value for environments[0].cleanup.schedule.timeZone: expected an IANA time zone name such as Europe/Berlin or America/New_York, got "Europe/Berlln"',
     code: 'TEND_CONFIG_INVALID',
   },
   {
@@ -238,7 +238,7 @@ const cases: Case[] = [
       `,
     },
     error:
-      'tend.yml:12:19: unknown time zone "UTC+2"; expected an IANA time zone name such as Europe/Berlin or America/New_York',
+      'tend.yml:12:19: invalid value for environments[0].cleanup.schedule.timeZone: expected an IANA time zone name such as Europe/Berlin or America/New_York, got "UTC+2"',
     code: 'TEND_CONFIG_INVALID',
   },
   {
@@ -260,7 +260,7 @@ const cases: Case[] = [
       `,
     },
     error:
-      'tend.yml:12:19: unknown time zone "europe/berlin"; expected an IANA time zone name such as Europe/Berlin or America/New_York (did you mean Europe/Berlin?)',
+      'tend.yml:12:19: invalid value for environments[0].cleanup.schedule.timeZone: expected an IANA time zone name such as Europe/Berlin or America/New_York, got "europe/berlin" (did you mean Europe/Berlin?)',
     code: 'TEND_CONFIG_INVALID',
   },
   {
