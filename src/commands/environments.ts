@@ -113,7 +113,7 @@ export async function environmentCommand(
   );
   const e = detail.environment;
   const query = new URLSearchParams({
-    within: '3650d',
+    within: '365d',
     project: e.project,
     environment: e.name,
     limit: '500',

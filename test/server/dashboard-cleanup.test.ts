@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dialects } from './helpers.js';
+import { postLogin } from './helpers.js';
 import { cleanupFixture, target, type CleanupFixture } from './cleanup/fixture.js';
 
 const hour = 3_600_000;
@@ -19,7 +20,7 @@ describe.each(dialects)('dashboard cleanup on %s', (dialect) => {
   let shop: { id: string; namespace: string };
 
   const login = async (token: string) => {
-    const res = await f.server.app.inject({ method: 'POST', url: '/login', payload: { token, next: '/' } });
+    const res = await postLogin(f.server.app, { token, next: '/' });
     const cookie = res.cookies.find((c) => c.name === 'tend_session');
     return `tend_session=${cookie!.value}`;
   };

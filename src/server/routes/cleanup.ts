@@ -15,7 +15,7 @@ import { transitions as scheduleTransitions, type Schedule } from '../../cleanup
 import { cleanupStatus } from '../cleanup/status.js';
 import { ErrorResponse } from '../../api/views.js';
 import { PlanItemView, TransitionView } from '../../api/cleanup.js';
-import { parseDuration } from '../../cleanup/policy.js';
+import { maxDurationMs, parseDuration } from '../../cleanup/policy.js';
 import { visibleEnvironment } from '../environment-queries.js';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
@@ -66,7 +66,7 @@ const JobParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }
 const ProjectName = Type.String({ minLength: 1, maxLength: 253 });
 
 /** Longest `within` of the plan route. */
-const maxWithinMs = 3650 * 86_400_000;
+const maxWithinMs = maxDurationMs;
 
 /** 403 unless an agent token bound to clusters may act on the target. */
 function checkTarget(principal: Principal | null, targetKey: string): void {
@@ -205,7 +205,7 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
       if (withinMs === undefined || withinMs > maxWithinMs) {
         throw new TendError(
           'TEND_SERVER_BAD_REQUEST',
-          `within takes a duration like "24h" or "7d" (at most 3650d), got "${(q.within ?? '').slice(0, 64)}"`,
+          `within takes a duration like "24h" or "7d" (at most 365d), got "${(q.within ?? '').slice(0, 64)}"`,
         );
       }
       const after = q.cursor ? decodeCursor(q.cursor) : undefined;

@@ -7,6 +7,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { dialects, postEvents, session } from '../helpers.js';
+import { postLogin } from '../helpers.js';
 import { cleanupFixture, target, type CleanupFixture } from './fixture.js';
 
 const minute = 60_000;
@@ -162,11 +163,7 @@ describe.each(dialects)('pause and schedules on %s', (dialect) => {
 
   it('the dashboard shows a paused environment with a Resume button: the same resume job, CSRF checked', async () => {
     const env = await scheduled();
-    const res = await f.server.app.inject({
-      method: 'POST',
-      url: '/login',
-      payload: { token: f.server.tokens.read, next: '/' },
-    });
+    const res = await postLogin(f.server.app, { token: f.server.tokens.read, next: '/' });
     const cookie = `tend_session=${res.cookies.find((c) => c.name === 'tend_session')!.value}`;
     const page = () =>
       f.server.app.inject({ method: 'GET', url: `/environments/${env.id}`, headers: { cookie } });

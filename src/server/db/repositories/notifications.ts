@@ -335,6 +335,42 @@ export class NotificationRepository {
     }
   }
 
+  /**
+   * Records a delivery that changes nothing (another event, another action, an unknown
+   * repository), so that a replay of it is refused like any other. False when it was seen before.
+   */
+  async rememberIgnoredDelivery(
+    d: {
+      signature: string;
+      deliveryId: string;
+      event: string;
+      action?: string;
+      repository?: string;
+      number?: number;
+    },
+    now: Date,
+  ): Promise<boolean> {
+    try {
+      await this.db
+        .insertInto('github_deliveries')
+        .values({
+          signature: d.signature,
+          delivery_id: d.deliveryId,
+          event: d.event.slice(0, 100),
+          action: d.action ?? null,
+          repository: d.repository ?? null,
+          number: d.number ?? null,
+          environments: 0,
+          received_at: now.toISOString(),
+        })
+        .execute();
+      return true;
+    } catch (error) {
+      if (await this.seenGithubDelivery(d.signature, d.deliveryId)) return false;
+      throw error;
+    }
+  }
+
   /** Whether any environment (of any state) was recorded for the repository. */
   async knowsRepository(repository: string): Promise<boolean> {
     const row = await this.reader
