@@ -12,20 +12,13 @@
  * `finish` (at the end of the command, or for `tend events push`) sends the rest, waiting at most
  * the given time, and reports what still waits.
  */
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import type { SessionBus, EventSink } from '../events/bus.js';
 import { streamedEventTypes, type TendEvent } from '../events/catalog.js';
+import { SegmentCursor } from '../outbox/cursor.js';
 import { tryLock, type LockOwner } from '../outbox/lock.js';
-import {
-  listSegmentIds,
-  lockFile,
-  readAck,
-  segmentFile,
-  SegmentCursor,
-  writeQuarantine,
-  writeUnreadable,
-  type QueuedEvent,
-} from '../outbox/segments.js';
+import { writeQuarantine, writeUnreadable } from '../outbox/quarantine.js';
+import { countOutbox, countWaiting, type QueuedEvent } from '../outbox/read.js';
+import { listSegmentIds, lockFile } from '../outbox/segments.js';
 import { redactUrl } from '../redact.js';
 import {
   defaultBackoff,
@@ -109,39 +102,6 @@ interface Split {
 }
 
 type Work = { cursor: SegmentCursor; batch: QueuedEvent[] };
-
-/** Counts the events (lines) of a segment beyond its ack offset, without parsing them. */
-export function countWaiting(dir: string, id: string): number {
-  const file = segmentFile(dir, id);
-  let fd: number;
-  try {
-    fd = openSync(file, 'r');
-  } catch {
-    return 0;
-  }
-  try {
-    const size = fstatSync(fd).size;
-    let position = Math.min(readAck(dir, id), size);
-    const buffer = Buffer.allocUnsafe(1024 * 1024);
-    let count = 0;
-    while (position < size) {
-      const n = readSync(fd, buffer, 0, Math.min(buffer.length, size - position), position);
-      if (n <= 0) break;
-      for (let i = buffer.indexOf(0x0a); i >= 0 && i < n; i = buffer.indexOf(0x0a, i + 1)) count++;
-      position += n;
-    }
-    return count;
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** Events waiting in every segment of the outbox, except the given ones. */
-export function countOutbox(dir: string, except: ReadonlySet<string> = new Set()): number {
-  let waiting = 0;
-  for (const id of listSegmentIds(dir)) if (!except.has(id)) waiting += countWaiting(dir, id);
-  return waiting;
-}
 
 export class OutboxStreamer {
   readonly report: StreamReport;
