@@ -12,7 +12,8 @@ import { lockHolder, type LockOwner } from '../outbox/lock.js';
 import { listQuarantine } from '../outbox/quarantine.js';
 import { countWaiting, readEvents } from '../outbox/read.js';
 import { listSegmentIds, lockFile, requeuedSuffix, segmentFile, segmentState } from '../outbox/segments.js';
-import { OutboxStreamer, type StreamReport } from './streamer.js';
+import type { StreamReport } from './report.js';
+import { OutboxStreamer } from './streamer.js';
 import type { StreamConnection } from './transport.js';
 
 /**
