@@ -38,7 +38,7 @@ import { statePaths } from '../state/files.js';
 import { describeDrops, enforceBoundWithoutServer, outboxMaxBytes } from '../outbox/bound.js';
 import { plannedCleanup } from '../remote/cleanup-plan.js';
 import { startSessionStream } from '../session/stream.js';
-import type { StreamReport } from '../stream/streamer.js';
+import type { StreamReport } from '../stream/report.js';
 
 export interface OpenedProject {
   project: ProjectConfig;

@@ -9,8 +9,10 @@ import path from 'node:path';
 import type { SessionBus } from '../events/bus.js';
 import { toTendError } from '../errors.js';
 import { describeDrops, enforceBound, outboxMaxBytes } from '../outbox/bound.js';
+import { countOutbox } from '../outbox/read.js';
 import { resolveServer } from '../remote/credentials.js';
-import { countOutbox, OutboxStreamer, type StreamReport } from '../stream/streamer.js';
+import type { StreamReport } from '../stream/report.js';
+import { OutboxStreamer } from '../stream/streamer.js';
 import type { StreamConnection } from '../stream/transport.js';
 
 /** How long a command waits at its end for the outbox to drain. */
