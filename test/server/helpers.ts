@@ -226,7 +226,7 @@ export async function countRows(db: Kysely<Database>, table: keyof Database): Pr
 export async function postLogin(
   app: App,
   payload: { token?: string; next?: string; _csrf?: string },
-): ReturnType<App['inject']> {
+) {
   const form = await app.inject({ method: 'GET', url: '/login' });
   const csrf = /name="_csrf" value="([^"]+)"/.exec(form.body)?.[1] ?? '';
   const cookie = form.cookies.find((c) => c.name === 'tend_login_csrf')!;
