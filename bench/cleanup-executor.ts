@@ -16,7 +16,8 @@
  */
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { CleanupExecutor } from '../src/executor/executor.js';
-import { builtinPlugins } from '../src/plugins/builtin.js';
+import { kubernetesPlugin } from '../src/plugins/kubernetes/index.js';
+import type { ServedPlugin } from '../src/router/cleanup.js';
 import { CleanupService, defaultCleanupSettings } from '../src/server/cleanup/service.js';
 import { Metrics } from '../src/server/metrics.js';
 import { startSim } from '../test/plugins/kubernetes/helpers.js';
@@ -59,12 +60,13 @@ export async function run(): Promise<void> {
 
     const executor = new CleanupExecutor({
       queue: service,
-      plugins: builtinPlugins(),
-      settings: {
-        kubernetes: { kubeconfig: handle.kubeconfig, contexts: ['kube-sim'] },
-        protectNamespaces: [],
-        systemNamespace: 'tend-system',
-      },
+      plugins: [
+        {
+          plugin: kubernetesPlugin as ServedPlugin['plugin'],
+          settings: { kubeconfig: handle.kubeconfig, contexts: ['kube-sim'] },
+        },
+      ],
+      protection: { protectNamespaces: [], systemNamespace: 'tend-system' },
       kind: 'embedded',
       name: 'bench',
       version: 'bench',

@@ -312,6 +312,16 @@ Examples:
       'an agent-scope token: tend server token create --scope agent (default: TEND_TOKEN)',
     )
     .option('--local', 'serve the exec environments of this host (alone: no cluster)')
+    .option(
+      '--plugin <module>',
+      'a third-party plugin module whose environments it cleans (a path, or a package name; repeatable)',
+      collect,
+    )
+    .option(
+      '--set <plugin.key=value>',
+      "a plugin's executor setting, e.g. --set dirs.root=/srv/envs (repeatable; docs/plugin-api.md#cleanup)",
+      collect,
+    )
     .option('--interval <duration>', 'pause between passes until the server says otherwise', '30s')
     .option('--dry-run', 'run every check of the jobs it claims, delete nothing (they are cancelled)')
     .option('--once', 'run one pass and exit (exit code 1 if anything failed)')
@@ -332,6 +342,7 @@ Examples:
 Examples:
   tend agent --server https://tend.example.com --token $TOKEN --context prod-eu
   tend agent --server http://localhost:7420 --token $TOKEN --local
+  tend agent --server http://localhost:7420 --token $TOKEN --plugin ./dirs-plugin.js --set dirs.root=/srv/envs
   tend agent --server http://localhost:7420 --token $TOKEN --once --json`,
     )
     .action(async (_opts, cmd: Command) =>
@@ -376,6 +387,16 @@ Examples:
       '--system-namespace <name>',
       "the kubernetes provider's systemNamespace, never cleaned",
       'tend-system',
+    )
+    .option(
+      '--plugin <module>',
+      'a third-party plugin module the embedded cleanup executor serves (repeatable; with --set)',
+      collect,
+    )
+    .option(
+      '--set <plugin.key=value>',
+      "a plugin's executor setting for the embedded executor (repeatable)",
+      collect,
     )
     .option(
       '--public-url <url>',

@@ -6,6 +6,7 @@
 import { FormatRegistry, Type, type Static, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import { CleanupPolicy } from '../cleanup/policy.js';
+import { Target } from '../cleanup/targets.js';
 
 const dateTimePattern = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?(Z|[+-](\d\d):(\d\d))$/;
 
@@ -50,27 +51,7 @@ const Name = Type.String({ minLength: 1, maxLength: 253 });
 const ShortText = Type.String({ maxLength: 1024 });
 const LongText = Type.String({ maxLength: 65_536 });
 
-/** Identity of the place where a namespace lives: a Kubernetes cluster or a local host directory. */
-export const Target = Type.Union([
-  Type.Object(
-    {
-      kind: Type.Literal('kubernetes'),
-      clusterId: Name,
-      server: ShortText,
-      context: ShortText,
-    },
-    { additionalProperties: false },
-  ),
-  Type.Object(
-    {
-      kind: Type.Literal('local'),
-      hostId: Name,
-      path: Type.String({ minLength: 1, maxLength: 4096 }),
-    },
-    { additionalProperties: false },
-  ),
-]);
-export type Target = Static<typeof Target>;
+export { Target } from '../cleanup/targets.js';
 
 /** Metadata the router adds to every event a plugin emits (who emitted it, from which call). */
 const EmitterMetadata = {

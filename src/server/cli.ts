@@ -35,6 +35,9 @@ export interface ServerOptions extends ServerDatabaseOptions {
   /** `--kubeconfig`, `--context` (repeatable): the embedded cleanup executor serves these clusters. */
   kubeconfig?: string;
   context?: string[];
+  /** `--plugin`, `--set` (repeatable): third-party plugins the embedded executor serves, and settings. */
+  plugin?: string[];
+  set?: string[];
   /** `--public-url`: the dashboard's address in keep-alive links. */
   publicUrl?: string;
   /** `--github-webhook-secret-file` (else TEND_GITHUB_WEBHOOK_SECRET): enables the GitHub route. */
@@ -131,11 +134,16 @@ export async function serverCommand(options: ServerOptions): Promise<CommandResu
     port,
     host: options.host ?? '127.0.0.1',
     logLevel: options.debug ? 'debug' : 'info',
-    ...(options.kubeconfig !== undefined || (options.context?.length ?? 0) > 0
+    ...(options.kubeconfig !== undefined ||
+    (options.context?.length ?? 0) > 0 ||
+    (options.plugin?.length ?? 0) > 0 ||
+    (options.set?.length ?? 0) > 0
       ? {
           executor: {
             ...(options.kubeconfig !== undefined ? { kubeconfig: options.kubeconfig } : {}),
             contexts: options.context ?? [],
+            pluginModules: options.plugin ?? [],
+            sets: options.set ?? [],
           },
         }
       : {}),

@@ -12,7 +12,7 @@ import { hostIndexDir } from '../../src/plugins/exec/environment.js';
 import { execPlugin } from '../../src/plugins/exec/index.js';
 import { localIdentity } from '../../src/state/identity.js';
 import { makeProject, removeProjects } from '../helpers/project.js';
-import { callContext, executorSettings } from './helpers.js';
+import { callContext } from './helpers.js';
 import { useTempStateDir } from '../helpers/state-dir.js';
 
 const cleanup = execPlugin.cleanup!;
@@ -42,7 +42,7 @@ spec:
 }
 
 function context() {
-  return callContext(executorSettings('', { kubernetes: undefined, local: { hostId } }), 'exec');
+  return callContext({}, { pluginName: 'exec', hostId });
 }
 
 async function deployed(name: string) {
@@ -79,8 +79,9 @@ describe('exec cleanup', () => {
         description: `local environments of host ${hostId}`,
       },
     ]);
-    const { ctx: clustersOnly } = callContext(executorSettings(''), 'exec');
-    expect(await cleanup.targets(clustersOnly)).toEqual([]);
+    const flags = { contexts: [], clustersByDefault: true };
+    expect(cleanup.settingsFromFlags!({ ...flags, local: false })).toBeUndefined();
+    expect(cleanup.settingsFromFlags!({ ...flags, local: true })).toEqual({});
   });
 
   it('lists the environments of the host index, and removes one with its processes after the checks', async () => {

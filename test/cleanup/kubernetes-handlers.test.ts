@@ -7,7 +7,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { kubernetesPlugin } from '../../src/plugins/kubernetes/index.js';
 import type { CleanupTarget } from '../../src/plugin/types.js';
 import { startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
-import { callContext, executorSettings, exists, jobFor, seedNamespace } from './helpers.js';
+import { callContext, clusterSettings, exists, jobFor, seedNamespace } from './helpers.js';
 
 const cleanup = kubernetesPlugin.cleanup!;
 let handle: SimHandle;
@@ -17,33 +17,25 @@ beforeAll(async () => {
   handle = await startSim({ namespaceDeleteDelayMs: 20 });
   // The executor reads its own --kubeconfig, not KUBECONFIG.
   delete process.env.KUBECONFIG;
-  const { ctx } = callContext(executorSettings(handle.kubeconfig));
+  const { ctx } = callContext(clusterSettings(handle.kubeconfig));
   target = (await cleanup.targets(ctx))[0]!;
 });
 afterAll(() => handle.stop());
 beforeEach(() => handle.sim.faults.clear());
 
 function context() {
-  return callContext(executorSettings(handle.kubeconfig, { protectNamespaces: ['keep-*'] }));
+  return callContext(clusterSettings(handle.kubeconfig), { protectNamespaces: ['keep-*'] });
 }
 
 describe('kubernetes cleanup targets', () => {
   it('names the cluster of each context by the uid of kube-system, once per cluster', async () => {
     expect(target.targetKey).toBe(`kubernetes/${handle.sim.clusterId}`);
-    const { ctx } = callContext(
-      executorSettings(handle.kubeconfig, {
-        kubernetes: { kubeconfig: handle.kubeconfig, contexts: ['kube-sim', 'kube-sim'] },
-      }),
-    );
+    const { ctx } = callContext(clusterSettings(handle.kubeconfig, ['kube-sim', 'kube-sim']));
     expect((await cleanup.targets(ctx)).map((t) => t.targetKey)).toEqual([target.targetKey]);
   });
 
   it('fails clearly for an unknown context', async () => {
-    const { ctx } = callContext(
-      executorSettings(handle.kubeconfig, {
-        kubernetes: { kubeconfig: handle.kubeconfig, contexts: ['nope'] },
-      }),
-    );
+    const { ctx } = callContext(clusterSettings(handle.kubeconfig, ['nope']));
     await expect(cleanup.targets(ctx)).rejects.toThrow(/context "nope" not found/);
   });
 });
@@ -235,7 +227,7 @@ describe('kubernetes verifyAndClean, when the answer to its DELETE is lost', () 
     // (another resourceVersion: 409) rather than nothing (404).
     const slow = await startSim({ namespaceDeleteDelayMs: 1500 });
     try {
-      const { ctx: targetsCtx } = callContext(executorSettings(slow.kubeconfig));
+      const { ctx: targetsCtx } = callContext(clusterSettings(slow.kubeconfig));
       const slowTarget = (await cleanup.targets(targetsCtx))[0]!;
       const ns = seedNamespace(slow.sim, 'vc-lost-answer');
       const lost = slow.sim.faults.add({
@@ -244,7 +236,7 @@ describe('kubernetes verifyAndClean, when the answer to its DELETE is lost', () 
         resource: 'namespaces',
         times: 1,
       });
-      const { ctx, events } = callContext(executorSettings(slow.kubeconfig));
+      const { ctx, events } = callContext(clusterSettings(slow.kubeconfig));
       const result = await cleanup.verifyAndClean(ctx, slowTarget, jobFor(slow.sim, ns));
       expect(slow.sim.faults.fired(lost)).toBe(1);
       const deletes = slow.sim.requests.list().filter((r) => r.verb === 'delete' && r.namespace === ns.name);

@@ -8,12 +8,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { HttpCleanupQueue } from '../../src/executor/http-queue.js';
 import { CleanupExecutor } from '../../src/executor/executor.js';
-import { builtinPlugins } from '../../src/plugins/builtin.js';
 import { repoRoot, runTend, tendBin, waitFor } from '../helpers/project.js';
 import { startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
 import { createTestServer, type TestServer } from '../server/helpers.js';
 import { FaultProxy } from '../stream/fault-proxy.js';
-import { dueEnvironments, executorSettings, exists, testClock } from '../cleanup/helpers.js';
+import { dueEnvironments, servedClusters, testProtection, exists, testClock } from '../cleanup/helpers.js';
 
 let handle: SimHandle;
 let server: TestServer;
@@ -191,8 +190,8 @@ describe('tend agent', () => {
             : { kind: 'pass' };
       const executor = new CleanupExecutor({
         queue: new HttpCleanupQueue({ server: proxy.url, token: server.tokens.agent, baseDelayMs: 5 }),
-        plugins: builtinPlugins(),
-        settings: executorSettings(handle.kubeconfig),
+        plugins: servedClusters(handle.kubeconfig),
+        protection: testProtection,
         kind: 'agent',
         name: 'storm',
         version: 'test',

@@ -6,7 +6,6 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { CleanupExecutor } from '../../src/executor/executor.js';
-import { builtinPlugins } from '../../src/plugins/builtin.js';
 import { CleanupService, defaultCleanupSettings } from '../../src/server/cleanup/service.js';
 import { Metrics } from '../../src/server/metrics.js';
 import { kubectl, startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
@@ -14,7 +13,8 @@ import { createTestServer, type TestServer } from '../server/helpers.js';
 import {
   countNamespaceDeletes,
   dueEnvironments,
-  executorSettings,
+  servedClusters,
+  testProtection,
   exists,
   seedNamespace,
   testClock,
@@ -46,8 +46,8 @@ afterEach(() => server.close());
 function executor(name = 'embedded-1') {
   return new CleanupExecutor({
     queue: service,
-    plugins: builtinPlugins(),
-    settings: executorSettings(handle.kubeconfig),
+    plugins: servedClusters(handle.kubeconfig),
+    protection: testProtection,
     kind: 'embedded',
     name,
     version: 'test',

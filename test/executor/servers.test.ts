@@ -7,7 +7,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CleanupExecutor } from '../../src/executor/executor.js';
-import { builtinPlugins } from '../../src/plugins/builtin.js';
 import { buildServer } from '../../src/server/app.js';
 import { migrateToLatest } from '../../src/server/db/database.js';
 import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
@@ -16,7 +15,8 @@ import { startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
 import { createTestDatabase, type TestDatabase } from '../server/helpers.js';
 import {
   countNamespaceDeletes,
-  executorSettings,
+  servedClusters,
+  testProtection,
   exists,
   recordingEvents,
   seedNamespace,
@@ -194,8 +194,8 @@ describe('cleanup across processes', () => {
       expect(before.map((j) => j.state)).toEqual(['executing']);
       const executor = new CleanupExecutor({
         queue: app.cleanup,
-        plugins: builtinPlugins(),
-        settings: executorSettings(handle.kubeconfig),
+        plugins: servedClusters(handle.kubeconfig),
+        protection: testProtection,
         kind: 'embedded',
         name: 'restarted',
         version: 'test',

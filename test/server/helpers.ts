@@ -223,10 +223,7 @@ export async function countRows(db: Kysely<Database>, table: keyof Database): Pr
  * Posts the dashboard's login form as a browser does: its page first (the CSRF cookie and the
  * same value in the form), then the form with both. `payload` may override `_csrf`.
  */
-export async function postLogin(
-  app: App,
-  payload: { token?: string; next?: string; _csrf?: string },
-) {
+export async function postLogin(app: App, payload: { token?: string; next?: string; _csrf?: string }) {
   const form = await app.inject({ method: 'GET', url: '/login' });
   const csrf = /name="_csrf" value="([^"]+)"/.exec(form.body)?.[1] ?? '';
   const cookie = form.cookies.find((c) => c.name === 'tend_login_csrf')!;

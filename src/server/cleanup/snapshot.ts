@@ -12,7 +12,8 @@
  * change log) it is `loadSnapshot`.
  */
 import { sql, type Kysely } from 'kysely';
-import { executorTargetOf, type CleanupAction } from '../../cleanup/protocol.js';
+import type { CleanupAction } from '../../cleanup/protocol.js';
+import { executorTargetOf } from '../../cleanup/targets.js';
 import type { Schedule } from '../../cleanup/schedule.js';
 import { isSqlite } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';

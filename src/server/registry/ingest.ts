@@ -52,7 +52,8 @@ import {
   type ResourceIdentity,
 } from '../db/repositories/registry.js';
 import type { Database, Resource } from '../db/schema.js';
-import { environmentKey, targetKey } from './keys.js';
+import { targetKey } from '../../cleanup/targets.js';
+import { environmentKey } from './keys.js';
 import { sessionOwners } from './ownership.js';
 import { applyTouch, knownSessions, newEnvironment, planBatch, type EnvironmentTouch } from './plan.js';
 import { ResourceSet, resourceSets, setEnvironmentState } from './resources.js';

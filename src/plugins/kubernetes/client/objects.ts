@@ -96,21 +96,14 @@ export class ObjectCalls {
     return resource.namespaced;
   }
 
-  /** Refuses what is not a namespaced kind: those are not the plugin's to touch. */
-  private async onlyNamespaced(apiVersion: string | undefined, kind: string | undefined, what: string) {
-    const namespaceKind = kind === 'Namespace' && (apiVersion === 'v1' || apiVersion === undefined);
-    if (namespaceKind || !(await this.isNamespaced(apiVersion ?? '', kind ?? ''))) {
-      throw new TendError(
-        'TEND_K8S_CLUSTER_SCOPED',
-        `refused to ${what}: ${kind} is cluster-scoped; plugins touch only namespaced objects, and tend creates and deletes namespaces only through its namespace gate`,
-        { detail: { apiVersion, kind } },
-      );
-    }
-  }
-
   /** Server-side apply (field manager `tend`, forcing conflicts) of one object into the namespace. */
   async apply(namespace: string, object: KubeObject): Promise<KubeObject> {
-    await this.onlyNamespaced(object.apiVersion, object.kind, `apply ${object.kind} ${object.metadata?.name}`);
+    await onlyNamespaced(
+      this,
+      object.apiVersion,
+      object.kind,
+      `apply ${object.kind} ${object.metadata?.name}`,
+    );
     const { k8s } = this.gate.connection;
     const body = { ...object, metadata: { ...object.metadata, namespace } };
     return this.gate.request(
@@ -129,7 +122,7 @@ export class ObjectCalls {
   }
 
   async read(namespace: string, ref: ObjectRef): Promise<KubeObject | undefined> {
-    await this.onlyNamespaced(ref.apiVersion, ref.kind, `read ${ref.kind} ${ref.name}`);
+    await onlyNamespaced(this, ref.apiVersion, ref.kind, `read ${ref.kind} ${ref.name}`);
     return this.gate.requestOptional(
       namespace,
       `read ${ref.kind} ${ref.name} in ${namespace}`,
@@ -143,7 +136,7 @@ export class ObjectCalls {
   }
 
   async delete(namespace: string, ref: ObjectRef): Promise<boolean> {
-    await this.onlyNamespaced(ref.apiVersion, ref.kind, `delete ${ref.kind} ${ref.name}`);
+    await onlyNamespaced(this, ref.apiVersion, ref.kind, `delete ${ref.kind} ${ref.name}`);
     const result = await this.gate.requestOptional(
       namespace,
       `delete ${ref.kind} ${ref.name} in ${namespace}`,
@@ -158,5 +151,22 @@ export class ObjectCalls {
         ),
     );
     return result !== undefined;
+  }
+}
+
+/** Refuses what is not a namespaced kind: those are not a plugin's to touch. */
+async function onlyNamespaced(
+  objects: ObjectCalls,
+  apiVersion: string | undefined,
+  kind: string | undefined,
+  what: string,
+): Promise<void> {
+  const namespaceKind = kind === 'Namespace' && (apiVersion === 'v1' || apiVersion === undefined);
+  if (namespaceKind || !(await objects.isNamespaced(apiVersion ?? '', kind ?? ''))) {
+    throw new TendError(
+      'TEND_K8S_CLUSTER_SCOPED',
+      `refused to ${what}: ${kind} is cluster-scoped; plugins touch only namespaced objects, and tend creates and deletes namespaces only through its namespace gate`,
+      { detail: { apiVersion, kind } },
+    );
   }
 }

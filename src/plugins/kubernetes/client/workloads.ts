@@ -86,6 +86,19 @@ export class WorkloadCalls {
     }
   }
 
+  /**
+   * Every kind pause and resume change, listed before anything is changed: a kind that cannot be
+   * listed fails the whole step (strict) with nothing changed, never half of it.
+   */
+  private async listAll(namespace: string, strict: boolean) {
+    const kinds = [...scaled, { apiVersion: 'batch/v1', kind: 'CronJob' } as const];
+    const lists = await Promise.all(kinds.map((k) => this.list(namespace, k.apiVersion, k.kind, strict)));
+    return {
+      scaled: scaled.map((k, i) => ({ ...k, items: lists[i]! })),
+      cronJobs: lists[scaled.length]!,
+    };
+  }
+
   private patch(namespace: string, object: KubeObject, what: string): Promise<KubeObject> {
     const { k8s: lib } = this.gate.connection;
     return this.gate.request(
@@ -176,9 +189,10 @@ export class WorkloadCalls {
 
   async pause(namespace: string, { dryRun = false, strict = false } = {}): Promise<WorkloadsResult> {
     const result: WorkloadsResult = { changed: [], unchanged: 0 };
+    const lists = await this.listAll(namespace, strict);
     const autoscalers = await this.autoscalers(namespace);
-    for (const { apiVersion, kind } of scaled) {
-      for (const o of await this.list(namespace, apiVersion, kind, strict)) {
+    for (const { apiVersion, kind, items } of lists.scaled) {
+      for (const o of items) {
         const name = o.metadata!.name!;
         if (o.metadata?.annotations?.[pauseAnnotations.replicas] !== undefined) {
           result.unchanged++;
@@ -201,7 +215,7 @@ export class WorkloadCalls {
         result.changed.push({ kind, name, from: replicas, to: 0, ...(autoscaler ? { autoscaler } : {}) });
       }
     }
-    for (const o of await this.list(namespace, 'batch/v1', 'CronJob', strict)) {
+    for (const o of lists.cronJobs) {
       const name = o.metadata!.name!;
       if (o.metadata?.annotations?.[pauseAnnotations.suspend] !== undefined) {
         result.unchanged++;
@@ -227,9 +241,10 @@ export class WorkloadCalls {
 
   async resume(namespace: string, { strict = false } = {}): Promise<WorkloadsResult> {
     const result: WorkloadsResult = { changed: [], unchanged: 0 };
+    const lists = await this.listAll(namespace, strict);
     const autoscalers = await this.autoscalers(namespace);
-    for (const { apiVersion, kind } of scaled) {
-      for (const o of await this.list(namespace, apiVersion, kind, strict)) {
+    for (const { apiVersion, kind, items } of lists.scaled) {
+      for (const o of items) {
         const name = o.metadata!.name!;
         const recorded = o.metadata?.annotations?.[pauseAnnotations.replicas];
         const replicas = recorded === undefined ? NaN : Number(recorded);
@@ -258,7 +273,7 @@ export class WorkloadCalls {
         });
       }
     }
-    for (const o of await this.list(namespace, 'batch/v1', 'CronJob', strict)) {
+    for (const o of lists.cronJobs) {
       const name = o.metadata!.name!;
       const recorded = o.metadata?.annotations?.[pauseAnnotations.suspend];
       if (recorded !== 'true' && recorded !== 'false') {
