@@ -21,7 +21,8 @@ import { AuditRepository } from './db/repositories/audit.js';
 import { DashboardSessionRepository } from './db/repositories/dashboard-sessions.js';
 import { EnvironmentRepository } from './db/repositories/environments.js';
 import { TokenRepository } from './db/repositories/tokens.js';
-import { CleanupService, defaultCleanupSettings, type CleanupSettings } from './cleanup/service.js';
+import { composeCleanup } from './cleanup/compose.js';
+import { defaultCleanupSettings, type CleanupSettings } from './cleanup/settings.js';
 import { registerDashboard } from './dashboard/routes.js';
 import {
   NotificationService,
@@ -166,7 +167,7 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
     audit: new AuditRepository(database.db, database.reader),
     dashboardSessions: new DashboardSessionRepository(database.db, database.reader),
     metrics,
-    cleanup: new CleanupService(database.db, database.reader, metrics, now, {
+    cleanup: composeCleanup(database.db, database.reader, metrics, now, {
       ...defaultCleanupSettings,
       ...options.cleanup,
     }),

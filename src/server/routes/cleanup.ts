@@ -142,7 +142,7 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
   app.post(queueRoutes.heartbeat.path, executorRoute('heartbeat'), async (request) => {
     const body = request.body;
     for (const t of body.targets) checkTarget(request.principal, t.targetKey);
-    return cleanup.heartbeatAs(body, request.principal?.tokenName ?? null);
+    return cleanup.queue.heartbeatAs(body, request.principal?.tokenName ?? null);
   });
 
   app.post(
@@ -151,30 +151,30 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
     async (request) => {
       const body = request.body;
       checkTarget(request.principal, body.targetKey);
-      return cleanup.inventoryAs(body, `${actorOf(request.principal!)} (executor ${body.executorId})`);
+      return cleanup.queue.inventoryAs(body, `${actorOf(request.principal!)} (executor ${body.executorId})`);
     },
   );
 
   app.post(queueRoutes.claim.path, executorRoute('claim'), async (request) => {
     const body = request.body;
     for (const t of body.targetKeys) checkTarget(request.principal, t);
-    return cleanup.claim(body);
+    return cleanup.queue.claim(body);
   });
 
   const heldJobTarget = async (id: string, principal: Principal | null) => {
     if (!principal?.clusters) return;
-    const job = await cleanup.repository.job(id);
+    const job = await cleanup.jobs.job(id);
     if (job?.target_key) checkTarget(principal, job.target_key);
   };
 
   app.post(queueRoutes.start.path, executorRoute('start', { params: JobParams }), async (request) => {
     await heldJobTarget(request.params.id, request.principal);
-    return cleanup.start(request.params.id, request.body);
+    return cleanup.queue.start(request.params.id, request.body);
   });
 
   app.post(queueRoutes.complete.path, executorRoute('complete', { params: JobParams }), async (request) => {
     await heldJobTarget(request.params.id, request.principal);
-    return cleanup.complete(request.params.id, request.body);
+    return cleanup.queue.complete(request.params.id, request.body);
   });
 
   app.get(
@@ -213,7 +213,7 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
         throw new TendError('TEND_SERVER_BAD_REQUEST', 'cursor is not one this server gave out');
       const limit = q.limit ?? 50;
       const [rows, control] = await Promise.all([
-        cleanup.repository.planPage(
+        cleanup.decisions.planPage(
           {
             dueBefore: new Date(services.now().getTime() + withinMs).toISOString(),
             project: q.project,
@@ -224,14 +224,14 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
           },
           limit + 1,
         ),
-        cleanup.repository.control(),
+        cleanup.control.control(),
       ]);
       const items = rows.slice(0, limit);
       const last = items[items.length - 1];
       const transitions: TransitionView[] = [];
       if (!q.cursor) {
         const from = services.now().getTime();
-        const scheduled = await cleanup.repository.scheduledEnvironments(
+        const scheduled = await cleanup.decisions.scheduledEnvironments(
           { project: q.project, environment: q.environment, onlyProject: request.principal?.project ?? null },
           maxScheduledEnvironments,
         );
@@ -298,7 +298,7 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
       const q = request.query;
       checkProject(request.principal, q.project);
       const [rows, control] = await Promise.all([
-        cleanup.repository.planPage(
+        cleanup.decisions.planPage(
           {
             dueBefore: new Date(services.now().getTime() + maxWithinMs).toISOString(),
             project: q.project,
@@ -307,7 +307,7 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
           },
           20,
         ),
-        cleanup.repository.control(),
+        cleanup.control.control(),
       ]);
       return {
         serverTime: services.now().toISOString(),
@@ -339,7 +339,7 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
       if (q.cursor && !before)
         throw new TendError('TEND_SERVER_BAD_REQUEST', 'cursor is not one this server gave out');
       const limit = q.limit ?? 50;
-      const rows = await cleanup.repository.listJobs(
+      const rows = await cleanup.jobs.listJobs(
         {
           state: q.state,
           project: q.project,
@@ -352,7 +352,7 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
       return {
-        items: await cleanup.jobHistory(page),
+        items: await cleanup.queue.jobHistory(page),
         nextCursor: rows.length > limit && last ? encodeCursor({ at: last.planned_at, id: last.id }) : null,
       };
     },
@@ -424,8 +424,8 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
     async (request) => {
       const only = request.principal?.project ?? null;
       const [status, policies] = await Promise.all([
-        cleanupStatus(cleanup.repository, only),
-        cleanup.repository.policies(),
+        cleanupStatus(cleanup, only),
+        cleanup.control.policies(),
       ]);
       return {
         ...status,
@@ -472,7 +472,7 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
     },
     async (request) => {
       checkProject(request.principal, request.body.project);
-      const enforced = await cleanup.enforce(
+      const enforced = await cleanup.switches.enforce(
         request.body.project,
         request.body.environment,
         actorOf(request.principal!),
@@ -497,7 +497,7 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
       },
       async (request) => {
         checkProject(request.principal, null);
-        return cleanup.setHalted(action === 'halt', actorOf(request.principal!));
+        return cleanup.switches.setHalted(action === 'halt', actorOf(request.principal!));
       },
     );
   }
@@ -515,7 +515,7 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
     },
     async (request) => {
       checkProject(request.principal, request.params.project);
-      await cleanup.resetBreaker(request.params.project, actorOf(request.principal!));
+      await cleanup.switches.resetBreaker(request.params.project, actorOf(request.principal!));
       return { project: request.params.project, reset: true };
     },
   );
@@ -541,7 +541,11 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
       async (request) => {
         const env = await visibleEnvironment(services, request.params.id, request.principal);
         return {
-          jobs: await cleanup.cleanNow(env.id, actorOf(request.principal!), action ? { action } : {}),
+          jobs: await cleanup.switches.cleanNow(
+            env.id,
+            actorOf(request.principal!),
+            action ? { action } : {},
+          ),
         };
       },
     );
