@@ -34,6 +34,7 @@ import { Metrics } from './metrics.js';
 import type { App, ServerServices } from './services.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { registerAuthRoutes } from './routes/auth.js';
+import { registerCleanupExecutorRoutes } from './routes/cleanup-executor.js';
 import { registerCleanupRoutes } from './routes/cleanup.js';
 import { registerEnvironmentRoutes } from './routes/environments.js';
 import { registerEventRoutes } from './routes/events.js';
@@ -321,6 +322,7 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
   registerEventRoutes(app, services);
   registerEnvironmentRoutes(app, services);
   registerAuditRoutes(app, services);
+  registerCleanupExecutorRoutes(app, services);
   registerCleanupRoutes(app, services);
   registerGithubRoutes(app, services);
   registerDashboard(app, services);
