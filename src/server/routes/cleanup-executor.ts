@@ -6,17 +6,9 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { queueRoutes, type QueueRoute } from '../../cleanup/protocol.js';
 import { TendError } from '../../errors.js';
-import { ErrorResponse } from '../../api/views.js';
 import type { App, ServerServices } from '../services.js';
 import { actorOf, type Principal } from '../auth.js';
-
-const errors = {
-  400: ErrorResponse,
-  401: ErrorResponse,
-  403: ErrorResponse,
-  404: ErrorResponse,
-  409: ErrorResponse,
-};
+import { cleanupErrors } from './cleanup.js';
 
 const JobParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
 
@@ -49,7 +41,7 @@ function executorRoute<Q extends QueueRoute, P extends TSchema = TSchema>(
       // Only the job routes have params (fastify warns of an undefined params schema).
       ...(options.params ? { params: options.params } : ({} as { params: P })),
       body,
-      response: { 200: response, ...errors },
+      response: { 200: response, ...cleanupErrors },
     },
   };
 }

@@ -28,7 +28,8 @@ const maxScheduledEnvironments = 200;
 /** Longest `within` of the plan route. */
 const maxWithinMs = maxDurationMs;
 
-const errors = {
+/** The error answers of every cleanup route (the executors' too). */
+export const cleanupErrors = {
   400: ErrorResponse,
   401: ErrorResponse,
   403: ErrorResponse,
@@ -242,7 +243,7 @@ function registerPlanRoute(app: App, services: ServerServices): void {
     summary: 'What cleanup will do, when, and why (or why not): the decisions of the last planning pass',
     tags: ['cleanup'],
     querystring: PlanQuery,
-    response: { 200: PlanResponse, ...errors },
+    response: { 200: PlanResponse, ...cleanupErrors },
   };
   app.get('/api/v1/cleanup/plan', { config: { permission: 'read' }, schema }, async (request) => {
     const q = request.query;
@@ -298,7 +299,7 @@ function registerNoticeRoute(app: App, services: ServerServices): void {
       "One environment's cleanup decisions, for the CLI's warning line and `tend status` (ingest scope: a project-bound token sees its project only)",
     tags: ['cleanup'],
     querystring: NoticeQuery,
-    response: { 200: NoticeResponse, ...errors },
+    response: { 200: NoticeResponse, ...cleanupErrors },
   };
   app.get('/api/v1/cleanup/notice', { config: { permission: 'ingest' }, schema }, async (request) => {
     const q = request.query;
@@ -332,7 +333,7 @@ function registerJobsRoute(app: App, services: ServerServices): void {
     querystring: JobsQuery,
     response: {
       200: Type.Object({ items: Type.Array(JobView), nextCursor: Nullable(Type.String()) }),
-      ...errors,
+      ...cleanupErrors,
     },
   };
   app.get('/api/v1/cleanup/jobs', { config: { permission: 'read' }, schema }, async (request) => {
@@ -363,7 +364,7 @@ function registerStatusRoute(app: App, services: ServerServices): void {
     summary:
       'The state of cleanup: halt switch, last pass, breakers, enforced policies, executors, unrecorded namespaces',
     tags: ['cleanup'],
-    response: { 200: StatusResponse, ...errors },
+    response: { 200: StatusResponse, ...cleanupErrors },
   };
   app.get('/api/v1/cleanup/status', { config: { permission: 'read' }, schema }, async (request) => {
     const only = request.principal?.project ?? null;
@@ -393,7 +394,7 @@ function registerEnforceRoute(app: App, services: ServerServices): void {
       'Enforce the cleanup policy of a project (or one environment name): its decisions stop being dry-run (admin)',
     tags: ['cleanup'],
     body: EnforceBody,
-    response: { 200: EnforceResponse, ...errors },
+    response: { 200: EnforceResponse, ...cleanupErrors },
   };
   app.post('/api/v1/cleanup/enforce', { config: { permission: 'admin' }, schema }, async (request) => {
     checkProject(request.principal, request.body.project);
@@ -414,7 +415,7 @@ function registerHaltRoutes(app: App, services: ServerServices): void {
           ? 'Halt all automatic cleanup: nothing is planned or started until resumed (admin)'
           : 'Resume automatic cleanup (admin)',
       tags: ['cleanup'],
-      response: { 200: Type.Object({ halted: Type.Boolean(), changed: Type.Boolean() }), ...errors },
+      response: { 200: Type.Object({ halted: Type.Boolean(), changed: Type.Boolean() }), ...cleanupErrors },
     };
     app.post(`/api/v1/cleanup/${action}`, { config: { permission: 'admin' }, schema }, async (request) => {
       checkProject(request.principal, null);
@@ -428,7 +429,7 @@ function registerBreakerResetRoute(app: App, services: ServerServices): void {
     summary: "Close a project's circuit breaker after looking at why it opened (admin)",
     tags: ['cleanup'],
     params: Type.Object({ project: ProjectName }),
-    response: { 200: Type.Object({ project: Type.String(), reset: Type.Boolean() }), ...errors },
+    response: { 200: Type.Object({ project: Type.String(), reset: Type.Boolean() }), ...cleanupErrors },
   };
   app.post(
     '/api/v1/cleanup/breakers/:project/reset',
@@ -451,7 +452,7 @@ function registerEnvironmentJobRoute(
     summary: route.summary,
     tags: ['environments'],
     params: Type.Object({ id: Type.String() }),
-    response: { 200: Type.Object({ jobs: Type.Array(CleanupJob) }), ...errors },
+    response: { 200: Type.Object({ jobs: Type.Array(CleanupJob) }), ...cleanupErrors },
   };
   app.post(route.path, { config: { permission: route.permission }, schema }, async (request) => {
     const env = await visibleEnvironment(services, request.params.id, request.principal);
