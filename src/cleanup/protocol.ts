@@ -250,7 +250,7 @@ export function queuePath(route: QueueRoute, jobId?: string): string {
 }
 
 /**
- * The job queue as an executor sees it: `CleanupService` in the server process (embedded
+ * The job queue as an executor sees it: `DatabaseCleanupQueue` in the server process (embedded
  * executor), or the HTTP client of `tend agent`. Errors are TendErrors; a lost lease is
  * TEND_CLEANUP_LEASE_LOST.
  */

@@ -1,6 +1,6 @@
 /**
  * The cleanup executor: one implementation, two homes — inside `tend server --kubeconfig` (the
- * queue is the server's CleanupService, in-process) and `tend agent` (the queue is HTTP).
+ * queue is the server's DatabaseCleanupQueue, in-process) and `tend agent` (the queue is HTTP).
  *
  * Each pass: (1) heartbeat with the targets it serves, (2) the inventory of each target, (3) claim
  * the due jobs of the targets whose inventory was complete in this pass — a failed, partial or

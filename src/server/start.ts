@@ -7,7 +7,7 @@ import type { ExecutorPluginOptions } from '../executor/settings.js';
 import pino from 'pino';
 import { buildServer, logRedaction, type BuildServerOptions } from './app.js';
 import { startPlanningLoop } from './cleanup/loop.js';
-import type { CleanupSettings } from './cleanup/service.js';
+import type { CleanupSettings } from './cleanup/settings.js';
 import type { App } from './services.js';
 import { migrateToLatest, openDatabase, type OpenDatabaseOptions } from './db/database.js';
 import { EnvironmentRepository, pruneEvents } from './db/repositories/environments.js';
@@ -100,12 +100,12 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const statesTimer = setInterval(() => void recordStates(), 600_000);
   statesTimer.unref();
 
-  const planning = startPlanningLoop(app.cleanup, logger);
+  const planning = startPlanningLoop(app.cleanup.pass, logger);
   app.notifications.publicUrl = options.publicUrl ?? url;
   const notifying = app.notifications.startLoop(logger);
   const embedded = served
     ? (await import('../executor/embedded.js')).startEmbeddedExecutor({
-        queue: app.cleanup,
+        queue: app.cleanup.queue,
         plugins: served,
         protection: {
           protectNamespaces: app.cleanup.settings.protectPatterns,

@@ -12,7 +12,7 @@ import type { EventType, NamespaceStatusPayload } from '../../src/events/catalog
 import type { CleanupCallContext } from '../../src/plugin/types.js';
 import { kubernetesPlugin } from '../../src/plugins/kubernetes/index.js';
 import type { ServedPlugin } from '../../src/router/cleanup.js';
-import type { CleanupService } from '../../src/server/cleanup/service.js';
+import type { CleanupSwitches } from '../../src/server/cleanup/switches.js';
 import { postEvents, type TestServer } from '../server/helpers.js';
 
 export interface SeededNamespace {
@@ -204,7 +204,7 @@ let dueBatch = 0;
  * seeded, recorded with a 1h policy, the policy enforced, and the clock moved 2h on.
  */
 export async function dueEnvironments(
-  t: { sim: KubeSim; server: TestServer; clock: TestClock; cleanup: Pick<CleanupService, 'enforce'> },
+  t: { sim: KubeSim; server: TestServer; clock: TestClock; cleanup: Pick<CleanupSwitches, 'enforce'> },
   n: number,
   prefix = 'p',
 ): Promise<SeededNamespace[]> {

@@ -41,7 +41,7 @@ afterEach(async () => {
 });
 
 const due = (n: number) =>
-  dueEnvironments({ sim: handle.sim, server, clock, cleanup: server.app.cleanup }, n, 'a');
+  dueEnvironments({ sim: handle.sim, server, clock, cleanup: server.app.cleanup.switches }, n, 'a');
 
 function agentArgs(...extra: string[]) {
   return [
@@ -68,7 +68,7 @@ describe('tend agent', () => {
     expect(first.code, first.stderr).toBe(0);
     const report = JSON.parse(first.stdout) as { last: { inventories: { complete: boolean }[] } };
     expect(report.last.inventories).toEqual([expect.objectContaining({ complete: true })]);
-    expect((await server.app.cleanup.planningPass())?.planned).toBe(2);
+    expect((await server.app.cleanup.pass.run())?.planned).toBe(2);
     const second = await runTend(agentArgs('--once', '--json'));
     expect(second.code, second.stderr).toBe(0);
     const jobs = (JSON.parse(second.stdout) as { last: { jobs: { outcome: string }[] } }).last.jobs;
@@ -80,7 +80,7 @@ describe('tend agent', () => {
   it('with --dry-run runs every check and deletes nothing', async () => {
     const [ns] = await due(1);
     expect((await runTend(agentArgs('--once'))).code).toBe(0);
-    expect((await server.app.cleanup.planningPass())?.planned).toBe(1);
+    expect((await server.app.cleanup.pass.run())?.planned).toBe(1);
     const run = await runTend(agentArgs('--once', '--json', '--dry-run'));
     expect(run.code, run.stderr).toBe(0);
     const jobs = (JSON.parse(run.stdout) as { last: { jobs: { outcome: string; message: string }[] } }).last
@@ -126,7 +126,7 @@ describe('tend agent', () => {
   it('a job of an agent SIGKILLed mid-DELETE is finished by another after the lease, once', async () => {
     const [ns] = await due(1);
     expect((await runTend(agentArgs('--once'))).code).toBe(0);
-    expect((await server.app.cleanup.planningPass())?.planned).toBe(1);
+    expect((await server.app.cleanup.pass.run())?.planned).toBe(1);
     // The DELETE hangs: the agent is killed while the job is executing.
     const hang = handle.sim.faults.add({
       type: 'latency',
@@ -197,11 +197,11 @@ describe('tend agent', () => {
         version: 'test',
       });
       await executor.runPass();
-      await server.app.cleanup.planningPass();
+      await server.app.cleanup.pass.run();
       for (let pass = 0; pass < 10 && namespaces.some((ns) => exists(handle.sim, ns.name)); pass++) {
         await executor.runPass();
         clock.advance(10 * 60_000);
-        await server.app.cleanup.planningPass();
+        await server.app.cleanup.pass.run();
       }
       expect(proxy.records.filter((r) => r.status === 429).length).toBeGreaterThan(3);
       for (const ns of namespaces) expect(exists(handle.sim, ns.name)).toBe(false);

@@ -193,7 +193,7 @@ describe('cleanup across processes', () => {
       const before = await database.db.selectFrom('cleanup_jobs').selectAll().execute();
       expect(before.map((j) => j.state)).toEqual(['executing']);
       const executor = new CleanupExecutor({
-        queue: app.cleanup,
+        queue: app.cleanup.queue,
         plugins: servedClusters(handle.kubeconfig),
         protection: testProtection,
         kind: 'embedded',
@@ -202,7 +202,7 @@ describe('cleanup across processes', () => {
       });
       // The claim returns the expired job and takes it; a planning pass changes nothing.
       const first = await executor.runPass();
-      await app.cleanup.planningPass();
+      await app.cleanup.pass.run();
       const second = await executor.runPass();
       expect([...first.jobs, ...second.jobs].map((j) => j.outcome)).toEqual(['done']);
       expect(exists(handle.sim, 'killed-dev')).toBe(false);

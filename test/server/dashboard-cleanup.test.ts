@@ -67,7 +67,7 @@ describe.each(dialects)('dashboard cleanup on %s', (dialect) => {
     shop = await f.environment({ user: 'bob', policy: null });
     f.advance(9 * hour);
     await reportAll();
-    await f.server.app.cleanup.planningPass();
+    await f.server.app.cleanup.pass.run();
   });
   afterAll(async () => f?.close());
 
@@ -154,7 +154,7 @@ describe.each(dialects)('dashboard cleanup on %s', (dialect) => {
     ]);
 
     await reportAll();
-    await f.server.app.cleanup.planningPass();
+    await f.server.app.cleanup.pass.run();
     const after = await page('/cleanup', admin);
     expectEscaped(after.body);
     expect(after.body).toContain('badge mode-enforced');
@@ -176,7 +176,7 @@ describe.each(dialects)('dashboard cleanup on %s', (dialect) => {
   });
 
   it('resets an open breaker (admin)', async () => {
-    await f.server.app.cleanup.repository.openBreakers(
+    await f.server.app.cleanup.control.openBreakers(
       [{ project: 'shop', dueCount: 3, activeCount: 4 }],
       'planner',
       f.now(),

@@ -41,7 +41,7 @@ describe.each(dialects)('dashboard warnings and deliveries on %s', (dialect) => 
     );
     f.advance(7.5 * 3_600_000);
     await f.report('e1', [f.item(env.namespace, 'uid-alice')]);
-    await f.server.app.cleanup.planningPass();
+    await f.server.app.cleanup.pass.run();
     await f.server.app.notifications.pass();
   }, 60_000);
   afterAll(async () => {

@@ -72,7 +72,7 @@ describe.each(dialects)('GitHub pull_request webhooks (%s)', (dialect) => {
       f.item('shop-bob', 'uid-bob'),
       f.item('shop-carol', 'uid-carol'),
     ]);
-    await f.server.app.cleanup.planningPass();
+    await f.server.app.cleanup.pass.run();
   };
   const state = () =>
     f.server.database.db
@@ -258,7 +258,7 @@ describe.each(dialects)('GitHub pull_request webhooks (%s)', (dialect) => {
         expect(res.body).toMatchObject({ state: 'merged', environments: 1 });
       }
       await report();
-      await g.server.app.cleanup.planningPass();
+      await g.server.app.cleanup.pass.run();
       let plan = await g.call('GET', '/api/v1/cleanup/plan?within=365d');
       // afterClose 30m: scheduled, and inside the default 1h warning period.
       expect(plan.body.items.map((d: { kind: string; warning: boolean }) => [d.kind, d.warning])).toEqual([
@@ -268,7 +268,7 @@ describe.each(dialects)('GitHub pull_request webhooks (%s)', (dialect) => {
       ]);
       g.advance(31 * 60_000);
       await report();
-      await g.server.app.cleanup.planningPass();
+      await g.server.app.cleanup.pass.run();
       plan = await g.call('GET', '/api/v1/cleanup/plan?within=365d');
       expect(plan.body.items.map((d: { reason: string }) => d.reason)).toEqual([
         'breaker-open',

@@ -372,7 +372,7 @@ export function registerDashboard(app: App, services: ServerServices): void {
     );
   }
 
-  // Clean up now: the API's job path and checks (services.cleanup.cleanNow), only the wait skipped.
+  // Clean up now: the API's job path and checks (services.cleanup.switches.cleanNow), only the wait skipped.
   app.post(
     '/environments/:id/cleanup',
     { schema: { ...hidden, params: IdParams, body: FormBody } },
@@ -386,7 +386,7 @@ export function registerDashboard(app: App, services: ServerServices): void {
       const env = await visibleEnvironment(services, id, session.principal).catch(() => undefined);
       if (!env) return send(reply, messagePage('Not found', 'No such environment.', session), 404);
       try {
-        await services.cleanup.cleanNow(env.id, actorOf(session.principal));
+        await services.cleanup.switches.cleanNow(env.id, actorOf(session.principal));
       } catch (error) {
         if (error instanceof TendError) return renderEnvironment(reply, session, env.id, 409, error.message);
         throw error;
@@ -395,7 +395,7 @@ export function registerDashboard(app: App, services: ServerServices): void {
     },
   );
 
-  // Resume: the API's resume job (services.cleanup.cleanNow with action resume), same checks.
+  // Resume: the API's resume job (services.cleanup.switches.cleanNow with action resume), same checks.
   app.post(
     '/environments/:id/resume',
     { schema: { ...hidden, params: IdParams, body: FormBody } },
@@ -407,7 +407,7 @@ export function registerDashboard(app: App, services: ServerServices): void {
       );
       if (!env) return send(reply, messagePage('Not found', 'No such environment.', session), 404);
       try {
-        await services.cleanup.cleanNow(env.id, actorOf(session.principal), { action: 'resume' });
+        await services.cleanup.switches.cleanNow(env.id, actorOf(session.principal), { action: 'resume' });
       } catch (error) {
         if (error instanceof TendError) return renderEnvironment(reply, session, env.id, 409, error.message);
         throw error;
@@ -453,17 +453,17 @@ export function registerDashboard(app: App, services: ServerServices): void {
   const switches = {
     enforce: async (body: Static<typeof CleanupForm>, actor: string) => {
       if (!body.project) throw new TendError('TEND_SERVER_BAD_REQUEST', 'enforce needs a project');
-      await services.cleanup.enforce(body.project, body.environment || undefined, actor);
+      await services.cleanup.switches.enforce(body.project, body.environment || undefined, actor);
     },
     halt: async (_body: Static<typeof CleanupForm>, actor: string) => {
-      await services.cleanup.setHalted(true, actor);
+      await services.cleanup.switches.setHalted(true, actor);
     },
     resume: async (_body: Static<typeof CleanupForm>, actor: string) => {
-      await services.cleanup.setHalted(false, actor);
+      await services.cleanup.switches.setHalted(false, actor);
     },
     'breakers/reset': async (body: Static<typeof CleanupForm>, actor: string) => {
       if (!body.project) throw new TendError('TEND_SERVER_BAD_REQUEST', 'a breaker reset needs a project');
-      await services.cleanup.resetBreaker(body.project, actor);
+      await services.cleanup.switches.resetBreaker(body.project, actor);
     },
   };
   for (const [path, run] of Object.entries(switches)) {

@@ -60,7 +60,7 @@ describe('cleanup commands', () => {
   it('plan, enforce, halt, resume and breaker reset talk to the server', async () => {
     const env = await f.environment({ user: 'alice' });
     await f.report('e1', [f.item(env.namespace, 'uid-alice')]);
-    await f.server.app.cleanup.planningPass();
+    await f.server.app.cleanup.pass.run();
     const plan = await cleanupPlanCommand({ within: '24h' });
     expect(plan.data.items).toMatchObject([{ kind: 'scheduled', namespace: 'shop-alice' }]);
     expect(plan.human).toMatch(/^DECISION\s+WHEN\s+PROJECT/);

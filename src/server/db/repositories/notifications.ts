@@ -6,11 +6,16 @@
  * applied to its environments together with the GitHub delivery that said so (a delivery seen
  * before is refused: replays change nothing).
  */
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { encodeTime } from 'ulidx';
-import type { Database, WebhookDeliveryRow, WebhookRow, CleanupDecisionRow, AuditEntry } from '../schema.js';
-
-type Db = Kysely<Database> | Transaction<Database>;
+import type {
+  AuditEntry,
+  CleanupDecisionRow,
+  Database,
+  DatabaseOrTransaction,
+  WebhookDeliveryRow,
+  WebhookRow,
+} from '../schema.js';
 
 export interface NewDelivery {
   /** The delivery id: in the body and the `tend-delivery` header, the same on every attempt. */
@@ -46,7 +51,7 @@ export class NotificationRepository {
     await this.db.insertInto('webhooks').values(row).execute();
   }
 
-  listWebhooks(db: Db = this.reader): Promise<WebhookRow[]> {
+  listWebhooks(db: DatabaseOrTransaction = this.reader): Promise<WebhookRow[]> {
     return db.selectFrom('webhooks').selectAll().orderBy('created_at').orderBy('id').execute();
   }
 
