@@ -74,7 +74,6 @@ export function registerGithubRoutes(app: App, services: ServerServices): void {
             401: { ...ErrorResponse, description: 'No signature, a wrong one, or a replayed delivery.' },
             404: { ...ErrorResponse, description: 'The GitHub integration is not configured.' },
             413: ErrorResponse,
-            415: ErrorResponse,
           },
         },
       },
