@@ -35,7 +35,8 @@ import {
   encodeSpawn,
   environmentFields,
   FrameType,
-  frameHeaderBytes,
+  frameHeader,
+  frameReader,
   helperSource,
   type SpawnFrame,
 } from './spawn-helper.js';
@@ -231,7 +232,7 @@ class Helper {
   private readonly commands = new Map<number, Running>();
   /** The environment this helper was sent last. */
   private inherited: InheritedEnvironment | undefined;
-  private pending: Buffer = Buffer.alloc(0);
+  private readonly receive = frameReader((type, id, payload) => this.dispatch(type, id, payload));
 
   constructor(readonly kind: HelperKind) {
     const [file, args, env] =
@@ -259,7 +260,7 @@ class Helper {
     stdin.on('error', () => undefined); // a dead helper: handled when its stdout closes
     stdin.unref();
     stdout.unref();
-    stdout.on('data', (chunk: Buffer) => this.receive(chunk));
+    stdout.on('data', this.receive);
     stdout.once('close', () => this.died());
     this.child.once('error', () => undefined);
   }
@@ -282,32 +283,13 @@ class Helper {
 
   /** Frames sent in one turn of the event loop go in one write, which wakes the helper once. */
   private send(type: number, id: number, payload: Buffer): void {
-    const header = Buffer.allocUnsafe(frameHeaderBytes);
-    header.writeUInt32BE(payload.length, 0);
-    header.writeUInt8(type, 4);
-    header.writeUInt32BE(id, 5);
     const stdin = this.child.stdin!;
     if (!stdin.writableCorked) {
       stdin.cork();
       setImmediate(() => stdin.uncork());
     }
-    stdin.write(header);
+    stdin.write(frameHeader(type, id, payload.length));
     stdin.write(payload);
-  }
-
-  private receive(chunk: Buffer): void {
-    this.pending = this.pending.length > 0 ? Buffer.concat([this.pending, chunk]) : chunk;
-    let offset = 0;
-    while (this.pending.length - offset >= frameHeaderBytes) {
-      const length = this.pending.readUInt32BE(offset);
-      if (this.pending.length - offset < frameHeaderBytes + length) break;
-      const type = this.pending.readUInt8(offset + 4);
-      const id = this.pending.readUInt32BE(offset + 5);
-      const payload = this.pending.subarray(offset + frameHeaderBytes, offset + frameHeaderBytes + length);
-      offset += frameHeaderBytes + length;
-      this.dispatch(type, id, payload);
-    }
-    this.pending = this.pending.subarray(offset);
   }
 
   private dispatch(type: number, id: number, payload: Buffer): void {
