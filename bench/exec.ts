@@ -36,7 +36,7 @@ const pythonRuns =
   0;
 
 /** How tend starts commands in each row: Node helpers (the default), Python helpers, no helper. */
-const ways = [
+const ways: { name: string; env: Record<string, string> }[] = [
   { name: 'the Node helper (the default)', env: { TEND_EXEC_PYTHON: '' } },
   ...(pythonRuns
     ? [{ name: 'TEND_EXEC_PYTHON (the Python helper)', env: { TEND_EXEC_PYTHON: python } }]
