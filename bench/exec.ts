@@ -12,12 +12,14 @@
  *   service started on a port of its own and the example's smoke test run against it), and 200
  *   `sh -c` Builds that hash, sort, tar and gzip a small tree each.
  *
- * Each figure is the median of three runs. tend starts commands in Node spawn helpers; the same
+ * Each figure is the median of three runs, a project's floors and ways of starting taken in
+ * turns (one run of each a round). tend starts commands in Node spawn helpers; the same
  * CLI with the Python helper (`TEND_EXEC_PYTHON`, an opt-in: it costs a command a tenth of the
  * CPU, which short commands show) and with `TEND_EXEC_HELPERS=0` (every command spawned by tend's
- * own process) is shown beside it. Run it on a quiet machine: under load, with the kernel's
- * autogroup scheduling, tend's helpers and commands (each in a session of its own) get more of
- * the CPU than a floor's processes (all in the benchmark's session), and the ratios flatter tend.
+ * own process) is shown beside it. Run it on a quiet machine: under load the ratios swing (on 2
+ * cores under a load of 10 to 20, 1,000 actions came out at 0.7× to 3.4× xargs), and with the
+ * kernel's autogroup scheduling tend's helpers and commands, each in a session of its own, get
+ * more of the CPU than a floor's processes, all in the benchmark's session.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
@@ -44,45 +46,46 @@ const ways: { name: string; env: Record<string, string> }[] = [
   { name: 'TEND_EXEC_HELPERS=0 (no spawn helper)', env: { TEND_EXEC_PYTHON: '', TEND_EXEC_HELPERS: '0' } },
 ];
 
-/** `args` of the CLI in `root`, from a fresh `.tend` (nothing cached) after `reset`: the median of `runs`. */
-async function firstRuns(
-  root: string,
-  args: string[],
-  env: Record<string, string>,
-  reset = () => {},
-): Promise<number> {
-  const times: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    rmSync(path.join(root, '.tend'), { recursive: true, force: true });
-    reset();
-    times.push(
-      await timeIt(() => {
-        const result = spawnSync(process.execPath, [tendBin, ...args, '--root', root], {
-          stdio: ['ignore', 'ignore', 'pipe'],
-          env: { ...process.env, CI: 'true', TEND_SERVER_URL: '', ...env },
-        });
-        if (result.status !== 0)
-          throw new Error(`tend ${args.join(' ')} exited with ${result.status}: ${result.stderr}`);
-      }),
-    );
-  }
-  return median(times);
+/** Something timed: `reset` (untimed) before each run. */
+interface Timed {
+  name: string;
+  run: () => Promise<unknown> | unknown;
+  reset?: () => void;
 }
 
-/** `firstRuns` for each of `ways`, by name. */
-async function eachWay(root: string, args: string[], reset?: () => void): Promise<Map<string, number>> {
-  const times = new Map<string, number>();
-  for (const way of ways) times.set(way.name, await firstRuns(root, args, way.env, reset));
-  return times;
+/**
+ * Each of `subjects` run once a round, `runs` rounds, in an order that turns by one each round (a
+ * load that comes and goes during the benchmark reaches each alike): each one's median, by name.
+ */
+async function medians(subjects: Timed[]): Promise<Map<string, number>> {
+  const times = new Map(subjects.map((subject) => [subject.name, [] as number[]]));
+  for (let round = 0; round < runs; round++) {
+    for (let k = 0; k < subjects.length; k++) {
+      const subject = subjects[(k + round) % subjects.length]!;
+      subject.reset?.();
+      times.get(subject.name)!.push(await timeIt(subject.run));
+    }
+  }
+  return new Map([...times].map(([name, values]) => [name, median(values)]));
 }
 
-async function medianOf(fn: () => Promise<unknown> | unknown, reset = () => {}): Promise<number> {
-  const times: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    reset();
-    times.push(await timeIt(fn));
-  }
-  return median(times);
+/** `args` of the CLI in `root`, each of `ways`, from a fresh `.tend` (nothing cached) after `reset`. */
+function tendRuns(root: string, args: string[], reset?: () => void): Timed[] {
+  return ways.map((way) => ({
+    name: way.name,
+    reset: () => {
+      rmSync(path.join(root, '.tend'), { recursive: true, force: true });
+      reset?.();
+    },
+    run: () => {
+      const result = spawnSync(process.execPath, [tendBin, ...args, '--root', root], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+        env: { ...process.env, CI: 'true', TEND_SERVER_URL: '', ...way.env },
+      });
+      if (result.status !== 0)
+        throw new Error(`tend ${args.join(' ')} exited with ${result.status}: ${result.stderr}`);
+    },
+  }));
 }
 
 /** `script` run by `sh` in `cwd`; throws unless it succeeds. */
@@ -199,25 +202,34 @@ export async function run(): Promise<void> {
   if (!pythonRuns) console.log(`  (no Python 3.8 or later at ${python}: no rows for the Python helper)`);
 
   const echoes = tempProject(execProjectFiles(500, 500));
-  const xargs = await medianOf(() => shell('seq 1000 | xargs -P8 -n1 echo'));
-  const nodeSpawn = await medianOf(() => spawnAll('echo', ['x'], 1000, 8));
-  const echoTimes = await eachWay(echoes.root, ['test']);
-  figure('floor: seq 1000 | xargs -P8 -n1 echo', xargs, 'ms');
-  figure('floor: Node spawning 1,000 echo, 8 at a time', nodeSpawn, 'ms');
-  printWays('1,000 exec actions (echo), first run', echoTimes, xargs, 'xargs', { target: { max: 3 } });
+  const xargs = 'floor: seq 1000 | xargs -P8 -n1 echo';
+  const nodeSpawn = 'floor: Node spawning 1,000 echo, 8 at a time';
+  const echoTimes = await medians([
+    { name: xargs, run: () => shell('seq 1000 | xargs -P8 -n1 echo') },
+    { name: nodeSpawn, run: () => spawnAll('echo', ['x'], 1000, 8) },
+    ...tendRuns(echoes.root, ['test']),
+  ]);
+  figure(xargs, echoTimes.get(xargs)!, 'ms');
+  figure(nodeSpawn, echoTimes.get(nodeSpawn)!, 'ms');
+  printWays('1,000 exec actions (echo), first run', echoTimes, echoTimes.get(xargs)!, 'xargs', {
+    target: { max: 3 },
+  });
   ratio(
     '1,000 exec actions vs Node spawning 8 at a time',
     echoTimes.get(ways[0]!.name)!,
-    nodeSpawn,
+    echoTimes.get(nodeSpawn)!,
     'Node spawn',
   );
   echoes.remove();
 
   const truesProject = tempProject(execProjectFiles(200, 0, 'true'));
-  const directSpawn = await medianOf(() => spawnAll('true', [], 200, 8));
-  const trueTimes = await eachWay(truesProject.root, ['build']);
-  figure('floor: Node spawning `true` 200 times, 8 at a time', directSpawn, 'ms');
-  printWays('200 exec `true` actions, first run', trueTimes, directSpawn, 'direct spawn', {
+  const directSpawn = 'floor: Node spawning `true` 200 times, 8 at a time';
+  const trueTimes = await medians([
+    { name: directSpawn, run: () => spawnAll('true', [], 200, 8) },
+    ...tendRuns(truesProject.root, ['build']),
+  ]);
+  figure(directSpawn, trueTimes.get(directSpawn)!, 'ms');
+  printWays('200 exec `true` actions, first run', trueTimes, trueTimes.get(directSpawn)!, 'direct spawn', {
     target: { max: 1.15 },
     limit: { max: 1500 },
   });
@@ -226,28 +238,37 @@ export async function run(): Promise<void> {
   const shops = tempProject(shopProjectFiles(shopServices));
   const removeShopBuilds = removeOutputs(shops.root, shopServices, 'dist');
   const buildAndTest = `cd svc-$0 && node build.js && node test/serve-and-smoke.js $((${shopPort} + $0))`;
-  const shopXargs = await medianOf(
-    () => shell(`seq 0 ${shopServices - 1} | xargs -P8 -n1 sh -c '${buildAndTest}' > /dev/null`, shops.root),
-    removeShopBuilds,
-  );
-  const shopTimes = await eachWay(shops.root, ['test'], removeShopBuilds);
-  figure(`floor: local-shop's build + smoke test ×${shopServices}, xargs -P8`, shopXargs, 'ms');
-  printWays(`local-shop ×${shopServices}`, shopTimes, shopXargs, 'xargs');
+  const shopXargs = `floor: local-shop's build + smoke test ×${shopServices}, xargs -P8`;
+  const shopTimes = await medians([
+    {
+      name: shopXargs,
+      reset: removeShopBuilds,
+      run: () =>
+        shell(`seq 0 ${shopServices - 1} | xargs -P8 -n1 sh -c '${buildAndTest}' > /dev/null`, shops.root),
+    },
+    ...tendRuns(shops.root, ['test'], removeShopBuilds),
+  ]);
+  figure(shopXargs, shopTimes.get(shopXargs)!, 'ms');
+  printWays(`local-shop ×${shopServices}`, shopTimes, shopTimes.get(shopXargs)!, 'xargs');
   shops.remove();
 
   const shells = tempProject(shellProjectFiles(shellBuilds));
   const removeShellOutputs = removeOutputs(shells.root, shellBuilds, 'out');
-  const shellXargs = await medianOf(
-    () =>
-      shell(
-        `seq 0 ${shellBuilds - 1} | xargs -P8 -n1 sh -c 'cd svc-$0 && ${shellBuild}' > /dev/null`,
-        shells.root,
-      ),
-    removeShellOutputs,
-  );
-  const shellTimes = await eachWay(shells.root, ['build'], removeShellOutputs);
-  figure(`floor: ${shellBuilds} sh -c builds (hash, sort, tar, gzip), xargs -P8`, shellXargs, 'ms');
-  printWays(`${shellBuilds} sh -c Builds`, shellTimes, shellXargs, 'xargs');
+  const shellXargs = `floor: ${shellBuilds} sh -c builds (hash, sort, tar, gzip), xargs -P8`;
+  const shellTimes = await medians([
+    {
+      name: shellXargs,
+      reset: removeShellOutputs,
+      run: () =>
+        shell(
+          `seq 0 ${shellBuilds - 1} | xargs -P8 -n1 sh -c 'cd svc-$0 && ${shellBuild}' > /dev/null`,
+          shells.root,
+        ),
+    },
+    ...tendRuns(shells.root, ['build'], removeShellOutputs),
+  ]);
+  figure(shellXargs, shellTimes.get(shellXargs)!, 'ms');
+  printWays(`${shellBuilds} sh -c Builds`, shellTimes, shellTimes.get(shellXargs)!, 'xargs');
   shells.remove();
 }
 
