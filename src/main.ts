@@ -3,27 +3,15 @@
  * `tend --version` and light commands never load the Kubernetes client or the server.
  */
 import { Argument, Command, CommanderError, Option } from 'commander';
-import { ExitCode, TendError } from './errors.js';
+import { ExitCode } from './errors.js';
 import { printError, printResult, type CommandResult, type GlobalOptions } from './cli/output.js';
+import { wholeNumber } from './cli/flag-values.js';
 import { cliVersion } from './version.js';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
-function parseTail(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 1_000_000) {
-    throw new TendError('TEND_USAGE', `--tail expects a whole number of lines from 0, got "${value}"`);
-  }
-  return n;
-}
-
-function parseConcurrency(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 1024) {
-    throw new TendError('TEND_USAGE', `--concurrency expects a whole number from 1 to 1024, got "${value}"`);
-  }
-  return n;
-}
+const parseTail = wholeNumber('tail', 0, 1_000_000, 'lines');
+const parseConcurrency = wholeNumber('concurrency', 1, 1024);
 
 /** Runs a lazily imported command and turns its result or error into output and an exit code. */
 async function execute(command: Command, load: () => Promise<CommandResult>): Promise<void> {

@@ -14,6 +14,7 @@ export const blockReasons = [
   'protected',
   'kept-alive',
   'session-running',
+  'held-elsewhere',
   'inventory-stale',
   'inventory-partial',
   'no-executor',

@@ -3,6 +3,10 @@
  * (`routes/<resource>.ts`, `dashboard/`). `buildServer` returns the instance without listening,
  * so tests can `inject` requests; `start.ts` listens and handles signals.
  */
+import { performance } from 'node:perf_hooks';
+import { FormatRegistry } from '@sinclair/typebox';
+import { policyDurationFormat, timeZoneFormat } from '../cleanup/policy.js';
+import { PlanningClock } from './cleanup/clock.js';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
@@ -52,6 +56,11 @@ export interface BuildServerOptions {
   maxEventsPerBatch?: number;
   /** The clock (tests). */
   now?: () => Date;
+  /**
+   * A clock that never steps, in ms (tests; default `performance.now`, or `now` itself when only
+   * `now` is given, so a test that moves `now` moves time rather than stepping the clock).
+   */
+  monotonicNow?: () => number;
   /** Cleanup settings (`--cleanup-interval`, `--cleanup-max-per-pass`, `--protect-namespace`). */
   cleanup?: Partial<CleanupSettings>;
   /** Webhook delivery settings (tests shorten the backoff). */
@@ -146,13 +155,24 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
     }
     void reply.status(status).send(errorBody(tendError));
   };
+  // tend's own string formats, as TypeBox checks them everywhere else.
+  const tendFormats = Object.fromEntries(
+    [policyDurationFormat, timeZoneFormat].map((name) => [
+      name,
+      (value: string) => FormatRegistry.Get(name)!(value),
+    ]),
+  );
   const app: App = Fastify({
     ...(isLogger(logger)
       ? { loggerInstance: logger }
       : { logger: logger === true ? { level: 'info', redact: logRedaction } : logger }),
     bodyLimit: 1024 * 1024,
     // The ingest route validates events itself (with the catalogue's checkEvent), naming index and field.
-    ajv: { customOptions: { allErrors: false, coerceTypes: true, removeAdditional: false } },
+    ajv: {
+      customOptions: { allErrors: false, coerceTypes: true, removeAdditional: false, formats: tendFormats },
+    },
+    // Responses with `anyOf` are serialized through Ajv too: it must know the same formats.
+    serializerOpts: { ajv: { formats: tendFormats } },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     frameworkErrors: handleError,
@@ -161,6 +181,8 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
   const database = options.db;
   const metrics = new Metrics();
   const now = options.now ?? (() => new Date());
+  const monotonicNow =
+    options.monotonicNow ?? (options.now ? () => now().getTime() : () => performance.now());
   const services: ServerServices = {
     database,
     tokens: new TokenRepository(database.db, database.reader),
@@ -168,7 +190,7 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
     audit: new AuditRepository(database.db, database.reader),
     dashboardSessions: new DashboardSessionRepository(database.db, database.reader),
     metrics,
-    cleanup: composeCleanup(database.db, database.reader, metrics, now, {
+    cleanup: composeCleanup(database.db, database.reader, metrics, new PlanningClock(now, monotonicNow), {
       ...defaultCleanupSettings,
       ...options.cleanup,
     }),

@@ -12,6 +12,8 @@ export interface CleanupGauges {
   breakers: string[];
   /** Seconds since an executor last heartbeated, by target. */
   executorsLastSeen: Record<string, number>;
+  /** How the last planning pass ended (any replica's); null: none yet. */
+  lastPassOutcome: string | null;
 }
 
 const escapeLabel = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
@@ -116,6 +118,17 @@ export class Metrics {
       lines.push('# TYPE tend_executor_last_seen_seconds gauge');
       for (const [target, age] of Object.entries(cleanup.executorsLastSeen)) {
         lines.push(`tend_executor_last_seen_seconds{target="${escapeLabel(target)}"} ${Math.max(0, age)}`);
+      }
+      lines.push(
+        '# HELP tend_cleanup_last_pass_outcome The last planning pass ended so (1 for its outcome, 0 for the others).',
+      );
+      lines.push('# TYPE tend_cleanup_last_pass_outcome gauge');
+      if (cleanup.lastPassOutcome !== null) {
+        for (const outcome of ['ok', 'partial', 'failed', 'skipped']) {
+          lines.push(
+            `tend_cleanup_last_pass_outcome{outcome="${outcome}"} ${cleanup.lastPassOutcome === outcome ? 1 : 0}`,
+          );
+        }
       }
     }
     return lines.join('\n') + '\n';

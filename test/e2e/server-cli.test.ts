@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/server/db/database.js';
 import { makeProject, removeProjects, runTend, tendBin, waitFor } from '../helpers/project.js';
 import { startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
+import { loginOverHttp } from '../server/helpers.js';
 
 let handle: SimHandle;
 let home: string;
@@ -202,14 +203,7 @@ providers:
     stopped.kill('SIGTERM');
     expect(await new Promise((r) => stopped.once('exit', r))).toBe(0);
     const restarted = await startServer();
-    const login = await fetch(`${restarted.url}/login`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ token: read, next: '/' }),
-      redirect: 'manual',
-    });
-    expect(login.status).toBe(303);
-    const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+    const cookie = await loginOverHttp(restarted.url, read);
     const dashboard = await (await fetch(`${restarted.url}/`, { headers: { cookie } })).text();
     const today = new Date().toISOString().slice(0, 10);
     expect(dashboard).toContain(`<title>${today} active: 1</title>`);

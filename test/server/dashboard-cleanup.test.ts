@@ -183,7 +183,7 @@ describe.each(dialects)('dashboard cleanup on %s', (dialect) => {
     );
     const admin = await login(f.server.tokens.admin);
     const open = await page('/cleanup', admin);
-    expect(open.body).toMatch(/3 of 4 active environments were due at once/);
+    expect(open.body).toMatch(/3 of 4 environments under enforced policies were due at once/);
     expect((await post('/cleanup/breakers/reset', admin, { project: 'shop' })).statusCode).toBe(303);
     expect(await f.server.database.db.selectFrom('cleanup_breakers').selectAll().execute()).toEqual([]);
   });

@@ -234,3 +234,22 @@ export async function postLogin(app: App, payload: { token?: string; next?: stri
     payload: { _csrf: csrf, ...payload },
   });
 }
+
+/**
+ * Logs in to a server listening at `url` as a browser does (the form's CSRF token and cookie,
+ * then the POST); returns the `tend_session=…` cookie, or throws with the answer's status.
+ */
+export async function loginOverHttp(url: string, token: string): Promise<string> {
+  const form = await fetch(`${url}/login`);
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? '';
+  const csrfCookie = /tend_login_csrf=[^;]+/.exec(form.headers.get('set-cookie') ?? '')?.[0] ?? '';
+  const login = await fetch(`${url}/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: csrfCookie },
+    body: new URLSearchParams({ token, next: '/', _csrf: csrf }).toString(),
+    redirect: 'manual',
+  });
+  const session = /tend_session=[^;]+/.exec(login.headers.get('set-cookie') ?? '')?.[0];
+  if (login.status !== 303 || !session) throw new Error(`login answered ${login.status}`);
+  return session;
+}

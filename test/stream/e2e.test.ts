@@ -6,6 +6,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { EnvironmentView, ResourceView, SessionView } from '../../src/api/views.js';
 import { copyExample, removeProjects, runTend } from '../helpers/project.js';
+import { loginOverHttp } from '../server/helpers.js';
 import {
   freePort,
   outboxFiles,
@@ -67,15 +68,8 @@ describe('streaming a deploy to the server', () => {
       ]);
 
       // The dashboard shows it, to a developer logged in with a read token.
-      const login = await fetch(`${stream.server.current!.url}/login`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ token: stream.server.tokens.read, next: '/' }).toString(),
-        redirect: 'manual',
-      });
-      const cookie = /tend_session=[^;]+/.exec(login.headers.get('set-cookie') ?? '')?.[0];
-      expect(cookie, `login answered ${login.status}`).toBeDefined();
-      const dashboard = await fetch(`${stream.server.current!.url}/`, { headers: { cookie: cookie! } });
+      const cookie = await loginOverHttp(stream.server.current!.url, stream.server.tokens.read);
+      const dashboard = await fetch(`${stream.server.current!.url}/`, { headers: { cookie } });
       expect(dashboard.status).toBe(200);
       expect(await dashboard.text()).toContain(namespace);
 

@@ -10,6 +10,7 @@ import { CleanupInventoryRepository } from '../db/repositories/cleanup-inventori
 import { CleanupJobRepository } from '../db/repositories/cleanup-jobs.js';
 import type { Database } from '../db/schema.js';
 import type { Metrics } from '../metrics.js';
+import { PlanningClock } from './clock.js';
 import { PlanningPass } from './pass.js';
 import { DatabaseCleanupQueue } from './queue.js';
 import type { CleanupSettings } from './settings.js';
@@ -25,6 +26,8 @@ export interface ServerCleanup {
   queue: DatabaseCleanupQueue;
   /** The planning loop runs it every interval. */
   pass: PlanningPass;
+  /** Planning time, which a step of the wall clock does not move (clock.ts). */
+  clock: PlanningClock;
   switches: CleanupSwitches;
 }
 
@@ -33,9 +36,17 @@ export function composeCleanup(
   db: Kysely<Database>,
   reader: Kysely<Database>,
   metrics: Metrics,
-  now: () => Date,
+  /** The planning clock; a plain clock (a second replica in a test) is one that never steps. */
+  clockOrNow: PlanningClock | (() => Date),
   settings: CleanupSettings,
 ): ServerCleanup {
+  const clock =
+    clockOrNow instanceof PlanningClock
+      ? clockOrNow
+      : new PlanningClock(clockOrNow, () => clockOrNow().getTime());
+  // Everything cleanup decides and records is on planning time: consistent across the pass, the
+  // queue's re-checks and leases, and the switches.
+  const now = () => clock.now();
   const jobs = new CleanupJobRepository(db, reader);
   const inventories = new CleanupInventoryRepository(db, reader);
   const control = new CleanupControlRepository(db, reader);
@@ -48,7 +59,8 @@ export function composeCleanup(
     control,
     decisions,
     queue,
-    pass: new PlanningPass(db, reader, jobs, control, decisions, metrics, now, settings),
+    pass: new PlanningPass(db, reader, jobs, control, decisions, metrics, clock, settings),
+    clock,
     switches: new CleanupSwitches(db, jobs, control, queue, metrics, now, settings),
   };
 }

@@ -21,7 +21,9 @@ export function startPlanningLoop(pass: PlanningPass, log: PlanningLog): Plannin
     pass.settings.intervalMs,
     async () => {
       const report = await pass.run();
-      if (report && (report.planned > 0 || report.cancelled > 0 || report.breakersOpened.length > 0)) {
+      if (report && report.outcome !== 'ok') {
+        log.warn({ ...report }, `cleanup planning pass ${report.outcome}: ${report.note ?? ''}`);
+      } else if (report && (report.planned > 0 || report.cancelled > 0 || report.breakersOpened.length > 0)) {
         log.info({ ...report }, `cleanup: ${report.planned} job(s) planned, ${report.cancelled} cancelled`);
       }
     },

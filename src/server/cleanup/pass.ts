@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Kysely } from 'kysely';
 import { writeAudit, type AuditInput } from '../db/repositories/audit.js';
-import type { CleanupControlRepository } from '../db/repositories/cleanup-control.js';
+import type { CleanupControlRepository, PassOutcome } from '../db/repositories/cleanup-control.js';
 import type { CleanupDecisionRepository } from '../db/repositories/cleanup-decisions.js';
 import type { CleanupJobRepository } from '../db/repositories/cleanup-jobs.js';
 import type { CleanupDecisionRow, Database } from '../db/schema.js';
@@ -18,6 +18,7 @@ import { PlanMemo } from './planner/memo.js';
 import { plan } from './planner/plan.js';
 import type { Decision, PlannerSettings, PlanResult, PlanSnapshot } from './planner/types.js';
 import { SnapshotCache } from './snapshot.js';
+import type { ClockStep, PlanningClock } from './clock.js';
 
 export interface PassReport {
   decisions: number;
@@ -29,6 +30,9 @@ export interface PassReport {
   phasesMs: { snapshot: number; plan: number; store: number };
   /** Environments whose evaluation the planner's memo carried over from the last pass. */
   reused: number;
+  /** How the pass ended, and why when not `ok`. */
+  outcome: PassOutcome;
+  note?: string;
 }
 
 type DecisionState = Pick<
@@ -53,7 +57,7 @@ export class PlanningPass {
     private readonly control: CleanupControlRepository,
     private readonly decisions: CleanupDecisionRepository,
     private readonly metrics: Metrics,
-    private readonly now: () => Date,
+    private readonly clock: PlanningClock,
     readonly settings: PlannerSettings,
   ) {
     this.snapshots = new SnapshotCache(reader, db);
@@ -68,9 +72,12 @@ export class PlanningPass {
    */
   async run(): Promise<PassReport | undefined> {
     const started = performance.now();
-    const now = this.now();
+    // Every pass reads both clocks, with the lease or not: a step is seen by whoever plans next.
+    const step = this.clock.check();
+    const now = this.clock.now();
     const leaseMs = Math.max(60_000, 2 * this.settings.intervalMs);
     if (!(await this.control.acquirePlanLease(this.replicaId, leaseMs, now))) return undefined;
+    if (step) return this.skipForStep(step, started, now);
     try {
       const passSeq = await this.control.passSeq();
       const expired = await this.jobs.returnExpired(now);
@@ -99,7 +106,26 @@ export class PlanningPass {
         store: performance.now() - storeStarted,
       };
       this.metrics.recordPlanningPass(durationMs / 1000);
-      await this.control.releasePlanLease(this.replicaId, durationMs, this.now());
+      const unplanned = result.unplanned;
+      let note: string | undefined;
+      if (unplanned.length > 0) {
+        note = `${unplanned.length} environment(s) could not be planned and were left out: ${unplanned
+          .slice(0, 5)
+          .map((u) => `${u.project}/${u.name} (${u.message})`)
+          .join('; ')}`;
+        await writeAudit(
+          this.db,
+          now,
+          unplanned.map((u) => ({
+            actor: 'planner',
+            action: 'cleanup-plan-error',
+            environmentId: u.environmentId,
+            detail: { project: u.project, environment: u.name, message: u.message },
+          })),
+        );
+      }
+      const outcome: PassOutcome = unplanned.length > 0 ? 'partial' : 'ok';
+      await this.control.releasePlanLease(this.replicaId, durationMs, this.clock.now(), { outcome, note });
       if (this.cache) this.cache.seq = passSeq + 1;
       return {
         decisions: result.decisions.length,
@@ -109,12 +135,58 @@ export class PlanningPass {
         durationMs,
         phasesMs,
         reused: this.memo.reused,
+        outcome,
+        ...(note ? { note } : {}),
       };
     } catch (error) {
-      // Let another replica (or the next pass) take over at once.
-      await this.control.releasePlanLease(this.replicaId, 0, this.now()).catch(() => undefined);
+      // Let another replica (or the next pass) take over at once; the pass shows as failed.
+      const note = error instanceof Error ? error.message : String(error);
+      await this.control
+        .releasePlanLease(this.replicaId, performance.now() - started, this.clock.now(), {
+          outcome: 'failed',
+          note,
+        })
+        .catch(() => undefined);
       throw error;
     }
+  }
+
+  /**
+   * The wall clock stepped since the last pass: this pass plans nothing (what it would plan is
+   * measured against a clock that just jumped), audits `cleanup-clock-step` and says so in status.
+   */
+  private async skipForStep(step: ClockStep, started: number, now: Date): Promise<PassReport> {
+    const minutes = Math.round(Math.abs(step.ms) / 60_000);
+    const note =
+      `the wall clock stepped ${step.ms > 0 ? 'forward' : 'back'} by ${minutes} min since the last pass: ` +
+      `this pass planned nothing` +
+      (step.ms > 0 ? '; activity is aged on the clock without the step from now on' : '');
+    try {
+      await writeAudit(this.db, now, [
+        {
+          actor: 'planner',
+          action: 'cleanup-clock-step',
+          detail: { stepMs: step.ms, at: step.at, message: note },
+        },
+      ]);
+    } finally {
+      await this.control.releasePlanLease(this.replicaId, performance.now() - started, now, {
+        outcome: 'skipped',
+        note,
+      });
+    }
+    const durationMs = performance.now() - started;
+    return {
+      decisions: 0,
+      planned: 0,
+      cancelled: 0,
+      breakersOpened: [],
+      durationMs,
+      phasesMs: { snapshot: 0, plan: 0, store: 0 },
+      reused: 0,
+      outcome: 'skipped',
+      note,
+    };
   }
 
   /** A planned job (audited in its transaction) for each new `due` decision; how many were created. */

@@ -18,6 +18,7 @@ import type { Schedule } from '../../cleanup/schedule.js';
 import { isSqlite } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
 import { parseDuration } from '../../cleanup/policy.js';
+import { loadHolders } from './holders.js';
 import {
   policyKey,
   sessionLiveMs,
@@ -67,7 +68,7 @@ interface EnvironmentPart {
 }
 
 /** Everything of a snapshot but its environments and resources: small tables, read in full. */
-type SharedPart = Omit<PlanSnapshot, 'environments' | 'resources'> & {
+type SharedPart = Omit<PlanSnapshot, 'environments' | 'resources' | 'activeEnvironments'> & {
   /** The items of local targets by `targetKey\0namespace` (a local resource's key holds its path). */
   localItems: Map<string, SnapshotInventoryItem>;
 };
@@ -96,9 +97,6 @@ export class SnapshotCache {
   private resources = new Map<string, LoadedResource[]>();
   /** The planner's view of each list of resources without local ones, kept while the list is. */
   private plain = new WeakMap<LoadedResource[], SnapshotResource[]>();
-  /** Every active environment's project (with a policy or not), and their count per project. */
-  private activeProject = new Map<string, string>();
-  private activeCounts = new Map<string, number>();
   /** The last change-log entry applied; undefined: nothing loaded yet. */
   private seq: number | undefined;
 
@@ -121,7 +119,7 @@ export class SnapshotCache {
     const seq = this.seq;
     const pruned = seq !== undefined && assigned > seq && (first === null || Number(first) > seq + 1);
     const [shared] = await Promise.all([
-      loadShared(this.reader, now, undefined, false),
+      loadShared(this.reader, now, undefined),
       seq === undefined || pruned ? this.reloadAll() : this.reloadChanged(seq, assigned),
     ]);
     this.seq = assigned;
@@ -149,39 +147,14 @@ export class SnapshotCache {
       environments: this.environments,
       resources,
       byEnvironment,
-      activeEnvironments: new Map(this.activeCounts),
+      activeEnvironments: breakerBase(this.environments, byEnvironment, rest.enforcedPolicies),
     };
   }
 
   private async reloadAll(): Promise<void> {
-    const [part, active] = await Promise.all([
-      loadEnvironments(this.reader, 'all'),
-      this.reader
-        .selectFrom('environments')
-        .select(['id', 'project'])
-        .where('state', '=', 'active')
-        .execute(),
-    ]);
+    const part = await loadEnvironments(this.reader, 'all');
     this.environments = part.environments;
     this.resources = groupByEnvironment(part.resources);
-    this.activeProject = new Map();
-    this.activeCounts = new Map();
-    for (const e of active) this.setActive(e.id, e.project);
-  }
-
-  private setActive(id: string, project: string | undefined): void {
-    const before = this.activeProject.get(id);
-    if (before === project) return;
-    if (before !== undefined) {
-      const n = this.activeCounts.get(before)! - 1;
-      if (n > 0) this.activeCounts.set(before, n);
-      else this.activeCounts.delete(before);
-      this.activeProject.delete(id);
-    }
-    if (project !== undefined) {
-      this.activeProject.set(id, project);
-      this.activeCounts.set(project, (this.activeCounts.get(project) ?? 0) + 1);
-    }
   }
 
   private async reloadChanged(seq: number, assigned: number): Promise<void> {
@@ -196,18 +169,9 @@ export class SnapshotCache {
     const ids = changed.map((c) => c.environment_id);
     for (let i = 0; i < ids.length; i += idChunk) {
       const chunk = ids.slice(i, i + idChunk);
-      const [part, states] = await Promise.all([
-        loadEnvironments(this.reader, { ids: chunk }),
-        this.reader
-          .selectFrom('environments')
-          .select(['id', 'project', 'state'])
-          .where('id', 'in', chunk)
-          .execute(),
-      ]);
+      const part = await loadEnvironments(this.reader, { ids: chunk });
       const byEnvironment = groupByEnvironment(part.resources);
-      const active = new Map(states.filter((e) => e.state === 'active').map((e) => [e.id, e.project]));
       for (const id of chunk) {
-        this.setActive(id, active.get(id));
         const env = part.environments.get(id);
         if (env) this.environments.set(id, env);
         else this.environments.delete(id);
@@ -403,13 +367,7 @@ async function loadEnvironments(
   return { environments, resources };
 }
 
-/** `countActive` false: `activeEnvironments` is left empty (the cache keeps its own count). */
-async function loadShared(
-  db: Kysely<Database>,
-  now: Date,
-  only: string | undefined,
-  countActive = true,
-): Promise<SharedPart> {
+async function loadShared(db: Kysely<Database>, now: Date, only: string | undefined): Promise<SharedPart> {
   const sessionsSince = new Date(now.getTime() - sessionLiveMs).toISOString();
   let sessionQuery = db
     .selectFrom('sessions')
@@ -429,17 +387,11 @@ async function loadShared(
     .selectFrom('environments')
     .select('project')
     .where('id', '=', only ?? '');
-  let activeQuery = db
-    .selectFrom('environments')
-    .select(['project', (eb) => eb.fn.countAll<number>().as('n')])
-    .where('state', '=', 'active')
-    .groupBy('project');
   let policyQuery = db
     .selectFrom('cleanup_policies')
-    .select(['project', 'environment', 'after_inactivity_ms', 'action']);
+    .select(['project', 'environment', 'after_inactivity_ms', 'action', 'after_close_ms', 'schedule']);
   let breakerQuery = db.selectFrom('cleanup_breakers').select('project');
   if (only) {
-    activeQuery = activeQuery.where('project', '=', projectOf);
     policyQuery = policyQuery
       .where('project', '=', projectOf)
       .where('environment', '=', db.selectFrom('environments').select('name').where('id', '=', only));
@@ -447,7 +399,6 @@ async function loadShared(
   }
 
   const [
-    activeRows,
     inventoryRows,
     executorRows,
     sessionRows,
@@ -456,8 +407,8 @@ async function loadShared(
     breakerRows,
     localItemRows,
     control,
+    holders,
   ] = await Promise.all([
-    countActive ? activeQuery.execute() : [],
     db
       .selectFrom('cleanup_inventories')
       .select(['target_key', 'received_at', 'complete', 'last_complete_at'])
@@ -489,6 +440,7 @@ async function loadShared(
       .where('target_key', '<', 'local0')
       .execute(),
     db.selectFrom('cleanup_control').select('halted').where('id', '=', 'global').executeTakeFirst(),
+    loadHolders(db, now, only),
   ]);
 
   const localItems = new Map<string, SnapshotInventoryItem>();
@@ -513,7 +465,6 @@ async function loadShared(
 
   return {
     localItems,
-    activeEnvironments: new Map(activeRows.map((r) => [r.project, Number(r.n)])),
     inventories: new Map(
       inventoryRows.map((i) => [
         i.target_key,
@@ -541,11 +492,17 @@ async function loadShared(
     enforcedPolicies: new Map(
       policyRows.map((p) => [
         policyKey(p.project, p.environment),
-        { afterMs: Number(p.after_inactivity_ms), action: p.action },
+        {
+          afterMs: Number(p.after_inactivity_ms),
+          action: p.action,
+          afterCloseMs: p.after_close_ms === null ? null : Number(p.after_close_ms),
+          schedule: p.schedule,
+        },
       ]),
     ),
     openBreakers: new Set(breakerRows.map((b) => b.project)),
     halted: Boolean(control?.halted),
+    holders,
   };
 }
 
@@ -561,5 +518,35 @@ function assemble(
     const { resource, localKey } = loaded[i]!;
     resources[i] = localKey === null ? resource : { ...resource, item: localItems.get(localKey) ?? null };
   }
-  return { environments, resources, ...rest };
+  const byEnvironment = new Map<string, SnapshotResource[]>();
+  for (const r of resources) {
+    const list = byEnvironment.get(r.environmentId);
+    if (list) list.push(r);
+    else byEnvironment.set(r.environmentId, [r]);
+  }
+  return {
+    environments,
+    resources,
+    ...rest,
+    activeEnvironments: breakerBase(environments, byEnvironment, rest.enforcedPolicies),
+  };
+}
+
+/**
+ * The breaker's denominator per project: the environments that have namespaces under an
+ * enforced policy. Environments that only ran commands (no namespace) or whose policy nobody
+ * enforced cannot be deleted, so they must not dilute the share of a project due at once.
+ */
+function breakerBase(
+  environments: ReadonlyMap<string, SnapshotEnvironment>,
+  byEnvironment: ReadonlyMap<string, readonly SnapshotResource[]>,
+  enforced: PlanSnapshot['enforcedPolicies'],
+): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const env of environments.values()) {
+    if (!env.policy || !enforced.has(policyKey(env.project, env.name))) continue;
+    if (!byEnvironment.get(env.id)?.some((r) => r.role !== 'system')) continue;
+    counts.set(env.project, (counts.get(env.project) ?? 0) + 1);
+  }
+  return counts;
 }

@@ -4,7 +4,7 @@
  * Cleanup page (a project-bound reader sees only its project's breakers and namespaces); and the
  * gauges `/metrics` reports of it.
  */
-import type { CleanupControlRepository } from '../db/repositories/cleanup-control.js';
+import type { CleanupControlRepository, PassOutcome } from '../db/repositories/cleanup-control.js';
 import type { CleanupDecisionRepository } from '../db/repositories/cleanup-decisions.js';
 import type { CleanupInventoryRepository } from '../db/repositories/cleanup-inventories.js';
 import type { CleanupGauges } from '../metrics.js';
@@ -15,6 +15,10 @@ export interface CleanupStatus {
   haltedAt: string | null;
   lastPassAt: string | null;
   lastPassMs: number | null;
+  /** How the last pass ended (`ok`, `partial`, `failed`, `skipped`); null: none yet. */
+  lastPassOutcome: PassOutcome | null;
+  /** Why it was not `ok`. */
+  lastPassNote: string | null;
   breakers: { project: string; openedAt: string; due: number; active: number }[];
   executors: {
     id: string;
@@ -56,6 +60,8 @@ export async function cleanupStatus(
     haltedAt: control.halted_at,
     lastPassAt: control.last_pass_at,
     lastPassMs: control.last_pass_ms === null ? null : Number(control.last_pass_ms),
+    lastPassOutcome: (control.last_pass_outcome as PassOutcome | null) ?? null,
+    lastPassNote: control.last_pass_note ?? null,
     breakers: breakers
       .filter((b) => !onlyProject || b.project === onlyProject)
       .map((b) => ({
@@ -99,15 +105,21 @@ export async function cleanupGauges(
   },
   now: Date,
 ): Promise<CleanupGauges> {
-  const [blocked, breakers, executors] = await Promise.all([
+  const [blocked, breakers, executors, control] = await Promise.all([
     cleanup.decisions.blockedCounts(),
     cleanup.control.breakers(),
     cleanup.inventories.executors(),
+    cleanup.control.control(),
   ]);
   const executorsLastSeen: Record<string, number> = {};
   for (const e of executors) {
     const age = (now.getTime() - Date.parse(e.last_seen_at)) / 1000;
     executorsLastSeen[e.target_key] = Math.min(executorsLastSeen[e.target_key] ?? Infinity, age);
   }
-  return { blocked, breakers: breakers.map((b) => b.project), executorsLastSeen };
+  return {
+    blocked,
+    breakers: breakers.map((b) => b.project),
+    executorsLastSeen,
+    lastPassOutcome: control.last_pass_outcome ?? null,
+  };
 }

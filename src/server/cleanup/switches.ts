@@ -14,7 +14,8 @@ import type { CleanupJobRow, Database } from '../db/schema.js';
 import type { Metrics } from '../metrics.js';
 import { decisionAudit } from './audits.js';
 import { plan } from './planner/plan.js';
-import type { PlannerSettings } from './planner/types.js';
+import { scheduleKey, type PlannerSettings } from './planner/types.js';
+import type { Schedule } from '../../cleanup/schedule.js';
 import type { DatabaseCleanupQueue } from './queue.js';
 import { loadSnapshot } from './snapshot.js';
 
@@ -101,11 +102,16 @@ export class CleanupSwitches {
 
   /**
    * Enforces the policies seen on a project's active environments (one environment name, or
-   * all): for each name the strictest policy seen, so every current one is covered.
+   * all): for each name the strictest policy seen, so every current one is covered — every rule:
+   * the shortest wait, the harshest action, the shortest `afterClose` seen, and the schedule
+   * (environments of one name with another schedule stay dry-run).
    */
   async enforce(project: string, environment: string | undefined, actor: string) {
     const seen = await this.control.seenPolicies(project, environment);
-    const byName = new Map<string, { afterMs: number; action: string; text: string }>();
+    const byName = new Map<
+      string,
+      { afterMs: number; action: string; text: string; afterCloseMs: number | null; schedule: string | null }
+    >();
     const rank: Record<string, number> = { resume: 0, pause: 1, delete: 2 };
     for (const p of seen) {
       const afterMs = p.policy_after_inactivity ? parseDuration(p.policy_after_inactivity) : undefined;
@@ -118,6 +124,13 @@ export class CleanupSwitches {
             ? p.policy_action
             : current!.action,
         text: current && current.afterMs < afterMs ? current.text : p.policy_after_inactivity!,
+        afterCloseMs: minOrNull(
+          current?.afterCloseMs ?? null,
+          p.policy_after_close ? (parseDuration(p.policy_after_close) ?? null) : null,
+        ),
+        schedule:
+          current?.schedule ??
+          (p.policy_schedule ? scheduleKey(JSON.parse(p.policy_schedule) as Schedule) : null),
       });
     }
     if (byName.size === 0) {
@@ -154,4 +167,11 @@ export class CleanupSwitches {
       );
     }
   }
+}
+
+/** The smaller of two durations, either of which may be unset. */
+function minOrNull(a: number | null, b: number | null): number | null {
+  if (a === null) return b;
+  if (b === null) return a;
+  return Math.min(a, b);
 }

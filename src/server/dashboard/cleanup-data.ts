@@ -10,6 +10,7 @@ import { policyCovered } from '../cleanup/planner/types.js';
 import type { ServerServices } from '../services.js';
 import { cleanupStatus, type CleanupStatus } from '../cleanup/status.js';
 import { parseDuration } from '../../cleanup/policy.js';
+import type { Schedule } from '../../cleanup/schedule.js';
 
 /** One decision, as the pages show it. */
 export interface DecisionItem {
@@ -137,7 +138,14 @@ export async function environmentCleanup(services: ServerServices, environmentId
 async function policyItems(services: ServerServices, onlyProject: string | null): Promise<PolicyItem[]> {
   let seenQuery = services.database.reader
     .selectFrom('environments')
-    .select(['project', 'name', 'policy_after_inactivity', 'policy_action'])
+    .select([
+      'project',
+      'name',
+      'policy_after_inactivity',
+      'policy_action',
+      'policy_after_close',
+      'policy_schedule',
+    ])
     .where('state', '=', 'active')
     .where('policy_action', 'is not', null)
     .distinct();
@@ -150,9 +158,22 @@ async function policyItems(services: ServerServices, onlyProject: string | null)
     if (afterMs === undefined || !s.policy_action) continue;
     const key = `${s.project}\u0000${s.name}`;
     const e = enforced.get(key);
+    const afterCloseMs = s.policy_after_close ? parseDuration(s.policy_after_close) : undefined;
     const covered = policyCovered(
-      { afterMs, action: s.policy_action },
-      e ? { afterMs: Number(e.after_inactivity_ms), action: e.action } : undefined,
+      {
+        afterMs,
+        action: s.policy_action,
+        ...(afterCloseMs !== undefined ? { afterCloseMs } : {}),
+        schedule: s.policy_schedule ? (JSON.parse(s.policy_schedule) as Schedule) : null,
+      },
+      e
+        ? {
+            afterMs: Number(e.after_inactivity_ms),
+            action: e.action,
+            afterCloseMs: e.after_close_ms === null ? null : Number(e.after_close_ms),
+            schedule: e.schedule,
+          }
+        : undefined,
     );
     const current = byName.get(key);
     // Several environments of one name may carry different policies: a dry-run one wins.

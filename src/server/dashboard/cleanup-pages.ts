@@ -240,6 +240,17 @@ export function cleanupPage(
           Last planning pass:
           ${o.lastPassAt ? html`${when(o.lastPassAt, now)} (${o.lastPassMs ?? '?'} ms)` : 'none yet'}.
         </p>
+        ${
+          o.lastPassOutcome && o.lastPassOutcome !== 'ok'
+            ? html`<p class="warning" id="last-pass">
+                <strong
+                  >The last planning pass
+                  ${o.lastPassOutcome === 'skipped' ? 'planned nothing' : o.lastPassOutcome === 'partial' ? 'left environments out' : 'failed'}:</strong
+                >
+                ${o.lastPassNote ?? 'no reason recorded'}
+              </p>`
+            : ''
+        }
         <div class="actions">
           ${adminOnly(
             o.halted
@@ -349,8 +360,8 @@ export function cleanupPage(
                       <td>${b.project}</td>
                       <td>${when(b.openedAt, now)}</td>
                       <td>
-                        ${b.due} of ${b.active} active environments were due at once; nothing of ${b.project}
-                        is cleaned until it is reset.
+                        ${b.due} of ${b.active} environments under enforced policies were due at once; nothing
+                        of ${b.project} is cleaned until it is reset.
                       </td>
                       <td>
                         ${adminOnly(postForm(session, '/cleanup/breakers/reset', 'Reset', { project: b.project }))}

@@ -240,6 +240,10 @@ export interface CleanupPoliciesTable {
   environment: string;
   after_inactivity_ms: number;
   action: string;
+  /** The enforced `afterClose`, or null when the enforced policy has none. */
+  after_close_ms: number | null;
+  /** The enforced schedule as canonical JSON, or null when it has none. */
+  schedule: string | null;
   enforced_at: Timestamp;
   enforced_by: string;
 }
@@ -261,6 +265,9 @@ export interface CleanupControlTable {
   pass_seq: number;
   last_pass_at: Timestamp | null;
   last_pass_ms: number | null;
+  /** `ok`, `failed` (an error), `skipped` (a clock step, a suspect input: nothing planned). */
+  last_pass_outcome: string | null;
+  last_pass_note: string | null;
 }
 
 export interface CleanupDecisionsTable {

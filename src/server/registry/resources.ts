@@ -49,10 +49,15 @@ function countsOf(r: Resource): ResourceCounts {
   return { total: own, live: r.state === 'missing' ? 0 : own };
 }
 
+/**
+ * What an event proves about who created the namespace. Only a `created` event carrying the uid
+ * proves tend created it: labels and annotations (which anyone can write, and which `detail`
+ * repeats) never do, so a namespace first seen already existing is never owned, whatever it
+ * carries. Adoption, once reported, stays.
+ */
 function ownershipOf(p: NamespaceStatusPayload, previous: Ownership | undefined): Ownership {
-  const d = p.detail ?? {};
-  if (d.adopted === true) return 'adopted';
-  if (p.cause === 'created' || d.owned === true || d.managedBy === 'tend') return 'owned';
+  if (previous === 'adopted' || p.detail?.adopted === true) return 'adopted';
+  if (p.cause === 'created' && p.namespaceUid !== undefined && p.state !== 'missing') return 'owned';
   return previous ?? 'unknown';
 }
 

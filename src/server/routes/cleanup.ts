@@ -97,6 +97,14 @@ const StatusResponse = Type.Object({
   haltedAt: Nullable(Time()),
   lastPassAt: Nullable(Time()),
   lastPassMs: Type.Union([Type.Integer(), Type.Null()]),
+  lastPassOutcome: Type.Union([
+    Type.Literal('ok'),
+    Type.Literal('partial'),
+    Type.Literal('failed'),
+    Type.Literal('skipped'),
+    Type.Null(),
+  ]),
+  lastPassNote: Nullable(Type.String()),
   breakers: Type.Array(
     Type.Object({
       project: Type.String(),

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { plan } from '../../../src/server/cleanup/planner/plan.js';
 import { PlanMemo } from '../../../src/server/cleanup/planner/memo.js';
 import {
+  type EnforcedPolicy,
   policyKey,
   type PlanResult,
   type PlanSnapshot,
@@ -30,7 +31,7 @@ type Change =
   | { type: 'item-activity'; resource: number; offset: number }
   | { type: 'halt'; halted: boolean }
   | { type: 'breaker'; project: 'p1' | 'p2' | 'shop'; open: boolean }
-  | { type: 'enforce'; index: number; policy: { afterMs: number; action: string } | null }
+  | { type: 'enforce'; index: number; policy: EnforcedPolicy | null }
   | { type: 'executor'; target: number; age: number | null }
   | { type: 'inventory'; target: number; complete: boolean; age: number }
   | { type: 'heartbeat' };
@@ -82,6 +83,8 @@ const change: fc.Arbitrary<Change> = fc.oneof(
       fc.record({
         afterMs: fc.constantFrom(minute, hour, 8 * hour),
         action: fc.constantFrom('delete', 'pause'),
+        afterCloseMs: fc.constant(null),
+        schedule: fc.constant(null),
       }),
       { nil: null },
     ),

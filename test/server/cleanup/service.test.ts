@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { composeCleanup } from '../../../src/server/cleanup/compose.js';
 import { defaultCleanupSettings } from '../../../src/server/cleanup/settings.js';
 import { Metrics } from '../../../src/server/metrics.js';
-import { dialects, postEvents, session } from '../helpers.js';
+import { dialects, postEvents, postLogin, session } from '../helpers.js';
 import { cleanupFixture, target, type CleanupFixture } from './fixture.js';
 
 const hour = 3_600_000;
@@ -53,6 +53,45 @@ describe.each(dialects)('cleanup queue and planning pass on %s', (dialect) => {
     await f.report('e1', [f.item(env.namespace, `uid-${user}`)]);
     return env;
   }
+
+  it('a pass that fails shows as failed in status, metrics and the dashboard; the next good one as ok', async () => {
+    await idleEnvironment();
+    expect(await cleanup().pass.run()).toMatchObject({ outcome: 'ok' });
+    const status = async () =>
+      (await f.call('GET', '/api/v1/cleanup/status', undefined, f.server.tokens.read)).body;
+    expect(await status()).toMatchObject({ lastPassOutcome: 'ok', lastPassNote: null });
+    // The policies table gone under it: the pass cannot read its snapshot.
+    const db = f.server.database.db;
+    await db.schema.alterTable('cleanup_policies').renameTo('cleanup_policies_away').execute();
+    try {
+      f.advance(60_000);
+      await expect(cleanup().pass.run()).rejects.toThrow();
+    } finally {
+      await db.schema.alterTable('cleanup_policies_away').renameTo('cleanup_policies').execute();
+    }
+    expect(await status()).toMatchObject({
+      lastPassOutcome: 'failed',
+      lastPassNote: expect.stringMatching(/cleanup_policies/),
+    });
+    const metrics = await f.server.app.inject({
+      method: 'GET',
+      url: '/metrics',
+      headers: f.server.auth(f.server.tokens.admin),
+    });
+    expect(metrics.body).toContain('tend_cleanup_last_pass_outcome{outcome="failed"} 1');
+    const login = await postLogin(f.server.app, { token: f.server.tokens.read, next: '/' });
+    const cookie = login.cookies.find((c) => c.name === 'tend_session')!;
+    const page = await f.server.app.inject({
+      method: 'GET',
+      url: '/cleanup',
+      headers: { cookie: `tend_session=${cookie.value}` },
+    });
+
+    expect(page.body).toMatch(/The last planning pass\s+failed:<\/strong\s*>\s*[^<]*cleanup_policies/);
+    f.advance(60_000);
+    expect(await cleanup().pass.run()).toMatchObject({ outcome: 'ok' });
+    expect(await status()).toMatchObject({ lastPassOutcome: 'ok' });
+  });
 
   it('plans a job for an idle environment; one executor claims, starts and completes it; the environment is cleaned', async () => {
     const env = await idleEnvironment();
@@ -275,10 +314,10 @@ describe.each(dialects)('cleanup queue and planning pass on %s', (dialect) => {
 
   it('two replicas planning at once create each job once', async () => {
     for (const user of ['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8']) await f.environment({ user });
-    // Eight of eight due would open the breaker: other environments of the project without a policy.
-    for (let i = 0; i < 10; i++) await f.environment({ user: `np${i}`, policy: null });
     await f.call('POST', '/api/v1/cleanup/enforce', { project: 'shop' });
     f.advance(9 * hour);
+    // Eight of eight due would open the breaker: ten more under the same policy, just used.
+    for (let i = 0; i < 10; i++) await f.environment({ user: `np${i}` });
     await f.report(
       'e1',
       [
@@ -300,12 +339,14 @@ describe.each(dialects)('cleanup queue and planning pass on %s', (dialect) => {
 
   it('opens the breaker when most of a project is due at once; an admin resets it', async () => {
     for (const user of ['b1', 'b2', 'b3']) await f.environment({ user });
+    // Environments that cannot be deleted (no policy) do not dilute the share due at once.
+    for (let i = 0; i < 5; i++) await f.environment({ user: `np${i}`, policy: null });
     await f.call('POST', '/api/v1/cleanup/enforce', { project: 'shop' });
     f.advance(9 * hour);
-    await f.report(
-      'e1',
-      ['b1', 'b2', 'b3'].map((u) => f.item(`shop-${u}`, `uid-${u}`)),
-    );
+    await f.report('e1', [
+      ...['b1', 'b2', 'b3'].map((u) => f.item(`shop-${u}`, `uid-${u}`)),
+      ...Array.from({ length: 5 }, (_, i) => f.item(`shop-np${i}`, `uid-np${i}`)),
+    ]);
     expect(await cleanup().pass.run()).toMatchObject({ planned: 0, breakersOpened: ['shop'] });
     expect(await audit('breaker-open')).toHaveLength(1);
     const metrics = await f.server.app.inject({

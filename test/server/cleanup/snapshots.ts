@@ -7,7 +7,10 @@
 import fc from 'fast-check';
 import type { Schedule } from '../../../src/cleanup/schedule.js';
 import {
+  namespaceKey,
   policyKey,
+  scheduleKey,
+  type NamespaceHolder,
   type PlanSnapshot,
   type PlannerSettings,
   type SnapshotEnvironment,
@@ -37,7 +40,12 @@ export function goodSnapshot(count = 1, project = 'shop'): PlanSnapshot {
     executorsLastSeen: new Map([['kubernetes/c1', now - 1000]]),
     runningSessions: new Map(),
     openJobs: new Map(),
-    enforcedPolicies: new Map([[policyKey(project, 'dev'), { afterMs: 8 * hour, action: 'delete' }]]),
+    enforcedPolicies: new Map([
+      [
+        policyKey(project, 'dev'),
+        { afterMs: 8 * hour, action: 'delete', afterCloseMs: null, schedule: null },
+      ],
+    ]),
     openBreakers: new Set(),
     halted: false,
   };
@@ -82,9 +90,21 @@ export function goodSnapshot(count = 1, project = 'shop'): PlanSnapshot {
 }
 
 const targets = ['kubernetes/c1', 'kubernetes/c2', 'local/h1'] as const;
-const names = ['shop-a', 'shop-b', 'shop-c', 'kube-system', 'default', 'tend-system', 'prod-x', 'pr-1'];
+const names = [
+  'shop-a',
+  'shop-b',
+  'shop-c',
+  'kube-system',
+  'kube-public',
+  'kube-node-lease',
+  'default',
+  'tend-system',
+  'prod-x',
+  'pr-1',
+];
 const uids = ['u1', 'u2', 'u3'];
-const durations = [60_000, hour, 8 * hour, 24 * hour];
+/** Waits, up to the longest a policy may say (365 days). */
+const durations = [60_000, hour, 8 * hour, 24 * hour, 365 * 24 * hour];
 /** Instants around DST changes (EU and US, spring and autumn) and a plain day. */
 const clocks = [
   '2026-03-29T01:00:00Z',
@@ -200,7 +220,12 @@ export const randomCase: fc.Arbitrary<RandomCase> = fc
     executors: fc.array(rarelyNull(fc.integer({ min: 0, max: 5 * 30_000 })), { minLength: 3, maxLength: 3 }),
     enforced: fc.array(
       rarelyNull(
-        fc.record({ afterMs: fc.constantFrom(...durations), action: fc.constantFrom('delete', 'pause') }),
+        fc.record({
+          afterMs: fc.constantFrom(...durations),
+          action: fc.constantFrom('delete', 'pause'),
+          afterCloseMs: maybe(fc.constantFrom(0, 60_000, hour)),
+          schedule: rarely(fc.constantFrom(...schedules.map(scheduleKey)), 3),
+        }),
       ),
       { minLength: 4, maxLength: 4 },
     ),
@@ -246,6 +271,28 @@ export const randomCase: fc.Arbitrary<RandomCase> = fc
       if (e) snapshot.enforcedPolicies.set(policyKey(p!, n!), e);
     });
     const items = new Map<string, SnapshotInventoryItem>();
+    // Every record holding a namespace (with a policy or not): the shared ones become holders.
+    const holders = new Map<string, NamespaceHolder[]>();
+    g.envs.forEach((e, i) => {
+      for (const r of e.resources) {
+        if (r.role === 'system') continue;
+        const key = namespaceKey(r.target, r.name);
+        const list = holders.get(key) ?? [];
+        if (list.some((h) => h.environmentId === `env-${i}`)) continue;
+        list.push({
+          environmentId: `env-${i}`,
+          project: e.project,
+          name: e.name,
+          protected: e.protected,
+          keepAliveUntil: e.keepAlive === null ? null : t + e.keepAlive,
+          lastActivityAt: t + Math.max(e.activity, r.activity ?? -Infinity, r.item?.activity ?? -Infinity),
+          afterMs: e.policy?.afterMs ?? null,
+          sessionAt: e.session === null ? null : t + e.session,
+        });
+        holders.set(key, list);
+      }
+    });
+    snapshot.holders = new Map([...holders].filter(([, list]) => list.length > 1));
     g.envs.forEach((e, i) => {
       const id = `env-${i}`;
       snapshot.activeEnvironments.set(

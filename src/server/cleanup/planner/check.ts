@@ -3,12 +3,13 @@
  * the benchmark): it re-derives from the snapshot, without the planner's rules, that nothing
  * planned breaks one.
  */
-import { namespaceProtector } from '../../../cleanup/protection.js';
+import picomatch from 'picomatch';
 import { isAwake, lastTransition } from '../../../cleanup/schedule.js';
 import {
   asleepGraceMs,
   breakerMinimum,
   breakerShare,
+  namespaceKey,
   policyKey,
   sessionLiveMs,
   staleIntervals,
@@ -34,10 +35,17 @@ export function checkPlan(
   mode: PlanMode = 'policy',
 ): string[] {
   const violations: string[] = [];
-  const isProtectedName = namespaceProtector({
-    systemNamespace: settings.systemNamespace,
-    patterns: settings.protectPatterns,
-  });
+  // Its own list of names never deleted, not the planner's protector: a bug there must show here.
+  const neverDeleted = new Set([
+    'default',
+    'kube-system',
+    'kube-public',
+    'kube-node-lease',
+    settings.systemNamespace,
+  ]);
+  const protectedGlobs = settings.protectPatterns.map((glob) => picomatch(glob, { dot: true }));
+  const isProtectedName = (name: string): boolean =>
+    neverDeleted.has(name) || name.startsWith('kube-') || protectedGlobs.some((match) => match(name));
   const stale = now - staleIntervals * settings.intervalMs;
   const opened = new Set(result.breakersOpened.map((b) => b.project));
   const resources = new Map(snapshot.resources.map((x) => [x.id, x]));
@@ -76,6 +84,20 @@ export function checkPlan(
     const session = snapshot.runningSessions.get(env.id);
     if (session !== undefined && now - session < sessionLiveMs) fail('session running');
     if (snapshot.halted) fail('halted');
+    if (d.action === 'delete' && snapshot.openBreakers.has(env.project)) fail('breaker open');
+    // A namespace several records hold is due only when none of the others keeps it.
+    if (d.action !== 'resume') {
+      for (const h of snapshot.holders?.get(namespaceKey(r.targetKey, r.namespaceName)) ?? []) {
+        if (h.environmentId === env.id) continue;
+        const other = `held by ${h.project}/${h.name}`;
+        if (h.protected) fail(`${other}, protected`);
+        if (h.keepAliveUntil !== null && h.keepAliveUntil > now) fail(`${other}, kept alive`);
+        if (h.sessionAt !== null && now - h.sessionAt < sessionLiveMs) fail(`${other}, session running`);
+        const wait = h.afterMs ?? env.policy?.afterMs;
+        if (wait === undefined) fail(`${other}, without a policy`);
+        else if (h.lastActivityAt + wait > now) fail(`${other}, used within its wait`);
+      }
+    }
     const seen = snapshot.executorsLastSeen.get(r.targetKey);
     if (seen === undefined || seen < stale) fail('no live executor');
     const inv = snapshot.inventories.get(r.targetKey);
@@ -115,10 +137,29 @@ export function checkPlan(
         continue;
       }
       if (!enforced || env.policy.afterMs < enforced.afterMs) fail('policy not enforced');
+      // Every rule that makes it due must have been enforced as it is (or looser).
+      if (
+        env.policy.afterCloseMs !== undefined &&
+        (enforced?.afterCloseMs ?? Infinity) > env.policy.afterCloseMs
+      ) {
+        fail('afterClose not enforced');
+      }
+      if (
+        schedule &&
+        enforced?.schedule !==
+          JSON.stringify([
+            schedule.sleepAt,
+            schedule.wakeAt,
+            [...schedule.weekdays].sort(),
+            schedule.timeZone,
+          ])
+      ) {
+        fail('schedule not enforced');
+      }
       if (d.action === 'delete') {
         if (env.policy.action !== 'delete') fail('delete without a delete policy');
         if (enforced && enforced.action !== 'delete') fail('delete not enforced');
-        if (snapshot.openBreakers.has(env.project) || opened.has(env.project)) fail('breaker open');
+        if (opened.has(env.project)) fail('breaker opened this pass');
         // Idle: no activity of any source within the policy's wait.
         if (!idle) fail('activity within the policy wait');
       } else {

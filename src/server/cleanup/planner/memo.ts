@@ -2,7 +2,13 @@
  * The planner's memo: what one planning pass keeps for the next, so that only environments
  * whose inputs changed (or whose next instant of change has come) are worked out again.
  */
-import { policyKey, type PlannerSettings, type SnapshotEnvironment, type SnapshotResource } from './types.js';
+import {
+  namespaceKey,
+  policyKey,
+  type PlannerSettings,
+  type SnapshotEnvironment,
+  type SnapshotResource,
+} from './types.js';
 import { targetBlock, type Context, type Evaluation, type TargetBlock } from './rules.js';
 
 /**
@@ -39,6 +45,8 @@ export interface SharedFacts {
   sessions: ReadonlyMap<string, number>;
   jobs: Map<string, string>;
   targets: Map<string, TargetBlock>;
+  /** The holders of shared namespaces, each namespace's in comparable form. */
+  holders: Map<string, string>;
 }
 
 /** What changed in the small tables since the last pass (all: nothing can be reused). */
@@ -49,6 +57,8 @@ export interface Changes {
   sessions: Set<string>;
   jobs: Set<string>;
   targets: Set<string>;
+  /** Shared namespaces whose holders changed (namespaceKey). */
+  holders: Set<string>;
   /** False when every set is empty: no per-environment lookups needed. */
   any: boolean;
 }
@@ -56,7 +66,9 @@ export interface Changes {
 export function sharedFacts(ctx: Context): SharedFacts {
   const { snapshot } = ctx;
   const enforced = new Map<string, string>();
-  for (const [key, p] of snapshot.enforcedPolicies) enforced.set(key, `${p.afterMs} ${p.action}`);
+  for (const [key, p] of snapshot.enforcedPolicies) {
+    enforced.set(key, `${p.afterMs} ${p.action} ${p.afterCloseMs ?? ''} ${p.schedule ?? ''}`);
+  }
   const jobs = new Map<string, string>();
   for (const [id, j] of snapshot.openJobs) jobs.set(id, `${j.id}\u0000${j.state}\u0000${j.trigger ?? ''}`);
   // Every target the tables name (one that leaves them changes to "no executor": changedKeys
@@ -64,6 +76,18 @@ export function sharedFacts(ctx: Context): SharedFacts {
   const targets = new Map<string, TargetBlock>();
   for (const key of snapshot.executorsLastSeen.keys()) targets.set(key, targetBlock(ctx, key));
   for (const key of snapshot.inventories.keys()) targets.set(key, targetBlock(ctx, key));
+  const holders = new Map<string, string>();
+  for (const [key, list] of snapshot.holders ?? []) {
+    holders.set(
+      key,
+      list
+        .map(
+          (h) =>
+            `${h.environmentId} ${h.project} ${h.name} ${h.protected} ${h.keepAliveUntil} ${h.lastActivityAt} ${h.afterMs} ${h.sessionAt}`,
+        )
+        .join('\u0000'),
+    );
+  }
   return {
     halted: snapshot.halted,
     breakers: new Set(snapshot.openBreakers),
@@ -71,6 +95,7 @@ export function sharedFacts(ctx: Context): SharedFacts {
     sessions: new Map(snapshot.runningSessions),
     jobs,
     targets,
+    holders,
   };
 }
 
@@ -88,6 +113,7 @@ export function changesSince(last: SharedFacts | undefined, now: SharedFacts): C
     sessions: new Set(),
     jobs: new Set(),
     targets: new Set(),
+    holders: new Set(),
     any: false,
   };
   if (!last || changes.all) return changes;
@@ -97,12 +123,14 @@ export function changesSince(last: SharedFacts | undefined, now: SharedFacts): C
   changedKeys(now.sessions, last.sessions, changes.sessions);
   changedKeys(now.jobs, last.jobs, changes.jobs);
   changedKeys(now.targets, last.targets, changes.targets);
+  changedKeys(now.holders, last.holders, changes.holders);
   changes.any =
     changes.projects.size +
       changes.policies.size +
       changes.sessions.size +
       changes.jobs.size +
-      changes.targets.size >
+      changes.targets.size +
+      changes.holders.size >
     0;
   return changes;
 }
@@ -144,6 +172,8 @@ export function reusable(
   if (changes.policies.size > 0 && changes.policies.has(policyKey(env.project, env.name))) return undefined;
   for (const r of resources) {
     if (changes.jobs.has(r.id) || changes.targets.has(r.targetKey)) return undefined;
+    if (changes.holders.size > 0 && changes.holders.has(namespaceKey(r.targetKey, r.namespaceName)))
+      return undefined;
   }
   return entry;
 }

@@ -38,6 +38,9 @@ import type { Outcome, PlannedDecision } from './wording.js';
  * mode `now` skips the inactivity wait and the policy (clean up now). `memo` (policy mode, all
  * environments) carries evaluations from the last pass to this one (see PlanMemo).
  */
+/** The largest epoch ms a Date (and so the database) holds. */
+const maxInstant = 8.64e15;
+
 export function plan(
   snapshot: PlanSnapshot,
   now: number,
@@ -105,6 +108,7 @@ export function plan(
   const candidates: PlannedDecision[] = [];
   /** The candidates, each with its place in `decisions`. */
   const pending: PlannedDecision[] = [];
+  const unplanned: PlanResult['unplanned'] = [];
 
   for (const [envId, resources] of byEnvironment) {
     const env = snapshot.environments.get(envId);
@@ -115,7 +119,25 @@ export function plan(
       entry!.pass = memo!.pass;
       memo!.reused++;
     } else {
-      evaluation = evaluate(ctx, env, resources, scheduleFacts, options.action);
+      try {
+        evaluation = evaluate(ctx, env, resources, scheduleFacts, options.action);
+        for (const d of evaluation.decisions) {
+          for (const t of [d.dueAt, d.lastActivityAt, d.warnAt ?? 0]) {
+            if (!(Math.abs(t) <= maxInstant))
+              throw new RangeError(`an instant out of range (${t}) in its decision`);
+          }
+        }
+      } catch (error) {
+        // One environment the planner cannot work out (a value no check foresaw) is left out
+        // of this pass, not every other one with it: nothing of it is planned, and it is said.
+        unplanned.push({
+          environmentId: env.id,
+          project: env.project,
+          name: env.name,
+          message: error instanceof Error ? error.message : String(error),
+        });
+        continue;
+      }
       if (memo) memo.entries.set(envId, { ...evaluation, env, resources, pass: memo.pass });
     }
     const { roles } = evaluation;
@@ -197,7 +219,7 @@ export function plan(
   }
   // In the order chosen: oldest due first.
   if (newJobs.length > 1) newJobs.sort(dueOrder);
-  return { decisions, newJobs, breakersOpened };
+  return { decisions, newJobs, breakersOpened, unplanned };
 }
 
 function settle(d: PlannedDecision, outcome: Outcome | undefined): void {

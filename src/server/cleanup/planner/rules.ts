@@ -5,11 +5,13 @@
  * so each namespace's decision before the pass-wide steps (the breaker and the cap, in plan.ts).
  */
 import type { BlockReason } from '../../../cleanup/decisions.js';
+import { formatTime } from '../../../cleanup/format.js';
 import type { CleanupAction } from '../../../cleanup/protocol.js';
 import type { Schedule } from '../../../cleanup/schedule.js';
 import { policyDueAt, warnAtOf } from '../deadlines.js';
 import {
   asleepGraceMs,
+  namespaceKey,
   policyCovered,
   policyKey,
   sessionLiveMs,
@@ -207,6 +209,49 @@ export function evaluate(
   return { decisions, roles, validUntil };
 }
 
+/**
+ * Why another environment record holding the same namespace keeps it, or undefined: a namespace
+ * is due only when every record that holds it is — none protected, kept alive, running a
+ * command, or used within its wait (its own policy's, else this one's; a holder without either
+ * never lets it go). Ownership is this record's to prove; the others' use is what keeps it.
+ */
+function heldElsewhere(
+  ctx: Context,
+  env: SnapshotEnvironment,
+  r: SnapshotResource,
+  until: (t: number | null) => void,
+): { reason: BlockReason; why: string } | undefined {
+  const holders = ctx.snapshot.holders?.get(namespaceKey(r.targetKey, r.namespaceName));
+  if (!holders) return undefined;
+  const { now, today } = ctx;
+  for (const h of holders) {
+    if (h.environmentId === env.id) continue;
+    const who = `environment ${h.project}/${h.name} holds it too`;
+    if (h.protected) return { reason: 'protected', why: `${who} and is protected` };
+    if (h.keepAliveUntil !== null && h.keepAliveUntil > now) {
+      until(h.keepAliveUntil);
+      return {
+        reason: 'kept-alive',
+        why: `${who} and is kept alive until ${formatTime(h.keepAliveUntil, today)}`,
+      };
+    }
+    if (h.sessionAt !== null && h.sessionAt > now - sessionLiveMs) {
+      until(h.sessionAt + sessionLiveMs);
+      return { reason: 'session-running', why: `${who}, and a tend command is running in it` };
+    }
+    const wait = h.afterMs ?? env.policy?.afterMs ?? null;
+    if (wait === null) return { reason: 'held-elsewhere', why: `${who} and has no cleanup policy` };
+    if (h.lastActivityAt + wait > now) {
+      until(h.lastActivityAt + wait);
+      return {
+        reason: 'held-elsewhere',
+        why: `${who} and was used at ${formatTime(h.lastActivityAt, today)} (idle at ${formatTime(h.lastActivityAt + wait, today)})`,
+      };
+    }
+  }
+  return undefined;
+}
+
 /** Settles a decision as far as its environment alone decides; says whether it is a candidate. */
 function classify(
   ctx: Context,
@@ -218,7 +263,7 @@ function classify(
 ): Role {
   const { snapshot, now, mode } = ctx;
   const { action, dueAt } = decision;
-  const block = blockOf(ctx, env, r);
+  const block = blockOf(ctx, env, r) ?? (action === 'resume' ? undefined : heldElsewhere(ctx, env, r, until));
   if (block && structuralReasons.has(block.reason)) {
     decision.block(block.reason, 'never', block.why);
     return Role.Settled;
@@ -236,6 +281,11 @@ function classify(
   }
   if (block) {
     decision.block(block.reason, 'due-but', block.why);
+    return Role.Settled;
+  }
+  // Clean up now skips the wait, never the breaker: an open breaker holds the whole project.
+  if (mode === 'now' && action === 'delete' && snapshot.openBreakers.has(env.project)) {
+    decision.block('breaker-open', 'breaker-open');
     return Role.Settled;
   }
   if (mode !== 'policy') return Role.Settled;

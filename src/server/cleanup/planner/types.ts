@@ -24,7 +24,7 @@ export interface PlannerSettings {
 export const sessionLiveMs = 2 * 60_000;
 /** Inventories and executor heartbeats older than this many intervals are not trusted. */
 export const staleIntervals = 3;
-/** The breaker opens when more than this share of a project's active environments is due at once… */
+/** The breaker opens when more than this share of a project's environments with namespaces under an enforced policy is due at once… */
 export const breakerShare = 0.5;
 /** …and at least this many. */
 export const breakerMinimum = 3;
@@ -122,7 +122,10 @@ export interface PlanSnapshot {
    * does, with the same arrays for unchanged environments); else plan() groups them.
    */
   byEnvironment?: ReadonlyMap<string, readonly SnapshotResource[]>;
-  /** Active environments per project (with or without a policy): the breaker's denominator. */
+  /**
+   * The breaker's denominator per project: environments with namespaces under an enforced
+   * policy (the ones cleanup could delete; others must not dilute the share due at once).
+   */
   activeEnvironments: Map<string, number>;
   inventories: Map<string, SnapshotInventory>;
   /** Last heartbeat of any executor serving the target (epoch ms). */
@@ -132,10 +135,34 @@ export interface PlanSnapshot {
   /** Open (planned or executing) jobs by resource id. */
   openJobs: Map<string, { id: string; state: 'planned' | 'executing'; trigger?: string | null }>;
   /** Enforced policies by `policyKey(project, environment)`. */
-  enforcedPolicies: Map<string, { afterMs: number; action: string }>;
+  enforcedPolicies: Map<string, EnforcedPolicy>;
   openBreakers: Set<string>;
   halted: boolean;
+  /**
+   * Every active environment record holding a namespace that more than one record holds (with
+   * a policy or not), by `namespaceKey`: a namespace is due only when none of them keeps it.
+   */
+  holders?: ReadonlyMap<string, readonly NamespaceHolder[]>;
 }
+
+/** One environment record holding a namespace, as far as keeping the namespace goes. */
+export interface NamespaceHolder {
+  environmentId: string;
+  project: string;
+  name: string;
+  protected: boolean;
+  keepAliveUntil: number | null;
+  /** Its latest activity (epoch ms): the environment's, its resource's or the namespace annotation's. */
+  lastActivityAt: number;
+  /** Its policy's wait; null: it has no policy (nothing says when it is idle). */
+  afterMs: number | null;
+  /** Its running session's last sign of life (epoch ms), if any. */
+  sessionAt: number | null;
+}
+
+/** The key of a namespace on its resource's target (the same for every record holding it). */
+export const namespaceKey = (resourceTargetKey: string, namespaceName: string): string =>
+  `${resourceTargetKey}\u0000${namespaceName}`;
 
 export interface Decision {
   kind: DecisionKind;
@@ -176,22 +203,52 @@ export interface PlanResult {
   newJobs: Decision[];
   /** Breakers this pass opens. */
   breakersOpened: { project: string; dueCount: number; activeCount: number }[];
+  /** Environments the planner could not work out (an error): left out of this pass, with why. */
+  unplanned: { environmentId: string; project: string; name: string; message: string }[];
 }
 
 export const policyKey = (project: string, environment: string): string => `${project}\u0000${environment}`;
 
 const actionRank: Record<string, number> = { resume: 0, pause: 1, delete: 2 };
 
-/** True when `policy` asks for no more than what was enforced (no shorter wait, no harsher action). */
+/** What an administrator enforced for an environment name: every rule of its policy. */
+export interface EnforcedPolicy {
+  afterMs: number;
+  action: string;
+  /** The enforced `afterClose`; null: the enforced policy had none. */
+  afterCloseMs: number | null;
+  /** The enforced schedule (`scheduleKey`); null: none. */
+  schedule: string | null;
+}
+
+/** A schedule as enforcement compares it: its rules in a fixed order. */
+export function scheduleKey(schedule: Schedule): string {
+  return JSON.stringify([
+    schedule.sleepAt,
+    schedule.wakeAt,
+    [...schedule.weekdays].sort(),
+    schedule.timeZone,
+  ]);
+}
+
+/**
+ * True when `policy` asks for nothing the enforced one did not: no shorter wait, no harsher
+ * action, no `afterClose` that was not enforced (or shorter), no schedule other than the enforced
+ * one. Every rule that can make an environment due is compared; a policy that adds or tightens
+ * one runs as a dry-run until enforced. (`warnBefore` changes only when people are warned.)
+ */
 export function policyCovered(
-  policy: { afterMs: number; action: string },
-  enforced: { afterMs: number; action: string } | undefined,
+  policy: { afterMs: number; action: string; afterCloseMs?: number; schedule?: Schedule | null },
+  enforced: EnforcedPolicy | undefined,
 ): boolean {
   if (!enforced) return false;
-  return (
-    policy.afterMs >= enforced.afterMs &&
-    (actionRank[policy.action] ?? 9) <= (actionRank[enforced.action] ?? -1)
-  );
+  if (policy.afterMs < enforced.afterMs) return false;
+  if ((actionRank[policy.action] ?? 9) > (actionRank[enforced.action] ?? -1)) return false;
+  if (policy.afterCloseMs !== undefined) {
+    if (enforced.afterCloseMs === null || policy.afterCloseMs < enforced.afterCloseMs) return false;
+  }
+  if (policy.schedule && scheduleKey(policy.schedule) !== enforced.schedule) return false;
+  return true;
 }
 
 export type PlanMode =

@@ -249,7 +249,7 @@ export class PlannedDecision implements Decision {
       case 'breaker-open':
         return `due, but the circuit breaker of project ${p} is open (\`tend cleanup breaker reset --project ${p}\`) — ${this.base()}`;
       case 'breaker-opened':
-        return `due, but ${this.count} of ${this.total} active environments of ${p} are due at once: the circuit breaker opened (\`tend cleanup breaker reset --project ${p}\`) — ${this.base()}`;
+        return `due, but ${this.count} of ${this.total} environments of ${p} under enforced policies are due at once: the circuit breaker opened (\`tend cleanup breaker reset --project ${p}\`) — ${this.base()}`;
       case 'cap-reached':
         return `due, but this pass reached its cap of ${this.count} — ${this.base()}`;
     }

@@ -7,6 +7,13 @@ import type { Kysely } from 'kysely';
 import { writeAudit, type AuditInput } from './audit.js';
 import type { Database } from '../schema.js';
 
+/**
+ * How a planning pass ended: `ok`; `partial` (some environments could not be planned: they were
+ * left out, the others planned); `failed` (an error stopped it: nothing after the error was
+ * planned); `skipped` (it planned nothing on purpose — a step of the wall clock).
+ */
+export type PassOutcome = 'ok' | 'partial' | 'failed' | 'skipped';
+
 export class CleanupControlRepository {
   constructor(
     private readonly db: Kysely<Database>,
@@ -74,7 +81,15 @@ export class CleanupControlRepository {
     return Number(result.numUpdatedRows) === 1;
   }
 
-  async releasePlanLease(owner: string, passMs: number, now: Date): Promise<void> {
+  /**
+   * Ends a pass: releases the lease and records how the pass ended (`PassOutcome`, with why).
+   */
+  async releasePlanLease(
+    owner: string,
+    passMs: number,
+    now: Date,
+    outcome: { outcome: PassOutcome; note?: string } = { outcome: 'ok' },
+  ): Promise<void> {
     await this.db
       .updateTable('cleanup_control')
       .set((eb) => ({
@@ -83,6 +98,8 @@ export class CleanupControlRepository {
         pass_seq: eb('pass_seq', '+', 1),
         last_pass_at: now.toISOString(),
         last_pass_ms: Math.round(passMs),
+        last_pass_outcome: outcome.outcome,
+        last_pass_note: outcome.note?.slice(0, 2000) ?? null,
       }))
       .where('id', '=', 'global')
       .where('plan_lease_owner', '=', owner)
@@ -102,7 +119,7 @@ export class CleanupControlRepository {
   async seenPolicies(project: string, environment?: string) {
     let q = this.db
       .selectFrom('environments')
-      .select(['name', 'policy_after_inactivity', 'policy_action'])
+      .select(['name', 'policy_after_inactivity', 'policy_action', 'policy_after_close', 'policy_schedule'])
       .where('project', '=', project)
       .where('state', 'in', ['active', 'paused'])
       .where('policy_action', 'is not', null)
@@ -112,7 +129,15 @@ export class CleanupControlRepository {
   }
 
   async enforce(
-    rows: { project: string; environment: string; afterMs: number; action: string; text: string }[],
+    rows: {
+      project: string;
+      environment: string;
+      afterMs: number;
+      action: string;
+      text: string;
+      afterCloseMs: number | null;
+      schedule: string | null;
+    }[],
     actor: string,
     now: Date,
   ): Promise<void> {
@@ -126,6 +151,8 @@ export class CleanupControlRepository {
             environment: r.environment,
             after_inactivity_ms: r.afterMs,
             action: r.action,
+            after_close_ms: r.afterCloseMs,
+            schedule: r.schedule,
             enforced_at: at,
             enforced_by: actor,
           })
@@ -133,6 +160,8 @@ export class CleanupControlRepository {
             oc.columns(['project', 'environment']).doUpdateSet({
               after_inactivity_ms: r.afterMs,
               action: r.action,
+              after_close_ms: r.afterCloseMs,
+              schedule: r.schedule,
               enforced_at: at,
               enforced_by: actor,
             }),
@@ -150,6 +179,8 @@ export class CleanupControlRepository {
             environment: r.environment,
             afterInactivity: r.text,
             action: r.action,
+            ...(r.afterCloseMs !== null ? { afterCloseMs: r.afterCloseMs } : {}),
+            ...(r.schedule !== null ? { schedule: JSON.parse(r.schedule) as unknown } : {}),
           },
         })),
       );
@@ -187,7 +218,7 @@ export class CleanupControlRepository {
               project: b.project,
               due: b.dueCount,
               active: b.activeCount,
-              message: `${b.dueCount} of ${b.activeCount} active environments due at once; nothing is cleaned in ${b.project} until an admin resets the breaker`,
+              message: `${b.dueCount} of ${b.activeCount} environments under enforced policies due at once; nothing is cleaned in ${b.project} until an admin resets the breaker`,
             },
           });
         }

@@ -1,0 +1,113 @@
+/**
+ * The stage the attacks are replayed on: kube-sim, a real tend server listening on 127.0.0.1 (on
+ * SQLite or PostgreSQL) with a clock the test moves — its wall clock and, apart, its monotonic
+ * clock, so that a step of one against the other can be staged — the real CLI streaming its
+ * events to the server, and a cleanup executor (the one `tend server --kubeconfig` embeds)
+ * serving kube-sim's cluster through the server's job queue.
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { CleanupExecutor, type PassReport } from '../../src/executor/executor.js';
+import { makeProject, runTend, type TendRun } from '../helpers/project.js';
+import { startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
+import { createTestServer, type Dialect, type TestServer } from '../server/helpers.js';
+import { streamEnv } from '../stream/helpers.js';
+import { servedClusters, testProtection } from '../cleanup/helpers.js';
+
+export interface Stage {
+  sim: SimHandle;
+  server: TestServer;
+  url: string;
+  /** Moves both clocks: time passing. */
+  advance(ms: number): void;
+  /** Moves the wall clock only: a clock step (NTP, a VM resumed, an operator). */
+  step(ms: number): void;
+  /** Runs the real CLI in a project, its events streamed to the server (ingest token). */
+  tend(root: string, ...args: string[]): Promise<TendRun>;
+  /** A kubernetes project with one ConfigMap Deploy; `extra` goes into its environment entry. */
+  project(o: { name: string; namespace: string; environmentExtra?: string; providerExtra?: string }): string;
+  /** Executor pass (heartbeat, inventory, claim and execute) → planning pass → executor pass. */
+  cleanupRound(): Promise<{ before: PassReport; after: PassReport }>;
+  /** Enforces the policies of a project (as `tend cleanup enforce --project P`). */
+  enforce(project: string): Promise<void>;
+  namespaceExists(name: string): boolean;
+  stop(): Promise<void>;
+}
+
+export async function stage(dialect: Dialect, o: { maxPerPass?: number } = {}): Promise<Stage> {
+  const sim = await startSim({ namespaceDeleteDelayMs: 20 });
+  let wall = Date.now();
+  let monotonic = 0;
+  const server = await createTestServer(dialect, {
+    now: () => new Date(wall),
+    monotonicNow: () => monotonic,
+    cleanup: { intervalMs: 30_000, maxPerPass: o.maxPerPass ?? 10 },
+  });
+  const url = await server.app.listen({ port: 0, host: '127.0.0.1' });
+  const executor = new CleanupExecutor({
+    queue: server.app.cleanup.queue,
+    plugins: servedClusters(sim.kubeconfig),
+    protection: testProtection,
+    kind: 'embedded',
+    name: 'adversarial',
+    version: 'test',
+  });
+  return {
+    sim,
+    server,
+    url,
+    advance(ms) {
+      wall += ms;
+      monotonic += ms;
+    },
+    step(ms) {
+      wall += ms;
+    },
+    tend: (root, ...args) =>
+      runTend(args, {
+        cwd: root,
+        env: { KUBECONFIG: sim.kubeconfig, ...streamEnv(url, server.tokens.ingest) },
+      }),
+    project({ name, namespace, environmentExtra, providerExtra }) {
+      const root = makeProject({
+        'tend.yml': `kind: Project
+name: ${name}
+defaultEnvironment: dev
+environments:
+  - name: dev
+    defaultNamespace: ${namespace}
+    cleanup: { afterInactivity: 1h, action: delete }
+${environmentExtra ?? ''}
+providers:
+  - name: kubernetes
+    context: kube-sim
+    namespaceTimeout: 20
+${providerExtra ?? ''}
+---
+kind: Deploy
+type: kubernetes
+name: settings
+spec:
+  manifests:
+    - { apiVersion: v1, kind: ConfigMap, metadata: { name: settings }, data: { owner: '\${project.name}' } }
+`,
+      });
+      writeFileSync(path.join(root, '.gitignore'), '.tend\n');
+      return root;
+    },
+    async cleanupRound() {
+      const before = await executor.runPass();
+      await server.app.cleanup.pass.run();
+      const after = await executor.runPass();
+      return { before, after };
+    },
+    async enforce(project) {
+      await server.app.cleanup.switches.enforce(project, undefined, 'test');
+    },
+    namespaceExists: (name) => sim.sim.store.get('namespaces', '', name) !== undefined,
+    async stop() {
+      await server.close();
+      await sim.stop();
+    },
+  };
+}

@@ -1,0 +1,60 @@
+/**
+ * The planning clock: a wall clock that moves with the monotonic one is time passing; one that
+ * jumps apart from it is a step, reported once, and forward steps never age activity.
+ */
+import { describe, expect, it } from 'vitest';
+import { PlanningClock } from '../../../src/server/cleanup/clock.js';
+
+const hour = 3_600_000;
+
+function clocks() {
+  let wall = Date.parse('2026-03-29T01:30:00Z');
+  let monotonic = 1000;
+  const clock = new PlanningClock(
+    () => new Date(wall),
+    () => monotonic,
+  );
+  return {
+    clock,
+    pass: (ms: number) => ((wall += ms), (monotonic += ms)),
+    step: (ms: number) => (wall += ms),
+    wall: () => wall,
+  };
+}
+
+describe('the planning clock', () => {
+  it('calls time passing (and drift within a minute and 1 %) no step', () => {
+    const c = clocks();
+    expect(c.clock.check()).toBeUndefined();
+    c.pass(10 * hour);
+    expect(c.clock.check()).toBeUndefined();
+    c.pass(30_000);
+    c.step(59_000);
+    expect(c.clock.check()).toBeUndefined();
+    // 1 % of ten hours is six minutes.
+    c.pass(10 * hour);
+    c.step(5 * 60_000);
+    expect(c.clock.check()).toBeUndefined();
+    expect(c.clock.now().getTime()).toBe(c.wall());
+  });
+
+  it('reports a forward step once and plans on the wall clock less it from then on', () => {
+    const c = clocks();
+    c.clock.check();
+    c.pass(10_000);
+    c.step(9 * hour);
+    expect(c.clock.check()).toMatchObject({ ms: 9 * hour });
+    expect(c.clock.now().getTime()).toBe(c.wall() - 9 * hour);
+    c.pass(30_000);
+    expect(c.clock.check()).toBeUndefined();
+    expect(c.clock.now().getTime()).toBe(c.wall() - 9 * hour);
+  });
+
+  it('reports a backward step without compensating it (it only delays)', () => {
+    const c = clocks();
+    c.clock.check();
+    c.step(-2 * hour);
+    expect(c.clock.check()).toMatchObject({ ms: -2 * hour });
+    expect(c.clock.now().getTime()).toBe(c.wall());
+  });
+});
