@@ -13,13 +13,12 @@
  *   `sh -c` Builds that hash, sort, tar and gzip a small tree each.
  *
  * Each figure is the median of three runs, a project's floors and ways of starting taken in
- * turns (one run of each a round). tend starts commands in Node spawn helpers; the same
- * CLI with the Python helper (`TEND_EXEC_PYTHON`, an opt-in: it costs a command a tenth of the
- * CPU, which short commands show) and with `TEND_EXEC_HELPERS=0` (every command spawned by tend's
- * own process) is shown beside it. Run it on a quiet machine: under load the ratios swing (on 2
- * cores under a load of 10 to 20, 1,000 actions came out at 0.7× to 3.4× xargs), and with the
- * kernel's autogroup scheduling tend's helpers and commands, each in a session of its own, get
- * more of the CPU than a floor's processes, all in the benchmark's session.
+ * turns (one run of each a round). tend starts commands in spawn helpers; the same CLI with
+ * `TEND_EXEC_HELPERS=0` (every command spawned by tend's own process) is shown beside it. Run it
+ * on a quiet machine: under load the ratios swing (on 2 cores under a load of 10 to 20, 1,000
+ * actions came out at 0.7× to 3.4× xargs), and with the kernel's autogroup scheduling tend's
+ * helpers and commands, each in a session of its own, get more of the CPU than a floor's
+ * processes, all in the benchmark's session.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
@@ -31,19 +30,10 @@ const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..'
 const tendBin = path.join(repoRoot, 'bin', 'tend.js');
 const runs = 3;
 
-/** The Python for the Python helper's rows: TEND_EXEC_PYTHON, else the system's, if it is 3.8 or later. */
-const python = process.env.TEND_EXEC_PYTHON || '/usr/bin/python3';
-const pythonRuns =
-  spawnSync(python, ['-c', 'import sys; sys.exit(sys.version_info < (3, 8))'], { stdio: 'ignore' }).status ===
-  0;
-
-/** How tend starts commands in each row: Node helpers (the default), Python helpers, no helper. */
+/** How tend starts commands in each row: spawn helpers (the default), no helper. */
 const ways: { name: string; env: Record<string, string> }[] = [
-  { name: 'the Node helper (the default)', env: { TEND_EXEC_PYTHON: '' } },
-  ...(pythonRuns
-    ? [{ name: 'TEND_EXEC_PYTHON (the Python helper)', env: { TEND_EXEC_PYTHON: python } }]
-    : []),
-  { name: 'TEND_EXEC_HELPERS=0 (no spawn helper)', env: { TEND_EXEC_PYTHON: '', TEND_EXEC_HELPERS: '0' } },
+  { name: 'spawn helpers (the default)', env: { TEND_EXEC_HELPERS: '' } },
+  { name: 'TEND_EXEC_HELPERS=0 (no spawn helper)', env: { TEND_EXEC_HELPERS: '0' } },
 ];
 
 /** Something timed: `reset` (untimed) before each run. */
@@ -111,8 +101,7 @@ async function spawnAll(command: string, args: string[], count: number, concurre
 
 /**
  * Prints the default way's figure as `what` (with `limit`, a maximum), each other way's beside
- * it, their ratios to `floor` (with `target`, a maximum), and the Python helper's to the Node
- * helper's.
+ * it, and their ratios to `floor` (with `target`, a maximum).
  */
 function printWays(
   what: string,
@@ -127,8 +116,6 @@ function printWays(
   ratio(`${what} vs ${floorName}`, byDefault![1], floor, floorName, target);
   for (const [name, time] of others)
     ratio(`  ${name.split(' ')[0]} vs ${floorName}`, time, floor, floorName, target);
-  if (pythonRuns)
-    ratio('  the Python helper vs the Node helper', others[0]![1], byDefault![1], 'Node helper');
 }
 
 const shopServices = 20;
@@ -199,7 +186,6 @@ const removeOutputs = (root: string, count: number, name: string) => () => {
 
 export async function run(): Promise<void> {
   console.log('exec: exec actions against spawning processes directly');
-  if (!pythonRuns) console.log(`  (no Python 3.8 or later at ${python}: no rows for the Python helper)`);
 
   const echoes = tempProject(execProjectFiles(500, 500));
   const xargs = 'floor: seq 1000 | xargs -P8 -n1 echo';

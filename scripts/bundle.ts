@@ -79,8 +79,7 @@ await build({
 // ASCII only: Node reads an ASCII file into a one-byte string several times faster than UTF-8 text
 // into a two-byte one (about 8 ms of every start for this file). esbuild escapes strings; what is
 // left is in comments and template literals, where an escape means the same (no tag here reads
-// `raw` but the Python spawn helper's source, which is ASCII: a test checks). Each UTF-16 unit on
-// its own, so an astral character becomes its surrogate pair.
+// `raw`). Each UTF-16 unit on its own, so an astral character becomes its surrogate pair.
 const text = readFileSync(outfile, 'utf8').replace(
   /[^\t\n\r -~]/g,
   (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`,

@@ -16,7 +16,7 @@ export async function parentOfCommand(): Promise<number> {
   return Number(result.outputs.ppid);
 }
 
-/** The program a process runs (`python3`, `node`, …), from /proc. */
+/** The program a process runs (`node`, `sh`, …), from /proc. */
 export function programOf(pid: number): string {
   return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
 }

@@ -1,7 +1,6 @@
 /**
- * Where exec commands are started (src/plugins/exec/spawner.ts): the same semantics from a Node
- * spawn helper (the default), a Python one (TEND_EXEC_PYTHON) and tend's own process —
- * environment, cwd, process groups, exit codes and signals, `::output` lines, stdout/stderr lines
+ * Where exec commands are started (src/plugins/exec/spawner.ts): the same semantics from a spawn
+ * helper (the default) and from tend's own process (TEND_EXEC_HELPERS=0) — environment, cwd, process groups, exit codes and signals, `::output` lines, stdout/stderr lines
  * (NUL bytes, invalid UTF-8, no final newline, large output), command not found, timeouts,
  * SIGTERM then SIGKILL, many commands at once — plus what only a helper has: it killed under
  * running commands, no helper outliving tend, and a helper finding tend gone when it gets ready.
@@ -14,7 +13,6 @@ import path from 'node:path';
 import { TendError } from '../../src/errors.js';
 import type { PluginLog } from '../../src/plugin/types.js';
 import { runCommand, type CommandResult } from '../../src/plugins/exec/process.js';
-import { pythonHelperArgument, pythonHelperSource } from '../../src/plugins/exec/python-spawn-helper.js';
 import { encodeSpawn, FrameType, frameHeader, helperSource } from '../../src/plugins/exec/spawn-helper.js';
 import { makeProject, removeProjects, startTend, waitFor } from '../helpers/project.js';
 import { never, parentOfCommand, programOf } from './exec-helpers.js';
@@ -62,47 +60,29 @@ function alive(pid: number): boolean {
   }
 }
 
-const previous = { helpers: process.env.TEND_EXEC_HELPERS, python: process.env.TEND_EXEC_PYTHON };
+const previous = process.env.TEND_EXEC_HELPERS;
 afterAll(() => {
-  if (previous.helpers === undefined) delete process.env.TEND_EXEC_HELPERS;
-  else process.env.TEND_EXEC_HELPERS = previous.helpers;
-  if (previous.python === undefined) delete process.env.TEND_EXEC_PYTHON;
-  else process.env.TEND_EXEC_PYTHON = previous.python;
+  if (previous === undefined) delete process.env.TEND_EXEC_HELPERS;
+  else process.env.TEND_EXEC_HELPERS = previous;
   removeProjects();
 });
 
-/** The Python a Python spawn helper runs with in these tests. */
-const python = '/usr/bin/python3';
-
-/**
- * Helpers of `kind` from now on (Node's unless TEND_EXEC_PYTHON is set); waits until one of them
- * runs a command (they start on demand).
- */
-async function useHelpers(kind: 'python' | 'node', count: string): Promise<number> {
+/** At most `count` helpers from now on; waits until one of them runs a command (they start on demand). */
+async function useHelpers(count: string): Promise<number> {
   process.env.TEND_EXEC_HELPERS = count;
-  if (kind === 'python') process.env.TEND_EXEC_PYTHON = python;
-  else delete process.env.TEND_EXEC_PYTHON;
-  const program = kind === 'python' ? 'python3' : 'node';
   return waitFor(async () => {
     const parent = await parentOfCommand();
-    return parent !== process.pid && programOf(parent) === program && parent;
-  }, `a ${kind} spawn helper to run a command`);
+    return parent !== process.pid && programOf(parent) === 'node' && parent;
+  }, 'a spawn helper to run a command');
 }
 
-const helperKinds = [{ kind: 'node' as const }, { kind: 'python' as const }];
-
 describe.each([
-  {
-    mode: 'a Node spawn helper (the default, though a Python runs here)',
-    helpers: '2',
-    kind: 'node' as const,
-  },
-  { mode: 'a Python spawn helper (TEND_EXEC_PYTHON)', helpers: '2', kind: 'python' as const },
-  { mode: 'tend itself (TEND_EXEC_HELPERS=0)', helpers: '0', kind: undefined },
-])('commands started by $mode', ({ helpers, kind }) => {
+  { mode: 'a spawn helper (the default)', helpers: '2' },
+  { mode: 'tend itself (TEND_EXEC_HELPERS=0)', helpers: '0' },
+])('commands started by $mode', ({ helpers }) => {
   beforeAll(async () => {
-    if (kind) {
-      await useHelpers(kind, helpers);
+    if (helpers !== '0') {
+      await useHelpers(helpers);
       return;
     }
     process.env.TEND_EXEC_HELPERS = helpers;
@@ -370,9 +350,9 @@ describe.each([
   });
 });
 
-describe.each(helperKinds)('a $kind spawn helper that dies', ({ kind }) => {
+describe('a spawn helper that dies', () => {
   it('fails the commands it was running (their groups killed), and new commands still run', async () => {
-    await useHelpers(kind, '1');
+    await useHelpers('1');
     const outs = [capture(), capture()];
     const running = outs.map((out) =>
       runCommand(sh('echo "pid $$ ppid $PPID"; sleep 60'), out.log, never).catch((e: unknown) => e),
@@ -407,9 +387,9 @@ describe.each(helperKinds)('a $kind spawn helper that dies', ({ kind }) => {
   });
 });
 
-describe.each(helperKinds)('no $kind spawn helper outlives tend', ({ kind }) => {
-  const env = { TEND_EXEC_PYTHON: kind === 'python' ? python : '' };
-  const program = kind === 'python' ? 'python3' : 'node';
+describe('no spawn helper outlives tend', () => {
+  // As many helpers as tend starts by default (an empty TEND_EXEC_HELPERS is the default).
+  const env = { TEND_EXEC_HELPERS: '' };
   // A chain of builds, started by spawn helpers.
   // The last one ignores SIGTERM (from before it says it started) and never ends: only SIGKILL
   // (a second Ctrl-C, or its helper) stops it.
@@ -450,7 +430,7 @@ ${builds.join('---\n')}`;
       );
       const spawners = helperPids(root, tend.pid);
       expect(spawners.length).toBeGreaterThan(0);
-      expect(spawners.map(programOf)).toEqual(spawners.map(() => program));
+      expect(spawners.map(programOf)).toEqual(spawners.map(() => 'node'));
       // The last build runs in a helper: tend killed cannot kill it, its helper must.
       expect(spawners).toContain(Number(readFileSync(path.join(root, 'parent-11.txt'), 'utf8')));
       if (how === 'SIGKILL') tend.signal('SIGKILL');
@@ -478,7 +458,7 @@ ${builds.join('---\n')}`;
   });
 });
 
-describe('the Node spawn helper', () => {
+describe('the spawn helper', () => {
   it('finding tend gone when it gets ready: exits without a word or a request read', async () => {
     const dir = makeProject({});
     const ran = path.join(dir, 'ran.txt');
@@ -503,69 +483,5 @@ describe('the Node spawn helper', () => {
     expect(stderr).toBe('');
     expect(existsSync(ran)).toBe(false);
     helper.stdin.destroy();
-  });
-});
-
-describe('the Python spawn helper', () => {
-  it('finding tend gone when it gets ready (Ctrl-C twice meanwhile): exits without a word or a request read', async () => {
-    // A Python that waits for a gate before it starts: the helper gets ready only after tend is gone.
-    const root = makeProject({
-      'tend.yml':
-        'kind: Project\nname: gone\ndefaultEnvironment: dev\nenvironments: [{ name: dev, defaultNamespace: gone-dev }]\n' +
-        'providers: [{ name: exec }]\n---\nkind: Build\ntype: exec\nname: only\nexclude: [ran.txt]\n' +
-        'spec: { command: [sh, -c, "echo ran > ran.txt"] }\n',
-    });
-    const gatedPython = path.join(root, 'gated-python');
-    writeFileSync(
-      gatedPython,
-      `#!/bin/sh\necho $$ > '${root}/helper.pid'\nwhile [ ! -e '${root}/gate' ]; do sleep 0.01; done\nexec ${python} "$@"\n`,
-    );
-    chmodSync(gatedPython, 0o755);
-    const tend = startTend(['build'], {
-      cwd: root,
-      env: { TEND_EXEC_PYTHON: gatedPython, TEND_EXEC_HELPERS: '1' },
-    });
-    const pidFile = path.join(root, 'helper.pid');
-    const helper = await waitFor(
-      () => existsSync(pidFile) && Number(readFileSync(pidFile, 'utf8')),
-      'the helper to be started',
-    );
-    await tend.waitForOutput(/processing\s+build\.only/, 'the build to be queued to the helper');
-    tend.signal('SIGINT');
-    await tend.waitForOutput(/stopping started processes/, 'the first Ctrl-C to be taken');
-    tend.signal('SIGINT');
-    await waitFor(() => !alive(tend.pid), 'tend to exit');
-    writeFileSync(path.join(root, 'gate'), '');
-    // Resolves once the helper, which shares tend's stderr, has closed it too.
-    const run = await tend.exited;
-    expect(run.code).toBe(130);
-    expect(run.stderr).not.toMatch(/Traceback|BrokenPipe|EPIPE/);
-    await waitFor(() => !alive(helper), 'the helper to exit');
-    expect(existsSync(path.join(root, 'ran.txt'))).toBe(false);
-  });
-
-  it('starts on modules that load fast: no json, re, enum, selectors or collections before it is ready', async () => {
-    // -X importtime lists on stderr every module imported, as "import time: self | total | name".
-    const helper = spawn(
-      python,
-      ['-X', 'importtime', '-I', '-S', '-c', pythonHelperSource, pythonHelperArgument],
-      {
-        stdio: ['pipe', 'pipe', 'pipe'],
-      },
-    );
-    let stderr = '';
-    helper.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise((resolve) => helper.once('close', resolve));
-    const ready = await new Promise<Buffer>((resolve) => helper.stdout.once('data', resolve));
-    expect(ready.readUInt8(4)).toBe(FrameType.ready);
-    helper.stdin.end();
-    await exited;
-    const modules = stderr
-      .split('\n')
-      .map((line) => line.split('|')[2]?.trim())
-      .filter(Boolean);
-    expect(modules).toContain('os');
-    for (const slow of ['json', 're', 'enum', 'selectors', 'collections'])
-      expect(modules).not.toContain(slow);
   });
 });

@@ -13,8 +13,7 @@
  * The protocol, over the helper's stdin (requests) and stdout (answers), is a stream of frames:
  * a 9-byte header — payload length (uint32 BE), frame type (uint8), command id (uint32 BE) — and
  * the payload. A payload of fields is UTF-8 strings each ended by a NUL byte, as execve takes its
- * arguments and environment (so none holds a NUL: tend refuses such a command before it is sent),
- * which a helper splits without a JSON parser (Python's costs a third of its start).
+ * arguments and environment (so none holds a NUL: tend refuses such a command before it is sent).
  * Requests: `environment` (the environment commands inherit, `NAME=value` fields, sent before the
  * first `spawn` and again when it changes) and `spawn` (fields: file, cwd, the number of
  * arguments, the arguments, then `NAME=value` for what the command gets on top of the inherited

@@ -1,15 +1,13 @@
 /**
- * Where the exec plugin's commands are started: by a spawn helper (a small long-lived process,
- * up to 4 of them), otherwise directly from this process. Both ways report the same events, in
- * the same order, so `runCommand` (process.ts) is one piece of code over either.
+ * Where the exec plugin's commands are started: by a spawn helper (`spawn-helper.ts`: a small
+ * long-lived Node process, up to 4 of them), otherwise directly from this process. Both ways
+ * report the same events, in the same order, so `runCommand` (process.ts) is one piece of code
+ * over either.
  *
- * A helper is Node's (`spawn-helper.ts`), or Python's (`python-spawn-helper.ts`) when
- * TEND_EXEC_PYTHON names a Python to run it: an opt-in, since it starts a command for a tenth of
- * the CPU but a Python may be missing, old or a stub (macOS's asks to install developer tools).
- * Both speak the same protocol. Helpers start on demand — when a command finds no helper idle —
- * up to `helperLimit` (a run with nothing to do starts none). A command that finds no helper
- * ready is queued to one that is starting: a helper answers `ready` before it reads a request, so
- * nothing waits on a fork of this (large) process.
+ * Helpers start on demand — when a command finds no helper idle — up to `helperLimit` (a run with
+ * nothing to do starts none). A command that finds no helper ready is queued to one that is
+ * starting: a helper answers `ready` before it reads a request, so nothing waits on a fork of
+ * this (large) process.
  *
  * A helper that dies (killed, crashed) fails the commands it was running with TEND_EXEC_FAILED,
  * and their process groups get SIGKILL; the next command starts a new helper. A helper that cannot
@@ -37,7 +35,6 @@ import {
   helperSource,
   type SpawnFrame,
 } from './spawn-helper.js';
-import { pythonHelperArgument, pythonHelperSource } from './python-spawn-helper.js';
 
 /** A command to start, with `inherited` plus `env`. */
 export interface SpawnRequest extends SpawnFrame {
@@ -135,41 +132,27 @@ const helpers = new Set<Helper>();
 /** Off after a helper could not start or died before it was ready. */
 let helpersOff = false;
 
-type HelperKind = 'python' | 'node';
-
-/** The kind of helper to start next: Python's when TEND_EXEC_PYTHON names a Python. */
-function helperKind(): HelperKind {
-  return process.env.TEND_EXEC_PYTHON ? 'python' : 'node';
-}
-
 /**
- * How many helpers of `kind` may run, or TEND_EXEC_HELPERS. From 2 to 4: two per core for Node
- * (blocked for a whole fork, so more helpers than cores still overlap), one per core for Python
- * (it is blocked only while vfork's child gets to exec; measured on 2 cores, a third and fourth
- * cost more to start than they gave back).
+ * How many helpers may run: two per core, from 2 to 4 (a helper is blocked for the whole of each
+ * fork, so more helpers than cores still overlap), or TEND_EXEC_HELPERS.
  */
-function helperLimit(kind: HelperKind): number {
+function helperLimit(): number {
   const configured = process.env.TEND_EXEC_HELPERS;
   if (configured !== undefined && /^\d+$/.test(configured)) return Number(configured);
-  cores ??= os.availableParallelism();
-  return Math.min(4, Math.max(2, kind === 'python' ? cores : 2 * cores));
+  defaultLimit ??= Math.min(4, Math.max(2, 2 * os.availableParallelism()));
+  return defaultLimit;
 }
-let cores: number | undefined;
+let defaultLimit: number | undefined;
 
 /**
  * The helper for the next command: the ready one running fewest, else one starting; another
  * starts when every helper is busy and the limit allows, and takes the command when none is ready.
  */
 function pickHelper(): Helper | undefined {
-  // Only helpers of the kind wanted now (TEND_EXEC_PYTHON may have changed since others started).
-  const kind = helperKind();
-  const limit = helperLimit(kind);
+  const limit = helperLimit();
   if (helpersOff || limit === 0) return undefined;
   let best: Helper | undefined;
-  let count = 0;
   for (const helper of helpers) {
-    if (helper.kind !== kind) continue;
-    count++;
     if (
       !best ||
       (helper.ready && !best.ready) ||
@@ -177,7 +160,7 @@ function pickHelper(): Helper | undefined {
     )
       best = helper;
   }
-  if (count < limit && (!best || best.running > 0)) {
+  if (helpers.size < limit && (!best || best.running > 0)) {
     const started = startHelper();
     // A ready helper takes the command at once; one starting needs tens of milliseconds more.
     if (!best?.ready) return started ?? best;
@@ -186,7 +169,7 @@ function pickHelper(): Helper | undefined {
 }
 
 function startHelper(): Helper | undefined {
-  const helper = new Helper(helperKind());
+  const helper = new Helper();
   if (!helper.alive) return undefined;
   helpers.add(helper);
   return helper;
@@ -208,21 +191,12 @@ class Helper {
   private inherited: InheritedEnvironment | undefined;
   private readonly receive = frameReader((type, id, payload) => this.dispatch(type, id, payload));
 
-  constructor(readonly kind: HelperKind) {
-    const [file, args, env] =
-      kind === 'python'
-        ? // Python's environment as tend's (a pyenv shim needs it); -I makes it ignore PYTHON*.
-          [
-            process.env.TEND_EXEC_PYTHON!,
-            ['-I', '-S', '-c', pythonHelperSource, pythonHelperArgument],
-            process.env,
-          ]
-        : // None for Node: NODE_OPTIONS (a debugger, a loader) must not reach the helper.
-          [process.execPath, ['-e', helperSource], {}];
-    this.child = childProcess().spawn(file, args, {
+  constructor() {
+    this.child = childProcess().spawn(process.execPath, ['-e', helperSource], {
       // Its own session: a terminal's Ctrl-C reaches tend, which stops commands its own way.
       detached: true,
-      env,
+      // No environment: NODE_OPTIONS (a debugger, a loader) must not reach the helper.
+      env: {},
       stdio: ['pipe', 'pipe', 'inherit'],
     });
     this.child.unref();
