@@ -66,11 +66,15 @@ describe('streaming a deploy to the server', () => {
         [sessionId, 'deploy', 'completed'],
       ]);
 
-      // The dashboard shows it, to a developer logged in with a read token.
+      // The dashboard shows it, to a developer logged in with a read token: the login page first
+      // (its CSRF cookie and the same value in the form), then the form, as a browser does.
+      const form = await fetch(`${stream.server.current!.url}/login`);
+      const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? '';
+      const csrfCookie = /tend_login_csrf=[^;]+/.exec(form.headers.get('set-cookie') ?? '')?.[0] ?? '';
       const login = await fetch(`${stream.server.current!.url}/login`, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ token: stream.server.tokens.read, next: '/' }).toString(),
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: csrfCookie },
+        body: new URLSearchParams({ token: stream.server.tokens.read, next: '/', _csrf: csrf }).toString(),
         redirect: 'manual',
       });
       const cookie = /tend_session=[^;]+/.exec(login.headers.get('set-cookie') ?? '')?.[0];
