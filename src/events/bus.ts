@@ -1,12 +1,20 @@
 /**
  * The session bus: one per CLI session. Stamps every event with a ULID id, the session id and
- * a timestamp, coalesces repeated namespaceStatus events, and hands each event to its sinks
- * (local log, outbox) and listeners (progress output, tests).
+ * a timestamp (and the events whose order matters to the server with the host's sequence, when
+ * the session has one), coalesces repeated namespaceStatus events, and hands each event to its
+ * sinks (local log, outbox) and listeners (progress output, tests).
  */
 import { randomBytes } from 'node:crypto';
 import { monotonicFactory } from 'ulidx';
 import { TendError } from '../errors.js';
-import type { EventPayloads, EventType, NamespaceStatusPayload, TendEvent } from './catalog.js';
+import {
+  sequencedEventTypes,
+  type EventPayloads,
+  type EventSequence,
+  type EventType,
+  type NamespaceStatusPayload,
+  type TendEvent,
+} from './catalog.js';
 import { NamespaceStatusDedupe } from './dedupe.js';
 
 export type EventListener = (event: TendEvent) => void;
@@ -68,7 +76,11 @@ export class SessionBus {
   private readonly dedupe = new NamespaceStatusDedupe();
   private closed = false;
 
-  constructor(sessionId: string = newId()) {
+  constructor(
+    sessionId: string = newId(),
+    /** The host's sequence (src/session/sequence.ts): the next number, or undefined without one. */
+    private readonly sequence?: () => EventSequence | undefined,
+  ) {
     this.sessionId = sessionId;
   }
 
@@ -89,13 +101,13 @@ export class SessionBus {
       );
     }
     if (type === 'namespaceStatus' && !this.dedupe.admit(payload as NamespaceStatusPayload)) return undefined;
-    const event = {
-      id: ulid(),
-      type,
-      sessionId: this.sessionId,
-      timestamp: isoNow(),
-      payload,
-    } as TendEvent;
+    // Taken when the event is emitted (before the work it announces), after it was admitted.
+    const sequence = this.sequence && sequencedEventTypes.has(type) ? this.sequence() : undefined;
+    const event = (
+      sequence
+        ? { id: ulid(), type, sessionId: this.sessionId, timestamp: isoNow(), sequence, payload }
+        : { id: ulid(), type, sessionId: this.sessionId, timestamp: isoNow(), payload }
+    ) as TendEvent;
     if (this.sinks.length > 0) {
       const line = JSON.stringify(event) + '\n';
       for (const sink of this.sinks) sink.write(event, line);

@@ -232,6 +232,28 @@ export const droppableEventTypes: ReadonlySet<EventType> = new Set<EventType>(['
 /** ULID: 26 characters of Crockford base32. */
 export const EventId = Type.String({ pattern: '^[0-9A-HJKMNP-TV-Z]{26}$' });
 
+/**
+ * Where an event stands in its host's order: a number drawn from a counter every tend process of
+ * the host (its state directory) shares, which only grows, whatever the clock does. The server
+ * orders a namespace's and an environment's changes by it (numbers of one counter only; other
+ * counters' are not comparable). Added later: optional, so older clients are unaffected.
+ */
+export const EventSequence = Type.Object(
+  {
+    /** The counter's id (a ULID made when the counter was). */
+    counter: EventId,
+    number: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+  },
+  { additionalProperties: false },
+);
+export type EventSequence = Static<typeof EventSequence>;
+
+/** The types that carry a sequence: those whose effect on the registry depends on their order. */
+export const sequencedEventTypes: ReadonlySet<EventType> = new Set<EventType>([
+  'namespaceStatus',
+  'sessionStarted',
+]);
+
 /** The envelope every event travels in, on the bus, in the local log, in the outbox and over HTTP. */
 export const EventEnvelope = Type.Object(
   {
@@ -239,13 +261,21 @@ export const EventEnvelope = Type.Object(
     type: Type.Union(eventTypes.map((t) => Type.Literal(t))),
     sessionId: EventId,
     timestamp: Type.String({ format: 'date-time', maxLength: 40 }),
+    sequence: Type.Optional(EventSequence),
     payload: Type.Record(Type.String(), Type.Unknown()),
   },
   { additionalProperties: false },
 );
 
 export type TendEvent<K extends EventType = EventType> = {
-  [T in K]: { id: string; type: T; sessionId: string; timestamp: string; payload: EventPayloads[T] };
+  [T in K]: {
+    id: string;
+    type: T;
+    sessionId: string;
+    timestamp: string;
+    sequence?: EventSequence;
+    payload: EventPayloads[T];
+  };
 }[K];
 
 // Compiled when first needed: a command checks a few types, and compiling all costs its start-up.

@@ -1,12 +1,14 @@
 /**
- * A CLI session's event lifecycle: the bus with its local log and outbox, `sessionStarted`,
- * a heartbeat every 30 s while the command runs, and `sessionCompleted` / `sessionFailed`.
+ * A CLI session's event lifecycle: the bus with its local log and outbox (its ordered events
+ * stamped with the host's sequence), `sessionStarted`, a heartbeat every 30 s while the command
+ * runs, and `sessionCompleted` / `sessionFailed`.
  */
 import { SessionBus } from '../events/bus.js';
 import type { EventPayloads } from '../events/catalog.js';
 import { LocalLogSink } from '../events/local-log.js';
 import { OutboxSink } from '../outbox/writer.js';
 import { statePaths } from '../state/files.js';
+import { HostSequence } from './sequence.js';
 
 export const heartbeatIntervalMs = 30_000;
 
@@ -14,6 +16,8 @@ export interface SessionOptions {
   projectRoot: string;
   started: EventPayloads['sessionStarted'];
   heartbeatMs?: number;
+  /** The host's event sequence (default: the one in the host's state directory). */
+  sequence?: HostSequence;
 }
 
 export class Session {
@@ -23,7 +27,8 @@ export class Session {
   private ended = false;
 
   constructor(private readonly options: SessionOptions) {
-    this.bus = new SessionBus();
+    const sequence = options.sequence ?? new HostSequence();
+    this.bus = new SessionBus(undefined, () => sequence.next());
     const paths = statePaths(options.projectRoot);
     this.bus.addSink(new LocalLogSink(paths.events, this.bus.sessionId));
     this.bus.addSink(new OutboxSink(paths.outbox, this.bus.sessionId));

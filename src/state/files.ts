@@ -1,9 +1,11 @@
 /**
- * The project-local state directory `.tend/` and how files in it are written.
+ * The project-local state directory `.tend/`, the host's (`$TEND_STATE_DIR`), and how files in
+ * them are written.
  * Every file tend rewrites is written atomically (temp file, fsync, rename) so a crash
  * leaves either the old or the new content, never a torn file.
  */
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, writeSync } from 'node:fs';
+import { homedir } from 'node:os';
 import path from 'node:path';
 
 export interface StatePaths {
@@ -23,6 +25,16 @@ export function statePaths(projectRoot: string): StatePaths {
     envs: path.join(root, 'envs'),
     cache: path.join(root, 'cache'),
   };
+}
+
+/**
+ * The host's state directory, shared by every project of this user on this machine:
+ * `$TEND_STATE_DIR`, else `$XDG_STATE_HOME/tend`, else `~/.local/state/tend`.
+ */
+export function hostStateDir(env: NodeJS.ProcessEnv = process.env): string {
+  return (
+    env.TEND_STATE_DIR || path.join(env.XDG_STATE_HOME || path.join(homedir(), '.local', 'state'), 'tend')
+  );
 }
 
 /** Unique per process; with the pid, unique per machine (no entropy needed for a temp name). */

@@ -1,8 +1,9 @@
 /**
- * Which batch the stream sends next: the session's own segment as it is written — at most 500
- * events / 512 KiB, at the latest 250 ms after its first event was written, a full batch at once —
- * then, when that is sent, the segments earlier commands left (server down, process killed),
- * oldest first, one at a time, each under its lock.
+ * Which batch the stream sends next, in the order the host's sessions ran: first the segments
+ * earlier commands left (server down, not logged in, process killed), oldest first, one at a
+ * time, each under its lock; then the session's own segment as it is written — at most 500
+ * events / 512 KiB, at the latest 250 ms after its first event was written, a full batch at once;
+ * then the segments commands that ran meanwhile left.
  *
  * The session bus tells the source that something was written (it is a sink of the bus that
  * only counts); the events are read back from the segment, so what is sent is what is on disk.
@@ -31,8 +32,12 @@ export type Work = { cursor: SegmentCursor; batch: QueuedEvent[] };
 export class BatchSource {
   private own: SegmentCursor | undefined;
   private bus: SessionBus | undefined;
+  /** The older segment being sent (its lock is held): sent to its end before anything else. */
   private older: SegmentCursor | undefined;
-  private readonly olderIds: string[] = [];
+  /** Segments waiting when the stream started, left by earlier commands: sent before the own one. */
+  private readonly earlierIds: string[] = [];
+  /** Segments found at the end, left by commands that ran meanwhile: sent after the own one. */
+  private readonly laterIds: string[] = [];
   private readonly tried = new Set<string>();
   private readonly reportedPaths = new Set<string>();
 
@@ -58,7 +63,7 @@ export class BatchSource {
 
   /**
    * Sends the session's own segment as it is written, when this process can lock it (it is
-   * the segment's writer); its events go before those of older segments.
+   * the segment's writer); its events go after those of the segments earlier commands left.
    */
   followOwn(bus: SessionBus): void {
     const attempt = tryLock(lockFile(this.dir, bus.sessionId), { writer: true });
@@ -77,11 +82,14 @@ export class BatchSource {
     this.unreadSince = Date.now();
   }
 
-  /** Adds the outbox's segments not seen yet: at the start, and at the end those other commands left since. */
-  addOlder(): void {
-    this.olderIds.push(
-      ...this.listSegments().filter((id) => !this.tried.has(id) && !this.olderIds.includes(id)),
-    );
+  /**
+   * Adds the outbox's segments not seen yet: at the start those earlier commands left (`earlier`:
+   * sent before the session's own), at the end those other commands left since (sent after it).
+   */
+  addOlder(when: 'earlier' | 'later'): void {
+    const queued = new Set([...this.earlierIds, ...this.laterIds]);
+    const ids = this.listSegments().filter((id) => !this.tried.has(id) && !queued.has(id));
+    (when === 'earlier' ? this.earlierIds : this.laterIds).push(...ids);
   }
 
   /** The outbox's segments; what only looks like one (a directory named *.jsonl) is named once on stderr. */
@@ -150,6 +158,9 @@ export class BatchSource {
    * everything was sent.
    */
   next(finishing: boolean): Work | { waitMs: number | undefined } | 'done' {
+    // What earlier sessions left goes first: the server receives the host's sessions in the order they ran.
+    const earlier = this.nextOlder(this.earlierIds);
+    if (earlier) return earlier;
     const own = this.own;
     if (own) {
       if (this.ownDueIn(Date.now(), finishing) === 0) {
@@ -164,8 +175,8 @@ export class BatchSource {
         this.ownDone();
       }
     }
-    const older = this.nextOlder();
-    if (older) return older;
+    const later = this.nextOlder(this.laterIds);
+    if (later) return later;
     if (finishing && !this.own) return 'done';
     return { waitMs: this.ownDueIn(Date.now(), finishing) };
   }
@@ -175,11 +186,14 @@ export class BatchSource {
     this.own = undefined;
   }
 
-  /** A batch from the oldest segment this process can take, or undefined when there is none. */
-  private nextOlder(): Work | undefined {
+  /**
+   * A batch of the older segment being sent, else of the oldest in `queue` this process can take,
+   * or undefined when there is none.
+   */
+  private nextOlder(queue: string[]): Work | undefined {
     for (;;) {
       if (!this.older) {
-        const id = this.olderIds.shift();
+        const id = queue.shift();
         if (id === undefined) return undefined;
         this.older = this.takeOlder(id);
         if (!this.older) continue;

@@ -6,8 +6,9 @@
  * and reads the events back from the segment, so what it sends is exactly what is on disk. It
  * sends batches of at most 500 events / 512 KiB, a batch at the latest 250 ms after its first
  * event, one batch at a time and in order, and moves the segment's ack offset after each answer.
- * When the session's own events are sent it drains older segments left by earlier commands
- * (server down, process killed), one at a time, each under its lock.
+ * The segments earlier commands left (server down, not logged in, process killed) go before the
+ * session's own events, oldest first, one at a time, each under its lock: the server receives
+ * the host's sessions in the order they ran.
  *
  * This file is the loop: one batch in flight, what each answer does, the waits between. Which
  * batch goes next is batching.ts; splitting a batch that keeps failing, split.ts; what is kept
@@ -103,12 +104,12 @@ export class OutboxStreamer {
   }
 
   /**
-   * Starts delivering: the session's own segment as it is written (when a bus is given), then the
-   * segments older commands left behind.
+   * Starts delivering: the segments older commands left behind, then the session's own segment as
+   * it is written (when a bus is given).
    */
   start(bus?: SessionBus): this {
     if (bus) this.source.followOwn(bus);
-    this.source.addOlder();
+    this.source.addOlder('earlier');
     this.loop = this.run();
     return this;
   }
@@ -269,7 +270,7 @@ export class OutboxStreamer {
     if (!this.finishing) {
       this.finishing = true;
       // Segments other commands left since this one started.
-      this.source.addOlder();
+      this.source.addOlder('later');
       const deadline = setTimeout(() => this.stop(), timeoutMs); // holds the process open until then
       this.wake();
       this.finishWake?.();

@@ -1,7 +1,7 @@
 /**
- * Fixtures for the event stream tests: the real server as a child process on SQLite (so it can
- * be killed), tokens, what the server stored, what the CLI recorded, and projects that emit many
- * events quickly.
+ * Fixtures for the event stream tests: the real server as a child process (so it can be killed)
+ * on SQLite, or on a PostgreSQL database of the test's, tokens, what the server stored, what the
+ * CLI recorded, and projects that emit many events quickly.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -13,6 +13,7 @@ import { streamedEventTypes, type TendEvent } from '../../src/events/catalog.js'
 import { parseJsonLines } from '../../src/state/files.js';
 import { migrateToLatest, openDatabase } from '../../src/server/db/database.js';
 import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
+import type { TestDatabase } from '../server/helpers.js';
 import { freePort, makeProject, repoRoot, tendBin, waitFor } from '../helpers/project.js';
 
 export { freePort };
@@ -29,23 +30,30 @@ export interface ServerProcess {
 export interface StreamServer {
   dataDir: string;
   dbFile: string;
-  tokens: { ingest: string; read: string };
+  tokens: { ingest: string; read: string; agent: string };
   /** The running server process, if any. */
   current: ServerProcess | undefined;
   /** Starts the server (again) on `port` (a free one by default). */
   start(port?: number): Promise<ServerProcess>;
-  /** Event ids the server stored, with how many times each. */
+  /** Event ids the server stored, with how many times each (SQLite only). */
   eventIds(): string[];
   close(): Promise<void>;
 }
 
 const dirs: string[] = [];
 
-export async function createStreamServer(): Promise<StreamServer> {
+/**
+ * The server on an SQLite file of its own, or on `options.database` (PostgreSQL: `--database-url`);
+ * `options.args` are more `tend server` flags.
+ */
+export async function createStreamServer(
+  options: { database?: TestDatabase; args?: string[] } = {},
+): Promise<StreamServer> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tend-stream-server-'));
   dirs.push(dataDir);
   const dbFile = path.join(dataDir, 'tend.db');
-  const db = await openDatabase({ sqliteFile: dbFile });
+  const databaseUrl = options.database?.url;
+  const db = await (databaseUrl ? options.database!.open() : openDatabase({ sqliteFile: dbFile }));
   let tokens: StreamServer['tokens'];
   try {
     await migrateToLatest(db);
@@ -53,10 +61,12 @@ export async function createStreamServer(): Promise<StreamServer> {
     tokens = {
       ingest: (await repo.create({ name: 'cli', scope: 'ingest' })).token,
       read: (await repo.create({ name: 'dev', scope: 'read' })).token,
+      agent: (await repo.create({ name: 'agent', scope: 'agent' })).token,
     };
   } finally {
     await db.close();
   }
+  const where = databaseUrl ? ['--database-url', databaseUrl] : ['--data-dir', dataDir];
   const server: StreamServer = {
     dataDir,
     dbFile,
@@ -64,7 +74,8 @@ export async function createStreamServer(): Promise<StreamServer> {
     current: undefined,
     async start(port) {
       const p = port ?? (await freePort());
-      const child = spawn(process.execPath, [tendBin, 'server', '--port', String(p), '--data-dir', dataDir], {
+      const args = [tendBin, 'server', '--port', String(p), ...where, ...(options.args ?? [])];
+      const child = spawn(process.execPath, args, {
         cwd: repoRoot,
         stdio: ['ignore', 'ignore', 'pipe'],
         env: { ...process.env, CI: 'true' },
@@ -100,6 +111,7 @@ export async function createStreamServer(): Promise<StreamServer> {
       return proc;
     },
     eventIds() {
+      if (databaseUrl) throw new Error('eventIds reads the SQLite file; this server runs on PostgreSQL');
       const sqlite = new BetterSqlite3(dbFile, { readonly: true, fileMustExist: true });
       try {
         return (sqlite.prepare('select id from events').all() as { id: string }[]).map((r) => r.id);

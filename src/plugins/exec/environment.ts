@@ -9,12 +9,11 @@
 import { TendError } from '../../errors.js';
 import { sha256Hex } from '../../hash.js';
 import { existsSync, readFileSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { homedir } from 'node:os';
 import path from 'node:path';
 import { newId } from '../../events/bus.js';
 import type { NamespaceStatusPayload, Target } from '../../events/catalog.js';
 import { removeResults } from '../../plugin/results.js';
-import { writeFileAtomic } from '../../state/files.js';
+import { hostStateDir, writeFileAtomic } from '../../state/files.js';
 import type { PluginContext, PluginPayload } from '../../plugin/types.js';
 import { listDeployStates, pausePersistent, resumePersistent, stopPersistent } from './deploy.js';
 
@@ -151,9 +150,7 @@ export function ensureEnvironment(ctx: PluginContext): string {
 
 /** The host's index of local environments: one small file per environment directory. */
 export function hostIndexDir(env: NodeJS.ProcessEnv = process.env): string {
-  const state =
-    env.TEND_STATE_DIR || path.join(env.XDG_STATE_HOME || path.join(homedir(), '.local', 'state'), 'tend');
-  return path.join(state, 'local-environments');
+  return path.join(hostStateDir(env), 'local-environments');
 }
 
 function indexFile(dir: string): string {

@@ -3,7 +3,7 @@
  * columns (a message spells out every object's keys; columns do not), payloads as JSON text that
  * the thread parses only for the few events that change the registry.
  */
-import type { TendEvent } from '../../events/catalog.js';
+import type { EventSequence, TendEvent } from '../../events/catalog.js';
 
 /** What ingesting a batch answers (`POST /api/v1/events`). */
 export interface IngestResult {
@@ -16,16 +16,26 @@ export interface WireEvents {
   types: TendEvent['type'][];
   sessionIds: string[];
   timestamps: string[];
+  /** The host sequence of each event (null: none), which orders the registry's changes. */
+  sequences: (EventSequence | null)[];
   payloads: string[];
 }
 
 export function toWire(events: readonly TendEvent[]): WireEvents {
-  const wire: WireEvents = { ids: [], types: [], sessionIds: [], timestamps: [], payloads: [] };
+  const wire: WireEvents = {
+    ids: [],
+    types: [],
+    sessionIds: [],
+    timestamps: [],
+    sequences: [],
+    payloads: [],
+  };
   for (const e of events) {
     wire.ids.push(e.id);
     wire.types.push(e.type);
     wire.sessionIds.push(e.sessionId);
     wire.timestamps.push(e.timestamp);
+    wire.sequences.push(e.sequence ?? null);
     wire.payloads.push(JSON.stringify(e.payload));
   }
   return wire;
@@ -39,6 +49,7 @@ class ReceivedEvent {
     readonly type: TendEvent['type'],
     readonly sessionId: string,
     readonly timestamp: string,
+    readonly sequence: EventSequence | undefined,
     readonly payloadText: string,
   ) {}
 
@@ -59,6 +70,7 @@ export function fromWire(wire: WireEvents): TendEvent[] {
         wire.types[i]!,
         wire.sessionIds[i]!,
         wire.timestamps[i]!,
+        wire.sequences[i] ?? undefined,
         wire.payloads[i]!,
       ) as unknown as TendEvent,
   );

@@ -114,6 +114,9 @@ export interface EnvironmentsTable {
   last_activity_command: string | null;
   last_activity_user: string | null;
   last_activity_type: string | null;
+  /** The host sequence (counter, number) of the last sessionStarted that set the policy, if it had one. */
+  started_sequence_counter: string | null;
+  started_sequence_number: number | null;
 }
 
 export interface ResourcesTable {
@@ -139,6 +142,9 @@ export interface ResourcesTable {
   last_seen_at: Timestamp;
   last_activity_at: Timestamp | null;
   missing_since: Timestamp | null;
+  /** The host sequence (counter, number) of the last event applied to the row, if it had one. */
+  sequence_counter: string | null;
+  sequence_number: number | null;
 }
 
 export interface CleanupJobsTable {

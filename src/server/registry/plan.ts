@@ -6,6 +6,7 @@
  */
 import { newId } from '../../events/bus.js';
 import type {
+  EventSequence,
   NamespaceStatusPayload,
   SessionCompletedPayload,
   SessionFailedPayload,
@@ -16,6 +17,7 @@ import type {
 import type { CleanupPolicy } from '../../cleanup/policy.js';
 import type { EnvironmentRow, SessionUpdate, StoredSession } from '../db/repositories/registry.js';
 import { environmentKey, type EnvironmentIdentity } from './keys.js';
+import { takenBefore } from './order.js';
 
 interface Activity {
   type: string;
@@ -33,6 +35,8 @@ export interface EnvironmentTouch {
   pullRequest?: { repository: string; number: number } | null;
   /** A command that resumes a paused environment at its start (deploy, test, run, resume) ran. */
   resumed?: boolean;
+  /** The host sequence of the sessionStarted that set the policy, when it had one. */
+  started?: EventSequence;
   owner?: string;
   eventIds: string[];
   namespaceEvents: { event: TendEvent<'namespaceStatus'> }[];
@@ -109,9 +113,15 @@ export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, 
         known.set(e.sessionId, { identity, command: p.command, user: p.user });
         const t = touch(identity, e.id);
         t.activity = activityOf(e);
-        t.policy = p.cleanupPolicy ? { ...p.cleanupPolicy } : null;
-        t.pullRequest = p.pullRequest ? { ...p.pullRequest } : null;
-        if (resumingCommands.has(p.command)) t.resumed = true;
+        // A session its host started before the one that set the policy in this batch sets nothing.
+        if (
+          !takenBefore(e.sequence, { counter: t.started?.counter ?? null, number: t.started?.number ?? null })
+        ) {
+          t.policy = p.cleanupPolicy ? { ...p.cleanupPolicy } : null;
+          t.pullRequest = p.pullRequest ? { ...p.pullRequest } : null;
+          if (resumingCommands.has(p.command)) t.resumed = true;
+          if (e.sequence) t.started = e.sequence;
+        }
         t.owner ??= p.user;
         const s = session(e.sessionId);
         Object.assign(s, {
@@ -219,6 +229,8 @@ export function newEnvironment(identity: EnvironmentIdentity, now: string): Envi
     last_activity_command: null,
     last_activity_user: null,
     last_activity_type: null,
+    started_sequence_counter: null,
+    started_sequence_number: null,
   };
 }
 
@@ -232,14 +244,24 @@ export const resumingCommands: ReadonlySet<string> = new Set(['deploy', 'test', 
 export function applyTouch(row: EnvironmentRow, t: EnvironmentTouch, now: string): void {
   // The first session seen in the environment owns it.
   row.owner ??= t.owner ?? null;
-  if (t.policy !== undefined) {
+  // A session its host started before the one whose policy is recorded (a late replay) changes
+  // neither the policy, nor the pull request, nor a pause.
+  const late = takenBefore(t.started, {
+    counter: row.started_sequence_counter,
+    number: row.started_sequence_number,
+  });
+  if (t.policy !== undefined && !late) {
+    if (t.started) {
+      row.started_sequence_counter = t.started.counter;
+      row.started_sequence_number = t.started.number;
+    }
     row.policy_after_inactivity = t.policy?.afterInactivity ?? null;
     row.policy_action = t.policy?.action ?? null;
     row.policy_warn_before = t.policy?.warnBefore ?? null;
     row.policy_after_close = t.policy?.afterClose ?? null;
     row.policy_schedule = t.policy?.schedule ? JSON.stringify(t.policy.schedule) : null;
   }
-  if (t.pullRequest !== undefined) {
+  if (t.pullRequest !== undefined && !late) {
     const pr = t.pullRequest;
     // Another pull request (or none): what GitHub said of the previous one no longer applies.
     if (pr?.repository !== row.pull_request_repository || pr?.number !== row.pull_request_number) {
@@ -249,7 +271,7 @@ export function applyTouch(row: EnvironmentRow, t: EnvironmentTouch, now: string
       row.pull_request_closed_at = null;
     }
   }
-  if (t.resumed && row.state === 'paused') {
+  if (t.resumed && !late && row.state === 'paused') {
     row.state = 'active';
     row.paused_at = null;
     row.paused_by = null;

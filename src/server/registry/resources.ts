@@ -9,6 +9,7 @@ import type { NamespaceStatusPayload, TendEvent } from '../../events/catalog.js'
 import type { EnvironmentRow, ResourceCounts } from '../db/repositories/registry.js';
 import type { Ownership, Resource } from '../db/schema.js';
 import { targetKey } from '../../cleanup/targets.js';
+import { takenBefore } from './order.js';
 
 /**
  * The resource sets of these environments: the latest generation of each resource a batch
@@ -113,13 +114,24 @@ export class ResourceSet {
    * resource is identified by (plugin, target, namespace name); a namespace uid different from
    * the one recorded means the namespace was deleted and re-created: the old generation is marked
    * missing and a new row (generation + 1) starts. Without a uid the event applies to the latest
-   * generation.
+   * generation. An event its host took before the last one applied to the latest generation (a
+   * late replay) changes nothing: it would move the record backwards.
    */
   apply(environmentId: string, e: TendEvent<'namespaceStatus'>, now: string): Resource[] {
     const p = e.payload;
     const tkey = targetKey(p.target);
     const uid = p.namespaceUid ?? null;
     const current = this.latest.get(ResourceSet.identity(p.pluginName, tkey, p.namespaceName));
+    if (
+      current &&
+      takenBefore(e.sequence, { counter: current.sequence_counter, number: current.sequence_number })
+    ) {
+      return [];
+    }
+    const sequence = {
+      sequence_counter: e.sequence?.counter ?? null,
+      sequence_number: e.sequence?.number ?? null,
+    };
     const recreated = current && uid && current.namespace_uid && current.namespace_uid !== uid;
     if (current && !recreated) {
       current.namespace_uid = current.namespace_uid ?? uid;
@@ -132,6 +144,8 @@ export class ResourceSet {
       current.last_seen_at = now;
       current.last_activity_at = p.state === 'ready' ? now : current.last_activity_at;
       current.missing_since = p.state === 'missing' ? (current.missing_since ?? now) : null;
+      // An event without a sequence (an older client) leaves the last one known.
+      if (e.sequence) Object.assign(current, sequence);
       return [current];
     }
     const changed: Resource[] = [];
@@ -139,6 +153,7 @@ export class ResourceSet {
       current.state = 'missing';
       current.missing_since = now;
       current.last_seen_at = now;
+      if (e.sequence) Object.assign(current, sequence);
       changed.push(current);
     }
     const next: Resource = {
@@ -161,6 +176,7 @@ export class ResourceSet {
       last_seen_at: now,
       last_activity_at: p.state === 'ready' ? now : null,
       missing_since: p.state === 'missing' ? now : null,
+      ...sequence,
     };
     this.keep(next);
     changed.push(next);

@@ -21,6 +21,7 @@ const DocumentedEvent = Type.Union(
         type: Type.Literal(t),
         sessionId: EventEnvelope.properties.sessionId,
         timestamp: EventEnvelope.properties.timestamp,
+        sequence: EventEnvelope.properties.sequence,
         payload: eventCatalog[t],
       },
       { additionalProperties: false },

@@ -46,6 +46,8 @@ const environmentColumns = [
   'last_activity_command',
   'last_activity_user',
   'last_activity_type',
+  'started_sequence_counter',
+  'started_sequence_number',
 ] as const satisfies readonly (keyof EnvironmentsTable)[];
 
 export type EnvironmentRow = Pick<EnvironmentsTable, (typeof environmentColumns)[number]>;
@@ -147,7 +149,7 @@ export function environmentRows(environments: { row: EnvironmentRow }[], now: st
 export const environmentsUpsert: InsertStatement = {
   table: 'environments',
   columns: [...environmentColumns, 'protected', 'created_at', 'updated_at'],
-  types: { protected: 'integer', pull_request_number: 'integer' },
+  types: { protected: 'integer', pull_request_number: 'integer', started_sequence_number: 'bigint' },
   tail:
     'on conflict (id) do update set ' +
     updateFromExcluded([
@@ -176,12 +178,14 @@ const resourceColumns = [
   'last_seen_at',
   'last_activity_at',
   'missing_since',
+  'sequence_counter',
+  'sequence_number',
 ] as const satisfies readonly (keyof Resource)[];
 
 export const resourcesUpsert: InsertStatement = {
   table: 'resources',
   columns: resourceColumns,
-  types: { generation: 'integer' },
+  types: { generation: 'integer', sequence_number: 'bigint' },
   tail:
     'on conflict (id) do update set ' +
     updateFromExcluded([
@@ -195,6 +199,8 @@ export const resourcesUpsert: InsertStatement = {
       'last_seen_at',
       'last_activity_at',
       'missing_since',
+      'sequence_counter',
+      'sequence_number',
     ]),
 };
 
