@@ -19,6 +19,8 @@ export interface PlanPage {
   nextCursor: string | null;
   /** The schedules' next sleeps and wakes (first page of the plan route only). */
   transitions?: TransitionView[];
+  /** False when the server left some transitions within the window out. */
+  transitionsComplete?: boolean;
 }
 
 /**
