@@ -203,11 +203,11 @@ export class PlannedDecision implements Decision {
       case 'kept-alive':
         return `kept alive until ${formatTime(env.keepAliveUntil ?? 0, today)}`;
       case 'no-executor':
-        return `no live executor for ${this.targetKey}`;
+        return `no live executor for its ${targetWhat(this.targetKey)}`;
       case 'inventory-partial':
-        return `the last inventory of ${this.targetKey} was incomplete`;
+        return `the last inventory of its ${targetWhat(this.targetKey)} was incomplete`;
       case 'inventory-stale':
-        return `no recent complete inventory of ${this.targetKey}`;
+        return `no recent complete inventory of its ${targetWhat(this.targetKey)}`;
       default:
         return this.why ?? this.reason ?? '';
     }
@@ -265,6 +265,15 @@ export class PlannedDecision implements Decision {
         return `due, but this pass reached its cap of ${this.count} — ${this.base()}`;
     }
   }
+}
+
+/**
+ * What a target is, for sentences people read (the CLI prints them): never its key, whose id
+ * (a cluster's kube-system uid) means nothing to them; where it is, the resource lists show.
+ */
+function targetWhat(targetKey: string): string {
+  const kind = targetKey.slice(0, targetKey.indexOf('/'));
+  return kind === 'kubernetes' ? 'cluster' : kind === 'local' ? 'host' : `${kind} target`;
 }
 
 function pullRequestText(pr: ClosedPullRequest, today: string): string {
