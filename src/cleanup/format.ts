@@ -38,7 +38,10 @@ export const pastTense: Record<CleanupAction, string> = {
  * The plan's sentences, `tend status`, every command's warning line and webhooks all say it
  * through this.
  */
-export function outlook(action: CleanupAction, enforcedIn: { enforced: true } | { project: string }): {
+export function outlook(
+  action: CleanupAction,
+  enforcedIn: { enforced: true } | { project: string },
+): {
   verb: string;
   condition: string;
 } {

@@ -101,10 +101,14 @@ describe('exec pause and resume', () => {
     await pause(env, 'lp3');
     const paused = await statusCommand({ root: env.root });
     expect(paused.data.actions).toEqual([
-      expect.objectContaining({ ref: 'deploy.web', state: 'paused', reason: expect.stringMatching(/`tend resume`/) }),
+      expect.objectContaining({
+        ref: 'deploy.web',
+        state: 'paused',
+        reason: expect.stringMatching(/`tend resume`/),
+      }),
     ]);
     expect(paused.human).toMatch(/deploy\.web\s+\S+\s+paused/);
-    expect(paused.human).toMatch(/^paused:\n  deploy.web: paused by cleanup/m);
+    expect(paused.human).toMatch(/^paused:\n {2}deploy.web: paused by cleanup/m);
     await resumeCommand({ root: env.root });
     const resumed = await statusCommand({ root: env.root });
     expect(resumed.data.actions).toEqual([expect.objectContaining({ ref: 'deploy.web', state: 'ready' })]);

@@ -16,7 +16,14 @@ import type {
   ResolvedAction,
   StatusResult,
 } from '../../plugin/types.js';
-import { annotations, labels, pauseAnnotations, refOf, type KubeClient, type KubeObject } from './client/index.js';
+import {
+  annotations,
+  labels,
+  pauseAnnotations,
+  refOf,
+  type KubeClient,
+  type KubeObject,
+} from './client/index.js';
 import type { KubernetesDeploySpec } from './config.js';
 import { actionLabel } from './pods.js';
 import { clientFor } from './provider.js';

@@ -244,7 +244,12 @@ export class PlanningPass {
       if (
         d.kind === 'dry-run' &&
         d.dueAt <= now.getTime() &&
-        !(before && was?.kind === 'dry-run' && was.due_at === row.due_at && dueWhenStored(before, lastStoredAt)) &&
+        !(
+          before &&
+          was?.kind === 'dry-run' &&
+          was.due_at === row.due_at &&
+          dueWhenStored(before, lastStoredAt)
+        ) &&
         !dryRunAudited.has(key)
       ) {
         dryRunAudited.add(key);

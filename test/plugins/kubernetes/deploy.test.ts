@@ -99,7 +99,15 @@ describe('kubernetes deploys', () => {
     const root = deployProject('deploy-paused', deploymentYaml);
     await execute('deploy', root);
     // What a pause leaves (test/cleanup/pause.test.ts): replicas 0, the previous count recorded.
-    await kubectl(h.kubeconfig, '-n', 'deploy-paused', 'annotate', 'deployment', 'api', 'tend.dev/paused-replicas=1');
+    await kubectl(
+      h.kubeconfig,
+      '-n',
+      'deploy-paused',
+      'annotate',
+      'deployment',
+      'api',
+      'tend.dev/paused-replicas=1',
+    );
     await kubectl(h.kubeconfig, '-n', 'deploy-paused', 'scale', 'deployment', 'api', '--replicas=0');
     const status = await statusCommand({ root });
     expect(status.data.actions.find((a) => a.ref === 'deploy.api')).toMatchObject({

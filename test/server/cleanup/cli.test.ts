@@ -65,7 +65,9 @@ describe('cleanup commands', () => {
     // Not enforced yet: what it would do, never "will".
     expect(plan.data.items).toMatchObject([{ kind: 'dry-run', namespace: 'shop-alice' }]);
     expect(plan.human).toMatch(/^DECISION\s+WHEN\s+PROJECT/);
-    expect(plan.human).toContain('would be deleted at 08:00 UTC once enforced (`tend cleanup enforce --project shop`)');
+    expect(plan.human).toContain(
+      'would be deleted at 08:00 UTC once enforced (`tend cleanup enforce --project shop`)',
+    );
 
     const enforced = await cleanupEnforceCommand({ project: 'shop' });
     expect(enforced.data.enforced).toEqual([
@@ -102,7 +104,11 @@ describe('cleanup commands', () => {
     expect(status.human).toContain(
       'cleanup: not cleaned (kept-alive): not cleaned while kept alive until 2026-03-31 00:00 UTC; due at 08:00 UTC otherwise',
     );
-    expect(status.data.cleanup).toMatchObject({ namespace: 'shop-alice', kind: 'blocked', reason: 'kept-alive' });
+    expect(status.data.cleanup).toMatchObject({
+      namespace: 'shop-alice',
+      kind: 'blocked',
+      reason: 'kept-alive',
+    });
   });
 
   it('cleanupLine says what will happen in a sentence', () => {

@@ -64,10 +64,20 @@ describe('cleanup signals through the server, webhooks and the CLI', () => {
   let rx: Awaited<ReturnType<typeof receiver>>;
   let url: string;
   let configDir: string;
-  const env = () => ({ TEND_CONFIG_DIR: configDir, TEND_SERVER_URL: url, TEND_TOKEN: f.server.tokens.ingest });
+  const env = () => ({
+    TEND_CONFIG_DIR: configDir,
+    TEND_SERVER_URL: url,
+    TEND_TOKEN: f.server.tokens.ingest,
+  });
   const planItems = async (query: string) =>
     (await f.call('GET', `/api/v1/cleanup/plan?within=24h&${query}`, undefined, f.server.tokens.read)).body
-      .items as { kind: string; reason: string | null; sentence: string; warning: boolean; warnAt: string | null }[];
+      .items as {
+      kind: string;
+      reason: string | null;
+      sentence: string;
+      warning: boolean;
+      warnAt: string | null;
+    }[];
   const page = async (path: string) => {
     const login = await postLogin(f.server.app, { token: f.server.tokens.read, next: '/' });
     const cookie = `tend_session=${login.cookies.find((c) => c.name === 'tend_session')!.value}`;
@@ -96,7 +106,10 @@ describe('cleanup signals through the server, webhooks and the CLI', () => {
     f.advance(7.5 * hour);
     const kept = await f.call('POST', `/api/v1/environments/${blog.id}/keep-alive`, { for: '4h' });
     expect(kept.status).toBe(200);
-    await f.report('e1', [f.item(shop.namespace, 'uid-alice'), f.item(blog.namespace, 'uid-bob', {}, 'blog')]);
+    await f.report('e1', [
+      f.item(shop.namespace, 'uid-alice'),
+      f.item(blog.namespace, 'uid-bob', {}, 'blog'),
+    ]);
     await f.server.app.cleanup.pass.run();
     await notify();
   }, 60_000);
@@ -140,7 +153,9 @@ describe('cleanup signals through the server, webhooks and the CLI', () => {
     expect(warnings()).toEqual([]);
     const status = await runTend(['status'], { cwd: blogRoot, env: env() });
     expect(status.code, status.stderr).toBe(0);
-    expect(status.stdout).toContain('cleanup: not cleaned (kept-alive): not cleaned while kept alive until 11:30 UTC');
+    expect(status.stdout).toContain(
+      'cleanup: not cleaned (kept-alive): not cleaned while kept alive until 11:30 UTC',
+    );
     expect(status.stdout).not.toMatch(/will be|deleted in/);
   }, 60_000);
 
@@ -148,16 +163,23 @@ describe('cleanup signals through the server, webhooks and the CLI', () => {
     expect((await f.call('POST', '/api/v1/cleanup/enforce', { project: 'shop' })).status).toBe(200);
     // The commands above were activity (at 07:30): due at 15:30 now, warned from 14:30.
     f.advance(7.5 * hour);
-    await f.report('e1', [f.item(shop.namespace, 'uid-alice'), f.item(blog.namespace, 'uid-bob', {}, 'blog')]);
+    await f.report('e1', [
+      f.item(shop.namespace, 'uid-alice'),
+      f.item(blog.namespace, 'uid-bob', {}, 'blog'),
+    ]);
     await f.server.app.cleanup.pass.run();
     await notify();
     const [item] = await planItems(`project=shop&namespace=${shop.namespace}`);
     expect(item).toMatchObject({ kind: 'scheduled', warning: true });
     expect(item!.sentence).toMatch(/^will be deleted at 15:30 UTC unless used/);
-    const shopWarnings = warnings().filter((w) => (w.body.environment as { project: string }).project === 'shop');
+    const shopWarnings = warnings().filter(
+      (w) => (w.body.environment as { project: string }).project === 'shop',
+    );
     expect(shopWarnings.map((w) => w.body.action)).toEqual(['delete']);
     const build = await runTend(['build'], { cwd: shopRoot, env: env() });
-    expect(build.stderr).toContain('tend: this environment will be deleted at 15:30 UTC (in 30m) unless used');
+    expect(build.stderr).toContain(
+      'tend: this environment will be deleted at 15:30 UTC (in 30m) unless used',
+    );
   }, 60_000);
 
   it('after tend cleanup env no line says the environment will be deleted', async () => {
@@ -222,8 +244,8 @@ describe('schedules: a wake-up is no warning; a sleep names the schedule and the
     await f.report('e1', [f.item(s.namespace, 'uid-alice')]);
     await f.server.app.cleanup.pass.run();
     await f.server.app.notifications.pass();
-    const waking = (await f.call('GET', '/api/v1/cleanup/plan?within=24h', undefined, f.server.tokens.read)).body
-      .items[0];
+    const waking = (await f.call('GET', '/api/v1/cleanup/plan?within=24h', undefined, f.server.tokens.read))
+      .body.items[0];
     expect(waking).toMatchObject({ kind: 'scheduled', action: 'resume', warnAt: null, warning: false });
     expect(rx.received).toEqual([]);
 
@@ -232,9 +254,19 @@ describe('schedules: a wake-up is no warning; a sleep names the schedule and the
     await f.report('e1', [f.item(s.namespace, 'uid-alice')]);
     expect(await f.server.app.cleanup.pass.run()).toMatchObject({ planned: 1 });
     const resume = (
-      await f.call('POST', '/api/v1/cleanup/jobs/claim', { executorId: 'e1', targetKeys: ['kubernetes/cluster-1'] }, f.server.tokens.agent)
+      await f.call(
+        'POST',
+        '/api/v1/cleanup/jobs/claim',
+        { executorId: 'e1', targetKeys: ['kubernetes/cluster-1'] },
+        f.server.tokens.agent,
+      )
     ).body.jobs[0] as { id: string };
-    await f.call('POST', `/api/v1/cleanup/jobs/${resume.id}/start`, { executorId: 'e1' }, f.server.tokens.agent);
+    await f.call(
+      'POST',
+      `/api/v1/cleanup/jobs/${resume.id}/start`,
+      { executorId: 'e1' },
+      f.server.tokens.agent,
+    );
     await f.call(
       'POST',
       `/api/v1/cleanup/jobs/${resume.id}/complete`,
