@@ -210,14 +210,24 @@ providers:
     stopped.kill('SIGTERM');
     expect(await new Promise((r) => stopped.once('exit', r))).toBe(0);
     const restarted = await startServer();
+    // The login form's CSRF value, double-submitted: in the form and in its cookie.
+    const form = await fetch(`${restarted.url}/login`);
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]!;
+    const csrfCookie = form.headers
+      .getSetCookie()
+      .find((c) => c.startsWith('tend_login_csrf='))!
+      .split(';')[0]!;
     const login = await fetch(`${restarted.url}/login`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ token: read, next: '/' }),
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: csrfCookie },
+      body: new URLSearchParams({ _csrf: csrf, token: read, next: '/' }),
       redirect: 'manual',
     });
     expect(login.status).toBe(303);
-    const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+    const cookie = login.headers
+      .getSetCookie()
+      .find((c) => c.startsWith('tend_session='))!
+      .split(';')[0]!;
     const dashboard = await (await fetch(`${restarted.url}/`, { headers: { cookie } })).text();
     const today = new Date().toISOString().slice(0, 10);
     expect(dashboard).toContain(`<title>${today} active: 1</title>`);
