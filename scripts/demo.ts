@@ -309,13 +309,19 @@ async function main(): Promise<void> {
   }
 
   step('automatic cleanup: the plan while the policy is new (a dry run: nothing is deleted)');
-  type Plan = { items: { namespace: string; kind: string; reason: string | null }[] };
+  type Plan = {
+    serverTime: string;
+    items: { namespace: string; kind: string; reason: string | null; dueAt: string }[];
+  };
+  // Due, not only ahead ("would be deleted at … once enforced"): what it would do now.
   await waitUntil(
     'the dry-run decision for builds-dev',
-    async () =>
-      (await api<Plan>('/api/v1/cleanup/plan?project=builds')).items.some(
-        (i) => i.namespace === 'builds-dev' && i.kind === 'dry-run',
-      ),
+    async () => {
+      const plan = await api<Plan>('/api/v1/cleanup/plan?project=builds');
+      return plan.items.some(
+        (i) => i.namespace === 'builds-dev' && i.kind === 'dry-run' && i.dueAt <= plan.serverTime,
+      );
+    },
     120_000,
   );
   await must(['cleanup', 'plan', '--project', 'builds'], { env: adminEnv });

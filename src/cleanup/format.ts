@@ -3,6 +3,7 @@
  * so that every CLI command (its cleanup warning line) can use it without loading the planner
  * and the time-zone library behind schedules.
  */
+import type { CleanupAction } from './protocol.js';
 
 /** `10:02 UTC` on the day of `now`, else `2025-03-30 10:02 UTC`. Always UTC: no DST surprises. */
 export function formatTime(ms: number, now: number | string): string {
@@ -21,4 +22,32 @@ export function formatDuration(ms: number): string {
   if (h > 0) return m > 0 ? `${h}h ${m}m` : `${h}h`;
   if (m > 0) return `${m}m`;
   return `${s}s`;
+}
+
+/** Each action as a sentence says it was or will be done: "deleted at 18:02 UTC". */
+export const pastTense: Record<CleanupAction, string> = {
+  delete: 'deleted',
+  pause: 'paused',
+  resume: 'resumed',
+};
+
+/**
+ * The one place that says whether cleanup will act: "will be deleted" only for a decision that
+ * will be carried out when due (an enforced policy, nothing in the way); "would be deleted …
+ * once enforced (`tend cleanup enforce --project shop`)" for one whose policy is not enforced.
+ * The plan's sentences, `tend status`, every command's warning line and webhooks all say it
+ * through this.
+ */
+export function outlook(
+  action: CleanupAction,
+  enforcedIn: { enforced: true } | { project: string },
+): {
+  verb: string;
+  condition: string;
+} {
+  if ('enforced' in enforcedIn) return { verb: `will be ${pastTense[action]}`, condition: '' };
+  return {
+    verb: `would be ${pastTense[action]}`,
+    condition: ` once enforced (\`tend cleanup enforce --project ${enforcedIn.project}\`)`,
+  };
 }

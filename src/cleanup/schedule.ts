@@ -74,28 +74,52 @@ function intervalStarting(schedule: Schedule, date: DateTime): Interval | undefi
   return { wake, sleep };
 }
 
-/** The awake intervals starting on the local dates from the day before `from` to the day after `to`. */
-function intervals(schedule: Schedule, from: number, to: number): Interval[] {
+/** How many local days a walk through a schedule may still examine (the work it may do). */
+export interface WalkBudget {
+  days: number;
+}
+
+/**
+ * The awake intervals starting on the local dates from the day before `from` to the day after
+ * `to`, in order, each yielded once it is whole (the next listed day may extend it), worked out a
+ * day at a time as they are read. Returns true when it got to the end, false when `budget` ran
+ * out first.
+ */
+function* intervals(
+  schedule: Schedule,
+  from: number,
+  to: number,
+  budget?: WalkBudget,
+): Generator<Interval, boolean> {
   const zone = schedule.timeZone;
   let date = DateTime.fromMillis(from, { zone }).startOf('day').minus({ days: 1 });
   const last = DateTime.fromMillis(to, { zone }).startOf('day').plus({ days: 1 });
-  const list: Interval[] = [];
+  let pending: Interval | undefined;
   while (date <= last) {
+    if (budget) {
+      if (budget.days <= 0) return false;
+      budget.days--;
+    }
     const interval = intervalStarting(schedule, date);
     if (interval) {
-      const previous = list[list.length - 1];
       // Back-to-back intervals (a night shift every night) are one: no sleep-and-wake at once.
-      if (previous && previous.sleep.toMillis() >= interval.wake.toMillis()) previous.sleep = interval.sleep;
-      else list.push(interval);
+      if (pending && pending.sleep.toMillis() >= interval.wake.toMillis()) pending.sleep = interval.sleep;
+      else {
+        if (pending) yield pending;
+        pending = interval;
+      }
     }
     date = date.plus({ days: 1 });
   }
-  return list;
+  if (pending) yield pending;
+  return true;
 }
 
 /** True when the schedule has the environment awake at `at`. */
 export function isAwake(schedule: Schedule, at: number): boolean {
-  return intervals(schedule, at, at).some((i) => i.wake.toMillis() <= at && at < i.sleep.toMillis());
+  for (const i of intervals(schedule, at, at))
+    if (i.wake.toMillis() <= at && at < i.sleep.toMillis()) return true;
+  return false;
 }
 
 const localFormat = 'yyyy-MM-dd HH:mm ZZ';
@@ -109,14 +133,36 @@ function transition(kind: Transition['kind'], instant: DateTime): Transition {
   };
 }
 
+/**
+ * The sleeps and wakes in `(from, to]`, in order, worked out as they are read: a reader that
+ * takes the first few pays for those days only. With a `budget`, it stops when that runs out;
+ * it returns true when it got to `to`, false when the budget ran out first.
+ */
+export function* walkTransitions(
+  schedule: Schedule,
+  from: number,
+  to: number,
+  budget?: WalkBudget,
+): Generator<Transition, boolean> {
+  const walk = intervals(schedule, from, to, budget);
+  for (let step = walk.next(); ; step = walk.next()) {
+    if (step.done) return step.value;
+    const pair: Transition[] = [];
+    for (const [kind, instant] of [
+      ['wake', step.value.wake],
+      ['sleep', step.value.sleep],
+    ] as const) {
+      if (instant.toMillis() > from && instant.toMillis() <= to) pair.push(transition(kind, instant));
+    }
+    // A wake shifted by a spring-forward gap past its sleep comes second.
+    if (pair.length === 2 && pair[1]!.at < pair[0]!.at) pair.reverse();
+    yield* pair;
+  }
+}
+
 /** Every sleep and wake in `(from, to]`, in order. */
 export function transitions(schedule: Schedule, from: number, to: number): Transition[] {
-  const list: Transition[] = [];
-  for (const i of intervals(schedule, from, to)) {
-    if (i.wake.toMillis() > from && i.wake.toMillis() <= to) list.push(transition('wake', i.wake));
-    if (i.sleep.toMillis() > from && i.sleep.toMillis() <= to) list.push(transition('sleep', i.sleep));
-  }
-  return list.sort((a, b) => a.at - b.at);
+  return [...walkTransitions(schedule, from, to)].sort((a, b) => a.at - b.at);
 }
 
 /** The last transition at or before `at` (within the last 8 days), or undefined. */

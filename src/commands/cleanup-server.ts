@@ -41,6 +41,8 @@ export interface PlanData {
   items: PlanItemView[];
   /** The schedules' sleeps and wakes within the window. */
   transitions: TransitionView[];
+  /** False when the server left some of them out (the soonest of each environment are listed). */
+  transitionsComplete: boolean;
 }
 
 /** "in 3h 12m", "3h 12m ago". */
@@ -58,6 +60,7 @@ export async function cleanupPlanCommand(
   let page: PlanPage;
   let cursor: string | null = null;
   let transitions: TransitionView[] = [];
+  let transitionsComplete = true;
   do {
     const query = new URLSearchParams({ within: options.within ?? '24h' });
     if (options.project) query.set('project', options.project);
@@ -66,6 +69,7 @@ export async function cleanupPlanCommand(
     page = await apiRequest<PlanPage>(connection, `/api/v1/cleanup/plan?${query.toString()}`);
     items.push(...page.items);
     if (page.transitions) transitions = page.transitions;
+    if (page.transitionsComplete === false) transitionsComplete = false;
     cursor = page.nextCursor;
   } while (cursor && items.length < wanted);
   const now = new Date(page.serverTime);
@@ -108,10 +112,13 @@ export async function cleanupPlanCommand(
         ]),
       ),
     );
+    if (!transitionsComplete) {
+      lines.push(`(only the soonest of each environment: more fall within ${options.within ?? '24h'})`);
+    }
   }
   if (page.generatedAt) lines.push('', `Planned ${relative(page.generatedAt, now)} by the server.`);
   return {
-    data: { generatedAt: page.generatedAt, halted: page.halted, items, transitions },
+    data: { generatedAt: page.generatedAt, halted: page.halted, items, transitions, transitionsComplete },
     human: lines.join('\n'),
     exitCode: 0,
   };

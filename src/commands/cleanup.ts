@@ -16,7 +16,9 @@ export interface CleanupEnvData {
 
 export async function cleanupEnvCommand(options: GlobalOptions): Promise<CommandResult<CleanupEnvData>> {
   const opened = await openProject(options);
-  const { session, router, close } = startSession(opened, 'cleanup env', []);
+  // No "this environment will be deleted at …" line after deleting it: the plan it would come
+  // from was made before.
+  const { session, router, close } = startSession(opened, 'cleanup env', [], { cleanupWarning: false });
   try {
     const providers: CleanupEnvData['providers'] = [];
     await router.initProviders();

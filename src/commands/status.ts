@@ -32,7 +32,7 @@ export interface StatusData {
   cleanup?: PlanItemView | null;
 }
 
-/** For each action that is not ready and says why: the reason and where its log is. */
+/** For each action that is not ready (or paused) and says why: the reason and where its log is. */
 function notReadyLines(actions: StatusData['actions']): string[] {
   const lines = actions
     .filter((a) => a.reason || a.error)
@@ -40,7 +40,8 @@ function notReadyLines(actions: StatusData['actions']): string[] {
       const log = a.logFile ? `; log: ${a.logFile}` : '';
       return `  ${a.ref}: ${a.reason ?? a.error}${log}`;
     });
-  return lines.length > 0 ? ['', 'not ready:', ...lines] : [];
+  if (lines.length === 0) return [];
+  return ['', actions.every((a) => a.state === 'paused') ? 'paused:' : 'not ready:', ...lines];
 }
 
 export async function statusCommand(options: GlobalOptions): Promise<CommandResult<StatusData>> {

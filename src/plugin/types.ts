@@ -221,10 +221,14 @@ export interface ResolvedAction<Spec = unknown> {
 export type Outputs = Record<string, string>;
 
 export interface StatusResult {
-  /** `ready`: done for this version; `not-ready`: needs work; `unknown`: could not tell (treated as not ready). */
-  state: 'ready' | 'not-ready' | 'unknown';
+  /**
+   * `ready`: done for this version; `not-ready`: needs work; `unknown`: could not tell (treated
+   * as not ready); `paused`: deployed for this version, but paused by cleanup (workloads scaled to
+   * 0, processes stopped) until the next `tend deploy|test|run` or `tend resume`.
+   */
+  state: 'ready' | 'not-ready' | 'unknown' | 'paused';
   outputs?: Outputs;
-  /** When not ready: why, in a sentence for people (`tend status` prints it). */
+  /** When not ready (or paused): why, in a sentence for people (`tend status` prints it). */
   reason?: string;
   /** Where the action's log is (an absolute path), when it has one (`tend status` prints it). */
   logFile?: string;

@@ -7,7 +7,8 @@
  */
 import { apiRequest } from './client.js';
 import { resolveServer } from './credentials.js';
-import { formatDuration, formatTime } from '../cleanup/format.js';
+import { formatDuration, formatTime, outlook, pastTense } from '../cleanup/format.js';
+import type { CleanupAction } from '../cleanup/protocol.js';
 import type { PlanItemView, TransitionView } from '../api/cleanup.js';
 
 export interface PlanPage {
@@ -19,6 +20,8 @@ export interface PlanPage {
   nextCursor: string | null;
   /** The schedules' next sleeps and wakes (first page of the plan route only). */
   transitions?: TransitionView[];
+  /** False when the server left some transitions within the window out. */
+  transitionsComplete?: boolean;
 }
 
 /**
@@ -59,7 +62,7 @@ export async function plannedCleanup(where: {
 export function cleanupLine(items: PlanItemView[], halted: boolean, now: Date): string {
   const next = items.find((d) => d.kind === 'scheduled' || d.kind === 'due') ?? items[0];
   if (!next) return 'cleanup: no policy applies (or no planning pass yet)';
-  const verb = next.action === 'delete' ? 'deleted' : `${next.action}d`;
+  const verb = pastTense[next.action as CleanupAction];
   const haltedNote = halted ? ' (cleanup is halted)' : '';
   switch (next.kind) {
     case 'scheduled': {
@@ -80,11 +83,11 @@ export function cleanupLine(items: PlanItemView[], halted: boolean, now: Date): 
 
 /** "will be deleted at 18:02 UTC (in 42m) unless used; `tend keep-alive` to postpone". */
 function warningText(d: PlanItemView, now: Date): string {
-  const verb = d.action === 'delete' ? 'deleted' : `${d.action}d`;
+  const { verb } = outlook(d.action as CleanupAction, { enforced: true });
   const ms = Date.parse(d.dueAt) - now.getTime();
   const when =
     ms > 0 ? `at ${formatTime(Date.parse(d.dueAt), now.getTime())} (in ${formatDuration(ms)})` : 'now';
-  return `will be ${verb} ${when} unless used; \`tend keep-alive\` to postpone`;
+  return `${verb} ${when} unless used; \`tend keep-alive\` to postpone`;
 }
 
 /**

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { executeCommand } from '../../src/commands/execute.js';
 import { resumeCommand } from '../../src/commands/resume.js';
+import { statusCommand } from '../../src/commands/status.js';
 import { isAlive, listDeployStates } from '../../src/plugins/exec/deploy.js';
 import { execPlugin } from '../../src/plugins/exec/index.js';
 import { localIdentity } from '../../src/state/identity.js';
@@ -93,6 +94,24 @@ describe('exec pause and resume', () => {
     const nothing = await resumeCommand({ root: env.root });
     expect(nothing.data.resumed).toBe(false);
     expect(nothing.human).toMatch(/is not paused/);
+  });
+
+  it('tend status shows the deploys of a paused environment as paused, and ready again once resumed', async () => {
+    const env = await deployed('lp3');
+    await pause(env, 'lp3');
+    const paused = await statusCommand({ root: env.root });
+    expect(paused.data.actions).toEqual([
+      expect.objectContaining({
+        ref: 'deploy.web',
+        state: 'paused',
+        reason: expect.stringMatching(/`tend resume`/),
+      }),
+    ]);
+    expect(paused.human).toMatch(/deploy\.web\s+\S+\s+paused/);
+    expect(paused.human).toMatch(/^paused:\n {2}deploy.web: paused by cleanup/m);
+    await resumeCommand({ root: env.root });
+    const resumed = await statusCommand({ root: env.root });
+    expect(resumed.data.actions).toEqual([expect.objectContaining({ ref: 'deploy.web', state: 'ready' })]);
   });
 
   it('tend deploy in a paused environment resumes it first and says so', async () => {

@@ -165,14 +165,22 @@ providers:
       expect.objectContaining({ namespace: 'shop-cli', state: 'ready', ownership: 'owned' }),
     ]);
     expect(detail.sessions[0]).toMatchObject({ command: 'deploy', status: 'completed' });
-    expect(detail.plan[0]).toMatchObject({ namespace: 'shop-cli', kind: 'scheduled', environmentId: id });
+    // No executor serves the cluster (the server was started without a kubeconfig): nothing
+    // would clean it up, so the plan says so rather than "deleted in 3d".
+    expect(detail.plan[0]).toMatchObject({
+      namespace: 'shop-cli',
+      kind: 'blocked',
+      reason: 'no-executor',
+      environmentId: id,
+    });
+    expect(detail.plan[0].sentence).toMatch(/^not cleaned while no live executor for its cluster; due at /);
 
     const human = await runTend(['environments', id], { cwd: emptyDir(), env: asReader });
     expect(human.code, human.stderr).toBe(0);
     expect(human.stdout).toContain('shop / dev  (namespace shop-cli)');
     expect(human.stdout).toMatch(/CLUSTER[\s\S]*kube-sim/);
     expect(human.stdout).not.toContain(detail.resources[0].target.clusterId);
-    expect(human.stdout).toMatch(/scheduled/);
+    expect(human.stdout).toMatch(/blocked/);
 
     // Protect the current environment from its project directory; unprotect it by id elsewhere.
     const forbidden = await runTend(['protect'], { cwd: root, env: asReader });

@@ -178,6 +178,14 @@ const deployHandlers = {
     observeEnvironment(ctx);
     const envDir = environmentDir(ctx);
     const state = readDeployState(envDir, action.name);
+    if (state?.pausedAt && state.version === action.version) {
+      return {
+        state: 'paused',
+        reason: `paused by cleanup at ${state.pausedAt}: resumed by the next \`tend deploy|test|run\` or \`tend resume\``,
+        logFile: state.logFile,
+        detail: { pausedAt: state.pausedAt },
+      };
+    }
     const reason = notReadyReason(state, action.version);
     // The log of the last process stays after it stopped (or failed to get ready).
     const lastLog = deployLogFile(envDir, action.name);

@@ -16,7 +16,14 @@ import type {
   ResolvedAction,
   StatusResult,
 } from '../../plugin/types.js';
-import { annotations, labels, refOf, type KubeClient, type KubeObject } from './client/index.js';
+import {
+  annotations,
+  labels,
+  pauseAnnotations,
+  refOf,
+  type KubeClient,
+  type KubeObject,
+} from './client/index.js';
 import type { KubernetesDeploySpec } from './config.js';
 import { actionLabel } from './pods.js';
 import { clientFor } from './provider.js';
@@ -223,15 +230,27 @@ export async function getStatus(ctx: PluginContext, { action }: Params): Promise
   if (info?.state !== 'ready') return { state: 'not-ready', detail: { namespace: info?.state ?? 'missing' } };
   const objects = await prepare(client, namespace, action, loadManifests(ctx, action));
   const outdated: string[] = [];
+  const paused: string[] = [];
   for (const object of objects) {
     const live = await client.objects.read(namespace, refOf(object));
     const name = `${object.kind}/${object.metadata?.name}`;
+    const liveAnnotations = live?.metadata?.annotations ?? {};
     if (!live) outdated.push(`${name} missing`);
-    else if (live.metadata?.annotations?.[annotations.version] !== action.version)
-      outdated.push(`${name} outdated`);
+    else if (liveAnnotations[annotations.version] !== action.version) outdated.push(`${name} outdated`);
+    // Scaled to 0 (or suspended) by a pause: "ready" with no replica would say it serves.
+    else if (pauseAnnotations.replicas in liveAnnotations || pauseAnnotations.suspend in liveAnnotations)
+      paused.push(name);
     else if (!readiness(live).ready) outdated.push(`${name} not ready`);
   }
   if (outdated.length > 0) return { state: 'not-ready', detail: { resources: outdated } };
+  if (paused.length > 0) {
+    return {
+      state: 'paused',
+      reason: `${paused.join(', ')} paused by cleanup: resumed by the next \`tend deploy|test|run\` or \`tend resume\``,
+      outputs: { namespace },
+      detail: { paused },
+    };
+  }
   return { state: 'ready', outputs: { namespace } };
 }
 

@@ -39,12 +39,13 @@ type DecisionState = Pick<
   CleanupDecisionRow,
   'kind' | 'reason_code' | 'due_at' | 'sentence' | 'job_id' | 'last_activity_at' | 'warn_at'
 >;
+type StoredDecision = DecisionState & Pick<CleanupDecisionRow, 'decided_at'>;
 
 export class PlanningPass {
   /** Identifies this process as holder of the planning lease. */
   private readonly replicaId = randomUUID();
   /** The decisions this replica last wrote, valid while no other replica ran a pass since. */
-  private cache: { seq: number; rows: Map<string, Decision | DecisionState> } | undefined;
+  private cache: { seq: number; rows: Map<string, Decision | StoredDecision>; at: number } | undefined;
   /** The planning pass's snapshot, re-read where it changed since the last pass. */
   private readonly snapshots: SnapshotCache;
   /** The planner's evaluations of the last pass, reused where nothing they read changed. */
@@ -246,9 +247,10 @@ export class PlanningPass {
   private async storeDecisions(decisions: Decision[], seq: number, now: Date): Promise<void> {
     if (!this.cache || this.cache.seq !== seq) {
       const rows = await this.decisions.decisionRows();
-      this.cache = { seq, rows: new Map(rows.map((r) => [r.resource_id, r])) };
+      this.cache = { seq, rows: new Map(rows.map((r) => [r.resource_id, r])), at: 0 };
     }
     const stored = this.cache.rows;
+    const lastStoredAt = this.cache.at;
     // Invalid until the writes below succeed.
     this.cache = undefined;
     const storedBefore = stored.size;
@@ -310,9 +312,16 @@ export class PlanningPass {
       }
       upserts.push(row);
       const key = `${d.environmentId}\u0000${row.due_at}`;
+      // A dry-run is audited when it comes due (not while it says "would be deleted at …").
       if (
         d.kind === 'dry-run' &&
-        !(was?.kind === 'dry-run' && was.due_at === row.due_at) &&
+        d.dueAt <= now.getTime() &&
+        !(
+          before &&
+          was?.kind === 'dry-run' &&
+          was.due_at === row.due_at &&
+          dueWhenStored(before, lastStoredAt)
+        ) &&
         !dryRunAudited.has(key)
       ) {
         dryRunAudited.add(key);
@@ -329,7 +338,7 @@ export class PlanningPass {
     if (upserts.length > 0 || removed.length > 0 || audits.length > 0) {
       await this.decisions.writeDecisions(upserts, removed, audits, now);
     }
-    this.cache = { seq, rows: stored };
+    this.cache = { seq, rows: stored, at: now.getTime() };
   }
 }
 
@@ -345,4 +354,14 @@ function stateOf(d: Decision | DecisionState): DecisionState {
     job_id: d.openJobId,
     warn_at: d.warnAt === null ? null : new Date(d.warnAt).toISOString(),
   };
+}
+
+/**
+ * Whether a stored decision was due when it was stored: a row says when it was decided; a
+ * decision of this replica's last pass (at `lastStoredAt`) not due then would have been worked
+ * out again and stored anew by the first pass after its due time.
+ */
+function dueWhenStored(d: Decision | StoredDecision, lastStoredAt: number): boolean {
+  if ('sameWordingAs' in d) return d.dueAt <= lastStoredAt;
+  return d.due_at <= d.decided_at;
 }

@@ -7,7 +7,8 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { TendError } from '../../errors.js';
 import { redactUrl } from '../../redact.js';
-import { formatTime } from '../../cleanup/format.js';
+import { formatTime, outlook, pastTense } from '../../cleanup/format.js';
+import type { CleanupAction } from '../../cleanup/protocol.js';
 
 export const webhookEvents = ['cleanup.warning', 'cleanup.done'] as const;
 export type WebhookEvent = (typeof webhookEvents)[number];
@@ -116,13 +117,13 @@ const slackEscape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, 
 /** A Slack incoming-webhook payload: text (notifications, fallback) and blocks. */
 function slackMessage(n: Notice) {
   const env = `${n.environment.project}/${n.environment.name} (${n.environment.namespace})`;
-  const verb = n.action === 'delete' ? 'deleted' : `${n.action}d`;
+  const action = n.action as CleanupAction;
   // With its date: a Slack message is read later than it is sent.
   const at = formatTime(Date.parse(n.dueAt), 0);
   const headline =
     n.event === 'cleanup.warning'
-      ? `:warning: *${slackEscape(env)}* will be ${verb} at ${at} unless used`
-      : `:broom: *${slackEscape(env)}* was ${verb} at ${at}`;
+      ? `:warning: *${slackEscape(env)}* ${outlook(action, { enforced: true }).verb} at ${at} unless used`
+      : `:broom: *${slackEscape(env)}* was ${pastTense[action]} at ${at}`;
   const text = `${headline}\n${slackEscape(n.reason)}`;
   return {
     text:

@@ -12,8 +12,8 @@ import type { App, ServerServices } from '../services.js';
 import { actorOf, type Principal } from '../auth.js';
 import { decodeCursor, encodeCursor } from '../db/repositories/environments.js';
 import type { CleanupDecisionRow } from '../db/schema.js';
-import { transitions as scheduleTransitions, type Schedule } from '../../cleanup/schedule.js';
 import { cleanupStatus } from '../cleanup/status.js';
+import { listTransitions } from '../cleanup/transitions.js';
 import { ErrorResponse } from '../../api/views.js';
 import { PlanItemView, TransitionView } from '../../api/cleanup.js';
 import { maxDurationMs, parseDuration } from '../../cleanup/policy.js';
@@ -57,8 +57,17 @@ const PlanResponse = Type.Object({
   halted: Type.Boolean(),
   items: Type.Array(PlanItemView),
   nextCursor: Nullable(Type.String()),
-  /** First page only: the schedules' sleeps and wakes within \`within\` (at most 200 environments). */
+  /**
+   * First page only: the schedules' sleeps and wakes within \`within\`, soonest first: at most 200
+   * environments, 14 transitions each, and a bounded walk through the schedules.
+   */
   transitions: Type.Optional(Type.Array(TransitionView)),
+  transitionsComplete: Type.Optional(
+    Type.Boolean({
+      description:
+        'First page only: false when some sleeps and wakes within `within` are not listed (more than 14 of an environment, or more schedules than one answer walks through).',
+    }),
+  ),
 });
 
 const NoticeQuery = Type.Object({
@@ -211,41 +220,6 @@ function cursorOf(value: string | undefined) {
   return cursor;
 }
 
-/**
- * The sleeps and wakes of scheduled environments (at most 200) from `from` for `withinMs`, in
- * time order.
- */
-async function scheduledTransitions(
-  services: ServerServices,
-  filter: { project?: string; environment?: string; onlyProject: string | null },
-  from: number,
-  withinMs: number,
-): Promise<TransitionView[]> {
-  const transitions: TransitionView[] = [];
-  const scheduled = await services.cleanup.decisions.scheduledEnvironments(filter, maxScheduledEnvironments);
-  // Environments share schedules: each one's transitions are worked out once.
-  const bySchedule = new Map<string, ReturnType<typeof scheduleTransitions>>();
-  for (const e of scheduled) {
-    let list = bySchedule.get(e.policy_schedule);
-    if (!list) {
-      list = scheduleTransitions(JSON.parse(e.policy_schedule) as Schedule, from, from + withinMs);
-      bySchedule.set(e.policy_schedule, list);
-    }
-    for (const t of list) {
-      transitions.push({
-        environmentId: e.id,
-        project: e.project,
-        environment: e.name,
-        kind: t.kind,
-        at: new Date(t.at).toISOString(),
-        local: t.local,
-        utc: t.utc,
-      });
-    }
-  }
-  return transitions.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
-}
-
 function registerPlanRoute(app: App, services: ServerServices): void {
   const schema = {
     summary: 'What cleanup will do, when, and why (or why not): the decisions of the last planning pass',
@@ -281,11 +255,13 @@ function registerPlanRoute(app: App, services: ServerServices): void {
     ]);
     const items = rows.slice(0, limit);
     const last = items[items.length - 1];
-    const transitions = q.cursor
-      ? []
-      : await scheduledTransitions(
-          services,
-          { project: q.project, environment: q.environment, onlyProject },
+    const schedules = q.cursor
+      ? undefined
+      : await listTransitions(
+          await services.cleanup.decisions.scheduledEnvironments(
+            { project: q.project, environment: q.environment, onlyProject },
+            maxScheduledEnvironments,
+          ),
           services.now().getTime(),
           withinMs,
         );
@@ -293,7 +269,7 @@ function registerPlanRoute(app: App, services: ServerServices): void {
       serverTime: services.now().toISOString(),
       generatedAt: control.last_pass_at,
       halted: Boolean(control.halted),
-      ...(q.cursor ? {} : { transitions }),
+      ...(schedules ? { transitions: schedules.transitions, transitionsComplete: schedules.complete } : {}),
       items: items.map((r) => planItemView(r, services.now())),
       nextCursor:
         rows.length > limit && last ? encodeCursor({ at: last.due_at, id: last.resource_id }) : null,

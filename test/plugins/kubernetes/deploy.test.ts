@@ -95,6 +95,27 @@ describe('kubernetes deploys', () => {
     expect(outdated.data.actions.find((a) => a.ref === 'deploy.api')?.state).toBe('not-ready');
   });
 
+  it('reports a deploy scaled to 0 by a pause as paused, not ready', async () => {
+    const root = deployProject('deploy-paused', deploymentYaml);
+    await execute('deploy', root);
+    // What a pause leaves (test/cleanup/pause.test.ts): replicas 0, the previous count recorded.
+    await kubectl(
+      h.kubeconfig,
+      '-n',
+      'deploy-paused',
+      'annotate',
+      'deployment',
+      'api',
+      'tend.dev/paused-replicas=1',
+    );
+    await kubectl(h.kubeconfig, '-n', 'deploy-paused', 'scale', 'deployment', 'api', '--replicas=0');
+    const status = await statusCommand({ root });
+    expect(status.data.actions.find((a) => a.ref === 'deploy.api')).toMatchObject({
+      state: 'paused',
+      reason: expect.stringMatching(/^Deployment\/api paused by cleanup: resumed by the next/),
+    });
+  });
+
   it('deletes what it applied (tend cleanup deploy)', async () => {
     // The deploy's image comes from the build's outputs, which `tend cleanup deploy` does not compute.
     const root = deployProject('deploy-delete', deploymentYaml);

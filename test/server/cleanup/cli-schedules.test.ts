@@ -57,8 +57,18 @@ describe('tend cleanup plan shows the schedules', () => {
       /wake \(resume\)\s+2026-03-30 08:00 \+02:00 Europe\/Berlin\s+2026-03-30 06:00 UTC/,
     );
 
+    expect(result.data.transitionsComplete).toBe(true);
+    expect(result.human).not.toContain('only the soonest');
+
     // Within a day only the first wake and sleep of each (none yet: Monday starts in 30 hours).
     const today = await cleanupPlanCommand({ within: '24h' });
     expect(today.data.transitions).toEqual([]);
+
+    // A year holds 104 of each: the soonest 14 are listed, and the list says so.
+    const year = await cleanupPlanCommand({ within: '365d' });
+    expect(year.data.transitionsComplete).toBe(false);
+    expect(year.data.transitions).toHaveLength(28);
+    expect(year.data.transitions.slice(0, 4)).toEqual(result.data.transitions);
+    expect(year.human).toContain('(only the soonest of each environment: more fall within 365d)');
   });
 });

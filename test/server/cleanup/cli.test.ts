@@ -62,9 +62,12 @@ describe('cleanup commands', () => {
     await f.report('e1', [f.item(env.namespace, 'uid-alice')]);
     await f.server.app.cleanup.pass.run();
     const plan = await cleanupPlanCommand({ within: '24h' });
-    expect(plan.data.items).toMatchObject([{ kind: 'scheduled', namespace: 'shop-alice' }]);
+    // Not enforced yet: what it would do, never "will".
+    expect(plan.data.items).toMatchObject([{ kind: 'dry-run', namespace: 'shop-alice' }]);
     expect(plan.human).toMatch(/^DECISION\s+WHEN\s+PROJECT/);
-    expect(plan.human).toContain('deleted at 08:00 UTC unless used');
+    expect(plan.human).toContain(
+      'would be deleted at 08:00 UTC once enforced (`tend cleanup enforce --project shop`)',
+    );
 
     const enforced = await cleanupEnforceCommand({ project: 'shop' });
     expect(enforced.data.enforced).toEqual([
@@ -73,6 +76,10 @@ describe('cleanup commands', () => {
     expect(enforced.human).toBe('Enforced shop/dev: delete after 8h of inactivity.');
     const unknown = (await cleanupEnforceCommand({ project: 'nope' }).catch((e: unknown) => e)) as TendError;
     expect(unknown.code).toBe('TEND_CLEANUP_CONFLICT');
+    await f.server.app.cleanup.pass.run();
+    const scheduled = await cleanupPlanCommand({ within: '24h' });
+    expect(scheduled.data.items).toMatchObject([{ kind: 'scheduled', namespace: 'shop-alice' }]);
+    expect(scheduled.human).toContain('deleted at 08:00 UTC unless used');
 
     expect((await cleanupHaltCommand(true, {})).human).toMatch(/^Cleanup halted/);
     expect((await cleanupHaltCommand(true, {})).human).toBe('Cleanup was already halted.');
@@ -91,11 +98,17 @@ describe('cleanup commands', () => {
     const kept = await keepAliveCommand({ root, for: '2d' });
     expect(kept.data.environment.keepAliveUntil).toBe(new Date(f.now().getTime() + 48 * hour).toISOString());
     expect(kept.human).toMatch(/^Kept shop\/dev \(shop-alice\) alive until/);
+    await f.server.app.cleanup.pass.run();
+    // Kept alive past its due time: blocked, not "deleted in 8h".
     const status = await statusCommand({ root });
-    expect(status.human).toMatch(
-      /cleanup: deleted in 7h 59m unless used; `tend keep-alive` to postpone|cleanup: deleted in 8h unless used/,
+    expect(status.human).toContain(
+      'cleanup: not cleaned (kept-alive): not cleaned while kept alive until 2026-03-31 00:00 UTC; due at 08:00 UTC otherwise',
     );
-    expect(status.data.cleanup).toMatchObject({ namespace: 'shop-alice', kind: 'scheduled' });
+    expect(status.data.cleanup).toMatchObject({
+      namespace: 'shop-alice',
+      kind: 'blocked',
+      reason: 'kept-alive',
+    });
   });
 
   it('cleanupLine says what will happen in a sentence', () => {

@@ -205,6 +205,22 @@ describe.each(dialects)('cleanup queue and planning pass on %s', (dialect) => {
     expect((await claim('e1')).body.jobs).toEqual([]);
   });
 
+  it('a dry-run ahead of its due time is not audited; it is audited once when it comes due', async () => {
+    const env = await f.environment({ user: 'bob' });
+    f.advance(7 * hour);
+    await f.report('e1', [f.item(env.namespace, 'uid-bob')]);
+    await cleanup().pass.run();
+    const ahead = await f.call('GET', '/api/v1/cleanup/plan', undefined, f.server.tokens.read);
+    expect(ahead.body.items[0]).toMatchObject({ kind: 'dry-run', dueAt: '2026-03-29T08:00:00.000Z' });
+    expect(ahead.body.items[0].sentence).toMatch(/^would be deleted at 08:00 UTC once enforced/);
+    expect(await audit('cleanup-dry-run')).toHaveLength(0);
+    f.advance(2 * hour);
+    await f.report('e1', [f.item(env.namespace, 'uid-bob')]);
+    await cleanup().pass.run();
+    await cleanup().pass.run();
+    expect(await audit('cleanup-dry-run')).toHaveLength(1);
+  });
+
   it('an expired lease returns the job; the first executor can no longer report it; the second finishes it once', async () => {
     await idleEnvironment();
     await cleanup().pass.run();

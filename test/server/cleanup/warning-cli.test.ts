@@ -45,6 +45,8 @@ describe('the cleanup warning of every command', () => {
       'api.tend.yml': 'kind: Build\ntype: exec\nname: api\nspec:\n  command: [node, -e, "0"]\n',
     });
     const e = await f.environment({ user: 'alice', policyExtra: { warnBefore: '1h' } });
+    // Only an enforced policy "will" delete (one that is not says "would … once enforced").
+    await f.call('POST', '/api/v1/cleanup/enforce', { project: 'shop' });
     await f.report('e1', [f.item(e.namespace, 'uid-alice')]);
     f.advance(7.5 * 3_600_000);
     await f.report('e1', [f.item(e.namespace, 'uid-alice')]);

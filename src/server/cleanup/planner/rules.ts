@@ -272,15 +272,11 @@ function classify(
     decision.block('paused', 'paused');
     return Role.Settled;
   }
-  if (dueAt > now) {
-    decision.kind = 'scheduled';
-    decision.warnAt = warnAtOf(env, dueAt);
-    until(decision.warnAt);
-    decision.wording = decision.warnAt <= now ? 'warning' : 'scheduled';
-    return Role.Settled;
-  }
-  if (block) {
-    decision.block(block.reason, 'due-but', block.why);
+  // A decision not due yet is worded as what it would be if due now: "will" only when nothing
+  // known now stands in the way (a keep-alive that ends before the due time does not).
+  const future = dueAt > now;
+  if (block && !(future && block.reason === 'kept-alive' && env.keepAliveUntil! <= dueAt)) {
+    decision.block(block.reason, future ? 'blocked-before-due' : 'due-but', block.why);
     return Role.Settled;
   }
   // Clean up now skips the wait, never the breaker: an open breaker holds the whole project.
@@ -298,17 +294,33 @@ function classify(
   // Resuming only restores what a pause recorded: it needs no enforced policy.
   if (action !== 'resume' && !policyCovered(env.policy!, enforced)) {
     decision.kind = 'dry-run';
-    decision.wording = enforced ? 'stricter' : 'not-enforced';
+    if (future) {
+      decision.wording = 'would';
+      if (enforced) decision.why = 'the policy is stricter than the one enforced';
+    } else decision.wording = enforced ? 'stricter' : 'not-enforced';
     return Role.Settled;
   }
   // The breaker guards against mass deletion; pause and resume are undone exactly (and a
   // schedule puts a whole project to sleep at once by design). The cap holds for all.
-  if (action !== 'delete') return Role.OtherCandidate;
-  if (snapshot.openBreakers.has(env.project)) {
-    decision.block('breaker-open', 'breaker-open');
+  if (action === 'delete' && snapshot.openBreakers.has(env.project)) {
+    if (future) {
+      const p = env.project;
+      const why = `the circuit breaker of project ${p} is open (\`tend cleanup breaker reset --project ${p}\`)`;
+      decision.block('breaker-open', 'blocked-before-due', why);
+    } else decision.block('breaker-open', 'breaker-open');
     return Role.Settled;
   }
-  return Role.DeleteCandidate;
+  if (future) {
+    decision.kind = 'scheduled';
+    // A wake-up is no warning: only what takes something away is announced.
+    if (action !== 'resume') {
+      decision.warnAt = warnAtOf(env, dueAt);
+      until(decision.warnAt);
+    }
+    decision.wording = decision.warnAt !== null && decision.warnAt <= now ? 'warning' : 'scheduled';
+    return Role.Settled;
+  }
+  return action === 'delete' ? Role.DeleteCandidate : Role.OtherCandidate;
 }
 
 interface NextStep {

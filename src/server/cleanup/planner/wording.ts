@@ -5,7 +5,7 @@
  * before it is needed.
  */
 import type { BlockReason, DecisionKind } from '../../../cleanup/decisions.js';
-import { formatDuration, formatTime } from '../../../cleanup/format.js';
+import { formatDuration, formatTime, outlook, pastTense } from '../../../cleanup/format.js';
 import type { CleanupAction } from '../../../cleanup/protocol.js';
 import { describeSchedule, formatLocal } from '../../../cleanup/schedule.js';
 import type { ClosedPullRequest } from '../deadlines.js';
@@ -29,13 +29,6 @@ export interface EnvironmentFacts {
   base?: string;
 }
 
-/** Each action as a sentence says it happened or will: "deleted at 18:02 UTC", "will be paused at …". */
-export const pastTense: Record<CleanupAction, string> = {
-  delete: 'deleted',
-  pause: 'paused',
-  resume: 'resumed',
-};
-
 /** How a decision's sentence is composed (see PlannedDecision). */
 export type Wording =
   | 'due'
@@ -46,6 +39,10 @@ export type Wording =
   | 'unsupported'
   | 'not-enforced'
   | 'stricter'
+  /** Not due yet, and its policy is not enforced: "would be deleted at … once enforced". */
+  | 'would'
+  /** Not due yet, and something stands in the way now (kept alive past the due time, halted…). */
+  | 'blocked-before-due'
   | 'breaker-open'
   | 'breaker-opened'
   | 'cap-reached'
@@ -206,11 +203,11 @@ export class PlannedDecision implements Decision {
       case 'kept-alive':
         return `kept alive until ${formatTime(env.keepAliveUntil ?? 0, today)}`;
       case 'no-executor':
-        return `no live executor for ${this.targetKey}`;
+        return `no live executor for its ${targetWhat(this.targetKey)}`;
       case 'inventory-partial':
-        return `the last inventory of ${this.targetKey} was incomplete`;
+        return `the last inventory of its ${targetWhat(this.targetKey)} was incomplete`;
       case 'inventory-stale':
-        return `no recent complete inventory of ${this.targetKey}`;
+        return `no recent complete inventory of its ${targetWhat(this.targetKey)}`;
       default:
         return this.why ?? this.reason ?? '';
     }
@@ -222,10 +219,24 @@ export class PlannedDecision implements Decision {
     switch (this.wording) {
       case 'due':
         return this.base();
-      case 'warning':
-        return this.facts.pullRequest
-          ? `will be ${pastTense[this.action]} at ${formatTime(this.dueAt, today)} (\`tend keep-alive\` to postpone) — ${this.base()}`
-          : `will be ${pastTense[this.action]} at ${formatTime(this.dueAt, today)} unless used (\`tend keep-alive\` to postpone); last activity ${formatTime(this.lastActivityAt, today)}, ${policyText(env)}; last: ${lastWhat(env, this.facts.activitySource)}`;
+      case 'warning': {
+        const { verb } = outlook(this.action, { enforced: true });
+        if (this.facts.pullRequest) {
+          return `${verb} at ${formatTime(this.dueAt, today)} (\`tend keep-alive\` to postpone) — ${this.base()}`;
+        }
+        if (this.rule === 'schedule') {
+          const schedule = env.policy!.schedule!;
+          return `${verb} at ${formatLocal(schedule, this.dueAt)} (${formatTime(this.dueAt, today)}) by the schedule (${describeSchedule(schedule)}) unless used (\`tend keep-alive\` to postpone); last activity ${formatTime(this.lastActivityAt, today)}`;
+        }
+        return `${verb} at ${formatTime(this.dueAt, today)} unless used (\`tend keep-alive\` to postpone); last activity ${formatTime(this.lastActivityAt, today)}, ${policyText(env)}; last: ${lastWhat(env, this.facts.activitySource)}`;
+      }
+      case 'would': {
+        const { verb, condition } = outlook(this.action, { project: p });
+        const stricter = this.why ? ` (${this.why})` : '';
+        return `${verb} at ${formatTime(this.dueAt, today)}${condition}${stricter} — ${this.base()}`;
+      }
+      case 'blocked-before-due':
+        return `not cleaned while ${this.whyText()}; due at ${formatTime(this.dueAt, today)} otherwise — ${this.base()}`;
       case 'scheduled':
         if (this.facts.pullRequest) {
           return `${pastTense[this.action]} at ${formatTime(this.dueAt, today)} — ${this.base()}`;
@@ -254,6 +265,15 @@ export class PlannedDecision implements Decision {
         return `due, but this pass reached its cap of ${this.count} — ${this.base()}`;
     }
   }
+}
+
+/**
+ * What a target is, for sentences people read (the CLI prints them): never its key, whose id
+ * (a cluster's kube-system uid) means nothing to them; where it is, the resource lists show.
+ */
+function targetWhat(targetKey: string): string {
+  const kind = targetKey.slice(0, targetKey.indexOf('/'));
+  return kind === 'kubernetes' ? 'cluster' : kind === 'local' ? 'host' : `${kind} target`;
 }
 
 function pullRequestText(pr: ClosedPullRequest, today: string): string {
