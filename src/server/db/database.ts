@@ -19,6 +19,7 @@ import * as m0005 from './migrations/0005_pause_schedules.js';
 import * as m0006 from './migrations/0006_notifications.js';
 import * as m0007 from './migrations/0007_state_history.js';
 import * as m0008 from './migrations/0008_scheduled_environments.js';
+import * as m0010 from './migrations/0010_neutral_inventory.js';
 import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
 import { cachingStatements, TurnTakingSqliteDialect } from './sqlite.js';
@@ -68,6 +69,7 @@ export const migrations: Record<string, Migration> = {
   '0006_notifications': m0006,
   '0007_state_history': m0007,
   '0008_scheduled_environments': m0008,
+  '0010_neutral_inventory': m0010,
 };
 
 export { redactUrl };
