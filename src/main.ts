@@ -259,7 +259,8 @@ Examples:
     )
     .option(
       '--set <plugin.key=value>',
-      "a plugin's executor setting, e.g. --set dirs.root=/srv/envs (repeatable; docs/plugin-api.md#cleanup)",
+      "a plugin's executor setting, e.g. --set dirs.root=/srv/envs (repeatable; docs/plugin-api.md#cleanup); " +
+        'with --set and no --kubeconfig/--context, no cluster is served',
       collect,
     )
     .option('--interval <duration>', 'pause between passes until the server says otherwise', '30s')

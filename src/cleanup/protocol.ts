@@ -78,7 +78,7 @@ export const InventoryItem = Type.Object(
      * are, never read by the server's planning.
      */
     detail: Type.Optional(
-      Type.Record(Type.String({ minLength: 1, maxLength: 100 }), Type.String({ maxLength: 1000 }), {
+      Type.Record(Type.String({ minLength: 1, maxLength: 100 }), Type.String({ maxLength: 4096 }), {
         maxProperties: 16,
       }),
     ),
