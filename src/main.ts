@@ -6,6 +6,7 @@ import { Argument, Command, CommanderError, Option } from 'commander';
 import { ExitCode } from './errors.js';
 import { printError, printResult, type CommandResult, type GlobalOptions } from './cli/output.js';
 import { wholeNumber } from './cli/flag-values.js';
+import { addCleanupCommands } from './commands/cleanup-arguments.js';
 import { cliVersion } from './version.js';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
@@ -135,74 +136,13 @@ Examples:
   const cleanup = program
     .command('cleanup')
     .description("remove what tend deployed; see and steer the server's automatic cleanup");
-  cleanup
-    .command('env')
-    .description('clean up the whole environment: stop its deploys and delete the namespace tend owns')
-    .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () =>
-        (await import('./commands/cleanup.js')).cleanupEnvCommand(cmd.optsWithGlobals()),
-      ),
-    );
-  cleanup
-    .command('deploy <names...>')
-    .description('delete the named deploys from the environment')
-    .action(async (names: string[], _opts, cmd: Command) =>
-      execute(cmd, async () =>
-        (await import('./commands/cleanup.js')).cleanupDeployCommand(names, cmd.optsWithGlobals()),
-      ),
-    );
-
   // The server's automatic cleanup (server from TEND_SERVER_URL/TEND_TOKEN or tend login).
   const serverFlags = (c: Command) =>
     c
       .option('--server <url>', 'the tend server (default: TEND_SERVER_URL or tend login)')
       .option('--token <token>', 'API token (default: TEND_TOKEN or tend login)');
   const cleanupServer = () => import('./commands/cleanup-server.js');
-  serverFlags(
-    cleanup
-      .command('plan')
-      .description("what the server's automatic cleanup will do, when, and why (or why not)"),
-  )
-    .option('--within <duration>', 'decisions due within this time', '24h')
-    .option('--project <project>', 'only this project')
-    .addOption(new Option('--limit <n>', 'most decisions shown').default(200).argParser(Number))
-    .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await cleanupServer()).cleanupPlanCommand(cmd.optsWithGlobals())),
-    );
-  serverFlags(
-    cleanup
-      .command('enforce')
-      .description(
-        'enforce the cleanup policy of a project (new or stricter policies run as dry-run until then; admin)',
-      ),
-  )
-    .requiredOption('--project <project>', 'the project')
-    .option('--environment <name>', 'only this environment name')
-    .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await cleanupServer()).cleanupEnforceCommand(cmd.optsWithGlobals())),
-    );
-  for (const halt of [true, false]) {
-    serverFlags(
-      cleanup
-        .command(halt ? 'halt' : 'resume')
-        .description(
-          halt ? 'stop all automatic cleanup at once (admin)' : 'resume automatic cleanup (admin)',
-        ),
-    ).action(async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await cleanupServer()).cleanupHaltCommand(halt, cmd.optsWithGlobals())),
-    );
-  }
-  serverFlags(
-    cleanup
-      .command('breaker')
-      .description("a project's circuit breaker")
-      .command('reset')
-      .description('close the circuit breaker of a project after checking why it opened (admin)'),
-  )
-    .requiredOption('--project <project>', 'the project')
-    .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await cleanupServer()).breakerResetCommand(cmd.optsWithGlobals())),
-    );
+  addCleanupCommands(cleanup, serverFlags, execute);
   serverFlags(
     program
       .command('keep-alive')
@@ -307,7 +247,8 @@ Examples:
     )
     .option(
       '--set <plugin.key=value>',
-      "a plugin's executor setting, e.g. --set dirs.root=/srv/envs (repeatable; docs/plugin-api.md#cleanup)",
+      "a plugin's executor setting, e.g. --set dirs.root=/srv/envs (repeatable; docs/plugin-api.md#cleanup); " +
+        'with --set and no --kubeconfig/--context, no cluster is served',
       collect,
     )
     .option('--interval <duration>', 'pause between passes until the server says otherwise', '30s')

@@ -1,6 +1,7 @@
 /**
  * The cleanup plan as the API answers it (`GET /api/v1/cleanup/plan`) and the CLI reads it
- * (`tend cleanup plan`, `tend status`, `tend envs <id>`, every command's warning line).
+ * (`tend cleanup plan`, `tend status`, `tend envs <id>`, every command's warning line), and the
+ * state of cleanup (`GET /api/v1/cleanup/status`, `tend cleanup status`).
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { blockReasons, decisionKinds } from '../cleanup/decisions.js';
@@ -48,3 +49,78 @@ export const TransitionView = Type.Object({
   utc: Type.String(),
 });
 export type TransitionView = Static<typeof TransitionView>;
+
+/** The state of cleanup (`GET /api/v1/cleanup/status`, `tend cleanup status`). */
+export const CleanupStatusView = Type.Object({
+  halted: Type.Boolean(),
+  haltedBy: Nullable(Type.String()),
+  haltedAt: Nullable(Time()),
+  lastPassAt: Nullable(Time()),
+  lastPassMs: Type.Union([Type.Integer(), Type.Null()]),
+  /** How the last planning pass ended; null: none yet. */
+  lastPassOutcome: Type.Union([
+    Type.Literal('ok'),
+    Type.Literal('partial'),
+    Type.Literal('failed'),
+    Type.Literal('skipped'),
+    Type.Null(),
+  ]),
+  /** Why it was not `ok`. */
+  lastPassNote: Type.Union([Type.String(), Type.Null()]),
+  breakers: Type.Array(
+    Type.Object({
+      project: Type.String(),
+      openedAt: Time(),
+      due: Type.Integer(),
+      active: Type.Integer(),
+    }),
+  ),
+  policies: Type.Array(
+    Type.Object({
+      project: Type.String(),
+      environment: Type.String(),
+      afterInactivityMs: Type.Integer(),
+      action: Type.String(),
+      enforcedAt: Time(),
+      enforcedBy: Type.String(),
+    }),
+  ),
+  executors: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      name: Type.String(),
+      kind: Type.String(),
+      version: Type.String(),
+      targetKey: Type.String(),
+      pluginName: Type.String(),
+      description: Type.String(),
+      lastSeenAt: Time(),
+    }),
+  ),
+  suspectInventories: Type.Array(
+    Type.Object({
+      targetKey: Type.String(),
+      pluginName: Type.String(),
+      reason: Type.String(),
+      since: Time(),
+      lastSeenAt: Time(),
+      wouldMarkMissing: Type.Integer(),
+      recorded: Type.Integer(),
+    }),
+  ),
+  unrecorded: Type.Array(
+    Type.Object({
+      targetKey: Type.String(),
+      namespace: Type.String(),
+      uid: Type.String(),
+      phase: Type.String(),
+      project: Nullable(Type.String()),
+      environment: Nullable(Type.String()),
+      environmentId: Nullable(Type.String()),
+      detail: Type.Record(Type.String(), Type.String()),
+      firstSeenAt: Time(),
+      lastSeenAt: Time(),
+    }),
+  ),
+});
+export type CleanupStatusView = Static<typeof CleanupStatusView>;

@@ -46,20 +46,42 @@ export const HeartbeatResponse = Type.Object({
 });
 export type HeartbeatResponse = Static<typeof HeartbeatResponse>;
 
-export const NamespacePhase = Type.Union([Type.Literal('Active'), Type.Literal('Terminating')]);
-export type NamespacePhase = Static<typeof NamespacePhase>;
-
-const StringMap = Type.Record(Type.String({ maxLength: 317 }), Type.String({ maxLength: 4096 }));
-
+/**
+ * One environment resource of a target as its plugin lists it (a namespace, a directory, …),
+ * in tend's terms — each plugin maps its own metadata (labels, annotations, a record file) to
+ * these fields, and the server stores and reads only them. The marks are what the resource says
+ * of itself: necessary for ownership, never sufficient (ownership is the record's, proven when
+ * tend created the resource).
+ */
 export const InventoryItem = Type.Object(
   {
+    /** Its name in the target: the `namespaceName` its plugin's `namespaceStatus` events carry. */
     namespaceName: Type.String({ minLength: 1, maxLength: 253 }),
     uid: Type.String({ minLength: 1, maxLength: 100 }),
-    resourceVersion: Type.String({ minLength: 1, maxLength: 100 }),
-    phase: NamespacePhase,
-    labels: StringMap,
-    /** The `tend.dev/*` annotations (others may be left out). */
-    annotations: StringMap,
+    /** Changes whenever the resource does: Kubernetes' resourceVersion, or the plugin's equivalent. */
+    version: Type.String({ minLength: 1, maxLength: 100 }),
+    /** `terminating`: being removed. */
+    state: Type.Union([Type.Literal('active'), Type.Literal('terminating')]),
+    /** Marked as created by tend (the kubernetes plugin: label `app.kubernetes.io/managed-by=tend`). */
+    managedByTend: Type.Boolean(),
+    /** The project and environment it is marked as belonging to. */
+    project: Type.Optional(Type.String({ minLength: 1, maxLength: 253 })),
+    environment: Type.Optional(Type.String({ minLength: 1, maxLength: 253 })),
+    /** Marked as shared infrastructure (`system`), an environment's (`app`) or a build's. */
+    role: Type.Optional(Type.Union([Type.Literal('app'), Type.Literal('build'), Type.Literal('system')])),
+    /** Marked as adopted: it existed before tend first used it. */
+    adopted: Type.Boolean(),
+    /** The last time a tend command used it, as marked on it (the kubernetes plugin: `tend.dev/last-activity`). */
+    lastActivityAt: Type.Optional(Time()),
+    /**
+     * The plugin's own words about it (a path, a phase, …): stored and shown to people as they
+     * are, never read by the server's planning.
+     */
+    detail: Type.Optional(
+      Type.Record(Type.String({ minLength: 1, maxLength: 100 }), Type.String({ maxLength: 4096 }), {
+        maxProperties: 16,
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -85,8 +107,14 @@ export const InventoryResponse = Type.Object({
   recorded: Type.Integer({ minimum: 0 }),
   /** Recorded `ready` resources of the target absent from this complete inventory, now `missing`. */
   markedMissing: Type.Integer({ minimum: 0 }),
-  /** tend-labelled namespaces with no record. */
+  /** Items marked as tend's with no record. */
   unrecorded: Type.Integer({ minimum: 0 }),
+  /**
+   * Why this complete inventory was held back, applied nothing: it would mark too many recorded
+   * resources missing at once (an empty or shortened list that only looks complete). The
+   * executor then acts on nothing of the target in this pass.
+   */
+  suspect: Type.Optional(Message()),
 });
 export type InventoryResponse = Static<typeof InventoryResponse>;
 

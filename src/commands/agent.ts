@@ -86,8 +86,9 @@ export async function agentCommand(
     ...(options.kubeconfig !== undefined ? { kubeconfig: options.kubeconfig } : {}),
     contexts: options.context ?? [],
     local: options.local === true,
-    // Without --local (and without --kubeconfig/--context) the agent serves the current context.
-    clustersByDefault: !options.local,
+    // Asked for nothing else (no --local, no --set for a plugin), the agent serves the current
+    // context; `--plugin x --set x.root=…` serves only what it names.
+    clustersByDefault: !options.local && (options.set ?? []).length === 0,
     pluginModules: options.plugin ?? [],
     sets: options.set ?? [],
     cwd: process.cwd(),

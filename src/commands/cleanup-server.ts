@@ -1,5 +1,5 @@
 /**
- * The server's automatic cleanup from the CLI: `tend cleanup plan|enforce|halt|resume`,
+ * The server's automatic cleanup from the CLI: `tend cleanup plan|status|enforce|halt|resume`,
  * `tend cleanup breaker reset`, `tend keep-alive` for the current environment, and the line
  * `tend status` prints about the current environment's planned cleanup.
  */
@@ -8,7 +8,7 @@ import { TendError } from '../errors.js';
 import { redactUrl } from '../redact.js';
 import { apiRequest, type Connection } from '../remote/client.js';
 import { formatDuration } from '../cleanup/format.js';
-import type { PlanItemView, TransitionView } from '../api/cleanup.js';
+import type { CleanupStatusView, PlanItemView, TransitionView } from '../api/cleanup.js';
 import type { PlanPage } from '../remote/cleanup-plan.js';
 import type { EnvironmentView } from '../api/views.js';
 import { resolveServer } from '../remote/credentials.js';
@@ -164,6 +164,49 @@ export async function cleanupHaltCommand(
       ? 'Cleanup resumed.'
       : 'Cleanup was not halted.';
   return { data: result, human, exitCode: 0 };
+}
+
+export async function cleanupStatusCommand(
+  options: ServerCommandOptions,
+): Promise<CommandResult<CleanupStatusView>> {
+  const connection = requireServer(options);
+  const status = await apiRequest<CleanupStatusView>(connection, '/api/v1/cleanup/status');
+  const now = new Date();
+  const lines: string[] = [
+    status.halted
+      ? `Cleanup is HALTED${status.haltedBy ? ` (by ${status.haltedBy})` : ''}: nothing is deleted until \`tend cleanup resume\`.`
+      : 'Cleanup is running.',
+    status.lastPassAt
+      ? `Last planning pass ${relative(status.lastPassAt, now)}.`
+      : 'No planning pass has run yet.',
+  ];
+  const section = (title: string, headers: string[], rows: string[][]) =>
+    lines.push('', `${title}:`, rows.length === 0 ? '  none' : formatTable(headers, rows));
+  section(
+    'Inventories held back as suspect (nothing applied, nothing cleaned on the target)',
+    ['TARGET', 'WHY', 'SINCE'],
+    status.suspectInventories.map((i) => [i.targetKey, i.reason, relative(i.since, now)]),
+  );
+  section(
+    'Open circuit breakers',
+    ['PROJECT', 'OPENED', 'DUE', 'ACTIVE'],
+    status.breakers.map((b) => [b.project, relative(b.openedAt, now), String(b.due), String(b.active)]),
+  );
+  section(
+    'Executors',
+    ['TARGET', 'EXECUTOR', 'LAST SEEN'],
+    status.executors.map((e) => [
+      e.description || e.targetKey,
+      `${e.name} (${e.kind})`,
+      relative(e.lastSeenAt, now),
+    ]),
+  );
+  section(
+    'Unrecorded (marked as tend’s, never recorded: shown, never deleted)',
+    ['TARGET', 'NAME', 'MARKED AS'],
+    status.unrecorded.map((u) => [u.targetKey, u.namespace, `${u.project ?? '?'} / ${u.environment ?? '?'}`]),
+  );
+  return { data: status, human: lines.join('\n'), exitCode: 0 };
 }
 
 export async function breakerResetCommand(

@@ -155,10 +155,12 @@ export class CleanupExecutor {
       return report;
     }
     report.inventories = await Promise.all(targets.map((t) => this.takeInventory(t, signal)));
-    // Unknown is not idle: only targets listed completely in this pass are acted on.
-    const ready = targets.filter(
-      (t) => report.inventories.find((i) => i.targetKey === t.targetKey)?.complete === true,
-    );
+    // Unknown is not idle: only targets listed completely in this pass, and not held back as
+    // suspect by the server, are acted on.
+    const ready = targets.filter((t) => {
+      const listed = report.inventories.find((i) => i.targetKey === t.targetKey);
+      return listed?.complete === true && listed.response?.suspect === undefined;
+    });
     if (ready.length === 0 || signal.aborted) return report;
     await this.executeDueJobs(ready, signal, report);
     return report;
@@ -193,6 +195,12 @@ export class CleanupExecutor {
         ...(summary.error ? { error: summary.error } : {}),
         items: inventory.items,
       });
+      if (summary.response.suspect !== undefined) {
+        this.log(
+          'warn',
+          `${target.targetKey}: the server held the inventory back as suspect (${summary.response.suspect}); nothing is cleaned there in this pass`,
+        );
+      }
     } catch (error) {
       // The server did not take the inventory: it must not see this target as listed.
       summary.complete = false;

@@ -345,7 +345,7 @@ export interface ExecutorFlags {
   contexts: readonly string[];
   /** `tend agent --local`: the local environments of this host. */
   local: boolean;
-  /** Serve the kubeconfig's current context when no `--kubeconfig`/`--context` is given (`tend agent` without `--local`). */
+  /** Serve the kubeconfig's current context when no `--kubeconfig`/`--context` is given (`tend agent` without `--local` or `--set`). */
   clustersByDefault: boolean;
 }
 

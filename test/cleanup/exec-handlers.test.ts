@@ -92,13 +92,19 @@ describe('exec cleanup', () => {
     const [target] = await cleanup.targets(ctx);
     const inventory = await cleanup.inventory(ctx, target!);
     expect(inventory.complete).toBe(true);
-    expect(inventory.items).toContainEqual(
-      expect.objectContaining({
-        namespaceName: 'loc1-dev',
-        uid: env.uid,
-        annotations: expect.objectContaining({ 'tend.dev/project': 'loc1', 'tend.dev/environment': 'dev' }),
-      }),
-    );
+    // In tend's terms, no faked Kubernetes labels: the record's project and environment, its directory.
+    expect(inventory.items).toContainEqual({
+      namespaceName: 'loc1-dev',
+      uid: env.uid,
+      version: env.uid,
+      state: 'active',
+      managedByTend: true,
+      project: 'loc1',
+      environment: 'dev',
+      role: 'app',
+      adopted: false,
+      detail: { path: env.dir },
+    });
 
     for (const [changes, message] of [
       [{ namespaceUid: 'another-uid' }, /re-created/],

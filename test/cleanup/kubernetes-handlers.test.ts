@@ -3,7 +3,9 @@
  * a kubeconfig file, the paged inventory (complete only when every page arrived and the count
  * agrees), and verify-and-delete with every check and the DELETE precondition.
  */
+import { Value } from '@sinclair/typebox/value';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { InventoryItem } from '../../src/cleanup/protocol.js';
 import { kubernetesPlugin } from '../../src/plugins/kubernetes/index.js';
 import type { CleanupTarget } from '../../src/plugin/types.js';
 import { startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
@@ -41,18 +43,47 @@ describe('kubernetes cleanup targets', () => {
 });
 
 describe('kubernetes inventory', () => {
-  it('lists every tend-labelled namespace with uid, resourceVersion, tend annotations and phase', async () => {
-    const a = seedNamespace(handle.sim, 'inv-a', { annotations: { 'other.io/x': 'y' } });
+  it('lists every tend-labelled namespace, its label and tend.dev/* annotations as the item fields', async () => {
+    const a = seedNamespace(handle.sim, 'inv-a', {
+      lastActivity: '2026-02-03T04:05:06+01:00',
+      annotations: { 'other.io/x': 'y', 'tend.dev/role': 'system', 'tend.dev/adopted': 'true' },
+    });
     seedNamespace(handle.sim, 'inv-foreign', { labels: null });
     const { ctx } = context();
     const inventory = await cleanup.inventory(ctx, target);
     expect(inventory.complete).toBe(true);
     const item = inventory.items.find((i) => i.namespaceName === 'inv-a')!;
-    expect(item).toMatchObject({ uid: a.uid, resourceVersion: a.resourceVersion, phase: 'Active' });
-    expect(item.labels['app.kubernetes.io/managed-by']).toBe('tend');
-    expect(item.annotations['tend.dev/project']).toBe('shop');
-    expect(item.annotations['other.io/x']).toBeUndefined();
+    expect(item).toEqual({
+      namespaceName: 'inv-a',
+      uid: a.uid,
+      version: a.resourceVersion,
+      state: 'active',
+      managedByTend: true,
+      project: 'shop',
+      environment: 'dev',
+      role: 'system',
+      adopted: true,
+      lastActivityAt: '2026-02-03T03:05:06.000Z',
+    });
     expect(inventory.items.some((i) => i.namespaceName === 'inv-foreign')).toBe(false);
+  });
+
+  it('leaves out marks that name nothing tend knows, and still lists the namespace', async () => {
+    seedNamespace(handle.sim, 'inv-odd', {
+      project: 'p'.repeat(300),
+      lastActivity: '+275760-09-13T00:00:00.000Z',
+      annotations: { 'tend.dev/role': 'System', 'tend.dev/adopted': 'yes' },
+    });
+    const { ctx } = context();
+    const inventory = await cleanup.inventory(ctx, target);
+    expect(inventory.complete).toBe(true);
+    const item = inventory.items.find((i) => i.namespaceName === 'inv-odd')!;
+    expect(item).toMatchObject({ managedByTend: true, environment: 'dev', adopted: false });
+    expect(item).not.toHaveProperty('project');
+    expect(item).not.toHaveProperty('role');
+    expect(item).not.toHaveProperty('lastActivityAt');
+    // What the executor sends passes the protocol's schema (a forged mark cannot make it a 400).
+    expect(Value.Check(InventoryItem, item)).toBe(true);
   });
 
   it('is incomplete when the list fails, comes back truncated, or its continue token expires', async () => {

@@ -80,7 +80,15 @@ describe.each(withCleanup.map((plugin) => ({ plugin, name: plugin.name })))(
       const listed = async () =>
         (await cleanup.inventory(ctx, target)).items.find((i) => i.namespaceName === recorded.namespaceName);
       expect((await cleanup.inventory(ctx, target)).complete).toBe(true);
-      expect(await listed()).toMatchObject({ uid: recorded.namespaceUid, phase: 'Active' });
+      // The item in tend's terms, whatever the plugin keeps: what the server reconciles and plans from.
+      expect(await listed()).toMatchObject({
+        uid: recorded.namespaceUid,
+        state: 'active',
+        managedByTend: true,
+        project: recorded.project,
+        environment: recorded.environment,
+        adopted: false,
+      });
 
       const job = {
         id: 'contract-job',

@@ -51,10 +51,12 @@ describe('dashboard in Chromium', () => {
       items: ['alice', 'bob', 'carol', 'stray'].map((user) => ({
         namespaceName: `shop-${user}`,
         uid: `uid-${user}`,
-        resourceVersion: '1',
-        phase: 'Active',
-        labels: { 'app.kubernetes.io/managed-by': 'tend' },
-        annotations: { 'tend.dev/project': 'shop', 'tend.dev/environment': 'dev' },
+        version: '1',
+        state: 'active',
+        managedByTend: true,
+        project: 'shop',
+        environment: 'dev',
+        adopted: false,
       })),
     });
     await s.app.cleanup.pass.run();

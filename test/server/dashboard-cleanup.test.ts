@@ -42,7 +42,7 @@ describe.each(dialects)('dashboard cleanup on %s', (dialect) => {
     await f.report('exec-1', [
       f.item(hostile.namespace, 'uid-alice', {}, hostileProject),
       f.item(shop.namespace, 'uid-bob'),
-      f.item(hostileNamespace, 'uid-unrecorded', { 'tend.dev/environment': '<b>env</b>' }, hostileProject),
+      f.item(hostileNamespace, 'uid-unrecorded', { environment: '<b>env</b>' }, hostileProject),
     ]);
     const hb = await f.call(
       'POST',

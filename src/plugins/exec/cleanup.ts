@@ -36,19 +36,19 @@ export async function inventory(): Promise<CleanupInventory> {
   return {
     complete: listed.complete,
     ...(listed.error ? { error: listed.error } : {}),
+    // In the host index with a readable record: created by tend's exec provider, for that project and environment.
     items: listed.environments.map(({ dir, record }) => ({
       namespaceName: path.basename(dir),
       uid: record.uid,
       // The record never changes while the environment exists.
-      resourceVersion: record.uid,
-      phase: 'Active' as const,
-      labels: { 'app.kubernetes.io/managed-by': 'tend' },
-      annotations: {
-        'tend.dev/project': record.project,
-        'tend.dev/environment': record.environment,
-        'tend.dev/created-at': record.createdAt,
-        'tend.dev/path': dir,
-      },
+      version: record.uid,
+      state: 'active' as const,
+      managedByTend: true,
+      ...(record.project ? { project: record.project } : {}),
+      ...(record.environment ? { environment: record.environment } : {}),
+      role: 'app' as const,
+      adopted: false,
+      detail: { path: dir },
     })),
   };
 }

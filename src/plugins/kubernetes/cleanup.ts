@@ -14,7 +14,8 @@ import type {
   CleanupResult,
   CleanupTarget,
 } from '../../plugin/types.js';
-import { KubeClient, type ClusterIdentity, type NamespaceInfo } from './client/index.js';
+import type { InventoryItem } from '../../cleanup/protocol.js';
+import { annotations, KubeClient, labels, type ClusterIdentity, type NamespaceInfo } from './client/index.js';
 import type { GateContext } from './client/gate.js';
 import { settingsOf, type KubernetesExecutorSettings, type ProviderSettings } from './config.js';
 
@@ -79,18 +80,33 @@ export async function targets(ctx: Context): Promise<CleanupTarget[]> {
   return [...byCluster.values()];
 }
 
-function inventoryItem(info: NamespaceInfo) {
-  const annotations: Record<string, string> = {};
-  for (const [key, value] of Object.entries(info.annotations)) {
-    if (key.startsWith('tend.dev/')) annotations[key] = value;
-  }
+/** A mark that fits the inventory's bounds, or nothing (a value that does not fit names nothing tend knows). */
+function mark(value: string | undefined, maxLength = 253): string | undefined {
+  return value !== undefined && value !== '' && value.length <= maxLength ? value : undefined;
+}
+
+/** 10000-01-01: later times have no ISO 8601 form without an expanded year. */
+const lastIsoTime = Date.UTC(10_000, 0, 1);
+
+/** The namespace in tend's terms: its label and `tend.dev/*` annotations mapped to the item's fields. */
+function inventoryItem(info: NamespaceInfo): InventoryItem {
+  const a = info.annotations;
+  const role = a[annotations.role];
+  const activity = Date.parse(a[annotations.lastActivity] ?? '');
+  const project = mark(a[annotations.project]);
+  const environment = mark(a[annotations.environment]);
   return {
     namespaceName: info.name,
     uid: info.uid!,
-    resourceVersion: info.resourceVersion!,
-    phase: info.state === 'terminating' ? ('Terminating' as const) : ('Active' as const),
-    labels: info.labels,
-    annotations,
+    version: info.resourceVersion!,
+    state: info.state === 'terminating' ? 'terminating' : 'active',
+    managedByTend: info.labels[labels.managedBy] === 'tend',
+    ...(project ? { project } : {}),
+    ...(environment ? { environment } : {}),
+    ...(role === 'app' || role === 'build' || role === 'system' ? { role } : {}),
+    adopted: a[annotations.adopted] === 'true',
+    // An unreadable stamp, or one no ISO time can say, is no activity (the registry's still counts).
+    ...(activity >= 0 && activity < lastIsoTime ? { lastActivityAt: new Date(activity).toISOString() } : {}),
   };
 }
 
@@ -102,8 +118,17 @@ export async function inventory(ctx: Context, target: CleanupTarget): Promise<Cl
     state.identity,
   );
   const list = await client.namespaces.listManaged();
-  const items = list.items.filter((i) => i.uid && i.resourceVersion).map(inventoryItem);
-  return { complete: list.complete, ...(list.error ? { error: list.error } : {}), items };
+  const listable = list.items.filter((i) => mark(i.uid, 100) && mark(i.resourceVersion, 100));
+  // A namespace left out would read as gone: a list that cannot say every one is not complete.
+  const unlisted = list.items.length - listable.length;
+  const error =
+    list.error ??
+    (unlisted > 0 ? `${unlisted} namespace(s) without a usable uid or resourceVersion` : undefined);
+  return {
+    complete: list.complete && unlisted === 0,
+    ...(error ? { error } : {}),
+    items: listable.map(inventoryItem),
+  };
 }
 
 export async function verifyAndClean(

@@ -55,10 +55,14 @@ const otherValue = '(differs from the record)';
 /** Ids per query when re-reading changed environments: far below SQLite's bound-parameter limit. */
 const idChunk = 500;
 
-/** A resource as read; `localKey` names the local target's inventory item, looked up per snapshot. */
+/**
+ * A resource as read. A resource whose key holds a path (`<kind>/<id>/<path>`: a project
+ * directory of a host, a plugin's root) has its item under its executor target's key, which the
+ * join cannot find: `pathKey` names that item, looked up per snapshot.
+ */
 interface LoadedResource {
   resource: SnapshotResource;
-  localKey: string | null;
+  pathKey: string | null;
 }
 
 /** Environments (with a policy, or the one asked for) and their resources, as read. */
@@ -68,10 +72,7 @@ interface EnvironmentPart {
 }
 
 /** Everything of a snapshot but its environments and resources: small tables, read in full. */
-type SharedPart = Omit<PlanSnapshot, 'environments' | 'resources' | 'activeEnvironments'> & {
-  /** The items of local targets by `targetKey\0namespace` (a local resource's key holds its path). */
-  localItems: Map<string, SnapshotInventoryItem>;
-};
+type SharedPart = Omit<PlanSnapshot, 'environments' | 'resources' | 'activeEnvironments'>;
 
 export async function loadSnapshot(
   db: Kysely<Database>,
@@ -83,7 +84,8 @@ export async function loadSnapshot(
     loadEnvironments(db, only ? { id: only } : 'all'),
     loadShared(db, now, only),
   ]);
-  return assemble(part.environments, part.resources, shared);
+  const items = await loadPathItems(db, pathTargetsOf([part.resources]));
+  return assemble(part.environments, part.resources, shared, items);
 }
 
 /**
@@ -95,7 +97,7 @@ export class SnapshotCache {
   private readonly incremental: boolean;
   private environments = new Map<string, SnapshotEnvironment>();
   private resources = new Map<string, LoadedResource[]>();
-  /** The planner's view of each list of resources without local ones, kept while the list is. */
+  /** The planner's view of each list of resources without path-keyed ones, kept while the list is. */
   private plain = new WeakMap<LoadedResource[], SnapshotResource[]>();
   /** The last change-log entry applied; undefined: nothing loaded yet. */
   private seq: number | undefined;
@@ -127,27 +129,28 @@ export class SnapshotCache {
       await this.writer.deleteFrom('cleanup_changes').where('seq', '<=', assigned).execute();
     }
     // The same array for an environment whose resources were not re-read: the planner's memo
-    // recognises it. Local resources take their inventory item from this pass's shared part.
-    const { localItems, ...rest } = shared;
+    // recognises it. Path-keyed resources take their inventory item from this pass's read.
+    const pending = [...this.resources.values()].filter((list) => !this.plain.has(list));
+    const items = await loadPathItems(this.reader, pathTargetsOf(pending));
     const byEnvironment = new Map<string, readonly SnapshotResource[]>();
     const resources: SnapshotResource[] = [];
     for (const [id, list] of this.resources) {
       let plain = this.plain.get(list);
       if (!plain) {
         plain = list.map((l) =>
-          l.localKey === null ? l.resource : { ...l.resource, item: localItems.get(l.localKey) ?? null },
+          l.pathKey === null ? l.resource : { ...l.resource, item: items.get(l.pathKey) ?? null },
         );
-        if (list.every((l) => l.localKey === null)) this.plain.set(list, plain);
+        if (list.every((l) => l.pathKey === null)) this.plain.set(list, plain);
       }
       byEnvironment.set(id, plain);
       for (const r of plain) resources.push(r);
     }
     return {
-      ...rest,
+      ...shared,
       environments: this.environments,
       resources,
       byEnvironment,
-      activeEnvironments: breakerBase(this.environments, byEnvironment, rest.enforcedPolicies),
+      activeEnvironments: breakerBase(this.environments, byEnvironment, shared.enforcedPolicies),
     };
   }
 
@@ -361,7 +364,7 @@ async function loadEnvironments(
         lastActivityAt: ms(r.resource_activity),
         item,
       },
-      localKey: item === null && targetKey !== r.target_key ? `${targetKey}\u0000${r.namespace_name}` : null,
+      pathKey: item === null && targetKey !== r.target_key ? `${targetKey}\u0000${r.namespace_name}` : null,
     });
   }
   return { environments, resources };
@@ -398,63 +401,24 @@ async function loadShared(db: Kysely<Database>, now: Date, only: string | undefi
     breakerQuery = breakerQuery.where('project', '=', projectOf);
   }
 
-  const [
-    inventoryRows,
-    executorRows,
-    sessionRows,
-    jobRows,
-    policyRows,
-    breakerRows,
-    localItemRows,
-    control,
-    holders,
-  ] = await Promise.all([
-    db
-      .selectFrom('cleanup_inventories')
-      .select(['target_key', 'received_at', 'complete', 'last_complete_at'])
-      .execute(),
-    db
-      .selectFrom('cleanup_executor_targets')
-      .select(['target_key', (eb) => eb.fn.max('last_seen_at').as('last_seen_at')])
-      .groupBy('target_key')
-      .execute(),
-    sessionQuery.execute(),
-    jobQuery.execute(),
-    policyQuery.execute(),
-    breakerQuery.execute(),
-    db
-      .selectFrom('cleanup_inventory_items')
-      .select([
-        'target_key',
-        'namespace_name',
-        'uid',
-        'managed_by_tend',
-        'project',
-        'environment',
-        'role',
-        'adopted',
-        'last_activity_at',
-      ])
-      // `local/…` as a range of the primary key ('0' follows '/'), not a LIKE that scans every item.
-      .where('target_key', '>=', 'local/')
-      .where('target_key', '<', 'local0')
-      .execute(),
-    db.selectFrom('cleanup_control').select('halted').where('id', '=', 'global').executeTakeFirst(),
-    loadHolders(db, now, only),
-  ]);
-
-  const localItems = new Map<string, SnapshotInventoryItem>();
-  for (const i of localItemRows) {
-    localItems.set(`${i.target_key}\u0000${i.namespace_name}`, {
-      uid: i.uid,
-      managedByTend: Boolean(i.managed_by_tend),
-      project: i.project,
-      environment: i.environment,
-      role: i.role,
-      adopted: Boolean(i.adopted),
-      lastActivityAt: ms(i.last_activity_at),
-    });
-  }
+  const [inventoryRows, executorRows, sessionRows, jobRows, policyRows, breakerRows, control, holders] =
+    await Promise.all([
+      db
+        .selectFrom('cleanup_inventories')
+        .select(['target_key', 'received_at', 'complete', 'last_complete_at'])
+        .execute(),
+      db
+        .selectFrom('cleanup_executor_targets')
+        .select(['target_key', (eb) => eb.fn.max('last_seen_at').as('last_seen_at')])
+        .groupBy('target_key')
+        .execute(),
+      sessionQuery.execute(),
+      jobQuery.execute(),
+      policyQuery.execute(),
+      breakerQuery.execute(),
+      db.selectFrom('cleanup_control').select('halted').where('id', '=', 'global').executeTakeFirst(),
+      loadHolders(db, now, only),
+    ]);
 
   const runningSessions = new Map<string, number>();
   for (const s of sessionRows) {
@@ -464,7 +428,6 @@ async function loadShared(db: Kysely<Database>, now: Date, only: string | undefi
   }
 
   return {
-    localItems,
     inventories: new Map(
       inventoryRows.map((i) => [
         i.target_key,
@@ -506,17 +469,66 @@ async function loadShared(db: Kysely<Database>, now: Date, only: string | undefi
   };
 }
 
-/** The snapshot: the resources of local targets get their item from this read's local items. */
+/** The executor targets of the path-keyed resources of these lists. */
+function pathTargetsOf(lists: Iterable<readonly LoadedResource[]>): Set<string> {
+  const targets = new Set<string>();
+  for (const list of lists) {
+    for (const l of list) if (l.pathKey !== null) targets.add(l.resource.targetKey);
+  }
+  return targets;
+}
+
+/**
+ * The items of these targets by `targetKey\0namespace`, read whole each pass: the change log
+ * cannot name the environments of path-keyed resources (their keys differ from their items').
+ * Few targets: a host's or a plugin root's environments.
+ */
+async function loadPathItems(
+  db: Kysely<Database>,
+  targets: ReadonlySet<string>,
+): Promise<Map<string, SnapshotInventoryItem>> {
+  const items = new Map<string, SnapshotInventoryItem>();
+  if (targets.size === 0) return items;
+  const rows = await db
+    .selectFrom('cleanup_inventory_items')
+    .select([
+      'target_key',
+      'namespace_name',
+      'uid',
+      'managed_by_tend',
+      'project',
+      'environment',
+      'role',
+      'adopted',
+      'last_activity_at',
+    ])
+    .where('target_key', 'in', [...targets])
+    .execute();
+  for (const i of rows) {
+    items.set(`${i.target_key}\u0000${i.namespace_name}`, {
+      uid: i.uid,
+      managedByTend: Boolean(i.managed_by_tend),
+      project: i.project,
+      environment: i.environment,
+      role: i.role,
+      adopted: Boolean(i.adopted),
+      lastActivityAt: ms(i.last_activity_at),
+    });
+  }
+  return items;
+}
+
+/** The snapshot: path-keyed resources get their item from this read's items. */
 function assemble(
   environments: Map<string, SnapshotEnvironment>,
   loaded: readonly LoadedResource[],
   shared: SharedPart,
+  items: ReadonlyMap<string, SnapshotInventoryItem>,
 ): PlanSnapshot {
-  const { localItems, ...rest } = shared;
   const resources: SnapshotResource[] = new Array<SnapshotResource>(loaded.length);
   for (let i = 0; i < loaded.length; i++) {
-    const { resource, localKey } = loaded[i]!;
-    resources[i] = localKey === null ? resource : { ...resource, item: localItems.get(localKey) ?? null };
+    const { resource, pathKey } = loaded[i]!;
+    resources[i] = pathKey === null ? resource : { ...resource, item: items.get(pathKey) ?? null };
   }
   const byEnvironment = new Map<string, SnapshotResource[]>();
   for (const r of resources) {
@@ -527,8 +539,8 @@ function assemble(
   return {
     environments,
     resources,
-    ...rest,
-    activeEnvironments: breakerBase(environments, byEnvironment, rest.enforcedPolicies),
+    ...shared,
+    activeEnvironments: breakerBase(environments, byEnvironment, shared.enforcedPolicies),
   };
 }
 

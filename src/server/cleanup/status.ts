@@ -1,6 +1,6 @@
 /**
- * The state of cleanup as people see it — halt switch, last pass, open breakers, executors and
- * unrecorded namespaces — read once for both `GET /api/v1/cleanup/status` and the dashboard's
+ * The state of cleanup as people see it — halt switch, last pass, open breakers, executors,
+ * inventories held back as suspect and unrecorded namespaces — read once for both `GET /api/v1/cleanup/status` and the dashboard's
  * Cleanup page (a project-bound reader sees only its project's breakers and namespaces); and the
  * gauges `/metrics` reports of it.
  */
@@ -30,6 +30,16 @@ export interface CleanupStatus {
     description: string;
     lastSeenAt: string;
   }[];
+  /** Targets whose last complete inventory was held back: it would have marked too much missing. */
+  suspectInventories: {
+    targetKey: string;
+    pluginName: string;
+    reason: string;
+    since: string;
+    lastSeenAt: string;
+    wouldMarkMissing: number;
+    recorded: number;
+  }[];
   unrecorded: {
     targetKey: string;
     namespace: string;
@@ -38,6 +48,8 @@ export interface CleanupStatus {
     project: string | null;
     environment: string | null;
     environmentId: string | null;
+    /** What its plugin says of it (a path, …). */
+    detail: Record<string, string>;
     firstSeenAt: string;
     lastSeenAt: string;
   }[];
@@ -48,10 +60,11 @@ export async function cleanupStatus(
   onlyProject: string | null,
   unrecordedLimit?: number,
 ): Promise<CleanupStatus> {
-  const [control, breakers, executors, unrecorded] = await Promise.all([
+  const [control, breakers, executors, suspect, unrecorded] = await Promise.all([
     cleanup.control.control(),
     cleanup.control.breakers(),
     cleanup.inventories.executors(),
+    cleanup.inventories.suspectInventories(),
     cleanup.inventories.unrecordedNamespaces(unrecordedLimit),
   ]);
   return {
@@ -80,6 +93,16 @@ export async function cleanupStatus(
       description: e.description,
       lastSeenAt: e.last_seen_at,
     })),
+    // Per target, like executors: a project-bound reader sees them too (counts, no names).
+    suspectInventories: suspect.map((i) => ({
+      targetKey: i.target_key,
+      pluginName: i.plugin,
+      reason: i.suspect_reason!,
+      since: i.suspect_since!,
+      lastSeenAt: i.received_at,
+      wouldMarkMissing: Number(i.suspect_missing),
+      recorded: Number(i.suspect_recorded),
+    })),
     unrecorded: unrecorded
       .filter((u) => !onlyProject || u.project === onlyProject)
       .map((u) => ({
@@ -90,6 +113,7 @@ export async function cleanupStatus(
         project: u.project,
         environment: u.environment,
         environmentId: u.environment_id,
+        detail: u.detail === null ? {} : (JSON.parse(u.detail) as Record<string, string>),
         firstSeenAt: u.first_seen_at,
         lastSeenAt: u.seen_at,
       })),

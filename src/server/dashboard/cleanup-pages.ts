@@ -2,7 +2,7 @@
  * The dashboard's cleanup parts: the "Next" cell of the environments list, the plan on an
  * environment's page (with "Clean up now"), and the Cleanup page (plan for the next 24 hours,
  * blocked decisions, jobs, policies with Enforce, breakers, the halt switch, executors and
- * unrecorded namespaces). Every name is escaped by `html`.
+ * suspect inventories, unrecorded namespaces). Every name is escaped by `html`.
  */
 import { html, relativeTime, type Html } from './html.js';
 import type { JobView } from '../../cleanup/protocol.js';
@@ -428,6 +428,40 @@ export function cleanupPage(
         </tbody>
       </table>
 
+      <h2>Suspect inventories</h2>
+      <p class="muted">
+        A list that would mark more than max(2, 20%) of a target's recorded resources missing at once (or
+        every one, with an empty list) is held back: nothing of it is applied and nothing is cleaned on the
+        target until a list agrees again.
+      </p>
+      <table id="cleanup-suspect">
+        <thead>
+          <tr>
+            <th>Target</th>
+            <th>Why</th>
+            <th>Since</th>
+            <th>Last list</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${
+            o.suspectInventories.length === 0
+              ? html`<tr>
+                  <td colspan="4" class="muted">None.</td>
+                </tr>`
+              : o.suspectInventories.map(
+                  (i) =>
+                    html`<tr>
+                      <td>${targetName(i.targetKey, names)}</td>
+                      <td>${i.reason}</td>
+                      <td>${when(i.since, now)}</td>
+                      <td>${when(i.lastSeenAt, now)}</td>
+                    </tr>`,
+                )
+          }
+        </tbody>
+      </table>
+
       <h2>Executors</h2>
       <table id="cleanup-executors">
         <thead>
@@ -462,15 +496,15 @@ export function cleanupPage(
 
       <h2>Unrecorded namespaces</h2>
       <p class="muted">
-        Labelled <code>app.kubernetes.io/managed-by=tend</code> but with no record in this server: shown,
-        never deleted.
+        Marked as tend's by their plugin (Kubernetes: labelled <code>app.kubernetes.io/managed-by=tend</code>)
+        but with no record in this server: shown, never deleted.
       </p>
       <table id="cleanup-unrecorded">
         <thead>
           <tr>
             <th>Namespace</th>
             <th>Target</th>
-            <th>Annotations name</th>
+            <th>Marked as</th>
             <th>Phase</th>
             <th>First seen</th>
           </tr>
@@ -484,7 +518,10 @@ export function cleanupPage(
               : o.unrecorded.map(
                   (u) =>
                     html`<tr>
-                      <td>${u.namespace}</td>
+                      <td>
+                        ${u.namespace}
+                        ${Object.entries(u.detail).map(([k, v]) => html` <span class="muted">${k}: ${v}</span>`)}
+                      </td>
                       <td>${targetName(u.targetKey, names)}</td>
                       <td>
                         ${

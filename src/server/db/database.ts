@@ -20,6 +20,7 @@ import * as m0006 from './migrations/0006_notifications.js';
 import * as m0007 from './migrations/0007_state_history.js';
 import * as m0008 from './migrations/0008_scheduled_environments.js';
 import * as m0009 from './migrations/0009_cleanup_safety.js';
+import * as m0010 from './migrations/0010_neutral_inventory.js';
 import * as m0011 from './migrations/0011_event_order.js';
 import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
@@ -71,6 +72,7 @@ export const migrations: Record<string, Migration> = {
   '0007_state_history': m0007,
   '0008_scheduled_environments': m0008,
   '0009_cleanup_safety': m0009,
+  '0010_neutral_inventory': m0010,
   '0011_event_order': m0011,
 };
 

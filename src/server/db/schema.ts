@@ -213,29 +213,37 @@ export interface CleanupInventoriesTable {
   error: string | null;
   item_count: number;
   last_complete_at: Timestamp | null;
+  /** Why the last complete inventory was held back as suspect (null: it was applied). */
+  suspect_reason: string | null;
+  /** Since when its inventories are suspect, and what the first held-back one would have done. */
+  suspect_since: Timestamp | null;
+  suspect_missing: number | null;
+  suspect_recorded: number | null;
 }
 
 export interface CleanupInventoryItemsTable {
   target_key: string;
   namespace_name: string;
   uid: string;
+  /** The item's `version` (Kubernetes: its resourceVersion). */
   resource_version: string;
+  /** The item's state: `active` or `terminating`. */
   phase: string;
-  /** 1 when the namespace carries `app.kubernetes.io/managed-by=tend`. */
+  /** 1 when the item is marked as tend's (`managedByTend`). */
   managed_by_tend: number;
-  /** `tend.dev/project`, `tend.dev/environment`, `tend.dev/role` annotations. */
+  /** The project, environment and role it is marked with. */
   project: string | null;
   environment: string | null;
   role: string | null;
-  /** 1 when `tend.dev/adopted` is `true`. */
+  /** 1 when it is marked adopted. */
   adopted: number;
-  /** `tend.dev/last-activity`, normalised to ISO UTC (null when absent or unreadable). */
+  /** The last activity marked on it, as ISO UTC (null when it carries none). */
   last_activity_at: Timestamp | null;
-  labels: string;
-  annotations: string;
+  /** The item's `detail` as JSON (the plugin's own words), or null. */
+  detail: string | null;
   /** 0: no recorded resource matches (an unrecorded namespace). */
   recorded: number;
-  /** For unrecorded namespaces: the environment its annotations name, if recorded. */
+  /** For unrecorded namespaces: the environment it is marked with, if recorded. */
   environment_id: string | null;
   first_seen_at: Timestamp;
   seen_at: Timestamp;

@@ -15,7 +15,7 @@ import type { CleanupDecisionRow } from '../db/schema.js';
 import { cleanupStatus } from '../cleanup/status.js';
 import { listTransitions } from '../cleanup/transitions.js';
 import { ErrorResponse } from '../../api/views.js';
-import { PlanItemView, TransitionView } from '../../api/cleanup.js';
+import { CleanupStatusView, PlanItemView, TransitionView } from '../../api/cleanup.js';
 import { maxDurationMs, parseDuration } from '../../cleanup/policy.js';
 import { visibleEnvironment } from '../environment-queries.js';
 
@@ -98,65 +98,6 @@ const JobsQuery = Type.Object({
   environmentId: Type.Optional(Type.String({ minLength: 1 })),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
   cursor: Type.Optional(Type.String()),
-});
-
-const StatusResponse = Type.Object({
-  halted: Type.Boolean(),
-  haltedBy: Nullable(Type.String()),
-  haltedAt: Nullable(Time()),
-  lastPassAt: Nullable(Time()),
-  lastPassMs: Type.Union([Type.Integer(), Type.Null()]),
-  lastPassOutcome: Type.Union([
-    Type.Literal('ok'),
-    Type.Literal('partial'),
-    Type.Literal('failed'),
-    Type.Literal('skipped'),
-    Type.Null(),
-  ]),
-  lastPassNote: Nullable(Type.String()),
-  breakers: Type.Array(
-    Type.Object({
-      project: Type.String(),
-      openedAt: Time(),
-      due: Type.Integer(),
-      active: Type.Integer(),
-    }),
-  ),
-  policies: Type.Array(
-    Type.Object({
-      project: Type.String(),
-      environment: Type.String(),
-      afterInactivityMs: Type.Integer(),
-      action: Type.String(),
-      enforcedAt: Time(),
-      enforcedBy: Type.String(),
-    }),
-  ),
-  executors: Type.Array(
-    Type.Object({
-      id: Type.String(),
-      name: Type.String(),
-      kind: Type.String(),
-      version: Type.String(),
-      targetKey: Type.String(),
-      pluginName: Type.String(),
-      description: Type.String(),
-      lastSeenAt: Time(),
-    }),
-  ),
-  unrecorded: Type.Array(
-    Type.Object({
-      targetKey: Type.String(),
-      namespace: Type.String(),
-      uid: Type.String(),
-      phase: Type.String(),
-      project: Nullable(Type.String()),
-      environment: Nullable(Type.String()),
-      environmentId: Nullable(Type.String()),
-      firstSeenAt: Time(),
-      lastSeenAt: Time(),
-    }),
-  ),
 });
 
 const ProjectName = Type.String({ minLength: 1, maxLength: 253 });
@@ -346,9 +287,9 @@ function registerJobsRoute(app: App, services: ServerServices): void {
 function registerStatusRoute(app: App, services: ServerServices): void {
   const schema = {
     summary:
-      'The state of cleanup: halt switch, last pass, breakers, enforced policies, executors, unrecorded namespaces',
+      'The state of cleanup: halt switch, last pass, breakers, enforced policies, executors, suspect inventories, unrecorded namespaces',
     tags: ['cleanup'],
-    response: { 200: StatusResponse, ...cleanupErrors },
+    response: { 200: CleanupStatusView, ...cleanupErrors },
   };
   app.get('/api/v1/cleanup/status', { config: { permission: 'read' }, schema }, async (request) => {
     const only = request.principal?.project ?? null;

@@ -33,7 +33,8 @@ export interface CleanupFixture {
   }): Promise<{ id: string; namespace: string; resourceId: string; project: string }>;
   /** Heartbeat and a complete inventory of `target` from an executor. */
   report(executorId: string, items: InventoryItem[], complete?: boolean): Promise<void>;
-  item(namespace: string, uid: string, annotations?: Record<string, string>, project?: string): InventoryItem;
+  /** An item marked as tend's for project `shop` (or `project`), environment `dev`; `extra` on top. */
+  item(namespace: string, uid: string, extra?: Partial<InventoryItem>, project?: string): InventoryItem;
   close(): Promise<void>;
 }
 
@@ -111,14 +112,17 @@ export async function cleanupFixture(
       );
       if (inv.status !== 200) throw new Error(JSON.stringify(inv.body));
     },
-    item(namespace, uid, annotations = {}, project = 'shop') {
+    item(namespace, uid, extra = {}, project = 'shop') {
       return {
         namespaceName: namespace,
         uid,
-        resourceVersion: '1',
-        phase: 'Active',
-        labels: { 'app.kubernetes.io/managed-by': 'tend' },
-        annotations: { 'tend.dev/project': project, 'tend.dev/environment': 'dev', ...annotations },
+        version: '1',
+        state: 'active',
+        managedByTend: true,
+        project,
+        environment: 'dev',
+        adopted: false,
+        ...extra,
       };
     },
     close: () => server.close(),

@@ -63,7 +63,7 @@ describe('planner', () => {
     const { decision } = only(s);
     expect(decision.kind).toBe('scheduled');
     expect(decision.lastActivityAt).toBe(now - hour);
-    expect(decision.sentence).toContain('tend.dev/last-activity');
+    expect(decision.sentence).toContain('the activity marked on the namespace');
   });
 
   it('a new policy, or one stricter than the enforced one, is dry-run', () => {

@@ -422,10 +422,17 @@ describe.each(dialects)('cleanup queue and planning pass on %s', (dialect) => {
       );
     // Another host (a LIKE pattern would take `_` for any character) leaves it alone…
     expect((await call()).body.markedMissing).toBe(0);
+    // (Another environment listed: an empty list that would mark a recorded one missing is suspect.)
     const owned = await f.call(
       'POST',
       '/api/v1/agents/inventory',
-      { executorId: 'h1', targetKey: 'local/my_host', pluginName: 'exec', complete: true, items: [] },
+      {
+        executorId: 'h1',
+        targetKey: 'local/my_host',
+        pluginName: 'exec',
+        complete: true,
+        items: [f.item('shop-other', 'uid-other')],
+      },
       f.server.tokens.agent,
     );
     // …its own host marks it missing.

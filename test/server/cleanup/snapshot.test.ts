@@ -64,7 +64,7 @@ describe.each(dialects)('the snapshot cache on %s', (dialect) => {
     // A stamp on a namespace, another uid on the other (re-created), a third environment.
     f.advance(hour);
     await f.report('e1', [
-      f.item(a.namespace, 'uid-alice', { 'tend.dev/last-activity': f.now().toISOString() }),
+      f.item(a.namespace, 'uid-alice', { lastActivityAt: f.now().toISOString() }),
       f.item(b.namespace, 'uid-bob-2'),
     ]);
     const c = await f.environment({ user: 'carol' });

@@ -295,7 +295,8 @@ function policyText(env: SnapshotEnvironment): string {
 }
 
 function lastWhat(env: SnapshotEnvironment, source: 'registry' | 'namespace'): string {
-  if (source === 'namespace') return 'tend.dev/last-activity on the namespace';
+  // The plugin's mark (the kubernetes plugin's tend.dev/last-activity), as the inventory reported it.
+  if (source === 'namespace') return 'the activity marked on the namespace';
   if (env.lastActivityCommand) {
     return `tend ${env.lastActivityCommand}${env.lastActivityUser ? ` by ${env.lastActivityUser}` : ''}`;
   }

@@ -10,13 +10,6 @@ import { writeAudit, type AuditInput } from './audit.js';
 import { refreshEnvironmentStates } from './environments.js';
 import type { CleanupInventoryItemsTable, Database } from '../schema.js';
 
-/** `tend.dev/last-activity` as ISO UTC, or null when absent or unreadable. */
-function activityAnnotation(value: string | undefined): string | null {
-  if (!value) return null;
-  const t = Date.parse(value);
-  return Number.isNaN(t) ? null : new Date(t).toISOString();
-}
-
 /** An inventory as an executor reported it, with who reported it and when. */
 export interface InventoryInput {
   executorId: string;
@@ -33,6 +26,28 @@ export interface InventoryOutcome {
   recorded: number;
   markedMissing: number;
   unrecorded: number;
+  /** Why the inventory was held back (nothing of it applied). */
+  suspect?: string;
+}
+
+/**
+ * At most this many recorded resources of a target may turn missing in one inventory: more is
+ * what a list that only looks complete does (an API server answering an empty or shortened
+ * page), not what people do by hand between two passes.
+ */
+export const suspectBound = { atLeast: 2, share: 0.2 };
+
+/**
+ * Why a complete inventory that would mark `gone` of the target's `recorded` (ready, owned)
+ * resources missing is suspect, or null: more than max(2, 20%) of them at once, or every one of
+ * them with an empty list.
+ */
+export function suspicionOf(gone: number, recorded: number, listed: number): string | null {
+  const bound = Math.max(suspectBound.atLeast, Math.floor(recorded * suspectBound.share));
+  const what = `${gone} of ${recorded} recorded resources would turn missing at once`;
+  if (gone > 0 && listed === 0) return `the list is empty: ${what}`;
+  if (gone > bound) return `${what} (more than ${bound}, max(2, 20%))`;
+  return null;
 }
 
 export class CleanupInventoryRepository {
@@ -120,27 +135,50 @@ export class CleanupInventoryRepository {
 
   /**
    * Stores an inventory and reconciles it with the registry: items matching a recorded resource
-   * are `recorded`; tend-labelled namespaces without a record become unrecorded namespaces
-   * (audited when first seen, attached to the environment their annotations name); and, only
+   * are `recorded`; items marked as tend's without a record become unrecorded namespaces
+   * (audited when first seen, attached to the environment they are marked with); and, only
    * for a complete inventory, recorded `ready` resources of the target that are absent (or
    * present with another uid) become `missing`.
    */
   async storeInventory(input: InventoryInput): Promise<InventoryOutcome> {
     const at = input.now.toISOString();
     return this.db.transaction().execute(async (trx) => {
-      await upsertInventory(trx, input, at);
       const resources = await recordedResources(trx, input.targetKey);
+      const gone = input.complete ? absentResources(input, resources) : [];
+      if (input.complete) {
+        const owned = resources.filter(eligible).length;
+        const reason = suspicionOf(gone.length, owned, input.items.length);
+        if (reason) {
+          await holdBack(trx, input, { reason, gone: gone.length, recorded: owned }, at);
+          return { recorded: 0, markedMissing: 0, unrecorded: 0, suspect: reason };
+        }
+      }
+      await upsertInventory(trx, input, at);
       const { rows, audits, recorded, unrecorded } = await reconcileItems(trx, input, resources, at);
       await upsertItems(trx, rows);
-      let markedMissing = 0;
-      if (input.complete) {
-        const missing = await markAbsentMissing(trx, input, resources, at);
-        markedMissing = missing.length;
-        audits.push(...missing);
-      }
+      if (input.complete) audits.push(...(await markAbsentMissing(trx, input, gone, at)));
       await writeAudit(trx, input.now, audits);
-      return { recorded, markedMissing, unrecorded };
+      return { recorded, markedMissing: gone.length, unrecorded };
     });
+  }
+
+  /** Targets whose last complete inventory was held back as suspect. */
+  async suspectInventories() {
+    return this.reader
+      .selectFrom('cleanup_inventories')
+      .select([
+        'target_key',
+        'plugin',
+        'executor_id',
+        'received_at',
+        'suspect_reason',
+        'suspect_since',
+        'suspect_missing',
+        'suspect_recorded',
+      ])
+      .where('suspect_reason', 'is not', null)
+      .orderBy('target_key')
+      .execute();
   }
 
   async unrecordedNamespaces(limit = 200) {
@@ -154,6 +192,7 @@ export class CleanupInventoryRepository {
         'project',
         'environment',
         'environment_id',
+        'detail',
         'first_seen_at',
         'seen_at',
       ])
@@ -184,6 +223,7 @@ async function upsertInventory(trx: Transaction<Database>, input: InventoryInput
       error: input.error,
       item_count: input.items.length,
       last_complete_at: input.complete ? at : (previous?.last_complete_at ?? null),
+      ...noSuspicion,
     })
     .onConflict((oc) =>
       oc.column('target_key').doUpdateSet({
@@ -194,9 +234,70 @@ async function upsertInventory(trx: Transaction<Database>, input: InventoryInput
         error: input.error,
         item_count: input.items.length,
         last_complete_at: input.complete ? at : (previous?.last_complete_at ?? null),
+        // An incomplete inventory neither confirms nor clears a suspicion; an applied one clears it.
+        ...(input.complete ? noSuspicion : {}),
       }),
     )
     .execute();
+}
+
+const noSuspicion = {
+  suspect_reason: null,
+  suspect_since: null,
+  suspect_missing: null,
+  suspect_recorded: null,
+};
+
+/**
+ * A suspect inventory applies nothing: no item stored, nothing marked missing. Its row says the
+ * target was not listed completely (so nothing is planned there) and why; audited when the
+ * target turns suspect, not again each pass while it stays so.
+ */
+async function holdBack(
+  trx: Transaction<Database>,
+  input: InventoryInput,
+  suspicion: { reason: string; gone: number; recorded: number },
+  at: string,
+): Promise<void> {
+  const previous = await trx
+    .selectFrom('cleanup_inventories')
+    .select(['last_complete_at', 'suspect_since'])
+    .where('target_key', '=', input.targetKey)
+    .executeTakeFirst();
+  const row = {
+    plugin: input.pluginName,
+    executor_id: input.executorId,
+    received_at: at,
+    complete: 0,
+    error: `held back as suspect: ${suspicion.reason}`,
+    item_count: input.items.length,
+    last_complete_at: previous?.last_complete_at ?? null,
+    suspect_reason: suspicion.reason,
+    suspect_since: previous?.suspect_since ?? at,
+    suspect_missing: suspicion.gone,
+    suspect_recorded: suspicion.recorded,
+  };
+  await trx
+    .insertInto('cleanup_inventories')
+    .values({ target_key: input.targetKey, ...row })
+    .onConflict((oc) => oc.column('target_key').doUpdateSet(row))
+    .execute();
+  if (previous?.suspect_since) return;
+  await writeAudit(trx, input.now, [
+    {
+      actor: input.actor,
+      action: 'inventory-suspect',
+      environmentId: null,
+      detail: {
+        targetKey: input.targetKey,
+        plugin: input.pluginName,
+        listed: input.items.length,
+        wouldMarkMissing: suspicion.gone,
+        recorded: suspicion.recorded,
+        message: `inventory held back, nothing applied: ${suspicion.reason}`,
+      },
+    },
+  ]);
 }
 
 /** Recorded resources of this target that are not missing (local targets: every path of the host). */
@@ -233,7 +334,7 @@ type RecordedResource = Awaited<ReturnType<typeof recordedResources>>[number];
 
 /**
  * The stored item of each listed namespace, recorded or not (an unrecorded one attached to the
- * environment its annotations name, and audited when first seen or when its uid changed).
+ * environment it is marked with, and audited when first seen or when its uid changed).
  */
 async function reconcileItems(
   trx: Transaction<Database>,
@@ -272,8 +373,8 @@ async function reconcileItems(
       (r) => r.namespace_uid === null || r.namespace_uid === item.uid,
     );
     const isRecorded = matches.length > 0;
-    const project = item.annotations['tend.dev/project'] ?? null;
-    const environment = item.annotations['tend.dev/environment'] ?? null;
+    const project = item.project ?? null;
+    const environment = item.environment ?? null;
     let environmentId: string | null = null;
     if (isRecorded) recorded++;
     else {
@@ -300,8 +401,7 @@ async function reconcileItems(
             namespace: item.namespaceName,
             uid: item.uid,
             targetKey,
-            message:
-              'a namespace labelled managed-by=tend that no tend command recorded: shown, never deleted',
+            message: 'marked as tend’s, but no tend command recorded it: shown, never deleted',
           },
         });
       }
@@ -310,16 +410,15 @@ async function reconcileItems(
       target_key: targetKey,
       namespace_name: item.namespaceName,
       uid: item.uid,
-      resource_version: item.resourceVersion,
-      phase: item.phase,
-      managed_by_tend: item.labels['app.kubernetes.io/managed-by'] === 'tend' ? 1 : 0,
+      resource_version: item.version,
+      phase: item.state,
+      managed_by_tend: item.managedByTend ? 1 : 0,
       project,
       environment,
-      role: item.annotations['tend.dev/role'] ?? null,
-      adopted: item.annotations['tend.dev/adopted'] === 'true' ? 1 : 0,
-      last_activity_at: activityAnnotation(item.annotations['tend.dev/last-activity']),
-      labels: JSON.stringify(item.labels),
-      annotations: JSON.stringify(item.annotations),
+      role: item.role ?? null,
+      adopted: item.adopted ? 1 : 0,
+      last_activity_at: item.lastActivityAt ? new Date(item.lastActivityAt).toISOString() : null,
+      detail: item.detail && Object.keys(item.detail).length > 0 ? JSON.stringify(item.detail) : null,
       recorded: isRecorded ? 1 : 0,
       environment_id: environmentId,
       first_seen_at:
@@ -348,8 +447,7 @@ async function upsertItems(trx: Transaction<Database>, rows: Insertable<CleanupI
           role: eb.ref('excluded.role'),
           adopted: eb.ref('excluded.adopted'),
           last_activity_at: eb.ref('excluded.last_activity_at'),
-          labels: eb.ref('excluded.labels'),
-          annotations: eb.ref('excluded.annotations'),
+          detail: eb.ref('excluded.detail'),
           recorded: eb.ref('excluded.recorded'),
           environment_id: eb.ref('excluded.environment_id'),
           first_seen_at: eb.ref('excluded.first_seen_at'),
@@ -361,14 +459,30 @@ async function upsertItems(trx: Transaction<Database>, rows: Insertable<CleanupI
 }
 
 /**
- * What only a complete inventory proves: items not listed this time are dropped, and recorded
- * `ready` resources it lacks (or lists with another uid) become missing, their environments
- * `cleaned` if nothing else of theirs is left. Returns the audit entry of each resource marked.
+ * What a complete inventory can prove gone: a `ready` resource it lacks (or lists with another
+ * uid). An inventory lists only what is marked as tend's: an adopted (or unknown) namespace need
+ * not be in it, so its absence proves nothing.
+ */
+const eligible = (r: RecordedResource) => r.state === 'ready' && r.ownership === 'owned';
+
+function absentResources(input: InventoryInput, resources: RecordedResource[]): RecordedResource[] {
+  const present = new Map(input.items.map((i) => [i.namespaceName, i.uid]));
+  return resources.filter((r) => {
+    if (!eligible(r)) return false;
+    const uid = present.get(r.namespace_name);
+    return uid === undefined || (r.namespace_uid !== null && r.namespace_uid !== uid);
+  });
+}
+
+/**
+ * What only a complete inventory proves: items not listed this time are dropped, and the
+ * recorded resources it lacks (`gone`) become missing, their environments `cleaned` if nothing
+ * else of theirs is left. Returns the audit entry of each resource marked.
  */
 async function markAbsentMissing(
   trx: Transaction<Database>,
   input: InventoryInput,
-  resources: RecordedResource[],
+  gone: RecordedResource[],
   at: string,
 ): Promise<AuditInput[]> {
   const { targetKey } = input;
@@ -377,15 +491,6 @@ async function markAbsentMissing(
     .where('target_key', '=', targetKey)
     .where('seen_at', '<', at)
     .execute();
-  const present = new Map(input.items.map((i) => [i.namespaceName, i.uid]));
-  const gone = resources.filter((r) => {
-    if (r.state !== 'ready') return false;
-    // The inventory lists only namespaces labelled managed-by=tend: an adopted (or unknown)
-    // namespace is never in it, so its absence proves nothing.
-    if (r.ownership !== 'owned') return false;
-    const uid = present.get(r.namespace_name);
-    return uid === undefined || (r.namespace_uid !== null && r.namespace_uid !== uid);
-  });
   for (let i = 0; i < gone.length; i += 500) {
     await trx
       .updateTable('resources')

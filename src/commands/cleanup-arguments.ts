@@ -1,0 +1,84 @@
+/**
+ * The argument table of `tend cleanup`: removing what tend deployed (`env`, `deploy`) and
+ * seeing and steering the server's automatic cleanup (`plan`, `status`, `enforce`, `halt`,
+ * `resume`, `breaker reset`). Command modules are imported lazily, as in main.ts.
+ */
+import { Option, type Command } from 'commander';
+import type { CommandResult } from '../cli/output.js';
+
+export function addCleanupCommands(
+  cleanup: Command,
+  serverFlags: (c: Command) => Command,
+  execute: (command: Command, load: () => Promise<CommandResult>) => Promise<void>,
+): void {
+  const cleanupServer = () => import('./cleanup-server.js');
+  cleanup
+    .command('env')
+    .description('clean up the whole environment: stop its deploys and delete the namespace tend owns')
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () => (await import('./cleanup.js')).cleanupEnvCommand(cmd.optsWithGlobals())),
+    );
+  cleanup
+    .command('deploy <names...>')
+    .description('delete the named deploys from the environment')
+    .action(async (names: string[], _opts, cmd: Command) =>
+      execute(cmd, async () =>
+        (await import('./cleanup.js')).cleanupDeployCommand(names, cmd.optsWithGlobals()),
+      ),
+    );
+
+  serverFlags(
+    cleanup
+      .command('plan')
+      .description("what the server's automatic cleanup will do, when, and why (or why not)"),
+  )
+    .option('--within <duration>', 'decisions due within this time', '24h')
+    .option('--project <project>', 'only this project')
+    .addOption(new Option('--limit <n>', 'most decisions shown').default(200).argParser(Number))
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () => (await cleanupServer()).cleanupPlanCommand(cmd.optsWithGlobals())),
+    );
+  serverFlags(
+    cleanup
+      .command('enforce')
+      .description(
+        'enforce the cleanup policy of a project (new or stricter policies run as dry-run until then; admin)',
+      ),
+  )
+    .requiredOption('--project <project>', 'the project')
+    .option('--environment <name>', 'only this environment name')
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () => (await cleanupServer()).cleanupEnforceCommand(cmd.optsWithGlobals())),
+    );
+  for (const halt of [true, false]) {
+    serverFlags(
+      cleanup
+        .command(halt ? 'halt' : 'resume')
+        .description(
+          halt ? 'stop all automatic cleanup at once (admin)' : 'resume automatic cleanup (admin)',
+        ),
+    ).action(async (_opts, cmd: Command) =>
+      execute(cmd, async () => (await cleanupServer()).cleanupHaltCommand(halt, cmd.optsWithGlobals())),
+    );
+  }
+  serverFlags(
+    cleanup
+      .command('breaker')
+      .description("a project's circuit breaker")
+      .command('reset')
+      .description('close the circuit breaker of a project after checking why it opened (admin)'),
+  )
+    .requiredOption('--project <project>', 'the project')
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () => (await cleanupServer()).breakerResetCommand(cmd.optsWithGlobals())),
+    );
+  serverFlags(
+    cleanup
+      .command('status')
+      .description(
+        "the state of the server's automatic cleanup: halt switch, breakers, executors, inventories held back as suspect, unrecorded namespaces",
+      ),
+  ).action(async (_opts, cmd: Command) =>
+    execute(cmd, async () => (await cleanupServer()).cleanupStatusCommand(cmd.optsWithGlobals())),
+  );
+}

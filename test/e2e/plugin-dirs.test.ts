@@ -1,0 +1,231 @@
+/**
+ * A third-party plugin joins automatic cleanup without a line of tend naming it: the
+ * examples/plugin-dirs project (environments are directories under a root) deployed with the real
+ * CLI streaming to a real server, the policy enforced with `tend cleanup enforce`, and
+ * `tend agent --plugin …/dirs.js --set dirs.root=<root>` listing the root, deleting the idle
+ * environment the server planned, and refusing the one used since the plan. Then the plugin's
+ * own cleanup handlers alone: what they refuse, and an inventory that cannot read a record.
+ */
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { copyExample, removeProjects, runTend, waitFor } from '../helpers/project.js';
+import { createTestServer, type TestServer } from '../server/helpers.js';
+import { streamEnv } from '../stream/helpers.js';
+import { callContext, testClock } from '../cleanup/helpers.js';
+import { loadPluginModule } from '../../src/plugin/load.js';
+import { builtinPlugins } from '../../src/plugins/builtin.js';
+import type { CleanupHandlers, CleanupJobSpec } from '../../src/plugin/types.js';
+
+const hour = 3_600_000;
+let server: TestServer;
+let url: string;
+let clock: ReturnType<typeof testClock>;
+let root: string;
+
+beforeEach(async () => {
+  clock = testClock();
+  server = await createTestServer('sqlite', {
+    now: clock.now,
+    cleanup: { maxPerPass: 1000, intervalMs: 60_000 },
+  });
+  url = await server.app.listen({ port: 0, host: '127.0.0.1' });
+  root = mkdtempSync(path.join(os.tmpdir(), 'tend-dirs-root-'));
+});
+afterEach(async () => {
+  await server.close();
+  rmSync(root, { recursive: true, force: true });
+});
+afterAll(removeProjects);
+
+interface AgentReport {
+  last: {
+    targets: { targetKey: string }[];
+    inventories: { targetKey: string; complete: boolean; items: number; response?: { recorded: number } }[];
+    jobs: { outcome: string; namespace?: string; message: string }[];
+  };
+}
+
+describe('the plugin-dirs example', () => {
+  it('is recorded, listed, planned and cleaned by tend agent --plugin; one used since the plan is left alone', async () => {
+    const project = copyExample('plugin-dirs', { dependencies: true });
+    const cli = (token: string, ...args: string[]) =>
+      runTend(args, {
+        cwd: project,
+        env: streamEnv(url, token, { KUBECONFIG: path.join(root, 'no-kubeconfig') }),
+      });
+    const deploy = (env: string) =>
+      cli(server.tokens.ingest, 'deploy', '--env', env, '--var', `root=${root}`, '--json');
+    const agent = async (...extra: string[]) => {
+      const run = await cli(
+        server.tokens.agent,
+        'agent',
+        '--server',
+        url,
+        '--token',
+        server.tokens.agent,
+        '--plugin',
+        path.join(project, 'plugin', 'dirs.js'),
+        '--set',
+        `dirs.root=${root}`,
+        '--once',
+        '--json',
+        ...extra,
+      );
+      expect(run.code, run.stderr).toBe(0);
+      return (JSON.parse(run.stdout) as AgentReport).last;
+    };
+
+    const dev = await deploy('dev');
+    expect(dev.code, dev.stderr).toBe(0);
+    const review = await deploy('review');
+    expect(review.code, review.stderr).toBe(0);
+    const devDir = path.join(root, JSON.parse(dev.stdout).namespace as string);
+    const reviewDir = path.join(root, JSON.parse(review.stdout).namespace as string);
+    expect(readFileSync(path.join(devDir, 'readme'), 'utf8')).toBe('notes of dev');
+
+    // Both recorded on the server as owned resources of the plugin's own target.
+    const rootId = readFileSync(path.join(root, '.tend-root'), 'utf8').trim();
+    const resources = await waitFor(async () => {
+      const rows = await server.database.db
+        .selectFrom('resources')
+        .select(['namespace_name', 'target_key', 'ownership', 'state'])
+        .execute();
+      return rows.length === 2 && rows;
+    }, 'the two environments recorded on the server');
+    expect(resources).toEqual(
+      [devDir, reviewDir].map((dir) =>
+        expect.objectContaining({
+          namespace_name: path.basename(dir),
+          target_key: `dirs/${rootId}`,
+          ownership: 'owned',
+          state: 'ready',
+        }),
+      ),
+    );
+
+    // The agent serves the root and lists both.
+    const listed = await agent();
+    expect(listed.targets).toEqual([expect.objectContaining({ targetKey: `dirs/${rootId}` })]);
+    expect(listed.inventories).toEqual([
+      expect.objectContaining({ targetKey: `dirs/${rootId}`, complete: true, items: 2 }),
+    ]);
+    expect(listed.inventories[0]!.response?.recorded).toBe(2);
+
+    // Idle two hours: planned, but dry-run until enforced — a pass deletes nothing.
+    clock.advance(2 * hour);
+    await server.app.cleanup.pass.run();
+    expect((await agent()).jobs).toEqual([]);
+    expect(existsSync(devDir) && existsSync(reviewDir)).toBe(true);
+    const enforce = await cli(
+      server.tokens.admin,
+      'cleanup',
+      'enforce',
+      '--project',
+      'notes',
+      '--server',
+      url,
+      '--token',
+      server.tokens.admin,
+    );
+    expect(enforce.code, enforce.stderr).toBe(0);
+    await agent();
+    expect((await server.app.cleanup.pass.run())?.planned).toBe(2);
+
+    // Someone uses the review environment after the plan.
+    expect((await deploy('review')).code).toBe(0);
+
+    const acted = await agent();
+    expect(acted.jobs.map((j) => j.outcome).sort()).toEqual(['cancelled', 'done']);
+    expect(existsSync(devDir)).toBe(false);
+    expect(existsSync(reviewDir)).toBe(true);
+    expect(readFileSync(path.join(reviewDir, 'readme'), 'utf8')).toBe('notes of review');
+    const cancelled = acted.jobs.find((j) => j.outcome === 'cancelled')!;
+    expect(cancelled.message).toMatch(/used since|activity/);
+
+    // The registry saw the deletion: the dev environment is cleaned, the review one active.
+    const environments = await server.database.db
+      .selectFrom('environments')
+      .select(['name', 'state'])
+      .execute();
+    expect(Object.fromEntries(environments.map((e) => [e.name, e.state]))).toEqual({
+      dev: 'cleaned',
+      review: 'active',
+    });
+    const audits = await server.database.db.selectFrom('audit_log').select('action').execute();
+    expect(audits.filter((a) => a.action === 'cleanup-done')).toHaveLength(1);
+  });
+});
+
+describe('the plugin-dirs cleanup handlers', () => {
+  it('list the root, refuse a job the directory does not match, delete once, and never call a partial list complete', async () => {
+    const project = copyExample('plugin-dirs', { dependencies: true });
+    const plugin = await loadPluginModule('./plugin/dirs.js', project, builtinPlugins());
+    const cleanup = plugin.cleanup as CleanupHandlers<{ root: string }>;
+    const { ctx, events } = callContext({ root }, { pluginName: 'dirs', protectNamespaces: ['notes-kept*'] });
+    // No root id yet: nothing was ever created there, nothing to serve.
+    expect(await cleanup.targets(ctx)).toEqual([]);
+
+    const stamped = '2026-03-01T10:00:00.000Z';
+    writeFileSync(path.join(root, '.tend-root'), 'root-1');
+    for (const name of ['notes-a', 'notes-kept']) {
+      mkdirSync(path.join(root, name));
+      const record = { uid: `uid-${name}`, project: 'notes', environment: 'dev', lastActivityAt: stamped };
+      writeFileSync(path.join(root, name, '.tend-dir.json'), JSON.stringify(record));
+    }
+    mkdirSync(path.join(root, 'not-tends')); // no record: not listed
+    const [target] = await cleanup.targets(ctx);
+    expect(target).toMatchObject({ targetKey: 'dirs/root-1', pluginName: 'dirs' });
+    const inventory = await cleanup.inventory(ctx, target!);
+    expect(inventory.complete).toBe(true);
+    expect(inventory.items.map((i) => i.namespaceName).sort()).toEqual(['notes-a', 'notes-kept']);
+    expect(inventory.items.find((i) => i.namespaceName === 'notes-a')).toMatchObject({
+      uid: 'uid-notes-a',
+      managedByTend: true,
+      project: 'notes',
+      environment: 'dev',
+      lastActivityAt: stamped,
+      detail: { path: path.join(root, 'notes-a') },
+    });
+
+    const job: CleanupJobSpec = {
+      id: 'j1',
+      action: 'delete',
+      project: 'notes',
+      environment: 'dev',
+      namespaceName: 'notes-a',
+      namespaceUid: 'uid-notes-a',
+      expectedLastActivityAt: stamped,
+      target: { kind: 'plugin', targetKind: 'dirs', id: 'root-1' },
+      dryRun: false,
+    };
+    const refused = async (changes: Partial<CleanupJobSpec>, why: RegExp) => {
+      const result = await cleanup.verifyAndClean(ctx, target!, { ...job, ...changes });
+      expect(result.outcome, result.message).toBe('cancelled');
+      expect(result.message).toMatch(why);
+    };
+    await refused({ namespaceUid: 'uid-other' }, /re-created/);
+    await refused({ project: 'other' }, /belongs to notes\/dev/);
+    // In use: stamped after the decision the job was planned on.
+    await refused({ expectedLastActivityAt: '2026-03-01T09:00:00.000Z' }, /used since the decision/);
+    await refused({ namespaceName: 'notes-kept', namespaceUid: 'uid-notes-kept' }, /protected/);
+    await refused({ namespaceName: '..' }, /names no directory/);
+    await refused({ target: { kind: 'plugin', targetKind: 'dirs', id: 'root-2' } }, /not dirs\/root-1/);
+    await refused({ dryRun: true }, /dry run/);
+    expect(existsSync(path.join(root, 'notes-a'))).toBe(true);
+
+    expect(await cleanup.verifyAndClean(ctx, target!, job)).toMatchObject({ outcome: 'done' });
+    expect(existsSync(path.join(root, 'notes-a'))).toBe(false);
+    expect(events.at(-1)).toMatchObject({ namespaceName: 'notes-a', state: 'missing', cause: 'deleted' });
+    expect(await cleanup.verifyAndClean(ctx, target!, job)).toMatchObject({
+      outcome: 'done',
+      message: expect.stringContaining('already gone'),
+    });
+
+    // A record it cannot read: the list says so instead of leaving the environment out.
+    writeFileSync(path.join(root, 'notes-kept', '.tend-dir.json'), '{torn');
+    const partial = await cleanup.inventory(ctx, target!);
+    expect(partial).toMatchObject({ complete: false, error: expect.stringContaining('notes-kept') });
+  });
+});

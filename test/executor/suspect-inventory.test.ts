@@ -1,0 +1,177 @@
+/**
+ * A suspect inventory is not applied. An API server that answers an empty (or much shortened)
+ * list that still looks complete — kube-sim's `list-truncate` with `keep: 0`, which the count
+ * probe cannot see through because it is truncated too — must not make the recorded resources of
+ * several projects `missing` and their environments `cleaned`. Over real HTTP (the executor's
+ * HTTP queue, the status route, the dashboard), a real SQLite file and kube-sim.
+ */
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { CleanupExecutor } from '../../src/executor/executor.js';
+import { HttpCleanupQueue } from '../../src/executor/http-queue.js';
+import { runTend } from '../helpers/project.js';
+import { kubectl, startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
+import { createTestServer, getJson, postLogin, type TestServer } from '../server/helpers.js';
+import { dueEnvironments, exists, servedClusters, testClock, testProtection } from '../cleanup/helpers.js';
+
+let handle: SimHandle;
+let server: TestServer;
+let url: string;
+let clock: ReturnType<typeof testClock>;
+
+beforeAll(async () => {
+  handle = await startSim({ namespaceDeleteDelayMs: 20 });
+  delete process.env.KUBECONFIG;
+});
+afterAll(() => handle.stop());
+
+beforeEach(async () => {
+  clock = testClock();
+  server = await createTestServer('sqlite', { now: clock.now, cleanup: { maxPerPass: 1000 } });
+  url = await server.app.listen({ port: 0, host: '127.0.0.1' });
+  handle.sim.faults.clear();
+});
+afterEach(() => server.close());
+
+const due = (n: number) =>
+  dueEnvironments({ sim: handle.sim, server, clock, cleanup: server.app.cleanup.switches }, n, 's');
+
+function executor() {
+  return new CleanupExecutor({
+    queue: new HttpCleanupQueue({ server: url, token: server.tokens.agent, baseDelayMs: 5 }),
+    plugins: servedClusters(handle.kubeconfig),
+    protection: testProtection,
+    kind: 'agent',
+    name: 'suspect-test',
+    version: 'test',
+  });
+}
+
+/** Deleted behind tend's back, as a person with kubectl would. */
+async function deleteByHand(names: string[]) {
+  for (const name of names) await kubectl(handle.kubeconfig, 'delete', 'namespace', name, '--wait=true');
+}
+
+async function states() {
+  const resources = await server.database.db
+    .selectFrom('resources')
+    .select(['namespace_name', 'state'])
+    .execute();
+  const environments = await server.database.db
+    .selectFrom('environments')
+    .select(['name', 'state'])
+    .execute();
+  return {
+    missing: resources.filter((r) => r.state === 'missing').map((r) => r.namespace_name),
+    cleaned: environments.filter((e) => e.state === 'cleaned').length,
+  };
+}
+
+async function audits(action: string) {
+  return server.database.db.selectFrom('audit_log').selectAll().where('action', '=', action).execute();
+}
+
+interface Status {
+  suspectInventories: { targetKey: string; reason: string; wouldMarkMissing: number; recorded: number }[];
+}
+
+describe('a suspect inventory', () => {
+  it('an empty list that looks complete marks nothing missing: audited, shown, and nothing deleted', async () => {
+    const namespaces = await due(6);
+    const ex = executor();
+    const first = await ex.runPass();
+    expect(first.inventories).toEqual([expect.objectContaining({ complete: true, items: 6 })]);
+    expect((await server.app.cleanup.pass.run())?.planned).toBe(6);
+
+    handle.sim.faults.add({ type: 'list-truncate', verb: 'list', resource: 'namespaces', keep: 0 });
+    const attacked = await ex.runPass();
+    // The plugin cannot tell (the count probe is truncated too): it reports a complete, empty list.
+    expect(attacked.inventories[0]).toMatchObject({ complete: true, items: 0 });
+    expect(attacked.inventories[0]!.response).toMatchObject({
+      markedMissing: 0,
+      suspect: expect.any(String),
+    });
+    expect(await states()).toEqual({ missing: [], cleaned: 0 });
+    expect(attacked.jobs).toEqual([]);
+    for (const ns of namespaces) expect(exists(handle.sim, ns.name)).toBe(true);
+
+    const audited = await audits('inventory-suspect');
+    expect(audited).toHaveLength(1);
+    expect(JSON.parse(audited[0]!.detail!)).toMatchObject({
+      targetKey: `kubernetes/${handle.sim.clusterId}`,
+      wouldMarkMissing: 6,
+      recorded: 6,
+    });
+    // Audited once, not once per pass.
+    await ex.runPass();
+    expect(await audits('inventory-suspect')).toHaveLength(1);
+    expect(await states()).toEqual({ missing: [], cleaned: 0 });
+
+    const status = await getJson<Status>(server, '/api/v1/cleanup/status');
+    expect(status.body.suspectInventories).toEqual([
+      expect.objectContaining({
+        targetKey: `kubernetes/${handle.sim.clusterId}`,
+        wouldMarkMissing: 6,
+        recorded: 6,
+        reason: expect.stringContaining('6 of 6'),
+      }),
+    ]);
+    const cli = await runTend(['cleanup', 'status', '--server', url, '--token', server.tokens.read]);
+    expect(cli.code, cli.stderr).toBe(0);
+    expect(cli.stdout).toMatch(/held back as suspect[\s\S]*kubernetes\/\S+\s+the list is empty: 6 of 6/);
+    const login = await postLogin(server.app, { token: server.tokens.read, next: '/' });
+    const cookie = `tend_session=${login.cookies.find((c) => c.name === 'tend_session')!.value}`;
+    const page = await server.app.inject({ method: 'GET', url: '/cleanup', headers: { cookie } });
+    expect(page.body).toContain('id="cleanup-suspect"');
+    expect(page.body).toMatch(/6 of 6/);
+
+    // The target counts as not listed: the planner keeps its hands off it.
+    await server.app.cleanup.pass.run();
+    expect((await ex.runPass()).jobs).toEqual([]);
+    for (const ns of namespaces) expect(exists(handle.sim, ns.name)).toBe(true);
+
+    // The list heals: the next inventory is applied, the suspicion clears, the due jobs run.
+    handle.sim.faults.clear();
+    const healed = await ex.runPass();
+    expect(healed.inventories[0]!.response).toMatchObject({ recorded: 6, markedMissing: 0 });
+    expect(healed.inventories[0]!.response).not.toHaveProperty('suspect');
+    expect((await getJson<Status>(server, '/api/v1/cleanup/status')).body.suspectInventories).toEqual([]);
+    await server.app.cleanup.pass.run();
+    expect((await ex.runPass()).jobs.map((j) => j.outcome)).toEqual(Array(6).fill('done'));
+  });
+
+  it('applies a small share gone (at most max(2, 20%)), and holds back a larger one', async () => {
+    const namespaces = await due(10);
+    const ex = executor();
+    await ex.runPass();
+    // Two gone by hand: within the bound, applied.
+    await deleteByHand(namespaces.slice(0, 2).map((n) => n.name));
+    const small = await ex.runPass();
+    expect(small.inventories[0]!.response).toMatchObject({ markedMissing: 2 });
+    expect((await states()).missing.sort()).toEqual(
+      namespaces
+        .slice(0, 2)
+        .map((n) => n.name)
+        .sort(),
+    );
+    // Three more of the eight left: more than max(2, 20% of 8), held back.
+    await deleteByHand(namespaces.slice(2, 5).map((n) => n.name));
+    const large = await ex.runPass();
+    expect(large.inventories[0]!.response).toMatchObject({
+      markedMissing: 0,
+      suspect: expect.stringContaining('3 of 8'),
+    });
+    expect((await states()).missing).toHaveLength(2);
+    expect(await audits('inventory-suspect')).toHaveLength(1);
+  });
+
+  it('holds back an empty list even when few resources are recorded', async () => {
+    const [ns] = await due(1);
+    const ex = executor();
+    await ex.runPass();
+    handle.sim.faults.add({ type: 'list-truncate', verb: 'list', resource: 'namespaces', keep: 0 });
+    const report = await ex.runPass();
+    expect(report.inventories[0]!.response).toMatchObject({ markedMissing: 0, suspect: expect.any(String) });
+    expect(await states()).toEqual({ missing: [], cleaned: 0 });
+    expect(exists(handle.sim, ns!.name)).toBe(true);
+  });
+});
