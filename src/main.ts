@@ -306,11 +306,12 @@ Examples:
       'run the cleanup executor next to a cluster (the global --kubeconfig, default KUBECONFIG or ~/.kube/config, ' +
         'and --context, repeatable, default the current one) or for the local environments of this host (--local)',
     )
-    .option('--server <url>', 'the tend server (default: TEND_SERVER_URL)')
+    .option('--server <url>', 'the tend server (default: TEND_SERVER_URL, else tend login)')
     .option(
-      '--token <token>',
-      'an agent-scope token: tend server token create --scope agent (default: TEND_TOKEN)',
+      '--token-file <file>',
+      'a file holding an agent-scope token (tend server token create --scope agent); default: TEND_TOKEN, else tend login',
     )
+    .option('--token <token>', 'the token itself (visible in ps: prefer --token-file or TEND_TOKEN)')
     .option('--local', 'serve the exec environments of this host (alone: no cluster)')
     .option('--interval <duration>', 'pause between passes until the server says otherwise', '30s')
     .option('--dry-run', 'run every check of the jobs it claims, delete nothing (they are cancelled)')
@@ -330,9 +331,9 @@ Examples:
       'after',
       `
 Examples:
-  tend agent --server https://tend.example.com --token $TOKEN --context prod-eu
-  tend agent --server http://localhost:7420 --token $TOKEN --local
-  tend agent --server http://localhost:7420 --token $TOKEN --once --json`,
+  tend agent --server https://tend.example.com --token-file /var/run/tend/token --context prod-eu
+  TEND_TOKEN=… tend agent --server http://localhost:7420 --local
+  tend agent --once --json          the server and token of tend login`,
     )
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () => (await import('./commands/agent.js')).agentCommand(cmd.optsWithGlobals())),
@@ -392,15 +393,28 @@ Examples:
     async (_opts, cmd: Command) =>
       execute(cmd, async () => (await import('./commands/server.js')).migrateCommand(cmd.optsWithGlobals())),
   );
-  const tokenHelp = `
-Token commands work on the database of an existing server and never create one: without
+  // Tokens and webhooks: on the database of a server on this host, or through a server's API (--server).
+  const adminHelp = `
+Without --server these work on the database of an existing server and never create one: without
 --database-url they open tend.db in --data-dir, else TEND_DATA_DIR, else $XDG_DATA_HOME/tend
-(~/.local/share/tend), and refuse (exit 2) when there is none.`;
-  const token = server
-    .command('token')
-    .description('manage API tokens (prints a new token once)')
-    .addHelpText('after', tokenHelp);
-  db(token.command('create').description('create a token').addHelpText('after', tokenHelp))
+(~/.local/share/tend), and refuse (exit 2) when there is none. With --server URL they go through
+that server's API with an admin token bound to no project (TEND_TOKEN, tend login, or --token).`;
+  const admin = (c: Command) =>
+    db(c.addHelpText('after', adminHelp))
+      .option('--server <url>', 'administer that server through its API instead of a database here')
+      .option('--token <token>', 'admin token for --server (default: TEND_TOKEN or tend login)');
+  const serverAdmin = () => import('./commands/server-admin.js');
+  db(
+    server
+      .command('backup <file>')
+      .description(
+        'write a consistent copy of the SQLite database to <file>, also while the server runs (PostgreSQL: pg_dump)',
+      ),
+  ).action(async (file: string, _opts, cmd: Command) =>
+    execute(cmd, async () => (await serverAdmin()).backupCommand(file, cmd.optsWithGlobals())),
+  );
+  const token = server.command('token').description('manage API tokens (prints a new token once)');
+  admin(token.command('create').description('create a token'))
     .requiredOption('--name <name>', 'name of the token, e.g. ci')
     .option('--project <project>', 'restrict the token to one project')
     .option(
@@ -410,29 +424,20 @@ Token commands work on the database of an existing server and never create one: 
     )
     .option('--cluster <clusterId>', 'agent scope: act only on this cluster (repeatable)', collect)
     .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () =>
-        (await import('./commands/server.js')).tokenCreateCommand(cmd.optsWithGlobals()),
-      ),
+      execute(cmd, async () => (await serverAdmin()).tokenCreateCommand(cmd.optsWithGlobals())),
     );
-  db(
-    token.command('list').description('list tokens (never their secrets)').addHelpText('after', tokenHelp),
-  ).action(async (_opts, cmd: Command) =>
-    execute(cmd, async () => (await import('./commands/server.js')).tokenListCommand(cmd.optsWithGlobals())),
+  admin(token.command('list').description('list tokens (never their secrets)')).action(
+    async (_opts, cmd: Command) =>
+      execute(cmd, async () => (await serverAdmin()).tokenListCommand(cmd.optsWithGlobals())),
   );
-  db(
-    token
-      .command('revoke <idOrName>')
-      .description('revoke a token by id or name')
-      .addHelpText('after', tokenHelp),
-  ).action(async (idOrName: string, _opts, cmd: Command) =>
-    execute(cmd, async () =>
-      (await import('./commands/server.js')).tokenRevokeCommand(idOrName, cmd.optsWithGlobals()),
-    ),
+  admin(token.command('revoke <idOrName>').description('revoke a token by id or name')).action(
+    async (idOrName: string, _opts, cmd: Command) =>
+      execute(cmd, async () => (await serverAdmin()).tokenRevokeCommand(idOrName, cmd.optsWithGlobals())),
   );
   const webhook = server
     .command('webhook')
     .description('manage webhooks: cleanup warnings and cleanup done, signed (prints a new secret once)');
-  db(webhook.command('add').description('add a webhook; prints its signing secret once'))
+  admin(webhook.command('add').description('add a webhook; prints its signing secret once'))
     .requiredOption('--url <url>', 'where deliveries are POSTed (http:// or https://)')
     .requiredOption('--event <event>', 'cleanup.warning | cleanup.done (repeatable)', collect)
     .option('--format <format>', "json (tend's payload) | slack (a Slack incoming-webhook message)", 'json')
@@ -449,22 +454,17 @@ Examples:
   tend server webhook add --url https://ops.example.com/tend --event cleanup.warning --event cleanup.done --project shop`,
     )
     .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () =>
-        (await import('./commands/server.js')).webhookAddCommand(cmd.optsWithGlobals()),
-      ),
+      execute(cmd, async () => (await serverAdmin()).webhookAddCommand(cmd.optsWithGlobals())),
     );
-  db(
+  admin(
     webhook.command('list').description('list webhooks (never their secrets) and their last deliveries'),
   ).action(async (_opts, cmd: Command) =>
-    execute(cmd, async () =>
-      (await import('./commands/server.js')).webhookListCommand(cmd.optsWithGlobals()),
-    ),
+    execute(cmd, async () => (await serverAdmin()).webhookListCommand(cmd.optsWithGlobals())),
   );
-  db(webhook.command('remove <id>').description('remove a webhook and its deliveries not sent yet')).action(
-    async (id: string, _opts, cmd: Command) =>
-      execute(cmd, async () =>
-        (await import('./commands/server.js')).webhookRemoveCommand(id, cmd.optsWithGlobals()),
-      ),
+  admin(
+    webhook.command('remove <id>').description('remove a webhook and its deliveries not sent yet'),
+  ).action(async (id: string, _opts, cmd: Command) =>
+    execute(cmd, async () => (await serverAdmin()).webhookRemoveCommand(id, cmd.optsWithGlobals())),
   );
   program
     .command('login')

@@ -31,6 +31,7 @@ import {
 import { registerGithubRoutes } from './routes/github.js';
 import { Metrics } from './metrics.js';
 import type { App, ServerServices } from './services.js';
+import { registerAdminRoutes } from './routes/admin.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { registerAuthRoutes } from './routes/auth.js';
 import { registerCleanupRoutes } from './routes/cleanup.js';
@@ -94,6 +95,8 @@ export const httpStatusOf: Partial<Record<ErrorCode, number>> = {
   TEND_SERVER_BAD_REQUEST: 400,
   TEND_SERVER_NOT_FOUND: 404,
   TEND_SERVER_PAYLOAD_TOO_LARGE: 413,
+  TEND_TOKEN_EXISTS: 409,
+  TEND_TOKEN_NOT_FOUND: 404,
   TEND_DATABASE: 503,
 };
 
@@ -321,6 +324,7 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
   registerEnvironmentRoutes(app, services);
   registerAuditRoutes(app, services);
   registerCleanupRoutes(app, services);
+  registerAdminRoutes(app, services);
   registerGithubRoutes(app, services);
   registerDashboard(app, services);
 

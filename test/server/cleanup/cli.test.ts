@@ -151,7 +151,8 @@ describe('cleanup commands', () => {
 
 describe('tend server token create --scope agent --cluster', () => {
   it('binds an agent token to clusters, and refuses --cluster on other scopes', async () => {
-    const { migrateCommand, tokenCreateCommand } = await import('../../../src/commands/server.js');
+    const { migrateCommand } = await import('../../../src/commands/server.js');
+    const { tokenCreateCommand } = await import('../../../src/commands/server-admin.js');
     const dir = mkdtempSync(join(tmpdir(), 'tend-token-'));
     try {
       await migrateCommand({ dataDir: dir });
