@@ -6,7 +6,17 @@
  * tools (pg_dump).
  */
 import BetterSqlite3 from 'better-sqlite3';
-import { chmodSync, closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { TendError } from '../../errors.js';
 
@@ -32,6 +42,7 @@ export function backupSqlite(source: string, destination: string): BackupReport 
   const temp = join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
   let connection: BetterSqlite3.Database | undefined;
   try {
+    mkdirSync(dirname(file), { recursive: true });
     connection = new BetterSqlite3(source, { fileMustExist: true });
     connection.pragma('busy_timeout = 10000');
     connection.prepare('VACUUM INTO ?').run(temp);
