@@ -14,8 +14,9 @@ export default tseslint.config(
     },
   },
   {
-    // The executable is CommonJS (bin/package.json), so that Node starts tend without its ES module loader.
-    files: ['bin/**/*.js'],
+    // The executable is CommonJS (bin/package.json), so that Node starts tend without its ES module
+    // loader; the dependency-cruiser configuration and its list of layers are CommonJS as it reads them.
+    files: ['bin/**/*.js', '**/*.cjs'],
     languageOptions: { sourceType: 'commonjs' },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },

@@ -15,9 +15,11 @@
  * tend's client) it can come out slower than the executor: a reference, not a strict bound.
  */
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { CleanupExecutor } from '../src/cleanup/executor.js';
-import { builtinPlugins } from '../src/plugins/builtin.js';
-import { CleanupService, defaultCleanupSettings } from '../src/server/cleanup/service.js';
+import { CleanupExecutor } from '../src/executor/executor.js';
+import { kubernetesPlugin } from '../src/plugins/kubernetes/index.js';
+import type { ServedPlugin } from '../src/router/cleanup.js';
+import { composeCleanup } from '../src/server/cleanup/compose.js';
+import { defaultCleanupSettings } from '../src/server/cleanup/settings.js';
 import { Metrics } from '../src/server/metrics.js';
 import { startSim } from '../test/plugins/kubernetes/helpers.js';
 import { createTestServer, postEvents } from '../test/server/helpers.js';
@@ -34,7 +36,7 @@ export async function run(): Promise<void> {
   const now = () => new Date(Date.now() + offsetMs);
   const server = await createTestServer('sqlite', { now });
   try {
-    const service = new CleanupService(server.database.db, server.database.reader, new Metrics(), now, {
+    const cleanup = composeCleanup(server.database.db, server.database.reader, new Metrics(), now, {
       ...defaultCleanupSettings,
       maxPerPass: count,
     });
@@ -54,24 +56,25 @@ export async function run(): Promise<void> {
       if (events.length >= 400) await flush();
     }
     if (events.length > 0) await flush();
-    for (let i = 0; i < count; i++) await service.enforce(`bench${i}`, undefined, 'bench');
+    for (let i = 0; i < count; i++) await cleanup.switches.enforce(`bench${i}`, undefined, 'bench');
     offsetMs = 2 * hour;
 
     const executor = new CleanupExecutor({
-      queue: service,
-      plugins: builtinPlugins(),
-      settings: {
-        kubernetes: { kubeconfig: handle.kubeconfig, contexts: ['kube-sim'] },
-        protectNamespaces: [],
-        systemNamespace: 'tend-system',
-      },
+      queue: cleanup.queue,
+      plugins: [
+        {
+          plugin: kubernetesPlugin as ServedPlugin['plugin'],
+          settings: { kubeconfig: handle.kubeconfig, contexts: ['kube-sim'] },
+        },
+      ],
+      protection: { protectNamespaces: [], systemNamespace: 'tend-system' },
       kind: 'embedded',
       name: 'bench',
       version: 'bench',
     });
     const first = await executor.runPass();
     if (!first.inventories[0]?.complete) throw new Error(`inventory: ${JSON.stringify(first.inventories)}`);
-    const planned = await service.planningPass();
+    const planned = await cleanup.pass.run();
     console.log(`  ${count} namespaces recorded and due; the planning pass planned ${planned?.planned} jobs`);
 
     const before = handle.sim.requests.latest();

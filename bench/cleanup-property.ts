@@ -7,7 +7,8 @@
  * decisions among them, so a generator that never reaches `due` shows.
  */
 import fc from 'fast-check';
-import { checkPlan, plan } from '../src/server/cleanup/planner.js';
+import { checkPlan } from '../src/server/cleanup/planner/check.js';
+import { plan } from '../src/server/cleanup/planner/plan.js';
 import { randomCase } from '../test/server/cleanup/snapshots.js';
 import { figure } from './support.js';
 

@@ -2,7 +2,7 @@
  * The cleanup planner at scale (issue 11), on SQLite: 100,000 environments with 200,000 recorded
  * namespaces (an app and a build namespace each), all with an 8h policy, enforced, a live
  * executor and a complete inventory listing every namespace. Measures:
- * - one planning pass (`CleanupService.planningPass`: lease, snapshot, plan, jobs, decisions
+ * - one planning pass (`PlanningPass.run`: lease, snapshot, plan, jobs, decisions
  *   stored): the first pass, which stores all 200,000 decisions, and the next, which stores only
  *   what changed (target < 1 s); and the snapshot load and the pure `plan` on their own;
  * - `GET /api/v1/cleanup/plan?within=24h`, the first page of 50, over real HTTP on 127.0.0.1
@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { monotonicFactory } from 'ulidx';
 import { buildServer } from '../src/server/app.js';
-import { plan } from '../src/server/cleanup/planner.js';
+import { plan } from '../src/server/cleanup/planner/plan.js';
 import { loadSnapshot } from '../src/server/cleanup/snapshot.js';
 import { migrateToLatest, openDatabase, type ServerDatabase } from '../src/server/db/database.js';
 import { TokenRepository } from '../src/server/db/repositories/tokens.js';
@@ -187,8 +187,8 @@ export async function run(): Promise<void> {
     );
     const app = await buildServer({ db: database, logger: false });
     try {
-      const service = app.cleanup;
-      const first = await service.planningPass();
+      const planning = app.cleanup.pass;
+      const first = await planning.run();
       if (!first) throw new Error('the planning lease was not free');
       console.log(
         `  first pass: ${first.decisions.toLocaleString('en')} decisions, ${first.planned} jobs planned`,
@@ -236,7 +236,7 @@ export async function run(): Promise<void> {
       };
       for (let i = 0; i < 5; i++) {
         await touch();
-        const pass = await service.planningPass();
+        const pass = await planning.run();
         steady.push(pass!.durationMs);
         reused.push(pass!.reused);
         for (const phase of ['snapshot', 'plan', 'store'] as const) phases[phase].push(pass!.phasesMs[phase]);
@@ -256,7 +256,7 @@ export async function run(): Promise<void> {
         const started = performance.now();
         const snapshot = await loadSnapshot(database.reader, new Date());
         loads.push(performance.now() - started);
-        plans.push(await timeIt(() => plan(snapshot, Date.now(), service.settings)));
+        plans.push(await timeIt(() => plan(snapshot, Date.now(), planning.settings)));
       }
       const raw = new BetterSqlite3(join(dir, 'tend.db'), { readonly: true });
       const select = raw
@@ -306,7 +306,7 @@ export async function run(): Promise<void> {
         .where(sql`substr(namespace, -1)`, 'in', ['0', '3', '6'])
         .execute();
       await database.db.updateTable('cleanup_policies').set({ action: 'pause' }).execute();
-      const scheduledFirst = await service.planningPass();
+      const scheduledFirst = await planning.run();
       // Every policy changed at once: every decision is worked out and stored again (once).
       figure(
         'with schedules: first pass (every decision changed and stored)',
@@ -314,7 +314,7 @@ export async function run(): Promise<void> {
         'ms',
       );
       const scheduledSteady: number[] = [];
-      for (let i = 0; i < 3; i++) scheduledSteady.push((await service.planningPass())!.durationMs);
+      for (let i = 0; i < 3; i++) scheduledSteady.push((await planning.run())!.durationMs);
       figure('with schedules: planning pass, next, median of 3', median(scheduledSteady), 'ms', {
         max: 1000,
       });
@@ -322,7 +322,7 @@ export async function run(): Promise<void> {
       const scheduledPlans: number[] = [];
       for (let i = 0; i < 3; i++) {
         const snapshot = await loadSnapshot(database.reader, new Date());
-        scheduledPlans.push(await timeIt(() => plan(snapshot, Date.now(), service.settings)));
+        scheduledPlans.push(await timeIt(() => plan(snapshot, Date.now(), planning.settings)));
       }
       figure('with schedules: plan(), the pure function (median of 3)', median(scheduledPlans), 'ms');
       ratio('  ratio to plan() without schedules', median(scheduledPlans), median(plans), 'without');

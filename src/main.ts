@@ -4,10 +4,10 @@
  */
 import { Argument, Command, CommanderError, Option } from 'commander';
 import { ExitCode, TendError } from './errors.js';
-import { printError, printResult, type CommandResult, type GlobalOptions } from './cli/output.js';
-import { cliVersion } from './cli/version.js';
-
-const collect = (value: string, previous: string[] = []) => [...previous, value];
+import { printError, type GlobalOptions } from './cli/output.js';
+import { collect, execute } from './cli/execute.js';
+import { addServerCommands } from './server/program.js';
+import { cliVersion } from './version.js';
 
 function parseTail(value: string): number {
   const n = Number(value);
@@ -23,18 +23,6 @@ function parseConcurrency(value: string): number {
     throw new TendError('TEND_USAGE', `--concurrency expects a whole number from 1 to 1024, got "${value}"`);
   }
   return n;
-}
-
-/** Runs a lazily imported command and turns its result or error into output and an exit code. */
-async function execute(command: Command, load: () => Promise<CommandResult>): Promise<void> {
-  const options = command.optsWithGlobals<GlobalOptions>();
-  try {
-    const result = await load();
-    printResult(result, options);
-    process.exitCode = result.exitCode;
-  } catch (error) {
-    process.exitCode = printError(error, options);
-  }
 }
 
 export function buildProgram(): Command {
@@ -313,6 +301,16 @@ Examples:
     )
     .option('--token <token>', 'the token itself (visible in ps: prefer --token-file or TEND_TOKEN)')
     .option('--local', 'serve the exec environments of this host (alone: no cluster)')
+    .option(
+      '--plugin <module>',
+      'a third-party plugin module whose environments it cleans (a path, or a package name; repeatable)',
+      collect,
+    )
+    .option(
+      '--set <plugin.key=value>',
+      "a plugin's executor setting, e.g. --set dirs.root=/srv/envs (repeatable; docs/plugin-api.md#cleanup)",
+      collect,
+    )
     .option('--interval <duration>', 'pause between passes until the server says otherwise', '30s')
     .option('--dry-run', 'run every check of the jobs it claims, delete nothing (they are cancelled)')
     .option('--once', 'run one pass and exit (exit code 1 if anything failed)')
@@ -333,139 +331,14 @@ Examples:
 Examples:
   tend agent --server https://tend.example.com --token-file /var/run/tend/token --context prod-eu
   TEND_TOKEN=… tend agent --server http://localhost:7420 --local
+  tend agent --token-file token --plugin ./dirs-plugin.js --set dirs.root=/srv/envs
   tend agent --once --json          the server and token of tend login`,
     )
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () => (await import('./commands/agent.js')).agentCommand(cmd.optsWithGlobals())),
     );
 
-  // Further commands register themselves here: events, server, login, environments.
-  // tend server (run, migrate, token create|list|revoke), tend login, tend environments.
-  const db = (c: Command) =>
-    c
-      .option(
-        '--data-dir <dir>',
-        'directory of the SQLite database tend.db (default: TEND_DATA_DIR, else $XDG_DATA_HOME/tend or ~/.local/share/tend)',
-      )
-      .option('--database-url <url>', 'PostgreSQL instead of SQLite: postgres://user:pass@host/db');
-  const server = db(
-    program
-      .command('server')
-      .description(
-        'run the tend server: event ingest, registry, API, dashboard; with the global --kubeconfig ' +
-          '(its current context, or each --context) it runs the embedded cleanup executor for those clusters',
-      ),
-  )
-    .addOption(new Option('--port <port>', 'port to listen on').default(7420).argParser(Number))
-    .option('--host <host>', 'address to listen on', '127.0.0.1')
-    .option(
-      '--cleanup-interval <duration>',
-      'how often cleanup is planned (and executed), e.g. 30s, 5m',
-      '30s',
-    )
-    .addOption(
-      new Option('--cleanup-max-per-pass <n>', 'most new cleanup jobs one planning pass creates')
-        .default(10)
-        .argParser(Number),
-    )
-    .option(
-      '--protect-namespace <glob>',
-      'namespace names cleanup never touches, beyond kube-*, default and the system namespace (repeatable)',
-      collect,
-    )
-    .option(
-      '--system-namespace <name>',
-      "the kubernetes provider's systemNamespace, never cleaned",
-      'tend-system',
-    )
-    .option(
-      '--public-url <url>',
-      'the URL people open the dashboard at (keep-alive links in webhooks); default: the listening address',
-    )
-    .option(
-      '--github-webhook-secret-file <file>',
-      'enable POST /api/v1/integrations/github: the secret of the GitHub webhook, read from this file (or TEND_GITHUB_WEBHOOK_SECRET)',
-    )
-    .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await import('./commands/server.js')).serverCommand(cmd.optsWithGlobals())),
-    );
-  db(server.command('migrate').description('apply pending database migrations and exit')).action(
-    async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await import('./commands/server.js')).migrateCommand(cmd.optsWithGlobals())),
-  );
-  // Tokens and webhooks: on the database of a server on this host, or through a server's API (--server).
-  const adminHelp = `
-Without --server these work on the database of an existing server and never create one: without
---database-url they open tend.db in --data-dir, else TEND_DATA_DIR, else $XDG_DATA_HOME/tend
-(~/.local/share/tend), and refuse (exit 2) when there is none. With --server URL they go through
-that server's API with an admin token bound to no project (TEND_TOKEN, tend login, or --token).`;
-  const admin = (c: Command) =>
-    db(c.addHelpText('after', adminHelp))
-      .option('--server <url>', 'administer that server through its API instead of a database here')
-      .option('--token <token>', 'admin token for --server (default: TEND_TOKEN or tend login)');
-  const serverAdmin = () => import('./commands/server-admin.js');
-  db(
-    server
-      .command('backup <file>')
-      .description(
-        'write a consistent copy of the SQLite database to <file>, also while the server runs (PostgreSQL: pg_dump)',
-      ),
-  ).action(async (file: string, _opts, cmd: Command) =>
-    execute(cmd, async () => (await serverAdmin()).backupCommand(file, cmd.optsWithGlobals())),
-  );
-  const token = server.command('token').description('manage API tokens (prints a new token once)');
-  admin(token.command('create').description('create a token'))
-    .requiredOption('--name <name>', 'name of the token, e.g. ci')
-    .option('--project <project>', 'restrict the token to one project')
-    .option(
-      '--scope <scope>',
-      'ingest | agent | read | admin (agent: ingest and the executor routes only; read and admin include ingest)',
-      'ingest',
-    )
-    .option('--cluster <clusterId>', 'agent scope: act only on this cluster (repeatable)', collect)
-    .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await serverAdmin()).tokenCreateCommand(cmd.optsWithGlobals())),
-    );
-  admin(token.command('list').description('list tokens (never their secrets)')).action(
-    async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await serverAdmin()).tokenListCommand(cmd.optsWithGlobals())),
-  );
-  admin(token.command('revoke <idOrName>').description('revoke a token by id or name')).action(
-    async (idOrName: string, _opts, cmd: Command) =>
-      execute(cmd, async () => (await serverAdmin()).tokenRevokeCommand(idOrName, cmd.optsWithGlobals())),
-  );
-  const webhook = server
-    .command('webhook')
-    .description('manage webhooks: cleanup warnings and cleanup done, signed (prints a new secret once)');
-  admin(webhook.command('add').description('add a webhook; prints its signing secret once'))
-    .requiredOption('--url <url>', 'where deliveries are POSTed (http:// or https://)')
-    .requiredOption('--event <event>', 'cleanup.warning | cleanup.done (repeatable)', collect)
-    .option('--format <format>', "json (tend's payload) | slack (a Slack incoming-webhook message)", 'json')
-    .option('--project <project>', "only this project's environments")
-    .addHelpText(
-      'after',
-      `
-Each delivery is signed: the header tend-signature is t=<unix seconds>,v1=<hex HMAC-SHA256 of
-"<t>.<body>" with the secret>. A receiver recomputes it, compares in constant time and refuses a
-t more than 5 minutes off (docs/cleanup.md#webhooks). Failed deliveries are retried with backoff.
-
-Examples:
-  tend server webhook add --url https://hooks.slack.com/services/T/B/X --event cleanup.warning --format slack
-  tend server webhook add --url https://ops.example.com/tend --event cleanup.warning --event cleanup.done --project shop`,
-    )
-    .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await serverAdmin()).webhookAddCommand(cmd.optsWithGlobals())),
-    );
-  admin(
-    webhook.command('list').description('list webhooks (never their secrets) and their last deliveries'),
-  ).action(async (_opts, cmd: Command) =>
-    execute(cmd, async () => (await serverAdmin()).webhookListCommand(cmd.optsWithGlobals())),
-  );
-  admin(
-    webhook.command('remove <id>').description('remove a webhook and its deliveries not sent yet'),
-  ).action(async (id: string, _opts, cmd: Command) =>
-    execute(cmd, async () => (await serverAdmin()).webhookRemoveCommand(id, cmd.optsWithGlobals())),
-  );
+  addServerCommands(program);
   program
     .command('login')
     .description('store the server URL and token for this user (0600), after checking them with the server')

@@ -8,27 +8,7 @@
  * refused with TEND_CLEANUP_LEASE_LOST (HTTP 409); the executor then drops the job.
  */
 import { Type, type Static } from '@sinclair/typebox';
-
-/**
- * Where an executor acts: `kubernetes/<clusterId>` (clusterId = uid of kube-system) or
- * `local/<hostId>` (the exec environments of one host).
- */
-export const TargetKey = Type.String({
-  minLength: 3,
-  maxLength: 300,
-  pattern: '^(kubernetes|local)/[^/]+$',
-  description: '`kubernetes/<clusterId>` or `local/<hostId>`.',
-});
-
-/**
- * The executor target of a recorded resource. Resources of local environments carry their path
- * (`local/<hostId>/<path>`); one executor on that host serves every path.
- */
-export function executorTargetOf(resourceTargetKey: string): string {
-  if (!resourceTargetKey.startsWith('local/')) return resourceTargetKey;
-  const slash = resourceTargetKey.indexOf('/', 'local/'.length);
-  return slash === -1 ? resourceTargetKey : resourceTargetKey.slice(0, slash);
-}
+import { TargetKey } from './targets.js';
 
 const Id = (description?: string) => Type.String({ minLength: 1, maxLength: 200, description });
 const Time = () => Type.String({ format: 'date-time' });
@@ -270,7 +250,7 @@ export function queuePath(route: QueueRoute, jobId?: string): string {
 }
 
 /**
- * The job queue as an executor sees it: `CleanupService` in the server process (embedded
+ * The job queue as an executor sees it: `DatabaseCleanupQueue` in the server process (embedded
  * executor), or the HTTP client of `tend agent`. Errors are TendErrors; a lost lease is
  * TEND_CLEANUP_LEASE_LOST.
  */

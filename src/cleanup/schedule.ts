@@ -16,7 +16,7 @@
  */
 import { DateTime } from 'luxon';
 
-import type { CleanupSchedule } from '../events/catalog.js';
+import type { CleanupSchedule } from './policy.js';
 
 export type Schedule = CleanupSchedule;
 export type Weekday = Schedule['weekdays'][number];

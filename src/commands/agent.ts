@@ -8,17 +8,17 @@
  */
 import os from 'node:os';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
-import { cliVersion } from '../cli/version.js';
-import { CleanupExecutor, type ExecutorLogLevel, type PassReport } from '../cleanup/executor.js';
-import { HttpCleanupQueue } from '../cleanup/http-queue.js';
+import { cliVersion } from '../version.js';
+import { CleanupExecutor, type ExecutorLogLevel, type PassReport } from '../executor/executor.js';
+import { HttpCleanupQueue } from '../executor/http-queue.js';
 import { TendError } from '../errors.js';
 import { builtinPlugins } from '../plugins/builtin.js';
-import type { ExecutorSettings, PluginDefinition } from '../plugin/types.js';
-import { validatePlugins } from '../plugin/validate.js';
+import type { PluginDefinition } from '../plugin/types.js';
+import { servedPlugins } from '../executor/settings.js';
 import { readTokenFile, resolveServer } from '../remote/credentials.js';
 import { redactUrl } from '../redact.js';
 import { localIdentity } from '../state/identity.js';
-import { parseDuration } from '../server/views.js';
+import { parseDuration } from '../cleanup/policy.js';
 
 export interface AgentOptions extends GlobalOptions {
   server?: string;
@@ -27,6 +27,10 @@ export interface AgentOptions extends GlobalOptions {
   kubeconfig?: string;
   context?: string[];
   local?: boolean;
+  /** `--plugin <module>` (repeatable): a third-party plugin whose environments this agent cleans. */
+  plugin?: string[];
+  /** `--set <plugin>.<key>=<value>` (repeatable): a plugin's executor settings. */
+  set?: string[];
   interval?: string;
   dryRun?: boolean;
   once?: boolean;
@@ -40,26 +44,6 @@ export interface AgentData {
   passes: number;
   /** The last pass (with `--once`, the only one). */
   last?: PassReport;
-}
-
-/** The executor settings of `tend agent` / `tend server` flags. */
-export function executorSettingsOf(o: {
-  kubeconfig?: string;
-  context?: string[];
-  local?: boolean;
-  protectNamespace?: string[];
-  systemNamespace?: string;
-  /** Serve the current context when no --kubeconfig/--context is given (the agent, unless --local only). */
-  clustersByDefault: boolean;
-}): ExecutorSettings {
-  const contexts = o.context ?? [];
-  const clusters = o.kubeconfig !== undefined || contexts.length > 0 || o.clustersByDefault;
-  return {
-    ...(clusters ? { kubernetes: { ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : {}), contexts } } : {}),
-    ...(o.local ? { local: { hostId: localIdentity().hostId } } : {}),
-    protectNamespaces: o.protectNamespace ?? [],
-    systemNamespace: o.systemNamespace ?? 'tend-system',
-  };
 }
 
 export function parseInterval(value: string, flag = '--interval'): number {
@@ -108,22 +92,29 @@ export async function agentCommand(
   }
   const { url: server, token } = connection;
   const intervalMs = parseInterval(options.interval ?? '30s');
-  validatePlugins(plugins);
-  const settings = executorSettingsOf({ ...options, clustersByDefault: !options.local });
+  let served = await servedPlugins(plugins, {
+    ...(options.kubeconfig !== undefined ? { kubeconfig: options.kubeconfig } : {}),
+    contexts: options.context ?? [],
+    local: options.local === true,
+    // Without --local (and without --kubeconfig/--context) the agent serves the current context.
+    clustersByDefault: !options.local,
+    pluginModules: options.plugin ?? [],
+    sets: options.set ?? [],
+    cwd: process.cwd(),
+  });
   if (options.dryRun) {
     // Every check, no action: the jobs this agent claims are verified and left alone.
-    plugins = plugins.map((p) =>
-      p.cleanup
-        ? {
-            ...p,
-            cleanup: {
-              ...p.cleanup,
-              verifyAndClean: (ctx, target, job) =>
-                p.cleanup!.verifyAndClean(ctx, target, { ...job, dryRun: true }),
-            },
-          }
-        : p,
-    );
+    served = served.map(({ plugin, settings }) => ({
+      settings,
+      plugin: {
+        ...plugin,
+        cleanup: {
+          ...plugin.cleanup,
+          verifyAndClean: (ctx, target, job) =>
+            plugin.cleanup.verifyAndClean(ctx, target, { ...job, dryRun: true }),
+        },
+      },
+    }));
   }
   const controller = new AbortController();
   const queue = new HttpCleanupQueue({
@@ -140,8 +131,12 @@ export async function agentCommand(
   };
   const executor = new CleanupExecutor({
     queue,
-    plugins,
-    settings,
+    plugins: served,
+    protection: {
+      protectNamespaces: options.protectNamespace ?? [],
+      systemNamespace: options.systemNamespace ?? 'tend-system',
+    },
+    hostId: localIdentity().hostId,
     kind: 'agent',
     name: `tend agent on ${os.hostname()}`,
     version: cliVersion,

@@ -17,9 +17,9 @@ import type { ActionConfig, ProjectConfig } from '../config/project.js';
 import { actionTypeIndex } from '../config/schema.js';
 import { actionOutputsContext, resolveTemplates, type TemplateContext } from '../config/template.js';
 import type { GlobalOptions } from '../cli/output.js';
-import { cliVersion } from '../cli/version.js';
+import { cliVersion } from '../version.js';
 import type { PullRequestRef } from '../events/catalog.js';
-import { Session } from '../events/session.js';
+import { Session } from '../session/session.js';
 import { ExitCode, TendError, toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
 import { computeVersions, type VersionInputs, type VersionedAction } from '../graph/version.js';
@@ -37,8 +37,8 @@ import { localIdentity } from '../state/identity.js';
 import { statePaths } from '../state/files.js';
 import { describeDrops, enforceBoundWithoutServer, outboxMaxBytes } from '../outbox/bound.js';
 import { plannedCleanup } from '../remote/cleanup-plan.js';
-import { startSessionStream } from '../stream/session.js';
-import type { StreamReport } from '../stream/streamer.js';
+import { startSessionStream } from '../session/stream.js';
+import type { StreamReport } from '../stream/report.js';
 
 export interface OpenedProject {
   project: ProjectConfig;

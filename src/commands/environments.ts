@@ -4,12 +4,12 @@
  */
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { TendError } from '../errors.js';
-import type { PlanItemView } from '../server/routes/cleanup.js';
-import type { EnvironmentView, ResourceView, SessionView } from '../server/schemas.js';
-import { targetLabel } from '../server/views.js';
+import type { PlanItemView } from '../api/cleanup.js';
+import type { EnvironmentView, ResourceView, SessionView } from '../api/views.js';
+import { targetLabel } from '../api/views.js';
 import { apiRequest } from '../remote/client.js';
 import { redactUrl } from '../redact.js';
-import { requireServer } from './cleanup-server.js';
+import { requireServer } from '../remote/credentials.js';
 
 export interface EnvironmentsOptions extends GlobalOptions {
   project?: string;
@@ -113,7 +113,7 @@ export async function environmentCommand(
   );
   const e = detail.environment;
   const query = new URLSearchParams({
-    within: '3650d',
+    within: '365d',
     project: e.project,
     environment: e.name,
     limit: '500',

@@ -216,7 +216,7 @@ async function streamSettings(options: GlobalOptions) {
   const [{ loadProjectConfig }, { builtinPlugins }, { streamConnection }] = await Promise.all([
     import('../config/load.js'),
     import('../plugins/builtin.js'),
-    import('../stream/session.js'),
+    import('../session/stream.js'),
   ]);
   const { project } = await loadProjectConfig({
     root: options.root,

@@ -8,7 +8,7 @@ import { toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
 import { statusHandler } from '../graph/solver.js';
 import { plannedCleanup } from '../remote/cleanup-plan.js';
-import type { PlanItemView } from '../server/routes/cleanup.js';
+import type { PlanItemView } from '../api/cleanup.js';
 import { actionVersions, openProject, resolveAction, startSession } from './context.js';
 
 export interface StatusData {

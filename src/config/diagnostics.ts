@@ -2,6 +2,7 @@
  * Configuration problems: schema errors turned into messages that name the key and what was
  * expected, and the one TendError that reports every problem of a load.
  */
+import { formatSuggestion } from '../cleanup/policy.js';
 import type { TSchema } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import type { TypeCheck } from '@sinclair/typebox/compiler';
@@ -122,10 +123,17 @@ function describeError(
     key: error.path,
     problem: {
       code: 'TEND_CONFIG_INVALID',
-      message: `invalid value for ${label(relative)}: expected ${expectation(error)}, got ${describeValue(error.value)}`,
+      message: `invalid value for ${label(relative)}: expected ${expectation(error)}, got ${describeValue(error.value)}${suggestionOf(error)}`,
       location: options.locate(path, 'value'),
     },
   };
+}
+
+/** ` (did you mean Europe/Berlin?)` for a value its format knows another spelling of. */
+function suggestionOf(error: ValueError): string {
+  if (error.type !== ValueErrorType.StringFormat) return '';
+  const suggestion = formatSuggestion((error.schema as { format?: unknown }).format, error.value);
+  return suggestion ? ` (did you mean ${suggestion}?)` : '';
 }
 
 /**
@@ -166,6 +174,7 @@ function expectation(error: ValueError): string {
   const schema = error.schema as Record<string, unknown>;
   switch (error.type) {
     case ValueErrorType.StringPattern:
+    case ValueErrorType.StringFormat:
       return describeSchema(error.schema);
     case ValueErrorType.StringMinLength:
       return schema.minLength === 1

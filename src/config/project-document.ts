@@ -7,8 +7,8 @@
  */
 import type { SourceLocation } from '../errors.js';
 import type { PluginDefinition } from '../plugin/types.js';
-import { checkTimeZone } from '../cleanup/time-zone.js';
-import type { CleanupSchedule } from '../events/catalog.js';
+import type { Static } from '@sinclair/typebox';
+import type { CleanupConfigSchema } from '../cleanup/policy.js';
 import { checkSchema, formatPath, type ConfigProblem } from './diagnostics.js';
 import { formatLocation } from './project.js';
 import type {
@@ -71,13 +71,7 @@ export function readProjectDocument(
       name: string;
       defaultNamespace?: string;
       variables?: Record<string, VariableValue>;
-      cleanup?: {
-        afterInactivity: string;
-        action?: 'delete' | 'pause';
-        warnBefore?: string;
-        afterClose?: string;
-        schedule?: CleanupSchedule;
-      };
+      cleanup?: Static<typeof CleanupConfigSchema>;
       pullRequest?: { repository: string; number: string | number };
     }[];
     providers?: ({ name: string; environments?: string[]; plugin?: string } & Record<string, unknown>)[];
@@ -137,16 +131,7 @@ export function readProjectDocument(
     }
     if (env.cleanup?.schedule) {
       const base = ['environments', i, 'cleanup', 'schedule'];
-      const { timeZone, sleepAt, wakeAt } = env.cleanup.schedule;
-      const zone = checkTimeZone(timeZone);
-      if (!zone.valid) {
-        problem(
-          'TEND_CONFIG_INVALID',
-          `unknown time zone "${timeZone}"; expected an IANA time zone name such as Europe/Berlin or America/New_York` +
-            (zone.suggestion ? ` (did you mean ${zone.suggestion}?)` : ''),
-          locate([...base, 'timeZone']),
-        );
-      }
+      const { sleepAt, wakeAt } = env.cleanup.schedule;
       if (sleepAt === wakeAt) {
         problem(
           'TEND_CONFIG_INVALID',

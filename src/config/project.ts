@@ -4,7 +4,7 @@
  * `defaultNamespace`) are kept raw; src/config/template.ts resolves them.
  */
 import type { SourceLocation } from '../errors.js';
-import type { CleanupSchedule } from '../events/catalog.js';
+import type { CleanupPolicy } from '../cleanup/policy.js';
 import type { ActionKind } from '../plugin/types.js';
 
 /** A path to a value inside one YAML document: keys and sequence indexes. */
@@ -14,17 +14,8 @@ export type LocateTarget = 'key' | 'value';
 
 export type Locate = (path: ConfigPath) => SourceLocation;
 
-export interface CleanupConfig {
-  /** `30m`, `8h`, `3d`. */
-  afterInactivity: string;
-  action: 'delete' | 'pause';
-  /** Working hours: asleep (paused) outside them. */
-  schedule?: CleanupSchedule;
-  /** Warn this long before the action (`1h` when absent). */
-  warnBefore?: string;
-  /** Due this long after the environment's pull request closed (`0m` when absent). */
-  afterClose?: string;
-}
+/** `environments[].cleanup` after loading: the action filled in (`delete` when absent). */
+export type CleanupConfig = CleanupPolicy;
 
 /** `environments[].pullRequest`, as written: `number` may hold template expressions. */
 export interface PullRequestConfig {

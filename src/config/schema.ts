@@ -5,7 +5,8 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { TSchema } from '@sinclair/typebox';
-import { CleanupPolicy, CleanupSchedule, repositoryPattern } from '../events/catalog.js';
+import { CleanupConfigSchema } from '../cleanup/policy.js';
+import { repositoryPattern } from '../events/catalog.js';
 import { actionKinds } from '../plugin/types.js';
 import type { ActionKind, PluginDefinition } from '../plugin/types.js';
 import { nameMaxLength, namePattern } from './project.js';
@@ -29,72 +30,8 @@ export const ActionRefSchema = Type.String({
 
 export const variableNamePattern = '^[A-Za-z_][A-Za-z0-9_-]*$';
 
-/** `30m`, `8h`, `3d` (the server's cleanup policy format). */
-export const inactivityPattern = CleanupPolicy.properties.afterInactivity.pattern as string;
 /** `500ms`, `30s`, `5m`, `1h`; a bare number is seconds. */
 export const timeoutPattern = '^[0-9]+(ms|s|m|h)$';
-
-const durationSchema = (description: string) =>
-  Type.String({
-    pattern: inactivityPattern,
-    maxLength: CleanupPolicy.properties.afterInactivity.maxLength,
-    patternErrorMessage: 'a duration: a whole number followed by m, h or d (e.g. 30m, 8h, 3d)',
-    description,
-  });
-const clockMessage = 'a local time HH:MM, 24-hour (e.g. 08:00, 20:30)';
-
-export const CleanupConfigSchema = Type.Object(
-  {
-    afterInactivity: durationSchema('Clean the environment up after this long without activity.'),
-    warnBefore: Type.Optional(
-      durationSchema(
-        'Warn this long before the action: the plan, the dashboard, tend status, every tend command in the environment and the cleanup.warning webhooks say so (default 1h).',
-      ),
-    ),
-    afterClose: Type.Optional(
-      durationSchema(
-        'With pullRequest: the environment is due this long after its pull request was closed or merged (default 0m: at once), through every safety check.',
-      ),
-    ),
-    action: Type.Optional(
-      Type.Union([Type.Literal('delete'), Type.Literal('pause')], {
-        default: 'delete',
-        description: 'What cleanup does: delete the namespace (default) or pause its workloads.',
-      }),
-    ),
-    schedule: Type.Optional(
-      Type.Object(
-        {
-          sleepAt: Type.String({
-            pattern: CleanupSchedule.properties.sleepAt.pattern,
-            patternErrorMessage: clockMessage,
-            description: 'Local time (HH:MM, 24-hour) the environment goes to sleep (is paused).',
-          }),
-          wakeAt: Type.String({
-            pattern: CleanupSchedule.properties.wakeAt.pattern,
-            patternErrorMessage: clockMessage,
-            description: 'Local time (HH:MM, 24-hour) the environment wakes up (is resumed).',
-          }),
-          weekdays: Type.Array(CleanupSchedule.properties.weekdays.items, {
-            minItems: 1,
-            uniqueItems: true,
-            description: 'The days it wakes up: mon, tue, wed, thu, fri, sat, sun.',
-          }),
-          timeZone: Type.String({
-            minLength: 1,
-            maxLength: CleanupSchedule.properties.timeZone.maxLength,
-            description: 'An IANA time zone name, e.g. Europe/Berlin.',
-          }),
-        },
-        {
-          additionalProperties: false,
-          description: 'Working hours: asleep (paused) outside them, in the time zone given.',
-        },
-      ),
-    ),
-  },
-  { additionalProperties: false, description: 'Automatic environment cleanup policy.' },
-);
 
 const VariableValueSchema = Type.Union([Type.String(), Type.Number(), Type.Boolean()]);
 

@@ -5,6 +5,8 @@
  */
 import { FormatRegistry, Type, type Static, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
+import { CleanupPolicy } from '../cleanup/policy.js';
+import { Target } from '../cleanup/targets.js';
 
 const dateTimePattern = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?(Z|[+-](\d\d):(\d\d))$/;
 
@@ -49,27 +51,7 @@ const Name = Type.String({ minLength: 1, maxLength: 253 });
 const ShortText = Type.String({ maxLength: 1024 });
 const LongText = Type.String({ maxLength: 65_536 });
 
-/** Identity of the place where a namespace lives: a Kubernetes cluster or a local host directory. */
-export const Target = Type.Union([
-  Type.Object(
-    {
-      kind: Type.Literal('kubernetes'),
-      clusterId: Name,
-      server: ShortText,
-      context: ShortText,
-    },
-    { additionalProperties: false },
-  ),
-  Type.Object(
-    {
-      kind: Type.Literal('local'),
-      hostId: Name,
-      path: Type.String({ minLength: 1, maxLength: 4096 }),
-    },
-    { additionalProperties: false },
-  ),
-]);
-export type Target = Static<typeof Target>;
+export { Target } from '../cleanup/targets.js';
 
 /** Metadata the router adds to every event a plugin emits (who emitted it, from which call). */
 const EmitterMetadata = {
@@ -109,46 +91,6 @@ export const NamespaceStatusPayload = Type.Object(
   { additionalProperties: false },
 );
 export type NamespaceStatusPayload = Static<typeof NamespaceStatusPayload>;
-
-/** `HH:MM`, 24-hour. */
-const clockPattern = '^([01][0-9]|2[0-3]):[0-5][0-9]$';
-
-/** Working hours: awake from wakeAt to sleepAt on the weekdays, in an IANA time zone. */
-export const CleanupSchedule = Type.Object(
-  {
-    sleepAt: Type.String({ pattern: clockPattern, maxLength: 5 }),
-    wakeAt: Type.String({ pattern: clockPattern, maxLength: 5 }),
-    weekdays: Type.Array(
-      Type.Union([
-        Type.Literal('mon'),
-        Type.Literal('tue'),
-        Type.Literal('wed'),
-        Type.Literal('thu'),
-        Type.Literal('fri'),
-        Type.Literal('sat'),
-        Type.Literal('sun'),
-      ]),
-      { minItems: 1, maxItems: 7, uniqueItems: true },
-    ),
-    timeZone: Type.String({ minLength: 1, maxLength: 64 }),
-  },
-  { additionalProperties: false },
-);
-export type CleanupSchedule = Static<typeof CleanupSchedule>;
-
-export const CleanupPolicy = Type.Object(
-  {
-    afterInactivity: Type.String({ pattern: '^[0-9]+[mhd]$', maxLength: 16 }),
-    action: Type.Union([Type.Literal('delete'), Type.Literal('pause')]),
-    /** How long before the action people are warned (default 1h on the server). */
-    warnBefore: Type.Optional(Type.String({ pattern: '^[0-9]+[mhd]$', maxLength: 16 })),
-    /** How long after its pull request closes the environment is due (default 0m on the server). */
-    afterClose: Type.Optional(Type.String({ pattern: '^[0-9]+[mhd]$', maxLength: 16 })),
-    schedule: Type.Optional(CleanupSchedule),
-  },
-  { additionalProperties: false },
-);
-export type CleanupPolicy = Static<typeof CleanupPolicy>;
 
 /** `owner/name` of a GitHub repository. */
 export const repositoryPattern = '^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$';

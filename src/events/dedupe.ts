@@ -4,12 +4,9 @@
  * detail) as the *latest* admitted event for that namespace on that target — never an older one,
  * so `missing → ready → missing` records the deletion, and a change in `detail` alone passes.
  */
-import type { NamespaceStatusPayload, Target } from './catalog.js';
-import { stableStringify } from '../graph/version.js';
-
-export function targetKey(target: Target): string {
-  return target.kind === 'kubernetes' ? `k8s:${target.clusterId}` : `local:${target.hostId}:${target.path}`;
-}
+import type { NamespaceStatusPayload } from './catalog.js';
+import { targetKey } from '../cleanup/targets.js';
+import { stableStringify } from '../stable-json.js';
 
 /** What makes two events for the same namespace say the same thing (emitter metadata aside). */
 function fingerprint(payload: NamespaceStatusPayload): string {

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { sha256Hex } from '../hash.js';
 import { statePaths } from '../state/files.js';
 import { digestSources, listSourceFiles, loadDigestCache, saveDigestCache } from './sources.js';
+import { stableStringify } from '../stable-json.js';
 
 export interface VersionedAction {
   version: string;
@@ -29,27 +30,6 @@ export interface VersionInputs {
   configuration(config: ActionConfig): unknown;
   /** The values of template expressions found in source files (`var.replicas` → 3); never throws. */
   expressionValues(expressions: string[]): Record<string, unknown>;
-}
-
-/** Deterministic JSON: object keys sorted, so equal configs hash equally. */
-export function stableStringify(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  // Loops and concatenation, not entries/filter/map/join: this runs for every action of every command.
-  if (Array.isArray(value)) {
-    let out = '[';
-    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + stableStringify(value[i]);
-    return `${out}]`;
-  }
-  const record = value as Record<string, unknown>;
-  // sort() compares UTF-16 code units, as `<` does.
-  const keys = Object.keys(record).sort();
-  let out = '{';
-  for (const key of keys) {
-    const item = record[key];
-    if (item === undefined) continue;
-    out += `${out.length === 1 ? '' : ','}${JSON.stringify(key)}:${stableStringify(item)}`;
-  }
-  return `${out}}`;
 }
 
 /**

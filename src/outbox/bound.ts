@@ -4,20 +4,14 @@
  * and the session events are never dropped: they are the activity record cleanup relies on.
  * Only segments nobody writes or sends any more are rewritten.
  */
-import { statSync } from 'node:fs';
+import { renameSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { EventType } from '../events/catalog.js';
-import { listNamesWithSuffix } from '../state/files.js';
+import { listNamesWithSuffix, writeFileAtomic } from '../state/files.js';
+import { SegmentCursor } from './cursor.js';
 import { tryLock } from './lock.js';
-import {
-  listSegmentIds,
-  lockFile,
-  readPending,
-  rewriteSegment,
-  SegmentCursor,
-  segmentState,
-  type QueuedEvent,
-} from './segments.js';
+import { readPending, type QueuedEvent } from './read.js';
+import { listSegmentIds, lockFile, readAckState, segmentFile, segmentState, writeAck } from './segments.js';
 
 export const defaultOutboxMaxBytes = 64 * 1024 * 1024;
 
@@ -115,6 +109,21 @@ export function enforceBound(dir: string, maxBytes: number): BoundReport | undef
   } finally {
     for (const h of held) h.cursor.release();
   }
+}
+
+/**
+ * Rewrites a segment without the given events (the size bound). The caller holds its lock and
+ * nobody appends to it. The ack is reset first: a crash in between re-sends acknowledged events
+ * (duplicates the server ignores) instead of skipping unacknowledged ones.
+ */
+function rewriteSegment(dir: string, id: string, drop: ReadonlySet<string>): void {
+  const { events } = readPending(dir, id);
+  const kept = events.filter((e) => !drop.has(e.id));
+  const file = segmentFile(dir, id);
+  const temp = `${file}.${process.pid}.compact`;
+  writeFileAtomic(temp, kept.map((e) => e.text + '\n').join(''), 0o600);
+  writeAck(dir, id, 0, readAckState(dir, id).closed);
+  renameSync(temp, file);
 }
 
 /**

@@ -2,8 +2,8 @@
  * The outbox's writer: events of streamed types, appended durably to the session's segment
  * (`.tend/outbox/<sessionId>.jsonl`) before any network I/O. The stream client (src/stream/)
  * sends them and removes what the server acknowledged; whatever is left is sent by the next
- * command or `tend events push`. The file format — names, ack offsets, quarantine — is
- * segments.ts beside this file.
+ * command or `tend events push`. The file format is beside this file: names and ack offsets in
+ * segments.ts, reading a segment back in read.ts, quarantine files in quarantine.ts.
  */
 import { AppendFile } from '../state/append-file.js';
 import type { EventSink } from '../events/bus.js';

@@ -6,7 +6,8 @@
 import type { TSchema } from '@sinclair/typebox';
 import type { CleanupJob, CleanupOutcome, InventoryItem } from '../cleanup/protocol.js';
 import type { SourceLocation } from '../errors.js';
-import type { CleanupPolicy, EventPayloads, EventType } from '../events/catalog.js';
+import type { CleanupPolicy } from '../cleanup/policy.js';
+import type { EventPayloads, EventType } from '../events/catalog.js';
 
 export type ActionKind = 'Build' | 'Deploy' | 'Test' | 'Run';
 export const actionKinds: readonly ActionKind[] = ['Build', 'Deploy', 'Test', 'Run'];
@@ -330,18 +331,18 @@ export interface ActionTypeDefinition {
 }
 
 /**
- * What a cleanup executor (`tend server --kubeconfig`, `tend agent`) was started with. Each plugin's
- * `cleanup.targets` picks from it what that plugin serves.
+ * The executor's command-line flags (`tend agent`, `tend server`) a plugin may read to decide
+ * whether and what it serves (`settingsFromFlags`); anything else it takes from `--set`.
  */
-export interface ExecutorSettings {
-  /** Clusters to serve; undefined: none. `contexts` empty: the kubeconfig's current context. */
-  kubernetes?: { kubeconfig?: string; contexts: string[] };
-  /** Serve the local (exec) environments of this host (`tend agent --local`). */
-  local?: { hostId: string };
-  /** Namespace name globs never cleaned, beyond `kube-*`, `default` and the system namespace. */
-  protectNamespaces: readonly string[];
-  /** The tend system namespace (builders, shared infrastructure): never cleaned. */
-  systemNamespace: string;
+export interface ExecutorFlags {
+  /** `--kubeconfig`: the kubeconfig file of the clusters to serve. */
+  kubeconfig?: string;
+  /** `--context` (repeatable). */
+  contexts: readonly string[];
+  /** `tend agent --local`: the local environments of this host. */
+  local: boolean;
+  /** Serve the kubeconfig's current context when no `--kubeconfig`/`--context` is given (`tend agent` without `--local`). */
+  clustersByDefault: boolean;
 }
 
 /**
@@ -386,9 +387,16 @@ export interface CleanupResult {
   message: string;
 }
 
-/** What each cleanup handler call receives: like PluginContext, without a project. */
-export interface CleanupCallContext {
-  settings: ExecutorSettings;
+/** What each cleanup handler call receives (built by the router, like a handler's PluginContext). */
+export interface CleanupCallContext<Settings = unknown> {
+  /**
+   * The plugin's executor settings: what its `settingsFromFlags` made of the executor's flags,
+   * with `--set <plugin>.<key>=<value>` on top, checked against its `settingsSchema`. At an
+   * executor this is the provider's configuration.
+   */
+  provider: { name: string; config: Settings };
+  /** Never cleaned, whatever a job says (beyond `kube-*` and `default`): the tend system namespace and `--protect-namespace` globs. */
+  protection: { systemNamespace: string; protectNamespaces: readonly string[] };
   /** Validated like any plugin event; the executor records them. */
   events: EventBroker;
   log: PluginLog;
@@ -398,31 +406,45 @@ export interface CleanupCallContext {
 }
 
 /**
- * The optional cleanup part of a plugin: any plugin that records resources declares how to list a
- * target and how to verify and clean one resource, and the executors clean it with the same
- * machinery and checks as the built-in plugins (docs/plugin-api.md).
+ * The optional cleanup part of a plugin: any plugin that records resources declares the kind of
+ * its targets, its executor settings, how to list a target and how to verify and clean one
+ * resource, and the executors clean it with the same machinery and checks as the built-in
+ * plugins (docs/plugin-api.md#cleanup).
  */
-export interface CleanupHandlers {
+export interface CleanupHandlers<Settings = unknown> {
+  /**
+   * The kind of its targets: `kubernetes`, `local`, or the plugin's own (`targetKind` of the
+   * `{kind: 'plugin'}` targets its namespaceStatus events carry). The first part of their keys.
+   */
+  targetKind: string;
+  /** What the executor's settings for this plugin may hold (`--set <plugin>.<key>=<value>`). */
+  settingsSchema: TSchema;
+  /** The settings the executor's flags imply; undefined: not served unless `--set` gives some. */
+  settingsFromFlags?(flags: ExecutorFlags): Settings | undefined;
   /** The targets this executor serves for the plugin, from its settings. Connects; creates nothing. */
-  targets(ctx: CleanupCallContext): Promise<CleanupTarget[]>;
+  targets(ctx: CleanupCallContext<Settings>): Promise<CleanupTarget[]>;
   /** Every environment of the target labelled as tend's (paged); `complete` only if every page arrived. */
-  inventory(ctx: CleanupCallContext, target: CleanupTarget): Promise<CleanupInventory>;
+  inventory(ctx: CleanupCallContext<Settings>, target: CleanupTarget): Promise<CleanupInventory>;
   /**
    * Right before acting: a fresh read of the resource; ownership (label, project and environment,
    * the recorded uid), not adopted, not system, not a protected name, no activity after the job's
    * `expectedLastActivityAt`; then the action with preconditions. Never reports `done` for an
    * action that did not happen, unless the resource was already gone.
    */
-  verifyAndClean(ctx: CleanupCallContext, target: CleanupTarget, job: CleanupJobSpec): Promise<CleanupResult>;
+  verifyAndClean(
+    ctx: CleanupCallContext<Settings>,
+    target: CleanupTarget,
+    job: CleanupJobSpec,
+  ): Promise<CleanupResult>;
 }
 
-export const cleanupHandlerNames: readonly (keyof CleanupHandlers)[] = [
+export const cleanupHandlerNames: readonly ('targets' | 'inventory' | 'verifyAndClean')[] = [
   'targets',
   'inventory',
   'verifyAndClean',
 ];
 
-export interface PluginDefinition<Config = unknown, State = unknown> {
+export interface PluginDefinition<Config = unknown, State = unknown, Settings = unknown> {
   name: string;
   description: string;
   /** Schema of the provider entry in tend.yml, beyond `name` and `environments`. */
@@ -432,5 +454,5 @@ export interface PluginDefinition<Config = unknown, State = unknown> {
   provider: ProviderHandlers<Config, State>;
   actionTypes: readonly ActionTypeDefinition[];
   /** How executors clean what this plugin records; plugins without it are never cleaned automatically. */
-  cleanup?: CleanupHandlers;
+  cleanup?: CleanupHandlers<Settings>;
 }

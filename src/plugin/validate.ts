@@ -1,8 +1,9 @@
 /**
  * Plugin declarations are checked when a plugin is registered, not at its first call: the shape
  * of the definition (a third-party module may export anything), unknown event types, missing or
- * unknown handlers, and action types declared twice fail with a coded error naming the plugin. A plugin's optional
- * `cleanup` part must have all three handlers.
+ * unknown handlers, and action types declared twice fail with a coded error naming the plugin. A
+ * plugin's optional `cleanup` part must have all three handlers, a target kind no other plugin
+ * declares, and a schema of its executor settings.
  */
 import { TendError } from '../errors.js';
 import { isEventType } from '../events/catalog.js';
@@ -57,6 +58,7 @@ function checkShape(plugin: PluginDefinition): void {
 export function validatePlugins(plugins: readonly PluginDefinition[]): void {
   const typeOwners = new Map<string, string>();
   const names = new Set<string>();
+  const targetKinds = new Map<string, string>();
   for (const plugin of plugins) {
     checkShape(plugin);
     if (names.has(plugin.name)) throw invalid(plugin.name, 'registered twice');
@@ -75,13 +77,7 @@ export function validatePlugins(plugins: readonly PluginDefinition[]): void {
         throw invalid(plugin.name, `provider handler "${handler}" is not a function`);
       }
     }
-    if (plugin.cleanup !== undefined) {
-      for (const handler of cleanupHandlerNames) {
-        if (typeof plugin.cleanup?.[handler] !== 'function') {
-          throw invalid(plugin.name, `cleanup handler "${handler}" is missing`);
-        }
-      }
-    }
+    if (plugin.cleanup !== undefined) checkCleanup(plugin, targetKinds);
     for (const type of plugin.actionTypes) {
       const owner = typeOwners.get(type.name);
       if (owner)
@@ -113,5 +109,31 @@ export function validatePlugins(plugins: readonly PluginDefinition[]): void {
         }
       }
     }
+  }
+}
+
+/** The cleanup part: every handler, a target kind of its own, and a schema of its executor settings. */
+function checkCleanup(plugin: PluginDefinition, targetKinds: Map<string, string>): void {
+  const cleanup = plugin.cleanup!;
+  for (const handler of cleanupHandlerNames) {
+    if (typeof cleanup[handler] !== 'function')
+      throw invalid(plugin.name, `cleanup handler "${handler}" is missing`);
+  }
+  const kind = cleanup.targetKind;
+  if (typeof kind !== 'string' || !/^[a-z][a-z0-9-]{0,62}$/.test(kind) || kind === 'plugin') {
+    throw invalid(
+      plugin.name,
+      `cleanup.targetKind must be a lower-case name (letters, digits, "-"), got ${JSON.stringify(kind)}`,
+    );
+  }
+  const owner = targetKinds.get(kind);
+  if (owner)
+    throw invalid(plugin.name, `cleanup.targetKind "${kind}" is already declared by plugin "${owner}"`);
+  targetKinds.set(kind, plugin.name);
+  if (typeof cleanup.settingsSchema !== 'object' || cleanup.settingsSchema === null) {
+    throw invalid(plugin.name, 'cleanup.settingsSchema must be a schema of its executor settings');
+  }
+  if (cleanup.settingsFromFlags !== undefined && typeof cleanup.settingsFromFlags !== 'function') {
+    throw invalid(plugin.name, 'cleanup.settingsFromFlags is not a function');
   }
 }

@@ -8,7 +8,7 @@
 import { apiRequest } from './client.js';
 import { resolveServer } from './credentials.js';
 import { formatDuration, formatTime } from '../cleanup/format.js';
-import type { PlanItemView, TransitionView } from '../server/routes/cleanup.js';
+import type { PlanItemView, TransitionView } from '../api/cleanup.js';
 
 export interface PlanPage {
   /** Due times are shown relative to the server's clock, not this machine's. */

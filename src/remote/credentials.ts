@@ -157,3 +157,21 @@ export function resolveServer(
     source: 'credentials',
   };
 }
+
+/** The configured server with its token, or a clear error saying how to configure one. */
+export function requireServer(options: { server?: string; token?: string }): ServerConnection & {
+  token: string;
+} {
+  const connection = resolveServer({ server: options.server, token: options.token });
+  if (!connection) {
+    throw new TendError('TEND_SERVER_NOT_CONFIGURED', 'no tend server configured', {
+      detail: { hint: 'run tend login --server URL --token T, or set TEND_SERVER_URL and TEND_TOKEN' },
+    });
+  }
+  if (!connection.token) {
+    throw new TendError('TEND_AUTH', `no token for ${redactUrl(connection.url)}`, {
+      detail: { hint: 'run tend login --server URL --token T, or set TEND_TOKEN' },
+    });
+  }
+  return { ...connection, token: connection.token };
+}

@@ -7,8 +7,8 @@
  */
 import { TendError } from '../errors.js';
 import type { SessionBus } from '../events/bus.js';
-import { PluginEventBroker } from './broker.js';
-import type { EventPayloads, EventType } from '../events/catalog.js';
+import type { PluginEventBroker } from './broker.js';
+import { HandlerCalls, pluginLog } from './calls.js';
 import { actionOutputsContext, resolveTemplates, type TemplateContext } from '../config/template.js';
 import type {
   ActionHandlerNames,
@@ -19,8 +19,6 @@ import type {
   LogsParams,
   PluginContext,
   PluginDefinition,
-  PluginLog,
-  PluginPayload,
   ProviderHandlers,
   ResolvedAction,
   RunResult,
@@ -50,13 +48,6 @@ export interface RouterOptions {
   signal: AbortSignal;
 }
 
-interface InFlightCall {
-  plugin: string;
-  handler: string;
-  actionRef?: string;
-  startedAt: number;
-}
-
 type ProviderCallName = Exclude<keyof ProviderHandlers, 'init'>;
 type ProviderResults = { [H in ProviderCallName]: Awaited<ReturnType<NonNullable<ProviderHandlers[H]>>> };
 
@@ -71,10 +62,11 @@ export interface ActionResults {
 }
 
 export class Router {
-  private readonly inFlight = new Set<InFlightCall>();
+  private readonly calls: HandlerCalls;
   private readonly byActionType = new Map<string, ProviderRuntime>();
 
   constructor(private readonly options: RouterOptions) {
+    this.calls = new HandlerCalls(options.bus);
     for (const provider of options.providers) {
       for (const type of provider.plugin.actionTypes) this.byActionType.set(type.name, provider);
     }
@@ -86,10 +78,7 @@ export class Router {
 
   /** `(plugin) handler actionRef` for each call still running, for timeouts and exits with work pending. */
   describeInFlight(): string[] {
-    return [...this.inFlight].map(
-      (c) =>
-        `(${c.plugin}) ${c.handler}${c.actionRef ? ` ${c.actionRef}` : ''} for ${Date.now() - c.startedAt} ms`,
-    );
+    return this.calls.describeInFlight();
   }
 
   providerForActionType(type: string): ProviderRuntime {
@@ -178,35 +167,17 @@ export class Router {
     );
   }
 
-  private async call<T>(
+  private call<T>(
     provider: ProviderRuntime,
     handler: string,
     actionRef: string | undefined,
     invoke: (ctx: PluginContext) => Promise<T>,
   ): Promise<T> {
-    const { bus } = this.options;
-    const plugin = provider.plugin;
-    const metadata = { pluginName: plugin.name, providerName: provider.name, handler, actionRef };
-    const broker = new PluginEventBroker(bus, declaredTypes(plugin), metadata);
-    const call: InFlightCall = { plugin: plugin.name, handler, actionRef, startedAt: Date.now() };
-    this.inFlight.add(call);
-    try {
-      return await invoke(this.context(provider, broker));
-    } catch (error) {
-      if (error instanceof TendError) throw error;
-      const message = error instanceof Error ? error.message : String(error);
-      throw new TendError('TEND_ACTION_FAILED', message, {
-        plugin: plugin.name,
-        handler,
-        actionRef,
-        cause: error,
-      });
-    } finally {
-      this.inFlight.delete(call);
-      broker.close();
-      // Events of this call reach the OS before the call returns (docs/design.md#events).
-      bus.flush();
-    }
+    return this.calls.run(
+      provider.plugin,
+      { providerName: provider.name, handler, ...(actionRef !== undefined ? { actionRef } : {}) },
+      (broker) => invoke(this.context(provider, broker)),
+    );
   }
 
   private context(provider: ProviderRuntime, broker: PluginEventBroker): PluginContext {
@@ -240,30 +211,4 @@ export class Router {
     };
     return ctx;
   }
-}
-
-const declaredByPlugin = new WeakMap<PluginDefinition, ReadonlySet<EventType>>();
-
-/** The event types a plugin may emit: those it declares, and `log` (what `ctx.log` emits, which every plugin has). */
-function declaredTypes(plugin: PluginDefinition): ReadonlySet<EventType> {
-  let declared = declaredByPlugin.get(plugin);
-  if (!declared) declaredByPlugin.set(plugin, (declared = new Set<EventType>([...plugin.emits, 'log'])));
-  return declared;
-}
-
-function pluginLog(broker: PluginEventBroker): PluginLog {
-  // Log lines go through the broker like any plugin event, so they carry the same metadata.
-  const emit = (level: EventPayloads['log']['level'], message: string, stream?: 'stdout' | 'stderr') => {
-    const payload: PluginPayload<'log'> = { level, message: message.slice(0, 65_536) };
-    if (stream) payload.stream = stream;
-    broker.emit('log', payload);
-  };
-  return {
-    debug: (m) => emit('debug', m),
-    info: (m) => emit('info', m),
-    warn: (m) => emit('warn', m),
-    error: (m) => emit('error', m),
-    // A child's stderr is a warning, whatever it says; stdout is information.
-    output: (stream, line) => emit(stream === 'stderr' ? 'warn' : 'info', line, stream),
-  };
 }

@@ -21,7 +21,8 @@ import { AuditRepository } from './db/repositories/audit.js';
 import { DashboardSessionRepository } from './db/repositories/dashboard-sessions.js';
 import { EnvironmentRepository } from './db/repositories/environments.js';
 import { TokenRepository } from './db/repositories/tokens.js';
-import { CleanupService, defaultCleanupSettings, type CleanupSettings } from './cleanup/service.js';
+import { composeCleanup } from './cleanup/compose.js';
+import { defaultCleanupSettings, type CleanupSettings } from './cleanup/settings.js';
 import { registerDashboard } from './dashboard/routes.js';
 import {
   NotificationService,
@@ -34,11 +35,12 @@ import type { App, ServerServices } from './services.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { registerAuthRoutes } from './routes/auth.js';
+import { registerCleanupExecutorRoutes } from './routes/cleanup-executor.js';
 import { registerCleanupRoutes } from './routes/cleanup.js';
 import { registerEnvironmentRoutes } from './routes/environments.js';
 import { registerEventRoutes } from './routes/events.js';
 import { registerHealthRoutes } from './routes/health.js';
-import { ErrorResponse } from './schemas.js';
+import { ErrorResponse } from '../api/views.js';
 import { maxNestingDepth, storableProblem } from './storable.js';
 
 export interface BuildServerOptions {
@@ -169,7 +171,7 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
     audit: new AuditRepository(database.db, database.reader),
     dashboardSessions: new DashboardSessionRepository(database.db, database.reader),
     metrics,
-    cleanup: new CleanupService(database.db, database.reader, metrics, now, {
+    cleanup: composeCleanup(database.db, database.reader, metrics, now, {
       ...defaultCleanupSettings,
       ...options.cleanup,
     }),
@@ -323,6 +325,7 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
   registerEventRoutes(app, services);
   registerEnvironmentRoutes(app, services);
   registerAuditRoutes(app, services);
+  registerCleanupExecutorRoutes(app, services);
   registerCleanupRoutes(app, services);
   registerAdminRoutes(app, services);
   registerGithubRoutes(app, services);

@@ -8,9 +8,9 @@ import { TendError } from '../errors.js';
 import type { Principal } from './auth.js';
 import type { EnvironmentFilter } from './db/repositories/environments.js';
 import type { Environment } from './db/schema.js';
-import { EnvironmentStateSchema } from './schemas.js';
+import { EnvironmentStateSchema } from '../api/views.js';
 import type { ServerServices } from './services.js';
-import { parseDuration } from './views.js';
+import { parseDuration } from '../cleanup/policy.js';
 
 /** The longest search text accepted (a longer one is a 400). */
 export const maxSearchLength = 200;

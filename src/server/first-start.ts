@@ -13,7 +13,7 @@ export interface FirstStart {
   database: string;
   dialect: 'sqlite' | 'postgres';
   /** The embedded executor's clusters, or undefined when agents execute cleanup. */
-  executor?: { kubeconfig?: string; contexts: string[] };
+  executor?: { kubeconfig?: string; contexts: readonly string[] };
   /** Whether TEND_DATABASE_URL names the database (the command can then say "$TEND_DATABASE_URL"). */
   databaseUrlFromEnvironment: boolean;
 }

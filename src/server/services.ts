@@ -17,7 +17,7 @@ import type { AuditRepository } from './db/repositories/audit.js';
 import type { DashboardSessionRepository } from './db/repositories/dashboard-sessions.js';
 import type { EnvironmentRepository } from './db/repositories/environments.js';
 import type { TokenRepository } from './db/repositories/tokens.js';
-import type { CleanupService } from './cleanup/service.js';
+import type { ServerCleanup } from './cleanup/compose.js';
 import type { Metrics } from './metrics.js';
 import type { NotificationService } from './notifications/service.js';
 
@@ -27,8 +27,8 @@ declare module 'fastify' {
     principal: Principal | null;
   }
   interface FastifyInstance {
-    /** The cleanup service: the planning loop and the embedded executor use it in process. */
-    cleanup: CleanupService;
+    /** The server's cleanup: the planning loop and the embedded executor use it in process. */
+    cleanup: ServerCleanup;
     /** Webhook notifications: the server's loop runs their passes. */
     notifications: NotificationService;
   }
@@ -55,8 +55,8 @@ export interface ServerServices {
   audit: AuditRepository;
   dashboardSessions: DashboardSessionRepository;
   metrics: Metrics;
-  /** The cleanup job queue, planning pass and switches. */
-  cleanup: CleanupService;
+  /** The cleanup repositories, job queue, planning pass and switches. */
+  cleanup: ServerCleanup;
   notifications: NotificationService;
   /** The GitHub webhook secret (`--github-webhook-secret-file`); undefined: the route answers 404. */
   githubSecret: string | undefined;

@@ -3,10 +3,11 @@
  * events, record the environment counts per state (the dashboard's chart), run the cleanup planning loop (and the embedded executor), and shut down gracefully on SIGTERM/SIGINT (stop accepting, finish in-flight requests,
  * close the database).
  */
+import type { ExecutorPluginOptions } from '../executor/settings.js';
 import pino from 'pino';
 import { buildServer, logRedaction, type BuildServerOptions } from './app.js';
 import { startPlanningLoop } from './cleanup/loop.js';
-import type { CleanupSettings } from './cleanup/service.js';
+import type { CleanupSettings } from './cleanup/settings.js';
 import type { App } from './services.js';
 import { migrateToLatest, openDatabase, type OpenDatabaseOptions } from './db/database.js';
 import { firstStartSummary } from './first-start.js';
@@ -21,10 +22,10 @@ export interface StartOptions extends OpenDatabaseOptions {
   /** `--cleanup-interval`, `--cleanup-max-per-pass`, `--protect-namespace`, `--system-namespace`. */
   cleanup?: Partial<CleanupSettings>;
   /**
-   * The embedded cleanup executor (`--kubeconfig`, `--context`): the server cleans these clusters
-   * itself. Undefined: no executor in this process (agents serve the targets).
+   * The embedded cleanup executor (`--kubeconfig`, `--context`, `--plugin`, `--set`): the server
+   * cleans these targets itself. Undefined: no executor in this process (agents serve the targets).
    */
-  executor?: { kubeconfig?: string; contexts: string[] };
+  executor?: Pick<ExecutorPluginOptions, 'kubeconfig' | 'contexts' | 'pluginModules' | 'sets'>;
   /** `--public-url`: the dashboard's address in keep-alive links (default: where it listens). */
   publicUrl?: string;
   /** `--github-webhook-secret-file` / TEND_GITHUB_WEBHOOK_SECRET. */
@@ -46,6 +47,17 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     { level: options.logLevel ?? 'info', redact: logRedaction, base: { pid: process.pid } },
     pino.destination(2),
   );
+  // The executor's plugins and settings first: a mistake there is said before anything starts.
+  const served = options.executor
+    ? await (
+        await import('../executor/settings.js')
+      ).servedPlugins((await import('../plugins/builtin.js')).builtinPlugins(), {
+        ...options.executor,
+        local: false,
+        clustersByDefault: false,
+        cwd: process.cwd(),
+      })
+    : undefined;
   const db = await openDatabase(options);
   let created = false;
   try {
@@ -105,14 +117,14 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const statesTimer = setInterval(() => void recordStates(), 600_000);
   statesTimer.unref();
 
-  const planning = startPlanningLoop(app.cleanup, logger);
+  const planning = startPlanningLoop(app.cleanup.pass, logger);
   app.notifications.publicUrl = options.publicUrl ?? url;
   const notifying = app.notifications.startLoop(logger);
-  const embedded = options.executor
-    ? (await import('../cleanup/embedded.js')).startEmbeddedExecutor({
-        queue: app.cleanup,
-        settings: {
-          kubernetes: options.executor,
+  const embedded = served
+    ? (await import('../executor/embedded.js')).startEmbeddedExecutor({
+        queue: app.cleanup.queue,
+        plugins: served,
+        protection: {
           protectNamespaces: app.cleanup.settings.protectPatterns,
           systemNamespace: app.cleanup.settings.systemNamespace,
         },

@@ -1,9 +1,8 @@
 /** Database rows as the API and the dashboard show them. */
-import type { CleanupSchedule } from '../events/catalog.js';
-import { redactUrl } from '../redact.js';
+import type { CleanupSchedule } from '../cleanup/policy.js';
 import type { AuditEntry, Environment, Resource, Session } from './db/schema.js';
 import type { TimelineEntry } from './db/repositories/environments.js';
-import type { AuditView, EnvironmentView, ResourceView, SessionView, TimelineView } from './schemas.js';
+import type { AuditView, EnvironmentView, ResourceView, SessionView, TimelineView } from '../api/views.js';
 
 export function environmentView(e: Environment): EnvironmentView {
   return {
@@ -89,18 +88,6 @@ export function sessionView(s: Session): SessionView {
   };
 }
 
-/**
- * A resource's target as people name it: a cluster by its kubeconfig context, else its API
- * server URL (never the kube-system uid of its target key); a local target by its path.
- */
-export function targetLabel(r: Pick<ResourceView, 'target' | 'targetKey'>): string {
-  const text = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
-  const t = r.target;
-  if (t.kind === 'local') return `local ${text(t.path) ?? r.targetKey}`;
-  const server = text(t.server);
-  return text(t.context) ?? (server ? redactUrl(server) : r.targetKey);
-}
-
 const str = (v: unknown) => (typeof v === 'string' ? v : v === undefined ? '' : JSON.stringify(v));
 
 /** One line describing an event, for the activity timeline. */
@@ -145,12 +132,4 @@ export function auditView(a: AuditEntry): AuditView {
     environmentId: a.environment_id,
     detail: a.detail ? (JSON.parse(a.detail) as Record<string, unknown>) : null,
   };
-}
-
-/** "30m", "8h", "3d" in milliseconds, or undefined. */
-export function parseDuration(value: string): number | undefined {
-  const m = /^(\d+)([smhd])$/.exec(value);
-  if (!m) return undefined;
-  const unit = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's' | 'm' | 'h' | 'd'];
-  return Number(m[1]) * unit;
 }

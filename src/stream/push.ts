@@ -9,16 +9,11 @@ import type { TendEvent } from '../events/catalog.js';
 import { writeFileAtomic } from '../state/files.js';
 import { outboxMaxBytes } from '../outbox/bound.js';
 import { lockHolder, type LockOwner } from '../outbox/lock.js';
-import {
-  listQuarantine,
-  listSegmentIds,
-  lockFile,
-  readEvents,
-  requeuedSuffix,
-  segmentFile,
-  segmentState,
-} from '../outbox/segments.js';
-import { countWaiting, OutboxStreamer, type StreamReport } from './streamer.js';
+import { listQuarantine } from '../outbox/quarantine.js';
+import { countWaiting, readEvents } from '../outbox/read.js';
+import { listSegmentIds, lockFile, requeuedSuffix, segmentFile, segmentState } from '../outbox/segments.js';
+import type { StreamReport } from './report.js';
+import { OutboxStreamer } from './streamer.js';
 import type { StreamConnection } from './transport.js';
 
 /**

@@ -3,15 +3,16 @@
  * inventory, and verify-and-remove of a local environment (its persistent process stopped),
  * refused for another uid, project or environment.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { executeCommand } from '../../src/commands/execute.js';
 import { isAlive, listDeployStates } from '../../src/plugins/exec/deploy.js';
+import { hostIndexDir } from '../../src/plugins/exec/environment.js';
 import { execPlugin } from '../../src/plugins/exec/index.js';
 import { localIdentity } from '../../src/state/identity.js';
 import { makeProject, removeProjects } from '../helpers/project.js';
-import { callContext, executorSettings } from './helpers.js';
+import { callContext } from './helpers.js';
 import { useTempStateDir } from '../helpers/state-dir.js';
 
 const cleanup = execPlugin.cleanup!;
@@ -41,7 +42,7 @@ spec:
 }
 
 function context() {
-  return callContext(executorSettings('', { kubernetes: undefined, local: { hostId } }), 'exec');
+  return callContext({}, { pluginName: 'exec', hostId });
 }
 
 async function deployed(name: string) {
@@ -78,8 +79,9 @@ describe('exec cleanup', () => {
         description: `local environments of host ${hostId}`,
       },
     ]);
-    const { ctx: clustersOnly } = callContext(executorSettings(''), 'exec');
-    expect(await cleanup.targets(clustersOnly)).toEqual([]);
+    const flags = { contexts: [], clustersByDefault: true };
+    expect(cleanup.settingsFromFlags!({ ...flags, local: false })).toBeUndefined();
+    expect(cleanup.settingsFromFlags!({ ...flags, local: true })).toEqual({});
   });
 
   it('lists the environments of the host index, and removes one with its processes after the checks', async () => {
@@ -125,5 +127,36 @@ describe('exec cleanup', () => {
 
     const again = await cleanup.verifyAndClean(ctx, target!, job(env, 'loc1'));
     expect(again).toMatchObject({ outcome: 'done', message: expect.stringMatching(/already gone/) });
+  });
+
+  it('an unreadable record or a torn index entry makes the inventory incomplete, and cleans nothing', async () => {
+    const env = await deployed('loc2');
+    const { ctx } = context();
+    const [target] = await cleanup.targets(ctx);
+    const recordFile = path.join(env.dir, 'environment.json');
+    const good = readFileSync(recordFile, 'utf8');
+    writeFileSync(recordFile, good.slice(0, 10)); // torn
+    const inventory = await cleanup.inventory(ctx, target!);
+    expect(inventory.complete).toBe(false);
+    expect(inventory.error).toContain(recordFile);
+    await expect(cleanup.verifyAndClean(ctx, target!, job(env, 'loc2'))).rejects.toMatchObject({
+      code: 'TEND_EXEC_STATE',
+    });
+    expect(existsSync(env.dir)).toBe(true);
+    expect(isAlive(listDeployStates(env.dir)[0]!)).toBe(true);
+
+    writeFileSync(recordFile, good);
+    const entry = path.join(
+      hostIndexDir(),
+      readdirSync(hostIndexDir()).find((n) => n.endsWith('.json'))!,
+    );
+    writeFileSync(entry, '{"pa');
+    const torn = await cleanup.inventory(ctx, target!);
+    expect(torn).toMatchObject({ complete: false, error: expect.stringContaining(entry) });
+    // Restored, the environment is listed and cleaned as usual.
+    rmSync(entry);
+    await executeCommand('deploy', [], { root: env.root });
+    expect((await cleanup.inventory(ctx, target!)).complete).toBe(true);
+    expect((await cleanup.verifyAndClean(ctx, target!, job(env, 'loc2'))).outcome).toBe('done');
   });
 });

@@ -12,7 +12,7 @@ import { isAlive, listDeployStates } from '../../src/plugins/exec/deploy.js';
 import { execPlugin } from '../../src/plugins/exec/index.js';
 import { localIdentity } from '../../src/state/identity.js';
 import { makeProject, removeProjects } from '../helpers/project.js';
-import { callContext, executorSettings } from './helpers.js';
+import { callContext } from './helpers.js';
 import { useTempStateDir } from '../helpers/state-dir.js';
 
 const cleanup = execPlugin.cleanup!;
@@ -47,7 +47,7 @@ spec:
 }
 
 async function pause(env: { dir: string; uid: string }, name: string) {
-  const { ctx } = callContext(executorSettings('', { kubernetes: undefined, local: { hostId } }), 'exec');
+  const { ctx } = callContext({}, { pluginName: 'exec', hostId });
   const [target] = await cleanup.targets(ctx);
   return cleanup.verifyAndClean(ctx, target!, {
     id: 'j1',

@@ -9,8 +9,10 @@ import type { CleanupJob } from '../../src/cleanup/protocol.js';
 import { PluginEventBroker } from '../../src/router/broker.js';
 import { SessionBus } from '../../src/events/bus.js';
 import type { EventType, NamespaceStatusPayload } from '../../src/events/catalog.js';
-import type { CleanupCallContext, ExecutorSettings } from '../../src/plugin/types.js';
-import type { CleanupService } from '../../src/server/cleanup/service.js';
+import type { CleanupCallContext } from '../../src/plugin/types.js';
+import { kubernetesPlugin } from '../../src/plugins/kubernetes/index.js';
+import type { ServedPlugin } from '../../src/router/cleanup.js';
+import type { CleanupSwitches } from '../../src/server/cleanup/switches.js';
 import { postEvents, type TestServer } from '../server/helpers.js';
 
 export interface SeededNamespace {
@@ -51,20 +53,24 @@ export function exists(sim: KubeSim, name: string): boolean {
   return sim.store.get('namespaces', '', name) !== undefined;
 }
 
-export function executorSettings(
-  kubeconfig: string,
-  extra: Partial<ExecutorSettings> = {},
-): ExecutorSettings {
-  return {
-    kubernetes: { kubeconfig, contexts: ['kube-sim'] },
-    protectNamespaces: [],
-    systemNamespace: 'tend-system',
-    ...extra,
-  };
+/** The kubernetes plugin's executor settings for kube-sim's contexts. */
+export function clusterSettings(kubeconfig: string, contexts = ['kube-sim']) {
+  return { kubeconfig, contexts };
 }
 
-/** A context like the executor's, recording the plugin's events. */
-export function callContext(settings: ExecutorSettings, pluginName = 'kubernetes') {
+/** What an executor of these tests serves: the kubernetes plugin for kube-sim. */
+export function servedClusters(kubeconfig: string): ServedPlugin[] {
+  return [{ plugin: kubernetesPlugin as ServedPlugin['plugin'], settings: clusterSettings(kubeconfig) }];
+}
+
+export const testProtection = { protectNamespaces: [] as string[], systemNamespace: 'tend-system' };
+
+/** A context like the router gives a cleanup call (the plugin's settings as its config), recording its events. */
+export function callContext<Settings>(
+  config: Settings,
+  o: { pluginName?: string; protectNamespaces?: string[]; hostId?: string } = {},
+) {
+  const pluginName = o.pluginName ?? 'kubernetes';
   const bus = new SessionBus();
   const events: NamespaceStatusPayload[] = [];
   bus.on('namespaceStatus', (e) => events.push(e.payload as NamespaceStatusPayload));
@@ -75,8 +81,9 @@ export function callContext(settings: ExecutorSettings, pluginName = 'kubernetes
     handler: 'cleanup.test',
   });
   const log: string[] = [];
-  const ctx: CleanupCallContext = {
-    settings,
+  const ctx: CleanupCallContext<Settings> = {
+    provider: { name: pluginName, config },
+    protection: { ...testProtection, protectNamespaces: o.protectNamespaces ?? [] },
     events: broker,
     log: {
       debug: (m) => log.push(m),
@@ -87,7 +94,7 @@ export function callContext(settings: ExecutorSettings, pluginName = 'kubernetes
     },
     signal: new AbortController().signal,
     user: 'test',
-    hostId: 'test-host',
+    hostId: o.hostId ?? 'test-host',
   };
   return { ctx, events, log };
 }
@@ -197,7 +204,7 @@ let dueBatch = 0;
  * seeded, recorded with a 1h policy, the policy enforced, and the clock moved 2h on.
  */
 export async function dueEnvironments(
-  t: { sim: KubeSim; server: TestServer; clock: TestClock; cleanup: Pick<CleanupService, 'enforce'> },
+  t: { sim: KubeSim; server: TestServer; clock: TestClock; cleanup: Pick<CleanupSwitches, 'enforce'> },
   n: number,
   prefix = 'p',
 ): Promise<SeededNamespace[]> {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { kubernetesPlugin } from '../../src/plugins/kubernetes/index.js';
 import type { CleanupTarget } from '../../src/plugin/types.js';
 import { startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
-import { callContext, executorSettings, exists, jobFor, seedNamespace } from './helpers.js';
+import { callContext, clusterSettings, exists, jobFor, seedNamespace } from './helpers.js';
 
 const cleanup = kubernetesPlugin.cleanup!;
 let handle: SimHandle;
@@ -17,33 +17,25 @@ beforeAll(async () => {
   handle = await startSim({ namespaceDeleteDelayMs: 20 });
   // The executor reads its own --kubeconfig, not KUBECONFIG.
   delete process.env.KUBECONFIG;
-  const { ctx } = callContext(executorSettings(handle.kubeconfig));
+  const { ctx } = callContext(clusterSettings(handle.kubeconfig));
   target = (await cleanup.targets(ctx))[0]!;
 });
 afterAll(() => handle.stop());
 beforeEach(() => handle.sim.faults.clear());
 
 function context() {
-  return callContext(executorSettings(handle.kubeconfig, { protectNamespaces: ['keep-*'] }));
+  return callContext(clusterSettings(handle.kubeconfig), { protectNamespaces: ['keep-*'] });
 }
 
 describe('kubernetes cleanup targets', () => {
   it('names the cluster of each context by the uid of kube-system, once per cluster', async () => {
     expect(target.targetKey).toBe(`kubernetes/${handle.sim.clusterId}`);
-    const { ctx } = callContext(
-      executorSettings(handle.kubeconfig, {
-        kubernetes: { kubeconfig: handle.kubeconfig, contexts: ['kube-sim', 'kube-sim'] },
-      }),
-    );
+    const { ctx } = callContext(clusterSettings(handle.kubeconfig, ['kube-sim', 'kube-sim']));
     expect((await cleanup.targets(ctx)).map((t) => t.targetKey)).toEqual([target.targetKey]);
   });
 
   it('fails clearly for an unknown context', async () => {
-    const { ctx } = callContext(
-      executorSettings(handle.kubeconfig, {
-        kubernetes: { kubeconfig: handle.kubeconfig, contexts: ['nope'] },
-      }),
-    );
+    const { ctx } = callContext(clusterSettings(handle.kubeconfig, ['nope']));
     await expect(cleanup.targets(ctx)).rejects.toThrow(/context "nope" not found/);
   });
 });
@@ -180,6 +172,20 @@ describe('kubernetes verifyAndClean', () => {
     expect(exists(handle.sim, 'vc-conflict')).toBe(true);
   });
 
+  it('a pause that may not list a kind fails (retried), never done with nothing paused', async () => {
+    const ns = seedNamespace(handle.sim, 'vc-pause-forbidden');
+    handle.sim.faults.add({ type: 'list-fail', status: 403, resource: 'deployments', namespace: ns.name });
+    const { ctx } = context();
+    await expect(
+      cleanup.verifyAndClean(ctx, target, jobFor(handle.sim, ns, { action: 'pause' })),
+    ).rejects.toThrow(/403|forbidden/i);
+    handle.sim.faults.clear();
+    handle.sim.faults.add({ type: 'list-fail', status: 404, resource: 'cronjobs', namespace: ns.name });
+    await expect(
+      cleanup.verifyAndClean(ctx, target, jobFor(handle.sim, ns, { action: 'resume' })),
+    ).rejects.toThrow();
+  });
+
   it('retries through a 429 storm and deletes once', async () => {
     const ns = seedNamespace(handle.sim, 'vc-storm');
     const id = handle.sim.faults.add({
@@ -212,5 +218,38 @@ describe('kubernetes verifyAndClean', () => {
     const job = jobFor(handle.sim, ns, { target: { kind: 'kubernetes', clusterId: 'elsewhere' } });
     expect((await cleanup.verifyAndClean(ctx, target, job)).outcome).toBe('cancelled');
     expect(exists(handle.sim, 'vc-other-cluster')).toBe(true);
+  });
+});
+
+describe('kubernetes verifyAndClean, when the answer to its DELETE is lost', () => {
+  it('reads again: the 409 of its retry (the namespace terminating) is its deletion, reported done', async () => {
+    // Namespaces take a while to go here, so the retried DELETE meets the terminating namespace
+    // (another resourceVersion: 409) rather than nothing (404).
+    const slow = await startSim({ namespaceDeleteDelayMs: 1500 });
+    try {
+      const { ctx: targetsCtx } = callContext(clusterSettings(slow.kubeconfig));
+      const slowTarget = (await cleanup.targets(targetsCtx))[0]!;
+      const ns = seedNamespace(slow.sim, 'vc-lost-answer');
+      const lost = slow.sim.faults.add({
+        type: 'drop-response',
+        verb: 'delete',
+        resource: 'namespaces',
+        times: 1,
+      });
+      const { ctx, events } = callContext(clusterSettings(slow.kubeconfig));
+      const result = await cleanup.verifyAndClean(ctx, slowTarget, jobFor(slow.sim, ns));
+      expect(slow.sim.faults.fired(lost)).toBe(1);
+      const deletes = slow.sim.requests.list().filter((r) => r.verb === 'delete' && r.namespace === ns.name);
+      expect(deletes.map((r) => r.status)).toEqual([undefined, 409]);
+      expect(result).toEqual({ outcome: 'done', message: 'deleted namespace vc-lost-answer' });
+      expect(exists(slow.sim, 'vc-lost-answer')).toBe(false);
+      expect(events.map((e) => `${e.state}/${e.cause}`)).toEqual([
+        'ready/observed',
+        'terminating/deleted',
+        'missing/deleted',
+      ]);
+    } finally {
+      await slow.stop();
+    }
   });
 });

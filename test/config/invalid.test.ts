@@ -149,6 +149,22 @@ const cases: Case[] = [
     code: 'TEND_CONFIG_INVALID',
   },
   {
+    name: 'a cleanup duration over 365 days',
+    files: {
+      'tend.yml': yaml`
+        kind: Project
+        name: shop
+        environments:
+          - name: dev
+            cleanup: { afterInactivity: 366d }
+      `,
+    },
+    error:
+      'tend.yml:5:33: invalid value for environments[0].cleanup.afterInactivity: expected a duration of at most 365 days: a whole ' +
+      'number followed by m, h or d (e.g. 30m, 8h, 3d), got "366d"',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
     name: 'bad cleanup duration',
     files: {
       'tend.yml': yaml`
@@ -160,7 +176,7 @@ const cases: Case[] = [
       `,
     },
     error:
-      'tend.yml:5:33: invalid value for environments[0].cleanup.afterInactivity: expected a duration: a whole ' +
+      'tend.yml:5:33: invalid value for environments[0].cleanup.afterInactivity: expected a duration of at most 365 days: a whole ' +
       'number followed by m, h or d (e.g. 30m, 8h, 3d), got "8 hours"',
     code: 'TEND_CONFIG_INVALID',
   },
@@ -200,7 +216,7 @@ const cases: Case[] = [
       `,
     },
     error:
-      'tend.yml:12:19: unknown time zone "Europe/Berlln"; expected an IANA time zone name such as Europe/Berlin or America/New_York',
+      'tend.yml:12:19: invalid value for environments[0].cleanup.schedule.timeZone: expected an IANA time zone name such as Europe/Berlin or America/New_York, got "Europe/Berlln"',
     code: 'TEND_CONFIG_INVALID',
   },
   {
@@ -222,7 +238,7 @@ const cases: Case[] = [
       `,
     },
     error:
-      'tend.yml:12:19: unknown time zone "UTC+2"; expected an IANA time zone name such as Europe/Berlin or America/New_York',
+      'tend.yml:12:19: invalid value for environments[0].cleanup.schedule.timeZone: expected an IANA time zone name such as Europe/Berlin or America/New_York, got "UTC+2"',
     code: 'TEND_CONFIG_INVALID',
   },
   {
@@ -244,7 +260,7 @@ const cases: Case[] = [
       `,
     },
     error:
-      'tend.yml:12:19: unknown time zone "europe/berlin"; expected an IANA time zone name such as Europe/Berlin or America/New_York (did you mean Europe/Berlin?)',
+      'tend.yml:12:19: invalid value for environments[0].cleanup.schedule.timeZone: expected an IANA time zone name such as Europe/Berlin or America/New_York, got "europe/berlin" (did you mean Europe/Berlin?)',
     code: 'TEND_CONFIG_INVALID',
   },
   {
@@ -348,7 +364,7 @@ const cases: Case[] = [
       `,
     },
     error:
-      'tend.yml:5:49: invalid value for environments[0].cleanup.warnBefore: expected a duration: a whole ' +
+      'tend.yml:5:49: invalid value for environments[0].cleanup.warnBefore: expected a duration of at most 365 days: a whole ' +
       'number followed by m, h or d (e.g. 30m, 8h, 3d), got "soon"',
     code: 'TEND_CONFIG_INVALID',
   },
@@ -366,7 +382,7 @@ const cases: Case[] = [
       `,
     },
     error:
-      'tend.yml:7:19: invalid value for environments[0].cleanup.afterClose: expected a duration: a whole ' +
+      'tend.yml:7:19: invalid value for environments[0].cleanup.afterClose: expected a duration of at most 365 days: a whole ' +
       'number followed by m, h or d (e.g. 30m, 8h, 3d), got "-1h"',
     code: 'TEND_CONFIG_INVALID',
   },

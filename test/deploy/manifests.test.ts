@@ -20,7 +20,7 @@ import type { KObject } from '../../tools/kube-sim/src/index.js';
 import {
   callContext,
   dueEnvironments,
-  executorSettings,
+  clusterSettings,
   jobFor,
   seedNamespace,
   testClock,
@@ -228,7 +228,7 @@ describe("the agent's ServiceAccount", () => {
 
     // Pause and resume, as the executor's plugin handler does them with these credentials.
     const cleanup = kubernetesPlugin.cleanup!;
-    const { ctx } = callContext(executorSettings(kubeconfig));
+    const { ctx } = callContext(clusterSettings(kubeconfig));
     const [target] = await cleanup.targets(ctx);
     const ns = seedNamespace(handle.sim, 'rbac-shop');
     const labels = { 'app.kubernetes.io/managed-by': 'tend' };
@@ -274,7 +274,7 @@ describe("the agent's ServiceAccount", () => {
       const tokenFile = path.join(scratch, 'agent-token');
       writeFileSync(tokenFile, server.tokens.agent, { mode: 0o600 });
       const [due] = await dueEnvironments(
-        { sim: handle.sim, server, clock, cleanup: server.app.cleanup },
+        { sim: handle.sim, server, clock, cleanup: server.app.cleanup.switches },
         1,
         'rbac',
       );
@@ -297,7 +297,7 @@ describe("the agent's ServiceAccount", () => {
         );
       const first = await agent();
       expect(first.code, first.stderr).toBe(0);
-      expect((await server.app.cleanup.planningPass())?.planned).toBe(1);
+      expect((await server.app.cleanup.pass.run())?.planned).toBe(1);
       const second = await agent();
       expect(second.code, second.stderr).toBe(0);
       expect(

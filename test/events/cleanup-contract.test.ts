@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openProject, startSession } from '../../src/commands/context.js';
 import type { NamespaceStatusPayload } from '../../src/events/catalog.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';
-import type { CleanupTarget, ExecutorSettings } from '../../src/plugin/types.js';
+import type { CleanupTarget } from '../../src/plugin/types.js';
+import { executorTargetOf, targetKey as targetKeyOf } from '../../src/cleanup/targets.js';
 import { makeProject, removeProjects } from '../helpers/project.js';
 import { callContext } from '../cleanup/helpers.js';
 import { useTempStateDir } from '../helpers/state-dir.js';
@@ -34,17 +35,6 @@ async function prepared(fixture: PluginFixture, pluginName: string): Promise<Nam
   for (const p of router.providers) await router.callProvider(p, 'prepareEnvironment');
   await close({});
   return seen.find((e) => e.pluginName === pluginName && e.role === 'app' && e.state === 'ready')!;
-}
-
-function settingsFor(recorded: NamespaceStatusPayload): ExecutorSettings {
-  const t = recorded.target;
-  return {
-    ...(t.kind === 'kubernetes'
-      ? { kubernetes: { contexts: [t.context] } }
-      : { local: { hostId: t.hostId } }),
-    protectNamespaces: [],
-    systemNamespace: 'tend-system',
-  };
 }
 
 it('covers every plugin with a cleanup part', () => {
@@ -75,11 +65,15 @@ describe.each(withCleanup.map((plugin) => ({ plugin, name: plugin.name })))(
       const recorded = await prepared(fixtures.default!, plugin.name);
       expect(recorded.namespaceUid).toBeTruthy();
       const cleanup = plugin.cleanup!;
-      const { ctx, events } = callContext(settingsFor(recorded), plugin.name);
-      const targetKey =
-        recorded.target.kind === 'kubernetes'
-          ? `kubernetes/${recorded.target.clusterId}`
-          : `local/${recorded.target.hostId}`;
+      const { flags, hostId } = contract.executor!(recorded);
+      const settings = cleanup.settingsFromFlags!(flags);
+      const { ctx, events } = callContext(settings, {
+        pluginName: plugin.name,
+        ...(hostId ? { hostId } : {}),
+      });
+      // The executor's target of the recorded resource, whatever the plugin: the first two parts of its key.
+      const targetKey = executorTargetOf(targetKeyOf(recorded.target));
+      expect(targetKey.split('/')[0]).toBe(cleanup.targetKind);
       const target = (await cleanup.targets(ctx)).find((t: CleanupTarget) => t.targetKey === targetKey)!;
       expect(target).toMatchObject({ targetKey, pluginName: plugin.name });
 

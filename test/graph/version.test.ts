@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { actionVersions, openProject } from '../../src/commands/context.js';
 import { ActionGraph } from '../../src/graph/graph.js';
-import { stableStringify } from '../../src/graph/version.js';
+import { stableStringify } from '../../src/stable-json.js';
 import { clearSourceCache } from '../../src/graph/sources.js';
 import { makeProject, removeProjects } from '../helpers/project.js';
 

@@ -1,9 +1,10 @@
 /**
- * Where exec commands are started (src/plugins/exec/spawner.ts): the same semantics from a Python
- * spawn helper, a Node one, and tend's own process — environment, cwd, process groups, exit codes and signals,
- * `::output` lines, stdout/stderr lines (NUL bytes, invalid UTF-8, no final newline, large
- * output), command not found, timeouts, SIGTERM then SIGKILL — plus what only a helper has: it
- * killed under running commands, many commands at once, and no helper outliving tend.
+ * Where exec commands are started (src/plugins/exec/spawner.ts): the same semantics from a Node
+ * spawn helper (the default), a Python one (TEND_EXEC_PYTHON) and tend's own process —
+ * environment, cwd, process groups, exit codes and signals, `::output` lines, stdout/stderr lines
+ * (NUL bytes, invalid UTF-8, no final newline, large output), command not found, timeouts,
+ * SIGTERM then SIGKILL, many commands at once — plus what only a helper has: it killed under
+ * running commands, no helper outliving tend, and a helper finding tend gone when it gets ready.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
@@ -14,7 +15,7 @@ import { TendError } from '../../src/errors.js';
 import type { PluginLog } from '../../src/plugin/types.js';
 import { runCommand, type CommandResult } from '../../src/plugins/exec/process.js';
 import { pythonHelperArgument, pythonHelperSource } from '../../src/plugins/exec/python-spawn-helper.js';
-import { FrameType } from '../../src/plugins/exec/spawn-helper.js';
+import { encodeSpawn, FrameType, frameHeader, helperSource } from '../../src/plugins/exec/spawn-helper.js';
 import { makeProject, removeProjects, startTend, waitFor } from '../helpers/project.js';
 import { never, parentOfCommand, programOf } from './exec-helpers.js';
 
@@ -61,19 +62,26 @@ function alive(pid: number): boolean {
   }
 }
 
-const previous = { helpers: process.env.TEND_EXEC_HELPERS, helper: process.env.TEND_EXEC_HELPER };
+const previous = { helpers: process.env.TEND_EXEC_HELPERS, python: process.env.TEND_EXEC_PYTHON };
 afterAll(() => {
   if (previous.helpers === undefined) delete process.env.TEND_EXEC_HELPERS;
   else process.env.TEND_EXEC_HELPERS = previous.helpers;
-  if (previous.helper === undefined) delete process.env.TEND_EXEC_HELPER;
-  else process.env.TEND_EXEC_HELPER = previous.helper;
+  if (previous.python === undefined) delete process.env.TEND_EXEC_PYTHON;
+  else process.env.TEND_EXEC_PYTHON = previous.python;
   removeProjects();
 });
 
-/** Helpers of `kind` from now on; waits until one of them runs a command (they start on demand). */
+/** The Python a Python spawn helper runs with in these tests. */
+const python = '/usr/bin/python3';
+
+/**
+ * Helpers of `kind` from now on (Node's unless TEND_EXEC_PYTHON is set); waits until one of them
+ * runs a command (they start on demand).
+ */
 async function useHelpers(kind: 'python' | 'node', count: string): Promise<number> {
   process.env.TEND_EXEC_HELPERS = count;
-  process.env.TEND_EXEC_HELPER = kind;
+  if (kind === 'python') process.env.TEND_EXEC_PYTHON = python;
+  else delete process.env.TEND_EXEC_PYTHON;
   const program = kind === 'python' ? 'python3' : 'node';
   return waitFor(async () => {
     const parent = await parentOfCommand();
@@ -81,11 +89,15 @@ async function useHelpers(kind: 'python' | 'node', count: string): Promise<numbe
   }, `a ${kind} spawn helper to run a command`);
 }
 
-const helperKinds = [{ kind: 'python' as const }, { kind: 'node' as const }];
+const helperKinds = [{ kind: 'node' as const }, { kind: 'python' as const }];
 
 describe.each([
-  { mode: 'a Python spawn helper', helpers: '2', kind: 'python' as const },
-  { mode: 'a Node spawn helper', helpers: '2', kind: 'node' as const },
+  {
+    mode: 'a Node spawn helper (the default, though a Python runs here)',
+    helpers: '2',
+    kind: 'node' as const,
+  },
+  { mode: 'a Python spawn helper (TEND_EXEC_PYTHON)', helpers: '2', kind: 'python' as const },
   { mode: 'tend itself (TEND_EXEC_HELPERS=0)', helpers: '0', kind: undefined },
 ])('commands started by $mode', ({ helpers, kind }) => {
   beforeAll(async () => {
@@ -396,7 +408,7 @@ describe.each(helperKinds)('a $kind spawn helper that dies', ({ kind }) => {
 });
 
 describe.each(helperKinds)('no $kind spawn helper outlives tend', ({ kind }) => {
-  const env = { TEND_EXEC_HELPER: kind };
+  const env = { TEND_EXEC_PYTHON: kind === 'python' ? python : '' };
   const program = kind === 'python' ? 'python3' : 'node';
   // A chain of builds, started by spawn helpers.
   // The last one ignores SIGTERM (from before it says it started) and never ends: only SIGKILL
@@ -466,6 +478,34 @@ ${builds.join('---\n')}`;
   });
 });
 
+describe('the Node spawn helper', () => {
+  it('finding tend gone when it gets ready: exits without a word or a request read', async () => {
+    const dir = makeProject({});
+    const ran = path.join(dir, 'ran.txt');
+    // The helper starts once the shell has read the gate line; by then its stdout's reader is closed.
+    const helper = spawn(
+      '/bin/sh',
+      ['-c', 'read gate && exec "$0" -e "$1"', process.execPath, helperSource],
+      {
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
+    let stderr = '';
+    helper.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => helper.once('close', resolve));
+    await new Promise((resolve) => helper.stdout.once('close', resolve).destroy());
+    const request = encodeSpawn({ file: '/bin/sh', cwd: dir, args: ['-c', `echo ran > '${ran}'`], env: {} });
+    // The gate, then a request; stdin stays open (its end alone would stop the helper).
+    helper.stdin.write(
+      Buffer.concat([Buffer.from('go\n'), frameHeader(FrameType.spawn, 1, request.length), request]),
+    );
+    expect(await exited).toBe(0);
+    expect(stderr).toBe('');
+    expect(existsSync(ran)).toBe(false);
+    helper.stdin.destroy();
+  });
+});
+
 describe('the Python spawn helper', () => {
   it('finding tend gone when it gets ready (Ctrl-C twice meanwhile): exits without a word or a request read', async () => {
     // A Python that waits for a gate before it starts: the helper gets ready only after tend is gone.
@@ -475,15 +515,15 @@ describe('the Python spawn helper', () => {
         'providers: [{ name: exec }]\n---\nkind: Build\ntype: exec\nname: only\nexclude: [ran.txt]\n' +
         'spec: { command: [sh, -c, "echo ran > ran.txt"] }\n',
     });
-    const python = path.join(root, 'gated-python');
+    const gatedPython = path.join(root, 'gated-python');
     writeFileSync(
-      python,
-      `#!/bin/sh\necho $$ > '${root}/helper.pid'\nwhile [ ! -e '${root}/gate' ]; do sleep 0.01; done\nexec /usr/bin/python3 "$@"\n`,
+      gatedPython,
+      `#!/bin/sh\necho $$ > '${root}/helper.pid'\nwhile [ ! -e '${root}/gate' ]; do sleep 0.01; done\nexec ${python} "$@"\n`,
     );
-    chmodSync(python, 0o755);
+    chmodSync(gatedPython, 0o755);
     const tend = startTend(['build'], {
       cwd: root,
-      env: { TEND_EXEC_HELPER: 'python', TEND_EXEC_PYTHON: python, TEND_EXEC_HELPERS: '1' },
+      env: { TEND_EXEC_PYTHON: gatedPython, TEND_EXEC_HELPERS: '1' },
     });
     const pidFile = path.join(root, 'helper.pid');
     const helper = await waitFor(
@@ -507,7 +547,7 @@ describe('the Python spawn helper', () => {
   it('starts on modules that load fast: no json, re, enum, selectors or collections before it is ready', async () => {
     // -X importtime lists on stderr every module imported, as "import time: self | total | name".
     const helper = spawn(
-      '/usr/bin/python3',
+      python,
       ['-X', 'importtime', '-I', '-S', '-c', pythonHelperSource, pythonHelperArgument],
       {
         stdio: ['pipe', 'pipe', 'pipe'],

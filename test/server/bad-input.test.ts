@@ -136,6 +136,39 @@ describe.each(dialects)('input the server cannot store, on %s', (dialect) => {
     expect(ok.statusCode, ok.body).toBe(200);
   });
 
+  it.each([
+    [
+      'a wait over 365 days',
+      { afterInactivity: '999999999999999d', action: 'delete' },
+      '/payload/cleanupPolicy/afterInactivity',
+    ],
+    ['366 days', { afterInactivity: '366d', action: 'delete' }, '/payload/cleanupPolicy/afterInactivity'],
+    [
+      'a warning 400 days ahead',
+      { afterInactivity: '8h', action: 'delete', warnBefore: '400d' },
+      '/payload/cleanupPolicy/warnBefore',
+    ],
+    [
+      'a time zone that does not exist',
+      {
+        afterInactivity: '8h',
+        action: 'pause',
+        schedule: { sleepAt: '20:00', wakeAt: '08:00', weekdays: ['mon'], timeZone: 'Not/AZone' },
+      },
+      '/payload/cleanupPolicy/schedule/timeZone',
+    ],
+  ])('refuses a poison policy: %s', async (_what, policy, path) => {
+    await expectRefused(
+      (a) => {
+        const e = a.started();
+        (e.payload as { cleanupPolicy?: unknown }).cleanupPolicy = policy;
+        return e;
+      },
+      path,
+      /format|match|length/,
+    );
+  });
+
   it('refuses timestamps that are no real moment', async () => {
     for (const timestamp of [
       '2026-13-45T99:99:99Z',
@@ -196,7 +229,7 @@ describe.each(dialects)('input the server cannot store, on %s', (dialect) => {
     const dashboard = await s.app.inject({ method: 'GET', url: '/?project=%00' });
     expect(dashboard.statusCode).toBe(400);
     // Values it can take still work.
-    expect((await getJson(s, '/api/v1/environments?staleSince=36500d&limit=500')).status).toBe(200);
+    expect((await getJson(s, '/api/v1/environments?staleSince=365d&limit=500')).status).toBe(200);
     expect((await getJson(s, `/api/v1/environments/${envId}`)).status).toBe(200);
   });
 });

@@ -57,7 +57,7 @@ describe('dashboard in Chromium', () => {
         annotations: { 'tend.dev/project': 'shop', 'tend.dev/environment': 'dev' },
       })),
     });
-    await s.app.cleanup.planningPass();
+    await s.app.cleanup.pass.run();
     browser = await chromium.launch({
       executablePath: '/usr/bin/chromium',
       args: [

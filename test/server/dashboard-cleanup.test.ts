@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dialects } from './helpers.js';
+import { postLogin } from './helpers.js';
 import { cleanupFixture, target, type CleanupFixture } from './cleanup/fixture.js';
 
 const hour = 3_600_000;
@@ -19,7 +20,7 @@ describe.each(dialects)('dashboard cleanup on %s', (dialect) => {
   let shop: { id: string; namespace: string };
 
   const login = async (token: string) => {
-    const res = await f.server.app.inject({ method: 'POST', url: '/login', payload: { token, next: '/' } });
+    const res = await postLogin(f.server.app, { token, next: '/' });
     const cookie = res.cookies.find((c) => c.name === 'tend_session');
     return `tend_session=${cookie!.value}`;
   };
@@ -66,7 +67,7 @@ describe.each(dialects)('dashboard cleanup on %s', (dialect) => {
     shop = await f.environment({ user: 'bob', policy: null });
     f.advance(9 * hour);
     await reportAll();
-    await f.server.app.cleanup.planningPass();
+    await f.server.app.cleanup.pass.run();
   });
   afterAll(async () => f?.close());
 
@@ -153,7 +154,7 @@ describe.each(dialects)('dashboard cleanup on %s', (dialect) => {
     ]);
 
     await reportAll();
-    await f.server.app.cleanup.planningPass();
+    await f.server.app.cleanup.pass.run();
     const after = await page('/cleanup', admin);
     expectEscaped(after.body);
     expect(after.body).toContain('badge mode-enforced');
@@ -175,7 +176,7 @@ describe.each(dialects)('dashboard cleanup on %s', (dialect) => {
   });
 
   it('resets an open breaker (admin)', async () => {
-    await f.server.app.cleanup.repository.openBreakers(
+    await f.server.app.cleanup.control.openBreakers(
       [{ project: 'shop', dueCount: 3, activeCount: 4 }],
       'planner',
       f.now(),

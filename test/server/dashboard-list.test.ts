@@ -19,6 +19,7 @@ import {
   session,
   type TestServer,
 } from './helpers.js';
+import { postLogin } from './helpers.js';
 
 const day = 86_400_000;
 let clock: Date;
@@ -55,7 +56,7 @@ describe.each(dialects)('dashboard list on %s', (dialect) => {
   afterAll(async () => s.close());
 
   const login = async (token = s.tokens.admin) => {
-    const res = await s.app.inject({ method: 'POST', url: '/login', payload: { token, next: '/' } });
+    const res = await postLogin(s.app, { token, next: '/' });
     const cookie = res.cookies.find((c) => c.name === 'tend_session')!;
     return `tend_session=${cookie.value}`;
   };

@@ -8,6 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dialects } from './helpers.js';
+import { postLogin } from './helpers.js';
 import { cleanupFixture, type CleanupFixture } from './cleanup/fixture.js';
 
 describe.each(dialects)('dashboard warnings and deliveries on %s', (dialect) => {
@@ -17,7 +18,7 @@ describe.each(dialects)('dashboard warnings and deliveries on %s', (dialect) => 
   let base: string;
 
   const login = async (token: string) => {
-    const res = await f.server.app.inject({ method: 'POST', url: '/login', payload: { token, next: '/' } });
+    const res = await postLogin(f.server.app, { token, next: '/' });
     return `tend_session=${res.cookies.find((c) => c.name === 'tend_session')!.value}`;
   };
   const page = async (url: string) =>
@@ -40,7 +41,7 @@ describe.each(dialects)('dashboard warnings and deliveries on %s', (dialect) => 
     );
     f.advance(7.5 * 3_600_000);
     await f.report('e1', [f.item(env.namespace, 'uid-alice')]);
-    await f.server.app.cleanup.planningPass();
+    await f.server.app.cleanup.pass.run();
     await f.server.app.notifications.pass();
   }, 60_000);
   afterAll(async () => {

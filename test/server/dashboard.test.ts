@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
 import { countRows, createTestServer, dialects, postEvents, session, type TestServer } from './helpers.js';
+import { postLogin } from './helpers.js';
 
 const hostile = {
   project: '<script>alert("p")</script>',
@@ -21,7 +22,7 @@ describe.each(dialects)('dashboard on %s', (dialect) => {
   afterAll(async () => s.close());
 
   const login = async (token: string) => {
-    const res = await s.app.inject({ method: 'POST', url: '/login', payload: { token, next: '/' } });
+    const res = await postLogin(s.app, { token, next: '/' });
     const cookie = res.cookies.find((c) => c.name === 'tend_session');
     return { res, cookie: cookie ? `tend_session=${cookie.value}` : undefined, raw: cookie };
   };
@@ -55,12 +56,40 @@ describe.each(dialects)('dashboard on %s', (dialect) => {
     expect(String(res.headers['set-cookie'])).not.toContain(s.tokens.read);
   });
 
-  it('never redirects to another site after login', async () => {
-    const res = await s.app.inject({
+  it('refuses a login form posted without its CSRF value, or from another site (login CSRF), and logs no one in', async () => {
+    const sessions = () => countRows(s.database.db, 'dashboard_sessions');
+    const before = await sessions();
+    // Another site's form: no cookie of ours, or one without the matching value.
+    const bare = await s.app.inject({
       method: 'POST',
       url: '/login',
-      payload: { token: s.tokens.read, next: '//evil.example/' },
+      payload: { token: s.tokens.read, next: '/' },
     });
+    expect(bare.statusCode).toBe(403);
+    expect(bare.body).toContain('sent from another site');
+    const wrong = await postLogin(s.app, { token: s.tokens.read, next: '/', _csrf: 'x'.repeat(32) });
+    expect(wrong.statusCode).toBe(403);
+    expect(wrong.cookies.find((c) => c.name === 'tend_session')).toBeUndefined();
+    expect(await sessions()).toBe(before);
+    // The cookie is this site's only, and never readable by scripts.
+    const form = await s.app.inject({ method: 'GET', url: '/login' });
+    expect(form.cookies.find((c) => c.name === 'tend_login_csrf')).toMatchObject({
+      httpOnly: true,
+      sameSite: 'Strict',
+      path: '/login',
+    });
+    // The refusal page carries a fresh form that works.
+    const retry = await s.app.inject({
+      method: 'POST',
+      url: '/login',
+      headers: { cookie: `tend_login_csrf=${bare.cookies.find((c) => c.name === 'tend_login_csrf')!.value}` },
+      payload: { token: s.tokens.read, next: '/', _csrf: csrfOf(bare.body) },
+    });
+    expect(retry.statusCode).toBe(303);
+  });
+
+  it('never redirects to another site after login', async () => {
+    const res = await postLogin(s.app, { token: s.tokens.read, next: '//evil.example/' });
     expect(res.headers.location).toBe('/');
   });
 
@@ -77,21 +106,22 @@ describe.each(dialects)('dashboard on %s', (dialect) => {
       '/ok\u0000',
       'https://evil.example/',
     ]) {
-      const res = await s.app.inject({
-        method: 'POST',
-        url: '/login',
-        payload: { token: s.tokens.read, next },
-      });
+      const res = await postLogin(s.app, { token: s.tokens.read, next });
       const expected = next === '/%09/evil.example' ? next : '/';
       expect(res.statusCode, JSON.stringify(next)).toBe(303);
       expect(res.headers.location, JSON.stringify(next)).toBe(expected);
     }
     // As a browser posts the login form: the tab arrives percent-encoded.
+    const loginForm = await s.app.inject({ method: 'GET', url: '/login' });
+    const loginCsrf = loginForm.cookies.find((c) => c.name === 'tend_login_csrf')!.value;
     const posted = await s.app.inject({
       method: 'POST',
       url: '/login',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: `token=${encodeURIComponent(s.tokens.read)}&next=/%09/evil.example`,
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        cookie: `tend_login_csrf=${loginCsrf}`,
+      },
+      payload: `token=${encodeURIComponent(s.tokens.read)}&next=/%09/evil.example&_csrf=${csrfOf(loginForm.body)}`,
     });
     expect(posted.statusCode).toBe(303);
     expect(posted.headers.location).toBe('/');
@@ -107,7 +137,7 @@ describe.each(dialects)('dashboard on %s', (dialect) => {
     const before = await sessions();
     for (const next of ['/\r\nx: y', '/caf\u00e9', '/\t/evil.example']) {
       for (const token of ['tend_nope', s.tokens.ingest, s.tokens.revoked]) {
-        const res = await s.app.inject({ method: 'POST', url: '/login', payload: { token, next } });
+        const res = await postLogin(s.app, { token, next });
         expect([401, 403]).toContain(res.statusCode);
         expect(res.cookies.find((c) => c.name === 'tend_session')).toBeUndefined();
       }

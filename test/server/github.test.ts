@@ -5,6 +5,7 @@
  * and every check of it (the breaker included); reopened, not due. Forged and replayed signatures
  * are 401 and change nothing; unknown repositories are ignored; huge bodies are 413.
  */
+import { createHmac } from 'node:crypto';
 import { sign } from '@octokit/webhooks-methods';
 import examples from '@octokit/webhooks-examples';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,18 +26,29 @@ let deliveries = 0;
 async function deliver(
   f: CleanupFixture,
   payload: unknown,
-  options: { secret?: string; deliveryId?: string; event?: string; signature?: string; body?: string } = {},
+  options: {
+    secret?: string;
+    deliveryId?: string;
+    event?: string;
+    signature?: string;
+    body?: string;
+    contentType?: string;
+  } = {},
 ) {
   const body = options.body ?? JSON.stringify(payload);
   const res = await f.server.app.inject({
     method: 'POST',
     url: '/api/v1/integrations/github',
     headers: {
-      'content-type': 'application/json',
+      'content-type': options.contentType ?? 'application/json',
       'x-github-event': options.event ?? 'pull_request',
       'x-github-delivery':
         options.deliveryId ?? `d0c0ffee-0000-4000-8000-${String(++deliveries).padStart(12, '0')}`,
-      'x-hub-signature-256': options.signature ?? (await sign(options.secret ?? secret, body)),
+      'x-hub-signature-256':
+        options.signature ??
+        `sha256=${createHmac('sha256', options.secret ?? secret)
+          .update(body)
+          .digest('hex')}`,
     },
     payload: body,
   });
@@ -49,7 +61,7 @@ describe.each(dialects)('GitHub pull_request webhooks (%s)', (dialect) => {
   let plain: { id: string };
 
   const decisionOf = async (environmentId: string) => {
-    const plan = await f.call('GET', '/api/v1/cleanup/plan?within=3650d&limit=500');
+    const plan = await f.call('GET', '/api/v1/cleanup/plan?within=365d&limit=500');
     return (
       plan.body.items as { environmentId: string; kind: string; sentence: string; jobId: string | null }[]
     ).find((d) => d.environmentId === environmentId)!;
@@ -60,7 +72,7 @@ describe.each(dialects)('GitHub pull_request webhooks (%s)', (dialect) => {
       f.item('shop-bob', 'uid-bob'),
       f.item('shop-carol', 'uid-carol'),
     ]);
-    await f.server.app.cleanup.planningPass();
+    await f.server.app.cleanup.pass.run();
   };
   const state = () =>
     f.server.database.db
@@ -178,6 +190,37 @@ describe.each(dialects)('GitHub pull_request webhooks (%s)', (dialect) => {
     expect(await state()).toEqual(before);
   });
 
+  it('an empty or form-encoded body with a good signature is a 400 naming the problem, never a 500', async () => {
+    const before = await state();
+    const empty = await deliver(f, undefined, { body: '' });
+    expect(empty.status).toBe(400);
+    expect(empty.body).toMatchObject({ error: { message: expect.stringMatching(/empty/) } });
+    const form = await deliver(f, undefined, {
+      body: `payload=${encodeURIComponent(JSON.stringify(example('closed', 0)))}`,
+      contentType: 'application/x-www-form-urlencoded',
+    });
+    expect(form.status).toBe(400);
+    expect(form.body).toMatchObject({ error: { message: expect.stringMatching(/application\/json/) } });
+    expect(await state()).toEqual(before);
+  });
+
+  it('a replayed ignored delivery is refused too: every delivery id is remembered', async () => {
+    const before = await state();
+    const other = example('closed', 1);
+    other.repository.full_name = 'someone/else-again';
+    const first = await deliver(f, other, { deliveryId: 'ignored-delivery-1' });
+    expect(first.status).toBe(202);
+    expect((await deliver(f, other, { deliveryId: 'ignored-delivery-1' })).status).toBe(401);
+    const ping = await deliver(f, { zen: 'replayed ping' }, { event: 'ping', deliveryId: 'ping-delivery-1' });
+    expect(ping.status).toBe(200);
+    expect(
+      (await deliver(f, { zen: 'replayed ping' }, { event: 'ping', deliveryId: 'ping-delivery-1' })).status,
+    ).toBe(401);
+    // The same signed body under a new id is a replay as well.
+    expect((await deliver(f, other, { deliveryId: 'ignored-delivery-2' })).status).toBe(401);
+    expect(await state()).toEqual(before);
+  });
+
   it('huge bodies are 413 before anything is verified', async () => {
     const huge = { ...example('closed', 1), padding: 'x'.repeat(2 * 1024 * 1024) };
     const res = await deliver(f, huge);
@@ -215,8 +258,8 @@ describe.each(dialects)('GitHub pull_request webhooks (%s)', (dialect) => {
         expect(res.body).toMatchObject({ state: 'merged', environments: 1 });
       }
       await report();
-      await g.server.app.cleanup.planningPass();
-      let plan = await g.call('GET', '/api/v1/cleanup/plan?within=3650d');
+      await g.server.app.cleanup.pass.run();
+      let plan = await g.call('GET', '/api/v1/cleanup/plan?within=365d');
       // afterClose 30m: scheduled, and inside the default 1h warning period.
       expect(plan.body.items.map((d: { kind: string; warning: boolean }) => [d.kind, d.warning])).toEqual([
         ['scheduled', true],
@@ -225,8 +268,8 @@ describe.each(dialects)('GitHub pull_request webhooks (%s)', (dialect) => {
       ]);
       g.advance(31 * 60_000);
       await report();
-      await g.server.app.cleanup.planningPass();
-      plan = await g.call('GET', '/api/v1/cleanup/plan?within=3650d');
+      await g.server.app.cleanup.pass.run();
+      plan = await g.call('GET', '/api/v1/cleanup/plan?within=365d');
       expect(plan.body.items.map((d: { reason: string }) => d.reason)).toEqual([
         'breaker-open',
         'breaker-open',

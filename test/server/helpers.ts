@@ -10,7 +10,8 @@ import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { monotonicFactory } from 'ulidx';
-import type { CleanupPolicy, PullRequestRef, TendEvent } from '../../src/events/catalog.js';
+import type { CleanupPolicy } from '../../src/cleanup/policy.js';
+import type { PullRequestRef, TendEvent } from '../../src/events/catalog.js';
 import { buildServer, type BuildServerOptions } from '../../src/server/app.js';
 import type { App } from '../../src/server/services.js';
 import { migrateToLatest, openDatabase, type ServerDatabase } from '../../src/server/db/database.js';
@@ -216,4 +217,20 @@ export async function countRows(db: Kysely<Database>, table: keyof Database): Pr
     .select((eb) => eb.fn.countAll().as('n'))
     .executeTakeFirstOrThrow();
   return Number(row.n);
+}
+
+/**
+ * Posts the dashboard's login form as a browser does: its page first (the CSRF cookie and the
+ * same value in the form), then the form with both. `payload` may override `_csrf`.
+ */
+export async function postLogin(app: App, payload: { token?: string; next?: string; _csrf?: string }) {
+  const form = await app.inject({ method: 'GET', url: '/login' });
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(form.body)?.[1] ?? '';
+  const cookie = form.cookies.find((c) => c.name === 'tend_login_csrf')!;
+  return app.inject({
+    method: 'POST',
+    url: '/login',
+    headers: { cookie: `tend_login_csrf=${cookie.value}` },
+    payload: { _csrf: csrf, ...payload },
+  });
 }

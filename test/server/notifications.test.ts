@@ -85,7 +85,7 @@ describe.each(dialects)('webhook notifications (%s)', (dialect) => {
       f.item(env.namespace, 'uid-alice'),
       f.item('other-bob', 'uid-bob', {}, 'other'),
     ]);
-    await f.server.app.cleanup.planningPass();
+    await f.server.app.cleanup.pass.run();
   };
 
   beforeAll(async () => {

@@ -4,7 +4,7 @@
  * every streamed event exactly once, and the outbox is empty afterwards.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import type { EnvironmentView, ResourceView, SessionView } from '../../src/server/schemas.js';
+import type { EnvironmentView, ResourceView, SessionView } from '../../src/api/views.js';
 import { copyExample, removeProjects, runTend } from '../helpers/project.js';
 import {
   freePort,

@@ -9,7 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { monotonicFactory } from 'ulidx';
 import { afterEach, describe, expect, it } from 'vitest';
-import { countOutbox, OutboxStreamer } from '../../src/stream/streamer.js';
+import { countOutbox } from '../../src/outbox/read.js';
+import { OutboxStreamer } from '../../src/stream/streamer.js';
 import { freePort, makeProject, removeProjects, runTend, waitFor } from '../helpers/project.js';
 import { outboxEvents, recordedStreamedEvents, streamEnv } from './helpers.js';
 

@@ -10,7 +10,8 @@ import path from 'node:path';
 import { monotonicFactory } from 'ulidx';
 import { afterEach, describe, expect, it } from 'vitest';
 import { describeOutbox, pushOutbox } from '../../src/stream/push.js';
-import { listQuarantine, listSegmentIds } from '../../src/outbox/segments.js';
+import { listQuarantine } from '../../src/outbox/quarantine.js';
+import { listSegmentIds } from '../../src/outbox/segments.js';
 
 const ulid = monotonicFactory();
 const cleanups: (() => void | Promise<void>)[] = [];

@@ -11,7 +11,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { EventType } from '../../src/events/catalog.js';
 import { dropOrder, planDrops } from '../../src/outbox/bound.js';
 import { tryLock } from '../../src/outbox/lock.js';
-import { readAckState, readEvents, SegmentCursor, segmentFile } from '../../src/outbox/segments.js';
+import { SegmentCursor } from '../../src/outbox/cursor.js';
+import { readEvents } from '../../src/outbox/read.js';
+import { readAckState, segmentFile } from '../../src/outbox/segments.js';
 import { defaultBackoff, parseRetryAfter, retryDelay } from '../../src/stream/transport.js';
 
 const dirs: string[] = [];

@@ -22,13 +22,11 @@ import {
 } from './environment.js';
 
 export async function targets(ctx: CleanupCallContext): Promise<CleanupTarget[]> {
-  const local = ctx.settings.local;
-  if (!local) return [];
   return [
     {
-      targetKey: `local/${local.hostId}`,
+      targetKey: `local/${ctx.hostId}`,
       pluginName: 'exec',
-      description: `local environments of host ${local.hostId}`,
+      description: `local environments of host ${ctx.hostId}`,
     },
   ];
 }

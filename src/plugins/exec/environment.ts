@@ -6,6 +6,7 @@
  * `~/.local/state/tend/`), which `tend agent --local` reads as its inventory. Removing an
  * environment (`tend cleanup env` and the executors) is `removeEnvironment`, one way for both.
  */
+import { TendError } from '../../errors.js';
 import { sha256Hex } from '../../hash.js';
 import { existsSync, readFileSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -40,20 +41,63 @@ export function localTarget(ctx: PluginContext): Target {
  */
 const readRecords = new Map<string, { stamp: string; record: EnvironmentRecord }>();
 
+/**
+ * The environment's record, or undefined when there is none (its directory or file does not
+ * exist). A record that exists but cannot be read — permissions, a torn or foreign file — is an
+ * error (TEND_EXEC_STATE), never "no environment": that would create a new record over it, or
+ * report it gone.
+ */
 export function readRecord(dir: string): EnvironmentRecord | undefined {
   const file = path.join(dir, 'environment.json');
+  let stamp: string;
   try {
     const st = statSync(file);
-    const stamp = `${st.ino} ${st.size} ${st.mtimeMs} ${st.ctimeMs}`;
-    const known = readRecords.get(file);
-    if (known?.stamp === stamp) return known.record;
-    const record = JSON.parse(readFileSync(file, 'utf8')) as EnvironmentRecord;
-    readRecords.set(file, { stamp, record });
-    return record;
-  } catch {
+    stamp = `${st.ino} ${st.size} ${st.mtimeMs} ${st.ctimeMs}`;
+  } catch (error) {
     readRecords.delete(file);
-    return undefined;
+    if (isMissing(error)) return undefined;
+    throw unreadable(file, error);
   }
+  const known = readRecords.get(file);
+  if (known?.stamp === stamp) return known.record;
+  let record: unknown;
+  try {
+    record = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    readRecords.delete(file);
+    if (isMissing(error)) return undefined;
+    throw unreadable(file, error);
+  }
+  if (!isRecord(record)) throw unreadable(file, new Error('not an environment record'));
+  readRecords.set(file, { stamp, record });
+  return record;
+}
+
+const isMissing = (error: unknown) =>
+  ['ENOENT', 'ENOTDIR'].includes((error as NodeJS.ErrnoException).code ?? '');
+
+function isRecord(value: unknown): value is EnvironmentRecord {
+  const r = value as Record<string, unknown> | null;
+  return (
+    typeof r === 'object' &&
+    r !== null &&
+    typeof r.uid === 'string' &&
+    r.uid !== '' &&
+    typeof r.project === 'string' &&
+    typeof r.environment === 'string' &&
+    typeof r.createdAt === 'string'
+  );
+}
+
+function unreadable(file: string, error: unknown): TendError {
+  return new TendError(
+    'TEND_EXEC_STATE',
+    `cannot read the environment record ${file}: ${(error as Error).message}`,
+    {
+      detail: { file, hint: 'restore the file, or remove the environment directory (tend cleanup env)' },
+      cause: error,
+    },
+  );
 }
 
 function emitStatus(
@@ -142,18 +186,34 @@ export function listHostEnvironments(): {
     return { complete: false, error: `cannot read ${index}: ${(error as Error).message}`, environments: [] };
   }
   const environments: { dir: string; record: EnvironmentRecord }[] = [];
+  // Unknown is not idle: an entry or a record that cannot be read makes the list incomplete.
+  const problems: string[] = [];
   for (const name of names) {
     const file = path.join(index, name);
-    let dir: string;
+    let dir: unknown;
     try {
-      dir = (JSON.parse(readFileSync(file, 'utf8')) as { path: string }).path;
-    } catch {
-      continue; // being written, or torn: the next pass sees it
+      dir = (JSON.parse(readFileSync(file, 'utf8')) as { path?: unknown }).path;
+    } catch (error) {
+      if (isMissing(error)) continue; // removed since the directory was read
+      problems.push(`cannot read the index entry ${file}: ${(error as Error).message}`);
+      continue;
     }
-    const record = readRecord(dir);
+    if (typeof dir !== 'string' || !path.isAbsolute(dir)) {
+      problems.push(`the index entry ${file} names no environment directory`);
+      continue;
+    }
+    let record: EnvironmentRecord | undefined;
+    try {
+      record = readRecord(dir);
+    } catch (error) {
+      problems.push((error as Error).message);
+      continue;
+    }
     if (record) environments.push({ dir, record });
     else if (!existsSync(dir)) rmSync(file, { force: true });
   }
+  if (problems.length > 0)
+    return { complete: false, error: problems.join('; ').slice(0, 4000), environments };
   return { complete: true, environments };
 }
 

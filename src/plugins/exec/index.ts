@@ -249,13 +249,13 @@ export const execActionType: ActionTypeDefinition = {
     Build: {
       specSchema: ExecCommandSpec,
       handlers: {
-        getStatus: getStoredStatus as never,
+        getStatus: getStoredStatus,
         build: (ctx, params) => runToSuccess(ctx, params as ActionHandlerParams<ExecCommandSpec>),
       },
     },
-    Deploy: { specSchema: ExecDeploySpec, handlers: deployHandlers as never },
-    Test: commandKind as never,
-    Run: commandKind as never,
+    Deploy: { specSchema: ExecDeploySpec, handlers: deployHandlers },
+    Test: commandKind,
+    Run: commandKind,
   },
 };
 
@@ -295,6 +295,9 @@ export const execPlugin: PluginDefinition = {
   },
   actionTypes: [execActionType],
   cleanup: {
+    targetKind: 'local',
+    settingsSchema: Type.Object({}, { additionalProperties: false }),
+    settingsFromFlags: (flags) => (flags.local ? {} : undefined),
     targets: async (ctx) => (await import('./cleanup.js')).targets(ctx),
     inventory: async () => (await import('./cleanup.js')).inventory(),
     verifyAndClean: async (ctx, target, job) =>

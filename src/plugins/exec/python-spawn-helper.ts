@@ -1,13 +1,13 @@
 /**
  * The exec spawn helper in Python: the same protocol as the Node helper (`spawn-helper.ts`), run
- * by `python3 -I -S -c` (spawner.ts picks the Python).
+ * by `python3 -I -S -c` when TEND_EXEC_PYTHON names the Python (spawner.ts; off by default).
  *
  * Why a second language: Node's `spawn` forks (every page of the helper's ~40 MB is marked
  * copy-on-write, then copied again as the helper touches it) and runs ~0.7 ms of JavaScript per
  * command. `os.posix_spawn` is glibc's, which starts the child with a vfork-like clone (the
- * parent's memory is not copied), from a 10 MB process: a quarter of the Node helper's CPU per
- * command (measured in `bench/exec.ts`). It needs Python 3.8; an older one, or none, and tend
- * uses the Node helper.
+ * parent's memory is not copied), from a 10 MB process: about a tenth of the Node helper's CPU
+ * per command, which a project of short commands sees (`bench/exec.ts`). It needs Python 3.8; an
+ * older one exits before it is ready, and tend starts the commands itself.
  *
  * What a command sees is the same either way: its own session and process group (setsid), stdin
  * on /dev/null, the environment as sent, signal dispositions at their defaults (a Python handler
@@ -43,7 +43,7 @@ except ImportError:
     import signal
 
 # os.posix_spawn with setsid came in 3.8: an older Python exits before it is ready, and tend
-# uses the Node helper.
+# starts the commands itself.
 if sys.version_info < (3, 8):
     sys.exit(3)
 

@@ -41,8 +41,6 @@ export const FrameType = {
   environment: 8,
 } as const;
 
-export const frameHeaderBytes = 9;
-
 /** A command to start: it runs with the inherited environment (the last `environment` frame) plus `env`. */
 export interface SpawnFrame {
   file: string;
@@ -51,12 +49,12 @@ export interface SpawnFrame {
   env: Record<string, string>;
 }
 
-/** Fields, each ended by a NUL byte (none may hold one). Self-contained: the Node helper runs it too. */
+/** Fields, each ended by a NUL byte (none may hold one). Self-contained: the helper runs it too. */
 export function encodeFields(fields: readonly string[]): Buffer {
   return Buffer.from(fields.length === 0 ? '' : fields.join('\0') + '\0');
 }
 
-/** The fields of a payload that `encodeFields` made. Self-contained: the Node helper runs it too. */
+/** The fields of a payload that `encodeFields` made. Self-contained: the helper runs it too. */
 export function decodeFields(payload: Buffer): string[] {
   const fields = payload.toString('utf8').split('\0');
   fields.pop();
@@ -84,26 +82,52 @@ export function environmentOf(fields: readonly string[]): Record<string, string>
   return env;
 }
 
-/** This module's field functions, as the Node helper gets them. */
-export interface FieldCodec {
-  encodeFields: typeof encodeFields;
-  decodeFields: typeof decodeFields;
-  environmentOf: typeof environmentOf;
+/** A frame's header: payload length, type, command id. Self-contained: the helper runs it too. */
+export function frameHeader(type: number, id: number, length: number): Buffer {
+  const header = Buffer.allocUnsafe(9);
+  header.writeUInt32BE(length, 0);
+  header.writeUInt8(type, 4);
+  header.writeUInt32BE(id, 5);
+  return header;
 }
 
 /**
- * @param types and `HEADER`: the module's constants, and `codec` its field functions, given as
- * values (the function cannot see them).
+ * A function to give each chunk read from a stream of frames: it calls `onFrame` for every frame
+ * once it has arrived whole. Self-contained: the helper runs it too.
  */
-export function helperMain(
-  load: (id: string) => unknown,
-  types: typeof FrameType,
-  HEADER: number,
-  codec: FieldCodec,
-): void {
+export function frameReader(
+  onFrame: (type: number, id: number, payload: Buffer) => void,
+): (chunk: Buffer) => void {
+  const HEADER = 9;
+  let pending: Buffer = Buffer.alloc(0);
+  return (chunk) => {
+    pending = pending.length > 0 ? Buffer.concat([pending, chunk]) : chunk;
+    let offset = 0;
+    while (pending.length - offset >= HEADER) {
+      const length = pending.readUInt32BE(offset);
+      if (pending.length - offset < HEADER + length) break;
+      const type = pending.readUInt8(offset + 4);
+      const id = pending.readUInt32BE(offset + 5);
+      const payload = pending.subarray(offset + HEADER, offset + HEADER + length);
+      offset += HEADER + length;
+      onFrame(type, id, payload);
+    }
+    pending = pending.subarray(offset);
+  };
+}
+
+/** What the helper gets of this module: the functions both ends of the protocol run. */
+const helperCodec = { encodeFields, decodeFields, environmentOf, frameHeader, frameReader };
+export type HelperCodec = typeof helperCodec;
+
+/**
+ * @param types `FrameType`, and `codec` the module's functions, given as values (the function
+ * cannot see them).
+ */
+export function helperMain(load: (id: string) => unknown, types: typeof FrameType, codec: HelperCodec): void {
   const { spawn } = load('node:child_process') as typeof childProcesses;
   const { signals } = (load('node:os') as typeof os).constants;
-  const { encodeFields, decodeFields, environmentOf } = codec;
+  const { encodeFields, decodeFields, environmentOf, frameHeader, frameReader } = codec;
   const { spawn: SPAWN, ready: READY, started: STARTED, stdout: STDOUT, stderr: STDERR } = types;
   const { error: ERROR, closed: CLOSED, environment: ENVIRONMENT } = types;
 
@@ -120,12 +144,8 @@ export function helperMain(
     process.stdout.write(frames.length === 1 ? frames[0]! : Buffer.concat(frames));
   };
   const send = (type: number, id: number, payload: Buffer) => {
-    const header = Buffer.allocUnsafe(HEADER);
-    header.writeUInt32BE(payload.length, 0);
-    header.writeUInt8(type, 4);
-    header.writeUInt32BE(id, 5);
     if (queued.length === 0) setImmediate(flush);
-    queued.push(header);
+    queued.push(frameHeader(type, id, payload.length));
     if (payload.length > 0) queued.push(payload);
   };
   const sendFields = (type: number, id: number, fields: string[]) => send(type, id, encodeFields(fields));
@@ -183,26 +203,15 @@ export function helperMain(
 
   // `ready` goes out before any request is read, in a write of its own: a helper that tend saw
   // die without it never started a command (tend starts those itself).
-  const ready = Buffer.alloc(HEADER);
-  ready.writeUInt8(READY, 4);
-  process.stdout.write(ready);
+  process.stdout.write(frameHeader(READY, 0, 0));
 
-  let pending: Buffer = Buffer.alloc(0);
-  process.stdin.on('data', (chunk: Buffer) => {
-    pending = pending.length > 0 ? Buffer.concat([pending, chunk]) : chunk;
-    let offset = 0;
-    while (pending.length - offset >= HEADER) {
-      const length = pending.readUInt32BE(offset);
-      if (pending.length - offset < HEADER + length) break;
-      const type = pending.readUInt8(offset + 4);
-      const id = pending.readUInt32BE(offset + 5);
-      const payload = pending.subarray(offset + HEADER, offset + HEADER + length);
-      offset += HEADER + length;
+  process.stdin.on(
+    'data',
+    frameReader((type, id, payload) => {
       if (type === SPAWN) start(id, payload);
       else if (type === ENVIRONMENT) inherited = environmentOf(decodeFields(payload));
-    }
-    pending = pending.subarray(offset);
-  });
+    }),
+  );
   process.stdin.once('end', tendGone);
   // The helper has its own session (no terminal's Ctrl-C); tend decides what stops.
   process.on('SIGINT', () => undefined);
@@ -213,6 +222,8 @@ export function helperMain(
  * names by wrapping them in calls to it (esbuild's keepNames, as under tsx).
  */
 export const helperSource =
-  `var __name = (f) => f; (${helperMain.toString()})(require, ${JSON.stringify(FrameType)}, ${frameHeaderBytes}, ` +
-  `{ encodeFields: ${encodeFields.toString()}, decodeFields: ${decodeFields.toString()}, ` +
-  `environmentOf: ${environmentOf.toString()} });`;
+  `var __name = (f) => f; (${helperMain.toString()})(require, ${JSON.stringify(FrameType)}, { ` +
+  Object.entries(helperCodec)
+    .map(([name, fn]) => `${name}: ${fn.toString()}`)
+    .join(', ') +
+  ' });';

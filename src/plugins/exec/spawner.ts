@@ -3,27 +3,24 @@
  * up to 4 of them), otherwise directly from this process. Both ways report the same events, in
  * the same order, so `runCommand` (process.ts) is one piece of code over either.
  *
- * A helper is Python's (`python-spawn-helper.ts`) when a `python3` starts — it starts a command
- * for an eighth of the CPU of Node's `spawn` — and Node's (`spawn-helper.ts`) otherwise; both
- * speak the same protocol. Helpers start on demand — when a command finds no helper idle — up to
- * `helperLimit` (a run with nothing to do starts none). A command that finds no helper ready is
- * queued to one that is starting: a helper answers `ready` before it reads a request, so nothing
- * waits on a fork of this (large) process.
+ * A helper is Node's (`spawn-helper.ts`), or Python's (`python-spawn-helper.ts`) when
+ * TEND_EXEC_PYTHON names a Python to run it: an opt-in, since it starts a command for a tenth of
+ * the CPU but a Python may be missing, old or a stub (macOS's asks to install developer tools).
+ * Both speak the same protocol. Helpers start on demand — when a command finds no helper idle —
+ * up to `helperLimit` (a run with nothing to do starts none). A command that finds no helper
+ * ready is queued to one that is starting: a helper answers `ready` before it reads a request, so
+ * nothing waits on a fork of this (large) process.
  *
  * A helper that dies (killed, crashed) fails the commands it was running with TEND_EXEC_FAILED,
- * and their process groups get SIGKILL; the next command starts a new helper. A helper that dies
- * before it is ready never read a request: a Python one turns Python helpers off for this process
- * and what was queued to it goes to a Node helper; a Node one turns helpers off, and what was
- * queued to it is spawned directly, as everything after it. A helper exits when tend exits: its
- * stdin ends, it SIGKILLs the groups still running, and exits.
+ * and their process groups get SIGKILL; the next command starts a new helper. A helper that cannot
+ * start, or dies before it is ready, turns helpers off for this process: it never read a request,
+ * so what was queued to it is spawned directly, as everything after it. A helper exits when tend
+ * exits: its stdin ends, it SIGKILLs the groups still running, and exits.
  *
- * `TEND_EXEC_HELPERS=0` spawns every command directly (a number caps the helpers);
- * `TEND_EXEC_HELPER=node` or `=python` picks the helper (`python` without falling back to Node);
- * `TEND_EXEC_PYTHON` names the Python (default `/usr/bin/python3`, else `python3` on PATH).
+ * `TEND_EXEC_HELPERS=0` spawns every command directly (a number caps the helpers).
  */
 import type * as childProcesses from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import os from 'node:os';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
@@ -35,7 +32,8 @@ import {
   encodeSpawn,
   environmentFields,
   FrameType,
-  frameHeaderBytes,
+  frameHeader,
+  frameReader,
   helperSource,
   type SpawnFrame,
 } from './spawn-helper.js';
@@ -134,42 +132,21 @@ function spawnDirectly(request: SpawnRequest, events: SpawnEvents): void {
 const childProcess = () => builtinModule<typeof childProcesses>('node:child_process');
 
 const helpers = new Set<Helper>();
-/** Off after a Node helper, or a Python one asked for by name, could not start or get ready. */
+/** Off after a helper could not start or died before it was ready. */
 let helpersOff = false;
-/** Off after a Python helper could not start or failed to get ready. */
-let pythonOff = false;
 
 type HelperKind = 'python' | 'node';
 
-/** The kind of helper to start next. */
+/** The kind of helper to start next: Python's when TEND_EXEC_PYTHON names a Python. */
 function helperKind(): HelperKind {
-  const chosen = process.env.TEND_EXEC_HELPER;
-  if (chosen === 'node' || chosen === 'python') return chosen;
-  return pythonOff ? 'node' : 'python';
+  return process.env.TEND_EXEC_PYTHON ? 'python' : 'node';
 }
 
 /**
- * TEND_EXEC_PYTHON, else the system's Python, else `python3` on PATH: the first `python3` on PATH
- * is often a version manager's shim (pyenv), a shell script that costs each helper ~70 ms to start.
- */
-function pythonExecutable(): string {
-  if (process.env.TEND_EXEC_PYTHON) return process.env.TEND_EXEC_PYTHON;
-  systemPython ??= existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
-  return systemPython;
-}
-let systemPython: string | undefined;
-
-/** A Python helper that failed falls back to Node's, unless Python was asked for by name. */
-function helperFailedToStart(kind: HelperKind): void {
-  if (kind === 'python' && process.env.TEND_EXEC_HELPER !== 'python') pythonOff = true;
-  else helpersOff = true;
-}
-
-/**
- * How many helpers of `kind` may run, or TEND_EXEC_HELPERS. From 2 to 4: one per core for Python
+ * How many helpers of `kind` may run, or TEND_EXEC_HELPERS. From 2 to 4: two per core for Node
+ * (blocked for a whole fork, so more helpers than cores still overlap), one per core for Python
  * (it is blocked only while vfork's child gets to exec; measured on 2 cores, a third and fourth
- * cost more to start than they gave back), two per core for Node (blocked for a whole fork, so
- * more helpers than cores still overlap).
+ * cost more to start than they gave back).
  */
 function helperLimit(kind: HelperKind): number {
   const configured = process.env.TEND_EXEC_HELPERS;
@@ -184,7 +161,7 @@ let cores: number | undefined;
  * starts when every helper is busy and the limit allows, and takes the command when none is ready.
  */
 function pickHelper(): Helper | undefined {
-  // Only helpers of the kind wanted now (TEND_EXEC_HELPER may have changed since others started).
+  // Only helpers of the kind wanted now (TEND_EXEC_PYTHON may have changed since others started).
   const kind = helperKind();
   const limit = helperLimit(kind);
   if (helpersOff || limit === 0) return undefined;
@@ -209,9 +186,7 @@ function pickHelper(): Helper | undefined {
 }
 
 function startHelper(): Helper | undefined {
-  let helper = new Helper(helperKind());
-  // No Python to start: a Node helper instead (helperKind changed).
-  if (!helper.alive && !helpersOff) helper = new Helper(helperKind());
+  const helper = new Helper(helperKind());
   if (!helper.alive) return undefined;
   helpers.add(helper);
   return helper;
@@ -231,13 +206,17 @@ class Helper {
   private readonly commands = new Map<number, Running>();
   /** The environment this helper was sent last. */
   private inherited: InheritedEnvironment | undefined;
-  private pending: Buffer = Buffer.alloc(0);
+  private readonly receive = frameReader((type, id, payload) => this.dispatch(type, id, payload));
 
   constructor(readonly kind: HelperKind) {
     const [file, args, env] =
       kind === 'python'
         ? // Python's environment as tend's (a pyenv shim needs it); -I makes it ignore PYTHON*.
-          [pythonExecutable(), ['-I', '-S', '-c', pythonHelperSource, pythonHelperArgument], process.env]
+          [
+            process.env.TEND_EXEC_PYTHON!,
+            ['-I', '-S', '-c', pythonHelperSource, pythonHelperArgument],
+            process.env,
+          ]
         : // None for Node: NODE_OPTIONS (a debugger, a loader) must not reach the helper.
           [process.execPath, ['-e', helperSource], {}];
     this.child = childProcess().spawn(file, args, {
@@ -249,7 +228,7 @@ class Helper {
     this.child.unref();
     if (!this.child.pid) {
       this.alive = false;
-      helperFailedToStart(kind);
+      helpersOff = true;
       this.child.once('error', () => undefined);
       return;
     }
@@ -259,7 +238,7 @@ class Helper {
     stdin.on('error', () => undefined); // a dead helper: handled when its stdout closes
     stdin.unref();
     stdout.unref();
-    stdout.on('data', (chunk: Buffer) => this.receive(chunk));
+    stdout.on('data', this.receive);
     stdout.once('close', () => this.died());
     this.child.once('error', () => undefined);
   }
@@ -282,32 +261,13 @@ class Helper {
 
   /** Frames sent in one turn of the event loop go in one write, which wakes the helper once. */
   private send(type: number, id: number, payload: Buffer): void {
-    const header = Buffer.allocUnsafe(frameHeaderBytes);
-    header.writeUInt32BE(payload.length, 0);
-    header.writeUInt8(type, 4);
-    header.writeUInt32BE(id, 5);
     const stdin = this.child.stdin!;
     if (!stdin.writableCorked) {
       stdin.cork();
       setImmediate(() => stdin.uncork());
     }
-    stdin.write(header);
+    stdin.write(frameHeader(type, id, payload.length));
     stdin.write(payload);
-  }
-
-  private receive(chunk: Buffer): void {
-    this.pending = this.pending.length > 0 ? Buffer.concat([this.pending, chunk]) : chunk;
-    let offset = 0;
-    while (this.pending.length - offset >= frameHeaderBytes) {
-      const length = this.pending.readUInt32BE(offset);
-      if (this.pending.length - offset < frameHeaderBytes + length) break;
-      const type = this.pending.readUInt8(offset + 4);
-      const id = this.pending.readUInt32BE(offset + 5);
-      const payload = this.pending.subarray(offset + frameHeaderBytes, offset + frameHeaderBytes + length);
-      offset += frameHeaderBytes + length;
-      this.dispatch(type, id, payload);
-    }
-    this.pending = this.pending.subarray(offset);
   }
 
   private dispatch(type: number, id: number, payload: Buffer): void {
@@ -357,8 +317,8 @@ class Helper {
     this.alive = false;
     helpers.delete(this);
     if (!this.ready) {
-      // It never read a request (`ready` comes first): what was queued to it starts elsewhere.
-      helperFailedToStart(this.kind);
+      // It never read a request (`ready` comes first): what was queued to it is started by tend.
+      helpersOff = true;
       const queued = [...this.commands.values()];
       this.commands.clear();
       (this.child.stdout as Socket).unref();

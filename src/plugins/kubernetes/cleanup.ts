@@ -13,10 +13,12 @@ import type {
   CleanupJobSpec,
   CleanupResult,
   CleanupTarget,
-  PluginContext,
 } from '../../plugin/types.js';
 import { KubeClient, type ClusterIdentity, type NamespaceInfo } from './client/index.js';
-import { settingsOf, type ProviderSettings } from './config.js';
+import type { GateContext } from './client/gate.js';
+import { settingsOf, type KubernetesExecutorSettings, type ProviderSettings } from './config.js';
+
+type Context = CleanupCallContext<KubernetesExecutorSettings>;
 
 interface ClusterTargetState {
   context: string;
@@ -24,56 +26,33 @@ interface ClusterTargetState {
   identity: ClusterIdentity;
 }
 
-function settingsFor(
-  ctx: CleanupCallContext,
-  state: { context?: string; kubeconfig?: string },
-  namespace: string,
-) {
+function settingsFor(ctx: Context, state: { context?: string; kubeconfig?: string }, namespace: string) {
   const settings: ProviderSettings = {
-    ...settingsOf({ systemNamespace: ctx.settings.systemNamespace }, namespace),
+    ...settingsOf({ systemNamespace: ctx.protection.systemNamespace }, namespace),
     ...(state.context ? { context: state.context } : {}),
     ...(state.kubeconfig ? { kubeconfig: state.kubeconfig } : {}),
   };
   return settings;
 }
 
-/** The client wants a handler context: an executor's call has no project of its own, only the job's. */
-function callContext(
-  ctx: CleanupCallContext,
-  environment: { project: string; name: string; namespace: string },
-): PluginContext {
-  return {
-    sessionId: '',
-    projectRoot: '',
-    tendDir: '',
-    environment: { ...environment, variables: {} },
-    provider: { name: 'kubernetes', config: {}, state: undefined },
-    events: ctx.events,
-    log: ctx.log,
-    signal: ctx.signal,
-    user: ctx.user,
-    hostId: ctx.hostId,
-    // An executor's call resolves no configuration: values are returned as they are.
-    resolveTemplates: (value) => value,
-    // The executor's own calls go through KubeClient directly; no plugin code runs here.
-    kubernetes: () => Promise.reject(new Error('ctx.kubernetes() is not offered to cleanup calls')),
-  };
+/** What the client's gate reports namespaces for: the job's project and environment (none for target-wide reads). */
+function gateContext(ctx: Context, environment: { project: string; name: string }): GateContext {
+  return { events: ctx.events, log: ctx.log, signal: ctx.signal, environment };
 }
 
-const noEnvironment = { project: '-', name: '-', namespace: '-' };
+const noEnvironment = { project: '-', name: '-' };
 
 function stateOf(target: CleanupTarget): ClusterTargetState {
   return target.state as ClusterTargetState;
 }
 
-export async function targets(ctx: CleanupCallContext): Promise<CleanupTarget[]> {
-  const k = ctx.settings.kubernetes;
-  if (!k) return [];
+export async function targets(ctx: Context): Promise<CleanupTarget[]> {
+  const k = ctx.provider.config;
   const contexts: (string | undefined)[] = k.contexts.length > 0 ? k.contexts : [undefined];
   const byCluster = new Map<string, CleanupTarget>();
   for (const context of contexts) {
     const state = { ...(context ? { context } : {}), ...(k.kubeconfig ? { kubeconfig: k.kubeconfig } : {}) };
-    const client = await KubeClient.identify(callContext(ctx, noEnvironment), settingsFor(ctx, state, '-'));
+    const client = await KubeClient.identify(gateContext(ctx, noEnvironment), settingsFor(ctx, state, '-'));
     const identity = client.identity;
     if (identity.clusterIdFallback) {
       throw new TendError(
@@ -115,10 +94,10 @@ function inventoryItem(info: NamespaceInfo) {
   };
 }
 
-export async function inventory(ctx: CleanupCallContext, target: CleanupTarget): Promise<CleanupInventory> {
+export async function inventory(ctx: Context, target: CleanupTarget): Promise<CleanupInventory> {
   const state = stateOf(target);
   const client = await KubeClient.forCall(
-    callContext(ctx, noEnvironment),
+    gateContext(ctx, noEnvironment),
     settingsFor(ctx, state, '-'),
     state.identity,
   );
@@ -128,7 +107,7 @@ export async function inventory(ctx: CleanupCallContext, target: CleanupTarget):
 }
 
 export async function verifyAndClean(
-  ctx: CleanupCallContext,
+  ctx: Context,
   target: CleanupTarget,
   job: CleanupJobSpec,
 ): Promise<CleanupResult> {
@@ -143,8 +122,8 @@ export async function verifyAndClean(
   }
   // Before any call: a protected name is never even read as an app namespace.
   const protectedName = namespaceProtector({
-    systemNamespace: ctx.settings.systemNamespace,
-    patterns: ctx.settings.protectNamespaces,
+    systemNamespace: ctx.protection.systemNamespace,
+    patterns: ctx.protection.protectNamespaces,
   });
   const protectedBy = protectedName(name);
   if (protectedBy)
@@ -153,7 +132,7 @@ export async function verifyAndClean(
     return { outcome: 'cancelled', message: `no recorded uid for namespace ${name}: no ownership proof` };
   }
   const client = await KubeClient.forCall(
-    callContext(ctx, { project: job.project, name: job.environment, namespace: name }),
+    gateContext(ctx, { project: job.project, name: job.environment }),
     settingsFor(ctx, state, name),
     state.identity,
   );

@@ -3,7 +3,7 @@
  * TypeBox only: this file is loaded for every project, so it stays free of the Kubernetes client.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import type { ClusterOverride } from '../../plugin/types.js';
+import type { ClusterOverride, ExecutorFlags } from '../../plugin/types.js';
 
 const Seconds = (description: string, maximum = 86_400) =>
   Type.Number({ exclusiveMinimum: 0, maximum, description });
@@ -174,5 +174,30 @@ export function withClusterOverride(
     ...settings,
     ...(override?.context ? { context: override.context } : {}),
     ...(override?.kubeconfig ? { kubeconfig: override.kubeconfig } : {}),
+  };
+}
+
+/** The kubernetes plugin's executor settings: which clusters it serves. */
+export const KubernetesExecutorSettings = Type.Object(
+  {
+    kubeconfig: Type.Optional(
+      Type.String({ minLength: 1, description: 'kubeconfig file (default: KUBECONFIG)' }),
+    ),
+    contexts: Type.Array(Type.String({ minLength: 1 }), {
+      default: [],
+      description: "contexts to serve (none: the kubeconfig's current context)",
+    }),
+  },
+  { additionalProperties: false },
+);
+export type KubernetesExecutorSettings = Static<typeof KubernetesExecutorSettings>;
+
+/** Clusters are served when `--kubeconfig` or `--context` says so, or by default (`tend agent`). */
+export function settingsFromFlags(flags: ExecutorFlags): KubernetesExecutorSettings | undefined {
+  if (flags.kubeconfig === undefined && flags.contexts.length === 0 && !flags.clustersByDefault)
+    return undefined;
+  return {
+    ...(flags.kubeconfig !== undefined ? { kubeconfig: flags.kubeconfig } : {}),
+    contexts: [...flags.contexts],
   };
 }

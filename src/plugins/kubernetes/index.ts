@@ -19,7 +19,9 @@ import {
   ContainerBuildSpec,
   KubernetesDeploySpec,
   KubernetesPodSpec,
+  KubernetesExecutorSettings,
   KubernetesProviderConfig,
+  settingsFromFlags,
 } from './config.js';
 
 const provider = () => import('./provider.js');
@@ -40,7 +42,7 @@ const containerType: ActionTypeDefinition = {
       handlers: {
         getStatus: async (ctx: PluginContext, p: P<ContainerBuildSpec>) => (await builds()).getStatus(ctx, p),
         build: async (ctx: PluginContext, p: P<ContainerBuildSpec>) => (await builds()).build(ctx, p),
-      } as never,
+      },
     },
   },
 };
@@ -58,7 +60,7 @@ const kubernetesType: ActionTypeDefinition = {
         delete: async (ctx: PluginContext, p: P<KubernetesDeploySpec>) => (await deploys()).remove(ctx, p),
         getLogs: async (ctx: PluginContext, p: LogsParams<KubernetesDeploySpec>) =>
           (await logs()).getLogs(ctx, p),
-      } as never,
+      },
     },
   },
 };
@@ -72,12 +74,12 @@ const podType: ActionTypeDefinition = {
   name: 'kubernetes-pod',
   description: 'a pod with an image and a command, run to completion in the environment namespace',
   kinds: {
-    Test: { specSchema: KubernetesPodSpec, handlers: podHandlers as never },
-    Run: { specSchema: KubernetesPodSpec, handlers: podHandlers as never },
+    Test: { specSchema: KubernetesPodSpec, handlers: podHandlers },
+    Run: { specSchema: KubernetesPodSpec, handlers: podHandlers },
   },
 };
 
-export const kubernetesPlugin: PluginDefinition = {
+export const kubernetesPlugin: PluginDefinition<unknown, unknown, KubernetesExecutorSettings> = {
   name: 'kubernetes',
   description: 'builds, deploys, tests and runs in a Kubernetes namespace per environment',
   configSchema: KubernetesProviderConfig,
@@ -91,6 +93,9 @@ export const kubernetesPlugin: PluginDefinition = {
   },
   actionTypes: [containerType, kubernetesType, podType],
   cleanup: {
+    targetKind: 'kubernetes',
+    settingsSchema: KubernetesExecutorSettings,
+    settingsFromFlags,
     targets: async (ctx) => (await cleanup()).targets(ctx),
     inventory: async (ctx, target) => (await cleanup()).inventory(ctx, target),
     verifyAndClean: async (ctx, target, job) => (await cleanup()).verifyAndClean(ctx, target, job),

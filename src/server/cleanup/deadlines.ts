@@ -5,7 +5,7 @@
  * Pure functions of the snapshot's environment: `plan()` calls them; every safety check still
  * applies to what they make due.
  */
-import type { SnapshotEnvironment } from './planner.js';
+import type { SnapshotEnvironment } from './planner/types.js';
 
 /** `cleanup.warnBefore` when the policy does not set it. */
 export const defaultWarnBeforeMs = 3_600_000;

@@ -5,7 +5,7 @@
  * in flight.
  */
 import { startPeriodic } from '../periodic.js';
-import type { CleanupService } from './service.js';
+import type { PlanningPass } from './pass.js';
 
 export interface PlanningLoop {
   stop(): Promise<void>;
@@ -16,11 +16,11 @@ export interface PlanningLog {
   warn(details: Record<string, unknown>, message: string): void;
 }
 
-export function startPlanningLoop(service: CleanupService, log: PlanningLog): PlanningLoop {
+export function startPlanningLoop(pass: PlanningPass, log: PlanningLog): PlanningLoop {
   return startPeriodic(
-    service.settings.intervalMs,
+    pass.settings.intervalMs,
     async () => {
-      const report = await service.planningPass();
+      const report = await pass.run();
       if (report && (report.planned > 0 || report.cancelled > 0 || report.breakersOpened.length > 0)) {
         log.info({ ...report }, `cleanup: ${report.planned} job(s) planned, ${report.cancelled} cancelled`);
       }

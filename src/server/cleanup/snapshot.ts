@@ -12,11 +12,12 @@
  * change log) it is `loadSnapshot`.
  */
 import { sql, type Kysely } from 'kysely';
-import { executorTargetOf, type CleanupAction } from '../../cleanup/protocol.js';
+import type { CleanupAction } from '../../cleanup/protocol.js';
+import { executorTargetOf } from '../../cleanup/targets.js';
 import type { Schedule } from '../../cleanup/schedule.js';
 import { isSqlite } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
-import { parseDuration } from '../views.js';
+import { parseDuration } from '../../cleanup/policy.js';
 import {
   policyKey,
   sessionLiveMs,
@@ -24,7 +25,7 @@ import {
   type SnapshotEnvironment,
   type SnapshotInventoryItem,
   type SnapshotResource,
-} from './planner.js';
+} from './planner/types.js';
 
 const ms = (iso: string | null): number | null => (iso === null ? null : Date.parse(iso));
 

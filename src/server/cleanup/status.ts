@@ -1,9 +1,13 @@
 /**
  * The state of cleanup as people see it — halt switch, last pass, open breakers, executors and
  * unrecorded namespaces — read once for both `GET /api/v1/cleanup/status` and the dashboard's
- * Cleanup page. A project-bound reader sees only its project's breakers and namespaces.
+ * Cleanup page (a project-bound reader sees only its project's breakers and namespaces); and the
+ * gauges `/metrics` reports of it.
  */
-import type { CleanupRepository } from '../db/repositories/cleanup.js';
+import type { CleanupControlRepository } from '../db/repositories/cleanup-control.js';
+import type { CleanupDecisionRepository } from '../db/repositories/cleanup-decisions.js';
+import type { CleanupInventoryRepository } from '../db/repositories/cleanup-inventories.js';
+import type { CleanupGauges } from '../metrics.js';
 
 export interface CleanupStatus {
   halted: boolean;
@@ -36,15 +40,15 @@ export interface CleanupStatus {
 }
 
 export async function cleanupStatus(
-  repo: CleanupRepository,
+  cleanup: { control: CleanupControlRepository; inventories: CleanupInventoryRepository },
   onlyProject: string | null,
   unrecordedLimit?: number,
 ): Promise<CleanupStatus> {
   const [control, breakers, executors, unrecorded] = await Promise.all([
-    repo.control(),
-    repo.breakers(),
-    repo.executors(),
-    repo.unrecordedNamespaces(unrecordedLimit),
+    cleanup.control.control(),
+    cleanup.control.breakers(),
+    cleanup.inventories.executors(),
+    cleanup.inventories.unrecordedNamespaces(unrecordedLimit),
   ]);
   return {
     halted: Boolean(control.halted),
@@ -84,4 +88,26 @@ export async function cleanupStatus(
         lastSeenAt: u.seen_at,
       })),
   };
+}
+
+/** Gauges for /metrics, read at scrape time so every replica reports the same. */
+export async function cleanupGauges(
+  cleanup: {
+    control: CleanupControlRepository;
+    decisions: CleanupDecisionRepository;
+    inventories: CleanupInventoryRepository;
+  },
+  now: Date,
+): Promise<CleanupGauges> {
+  const [blocked, breakers, executors] = await Promise.all([
+    cleanup.decisions.blockedCounts(),
+    cleanup.control.breakers(),
+    cleanup.inventories.executors(),
+  ]);
+  const executorsLastSeen: Record<string, number> = {};
+  for (const e of executors) {
+    const age = (now.getTime() - Date.parse(e.last_seen_at)) / 1000;
+    executorsLastSeen[e.target_key] = Math.min(executorsLastSeen[e.target_key] ?? Infinity, age);
+  }
+  return { blocked, breakers: breakers.map((b) => b.project), executorsLastSeen };
 }

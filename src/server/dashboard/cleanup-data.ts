@@ -6,10 +6,10 @@
  */
 import type { CleanupDecisionRow } from '../db/schema.js';
 import type { JobView } from '../../cleanup/protocol.js';
-import { policyCovered } from '../cleanup/planner.js';
+import { policyCovered } from '../cleanup/planner/types.js';
 import type { ServerServices } from '../services.js';
 import { cleanupStatus, type CleanupStatus } from '../cleanup/status.js';
-import { parseDuration } from '../views.js';
+import { parseDuration } from '../../cleanup/policy.js';
 
 /** One decision, as the pages show it. */
 export interface DecisionItem {
@@ -125,9 +125,9 @@ export async function environmentCleanup(services: ServerServices, environmentId
       .orderBy('due_at')
       .orderBy('namespace_name')
       .execute(),
-    services.cleanup.repository.listJobs({ environmentId }, 10),
+    services.cleanup.jobs.listJobs({ environmentId }, 10),
   ]);
-  return { decisions: decisions.map(decisionItem), jobs: await services.cleanup.jobHistory(jobs) };
+  return { decisions: decisions.map(decisionItem), jobs: await services.cleanup.queue.jobHistory(jobs) };
 }
 
 /**
@@ -142,10 +142,7 @@ async function policyItems(services: ServerServices, onlyProject: string | null)
     .where('policy_action', 'is not', null)
     .distinct();
   if (onlyProject) seenQuery = seenQuery.where('project', '=', onlyProject);
-  const [seen, enforcedRows] = await Promise.all([
-    seenQuery.execute(),
-    services.cleanup.repository.policies(),
-  ]);
+  const [seen, enforcedRows] = await Promise.all([seenQuery.execute(), services.cleanup.control.policies()]);
   const enforced = new Map(enforcedRows.map((p) => [`${p.project}\u0000${p.environment}`, p]));
   const byName = new Map<string, PolicyItem>();
   for (const s of seen) {
@@ -187,15 +184,15 @@ export async function cleanupOverview(
   onlyProject: string | null,
   now: Date,
 ): Promise<CleanupOverview> {
-  const repo = services.cleanup.repository;
+  const cleanup = services.cleanup;
   let blockedQuery = services.database.reader
     .selectFrom('cleanup_decisions')
     .selectAll()
     .where('kind', '=', 'blocked');
   if (onlyProject) blockedQuery = blockedQuery.where('project', '=', onlyProject);
   const [status, planRows, blockedRows, jobRows, policies] = await Promise.all([
-    cleanupStatus(repo, onlyProject, listLimit),
-    repo.planPage(
+    cleanupStatus(cleanup, onlyProject, listLimit),
+    cleanup.decisions.planPage(
       { dueBefore: new Date(now.getTime() + 86_400_000).toISOString(), onlyProject },
       planLimit + 1,
     ),
@@ -205,7 +202,7 @@ export async function cleanupOverview(
       .orderBy('namespace_name')
       .limit(listLimit)
       .execute(),
-    repo.listJobs({ onlyProject }, 30),
+    cleanup.jobs.listJobs({ onlyProject }, 30),
     policyItems(services, onlyProject),
   ]);
   const [deliveries, webhooks] = await Promise.all([
@@ -235,7 +232,7 @@ export async function cleanupOverview(
       .map(decisionItem),
     planTruncated: planRows.length > planLimit,
     blocked: blockedRows.map(decisionItem),
-    jobs: await services.cleanup.jobHistory(jobRows),
+    jobs: await services.cleanup.queue.jobHistory(jobRows),
     policies,
   };
 }

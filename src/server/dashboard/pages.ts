@@ -1,7 +1,7 @@
 /** The dashboard's pages: server-rendered, usable without JavaScript. */
-import type { EnvironmentView, ResourceView, SessionView, TimelineView } from '../schemas.js';
+import type { EnvironmentView, ResourceView, SessionView, TimelineView } from '../../api/views.js';
 import { maxSearchLength } from '../environment-queries.js';
-import { targetLabel } from '../views.js';
+import { targetLabel } from '../../api/views.js';
 import { html, raw, relativeTime, type Html } from './html.js';
 
 const style = raw(`
@@ -91,7 +91,15 @@ export function layout(title: string, body: Html, options: { csrf?: string; user
     </html>`;
 }
 
-export function loginPage(message?: string, next = '/'): Html {
+export function loginPage({
+  message,
+  next = '/',
+  csrf,
+}: {
+  message?: string;
+  next?: string;
+  csrf: string;
+}): Html {
   return layout(
     'Log in',
     html`<h1>Log in</h1>
@@ -103,6 +111,7 @@ export function loginPage(message?: string, next = '/'): Html {
       ${message ? html`<p class="error" role="alert">${message}</p>` : ''}
       <form method="post" action="/login">
         <input type="hidden" name="next" value="${next}" />
+        <input type="hidden" name="_csrf" value="${csrf}" />
         <label>Token <input type="password" name="token" autocomplete="off" required size="60" /></label>
         <p><button type="submit">Log in</button></p>
       </form>`,

@@ -3,6 +3,7 @@
  * (HttpOnly, SameSite=Lax; the token itself never goes into the cookie). Changes are POST forms
  * carrying the session's CSRF token, answered with a 303 redirect (works without JavaScript).
  */
+import { randomBytes } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { TendError } from '../../errors.js';
@@ -10,7 +11,8 @@ import type { App, ServerServices } from '../services.js';
 import { actorOf, constantTimeEqual, scopeAllows, type Principal } from '../auth.js';
 import { decodeCursor } from '../db/repositories/environments.js';
 import { keepAliveUntil, listFilter, ListQuery, visibleEnvironment } from '../environment-queries.js';
-import { environmentView, resourceView, sessionView, targetLabel, timelineView } from '../views.js';
+import { environmentView, resourceView, sessionView, timelineView } from '../views.js';
+import { targetLabel } from '../../api/views.js';
 import type { Html } from './html.js';
 import { environmentPage, environmentsPage, loginPage, messagePage } from './pages.js';
 import { cleanupOverview, environmentCleanup, nextDecisions } from './cleanup-data.js';
@@ -18,6 +20,12 @@ import { cleanupPage, environmentCleanupSection, nextCell } from './cleanup-page
 import { firstDay, stateDays, statesChart } from './chart.js';
 
 export const sessionCookie = 'tend_session';
+/**
+ * The login form's CSRF token, double-submitted: a cookie only this site can set, and the same
+ * value in the form. A form posted from another site (logging a person in with someone else's
+ * token) carries no matching value.
+ */
+export const loginCsrfCookie = 'tend_login_csrf';
 const sessionTtlMs = 12 * 3600_000;
 
 interface DashboardSession {
@@ -103,10 +111,26 @@ export function registerDashboard(app: App, services: ServerServices): void {
     return session;
   };
 
+  /** The login form's CSRF value: the request's own cookie, or a new one set on the reply. */
+  const loginCsrf = (request: FastifyRequest, reply: FastifyReply): string => {
+    const existing = request.cookies[loginCsrfCookie];
+    if (existing && /^[A-Za-z0-9_-]{32}$/.test(existing)) return existing;
+    const value = randomBytes(24).toString('base64url');
+    void reply.setCookie(loginCsrfCookie, value, {
+      path: '/login',
+      httpOnly: true,
+      sameSite: 'strict',
+      secure: request.protocol === 'https',
+      maxAge: 3600,
+    });
+    return value;
+  };
+
   app.get(
     '/login',
     { schema: { ...hidden, querystring: Type.Object({ next: Type.Optional(Type.String()) }) } },
-    async (request, reply) => send(reply, loginPage(undefined, safeNext(request.query.next))),
+    async (request, reply) =>
+      send(reply, loginPage({ next: safeNext(request.query.next), csrf: loginCsrf(request, reply) })),
   );
 
   app.post(
@@ -114,32 +138,61 @@ export function registerDashboard(app: App, services: ServerServices): void {
     {
       schema: {
         ...hidden,
-        body: Type.Object({ token: Type.Optional(Type.String()), next: Type.Optional(Type.String()) }),
+        body: Type.Object({
+          token: Type.Optional(Type.String()),
+          next: Type.Optional(Type.String()),
+          _csrf: Type.Optional(Type.String()),
+        }),
       },
     },
     async (request, reply) => {
       const next = safeNext(request.body.next);
-      const token = (request.body.token ?? '').trim();
-      const row = token ? await services.tokens.findLive(token) : undefined;
-      if (!row) return send(reply, loginPage('That token is unknown or has been revoked.', next), 401);
-      if (!scopeAllows(row.scope, 'read')) {
+      const cookie = request.cookies[loginCsrfCookie];
+      const posted = request.body._csrf;
+      if (!cookie || typeof posted !== 'string' || !constantTimeEqual(posted, cookie)) {
+        void reply.clearCookie(loginCsrfCookie, { path: '/login' });
+        const fresh = randomBytes(24).toString('base64url');
+        void reply.setCookie(loginCsrfCookie, fresh, {
+          path: '/login',
+          httpOnly: true,
+          sameSite: 'strict',
+          secure: request.protocol === 'https',
+          maxAge: 3600,
+        });
         return send(
           reply,
-          loginPage(
-            `Token "${row.name}" has scope "${row.scope}"; the dashboard needs "read" or "admin".`,
+          loginPage({
+            message: 'The login form expired or was sent from another site; log in again from this page.',
             next,
-          ),
+            csrf: fresh,
+          }),
           403,
         );
       }
-      const { cookie } = await services.dashboardSessions.create(row.id, sessionTtlMs, services.now());
-      void reply.setCookie(sessionCookie, cookie, {
+      const page = (message: string) => loginPage({ message, next, csrf: cookie });
+      const token = (request.body.token ?? '').trim();
+      const row = token ? await services.tokens.findLive(token) : undefined;
+      if (!row) return send(reply, page('That token is unknown or has been revoked.'), 401);
+      if (!scopeAllows(row.scope, 'read')) {
+        return send(
+          reply,
+          page(`Token "${row.name}" has scope "${row.scope}"; the dashboard needs "read" or "admin".`),
+          403,
+        );
+      }
+      const { cookie: sessionValue } = await services.dashboardSessions.create(
+        row.id,
+        sessionTtlMs,
+        services.now(),
+      );
+      void reply.setCookie(sessionCookie, sessionValue, {
         path: '/',
         httpOnly: true,
         sameSite: 'lax',
         secure: request.protocol === 'https',
         maxAge: sessionTtlMs / 1000,
       });
+      void reply.clearCookie(loginCsrfCookie, { path: '/login' });
       await services.audit.record({ actor: `dashboard:${row.name}`, action: 'login', now: services.now() });
       return reply.redirect(next, 303);
     },
@@ -319,7 +372,7 @@ export function registerDashboard(app: App, services: ServerServices): void {
     );
   }
 
-  // Clean up now: the API's job path and checks (services.cleanup.cleanNow), only the wait skipped.
+  // Clean up now: the API's job path and checks (services.cleanup.switches.cleanNow), only the wait skipped.
   app.post(
     '/environments/:id/cleanup',
     { schema: { ...hidden, params: IdParams, body: FormBody } },
@@ -333,7 +386,7 @@ export function registerDashboard(app: App, services: ServerServices): void {
       const env = await visibleEnvironment(services, id, session.principal).catch(() => undefined);
       if (!env) return send(reply, messagePage('Not found', 'No such environment.', session), 404);
       try {
-        await services.cleanup.cleanNow(env.id, actorOf(session.principal));
+        await services.cleanup.switches.cleanNow(env.id, actorOf(session.principal));
       } catch (error) {
         if (error instanceof TendError) return renderEnvironment(reply, session, env.id, 409, error.message);
         throw error;
@@ -342,7 +395,7 @@ export function registerDashboard(app: App, services: ServerServices): void {
     },
   );
 
-  // Resume: the API's resume job (services.cleanup.cleanNow with action resume), same checks.
+  // Resume: the API's resume job (services.cleanup.switches.cleanNow with action resume), same checks.
   app.post(
     '/environments/:id/resume',
     { schema: { ...hidden, params: IdParams, body: FormBody } },
@@ -354,7 +407,7 @@ export function registerDashboard(app: App, services: ServerServices): void {
       );
       if (!env) return send(reply, messagePage('Not found', 'No such environment.', session), 404);
       try {
-        await services.cleanup.cleanNow(env.id, actorOf(session.principal), { action: 'resume' });
+        await services.cleanup.switches.cleanNow(env.id, actorOf(session.principal), { action: 'resume' });
       } catch (error) {
         if (error instanceof TendError) return renderEnvironment(reply, session, env.id, 409, error.message);
         throw error;
@@ -400,17 +453,17 @@ export function registerDashboard(app: App, services: ServerServices): void {
   const switches = {
     enforce: async (body: Static<typeof CleanupForm>, actor: string) => {
       if (!body.project) throw new TendError('TEND_SERVER_BAD_REQUEST', 'enforce needs a project');
-      await services.cleanup.enforce(body.project, body.environment || undefined, actor);
+      await services.cleanup.switches.enforce(body.project, body.environment || undefined, actor);
     },
     halt: async (_body: Static<typeof CleanupForm>, actor: string) => {
-      await services.cleanup.setHalted(true, actor);
+      await services.cleanup.switches.setHalted(true, actor);
     },
     resume: async (_body: Static<typeof CleanupForm>, actor: string) => {
-      await services.cleanup.setHalted(false, actor);
+      await services.cleanup.switches.setHalted(false, actor);
     },
     'breakers/reset': async (body: Static<typeof CleanupForm>, actor: string) => {
       if (!body.project) throw new TendError('TEND_SERVER_BAD_REQUEST', 'a breaker reset needs a project');
-      await services.cleanup.resetBreaker(body.project, actor);
+      await services.cleanup.switches.resetBreaker(body.project, actor);
     },
   };
   for (const [path, run] of Object.entries(switches)) {

@@ -7,7 +7,7 @@
  * instead of one with thousands of parameters.
  */
 import { CompiledQuery, type Transaction } from 'kysely';
-import type { DialectName } from './database.js';
+import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
 
 export interface InsertStatement {

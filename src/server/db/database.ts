@@ -19,11 +19,10 @@ import * as m0005 from './migrations/0005_pause_schedules.js';
 import * as m0006 from './migrations/0006_notifications.js';
 import * as m0007 from './migrations/0007_state_history.js';
 import * as m0008 from './migrations/0008_scheduled_environments.js';
+import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
 import { cachingStatements, TurnTakingSqliteDialect } from './sqlite.js';
 import { SqliteWriterThread } from './sqlite-writer.js';
-
-export type DialectName = 'sqlite' | 'postgres';
 
 export interface ServerDatabase {
   db: Kysely<Database>;

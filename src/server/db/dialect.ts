@@ -4,6 +4,8 @@
  */
 import { SqliteAdapter, type Kysely } from 'kysely';
 
+export type DialectName = 'sqlite' | 'postgres';
+
 // Any database schema: migrations see the tables as they were, not as the current types say.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function isSqlite(db: Kysely<any>): boolean {

@@ -4,7 +4,7 @@
  * `Date.prototype.toISOString()` writes them (fixed width, so they sort as text), booleans are
  * 0/1 integers, and structured values are JSON text.
  */
-import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction } from 'kysely';
 
 /** ISO 8601 UTC timestamp, e.g. `2025-01-31T12:00:00.000Z`. */
 export type Timestamp = string;
@@ -399,6 +399,9 @@ export interface Database {
   dashboard_sessions: DashboardSessionsTable;
   environment_state_days: EnvironmentStateDaysTable;
 }
+
+/** The database, or a transaction on it: what a query that may join its caller's transaction takes. */
+export type DatabaseOrTransaction = Kysely<Database> | Transaction<Database>;
 
 export type ApiToken = Selectable<ApiTokensTable>;
 export type Environment = Selectable<EnvironmentsTable>;

@@ -13,7 +13,7 @@
 import { CompiledQuery, Kysely, type DatabaseConnection } from 'kysely';
 import { parentPort, workerData } from 'node:worker_threads';
 import { ingestEvents } from '../registry/ingest.js';
-import { fromWire } from './repositories/registry.js';
+import { fromWire } from './event-wire.js';
 import { cachingStatements, openSqliteWriter, TurnTakingSqliteDialect } from './sqlite.js';
 import {
   serializeError,

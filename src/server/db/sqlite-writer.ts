@@ -24,8 +24,7 @@ import {
 } from 'kysely';
 import type { TendEvent } from '../../events/catalog.js';
 import { errorCodes, TendError, type ErrorCode } from '../../errors.js';
-import type { IngestResult } from '../registry/ingest.js';
-import { toWire, type WireEvents } from './repositories/registry.js';
+import { toWire, type IngestResult, type WireEvents } from './event-wire.js';
 import type { Database } from './schema.js';
 
 export interface WriterThreadData {

@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { TendError } from '../../errors.js';
 import { redactUrl, redactUrlsIn } from '../../redact.js';
-import { cliVersion } from '../../cli/version.js';
+import { cliVersion } from '../../version.js';
 import { NotificationRepository, type NewDelivery } from '../db/repositories/notifications.js';
 import type { CleanupDecisionRow, Database, WebhookDeliveryRow, WebhookRow } from '../db/schema.js';
 import { startPeriodic, type Periodic } from '../periodic.js';

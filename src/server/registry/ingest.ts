@@ -31,9 +31,9 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { TendEvent } from '../../events/catalog.js';
 import { byKey, BulkStatements } from '../db/bulk.js';
-import type { DialectName } from '../db/database.js';
+import type { DialectName } from '../db/dialect.js';
 import { GroupCommit } from '../db/group-commit.js';
-import { writerThreadOf } from '../db/sqlite-writer.js';
+import type { IngestResult } from '../db/event-wire.js';
 import {
   environmentRows,
   environmentsUpsert,
@@ -52,15 +52,11 @@ import {
   type ResourceIdentity,
 } from '../db/repositories/registry.js';
 import type { Database, Resource } from '../db/schema.js';
-import { environmentKey, targetKey } from './keys.js';
+import { targetKey } from '../../cleanup/targets.js';
+import { environmentKey } from './keys.js';
 import { sessionOwners } from './ownership.js';
 import { applyTouch, knownSessions, newEnvironment, planBatch, type EnvironmentTouch } from './plan.js';
 import { ResourceSet, resourceSets, setEnvironmentState } from './resources.js';
-
-export interface IngestResult {
-  accepted: number;
-  duplicates: number;
-}
 
 /** Some events of the batch were stored already: the transaction is retried without them. */
 class ConcurrentIngest extends Error {}
@@ -80,8 +76,6 @@ export async function ingestEvents(
   tokenProject: string | null = null,
 ): Promise<IngestResult> {
   // On SQLite, the writer connection's thread runs this very function (db/sqlite-writer.ts).
-  const writer = dialect === 'sqlite' ? writerThreadOf(db) : undefined;
-  if (writer) return writer.ingest(events, receivedAt, tokenProject);
   // First optimistically, as if every event were new; after a batch turned out to hold some
   // stored events and some new ones, again, skipping the stored ones from the start.
   let skipStored = false;

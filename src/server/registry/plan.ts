@@ -12,8 +12,8 @@ import type {
   SessionHeartbeatPayload,
   SessionStartedPayload,
   TendEvent,
-  CleanupSchedule,
 } from '../../events/catalog.js';
+import type { CleanupPolicy } from '../../cleanup/policy.js';
 import type { EnvironmentRow, SessionUpdate, StoredSession } from '../db/repositories/registry.js';
 import { environmentKey, type EnvironmentIdentity } from './keys.js';
 
@@ -28,13 +28,7 @@ export interface EnvironmentTouch {
   identity: EnvironmentIdentity;
   activity?: Activity;
   /** Set when the batch holds a sessionStarted for the environment: its policy, or null. */
-  policy?: {
-    afterInactivity: string;
-    action: string;
-    warnBefore?: string;
-    afterClose?: string;
-    schedule?: CleanupSchedule;
-  } | null;
+  policy?: CleanupPolicy | null;
   /** Set with the policy: the session's pull request, or null. */
   pullRequest?: { repository: string; number: number } | null;
   /** A command that resumes a paused environment at its start (deploy, test, run, resume) ran. */

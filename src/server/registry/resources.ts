@@ -8,7 +8,7 @@ import { newId } from '../../events/bus.js';
 import type { NamespaceStatusPayload, TendEvent } from '../../events/catalog.js';
 import type { EnvironmentRow, ResourceCounts } from '../db/repositories/registry.js';
 import type { Ownership, Resource } from '../db/schema.js';
-import { targetKey } from './keys.js';
+import { targetKey } from '../../cleanup/targets.js';
 
 /**
  * The resource sets of these environments: the latest generation of each resource a batch

@@ -1,7 +1,7 @@
 /** `GET /api/v1/audit`: who changed what and every decision taken, newest first. */
 import { Type } from '@sinclair/typebox';
 import type { App, ServerServices } from '../services.js';
-import { AuditView, ErrorResponse } from '../schemas.js';
+import { AuditView, ErrorResponse } from '../../api/views.js';
 import { auditView } from '../views.js';
 
 export function registerAuditRoutes(app: App, services: ServerServices): void {

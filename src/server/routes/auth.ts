@@ -1,7 +1,7 @@
 /** `GET /api/v1/auth/whoami`: which token this is (name, scope, project) — `tend login` checks with it. */
 import { Type } from '@sinclair/typebox';
 import type { App, ServerServices } from '../services.js';
-import { ErrorResponse } from '../schemas.js';
+import { ErrorResponse } from '../../api/views.js';
 
 export function registerAuthRoutes(app: App, _services: ServerServices): void {
   app.get(

@@ -1,76 +1,35 @@
 /**
- * The cleanup API. Executor routes (scope `agent`: `tend agent`, bound to clusters if its token
- * is): heartbeat, inventory, claim, start, complete. Read routes: the plan of the last pass
- * (paged by due time), jobs, and the state of cleanup (halt, breakers, policies, executors,
- * unrecorded namespaces). Admin routes: enforce, halt, resume, breaker reset, clean up now.
+ * The cleanup API for people (the executors' routes are in cleanup-executor.ts). Read routes:
+ * the plan of the last pass (paged by due time, with the schedules' sleeps and wakes), one
+ * environment's notice for the CLI, jobs, and the state of cleanup (halt, breakers, policies,
+ * executors, unrecorded namespaces). Admin routes: enforce, halt, resume, breaker reset, clean up
+ * now (and resume now, in keep-alive scope).
  */
-import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { CleanupJob, JobView, queueRoutes, type QueueRoute } from '../../cleanup/protocol.js';
+import { Type } from '@sinclair/typebox';
+import { CleanupJob, JobView } from '../../cleanup/protocol.js';
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
 import { actorOf, type Principal } from '../auth.js';
 import { decodeCursor, encodeCursor } from '../db/repositories/environments.js';
 import type { CleanupDecisionRow } from '../db/schema.js';
 import { transitions as scheduleTransitions, type Schedule } from '../../cleanup/schedule.js';
-import { blockReasons } from '../cleanup/planner.js';
 import { cleanupStatus } from '../cleanup/status.js';
-import { ErrorResponse } from '../schemas.js';
-import { parseDuration } from '../views.js';
+import { ErrorResponse } from '../../api/views.js';
+import { PlanItemView, TransitionView } from '../../api/cleanup.js';
+import { maxDurationMs, parseDuration } from '../../cleanup/policy.js';
 import { visibleEnvironment } from '../environment-queries.js';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
 const Time = () => Type.String({ format: 'date-time' });
 
-export const PlanItemView = Type.Object({
-  kind: Type.Union([
-    Type.Literal('due'),
-    Type.Literal('scheduled'),
-    Type.Literal('dry-run'),
-    Type.Literal('blocked'),
-  ]),
-  reason: Type.Union([...blockReasons.map((r) => Type.Literal(r)), Type.Null()]),
-  action: Type.String(),
-  environmentId: Type.String(),
-  project: Type.String(),
-  environment: Type.String(),
-  namespace: Type.String(),
-  resourceId: Type.String(),
-  targetKey: Type.String(),
-  pluginName: Type.String(),
-  dueAt: Time(),
-  lastActivityAt: Time(),
-  sentence: Type.String(),
-  jobId: Nullable(Type.String()),
-  decidedAt: Time(),
-  warnAt: Type.Union([Time(), Type.Null()], {
-    description: "A scheduled decision's warning time: due time minus the policy's warnBefore (default 1h).",
-  }),
-  warning: Type.Boolean({
-    description:
-      'True when the warning time has come: the environment "will be deleted at …" (`tend keep-alive` to postpone).',
-  }),
-});
-export type PlanItemView = Static<typeof PlanItemView>;
-
-/** A schedule's next sleep or wake of one environment, with its local and UTC times. */
-export const TransitionView = Type.Object({
-  environmentId: Type.String(),
-  project: Type.String(),
-  environment: Type.String(),
-  /** `sleep`: paused by the schedule; `wake`: resumed (if the schedule paused it). */
-  kind: Type.Union([Type.Literal('sleep'), Type.Literal('wake')]),
-  at: Type.String({ format: 'date-time' }),
-  /** `2026-03-30 08:00 +02:00 Europe/Berlin`. */
-  local: Type.String(),
-  /** `2026-03-30 06:00 UTC`. */
-  utc: Type.String(),
-});
-export type TransitionView = Static<typeof TransitionView>;
-
 /** Most scheduled environments whose transitions one plan answer lists. */
 const maxScheduledEnvironments = 200;
 
-const errors = {
+/** Longest `within` of the plan route. */
+const maxWithinMs = maxDurationMs;
+
+/** The error answers of every cleanup route (the executors' too). */
+export const cleanupErrors = {
   400: ErrorResponse,
   401: ErrorResponse,
   403: ErrorResponse,
@@ -92,6 +51,30 @@ const PlanQuery = Type.Object({
   cursor: Type.Optional(Type.String()),
 });
 
+const PlanResponse = Type.Object({
+  serverTime: Time(),
+  generatedAt: Nullable(Time()),
+  halted: Type.Boolean(),
+  items: Type.Array(PlanItemView),
+  nextCursor: Nullable(Type.String()),
+  /** First page only: the schedules' sleeps and wakes within \`within\` (at most 200 environments). */
+  transitions: Type.Optional(Type.Array(TransitionView)),
+});
+
+const NoticeQuery = Type.Object({
+  project: Type.String({ minLength: 1, maxLength: 253 }),
+  environment: Type.String({ minLength: 1, maxLength: 253 }),
+  namespace: Type.String({ minLength: 1, maxLength: 253 }),
+});
+
+const NoticeResponse = Type.Object({
+  serverTime: Time(),
+  generatedAt: Nullable(Time()),
+  halted: Type.Boolean(),
+  items: Type.Array(PlanItemView),
+  nextCursor: Type.Null(),
+});
+
 const JobsQuery = Type.Object({
   state: Type.Optional(
     Type.Union([
@@ -108,23 +91,74 @@ const JobsQuery = Type.Object({
   cursor: Type.Optional(Type.String()),
 });
 
-const JobParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
+const StatusResponse = Type.Object({
+  halted: Type.Boolean(),
+  haltedBy: Nullable(Type.String()),
+  haltedAt: Nullable(Time()),
+  lastPassAt: Nullable(Time()),
+  lastPassMs: Type.Union([Type.Integer(), Type.Null()]),
+  breakers: Type.Array(
+    Type.Object({
+      project: Type.String(),
+      openedAt: Time(),
+      due: Type.Integer(),
+      active: Type.Integer(),
+    }),
+  ),
+  policies: Type.Array(
+    Type.Object({
+      project: Type.String(),
+      environment: Type.String(),
+      afterInactivityMs: Type.Integer(),
+      action: Type.String(),
+      enforcedAt: Time(),
+      enforcedBy: Type.String(),
+    }),
+  ),
+  executors: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      name: Type.String(),
+      kind: Type.String(),
+      version: Type.String(),
+      targetKey: Type.String(),
+      pluginName: Type.String(),
+      description: Type.String(),
+      lastSeenAt: Time(),
+    }),
+  ),
+  unrecorded: Type.Array(
+    Type.Object({
+      targetKey: Type.String(),
+      namespace: Type.String(),
+      uid: Type.String(),
+      phase: Type.String(),
+      project: Nullable(Type.String()),
+      environment: Nullable(Type.String()),
+      environmentId: Nullable(Type.String()),
+      firstSeenAt: Time(),
+      lastSeenAt: Time(),
+    }),
+  ),
+});
+
 const ProjectName = Type.String({ minLength: 1, maxLength: 253 });
 
-/** Longest `within` of the plan route. */
-const maxWithinMs = 3650 * 86_400_000;
+const EnforceBody = Type.Object(
+  { project: ProjectName, environment: Type.Optional(ProjectName) },
+  { additionalProperties: false },
+);
 
-/** 403 unless an agent token bound to clusters may act on the target. */
-function checkTarget(principal: Principal | null, targetKey: string): void {
-  if (!principal?.clusters) return;
-  const match = /^kubernetes\/(.+)$/.exec(targetKey);
-  if (!match || !principal.clusters.includes(match[1]!)) {
-    throw new TendError(
-      'TEND_AUTH_FORBIDDEN',
-      `token "${principal.tokenName}" is bound to clusters ${principal.clusters.join(', ')}; it may not act on ${targetKey.slice(0, 100)}`,
-    );
-  }
-}
+const EnforceResponse = Type.Object({
+  enforced: Type.Array(
+    Type.Object({
+      project: Type.String(),
+      environment: Type.String(),
+      afterInactivity: Type.String(),
+      action: Type.String(),
+    }),
+  ),
+});
 
 /** 403 for a project-bound token acting on another project or on a global switch. */
 function checkProject(principal: Principal | null, project: string | null): void {
@@ -139,29 +173,7 @@ function checkProject(principal: Principal | null, project: string | null): void
   }
 }
 
-/** The options of a queue route (agent scope), from the one table of queue routes. */
-function executorRoute<Q extends QueueRoute, P extends TSchema = TSchema>(
-  route: Q,
-  options: { bodyLimit?: number; params?: P } = {},
-) {
-  const r: (typeof queueRoutes)[Q] = queueRoutes[route];
-  const body: (typeof queueRoutes)[Q]['body'] = r.body;
-  const response: (typeof queueRoutes)[Q]['response'] = r.response;
-  return {
-    config: { permission: 'agent' as const },
-    ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}),
-    schema: {
-      summary: r.summary,
-      tags: ['cleanup executors'],
-      // Only the job routes have params (fastify warns of an undefined params schema).
-      ...(options.params ? { params: options.params } : ({} as { params: P })),
-      body,
-      response: { 200: response, ...errors },
-    },
-  };
-}
-
-export function planItemView(r: CleanupDecisionRow, now: Date): PlanItemView {
+function planItemView(r: CleanupDecisionRow, now: Date): PlanItemView {
   return {
     kind: r.kind as PlanItemView['kind'],
     reason: r.reason_code as PlanItemView['reason'],
@@ -183,423 +195,297 @@ export function planItemView(r: CleanupDecisionRow, now: Date): PlanItemView {
   };
 }
 
-export function registerCleanupRoutes(app: App, services: ServerServices): void {
-  const cleanup = services.cleanup;
-  app.post(queueRoutes.heartbeat.path, executorRoute('heartbeat'), async (request) => {
-    const body = request.body;
-    for (const t of body.targets) checkTarget(request.principal, t.targetKey);
-    return cleanup.heartbeatAs(body, request.principal?.tokenName ?? null);
-  });
+/** A cursor this server gave out, or a 400. */
+function cursorOf(value: string | undefined) {
+  const cursor = value ? decodeCursor(value) : undefined;
+  if (value && !cursor)
+    throw new TendError('TEND_SERVER_BAD_REQUEST', 'cursor is not one this server gave out');
+  return cursor;
+}
 
-  app.post(
-    queueRoutes.inventory.path,
-    executorRoute('inventory', { bodyLimit: services.limits.bodyLimit }),
-    async (request) => {
-      const body = request.body;
-      checkTarget(request.principal, body.targetKey);
-      return cleanup.inventoryAs(body, `${actorOf(request.principal!)} (executor ${body.executorId})`);
-    },
-  );
+/**
+ * The sleeps and wakes of scheduled environments (at most 200) from `from` for `withinMs`, in
+ * time order.
+ */
+async function scheduledTransitions(
+  services: ServerServices,
+  filter: { project?: string; environment?: string; onlyProject: string | null },
+  from: number,
+  withinMs: number,
+): Promise<TransitionView[]> {
+  const transitions: TransitionView[] = [];
+  const scheduled = await services.cleanup.decisions.scheduledEnvironments(filter, maxScheduledEnvironments);
+  // Environments share schedules: each one's transitions are worked out once.
+  const bySchedule = new Map<string, ReturnType<typeof scheduleTransitions>>();
+  for (const e of scheduled) {
+    let list = bySchedule.get(e.policy_schedule);
+    if (!list) {
+      list = scheduleTransitions(JSON.parse(e.policy_schedule) as Schedule, from, from + withinMs);
+      bySchedule.set(e.policy_schedule, list);
+    }
+    for (const t of list) {
+      transitions.push({
+        environmentId: e.id,
+        project: e.project,
+        environment: e.name,
+        kind: t.kind,
+        at: new Date(t.at).toISOString(),
+        local: t.local,
+        utc: t.utc,
+      });
+    }
+  }
+  return transitions.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+}
 
-  app.post(queueRoutes.claim.path, executorRoute('claim'), async (request) => {
-    const body = request.body;
-    for (const t of body.targetKeys) checkTarget(request.principal, t);
-    return cleanup.claim(body);
-  });
-
-  const heldJobTarget = async (id: string, principal: Principal | null) => {
-    if (!principal?.clusters) return;
-    const job = await cleanup.repository.job(id);
-    if (job?.target_key) checkTarget(principal, job.target_key);
+function registerPlanRoute(app: App, services: ServerServices): void {
+  const schema = {
+    summary: 'What cleanup will do, when, and why (or why not): the decisions of the last planning pass',
+    tags: ['cleanup'],
+    querystring: PlanQuery,
+    response: { 200: PlanResponse, ...cleanupErrors },
   };
-
-  app.post(queueRoutes.start.path, executorRoute('start', { params: JobParams }), async (request) => {
-    await heldJobTarget(request.params.id, request.principal);
-    return cleanup.start(request.params.id, request.body);
-  });
-
-  app.post(queueRoutes.complete.path, executorRoute('complete', { params: JobParams }), async (request) => {
-    await heldJobTarget(request.params.id, request.principal);
-    return cleanup.complete(request.params.id, request.body);
-  });
-
-  app.get(
-    '/api/v1/cleanup/plan',
-    {
-      config: { permission: 'read' },
-      schema: {
-        summary: 'What cleanup will do, when, and why (or why not): the decisions of the last planning pass',
-        tags: ['cleanup'],
-        querystring: PlanQuery,
-        response: {
-          200: Type.Object({
-            serverTime: Time(),
-            generatedAt: Nullable(Time()),
-            halted: Type.Boolean(),
-            items: Type.Array(PlanItemView),
-            nextCursor: Nullable(Type.String()),
-            /** First page only: the schedules' sleeps and wakes within \`within\` (at most 200 environments). */
-            transitions: Type.Optional(Type.Array(TransitionView)),
-          }),
-          ...errors,
-        },
-      },
-    },
-    async (request) => {
-      const q = request.query;
-      const withinMs = parseDuration(q.within ?? '24h');
-      if (withinMs === undefined || withinMs > maxWithinMs) {
-        throw new TendError(
-          'TEND_SERVER_BAD_REQUEST',
-          `within takes a duration like "24h" or "7d" (at most 3650d), got "${(q.within ?? '').slice(0, 64)}"`,
-        );
-      }
-      const after = q.cursor ? decodeCursor(q.cursor) : undefined;
-      if (q.cursor && !after)
-        throw new TendError('TEND_SERVER_BAD_REQUEST', 'cursor is not one this server gave out');
-      const limit = q.limit ?? 50;
-      const [rows, control] = await Promise.all([
-        cleanup.repository.planPage(
-          {
-            dueBefore: new Date(services.now().getTime() + withinMs).toISOString(),
-            project: q.project,
-            environment: q.environment,
-            namespace: q.namespace,
-            onlyProject: request.principal?.project ?? null,
-            after,
-          },
-          limit + 1,
-        ),
-        cleanup.repository.control(),
-      ]);
-      const items = rows.slice(0, limit);
-      const last = items[items.length - 1];
-      const transitions: TransitionView[] = [];
-      if (!q.cursor) {
-        const from = services.now().getTime();
-        const scheduled = await cleanup.repository.scheduledEnvironments(
-          { project: q.project, environment: q.environment, onlyProject: request.principal?.project ?? null },
-          maxScheduledEnvironments,
-        );
-        // Environments share schedules: each one's transitions are worked out once.
-        const bySchedule = new Map<string, ReturnType<typeof scheduleTransitions>>();
-        for (const e of scheduled) {
-          let list = bySchedule.get(e.policy_schedule);
-          if (!list) {
-            list = scheduleTransitions(JSON.parse(e.policy_schedule) as Schedule, from, from + withinMs);
-            bySchedule.set(e.policy_schedule, list);
-          }
-          for (const t of list) {
-            transitions.push({
-              environmentId: e.id,
-              project: e.project,
-              environment: e.name,
-              kind: t.kind,
-              at: new Date(t.at).toISOString(),
-              local: t.local,
-              utc: t.utc,
-            });
-          }
-        }
-        transitions.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
-      }
-      return {
-        serverTime: services.now().toISOString(),
-        generatedAt: control.last_pass_at,
-        halted: Boolean(control.halted),
-        ...(q.cursor ? {} : { transitions }),
-        items: items.map((r) => planItemView(r, services.now())),
-        nextCursor:
-          rows.length > limit && last ? encodeCursor({ at: last.due_at, id: last.resource_id }) : null,
-      };
-    },
-  );
-
-  app.get(
-    '/api/v1/cleanup/notice',
-    {
-      config: { permission: 'ingest' },
-      schema: {
-        summary:
-          "One environment's cleanup decisions, for the CLI's warning line and `tend status` (ingest scope: a project-bound token sees its project only)",
-        tags: ['cleanup'],
-        querystring: Type.Object({
-          project: Type.String({ minLength: 1, maxLength: 253 }),
-          environment: Type.String({ minLength: 1, maxLength: 253 }),
-          namespace: Type.String({ minLength: 1, maxLength: 253 }),
-        }),
-        response: {
-          200: Type.Object({
-            serverTime: Time(),
-            generatedAt: Nullable(Time()),
-            halted: Type.Boolean(),
-            items: Type.Array(PlanItemView),
-            nextCursor: Type.Null(),
-          }),
-          ...errors,
-        },
-      },
-    },
-    async (request) => {
-      const q = request.query;
-      checkProject(request.principal, q.project);
-      const [rows, control] = await Promise.all([
-        cleanup.repository.planPage(
-          {
-            dueBefore: new Date(services.now().getTime() + maxWithinMs).toISOString(),
-            project: q.project,
-            environment: q.environment,
-            namespace: q.namespace,
-          },
-          20,
-        ),
-        cleanup.repository.control(),
-      ]);
-      return {
-        serverTime: services.now().toISOString(),
-        generatedAt: control.last_pass_at,
-        halted: Boolean(control.halted),
-        items: rows.map((r) => planItemView(r, services.now())),
-        nextCursor: null,
-      };
-    },
-  );
-
-  app.get(
-    '/api/v1/cleanup/jobs',
-    {
-      config: { permission: 'read' },
-      schema: {
-        summary: 'Cleanup jobs, most recently planned first',
-        tags: ['cleanup'],
-        querystring: JobsQuery,
-        response: {
-          200: Type.Object({ items: Type.Array(JobView), nextCursor: Nullable(Type.String()) }),
-          ...errors,
-        },
-      },
-    },
-    async (request) => {
-      const q = request.query;
-      const before = q.cursor ? decodeCursor(q.cursor) : undefined;
-      if (q.cursor && !before)
-        throw new TendError('TEND_SERVER_BAD_REQUEST', 'cursor is not one this server gave out');
-      const limit = q.limit ?? 50;
-      const rows = await cleanup.repository.listJobs(
+  app.get('/api/v1/cleanup/plan', { config: { permission: 'read' }, schema }, async (request) => {
+    const q = request.query;
+    const withinMs = parseDuration(q.within ?? '24h');
+    if (withinMs === undefined || withinMs > maxWithinMs) {
+      throw new TendError(
+        'TEND_SERVER_BAD_REQUEST',
+        `within takes a duration like "24h" or "7d" (at most 365d), got "${(q.within ?? '').slice(0, 64)}"`,
+      );
+    }
+    const after = cursorOf(q.cursor);
+    const limit = q.limit ?? 50;
+    const onlyProject = request.principal?.project ?? null;
+    const [rows, control] = await Promise.all([
+      services.cleanup.decisions.planPage(
         {
-          state: q.state,
+          dueBefore: new Date(services.now().getTime() + withinMs).toISOString(),
           project: q.project,
-          environmentId: q.environmentId,
-          onlyProject: request.principal?.project ?? null,
-          before,
+          environment: q.environment,
+          namespace: q.namespace,
+          onlyProject,
+          after,
         },
         limit + 1,
-      );
-      const page = rows.slice(0, limit);
-      const last = page[page.length - 1];
-      return {
-        items: await cleanup.jobHistory(page),
-        nextCursor: rows.length > limit && last ? encodeCursor({ at: last.planned_at, id: last.id }) : null,
-      };
-    },
-  );
+      ),
+      services.cleanup.control.control(),
+    ]);
+    const items = rows.slice(0, limit);
+    const last = items[items.length - 1];
+    const transitions = q.cursor
+      ? []
+      : await scheduledTransitions(
+          services,
+          { project: q.project, environment: q.environment, onlyProject },
+          services.now().getTime(),
+          withinMs,
+        );
+    return {
+      serverTime: services.now().toISOString(),
+      generatedAt: control.last_pass_at,
+      halted: Boolean(control.halted),
+      ...(q.cursor ? {} : { transitions }),
+      items: items.map((r) => planItemView(r, services.now())),
+      nextCursor:
+        rows.length > limit && last ? encodeCursor({ at: last.due_at, id: last.resource_id }) : null,
+    };
+  });
+}
 
-  app.get(
-    '/api/v1/cleanup/status',
-    {
-      config: { permission: 'read' },
-      schema: {
-        summary:
-          'The state of cleanup: halt switch, last pass, breakers, enforced policies, executors, unrecorded namespaces',
-        tags: ['cleanup'],
-        response: {
-          200: Type.Object({
-            halted: Type.Boolean(),
-            haltedBy: Nullable(Type.String()),
-            haltedAt: Nullable(Time()),
-            lastPassAt: Nullable(Time()),
-            lastPassMs: Type.Union([Type.Integer(), Type.Null()]),
-            breakers: Type.Array(
-              Type.Object({
-                project: Type.String(),
-                openedAt: Time(),
-                due: Type.Integer(),
-                active: Type.Integer(),
-              }),
-            ),
-            policies: Type.Array(
-              Type.Object({
-                project: Type.String(),
-                environment: Type.String(),
-                afterInactivityMs: Type.Integer(),
-                action: Type.String(),
-                enforcedAt: Time(),
-                enforcedBy: Type.String(),
-              }),
-            ),
-            executors: Type.Array(
-              Type.Object({
-                id: Type.String(),
-                name: Type.String(),
-                kind: Type.String(),
-                version: Type.String(),
-                targetKey: Type.String(),
-                pluginName: Type.String(),
-                description: Type.String(),
-                lastSeenAt: Time(),
-              }),
-            ),
-            unrecorded: Type.Array(
-              Type.Object({
-                targetKey: Type.String(),
-                namespace: Type.String(),
-                uid: Type.String(),
-                phase: Type.String(),
-                project: Nullable(Type.String()),
-                environment: Nullable(Type.String()),
-                environmentId: Nullable(Type.String()),
-                firstSeenAt: Time(),
-                lastSeenAt: Time(),
-              }),
-            ),
-          }),
-          ...errors,
+function registerNoticeRoute(app: App, services: ServerServices): void {
+  const schema = {
+    summary:
+      "One environment's cleanup decisions, for the CLI's warning line and `tend status` (ingest scope: a project-bound token sees its project only)",
+    tags: ['cleanup'],
+    querystring: NoticeQuery,
+    response: { 200: NoticeResponse, ...cleanupErrors },
+  };
+  app.get('/api/v1/cleanup/notice', { config: { permission: 'ingest' }, schema }, async (request) => {
+    const q = request.query;
+    checkProject(request.principal, q.project);
+    const [rows, control] = await Promise.all([
+      services.cleanup.decisions.planPage(
+        {
+          dueBefore: new Date(services.now().getTime() + maxWithinMs).toISOString(),
+          project: q.project,
+          environment: q.environment,
+          namespace: q.namespace,
         },
-      },
-    },
-    async (request) => {
-      const only = request.principal?.project ?? null;
-      const [status, policies] = await Promise.all([
-        cleanupStatus(cleanup.repository, only),
-        cleanup.repository.policies(),
-      ]);
-      return {
-        ...status,
-        policies: policies
-          .filter((p) => !only || p.project === only)
-          .map((p) => ({
-            project: p.project,
-            environment: p.environment,
-            afterInactivityMs: Number(p.after_inactivity_ms),
-            action: p.action,
-            enforcedAt: p.enforced_at,
-            enforcedBy: p.enforced_by,
-          })),
-      };
-    },
-  );
+        20,
+      ),
+      services.cleanup.control.control(),
+    ]);
+    return {
+      serverTime: services.now().toISOString(),
+      generatedAt: control.last_pass_at,
+      halted: Boolean(control.halted),
+      items: rows.map((r) => planItemView(r, services.now())),
+      nextCursor: null,
+    };
+  });
+}
 
-  app.post(
-    '/api/v1/cleanup/enforce',
-    {
-      config: { permission: 'admin' },
-      schema: {
-        summary:
-          'Enforce the cleanup policy of a project (or one environment name): its decisions stop being dry-run (admin)',
-        tags: ['cleanup'],
-        body: Type.Object(
-          { project: ProjectName, environment: Type.Optional(ProjectName) },
-          { additionalProperties: false },
-        ),
-        response: {
-          200: Type.Object({
-            enforced: Type.Array(
-              Type.Object({
-                project: Type.String(),
-                environment: Type.String(),
-                afterInactivity: Type.String(),
-                action: Type.String(),
-              }),
-            ),
-          }),
-          ...errors,
-        },
-      },
+function registerJobsRoute(app: App, services: ServerServices): void {
+  const schema = {
+    summary: 'Cleanup jobs, most recently planned first',
+    tags: ['cleanup'],
+    querystring: JobsQuery,
+    response: {
+      200: Type.Object({ items: Type.Array(JobView), nextCursor: Nullable(Type.String()) }),
+      ...cleanupErrors,
     },
-    async (request) => {
-      checkProject(request.principal, request.body.project);
-      const enforced = await cleanup.enforce(
-        request.body.project,
-        request.body.environment,
-        actorOf(request.principal!),
-      );
-      return { enforced };
-    },
-  );
-
-  for (const action of ['halt', 'resume'] as const) {
-    app.post(
-      `/api/v1/cleanup/${action}`,
+  };
+  app.get('/api/v1/cleanup/jobs', { config: { permission: 'read' }, schema }, async (request) => {
+    const q = request.query;
+    const before = cursorOf(q.cursor);
+    const limit = q.limit ?? 50;
+    const rows = await services.cleanup.jobs.listJobs(
       {
-        config: { permission: 'admin' },
-        schema: {
-          summary:
-            action === 'halt'
-              ? 'Halt all automatic cleanup: nothing is planned or started until resumed (admin)'
-              : 'Resume automatic cleanup (admin)',
-          tags: ['cleanup'],
-          response: { 200: Type.Object({ halted: Type.Boolean(), changed: Type.Boolean() }), ...errors },
-        },
+        state: q.state,
+        project: q.project,
+        environmentId: q.environmentId,
+        onlyProject: request.principal?.project ?? null,
+        before,
       },
-      async (request) => {
-        checkProject(request.principal, null);
-        return cleanup.setHalted(action === 'halt', actorOf(request.principal!));
-      },
+      limit + 1,
     );
-  }
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      items: await services.cleanup.queue.jobHistory(page),
+      nextCursor: rows.length > limit && last ? encodeCursor({ at: last.planned_at, id: last.id }) : null,
+    };
+  });
+}
 
+function registerStatusRoute(app: App, services: ServerServices): void {
+  const schema = {
+    summary:
+      'The state of cleanup: halt switch, last pass, breakers, enforced policies, executors, unrecorded namespaces',
+    tags: ['cleanup'],
+    response: { 200: StatusResponse, ...cleanupErrors },
+  };
+  app.get('/api/v1/cleanup/status', { config: { permission: 'read' }, schema }, async (request) => {
+    const only = request.principal?.project ?? null;
+    const [status, policies] = await Promise.all([
+      cleanupStatus(services.cleanup, only),
+      services.cleanup.control.policies(),
+    ]);
+    return {
+      ...status,
+      policies: policies
+        .filter((p) => !only || p.project === only)
+        .map((p) => ({
+          project: p.project,
+          environment: p.environment,
+          afterInactivityMs: Number(p.after_inactivity_ms),
+          action: p.action,
+          enforcedAt: p.enforced_at,
+          enforcedBy: p.enforced_by,
+        })),
+    };
+  });
+}
+
+function registerEnforceRoute(app: App, services: ServerServices): void {
+  const schema = {
+    summary:
+      'Enforce the cleanup policy of a project (or one environment name): its decisions stop being dry-run (admin)',
+    tags: ['cleanup'],
+    body: EnforceBody,
+    response: { 200: EnforceResponse, ...cleanupErrors },
+  };
+  app.post('/api/v1/cleanup/enforce', { config: { permission: 'admin' }, schema }, async (request) => {
+    checkProject(request.principal, request.body.project);
+    const enforced = await services.cleanup.switches.enforce(
+      request.body.project,
+      request.body.environment,
+      actorOf(request.principal!),
+    );
+    return { enforced };
+  });
+}
+
+function registerHaltRoutes(app: App, services: ServerServices): void {
+  for (const action of ['halt', 'resume'] as const) {
+    const schema = {
+      summary:
+        action === 'halt'
+          ? 'Halt all automatic cleanup: nothing is planned or started until resumed (admin)'
+          : 'Resume automatic cleanup (admin)',
+      tags: ['cleanup'],
+      response: { 200: Type.Object({ halted: Type.Boolean(), changed: Type.Boolean() }), ...cleanupErrors },
+    };
+    app.post(`/api/v1/cleanup/${action}`, { config: { permission: 'admin' }, schema }, async (request) => {
+      checkProject(request.principal, null);
+      return services.cleanup.switches.setHalted(action === 'halt', actorOf(request.principal!));
+    });
+  }
+}
+
+function registerBreakerResetRoute(app: App, services: ServerServices): void {
+  const schema = {
+    summary: "Close a project's circuit breaker after looking at why it opened (admin)",
+    tags: ['cleanup'],
+    params: Type.Object({ project: ProjectName }),
+    response: { 200: Type.Object({ project: Type.String(), reset: Type.Boolean() }), ...cleanupErrors },
+  };
   app.post(
     '/api/v1/cleanup/breakers/:project/reset',
-    {
-      config: { permission: 'admin' },
-      schema: {
-        summary: "Close a project's circuit breaker after looking at why it opened (admin)",
-        tags: ['cleanup'],
-        params: Type.Object({ project: ProjectName }),
-        response: { 200: Type.Object({ project: Type.String(), reset: Type.Boolean() }), ...errors },
-      },
-    },
+    { config: { permission: 'admin' }, schema },
     async (request) => {
       checkProject(request.principal, request.params.project);
-      await cleanup.resetBreaker(request.params.project, actorOf(request.principal!));
+      await services.cleanup.switches.resetBreaker(request.params.project, actorOf(request.principal!));
       return { project: request.params.project, reset: true };
     },
   );
+}
 
-  // Clean up now and resume: one job path (cleanNow), different permission and action.
-  const environmentJobRoute = (
-    path: string,
-    permission: 'admin' | 'keep-alive',
-    summary: string,
-    action?: 'resume',
-  ) =>
-    app.post(
-      path,
-      {
-        config: { permission },
-        schema: {
-          summary,
-          tags: ['environments'],
-          params: Type.Object({ id: Type.String() }),
-          response: { 200: Type.Object({ jobs: Type.Array(CleanupJob) }), ...errors },
-        },
-      },
-      async (request) => {
-        const env = await visibleEnvironment(services, request.params.id, request.principal);
-        return {
-          jobs: await cleanup.cleanNow(env.id, actorOf(request.principal!), action ? { action } : {}),
-        };
-      },
-    );
-  environmentJobRoute(
-    '/api/v1/environments/:id/cleanup',
-    'admin',
-    'Clean up now: plan jobs for the environment through the same path and checks, only the inactivity wait skipped (admin)',
-  );
-  environmentJobRoute(
-    '/api/v1/environments/:id/resume',
-    'keep-alive',
-    'Resume a paused environment: a resume job (restores exactly what the pause recorded) through the same path and checks as every cleanup job (read scope, like keep-alive)',
-    'resume',
-  );
+/** Clean up now and resume: one job path (cleanNow), different permission and action. */
+function registerEnvironmentJobRoute(
+  app: App,
+  services: ServerServices,
+  route: { path: string; permission: 'admin' | 'keep-alive'; summary: string; action?: 'resume' },
+): void {
+  const schema = {
+    summary: route.summary,
+    tags: ['environments'],
+    params: Type.Object({ id: Type.String() }),
+    response: { 200: Type.Object({ jobs: Type.Array(CleanupJob) }), ...cleanupErrors },
+  };
+  app.post(route.path, { config: { permission: route.permission }, schema }, async (request) => {
+    const env = await visibleEnvironment(services, request.params.id, request.principal);
+    const action = route.action;
+    return {
+      jobs: await services.cleanup.switches.cleanNow(
+        env.id,
+        actorOf(request.principal!),
+        action ? { action } : {},
+      ),
+    };
+  });
+}
+
+export function registerCleanupRoutes(app: App, services: ServerServices): void {
+  registerPlanRoute(app, services);
+  registerNoticeRoute(app, services);
+  registerJobsRoute(app, services);
+  registerStatusRoute(app, services);
+  registerEnforceRoute(app, services);
+  registerHaltRoutes(app, services);
+  registerBreakerResetRoute(app, services);
+  registerEnvironmentJobRoute(app, services, {
+    path: '/api/v1/environments/:id/cleanup',
+    permission: 'admin',
+    summary:
+      'Clean up now: plan jobs for the environment through the same path and checks, only the inactivity wait skipped (admin)',
+  });
+  registerEnvironmentJobRoute(app, services, {
+    path: '/api/v1/environments/:id/resume',
+    permission: 'keep-alive',
+    summary:
+      'Resume a paused environment: a resume job (restores exactly what the pause recorded) through the same path and checks as every cleanup job (read scope, like keep-alive)',
+    action: 'resume',
+  });
 }

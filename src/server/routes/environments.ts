@@ -9,7 +9,7 @@ import type { App, ServerServices } from '../services.js';
 import { actorOf, type Principal } from '../auth.js';
 import { decodeCursor } from '../db/repositories/environments.js';
 import { keepAliveUntil, listFilter, ListQuery, visibleEnvironment } from '../environment-queries.js';
-import { EnvironmentView, ErrorResponse, ResourceView, SessionView, TimelineView } from '../schemas.js';
+import { EnvironmentView, ErrorResponse, ResourceView, SessionView, TimelineView } from '../../api/views.js';
 import { environmentView, resourceView, sessionView, timelineView } from '../views.js';
 
 const ListResponse = Type.Object({

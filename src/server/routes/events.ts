@@ -8,7 +8,8 @@ import { checkEvent, eventCatalog, EventEnvelope, eventTypes, type TendEvent } f
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
 import { ingestEvents } from '../registry/ingest.js';
-import { ErrorResponse } from '../schemas.js';
+import { writerThreadOf } from '../db/sqlite-writer.js';
+import { ErrorResponse } from '../../api/views.js';
 import { storableProblem } from '../storable.js';
 
 /** For the OpenAPI document: each event type with its payload schema, built from the catalogue. */
@@ -134,13 +135,19 @@ export function registerEventRoutes(app: App, services: ServerServices): void {
       }
       let result;
       try {
-        result = await ingestEvents(
-          services.database.db,
-          services.database.dialect,
-          events,
-          receivedAt,
-          request.principal?.project ?? null,
-        );
+        // On SQLite the writer thread runs the whole batch; elsewhere it runs here.
+        const tokenProject = request.principal?.project ?? null;
+        const writer =
+          services.database.dialect === 'sqlite' ? writerThreadOf(services.database.db) : undefined;
+        result = writer
+          ? await writer.ingest(events, receivedAt, tokenProject)
+          : await ingestEvents(
+              services.database.db,
+              services.database.dialect,
+              events,
+              receivedAt,
+              tokenProject,
+            );
       } catch (error) {
         if (error instanceof TendError) services.metrics.recordBatch('rejected');
         throw error;

@@ -12,7 +12,7 @@ import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { verify } from '@octokit/webhooks-methods';
 import { sha256Hex } from '../../hash.js';
 import { TendError } from '../../errors.js';
-import { ErrorResponse } from '../schemas.js';
+import { ErrorResponse } from '../../api/views.js';
 import type { App, ServerServices } from '../services.js';
 
 /** GitHub caps payloads at 25 MB; a pull_request delivery is tens of KiB. */
@@ -47,9 +47,10 @@ function stateOf(p: Static<typeof PullRequestPayload>): 'open' | 'closed' | 'mer
 export function registerGithubRoutes(app: App, services: ServerServices): void {
   const repo = services.notifications.repository;
   void app.register(async (scope) => {
-    // The signature covers the body's bytes: keep them as they came.
-    scope.removeContentTypeParser('application/json');
-    scope.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    // The signature covers the body's bytes: keep them as they came, whatever the content type
+    // (the handler refuses anything but JSON once the signature is checked).
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
       done(null, body);
     });
     scope.post(
@@ -73,7 +74,6 @@ export function registerGithubRoutes(app: App, services: ServerServices): void {
             401: { ...ErrorResponse, description: 'No signature, a wrong one, or a replayed delivery.' },
             404: { ...ErrorResponse, description: 'The GitHub integration is not configured.' },
             413: ErrorResponse,
-            415: ErrorResponse,
           },
         },
       },
@@ -99,6 +99,8 @@ export function registerGithubRoutes(app: App, services: ServerServices): void {
         if (!signature) {
           throw new TendError('TEND_AUTH', 'the delivery has no X-Hub-Signature-256 header');
         }
+        // The verifier refuses an empty payload by throwing: nothing to verify is a bad request.
+        if (body === '') throw new TendError('TEND_SERVER_BAD_REQUEST', 'the delivery body is empty');
         if (!/^sha256=[0-9a-f]{64}$/.test(signature) || !(await verify(secret, body, signature))) {
           throw new TendError(
             'TEND_AUTH',
@@ -121,19 +123,47 @@ export function registerGithubRoutes(app: App, services: ServerServices): void {
         }
         const event = header('x-github-event') ?? '';
         const base = { event, action: null, repository: null, number: null, state: null, environments: 0 };
+        const replay = () =>
+          new TendError(
+            'TEND_AUTH',
+            `delivery ${deliveryId} (or its signature) was accepted before: a replay`,
+          );
+        // Every authenticated delivery is remembered, the ignored ones too: a replay does nothing.
+        const ignore = async (
+          status: 200 | 202,
+          answer: Static<typeof Answer>,
+          seen: { action?: string; repository?: string; number?: number } = {},
+        ) => {
+          const fresh = await repo.rememberIgnoredDelivery(
+            { signature: signatureKey, deliveryId, event, ...seen },
+            services.now(),
+          );
+          if (!fresh) throw replay();
+          return reply.status(status).send(answer);
+        };
         if (event !== 'pull_request') {
-          return reply.status(event === 'ping' ? 200 : 202).send({
-            ...base,
-            ...(event === 'ping'
-              ? {}
-              : { ignored: `tend reads pull_request events, not "${event.slice(0, 64)}"` }),
-          });
+          return ignore(
+            event === 'ping' ? 200 : 202,
+            event === 'ping'
+              ? base
+              : { ...base, ignored: `tend reads pull_request events, not "${event.slice(0, 64)}"` },
+          );
+        }
+        const contentType = (header('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+        if (contentType !== 'application/json') {
+          throw new TendError(
+            'TEND_SERVER_BAD_REQUEST',
+            `the delivery's content type is ${contentType ? `"${contentType.slice(0, 100)}"` : 'missing'}; set the webhook's content type to application/json in GitHub`,
+          );
         }
         let payload: unknown;
         try {
           payload = JSON.parse(body);
         } catch {
-          throw new TendError('TEND_SERVER_BAD_REQUEST', 'the body is not JSON');
+          throw new TendError(
+            'TEND_SERVER_BAD_REQUEST',
+            body === '' ? 'the body is empty' : 'the body is not JSON',
+          );
         }
         if (!checkPayload.Check(payload)) {
           const first = checkPayload.Errors(payload).First();
@@ -152,9 +182,11 @@ export function registerGithubRoutes(app: App, services: ServerServices): void {
           state: state ?? null,
         };
         if (!(await repo.knowsRepository(repository))) {
-          return reply
-            .status(202)
-            .send({ ...answer, ignored: `no environment of repository ${repository} is recorded` });
+          return ignore(
+            202,
+            { ...answer, ignored: `no environment of repository ${repository} is recorded` },
+            { action: payload.action, repository, number: payload.number },
+          );
         }
         const now = services.now();
         const applied = await repo.applyPullRequest(
@@ -168,12 +200,7 @@ export function registerGithubRoutes(app: App, services: ServerServices): void {
           },
           now,
         );
-        if (!applied) {
-          throw new TendError(
-            'TEND_AUTH',
-            `delivery ${deliveryId} (or its signature) was accepted before: a replay`,
-          );
-        }
+        if (!applied) throw replay();
         if (state && applied.environments > 0) {
           await services.audit.record({
             actor: `github:${deliveryId}`,

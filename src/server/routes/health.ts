@@ -2,6 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
+import { cleanupGauges } from '../cleanup/status.js';
 import { isReachable } from '../db/database.js';
 
 export function registerHealthRoutes(app: App, services: ServerServices): void {
@@ -61,7 +62,7 @@ export function registerHealthRoutes(app: App, services: ServerServices): void {
       }
       const [counts, cleanup] = await Promise.all([
         services.environments.countByState(),
-        services.cleanup.gauges(),
+        cleanupGauges(services.cleanup, services.now()),
       ]);
       return reply.type('text/plain; version=0.0.4').send(services.metrics.render(counts, cleanup));
     },

@@ -37,6 +37,10 @@ const missing = (cause: 'observed' | 'deleted') =>
 
 export const execContract: PluginContract = {
   plugin: 'exec',
+  executor: (recorded) => ({
+    flags: { local: true, contexts: [], clustersByDefault: false },
+    hostId: recorded.target.kind === 'local' ? recorded.target.hostId : undefined,
+  }),
   fixtures: async () => ({ default: { files: { 'tend.yml': project } } }),
   rows: [
     // init only reads configuration: it touches no environment.

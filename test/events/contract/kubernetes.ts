@@ -75,6 +75,13 @@ const system = { namespace: 'tend-system', state: 'ready', cause: 'observed', ro
 
 export const kubernetesContract: PluginContract = {
   plugin: 'kubernetes',
+  executor: (recorded) => ({
+    flags: {
+      local: false,
+      contexts: recorded.target.kind === 'kubernetes' ? [recorded.target.context] : [],
+      clustersByDefault: false,
+    },
+  }),
   fixtures: async () => {
     const sim = await startKubeSim();
     sim.store.create('namespaces', '', {

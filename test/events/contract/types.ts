@@ -1,5 +1,6 @@
 /** The shape of a plugin's rows in the event contract test (test/events/contract.test.ts). */
 import type { NamespaceStatusPayload } from '../../../src/events/catalog.js';
+import type { ExecutorFlags } from '../../../src/plugin/types.js';
 
 export interface ExpectedNamespaceEvent {
   /** `app` namespace of the environment, or a literal namespace name. */
@@ -33,4 +34,9 @@ export interface PluginContract {
   /** Fixtures by name; each row runs against the fixture `variant` (default `default`). */
   fixtures: () => Promise<Record<string, PluginFixture>>;
   rows: (ContractRow & { variant?: string })[];
+  /**
+   * The cleanup contract (test/events/cleanup-contract.test.ts): the executor flags under which
+   * the plugin serves the environment it recorded, and the host id the executor runs as.
+   */
+  executor?: (recorded: NamespaceStatusPayload) => { flags: ExecutorFlags; hostId?: string };
 }

@@ -227,8 +227,8 @@ describe('bad input is a clear error, with the namespace still recorded', () => 
       'bad-scope',
       'apiVersion: v1\nkind: PersistentVolume\nmetadata: { name: pv }\nspec: {}\n',
     );
-    // kube-sim serves no cluster-scoped kind but Namespace, so an unknown kind stands in here.
-    expect(scoped.message).toMatch(/the cluster does not know kind PersistentVolume in apiVersion v1/);
+    // Known cluster-scoped kinds are refused without asking the cluster.
+    expect(scoped.message).toMatch(/PersistentVolume is cluster-scoped/);
     const ns = await failure('bad-ns-kind', 'apiVersion: v1\nkind: Namespace\nmetadata: { name: mine }\n');
     expect(ns.message).toMatch(/tend creates the namespace itself/);
   });

@@ -16,7 +16,7 @@ import {
 import { cleanupLine, cleanupWarning } from '../../../src/remote/cleanup-plan.js';
 import { statusCommand } from '../../../src/commands/status.js';
 import type { TendError } from '../../../src/errors.js';
-import type { PlanItemView } from '../../../src/server/routes/cleanup.js';
+import type { PlanItemView } from '../../../src/api/cleanup.js';
 import { makeProject, removeProjects } from '../../helpers/project.js';
 import { cleanupFixture, type CleanupFixture } from './fixture.js';
 
@@ -60,7 +60,7 @@ describe('cleanup commands', () => {
   it('plan, enforce, halt, resume and breaker reset talk to the server', async () => {
     const env = await f.environment({ user: 'alice' });
     await f.report('e1', [f.item(env.namespace, 'uid-alice')]);
-    await f.server.app.cleanup.planningPass();
+    await f.server.app.cleanup.pass.run();
     const plan = await cleanupPlanCommand({ within: '24h' });
     expect(plan.data.items).toMatchObject([{ kind: 'scheduled', namespace: 'shop-alice' }]);
     expect(plan.human).toMatch(/^DECISION\s+WHEN\s+PROJECT/);
@@ -151,8 +151,8 @@ describe('cleanup commands', () => {
 
 describe('tend server token create --scope agent --cluster', () => {
   it('binds an agent token to clusters, and refuses --cluster on other scopes', async () => {
-    const { migrateCommand } = await import('../../../src/commands/server.js');
-    const { tokenCreateCommand } = await import('../../../src/commands/server-admin.js');
+    const { migrateCommand } = await import('../../../src/server/cli.js');
+    const { tokenCreateCommand } = await import('../../../src/server/admin-cli.js');
     const dir = mkdtempSync(join(tmpdir(), 'tend-token-'));
     try {
       await migrateCommand({ dataDir: dir });

@@ -5,7 +5,9 @@
  * keep-alive, dry-run, breaker); reopened is not due.
  */
 import { describe, expect, it } from 'vitest';
-import { checkPlan, plan, type PlanSnapshot } from '../../../src/server/cleanup/planner.js';
+import { checkPlan } from '../../../src/server/cleanup/planner/check.js';
+import { plan } from '../../../src/server/cleanup/planner/plan.js';
+import type { PlanSnapshot } from '../../../src/server/cleanup/planner/types.js';
 import { goodSnapshot, now, settings } from './snapshots.js';
 
 const hour = 3_600_000;

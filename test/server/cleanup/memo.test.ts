@@ -7,14 +7,14 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { plan } from '../../../src/server/cleanup/planner/plan.js';
+import { PlanMemo } from '../../../src/server/cleanup/planner/memo.js';
 import {
-  plan,
-  PlanMemo,
   policyKey,
   type PlanResult,
   type PlanSnapshot,
   type SnapshotEnvironment,
-} from '../../../src/server/cleanup/planner.js';
+} from '../../../src/server/cleanup/planner/types.js';
 import { goodSnapshot, now as goodNow, randomCase, settings } from './snapshots.js';
 
 const minute = 60_000;

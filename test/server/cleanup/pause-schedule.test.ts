@@ -7,6 +7,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { dialects, postEvents, session } from '../helpers.js';
+import { postLogin } from '../helpers.js';
 import { cleanupFixture, target, type CleanupFixture } from './fixture.js';
 
 const minute = 60_000;
@@ -27,7 +28,7 @@ describe.each(dialects)('pause and schedules on %s', (dialect) => {
     await f.close();
   });
 
-  const service = () => f.server.app.cleanup;
+  const cleanup = () => f.server.app.cleanup;
   /** Claims, starts and completes every planned job as one executor; returns the jobs. */
   async function execute(outcome = 'done') {
     const claimed = await f.call(
@@ -79,7 +80,7 @@ describe.each(dialects)('pause and schedules on %s', (dialect) => {
     // Used on Sunday night (asleep): paused after 30 minutes idle, by the schedule.
     f.advance(31 * minute);
     await f.report('e1', [f.item(env.namespace, 'uid-alice')]);
-    expect(await service().planningPass()).toMatchObject({ planned: 1 });
+    expect(await cleanup().pass.run()).toMatchObject({ planned: 1 });
     const pausing = await plan();
     expect(pausing).toMatchObject({ kind: 'due', action: 'pause' });
     expect(pausing.sentence).toMatch(
@@ -94,7 +95,7 @@ describe.each(dialects)('pause and schedules on %s', (dialect) => {
 
     // Next: resumed at Monday 08:00 in Berlin (CEST since the night): 06:00 UTC.
     await f.report('e1', [f.item(env.namespace, 'uid-alice')]);
-    await service().planningPass();
+    await cleanup().pass.run();
     const waking = await plan();
     expect(waking).toMatchObject({ kind: 'scheduled', action: 'resume', dueAt: '2026-03-30T06:00:00.000Z' });
     expect(waking.sentence).toMatch(
@@ -103,14 +104,14 @@ describe.each(dialects)('pause and schedules on %s', (dialect) => {
 
     f.advance(Date.parse('2026-03-30T06:00:10Z') - f.now().getTime());
     await f.report('e1', [f.item(env.namespace, 'uid-alice')]);
-    expect(await service().planningPass()).toMatchObject({ planned: 1 });
+    expect(await cleanup().pass.run()).toMatchObject({ planned: 1 });
     const [resume] = await execute();
     expect(resume).toMatchObject({ action: 'resume' });
     expect(resume!.reason).toMatch(/^schedule .*: awake since 2026-03-30 08:00 \+02:00 Europe\/Berlin/);
     expect(await environment(env.id)).toMatchObject({ state: 'active', pausedBy: null });
 
     // Awake: the next decision is the pause at 20:00 CEST.
-    await service().planningPass();
+    await cleanup().pass.run();
     expect(await plan()).toMatchObject({
       kind: 'scheduled',
       action: 'pause',
@@ -127,7 +128,7 @@ describe.each(dialects)('pause and schedules on %s', (dialect) => {
 
     f.advance(31 * minute);
     await f.report('e1', [f.item(env.namespace, 'uid-alice')]);
-    await service().planningPass();
+    await cleanup().pass.run();
     await execute();
     expect((await environment(env.id)).state).toBe('paused');
 
@@ -143,7 +144,7 @@ describe.each(dialects)('pause and schedules on %s', (dialect) => {
     // Paused again; a `tend build` does not resume it, a `tend deploy` does (the CLI resumes first).
     f.advance(31 * minute);
     await f.report('e1', [f.item(env.namespace, 'uid-alice')]);
-    await service().planningPass();
+    await cleanup().pass.run();
     await execute();
     expect((await environment(env.id)).state).toBe('paused');
     const build = session({ user: 'alice', command: 'build' });
@@ -162,11 +163,7 @@ describe.each(dialects)('pause and schedules on %s', (dialect) => {
 
   it('the dashboard shows a paused environment with a Resume button: the same resume job, CSRF checked', async () => {
     const env = await scheduled();
-    const res = await f.server.app.inject({
-      method: 'POST',
-      url: '/login',
-      payload: { token: f.server.tokens.read, next: '/' },
-    });
+    const res = await postLogin(f.server.app, { token: f.server.tokens.read, next: '/' });
     const cookie = `tend_session=${res.cookies.find((c) => c.name === 'tend_session')!.value}`;
     const page = () =>
       f.server.app.inject({ method: 'GET', url: `/environments/${env.id}`, headers: { cookie } });
@@ -176,7 +173,7 @@ describe.each(dialects)('pause and schedules on %s', (dialect) => {
 
     f.advance(31 * minute);
     await f.report('e1', [f.item(env.namespace, 'uid-alice')]);
-    await service().planningPass();
+    await cleanup().pass.run();
     await execute();
     const paused = await page();
     expect(paused.body).toContain(resumeForm);

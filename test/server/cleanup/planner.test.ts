@@ -4,13 +4,10 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  checkPlan,
-  plan,
-  policyKey,
-  type BlockReason,
-  type PlanSnapshot,
-} from '../../../src/server/cleanup/planner.js';
+import { checkPlan } from '../../../src/server/cleanup/planner/check.js';
+import { plan } from '../../../src/server/cleanup/planner/plan.js';
+import { policyKey, type PlanSnapshot } from '../../../src/server/cleanup/planner/types.js';
+import type { BlockReason } from '../../../src/cleanup/decisions.js';
 import { goodSnapshot, now, randomCase, settings } from './snapshots.js';
 
 const hour = 3_600_000;

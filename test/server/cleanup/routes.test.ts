@@ -224,7 +224,7 @@ describe.each(dialects)('cleanup routes on %s', (dialect) => {
     await f.call('POST', '/api/v1/cleanup/enforce', { project: 'shop' });
     f.advance(9 * 3_600_000);
     await f.report('e1', [f.item('shop-alice', 'uid-alice')]);
-    await f.server.app.cleanup.planningPass();
+    await f.server.app.cleanup.pass.run();
     const claimed = await f.call(
       'POST',
       '/api/v1/cleanup/jobs/claim',

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest, type ServerDatabase } from '../../../src/server/db/database.js';
-import { CleanupRepository } from '../../../src/server/db/repositories/cleanup.js';
+import { CleanupDecisionRepository } from '../../../src/server/db/repositories/cleanup-decisions.js';
 import { createTestDatabase, dialects, type TestDatabase } from '../helpers.js';
 
 const schedule = JSON.stringify({ sleepAt: '20:00', wakeAt: '08:00', weekdays: ['mon'], timeZone: 'UTC' });
@@ -53,7 +53,7 @@ describe.each(dialects)('scheduled environments on %s', (dialect) => {
   });
 
   it('lists active and paused ones in id order up to the limit, past cleaned ones across chunks', async () => {
-    const repo = new CleanupRepository(database.db, database.reader);
+    const repo = new CleanupDecisionRepository(database.db, database.reader);
     // A limit of 2 reads chunks of 4: the first has one to list, the next two more.
     const ids = async (limit: number, filter: { project?: string } = {}) =>
       (await repo.scheduledEnvironments({ onlyProject: null, ...filter }, limit)).map((e) => e.id);

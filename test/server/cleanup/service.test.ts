@@ -1,18 +1,20 @@
 /**
- * The cleanup service on SQLite and PostgreSQL: planning passes, jobs and their leases (two
- * claimers, an expired lease, a crash mid-pass), the re-check at start, retries, inventory
- * reconciliation and unrecorded namespaces, through the agent routes an executor uses.
+ * The server's job queue and planning pass on SQLite and PostgreSQL: planning passes, jobs and
+ * their leases (two claimers, an expired lease, a crash mid-pass), the re-check at start,
+ * retries, inventory reconciliation and unrecorded namespaces, through the agent routes an
+ * executor uses.
  */
 import type { KyselyPlugin } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CleanupService, defaultCleanupSettings } from '../../../src/server/cleanup/service.js';
+import { composeCleanup } from '../../../src/server/cleanup/compose.js';
+import { defaultCleanupSettings } from '../../../src/server/cleanup/settings.js';
 import { Metrics } from '../../../src/server/metrics.js';
 import { dialects, postEvents, session } from '../helpers.js';
 import { cleanupFixture, target, type CleanupFixture } from './fixture.js';
 
 const hour = 3_600_000;
 
-describe.each(dialects)('cleanup service on %s', (dialect) => {
+describe.each(dialects)('cleanup queue and planning pass on %s', (dialect) => {
   let f: CleanupFixture;
   beforeEach(async () => {
     f = await cleanupFixture(dialect);
@@ -21,7 +23,7 @@ describe.each(dialects)('cleanup service on %s', (dialect) => {
     await f.close();
   });
 
-  const service = () => f.server.app.cleanup;
+  const cleanup = () => f.server.app.cleanup;
   const claim = (executorId: string, leaseSeconds = 60) =>
     f.call(
       'POST',
@@ -54,7 +56,7 @@ describe.each(dialects)('cleanup service on %s', (dialect) => {
 
   it('plans a job for an idle environment; one executor claims, starts and completes it; the environment is cleaned', async () => {
     const env = await idleEnvironment();
-    const pass = await service().planningPass();
+    const pass = await cleanup().pass.run();
     expect(pass).toMatchObject({ planned: 1, cancelled: 0, breakersOpened: [] });
 
     const plan = await f.call('GET', '/api/v1/cleanup/plan', undefined, f.server.tokens.read);
@@ -99,7 +101,7 @@ describe.each(dialects)('cleanup service on %s', (dialect) => {
       message: 'deleted',
     });
     // The next pass plans nothing more.
-    expect(await service().planningPass()).toMatchObject({ planned: 0, decisions: 0 });
+    expect(await cleanup().pass.run()).toMatchObject({ planned: 0, decisions: 0 });
   });
 
   it('a pass whose snapshot was read before a job completed plans no second job for the cleaned namespace', async () => {
@@ -115,29 +117,29 @@ describe.each(dialects)('cleanup service on %s', (dialect) => {
         return args.result;
       },
     };
-    const racer = new CleanupService(
+    const racer = composeCleanup(
       f.server.database.db,
       f.server.database.reader.withPlugin(interleave),
       new Metrics(),
       f.now,
       { ...defaultCleanupSettings, intervalMs: 30_000 },
     );
-    expect(await racer.planningPass()).toMatchObject({ planned: 1 });
+    expect(await racer.pass.run()).toMatchObject({ planned: 1 });
     const [job] = (await claim('e1')).body.jobs;
     expect((await start(job.id, 'e1')).body).toMatchObject({ proceed: true });
 
     // The job completes while the next pass reads: after its first read, before its last
     // (through a queue that reads on the writer: the reader is held by the read interleaved).
-    const completer = new CleanupService(f.server.database.db, f.server.database.db, new Metrics(), f.now, {
+    const completer = composeCleanup(f.server.database.db, f.server.database.db, new Metrics(), f.now, {
       ...defaultCleanupSettings,
       intervalMs: 30_000,
     });
     between = async () =>
       expect(
-        (await completer.complete(job.id, { executorId: 'e1', outcome: 'done', message: 'deleted' })).job
-          .state,
+        (await completer.queue.complete(job.id, { executorId: 'e1', outcome: 'done', message: 'deleted' }))
+          .job.state,
       ).toBe('done');
-    expect(await racer.planningPass()).toMatchObject({ planned: 0 });
+    expect(await racer.pass.run()).toMatchObject({ planned: 0 });
     expect(between).toBeUndefined();
 
     const jobs = await f.call('GET', '/api/v1/cleanup/jobs?limit=100', undefined, f.server.tokens.read);
@@ -146,7 +148,7 @@ describe.each(dialects)('cleanup service on %s', (dialect) => {
     ]);
     expect(await audit('cleanup-planned')).toHaveLength(1);
     // The next pass knows the namespace is gone.
-    expect(await racer.planningPass()).toMatchObject({ planned: 0, decisions: 0 });
+    expect(await racer.pass.run()).toMatchObject({ planned: 0, decisions: 0 });
     const detail = await f.call('GET', `/api/v1/environments/${env.id}`, undefined, f.server.tokens.read);
     expect(detail.body.environment.state).toBe('cleaned');
   });
@@ -155,8 +157,8 @@ describe.each(dialects)('cleanup service on %s', (dialect) => {
     const env = await f.environment({ user: 'bob' });
     f.advance(9 * hour);
     await f.report('e1', [f.item(env.namespace, 'uid-bob')]);
-    expect(await service().planningPass()).toMatchObject({ planned: 0 });
-    expect(await service().planningPass()).toMatchObject({ planned: 0 });
+    expect(await cleanup().pass.run()).toMatchObject({ planned: 0 });
+    expect(await cleanup().pass.run()).toMatchObject({ planned: 0 });
     const plan = await f.call('GET', '/api/v1/cleanup/plan', undefined, f.server.tokens.read);
     expect(plan.body.items[0]).toMatchObject({ kind: 'dry-run' });
     expect(plan.body.items[0].sentence).toContain('tend cleanup enforce --project shop --environment dev');
@@ -166,13 +168,13 @@ describe.each(dialects)('cleanup service on %s', (dialect) => {
 
   it('an expired lease returns the job; the first executor can no longer report it; the second finishes it once', async () => {
     await idleEnvironment();
-    await service().planningPass();
+    await cleanup().pass.run();
     const [job] = (await claim('e1', 10)).body.jobs;
     expect((await start(job.id, 'e1')).body.proceed).toBe(true);
     // e1 dies. Its lease runs out; a pass returns the job to planned, e2 claims it.
     f.advance(130_000);
     await f.report('e2', [f.item(job.namespaceName, 'uid-alice')]);
-    await service().planningPass();
+    await cleanup().pass.run();
     const jobs = await f.call('GET', '/api/v1/cleanup/jobs?state=planned', undefined, f.server.tokens.read);
     expect(jobs.body.items.map((j: { id: string }) => j.id)).toEqual([job.id]);
     const [again] = (await claim('e2')).body.jobs;
@@ -186,7 +188,7 @@ describe.each(dialects)('cleanup service on %s', (dialect) => {
 
   it('activity after the decision cancels the job at start, with the reason', async () => {
     const env = await idleEnvironment();
-    await service().planningPass();
+    await cleanup().pass.run();
     const [job] = (await claim('e1')).body.jobs;
     const s = session({ user: 'alice', command: 'deploy' });
     await postEvents(f.server, [s.started({ afterInactivity: '8h', action: 'delete' }), s.completed()]);
@@ -201,7 +203,7 @@ describe.each(dialects)('cleanup service on %s', (dialect) => {
 
   it('protection, keep-alive and halt at start cancel; a planned job no longer due is cancelled by the next pass', async () => {
     const env = await idleEnvironment();
-    await service().planningPass();
+    await cleanup().pass.run();
     const [job] = (await claim('e1')).body.jobs;
     expect((await f.call('POST', `/api/v1/environments/${env.id}/protect`)).status).toBe(200);
     expect((await start(job.id, 'e1')).body).toMatchObject({ proceed: false });
@@ -209,9 +211,9 @@ describe.each(dialects)('cleanup service on %s', (dialect) => {
     const env2 = await f.environment({ user: 'carol' });
     f.advance(9 * hour);
     await f.report('e1', [f.item(env.namespace, 'uid-alice'), f.item(env2.namespace, 'uid-carol')]);
-    expect(await service().planningPass()).toMatchObject({ planned: 1 });
+    expect(await cleanup().pass.run()).toMatchObject({ planned: 1 });
     await f.call('POST', `/api/v1/environments/${env2.id}/keep-alive`, { for: '1d' });
-    expect(await service().planningPass()).toMatchObject({ cancelled: 1 });
+    expect(await cleanup().pass.run()).toMatchObject({ cancelled: 1 });
     const plan = await f.call('GET', '/api/v1/cleanup/plan', undefined, f.server.tokens.read);
     expect(plan.body.items.map((i: { reason: string }) => i.reason).sort()).toEqual([
       'kept-alive',
@@ -221,7 +223,7 @@ describe.each(dialects)('cleanup service on %s', (dialect) => {
     await f.call('POST', `/api/v1/environments/${env2.id}/keep-alive`, { for: '1m' });
     f.advance(120_000);
     await f.report('e1', [f.item(env.namespace, 'uid-alice'), f.item(env2.namespace, 'uid-carol')]);
-    expect(await service().planningPass()).toMatchObject({ planned: 1 });
+    expect(await cleanup().pass.run()).toMatchObject({ planned: 1 });
     const [job2] = (await claim('e1')).body.jobs;
     expect((await f.call('POST', '/api/v1/cleanup/halt')).body).toEqual({ halted: true, changed: true });
     expect((await start(job2.id, 'e1')).body).toMatchObject({
@@ -232,7 +234,7 @@ describe.each(dialects)('cleanup service on %s', (dialect) => {
 
   it('a failure is retried after a backoff, then given up after the last attempt', async () => {
     await idleEnvironment();
-    await service().planningPass();
+    await cleanup().pass.run();
     let [job] = (await claim('e1')).body.jobs;
     for (let attempt = 1; attempt <= 5; attempt++) {
       expect((await start(job.id, 'e1')).body.proceed).toBe(true);
@@ -263,12 +265,12 @@ describe.each(dialects)('cleanup service on %s', (dialect) => {
         plan_lease_expires_at: new Date(f.now().getTime() + 60_000).toISOString(),
       })
       .execute();
-    expect(await service().planningPass()).toBeUndefined();
+    expect(await cleanup().pass.run()).toBeUndefined();
     f.advance(61_000);
     await f.report('e1', [
       f.item((await claim('e1')).body.jobs[0]?.namespaceName ?? 'shop-alice', 'uid-alice'),
     ]);
-    expect(await service().planningPass()).toMatchObject({ planned: 1 });
+    expect(await cleanup().pass.run()).toMatchObject({ planned: 1 });
   });
 
   it('two replicas planning at once create each job once', async () => {
@@ -284,12 +286,12 @@ describe.each(dialects)('cleanup service on %s', (dialect) => {
         ...Array.from({ length: 10 }, (_, i) => `np${i}`),
       ].map((u) => f.item(`shop-${u}`, `uid-${u}`)),
     );
-    const other = new CleanupService(f.server.database.db, f.server.database.reader, new Metrics(), f.now, {
+    const other = composeCleanup(f.server.database.db, f.server.database.reader, new Metrics(), f.now, {
       ...defaultCleanupSettings,
       intervalMs: 30_000,
     });
-    const results = await Promise.all([service().planningPass(), other.planningPass()]);
-    await Promise.all([service().planningPass(), other.planningPass()]);
+    const results = await Promise.all([cleanup().pass.run(), other.pass.run()]);
+    await Promise.all([cleanup().pass.run(), other.pass.run()]);
     expect(results.filter((r) => r !== undefined).length).toBeGreaterThanOrEqual(1);
     const jobs = await f.call('GET', '/api/v1/cleanup/jobs?limit=100', undefined, f.server.tokens.read);
     expect(jobs.body.items).toHaveLength(8);
@@ -304,7 +306,7 @@ describe.each(dialects)('cleanup service on %s', (dialect) => {
       'e1',
       ['b1', 'b2', 'b3'].map((u) => f.item(`shop-${u}`, `uid-${u}`)),
     );
-    expect(await service().planningPass()).toMatchObject({ planned: 0, breakersOpened: ['shop'] });
+    expect(await cleanup().pass.run()).toMatchObject({ planned: 0, breakersOpened: ['shop'] });
     expect(await audit('breaker-open')).toHaveLength(1);
     const metrics = await f.server.app.inject({
       method: 'GET',
@@ -317,7 +319,7 @@ describe.each(dialects)('cleanup service on %s', (dialect) => {
     expect((await f.call('POST', '/api/v1/cleanup/breakers/shop/reset')).status).toBe(200);
     expect((await f.call('POST', '/api/v1/cleanup/breakers/shop/reset')).status).toBe(409);
     // Still more than half due: it opens again (the admin would lift policies or protect first).
-    expect(await service().planningPass()).toMatchObject({ breakersOpened: ['shop'] });
+    expect(await cleanup().pass.run()).toMatchObject({ breakersOpened: ['shop'] });
   });
 
   it('reconciles inventories: absent from a complete one -> missing; partial -> nothing; unrecorded namespaces shown', async () => {
@@ -389,7 +391,7 @@ describe.each(dialects)('cleanup service on %s', (dialect) => {
 
   it('a job cannot be reported done before it was started', async () => {
     await idleEnvironment('ivy');
-    await service().planningPass();
+    await cleanup().pass.run();
     const [job] = (await claim('e1')).body.jobs;
     const res = await complete(job.id, 'e1');
     expect(res.status).toBe(409);
@@ -401,12 +403,12 @@ describe.each(dialects)('cleanup service on %s', (dialect) => {
   it('a namespace re-created with another uid is not cleaned', async () => {
     await idleEnvironment('erin');
     await f.report('e1', [f.item('shop-erin', 'uid-new')], false);
-    await service().planningPass();
+    await cleanup().pass.run();
     const plan = await f.call('GET', '/api/v1/cleanup/plan', undefined, f.server.tokens.read);
     expect(plan.body.items[0]).toMatchObject({ kind: 'blocked', reason: 'inventory-partial' });
     f.advance(1000);
     await f.report('e1', [f.item('shop-erin', 'uid-new')]);
-    await service().planningPass();
+    await cleanup().pass.run();
     expect((await claim('e1')).body.jobs).toEqual([]);
   });
 

@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { PlanSnapshot } from '../../../src/server/cleanup/planner.js';
+import type { PlanSnapshot } from '../../../src/server/cleanup/planner/types.js';
 import { loadSnapshot, SnapshotCache } from '../../../src/server/cleanup/snapshot.js';
 import { countRows, dialects, newId, postEvents, session } from '../helpers.js';
 import { cleanupFixture, target, type CleanupFixture } from './fixture.js';

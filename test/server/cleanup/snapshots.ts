@@ -13,7 +13,7 @@ import {
   type SnapshotEnvironment,
   type SnapshotInventoryItem,
   type SnapshotResource,
-} from '../../../src/server/cleanup/planner.js';
+} from '../../../src/server/cleanup/planner/types.js';
 
 export const settings: PlannerSettings = {
   intervalMs: 30_000,

@@ -48,7 +48,7 @@ describe('the cleanup warning of every command', () => {
     await f.report('e1', [f.item(e.namespace, 'uid-alice')]);
     f.advance(7.5 * 3_600_000);
     await f.report('e1', [f.item(e.namespace, 'uid-alice')]);
-    await f.server.app.cleanup.planningPass();
+    await f.server.app.cleanup.pass.run();
   }, 60_000);
   afterAll(async () => {
     rmSync(configDir, { recursive: true, force: true });

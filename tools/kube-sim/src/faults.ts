@@ -11,6 +11,8 @@ export type FaultType =
   | 'error'
   /** Destroy the socket without answering. */
   | 'drop'
+  /** Carry the request out, then destroy the socket instead of answering (a lost answer). */
+  | 'drop-response'
   /** Lists fail with `status` (default 500). Same as `error` restricted to list. */
   | 'list-fail'
   /** Lists return at most `keep` items (default half) and no continue token. */
@@ -48,7 +50,15 @@ export interface RequestInfo {
   namespace?: string;
 }
 
-const TYPES: FaultType[] = ['latency', 'error', 'drop', 'list-fail', 'list-truncate', 'continue-expire'];
+const TYPES: FaultType[] = [
+  'latency',
+  'error',
+  'drop',
+  'drop-response',
+  'list-fail',
+  'list-truncate',
+  'continue-expire',
+];
 
 export class Faults {
   private rules: ActiveFault[] = [];

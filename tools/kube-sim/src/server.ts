@@ -244,6 +244,7 @@ export async function handleRequest(
     const fired = ctx.faults.take(info, [
       'latency',
       'drop',
+      'drop-response',
       'error',
       'list-fail',
       'list-truncate',
@@ -260,6 +261,15 @@ export async function handleRequest(
     if (url.searchParams.get('continue') && fired.some((f) => f.type === 'continue-expire'))
       throw expiredContinue();
     const truncate = fired.find((f) => f.type === 'list-truncate');
+    if (fired.some((f) => f.type === 'drop-response')) {
+      // The request is carried out; its answer never leaves.
+      res.writeHead = (() => res) as unknown as typeof res.writeHead;
+      res.write = (() => true) as unknown as typeof res.write;
+      res.end = (() => {
+        req.socket.destroy();
+        return res;
+      }) as unknown as typeof res.end;
+    }
     const body = req.method === 'GET' || req.method === 'HEAD' ? Buffer.alloc(0) : await readBody(req);
     await handleResource(
       ctx,

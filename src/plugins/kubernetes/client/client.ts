@@ -8,11 +8,10 @@
  * `objects` (objects.ts: manifests' objects) — and all of them go through one request gate
  * (gate.ts), which reports every namespace on first contact.
  */
-import type { PluginContext } from '../../../plugin/types.js';
 import type { ProviderSettings } from '../config.js';
 import { connect, type Connection } from './connection.js';
 import { describeFailure } from './errors.js';
-import { RequestGate, type ClusterIdentity } from './gate.js';
+import { RequestGate, type ClusterIdentity, type GateContext } from './gate.js';
 import { NamespaceCalls } from './namespaces.js';
 import { ObjectCalls } from './objects.js';
 import { PodCalls } from './pods.js';
@@ -28,7 +27,7 @@ export class KubeClient {
 
   private constructor(
     connection: Connection,
-    ctx: PluginContext,
+    ctx: GateContext,
     settings: ProviderSettings,
     identity: ClusterIdentity,
   ) {
@@ -49,7 +48,7 @@ export class KubeClient {
 
   /** A client for one handler call. `identity` comes from the provider state that `init` returned. */
   static async forCall(
-    ctx: PluginContext,
+    ctx: GateContext,
     settings: ProviderSettings,
     identity: ClusterIdentity,
   ): Promise<KubeClient> {
@@ -62,7 +61,7 @@ export class KubeClient {
    * of the kube-system Namespace object is the one namespace read that is not reported: it works in
    * no namespace, and kube-system is never an environment.
    */
-  static async identify(ctx: PluginContext, settings: ProviderSettings): Promise<KubeClient> {
+  static async identify(ctx: GateContext, settings: ProviderSettings): Promise<KubeClient> {
     const connection = await connect(settings.context, settings.kubeconfig);
     const base = { server: connection.server, context: connection.context };
     const probe = new KubeClient(connection, ctx, settings, { clusterId: connection.server, ...base });

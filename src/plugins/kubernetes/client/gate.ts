@@ -9,11 +9,19 @@
  */
 import { TendError } from '../../../errors.js';
 import type { NamespaceRole, NamespaceStatusPayload, Target } from '../../../events/catalog.js';
-import type { PluginContext, PluginPayload } from '../../../plugin/types.js';
+import type { EnvironmentInfo, PluginContext, PluginPayload } from '../../../plugin/types.js';
 import type { ProviderSettings } from '../config.js';
 import { requestSignal, type Connection } from './connection.js';
 import { apiError, describeFailure, withRetry } from './errors.js';
 import { annotations, labels, missing, toInfo, type NamespaceInfo } from './namespace-info.js';
+
+/**
+ * What the gate needs of a call: its broker, log and signal, and the project and environment it
+ * reports namespaces for — a handler's PluginContext, or a cleanup call's with its job's.
+ */
+export type GateContext = Pick<PluginContext, 'events' | 'log' | 'signal'> & {
+  environment: Pick<EnvironmentInfo, 'project' | 'name'>;
+};
 
 /** Who the plugin is talking to; the provider's `init` computes it, every event carries it. */
 export interface ClusterIdentity {
@@ -35,7 +43,7 @@ export class RequestGate {
 
   constructor(
     readonly connection: Connection,
-    readonly ctx: PluginContext,
+    readonly ctx: GateContext,
     readonly settings: ProviderSettings,
     readonly identity: ClusterIdentity,
   ) {}

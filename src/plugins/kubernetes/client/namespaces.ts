@@ -151,17 +151,23 @@ export class NamespaceCalls {
         );
       } catch (error) {
         const status = describeFailure(error).status;
-        if (status === 404) {
+        if (status !== 404 && status !== 409)
+          throw apiError(error, this.gate.describe(`delete namespace ${name}`));
+        // A 409 or 404 may answer a retry of a DELETE whose first answer was lost: what happened
+        // is read again, never guessed (a deletion reported as "changed" would be retried for
+        // ever; a namespace that changed must not be reported deleted).
+        const now = await this.gate.readNamespace(name);
+        if (!now) {
           this.gate.report(missing(name), 'observed');
-          return { outcome: 'gone', message: `namespace ${name} was already gone` };
+          return { outcome: 'gone', message: `namespace ${name} is gone` };
         }
-        if (status === 409) {
+        if (now.uid !== info.uid || now.state !== 'terminating') {
+          this.gate.report(now, 'observed');
           return {
             outcome: 'changed',
             message: `namespace ${name} changed since the check (uid or resourceVersion); not deleted`,
           };
         }
-        throw apiError(error, this.gate.describe(`delete namespace ${name}`));
       }
       this.gate.report({ ...info, state: 'terminating' }, 'deleted');
     }

@@ -54,11 +54,17 @@ export class WorkloadCalls {
   constructor(private readonly gate: RequestGate) {}
 
   /**
-   * tend's objects of one kind in the namespace. A kind the credentials may not list (403) or the
-   * cluster does not serve (404) has none to pause or resume: a developer whose role cannot list
-   * CronJobs can still deploy.
+   * tend's objects of one kind in the namespace. For a developer's command a kind the credentials
+   * may not list (403) or the cluster does not serve (404) has none to resume: a developer whose
+   * role cannot list CronJobs can still deploy. For the cleanup executor (`strict`) it is an
+   * error: a pause that could not see a kind must not be reported done.
    */
-  private async list(namespace: string, apiVersion: string, kind: string): Promise<KubeObject[]> {
+  private async list(
+    namespace: string,
+    apiVersion: string,
+    kind: string,
+    strict = false,
+  ): Promise<KubeObject[]> {
     try {
       const list = await this.gate.request(namespace, `list ${kind}s in ${namespace}`, () =>
         this.gate.connection.objects.list(
@@ -75,9 +81,22 @@ export class WorkloadCalls {
       return list.items as KubeObject[];
     } catch (error) {
       const status = describeFailure((error as TendError).cause).status;
-      if (status === 403 || status === 404) return [];
+      if (!strict && (status === 403 || status === 404)) return [];
       throw error;
     }
+  }
+
+  /**
+   * Every kind pause and resume change, listed before anything is changed: a kind that cannot be
+   * listed fails the whole step (strict) with nothing changed, never half of it.
+   */
+  private async listAll(namespace: string, strict: boolean) {
+    const kinds = [...scaled, { apiVersion: 'batch/v1', kind: 'CronJob' } as const];
+    const lists = await Promise.all(kinds.map((k) => this.list(namespace, k.apiVersion, k.kind, strict)));
+    return {
+      scaled: scaled.map((k, i) => ({ ...k, items: lists[i]! })),
+      cronJobs: lists[scaled.length]!,
+    };
   }
 
   private patch(namespace: string, object: KubeObject, what: string): Promise<KubeObject> {
@@ -151,13 +170,16 @@ export class WorkloadCalls {
     if (refusal) return { outcome: 'refused', message: `namespace ${name} left alone: ${refusal}` };
     await this.gate.enter(name, false);
     if (checks.dryRun) {
-      const would = action === 'pause' ? await this.pause(name, true) : undefined;
+      const would = action === 'pause' ? await this.pause(name, { dryRun: true, strict: true }) : undefined;
       return {
         outcome: 'refused',
         message: `dry run: namespace ${name} passed every check${would ? `; would pause ${describeChanges(would)}` : ''}`,
       };
     }
-    const result = action === 'pause' ? await this.pause(name) : await this.resume(name);
+    const result =
+      action === 'pause'
+        ? await this.pause(name, { strict: true })
+        : await this.resume(name, { strict: true });
     return {
       outcome: 'done',
       message: `${action === 'pause' ? 'paused' : 'resumed'} namespace ${name}: ${describeChanges(result)}`,
@@ -165,11 +187,12 @@ export class WorkloadCalls {
     };
   }
 
-  async pause(namespace: string, dryRun = false): Promise<WorkloadsResult> {
+  async pause(namespace: string, { dryRun = false, strict = false } = {}): Promise<WorkloadsResult> {
     const result: WorkloadsResult = { changed: [], unchanged: 0 };
+    const lists = await this.listAll(namespace, strict);
     const autoscalers = await this.autoscalers(namespace);
-    for (const { apiVersion, kind } of scaled) {
-      for (const o of await this.list(namespace, apiVersion, kind)) {
+    for (const { apiVersion, kind, items } of lists.scaled) {
+      for (const o of items) {
         const name = o.metadata!.name!;
         if (o.metadata?.annotations?.[pauseAnnotations.replicas] !== undefined) {
           result.unchanged++;
@@ -192,7 +215,7 @@ export class WorkloadCalls {
         result.changed.push({ kind, name, from: replicas, to: 0, ...(autoscaler ? { autoscaler } : {}) });
       }
     }
-    for (const o of await this.list(namespace, 'batch/v1', 'CronJob')) {
+    for (const o of lists.cronJobs) {
       const name = o.metadata!.name!;
       if (o.metadata?.annotations?.[pauseAnnotations.suspend] !== undefined) {
         result.unchanged++;
@@ -216,11 +239,12 @@ export class WorkloadCalls {
     return result;
   }
 
-  async resume(namespace: string): Promise<WorkloadsResult> {
+  async resume(namespace: string, { strict = false } = {}): Promise<WorkloadsResult> {
     const result: WorkloadsResult = { changed: [], unchanged: 0 };
+    const lists = await this.listAll(namespace, strict);
     const autoscalers = await this.autoscalers(namespace);
-    for (const { apiVersion, kind } of scaled) {
-      for (const o of await this.list(namespace, apiVersion, kind)) {
+    for (const { apiVersion, kind, items } of lists.scaled) {
+      for (const o of items) {
         const name = o.metadata!.name!;
         const recorded = o.metadata?.annotations?.[pauseAnnotations.replicas];
         const replicas = recorded === undefined ? NaN : Number(recorded);
@@ -249,7 +273,7 @@ export class WorkloadCalls {
         });
       }
     }
-    for (const o of await this.list(namespace, 'batch/v1', 'CronJob')) {
+    for (const o of lists.cronJobs) {
       const name = o.metadata!.name!;
       const recorded = o.metadata?.annotations?.[pauseAnnotations.suspend];
       if (recorded !== 'true' && recorded !== 'false') {

@@ -1,16 +1,46 @@
-/** The audit log: every decision and every change a person or token made, newest first. */
+/**
+ * The audit log: every decision and every change a person or token made, newest first.
+ * `writeAudit` writes entries in the caller's transaction, so a change and its entry commit
+ * together.
+ */
 import type { Kysely } from 'kysely';
 import { monotonicFactory } from 'ulidx';
+import type { AuditEntry, Database, DatabaseOrTransaction } from '../schema.js';
 
 // Audit ids sort by time, also for entries written in the same millisecond.
 export const auditId = monotonicFactory();
-import type { AuditEntry, Database } from '../schema.js';
 
 export interface AuditFilter {
   environmentId?: string;
   action?: string;
   /** Entries older than this id (ULID): the cursor. */
   before?: string;
+}
+
+/** One entry as a change writes it (its time is the change's). */
+export interface AuditInput {
+  actor: string;
+  action: string;
+  environmentId?: string | null;
+  detail: Record<string, unknown>;
+}
+
+export async function writeAudit(db: DatabaseOrTransaction, now: Date, entries: AuditInput[]): Promise<void> {
+  for (let i = 0; i < entries.length; i += 200) {
+    await db
+      .insertInto('audit_log')
+      .values(
+        entries.slice(i, i + 200).map((e) => ({
+          id: auditId(now.getTime()),
+          at: now.toISOString(),
+          actor: e.actor,
+          action: e.action,
+          environment_id: e.environmentId ?? null,
+          detail: JSON.stringify(e.detail),
+        })),
+      )
+      .execute();
+  }
 }
 
 export class AuditRepository {

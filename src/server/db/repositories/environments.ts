@@ -1,7 +1,18 @@
-/** Environments with their resources, sessions and activity: the registry as the API reads it. */
+/**
+ * Environments with their resources, sessions and activity: the registry as the API reads it,
+ * the changes people make to one (protect, keep-alive), and `cleaned` once cleanup has made all
+ * its namespaces missing.
+ */
 import { sql, type Kysely } from 'kysely';
-import { auditId } from './audit.js';
-import type { Database, Environment, EnvironmentState, Resource, Session } from '../schema.js';
+import { writeAudit } from './audit.js';
+import type {
+  Database,
+  DatabaseOrTransaction,
+  Environment,
+  EnvironmentState,
+  Resource,
+  Session,
+} from '../schema.js';
 import { textProblem } from '../../storable.js';
 
 export interface EnvironmentFilter {
@@ -276,24 +287,43 @@ export class EnvironmentRepository {
         .set({ ...set, updated_at: now.toISOString() })
         .where('id', '=', id)
         .execute();
-      await trx
-        .insertInto('audit_log')
-        .values({
-          id: auditId(now.getTime()),
-          at: now.toISOString(),
+      await writeAudit(trx, now, [
+        {
           actor,
           action,
-          environment_id: id,
-          detail: JSON.stringify({
-            project: env.project,
-            environment: env.name,
-            namespace: env.namespace,
-            ...detail,
-          }),
-        })
-        .execute();
+          environmentId: id,
+          detail: { project: env.project, environment: env.name, namespace: env.namespace, ...detail },
+        },
+      ]);
       return trx.selectFrom('environments').selectAll().where('id', '=', id).executeTakeFirst();
     });
+  }
+}
+
+/**
+ * An environment is `cleaned` when it has resources and all of them (other than shared system
+ * namespaces) are missing; otherwise `active` (the rule ingest applies too).
+ */
+export async function refreshEnvironmentStates(
+  trx: DatabaseOrTransaction,
+  environmentIds: string[],
+  at: string,
+): Promise<void> {
+  for (const id of environmentIds) {
+    const rows = await trx
+      .selectFrom('resources')
+      .select(['state', 'role'])
+      .where('environment_id', '=', id)
+      .where('role', '!=', 'system')
+      .execute();
+    if (rows.length > 0 && rows.every((r) => r.state === 'missing')) {
+      await trx
+        .updateTable('environments')
+        .set({ state: 'cleaned', cleaned_at: at, updated_at: at })
+        .where('id', '=', id)
+        .where('state', 'in', ['active', 'paused'])
+        .execute();
+    }
   }
 }
 

@@ -6,11 +6,16 @@
  * applied to its environments together with the GitHub delivery that said so (a delivery seen
  * before is refused: replays change nothing).
  */
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { encodeTime } from 'ulidx';
-import type { Database, WebhookDeliveryRow, WebhookRow, CleanupDecisionRow, AuditEntry } from '../schema.js';
-
-type Db = Kysely<Database> | Transaction<Database>;
+import type {
+  AuditEntry,
+  CleanupDecisionRow,
+  Database,
+  DatabaseOrTransaction,
+  WebhookDeliveryRow,
+  WebhookRow,
+} from '../schema.js';
 
 export interface NewDelivery {
   /** The delivery id: in the body and the `tend-delivery` header, the same on every attempt. */
@@ -46,7 +51,7 @@ export class NotificationRepository {
     await this.db.insertInto('webhooks').values(row).execute();
   }
 
-  listWebhooks(db: Db = this.reader): Promise<WebhookRow[]> {
+  listWebhooks(db: DatabaseOrTransaction = this.reader): Promise<WebhookRow[]> {
     return db.selectFrom('webhooks').selectAll().orderBy('created_at').orderBy('id').execute();
   }
 
@@ -331,6 +336,42 @@ export class NotificationRepository {
       });
     } catch (error) {
       if (await this.seenGithubDelivery(u.signature, u.deliveryId)) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Records a delivery that changes nothing (another event, another action, an unknown
+   * repository), so that a replay of it is refused like any other. False when it was seen before.
+   */
+  async rememberIgnoredDelivery(
+    d: {
+      signature: string;
+      deliveryId: string;
+      event: string;
+      action?: string;
+      repository?: string;
+      number?: number;
+    },
+    now: Date,
+  ): Promise<boolean> {
+    try {
+      await this.db
+        .insertInto('github_deliveries')
+        .values({
+          signature: d.signature,
+          delivery_id: d.deliveryId,
+          event: d.event.slice(0, 100),
+          action: d.action ?? null,
+          repository: d.repository ?? null,
+          number: d.number ?? null,
+          environments: 0,
+          received_at: now.toISOString(),
+        })
+        .execute();
+      return true;
+    } catch (error) {
+      if (await this.seenGithubDelivery(d.signature, d.deliveryId)) return false;
       throw error;
     }
   }

@@ -12,6 +12,7 @@ import {
   type BulkStatements,
   type InsertStatement,
 } from '../bulk.js';
+import { payloadText } from '../event-wire.js';
 import type { EnvironmentsTable, Resource, SessionStatus, SessionsTable } from '../schema.js';
 
 export type SessionUpdate = Partial<SessionsTable> & {
@@ -122,66 +123,9 @@ export async function loadEnvironments(
   return out;
 }
 
-/**
- * Checked events as they travel to the SQLite writer thread: one array per field (a message
- * spells out every object's keys; columns do not), the payloads as JSON text.
- */
-export interface WireEvents {
-  ids: string[];
-  types: TendEvent['type'][];
-  sessionIds: string[];
-  timestamps: string[];
-  payloads: string[];
-}
-
-export function toWire(events: readonly TendEvent[]): WireEvents {
-  const wire: WireEvents = { ids: [], types: [], sessionIds: [], timestamps: [], payloads: [] };
-  for (const e of events) {
-    wire.ids.push(e.id);
-    wire.types.push(e.type);
-    wire.sessionIds.push(e.sessionId);
-    wire.timestamps.push(e.timestamp);
-    wire.payloads.push(JSON.stringify(e.payload));
-  }
-  return wire;
-}
-
-/** An event rebuilt from the wire: its payload parsed when first read, stored as the text it came as. */
-class ReceivedEvent {
-  #payload: unknown;
-  constructor(
-    readonly id: string,
-    readonly type: TendEvent['type'],
-    readonly sessionId: string,
-    readonly timestamp: string,
-    readonly payloadText: string,
-  ) {}
-
-  get payload(): unknown {
-    return (this.#payload ??= JSON.parse(this.payloadText));
-  }
-}
-
-/**
- * The events again: ingest reads the payloads of the few events that change the registry
- * (sessions, namespaces) and stores the others' as they came, never parsed.
- */
-export function fromWire(wire: WireEvents): TendEvent[] {
-  return wire.ids.map(
-    (id, i) =>
-      new ReceivedEvent(
-        id,
-        wire.types[i]!,
-        wire.sessionIds[i]!,
-        wire.timestamps[i]!,
-        wire.payloads[i]!,
-      ) as unknown as TendEvent,
-  );
-}
-
 /** A row of the events insert. */
 export function eventRow(e: TendEvent, receivedAt: string, environmentId: string | null): unknown[] {
-  const payload = e instanceof ReceivedEvent ? e.payloadText : JSON.stringify(e.payload);
+  const payload = payloadText(e);
   return [e.id, e.type, e.sessionId, e.timestamp, receivedAt, environmentId, payload];
 }
 

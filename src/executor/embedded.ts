@@ -1,21 +1,22 @@
 /**
  * The embedded executor: `tend server --kubeconfig <file> [--context a --context b]` cleans the
- * clusters of those contexts itself, talking to its own job queue in-process. Its passes run in
+ * clusters of those contexts itself (and whatever `--plugin`/`--set` add), talking to its own job queue in-process. Its passes run in
  * the background until the server closes; closing lets the jobs in flight finish.
  */
 import os from 'node:os';
-import { cliVersion } from '../cli/version.js';
-import { builtinPlugins } from '../plugins/builtin.js';
-import type { ExecutorSettings, PluginDefinition } from '../plugin/types.js';
+import { cliVersion } from '../version.js';
+import type { CleanupCallContext } from '../plugin/types.js';
+import type { ServedPlugin } from '../router/cleanup.js';
 import { CleanupExecutor, type ExecutorLogLevel, type PassReport } from './executor.js';
-import type { CleanupQueue } from './protocol.js';
+import type { CleanupQueue } from '../cleanup/protocol.js';
 
 export interface EmbeddedExecutorOptions {
   queue: CleanupQueue;
-  settings: ExecutorSettings;
+  /** What it serves (settings.ts `servedPlugins`). */
+  plugins: readonly ServedPlugin[];
+  protection: CleanupCallContext['protection'];
   /** Until the first heartbeat answers with the server's interval. */
   intervalMs: number;
-  plugins?: PluginDefinition[];
   concurrency?: number;
   log: (level: ExecutorLogLevel, message: string) => void;
   onPass?: (report: PassReport) => void;
@@ -30,8 +31,8 @@ export interface EmbeddedExecutor {
 export function startEmbeddedExecutor(options: EmbeddedExecutorOptions): EmbeddedExecutor {
   const executor = new CleanupExecutor({
     queue: options.queue,
-    plugins: options.plugins ?? builtinPlugins(),
-    settings: options.settings,
+    plugins: options.plugins,
+    protection: options.protection,
     kind: 'embedded',
     name: `tend server on ${os.hostname()}`,
     version: cliVersion,

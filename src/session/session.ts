@@ -2,9 +2,9 @@
  * A CLI session's event lifecycle: the bus with its local log and outbox, `sessionStarted`,
  * a heartbeat every 30 s while the command runs, and `sessionCompleted` / `sessionFailed`.
  */
-import { SessionBus } from './bus.js';
-import type { EventPayloads } from './catalog.js';
-import { LocalLogSink } from './local-log.js';
+import { SessionBus } from '../events/bus.js';
+import type { EventPayloads } from '../events/catalog.js';
+import { LocalLogSink } from '../events/local-log.js';
 import { OutboxSink } from '../outbox/writer.js';
 import { statePaths } from '../state/files.js';
 

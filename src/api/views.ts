@@ -1,6 +1,7 @@
 /** TypeBox schemas shared by routes: errors and the API's view of the registry. */
 import { Type, type Static } from '@sinclair/typebox';
-import { CleanupSchedule } from '../events/catalog.js';
+import { CleanupSchedule } from '../cleanup/policy.js';
+import { redactUrl } from '../redact.js';
 
 export const ErrorResponse = Type.Object(
   {
@@ -133,3 +134,15 @@ export const AuditView = Type.Object({
   detail: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
 });
 export type AuditView = Static<typeof AuditView>;
+
+/**
+ * A resource's target as people name it: a cluster by its kubeconfig context, else its API
+ * server URL (never the kube-system uid of its target key); a local target by its path.
+ */
+export function targetLabel(r: Pick<ResourceView, 'target' | 'targetKey'>): string {
+  const text = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
+  const t = r.target;
+  if (t.kind === 'local') return `local ${text(t.path) ?? r.targetKey}`;
+  const server = text(t.server);
+  return text(t.context) ?? (server ? redactUrl(server) : r.targetKey);
+}

@@ -9,9 +9,11 @@ import path from 'node:path';
 import type { SessionBus } from '../events/bus.js';
 import { toTendError } from '../errors.js';
 import { describeDrops, enforceBound, outboxMaxBytes } from '../outbox/bound.js';
+import { countOutbox } from '../outbox/read.js';
 import { resolveServer } from '../remote/credentials.js';
-import { countOutbox, OutboxStreamer, type StreamReport } from './streamer.js';
-import type { StreamConnection } from './transport.js';
+import type { StreamReport } from '../stream/report.js';
+import { OutboxStreamer } from '../stream/streamer.js';
+import type { StreamConnection } from '../stream/transport.js';
 
 /** How long a command waits at its end for the outbox to drain. */
 export const exitWaitMs = 5_000;

@@ -9,20 +9,16 @@ import { join } from 'node:path';
 import { formatTable, type CommandResult } from '../cli/output.js';
 import { TendError } from '../errors.js';
 import { apiRequest, type Connection } from '../remote/client.js';
-import { isTokenScope, tokenNamePattern, tokenScopes } from '../server/auth.js';
-import { backupSqlite, type BackupReport } from '../server/db/backup.js';
-import { migrateToLatest, openDatabase, type ServerDatabase } from '../server/db/database.js';
-import { AuditRepository } from '../server/db/repositories/audit.js';
-import { TokenRepository, type TokenInfo } from '../server/db/repositories/tokens.js';
-import type { TokenScope } from '../server/db/schema.js';
-import { databaseFileName } from '../server/data-dir.js';
-import {
-  NotificationService,
-  type WebhookInfo,
-  type WebhookListing,
-} from '../server/notifications/service.js';
-import { requireServer } from './cleanup-server.js';
-import { databaseOptions, type ServerDatabaseOptions } from './server.js';
+import { isTokenScope, tokenNamePattern, tokenScopes } from './auth.js';
+import { backupSqlite, type BackupReport } from './db/backup.js';
+import { migrateToLatest, openDatabase, type ServerDatabase } from './db/database.js';
+import { AuditRepository } from './db/repositories/audit.js';
+import { TokenRepository, type TokenInfo } from './db/repositories/tokens.js';
+import type { TokenScope } from './db/schema.js';
+import { databaseFileName } from './data-dir.js';
+import { NotificationService, type WebhookInfo, type WebhookListing } from './notifications/service.js';
+import { requireServer } from '../remote/credentials.js';
+import { databaseOptions, type ServerDatabaseOptions } from './cli.js';
 
 export interface AdminOptions extends ServerDatabaseOptions {
   /** `--server`: administer that server through its API instead of a database here. */

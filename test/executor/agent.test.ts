@@ -9,14 +9,13 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { HttpCleanupQueue } from '../../src/cleanup/http-queue.js';
-import { CleanupExecutor } from '../../src/cleanup/executor.js';
-import { builtinPlugins } from '../../src/plugins/builtin.js';
+import { HttpCleanupQueue } from '../../src/executor/http-queue.js';
+import { CleanupExecutor } from '../../src/executor/executor.js';
 import { repoRoot, runTend, tendBin, waitFor } from '../helpers/project.js';
 import { startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
 import { createTestServer, type TestServer } from '../server/helpers.js';
 import { FaultProxy } from '../stream/fault-proxy.js';
-import { dueEnvironments, executorSettings, exists, testClock } from './helpers.js';
+import { dueEnvironments, servedClusters, testProtection, exists, testClock } from '../cleanup/helpers.js';
 
 let handle: SimHandle;
 let server: TestServer;
@@ -54,7 +53,7 @@ afterEach(async () => {
 });
 
 const due = (n: number) =>
-  dueEnvironments({ sim: handle.sim, server, clock, cleanup: server.app.cleanup }, n, 'a');
+  dueEnvironments({ sim: handle.sim, server, clock, cleanup: server.app.cleanup.switches }, n, 'a');
 
 function agentArgs(...extra: string[]) {
   return ['agent', '--server', url, '--token-file', tokenFile, '--kubeconfig', handle.kubeconfig, ...extra];
@@ -72,7 +71,7 @@ describe('tend agent', () => {
     expect(first.code, first.stderr).toBe(0);
     const report = JSON.parse(first.stdout) as { last: { inventories: { complete: boolean }[] } };
     expect(report.last.inventories).toEqual([expect.objectContaining({ complete: true })]);
-    expect((await server.app.cleanup.planningPass())?.planned).toBe(2);
+    expect((await server.app.cleanup.pass.run())?.planned).toBe(2);
     const second = await runTend(agentArgs('--once', '--json'));
     expect(second.code, second.stderr).toBe(0);
     const jobs = (JSON.parse(second.stdout) as { last: { jobs: { outcome: string }[] } }).last.jobs;
@@ -84,7 +83,7 @@ describe('tend agent', () => {
   it('with --dry-run runs every check and deletes nothing', async () => {
     const [ns] = await due(1);
     expect((await runTend(agentArgs('--once'))).code).toBe(0);
-    expect((await server.app.cleanup.planningPass())?.planned).toBe(1);
+    expect((await server.app.cleanup.pass.run())?.planned).toBe(1);
     const run = await runTend(agentArgs('--once', '--json', '--dry-run'));
     expect(run.code, run.stderr).toBe(0);
     const jobs = (JSON.parse(run.stdout) as { last: { jobs: { outcome: string; message: string }[] } }).last
@@ -168,7 +167,7 @@ describe('tend agent', () => {
   it('a job of an agent SIGKILLed mid-DELETE is finished by another after the lease, once', async () => {
     const [ns] = await due(1);
     expect((await runTend(agentArgs('--once'))).code).toBe(0);
-    expect((await server.app.cleanup.planningPass())?.planned).toBe(1);
+    expect((await server.app.cleanup.pass.run())?.planned).toBe(1);
     // The DELETE hangs: the agent is killed while the job is executing.
     const hang = handle.sim.faults.add({
       type: 'latency',
@@ -232,18 +231,18 @@ describe('tend agent', () => {
             : { kind: 'pass' };
       const executor = new CleanupExecutor({
         queue: new HttpCleanupQueue({ server: proxy.url, token: server.tokens.agent, baseDelayMs: 5 }),
-        plugins: builtinPlugins(),
-        settings: executorSettings(handle.kubeconfig),
+        plugins: servedClusters(handle.kubeconfig),
+        protection: testProtection,
         kind: 'agent',
         name: 'storm',
         version: 'test',
       });
       await executor.runPass();
-      await server.app.cleanup.planningPass();
+      await server.app.cleanup.pass.run();
       for (let pass = 0; pass < 10 && namespaces.some((ns) => exists(handle.sim, ns.name)); pass++) {
         await executor.runPass();
         clock.advance(10 * 60_000);
-        await server.app.cleanup.planningPass();
+        await server.app.cleanup.pass.run();
       }
       expect(proxy.records.filter((r) => r.status === 429).length).toBeGreaterThan(3);
       for (const ns of namespaces) expect(exists(handle.sim, ns.name)).toBe(false);

@@ -1,14 +1,14 @@
 /**
- * `tend server` (run the server) and `tend server migrate` (tokens and webhooks: server-admin.ts).
+ * `tend server` (run the server) and `tend server migrate` (tokens, webhooks, backup: admin-cli.ts).
  * Without `--database-url` they use the SQLite file of one data directory per user
  * (`src/server/data-dir.ts`), whatever the working directory.
  */
 import { readFileSync } from 'node:fs';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import { TendError } from '../errors.js';
-import { migrateToLatest, openDatabase } from '../server/db/database.js';
-import { serverDataDir } from '../server/data-dir.js';
-import { parseDuration } from '../server/views.js';
+import { migrateToLatest, openDatabase } from './db/database.js';
+import { serverDataDir } from './data-dir.js';
+import { parseDuration } from '../cleanup/policy.js';
 
 export interface ServerDatabaseOptions extends GlobalOptions {
   dataDir?: string;
@@ -29,6 +29,9 @@ export interface ServerOptions extends ServerDatabaseOptions {
   /** `--kubeconfig`, `--context` (repeatable): the embedded cleanup executor serves these clusters. */
   kubeconfig?: string;
   context?: string[];
+  /** `--plugin`, `--set` (repeatable): third-party plugins the embedded executor serves, and settings. */
+  plugin?: string[];
+  set?: string[];
   /** `--public-url`: the dashboard's address in keep-alive links. */
   publicUrl?: string;
   /** `--github-webhook-secret-file` (else TEND_GITHUB_WEBHOOK_SECRET): enables the GitHub route. */
@@ -116,7 +119,7 @@ export async function serverCommand(options: ServerOptions): Promise<CommandResu
   const cleanup = cleanupSettingsOf(options);
   const githubSecret = githubSecretOf(options);
   const publicUrl = publicUrlOf(options);
-  const { runUntilSignalled } = await import('../server/start.js');
+  const { runUntilSignalled } = await import('./start.js');
   const { url } = await runUntilSignalled({
     ...databaseOptions(options),
     cleanup,
@@ -126,11 +129,16 @@ export async function serverCommand(options: ServerOptions): Promise<CommandResu
     host: options.host ?? '127.0.0.1',
     logLevel: options.debug ? 'debug' : 'info',
     announceFirstStart: true,
-    ...(options.kubeconfig !== undefined || (options.context?.length ?? 0) > 0
+    ...(options.kubeconfig !== undefined ||
+    (options.context?.length ?? 0) > 0 ||
+    (options.plugin?.length ?? 0) > 0 ||
+    (options.set?.length ?? 0) > 0
       ? {
           executor: {
             ...(options.kubeconfig !== undefined ? { kubeconfig: options.kubeconfig } : {}),
             contexts: options.context ?? [],
+            pluginModules: options.plugin ?? [],
+            sets: options.set ?? [],
           },
         }
       : {}),

@@ -1,6 +1,6 @@
 /**
  * The cleanup executor: one implementation, two homes — inside `tend server --kubeconfig` (the
- * queue is the server's CleanupService, in-process) and `tend agent` (the queue is HTTP).
+ * queue is the server's DatabaseCleanupQueue, in-process) and `tend agent` (the queue is HTTP).
  *
  * Each pass: (1) heartbeat with the targets it serves, (2) the inventory of each target, (3) claim
  * the due jobs of the targets whose inventory was complete in this pass — a failed, partial or
@@ -8,29 +8,25 @@
  * up to a bound: `start` (the server re-checks the registry), the plugin's `verifyAndClean`
  * (dispatched by the job's plugin name: fresh read, every check, the action with preconditions),
  * then `complete` with the outcome. A job whose lease was lost is dropped; the lease returns it.
+ * Every plugin call goes through the router (router/cleanup.ts), as every handler call does.
  */
 import { getMaxListeners, setMaxListeners } from 'node:events';
 import { TendError } from '../errors.js';
-import { PluginEventBroker } from '../router/broker.js';
 import { newId, SessionBus } from '../events/bus.js';
-import type { EventType, TendEvent } from '../events/catalog.js';
-import type {
-  CleanupCallContext,
-  CleanupResult,
-  CleanupTarget,
-  ExecutorSettings,
-  PluginDefinition,
-  PluginLog,
-} from '../plugin/types.js';
-import type { CleanupJob, CleanupQueue, ExecutorKind, InventoryResponse } from './protocol.js';
+import type { TendEvent } from '../events/catalog.js';
+import type { CleanupCallContext, CleanupResult, CleanupTarget } from '../plugin/types.js';
+import { CleanupRouter, type ServedPlugin } from '../router/cleanup.js';
+import type { CleanupJob, CleanupQueue, ExecutorKind, InventoryResponse } from '../cleanup/protocol.js';
 
 export type ExecutorLogLevel = 'debug' | 'info' | 'warn' | 'error';
 export type ExecutorLogger = (level: ExecutorLogLevel, message: string) => void;
 
 export interface ExecutorOptions {
   queue: CleanupQueue;
-  plugins: readonly PluginDefinition[];
-  settings: ExecutorSettings;
+  /** The plugins it serves, each with its executor settings (settings.ts). */
+  plugins: readonly ServedPlugin[];
+  /** Never cleaned, whatever a job says: the system namespace and `--protect-namespace` globs. */
+  protection: CleanupCallContext['protection'];
   kind: ExecutorKind;
   /** For people: the host or agent name. */
   name: string;
@@ -85,6 +81,7 @@ export class CleanupExecutor {
   private targets: CleanupTarget[] | undefined;
   private intervalMs: number;
   private readonly bus: SessionBus;
+  private readonly router: CleanupRouter;
   private readonly log: ExecutorLogger;
 
   constructor(private readonly options: ExecutorOptions) {
@@ -94,6 +91,16 @@ export class CleanupExecutor {
     // Plugin events of cleanup calls are validated and stamped like those of any handler call.
     this.bus = new SessionBus(this.executorId);
     if (options.onEvent) this.bus.on('*', options.onEvent);
+    this.bus.on('log', (event) => {
+      const { level, message } = event.payload as { level: ExecutorLogLevel; message: string };
+      this.log(level, `(${(event.payload as { pluginName?: string }).pluginName ?? 'plugin'}) ${message}`);
+    });
+    this.router = new CleanupRouter({
+      bus: this.bus,
+      protection: options.protection,
+      user: options.user ?? 'tend-executor',
+      hostId: options.hostId ?? options.name,
+    });
   }
 
   /** The pause between passes: the server's `--cleanup-interval` once a heartbeat answered. */
@@ -101,40 +108,8 @@ export class CleanupExecutor {
     return this.intervalMs;
   }
 
-  private pluginsWithCleanup(): PluginDefinition[] {
-    return this.options.plugins.filter((p) => p.cleanup !== undefined);
-  }
-
-  private callContext(plugin: PluginDefinition, handler: string, signal: AbortSignal) {
-    const declared = new Set<EventType>([...plugin.emits, 'log']);
-    const broker = new PluginEventBroker(this.bus, declared, {
-      pluginName: plugin.name,
-      providerName: plugin.name,
-      handler: `cleanup.${handler}`,
-    });
-    const ctx: CleanupCallContext = {
-      settings: this.options.settings,
-      events: broker,
-      log: pluginLog(this.log, plugin.name),
-      signal,
-      user: this.options.user ?? 'tend-executor',
-      hostId: this.options.hostId ?? this.options.settings.local?.hostId ?? this.options.name,
-    };
-    return { ctx, close: () => broker.close() };
-  }
-
-  private async call<T>(
-    plugin: PluginDefinition,
-    handler: string,
-    signal: AbortSignal,
-    fn: (ctx: CleanupCallContext) => Promise<T>,
-  ): Promise<T> {
-    const { ctx, close } = this.callContext(plugin, handler, signal);
-    try {
-      return await fn(ctx);
-    } finally {
-      close();
-    }
+  private served(pluginName: string): ServedPlugin | undefined {
+    return this.options.plugins.find((p) => p.plugin.name === pluginName);
   }
 
   /** The targets every plugin serves with these settings; found once, again after a failure. */
@@ -145,11 +120,11 @@ export class CleanupExecutor {
     if (this.targets) return { targets: this.targets, errors: [] };
     const targets: CleanupTarget[] = [];
     const errors: string[] = [];
-    for (const plugin of this.pluginsWithCleanup()) {
+    for (const served of this.options.plugins) {
       try {
-        targets.push(...(await this.call(plugin, 'targets', signal, (ctx) => plugin.cleanup!.targets(ctx))));
+        targets.push(...(await this.router.targets(served, signal)));
       } catch (error) {
-        errors.push(`plugin ${plugin.name}: cannot find its targets: ${(error as Error).message}`);
+        errors.push(`plugin ${served.plugin.name}: cannot find its targets: ${(error as Error).message}`);
       }
     }
     if (errors.length === 0) this.targets = targets;
@@ -190,12 +165,9 @@ export class CleanupExecutor {
   }
 
   private async takeInventory(target: CleanupTarget, signal: AbortSignal): Promise<InventoryReportSummary> {
-    const plugin = this.options.plugins.find((p) => p.name === target.pluginName)!;
-    let inventory: Awaited<ReturnType<NonNullable<PluginDefinition['cleanup']>['inventory']>>;
+    let inventory: Awaited<ReturnType<CleanupRouter['inventory']>>;
     try {
-      inventory = await this.call(plugin, 'inventory', signal, (ctx) =>
-        plugin.cleanup!.inventory(ctx, target),
-      );
+      inventory = await this.router.inventory(this.served(target.pluginName)!, target, signal);
     } catch (error) {
       inventory = { complete: false, error: (error as Error).message, items: [] };
     }
@@ -309,23 +281,21 @@ export class CleanupExecutor {
     target: CleanupTarget | undefined,
     signal: AbortSignal,
   ): Promise<CleanupResult> {
-    const plugin = this.options.plugins.find((p) => p.name === job.pluginName);
-    if (!plugin?.cleanup) {
+    const served = this.served(job.pluginName);
+    if (!served) {
       return {
         outcome: 'failed',
         message: `this executor has no cleanup handlers for plugin "${job.pluginName}"`,
       };
     }
-    if (!target || target.pluginName !== plugin.name) {
+    if (!target || target.pluginName !== served.plugin.name) {
       return {
         outcome: 'failed',
-        message: `this executor does not serve target ${job.targetKey} for plugin ${plugin.name}`,
+        message: `this executor does not serve target ${job.targetKey} for plugin ${served.plugin.name}`,
       };
     }
     try {
-      return await this.call(plugin, 'verifyAndClean', signal, (ctx) =>
-        plugin.cleanup!.verifyAndClean(ctx, target, job),
-      );
+      return await this.router.verifyAndClean(served, target, job, signal);
     } catch (error) {
       // Never reported done: the server retries it with backoff.
       return { outcome: 'failed', message: (error as Error).message };
@@ -375,14 +345,4 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     }
     signal.addEventListener('abort', done, { once: true });
   });
-}
-
-function pluginLog(log: ExecutorLogger, plugin: string): PluginLog {
-  return {
-    debug: (m) => log('debug', `(${plugin}) ${m}`),
-    info: (m) => log('info', `(${plugin}) ${m}`),
-    warn: (m) => log('warn', `(${plugin}) ${m}`),
-    error: (m) => log('error', `(${plugin}) ${m}`),
-    output: (stream, line) => log('debug', `(${plugin}) ${stream}: ${line}`),
-  };
 }

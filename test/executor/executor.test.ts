@@ -5,24 +5,25 @@
  * act, activity stamped after planning — plus 429 storms and two executors on one queue.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { CleanupExecutor } from '../../src/cleanup/executor.js';
-import { builtinPlugins } from '../../src/plugins/builtin.js';
-import { CleanupService, defaultCleanupSettings } from '../../src/server/cleanup/service.js';
+import { CleanupExecutor } from '../../src/executor/executor.js';
+import { composeCleanup, type ServerCleanup } from '../../src/server/cleanup/compose.js';
+import { defaultCleanupSettings } from '../../src/server/cleanup/settings.js';
 import { Metrics } from '../../src/server/metrics.js';
 import { kubectl, startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
 import { createTestServer, type TestServer } from '../server/helpers.js';
 import {
   countNamespaceDeletes,
   dueEnvironments,
-  executorSettings,
+  servedClusters,
+  testProtection,
   exists,
   seedNamespace,
   testClock,
-} from './helpers.js';
+} from '../cleanup/helpers.js';
 
 let handle: SimHandle;
 let server: TestServer;
-let service: CleanupService;
+let service: ServerCleanup;
 let clock: ReturnType<typeof testClock>;
 let counter = 0;
 
@@ -35,7 +36,7 @@ afterAll(() => handle.stop());
 beforeEach(async () => {
   clock = testClock();
   server = await createTestServer('sqlite', { now: clock.now });
-  service = new CleanupService(server.database.db, server.database.reader, new Metrics(), clock.now, {
+  service = composeCleanup(server.database.db, server.database.reader, new Metrics(), clock.now, {
     ...defaultCleanupSettings,
     maxPerPass: 1000,
   });
@@ -45,9 +46,9 @@ afterEach(() => server.close());
 
 function executor(name = 'embedded-1') {
   return new CleanupExecutor({
-    queue: service,
-    plugins: builtinPlugins(),
-    settings: executorSettings(handle.kubeconfig),
+    queue: service.queue,
+    plugins: servedClusters(handle.kubeconfig),
+    protection: testProtection,
     kind: 'embedded',
     name,
     version: 'test',
@@ -58,7 +59,9 @@ function executor(name = 'embedded-1') {
 /** n idle, enforced environments (dueEnvironments); `counter` names the test's other namespaces. */
 const due = async (n: number) => {
   counter++;
-  return { namespaces: await dueEnvironments({ sim: handle.sim, server, clock, cleanup: service }, n) };
+  return {
+    namespaces: await dueEnvironments({ sim: handle.sim, server, clock, cleanup: service.switches }, n),
+  };
 };
 
 async function auditActions(): Promise<string[]> {
@@ -78,7 +81,7 @@ describe('the executor with the in-process queue', () => {
       expect.objectContaining({ targetKey: `kubernetes/${handle.sim.clusterId}`, complete: true }),
     ]);
     expect(first.jobs).toEqual([]);
-    const planned = await service.planningPass();
+    const planned = await service.pass.run();
     expect(planned?.planned).toBe(3);
     const second = await ex.runPass();
     expect(second.jobs.map((j) => j.outcome)).toEqual(['done', 'done', 'done']);
@@ -87,7 +90,7 @@ describe('the executor with the in-process queue', () => {
     expect(deletes()).toBe(3);
     expect((await auditActions()).filter((a) => a === 'cleanup-done')).toHaveLength(3);
     // Nothing left to do.
-    await service.planningPass();
+    await service.pass.run();
     expect((await ex.runPass()).jobs).toEqual([]);
     expect(deletes()).toBe(3);
   });
@@ -102,7 +105,7 @@ describe('the executor with the in-process queue', () => {
     for (let i = 0; i < 510; i++) seedNamespace(handle.sim, `filler-${counter}-${i}`, { project: 'filler' });
     const ex = executor();
     await ex.runPass();
-    expect((await service.planningPass())?.planned).toBe(2);
+    expect((await service.pass.run())?.planned).toBe(2);
     const deletes = countNamespaceDeletes(handle.sim);
     const id = handle.sim.faults.add(fault);
     const report = await ex.runPass();
@@ -121,7 +124,7 @@ describe('the executor with the in-process queue', () => {
     const { namespaces } = await due(1);
     const ex = executor();
     await ex.runPass();
-    expect((await service.planningPass())?.planned).toBe(1);
+    expect((await service.pass.run())?.planned).toBe(1);
     const [ns] = namespaces;
     await kubectlDelete(ns!.name);
     const again = seedNamespace(handle.sim, ns!.name, { project: ns!.name.replace(/-dev$/, '') });
@@ -135,7 +138,7 @@ describe('the executor with the in-process queue', () => {
     const { namespaces } = await due(1);
     const ex = executor();
     await ex.runPass();
-    expect((await service.planningPass())?.planned).toBe(1);
+    expect((await service.pass.run())?.planned).toBe(1);
     const [ns] = namespaces;
     await stampActivity(ns!.name, clock.now().toISOString());
     const report = await ex.runPass();
@@ -148,7 +151,7 @@ describe('the executor with the in-process queue', () => {
     const { namespaces } = await due(4);
     const ex = executor();
     await ex.runPass();
-    await service.planningPass();
+    await service.pass.run();
     const deletes = countNamespaceDeletes(handle.sim);
     handle.sim.faults.add({
       type: 'error',
@@ -162,7 +165,7 @@ describe('the executor with the in-process queue', () => {
     const done = report.jobs.filter((j) => j.outcome === 'done').length;
     // A job whose inventory call was refused is not lost: it runs in a later pass.
     for (let pass = 0; done < 4 && pass < 5; pass++) {
-      await service.planningPass();
+      await service.pass.run();
       await ex.runPass();
     }
     for (const ns of namespaces) expect(exists(handle.sim, ns.name)).toBe(false);
@@ -176,7 +179,7 @@ describe('the executor with the in-process queue', () => {
     const a = executor('a');
     const b = executor('b');
     await Promise.all([a.runPass(), b.runPass()]);
-    expect((await service.planningPass())?.planned).toBe(30);
+    expect((await service.pass.run())?.planned).toBe(30);
     const deletes = countNamespaceDeletes(handle.sim);
     const [ra, rb] = await Promise.all([a.runPass(), b.runPass()]);
     const done = [...ra.jobs, ...rb.jobs].filter((j) => j.outcome === 'done');

@@ -4,7 +4,7 @@ import { SessionBus } from '../../src/events/bus.js';
 import type { NamespaceStatusPayload, TendEvent } from '../../src/events/catalog.js';
 import { checkEvent } from '../../src/events/catalog.js';
 import { readSessionLog } from '../../src/events/local-log.js';
-import { Session } from '../../src/events/session.js';
+import { Session } from '../../src/session/session.js';
 import { executeCommand } from '../../src/commands/execute.js';
 import { makeProject, removeProjects, waitFor } from '../helpers/project.js';
 

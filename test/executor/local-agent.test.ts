@@ -12,7 +12,7 @@ import { isAlive, listDeployStates } from '../../src/plugins/exec/deploy.js';
 import { makeProject, removeProjects, runTend } from '../helpers/project.js';
 import { createTestServer, type TestServer } from '../server/helpers.js';
 import { streamEnv } from '../stream/helpers.js';
-import { testClock } from './helpers.js';
+import { testClock } from '../cleanup/helpers.js';
 
 let server: TestServer;
 let url: string;
@@ -61,7 +61,7 @@ spec:
       project: 'localclean',
     });
 
-    await server.app.cleanup.enforce('localclean', undefined, 'test');
+    await server.app.cleanup.switches.enforce('localclean', undefined, 'test');
     clock.advance(2 * 3_600_000);
     const agent = () =>
       runTend(['agent', '--server', url, '--token', server.tokens.agent, '--local', '--once', '--json'], {
@@ -75,7 +75,7 @@ spec:
     expect(listed).toEqual([
       expect.objectContaining({ targetKey: expect.stringMatching(/^local\//), items: 1 }),
     ]);
-    expect((await server.app.cleanup.planningPass())?.planned).toBe(1);
+    expect((await server.app.cleanup.pass.run())?.planned).toBe(1);
     const second = await agent();
     expect(second.code, second.stderr).toBe(0);
     const jobs = (JSON.parse(second.stdout) as { last: { jobs: { outcome: string; message: string }[] } })

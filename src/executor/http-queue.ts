@@ -7,7 +7,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { TendError } from '../errors.js';
 import { apiRequest } from '../remote/client.js';
-import { queuePath, type CleanupQueue, type QueueRoute } from './protocol.js';
+import { queuePath, type CleanupQueue, type QueueRoute } from '../cleanup/protocol.js';
 
 export interface HttpQueueOptions {
   server: string;

@@ -6,8 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CleanupExecutor } from '../../src/cleanup/executor.js';
-import { builtinPlugins } from '../../src/plugins/builtin.js';
+import { CleanupExecutor } from '../../src/executor/executor.js';
 import { buildServer } from '../../src/server/app.js';
 import { migrateToLatest } from '../../src/server/db/database.js';
 import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
@@ -16,12 +15,13 @@ import { startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
 import { createTestDatabase, type TestDatabase } from '../server/helpers.js';
 import {
   countNamespaceDeletes,
-  executorSettings,
+  servedClusters,
+  testProtection,
   exists,
   recordingEvents,
   seedNamespace,
   testClock,
-} from './helpers.js';
+} from '../cleanup/helpers.js';
 
 let handle: SimHandle;
 const children: ChildProcess[] = [];
@@ -193,16 +193,16 @@ describe('cleanup across processes', () => {
       const before = await database.db.selectFrom('cleanup_jobs').selectAll().execute();
       expect(before.map((j) => j.state)).toEqual(['executing']);
       const executor = new CleanupExecutor({
-        queue: app.cleanup,
-        plugins: builtinPlugins(),
-        settings: executorSettings(handle.kubeconfig),
+        queue: app.cleanup.queue,
+        plugins: servedClusters(handle.kubeconfig),
+        protection: testProtection,
         kind: 'embedded',
         name: 'restarted',
         version: 'test',
       });
       // The claim returns the expired job and takes it; a planning pass changes nothing.
       const first = await executor.runPass();
-      await app.cleanup.planningPass();
+      await app.cleanup.pass.run();
       const second = await executor.runPass();
       expect([...first.jobs, ...second.jobs].map((j) => j.outcome)).toEqual(['done']);
       expect(exists(handle.sim, 'killed-dev')).toBe(false);

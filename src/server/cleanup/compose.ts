@@ -1,0 +1,54 @@
+/**
+ * The server's cleanup, put together once over one database: the cleanup repositories, the job
+ * queue executors talk to, the planning pass and the switches people use. `buildServer` composes
+ * it for its services; a test composes another to play a second replica.
+ */
+import type { Kysely } from 'kysely';
+import { CleanupControlRepository } from '../db/repositories/cleanup-control.js';
+import { CleanupDecisionRepository } from '../db/repositories/cleanup-decisions.js';
+import { CleanupInventoryRepository } from '../db/repositories/cleanup-inventories.js';
+import { CleanupJobRepository } from '../db/repositories/cleanup-jobs.js';
+import type { Database } from '../db/schema.js';
+import type { Metrics } from '../metrics.js';
+import { PlanningPass } from './pass.js';
+import { DatabaseCleanupQueue } from './queue.js';
+import type { CleanupSettings } from './settings.js';
+import { CleanupSwitches } from './switches.js';
+
+export interface ServerCleanup {
+  settings: CleanupSettings;
+  jobs: CleanupJobRepository;
+  inventories: CleanupInventoryRepository;
+  control: CleanupControlRepository;
+  decisions: CleanupDecisionRepository;
+  /** What every executor talks to: in process (the embedded executor) or through the agent routes. */
+  queue: DatabaseCleanupQueue;
+  /** The planning loop runs it every interval. */
+  pass: PlanningPass;
+  switches: CleanupSwitches;
+}
+
+/** `reader` serves the reads outside a transaction (ServerDatabase.reader). */
+export function composeCleanup(
+  db: Kysely<Database>,
+  reader: Kysely<Database>,
+  metrics: Metrics,
+  now: () => Date,
+  settings: CleanupSettings,
+): ServerCleanup {
+  const jobs = new CleanupJobRepository(db, reader);
+  const inventories = new CleanupInventoryRepository(db, reader);
+  const control = new CleanupControlRepository(db, reader);
+  const decisions = new CleanupDecisionRepository(db, reader);
+  const queue = new DatabaseCleanupQueue(db, reader, jobs, inventories, metrics, now, settings);
+  return {
+    settings,
+    jobs,
+    inventories,
+    control,
+    decisions,
+    queue,
+    pass: new PlanningPass(db, reader, jobs, control, decisions, metrics, now, settings),
+    switches: new CleanupSwitches(db, jobs, control, queue, metrics, now, settings),
+  };
+}

@@ -1,0 +1,273 @@
+/**
+ * The cleanup job queue over the database: what every executor talks to (`CleanupQueue`, in
+ * process or through the agent routes) — heartbeats, inventories, claims under a lease, and
+ * the server's re-check of the registry when a job starts — and the views of jobs the routes
+ * and the dashboard show.
+ */
+import type { Kysely } from 'kysely';
+import type {
+  CleanupAction,
+  ClaimRequest,
+  ClaimResponse,
+  CleanupJob,
+  CleanupQueue,
+  CompleteRequest,
+  CompleteResponse,
+  HeartbeatRequest,
+  HeartbeatResponse,
+  InventoryReport,
+  InventoryResponse,
+  JobView,
+  StartRequest,
+  StartResponse,
+} from '../../cleanup/protocol.js';
+import { TendError } from '../../errors.js';
+import { writeAudit } from '../db/repositories/audit.js';
+import type { CleanupInventoryRepository } from '../db/repositories/cleanup-inventories.js';
+import type { CleanupJobRepository } from '../db/repositories/cleanup-jobs.js';
+import type { CleanupJobRow, Database } from '../db/schema.js';
+import type { Metrics } from '../metrics.js';
+import { jobAudit, leaseExpiredAudit } from './audits.js';
+import { plan } from './planner/plan.js';
+import type { CleanupSettings } from './settings.js';
+import { loadSnapshot } from './snapshot.js';
+
+/** Backoff before retry n (1-based): 30 s, 1 m, 2 m, … at most 1 h. */
+function retryBackoffMs(attempt: number): number {
+  return Math.min(3_600_000, 30_000 * 2 ** Math.max(0, attempt - 1));
+}
+
+export class DatabaseCleanupQueue implements CleanupQueue {
+  constructor(
+    /** Writes outside a job's transaction (the audit entries of expired leases). */
+    private readonly db: Kysely<Database>,
+    private readonly reader: Kysely<Database>,
+    private readonly jobs: CleanupJobRepository,
+    private readonly inventories: CleanupInventoryRepository,
+    private readonly metrics: Metrics,
+    private readonly now: () => Date,
+    private readonly settings: CleanupSettings,
+  ) {}
+
+  heartbeat(body: HeartbeatRequest): Promise<HeartbeatResponse> {
+    return this.heartbeatAs(body, null);
+  }
+
+  async heartbeatAs(body: HeartbeatRequest, tokenName: string | null): Promise<HeartbeatResponse> {
+    const now = this.now();
+    await this.inventories.heartbeat({ ...body, tokenName, now });
+    return {
+      serverTime: now.toISOString(),
+      intervalSeconds: Math.max(1, Math.round(this.settings.intervalMs / 1000)),
+    };
+  }
+
+  inventory(body: InventoryReport): Promise<InventoryResponse> {
+    return this.inventoryAs(body, `executor:${body.executorId}`);
+  }
+
+  async inventoryAs(body: InventoryReport, actor: string): Promise<InventoryResponse> {
+    const names = new Set<string>();
+    for (const item of body.items) {
+      if (names.has(item.namespaceName)) {
+        throw new TendError(
+          'TEND_SERVER_BAD_REQUEST',
+          `the inventory lists namespace "${item.namespaceName.slice(0, 64)}" twice`,
+        );
+      }
+      names.add(item.namespaceName);
+    }
+    return this.inventories.storeInventory({
+      executorId: body.executorId,
+      actor,
+      targetKey: body.targetKey,
+      pluginName: body.pluginName,
+      complete: body.complete,
+      error: body.error ?? null,
+      items: body.items,
+      now: this.now(),
+    });
+  }
+
+  async claim(body: ClaimRequest): Promise<ClaimResponse> {
+    const now = this.now();
+    const { claimed, expired } = await this.jobs.claim({
+      executorId: body.executorId,
+      targetKeys: body.targetKeys,
+      max: body.max ?? 10,
+      leaseMs: (body.leaseSeconds ?? this.settings.defaultLeaseMs / 1000) * 1000,
+      now,
+    });
+    if (expired.length > 0) {
+      await writeAudit(
+        this.db,
+        now,
+        expired.map((j) => leaseExpiredAudit(j, body.executorId)),
+      );
+    }
+    return { jobs: await this.jobViews(claimed) };
+  }
+
+  async start(jobId: string, body: StartRequest): Promise<StartResponse> {
+    const now = this.now();
+    const job = await this.heldJob(jobId, body.executorId, now);
+    if (job.state === 'executing') return { proceed: true, job: (await this.jobViews([job]))[0]! };
+    const why = await this.recheck(job, now);
+    if (why) {
+      const finished = await this.jobs.finish({
+        job,
+        executorId: body.executorId,
+        outcome: 'cancelled',
+        message: why,
+        now,
+        audit: jobAudit(job, 'cleanup-cancelled', `executor:${body.executorId}`, why),
+      });
+      if (!finished) throw leaseLost(jobId);
+      this.metrics.recordCleanupJob(job.action, 'cancelled');
+      return { proceed: false, reason: why };
+    }
+    const leaseMs = job.lease_expires_at
+      ? Math.max(this.settings.defaultLeaseMs, Date.parse(job.lease_expires_at) - now.getTime())
+      : this.settings.defaultLeaseMs;
+    if (!(await this.jobs.markExecuting(jobId, body.executorId, leaseMs, now))) throw leaseLost(jobId);
+    const updated = await this.jobs.job(jobId);
+    return { proceed: true, job: (await this.jobViews([updated!]))[0]! };
+  }
+
+  async complete(jobId: string, body: CompleteRequest): Promise<CompleteResponse> {
+    const now = this.now();
+    const job = await this.heldJob(jobId, body.executorId, now);
+    if (body.outcome === 'done' && job.state !== 'executing') {
+      // The state machine: only a started job (re-checked by the server) can be done.
+      throw new TendError(
+        'TEND_CLEANUP_CONFLICT',
+        `job ${jobId.slice(0, 64)} was not started: call start (the server's re-check) before reporting it done`,
+      );
+    }
+    const retry =
+      body.outcome === 'failed' && job.attempts < this.settings.maxAttempts
+        ? new Date(now.getTime() + retryBackoffMs(Math.max(1, job.attempts)))
+        : undefined;
+    const action =
+      body.outcome === 'done'
+        ? 'cleanup-done'
+        : body.outcome === 'cancelled'
+          ? 'cleanup-cancelled'
+          : retry
+            ? 'cleanup-retry'
+            : 'cleanup-failed';
+    const finished = await this.jobs.finish({
+      job,
+      executorId: body.executorId,
+      outcome: body.outcome,
+      message: body.message,
+      retryAt: retry,
+      now,
+      audit: jobAudit(job, action, `executor:${body.executorId}`, body.message, {
+        attempts: job.attempts,
+        ...(retry ? { retryAt: retry.toISOString() } : {}),
+      }),
+    });
+    if (!finished) throw leaseLost(jobId);
+    this.metrics.recordCleanupJob(job.action, retry ? 'retried' : body.outcome);
+    const updated = await this.jobs.job(jobId);
+    return { job: (await this.jobViews([updated!]))[0]! };
+  }
+
+  /**
+   * The job, if this executor holds its live lease; 404 or 409 otherwise. Read on the reader:
+   * the updates that follow check the lease again.
+   */
+  private async heldJob(jobId: string, executorId: string, now: Date): Promise<CleanupJobRow> {
+    const job = await this.jobs.job(jobId);
+    if (!job)
+      throw new TendError('TEND_CLEANUP_JOB_NOT_FOUND', `no cleanup job with id "${jobId.slice(0, 64)}"`);
+    const live =
+      (job.state === 'planned' || job.state === 'executing') &&
+      job.lease_owner === executorId &&
+      job.lease_expires_at !== null &&
+      job.lease_expires_at >= now.toISOString();
+    if (!live) throw leaseLost(jobId, job.state);
+    return job;
+  }
+
+  /**
+   * Why the job must not run now (the registry re-checked: activity since the decision,
+   * ownership, protection, keep-alive, sessions, policy, breaker, halt), or undefined.
+   */
+  private async recheck(job: CleanupJobRow, now: Date): Promise<string | undefined> {
+    // One environment's rows, on the reader: starting 1,000 jobs must not queue behind the writer.
+    const snapshot = await loadSnapshot(this.reader, now, { environmentId: job.environment_id });
+    const env = snapshot.environments.get(job.environment_id);
+    if (!env) return 'the environment is no longer active';
+    const mode = job.trigger === 'now' ? 'now' : 'policy';
+    if (mode === 'policy' && !env.policy) return 'the environment no longer has a cleanup policy';
+    if (job.action === 'resume' && env.state !== 'paused') return 'the environment is no longer paused';
+    if (job.action === 'pause' && env.state === 'paused') return 'the environment is already paused';
+    const result = plan(snapshot, now.getTime(), this.settings, {
+      mode,
+      only: new Set([env.id]),
+      ...(mode === 'now' ? { action: job.action as CleanupAction } : {}),
+    });
+    const decision = result.decisions.find((d) => d.resourceId === job.resource_id);
+    if (!decision) return 'the namespace is no longer recorded as present';
+    const expected = job.expected_last_activity_at ? Date.parse(job.expected_last_activity_at) : 0;
+    if (decision.lastActivityAt > expected) {
+      return `used since the decision (activity at ${new Date(decision.lastActivityAt).toISOString()})`;
+    }
+    if (job.namespace_uid !== decision.namespaceUid) return 'the namespace was re-created since the decision';
+    if (decision.kind !== 'due') return decision.sentence;
+    return undefined;
+  }
+
+  async jobViews(rows: CleanupJobRow[]): Promise<CleanupJob[]> {
+    const targets = await this.jobs.targetsOf(
+      rows.map((r) => r.resource_id).filter((id): id is string => id !== null),
+    );
+    return rows.map((r) => ({
+      id: r.id,
+      action: r.action as CleanupJob['action'],
+      state: r.state,
+      environmentId: r.environment_id,
+      project: r.project ?? '',
+      environment: r.environment ?? '',
+      resourceId: r.resource_id ?? '',
+      pluginName: r.plugin ?? '',
+      targetKey: r.target_key ?? '',
+      target: JSON.parse(targets.get(r.resource_id ?? '') ?? '{}') as Record<string, unknown>,
+      namespaceName: r.namespace_name ?? '',
+      namespaceUid: r.namespace_uid,
+      expectedLastActivityAt: r.expected_last_activity_at ?? r.planned_at,
+      reason: r.reason,
+      attempts: Number(r.attempts),
+      leaseExpiresAt: r.lease_expires_at,
+      dryRun: Boolean(r.dry_run),
+    }));
+  }
+
+  /** Jobs with their history, for the read routes and the dashboard. */
+  async jobHistory(rows: CleanupJobRow[]): Promise<JobView[]> {
+    const views = await this.jobViews(rows);
+    return views.map((v, i) => {
+      const r = rows[i]!;
+      return {
+        ...v,
+        trigger: r.trigger,
+        actor: r.actor,
+        plannedAt: r.planned_at,
+        startedAt: r.started_at,
+        finishedAt: r.finished_at,
+        notBefore: r.not_before,
+        outcome: r.result,
+        message: r.outcome_message,
+      };
+    });
+  }
+}
+
+function leaseLost(jobId: string, state?: string): TendError {
+  return new TendError(
+    'TEND_CLEANUP_LEASE_LOST',
+    `this executor does not hold the lease of job ${jobId.slice(0, 64)}${state && state !== 'planned' && state !== 'executing' ? ` (it is ${state})` : ' (expired, or taken by another executor)'}`,
+  );
+}

@@ -1,0 +1,22 @@
+/**
+ * The settings of the server's cleanup (`--cleanup-interval`, `--cleanup-max-per-pass`,
+ * `--protect-namespace`, `--system-namespace`) and their defaults: the planner's, and the job
+ * queue's leases and retries.
+ */
+import type { PlannerSettings } from './planner/types.js';
+
+export interface CleanupSettings extends PlannerSettings {
+  /** Lease of a claimed job when the executor asks for none (ms). */
+  defaultLeaseMs: number;
+  /** Attempts before a failing job is given up (each retried after a backoff). */
+  maxAttempts: number;
+}
+
+export const defaultCleanupSettings: CleanupSettings = {
+  intervalMs: 30_000,
+  maxPerPass: 10,
+  systemNamespace: 'tend-system',
+  protectPatterns: [],
+  defaultLeaseMs: 120_000,
+  maxAttempts: 5,
+};

@@ -1,0 +1,210 @@
+/**
+ * The switches of cleanup and what guards a pass: the control row (halt switch, planning lease,
+ * last pass), enforced policies (and the policies seen on environments, to enforce), and the
+ * per-project circuit breakers. Every change is audited in the same transaction.
+ */
+import type { Kysely } from 'kysely';
+import { writeAudit, type AuditInput } from './audit.js';
+import type { Database } from '../schema.js';
+
+export class CleanupControlRepository {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly reader: Kysely<Database> = db,
+  ) {}
+
+  async control() {
+    return this.reader
+      .selectFrom('cleanup_control')
+      .selectAll()
+      .where('id', '=', 'global')
+      .executeTakeFirstOrThrow();
+  }
+
+  /** How many passes have finished (on the writer: a pass compares it with the one it last stored). */
+  async passSeq(): Promise<number> {
+    const control = await this.db
+      .selectFrom('cleanup_control')
+      .select('pass_seq')
+      .where('id', '=', 'global')
+      .executeTakeFirstOrThrow();
+    return Number(control.pass_seq);
+  }
+
+  async setHalted(halted: boolean, actor: string, now: Date): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const result = await trx
+        .updateTable('cleanup_control')
+        .set({
+          halted: halted ? 1 : 0,
+          halted_at: halted ? now.toISOString() : null,
+          halted_by: halted ? actor : null,
+        })
+        .where('id', '=', 'global')
+        .where('halted', '=', halted ? 0 : 1)
+        .executeTakeFirst();
+      const changed = Number(result.numUpdatedRows) === 1;
+      if (changed) {
+        await writeAudit(trx, now, [
+          { actor, action: halted ? 'cleanup-halt' : 'cleanup-resume', detail: {} },
+        ]);
+      }
+      return changed;
+    });
+  }
+
+  /** Takes (or renews) the planning lease; false while another replica holds a live one. */
+  async acquirePlanLease(owner: string, leaseMs: number, now: Date): Promise<boolean> {
+    const at = now.toISOString();
+    const result = await this.db
+      .updateTable('cleanup_control')
+      .set({
+        plan_lease_owner: owner,
+        plan_lease_expires_at: new Date(now.getTime() + leaseMs).toISOString(),
+      })
+      .where('id', '=', 'global')
+      .where((eb) =>
+        eb.or([
+          eb('plan_lease_owner', 'is', null),
+          eb('plan_lease_owner', '=', owner),
+          eb('plan_lease_expires_at', '<', at),
+        ]),
+      )
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  async releasePlanLease(owner: string, passMs: number, now: Date): Promise<void> {
+    await this.db
+      .updateTable('cleanup_control')
+      .set((eb) => ({
+        plan_lease_owner: null,
+        plan_lease_expires_at: null,
+        pass_seq: eb('pass_seq', '+', 1),
+        last_pass_at: now.toISOString(),
+        last_pass_ms: Math.round(passMs),
+      }))
+      .where('id', '=', 'global')
+      .where('plan_lease_owner', '=', owner)
+      .execute();
+  }
+
+  async policies() {
+    return this.reader
+      .selectFrom('cleanup_policies')
+      .selectAll()
+      .orderBy('project')
+      .orderBy('environment')
+      .execute();
+  }
+
+  /** The policies seen on active environments of a project (and environment name). */
+  async seenPolicies(project: string, environment?: string) {
+    let q = this.db
+      .selectFrom('environments')
+      .select(['name', 'policy_after_inactivity', 'policy_action'])
+      .where('project', '=', project)
+      .where('state', 'in', ['active', 'paused'])
+      .where('policy_action', 'is not', null)
+      .distinct();
+    if (environment) q = q.where('name', '=', environment);
+    return q.execute();
+  }
+
+  async enforce(
+    rows: { project: string; environment: string; afterMs: number; action: string; text: string }[],
+    actor: string,
+    now: Date,
+  ): Promise<void> {
+    const at = now.toISOString();
+    await this.db.transaction().execute(async (trx) => {
+      for (const r of rows) {
+        await trx
+          .insertInto('cleanup_policies')
+          .values({
+            project: r.project,
+            environment: r.environment,
+            after_inactivity_ms: r.afterMs,
+            action: r.action,
+            enforced_at: at,
+            enforced_by: actor,
+          })
+          .onConflict((oc) =>
+            oc.columns(['project', 'environment']).doUpdateSet({
+              after_inactivity_ms: r.afterMs,
+              action: r.action,
+              enforced_at: at,
+              enforced_by: actor,
+            }),
+          )
+          .execute();
+      }
+      await writeAudit(
+        trx,
+        now,
+        rows.map((r) => ({
+          actor,
+          action: 'policy-enforce',
+          detail: {
+            project: r.project,
+            environment: r.environment,
+            afterInactivity: r.text,
+            action: r.action,
+          },
+        })),
+      );
+    });
+  }
+
+  async breakers() {
+    return this.reader.selectFrom('cleanup_breakers').selectAll().orderBy('project').execute();
+  }
+
+  async openBreakers(
+    opened: { project: string; dueCount: number; activeCount: number }[],
+    actor: string,
+    now: Date,
+  ): Promise<void> {
+    if (opened.length === 0) return;
+    await this.db.transaction().execute(async (trx) => {
+      const audits: AuditInput[] = [];
+      for (const b of opened) {
+        const result = await trx
+          .insertInto('cleanup_breakers')
+          .values({
+            project: b.project,
+            opened_at: now.toISOString(),
+            due_count: b.dueCount,
+            active_count: b.activeCount,
+          })
+          .onConflict((oc) => oc.column('project').doNothing())
+          .executeTakeFirst();
+        if (Number(result.numInsertedOrUpdatedRows ?? 0) > 0) {
+          audits.push({
+            actor,
+            action: 'breaker-open',
+            detail: {
+              project: b.project,
+              due: b.dueCount,
+              active: b.activeCount,
+              message: `${b.dueCount} of ${b.activeCount} active environments due at once; nothing is cleaned in ${b.project} until an admin resets the breaker`,
+            },
+          });
+        }
+      }
+      await writeAudit(trx, now, audits);
+    });
+  }
+
+  async resetBreaker(project: string, actor: string, now: Date): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const result = await trx
+        .deleteFrom('cleanup_breakers')
+        .where('project', '=', project)
+        .executeTakeFirst();
+      if (Number(result.numDeletedRows) !== 1) return false;
+      await writeAudit(trx, now, [{ actor, action: 'breaker-reset', detail: { project } }]);
+      return true;
+    });
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * The executor routes of the cleanup API (scope `agent`: `tend agent`, bound to clusters if its
+ * token is): heartbeat, inventory, claim, start, complete — the job queue over HTTP, each route
+ * taken from the one table of queue routes in the cleanup protocol.
+ */
+import { Type, type TSchema } from '@sinclair/typebox';
+import { queueRoutes, type QueueRoute } from '../../cleanup/protocol.js';
+import { TendError } from '../../errors.js';
+import type { App, ServerServices } from '../services.js';
+import { actorOf, type Principal } from '../auth.js';
+import { cleanupErrors } from './cleanup.js';
+
+const JobParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
+
+/** 403 unless an agent token bound to clusters may act on the target. */
+function checkTarget(principal: Principal | null, targetKey: string): void {
+  if (!principal?.clusters) return;
+  const match = /^kubernetes\/(.+)$/.exec(targetKey);
+  if (!match || !principal.clusters.includes(match[1]!)) {
+    throw new TendError(
+      'TEND_AUTH_FORBIDDEN',
+      `token "${principal.tokenName}" is bound to clusters ${principal.clusters.join(', ')}; it may not act on ${targetKey.slice(0, 100)}`,
+    );
+  }
+}
+
+/** The options of a queue route (agent scope), from the one table of queue routes. */
+function executorRoute<Q extends QueueRoute, P extends TSchema = TSchema>(
+  route: Q,
+  options: { bodyLimit?: number; params?: P } = {},
+) {
+  const r: (typeof queueRoutes)[Q] = queueRoutes[route];
+  const body: (typeof queueRoutes)[Q]['body'] = r.body;
+  const response: (typeof queueRoutes)[Q]['response'] = r.response;
+  return {
+    config: { permission: 'agent' as const },
+    ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}),
+    schema: {
+      summary: r.summary,
+      tags: ['cleanup executors'],
+      // Only the job routes have params (fastify warns of an undefined params schema).
+      ...(options.params ? { params: options.params } : ({} as { params: P })),
+      body,
+      response: { 200: response, ...cleanupErrors },
+    },
+  };
+}
+
+export function registerCleanupExecutorRoutes(app: App, services: ServerServices): void {
+  const { queue, jobs } = services.cleanup;
+
+  app.post(queueRoutes.heartbeat.path, executorRoute('heartbeat'), async (request) => {
+    const body = request.body;
+    for (const t of body.targets) checkTarget(request.principal, t.targetKey);
+    return queue.heartbeatAs(body, request.principal?.tokenName ?? null);
+  });
+
+  app.post(
+    queueRoutes.inventory.path,
+    executorRoute('inventory', { bodyLimit: services.limits.bodyLimit }),
+    async (request) => {
+      const body = request.body;
+      checkTarget(request.principal, body.targetKey);
+      return queue.inventoryAs(body, `${actorOf(request.principal!)} (executor ${body.executorId})`);
+    },
+  );
+
+  app.post(queueRoutes.claim.path, executorRoute('claim'), async (request) => {
+    const body = request.body;
+    for (const t of body.targetKeys) checkTarget(request.principal, t);
+    return queue.claim(body);
+  });
+
+  /** A token bound to clusters acts only on the jobs of their targets. */
+  const checkJobTarget = async (id: string, principal: Principal | null) => {
+    if (!principal?.clusters) return;
+    const job = await jobs.job(id);
+    if (job?.target_key) checkTarget(principal, job.target_key);
+  };
+
+  app.post(queueRoutes.start.path, executorRoute('start', { params: JobParams }), async (request) => {
+    await checkJobTarget(request.params.id, request.principal);
+    return queue.start(request.params.id, request.body);
+  });
+
+  app.post(queueRoutes.complete.path, executorRoute('complete', { params: JobParams }), async (request) => {
+    await checkJobTarget(request.params.id, request.principal);
+    return queue.complete(request.params.id, request.body);
+  });
+}
