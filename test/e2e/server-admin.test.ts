@@ -149,5 +149,6 @@ describe('tend server on an empty data directory', () => {
     const secondLog = await stop(second);
     expect(secondLog).not.toContain('new database');
     expect(secondLog).not.toContain('token create');
-  });
+    // A dozen tend processes one after the other: a minute is not enough on a loaded machine.
+  }, 180_000);
 });

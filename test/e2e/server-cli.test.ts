@@ -202,10 +202,17 @@ providers:
     stopped.kill('SIGTERM');
     expect(await new Promise((r) => stopped.once('exit', r))).toBe(0);
     const restarted = await startServer();
+    // The login form's double-submitted CSRF value: in the form and in its cookie.
+    const form = await fetch(`${restarted.url}/login`);
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]!;
+    const csrfCookie = form.headers
+      .getSetCookie()
+      .find((c) => c.startsWith('tend_login_csrf='))!
+      .split(';')[0]!;
     const login = await fetch(`${restarted.url}/login`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ token: read, next: '/' }),
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: csrfCookie },
+      body: new URLSearchParams({ _csrf: csrf, token: read, next: '/' }),
       redirect: 'manual',
     });
     expect(login.status).toBe(303);
