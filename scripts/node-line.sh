@@ -5,7 +5,9 @@
 #                                 per-machine cache, and better-sqlite3 built for each line's ABI
 #   node-line.sh run LINE CMD…    CMD with LINE's node first on PATH (LINE: 24, 22, system, or
 #                                 default: $TEND_TEST_NODE, else the first line of node-lines.txt)
-#   node-line.sh others CMD…      CMD on every line but the first, then on the machine's node
+#   node-line.sh others CMD…      CMD on every line but the first
+#   node-line.sh system CMD…      CMD on the machine's node, unless it is of a line listed (then
+#                                 nothing: that line runs it)
 #   node-line.sh bin LINE         the directory of LINE's node
 #
 # better-sqlite3 is a native addon: each Node ABI needs its own build. npm ci builds it for the
@@ -173,17 +175,19 @@ case "${1:-}" in
     ;;
   others)
     shift
-    # Each line once: the machine's node too, unless it is of a line already listed.
     mapfile -t listed < <(lines | cut -d' ' -f1)
-    system_major="$("$(system_node)" -p "process.versions.node.split('.')[0]")"
     for line in "${listed[@]:1}"; do (run_on "$line" "$@"); done
-    case " ${listed[*]} " in
-      *" $system_major "*) ;;
-      *) (run_on system "$@") ;;
+    ;;
+  system)
+    shift
+    system_major="$("$(system_node)" -p "process.versions.node.split('.')[0]")"
+    case " $(lines | cut -d' ' -f1 | tr '\n' ' ') " in
+      *" $system_major "*) echo "node-line.sh: the machine's node is of a listed line ($system_major)" >&2 ;;
+      *) run_on system "$@" ;;
     esac
     ;;
   *)
-    echo "usage: node-line.sh install | run LINE CMD… | others CMD… | bin LINE" >&2
+    echo "usage: node-line.sh install | run LINE CMD… | others CMD… | system CMD… | bin LINE" >&2
     exit 2
     ;;
 esac
