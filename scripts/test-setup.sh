@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # What the test suite needs besides npm packages: Debian's Chromium (for the dashboard browser
 # test), Debian's python3-kubernetes (the official Python client, for kube-sim's conformance test;
-# the test runs /usr/bin/python3, not a python3 earlier on PATH) and a running PostgreSQL 15 (for
-# the server tests on PostgreSQL). Idempotent.
+# the test runs /usr/bin/python3, not a python3 earlier on PATH), buildah and mmdebstrap (the
+# container image and its check), a running PostgreSQL 15 (for the server tests on PostgreSQL),
+# the Node lines the tests run on (scripts/node-line.sh: the official builds from the npm
+# registry, better-sqlite3 built for each) and the npm cache warm for an offline install of
+# tend's package (the package test). Idempotent; what it downloads or builds is kept per machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,7 +24,24 @@ if ! /usr/bin/python3 -c 'import kubernetes' >/dev/null 2>&1; then
   echo "installing python3-kubernetes (Debian package) for the kube-sim Python client conformance test"
   apt_install python3-kubernetes
 fi
+for tool in buildah mmdebstrap; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "installing $tool (Debian package) for the container image (npm run image)"
+    apt_install "$tool"
+  fi
+done
 if ! command -v kubectl >/dev/null 2>&1; then
   echo "warning: kubectl is not installed; the kube-sim conformance tests need it" >&2
 fi
 bash scripts/ci-postgres.sh
+bash scripts/node-line.sh install
+
+# The package test installs tend's tarball with --offline: the npm cache must hold what that
+# install resolves (the packuments and tarballs of tend's dependencies, as `npm install` of the
+# published package would fetch them). npm ci keeps only the locked tarballs.
+deps="$(node -p "Object.entries(require('./package.json').dependencies).map(([n, r]) => n + '@' + r).join(' ')")"
+scratch="$(mktemp -d)"
+# shellcheck disable=SC2086 # one word per dependency
+npm install --prefix "$scratch" --no-save --ignore-scripts --no-audit --no-fund --loglevel=error $deps >/dev/null
+rm -rf "$scratch"
+echo "npm cache: tend's dependencies ready for an offline install"

@@ -59,6 +59,7 @@ export const errorCodes = {
   TEND_SERVER_NOT_FOUND: ExitCode.usage,
   TEND_SERVER_PAYLOAD_TOO_LARGE: ExitCode.usage,
   TEND_TEMPLATE: ExitCode.usage,
+  TEND_TOKEN_EXISTS: ExitCode.usage,
   TEND_TOKEN_NOT_FOUND: ExitCode.usage,
   TEND_USAGE: ExitCode.usage,
   TEND_WEBHOOK_NOT_FOUND: ExitCode.usage,

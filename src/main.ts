@@ -4,27 +4,15 @@
  */
 import { Argument, Command, CommanderError, Option } from 'commander';
 import { ExitCode } from './errors.js';
-import { printError, printResult, type CommandResult, type GlobalOptions } from './cli/output.js';
+import { printError, type GlobalOptions } from './cli/output.js';
+import { collect, execute } from './cli/execute.js';
 import { wholeNumber } from './cli/flag-values.js';
 import { addCleanupCommands } from './commands/cleanup-arguments.js';
+import { addServerCommands } from './server/program.js';
 import { cliVersion } from './version.js';
-
-const collect = (value: string, previous: string[] = []) => [...previous, value];
 
 const parseTail = wholeNumber('tail', 0, 1_000_000, 'lines');
 const parseConcurrency = wholeNumber('concurrency', 1, 1024);
-
-/** Runs a lazily imported command and turns its result or error into output and an exit code. */
-async function execute(command: Command, load: () => Promise<CommandResult>): Promise<void> {
-  const options = command.optsWithGlobals<GlobalOptions>();
-  try {
-    const result = await load();
-    printResult(result, options);
-    process.exitCode = result.exitCode;
-  } catch (error) {
-    process.exitCode = printError(error, options);
-  }
-}
 
 export function buildProgram(): Command {
   const program = new Command('tend')
@@ -234,11 +222,12 @@ Examples:
       'run the cleanup executor next to a cluster (the global --kubeconfig, default KUBECONFIG or ~/.kube/config, ' +
         'and --context, repeatable, default the current one) or for the local environments of this host (--local)',
     )
-    .option('--server <url>', 'the tend server (default: TEND_SERVER_URL)')
+    .option('--server <url>', 'the tend server (default: TEND_SERVER_URL, else tend login)')
     .option(
-      '--token <token>',
-      'an agent-scope token: tend server token create --scope agent (default: TEND_TOKEN)',
+      '--token-file <file>',
+      'a file holding an agent-scope token (tend server token create --scope agent); default: TEND_TOKEN, else tend login',
     )
+    .option('--token <token>', 'the token itself (visible in ps: prefer --token-file or TEND_TOKEN)')
     .option('--local', 'serve the exec environments of this host (alone: no cluster)')
     .option(
       '--plugin <module>',
@@ -269,147 +258,16 @@ Examples:
       'after',
       `
 Examples:
-  tend agent --server https://tend.example.com --token $TOKEN --context prod-eu
-  tend agent --server http://localhost:7420 --token $TOKEN --local
-  tend agent --server http://localhost:7420 --token $TOKEN --plugin ./dirs-plugin.js --set dirs.root=/srv/envs
-  tend agent --server http://localhost:7420 --token $TOKEN --once --json`,
+  tend agent --server https://tend.example.com --token-file /var/run/tend/token --context prod-eu
+  TEND_TOKEN=… tend agent --server http://localhost:7420 --local
+  tend agent --token-file token --plugin ./dirs-plugin.js --set dirs.root=/srv/envs
+  tend agent --once --json          the server and token of tend login`,
     )
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () => (await import('./commands/agent.js')).agentCommand(cmd.optsWithGlobals())),
     );
 
-  // Further commands register themselves here: events, server, login, environments.
-  // tend server (run, migrate, token create|list|revoke), tend login, tend environments.
-  const db = (c: Command) =>
-    c
-      .option(
-        '--data-dir <dir>',
-        'directory of the SQLite database tend.db (default: TEND_DATA_DIR, else $XDG_DATA_HOME/tend or ~/.local/share/tend)',
-      )
-      .option('--database-url <url>', 'PostgreSQL instead of SQLite: postgres://user:pass@host/db');
-  const server = db(
-    program
-      .command('server')
-      .description(
-        'run the tend server: event ingest, registry, API, dashboard; with the global --kubeconfig ' +
-          '(its current context, or each --context) it runs the embedded cleanup executor for those clusters',
-      ),
-  )
-    .addOption(new Option('--port <port>', 'port to listen on').default(7420).argParser(Number))
-    .option('--host <host>', 'address to listen on', '127.0.0.1')
-    .option(
-      '--cleanup-interval <duration>',
-      'how often cleanup is planned (and executed), e.g. 30s, 5m',
-      '30s',
-    )
-    .addOption(
-      new Option('--cleanup-max-per-pass <n>', 'most new cleanup jobs one planning pass creates')
-        .default(10)
-        .argParser(Number),
-    )
-    .option(
-      '--protect-namespace <glob>',
-      'namespace names cleanup never touches, beyond kube-*, default and the system namespace (repeatable)',
-      collect,
-    )
-    .option(
-      '--system-namespace <name>',
-      "the kubernetes provider's systemNamespace, never cleaned",
-      'tend-system',
-    )
-    .option(
-      '--plugin <module>',
-      'a third-party plugin module the embedded cleanup executor serves (repeatable; with --set)',
-      collect,
-    )
-    .option(
-      '--set <plugin.key=value>',
-      "a plugin's executor setting for the embedded executor (repeatable)",
-      collect,
-    )
-    .option(
-      '--public-url <url>',
-      'the URL people open the dashboard at (keep-alive links in webhooks); default: the listening address',
-    )
-    .option(
-      '--github-webhook-secret-file <file>',
-      'enable POST /api/v1/integrations/github: the secret of the GitHub webhook, read from this file (or TEND_GITHUB_WEBHOOK_SECRET)',
-    )
-    .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await import('./server/cli.js')).serverCommand(cmd.optsWithGlobals())),
-    );
-  db(server.command('migrate').description('apply pending database migrations and exit')).action(
-    async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await import('./server/cli.js')).migrateCommand(cmd.optsWithGlobals())),
-  );
-  const tokenHelp = `
-Token commands work on the database of an existing server and never create one: without
---database-url they open tend.db in --data-dir, else TEND_DATA_DIR, else $XDG_DATA_HOME/tend
-(~/.local/share/tend), and refuse (exit 2) when there is none.`;
-  const token = server
-    .command('token')
-    .description('manage API tokens (prints a new token once)')
-    .addHelpText('after', tokenHelp);
-  db(token.command('create').description('create a token').addHelpText('after', tokenHelp))
-    .requiredOption('--name <name>', 'name of the token, e.g. ci')
-    .option('--project <project>', 'restrict the token to one project')
-    .option(
-      '--scope <scope>',
-      'ingest | agent | read | admin (agent: ingest and the executor routes only; read and admin include ingest)',
-      'ingest',
-    )
-    .option('--cluster <clusterId>', 'agent scope: act only on this cluster (repeatable)', collect)
-    .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await import('./server/cli.js')).tokenCreateCommand(cmd.optsWithGlobals())),
-    );
-  db(
-    token.command('list').description('list tokens (never their secrets)').addHelpText('after', tokenHelp),
-  ).action(async (_opts, cmd: Command) =>
-    execute(cmd, async () => (await import('./server/cli.js')).tokenListCommand(cmd.optsWithGlobals())),
-  );
-  db(
-    token
-      .command('revoke <idOrName>')
-      .description('revoke a token by id or name')
-      .addHelpText('after', tokenHelp),
-  ).action(async (idOrName: string, _opts, cmd: Command) =>
-    execute(cmd, async () =>
-      (await import('./server/cli.js')).tokenRevokeCommand(idOrName, cmd.optsWithGlobals()),
-    ),
-  );
-  const webhook = server
-    .command('webhook')
-    .description('manage webhooks: cleanup warnings and cleanup done, signed (prints a new secret once)');
-  db(webhook.command('add').description('add a webhook; prints its signing secret once'))
-    .requiredOption('--url <url>', 'where deliveries are POSTed (http:// or https://)')
-    .requiredOption('--event <event>', 'cleanup.warning | cleanup.done (repeatable)', collect)
-    .option('--format <format>', "json (tend's payload) | slack (a Slack incoming-webhook message)", 'json')
-    .option('--project <project>', "only this project's environments")
-    .addHelpText(
-      'after',
-      `
-Each delivery is signed: the header tend-signature is t=<unix seconds>,v1=<hex HMAC-SHA256 of
-"<t>.<body>" with the secret>. A receiver recomputes it, compares in constant time and refuses a
-t more than 5 minutes off (docs/cleanup.md#webhooks). Failed deliveries are retried with backoff.
-
-Examples:
-  tend server webhook add --url https://hooks.slack.com/services/T/B/X --event cleanup.warning --format slack
-  tend server webhook add --url https://ops.example.com/tend --event cleanup.warning --event cleanup.done --project shop`,
-    )
-    .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await import('./server/cli.js')).webhookAddCommand(cmd.optsWithGlobals())),
-    );
-  db(
-    webhook.command('list').description('list webhooks (never their secrets) and their last deliveries'),
-  ).action(async (_opts, cmd: Command) =>
-    execute(cmd, async () => (await import('./server/cli.js')).webhookListCommand(cmd.optsWithGlobals())),
-  );
-  db(webhook.command('remove <id>').description('remove a webhook and its deliveries not sent yet')).action(
-    async (id: string, _opts, cmd: Command) =>
-      execute(cmd, async () =>
-        (await import('./server/cli.js')).webhookRemoveCommand(id, cmd.optsWithGlobals()),
-      ),
-  );
+  addServerCommands(program);
   program
     .command('login')
     .description('store the server URL and token for this user (0600), after checking them with the server')

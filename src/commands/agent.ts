@@ -2,7 +2,8 @@
  * `tend agent`: the cleanup executor as a process of its own, next to a cluster whose credentials
  * the server must not hold (`--kubeconfig`, `--context`), or on a developer machine for the exec
  * environments of that host (`--local`). It talks to the server's job queue over HTTP with an
- * `agent`-scope token, runs a pass every interval, and stops gracefully on SIGTERM/SIGINT: the
+ * `agent`-scope token — from `--token-file`, TEND_TOKEN or `tend login`, not the command line
+ * (`ps` shows that) —, runs a pass every interval, and stops gracefully on SIGTERM/SIGINT: the
  * jobs in flight finish; a second signal exits at once (their leases return them to the queue).
  */
 import os from 'node:os';
@@ -14,13 +15,15 @@ import { TendError } from '../errors.js';
 import { builtinPlugins } from '../plugins/builtin.js';
 import type { PluginDefinition } from '../plugin/types.js';
 import { servedPlugins } from '../executor/settings.js';
-import { normaliseServerUrl } from '../remote/credentials.js';
+import { readTokenFile, resolveServer } from '../remote/credentials.js';
+import { redactUrl } from '../redact.js';
 import { localIdentity } from '../state/identity.js';
 import { parseDuration } from '../cleanup/policy.js';
 
 export interface AgentOptions extends GlobalOptions {
   server?: string;
   token?: string;
+  tokenFile?: string;
   kubeconfig?: string;
   context?: string[];
   local?: boolean;
@@ -73,14 +76,21 @@ export async function agentCommand(
   options: AgentOptions,
   plugins: PluginDefinition[] = builtinPlugins(),
 ): Promise<CommandResult<AgentData>> {
-  const server = options.server ?? process.env.TEND_SERVER_URL;
-  const token = options.token ?? process.env.TEND_TOKEN;
-  if (!server || !token) {
+  if (options.token !== undefined && options.tokenFile !== undefined) {
+    throw new TendError('TEND_USAGE', 'give the token once: --token-file or --token, not both');
+  }
+  const connection = resolveServer({
+    server: options.server,
+    token: options.tokenFile !== undefined ? readTokenFile(options.tokenFile) : options.token,
+  });
+  if (!connection?.token) {
     throw new TendError(
       'TEND_USAGE',
-      'tend agent needs --server URL and --token T (an agent-scope token: tend server token create --scope agent)',
+      'tend agent needs a server and an agent-scope token (tend server token create --scope agent): ' +
+        '--server URL (or TEND_SERVER_URL) and --token-file FILE (or TEND_TOKEN), or the ones of tend login',
     );
   }
+  const { url: server, token } = connection;
   const intervalMs = parseInterval(options.interval ?? '30s');
   let served = await servedPlugins(plugins, {
     ...(options.kubeconfig !== undefined ? { kubeconfig: options.kubeconfig } : {}),
@@ -109,7 +119,7 @@ export async function agentCommand(
   }
   const controller = new AbortController();
   const queue = new HttpCleanupQueue({
-    server: normaliseServerUrl(server),
+    server,
     token,
     signal: controller.signal,
     onRetry: (what, error, waitMs) => log('debug', `${what}: ${error.message}; retrying in ${waitMs} ms`),
@@ -158,7 +168,10 @@ export async function agentCommand(
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  log('info', `tend agent ${executor.executorId} started: ${server}, a pass every ${intervalMs / 1000} s`);
+  log(
+    'info',
+    `tend agent ${executor.executorId} started: ${redactUrl(server)}, a pass every ${intervalMs / 1000} s`,
+  );
   try {
     await executor.run(controller.signal, onPass);
   } finally {

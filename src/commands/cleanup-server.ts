@@ -11,28 +11,12 @@ import { formatDuration } from '../cleanup/format.js';
 import type { CleanupStatusView, PlanItemView, TransitionView } from '../api/cleanup.js';
 import type { PlanPage } from '../remote/cleanup-plan.js';
 import type { EnvironmentView } from '../api/views.js';
-import { resolveServer } from '../remote/credentials.js';
+import { requireServer } from '../remote/credentials.js';
 import { openProject } from './context.js';
 
 export interface ServerCommandOptions extends GlobalOptions {
   server?: string;
   token?: string;
-}
-
-/** The configured server with its token, or a clear error saying how to configure one. */
-export function requireServer(options: { server?: string; token?: string }): Connection {
-  const connection = resolveServer({ server: options.server, token: options.token });
-  if (!connection) {
-    throw new TendError('TEND_SERVER_NOT_CONFIGURED', 'no tend server configured', {
-      detail: { hint: 'run tend login --server URL --token T, or set TEND_SERVER_URL and TEND_TOKEN' },
-    });
-  }
-  if (!connection.token) {
-    throw new TendError('TEND_AUTH', `no token for ${redactUrl(connection.url)}`, {
-      detail: { hint: 'run tend login --server URL --token T, or set TEND_TOKEN' },
-    });
-  }
-  return connection;
 }
 
 export interface PlanData {

@@ -9,7 +9,7 @@ import type { EnvironmentView, ResourceView, SessionView } from '../api/views.js
 import { targetLabel } from '../api/views.js';
 import { apiRequest } from '../remote/client.js';
 import { redactUrl } from '../redact.js';
-import { requireServer } from './cleanup-server.js';
+import { requireServer } from '../remote/credentials.js';
 
 export interface EnvironmentsOptions extends GlobalOptions {
   project?: string;

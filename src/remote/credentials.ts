@@ -2,9 +2,10 @@
  * Where the CLI finds the server and its token: `TEND_SERVER_URL` / `TEND_TOKEN`, else the
  * credentials `tend login` stored in `$TEND_CONFIG_DIR/credentials.json` (default
  * `~/.config/tend/credentials.json`), written atomically with mode 0600. Used by
- * `tend environments` and the event stream.
+ * `tend environments`, `tend agent` and the event stream. And a token kept in a file of its own
+ * (`--token-file`: a mounted Secret), so that it is not on a command line.
  */
-import { chmodSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -89,6 +90,32 @@ export function writeCredentials(
   return file;
 }
 
+/** Longest token file read: a token is 48 characters; anything much longer is not one. */
+const maxTokenFileBytes = 4096;
+
+/** The token in a file (`--token-file`), without surrounding white space. */
+export function readTokenFile(file: string): string {
+  let text: string;
+  try {
+    const stat = statSync(file);
+    if (!stat.isFile()) throw new Error('not a regular file');
+    if (stat.size > maxTokenFileBytes) throw new Error(`larger than ${maxTokenFileBytes} bytes: not a token`);
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new TendError('TEND_USAGE', `--token-file: cannot read ${file}: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  const token = text.trim();
+  if (!token || /\s/.test(token)) {
+    throw new TendError(
+      'TEND_USAGE',
+      `--token-file: ${file} must hold one token (it is ${token ? 'several words' : 'empty'})`,
+    );
+  }
+  return token;
+}
+
 export interface ServerConnection {
   url: string;
   token?: string;
@@ -102,13 +129,14 @@ export function resolveServer(
   env: NodeJS.ProcessEnv = process.env,
 ): ServerConnection | undefined {
   const stored = () => readCredentials(env);
+  // An empty variable is an unset one (`TEND_TOKEN= tend …`).
+  const envToken = env.TEND_TOKEN || undefined;
   if (explicit.server) {
     const url = normaliseServerUrl(explicit.server);
     const s = stored();
     return {
       url,
-      token:
-        explicit.token ?? env.TEND_TOKEN ?? (s && normaliseServerUrl(s.server) === url ? s.token : undefined),
+      token: explicit.token ?? envToken ?? (s && normaliseServerUrl(s.server) === url ? s.token : undefined),
       source: 'option',
     };
   }
@@ -117,8 +145,7 @@ export function resolveServer(
     const s = stored();
     return {
       url,
-      token:
-        explicit.token ?? env.TEND_TOKEN ?? (s && normaliseServerUrl(s.server) === url ? s.token : undefined),
+      token: explicit.token ?? envToken ?? (s && normaliseServerUrl(s.server) === url ? s.token : undefined),
       source: 'environment',
     };
   }
@@ -126,7 +153,25 @@ export function resolveServer(
   if (!s) return undefined;
   return {
     url: normaliseServerUrl(s.server),
-    token: explicit.token ?? env.TEND_TOKEN ?? s.token,
+    token: explicit.token ?? envToken ?? s.token,
     source: 'credentials',
   };
+}
+
+/** The configured server with its token, or a clear error saying how to configure one. */
+export function requireServer(options: { server?: string; token?: string }): ServerConnection & {
+  token: string;
+} {
+  const connection = resolveServer({ server: options.server, token: options.token });
+  if (!connection) {
+    throw new TendError('TEND_SERVER_NOT_CONFIGURED', 'no tend server configured', {
+      detail: { hint: 'run tend login --server URL --token T, or set TEND_SERVER_URL and TEND_TOKEN' },
+    });
+  }
+  if (!connection.token) {
+    throw new TendError('TEND_AUTH', `no token for ${redactUrl(connection.url)}`, {
+      detail: { hint: 'run tend login --server URL --token T, or set TEND_TOKEN' },
+    });
+  }
+  return { ...connection, token: connection.token };
 }

@@ -36,6 +36,7 @@ import {
 import { registerGithubRoutes } from './routes/github.js';
 import { Metrics } from './metrics.js';
 import type { App, ServerServices } from './services.js';
+import { registerAdminRoutes } from './routes/admin.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { registerAuthRoutes } from './routes/auth.js';
 import { registerCleanupExecutorRoutes } from './routes/cleanup-executor.js';
@@ -105,6 +106,8 @@ export const httpStatusOf: Partial<Record<ErrorCode, number>> = {
   TEND_SERVER_BAD_REQUEST: 400,
   TEND_SERVER_NOT_FOUND: 404,
   TEND_SERVER_PAYLOAD_TOO_LARGE: 413,
+  TEND_TOKEN_EXISTS: 409,
+  TEND_TOKEN_NOT_FOUND: 404,
   TEND_DATABASE: 503,
 };
 
@@ -346,6 +349,7 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
   registerAuditRoutes(app, services);
   registerCleanupExecutorRoutes(app, services);
   registerCleanupRoutes(app, services);
+  registerAdminRoutes(app, services);
   registerGithubRoutes(app, services);
   registerDashboard(app, services);
 

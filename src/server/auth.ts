@@ -55,6 +55,9 @@ export function requiredScope(permission: Permission): TokenScope {
 
 export const tokenPrefix = 'tend_';
 
+/** A token's name: 1-63 letters, digits, ".", "_" or "-", starting with a letter or digit. */
+export const tokenNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+
 export function generateToken(): string {
   return tokenPrefix + randomBytes(32).toString('base64url');
 }

@@ -1,20 +1,14 @@
 /**
- * `tend server` (run the server), `tend server migrate`, and `tend server token create|list|revoke`
- * (administration on the database directly: whoever can reach the database is an administrator).
- * Without `--database-url` they all use the SQLite file of one data directory per user
+ * `tend server` (run the server) and `tend server migrate` (tokens, webhooks, backup: admin-cli.ts).
+ * Without `--database-url` they use the SQLite file of one data directory per user
  * (`src/server/data-dir.ts`), whatever the working directory.
  */
 import { readFileSync } from 'node:fs';
-import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
+import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import { TendError } from '../errors.js';
-import { isTokenScope, tokenScopes } from './auth.js';
-import { migrateToLatest, openDatabase, type ServerDatabase } from './db/database.js';
-import { AuditRepository } from './db/repositories/audit.js';
-import { TokenRepository, type TokenInfo } from './db/repositories/tokens.js';
-import type { TokenScope } from './db/schema.js';
+import { migrateToLatest, openDatabase } from './db/database.js';
 import { serverDataDir } from './data-dir.js';
 import { parseDuration } from '../cleanup/policy.js';
-import { NotificationService, type WebhookInfo } from './notifications/service.js';
 
 export interface ServerDatabaseOptions extends GlobalOptions {
   dataDir?: string;
@@ -104,7 +98,7 @@ export function cleanupSettingsOf(options: ServerOptions) {
 }
 
 /** `--database-url` (or TEND_DATABASE_URL), else the SQLite file of the data directory (data-dir.ts). */
-function databaseOptions(options: ServerDatabaseOptions) {
+export function databaseOptions(options: ServerDatabaseOptions) {
   return {
     dataDir: serverDataDir(options.dataDir),
     databaseUrl: options.databaseUrl ?? process.env.TEND_DATABASE_URL,
@@ -134,6 +128,7 @@ export async function serverCommand(options: ServerOptions): Promise<CommandResu
     port,
     host: options.host ?? '127.0.0.1',
     logLevel: options.debug ? 'debug' : 'info',
+    announceFirstStart: true,
     ...(options.kubeconfig !== undefined ||
     (options.context?.length ?? 0) > 0 ||
     (options.plugin?.length ?? 0) > 0 ||
@@ -151,24 +146,6 @@ export async function serverCommand(options: ServerOptions): Promise<CommandResu
   return { data: { url }, human: '', exitCode: 0 };
 }
 
-/**
- * Opens an existing database with migrations applied, runs `work`, closes it. Token
- * administration never creates a database: a missing SQLite file is TEND_DATABASE_NOT_FOUND,
- * naming the directory looked in (a token in a fresh file no server reads would be lost).
- */
-async function withDatabase<T>(
-  options: ServerDatabaseOptions,
-  work: (db: ServerDatabase) => Promise<T>,
-): Promise<T> {
-  const db = await openDatabase({ ...databaseOptions(options), mustExist: true });
-  try {
-    await migrateToLatest(db);
-    return await work(db);
-  } finally {
-    await db.close();
-  }
-}
-
 export async function migrateCommand(
   options: ServerDatabaseOptions,
 ): Promise<CommandResult<{ database: string; applied: string[]; current: string[] }>> {
@@ -183,193 +160,4 @@ export async function migrateCommand(
   } finally {
     await db.close();
   }
-}
-
-export interface TokenCreateOptions extends ServerDatabaseOptions {
-  name: string;
-  project?: string;
-  scope?: string;
-  /** `--cluster <clusterId>` (repeatable, agent scope only): the clusters the token may act on. */
-  cluster?: string[];
-}
-
-export async function tokenCreateCommand(
-  options: TokenCreateOptions,
-): Promise<CommandResult<TokenInfo & { token: string }>> {
-  const scope = options.scope ?? 'ingest';
-  if (!isTokenScope(scope)) {
-    throw new TendError('TEND_USAGE', `--scope must be one of ${tokenScopes.join(', ')}, got "${scope}"`);
-  }
-  if (options.cluster && options.cluster.length > 0 && scope !== 'agent') {
-    throw new TendError(
-      'TEND_USAGE',
-      '--cluster binds an agent token to clusters: use it with --scope agent',
-    );
-  }
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(options.name)) {
-    throw new TendError(
-      'TEND_USAGE',
-      `--name must be 1-63 letters, digits, ".", "_" or "-" (starting with a letter or digit), got "${options.name}"`,
-    );
-  }
-  return withDatabase(options, async (db) => {
-    const { token, info } = await new TokenRepository(db.db).create({
-      name: options.name,
-      scope: scope as TokenScope,
-      project: options.project ?? null,
-      clusters: options.cluster ?? null,
-    });
-    await new AuditRepository(db.db).record({
-      actor: 'cli',
-      action: 'token-create',
-      detail: {
-        id: info.id,
-        name: info.name,
-        scope: info.scope,
-        project: info.project,
-        clusters: info.clusters,
-      },
-    });
-    const human = [
-      `Created token "${info.name}" (id ${info.id}, scope ${info.scope}${info.project ? `, project ${info.project}` : ''}${info.clusters ? `, clusters ${info.clusters.join(', ')}` : ''}).`,
-      'It is shown only now; store it somewhere safe:',
-      '',
-      `  ${token}`,
-      '',
-    ].join('\n');
-    return { data: { ...info, token }, human, exitCode: 0 };
-  });
-}
-
-export async function tokenListCommand(options: ServerDatabaseOptions): Promise<CommandResult<TokenInfo[]>> {
-  return withDatabase(options, async (db) => {
-    const tokens = await new TokenRepository(db.db).list();
-    const human =
-      tokens.length === 0
-        ? 'No tokens yet. Create one with: tend server token create --name <name> --scope ingest|agent|read|admin'
-        : formatTable(
-            ['ID', 'NAME', 'SCOPE', 'PROJECT', 'PREFIX', 'CREATED', 'LAST USED', 'REVOKED'],
-            tokens.map((t) => [
-              t.id,
-              t.name,
-              t.scope,
-              t.project ?? '-',
-              `${t.prefix}…`,
-              t.createdAt,
-              t.lastUsedAt ?? '-',
-              t.revokedAt ?? '-',
-            ]),
-          );
-    return { data: tokens, human, exitCode: 0 };
-  });
-}
-
-export async function tokenRevokeCommand(
-  idOrName: string,
-  options: ServerDatabaseOptions,
-): Promise<CommandResult<TokenInfo>> {
-  return withDatabase(options, async (db) => {
-    const info = await new TokenRepository(db.db).revoke(idOrName);
-    await new AuditRepository(db.db).record({
-      actor: 'cli',
-      action: 'token-revoke',
-      detail: { id: info.id, name: info.name },
-    });
-    return { data: info, human: `Revoked token "${info.name}" (${info.id}).`, exitCode: 0 };
-  });
-}
-
-export interface WebhookAddOptions extends ServerDatabaseOptions {
-  url: string;
-  event?: string[];
-  format?: string;
-  project?: string;
-}
-
-/** `tend server webhook add`: the webhook, and its signing secret shown this once. */
-export async function webhookAddCommand(
-  options: WebhookAddOptions,
-): Promise<CommandResult<WebhookInfo & { secret: string }>> {
-  return withDatabase(options, async (db) => {
-    const service = new NotificationService(db.db, db.reader, () => new Date());
-    const { webhook, secret } = await service.addWebhook(
-      {
-        url: options.url,
-        events: options.event ?? [],
-        ...(options.format !== undefined ? { format: options.format } : {}),
-        ...(options.project !== undefined ? { project: options.project } : {}),
-      },
-      'cli',
-    );
-    await new AuditRepository(db.db).record({
-      actor: 'cli',
-      action: 'webhook-add',
-      detail: {
-        id: webhook.id,
-        url: webhook.url,
-        events: webhook.events,
-        format: webhook.format,
-        project: webhook.project,
-      },
-    });
-    const human = [
-      `Added webhook ${webhook.id}: ${webhook.events.join(', ')} to ${webhook.url} (${webhook.format}${webhook.project ? `, project ${webhook.project}` : ''}).`,
-      'Its signing secret is shown only now; give it to the receiver (it verifies the tend-signature header):',
-      '',
-      `  ${secret}`,
-      '',
-    ].join('\n');
-    return { data: { ...webhook, secret }, human, exitCode: 0 };
-  });
-}
-
-export interface WebhookListing extends WebhookInfo {
-  deliveries: { pending: number; delivered: number; failed: number; lastError: string | null };
-}
-
-export async function webhookListCommand(
-  options: ServerDatabaseOptions,
-): Promise<CommandResult<WebhookListing[]>> {
-  return withDatabase(options, async (db) => {
-    const service = new NotificationService(db.db, db.reader, () => new Date());
-    const webhooks = await service.listWebhooks();
-    const stats = await service.repository.deliveryCounts();
-    const listing = webhooks.map((w) => ({
-      ...w,
-      deliveries: stats.get(w.id) ?? { pending: 0, delivered: 0, failed: 0, lastError: null },
-    }));
-    const human =
-      listing.length === 0
-        ? 'No webhooks yet. Add one with: tend server webhook add --url URL --event cleanup.warning'
-        : formatTable(
-            ['ID', 'URL', 'EVENTS', 'FORMAT', 'PROJECT', 'DELIVERED', 'PENDING', 'FAILED', 'LAST ERROR'],
-            listing.map((w) => [
-              w.id,
-              w.url,
-              w.events.join(','),
-              w.format,
-              w.project ?? '-',
-              String(w.deliveries.delivered),
-              String(w.deliveries.pending),
-              String(w.deliveries.failed),
-              w.deliveries.lastError ?? '-',
-            ]),
-          );
-    return { data: listing, human, exitCode: 0 };
-  });
-}
-
-export async function webhookRemoveCommand(
-  id: string,
-  options: ServerDatabaseOptions,
-): Promise<CommandResult<WebhookInfo>> {
-  return withDatabase(options, async (db) => {
-    const info = await new NotificationService(db.db, db.reader, () => new Date()).removeWebhook(id);
-    await new AuditRepository(db.db).record({
-      actor: 'cli',
-      action: 'webhook-remove',
-      detail: { id: info.id, url: info.url },
-    });
-    return { data: info, human: `Removed webhook ${info.id} (${info.url}).`, exitCode: 0 };
-  });
 }

@@ -10,6 +10,7 @@ import { startPlanningLoop } from './cleanup/loop.js';
 import type { CleanupSettings } from './cleanup/settings.js';
 import type { App } from './services.js';
 import { migrateToLatest, openDatabase, type OpenDatabaseOptions } from './db/database.js';
+import { firstStartSummary } from './first-start.js';
 import { EnvironmentRepository, pruneEvents } from './db/repositories/environments.js';
 
 export interface StartOptions extends OpenDatabaseOptions {
@@ -30,6 +31,8 @@ export interface StartOptions extends OpenDatabaseOptions {
   /** `--github-webhook-secret-file` / TEND_GITHUB_WEBHOOK_SECRET. */
   githubSecret?: string;
   notifications?: BuildServerOptions['notifications'];
+  /** Print what to do next on stderr when this start created the database (`tend server`). */
+  announceFirstStart?: boolean;
 }
 
 export interface RunningServer {
@@ -56,9 +59,11 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       })
     : undefined;
   const db = await openDatabase(options);
+  let created = false;
   try {
     const report = await migrateToLatest(db);
     if (report.applied.length > 0) logger.info({ applied: report.applied }, 'database migrated');
+    created = report.applied.length === report.current.length;
   } catch (error) {
     await db.close();
     throw error;
@@ -84,6 +89,18 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const address = await app.listen({ port: options.port ?? 7420, host: options.host ?? '127.0.0.1' });
   const url = address.replace('[::1]', 'localhost');
   logger.info({ url, database: db.location }, `tend server listening on ${url}`);
+  if (created && options.announceFirstStart) {
+    process.stderr.write(
+      firstStartSummary({
+        url,
+        database: db.location,
+        dialect: db.dialect,
+        ...(options.executor ? { executor: options.executor } : {}),
+        databaseUrlFromEnvironment:
+          options.databaseUrl !== undefined && options.databaseUrl === process.env.TEND_DATABASE_URL,
+      }),
+    );
+  }
 
   const retention = options.eventRetentionMs ?? 30 * 86_400_000;
   const prune = async () => {

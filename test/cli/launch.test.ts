@@ -4,8 +4,10 @@
  * `bin/tend.js` processes: the cache is written once and then used (a plugin module and the
  * Kubernetes client still import from cached code), a damaged or foreign-writable file is
  * replaced, an old build's file removed (a recent one kept), and TEND_COMPILE_CACHE=0 writes nothing;
- * and which command lines get V8's interrupt budget raised.
+ * and which command lines make TurboFan wait, with a flag this Node's V8 knows (`npm run
+ * test:lines` runs this file on every Node line: an unknown flag is an error on every command).
  */
+import { spawnSync } from 'node:child_process';
 import {
   chmodSync,
   existsSync,
@@ -18,7 +20,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cacheName, compileCacheDir, interruptBudgetFor } from '../../src/cli/launch.js';
+import { cacheName, compileCacheDir, turbofanDelay, v8FlagFor } from '../../src/cli/launch.js';
 import { makeProject, removeProjects, runTend } from '../helpers/project.js';
 
 afterAll(() => removeProjects());
@@ -146,13 +148,45 @@ describe('where the cache lives and which file a command line uses', () => {
 });
 
 describe('what the launcher tells V8', () => {
-  it("raises V8's interrupt budget for a command, not for one that serves, nor over one Node was given", () => {
-    const line = (...words: string[]) => ['node', '/x/bin/tend.js', ...words];
-    expect(interruptBudgetFor(line('build'), [])).toBe(1_000_000);
-    expect(interruptBudgetFor(line('--version'), [])).toBe(1_000_000);
-    expect(interruptBudgetFor(line(), [])).toBe(1_000_000);
-    expect(interruptBudgetFor(line('server', '--port', '0'), [])).toBeUndefined();
-    expect(interruptBudgetFor(line('agent'), [])).toBeUndefined();
-    expect(interruptBudgetFor(line('build'), ['--interrupt-budget=5000'])).toBeUndefined();
+  const line = (...words: string[]) => ['node', '/x/bin/tend.js', ...words];
+
+  it('makes TurboFan wait for a command, not for one that serves, nor over a flag Node was given', () => {
+    const node20 = '11.3.244.8-node.38';
+    expect(v8FlagFor(line('build'), [], node20)).toBe('--interrupt-budget=1000000');
+    expect(v8FlagFor(line('--version'), [], node20)).toBe('--interrupt-budget=1000000');
+    expect(v8FlagFor(line(), [], node20)).toBe('--interrupt-budget=1000000');
+    expect(v8FlagFor(line('server', '--port', '0'), [], node20)).toBeUndefined();
+    expect(v8FlagFor(line('agent'), [], node20)).toBeUndefined();
+    expect(v8FlagFor(line('build'), ['--interrupt-budget=5000'], node20)).toBeUndefined();
+    for (const v8 of ['12.4.254.21-node.57', '13.6.233.17-node.63']) {
+      expect(v8FlagFor(line('build'), [], v8)).toBe('--invocation-count-for-turbofan=30000');
+      expect(v8FlagFor(line('agent'), [], v8)).toBeUndefined();
+      expect(v8FlagFor(line('build'), ['--invocation-count-for-turbofan=3000'], v8)).toBeUndefined();
+      // Another flag's name that starts the same is not this one.
+      expect(v8FlagFor(line('build'), ['--invocation-count-for-turbofan-x'], v8)).toBeDefined();
+    }
+  });
+
+  it('sets no flag on a V8 line it was not measured on', () => {
+    expect(v8FlagFor(line('build'), [], '14.1.146.11-node.20')).toBeUndefined();
+    expect(v8FlagFor(line('build'), [], '10.2.154.26-node.26')).toBeUndefined();
+  });
+
+  it(`sets only a flag that this Node's V8 knows (${process.version}, V8 ${process.versions.v8})`, () => {
+    const known = spawnSync(process.execPath, ['--v8-options'], { encoding: 'utf8' }).stdout;
+    const delay = turbofanDelay[Number(process.versions.v8.split('.')[0])];
+    const flag = v8FlagFor(line('build'), []);
+    expect(flag).toBe(delay && `${delay.flag}=${delay.value}`);
+    if (delay) expect(known).toMatch(new RegExp(`^\\s+${delay.flag}\\s`, 'm'));
+  });
+
+  it('prints nothing on stderr on this Node line, for a short command and one that serves', async () => {
+    const root = makeProject(project);
+    const version = await runTend(['--version'], { cwd: root });
+    expect(version.code).toBe(0);
+    expect(version.stderr).toBe('');
+    const help = await runTend(['server', '--help'], { cwd: root });
+    expect(help.code).toBe(0);
+    expect(help.stderr).toBe('');
   });
 });

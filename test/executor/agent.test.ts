@@ -1,10 +1,13 @@
 /**
  * `tend agent` as a real process (bin/tend.js, built) against the server over HTTP and kube-sim:
- * one pass with --once --json; usage errors; an agent SIGKILLed in the middle of a DELETE, whose
+ * one pass with --once --json; its token from a file, TEND_TOKEN or `tend login`; usage errors; an agent SIGKILLed in the middle of a DELETE, whose
  * job another agent finishes once the lease expired (one `done`); the HTTP queue through 429
  * storms and resets in front of the server (nothing lost).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { HttpCleanupQueue } from '../../src/executor/http-queue.js';
 import { CleanupExecutor } from '../../src/executor/executor.js';
@@ -19,12 +22,20 @@ let server: TestServer;
 let url: string;
 let clock: ReturnType<typeof testClock>;
 const children: ChildProcess[] = [];
+const scratch = mkdtempSync(path.join(tmpdir(), 'tend-agent-'));
+/** The agent token of the current server, in a file (as a mounted Secret holds it). */
+const tokenFile = path.join(scratch, 'agent-token');
+/** An empty configuration directory: no `tend login` of the machine's user is read. */
+const noLogin = { TEND_CONFIG_DIR: path.join(scratch, 'no-login'), TEND_SERVER_URL: '', TEND_TOKEN: '' };
 
 beforeAll(async () => {
   handle = await startSim({ namespaceDeleteDelayMs: 20 });
   delete process.env.KUBECONFIG;
 });
-afterAll(() => handle.stop());
+afterAll(async () => {
+  await handle.stop();
+  rmSync(scratch, { recursive: true, force: true });
+});
 
 beforeEach(async () => {
   clock = testClock();
@@ -33,6 +44,7 @@ beforeEach(async () => {
     cleanup: { maxPerPass: 1000, intervalMs: 1000 },
   });
   url = await server.app.listen({ port: 0, host: '127.0.0.1' });
+  writeFileSync(tokenFile, `${server.tokens.agent}\n`, { mode: 0o600 });
   handle.sim.faults.clear();
 });
 afterEach(async () => {
@@ -44,16 +56,7 @@ const due = (n: number) =>
   dueEnvironments({ sim: handle.sim, server, clock, cleanup: server.app.cleanup.switches }, n, 'a');
 
 function agentArgs(...extra: string[]) {
-  return [
-    'agent',
-    '--server',
-    url,
-    '--token',
-    server.tokens.agent,
-    '--kubeconfig',
-    handle.kubeconfig,
-    ...extra,
-  ];
+  return ['agent', '--server', url, '--token-file', tokenFile, '--kubeconfig', handle.kubeconfig, ...extra];
 }
 
 async function auditOf(action: string) {
@@ -95,15 +98,53 @@ describe('tend agent', () => {
     expect(await auditOf('cleanup-done')).toHaveLength(0);
   });
 
+  it('takes its server and token from TEND_SERVER_URL and TEND_TOKEN, or from tend login', async () => {
+    const fromEnvironment = await runTend(['agent', '--kubeconfig', handle.kubeconfig, '--once', '--json'], {
+      env: { ...noLogin, TEND_SERVER_URL: url, TEND_TOKEN: server.tokens.agent },
+    });
+    expect(fromEnvironment.code, fromEnvironment.stderr).toBe(0);
+    const loginDir = path.join(scratch, 'login');
+    mkdirSync(loginDir, { recursive: true });
+    writeFileSync(
+      path.join(loginDir, 'credentials.json'),
+      JSON.stringify({ server: url, token: server.tokens.agent, savedAt: new Date().toISOString() }),
+      { mode: 0o600 },
+    );
+    const fromLogin = await runTend(['agent', '--kubeconfig', handle.kubeconfig, '--once', '--json'], {
+      env: { ...noLogin, TEND_CONFIG_DIR: loginDir },
+    });
+    expect(fromLogin.code, fromLogin.stderr).toBe(0);
+    const executors = await server.database.db.selectFrom('cleanup_executors').select('id').execute();
+    expect(executors).toHaveLength(2);
+  });
+
   it.each([
-    [['agent', '--token', 't'], /needs --server URL and --token/],
+    [['agent', '--kubeconfig', '/nonexistent'], /needs a server and an agent-scope token/],
+    [['agent', '--server', 'http://127.0.0.1:1'], /needs a server and an agent-scope token/],
+    [['agent', '--server', 'http://127.0.0.1:1', '--token-file', '/nonexistent/token'], /cannot read/],
+    [
+      ['agent', '--server', 'http://127.0.0.1:1', '--token-file', 'EMPTY'],
+      /must hold one token \(it is empty\)/,
+    ],
+    [['agent', '--server', 'http://127.0.0.1:1', '--token-file', 'WORDS'], /must hold one token/],
+    [['agent', '--server', 'http://127.0.0.1:1', '--token-file', 'DIR'], /not a regular file/],
+    [['agent', '--server', 'http://127.0.0.1:1', '--token-file', 'HUGE'], /not a token/],
+    [['agent', '--server', 'http://127.0.0.1:1', '--token-file', 'EMPTY', '--token', 't'], /not both/],
     [
       ['agent', '--server', 'http://127.0.0.1:1', '--token', 't', '--interval', 'soon'],
       /--interval expects a duration/,
     ],
     [['agent', '--server', 'not a url', '--token', 't', '--once'], /is not a URL/],
   ])('refuses bad usage clearly: %j', async (args, message) => {
-    const run = await runTend(args, { env: { TEND_SERVER_URL: '', TEND_TOKEN: '' } });
+    const files: Record<string, string> = {
+      EMPTY: ' \n',
+      WORDS: 'tend_abc tend_def\n',
+      HUGE: 'x'.repeat(5000),
+    };
+    for (const [name, content] of Object.entries(files)) writeFileSync(path.join(scratch, name), content);
+    mkdirSync(path.join(scratch, 'DIR'), { recursive: true });
+    const resolved = args.map((a) => (/^[A-Z]+$/.test(a) ? path.join(scratch, a) : a));
+    const run = await runTend(resolved, { env: noLogin });
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(message);
   });

@@ -95,9 +95,9 @@ export interface RunningTend {
 
 export function startTend(
   args: string[],
-  options: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {},
+  options: { cwd?: string; env?: Record<string, string>; timeoutMs?: number; bin?: string } = {},
 ): RunningTend {
-  const child = spawn(process.execPath, [tendBin, ...args], {
+  const child = spawn(process.execPath, [options.bin ?? tendBin, ...args], {
     cwd: options.cwd ?? repoRoot,
     env: { ...process.env, CI: 'true', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],

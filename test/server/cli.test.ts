@@ -5,12 +5,8 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { environmentsCommand } from '../../src/commands/environments.js';
 import { loginCommand } from '../../src/commands/login.js';
-import {
-  migrateCommand,
-  tokenCreateCommand,
-  tokenListCommand,
-  tokenRevokeCommand,
-} from '../../src/server/cli.js';
+import { migrateCommand } from '../../src/server/cli.js';
+import { tokenCreateCommand, tokenListCommand, tokenRevokeCommand } from '../../src/server/admin-cli.js';
 import type { TendError } from '../../src/errors.js';
 import { migrations } from '../../src/server/db/database.js';
 import { credentialsPath, readCredentials, resolveServer } from '../../src/remote/credentials.js';

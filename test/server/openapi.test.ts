@@ -15,7 +15,7 @@ interface Operation {
 type Document = { paths: Record<string, Record<string, Operation>> };
 
 interface Case {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'DELETE';
   /** The documented path, `{id}` filled in by `url`. */
   path: string;
   url?: string;
@@ -28,6 +28,7 @@ interface Case {
 describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
   let s: TestServer;
   let envId: string;
+  let webhookId: string;
   let doc: Document;
   const githubSecret = 'openapi-test-github-secret';
   let signed: Record<'ping' | 'push' | 'bad', string>;
@@ -41,6 +42,20 @@ describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
     const a = session();
     await postEvents(s, [a.started(), a.ns('ready', { uid: 'u' })]);
     envId = (await s.database.db.selectFrom('environments').select('id').executeTakeFirstOrThrow()).id;
+    await s.app.inject({
+      method: 'POST',
+      url: '/api/v1/tokens',
+      headers: s.auth(s.tokens.admin),
+      payload: { name: 'to-revoke' },
+    });
+    webhookId = (
+      await s.app.inject({
+        method: 'POST',
+        url: '/api/v1/webhooks',
+        headers: s.auth(s.tokens.admin),
+        payload: { url: 'https://hooks.example.com/x', events: ['cleanup.done'] },
+      })
+    ).json<{ id: string }>().id;
     doc = (await s.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<Document>();
   });
   afterAll(async () => s.close());
@@ -121,7 +136,56 @@ describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
       { method: 'GET', path: '/api/v1/audit', status: 401 },
       { method: 'GET', path: '/api/v1/audit', token: 'ingest', status: 403 },
       ...cleanupCases(),
+      ...adminCases(),
       ...githubCases(),
+    ];
+  };
+
+  /** Tokens and webhooks through the API: admin scope, bound to no project. */
+  const adminCases = (): Case[] => {
+    const refused = (method: Case['method'], path: string, url: string, payload?: object): Case[] => [
+      { method, path, url, ...(payload ? { payload } : {}), status: 401 },
+      { method, path, url, token: 'read', ...(payload ? { payload } : {}), status: 403 },
+      { method, path, url, token: 'otherProject', ...(payload ? { payload } : {}), status: 403 },
+    ];
+    const posted = (path: string, url = path): Case[] => [
+      {
+        method: 'POST',
+        path,
+        url,
+        token: 'admin',
+        headers: { 'content-type': 'application/json' },
+        payload: huge,
+        status: 413,
+      },
+      { method: 'POST', path, url, token: 'admin', ...notJson, status: 415 },
+    ];
+    const revoke = '/api/v1/tokens/{token}/revoke';
+    const webhook = '/api/v1/webhooks/{id}';
+    const hook = { url: 'https://hooks.example.com/y', events: ['cleanup.warning'] };
+    return [
+      { method: 'GET', path: '/api/v1/tokens', token: 'admin', status: 200 },
+      ...refused('GET', '/api/v1/tokens', '/api/v1/tokens'),
+      { method: 'POST', path: '/api/v1/tokens', token: 'admin', payload: { name: 'openapi' }, status: 201 },
+      { method: 'POST', path: '/api/v1/tokens', token: 'admin', payload: { name: 'openapi' }, status: 409 },
+      { method: 'POST', path: '/api/v1/tokens', token: 'admin', payload: { name: '' }, status: 400 },
+      ...refused('POST', '/api/v1/tokens', '/api/v1/tokens', { name: 'nope' }),
+      ...posted('/api/v1/tokens'),
+      { method: 'POST', path: revoke, url: '/api/v1/tokens/to-revoke/revoke', token: 'admin', status: 200 },
+      { method: 'POST', path: revoke, url: '/api/v1/tokens/a%00b/revoke', token: 'admin', status: 400 },
+      { method: 'POST', path: revoke, url: '/api/v1/tokens/nobody/revoke', token: 'admin', status: 404 },
+      ...refused('POST', revoke, '/api/v1/tokens/ops/revoke'),
+      ...posted(revoke, '/api/v1/tokens/ops/revoke'),
+      { method: 'GET', path: '/api/v1/webhooks', token: 'admin', status: 200 },
+      ...refused('GET', '/api/v1/webhooks', '/api/v1/webhooks'),
+      { method: 'POST', path: '/api/v1/webhooks', token: 'admin', payload: hook, status: 201 },
+      { method: 'POST', path: '/api/v1/webhooks', token: 'admin', payload: { url: 'x' }, status: 400 },
+      ...refused('POST', '/api/v1/webhooks', '/api/v1/webhooks', hook),
+      ...posted('/api/v1/webhooks'),
+      { method: 'DELETE', path: webhook, url: `/api/v1/webhooks/${webhookId}`, token: 'admin', status: 200 },
+      { method: 'DELETE', path: webhook, url: '/api/v1/webhooks/a%00b', token: 'admin', status: 400 },
+      { method: 'DELETE', path: webhook, url: '/api/v1/webhooks/wh_none', token: 'admin', status: 404 },
+      ...refused('DELETE', webhook, '/api/v1/webhooks/wh_none'),
     ];
   };
 

@@ -7,13 +7,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  githubSecretOf,
-  migrateCommand,
-  webhookAddCommand,
-  webhookListCommand,
-  webhookRemoveCommand,
-} from '../../src/server/cli.js';
+import { githubSecretOf, migrateCommand } from '../../src/server/cli.js';
+import { webhookAddCommand, webhookListCommand, webhookRemoveCommand } from '../../src/server/admin-cli.js';
 import type { TendError } from '../../src/errors.js';
 import { runTend } from '../helpers/project.js';
 

@@ -63,6 +63,10 @@ export interface WebhookInfo {
   createdBy: string;
 }
 
+export interface WebhookListing extends WebhookInfo {
+  deliveries: { pending: number; delivered: number; failed: number; lastError: string | null };
+}
+
 export interface PassOutcome {
   enqueued: number;
   delivered: number;
@@ -123,6 +127,15 @@ export class NotificationService {
 
   async listWebhooks(): Promise<WebhookInfo[]> {
     return (await this.repository.listWebhooks()).map(webhookInfo);
+  }
+
+  /** The webhooks with their deliveries: pending, delivered, failed and the last error. */
+  async listWebhooksWithDeliveries(): Promise<WebhookListing[]> {
+    const [webhooks, stats] = await Promise.all([this.listWebhooks(), this.repository.deliveryCounts()]);
+    return webhooks.map((w) => ({
+      ...w,
+      deliveries: stats.get(w.id) ?? { pending: 0, delivered: 0, failed: 0, lastError: null },
+    }));
   }
 
   async removeWebhook(id: string): Promise<WebhookInfo> {

@@ -164,7 +164,8 @@ describe('cleanup commands', () => {
 
 describe('tend server token create --scope agent --cluster', () => {
   it('binds an agent token to clusters, and refuses --cluster on other scopes', async () => {
-    const { migrateCommand, tokenCreateCommand } = await import('../../../src/server/cli.js');
+    const { migrateCommand } = await import('../../../src/server/cli.js');
+    const { tokenCreateCommand } = await import('../../../src/server/admin-cli.js');
     const dir = mkdtempSync(join(tmpdir(), 'tend-token-'));
     try {
       await migrateCommand({ dataDir: dir });

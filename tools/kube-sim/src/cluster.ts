@@ -251,7 +251,7 @@ export class Cluster {
       meta.generation = (old.metadata.generation ?? 1) + (changed ? 1 : 0);
     }
     mergeStringData(rt, obj);
-    validateObject(rt, obj);
+    validateObject(rt, obj, old);
     if (opts.fieldManager) this.setManagedFields(obj, opts.fieldManager, opts.operation ?? 'Update');
     if (opts.dryRun) {
       meta.resourceVersion = old.metadata.resourceVersion!;

@@ -39,6 +39,7 @@ const SUB_VERBS: Record<string, string[]> = {
   status: ['get', 'patch', 'update'],
   scale: ['get', 'patch', 'update'],
   finalize: ['update'],
+  token: ['create'],
   log: ['get'],
   exec: ['create', 'get'],
   attach: ['create', 'get'],
@@ -65,7 +66,9 @@ export function apiResourceList(group: string, version: string): Record<string, 
         namespaced: r.namespaced,
         ...(sub === 'scale'
           ? { group: 'autoscaling', version: 'v1', kind: 'Scale' }
-          : { kind: sub === 'exec' || sub === 'attach' ? 'PodExecOptions' : r.kind }),
+          : sub === 'token'
+            ? { group: 'authentication.k8s.io', version: 'v1', kind: 'TokenRequest' }
+            : { kind: sub === 'exec' || sub === 'attach' ? 'PodExecOptions' : r.kind }),
         verbs: SUB_VERBS[sub] ?? ['get'],
       });
     }

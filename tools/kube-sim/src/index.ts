@@ -25,6 +25,7 @@ import { DEFAULT_REQUEST_LOG_SIZE, RequestLog } from './requests.js';
 import type { ResourceType } from './resources.js';
 import { NS, RESOURCES } from './resources.js';
 import type { PodRule } from './rules.js';
+import { Authenticator } from './rbac.js';
 import { PodRuntime } from './runtime.js';
 import type { ServerContext } from './server.js';
 import { handleRequest, handleUpgrade } from './server.js';
@@ -86,6 +87,8 @@ export interface KubeSim {
   caPem: string;
   kubeconfigYaml: string;
   writeKubeconfig(path: string): Promise<void>;
+  /** A kubeconfig for another token (a ServiceAccount's, from the TokenRequest API), its context named `context`. */
+  kubeconfigFor(token: string, context?: string): string;
   /** `http://127.0.0.1:PORT` of the OCI registry. */
   registryUrl: string;
   /** `127.0.0.1:PORT`, the host part of image references. */
@@ -108,7 +111,7 @@ function resource(name: string): ResourceType {
   return r;
 }
 
-function kubeconfig(url: string, caPem: string, token: string): string {
+function kubeconfig(url: string, caPem: string, token: string, context = 'kube-sim'): string {
   const ca = Buffer.from(caPem).toString('base64');
   return [
     'apiVersion: v1',
@@ -123,12 +126,12 @@ function kubeconfig(url: string, caPem: string, token: string): string {
     '  user:',
     `    token: ${token}`,
     'contexts:',
-    '- name: kube-sim',
+    `- name: ${context}`,
     '  context:',
     '    cluster: kube-sim',
     '    user: kube-sim',
     '    namespace: default',
-    'current-context: kube-sim',
+    `current-context: ${context}`,
     'preferences: {}',
     '',
   ].join('\n');
@@ -181,7 +184,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     runtime,
     faults,
     requests,
-    token,
+    auth: new Authenticator(token, cluster.store),
     host: () => `127.0.0.1:${apiPort}`,
     exec: { runtime, registry, registryHosts, scratchDir },
     streams,
@@ -240,6 +243,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     caPem: certs.caPem,
     kubeconfigYaml,
     writeKubeconfig: (path) => writeFile(path, kubeconfigYaml, { mode: 0o600 }),
+    kubeconfigFor: (other, context) => kubeconfig(url, certs.caPem, other, context),
     registryUrl: `http://127.0.0.1:${registryPort}`,
     registryHost: `127.0.0.1:${registryPort}`,
     registry,

@@ -22,6 +22,8 @@ export interface RecordedRequest {
    * object's own name for namespace get, create, update, patch, delete, status and finalize.
    */
   namespace?: string;
+  /** Who asked: `kube-sim-admin` (the simulator's token) or `system:serviceaccount:<ns>:<name>`; absent without a known token. */
+  user?: string;
   userAgent?: string;
   /** HTTP status of the answer (101 for exec/attach); absent while a watch or log stream is open, or when the connection was dropped. */
   status?: number;

@@ -64,7 +64,11 @@ export const RESOURCES: ResourceType[] = [
   }),
   rt('', 'v1', 'ConfigMap', 'configmaps', true, { shortNames: ['cm'] }),
   rt('', 'v1', 'Secret', 'secrets', true),
-  rt('', 'v1', 'ServiceAccount', 'serviceaccounts', true, { shortNames: ['sa'] }),
+  rt('', 'v1', 'ServiceAccount', 'serviceaccounts', true, { shortNames: ['sa'], subresources: ['token'] }),
+  rt('', 'v1', 'PersistentVolumeClaim', 'persistentvolumeclaims', true, {
+    shortNames: ['pvc'],
+    subresources: ['status'],
+  }),
   rt('', 'v1', 'Event', 'events', true, { shortNames: ['ev'] }),
   rt('apps', 'v1', 'Deployment', 'deployments', true, {
     shortNames: ['deploy'],
@@ -98,6 +102,11 @@ export const RESOURCES: ResourceType[] = [
     categories: ['all'],
     subresources: ['status'],
   }),
+  // Who may do what (rbac.ts).
+  rt('rbac.authorization.k8s.io', 'v1', 'Role', 'roles', true),
+  rt('rbac.authorization.k8s.io', 'v1', 'RoleBinding', 'rolebindings', true),
+  rt('rbac.authorization.k8s.io', 'v1', 'ClusterRole', 'clusterroles', false),
+  rt('rbac.authorization.k8s.io', 'v1', 'ClusterRoleBinding', 'clusterrolebindings', false),
 ];
 
 export const GROUP_VERSIONS: { group: string; version: string }[] = [
@@ -105,6 +114,7 @@ export const GROUP_VERSIONS: { group: string; version: string }[] = [
   { group: 'apps', version: 'v1' },
   { group: 'batch', version: 'v1' },
   { group: 'autoscaling', version: 'v2' },
+  { group: 'rbac.authorization.k8s.io', version: 'v1' },
 ];
 
 const byPath = new Map<string, ResourceType>();
@@ -140,3 +150,5 @@ export const JOB = resourceByKey('jobs.batch');
 export const DAEMONSET = resourceByKey('daemonsets.apps');
 export const CRONJOB = resourceByKey('cronjobs.batch');
 export const HPA = resourceByKey('horizontalpodautoscalers.autoscaling');
+export const SECRET = resourceByKey('secrets');
+export const PVC = resourceByKey('persistentvolumeclaims');

@@ -4,6 +4,7 @@
  */
 import type { Cluster } from './cluster.js';
 import { now } from './cluster.js';
+import { missingReference, type Missing } from './references.js';
 import { POD } from './resources.js';
 import type { Behaviour, ContainerSpec, PodRule } from './rules.js';
 import { resolveBehaviour } from './rules.js';
@@ -64,6 +65,8 @@ interface PodState {
   timers: Set<NodeJS.Timeout>;
   running: boolean;
   deleted: boolean;
+  /** What the pod waits for before its containers start (a Secret, a claim…: references.ts). */
+  missing?: Missing;
 }
 
 export interface RuntimeOptions {
@@ -155,6 +158,26 @@ export class PodRuntime {
       };
     });
     this.writeStatus(p);
+    this.startWhenReady(p);
+  }
+
+  /** Starts the containers once the pod has what it references; looks again every 100 ms until then. */
+  private startWhenReady(p: PodState): void {
+    const pod = this.cluster.store.get(POD, p.namespace, p.name);
+    if (!pod) return;
+    const missing = missingReference(this.cluster.store, pod);
+    if (missing) {
+      if (missing.message !== p.missing?.message) {
+        p.missing = missing;
+        this.writeStatus(p);
+      }
+      this.later(p, 100, () => this.startWhenReady(p));
+      return;
+    }
+    if (p.missing) {
+      delete p.missing;
+      this.writeStatus(p);
+    }
     const pullError = [...p.containers.values()].find((c) => c.behaviour.imagePullError);
     if (pullError) return;
     const starts = [...p.containers.values()].map((c) => c.behaviour.startMs ?? this.opts.podStartDelayMs);
@@ -223,6 +246,8 @@ export class PodRuntime {
               },
             };
             lastState = { terminated };
+          } else if (p.missing) {
+            state = { waiting: { reason: p.missing.reason, message: p.missing.message } };
           } else if (c.behaviour.imagePullError) {
             state = {
               waiting: {

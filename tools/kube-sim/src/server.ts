@@ -1,4 +1,4 @@
-/** The HTTP layer: authentication, fault injection, routing to discovery and the REST verbs. */
+/** The HTTP layer: authentication and RBAC (rbac.ts), fault injection, routing to discovery and the REST verbs. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Cluster, DeleteOptions } from './cluster.js';
@@ -17,6 +17,7 @@ import { decodeProtobuf, PROTOBUF } from './protobuf.js';
 import { queryFlag } from './query.js';
 import type { RecordedRequest, RequestLog } from './requests.js';
 import type { ResourceType } from './resources.js';
+import { authorize, forbidden, type Attributes, type Authenticator, type User } from './rbac.js';
 import { NS, resourceFor } from './resources.js';
 import type { PodRuntime } from './runtime.js';
 import { compileSelectors } from './selectors.js';
@@ -28,7 +29,8 @@ export interface ServerContext {
   cluster: Cluster;
   runtime: PodRuntime;
   faults: Faults;
-  token: string;
+  /** Who a bearer token is: the simulator's own (an administrator) or a ServiceAccount's. */
+  auth: Authenticator;
   host: () => string;
   exec: ExecContext;
   requests: RequestLog;
@@ -79,12 +81,22 @@ function sendError(res: ServerResponse, err: unknown): void {
   sendJson(res, e.code, JSON.stringify(e.toStatus()), headers);
 }
 
-function authorized(ctx: ServerContext, req: IncomingMessage): boolean {
-  return req.headers.authorization === `Bearer ${ctx.token}`;
-}
-
 function unauthorized(): ApiError {
   return new ApiError(401, 'Unauthorized', 'Unauthorized');
+}
+
+/** 401 without a user; 403 unless RBAC lets the user do what the route asks. */
+function checkAccess(ctx: ServerContext, user: User | undefined, route: Route, verb: string): void {
+  if (!user) throw unauthorized();
+  const attrs: Attributes = {
+    verb,
+    rt: route.rt,
+    ...(route.subresource ? { subresource: route.subresource } : {}),
+    ...(route.name ? { name: route.name } : {}),
+  };
+  const namespace = route.namespace || (route.rt.kind === 'Namespace' ? route.name : undefined);
+  if (namespace) attrs.namespace = namespace;
+  if (!authorize(ctx.cluster.store, user, attrs)) throw forbidden(user, attrs);
 }
 
 /** Parse `/api/v1/...` and `/apis/<group>/<version>/...` into a resource route. */
@@ -213,17 +225,21 @@ export async function handleRequest(
       return;
     }
     const segments = pathSegments(path);
+    const user = ctx.auth.authenticate(req);
     if (segments[0] === '_sim') {
-      if (!authorized(ctx, req)) throw unauthorized();
+      if (!user) throw unauthorized();
+      if (!user.groups.includes('system:masters'))
+        throw new ApiError(403, 'Forbidden', "the kube-sim control endpoints take the simulator's own token");
       return await handleControl(ctx, req, res, segments.slice(1));
     }
     const route = parseRoute(segments);
     const method = req.method ?? 'GET';
     const verb = route ? verbOf(method, route, url.searchParams) : methodVerb(method);
-    entry = recordRequest(ctx, req, path, verb, route);
-    if (!authorized(ctx, req)) throw unauthorized();
+    entry = recordRequest(ctx, req, path, verb, route, user);
+    if (!user) throw unauthorized();
     if (req.method === 'GET' && handleDiscovery(ctx, path, res)) return;
     if (!route) throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+    checkAccess(ctx, user, route, verb);
     const info = requestInfo(route, verb);
     const fired = ctx.faults.take(info, [
       'latency',
@@ -306,6 +322,7 @@ function recordRequest(
   path: string,
   verb: string,
   route: Route | undefined,
+  user: User | undefined,
 ): RecordedRequest {
   const namespace = targetNamespace(route);
   const userAgent = req.headers['user-agent'];
@@ -313,6 +330,7 @@ function recordRequest(
     method: req.method ?? 'GET',
     path,
     verb,
+    ...(user ? { user: user.name } : {}),
     ...(route ? { resource: route.subresource ? `${route.rt.key}/${route.subresource}` : route.rt.key } : {}),
     ...(namespace !== undefined ? { namespace } : {}),
     ...(userAgent !== undefined ? { userAgent } : {}),
@@ -483,6 +501,16 @@ async function handleResource(
     throw badRequest('Upgrade request required');
   }
   if (subresource === 'scale') return serveScale(ctx, req, res, route, body);
+  if (subresource === 'token') {
+    if (verb !== 'create')
+      throw new ApiError(
+        405,
+        'MethodNotAllowed',
+        'the server does not allow this method on the requested resource',
+      );
+    const account = cluster.getOrThrow(rt, namespace, name!).obj;
+    return sendJson(res, 201, JSON.stringify(ctx.auth.tokenRequest(account, parseJsonBody(body))));
+  }
   switch (verb) {
     case 'get': {
       const s = cluster.getOrThrow(rt, namespace, name!);
@@ -858,8 +886,9 @@ export function handleUpgrade(ctx: ServerContext, req: IncomingMessage, socket: 
   try {
     const url = new URL(req.url ?? '/', 'https://kube-sim');
     const route = parseRoute(pathSegments(url.pathname));
-    entry = recordRequest(ctx, req, url.pathname, 'create', route);
-    if (!authorized(ctx, req)) throw unauthorized();
+    const user = ctx.auth.authenticate(req);
+    entry = recordRequest(ctx, req, url.pathname, 'create', route, user);
+    if (!user) throw unauthorized();
     if (
       !route ||
       route.rt.kind !== 'Pod' ||
@@ -868,6 +897,7 @@ export function handleUpgrade(ctx: ServerContext, req: IncomingMessage, socket: 
     ) {
       throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
     }
+    checkAccess(ctx, user, route, 'create');
     const info = requestInfo(route, 'create');
     const fired = ctx.faults.take(info, ['drop', 'error']);
     if (fired.some((f) => f.type === 'drop')) {

@@ -1,4 +1,5 @@
 /** Name validation, defaulting and write-only fields, with the messages a real API server returns. */
+import { rbacProblems } from './rbac.js';
 import type { ResourceType } from './resources.js';
 import type { KObject, StatusCause } from './types.js';
 import { ApiError, badRequest, isPlainObject } from './types.js';
@@ -38,7 +39,8 @@ export function nameProblem(rt: ResourceType, name: string): string | undefined 
 
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 
-export function validateObject(rt: ResourceType, obj: KObject): void {
+/** Checks a create (or, with `old`, an update) as the API server's validation does: 422 Invalid. */
+export function validateObject(rt: ResourceType, obj: KObject, old?: KObject): void {
   const name = obj.metadata.name ?? '';
   const causes: StatusCause[] = [];
   if (!name)
@@ -93,6 +95,28 @@ export function validateObject(rt: ResourceType, obj: KObject): void {
       });
     }
   }
+  if (rt.kind === 'PersistentVolumeClaim') {
+    const spec = obj.spec ?? {};
+    if (!Array.isArray(spec.accessModes) || spec.accessModes.length === 0)
+      causes.push({
+        reason: 'FieldValueRequired',
+        field: 'spec.accessModes',
+        message: 'Required value: at least 1 access mode is required',
+      });
+    if (!spec.resources?.requests?.storage)
+      causes.push({
+        reason: 'FieldValueRequired',
+        field: 'spec.resources[storage]',
+        message: 'Required value',
+      });
+    if (old && JSON.stringify(old.spec?.accessModes) !== JSON.stringify(spec.accessModes))
+      causes.push({
+        field: 'spec',
+        message:
+          'Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims',
+      });
+  }
+  causes.push(...rbacProblems(rt, obj, old));
   if (causes.length) throw invalid(rt, name, causes);
 }
 
@@ -160,6 +184,19 @@ export function applyDefaults(rt: ResourceType, obj: KObject): void {
     case 'Secret':
       obj.type ??= 'Opaque';
       break;
+    case 'PersistentVolumeClaim': {
+      // As on a cluster with a default provisioner: bound at once, with the size asked for.
+      const spec = (obj.spec ??= {});
+      spec.volumeMode ??= 'Filesystem';
+      spec.storageClassName ??= 'standard';
+      spec.volumeName ??= `pvc-${obj.metadata.uid}`;
+      obj.status = {
+        phase: 'Bound',
+        accessModes: spec.accessModes,
+        capacity: { storage: spec.resources?.requests?.storage },
+      };
+      break;
+    }
     case 'Deployment': {
       const spec = (obj.spec ??= {});
       spec.replicas ??= 1;

@@ -16,7 +16,7 @@ afterAll(async () => {
 const agent = { userAgent: 'plugin-under-test/1.0' };
 
 describe('request log', () => {
-  it('records method, path, verb, resource, target namespace, user agent and status of each request', async () => {
+  it('records method, path, verb, resource, target namespace, user, user agent and status of each request', async () => {
     const mark = sim.requests.latest();
     await call(sim, 'POST', '/api/v1/namespaces', ns('rl-a'), agent);
     await call(sim, 'GET', '/api/v1/namespaces/rl-a', undefined, agent);
@@ -43,6 +43,7 @@ describe('request log', () => {
         verb: 'create',
         resource: 'namespaces',
         namespace: 'rl-a',
+        user: 'kube-sim-admin',
         userAgent: 'plugin-under-test/1.0',
         status: 201,
       },
@@ -52,6 +53,7 @@ describe('request log', () => {
         verb: 'get',
         resource: 'namespaces',
         namespace: 'rl-a',
+        user: 'kube-sim-admin',
         userAgent: 'plugin-under-test/1.0',
         status: 200,
       },
@@ -61,6 +63,7 @@ describe('request log', () => {
         verb: 'patch',
         resource: 'namespaces',
         namespace: 'rl-a',
+        user: 'kube-sim-admin',
         userAgent: 'plugin-under-test/1.0',
         status: 200,
       },
@@ -70,6 +73,7 @@ describe('request log', () => {
         verb: 'create',
         resource: 'configmaps',
         namespace: 'rl-a',
+        user: 'kube-sim-admin',
         userAgent: 'plugin-under-test/1.0',
         status: 201,
       },
@@ -79,6 +83,7 @@ describe('request log', () => {
         verb: 'list',
         resource: 'configmaps',
         namespace: 'rl-a',
+        user: 'kube-sim-admin',
         userAgent: 'plugin-under-test/1.0',
         status: 200,
       },
@@ -88,6 +93,7 @@ describe('request log', () => {
         verb: 'get',
         resource: 'deployments.apps',
         namespace: 'rl-b',
+        user: 'kube-sim-admin',
         userAgent: 'plugin-under-test/1.0',
         status: 404,
       },
@@ -96,10 +102,18 @@ describe('request log', () => {
         path: '/api/v1/pods',
         verb: 'list',
         resource: 'pods',
+        user: 'kube-sim-admin',
         userAgent: 'plugin-under-test/1.0',
         status: 200,
       },
-      { method: 'GET', path: '/api/v1', verb: 'get', userAgent: 'plugin-under-test/1.0', status: 200 },
+      {
+        method: 'GET',
+        path: '/api/v1',
+        verb: 'get',
+        user: 'kube-sim-admin',
+        userAgent: 'plugin-under-test/1.0',
+        status: 200,
+      },
       {
         method: 'GET',
         path: '/api/v1/namespaces/rl-c/configmaps',
@@ -115,6 +129,7 @@ describe('request log', () => {
         verb: 'delete',
         resource: 'namespaces',
         namespace: 'rl-a',
+        user: 'kube-sim-admin',
         userAgent: 'plugin-under-test/1.0',
         status: expect.any(Number),
       },

@@ -66,7 +66,7 @@ export class TokenRepository {
       .where('revoked_at', 'is', null)
       .executeTakeFirst();
     if (existing) {
-      throw new TendError('TEND_USAGE', `a token named "${input.name}" already exists`, {
+      throw new TendError('TEND_TOKEN_EXISTS', `a token named "${input.name}" already exists`, {
         detail: { hint: `revoke it first (tend server token revoke ${input.name}) or choose another name` },
       });
     }

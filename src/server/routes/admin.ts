@@ -1,0 +1,271 @@
+/**
+ * Server administration over the API (admin scope, a token bound to no project): API tokens
+ * (`GET|POST /api/v1/tokens`, `POST /api/v1/tokens/:token/revoke`) and webhooks
+ * (`GET|POST /api/v1/webhooks`, `DELETE /api/v1/webhooks/:id`) — what `tend server token …` and
+ * `tend server webhook …` do with `--server`, so that an admin need not be on the server's host.
+ * A new token's secret and a new webhook's signing secret are in the creation answer only; the
+ * response schemas keep them out of every other answer. Each change is audited.
+ */
+import { Type } from '@sinclair/typebox';
+import { TendError } from '../../errors.js';
+import { actorOf, tokenNamePattern, tokenScopes, type Principal } from '../auth.js';
+import { webhookEvents, webhookFormats, maxUrlLength } from '../notifications/webhooks.js';
+import type { App, ServerServices } from '../services.js';
+import { ErrorResponse } from '../../api/views.js';
+
+const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
+const ProjectName = Type.String({ pattern: '^[a-z0-9]([-a-z0-9]{0,251}[a-z0-9])?$' });
+
+export const TokenView = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  prefix: Type.String({ description: 'The visible start of the token, for lists.' }),
+  scope: Type.Union(tokenScopes.map((s) => Type.Literal(s))),
+  project: Nullable(Type.String()),
+  clusters: Type.Union([Type.Array(Type.String()), Type.Null()]),
+  createdAt: Type.String({ format: 'date-time' }),
+  lastUsedAt: Nullable(Type.String({ format: 'date-time' })),
+  revokedAt: Nullable(Type.String({ format: 'date-time' })),
+});
+
+const TokenCreateBody = Type.Object(
+  {
+    name: Type.String({ pattern: tokenNamePattern.source, description: 'e.g. "ci", "agent-prod-eu"' }),
+    scope: Type.Optional(
+      Type.Union(
+        tokenScopes.map((s) => Type.Literal(s)),
+        { default: 'ingest' },
+      ),
+    ),
+    project: Type.Optional(ProjectName),
+    clusters: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 253 }), {
+        minItems: 1,
+        maxItems: 100,
+        description: 'agent scope only: the cluster ids (uid of kube-system) the token may act on',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const WebhookView = Type.Object({
+  id: Type.String(),
+  url: Type.String({ description: 'Without user info.' }),
+  events: Type.Array(Type.String()),
+  format: Type.String(),
+  project: Nullable(Type.String()),
+  createdAt: Type.String({ format: 'date-time' }),
+  createdBy: Type.String(),
+});
+
+const WebhookListing = Type.Composite([
+  WebhookView,
+  Type.Object({
+    deliveries: Type.Object({
+      pending: Type.Integer(),
+      delivered: Type.Integer(),
+      failed: Type.Integer(),
+      lastError: Nullable(Type.String()),
+    }),
+  }),
+]);
+
+const WebhookCreateBody = Type.Object(
+  {
+    url: Type.String({ minLength: 1, maxLength: maxUrlLength, description: 'http:// or https://' }),
+    events: Type.Array(Type.Union(webhookEvents.map((e) => Type.Literal(e))), { minItems: 1, maxItems: 10 }),
+    format: Type.Optional(
+      Type.Union(
+        webhookFormats.map((f) => Type.Literal(f)),
+        { default: 'json' },
+      ),
+    ),
+    project: Type.Optional(ProjectName),
+  },
+  { additionalProperties: false },
+);
+
+const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse };
+
+/** Tokens and webhooks span every project: a token bound to one may not manage them. */
+function checkServerAdmin(principal: Principal | null): void {
+  if (principal?.project) {
+    throw new TendError(
+      'TEND_AUTH_FORBIDDEN',
+      `token "${principal.tokenName}" is bound to project ${principal.project}; tokens and webhooks are managed with an admin token bound to no project`,
+    );
+  }
+}
+
+export function registerAdminRoutes(app: App, services: ServerServices): void {
+  const admin = { config: { permission: 'admin' as const } };
+
+  app.get(
+    '/api/v1/tokens',
+    {
+      ...admin,
+      schema: {
+        summary: 'List API tokens, never their secrets (admin)',
+        tags: ['admin'],
+        response: { 200: Type.Object({ items: Type.Array(TokenView) }), ...errors },
+      },
+    },
+    async (request) => {
+      checkServerAdmin(request.principal);
+      return { items: await services.tokens.list() };
+    },
+  );
+
+  app.post(
+    '/api/v1/tokens',
+    {
+      ...admin,
+      schema: {
+        summary: 'Create an API token; its secret is in this answer only (admin)',
+        tags: ['admin'],
+        body: TokenCreateBody,
+        response: {
+          201: Type.Composite([TokenView, Type.Object({ token: Type.String() })]),
+          409: ErrorResponse,
+          ...errors,
+        },
+      },
+    },
+    async (request, reply) => {
+      checkServerAdmin(request.principal);
+      const { name, scope = 'ingest', project, clusters } = request.body;
+      if (clusters && scope !== 'agent') {
+        throw new TendError(
+          'TEND_SERVER_BAD_REQUEST',
+          'clusters bind an agent token to clusters: use them with scope "agent"',
+        );
+      }
+      const { token, info } = await services.tokens.create({
+        name,
+        scope,
+        project: project ?? null,
+        clusters: clusters ?? null,
+        now: services.now(),
+      });
+      await services.audit.record({
+        actor: actorOf(request.principal!),
+        action: 'token-create',
+        detail: {
+          id: info.id,
+          name: info.name,
+          scope: info.scope,
+          project: info.project,
+          clusters: info.clusters,
+        },
+        now: services.now(),
+      });
+      return reply.status(201).send({ ...info, token });
+    },
+  );
+
+  app.post(
+    '/api/v1/tokens/:token/revoke',
+    {
+      ...admin,
+      schema: {
+        summary: 'Revoke a token by id or name (admin)',
+        tags: ['admin'],
+        params: Type.Object({ token: Type.String({ minLength: 1, maxLength: 64 }) }),
+        response: { 200: TokenView, ...errors },
+      },
+    },
+    async (request) => {
+      checkServerAdmin(request.principal);
+      const info = await services.tokens.revoke(request.params.token, services.now());
+      await services.audit.record({
+        actor: actorOf(request.principal!),
+        action: 'token-revoke',
+        detail: { id: info.id, name: info.name },
+        now: services.now(),
+      });
+      return info;
+    },
+  );
+
+  app.get(
+    '/api/v1/webhooks',
+    {
+      ...admin,
+      schema: {
+        summary: 'List webhooks, never their secrets, with their deliveries (admin)',
+        tags: ['admin'],
+        response: { 200: Type.Object({ items: Type.Array(WebhookListing) }), ...errors },
+      },
+    },
+    async (request) => {
+      checkServerAdmin(request.principal);
+      return { items: await services.notifications.listWebhooksWithDeliveries() };
+    },
+  );
+
+  app.post(
+    '/api/v1/webhooks',
+    {
+      ...admin,
+      schema: {
+        summary: 'Add a webhook; its signing secret is in this answer only (admin)',
+        tags: ['admin'],
+        body: WebhookCreateBody,
+        response: { 201: Type.Composite([WebhookView, Type.Object({ secret: Type.String() })]), ...errors },
+      },
+    },
+    async (request, reply) => {
+      checkServerAdmin(request.principal);
+      const actor = actorOf(request.principal!);
+      let added;
+      try {
+        added = await services.notifications.addWebhook(request.body, actor);
+      } catch (error) {
+        // The checks speak of the CLI's flags (--url); here they are body fields.
+        if (error instanceof TendError && error.code === 'TEND_USAGE') {
+          throw new TendError('TEND_SERVER_BAD_REQUEST', error.message.replace(/--(?=[a-z])/g, ''));
+        }
+        throw error;
+      }
+      const { webhook, secret } = added;
+      await services.audit.record({
+        actor,
+        action: 'webhook-add',
+        detail: {
+          id: webhook.id,
+          url: webhook.url,
+          events: webhook.events,
+          format: webhook.format,
+          project: webhook.project,
+        },
+        now: services.now(),
+      });
+      return reply.status(201).send({ ...webhook, secret });
+    },
+  );
+
+  app.delete(
+    '/api/v1/webhooks/:id',
+    {
+      ...admin,
+      schema: {
+        summary: 'Remove a webhook and its deliveries not sent yet (admin)',
+        tags: ['admin'],
+        params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) }),
+        response: { 200: WebhookView, ...errors },
+      },
+    },
+    async (request) => {
+      checkServerAdmin(request.principal);
+      const info = await services.notifications.removeWebhook(request.params.id);
+      await services.audit.record({
+        actor: actorOf(request.principal!),
+        action: 'webhook-remove',
+        detail: { id: info.id, url: info.url },
+        now: services.now(),
+      });
+      return info;
+    },
+  );
+}

@@ -1,0 +1,381 @@
+/**
+ * The Kubernetes manifests under deploy/: every base and overlay rendered with `kubectl
+ * kustomize` (what each must hold: non-root, read-only root file system, requests, probes, the
+ * image) and applied to kube-sim with `kubectl apply --server-side` (a server-side dry run first,
+ * which creates nothing; a second apply changes nothing); their pods start once the Secrets they
+ * reference exist. The agent's ServiceAccount, with its token, lets `tend agent` do its job —
+ * inventory, delete, pause, resume — and nothing else: the calls it made are exactly what its
+ * ClusterRole grants, and it can neither read Secrets nor delete a Deployment. The server of the
+ * embedded-executor overlay serves the cluster with its own ServiceAccount's token.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { kubernetesPlugin } from '../../src/plugins/kubernetes/index.js';
+import { call } from '../../tools/kube-sim/test/helpers.js';
+import type { KObject } from '../../tools/kube-sim/src/index.js';
+import {
+  callContext,
+  dueEnvironments,
+  clusterSettings,
+  jobFor,
+  seedNamespace,
+  testClock,
+} from '../cleanup/helpers.js';
+import { freePort, repoRoot, runTend, startTend, waitFor } from '../helpers/project.js';
+import { startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
+import { createTestServer } from '../server/helpers.js';
+
+/** Applied in this order: the server's Deployment ends as the PostgreSQL overlay's. */
+const bases = ['server', 'agent', 'overlays/embedded-executor', 'overlays/postgres'];
+const { version } = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as {
+  version: string;
+};
+
+let handle: SimHandle;
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'tend-deploy-'));
+beforeAll(async () => {
+  handle = await startSim({ namespaceDeleteDelayMs: 20, podStartDelayMs: 5 });
+  delete process.env.KUBECONFIG;
+});
+afterAll(async () => {
+  await handle.stop();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+function kubectl(args: string[], options: { kubeconfig?: string; input?: string } = {}) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    const child = execFile(
+      'kubectl',
+      args,
+      { env: { ...process.env, KUBECONFIG: options.kubeconfig ?? handle.kubeconfig }, maxBuffer: 16 << 20 },
+      (error, stdout, stderr) =>
+        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+    if (options.input !== undefined) child.stdin!.end(options.input);
+  });
+}
+
+async function render(dir: string): Promise<{ yaml: string; objects: KObject[] }> {
+  const run = await kubectl(['kustomize', path.join(repoRoot, 'deploy', dir)]);
+  expect(run.code, run.stderr).toBe(0);
+  return { yaml: run.stdout, objects: parseAllDocuments(run.stdout).map((d) => d.toJSON() as KObject) };
+}
+
+const kindOf = (objects: KObject[], kind: string) => objects.filter((o) => o.kind === kind);
+const storeKey: Record<string, string> = {
+  Namespace: 'namespaces',
+  ServiceAccount: 'serviceaccounts',
+  PersistentVolumeClaim: 'persistentvolumeclaims',
+  Service: 'services',
+  Deployment: 'deployments.apps',
+  ClusterRole: 'clusterroles.rbac.authorization.k8s.io',
+  ClusterRoleBinding: 'clusterrolebindings.rbac.authorization.k8s.io',
+};
+
+/** A token for a ServiceAccount of the applied manifests, and a kubeconfig with it. */
+async function serviceAccountKubeconfig(name: string, context = 'kube-sim'): Promise<string> {
+  const res = await call(handle.sim, 'POST', `/api/v1/namespaces/tend/serviceaccounts/${name}/token`, {
+    apiVersion: 'authentication.k8s.io/v1',
+    kind: 'TokenRequest',
+    spec: { expirationSeconds: 3600 },
+  });
+  expect(res.status, res.text).toBe(201);
+  const file = path.join(scratch, `${name}-${context}.kubeconfig`);
+  writeFileSync(file, handle.sim.kubeconfigFor(res.json.status.token as string, context), { mode: 0o600 });
+  return file;
+}
+
+/** The `verb resource` pairs a ClusterRole's rules grant (`list deployments.apps`). */
+function granted(role: KObject): string[] {
+  const rules = role['rules'] as { apiGroups: string[]; resources: string[]; verbs: string[] }[];
+  return rules
+    .flatMap((r) =>
+      r.apiGroups.flatMap((g) =>
+        r.resources.flatMap((res) => r.verbs.map((v) => `${v} ${g ? `${res}.${g}` : res}`)),
+      ),
+    )
+    .sort();
+}
+
+describe('the manifests under deploy/', () => {
+  it.each(bases)(
+    '%s: non-root, read-only root file system, requests, the image of this version',
+    async (dir) => {
+      const { objects } = await render(dir);
+      const deployments = kindOf(objects, 'Deployment');
+      expect(deployments.length).toBe(1);
+      for (const d of deployments) {
+        const pod = d.spec.template.spec;
+        expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 10001 });
+        for (const c of pod.containers) {
+          expect(c.image).toBe(`tend:${version}`);
+          expect(c.securityContext).toEqual({
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+            capabilities: { drop: ['ALL'] },
+          });
+          expect(c.resources.requests).toEqual({ cpu: expect.any(String), memory: expect.any(String) });
+          // A read-only root: what tend writes goes to mounted volumes.
+          expect(c.volumeMounts.map((m: { mountPath: string }) => m.mountPath).sort()).toEqual(
+            expect.arrayContaining(['/tmp', '/var/lib/tend']),
+          );
+          if (d.metadata.name === 'tend-server') {
+            expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
+            expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
+          }
+        }
+      }
+      for (const o of objects)
+        if (o.kind !== 'ClusterRole' && o.kind !== 'ClusterRoleBinding' && o.kind !== 'Namespace')
+          expect(o.metadata.namespace).toBe('tend');
+    },
+  );
+
+  it.each(bases)(
+    '%s applies to a cluster with kubectl apply --server-side (a dry run first)',
+    async (dir) => {
+      const { yaml, objects } = await render(dir);
+      const apply = (input: string, ...flags: string[]) =>
+        kubectl(['apply', '--server-side', '--field-manager=tend-test', ...flags, '-f', '-'], { input });
+      const present = () =>
+        objects
+          .filter((o) =>
+            handle.sim.store.get(storeKey[o.kind!]!, o.metadata.namespace ?? '', o.metadata.name!),
+          )
+          .map((o) => `${o.kind}/${o.metadata.name}`);
+      // A server-side dry run checks objects in a namespace that exists: the namespace comes first,
+      // as on a real cluster (a dry-run Namespace is not created).
+      const namespace = kindOf(objects, 'Namespace');
+      expect(namespace.map((n) => n.metadata.name)).toEqual(['tend']);
+      const created = await apply(JSON.stringify(namespace[0]));
+      expect(created.code, created.stderr).toBe(0);
+      const before = present();
+      const dry = await apply(yaml, '--dry-run=server');
+      expect(dry.code, dry.stderr).toBe(0);
+      expect(dry.stdout).toMatch(/serverside-applied \(server dry run\)/);
+      expect(present()).toEqual(before);
+      const applied = await apply(yaml);
+      expect(applied.code, applied.stderr).toBe(0);
+      expect(present()).toHaveLength(objects.length);
+      const again = await apply(yaml);
+      expect(again.code, again.stderr).toBe(0);
+    },
+  );
+
+  it('starts the pods once the Secrets they reference exist', async () => {
+    const pods = (component: string) =>
+      handle.sim.store
+        .list('pods', 'tend')
+        .filter((p) => p.metadata.labels?.['app.kubernetes.io/component'] === component);
+    const waiting = (component: string) =>
+      pods(component).map(
+        (p) => p.status?.containerStatuses?.[0]?.state?.waiting?.message as string | undefined,
+      );
+    // The PostgreSQL overlay was applied last for the server: its URL's Secret is missing.
+    await waitFor(
+      () => waiting('server').some((m) => m === 'secret "tend-database" not found'),
+      'the server to wait for its database URL',
+    );
+    await waitFor(
+      () => waiting('agent').some((m) => m?.includes('secret "tend-agent-token" not found')),
+      'the agent to wait for its token',
+    );
+    await kubectl([
+      '-n',
+      'tend',
+      'create',
+      'secret',
+      'generic',
+      'tend-database',
+      '--from-literal=url=postgres://tend@db/tend',
+    ]);
+    await kubectl([
+      '-n',
+      'tend',
+      'create',
+      'secret',
+      'generic',
+      'tend-agent-token',
+      '--from-literal=token=tend_x',
+    ]);
+    await waitFor(() => pods('server').some((p) => p.status?.phase === 'Running'), 'the server pod to run');
+    await waitFor(() => pods('agent').some((p) => p.status?.phase === 'Running'), 'the agent pod to run');
+  });
+});
+
+describe("the agent's ServiceAccount", () => {
+  // On their own too (`-t`): the agent base and the embedded-executor overlay, applied.
+  beforeAll(async () => {
+    for (const dir of ['agent', 'overlays/embedded-executor']) {
+      const { yaml } = await render(dir);
+      const applied = await kubectl(['apply', '--server-side', '--field-manager=tend-test', '-f', '-'], {
+        input: yaml,
+      });
+      expect(applied.code, applied.stderr).toBe(0);
+    }
+  });
+
+  it('does the agent’s job and nothing more: its calls are exactly what its ClusterRole grants', async () => {
+    const { objects } = await render('agent');
+    const role = kindOf(objects, 'ClusterRole')[0]!;
+    const kubeconfig = await serviceAccountKubeconfig('tend-agent');
+    const user = 'system:serviceaccount:tend:tend-agent';
+    const mark = handle.sim.requests.latest();
+
+    // Pause and resume, as the executor's plugin handler does them with these credentials.
+    const cleanup = kubernetesPlugin.cleanup!;
+    const { ctx } = callContext(clusterSettings(kubeconfig));
+    const [target] = await cleanup.targets(ctx);
+    const ns = seedNamespace(handle.sim, 'rbac-shop');
+    const labels = { 'app.kubernetes.io/managed-by': 'tend' };
+    const template = {
+      metadata: { labels: { app: 'api' } },
+      spec: { containers: [{ name: 'api', image: 'api:1' }] },
+    };
+    handle.sim.store.create('deployments.apps', 'rbac-shop', {
+      metadata: { name: 'api', labels },
+      spec: { replicas: 2, selector: { matchLabels: { app: 'api' } }, template },
+    });
+    handle.sim.store.create('statefulsets.apps', 'rbac-shop', {
+      metadata: { name: 'db', labels },
+      spec: { replicas: 1, selector: { matchLabels: { app: 'api' } }, template },
+    });
+    handle.sim.store.create('cronjobs.batch', 'rbac-shop', {
+      metadata: { name: 'report', labels },
+      spec: {
+        schedule: '0 3 * * *',
+        jobTemplate: {
+          spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'r', image: 'r:1' }] } } },
+        },
+      },
+    });
+    const paused = await cleanup.verifyAndClean(ctx, target!, jobFor(handle.sim, ns, { action: 'pause' }));
+    expect(paused).toEqual({
+      outcome: 'done',
+      message: expect.stringMatching(/^paused namespace rbac-shop: Deployment api 2 → 0/),
+    });
+    expect(handle.sim.store.get('deployments.apps', 'rbac-shop', 'api')!.spec.replicas).toBe(0);
+    const resumed = await cleanup.verifyAndClean(ctx, target!, jobFor(handle.sim, ns, { action: 'resume' }));
+    expect(resumed.outcome).toBe('done');
+    expect(handle.sim.store.get('deployments.apps', 'rbac-shop', 'api')!.spec.replicas).toBe(2);
+
+    // tend agent itself: inventory, then the due environment's namespace deleted.
+    const clock = testClock();
+    const server = await createTestServer('sqlite', {
+      now: clock.now,
+      cleanup: { maxPerPass: 100, intervalMs: 1000 },
+    });
+    try {
+      const url = await server.app.listen({ port: 0, host: '127.0.0.1' });
+      const tokenFile = path.join(scratch, 'agent-token');
+      writeFileSync(tokenFile, server.tokens.agent, { mode: 0o600 });
+      const [due] = await dueEnvironments(
+        { sim: handle.sim, server, clock, cleanup: server.app.cleanup.switches },
+        1,
+        'rbac',
+      );
+      const agent = () =>
+        runTend(
+          [
+            'agent',
+            '--server',
+            url,
+            '--token-file',
+            tokenFile,
+            '--kubeconfig',
+            kubeconfig,
+            '--once',
+            '--json',
+          ],
+          {
+            env: { TEND_CONFIG_DIR: path.join(scratch, 'no-login') },
+          },
+        );
+      const first = await agent();
+      expect(first.code, first.stderr).toBe(0);
+      expect((await server.app.cleanup.pass.run())?.planned).toBe(1);
+      const second = await agent();
+      expect(second.code, second.stderr).toBe(0);
+      expect(
+        (JSON.parse(second.stdout) as { last: { jobs: { outcome: string }[] } }).last.jobs.map(
+          (j) => j.outcome,
+        ),
+      ).toEqual(['done']);
+      await waitFor(() => !handle.sim.store.get('namespaces', '', due!.name), 'the namespace to be gone');
+    } finally {
+      await server.close();
+    }
+
+    // What it may not do.
+    const secrets = await kubectl(['get', 'secrets', '-A'], { kubeconfig });
+    expect(secrets.code).not.toBe(0);
+    expect(secrets.stderr).toContain(
+      `User "${user}" cannot list resource "secrets" in API group "" at the cluster scope`,
+    );
+    const deletion = await kubectl(['-n', 'rbac-shop', 'delete', 'deployment', 'api'], { kubeconfig });
+    expect(deletion.code).not.toBe(0);
+    expect(deletion.stderr).toContain(
+      `User "${user}" cannot delete resource "deployments" in API group "apps"`,
+    );
+    expect(handle.sim.store.get('deployments.apps', 'rbac-shop', 'api')).toBeDefined();
+
+    // Exactly what the ClusterRole grants: every grant used, nothing refused on the way.
+    const calls = handle.sim.requests.list({ since: mark }).filter((r) => r.user === user && r.resource);
+    const expectedRefusals = (r: { verb: string; resource?: string }) =>
+      r.resource === 'secrets' || (r.verb === 'delete' && r.resource === 'deployments.apps');
+    const refused = calls.filter((r) => r.status === 403 && !expectedRefusals(r));
+    expect(refused).toEqual([]);
+    const used = [
+      ...new Set(calls.filter((r) => r.status !== 403).map((r) => `${r.verb} ${r.resource}`)),
+    ].sort();
+    expect(used).toEqual(granted(role));
+  }, 180_000);
+
+  it('serves the cluster from tend server with the embedded-executor overlay’s ServiceAccount', async () => {
+    const { objects } = await render('overlays/embedded-executor');
+    const args = kindOf(objects, 'Deployment')[0]!.spec.template.spec.containers[0].args as string[];
+    expect(args).toContain('--context=inClusterContext');
+    // The in-cluster context's name, with the server's ServiceAccount token, as Kubernetes mounts it.
+    const kubeconfig = await serviceAccountKubeconfig('tend-server', 'inClusterContext');
+    const user = 'system:serviceaccount:tend:tend-server';
+    const mark = handle.sim.requests.latest();
+    const port = await freePort();
+    const server = startTend(
+      [
+        ...args,
+        '--port',
+        String(port),
+        '--host',
+        '127.0.0.1',
+        '--kubeconfig',
+        kubeconfig,
+        '--cleanup-interval',
+        '1s',
+      ],
+      { env: { TEND_DATA_DIR: path.join(scratch, 'embedded-data'), HOME: scratch } },
+    );
+    try {
+      await server.waitForOutput(/tend server listening/, 'the server to listen');
+      await waitFor(
+        () =>
+          handle.sim.requests
+            .list({ since: mark })
+            .some(
+              (r) => r.user === user && r.verb === 'list' && r.resource === 'namespaces' && r.status === 200,
+            ),
+        'the embedded executor to list the namespaces with its ServiceAccount',
+        30_000,
+      );
+      expect(
+        handle.sim.requests.list({ since: mark }).filter((r) => r.user === user && r.status === 403),
+      ).toEqual([]);
+    } finally {
+      server.signal('SIGTERM');
+      await server.exited;
+    }
+  }, 120_000);
+});

@@ -1,0 +1,166 @@
+/**
+ * tend as users install it: the `npm pack` tarball (the built CLI and library, the lockfile as
+ * npm-shrinkwrap.json, nothing else) installed with `npm install -g` into an empty prefix,
+ * offline from the npm cache, with no development dependency and no build of tend's; then
+ * `tend --version`, `tend server` (answering /healthz) and `tend agent` from that install. On
+ * every Node line (`npm run test:lines`): each has its own better-sqlite3 build, which the
+ * install finds among the prebuilds `npm run test:setup` keeps (as it would download one).
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort, repoRoot, startTend, type RunningTend } from '../helpers/project.js';
+
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'tend-package-'));
+const prefix = path.join(scratch, 'prefix');
+const servers: RunningTend[] = [];
+const devCache =
+  process.env.TEND_DEV_CACHE ??
+  path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'tend-dev');
+
+afterAll(async () => {
+  for (const server of servers) {
+    server.signal('SIGTERM');
+    await server.exited;
+  }
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+/** npm with the Node that runs this test first on PATH (the line under test); its stdout. */
+function npm(args: string[], env: Record<string, string> = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const options = {
+      cwd: repoRoot,
+      env: {
+        ...process.env,
+        PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH}`,
+        npm_config_update_notifier: 'false',
+        ...env,
+      },
+      maxBuffer: 64 * 1024 * 1024,
+    };
+    execFile('npm', args, options, (error, stdout, stderr) =>
+      error
+        ? reject(new Error(`npm ${args.join(' ')}: ${error.message}\n${stdout}\n${stderr}`))
+        : resolve(stdout),
+    );
+  });
+}
+
+/** The installed `tend` (what its bin/ link points at), run by the Node under test. */
+function installedTend(args: string[], env: Record<string, string> = {}) {
+  const bin = path.join(prefix, 'lib', 'node_modules', 'tend', 'bin', 'tend.js');
+  return startTend(args, { env, cwd: scratch, bin });
+}
+
+describe('the npm package', () => {
+  it('packs only what users need, installs offline with no build, and runs tend, tend server and tend agent', async () => {
+    const prebuild = `better-sqlite3-v${readVersion('better-sqlite3')}-node-v${process.versions.modules}-linux-x64.tar.gz`;
+    const prebuilds = path.join(devCache, 'prebuilds');
+    if (!existsSync(path.join(prebuilds, prebuild))) {
+      throw new Error(`${path.join(prebuilds, prebuild)} is missing: run npm run test:setup`);
+    }
+
+    // The suite built dist/ before it started: packing must not build again under the other tests.
+    const packed = await npm(['pack', '--json', '--pack-destination', scratch], { TEND_PACK_BUILT: '1' });
+    const [info] = JSON.parse(packed) as [
+      { filename: string; size: number; entryCount: number; files: { path: string }[] },
+    ];
+    const files = info.files.map((f) => f.path);
+    console.log(`npm pack: ${info.filename}, ${info.size} bytes, ${info.entryCount} files`);
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'package.json',
+        'README.md',
+        'npm-shrinkwrap.json',
+        'bin/tend.js',
+        'bin/package.json',
+        'dist/cli/tend.cjs',
+        'dist/cli/launch.cjs',
+        'dist/src/index.js',
+        'dist/src/index.d.ts',
+        'dist/src/server/db/sqlite-writer-thread.js',
+      ]),
+    );
+    const outside = files.filter(
+      (f) =>
+        !/^(package\.json|README\.md|npm-shrinkwrap\.json|bin\/[^/]+|dist\/(cli|src)\/.+\.(c?js|d\.ts))$/.test(
+          f,
+        ),
+    );
+    expect(outside).toEqual([]);
+    expect(existsSync(path.join(repoRoot, 'npm-shrinkwrap.json'))).toBe(false);
+
+    // Offline, from the npm cache; better-sqlite3's install finds this line's prebuild.
+    await npm(
+      [
+        'install',
+        '--global',
+        '--prefix',
+        prefix,
+        '--offline',
+        '--no-audit',
+        '--no-fund',
+        '--allow-scripts=better-sqlite3',
+        path.join(scratch, info.filename),
+      ],
+      { npm_config_better_sqlite3_local_prebuilds: prebuilds },
+    );
+    const installed = path.join(prefix, 'lib', 'node_modules', 'tend');
+    const dependencies = readdirSync(path.join(installed, 'node_modules'));
+    for (const dev of ['vitest', 'typescript', 'esbuild', 'tsx', 'eslint', 'prettier', 'playwright-core']) {
+      expect(dependencies).not.toContain(dev);
+    }
+    expect(existsSync(path.join(installed, 'src'))).toBe(false);
+
+    const version = await installedTend(['--version']).exited;
+    expect(version.code, version.stderr).toBe(0);
+    expect(version.stdout.trim()).toBe(readVersion('.'));
+    expect(version.stderr).toBe('');
+
+    // tend server from the install: /healthz and /readyz (its SQLite through this line's addon).
+    const port = await freePort();
+    const dataDir = path.join(scratch, 'data');
+    const server = installedTend(['server', '--data-dir', dataDir, '--port', String(port)]);
+    servers.push(server);
+    await server.waitForOutput(/tend server listening/, 'the installed server to listen');
+    const url = `http://127.0.0.1:${port}`;
+    expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok' });
+    expect(await (await fetch(`${url}/readyz`)).json()).toEqual({ status: 'ready', database: 'sqlite' });
+
+    // tend agent from the install, with a token from a file: one pass for this host's environments.
+    const created = await installedTend([
+      'server',
+      'token',
+      'create',
+      '--name',
+      'agent',
+      '--scope',
+      'agent',
+      '--data-dir',
+      dataDir,
+      '--json',
+    ]).exited;
+    expect(created.code, created.stderr).toBe(0);
+    const tokenFile = path.join(scratch, 'agent-token');
+    writeFileSync(tokenFile, (JSON.parse(created.stdout) as { token: string }).token, { mode: 0o600 });
+    const agent = await installedTend(
+      ['agent', '--server', url, '--token-file', tokenFile, '--local', '--once', '--json'],
+      { TEND_CONFIG_DIR: path.join(scratch, 'config'), HOME: scratch },
+    ).exited;
+    expect(agent.code, agent.stderr).toBe(0);
+    const pass = JSON.parse(agent.stdout) as {
+      last: { errors: string[]; inventories: { targetKey: string }[] };
+    };
+    expect(pass.last.errors).toEqual([]);
+    expect(pass.last.inventories.map((i) => i.targetKey)).toEqual([expect.stringMatching(/^local\//)]);
+  }, 900_000);
+});
+
+/** The version of tend ('.') or of a package in node_modules. */
+function readVersion(name: string): string {
+  const dir = name === '.' ? repoRoot : path.join(repoRoot, 'node_modules', name);
+  return (JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version: string }).version;
+}
