@@ -303,7 +303,10 @@ export class CleanupExecutor {
       };
     }
     try {
-      return await this.router.verifyAndClean(served, target, job, signal);
+      return await this.router.verifyAndClean(served, target, job, signal, async () => {
+        const again = await this.options.queue.start(job.id, { executorId: this.executorId });
+        return again.proceed ? undefined : `the server withdrew the job: ${again.reason}`;
+      });
     } catch (error) {
       // Never reported done: the server retries it with backoff.
       return { outcome: 'failed', message: (error as Error).message };

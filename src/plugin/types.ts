@@ -407,6 +407,12 @@ export interface CleanupCallContext<Settings = unknown> {
   signal: AbortSignal;
   user: string;
   hostId: string;
+  /**
+   * `verifyAndClean` only: asks the server, right before the irreversible step (after the fresh
+   * read and every check), whether the job still stands — a session started or activity recorded
+   * since the executor's `start` wins. Returns why to stop (report `cancelled`), or undefined.
+   */
+  confirm?: () => Promise<string | undefined>;
 }
 
 /**

@@ -26,6 +26,8 @@ export interface Stage {
   tend(root: string, ...args: string[]): Promise<TendRun>;
   /** A kubernetes project with one ConfigMap Deploy; `extra` goes into its environment entry. */
   project(o: { name: string; namespace: string; environmentExtra?: string; providerExtra?: string }): string;
+  /** The executor serving kube-sim's cluster through the server's queue (in process). */
+  executor: CleanupExecutor;
   /** Executor pass (heartbeat, inventory, claim and execute) → planning pass → executor pass. */
   cleanupRound(): Promise<{ before: PassReport; after: PassReport }>;
   /** Enforces the policies of a project (as `tend cleanup enforce --project P`). */
@@ -56,6 +58,7 @@ export async function stage(dialect: Dialect, o: { maxPerPass?: number } = {}): 
     sim,
     server,
     url,
+    executor,
     advance(ms) {
       wall += ms;
       monotonic += ms;

@@ -167,6 +167,7 @@ export async function verifyAndClean(
     notActiveAfter: job.expectedLastActivityAt,
     protectedName,
     dryRun: job.dryRun,
+    ...(ctx.confirm ? { confirm: ctx.confirm } : {}),
   };
   if (job.action === 'pause' || job.action === 'resume') {
     // Pause and resume: the same ownership proof on a fresh read, then the workloads tend deployed.

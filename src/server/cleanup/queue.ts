@@ -111,7 +111,12 @@ export class DatabaseCleanupQueue implements CleanupQueue {
   async start(jobId: string, body: StartRequest): Promise<StartResponse> {
     const now = this.now();
     const job = await this.heldJob(jobId, body.executorId, now);
-    if (job.state === 'executing') return { proceed: true, job: (await this.jobViews([job]))[0]! };
+    if (job.state === 'executing') {
+      // The executor confirms right before the irreversible step: the same re-check, so a
+      // session started since `start` still wins. It finishes the job itself (cancelled).
+      const why = await this.recheck(job, now);
+      return why ? { proceed: false, reason: why } : { proceed: true, job: (await this.jobViews([job]))[0]! };
+    }
     const why = await this.recheck(job, now);
     if (why) {
       const finished = await this.jobs.finish({

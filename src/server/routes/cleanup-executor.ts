@@ -24,6 +24,19 @@ function checkTarget(principal: Principal | null, targetKey: string): void {
   }
 }
 
+/**
+ * 403 for a token bound to a project: an executor serves a whole target — its inventory speaks
+ * for every project's namespaces there (an empty complete one would mark them missing) and its
+ * claims take any project's jobs — so no project's token may act as one.
+ */
+function checkUnbound(principal: Principal | null): void {
+  if (!principal?.project) return;
+  throw new TendError(
+    'TEND_AUTH_FORBIDDEN',
+    `token "${principal.tokenName}" is bound to project ${principal.project}; an executor serves every project of its targets: use an agent token bound to no project (tend server token create --scope agent)`,
+  );
+}
+
 /** The options of a queue route (agent scope), from the one table of queue routes. */
 function executorRoute<Q extends QueueRoute, P extends TSchema = TSchema>(
   route: Q,
@@ -51,6 +64,7 @@ export function registerCleanupExecutorRoutes(app: App, services: ServerServices
 
   app.post(queueRoutes.heartbeat.path, executorRoute('heartbeat'), async (request) => {
     const body = request.body;
+    checkUnbound(request.principal);
     for (const t of body.targets) checkTarget(request.principal, t.targetKey);
     return queue.heartbeatAs(body, request.principal?.tokenName ?? null);
   });
@@ -60,6 +74,7 @@ export function registerCleanupExecutorRoutes(app: App, services: ServerServices
     executorRoute('inventory', { bodyLimit: services.limits.bodyLimit }),
     async (request) => {
       const body = request.body;
+      checkUnbound(request.principal);
       checkTarget(request.principal, body.targetKey);
       return queue.inventoryAs(body, `${actorOf(request.principal!)} (executor ${body.executorId})`);
     },
@@ -67,12 +82,14 @@ export function registerCleanupExecutorRoutes(app: App, services: ServerServices
 
   app.post(queueRoutes.claim.path, executorRoute('claim'), async (request) => {
     const body = request.body;
+    checkUnbound(request.principal);
     for (const t of body.targetKeys) checkTarget(request.principal, t);
     return queue.claim(body);
   });
 
-  /** A token bound to clusters acts only on the jobs of their targets. */
+  /** A token bound to clusters acts only on the jobs of their targets; none bound to a project. */
   const checkJobTarget = async (id: string, principal: Principal | null) => {
+    checkUnbound(principal);
     if (!principal?.clusters) return;
     const job = await jobs.job(id);
     if (job?.target_key) checkTarget(principal, job.target_key);

@@ -54,6 +54,56 @@ describe.each(dialects)('cleanup queue and planning pass on %s', (dialect) => {
     return env;
   }
 
+  it('a token bound to another project acts on no job and marks nothing missing on the executor routes', async () => {
+    const env = await idleEnvironment();
+    expect(await cleanup().pass.run()).toMatchObject({ planned: 1 });
+    const jobId = (await f.call('GET', '/api/v1/cleanup/jobs?limit=10', undefined, f.server.tokens.read)).body
+      .items[0].id as string;
+    const other = f.server.tokens.otherProject;
+    const refused = [
+      await f.call(
+        'POST',
+        '/api/v1/agents/heartbeat',
+        {
+          executorId: 'rogue',
+          name: 'rogue',
+          kind: 'agent',
+          version: '0.1.0',
+          targets: [{ targetKey: target, pluginName: 'kubernetes', description: 'dev cluster' }],
+        },
+        other,
+      ),
+      await f.call(
+        'POST',
+        '/api/v1/agents/inventory',
+        { executorId: 'rogue', targetKey: target, pluginName: 'kubernetes', complete: true, items: [] },
+        other,
+      ),
+      await f.call(
+        'POST',
+        '/api/v1/cleanup/jobs/claim',
+        { executorId: 'rogue', targetKeys: [target] },
+        other,
+      ),
+      await f.call('POST', `/api/v1/cleanup/jobs/${jobId}/start`, { executorId: 'rogue' }, other),
+      await f.call(
+        'POST',
+        `/api/v1/cleanup/jobs/${jobId}/complete`,
+        { executorId: 'rogue', outcome: 'done', message: 'deleted' },
+        other,
+      ),
+    ];
+    for (const r of refused) {
+      expect(r.status).toBe(403);
+      expect(r.body.error.message).toMatch(/bound to project other; an executor serves every project/);
+    }
+    const jobs = await f.call('GET', '/api/v1/cleanup/jobs?limit=10', undefined, f.server.tokens.read);
+    expect(jobs.body.items).toEqual([expect.objectContaining({ id: jobId, state: 'planned' })]);
+    const record = await f.call('GET', `/api/v1/environments/${env.id}`, undefined, f.server.tokens.read);
+    expect(record.body.environment.state).toBe('active');
+    expect(record.body.resources.every((r: { state: string }) => r.state === 'ready')).toBe(true);
+  });
+
   it('a pass that fails shows as failed in status, metrics and the dashboard; the next good one as ok', async () => {
     await idleEnvironment();
     expect(await cleanup().pass.run()).toMatchObject({ outcome: 'ok' });

@@ -138,6 +138,8 @@ export class NamespaceCalls {
     if (checks.dryRun) {
       return { outcome: 'refused', message: `dry run: namespace ${name} passed every check; not deleted` };
     }
+    const stop = info.state === 'ready' ? await checks.confirm?.() : undefined;
+    if (stop) return { outcome: 'refused', message: `namespace ${name} left alone: ${stop}` };
     if (info.state === 'ready') {
       try {
         await this.gate.retry(
@@ -276,6 +278,8 @@ export interface DeletionChecks {
   protectedName?: (name: string) => string | undefined;
   /** Every check, no DELETE. */
   dryRun?: boolean;
+  /** The last word before the DELETE (the server's, at an executor): why to stop, or undefined. */
+  confirm?: () => Promise<string | undefined>;
 }
 
 /**
