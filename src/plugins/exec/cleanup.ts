@@ -94,6 +94,9 @@ export async function verifyAndClean(
             : undefined;
   if (refusal) return { outcome: 'cancelled', message: `environment ${dir} left alone: ${refusal}` };
   if (job.dryRun) return { outcome: 'cancelled', message: `dry run: environment ${dir} passed every check` };
+  // The server's last word right before the irreversible step: a command started since wins.
+  const stop = await ctx.confirm?.();
+  if (stop) return { outcome: 'cancelled', message: `environment ${dir} left alone: ${stop}` };
   if (job.action === 'pause') {
     const paused = await pauseEnvironment(dir);
     return {
