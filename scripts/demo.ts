@@ -311,15 +311,17 @@ async function main(): Promise<void> {
   step('automatic cleanup: the plan while the policy is new (a dry run: nothing is deleted)');
   type Plan = {
     serverTime: string;
-    items: { namespace: string; kind: string; reason: string | null; dueAt: string }[];
+    items: { namespace: string; kind: string; reason: string | null; dueAt: string; sentence: string }[];
   };
-  // Due, not only ahead ("would be deleted at … once enforced"): what it would do now.
+  // Due, not only ahead ("would be deleted at … once enforced"): what it would do now. The
+  // decision is the last pass's, so its sentence says which (not the due time against the
+  // request's time: a pass before the due time still words it ahead).
   await waitUntil(
     'the dry-run decision for builds-dev',
     async () => {
       const plan = await api<Plan>('/api/v1/cleanup/plan?project=builds');
       return plan.items.some(
-        (i) => i.namespace === 'builds-dev' && i.kind === 'dry-run' && i.dueAt <= plan.serverTime,
+        (i) => i.namespace === 'builds-dev' && i.kind === 'dry-run' && i.sentence.startsWith('would delete'),
       );
     },
     120_000,
