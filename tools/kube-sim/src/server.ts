@@ -148,7 +148,8 @@ function requestInfo(route: Route, verb: string): RequestInfo {
     resource: route.rt.key,
     plural: route.rt.plural,
     ...(route.subresource ? { subresource: route.subresource } : {}),
-    ...(route.namespace ? { namespace: route.namespace } : {}),
+    // As in the request log: a Namespace's own name for requests on the namespace itself.
+    ...(targetNamespace(route) !== undefined ? { namespace: targetNamespace(route)! } : {}),
   };
 }
 
