@@ -222,7 +222,13 @@ describe('the executor with the in-process queue', () => {
       await ex.runPass();
       expect((await service.pass.run())?.planned).toBe(1);
       const deletes = countNamespaceDeletes(handle.sim);
-      handle.sim.faults.add({ type: 'error', status, verb: 'get', resource: 'namespaces', namespace: ns!.name });
+      handle.sim.faults.add({
+        type: 'error',
+        status,
+        verb: 'get',
+        resource: 'namespaces',
+        namespace: ns!.name,
+      });
       const report = await ex.runPass();
       expect(report.jobs.map((j) => j.outcome)).toEqual(['failed']);
       expect(deletes()).toBe(0);

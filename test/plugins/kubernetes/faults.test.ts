@@ -100,16 +100,18 @@ describe('under fault injection, idempotent calls are retried', () => {
     async (status) => {
       const namespace = `fault-unread-${status}`;
       h.sim.faults.add({ type: 'error', status, verb: 'get', resource: 'namespaces', namespace });
-      const root = shopProject({ registry: h.sim.registryHost, namespace, providerExtra: '    retries: 1\n' });
+      const root = shopProject({
+        registry: h.sim.registryHost,
+        namespace,
+        providerExtra: '    retries: 1\n',
+      });
       // Preparing the environment fails (500), or the build does (403: work inside may be allowed).
       const outcome = await execute('build', root).then(
         (r) => r.exitCode,
         (e: Error) => e.message,
       );
       expect(outcome).not.toBe(0);
-      const reported = namespaceEvents(allEvents(root)).filter(
-        (e) => e.namespaceName === namespace,
-      );
+      const reported = namespaceEvents(allEvents(root)).filter((e) => e.namespaceName === namespace);
       expect(reported[0]).toMatchObject({
         state: 'ready',
         role: 'app',

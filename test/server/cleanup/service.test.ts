@@ -291,9 +291,9 @@ describe.each(dialects)('cleanup queue and planning pass on %s', (dialect) => {
     const first = await f.environment({ user: 'b1' });
     await f.call('POST', '/api/v1/cleanup/enforce', { project: 'shop' });
     f.advance(4 * hour);
-    const later = [];
-    for (const user of ['b2', 'b3', 'b4']) later.push(await f.environment({ user }));
-    const items = () => [first, ...later].map((e, i) => f.item(e.namespace, `uid-b${i + 1}`));
+    const envs = [first];
+    for (const user of ['b2', 'b3', 'b4']) envs.push(await f.environment({ user }));
+    const items = () => envs.map((e, i) => f.item(e.namespace, `uid-b${i + 1}`));
     // Only b1 is due: one of four, no breaker.
     f.advance(5 * hour);
     await f.report('e1', items());
