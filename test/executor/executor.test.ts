@@ -5,12 +5,15 @@
  * act, activity stamped after planning — plus 429 storms and two executors on one queue.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { NamespaceStatusPayload, TendEvent } from '../../src/events/catalog.js';
 import { CleanupExecutor } from '../../src/executor/executor.js';
 import { composeCleanup, type ServerCleanup } from '../../src/server/cleanup/compose.js';
 import { defaultCleanupSettings } from '../../src/server/cleanup/settings.js';
 import { Metrics } from '../../src/server/metrics.js';
 import { kubectl, startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
 import { createTestServer, type TestServer } from '../server/helpers.js';
+import { waitFor } from '../helpers/project.js';
+import { call } from '../../tools/kube-sim/test/helpers.js';
 import {
   countNamespaceDeletes,
   dueEnvironments,
@@ -44,7 +47,7 @@ beforeEach(async () => {
 });
 afterEach(() => server.close());
 
-function executor(name = 'embedded-1') {
+function executor(name = 'embedded-1', onEvent?: (event: TendEvent) => void) {
   return new CleanupExecutor({
     queue: service.queue,
     plugins: servedClusters(handle.kubeconfig),
@@ -53,6 +56,7 @@ function executor(name = 'embedded-1') {
     name,
     version: 'test',
     concurrency: 8,
+    ...(onEvent ? { onEvent } : {}),
   });
 }
 
@@ -67,6 +71,29 @@ const due = async (n: number) => {
 async function auditActions(): Promise<string[]> {
   const rows = await server.database.db.selectFrom('audit_log').select('action').orderBy('id').execute();
   return rows.map((r) => r.action);
+}
+
+/** The job's row and its namespace's recorded state, as the server holds them. */
+async function recorded(namespace: string) {
+  const db = server.database.db;
+  const job = await db
+    .selectFrom('cleanup_jobs')
+    .select(['state', 'result', 'not_before', 'attempts', 'outcome_message'])
+    .where('namespace_name', '=', namespace)
+    .executeTakeFirstOrThrow();
+  const resource = await db
+    .selectFrom('resources')
+    .select('state')
+    .where('namespace_name', '=', namespace)
+    .executeTakeFirstOrThrow();
+  return { job, resourceState: resource.state };
+}
+
+/** The namespace DELETEs kube-sim received for `name` since `mark`. */
+function deletesOf(name: string, mark = 0) {
+  return handle.sim.requests
+    .list({ since: mark })
+    .filter((r) => r.verb === 'delete' && r.resource === 'namespaces' && r.namespace === name);
 }
 
 describe('the executor with the in-process queue', () => {
@@ -88,6 +115,12 @@ describe('the executor with the in-process queue', () => {
     for (const ns of namespaces) expect(exists(handle.sim, ns.name)).toBe(false);
     expect(exists(handle.sim, foreign.metadata.name!)).toBe(true);
     expect(deletes()).toBe(3);
+    // Each DELETE carried the uid and resourceVersion of the executor's fresh read as preconditions.
+    for (const ns of namespaces) {
+      expect(deletesOf(ns.name).map((r) => r.preconditions)).toEqual([
+        { uid: ns.uid, resourceVersion: ns.resourceVersion },
+      ]);
+    }
     expect((await auditActions()).filter((a) => a === 'cleanup-done')).toHaveLength(3);
     // Nothing left to do.
     await service.pass.run();
@@ -132,6 +165,127 @@ describe('the executor with the in-process queue', () => {
     const report = await ex.runPass();
     expect(report.jobs.map((j) => j.outcome)).toEqual(['cancelled']);
     expect(handle.sim.store.get('namespaces', '', ns!.name)?.metadata.uid).toBe(again.uid);
+  });
+
+  it('keeps a namespace changed between its fresh read and the DELETE: the precondition fails, the job is cancelled', async () => {
+    const [ns] = (await due(1)).namespaces;
+    const ex = executor();
+    await ex.runPass();
+    expect((await service.pass.run())?.planned).toBe(1);
+    // The DELETE is held back long enough for the namespace to change after the executor read it.
+    handle.sim.faults.add({
+      type: 'latency',
+      ms: 1500,
+      verb: 'delete',
+      resource: 'namespaces',
+      namespace: ns!.name,
+      times: 1,
+    });
+    const mark = handle.sim.requests.latest();
+    const pass = ex.runPass();
+    await waitFor(() => deletesOf(ns!.name, mark).length > 0, 'the DELETE to arrive');
+    const touched = await call(
+      handle.sim,
+      'PATCH',
+      `/api/v1/namespaces/${ns!.name}`,
+      { metadata: { annotations: { 'example.com/touched': 'yes' } } },
+      { contentType: 'application/merge-patch+json' },
+    );
+    expect(touched.status).toBe(200);
+    const report = await pass;
+    expect(report.jobs.map((j) => [j.outcome, j.message])).toEqual([
+      ['cancelled', expect.stringMatching(/changed since the check/)],
+    ]);
+    const [sent] = deletesOf(ns!.name, mark);
+    expect(sent).toMatchObject({
+      status: 409,
+      preconditions: { uid: ns!.uid, resourceVersion: ns!.resourceVersion },
+    });
+    const kept = handle.sim.store.get('namespaces', '', ns!.name);
+    expect(kept?.metadata.uid).toBe(ns!.uid);
+    expect(kept?.metadata.annotations?.['example.com/touched']).toBe('yes');
+    expect(kept?.status?.phase).not.toBe('Terminating');
+    expect((await recorded(ns!.name)).job).toMatchObject({ state: 'cancelled', result: 'cancelled' });
+    const audits = await auditActions();
+    expect(audits).toContain('cleanup-cancelled');
+    expect(audits).not.toContain('cleanup-done');
+  });
+
+  it.each([500, 403])(
+    'a %i on the fresh read fails the job (retried later): nothing deleted, the namespace still ready, reported unverified',
+    async (status) => {
+      const [ns] = (await due(1)).namespaces;
+      const events: NamespaceStatusPayload[] = [];
+      const ex = executor('embedded-1', (e) => {
+        if (e.type === 'namespaceStatus') events.push(e.payload as NamespaceStatusPayload);
+      });
+      await ex.runPass();
+      expect((await service.pass.run())?.planned).toBe(1);
+      const deletes = countNamespaceDeletes(handle.sim);
+      handle.sim.faults.add({
+        type: 'error',
+        status,
+        verb: 'get',
+        resource: 'namespaces',
+        namespace: ns!.name,
+      });
+      const report = await ex.runPass();
+      expect(report.jobs.map((j) => j.outcome)).toEqual(['failed']);
+      expect(deletes()).toBe(0);
+      expect(exists(handle.sim, ns!.name)).toBe(true);
+      const { job, resourceState } = await recorded(ns!.name);
+      expect(job).toMatchObject({
+        state: 'planned',
+        result: null,
+        attempts: 1,
+        outcome_message: expect.stringMatching(new RegExp(`read namespace ${ns!.name}`)),
+      });
+      expect(job.not_before).not.toBeNull();
+      expect(resourceState).toBe('ready');
+      // The namespace it could not read is still reported, marked unverified, never as missing.
+      expect(events.filter((e) => e.namespaceName === ns!.name)).toEqual([
+        expect.objectContaining({
+          state: 'ready',
+          cause: 'observed',
+          detail: { unverified: expect.stringMatching(/could not read namespace/) },
+        }),
+      ]);
+      const audits = await auditActions();
+      expect(audits).toContain('cleanup-retry');
+      expect(audits).not.toContain('cleanup-done');
+    },
+  );
+
+  it('a 500 on every DELETE fails the job: planned again for a retry, the namespace kept, no cleanup-done', async () => {
+    const [ns] = (await due(1)).namespaces;
+    const ex = executor();
+    await ex.runPass();
+    expect((await service.pass.run())?.planned).toBe(1);
+    const refused = handle.sim.faults.add({
+      type: 'error',
+      status: 500,
+      verb: 'delete',
+      resource: 'namespaces',
+      namespace: ns!.name,
+    });
+    const report = await ex.runPass();
+    expect(report.jobs.map((j) => [j.outcome, j.message])).toEqual([
+      ['failed', expect.stringMatching(/could not delete namespace/)],
+    ]);
+    expect(handle.sim.faults.fired(refused)).toBeGreaterThan(1);
+    expect(exists(handle.sim, ns!.name)).toBe(true);
+    const { job, resourceState } = await recorded(ns!.name);
+    expect(job).toMatchObject({
+      state: 'planned',
+      result: null,
+      attempts: 1,
+      outcome_message: expect.stringMatching(/could not delete namespace/),
+    });
+    expect(job.not_before).not.toBeNull();
+    expect(resourceState).toBe('ready');
+    const audits = await auditActions();
+    expect(audits).toContain('cleanup-retry');
+    expect(audits).not.toContain('cleanup-done');
   });
 
   it('cancels when tend.dev/last-activity is stamped after planning', async () => {

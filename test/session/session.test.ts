@@ -50,6 +50,38 @@ describe('namespaceStatus deduplication', () => {
     ]);
   });
 
+  it('passes a new uid alone: ready with uid X, then ready with uid Y (same cause), are two events, also in the log', () => {
+    const { bus, seen } = recorder();
+    bus.emit('namespaceStatus', ns({ namespaceUid: 'uid-x' }));
+    bus.emit('namespaceStatus', ns({ namespaceUid: 'uid-y' }));
+    bus.emit('namespaceStatus', ns({ namespaceUid: 'uid-y' })); // a repeat of the latest
+    expect(seen).toEqual(['c1/shop-dev/uid-x/ready/observed', 'c1/shop-dev/uid-y/ready/observed']);
+
+    const root = makeProject({});
+    const session = new Session({
+      projectRoot: root,
+      started: {
+        command: 'deploy',
+        args: [],
+        project: 'shop',
+        environment: 'dev',
+        namespace: 'shop-dev',
+        user: 'ada',
+        hostId: 'host-1',
+        cliVersion: '0.1.0',
+      },
+    });
+    session.bus.emit('namespaceStatus', ns({ namespaceUid: 'uid-x', cause: 'created' }));
+    session.bus.emit('namespaceStatus', ns({ namespaceUid: 'uid-y', cause: 'created' }));
+    session.complete({ succeeded: 1, cached: 0, failed: 0, aborted: 0 });
+    const { events } = readSessionLog(path.join(root, '.tend', 'events', `${session.id}.jsonl`));
+    expect(
+      events
+        .filter((e) => e.type === 'namespaceStatus')
+        .map((e) => (e as TendEvent<'namespaceStatus'>).payload.namespaceUid),
+    ).toEqual(['uid-x', 'uid-y']);
+  });
+
   it('passes a change in detail alone (a namespace adopted mid-session)', () => {
     const { bus, seen } = recorder();
     bus.emit('namespaceStatus', ns({ detail: { adopted: false, managedBy: null } }));

@@ -93,6 +93,36 @@ describe('the outbox bound', () => {
   });
 });
 
+describe('an outbox over its bound with nothing droppable left', () => {
+  it('keeps every namespaceStatus and session event, and says it is still over', async () => {
+    const root = busyProject(20, 'overfull');
+    // Smaller than one session's undroppable events.
+    const extra = { TEND_OUTBOX_MAX_BYTES: '1000' };
+    proxy.upstream = undefined;
+    for (const args of [['build'], ['build', '--force']]) {
+      const run = await tend(root, args, extra);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stderr).toMatch(
+        /over its bound .*dropped the oldest \d+ actionStatus event\(s\); .* over remain: namespaceStatus and session events are never dropped/,
+      );
+    }
+    const recorded = recordedStreamedEvents(root);
+    const kept = outboxEvents(root);
+    const keptIds = new Set(kept.map((e) => e.id));
+    // Every droppable event is gone; every other one is still there.
+    expect(kept.filter((e) => e.type === 'actionStatus' || e.type === 'log')).toEqual([]);
+    const undroppable = recorded.filter((e) => e.type !== 'actionStatus' && e.type !== 'log');
+    expect(undroppable.filter((e) => e.type === 'namespaceStatus').length).toBeGreaterThanOrEqual(2);
+    expect(undroppable.filter((e) => !keptIds.has(e.id))).toEqual([]);
+    expect(pendingOutboxBytes(outboxDir(root))).toBeGreaterThan(1000);
+
+    proxy.upstream = stream.server.current!.url;
+    const pushed = await tend(root, ['events', 'push']);
+    expect(pushed.code, pushed.stderr).toBe(0);
+    storedOnce(undroppable.map((e) => e.id));
+  });
+});
+
 describe('refused events', () => {
   it('quarantines the one event the server names, sends the rest, and resends it on request', async () => {
     const root = busyProject(3, 'refused');

@@ -1,6 +1,14 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { removeProjects } from '../../helpers/project.js';
-import { execute, namespaceEvents, sessionEvents, shopProject, startSim, type SimHandle } from './helpers.js';
+import {
+  allEvents,
+  execute,
+  namespaceEvents,
+  sessionEvents,
+  shopProject,
+  startSim,
+  type SimHandle,
+} from './helpers.js';
 
 let h: SimHandle;
 beforeAll(async () => {
@@ -86,6 +94,33 @@ describe('under fault injection, idempotent calls are retried', () => {
     expect(deploy.error?.message).toMatch(/could not apply Deployment api in fault-persistent: /);
     expect(recorded(root, result.data.sessionId, 'fault-persistent')).toBe(true);
   });
+
+  it.each([500, 403])(
+    'a namespace whose first read fails (%i) is still reported, as ready and unverified',
+    async (status) => {
+      const namespace = `fault-unread-${status}`;
+      h.sim.faults.add({ type: 'error', status, verb: 'get', resource: 'namespaces', namespace });
+      const root = shopProject({
+        registry: h.sim.registryHost,
+        namespace,
+        providerExtra: '    retries: 1\n',
+      });
+      // Preparing the environment fails (500), or the build does (403: work inside may be allowed).
+      const outcome = await execute('build', root).then(
+        (r) => r.exitCode,
+        (e: Error) => e.message,
+      );
+      expect(outcome).not.toBe(0);
+      const reported = namespaceEvents(allEvents(root)).filter((e) => e.namespaceName === namespace);
+      expect(reported[0]).toMatchObject({
+        state: 'ready',
+        role: 'app',
+        cause: 'observed',
+        detail: { unverified: expect.stringMatching(new RegExp(`read namespace ${namespace}`)) },
+      });
+      expect(reported.some((e) => e.state === 'missing')).toBe(false);
+    },
+  );
 
   it('a pod creation that keeps being refused is not retried forever, and no pod is left', async () => {
     h.sim.faults.add({ type: 'error', status: 500, verb: 'create', resource: 'pods' });

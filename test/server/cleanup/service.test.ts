@@ -337,6 +337,36 @@ describe.each(dialects)('cleanup queue and planning pass on %s', (dialect) => {
     });
   });
 
+  it('a breaker opened after the claim refuses the start, and the reason names the breaker', async () => {
+    const first = await f.environment({ user: 'b1' });
+    await f.call('POST', '/api/v1/cleanup/enforce', { project: 'shop' });
+    f.advance(4 * hour);
+    const envs = [first];
+    for (const user of ['b2', 'b3', 'b4']) envs.push(await f.environment({ user }));
+    const items = () => envs.map((e, i) => f.item(e.namespace, `uid-b${i + 1}`));
+    // Only b1 is due: one of four, no breaker.
+    f.advance(5 * hour);
+    await f.report('e1', items());
+    expect(await cleanup().pass.run()).toMatchObject({ planned: 1, breakersOpened: [] });
+    // Now the other three are due too; b1's job is claimed before the next pass sees it.
+    f.advance(4 * hour);
+    await f.report('e1', items());
+    const [job] = (await claim('e1', 600)).body.jobs;
+    expect(job.namespaceName).toBe(first.namespace);
+    // Four of four due at once opens the breaker.
+    expect(await cleanup().pass.run()).toMatchObject({ breakersOpened: ['shop'] });
+    const started = await start(job.id, 'e1');
+    expect(started.body).toMatchObject({
+      proceed: false,
+      reason: expect.stringMatching(/circuit breaker of project shop .*open/),
+    });
+    const jobs = await f.call('GET', '/api/v1/cleanup/jobs?limit=10', undefined, f.server.tokens.read);
+    expect(jobs.body.items.find((j: { id: string }) => j.id === job.id)).toMatchObject({
+      state: 'cancelled',
+    });
+    expect(await audit('cleanup-done')).toEqual([]);
+  });
+
   it('a failure is retried after a backoff, then given up after the last attempt', async () => {
     await idleEnvironment();
     await cleanup().pass.run();

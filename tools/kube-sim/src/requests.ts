@@ -25,6 +25,8 @@ export interface RecordedRequest {
   /** Who asked: `kube-sim-admin` (the simulator's token) or `system:serviceaccount:<ns>:<name>`; absent without a known token. */
   user?: string;
   userAgent?: string;
+  /** A DELETE's `preconditions` (uid, resourceVersion) as its body sent them; absent when it sent none or was refused before its body was read. */
+  preconditions?: { uid?: string; resourceVersion?: string };
   /** HTTP status of the answer (101 for exec/attach); absent while a watch or log stream is open, or when the connection was dropped. */
   status?: number;
 }

@@ -148,7 +148,8 @@ function requestInfo(route: Route, verb: string): RequestInfo {
     resource: route.rt.key,
     plural: route.rt.plural,
     ...(route.subresource ? { subresource: route.subresource } : {}),
-    ...(route.namespace ? { namespace: route.namespace } : {}),
+    // As in the request log: a Namespace's own name for requests on the namespace itself.
+    ...(targetNamespace(route) !== undefined ? { namespace: targetNamespace(route)! } : {}),
   };
 }
 
@@ -555,6 +556,8 @@ async function handleResource(
     }
     case 'delete': {
       const opts = deleteOptions(query, body);
+      const preconditions = recordedPreconditions(opts);
+      if (preconditions) entry.preconditions = preconditions;
       const s = cluster.delete(rt, namespace, name!, opts);
       const stillThere = cluster.store.getStored(rt, rt.namespaced ? namespace : '', name!);
       return sendJson(res, stillThere ? 202 : 200, s.json);
@@ -603,6 +606,17 @@ function finalizeNamespace(cluster: Cluster, name: string, body: unknown): Store
   const finalized = cluster.update(NS, '', name, body, { subresource: 'finalize' });
   if (finalizers.length === 0 && finalized.obj.status?.phase === 'Terminating') cluster.finishNamespace(name);
   return finalized;
+}
+
+/** A DELETE's `preconditions`, as sent (string fields only), for the request log. */
+function recordedPreconditions(opts: DeleteOptions): RecordedRequest['preconditions'] {
+  const pre: unknown = opts.preconditions;
+  if (!isPlainObject(pre)) return undefined;
+  const { uid, resourceVersion } = pre;
+  return {
+    ...(typeof uid === 'string' ? { uid } : {}),
+    ...(typeof resourceVersion === 'string' ? { resourceVersion } : {}),
+  };
 }
 
 function deleteOptions(query: URLSearchParams, body: Buffer): DeleteOptions {

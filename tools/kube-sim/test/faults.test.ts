@@ -120,6 +120,14 @@ describe('fault injection', () => {
       (await call(sim, 'POST', '/api/v1/namespaces/f/configmaps', { metadata: { name: 'x' } })).status,
     ).toBe(201);
     sim.faults.clear();
+    // A namespace's own requests target it, as in the request log.
+    await call(sim, 'POST', '/api/v1/namespaces', ns('h'));
+    sim.faults.add({ type: 'error', status: 403, namespace: 'g', resource: 'namespaces' });
+    expect((await call(sim, 'GET', '/api/v1/namespaces/g')).status).toBe(403);
+    expect((await call(sim, 'DELETE', '/api/v1/namespaces/g')).status).toBe(403);
+    expect((await call(sim, 'GET', '/api/v1/namespaces/h')).status).toBe(200);
+    expect((await call(sim, 'GET', '/api/v1/namespaces')).status).toBe(200);
+    sim.faults.clear();
     sim.faults.add({ type: 'error', resource: 'pods/log' });
     expect((await call(sim, 'GET', '/api/v1/namespaces/f/pods')).status).toBe(200);
   });

@@ -138,6 +138,23 @@ describe('request log', () => {
     expect(sim.requests.namespacesTouched({ since: mark })).toEqual(['rl-a', 'rl-b', 'rl-c']);
   });
 
+  it("records a DELETE's preconditions as its body sent them, whether they held or not", async () => {
+    const created = await call(sim, 'POST', '/api/v1/namespaces', ns('rl-pre'));
+    const { uid, resourceVersion } = created.json.metadata as { uid: string; resourceVersion: string };
+    const mark = sim.requests.latest();
+    const stale = await call(sim, 'DELETE', '/api/v1/namespaces/rl-pre', {
+      preconditions: { uid, resourceVersion: '1' },
+    });
+    expect(stale.status).toBe(409);
+    await call(sim, 'DELETE', '/api/v1/namespaces/rl-pre', { preconditions: { uid, resourceVersion } });
+    await call(sim, 'DELETE', '/api/v1/namespaces/rl-none');
+    expect(sim.requests.list({ since: mark }).map((r) => [r.namespace, r.status, r.preconditions])).toEqual([
+      ['rl-pre', 409, { uid, resourceVersion: '1' }],
+      ['rl-pre', 202, { uid, resourceVersion }],
+      ['rl-none', 404, undefined],
+    ]);
+  });
+
   it('names a namespace created from generateName, and one finalized or written through /status', async () => {
     const mark = sim.requests.latest();
     const created = await call(sim, 'POST', '/api/v1/namespaces', {
