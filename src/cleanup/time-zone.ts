@@ -9,6 +9,8 @@
  * undefined; `suggestion` is the canonical spelling of a name that differs only in case.
  */
 export function checkTimeZone(name: string): { valid: boolean; suggestion?: string } {
+  // Node 22 and later also take UTC offsets ("+02:00"): not zone names, and not on Node 20.
+  if (!/^[A-Za-z]/.test(name)) return { valid: false };
   let canonical: string;
   try {
     // What luxon's IANAZone.isValidZone asks too: the platform's time-zone database (ICU).

@@ -18,5 +18,8 @@ export async function parentOfCommand(): Promise<number> {
 
 /** The program a process runs (`node`, `sh`, …), from /proc. */
 export function programOf(pid: number): string {
-  return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  // The program's file name (argv[0]), not /proc/<pid>/comm: Node 24 names its main thread
+  // "MainThread", and comm is the thread's name.
+  const argv0 = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] ?? '';
+  return argv0.slice(argv0.lastIndexOf('/') + 1);
 }

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { checkPlan } from '../../../src/server/cleanup/planner/check.js';
 import { plan } from '../../../src/server/cleanup/planner/plan.js';
-import type { PlanSnapshot } from '../../../src/server/cleanup/planner/types.js';
+import { policyKey, type PlanSnapshot } from '../../../src/server/cleanup/planner/types.js';
 import { goodSnapshot, now, settings } from './snapshots.js';
 
 const hour = 3_600_000;
@@ -58,6 +58,10 @@ describe('planner deadlines', () => {
     const s = goodSnapshot();
     env0(s).lastActivityAt = now - hour;
     env0(s).policy = { ...env0(s).policy!, afterCloseMs: 2 * hour };
+    s.enforcedPolicies.set(policyKey('shop', 'dev'), {
+      ...s.enforcedPolicies.get(policyKey('shop', 'dev'))!,
+      afterCloseMs: 2 * hour,
+    });
     env0(s).pullRequest = {
       repository: 'acme/shop',
       number: 42,
