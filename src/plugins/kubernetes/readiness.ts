@@ -19,12 +19,16 @@ interface Readiness {
   failed?: boolean;
 }
 
-function condition(
-  object: KubeObject,
-  type: string,
-): { status?: string; reason?: string; message?: string } | undefined {
-  const conditions = (object.status as { conditions?: { type: string }[] } | undefined)?.conditions ?? [];
-  return conditions.find((c) => c.type === type) as never;
+interface Condition {
+  type: string;
+  status?: string;
+  reason?: string;
+  message?: string;
+}
+
+function condition(object: KubeObject, type: string): Condition | undefined {
+  const conditions = (object.status as { conditions?: Condition[] } | undefined)?.conditions ?? [];
+  return conditions.find((c) => c.type === type);
 }
 
 /**
