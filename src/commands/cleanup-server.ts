@@ -150,6 +150,14 @@ export async function cleanupHaltCommand(
   return { data: result, human, exitCode: 0 };
 }
 
+/** How `tend cleanup status` words the last pass's outcome. */
+const passWords: Record<NonNullable<CleanupStatusView['lastPassOutcome']>, string> = {
+  ok: 'ok',
+  partial: 'PARTIAL (some environments were left out)',
+  failed: 'FAILED',
+  skipped: 'SKIPPED (it planned nothing)',
+};
+
 export async function cleanupStatusCommand(
   options: ServerCommandOptions,
 ): Promise<CommandResult<CleanupStatusView>> {
@@ -161,7 +169,7 @@ export async function cleanupStatusCommand(
       ? `Cleanup is HALTED${status.haltedBy ? ` (by ${status.haltedBy})` : ''}: nothing is deleted until \`tend cleanup resume\`.`
       : 'Cleanup is running.',
     status.lastPassAt
-      ? `Last planning pass ${relative(status.lastPassAt, now)}.`
+      ? `Last planning pass ${relative(status.lastPassAt, now)}: ${passWords[status.lastPassOutcome ?? 'ok']}${status.lastPassNote ? ` — ${status.lastPassNote}` : ''}.`
       : 'No planning pass has run yet.',
   ];
   const section = (title: string, headers: string[], rows: string[][]) =>

@@ -6,7 +6,7 @@
  * been idle for an hour.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { removeProjects } from '../helpers/project.js';
+import { removeProjects, runTend } from '../helpers/project.js';
 import { dialects } from '../server/helpers.js';
 import { stage, type Stage } from './harness.js';
 
@@ -40,6 +40,13 @@ describe.each(dialects)('a step of the wall clock, on %s', (dialect) => {
     const status = await api<{ lastPassOutcome: string; lastPassNote: string }>('/api/v1/cleanup/status');
     expect(status.lastPassOutcome).toBe('skipped');
     expect(status.lastPassNote).toMatch(/wall clock stepped forward by 540 min/);
+    const cli = await runTend(['cleanup', 'status'], {
+      cwd: root,
+      env: { TEND_SERVER_URL: s.url, TEND_TOKEN: s.server.tokens.read },
+    });
+    expect(cli.stdout).toMatch(
+      /Last planning pass .*: SKIPPED \(it planned nothing\) — the wall clock stepped forward/,
+    );
     const audit = await api<{ items: { action: string }[] }>('/api/v1/audit?action=cleanup-clock-step');
     expect(audit.items).toHaveLength(1);
     const metrics = await s.server.app.inject({
