@@ -143,6 +143,54 @@ describe.each(dialects)('cleanup queue and planning pass on %s', (dialect) => {
     expect(await status()).toMatchObject({ lastPassOutcome: 'ok' });
   });
 
+  it("namespaces that executing delete jobs remove do not make another executor's list suspect", async () => {
+    const users = ['d1', 'd2', 'd3', 'd4', 'd5'];
+    for (const user of users) await f.environment({ user });
+    // Five more, used lately: five due of ten opens no breaker.
+    await f.call('POST', '/api/v1/cleanup/enforce', { project: 'shop' });
+    f.advance(9 * hour);
+    const fresh = ['f1', 'f2', 'f3', 'f4', 'f5'];
+    for (const user of fresh) await f.environment({ user });
+    const all = [...users, ...fresh];
+    await f.report(
+      'e1',
+      all.map((u) => f.item(`shop-${u}`, `uid-${u}`)),
+    );
+    expect(await cleanup().pass.run()).toMatchObject({ planned: 5 });
+    const claimed = (await claim('e1')).body.jobs as { id: string; namespaceName: string }[];
+    const executing = claimed.slice(0, 3);
+    for (const job of executing) expect((await start(job.id, 'e1')).body.proceed).toBe(true);
+    // A second executor lists the target while the three are being deleted: 3 of 10 gone is
+    // more than 20 %, but all three are expected.
+    const gone = new Set(executing.map((j) => j.namespaceName));
+    await f.report(
+      'e2',
+      all.filter((u) => !gone.has(`shop-${u}`)).map((u) => f.item(`shop-${u}`, `uid-${u}`)),
+    );
+    const status = async () =>
+      (await f.call('GET', '/api/v1/cleanup/status', undefined, f.server.tokens.read)).body;
+    expect((await status()).suspectInventories).toEqual([]);
+    // The same disappearance with nothing deleting them is suspect.
+    const others = claimed.slice(3).map((j) => j.namespaceName);
+    await f.report(
+      'e2',
+      all
+        .filter((u) => !gone.has(`shop-${u}`) && !others.includes(`shop-${u}`))
+        .map((u) => f.item(`shop-${u}`, `uid-${u}`)),
+    );
+    expect((await status()).suspectInventories).toHaveLength(0);
+    const untouched = fresh.slice(0, 3).map((u) => `shop-${u}`);
+    await f.report(
+      'e2',
+      all
+        .filter(
+          (u) => !gone.has(`shop-${u}`) && !others.includes(`shop-${u}`) && !untouched.includes(`shop-${u}`),
+        )
+        .map((u) => f.item(`shop-${u}`, `uid-${u}`)),
+    );
+    expect((await status()).suspectInventories).toHaveLength(1);
+  });
+
   it('plans a job for an idle environment; one executor claims, starts and completes it; the environment is cleaned', async () => {
     const env = await idleEnvironment();
     const pass = await cleanup().pass.run();

@@ -147,9 +147,13 @@ export class CleanupInventoryRepository {
       const gone = input.complete ? absentResources(input, resources) : [];
       if (input.complete) {
         const owned = resources.filter(eligible).length;
-        const reason = suspicionOf(gone.length, owned, input.items.length);
+        // What executing delete jobs are removing right now is expected to vanish (another
+        // executor's list may run while they do): only the rest can make a list suspect.
+        const deleting = await deletingNow(trx, gone);
+        const unexpected = gone.filter((r) => !deleting.has(r.id)).length;
+        const reason = suspicionOf(unexpected, owned, input.items.length);
         if (reason) {
-          await holdBack(trx, input, { reason, gone: gone.length, recorded: owned }, at);
+          await holdBack(trx, input, { reason, gone: unexpected, recorded: owned }, at);
           return { recorded: 0, markedMissing: 0, unrecorded: 0, suspect: reason };
         }
       }
@@ -464,6 +468,23 @@ async function upsertItems(trx: Transaction<Database>, rows: Insertable<CleanupI
  * not be in it, so its absence proves nothing.
  */
 const eligible = (r: RecordedResource) => r.state === 'ready' && r.ownership === 'owned';
+
+/** The ids among `resources` that an executing delete job is removing. */
+async function deletingNow(trx: Transaction<Database>, resources: RecordedResource[]): Promise<Set<string>> {
+  const ids = new Set<string>();
+  for (let i = 0; i < resources.length; i += 500) {
+    const chunk = resources.slice(i, i + 500).map((r) => r.id);
+    const rows = await trx
+      .selectFrom('cleanup_jobs')
+      .select('resource_id')
+      .where('state', '=', 'executing')
+      .where('action', '=', 'delete')
+      .where('resource_id', 'in', chunk)
+      .execute();
+    for (const row of rows) if (row.resource_id) ids.add(row.resource_id);
+  }
+  return ids;
+}
 
 function absentResources(input: InventoryInput, resources: RecordedResource[]): RecordedResource[] {
   const present = new Map(input.items.map((i) => [i.namespaceName, i.uid]));
