@@ -10,8 +10,13 @@ import { setTimeout as delay } from 'node:timers/promises';
 export interface FollowOptions {
   /** Byte offset to start at (default 0); `tailStart` finds the one of the last N lines. */
   from?: number;
-  /** Keep reading what is appended; without it, stop at the end of the file. */
+  /** Keep reading what is appended; without it, stop at the end of the file (or `to`). */
   follow: boolean;
+  /**
+   * Without `follow`: the byte offset to stop at — the end the tail was counted from, so that
+   * what a running process appends meanwhile does not add lines (default: the end when read).
+   */
+  to?: number;
   /** With `follow`: stop once the end is reached and this holds (the writer is gone). */
   until?: () => boolean;
   signal?: AbortSignal;
@@ -31,10 +36,12 @@ export async function readLines(file: string, options: FollowOptions): Promise<v
   const buffer = Buffer.alloc(chunkSize);
   try {
     while (!options.signal?.aborted) {
-      const size = statSync(file).size;
+      const size = options.follow
+        ? statSync(file).size
+        : Math.min(options.to ?? Infinity, statSync(file).size);
       if (size < position) position = 0; // truncated: start again
       while (position < size) {
-        const n = readSync(fd, buffer, 0, buffer.length, position);
+        const n = readSync(fd, buffer, 0, Math.min(buffer.length, size - position), position);
         if (n === 0) break;
         position += n;
         const lines = (rest + buffer.toString('utf8', 0, n)).split('\n');
@@ -55,8 +62,7 @@ export async function readLines(file: string, options: FollowOptions): Promise<v
 }
 
 /** The byte offset at which the last `lines` lines of the file start (0 when it has fewer). */
-export function tailStart(file: string, lines: number): number {
-  const size = statSync(file).size;
+export function tailStart(file: string, lines: number, size = statSync(file).size): number {
   if (lines <= 0) return size;
   const fd = openSync(file, 'r');
   try {

@@ -3,7 +3,7 @@
  * stdout and stderr of its process together), its last N lines, then — following — what the
  * process appends until it exits or the command is interrupted. Read-only.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { TendError } from '../../errors.js';
 import type { LogsParams, PluginContext } from '../../plugin/types.js';
@@ -41,8 +41,11 @@ export async function getLogs(
       `${action.ref}: process ${state.pid} is not running; showing its log (${path.relative(ctx.projectRoot, state.logFile)})`,
     );
   }
+  // The tail is counted back from this end; without --follow nothing after it is read.
+  const end = statSync(state.logFile).size;
   await readLines(state.logFile, {
-    from: tail === undefined ? 0 : tailStart(state.logFile, tail),
+    from: tail === undefined ? 0 : tailStart(state.logFile, tail, end),
+    ...(follow ? {} : { to: end }),
     follow,
     until: () => !isAlive(state),
     signal: ctx.signal,
