@@ -51,6 +51,14 @@ export const TransitionView = Type.Object({
 export type TransitionView = Static<typeof TransitionView>;
 
 /** The state of cleanup (`GET /api/v1/cleanup/status`, `tend cleanup status`). */
+/**
+ * How a planning pass ended: `ok`; `partial` (environments it could not work out were left out,
+ * the others planned); `failed` (an error stopped it); `skipped` (it planned nothing on purpose —
+ * a step of the wall clock).
+ */
+export const passOutcomes = ['ok', 'partial', 'failed', 'skipped'] as const;
+export type PassOutcome = (typeof passOutcomes)[number];
+
 export const CleanupStatusView = Type.Object({
   halted: Type.Boolean(),
   haltedBy: Nullable(Type.String()),
@@ -58,13 +66,7 @@ export const CleanupStatusView = Type.Object({
   lastPassAt: Nullable(Time()),
   lastPassMs: Type.Union([Type.Integer(), Type.Null()]),
   /** How the last planning pass ended; null: none yet. */
-  lastPassOutcome: Type.Union([
-    Type.Literal('ok'),
-    Type.Literal('partial'),
-    Type.Literal('failed'),
-    Type.Literal('skipped'),
-    Type.Null(),
-  ]),
+  lastPassOutcome: Type.Union([...passOutcomes.map((o) => Type.Literal(o)), Type.Null()]),
   /** Why it was not `ok`. */
   lastPassNote: Type.Union([Type.String(), Type.Null()]),
   breakers: Type.Array(

@@ -150,7 +150,7 @@ export class SnapshotCache {
       environments: this.environments,
       resources,
       byEnvironment,
-      activeEnvironments: breakerBase(this.environments, byEnvironment, shared.enforcedPolicies),
+      activeEnvironments: breakerBase(this.environments, resources, shared.enforcedPolicies),
     };
   }
 
@@ -530,17 +530,11 @@ function assemble(
     const { resource, pathKey } = loaded[i]!;
     resources[i] = pathKey === null ? resource : { ...resource, item: items.get(pathKey) ?? null };
   }
-  const byEnvironment = new Map<string, SnapshotResource[]>();
-  for (const r of resources) {
-    const list = byEnvironment.get(r.environmentId);
-    if (list) list.push(r);
-    else byEnvironment.set(r.environmentId, [r]);
-  }
   return {
     environments,
     resources,
     ...shared,
-    activeEnvironments: breakerBase(environments, byEnvironment, shared.enforcedPolicies),
+    activeEnvironments: breakerBase(environments, resources, shared.enforcedPolicies),
   };
 }
 
@@ -551,13 +545,15 @@ function assemble(
  */
 function breakerBase(
   environments: ReadonlyMap<string, SnapshotEnvironment>,
-  byEnvironment: ReadonlyMap<string, readonly SnapshotResource[]>,
+  resources: readonly SnapshotResource[],
   enforced: PlanSnapshot['enforcedPolicies'],
 ): Map<string, number> {
+  const withNamespaces = new Set<string>();
+  for (const r of resources) if (r.role !== 'system') withNamespaces.add(r.environmentId);
   const counts = new Map<string, number>();
   for (const env of environments.values()) {
     if (!env.policy || !enforced.has(policyKey(env.project, env.name))) continue;
-    if (!byEnvironment.get(env.id)?.some((r) => r.role !== 'system')) continue;
+    if (!withNamespaces.has(env.id)) continue;
     counts.set(env.project, (counts.get(env.project) ?? 0) + 1);
   }
   return counts;

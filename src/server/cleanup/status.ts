@@ -4,7 +4,8 @@
  * Cleanup page (a project-bound reader sees only its project's breakers and namespaces); and the
  * gauges `/metrics` reports of it.
  */
-import type { CleanupControlRepository, PassOutcome } from '../db/repositories/cleanup-control.js';
+import type { PassOutcome } from '../../api/cleanup.js';
+import type { CleanupControlRepository } from '../db/repositories/cleanup-control.js';
 import type { CleanupDecisionRepository } from '../db/repositories/cleanup-decisions.js';
 import type { CleanupInventoryRepository } from '../db/repositories/cleanup-inventories.js';
 import type { CleanupGauges } from '../metrics.js';

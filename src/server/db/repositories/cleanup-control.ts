@@ -3,16 +3,10 @@
  * last pass), enforced policies (and the policies seen on environments, to enforce), and the
  * per-project circuit breakers. Every change is audited in the same transaction.
  */
+import type { PassOutcome } from '../../../api/cleanup.js';
 import type { Kysely } from 'kysely';
 import { writeAudit, type AuditInput } from './audit.js';
 import type { Database } from '../schema.js';
-
-/**
- * How a planning pass ended: `ok`; `partial` (some environments could not be planned: they were
- * left out, the others planned); `failed` (an error stopped it: nothing after the error was
- * planned); `skipped` (it planned nothing on purpose — a step of the wall clock).
- */
-export type PassOutcome = 'ok' | 'partial' | 'failed' | 'skipped';
 
 export class CleanupControlRepository {
   constructor(
