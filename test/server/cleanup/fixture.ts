@@ -27,6 +27,8 @@ export interface CleanupFixture {
     policy?: string | null;
     uid?: string;
     project?: string;
+    /** The environment's name (default `dev`). */
+    environment?: string;
     /** More of the policy: warnBefore, afterClose. */
     policyExtra?: { warnBefore?: string; afterClose?: string };
     pullRequest?: PullRequestRef;
@@ -70,10 +72,11 @@ export async function cleanupFixture(
       policy = '8h',
       uid = `uid-${user}`,
       project = 'shop',
+      environment = 'dev',
       policyExtra,
       pullRequest,
     }) {
-      const s = session({ user, project, command: 'build' });
+      const s = session({ user, project, environment, command: 'build' });
       const res = await postEvents(server, [
         s.started(
           policy ? { afterInactivity: policy, action: 'delete', ...policyExtra } : undefined,

@@ -486,10 +486,13 @@ describe.each(dialects)('cleanup queue and planning pass on %s', (dialect) => {
     // Environments that cannot be deleted (no policy) do not dilute the share due at once.
     for (let i = 0; i < 5; i++) await f.environment({ user: `np${i}`, policy: null });
     await f.call('POST', '/api/v1/cleanup/enforce', { project: 'shop' });
+    // Nor do ones under a policy nobody enforced (another environment name, seen after enforce).
+    for (let i = 0; i < 5; i++) await f.environment({ user: `ne${i}`, environment: 'preview' });
     f.advance(9 * hour);
     await f.report('e1', [
       ...['b1', 'b2', 'b3'].map((u) => f.item(`shop-${u}`, `uid-${u}`)),
       ...Array.from({ length: 5 }, (_, i) => f.item(`shop-np${i}`, `uid-np${i}`)),
+      ...Array.from({ length: 5 }, (_, i) => f.item(`shop-ne${i}`, `uid-ne${i}`, { environment: 'preview' })),
     ]);
     expect(await cleanup().pass.run()).toMatchObject({ planned: 0, breakersOpened: ['shop'] });
     expect(await audit('breaker-open')).toHaveLength(1);
