@@ -343,3 +343,69 @@ describe.each(dialects)('hostile input to the newer routes, on %s', (dialect) =>
     );
   });
 });
+
+describe.each(dialects)('hostile executor input, on %s', (dialect) => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await createTestServer(dialect);
+  });
+  afterAll(async () => s.close());
+
+  const inventory = (items: unknown, raw?: string) =>
+    s.app.inject({
+      method: 'POST',
+      url: '/api/v1/agents/inventory',
+      headers: { ...s.auth(s.tokens.agent), 'content-type': 'application/json' },
+      payload:
+        raw ??
+        JSON.stringify({
+          executorId: 'e1',
+          targetKey: 'kubernetes/c1',
+          pluginName: 'kubernetes',
+          complete: true,
+          items,
+        }),
+    });
+  const item = (extra: Record<string, unknown>) => ({
+    namespaceName: 'shop-a',
+    uid: 'u1',
+    version: '1',
+    state: 'active',
+    managedByTend: true,
+    ...extra,
+  });
+
+  it("answers 4xx, never 500, to NUL, lone surrogates, huge numbers, deep JSON and another project's token", async () => {
+    for (const bad of [
+      item({ namespaceName: 'shop\u0000a' }),
+      item({ uid: 'u\ud800' }),
+      item({ detail: { path: 'x\u0000' } }),
+      item({ lastActivityAt: '1e400' }),
+      item({ version: 1e400 }),
+    ]) {
+      const res = await inventory([bad]);
+      expect(res.statusCode, res.body).toBeGreaterThanOrEqual(400);
+      expect(res.statusCode, res.body).toBeLessThan(500);
+    }
+    const deep = '['.repeat(10_000) + ']'.repeat(10_000);
+    const nested = await inventory(
+      undefined,
+      `{"executorId":"e1","targetKey":"kubernetes/c1","items":${deep}}`,
+    );
+    expect(nested.statusCode).toBe(400);
+    const numeric = await inventory(
+      undefined,
+      '{"executorId":"e1","targetKey":"kubernetes/c1","pluginName":"kubernetes","complete":true,"items":[],"x":1e400}',
+    );
+    expect(numeric.statusCode).toBe(400);
+    const foreign = await s.app.inject({
+      method: 'POST',
+      url: '/api/v1/cleanup/jobs/claim',
+      headers: s.auth(s.tokens.otherProject),
+      payload: { executorId: 'e1', targetKeys: ['kubernetes/c1'] },
+    });
+    expect(foreign.statusCode).toBe(403);
+    // Nothing of it was stored.
+    expect(await countRows(s.database.db, 'cleanup_inventory_items')).toBe(0);
+  });
+});
