@@ -15,13 +15,24 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { startKubeSim } from '../tools/kube-sim/src/index.js';
 import { startServer } from '../src/server/start.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const tendBin = path.join(repoRoot, 'bin', 'tend.js');
 const workDir = path.join(repoRoot, '.demo');
-const exitAtOnce = process.argv.includes('--exit');
+const demoArgs = parseArgs({
+  options: { exit: { type: 'boolean', default: false }, port: { type: 'string', default: '0' } },
+}).values;
+const exitAtOnce = demoArgs.exit;
+// `--port N` serves the demo's tend server on a fixed port (the dashboard URL stays the same from
+// one run to the next); 0, the default, takes any free one.
+const serverPort = Number(demoArgs.port);
+if (!Number.isInteger(serverPort) || serverPort < 0 || serverPort > 65_535) {
+  console.error(`demo: --port must be a port number (0-65535, 0 for any free port), got ${demoArgs.port}`);
+  process.exit(2);
+}
 
 function step(message: string): void {
   process.stdout.write(`\n▸ ${message}\n`);
@@ -218,7 +229,7 @@ async function main(): Promise<void> {
   );
   const server = await startServer({
     dataDir: serverData,
-    port: 0,
+    port: serverPort,
     logLevel: 'warn',
     cleanup: { intervalMs: 2000 },
     executor: { kubeconfig, contexts: [] },
@@ -400,8 +411,10 @@ Read token: ${readToken}
 Admin token: ${adminToken}
   (paste one into the dashboard's login form; the CLI above used an ingest token;
    the Cleanup page shows the plan, jobs, policies and executors)
-Try:        cd examples/local-shop && node ../../bin/tend.js --var port=${port} status
-            cd examples/shop && KUBECONFIG=../../.demo/kubeconfig node ../../bin/tend.js --var registry=${sim.registryHost} status
+Try (while the demo runs, from the repository's root):
+            export TEND_SERVER_URL=${server.url} TEND_TOKEN=${ingestToken}
+            (cd examples/local-shop && node ../../bin/tend.js --var port=${port} status)
+            (cd examples/shop && KUBECONFIG=../../.demo/kubeconfig node ../../bin/tend.js --var registry=${sim.registryHost} status)
             kubectl --kubeconfig .demo/kubeconfig get namespaces --show-labels
 `);
 

@@ -1,18 +1,32 @@
 /**
- * The README's demo, run to the end (`--exit`): it records the example environments in its
- * server, and its embedded executor deletes the idle builds-only namespace on its own once the
- * policy is enforced, leaving the foreign and the adopted namespace.
+ * The README's demo, run as a user runs it: it records the example environments in its server,
+ * and its embedded executor deletes the idle builds-only namespace on its own once the policy is
+ * enforced, leaving the foreign and the adopted namespace. While it waits for Ctrl-C, the "Try:"
+ * lines it printed are run as printed, against its server on the port given with `--port`.
  */
 import { describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import net from 'node:net';
 import path from 'node:path';
 import { repoRoot } from '../helpers/project.js';
 
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
 describe('npm run demo', () => {
   it('deploys the examples, cleans up the idle builds-only environment automatically, and prints the dashboard URL and tokens', async () => {
+    const port = await freePort();
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', path.join(repoRoot, 'scripts', 'demo.ts'), '--exit'],
+      ['--import', 'tsx', path.join(repoRoot, 'scripts', 'demo.ts'), '--port', String(port)],
       {
         cwd: repoRoot,
         env: { ...process.env, CI: 'true' },
@@ -21,11 +35,41 @@ describe('npm run demo', () => {
     );
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
+    const closed = new Promise<number | null>((resolve) => child.once('close', resolve));
+    const waiting = new Promise<void>((resolve) => {
+      child.stdout.on('data', (d) => {
+        stdout += d;
+        if (stdout.includes('Press Ctrl-C to stop the demo.')) resolve();
+      });
+    });
     child.stderr.on('data', (d) => (stderr += d));
-    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    const ended = await Promise.race([waiting.then(() => false), closed.then(() => true)]);
+    expect(ended, stderr).toBe(false);
+
+    // The Try block, exactly as printed, in a shell at the repository's root.
+    const tryBlock = stdout
+      .slice(stdout.indexOf('Try (while the demo runs'))
+      .split('\n')
+      .slice(1)
+      .map((line) => line.trim())
+      .filter((line) => line !== '' && !line.startsWith('Press Ctrl-C'));
+    expect(tryBlock).toHaveLength(4);
+    const tried = spawnSync('bash', ['-euo', 'pipefail', '-c', tryBlock.join('\n')], {
+      cwd: repoRoot,
+      env: { ...process.env, TEND_SERVER_URL: '', TEND_TOKEN: '', KUBECONFIG: '', CI: 'true' },
+      encoding: 'utf8',
+    });
+    expect(tried.status, tried.stderr).toBe(0);
+    // Both status commands reach the demo's server: each prints the environment's cleanup line.
+    expect(tried.stdout.match(/^cleanup: /gm)).toHaveLength(2);
+    expect(tried.stdout).toMatch(/^project local-shop, environment dev/m);
+    expect(tried.stdout).toMatch(/^project shop, environment dev/m);
+    expect(tried.stdout).toMatch(/^shop-\S+ +Active +.*app\.kubernetes\.io\/managed-by=tend/m);
+
+    child.kill('SIGINT');
+    const code = await closed;
     expect(code, stderr).toBe(0);
-    expect(stdout).toMatch(/Dashboard: +http:\/\/127\.0\.0\.1:\d+\//);
+    expect(stdout).toMatch(new RegExp(`Dashboard: +http://127\\.0\\.0\\.1:${port}/`));
     expect(stdout).toMatch(/Read token: +tend_\S+/);
     // The server's view, printed by `tend environments`, lists the example's environment.
     expect(stdout).toMatch(/^local-shop +dev +local-shop-\S+ .* active/m);
