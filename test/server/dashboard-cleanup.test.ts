@@ -221,5 +221,31 @@ describe.each(dialects)('dashboard cleanup on %s', (dialect) => {
     const hostilePage = await page(`/environments/${hostile.id}`, admin);
     expectEscaped(hostilePage.body);
     expect(hostilePage.body).toContain('kind-due');
+
+    // The executor does the job: the list then says when the environment was cleaned and by which job.
+    const [job] = await jobs();
+    const agent = f.server.tokens.agent;
+    const claimed = await f.call(
+      'POST',
+      '/api/v1/cleanup/jobs/claim',
+      { executorId: 'exec-1', targetKeys: [target] },
+      agent,
+    );
+    expect(claimed.body.jobs.map((j: { id: string }) => j.id)).toContain(job!.id);
+    expect(
+      (await f.call('POST', `/api/v1/cleanup/jobs/${job!.id}/start`, { executorId: 'exec-1' }, agent)).body,
+    ).toMatchObject({ proceed: true });
+    const completed = await f.call(
+      'POST',
+      `/api/v1/cleanup/jobs/${job!.id}/complete`,
+      { executorId: 'exec-1', outcome: 'done', message: 'deleted' },
+      agent,
+    );
+    expect(completed.status).toBe(200);
+    const list = (await page(`/?search=${encodeURIComponent(shop.namespace)}`, reader)).body;
+    const row = new RegExp(`data-environment-id="${shop.id}"[\\s\\S]*?</tr>`).exec(list)![0];
+    expect(row).toMatch(/cleaned <time[^>]*>/);
+    expect(row).toContain(`by cleanup job <code title="${job!.id}">${job!.id.slice(0, 8)}</code>`);
+    expect(row).not.toContain('not planned yet');
   });
 });

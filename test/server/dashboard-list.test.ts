@@ -132,6 +132,11 @@ describe.each(dialects)('dashboard list on %s', (dialect) => {
     const active = (await page(`/environments/${ids['shop-alice']}`)).body;
     expect(active).toContain('>\n        Protect\n');
     expect(active).toMatch(/Keep alive/);
+    // Cleaned by a namespaceStatus, not by a job: the list says so instead of "not planned yet".
+    const list = (await page('/?search=under')).body;
+    const listRow = new RegExp(`data-environment-id="${ids.under_lit}"[\\s\\S]*?</tr>`).exec(list)![0];
+    expect(listRow).toContain('by hand (&#96;tend cleanup env&#96;) or found gone');
+    expect(listRow).not.toContain('not planned yet');
     const cleanedPage = await page(`/environments/${ids.under_lit}`);
     expect(cleanedPage.body).toContain('id="cleaned-note"');
     expect(cleanedPage.body).not.toMatch(/action="\/environments\/[^"]+\/(protect|keep-alive)"/);

@@ -70,5 +70,7 @@ describe.each(dialects)('dashboard warnings and deliveries on %s', (dialect) => 
     expect(table).toContain('the receiver answered 500');
     expect(table).not.toContain('<script>');
     expect(table).toContain('cleanup.warning');
+    // Each delivery names its environment, not only the project.
+    expect(table).toMatch(new RegExp(`href="/environments/${env.id}"\\s*>shop/dev</a`));
   });
 });

@@ -33,9 +33,19 @@ describe.each(dialects)('dashboard on %s', (dialect) => {
     const res = await s.app.inject({ method: 'GET', url: '/environments/x' });
     expect(res.statusCode).toBe(303);
     expect(res.headers.location).toBe('/login?next=%2Fenvironments%2Fx');
-    const form = await s.app.inject({ method: 'GET', url: '/login' });
+    const form = await s.app.inject({ method: 'GET', url: '/login', headers: { host: 'tend.example:8080' } });
     expect(form.statusCode).toBe(200);
     expect(form.body).toContain('<form method="post" action="/login">');
+    // Where a token comes from: the command, with this server's URL for an admin elsewhere.
+    expect(form.body).toContain(
+      'tend server token create --server http://tend.example:8080 --name you --scope read',
+    );
+    const hostile = await s.app.inject({
+      method: 'GET',
+      url: '/login',
+      headers: { host: 'x"><script>a()</script>' },
+    });
+    expect(hostile.body).not.toContain('<script>a()');
   });
 
   it('refuses unknown, revoked and ingest-only tokens', async () => {

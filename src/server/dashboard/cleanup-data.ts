@@ -36,6 +36,7 @@ export interface DeliveryItem {
   event: string;
   environmentId: string | null;
   project: string | null;
+  environment: string | null;
   state: string;
   attempts: number;
   lastStatus: number | null;
@@ -114,6 +115,30 @@ export async function nextDecisions(
     if (a[0] < b[0] || (a[0] === b[0] && a[1] < b[1])) next.set(d.environmentId, d);
   }
   return next;
+}
+
+/** The job that cleaned each cleaned environment: its last finished, done delete job (if any). */
+export async function cleaningJobs(
+  services: ServerServices,
+  environmentIds: string[],
+): Promise<Map<string, { id: string; finishedAt: string }>> {
+  const byEnvironment = new Map<string, { id: string; finishedAt: string }>();
+  if (environmentIds.length === 0) return byEnvironment;
+  const rows = await services.database.reader
+    .selectFrom('cleanup_jobs')
+    .select(['id', 'environment_id', 'finished_at'])
+    .where('environment_id', 'in', environmentIds)
+    .where('action', '=', 'delete')
+    .where('result', '=', 'done')
+    .where('dry_run', '=', 0)
+    .orderBy('finished_at', 'asc')
+    .execute();
+  // Ascending: the last one written for an environment is its latest.
+  for (const row of rows) {
+    if (row.finished_at)
+      byEnvironment.set(row.environment_id, { id: row.id, finishedAt: String(row.finished_at) });
+  }
+  return byEnvironment;
 }
 
 /** An environment's decisions (one per recorded namespace) and its recent cleanup jobs. */
@@ -239,6 +264,7 @@ export async function cleanupOverview(
       event: d.event,
       environmentId: d.environment_id,
       project: d.project,
+      environment: d.environment_name,
       state: d.state,
       attempts: Number(d.attempts),
       lastStatus: d.last_status === null ? null : Number(d.last_status),

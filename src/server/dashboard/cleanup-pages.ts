@@ -61,10 +61,38 @@ function kindBadge(d: { kind: string; reason: string | null; warnAt?: string | n
   >`;
 }
 
-/** The list's "Next" cell: action, due time and reason of the environment's next decision. */
-export function nextCell(d: DecisionItem | undefined, hasPolicy: boolean, now: Date): Html {
+/**
+ * The list's "Next" cell: action, due time and reason of the environment's next decision; for a
+ * cleaned environment, when it was cleaned and by which job (or by hand, `tend cleanup env`).
+ */
+export function nextCell(
+  d: DecisionItem | undefined,
+  environment: {
+    hasPolicy: boolean;
+    /** When a cleaned environment was cleaned (null: not cleaned). */
+    cleanedAt: string | null;
+    lastActivityAt: string;
+    /** Its latest done delete job. */
+    cleanedBy: { id: string; finishedAt: string } | undefined;
+  },
+  now: Date,
+): Html {
+  if (environment.cleanedAt !== null) {
+    const by = environment.cleanedBy;
+    // A job that finished before the environment's last use did not clean what is gone now.
+    return html`<span class="muted"
+      >cleaned ${when(environment.cleanedAt, now)}
+      ${
+        by && by.finishedAt >= environment.lastActivityAt
+          ? html`by cleanup job <code title="${by.id}">${by.id.slice(0, 8)}</code>`
+          : 'by hand (`tend cleanup env`) or found gone'
+      }</span
+    >`;
+  }
   if (!d) {
-    return html`<span class="muted">${hasPolicy ? 'not planned yet' : 'no cleanup policy'}</span>`;
+    return html`<span class="muted"
+      >${environment.hasPolicy ? 'not planned yet' : 'no cleanup policy'}</span
+    >`;
   }
   return html`<span class="next"
       >${kindBadge(d, now)} ${d.action}
@@ -407,7 +435,7 @@ export function cleanupPage(
                         ${
                           d.environmentId
                             ? html`<a href="/environments/${encodeURIComponent(d.environmentId)}"
-                                >${d.project ?? '?'}</a
+                                >${d.project ?? '?'}/${d.environment ?? '?'}</a
                               >`
                             : (d.project ?? '—')
                         }

@@ -95,18 +95,22 @@ export function loginPage({
   message,
   next = '/',
   csrf,
+  publicUrl,
 }: {
   message?: string;
   next?: string;
   csrf: string;
+  /** The server's URL as this request reached it, for the token command. */
+  publicUrl: string;
 }): Html {
   return layout(
     'Log in',
     html`<h1>Log in</h1>
       <p>
-        Paste a tend token with the <code>read</code> or <code>admin</code> scope (<code
-          >tend server token create --name you --scope read</code
-        >).
+        Paste a tend token with the <code>read</code> or <code>admin</code> scope. Your platform team gives
+        you one; whoever runs this server makes it with
+        <code>tend server token create --name you --scope read</code> on its host, or from anywhere with an
+        admin token: <code>tend server token create --server ${publicUrl} --name you --scope read</code>.
       </p>
       ${message ? html`<p class="error" role="alert">${message}</p>` : ''}
       <form method="post" action="/login">

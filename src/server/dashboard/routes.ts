@@ -15,7 +15,7 @@ import { environmentView, resourceView, sessionView, timelineView } from '../vie
 import { targetLabel } from '../../api/views.js';
 import type { Html } from './html.js';
 import { environmentPage, environmentsPage, loginPage, messagePage } from './pages.js';
-import { cleanupOverview, environmentCleanup, nextDecisions } from './cleanup-data.js';
+import { cleaningJobs, cleanupOverview, environmentCleanup, nextDecisions } from './cleanup-data.js';
 import { cleanupPage, environmentCleanupSection, nextCell } from './cleanup-pages.js';
 import { firstDay, stateDays, statesChart } from './chart.js';
 
@@ -60,6 +60,11 @@ function safeNext(next: unknown): string {
   return typeof next === 'string' && /^\/(?![/\\])[\x21-\x7e]*$/.test(next) && !next.includes('\\')
     ? next
     : '/';
+}
+
+/** This server's URL as the request reached it (shown, HTML-escaped, in the token command). */
+function origin(request: FastifyRequest): string {
+  return `${request.protocol}://${request.host}`;
 }
 
 export function registerDashboard(app: App, services: ServerServices): void {
@@ -130,7 +135,14 @@ export function registerDashboard(app: App, services: ServerServices): void {
     '/login',
     { schema: { ...hidden, querystring: Type.Object({ next: Type.Optional(Type.String()) }) } },
     async (request, reply) =>
-      send(reply, loginPage({ next: safeNext(request.query.next), csrf: loginCsrf(request, reply) })),
+      send(
+        reply,
+        loginPage({
+          next: safeNext(request.query.next),
+          csrf: loginCsrf(request, reply),
+          publicUrl: origin(request),
+        }),
+      ),
   );
 
   app.post(
@@ -165,11 +177,13 @@ export function registerDashboard(app: App, services: ServerServices): void {
             message: 'The login form expired or was sent from another site; log in again from this page.',
             next,
             csrf: fresh,
+            publicUrl: origin(request),
           }),
           403,
         );
       }
-      const page = (message: string) => loginPage({ message, next, csrf: cookie });
+      const page = (message: string) =>
+        loginPage({ message, next, csrf: cookie, publicUrl: origin(request) });
       const token = (request.body.token ?? '').trim();
       const row = token ? await services.tokens.findLive(token) : undefined;
       if (!row) return send(reply, page('That token is unknown or has been revoked.'), 401);
@@ -242,16 +256,34 @@ export function registerDashboard(app: App, services: ServerServices): void {
         services.environments.countByState({ onlyProject: chartProject }),
       ]);
       const items = page.items.map(environmentView);
-      const decisions = await nextDecisions(
-        services,
-        items.map((e) => e.id),
-      );
+      const ids = items.map((e) => e.id);
+      const [decisions, cleanedBy] = await Promise.all([
+        nextDecisions(services, ids),
+        cleaningJobs(
+          services,
+          items.filter((e) => e.state === 'cleaned').map((e) => e.id),
+        ),
+      ]);
       return send(
         reply,
         environmentsPage(
           {
             items,
-            next: new Map(items.map((e) => [e.id, nextCell(decisions.get(e.id), e.policy !== null, now)])),
+            next: new Map(
+              items.map((e) => [
+                e.id,
+                nextCell(
+                  decisions.get(e.id),
+                  {
+                    hasPolicy: e.policy !== null,
+                    cleanedAt: e.state === 'cleaned' ? (e.cleanedAt ?? e.lastActivity.at) : null,
+                    lastActivityAt: e.lastActivity.at,
+                    cleanedBy: cleanedBy.get(e.id),
+                  },
+                  now,
+                ),
+              ]),
+            ),
             nextCursor: page.nextCursor,
             filter: { search: q.search, project: q.project, state: q.state, environment: q.environment },
             counts,

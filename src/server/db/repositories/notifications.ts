@@ -259,12 +259,18 @@ export class NotificationRepository {
   }
 
   /** Recent deliveries, newest first (the dashboard). */
-  recentDeliveries(limit: number, project?: string | null): Promise<WebhookDeliveryRow[]> {
+  /** The latest deliveries, each with its environment's name (null when it has none or is gone). */
+  recentDeliveries(
+    limit: number,
+    project?: string | null,
+  ): Promise<(WebhookDeliveryRow & { environment_name: string | null })[]> {
     return this.reader
-      .selectFrom('webhook_deliveries')
-      .selectAll()
-      .$if(Boolean(project), (q) => q.where('project', '=', project!))
-      .orderBy('id', 'desc')
+      .selectFrom('webhook_deliveries as d')
+      .leftJoin('environments as e', 'e.id', 'd.environment_id')
+      .selectAll('d')
+      .select('e.name as environment_name')
+      .$if(Boolean(project), (q) => q.where('d.project', '=', project!))
+      .orderBy('d.id', 'desc')
       .limit(limit)
       .execute();
   }
