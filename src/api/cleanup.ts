@@ -32,6 +32,12 @@ export const PlanItemView = Type.Object({
     description:
       'True when the warning time has come: the environment "will be deleted at …" (`tend keep-alive` to postpone).',
   }),
+  dueLocal: Type.Optional(
+    Type.Union([Type.String(), Type.Null()], {
+      description:
+        "When the policy's schedule decided: the due time in the schedule's time zone (`2026-03-30 19:00 +02:00 Europe/Berlin`); null otherwise (absent from servers before it).",
+    }),
+  ),
 });
 export type PlanItemView = Static<typeof PlanItemView>;
 

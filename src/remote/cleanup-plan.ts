@@ -85,9 +85,11 @@ export function cleanupLine(items: PlanItemView[], halted: boolean, now: Date): 
 function warningText(d: PlanItemView, now: Date): string {
   const { verb } = outlook(d.action as CleanupAction, { enforced: true });
   const ms = Date.parse(d.dueAt) - now.getTime();
-  const when =
-    ms > 0 ? `at ${formatTime(Date.parse(d.dueAt), now.getTime())} (in ${formatDuration(ms)})` : 'now';
-  return `${verb} ${when} unless used; \`tend keep-alive\` to postpone`;
+  const utc = formatTime(Date.parse(d.dueAt), now.getTime());
+  // A schedule's warning in the time zone the schedule is written in, UTC after it.
+  const at = d.dueLocal ? `${d.dueLocal} (${utc})` : utc;
+  const when = ms > 0 ? `at ${at} (in ${formatDuration(ms)})` : 'now';
+  return `${verb} ${when}${d.dueLocal ? ' by the schedule' : ''} unless used; \`tend keep-alive\` to postpone`;
 }
 
 /**

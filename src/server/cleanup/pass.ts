@@ -38,7 +38,7 @@ export interface PassReport {
 
 type DecisionState = Pick<
   CleanupDecisionRow,
-  'kind' | 'reason_code' | 'due_at' | 'sentence' | 'job_id' | 'last_activity_at' | 'warn_at'
+  'kind' | 'reason_code' | 'due_at' | 'sentence' | 'job_id' | 'last_activity_at' | 'warn_at' | 'due_local'
 >;
 type StoredDecision = DecisionState & Pick<CleanupDecisionRow, 'decided_at'>;
 
@@ -297,6 +297,7 @@ export class PlanningPass {
         job_id: d.openJobId,
         decided_at: decidedAt,
         warn_at: d.warnAt === null ? null : new Date(d.warnAt).toISOString(),
+        due_local: d.dueLocal,
       };
       const was = before ? stateOf(before) : undefined;
       if (
@@ -307,7 +308,8 @@ export class PlanningPass {
         was.sentence === row.sentence &&
         was.job_id === row.job_id &&
         was.last_activity_at === row.last_activity_at &&
-        was.warn_at === row.warn_at
+        was.warn_at === row.warn_at &&
+        was.due_local === row.due_local
       ) {
         continue;
       }
@@ -354,6 +356,7 @@ function stateOf(d: Decision | DecisionState): DecisionState {
     sentence: d.sentence,
     job_id: d.openJobId,
     warn_at: d.warnAt === null ? null : new Date(d.warnAt).toISOString(),
+    due_local: d.dueLocal,
   };
 }
 

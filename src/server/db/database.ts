@@ -22,6 +22,7 @@ import * as m0008 from './migrations/0008_scheduled_environments.js';
 import * as m0009 from './migrations/0009_cleanup_safety.js';
 import * as m0010 from './migrations/0010_neutral_inventory.js';
 import * as m0011 from './migrations/0011_event_order.js';
+import * as m0012 from './migrations/0012_decision_local_time.js';
 import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
 import { cachingStatements, TurnTakingSqliteDialect } from './sqlite.js';
@@ -74,6 +75,7 @@ export const migrations: Record<string, Migration> = {
   '0009_cleanup_safety': m0009,
   '0010_neutral_inventory': m0010,
   '0011_event_order': m0011,
+  '0012_decision_local_time': m0012,
 };
 
 export { redactUrl };

@@ -302,6 +302,8 @@ export interface CleanupDecisionsTable {
   decided_at: Timestamp;
   /** When the warning period starts (due time - warnBefore); null: no warning. */
   warn_at: Timestamp | null;
+  /** The due time in the schedule's time zone when the schedule decided (`… 19:00 +01:00 Europe/Berlin`). */
+  due_local: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface WebhooksTable {

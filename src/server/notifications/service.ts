@@ -339,6 +339,7 @@ function warningNotice(d: CleanupDecisionRow, keepAliveUrl: string): Omit<Notice
     },
     action: d.action,
     dueAt: d.due_at,
+    ...(d.due_local ? { dueLocal: d.due_local } : {}),
     reason: d.sentence,
     keepAliveUrl,
   };

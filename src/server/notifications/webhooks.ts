@@ -100,6 +100,8 @@ export interface Notice {
   action: string;
   /** When the action is due (warning) or was done (done). */
   dueAt: string;
+  /** A warning of the policy's schedule: the due time in the schedule's time zone. */
+  dueLocal?: string;
   reason: string;
   /** The environment's dashboard page, with its Keep alive buttons. */
   keepAliveUrl: string;
@@ -120,9 +122,11 @@ function slackMessage(n: Notice) {
   const action = n.action as CleanupAction;
   // With its date: a Slack message is read later than it is sent.
   const at = formatTime(Date.parse(n.dueAt), 0);
+  // A schedule's warning in the time zone the schedule is written in, UTC after it.
+  const due = n.dueLocal ? `${n.dueLocal} (${at}) by the schedule` : at;
   const headline =
     n.event === 'cleanup.warning'
-      ? `:warning: *${slackEscape(env)}* ${outlook(action, { enforced: true }).verb} at ${at} unless used`
+      ? `:warning: *${slackEscape(env)}* ${outlook(action, { enforced: true }).verb} at ${slackEscape(due)} unless used`
       : `:broom: *${slackEscape(env)}* was ${pastTense[action]} at ${at}`;
   const text = `${headline}\n${slackEscape(n.reason)}`;
   return {

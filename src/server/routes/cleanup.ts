@@ -150,6 +150,7 @@ function planItemView(r: CleanupDecisionRow, now: Date): PlanItemView {
     decidedAt: r.decided_at,
     warnAt: r.warn_at,
     warning: r.kind === 'scheduled' && r.warn_at !== null && r.warn_at <= now.toISOString(),
+    dueLocal: r.due_local ?? null,
   };
 }
 

@@ -16,6 +16,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeProject, removeProjects, runTend } from '../../helpers/project.js';
 import { postEvents, postLogin, session } from '../helpers.js';
 import { cleanupFixture, type CleanupFixture } from './fixture.js';
+import { cleanupWarning } from '../../../src/remote/cleanup-plan.js';
+import { formatNotice, type Notice } from '../../../src/server/notifications/webhooks.js';
+import type { PlanItemView } from '../../../src/api/cleanup.js';
 
 const minute = 60_000;
 const hour = 60 * minute;
@@ -280,6 +283,24 @@ describe('schedules: a wake-up is no warning; a sleep names the schedule and the
     expect(rx.received.map((r) => [r.event, r.body.action])).toEqual([['cleanup.warning', 'pause']]);
     expect(String(rx.received[0]!.body.reason)).toMatch(
       /^will be paused at 2026-03-30 19:00 \+02:00 Europe\/Berlin \(17:00 UTC\) by the schedule \(awake 08:00–19:00 Europe\/Berlin, mon tue wed thu fri\) unless used/,
+    );
+    // The headline of every warning names the schedule's local time too, not UTC alone.
+    expect(rx.received[0]!.body.dueLocal).toBe('2026-03-30 19:00 +02:00 Europe/Berlin');
+    const slack = JSON.parse(formatNotice(rx.received[0]!.body as unknown as Notice, 'slack')) as {
+      text: string;
+    };
+    expect(slack.text).toContain(
+      'will be paused at 2026-03-30 19:00 +02:00 Europe/Berlin (2026-03-30 17:00 UTC) by the schedule unless used',
+    );
+    const plan = (await f.call('GET', '/api/v1/cleanup/plan?within=24h', undefined, f.server.tokens.read))
+      .body.items as PlanItemView[];
+    expect(plan[0]).toMatchObject({
+      action: 'pause',
+      warning: true,
+      dueLocal: '2026-03-30 19:00 +02:00 Europe/Berlin',
+    });
+    expect(cleanupWarning(plan, f.now())).toBe(
+      'tend: this environment will be paused at 2026-03-30 19:00 +02:00 Europe/Berlin (17:00 UTC) (in 30m) by the schedule unless used; `tend keep-alive` to postpone',
     );
   }, 60_000);
 });

@@ -184,6 +184,8 @@ export interface Decision {
   warnAt: number | null;
   /** The rule that decided: the inactivity wait, or the working-hours schedule. */
   rule: DecisionRule;
+  /** When the schedule decided: the due time in its time zone (`2026-03-30 19:00 +02:00 Europe/Berlin`). */
+  readonly dueLocal: string | null;
   /** For people: "no activity since 10:02 UTC, policy 8h; last: tend build by alice". */
   readonly sentence: string;
   /**

@@ -93,6 +93,10 @@ export class PlannedDecision implements Decision {
   get environment(): string {
     return this.facts.env.name;
   }
+  get dueLocal(): string | null {
+    const schedule = this.facts.env.policy?.schedule;
+    return this.rule === 'schedule' && schedule ? formatLocal(schedule, this.dueAt) : null;
+  }
 
   /** A copy for this pass's breaker and cap to settle (the memo keeps the original unsettled). */
   clone(): PlannedDecision {

@@ -45,6 +45,7 @@ export class CleanupDecisionRepository {
               job_id: eb.ref('excluded.job_id'),
               decided_at: eb.ref('excluded.decided_at'),
               warn_at: eb.ref('excluded.warn_at'),
+              due_local: eb.ref('excluded.due_local'),
             })),
           )
           .execute();
