@@ -111,8 +111,40 @@ describe.each(dialects)('a namespace two records hold, on %s', (dialect) => {
     expect(s.namespaceExists('team-shared')).toBe(true);
     expect(s.sim.sim.store.get('configmaps', 'team-shared', 'settings')).toBeDefined();
 
-    // Nobody protects, keeps or uses it any more: it is cleaned (the checks are not merely broken).
+    // The other way round: alice's record (which created it) unprotected, bob's protected. An
+    // ingest token says bob's record saw the namespace gone, to take it off the holders so that
+    // alice's record may delete it: the executor lists it with the same uid, so the claim is
+    // contradicted, bob's record holds it again, and it is kept.
     expect((await api('POST', `/api/v1/environments/${alice}/unprotect`)).statusCode).toBe(200);
+    expect((await api('POST', `/api/v1/environments/${bob}/protect`)).statusCode).toBe(200);
+    const forgedGone = {
+      ...observed!,
+      id: newId(),
+      payload: { ...observed!.payload, state: 'missing' as const, cause: 'observed' as const },
+      // Later than anything bob's host sent, so that the record's order lets it through.
+      ...(observed!.sequence
+        ? { sequence: { counter: observed!.sequence.counter, number: Number.MAX_SAFE_INTEGER } }
+        : {}),
+    };
+    expect((await postEvents(s.server, [forgedGone])).statusCode).toBe(200);
+    const bobHolds = async () =>
+      (await api('GET', `/api/v1/environments/${bob}`))
+        .json<{ resources: { namespace: string; state: string }[] }>()
+        .resources.filter((r) => r.namespace === 'team-shared')
+        .map((r) => r.state);
+    expect(await bobHolds()).toEqual(['missing']);
+    s.advance(2 * hour);
+    await s.cleanupRound();
+    await s.cleanupRound();
+    expect(s.namespaceExists('team-shared')).toBe(true);
+    expect(await bobHolds()).toEqual(['ready']);
+    const restored = await api('GET', '/api/v1/audit?action=resource-restored');
+    expect(restored.json<{ items: { environmentId: string }[] }>().items).toMatchObject([
+      { environmentId: bob },
+    ]);
+
+    // Nobody protects, keeps or uses it any more: it is cleaned (the checks are not merely broken).
+    expect((await api('POST', `/api/v1/environments/${bob}/unprotect`)).statusCode).toBe(200);
     s.advance(2 * hour);
     await s.cleanupRound();
     await s.cleanupRound();

@@ -8,6 +8,7 @@ import type { Insertable, Kysely, Transaction } from 'kysely';
 import type { InventoryItem } from '../../../cleanup/protocol.js';
 import { writeAudit, type AuditInput } from './audit.js';
 import { refreshEnvironmentStates } from './environments.js';
+import { restoreContradictedMissing } from './contradicted-missing.js';
 import type { CleanupInventoryItemsTable, Database } from '../schema.js';
 
 /** An inventory as an executor reported it, with who reported it and when. */
@@ -158,7 +159,11 @@ export class CleanupInventoryRepository {
         }
       }
       await upsertInventory(trx, input, at);
-      const { rows, audits, recorded, unrecorded } = await reconcileItems(trx, input, resources, at);
+      // What a list shows is there, complete list or not: first, what a command wrongly said is gone.
+      const restored = await restoreContradictedMissing(trx, input, at);
+      const matched = restored.length > 0 ? await recordedResources(trx, input.targetKey) : resources;
+      const { rows, audits, recorded, unrecorded } = await reconcileItems(trx, input, matched, at);
+      audits.unshift(...restored);
       await upsertItems(trx, rows);
       if (input.complete) audits.push(...(await markAbsentMissing(trx, input, gone, at)));
       await writeAudit(trx, input.now, audits);
