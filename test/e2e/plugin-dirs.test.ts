@@ -213,6 +213,16 @@ describe('the plugin-dirs cleanup handlers', () => {
     await refused({ namespaceName: '..' }, /names no directory/);
     await refused({ target: { kind: 'plugin', targetKind: 'dirs', id: 'root-2' } }, /not dirs\/root-1/);
     await refused({ dryRun: true }, /dry run/);
+    // The server's last word: a session started since the executor's start keeps it.
+    const stopped = await cleanup.verifyAndClean(
+      { ...ctx, confirm: async () => 'a tend command started in notes/dev since the job started' },
+      target!,
+      job,
+    );
+    expect(stopped).toMatchObject({
+      outcome: 'cancelled',
+      message: expect.stringContaining('a tend command started'),
+    });
     expect(existsSync(path.join(root, 'notes-a'))).toBe(true);
 
     expect(await cleanup.verifyAndClean(ctx, target!, job)).toMatchObject({ outcome: 'done' });

@@ -234,6 +234,10 @@ const cleanup = {
     if (job.action !== 'delete') {
       return { outcome: 'cancelled', message: `a directory has nothing to ${job.action}` };
     }
+    // The server's last word, right before the irreversible step: a session started since the
+    // executor's `start` wins.
+    const stop = await ctx.confirm?.();
+    if (stop) return { outcome: 'cancelled', message: `${dir} left alone: ${stop}` };
     // Out of the way first (atomic), then checked again: a use that stamped the record in between wins.
     const doomed = path.join(root, `.deleting-${record.uid}`);
     rmSync(doomed, { recursive: true, force: true }); // what an interrupted delete of it left
