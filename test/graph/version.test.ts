@@ -44,7 +44,7 @@ async function versionsOf(root: string, options: { var?: string[]; env?: string 
   clearSourceCache();
   const opened = await openProject({ root, ...options });
   const graph = new ActionGraph(opened.actions);
-  const versions = actionVersions(opened, graph, graph.topologicalOrder());
+  const versions = await actionVersions(opened, graph, graph.topologicalOrder());
   return Object.fromEntries([...versions].map(([ref, v]) => [ref, v.version]));
 }
 
