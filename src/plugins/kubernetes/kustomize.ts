@@ -1,0 +1,102 @@
+/**
+ * A kubernetes Deploy's `kustomize:`: the kustomization rendered by the `kustomize` program when
+ * it is on PATH (`kustomize build <path> [extraArgs]`: installed on purpose, usually newer than the
+ * one built into kubectl), else by `kubectl kustomize <path> [extraArgs]`.
+ */
+import type * as childProcesses from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import path from 'node:path';
+import { builtinModule } from '../../builtin-module.js';
+import { TendError } from '../../errors.js';
+import type { KustomizeSpec } from './config.js';
+
+/** A rendering that takes longer is stopped: a remote base that cannot be fetched must not hang every command. */
+const renderTimeoutMs = 300_000;
+/** kustomize's own messages can run long (a whole YAML document quoted): the start says what is wrong. */
+const maxMessageChars = 4000;
+
+const childProcess = () => builtinModule<typeof childProcesses>('node:child_process');
+
+/** An executable file named `name` in a directory of PATH. */
+function onPath(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    if (!dir) continue;
+    const file = path.join(dir, name);
+    try {
+      accessSync(file, constants.X_OK);
+      if (statSync(file).isFile()) return file;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+/** The program and arguments that render a kustomization, as found on PATH now. */
+export function kustomizeCommand(): { program: string; args: string[] } | undefined {
+  const kustomize = onPath('kustomize');
+  if (kustomize) return { program: kustomize, args: ['build'] };
+  const kubectl = onPath('kubectl');
+  if (kubectl) return { program: kubectl, args: ['kustomize'] };
+  return undefined;
+}
+
+/**
+ * The manifests the kustomization renders (YAML, `---` between objects). Its failure (a bad
+ * kustomization.yaml, a missing resource) is `invalid` with kustomize's message; neither program
+ * on PATH is TEND_TOOL_NOT_FOUND.
+ */
+export async function renderKustomization(
+  sourceDir: string,
+  kustomize: KustomizeSpec,
+  invalid: (message: string, detail?: Record<string, unknown>) => TendError,
+  signal?: AbortSignal,
+): Promise<string> {
+  const dir = path.resolve(sourceDir, kustomize.path);
+  if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
+    throw invalid(`kustomize.path ${kustomize.path} is not a directory (looked in ${sourceDir})`, {
+      path: dir,
+    });
+  }
+  const command = kustomizeCommand();
+  if (!command) {
+    throw new TendError(
+      'TEND_TOOL_NOT_FOUND',
+      `kustomize: neither kustomize nor kubectl is on PATH; install kubectl ` +
+        `(https://kubernetes.io/docs/tasks/tools/) or kustomize (https://kubectl.docs.kubernetes.io/installation/kustomize/)`,
+      { detail: { needed: ['kustomize', 'kubectl'], path: process.env.PATH ?? '' } },
+    );
+  }
+  const args = [...command.args, dir, ...(kustomize.extraArgs ?? [])];
+  const shown = `${path.basename(command.program)} ${command.args.join(' ')} ${kustomize.path}`;
+  return new Promise<string>((resolve, reject) => {
+    childProcess().execFile(
+      command.program,
+      args,
+      {
+        cwd: sourceDir,
+        encoding: 'utf8',
+        maxBuffer: 256 * 1024 * 1024,
+        timeout: renderTimeoutMs,
+        ...(signal ? { signal } : {}),
+      },
+      (error, stdout, stderr) => {
+        if (!error) return resolve(stdout);
+        if (signal?.aborted) return reject(signal.reason as Error);
+        const failure = error as childProcesses.ExecFileException;
+        const said = stderr.trim().replace(/^error:\s*/i, '');
+        const why = failure.killed
+          ? `did not finish in ${renderTimeoutMs / 1000} s`
+          : said
+            ? `failed: ${said.length > maxMessageChars ? `${said.slice(0, maxMessageChars)}…` : said}`
+            : `failed: ${failure.message}`;
+        reject(
+          invalid(`${shown} ${why}`, {
+            command: [command.program, ...args],
+            ...(typeof failure.code === 'number' ? { exitCode: failure.code } : {}),
+          }),
+        );
+      },
+    );
+  });
+}
