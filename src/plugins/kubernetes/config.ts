@@ -94,7 +94,7 @@ export const KustomizeSpec = Type.Object(
     }),
     extraArgs: Type.Optional(
       Type.Array(Type.String({ minLength: 1 }), {
-        description: 'arguments after the path, e.g. [--enable-helm]',
+        description: 'arguments after the path, e.g. `[--enable-helm]`',
       }),
     ),
   },
@@ -111,7 +111,7 @@ export const KubernetesDeploySpec = Type.Object(
     files: Type.Optional(
       Type.Array(Type.String({ minLength: 1 }), {
         description:
-          'manifest files or glob patterns (k8s/*.yaml), relative to the action source; !pattern leaves out what it matches',
+          'manifest files or glob patterns (`k8s/*.yaml`), relative to the action source; `!pattern` leaves out what it matches',
       }),
     ),
     kustomize: Type.Optional(KustomizeSpec),

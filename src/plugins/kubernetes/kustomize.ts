@@ -42,6 +42,24 @@ export function kustomizeCommand(): { program: string; args: string[] } | undefi
 }
 
 /**
+ * What kustomize said, without the wrapping: kubectl logs it through klog
+ * (`E1202 11:27:03.666842 20594 run.go:72] "command failed" err="…"`, the message quoted as Go
+ * quotes strings), kustomize prints `Error: …`.
+ */
+export function kustomizeMessage(stderr: string): string {
+  const text = stderr.trim();
+  const klog = /^[IWEF]\d{4} [\d:.]+\s+\d+ [^\]]+\] "command failed" err=("(?:[^"\\]|\\.)*")$/s.exec(text);
+  if (klog) {
+    try {
+      return JSON.parse(klog[1]!) as string;
+    } catch {
+      // not JSON-compatible quoting after all: the message as it is
+    }
+  }
+  return text.replace(/^error:\s*/i, '');
+}
+
+/**
  * The manifests the kustomization renders (YAML, `---` between objects). Its failure (a bad
  * kustomization.yaml, a missing resource) is `invalid` with kustomize's message; neither program
  * on PATH is TEND_TOOL_NOT_FOUND.
@@ -49,9 +67,15 @@ export function kustomizeCommand(): { program: string; args: string[] } | undefi
 export async function renderKustomization(
   sourceDir: string,
   kustomize: KustomizeSpec,
-  invalid: (message: string, detail?: Record<string, unknown>) => TendError,
-  signal?: AbortSignal,
+  options: {
+    /** The error for a kustomization that does not render (TEND_K8S_MANIFEST_INVALID, naming the action). */
+    invalid: (message: string, detail?: Record<string, unknown>) => TendError;
+    /** The action, for messages. */
+    actionRef?: string;
+    signal?: AbortSignal;
+  },
 ): Promise<string> {
+  const { invalid, actionRef, signal } = options;
   const dir = path.resolve(sourceDir, kustomize.path);
   if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
     throw invalid(`kustomize.path ${kustomize.path} is not a directory (looked in ${sourceDir})`, {
@@ -62,9 +86,12 @@ export async function renderKustomization(
   if (!command) {
     throw new TendError(
       'TEND_TOOL_NOT_FOUND',
-      `kustomize: neither kustomize nor kubectl is on PATH; install kubectl ` +
+      `${actionRef ? `${actionRef}: ` : ''}kustomize: neither kustomize nor kubectl is on PATH; install kubectl ` +
         `(https://kubernetes.io/docs/tasks/tools/) or kustomize (https://kubectl.docs.kubernetes.io/installation/kustomize/)`,
-      { detail: { needed: ['kustomize', 'kubectl'], path: process.env.PATH ?? '' } },
+      {
+        ...(actionRef ? { actionRef } : {}),
+        detail: { needed: ['kustomize', 'kubectl'], path: process.env.PATH ?? '' },
+      },
     );
   }
   const args = [...command.args, dir, ...(kustomize.extraArgs ?? [])];
@@ -84,7 +111,7 @@ export async function renderKustomization(
         if (!error) return resolve(stdout);
         if (signal?.aborted) return reject(signal.reason as Error);
         const failure = error as childProcesses.ExecFileException;
-        const said = stderr.trim().replace(/^error:\s*/i, '');
+        const said = kustomizeMessage(stderr);
         const why = failure.killed
           ? `did not finish in ${renderTimeoutMs / 1000} s`
           : said

@@ -8,6 +8,7 @@
 import fg from 'fast-glob';
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import picomatch from 'picomatch';
 import { parseAllDocuments } from 'yaml';
 import { TendError } from '../../errors.js';
 import type {
@@ -43,20 +44,36 @@ export function invalid(
 const neverManifests = ['**/.tend/**', '**/.git/**', '**/node_modules/**', '**/tend.yml', '**/*.tend.yml'];
 
 /**
+ * A matcher of paths relative to the source directory, where `**` also stands for the `../` steps
+ * of a path outside it (picomatch's never matches `..`): a pattern `**` + `/local-*.yaml` matches
+ * `../deploy/local-dev.yaml` too.
+ */
+function matcher(patterns: string[]): (file: string) => boolean {
+  const matches = picomatch(patterns, { dot: true });
+  const anyDepth = patterns.filter((pattern) => pattern.startsWith('**'));
+  const matchesAnyDepth = anyDepth.length > 0 ? picomatch(anyDepth, { dot: true }) : () => false;
+  return (file) =>
+    matches(file) || (file.startsWith('../') && matchesAnyDepth(file.replace(/^(\.\.\/)+/, '')));
+}
+
+/**
  * The files `files:` names, relative to the source directory: a path as it is (it must exist), a
  * glob pattern's matches in path order (it must match something); patterns in the order written, a
  * file named twice once; `!pattern` leaves out what it matches from every pattern's matches.
  */
 export function manifestFiles(sourceDir: string, entries: readonly string[], fail: Invalid): string[] {
   const leftOut = entries.filter((entry) => entry.startsWith('!')).map((entry) => entry.slice(1));
+  const excluded = matcher([...neverManifests, ...leftOut]);
   const files: string[] = [];
   const seen = new Set<string>();
   for (const entry of entries) {
     if (entry.startsWith('!')) continue;
     let matched: string[];
     if (fg.isDynamicPattern(entry)) {
+      // fast-glob's `ignore` saves reading node_modules; the matcher also sees paths outside the source.
       matched = fg
-        .sync(entry, { cwd: sourceDir, onlyFiles: true, ignore: [...neverManifests, ...leftOut] })
+        .sync(entry, { cwd: sourceDir, onlyFiles: true, ignore: neverManifests })
+        .filter((file) => !excluded(file))
         .sort();
       if (matched.length === 0) {
         const without = leftOut.length > 0 ? ` (after leaving out ${leftOut.join(', ')})` : '';
@@ -88,7 +105,7 @@ export async function versionInputs(params: VersionInputsParams): Promise<Action
     path.resolve(params.sourceDir, file),
   );
   if (!spec.kustomize) return { files };
-  return { files, text: await renderKustomization(params.sourceDir, spec.kustomize, fail) };
+  return { files, text: await renderKustomization(params.sourceDir, spec.kustomize, { invalid: fail }) };
 }
 
 /** The objects of a YAML text (documents, `List` items), template expressions resolved. */
@@ -140,7 +157,11 @@ export async function loadManifests(
   const fail: Invalid = (message, detail) => invalid(action, message, detail);
   const out: Manifest[] = [];
   if (spec.kustomize) {
-    const text = await renderKustomization(action.sourceDir, spec.kustomize, fail, ctx.signal);
+    const text = await renderKustomization(action.sourceDir, spec.kustomize, {
+      invalid: fail,
+      actionRef: action.ref,
+      signal: ctx.signal,
+    });
     const dir = path.resolve(action.sourceDir, spec.kustomize.path);
     out.push(...parseManifests(ctx, action, text, `kustomize ${spec.kustomize.path}`, dir));
   }
