@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { kustomizeMessage } from '../../../src/plugins/kubernetes/kustomize.js';
-import { makeProject, removeProjects } from '../../helpers/project.js';
+import { makeProject, removeProjects, startTend, waitFor } from '../../helpers/project.js';
 import { execute, fixtureFiles, kubectlJson, projectYaml, startSim, type SimHandle } from './helpers.js';
 
 let h: SimHandle;
@@ -212,6 +212,38 @@ describe('kustomize', () => {
       `deploy.web: kustomize.path k8s/nowhere is not a directory (looked in ${path.join(nowhere, 'web')})`,
     );
   });
+
+  it("--watch redeploys when a base outside the action's source changes, though no action has it as a source", async () => {
+    const root = kustomizeProject('kz-watch', '  kustomize: { path: ../k8s/overlays/dev }', 'k8s');
+    const tend = startTend(['deploy', '--watch', '--json'], {
+      cwd: root,
+      env: { KUBECONFIG: h.kubeconfig },
+      timeoutMs: 120_000,
+    });
+    const rounds = () =>
+      tend
+        .stdout()
+        .split('\n')
+        .filter((line) => line.startsWith('{"changed"'))
+        .map((line) => JSON.parse(line) as { changed: string[]; actions: { ref: string; state: string }[] });
+    const round = (n: number) => waitFor(() => rounds()[n - 1], `round ${n}\n${tend.stderr()}`, 60_000);
+    expect((await round(1)).actions.map((a) => [a.ref, a.state])).toEqual([['deploy.web', 'ready']]);
+    await tend.waitForOutput(/watch: watching /, 'the watch to start');
+    const before = await generatedConfig('kz-watch');
+
+    writeFileSync(path.join(root, 'k8s', 'base', 'config', 'app.properties'), 'greeting=hi\n');
+    const second = await round(2);
+    expect(second.changed).toEqual([path.join('k8s', 'base', 'config', 'app.properties')]);
+    expect(second.actions.map((a) => [a.ref, a.state])).toEqual([['deploy.web', 'ready']]);
+    const after = await generatedConfig('kz-watch');
+    expect(after.name).not.toBe(before.name);
+    expect(after.configMap.data['app.properties']).toBe('greeting=hi\n');
+
+    tend.signal('SIGINT');
+    const ended = await tend.exited;
+    expect(ended.code, ended.stderr).toBe(130);
+    expect(tend.stderr()).not.toMatch(/ignored k8s/);
+  }, 120_000);
 
   it("kustomize's message without kubectl's log line around it", () => {
     expect(
