@@ -158,8 +158,8 @@ describe('kustomize', () => {
   it('extraArgs reach kustomize: a file outside the kustomization needs --load-restrictor LoadRestrictionsNone', async () => {
     const files = {
       'web/k8s/app/kustomization.yaml':
-        'configMapGenerator:\n  - name: shared\n    files: [../shared/settings.properties]\n',
-      'web/k8s/shared/settings.properties': 'region=eu\n',
+        'configMapGenerator:\n  - name: regional\n    files: [../settings/settings.properties]\n',
+      'web/k8s/settings/settings.properties': 'region=eu\n',
     };
     const restricted = kustomizeProject('kz-args', '  kustomize: { path: k8s/app }', 'web/k8s', files);
     const refused = await execute('deploy', restricted);
