@@ -7,9 +7,19 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync, appendFile
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadProjectConfig } from '../../../src/config/load.js';
+import type { TendError } from '../../../src/errors.js';
 import { kustomizeMessage } from '../../../src/plugins/kubernetes/kustomize.js';
 import { makeProject, removeProjects, startTend, waitFor } from '../../helpers/project.js';
-import { execute, fixtureFiles, kubectlJson, projectYaml, startSim, type SimHandle } from './helpers.js';
+import {
+  execute,
+  fixtureFiles,
+  kubectlJson,
+  plugins,
+  projectYaml,
+  startSim,
+  type SimHandle,
+} from './helpers.js';
 
 let h: SimHandle;
 beforeAll(async () => {
@@ -244,6 +254,23 @@ describe('kustomize', () => {
     expect(ended.code, ended.stderr).toBe(130);
     expect(tend.stderr()).not.toMatch(/ignored k8s/);
   }, 120_000);
+
+  it('a kustomize spec that does not match its schema is a configuration error at its line', async () => {
+    const errorOf = async (spec: string) => {
+      const root = kustomizeProject('kz-schema', spec);
+      const thrown = await loadProjectConfig({ cwd: root, plugins }).catch((e: unknown) => e);
+      expect(thrown).toMatchObject({ exitCode: 2 });
+      return (thrown as TendError).toString().split('\n');
+    };
+    expect(await errorOf('  kustomize: { paht: k8s/overlays/dev }')).toEqual([
+      'web/web.tend.yml:5:14: missing required key "path" in spec.kustomize',
+      'web/web.tend.yml:5:16: unknown key "paht" in spec.kustomize; expected one of: path, extraArgs',
+      '(2 configuration errors)',
+    ]);
+    expect(await errorOf('  kustomize: { path: k8s }\n  overrideNamespace: sure')).toEqual([
+      'web/web.tend.yml:6:22: invalid value for spec.overrideNamespace: expected true or false, got "sure"',
+    ]);
+  });
 
   it("kustomize's message without kubectl's log line around it", () => {
     expect(
