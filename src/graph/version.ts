@@ -1,11 +1,11 @@
 /**
  * Action versions: a hash of the action's configuration as it will run (its spec with template
  * expressions resolved, its provider's configuration), its source files (after include/exclude)
- * and what its type's `versionInputs` adds (files elsewhere, rendered text), with the values of the
- * template expressions in them, and its dependencies' versions. Change
- * any of them and the action and everything that depends on it gets a new version; nothing else
- * does. Dependency outputs (`${actions.build.api.outputs.image}`) are not known before the
- * dependency runs: they stay as written, and the dependency's version, part of this one, covers them.
+ * and what its type's `versionInputs` adds (files elsewhere, rendered text), with the values of
+ * the template expressions in them, and its dependencies' versions. Change any of them and the
+ * action and everything that depends on it gets a new version; nothing else does. Dependency
+ * outputs (`${actions.build.api.outputs.image}`) are not known before the dependency runs: they
+ * stay as written, and the dependency's version, part of this one, covers them.
  */
 import type { ActionConfig } from '../config/project.js';
 import type { ActionGraph } from './graph.js';

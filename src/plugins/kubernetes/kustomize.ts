@@ -12,6 +12,8 @@ import type { KustomizeSpec } from './config.js';
 
 /** A rendering that takes longer is stopped: a remote base that cannot be fetched must not hang every command. */
 const renderTimeoutMs = 300_000;
+/** More output than this is no set of manifests tend should apply in one go. */
+const maxOutputBytes = 256 * 1024 * 1024;
 /** kustomize's own messages can run long (a whole YAML document quoted): the start says what is wrong. */
 const maxMessageChars = 4000;
 
@@ -59,6 +61,17 @@ export function kustomizeMessage(stderr: string): string {
   return text.replace(/^error:\s*/i, '');
 }
 
+/** Why a rendering failed, for people: kustomize's message, else what stopped it. */
+function whyFailed(failure: childProcesses.ExecFileException, stderr: string): string {
+  if ((failure.code as unknown) === 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER') {
+    return `printed more than ${maxOutputBytes / 1024 / 1024} MiB of manifests`;
+  }
+  if (failure.killed) return `did not finish in ${renderTimeoutMs / 1000} s`;
+  const said = kustomizeMessage(stderr);
+  if (!said) return `failed: ${failure.message}`;
+  return `failed: ${said.length > maxMessageChars ? `${said.slice(0, maxMessageChars)}…` : said}`;
+}
+
 /**
  * The manifests the kustomization renders (YAML, `---` between objects). Its failure (a bad
  * kustomization.yaml, a missing resource) is `invalid` with kustomize's message; neither program
@@ -103,7 +116,7 @@ export async function renderKustomization(
       {
         cwd: sourceDir,
         encoding: 'utf8',
-        maxBuffer: 256 * 1024 * 1024,
+        maxBuffer: maxOutputBytes,
         timeout: renderTimeoutMs,
         ...(signal ? { signal } : {}),
       },
@@ -111,14 +124,8 @@ export async function renderKustomization(
         if (!error) return resolve(stdout);
         if (signal?.aborted) return reject(signal.reason as Error);
         const failure = error as childProcesses.ExecFileException;
-        const said = kustomizeMessage(stderr);
-        const why = failure.killed
-          ? `did not finish in ${renderTimeoutMs / 1000} s`
-          : said
-            ? `failed: ${said.length > maxMessageChars ? `${said.slice(0, maxMessageChars)}…` : said}`
-            : `failed: ${failure.message}`;
         reject(
-          invalid(`${shown} ${why}`, {
+          invalid(`${shown} ${whyFailed(failure, stderr)}`, {
             command: [command.program, ...args],
             ...(typeof failure.code === 'number' ? { exitCode: failure.code } : {}),
           }),
