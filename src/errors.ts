@@ -61,6 +61,7 @@ export const errorCodes = {
   TEND_TEMPLATE: ExitCode.usage,
   TEND_TOKEN_EXISTS: ExitCode.usage,
   TEND_TOKEN_NOT_FOUND: ExitCode.usage,
+  TEND_TOOL_NOT_FOUND: ExitCode.usage,
   TEND_USAGE: ExitCode.usage,
   TEND_WEBHOOK_NOT_FOUND: ExitCode.usage,
 } as const;

@@ -63,7 +63,7 @@ export async function cleanupDeployCommand(
   try {
     await router.initProviders();
     const graph = new ActionGraph(opened.actions);
-    const versions = actionVersions(opened, graph, refs);
+    const versions = await actionVersions(opened, graph, refs);
     const deploys: CleanupDeployData['deploys'] = [];
     for (const ref of refs) {
       try {

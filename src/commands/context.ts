@@ -22,7 +22,12 @@ import type { PullRequestRef } from '../events/catalog.js';
 import { Session } from '../session/session.js';
 import { ExitCode, TendError, toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
-import { computeVersions, type VersionInputs, type VersionedAction } from '../graph/version.js';
+import {
+  computeVersions,
+  type GatheredInputs,
+  type VersionInputs,
+  type VersionedAction,
+} from '../graph/version.js';
 import { builtinPlugins } from '../plugins/builtin.js';
 import { validatePlugins } from '../plugin/validate.js';
 import type {
@@ -344,30 +349,67 @@ export function resolveAction(
 /**
  * The versions of the given actions and their dependencies in this environment: over the
  * resolved configuration (variables, `--var`, `local.*`, the provider's configuration), so a
- * changed value gives a new version. A template that does not resolve is hashed as its error;
- * the action fails with that error when it runs.
+ * changed value gives a new version, and over what each action type's `versionInputs` adds (files
+ * outside the sources, a rendered kustomization), asked of every action first, concurrently. A
+ * template or an input that does not resolve is hashed as its error; the action fails with that
+ * error when it runs.
  */
-export function actionVersions(
+export async function actionVersions(
   opened: OpenedProject,
   graph: ActionGraph,
   refs: string[],
-): Map<string, VersionedAction> {
+): Promise<Map<string, VersionedAction>> {
   const types = actionTypeIndex(opened.plugins);
   const unresolved = (error: unknown) => ({ unresolved: toTendError(error).message });
+  // Each spec resolved and checked once: for its version, and for what its type's versionInputs reads.
+  const specs = new Map<ActionConfig, { spec: unknown } | { unresolved: string }>();
+  const specOf = (config: ActionConfig) => {
+    let entry = specs.get(config);
+    if (!entry) {
+      try {
+        const resolved = resolveActionSpec(config, opened.templateContext, { keepActionOutputs: true });
+        entry = { spec: checkResolvedSpec(config, resolved, opened.plugins) };
+        checkedSpecs.set(config, entry.spec);
+      } catch (error) {
+        entry = unresolved(error);
+      }
+      specs.set(config, entry);
+    }
+    return entry;
+  };
+  const gathered = new Map<ActionConfig, GatheredInputs>();
+  await Promise.all(
+    graph.closure(refs).map(async (ref) => {
+      const { config } = graph.get(ref);
+      const versionInputs = types
+        .get(config.type)
+        ?.plugin.actionTypes.find((type) => type.name === config.type)?.kinds[config.kind]?.versionInputs;
+      if (!versionInputs) return;
+      const resolved = specOf(config);
+      // A spec that does not resolve: its error is in the version already, and the action fails with it.
+      if (!('spec' in resolved)) return;
+      try {
+        const found = await versionInputs({
+          sourceDir: config.sourceDir,
+          projectRoot: opened.project.root,
+          spec: structuredClone(resolved.spec),
+        });
+        gathered.set(config, {
+          files: [...new Set(found.files ?? [])].sort(),
+          ...(found.text !== undefined ? { text: found.text } : {}),
+        });
+      } catch (error) {
+        gathered.set(config, unresolved(error));
+      }
+    }),
+  );
   const inputs: VersionInputs = {
     projectFile: path.join(opened.project.root, projectFileName),
     configuration(config) {
-      let spec: unknown;
-      try {
-        const resolved = resolveActionSpec(config, opened.templateContext, { keepActionOutputs: true });
-        spec = checkResolvedSpec(config, resolved, opened.plugins);
-        checkedSpecs.set(config, spec);
-      } catch (error) {
-        spec = unresolved(error);
-      }
       const plugin = types.get(config.type)?.plugin.name;
       const provider = opened.providers.filter((p) => p.name === plugin).map((p) => p.config);
-      return { spec, provider };
+      const resolved = specOf(config);
+      return { spec: 'spec' in resolved ? resolved.spec : resolved, provider };
     },
     expressionValues(expressions) {
       const values: Record<string, unknown> = {};
@@ -384,6 +426,7 @@ export function actionVersions(
       }
       return values;
     },
+    pluginInputs: (config) => gathered.get(config),
   };
   return computeVersions(graph, refs, inputs);
 }

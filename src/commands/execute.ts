@@ -95,7 +95,7 @@ export async function runActions(
   forgetResults();
   try {
     const graph = new ActionGraph(opened.actions);
-    const versions = actionVersions(opened, graph, refs);
+    const versions = await actionVersions(opened, graph, refs);
     const outcomes = await solve({
       graph,
       versions,

@@ -62,7 +62,7 @@ async function dependencyOutputs(
   opened: OpenedProject,
   router: Router,
   graph: ActionGraph,
-  versions: ReturnType<typeof actionVersions>,
+  versions: Awaited<ReturnType<typeof actionVersions>>,
   ref: string,
   known: Map<string, Outputs>,
 ): Promise<Record<string, Outputs>> {
@@ -91,7 +91,7 @@ export async function logsCommand(names: string[], options: LogsOptions): Promis
   try {
     await router.initProviders();
     const graph = new ActionGraph(opened.actions);
-    const versions = actionVersions(opened, graph, refs);
+    const versions = await actionVersions(opened, graph, refs);
     const known = new Map<string, Outputs>();
     const one = async (ref: string) => {
       try {

@@ -60,7 +60,7 @@ export async function statusCommand(options: GlobalOptions): Promise<CommandResu
     }
     const graph = new ActionGraph(opened.actions);
     const order = graph.topologicalOrder();
-    const versions = actionVersions(opened, graph, order);
+    const versions = await actionVersions(opened, graph, order);
     const outputs = new Map<string, Record<string, string>>();
     const actions: StatusData['actions'] = [];
     for (const ref of order) {

@@ -106,12 +106,13 @@ class ChangeBatcher {
   }
 }
 
-/** The source files of the actions, relative to the project root. */
+/** The files the actions' versions cover (sources, and files their types read from elsewhere), relative to the project root. */
 function sourceFiles(root: string, graph: ActionGraph, versions: Map<string, VersionedAction>): Set<string> {
   const files = new Set<string>();
-  for (const [ref, { files: own }] of versions) {
+  for (const [ref, { files: own, inputFiles }] of versions) {
     const dir = graph.get(ref).config.sourceDir;
     for (const file of own) files.add(path.relative(root, path.join(dir, file)));
+    for (const file of inputFiles) files.add(path.relative(root, file));
   }
   return files;
 }
@@ -154,14 +155,14 @@ export async function watchCommand(
       (options.json ? JSON.stringify({ changed, actions: run.actions }) : run.human) + '\n',
     );
   };
-  const versionsNow = () => {
+  const versionsNow = async () => {
     clearSourceCache();
     const graph = new ActionGraph(opened.actions);
-    return { graph, versions: actionVersions(opened, graph, refs) };
+    return { graph, versions: await actionVersions(opened, graph, refs) };
   };
   try {
     await round([], refs, Boolean(options.force));
-    let { graph, versions } = versionsNow();
+    let { graph, versions } = await versionsNow();
     note(`watching ${root} for changes (Ctrl-C to stop)`);
     for (;;) {
       const batch = await changes.next();
@@ -178,17 +179,20 @@ export async function watchCommand(
       }
       const before = versions;
       const sourcesBefore = sourceFiles(root, graph, versions);
-      ({ graph, versions } = versionsNow());
+      ({ graph, versions } = await versionsNow());
       const sources = sourceFiles(root, graph, versions);
-      const relevant = batch.filter(
+      const affected = refs.filter((ref) => before.get(ref)?.version !== versions.get(ref)?.version);
+      let relevant = batch.filter(
         (file) => isConfiguration(file) || sources.has(file) || sourcesBefore.has(file),
       );
+      // A file no version names can still change one: a file a kustomization reads from outside
+      // the action's source (the rendered manifests are in the version, not the files read).
+      if (relevant.length === 0 && affected.length > 0) relevant = batch;
       // Said once per file: a file written on every round (output redirected into the project) stays quiet.
       const others = batch.filter((file) => !relevant.includes(file) && !noted.has(file));
       for (const file of others) noted.add(file);
       if (others.length > 0)
         note(`ignored ${others.join(', ')} (not a source of any action; not said again)`);
-      const affected = refs.filter((ref) => before.get(ref)?.version !== versions.get(ref)?.version);
       if (relevant.length === 0) continue;
       if (affected.length === 0) {
         note(`${relevant.join(', ')} changed; no action's version changed`);

@@ -171,6 +171,12 @@ function compiled(patterns: string[]): (file: string) => boolean {
 /** `${root.key…}` with a root that a file could be resolved against; `$${` (a literal) is not one. */
 const fileExpressionPattern = /(?<!\$)\$\{\s*((?:project|environment|var|local)(?:\.[A-Za-z0-9_-]+)+)\s*\}/g;
 
+/** The template expressions (other than action outputs) that appear in a text, each once. */
+export function expressionsIn(text: string): string[] {
+  if (!text.includes('${')) return [];
+  return [...new Set([...text.matchAll(fileExpressionPattern)].map((match) => match[1]!))];
+}
+
 function digestFile(file: string): FileDigest {
   const stat = statSync(file);
   const cached = fileDigests.get(file);
@@ -189,12 +195,12 @@ function digestFile(file: string): FileDigest {
   }
   const content = readFileSync(file);
   const hash = sha256Hex(content);
-  const expressions = new Set<string>();
-  const text = content.toString('latin1');
-  if (text.includes('${')) {
-    for (const match of text.matchAll(fileExpressionPattern)) expressions.add(match[1]!);
-  }
-  const digest = { mtimeMs: stat.mtimeMs, size: stat.size, hash, expressions: [...expressions] };
+  const digest = {
+    mtimeMs: stat.mtimeMs,
+    size: stat.size,
+    hash,
+    expressions: expressionsIn(content.toString('latin1')),
+  };
   fileDigests.set(file, digest);
   // Kept for later processes only when the file was last changed well before it was read: a
   // change right after reading could leave the same times (their clock is coarse) and size.

@@ -327,11 +327,42 @@ export interface ResumeResult {
   message: string;
 }
 
+/** What `versionInputs` is given: the action as its version sees it. */
+export interface VersionInputsParams<Spec = unknown> {
+  /** Absolute source directory. */
+  sourceDir: string;
+  projectRoot: string;
+  /** The spec with every template expression resolved except dependency outputs (they stay as written). */
+  spec: Spec;
+}
+
+/** What an action's version covers beyond its configuration and source files. */
+export interface ActionVersionInputs {
+  /** Absolute paths of files the handlers read: hashed like source files (template expressions in them too). */
+  files?: string[];
+  /** Content the handlers use that no file holds as it is (a kustomization rendered): hashed as it is. */
+  text?: string;
+}
+
+/** One kind of an action type: its spec schema, handlers, and what its version covers beyond the sources. */
+export interface ActionKindDefinition<K extends ActionKind> {
+  specSchema: TSchema;
+  handlers: ActionHandlers[K];
+  /**
+   * Optional, for handlers that read more than the action's source files (after include/exclude):
+   * files elsewhere, or what another program renders. Called whenever versions are computed (in
+   * every command that runs or shows the action, before anything runs); reads, never changes
+   * anything, never touches a cluster. A rejection does not stop the command: its message enters
+   * the version, and the handler, which meets the same problem, reports it.
+   */
+  versionInputs?(params: VersionInputsParams): Promise<ActionVersionInputs>;
+}
+
 /** One action type of a plugin, with a spec schema and handlers for each kind it supports. */
 export interface ActionTypeDefinition {
   name: string;
   description: string;
-  kinds: { [K in ActionKind]?: { specSchema: TSchema; handlers: ActionHandlers[K] } };
+  kinds: { [K in ActionKind]?: ActionKindDefinition<K> };
 }
 
 /**

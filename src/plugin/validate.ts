@@ -51,6 +51,9 @@ function checkShape(plugin: PluginDefinition): void {
           throw invalid(name, `${kind} handler "${handler}" of action type "${type.name}" is not a function`);
         }
       }
+      if (definition.versionInputs !== undefined && typeof definition.versionInputs !== 'function') {
+        throw invalid(name, `${kind} "versionInputs" of action type "${type.name}" is not a function`);
+      }
     }
   }
 }

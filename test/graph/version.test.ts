@@ -1,7 +1,7 @@
 /**
  * What an action's version covers: its resolved configuration (variables, --var, per-environment
- * variables, the values of expressions in its source files), its own document and files, and
- * nothing of its neighbours' documents.
+ * variables, the values of expressions in its source files), its own document and files, what its
+ * type reads beyond them (versionInputs), and nothing of its neighbours' documents.
  */
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -44,7 +44,7 @@ async function versionsOf(root: string, options: { var?: string[]; env?: string 
   clearSourceCache();
   const opened = await openProject({ root, ...options });
   const graph = new ActionGraph(opened.actions);
-  const versions = actionVersions(opened, graph, graph.topologicalOrder());
+  const versions = await actionVersions(opened, graph, graph.topologicalOrder());
   return Object.fromEntries([...versions].map(([ref, v]) => [ref, v.version]));
 }
 
@@ -140,6 +140,48 @@ spec: { command: [node, src/main.js] }
     expect(preview['deploy.web']).not.toBe(dev['deploy.web']);
     expect(await versionsOf(root, { var: ['replicas=2'] })).toEqual(preview);
     expect(await versionsOf(root, { env: 'preview', var: ['replicas=1'] })).toEqual(dev);
+  });
+});
+
+describe("what an action type reads beyond its sources (the kubernetes Deploy's versionInputs)", () => {
+  const k8sProject = (spec: string, files: Record<string, string>) =>
+    makeProject({
+      'tend.yml': projectYaml().replace('  - name: exec', '  - name: kubernetes'),
+      'deploy/web.tend.yml': `kind: Deploy\ntype: kubernetes\nname: web\nspec:\n${spec}`,
+      ...files,
+    });
+  const configMap = (data: string) =>
+    `apiVersion: v1\nkind: ConfigMap\nmetadata: { name: web }\ndata: ${data}\n`;
+
+  it('manifest files outside the source: their content and the values of expressions in them', async () => {
+    const root = k8sProject('  files: [../k8s/*.yaml]\n', {
+      'k8s/web.yaml': configMap('{ n: "${var.replicas}" }'),
+    });
+    const base = await versionsOf(root);
+    expect(await versionsOf(root)).toEqual(base);
+    expect((await versionsOf(root, { var: ['replicas=3'] }))['deploy.web']).not.toBe(base['deploy.web']);
+    writeFileSync(path.join(root, 'k8s', 'more.yaml'), configMap('{}').replace('name: web', 'name: more'));
+    const added = await versionsOf(root);
+    expect(added['deploy.web']).not.toBe(base['deploy.web']);
+    writeFileSync(path.join(root, 'k8s', 'notes.txt'), 'not matched');
+    expect(await versionsOf(root)).toEqual(added);
+  });
+
+  it('a kustomization as kustomize renders it: a change of what it renders is a new version, a comment is not; a failure is hashed, not thrown', async () => {
+    const root = k8sProject('  kustomize: { path: ../k8s }\n', {
+      'k8s/kustomization.yaml': 'resources: [web.yaml]\n',
+      'k8s/web.yaml': configMap('{ a: "1" }'),
+    });
+    const base = await versionsOf(root);
+    writeFileSync(path.join(root, 'k8s', 'kustomization.yaml'), '# the app\nresources: [web.yaml]\n');
+    expect(await versionsOf(root)).toEqual(base);
+    writeFileSync(path.join(root, 'k8s', 'web.yaml'), configMap('{ a: "2" }'));
+    const changed = await versionsOf(root);
+    expect(changed['deploy.web']).not.toBe(base['deploy.web']);
+    writeFileSync(path.join(root, 'k8s', 'kustomization.yaml'), 'resources: [gone.yaml]\n');
+    const broken = await versionsOf(root);
+    expect(broken['deploy.web']).toMatch(/^v-[0-9a-f]{12}$/);
+    expect(broken['deploy.web']).not.toBe(changed['deploy.web']);
   });
 });
 

@@ -70,6 +70,19 @@ describe('plugin registration', () => {
       },
       /unknown deploy/,
     ],
+    [
+      'a versionInputs that is not a function',
+      (p: PluginDefinition) => {
+        const build = p.actionTypes[0]!.kinds.Build!;
+        return {
+          ...p,
+          actionTypes: [
+            { ...p.actionTypes[0]!, kinds: { Build: { ...build, versionInputs: 'k8s/*.yaml' as never } } },
+          ],
+        };
+      },
+      /Build "versionInputs" of action type "noop" is not a function/,
+    ],
   ])('rejects %s with a coded error naming the plugin', (_what, change, message) => {
     const error = (() => {
       try {

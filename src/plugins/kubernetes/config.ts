@@ -86,15 +86,43 @@ export const ContainerBuildSpec = Type.Object(
 );
 export type ContainerBuildSpec = Static<typeof ContainerBuildSpec>;
 
+export const KustomizeSpec = Type.Object(
+  {
+    path: Type.String({
+      minLength: 1,
+      description: 'directory of the kustomization (its kustomization.yaml), relative to the action source',
+    }),
+    extraArgs: Type.Optional(
+      Type.Array(Type.String({ minLength: 1 }), {
+        description: 'arguments after the path, e.g. `[--enable-helm]`',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'manifests rendered by `kustomize build` (by `kubectl kustomize` when kustomize is not on PATH)',
+  },
+);
+export type KustomizeSpec = Static<typeof KustomizeSpec>;
+
 export const KubernetesDeploySpec = Type.Object(
   {
     files: Type.Optional(
       Type.Array(Type.String({ minLength: 1 }), {
-        description: 'manifest files, relative to the action source',
+        description:
+          'manifest files or glob patterns (`k8s/*.yaml`), relative to the action source; `!pattern` leaves out what it matches',
       }),
     ),
+    kustomize: Type.Optional(KustomizeSpec),
     manifests: Type.Optional(
       Type.Array(Type.Record(Type.String(), Type.Unknown()), { description: 'inline manifests' }),
+    ),
+    overrideNamespace: Type.Optional(
+      Type.Boolean({
+        description:
+          'set the namespace of objects that name another one to the app namespace (default false: refused)',
+      }),
     ),
     image: Type.Optional(
       Type.String({ minLength: 1, description: 'image for every container that has no `image:` of its own' }),

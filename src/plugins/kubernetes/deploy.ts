@@ -1,13 +1,9 @@
 /**
- * Deploy (`kubernetes`): manifests from files (relative to the action source, template
- * expressions resolved) and inline (resolved by the framework), applied into the app namespace
- * with server-side apply (field manager `tend`), labelled with the action and annotated with its
- * version. The deploy then waits for its workloads (readiness.ts). Status compares the version
- * annotation and readiness; delete removes what the manifests name.
+ * Deploy (`kubernetes`): the manifests (manifests.ts: a kustomization, files, inline) applied into
+ * the app namespace with server-side apply (field manager `tend`), labelled with the action and
+ * annotated with its version. The deploy then waits for its workloads (readiness.ts). Status
+ * compares the version annotation and readiness; delete removes what the manifests name.
  */
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import { parseAllDocuments } from 'yaml';
 import { TendError } from '../../errors.js';
 import type {
   ActionHandlerParams,
@@ -25,118 +21,17 @@ import {
   type KubeObject,
 } from './client/index.js';
 import type { KubernetesDeploySpec } from './config.js';
+import { invalid, loadManifests, type Manifest } from './manifests.js';
 import { actionLabel } from './pods.js';
 import { clientFor } from './provider.js';
 import { readiness, waitReady } from './readiness.js';
 
 type Params = ActionHandlerParams<KubernetesDeploySpec>;
 
-interface Manifest {
-  object: KubeObject;
-  /** `k8s/api.yaml#2` or `manifests[0]`, for messages. */
-  origin: string;
-}
-
-function invalid(action: ResolvedAction, message: string, detail: Record<string, unknown> = {}): TendError {
-  return new TendError('TEND_K8S_MANIFEST_INVALID', `${action.ref}: ${message}`, {
-    actionRef: action.ref,
-    detail,
-  });
-}
-
-/** The manifests of the action, checked for shape (apiVersion, kind, metadata.name). */
-export function loadManifests(ctx: PluginContext, action: ResolvedAction<KubernetesDeploySpec>): Manifest[] {
-  const spec = action.spec;
-  if (!spec.files?.length && !spec.manifests?.length) {
-    throw invalid(action, 'the spec names no manifests; set `files:` or `manifests:`');
-  }
-  const out: Manifest[] = [];
-  for (const file of spec.files ?? []) {
-    const full = path.resolve(action.sourceDir, file);
-    let text: string;
-    try {
-      text = readFileSync(full, 'utf8');
-    } catch {
-      throw invalid(action, `manifest file ${file} not found (looked in ${action.sourceDir})`, {
-        file: full,
-      });
-    }
-    const docs = parseAllDocuments(text);
-    docs.forEach((doc, index) => {
-      const where = `${file}#${index + 1}`;
-      if (doc.errors.length > 0) {
-        const e = doc.errors[0]!;
-        const line = e.linePos?.[0];
-        throw invalid(
-          action,
-          `${file}${line ? `:${line.line}:${line.col}` : ''}: invalid YAML: ${e.message.split('\n')[0]}`,
-          { file: full },
-        );
-      }
-      const value = doc.toJS() as unknown;
-      if (value === null || value === undefined) return;
-      const resolved = ctx.resolveTemplates(value, {
-        location: { file: path.relative(ctx.projectRoot, full), line: 1, column: 1 },
-        dependencyOutputs: action.dependencyOutputs,
-      });
-      out.push({ object: resolved as KubeObject, origin: where });
-    });
-  }
-  (spec.manifests ?? []).forEach((m, index) =>
-    out.push({ object: m as KubeObject, origin: `manifests[${index}]` }),
-  );
-  const flat: Manifest[] = [];
-  for (const m of out) {
-    const items =
-      (m.object as { kind?: unknown; items?: unknown }).kind === 'List'
-        ? (m.object as { items?: unknown }).items
-        : undefined;
-    if (Array.isArray(items))
-      items.forEach((item, i) =>
-        flat.push({ object: item as KubeObject, origin: `${m.origin} items[${i}]` }),
-      );
-    else flat.push(m);
-  }
-  for (const { object, origin } of flat) {
-    if (!object || typeof object !== 'object' || Array.isArray(object)) {
-      throw invalid(action, `${origin}: a manifest must be a mapping (apiVersion, kind, metadata…)`);
-    }
-    const missing = [
-      typeof object.apiVersion === 'string' ? undefined : 'apiVersion',
-      typeof object.kind === 'string' ? undefined : 'kind',
-      typeof object.metadata?.name === 'string' && object.metadata.name ? undefined : 'metadata.name',
-    ].filter(Boolean);
-    if (missing.length > 0) throw invalid(action, `${origin}: missing ${missing.join(', ')}`);
-    if (object.kind === 'Namespace') {
-      throw invalid(action, `${origin}: tend creates the namespace itself; remove the Namespace manifest`);
-    }
-  }
-  if (spec.image) for (const { object } of flat) setDefaultImage(object, spec.image);
-  return flat;
-}
-
-function podSpecOf(
-  object: KubeObject,
-): { containers?: { image?: string }[]; initContainers?: { image?: string }[] } | undefined {
-  const spec = object.spec as Record<string, unknown> | undefined;
-  if (!spec) return undefined;
-  if (object.kind === 'Pod') return spec as never;
-  if (object.kind === 'CronJob') {
-    return (spec.jobTemplate as { spec?: { template?: { spec?: unknown } } } | undefined)?.spec?.template
-      ?.spec as never;
-  }
-  return (spec.template as { spec?: unknown } | undefined)?.spec as never;
-}
-
-/** `image` of the spec for every container that has none of its own. */
-function setDefaultImage(object: KubeObject, image: string): void {
-  const pod = podSpecOf(object);
-  for (const c of [...(pod?.containers ?? []), ...(pod?.initContainers ?? [])]) {
-    if (c && typeof c === 'object' && !c.image) c.image = image;
-  }
-}
-
-/** Checks each object targets the app namespace (or none) and is namespaced; adds tend's labels and version. */
+/**
+ * Checks each object targets the app namespace (or none, or another with `overrideNamespace`) and
+ * is namespaced; adds tend's labels and version.
+ */
 export async function prepare(
   client: KubeClient,
   namespace: string,
@@ -144,12 +39,17 @@ export async function prepare(
   manifests: Manifest[],
 ): Promise<KubeObject[]> {
   const objects: KubeObject[] = [];
+  const override = action.spec.overrideNamespace === true;
+  // The namespaces the manifests were written for: a ServiceAccount there is now in the app namespace.
+  const others = new Set(
+    manifests.map((m) => m.object.metadata?.namespace).filter((ns) => ns && ns !== namespace),
+  );
   for (const { object, origin } of manifests) {
-    if (object.metadata?.namespace && object.metadata.namespace !== namespace) {
+    if (object.metadata?.namespace && object.metadata.namespace !== namespace && !override) {
       throw invalid(
         action,
         `${origin}: ${object.kind} ${object.metadata.name} sets namespace "${object.metadata.namespace}", ` +
-          `but tend deploys into "${namespace}"; remove metadata.namespace`,
+          `but tend deploys into "${namespace}"; remove metadata.namespace, or set \`overrideNamespace: true\``,
       );
     }
     let namespaced: boolean;
@@ -168,7 +68,7 @@ export async function prepare(
       );
     }
     objects.push({
-      ...object,
+      ...(override ? withSubjectsIn(object, others, namespace) : object),
       metadata: {
         ...object.metadata,
         namespace,
@@ -184,8 +84,22 @@ export async function prepare(
   return objects;
 }
 
+/** A RoleBinding's ServiceAccount subjects of the namespaces the manifests were written for, moved to the app namespace. */
+function withSubjectsIn(object: KubeObject, others: Set<string | undefined>, namespace: string): KubeObject {
+  const subjects = (object as { subjects?: unknown }).subjects;
+  if (object.kind !== 'RoleBinding' || !Array.isArray(subjects)) return object;
+  return {
+    ...object,
+    subjects: subjects.map((subject: { kind?: string; namespace?: string }) =>
+      subject?.kind === 'ServiceAccount' && others.has(subject.namespace)
+        ? { ...subject, namespace }
+        : subject,
+    ),
+  };
+}
+
 export async function deploy(ctx: PluginContext, { action }: Params): Promise<ExecuteResult> {
-  const manifests = loadManifests(ctx, action);
+  const manifests = await loadManifests(ctx, action);
   const client = await clientFor(ctx);
   const namespace = client.settings.appNamespace;
   await client.namespaces.ensure(namespace);
@@ -228,7 +142,7 @@ export async function getStatus(ctx: PluginContext, { action }: Params): Promise
   const namespace = client.settings.appNamespace;
   const info = await client.namespaces.observe(namespace);
   if (info?.state !== 'ready') return { state: 'not-ready', detail: { namespace: info?.state ?? 'missing' } };
-  const objects = await prepare(client, namespace, action, loadManifests(ctx, action));
+  const objects = await prepare(client, namespace, action, await loadManifests(ctx, action));
   const outdated: string[] = [];
   const paused: string[] = [];
   for (const object of objects) {
@@ -259,7 +173,7 @@ export async function remove(ctx: PluginContext, { action }: Params): Promise<St
   const namespace = client.settings.appNamespace;
   const info = await client.namespaces.observe(namespace);
   if (info?.state !== 'ready') return { state: 'not-ready' };
-  const objects = await prepare(client, namespace, action, loadManifests(ctx, action));
+  const objects = await prepare(client, namespace, action, await loadManifests(ctx, action));
   const deleted: string[] = [];
   for (const object of objects) {
     const live = await client.objects.read(namespace, refOf(object));

@@ -27,6 +27,7 @@ import {
 const provider = () => import('./provider.js');
 const builds = () => import('./container/index.js');
 const deploys = () => import('./deploy.js');
+const manifests = () => import('./manifests.js');
 const logs = () => import('./logs.js');
 const pods = () => import('./run.js');
 const cleanup = () => import('./cleanup.js');
@@ -61,6 +62,7 @@ const kubernetesType: ActionTypeDefinition = {
         getLogs: async (ctx: PluginContext, p: LogsParams<KubernetesDeploySpec>) =>
           (await logs()).getLogs(ctx, p),
       },
+      versionInputs: async (p) => (await manifests()).versionInputs(p),
     },
   },
 };

@@ -10,7 +10,8 @@ import { TendError } from '../../errors.js';
 import type { LogLine, LogsParams, PluginContext } from '../../plugin/types.js';
 import { describeFailure, refOf, type KubeClient, type KubeObject, type V1Pod } from './client/index.js';
 import type { KubernetesDeploySpec } from './config.js';
-import { loadManifests, prepare } from './deploy.js';
+import { prepare } from './deploy.js';
+import { loadManifests } from './manifests.js';
 import { clientFor } from './provider.js';
 
 /** Kinds whose pods have logs; their pods are found by the live object's `spec.selector`. */
@@ -67,7 +68,7 @@ export async function getLogs(ctx: PluginContext, params: LogsParams<KubernetesD
       { actionRef: action.ref, detail: { hint: `tend deploy ${action.name}` } },
     );
   }
-  const objects = await prepare(client, namespace, action, loadManifests(ctx, action));
+  const objects = await prepare(client, namespace, action, await loadManifests(ctx, action));
   const workloads = objects.filter((o) => workloadKinds.has(o.kind ?? ''));
   if (workloads.length === 0) {
     throw new TendError(

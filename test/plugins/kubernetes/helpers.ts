@@ -4,7 +4,7 @@
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -15,7 +15,7 @@ import type { NamespaceStatusPayload, TendEvent } from '../../../src/events/cata
 import { execPlugin } from '../../../src/plugins/exec/index.js';
 import { kubernetesPlugin } from '../../../src/plugins/kubernetes/index.js';
 import { resetConnections } from '../../../src/plugins/kubernetes/client/index.js';
-import { makeProject } from '../../helpers/project.js';
+import { makeProject, repoRoot } from '../../helpers/project.js';
 
 export interface SimHandle {
   sim: KubeSim;
@@ -130,6 +130,28 @@ spec:
 }
 
 export const plugins = [execPlugin, kubernetesPlugin];
+
+/** The files of test/plugins/kubernetes/fixtures/<name> as `makeProject` takes them, under `under/`. */
+export function fixtureFiles(name: string, under: string): Record<string, string> {
+  const dir = path.join(repoRoot, 'test', 'plugins', 'kubernetes', 'fixtures', name);
+  const files: Record<string, string> = {};
+  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const full = path.join(entry.parentPath, entry.name);
+    files[path.posix.join(under, path.relative(dir, full).split(path.sep).join('/'))] = readFileSync(
+      full,
+      'utf8',
+    );
+  }
+  return files;
+}
+
+/** The messages of the `log` events of a session's actions (`applied Deployment web`, …), in order. */
+export function logMessages(root: string, sessionId: string): string[] {
+  return sessionEvents(root, sessionId)
+    .filter((e) => e.type === 'log')
+    .map((e) => (e.payload as { message: string }).message);
+}
 
 export function execute(
   verb: ExecuteVerb,

@@ -1,0 +1,230 @@
+/**
+ * Where a kubernetes Deploy's manifests come from, in the order they are applied: the rendered
+ * `kustomize:` kustomization, the `files:` (paths and glob patterns, relative to the action
+ * source), the inline `manifests:`. Template expressions are resolved in the first two (inline
+ * ones are resolved by the framework). `versionInputs` reads the same files and renders the same
+ * kustomization, so the action's version covers what a deploy applies.
+ */
+import fg from 'fast-glob';
+import { readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import picomatch from 'picomatch';
+import { parseAllDocuments } from 'yaml';
+import { TendError } from '../../errors.js';
+import type {
+  ActionVersionInputs,
+  PluginContext,
+  ResolvedAction,
+  VersionInputsParams,
+} from '../../plugin/types.js';
+import type { KubeObject } from './client/index.js';
+import type { KubernetesDeploySpec } from './config.js';
+import { renderKustomization } from './kustomize.js';
+
+export interface Manifest {
+  object: KubeObject;
+  /** `k8s/api.yaml#2`, `kustomize overlays/dev#3` or `manifests[0]`, for messages. */
+  origin: string;
+}
+
+type Invalid = (message: string, detail?: Record<string, unknown>) => TendError;
+
+export function invalid(
+  action: ResolvedAction,
+  message: string,
+  detail: Record<string, unknown> = {},
+): TendError {
+  return new TendError('TEND_K8S_MANIFEST_INVALID', `${action.ref}: ${message}`, {
+    actionRef: action.ref,
+    detail,
+  });
+}
+
+/** Never manifests, whatever a pattern says: tend's configuration and state, VCS data, installed dependencies. */
+const neverManifests = ['**/.tend/**', '**/.git/**', '**/node_modules/**', '**/tend.yml', '**/*.tend.yml'];
+
+/**
+ * A matcher of paths relative to the source directory, where `**` also stands for the `../` steps
+ * of a path outside it (picomatch's never matches `..`): a pattern `**` + `/local-*.yaml` matches
+ * `../deploy/local-dev.yaml` too.
+ */
+function matcher(patterns: string[]): (file: string) => boolean {
+  const matches = picomatch(patterns, { dot: true });
+  const anyDepth = patterns.filter((pattern) => pattern.startsWith('**'));
+  const matchesAnyDepth = anyDepth.length > 0 ? picomatch(anyDepth, { dot: true }) : () => false;
+  return (file) =>
+    matches(file) || (file.startsWith('../') && matchesAnyDepth(file.replace(/^(\.\.\/)+/, '')));
+}
+
+/**
+ * The files `files:` names, relative to the source directory: a path as it is (it must exist), a
+ * glob pattern's matches in path order (it must match something); patterns in the order written, a
+ * file named twice once; `!pattern` leaves out what it matches from every pattern's matches.
+ */
+export function manifestFiles(sourceDir: string, entries: readonly string[], fail: Invalid): string[] {
+  const leftOut = entries.filter((entry) => entry.startsWith('!')).map((entry) => entry.slice(1));
+  const excluded = matcher([...neverManifests, ...leftOut]);
+  const files: string[] = [];
+  const seen = new Set<string>();
+  for (const entry of entries) {
+    if (entry.startsWith('!')) continue;
+    let matched: string[];
+    if (fg.isDynamicPattern(entry)) {
+      // fast-glob's `ignore` saves reading node_modules; the matcher also sees paths outside the source.
+      matched = fg
+        .sync(entry, { cwd: sourceDir, onlyFiles: true, ignore: neverManifests })
+        .filter((file) => !excluded(file))
+        .sort();
+      if (matched.length === 0) {
+        const without = leftOut.length > 0 ? ` (after leaving out ${leftOut.join(', ')})` : '';
+        throw fail(`files: ${entry} matches no file${without} (looked in ${sourceDir})`, { pattern: entry });
+      }
+    } else {
+      const full = path.resolve(sourceDir, entry);
+      if (!statSync(full, { throwIfNoEntry: false })?.isFile()) {
+        throw fail(`manifest file ${entry} not found (looked in ${sourceDir})`, { file: full });
+      }
+      matched = [entry];
+    }
+    for (const file of matched) {
+      const key = path.resolve(sourceDir, file);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      files.push(file);
+    }
+  }
+  return files;
+}
+
+/** What the Deploy's version covers beyond its source files: every manifest file, and the rendered kustomization. */
+export async function versionInputs(params: VersionInputsParams): Promise<ActionVersionInputs> {
+  const spec = params.spec as KubernetesDeploySpec;
+  const fail: Invalid = (message, detail) =>
+    new TendError('TEND_K8S_MANIFEST_INVALID', message, detail ? { detail } : {});
+  const files = manifestFiles(params.sourceDir, spec.files ?? [], fail).map((file) =>
+    path.resolve(params.sourceDir, file),
+  );
+  if (!spec.kustomize) return { files };
+  return { files, text: await renderKustomization(params.sourceDir, spec.kustomize, { invalid: fail }) };
+}
+
+/** The objects of a YAML text (documents, `List` items), template expressions resolved. */
+function parseManifests(
+  ctx: PluginContext,
+  action: ResolvedAction<KubernetesDeploySpec>,
+  text: string,
+  name: string,
+  file: string,
+): Manifest[] {
+  const out: Manifest[] = [];
+  parseAllDocuments(text).forEach((doc, index) => {
+    if (doc.errors.length > 0) {
+      const e = doc.errors[0]!;
+      const line = e.linePos?.[0];
+      throw invalid(
+        action,
+        `${name}${line ? `:${line.line}:${line.col}` : ''}: invalid YAML: ${e.message.split('\n')[0]}`,
+        { file },
+      );
+    }
+    const value = doc.toJS() as unknown;
+    if (value === null || value === undefined) return;
+    const resolved = ctx.resolveTemplates(value, {
+      location: { file: path.relative(ctx.projectRoot, file), line: 1, column: 1 },
+      dependencyOutputs: action.dependencyOutputs,
+    });
+    out.push({ object: resolved as KubeObject, origin: `${name}#${index + 1}` });
+  });
+  return out;
+}
+
+/** The API group and kind of an object with its name: two manifests with the same one are the same object. */
+function identity(object: KubeObject): string {
+  const apiVersion = object.apiVersion ?? '';
+  const group = apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
+  return `${object.kind}${group ? `.${group}` : ''} ${object.metadata?.name}`;
+}
+
+/** The manifests of the action, checked for shape (apiVersion, kind, metadata.name) and defined once each. */
+export async function loadManifests(
+  ctx: PluginContext,
+  action: ResolvedAction<KubernetesDeploySpec>,
+): Promise<Manifest[]> {
+  const spec = action.spec;
+  if (!spec.files?.length && !spec.kustomize && !spec.manifests?.length) {
+    throw invalid(action, 'the spec names no manifests; set `files:`, `kustomize:` or `manifests:`');
+  }
+  const fail: Invalid = (message, detail) => invalid(action, message, detail);
+  const out: Manifest[] = [];
+  if (spec.kustomize) {
+    const text = await renderKustomization(action.sourceDir, spec.kustomize, {
+      invalid: fail,
+      actionRef: action.ref,
+      signal: ctx.signal,
+    });
+    const dir = path.resolve(action.sourceDir, spec.kustomize.path);
+    out.push(...parseManifests(ctx, action, text, `kustomize ${spec.kustomize.path}`, dir));
+  }
+  for (const file of manifestFiles(action.sourceDir, spec.files ?? [], fail)) {
+    const full = path.resolve(action.sourceDir, file);
+    out.push(...parseManifests(ctx, action, readFileSync(full, 'utf8'), file, full));
+  }
+  (spec.manifests ?? []).forEach((m, index) =>
+    out.push({ object: m as KubeObject, origin: `manifests[${index}]` }),
+  );
+  const flat: Manifest[] = [];
+  for (const m of out) {
+    const items =
+      (m.object as { kind?: unknown; items?: unknown }).kind === 'List'
+        ? (m.object as { items?: unknown }).items
+        : undefined;
+    if (Array.isArray(items))
+      items.forEach((item, i) =>
+        flat.push({ object: item as KubeObject, origin: `${m.origin} items[${i}]` }),
+      );
+    else flat.push(m);
+  }
+  const origins = new Map<string, string>();
+  for (const { object, origin } of flat) {
+    if (!object || typeof object !== 'object' || Array.isArray(object)) {
+      throw invalid(action, `${origin}: a manifest must be a mapping (apiVersion, kind, metadata…)`);
+    }
+    const missing = [
+      typeof object.apiVersion === 'string' ? undefined : 'apiVersion',
+      typeof object.kind === 'string' ? undefined : 'kind',
+      typeof object.metadata?.name === 'string' && object.metadata.name ? undefined : 'metadata.name',
+    ].filter(Boolean);
+    if (missing.length > 0) throw invalid(action, `${origin}: missing ${missing.join(', ')}`);
+    if (object.kind === 'Namespace') {
+      throw invalid(action, `${origin}: tend creates the namespace itself; remove the Namespace manifest`);
+    }
+    // Applied twice, the later would silently win: say which two instead.
+    const key = identity(object);
+    const first = origins.get(key);
+    if (first) throw invalid(action, `${origin}: ${key} is already defined by ${first}`);
+    origins.set(key, origin);
+  }
+  if (spec.image) for (const { object } of flat) setDefaultImage(object, spec.image);
+  return flat;
+}
+
+function podSpecOf(
+  object: KubeObject,
+): { containers?: { image?: string }[]; initContainers?: { image?: string }[] } | undefined {
+  const spec = object.spec as Record<string, unknown> | undefined;
+  if (!spec) return undefined;
+  if (object.kind === 'Pod') return spec as never;
+  if (object.kind === 'CronJob') {
+    return (spec.jobTemplate as { spec?: { template?: { spec?: unknown } } } | undefined)?.spec?.template
+      ?.spec as never;
+  }
+  return (spec.template as { spec?: unknown } | undefined)?.spec as never;
+}
+
+/** `image` of the spec for every container that has none of its own. */
+function setDefaultImage(object: KubeObject, image: string): void {
+  const pod = podSpecOf(object);
+  for (const c of [...(pod?.containers ?? []), ...(pod?.initContainers ?? [])]) {
+    if (c && typeof c === 'object' && !c.image) c.image = image;
+  }
+}

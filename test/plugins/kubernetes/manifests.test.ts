@@ -1,0 +1,226 @@
+/**
+ * `files:` of the kubernetes Deploy as projects write them — paths, glob patterns, `!pattern` —
+ * and a podinfo-like app (fixtures/webapp: two tiers, each a Deployment, a Service and an
+ * autoscaling/v2 HorizontalPodAutoscaler) deployed through a glob, against kube-sim.
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { makeProject, removeProjects } from '../../helpers/project.js';
+import {
+  deploymentYaml,
+  execute,
+  fixtureFiles,
+  kubectlJson,
+  logMessages,
+  projectYaml,
+  startSim,
+  type SimHandle,
+} from './helpers.js';
+
+let h: SimHandle;
+beforeAll(async () => {
+  h = await startSim();
+});
+afterAll(async () => h?.stop());
+afterEach(removeProjects);
+
+const configMap = (name: string, data = 'v: "1"') =>
+  `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\ndata:\n  ${data}\n`;
+
+/** A project whose Deploy `api` (in api/) has the given `files:`. */
+function filesProject(namespace: string, files: string[], extra: Record<string, string>, spec = '') {
+  return makeProject({
+    'tend.yml': projectYaml({ registry: h.sim.registryHost, namespace }),
+    'api/api.tend.yml': `kind: Deploy
+type: kubernetes
+name: api
+spec:
+  files: ${JSON.stringify(files)}
+  image: alpine
+  timeout: 20
+${spec}`,
+    ...extra,
+  });
+}
+
+const applied = (root: string, sessionId: string) =>
+  logMessages(root, sessionId).filter((m) => m.startsWith('applied '));
+
+describe('files: paths and glob patterns', () => {
+  it('a glob deploys every file it matches, in path order; the version covers each of them', async () => {
+    const root = filesProject('glob-ok', ['k8s/*.yaml'], {
+      'api/k8s/b-api.yaml': deploymentYaml,
+      'api/k8s/a-settings.yaml': configMap('settings'),
+      'api/k8s/README.txt': 'not a manifest\n',
+    });
+    const first = await execute('deploy', root);
+    expect(first.data.actions.map((a) => [a.state, a.error?.message])).toEqual([['ready', undefined]]);
+    expect(applied(root, first.data.sessionId)).toEqual([
+      'applied ConfigMap settings',
+      'applied Deployment api',
+    ]);
+    expect((await execute('deploy', root)).data.actions[0]!.state).toBe('cached');
+
+    // A new file the pattern matches is a new version, and is applied.
+    writeFileSync(path.join(root, 'api', 'k8s', 'c-extra.yaml'), configMap('extra'));
+    const added = await execute('deploy', root);
+    expect(added.data.actions[0]!.state).toBe('ready');
+    await kubectlJson(h.kubeconfig, '-n', 'glob-ok', 'get', 'configmap', 'extra');
+    // One it does not match changes nothing.
+    writeFileSync(path.join(root, 'api', 'k8s', 'notes.txt'), 'later\n');
+    expect((await execute('deploy', root)).data.actions[0]!.state).toBe('cached');
+  });
+
+  it("patterns reach outside the action's source, `**` descends, `!pattern` leaves out; the version covers those files", async () => {
+    const root = filesProject('glob-outside', ['../deploy/**/*.yml', '!**/local-*.yml'], {
+      'deploy/base/settings.yml': configMap('settings', 'level: "${var.level}"'),
+      'deploy/base/api/api.yml': deploymentYaml,
+      // Would fail to apply: left out.
+      'deploy/local-only.yml': 'kind: nothing\n',
+    });
+    writeFileSync(
+      path.join(root, 'tend.yml'),
+      projectYaml({
+        registry: h.sim.registryHost,
+        namespace: 'glob-outside',
+        projectExtra: 'variables: { level: info }',
+      }),
+    );
+    const first = await execute('deploy', root);
+    expect(first.data.actions.map((a) => [a.state, a.error?.message])).toEqual([['ready', undefined]]);
+    expect(applied(root, first.data.sessionId)).toEqual([
+      'applied Deployment api',
+      'applied ConfigMap settings',
+    ]);
+    expect((await execute('deploy', root)).data.actions[0]!.state).toBe('cached');
+    // A value of an expression in such a file is in the version too.
+    const debug = await execute('deploy', root, [], { var: ['level=debug'] });
+    expect(debug.data.actions[0]!.state).toBe('ready');
+    const settings = await kubectlJson<{ data: Record<string, string> }>(
+      h.kubeconfig,
+      '-n',
+      'glob-outside',
+      'get',
+      'configmap',
+      'settings',
+    );
+    expect(settings.data).toEqual({ level: 'debug' });
+    writeFileSync(path.join(root, 'deploy', 'base', 'settings.yml'), configMap('settings', 'level: warn'));
+    expect((await execute('deploy', root)).data.actions[0]!.state).toBe('ready');
+  });
+
+  it('a pattern that matches nothing, or a path that does not exist, is a configuration error naming it', async () => {
+    const noMatch = filesProject('glob-none', ['k8s/*.yml'], { 'api/k8s/api.yaml': deploymentYaml });
+    const result = await execute('deploy', noMatch);
+    expect(result.exitCode).toBe(2);
+    expect(result.data.actions[0]!.error).toEqual({
+      code: 'TEND_K8S_MANIFEST_INVALID',
+      message: `deploy.api: files: k8s/*.yml matches no file (looked in ${path.join(noMatch, 'api')})`,
+    });
+    const allLeftOut = filesProject('glob-none', ['k8s/*.yaml', '!k8s/api.yaml'], {
+      'api/k8s/api.yaml': deploymentYaml,
+    });
+    expect((await execute('deploy', allLeftOut)).data.actions[0]!.error!.message).toBe(
+      `deploy.api: files: k8s/*.yaml matches no file (after leaving out k8s/api.yaml) (looked in ${path.join(allLeftOut, 'api')})`,
+    );
+    const missing = filesProject('glob-none', ['k8s/*.yaml', 'k8s/gone.yaml'], {
+      'api/k8s/api.yaml': deploymentYaml,
+    });
+    const gone = await execute('deploy', missing);
+    expect(gone.exitCode).toBe(2);
+    expect(gone.data.actions[0]!.error!.message).toBe(
+      `deploy.api: manifest file k8s/gone.yaml not found (looked in ${path.join(missing, 'api')})`,
+    );
+  });
+
+  it('an object defined twice (a file and an inline manifest) is refused, naming both', async () => {
+    const root = filesProject(
+      'glob-twice',
+      ['k8s/*.yaml'],
+      { 'api/k8s/settings.yaml': configMap('settings') },
+      '  manifests:\n    - { apiVersion: v1, kind: ConfigMap, metadata: { name: settings }, data: { v: "2" } }\n',
+    );
+    const result = await execute('deploy', root);
+    expect(result.exitCode).toBe(2);
+    expect(result.data.actions[0]!.error!.message).toBe(
+      'deploy.api: manifests[0]: ConfigMap settings is already defined by k8s/settings.yaml#1',
+    );
+  });
+});
+
+describe('a podinfo-like app (fixtures/webapp) through a glob', () => {
+  interface List<T> {
+    items: T[];
+  }
+  interface Hpa {
+    apiVersion: string;
+    metadata: { name: string; namespace: string };
+    spec: { scaleTargetRef: { kind: string; name: string }; minReplicas: number; maxReplicas: number };
+  }
+
+  it('two Deployments, their Services and autoscaling/v2 HPAs, moved from namespace webapp by overrideNamespace', async () => {
+    const files = ['webapp/**/*.yaml', '!**/kustomization.yaml', '!webapp/common/namespace.yaml'];
+    const root = makeProject({
+      'tend.yml': projectYaml({ registry: h.sim.registryHost, namespace: 'podinfo-dev' }),
+      'podinfo.tend.yml': `kind: Deploy
+type: kubernetes
+name: webapp
+spec:
+  files: ${JSON.stringify(files)}
+  overrideNamespace: true
+  timeout: 30
+`,
+      ...fixtureFiles('webapp', 'webapp'),
+    });
+    const result = await execute('deploy', root);
+    expect(result.data.actions.map((a) => [a.state, a.error?.message])).toEqual([['ready', undefined]]);
+    expect(applied(root, result.data.sessionId)).toEqual([
+      'applied Deployment backend',
+      'applied HorizontalPodAutoscaler backend',
+      'applied Service backend',
+      'applied ServiceAccount webapp',
+      'applied Deployment frontend',
+      'applied HorizontalPodAutoscaler frontend',
+      'applied Service frontend',
+    ]);
+    const get = <T>(what: string) =>
+      kubectlJson<List<T>>(
+        h.kubeconfig,
+        '-n',
+        'podinfo-dev',
+        'get',
+        what,
+        '-l',
+        'tend.dev/action=deploy.webapp',
+      );
+    const deployments = await get<{ metadata: { name: string }; status: { availableReplicas?: number } }>(
+      'deployments',
+    );
+    expect(deployments.items.map((d) => [d.metadata.name, d.status.availableReplicas])).toEqual([
+      ['backend', 1],
+      ['frontend', 1],
+    ]);
+    const services = await get<{ metadata: { name: string }; spec: { ports: { port: number }[] } }>(
+      'services',
+    );
+    expect(services.items.map((s) => [s.metadata.name, s.spec.ports[0]!.port])).toEqual([
+      ['backend', 9898],
+      ['frontend', 80],
+    ]);
+    const hpas = await get<Hpa>('horizontalpodautoscalers.v2.autoscaling');
+    expect(
+      hpas.items.map((a) => [
+        a.apiVersion,
+        a.metadata.namespace,
+        a.spec.scaleTargetRef.name,
+        a.spec.maxReplicas,
+      ]),
+    ).toEqual([
+      ['autoscaling/v2', 'podinfo-dev', 'backend', 2],
+      ['autoscaling/v2', 'podinfo-dev', 'frontend', 4],
+    ]);
+    expect(h.sim.store.get('namespaces', '', 'webapp')).toBeUndefined();
+    expect((await execute('deploy', root)).data.actions[0]!.state).toBe('cached');
+  });
+});
