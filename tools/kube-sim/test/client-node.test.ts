@@ -41,7 +41,8 @@ function sink(): { stream: Writable; text: () => string } {
 }
 
 beforeAll(async () => {
-  sim = await startKubeSim();
+  // Long enough that a busy machine still reads a deleted namespace while it is Terminating.
+  sim = await startKubeSim({ namespaceDeleteDelayMs: 1500 });
   kc = new KubeConfig();
   kc.loadFromString(sim.kubeconfigYaml);
   core = kc.makeApiClient(CoreV1Api);
