@@ -30,8 +30,10 @@ export class Session {
     const sequence = options.sequence ?? new HostSequence();
     this.bus = new SessionBus(undefined, () => sequence.next());
     const paths = statePaths(options.projectRoot);
-    this.bus.addSink(new LocalLogSink(paths.events, this.bus.sessionId));
+    // The outbox first: a process killed between the two writes of a flush then leaves nothing in
+    // the local log that the server will never get (the log is only read here; the outbox is the record).
     this.bus.addSink(new OutboxSink(paths.outbox, this.bus.sessionId));
+    this.bus.addSink(new LocalLogSink(paths.events, this.bus.sessionId));
     this.bus.emit('sessionStarted', options.started);
     this.bus.flush();
     const { project, environment, namespace } = options.started;
