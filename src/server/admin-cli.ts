@@ -17,6 +17,7 @@ import { TokenRepository, type TokenInfo } from './db/repositories/tokens.js';
 import type { TokenScope } from './db/schema.js';
 import { databaseFileName } from './data-dir.js';
 import { NotificationService, type WebhookInfo, type WebhookListing } from './notifications/service.js';
+import { checkWebhook } from './notifications/webhooks.js';
 import { requireServer } from '../remote/credentials.js';
 import { databaseOptions, type ServerDatabaseOptions } from './cli.js';
 
@@ -219,12 +220,15 @@ export interface WebhookAddOptions extends AdminOptions {
 export async function webhookAddCommand(
   options: WebhookAddOptions,
 ): Promise<CommandResult<WebhookInfo & { secret: string }>> {
-  const added = await administration(options).addWebhook({
+  const input = {
     url: options.url,
     events: options.event ?? [],
     ...(options.format !== undefined ? { format: options.format } : {}),
     ...(options.project !== undefined ? { project: options.project } : {}),
-  });
+  };
+  // Checked here too: through --server, the API's schema error would name its body's fields, not the flags.
+  checkWebhook(input);
+  const added = await administration(options).addWebhook(input);
   const human = [
     `Added webhook ${added.id}: ${added.events.join(', ')} to ${added.url} (${added.format}${added.project ? `, project ${added.project}` : ''}).`,
     'Its signing secret is shown only now; give it to the receiver (it verifies the tend-signature header):',
