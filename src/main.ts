@@ -62,7 +62,10 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
     program
       .command(`${kind} [names...]`)
       .description(`${kind} the named ${what} actions (all when none are named) and their dependencies`)
-      .option('--force', 'run even when the status says the action is ready for its version')
+      .option(
+        '--force',
+        `run the ${what} actions even when they are ready for their version; their dependencies are not forced (a ready build is reused)`,
+      )
       .option(
         '--watch',
         'then keep watching the files: rebuild, redeploy and re-test what each change affects, until Ctrl-C (exit 130)',
@@ -77,12 +80,9 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
           .argParser(parseConcurrency),
       )
       .action(async (names: string[], _opts, cmd: Command) =>
-        execute(cmd, async () => {
-          const options = cmd.optsWithGlobals<{ watch?: boolean }>();
-          return options.watch
-            ? (await import('./commands/watch.js')).watchCommand(kind, names, options)
-            : (await import('./commands/execute.js')).executeCommand(kind, names, options);
-        }),
+        execute(cmd, async () =>
+          (await import('./commands/actions.js')).actionsCommand(kind, names, cmd.optsWithGlobals()),
+        ),
       );
   }
 

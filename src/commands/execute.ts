@@ -135,27 +135,68 @@ export async function runActions(
   }
 }
 
+/** What `tend build|deploy|test|run` prints when the project has no action of that kind. */
+export interface NothingToRunData {
+  project: string;
+  environment: string;
+  namespace: string;
+  actions: [];
+  /** Why nothing ran, and how to declare an action of the kind. */
+  message: string;
+}
+
 /**
- * What `tend build|deploy|test|run` does before it runs anything: the project, the requested
- * actions (their templates checked before a session exists: a template error runs nothing), the
- * session and its progress output, and the providers initialised and their environments prepared
- * — before actions are resolved, so the namespace is recorded even if resolving fails.
+ * `tend run` (no names) in a project without Run actions: nothing to run, exit 0 (a pipeline's
+ * `tend build && tend test` keeps working in a project without Builds), no session and no
+ * environment prepared, and a hint saying how to declare one, with the types its providers offer.
+ */
+export function nothingToRun(opened: OpenedProject, kind: ActionKind): CommandResult<NothingToRunData> {
+  const types = opened.providers.flatMap((p) =>
+    p.plugin.actionTypes.filter((t) => t.kinds[kind]).map((t) => t.name),
+  );
+  const declared = (['Build', 'Deploy', 'Test', 'Run'] as const)
+    .map((k) => [k, opened.actions.filter((a) => a.kind === k).length] as const)
+    .filter(([, n]) => n > 0)
+    .map(([k, n]) => `${n} ${k}`);
+  const message =
+    `No ${kind} actions in project ${opened.project.name}: nothing to run` +
+    (declared.length > 0 ? ` (it declares ${declared.join(', ')}).` : '.');
+  const hint =
+    `Declare one in a *.tend.yml file: kind: ${kind}, type: ` +
+    (types.length > 0
+      ? `${[...new Set(types)].join(' | ')} (the ${kind} types of this environment's providers)`
+      : `<type> (no provider of this environment offers ${kind} actions)`) +
+    ', name, spec — see docs/configuration.md.';
+  return {
+    exitCode: ExitCode.ok,
+    human: `${message}\n${hint}`,
+    data: {
+      project: opened.project.name,
+      environment: opened.environment.name,
+      namespace: opened.environment.namespace,
+      actions: [],
+      message,
+    },
+  };
+}
+
+/**
+ * What `tend build|deploy|test|run` does before it runs anything: the requested actions' templates
+ * checked before a session exists (a template error runs nothing), the session and its progress
+ * output, and the providers initialised and their environments prepared — before actions are
+ * resolved, so the namespace is recorded even if resolving fails.
  */
 export async function openExecution(
   verb: ExecuteVerb,
   names: string[],
-  options: ExecuteOptions,
-  plugins: PluginDefinition[],
+  opened: OpenedProject,
+  refs: string[],
 ): Promise<{
-  opened: OpenedProject;
-  refs: string[];
   session: CommandSession;
   progress: ProgressReporter;
   /** What was resumed at the start (the environment was paused), one line per provider. */
   resumed: string[];
 }> {
-  const opened = await openProject(options, plugins);
-  const refs = requestedRefs(opened, kindOf[verb], names);
   checkActionTemplates(opened, refs);
   const session = startSession(opened, verb, names);
   const progress = new ProgressReporter(session.session.bus);
@@ -174,7 +215,7 @@ export async function openExecution(
     await session.close({ error });
     throw error;
   }
-  return { opened, refs, session, progress, resumed };
+  return { session, progress, resumed };
 }
 
 /**
@@ -193,9 +234,13 @@ export async function executeCommand(
   names: string[],
   options: ExecuteOptions,
   plugins: PluginDefinition[] = builtinPlugins(),
+  /** The project, when the caller has opened it already. */
+  preopened?: OpenedProject,
 ): Promise<CommandResult<ExecuteData>> {
   const started = performance.now();
-  const { opened, refs, session, progress, resumed } = await openExecution(verb, names, options, plugins);
+  const opened = preopened ?? (await openProject(options, plugins));
+  const refs = requestedRefs(opened, kindOf[verb], names);
+  const { session, progress, resumed } = await openExecution(verb, names, opened, refs);
   try {
     const run = await runActions(opened, session, refs, {
       force: Boolean(options.force),

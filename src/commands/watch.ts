@@ -123,15 +123,12 @@ export async function watchCommand(
   names: string[],
   options: ExecuteOptions,
   plugins: PluginDefinition[] = builtinPlugins(),
+  /** The project, when the caller has opened it already. */
+  preopened?: OpenedProject,
 ): Promise<CommandResult<WatchData>> {
-  const {
-    opened: first,
-    refs: firstRefs,
-    session,
-    progress: firstProgress,
-  } = await openExecution(verb, names, options, plugins);
-  let opened: OpenedProject = first;
-  let refs = firstRefs;
+  let opened: OpenedProject = preopened ?? (await openProject(options, plugins));
+  let refs = requestedRefs(opened, kindOf[verb], names);
+  const { session, progress: firstProgress } = await openExecution(verb, names, opened, refs);
   const root = opened.project.root;
   const settings = {
     concurrency: options.concurrency ?? 8,
