@@ -195,7 +195,8 @@ Examples:
   program
     .command('events [session]')
     .description(
-      'the local event log: list recent sessions, or print one (`latest` or a session id);\n' +
+      'the local event log: list recent sessions, or print one (a session id, or `latest`: the newest\n' +
+        'that was not a read-only tend status or tend logs);\n' +
         '`events push` sends what waits in the outbox to the server, `events outbox` shows it',
     )
     .option('--type <types>', 'only these event types (comma-separated, repeatable)', collect)
