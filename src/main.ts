@@ -40,7 +40,16 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
     .version(cliVersion, '-v, --version', 'print the tend version')
     .option('--root <dir>', 'project root (default: nearest directory with a tend.yml)')
     .option('--env <name>', 'environment to use (default: the project defaultEnvironment)')
-    .option('--var <key=value>', 'override a project variable (repeatable)', collect)
+    .option(
+      '--var <key=value>',
+      'set a variable the configuration reads (repeatable; overrides --var-file and tend.yml)',
+      collect,
+    )
+    .option(
+      '--var-file <path>',
+      "a YAML file of variables (name: value), over the environment's varfiles (repeatable: later files win)",
+      collect,
+    )
     .option('--json', 'print results as JSON on stdout')
     .option('--debug', 'print stack traces and debug logs')
     .option(

@@ -9,6 +9,8 @@ export interface GlobalOptions {
   root?: string;
   env?: string;
   var?: string[];
+  /** `--var-file <path>` (repeatable): YAML files of variables, below --var, above tend.yml's. */
+  varFile?: string[];
   json?: boolean;
   debug?: boolean;
   /** kubectl's global flags: the kubeconfig file and context(s), overriding the provider's. */

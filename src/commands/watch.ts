@@ -163,7 +163,10 @@ export async function watchCommand(
     for (;;) {
       const batch = await changes.next();
       if (!batch) break;
-      if (batch.some(isConfiguration)) {
+      // tend.yml, an action file, or a varfile of the environment (one inside the project).
+      const configuration = (file: string) =>
+        isConfiguration(file) || opened.varfiles.includes(path.join(root, file));
+      if (batch.some(configuration)) {
         try {
           const reopened = await openProject(options, plugins);
           refs = requestedRefs(reopened, kindOf[verb], names);
@@ -178,7 +181,7 @@ export async function watchCommand(
       ({ graph, versions } = versionsNow());
       const sources = sourceFiles(root, graph, versions);
       const relevant = batch.filter(
-        (file) => isConfiguration(file) || sources.has(file) || sourcesBefore.has(file),
+        (file) => configuration(file) || sources.has(file) || sourcesBefore.has(file),
       );
       // Said once per file: a file written on every round (output redirected into the project) stays quiet.
       const others = batch.filter((file) => !relevant.includes(file) && !noted.has(file));
