@@ -89,9 +89,12 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
           .argParser(parseConcurrency),
       )
       .action(async (names: string[], _opts, cmd: Command) =>
-        execute(cmd, async () =>
-          (await import('./commands/actions.js')).actionsCommand(kind, names, cmd.optsWithGlobals()),
-        ),
+        execute(cmd, async () => {
+          const options = cmd.optsWithGlobals<{ watch?: boolean }>();
+          return options.watch
+            ? (await import('./commands/watch.js')).watchCommand(kind, names, options)
+            : (await import('./commands/execute.js')).executeCommand(kind, names, options);
+        }),
       );
   }
 

@@ -48,6 +48,8 @@ export interface ExecuteData {
   durationMs: number;
   /** What was resumed at the start (the environment was paused), one line per provider. */
   resumed?: string[];
+  /** When there was nothing to run (no action of the kind in the project): why, and how to declare one. */
+  nothingToRun?: string[];
   actions: {
     ref: string;
     version: string;
@@ -73,6 +75,31 @@ export function requestedRefs(opened: OpenedProject, kind: ActionKind, names: st
     }
     return ref;
   });
+}
+
+/**
+ * What `tend run` (no names) says in a project without Run actions, rather than "0 action(s)":
+ * there are none, and how to declare one, with the types its environment's providers offer. The
+ * command still prepares the environment and records its session, and exits 0 (a pipeline's
+ * `tend build && tend test` keeps working in a project without Builds).
+ */
+export function nothingToRun(opened: OpenedProject, kind: ActionKind): string[] {
+  const types = new Set(
+    opened.providers.flatMap((p) => p.plugin.actionTypes.filter((t) => t.kinds[kind]).map((t) => t.name)),
+  );
+  const declared = (['Build', 'Deploy', 'Test', 'Run'] as const)
+    .map((k) => [k, opened.actions.filter((a) => a.kind === k).length] as const)
+    .filter(([, n]) => n > 0)
+    .map(([k, n]) => `${n} ${k}`);
+  return [
+    `No ${kind} actions in project ${opened.project.name}: nothing to run` +
+      (declared.length > 0 ? ` (it declares ${declared.join(', ')}).` : '.'),
+    `Declare one in a *.tend.yml file: kind: ${kind}, type: ` +
+      (types.size > 0
+        ? `${[...types].join(' | ')} (the ${kind} types of this environment's providers)`
+        : `<type> (no provider of this environment offers ${kind} actions)`) +
+      ', name, spec — see docs/configuration.md.',
+  ];
 }
 
 /** One solve of the requested actions in an open session: what a command (or one watch round) runs. */
@@ -135,68 +162,27 @@ export async function runActions(
   }
 }
 
-/** What `tend build|deploy|test|run` prints when the project has no action of that kind. */
-export interface NothingToRunData {
-  project: string;
-  environment: string;
-  namespace: string;
-  actions: [];
-  /** Why nothing ran, and how to declare an action of the kind. */
-  message: string;
-}
-
 /**
- * `tend run` (no names) in a project without Run actions: nothing to run, exit 0 (a pipeline's
- * `tend build && tend test` keeps working in a project without Builds), no session and no
- * environment prepared, and a hint saying how to declare one, with the types its providers offer.
- */
-export function nothingToRun(opened: OpenedProject, kind: ActionKind): CommandResult<NothingToRunData> {
-  const types = opened.providers.flatMap((p) =>
-    p.plugin.actionTypes.filter((t) => t.kinds[kind]).map((t) => t.name),
-  );
-  const declared = (['Build', 'Deploy', 'Test', 'Run'] as const)
-    .map((k) => [k, opened.actions.filter((a) => a.kind === k).length] as const)
-    .filter(([, n]) => n > 0)
-    .map(([k, n]) => `${n} ${k}`);
-  const message =
-    `No ${kind} actions in project ${opened.project.name}: nothing to run` +
-    (declared.length > 0 ? ` (it declares ${declared.join(', ')}).` : '.');
-  const hint =
-    `Declare one in a *.tend.yml file: kind: ${kind}, type: ` +
-    (types.length > 0
-      ? `${[...new Set(types)].join(' | ')} (the ${kind} types of this environment's providers)`
-      : `<type> (no provider of this environment offers ${kind} actions)`) +
-    ', name, spec — see docs/configuration.md.';
-  return {
-    exitCode: ExitCode.ok,
-    human: `${message}\n${hint}`,
-    data: {
-      project: opened.project.name,
-      environment: opened.environment.name,
-      namespace: opened.environment.namespace,
-      actions: [],
-      message,
-    },
-  };
-}
-
-/**
- * What `tend build|deploy|test|run` does before it runs anything: the requested actions' templates
- * checked before a session exists (a template error runs nothing), the session and its progress
- * output, and the providers initialised and their environments prepared — before actions are
- * resolved, so the namespace is recorded even if resolving fails.
+ * What `tend build|deploy|test|run` does before it runs anything: the project, the requested
+ * actions (their templates checked before a session exists: a template error runs nothing), the
+ * session and its progress output, and the providers initialised and their environments prepared
+ * — before actions are resolved, so the namespace is recorded even if resolving fails.
  */
 export async function openExecution(
   verb: ExecuteVerb,
   names: string[],
-  opened: OpenedProject,
-  refs: string[],
+  options: ExecuteOptions,
+  plugins: PluginDefinition[],
 ): Promise<{
+  opened: OpenedProject;
+  refs: string[];
   session: CommandSession;
   progress: ProgressReporter;
   /** What was resumed at the start (the environment was paused), one line per provider. */
   resumed: string[];
 }> {
+  const opened = await openProject(options, plugins);
+  const refs = requestedRefs(opened, kindOf[verb], names);
   checkActionTemplates(opened, refs);
   const session = startSession(opened, verb, names);
   const progress = new ProgressReporter(session.session.bus);
@@ -215,7 +201,7 @@ export async function openExecution(
     await session.close({ error });
     throw error;
   }
-  return { session, progress, resumed };
+  return { opened, refs, session, progress, resumed };
 }
 
 /**
@@ -234,13 +220,9 @@ export async function executeCommand(
   names: string[],
   options: ExecuteOptions,
   plugins: PluginDefinition[] = builtinPlugins(),
-  /** The project, when the caller has opened it already. */
-  preopened?: OpenedProject,
 ): Promise<CommandResult<ExecuteData>> {
   const started = performance.now();
-  const opened = preopened ?? (await openProject(options, plugins));
-  const refs = requestedRefs(opened, kindOf[verb], names);
-  const { session, progress, resumed } = await openExecution(verb, names, opened, refs);
+  const { opened, refs, session, progress, resumed } = await openExecution(verb, names, options, plugins);
   try {
     const run = await runActions(opened, session, refs, {
       force: Boolean(options.force),
@@ -250,10 +232,11 @@ export async function executeCommand(
     progress.finish();
     await session.close({ counts: run.counts });
     const durationMs = Math.round(performance.now() - started);
+    const nothing = refs.length === 0 ? nothingToRun(opened, kindOf[verb]) : undefined;
     return {
       // Ctrl-C: 130, as shells report a command stopped by SIGINT.
       exitCode: session.signal.aborted ? ExitCode.interrupted : exitCodeOf(run.outcomes),
-      human: run.human,
+      human: nothing ? nothing.join('\n') : run.human,
       data: {
         sessionId: session.session.id,
         project: opened.project.name,
@@ -261,6 +244,7 @@ export async function executeCommand(
         namespace: opened.environment.namespace,
         durationMs,
         ...(resumed.length > 0 ? { resumed } : {}),
+        ...(nothing ? { nothingToRun: nothing } : {}),
         actions: run.actions,
       },
     };

@@ -21,6 +21,7 @@ import type { PluginDefinition } from '../plugin/types.js';
 import { actionVersions, openProject, type OpenedProject } from './context.js';
 import {
   kindOf,
+  nothingToRun,
   openExecution,
   requestedRefs,
   runActions,
@@ -123,12 +124,15 @@ export async function watchCommand(
   names: string[],
   options: ExecuteOptions,
   plugins: PluginDefinition[] = builtinPlugins(),
-  /** The project, when the caller has opened it already. */
-  preopened?: OpenedProject,
 ): Promise<CommandResult<WatchData>> {
-  let opened: OpenedProject = preopened ?? (await openProject(options, plugins));
-  let refs = requestedRefs(opened, kindOf[verb], names);
-  const { session, progress: firstProgress } = await openExecution(verb, names, opened, refs);
+  const {
+    opened: first,
+    refs: firstRefs,
+    session,
+    progress: firstProgress,
+  } = await openExecution(verb, names, options, plugins);
+  let opened: OpenedProject = first;
+  let refs = firstRefs;
   const root = opened.project.root;
   const settings = {
     concurrency: options.concurrency ?? 8,
@@ -157,6 +161,8 @@ export async function watchCommand(
     return { graph, versions: actionVersions(opened, graph, refs) };
   };
   try {
+    // None yet: said once; the watch goes on, and picks up an action declared while it runs.
+    if (refs.length === 0) for (const line of nothingToRun(opened, kindOf[verb])) note(line);
     await round([], refs, Boolean(options.force));
     let { graph, versions } = versionsNow();
     note(`watching ${root} for changes (Ctrl-C to stop)`);

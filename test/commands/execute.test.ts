@@ -60,7 +60,7 @@ describe('templates are checked before anything runs', () => {
 });
 
 describe('nothing to run', () => {
-  it('tend run in a project without Run actions says so, how to declare one, exits 0 and records nothing', async () => {
+  it('tend run in a project without Run actions says so and how to declare one, and exits 0', async () => {
     const root = project();
     const run = await runTend(['run'], { cwd: root, env: streamEnv(undefined, undefined) });
     expect(run.code, run.stderr).toBe(0);
@@ -69,10 +69,13 @@ describe('nothing to run', () => {
         'Declare one in a *.tend.yml file: kind: Run, type: exec (the Run types of this ' +
         "environment's providers), name, spec — see docs/configuration.md.\n",
     );
-    expect(existsSync(path.join(root, '.tend', 'events'))).toBe(false);
     const json = await runTend(['test', '--json'], { cwd: root, env: streamEnv(undefined, undefined) });
     expect(json.code).toBe(0);
-    expect(JSON.parse(json.stdout)).toMatchObject({ namespace: 'templates-dev', actions: [] });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      namespace: 'templates-dev',
+      nothingToRun: [expect.stringMatching(/^No Test actions in project templates/), expect.any(String)],
+      actions: [],
+    });
     // A name that does not exist is still an error.
     const named = await runTend(['run', 'seed'], { cwd: root, env: streamEnv(undefined, undefined) });
     expect(named.code).toBe(2);
