@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { formatTable, type CommandResult } from '../cli/output.js';
 import { TendError } from '../errors.js';
 import { apiRequest, type Connection } from '../remote/client.js';
-import { isTokenScope, tokenNamePattern, tokenScopes } from './auth.js';
+import { isTokenScope, projectBindingPattern, tokenNamePattern, tokenScopes } from './auth.js';
 import { backupSqlite, type BackupReport } from './db/backup.js';
 import { migrateToLatest, openDatabase, type ServerDatabase } from './db/database.js';
 import { AuditRepository } from './db/repositories/audit.js';
@@ -156,6 +156,13 @@ export async function tokenCreateCommand(
     throw new TendError(
       'TEND_USAGE',
       '--cluster binds an agent token to clusters: use it with --scope agent',
+    );
+  }
+  // Checked here too: through --server, the API's schema error would name its body's fields, not the flags.
+  if (options.project !== undefined && !projectBindingPattern.test(options.project)) {
+    throw new TendError(
+      'TEND_USAGE',
+      `--project must be a project name, got "${options.project.slice(0, 64)}"`,
     );
   }
   if (!tokenNamePattern.test(options.name)) {

@@ -74,6 +74,10 @@ describe('bad flag values are refused before any request', () => {
       ],
       '--event must be one of cleanup.warning, cleanup.done, got "nope"',
     ],
+    [
+      ['server', 'token', 'create', '--server', 'SERVER', '--name', 'ci', '--project', 'Shop'],
+      '--project must be a project name, got "Shop"',
+    ],
   ])('%j: exit 2, the flag named', async (args, message) => {
     const run = await runTend(
       args.map((a) => (a === 'SERVER' ? env.TEND_SERVER_URL! : a)),
