@@ -6,13 +6,16 @@ import { Argument, Command, CommanderError, Option } from 'commander';
 import { ExitCode } from './errors.js';
 import { printError, type GlobalOptions } from './cli/output.js';
 import { collect, execute } from './cli/execute.js';
-import { wholeNumber } from './cli/flag-values.js';
+import { durationFlag, timeOrDurationFlag, wholeNumber } from './cli/flag-values.js';
 import { addCleanupCommands } from './commands/cleanup-arguments.js';
 import { addServerCommands } from './server/program.js';
+import { closestName } from './suggest.js';
 import { cliVersion } from './version.js';
 
 const parseTail = wholeNumber('tail', 0, 1_000_000, 'lines');
 const parseConcurrency = wholeNumber('concurrency', 1, 1024);
+/** Pages of at most 500 are asked for until this many are listed: any number from 1. */
+const parseListLimit = wholeNumber('limit', 1, 1_000_000);
 
 export function buildProgram(): Command {
   const program = new Command('tend')
@@ -37,7 +40,16 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
     .version(cliVersion, '-v, --version', 'print the tend version')
     .option('--root <dir>', 'project root (default: nearest directory with a tend.yml)')
     .option('--env <name>', 'environment to use (default: the project defaultEnvironment)')
-    .option('--var <key=value>', 'override a project variable (repeatable)', collect)
+    .option(
+      '--var <key=value>',
+      'set a variable the configuration reads (repeatable; overrides --var-file and tend.yml)',
+      collect,
+    )
+    .option(
+      '--var-file <path>',
+      "a YAML file of variables (name: value), over the environment's varfiles (repeatable: later files win)",
+      collect,
+    )
     .option('--json', 'print results as JSON on stdout')
     .option('--debug', 'print stack traces and debug logs')
     .option(
@@ -59,7 +71,10 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
     program
       .command(`${kind} [names...]`)
       .description(`${kind} the named ${what} actions (all when none are named) and their dependencies`)
-      .option('--force', 'run even when the status says the action is ready for its version')
+      .option(
+        '--force',
+        `run the ${what} actions even when they are ready for their version; their dependencies are not forced (a ready build is reused)`,
+      )
       .option(
         '--watch',
         'then keep watching the files: rebuild, redeploy and re-test what each change affects, until Ctrl-C (exit 130)',
@@ -136,7 +151,11 @@ Examples:
       .command('keep-alive')
       .description('postpone automatic cleanup of the current environment (at most 30d)'),
   )
-    .option('--for <duration>', 'how long, e.g. 8h, 3d', '1d')
+    .addOption(
+      new Option('--for <duration>', 'how long, e.g. 8h, 3d (at most 30d)')
+        .default('1d')
+        .argParser(durationFlag('for', { maxDays: 30 })),
+    )
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () => (await cleanupServer()).keepAliveCommand(cmd.optsWithGlobals())),
     );
@@ -188,7 +207,8 @@ Examples:
   program
     .command('events [session]')
     .description(
-      'the local event log: list recent sessions, or print one (`latest` or a session id);\n' +
+      'the local event log: list recent sessions, or print one (a session id, or `latest`: the newest\n' +
+        'that was not a read-only tend status or tend logs);\n' +
         '`events push` sends what waits in the outbox to the server, `events outbox` shows it',
     )
     .option('--type <types>', 'only these event types (comma-separated, repeatable)', collect)
@@ -197,12 +217,16 @@ Examples:
       'only the events of this action, e.g. deploy.web (without a session: the newest session that has them)',
     )
     .option('--follow', 'keep printing events as they are written, until the session ends')
-    .addOption(new Option('--limit <n>', 'how many sessions to list').default(20).argParser(Number))
+    .option(
+      '--include-read-only',
+      '`latest` and --action alone: consider the sessions of tend status and tend logs too (passed over by default)',
+    )
+    .addOption(new Option('--limit <n>', 'how many sessions to list').default(20).argParser(parseListLimit))
     .option('--retry-quarantined', 'push: also send again the batches the server refused')
     .addOption(
       new Option('--timeout <seconds>', 'push: how long to keep trying before failing')
         .default(60)
-        .argParser(Number),
+        .argParser(wholeNumber('timeout', 1, 1_000_000, 'seconds')),
     )
     .action(async (session: string | undefined, _opts, cmd: Command) =>
       execute(cmd, async () => {
@@ -287,10 +311,20 @@ Examples:
       ),
   )
     .option('--project <project>', 'only this project')
-    .option('--state <state>', 'active | paused | cleaned')
+    .addOption(
+      new Option('--state <state>', 'only environments in this state').choices([
+        'active',
+        'paused',
+        'cleaned',
+      ]),
+    )
     .option('--search <text>', 'only environments whose project, name, namespace or owner contains this text')
-    .option('--stale-since <when>', 'no activity since this time or duration (e.g. 3d)')
-    .addOption(new Option('--limit <n>', 'how many to list').default(50).argParser(Number))
+    .addOption(
+      new Option('--stale-since <when>', 'no activity since this time or duration (e.g. 3d)').argParser(
+        timeOrDurationFlag('stale-since'),
+      ),
+    )
+    .addOption(new Option('--limit <n>', 'how many to list').default(50).argParser(parseListLimit))
     .option('--all', 'list every environment (all pages)')
     .addHelpText(
       'after',
@@ -333,11 +367,17 @@ Examples:
 }
 
 /**
- * The first operand that names no subcommand where one is expected (`tend nope --help`), or
- * undefined. Commander shows the help for `--help` before it looks at the command, so this is
- * checked first: an unknown command is a usage error, with or without `--help`.
+ * The first operand that names no subcommand where one is expected, with the names it could have
+ * meant, or undefined — when help was asked for: `tend nope --help` (commander shows the help for
+ * `--help` before it looks at the command) or `tend help nope` (commander's help command shows
+ * the program's help for a name it does not know). An unknown command is a usage error either way.
  */
-export function unknownCommand(program: Command, args: readonly string[]): string | undefined {
+export function unknownCommand(
+  program: Command,
+  args: readonly string[],
+): { name: string; names: string[] } | undefined {
+  const helpFlag = args.some((a) => a === '--help' || a === '-h');
+  let helpCommand = false;
   let command = program;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
@@ -352,7 +392,18 @@ export function unknownCommand(program: Command, args: readonly string[]): strin
     }
     if (command.commands.length === 0) return undefined; // an argument, not a command
     const next = command.commands.find((c) => c.name() === arg || c.aliases().includes(arg));
-    if (!next) return arg === 'help' ? undefined : arg;
+    if (!next && arg === 'help' && !helpCommand) {
+      helpCommand = true; // `tend help server token`: the words after it name the command
+      continue;
+    }
+    if (!next) {
+      if (!helpFlag && !helpCommand) return undefined; // commander says it, with a suggestion
+      const names = command
+        .createHelp()
+        .visibleCommands(command)
+        .flatMap((c) => [c.name(), ...c.aliases()]);
+      return { name: arg, names };
+    }
     command = next;
   }
   return undefined;
@@ -367,12 +418,15 @@ function ancestors(command: Command): Command[] {
 export async function main(argv: string[]): Promise<void> {
   const program = buildProgram();
   try {
-    const args = argv.slice(2);
-    const unknown = args.some((a) => a === '--help' || a === '-h')
-      ? unknownCommand(program, args)
-      : undefined;
-    if (unknown !== undefined)
-      program.error(`error: unknown command '${unknown}'`, { code: 'commander.unknownCommand' });
+    const unknown = unknownCommand(program, argv.slice(2));
+    if (unknown !== undefined) {
+      // Worded as commander words its own unknown commands.
+      const similar = closestName(unknown.name, unknown.names);
+      program.error(
+        `error: unknown command '${unknown.name}'${similar ? `\n(Did you mean ${similar}?)` : ''}`,
+        { code: 'commander.unknownCommand' },
+      );
+    }
     await program.parseAsync(argv);
   } catch (error) {
     if (error instanceof CommanderError) {

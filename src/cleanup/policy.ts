@@ -44,8 +44,15 @@ export function formatSuggestion(format: unknown, value: unknown): string | unde
   return checkTimeZone(value).suggestion;
 }
 
-const durationMessage =
-  'a duration of at most 365 days: a whole number followed by m, h or d (e.g. 30m, 8h, 3d)';
+/**
+ * How a duration is asked for, in tend.yml's errors and the command line's (`--for`, `--within`):
+ * "a duration of at most 365 days: a whole number followed by m, h or d (e.g. 30m, 8h, 3d)".
+ */
+export function durationWording(range = 'of at most 365 days'): string {
+  return `a duration ${range}: a whole number followed by m, h or d (e.g. 30m, 8h, 3d)`;
+}
+
+const durationMessage = durationWording();
 
 /** A policy duration; `description` says what it is for (tend.yml's JSON Schema shows it). */
 export const PolicyDuration = (description?: string) =>

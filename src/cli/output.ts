@@ -9,6 +9,8 @@ export interface GlobalOptions {
   root?: string;
   env?: string;
   var?: string[];
+  /** `--var-file <path>` (repeatable): YAML files of variables, below --var, above tend.yml's. */
+  varFile?: string[];
   json?: boolean;
   debug?: boolean;
   /** kubectl's global flags: the kubeconfig file and context(s), overriding the provider's. */
@@ -37,7 +39,7 @@ export function printResult(result: CommandResult, options: GlobalOptions): void
  * given with `user:password@`.
  */
 export function printError(error: unknown, options: GlobalOptions): number {
-  const tendError = toTendError(error);
+  const tendError = flagHint(toTendError(error), options);
   const stdout = (text: string) => process.stdout.write(redactUrlsIn(text));
   const stderr = (text: string) => process.stderr.write(redactUrlsIn(text));
   if (options.json) {
@@ -55,6 +57,29 @@ export function printError(error: unknown, options: GlobalOptions): number {
     }
   }
   return tendError.exitCode;
+}
+
+/**
+ * An error about a value the command line gave, with the hint naming the flag: a kubeconfig
+ * context that does not exist is the provider's `context:` in tend.yml, unless `--context` named
+ * it (the message lists the contexts there are).
+ */
+function flagHint(error: TendError, options: GlobalOptions): TendError {
+  const flagged = options.context?.find((name) =>
+    error.message.startsWith(`kubeconfig context "${name}" not found`),
+  );
+  if (error.code !== 'TEND_K8S_CONTEXT' || flagged === undefined) return error;
+  return new TendError(error.code, error.message, {
+    location: error.location,
+    plugin: error.plugin,
+    handler: error.handler,
+    actionRef: error.actionRef,
+    cause: error.cause,
+    detail: {
+      ...error.detail,
+      hint: `"${flagged}" came from --context: pass --context one of the available contexts (kubectl config get-contexts), or leave it out to use the provider's context:`,
+    },
+  });
 }
 
 /** Aligns rows of cells into columns, for tables printed to people. */

@@ -1,9 +1,11 @@
 /**
  * The argument table of `tend cleanup`: removing what tend deployed (`env`, `deploy`) and
  * seeing and steering the server's automatic cleanup (`plan`, `status`, `enforce`, `halt`,
- * `resume`, `breaker reset`). Command modules are imported lazily, as in main.ts.
+ * `unhalt` — `resume` before, still working, deprecated —, `breaker reset`). Command modules are
+ * imported lazily, as in main.ts.
  */
 import { Option, type Command } from 'commander';
+import { durationFlag, wholeNumber } from '../cli/flag-values.js';
 import type { CommandResult } from '../cli/output.js';
 
 export function addCleanupCommands(
@@ -32,9 +34,17 @@ export function addCleanupCommands(
       .command('plan')
       .description("what the server's automatic cleanup will do, when, and why (or why not)"),
   )
-    .option('--within <duration>', 'decisions due within this time', '24h')
+    .addOption(
+      new Option('--within <duration>', 'decisions due within this time (at most 365d)')
+        .default('24h')
+        .argParser(durationFlag('within', { maxDays: 365, zero: true })),
+    )
     .option('--project <project>', 'only this project')
-    .addOption(new Option('--limit <n>', 'most decisions shown').default(200).argParser(Number))
+    .addOption(
+      new Option('--limit <n>', 'most decisions shown')
+        .default(200)
+        .argParser(wholeNumber('limit', 1, 1_000_000)),
+    )
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () => (await cleanupServer()).cleanupPlanCommand(cmd.optsWithGlobals())),
     );
@@ -50,15 +60,26 @@ export function addCleanupCommands(
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () => (await cleanupServer()).cleanupEnforceCommand(cmd.optsWithGlobals())),
     );
-  for (const halt of [true, false]) {
+  // `unhalt`, not `resume`: `tend resume` resumes a paused environment, something else entirely.
+  for (const name of ['halt', 'unhalt', 'resume'] as const) {
+    const halt = name === 'halt';
     serverFlags(
       cleanup
-        .command(halt ? 'halt' : 'resume')
+        .command(name, { hidden: name === 'resume' })
         .description(
-          halt ? 'stop all automatic cleanup at once (admin)' : 'resume automatic cleanup (admin)',
+          halt
+            ? 'stop all automatic cleanup at once, until `tend cleanup unhalt` (admin)'
+            : 'lift the halt: automatic cleanup plans and runs again (admin)',
         ),
     ).action(async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await cleanupServer()).cleanupHaltCommand(halt, cmd.optsWithGlobals())),
+      execute(cmd, async () => {
+        if (name === 'resume') {
+          process.stderr.write(
+            'warning: `tend cleanup resume` is deprecated: it is `tend cleanup unhalt` (`tend resume` resumes a paused environment)\n',
+          );
+        }
+        return (await cleanupServer()).cleanupHaltCommand(halt, cmd.optsWithGlobals());
+      }),
     );
   }
   serverFlags(

@@ -58,7 +58,7 @@ export async function cleanupPlanCommand(
   } while (cursor && items.length < wanted);
   const now = new Date(page.serverTime);
   const lines: string[] = [];
-  if (page.halted) lines.push('Cleanup is HALTED: nothing is deleted until `tend cleanup resume`.', '');
+  if (page.halted) lines.push('Cleanup is HALTED: nothing is deleted until `tend cleanup unhalt`.', '');
   if (items.length === 0) {
     lines.push(
       page.generatedAt
@@ -142,10 +142,10 @@ export async function cleanupHaltCommand(
   );
   const human = halt
     ? result.changed
-      ? 'Cleanup halted: nothing is planned or started until `tend cleanup resume`.'
+      ? 'Cleanup halted: nothing is planned or started until `tend cleanup unhalt`.'
       : 'Cleanup was already halted.'
     : result.changed
-      ? 'Cleanup resumed.'
+      ? 'Cleanup unhalted: automatic cleanup plans and runs again.'
       : 'Cleanup was not halted.';
   return { data: result, human, exitCode: 0 };
 }

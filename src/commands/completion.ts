@@ -35,10 +35,12 @@ function nodes(program: Command): CompletionNode[] {
   const out: CompletionNode[] = [];
   const visit = (command: Command, path: string[], inherited: CompletionNode['flags']) => {
     const flags = [...flagsOf(command.options), ...inherited];
+    // A hidden command (a deprecated name kept working) is not offered.
+    const visible = new Set(command.createHelp().visibleCommands(command));
     out.push({
       path,
       description: command.description().split('\n')[0] ?? '',
-      subcommands: command.commands.flatMap((c) => [c.name(), ...c.aliases()]),
+      subcommands: command.commands.filter((c) => visible.has(c)).flatMap((c) => [c.name(), ...c.aliases()]),
       flags: [...flags, { names: ['--help', '-h'], takesValue: false, description: 'display help' }],
       values: command.registeredArguments.flatMap((a) => a.argChoices ?? []),
     });

@@ -13,6 +13,7 @@ import {
   selectEnvironment,
 } from '../config/environment.js';
 import { checkResolvedSpec, loadProjectConfig, projectFileName } from '../config/load.js';
+import { checkVarFlagsRead } from '../config/variables.js';
 import type { ActionConfig, ProjectConfig } from '../config/project.js';
 import { actionTypeIndex } from '../config/schema.js';
 import { actionOutputsContext, resolveTemplates, type TemplateContext } from '../config/template.js';
@@ -59,6 +60,8 @@ export interface OpenedProject {
   cluster?: ClusterOverride;
   /** The pull request the environment is for (`environments[].pullRequest`). */
   pullRequest?: PullRequestRef;
+  /** The varfiles read (the environment's, then --var-file's), absolute paths: `--watch` reloads on their change. */
+  varfiles: string[];
 }
 
 /** The command line's kubectl flags for a project command: one kubeconfig file, one context. */
@@ -87,7 +90,9 @@ export async function openProject(options: GlobalOptions, builtins: PluginDefini
   });
   const cluster = clusterOverride(options);
   const { user, hostId } = localIdentity();
-  const selected = selectEnvironment(project, { env: options.env, vars: parseVarFlags(options.var ?? []) });
+  const vars = parseVarFlags(options.var ?? []);
+  const selected = selectEnvironment(project, { env: options.env, vars, varFiles: options.varFile });
+  checkVarFlagsRead(project, actions, vars, selected.varfileVariables);
   const environment: EnvironmentInfo = {
     project: project.name,
     name: selected.name,
@@ -118,6 +123,7 @@ export async function openProject(options: GlobalOptions, builtins: PluginDefini
     tendDir: statePaths(project.root).root,
     user,
     hostId,
+    varfiles: selected.varfiles,
     ...(cluster ? { cluster } : {}),
     ...(selected.pullRequest ? { pullRequest: selected.pullRequest } : {}),
   };

@@ -3,7 +3,6 @@
  * `tend envs <id>`: one environment with its resources, recent sessions and cleanup plan.
  */
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
-import { TendError } from '../errors.js';
 import type { PlanItemView } from '../api/cleanup.js';
 import type { EnvironmentView, ResourceView, SessionView } from '../api/views.js';
 import { targetLabel } from '../api/views.js';
@@ -34,9 +33,6 @@ function ago(iso: string, now: Date): string {
 export async function environmentsCommand(
   options: EnvironmentsOptions,
 ): Promise<CommandResult<EnvironmentView[]>> {
-  if (options.state && !['active', 'paused', 'cleaned'].includes(options.state)) {
-    throw new TendError('TEND_USAGE', `--state must be active, paused or cleaned, got "${options.state}"`);
-  }
   const connection = requireServer(options);
   const items: EnvironmentView[] = [];
   const wanted = options.all ? Infinity : (options.limit ?? 50);

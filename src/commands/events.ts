@@ -6,8 +6,8 @@
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { findProjectRoot } from '../config/load.js';
 import { parseActionRef } from '../config/project.js';
-import { isEventType, type TendEvent } from '../events/catalog.js';
-import { listSessionLogs, looksLikeEvent, readSessionLog } from '../events/local-log.js';
+import { isEventType, sessionStopped, type SessionFailedPayload, type TendEvent } from '../events/catalog.js';
+import { listSessionLogs, looksLikeEvent, readSessionLog, type SessionLogInfo } from '../events/local-log.js';
 import { ExitCode, TendError } from '../errors.js';
 import { statePaths } from '../state/files.js';
 import { readLines } from '../state/follow.js';
@@ -26,7 +26,16 @@ export interface EventsOptions extends GlobalOptions {
   action?: string;
   follow?: boolean;
   limit?: number;
+  /** `latest` and `--action` alone may pick a session of `tend status` or `tend logs` too. */
+  includeReadOnly?: boolean;
 }
+
+/**
+ * The commands whose sessions change nothing: their handlers are the read-only ones
+ * (`getEnvironmentStatus`, `getStatus`, `getResult`, `getLogs`). `tend events latest` passes over
+ * them, so that it shows the last command that did something, not the `tend status` run after it.
+ */
+export const readOnlyCommands: ReadonlySet<string> = new Set(['status', 'logs']);
 
 export interface SessionSummary {
   sessionId: string;
@@ -34,7 +43,8 @@ export interface SessionSummary {
   environment?: string;
   namespace?: string;
   startedAt?: string;
-  outcome: 'completed' | 'failed' | 'running or interrupted';
+  /** `stopped`: ended by Ctrl-C or SIGTERM (`sessionFailed` with `TEND_INTERRUPTED`). */
+  outcome: 'completed' | 'failed' | 'stopped' | 'running or interrupted';
   events: number;
 }
 
@@ -56,8 +66,7 @@ export async function listSessionsCommand(options: EventsOptions): Promise<Comma
   const sessions = logs.map((log): SessionSummary => {
     const { events, skippedLines } = readSessionLog(log.file);
     warnSkipped(log.file, skippedLines);
-    const started = events.find((e) => e.type === 'sessionStarted') as
-      TendEvent<'sessionStarted'> | undefined;
+    const started = startOf(events);
     const ended = events.findLast((e) => e.type === 'sessionCompleted' || e.type === 'sessionFailed');
     return {
       sessionId: log.sessionId,
@@ -65,11 +74,13 @@ export async function listSessionsCommand(options: EventsOptions): Promise<Comma
       environment: started?.payload.environment,
       namespace: started?.payload.namespace,
       startedAt: started?.timestamp,
-      outcome: ended
-        ? ended.type === 'sessionCompleted'
+      outcome: !ended
+        ? 'running or interrupted'
+        : ended.type === 'sessionCompleted'
           ? 'completed'
-          : 'failed'
-        : 'running or interrupted',
+          : sessionStopped(ended.payload as SessionFailedPayload)
+            ? 'stopped'
+            : 'failed',
       events: events.length,
     };
   });
@@ -144,35 +155,87 @@ export async function showSessionCommand(
   for (const type of types) {
     if (!isEventType(type)) throw new TendError('TEND_USAGE', `unknown event type "${type}"`);
   }
-  const log =
-    target === undefined
-      ? logs.find(
-          (l) => action !== undefined && readSessionLog(l.file).events.some((e) => ofAction(e, action)),
+  const wanted = (e: TendEvent) =>
+    (types.length === 0 || types.includes(e.type)) && (action === undefined || ofAction(e, action));
+  const chosen =
+    target === undefined || target === 'latest'
+      ? newestSession(logs, options.includeReadOnly ?? false, (events) =>
+          target === 'latest' ? true : action !== undefined && events.some((e) => ofAction(e, action)),
         )
-      : target === 'latest'
-        ? logs[0]
-        : logs.find((l) => l.sessionId === target.toUpperCase());
+      : { log: logs.find((l) => l.sessionId === target.toUpperCase()), skipped: [] };
+  const { log } = chosen;
   if (!log) {
+    const readOnly =
+      chosen.skipped.length > 0
+        ? ` (besides ${describeSkipped(chosen.skipped)}: --include-read-only shows them)`
+        : '';
     throw new TendError(
       'TEND_USAGE',
       target === undefined
-        ? `no session recorded in ${dir} has events of ${action}`
+        ? `no session recorded in ${dir} has events of ${action}${readOnly}`
         : target === 'latest'
-          ? `no sessions recorded in ${dir}`
+          ? `no sessions recorded in ${dir}${readOnly}`
           : `no session ${target} in ${dir}`,
       { detail: { hint: 'run `tend events` to list the recorded sessions' } },
     );
   }
-  const wanted = (e: TendEvent) =>
-    (types.length === 0 || types.includes(e.type)) && (action === undefined || ofAction(e, action));
+  const read = 'events' in chosen ? chosen.events : undefined;
+  if (read) process.stderr.write(describeChoice(log.sessionId, read.events, chosen.skipped));
   if (options.follow) {
     await followLog(log.file, wanted, options.json ?? false);
     return { exitCode: 0, data: [], human: '' };
   }
-  const { events, skippedLines } = readSessionLog(log.file);
+  const { events, skippedLines } = read ?? readSessionLog(log.file);
   warnSkipped(log.file, skippedLines);
   const selected = events.filter(wanted);
   return { exitCode: 0, data: selected, human: selected.map(formatEvent).join('\n') };
+}
+
+/**
+ * The newest session whose events `matches`, passing over the read-only ones (`readOnlyCommands`)
+ * unless they are included; `skipped` names the commands of those passed over.
+ */
+function newestSession(
+  logs: readonly SessionLogInfo[],
+  includeReadOnly: boolean,
+  matches: (events: readonly TendEvent[]) => boolean,
+): { log?: SessionLogInfo; events?: ReturnType<typeof readSessionLog>; skipped: string[] } {
+  const skipped: string[] = [];
+  for (const log of logs) {
+    const read = readSessionLog(log.file);
+    if (!matches(read.events)) continue;
+    const command = startOf(read.events)?.payload.command;
+    if (!includeReadOnly && command !== undefined && readOnlyCommands.has(command)) {
+      skipped.push(command);
+      continue;
+    }
+    return { log, events: read, skipped };
+  }
+  return { skipped };
+}
+
+function startOf(events: readonly TendEvent[]): TendEvent<'sessionStarted'> | undefined {
+  return events.find((e) => e.type === 'sessionStarted') as TendEvent<'sessionStarted'> | undefined;
+}
+
+/** `2 tend status sessions, 1 tend logs session` */
+function describeSkipped(commands: readonly string[]): string {
+  const counts = new Map<string, number>();
+  for (const c of commands) counts.set(c, (counts.get(c) ?? 0) + 1);
+  return [...counts].map(([c, n]) => `${n} newer \`tend ${c}\` session${n === 1 ? '' : 's'}`).join(', ');
+}
+
+/**
+ * The line that says which session `latest` (or `--action` alone) shows: its command and start,
+ * and the read-only sessions passed over on the way.
+ */
+function describeChoice(sessionId: string, events: readonly TendEvent[], skipped: readonly string[]): string {
+  const start = startOf(events);
+  const what = start
+    ? `\`tend ${[start.payload.command, ...start.payload.args].join(' ')}\`, started ${start.timestamp}`
+    : 'no sessionStarted event';
+  const passed = skipped.length > 0 ? `; passed over ${describeSkipped(skipped)} (--include-read-only)` : '';
+  return `session ${sessionId}: ${what}${passed}\n`;
 }
 
 /** Prints events as they are appended, until the session ends or the command is interrupted. */

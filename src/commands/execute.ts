@@ -48,6 +48,8 @@ export interface ExecuteData {
   durationMs: number;
   /** What was resumed at the start (the environment was paused), one line per provider. */
   resumed?: string[];
+  /** When there was nothing to run (no action of the kind in the project): why, and how to declare one. */
+  nothingToRun?: string[];
   actions: {
     ref: string;
     version: string;
@@ -73,6 +75,31 @@ export function requestedRefs(opened: OpenedProject, kind: ActionKind, names: st
     }
     return ref;
   });
+}
+
+/**
+ * What `tend run` (no names) says in a project without Run actions, rather than "0 action(s)":
+ * there are none, and how to declare one, with the types its environment's providers offer. The
+ * command still prepares the environment and records its session, and exits 0 (a pipeline's
+ * `tend build && tend test` keeps working in a project without Builds).
+ */
+export function nothingToRun(opened: OpenedProject, kind: ActionKind): string[] {
+  const types = new Set(
+    opened.providers.flatMap((p) => p.plugin.actionTypes.filter((t) => t.kinds[kind]).map((t) => t.name)),
+  );
+  const declared = (['Build', 'Deploy', 'Test', 'Run'] as const)
+    .map((k) => [k, opened.actions.filter((a) => a.kind === k).length] as const)
+    .filter(([, n]) => n > 0)
+    .map(([k, n]) => `${n} ${k}`);
+  return [
+    `No ${kind} actions in project ${opened.project.name}: nothing to run` +
+      (declared.length > 0 ? ` (it declares ${declared.join(', ')}).` : '.'),
+    `Declare one in a *.tend.yml file: kind: ${kind}, type: ` +
+      (types.size > 0
+        ? `${[...types].join(' | ')} (the ${kind} types of this environment's providers)`
+        : `<type> (no provider of this environment offers ${kind} actions)`) +
+      ', name, spec — see docs/configuration.md.',
+  ];
 }
 
 /** One solve of the requested actions in an open session: what a command (or one watch round) runs. */
@@ -205,10 +232,11 @@ export async function executeCommand(
     progress.finish();
     await session.close({ counts: run.counts });
     const durationMs = Math.round(performance.now() - started);
+    const nothing = refs.length === 0 ? nothingToRun(opened, kindOf[verb]) : undefined;
     return {
       // Ctrl-C: 130, as shells report a command stopped by SIGINT.
       exitCode: session.signal.aborted ? ExitCode.interrupted : exitCodeOf(run.outcomes),
-      human: run.human,
+      human: nothing ? nothing.join('\n') : run.human,
       data: {
         sessionId: session.session.id,
         project: opened.project.name,
@@ -216,6 +244,7 @@ export async function executeCommand(
         namespace: opened.environment.namespace,
         durationMs,
         ...(resumed.length > 0 ? { resumed } : {}),
+        ...(nothing ? { nothingToRun: nothing } : {}),
         actions: run.actions,
       },
     };

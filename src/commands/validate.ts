@@ -13,6 +13,7 @@ import {
   resolveProviderConfig,
   selectEnvironment,
 } from '../config/environment.js';
+import { checkVarFlagsRead } from '../config/variables.js';
 import { checkResolvedSpec, loadProjectConfig } from '../config/load.js';
 import { ExitCode } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
@@ -46,7 +47,9 @@ export async function validateCommand(
     cwd: process.cwd(),
     plugins: builtins,
   });
-  const environment = selectEnvironment(project, { env: options.env, vars: parseVarFlags(options.var) });
+  const vars = parseVarFlags(options.var);
+  const environment = selectEnvironment(project, { env: options.env, vars, varFiles: options.varFile });
+  checkVarFlagsRead(project, actions, vars, environment.varfileVariables);
   const context = createTemplateContext(project, environment);
   const providers = project.providers.filter((entry) => providerApplies(entry, environment.name));
   for (const entry of providers) resolveProviderConfig(entry, context);

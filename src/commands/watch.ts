@@ -21,6 +21,7 @@ import type { PluginDefinition } from '../plugin/types.js';
 import { actionVersions, openProject, type OpenedProject } from './context.js';
 import {
   kindOf,
+  nothingToRun,
   openExecution,
   requestedRefs,
   runActions,
@@ -161,13 +162,18 @@ export async function watchCommand(
     return { graph, versions: await actionVersions(opened, graph, refs) };
   };
   try {
+    // None yet: said once; the watch goes on, and picks up an action declared while it runs.
+    if (refs.length === 0) for (const line of nothingToRun(opened, kindOf[verb])) note(line);
     await round([], refs, Boolean(options.force));
     let { graph, versions } = await versionsNow();
     note(`watching ${root} for changes (Ctrl-C to stop)`);
     for (;;) {
       const batch = await changes.next();
       if (!batch) break;
-      if (batch.some(isConfiguration)) {
+      // tend.yml, an action file, or a varfile of the environment (one inside the project).
+      const configuration = (file: string) =>
+        isConfiguration(file) || opened.varfiles.includes(path.join(root, file));
+      if (batch.some(configuration)) {
         try {
           const reopened = await openProject(options, plugins);
           refs = requestedRefs(reopened, kindOf[verb], names);
@@ -183,7 +189,7 @@ export async function watchCommand(
       const sources = sourceFiles(root, graph, versions);
       const affected = refs.filter((ref) => before.get(ref)?.version !== versions.get(ref)?.version);
       let relevant = batch.filter(
-        (file) => isConfiguration(file) || sources.has(file) || sourcesBefore.has(file),
+        (file) => configuration(file) || sources.has(file) || sourcesBefore.has(file),
       );
       // A file no version names can still change one: a file a kustomization reads from outside
       // the action's source (the rendered manifests are in the version, not the files read).

@@ -1,7 +1,8 @@
 /**
  * The environment a command works in: chosen with --env (default: the project's
  * defaultEnvironment), its namespace resolved from `defaultNamespace`, and its variables (the
- * project's, the environment's, then --var). Also builds the template context and resolves provider entries and specs.
+ * project's, the environment's, its varfiles, --var-file, then --var: src/config/variables.ts).
+ * Also builds the template context and resolves provider entries and specs.
  */
 import { localIdentity } from '../state/identity.js';
 import { TendError } from '../errors.js';
@@ -10,6 +11,7 @@ import { nameMaxLength, nameRegExp } from './project.js';
 import type { PullRequestRef } from '../events/catalog.js';
 import type { ActionConfig, CleanupConfig, ProjectConfig, ProviderEntry, VariableValue } from './project.js';
 import { resolveTemplates } from './template.js';
+import { readVarfiles } from './variables.js';
 import type { ResolveOptions, TemplateContext } from './template.js';
 
 export const defaultNamespaceTemplate = '${project.name}-${local.username}';
@@ -20,8 +22,12 @@ export interface SelectedEnvironment {
   cleanup?: CleanupConfig;
   /** `environments[].pullRequest` resolved; absent when not set or its number resolves empty. */
   pullRequest?: PullRequestRef;
-  /** Project variables, overridden by the environment's, overridden by --var. */
+  /** Project variables, overridden by the environment's, its varfiles', --var-file's, then --var. */
   variables: Record<string, VariableValue>;
+  /** The varfiles read (the environment's, then --var-file's), absolute paths. */
+  varfiles: string[];
+  /** The variables the varfiles set, merged. */
+  varfileVariables: Record<string, VariableValue>;
 }
 
 export interface SelectOptions {
@@ -29,6 +35,8 @@ export interface SelectOptions {
   env?: string;
   /** --var, parsed by parseVarFlags. */
   vars: Record<string, string>;
+  /** --var-file, as given (relative to the current directory). */
+  varFiles?: readonly string[];
   /** For tests: the OS user and environment variables (default: os.userInfo(), process.env). */
   local?: TemplateContext['local'];
 }
@@ -65,10 +73,14 @@ export function selectEnvironment(project: ProjectConfig, options: SelectOptions
       { detail: { hint: 'choose one with --env <name>, or add it under environments: in tend.yml' } },
     );
   }
-  // Project variables, then the environment's, then --var.
-  const variables = applyVarOverrides({ ...project.variables, ...environment.variables }, options.vars);
-  const local = options.local ?? localContext();
   const index = project.environments.indexOf(environment);
+  // Project variables, then the environment's, its varfiles, --var-file, then --var.
+  const varfiles = readVarfiles(project, index, options.varFiles ?? []);
+  const variables = applyVarOverrides(
+    { ...project.variables, ...environment.variables, ...varfiles.variables },
+    options.vars,
+  );
+  const local = options.local ?? localContext();
   const templatePath = ['environments', index, 'defaultNamespace'];
   // environment.namespace is what is being computed: it is absent from this context on purpose.
   const context = {
@@ -108,6 +120,8 @@ export function selectEnvironment(project: ProjectConfig, options: SelectOptions
     ...(environment.cleanup ? { cleanup: environment.cleanup } : {}),
     ...(pullRequest ? { pullRequest } : {}),
     variables,
+    varfiles: varfiles.files,
+    varfileVariables: varfiles.variables,
   };
 }
 

@@ -71,6 +71,7 @@ export function readProjectDocument(
       name: string;
       defaultNamespace?: string;
       variables?: Record<string, VariableValue>;
+      varfiles?: (string | { path: string; optional?: boolean })[];
       cleanup?: Static<typeof CleanupConfigSchema>;
       pullRequest?: { repository: string; number: string | number };
     }[];
@@ -146,6 +147,11 @@ export function readProjectDocument(
           name: env.name,
           ...(env.defaultNamespace !== undefined ? { defaultNamespace: env.defaultNamespace } : {}),
           variables: env.variables ?? {},
+          varfiles: (env.varfiles ?? []).map((v) =>
+            typeof v === 'string'
+              ? { path: v, optional: false }
+              : { path: v.path, optional: v.optional ?? false },
+          ),
           ...(env.cleanup
             ? {
                 cleanup: {

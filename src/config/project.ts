@@ -23,12 +23,20 @@ export interface PullRequestConfig {
   number: string | number;
 }
 
+/** `environments[].varfiles[]` after loading: a path from the project root, and whether it may be missing. */
+export interface VarfileConfig {
+  path: string;
+  optional: boolean;
+}
+
 export interface EnvironmentConfig {
   name: string;
   /** Raw, may contain template expressions. Default: `${project.name}-${local.username}`. */
   defaultNamespace?: string;
-  /** This environment's variables: they override the project's (and `--var` overrides them). */
+  /** This environment's variables: they override the project's (and its varfiles, `--var-file`, `--var` them). */
   variables: Record<string, VariableValue>;
+  /** `varfiles:`, in order (src/config/variables.ts reads them). */
+  varfiles: VarfileConfig[];
   cleanup?: CleanupConfig;
   pullRequest?: PullRequestConfig;
   /** Where the environment is declared in tend.yml. */

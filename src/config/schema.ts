@@ -73,7 +73,29 @@ export const EnvironmentSchema = Type.Object(
     ),
     variables: Type.Optional(
       variablesSchema(
-        "Variables of this environment: they override the project's; --var name=value overrides them.",
+        "Variables of this environment: they override the project's; its varfiles, --var-file and --var override them.",
+      ),
+    ),
+    varfiles: Type.Optional(
+      Type.Array(
+        Type.Union([
+          Type.String({ minLength: 1 }),
+          Type.Object(
+            {
+              path: Type.String({ minLength: 1, description: 'The file, relative to the project root.' }),
+              optional: Type.Optional(
+                Type.Boolean({
+                  description: 'A missing file is skipped instead of an error (default false).',
+                }),
+              ),
+            },
+            { additionalProperties: false },
+          ),
+        ]),
+        {
+          description:
+            "Files of variables (YAML or JSON: name: value) relative to the project root, read in order (a later one wins); they override this environment's variables, and --var-file and --var override them. A missing file is an error unless given as { path, optional: true }.",
+        },
       ),
     ),
   },

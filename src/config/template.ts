@@ -85,6 +85,22 @@ export function containsTemplate(value: unknown): boolean {
 /** Action references (`build.api`) used in `${actions.<kind>.<name>.outputs.<key>}` expressions. */
 export function findActionReferences(value: unknown): string[] {
   const refs = new Set<string>();
+  eachExpression(value, (path) => {
+    if (path[0] === 'actions' && path.length >= 3) refs.add(`${path[1]}.${path[2]}`);
+  });
+  return [...refs];
+}
+
+/** Variables (`port`) read by `${var.<name>}` expressions, added to `into`. */
+export function findVariableReferences(value: unknown, into: Set<string>): Set<string> {
+  eachExpression(value, (path) => {
+    if (path[0] === 'var' && path[1] !== undefined) into.add(path[1]);
+  });
+  return into;
+}
+
+/** The dotted path of every expression in a value; a malformed one is skipped (loading reports it). */
+function eachExpression(value: unknown, onExpression: (path: readonly string[]) => void): void {
   walk(value, [], (text) => {
     if (!text.includes('${')) return text;
     let parts: Part[];
@@ -93,14 +109,9 @@ export function findActionReferences(value: unknown): string[] {
     } catch {
       return text;
     }
-    for (const part of parts) {
-      if ('expression' in part && part.path[0] === 'actions' && part.path.length >= 3) {
-        refs.add(`${part.path[1]}.${part.path[2]}`);
-      }
-    }
+    for (const part of parts) if ('expression' in part) onExpression(part.path);
     return text;
   });
-  return [...refs];
 }
 
 /** A template reference to an action output, found when loading (for the graph and for checks). */

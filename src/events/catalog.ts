@@ -146,6 +146,15 @@ export const SessionFailedPayload = Type.Object(
 );
 export type SessionFailedPayload = Static<typeof SessionFailedPayload>;
 
+/**
+ * Whether a `sessionFailed` says the command was stopped (Ctrl-C or SIGTERM: `TEND_INTERRUPTED`)
+ * rather than failed: `tend events` and the server show such a session as `stopped`. The event
+ * stays a `sessionFailed`, so that servers and clients of every version read it.
+ */
+export function sessionStopped(payload: SessionFailedPayload): boolean {
+  return payload.error.code === 'TEND_INTERRUPTED';
+}
+
 export const SessionHeartbeatPayload = Type.Object(
   {
     project: Name,

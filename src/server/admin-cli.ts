@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { formatTable, type CommandResult } from '../cli/output.js';
 import { TendError } from '../errors.js';
 import { apiRequest, type Connection } from '../remote/client.js';
-import { isTokenScope, tokenNamePattern, tokenScopes } from './auth.js';
+import { isTokenScope, projectBindingPattern, tokenNamePattern, tokenScopes } from './auth.js';
 import { backupSqlite, type BackupReport } from './db/backup.js';
 import { migrateToLatest, openDatabase, type ServerDatabase } from './db/database.js';
 import { AuditRepository } from './db/repositories/audit.js';
@@ -17,6 +17,7 @@ import { TokenRepository, type TokenInfo } from './db/repositories/tokens.js';
 import type { TokenScope } from './db/schema.js';
 import { databaseFileName } from './data-dir.js';
 import { NotificationService, type WebhookInfo, type WebhookListing } from './notifications/service.js';
+import { checkWebhook } from './notifications/webhooks.js';
 import { requireServer } from '../remote/credentials.js';
 import { databaseOptions, type ServerDatabaseOptions } from './cli.js';
 
@@ -157,6 +158,13 @@ export async function tokenCreateCommand(
       '--cluster binds an agent token to clusters: use it with --scope agent',
     );
   }
+  // Checked here too: through --server, the API's schema error would name its body's fields, not the flags.
+  if (options.project !== undefined && !projectBindingPattern.test(options.project)) {
+    throw new TendError(
+      'TEND_USAGE',
+      `--project must be a project name, got "${options.project.slice(0, 64)}"`,
+    );
+  }
   if (!tokenNamePattern.test(options.name)) {
     throw new TendError(
       'TEND_USAGE',
@@ -219,12 +227,15 @@ export interface WebhookAddOptions extends AdminOptions {
 export async function webhookAddCommand(
   options: WebhookAddOptions,
 ): Promise<CommandResult<WebhookInfo & { secret: string }>> {
-  const added = await administration(options).addWebhook({
+  const input = {
     url: options.url,
     events: options.event ?? [],
     ...(options.format !== undefined ? { format: options.format } : {}),
     ...(options.project !== undefined ? { project: options.project } : {}),
-  });
+  };
+  // Checked here too: through --server, the API's schema error would name its body's fields, not the flags.
+  checkWebhook(input);
+  const added = await administration(options).addWebhook(input);
   const human = [
     `Added webhook ${added.id}: ${added.events.join(', ')} to ${added.url} (${added.format}${added.project ? `, project ${added.project}` : ''}).`,
     'Its signing secret is shown only now; give it to the receiver (it verifies the tend-signature header):',

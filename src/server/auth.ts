@@ -58,6 +58,9 @@ export const tokenPrefix = 'tend_';
 /** A token's name: 1-63 letters, digits, ".", "_" or "-", starting with a letter or digit. */
 export const tokenNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
+/** The project a token or webhook is bound to: lower-case letters, digits and "-" (at most 253). */
+export const projectBindingPattern = /^[a-z0-9]([-a-z0-9]{0,251}[a-z0-9])?$/;
+
 export function generateToken(): string {
   return tokenPrefix + randomBytes(32).toString('base64url');
 }

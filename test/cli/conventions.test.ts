@@ -32,9 +32,11 @@ describe('tend completion', () => {
     expect(out.code, out.stderr).toBe(0);
     const script = out.stdout;
     expect(await complete(script, ['tend', 'dep'])).toEqual(['deploy']);
-    expect(await complete(script, ['tend', 'cleanup', ''])).toEqual(
-      expect.arrayContaining(['env', 'deploy', 'plan', 'enforce', 'halt', 'resume', 'breaker']),
+    const cleanup = await complete(script, ['tend', 'cleanup', '']);
+    expect(cleanup).toEqual(
+      expect.arrayContaining(['env', 'deploy', 'plan', 'enforce', 'halt', 'unhalt', 'breaker']),
     );
+    expect(cleanup).not.toContain('resume'); // the deprecated name still works, but is not offered
     expect(await complete(script, ['tend', 'deploy', '--fo'])).toEqual(['--force']);
     // A global flag's value is skipped on the way to the command.
     expect(await complete(script, ['tend', '--env', 'dev', 'cleanup', 'pl'])).toEqual(['plan']);
@@ -207,5 +209,49 @@ describe('--kubeconfig and --context', () => {
     const twice = await runTend(['status', '--context', 'a', '--context', 'b'], { cwd: root, env });
     expect(twice.code).toBe(2);
     expect(twice.stderr).toMatch(/--context names one kubeconfig context/);
+  });
+});
+
+describe('a kubeconfig context that does not exist', () => {
+  const kubeconfig = `apiVersion: v1
+kind: Config
+clusters: [{ name: a, cluster: { server: "https://127.0.0.1:9" } }]
+contexts:
+  - { name: kind-a, context: { cluster: a, user: u } }
+  - { name: kind-b, context: { cluster: a, user: u } }
+current-context: kind-a
+users: [{ name: u, user: { token: x } }]
+`;
+  const project = (context: string) =>
+    makeProject({
+      kubeconfig,
+      'tend.yml': `kind: Project
+name: contexts
+defaultEnvironment: dev
+environments: [{ name: dev, defaultNamespace: contexts-dev }]
+providers: [{ name: kubernetes, context: ${context}, deploymentRegistry: localhost:5000/x }]
+`,
+    });
+
+  it('from --context: the hint names the flag; the message lists the contexts there are', async () => {
+    const root = project('kind-a');
+    const env = { KUBECONFIG: path.join(root, 'kubeconfig') };
+    const run = await runTend(['status', '--context', 'kind-c'], { cwd: root, env });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('kubeconfig context "kind-c" not found');
+    expect(run.stderr).toContain('available: kind-a, kind-b');
+    expect(run.stderr).toContain(
+      '"kind-c" came from --context: pass --context one of the available contexts',
+    );
+    expect(run.stderr).not.toContain('tend.yml');
+    const json = await runTend(['status', '--context', 'kind-c', '--json'], { cwd: root, env });
+    expect(JSON.parse(json.stdout).error.detail.hint).toMatch(/^"kind-c" came from --context/);
+  });
+
+  it("from the provider's context: the hint names tend.yml", async () => {
+    const root = project('kind-c');
+    const run = await runTend(['status'], { cwd: root, env: { KUBECONFIG: path.join(root, 'kubeconfig') } });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('set `context:` of the kubernetes provider in tend.yml');
   });
 });

@@ -58,3 +58,27 @@ describe('templates are checked before anything runs', () => {
     expect(existsSync(path.join(root, 'built'))).toBe(true);
   });
 });
+
+describe('nothing to run', () => {
+  it('tend run in a project without Run actions says so and how to declare one, and exits 0', async () => {
+    const root = project();
+    const run = await runTend(['run'], { cwd: root, env: streamEnv(undefined, undefined) });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toBe(
+      'No Run actions in project templates: nothing to run (it declares 1 Build, 1 Deploy).\n' +
+        'Declare one in a *.tend.yml file: kind: Run, type: exec (the Run types of this ' +
+        "environment's providers), name, spec — see docs/configuration.md.\n",
+    );
+    const json = await runTend(['test', '--json'], { cwd: root, env: streamEnv(undefined, undefined) });
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      namespace: 'templates-dev',
+      nothingToRun: [expect.stringMatching(/^No Test actions in project templates/), expect.any(String)],
+      actions: [],
+    });
+    // A name that does not exist is still an error.
+    const named = await runTend(['run', 'seed'], { cwd: root, env: streamEnv(undefined, undefined) });
+    expect(named.code).toBe(2);
+    expect(named.stderr).toContain('no Run action named "seed"; defined: (none)');
+  });
+});

@@ -59,6 +59,8 @@ describe('selectEnvironment', () => {
       namespace: 'shop-alice',
       cleanup: { afterInactivity: '8h', action: 'delete' },
       variables: { team: 'payments', replicas: 2, debug: false },
+      varfiles: [],
+      varfileVariables: {},
     });
   });
 

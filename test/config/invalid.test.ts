@@ -40,7 +40,7 @@ const cases: Case[] = [
       `,
     },
     error:
-      'tend.yml:5:5: unknown key "defaultNamespce" in environments[0]; expected one of: name, defaultNamespace, cleanup, pullRequest, variables',
+      'tend.yml:5:5: unknown key "defaultNamespce" in environments[0]; expected one of: name, defaultNamespace, cleanup, pullRequest, variables, varfiles',
     code: 'TEND_CONFIG_UNKNOWN_KEY',
   },
   {

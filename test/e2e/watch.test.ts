@@ -2,7 +2,8 @@
  * `tend test --watch` through the real CLI: after the first round, a change runs again only what
  * it affects (the actions whose sources or configuration changed and their dependants); a change
  * to a file no action has as a source (excluded) triggers nothing — the next round names only its
- * own change; heartbeats keep the session's environment alive; Ctrl-C exits 130 and stops what runs.
+ * own change; heartbeats keep the session's environment alive; Ctrl-C exits 130, stops what runs
+ * and records the session as stopped (not failed).
  */
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -198,6 +199,35 @@ spec:
     expect((await tend.exited).code).toBe(130);
     // Deployed services stay up after the watch, as after tend deploy.
     expect(await answer()).toBe('second');
+
+    // Stopped, not failed: the session ends with TEND_INTERRUPTED, which tend events calls stopped.
+    expect((await runTend(['status'], { cwd: root, env })).code).toBe(0);
+    const sessions = await runTend(['events', '--json'], { cwd: root, env });
+    expect(
+      (JSON.parse(sessions.stdout) as { command: string; outcome: string }[]).map((s) => [
+        s.command,
+        s.outcome,
+      ]),
+    ).toEqual([
+      ['status', 'completed'],
+      ['deploy', 'stopped'],
+    ]);
+    // `latest` passes over the read-only tend status after it, and says which session it shows.
+    const latest = await runTend(['events', 'latest', '--json'], { cwd: root, env });
+    const events = JSON.parse(latest.stdout) as { type: string; payload: Record<string, unknown> }[];
+    expect(events[0]?.payload).toMatchObject({ command: 'deploy', args: ['web'] });
+    expect(events.at(-1)).toMatchObject({
+      type: 'sessionFailed',
+      payload: { error: { code: 'TEND_INTERRUPTED' } },
+    });
+    expect(latest.stderr).toMatch(
+      /^session [0-9A-Z]{26}: `tend deploy web`, started \S+; passed over 1 newer `tend status` session \(--include-read-only\)\n$/,
+    );
+    const withStatus = await runTend(['events', 'latest', '--include-read-only', '--json'], {
+      cwd: root,
+      env,
+    });
+    expect(JSON.parse(withStatus.stdout)[0].payload).toMatchObject({ command: 'status' });
     expect((await runTend(['cleanup', 'env'], { cwd: root, env })).code).toBe(0);
   });
 

@@ -170,7 +170,7 @@ describe.each(dialects)('dashboard cleanup on %s', (dialect) => {
     expect(Number((await control()).halted)).toBe(1);
     const halted = await page('/cleanup', admin);
     expect(halted.body).toContain('Cleanup is halted');
-    expect(halted.body).toContain('Resume cleanup');
+    expect(halted.body).toContain('Unhalt cleanup');
     expect((await post('/cleanup/resume', admin)).statusCode).toBe(303);
     expect(Number((await control()).halted)).toBe(0);
   });

@@ -166,8 +166,8 @@ export function session(spec: EnvSpec = {}) {
     heartbeat: () => base('sessionHeartbeat', { project, environment, namespace, uptimeMs: 30_000 }),
     completed: () =>
       base('sessionCompleted', { durationMs: 1200, succeeded: 2, cached: 1, failed: 0, aborted: 0 }),
-    failed: () =>
-      base('sessionFailed', { durationMs: 10, error: { code: 'TEND_ACTION_FAILED', message: 'boom' } }),
+    failed: (code = 'TEND_ACTION_FAILED', message = 'boom') =>
+      base('sessionFailed', { durationMs: 10, error: { code, message } }),
     action: (actionRef = 'deploy.api') =>
       base('actionStatus', { actionRef, kind: 'Deploy', version: 'v-abc', state: 'ready', durationMs: 5 }),
     ns: (

@@ -195,6 +195,16 @@ describe.each(dialects)('registry on %s', (dialect) => {
     });
   });
 
+  it('records a session ended by Ctrl-C as stopped, not failed, and keeps it ended', async () => {
+    const a = session({ user: 'ctrl-c' });
+    await postEvents(s, [a.failed('TEND_INTERRUPTED', 'interrupted by SIGINT')]);
+    await postEvents(s, [a.started()]);
+    expect((await detailOf(a.namespace)).sessions[0]).toMatchObject({
+      status: 'stopped',
+      error: { code: 'TEND_INTERRUPTED', message: 'interrupted by SIGINT' },
+    });
+  });
+
   it('keeps a session ended when its start arrives after its end', async () => {
     const a = session({ user: 'late-start' });
     const started = a.started();

@@ -282,7 +282,7 @@ export function cleanupPage(
         <div class="actions">
           ${adminOnly(
             o.halted
-              ? postForm(session, '/cleanup/resume', 'Resume cleanup')
+              ? postForm(session, '/cleanup/resume', 'Unhalt cleanup')
               : postForm(session, '/cleanup/halt', 'Halt all cleanup'),
           )}
         </div>

@@ -15,7 +15,8 @@ export type EnvironmentState = 'active' | 'paused' | 'cleaned';
 export type ResourceState = 'ready' | 'terminating' | 'missing';
 export type ResourceRole = 'app' | 'build' | 'system';
 export type Ownership = 'owned' | 'adopted' | 'unknown';
-export type SessionStatus = 'running' | 'completed' | 'failed' | 'unknown';
+/** `stopped`: ended by Ctrl-C or SIGTERM (a `sessionFailed` with `TEND_INTERRUPTED`), not by a failure. */
+export type SessionStatus = 'running' | 'completed' | 'failed' | 'stopped' | 'unknown';
 export type CleanupJobState = 'planned' | 'executing' | 'done' | 'failed' | 'cancelled';
 
 export interface ProjectsTable {

@@ -7,6 +7,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { TendError } from '../../errors.js';
 import { redactUrl } from '../../redact.js';
+import { projectBindingPattern } from '../auth.js';
 import { formatTime, outlook, pastTense } from '../../cleanup/format.js';
 import type { CleanupAction } from '../../cleanup/protocol.js';
 
@@ -68,7 +69,7 @@ export function checkWebhook(input: {
   if (!(webhookFormats as readonly string[]).includes(format)) {
     throw new TendError('TEND_USAGE', `--format must be json or slack, got "${format.slice(0, 64)}"`);
   }
-  if (input.project !== undefined && !/^[a-z0-9]([-a-z0-9]{0,251}[a-z0-9])?$/.test(input.project)) {
+  if (input.project !== undefined && !projectBindingPattern.test(input.project)) {
     throw new TendError(
       'TEND_USAGE',
       `--project must be a project name, got "${input.project.slice(0, 64)}"`,

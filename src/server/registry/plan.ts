@@ -14,6 +14,7 @@ import type {
   SessionStartedPayload,
   TendEvent,
 } from '../../events/catalog.js';
+import { sessionStopped } from '../../events/catalog.js';
 import type { CleanupPolicy } from '../../cleanup/policy.js';
 import type { EnvironmentRow, SessionUpdate, StoredSession } from '../db/repositories/registry.js';
 import { environmentKey, type EnvironmentIdentity } from './keys.js';
@@ -161,7 +162,8 @@ export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, 
         s.ended_at = now;
         if (e.type === 'sessionFailed') {
           const p: SessionFailedPayload = e.payload;
-          s.status = 'failed';
+          // Ctrl-C (or SIGTERM) ended it: the user stopped it, nothing failed (`tend deploy --watch` ends so).
+          s.status = sessionStopped(p) ? 'stopped' : 'failed';
           s.error_code = p.error.code;
           s.error_message = p.error.message.slice(0, 4096);
         } else {

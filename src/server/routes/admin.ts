@@ -8,13 +8,13 @@
  */
 import { Type } from '@sinclair/typebox';
 import { TendError } from '../../errors.js';
-import { actorOf, tokenNamePattern, tokenScopes, type Principal } from '../auth.js';
+import { actorOf, projectBindingPattern, tokenNamePattern, tokenScopes, type Principal } from '../auth.js';
 import { webhookEvents, webhookFormats, maxUrlLength } from '../notifications/webhooks.js';
 import type { App, ServerServices } from '../services.js';
 import { ErrorResponse } from '../../api/views.js';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
-const ProjectName = Type.String({ pattern: '^[a-z0-9]([-a-z0-9]{0,251}[a-z0-9])?$' });
+const ProjectName = Type.String({ pattern: projectBindingPattern.source });
 
 export const TokenView = Type.Object({
   id: Type.String(),

@@ -1,6 +1,6 @@
 /**
  * The cleanup commands of the CLI against a listening server: `tend cleanup plan|enforce|halt|
- * resume|breaker reset`, `tend keep-alive` and the cleanup line of `tend status`.
+ * unhalt|breaker reset`, `tend keep-alive` and the cleanup line of `tend status`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,7 +17,7 @@ import { cleanupLine, cleanupWarning } from '../../../src/remote/cleanup-plan.js
 import { statusCommand } from '../../../src/commands/status.js';
 import type { TendError } from '../../../src/errors.js';
 import type { PlanItemView } from '../../../src/api/cleanup.js';
-import { makeProject, removeProjects } from '../../helpers/project.js';
+import { makeProject, removeProjects, runTend } from '../../helpers/project.js';
 import { cleanupFixture, type CleanupFixture } from './fixture.js';
 
 const hour = 3_600_000;
@@ -57,7 +57,7 @@ describe('cleanup commands', () => {
     await f.close();
   });
 
-  it('plan, enforce, halt, resume and breaker reset talk to the server', async () => {
+  it('plan, enforce, halt, unhalt and breaker reset talk to the server', async () => {
     const env = await f.environment({ user: 'alice' });
     await f.report('e1', [f.item(env.namespace, 'uid-alice')]);
     await f.server.app.cleanup.pass.run();
@@ -84,7 +84,9 @@ describe('cleanup commands', () => {
     expect((await cleanupHaltCommand(true, {})).human).toMatch(/^Cleanup halted/);
     expect((await cleanupHaltCommand(true, {})).human).toBe('Cleanup was already halted.');
     expect((await cleanupPlanCommand({})).human).toMatch(/^Cleanup is HALTED/);
-    expect((await cleanupHaltCommand(false, {})).human).toBe('Cleanup resumed.');
+    expect((await cleanupHaltCommand(false, {})).human).toBe(
+      'Cleanup unhalted: automatic cleanup plans and runs again.',
+    );
 
     const notOpen = (await breakerResetCommand({ project: 'shop' }).catch((e: unknown) => e)) as TendError;
     expect(notOpen.code).toBe('TEND_CLEANUP_CONFLICT');
@@ -92,6 +94,29 @@ describe('cleanup commands', () => {
       (e: unknown) => e,
     )) as TendError;
     expect(read.code).toBe('TEND_AUTH_FORBIDDEN');
+  });
+
+  it('tend cleanup unhalt lifts the halt; tend cleanup resume still does, with a deprecation line', async () => {
+    const env = { TEND_CONFIG_DIR: configDir, TEND_SERVER_URL: url, TEND_TOKEN: f.server.tokens.admin };
+    const halt = await runTend(['cleanup', 'halt'], { env });
+    expect(halt.stdout).toBe('Cleanup halted: nothing is planned or started until `tend cleanup unhalt`.\n');
+    const unhalt = await runTend(['cleanup', 'unhalt'], { env });
+    expect([unhalt.code, unhalt.stdout, unhalt.stderr]).toEqual([
+      0,
+      'Cleanup unhalted: automatic cleanup plans and runs again.\n',
+      '',
+    ]);
+    expect((await runTend(['cleanup', 'halt'], { env })).code).toBe(0);
+    const resume = await runTend(['cleanup', 'resume'], { env });
+    expect(resume.code).toBe(0);
+    expect(resume.stdout).toBe('Cleanup unhalted: automatic cleanup plans and runs again.\n');
+    expect(resume.stderr).toBe(
+      'warning: `tend cleanup resume` is deprecated: it is `tend cleanup unhalt` (`tend resume` resumes a paused environment)\n',
+    );
+    // The help lists halt and unhalt, not the old name.
+    const help = await runTend(['cleanup', '--help']);
+    expect(help.stdout).toMatch(/^ {2}unhalt /m);
+    expect(help.stdout).not.toMatch(/^ {2}resume /m);
   });
 
   it('keep-alive postpones cleanup of the current environment; status shows the plan', async () => {

@@ -105,7 +105,7 @@ export function blockOf(
   if (session !== undefined && session > now - sessionLiveMs) {
     return { reason: 'session-running', why: 'a tend command is running in it' };
   }
-  if (snapshot.halted) return { reason: 'halted', why: 'cleanup is halted (`tend cleanup resume`)' };
+  if (snapshot.halted) return { reason: 'halted', why: 'cleanup is halted (`tend cleanup unhalt`)' };
   const target = targetBlock(ctx, r.targetKey);
   if (target) return { reason: target };
   const item = r.item;

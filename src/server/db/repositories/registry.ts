@@ -327,7 +327,7 @@ export const sessionsUpsert: InsertStatement = {
       // A session belongs to the project of its first event, forever (registry/ownership.ts).
       'project = coalesce(sessions.project, excluded.project)',
       // A session that ended stays ended; "unknown" (no status news) keeps what is there.
-      "status = case when excluded.status = 'unknown' then sessions.status when sessions.status in ('completed', 'failed') and excluded.status = 'running' then sessions.status else excluded.status end",
+      "status = case when excluded.status = 'unknown' then sessions.status when sessions.status in ('completed', 'failed', 'stopped') and excluded.status = 'running' then sessions.status else excluded.status end",
       'last_event_at = case when excluded.last_event_at > sessions.last_event_at then excluded.last_event_at else sessions.last_event_at end',
     ].join(', '),
 };

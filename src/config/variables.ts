@@ -1,0 +1,151 @@
+/**
+ * Where an environment's variables come from, lowest first: the project's `variables:`, the
+ * environment's `variables:`, the environment's `varfiles:` (in order), `--var-file` (in order),
+ * then `--var`. A varfile is one YAML mapping of names to strings, numbers or booleans (JSON is
+ * YAML too). Also: refusing a `--var` that no configuration reads (a typo would otherwise be
+ * silently ignored).
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Type } from '@sinclair/typebox';
+import { TendError } from '../errors.js';
+import { closestName } from '../suggest.js';
+import { checkSchema, configError, type ConfigProblem } from './diagnostics.js';
+import type { ActionConfig, ProjectConfig, VariableValue } from './project.js';
+import { variableNamePattern } from './schema.js';
+import { SourceFile } from './source.js';
+import { findVariableReferences } from './template.js';
+
+const VarfileSchema = Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean()]));
+const variableName = new RegExp(variableNamePattern);
+
+/**
+ * The variables of one varfile, checked, or undefined when it does not exist. Errors name the
+ * file as `shown` (relative to the project root, or as given to --var-file) with line and column.
+ */
+export function readVarfile(file: string, shown: string): Record<string, VariableValue> | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new TendError('TEND_CONFIG_INVALID', `cannot read varfile ${shown}: ${(error as Error).message}`);
+  }
+  const source = new SourceFile(shown, text);
+  const { documents, problems } = source.parse();
+  if (problems.length > 0) throw configError(problems);
+  const [document, second] = documents;
+  if (!document) return {}; // an empty file sets nothing
+  const locate = (at: readonly (string | number)[], target?: 'key' | 'value') =>
+    source.locate(document.index, at, target);
+  if (second) {
+    throw configError([
+      {
+        code: 'TEND_CONFIG_INVALID',
+        message: 'a varfile holds one YAML document (a mapping of variable names to values)',
+        location: second.location,
+      },
+    ]);
+  }
+  const shape = checkSchema(VarfileSchema, document.value, {
+    basePath: [],
+    rootLabel: `varfile ${shown}`,
+    locate,
+  });
+  const names: ConfigProblem[] = Object.keys(
+    typeof document.value === 'object' && document.value !== null ? document.value : {},
+  )
+    .filter((name) => !variableName.test(name))
+    .map((name) => ({
+      code: 'TEND_CONFIG_INVALID',
+      message: `invalid variable name "${name}"; expected letters, digits, "_" and "-", starting with a letter or "_"`,
+      location: locate([name], 'key'),
+    }));
+  if (shape.length + names.length > 0) throw configError([...shape, ...names]);
+  return document.value as Record<string, VariableValue>;
+}
+
+/**
+ * The variables of the environment's varfiles, then of the `--var-file` files, merged in that
+ * order (a later file wins), and the files read (absolute paths). A varfile named in tend.yml
+ * that does not exist is an error unless it is marked `optional: true`; a --var-file that does
+ * not exist is always one.
+ */
+export function readVarfiles(
+  project: ProjectConfig,
+  environmentIndex: number,
+  flagFiles: readonly string[],
+): { variables: Record<string, VariableValue>; files: string[] } {
+  const variables: Record<string, VariableValue> = {};
+  const files: string[] = [];
+  const environment = project.environments[environmentIndex]!;
+  environment.varfiles.forEach((varfile, i) => {
+    const file = path.resolve(project.root, varfile.path);
+    const read = readVarfile(file, path.relative(project.root, file) || varfile.path);
+    if (read === undefined) {
+      if (varfile.optional) return;
+      throw new TendError(
+        'TEND_CONFIG_NOT_FOUND',
+        `varfile ${varfile.path} of environment ${environment.name} does not exist (${file})`,
+        {
+          location: project.locate(['environments', environmentIndex, 'varfiles', i]),
+          detail: {
+            hint: `create it, or mark it optional (- { path: ${varfile.path}, optional: true }) when not everyone has one`,
+          },
+        },
+      );
+    }
+    Object.assign(variables, read);
+    files.push(file);
+  });
+  for (const given of flagFiles) {
+    const file = path.resolve(given);
+    const read = readVarfile(file, given);
+    if (read === undefined) {
+      throw new TendError('TEND_USAGE', `--var-file ${given}: no such file (${file})`);
+    }
+    Object.assign(variables, read);
+    files.push(file);
+  }
+  return { variables, files };
+}
+
+/**
+ * Refuses a `--var` that names a variable nothing reads: no `${var.<name>}` in tend.yml or any
+ * action, and not declared (`variables:` of the project or an environment, or a varfile read for
+ * this command). A plugin that reads `environment.variables` itself finds a declared one.
+ */
+export function checkVarFlagsRead(
+  project: ProjectConfig,
+  actions: readonly ActionConfig[],
+  flags: Record<string, string>,
+  fromVarfiles: Record<string, VariableValue>,
+): void {
+  const keys = Object.keys(flags);
+  if (keys.length === 0) return;
+  const known = new Set([...Object.keys(project.variables), ...Object.keys(fromVarfiles)]);
+  for (const environment of project.environments) {
+    for (const name of Object.keys(environment.variables)) known.add(name);
+    findVariableReferences([environment.defaultNamespace, environment.pullRequest?.number], known);
+  }
+  for (const provider of project.providers) findVariableReferences(provider.config, known);
+  for (const action of actions) findVariableReferences(action.spec, known);
+  const unread = keys.find((key) => !known.has(key));
+  if (unread === undefined) return;
+  const similar = closestName(unread, known);
+  const names = [...known].sort();
+  throw new TendError(
+    'TEND_USAGE',
+    `--var ${unread}=${flags[unread]}: no configuration reads variable "${unread}"` +
+      (similar ? ` (did you mean ${similar}?)` : ''),
+    {
+      detail: {
+        hint:
+          (names.length > 0
+            ? `the variables tend.yml and the actions read or declare: ${names.slice(0, 20).join(', ')}${names.length > 20 ? ', …' : ''}; `
+            : 'this project reads no variables; ') +
+          'a variable only a plugin reads must be declared under variables: in tend.yml',
+      },
+    },
+  );
+}

@@ -1,0 +1,131 @@
+/**
+ * Variables through the real CLI: an environment's `varfiles:` and `--var-file`, their order
+ * (--var > --var-file > the environment's varfiles > its variables > the project's), a varfile
+ * that is missing or malformed, and a `--var` that nothing reads (exit 2, "did you mean").
+ * `tend validate --json` shows the namespace, which the variables make up.
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { makeProject, removeProjects, runTend } from '../helpers/project.js';
+
+afterEach(removeProjects);
+
+const tendYml = (varfiles: string) => `kind: Project
+name: vars
+defaultEnvironment: dev
+variables: { a: project, b: project, c: project, d: project, e: project }
+environments:
+  - name: dev
+    defaultNamespace: "\${var.a}-\${var.b}-\${var.c}-\${var.d}-\${var.e}"
+    variables: { b: env, c: env, d: env, e: env }
+    varfiles: ${varfiles}
+providers:
+  - name: exec
+---
+kind: Test
+type: exec
+name: unit
+spec:
+  command: [sh, -c, "echo \${var.greeting}"]
+`;
+
+const namespaceOf = async (root: string, ...args: string[]) => {
+  const run = await runTend(['validate', '--json', ...args], { cwd: root });
+  expect(run.code, run.stderr + run.stdout).toBe(0);
+  return (JSON.parse(run.stdout) as { namespace: string }).namespace;
+};
+
+describe('varfiles', () => {
+  it('apply in order: --var over --var-file over the varfiles over the variables of tend.yml', async () => {
+    const root = makeProject({
+      'tend.yml': tendYml('[first.yml, second.json]'),
+      'first.yml': 'c: first\nd: first\ne: first\ngreeting: hi\n',
+      // JSON is YAML too; a later varfile wins.
+      'second.json': '{ "d": "second", "e": "second" }',
+      'flag.yml': 'e: flag\n',
+    });
+    expect(await namespaceOf(root)).toBe('project-env-first-second-second');
+    expect(await namespaceOf(root, '--var-file', 'flag.yml')).toBe('project-env-first-second-flag');
+    expect(await namespaceOf(root, '--var-file', 'flag.yml', '--var', 'e=cli')).toBe(
+      'project-env-first-second-cli',
+    );
+  });
+
+  it('make tend status find what tend test left, without repeating --var', async () => {
+    const root = makeProject({ 'tend.yml': tendYml('[dev.yml]'), 'dev.yml': 'a: alice\ngreeting: hi\n' });
+    const test = await runTend(['test', '--json'], { cwd: root });
+    expect(test.code, test.stderr).toBe(0);
+    const status = await runTend(['status', '--json'], { cwd: root });
+    expect(status.code, status.stderr).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      namespace: 'alice-env-env-env-env',
+      actions: [{ ref: 'test.unit', state: 'ready' }],
+    });
+  });
+
+  it('a missing varfile is an error at its entry in tend.yml, unless optional; a missing --var-file too', async () => {
+    const root = makeProject({
+      'tend.yml': tendYml('[{ path: mine.yml, optional: true }, shared.yml]'),
+      'mine.yml': 'a: mine\n',
+    });
+    const missing = await runTend(['validate'], { cwd: root });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('tend.yml:9:52: varfile shared.yml of environment dev does not exist');
+    expect(missing.stderr).toContain('mark it optional');
+    writeFileSync(path.join(root, 'shared.yml'), 'greeting: hi\n');
+    expect(await namespaceOf(root)).toBe('mine-env-env-env-env');
+    writeFileSync(path.join(root, 'tend.yml'), tendYml('[{ path: gone.yml, optional: true }]'));
+    expect(await namespaceOf(root, '--var', 'greeting=hi')).toBe('project-env-env-env-env');
+
+    const flag = await runTend(['validate', '--var-file', 'nope.yml'], { cwd: root });
+    expect(flag.code).toBe(2);
+    expect(flag.stderr).toContain(`--var-file nope.yml: no such file (${path.join(root, 'nope.yml')})`);
+  });
+
+  it('a varfile that is not a mapping of names to values: exit 2 at the line and column', async () => {
+    const root = makeProject({
+      'tend.yml': tendYml('[dev.yml]'),
+      'dev.yml': 'greeting: hi\nlist: [1, 2]\nbad name: x\n',
+      'two.yml': 'a: x\n---\nb: y\n',
+      'list.yml': '- a\n',
+    });
+    const bad = await runTend(['validate'], { cwd: root });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain(
+      'dev.yml:2:7: invalid value for list: expected a string, a number or true or false, got a list',
+    );
+    expect(bad.stderr).toContain('dev.yml:3:1: invalid variable name "bad name"');
+    writeFileSync(path.join(root, 'dev.yml'), 'greeting: hi\n');
+    const two = await runTend(['validate', '--var-file', 'two.yml'], { cwd: root });
+    expect(two.code).toBe(2);
+    expect(two.stderr).toContain('two.yml:3:1: a varfile holds one YAML document');
+    const list = await runTend(['validate', '--var-file', 'list.yml'], { cwd: root });
+    expect(list.code).toBe(2);
+    expect(list.stderr).toMatch(/list\.yml:1:1: invalid value for varfile list\.yml: expected a mapping/);
+  });
+});
+
+describe('--var', () => {
+  it('naming a variable nothing reads is refused (exit 2) with the closest one it may have meant', async () => {
+    const root = makeProject({ 'tend.yml': tendYml('[]'), 'extra.yml': 'only: x\n' });
+    const typo = await runTend(['validate', '--var', 'greting=hi'], { cwd: root });
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain(
+      'error: --var greting=hi: no configuration reads variable "greting" (did you mean greeting?)',
+    );
+    expect(typo.stderr).toContain('read or declare: a, b, c, d, e, greeting');
+    // Every command that opens the project refuses it, before it starts anything.
+    const status = await runTend(['test', '--var', 'nope=1', '--json'], { cwd: root });
+    expect(status.code).toBe(2);
+    expect(JSON.parse(status.stdout).error).toMatchObject({
+      code: 'TEND_USAGE',
+      message: '--var nope=1: no configuration reads variable "nope"',
+    });
+    // A variable read or declared is accepted, and one a varfile sets (a plugin may read it).
+    expect(await namespaceOf(root, '--var', 'greeting=hi', '--var', 'a=x')).toBe('x-env-env-env-env');
+    expect(
+      await namespaceOf(root, '--var-file', 'extra.yml', '--var', 'only=y', '--var', 'greeting=hi'),
+    ).toBe('project-env-env-env-env');
+  });
+});
