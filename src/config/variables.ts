@@ -5,8 +5,9 @@
  * YAML too). Also: refusing a `--var` that no configuration reads (a typo would otherwise be
  * silently ignored).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import fg from 'fast-glob';
 import { Type } from '@sinclair/typebox';
 import { TendError } from '../errors.js';
 import { closestName } from '../suggest.js';
@@ -110,9 +111,38 @@ export function readVarfiles(
   return { variables, files };
 }
 
+/** Files larger than this are not looked through for `${var.…}` (no manifest is this large). */
+const largestScannedFile = 1024 * 1024;
+
 /**
- * Refuses a `--var` that names a variable nothing reads: no `${var.<name>}` in tend.yml or any
- * action, and not declared (`variables:` of the project or an environment, or a varfile read for
+ * Whether a file of the project (not .git, node_modules or .tend) holds `${var.<name>}`: a
+ * template in a manifest a plugin reads (`files:`, a kustomization) reads the variable too.
+ * Looked for only when nothing in the configuration reads it, on the way to refusing the flag.
+ */
+function mentionedInProjectFiles(root: string, name: string): boolean {
+  const reference = new RegExp(`\\$\\{[^}]*\\bvar\\.${name.replace(/[^A-Za-z0-9_]/g, '\\$&')}\\b`);
+  const files = fg.sync('**/*', {
+    cwd: root,
+    ignore: ['**/.git/**', '**/node_modules/**', '**/.tend/**'],
+    onlyFiles: true,
+    dot: true,
+    absolute: true,
+    suppressErrors: true,
+  });
+  for (const file of files) {
+    try {
+      if (statSync(file).size > largestScannedFile) continue;
+      if (reference.test(readFileSync(file, 'utf8'))) return true;
+    } catch {
+      // Unreadable: it reads nothing for tend either.
+    }
+  }
+  return false;
+}
+
+/**
+ * Refuses a `--var` that names a variable nothing reads: no `${var.<name>}` in tend.yml, any
+ * action or any other file of the project (a manifest), and not declared (`variables:` of the project or an environment, or a varfile read for
  * this command). A plugin that reads `environment.variables` itself finds a declared one.
  */
 export function checkVarFlagsRead(
@@ -130,7 +160,7 @@ export function checkVarFlagsRead(
   }
   for (const provider of project.providers) findVariableReferences(provider.config, known);
   for (const action of actions) findVariableReferences(action.spec, known);
-  const unread = keys.find((key) => !known.has(key));
+  const unread = keys.find((key) => !known.has(key) && !mentionedInProjectFiles(project.root, key));
   if (unread === undefined) return;
   const similar = closestName(unread, known);
   const names = [...known].sort();

@@ -128,4 +128,19 @@ describe('--var', () => {
       await namespaceOf(root, '--var-file', 'extra.yml', '--var', 'only=y', '--var', 'greeting=hi'),
     ).toBe('project-env-env-env-env');
   });
+
+  it('is accepted when a manifest of the project reads it (a template in a file a plugin reads)', async () => {
+    const root = makeProject({
+      'tend.yml': tendYml('[]'),
+      'k8s/settings.yaml':
+        'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: s }\ndata: { image: "${var.image}" }\n',
+      // What tend writes under .tend is not the project's: a reference there reads nothing.
+      '.tend/cache/old.json': '{"x": "${var.stale}"}',
+    });
+    const used = await runTend(['validate', '--var', 'image=nginx', '--var', 'greeting=hi'], { cwd: root });
+    expect(used.code, used.stderr).toBe(0);
+    const stale = await runTend(['validate', '--var', 'stale=1'], { cwd: root });
+    expect(stale.code).toBe(2);
+    expect(stale.stderr).toContain('no configuration reads variable "stale"');
+  });
 });
