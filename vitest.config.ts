@@ -7,7 +7,6 @@ export default defineConfig({
     // Most tests wait on servers, kube-sim and child processes, not the CPU: Vitest's default of
     // one worker per core but one leaves a 2-core machine running one file at a time.
     maxWorkers: 3,
-    minWorkers: 1,
     testTimeout: 60_000,
     hookTimeout: 60_000,
     reporters: ['default', './test/summary-reporter.ts'],

@@ -2,24 +2,24 @@
  * Prints the plain closing line `N passed, N failed` (and skipped) after Vitest's own summary,
  * the form CI systems read without knowing Vitest.
  */
-import type { Reporter, RunnerTask, RunnerTestFile } from 'vitest/node';
-
-function count(tasks: RunnerTask[], totals: { passed: number; failed: number; skipped: number }): void {
-  for (const task of tasks) {
-    if (task.type === 'suite') count(task.tasks, totals);
-    else if (task.result?.state === 'pass') totals.passed++;
-    else if (task.result?.state === 'fail') totals.failed++;
-    else totals.skipped++;
-  }
-}
+import type { Reporter, TestModule } from 'vitest/node';
 
 export default class SummaryReporter implements Reporter {
-  onFinished(files: RunnerTestFile[] = [], errors: unknown[] = []): void {
+  onTestRunEnd(testModules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<unknown>): void {
     const totals = { passed: 0, failed: 0, skipped: 0 };
-    count(files, totals);
-    // Files that failed to load count as failures too.
-    totals.failed +=
-      files.filter((f) => f.result?.state === 'fail' && f.tasks.length === 0).length + errors.length;
+    for (const module of testModules) {
+      let tests = 0;
+      for (const test of module.children.allTests()) {
+        tests++;
+        const state = test.result().state;
+        if (state === 'passed') totals.passed++;
+        else if (state === 'failed') totals.failed++;
+        else totals.skipped++;
+      }
+      // A file that failed to load (no tests, or an error outside them) counts as a failure too.
+      if (module.state() === 'failed' && (tests === 0 || module.errors().length > 0)) totals.failed++;
+    }
+    totals.failed += unhandledErrors.length;
     const skipped = totals.skipped > 0 ? `, ${totals.skipped} skipped` : '';
     process.stdout.write(`\n${totals.passed} passed, ${totals.failed} failed${skipped}\n`);
   }

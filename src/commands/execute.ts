@@ -186,7 +186,7 @@ export async function openExecution(
   checkActionTemplates(opened, refs);
   const session = startSession(opened, verb, names);
   const progress = new ProgressReporter(session.session.bus);
-  let resumed: string[] = [];
+  let resumed: string[];
   try {
     await session.router.initProviders();
     for (const provider of session.router.providers)

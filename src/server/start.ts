@@ -59,7 +59,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       })
     : undefined;
   const db = await openDatabase(options);
-  let created = false;
+  let created: boolean;
   try {
     const report = await migrateToLatest(db);
     if (report.applied.length > 0) logger.info({ applied: report.applied }, 'database migrated');

@@ -130,7 +130,7 @@ export async function createStreamServer(
 /** Every event the CLI recorded in its local logs, of the types that are streamed. */
 export function recordedStreamedEvents(root: string): TendEvent[] {
   const dir = path.join(root, '.tend', 'events');
-  let names: string[] = [];
+  let names: string[];
   try {
     names = readdirSync(dir).filter((n) => n.endsWith('.jsonl'));
   } catch {
@@ -146,7 +146,7 @@ export function recordedStreamedEvents(root: string): TendEvent[] {
 /** Every event in the outbox segments right now (acknowledged or not). */
 export function outboxEvents(root: string): TendEvent[] {
   const dir = path.join(root, '.tend', 'outbox');
-  let names: string[] = [];
+  let names: string[];
   try {
     names = readdirSync(dir).filter((n) => n.endsWith('.jsonl'));
   } catch {

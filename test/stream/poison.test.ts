@@ -41,7 +41,7 @@ function quarantined(root: string): {
   file: string;
   content: { status: number; error: { message: string }; events: TendEvent[]; isolated?: boolean };
 }[] {
-  let names: string[] = [];
+  let names: string[];
   try {
     names = readdirSync(quarantineDir(root));
   } catch {
