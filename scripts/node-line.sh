@@ -64,6 +64,8 @@ bin_of() {
 
 sqlite_version() { "$(system_node)" -p "require('$sqlite_dir/package.json').version"; }
 prebuild_of() { echo "$cache/prebuilds/better-sqlite3-v$(sqlite_version)-node-v$1-linux-x64.tar.gz"; }
+# The ABI of the build in a prebuild tarball.
+prebuild_abi() { tar -xzf "$1" -O build/Release/better_sqlite3.node | grep -ao 'node_register_module_v[0-9]*' | head -n 1 | sed 's/.*_v//'; }
 # The ABI a better-sqlite3 build was made for: the module registration symbol it exports.
 abi_of_addon() { grep -ao 'node_register_module_v[0-9]*' "$1" | head -n 1 | sed 's/.*_v//'; }
 
@@ -84,7 +86,13 @@ install_node() {
 install_prebuild() {
   local line_dir="$1" abi="$2" prebuild
   prebuild="$(prebuild_of "$abi")"
-  if [ -f "$prebuild" ]; then return; fi
+  if [ -f "$prebuild" ]; then
+    # A cached build for another ABI (a build that went wrong, a cache shared by checkouts) is
+    # made again rather than placed where this line would fail to load it.
+    if [ "$(prebuild_abi "$prebuild")" = "$abi" ]; then return; fi
+    echo "node-line.sh: the cached better-sqlite3 build for ABI $abi is for ABI $(prebuild_abi "$prebuild"); building it again" >&2
+    rm -f "$prebuild"
+  fi
   echo "node-line.sh: building better-sqlite3 $(sqlite_version) for Node ABI $abi ($("$line_dir/bin/node" --version)); a minute or more"
   local gyp tmp
   gyp="$(dirname "$(readlink -f "$(command -v npm)")")/../node_modules/node-gyp/bin/node-gyp.js"
@@ -96,6 +104,12 @@ install_prebuild() {
     tail -n 30 "$tmp/build.log" >&2
     exit 1
   }
+  local built
+  built="$(abi_of_addon "$tmp/better-sqlite3/build/Release/better_sqlite3.node")"
+  if [ "$built" != "$abi" ]; then
+    echo "node-line.sh: node-gyp built better-sqlite3 for ABI $built, not $abi (Node's headers: $line_dir/include/node)" >&2
+    exit 1
+  fi
   tar -czf "$tmp/prebuild.tar.gz" -C "$tmp/better-sqlite3" build/Release/better_sqlite3.node
   mv "$tmp/prebuild.tar.gz" "$prebuild"
   rm -rf "$tmp"
