@@ -39,7 +39,8 @@ async function ok(args: string[], input?: string | Buffer): Promise<string> {
 
 describe.skipIf(!haveKubectl)('kubectl against kube-sim', () => {
   beforeAll(async () => {
-    sim = await startKubeSim({ namespaceDeleteDelayMs: 1500 });
+    // Terminating long enough for three kubectl runs on a busy machine (about 0.5 s each there).
+    sim = await startKubeSim({ namespaceDeleteDelayMs: 5000 });
     dir = await mkdtemp(join(tmpdir(), 'kube-sim-kubectl-'));
     await sim.writeKubeconfig(join(dir, 'kubeconfig'));
     env = { ...process.env, KUBECONFIG: join(dir, 'kubeconfig'), HOME: dir };
