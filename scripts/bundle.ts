@@ -6,9 +6,11 @@
  * for scripts and not for ES modules. Each command module stays a lazily initialised part of the
  * file: it runs only when its command does.
  *
- * The server's, the database's and the Kubernetes client's packages stay outside the bundle,
- * loaded from node_modules by the code that uses them, so only the commands that need them load
- * them; some cannot be bundled (native addons, worker threads started by file).
+ * The server's and the databases' packages stay outside the bundle, loaded from node_modules by
+ * the code that uses them, so only the commands that need them load them; some cannot be bundled
+ * (native addons, worker threads started by file). @kubernetes/client-node is bundled, only what
+ * tend uses of it (kubernetesClientUsedParts): its package index, as Node loads it, is some 3,000
+ * ES modules of generated API classes and models, about a second of CPU before the first request.
  * The library (`dist/src/index.js`, `dist/src/testing/index.js`) is tsc's output, not bundled.
  */
 import { build, type BuildOptions, type Plugin } from 'esbuild';
@@ -24,7 +26,6 @@ const outfile = path.join(outdir, 'tend.cjs');
 /** Packages imported from node_modules at run time instead of bundled. */
 const externalPackages = [
   '@fastify/*',
-  '@kubernetes/client-node',
   'better-sqlite3',
   'fastify',
   'kysely',
@@ -55,6 +56,61 @@ const commanderChildProcessOnUse: Plugin = {
   },
 };
 
+const clientNodeDist = `${path.sep}node_modules${path.sep}@kubernetes${path.sep}client-node${path.sep}dist${path.sep}`;
+/** The lines of the generated client's index that re-export its API classes and models. */
+const generatedApisAndModels =
+  /^export .* from ["'](\.\/models\/all\.js|\.\/types\/ObjectParamAPI\.js)["'];$/;
+
+/**
+ * @kubernetes/client-node, bundled: the modules src/plugins/kubernetes/client/library.ts and
+ * streams.ts import by path (KubeConfig, logs, exec, attach; not the package index) and what they
+ * import. Two of them import a name or two from the generated client's index (`gen/index.js`,
+ * re-exported as `api.js`), which re-exports every API class and model: 4 MB of code to run when
+ * tend first connects. They get that index without its API classes and models, which they do not
+ * use; a name they came to need from those would fail the build ("No matching export").
+ */
+const kubernetesClientUsedParts: Plugin = {
+  name: 'kubernetes-client-used-parts',
+  setup(bundle) {
+    bundle.onResolve({ filter: /^\.\/(gen\/index|api)\.js$/ }, ({ importer }) => {
+      const dist = importer.lastIndexOf(clientNodeDist);
+      if (dist < 0 || importer.slice(dist + clientNodeDist.length).includes(path.sep)) return undefined;
+      const index = path.join(importer.slice(0, dist + clientNodeDist.length), 'gen', 'index.js');
+      return { path: index, namespace: 'tend-client-node-index' };
+    });
+    bundle.onLoad({ filter: /.*/, namespace: 'tend-client-node-index' }, ({ path: index }) => {
+      const lines = readFileSync(index, 'utf8').split('\n');
+      const kept = lines.filter((line) => !generatedApisAndModels.test(line));
+      if (lines.length - kept.length !== 2) {
+        throw new Error(
+          `${index}: expected the re-exports of the models and the API classes, found ${lines.length - kept.length}`,
+        );
+      }
+      return { contents: kept.join('\n'), loader: 'js', resolveDir: path.dirname(index) };
+    });
+  },
+};
+
+/**
+ * node-fetch (client-node's log streaming) takes `URL` from node:url and falls back to the
+ * whatwg-url package only where Node has none: that package, with its 300 KB Unicode table, is
+ * left out.
+ */
+const whatwgUrlFromNode: Plugin = {
+  name: 'whatwg-url-from-node',
+  setup(bundle) {
+    bundle.onResolve({ filter: /^whatwg-url$/ }, ({ importer }) =>
+      importer.includes(`${path.sep}node_modules${path.sep}node-fetch${path.sep}`)
+        ? { path: 'whatwg-url', namespace: 'tend-whatwg-url' }
+        : undefined,
+    );
+    bundle.onLoad({ filter: /.*/, namespace: 'tend-whatwg-url' }, () => ({
+      contents: 'module.exports = { URL: globalThis.URL };',
+      loader: 'js',
+    }));
+  },
+};
+
 /** One CommonJS file for Node 20 from an entry point and what it imports. */
 const commonJs = {
   absWorkingDir: root,
@@ -74,7 +130,7 @@ await build({
   entryPoints: ['src/main.ts'],
   outfile,
   external: externalPackages,
-  plugins: [commanderChildProcessOnUse],
+  plugins: [commanderChildProcessOnUse, kubernetesClientUsedParts, whatwgUrlFromNode],
 });
 // ASCII only: Node reads an ASCII file into a one-byte string several times faster than UTF-8 text
 // into a two-byte one (about 8 ms of every start for this file). esbuild escapes strings; what is
@@ -90,7 +146,6 @@ writeFileSync(outfile, `${text}\n// tend-build ${buildId}\n`);
 
 // The launcher that `bin/tend.js` requires, CommonJS too: with no ES module on the way to the
 // bundle, Node does not load its ES module loader (and node:fs/promises, readline) to start tend.
-// Its `import()`, lent to the bundle, loads that loader when a plugin or the Kubernetes client
-// first needs it.
+// Its `import()`, lent to the bundle, loads that loader when a plugin or tar first needs it.
 await build({ ...commonJs, entryPoints: ['src/cli/launch.ts'], outfile: path.join(outdir, 'launch.cjs') });
 console.log(`bundled the CLI: ${path.relative(root, outfile)} and its launcher`);

@@ -23,7 +23,7 @@ export function httpRequest(
     body?: Buffer;
     /** Keep-alive connections to reuse; false: a connection of its own, closed after the answer. */
     agent: http.Agent | false;
-    signal: AbortSignal;
+    signal?: AbortSignal;
   },
 ): Promise<HttpAnswer> {
   const headers =
