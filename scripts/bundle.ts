@@ -1,9 +1,10 @@
 /**
  * The CLI bundle that `bin/tend.js` runs (part of `npm run build`, after tsc): `src/main.ts` and
  * everything of tend's it imports, with the packages they use (commander, yaml, fast-glob,
- * TypeBox…), in one CommonJS file, `dist/cli/tend.cjs`. Start-up then reads one file instead of
- * hundreds of modules, and `src/cli/launch.ts` keeps V8's code cache of it, which Node 20 offers
- * for scripts and not for ES modules. Each command module stays a lazily initialised part of the
+ * TypeBox…), in one CommonJS file, `dist/cli/tend.cjs`, written as the function CommonJS wraps a
+ * module in (src/cli/launch.ts compiles it as it reads it). Start-up then reads one file instead
+ * of hundreds of modules, and the launcher keeps V8's code cache of it, which Node 20 offers for
+ * scripts and not for ES modules. Each command module stays a lazily initialised part of the
  * file: it runs only when its command does.
  *
  * The server's and the databases' packages stay outside the bundle, loaded from node_modules by
@@ -17,6 +18,7 @@ import { build, type BuildOptions, type Plugin } from 'esbuild';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { moduleFunctionHead } from '../src/cli/launch.js';
 import { sha256Hex } from '../src/hash.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -142,7 +144,8 @@ const text = readFileSync(outfile, 'utf8').replace(
 );
 // What names the bundle's code cache (src/cli/launch.ts): a new build never meets an old cache.
 const buildId = sha256Hex(text);
-writeFileSync(outfile, `${text}\n// tend-build ${buildId}\n`);
+// Written as the function CommonJS wraps a module in, which the launcher compiles as it reads it.
+writeFileSync(outfile, `${moduleFunctionHead}${text}\n});\n// tend-build ${buildId}\n`);
 
 // The launcher that `bin/tend.js` requires, CommonJS too: with no ES module on the way to the
 // bundle, Node does not load its ES module loader (and node:fs/promises, readline) to start tend.
