@@ -254,6 +254,13 @@ export class RequestGate {
     const key = `${this.identity.clusterId}\0${info.name}`;
     const now = Date.now();
     if (!force && now - (lastStamped.get(key) ?? 0) < activityIntervalMs) return;
+    // Stamped less than a minute ago by another tend (the namespace was just read): one PATCH fewer
+    // for every command run in a row. A stamp ahead of this machine's clock is written over.
+    const stamped = Date.parse(info.annotations[annotations.lastActivity] ?? '');
+    if (!force && stamped <= now && now - stamped < activityIntervalMs) {
+      lastStamped.set(key, stamped);
+      return;
+    }
     lastStamped.set(key, now);
     try {
       await this.patchNamespaceAnnotations(info.name, {
