@@ -10,15 +10,21 @@
  * The server's and the databases' packages stay outside the bundle, loaded from node_modules by
  * the code that uses them, so only the commands that need them load them; some cannot be bundled
  * (native addons, worker threads started by file). @kubernetes/client-node is bundled, only what
- * tend uses of it (kubernetesClientUsedParts): its package index, as Node loads it, is some 3,000
- * ES modules of generated API classes and models, about a second of CPU before the first request.
+ * tend uses of it (bundle-plugins.ts): its package index, as Node loads it, is some 3,000 ES
+ * modules of generated API classes and models, about a second of CPU before the first request.
  * The library (`dist/src/index.js`, `dist/src/testing/index.js`) is tsc's output, not bundled.
  */
-import { build, type BuildOptions, type Plugin } from 'esbuild';
+import { build, type BuildOptions } from 'esbuild';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { moduleFunctionHead } from '../src/cli/launch.js';
+import {
+  builtinsWhenUsed,
+  kubernetesAuthWhenUsed,
+  kubernetesClientUsedParts,
+  whatwgUrlFromNode,
+} from './bundle-plugins.js';
 import { sha256Hex } from '../src/hash.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -38,81 +44,6 @@ const externalPackages = [
   'ws',
 ];
 
-/**
- * commander requires node:child_process at load, for executable subcommands, which tend has none
- * of: it gets the module on first use instead, so that a command that starts no process does not
- * load it (and net, dgram…), a few milliseconds of every start.
- */
-const commanderChildProcessOnUse: Plugin = {
-  name: 'commander-child-process-on-use',
-  setup(bundle) {
-    bundle.onResolve({ filter: /^node:child_process$/ }, ({ importer }) =>
-      importer.includes(`${path.sep}node_modules${path.sep}commander${path.sep}`)
-        ? { path: 'child-process-on-use', namespace: 'tend-shim' }
-        : undefined,
-    );
-    bundle.onLoad({ filter: /.*/, namespace: 'tend-shim' }, () => ({
-      contents: "module.exports = new Proxy({}, { get: (_, key) => require('node:child_process')[key] });",
-      loader: 'js',
-    }));
-  },
-};
-
-const clientNodeDist = `${path.sep}node_modules${path.sep}@kubernetes${path.sep}client-node${path.sep}dist${path.sep}`;
-/** The lines of the generated client's index that re-export its API classes and models. */
-const generatedApisAndModels =
-  /^export .* from ["'](\.\/models\/all\.js|\.\/types\/ObjectParamAPI\.js)["'];$/;
-
-/**
- * @kubernetes/client-node, bundled: the modules src/plugins/kubernetes/client/library.ts and
- * streams.ts import by path (KubeConfig, logs, exec, attach; not the package index) and what they
- * import. Two of them import a name or two from the generated client's index (`gen/index.js`,
- * re-exported as `api.js`), which re-exports every API class and model: 4 MB of code to run when
- * tend first connects. They get that index without its API classes and models, which they do not
- * use; a name they came to need from those would fail the build ("No matching export").
- */
-const kubernetesClientUsedParts: Plugin = {
-  name: 'kubernetes-client-used-parts',
-  setup(bundle) {
-    bundle.onResolve({ filter: /^\.\/(gen\/index|api)\.js$/ }, ({ importer }) => {
-      const dist = importer.lastIndexOf(clientNodeDist);
-      if (dist < 0 || importer.slice(dist + clientNodeDist.length).includes(path.sep)) return undefined;
-      const index = path.join(importer.slice(0, dist + clientNodeDist.length), 'gen', 'index.js');
-      return { path: index, namespace: 'tend-client-node-index' };
-    });
-    bundle.onLoad({ filter: /.*/, namespace: 'tend-client-node-index' }, ({ path: index }) => {
-      const lines = readFileSync(index, 'utf8').split('\n');
-      const kept = lines.filter((line) => !generatedApisAndModels.test(line));
-      if (lines.length - kept.length !== 2) {
-        throw new Error(
-          `${index}: expected the re-exports of the models and the API classes, found ${lines.length - kept.length}`,
-        );
-      }
-      return { contents: kept.join('\n'), loader: 'js', resolveDir: path.dirname(index) };
-    });
-  },
-};
-
-/**
- * node-fetch (client-node's log streaming) takes `URL` from node:url and falls back to the
- * whatwg-url package only where Node has none: that package, with its 300 KB Unicode table, is
- * left out.
- */
-const whatwgUrlFromNode: Plugin = {
-  name: 'whatwg-url-from-node',
-  setup(bundle) {
-    bundle.onResolve({ filter: /^whatwg-url$/ }, ({ importer }) =>
-      importer.includes(`${path.sep}node_modules${path.sep}node-fetch${path.sep}`)
-        ? { path: 'whatwg-url', namespace: 'tend-whatwg-url' }
-        : undefined,
-    );
-    bundle.onLoad({ filter: /.*/, namespace: 'tend-whatwg-url' }, () => ({
-      contents: 'module.exports = { URL: globalThis.URL };',
-      loader: 'js',
-    }));
-  },
-};
-
 /** One CommonJS file for Node 20 from an entry point and what it imports. */
 const commonJs = {
   absWorkingDir: root,
@@ -127,13 +58,16 @@ const commonJs = {
 } satisfies BuildOptions;
 
 rmSync(outdir, { recursive: true, force: true });
-await build({
+const bundled = await build({
   ...commonJs,
   entryPoints: ['src/main.ts'],
   outfile,
   external: externalPackages,
-  plugins: [commanderChildProcessOnUse, kubernetesClientUsedParts, whatwgUrlFromNode],
+  plugins: [builtinsWhenUsed, kubernetesAuthWhenUsed, kubernetesClientUsedParts, whatwgUrlFromNode],
 });
+// A warning is an error: "import … will always be undefined" is a stand-in of bundle-plugins.ts
+// that lacks a name its package came to use.
+if (bundled.warnings.length > 0) throw new Error(`the CLI bundle has ${bundled.warnings.length} warning(s)`);
 // ASCII only: Node reads an ASCII file into a one-byte string several times faster than UTF-8 text
 // into a two-byte one (about 8 ms of every start for this file). esbuild escapes strings; what is
 // left is in comments and template literals, where an escape means the same (no tag here reads
