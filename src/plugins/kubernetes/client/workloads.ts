@@ -111,9 +111,16 @@ export class WorkloadCalls {
   }
 
   /**
-   * The HPAs of the namespace by the workload they scale (`Deployment/web`): for the report only,
-   * so credentials that may not list them (or a cluster without autoscaling/v2) change nothing.
+   * The HPA scaling a workload (`Deployment/web`), by a list of the namespace's HPAs asked when the
+   * first workload changes (none is asked when nothing does: every deploy's resume finds nothing
+   * paused). For the report only, so credentials that may not list them (or a cluster without
+   * autoscaling/v2) change nothing.
    */
+  private autoscalerOf(namespace: string): (workload: string) => Promise<string | undefined> {
+    let byTarget: Promise<Map<string, string>> | undefined;
+    return async (workload) => (await (byTarget ??= this.autoscalers(namespace))).get(workload);
+  }
+
   private async autoscalers(namespace: string): Promise<Map<string, string>> {
     const what = `list HorizontalPodAutoscalers in ${namespace}`;
     const path = await namespacedPath(
@@ -189,7 +196,7 @@ export class WorkloadCalls {
   async pause(namespace: string, { dryRun = false, strict = false } = {}): Promise<WorkloadsResult> {
     const result: WorkloadsResult = { changed: [], unchanged: 0 };
     const lists = await this.listAll(namespace, strict);
-    const autoscalers = await this.autoscalers(namespace);
+    const autoscalerOf = this.autoscalerOf(namespace);
     for (const { apiVersion, kind, items } of lists.scaled) {
       for (const o of items) {
         const name = o.metadata!.name!;
@@ -198,7 +205,7 @@ export class WorkloadCalls {
           continue;
         }
         const replicas = (o.spec as { replicas?: number } | undefined)?.replicas ?? 1;
-        const autoscaler = autoscalers.get(`${kind}/${name}`);
+        const autoscaler = await autoscalerOf(`${kind}/${name}`);
         if (!dryRun) {
           await this.patch(
             namespace,
@@ -241,7 +248,7 @@ export class WorkloadCalls {
   async resume(namespace: string, { strict = false } = {}): Promise<WorkloadsResult> {
     const result: WorkloadsResult = { changed: [], unchanged: 0 };
     const lists = await this.listAll(namespace, strict);
-    const autoscalers = await this.autoscalers(namespace);
+    const autoscalerOf = this.autoscalerOf(namespace);
     for (const { apiVersion, kind, items } of lists.scaled) {
       for (const o of items) {
         const name = o.metadata!.name!;
@@ -262,7 +269,7 @@ export class WorkloadCalls {
           } as unknown as KubeObject,
           'resume',
         );
-        const autoscaler = autoscalers.get(`${kind}/${name}`);
+        const autoscaler = await autoscalerOf(`${kind}/${name}`);
         result.changed.push({
           kind,
           name,
