@@ -53,6 +53,8 @@ async function proxy(serve: (client: net.Socket, connect: (host: string, port: n
     track(client);
     serve(client, (host, port) => {
       targets.push(`${host}:${port}`);
+      // What the client sends before the upstream connection is open waits for it (pipe resumes).
+      client.pause();
       const upstream = net.connect(port, host, () => client.pipe(upstream).pipe(client));
       track(upstream);
     });
@@ -94,8 +96,8 @@ describe('kubeconfig authentication and proxies, through the CLI bundle', () => 
     const http = await proxy((client, connect) => {
       client.once('data', (head: Buffer) => {
         const [, host, port] = /^CONNECT ([^:\s]+):(\d+) /.exec(head.toString('latin1')) ?? [];
-        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
         connect(host!, Number(port));
+        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       });
     });
     try {
@@ -120,8 +122,8 @@ describe('kubeconfig authentication and proxies, through the CLI bundle', () => 
             ? [...request.subarray(4, 8)].join('.')
             : request.subarray(5, 5 + request[4]!).toString('latin1');
           const port = request.readUInt16BE(request.length - 2);
-          client.write(Buffer.from([5, 0, 0, 1, 0, 0, 0, 0, 0, 0]));
           connect(host, port);
+          client.write(Buffer.from([5, 0, 0, 1, 0, 0, 0, 0, 0, 0]));
         });
       });
     });
