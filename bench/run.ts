@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: every benchmark under bench/, one after another, each printing its figures
- * and ratios against a baseline measured in the same process.
+ * and ratios against a baseline measured in the same process. Names given run those only
+ * (`npx tsx bench/run.ts startup kube-commands`, after `npm run build`).
  *
  * Each suite runs in a process of its own: one suite's heap (thousands of actions, a simulator
  * seeded with 10,000 namespaces) would otherwise slow the garbage collection of the next, and
@@ -16,6 +17,7 @@ const suites = [
   'exec',
   'events',
   'kube-sim',
+  'kube-commands',
   'server-ingest',
   'stream',
   'cleanup',
@@ -23,8 +25,15 @@ const suites = [
   'cleanup-property',
 ];
 
+const chosen = process.argv.slice(2);
+const unknown = chosen.filter((name) => !suites.includes(name));
+if (unknown.length > 0) {
+  console.error(`no benchmark named ${unknown.join(', ')}; there are: ${suites.join(', ')}`);
+  process.exit(2);
+}
+
 let failed = 0;
-for (const name of suites) {
+for (const name of chosen.length > 0 ? chosen : suites) {
   const file = fileURLToPath(new URL(`./${name}.ts`, import.meta.url));
   if (!existsSync(file)) continue;
   console.log(`\n== ${name} ==`);

@@ -1,20 +1,30 @@
 /**
  * The CLI bundle that `bin/tend.js` runs (part of `npm run build`, after tsc): `src/main.ts` and
  * everything of tend's it imports, with the packages they use (commander, yaml, fast-glob,
- * TypeBox…), in one CommonJS file, `dist/cli/tend.cjs`. Start-up then reads one file instead of
- * hundreds of modules, and `src/cli/launch.ts` keeps V8's code cache of it, which Node 20 offers
- * for scripts and not for ES modules. Each command module stays a lazily initialised part of the
+ * TypeBox…), in one CommonJS file, `dist/cli/tend.cjs`, written as the function CommonJS wraps a
+ * module in (src/cli/launch.ts compiles it as it reads it). Start-up then reads one file instead
+ * of hundreds of modules, and the launcher keeps V8's code cache of it, which Node 20 offers for
+ * scripts and not for ES modules. Each command module stays a lazily initialised part of the
  * file: it runs only when its command does.
  *
- * The server's, the database's and the Kubernetes client's packages stay outside the bundle,
- * loaded from node_modules by the code that uses them, so only the commands that need them load
- * them; some cannot be bundled (native addons, worker threads started by file).
+ * The server's and the databases' packages stay outside the bundle, loaded from node_modules by
+ * the code that uses them, so only the commands that need them load them; some cannot be bundled
+ * (native addons, worker threads started by file). @kubernetes/client-node is bundled, only what
+ * tend uses of it (bundle-plugins.ts): its package index, as Node loads it, is some 3,000 ES
+ * modules of generated API classes and models, about a second of CPU before the first request.
  * The library (`dist/src/index.js`, `dist/src/testing/index.js`) is tsc's output, not bundled.
  */
-import { build, type BuildOptions, type Plugin } from 'esbuild';
+import { build, type BuildOptions } from 'esbuild';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { moduleFunctionHead } from '../src/cli/launch.js';
+import {
+  builtinsWhenUsed,
+  kubernetesAuthWhenUsed,
+  kubernetesClientUsedParts,
+  whatwgUrlFromNode,
+} from './bundle-plugins.js';
 import { sha256Hex } from '../src/hash.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -24,7 +34,6 @@ const outfile = path.join(outdir, 'tend.cjs');
 /** Packages imported from node_modules at run time instead of bundled. */
 const externalPackages = [
   '@fastify/*',
-  '@kubernetes/client-node',
   'better-sqlite3',
   'fastify',
   'kysely',
@@ -34,26 +43,6 @@ const externalPackages = [
   'tar',
   'ws',
 ];
-
-/**
- * commander requires node:child_process at load, for executable subcommands, which tend has none
- * of: it gets the module on first use instead, so that a command that starts no process does not
- * load it (and net, dgram…), a few milliseconds of every start.
- */
-const commanderChildProcessOnUse: Plugin = {
-  name: 'commander-child-process-on-use',
-  setup(bundle) {
-    bundle.onResolve({ filter: /^node:child_process$/ }, ({ importer }) =>
-      importer.includes(`${path.sep}node_modules${path.sep}commander${path.sep}`)
-        ? { path: 'child-process-on-use', namespace: 'tend-shim' }
-        : undefined,
-    );
-    bundle.onLoad({ filter: /.*/, namespace: 'tend-shim' }, () => ({
-      contents: "module.exports = new Proxy({}, { get: (_, key) => require('node:child_process')[key] });",
-      loader: 'js',
-    }));
-  },
-};
 
 /** One CommonJS file for Node 20 from an entry point and what it imports. */
 const commonJs = {
@@ -69,13 +58,16 @@ const commonJs = {
 } satisfies BuildOptions;
 
 rmSync(outdir, { recursive: true, force: true });
-await build({
+const bundled = await build({
   ...commonJs,
   entryPoints: ['src/main.ts'],
   outfile,
   external: externalPackages,
-  plugins: [commanderChildProcessOnUse],
+  plugins: [builtinsWhenUsed, kubernetesAuthWhenUsed, kubernetesClientUsedParts, whatwgUrlFromNode],
 });
+// A warning is an error: "import … will always be undefined" is a stand-in of bundle-plugins.ts
+// that lacks a name its package came to use.
+if (bundled.warnings.length > 0) throw new Error(`the CLI bundle has ${bundled.warnings.length} warning(s)`);
 // ASCII only: Node reads an ASCII file into a one-byte string several times faster than UTF-8 text
 // into a two-byte one (about 8 ms of every start for this file). esbuild escapes strings; what is
 // left is in comments and template literals, where an escape means the same (no tag here reads
@@ -86,11 +78,11 @@ const text = readFileSync(outfile, 'utf8').replace(
 );
 // What names the bundle's code cache (src/cli/launch.ts): a new build never meets an old cache.
 const buildId = sha256Hex(text);
-writeFileSync(outfile, `${text}\n// tend-build ${buildId}\n`);
+// Written as the function CommonJS wraps a module in, which the launcher compiles as it reads it.
+writeFileSync(outfile, `${moduleFunctionHead}${text}\n});\n// tend-build ${buildId}\n`);
 
 // The launcher that `bin/tend.js` requires, CommonJS too: with no ES module on the way to the
 // bundle, Node does not load its ES module loader (and node:fs/promises, readline) to start tend.
-// Its `import()`, lent to the bundle, loads that loader when a plugin or the Kubernetes client
-// first needs it.
+// Its `import()`, lent to the bundle, loads that loader when a plugin or tar first needs it.
 await build({ ...commonJs, entryPoints: ['src/cli/launch.ts'], outfile: path.join(outdir, 'launch.cjs') });
 console.log(`bundled the CLI: ${path.relative(root, outfile)} and its launcher`);

@@ -1,6 +1,6 @@
 /**
  * `import()` of an ES module that is not part of the CLI bundle: a third-party plugin, an
- * ESM-only package (the Kubernetes client, tar). The bundle runs from V8's code cache
+ * ESM-only package (tar). The bundle runs from V8's code cache
  * (src/cli/launch.ts), and Node 20 gives such a script no working `import()` of its own (with
  * cached code the dynamic import callback is lost), so the launcher, an ES module, lends its
  * `import()`. Run otherwise (from source, through the library), this module's own is used.

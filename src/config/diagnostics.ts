@@ -4,12 +4,11 @@
  */
 import { formatSuggestion } from '../cleanup/policy.js';
 import type { TSchema } from '@sinclair/typebox';
-import { TypeCompiler } from '@sinclair/typebox/compiler';
-import type { TypeCheck } from '@sinclair/typebox/compiler';
 import { ValueErrorType } from '@sinclair/typebox/errors';
 import type { ValueError } from '@sinclair/typebox/errors';
 import { TendError } from '../errors.js';
 import type { ErrorCode, SourceLocation } from '../errors.js';
+import { schemaCheck } from '../schema-check.js';
 import { formatLocation } from './project.js';
 import type { ConfigPath, LocateTarget } from './project.js';
 
@@ -33,18 +32,6 @@ export function configError(problems: readonly ConfigProblem[]): TendError {
   });
 }
 
-const compiled = new WeakMap<TSchema, TypeCheck<TSchema>>();
-
-/** Compiles a schema once (they are checked for every document, thousands of times in big projects). */
-export function compiledSchema(schema: TSchema): TypeCheck<TSchema> {
-  let check = compiled.get(schema);
-  if (!check) {
-    check = TypeCompiler.Compile(schema);
-    compiled.set(schema, check);
-  }
-  return check;
-}
-
 export interface SchemaCheckOptions {
   /** Where the checked value sits in its document (e.g. `['spec']`, `['providers', 1]`). */
   basePath: ConfigPath;
@@ -59,7 +46,7 @@ export interface SchemaCheckOptions {
 
 /** Checks a value against a schema and describes every error with the key it concerns. */
 export function checkSchema(schema: TSchema, value: unknown, options: SchemaCheckOptions): ConfigProblem[] {
-  const check = compiledSchema(schema);
+  const check = schemaCheck(schema);
   if (check.Check(value)) return [];
   const problems: ConfigProblem[] = [];
   const seen = new Set<string>();

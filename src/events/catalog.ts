@@ -4,9 +4,9 @@
  * the server validates ingested batches against them, and docs/events.md describes them.
  */
 import { FormatRegistry, Type, type Static, type TSchema } from '@sinclair/typebox';
-import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import { CleanupPolicy } from '../cleanup/policy.js';
 import { Target } from '../cleanup/targets.js';
+import { schemaCheck } from '../schema-check.js';
 
 const dateTimePattern = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?(Z|[+-](\d\d):(\d\d))$/;
 
@@ -287,13 +287,6 @@ export type TendEvent<K extends EventType = EventType> = {
   };
 }[K];
 
-// Compiled when first needed: a command checks a few types, and compiling all costs its start-up.
-const compiledPayloads: Partial<Record<EventType, TypeCheck<TSchema>>> = {};
-function payloadCheck(type: EventType): TypeCheck<TSchema> {
-  return (compiledPayloads[type] ??= TypeCompiler.Compile(eventCatalog[type]));
-}
-let compiledEnvelope: TypeCheck<typeof EventEnvelope> | undefined;
-
 export interface SchemaProblem {
   /** JSON pointer of the offending field, e.g. `/payload/state`. */
   path: string;
@@ -306,18 +299,16 @@ export function isEventType(type: string): type is EventType {
 
 /** Problems with a payload of a known type; empty when it is valid. */
 export function checkPayload(type: EventType, payload: unknown): SchemaProblem[] {
-  const check = payloadCheck(type);
+  const check = schemaCheck(eventCatalog[type]);
   if (check.Check(payload)) return [];
   return [...check.Errors(payload)].slice(0, 5).map((e) => ({ path: e.path || '/', message: e.message }));
 }
 
 /** Problems with a whole event (envelope and payload); empty when it is valid. */
 export function checkEvent(event: unknown): SchemaProblem[] {
-  compiledEnvelope ??= TypeCompiler.Compile(EventEnvelope);
-  if (!compiledEnvelope.Check(event)) {
-    return [...compiledEnvelope.Errors(event)]
-      .slice(0, 5)
-      .map((e) => ({ path: e.path || '/', message: e.message }));
+  const envelope = schemaCheck(EventEnvelope);
+  if (!envelope.Check(event)) {
+    return [...envelope.Errors(event)].slice(0, 5).map((e) => ({ path: e.path || '/', message: e.message }));
   }
   const e = event as { type: EventType; payload: unknown };
   return checkPayload(e.type, e.payload).map((p) => ({ path: `/payload${p.path}`, message: p.message }));

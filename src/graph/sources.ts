@@ -9,7 +9,7 @@ import fg from 'fast-glob';
 import { lstatSync, readdirSync, readFileSync, statSync, type Dirent } from 'node:fs';
 import path from 'node:path';
 import picomatch from 'picomatch';
-import { compiledSchema } from '../config/diagnostics.js';
+import { schemaCheck } from '../schema-check.js';
 import { sha256Hex } from '../hash.js';
 import { writeFileAtomic } from '../state/files.js';
 
@@ -247,7 +247,7 @@ export function loadDigestCache(cacheDir: string): void {
   stored = { dir: cacheDir, files: {}, changed: false };
   try {
     const parsed: unknown = JSON.parse(readFileSync(path.join(cacheDir, 'digests.json'), 'utf8'));
-    if (compiledSchema(DigestCacheFile).Check(parsed)) stored.files = (parsed as DigestCacheFile).files;
+    if (schemaCheck(DigestCacheFile).Check(parsed)) stored.files = (parsed as DigestCacheFile).files;
   } catch {
     // none yet, or damaged: every file is read again
   }

@@ -14,10 +14,10 @@
  * that tend before the journals wrote (`<ref>.json`) are still read.
  */
 import { Type } from '@sinclair/typebox';
-import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { newId } from '../events/bus.js';
+import { schemaCheck } from '../schema-check.js';
 import { AppendFile } from '../state/append-file.js';
 import { parseJsonLines, writeFileAtomic } from '../state/files.js';
 import type { Outputs } from './types.js';
@@ -66,7 +66,6 @@ const ResultRecordSchema = Type.Union([
     }),
   }),
 ]);
-let checkRecord: TypeCheck<typeof ResultRecordSchema> | undefined;
 
 function processAlive(pid: number): boolean {
   try {
@@ -96,8 +95,7 @@ function load(dir: string): Scope {
       continue; // merged and removed meanwhile: its records are in the merged journal
     }
     for (const record of parseJsonLines<unknown>(text).records) {
-      checkRecord ??= TypeCompiler.Compile(ResultRecordSchema);
-      if (!checkRecord.Check(record)) continue; // damaged: as if it were not there
+      if (!schemaCheck(ResultRecordSchema).Check(record)) continue; // damaged: as if it were not there
       const known = records.get(record.ref);
       if (!known || known.at < record.at) records.set(record.ref, record);
     }

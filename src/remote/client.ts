@@ -1,7 +1,7 @@
 /** A small JSON client for the server API, used by CLI commands (`tend login`, `tend environments`). */
 import { TendError, type ErrorCode, errorCodes } from '../errors.js';
 import { redactUrl, redactUrlsIn } from '../redact.js';
-import { headerValue, httpRequest, type HttpAnswer } from './http.js';
+import { headerValue, httpRequest, type HttpAnswer } from '../http-request.js';
 
 export interface Connection {
   url: string;

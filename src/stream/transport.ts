@@ -6,7 +6,7 @@
  */
 import type http from 'node:http';
 import { redactUrlsIn } from '../redact.js';
-import { headerValue, httpModuleFor, httpRequest, type HttpAnswer } from '../remote/http.js';
+import { headerValue, httpModuleFor, httpRequest, type HttpAnswer } from '../http-request.js';
 
 export interface StreamConnection {
   url: string;

@@ -1,9 +1,9 @@
 /**
  * The launcher (src/cli/launch.ts): `bin/tend.js` runs the CLI bundle from V8's code cache, one
  * file per build, Node version and command under $XDG_CACHE_HOME/tend/compile. Through real
- * `bin/tend.js` processes: the cache is written once and then used (a plugin module and the
- * Kubernetes client still import from cached code), a damaged or foreign-writable file is
- * replaced, an old build's file removed (a recent one kept), and TEND_COMPILE_CACHE=0 writes nothing;
+ * `bin/tend.js` processes: the cache is written once and then used (a plugin module is still
+ * imported from cached code), a damaged or foreign-writable file is replaced, an old build's file
+ * removed (a recent one kept), and TEND_COMPILE_CACHE=0 writes nothing (and still imports it);
  * and which command lines make TurboFan wait, with a flag this Node's V8 knows (`npm run
  * test:lines` runs this file on every Node line: an unknown flag is an error on every command).
  */

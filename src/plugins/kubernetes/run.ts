@@ -110,9 +110,12 @@ export async function run(
       }
       throw error;
     }
-    // The log stream ends with the container; give it a moment to deliver its last lines.
+    // The log stream ends with the container; give it a moment to deliver its last lines. The
+    // moment's timer goes with it: left armed, it held the process 5 s after its summary.
     if (logs) {
-      await Promise.race([logs.done, delay(5000)]);
+      const grace = new AbortController();
+      await Promise.race([logs.done, delay(5000, undefined, { signal: grace.signal }).catch(() => {})]);
+      grace.abort();
       logs.stop();
     }
     const durationMs = Math.round(performance.now() - started);

@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { cleanupEnvCommand } from '../../../src/commands/cleanup.js';
 import { statusCommand } from '../../../src/commands/status.js';
+import { lastStamped } from '../../../src/plugins/kubernetes/client/gate.js';
 import { removeProjects, runTend, waitFor } from '../../helpers/project.js';
 import {
   allEvents,
@@ -73,6 +74,39 @@ describe('the app namespace', () => {
       (e) => e.namespaceName === 'ns-again',
     );
     expect(events.map((e) => [e.state, e.cause, e.namespaceUid])).toEqual([['ready', 'observed', uid]]);
+  });
+
+  it('stamps tend.dev/last-activity at most once a minute per namespace, across processes', async () => {
+    const root = shopProject({ registry: h.sim.registryHost, namespace: 'ns-stamp' });
+    await execute('build', root);
+    const stampPatches = (since: number) =>
+      h.sim.requests
+        .list({ since })
+        .filter((r) => r.method === 'PATCH' && r.resource === 'namespaces' && r.namespace === 'ns-stamp');
+    const stamp = async () =>
+      (await kubectlJson<NamespaceJson>(h.kubeconfig, 'get', 'namespace', 'ns-stamp')).metadata.annotations![
+        'tend.dev/last-activity'
+      ]!;
+    // Another process: nothing in memory says when it stamped; the namespace as read does.
+    lastStamped.clear();
+    let mark = h.sim.requests.latest();
+    await execute('build', root);
+    expect(stampPatches(mark)).toEqual([]);
+
+    const twoMinutesAgo = new Date(Date.now() - 120_000).toISOString();
+    await kubectl(
+      h.kubeconfig,
+      'annotate',
+      '--overwrite',
+      'namespace',
+      'ns-stamp',
+      `tend.dev/last-activity=${twoMinutesAgo}`,
+    );
+    lastStamped.clear();
+    mark = h.sim.requests.latest();
+    await execute('build', root);
+    expect(stampPatches(mark)).toHaveLength(1);
+    expect(Date.parse(await stamp())).toBeGreaterThan(Date.parse(twoMinutesAgo));
   });
 
   it('provider preparation records the namespace even when an action then fails to resolve', async () => {

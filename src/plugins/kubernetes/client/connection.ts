@@ -1,16 +1,23 @@
 /**
  * The connection to a cluster: the kubeconfig read the way kubectl reads it (`KUBECONFIG` with
- * several files, else `~/.kube/config`; the provider's `context:` or the current context), and the
- * @kubernetes/client-node API objects. The library is imported lazily, here and only here, so that
- * commands and projects that never talk to a cluster never load it.
+ * several files, else `~/.kube/config`; the provider's `context:` or the current context), and
+ * the requests. @kubernetes/client-node reads the kubeconfig and authenticates every request
+ * (tokens, client certificates, exec and OIDC plugins, proxies); the requests themselves are
+ * tend's — JSON over node:https with one keep-alive pool per cluster — rather than its generated
+ * API classes, whose package index loads every API group's code and model (a second of CPU for a
+ * `tend status` that makes three calls). The library is loaded lazily, here and only here
+ * (library.ts; streams.ts for logs, exec and attach), so that commands and projects that never
+ * talk to a cluster never load it.
  */
-import type * as k8s from '@kubernetes/client-node';
-import type { KubeConfig, RequestContext, SecurityAuthentication } from '@kubernetes/client-node';
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type http from 'node:http';
 import type https from 'node:https';
+import type { Attach, Exec, KubeConfig, Log } from '@kubernetes/client-node';
 import { builtinModule } from '../../../builtin-module.js';
 import { TendError } from '../../../errors.js';
-import { importModule } from '../../../import-module.js';
+import { httpRequest } from '../../../http-request.js';
+import { ResourcePaths } from './resources.js';
+import type { V1APIResourceList } from './wire.js';
 
 /**
  * The abort signal of the handler call a request is made for (set by the request gate around
@@ -19,18 +26,50 @@ import { importModule } from '../../../import-module.js';
  */
 export const requestSignal = new AsyncLocalStorage<AbortSignal | undefined>();
 
-export type K8sModule = typeof k8s;
+export interface KubeRequest {
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  /** `/api/v1/namespaces/shop-dev`: names in it already URI-encoded. */
+  path: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  /** Sent as JSON. */
+  body?: unknown;
+  /** For a body: `application/json` unless a patch says which kind it is. */
+  contentType?: string;
+}
+
+/**
+ * A request the API server answered with an error status: `code` and the parsed `Status` body,
+ * as errors.ts `describeFailure` reads them (the shape of client-node's ApiException).
+ */
+export class KubeApiError extends Error {
+  constructor(
+    readonly code: number,
+    readonly body: unknown,
+    readonly headers: http.IncomingHttpHeaders,
+    what: string,
+  ) {
+    const message = (body as { message?: unknown } | undefined)?.message;
+    super(`${what}: HTTP ${code}${typeof message === 'string' ? `: ${message}` : ''}`);
+    this.name = 'KubeApiError';
+  }
+}
+
+/** Logs, exec and attach: client-node's WebSocket and streaming clients, loaded on first use. */
+export interface Streams {
+  exec: Exec;
+  attach: Attach;
+  log: Log;
+}
 
 export interface Connection {
-  k8s: K8sModule;
-  kubeConfig: k8s.KubeConfig;
+  kubeConfig: KubeConfig;
   context: string;
   server: string;
-  core: k8s.CoreV1Api;
-  objects: k8s.KubernetesObjectApi;
-  exec: k8s.Exec;
-  attach: k8s.Attach;
-  log: k8s.Log;
+  /** One API request; resolves with the parsed JSON answer, rejects with a KubeApiError. */
+  request<T>(request: KubeRequest): Promise<T>;
+  /** The URL path of a kind's objects (discovery for kinds tend does not know). */
+  resources: ResourcePaths;
+  streams(): Promise<Streams>;
 }
 
 const connections = new Map<string, Promise<Connection>>();
@@ -51,7 +90,7 @@ export function connect(context: string | undefined, kubeconfigFile?: string): P
 }
 
 async function open(context: string | undefined, kubeconfigFile: string | undefined): Promise<Connection> {
-  const lib = await importModule<typeof k8s>('@kubernetes/client-node');
+  const lib = await import('./library.js');
   const kc = new lib.KubeConfig();
   const source = kubeconfigFile
     ? kubeconfigFile
@@ -93,28 +132,20 @@ async function open(context: string | undefined, kubeconfigFile: string | undefi
       { detail: { hint: 'set KUBECONFIG, or `context:` of the kubernetes provider in tend.yml' } },
     );
   }
-  // One keep-alive connection pool per cluster: client-node's default is a new agent (and TLS
-  // handshake) for every request, which dominates the cost of the many small calls tend makes.
-  const configuration = lib.createConfiguration({
-    baseServer: new lib.ServerConfiguration(cluster.server, {}),
-    authMethods: { default: keepAliveAuthentication(kc) },
-  });
-  const objects = new (class extends lib.KubernetesObjectApi {
-    constructor() {
-      super(configuration);
-      this.setDefaultNamespace(kc);
-    }
-  })();
+  const request = requester(kc, cluster.server.replace(/\/+$/, ''));
+  let streams: Promise<Streams> | undefined;
   return {
-    k8s: lib,
     kubeConfig: kc,
     context: current,
     server: cluster.server,
-    core: new lib.CoreV1Api(configuration),
-    objects,
-    exec: new lib.Exec(kc),
-    attach: new lib.Attach(kc),
-    log: new lib.Log(kc),
+    request,
+    resources: new ResourcePaths((path) => request<V1APIResourceList>({ method: 'GET', path })),
+    streams: () =>
+      (streams ??= import('./streams.js').then(({ Attach, Exec, Log }) => ({
+        exec: new Exec(kc),
+        attach: new Attach(kc),
+        log: new Log(kc),
+      }))),
   };
 }
 
@@ -124,40 +155,69 @@ export function resetConnections(): void {
 }
 
 /**
- * Kubeconfig authentication whose requests share one keep-alive agent with the same TLS
- * options (CA, client certificate, server name). Clusters behind a proxy keep client-node's own.
+ * Requests to the cluster, authenticated by client-node for each request (an exec plugin's token
+ * is refreshed when it expires). They share one keep-alive agent with the kubeconfig's TLS
+ * options (CA, client certificate, server name): client-node's default is a new agent (and TLS
+ * handshake) for every request, which dominates the cost of the many small calls tend makes.
+ * Clusters behind a proxy, and plain-HTTP ones, keep the agent client-node makes for them.
  */
-function keepAliveAuthentication(kc: KubeConfig): SecurityAuthentication {
+function requester(kc: KubeConfig, server: string): Connection['request'] {
   let agent: https.Agent | undefined;
-  return {
-    getName: () => 'kubeconfig authentication (keep-alive)',
-    async applySecurityAuthentication(context: RequestContext) {
-      const signal = requestSignal.getStore();
-      if (signal) context.setSignal(signal);
-      await kc.applySecurityAuthentication(context);
-      const cluster = kc.getCurrentCluster();
-      if (!cluster || cluster.proxyUrl || !cluster.server.startsWith('https:')) return;
-      if (!agent) {
-        const options: https.RequestOptions = {};
-        await kc.applyToHTTPSOptions(options);
-        const { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername } = options;
-        agent = new (builtinModule<typeof https>('node:https').Agent)({
-          ca,
-          cert,
-          key,
-          pfx,
-          passphrase,
-          servername: servername ?? cluster.tlsServerName,
-          ...(cluster.skipTLSVerify
-            ? { rejectUnauthorized: false }
-            : rejectUnauthorized !== undefined
-              ? { rejectUnauthorized }
-              : {}),
-          keepAlive: true,
-          maxSockets: 16,
-        });
-      }
-      context.setAgent(agent);
-    },
+  return async <T>({ method, path, query, body, contentType }: KubeRequest): Promise<T> => {
+    const options: https.RequestOptions = {};
+    await kc.applyToHTTPSOptions(options);
+    const cluster = kc.getCurrentCluster();
+    if (cluster && !cluster.proxyUrl && cluster.server.startsWith('https:')) {
+      const { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername } = options;
+      agent ??= new (builtinModule<typeof https>('node:https').Agent)({
+        ca,
+        cert,
+        key,
+        pfx,
+        passphrase,
+        servername: servername ?? cluster.tlsServerName,
+        ...(cluster.skipTLSVerify
+          ? { rejectUnauthorized: false }
+          : rejectUnauthorized !== undefined
+            ? { rejectUnauthorized }
+            : {}),
+        keepAlive: true,
+        maxSockets: 16,
+      });
+      options.agent = agent;
+    }
+    const headers: Record<string, string> = { accept: 'application/json' };
+    for (const [name, value] of Object.entries(options.headers ?? {})) {
+      if (value !== undefined)
+        headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value);
+    }
+    if (options.auth) headers.authorization = `Basic ${Buffer.from(options.auth).toString('base64')}`;
+    let payload: Buffer | undefined;
+    if (body !== undefined) {
+      payload = Buffer.from(JSON.stringify(body), 'utf8');
+      headers['content-type'] = contentType ?? 'application/json';
+    }
+    const url = new URL(server + path);
+    for (const [name, value] of Object.entries(query ?? {})) {
+      if (value !== undefined) url.searchParams.set(name, String(value));
+    }
+    const signal = requestSignal.getStore();
+    const answer = await httpRequest(url, {
+      method,
+      headers,
+      ...(payload ? { body: payload } : {}),
+      agent: (options.agent as http.Agent | undefined) ?? false,
+      ...(signal ? { signal } : {}),
+    });
+    let parsed: unknown;
+    try {
+      parsed = answer.text ? JSON.parse(answer.text) : undefined;
+    } catch {
+      parsed = answer.text;
+    }
+    if (answer.status < 200 || answer.status >= 300) {
+      throw new KubeApiError(answer.status, parsed, answer.headers, `${method} ${url.pathname}`);
+    }
+    return parsed as T;
   };
 }

@@ -56,7 +56,10 @@ function retryAfter(headers: unknown): number | undefined {
   return Number.isFinite(date) ? Math.max(0, date - Date.now()) : undefined;
 }
 
-/** Reads any error thrown by @kubernetes/client-node (ApiException, FetchError, WebSocket errors). */
+/**
+ * Reads any error of a request (connection.ts's KubeApiError, network errors) or of client-node's
+ * streaming clients (a log's FetchError, WebSocket errors).
+ */
 export function describeFailure(error: unknown): ApiFailure {
   const e = error as Record<string, unknown> & { message?: string; cause?: unknown };
   if (e && typeof e.code === 'number' && 'body' in e) {

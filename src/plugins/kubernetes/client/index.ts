@@ -8,4 +8,4 @@ export type { DeletionChecks, ManagedNamespaceList, NamespaceDeletion } from './
 export { refOf, type KubeObject, type ObjectRef } from './objects.js';
 export type { ExecStreams } from './pods.js';
 export { describeChanges, pauseAnnotations, type WorkloadChange, type WorkloadsResult } from './workloads.js';
-export type { CoreV1Event, V1Container, V1Pod } from '@kubernetes/client-node';
+export type { CoreV1Event, V1Container, V1Pod } from './wire.js';

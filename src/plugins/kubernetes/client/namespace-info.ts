@@ -2,8 +2,8 @@
  * What tend reads from and writes on a Namespace object: its labels and annotations, the state
  * it is in, and whether tend created it for a project (and so may delete it).
  */
-import type * as k8s from '@kubernetes/client-node';
 import type { NamespaceState } from '../../../events/catalog.js';
+import type { V1Namespace } from './wire.js';
 
 export const labels = {
   managedBy: 'app.kubernetes.io/managed-by',
@@ -42,7 +42,7 @@ export function missing(name: string): NamespaceInfo {
   return { name, state: 'missing', labels: {}, annotations: {} };
 }
 
-export function toInfo(ns: k8s.V1Namespace): NamespaceInfo {
+export function toInfo(ns: V1Namespace): NamespaceInfo {
   const meta = ns.metadata ?? {};
   const terminating = ns.status?.phase === 'Terminating' || meta.deletionTimestamp !== undefined;
   const info: NamespaceInfo = {

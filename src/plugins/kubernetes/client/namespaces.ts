@@ -5,11 +5,11 @@
  * reports each namespace it enters.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import type * as k8s from '@kubernetes/client-node';
 import { TendError } from '../../../errors.js';
 import { apiError, describeFailure } from './errors.js';
 import { lastStamped, type RequestGate } from './gate.js';
 import { annotations, labels, missing, ownedBy, toInfo, type NamespaceInfo } from './namespace-info.js';
+import type { List, V1Namespace, V1ObjectMeta } from './wire.js';
 
 export class NamespaceCalls {
   constructor(private readonly gate: RequestGate) {}
@@ -45,7 +45,7 @@ export class NamespaceCalls {
       return { info, created: false, adopted };
     }
     const now = new Date().toISOString();
-    const metadata: k8s.V1ObjectMeta = {
+    const metadata: V1ObjectMeta = {
       name,
       labels: { [labels.managedBy]: 'tend' },
       annotations:
@@ -63,7 +63,12 @@ export class NamespaceCalls {
       created = toInfo(
         await this.gate.retry(
           `create namespace ${name}`,
-          () => this.gate.connection.core.createNamespace({ body: { metadata } }),
+          () =>
+            this.gate.connection.request<V1Namespace>({
+              method: 'POST',
+              path: '/api/v1/namespaces',
+              body: { metadata },
+            }),
           false,
         ),
       );
@@ -145,8 +150,9 @@ export class NamespaceCalls {
         await this.gate.retry(
           `delete namespace ${name}`,
           () =>
-            this.gate.connection.core.deleteNamespace({
-              name,
+            this.gate.connection.request({
+              method: 'DELETE',
+              path: `/api/v1/namespaces/${encodeURIComponent(name)}`,
               body: { preconditions: { uid: info.uid!, resourceVersion: info.resourceVersion! } },
             }),
           true,
@@ -209,10 +215,10 @@ export class NamespaceCalls {
       this.gate.retry(
         'list namespaces',
         () =>
-          this.gate.connection.core.listNamespace({
-            labelSelector,
-            limit,
-            ...(cont ? { _continue: cont } : {}),
+          this.gate.connection.request<List<V1Namespace>>({
+            method: 'GET',
+            path: '/api/v1/namespaces',
+            query: { labelSelector, limit, continue: cont },
           }),
         true,
       );
@@ -222,7 +228,7 @@ export class NamespaceCalls {
       do {
         const page = await list(pageSize, cont);
         for (const ns of page.items) items.push(toInfo(ns));
-        cont = page.metadata?._continue || undefined;
+        cont = page.metadata?.continue || undefined;
         const remaining = page.metadata?.remainingItemCount;
         if (cont && remaining !== undefined && remaining !== null)
           announced = items.length + Number(remaining);
@@ -239,7 +245,7 @@ export class NamespaceCalls {
       // agree where it can count (a real API server leaves out remainingItemCount with selectors).
       const probe = await list(1);
       const more = probe.metadata?.remainingItemCount;
-      const probed = probe.metadata?._continue
+      const probed = probe.metadata?.continue
         ? more !== undefined && more !== null
           ? probe.items.length + Number(more)
           : undefined

@@ -5,10 +5,11 @@
  * request (`TEND_K8S_CLUSTER_SCOPED`), so a plugin cannot delete or relabel a namespace around
  * the one create and delete path (the namespace gate's `ensure` and `deleteOwned`).
  */
-import type * as k8s from '@kubernetes/client-node';
 import { TendError } from '../../../errors.js';
 import { apiError, describeFailure } from './errors.js';
 import type { RequestGate } from './gate.js';
+import { ResourcePaths, type Resource } from './resources.js';
+import type { KubernetesObject } from './wire.js';
 
 export interface ObjectRef {
   apiVersion: string;
@@ -16,157 +17,114 @@ export interface ObjectRef {
   name: string;
 }
 
-export type KubeObject = k8s.KubernetesObject & { spec?: unknown; status?: unknown; [key: string]: unknown };
+export type KubeObject = KubernetesObject & { spec?: unknown; status?: unknown; [key: string]: unknown };
 
 /** The reference of an object (apiVersion, kind, name) for read and delete. */
 export function refOf(object: KubeObject): ObjectRef {
   return { apiVersion: object.apiVersion!, kind: object.kind!, name: object.metadata!.name! };
 }
 
-/**
- * Built-in kinds whose scope never changes, so the common manifests need no discovery request
- * (`apiVersion/kind` → namespaced). Anything else is asked of the cluster.
- */
-const builtinScopes = new Map<string, boolean>([
-  ...[
-    'v1/ConfigMap',
-    'v1/Secret',
-    'v1/Service',
-    'v1/ServiceAccount',
-    'v1/Pod',
-    'v1/PersistentVolumeClaim',
-    'v1/Endpoints',
-    'v1/LimitRange',
-    'v1/ResourceQuota',
-    'apps/v1/Deployment',
-    'apps/v1/StatefulSet',
-    'apps/v1/DaemonSet',
-    'apps/v1/ReplicaSet',
-    'batch/v1/Job',
-    'batch/v1/CronJob',
-    'networking.k8s.io/v1/Ingress',
-    'networking.k8s.io/v1/NetworkPolicy',
-    'autoscaling/v2/HorizontalPodAutoscaler',
-    'autoscaling/v1/HorizontalPodAutoscaler',
-    'policy/v1/PodDisruptionBudget',
-    'rbac.authorization.k8s.io/v1/Role',
-    'rbac.authorization.k8s.io/v1/RoleBinding',
-  ].map((key) => [key, true] as const),
-  ...[
-    'v1/Namespace',
-    'v1/Node',
-    'v1/PersistentVolume',
-    'rbac.authorization.k8s.io/v1/ClusterRole',
-    'rbac.authorization.k8s.io/v1/ClusterRoleBinding',
-    'apiextensions.k8s.io/v1/CustomResourceDefinition',
-    'storage.k8s.io/v1/StorageClass',
-    'admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration',
-    'admissionregistration.k8s.io/v1/MutatingWebhookConfiguration',
-  ].map((key) => [key, false] as const),
-]);
-
 export class ObjectCalls {
-  private readonly namespacedCache = new Map<string, boolean>();
-
   constructor(private readonly gate: RequestGate) {}
 
-  /** Whether a kind is namespaced (discovery, cached per call). Unknown kinds are a manifest error. */
+  /** Whether a kind is namespaced. */
   async isNamespaced(apiVersion: string, kind: string): Promise<boolean> {
-    const key = `${apiVersion}/${kind}`;
-    const cached = builtinScopes.get(key) ?? this.namespacedCache.get(key);
-    if (cached !== undefined) return cached;
-    const objects = this.gate.connection.objects as unknown as {
-      resource(apiVersion: string, kind: string): Promise<k8s.V1APIResource | undefined>;
-    };
-    let resource: k8s.V1APIResource | undefined;
-    try {
-      resource = await this.gate.retry(`discover ${key}`, () => objects.resource(apiVersion, kind), true);
-    } catch (error) {
-      const f = describeFailure(error);
-      if (f.status !== 404) throw apiError(error, this.gate.describe(`discover ${key}`));
-    }
-    if (!resource) {
-      throw new TendError(
-        'TEND_K8S_MANIFEST_INVALID',
-        `the cluster does not know kind ${kind} in apiVersion ${apiVersion}`,
-        { detail: { apiVersion, kind } },
-      );
-    }
-    this.namespacedCache.set(key, resource.namespaced);
-    return resource.namespaced;
+    return (await resourceOf(this.gate, apiVersion, kind)).namespaced;
   }
 
   /** Server-side apply (field manager `tend`, forcing conflicts) of one object into the namespace. */
   async apply(namespace: string, object: KubeObject): Promise<KubeObject> {
-    await onlyNamespaced(
-      this,
-      object.apiVersion,
-      object.kind,
-      `apply ${object.kind} ${object.metadata?.name}`,
-    );
-    const { k8s } = this.gate.connection;
+    const what = `apply ${object.kind} ${object.metadata?.name}`;
+    const path = await namespacedPath(this.gate, namespace, objectRef(object), what);
     const body = { ...object, metadata: { ...object.metadata, namespace } };
-    return this.gate.request(
-      namespace,
-      `apply ${object.kind} ${object.metadata?.name} in ${namespace}`,
-      () =>
-        this.gate.connection.objects.patch(
-          body,
-          undefined,
-          undefined,
-          'tend',
-          true,
-          k8s.PatchStrategy.ServerSideApply,
-        ) as Promise<KubeObject>,
+    return this.gate.request(namespace, `${what} in ${namespace}`, () =>
+      this.gate.connection.request<KubeObject>({
+        method: 'PATCH',
+        path,
+        query: { fieldManager: 'tend', force: true },
+        body,
+        contentType: 'application/apply-patch+yaml',
+      }),
     );
   }
 
   async read(namespace: string, ref: ObjectRef): Promise<KubeObject | undefined> {
-    await onlyNamespaced(this, ref.apiVersion, ref.kind, `read ${ref.kind} ${ref.name}`);
-    return this.gate.requestOptional(
-      namespace,
-      `read ${ref.kind} ${ref.name} in ${namespace}`,
-      () =>
-        this.gate.connection.objects.read({
-          apiVersion: ref.apiVersion,
-          kind: ref.kind,
-          metadata: { name: ref.name, namespace },
-        }) as Promise<KubeObject>,
+    const path = await namespacedPath(this.gate, namespace, ref, `read ${ref.kind} ${ref.name}`);
+    return this.gate.requestOptional(namespace, `read ${ref.kind} ${ref.name} in ${namespace}`, () =>
+      this.gate.connection.request<KubeObject>({ method: 'GET', path }),
     );
   }
 
   async delete(namespace: string, ref: ObjectRef): Promise<boolean> {
-    await onlyNamespaced(this, ref.apiVersion, ref.kind, `delete ${ref.kind} ${ref.name}`);
+    const path = await namespacedPath(this.gate, namespace, ref, `delete ${ref.kind} ${ref.name}`);
     const result = await this.gate.requestOptional(
       namespace,
       `delete ${ref.kind} ${ref.name} in ${namespace}`,
       () =>
-        this.gate.connection.objects.delete(
-          { apiVersion: ref.apiVersion, kind: ref.kind, metadata: { name: ref.name, namespace } },
-          undefined,
-          undefined,
-          undefined,
-          undefined,
-          'Background',
-        ),
+        this.gate.connection.request<unknown>({
+          method: 'DELETE',
+          path,
+          query: { propagationPolicy: 'Background' },
+        }),
     );
     return result !== undefined;
   }
 }
 
-/** Refuses what is not a namespaced kind: those are not a plugin's to touch. */
-async function onlyNamespaced(
-  objects: ObjectCalls,
-  apiVersion: string | undefined,
-  kind: string | undefined,
+/** A kind's resource (discovery, once per process and cluster). Unknown kinds are a manifest error. */
+async function resourceOf(gate: RequestGate, apiVersion: string, kind: string): Promise<Resource> {
+  const key = `${apiVersion}/${kind}`;
+  let resource: Resource | undefined;
+  try {
+    resource = await gate.retry(
+      `discover ${key}`,
+      () => gate.connection.resources.resource(apiVersion, kind),
+      true,
+    );
+  } catch (error) {
+    const f = describeFailure(error);
+    if (f.status !== 404) throw apiError(error, gate.describe(`discover ${key}`));
+  }
+  if (!resource) {
+    throw new TendError(
+      'TEND_K8S_MANIFEST_INVALID',
+      `the cluster does not know kind ${kind} in apiVersion ${apiVersion}`,
+      { detail: { apiVersion, kind } },
+    );
+  }
+  return resource;
+}
+
+/** What names an object's path: its kind, and its name when it is one object. */
+export interface PathRef {
+  apiVersion?: string;
+  kind?: string;
+  name?: string;
+}
+
+/** The reference of an object for its path (a manifest may lack any of it: refused then). */
+export function objectRef(object: KubeObject): PathRef {
+  return { apiVersion: object.apiVersion, kind: object.kind, name: object.metadata?.name };
+}
+
+/**
+ * The URL path of a namespaced object (with its name) or of its kind's objects in the namespace.
+ * What is not a namespaced kind is refused before any request: those are not a plugin's to touch.
+ */
+export async function namespacedPath(
+  gate: RequestGate,
+  namespace: string,
+  { apiVersion, kind, name }: PathRef,
   what: string,
-): Promise<void> {
+): Promise<string> {
   const namespaceKind = kind === 'Namespace' && (apiVersion === 'v1' || apiVersion === undefined);
-  if (namespaceKind || !(await objects.isNamespaced(apiVersion ?? '', kind ?? ''))) {
+  const resource = namespaceKind ? undefined : await resourceOf(gate, apiVersion ?? '', kind ?? '');
+  if (!resource?.namespaced) {
     throw new TendError(
       'TEND_K8S_CLUSTER_SCOPED',
       `refused to ${what}: ${kind} is cluster-scoped; plugins touch only namespaced objects, and tend creates and deletes namespaces only through its namespace gate`,
       { detail: { apiVersion, kind } },
     );
   }
+  return ResourcePaths.path(apiVersion!, resource, namespace, name);
 }

@@ -6,11 +6,11 @@ import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { Writable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
-import type * as k8s from '@kubernetes/client-node';
 import { TendError } from '../../../errors.js';
 import { describeFailure } from './errors.js';
 import type { RequestGate } from './gate.js';
 import { annotations } from './namespace-info.js';
+import type { CoreV1Event, List, V1Pod, V1Status } from './wire.js';
 
 export interface ExecStreams {
   /** A fresh stdin for each attempt (a retried exec sends it again). */
@@ -23,9 +23,9 @@ export class PodCalls {
   constructor(private readonly gate: RequestGate) {}
 
   /** Creates a pod; a retried create that had already succeeded is recognised by its request id. */
-  async create(namespace: string, pod: k8s.V1Pod): Promise<k8s.V1Pod> {
+  async create(namespace: string, pod: V1Pod): Promise<V1Pod> {
     const requestId = randomBytes(8).toString('hex');
-    const body: k8s.V1Pod = {
+    const body: V1Pod = {
       ...pod,
       metadata: {
         ...pod.metadata,
@@ -41,10 +41,17 @@ export class PodCalls {
       async () => {
         attempt++;
         try {
-          return await this.gate.connection.core.createNamespacedPod({ namespace, body });
+          return await this.gate.connection.request<V1Pod>({
+            method: 'POST',
+            path: podsPath(namespace),
+            body,
+          });
         } catch (error) {
           if (attempt > 1 && describeFailure(error).status === 409) {
-            const existing = await this.gate.connection.core.readNamespacedPod({ name, namespace });
+            const existing = await this.gate.connection.request<V1Pod>({
+              method: 'GET',
+              path: podsPath(namespace, name),
+            });
             if (existing.metadata?.annotations?.[annotations.requestId] === requestId) return existing;
           }
           throw error;
@@ -54,15 +61,19 @@ export class PodCalls {
     );
   }
 
-  read(namespace: string, name: string): Promise<k8s.V1Pod | undefined> {
+  read(namespace: string, name: string): Promise<V1Pod | undefined> {
     return this.gate.requestOptional(namespace, `read pod ${name} in ${namespace}`, () =>
-      this.gate.connection.core.readNamespacedPod({ name, namespace }),
+      this.gate.connection.request<V1Pod>({ method: 'GET', path: podsPath(namespace, name) }),
     );
   }
 
   async delete(namespace: string, name: string): Promise<void> {
     await this.gate.requestOptional(namespace, `delete pod ${name} in ${namespace}`, () =>
-      this.gate.connection.core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 }),
+      this.gate.connection.request({
+        method: 'DELETE',
+        path: podsPath(namespace, name),
+        query: { gracePeriodSeconds: 0 },
+      }),
     );
   }
 
@@ -73,18 +84,23 @@ export class PodCalls {
     while ((await this.read(namespace, name)) && Date.now() < deadline) await delay(100);
   }
 
-  async list(namespace: string, labelSelector?: string): Promise<k8s.V1Pod[]> {
+  async list(namespace: string, labelSelector?: string): Promise<V1Pod[]> {
     const list = await this.gate.request(namespace, `list pods in ${namespace}`, () =>
-      this.gate.connection.core.listNamespacedPod({ namespace, ...(labelSelector ? { labelSelector } : {}) }),
+      this.gate.connection.request<List<V1Pod>>({
+        method: 'GET',
+        path: podsPath(namespace),
+        query: { labelSelector },
+      }),
     );
     return list.items;
   }
 
-  async listEvents(namespace: string, fieldSelector?: string): Promise<k8s.CoreV1Event[]> {
+  async listEvents(namespace: string, fieldSelector?: string): Promise<CoreV1Event[]> {
     const list = await this.gate.request(namespace, `list events in ${namespace}`, () =>
-      this.gate.connection.core.listNamespacedEvent({
-        namespace,
-        ...(fieldSelector ? { fieldSelector } : {}),
+      this.gate.connection.request<List<CoreV1Event>>({
+        method: 'GET',
+        path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`,
+        query: { fieldSelector },
       }),
     );
     return list.items;
@@ -113,8 +129,9 @@ export class PodCalls {
       sink.end();
       return { done, stop: () => {} };
     }
+    const { log } = await this.gate.connection.streams();
     const controller = await this.gate.request(namespace, `read the log of pod ${pod} in ${namespace}`, () =>
-      this.gate.connection.log.log(namespace, pod, container, sink, {
+      log.log(namespace, pod, container, sink, {
         follow,
         timestamps,
         // The client leaves out `tailLines: 0`; following only new lines is asking for those from now.
@@ -147,8 +164,9 @@ export class PodCalls {
       async () => {
         const out = lineWriter(streams.onStdout ?? (() => {}));
         const err = lineWriter(streams.onStderr ?? (() => {}));
-        let status: k8s.V1Status | undefined;
-        const ws = await this.gate.connection.exec.exec(
+        let status: V1Status | undefined;
+        const { exec } = await this.gate.connection.streams();
+        const ws = await exec.exec(
           namespace,
           pod,
           container,
@@ -157,7 +175,7 @@ export class PodCalls {
           err,
           streams.stdin ? streams.stdin() : null,
           false,
-          (s) => (status = s),
+          (s) => (status = s as V1Status),
         );
         await new Promise<void>((resolve) => {
           if (ws.readyState === ws.CLOSED) resolve();
@@ -185,7 +203,8 @@ export class PodCalls {
       async () => {
         const out = lineWriter(streams.onStdout ?? (() => {}));
         const err = lineWriter(streams.onStderr ?? (() => {}));
-        const ws = await this.gate.connection.attach.attach(
+        const { attach } = await this.gate.connection.streams();
+        const ws = await attach.attach(
           namespace,
           pod,
           container,
@@ -206,7 +225,7 @@ export class PodCalls {
   }
 }
 
-function exitCodeOf(status: k8s.V1Status): number {
+function exitCodeOf(status: V1Status): number {
   if (status.status === 'Success') return 0;
   const cause = status.details?.causes?.find((c) => c.reason === 'ExitCode');
   const code = Number(cause?.message);
@@ -231,4 +250,10 @@ function lineWriter(onLine: (line: string) => void): Writable {
       callback();
     },
   });
+}
+
+/** The URL path of a namespace's pods, or of one of them. */
+function podsPath(namespace: string, name?: string): string {
+  const pods = `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`;
+  return name === undefined ? pods : `${pods}/${encodeURIComponent(name)}`;
 }

@@ -15,13 +15,13 @@
  * interrupted halfway leaves every object either untouched or paused with its record, and
  * pausing again never overwrites a record (an object already annotated is skipped).
  */
-import type * as k8s from '@kubernetes/client-node';
 import type { TendError } from '../../../errors.js';
 import { describeFailure } from './errors.js';
-import type { RequestGate } from './gate.js';
+import { mergePatch, type RequestGate } from './gate.js';
 import { labels } from './namespace-info.js';
 import { refusalOf, type DeletionChecks } from './namespaces.js';
-import type { KubeObject } from './objects.js';
+import { namespacedPath, objectRef, type KubeObject } from './objects.js';
+import type { List } from './wire.js';
 
 export const pauseAnnotations = {
   replicas: 'tend.dev/paused-replicas',
@@ -65,20 +65,17 @@ export class WorkloadCalls {
     kind: string,
     strict = false,
   ): Promise<KubeObject[]> {
+    const what = `list ${kind}s in ${namespace}`;
+    const path = await namespacedPath(this.gate, namespace, { apiVersion, kind }, what);
     try {
-      const list = await this.gate.request(namespace, `list ${kind}s in ${namespace}`, () =>
-        this.gate.connection.objects.list(
-          apiVersion,
-          kind,
-          namespace,
-          undefined,
-          undefined,
-          undefined,
-          undefined,
-          `${labels.managedBy}=tend`,
-        ),
+      const list = await this.gate.request(namespace, what, () =>
+        this.gate.connection.request<List<KubeObject>>({
+          method: 'GET',
+          path,
+          query: { labelSelector: `${labels.managedBy}=tend` },
+        }),
       );
-      return list.items as KubeObject[];
+      return list.items;
     } catch (error) {
       const status = describeFailure((error as TendError).cause).status;
       if (!strict && (status === 403 || status === 404)) return [];
@@ -99,35 +96,44 @@ export class WorkloadCalls {
     };
   }
 
-  private patch(namespace: string, object: KubeObject, what: string): Promise<KubeObject> {
-    const { k8s: lib } = this.gate.connection;
-    return this.gate.request(
-      namespace,
-      `${what} ${object.kind} ${object.metadata?.name} in ${namespace}`,
-      () =>
-        this.gate.connection.objects.patch(
-          object as k8s.KubernetesObject,
-          undefined,
-          undefined,
-          'tend',
-          undefined,
-          lib.PatchStrategy.MergePatch,
-        ) as Promise<KubeObject>,
+  private async patch(namespace: string, object: KubeObject, what: string): Promise<KubeObject> {
+    const call = `${what} ${object.kind} ${object.metadata?.name} in ${namespace}`;
+    const path = await namespacedPath(this.gate, namespace, objectRef(object), call);
+    return this.gate.request(namespace, call, () =>
+      this.gate.connection.request<KubeObject>({
+        method: 'PATCH',
+        path,
+        query: { fieldManager: 'tend' },
+        body: object,
+        contentType: mergePatch,
+      }),
     );
   }
 
   /**
-   * The HPAs of the namespace by the workload they scale (`Deployment/web`): for the report only,
-   * so credentials that may not list them (or a cluster without autoscaling/v2) change nothing.
+   * The HPA scaling a workload (`Deployment/web`), by a list of the namespace's HPAs asked when the
+   * first workload changes (none is asked when nothing does: every deploy's resume finds nothing
+   * paused). For the report only, so credentials that may not list them (or a cluster without
+   * autoscaling/v2) change nothing.
    */
+  private autoscalerOf(namespace: string): (workload: string) => Promise<string | undefined> {
+    let byTarget: Promise<Map<string, string>> | undefined;
+    return async (workload) => (await (byTarget ??= this.autoscalers(namespace))).get(workload);
+  }
+
   private async autoscalers(namespace: string): Promise<Map<string, string>> {
+    const what = `list HorizontalPodAutoscalers in ${namespace}`;
+    const path = await namespacedPath(
+      this.gate,
+      namespace,
+      { apiVersion: 'autoscaling/v2', kind: 'HorizontalPodAutoscaler' },
+      what,
+    );
     const hpas = await this.gate
-      .request(namespace, `list HorizontalPodAutoscalers in ${namespace}`, () =>
-        this.gate.connection.objects.list('autoscaling/v2', 'HorizontalPodAutoscaler', namespace),
-      )
-      .catch(() => ({ items: [] }));
+      .request(namespace, what, () => this.gate.connection.request<List<KubeObject>>({ method: 'GET', path }))
+      .catch(() => ({ items: [] as KubeObject[] }));
     const byTarget = new Map<string, string>();
-    for (const h of hpas.items as KubeObject[]) {
+    for (const h of hpas.items) {
       const ref = (h.spec as { scaleTargetRef?: { kind?: string; name?: string } } | undefined)
         ?.scaleTargetRef;
       if (ref?.kind && ref.name) byTarget.set(`${ref.kind}/${ref.name}`, h.metadata!.name!);
@@ -190,7 +196,7 @@ export class WorkloadCalls {
   async pause(namespace: string, { dryRun = false, strict = false } = {}): Promise<WorkloadsResult> {
     const result: WorkloadsResult = { changed: [], unchanged: 0 };
     const lists = await this.listAll(namespace, strict);
-    const autoscalers = await this.autoscalers(namespace);
+    const autoscalerOf = this.autoscalerOf(namespace);
     for (const { apiVersion, kind, items } of lists.scaled) {
       for (const o of items) {
         const name = o.metadata!.name!;
@@ -199,7 +205,7 @@ export class WorkloadCalls {
           continue;
         }
         const replicas = (o.spec as { replicas?: number } | undefined)?.replicas ?? 1;
-        const autoscaler = autoscalers.get(`${kind}/${name}`);
+        const autoscaler = await autoscalerOf(`${kind}/${name}`);
         if (!dryRun) {
           await this.patch(
             namespace,
@@ -242,7 +248,7 @@ export class WorkloadCalls {
   async resume(namespace: string, { strict = false } = {}): Promise<WorkloadsResult> {
     const result: WorkloadsResult = { changed: [], unchanged: 0 };
     const lists = await this.listAll(namespace, strict);
-    const autoscalers = await this.autoscalers(namespace);
+    const autoscalerOf = this.autoscalerOf(namespace);
     for (const { apiVersion, kind, items } of lists.scaled) {
       for (const o of items) {
         const name = o.metadata!.name!;
@@ -263,7 +269,7 @@ export class WorkloadCalls {
           } as unknown as KubeObject,
           'resume',
         );
-        const autoscaler = autoscalers.get(`${kind}/${name}`);
+        const autoscaler = await autoscalerOf(`${kind}/${name}`);
         result.changed.push({
           kind,
           name,

@@ -5,6 +5,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { TendError } from '../../../errors.js';
+import { headerValue, httpRequest } from '../../../http-request.js';
 import type { ProviderSettings } from '../config.js';
 
 export interface ImageRef {
@@ -55,13 +56,14 @@ export async function manifestDigest(
   for (let attempt = 0; attempt <= retries; attempt++) {
     if (attempt > 0) await delay(Math.min(5000, 200 * 2 ** attempt));
     try {
-      const response = await fetch(url, {
+      const response = await httpRequest(new URL(url), {
         method: 'HEAD',
-        headers: { Accept: accept },
+        headers: { accept },
+        agent: false,
         signal: AbortSignal.timeout(15_000),
       });
       if (response.status === 200) {
-        return response.headers.get('docker-content-digest') ?? 'unknown';
+        return headerValue(response.headers, 'docker-content-digest') ?? 'unknown';
       }
       if (response.status === 404) return undefined;
       lastError = `HTTP ${response.status}`;

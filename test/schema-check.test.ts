@@ -1,0 +1,45 @@
+/**
+ * src/schema-check.ts: a schema is interpreted for its first checks and compiled after
+ * `compileAfterChecks`; the answer and the errors are the same either way.
+ */
+import { Type } from '@sinclair/typebox';
+import { describe, expect, it } from 'vitest';
+import { compileAfterChecks, schemaCheck } from '../src/schema-check.js';
+
+const Spec = Type.Object(
+  {
+    image: Type.String({ minLength: 1 }),
+    replicas: Type.Optional(Type.Integer({ minimum: 0 })),
+    env: Type.Optional(Type.Record(Type.String(), Type.String())),
+  },
+  { additionalProperties: false },
+);
+
+const values: unknown[] = [
+  { image: 'alpine' },
+  { image: 'alpine', replicas: 2, env: { MODE: 'ci' } },
+  { image: '' },
+  { image: 'alpine', replicas: -1 },
+  { image: 'alpine', unknown: true },
+  { replicas: 1.5, env: { MODE: 1 } },
+  'not an object',
+  null,
+];
+
+const answers = (check: ReturnType<typeof schemaCheck>) =>
+  values.map((value) => ({
+    valid: check.Check(value),
+    errors: [...check.Errors(value)].map((e) => ({ path: e.path, type: e.type, message: e.message })),
+  }));
+
+describe('schemaCheck', () => {
+  it('gives the same answers and errors before and after the schema is compiled', () => {
+    const check = schemaCheck(Spec);
+    expect(schemaCheck(Spec)).toBe(check);
+    const interpreted = answers(check);
+    expect(interpreted.map((a) => a.valid)).toEqual([true, true, false, false, false, false, false, false]);
+    expect(interpreted[4]!.errors.map((e) => e.path)).toEqual(['/unknown']);
+    for (let i = 0; i < compileAfterChecks; i++) check.Check(values[0]);
+    expect(answers(check)).toEqual(interpreted);
+  });
+});
