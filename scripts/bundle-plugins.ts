@@ -131,3 +131,41 @@ export const whatwgUrlFromNode: Plugin = {
     }));
   },
 };
+
+/**
+ * node-fetch 2 parses every URL with `url.parse()`, which Node 24 deprecates at run time for
+ * callers outside node_modules — and bundled, node-fetch is outside node_modules: every `tend
+ * logs` and pod Test printed DEP0169 on stderr. It gets node:url with a `parse` made of the WHATWG
+ * parser instead (node-fetch gives it absolute URLs only, already normalised by `new URL`).
+ */
+export const nodeFetchLegacyUrlParse: Plugin = {
+  name: 'node-fetch-legacy-url-parse',
+  setup(bundle) {
+    bundle.onResolve({ filter: /^(node:)?url$/ }, ({ importer }) =>
+      inPackage(importer, 'node-fetch') ? { path: 'url', namespace: 'tend-node-fetch-url' } : undefined,
+    );
+    bundle.onLoad({ filter: /.*/, namespace: 'tend-node-fetch-url' }, () => ({
+      contents: `const url = require('node:url');
+function parse(input) {
+  const u = new URL(input);
+  const user = u.username ? decodeURIComponent(u.username) : '';
+  return {
+    protocol: u.protocol,
+    slashes: true,
+    auth: user ? user + (u.password ? ':' + decodeURIComponent(u.password) : '') : null,
+    host: u.host,
+    port: u.port || null,
+    hostname: u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname,
+    hash: u.hash || null,
+    search: u.search || null,
+    query: u.search ? u.search.slice(1) : null,
+    pathname: u.pathname,
+    path: u.pathname + u.search,
+    href: u.href,
+  };
+}
+module.exports = { ...url, parse };`,
+      loader: 'js',
+    }));
+  },
+};

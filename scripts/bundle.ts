@@ -24,6 +24,7 @@ import {
   kubernetesAuthWhenUsed,
   kubernetesClientUsedParts,
   whatwgUrlFromNode,
+  nodeFetchLegacyUrlParse,
 } from './bundle-plugins.js';
 import { sha256Hex } from '../src/hash.js';
 
@@ -63,7 +64,13 @@ const bundled = await build({
   entryPoints: ['src/main.ts'],
   outfile,
   external: externalPackages,
-  plugins: [builtinsWhenUsed, kubernetesAuthWhenUsed, kubernetesClientUsedParts, whatwgUrlFromNode],
+  plugins: [
+    builtinsWhenUsed,
+    kubernetesAuthWhenUsed,
+    kubernetesClientUsedParts,
+    whatwgUrlFromNode,
+    nodeFetchLegacyUrlParse,
+  ],
 });
 // A warning is an error: "import … will always be undefined" is a stand-in of bundle-plugins.ts
 // that lacks a name its package came to use.

@@ -23,6 +23,8 @@ it('examples/shop builds, deploys and tests on kube-sim, then `tend cleanup env`
   const vars = ['--var', `registry=${h.sim.registryHost}`, '--env', 'preview', '--var', 'pr=7'];
   const run = await runTend([...vars, '--json', 'test'], { cwd: root, env, timeoutMs: 120_000 });
   expect(run.stderr).not.toMatch(/error/i);
+  // No warning from Node either (a bundled node-fetch's url.parse() warned on Node 24).
+  expect(run.stderr).not.toMatch(/Warning/);
   expect(run.code).toBe(0);
   const data = JSON.parse(run.stdout) as { sessionId: string; actions: { ref: string; state: string }[] };
   expect(data.actions.map((a) => [a.ref, a.state])).toEqual([
