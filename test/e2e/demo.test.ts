@@ -6,20 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { spawn, spawnSync } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
-import { repoRoot } from '../helpers/project.js';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+import { freePort, repoRoot } from '../helpers/project.js';
 
 describe('npm run demo', () => {
   it('deploys the examples, cleans up the idle builds-only environment automatically, and prints the dashboard URL and tokens', async () => {
