@@ -9,6 +9,7 @@ import type { InventoryItem } from '../../../cleanup/protocol.js';
 import { writeAudit, type AuditInput } from './audit.js';
 import { refreshEnvironmentStates } from './environments.js';
 import { restoreContradictedMissing } from './contradicted-missing.js';
+import { onTarget } from './resource-targets.js';
 import type { CleanupInventoryItemsTable, Database } from '../schema.js';
 
 /** An inventory as an executor reported it, with who reported it and when. */
@@ -324,17 +325,7 @@ async function recordedResources(trx: Transaction<Database>, targetKey: string) 
       'environments.project',
       'environments.name',
     ])
-    .where((eb) =>
-      eb.or([
-        eb('resources.target_key', '=', targetKey),
-        // Local resources carry their path: `local/<hostId>/<path>`. (No LIKE: host ids may hold `_`.)
-        eb(
-          eb.fn('substr', ['resources.target_key', eb.lit(1), eb.lit(targetKey.length + 1)]),
-          '=',
-          `${targetKey}/`,
-        ),
-      ]),
-    )
+    .where((eb) => onTarget(eb, targetKey))
     .where('resources.state', '!=', 'missing')
     .execute();
 }

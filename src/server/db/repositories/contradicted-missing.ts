@@ -10,6 +10,7 @@
 import type { Transaction } from 'kysely';
 import type { InventoryItem } from '../../../cleanup/protocol.js';
 import type { AuditInput } from './audit.js';
+import { onTarget } from './resource-targets.js';
 import type { Database } from '../schema.js';
 
 /** Causes of a `missing` that only a tend command's own report gives. */
@@ -52,17 +53,7 @@ export async function restoreContradictedMissing(
         .where('resources.last_cause', 'in', reportedByCommand)
         .where('resources.role', '!=', 'system')
         .where('resources.namespace_uid', 'in', uids.slice(i, i + 500))
-        .where((eb) =>
-          eb.or([
-            eb('resources.target_key', '=', input.targetKey),
-            // Local resources carry their path: `local/<hostId>/<path>`.
-            eb(
-              eb.fn('substr', ['resources.target_key', eb.lit(1), eb.lit(input.targetKey.length + 1)]),
-              '=',
-              `${input.targetKey}/`,
-            ),
-          ]),
-        )
+        .where((eb) => onTarget(eb, input.targetKey))
         .execute()),
     );
   }
