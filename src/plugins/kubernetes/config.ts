@@ -86,14 +86,17 @@ export const ContainerBuildSpec = Type.Object(
 );
 export type ContainerBuildSpec = Static<typeof ContainerBuildSpec>;
 
+/** A path or an argument: not empty, and no NUL (no file name or argument holds one). */
+const noNul = '^[^\\u0000]+$';
+
 export const KustomizeSpec = Type.Object(
   {
     path: Type.String({
-      minLength: 1,
+      pattern: noNul,
       description: 'directory of the kustomization (its kustomization.yaml), relative to the action source',
     }),
     extraArgs: Type.Optional(
-      Type.Array(Type.String({ minLength: 1 }), {
+      Type.Array(Type.String({ pattern: noNul }), {
         description: 'arguments after the path, e.g. `[--enable-helm]`',
       }),
     ),
@@ -109,7 +112,7 @@ export type KustomizeSpec = Static<typeof KustomizeSpec>;
 export const KubernetesDeploySpec = Type.Object(
   {
     files: Type.Optional(
-      Type.Array(Type.String({ minLength: 1 }), {
+      Type.Array(Type.String({ pattern: noNul }), {
         description:
           'manifest files or glob patterns (`k8s/*.yaml`), relative to the action source; `!pattern` leaves out what it matches',
       }),

@@ -270,6 +270,11 @@ describe('kustomize', () => {
     expect(await errorOf('  kustomize: { path: k8s }\n  overrideNamespace: sure')).toEqual([
       'web/web.tend.yml:6:22: invalid value for spec.overrideNamespace: expected true or false, got "sure"',
     ]);
+    // A NUL in a path or an argument names no file and is no argument: refused here, not at run time.
+    expect(await errorOf('  kustomize: { path: k8s, extraArgs: ["a\\u0000b"] }')).toEqual([
+      'web/web.tend.yml:5:39: invalid value for spec.kustomize.extraArgs[0]: expected a string matching /^[^\\u0000]+$/, got "a\\u0000b"',
+    ]);
+    expect(await errorOf('  files: ["k8s/\\u0000.yaml"]')).toHaveLength(1);
   });
 
   it("kustomize's message without kubectl's log line around it", () => {
