@@ -65,10 +65,9 @@ export function printError(error: unknown, options: GlobalOptions): number {
  * it (the message lists the contexts there are).
  */
 function flagHint(error: TendError, options: GlobalOptions): TendError {
-  const flagged = options.context?.find((name) =>
-    error.message.startsWith(`kubeconfig context "${name}" not found`),
-  );
-  if (error.code !== 'TEND_K8S_CONTEXT' || flagged === undefined) return error;
+  const missing = error.code === 'TEND_K8S_CONTEXT' ? error.detail?.context : undefined;
+  const flagged = options.context?.find((name) => name === missing);
+  if (flagged === undefined) return error;
   return new TendError(error.code, error.message, {
     location: error.location,
     plugin: error.plugin,

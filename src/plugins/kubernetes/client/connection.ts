@@ -115,7 +115,7 @@ async function open(context: string | undefined, kubeconfigFile: string | undefi
       throw new TendError(
         'TEND_K8S_CONTEXT',
         `kubeconfig context "${context}" not found (${source}); available: ${contexts.join(', ') || '(none)'}`,
-        { detail: { hint: 'set `context:` of the kubernetes provider in tend.yml to one of them' } },
+        { detail: { context, hint: 'set `context:` of the kubernetes provider in tend.yml to one of them' } },
       );
     }
     kc.setCurrentContext(context);
