@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import { SessionBus } from '../src/events/bus.js';
 import { PluginEventBroker } from '../src/router/broker.js';
 import type { NamespaceStatusPayload } from '../src/events/catalog.js';

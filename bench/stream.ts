@@ -16,7 +16,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import BetterSqlite3 from 'better-sqlite3';
 import { monotonicFactory } from 'ulidx';
 import { executeCommand } from '../src/commands/execute.js';

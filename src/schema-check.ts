@@ -7,16 +7,23 @@
  * schema is interpreted for its first checks and compiled once it has been checked
  * `compileAfterChecks` times. Both ways give the same answer and the same errors.
  */
-import type { Static, TSchema } from '@sinclair/typebox';
-import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
-import { Value, type ValueError } from '@sinclair/typebox/value';
+import type { Static, TSchema } from 'typebox';
+import { Compile, type Validator } from 'typebox/compile';
+import type { TLocalizedValidationError } from 'typebox/error';
+import { Value } from 'typebox/value';
+
+/**
+ * One failed check, as JSON Schema validators report it: `instancePath` is a JSON pointer to the
+ * value, `schemaPath` one to the schema (`#/properties/a`), `keyword` the rule that failed.
+ */
+export type SchemaError = TLocalizedValidationError;
 
 /** Checks interpreted before the schema is compiled. */
 export const compileAfterChecks = 64;
 
 export interface SchemaCheck<T extends TSchema = TSchema> {
   Check(value: unknown): value is Static<T>;
-  Errors(value: unknown): Iterable<ValueError>;
+  Errors(value: unknown): SchemaError[];
 }
 
 const checks = new WeakMap<TSchema, SchemaCheck>();
@@ -33,13 +40,43 @@ export function schemaCheck<T extends TSchema>(schema: T): SchemaCheck<T> {
 
 function adaptiveCheck<T extends TSchema>(schema: T): SchemaCheck<T> {
   let interpreted = 0;
-  let compiled: TypeCheck<T> | undefined;
+  let compiled: Validator<Record<never, never>, T> | undefined;
   return {
     Check(value): value is Static<T> {
       if (compiled) return compiled.Check(value);
-      if (++interpreted >= compileAfterChecks) compiled = TypeCompiler.Compile(schema);
+      if (++interpreted >= compileAfterChecks) compiled = Compile(schema);
       return Value.Check(schema, value);
     },
     Errors: (value) => (compiled ? compiled.Errors(value) : Value.Errors(schema, value)),
   };
+}
+
+/** A failed check in words: the JSON pointer of the value it concerns and what is wrong with it. */
+export interface SchemaProblem {
+  path: string;
+  message: string;
+}
+
+/**
+ * The first `limit` problems of a failed check, one per value: an unknown key is named at its own
+ * path (JSON Schema reports it on the object, and once more as the `false` schema it failed).
+ */
+export function schemaProblems(errors: readonly SchemaError[], limit = 5): SchemaProblem[] {
+  const problems: SchemaProblem[] = [];
+  for (const error of errors) {
+    if (problems.length >= limit) break;
+    if (error.keyword === 'boolean') continue;
+    if (error.keyword === 'additionalProperties') {
+      for (const key of error.params.additionalProperties) {
+        problems.push({ path: `${error.instancePath}/${escapePointer(key)}`, message: 'unknown property' });
+      }
+      continue;
+    }
+    problems.push({ path: error.instancePath || '/', message: error.message });
+  }
+  return problems.slice(0, limit);
+}
+
+function escapePointer(key: string): string {
+  return key.replace(/~/g, '~0').replace(/\//g, '~1');
 }

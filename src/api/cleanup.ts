@@ -3,15 +3,15 @@
  * (`tend cleanup plan`, `tend status`, `tend envs <id>`, every command's warning line), and the
  * state of cleanup (`GET /api/v1/cleanup/status`, `tend cleanup status`).
  */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import { blockReasons, decisionKinds } from '../cleanup/decisions.js';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
 const Time = () => Type.String({ format: 'date-time' });
 
 export const PlanItemView = Type.Object({
-  kind: Type.Union(decisionKinds.map((k) => Type.Literal(k))),
-  reason: Type.Union([...blockReasons.map((r) => Type.Literal(r)), Type.Null()]),
+  kind: Type.Enum(decisionKinds),
+  reason: Type.Union([Type.Enum(blockReasons), Type.Null()]),
   action: Type.String(),
   environmentId: Type.String(),
   project: Type.String(),
@@ -72,7 +72,7 @@ export const CleanupStatusView = Type.Object({
   lastPassAt: Nullable(Time()),
   lastPassMs: Type.Union([Type.Integer(), Type.Null()]),
   /** How the last planning pass ended; null: none yet. */
-  lastPassOutcome: Type.Union([...passOutcomes.map((o) => Type.Literal(o)), Type.Null()]),
+  lastPassOutcome: Type.Union([Type.Enum(passOutcomes), Type.Null()]),
   /** Why it was not `ok`. */
   lastPassNote: Type.Union([Type.String(), Type.Null()]),
   breakers: Type.Array(

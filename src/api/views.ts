@@ -1,5 +1,5 @@
 /** TypeBox schemas shared by routes: errors and the API's view of the registry. */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import { CleanupSchedule } from '../cleanup/policy.js';
 import { redactUrl } from '../redact.js';
 

@@ -4,7 +4,8 @@
  * (`CleanupConfigSchema`: `action` optional) and as events and the server carry it
  * (`CleanupPolicy`: `action` filled in). Every other module derives its types from these schemas.
  */
-import { FormatRegistry, Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
+import { Format } from 'typebox/format';
 import { checkTimeZone } from './time-zone.js';
 
 const unitMs = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
@@ -28,14 +29,14 @@ export function parseDuration(value: string): number | undefined {
 
 /** The format that bounds a policy duration to 365 days, beyond what its pattern can say. */
 export const policyDurationFormat = 'tend-policy-duration';
-if (!FormatRegistry.Has(policyDurationFormat)) {
-  FormatRegistry.Set(policyDurationFormat, (value) => parseDuration(value) !== undefined);
+if (!Format.Has(policyDurationFormat)) {
+  Format.Set(policyDurationFormat, (value) => parseDuration(value) !== undefined);
 }
 
 /** An IANA time-zone name as the platform's database spells it (checked through Intl). */
 export const timeZoneFormat = 'tend-time-zone';
-if (!FormatRegistry.Has(timeZoneFormat)) {
-  FormatRegistry.Set(timeZoneFormat, (value) => checkTimeZone(value).valid);
+if (!Format.Has(timeZoneFormat)) {
+  Format.Set(timeZoneFormat, (value) => checkTimeZone(value).valid);
 }
 
 /** A hint for a value a format refused: the canonical spelling of a time zone written in another case. */

@@ -7,7 +7,7 @@
  * A job whose lease the executor no longer holds (expired, or taken by another executor) is
  * refused with TEND_CLEANUP_LEASE_LOST (HTTP 409); the executor then drops the job.
  */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import { TargetKey } from './targets.js';
 
 const Id = (description?: string) => Type.String({ minLength: 1, maxLength: 200, description });
@@ -78,7 +78,8 @@ export const InventoryItem = Type.Object(
      * are, never read by the server's planning.
      */
     detail: Type.Optional(
-      Type.Record(Type.String({ minLength: 1, maxLength: 100 }), Type.String({ maxLength: 4096 }), {
+      Type.Record(Type.String(), Type.String({ maxLength: 4096 }), {
+        propertyNames: { minLength: 1, maxLength: 100 },
         maxProperties: 16,
       }),
     ),

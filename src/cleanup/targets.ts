@@ -8,7 +8,7 @@
  * an executor serves, `<kind>/<id>/<path>` the resource's place in it when the target has a path
  * (a project directory of a host, a plugin's root).
  */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 
 const Name = Type.String({ minLength: 1, maxLength: 253 });
 const ShortText = Type.String({ maxLength: 1024 });

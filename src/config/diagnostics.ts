@@ -3,12 +3,10 @@
  * expected, and the one TendError that reports every problem of a load.
  */
 import { formatSuggestion } from '../cleanup/policy.js';
-import type { TSchema } from '@sinclair/typebox';
-import { ValueErrorType } from '@sinclair/typebox/errors';
-import type { ValueError } from '@sinclair/typebox/errors';
+import type { TSchema } from 'typebox';
 import { TendError } from '../errors.js';
 import type { ErrorCode, SourceLocation } from '../errors.js';
-import { schemaCheck } from '../schema-check.js';
+import { schemaCheck, type SchemaError } from '../schema-check.js';
 import { formatLocation } from './project.js';
 import type { ConfigPath, LocateTarget } from './project.js';
 
@@ -48,10 +46,12 @@ export interface SchemaCheckOptions {
 export function checkSchema(schema: TSchema, value: unknown, options: SchemaCheckOptions): ConfigProblem[] {
   const check = schemaCheck(schema);
   if (check.Check(value)) return [];
+  const errors = check.Errors(value);
   const problems: ConfigProblem[] = [];
   const seen = new Set<string>();
-  for (const error of check.Errors(value)) {
-    const problem = describeError(error, value, options);
+  for (const error of errors) {
+    if (branchOfUnion(error, errors)) continue; // described through its union
+    const problem = describeError(failedCheck(error, schema, value), schema, value, errors, options);
     if (!problem || seen.has(problem.key)) continue;
     seen.add(problem.key);
     problems.push(problem.problem);
@@ -63,83 +63,138 @@ export function sortProblems(problems: ConfigProblem[]): ConfigProblem[] {
   return problems.sort((a, b) => a.location.line - b.location.line || a.location.column - b.location.column);
 }
 
+/** A failed check with the schema whose keyword failed and the value it was checked against. */
+interface FailedCheck {
+  error: SchemaError;
+  schema: Record<string, unknown>;
+  value: unknown;
+  /** The value's path relative to the checked value. */
+  path: (string | number)[];
+}
+
+function failedCheck(error: SchemaError, rootSchema: TSchema, root: unknown): FailedCheck {
+  const { path, value } = resolveInstance(error.instancePath, root);
+  return { error, schema: resolveSchema(error.schemaPath, rootSchema), value, path };
+}
+
 function describeError(
-  error: ValueError,
+  failed: FailedCheck,
+  rootSchema: TSchema,
   root: unknown,
+  errors: readonly SchemaError[],
   options: SchemaCheckOptions,
 ): { key: string; problem: ConfigProblem } | undefined {
-  const relative = pointerToPath(error.path, root);
-  const path = [...options.basePath, ...relative];
+  const { error, schema, value, path: relative } = failed;
   const label = (p: ConfigPath) =>
     p.length === 0 ? options.rootLabel : formatPath([...options.basePath, ...p]);
 
-  if (error.type === ValueErrorType.ObjectAdditionalProperties) {
-    const parent = relative.slice(0, -1);
-    const key = String(relative[relative.length - 1]);
-    const known = Object.keys((error.schema as { properties?: object }).properties ?? {});
-    const expected = parent.length === 0 ? [...(options.extraRootKeys ?? []), ...known] : known;
+  // The `false` schema of `additionalProperties` fails once per unknown key, and `propertyNames`
+  // sums up its keys' errors: each key is reported on its own.
+  if (error.keyword === 'boolean' || error.keyword === 'propertyNames') return undefined;
+  if (error.schemaPath.endsWith('/propertyNames')) {
+    const key = String(relative.at(-1));
     return {
-      key: error.path,
+      key: `${error.instancePath}#key`,
+      problem: {
+        code: 'TEND_CONFIG_INVALID',
+        message: `invalid key "${key}" in ${label(relative.slice(0, -1))}: expected ${describeSchema(schema as TSchema)}`,
+        location: options.locate([...options.basePath, ...relative], 'key'),
+      },
+    };
+  }
+  if (error.keyword === 'additionalProperties') {
+    const [key] = error.params.additionalProperties;
+    const known = Object.keys((schema.properties as object | undefined) ?? {});
+    const expected = relative.length === 0 ? [...(options.extraRootKeys ?? []), ...known] : known;
+    return {
+      key: `${error.instancePath}/${key}`,
       problem: {
         code: 'TEND_CONFIG_UNKNOWN_KEY',
         message:
-          `unknown key "${key}" in ${label(parent)}; ` +
+          `unknown key "${key}" in ${label(relative)}; ` +
           (expected.length > 0 ? `expected one of: ${expected.join(', ')}` : 'no keys are allowed here'),
-        location: options.locate(path, 'key'),
+        location: options.locate([...options.basePath, ...relative, key ?? ''], 'key'),
       },
     };
   }
-  if (error.type === ValueErrorType.ObjectRequiredProperty) {
-    const parent = relative.slice(0, -1);
-    const key = String(relative[relative.length - 1]);
+  if (error.keyword === 'required') {
+    const [key] = error.params.requiredProperties;
     return {
-      key: error.path,
+      key: `${error.instancePath}/${key}`,
       problem: {
         code: 'TEND_CONFIG_INVALID',
-        message: `missing required key "${key}" in ${label(parent)}`,
-        location: options.locate([...options.basePath, ...parent], 'value'),
+        message: `missing required key "${key}" in ${label(relative)}`,
+        location: options.locate([...options.basePath, ...relative], 'value'),
       },
     };
   }
-  if (options.skipTemplated && typeof error.value === 'string' && hasTemplate(error.value)) return undefined;
-  if (error.type === ValueErrorType.Union) {
-    const nested = unionBranch(error, root, options);
+  if (options.skipTemplated && typeof value === 'string' && hasTemplate(value)) return undefined;
+  if (error.keyword === 'anyOf') {
+    const nested = unionBranch(failed, rootSchema, root, errors, options);
     if (nested) return nested;
   }
   return {
-    key: error.path,
+    key: error.instancePath,
     problem: {
       code: 'TEND_CONFIG_INVALID',
-      message: `invalid value for ${label(relative)}: expected ${expectation(error)}, got ${describeValue(error.value)}${suggestionOf(error)}`,
-      location: options.locate(path, 'value'),
+      message: `invalid value for ${label(relative)}: expected ${expectation(error, schema)}, got ${describeValue(value)}${suggestionOf(error, schema, value)}`,
+      location: options.locate([...options.basePath, ...relative], 'value'),
     },
   };
 }
 
 /** ` (did you mean Europe/Berlin?)` for a value its format knows another spelling of. */
-function suggestionOf(error: ValueError): string {
-  if (error.type !== ValueErrorType.StringFormat) return '';
-  const suggestion = formatSuggestion((error.schema as { format?: unknown }).format, error.value);
+function suggestionOf(error: SchemaError, schema: Record<string, unknown>, value: unknown): string {
+  if (error.keyword !== 'format') return '';
+  const suggestion = formatSuggestion(schema.format, value);
   return suggestion ? ` (did you mean ${suggestion}?)` : '';
+}
+
+/** Whether an error is one of a failed union's branches (its schema path runs through `anyOf/<n>`). */
+function branchOfUnion(error: SchemaError, errors: readonly SchemaError[]): boolean {
+  return errors.some(
+    (union) => union.keyword === 'anyOf' && error.schemaPath.startsWith(`${union.schemaPath}/anyOf/`),
+  );
 }
 
 /**
  * A union whose only branch of the value's own type failed (a mapping where a string or a
  * mapping is allowed): report that branch's error, which names the key, rather than the union.
  */
-function unionBranch(error: ValueError, root: unknown, options: SchemaCheckOptions) {
-  const variants = (error.schema as { anyOf?: TSchema[] }).anyOf ?? [];
-  const valueType = jsonType(error.value);
+function unionBranch(
+  union: FailedCheck,
+  rootSchema: TSchema,
+  root: unknown,
+  errors: readonly SchemaError[],
+  options: SchemaCheckOptions,
+) {
+  const variants = (union.schema.anyOf as TSchema[] | undefined) ?? [];
+  const valueType = jsonType(union.value);
   const matching = variants.map((v, i) => [v, i] as const).filter(([v]) => schemaAccepts(v, valueType));
   if (matching.length !== 1) return undefined;
   const [, index] = matching[0]!;
-  const branch = error.errors[index];
-  if (!branch) return undefined;
-  for (const inner of branch) {
-    const described = describeError(inner, root, options);
+  const branchPath = `${union.error.schemaPath}/anyOf/${index}`;
+  for (const inner of errors) {
+    if (inner.schemaPath !== branchPath && !inner.schemaPath.startsWith(`${branchPath}/`)) continue;
+    if (isNestedUnionBranch(inner, branchPath, errors)) continue;
+    const described = describeError(failedCheck(inner, rootSchema, root), rootSchema, root, errors, options);
     if (described) return described;
   }
   return undefined;
+}
+
+/** Whether an error inside a branch belongs to a union nested in that branch (described through it). */
+function isNestedUnionBranch(
+  error: SchemaError,
+  branchPath: string,
+  errors: readonly SchemaError[],
+): boolean {
+  return errors.some(
+    (union) =>
+      union.keyword === 'anyOf' &&
+      union.schemaPath.startsWith(`${branchPath}/`) &&
+      error.schemaPath.startsWith(`${union.schemaPath}/anyOf/`),
+  );
 }
 
 function schemaAccepts(schema: TSchema, valueType: string): boolean {
@@ -157,52 +212,41 @@ function jsonType(value: unknown): string {
 }
 
 /** What a failed check expected, in words. */
-function expectation(error: ValueError): string {
-  const schema = error.schema as Record<string, unknown>;
-  switch (error.type) {
-    case ValueErrorType.StringPattern:
-    case ValueErrorType.StringFormat:
-      return describeSchema(error.schema);
-    case ValueErrorType.StringMinLength:
+function expectation(error: SchemaError, schema: Record<string, unknown>): string {
+  switch (error.keyword) {
+    case 'minLength':
       return schema.minLength === 1
         ? 'a non-empty string'
         : `at least ${String(schema.minLength)} characters`;
-    case ValueErrorType.StringMaxLength:
+    case 'maxLength':
       return `at most ${String(schema.maxLength)} characters`;
-    case ValueErrorType.ArrayMinItems:
+    case 'minItems':
       return `a list of at least ${String(schema.minItems)} item${schema.minItems === 1 ? '' : 's'}`;
-    case ValueErrorType.ArrayMaxItems:
+    case 'maxItems':
       return `a list of at most ${String(schema.maxItems)} items`;
-    case ValueErrorType.ArrayUniqueItems:
+    case 'uniqueItems':
       return 'a list without repeated items';
-    case ValueErrorType.NumberMinimum:
-    case ValueErrorType.IntegerMinimum:
+    case 'minimum':
       return `a number ≥ ${String(schema.minimum)}`;
-    case ValueErrorType.NumberMaximum:
-    case ValueErrorType.IntegerMaximum:
+    case 'maximum':
       return `a number ≤ ${String(schema.maximum)}`;
-    case ValueErrorType.NumberExclusiveMinimum:
-    case ValueErrorType.IntegerExclusiveMinimum:
+    case 'exclusiveMinimum':
       return `a number > ${String(schema.exclusiveMinimum)}`;
-    case ValueErrorType.NumberExclusiveMaximum:
-    case ValueErrorType.IntegerExclusiveMaximum:
+    case 'exclusiveMaximum':
       return `a number < ${String(schema.exclusiveMaximum)}`;
-    case ValueErrorType.ObjectMinProperties:
+    case 'minProperties':
       return `a mapping with at least ${String(schema.minProperties)} key(s)`;
-    case ValueErrorType.ObjectMaxProperties:
+    case 'maxProperties':
       return `a mapping with at most ${String(schema.maxProperties)} key(s)`;
-    case ValueErrorType.String:
-    case ValueErrorType.Number:
-    case ValueErrorType.Integer:
-    case ValueErrorType.Boolean:
-    case ValueErrorType.Array:
-    case ValueErrorType.Object:
-    case ValueErrorType.Null:
-    case ValueErrorType.Literal:
-    case ValueErrorType.Union:
-      return describeSchema(error.schema);
+    case 'pattern':
+    case 'format':
+    case 'type':
+    case 'const':
+    case 'enum':
+    case 'anyOf':
+      return describeSchema(schema as TSchema);
     default:
-      return error.message.replace(/^Expected /, '').replace(/^expected /, '');
+      return error.message.replace(/^must (be |match )?/, '');
   }
 }
 
@@ -221,7 +265,7 @@ export function describeSchema(schema: TSchema): string {
       ? (words[0] ?? 'a value')
       : `${words.slice(0, -1).join(', ')} or ${words.at(-1)}`;
   }
-  switch (s.type) {
+  switch (s.type ?? (typeof s.pattern === 'string' ? 'string' : undefined)) {
     case 'string':
       return typeof s.pattern === 'string' ? `a string matching /${s.pattern}/` : 'a string';
     case 'number':
@@ -261,13 +305,21 @@ export function formatPath(path: ConfigPath): string {
   return out;
 }
 
-/** A JSON pointer as path segments; numbers where the value at that point is a list. */
-function pointerToPath(pointer: string, root: unknown): (string | number)[] {
-  if (pointer === '') return [];
+/** A JSON pointer's segments, unescaped. */
+function pointerSegments(pointer: string): string[] {
+  if (pointer === '' || pointer === '#') return [];
+  return pointer
+    .replace(/^#/, '')
+    .slice(1)
+    .split('/')
+    .map((raw) => raw.replace(/~1/g, '/').replace(/~0/g, '~'));
+}
+
+/** The value a JSON pointer names, and its path: numbers where the value at that point is a list. */
+function resolveInstance(pointer: string, root: unknown): { path: (string | number)[]; value: unknown } {
   const path: (string | number)[] = [];
   let value: unknown = root;
-  for (const raw of pointer.slice(1).split('/')) {
-    const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+  for (const key of pointerSegments(pointer)) {
     if (Array.isArray(value)) {
       const index = Number(key);
       path.push(index);
@@ -278,7 +330,17 @@ function pointerToPath(pointer: string, root: unknown): (string | number)[] {
         value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[key] : undefined;
     }
   }
-  return path;
+  return { path, value };
+}
+
+/** The schema a schema path (`#/properties/a/anyOf/1`) names. */
+function resolveSchema(pointer: string, root: TSchema): Record<string, unknown> {
+  let schema: unknown = root;
+  for (const key of pointerSegments(pointer)) {
+    schema =
+      schema !== null && typeof schema === 'object' ? (schema as Record<string, unknown>)[key] : undefined;
+  }
+  return (schema ?? {}) as Record<string, unknown>;
 }
 
 /** Whether a string holds a template expression (`${`, not the escaped `$${`). */

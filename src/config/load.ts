@@ -4,7 +4,7 @@
  * schemas and its plugin's schemas; every problem of a load is reported at once, each with its
  * file:line:column.
  */
-import { Value } from '@sinclair/typebox/value';
+import { Value } from 'typebox/value';
 import fg from 'fast-glob';
 import { existsSync, readFile, statSync } from 'node:fs';
 import { promisify } from 'node:util';

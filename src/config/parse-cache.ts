@@ -6,7 +6,7 @@
  * documents are still checked against the schemas on every load, and a position needed for an
  * error parses the file then. A cache: a missing, torn or foreign file is ignored and rewritten.
  */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { sha256Hex } from '../hash.js';

@@ -7,7 +7,7 @@
  */
 import type { SourceLocation } from '../errors.js';
 import type { PluginDefinition } from '../plugin/types.js';
-import type { Static } from '@sinclair/typebox';
+import type { Static } from 'typebox';
 import type { CleanupConfigSchema } from '../cleanup/policy.js';
 import { checkSchema, formatPath, type ConfigProblem } from './diagnostics.js';
 import { formatLocation } from './project.js';

@@ -3,7 +3,7 @@
  * from the plugins' spec schemas so that the page cannot drift from what tend checks (a test
  * compares the page with this output).
  */
-import type { TSchema } from '@sinclair/typebox';
+import type { TSchema } from 'typebox';
 import { actionKinds } from '../plugin/types.js';
 import type { ActionKind, PluginDefinition } from '../plugin/types.js';
 

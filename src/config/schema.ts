@@ -3,8 +3,8 @@
  * (`tend schema`), which adds every plugin's provider config and action spec schemas.
  * tend's own objects forbid unknown keys everywhere.
  */
-import { Type } from '@sinclair/typebox';
-import type { TSchema } from '@sinclair/typebox';
+import { Type } from 'typebox';
+import type { TSchema } from 'typebox';
 import { CleanupConfigSchema } from '../cleanup/policy.js';
 import { repositoryPattern } from '../events/catalog.js';
 import { actionKinds } from '../plugin/types.js';
@@ -141,7 +141,7 @@ export const ProjectSchema = Type.Object(
   { additionalProperties: false },
 );
 
-export const ActionKindSchema = Type.Union(actionKinds.map((kind) => Type.Literal(kind)));
+export const ActionKindSchema = Type.Enum(actionKinds);
 
 const StringList = Type.Array(Type.String({ minLength: 1 }));
 

@@ -8,7 +8,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import fg from 'fast-glob';
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import { TendError } from '../errors.js';
 import { closestName } from '../suggest.js';
 import { checkSchema, configError, type ConfigProblem } from './diagnostics.js';

@@ -3,10 +3,13 @@
  * These schemas are the boundary: the router validates plugin payloads against them,
  * the server validates ingested batches against them, and docs/events.md describes them.
  */
-import { FormatRegistry, Type, type Static, type TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from 'typebox';
+import { Format } from 'typebox/format';
 import { CleanupPolicy } from '../cleanup/policy.js';
 import { Target } from '../cleanup/targets.js';
-import { schemaCheck } from '../schema-check.js';
+import { schemaCheck, schemaProblems, type SchemaProblem } from '../schema-check.js';
+
+export type { SchemaProblem };
 
 const dateTimePattern = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?(Z|[+-](\d\d):(\d\d))$/;
 
@@ -36,16 +39,14 @@ export function isDateTime(value: string): boolean {
   );
 }
 
-if (!FormatRegistry.Has('date-time')) FormatRegistry.Set('date-time', isDateTime);
+// TypeBox's own date-time takes what RFC 3339 allows; events must also name a real calendar day.
+Format.Set('date-time', isDateTime);
 
 /**
- * Free-form `detail`: keys of at most 256 characters. A Record's key schema keeps only a pattern
- * (TypeBox drops `maxLength` there), and a key matching no pattern is refused only with
- * `additionalProperties: false`.
+ * Free-form `detail`: keys of at most 256 characters. Constraints on keys go in `propertyNames`:
+ * TypeBox turns a Record's key schema into `patternProperties`, which leaves other keys allowed.
  */
-const DetailRecord = Type.Record(Type.String({ pattern: '^[\\s\\S]{0,256}$' }), Type.Unknown(), {
-  additionalProperties: false,
-});
+const DetailRecord = Type.Record(Type.String(), Type.Unknown(), { propertyNames: { maxLength: 256 } });
 
 const Name = Type.String({ minLength: 1, maxLength: 253 });
 const ShortText = Type.String({ maxLength: 1024 });
@@ -267,7 +268,7 @@ export const sequencedEventTypes: ReadonlySet<EventType> = new Set<EventType>([
 export const EventEnvelope = Type.Object(
   {
     id: EventId,
-    type: Type.Union(eventTypes.map((t) => Type.Literal(t))),
+    type: Type.Enum(eventTypes),
     sessionId: EventId,
     timestamp: Type.String({ format: 'date-time', maxLength: 40 }),
     sequence: Type.Optional(EventSequence),
@@ -287,12 +288,6 @@ export type TendEvent<K extends EventType = EventType> = {
   };
 }[K];
 
-export interface SchemaProblem {
-  /** JSON pointer of the offending field, e.g. `/payload/state`. */
-  path: string;
-  message: string;
-}
-
 export function isEventType(type: string): type is EventType {
   return Object.hasOwn(eventCatalog, type);
 }
@@ -301,14 +296,14 @@ export function isEventType(type: string): type is EventType {
 export function checkPayload(type: EventType, payload: unknown): SchemaProblem[] {
   const check = schemaCheck(eventCatalog[type]);
   if (check.Check(payload)) return [];
-  return [...check.Errors(payload)].slice(0, 5).map((e) => ({ path: e.path || '/', message: e.message }));
+  return schemaProblems(check.Errors(payload));
 }
 
 /** Problems with a whole event (envelope and payload); empty when it is valid. */
 export function checkEvent(event: unknown): SchemaProblem[] {
   const envelope = schemaCheck(EventEnvelope);
   if (!envelope.Check(event)) {
-    return [...envelope.Errors(event)].slice(0, 5).map((e) => ({ path: e.path || '/', message: e.message }));
+    return schemaProblems(envelope.Errors(event));
   }
   const e = event as { type: EventType; payload: unknown };
   return checkPayload(e.type, e.payload).map((p) => ({ path: `/payload${p.path}`, message: p.message }));

@@ -5,7 +5,8 @@
  * the plugin declares. A plugin with no settings is not served. Nothing here names a plugin: each
  * says what it needs.
  */
-import { Value } from '@sinclair/typebox/value';
+import { Value } from 'typebox/value';
+import { schemaProblems } from '../schema-check.js';
 import { parse as parseYaml } from 'yaml';
 import { TendError } from '../errors.js';
 import { loadPluginModule } from '../plugin/load.js';
@@ -85,8 +86,9 @@ function checkSettings(plugin: PluginDefinition, settings: unknown): unknown {
   const schema = (plugin.cleanup as CleanupHandlers).settingsSchema;
   const value = Value.Default(schema, structuredClone(settings));
   if (Value.Check(schema, value)) return value;
-  const first = Value.Errors(schema, value).First();
-  const where = first?.path ? `${plugin.name}${first.path.replaceAll('/', '.')}` : plugin.name;
+  const [first] = schemaProblems(Value.Errors(schema, value), 1);
+  const where =
+    first && first.path !== '/' ? `${plugin.name}${first.path.replaceAll('/', '.')}` : plugin.name;
   throw new TendError(
     'TEND_USAGE',
     `executor settings of plugin ${plugin.name}: ${where}: ${first?.message ?? 'not valid'} (--set ${plugin.name}.<key>=<value>)`,

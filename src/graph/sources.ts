@@ -4,7 +4,7 @@
  * Reading a file also finds the template expressions in it (`${var.replicas}` in a manifest), so
  * that a version can cover the values a plugin may substitute into the file.
  */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import fg from 'fast-glob';
 import { lstatSync, readdirSync, readFileSync, statSync, type Dirent } from 'node:fs';
 import path from 'node:path';

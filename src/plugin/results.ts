@@ -13,7 +13,7 @@
  * and removes the journals whose process is gone. A torn or damaged line is skipped. Results
  * that tend before the journals wrote (`<ref>.json`) are still read.
  */
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { newId } from '../events/bus.js';

@@ -3,7 +3,7 @@
  * only caller of these handlers; it gives each call a fresh event broker (`ctx.events`).
  * docs/plugin-api.md says when each handler runs.
  */
-import type { TSchema } from '@sinclair/typebox';
+import type { TSchema } from 'typebox';
 import type { CleanupJob, CleanupOutcome, InventoryItem } from '../cleanup/protocol.js';
 import type { SourceLocation } from '../errors.js';
 import type { CleanupPolicy } from '../cleanup/policy.js';

@@ -4,7 +4,7 @@
  * so tests can `inject` requests; `start.ts` listens and handles signals.
  */
 import { performance } from 'node:perf_hooks';
-import { FormatRegistry } from '@sinclair/typebox';
+import { Format } from 'typebox/format';
 import { policyDurationFormat, timeZoneFormat } from '../cleanup/policy.js';
 import { PlanningClock } from './cleanup/clock.js';
 import cookie from '@fastify/cookie';
@@ -160,10 +160,7 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
   };
   // tend's own string formats, as TypeBox checks them everywhere else.
   const tendFormats = Object.fromEntries(
-    [policyDurationFormat, timeZoneFormat].map((name) => [
-      name,
-      (value: string) => FormatRegistry.Get(name)!(value),
-    ]),
+    [policyDurationFormat, timeZoneFormat].map((name) => [name, (value: string) => Format.Test(name, value)]),
   );
   const app: App = Fastify({
     ...(isLogger(logger)

@@ -3,7 +3,7 @@
  * as a time or a duration), which environments a principal may see (a project-bound token sees
  * one project), and how long a keep-alive may last. One module, so both surfaces answer the same.
  */
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import { TendError } from '../errors.js';
 import type { Principal } from './auth.js';
 import type { EnvironmentFilter } from './db/repositories/environments.js';

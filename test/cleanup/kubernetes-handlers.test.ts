@@ -3,7 +3,7 @@
  * a kubeconfig file, the paged inventory (complete only when every page arrived and the count
  * agrees), and verify-and-delete with every check and the DELETE precondition.
  */
-import { Value } from '@sinclair/typebox/value';
+import { Value } from 'typebox/value';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { InventoryItem } from '../../src/cleanup/protocol.js';
 import { kubernetesPlugin } from '../../src/plugins/kubernetes/index.js';

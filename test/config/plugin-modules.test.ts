@@ -14,7 +14,7 @@ import { makeProject, removeProjects, repoRoot } from '../helpers/project.js';
 
 afterAll(() => removeProjects());
 
-const plugin = (name: string, extra = '') => `import { Type } from '@sinclair/typebox';
+const plugin = (name: string, extra = '') => `import { Type } from 'typebox';
 const noop = async () => ({ state: 'ready' });
 export default {
   name: '${name}',
@@ -47,7 +47,7 @@ providers:
 function project(files: Record<string, string>): string {
   const root = makeProject({ 'package.json': '{ "type": "module" }', ...files });
   mkdirSync(path.join(root, 'node_modules'), { recursive: true });
-  symlinkSync(path.join(repoRoot, 'node_modules', '@sinclair'), path.join(root, 'node_modules', '@sinclair'));
+  symlinkSync(path.join(repoRoot, 'node_modules', 'typebox'), path.join(root, 'node_modules', 'typebox'));
   return root;
 }
 

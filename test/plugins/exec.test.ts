@@ -116,6 +116,26 @@ spec: { command: [true] }
     );
   });
 
+  it('refuses an environment variable or output name that a shell could not use, at its key', async () => {
+    const root = project(`kind: Build
+type: exec
+name: b
+spec:
+  command: ['true']
+  env: { OK_NAME: x, BAD-NAME: y }
+  outputs: { "a b": z }
+`);
+    const error = await executeCommand('build', [], { root }).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(error?.message.split('\n')).toEqual([
+      'invalid key "BAD-NAME" in spec.env: expected a string matching /^[A-Za-z_][A-Za-z0-9_]*$/',
+      'tend.yml:17:14: invalid key "a b" in spec.outputs: expected a string matching /^[A-Za-z_][A-Za-z0-9_.-]*$/',
+      '(2 configuration errors)',
+    ]);
+  });
+
   it('stops a command that runs past its timeout', async () => {
     const root = project(`kind: Run
 type: exec

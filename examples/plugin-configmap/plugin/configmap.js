@@ -6,7 +6,7 @@
  * reported (`namespaceStatus`) before the work — which the contract harness (`tend/testing`)
  * checks against what the cluster saw. See docs/plugin-api.md.
  */
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 
 /** The provider entry's own keys (beyond name, plugin, environments). */
 const ProviderConfig = Type.Object(

@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 
 /** The provider entry's own keys; the same `root` is the executor's setting (`--set dirs.root=…`). */
 const Root = Type.Object(

@@ -3,7 +3,7 @@
  * version; Deploy runs a command, or with `persistent: true` keeps a background process. The
  * environment is a local directory, reported like a namespace.
  */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { TendError } from '../../errors.js';
@@ -36,14 +36,12 @@ const Command = Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), {
   maxItems: 1024,
   description: 'the program and its arguments, e.g. [npm, run, build]',
 });
-const Env = Type.Record(
-  Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }),
-  Type.String({ maxLength: 65_536 }),
-  {
-    description: 'environment variables added to the command',
-  },
-);
-const Outputs = Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_.-]*$' }), Type.String(), {
+const Env = Type.Record(Type.String(), Type.String({ maxLength: 65_536 }), {
+  propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_]*$' },
+  description: 'environment variables added to the command',
+});
+const Outputs = Type.Record(Type.String(), Type.String(), {
+  propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_.-]*$' },
   description: 'outputs of the action (also from `::output key=value` lines on stdout)',
 });
 

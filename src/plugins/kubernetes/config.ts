@@ -2,7 +2,7 @@
  * Schemas of the kubernetes provider entry and of its action types' specs. Plain data and
  * TypeBox only: this file is loaded for every project, so it stays free of the Kubernetes client.
  */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import type { ClusterOverride, ExecutorFlags } from '../../plugin/types.js';
 
 const Seconds = (description: string, maximum = 86_400) =>
@@ -70,7 +70,8 @@ export const ContainerBuildSpec = Type.Object(
       Type.String({ minLength: 1, description: 'path of the Dockerfile in the source (default Dockerfile)' }),
     ),
     buildArgs: Type.Optional(
-      Type.Record(Type.String({ minLength: 1 }), Type.String(), {
+      Type.Record(Type.String(), Type.String(), {
+        propertyNames: { minLength: 1 },
         description: 'build arguments (`ARG` in the Dockerfile)',
       }),
     ),
@@ -150,7 +151,8 @@ export const KubernetesPodSpec = Type.Object(
       Type.Array(Type.String(), { description: "arguments of the entrypoint (default: the image's)" }),
     ),
     env: Type.Optional(
-      Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_.-]*$' }), Type.String(), {
+      Type.Record(Type.String(), Type.String(), {
+        propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_.-]*$' },
         description: 'environment variables of the container',
       }),
     ),

@@ -4,7 +4,7 @@
  * carrying the session's CSRF token, answered with a 303 redirect (works without JavaScript).
  */
 import { randomBytes } from 'node:crypto';
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';

@@ -6,7 +6,7 @@
  * A new token's secret and a new webhook's signing secret are in the creation answer only; the
  * response schemas keep them out of every other answer. Each change is audited.
  */
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import { TendError } from '../../errors.js';
 import { actorOf, projectBindingPattern, tokenNamePattern, tokenScopes, type Principal } from '../auth.js';
 import { webhookEvents, webhookFormats, maxUrlLength } from '../notifications/webhooks.js';
@@ -20,7 +20,7 @@ export const TokenView = Type.Object({
   id: Type.String(),
   name: Type.String(),
   prefix: Type.String({ description: 'The visible start of the token, for lists.' }),
-  scope: Type.Union(tokenScopes.map((s) => Type.Literal(s))),
+  scope: Type.Enum(tokenScopes),
   project: Nullable(Type.String()),
   clusters: Type.Union([Type.Array(Type.String()), Type.Null()]),
   createdAt: Type.String({ format: 'date-time' }),
@@ -31,12 +31,7 @@ export const TokenView = Type.Object({
 const TokenCreateBody = Type.Object(
   {
     name: Type.String({ pattern: tokenNamePattern.source, description: 'e.g. "ci", "agent-prod-eu"' }),
-    scope: Type.Optional(
-      Type.Union(
-        tokenScopes.map((s) => Type.Literal(s)),
-        { default: 'ingest' },
-      ),
-    ),
+    scope: Type.Optional(Type.Enum(tokenScopes, { default: 'ingest' })),
     project: Type.Optional(ProjectName),
     clusters: Type.Optional(
       Type.Array(Type.String({ minLength: 1, maxLength: 253 }), {
@@ -59,28 +54,25 @@ const WebhookView = Type.Object({
   createdBy: Type.String(),
 });
 
-const WebhookListing = Type.Composite([
-  WebhookView,
-  Type.Object({
-    deliveries: Type.Object({
-      pending: Type.Integer(),
-      delivered: Type.Integer(),
-      failed: Type.Integer(),
-      lastError: Nullable(Type.String()),
+const WebhookListing = Type.Evaluate(
+  Type.Intersect([
+    WebhookView,
+    Type.Object({
+      deliveries: Type.Object({
+        pending: Type.Integer(),
+        delivered: Type.Integer(),
+        failed: Type.Integer(),
+        lastError: Nullable(Type.String()),
+      }),
     }),
-  }),
-]);
+  ]),
+);
 
 const WebhookCreateBody = Type.Object(
   {
     url: Type.String({ minLength: 1, maxLength: maxUrlLength, description: 'http:// or https://' }),
-    events: Type.Array(Type.Union(webhookEvents.map((e) => Type.Literal(e))), { minItems: 1, maxItems: 10 }),
-    format: Type.Optional(
-      Type.Union(
-        webhookFormats.map((f) => Type.Literal(f)),
-        { default: 'json' },
-      ),
-    ),
+    events: Type.Array(Type.Enum(webhookEvents), { minItems: 1, maxItems: 10 }),
+    format: Type.Optional(Type.Enum(webhookFormats, { default: 'json' })),
     project: Type.Optional(ProjectName),
   },
   { additionalProperties: false },
@@ -126,7 +118,7 @@ export function registerAdminRoutes(app: App, services: ServerServices): void {
         tags: ['admin'],
         body: TokenCreateBody,
         response: {
-          201: Type.Composite([TokenView, Type.Object({ token: Type.String() })]),
+          201: Type.Evaluate(Type.Intersect([TokenView, Type.Object({ token: Type.String() })])),
           409: ErrorResponse,
           ...errors,
         },
@@ -212,7 +204,10 @@ export function registerAdminRoutes(app: App, services: ServerServices): void {
         summary: 'Add a webhook; its signing secret is in this answer only (admin)',
         tags: ['admin'],
         body: WebhookCreateBody,
-        response: { 201: Type.Composite([WebhookView, Type.Object({ secret: Type.String() })]), ...errors },
+        response: {
+          201: Type.Evaluate(Type.Intersect([WebhookView, Type.Object({ secret: Type.String() })])),
+          ...errors,
+        },
       },
     },
     async (request, reply) => {

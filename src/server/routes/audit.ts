@@ -1,5 +1,5 @@
 /** `GET /api/v1/audit`: who changed what and every decision taken, newest first. */
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import type { App, ServerServices } from '../services.js';
 import { AuditView, ErrorResponse } from '../../api/views.js';
 import { auditView } from '../views.js';

@@ -1,5 +1,5 @@
 /** `GET /api/v1/auth/whoami`: which token this is (name, scope, project) — `tend login` checks with it. */
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import type { App, ServerServices } from '../services.js';
 import { ErrorResponse } from '../../api/views.js';
 

@@ -3,7 +3,7 @@
  * token is): heartbeat, inventory, claim, start, complete — the job queue over HTTP, each route
  * taken from the one table of queue routes in the cleanup protocol.
  */
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type, type TSchema } from 'typebox';
 import { queueRoutes, type QueueRoute } from '../../cleanup/protocol.js';
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';

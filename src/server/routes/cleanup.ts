@@ -5,7 +5,7 @@
  * executors, unrecorded namespaces). Admin routes: enforce, halt, resume, breaker reset, clean up
  * now (and resume now, in keep-alive scope).
  */
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import { CleanupJob, JobView } from '../../cleanup/protocol.js';
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';

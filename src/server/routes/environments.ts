@@ -3,7 +3,7 @@
  * (resources, recent sessions, activity timeline), and the changes people make:
  * `POST …/protect`, `…/unprotect` (admin), `…/keep-alive` (read). Each change is audited.
  */
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
 import { actorOf, type Principal } from '../auth.js';

@@ -3,7 +3,7 @@
  * catalogue; one bad event rejects the batch with 400 naming its index and field. A batch is
  * stored in one transaction and is idempotent by event id.
  */
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import { checkEvent, eventCatalog, EventEnvelope, eventTypes, type TendEvent } from '../../events/catalog.js';
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';

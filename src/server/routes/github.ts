@@ -7,10 +7,10 @@
  * due after their policy's `afterClose`, through the planner and every check of it; reopened
  * makes them not due again.
  */
-import { Type, type Static } from '@sinclair/typebox';
-import { TypeCompiler } from '@sinclair/typebox/compiler';
+import { Type, type Static } from 'typebox';
 import { verify } from '@octokit/webhooks-methods';
 import { sha256Hex } from '../../hash.js';
+import { schemaCheck, schemaProblems } from '../../schema-check.js';
 import { TendError } from '../../errors.js';
 import { ErrorResponse } from '../../api/views.js';
 import type { App, ServerServices } from '../services.js';
@@ -25,7 +25,7 @@ const PullRequestPayload = Type.Object({
   pull_request: Type.Object({ merged: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])) }),
   repository: Type.Object({ full_name: Type.String({ minLength: 3, maxLength: 201 }) }),
 });
-const checkPayload = TypeCompiler.Compile(PullRequestPayload);
+const checkPayload = schemaCheck(PullRequestPayload);
 
 const Answer = Type.Object({
   event: Type.String(),
@@ -166,10 +166,10 @@ export function registerGithubRoutes(app: App, services: ServerServices): void {
           );
         }
         if (!checkPayload.Check(payload)) {
-          const first = checkPayload.Errors(payload).First();
+          const [first] = schemaProblems(checkPayload.Errors(payload), 1);
           throw new TendError(
             'TEND_SERVER_BAD_REQUEST',
-            `not a pull_request payload: ${first ? `${first.path || '/'} ${first.message}` : 'unexpected shape'}`,
+            `not a pull_request payload: ${first ? `${first.path} ${first.message}` : 'unexpected shape'}`,
           );
         }
         const repository = payload.repository.full_name;

@@ -1,5 +1,5 @@
 /** `/healthz` (the process answers), `/readyz` (the database answers), `/metrics` (Prometheus, read scope). */
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
 import { cleanupGauges } from '../cleanup/status.js';
