@@ -17,6 +17,7 @@ import type {
 import type { InventoryItem } from '../../cleanup/protocol.js';
 import { annotations, KubeClient, labels, type ClusterIdentity, type NamespaceInfo } from './client/index.js';
 import type { GateContext } from './client/gate.js';
+import { requestsFailure } from './client/requests.js';
 import { settingsOf, type KubernetesExecutorSettings, type ProviderSettings } from './config.js';
 
 type Context = CleanupCallContext<KubernetesExecutorSettings>;
@@ -124,10 +125,25 @@ export async function inventory(ctx: Context, target: CleanupTarget): Promise<Cl
   const error =
     list.error ??
     (unlisted > 0 ? `${unlisted} namespace(s) without a usable uid or resourceVersion` : undefined);
+  const items = listable.map(inventoryItem);
+  // What the namespaces' pods request is for the savings report, never for a decision: a list of
+  // pods that fails (no permission, say) leaves it out and keeps the inventory complete.
+  try {
+    const requests = await client.requests.byNamespace(new Set(items.map((i) => i.namespaceName)));
+    for (const item of items) {
+      const r = requests.get(item.namespaceName);
+      if (r) item.requests = r;
+    }
+  } catch (failure) {
+    ctx.log.warn(
+      `${target.targetKey}: cannot list pods for the savings report (${requestsFailure(failure)}); ` +
+        'namespaces are counted by weight (grant list on pods to the executor)',
+    );
+  }
   return {
     complete: list.complete && unlisted === 0,
     ...(error ? { error } : {}),
-    items: listable.map(inventoryItem),
+    items,
   };
 }
 
