@@ -8,7 +8,7 @@ import { TendError } from '../../errors.js';
 import { parseDuration } from '../../cleanup/policy.js';
 import { SavingsReport } from '../../api/savings.js';
 import type { App, ServerServices } from '../services.js';
-import { cleanupErrors } from './cleanup.js';
+import { ErrorResponse } from '../../api/views.js';
 
 const minSinceMs = 60_000;
 const maxSinceMs = 365 * 86_400_000;
@@ -44,7 +44,7 @@ export function registerCleanupReportRoutes(app: App, services: ServerServices):
       'Estimated: freed = what a namespace’s running pods requested before its deletion or pause × the hours since, until the environment came back or now (the answer’s `method`).',
     tags: ['cleanup'],
     querystring: ReportQuery,
-    response: { 200: SavingsReport, ...cleanupErrors },
+    response: { 200: SavingsReport, 403: ErrorResponse },
   };
   app.get('/api/v1/cleanup/report', { config: { permission: 'read' }, schema }, async (request) => {
     const sinceMs = sinceOf(request.query.since ?? '30d');

@@ -77,6 +77,9 @@ export function podRequests(pod: PodLike): { cpu: number; memory: number } {
   return { cpu: of('cpu'), memory: of('memory') };
 }
 
+/** Rounded up to a whole unit, past the float noise of adding decimal quantities (never -0). */
+const whole = (n: number) => Math.max(0, Math.ceil(n - 1e-6));
+
 /** Upper bounds of the inventory item's fields: a sum past them says nothing a person could use. */
 const maxMillicores = 1_000_000_000;
 
@@ -124,8 +127,8 @@ export class RequestCalls {
     const out = new Map<string, NamespaceRequests>();
     for (const [ns, s] of sums) {
       out.set(ns, {
-        cpuMillicores: Math.min(maxMillicores, Math.ceil(s.cpu * 1000 - 1e-6)),
-        memoryBytes: Math.min(Number.MAX_SAFE_INTEGER, Math.ceil(s.memory - 1e-6)),
+        cpuMillicores: Math.min(maxMillicores, whole(s.cpu * 1000)),
+        memoryBytes: Math.min(Number.MAX_SAFE_INTEGER, whole(s.memory)),
         pods: Math.min(1_000_000, s.pods),
       });
     }
