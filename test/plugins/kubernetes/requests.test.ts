@@ -111,13 +111,24 @@ spec:
     expect(byName.get('req-idle')).toEqual({ cpuMillicores: 0, memoryBytes: 0, pods: 0 });
     expect(byName.has('req-foreign')).toBe(false);
     // One cluster-wide list, not one per namespace.
-    const lists = handle.sim.requests.list().filter((r) => r.verb === 'list' && r.resource === 'pods');
-    expect(lists.length).toBe(1);
-    expect(lists[0]!.namespace ?? '').toBe('');
+    const podLists = () =>
+      handle.sim.requests.list().filter((r) => r.verb === 'list' && r.resource === 'pods');
+    expect(podLists().length).toBe(1);
+    expect(podLists()[0]!.namespace ?? '').toBe('');
+    // The next inventory reuses the recent listing; a namespace it does not know lists again.
+    expect(
+      (await cleanup.inventory(ctx, target)).items.find((i) => i.namespaceName === 'req-busy')?.requests,
+    ).toEqual({ cpuMillicores: 1100, memoryBytes: 1088 * 2 ** 20, pods: 2 });
+    expect(podLists().length).toBe(1);
+    seedNamespace(handle.sim, 'req-later');
+    await cleanup.inventory(ctx, target);
+    expect(podLists().length).toBe(2);
   });
 
   it('leaves requests out, and the inventory complete, when pods cannot be listed', async () => {
     const fault = handle.sim.faults.add({ type: 'list-fail', resource: 'pods', status: 403 });
+    // A namespace the last listing did not see: the pods are listed again.
+    seedNamespace(handle.sim, 'req-refused');
     try {
       const { ctx, log } = callContext(clusterSettings(handle.kubeconfig));
       const inventory = await cleanup.inventory(ctx, target);
