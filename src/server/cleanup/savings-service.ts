@@ -8,6 +8,7 @@ import type { Kysely } from 'kysely';
 import type { SavingsReport } from '../../api/savings.js';
 import { CleanupSavingsRepository } from '../db/repositories/cleanup-savings.js';
 import type { Database } from '../db/schema.js';
+import { escapeLabel } from '../metrics.js';
 import { savingsReport, type SavingsPrices } from './savings.js';
 
 const dayMs = 86_400_000;
@@ -45,8 +46,6 @@ export class CleanupSavings {
     return this.cached.report;
   }
 }
-
-const escapeLabel = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 
 /** The savings gauges in Prometheus' exposition format (per project and action, the last 30 days). */
 export function renderSavingsMetrics(report: SavingsReport): string {
