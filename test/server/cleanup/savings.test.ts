@@ -268,6 +268,17 @@ describe.each(dialects)('cleanup savings (%s)', (dialect) => {
     expect(refused.body.error?.message).toContain('bound to project "other"');
     const metrics = await fetch(`${url}/metrics`, { headers: server.auth(server.tokens.otherProject) });
     expect(metrics.status).toBe(403);
+    // The Savings page likewise: its own project's figures, another project's a 403.
+    const login = await postLogin(server.app, { token: server.tokens.otherProject, next: '/savings' });
+    const cookie = `tend_session=${login.cookies.find((c) => c.name === 'tend_session')!.value}`;
+    const own = await fetch(`${url}/savings`, { headers: { cookie } });
+    expect(own.status).toBe(200);
+    const ownHtml = await own.text();
+    expect(ownHtml).toContain('project <strong>other</strong>');
+    expect(ownHtml).not.toContain('save-del-');
+    const foreign = await fetch(`${url}/savings?project=shop`, { headers: { cookie } });
+    expect(foreign.status).toBe(403);
+    expect(await foreign.text()).toContain('This token is bound to project other.');
     await expect(
       cleanupReportCommand({ server: url, token: server.tokens.otherProject, project: 'shop' }),
     ).rejects.toMatchObject({ code: 'TEND_AUTH_FORBIDDEN' } satisfies Partial<TendError>);
