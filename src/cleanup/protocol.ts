@@ -74,6 +74,22 @@ export const InventoryItem = Type.Object(
     /** The last time a tend command used it, as marked on it (the kubernetes plugin: `tend.dev/last-activity`). */
     lastActivityAt: Type.Optional(Time()),
     /**
+     * What its running pods request (Kubernetes: the sum over its pods not yet finished, each
+     * pod's containers summed — or its largest init container, when larger — as the scheduler
+     * counts them). Left out when the plugin cannot tell (no permission to list pods, a local
+     * environment): the server then counts the environment by weight.
+     */
+    requests: Type.Optional(
+      Type.Object(
+        {
+          cpuMillicores: Type.Integer({ minimum: 0, maximum: 1_000_000_000 }),
+          memoryBytes: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+          pods: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    /**
      * The plugin's own words about it (a path, a phase, …): stored and shown to people as they
      * are, never read by the server's planning.
      */

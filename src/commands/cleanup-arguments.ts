@@ -1,7 +1,7 @@
 /**
  * The argument table of `tend cleanup`: removing what tend deployed (`env`, `deploy`) and
  * seeing and steering the server's automatic cleanup (`plan`, `status`, `enforce`, `halt`,
- * `unhalt` — `resume` before, still working, deprecated —, `breaker reset`). Command modules are
+ * `unhalt` — `resume` before, still working, deprecated —, `breaker reset`, `report`: what it saved). Command modules are
  * imported lazily, as in main.ts.
  */
 import { Option, type Command } from 'commander';
@@ -92,6 +92,24 @@ export function addCleanupCommands(
     .requiredOption('--project <project>', 'the project')
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () => (await cleanupServer()).breakerResetCommand(cmd.optsWithGlobals())),
+    );
+  serverFlags(
+    cleanup
+      .command('report')
+      .description(
+        "what the server's cleanup saved: resource-hours freed by deletions and pauses, per project, in money with the server's prices",
+      ),
+  )
+    .addOption(
+      new Option('--since <duration>', 'the window back from now (1m to 365d)')
+        .default('30d')
+        .argParser(durationFlag('since', { maxDays: 365 })),
+    )
+    .option('--project <project>', 'only this project')
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () =>
+        (await import('./cleanup-report.js')).cleanupReportCommand(cmd.optsWithGlobals()),
+      ),
     );
   serverFlags(
     cleanup

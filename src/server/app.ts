@@ -26,6 +26,8 @@ import { DashboardSessionRepository } from './db/repositories/dashboard-sessions
 import { EnvironmentRepository } from './db/repositories/environments.js';
 import { TokenRepository } from './db/repositories/tokens.js';
 import { composeCleanup } from './cleanup/compose.js';
+import { CleanupSavings } from './cleanup/savings-service.js';
+import type { SavingsPrices } from './cleanup/savings.js';
 import { defaultCleanupSettings, type CleanupSettings } from './cleanup/settings.js';
 import { registerDashboard } from './dashboard/routes.js';
 import {
@@ -41,6 +43,7 @@ import { registerAuditRoutes } from './routes/audit.js';
 import { registerAuthRoutes } from './routes/auth.js';
 import { registerCleanupExecutorRoutes } from './routes/cleanup-executor.js';
 import { registerCleanupRoutes } from './routes/cleanup.js';
+import { registerCleanupReportRoutes } from './routes/cleanup-report.js';
 import { registerEnvironmentRoutes } from './routes/environments.js';
 import { registerEventRoutes } from './routes/events.js';
 import { registerHealthRoutes } from './routes/health.js';
@@ -68,6 +71,8 @@ export interface BuildServerOptions {
   notifications?: Partial<NotificationSettings>;
   /** The GitHub webhook secret: enables POST /api/v1/integrations/github. */
   githubSecret?: string;
+  /** Prices of the savings report (`--price-cpu-hour`, `--price-gib-hour`). */
+  prices?: SavingsPrices;
   /** Close the database when the server closes (default true). */
   ownsDatabase?: boolean;
 }
@@ -198,6 +203,7 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
       ...defaultNotificationSettings,
       ...options.notifications,
     }),
+    savings: new CleanupSavings(database.reader, options.prices ?? {}, now),
     githubSecret: options.githubSecret,
     now,
     limits: { bodyLimit, maxEventsPerBatch: options.maxEventsPerBatch ?? defaultMaxEventsPerBatch },
@@ -346,6 +352,7 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
   registerAuditRoutes(app, services);
   registerCleanupExecutorRoutes(app, services);
   registerCleanupRoutes(app, services);
+  registerCleanupReportRoutes(app, services);
   registerAdminRoutes(app, services);
   registerGithubRoutes(app, services);
   registerDashboard(app, services);

@@ -36,6 +36,30 @@ export interface ServerOptions extends ServerDatabaseOptions {
   publicUrl?: string;
   /** `--github-webhook-secret-file` (else TEND_GITHUB_WEBHOOK_SECRET): enables the GitHub route. */
   githubWebhookSecretFile?: string;
+  /** `--price-cpu-hour`, `--price-gib-hour`: money per CPU core-hour and per GiB-hour in the savings report. */
+  priceCpuHour?: string;
+  priceGibHour?: string;
+}
+
+/** Highest price a flag takes: beyond it a typo, not a price. */
+export const maxPrice = 1_000_000;
+
+/** The savings report's prices of `tend server`'s flags, checked: finite decimal numbers from 0 to 1,000,000. */
+export function pricesOf(options: ServerOptions): { cpuHour?: number; gibHour?: number } {
+  const price = (flag: string, value: string | undefined) => {
+    if (value === undefined) return undefined;
+    const n = /^[0-9]+(\.[0-9]+)?$/.test(value.trim()) ? Number(value) : NaN;
+    if (!Number.isFinite(n) || n < 0 || n > maxPrice) {
+      throw new TendError(
+        'TEND_USAGE',
+        `--${flag} expects a price from 0 to ${maxPrice} such as 0.035, got "${value.slice(0, 64)}"`,
+      );
+    }
+    return n;
+  };
+  const cpuHour = price('price-cpu-hour', options.priceCpuHour);
+  const gibHour = price('price-gib-hour', options.priceGibHour);
+  return { ...(cpuHour !== undefined ? { cpuHour } : {}), ...(gibHour !== undefined ? { gibHour } : {}) };
 }
 
 /** The GitHub webhook secret: the file's content (trimmed), else TEND_GITHUB_WEBHOOK_SECRET. */
@@ -119,12 +143,14 @@ export async function serverCommand(options: ServerOptions): Promise<CommandResu
   const cleanup = cleanupSettingsOf(options);
   const githubSecret = githubSecretOf(options);
   const publicUrl = publicUrlOf(options);
+  const prices = pricesOf(options);
   const { runUntilSignalled } = await import('./start.js');
   const { url } = await runUntilSignalled({
     ...databaseOptions(options),
     cleanup,
     ...(githubSecret !== undefined ? { githubSecret } : {}),
     ...(publicUrl !== undefined ? { publicUrl } : {}),
+    prices,
     port,
     host: options.host ?? '127.0.0.1',
     logLevel: options.debug ? 'debug' : 'info',

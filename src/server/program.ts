@@ -61,6 +61,14 @@ export function addServerCommands(program: Command): void {
       '--github-webhook-secret-file <file>',
       'enable POST /api/v1/integrations/github: the secret of the GitHub webhook, read from this file (or TEND_GITHUB_WEBHOOK_SECRET)',
     )
+    .option(
+      '--price-cpu-hour <price>',
+      'what one CPU core-hour costs, for the savings report (`tend cleanup report`, dashboard, /metrics), e.g. 0.035',
+    )
+    .option(
+      '--price-gib-hour <price>',
+      'what one GiB-hour of memory costs, for the savings report, e.g. 0.004',
+    )
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () => (await import('./cli.js')).serverCommand(cmd.optsWithGlobals())),
     );

@@ -18,6 +18,7 @@ import type { DashboardSessionRepository } from './db/repositories/dashboard-ses
 import type { EnvironmentRepository } from './db/repositories/environments.js';
 import type { TokenRepository } from './db/repositories/tokens.js';
 import type { ServerCleanup } from './cleanup/compose.js';
+import type { CleanupSavings } from './cleanup/savings-service.js';
 import type { Metrics } from './metrics.js';
 import type { NotificationService } from './notifications/service.js';
 
@@ -58,6 +59,8 @@ export interface ServerServices {
   /** The cleanup repositories, job queue, planning pass and switches. */
   cleanup: ServerCleanup;
   notifications: NotificationService;
+  /** What cleanup saved: the report route, the dashboard's Savings page and /metrics. */
+  savings: CleanupSavings;
   /** The GitHub webhook secret (`--github-webhook-secret-file`); undefined: the route answers 404. */
   githubSecret: string | undefined;
   now: () => Date;

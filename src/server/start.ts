@@ -30,6 +30,8 @@ export interface StartOptions extends OpenDatabaseOptions {
   publicUrl?: string;
   /** `--github-webhook-secret-file` / TEND_GITHUB_WEBHOOK_SECRET. */
   githubSecret?: string;
+  /** `--price-cpu-hour`, `--price-gib-hour`: the savings report's prices. */
+  prices?: BuildServerOptions['prices'];
   notifications?: BuildServerOptions['notifications'];
   /** Print what to do next on stderr when this start created the database (`tend server`). */
   announceFirstStart?: boolean;
@@ -74,6 +76,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     cleanup: options.cleanup,
     ...(options.githubSecret !== undefined ? { githubSecret: options.githubSecret } : {}),
     ...(options.notifications ? { notifications: options.notifications } : {}),
+    ...(options.prices ? { prices: options.prices } : {}),
   });
   // Today's count of environments per state, for the dashboard's chart of states over time:
   // recorded before the server answers, then every 10 minutes.

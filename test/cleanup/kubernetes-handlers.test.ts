@@ -64,6 +64,8 @@ describe('kubernetes inventory', () => {
       role: 'system',
       adopted: true,
       lastActivityAt: '2026-02-03T03:05:06.000Z',
+      // No pods run in it (the savings report's figures).
+      requests: { cpuMillicores: 0, memoryBytes: 0, pods: 0 },
     });
     expect(inventory.items.some((i) => i.namespaceName === 'inv-foreign')).toBe(false);
   });

@@ -49,7 +49,7 @@ const colours: Record<string, string> = { active: '#2da44e', paused: '#d4a72c', 
 const colourOf = (state: string) => colours[state] ?? '#0969da';
 
 /** A round number at least `n` (1, 2, 5 × 10^k), so the axis reads well. */
-function ceiling(n: number): number {
+export function ceiling(n: number): number {
   if (n <= 1) return 1;
   const p = 10 ** Math.floor(Math.log10(n));
   return ([1, 2, 5, 10].map((m) => m * p).find((v) => v >= n) ?? 10 * p) as number;

@@ -72,7 +72,7 @@ export function layout(title: string, body: Html, options: { csrf?: string; user
       <body>
         <header>
           <a href="/">tend</a>
-          <nav><a href="/">Environments</a><a href="/cleanup">Cleanup</a></nav>
+          <nav><a href="/">Environments</a><a href="/cleanup">Cleanup</a><a href="/savings">Savings</a></nav>
           ${
             options.csrf
               ? html`<form method="post" action="/logout">

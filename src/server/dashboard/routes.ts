@@ -18,6 +18,7 @@ import { environmentPage, environmentsPage, loginPage, messagePage } from './pag
 import { cleaningJobs, cleanupOverview, environmentCleanup, nextDecisions } from './cleanup-data.js';
 import { cleanupPage, environmentCleanupSection, nextCell } from './cleanup-pages.js';
 import { firstDay, stateDays, statesChart } from './chart.js';
+import { registerSavingsPage } from './savings-page.js';
 
 export const sessionCookie = 'tend_session';
 /**
@@ -466,6 +467,8 @@ export function registerDashboard(app: App, services: ServerServices): void {
       status,
     );
   };
+
+  registerSavingsPage(app, services, requireSession, send);
 
   app.get('/cleanup', { schema: hidden }, async (request, reply) => {
     const session = await requireSession(request, reply);

@@ -248,6 +248,24 @@ export interface CleanupInventoryItemsTable {
   environment_id: string | null;
   first_seen_at: Timestamp;
   seen_at: Timestamp;
+  /** What the namespace's running pods requested at this inventory (null: the executor could not tell). */
+  cpu_millicores: ColumnType<number | null, number | null | undefined, number | null>;
+  /** Bytes; PostgreSQL's bigint arrives as text. */
+  memory_bytes: ColumnType<number | string | null, number | null | undefined, number | null>;
+  pods: ColumnType<number | null, number | null | undefined, number | null>;
+}
+
+/** Each change of what a namespace's running pods requested, per namespace uid (the savings report). */
+export interface NamespaceRequestsTable {
+  target_key: string;
+  namespace_name: string;
+  uid: string;
+  /** When an inventory first saw these values. */
+  observed_at: Timestamp;
+  cpu_millicores: number;
+  /** Bytes; PostgreSQL's bigint arrives as text. */
+  memory_bytes: ColumnType<number | string, number, number>;
+  pods: number;
 }
 
 export interface CleanupPoliciesTable {
@@ -410,6 +428,7 @@ export interface Database {
   cleanup_executor_targets: CleanupExecutorTargetsTable;
   cleanup_inventories: CleanupInventoriesTable;
   cleanup_inventory_items: CleanupInventoryItemsTable;
+  namespace_requests: NamespaceRequestsTable;
   cleanup_policies: CleanupPoliciesTable;
   cleanup_breakers: CleanupBreakersTable;
   cleanup_control: CleanupControlTable;

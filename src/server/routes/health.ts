@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
 import { cleanupGauges } from '../cleanup/status.js';
+import { renderSavingsMetrics } from '../cleanup/savings-service.js';
 import { isReachable } from '../db/database.js';
 
 export function registerHealthRoutes(app: App, services: ServerServices): void {
@@ -60,11 +61,14 @@ export function registerHealthRoutes(app: App, services: ServerServices): void {
           `token "${request.principal?.tokenName}" is bound to project "${only}"; /metrics covers every project and needs a token without a project`,
         );
       }
-      const [counts, cleanup] = await Promise.all([
+      const [counts, cleanup, savings] = await Promise.all([
         services.environments.countByState(),
         cleanupGauges(services.cleanup, services.now()),
+        services.savings.forMetrics(),
       ]);
-      return reply.type('text/plain; version=0.0.4').send(services.metrics.render(counts, cleanup));
+      return reply
+        .type('text/plain; version=0.0.4')
+        .send(services.metrics.render(counts, cleanup) + renderSavingsMetrics(savings));
     },
   );
 }

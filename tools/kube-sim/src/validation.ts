@@ -1,4 +1,5 @@
 /** Name validation, defaulting and write-only fields, with the messages a real API server returns. */
+import { defaultRequests, qosClass, resourceProblems } from './quantities.js';
 import { rbacProblems } from './rbac.js';
 import type { ResourceType } from './resources.js';
 import type { KObject, StatusCause } from './types.js';
@@ -82,6 +83,9 @@ export function validateObject(rt: ResourceType, obj: KObject, old?: KObject): v
       });
     }
   }
+  if (rt.kind === 'Pod') causes.push(...resourceProblems(obj.spec, 'spec'));
+  if (['Deployment', 'ReplicaSet', 'StatefulSet', 'DaemonSet', 'Job'].includes(rt.kind))
+    causes.push(...resourceProblems(obj.spec?.template?.spec, 'spec.template.spec'));
   if (['Deployment', 'ReplicaSet', 'StatefulSet', 'DaemonSet'].includes(rt.kind)) {
     const sel = obj.spec?.selector;
     if (!sel)
@@ -164,7 +168,8 @@ export function applyDefaults(rt: ResourceType, obj: KObject): void {
       break;
     case 'Pod':
       podSpecDefaults((obj.spec ??= {}), 'Always');
-      obj.status = { phase: 'Pending', qosClass: 'BestEffort' };
+      defaultRequests(obj.spec);
+      obj.status = { phase: 'Pending', qosClass: qosClass(obj.spec) };
       break;
     case 'Service': {
       const spec = (obj.spec ??= {});

@@ -15,6 +15,7 @@ import { RequestGate, type ClusterIdentity, type GateContext } from './gate.js';
 import { NamespaceCalls } from './namespaces.js';
 import { ObjectCalls } from './objects.js';
 import { PodCalls } from './pods.js';
+import { RequestCalls } from './requests.js';
 import { WorkloadCalls } from './workloads.js';
 import type { TendError } from '../../../errors.js';
 
@@ -23,6 +24,8 @@ export class KubeClient {
   readonly pods: PodCalls;
   readonly objects: ObjectCalls;
   readonly workloads: WorkloadCalls;
+  /** What the pods of namespaces request (the cleanup inventory). */
+  readonly requests: RequestCalls;
   private readonly gate: RequestGate;
 
   private constructor(
@@ -36,6 +39,7 @@ export class KubeClient {
     this.pods = new PodCalls(this.gate);
     this.objects = new ObjectCalls(this.gate);
     this.workloads = new WorkloadCalls(this.gate);
+    this.requests = new RequestCalls(this.gate);
   }
 
   get settings(): ProviderSettings {

@@ -9,6 +9,7 @@ import type { InventoryItem } from '../../../cleanup/protocol.js';
 import { writeAudit, type AuditInput } from './audit.js';
 import { refreshEnvironmentStates } from './environments.js';
 import { restoreContradictedMissing } from './contradicted-missing.js';
+import { recordRequestChanges, requestChanges, requestColumns } from './namespace-requests.js';
 import { onTarget } from './resource-targets.js';
 import type { CleanupInventoryItemsTable, Database } from '../schema.js';
 
@@ -163,9 +164,15 @@ export class CleanupInventoryRepository {
       // What a list shows is there, complete list or not: first, what a command wrongly said is gone.
       const restored = await restoreContradictedMissing(trx, input, at);
       const matched = restored.length > 0 ? await recordedResources(trx, input.targetKey) : resources;
-      const { rows, audits, recorded, unrecorded } = await reconcileItems(trx, input, matched, at);
+      const { rows, audits, recorded, unrecorded, requestRows } = await reconcileItems(
+        trx,
+        input,
+        matched,
+        at,
+      );
       audits.unshift(...restored);
       await upsertItems(trx, rows);
+      await recordRequestChanges(trx, requestRows);
       if (input.complete) audits.push(...(await markAbsentMissing(trx, input, gone, at)));
       await writeAudit(trx, input.now, audits);
       return { recorded, markedMissing: gone.length, unrecorded };
@@ -346,6 +353,7 @@ async function reconcileItems(
   audits: AuditInput[];
   recorded: number;
   unrecorded: number;
+  requestRows: ReturnType<typeof requestChanges>;
 }> {
   const { targetKey } = input;
   const byName = new Map<string, RecordedResource[]>();
@@ -358,7 +366,15 @@ async function reconcileItems(
     (
       await trx
         .selectFrom('cleanup_inventory_items')
-        .select(['namespace_name', 'recorded', 'uid', 'first_seen_at'])
+        .select([
+          'namespace_name',
+          'recorded',
+          'uid',
+          'first_seen_at',
+          'cpu_millicores',
+          'memory_bytes',
+          'pods',
+        ])
         .where('target_key', '=', targetKey)
         .execute()
     ).map((r) => [r.namespace_name, r]),
@@ -426,9 +442,10 @@ async function reconcileItems(
           ? existing.get(item.namespaceName)!.first_seen_at
           : at,
       seen_at: at,
+      ...requestColumns(item),
     });
   }
-  return { rows, audits, recorded, unrecorded };
+  return { rows, audits, recorded, unrecorded, requestRows: requestChanges(input, existing, at) };
 }
 
 async function upsertItems(trx: Transaction<Database>, rows: Insertable<CleanupInventoryItemsTable>[]) {
@@ -452,6 +469,9 @@ async function upsertItems(trx: Transaction<Database>, rows: Insertable<CleanupI
           environment_id: eb.ref('excluded.environment_id'),
           first_seen_at: eb.ref('excluded.first_seen_at'),
           seen_at: eb.ref('excluded.seen_at'),
+          cpu_millicores: eb.ref('excluded.cpu_millicores'),
+          memory_bytes: eb.ref('excluded.memory_bytes'),
+          pods: eb.ref('excluded.pods'),
         })),
       )
       .execute();

@@ -1,0 +1,226 @@
+/**
+ * The Savings page (`/savings`): what cleanup freed, per project and week, deletions against
+ * pauses (`savings-chart.ts`), with the figures per project and environment and how they were
+ * estimated — the same report as `GET /api/v1/cleanup/report` and `tend cleanup report`. A token
+ * bound to a project sees that project only.
+ */
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FreedView, SavingsReport } from '../../api/savings.js';
+import type { Principal } from '../auth.js';
+import { sinceOf } from '../routes/cleanup-report.js';
+import type { App, ServerServices } from '../services.js';
+import { html, type Html } from './html.js';
+import { layout, messagePage } from './pages.js';
+import { measureNames, savingsChart, savingsWeeks, type SavingsMeasure } from './savings-chart.js';
+
+interface Session {
+  principal: Principal;
+  csrf: string;
+  user: string;
+}
+
+const SavingsQuery = Type.Object({
+  since: Type.Optional(Type.String({ maxLength: 64 })),
+  project: Type.Optional(Type.String({ maxLength: 253 })),
+  measure: Type.Optional(
+    Type.Union([
+      Type.Literal('cost'),
+      Type.Literal('cpuHours'),
+      Type.Literal('gibHours'),
+      Type.Literal('environmentHours'),
+    ]),
+  ),
+});
+
+/** Most projects drawn a chart of their own. */
+const maxProjectCharts = 12;
+const fmt = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(2));
+const money = (n: number | null) => (n === null ? '—' : n.toFixed(2));
+
+function figures(f: FreedView): Html {
+  return html`<td>${fmt(f.environmentHours)}</td>
+    <td>${fmt(f.cpuHours)}</td>
+    <td>${fmt(f.gibHours)}</td>
+    <td>${money(f.cost)}</td>`;
+}
+
+/** The figure the bars show: money when the server has prices, else CPU-hours when known, else environment-hours. */
+function defaultMeasure(report: SavingsReport): SavingsMeasure {
+  if (report.total.cost !== null) return 'cost';
+  return report.total.cpuHours > 0 ? 'cpuHours' : 'environmentHours';
+}
+
+export function savingsPage(
+  report: SavingsReport,
+  view: { since: string; project: string | null; measure: SavingsMeasure; bound: boolean },
+  session: { csrf: string; user: string },
+): Html {
+  const link = (measure: SavingsMeasure) => {
+    const q = new URLSearchParams({ since: view.since, measure });
+    if (view.project) q.set('project', view.project);
+    return measure === view.measure
+      ? html`<strong>${measureNames[measure]}</strong>`
+      : html`<a href="/savings?${q.toString()}">${measureNames[measure]}</a>`;
+  };
+  const charts = [
+    savingsChart(
+      savingsWeeks(report, view.measure, view.project),
+      view.measure,
+      view.project ? `project ${view.project}` : 'all projects',
+      'savings-chart',
+    ),
+    ...(view.project
+      ? []
+      : report.projects
+          .slice(0, maxProjectCharts)
+          .map((p, i) =>
+            savingsChart(
+              savingsWeeks(report, view.measure, p.project),
+              view.measure,
+              `project ${p.project}`,
+              `savings-chart-${i}`,
+            ),
+          )),
+  ];
+  return layout(
+    'Savings',
+    html`<h1>What cleanup saved</h1>
+      <p>
+        The last ${view.since} (since ${report.since.slice(0, 16).replace('T', ' ')}
+        UTC)${view.project ? html`, project <strong>${view.project}</strong>` : ''}${
+          report.total.cost !== null
+            ? html`, at ${report.prices.cpuHour ?? 0} per CPU-hour and ${report.prices.gibHour ?? 0} per
+              GiB-hour`
+            : html` ·
+                <span class="muted"
+                  >no prices: start the server with --price-cpu-hour and --price-gib-hour</span
+                >`
+        }.
+      </p>
+      <p class="muted">Method: ${report.method}.</p>
+      <p>
+        Show: ${(['cost', 'cpuHours', 'gibHours', 'environmentHours'] as const).map((m) => html`${link(m)} `)}
+      </p>
+      ${charts}
+      <h2>Per project</h2>
+      ${
+        report.projects.length === 0
+          ? html`<p class="muted">Nothing was deleted or paused by cleanup in this window.</p>`
+          : html`<table id="savings-projects">
+              <thead>
+                <tr>
+                  <th>Project</th>
+                  <th>Action</th>
+                  <th>Environment-hours</th>
+                  <th>CPU-hours</th>
+                  <th>GiB-hours</th>
+                  <th>Cost</th>
+                </tr>
+              </thead>
+              <tbody>
+                ${report.projects.flatMap((p) =>
+                  (['delete', 'pause'] as const).map(
+                    (a) =>
+                      html`<tr>
+                        <td>
+                          ${view.bound ? p.project : html`<a href="/savings?project=${encodeURIComponent(p.project)}&since=${view.since}">${p.project}</a>`}
+                        </td>
+                        <td>${a === 'delete' ? 'deletions' : 'pauses'}</td>
+                        ${figures(p[a])}
+                      </tr>`,
+                  ),
+                )}
+                <tr>
+                  <td><strong>total</strong></td>
+                  <td></td>
+                  ${figures(report.total)}
+                </tr>
+              </tbody>
+            </table>`
+      }
+      ${
+        report.environments.length === 0
+          ? ''
+          : html`<h2>Per environment</h2>
+              <table id="savings-environments">
+                <thead>
+                  <tr>
+                    <th>Project</th>
+                    <th>Environment</th>
+                    <th>Namespace</th>
+                    <th>Action</th>
+                    <th>Requested</th>
+                    <th>Environment-hours</th>
+                    <th>CPU-hours</th>
+                    <th>GiB-hours</th>
+                    <th>Cost</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  ${report.environments.map(
+                    (e) =>
+                      html`<tr>
+                        <td>${e.project}</td>
+                        <td><a href="/environments/${e.environmentId}">${e.environment}</a></td>
+                        <td>${e.namespace}</td>
+                        <td>${e.action}${e.ongoing ? ' (now)' : ''}</td>
+                        <td>
+                          ${
+                            e.basis === 'weight'
+                              ? html`<span class="muted">unknown: by weight</span>`
+                              : `${e.cpuMillicores}m CPU, ${(e.memoryBytes / 2 ** 20).toFixed(0)} MiB`
+                          }
+                        </td>
+                        ${figures(e)}
+                      </tr>`,
+                  )}
+                </tbody>
+              </table>
+              ${report.environmentsTruncated ? html`<p class="muted">Only the first 200 environments are listed.</p>` : ''}`
+      }`,
+    session,
+  );
+}
+
+export function registerSavingsPage(
+  app: App,
+  services: ServerServices,
+  requireSession: (request: FastifyRequest, reply: FastifyReply) => Promise<Session | undefined>,
+  send: (reply: FastifyReply, page: Html, status?: number) => FastifyReply,
+): void {
+  app.get(
+    '/savings',
+    {
+      schema: { hide: true, querystring: SavingsQuery },
+      preValidation: async (request) => {
+        const query = request.query as Record<string, unknown>;
+        for (const key of Object.keys(query)) if (query[key] === '') delete query[key];
+      },
+    },
+    async (request, reply) => {
+      const session = await requireSession(request, reply);
+      if (!session) return reply;
+      const q = request.query as { since?: string; project?: string; measure?: SavingsMeasure };
+      const since = q.since ?? '84d';
+      let sinceMs: number;
+      try {
+        sinceMs = sinceOf(since);
+      } catch (error) {
+        return send(reply, messagePage('Bad window', (error as Error).message, session), 400);
+      }
+      const bound = session.principal.project;
+      if (bound && q.project !== undefined && q.project !== bound) {
+        return send(
+          reply,
+          messagePage('Forbidden', `This token is bound to project ${bound}.`, session),
+          403,
+        );
+      }
+      const project = bound ?? q.project ?? null;
+      const report = await services.savings.report(sinceMs, project ?? undefined);
+      const measure = q.measure ?? defaultMeasure(report);
+      return send(reply, savingsPage(report, { since, project, measure, bound: bound !== null }, session));
+    },
+  );
+}
