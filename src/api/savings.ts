@@ -3,7 +3,7 @@
  * (`tend cleanup report`): resource-hours freed by deletions and pauses, per day, project and
  * environment, with the method that estimated them and, when the server has prices, money.
  */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 
 const Time = () => Type.String({ format: 'date-time' });
 const Nullable = <T extends ReturnType<typeof Type.Number>>(t: T) => Type.Union([t, Type.Null()]);

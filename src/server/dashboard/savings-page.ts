@@ -4,7 +4,7 @@
  * estimated — the same report as `GET /api/v1/cleanup/report` and `tend cleanup report`. A token
  * bound to a project sees that project only.
  */
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FreedView, SavingsReport } from '../../api/savings.js';
 import type { Principal } from '../auth.js';

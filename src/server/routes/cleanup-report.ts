@@ -3,7 +3,7 @@
  * freed by deletions and pauses per day, project and environment, with the method and, with the
  * server's prices, money. A token bound to a project sees that project only.
  */
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import { TendError } from '../../errors.js';
 import { parseDuration } from '../../cleanup/policy.js';
 import { SavingsReport } from '../../api/savings.js';
