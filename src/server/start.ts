@@ -30,6 +30,8 @@ export interface StartOptions extends OpenDatabaseOptions {
   publicUrl?: string;
   /** `--github-webhook-secret-file` / TEND_GITHUB_WEBHOOK_SECRET. */
   githubSecret?: string;
+  /** `--oidc-issuer` and the rest: people sign in through the OpenID provider. */
+  oidc?: BuildServerOptions['oidc'];
   notifications?: BuildServerOptions['notifications'];
   /** Print what to do next on stderr when this start created the database (`tend server`). */
   announceFirstStart?: boolean;
@@ -58,6 +60,13 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
         cwd: process.cwd(),
       })
     : undefined;
+  if (options.oidc) {
+    options.oidc.roles.reportReloadError = (err) =>
+      logger.error(
+        { err, file: options.oidc?.roles.file },
+        'the roles file changed but does not check; the roles before stay in force',
+      );
+  }
   const db = await openDatabase(options);
   let created: boolean;
   try {
@@ -73,6 +82,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     logger,
     cleanup: options.cleanup,
     ...(options.githubSecret !== undefined ? { githubSecret: options.githubSecret } : {}),
+    ...(options.oidc ? { oidc: options.oidc } : {}),
     ...(options.notifications ? { notifications: options.notifications } : {}),
   });
   // Today's count of environments per state, for the dashboard's chart of states over time:
