@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { TendError } from '../../src/errors.js';
 import { readRolesFile } from '../../src/server/oidc/roles-file.js';
 import { oidcSettingsOf } from '../../src/server/oidc/settings.js';
+import { runTend } from '../helpers/project.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tend-roles-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -164,5 +165,37 @@ describe('sign-in flags', () => {
     expect(
       errorOf(() => oidcSettingsOf({ ...flags, oidcScope: 'email profile' }, publicUrl)).message,
     ).toContain('including "openid"');
+  });
+});
+
+describe('tend server with sign-in flags', () => {
+  it('refuses a remote http:// issuer and a roles file that does not check, before starting', async () => {
+    const secret = file('a-client-secret\n');
+    const common = ['server', '--port', '0', '--data-dir', dir, '--oidc-client-id', 'tend'];
+    const remote = await runTend([
+      ...common,
+      '--oidc-issuer',
+      'http://login.example.com',
+      '--oidc-client-secret-file',
+      secret,
+      '--roles-file',
+      file('roles:\n  - project: "*"\n    role: viewer\n    groups: [everyone]\n'),
+    ]);
+    expect(remote.code).toBe(2);
+    expect(remote.stderr).toContain('--oidc-issuer must be an https:// URL');
+    expect(remote.stderr).not.toContain('a-client-secret');
+    const badRoles = file('roles:\n  - project: shop\n    role: owner\n    groups: [devs]\n');
+    const bad = await runTend([
+      ...common,
+      '--oidc-issuer',
+      'https://login.example.com',
+      '--oidc-client-secret-file',
+      secret,
+      '--roles-file',
+      badRoles,
+    ]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain(`${badRoles}:3:11`);
+    expect(bad.stderr).toContain('expected one of: viewer, developer, admin, got "owner"');
   });
 });

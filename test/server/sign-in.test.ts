@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RolesFile } from '../../src/server/oidc/roles-file.js';
-import { freePort } from '../helpers/project.js';
+import { freePort, startTend } from '../helpers/project.js';
 import { createTestServer, postEvents, session, type TestServer } from './helpers.js';
 import { claimsOf, startTestProvider, type TestProvider } from './oidc-provider.js';
 
@@ -331,6 +331,50 @@ describe('sign in through an OpenID provider', () => {
     provider.tamperIdToken = undefined;
     const { callback } = await answerOf('alice');
     expect((await deliver(callback, await signInCookieOf())).status).toBe(303);
+  });
+
+  it('tend server (the CLI bundle) sends the browser to the provider with PKCE, state and nonce', async () => {
+    const port = await freePort();
+    const secretFile = join(dir, 'client-secret');
+    writeFileSync(secretFile, `${provider.clientSecret}\n`);
+    const server = startTend([
+      'server',
+      '--port',
+      String(port),
+      '--data-dir',
+      join(dir, 'data'),
+      '--oidc-issuer',
+      provider.issuer,
+      '--oidc-client-id',
+      provider.clientId,
+      '--oidc-client-secret-file',
+      secretFile,
+      '--roles-file',
+      rolesFile,
+    ]);
+    try {
+      await server.waitForOutput(/tend server listening/, 'the server to listen');
+      const res = await fetch(`http://127.0.0.1:${port}/auth/login?next=/cleanup`, { redirect: 'manual' });
+      expect(res.status).toBe(303);
+      const location = new URL(res.headers.get('location')!);
+      expect(location.origin + location.pathname).toBe(`${provider.issuer}/auth`);
+      expect(Object.fromEntries(location.searchParams)).toMatchObject({
+        client_id: provider.clientId,
+        redirect_uri: `http://127.0.0.1:${port}/auth/callback`,
+        response_type: 'code',
+        code_challenge_method: 'S256',
+        scope: 'openid email profile',
+        state: expect.any(String),
+        nonce: expect.any(String),
+      });
+      expect(res.headers.get('set-cookie')).toMatch(/tend_sign_in=.*HttpOnly.*SameSite=Lax/i);
+    } finally {
+      server.signal('SIGTERM');
+      const { code, stdout, stderr } = await server.exited;
+      expect(code).toBe(0);
+      // The client secret appears nowhere in what the server printed.
+      expect(stdout + stderr).not.toContain(provider.clientSecret);
+    }
   });
 
   it('refuses an over-long or malformed callback query with a page, not a 500', async () => {
