@@ -51,7 +51,12 @@ export function registerSignInRoutes(
     message: string,
     cause?: unknown,
   ) => {
-    request.log.warn({ err: cause, reason: message }, 'sign-in through the OpenID provider failed');
+    // The reason and the error's kind only: the error's causes may hold the callback's code or claims.
+    const { name, code } = (cause ?? {}) as { name?: unknown; code?: unknown };
+    request.log.warn(
+      { reason: message, error: { name: String(name ?? ''), code: String(code ?? '') } },
+      'sign-in through the OpenID provider failed',
+    );
     void reply.clearCookie(signInCookie, { path: callbackPath });
     return send(reply, signInFailedPage(message), status);
   };
