@@ -5,17 +5,21 @@
  * change posted anyway; a person without a role gets the "ask your platform team" page; a role
  * removed from the roles file is gone at the next request. And the sign-ins that must fail:
  * wrong state, a replayed code, an expired, forged (another key) or wrongly addressed ID token,
- * an over-long callback query.
+ * an over-long callback query. Screenshots: test-output/sign-in-developer.png,
+ * test-output/sign-in-no-role.png.
  */
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RolesFile } from '../../src/server/oidc/roles-file.js';
 import { freePort, startTend } from '../helpers/project.js';
 import { createTestServer, postEvents, session, type TestServer } from './helpers.js';
 import { claimsOf, startTestProvider, type TestProvider } from './oidc-provider.js';
+
+const outputDir = fileURLToPath(new URL('../../test-output/', import.meta.url));
 
 const roles = (developerGroup: string) => `roles:
   - project: shop
@@ -146,6 +150,8 @@ describe('sign in through an OpenID provider', () => {
   it('a developer signs in, sees what their role allows, protects, and the audit log names them', async () => {
     const page = await signIn('alice', `/environments/${envId}`);
     expect(new URL(page.url()).pathname).toBe(`/environments/${envId}`);
+    mkdirSync(outputDir, { recursive: true });
+    await page.screenshot({ path: join(outputDir, 'sign-in-developer.png'), fullPage: true });
     expect(await page.locator('header').textContent()).toContain(
       'alice@example.com (developer in shop, viewer everywhere)',
     );
@@ -240,7 +246,12 @@ describe('sign in through an OpenID provider', () => {
 
   it('a person with no mapped group gets a page saying whom to ask, not an error', async () => {
     const page = await signIn('ian');
-    expect(await page.locator('#no-role').textContent()).toContain('ian@example.com');
+    mkdirSync(outputDir, { recursive: true });
+    await page.screenshot({ path: join(outputDir, 'sign-in-no-role.png') });
+    expect(await page.locator('header').textContent()).toContain('ian@example.com (no role)');
+    expect(await page.locator('#no-role').textContent()).toContain(
+      'You are signed in as ian@example.com, but',
+    );
     expect(await page.locator('#no-role').textContent()).toContain('Ask your platform team');
     const response = await page.reload();
     expect(response?.status()).toBe(403);
@@ -374,6 +385,32 @@ describe('sign in through an OpenID provider', () => {
       expect(code).toBe(0);
       // The client secret appears nowhere in what the server printed.
       expect(stdout + stderr).not.toContain(provider.clientSecret);
+    }
+  });
+
+  it('marks the cookies Secure when the public URL is https', async () => {
+    const https = await createTestServer('sqlite', {
+      oidc: {
+        issuer: provider.issuer,
+        clientId: provider.clientId,
+        clientSecret: provider.clientSecret,
+        groupsClaim: 'groups',
+        scopes: 'openid email profile',
+        publicUrl: 'https://tend.example.com',
+        roles: new RolesFile(rolesFile),
+      },
+    });
+    try {
+      const res = await https.app.inject({ url: '/auth/login' });
+      expect(res.statusCode).toBe(303);
+      expect(new URL(res.headers.location as string).searchParams.get('redirect_uri')).toBe(
+        'https://tend.example.com/auth/callback',
+      );
+      expect(String(res.headers['set-cookie'])).toMatch(
+        /^tend_sign_in=[^;]+; Max-Age=600; Path=\/auth\/callback; HttpOnly; Secure; SameSite=Lax$/,
+      );
+    } finally {
+      await https.close();
     }
   });
 

@@ -144,9 +144,9 @@ export function noRolePage(session: { csrf: string; user: string }): Html {
     'No access yet',
     html`<h1>No access yet</h1>
       <p class="error" role="alert" id="no-role">
-        You are signed in as ${session.user.replace(/ \(\)$/, '')}, but none of your groups or your e-mail
-        address has a role on this tend server. Ask your platform team to give you one (they map groups and
-        e-mail addresses to roles in the server's roles file).
+        You are signed in as ${session.user.replace(/ \(no role\)$/, '')}, but none of your groups or your
+        e-mail address has a role on this tend server. Ask your platform team to give you one (they map groups
+        and e-mail addresses to roles in the server's roles file).
       </p>`,
     session,
   );

@@ -59,7 +59,7 @@ function personLabel(name: string, byProject: ReadonlyMap<string, string>): stri
   const held = [...byProject].map(([project, role]) =>
     project === everyProject ? `${role} everywhere` : `${role} in ${project}`,
   );
-  return `${name} (${held.join(', ')})`;
+  return `${name} (${held.length > 0 ? held.join(', ') : 'no role'})`;
 }
 
 export function sessionGuards(services: ServerServices) {
