@@ -39,6 +39,7 @@ const externalPackages = [
   'fastify',
   'kysely',
   'luxon',
+  'openid-client',
   'pg',
   'pino',
   'tar',

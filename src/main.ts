@@ -348,8 +348,8 @@ Examples:
         .command(`${protect ? 'protect' : 'unprotect'} [id]`)
         .description(
           protect
-            ? 'protect an environment from automatic cleanup (admin): the one with that id (tend envs), else the current one'
-            : 'remove the protection of an environment (admin): the one with that id, else the current one',
+            ? 'protect an environment from automatic cleanup (a developer or admin token): the one with that id (tend envs), else the current one'
+            : 'remove the protection of an environment (a developer or admin token): the one with that id, else the current one',
         ),
     )
       .addHelpText(

@@ -19,10 +19,12 @@ import Fastify, {
 } from 'fastify';
 import type { LoggerOptions } from 'pino';
 import { TendError, type ErrorCode } from '../errors.js';
-import { bearerToken, requiredScope, scopeAllows } from './auth.js';
+import { bearerToken, requiredScope, scopeAllows, tokenGrants } from './auth.js';
 import type { ServerDatabase } from './db/database.js';
 import { AuditRepository } from './db/repositories/audit.js';
 import { DashboardSessionRepository } from './db/repositories/dashboard-sessions.js';
+import { PersonSessionRepository } from './db/repositories/person-sessions.js';
+import { OidcSignIn, type OidcSettings } from './oidc/sign-in.js';
 import { EnvironmentRepository } from './db/repositories/environments.js';
 import { TokenRepository } from './db/repositories/tokens.js';
 import { composeCleanup } from './cleanup/compose.js';
@@ -73,6 +75,8 @@ export interface BuildServerOptions {
   githubSecret?: string;
   /** Prices of the savings report (`--price-cpu-hour`, `--price-gib-hour`). */
   prices?: SavingsPrices;
+  /** Sign-in through an OpenID provider, with the roles file (`--oidc-issuer`, `--roles-file`). */
+  oidc?: OidcSettings;
   /** Close the database when the server closes (default true). */
   ownsDatabase?: boolean;
 }
@@ -194,6 +198,8 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
     environments: new EnvironmentRepository(database.db, database.reader),
     audit: new AuditRepository(database.db, database.reader),
     dashboardSessions: new DashboardSessionRepository(database.db, database.reader),
+    personSessions: new PersonSessionRepository(database.db, database.reader),
+    oidc: options.oidc ? new OidcSignIn(options.oidc) : undefined,
     metrics,
     cleanup: composeCleanup(database.db, database.reader, metrics, new PlanningClock(now, monotonicNow), {
       ...defaultCleanupSettings,
@@ -240,6 +246,8 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
       project: row.project,
       clusters: row.clusters ? (JSON.parse(row.clusters) as string[]) : null,
       via: 'bearer',
+      person: null,
+      grants: tokenGrants(row.scope, row.project),
     };
     // Record use at most once a minute per token: no write per request, and none waited for (the
     // SQLite writer may be busy with a backlog of batches).

@@ -3,16 +3,17 @@
  *
  * A token is `tend_` followed by 32 random bytes in base64url. The server stores only its
  * sha256; the token is shown once, when it is created. Scopes are ordered, each including the
- * ones below it:
+ * ones below it (`agent` aside):
  *
  * - `ingest`: send events (`POST /api/v1/events`) — for CI and the CLI's event stream.
  * - `agent`: ingest, plus the cleanup executor routes (heartbeat, inventory, claim, start,
  *   complete) — for `tend agent`. Nothing else: it cannot read the registry. A token created
  *   with `--cluster` only acts on those clusters' targets.
- * - `read`: ingest, plus read the API, `/metrics` and the dashboard, and keep an environment
- *   alive (a bounded postponement of cleanup) — for developers.
- * - `admin`: everything, including protect/unprotect (an unbounded exemption from cleanup) and
- *   the cleanup switches (enforce, halt, resume, breaker reset, clean up now).
+ * - `read`: ingest, plus read the API, `/metrics` and the dashboard, keep an environment alive
+ *   (a bounded postponement of cleanup) and resume a paused one — the `viewer` role and those two.
+ * - `developer`: ingest and the `developer` role: also protect/unprotect and clean up now.
+ * - `admin`: everything, including the cleanup switches (enforce, halt, resume, breaker reset),
+ *   tokens, webhooks and restore — the `admin` role.
  *
  * A token created with `--project` only sees and writes that project.
  */
@@ -20,24 +21,48 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { sha256Hex } from '../hash.js';
 import type { TokenScope } from './db/schema.js';
 
-export const tokenScopes: readonly TokenScope[] = ['ingest', 'agent', 'read', 'admin'];
+export const tokenScopes: readonly TokenScope[] = ['ingest', 'agent', 'read', 'developer', 'admin'];
 
-/** What a route needs. */
-export type Permission = 'ingest' | 'agent' | 'read' | 'keep-alive' | 'protect' | 'admin';
+/** What a route or a dashboard form needs. */
+export type Permission =
+  'ingest' | 'agent' | 'read' | 'keep-alive' | 'resume' | 'protect' | 'clean-now' | 'restore' | 'admin';
 
-const allowed: Record<TokenScope, ReadonlySet<Permission>> = {
-  ingest: new Set(['ingest']),
-  agent: new Set(['ingest', 'agent']),
-  read: new Set(['ingest', 'read', 'keep-alive']),
-  admin: new Set(['ingest', 'agent', 'read', 'keep-alive', 'protect', 'admin']),
+/**
+ * What people may do in a project, whether they sign in through the OpenID provider (the roles
+ * file) or use a token (its scope, below). Restoring an archived environment is admin-only.
+ */
+export type Role = 'viewer' | 'developer' | 'admin';
+export const roles: readonly Role[] = ['viewer', 'developer', 'admin'];
+
+const rolePermissions: Record<Role, ReadonlySet<Permission>> = {
+  viewer: new Set(['read']),
+  developer: new Set(['read', 'keep-alive', 'resume', 'protect', 'clean-now']),
+  admin: new Set(['read', 'keep-alive', 'resume', 'protect', 'clean-now', 'restore', 'admin']),
 };
 
+/**
+ * Token scopes as roles: `read` is a viewer who may also keep alive and resume (what it always
+ * could), `developer` and `admin` are the roles of the same names; every scope but `agent` may
+ * send events, and `agent` and `admin` may run the executor routes.
+ */
+const scopePermissions: Record<TokenScope, ReadonlySet<Permission>> = {
+  ingest: new Set(['ingest']),
+  agent: new Set(['ingest', 'agent']),
+  read: new Set(['ingest', 'keep-alive', 'resume', ...rolePermissions.viewer]),
+  developer: new Set(['ingest', ...rolePermissions.developer]),
+  admin: new Set(['ingest', 'agent', ...rolePermissions.admin]),
+};
+
+/** The smallest scope with a permission, for the message of a 403. */
 const minimumScope: Record<Permission, TokenScope> = {
   ingest: 'ingest',
   agent: 'agent',
   read: 'read',
   'keep-alive': 'read',
-  protect: 'admin',
+  resume: 'read',
+  protect: 'developer',
+  'clean-now': 'developer',
+  restore: 'admin',
   admin: 'admin',
 };
 
@@ -45,12 +70,39 @@ export function isTokenScope(value: string): value is TokenScope {
   return (tokenScopes as readonly string[]).includes(value);
 }
 
+export function isRole(value: string): value is Role {
+  return (roles as readonly string[]).includes(value);
+}
+
 export function scopeAllows(scope: TokenScope, permission: Permission): boolean {
-  return allowed[scope].has(permission);
+  return scopePermissions[scope].has(permission);
+}
+
+export function roleAllows(role: Role, permission: Permission): boolean {
+  return rolePermissions[role].has(permission);
 }
 
 export function requiredScope(permission: Permission): TokenScope {
   return minimumScope[permission];
+}
+
+/** The smallest role with a permission, for the dashboard's messages. */
+export function requiredRole(permission: Permission): Role {
+  return roles.find((role) => roleAllows(role, permission)) ?? 'admin';
+}
+
+/** The key of the grant that holds in every project. */
+export const everyProject = '*';
+
+/** What a principal may do, by project (`*`: in every project). */
+export type Grants = ReadonlyMap<string, ReadonlySet<Permission>>;
+
+export function tokenGrants(scope: TokenScope, project: string | null): Grants {
+  return new Map([[project ?? everyProject, scopePermissions[scope]]]);
+}
+
+export function roleGrants(byProject: ReadonlyMap<string, Role>): Grants {
+  return new Map([...byProject].map(([project, role]) => [project, rolePermissions[role]]));
 }
 
 export const tokenPrefix = 'tend_';
@@ -85,19 +137,43 @@ export function constantTimeEqual(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/** The token behind a request, as routes see it (never the secret itself). */
+/** Who is behind a request, as routes see it (never a secret). */
 export interface Principal {
-  tokenId: string;
+  /** The token's id; null for a person signed in through the OpenID provider. */
+  tokenId: string | null;
+  /** The token's name, or the person's e-mail address (else their subject). */
   tokenName: string;
-  scope: TokenScope;
+  /** The token's scope; null for a person (their roles are in `grants`). */
+  scope: TokenScope | null;
+  /** A token bound to one project; null for an unbound token and for a person. */
   project: string | null;
   /** For `agent` tokens created with `--cluster`: the cluster ids it may act on (null: any). */
   clusters: string[] | null;
-  /** How the request authenticated: bearer token (API) or dashboard session cookie. */
-  via: 'bearer' | 'dashboard';
+  /** How the request authenticated: bearer token (API), dashboard session of a token, or of a person. */
+  via: 'bearer' | 'dashboard' | 'oidc';
+  /** The person signed in through the OpenID provider. */
+  person: { subject: string; email: string | null } | null;
+  /** What the principal may do, by project. */
+  grants: Grants;
 }
 
+/**
+ * Whether the principal may do this in the project (null: something that concerns every project,
+ * such as the halt switch, which only a grant for every project allows).
+ */
+export function allows(principal: Principal, permission: Permission, project: string | null): boolean {
+  if (principal.grants.get(everyProject)?.has(permission)) return true;
+  return project !== null && (principal.grants.get(project)?.has(permission) ?? false);
+}
+
+/** A person as the audit log names them: `oidc:<e-mail> (subject <sub>)`. */
+export function personActor(person: { subject: string; email: string | null }): string {
+  return `oidc:${person.email ?? '(no e-mail)'} (subject ${person.subject})`;
+}
+
+/** The audit log's name of who did something: a token, or a person with their e-mail and subject. */
 export function actorOf(principal: Principal): string {
+  if (principal.person) return personActor(principal.person);
   return `${principal.via === 'dashboard' ? 'dashboard' : 'token'}:${principal.tokenName}`;
 }
 

@@ -9,13 +9,14 @@ import { TendError } from '../errors.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
 import { serverDataDir } from './data-dir.js';
 import { parseDuration } from '../cleanup/policy.js';
+import { oidcSettingsOf, type OidcFlags } from './oidc/settings.js';
 
 export interface ServerDatabaseOptions extends GlobalOptions {
   dataDir?: string;
   databaseUrl?: string;
 }
 
-export interface ServerOptions extends ServerDatabaseOptions {
+export interface ServerOptions extends ServerDatabaseOptions, OidcFlags {
   port?: number;
   host?: string;
   /** `--cleanup-interval`: planning (and embedded executor) passes, e.g. `30s`. */
@@ -144,6 +145,11 @@ export async function serverCommand(options: ServerOptions): Promise<CommandResu
   const githubSecret = githubSecretOf(options);
   const publicUrl = publicUrlOf(options);
   const prices = pricesOf(options);
+  const host = options.host ?? '127.0.0.1';
+  const oidc = oidcSettingsOf(
+    options,
+    publicUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+  );
   const { runUntilSignalled } = await import('./start.js');
   const { url } = await runUntilSignalled({
     ...databaseOptions(options),
@@ -151,8 +157,9 @@ export async function serverCommand(options: ServerOptions): Promise<CommandResu
     ...(githubSecret !== undefined ? { githubSecret } : {}),
     ...(publicUrl !== undefined ? { publicUrl } : {}),
     prices,
+    ...(oidc ? { oidc } : {}),
     port,
-    host: options.host ?? '127.0.0.1',
+    host,
     logLevel: options.debug ? 'debug' : 'info',
     announceFirstStart: true,
     ...(options.kubeconfig !== undefined ||

@@ -69,6 +69,28 @@ export function addServerCommands(program: Command): void {
       '--price-gib-hour <price>',
       'what one GiB-hour of memory costs, for the savings report, e.g. 0.004',
     )
+    .option(
+      '--oidc-issuer <url>',
+      'sign people in through this OpenID provider (its issuer URL; https://, or http:// on this host)',
+    )
+    .option('--oidc-client-id <id>', "the tend server's client id at the provider")
+    .option('--oidc-client-secret-file <file>', 'the client secret, read from this file (never logged)')
+    .option(
+      '--oidc-groups-claim <claim>',
+      "the ID token's claim that lists the person's groups (default: groups)",
+    )
+    .option(
+      '--oidc-scope <scopes>',
+      'the scopes asked for, space-separated (default: "openid email profile")',
+    )
+    .option(
+      '--oidc-allow-http',
+      'allow an http:// issuer that is not on this host (a test provider; never in production)',
+    )
+    .option(
+      '--roles-file <file>',
+      'YAML: the role (viewer, developer, admin) of groups and e-mail addresses per project; re-read when it changes',
+    )
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () => (await import('./cli.js')).serverCommand(cmd.optsWithGlobals())),
     );
@@ -102,7 +124,7 @@ that server's API with an admin token bound to no project (TEND_TOKEN, tend logi
     .option('--project <project>', 'restrict the token to one project')
     .option(
       '--scope <scope>',
-      'ingest | agent | read | admin (agent: ingest and the executor routes only; read and admin include ingest)',
+      'ingest | agent | read | developer | admin (agent: ingest and the executor routes only; read: the viewer role, keep-alive and resume; developer and admin: those roles; all but agent include ingest)',
       'ingest',
     )
     .option('--cluster <clusterId>', 'agent scope: act only on this cluster (repeatable)', collect)

@@ -15,12 +15,14 @@ import type { Permission, Principal } from './auth.js';
 import type { ServerDatabase } from './db/database.js';
 import type { AuditRepository } from './db/repositories/audit.js';
 import type { DashboardSessionRepository } from './db/repositories/dashboard-sessions.js';
+import type { PersonSessionRepository } from './db/repositories/person-sessions.js';
 import type { EnvironmentRepository } from './db/repositories/environments.js';
 import type { TokenRepository } from './db/repositories/tokens.js';
 import type { ServerCleanup } from './cleanup/compose.js';
 import type { CleanupSavings } from './cleanup/savings-service.js';
 import type { Metrics } from './metrics.js';
 import type { NotificationService } from './notifications/service.js';
+import type { OidcSignIn } from './oidc/sign-in.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -55,6 +57,10 @@ export interface ServerServices {
   environments: EnvironmentRepository;
   audit: AuditRepository;
   dashboardSessions: DashboardSessionRepository;
+  /** Dashboard sessions of people signed in through the OpenID provider. */
+  personSessions: PersonSessionRepository;
+  /** Sign-in through the OpenID provider (`--oidc-issuer`); undefined: token login only. */
+  oidc: OidcSignIn | undefined;
   metrics: Metrics;
   /** The cleanup repositories, job queue, planning pass and switches. */
   cleanup: ServerCleanup;

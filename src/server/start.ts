@@ -32,6 +32,8 @@ export interface StartOptions extends OpenDatabaseOptions {
   githubSecret?: string;
   /** `--price-cpu-hour`, `--price-gib-hour`: the savings report's prices. */
   prices?: BuildServerOptions['prices'];
+  /** `--oidc-issuer` and the rest: people sign in through the OpenID provider. */
+  oidc?: BuildServerOptions['oidc'];
   notifications?: BuildServerOptions['notifications'];
   /** Print what to do next on stderr when this start created the database (`tend server`). */
   announceFirstStart?: boolean;
@@ -60,6 +62,13 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
         cwd: process.cwd(),
       })
     : undefined;
+  if (options.oidc) {
+    options.oidc.roles.reportReloadError = (err) =>
+      logger.error(
+        { err, file: options.oidc?.roles.file },
+        'the roles file changed but does not check; the roles before stay in force',
+      );
+  }
   const db = await openDatabase(options);
   let created: boolean;
   try {
@@ -75,6 +84,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     logger,
     cleanup: options.cleanup,
     ...(options.githubSecret !== undefined ? { githubSecret: options.githubSecret } : {}),
+    ...(options.oidc ? { oidc: options.oidc } : {}),
     ...(options.notifications ? { notifications: options.notifications } : {}),
     ...(options.prices ? { prices: options.prices } : {}),
   });

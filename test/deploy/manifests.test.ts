@@ -6,7 +6,9 @@
  * reference exist. The agent's ServiceAccount, with its token, lets `tend agent` do its job —
  * inventory, delete, pause, resume — and nothing else: the calls it made are exactly what its
  * ClusterRole grants, and it can neither read Secrets nor delete a Deployment. The server of the
- * embedded-executor overlay serves the cluster with its own ServiceAccount's token.
+ * embedded-executor overlay serves the cluster with its own ServiceAccount's token. The sign-in
+ * overlay takes the OpenID provider's settings from the Secret tend-oidc (the client secret as a
+ * file) and ships a roles file the server accepts.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,9 +30,12 @@ import {
 import { freePort, repoRoot, runTend, startTend, waitFor } from '../helpers/project.js';
 import { startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
 import { createTestServer } from '../server/helpers.js';
+import { readRolesFile } from '../../src/server/oidc/roles-file.js';
 
 /** Applied in this order: the server's Deployment ends as the PostgreSQL overlay's. */
 const bases = ['server', 'agent', 'overlays/embedded-executor', 'overlays/postgres'];
+/** The sign-in overlay is applied on its own, in a namespace of its own (below). */
+const rendered = [...bases, 'overlays/oidc'];
 const { version } = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as {
   version: string;
 };
@@ -74,6 +79,7 @@ const storeKey: Record<string, string> = {
   Deployment: 'deployments.apps',
   ClusterRole: 'clusterroles.rbac.authorization.k8s.io',
   ClusterRoleBinding: 'clusterrolebindings.rbac.authorization.k8s.io',
+  ConfigMap: 'configmaps',
 };
 
 /** A token for a ServiceAccount of the applied manifests, and a kubeconfig with it. */
@@ -102,7 +108,7 @@ function granted(role: KObject): string[] {
 }
 
 describe('the manifests under deploy/', () => {
-  it.each(bases)(
+  it.each(rendered)(
     '%s: non-root, read-only root file system, requests, the image of this version',
     async (dir) => {
       const { objects } = await render(dir);
@@ -204,6 +210,83 @@ describe('the manifests under deploy/', () => {
     ]);
     await waitFor(() => pods('server').some((p) => p.status?.phase === 'Running'), 'the server pod to run');
     await waitFor(() => pods('agent').some((p) => p.status?.phase === 'Running'), 'the agent pod to run');
+  });
+});
+
+describe('the sign-in overlay', () => {
+  it('takes the OpenID provider from the Secret tend-oidc and the roles from a ConfigMap that checks', async () => {
+    const { objects } = await render('overlays/oidc');
+    const server = kindOf(objects, 'Deployment')[0]!;
+    const container = server.spec.template.spec.containers[0];
+    const args = container.args as string[];
+    const flag = (name: string) => args[args.indexOf(name) + 1];
+    expect(flag('--oidc-issuer')).toBe('$(TEND_OIDC_ISSUER)');
+    expect(flag('--oidc-client-id')).toBe('$(TEND_OIDC_CLIENT_ID)');
+    expect(flag('--public-url')).toBe('$(TEND_PUBLIC_URL)');
+    expect(flag('--oidc-client-secret-file')).toBe('/etc/tend/oidc/client-secret');
+    expect(flag('--roles-file')).toBe('/etc/tend/roles/roles.yaml');
+    // Every $(…) of the arguments is a variable from the Secret: Kubernetes substitutes only those.
+    const fromSecret = Object.fromEntries(
+      (container.env as { name: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[])
+        .filter((e) => e.valueFrom?.secretKeyRef)
+        .map((e) => [e.name, e.valueFrom!.secretKeyRef]),
+    );
+    for (const variable of args.flatMap((a) => /^\$\((\w+)\)$/.exec(a)?.[1] ?? [])) {
+      expect(fromSecret[variable], variable).toMatchObject({ name: 'tend-oidc' });
+    }
+    // The client secret is a file, never an environment variable or an argument.
+    expect(JSON.stringify(container.env)).not.toContain('client-secret');
+    const volumes = server.spec.template.spec.volumes as {
+      name: string;
+      secret?: object;
+      configMap?: object;
+    }[];
+    expect(volumes.find((v) => v.name === 'oidc')?.secret).toMatchObject({ secretName: 'tend-oidc' });
+    expect(volumes.find((v) => v.name === 'roles')?.configMap).toEqual({ name: 'tend-roles' });
+    // The roles file shipped as an example is one the server accepts.
+    const roles = kindOf(objects, 'ConfigMap').find((c) => c.metadata.name === 'tend-roles')!;
+    const file = path.join(scratch, 'roles.yaml');
+    writeFileSync(file, (roles['data'] as Record<string, string>)['roles.yaml']!);
+    expect(readRolesFile(file).rolesOf({ email: null, groups: ['shop-developers'] })).toEqual(
+      new Map([['shop', 'developer']]),
+    );
+  });
+
+  it('applies, and its server starts once the Secret tend-oidc exists', async () => {
+    // A namespace of its own, so the Deployment of the other overlays stays as they left it.
+    const { yaml } = await render('overlays/oidc');
+    const moved = yaml
+      .replace(/^(\s*namespace: )tend$/gm, '$1tend-sign-in')
+      .replace(/^(\s*name: )tend$/m, '$1tend-sign-in');
+    const applied = await kubectl(['apply', '--server-side', '--field-manager=tend-test', '-f', '-'], {
+      input: moved,
+    });
+    expect(applied.code, applied.stderr).toBe(0);
+    const pods = () =>
+      handle.sim.store
+        .list('pods', 'tend-sign-in')
+        .filter((p) => p.metadata.labels?.['app.kubernetes.io/component'] === 'server');
+    await waitFor(
+      () =>
+        pods().some((p) =>
+          p.status?.containerStatuses?.[0]?.state?.waiting?.message?.includes('secret "tend-oidc" not found'),
+        ),
+      'the server to wait for the Secret tend-oidc',
+    );
+    const created = await kubectl([
+      '-n',
+      'tend-sign-in',
+      'create',
+      'secret',
+      'generic',
+      'tend-oidc',
+      '--from-literal=issuer=https://login.example.com/realms/platform',
+      '--from-literal=client-id=tend',
+      '--from-literal=client-secret=s3cret',
+      '--from-literal=public-url=https://tend.example.com',
+    ]);
+    expect(created.code, created.stderr).toBe(0);
+    await waitFor(() => pods().some((p) => p.status?.phase === 'Running'), 'the server pod to run');
   });
 });
 

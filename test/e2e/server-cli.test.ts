@@ -185,7 +185,7 @@ providers:
     // Protect the current environment from its project directory; unprotect it by id elsewhere.
     const forbidden = await runTend(['protect'], { cwd: root, env: asReader });
     expect(forbidden.code).toBe(2);
-    expect(forbidden.stderr).toMatch(/admin/);
+    expect(forbidden.stderr).toMatch(/needs "developer"/);
     const protectedNow = await runTend(['protect', '--json'], { cwd: root, env: asAdmin });
     expect(protectedNow.code, protectedNow.stderr).toBe(0);
     expect(JSON.parse(protectedNow.stdout).environment).toMatchObject({ id, protected: true });

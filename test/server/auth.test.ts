@@ -22,8 +22,8 @@ describe.each(dialects)('authentication and scopes on %s', (dialect) => {
       ['GET', '/api/v1/audit', 'read', undefined],
       ['GET', '/metrics', 'read', undefined],
       ['POST', `/api/v1/environments/${envId}/keep-alive`, 'read', {}],
-      ['POST', `/api/v1/environments/${envId}/protect`, 'admin', undefined],
-      ['POST', `/api/v1/environments/${envId}/unprotect`, 'admin', undefined],
+      ['POST', `/api/v1/environments/${envId}/protect`, 'developer', undefined],
+      ['POST', `/api/v1/environments/${envId}/unprotect`, 'developer', undefined],
     ] as const;
 
   const call = (
@@ -54,7 +54,7 @@ describe.each(dialects)('authentication and scopes on %s', (dialect) => {
   });
 
   it('answers 403 when the scope is too small, naming the scope needed', async () => {
-    const order = ['ingest', 'read', 'admin'] as const;
+    const order = ['ingest', 'read', 'developer', 'admin'] as const;
     for (const [method, url, needed, payload] of routes()) {
       for (const scope of order) {
         const res = await call(method, url, payload, s.auth(s.tokens[scope]));
@@ -67,6 +67,33 @@ describe.each(dialects)('authentication and scopes on %s', (dialect) => {
           expect(body.error.message).toContain(`needs "${needed}"`);
         }
       }
+    }
+  });
+
+  it('gives a developer token the developer role: clean up now and resume, not the switches, tokens or webhooks', async () => {
+    const as = (scope: 'read' | 'developer', method: 'GET' | 'POST', url: string) =>
+      s.app.inject({
+        method,
+        url,
+        headers: s.auth(s.tokens[scope]),
+        ...(method === 'POST' ? { payload: {} } : {}),
+      });
+    // Not refused for the scope: the job path answers (200 with jobs, or 409 naming a check).
+    for (const path of ['cleanup', 'resume']) {
+      const res = await as('developer', 'POST', `/api/v1/environments/${envId}/${path}`);
+      expect([200, 409], `${path}: ${res.body}`).toContain(res.statusCode);
+    }
+    const readClean = await as('read', 'POST', `/api/v1/environments/${envId}/cleanup`);
+    expect(readClean.statusCode).toBe(403);
+    expect(readClean.json<{ error: { message: string } }>().error.message).toContain('needs "developer"');
+    for (const [method, url] of [
+      ['POST', '/api/v1/cleanup/halt'],
+      ['GET', '/api/v1/tokens'],
+      ['GET', '/api/v1/webhooks'],
+    ] as const) {
+      const res = await as('developer', method, url);
+      expect(res.statusCode, url).toBe(403);
+      expect(res.json<{ error: { message: string } }>().error.message).toContain('needs "admin"');
     }
   });
 

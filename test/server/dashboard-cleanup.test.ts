@@ -191,7 +191,7 @@ describe.each(dialects)('dashboard cleanup on %s', (dialect) => {
   it('cleans up now from the environment page through the job path, or says why not', async () => {
     const reader = await login(f.server.tokens.read);
     const readerPage = await page(`/environments/${shop.id}`, reader);
-    expect(readerPage.body).toContain('Cleaning up now needs an admin token.');
+    expect(readerPage.body).toContain('Cleaning up now needs a developer or admin token.');
     const denied = await post(`/environments/${shop.id}/cleanup`, reader, {}, csrfOf(readerPage.body));
     expect(denied.statusCode).toBe(403);
 

@@ -211,7 +211,7 @@ describe.each(dialects)('dashboard on %s', (dialect) => {
 
     const reader = await login(s.tokens.read);
     const readerPage = await page(`/environments/${hostileId}`, reader.cookie!);
-    expect(readerPage.body).toContain('Protecting needs an admin token.');
+    expect(readerPage.body).toContain('Protecting needs a developer or admin token.');
     const denied = await s.app.inject({
       method: 'POST',
       url: `/environments/${hostileId}/unprotect`,

@@ -99,6 +99,7 @@ export async function createTestServer(
     ingest: await make('ci', 'ingest'),
     agent: await make('agent', 'agent'),
     read: await make('dev', 'read'),
+    developer: await make('maker', 'developer'),
     admin: await make('ops', 'admin'),
     revoked: await make('old', 'admin'),
     otherProject: await make('other', 'admin', 'other'),

@@ -108,8 +108,11 @@ export function environmentCleanupSection(
     decisions: DecisionItem[];
     jobs: JobView[];
     canClean: boolean;
+    /** Why "Clean up now" is missing ("Cleaning up now needs …"). */
+    cleanNeeds: string;
+    canResume: boolean;
     active: boolean;
-    /** Paused by a pause job: a Resume button (read scope, like keep-alive). */
+    /** Paused by a pause job: a Resume button (read scope, like keep-alive; the developer role). */
     paused: boolean;
     /** The environment's targets by name (from its resources). */
     targets?: TargetNames;
@@ -153,7 +156,7 @@ export function environmentCleanupSection(
     </table>
     <div class="actions">
       ${
-        input.paused
+        input.paused && input.canResume
           ? postForm(session, `/environments/${encodeURIComponent(input.environmentId)}/resume`, 'Resume')
           : ''
       }
@@ -166,7 +169,7 @@ export function environmentCleanupSection(
                 `/environments/${encodeURIComponent(input.environmentId)}/cleanup`,
                 'Clean up now',
               )
-            : html`<span class="muted">Cleaning up now needs an admin token.</span>`
+            : html`<span class="muted">Cleaning up now ${input.cleanNeeds}.</span>`
       }
     </div>
     ${input.jobs.length > 0 ? jobsTable(input.jobs, now, 'environment-jobs', input.targets) : ''}`;

@@ -19,7 +19,8 @@ const style = raw(`
   .badge.active { background: #dafbe1; } .badge.cleaned { background: #eaeef2; } .badge.protected { background: #fff1c2; }
   .actions { display: flex; gap: .6rem; margin: .6rem 0 1rem; flex-wrap: wrap; }
   .actions form { display: inline; }
-  button { padding: .3rem .8rem; cursor: pointer; }
+  button, a.button { padding: .3rem .8rem; cursor: pointer; }
+  a.button { display: inline-block; border: 1px solid #8c959f; border-radius: .3rem; background: #f6f8fa; color: inherit; text-decoration: none; }
   .error { color: #b3261e; }
   form.filters { display: flex; gap: .6rem; align-items: end; margin-bottom: .6rem; }
   label { display: flex; flex-direction: column; font-size: .85em; gap: .15rem; }
@@ -96,29 +97,68 @@ export function loginPage({
   next = '/',
   csrf,
   publicUrl,
+  signInWith,
 }: {
   message?: string;
   next?: string;
   csrf: string;
   /** The server's URL as this request reached it, for the token command. */
   publicUrl: string;
+  /** The OpenID provider's issuer, when people sign in through it. */
+  signInWith?: string;
 }): Html {
   return layout(
     'Log in',
     html`<h1>Log in</h1>
+      ${message ? html`<p class="error" role="alert">${message}</p>` : ''}
+      ${
+        signInWith
+          ? // A link, not a form: the page's CSP (form-action 'self') would stop a form's redirect to the provider.
+            html`<p id="sign-in">
+                <a class="button" href="/auth/login?next=${encodeURIComponent(next)}"
+                  >Sign in with your company account</a
+                >
+                <span class="muted">through ${signInWith}</span>
+              </p>
+              <h2>Or with a token</h2>`
+          : ''
+      }
       <p>
-        Paste a tend token with the <code>read</code> or <code>admin</code> scope. Your platform team gives
-        you one; whoever runs this server makes it with
+        Paste a tend token with the <code>read</code>, <code>developer</code> or <code>admin</code> scope.
+        Your platform team gives you one; whoever runs this server makes it with
         <code>tend server token create --name you --scope read</code> on its host, or from anywhere with an
         admin token: <code>tend server token create --server ${publicUrl} --name you --scope read</code>.
       </p>
-      ${message ? html`<p class="error" role="alert">${message}</p>` : ''}
       <form method="post" action="/login">
         <input type="hidden" name="next" value="${next}" />
         <input type="hidden" name="_csrf" value="${csrf}" />
         <label>Token <input type="password" name="token" autocomplete="off" required size="60" /></label>
         <p><button type="submit">Log in</button></p>
       </form>`,
+  );
+}
+
+/** A person signed in whom the roles file gives no role. */
+export function noRolePage(session: { csrf: string; user: string }): Html {
+  return layout(
+    'No access yet',
+    html`<h1>No access yet</h1>
+      <p class="error" role="alert" id="no-role">
+        You are signed in as ${session.user.replace(/ \(no role\)$/, '')}, but none of your groups or your
+        e-mail address has a role on this tend server. Ask your platform team to give you one (they map groups
+        and e-mail addresses to roles in the server's roles file).
+      </p>`,
+    session,
+  );
+}
+
+/** A sign-in through the OpenID provider that did not succeed: why, and the way back. */
+export function signInFailedPage(message: string): Html {
+  return layout(
+    'Sign-in failed',
+    html`<h1>Sign-in failed</h1>
+      <p class="error" role="alert" id="sign-in-failed">${message}</p>
+      <p><a href="/login">Sign in again</a></p>`,
   );
 }
 
@@ -259,6 +299,9 @@ export interface DetailPageInput {
   timeline: TimelineView[];
   now: Date;
   canProtect: boolean;
+  canKeepAlive: boolean;
+  /** Why the Protect button is missing ("Protecting needs …"). */
+  protectNeeds: string;
   /** The environment's cleanup plan and jobs (see cleanup-pages.ts). */
   cleanup?: Html;
   message?: string;
@@ -325,18 +368,22 @@ export function environmentPage(input: DetailPageInput, session: { csrf: string;
                   ? e.protected
                     ? action('unprotect', 'Unprotect')
                     : action('protect', 'Protect')
-                  : html`<span class="muted">Protecting needs an admin token.</span>`
+                  : html`<span class="muted">Protecting ${input.protectNeeds}.</span>`
               }
-              ${action(
-                'keep-alive',
-                'Keep alive',
-                html`<select name="for" aria-label="Keep alive for">
-                  <option value="8h">8 hours</option>
-                  <option value="24h" selected>1 day</option>
-                  <option value="3d">3 days</option>
-                  <option value="7d">7 days</option>
-                </select> `,
-              )}`
+              ${
+                input.canKeepAlive
+                  ? action(
+                      'keep-alive',
+                      'Keep alive',
+                      html`<select name="for" aria-label="Keep alive for">
+                        <option value="8h">8 hours</option>
+                        <option value="24h" selected>1 day</option>
+                        <option value="3d">3 days</option>
+                        <option value="7d">7 days</option>
+                      </select> `,
+                    )
+                  : ''
+              }`
         }
       </div>
       ${input.cleanup ?? ''}

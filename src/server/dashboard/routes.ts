@@ -1,26 +1,36 @@
 /**
- * The dashboard at `/`: log in with a read (or admin) token, which becomes a session cookie
- * (HttpOnly, SameSite=Lax; the token itself never goes into the cookie). Changes are POST forms
- * carrying the session's CSRF token, answered with a 303 redirect (works without JavaScript).
+ * The dashboard at `/`: log in with a read, developer or admin token, which becomes a session
+ * cookie (HttpOnly, SameSite=Lax; the token itself never goes into the cookie), or sign in through
+ * the OpenID provider (sign-in-routes.ts). Changes are POST forms carrying the session's CSRF
+ * token, answered with a 303 redirect (works without JavaScript); each is allowed by the role
+ * (or token scope) in the environment's project.
  */
 import { randomBytes } from 'node:crypto';
 import { Type, type Static } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
-import { actorOf, constantTimeEqual, scopeAllows, type Principal } from '../auth.js';
+import { actorOf, allows, constantTimeEqual, scopeAllows } from '../auth.js';
 import { decodeCursor } from '../db/repositories/environments.js';
 import { keepAliveUntil, listFilter, ListQuery, visibleEnvironment } from '../environment-queries.js';
 import { environmentView, resourceView, sessionView, timelineView } from '../views.js';
 import { targetLabel } from '../../api/views.js';
-import type { Html } from './html.js';
 import { environmentPage, environmentsPage, loginPage, messagePage } from './pages.js';
 import { cleaningJobs, cleanupOverview, environmentCleanup, nextDecisions } from './cleanup-data.js';
 import { cleanupPage, environmentCleanupSection, nextCell } from './cleanup-pages.js';
 import { firstDay, stateDays, statesChart } from './chart.js';
 import { registerSavingsPage } from './savings-page.js';
+import {
+  needs,
+  personSessionCookie,
+  send,
+  sessionCookie,
+  sessionGuards,
+  type DashboardSession,
+} from './session.js';
+import { registerSignInRoutes } from './sign-in-routes.js';
 
-export const sessionCookie = 'tend_session';
+export { sessionCookie };
 /**
  * The login form's CSRF token, double-submitted: a cookie only this site can set, and the same
  * value in the form. A form posted from another site (logging a person in with someone else's
@@ -29,35 +39,14 @@ export const sessionCookie = 'tend_session';
 export const loginCsrfCookie = 'tend_login_csrf';
 const sessionTtlMs = 12 * 3600_000;
 
-interface DashboardSession {
-  principal: Principal;
-  csrf: string;
-  user: string;
-}
-
 const hidden = { hide: true } as const;
-
-function send(reply: FastifyReply, page: Html, status = 200) {
-  return reply
-    .status(status)
-    .header('content-type', 'text/html; charset=utf-8')
-    .header('cache-control', 'no-store')
-    .header(
-      'content-security-policy',
-      "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-    )
-    .header('x-frame-options', 'DENY')
-    .header('x-content-type-options', 'nosniff')
-    .header('referrer-policy', 'same-origin')
-    .send(page.value);
-}
 
 /**
  * Only paths of this site: `next` must never send the browser elsewhere. Browsers drop tabs and
  * line breaks from URLs (`/\t/evil.example` becomes `//evil.example`) and read `\` as `/`, so
  * only printable ASCII is kept (what `encodeURIComponent` writes); anything else falls back to `/`.
  */
-function safeNext(next: unknown): string {
+export function safeNext(next: unknown): string {
   return typeof next === 'string' && /^\/(?![/\\])[\x21-\x7e]*$/.test(next) && !next.includes('\\')
     ? next
     : '/';
@@ -69,53 +58,8 @@ function origin(request: FastifyRequest): string {
 }
 
 export function registerDashboard(app: App, services: ServerServices): void {
-  const current = async (request: FastifyRequest): Promise<DashboardSession | undefined> => {
-    const cookie = request.cookies[sessionCookie];
-    if (!cookie) return undefined;
-    const found = await services.dashboardSessions.find(cookie, services.now());
-    if (!found || !scopeAllows(found.token.scope, 'read')) return undefined;
-    const principal: Principal = {
-      tokenId: found.token.id,
-      tokenName: found.token.name,
-      scope: found.token.scope,
-      project: found.token.project,
-      clusters: null,
-      via: 'dashboard',
-    };
-    return { principal, csrf: found.csrf, user: `${found.token.name} (${found.token.scope})` };
-  };
-
-  const requireSession = async (request: FastifyRequest, reply: FastifyReply) => {
-    const session = await current(request);
-    if (!session) {
-      void reply.redirect(`/login?next=${encodeURIComponent(request.url)}`, 303);
-      return undefined;
-    }
-    return session;
-  };
-
-  /** For POST forms: a session and a matching CSRF token, or a 403 page. */
-  const requireForm = async (request: FastifyRequest, reply: FastifyReply) => {
-    const session = await current(request);
-    if (!session) {
-      void reply.redirect('/login', 303);
-      return undefined;
-    }
-    const csrf = (request.body as { _csrf?: unknown } | undefined)?._csrf;
-    if (typeof csrf !== 'string' || !constantTimeEqual(csrf, session.csrf)) {
-      void send(
-        reply,
-        messagePage(
-          'Forbidden',
-          'The form has expired or did not come from this dashboard. Reload the page and try again.',
-          session,
-        ),
-        403,
-      );
-      return undefined;
-    }
-    return session;
-  };
+  const { requireSession, requireForm } = sessionGuards(services);
+  registerSignInRoutes(app, services, safeNext);
 
   /** The login form's CSRF value: the request's own cookie, or a new one set on the reply. */
   const loginCsrf = (request: FastifyRequest, reply: FastifyReply): string => {
@@ -142,6 +86,7 @@ export function registerDashboard(app: App, services: ServerServices): void {
           next: safeNext(request.query.next),
           csrf: loginCsrf(request, reply),
           publicUrl: origin(request),
+          signInWith: services.oidc?.settings.issuer,
         }),
       ),
   );
@@ -179,19 +124,28 @@ export function registerDashboard(app: App, services: ServerServices): void {
             next,
             csrf: fresh,
             publicUrl: origin(request),
+            signInWith: services.oidc?.settings.issuer,
           }),
           403,
         );
       }
       const page = (message: string) =>
-        loginPage({ message, next, csrf: cookie, publicUrl: origin(request) });
+        loginPage({
+          message,
+          next,
+          csrf: cookie,
+          publicUrl: origin(request),
+          signInWith: services.oidc?.settings.issuer,
+        });
       const token = (request.body.token ?? '').trim();
       const row = token ? await services.tokens.findLive(token) : undefined;
       if (!row) return send(reply, page('That token is unknown or has been revoked.'), 401);
       if (!scopeAllows(row.scope, 'read')) {
         return send(
           reply,
-          page(`Token "${row.name}" has scope "${row.scope}"; the dashboard needs "read" or "admin".`),
+          page(
+            `Token "${row.name}" has scope "${row.scope}"; the dashboard needs "read", "developer" or "admin".`,
+          ),
           403,
         );
       }
@@ -217,11 +171,23 @@ export function registerDashboard(app: App, services: ServerServices): void {
     '/logout',
     { schema: { ...hidden, body: Type.Object({ _csrf: Type.Optional(Type.String()) }) } },
     async (request, reply) => {
-      const session = await requireForm(request, reply);
+      const session = await requireForm(request, reply, { anyRole: true });
       if (!session) return reply;
-      const cookie = request.cookies[sessionCookie];
-      if (cookie) await services.dashboardSessions.delete(cookie);
-      void reply.clearCookie(sessionCookie, { path: '/' });
+      if (session.principal.person) {
+        const signed = request.cookies[personSessionCookie];
+        const id = signed ? services.oidc?.unsign(signed) : undefined;
+        if (id) await services.personSessions.delete(id);
+        void reply.clearCookie(personSessionCookie, { path: '/' });
+        await services.audit.record({
+          actor: actorOf(session.principal),
+          action: 'logout',
+          now: services.now(),
+        });
+      } else {
+        const cookie = request.cookies[sessionCookie];
+        if (cookie) await services.dashboardSessions.delete(cookie);
+        void reply.clearCookie(sessionCookie, { path: '/' });
+      }
       return reply.redirect('/login', 303);
     },
   );
@@ -335,12 +301,16 @@ export function registerDashboard(app: App, services: ServerServices): void {
           sessions: sessions.map(sessionView),
           timeline: timeline.map(timelineView),
           now,
-          canProtect: scopeAllows(session.principal.scope, 'protect'),
+          canProtect: allows(session.principal, 'protect', env.project),
+          canKeepAlive: allows(session.principal, 'keep-alive', env.project),
+          protectNeeds: needs(session.principal, 'protect'),
           cleanup: environmentCleanupSection(
             {
               environmentId: view.id,
               ...cleanup,
-              canClean: scopeAllows(session.principal.scope, 'admin'),
+              canClean: allows(session.principal, 'clean-now', env.project),
+              cleanNeeds: needs(session.principal, 'clean-now'),
+              canResume: allows(session.principal, 'resume', env.project),
               active: view.state === 'active',
               paused: view.state === 'paused',
               targets: new Map(resourceViews.map((r) => [r.targetKey, targetLabel(r)])),
@@ -372,11 +342,17 @@ export function registerDashboard(app: App, services: ServerServices): void {
         if (!session) return reply;
         const id = request.params.id;
         const permission = action === 'keep-alive' ? 'keep-alive' : 'protect';
-        if (!scopeAllows(session.principal.scope, permission)) {
-          return renderEnvironment(reply, session, id, 403, `${action} needs an admin token.`);
-        }
         const env = await visibleEnvironment(services, id, session.principal).catch(() => undefined);
         if (!env) return send(reply, messagePage('Not found', 'No such environment.', session), 404);
+        if (!allows(session.principal, permission, env.project)) {
+          return renderEnvironment(
+            reply,
+            session,
+            id,
+            403,
+            `${action} ${needs(session.principal, permission)}.`,
+          );
+        }
         // A cleaned environment has nothing left to protect or keep alive (the page offers neither).
         if (env.state === 'cleaned' && action !== 'unprotect') {
           return renderEnvironment(
@@ -413,11 +389,12 @@ export function registerDashboard(app: App, services: ServerServices): void {
       const session = await requireForm(request, reply);
       if (!session) return reply;
       const id = request.params.id;
-      if (!scopeAllows(session.principal.scope, 'admin')) {
-        return renderEnvironment(reply, session, id, 403, 'Cleaning up now needs an admin token.');
-      }
       const env = await visibleEnvironment(services, id, session.principal).catch(() => undefined);
       if (!env) return send(reply, messagePage('Not found', 'No such environment.', session), 404);
+      if (!allows(session.principal, 'clean-now', env.project)) {
+        const message = `Cleaning up now ${needs(session.principal, 'clean-now')}.`;
+        return renderEnvironment(reply, session, id, 403, message);
+      }
       try {
         await services.cleanup.switches.cleanNow(env.id, actorOf(session.principal));
       } catch (error) {
@@ -439,6 +416,10 @@ export function registerDashboard(app: App, services: ServerServices): void {
         () => undefined,
       );
       if (!env) return send(reply, messagePage('Not found', 'No such environment.', session), 404);
+      if (!allows(session.principal, 'resume', env.project)) {
+        const message = `Resuming ${needs(session.principal, 'resume')}.`;
+        return renderEnvironment(reply, session, env.id, 403, message);
+      }
       try {
         await services.cleanup.switches.cleanNow(env.id, actorOf(session.principal), { action: 'resume' });
       } catch (error) {
@@ -460,7 +441,8 @@ export function registerDashboard(app: App, services: ServerServices): void {
     return send(
       reply,
       cleanupPage(overview, session, {
-        isAdmin: scopeAllows(session.principal.scope, 'admin'),
+        // The switches of every project: an admin token of one project acts on its own.
+        isAdmin: allows(session.principal, 'admin', session.principal.project),
         now,
         message,
       }),
@@ -506,10 +488,10 @@ export function registerDashboard(app: App, services: ServerServices): void {
       const session = await requireForm(request, reply);
       if (!session) return reply;
       const { principal } = session;
-      if (!scopeAllows(principal.scope, 'admin')) {
-        return renderCleanup(reply, session, 403, 'Changing cleanup needs an admin token.');
-      }
       const project = path === 'halt' || path === 'resume' ? null : (request.body.project ?? null);
+      if (!allows(principal, 'admin', principal.project ?? project)) {
+        return renderCleanup(reply, session, 403, `Changing cleanup ${needs(principal, 'admin')}.`);
+      }
       if (principal.project && project !== principal.project) {
         return renderCleanup(reply, session, 403, `This token is bound to project ${principal.project}.`);
       }

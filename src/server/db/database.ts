@@ -24,6 +24,7 @@ import * as m0010 from './migrations/0010_neutral_inventory.js';
 import * as m0011 from './migrations/0011_event_order.js';
 import * as m0012 from './migrations/0012_decision_local_time.js';
 import * as m0014 from './migrations/0014_namespace_requests.js';
+import * as m0015 from './migrations/0015_person_sessions.js';
 import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
 import { cachingStatements, TurnTakingSqliteDialect } from './sqlite.js';
@@ -78,6 +79,7 @@ export const migrations: Record<string, Migration> = {
   '0011_event_order': m0011,
   '0012_decision_local_time': m0012,
   '0014_namespace_requests': m0014,
+  '0015_person_sessions': m0015,
 };
 
 export { redactUrl };

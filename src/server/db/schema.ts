@@ -9,7 +9,7 @@ import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction
 /** ISO 8601 UTC timestamp, e.g. `2025-01-31T12:00:00.000Z`. */
 export type Timestamp = string;
 
-export type TokenScope = 'ingest' | 'agent' | 'read' | 'admin';
+export type TokenScope = 'ingest' | 'agent' | 'read' | 'developer' | 'admin';
 /** `paused`: a cleanup job scaled its workloads to 0 (docs/cleanup.md#pause-and-resume). */
 export type EnvironmentState = 'active' | 'paused' | 'cleaned';
 export type ResourceState = 'ready' | 'terminating' | 'missing';
@@ -395,6 +395,21 @@ export interface DashboardSessionsTable {
   expires_at: Timestamp;
 }
 
+/** Dashboard sessions of people signed in through the OpenID provider (migration 0015). */
+export interface PersonSessionsTable {
+  /** sha256 of the cookie's session id, hex. */
+  id_hash: string;
+  issuer: string;
+  subject: string;
+  email: string | null;
+  name: string | null;
+  /** The groups claim at sign-in, JSON array of strings. */
+  groups: string;
+  csrf_token: string;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+}
+
 /**
  * SQLite only: environments whose planning inputs changed, appended by triggers (migration
  * 0004), read and pruned by the planning pass.
@@ -440,6 +455,7 @@ export interface Database {
   cleanup_changes: CleanupChangesTable;
   audit_log: AuditLogTable;
   dashboard_sessions: DashboardSessionsTable;
+  person_sessions: PersonSessionsTable;
   environment_state_days: EnvironmentStateDaysTable;
 }
 

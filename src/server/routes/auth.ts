@@ -23,7 +23,8 @@ export function registerAuthRoutes(app: App, _services: ServerServices): void {
     },
     async (request) => {
       const p = request.principal!;
-      return { name: p.tokenName, scope: p.scope, project: p.project };
+      // Only bearer tokens reach this route: a token always has a scope.
+      return { name: p.tokenName, scope: p.scope ?? 'ingest', project: p.project };
     },
   );
 }

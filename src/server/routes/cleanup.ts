@@ -372,7 +372,7 @@ function registerBreakerResetRoute(app: App, services: ServerServices): void {
 function registerEnvironmentJobRoute(
   app: App,
   services: ServerServices,
-  route: { path: string; permission: 'admin' | 'keep-alive'; summary: string; action?: 'resume' },
+  route: { path: string; permission: 'clean-now' | 'resume'; summary: string; action?: 'resume' },
 ): void {
   const schema = {
     summary: route.summary,
@@ -403,13 +403,13 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
   registerBreakerResetRoute(app, services);
   registerEnvironmentJobRoute(app, services, {
     path: '/api/v1/environments/:id/cleanup',
-    permission: 'admin',
+    permission: 'clean-now',
     summary:
-      'Clean up now: plan jobs for the environment through the same path and checks, only the inactivity wait skipped (admin)',
+      'Clean up now: plan jobs for the environment through the same path and checks, only the inactivity wait skipped (developer or admin)',
   });
   registerEnvironmentJobRoute(app, services, {
     path: '/api/v1/environments/:id/resume',
-    permission: 'keep-alive',
+    permission: 'resume',
     summary:
       'Resume a paused environment: a resume job (restores exactly what the pause recorded) through the same path and checks as every cleanup job (read scope, like keep-alive)',
     action: 'resume',

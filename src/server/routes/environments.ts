@@ -1,7 +1,7 @@
 /**
  * `GET /api/v1/environments` (filters, keyset pagination), `GET /api/v1/environments/:id`
  * (resources, recent sessions, activity timeline), and the changes people make:
- * `POST …/protect`, `…/unprotect` (admin), `…/keep-alive` (read). Each change is audited.
+ * `POST …/protect`, `…/unprotect` (developer), `…/keep-alive` (read). Each change is audited.
  */
 import { Type } from 'typebox';
 import { TendError } from '../../errors.js';
@@ -100,8 +100,8 @@ export function registerEnvironmentRoutes(app: App, services: ServerServices): v
         schema: {
           summary:
             action === 'protect'
-              ? 'Protect an environment: automatic cleanup never touches it (admin)'
-              : 'Remove the protection (admin)',
+              ? 'Protect an environment: automatic cleanup never touches it (developer or admin)'
+              : 'Remove the protection (developer or admin)',
           tags: ['environments'],
           params: IdParams,
           response: { 200: ChangeResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse },
