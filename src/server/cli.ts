@@ -8,7 +8,10 @@ import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import { TendError } from '../errors.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
 import { serverDataDir } from './data-dir.js';
-import { parseDuration } from '../cleanup/policy.js';
+import { defaultArchiveMaxBytes } from '../cleanup/archive.js';
+import { durationWording, parseDuration } from '../cleanup/policy.js';
+import { readArchiveKey } from './cleanup/archive-key.js';
+import type { ArchiveSettings } from './cleanup/archives.js';
 
 export interface ServerDatabaseOptions extends GlobalOptions {
   dataDir?: string;
@@ -36,6 +39,12 @@ export interface ServerOptions extends ServerDatabaseOptions {
   publicUrl?: string;
   /** `--github-webhook-secret-file` (else TEND_GITHUB_WEBHOOK_SECRET): enables the GitHub route. */
   githubWebhookSecretFile?: string;
+  /** `--archive-retention`: how long an archive taken before a deletion can be restored (default 7d). */
+  archiveRetention?: string;
+  /** `--archive-max-size`: the largest compressed archive taken, in MiB (default 8). */
+  archiveMaxSize?: number;
+  /** `--archive-key-file`: the key that seals archived Secrets; without it they are kept by name only. */
+  archiveKeyFile?: string;
 }
 
 /** The GitHub webhook secret: the file's content (trimmed), else TEND_GITHUB_WEBHOOK_SECRET. */
@@ -94,6 +103,31 @@ export function cleanupSettingsOf(options: ServerOptions) {
     maxPerPass,
     protectPatterns: options.protectNamespace ?? [],
     systemNamespace: options.systemNamespace ?? 'tend-system',
+    archive: archiveSettingsOf(options),
+  };
+}
+
+/** `--archive-retention` (1m to 365d), `--archive-max-size` (1 to 1024 MiB) and `--archive-key-file`, checked. */
+export function archiveSettingsOf(options: ServerOptions): ArchiveSettings {
+  const retention = options.archiveRetention ?? '7d';
+  const retentionMs = /^[0-9]{1,9}[mhd]$/.test(retention) ? parseDuration(retention) : undefined;
+  if (retentionMs === undefined || retentionMs < 60_000) {
+    throw new TendError(
+      'TEND_USAGE',
+      `--archive-retention expects ${durationWording('from 1m to 365d')}, got "${retention.slice(0, 100)}"`,
+    );
+  }
+  const maxSize = options.archiveMaxSize ?? defaultArchiveMaxBytes / 1_048_576;
+  if (!Number.isInteger(maxSize) || maxSize < 1 || maxSize > 1024) {
+    throw new TendError(
+      'TEND_USAGE',
+      `--archive-max-size expects a whole number of MiB from 1 to 1024, got "${options.archiveMaxSize}"`,
+    );
+  }
+  return {
+    retentionMs,
+    maxBytes: maxSize * 1_048_576,
+    ...(options.archiveKeyFile !== undefined ? { key: readArchiveKey(options.archiveKeyFile) } : {}),
   };
 }
 

@@ -9,6 +9,7 @@
  * (gate.ts), which reports every namespace on first contact.
  */
 import type { ProviderSettings } from '../config.js';
+import { ArchiveCalls } from './archive.js';
 import { connect, type Connection } from './connection.js';
 import { describeFailure } from './errors.js';
 import { RequestGate, type ClusterIdentity, type GateContext } from './gate.js';
@@ -23,6 +24,7 @@ export class KubeClient {
   readonly pods: PodCalls;
   readonly objects: ObjectCalls;
   readonly workloads: WorkloadCalls;
+  readonly archives: ArchiveCalls;
   private readonly gate: RequestGate;
 
   private constructor(
@@ -36,6 +38,7 @@ export class KubeClient {
     this.pods = new PodCalls(this.gate);
     this.objects = new ObjectCalls(this.gate);
     this.workloads = new WorkloadCalls(this.gate);
+    this.archives = new ArchiveCalls(this.gate);
   }
 
   get settings(): ProviderSettings {

@@ -38,6 +38,7 @@ const environmentColumns = [
   'pull_request_state',
   'pull_request_closed_at',
   'policy_schedule',
+  'policy_archive',
   'paused_at',
   'paused_by',
   'cleaned_at',
