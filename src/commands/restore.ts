@@ -56,15 +56,18 @@ export async function restoreCommand(
   const connection = requireServer(options);
   const id = encodeURIComponent(environmentId);
   const restorable = await apiRequest<RestorableArchive>(connection, `/api/v1/environments/${id}/archive`);
-  const opened = await openProject({ ...options, env: restorable.environment }, plugins);
+  // The archived namespace, or the new one named: the session records the environment there.
+  const opened = await openProject(
+    { ...options, env: restorable.environment },
+    plugins,
+    into ?? restorable.namespaceName,
+  );
   if (opened.project.name !== restorable.project) {
     throw new TendError(
       'TEND_USAGE',
       `the archive is of project "${restorable.project}", this is project "${opened.project.name}": run tend restore in that project's directory (or --root)`,
     );
   }
-  // The archived namespace, or the new one named: the session records the environment there.
-  opened.environment.namespace = into ?? restorable.namespaceName;
   const provider = opened.providers.find(
     (p) =>
       typeof p.plugin.provider.restoreEnvironment === 'function' &&

@@ -56,6 +56,13 @@ export class ArchiveStore {
 
   /** The route's body: gzip-compressed JSON, decompressed within bounds, then as `store`. */
   receive(job: CleanupJobRow, compressed: Buffer, now: Date): Promise<ArchiveResponse> {
+    if (compressed.length > this.settings.maxBytes) {
+      this.metrics.recordArchive('refused');
+      throw new TendError(
+        'TEND_SERVER_PAYLOAD_TOO_LARGE',
+        `the archive of namespace ${job.namespace_name} is ${compressed.length} bytes compressed, over the limit of ${this.settings.maxBytes} bytes (--archive-max-size); not stored, so the namespace is not deleted: raise --archive-max-size, or set archive: false in the policy of an environment holding nothing worth keeping`,
+      );
+    }
     let json: Buffer;
     try {
       json = gunzipSync(compressed, { maxOutputLength: this.settings.maxBytes * expansionLimit });
@@ -82,7 +89,7 @@ export class ArchiveStore {
     return this.store(job, value, compressed.length, now);
   }
 
-  /** Checks and stores the archive of a started delete job; the in-process executor calls this directly. */
+  /** Checks and stores the archive of a started delete job. */
   async store(
     job: CleanupJobRow,
     value: unknown,

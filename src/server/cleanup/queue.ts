@@ -21,7 +21,7 @@ import type {
   StartRequest,
   StartResponse,
 } from '../../cleanup/protocol.js';
-import type { ArchiveResponse, EnvironmentArchive } from '../../cleanup/archive.js';
+import { compressArchive, type ArchiveResponse, type EnvironmentArchive } from '../../cleanup/archive.js';
 import { TendError } from '../../errors.js';
 import { writeAudit } from '../db/repositories/audit.js';
 import type { CleanupInventoryRepository } from '../db/repositories/cleanup-inventories.js';
@@ -183,7 +183,8 @@ export class DatabaseCleanupQueue implements CleanupQueue {
   }
 
   archive(jobId: string, executorId: string, archive: EnvironmentArchive): Promise<ArchiveResponse> {
-    return this.storeArchive(jobId, executorId, (job, now) => this.archives.store(job, archive, 0, now));
+    // The same checks as over HTTP, the size limit included.
+    return this.archiveCompressed(jobId, executorId, compressArchive(archive));
   }
 
   /** The archive route's body (gzip-compressed JSON). */
