@@ -274,6 +274,15 @@ async function main(): Promise<void> {
   await kubectl(kubeconfig, ['create', 'namespace', 'builds-shared']);
   console.log("  team-foreign: not tend's (no tend label); builds-shared: exists before tend uses it");
   await must(['build'], { cwd: builds, env });
+  // Something to bring back at the end: the executor archives it before the deletion.
+  await kubectl(kubeconfig, [
+    '-n',
+    'builds-dev',
+    'create',
+    'configmap',
+    'build-settings',
+    '--from-literal=cache=on',
+  ]);
   await must(['--env', 'shared', 'build'], { cwd: builds, env });
 
   step('a project whose idle environment is paused, not deleted (policy: pause after 1m idle)');
@@ -338,6 +347,13 @@ async function main(): Promise<void> {
     120_000,
   );
   await must(['cleanup', 'plan', '--project', 'builds'], { env: adminEnv });
+
+  step('undo: `tend restore` brings builds-dev back from the archive taken before its deletion (admin)');
+  const [deleted] = (
+    await api<{ items: { id: string }[] }>('/api/v1/environments?project=builds&environment=dev')
+  ).items;
+  await must(['envs', deleted!.id], { env: adminEnv });
+  await must(['restore', deleted!.id], { cwd: builds, env: { ...env, ...adminEnv } });
   if (!namespaceExists('builds-dev')) throw new Error('builds-dev was deleted during the dry run');
 
   step('a webhook: cleanup.done to a local receiver that verifies each signature');

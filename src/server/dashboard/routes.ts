@@ -316,11 +316,12 @@ export function registerDashboard(app: App, services: ServerServices): void {
         return send(reply, messagePage('Not found', error.message, session), 404);
       throw error;
     }
-    const [resources, sessions, timeline, cleanup] = await Promise.all([
+    const [resources, sessions, timeline, cleanup, archive] = await Promise.all([
       services.environments.resources(env.id),
       services.environments.recentSessions(env.id),
       services.environments.timeline(env.id),
       environmentCleanup(services, env.id),
+      services.cleanup.archives.summary(env.id, services.now()),
     ]);
     const now = services.now();
     const view = environmentView(env);
@@ -335,6 +336,7 @@ export function registerDashboard(app: App, services: ServerServices): void {
           timeline: timeline.map(timelineView),
           now,
           canProtect: scopeAllows(session.principal.scope, 'protect'),
+          ...(archive ? { archive } : {}),
           cleanup: environmentCleanupSection(
             {
               environmentId: view.id,
