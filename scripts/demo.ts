@@ -347,13 +347,6 @@ async function main(): Promise<void> {
     120_000,
   );
   await must(['cleanup', 'plan', '--project', 'builds'], { env: adminEnv });
-
-  step('undo: `tend restore` brings builds-dev back from the archive taken before its deletion (admin)');
-  const [deleted] = (
-    await api<{ items: { id: string }[] }>('/api/v1/environments?project=builds&environment=dev')
-  ).items;
-  await must(['envs', deleted!.id], { env: adminEnv });
-  await must(['restore', deleted!.id], { cwd: builds, env: { ...env, ...adminEnv } });
   if (!namespaceExists('builds-dev')) throw new Error('builds-dev was deleted during the dry run');
 
   step('a webhook: cleanup.done to a local receiver that verifies each signature');
@@ -420,6 +413,13 @@ async function main(): Promise<void> {
   step('the cluster afterwards: the foreign and the adopted namespace are still there');
   await kubectl(kubeconfig, ['get', 'namespaces']);
   await must(['cleanup', 'plan', '--project', 'builds'], { env: adminEnv });
+
+  step('undo: `tend restore` brings builds-dev back from the archive taken before its deletion (admin)');
+  const [deleted] = (
+    await api<{ items: { id: string }[] }>('/api/v1/environments?project=builds&environment=dev')
+  ).items;
+  await must(['envs', deleted!.id], { env: adminEnv });
+  await must(['restore', deleted!.id], { cwd: builds, env: { ...env, ...adminEnv } });
 
   console.log(`
 Dashboard:  ${server.url}/
