@@ -87,7 +87,10 @@ describe('npm run demo', () => {
       /resumed the paused environment dev: resumed namespace sleepy-dev: Deployment web 0 → 3/,
     );
     expect(stdout).toMatch(/resumed: deployment web back at 3 replicas/);
-    const after = stdout.slice(stdout.indexOf('the cluster afterwards'));
+    const after = stdout.slice(
+      stdout.indexOf('the cluster afterwards'),
+      stdout.indexOf('undo: `tend restore`'),
+    );
     expect(after).toMatch(/^team-foreign +Active/m);
     expect(after).toMatch(/^builds-shared +Active/m);
     expect(after).not.toMatch(/^builds-dev /m);
