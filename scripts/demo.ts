@@ -274,6 +274,15 @@ async function main(): Promise<void> {
   await kubectl(kubeconfig, ['create', 'namespace', 'builds-shared']);
   console.log("  team-foreign: not tend's (no tend label); builds-shared: exists before tend uses it");
   await must(['build'], { cwd: builds, env });
+  // Something to bring back at the end: the executor archives it before the deletion.
+  await kubectl(kubeconfig, [
+    '-n',
+    'builds-dev',
+    'create',
+    'configmap',
+    'build-settings',
+    '--from-literal=cache=on',
+  ]);
   await must(['--env', 'shared', 'build'], { cwd: builds, env });
 
   step('a project whose idle environment is paused, not deleted (policy: pause after 1m idle)');
@@ -404,6 +413,13 @@ async function main(): Promise<void> {
   step('the cluster afterwards: the foreign and the adopted namespace are still there');
   await kubectl(kubeconfig, ['get', 'namespaces']);
   await must(['cleanup', 'plan', '--project', 'builds'], { env: adminEnv });
+
+  step('undo: `tend restore` brings builds-dev back from the archive taken before its deletion (admin)');
+  const [deleted] = (
+    await api<{ items: { id: string }[] }>('/api/v1/environments?project=builds&environment=dev')
+  ).items;
+  await must(['envs', deleted!.id], { env: adminEnv });
+  await must(['restore', deleted!.id], { cwd: builds, env: { ...env, ...adminEnv } });
 
   console.log(`
 Dashboard:  ${server.url}/

@@ -11,6 +11,8 @@ export const ExitCode = { ok: 0, actionFailed: 1, usage: 2, interrupted: 130 } a
 export const errorCodes = {
   TEND_ACTION_FAILED: ExitCode.actionFailed,
   TEND_ACTION_NOT_FOUND: ExitCode.usage,
+  TEND_ARCHIVE: ExitCode.actionFailed,
+  TEND_ARCHIVE_NOT_FOUND: ExitCode.usage,
   TEND_AUTH: ExitCode.usage,
   TEND_AUTH_FORBIDDEN: ExitCode.usage,
   TEND_CLEANUP_CONFLICT: ExitCode.actionFailed,

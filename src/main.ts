@@ -170,6 +170,35 @@ Examples:
       execute(cmd, async () => (await import('./commands/resume.js')).resumeCommand(cmd.optsWithGlobals())),
     );
 
+  serverFlags(
+    program
+      .command('restore <environment-id>')
+      .description(
+        'bring back an environment that cleanup deleted, from the archive taken before the deletion ' +
+          '(admin token; run in the project directory, with your kubeconfig)',
+      ),
+  )
+    .option('--into <namespace>', 'restore into this new namespace (the archived one exists again)')
+    .addHelpText(
+      'after',
+      `
+The namespace is re-created and recorded by this command's session, then every archived object is
+applied in dependency order; paused workloads come back paused. What cannot be restored is listed
+with the reason: volume data (never archived), Secrets kept by name only (no --archive-key-file on
+the server), objects the cluster refuses. A namespace that exists again is never restored into.
+
+Examples:
+  tend envs --state cleaned                       find the environment's id
+  tend envs 01J9Z3K4M5N6P7Q8R9S0T1V2W3           "restorable until …"
+  tend restore 01J9Z3K4M5N6P7Q8R9S0T1V2W3
+  tend restore 01J9Z3K4M5N6P7Q8R9S0T1V2W3 --into shop-alice-restored`,
+    )
+    .action(async (id: string, _opts, cmd: Command) =>
+      execute(cmd, async () =>
+        (await import('./commands/restore.js')).restoreCommand(id, cmd.optsWithGlobals()),
+      ),
+    );
+
   program
     .command('validate')
     .description('check the project configuration and print every action')

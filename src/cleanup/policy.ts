@@ -137,6 +137,12 @@ const policyFields = {
     ),
   ),
   schedule: Type.Optional(CleanupSchedule),
+  archive: Type.Optional(
+    Type.Boolean({
+      description:
+        "Archive the environment before deleting it, so that `tend restore` can bring it back within the server's --archive-retention (default true); false for environments that hold nothing worth keeping.",
+    }),
+  ),
 };
 
 /** `environments[].cleanup` as tend.yml writes it. */

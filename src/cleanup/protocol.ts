@@ -8,6 +8,7 @@
  * refused with TEND_CLEANUP_LEASE_LOST (HTTP 409); the executor then drops the job.
  */
 import { Type, type Static } from 'typebox';
+import { ArchiveMode, ArchiveResponse, type EnvironmentArchive } from './archive.js';
 import { TargetKey } from './targets.js';
 
 const Id = (description?: string) => Type.String({ minLength: 1, maxLength: 200, description });
@@ -194,6 +195,12 @@ export const CleanupJob = Type.Object({
   leaseExpiresAt: Type.Union([Time(), Type.Null()]),
   /** The executor runs every check but does not act (a dry-run executor, `tend agent --dry-run`). */
   dryRun: Type.Boolean(),
+  /**
+   * What the executor archives before it deletes (`none` for pause and resume, and for a policy
+   * with `archive: false`; absent from a server that keeps no archives): a deletion whose
+   * archive the server did not store does not happen.
+   */
+  archive: Type.Optional(ArchiveMode),
 });
 export type CleanupJob = Static<typeof CleanupJob>;
 
@@ -288,6 +295,22 @@ export const queueRoutes = {
 } as const;
 export type QueueRoute = keyof typeof queueRoutes;
 
+/**
+ * The archive route (agent scope): its body is the archive as gzip-compressed JSON
+ * (`content-type: application/gzip`), not a JSON body, so it is not in the table above. The
+ * executor that holds the job's lease names itself in the query.
+ */
+export const archiveRoute = {
+  path: '/api/v1/cleanup/jobs/:id/archive',
+  summary:
+    'Store the archive of a started delete job before its deletion: gzip-compressed JSON, size-limited (agent scope)',
+  response: ArchiveResponse,
+} as const;
+
+export function archivePath(jobId: string, executorId: string): string {
+  return `${archiveRoute.path.replace(':id', encodeURIComponent(jobId))}?executorId=${encodeURIComponent(executorId)}`;
+}
+
 /** The path of a queue route, with the job id filled in. */
 export function queuePath(route: QueueRoute, jobId?: string): string {
   const path = queueRoutes[route].path;
@@ -305,4 +328,6 @@ export interface CleanupQueue {
   claim(body: ClaimRequest): Promise<ClaimResponse>;
   start(jobId: string, body: StartRequest): Promise<StartResponse>;
   complete(jobId: string, body: CompleteRequest): Promise<CompleteResponse>;
+  /** Stores the archive of a started delete job; throws when it was not stored (then nothing is deleted). */
+  archive(jobId: string, executorId: string, archive: EnvironmentArchive): Promise<ArchiveResponse>;
 }

@@ -80,7 +80,12 @@ function clusterOverride(options: GlobalOptions): ClusterOverride | undefined {
   return Object.keys(cluster).length > 0 ? cluster : undefined;
 }
 
-export async function openProject(options: GlobalOptions, builtins: PluginDefinition[] = builtinPlugins()) {
+export async function openProject(
+  options: GlobalOptions,
+  builtins: PluginDefinition[] = builtinPlugins(),
+  /** The namespace instead of the environment's own (`tend restore`: the archived one, or `--into`). */
+  namespace?: string,
+) {
   validatePlugins(builtins);
   // The plugins tend.yml names (`providers[].plugin`) come back checked, after the built-ins.
   const { project, actions, plugins } = await loadProjectConfig({
@@ -92,6 +97,8 @@ export async function openProject(options: GlobalOptions, builtins: PluginDefini
   const { user, hostId } = localIdentity();
   const vars = parseVarFlags(options.var ?? []);
   const selected = selectEnvironment(project, { env: options.env, vars, varFiles: options.varFile });
+  // Before the templates are resolved: the providers' `${environment.namespace}` names it too.
+  if (namespace !== undefined) selected.namespace = namespace;
   checkVarFlagsRead(project, actions, vars, selected.varfileVariables);
   const environment: EnvironmentInfo = {
     project: project.name,

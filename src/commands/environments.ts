@@ -6,6 +6,7 @@ import { formatTable, type CommandResult, type GlobalOptions } from '../cli/outp
 import type { PlanItemView } from '../api/cleanup.js';
 import type { EnvironmentView, ResourceView, SessionView } from '../api/views.js';
 import { targetLabel } from '../api/views.js';
+import type { ArchiveSummary } from '../cleanup/archive.js';
 import { apiRequest } from '../remote/client.js';
 import { redactUrl } from '../redact.js';
 import { requireServer } from '../remote/credentials.js';
@@ -92,10 +93,25 @@ export async function environmentsCommand(
 
 export interface EnvironmentDetail {
   environment: EnvironmentView;
+  /** The archive taken before its last deletion, while it can be restored (`tend restore`). */
+  archive: ArchiveSummary | null;
   resources: ResourceView[];
   sessions: SessionView[];
   /** The last planning pass's decisions for the environment's namespaces. */
   plan: PlanItemView[];
+}
+
+/** "restorable until …": the archive's end of retention and what `tend restore` brings back. */
+function restorable(archive: ArchiveSummary | null | undefined, id: string): string {
+  if (!archive) return '-';
+  const secrets =
+    archive.secretsNotKept > 0
+      ? `, ${archive.secretsNotKept} secret(s) by name only`
+      : `, ${archive.secrets} secret(s)`;
+  return (
+    `${archive.restorableUntil} (archive of namespace ${archive.namespaceName}: ${archive.objects} object(s)${secrets}` +
+    `${archive.restoredAt ? `; restored at ${archive.restoredAt}` : ''}; \`tend restore ${id}\`)`
+  );
 }
 
 export async function environmentCommand(
@@ -135,6 +151,7 @@ export async function environmentCommand(
     ['protected', e.protected ? `yes, by ${e.protectedBy ?? '?'} at ${e.protectedAt ?? '?'}` : 'no'],
     ['kept alive until', e.keepAliveUntil ? `${e.keepAliveUntil} (by ${e.keepAliveBy ?? '?'})` : '-'],
     ['first seen', e.createdAt],
+    ['restorable until', restorable(detail.archive, e.id)],
   ];
   const width = Math.max(...facts.map(([k]) => k.length));
   const lines = [
@@ -185,7 +202,13 @@ export async function environmentCommand(
         ),
   ];
   return {
-    data: { environment: e, resources: detail.resources, sessions: detail.sessions, plan },
+    data: {
+      environment: e,
+      archive: detail.archive ?? null,
+      resources: detail.resources,
+      sessions: detail.sessions,
+      plan,
+    },
     human: lines.join('\n'),
     exitCode: 0,
   };

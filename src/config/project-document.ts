@@ -160,6 +160,7 @@ export function readProjectDocument(
                   ...(env.cleanup.warnBefore !== undefined ? { warnBefore: env.cleanup.warnBefore } : {}),
                   ...(env.cleanup.afterClose !== undefined ? { afterClose: env.cleanup.afterClose } : {}),
                   ...(env.cleanup.schedule ? { schedule: env.cleanup.schedule } : {}),
+                  ...(env.cleanup.archive === false ? { archive: false } : {}),
                 },
               }
             : {}),

@@ -16,6 +16,7 @@ import { newId, SessionBus } from '../events/bus.js';
 import type { TendEvent } from '../events/catalog.js';
 import type { CleanupCallContext, CleanupResult, CleanupTarget } from '../plugin/types.js';
 import { CleanupRouter, type ServedPlugin } from '../router/cleanup.js';
+import type { EnvironmentArchive } from '../cleanup/archive.js';
 import type { CleanupJob, CleanupQueue, ExecutorKind, InventoryResponse } from '../cleanup/protocol.js';
 
 export type ExecutorLogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -303,9 +304,24 @@ export class CleanupExecutor {
       };
     }
     try {
-      return await this.router.verifyAndClean(served, target, job, signal, async () => {
-        const again = await this.options.queue.start(job.id, { executorId: this.executorId });
-        return again.proceed ? undefined : `the server withdrew the job: ${again.reason}`;
+      return await this.router.verifyAndClean(served, target, job, signal, {
+        confirm: async () => {
+          const again = await this.options.queue.start(job.id, { executorId: this.executorId });
+          return again.proceed ? undefined : `the server withdrew the job: ${again.reason}`;
+        },
+        // Only a delete that must be archived gets the hook: a handler asked to archive without
+        // it fails the job rather than delete unarchived.
+        ...((job.archive ?? 'none') !== 'none'
+          ? {
+              archive: async (archive: EnvironmentArchive) => {
+                const stored = await this.options.queue.archive(job.id, this.executorId, archive);
+                this.log(
+                  'info',
+                  `${job.namespaceName}: archived ${stored.objects} object(s), ${stored.secrets} secret(s) until ${stored.expiresAt}`,
+                );
+              },
+            }
+          : {}),
       });
     } catch (error) {
       // Never reported done: the server retries it with backoff.

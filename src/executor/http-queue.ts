@@ -7,7 +7,8 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { TendError } from '../errors.js';
 import { apiRequest } from '../remote/client.js';
-import { queuePath, type CleanupQueue, type QueueRoute } from '../cleanup/protocol.js';
+import { compressArchive } from '../cleanup/archive.js';
+import { archivePath, queuePath, type CleanupQueue, type QueueRoute } from '../cleanup/protocol.js';
 
 export interface HttpQueueOptions {
   server: string;
@@ -32,15 +33,21 @@ function transient(error: unknown): error is TendError {
 export class HttpCleanupQueue implements CleanupQueue {
   constructor(private readonly options: HttpQueueOptions) {}
 
-  private async post<T>(route: QueueRoute, body: unknown, jobId?: string): Promise<T> {
+  private post<T>(route: QueueRoute, body: unknown, jobId?: string): Promise<T> {
+    return this.send<T>(queuePath(route, jobId), { body });
+  }
+
+  private async send<T>(
+    path: string,
+    payload: { body?: unknown; rawBody?: { contentType: string; data: Buffer } },
+  ): Promise<T> {
     const o = this.options;
-    const path = queuePath(route, jobId);
     const retries = o.retries ?? 6;
     for (let attempt = 0; ; attempt++) {
       try {
         return await apiRequest<T>({ url: o.server, token: o.token }, path, {
           method: 'POST',
-          body,
+          ...payload,
           timeoutMs: o.timeoutMs ?? 30_000,
         });
       } catch (error) {
@@ -59,4 +66,8 @@ export class HttpCleanupQueue implements CleanupQueue {
   claim: CleanupQueue['claim'] = (body) => this.post('claim', body);
   start: CleanupQueue['start'] = (jobId, body) => this.post('start', body, jobId);
   complete: CleanupQueue['complete'] = (jobId, body) => this.post('complete', body, jobId);
+  archive: CleanupQueue['archive'] = (jobId, executorId, archive) =>
+    this.send(archivePath(jobId, executorId), {
+      rawBody: { contentType: 'application/gzip', data: compressArchive(archive) },
+    });
 }

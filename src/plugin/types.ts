@@ -5,6 +5,7 @@
  */
 import type { TSchema } from 'typebox';
 import type { CleanupJob, CleanupOutcome, InventoryItem } from '../cleanup/protocol.js';
+import type { EnvironmentArchive } from '../cleanup/archive.js';
 import type { SourceLocation } from '../errors.js';
 import type { CleanupPolicy } from '../cleanup/policy.js';
 import type { EventPayloads, EventType } from '../events/catalog.js';
@@ -27,7 +28,12 @@ export const actionHandlerNames: { [K in ActionKind]: readonly ActionHandlerName
 };
 
 export type ProviderHandlerName =
-  'init' | 'getEnvironmentStatus' | 'prepareEnvironment' | 'cleanupEnvironment' | 'resumeEnvironment';
+  | 'init'
+  | 'getEnvironmentStatus'
+  | 'prepareEnvironment'
+  | 'cleanupEnvironment'
+  | 'resumeEnvironment'
+  | 'restoreEnvironment';
 export const providerHandlerNames: readonly ProviderHandlerName[] = [
   'init',
   'getEnvironmentStatus',
@@ -35,7 +41,10 @@ export const providerHandlerNames: readonly ProviderHandlerName[] = [
   'cleanupEnvironment',
 ];
 /** Provider handlers a plugin may leave out. */
-export const optionalProviderHandlerNames: readonly ProviderHandlerName[] = ['resumeEnvironment'];
+export const optionalProviderHandlerNames: readonly ProviderHandlerName[] = [
+  'resumeEnvironment',
+  'restoreEnvironment',
+];
 
 /**
  * Handlers a kind may have, beyond those it must: `Deploy.getLogs` (`tend logs`). A plugin
@@ -319,6 +328,27 @@ export interface ProviderHandlers<Config = unknown, State = unknown> {
    * the start of `tend deploy|test|run` and by `tend resume`. Nothing paused: `resumed: false`.
    */
   resumeEnvironment?(ctx: PluginContext<Config, State>): Promise<ResumeResult>;
+  /**
+   * Optional: re-creates the environment from the archive an executor took before deleting it
+   * (`tend restore`, docs/cleanup.md#undo), into the environment's namespace, which must not
+   * exist. Says what it could not restore and why; throws only when nothing could be.
+   */
+  restoreEnvironment?(ctx: PluginContext<Config, State>, request: RestoreRequest): Promise<RestoreResult>;
+}
+
+export interface RestoreRequest {
+  archive: EnvironmentArchive;
+  /** Secrets archived by name only (the server had no archive key). */
+  missingSecrets: readonly string[];
+}
+
+export interface RestoreResult {
+  /** The namespace (or directory) re-created. */
+  namespace: string;
+  /** `Kind/name` of every object re-created, in the order it was. */
+  restored: string[];
+  /** What was not restored, and why (volume data, missing Secrets, objects the cluster refused). */
+  notRestored: { what: string; why: string }[];
 }
 
 export interface ResumeResult {
@@ -414,6 +444,7 @@ export type CleanupJobSpec = Pick<
   | 'expectedLastActivityAt'
   | 'target'
   | 'dryRun'
+  | 'archive'
 >;
 
 /** `done`: the action happened (or the namespace was already gone); `cancelled`: a check refused it; `failed`: retry later. */
@@ -444,6 +475,12 @@ export interface CleanupCallContext<Settings = unknown> {
    * since the executor's `start` wins. Returns why to stop (report `cancelled`), or undefined.
    */
   confirm?: () => Promise<string | undefined>;
+  /**
+   * `verifyAndClean` of a job whose `archive` is not `none`: stores the environment's archive with
+   * the server, right before the deletion (after every check and `confirm`). It throws when the
+   * server did not store it: the handler must then not delete (the job fails and is retried).
+   */
+  archive?: (archive: EnvironmentArchive) => Promise<void>;
 }
 
 /**

@@ -11,7 +11,13 @@ export interface Connection {
 export async function apiRequest<T>(
   connection: Connection,
   path: string,
-  init: { method?: string; body?: unknown; timeoutMs?: number } = {},
+  init: {
+    method?: string;
+    body?: unknown;
+    /** A body that is not JSON (a compressed archive), sent as it is with its content type. */
+    rawBody?: { contentType: string; data: Buffer };
+    timeoutMs?: number;
+  } = {},
 ): Promise<T> {
   const url = new URL(connection.url + path);
   const timeoutMs = init.timeoutMs ?? 15_000;
@@ -27,8 +33,10 @@ export async function apiRequest<T>(
         accept: 'application/json',
         ...(connection.token ? { authorization: `Bearer ${connection.token}` } : {}),
         ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(init.rawBody ? { 'content-type': init.rawBody.contentType } : {}),
       },
       ...(init.body !== undefined ? { body: Buffer.from(JSON.stringify(init.body), 'utf8') } : {}),
+      ...(init.rawBody ? { body: init.rawBody.data } : {}),
       agent: false,
       signal: timeout.signal,
     });

@@ -54,10 +54,10 @@ export class CleanupRouter {
     target: CleanupTarget,
     job: CleanupJobSpec,
     signal: AbortSignal,
-    confirm?: () => Promise<string | undefined>,
+    hooks: Pick<CleanupCallContext, 'confirm' | 'archive'> = {},
   ): Promise<CleanupResult> {
     return this.call(served, 'verifyAndClean', signal, (ctx) =>
-      served.plugin.cleanup.verifyAndClean(confirm ? { ...ctx, confirm } : ctx, target, job),
+      served.plugin.cleanup.verifyAndClean({ ...ctx, ...hooks }, target, job),
     );
   }
 

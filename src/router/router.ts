@@ -50,6 +50,12 @@ export interface RouterOptions {
 
 type ProviderCallName = Exclude<keyof ProviderHandlers, 'init'>;
 type ProviderResults = { [H in ProviderCallName]: Awaited<ReturnType<NonNullable<ProviderHandlers[H]>>> };
+/** What a provider handler takes after its context (`restoreEnvironment`'s request). */
+type ProviderArgs = {
+  [H in ProviderCallName]: NonNullable<ProviderHandlers[H]> extends (ctx: never, ...rest: infer R) => unknown
+    ? R
+    : never;
+};
 
 /** What each action handler returns. */
 export interface ActionResults {
@@ -107,9 +113,10 @@ export class Router {
   async callProvider<H extends ProviderCallName>(
     provider: ProviderRuntime,
     handler: H,
+    ...args: ProviderArgs[H]
   ): Promise<ProviderResults[H]> {
     const fn = provider.plugin.provider[handler] as
-      ((ctx: PluginContext) => Promise<ProviderResults[H]>) | undefined;
+      ((ctx: PluginContext, ...rest: ProviderArgs[H]) => Promise<ProviderResults[H]>) | undefined;
     if (typeof fn !== 'function') {
       throw new TendError(
         'TEND_HANDLER_MISSING',
@@ -117,7 +124,7 @@ export class Router {
         { plugin: provider.plugin.name, handler },
       );
     }
-    return this.call(provider, handler, undefined, (ctx) => fn.call(provider.plugin.provider, ctx));
+    return this.call(provider, handler, undefined, (ctx) => fn.call(provider.plugin.provider, ctx, ...args));
   }
 
   async callAction<H extends ActionHandlerNames[ActionKind]>(

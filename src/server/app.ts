@@ -43,7 +43,9 @@ import type { App, ServerServices } from './services.js';
 import { registerAdminRoutes } from './routes/admin.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { registerAuthRoutes } from './routes/auth.js';
+import { archiveRoute } from '../cleanup/protocol.js';
 import { registerCleanupExecutorRoutes } from './routes/cleanup-executor.js';
+import { registerArchiveRoutes } from './routes/archives.js';
 import { registerCleanupRoutes } from './routes/cleanup.js';
 import { registerCleanupReportRoutes } from './routes/cleanup-report.js';
 import { registerEnvironmentRoutes } from './routes/environments.js';
@@ -104,6 +106,8 @@ export function formatBytes(n: number): string {
 }
 
 export const httpStatusOf: Partial<Record<ErrorCode, number>> = {
+  TEND_ARCHIVE: 422,
+  TEND_ARCHIVE_NOT_FOUND: 404,
   TEND_AUTH: 401,
   TEND_AUTH_FORBIDDEN: 403,
   TEND_WEBHOOK_NOT_FOUND: 404,
@@ -148,9 +152,13 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
       status = httpStatusOf[error.code] ?? 500;
     } else if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
       const limit = request.routeOptions.bodyLimit ?? bodyLimit;
+      const what =
+        request.routeOptions.url === archiveRoute.path
+          ? "the archive is refused and the namespace is not deleted: raise the server's --archive-max-size, or set archive: false in the policy of an environment holding nothing worth keeping"
+          : 'send smaller batches';
       tendError = new TendError(
         'TEND_SERVER_PAYLOAD_TOO_LARGE',
-        `request body exceeds the limit of ${formatBytes(limit)} (${limit} bytes); send smaller batches`,
+        `request body exceeds the limit of ${formatBytes(limit)} (${limit} bytes); ${what}`,
         { detail: { limitBytes: limit } },
       );
       status = 413;
@@ -361,6 +369,7 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
   registerCleanupExecutorRoutes(app, services);
   registerCleanupRoutes(app, services);
   registerCleanupReportRoutes(app, services);
+  registerArchiveRoutes(app, services);
   registerAdminRoutes(app, services);
   registerGithubRoutes(app, services);
   registerDashboard(app, services);

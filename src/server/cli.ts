@@ -8,8 +8,11 @@ import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import { TendError } from '../errors.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
 import { serverDataDir } from './data-dir.js';
-import { parseDuration } from '../cleanup/policy.js';
+import { defaultArchiveMaxBytes } from '../cleanup/archive.js';
+import { durationWording, parseDuration } from '../cleanup/policy.js';
 import { oidcSettingsOf, type OidcFlags } from './oidc/settings.js';
+import { readArchiveKey } from './cleanup/archive-key.js';
+import type { ArchiveSettings } from './cleanup/archives.js';
 
 export interface ServerDatabaseOptions extends GlobalOptions {
   dataDir?: string;
@@ -40,6 +43,12 @@ export interface ServerOptions extends ServerDatabaseOptions, OidcFlags {
   /** `--price-cpu-hour`, `--price-gib-hour`: money per CPU core-hour and per GiB-hour in the savings report. */
   priceCpuHour?: string;
   priceGibHour?: string;
+  /** `--archive-retention`: how long an archive taken before a deletion can be restored (default 7d). */
+  archiveRetention?: string;
+  /** `--archive-max-size`: the largest compressed archive taken, in MiB (default 8). */
+  archiveMaxSize?: number;
+  /** `--archive-key-file`: the key that seals archived Secrets; without it they are kept by name only. */
+  archiveKeyFile?: string;
 }
 
 /** Highest price a flag takes: beyond it a typo, not a price. */
@@ -119,6 +128,31 @@ export function cleanupSettingsOf(options: ServerOptions) {
     maxPerPass,
     protectPatterns: options.protectNamespace ?? [],
     systemNamespace: options.systemNamespace ?? 'tend-system',
+    archive: archiveSettingsOf(options),
+  };
+}
+
+/** `--archive-retention` (1m to 365d), `--archive-max-size` (1 to 1024 MiB) and `--archive-key-file`, checked. */
+export function archiveSettingsOf(options: ServerOptions): ArchiveSettings {
+  const retention = options.archiveRetention ?? '7d';
+  const retentionMs = /^[0-9]{1,9}[mhd]$/.test(retention) ? parseDuration(retention) : undefined;
+  if (retentionMs === undefined || retentionMs < 60_000) {
+    throw new TendError(
+      'TEND_USAGE',
+      `--archive-retention expects ${durationWording('from 1m to 365d')}, got "${retention.slice(0, 100)}"`,
+    );
+  }
+  const maxSize = options.archiveMaxSize ?? defaultArchiveMaxBytes / 1_048_576;
+  if (!Number.isInteger(maxSize) || maxSize < 1 || maxSize > 1024) {
+    throw new TendError(
+      'TEND_USAGE',
+      `--archive-max-size expects a whole number of MiB from 1 to 1024, got "${options.archiveMaxSize}"`,
+    );
+  }
+  return {
+    retentionMs,
+    maxBytes: maxSize * 1_048_576,
+    ...(options.archiveKeyFile !== undefined ? { key: readArchiveKey(options.archiveKeyFile) } : {}),
   };
 }
 

@@ -31,6 +31,12 @@ export class Metrics {
   private readonly passBucketCounts = latencyBuckets.map(() => 0);
   private passSum = 0;
   private passCount = 0;
+  private readonly archiveOutcomes = new Map<string, number>();
+
+  /** An environment archive was stored, refused (invalid, too large) or pruned (expired). */
+  recordArchive(outcome: 'stored' | 'refused' | 'pruned'): void {
+    this.archiveOutcomes.set(outcome, (this.archiveOutcomes.get(outcome) ?? 0) + 1);
+  }
 
   /** A cleanup job reached an outcome: planned, done, cancelled, failed, retried. */
   recordCleanupJob(action: string, outcome: string): void {
@@ -60,7 +66,11 @@ export class Metrics {
   }
 
   /** The exposition text (format 0.0.4). */
-  render(environments: Record<string, number>, cleanup?: CleanupGauges): string {
+  render(
+    environments: Record<string, number>,
+    cleanup?: CleanupGauges,
+    archives?: { count: number; bytes: number },
+  ): string {
     const lines: string[] = [];
     lines.push('# HELP tend_ingest_events_total Events received by POST /api/v1/events, by result.');
     lines.push('# TYPE tend_ingest_events_total counter');
@@ -130,6 +140,19 @@ export class Metrics {
           );
         }
       }
+    }
+    lines.push('# HELP tend_archives_total Environment archives stored, refused or pruned (per replica).');
+    lines.push('# TYPE tend_archives_total counter');
+    for (const outcome of ['stored', 'refused', 'pruned']) {
+      lines.push(`tend_archives_total{outcome="${outcome}"} ${this.archiveOutcomes.get(outcome) ?? 0}`);
+    }
+    if (archives) {
+      lines.push('# HELP tend_archives Environment archives kept for restore.');
+      lines.push('# TYPE tend_archives gauge');
+      lines.push(`tend_archives ${archives.count}`);
+      lines.push('# HELP tend_archives_bytes Compressed size of the environment archives kept.');
+      lines.push('# TYPE tend_archives_bytes gauge');
+      lines.push(`tend_archives_bytes ${archives.bytes}`);
     }
     return lines.join('\n') + '\n';
   }

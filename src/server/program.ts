@@ -58,6 +58,20 @@ export function addServerCommands(program: Command): void {
       'the URL people open the dashboard at (keep-alive links in webhooks); default: the listening address',
     )
     .option(
+      '--archive-retention <duration>',
+      'how long the archive taken before a deletion can be restored with tend restore (1m to 365d)',
+      '7d',
+    )
+    .addOption(
+      new Option('--archive-max-size <MiB>', 'the largest compressed archive the server takes (MiB)')
+        .default(8)
+        .argParser(Number),
+    )
+    .option(
+      '--archive-key-file <file>',
+      'a 32-byte key (64 hex digits: openssl rand -hex 32) that seals archived Secrets with AES-256-GCM; without it they are kept by name only',
+    )
+    .option(
       '--github-webhook-secret-file <file>',
       'enable POST /api/v1/integrations/github: the secret of the GitHub webhook, read from this file (or TEND_GITHUB_WEBHOOK_SECRET)',
     )

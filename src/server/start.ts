@@ -130,7 +130,10 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const statesTimer = setInterval(() => void recordStates(), 600_000);
   statesTimer.unref();
 
-  const planning = startPlanningLoop(app.cleanup.pass, logger);
+  const planning = startPlanningLoop(app.cleanup.pass, logger, {
+    store: app.cleanup.archives,
+    now: () => app.cleanup.clock.now(),
+  });
   app.notifications.publicUrl = options.publicUrl ?? url;
   const notifying = app.notifications.startLoop(logger);
   const embedded = served

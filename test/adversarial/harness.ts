@@ -13,6 +13,8 @@ import { startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
 import { createTestServer, type Dialect, type TestServer } from '../server/helpers.js';
 import { streamEnv } from '../stream/helpers.js';
 import { servedClusters, testProtection } from '../cleanup/helpers.js';
+import type { ArchiveSettings } from '../../src/server/cleanup/archives.js';
+import { defaultCleanupSettings } from '../../src/server/cleanup/settings.js';
 
 export interface Stage {
   sim: SimHandle;
@@ -36,14 +38,21 @@ export interface Stage {
   stop(): Promise<void>;
 }
 
-export async function stage(dialect: Dialect, o: { maxPerPass?: number } = {}): Promise<Stage> {
+export async function stage(
+  dialect: Dialect,
+  o: { maxPerPass?: number; archive?: Partial<ArchiveSettings> } = {},
+): Promise<Stage> {
   const sim = await startSim({ namespaceDeleteDelayMs: 20 });
   let wall = Date.now();
   let monotonic = 0;
   const server = await createTestServer(dialect, {
     now: () => new Date(wall),
     monotonicNow: () => monotonic,
-    cleanup: { intervalMs: 30_000, maxPerPass: o.maxPerPass ?? 10 },
+    cleanup: {
+      intervalMs: 30_000,
+      maxPerPass: o.maxPerPass ?? 10,
+      archive: { ...defaultCleanupSettings.archive, ...o.archive },
+    },
   });
   const url = await server.app.listen({ port: 0, host: '127.0.0.1' });
   const executor = new CleanupExecutor({

@@ -135,6 +135,35 @@ describe('exec cleanup', () => {
     expect(again).toMatchObject({ outcome: 'done', message: expect.stringMatching(/already gone/) });
   });
 
+  it('archives its state record before removing it, and removes nothing when the archive cannot be sent', async () => {
+    const env = await deployed('loc5');
+    const { ctx } = context();
+    const [target] = await cleanup.targets(ctx);
+    // A job that asks for an archive, at an executor that cannot send one: failed, nothing removed.
+    await expect(
+      cleanup.verifyAndClean(ctx, target!, job(env, 'loc5', { archive: 'objects' })),
+    ).rejects.toThrow(/cannot send one; not removed/);
+    expect(existsSync(env.dir)).toBe(true);
+    // The server refuses it: the error is the job's, the environment stays.
+    const refused = { ...ctx, archive: () => Promise.reject(new Error('413 too large')) };
+    await expect(
+      cleanup.verifyAndClean(refused, target!, job(env, 'loc5', { archive: 'objects' })),
+    ).rejects.toThrow(/413 too large/);
+    expect(existsSync(env.dir)).toBe(true);
+    const archived: unknown[] = [];
+    const archiving = { ...ctx, archive: async (a: unknown) => void archived.push(a) };
+    const result = await cleanup.verifyAndClean(archiving, target!, job(env, 'loc5', { archive: 'objects' }));
+    expect(result.outcome).toBe('done');
+    expect(archived).toEqual([
+      expect.objectContaining({
+        kind: 'exec',
+        path: env.dir,
+        state: expect.objectContaining({ record: expect.objectContaining({ uid: env.uid }) }),
+      }),
+    ]);
+    expect(existsSync(env.dir)).toBe(false);
+  });
+
   it('an unreadable record or a torn index entry makes the inventory incomplete, and cleans nothing', async () => {
     const env = await deployed('loc2');
     const { ctx } = context();

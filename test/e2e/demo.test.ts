@@ -87,10 +87,19 @@ describe('npm run demo', () => {
       /resumed the paused environment dev: resumed namespace sleepy-dev: Deployment web 0 → 3/,
     );
     expect(stdout).toMatch(/resumed: deployment web back at 3 replicas/);
-    const after = stdout.slice(stdout.indexOf('the cluster afterwards'));
+    const after = stdout.slice(
+      stdout.indexOf('the cluster afterwards'),
+      stdout.indexOf('undo: `tend restore`'),
+    );
     expect(after).toMatch(/^team-foreign +Active/m);
     expect(after).toMatch(/^builds-shared +Active/m);
     expect(after).not.toMatch(/^builds-dev /m);
     expect(stdout).toMatch(/Admin token: +tend_\S+/);
+    // Undo: the archive taken before the deletion, restored into builds-dev, recorded by the session.
+    expect(stdout).toMatch(/restorable until +\S+Z \(archive of namespace builds-dev: \d+ object\(s\)/);
+    expect(stdout).toMatch(
+      /^restored environment builds\/dev into namespace builds-dev from the archive of /m,
+    );
+    expect(stdout).toMatch(/^ {2}restored {2}ConfigMap\/build-settings$/m);
   }, 240_000);
 });

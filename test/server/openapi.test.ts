@@ -4,6 +4,7 @@
  * large, not JSON), and every status seen must be in the document. keep-alive's body is optional
  * in the document as in the code.
  */
+import { gzipSync } from 'node:zlib';
 import { sign } from '@octokit/webhooks-methods';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestServer, dialects, postEvents, session, type TestServer } from './helpers.js';
@@ -62,6 +63,82 @@ describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
 
   const huge = JSON.stringify({ for: '1h', pad: 'x'.repeat(1024 * 1024 + 1) });
   const notJson = { headers: { 'content-type': 'application/xml' }, payload: '<a/>' };
+  /** The archive routes (docs/cleanup.md#undo): the executor's upload and the restore's read. */
+  const archiveCases = (env: string): Case[] => {
+    const upload = '/api/v1/cleanup/jobs/{id}/archive';
+    const gzip = { headers: { 'content-type': 'application/gzip' }, payload: gzipSync('{}') };
+    const read = '/api/v1/environments/{id}/archive';
+    const restored = '/api/v1/environments/{id}/archive/restored';
+    const body = { archiveId: 'a1' };
+    return [
+      {
+        method: 'POST',
+        path: upload,
+        url: '/api/v1/cleanup/jobs/nope/archive?executorId=e1',
+        token: 'agent',
+        ...gzip,
+        status: 404,
+      },
+      {
+        method: 'POST',
+        path: upload,
+        url: '/api/v1/cleanup/jobs/nope/archive',
+        token: 'agent',
+        ...gzip,
+        status: 400,
+      },
+      {
+        method: 'POST',
+        path: upload,
+        url: '/api/v1/cleanup/jobs/nope/archive?executorId=e1',
+        ...gzip,
+        status: 401,
+      },
+      {
+        method: 'POST',
+        path: upload,
+        url: '/api/v1/cleanup/jobs/nope/archive?executorId=e1',
+        token: 'read',
+        ...gzip,
+        status: 403,
+      },
+      { method: 'GET', path: read, url: `/api/v1/environments/${env}/archive`, token: 'admin', status: 404 },
+      { method: 'GET', path: read, url: `/api/v1/environments/${env}/archive`, status: 401 },
+      { method: 'GET', path: read, url: `/api/v1/environments/${env}/archive`, token: 'read', status: 403 },
+      {
+        method: 'POST',
+        path: restored,
+        url: `/api/v1/environments/${env}/archive/restored`,
+        token: 'admin',
+        payload: body,
+        status: 404,
+      },
+      {
+        method: 'POST',
+        path: restored,
+        url: `/api/v1/environments/${env}/archive/restored`,
+        token: 'admin',
+        payload: {},
+        status: 400,
+      },
+      {
+        method: 'POST',
+        path: restored,
+        url: `/api/v1/environments/${env}/archive/restored`,
+        payload: body,
+        status: 401,
+      },
+      {
+        method: 'POST',
+        path: restored,
+        url: `/api/v1/environments/${env}/archive/restored`,
+        token: 'read',
+        payload: body,
+        status: 403,
+      },
+    ];
+  };
+
   const cases = (): Case[] => {
     const id = '/api/v1/environments/{id}';
     const changes = ['protect', 'unprotect', 'keep-alive'].flatMap((action): Case[] => {
@@ -363,6 +440,7 @@ describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
         status: 403,
       },
       { method: 'POST', path: resume, url: '/api/v1/environments/nope/resume', token: 'read', status: 404 },
+      ...archiveCases(envId),
     ];
   };
 

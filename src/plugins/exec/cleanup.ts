@@ -13,6 +13,8 @@ import type {
   CleanupResult,
   CleanupTarget,
 } from '../../plugin/types.js';
+import { TendError } from '../../errors.js';
+import { listDeployStates } from './deploy.js';
 import {
   listHostEnvironments,
   pauseEnvironment,
@@ -110,6 +112,21 @@ export async function verifyAndClean(
       outcome: 'done',
       message: `resumed environment ${dir}: started ${started.length} process(es)${started.length ? ` (${started.join(', ')})` : ''}`,
     };
+  }
+  if ((job.archive ?? 'none') !== 'none') {
+    if (!ctx.archive) {
+      throw new TendError(
+        'TEND_ARCHIVE',
+        `the job asks for an archive of environment ${dir} before its removal, and this executor cannot send one; not removed`,
+      );
+    }
+    // Its state record: what ran there and how (a restore starts it again with tend deploy).
+    await ctx.archive({
+      kind: 'exec',
+      path: dir,
+      state: { record, deploys: listDeployStates(dir) },
+      notArchived: [`the files in ${dir} and what its processes wrote: only the state record is archived`],
+    });
   }
   const stopped = await removeEnvironment(dir);
   report('missing', 'deleted');

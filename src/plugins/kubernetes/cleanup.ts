@@ -234,7 +234,23 @@ export async function verifyAndClean(
       message: changed.message,
     };
   }
-  const result = await client.namespaces.deleteOwned(name, checks);
+  const archive = job.archive ?? 'none';
+  const result = await client.namespaces.deleteOwned(name, {
+    ...checks,
+    ...(archive !== 'none'
+      ? {
+          beforeDelete: async (info: NamespaceInfo) => {
+            if (!ctx.archive) {
+              throw new TendError(
+                'TEND_ARCHIVE',
+                `the job asks for an archive of namespace ${name} before its deletion, and this executor cannot send one; not deleted`,
+              );
+            }
+            await ctx.archive(await client.archives.collect(info, archive === 'with-secrets'));
+          },
+        }
+      : {}),
+  });
   switch (result.outcome) {
     case 'deleted':
     case 'gone':

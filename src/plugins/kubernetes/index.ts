@@ -92,6 +92,8 @@ export const kubernetesPlugin: PluginDefinition<unknown, unknown, KubernetesExec
     prepareEnvironment: async (ctx) => (await provider()).prepareEnvironment(ctx),
     cleanupEnvironment: async (ctx) => (await provider()).cleanupEnvironment(ctx),
     resumeEnvironment: async (ctx) => (await provider()).resumeEnvironment(ctx),
+    restoreEnvironment: async (ctx, request) =>
+      (await import('./restore.js')).restoreEnvironment(ctx as PluginContext, request),
   },
   actionTypes: [containerType, kubernetesType, podType],
   cleanup: {

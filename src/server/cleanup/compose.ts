@@ -8,8 +8,10 @@ import { CleanupControlRepository } from '../db/repositories/cleanup-control.js'
 import { CleanupDecisionRepository } from '../db/repositories/cleanup-decisions.js';
 import { CleanupInventoryRepository } from '../db/repositories/cleanup-inventories.js';
 import { CleanupJobRepository } from '../db/repositories/cleanup-jobs.js';
+import { ArchiveRepository } from '../db/repositories/archives.js';
 import type { Database } from '../db/schema.js';
 import type { Metrics } from '../metrics.js';
+import { ArchiveStore } from './archives.js';
 import { PlanningClock } from './clock.js';
 import { PlanningPass } from './pass.js';
 import { DatabaseCleanupQueue } from './queue.js';
@@ -29,6 +31,8 @@ export interface ServerCleanup {
   /** Planning time, which a step of the wall clock does not move (clock.ts). */
   clock: PlanningClock;
   switches: CleanupSwitches;
+  /** The archives executors store before deleting, for `tend restore`. */
+  archives: ArchiveStore;
 }
 
 /** `reader` serves the reads outside a transaction (ServerDatabase.reader). */
@@ -51,7 +55,8 @@ export function composeCleanup(
   const inventories = new CleanupInventoryRepository(db, reader);
   const control = new CleanupControlRepository(db, reader);
   const decisions = new CleanupDecisionRepository(db, reader);
-  const queue = new DatabaseCleanupQueue(db, reader, jobs, inventories, metrics, now, settings);
+  const archives = new ArchiveStore(new ArchiveRepository(db, reader), metrics, settings.archive);
+  const queue = new DatabaseCleanupQueue(db, reader, jobs, inventories, archives, metrics, now, settings);
   return {
     settings,
     jobs,
@@ -62,5 +67,6 @@ export function composeCleanup(
     pass: new PlanningPass(db, reader, jobs, control, decisions, metrics, clock, settings),
     clock,
     switches: new CleanupSwitches(db, jobs, control, queue, metrics, now, settings),
+    archives,
   };
 }

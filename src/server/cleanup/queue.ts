@@ -21,12 +21,14 @@ import type {
   StartRequest,
   StartResponse,
 } from '../../cleanup/protocol.js';
+import { compressArchive, type ArchiveResponse, type EnvironmentArchive } from '../../cleanup/archive.js';
 import { TendError } from '../../errors.js';
 import { writeAudit } from '../db/repositories/audit.js';
 import type { CleanupInventoryRepository } from '../db/repositories/cleanup-inventories.js';
 import type { CleanupJobRepository } from '../db/repositories/cleanup-jobs.js';
 import type { CleanupJobRow, Database } from '../db/schema.js';
 import type { Metrics } from '../metrics.js';
+import type { ArchiveStore } from './archives.js';
 import { jobAudit, leaseExpiredAudit } from './audits.js';
 import { plan } from './planner/plan.js';
 import type { CleanupSettings } from './settings.js';
@@ -44,6 +46,7 @@ export class DatabaseCleanupQueue implements CleanupQueue {
     private readonly reader: Kysely<Database>,
     private readonly jobs: CleanupJobRepository,
     private readonly inventories: CleanupInventoryRepository,
+    private readonly archives: ArchiveStore,
     private readonly metrics: Metrics,
     private readonly now: () => Date,
     private readonly settings: CleanupSettings,
@@ -179,6 +182,33 @@ export class DatabaseCleanupQueue implements CleanupQueue {
     return { job: (await this.jobViews([updated!]))[0]! };
   }
 
+  archive(jobId: string, executorId: string, archive: EnvironmentArchive): Promise<ArchiveResponse> {
+    // The same checks as over HTTP, the size limit included.
+    return this.archiveCompressed(jobId, executorId, compressArchive(archive));
+  }
+
+  /** The archive route's body (gzip-compressed JSON). */
+  archiveCompressed(jobId: string, executorId: string, compressed: Buffer): Promise<ArchiveResponse> {
+    return this.storeArchive(jobId, executorId, (job, now) => this.archives.receive(job, compressed, now));
+  }
+
+  /** Only the executor holding a started delete job's lease stores its archive. */
+  private async storeArchive(
+    jobId: string,
+    executorId: string,
+    store: (job: CleanupJobRow, now: Date) => Promise<ArchiveResponse>,
+  ): Promise<ArchiveResponse> {
+    const now = this.now();
+    const job = await this.heldJob(jobId, executorId, now);
+    if (job.state !== 'executing' || job.action !== 'delete') {
+      throw new TendError(
+        'TEND_CLEANUP_CONFLICT',
+        `job ${jobId.slice(0, 64)} is ${job.state === 'executing' ? `a ${job.action} job` : 'not started'}: only a started delete job stores an archive`,
+      );
+    }
+    return store(job, now);
+  }
+
   /**
    * The job, if this executor holds its live lease; 404 or 409 otherwise. Read on the reader:
    * the updates that follow check the lease again.
@@ -226,9 +256,12 @@ export class DatabaseCleanupQueue implements CleanupQueue {
   }
 
   async jobViews(rows: CleanupJobRow[]): Promise<CleanupJob[]> {
-    const targets = await this.jobs.targetsOf(
-      rows.map((r) => r.resource_id).filter((id): id is string => id !== null),
-    );
+    const [targets, unarchived] = await Promise.all([
+      this.jobs.targetsOf(rows.map((r) => r.resource_id).filter((id): id is string => id !== null)),
+      this.jobs.unarchived([
+        ...new Set(rows.filter((r) => r.action === 'delete').map((r) => r.environment_id)),
+      ]),
+    ]);
     return rows.map((r) => ({
       id: r.id,
       action: r.action as CleanupJob['action'],
@@ -247,6 +280,7 @@ export class DatabaseCleanupQueue implements CleanupQueue {
       attempts: Number(r.attempts),
       leaseExpiresAt: r.lease_expires_at,
       dryRun: Boolean(r.dry_run),
+      archive: this.archives.modeOf(r.action, unarchived.has(r.environment_id) ? 0 : null),
     }));
   }
 

@@ -1,8 +1,10 @@
 /**
  * The settings of the server's cleanup (`--cleanup-interval`, `--cleanup-max-per-pass`,
- * `--protect-namespace`, `--system-namespace`) and their defaults: the planner's, and the job
+ * `--protect-namespace`, `--system-namespace`, the archive flags) and their defaults: the planner's, and the job
  * queue's leases and retries.
  */
+import { defaultArchiveMaxBytes } from '../../cleanup/archive.js';
+import type { ArchiveSettings } from './archives.js';
 import type { PlannerSettings } from './planner/types.js';
 
 export interface CleanupSettings extends PlannerSettings {
@@ -10,7 +12,11 @@ export interface CleanupSettings extends PlannerSettings {
   defaultLeaseMs: number;
   /** Attempts before a failing job is given up (each retried after a backoff). */
   maxAttempts: number;
+  /** The archives taken before deletions (`--archive-retention`, `--archive-max-size`, `--archive-key-file`). */
+  archive: ArchiveSettings;
 }
+
+export const defaultArchiveRetentionMs = 7 * 86_400_000;
 
 export const defaultCleanupSettings: CleanupSettings = {
   intervalMs: 30_000,
@@ -19,4 +25,5 @@ export const defaultCleanupSettings: CleanupSettings = {
   protectPatterns: [],
   defaultLeaseMs: 120_000,
   maxAttempts: 5,
+  archive: { retentionMs: defaultArchiveRetentionMs, maxBytes: defaultArchiveMaxBytes },
 };

@@ -1,4 +1,5 @@
 /** The dashboard's pages: server-rendered, usable without JavaScript. */
+import type { ArchiveSummary } from '../../cleanup/archive.js';
 import type { EnvironmentView, ResourceView, SessionView, TimelineView } from '../../api/views.js';
 import { maxSearchLength } from '../environment-queries.js';
 import { targetLabel } from '../../api/views.js';
@@ -304,6 +305,8 @@ export interface DetailPageInput {
   protectNeeds: string;
   /** The environment's cleanup plan and jobs (see cleanup-pages.ts). */
   cleanup?: Html;
+  /** The archive taken before its last deletion, while `tend restore` can bring it back. */
+  archive?: ArchiveSummary;
   message?: string;
 }
 
@@ -354,6 +357,25 @@ export function environmentPage(input: DetailPageInput, session: { csrf: string;
           <th>First seen</th>
           <td>${e.createdAt}</td>
         </tr>
+        ${
+          input.archive
+            ? html`<tr id="archive">
+                <th>Restorable until</th>
+                <td>
+                  ${input.archive.restorableUntil}: the archive of namespace ${input.archive.namespaceName}
+                  (${String(input.archive.objects)} objects,
+                  ${
+                    input.archive.secretsNotKept > 0
+                      ? `${String(input.archive.secretsNotKept)} secrets by name only`
+                      : `${String(input.archive.secrets)} secrets`
+                  })${input.archive.restoredAt ? `, restored at ${input.archive.restoredAt}` : ''}
+                  <span class="muted"
+                    >— <code>tend restore ${e.id}</code> (admin, in the project's directory)</span
+                  >
+                </td>
+              </tr>`
+            : ''
+        }
       </table>
       <div class="actions">
         ${

@@ -283,11 +283,12 @@ export function registerDashboard(app: App, services: ServerServices): void {
         return send(reply, messagePage('Not found', error.message, session), 404);
       throw error;
     }
-    const [resources, sessions, timeline, cleanup] = await Promise.all([
+    const [resources, sessions, timeline, cleanup, archive] = await Promise.all([
       services.environments.resources(env.id),
       services.environments.recentSessions(env.id),
       services.environments.timeline(env.id),
       environmentCleanup(services, env.id),
+      services.cleanup.archives.summary(env.id, services.now()),
     ]);
     const now = services.now();
     const view = environmentView(env);
@@ -304,6 +305,7 @@ export function registerDashboard(app: App, services: ServerServices): void {
           canProtect: allows(session.principal, 'protect', env.project),
           canKeepAlive: allows(session.principal, 'keep-alive', env.project),
           protectNeeds: needs(session.principal, 'protect'),
+          ...(archive ? { archive } : {}),
           cleanup: environmentCleanupSection(
             {
               environmentId: view.id,

@@ -23,6 +23,7 @@ import * as m0009 from './migrations/0009_cleanup_safety.js';
 import * as m0010 from './migrations/0010_neutral_inventory.js';
 import * as m0011 from './migrations/0011_event_order.js';
 import * as m0012 from './migrations/0012_decision_local_time.js';
+import * as m0013 from './migrations/0013_environment_archives.js';
 import * as m0014 from './migrations/0014_namespace_requests.js';
 import * as m0015 from './migrations/0015_person_sessions.js';
 import type { DialectName } from './dialect.js';
@@ -78,6 +79,7 @@ export const migrations: Record<string, Migration> = {
   '0010_neutral_inventory': m0010,
   '0011_event_order': m0011,
   '0012_decision_local_time': m0012,
+  '0013_environment_archives': m0013,
   '0014_namespace_requests': m0014,
   '0015_person_sessions': m0015,
 };

@@ -104,6 +104,8 @@ export interface EnvironmentsTable {
   pull_request_closed_at: Timestamp | null;
   /** The policy's working-hours schedule as JSON (`{sleepAt, wakeAt, weekdays, timeZone}`), or null. */
   policy_schedule: string | null;
+  /** 0: the policy says `archive: false` (deleted without an archive); null: archived first. */
+  policy_archive: number | null;
   /** When a pause job paused the environment (state `paused`), and which rule: `schedule` or `inactivity`. */
   paused_at: Timestamp | null;
   paused_by: string | null;
@@ -419,6 +421,30 @@ export interface CleanupChangesTable {
   environment_id: string;
 }
 
+/** The archive of an environment taken right before an executor deleted it (docs/cleanup.md#undo). */
+export interface EnvironmentArchivesTable {
+  id: string;
+  environment_id: string;
+  project: string;
+  environment: string;
+  namespace_name: string;
+  job_id: string;
+  target_key: string;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+  /** The archive without the Secrets' contents: gzip-compressed JSON, base64. */
+  body: string;
+  size_bytes: number;
+  objects: number;
+  secrets: number;
+  /** The Secrets sealed with AES-256-GCM under the archive key (base64 of iv, tag, ciphertext). */
+  secrets_sealed: string | null;
+  key_fingerprint: string | null;
+  /** JSON array of the names of Secrets whose contents were not kept. */
+  secrets_not_kept: string;
+  restored_at: Timestamp | null;
+}
+
 /** Per UTC day, project and state: the environments in that state when the day was last recorded. */
 export interface EnvironmentStateDaysTable {
   /** `YYYY-MM-DD` (UTC). */
@@ -457,6 +483,7 @@ export interface Database {
   dashboard_sessions: DashboardSessionsTable;
   person_sessions: PersonSessionsTable;
   environment_state_days: EnvironmentStateDaysTable;
+  environment_archives: EnvironmentArchivesTable;
 }
 
 /** The database, or a transaction on it: what a query that may join its caller's transaction takes. */
@@ -469,6 +496,7 @@ export type Session = Selectable<SessionsTable>;
 export type AuditEntry = Selectable<AuditLogTable>;
 export type NewResource = Insertable<ResourcesTable>;
 export type CleanupJobRow = Selectable<CleanupJobsTable>;
+export type EnvironmentArchiveRow = Selectable<EnvironmentArchivesTable>;
 export type CleanupDecisionRow = Selectable<CleanupDecisionsTable>;
 export type WebhookRow = Selectable<WebhooksTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;

@@ -223,6 +223,7 @@ export function newEnvironment(identity: EnvironmentIdentity, now: string): Envi
     pull_request_state: null,
     pull_request_closed_at: null,
     policy_schedule: null,
+    policy_archive: null,
     paused_at: null,
     paused_by: null,
     cleaned_at: null,
@@ -262,6 +263,7 @@ export function applyTouch(row: EnvironmentRow, t: EnvironmentTouch, now: string
     row.policy_warn_before = t.policy?.warnBefore ?? null;
     row.policy_after_close = t.policy?.afterClose ?? null;
     row.policy_schedule = t.policy?.schedule ? JSON.stringify(t.policy.schedule) : null;
+    row.policy_archive = t.policy?.archive === false ? 0 : null;
   }
   if (t.pullRequest !== undefined && !late) {
     const pr = t.pullRequest;

@@ -1,10 +1,11 @@
 /**
  * The executor routes of the cleanup API (scope `agent`: `tend agent`, bound to clusters if its
  * token is): heartbeat, inventory, claim, start, complete — the job queue over HTTP, each route
- * taken from the one table of queue routes in the cleanup protocol.
+ * taken from the one table of queue routes in the cleanup protocol — and the archive a started
+ * delete job stores before its deletion.
  */
 import { Type, type TSchema } from 'typebox';
-import { queueRoutes, type QueueRoute } from '../../cleanup/protocol.js';
+import { archiveRoute, queueRoutes, type QueueRoute } from '../../cleanup/protocol.js';
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
 import { actorOf, type Principal } from '../auth.js';
@@ -104,4 +105,37 @@ export function registerCleanupExecutorRoutes(app: App, services: ServerServices
     await checkJobTarget(request.params.id, request.principal);
     return queue.complete(request.params.id, request.body);
   });
+
+  // The archive is gzip-compressed JSON: taken as bytes up to --archive-max-size, decompressed
+  // and checked by the archive store (size, storable, schema, the job's namespace).
+  const maxBytes = services.cleanup.archives.settings.maxBytes;
+  app.addContentTypeParser(
+    'application/gzip',
+    { parseAs: 'buffer', bodyLimit: maxBytes },
+    (_request, body, done) => done(null, body),
+  );
+  app.post(
+    archiveRoute.path,
+    {
+      config: { permission: 'agent' as const },
+      bodyLimit: maxBytes,
+      schema: {
+        summary: archiveRoute.summary,
+        tags: ['cleanup executors'],
+        params: JobParams,
+        querystring: Type.Object({ executorId: Type.String({ minLength: 1, maxLength: 200 }) }),
+        response: { 200: archiveRoute.response, ...cleanupErrors },
+      },
+    },
+    async (request) => {
+      await checkJobTarget(request.params.id, request.principal);
+      if (!Buffer.isBuffer(request.body)) {
+        throw new TendError(
+          'TEND_SERVER_BAD_REQUEST',
+          'the archive must be sent as gzip-compressed JSON with content-type application/gzip',
+        );
+      }
+      return queue.archiveCompressed(request.params.id, request.query.executorId, request.body);
+    },
+  );
 }

@@ -4,6 +4,7 @@
  * `POST …/protect`, `…/unprotect` (developer), `…/keep-alive` (read). Each change is audited.
  */
 import { Type } from 'typebox';
+import { ArchiveSummary } from '../../cleanup/archive.js';
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
 import { actorOf, type Principal } from '../auth.js';
@@ -22,6 +23,8 @@ const DetailResponse = Type.Object({
   resources: Type.Array(ResourceView),
   sessions: Type.Array(SessionView),
   timeline: Type.Array(TimelineView),
+  /** The archive `tend restore` can bring back (docs/cleanup.md#undo), or null. */
+  archive: Type.Union([ArchiveSummary, Type.Null()]),
 });
 
 const IdParams = Type.Object({ id: Type.String() });
@@ -75,16 +78,18 @@ export function registerEnvironmentRoutes(app: App, services: ServerServices): v
     },
     async (request) => {
       const env = await visibleEnvironment(services, request.params.id, request.principal);
-      const [resources, sessions, timeline] = await Promise.all([
+      const [resources, sessions, timeline, archive] = await Promise.all([
         services.environments.resources(env.id),
         services.environments.recentSessions(env.id),
         services.environments.timeline(env.id),
+        services.cleanup.archives.summary(env.id, services.now()),
       ]);
       return {
         environment: environmentView(env),
         resources: resources.map(resourceView),
         sessions: sessions.map(sessionView),
         timeline: timeline.map(timelineView),
+        archive: archive ?? null,
       };
     },
   );

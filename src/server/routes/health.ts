@@ -61,14 +61,15 @@ export function registerHealthRoutes(app: App, services: ServerServices): void {
           `token "${request.principal?.tokenName}" is bound to project "${only}"; /metrics covers every project and needs a token without a project`,
         );
       }
-      const [counts, cleanup, savings] = await Promise.all([
+      const [counts, cleanup, savings, archives] = await Promise.all([
         services.environments.countByState(),
         cleanupGauges(services.cleanup, services.now()),
         services.savings.forMetrics(),
+        services.cleanup.archives.totals(),
       ]);
       return reply
         .type('text/plain; version=0.0.4')
-        .send(services.metrics.render(counts, cleanup) + renderSavingsMetrics(savings));
+        .send(services.metrics.render(counts, cleanup, archives) + renderSavingsMetrics(savings));
     },
   );
 }

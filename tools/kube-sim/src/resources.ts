@@ -102,6 +102,11 @@ export const RESOURCES: ResourceType[] = [
     categories: ['all'],
     subresources: ['status'],
   }),
+  // Stored and served (tend archives and restores them); no controller routes traffic.
+  rt('networking.k8s.io', 'v1', 'Ingress', 'ingresses', true, {
+    shortNames: ['ing'],
+    subresources: ['status'],
+  }),
   // Who may do what (rbac.ts).
   rt('rbac.authorization.k8s.io', 'v1', 'Role', 'roles', true),
   rt('rbac.authorization.k8s.io', 'v1', 'RoleBinding', 'rolebindings', true),
@@ -114,6 +119,7 @@ export const GROUP_VERSIONS: { group: string; version: string }[] = [
   { group: 'apps', version: 'v1' },
   { group: 'batch', version: 'v1' },
   { group: 'autoscaling', version: 'v2' },
+  { group: 'networking.k8s.io', version: 'v1' },
   { group: 'rbac.authorization.k8s.io', version: 'v1' },
 ];
 

@@ -9,6 +9,7 @@
  * (gate.ts), which reports every namespace on first contact.
  */
 import type { ProviderSettings } from '../config.js';
+import { ArchiveCalls } from './archive.js';
 import { connect, type Connection } from './connection.js';
 import { describeFailure } from './errors.js';
 import { RequestGate, type ClusterIdentity, type GateContext } from './gate.js';
@@ -26,6 +27,7 @@ export class KubeClient {
   readonly workloads: WorkloadCalls;
   /** What the pods of namespaces request (the cleanup inventory). */
   readonly requests: RequestCalls;
+  readonly archives: ArchiveCalls;
   private readonly gate: RequestGate;
 
   private constructor(
@@ -40,6 +42,7 @@ export class KubeClient {
     this.objects = new ObjectCalls(this.gate);
     this.workloads = new WorkloadCalls(this.gate);
     this.requests = new RequestCalls(this.gate);
+    this.archives = new ArchiveCalls(this.gate);
   }
 
   get settings(): ProviderSettings {

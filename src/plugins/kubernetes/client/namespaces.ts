@@ -146,6 +146,8 @@ export class NamespaceCalls {
     const stop = info.state === 'ready' ? await checks.confirm?.() : undefined;
     if (stop) return { outcome: 'refused', message: `namespace ${name} left alone: ${stop}` };
     if (info.state === 'ready') {
+      // The archive is stored before the DELETE, or nothing is deleted (its error is the job's).
+      await checks.beforeDelete?.(info);
       try {
         await this.gate.retry(
           `delete namespace ${name}`,
@@ -286,6 +288,11 @@ export interface DeletionChecks {
   dryRun?: boolean;
   /** The last word before the DELETE (the server's, at an executor): why to stop, or undefined. */
   confirm?: () => Promise<string | undefined>;
+  /**
+   * Right before the DELETE, after every check and `confirm` (the executor's archive): what it
+   * throws stops the deletion and is the caller's error.
+   */
+  beforeDelete?: (info: NamespaceInfo) => Promise<void>;
 }
 
 /**

@@ -51,6 +51,18 @@ export class CleanupJobRepository {
     return new Map(rows.map((r) => [r.id, r.target]));
   }
 
+  /** The environments whose policy says `archive: false` (deleted without an archive). */
+  async unarchived(environmentIds: string[], db: DatabaseOrTransaction = this.reader): Promise<Set<string>> {
+    if (environmentIds.length === 0) return new Set();
+    const rows = await db
+      .selectFrom('environments')
+      .select('id')
+      .where('id', 'in', environmentIds)
+      .where('policy_archive', '=', 0)
+      .execute();
+    return new Set(rows.map((r) => r.id));
+  }
+
   /**
    * A planned job for a `due` decision, unless the resource has an open one or is no longer
    * `ready` (a job that completed after the pass read its snapshot marked it missing); returns

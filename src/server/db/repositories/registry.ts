@@ -38,6 +38,7 @@ const environmentColumns = [
   'pull_request_state',
   'pull_request_closed_at',
   'policy_schedule',
+  'policy_archive',
   'paused_at',
   'paused_by',
   'cleaned_at',
@@ -149,7 +150,12 @@ export function environmentRows(environments: { row: EnvironmentRow }[], now: st
 export const environmentsUpsert: InsertStatement = {
   table: 'environments',
   columns: [...environmentColumns, 'protected', 'created_at', 'updated_at'],
-  types: { protected: 'integer', pull_request_number: 'integer', started_sequence_number: 'bigint' },
+  types: {
+    protected: 'integer',
+    pull_request_number: 'integer',
+    policy_archive: 'integer',
+    started_sequence_number: 'bigint',
+  },
   tail:
     'on conflict (id) do update set ' +
     updateFromExcluded([

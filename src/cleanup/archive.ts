@@ -1,0 +1,157 @@
+/**
+ * The archive an executor takes of an environment right before it deletes it (docs/cleanup.md#undo):
+ * what tend can re-create, stripped of what the API server owns, as the executor sends it
+ * (`POST /api/v1/cleanup/jobs/:id/archive`, gzip-compressed JSON) and `tend restore` reads it
+ * back. The server validates it with these schemas at the boundary, encrypts the Secrets with its
+ * archive key or keeps only their names, and stores it for the retention.
+ */
+import { gzipSync } from 'node:zlib';
+import { Type, type Static } from 'typebox';
+
+/** The largest compressed archive the server takes by default (`--archive-max-size`). */
+export const defaultArchiveMaxBytes = 8 * 1024 * 1024;
+
+/** The most objects one archive holds: a namespace with more is refused (the job fails, nothing deleted). */
+export const maxArchivedObjects = 5_000;
+
+const Name = () => Type.String({ minLength: 1, maxLength: 253 });
+const StringMap = () =>
+  Type.Record(Type.String(), Type.String({ maxLength: 262_144 }), {
+    propertyNames: { minLength: 1, maxLength: 317 },
+    maxProperties: 500,
+  });
+
+/**
+ * One object as it will be re-created: apiVersion, kind, its name, labels and annotations, and
+ * the rest of its body (spec, data, rules, …) without status or what the API server sets.
+ */
+export const ArchivedObject = Type.Object(
+  {
+    apiVersion: Type.String({ minLength: 1, maxLength: 253 }),
+    kind: Type.String({ minLength: 1, maxLength: 63 }),
+    metadata: Type.Object(
+      {
+        name: Name(),
+        labels: Type.Optional(StringMap()),
+        annotations: Type.Optional(StringMap()),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: true },
+);
+export type ArchivedObject = Static<typeof ArchivedObject> & Record<string, unknown>;
+
+export const KubernetesArchive = Type.Object(
+  {
+    kind: Type.Literal('kubernetes'),
+    namespace: Type.Object(
+      { name: Name(), uid: Type.String({ maxLength: 100 }), labels: StringMap(), annotations: StringMap() },
+      { additionalProperties: false },
+    ),
+    /** Everything but Secrets, in the order they were listed. */
+    objects: Type.Array(ArchivedObject, { maxItems: maxArchivedObjects }),
+    /** Secrets whole, as the executor read them; the server encrypts them or keeps only their names. */
+    secrets: Type.Array(ArchivedObject, { maxItems: maxArchivedObjects }),
+    /** What was not archived and why, for the restore to say (volume data, unlistable kinds). */
+    notArchived: Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 1000 }),
+  },
+  { additionalProperties: false },
+);
+export type KubernetesArchive = Static<typeof KubernetesArchive>;
+
+/** An exec environment: its state record (processes, outputs), as the exec plugin keeps it. */
+export const ExecArchive = Type.Object(
+  {
+    kind: Type.Literal('exec'),
+    path: Type.String({ minLength: 1, maxLength: 4096 }),
+    state: Type.Unknown(),
+    notArchived: Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 1000 }),
+  },
+  { additionalProperties: false },
+);
+export type ExecArchive = Static<typeof ExecArchive>;
+
+export const EnvironmentArchive = Type.Union([KubernetesArchive, ExecArchive]);
+export type EnvironmentArchive = Static<typeof EnvironmentArchive>;
+
+/**
+ * What a job archives before it deletes: `none` (not a delete, or the policy says
+ * `archive: false`), `objects` (the server has no archive key: Secrets by name only), or
+ * `with-secrets`.
+ */
+export const ArchiveMode = Type.Union([
+  Type.Literal('none'),
+  Type.Literal('objects'),
+  Type.Literal('with-secrets'),
+]);
+export type ArchiveMode = Static<typeof ArchiveMode>;
+
+export const ArchiveResponse = Type.Object({
+  archiveId: Type.String(),
+  expiresAt: Type.String({ format: 'date-time' }),
+  objects: Type.Integer({ minimum: 0 }),
+  /** Secrets stored encrypted. */
+  secrets: Type.Integer({ minimum: 0 }),
+  /** Secrets kept by name only: the server has no archive key. */
+  secretsNotKept: Type.Array(Type.String()),
+});
+export type ArchiveResponse = Static<typeof ArchiveResponse>;
+
+/** An archive as `tend restore` reads it (admin): Secrets decrypted, or named as missing. */
+export const RestorableArchive = Type.Object({
+  archiveId: Type.String(),
+  environmentId: Type.String(),
+  project: Type.String(),
+  environment: Type.String(),
+  namespaceName: Type.String(),
+  createdAt: Type.String({ format: 'date-time' }),
+  expiresAt: Type.String({ format: 'date-time' }),
+  archive: EnvironmentArchive,
+  /** Secrets whose content was not kept (no archive key when it was taken). */
+  missingSecrets: Type.Array(Type.String()),
+});
+export type RestorableArchive = Static<typeof RestorableArchive>;
+
+/** Summary of an environment's archive, as `tend envs <id>` and the dashboard show it. */
+export const ArchiveSummary = Type.Object({
+  archiveId: Type.String(),
+  namespaceName: Type.String(),
+  createdAt: Type.String({ format: 'date-time' }),
+  restorableUntil: Type.String({ format: 'date-time' }),
+  objects: Type.Integer({ minimum: 0 }),
+  secrets: Type.Integer({ minimum: 0 }),
+  secretsNotKept: Type.Integer({ minimum: 0 }),
+  restoredAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+});
+export type ArchiveSummary = Static<typeof ArchiveSummary>;
+
+/** Whether an archived Secret carries its content (not only its name). */
+export function secretHasContent(secret: ArchivedObject): boolean {
+  return 'data' in secret || 'stringData' in secret;
+}
+
+/** Kinds created first on restore: what workloads mount, run as or refer to. */
+const restoreRank: Record<string, number> = {
+  Namespace: 0,
+  ServiceAccount: 1,
+  Secret: 2,
+  ConfigMap: 2,
+  Role: 3,
+  RoleBinding: 4,
+  PersistentVolumeClaim: 5,
+  Service: 6,
+};
+
+/** The objects in the order a restore creates them (stable within a rank); workloads last. */
+export function restoreOrder<T extends { kind: string }>(objects: readonly T[]): T[] {
+  return objects
+    .map((o, i) => ({ o, i, r: restoreRank[o.kind] ?? 7 }))
+    .sort((a, b) => a.r - b.r || a.i - b.i)
+    .map((x) => x.o);
+}
+
+/** The archive as the executor sends it: gzip-compressed JSON. */
+export function compressArchive(archive: EnvironmentArchive): Buffer {
+  return gzipSync(Buffer.from(JSON.stringify(archive), 'utf8'));
+}

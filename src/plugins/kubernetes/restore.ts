@@ -1,0 +1,65 @@
+/**
+ * `tend restore` for the kubernetes provider (docs/cleanup.md#undo): re-creates the environment's
+ * namespace through the namespace gate — so it is `created` by this session, owned and recorded
+ * like any namespace a command creates — and applies every archived object into it, in
+ * dependency order (ServiceAccounts, ConfigMaps and Secrets before the workloads that use them).
+ * A namespace that exists again is never restored into: it is someone's now (a deploy since the
+ * cleanup, or another project's); `--into` names a new one. An object the cluster refuses is
+ * reported with the cluster's reason and the rest go on.
+ */
+import { restoreOrder, secretHasContent, type ArchivedObject } from '../../cleanup/archive.js';
+import { TendError } from '../../errors.js';
+import type { PluginContext, RestoreRequest, RestoreResult } from '../../plugin/types.js';
+import type { KubeObject } from './client/index.js';
+import { clientFor } from './provider.js';
+
+export async function restoreEnvironment(
+  ctx: PluginContext,
+  request: RestoreRequest,
+): Promise<RestoreResult> {
+  const archive = request.archive;
+  if (archive.kind !== 'kubernetes') {
+    throw new TendError(
+      'TEND_ARCHIVE',
+      `the archive is of a ${archive.kind} environment, not a Kubernetes namespace`,
+    );
+  }
+  const client = await clientFor(ctx);
+  const namespace = client.settings.appNamespace;
+  const refuse = (why: string) =>
+    new TendError(
+      'TEND_ARCHIVE',
+      `namespace ${namespace} ${why}: a restore never writes into a namespace it did not create; restore into a new one with --into <new-namespace>`,
+      { detail: { namespace } },
+    );
+  const existing = await client.namespaces.observe(namespace, false);
+  if (existing) throw refuse(`exists again (uid ${existing.uid ?? '?'}, ${existing.state})`);
+  const { created } = await client.namespaces.ensure(namespace);
+  // Created by another command between the read and the create (a deploy racing the restore).
+  if (!created) throw refuse('was created by another command while this restore ran');
+  const restored: string[] = [];
+  const notRestored: RestoreResult['notRestored'] = [];
+  const missing = new Set(request.missingSecrets);
+  const secrets = archive.secrets.filter((s) => !missing.has(s.metadata.name) && secretHasContent(s));
+  for (const s of archive.secrets) {
+    if (!secrets.includes(s)) {
+      notRestored.push({
+        what: `Secret/${s.metadata.name}`,
+        why: 'its content was not archived (the server had no --archive-key-file): create it again by hand',
+      });
+    }
+  }
+  for (const object of restoreOrder<ArchivedObject>([...archive.objects, ...secrets])) {
+    const what = `${object.kind}/${object.metadata.name}`;
+    try {
+      await client.objects.apply(namespace, object as unknown as KubeObject);
+      restored.push(what);
+    } catch (error) {
+      if (ctx.signal.aborted) throw error;
+      notRestored.push({ what, why: `the cluster refused it: ${(error as Error).message}` });
+    }
+  }
+  for (const line of archive.notArchived)
+    notRestored.push({ what: line.split(':')[0]!, why: `not archived: ${line}` });
+  return { namespace, restored, notRestored };
+}

@@ -1,0 +1,282 @@
+/**
+ * Environment archives on the server (docs/cleanup.md#undo): what the archive route takes from
+ * the executor of a started delete job — gzip-compressed JSON, size-limited before and after
+ * decompression, checked for what the databases can store and against the archive schema, and
+ * for the job's namespace — sealed and stored; read back (Secrets unsealed) for `tend restore`;
+ * summarised for `tend envs <id>` and the dashboard; pruned after the retention.
+ *
+ * With an archive key, the Secrets and the body are bound together by AES-256-GCM (the body is
+ * the authenticated data): a change to either, or an archive moved to another environment, is
+ * refused when read. Without one, Secrets are kept by name only and the restore names them.
+ */
+import { createHash } from 'node:crypto';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { newId } from '../../events/bus.js';
+import {
+  EnvironmentArchive,
+  secretHasContent,
+  type ArchiveMode,
+  type ArchiveResponse,
+  type ArchiveSummary,
+  type ArchivedObject,
+  type RestorableArchive,
+} from '../../cleanup/archive.js';
+import { TendError } from '../../errors.js';
+import { schemaCheck, schemaProblems } from '../../schema-check.js';
+import type { ArchiveRepository } from '../db/repositories/archives.js';
+import type { CleanupJobRow, EnvironmentArchiveRow } from '../db/schema.js';
+import type { Metrics } from '../metrics.js';
+import { storableProblem } from '../storable.js';
+import { seal, unseal, type ArchiveKey } from './archive-key.js';
+
+export interface ArchiveSettings {
+  /** `--archive-retention` (default 7d, at most 365 days). */
+  retentionMs: number;
+  /** `--archive-max-size`: the largest compressed archive taken (default 8 MiB). */
+  maxBytes: number;
+  /** `--archive-key-file`: without it, Secrets are kept by name only. */
+  key?: ArchiveKey;
+}
+
+/** A decompressed archive may be this many times its compressed limit (JSON compresses well; a zip bomb does not pass). */
+const expansionLimit = 16;
+
+export class ArchiveStore {
+  constructor(
+    private readonly archives: ArchiveRepository,
+    private readonly metrics: Metrics,
+    readonly settings: ArchiveSettings,
+  ) {}
+
+  /** What a job archives before it acts: only a delete, unless its policy says `archive: false`. */
+  modeOf(action: string, policyArchive: number | null | undefined): ArchiveMode {
+    if (action !== 'delete' || policyArchive === 0) return 'none';
+    return this.settings.key ? 'with-secrets' : 'objects';
+  }
+
+  /** The route's body: gzip-compressed JSON, decompressed within bounds, then as `store`. */
+  receive(job: CleanupJobRow, compressed: Buffer, now: Date): Promise<ArchiveResponse> {
+    if (compressed.length > this.settings.maxBytes) {
+      this.metrics.recordArchive('refused');
+      throw new TendError(
+        'TEND_SERVER_PAYLOAD_TOO_LARGE',
+        `the archive of namespace ${job.namespace_name} is ${compressed.length} bytes compressed, over the limit of ${this.settings.maxBytes} bytes (--archive-max-size); not stored, so the namespace is not deleted: raise --archive-max-size, or set archive: false in the policy of an environment holding nothing worth keeping`,
+      );
+    }
+    let json: Buffer;
+    try {
+      json = gunzipSync(compressed, { maxOutputLength: this.settings.maxBytes * expansionLimit });
+    } catch (error) {
+      this.metrics.recordArchive('refused');
+      const tooLarge = (error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE';
+      throw tooLarge
+        ? new TendError(
+            'TEND_SERVER_PAYLOAD_TOO_LARGE',
+            `the archive decompresses to more than ${(this.settings.maxBytes * expansionLimit) / 1_048_576} MiB; not stored (the namespace is not deleted)`,
+          )
+        : new TendError(
+            'TEND_SERVER_BAD_REQUEST',
+            `the archive is not gzip-compressed JSON: ${(error as Error).message}`,
+          );
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(json.toString('utf8'));
+    } catch (error) {
+      this.metrics.recordArchive('refused');
+      throw new TendError('TEND_SERVER_BAD_REQUEST', `the archive is not JSON: ${(error as Error).message}`);
+    }
+    return this.store(job, value, compressed.length, now);
+  }
+
+  /** Checks and stores the archive of a started delete job. */
+  async store(
+    job: CleanupJobRow,
+    value: unknown,
+    compressedBytes: number,
+    now: Date,
+  ): Promise<ArchiveResponse> {
+    const archive = this.check(job, value);
+    const id = newId();
+    const secrets = archive.kind === 'kubernetes' ? archive.secrets : [];
+    const key = this.settings.key;
+    const kept = key ? secrets.filter((s) => secretHasContent(s)) : [];
+    const notKept = secrets.filter((s) => !kept.includes(s)).map((s) => s.metadata.name);
+    const withoutSecrets: EnvironmentArchive =
+      archive.kind === 'kubernetes'
+        ? {
+            ...archive,
+            secrets: secrets.map((s) => ({ apiVersion: s.apiVersion, kind: s.kind, metadata: s.metadata })),
+          }
+        : archive;
+    const body = gzipSync(Buffer.from(JSON.stringify(withoutSecrets), 'utf8')).toString('base64');
+    const row: EnvironmentArchiveRow = {
+      id,
+      environment_id: job.environment_id,
+      project: job.project ?? '',
+      environment: job.environment ?? '',
+      namespace_name: job.namespace_name ?? '',
+      job_id: job.id,
+      target_key: job.target_key ?? '',
+      created_at: now.toISOString(),
+      expires_at: new Date(now.getTime() + this.settings.retentionMs).toISOString(),
+      body,
+      size_bytes: compressedBytes,
+      objects: archive.kind === 'kubernetes' ? archive.objects.length : 1,
+      secrets: kept.length,
+      // With a key the body is sealed too (an empty list of Secrets still authenticates it).
+      secrets_sealed: key
+        ? seal(key, gzipSync(JSON.stringify(kept)), aadOf(id, job.environment_id, body))
+        : null,
+      key_fingerprint: key?.fingerprint ?? null,
+      secrets_not_kept: JSON.stringify(notKept),
+      restored_at: null,
+    };
+    await this.archives.store(row);
+    this.metrics.recordArchive('stored');
+    return {
+      archiveId: id,
+      expiresAt: row.expires_at,
+      objects: row.objects,
+      secrets: kept.length,
+      secretsNotKept: notKept,
+    };
+  }
+
+  private check(job: CleanupJobRow, value: unknown): EnvironmentArchive {
+    const refuse = (message: string) => {
+      this.metrics.recordArchive('refused');
+      return new TendError('TEND_SERVER_BAD_REQUEST', `the archive is refused: ${message}`);
+    };
+    const problem = storableProblem(value);
+    if (problem) throw refuse(`${problem.path} ${problem.message}`);
+    const check = schemaCheck(EnvironmentArchive);
+    if (!check.Check(value)) {
+      const [first] = schemaProblems(check.Errors(value), 1);
+      throw refuse(`${first?.path ?? '/'} ${first?.message ?? 'does not match the archive schema'}`);
+    }
+    const name = value.kind === 'kubernetes' ? value.namespace.name : value.path.split('/').pop();
+    if (name !== job.namespace_name) {
+      throw refuse(
+        `it is of ${value.kind === 'kubernetes' ? 'namespace' : 'environment'} "${String(name).slice(0, 64)}", the job deletes "${job.namespace_name}"`,
+      );
+    }
+    if (value.kind === 'kubernetes' && job.namespace_uid && value.namespace.uid !== job.namespace_uid) {
+      throw refuse(
+        `it is of namespace uid ${value.namespace.uid.slice(0, 64)}, the job deletes uid ${job.namespace_uid}`,
+      );
+    }
+    return value;
+  }
+
+  /** The environment's latest archive, Secrets unsealed; TEND_ARCHIVE_NOT_FOUND or TEND_ARCHIVE (tampered, other key). */
+  async restorable(
+    environmentId: string,
+    now: Date,
+  ): Promise<{ row: EnvironmentArchiveRow; archive: RestorableArchive }> {
+    const row = await this.archives.latest(environmentId, now);
+    if (!row) throw notFound(environmentId);
+    const what = `the archive ${row.id} of environment ${row.project}/${row.environment}`;
+    let secrets: ArchivedObject[] = [];
+    if (row.secrets_sealed !== null) {
+      const key = this.settings.key;
+      if (!key || key.fingerprint !== row.key_fingerprint) {
+        throw new TendError(
+          'TEND_ARCHIVE',
+          `${what} was sealed with archive key ${row.key_fingerprint}; this server has ${key ? `key ${key.fingerprint}` : 'no --archive-key-file'}: start it with the key the archive was taken with`,
+        );
+      }
+      const plain = unseal(key, row.secrets_sealed, aadOf(row.id, row.environment_id, row.body), what);
+      secrets = JSON.parse(gunzipSync(plain).toString('utf8')) as ArchivedObject[];
+    }
+    const archive = JSON.parse(
+      gunzipSync(Buffer.from(row.body, 'base64')).toString('utf8'),
+    ) as EnvironmentArchive;
+    if (archive.kind === 'kubernetes') {
+      const byName = new Map(secrets.map((s) => [s.metadata.name, s]));
+      archive.secrets = archive.secrets.map((s) => byName.get(s.metadata.name) ?? s);
+    }
+    return {
+      row,
+      archive: {
+        archiveId: row.id,
+        environmentId: row.environment_id,
+        project: row.project,
+        environment: row.environment,
+        namespaceName: row.namespace_name,
+        createdAt: row.created_at,
+        expiresAt: row.expires_at,
+        archive,
+        missingSecrets: JSON.parse(row.secrets_not_kept) as string[],
+      },
+    };
+  }
+
+  async summary(environmentId: string, now: Date): Promise<ArchiveSummary | undefined> {
+    const row = await this.archives.latest(environmentId, now);
+    if (!row) return undefined;
+    return {
+      archiveId: row.id,
+      namespaceName: row.namespace_name,
+      createdAt: row.created_at,
+      restorableUntil: row.expires_at,
+      objects: Number(row.objects),
+      secrets: Number(row.secrets),
+      secretsNotKept: (JSON.parse(row.secrets_not_kept) as string[]).length,
+      restoredAt: row.restored_at,
+    };
+  }
+
+  markRestored(row: EnvironmentArchiveRow, actor: string, now: Date): Promise<void> {
+    return this.archives.markRestored(row.id, now, {
+      actor,
+      action: 'archive-restored',
+      environmentId: row.environment_id,
+      detail: {
+        project: row.project,
+        environment: row.environment,
+        namespace: row.namespace_name,
+        archiveId: row.id,
+      },
+    });
+  }
+
+  /** Audits that the archive was read for a restore (its Secrets unsealed). */
+  audited(row: EnvironmentArchiveRow, actor: string, now: Date): Promise<void> {
+    return this.archives.audit(now, {
+      actor,
+      action: 'archive-read',
+      environmentId: row.environment_id,
+      detail: {
+        project: row.project,
+        environment: row.environment,
+        namespace: row.namespace_name,
+        archiveId: row.id,
+      },
+    });
+  }
+
+  /** Deletes the expired archives (each periodic pass); how many. */
+  async prune(now: Date): Promise<number> {
+    const pruned = await this.archives.prune(now);
+    for (let i = 0; i < pruned; i++) this.metrics.recordArchive('pruned');
+    return pruned;
+  }
+
+  totals(): Promise<{ count: number; bytes: number }> {
+    return this.archives.totals();
+  }
+}
+
+/** What the seal authenticates besides the Secrets: the archive's identity and its body. */
+function aadOf(id: string, environmentId: string, body: string): Buffer {
+  const digest = createHash('sha256').update(body).digest('hex');
+  return Buffer.from(`tend-archive\0${id}\0${environmentId}\0${digest}`, 'utf8');
+}
+
+function notFound(environmentId: string): TendError {
+  return new TendError(
+    'TEND_ARCHIVE_NOT_FOUND',
+    `environment ${environmentId.slice(0, 64)} has no archive that can be restored (none was taken, or it expired after --archive-retention)`,
+  );
+}

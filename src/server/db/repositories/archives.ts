@@ -1,0 +1,74 @@
+/**
+ * Environment archives (docs/cleanup.md#undo): stored by the archive route of a started delete
+ * job (a retry of the job replaces what an earlier attempt stored), read back for `tend restore`,
+ * listed for `tend envs <id>` and the dashboard, counted for /metrics, and pruned once expired.
+ */
+import type { Kysely } from 'kysely';
+import type { Database, EnvironmentArchiveRow } from '../schema.js';
+import { writeAudit, type AuditInput } from './audit.js';
+
+export class ArchiveRepository {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly reader: Kysely<Database> = db,
+  ) {}
+
+  /** Stores the archive of a job, replacing one an earlier attempt of the same job stored. */
+  async store(row: EnvironmentArchiveRow): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await trx.deleteFrom('environment_archives').where('job_id', '=', row.job_id).execute();
+      await trx.insertInto('environment_archives').values(row).execute();
+    });
+  }
+
+  /** The environment's latest archive that has not expired, if any. */
+  latest(environmentId: string, now: Date): Promise<EnvironmentArchiveRow | undefined> {
+    return this.reader
+      .selectFrom('environment_archives')
+      .selectAll()
+      .where('environment_id', '=', environmentId)
+      .where('expires_at', '>', now.toISOString())
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+  }
+
+  /** Marks the archive restored, audited in the same transaction. */
+  async markRestored(id: string, now: Date, audit: AuditInput): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable('environment_archives')
+        .set({ restored_at: now.toISOString() })
+        .where('id', '=', id)
+        .execute();
+      await writeAudit(trx, now, [audit]);
+    });
+  }
+
+  /** An audit entry of its own (an archive read for a restore: its Secrets were unsealed). */
+  audit(now: Date, entry: AuditInput): Promise<void> {
+    return writeAudit(this.db, now, [entry]);
+  }
+
+  /** Deletes every archive expired at `now`; how many. */
+  async prune(now: Date): Promise<number> {
+    const result = await this.db
+      .deleteFrom('environment_archives')
+      .where('expires_at', '<=', now.toISOString())
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
+  /** Archives kept and their stored size (bytes), for /metrics. */
+  async totals(): Promise<{ count: number; bytes: number }> {
+    const row = await this.reader
+      .selectFrom('environment_archives')
+      .select((eb) => [
+        eb.fn.countAll<number | string>().as('count'),
+        eb.fn.sum<number | string | null>('size_bytes').as('bytes'),
+      ])
+      .executeTakeFirst();
+    return { count: Number(row?.count ?? 0), bytes: Number(row?.bytes ?? 0) };
+  }
+}
