@@ -172,6 +172,27 @@ describe('the manifests under deploy/', () => {
     },
   );
 
+  it('reads Secrets only with the archive-secrets component, which adds that one grant', async () => {
+    const rulesOf = (objects: KObject[]) =>
+      kindOf(objects, 'ClusterRole')[0]!.rules as { resources: string[] }[];
+    const base = rulesOf((await render('agent')).objects);
+    expect(base.flatMap((r) => r.resources)).not.toContain('secrets');
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'tend-archive-secrets-'));
+    try {
+      writeFileSync(
+        path.join(dir, 'kustomization.yaml'),
+        `resources: [${path.relative(dir, path.join(repoRoot, 'deploy', 'agent'))}]\n` +
+          `components: [${path.relative(dir, path.join(repoRoot, 'deploy', 'components', 'archive-secrets'))}]\n`,
+      );
+      const run = await kubectl(['kustomize', dir]);
+      expect(run.code, run.stderr).toBe(0);
+      const withSecrets = rulesOf(parseAllDocuments(run.stdout).map((d) => d.toJSON() as KObject));
+      expect(withSecrets).toEqual([...base, { apiGroups: [''], resources: ['secrets'], verbs: ['list'] }]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('starts the pods once the Secrets they reference exist', async () => {
     const pods = (component: string) =>
       handle.sim.store

@@ -37,7 +37,13 @@ describe('authentication and discovery', () => {
     expect((await call(sim, 'GET', '/version')).json.gitVersion).toMatch(/^v1\.32/);
     expect((await call(sim, 'GET', '/api')).json.versions).toEqual(['v1']);
     const groups = (await call(sim, 'GET', '/apis')).json.groups.map((g: { name: string }) => g.name);
-    expect(groups).toEqual(['apps', 'batch', 'autoscaling', 'rbac.authorization.k8s.io']);
+    expect(groups).toEqual([
+      'apps',
+      'batch',
+      'autoscaling',
+      'networking.k8s.io',
+      'rbac.authorization.k8s.io',
+    ]);
     const core = (await call(sim, 'GET', '/api/v1')).json.resources.map((r: { name: string }) => r.name);
     expect(core).toEqual(
       expect.arrayContaining([

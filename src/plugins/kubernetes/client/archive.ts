@@ -4,8 +4,9 @@
  * server owns (uid, resourceVersion, status, managedFields, cluster IPs, generated names and
  * selectors), so that `tend restore` can apply them again. Read without entering the namespace:
  * nothing is stamped (a stamp would change the resourceVersion the DELETE's precondition names).
- * Any list that fails, but for a kind the cluster does not serve, fails the archive: a deletion
- * is never preceded by an archive that silently left a kind out.
+ * Any list that fails, but for a kind the cluster does not serve or Secrets the executor may not
+ * list (both said in `notArchived`), fails the archive: a deletion is never preceded by an
+ * archive that silently left a kind out.
  */
 import type { ArchivedObject, KubernetesArchive } from '../../../cleanup/archive.js';
 import { apiError, describeFailure } from './errors.js';
@@ -112,8 +113,17 @@ export class ArchiveCalls {
       );
       return list.items;
     } catch (error) {
-      if (describeFailure(error).status === 404) {
+      const status = describeFailure(error).status;
+      if (status === 404) {
         notArchived.push(`${kind}: the cluster does not serve ${apiVersion}`);
+        return [];
+      }
+      // Listing Secrets reads them whole: an executor may be denied it on purpose (the
+      // archive-secrets component grants it). Every other kind denied fails the archive.
+      if (status === 403 && kind === 'Secret') {
+        notArchived.push(
+          'Secrets: the executor may not list Secrets (deploy/components/archive-secrets grants it), so none are archived, not even by name',
+        );
         return [];
       }
       throw apiError(error, this.gate.describe(what, namespace));
