@@ -89,10 +89,28 @@ export function compileCacheDir(env: NodeJS.ProcessEnv): string | undefined {
   return base && path.join(base, 'tend', 'compile');
 }
 
-/** Which cache a command line uses: its command word, when it looks like one. */
+/** tend's global options that take a value (`src/main.ts`; a test holds the two together). */
+export const globalValueOptions: readonly string[] = [
+  '--root',
+  '--env',
+  '--var',
+  '--var-file',
+  '--kubeconfig',
+  '--context',
+];
+
+/**
+ * Which cache a command line uses: its command word, found past the global options
+ * (`tend --var registry=… status` is `status`), when it looks like one; else `default`. The
+ * first run of a cache's name writes it, so a name shared by two commands keeps the first's code.
+ */
 export function cacheName(argv: readonly string[]): string {
-  const word = argv[2];
-  return word !== undefined && /^[a-z][a-z-]{0,31}$/.test(word) ? word : 'default';
+  for (let i = 2; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (globalValueOptions.includes(arg)) i++;
+    else if (!arg.startsWith('-')) return /^[a-z][a-z-]{0,31}$/.test(arg) ? arg : 'default';
+  }
+  return 'default';
 }
 
 /**

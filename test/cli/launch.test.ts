@@ -20,7 +20,14 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cacheName, compileCacheDir, turbofanDelay, v8FlagFor } from '../../src/cli/launch.js';
+import {
+  cacheName,
+  compileCacheDir,
+  globalValueOptions,
+  turbofanDelay,
+  v8FlagFor,
+} from '../../src/cli/launch.js';
+import { buildProgram } from '../../src/main.js';
 import { makeProject, removeProjects, runTend } from '../helpers/project.js';
 
 afterAll(() => removeProjects());
@@ -137,13 +144,24 @@ describe('where the cache lives and which file a command line uses', () => {
     expect(compileCacheDir({})).toMatch(/\/\.cache\/tend\/compile$/);
   });
 
-  it('names the file after the command word, else `default`', () => {
+  it('names the file after the command word past the global options, else `default`', () => {
     expect(cacheName(['node', 'tend', 'build', 'api'])).toBe('build');
     expect(cacheName(['node', 'tend', 'cleanup-now'])).toBe('cleanup-now');
-    expect(cacheName(['node', 'tend', '--root', 'x', 'build'])).toBe('default');
+    expect(cacheName(['node', 'tend', '--root', 'x', 'build'])).toBe('build');
+    expect(cacheName(['node', 'tend', '--var', 'registry=r:5000', '--json', 'status'])).toBe('status');
+    expect(cacheName(['node', 'tend', '--env=dev', '--context', 'kind', 'deploy', 'api'])).toBe('deploy');
+    expect(cacheName(['node', 'tend', '--version'])).toBe('default');
+    expect(cacheName(['node', 'tend', '--root'])).toBe('default');
     expect(cacheName(['node', 'tend'])).toBe('default');
     expect(cacheName(['node', 'tend', '../../etc/passwd'])).toBe('default');
     expect(cacheName(['node', 'tend', 'a'.repeat(40)])).toBe('default');
+  });
+
+  it("knows every global option of tend's that takes a value", () => {
+    const taking = buildProgram()
+      .options.filter((o) => o.required || o.optional)
+      .map((o) => o.long);
+    expect([...globalValueOptions].sort()).toEqual(taking.sort());
   });
 });
 
