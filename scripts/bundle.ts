@@ -39,7 +39,6 @@ const externalPackages = [
   'fastify',
   'kysely',
   'luxon',
-  'openid-client',
   'pg',
   'pino',
   'tar',
