@@ -214,8 +214,9 @@ export class CleanupExecutor {
   private async executeDueJobs(targets: CleanupTarget[], signal: AbortSignal, report: PassReport) {
     const concurrency = this.options.concurrency ?? 64;
     const batch = this.options.claimBatch ?? concurrency * 4;
-    // Each running job's request listens on the pass's signal: `concurrency` listeners are no leak.
-    setMaxListeners(Math.max(getMaxListeners(signal), concurrency + 10), signal);
+    // Each running job's requests listen on the pass's signal, the archive's lists at once (the
+    // kubernetes plugin's 13 kinds): up to 16 per job are no leak.
+    setMaxListeners(Math.max(getMaxListeners(signal), concurrency * 16 + 10), signal);
     const byKey = new Map(targets.map((t) => [t.targetKey, t]));
     const seen = new Set<string>();
     while (!signal.aborted) {
