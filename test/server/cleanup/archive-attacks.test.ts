@@ -274,3 +274,38 @@ it('an archive the server does not take (too large) means no DELETE: the job fai
     await st.stop();
   }
 }, 120_000);
+
+it('an executor denied a kind it archives does not delete; denied only Secrets, it archives the rest and deletes', async () => {
+  const st = await stage('sqlite');
+  try {
+    const root = st.project({ name: 'denied', namespace: 'denied-dev' });
+    expect((await st.tend(root, 'deploy')).code).toBe(0);
+    const denied = st.sim.sim.faults.add({
+      type: 'error',
+      status: 403,
+      verb: 'list',
+      resource: 'configmaps',
+    });
+    await st.enforce('denied');
+    st.advance(2 * 3_600_000);
+    const first = await st.cleanupRound();
+    expect(first.after.jobs).toEqual([
+      expect.objectContaining({ namespaceName: 'denied-dev', outcome: 'failed' }),
+    ]);
+    expect(st.namespaceExists('denied-dev')).toBe(true);
+    expect(await countRows(st.server.database.db, 'environment_archives')).toBe(0);
+
+    st.sim.sim.faults.remove(denied);
+    st.sim.sim.faults.add({ type: 'error', status: 403, verb: 'list', resource: 'secrets' });
+    st.advance(3_600_000); // past the failed job's retry time
+    // The retried job is claimed by the round's first executor pass.
+    const second = await st.cleanupRound();
+    expect([...second.before.jobs, ...second.after.jobs]).toEqual([
+      expect.objectContaining({ namespaceName: 'denied-dev', outcome: 'done' }),
+    ]);
+    expect(st.namespaceExists('denied-dev')).toBe(false);
+    expect(await countRows(st.server.database.db, 'environment_archives')).toBe(1);
+  } finally {
+    await st.stop();
+  }
+}, 120_000);
