@@ -6,7 +6,7 @@
  * today is counted live.
  */
 import type { RecordedDay } from '../db/repositories/environments.js';
-import { html, type Html } from './html.js';
+import { escapeHtml, html, raw, type Html } from './html.js';
 
 export interface StateDay {
   /** `YYYY-MM-DD` (UTC). */
@@ -49,28 +49,51 @@ const colours: Record<string, string> = { active: '#2da44e', paused: '#d4a72c', 
 const colourOf = (state: string) => colours[state] ?? '#0969da';
 
 /** A round number at least `n` (1, 2, 5 × 10^k), so the axis reads well. */
-export function ceiling(n: number): number {
+function ceiling(n: number): number {
   if (n <= 1) return 1;
   const p = 10 ** Math.floor(Math.log10(n));
   return ([1, 2, 5, 10].map((m) => m * p).find((v) => v >= n) ?? 10 * p) as number;
 }
 
-export function statesChart(days: StateDay[], scope: string): Html {
-  const states = [...new Set(days.flatMap((d) => Object.keys(d.counts ?? {})))].sort(
-    (a, b) => (stateOrder.indexOf(a) + 1 || 99) - (stateOrder.indexOf(b) + 1 || 99) || a.localeCompare(b),
-  );
-  const total = (d: StateDay) => Object.values(d.counts ?? {}).reduce((a, b) => a + b, 0);
-  const max = ceiling(Math.max(0, ...days.map(total)));
-  const [width, height, left, right, top, bottom] = [600, 170, 40, 10, 12, 26];
-  const plotW = width - left - right;
+/** One part of a stacked bar. */
+export interface BarPart {
+  value: number;
+  fill: string;
+  /** Its tooltip. */
+  title: string;
+  /** The `data-…` attributes that name it, in order. */
+  data: readonly (readonly [string, string])[];
+  /** `fill-opacity`, when not 1. */
+  opacity?: string;
+}
+
+/** A bar: its parts from the bottom up, or a thin grey mark where nothing was recorded. */
+export type Bar = { label: string; parts: BarPart[] } | { label: string; gap: string };
+
+export interface BarsFrame {
+  /** The figure's id: the SVG's title is `<id>-title`. */
+  id: string;
+  title: string;
+  /** Room left of the plot for the tick labels. */
+  left: number;
+  tickLabel: (n: number) => string;
+  /** Only whole numbers as ticks (counts). */
+  wholeTicks?: boolean;
+}
+
+/** Stacked bars as inline SVG, on an axis from 0 to a round maximum: grid lines, bars, 3 x labels. */
+export function stackedBars(bars: readonly Bar[], frame: BarsFrame): Html {
+  const total = (b: Bar) => ('parts' in b ? b.parts.reduce((n, p) => n + p.value, 0) : 0);
+  const max = ceiling(Math.max(0, ...bars.map(total)));
+  const { id, left } = frame;
+  const [width, height, right, top, bottom] = [600, 170, 10, 12, 26];
   const plotH = height - top - bottom;
-  const slot = plotW / Math.max(1, days.length);
+  const slot = (width - left - right) / Math.max(1, bars.length);
   const barW = Math.max(1, slot * 0.72);
   const y = (n: number) => top + plotH - (n / max) * plotH;
-  const label = (day: string) => day.slice(5);
-  const bars = days.map((d, i) => {
+  const rects = bars.map((bar, i) => {
     const x = left + i * slot + (slot - barW) / 2;
-    if (!d.counts) {
+    if (!('parts' in bar)) {
       return html`<rect
         class="gap"
         x="${x.toFixed(1)}"
@@ -78,62 +101,97 @@ export function statesChart(days: StateDay[], scope: string): Html {
         width="${barW.toFixed(1)}"
         height="2"
         fill="#d8dee4"
-        ><title>${d.day}: not recorded</title></rect
+        ><title>${bar.gap}</title></rect
       >`;
     }
     let base = 0;
-    return states.map((state) => {
-      const n = d.counts?.[state] ?? 0;
-      if (n === 0) return '';
-      const rect = html`<rect
-        data-day="${d.day}"
-        data-state="${state}"
-        x="${x.toFixed(1)}"
-        y="${y(base + n).toFixed(1)}"
-        width="${barW.toFixed(1)}"
-        height="${(y(base) - y(base + n)).toFixed(1)}"
-        fill="${colourOf(state)}"
-        fill-opacity="${d.estimated ? '0.45' : '1'}"
-        ><title>${d.day} ${state}: ${n}${d.estimated ? ' (estimated)' : ''}</title></rect
-      >`;
-      base += n;
-      return rect;
-    });
+    return bar.parts
+      .filter((part) => part.value > 0)
+      .map((part) => {
+        const data = raw(part.data.map(([k, v]) => `data-${k}="${escapeHtml(v)}"`).join(' '));
+        const opacity = part.opacity === undefined ? '' : html` fill-opacity="${part.opacity}"`;
+        const rect = html`<rect
+          ${data}
+          x="${x.toFixed(1)}"
+          y="${y(base + part.value).toFixed(1)}"
+          width="${barW.toFixed(1)}"
+          height="${(y(base) - y(base + part.value)).toFixed(1)}"
+          fill="${part.fill}"
+          ${opacity}
+          ><title>${part.title}</title></rect
+        >`;
+        base += part.value;
+        return rect;
+      });
   });
-  const ticks = [0, max / 2, max].filter((v, i, a) => Number.isInteger(v) && a.indexOf(v) === i);
-  const xLabels = [0, Math.floor((days.length - 1) / 2), days.length - 1]
-    .filter((v, i, a) => days[v] && a.indexOf(v) === i)
+  const ticks = [0, max / 2, max].filter(
+    (v, i, a) => (!frame.wholeTicks || Number.isInteger(v)) && a.indexOf(v) === i,
+  );
+  const xLabels = [0, Math.floor((bars.length - 1) / 2), bars.length - 1]
+    .filter((v, i, a) => bars[v] && a.indexOf(v) === i)
     .map(
       (i) =>
         html`<text x="${(left + i * slot + slot / 2).toFixed(1)}" y="${height - 6}" text-anchor="middle"
-          >${label(days[i]!.day)}</text
+          >${bars[i]!.label}</text
         >`,
     );
+  return html`<svg
+    viewBox="0 0 ${width} ${height}"
+    role="img"
+    aria-labelledby="${id}-title"
+    xmlns="http://www.w3.org/2000/svg"
+    font-size="14"
+    fill="#57606a"
+  >
+    <title id="${id}-title">${frame.title}</title>
+    ${ticks.map(
+      (t) =>
+        html`<line
+            x1="${left}"
+            x2="${width - right}"
+            y1="${y(t).toFixed(1)}"
+            y2="${y(t).toFixed(1)}"
+            stroke="#eaeef2"
+          /><text x="${left - 6}" y="${(y(t) + 4).toFixed(1)}" text-anchor="end"
+            >${frame.tickLabel(t)}</text
+          >`,
+    )}
+    ${rects} ${xLabels}
+  </svg>`;
+}
+
+export function statesChart(days: StateDay[], scope: string): Html {
+  const states = [...new Set(days.flatMap((d) => Object.keys(d.counts ?? {})))].sort(
+    (a, b) => (stateOrder.indexOf(a) + 1 || 99) - (stateOrder.indexOf(b) + 1 || 99) || a.localeCompare(b),
+  );
+  const bars: Bar[] = days.map((d) =>
+    d.counts
+      ? {
+          label: d.day.slice(5),
+          parts: states.map((state) => ({
+            value: d.counts?.[state] ?? 0,
+            fill: colourOf(state),
+            title: `${d.day} ${state}: ${d.counts?.[state] ?? 0}${d.estimated ? ' (estimated)' : ''}`,
+            data: [
+              ['day', d.day],
+              ['state', state],
+            ],
+            opacity: d.estimated ? '0.45' : '1',
+          })),
+        }
+      : { label: d.day.slice(5), gap: `${d.day}: not recorded` },
+  );
   const first = days[0]?.day ?? '';
   const last = days.at(-1)?.day ?? '';
   return html`<figure class="chart" id="states-chart">
     <figcaption>Environments by state, ${first} to ${last} (UTC days) · ${scope}</figcaption>
-    <svg
-      viewBox="0 0 ${width} ${height}"
-      role="img"
-      aria-labelledby="states-chart-title"
-      xmlns="http://www.w3.org/2000/svg"
-      font-size="14"
-      fill="#57606a"
-    >
-      <title id="states-chart-title">Environments by state per day, ${first} to ${last}</title>
-      ${ticks.map(
-        (t) =>
-          html`<line
-              x1="${left}"
-              x2="${width - right}"
-              y1="${y(t).toFixed(1)}"
-              y2="${y(t).toFixed(1)}"
-              stroke="#eaeef2"
-            /><text x="${left - 6}" y="${(y(t) + 4).toFixed(1)}" text-anchor="end">${t}</text>`,
-      )}
-      ${bars} ${xLabels}
-    </svg>
+    ${stackedBars(bars, {
+      id: 'states-chart',
+      title: `Environments by state per day, ${first} to ${last}`,
+      left: 40,
+      tickLabel: String,
+      wholeTicks: true,
+    })}
     <p class="legend">
       ${
         days.some((d) => d.estimated)
