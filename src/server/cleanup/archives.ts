@@ -228,32 +228,12 @@ export class ArchiveStore {
   }
 
   markRestored(row: EnvironmentArchiveRow, actor: string, now: Date): Promise<void> {
-    return this.archives.markRestored(row.id, now, {
-      actor,
-      action: 'archive-restored',
-      environmentId: row.environment_id,
-      detail: {
-        project: row.project,
-        environment: row.environment,
-        namespace: row.namespace_name,
-        archiveId: row.id,
-      },
-    });
+    return this.archives.markRestored(row.id, now, archiveAudit(row, actor, 'archive-restored'));
   }
 
   /** Audits that the archive was read for a restore (its Secrets unsealed). */
   audited(row: EnvironmentArchiveRow, actor: string, now: Date): Promise<void> {
-    return this.archives.audit(now, {
-      actor,
-      action: 'archive-read',
-      environmentId: row.environment_id,
-      detail: {
-        project: row.project,
-        environment: row.environment,
-        namespace: row.namespace_name,
-        archiveId: row.id,
-      },
-    });
+    return this.archives.audit(now, archiveAudit(row, actor, 'archive-read'));
   }
 
   /** Deletes the expired archives (each periodic pass); how many. */
@@ -279,4 +259,23 @@ function notFound(environmentId: string): TendError {
     'TEND_ARCHIVE_NOT_FOUND',
     `environment ${environmentId.slice(0, 64)} has no archive that can be restored (none was taken, or it expired after --archive-retention)`,
   );
+}
+
+/** The audit entry of something done with an archive. */
+function archiveAudit(
+  row: EnvironmentArchiveRow,
+  actor: string,
+  action: 'archive-read' | 'archive-restored',
+) {
+  return {
+    actor,
+    action,
+    environmentId: row.environment_id,
+    detail: {
+      project: row.project,
+      environment: row.environment,
+      namespace: row.namespace_name,
+      archiveId: row.id,
+    },
+  };
 }
