@@ -10,6 +10,16 @@ import { CompiledQuery, type Transaction } from 'kysely';
 import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
 
+/**
+ * `list` in runs of at most `size`: the rows or `IN (…)` values one statement takes, well under
+ * SQLite's 32,766 and PostgreSQL's 65,535 bound parameters.
+ */
+export function chunks<T>(list: readonly T[], size = 500): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < list.length; i += size) out.push(list.slice(i, i + size));
+  return out;
+}
+
 export interface InsertStatement {
   table: string;
   columns: readonly string[];

@@ -6,6 +6,7 @@
 import type { Kysely } from 'kysely';
 import { writeAudit, type AuditInput } from './audit.js';
 import type { CleanupDecisionRow, Database } from '../schema.js';
+import { chunks } from '../bulk.js';
 
 export class CleanupDecisionRepository {
   constructor(
@@ -24,10 +25,10 @@ export class CleanupDecisionRepository {
     now: Date,
   ): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
-      for (let i = 0; i < upserts.length; i += 500) {
+      for (const chunk of chunks(upserts)) {
         await trx
           .insertInto('cleanup_decisions')
-          .values(upserts.slice(i, i + 500))
+          .values(chunk)
           .onConflict((oc) =>
             oc.column('resource_id').doUpdateSet((eb) => ({
               environment_id: eb.ref('excluded.environment_id'),
@@ -50,11 +51,8 @@ export class CleanupDecisionRepository {
           )
           .execute();
       }
-      for (let i = 0; i < removed.length; i += 500) {
-        await trx
-          .deleteFrom('cleanup_decisions')
-          .where('resource_id', 'in', removed.slice(i, i + 500))
-          .execute();
+      for (const ids of chunks(removed)) {
+        await trx.deleteFrom('cleanup_decisions').where('resource_id', 'in', ids).execute();
       }
       await writeAudit(trx, now, audits);
     });

@@ -12,6 +12,7 @@ import { restoreContradictedMissing } from './contradicted-missing.js';
 import { recordRequestChanges, requestChanges, requestColumns } from './namespace-requests.js';
 import { onTarget } from './resource-targets.js';
 import type { CleanupInventoryItemsTable, Database } from '../schema.js';
+import { chunks } from '../bulk.js';
 
 /** An inventory as an executor reported it, with who reported it and when. */
 export interface InventoryInput {
@@ -449,10 +450,10 @@ async function reconcileItems(
 }
 
 async function upsertItems(trx: Transaction<Database>, rows: Insertable<CleanupInventoryItemsTable>[]) {
-  for (let i = 0; i < rows.length; i += 500) {
+  for (const chunk of chunks(rows)) {
     await trx
       .insertInto('cleanup_inventory_items')
-      .values(rows.slice(i, i + 500))
+      .values(chunk)
       .onConflict((oc) =>
         oc.columns(['target_key', 'namespace_name']).doUpdateSet((eb) => ({
           uid: eb.ref('excluded.uid'),
@@ -488,8 +489,7 @@ const eligible = (r: RecordedResource) => r.state === 'ready' && r.ownership ===
 /** The ids among `resources` that an executing delete job is removing. */
 async function deletingNow(trx: Transaction<Database>, resources: RecordedResource[]): Promise<Set<string>> {
   const ids = new Set<string>();
-  for (let i = 0; i < resources.length; i += 500) {
-    const chunk = resources.slice(i, i + 500).map((r) => r.id);
+  for (const chunk of chunks(resources.map((r) => r.id))) {
     const rows = await trx
       .selectFrom('cleanup_jobs')
       .select('resource_id')
@@ -528,15 +528,11 @@ async function markAbsentMissing(
     .where('target_key', '=', targetKey)
     .where('seen_at', '<', at)
     .execute();
-  for (let i = 0; i < gone.length; i += 500) {
+  for (const ids of chunks(gone.map((r) => r.id))) {
     await trx
       .updateTable('resources')
       .set({ state: 'missing', missing_since: at, last_cause: 'inventory', last_seen_at: at })
-      .where(
-        'id',
-        'in',
-        gone.slice(i, i + 500).map((r) => r.id),
-      )
+      .where('id', 'in', ids)
       .execute();
   }
   await refreshEnvironmentStates(trx, [...new Set(gone.map((r) => r.environment_id))], at);

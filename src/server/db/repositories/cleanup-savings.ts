@@ -8,12 +8,7 @@ import type { Kysely } from 'kysely';
 import type { SpellInput } from '../../cleanup/savings.js';
 import { resumingCommands } from '../../registry/plan.js';
 import type { Database } from '../schema.js';
-
-const chunk = <T>(list: T[], size = 500): T[][] => {
-  const out: T[][] = [];
-  for (let i = 0; i < list.length; i += size) out.push(list.slice(i, i + size));
-  return out;
-};
+import { chunks } from '../bulk.js';
 
 const time = (iso: string | null | undefined): number | undefined => (iso ? Date.parse(iso) : undefined);
 
@@ -67,7 +62,7 @@ export class CleanupSavingsRepository {
       { id: string; target_key: string; namespace_name: string; generation: number; first_seen_at: string }[]
     >();
     const resumes = new Map<string, number[]>();
-    for (const ids of chunk(envIds)) {
+    for (const ids of chunks(envIds)) {
       const [rows, resumeJobs, sessions] = await Promise.all([
         this.reader
           .selectFrom('resources')
@@ -175,7 +170,7 @@ export class CleanupSavingsRepository {
   /** Each namespace uid's request history, oldest first, keyed by target, name and uid. */
   private async requestHistory(uids: string[]) {
     const out = new Map<string, { at: number; cpuMillicores: number; memoryBytes: number }[]>();
-    for (const list of chunk([...new Set(uids)])) {
+    for (const list of chunks([...new Set(uids)])) {
       const rows = await this.reader
         .selectFrom('namespace_requests')
         .select(['target_key', 'namespace_name', 'uid', 'observed_at', 'cpu_millicores', 'memory_bytes'])

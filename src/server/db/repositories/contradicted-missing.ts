@@ -12,6 +12,7 @@ import type { InventoryItem } from '../../../cleanup/protocol.js';
 import type { AuditInput } from './audit.js';
 import { onTarget } from './resource-targets.js';
 import type { Database } from '../schema.js';
+import { chunks } from '../bulk.js';
 
 /** Causes of a `missing` that only a tend command's own report gives. */
 const reportedByCommand = ['created', 'observed', 'deleted'];
@@ -35,7 +36,7 @@ export async function restoreContradictedMissing(
     name: string;
     state: string;
   }[] = [];
-  for (let i = 0; i < uids.length; i += 500) {
+  for (const uidChunk of chunks(uids)) {
     found.push(
       ...(await trx
         .selectFrom('resources')
@@ -52,32 +53,28 @@ export async function restoreContradictedMissing(
         .where('resources.state', '=', 'missing')
         .where('resources.last_cause', 'in', reportedByCommand)
         .where('resources.role', '!=', 'system')
-        .where('resources.namespace_uid', 'in', uids.slice(i, i + 500))
+        .where('resources.namespace_uid', 'in', uidChunk)
         .where((eb) => onTarget(eb, input.targetKey))
         .execute()),
     );
   }
   const contradicted = found.filter((r) => listed.has(`${r.namespace_name}\u0000${r.namespace_uid}`));
   if (contradicted.length === 0) return [];
-  for (let i = 0; i < contradicted.length; i += 500) {
+  for (const ids of chunks(contradicted.map((r) => r.id))) {
     await trx
       .updateTable('resources')
       .set({ state: 'ready', missing_since: null, last_cause: 'inventory', last_seen_at: at })
-      .where(
-        'id',
-        'in',
-        contradicted.slice(i, i + 500).map((r) => r.id),
-      )
+      .where('id', 'in', ids)
       .execute();
   }
   const cleaned = [
     ...new Set(contradicted.filter((r) => r.state === 'cleaned').map((r) => r.environment_id)),
   ];
-  for (let i = 0; i < cleaned.length; i += 500) {
+  for (const ids of chunks(cleaned)) {
     await trx
       .updateTable('environments')
       .set({ state: 'active', cleaned_at: null, updated_at: at })
-      .where('id', 'in', cleaned.slice(i, i + 500))
+      .where('id', 'in', ids)
       .where('state', '=', 'cleaned')
       .execute();
   }

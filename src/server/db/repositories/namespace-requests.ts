@@ -7,6 +7,7 @@
 import type { Insertable, Transaction } from 'kysely';
 import type { InventoryItem } from '../../../cleanup/protocol.js';
 import type { Database, NamespaceRequestsTable } from '../schema.js';
+import { chunks } from '../bulk.js';
 
 /** The item's request columns: null when the executor could not tell. */
 export function requestColumns(item: InventoryItem) {
@@ -60,10 +61,10 @@ export async function recordRequestChanges(
   trx: Transaction<Database>,
   rows: Insertable<NamespaceRequestsTable>[],
 ): Promise<void> {
-  for (let i = 0; i < rows.length; i += 500) {
+  for (const chunk of chunks(rows)) {
     await trx
       .insertInto('namespace_requests')
-      .values(rows.slice(i, i + 500))
+      .values(chunk)
       .onConflict((oc) => oc.doNothing())
       .execute();
   }
