@@ -5,9 +5,10 @@
  */
 import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EnvironmentRepository } from '../../src/server/db/repositories/environments.js';
+import { launchChromium } from '../helpers/chromium.js';
 import { createTestServer, postEvents, session, type TestServer } from './helpers.js';
 
 const outputDir = fileURLToPath(new URL('../../test-output/', import.meta.url));
@@ -60,19 +61,7 @@ describe('dashboard in Chromium', () => {
       })),
     });
     await s.app.cleanup.pass.run();
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

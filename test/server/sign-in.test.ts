@@ -12,10 +12,11 @@ import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RolesFile } from '../../src/server/oidc/roles-file.js';
 import { freePort, startTend } from '../helpers/project.js';
+import { launchChromium } from '../helpers/chromium.js';
 import { createTestServer, postEvents, session, type TestServer } from './helpers.js';
 import { claimsOf, startTestProvider, type TestProvider } from './oidc-provider.js';
 
@@ -82,16 +83,7 @@ describe('sign in through an OpenID provider', () => {
     ]);
     const list = await s.app.inject({ url: '/api/v1/environments', headers: s.auth(s.tokens.read) });
     envId = list.json<{ items: { id: string }[] }>().items[0]!.id;
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-      ],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
