@@ -29,6 +29,7 @@ export const pastTense: Record<CleanupAction, string> = {
   delete: 'deleted',
   pause: 'paused',
   resume: 'resumed',
+  restore: 'restored',
 };
 
 /**

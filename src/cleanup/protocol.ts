@@ -8,7 +8,8 @@
  * refused with TEND_CLEANUP_LEASE_LOST (HTTP 409); the executor then drops the job.
  */
 import { Type, type Static } from 'typebox';
-import { ArchiveMode, ArchiveResponse, type EnvironmentArchive } from './archive.js';
+import { ArchiveMode, ArchiveResponse, RestorableArchive, type EnvironmentArchive } from './archive.js';
+import { CleanupPolicy } from './policy.js';
 import { TargetKey } from './targets.js';
 
 const Id = (description?: string) => Type.String({ minLength: 1, maxLength: 200, description });
@@ -136,27 +137,33 @@ export const InventoryResponse = Type.Object({
 });
 export type InventoryResponse = Static<typeof InventoryResponse>;
 
+/** What planning (and clean up now) decides for an environment: delete, pause or resume. */
+export const plannedActions = ['delete', 'pause', 'resume'] as const;
+export type PlannedAction = (typeof plannedActions)[number];
+
+/**
+ * What a job does: `delete` the namespace, `pause` what tend deployed in it (recording how to
+ * restore it), `resume` exactly that, or `restore` a deleted environment from its archive (the
+ * dashboard's Restore button) — all through the same claim, start, re-check, complete.
+ */
+export const CleanupAction = Type.Enum([...plannedActions, 'restore']);
+export type CleanupAction = Static<typeof CleanupAction>;
+
+/** What an executor that does not say what it runs is given: every action but `restore`, which older executors do not know. */
+export const defaultClaimedActions: readonly CleanupAction[] = plannedActions;
+
 export const ClaimRequest = Type.Object(
   {
     executorId: Id(),
     targetKeys: Type.Array(TargetKey, { minItems: 1, maxItems: 200 }),
     max: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 10 })),
     leaseSeconds: Type.Optional(Type.Integer({ minimum: 5, maximum: 3600, default: 120 })),
+    /** The actions this executor runs (default: all but `restore`). */
+    actions: Type.Optional(Type.Array(CleanupAction, { minItems: 1, maxItems: 8, uniqueItems: true })),
   },
   { additionalProperties: false },
 );
 export type ClaimRequest = Static<typeof ClaimRequest>;
-
-/**
- * What a job does: `delete` the namespace, `pause` what tend deployed in it (recording how to
- * restore it), or `resume` exactly that — all through the same claim, start, re-check, complete.
- */
-export const CleanupAction = Type.Union([
-  Type.Literal('delete'),
-  Type.Literal('pause'),
-  Type.Literal('resume'),
-]);
-export type CleanupAction = Static<typeof CleanupAction>;
 
 export const CleanupJobState = Type.Union([
   Type.Literal('planned'),
@@ -242,12 +249,23 @@ export const CleanupOutcome = Type.Union([
 ]);
 export type CleanupOutcome = Static<typeof CleanupOutcome>;
 
+/** The most events a restore job's session may report with its outcome. */
+export const maxRestoreEvents = 64;
+
 export const CompleteRequest = Type.Object(
   {
     executorId: Id(),
     outcome: CleanupOutcome,
     /** For people: "deleted", "already gone", "changed since the check", the API error. */
     message: Message(),
+    /**
+     * A `restore` job only: the streamed events of the restore session the executor ran (its
+     * start, the namespace it created, its end), checked against the event catalogue and the job,
+     * and recorded like a command's: the `created` event is the namespace's ownership proof.
+     */
+    events: Type.Optional(
+      Type.Array(Type.Record(Type.String(), Type.Unknown()), { maxItems: maxRestoreEvents }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -255,6 +273,21 @@ export type CompleteRequest = Static<typeof CompleteRequest>;
 
 export const CompleteResponse = Type.Object({ job: CleanupJob });
 export type CompleteResponse = Static<typeof CompleteResponse>;
+
+/**
+ * What the executor of a started `restore` job restores: the archive (Secrets unsealed), and what
+ * its restore session says of itself — the person who asked, and the environment's cleanup
+ * policy, so the restored environment is cleaned as it was.
+ */
+export const RestoreOrder = Type.Object({
+  restorable: RestorableArchive,
+  /** Who asked for the restore (the audit log's actor). */
+  requestedBy: Type.String(),
+  cleanupPolicy: Type.Optional(CleanupPolicy),
+  /** The pull request the environment is recorded for, which the session carries on. */
+  pullRequest: Type.Optional(Type.Object({ repository: Type.String(), number: Type.Integer() })),
+});
+export type RestoreOrder = Static<typeof RestoreOrder>;
 
 /**
  * The queue's HTTP routes, one per `CleanupQueue` method: the server registers them and
@@ -307,6 +340,14 @@ export const archiveRoute = {
   response: ArchiveResponse,
 } as const;
 
+/** `GET` of the same path: the restore order of a started restore job (agent scope, the lease holder). */
+export const restoreOrderRoute = {
+  path: archiveRoute.path,
+  summary:
+    'The archive a started restore job re-creates, Secrets unsealed, with its requester and policy (agent scope)',
+  response: RestoreOrder,
+} as const;
+
 export function archivePath(jobId: string, executorId: string): string {
   return `${archiveRoute.path.replace(':id', encodeURIComponent(jobId))}?executorId=${encodeURIComponent(executorId)}`;
 }
@@ -330,4 +371,6 @@ export interface CleanupQueue {
   complete(jobId: string, body: CompleteRequest): Promise<CompleteResponse>;
   /** Stores the archive of a started delete job; throws when it was not stored (then nothing is deleted). */
   archive(jobId: string, executorId: string, archive: EnvironmentArchive): Promise<ArchiveResponse>;
+  /** What a started restore job re-creates. */
+  restoreOrder(jobId: string, executorId: string): Promise<RestoreOrder>;
 }

@@ -17,7 +17,14 @@ import type { TendEvent } from '../events/catalog.js';
 import type { CleanupCallContext, CleanupResult, CleanupTarget } from '../plugin/types.js';
 import { CleanupRouter, type ServedPlugin } from '../router/cleanup.js';
 import type { EnvironmentArchive } from '../cleanup/archive.js';
-import type { CleanupJob, CleanupQueue, ExecutorKind, InventoryResponse } from '../cleanup/protocol.js';
+import {
+  defaultClaimedActions,
+  type CleanupJob,
+  type CleanupQueue,
+  type ExecutorKind,
+  type InventoryResponse,
+} from '../cleanup/protocol.js';
+import { runRestoreSession } from './restore-session.js';
 
 export type ExecutorLogLevel = 'debug' | 'info' | 'warn' | 'error';
 export type ExecutorLogger = (level: ExecutorLogLevel, message: string) => void;
@@ -225,6 +232,9 @@ export class CleanupExecutor {
         ({ jobs } = await this.options.queue.claim({
           executorId: this.executorId,
           targetKeys: [...byKey.keys()],
+          ...(this.options.plugins.some((p) => p.plugin.cleanup.restore)
+            ? { actions: [...defaultClaimedActions, 'restore' as const] }
+            : {}),
           max: batch,
           leaseSeconds: this.options.leaseSeconds ?? 300,
         }));
@@ -269,7 +279,10 @@ export class CleanupExecutor {
     } catch (error) {
       return queueFailure('start', error);
     }
-    const result = await this.verifyAndClean(job, target, signal);
+    const { events, ...result } =
+      job.action === 'restore'
+        ? await this.restore(job, target, signal)
+        : { ...(await this.verifyAndClean(job, target, signal)), events: undefined };
     this.log(
       result.outcome === 'failed' ? 'warn' : 'info',
       `${job.namespaceName} (${job.targetKey}): ${result.outcome}: ${result.message}`,
@@ -279,11 +292,35 @@ export class CleanupExecutor {
         executorId: this.executorId,
         outcome: result.outcome,
         message: result.message.slice(0, 4000),
+        ...(events ? { events } : {}),
       });
     } catch (error) {
       return queueFailure('complete', error);
     }
     return { ...base, ...result };
+  }
+
+  /** A restore job: a restore session at this executor (restore-session.ts). */
+  private async restore(
+    job: CleanupJob,
+    target: CleanupTarget | undefined,
+    signal: AbortSignal,
+  ): Promise<CleanupResult & { events?: TendEvent[] }> {
+    const served = this.served(job.pluginName);
+    if (!served || !target || target.pluginName !== served.plugin.name) {
+      return this.verifyAndClean(job, target, signal);
+    }
+    return runRestoreSession({
+      queue: this.options.queue,
+      executorId: this.executorId,
+      served,
+      target,
+      job,
+      protection: this.options.protection,
+      hostId: this.options.hostId ?? this.options.name,
+      signal,
+      log: this.log,
+    });
   }
 
   private async verifyAndClean(

@@ -39,14 +39,14 @@ export class HttpCleanupQueue implements CleanupQueue {
 
   private async send<T>(
     path: string,
-    payload: { body?: unknown; rawBody?: { contentType: string; data: Buffer } },
+    payload: { method?: 'GET'; body?: unknown; rawBody?: { contentType: string; data: Buffer } },
   ): Promise<T> {
     const o = this.options;
     const retries = o.retries ?? 6;
     for (let attempt = 0; ; attempt++) {
       try {
         return await apiRequest<T>({ url: o.server, token: o.token }, path, {
-          method: 'POST',
+          method: payload.method ?? 'POST',
           ...payload,
           timeoutMs: o.timeoutMs ?? 30_000,
         });
@@ -70,4 +70,6 @@ export class HttpCleanupQueue implements CleanupQueue {
     this.send(archivePath(jobId, executorId), {
       rawBody: { contentType: 'application/gzip', data: compressArchive(archive) },
     });
+  restoreOrder: CleanupQueue['restoreOrder'] = (jobId, executorId) =>
+    this.send(archivePath(jobId, executorId), { method: 'GET' });
 }

@@ -514,6 +514,18 @@ export interface CleanupHandlers<Settings = unknown> {
     target: CleanupTarget,
     job: CleanupJobSpec,
   ): Promise<CleanupResult>;
+  /**
+   * Optional: a `restore` job (the dashboard's Restore button) — re-creates the environment from
+   * its archive into `job.namespaceName`, which must not exist, through the same gate as
+   * `restoreEnvironment`, reporting the namespace it creates on `ctx.events` (the executor's
+   * restore session records it). Throws TEND_ARCHIVE for a refusal (the namespace exists again).
+   */
+  restore?(
+    ctx: CleanupCallContext<Settings>,
+    target: CleanupTarget,
+    job: CleanupJobSpec,
+    request: RestoreRequest,
+  ): Promise<RestoreResult>;
 }
 
 export const cleanupHandlerNames: readonly ('targets' | 'inventory' | 'verifyAndClean')[] = [

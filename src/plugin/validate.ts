@@ -122,6 +122,8 @@ function checkCleanup(plugin: PluginDefinition, targetKinds: Map<string, string>
     if (typeof cleanup[handler] !== 'function')
       throw invalid(plugin.name, `cleanup handler "${handler}" is missing`);
   }
+  if (cleanup.restore !== undefined && typeof cleanup.restore !== 'function')
+    throw invalid(plugin.name, 'cleanup handler "restore" is optional, and must be a function when given');
   const kind = cleanup.targetKind;
   if (typeof kind !== 'string' || !/^[a-z][a-z0-9-]{0,62}$/.test(kind) || kind === 'plugin') {
     throw invalid(

@@ -4,6 +4,7 @@
  * error handling as every other handler call (calls.ts), with the plugin's executor settings as
  * its provider configuration.
  */
+import { TendError } from '../errors.js';
 import type { SessionBus } from '../events/bus.js';
 import type {
   CleanupCallContext,
@@ -13,6 +14,8 @@ import type {
   CleanupResult,
   CleanupTarget,
   PluginDefinition,
+  RestoreRequest,
+  RestoreResult,
 } from '../plugin/types.js';
 import type { PluginEventBroker } from './broker.js';
 import { HandlerCalls, pluginLog } from './calls.js';
@@ -61,9 +64,28 @@ export class CleanupRouter {
     );
   }
 
+  restore(
+    served: ServedPlugin,
+    target: CleanupTarget,
+    job: CleanupJobSpec,
+    request: RestoreRequest,
+    signal: AbortSignal,
+  ): Promise<RestoreResult> {
+    const restore = served.plugin.cleanup.restore;
+    if (!restore) {
+      return Promise.reject(
+        new TendError(
+          'TEND_ARCHIVE',
+          `plugin ${served.plugin.name} cannot restore an environment from its archive`,
+        ),
+      );
+    }
+    return this.call(served, 'restore', signal, (ctx) => restore(ctx, target, job, request));
+  }
+
   private call<T>(
     served: ServedPlugin,
-    handler: 'targets' | 'inventory' | 'verifyAndClean',
+    handler: 'targets' | 'inventory' | 'verifyAndClean' | 'restore',
     signal: AbortSignal,
     invoke: (ctx: CleanupCallContext) => Promise<T>,
   ): Promise<T> {

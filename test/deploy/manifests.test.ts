@@ -193,6 +193,55 @@ describe('the manifests under deploy/', () => {
     }
   });
 
+  it('creates namespaces only with the restore component, which adds create and patch of the archived kinds', async () => {
+    const rulesOf = (objects: KObject[]) =>
+      kindOf(objects, 'ClusterRole')[0]!.rules as {
+        apiGroups: string[];
+        resources: string[];
+        verbs: string[];
+      }[];
+    const base = rulesOf((await render('agent')).objects);
+    expect(base.filter((r) => r.verbs.includes('create'))).toEqual([]);
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'tend-restore-'));
+    try {
+      writeFileSync(
+        path.join(dir, 'kustomization.yaml'),
+        `resources: [${path.relative(dir, path.join(repoRoot, 'deploy', 'agent'))}]\n` +
+          `components: [${path.relative(dir, path.join(repoRoot, 'deploy', 'components', 'restore'))}]\n`,
+      );
+      const run = await kubectl(['kustomize', dir]);
+      expect(run.code, run.stderr).toBe(0);
+      const withRestore = rulesOf(parseAllDocuments(run.stdout).map((d) => d.toJSON() as KObject));
+      expect(withRestore.slice(0, base.length)).toEqual(base);
+      const added = withRestore.slice(base.length);
+      expect(added[0]).toEqual({ apiGroups: [''], resources: ['namespaces'], verbs: ['create'] });
+      // Every kind the archive lists (the base role's read-only rules) can be re-created.
+      const archived = base.filter(
+        (r) =>
+          r.verbs.join() === 'list' &&
+          !r.resources.includes('pods') &&
+          !r.resources.includes('horizontalpodautoscalers'),
+      );
+      for (const rule of archived) {
+        for (const resource of rule.resources) {
+          expect(
+            added.some(
+              (r) =>
+                r.apiGroups.includes(rule.apiGroups[0]!) &&
+                r.resources.includes(resource) &&
+                r.verbs.includes('create'),
+            ),
+            resource,
+          ).toBe(true);
+        }
+      }
+      // Never delete beyond the one path, nor anything cluster-wide but namespaces.
+      expect(added.flatMap((r) => r.verbs)).not.toContain('delete');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('starts the pods once the Secrets they reference exist', async () => {
     const pods = (component: string) =>
       handle.sim.store

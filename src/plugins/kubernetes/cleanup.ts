@@ -13,6 +13,8 @@ import type {
   CleanupJobSpec,
   CleanupResult,
   CleanupTarget,
+  RestoreRequest,
+  RestoreResult,
 } from '../../plugin/types.js';
 import type { InventoryItem } from '../../cleanup/protocol.js';
 import { annotations, KubeClient, labels, type ClusterIdentity, type NamespaceInfo } from './client/index.js';
@@ -259,4 +261,41 @@ export async function verifyAndClean(
     case 'changed':
       return { outcome: 'cancelled', message: result.message };
   }
+}
+
+/**
+ * A restore job: into the job's namespace on this cluster, through the gate (the restore
+ * session's `created` event is the namespace's ownership proof). Never into a protected name.
+ */
+export async function restore(
+  ctx: Context,
+  target: CleanupTarget,
+  job: CleanupJobSpec,
+  request: RestoreRequest,
+): Promise<RestoreResult> {
+  const state = stateOf(target);
+  const name = job.namespaceName;
+  const jobCluster = (job.target as { clusterId?: unknown }).clusterId;
+  if (jobCluster !== state.identity.clusterId) {
+    throw new TendError(
+      'TEND_ARCHIVE',
+      `the job is for cluster ${String(jobCluster)}, this executor serves ${state.identity.clusterId}`,
+    );
+  }
+  const protectedBy = namespaceProtector({
+    systemNamespace: ctx.protection.systemNamespace,
+    patterns: ctx.protection.protectNamespaces,
+  })(name);
+  if (protectedBy)
+    throw new TendError(
+      'TEND_ARCHIVE',
+      `namespace ${name} is protected (${protectedBy}): never restored into`,
+    );
+  const client = await KubeClient.forCall(
+    gateContext(ctx, { project: job.project, name: job.environment }),
+    settingsFor(ctx, state, name),
+    state.identity,
+  );
+  const { restoreInto } = await import('./restore.js');
+  return restoreInto(client, request, ctx.signal);
 }

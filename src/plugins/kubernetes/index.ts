@@ -103,5 +103,6 @@ export const kubernetesPlugin: PluginDefinition<unknown, unknown, KubernetesExec
     targets: async (ctx) => (await cleanup()).targets(ctx),
     inventory: async (ctx, target) => (await cleanup()).inventory(ctx, target),
     verifyAndClean: async (ctx, target, job) => (await cleanup()).verifyAndClean(ctx, target, job),
+    restore: async (ctx, target, job, request) => (await cleanup()).restore(ctx, target, job, request),
   },
 };

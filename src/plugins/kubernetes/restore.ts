@@ -1,21 +1,32 @@
 /**
- * `tend restore` for the kubernetes provider (docs/cleanup.md#undo): re-creates the environment's
- * namespace through the namespace gate — so it is `created` by this session, owned and recorded
- * like any namespace a command creates — and applies every archived object into it, in
- * dependency order (ServiceAccounts, ConfigMaps and Secrets before the workloads that use them).
- * A namespace that exists again is never restored into: it is someone's now (a deploy since the
- * cleanup, or another project's); `--into` names a new one. An object the cluster refuses is
- * reported with the cluster's reason and the rest go on.
+ * Restoring an environment from its archive (docs/cleanup.md#undo), for `tend restore` (the
+ * provider's `restoreEnvironment`) and for a restore job an executor runs (the cleanup handler
+ * `restore`): re-creates the namespace through the namespace gate — so it is `created` by the
+ * session, owned and recorded like any namespace a command creates — and applies every archived
+ * object into it, in dependency order (ServiceAccounts, ConfigMaps and Secrets before the
+ * workloads that use them). A namespace that exists again is never restored into: it is
+ * someone's now (a deploy since the cleanup, or another project's); `--into` names a new one. An
+ * object the cluster refuses is reported with the cluster's reason and the rest go on.
  */
 import { restoreOrder, secretHasContent, type ArchivedObject } from '../../cleanup/archive.js';
 import { TendError } from '../../errors.js';
 import type { PluginContext, RestoreRequest, RestoreResult } from '../../plugin/types.js';
-import type { KubeObject } from './client/index.js';
+import type { KubeClient, KubeObject } from './client/index.js';
 import { clientFor } from './provider.js';
 
+/** `tend restore`: into the namespace of the command's environment. */
 export async function restoreEnvironment(
   ctx: PluginContext,
   request: RestoreRequest,
+): Promise<RestoreResult> {
+  return restoreInto(await clientFor(ctx), request, ctx.signal);
+}
+
+/** Into the client's app namespace, which must not exist. */
+export async function restoreInto(
+  client: KubeClient,
+  request: RestoreRequest,
+  signal: AbortSignal,
 ): Promise<RestoreResult> {
   const archive = request.archive;
   if (archive.kind !== 'kubernetes') {
@@ -24,12 +35,11 @@ export async function restoreEnvironment(
       `the archive is of a ${archive.kind} environment, not a Kubernetes namespace`,
     );
   }
-  const client = await clientFor(ctx);
   const namespace = client.settings.appNamespace;
   const refuse = (why: string) =>
     new TendError(
       'TEND_ARCHIVE',
-      `namespace ${namespace} ${why}: a restore never writes into a namespace it did not create; restore into a new one with --into <new-namespace>`,
+      `namespace ${namespace} ${why}: a restore never writes into a namespace it did not create; restore into a new one (tend restore --into <new-namespace>, or "into" of the API)`,
       { detail: { namespace } },
     );
   const existing = await client.namespaces.observe(namespace, false);
@@ -55,7 +65,7 @@ export async function restoreEnvironment(
       await client.objects.apply(namespace, object as unknown as KubeObject);
       restored.push(what);
     } catch (error) {
-      if (ctx.signal.aborted) throw error;
+      if (signal.aborted) throw error;
       notRestored.push({ what, why: `the cluster refused it: ${(error as Error).message}` });
     }
   }

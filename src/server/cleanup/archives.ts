@@ -174,7 +174,7 @@ export class ArchiveStore {
     environmentId: string,
     now: Date,
   ): Promise<{ row: EnvironmentArchiveRow; archive: RestorableArchive }> {
-    const row = await this.archives.latest(environmentId, now);
+    const row = await this.latestRow(environmentId, now);
     if (!row) throw notFound(environmentId);
     const what = `the archive ${row.id} of environment ${row.project}/${row.environment}`;
     let secrets: ArchivedObject[] = [];
@@ -210,6 +210,11 @@ export class ArchiveStore {
         missingSecrets: JSON.parse(row.secrets_not_kept) as string[],
       },
     };
+  }
+
+  /** The environment's latest archive that has not expired, as stored. */
+  latestRow(environmentId: string, now: Date): Promise<EnvironmentArchiveRow | undefined> {
+    return this.archives.latest(environmentId, now);
   }
 
   async summary(environmentId: string, now: Date): Promise<ArchiveSummary | undefined> {

@@ -9,12 +9,15 @@ import { CleanupDecisionRepository } from '../db/repositories/cleanup-decisions.
 import { CleanupInventoryRepository } from '../db/repositories/cleanup-inventories.js';
 import { CleanupJobRepository } from '../db/repositories/cleanup-jobs.js';
 import { ArchiveRepository } from '../db/repositories/archives.js';
+import { EnvironmentRepository } from '../db/repositories/environments.js';
+import { isSqlite } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
 import type { Metrics } from '../metrics.js';
 import { ArchiveStore } from './archives.js';
 import { PlanningClock } from './clock.js';
 import { PlanningPass } from './pass.js';
 import { DatabaseCleanupQueue } from './queue.js';
+import { RestoreJobs } from './restores.js';
 import type { CleanupSettings } from './settings.js';
 import { CleanupSwitches } from './switches.js';
 
@@ -33,6 +36,8 @@ export interface ServerCleanup {
   switches: CleanupSwitches;
   /** The archives executors store before deleting, for `tend restore`. */
   archives: ArchiveStore;
+  /** Restores the executors run (the dashboard's Restore button). */
+  restores: RestoreJobs;
 }
 
 /** `reader` serves the reads outside a transaction (ServerDatabase.reader). */
@@ -56,7 +61,25 @@ export function composeCleanup(
   const control = new CleanupControlRepository(db, reader);
   const decisions = new CleanupDecisionRepository(db, reader);
   const archives = new ArchiveStore(new ArchiveRepository(db, reader), metrics, settings.archive);
-  const queue = new DatabaseCleanupQueue(db, reader, jobs, inventories, archives, metrics, now, settings);
+  const restores = new RestoreJobs(
+    db,
+    isSqlite(db) ? 'sqlite' : 'postgres',
+    jobs,
+    new EnvironmentRepository(db, reader),
+    archives,
+    now,
+  );
+  const queue = new DatabaseCleanupQueue(
+    db,
+    reader,
+    jobs,
+    inventories,
+    archives,
+    restores,
+    metrics,
+    now,
+    settings,
+  );
   return {
     settings,
     jobs,
@@ -68,5 +91,6 @@ export function composeCleanup(
     clock,
     switches: new CleanupSwitches(db, jobs, control, queue, metrics, now, settings),
     archives,
+    restores,
   };
 }

@@ -5,21 +5,23 @@
  * and the dashboard show.
  */
 import type { Kysely } from 'kysely';
-import type {
-  CleanupAction,
-  ClaimRequest,
-  ClaimResponse,
-  CleanupJob,
-  CleanupQueue,
-  CompleteRequest,
-  CompleteResponse,
-  HeartbeatRequest,
-  HeartbeatResponse,
-  InventoryReport,
-  InventoryResponse,
-  JobView,
-  StartRequest,
-  StartResponse,
+import {
+  defaultClaimedActions,
+  type PlannedAction,
+  type ClaimRequest,
+  type ClaimResponse,
+  type CleanupJob,
+  type CleanupQueue,
+  type CompleteRequest,
+  type CompleteResponse,
+  type HeartbeatRequest,
+  type HeartbeatResponse,
+  type InventoryReport,
+  type InventoryResponse,
+  type JobView,
+  type StartRequest,
+  type StartResponse,
+  type RestoreOrder,
 } from '../../cleanup/protocol.js';
 import { compressArchive, type ArchiveResponse, type EnvironmentArchive } from '../../cleanup/archive.js';
 import { TendError } from '../../errors.js';
@@ -29,6 +31,7 @@ import type { CleanupJobRepository } from '../db/repositories/cleanup-jobs.js';
 import type { CleanupJobRow, Database } from '../db/schema.js';
 import type { Metrics } from '../metrics.js';
 import type { ArchiveStore } from './archives.js';
+import type { RestoreJobs } from './restores.js';
 import { jobAudit, leaseExpiredAudit } from './audits.js';
 import { plan } from './planner/plan.js';
 import type { CleanupSettings } from './settings.js';
@@ -47,6 +50,7 @@ export class DatabaseCleanupQueue implements CleanupQueue {
     private readonly jobs: CleanupJobRepository,
     private readonly inventories: CleanupInventoryRepository,
     private readonly archives: ArchiveStore,
+    private readonly restores: RestoreJobs,
     private readonly metrics: Metrics,
     private readonly now: () => Date,
     private readonly settings: CleanupSettings,
@@ -97,6 +101,7 @@ export class DatabaseCleanupQueue implements CleanupQueue {
     const { claimed, expired } = await this.jobs.claim({
       executorId: body.executorId,
       targetKeys: body.targetKeys,
+      actions: body.actions ?? defaultClaimedActions,
       max: body.max ?? 10,
       leaseMs: (body.leaseSeconds ?? this.settings.defaultLeaseMs / 1000) * 1000,
       now,
@@ -152,6 +157,15 @@ export class DatabaseCleanupQueue implements CleanupQueue {
         `job ${jobId.slice(0, 64)} was not started: call start (the server's re-check) before reporting it done`,
       );
     }
+    // A restore's session events are recorded first: its namespace is owned even if what
+    // follows fails. Events that do not match the job refuse the report (400), nothing recorded.
+    if (job.action === 'restore') await this.restores.record(job, body.outcome, body.events);
+    else if (body.events !== undefined) {
+      throw new TendError(
+        'TEND_SERVER_BAD_REQUEST',
+        `only a restore job reports events; job ${jobId.slice(0, 64)} is a ${job.action} job`,
+      );
+    }
     const retry =
       body.outcome === 'failed' && job.attempts < this.settings.maxAttempts
         ? new Date(now.getTime() + retryBackoffMs(Math.max(1, job.attempts)))
@@ -185,6 +199,18 @@ export class DatabaseCleanupQueue implements CleanupQueue {
   archive(jobId: string, executorId: string, archive: EnvironmentArchive): Promise<ArchiveResponse> {
     // The same checks as over HTTP, the size limit included.
     return this.archiveCompressed(jobId, executorId, compressArchive(archive));
+  }
+
+  /** The archive a started restore job re-creates: only for the executor holding its lease. */
+  async restoreOrder(jobId: string, executorId: string): Promise<RestoreOrder> {
+    const job = await this.heldJob(jobId, executorId, this.now());
+    if (job.state !== 'executing' || job.action !== 'restore') {
+      throw new TendError(
+        'TEND_CLEANUP_CONFLICT',
+        `job ${jobId.slice(0, 64)} is ${job.state === 'executing' ? `a ${job.action} job` : 'not started'}: only a started restore job reads an archive`,
+      );
+    }
+    return this.restores.order(job, executorId);
   }
 
   /** The archive route's body (gzip-compressed JSON). */
@@ -231,6 +257,7 @@ export class DatabaseCleanupQueue implements CleanupQueue {
    * ownership, protection, keep-alive, sessions, policy, breaker, halt), or undefined.
    */
   private async recheck(job: CleanupJobRow, now: Date): Promise<string | undefined> {
+    if (job.action === 'restore') return this.restores.recheck(job);
     // One environment's rows, on the reader: starting 1,000 jobs must not queue behind the writer.
     const snapshot = await loadSnapshot(this.reader, now, { environmentId: job.environment_id });
     const env = snapshot.environments.get(job.environment_id);
@@ -242,7 +269,7 @@ export class DatabaseCleanupQueue implements CleanupQueue {
     const result = plan(snapshot, now.getTime(), this.settings, {
       mode,
       only: new Set([env.id]),
-      ...(mode === 'now' ? { action: job.action as CleanupAction } : {}),
+      ...(mode === 'now' ? { action: job.action as PlannedAction } : {}),
     });
     const decision = result.decisions.find((d) => d.resourceId === job.resource_id);
     if (!decision) return 'the namespace is no longer recorded as present';

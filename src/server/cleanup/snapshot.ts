@@ -12,7 +12,7 @@
  * change log) it is `loadSnapshot`.
  */
 import { sql, type Kysely } from 'kysely';
-import type { CleanupAction } from '../../cleanup/protocol.js';
+import type { PlannedAction } from '../../cleanup/protocol.js';
 import { executorTargetOf } from '../../cleanup/targets.js';
 import type { Schedule } from '../../cleanup/schedule.js';
 import { isSqlite } from '../db/dialect.js';
@@ -306,7 +306,7 @@ async function loadEnvironments(
         afterMs !== undefined && e.policy_action
           ? {
               afterMs,
-              action: e.policy_action as CleanupAction,
+              action: e.policy_action as PlannedAction,
               text: e.policy_after_inactivity!,
               ...(e.policy_schedule ? { schedule: parseSchedule(e.policy_schedule) } : {}),
               ...durationOf('warnBeforeMs', e.policy_warn_before),

@@ -210,7 +210,13 @@ function jobsTable(jobs: JobView[], now: Date, id: string, names: TargetNames = 
                     ${j.message ?? j.reason}${j.attempts > 1 ? html` <span class="muted">(${j.attempts} attempts)</span>` : ''}
                   </td>
                   <td>
-                    ${j.trigger === 'now' ? `${j.actor ?? '?'} (clean up now)` : (j.actor ?? 'planner')}
+                    ${
+                      j.action === 'restore'
+                        ? `${j.actor ?? '?'} (restore)`
+                        : j.trigger === 'now'
+                          ? `${j.actor ?? '?'} (clean up now)`
+                          : (j.actor ?? 'planner')
+                    }
                   </td>
                 </tr>`,
             )

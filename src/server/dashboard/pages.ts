@@ -307,6 +307,8 @@ export interface DetailPageInput {
   cleanup?: Html;
   /** The archive taken before its last deletion, while `tend restore` can bring it back. */
   archive?: ArchiveSummary;
+  /** A Restore button (the `restore` permission: admin). */
+  canRestore: boolean;
   message?: string;
 }
 
@@ -369,8 +371,13 @@ export function environmentPage(input: DetailPageInput, session: { csrf: string;
                       ? `${String(input.archive.secretsNotKept)} secrets by name only`
                       : `${String(input.archive.secrets)} secrets`
                   })${input.archive.restoredAt ? `, restored at ${input.archive.restoredAt}` : ''}
+                  ${
+                    input.canRestore && !input.archive.restoredAt && e.state === 'cleaned'
+                      ? action('restore', 'Restore')
+                      : ''
+                  }
                   <span class="muted"
-                    >— <code>tend restore ${e.id}</code> (admin, in the project's directory)</span
+                    >— or <code>tend restore ${e.id}</code> (admin, in the project's directory)</span
                   >
                 </td>
               </tr>`

@@ -306,6 +306,7 @@ export function registerDashboard(app: App, services: ServerServices): void {
           canKeepAlive: allows(session.principal, 'keep-alive', env.project),
           protectNeeds: needs(session.principal, 'protect'),
           ...(archive ? { archive } : {}),
+          canRestore: allows(session.principal, 'restore', env.project),
           cleanup: environmentCleanupSection(
             {
               environmentId: view.id,
@@ -424,6 +425,31 @@ export function registerDashboard(app: App, services: ServerServices): void {
       }
       try {
         await services.cleanup.switches.cleanNow(env.id, actorOf(session.principal), { action: 'resume' });
+      } catch (error) {
+        if (error instanceof TendError) return renderEnvironment(reply, session, env.id, 409, error.message);
+        throw error;
+      }
+      return reply.redirect(`/environments/${encodeURIComponent(env.id)}`, 303);
+    },
+  );
+
+  // Restore: the API's restore job (services.cleanup.restores), run by the executor of the archive's cluster.
+  app.post(
+    '/environments/:id/restore',
+    { schema: { ...hidden, params: IdParams, body: FormBody } },
+    async (request, reply) => {
+      const session = await requireForm(request, reply);
+      if (!session) return reply;
+      const env = await visibleEnvironment(services, request.params.id, session.principal).catch(
+        () => undefined,
+      );
+      if (!env) return send(reply, messagePage('Not found', 'No such environment.', session), 404);
+      if (!allows(session.principal, 'restore', env.project)) {
+        const message = `Restoring ${needs(session.principal, 'restore')}.`;
+        return renderEnvironment(reply, session, env.id, 403, message);
+      }
+      try {
+        await services.cleanup.restores.request(env, actorOf(session.principal));
       } catch (error) {
         if (error instanceof TendError) return renderEnvironment(reply, session, env.id, 409, error.message);
         throw error;

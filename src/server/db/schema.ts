@@ -154,7 +154,7 @@ export interface CleanupJobsTable {
   id: string;
   environment_id: string;
   resource_id: string | null;
-  /** `delete` (later `pause`, `resume`). */
+  /** `delete`, `pause`, `resume` or `restore`. */
   action: string;
   state: CleanupJobState;
   /** The planner's sentence. */
@@ -186,6 +186,8 @@ export interface CleanupJobsTable {
   dry_run: ColumnType<number, number | undefined, number>;
   /** The rule of the decision: `inactivity` or `schedule` (a pause job records it on the environment). */
   rule: ColumnType<string | null, string | null | undefined, string | null>;
+  /** A `restore` job: the archive it re-creates (migration 0016). */
+  archive_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface CleanupExecutorsTable {

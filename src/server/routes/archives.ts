@@ -1,11 +1,14 @@
 /**
  * The archives of cleaned environments for people (admin): `GET /api/v1/environments/:id/archive`
- * (what `tend restore` re-creates, Secrets unsealed — audited `archive-read`) and
+ * (what `tend restore` re-creates, Secrets unsealed — audited `archive-read`),
  * `POST /api/v1/environments/:id/archive/restored` (the restore's report — audited
- * `archive-restored`). A token bound to another project gets 404, as for the environment itself.
+ * `archive-restored`), and `POST /api/v1/environments/:id/restore` (a restore job the executor of
+ * the archive's cluster runs — the dashboard's Restore button — audited `restore-requested`). A
+ * token bound to another project gets 404, as for the environment itself.
  */
 import { Type } from 'typebox';
 import { RestorableArchive } from '../../cleanup/archive.js';
+import { JobView } from '../../cleanup/protocol.js';
 import { ErrorResponse } from '../../api/views.js';
 import { TendError } from '../../errors.js';
 import { actorOf } from '../auth.js';
@@ -14,6 +17,18 @@ import type { App, ServerServices } from '../services.js';
 
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
 const errors = { 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 422: ErrorResponse };
+/** A namespace name Kubernetes takes: a DNS label. */
+export const NamespaceName = Type.String({
+  minLength: 1,
+  maxLength: 63,
+  pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$',
+});
+const RestoreBody = Type.Object(
+  {
+    into: Type.Optional(NamespaceName),
+  },
+  { additionalProperties: false },
+);
 const RestoredBody = Type.Object(
   { archiveId: Type.String({ minLength: 1, maxLength: 200 }) },
   { additionalProperties: false },
@@ -66,6 +81,41 @@ export function registerArchiveRoutes(app: App, services: ServerServices): void 
       }
       await archives.markRestored(row, actorOf(request.principal!), now);
       return { restoredAt: now.toISOString() };
+    },
+  );
+
+  app.post(
+    '/api/v1/environments/:id/restore',
+    {
+      config: { permission: 'restore' },
+      // A POST without a body restores into the archived namespace.
+      preValidation: async (request) => {
+        (request as { body: unknown }).body ??= {};
+      },
+      schema: {
+        // Read by the OpenAPI document's transform (app.ts): the body may be left out.
+        'x-optional-body': true,
+        summary:
+          "Restore the environment from its latest archive: a job the executor of the archive's cluster runs (admin)",
+        description:
+          'Re-creates the namespace (or `into`, a new one) and every archived object, as `tend restore` does; ' +
+          'refused (409) when the namespace is recorded as present again or a job of it is open. ' +
+          'The job is listed in GET /api/v1/cleanup/jobs; its outcome says what was not restored.',
+        tags: ['environments'],
+        params: IdParams,
+        body: RestoreBody,
+        response: { 202: Type.Object({ job: JobView }), ...errors, 409: ErrorResponse },
+      },
+    },
+    async (request, reply) => {
+      const env = await visibleEnvironment(services, request.params.id, request.principal);
+      const job = await services.cleanup.restores.request(
+        env,
+        actorOf(request.principal!),
+        request.body.into,
+      );
+      const [view] = await services.cleanup.queue.jobHistory([job]);
+      return reply.code(202).send({ job: view! });
     },
   );
 }

@@ -5,7 +5,7 @@
  * delete job stores before its deletion.
  */
 import { Type, type TSchema } from 'typebox';
-import { archiveRoute, queueRoutes, type QueueRoute } from '../../cleanup/protocol.js';
+import { archiveRoute, queueRoutes, restoreOrderRoute, type QueueRoute } from '../../cleanup/protocol.js';
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
 import { actorOf, type Principal } from '../auth.js';
@@ -136,6 +136,24 @@ export function registerCleanupExecutorRoutes(app: App, services: ServerServices
         );
       }
       return queue.archiveCompressed(request.params.id, request.query.executorId, request.body);
+    },
+  );
+
+  app.get(
+    restoreOrderRoute.path,
+    {
+      config: { permission: 'agent' as const },
+      schema: {
+        summary: restoreOrderRoute.summary,
+        tags: ['cleanup executors'],
+        params: JobParams,
+        querystring: Type.Object({ executorId: Type.String({ minLength: 1, maxLength: 200 }) }),
+        response: { 200: restoreOrderRoute.response, ...cleanupErrors },
+      },
+    },
+    async (request) => {
+      await checkJobTarget(request.params.id, request.principal);
+      return queue.restoreOrder(request.params.id, request.query.executorId);
     },
   );
 }

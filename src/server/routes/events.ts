@@ -4,13 +4,11 @@
  * stored in one transaction and is idempotent by event id.
  */
 import { Type } from 'typebox';
-import { checkEvent, eventCatalog, EventEnvelope, eventTypes, type TendEvent } from '../../events/catalog.js';
+import { eventCatalog, EventEnvelope, eventTypes, type TendEvent } from '../../events/catalog.js';
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
-import { ingestEvents } from '../registry/ingest.js';
-import { writerThreadOf } from '../db/sqlite-writer.js';
+import { ingestBatch, validateBatch } from '../registry/batch.js';
 import { ErrorResponse } from '../../api/views.js';
-import { storableProblem } from '../storable.js';
 
 /** For the OpenAPI document: each event type with its payload schema, built from the catalogue. */
 const DocumentedEvent = Type.Union(
@@ -36,56 +34,6 @@ const IngestResponse = Type.Object({
     description: 'Events already stored (by id): accepted before, changed nothing.',
   }),
 });
-
-function invalid(message: string, detail: Record<string, unknown>): TendError {
-  return new TendError('TEND_EVENT_INVALID', message, { detail });
-}
-
-/** The batch as typed events, or a TendError naming the first problem. */
-export function validateBatch(body: unknown, maxEvents: number): TendEvent[] {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new TendError('TEND_SERVER_BAD_REQUEST', 'the body must be a JSON object {"events": [...]}');
-  }
-  const events = (body as { events?: unknown }).events;
-  if (!Array.isArray(events)) {
-    throw new TendError('TEND_SERVER_BAD_REQUEST', 'the body must have an "events" array');
-  }
-  const extra = Object.keys(body).filter((k) => k !== 'events');
-  if (extra.length > 0) {
-    throw new TendError('TEND_SERVER_BAD_REQUEST', `unknown field "${extra[0]}" in the body`);
-  }
-  if (events.length > maxEvents) {
-    throw new TendError(
-      'TEND_SERVER_PAYLOAD_TOO_LARGE',
-      `the batch has ${events.length} events; the limit is ${maxEvents} per batch`,
-      { detail: { limitEvents: maxEvents } },
-    );
-  }
-  events.forEach((event: unknown, index) => {
-    // First, and bounded: nothing below may recurse into a value nested 10,000 levels deep.
-    const unstorable = storableProblem(event);
-    if (unstorable) {
-      throw invalid(`events[${index}]${unstorable.path}: ${unstorable.message}`, {
-        index,
-        path: unstorable.path,
-      });
-    }
-    const type = (event as { type?: unknown } | null)?.type;
-    if (typeof type === 'string' && !Object.hasOwn(eventCatalog, type)) {
-      throw invalid(`events[${index}]: unknown event type "${type.slice(0, 64)}"`, {
-        index,
-        path: '/type',
-        knownTypes: eventTypes,
-      });
-    }
-    const problems = checkEvent(event);
-    const first = problems[0];
-    if (first) {
-      throw invalid(`events[${index}]${first.path}: ${first.message}`, { index, path: first.path, problems });
-    }
-  });
-  return events as TendEvent[];
-}
 
 export function registerEventRoutes(app: App, services: ServerServices): void {
   app.post(
@@ -137,18 +85,13 @@ export function registerEventRoutes(app: App, services: ServerServices): void {
       let result;
       try {
         // On SQLite the writer thread runs the whole batch; elsewhere it runs here.
-        const tokenProject = request.principal?.project ?? null;
-        const writer =
-          services.database.dialect === 'sqlite' ? writerThreadOf(services.database.db) : undefined;
-        result = writer
-          ? await writer.ingest(events, receivedAt, tokenProject)
-          : await ingestEvents(
-              services.database.db,
-              services.database.dialect,
-              events,
-              receivedAt,
-              tokenProject,
-            );
+        result = await ingestBatch(
+          services.database.db,
+          services.database.dialect,
+          events,
+          receivedAt,
+          request.principal?.project ?? null,
+        );
       } catch (error) {
         if (error instanceof TendError) services.metrics.recordBatch('rejected');
         throw error;

@@ -16,7 +16,7 @@
  * then the pass-wide steps: the per-project circuit breaker and the per-pass cap.
  */
 import { namespaceProtector } from '../../../cleanup/protection.js';
-import type { CleanupAction } from '../../../cleanup/protocol.js';
+import type { PlannedAction } from '../../../cleanup/protocol.js';
 import { isAwake, lastTransition, nextTransition, type Schedule } from '../../../cleanup/schedule.js';
 import { changesSince, reusable, sharedFacts, type Changes, type PlanMemo } from './memo.js';
 import { evaluate, Role, type Context, type ScheduleFacts } from './rules.js';
@@ -45,7 +45,7 @@ export function plan(
   snapshot: PlanSnapshot,
   now: number,
   settings: PlannerSettings,
-  options: { mode?: PlanMode; only?: ReadonlySet<string>; action?: CleanupAction; memo?: PlanMemo } = {},
+  options: { mode?: PlanMode; only?: ReadonlySet<string>; action?: PlannedAction; memo?: PlanMemo } = {},
 ): PlanResult {
   const mode = options.mode ?? 'policy';
   const ctx: Context = {

@@ -6,7 +6,7 @@
  */
 import type { BlockReason } from '../../../cleanup/decisions.js';
 import { formatTime } from '../../../cleanup/format.js';
-import type { CleanupAction } from '../../../cleanup/protocol.js';
+import type { PlannedAction } from '../../../cleanup/protocol.js';
 import type { Schedule } from '../../../cleanup/schedule.js';
 import { policyDueAt, warnAtOf } from '../deadlines.js';
 import {
@@ -149,7 +149,7 @@ export function evaluate(
   env: SnapshotEnvironment,
   resources: readonly SnapshotResource[],
   scheduleFacts: (schedule: Schedule) => ScheduleFacts,
-  nowAction: CleanupAction | undefined,
+  nowAction: PlannedAction | undefined,
 ): Evaluation {
   const { snapshot, now, mode } = ctx;
   const activity = lastActivityOf(env, resources);
@@ -324,7 +324,7 @@ function classify(
 }
 
 interface NextStep {
-  action: CleanupAction;
+  action: PlannedAction;
   rule: DecisionRule;
   /** When it is (or was) due. */
   dueAt: number;
@@ -332,7 +332,7 @@ interface NextStep {
   paused: boolean;
 }
 
-const stepRank: Record<CleanupAction, number> = { resume: 0, pause: 1, delete: 2 };
+const stepRank: Record<PlannedAction, number> = { resume: 0, pause: 1, delete: 2 };
 
 /**
  * What the policy does next to an environment (docs/cleanup.md#schedules): the inactivity rule

@@ -4,7 +4,7 @@
  * use. No logic beyond the policy comparison `enforce` and the planner share.
  */
 import type { BlockReason, DecisionKind } from '../../../cleanup/decisions.js';
-import type { CleanupAction } from '../../../cleanup/protocol.js';
+import type { PlannedAction } from '../../../cleanup/protocol.js';
 import type { Schedule } from '../../../cleanup/schedule.js';
 
 export interface PlannerSettings {
@@ -17,7 +17,7 @@ export interface PlannerSettings {
   /** `--protect-namespace` globs. */
   protectPatterns: readonly string[];
   /** Actions executors can carry out; a decision with another action stays dry-run (default: all). */
-  supportedActions?: readonly CleanupAction[];
+  supportedActions?: readonly PlannedAction[];
 }
 
 /** A session with a heartbeat (or any event) this recent keeps its environment active. */
@@ -31,7 +31,7 @@ export const breakerMinimum = 3;
 
 export interface SnapshotPolicy {
   afterMs: number;
-  action: CleanupAction;
+  action: PlannedAction;
   /** As written in tend.yml, e.g. `8h`. */
   text: string;
   /** Working hours: asleep (paused) outside them. */
@@ -167,7 +167,7 @@ export const namespaceKey = (resourceTargetKey: string, namespaceName: string): 
 export interface Decision {
   kind: DecisionKind;
   reason: BlockReason | null;
-  action: CleanupAction;
+  action: PlannedAction;
   environmentId: string;
   project: string;
   environment: string;

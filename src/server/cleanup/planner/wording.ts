@@ -6,7 +6,7 @@
  */
 import type { BlockReason, DecisionKind } from '../../../cleanup/decisions.js';
 import { formatDuration, formatTime, outlook, pastTense } from '../../../cleanup/format.js';
-import type { CleanupAction } from '../../../cleanup/protocol.js';
+import type { PlannedAction } from '../../../cleanup/protocol.js';
 import { describeSchedule, formatLocal } from '../../../cleanup/schedule.js';
 import type { ClosedPullRequest } from '../deadlines.js';
 import {
@@ -73,7 +73,7 @@ export class PlannedDecision implements Decision {
 
   constructor(
     private readonly facts: EnvironmentFacts,
-    readonly action: CleanupAction,
+    readonly action: PlannedAction,
     readonly resourceId: string,
     readonly pluginName: string,
     readonly targetKey: string,

@@ -120,6 +120,65 @@ export class CleanupJobRepository {
   }
 
   /**
+   * A planned `restore` job for an archive (the dashboard's Restore button), unless the resource
+   * has an open job; returns its id or undefined. Its namespace is the archive's or the one
+   * asked for; it has no uid until the executor creates it.
+   */
+  async createRestoreJob(input: {
+    environmentId: string;
+    resourceId: string;
+    project: string;
+    environment: string;
+    pluginName: string;
+    targetKey: string;
+    namespaceName: string;
+    archiveId: string;
+    reason: string;
+    actor: string;
+    now: Date;
+  }): Promise<string | undefined> {
+    const at = input.now.toISOString();
+    const id = ulid(input.now.getTime());
+    const result = await this.jobWrites.run((trx) =>
+      trx
+        .insertInto('cleanup_jobs')
+        .values({
+          id,
+          environment_id: input.environmentId,
+          resource_id: input.resourceId,
+          action: 'restore',
+          state: 'planned',
+          reason: input.reason,
+          planned_at: at,
+          not_before: null,
+          lease_owner: null,
+          lease_expires_at: null,
+          attempts: 0,
+          started_at: null,
+          finished_at: null,
+          result: null,
+          project: input.project,
+          environment: input.environment,
+          plugin: input.pluginName,
+          target_key: input.targetKey,
+          namespace_name: input.namespaceName,
+          namespace_uid: null,
+          expected_last_activity_at: at,
+          trigger: 'now',
+          actor: input.actor,
+          outcome_message: null,
+          dry_run: 0,
+          rule: null,
+          archive_id: input.archiveId,
+        })
+        // An open job of the resource (a restore already asked for) stands.
+        .onConflict((oc) => oc.doNothing())
+        .executeTakeFirst(),
+    );
+    return Number(result.numInsertedOrUpdatedRows ?? 0) > 0 ? id : undefined;
+  }
+
+  /**
    * Leases up to `max` claimable jobs of the targets to the executor: planned ones without a
    * live lease and past their backoff, and executing ones whose lease expired (their executor
    * died). Each is taken with a conditional update, so two claimers never get the same job.
@@ -127,6 +186,8 @@ export class CleanupJobRepository {
   async claim(input: {
     executorId: string;
     targetKeys: string[];
+    /** The actions the executor runs. */
+    actions: readonly string[];
     max: number;
     leaseMs: number;
     now: Date;
@@ -137,6 +198,7 @@ export class CleanupJobRepository {
       .selectFrom('cleanup_jobs')
       .selectAll()
       .where('target_key', 'in', input.targetKeys)
+      .where('action', 'in', input.actions)
       .where('state', 'in', ['planned', 'executing'])
       .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', at)]))
       .where((eb) => eb.or([eb('not_before', 'is', null), eb('not_before', '<=', at)]))
@@ -239,6 +301,7 @@ export class CleanupJobRepository {
         .executeTakeFirst();
       if (Number(result.numUpdatedRows) !== 1) return false;
       if (input.outcome === 'done' && input.job.action !== 'delete') {
+        // (A restore's effect is recorded by its session's events, ingested before it finishes.)
         await markPaused(trx, input.job, at);
       } else if (input.outcome === 'done' && input.job.resource_id) {
         await trx

@@ -1,0 +1,216 @@
+/**
+ * Restore jobs (docs/cleanup.md#undo): the dashboard's Restore button and
+ * `POST /api/v1/environments/:id/restore` ask the executor serving the archive's cluster to
+ * re-create the environment, as `tend restore` does from a laptop. The job goes through the same
+ * queue as every cleanup job — claimed only by executors that say they run restores, started
+ * after the server's re-check, finished with its outcome. The executor runs a restore session:
+ * its namespace is created through the namespace gate, and the session's events, sent with the
+ * outcome, are checked against the job and ingested like a command's, so the `created` event is
+ * the namespace's ownership proof and the environment is active again by the same path.
+ */
+import { executorTargetOf, targetKey, type Target } from '../../cleanup/targets.js';
+import type { RestoreOrder } from '../../cleanup/protocol.js';
+import { maxRestoreEvents } from '../../cleanup/protocol.js';
+import type { TendEvent } from '../../events/catalog.js';
+import { TendError } from '../../errors.js';
+import type { Kysely } from 'kysely';
+import type { DialectName } from '../db/dialect.js';
+import type { CleanupJobRepository } from '../db/repositories/cleanup-jobs.js';
+import type { EnvironmentRepository } from '../db/repositories/environments.js';
+import { writeAudit } from '../db/repositories/audit.js';
+import type { CleanupJobRow, Database, Environment } from '../db/schema.js';
+import { ingestBatch, validateBatch } from '../registry/batch.js';
+import { environmentView } from '../views.js';
+import type { ArchiveStore } from './archives.js';
+import { jobAudit } from './audits.js';
+
+/** The event types a restore session may report: its own life and the namespaces it touched. */
+const restoreEventTypes = new Set(['sessionStarted', 'sessionCompleted', 'sessionFailed', 'namespaceStatus']);
+
+export class RestoreJobs {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: DialectName,
+    private readonly jobs: CleanupJobRepository,
+    private readonly environments: EnvironmentRepository,
+    private readonly archives: ArchiveStore,
+    private readonly now: () => Date,
+  ) {}
+
+  /**
+   * Plans the restore of the environment's latest archive into its namespace (or `into`): refused
+   * when there is none, when it is not of a Kubernetes namespace, when the namespace is recorded
+   * as present again, or when a job of it is open.
+   */
+  async request(env: Environment, actor: string, into?: string): Promise<CleanupJobRow> {
+    const now = this.now();
+    // Also refuses an archive this server cannot unseal (another key): nothing is planned then.
+    const { row, archive } = await this.archives.restorable(env.id, now);
+    if (archive.archive.kind !== 'kubernetes') {
+      throw new TendError(
+        'TEND_ARCHIVE',
+        `the archive of ${env.project}/${env.name} is of an exec environment: it is started again with tend deploy (its archived state record is for people)`,
+      );
+    }
+    const namespace = into ?? row.namespace_name;
+    const resource = (await this.environments.resources(env.id)).find(
+      (r) => executorTargetOf(r.target_key) === row.target_key && r.namespace_name === row.namespace_name,
+    );
+    if (!resource) {
+      throw new TendError(
+        'TEND_ARCHIVE',
+        `environment ${env.project}/${env.name} no longer records namespace ${row.namespace_name} on ${row.target_key}: nothing to restore it for`,
+      );
+    }
+    if (resource.state === 'ready' && namespace === row.namespace_name) {
+      throw new TendError(
+        'TEND_CLEANUP_CONFLICT',
+        `namespace ${namespace} is recorded as present again (a deploy since the cleanup): a restore never writes into it; restore into a new namespace (into)`,
+      );
+    }
+    const id = await this.jobs.createRestoreJob({
+      environmentId: env.id,
+      resourceId: resource.id,
+      project: env.project,
+      environment: env.name,
+      pluginName: resource.plugin,
+      targetKey: row.target_key,
+      namespaceName: namespace,
+      archiveId: row.id,
+      reason: `restore the archive of ${row.created_at} into namespace ${namespace}, asked by ${actor}`,
+      actor,
+      now,
+    });
+    if (!id) {
+      throw new TendError(
+        'TEND_CLEANUP_CONFLICT',
+        `namespace ${row.namespace_name} of ${env.project}/${env.name} has an open cleanup job already (a restore asked for before?): see GET /api/v1/cleanup/jobs`,
+      );
+    }
+    const job = (await this.jobs.job(id, this.db))!;
+    await writeAudit(this.db, now, [
+      jobAudit(job, 'restore-requested', actor, job.reason, { archiveId: row.id }),
+    ]);
+    return job;
+  }
+
+  /** Why a claimed restore job must not start, or undefined (the server's re-check). */
+  async recheck(job: CleanupJobRow): Promise<string | undefined> {
+    const now = this.now();
+    const latest = await this.archives.latestRow(job.environment_id, now);
+    if (!latest || latest.id !== job.archive_id) {
+      return latest
+        ? `a newer archive of the environment was taken (${latest.id}) since the restore was asked for`
+        : 'the archive expired (--archive-retention) or was pruned';
+    }
+    const resource = (await this.environments.resources(job.environment_id)).find(
+      (r) => r.id === job.resource_id,
+    );
+    if (resource?.state === 'ready' && resource.namespace_name === job.namespace_name) {
+      return `namespace ${job.namespace_name} is recorded as present again (a deploy since the cleanup)`;
+    }
+    return undefined;
+  }
+
+  /** What the executor of the started job restores: the archive, its requester and the environment's policy. */
+  async order(job: CleanupJobRow, executorId: string): Promise<RestoreOrder> {
+    const now = this.now();
+    const { row, archive } = await this.archives.restorable(job.environment_id, now);
+    if (row.id !== job.archive_id) {
+      throw new TendError(
+        'TEND_CLEANUP_CONFLICT',
+        `job ${job.id} restores archive ${job.archive_id ?? '?'}, which is no longer the environment's latest (${row.id})`,
+      );
+    }
+    await this.archives.audited(row, `executor:${executorId} (restore asked by ${job.actor ?? '?'})`, now);
+    const env = await this.environments.get(job.environment_id);
+    const view = env ? environmentView(env) : undefined;
+    return {
+      restorable: archive,
+      requestedBy: job.actor ?? 'unknown',
+      ...(view?.policy
+        ? { cleanupPolicy: { ...view.policy, ...(env!.policy_archive === 0 ? { archive: false } : {}) } }
+        : {}),
+      ...(view?.pullRequest
+        ? { pullRequest: { repository: view.pullRequest.repository, number: view.pullRequest.number } }
+        : {}),
+    } as RestoreOrder;
+  }
+
+  /**
+   * Before a restore job finishes: the events of its session, checked against the job — one
+   * session, started for the job's project, environment and namespace, reporting only that
+   * namespace on the job's target — and ingested. A `done` needs the namespace's `created` event;
+   * then the archive is marked restored.
+   */
+  async record(job: CleanupJobRow, outcome: string, events: unknown[] | undefined): Promise<void> {
+    const now = this.now();
+    const checked = events && events.length > 0 ? this.check(job, events) : [];
+    const created = checked.some(
+      (e) =>
+        e.type === 'namespaceStatus' && e.payload.cause === 'created' && e.payload.namespaceUid !== undefined,
+    );
+    if (outcome === 'done' && !created) {
+      throw new TendError(
+        'TEND_SERVER_BAD_REQUEST',
+        `a restore is done only with the restore session's event that created namespace ${job.namespace_name}: none was sent`,
+      );
+    }
+    if (checked.length > 0) await ingestBatch(this.db, this.dialect, checked, now, job.project ?? null);
+    if (outcome === 'done') {
+      const row = await this.archives.latestRow(job.environment_id, now);
+      if (row && row.id === job.archive_id) await this.archives.markRestored(row, job.actor ?? '?', now);
+    }
+  }
+
+  private check(job: CleanupJobRow, raw: unknown[]): TendEvent[] {
+    const events = validateBatch({ events: raw }, maxRestoreEvents);
+    const refuse = (index: number, why: string) =>
+      new TendError(
+        'TEND_SERVER_BAD_REQUEST',
+        `events[${index}]: ${why}; the restore's events are not recorded`,
+        {
+          detail: { index },
+        },
+      );
+    const first = events[0]!;
+    if (first.type !== 'sessionStarted')
+      throw refuse(0, 'the first event must be the sessionStarted of the restore session');
+    events.forEach((e, index) => {
+      if (!restoreEventTypes.has(e.type))
+        throw refuse(index, `a restore session does not report "${e.type}" events`);
+      if (e.sessionId !== first.sessionId) throw refuse(index, 'the events are of more than one session');
+      if (e.type === 'sessionStarted') {
+        const p = e.payload;
+        if (index !== 0) throw refuse(index, 'the session starts twice');
+        if (
+          p.command !== 'restore' ||
+          p.project !== job.project ||
+          p.environment !== job.environment ||
+          p.namespace !== job.namespace_name
+        ) {
+          throw refuse(
+            index,
+            `the session is "${p.command}" of ${p.project}/${p.environment} in ${p.namespace}, the job restores ${job.project}/${job.environment} into ${job.namespace_name}`,
+          );
+        }
+      }
+      if (e.type === 'namespaceStatus') {
+        const p = e.payload;
+        const key = targetKey(p.target as Target);
+        if (
+          p.namespaceName !== job.namespace_name ||
+          p.project !== job.project ||
+          p.environment !== job.environment ||
+          executorTargetOf(key) !== job.target_key
+        ) {
+          throw refuse(
+            index,
+            `it reports namespace ${p.namespaceName} on ${key} for ${p.project}/${p.environment}; the job restores ${job.namespace_name} on ${job.target_key ?? '?'}`,
+          );
+        }
+      }
+    });
+    return events;
+  }
+}

@@ -1,0 +1,411 @@
+/**
+ * The dashboard's Restore button and `POST /api/v1/environments/:id/restore`
+ * (docs/cleanup.md#undo), end to end on kube-sim: the real CLI deploys with its events streamed to
+ * a real server, the executor archives and deletes, then restores from a restore job — its
+ * namespace created through the gate and recorded from the restore session's events, owned like
+ * any namespace a command creates (cleanup can delete it again). And the attacks: who may ask,
+ * a namespace that exists again (recorded, or created behind tend's back), a protected name,
+ * forged session events from an executor, an executor that does not know restores.
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { defaultClaimedActions } from '../../../src/cleanup/protocol.js';
+import { HttpCleanupQueue } from '../../../src/executor/http-queue.js';
+import type { TendEvent } from '../../../src/events/catalog.js';
+import { removeProjects, waitFor } from '../../helpers/project.js';
+import { stage, type Stage } from '../../adversarial/harness.js';
+import { kubectl } from '../../plugins/kubernetes/helpers.js';
+import { postLogin } from '../helpers.js';
+
+const day = 86_400_000;
+let s: Stage | undefined;
+
+afterEach(async () => {
+  await s?.stop();
+  s = undefined;
+  removeProjects();
+});
+
+const projectFile = (name: string, namespace: string) => `kind: Project
+name: ${name}
+defaultEnvironment: dev
+environments:
+  - name: dev
+    defaultNamespace: ${namespace}
+    cleanup: { afterInactivity: 1h, action: delete }
+providers:
+  - name: kubernetes
+    context: kube-sim
+    namespaceTimeout: 20
+---
+kind: Deploy
+type: kubernetes
+name: app
+spec:
+  manifests:
+    - { apiVersion: v1, kind: ConfigMap, metadata: { name: settings }, data: { mode: blue } }
+    - { apiVersion: v1, kind: Secret, metadata: { name: db-password }, stringData: { password: hunter2 } }
+    - apiVersion: apps/v1
+      kind: Deployment
+      metadata: { name: web }
+      spec:
+        replicas: 2
+        selector: { matchLabels: { app: web } }
+        template:
+          metadata: { labels: { app: web } }
+          spec: { containers: [{ name: web, image: nginx }] }
+`;
+
+/** A project deployed, then cleaned automatically (archived, deleted): its environment id. */
+async function deployedAndCleaned(st: Stage, name: string, namespace: string) {
+  const root = st.project({ name, namespace });
+  writeFileSync(path.join(root, 'tend.yml'), projectFile(name, namespace));
+  const deploy = await st.tend(root, 'deploy');
+  expect(deploy.code, deploy.stderr).toBe(0);
+  const id = await waitFor(async () => {
+    const row = await st.server.database.db
+      .selectFrom('environments')
+      .select('id')
+      .where('project', '=', name)
+      .executeTakeFirst();
+    return row?.id;
+  }, `environment ${name} recorded`);
+  await st.enforce(name);
+  st.advance(3 * day);
+  const { after } = await st.cleanupRound();
+  expect(after.jobs.map((j) => [j.namespaceName, j.outcome])).toEqual([[namespace, 'done']]);
+  expect(st.namespaceExists(namespace)).toBe(false);
+  return { root, id };
+}
+
+function askRestore(st: Stage, id: string, token: string, body?: unknown) {
+  return st.server.app.inject({
+    method: 'POST',
+    url: `/api/v1/environments/${id}/restore`,
+    headers: st.server.auth(token),
+    ...(body !== undefined ? { payload: body as object } : {}),
+  });
+}
+
+async function environmentRow(st: Stage, id: string) {
+  return st.server.database.db
+    .selectFrom('environments')
+    .selectAll()
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow();
+}
+
+describe('restore jobs', () => {
+  it('the executor restores from a restore job: recorded and owned by its restore session, and cleanup can delete it again', async () => {
+    s = await stage('sqlite');
+    const st = s;
+    const { root, id } = await deployedAndCleaned(st, 'back', 'back-dev');
+
+    // Only an admin of the project asks; another project's admin sees no such environment.
+    expect((await askRestore(st, id, st.server.tokens.developer)).statusCode).toBe(403);
+    expect((await askRestore(st, id, st.server.tokens.otherProject)).statusCode).toBe(404);
+    const asked = await askRestore(st, id, st.server.tokens.admin);
+    expect(asked.statusCode, asked.body).toBe(202);
+    const job = asked.json<{ job: { id: string; action: string; state: string; namespaceName: string } }>()
+      .job;
+    expect(job).toMatchObject({ action: 'restore', state: 'planned', namespaceName: 'back-dev' });
+    // One at a time.
+    const twice = await askRestore(st, id, st.server.tokens.admin);
+    expect(twice.statusCode).toBe(409);
+    expect(twice.json<{ error: { message: string } }>().error.message).toMatch(/has an open cleanup job/);
+
+    const pass = await st.executor.runPass();
+    const report = pass.jobs.find((j) => j.id === job.id);
+    expect(report?.outcome, report?.message).toBe('done');
+    expect(report?.message).toMatch(/restored 2 object\(s\) into namespace back-dev/);
+    expect(report?.message).toMatch(/Secret\/db-password \(its content was not archived/);
+    expect(st.namespaceExists('back-dev')).toBe(true);
+    expect(st.sim.sim.store.get('configmaps', 'back-dev', 'settings')).toBeDefined();
+    const ns = st.sim.sim.store.get('namespaces', '', 'back-dev') as {
+      metadata: { uid: string; annotations: Record<string, string>; labels: Record<string, string> };
+    };
+    expect(ns.metadata.labels['app.kubernetes.io/managed-by']).toBe('tend');
+    expect(ns.metadata.annotations['tend.dev/project']).toBe('back');
+
+    // Recorded by construction: the restore session's `created` event, owned, the environment
+    // active with its policy kept, the archive marked restored, every step audited.
+    const env = await environmentRow(st, id);
+    expect(env).toMatchObject({ state: 'active', policy_after_inactivity: '1h', policy_action: 'delete' });
+    const resource = await st.server.database.db
+      .selectFrom('resources')
+      .select(['ownership', 'state', 'namespace_uid'])
+      .where('environment_id', '=', id)
+      .orderBy('generation', 'desc')
+      .executeTakeFirstOrThrow();
+    expect(resource).toEqual({ ownership: 'owned', state: 'ready', namespace_uid: ns.metadata.uid });
+    const session = await st.server.database.db
+      .selectFrom('sessions')
+      .select(['command', 'user_name', 'status'])
+      .where('command', '=', 'restore')
+      .executeTakeFirstOrThrow();
+    // One object was not restored (the Secret's content): the session says so, as tend restore's does.
+    expect(session).toEqual({ command: 'restore', user_name: 'token:ops', status: 'failed' });
+    const archive = await st.server.database.db
+      .selectFrom('environment_archives')
+      .select('restored_at')
+      .executeTakeFirstOrThrow();
+    expect(archive.restored_at).not.toBeNull();
+    const audit = await st.server.database.db
+      .selectFrom('audit_log')
+      .select(['action', 'actor'])
+      .where('environment_id', '=', id)
+      .orderBy('id')
+      .execute();
+    const actions = audit.map((a) => a.action);
+    expect(actions).toEqual(
+      expect.arrayContaining(['restore-requested', 'archive-read', 'archive-restored', 'cleanup-done']),
+    );
+    expect(audit.find((a) => a.action === 'restore-requested')?.actor).toBe('token:ops');
+
+    // A command in it now finds its own namespace (not adopted), and the button is gone.
+    const deploy = await st.tend(root, 'deploy');
+    expect(deploy.code, deploy.stderr).toBe(0);
+    const after = st.sim.sim.store.get('namespaces', '', 'back-dev') as {
+      metadata: { annotations: Record<string, string> };
+    };
+    expect(after.metadata.annotations['tend.dev/adopted']).toBeUndefined();
+    const gone = await askRestore(st, id, st.server.tokens.admin);
+    expect(gone.statusCode).toBe(409);
+    expect(gone.json<{ error: { message: string } }>().error.message).toMatch(/recorded as present again/);
+
+    // Owned: cleanup deletes it again through every check.
+    st.advance(3 * day);
+    const { after: again } = await st.cleanupRound();
+    expect(again.jobs.map((j) => [j.namespaceName, j.outcome])).toEqual([['back-dev', 'done']]);
+    expect(st.namespaceExists('back-dev')).toBe(false);
+  }, 240_000);
+
+  it('a namespace created behind tend’s back, or a protected name, is never restored into; into a new namespace works', async () => {
+    s = await stage('sqlite');
+    const st = s;
+    const { id } = await deployedAndCleaned(st, 'race', 'race-dev');
+    const asked = await askRestore(st, id, st.server.tokens.admin);
+    expect(asked.statusCode).toBe(202);
+    // Someone's namespace of that name, unknown to tend, appears before the executor runs.
+    await kubectl(st.sim.kubeconfig, 'create', 'namespace', 'race-dev');
+    const pass = await st.executor.runPass();
+    const job = pass.jobs.find((j) => j.id === asked.json<{ job: { id: string } }>().job.id);
+    expect(job?.outcome).toBe('cancelled');
+    expect(job?.message).toMatch(/namespace race-dev exists again/);
+    expect(st.sim.sim.store.get('configmaps', 'race-dev', 'settings')).toBeUndefined();
+    // Recorded as the restore session saw it (every namespace a command touches is), never owned.
+    const seen = await st.server.database.db
+      .selectFrom('resources')
+      .select(['ownership'])
+      .where('environment_id', '=', id)
+      .orderBy('generation', 'desc')
+      .executeTakeFirstOrThrow();
+    expect(seen.ownership).not.toBe('owned');
+    const labels = (
+      st.sim.sim.store.get('namespaces', '', 'race-dev') as { metadata: { labels?: Record<string, string> } }
+    ).metadata.labels;
+    expect(labels?.['app.kubernetes.io/managed-by']).toBeUndefined();
+
+    // Bad names are a clear 400; a protected one is refused by the executor.
+    for (const into of ['Race_Dev', '', 'x'.repeat(64), 'a\u0000b']) {
+      const bad = await askRestore(st, id, st.server.tokens.admin, { into });
+      expect(bad.statusCode, into).toBe(400);
+    }
+    expect(
+      (await askRestore(st, id, st.server.tokens.admin, { into: 'race-dev', other: 1 })).statusCode,
+    ).toBe(400);
+    const kube = await askRestore(st, id, st.server.tokens.admin, { into: 'kube-restored' });
+    expect(kube.statusCode).toBe(202);
+    const refused = await st.executor.runPass();
+    expect(refused.jobs.map((j) => [j.outcome, j.message])).toEqual([
+      ['cancelled', expect.stringMatching(/namespace kube-restored is protected/)],
+    ]);
+    expect(st.namespaceExists('kube-restored')).toBe(false);
+
+    const into = await askRestore(st, id, st.server.tokens.admin, { into: 'race-back' });
+    expect(into.statusCode).toBe(202);
+    const done = await st.executor.runPass();
+    expect(done.jobs.map((j) => j.outcome)).toEqual(['done']);
+    expect(st.sim.sim.store.get('configmaps', 'race-back', 'settings')).toBeDefined();
+    // Another namespace is another environment record (project, environment, namespace), as with tend restore --into.
+    const resources = await st.server.database.db
+      .selectFrom('resources')
+      .select(['namespace_name', 'ownership', 'state'])
+      .where('namespace_name', '=', 'race-back')
+      .execute();
+    expect(resources).toEqual([{ namespace_name: 'race-back', ownership: 'owned', state: 'ready' }]);
+  }, 240_000);
+
+  it('an executor reporting events that do not match its restore job records nothing; one that does not claim restores never gets one', async () => {
+    s = await stage('sqlite');
+    const st = s;
+    const { id } = await deployedAndCleaned(st, 'forge', 'forge-dev');
+    const asked = await askRestore(st, id, st.server.tokens.admin);
+    const jobId = asked.json<{ job: { id: string; targetKey: string } }>().job.id;
+    const targetKey = asked.json<{ job: { targetKey: string } }>().job.targetKey;
+    const queue = st.server.app.cleanup.queue;
+
+    // An executor of an earlier version (no `actions`) is never handed a restore job.
+    const old = await queue.claim({ executorId: 'old', targetKeys: [targetKey], max: 10, leaseSeconds: 60 });
+    expect(old.jobs).toEqual([]);
+    const claimed = await queue.claim({
+      executorId: 'forger',
+      targetKeys: [targetKey],
+      max: 10,
+      leaseSeconds: 60,
+      actions: [...defaultClaimedActions, 'restore'],
+    });
+    expect(claimed.jobs.map((j) => j.id)).toEqual([jobId]);
+    // The archive goes only to the lease holder of the started job.
+    // The archive goes only to the lease holder of the started job, over the agent route too.
+    const agent = new HttpCleanupQueue({ server: st.url, token: st.server.tokens.agent, retries: 0 });
+    await expect(agent.restoreOrder(jobId, 'forger')).rejects.toThrow(/not started/);
+    expect((await queue.start(jobId, { executorId: 'forger' })).proceed).toBe(true);
+    await expect(agent.restoreOrder(jobId, 'someone-else')).rejects.toThrow(/does not hold the lease/);
+    const reader = await st.server.app.inject({
+      method: 'GET',
+      url: `/api/v1/cleanup/jobs/${jobId}/archive?executorId=forger`,
+      headers: st.server.auth(st.server.tokens.read),
+    });
+    expect(reader.statusCode).toBe(403);
+    const order = await agent.restoreOrder(jobId, 'forger');
+    expect(order).toMatchObject({ requestedBy: 'token:ops', cleanupPolicy: { afterInactivity: '1h' } });
+
+    const sessionId = '01JAAAAAAAAAAAAAAAAAAAAAAA';
+    const event = (n: number, type: string, payload: Record<string, unknown>) =>
+      ({
+        id: `01JAAAAAAAAAAAAAAAAAAAAB${String(n).padStart(2, '0')}`,
+        type,
+        sessionId,
+        timestamp: new Date().toISOString(),
+        payload,
+      }) as unknown as TendEvent;
+    const started = (namespace: string, project = 'forge') =>
+      event(1, 'sessionStarted', {
+        command: 'restore',
+        args: [],
+        project,
+        environment: 'dev',
+        namespace,
+        user: 'x',
+        hostId: 'h',
+        cliVersion: '1',
+      });
+    const created = (namespace: string, uid: string, project = 'forge') =>
+      event(2, 'namespaceStatus', {
+        namespaceName: namespace,
+        namespaceUid: uid,
+        state: 'ready',
+        role: 'app',
+        cause: 'created',
+        target: claimed.jobs[0]!.target,
+        project,
+        environment: 'dev',
+        pluginName: 'kubernetes',
+        providerName: 'kubernetes',
+        handler: 'cleanup.restore',
+      });
+    // Someone else's namespace, under this job: refused, nothing recorded of it.
+    await kubectl(st.sim.kubeconfig, 'create', 'namespace', 'victim');
+    const victimUid = (st.sim.sim.store.get('namespaces', '', 'victim') as { metadata: { uid: string } })
+      .metadata.uid;
+    const forgeries: [string, unknown[]][] = [
+      ['another namespace', [started('forge-dev'), created('victim', victimUid)]],
+      ['another project', [started('forge-dev', 'other'), created('forge-dev', victimUid, 'other')]],
+      ['no session start', [created('forge-dev', victimUid)]],
+      ['not an event', [{ id: 'x' }]],
+      ['a 10,000-deep value', [JSON.parse('['.repeat(10_000) + ']'.repeat(10_000))]],
+    ];
+    for (const [what, events] of forgeries) {
+      await expect(
+        queue.complete(jobId, {
+          executorId: 'forger',
+          outcome: 'done',
+          message: 'x',
+          events: events as never,
+        }),
+        what,
+      ).rejects.toThrow(/events\[\d+\]|restore session/);
+    }
+    await expect(
+      queue.complete(jobId, { executorId: 'forger', outcome: 'done', message: 'restored' }),
+    ).rejects.toThrow(/only with the restore session's event that created namespace forge-dev/);
+    const victim = await st.server.database.db
+      .selectFrom('resources')
+      .select('id')
+      .where('namespace_name', '=', 'victim')
+      .execute();
+    expect(victim).toEqual([]);
+    // Events belong to restore jobs only.
+    await expect(
+      queue.complete(jobId, { executorId: 'forger', outcome: 'failed', message: 'gave up' }),
+    ).resolves.toBeDefined();
+    expect((await environmentRow(st, id)).state).toBe('cleaned');
+  }, 240_000);
+});
+
+describe('the Restore button', () => {
+  it('shows for admins only, on a cleaned environment with an archive, and queues the restore job', async () => {
+    s = await stage('sqlite');
+    const st = s;
+    const { id } = await deployedAndCleaned(st, 'button', 'button-dev');
+    const login = async (token: string) => {
+      const res = await postLogin(st.server.app, { token, next: '/' });
+      return `tend_session=${res.cookies.find((c) => c.name === 'tend_session')!.value}`;
+    };
+    const page = (cookie: string) =>
+      st.server.app.inject({ method: 'GET', url: `/environments/${id}`, headers: { cookie } });
+    const restoreForm = `action="/environments/${id}/restore"`;
+
+    const reader = await login(st.server.tokens.read);
+    const readerPage = await page(reader);
+    expect(readerPage.body).toContain('Restorable until');
+    expect(readerPage.body).not.toContain(restoreForm);
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(readerPage.body)![1]!;
+    const denied = await st.server.app.inject({
+      method: 'POST',
+      url: `/environments/${id}/restore`,
+      headers: { cookie: reader },
+      payload: { _csrf: csrf },
+    });
+    expect(denied.statusCode).toBe(403);
+    expect(denied.body).toContain('Restoring needs an admin token');
+
+    const admin = await login(st.server.tokens.admin);
+    const adminPage = await page(admin);
+    expect(adminPage.body).toContain(restoreForm);
+    const adminCsrf = /name="_csrf" value="([^"]+)"/.exec(adminPage.body)![1]!;
+    // Without the session's CSRF value nothing is queued.
+    const forged = await st.server.app.inject({
+      method: 'POST',
+      url: `/environments/${id}/restore`,
+      headers: { cookie: admin },
+      payload: { _csrf: 'x'.repeat(32) },
+    });
+    expect(forged.statusCode).toBe(403);
+    expect(
+      await st.server.database.db
+        .selectFrom('cleanup_jobs')
+        .select('id')
+        .where('action', '=', 'restore')
+        .execute(),
+    ).toEqual([]);
+    const clicked = await st.server.app.inject({
+      method: 'POST',
+      url: `/environments/${id}/restore`,
+      headers: { cookie: admin },
+      payload: { _csrf: adminCsrf },
+    });
+    expect(clicked.statusCode).toBe(303);
+    const queued = await page(admin);
+    expect(queued.body).toContain('job-planned');
+    expect(queued.body).toContain('dashboard:ops (restore)');
+
+    const pass = await st.executor.runPass();
+    expect(pass.jobs.map((j) => j.outcome)).toEqual(['done']);
+    const restored = await page(admin);
+    expect(restored.body).not.toContain(restoreForm);
+    expect(restored.body).toMatch(/restored at \S+Z/);
+  }, 240_000);
+});
