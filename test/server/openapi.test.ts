@@ -69,6 +69,7 @@ describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
     const gzip = { headers: { 'content-type': 'application/gzip' }, payload: gzipSync('{}') };
     const read = '/api/v1/environments/{id}/archive';
     const restored = '/api/v1/environments/{id}/archive/restored';
+    const restore = '/api/v1/environments/{id}/restore';
     const body = { archiveId: 'a1' };
     return [
       {
@@ -134,6 +135,46 @@ describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
         url: `/api/v1/environments/${env}/archive/restored`,
         token: 'read',
         payload: body,
+        status: 403,
+      },
+      // The restore job route, and the executor's read of a restore job's archive.
+      {
+        method: 'POST',
+        path: restore,
+        url: `/api/v1/environments/${env}/restore`,
+        token: 'admin',
+        status: 404,
+      },
+      {
+        method: 'POST',
+        path: restore,
+        url: `/api/v1/environments/${env}/restore`,
+        token: 'admin',
+        payload: { into: 'Not_A_Namespace' },
+        status: 400,
+      },
+      { method: 'POST', path: restore, url: `/api/v1/environments/${env}/restore`, status: 401 },
+      {
+        method: 'POST',
+        path: restore,
+        url: `/api/v1/environments/${env}/restore`,
+        token: 'developer',
+        status: 403,
+      },
+      {
+        method: 'GET',
+        path: upload,
+        url: '/api/v1/cleanup/jobs/nope/archive?executorId=e1',
+        token: 'agent',
+        status: 404,
+      },
+      { method: 'GET', path: upload, url: '/api/v1/cleanup/jobs/nope/archive', token: 'agent', status: 400 },
+      { method: 'GET', path: upload, url: '/api/v1/cleanup/jobs/nope/archive?executorId=e1', status: 401 },
+      {
+        method: 'GET',
+        path: upload,
+        url: '/api/v1/cleanup/jobs/nope/archive?executorId=e1',
+        token: 'read',
         status: 403,
       },
     ];

@@ -16,7 +16,8 @@ import type { TendEvent } from '../../../src/events/catalog.js';
 import { removeProjects, waitFor } from '../../helpers/project.js';
 import { stage, type Stage } from '../../adversarial/harness.js';
 import { kubectl } from '../../plugins/kubernetes/helpers.js';
-import { postLogin } from '../helpers.js';
+import { dialects, postLogin } from '../helpers.js';
+import { launchChromium } from '../../helpers/chromium.js';
 
 const day = 86_400_000;
 let s: Stage | undefined;
@@ -96,9 +97,9 @@ async function environmentRow(st: Stage, id: string) {
     .executeTakeFirstOrThrow();
 }
 
-describe('restore jobs', () => {
+describe.each(dialects)('restore jobs on %s', (dialect) => {
   it('the executor restores from a restore job: recorded and owned by its restore session, and cleanup can delete it again', async () => {
-    s = await stage('sqlite');
+    s = await stage(dialect);
     const st = s;
     const { root, id } = await deployedAndCleaned(st, 'back', 'back-dev');
 
@@ -182,7 +183,7 @@ describe('restore jobs', () => {
   }, 240_000);
 
   it('a namespace created behind tend’s back, or a protected name, is never restored into; into a new namespace works', async () => {
-    s = await stage('sqlite');
+    s = await stage(dialect);
     const st = s;
     const { id } = await deployedAndCleaned(st, 'race', 'race-dev');
     const asked = await askRestore(st, id, st.server.tokens.admin);
@@ -238,7 +239,7 @@ describe('restore jobs', () => {
   }, 240_000);
 
   it('an executor reporting events that do not match its restore job records nothing; one that does not claim restores never gets one', async () => {
-    s = await stage('sqlite');
+    s = await stage(dialect);
     const st = s;
     const { id } = await deployedAndCleaned(st, 'forge', 'forge-dev');
     const asked = await askRestore(st, id, st.server.tokens.admin);
@@ -375,7 +376,6 @@ describe('the Restore button', () => {
     const admin = await login(st.server.tokens.admin);
     const adminPage = await page(admin);
     expect(adminPage.body).toContain(restoreForm);
-    const adminCsrf = /name="_csrf" value="([^"]+)"/.exec(adminPage.body)![1]!;
     // Without the session's CSRF value nothing is queued.
     const forged = await st.server.app.inject({
       method: 'POST',
@@ -384,28 +384,32 @@ describe('the Restore button', () => {
       payload: { _csrf: 'x'.repeat(32) },
     });
     expect(forged.statusCode).toBe(403);
-    expect(
-      await st.server.database.db
-        .selectFrom('cleanup_jobs')
-        .select('id')
-        .where('action', '=', 'restore')
-        .execute(),
-    ).toEqual([]);
-    const clicked = await st.server.app.inject({
-      method: 'POST',
-      url: `/environments/${id}/restore`,
-      headers: { cookie: admin },
-      payload: { _csrf: adminCsrf },
-    });
-    expect(clicked.statusCode).toBe(303);
-    const queued = await page(admin);
-    expect(queued.body).toContain('job-planned');
-    expect(queued.body).toContain('dashboard:ops (restore)');
+    const restoreJobs = () =>
+      st.server.database.db.selectFrom('cleanup_jobs').select('id').where('action', '=', 'restore').execute();
+    expect(await restoreJobs()).toEqual([]);
 
-    const pass = await st.executor.runPass();
-    expect(pass.jobs.map((j) => j.outcome)).toEqual(['done']);
-    const restored = await page(admin);
-    expect(restored.body).not.toContain(restoreForm);
-    expect(restored.body).toMatch(/restored at \S+Z/);
+    // An admin clicks Restore in a real browser.
+    const browser = await launchChromium();
+    try {
+      const tab = await browser.newPage();
+      await tab.goto(`${st.url}/login`);
+      await tab.fill('input[name="token"]', st.server.tokens.admin);
+      await Promise.all([tab.waitForURL(`${st.url}/`), tab.click('button[type="submit"]')]);
+      await tab.goto(`${st.url}/environments/${id}`);
+      await Promise.all([tab.waitForLoadState('load'), tab.getByRole('button', { name: 'Restore' }).click()]);
+      await tab.waitForURL(`${st.url}/environments/${id}`);
+      expect(await restoreJobs()).toHaveLength(1);
+      const jobRow = tab.locator('#environment-jobs tr', { hasText: 'restore' });
+      expect(await jobRow.innerText()).toMatch(/planned[\s\S]*dashboard:ops \(restore\)/);
+
+      const pass = await st.executor.runPass();
+      expect(pass.jobs.map((j) => j.outcome)).toEqual(['done']);
+      await tab.reload();
+      expect(await tab.locator('#archive').innerText()).toMatch(/restored at \S+Z/);
+      expect(await tab.getByRole('button', { name: 'Restore' }).count()).toBe(0);
+      expect(await tab.locator('#status').innerText()).toMatch(/active/);
+    } finally {
+      await browser.close();
+    }
   }, 240_000);
 });
