@@ -172,74 +172,60 @@ describe('the manifests under deploy/', () => {
     },
   );
 
-  it('reads Secrets only with the archive-secrets component, which adds that one grant', async () => {
-    const rulesOf = (objects: KObject[]) =>
-      kindOf(objects, 'ClusterRole')[0]!.rules as { resources: string[] }[];
-    const base = rulesOf((await render('agent')).objects);
-    expect(base.flatMap((r) => r.resources)).not.toContain('secrets');
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'tend-archive-secrets-'));
+  type Rule = { apiGroups: string[]; resources: string[]; verbs: string[] };
+  const clusterRules = (objects: KObject[]) => kindOf(objects, 'ClusterRole')[0]!.rules as Rule[];
+  /** The agent's ClusterRole rules with a component of deploy/components added. */
+  const agentRulesWith = async (component: string): Promise<Rule[]> => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), `tend-${component}-`));
     try {
       writeFileSync(
         path.join(dir, 'kustomization.yaml'),
         `resources: [${path.relative(dir, path.join(repoRoot, 'deploy', 'agent'))}]\n` +
-          `components: [${path.relative(dir, path.join(repoRoot, 'deploy', 'components', 'archive-secrets'))}]\n`,
+          `components: [${path.relative(dir, path.join(repoRoot, 'deploy', 'components', component))}]\n`,
       );
       const run = await kubectl(['kustomize', dir]);
       expect(run.code, run.stderr).toBe(0);
-      const withSecrets = rulesOf(parseAllDocuments(run.stdout).map((d) => d.toJSON() as KObject));
-      expect(withSecrets).toEqual([...base, { apiGroups: [''], resources: ['secrets'], verbs: ['list'] }]);
+      return clusterRules(parseAllDocuments(run.stdout).map((d) => d.toJSON() as KObject));
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  };
+
+  it('reads Secrets only with the archive-secrets component, which adds that one grant', async () => {
+    const base = clusterRules((await render('agent')).objects);
+    expect(base.flatMap((r) => r.resources)).not.toContain('secrets');
+    expect(await agentRulesWith('archive-secrets')).toEqual([
+      ...base,
+      { apiGroups: [''], resources: ['secrets'], verbs: ['list'] },
+    ]);
   });
 
   it('creates namespaces only with the restore component, which adds create and patch of the archived kinds', async () => {
-    const rulesOf = (objects: KObject[]) =>
-      kindOf(objects, 'ClusterRole')[0]!.rules as {
-        apiGroups: string[];
-        resources: string[];
-        verbs: string[];
-      }[];
-    const base = rulesOf((await render('agent')).objects);
+    const base = clusterRules((await render('agent')).objects);
     expect(base.filter((r) => r.verbs.includes('create'))).toEqual([]);
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'tend-restore-'));
-    try {
-      writeFileSync(
-        path.join(dir, 'kustomization.yaml'),
-        `resources: [${path.relative(dir, path.join(repoRoot, 'deploy', 'agent'))}]\n` +
-          `components: [${path.relative(dir, path.join(repoRoot, 'deploy', 'components', 'restore'))}]\n`,
-      );
-      const run = await kubectl(['kustomize', dir]);
-      expect(run.code, run.stderr).toBe(0);
-      const withRestore = rulesOf(parseAllDocuments(run.stdout).map((d) => d.toJSON() as KObject));
-      expect(withRestore.slice(0, base.length)).toEqual(base);
-      const added = withRestore.slice(base.length);
-      expect(added[0]).toEqual({ apiGroups: [''], resources: ['namespaces'], verbs: ['create'] });
-      // Every kind the archive lists (the base role's read-only rules) can be re-created.
-      const archived = base.filter(
-        (r) =>
-          r.verbs.join() === 'list' &&
-          !r.resources.includes('pods') &&
-          !r.resources.includes('horizontalpodautoscalers'),
-      );
-      for (const rule of archived) {
-        for (const resource of rule.resources) {
-          expect(
-            added.some(
-              (r) =>
-                r.apiGroups.includes(rule.apiGroups[0]!) &&
-                r.resources.includes(resource) &&
-                r.verbs.includes('create'),
-            ),
-            resource,
-          ).toBe(true);
-        }
+    const withRestore = await agentRulesWith('restore');
+    expect(withRestore.slice(0, base.length)).toEqual(base);
+    const added = withRestore.slice(base.length);
+    expect(added[0]).toEqual({ apiGroups: [''], resources: ['namespaces'], verbs: ['create'] });
+    // Every kind the archive lists (the base role's list-only rules) can be re-created.
+    const archived = base.filter(
+      (r) =>
+        r.verbs.join() === 'list' &&
+        !r.resources.some((k) => k === 'pods' || k === 'horizontalpodautoscalers'),
+    );
+    for (const rule of archived) {
+      for (const resource of rule.resources) {
+        const creatable = added.some(
+          (r) =>
+            r.apiGroups.includes(rule.apiGroups[0]!) &&
+            r.resources.includes(resource) &&
+            r.verbs.includes('create'),
+        );
+        expect(creatable, resource).toBe(true);
       }
-      // Never delete beyond the one path, nor anything cluster-wide but namespaces.
-      expect(added.flatMap((r) => r.verbs)).not.toContain('delete');
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
     }
+    // Nothing deleted beyond the one path.
+    expect(added.flatMap((r) => r.verbs)).not.toContain('delete');
   });
 
   it('starts the pods once the Secrets they reference exist', async () => {

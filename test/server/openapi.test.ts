@@ -158,7 +158,7 @@ describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
         method: 'POST',
         path: restore,
         url: `/api/v1/environments/${env}/restore`,
-        token: 'developer',
+        token: 'read',
         status: 403,
       },
       {

@@ -12,6 +12,7 @@ import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
 import { actorOf, allows, constantTimeEqual, scopeAllows } from '../auth.js';
 import { decodeCursor } from '../db/repositories/environments.js';
+import type { Environment } from '../db/schema.js';
 import { keepAliveUntil, listFilter, ListQuery, visibleEnvironment } from '../environment-queries.js';
 import { environmentView, resourceView, sessionView, timelineView } from '../views.js';
 import { targetLabel } from '../../api/views.js';
@@ -384,79 +385,56 @@ export function registerDashboard(app: App, services: ServerServices): void {
     );
   }
 
-  // Clean up now: the API's job path and checks (services.cleanup.switches.cleanNow), only the wait skipped.
-  app.post(
-    '/environments/:id/cleanup',
-    { schema: { ...hidden, params: IdParams, body: FormBody } },
-    async (request, reply) => {
-      const session = await requireForm(request, reply);
-      if (!session) return reply;
-      const id = request.params.id;
-      const env = await visibleEnvironment(services, id, session.principal).catch(() => undefined);
-      if (!env) return send(reply, messagePage('Not found', 'No such environment.', session), 404);
-      if (!allows(session.principal, 'clean-now', env.project)) {
-        const message = `Cleaning up now ${needs(session.principal, 'clean-now')}.`;
-        return renderEnvironment(reply, session, id, 403, message);
-      }
-      try {
-        await services.cleanup.switches.cleanNow(env.id, actorOf(session.principal));
-      } catch (error) {
-        if (error instanceof TendError) return renderEnvironment(reply, session, env.id, 409, error.message);
-        throw error;
-      }
-      return reply.redirect(`/environments/${encodeURIComponent(env.id)}`, 303);
+  // The buttons that plan a job through the API's path and checks: clean up now
+  // (switches.cleanNow, only the wait skipped), resume (the same, action resume) and restore
+  // (a restore job, run by the executor of the archive's cluster).
+  const jobButtons = [
+    {
+      path: 'cleanup',
+      permission: 'clean-now',
+      doing: 'Cleaning up now',
+      plan: (env: Environment, actor: string) => services.cleanup.switches.cleanNow(env.id, actor),
     },
-  );
-
-  // Resume: the API's resume job (services.cleanup.switches.cleanNow with action resume), same checks.
-  app.post(
-    '/environments/:id/resume',
-    { schema: { ...hidden, params: IdParams, body: FormBody } },
-    async (request, reply) => {
-      const session = await requireForm(request, reply);
-      if (!session) return reply;
-      const env = await visibleEnvironment(services, request.params.id, session.principal).catch(
-        () => undefined,
-      );
-      if (!env) return send(reply, messagePage('Not found', 'No such environment.', session), 404);
-      if (!allows(session.principal, 'resume', env.project)) {
-        const message = `Resuming ${needs(session.principal, 'resume')}.`;
-        return renderEnvironment(reply, session, env.id, 403, message);
-      }
-      try {
-        await services.cleanup.switches.cleanNow(env.id, actorOf(session.principal), { action: 'resume' });
-      } catch (error) {
-        if (error instanceof TendError) return renderEnvironment(reply, session, env.id, 409, error.message);
-        throw error;
-      }
-      return reply.redirect(`/environments/${encodeURIComponent(env.id)}`, 303);
+    {
+      path: 'resume',
+      permission: 'resume',
+      doing: 'Resuming',
+      plan: (env: Environment, actor: string) =>
+        services.cleanup.switches.cleanNow(env.id, actor, { action: 'resume' }),
     },
-  );
-
-  // Restore: the API's restore job (services.cleanup.restores), run by the executor of the archive's cluster.
-  app.post(
-    '/environments/:id/restore',
-    { schema: { ...hidden, params: IdParams, body: FormBody } },
-    async (request, reply) => {
-      const session = await requireForm(request, reply);
-      if (!session) return reply;
-      const env = await visibleEnvironment(services, request.params.id, session.principal).catch(
-        () => undefined,
-      );
-      if (!env) return send(reply, messagePage('Not found', 'No such environment.', session), 404);
-      if (!allows(session.principal, 'restore', env.project)) {
-        const message = `Restoring ${needs(session.principal, 'restore')}.`;
-        return renderEnvironment(reply, session, env.id, 403, message);
-      }
-      try {
-        await services.cleanup.restores.request(env, actorOf(session.principal));
-      } catch (error) {
-        if (error instanceof TendError) return renderEnvironment(reply, session, env.id, 409, error.message);
-        throw error;
-      }
-      return reply.redirect(`/environments/${encodeURIComponent(env.id)}`, 303);
+    {
+      path: 'restore',
+      permission: 'restore',
+      doing: 'Restoring',
+      plan: (env: Environment, actor: string) => services.cleanup.restores.request(env, actor),
     },
-  );
+  ] as const;
+  for (const button of jobButtons) {
+    app.post(
+      `/environments/:id/${button.path}`,
+      { schema: { ...hidden, params: IdParams, body: FormBody } },
+      async (request, reply) => {
+        const session = await requireForm(request, reply);
+        if (!session) return reply;
+        const env = await visibleEnvironment(services, request.params.id, session.principal).catch(
+          () => undefined,
+        );
+        if (!env) return send(reply, messagePage('Not found', 'No such environment.', session), 404);
+        if (!allows(session.principal, button.permission, env.project)) {
+          const message = `${button.doing} ${needs(session.principal, button.permission)}.`;
+          return renderEnvironment(reply, session, env.id, 403, message);
+        }
+        try {
+          await button.plan(env, actorOf(session.principal));
+        } catch (error) {
+          if (error instanceof TendError)
+            return renderEnvironment(reply, session, env.id, 409, error.message);
+          throw error;
+        }
+        return reply.redirect(`/environments/${encodeURIComponent(env.id)}`, 303);
+      },
+    );
+  }
 
   const renderCleanup = async (
     reply: FastifyReply,

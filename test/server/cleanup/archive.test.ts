@@ -14,6 +14,7 @@ import { kubectl } from '../../plugins/kubernetes/helpers.js';
 import { archiveKeyOf } from '../../../src/server/cleanup/archive-key.js';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { secretsProject } from './archive-project.js';
 
 const day = 86_400_000;
 let s: Stage | undefined;
@@ -61,40 +62,6 @@ async function cleanUp(st: Stage, project: string) {
   const { after } = await st.cleanupRound();
   return after;
 }
-
-const secretsProject = (name: string, namespace: string, extra = '') => `kind: Project
-name: ${name}
-defaultEnvironment: dev
-environments:
-  - name: dev
-    defaultNamespace: ${namespace}
-    cleanup: { afterInactivity: 1h, action: delete${extra} }
-providers:
-  - name: kubernetes
-    context: kube-sim
-    namespaceTimeout: 20
----
-kind: Deploy
-type: kubernetes
-name: app
-spec:
-  manifests:
-    - { apiVersion: v1, kind: ServiceAccount, metadata: { name: runner } }
-    - { apiVersion: v1, kind: ConfigMap, metadata: { name: settings }, data: { mode: blue } }
-    - { apiVersion: v1, kind: Secret, metadata: { name: db-password }, stringData: { password: hunter2 } }
-    - apiVersion: apps/v1
-      kind: Deployment
-      metadata: { name: web }
-      spec:
-        replicas: 2
-        selector: { matchLabels: { app: web } }
-        template:
-          metadata: { labels: { app: web } }
-          spec:
-            serviceAccountName: runner
-            containers: [{ name: web, image: nginx }]
-    - { apiVersion: v1, kind: Service, metadata: { name: web }, spec: { selector: { app: web }, ports: [{ port: 80 }] } }
-`;
 
 function project(st: Stage, name: string, namespace: string, extra = ''): string {
   const root = st.project({ name, namespace });

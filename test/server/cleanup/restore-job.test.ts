@@ -18,6 +18,7 @@ import { stage, type Stage } from '../../adversarial/harness.js';
 import { kubectl } from '../../plugins/kubernetes/helpers.js';
 import { dialects, postLogin } from '../helpers.js';
 import { launchChromium } from '../../helpers/chromium.js';
+import { secretsProject } from './archive-project.js';
 
 const day = 86_400_000;
 let s: Stage | undefined;
@@ -28,40 +29,10 @@ afterEach(async () => {
   removeProjects();
 });
 
-const projectFile = (name: string, namespace: string) => `kind: Project
-name: ${name}
-defaultEnvironment: dev
-environments:
-  - name: dev
-    defaultNamespace: ${namespace}
-    cleanup: { afterInactivity: 1h, action: delete }
-providers:
-  - name: kubernetes
-    context: kube-sim
-    namespaceTimeout: 20
----
-kind: Deploy
-type: kubernetes
-name: app
-spec:
-  manifests:
-    - { apiVersion: v1, kind: ConfigMap, metadata: { name: settings }, data: { mode: blue } }
-    - { apiVersion: v1, kind: Secret, metadata: { name: db-password }, stringData: { password: hunter2 } }
-    - apiVersion: apps/v1
-      kind: Deployment
-      metadata: { name: web }
-      spec:
-        replicas: 2
-        selector: { matchLabels: { app: web } }
-        template:
-          metadata: { labels: { app: web } }
-          spec: { containers: [{ name: web, image: nginx }] }
-`;
-
 /** A project deployed, then cleaned automatically (archived, deleted): its environment id. */
 async function deployedAndCleaned(st: Stage, name: string, namespace: string) {
   const root = st.project({ name, namespace });
-  writeFileSync(path.join(root, 'tend.yml'), projectFile(name, namespace));
+  writeFileSync(path.join(root, 'tend.yml'), secretsProject(name, namespace));
   const deploy = await st.tend(root, 'deploy');
   expect(deploy.code, deploy.stderr).toBe(0);
   const id = await waitFor(async () => {
@@ -119,7 +90,7 @@ describe.each(dialects)('restore jobs on %s', (dialect) => {
     const pass = await st.executor.runPass();
     const report = pass.jobs.find((j) => j.id === job.id);
     expect(report?.outcome, report?.message).toBe('done');
-    expect(report?.message).toMatch(/restored 2 object\(s\) into namespace back-dev/);
+    expect(report?.message).toMatch(/restored 4 object\(s\) into namespace back-dev/);
     expect(report?.message).toMatch(/Secret\/db-password \(its content was not archived/);
     expect(st.namespaceExists('back-dev')).toBe(true);
     expect(st.sim.sim.store.get('configmaps', 'back-dev', 'settings')).toBeDefined();

@@ -85,20 +85,11 @@ export class CleanupJobRepository {
     const result = await trx
       .insertInto('cleanup_jobs')
       .values({
-        id,
+        ...plannedJob(id, how.now),
         environment_id: d.environmentId,
         resource_id: d.resourceId,
         action: d.action,
-        state: 'planned',
         reason: d.sentence,
-        planned_at: how.now.toISOString(),
-        not_before: null,
-        lease_owner: null,
-        lease_expires_at: null,
-        attempts: 0,
-        started_at: null,
-        finished_at: null,
-        result: null,
         project: d.project,
         environment: d.environment,
         plugin: d.pluginName,
@@ -108,8 +99,6 @@ export class CleanupJobRepository {
         expected_last_activity_at: new Date(d.lastActivityAt).toISOString(),
         trigger: how.trigger,
         actor: how.actor,
-        outcome_message: null,
-        dry_run: 0,
         rule: d.rule,
       })
       // Another replica (or a concurrent clean up now) planned one first: the open one stands.
@@ -143,20 +132,11 @@ export class CleanupJobRepository {
       trx
         .insertInto('cleanup_jobs')
         .values({
-          id,
+          ...plannedJob(id, input.now),
           environment_id: input.environmentId,
           resource_id: input.resourceId,
           action: 'restore',
-          state: 'planned',
           reason: input.reason,
-          planned_at: at,
-          not_before: null,
-          lease_owner: null,
-          lease_expires_at: null,
-          attempts: 0,
-          started_at: null,
-          finished_at: null,
-          result: null,
           project: input.project,
           environment: input.environment,
           plugin: input.pluginName,
@@ -166,8 +146,6 @@ export class CleanupJobRepository {
           expected_last_activity_at: at,
           trigger: 'now',
           actor: input.actor,
-          outcome_message: null,
-          dry_run: 0,
           rule: null,
           archive_id: input.archiveId,
         })
@@ -353,6 +331,24 @@ export class CleanupJobRepository {
     }
     return q.orderBy('planned_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
   }
+}
+
+/** What every new job starts with: planned now, no lease, no attempt, no outcome. */
+function plannedJob(id: string, now: Date) {
+  return {
+    id,
+    state: 'planned' as const,
+    planned_at: now.toISOString(),
+    not_before: null,
+    lease_owner: null,
+    lease_expires_at: null,
+    attempts: 0,
+    started_at: null,
+    finished_at: null,
+    result: null,
+    outcome_message: null,
+    dry_run: 0,
+  };
 }
 
 /**
