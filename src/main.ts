@@ -314,7 +314,10 @@ Examples:
   tend agent --server https://tend.example.com --token-file /var/run/tend/token --context prod-eu
   TEND_TOKEN=… tend agent --server http://localhost:7420 --local
   tend agent --token-file token --plugin ./dirs-plugin.js --set dirs.root=/srv/envs
-  tend agent --once --json          the server and token of tend login`,
+  tend agent --once --json          the server and token of tend login
+
+It also runs the restore jobs of the dashboard's Restore button; for those its credentials must
+create namespaces and the archived objects (deploy/components/restore, docs/cleanup.md#undo).`,
     )
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () => (await import('./commands/agent.js')).agentCommand(cmd.optsWithGlobals())),
