@@ -274,6 +274,26 @@ export type CompleteRequest = Static<typeof CompleteRequest>;
 export const CompleteResponse = Type.Object({ job: CleanupJob });
 export type CompleteResponse = Static<typeof CompleteResponse>;
 
+/** The events of a restore job's session so far: sent as soon as the namespace was created. */
+export const RestoreEventsRequest = Type.Object(
+  {
+    executorId: Id(),
+    events: Type.Array(Type.Record(Type.String(), Type.Unknown()), {
+      minItems: 1,
+      maxItems: maxRestoreEvents,
+    }),
+  },
+  { additionalProperties: false },
+);
+export type RestoreEventsRequest = Static<typeof RestoreEventsRequest>;
+
+export const RestoreEventsResponse = Type.Object({
+  /** Events recorded by this request (the others were already). */
+  accepted: Type.Integer({ minimum: 0 }),
+  duplicates: Type.Integer({ minimum: 0 }),
+});
+export type RestoreEventsResponse = Static<typeof RestoreEventsResponse>;
+
 /**
  * What the executor of a started `restore` job restores: the archive (Secrets unsealed), and what
  * its restore session says of itself — the person who asked, and the environment's cleanup
@@ -318,6 +338,13 @@ export const queueRoutes = {
       'Start a leased job: the server re-checks the registry and moves it to executing, or cancels it with the reason (agent scope)',
     body: StartRequest,
     response: StartResponse,
+  },
+  restoreEvents: {
+    path: '/api/v1/cleanup/jobs/:id/events',
+    summary:
+      "Record the events of a started restore job's session so far, checked against the job: the namespace it created is owned from then on (agent scope)",
+    body: RestoreEventsRequest,
+    response: RestoreEventsResponse,
   },
   complete: {
     path: '/api/v1/cleanup/jobs/:id/complete',
@@ -373,4 +400,6 @@ export interface CleanupQueue {
   archive(jobId: string, executorId: string, archive: EnvironmentArchive): Promise<ArchiveResponse>;
   /** What a started restore job re-creates. */
   restoreOrder(jobId: string, executorId: string): Promise<RestoreOrder>;
+  /** Records the restore session's events so far (right after its namespace was created). */
+  restoreEvents(jobId: string, body: RestoreEventsRequest): Promise<RestoreEventsResponse>;
 }

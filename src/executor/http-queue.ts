@@ -66,6 +66,7 @@ export class HttpCleanupQueue implements CleanupQueue {
   claim: CleanupQueue['claim'] = (body) => this.post('claim', body);
   start: CleanupQueue['start'] = (jobId, body) => this.post('start', body, jobId);
   complete: CleanupQueue['complete'] = (jobId, body) => this.post('complete', body, jobId);
+  restoreEvents: CleanupQueue['restoreEvents'] = (jobId, body) => this.post('restoreEvents', body, jobId);
   archive: CleanupQueue['archive'] = (jobId, executorId, archive) =>
     this.send(archivePath(jobId, executorId), {
       rawBody: { contentType: 'application/gzip', data: compressArchive(archive) },

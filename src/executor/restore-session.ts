@@ -43,8 +43,22 @@ export async function runRestoreSession(
   }
   const bus = new SessionBus();
   const events: TendEvent[] = [];
+  // The moment the namespace exists, the server records it (owned from then on, even if the
+  // executor dies before it reports the outcome); the outcome carries every event again.
+  let early: Promise<unknown> | undefined;
   bus.on('*', (event) => {
-    if (streamedEventTypes.has(event.type)) events.push(event);
+    if (!streamedEventTypes.has(event.type)) return;
+    events.push(event);
+    if (!early && event.type === 'namespaceStatus' && event.payload.cause === 'created') {
+      early = o.queue
+        .restoreEvents(job.id, { executorId: o.executorId, events: [...events] })
+        .catch((error: unknown) =>
+          o.log(
+            'warn',
+            `${job.namespaceName}: the created namespace could not be recorded yet (${(error as Error).message}); it is reported with the outcome`,
+          ),
+        );
+    }
   });
   bus.on('log', (event) => {
     const { level, message } = event.payload as { level: 'info'; message: string };
@@ -80,6 +94,7 @@ export async function runRestoreSession(
       o.signal,
     );
   } catch (error) {
+    await early;
     const code = error instanceof TendError ? error.code : 'TEND_INTERNAL';
     const message = (error as Error).message;
     bus.emit('sessionFailed', {
@@ -90,6 +105,7 @@ export async function runRestoreSession(
     // A refusal (the namespace exists again, a protected name) is final; anything else is retried.
     return { outcome: code === 'TEND_ARCHIVE' ? 'cancelled' : 'failed', message, events };
   }
+  await early;
   bus.emit('sessionCompleted', {
     durationMs: Date.now() - startedAt,
     succeeded: result.restored.length,

@@ -70,6 +70,7 @@ describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
     const read = '/api/v1/environments/{id}/archive';
     const restored = '/api/v1/environments/{id}/archive/restored';
     const restore = '/api/v1/environments/{id}/restore';
+    const events = '/api/v1/cleanup/jobs/{id}/events';
     const body = { archiveId: 'a1' };
     return [
       {
@@ -137,7 +138,38 @@ describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
         payload: body,
         status: 403,
       },
-      // The restore job route, and the executor's read of a restore job's archive.
+      // A restore job's session events, the restore job route, and the executor's read of its archive.
+      {
+        method: 'POST',
+        path: events,
+        url: '/api/v1/cleanup/jobs/nope/events',
+        token: 'agent',
+        payload: { executorId: 'e1', events: [{}] },
+        status: 404,
+      },
+      {
+        method: 'POST',
+        path: events,
+        url: '/api/v1/cleanup/jobs/nope/events',
+        token: 'agent',
+        payload: { executorId: 'e1', events: [] },
+        status: 400,
+      },
+      {
+        method: 'POST',
+        path: events,
+        url: '/api/v1/cleanup/jobs/nope/events',
+        payload: { executorId: 'e1', events: [{}] },
+        status: 401,
+      },
+      {
+        method: 'POST',
+        path: events,
+        url: '/api/v1/cleanup/jobs/nope/events',
+        token: 'read',
+        payload: { executorId: 'e1', events: [{}] },
+        status: 403,
+      },
       {
         method: 'POST',
         path: restore,

@@ -21,6 +21,8 @@ import {
   type JobView,
   type StartRequest,
   type StartResponse,
+  type RestoreEventsRequest,
+  type RestoreEventsResponse,
   type RestoreOrder,
 } from '../../cleanup/protocol.js';
 import { compressArchive, type ArchiveResponse, type EnvironmentArchive } from '../../cleanup/archive.js';
@@ -211,6 +213,19 @@ export class DatabaseCleanupQueue implements CleanupQueue {
       );
     }
     return this.restores.order(job, executorId);
+  }
+
+  /** A started restore job's session events so far, from the executor holding its lease. */
+  async restoreEvents(jobId: string, body: RestoreEventsRequest): Promise<RestoreEventsResponse> {
+    const job = await this.heldJob(jobId, body.executorId, this.now());
+    if (job.state !== 'executing' || job.action !== 'restore') {
+      throw new TendError(
+        'TEND_CLEANUP_CONFLICT',
+        `job ${jobId.slice(0, 64)} is ${job.state === 'executing' ? `a ${job.action} job` : 'not started'}: only a started restore job records session events`,
+      );
+    }
+    const { accepted, duplicates } = await this.restores.record(job, undefined, body.events);
+    return { accepted, duplicates };
   }
 
   /** The archive route's body (gzip-compressed JSON). */

@@ -15,6 +15,7 @@ import type { TendEvent } from '../../events/catalog.js';
 import { TendError } from '../../errors.js';
 import type { Kysely } from 'kysely';
 import type { DialectName } from '../db/dialect.js';
+import type { IngestResult } from '../db/event-wire.js';
 import type { CleanupJobRepository } from '../db/repositories/cleanup-jobs.js';
 import type { EnvironmentRepository } from '../db/repositories/environments.js';
 import { writeAudit } from '../db/repositories/audit.js';
@@ -53,8 +54,13 @@ export class RestoreJobs {
       );
     }
     const namespace = into ?? row.namespace_name;
-    const resource = (await this.environments.resources(env.id)).find(
+    // Every generation of the archived namespace (a re-created one is a new generation).
+    const generations = (await this.environments.resources(env.id)).filter(
       (r) => executorTargetOf(r.target_key) === row.target_key && r.namespace_name === row.namespace_name,
+    );
+    const resource = generations.reduce<(typeof generations)[number] | undefined>(
+      (latest, r) => (latest && latest.generation > r.generation ? latest : r),
+      undefined,
     );
     if (!resource) {
       throw new TendError(
@@ -62,7 +68,7 @@ export class RestoreJobs {
         `environment ${env.project}/${env.name} no longer records namespace ${row.namespace_name} on ${row.target_key}: nothing to restore it for`,
       );
     }
-    if (resource.state === 'ready' && namespace === row.namespace_name) {
+    if (generations.some((r) => r.state === 'ready') && namespace === row.namespace_name) {
       throw new TendError(
         'TEND_CLEANUP_CONFLICT',
         `namespace ${namespace} is recorded as present again (a deploy since the cleanup): a restore never writes into it; restore into a new namespace (into)`,
@@ -103,10 +109,13 @@ export class RestoreJobs {
         ? `a newer archive of the environment was taken (${latest.id}) since the restore was asked for`
         : 'the archive expired (--archive-retention) or was pruned';
     }
-    const resource = (await this.environments.resources(job.environment_id)).find(
-      (r) => r.id === job.resource_id,
+    const present = (await this.environments.resources(job.environment_id)).some(
+      (r) =>
+        r.state === 'ready' &&
+        r.namespace_name === job.namespace_name &&
+        executorTargetOf(r.target_key) === job.target_key,
     );
-    if (resource?.state === 'ready' && resource.namespace_name === job.namespace_name) {
+    if (present) {
       return `namespace ${job.namespace_name} is recorded as present again (a deploy since the cleanup)`;
     }
     return undefined;
@@ -143,7 +152,12 @@ export class RestoreJobs {
    * namespace on the job's target — and ingested. A `done` needs the namespace's `created` event;
    * then the archive is marked restored.
    */
-  async record(job: CleanupJobRow, outcome: string, events: unknown[] | undefined): Promise<void> {
+  async record(
+    job: CleanupJobRow,
+    /** Undefined: the session's events so far, while the job runs. */
+    outcome: string | undefined,
+    events: unknown[] | undefined,
+  ): Promise<IngestResult> {
     const now = this.now();
     const checked = events && events.length > 0 ? this.check(job, events) : [];
     const created = checked.some(
@@ -156,11 +170,15 @@ export class RestoreJobs {
         `a restore is done only with the restore session's event that created namespace ${job.namespace_name}: none was sent`,
       );
     }
-    if (checked.length > 0) await ingestBatch(this.db, this.dialect, checked, now, job.project ?? null);
+    const ingested =
+      checked.length > 0
+        ? await ingestBatch(this.db, this.dialect, checked, now, job.project ?? null)
+        : { accepted: 0, duplicates: 0 };
     if (outcome === 'done') {
       const row = await this.archives.latestRow(job.environment_id, now);
       if (row && row.id === job.archive_id) await this.archives.markRestored(row, job.actor ?? '?', now);
     }
+    return ingested;
   }
 
   private check(job: CleanupJobRow, raw: unknown[]): TendEvent[] {

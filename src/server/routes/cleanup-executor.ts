@@ -101,6 +101,15 @@ export function registerCleanupExecutorRoutes(app: App, services: ServerServices
     return queue.start(request.params.id, request.body);
   });
 
+  app.post(
+    queueRoutes.restoreEvents.path,
+    executorRoute('restoreEvents', { params: JobParams }),
+    async (request) => {
+      await checkJobTarget(request.params.id, request.principal);
+      return queue.restoreEvents(request.params.id, request.body);
+    },
+  );
+
   app.post(queueRoutes.complete.path, executorRoute('complete', { params: JobParams }), async (request) => {
     await checkJobTarget(request.params.id, request.principal);
     return queue.complete(request.params.id, request.body);

@@ -12,6 +12,9 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defaultClaimedActions } from '../../../src/cleanup/protocol.js';
 import { HttpCleanupQueue } from '../../../src/executor/http-queue.js';
+import { CleanupExecutor } from '../../../src/executor/executor.js';
+import type { CleanupQueue } from '../../../src/cleanup/protocol.js';
+import { servedClusters, testProtection } from '../../cleanup/helpers.js';
 import type { TendEvent } from '../../../src/events/catalog.js';
 import { removeProjects, waitFor } from '../../helpers/project.js';
 import { stage, type Stage } from '../../adversarial/harness.js';
@@ -207,6 +210,54 @@ describe.each(dialects)('restore jobs on %s', (dialect) => {
       .where('namespace_name', '=', 'race-back')
       .execute();
     expect(resources).toEqual([{ namespace_name: 'race-back', ownership: 'owned', state: 'ready' }]);
+  }, 240_000);
+
+  it('the namespace is recorded the moment it is created: an agent that dies before reporting leaves it owned, and the retry stops', async () => {
+    s = await stage(dialect);
+    const st = s;
+    const { id } = await deployedAndCleaned(st, 'crash', 'crash-dev');
+    expect((await askRestore(st, id, st.server.tokens.admin)).statusCode).toBe(202);
+    // An agent over HTTP whose outcome never reaches the server (it dies after the restore).
+    const http = new HttpCleanupQueue({ server: st.url, token: st.server.tokens.agent, retries: 0 });
+    const dying: CleanupQueue = {
+      heartbeat: (b) => http.heartbeat(b),
+      inventory: (b) => http.inventory(b),
+      claim: (b) => http.claim(b),
+      start: (jobId, b) => http.start(jobId, b),
+      archive: (jobId, e, a) => http.archive(jobId, e, a),
+      restoreOrder: (jobId, e) => http.restoreOrder(jobId, e),
+      restoreEvents: (jobId, b) => http.restoreEvents(jobId, b),
+      complete: () => Promise.reject(new Error('the agent died')),
+    };
+    const agent = new CleanupExecutor({
+      queue: dying,
+      plugins: servedClusters(st.sim.kubeconfig),
+      protection: testProtection,
+      kind: 'agent',
+      name: 'dying',
+      version: 'test',
+    });
+    const pass = await agent.runPass();
+    expect(pass.jobs.map((j) => [j.outcome, j.message])).toEqual([
+      ['failed', expect.stringMatching(/the agent died/)],
+    ]);
+    expect(st.sim.sim.store.get('configmaps', 'crash-dev', 'settings')).toBeDefined();
+    const ns = st.sim.sim.store.get('namespaces', '', 'crash-dev') as { metadata: { uid: string } };
+    const resource = await st.server.database.db
+      .selectFrom('resources')
+      .select(['ownership', 'state', 'namespace_uid'])
+      .where('environment_id', '=', id)
+      .orderBy('generation', 'desc')
+      .executeTakeFirstOrThrow();
+    expect(resource).toEqual({ ownership: 'owned', state: 'ready', namespace_uid: ns.metadata.uid });
+    expect((await environmentRow(st, id)).state).toBe('active');
+    // The lease (renewed at start for the server's --cleanup-lease) returns the job; the re-check
+    // finds the namespace recorded and ends it.
+    st.advance(60 * 60_000);
+    const retry = await st.executor.runPass();
+    expect(retry.jobs.map((j) => [j.outcome, j.message])).toEqual([
+      ['cancelled', expect.stringMatching(/recorded as present again/)],
+    ]);
   }, 240_000);
 
   it('an executor reporting events that do not match its restore job records nothing; one that does not claim restores never gets one', async () => {
