@@ -9,7 +9,7 @@
  */
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import type { RestorableArchive } from '../cleanup/archive.js';
-import { nameMaxLength } from '../config/project.js';
+import { nameMaxLength, nameRegExp } from '../config/project.js';
 import { ExitCode, TendError } from '../errors.js';
 import type { PluginDefinition, RestoreResult } from '../plugin/types.js';
 import { builtinPlugins } from '../plugins/builtin.js';
@@ -34,11 +34,9 @@ export interface RestoreData {
   notRestored: RestoreResult['notRestored'];
 }
 
-/** A namespace name Kubernetes takes: a DNS label. */
-const namespacePattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-
-export function checkInto(value: string): string {
-  if (value.length > nameMaxLength || !namespacePattern.test(value)) {
+/** A namespace name Kubernetes takes (a DNS label): the rule of tend.yml's names. */
+function checkInto(value: string): string {
+  if (value.length > nameMaxLength || !nameRegExp.test(value)) {
     throw new TendError(
       'TEND_USAGE',
       `--into expects a namespace name: lower-case letters, digits and "-", starting and ending with a letter or digit, at most ${nameMaxLength} characters, got "${value.slice(0, 100)}"`,

@@ -8,6 +8,7 @@
  */
 import { Type } from 'typebox';
 import { RestorableArchive } from '../../cleanup/archive.js';
+import { nameMaxLength, namePattern } from '../../config/project.js';
 import { JobView } from '../../cleanup/protocol.js';
 import { ErrorResponse } from '../../api/views.js';
 import { TendError } from '../../errors.js';
@@ -17,16 +18,9 @@ import type { App, ServerServices } from '../services.js';
 
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
 const errors = { 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 422: ErrorResponse };
-/** A namespace name Kubernetes takes: a DNS label. */
-export const NamespaceName = Type.String({
-  minLength: 1,
-  maxLength: 63,
-  pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$',
-});
+/** `into`: a namespace name Kubernetes takes (a DNS label), the rule of tend.yml's names. */
 const RestoreBody = Type.Object(
-  {
-    into: Type.Optional(NamespaceName),
-  },
+  { into: Type.Optional(Type.String({ pattern: namePattern, maxLength: nameMaxLength })) },
   { additionalProperties: false },
 );
 const RestoredBody = Type.Object(
