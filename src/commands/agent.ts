@@ -9,7 +9,8 @@
 import os from 'node:os';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import { cliVersion } from '../version.js';
-import { CleanupExecutor, type ExecutorLogLevel, type PassReport } from '../executor/executor.js';
+import { CleanupExecutor, type PassReport } from '../executor/executor.js';
+import type { ExecutorLogLevel } from '../executor/log.js';
 import { HttpCleanupQueue } from '../executor/http-queue.js';
 import { TendError } from '../errors.js';
 import { builtinPlugins } from '../plugins/builtin.js';

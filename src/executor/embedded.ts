@@ -7,7 +7,8 @@ import os from 'node:os';
 import { cliVersion } from '../version.js';
 import type { CleanupCallContext } from '../plugin/types.js';
 import type { ServedPlugin } from '../router/cleanup.js';
-import { CleanupExecutor, type ExecutorLogLevel, type PassReport } from './executor.js';
+import { CleanupExecutor, type PassReport } from './executor.js';
+import type { ExecutorLogLevel } from './log.js';
 import type { CleanupQueue } from '../cleanup/protocol.js';
 
 export interface EmbeddedExecutorOptions {

@@ -24,10 +24,8 @@ import {
   type ExecutorKind,
   type InventoryResponse,
 } from '../cleanup/protocol.js';
+import { logPluginEvents, type ExecutorLogger } from './log.js';
 import { runRestoreSession } from './restore-session.js';
-
-export type ExecutorLogLevel = 'debug' | 'info' | 'warn' | 'error';
-export type ExecutorLogger = (level: ExecutorLogLevel, message: string) => void;
 
 export interface ExecutorOptions {
   queue: CleanupQueue;
@@ -99,10 +97,7 @@ export class CleanupExecutor {
     // Plugin events of cleanup calls are validated and stamped like those of any handler call.
     this.bus = new SessionBus(this.executorId);
     if (options.onEvent) this.bus.on('*', options.onEvent);
-    this.bus.on('log', (event) => {
-      const { level, message } = event.payload as { level: ExecutorLogLevel; message: string };
-      this.log(level, `(${(event.payload as { pluginName?: string }).pluginName ?? 'plugin'}) ${message}`);
-    });
+    logPluginEvents(this.bus, this.log);
     this.router = new CleanupRouter({
       bus: this.bus,
       protection: options.protection,
@@ -300,34 +295,11 @@ export class CleanupExecutor {
     return { ...base, ...result };
   }
 
-  /** A restore job: a restore session at this executor (restore-session.ts). */
-  private async restore(
+  /** The plugin and target that serve the job here, or the failure to report. */
+  private servedFor(
     job: CleanupJob,
     target: CleanupTarget | undefined,
-    signal: AbortSignal,
-  ): Promise<CleanupResult & { events?: TendEvent[] }> {
-    const served = this.served(job.pluginName);
-    if (!served || !target || target.pluginName !== served.plugin.name) {
-      return this.verifyAndClean(job, target, signal);
-    }
-    return runRestoreSession({
-      queue: this.options.queue,
-      executorId: this.executorId,
-      served,
-      target,
-      job,
-      protection: this.options.protection,
-      hostId: this.options.hostId ?? this.options.name,
-      signal,
-      log: this.log,
-    });
-  }
-
-  private async verifyAndClean(
-    job: CleanupJob,
-    target: CleanupTarget | undefined,
-    signal: AbortSignal,
-  ): Promise<CleanupResult> {
+  ): { served: ServedPlugin; target: CleanupTarget } | CleanupResult {
     const served = this.served(job.pluginName);
     if (!served) {
       return {
@@ -341,8 +313,38 @@ export class CleanupExecutor {
         message: `this executor does not serve target ${job.targetKey} for plugin ${served.plugin.name}`,
       };
     }
+    return { served, target };
+  }
+
+  /** A restore job: a restore session at this executor (restore-session.ts). */
+  private async restore(
+    job: CleanupJob,
+    target: CleanupTarget | undefined,
+    signal: AbortSignal,
+  ): Promise<CleanupResult & { events?: TendEvent[] }> {
+    const found = this.servedFor(job, target);
+    if ('outcome' in found) return found;
+    return runRestoreSession({
+      queue: this.options.queue,
+      executorId: this.executorId,
+      ...found,
+      job,
+      protection: this.options.protection,
+      hostId: this.options.hostId ?? this.options.name,
+      signal,
+      log: this.log,
+    });
+  }
+
+  private async verifyAndClean(
+    job: CleanupJob,
+    target: CleanupTarget | undefined,
+    signal: AbortSignal,
+  ): Promise<CleanupResult> {
+    const found = this.servedFor(job, target);
+    if ('outcome' in found) return found;
     try {
-      return await this.router.verifyAndClean(served, target, job, signal, {
+      return await this.router.verifyAndClean(found.served, found.target, job, signal, {
         confirm: async () => {
           const again = await this.options.queue.start(job.id, { executorId: this.executorId });
           return again.proceed ? undefined : `the server withdrew the job: ${again.reason}`;

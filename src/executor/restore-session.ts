@@ -13,6 +13,7 @@ import type { CleanupJob, CleanupQueue, RestoreOrder } from '../cleanup/protocol
 import type { CleanupCallContext, CleanupResult, CleanupTarget, RestoreResult } from '../plugin/types.js';
 import { CleanupRouter, type ServedPlugin } from '../router/cleanup.js';
 import { cliVersion } from '../version.js';
+import { logPluginEvents, type ExecutorLogger } from './log.js';
 
 export interface RestoreSessionOptions {
   queue: CleanupQueue;
@@ -23,7 +24,7 @@ export interface RestoreSessionOptions {
   protection: CleanupCallContext['protection'];
   hostId: string;
   signal: AbortSignal;
-  log: (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
+  log: ExecutorLogger;
 }
 
 /** The outcome to report, with the session's events (none when the archive could not be read). */
@@ -60,10 +61,7 @@ export async function runRestoreSession(
         );
     }
   });
-  bus.on('log', (event) => {
-    const { level, message } = event.payload as { level: 'info'; message: string };
-    o.log(level, `(${o.served.plugin.name}) ${message}`);
-  });
+  logPluginEvents(bus, o.log);
   const startedAt = Date.now();
   const into = job.namespaceName !== order.restorable.namespaceName;
   bus.emit('sessionStarted', {

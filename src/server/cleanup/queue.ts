@@ -205,49 +205,38 @@ export class DatabaseCleanupQueue implements CleanupQueue {
 
   /** The archive a started restore job re-creates: only for the executor holding its lease. */
   async restoreOrder(jobId: string, executorId: string): Promise<RestoreOrder> {
-    const job = await this.heldJob(jobId, executorId, this.now());
-    if (job.state !== 'executing' || job.action !== 'restore') {
-      throw new TendError(
-        'TEND_CLEANUP_CONFLICT',
-        `job ${jobId.slice(0, 64)} is ${job.state === 'executing' ? `a ${job.action} job` : 'not started'}: only a started restore job reads an archive`,
-      );
-    }
+    const job = await this.startedJob(jobId, executorId, 'restore', 'reads an archive');
     return this.restores.order(job, executorId);
   }
 
   /** A started restore job's session events so far, from the executor holding its lease. */
   async restoreEvents(jobId: string, body: RestoreEventsRequest): Promise<RestoreEventsResponse> {
-    const job = await this.heldJob(jobId, body.executorId, this.now());
-    if (job.state !== 'executing' || job.action !== 'restore') {
-      throw new TendError(
-        'TEND_CLEANUP_CONFLICT',
-        `job ${jobId.slice(0, 64)} is ${job.state === 'executing' ? `a ${job.action} job` : 'not started'}: only a started restore job records session events`,
-      );
-    }
+    const job = await this.startedJob(jobId, body.executorId, 'restore', 'records session events');
     const { accepted, duplicates } = await this.restores.record(job, undefined, body.events);
     return { accepted, duplicates };
   }
 
-  /** The archive route's body (gzip-compressed JSON). */
-  archiveCompressed(jobId: string, executorId: string, compressed: Buffer): Promise<ArchiveResponse> {
-    return this.storeArchive(jobId, executorId, (job, now) => this.archives.receive(job, compressed, now));
+  /** The archive route's body (gzip-compressed JSON): only the lease holder of a started delete job stores one. */
+  async archiveCompressed(jobId: string, executorId: string, compressed: Buffer): Promise<ArchiveResponse> {
+    const job = await this.startedJob(jobId, executorId, 'delete', 'stores an archive');
+    return this.archives.receive(job, compressed, this.now());
   }
 
-  /** Only the executor holding a started delete job's lease stores its archive. */
-  private async storeArchive(
+  /** The job, if it is a started `action` job whose lease this executor holds; 404 or 409 otherwise. */
+  private async startedJob(
     jobId: string,
     executorId: string,
-    store: (job: CleanupJobRow, now: Date) => Promise<ArchiveResponse>,
-  ): Promise<ArchiveResponse> {
-    const now = this.now();
-    const job = await this.heldJob(jobId, executorId, now);
-    if (job.state !== 'executing' || job.action !== 'delete') {
+    action: CleanupJobRow['action'],
+    what: string,
+  ): Promise<CleanupJobRow> {
+    const job = await this.heldJob(jobId, executorId, this.now());
+    if (job.state !== 'executing' || job.action !== action) {
       throw new TendError(
         'TEND_CLEANUP_CONFLICT',
-        `job ${jobId.slice(0, 64)} is ${job.state === 'executing' ? `a ${job.action} job` : 'not started'}: only a started delete job stores an archive`,
+        `job ${jobId.slice(0, 64)} is ${job.state === 'executing' ? `a ${job.action} job` : 'not started'}: only a started ${action} job ${what}`,
       );
     }
-    return store(job, now);
+    return job;
   }
 
   /**
