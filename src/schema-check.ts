@@ -58,25 +58,51 @@ export interface SchemaProblem {
 }
 
 /**
- * The first `limit` problems of a failed check, one per value: an unknown key is named at its own
- * path (JSON Schema reports it on the object, and once more as the `false` schema it failed).
+ * One segment of a JSON pointer for a message: escaped, cut to 64 characters, a NUL written out
+ * (a hostile key is named, never echoed whole).
+ */
+export const pointerSegment = (key: string) =>
+  key.slice(0, 64).replaceAll('~', '~0').replaceAll('/', '~1').replaceAll('\u0000', '\\u0000');
+
+/** A validator's JSON pointer, each segment as `pointerSegment` writes it. */
+function shortPointer(pointer: string): string {
+  return pointer
+    .split('/')
+    .map((segment) => segment.slice(0, 64).replaceAll('\u0000', '\\u0000'))
+    .join('/');
+}
+
+/**
+ * The first `limit` problems of a failed check, one per value — never none. An unknown key is
+ * named at its own path: JSON Schema reports it as the `false` schema it failed and once more on
+ * the object, and a validator that stops after a few errors may keep only the first kind; a key
+ * that breaks `propertyNames` likewise, its own error and the object's summary.
  */
 export function schemaProblems(errors: readonly SchemaError[], limit = 5): SchemaProblem[] {
   const problems: SchemaProblem[] = [];
+  const seen = new Set<string>();
+  const add = (path: string, message: string) => {
+    const shown = shortPointer(path) || '/';
+    if (seen.has(shown)) return;
+    seen.add(shown);
+    problems.push({ path: shown, message });
+  };
   for (const error of errors) {
-    if (problems.length >= limit) break;
-    if (error.keyword === 'boolean') continue;
-    if (error.keyword === 'additionalProperties') {
+    if (error.keyword === 'boolean') {
+      if (error.schemaPath.endsWith('/additionalProperties')) add(error.instancePath, 'unknown property');
+    } else if (error.keyword === 'additionalProperties') {
       for (const key of error.params.additionalProperties) {
-        problems.push({ path: `${error.instancePath}/${escapePointer(key)}`, message: 'unknown property' });
+        add(`${error.instancePath}/${pointerSegment(key)}`, 'unknown property');
       }
-      continue;
+    } else if (error.keyword === 'propertyNames') {
+      for (const key of error.params.propertyNames) {
+        add(`${error.instancePath}/${pointerSegment(key)}`, 'invalid property name');
+      }
+    } else {
+      add(error.instancePath, error.message);
     }
-    problems.push({ path: error.instancePath || '/', message: error.message });
   }
+  if (problems.length === 0)
+    problems.push({ path: '/', message: errors[0]?.message ?? 'does not match the schema' });
   return problems.slice(0, limit);
-}
-
-function escapePointer(key: string): string {
-  return key.replace(/~/g, '~0').replace(/\//g, '~1');
 }

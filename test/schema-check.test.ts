@@ -46,3 +46,26 @@ describe('schemaCheck', () => {
     expect(answers(check)).toEqual(interpreted);
   });
 });
+
+describe('schemaProblems', () => {
+  it('names every unknown key even when the validator stopped after its first errors, and cuts a hostile key to 64 characters', () => {
+    const value: Record<string, unknown> = { image: 'alpine' };
+    for (let i = 0; i < 12; i++) value[`k${i}`] = i;
+    value['x'.repeat(100_000)] = 1;
+    const problems = schemaProblems(schemaCheck(Spec).Errors(value), 20);
+    expect(problems.length).toBeGreaterThan(0);
+    expect(problems.every((p) => p.message === 'unknown property')).toBe(true);
+    expect(problems[0]).toEqual({ path: '/k0', message: 'unknown property' });
+    expect(Math.max(...problems.map((p) => p.path.length))).toBeLessThanOrEqual(65);
+  });
+
+  it('is never empty for a failed check', () => {
+    const value = {
+      image: '',
+      replicas: -1,
+      ...Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`u${i}`, 1])),
+    };
+    expect(schemaCheck(Spec).Check(value)).toBe(false);
+    expect(schemaProblems(schemaCheck(Spec).Errors(value)).length).toBeGreaterThan(0);
+  });
+});

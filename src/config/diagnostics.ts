@@ -50,11 +50,30 @@ export function checkSchema(schema: TSchema, value: unknown, options: SchemaChec
   const problems: ConfigProblem[] = [];
   const seen = new Set<string>();
   for (const error of errors) {
-    if (branchOfUnion(error, errors)) continue; // described through its union
-    const problem = describeError(failedCheck(error, schema, value), schema, value, errors, options);
-    if (!problem || seen.has(problem.key)) continue;
-    seen.add(problem.key);
-    problems.push(problem.problem);
+    if (insideUnion(error, errors)) continue; // described through its union
+    for (const described of describeError(
+      failedCheck(error, schema, value),
+      schema,
+      value,
+      errors,
+      options,
+    )) {
+      if (seen.has(described.key)) continue;
+      seen.add(described.key);
+      problems.push(described.problem);
+    }
+  }
+  // A failed check always says so, whatever the errors it kept.
+  const templated = (e: SchemaError) => {
+    const at = resolveInstance(e.instancePath, value).value;
+    return typeof at === 'string' && hasTemplate(at);
+  };
+  if (problems.length === 0 && !(options.skipTemplated && errors.some(templated))) {
+    problems.push({
+      code: 'TEND_CONFIG_INVALID',
+      message: `invalid value for ${options.rootLabel}: ${errors[0]!.message}`,
+      location: options.locate(options.basePath, 'value'),
+    });
   }
   return sortProblems(problems);
 }
@@ -77,70 +96,86 @@ function failedCheck(error: SchemaError, rootSchema: TSchema, root: unknown): Fa
   return { error, schema: resolveSchema(error.schemaPath, rootSchema), value, path };
 }
 
+type Described = { key: string; problem: ConfigProblem };
+
 function describeError(
   failed: FailedCheck,
   rootSchema: TSchema,
   root: unknown,
   errors: readonly SchemaError[],
   options: SchemaCheckOptions,
-): { key: string; problem: ConfigProblem } | undefined {
+): Described[] {
   const { error, schema, value, path: relative } = failed;
   const label = (p: ConfigPath) =>
     p.length === 0 ? options.rootLabel : formatPath([...options.basePath, ...p]);
+  const unknownKey = (at: (string | number)[], key: string, objectSchema: Record<string, unknown>) => {
+    const known = Object.keys((objectSchema.properties as object | undefined) ?? {});
+    const expected = at.length === 0 ? [...(options.extraRootKeys ?? []), ...known] : known;
+    return {
+      key: `${formatPath(at)}/${key}`,
+      problem: {
+        code: 'TEND_CONFIG_UNKNOWN_KEY' as const,
+        message:
+          `unknown key ${JSON.stringify(key)} in ${label(at)}; ` +
+          (expected.length > 0 ? `expected one of: ${expected.join(', ')}` : 'no keys are allowed here'),
+        location: options.locate([...options.basePath, ...at, key], 'key'),
+      },
+    };
+  };
 
-  // The `false` schema of `additionalProperties` fails once per unknown key, and `propertyNames`
-  // sums up its keys' errors: each key is reported on its own.
-  if (error.keyword === 'boolean' || error.keyword === 'propertyNames') return undefined;
+  // An unknown key fails the `false` schema of `additionalProperties` once, and the object once
+  // more (a validator that stops after a few errors may keep only the first kind); `propertyNames`
+  // sums up its keys' own errors. Each key is reported once, on its own.
+  if (error.keyword === 'boolean') {
+    if (!error.schemaPath.endsWith('/additionalProperties')) return [];
+    const objectSchema = resolveSchema(
+      error.schemaPath.slice(0, -'/additionalProperties'.length),
+      rootSchema,
+    );
+    return [unknownKey(relative.slice(0, -1), String(relative.at(-1)), objectSchema)];
+  }
+  if (error.keyword === 'propertyNames') return [];
   if (error.schemaPath.endsWith('/propertyNames')) {
     const key = String(relative.at(-1));
-    return {
-      key: `${error.instancePath}#key`,
-      problem: {
-        code: 'TEND_CONFIG_INVALID',
-        message: `invalid key "${key}" in ${label(relative.slice(0, -1))}: expected ${describeSchema(schema as TSchema)}`,
-        location: options.locate([...options.basePath, ...relative], 'key'),
+    return [
+      {
+        key: `${error.instancePath}#key`,
+        problem: {
+          code: 'TEND_CONFIG_INVALID',
+          message: `invalid key ${JSON.stringify(key)} in ${label(relative.slice(0, -1))}: expected ${expectation(error, schema)}`,
+          location: options.locate([...options.basePath, ...relative], 'key'),
+        },
       },
-    };
+    ];
   }
   if (error.keyword === 'additionalProperties') {
-    const [key] = error.params.additionalProperties;
-    const known = Object.keys((schema.properties as object | undefined) ?? {});
-    const expected = relative.length === 0 ? [...(options.extraRootKeys ?? []), ...known] : known;
-    return {
-      key: `${error.instancePath}/${key}`,
-      problem: {
-        code: 'TEND_CONFIG_UNKNOWN_KEY',
-        message:
-          `unknown key "${key}" in ${label(relative)}; ` +
-          (expected.length > 0 ? `expected one of: ${expected.join(', ')}` : 'no keys are allowed here'),
-        location: options.locate([...options.basePath, ...relative, key ?? ''], 'key'),
-      },
-    };
+    return error.params.additionalProperties.map((key) => unknownKey(relative, key, schema));
   }
   if (error.keyword === 'required') {
-    const [key] = error.params.requiredProperties;
-    return {
+    return error.params.requiredProperties.map((key) => ({
       key: `${error.instancePath}/${key}`,
       problem: {
-        code: 'TEND_CONFIG_INVALID',
-        message: `missing required key "${key}" in ${label(relative)}`,
+        code: 'TEND_CONFIG_INVALID' as const,
+        message: `missing required key ${JSON.stringify(key)} in ${label(relative)}`,
         location: options.locate([...options.basePath, ...relative], 'value'),
       },
-    };
+    }));
   }
-  if (options.skipTemplated && typeof value === 'string' && hasTemplate(value)) return undefined;
+  if (options.skipTemplated && typeof value === 'string' && hasTemplate(value)) return [];
   if (error.keyword === 'anyOf') {
     const nested = unionBranch(failed, rootSchema, root, errors, options);
-    if (nested) return nested;
+    if (nested.length > 0) return nested;
   }
-  return {
-    key: error.instancePath,
-    problem: {
-      code: 'TEND_CONFIG_INVALID',
-      message: `invalid value for ${label(relative)}: expected ${expectation(error, schema)}, got ${describeValue(value)}${suggestionOf(error, schema, value)}`,
-      location: options.locate([...options.basePath, ...relative], 'value'),
+  return [
+    {
+      key: error.instancePath,
+      problem: {
+        code: 'TEND_CONFIG_INVALID',
+        message: `invalid value for ${label(relative)}: expected ${expectation(error, schema)}, got ${describeValue(value)}${suggestionOf(error, schema, value)}`,
+        location: options.locate([...options.basePath, ...relative], 'value'),
+      },
     },
-  };
+  ];
 }
 
 /** ` (did you mean Europe/Berlin?)` for a value its format knows another spelling of. */
@@ -150,10 +185,22 @@ function suggestionOf(error: SchemaError, schema: Record<string, unknown>, value
   return suggestion ? ` (did you mean ${suggestion}?)` : '';
 }
 
-/** Whether an error is one of a failed union's branches (its schema path runs through `anyOf/<n>`). */
-function branchOfUnion(error: SchemaError, errors: readonly SchemaError[]): boolean {
+/** Whether an error concerns the union's value or one inside it. */
+function withinValue(error: SchemaError, union: SchemaError): boolean {
+  return error.instancePath === union.instancePath || error.instancePath.startsWith(`${union.instancePath}/`);
+}
+
+/**
+ * Whether an error is one of a failed union's branches (its schema path runs through
+ * `anyOf/<n>`, its value is the union's or inside it), of a union within `branchPath` if given.
+ */
+function insideUnion(error: SchemaError, errors: readonly SchemaError[], branchPath?: string): boolean {
   return errors.some(
-    (union) => union.keyword === 'anyOf' && error.schemaPath.startsWith(`${union.schemaPath}/anyOf/`),
+    (union) =>
+      union.keyword === 'anyOf' &&
+      (branchPath === undefined || union.schemaPath.startsWith(`${branchPath}/`)) &&
+      error.schemaPath.startsWith(`${union.schemaPath}/anyOf/`) &&
+      withinValue(error, union),
   );
 }
 
@@ -167,34 +214,21 @@ function unionBranch(
   root: unknown,
   errors: readonly SchemaError[],
   options: SchemaCheckOptions,
-) {
+): Described[] {
   const variants = (union.schema.anyOf as TSchema[] | undefined) ?? [];
   const valueType = jsonType(union.value);
   const matching = variants.map((v, i) => [v, i] as const).filter(([v]) => schemaAccepts(v, valueType));
-  if (matching.length !== 1) return undefined;
+  if (matching.length !== 1) return [];
   const [, index] = matching[0]!;
   const branchPath = `${union.error.schemaPath}/anyOf/${index}`;
   for (const inner of errors) {
     if (inner.schemaPath !== branchPath && !inner.schemaPath.startsWith(`${branchPath}/`)) continue;
-    if (isNestedUnionBranch(inner, branchPath, errors)) continue;
+    if (!withinValue(inner, union.error)) continue;
+    if (insideUnion(inner, errors, branchPath)) continue;
     const described = describeError(failedCheck(inner, rootSchema, root), rootSchema, root, errors, options);
-    if (described) return described;
+    if (described.length > 0) return described;
   }
-  return undefined;
-}
-
-/** Whether an error inside a branch belongs to a union nested in that branch (described through it). */
-function isNestedUnionBranch(
-  error: SchemaError,
-  branchPath: string,
-  errors: readonly SchemaError[],
-): boolean {
-  return errors.some(
-    (union) =>
-      union.keyword === 'anyOf' &&
-      union.schemaPath.startsWith(`${branchPath}/`) &&
-      error.schemaPath.startsWith(`${union.schemaPath}/anyOf/`),
-  );
+  return [];
 }
 
 function schemaAccepts(schema: TSchema, valueType: string): boolean {

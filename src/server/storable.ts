@@ -6,6 +6,7 @@
  * nested at most `maxNestingDepth` levels (checked before anything recurses into them), and
  * finite numbers (`limit=Infinity` passes the schema's coercion).
  */
+import { pointerSegment } from '../schema-check.js';
 
 /** Deepest nesting of objects and arrays in one event (the envelope, payload and detail take 3). */
 export const maxNestingDepth = 32;
@@ -29,9 +30,6 @@ export interface StorableProblem {
   path: string;
   message: string;
 }
-
-const pointerSegment = (key: string) =>
-  key.slice(0, 64).replaceAll('~', '~0').replaceAll('/', '~1').replaceAll('\u0000', '\\u0000');
 
 /** A problem found at some depth; its path is built on the way back up, only when there is one. */
 interface Found {

@@ -683,6 +683,33 @@ describe('invalid configuration', () => {
     expect(thrown.location).toEqual({ file: 'tend.yml', line: 5, column: 1 });
   });
 
+  it('names every unknown key, however many (a validator keeps only its first errors), every missing key, and each item of a record of unions', async () => {
+    const unknown = Array.from({ length: 9 }, (_, i) => `extra${i}: x`).join('\n');
+    const root = await writeProject({ 'tend.yml': project + unknown + '\n' });
+    const thrown = (await loadProjectConfig({ cwd: root, plugins: testPlugins }).catch(
+      (e: unknown) => e,
+    )) as TendError;
+    expect(thrown).toBeInstanceOf(TendError);
+    expect(thrown.exitCode).toBe(2);
+    const lines = thrown.toString().split('\n');
+    expect(lines[0]).toMatch(/^tend\.yml:\d+:1: unknown key "extra0" in the Project document/);
+    expect(lines.filter((l) => /unknown key "extra\d"/.test(l)).length).toBeGreaterThanOrEqual(1);
+
+    const two = await writeProject({
+      'tend.yml': 'kind: Project\nname: shop\nenvironments:\n  - name: dev\n    bogus1: 1\n    bogus2: 2\n',
+    });
+    const both = (await loadProjectConfig({ cwd: two, plugins: testPlugins }).catch(
+      (e: unknown) => e,
+    )) as TendError;
+    expect(both.toString()).toMatch(/unknown key "bogus1"[\s\S]*unknown key "bogus2"/);
+
+    const records = await writeProject({ 'tend.yml': project + 'variables: { a: .inf, b: .inf }\n' });
+    const each = (await loadProjectConfig({ cwd: records, plugins: testPlugins }).catch(
+      (e: unknown) => e,
+    )) as TendError;
+    expect(each.toString()).toMatch(/variables\.a[\s\S]*variables\.b/);
+  });
+
   it('says where to create tend.yml when there is none', async () => {
     const root = await writeProject({ 'sub/': '' });
     await expect(loadProjectConfig({ root, cwd: root, plugins: testPlugins })).rejects.toMatchObject({
