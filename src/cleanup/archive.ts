@@ -14,7 +14,25 @@ export const defaultArchiveMaxBytes = 8 * 1024 * 1024;
 /** The most objects one archive holds: a namespace with more is refused (the job fails, nothing deleted). */
 export const maxArchivedObjects = 5_000;
 
-const Name = () => Type.String({ minLength: 1, maxLength: 253 });
+/** The kinds archived, in the order a restore re-creates them (the restore sorts again). */
+export const archivedKinds = [
+  { apiVersion: 'v1', kind: 'ServiceAccount' },
+  { apiVersion: 'v1', kind: 'ConfigMap' },
+  { apiVersion: 'v1', kind: 'Secret' },
+  { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role' },
+  { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding' },
+  { apiVersion: 'v1', kind: 'PersistentVolumeClaim' },
+  { apiVersion: 'v1', kind: 'Service' },
+  { apiVersion: 'apps/v1', kind: 'Deployment' },
+  { apiVersion: 'apps/v1', kind: 'StatefulSet' },
+  { apiVersion: 'apps/v1', kind: 'DaemonSet' },
+  { apiVersion: 'batch/v1', kind: 'CronJob' },
+  { apiVersion: 'batch/v1', kind: 'Job' },
+  { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress' },
+] as const;
+
+/** An object's name as a path segment of the API takes it: never `.`, `..`, nor with `/` or `%`. */
+const Name = () => Type.String({ minLength: 1, maxLength: 253, pattern: '^(?!\\.{1,2}$)[^/%]+$' });
 const StringMap = () =>
   Type.Record(Type.String(), Type.String({ maxLength: 262_144 }), {
     propertyNames: { minLength: 1, maxLength: 317 },
@@ -59,6 +77,25 @@ export const KubernetesArchive = Type.Object(
   { additionalProperties: false },
 );
 export type KubernetesArchive = Static<typeof KubernetesArchive>;
+
+/**
+ * What the schema cannot say of a Kubernetes archive: every object of a kind tend archives (and
+ * re-creates), Secrets only among the Secrets. The first object that breaks it, or undefined.
+ */
+export function foreignArchivedObject(archive: KubernetesArchive): string | undefined {
+  const known = (o: ArchivedObject, secret: boolean) =>
+    archivedKinds.some(
+      (k) => k.apiVersion === o.apiVersion && k.kind === o.kind && (k.kind === 'Secret') === secret,
+    );
+  const index = archive.objects.findIndex((o) => !known(o, false));
+  if (index >= 0) {
+    const o = archive.objects[index]!;
+    return `/objects/${index} is a ${o.apiVersion.slice(0, 64)} ${o.kind}: not a kind tend archives (nor a Secret, which goes in /secrets)`;
+  }
+  const secret = archive.secrets.findIndex((o) => !known(o, true));
+  if (secret >= 0) return `/secrets/${secret} is not a v1 Secret`;
+  return undefined;
+}
 
 /** An exec environment: its state record (processes, outputs), as the exec plugin keeps it. */
 export const ExecArchive = Type.Object(

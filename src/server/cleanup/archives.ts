@@ -14,6 +14,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { newId } from '../../events/bus.js';
 import {
   EnvironmentArchive,
+  foreignArchivedObject,
   secretHasContent,
   type ArchiveMode,
   type ArchiveResponse,
@@ -155,6 +156,14 @@ export class ArchiveStore {
       const [first] = schemaProblems(check.Errors(value), 1);
       throw refuse(`${first?.path ?? '/'} ${first?.message ?? 'does not match the archive schema'}`);
     }
+    // A Kubernetes namespace's archive, or another plugin's environment's: never one for the other.
+    if ((value.kind === 'kubernetes') !== (job.plugin === 'kubernetes')) {
+      throw refuse(
+        `it is a ${value.kind} archive, the job deletes a resource of plugin ${job.plugin ?? '?'}`,
+      );
+    }
+    const foreign = value.kind === 'kubernetes' ? foreignArchivedObject(value) : undefined;
+    if (foreign) throw refuse(foreign);
     const name = value.kind === 'kubernetes' ? value.namespace.name : value.path.split('/').pop();
     if (name !== job.namespace_name) {
       throw refuse(

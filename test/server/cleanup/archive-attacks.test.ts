@@ -133,6 +133,48 @@ describe.each(dialects)('archive attacks on %s', (dialect) => {
       [gzipSync('{"kind": '), 400, /not JSON/],
       [compressArchive(archiveOf('shop-bob', 'uid-alice')), 400, /the job deletes "shop-alice"/],
       [compressArchive(archiveOf('shop-alice', 'uid-other')), 400, /the job deletes uid uid-alice/],
+      // Another plugin's kind of archive for a namespace's job (it would skip the uid check).
+      [
+        gzipSync(JSON.stringify({ kind: 'exec', path: '/srv/shop-alice', state: {}, notArchived: [] })),
+        400,
+        /it is a exec archive, the job deletes a resource of plugin kubernetes/,
+      ],
+      // Only the kinds tend archives, Secrets only among the Secrets, names a URL path takes.
+      [
+        compressArchive(
+          archiveOf('shop-alice', 'uid-alice', {
+            objects: [
+              {
+                apiVersion: 'rbac.authorization.k8s.io/v1',
+                kind: 'ClusterRoleBinding',
+                metadata: { name: 'x' },
+              } as ArchivedObject,
+            ],
+          }),
+        ),
+        400,
+        /\/objects\/0 is a rbac.authorization.k8s.io\/v1 ClusterRoleBinding: not a kind tend archives/,
+      ],
+      [
+        compressArchive(
+          archiveOf('shop-alice', 'uid-alice', {
+            secrets: [
+              { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web' } } as ArchivedObject,
+            ],
+          }),
+        ),
+        400,
+        /\/secrets\/0 is not a v1 Secret/,
+      ],
+      [
+        compressArchive(
+          archiveOf('shop-alice', 'uid-alice', {
+            objects: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: '..' } } as ArchivedObject],
+          }),
+        ),
+        400,
+        /\/objects\/0\/metadata\/name/,
+      ],
       [
         gzipSync(JSON.stringify({ ...archiveOf('shop-alice', 'uid-alice'), notArchived: ['a\u0000b'] })),
         400,

@@ -8,29 +8,12 @@
  * list (both said in `notArchived`), fails the archive: a deletion is never preceded by an
  * archive that silently left a kind out.
  */
-import type { ArchivedObject, KubernetesArchive } from '../../../cleanup/archive.js';
+import { archivedKinds, type ArchivedObject, type KubernetesArchive } from '../../../cleanup/archive.js';
 import { apiError, describeFailure } from './errors.js';
 import type { RequestGate } from './gate.js';
 import type { NamespaceInfo } from './namespace-info.js';
 import { namespacedPath, type KubeObject } from './objects.js';
 import type { List } from './wire.js';
-
-/** The kinds archived, in the order a restore re-creates them (the restore sorts again). */
-export const archivedKinds = [
-  { apiVersion: 'v1', kind: 'ServiceAccount' },
-  { apiVersion: 'v1', kind: 'ConfigMap' },
-  { apiVersion: 'v1', kind: 'Secret' },
-  { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role' },
-  { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding' },
-  { apiVersion: 'v1', kind: 'PersistentVolumeClaim' },
-  { apiVersion: 'v1', kind: 'Service' },
-  { apiVersion: 'apps/v1', kind: 'Deployment' },
-  { apiVersion: 'apps/v1', kind: 'StatefulSet' },
-  { apiVersion: 'apps/v1', kind: 'DaemonSet' },
-  { apiVersion: 'batch/v1', kind: 'CronJob' },
-  { apiVersion: 'batch/v1', kind: 'Job' },
-  { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress' },
-] as const;
 
 /** Annotations the API server or its controllers write: re-created by them, never restored. */
 const serverAnnotations = [
