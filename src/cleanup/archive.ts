@@ -12,7 +12,7 @@ import { Type, type Static } from 'typebox';
 export const defaultArchiveMaxBytes = 8 * 1024 * 1024;
 
 /** The most objects one archive holds: a namespace with more is refused (the job fails, nothing deleted). */
-export const maxArchivedObjects = 5_000;
+const maxArchivedObjects = 5_000;
 
 /** The kinds archived, in the order a restore re-creates them (the restore sorts again). */
 export const archivedKinds = [
@@ -98,7 +98,7 @@ export function foreignArchivedObject(archive: KubernetesArchive): string | unde
 }
 
 /** An exec environment: its state record (processes, outputs), as the exec plugin keeps it. */
-export const ExecArchive = Type.Object(
+const ExecArchive = Type.Object(
   {
     kind: Type.Literal('exec'),
     path: Type.String({ minLength: 1, maxLength: 4096 }),
@@ -107,7 +107,6 @@ export const ExecArchive = Type.Object(
   },
   { additionalProperties: false },
 );
-export type ExecArchive = Static<typeof ExecArchive>;
 
 export const EnvironmentArchive = Type.Union([KubernetesArchive, ExecArchive]);
 export type EnvironmentArchive = Static<typeof EnvironmentArchive>;

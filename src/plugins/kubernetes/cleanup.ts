@@ -119,7 +119,7 @@ function inventoryItem(info: NamespaceInfo): InventoryItem {
  * times as much as listing the namespaces alone; the savings report needs them only as they were
  * before a deletion or a pause, and a few minutes old are close enough.
  */
-export const requestsRefreshMs = 5 * 60_000;
+const requestsRefreshMs = 5 * 60_000;
 const listedRequests = new Map<
   string,
   { at: number; byNamespace: Map<string, NamespaceRequests>; listed: Set<string> }

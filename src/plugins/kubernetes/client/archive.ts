@@ -135,7 +135,7 @@ function withoutServerAnnotations(
  * made by a controller (an owner reference: its owner makes it again), the namespace's own
  * `kube-root-ca.crt` and `default` ServiceAccount, a service-account token Secret.
  */
-export function strip(apiVersion: string, kind: string, item: KubeObject): ArchivedObject | undefined {
+function strip(apiVersion: string, kind: string, item: KubeObject): ArchivedObject | undefined {
   const meta = item.metadata ?? {};
   const name = meta.name;
   if (!name) return undefined;
