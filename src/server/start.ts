@@ -123,6 +123,14 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     } catch (err) {
       logger.warn({ err }, 'pruning events failed');
     }
+    // Expired archives are never offered for a restore (their reads filter them): this frees
+    // their space, with the events, once an hour.
+    try {
+      const pruned = await app.cleanup.archives.prune(app.cleanup.clock.now());
+      if (pruned > 0) logger.info({ pruned }, `archives: ${pruned} expired archive(s) pruned`);
+    } catch (err) {
+      logger.warn({ err }, 'pruning archives failed');
+    }
   };
   const pruneTimer = setInterval(() => void prune(), 3600_000);
   pruneTimer.unref();
@@ -130,10 +138,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const statesTimer = setInterval(() => void recordStates(), 600_000);
   statesTimer.unref();
 
-  const planning = startPlanningLoop(app.cleanup.pass, logger, {
-    store: app.cleanup.archives,
-    now: () => app.cleanup.clock.now(),
-  });
+  const planning = startPlanningLoop(app.cleanup.pass, logger);
   app.notifications.publicUrl = options.publicUrl ?? url;
   const notifying = app.notifications.startLoop(logger);
   const embedded = served

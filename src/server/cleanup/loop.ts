@@ -1,11 +1,10 @@
 /**
  * The planning loop of `tend server`: a planning pass every `--cleanup-interval` (the first one
- * right away), after pruning the archives past `--archive-retention`. Replicas all run the loop; the lease in the database lets one pass run at a time.
+ * right away). Replicas all run the loop; the lease in the database lets one pass run at a time.
  * A failed pass is logged and the next one tried at the next tick; stopping waits for the pass
  * in flight.
  */
 import { startPeriodic } from '../periodic.js';
-import type { ArchiveStore } from './archives.js';
 import type { PlanningPass } from './pass.js';
 
 export interface PlanningLoop {
@@ -17,17 +16,10 @@ export interface PlanningLog {
   warn(details: Record<string, unknown>, message: string): void;
 }
 
-export function startPlanningLoop(
-  pass: PlanningPass,
-  log: PlanningLog,
-  archives?: { store: ArchiveStore; now: () => Date },
-): PlanningLoop {
+export function startPlanningLoop(pass: PlanningPass, log: PlanningLog): PlanningLoop {
   return startPeriodic(
     pass.settings.intervalMs,
     async () => {
-      // Expired archives go first: a pass that fails must not keep them past their retention.
-      const pruned = archives ? await archives.store.prune(archives.now()) : 0;
-      if (pruned > 0) log.info({ pruned }, `archives: ${pruned} expired archive(s) pruned`);
       const report = await pass.run();
       if (report && report.outcome !== 'ok') {
         log.warn({ ...report }, `cleanup planning pass ${report.outcome}: ${report.note ?? ''}`);
