@@ -33,9 +33,9 @@ export class Metrics {
   private passCount = 0;
   private readonly archiveOutcomes = new Map<string, number>();
 
-  /** An environment archive was stored, refused (invalid, too large) or pruned (expired). */
-  recordArchive(outcome: 'stored' | 'refused' | 'pruned'): void {
-    this.archiveOutcomes.set(outcome, (this.archiveOutcomes.get(outcome) ?? 0) + 1);
+  /** Environment archives stored, refused (invalid, too large) or pruned (expired). */
+  recordArchive(outcome: 'stored' | 'refused' | 'pruned', count = 1): void {
+    this.archiveOutcomes.set(outcome, (this.archiveOutcomes.get(outcome) ?? 0) + count);
   }
 
   /** A cleanup job reached an outcome: planned, done, cancelled, failed, retried. */

@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { newId } from '../../events/bus.js';
 import {
+  compressArchive,
   EnvironmentArchive,
   foreignArchivedObject,
   secretHasContent,
@@ -25,7 +26,7 @@ import {
 import { TendError } from '../../errors.js';
 import { schemaCheck, schemaProblems } from '../../schema-check.js';
 import type { ArchiveRepository } from '../db/repositories/archives.js';
-import type { CleanupJobRow, EnvironmentArchiveRow } from '../db/schema.js';
+import type { CleanupJobRow, EnvironmentArchiveEntry, EnvironmentArchiveRow } from '../db/schema.js';
 import type { Metrics } from '../metrics.js';
 import { storableProblem } from '../storable.js';
 import { seal, unseal, type ArchiveKey } from './archive-key.js';
@@ -91,7 +92,7 @@ export class ArchiveStore {
   }
 
   /** Checks and stores the archive of a started delete job. */
-  async store(
+  private async store(
     job: CleanupJobRow,
     value: unknown,
     compressedBytes: number,
@@ -102,7 +103,9 @@ export class ArchiveStore {
     const secrets = archive.kind === 'kubernetes' ? archive.secrets : [];
     const key = this.settings.key;
     const kept = key ? secrets.filter((s) => secretHasContent(s)) : [];
-    const notKept = secrets.filter((s) => !kept.includes(s)).map((s) => s.metadata.name);
+    const notKept = key
+      ? secrets.filter((s) => !secretHasContent(s)).map((s) => s.metadata.name)
+      : secrets.map((s) => s.metadata.name);
     const withoutSecrets: EnvironmentArchive =
       archive.kind === 'kubernetes'
         ? {
@@ -110,7 +113,7 @@ export class ArchiveStore {
             secrets: secrets.map((s) => ({ apiVersion: s.apiVersion, kind: s.kind, metadata: s.metadata })),
           }
         : archive;
-    const body = gzipSync(Buffer.from(JSON.stringify(withoutSecrets), 'utf8')).toString('base64');
+    const body = compressArchive(withoutSecrets).toString('base64');
     const row: EnvironmentArchiveRow = {
       id,
       environment_id: job.environment_id,
@@ -182,24 +185,24 @@ export class ArchiveStore {
   async restorable(
     environmentId: string,
     now: Date,
-  ): Promise<{ row: EnvironmentArchiveRow; archive: RestorableArchive }> {
-    const row = await this.latestRow(environmentId, now);
-    if (!row) throw notFound(environmentId);
-    const what = `the archive ${row.id} of environment ${row.project}/${row.environment}`;
+  ): Promise<{ row: EnvironmentArchiveEntry; archive: RestorableArchive }> {
+    const row = await this.requireLatest(environmentId, now);
+    const key = this.keyFor(row);
+    const contents = await this.archives.contents(row.id);
+    // Pruned between the two reads.
+    if (!contents) throw notFound(environmentId);
     let secrets: ArchivedObject[] = [];
-    if (row.secrets_sealed !== null) {
-      const key = this.settings.key;
-      if (!key || key.fingerprint !== row.key_fingerprint) {
-        throw new TendError(
-          'TEND_ARCHIVE',
-          `${what} was sealed with archive key ${row.key_fingerprint}; this server has ${key ? `key ${key.fingerprint}` : 'no --archive-key-file'}: start it with the key the archive was taken with`,
-        );
-      }
-      const plain = unseal(key, row.secrets_sealed, aadOf(row.id, row.environment_id, row.body), what);
+    if (contents.secrets_sealed !== null && key) {
+      const plain = unseal(
+        key,
+        contents.secrets_sealed,
+        aadOf(row.id, row.environment_id, contents.body),
+        describe(row),
+      );
       secrets = JSON.parse(gunzipSync(plain).toString('utf8')) as ArchivedObject[];
     }
     const archive = JSON.parse(
-      gunzipSync(Buffer.from(row.body, 'base64')).toString('utf8'),
+      gunzipSync(Buffer.from(contents.body, 'base64')).toString('utf8'),
     ) as EnvironmentArchive;
     if (archive.kind === 'kubernetes') {
       const byName = new Map(secrets.map((s) => [s.metadata.name, s]));
@@ -221,9 +224,32 @@ export class ArchiveStore {
     };
   }
 
-  /** The environment's latest archive that has not expired, as stored. */
-  latestRow(environmentId: string, now: Date): Promise<EnvironmentArchiveRow | undefined> {
+  /**
+   * The key that unseals the archive's Secrets (undefined: it has none sealed); TEND_ARCHIVE when
+   * this server has not the key it was sealed with.
+   */
+  keyFor(row: EnvironmentArchiveEntry): ArchiveKey | undefined {
+    if (row.key_fingerprint === null) return undefined;
+    const key = this.settings.key;
+    if (!key || key.fingerprint !== row.key_fingerprint) {
+      throw new TendError(
+        'TEND_ARCHIVE',
+        `${describe(row)} was sealed with archive key ${row.key_fingerprint}; this server has ${key ? `key ${key.fingerprint}` : 'no --archive-key-file'}: start it with the key the archive was taken with`,
+      );
+    }
+    return key;
+  }
+
+  /** The environment's latest archive that has not expired, without its contents. */
+  latestRow(environmentId: string, now: Date): Promise<EnvironmentArchiveEntry | undefined> {
     return this.archives.latest(environmentId, now);
+  }
+
+  /** The same, or TEND_ARCHIVE_NOT_FOUND. */
+  async requireLatest(environmentId: string, now: Date): Promise<EnvironmentArchiveEntry> {
+    const row = await this.latestRow(environmentId, now);
+    if (!row) throw notFound(environmentId);
+    return row;
   }
 
   async summary(environmentId: string, now: Date): Promise<ArchiveSummary | undefined> {
@@ -241,19 +267,19 @@ export class ArchiveStore {
     };
   }
 
-  markRestored(row: EnvironmentArchiveRow, actor: string, now: Date): Promise<void> {
+  markRestored(row: EnvironmentArchiveEntry, actor: string, now: Date): Promise<void> {
     return this.archives.markRestored(row.id, now, archiveAudit(row, actor, 'archive-restored'));
   }
 
   /** Audits that the archive was read for a restore (its Secrets unsealed). */
-  audited(row: EnvironmentArchiveRow, actor: string, now: Date): Promise<void> {
+  audited(row: EnvironmentArchiveEntry, actor: string, now: Date): Promise<void> {
     return this.archives.audit(now, archiveAudit(row, actor, 'archive-read'));
   }
 
   /** Deletes the expired archives (each periodic pass); how many. */
   async prune(now: Date): Promise<number> {
     const pruned = await this.archives.prune(now);
-    for (let i = 0; i < pruned; i++) this.metrics.recordArchive('pruned');
+    this.metrics.recordArchive('pruned', pruned);
     return pruned;
   }
 
@@ -268,6 +294,10 @@ function aadOf(id: string, environmentId: string, body: string): Buffer {
   return Buffer.from(`tend-archive\0${id}\0${environmentId}\0${digest}`, 'utf8');
 }
 
+function describe(row: EnvironmentArchiveEntry): string {
+  return `the archive ${row.id} of environment ${row.project}/${row.environment}`;
+}
+
 function notFound(environmentId: string): TendError {
   return new TendError(
     'TEND_ARCHIVE_NOT_FOUND',
@@ -277,7 +307,7 @@ function notFound(environmentId: string): TendError {
 
 /** The audit entry of something done with an archive. */
 function archiveAudit(
-  row: EnvironmentArchiveRow,
+  row: EnvironmentArchiveEntry,
   actor: string,
   action: 'archive-read' | 'archive-restored',
 ) {

@@ -287,12 +287,9 @@ export class DatabaseCleanupQueue implements CleanupQueue {
   }
 
   async jobViews(rows: CleanupJobRow[]): Promise<CleanupJob[]> {
-    const [targets, unarchived] = await Promise.all([
-      this.jobs.targetsOf(rows.map((r) => r.resource_id).filter((id): id is string => id !== null)),
-      this.jobs.unarchived([
-        ...new Set(rows.filter((r) => r.action === 'delete').map((r) => r.environment_id)),
-      ]),
-    ]);
+    const resources = await this.jobs.resourcesOf(
+      rows.map((r) => r.resource_id).filter((id): id is string => id !== null),
+    );
     return rows.map((r) => ({
       id: r.id,
       action: r.action as CleanupJob['action'],
@@ -303,7 +300,7 @@ export class DatabaseCleanupQueue implements CleanupQueue {
       resourceId: r.resource_id ?? '',
       pluginName: r.plugin ?? '',
       targetKey: r.target_key ?? '',
-      target: JSON.parse(targets.get(r.resource_id ?? '') ?? '{}') as Record<string, unknown>,
+      target: JSON.parse(resources.get(r.resource_id ?? '')?.target ?? '{}') as Record<string, unknown>,
       namespaceName: r.namespace_name ?? '',
       namespaceUid: r.namespace_uid,
       expectedLastActivityAt: r.expected_last_activity_at ?? r.planned_at,
@@ -311,7 +308,7 @@ export class DatabaseCleanupQueue implements CleanupQueue {
       attempts: Number(r.attempts),
       leaseExpiresAt: r.lease_expires_at,
       dryRun: Boolean(r.dry_run),
-      archive: this.archives.modeOf(r.action, unarchived.has(r.environment_id) ? 0 : null),
+      archive: this.archives.modeOf(r.action, resources.get(r.resource_id ?? '')?.unarchived ? 0 : null),
     }));
   }
 

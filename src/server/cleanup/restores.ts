@@ -45,27 +45,26 @@ export class RestoreJobs {
    */
   async request(env: Environment, actor: string, into?: string): Promise<CleanupJobRow> {
     const now = this.now();
-    // Also refuses an archive this server cannot unseal (another key): nothing is planned then.
-    const { row, archive } = await this.archives.restorable(env.id, now);
-    if (archive.archive.kind !== 'kubernetes') {
-      throw new TendError(
-        'TEND_ARCHIVE',
-        `the archive of ${env.project}/${env.name} is of an exec environment: it is started again with tend deploy (its archived state record is for people)`,
-      );
-    }
+    const row = await this.archives.requireLatest(env.id, now);
+    // An archive this server cannot unseal (another key) is refused now, not when the job runs.
+    this.archives.keyFor(row);
     const namespace = into ?? row.namespace_name;
-    // Every generation of the archived namespace (a re-created one is a new generation).
+    // Every generation of the archived namespace (a re-created one is a new generation), the
+    // latest first (as the repository lists them).
     const generations = (await this.environments.resources(env.id)).filter(
       (r) => executorTargetOf(r.target_key) === row.target_key && r.namespace_name === row.namespace_name,
     );
-    const resource = generations.reduce<(typeof generations)[number] | undefined>(
-      (latest, r) => (latest && latest.generation > r.generation ? latest : r),
-      undefined,
-    );
+    const resource = generations[0];
     if (!resource) {
       throw new TendError(
         'TEND_ARCHIVE',
         `environment ${env.project}/${env.name} no longer records namespace ${row.namespace_name} on ${row.target_key}: nothing to restore it for`,
+      );
+    }
+    if (resource.plugin !== 'kubernetes') {
+      throw new TendError(
+        'TEND_ARCHIVE',
+        `the archive of ${env.project}/${env.name} is of an exec environment: it is started again with tend deploy (its archived state record is for people)`,
       );
     }
     if (generations.some((r) => r.state === 'ready') && namespace === row.namespace_name) {

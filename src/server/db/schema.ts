@@ -499,6 +499,8 @@ export type AuditEntry = Selectable<AuditLogTable>;
 export type NewResource = Insertable<ResourcesTable>;
 export type CleanupJobRow = Selectable<CleanupJobsTable>;
 export type EnvironmentArchiveRow = Selectable<EnvironmentArchivesTable>;
+/** An archive without its contents (`body`, `secrets_sealed`): what listing and checks read. */
+export type EnvironmentArchiveEntry = Omit<EnvironmentArchiveRow, 'body' | 'secrets_sealed'>;
 export type CleanupDecisionRow = Selectable<CleanupDecisionsTable>;
 export type WebhookRow = Selectable<WebhooksTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;

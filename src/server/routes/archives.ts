@@ -66,7 +66,7 @@ export function registerArchiveRoutes(app: App, services: ServerServices): void 
     async (request) => {
       const env = await visibleEnvironment(services, request.params.id, request.principal);
       const now = services.now();
-      const { row } = await archives.restorable(env.id, now);
+      const row = await archives.requireLatest(env.id, now);
       if (row.id !== request.body.archiveId) {
         throw new TendError(
           'TEND_CLEANUP_CONFLICT',

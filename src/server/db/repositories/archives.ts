@@ -4,7 +4,7 @@
  * listed for `tend envs <id>` and the dashboard, counted for /metrics, and pruned once expired.
  */
 import type { Kysely } from 'kysely';
-import type { Database, EnvironmentArchiveRow } from '../schema.js';
+import type { Database, EnvironmentArchiveEntry, EnvironmentArchiveRow } from '../schema.js';
 import { writeAudit, type AuditInput } from './audit.js';
 
 export class ArchiveRepository {
@@ -21,16 +21,41 @@ export class ArchiveRepository {
     });
   }
 
-  /** The environment's latest archive that has not expired, if any. */
-  latest(environmentId: string, now: Date): Promise<EnvironmentArchiveRow | undefined> {
+  /** The environment's latest archive that has not expired, if any, without its contents. */
+  latest(environmentId: string, now: Date): Promise<EnvironmentArchiveEntry | undefined> {
     return this.reader
       .selectFrom('environment_archives')
-      .selectAll()
+      .select([
+        'id',
+        'environment_id',
+        'project',
+        'environment',
+        'namespace_name',
+        'job_id',
+        'target_key',
+        'created_at',
+        'expires_at',
+        'size_bytes',
+        'objects',
+        'secrets',
+        'key_fingerprint',
+        'secrets_not_kept',
+        'restored_at',
+      ])
       .where('environment_id', '=', environmentId)
       .where('expires_at', '>', now.toISOString())
       .orderBy('created_at', 'desc')
       .orderBy('id', 'desc')
       .limit(1)
+      .executeTakeFirst();
+  }
+
+  /** An archive's contents: the body and the sealed Secrets. */
+  contents(id: string): Promise<Pick<EnvironmentArchiveRow, 'body' | 'secrets_sealed'> | undefined> {
+    return this.reader
+      .selectFrom('environment_archives')
+      .select(['body', 'secrets_sealed'])
+      .where('id', '=', id)
       .executeTakeFirst();
   }
 

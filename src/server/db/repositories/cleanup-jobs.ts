@@ -37,30 +37,22 @@ export class CleanupJobRepository {
     return db.selectFrom('cleanup_jobs').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
-  /** The target JSON of each job's resource, by resource id. */
-  async targetsOf(
+  /**
+   * What a job's view needs of its resource, by resource id: the target JSON, and whether its
+   * environment's policy says `archive: false` (deleted without an archive).
+   */
+  async resourcesOf(
     resourceIds: string[],
     db: DatabaseOrTransaction = this.reader,
-  ): Promise<Map<string, string>> {
+  ): Promise<Map<string, { target: string; unarchived: boolean }>> {
     if (resourceIds.length === 0) return new Map();
     const rows = await db
       .selectFrom('resources')
-      .select(['id', 'target'])
-      .where('id', 'in', resourceIds)
+      .innerJoin('environments', 'environments.id', 'resources.environment_id')
+      .select(['resources.id', 'resources.target', 'environments.policy_archive'])
+      .where('resources.id', 'in', resourceIds)
       .execute();
-    return new Map(rows.map((r) => [r.id, r.target]));
-  }
-
-  /** The environments whose policy says `archive: false` (deleted without an archive). */
-  async unarchived(environmentIds: string[], db: DatabaseOrTransaction = this.reader): Promise<Set<string>> {
-    if (environmentIds.length === 0) return new Set();
-    const rows = await db
-      .selectFrom('environments')
-      .select('id')
-      .where('id', 'in', environmentIds)
-      .where('policy_archive', '=', 0)
-      .execute();
-    return new Set(rows.map((r) => r.id));
+    return new Map(rows.map((r) => [r.id, { target: r.target, unarchived: r.policy_archive === 0 }]));
   }
 
   /**
