@@ -7,7 +7,7 @@
  * schema is interpreted for its first checks and compiled once it has been checked
  * `compileAfterChecks` times. Both ways give the same answer and the same errors.
  */
-import type { Static, TSchema } from 'typebox';
+import { Type, type Static, type TSchema } from 'typebox';
 import { Compile, type Validator } from 'typebox/compile';
 import type { TLocalizedValidationError } from 'typebox/error';
 import { Value } from 'typebox/value';
@@ -17,6 +17,13 @@ import { Value } from 'typebox/value';
  * value, `schemaPath` one to the schema (`#/properties/a`), `keyword` the rule that failed.
  */
 export type SchemaError = TLocalizedValidationError;
+
+/**
+ * The key of a record that takes any key: `Type.Record(AnyKey(), value)`. TypeBox writes
+ * `Type.String()` keys as the pattern `^.*$`, which no key with a line break matches, so such a
+ * key's value went unchecked (a 4,096-character limit passed with "a\nb" as the key).
+ */
+export const AnyKey = () => Type.String({ pattern: '^[\\s\\S]*$' });
 
 /** Checks interpreted before the schema is compiled. */
 export const compileAfterChecks = 64;

@@ -5,6 +5,7 @@
  */
 import { Type, type Static } from 'typebox';
 import { blockReasons, decisionKinds } from '../cleanup/decisions.js';
+import { AnyKey } from '../schema-check.js';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
 const Time = () => Type.String({ format: 'date-time' });
@@ -125,7 +126,7 @@ export const CleanupStatusView = Type.Object({
       project: Nullable(Type.String()),
       environment: Nullable(Type.String()),
       environmentId: Nullable(Type.String()),
-      detail: Type.Record(Type.String(), Type.String()),
+      detail: Type.Record(AnyKey(), Type.String()),
       firstSeenAt: Time(),
       lastSeenAt: Time(),
     }),

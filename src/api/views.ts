@@ -2,13 +2,14 @@
 import { Type, type Static } from 'typebox';
 import { CleanupSchedule } from '../cleanup/policy.js';
 import { redactUrl } from '../redact.js';
+import { AnyKey } from '../schema-check.js';
 
 export const ErrorResponse = Type.Object(
   {
     error: Type.Object({
       code: Type.String(),
       message: Type.String(),
-      detail: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+      detail: Type.Optional(Type.Record(AnyKey(), Type.Unknown())),
     }),
   },
   { description: 'Every error answer: a stable code (docs/errors.md) and a message.' },
@@ -83,7 +84,7 @@ export const ResourceView = Type.Object({
   id: Str(),
   plugin: Str(),
   provider: Str(),
-  target: Type.Record(Type.String(), Type.Unknown()),
+  target: Type.Record(AnyKey(), Type.Unknown()),
   targetKey: Str(),
   namespace: Str(),
   namespaceUid: Nullable(Str()),
@@ -131,7 +132,7 @@ export const AuditView = Type.Object({
   actor: Str(),
   action: Str(),
   environmentId: Nullable(Str()),
-  detail: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+  detail: Type.Union([Type.Record(AnyKey(), Type.Unknown()), Type.Null()]),
 });
 export type AuditView = Static<typeof AuditView>;
 

@@ -7,6 +7,7 @@
  */
 import { gzipSync } from 'node:zlib';
 import { Type, type Static } from 'typebox';
+import { AnyKey } from '../schema-check.js';
 
 /** The largest compressed archive the server takes by default (`--archive-max-size`). */
 export const defaultArchiveMaxBytes = 8 * 1024 * 1024;
@@ -34,7 +35,7 @@ export const archivedKinds = [
 /** An object's name as a path segment of the API takes it: never `.`, `..`, nor with `/` or `%`. */
 const Name = () => Type.String({ minLength: 1, maxLength: 253, pattern: '^(?!\\.{1,2}$)[^/%]+$' });
 const StringMap = () =>
-  Type.Record(Type.String(), Type.String({ maxLength: 262_144 }), {
+  Type.Record(AnyKey(), Type.String({ maxLength: 262_144 }), {
     propertyNames: { minLength: 1, maxLength: 317 },
     maxProperties: 500,
   });

@@ -11,6 +11,7 @@ import { Type, type Static } from 'typebox';
 import { ArchiveMode, ArchiveResponse, RestorableArchive, type EnvironmentArchive } from './archive.js';
 import { CleanupPolicy } from './policy.js';
 import { TargetKey } from './targets.js';
+import { AnyKey } from '../schema-check.js';
 
 const Id = (description?: string) => Type.String({ minLength: 1, maxLength: 200, description });
 const Time = () => Type.String({ format: 'date-time' });
@@ -96,7 +97,7 @@ export const InventoryItem = Type.Object(
      * are, never read by the server's planning.
      */
     detail: Type.Optional(
-      Type.Record(Type.String(), Type.String({ maxLength: 4096 }), {
+      Type.Record(AnyKey(), Type.String({ maxLength: 4096 }), {
         propertyNames: { minLength: 1, maxLength: 100 },
         maxProperties: 16,
       }),
@@ -187,7 +188,7 @@ export const CleanupJob = Type.Object({
   /** The executor target (`kubernetes/<clusterId>`, `local/<hostId>`). */
   targetKey: Type.String(),
   /** The resource's target as recorded (`{kind, clusterId, server, context}` or `{kind, hostId, path}`). */
-  target: Type.Record(Type.String(), Type.Unknown()),
+  target: Type.Record(AnyKey(), Type.Unknown()),
   namespaceName: Type.String(),
   /** The recorded uid: a namespace with another uid is not the one planned (re-created). */
   namespaceUid: Type.Union([Type.String(), Type.Null()]),
@@ -263,9 +264,7 @@ export const CompleteRequest = Type.Object(
      * start, the namespace it created, its end), checked against the event catalogue and the job,
      * and recorded like a command's: the `created` event is the namespace's ownership proof.
      */
-    events: Type.Optional(
-      Type.Array(Type.Record(Type.String(), Type.Unknown()), { maxItems: maxRestoreEvents }),
-    ),
+    events: Type.Optional(Type.Array(Type.Record(AnyKey(), Type.Unknown()), { maxItems: maxRestoreEvents })),
   },
   { additionalProperties: false },
 );
@@ -278,7 +277,7 @@ export type CompleteResponse = Static<typeof CompleteResponse>;
 export const RestoreEventsRequest = Type.Object(
   {
     executorId: Id(),
-    events: Type.Array(Type.Record(Type.String(), Type.Unknown()), {
+    events: Type.Array(Type.Record(AnyKey(), Type.Unknown()), {
       minItems: 1,
       maxItems: maxRestoreEvents,
     }),

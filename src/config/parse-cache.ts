@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { sha256Hex } from '../hash.js';
 import { writeFileAtomic } from '../state/files.js';
-import { schemaCheck } from '../schema-check.js';
+import { AnyKey, schemaCheck } from '../schema-check.js';
 import type { SourceDocument } from './source.js';
 
 /** Changes when what parsing yields, or this file's layout, changes. */
@@ -24,7 +24,7 @@ const Entry = Type.Object({
   sha256: Type.String(),
   documents: Type.Array(Type.Object({ index: Type.Integer(), value: Type.Unknown(), location: Location })),
 });
-const CacheFile = Type.Object({ format: Type.Literal(format), files: Type.Record(Type.String(), Entry) });
+const CacheFile = Type.Object({ format: Type.Literal(format), files: Type.Record(AnyKey(), Entry) });
 type CacheFile = Static<typeof CacheFile>;
 
 export class ParseCache {

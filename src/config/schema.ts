@@ -10,6 +10,7 @@ import { repositoryPattern } from '../events/catalog.js';
 import { actionKinds } from '../plugin/types.js';
 import type { ActionKind, PluginDefinition } from '../plugin/types.js';
 import { nameMaxLength, namePattern } from './project.js';
+import { AnyKey } from '../schema-check.js';
 
 /** `patternErrorMessage` is what editors (VS Code, yaml-language-server) show for a pattern mismatch; we do too. */
 const nameMessage =
@@ -36,7 +37,7 @@ export const timeoutPattern = '^[0-9]+(ms|s|m|h)$';
 const VariableValueSchema = Type.Union([Type.String(), Type.Number(), Type.Boolean()]);
 
 const variablesSchema = (description: string) =>
-  Type.Record(Type.String(), VariableValueSchema, {
+  Type.Record(AnyKey(), VariableValueSchema, {
     propertyNames: { pattern: variableNamePattern },
     description,
   });

@@ -16,8 +16,9 @@ import type { ActionConfig, ProjectConfig, VariableValue } from './project.js';
 import { variableNamePattern } from './schema.js';
 import { SourceFile } from './source.js';
 import { findVariableReferences } from './template.js';
+import { AnyKey } from '../schema-check.js';
 
-const VarfileSchema = Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean()]));
+const VarfileSchema = Type.Record(AnyKey(), Type.Union([Type.String(), Type.Number(), Type.Boolean()]));
 const variableName = new RegExp(variableNamePattern);
 
 /**

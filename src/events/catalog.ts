@@ -7,7 +7,7 @@ import { Type, type Static, type TSchema } from 'typebox';
 import { Format } from 'typebox/format';
 import { CleanupPolicy } from '../cleanup/policy.js';
 import { Target } from '../cleanup/targets.js';
-import { schemaCheck, schemaProblems, type SchemaProblem } from '../schema-check.js';
+import { AnyKey, schemaCheck, schemaProblems, type SchemaProblem } from '../schema-check.js';
 
 export type { SchemaProblem };
 
@@ -46,7 +46,7 @@ Format.Set('date-time', isDateTime);
  * Free-form `detail`: keys of at most 256 characters. Constraints on keys go in `propertyNames`:
  * TypeBox turns a Record's key schema into `patternProperties`, which leaves other keys allowed.
  */
-const DetailRecord = Type.Record(Type.String(), Type.Unknown(), { propertyNames: { maxLength: 256 } });
+const DetailRecord = Type.Record(AnyKey(), Type.Unknown(), { propertyNames: { maxLength: 256 } });
 
 const Name = Type.String({ minLength: 1, maxLength: 253 });
 const ShortText = Type.String({ maxLength: 1024 });
@@ -272,7 +272,7 @@ export const EventEnvelope = Type.Object(
     sessionId: EventId,
     timestamp: Type.String({ format: 'date-time', maxLength: 40 }),
     sequence: Type.Optional(EventSequence),
-    payload: Type.Record(Type.String(), Type.Unknown()),
+    payload: Type.Record(AnyKey(), Type.Unknown()),
   },
   { additionalProperties: false },
 );

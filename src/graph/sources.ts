@@ -12,6 +12,7 @@ import picomatch from 'picomatch';
 import { schemaCheck } from '../schema-check.js';
 import { sha256Hex } from '../hash.js';
 import { writeFileAtomic } from '../state/files.js';
+import { AnyKey } from '../schema-check.js';
 
 /** Never part of an action's source: tend's own state, VCS data, installed dependencies. */
 export const alwaysExcluded = ['**/.tend/**', '**/.git/**', '**/node_modules/**'];
@@ -220,7 +221,7 @@ function digestFile(file: string): FileDigest {
 const DigestCacheFile = Type.Object({
   format: Type.Literal(1),
   files: Type.Record(
-    Type.String(),
+    AnyKey(),
     Type.Tuple([
       Type.Number(),
       Type.Number(),

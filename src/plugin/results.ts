@@ -17,7 +17,7 @@ import { Type } from 'typebox';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { newId } from '../events/bus.js';
-import { schemaCheck } from '../schema-check.js';
+import { AnyKey, schemaCheck } from '../schema-check.js';
 import { AppendFile } from '../state/append-file.js';
 import { parseJsonLines, writeFileAtomic } from '../state/files.js';
 import type { Outputs } from './types.js';
@@ -60,7 +60,7 @@ const ResultRecordSchema = Type.Union([
     ref: Type.String(),
     result: Type.Object({
       version: Type.String(),
-      outputs: Type.Record(Type.String(), Type.String()),
+      outputs: Type.Record(AnyKey(), Type.String()),
       completedAt: Type.String(),
       exitCode: Type.Optional(Type.Number()),
     }),

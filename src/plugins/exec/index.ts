@@ -30,17 +30,18 @@ import {
 } from './environment.js';
 import { getLogs } from './logs.js';
 import { runCommand } from './process.js';
+import { AnyKey } from '../../schema-check.js';
 
 const Command = Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), {
   minItems: 1,
   maxItems: 1024,
   description: 'the program and its arguments, e.g. [npm, run, build]',
 });
-const Env = Type.Record(Type.String(), Type.String({ maxLength: 65_536 }), {
+const Env = Type.Record(AnyKey(), Type.String({ maxLength: 65_536 }), {
   propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_]*$' },
   description: 'environment variables added to the command',
 });
-const Outputs = Type.Record(Type.String(), Type.String(), {
+const Outputs = Type.Record(AnyKey(), Type.String(), {
   propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_.-]*$' },
   description: 'outputs of the action (also from `::output key=value` lines on stdout)',
 });

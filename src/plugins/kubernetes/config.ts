@@ -4,6 +4,7 @@
  */
 import { Type, type Static } from 'typebox';
 import type { ClusterOverride, ExecutorFlags } from '../../plugin/types.js';
+import { AnyKey } from '../../schema-check.js';
 
 const Seconds = (description: string, maximum = 86_400) =>
   Type.Number({ exclusiveMinimum: 0, maximum, description });
@@ -70,7 +71,7 @@ export const ContainerBuildSpec = Type.Object(
       Type.String({ minLength: 1, description: 'path of the Dockerfile in the source (default Dockerfile)' }),
     ),
     buildArgs: Type.Optional(
-      Type.Record(Type.String(), Type.String(), {
+      Type.Record(AnyKey(), Type.String(), {
         propertyNames: { minLength: 1 },
         description: 'build arguments (`ARG` in the Dockerfile)',
       }),
@@ -120,7 +121,7 @@ export const KubernetesDeploySpec = Type.Object(
     ),
     kustomize: Type.Optional(KustomizeSpec),
     manifests: Type.Optional(
-      Type.Array(Type.Record(Type.String(), Type.Unknown()), { description: 'inline manifests' }),
+      Type.Array(Type.Record(AnyKey(), Type.Unknown()), { description: 'inline manifests' }),
     ),
     overrideNamespace: Type.Optional(
       Type.Boolean({
@@ -151,7 +152,7 @@ export const KubernetesPodSpec = Type.Object(
       Type.Array(Type.String(), { description: "arguments of the entrypoint (default: the image's)" }),
     ),
     env: Type.Optional(
-      Type.Record(Type.String(), Type.String(), {
+      Type.Record(AnyKey(), Type.String(), {
         propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_.-]*$' },
         description: 'environment variables of the container',
       }),
