@@ -27,6 +27,7 @@ import {
   type SnapshotInventoryItem,
   type SnapshotResource,
 } from './planner/types.js';
+import { chunks } from '../db/bulk.js';
 
 const ms = (iso: string | null): number | null => (iso === null ? null : Date.parse(iso));
 
@@ -170,8 +171,7 @@ export class SnapshotCache {
       .where('seq', '<=', assigned)
       .execute();
     const ids = changed.map((c) => c.environment_id);
-    for (let i = 0; i < ids.length; i += idChunk) {
-      const chunk = ids.slice(i, i + idChunk);
+    for (const chunk of chunks(ids, idChunk)) {
       const part = await loadEnvironments(this.reader, { ids: chunk });
       const byEnvironment = groupByEnvironment(part.resources);
       for (const id of chunk) {

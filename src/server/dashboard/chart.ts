@@ -56,7 +56,7 @@ function ceiling(n: number): number {
 }
 
 /** One part of a stacked bar. */
-export interface BarPart {
+interface BarPart {
   value: number;
   fill: string;
   /** Its tooltip. */
@@ -70,7 +70,7 @@ export interface BarPart {
 /** A bar: its parts from the bottom up, or a thin grey mark where nothing was recorded. */
 export type Bar = { label: string; parts: BarPart[] } | { label: string; gap: string };
 
-export interface BarsFrame {
+interface BarsFrame {
   /** The figure's id: the SVG's title is `<id>-title`. */
   id: string;
   title: string;
@@ -176,7 +176,7 @@ export function statesChart(days: StateDay[], scope: string): Html {
               ['day', d.day],
               ['state', state],
             ],
-            opacity: d.estimated ? '0.45' : '1',
+            ...(d.estimated ? { opacity: '0.45' } : {}),
           })),
         }
       : { label: d.day.slice(5), gap: `${d.day}: not recorded` },

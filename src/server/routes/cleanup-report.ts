@@ -44,7 +44,7 @@ export function registerCleanupReportRoutes(app: App, services: ServerServices):
       'Estimated: freed = what a namespace’s running pods requested before its deletion or pause × the hours since, until the environment came back or now (the answer’s `method`).',
     tags: ['cleanup'],
     querystring: ReportQuery,
-    response: { 200: SavingsReport, 403: ErrorResponse },
+    response: { 200: SavingsReport, 400: ErrorResponse, 403: ErrorResponse },
   };
   app.get('/api/v1/cleanup/report', { config: { permission: 'read' }, schema }, async (request) => {
     const sinceMs = sinceOf(request.query.since ?? '30d');

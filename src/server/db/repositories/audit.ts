@@ -6,6 +6,7 @@
 import type { Kysely } from 'kysely';
 import { monotonicFactory } from 'ulidx';
 import type { AuditEntry, Database, DatabaseOrTransaction } from '../schema.js';
+import { chunks } from '../bulk.js';
 
 // Audit ids sort by time, also for entries written in the same millisecond.
 export const auditId = monotonicFactory();
@@ -26,11 +27,11 @@ export interface AuditInput {
 }
 
 export async function writeAudit(db: DatabaseOrTransaction, now: Date, entries: AuditInput[]): Promise<void> {
-  for (let i = 0; i < entries.length; i += 200) {
+  for (const slice of chunks(entries, 200)) {
     await db
       .insertInto('audit_log')
       .values(
-        entries.slice(i, i + 200).map((e) => ({
+        slice.map((e) => ({
           id: auditId(now.getTime()),
           at: now.toISOString(),
           actor: e.actor,

@@ -16,6 +16,7 @@ import type {
   WebhookDeliveryRow,
   WebhookRow,
 } from '../schema.js';
+import { chunks } from '../bulk.js';
 
 export interface NewDelivery {
   /** The delivery id: in the body and the `tend-delivery` header, the same on every attempt. */
@@ -124,11 +125,11 @@ export class NotificationRepository {
   async enqueue(deliveries: NewDelivery[], now: Date): Promise<number> {
     let added = 0;
     const at = now.toISOString();
-    for (let i = 0; i < deliveries.length; i += 200) {
+    for (const slice of chunks(deliveries, 200)) {
       const result = await this.db
         .insertInto('webhook_deliveries')
         .values(
-          deliveries.slice(i, i + 200).map((d) => ({
+          slice.map((d) => ({
             id: d.id,
             webhook_id: d.webhookId,
             event: d.event,
