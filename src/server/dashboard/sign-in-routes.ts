@@ -10,12 +10,10 @@ import { personActor } from '../auth.js';
 import type { App, ServerServices } from '../services.js';
 import { callbackPath, SignInFailed, signInTtlMs, type PendingSignIn } from '../oidc/sign-in.js';
 import { signInFailedPage } from './pages.js';
-import { personSessionCookie, send } from './session.js';
+import { personSessionCookie, send, sessionTtlMs } from './session.js';
 
 /** The sign-in in progress (signed; path-scoped to the callback). */
 export const signInCookie = 'tend_sign_in';
-/** How long a person's session lasts (the same as a token login's). */
-export const personSessionTtlMs = 12 * 3600_000;
 /** The callback's whole query string at most (a code and a state are far shorter). */
 export const maxCallbackQueryLength = 8192;
 
@@ -139,13 +137,13 @@ export function registerSignInRoutes(
         if (error instanceof SignInFailed) return failed(reply, request, 401, error.message, error.cause);
         throw error;
       }
-      const { id } = await services.personSessions.create(person, personSessionTtlMs, now);
+      const { id } = await services.personSessions.create(person, sessionTtlMs, now);
       void reply.setCookie(personSessionCookie, signIn.sign(id), {
         path: '/',
         httpOnly: true,
         sameSite: 'lax',
         secure,
-        maxAge: personSessionTtlMs / 1000,
+        maxAge: sessionTtlMs / 1000,
       });
       await services.audit.record({
         actor: personActor(person),
