@@ -53,19 +53,6 @@ const scopePermissions: Record<TokenScope, ReadonlySet<Permission>> = {
   admin: new Set(['ingest', 'agent', ...rolePermissions.admin]),
 };
 
-/** The smallest scope with a permission, for the message of a 403. */
-const minimumScope: Record<Permission, TokenScope> = {
-  ingest: 'ingest',
-  agent: 'agent',
-  read: 'read',
-  'keep-alive': 'read',
-  resume: 'read',
-  protect: 'developer',
-  'clean-now': 'developer',
-  restore: 'admin',
-  admin: 'admin',
-};
-
 export function isTokenScope(value: string): value is TokenScope {
   return (tokenScopes as readonly string[]).includes(value);
 }
@@ -82,8 +69,9 @@ export function roleAllows(role: Role, permission: Permission): boolean {
   return rolePermissions[role].has(permission);
 }
 
+/** The smallest scope with a permission, for the message of a 403 (every permission has one: admin's). */
 export function requiredScope(permission: Permission): TokenScope {
-  return minimumScope[permission];
+  return tokenScopes.find((scope) => scopeAllows(scope, permission))!;
 }
 
 /** The smallest role with a permission, for the dashboard's messages. */

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashToken } from '../../src/server/auth.js';
+import { hashToken, requiredRole, requiredScope, type Permission } from '../../src/server/auth.js';
 import { createTestServer, dialects, postEvents, session, type TestServer } from './helpers.js';
 
 describe.each(dialects)('authentication and scopes on %s', (dialect) => {
@@ -147,5 +147,28 @@ describe.each(dialects)('authentication and scopes on %s', (dialect) => {
       headers: s.auth(s.tokens.otherProject),
     });
     expect(hidden.statusCode).toBe(404);
+  });
+});
+
+describe('the smallest scope and role a permission needs (the 403 messages name them)', () => {
+  it('names, for each permission, the scope and the role it always named', () => {
+    const expected: Record<Permission, [scope: string, role: string]> = {
+      ingest: ['ingest', 'admin'],
+      agent: ['agent', 'admin'],
+      read: ['read', 'viewer'],
+      'keep-alive': ['read', 'developer'],
+      resume: ['read', 'developer'],
+      protect: ['developer', 'developer'],
+      'clean-now': ['developer', 'developer'],
+      restore: ['admin', 'admin'],
+      admin: ['admin', 'admin'],
+    };
+    for (const [permission, [scope, role]] of Object.entries(expected) as [Permission, [string, string]][]) {
+      expect([permission, requiredScope(permission), requiredRole(permission)]).toEqual([
+        permission,
+        scope,
+        role,
+      ]);
+    }
   });
 });
