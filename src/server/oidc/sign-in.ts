@@ -7,11 +7,11 @@
  * make one).
  */
 import { createHmac } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type * as OpenIdClient from 'openid-client';
 import { TendError } from '../../errors.js';
 import { importModule } from '../../import-module.js';
 import { constantTimeEqual } from '../auth.js';
+import { readSecretText } from '../secret-file.js';
 import type { RolesFile } from './roles-file.js';
 
 export interface OidcSettings {
@@ -244,15 +244,7 @@ function describeFailure(error: unknown): string {
 
 /** Reads `--oidc-client-secret-file`: the secret, trimmed, never echoed. */
 export function readClientSecret(file: string): string {
-  let secret: string;
-  try {
-    secret = readFileSync(file, 'utf8').trim();
-  } catch (error) {
-    throw new TendError(
-      'TEND_USAGE',
-      `--oidc-client-secret-file: cannot read ${file}: ${(error as Error).message}`,
-    );
-  }
+  const secret = readSecretText('--oidc-client-secret-file', file);
   if (secret.length === 0 || secret.length > 4096) {
     throw new TendError(
       'TEND_USAGE',
