@@ -157,6 +157,12 @@ describe('roles file', () => {
     expect(error.location).toEqual({ file: nobody, line: 2, column: 5 });
     expect(error.message).toContain('names no group and no e-mail address');
   });
+  it('refuses a second YAML document at its line and column', () => {
+    const path = file('roles:\n  - project: shop\n    role: admin\n    groups: [devs]\n---\nroles: []\n');
+    const error = errorOf(() => readRolesFile(path));
+    expect(error.location).toEqual({ file: path, line: 6, column: 1 });
+    expect(error.message).toContain('a roles file holds one YAML document (with a "roles:" list)');
+  });
 });
 
 describe('sign-in flags', () => {

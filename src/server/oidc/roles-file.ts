@@ -17,11 +17,11 @@
  *     emails: [alice@example.com]
  * ```
  */
-import { readFileSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { Type, type Static } from 'typebox';
 import { TendError } from '../../errors.js';
 import { checkSchema, configError } from '../../config/diagnostics.js';
-import { SourceFile } from '../../config/source.js';
+import { readSingleDocument } from '../../config/single-document.js';
 import { everyProject, roles, type Role } from '../auth.js';
 
 const ProjectPattern = '^(\\*|[a-z0-9]([-a-z0-9]{0,251}[a-z0-9])?)$';
@@ -107,35 +107,16 @@ export class RolesMapping {
 
 /** Reads and checks a roles file; errors name the file, line and column. */
 export function readRolesFile(file: string): RolesMapping {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (error) {
-    throw new TendError(
-      'TEND_CONFIG_INVALID',
-      `cannot read the roles file ${file}: ${(error as Error).message}`,
-    );
-  }
-  const source = new SourceFile(file, text);
-  const { documents, problems } = source.parse();
-  if (problems.length > 0) throw configError(problems);
-  const [document, second] = documents;
-  if (!document) {
+  const document = readSingleDocument(file, {
+    what: `the roles file ${file}`,
+    oneDocument: 'a roles file holds one YAML document (with a "roles:" list)',
+  });
+  if (document.empty) {
     throw new TendError('TEND_CONFIG_INVALID', `the roles file ${file} is empty; it needs a "roles:" list`, {
       location: { file, line: 1, column: 1 },
     });
   }
-  if (second) {
-    throw configError([
-      {
-        code: 'TEND_CONFIG_INVALID',
-        message: 'a roles file holds one YAML document (with a "roles:" list)',
-        location: second.location,
-      },
-    ]);
-  }
-  const locate = (at: readonly (string | number)[], target?: 'key' | 'value') =>
-    source.locate(document.index, at, target);
+  const { locate } = document;
   const shape = checkSchema(RolesDocument, document.value, {
     basePath: [],
     rootLabel: 'the roles file',
