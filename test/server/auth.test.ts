@@ -1,5 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashToken, requiredRole, requiredScope, type Permission } from '../../src/server/auth.js';
+import {
+  bearerPrincipal,
+  hashToken,
+  requiredRole,
+  requiredScope,
+  tokenGrants,
+  type Permission,
+  type Principal,
+} from '../../src/server/auth.js';
+import { TendError } from '../../src/errors.js';
 import { createTestServer, dialects, postEvents, session, type TestServer } from './helpers.js';
 
 describe.each(dialects)('authentication and scopes on %s', (dialect) => {
@@ -169,6 +178,43 @@ describe('the smallest scope and role a permission needs (the 403 messages name 
         scope,
         role,
       ]);
+    }
+  });
+});
+
+describe('the principal of an API route', () => {
+  const token: Principal = {
+    tokenId: 't1',
+    tokenName: 'ci',
+    scope: 'read',
+    project: 'shop',
+    clusters: null,
+    via: 'bearer',
+    person: null,
+    grants: tokenGrants('read', 'shop'),
+  };
+
+  it('is the bearer token, with its scope; a session or no principal is a server mistake, not a guessed scope', () => {
+    expect(bearerPrincipal(token).scope).toBe('read');
+    const person: Principal = {
+      tokenId: null,
+      tokenName: 'alice@example.com',
+      scope: null,
+      project: null,
+      clusters: null,
+      via: 'oidc',
+      person: { subject: 'a', email: 'alice@example.com' },
+      grants: new Map(),
+    };
+    for (const [principal, message] of [
+      [person, 'an API route was reached without a bearer token (via oidc)'],
+      [
+        { ...token, via: 'dashboard' as const },
+        'an API route was reached without a bearer token (via dashboard)',
+      ],
+      [null, 'an API route was reached without a bearer token (no principal)'],
+    ] as const) {
+      expect(() => bearerPrincipal(principal)).toThrow(new TendError('TEND_INTERNAL', message));
     }
   });
 });
