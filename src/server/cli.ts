@@ -165,6 +165,9 @@ export function parsePort(value: string): number {
   return n;
 }
 
+/** Hosts that listen on every interface: where the server listens says nothing of how browsers reach it. */
+const wildcardHosts = new Set(['0.0.0.0', '::', '[::]', '0:0:0:0:0:0:0:0']);
+
 export async function serverCommand(options: ServerOptions): Promise<CommandResult<{ url: string }>> {
   const port = options.port ?? 7420;
   if (!Number.isInteger(port) || port < 0 || port > 65_535) parsePort(String(port));
@@ -173,10 +176,13 @@ export async function serverCommand(options: ServerOptions): Promise<CommandResu
   const publicUrl = publicUrlOf(options);
   const prices = pricesOf(options);
   const host = options.host ?? '127.0.0.1';
-  const oidc = oidcSettingsOf(
-    options,
-    publicUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
-  );
+  const oidc = oidcSettingsOf(options, publicUrl);
+  if (oidc && publicUrl === undefined && wildcardHosts.has(host)) {
+    throw new TendError(
+      'TEND_USAGE',
+      `--oidc-issuer with --host ${host} needs --public-url: the provider sends browsers back to <public-url>/auth/callback, and ${host} (every interface) is no address a browser can reach`,
+    );
+  }
   const { runUntilSignalled } = await import('./start.js');
   const { url } = await runUntilSignalled({
     ...databaseOptions(options),

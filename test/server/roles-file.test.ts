@@ -259,4 +259,30 @@ describe('tend server with sign-in flags', () => {
     expect(bad.stderr).toContain(`${badRoles}:3:11`);
     expect(bad.stderr).toContain('expected one of: viewer, developer, admin, got "owner"');
   });
+
+  it('refuses a host of every interface without --public-url: no redirect URI a browser could reach', async () => {
+    const secret = file('a-client-secret\n');
+    const roles = file('roles:\n  - project: "*"\n    role: viewer\n    groups: [everyone]\n');
+    for (const host of ['0.0.0.0', '::']) {
+      const run = await runTend([
+        'server',
+        '--host',
+        host,
+        '--port',
+        '0',
+        '--data-dir',
+        dir,
+        '--oidc-issuer',
+        'https://login.example.com',
+        '--oidc-client-id',
+        'tend',
+        '--oidc-client-secret-file',
+        secret,
+        '--roles-file',
+        roles,
+      ]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain(`--oidc-issuer with --host ${host} needs --public-url`);
+    }
+  });
 });

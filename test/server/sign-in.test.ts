@@ -397,6 +397,42 @@ describe('sign in through an OpenID provider', () => {
     }
   });
 
+  it('tend server --port 0 without --public-url: the redirect URI is the address it listens on', async () => {
+    const secretFile = join(dir, 'client-secret');
+    writeFileSync(secretFile, `${provider.clientSecret}\n`);
+    const server = startTend([
+      'server',
+      '--port',
+      '0',
+      '--data-dir',
+      join(dir, 'data-port-0'),
+      '--oidc-issuer',
+      provider.issuer,
+      '--oidc-client-id',
+      provider.clientId,
+      '--oidc-client-secret-file',
+      secretFile,
+      '--roles-file',
+      rolesFile,
+    ]);
+    try {
+      const output = await server.waitForOutput(
+        /tend server listening on (http:\/\/127\.0\.0\.1:\d+)/,
+        'the server to listen',
+      );
+      const listening = /tend server listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(output)![1]!;
+      expect(listening).not.toBe('http://127.0.0.1:0');
+      const res = await fetch(`${listening}/auth/login`, { redirect: 'manual' });
+      expect(res.status).toBe(303);
+      expect(new URL(res.headers.get('location')!).searchParams.get('redirect_uri')).toBe(
+        `${listening}/auth/callback`,
+      );
+    } finally {
+      server.signal('SIGTERM');
+      expect((await server.exited).code).toBe(0);
+    }
+  });
+
   it('marks the cookies Secure when the public URL is https', async () => {
     const https = await createTestServer('sqlite', {
       oidc: {

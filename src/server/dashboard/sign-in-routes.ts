@@ -40,7 +40,6 @@ export function registerSignInRoutes(
 ): void {
   const signIn = services.oidc;
   if (!signIn) return;
-  const secure = new URL(signIn.settings.publicUrl).protocol === 'https:';
 
   const failed = (
     reply: FastifyReply,
@@ -80,7 +79,7 @@ export function registerSignInRoutes(
         httpOnly: true,
         // Lax: the provider sends the browser back with a top-level GET from its own site.
         sameSite: 'lax',
-        secure,
+        secure: signIn.secureCookies,
         maxAge: signInTtlMs / 1000,
       });
       return reply.redirect(started.url, 303);
@@ -129,7 +128,7 @@ export function registerSignInRoutes(
       }
       // One answer per sign-in: the cookie is gone whatever happens next.
       void reply.clearCookie(signInCookie, { path: callbackPath });
-      const callbackUrl = new URL(request.url, signIn.settings.publicUrl);
+      const callbackUrl = new URL(request.url, signIn.publicUrl);
       let person;
       try {
         person = await signIn.finish(callbackUrl, pending);
@@ -142,7 +141,7 @@ export function registerSignInRoutes(
         path: '/',
         httpOnly: true,
         sameSite: 'lax',
-        secure,
+        secure: signIn.secureCookies,
         maxAge: sessionTtlMs / 1000,
       });
       await services.audit.record({

@@ -24,8 +24,11 @@ export interface OidcSettings {
   groupsClaim: string;
   /** The scopes asked for (default `openid email profile`). */
   scopes: string;
-  /** `--public-url`: the redirect URI is `<publicUrl>/auth/callback`. */
-  publicUrl: string;
+  /**
+   * `--public-url`: the redirect URI is `<publicUrl>/auth/callback`. Absent: the address the
+   * server listens on, known once it listens (`OidcSignIn.listeningAt`).
+   */
+  publicUrl?: string;
   /** Who has which role in which project. */
   roles: RolesFile;
   /** An http:// issuer that is not on the loopback interface (`--oidc-allow-http`). */
@@ -74,11 +77,36 @@ export class SignInFailed extends Error {
 export class OidcSignIn {
   private readonly cookieKey: Buffer;
   private configuration: Promise<OpenIdClient.Configuration> | undefined;
-  readonly redirectUri: string;
+  private listeningUrl: string | undefined;
 
   constructor(readonly settings: OidcSettings) {
     this.cookieKey = createHmac('sha256', settings.clientSecret).update('tend dashboard cookies').digest();
-    this.redirectUri = new URL(callbackPath, settings.publicUrl).href;
+  }
+
+  /**
+   * Where the server listens, told once it does: without --public-url the browser comes back
+   * there (with --port 0 the port is known only now).
+   */
+  listeningAt(url: string): void {
+    this.listeningUrl = url;
+  }
+
+  /** `--public-url`, else where the server listens. */
+  get publicUrl(): string {
+    const url = this.settings.publicUrl ?? this.listeningUrl;
+    if (url === undefined) {
+      throw new TendError('TEND_INTERNAL', 'sign-in was used before the server listened (no public URL yet)');
+    }
+    return url;
+  }
+
+  get redirectUri(): string {
+    return new URL(callbackPath, this.publicUrl).href;
+  }
+
+  /** The cookies are marked Secure when browsers reach the server over https. */
+  get secureCookies(): boolean {
+    return new URL(this.publicUrl).protocol === 'https:';
   }
 
   /** Signs a cookie value: `<value>.<HMAC>`. */
