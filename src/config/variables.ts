@@ -14,7 +14,7 @@ import { closestName } from '../suggest.js';
 import { checkSchema, configError, type ConfigProblem } from './diagnostics.js';
 import type { ActionConfig, ProjectConfig, VariableValue } from './project.js';
 import { variableNamePattern } from './schema.js';
-import { SourceFile } from './source.js';
+import { readSingleDocument } from './single-document.js';
 import { findVariableReferences } from './template.js';
 import { AnyKey } from '../schema-check.js';
 
@@ -26,29 +26,15 @@ const variableName = new RegExp(variableNamePattern);
  * file as `shown` (relative to the project root, or as given to --var-file) with line and column.
  */
 export function readVarfile(file: string, shown: string): Record<string, VariableValue> | undefined {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new TendError('TEND_CONFIG_INVALID', `cannot read varfile ${shown}: ${(error as Error).message}`);
-  }
-  const source = new SourceFile(shown, text);
-  const { documents, problems } = source.parse();
-  if (problems.length > 0) throw configError(problems);
-  const [document, second] = documents;
-  if (!document) return {}; // an empty file sets nothing
-  const locate = (at: readonly (string | number)[], target?: 'key' | 'value') =>
-    source.locate(document.index, at, target);
-  if (second) {
-    throw configError([
-      {
-        code: 'TEND_CONFIG_INVALID',
-        message: 'a varfile holds one YAML document (a mapping of variable names to values)',
-        location: second.location,
-      },
-    ]);
-  }
+  const document = readSingleDocument(file, {
+    shown,
+    what: `varfile ${shown}`,
+    oneDocument: 'a varfile holds one YAML document (a mapping of variable names to values)',
+    optional: true,
+  });
+  if (document === undefined) return undefined;
+  if (document.empty) return {}; // an empty file sets nothing
+  const { locate } = document;
   const shape = checkSchema(VarfileSchema, document.value, {
     basePath: [],
     rootLabel: `varfile ${shown}`,

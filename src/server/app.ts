@@ -226,6 +226,7 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
   app.decorateRequest('principal', null);
   app.decorate('cleanup', services.cleanup);
   app.decorate('notifications', services.notifications);
+  app.decorate('oidc', services.oidc);
 
   // Authentication runs before the body is read: an unauthenticated client cannot make the
   // server parse a large body.

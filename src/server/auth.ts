@@ -18,6 +18,7 @@
  * A token created with `--project` only sees and writes that project.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { TendError } from '../errors.js';
 import { sha256Hex } from '../hash.js';
 import type { TokenScope } from './db/schema.js';
 
@@ -53,19 +54,6 @@ const scopePermissions: Record<TokenScope, ReadonlySet<Permission>> = {
   admin: new Set(['ingest', 'agent', ...rolePermissions.admin]),
 };
 
-/** The smallest scope with a permission, for the message of a 403. */
-const minimumScope: Record<Permission, TokenScope> = {
-  ingest: 'ingest',
-  agent: 'agent',
-  read: 'read',
-  'keep-alive': 'read',
-  resume: 'read',
-  protect: 'developer',
-  'clean-now': 'developer',
-  restore: 'admin',
-  admin: 'admin',
-};
-
 export function isTokenScope(value: string): value is TokenScope {
   return (tokenScopes as readonly string[]).includes(value);
 }
@@ -82,8 +70,9 @@ export function roleAllows(role: Role, permission: Permission): boolean {
   return rolePermissions[role].has(permission);
 }
 
+/** The smallest scope with a permission, for the message of a 403 (every permission has one: admin's). */
 export function requiredScope(permission: Permission): TokenScope {
-  return minimumScope[permission];
+  return tokenScopes.find((scope) => scopeAllows(scope, permission))!;
 }
 
 /** The smallest role with a permission, for the dashboard's messages. */
@@ -137,24 +126,51 @@ export function constantTimeEqual(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/** Who is behind a request, as routes see it (never a secret). */
-export interface Principal {
-  /** The token's id; null for a person signed in through the OpenID provider. */
-  tokenId: string | null;
+/** Who is behind a request, as routes see it (never a secret): a token, or a signed-in person. */
+export type Principal = TokenPrincipal | PersonPrincipal;
+
+interface PrincipalCommon {
   /** The token's name, or the person's e-mail address (else their subject). */
   tokenName: string;
-  /** The token's scope; null for a person (their roles are in `grants`). */
-  scope: TokenScope | null;
-  /** A token bound to one project; null for an unbound token and for a person. */
+  /** What the principal may do, by project. */
+  grants: Grants;
+}
+
+/** A token: sent as a bearer token (API), or behind a dashboard session it logged in. */
+export interface TokenPrincipal extends PrincipalCommon {
+  tokenId: string;
+  scope: TokenScope;
+  /** A token bound to one project; null for an unbound token. */
   project: string | null;
   /** For `agent` tokens created with `--cluster`: the cluster ids it may act on (null: any). */
   clusters: string[] | null;
-  /** How the request authenticated: bearer token (API), dashboard session of a token, or of a person. */
-  via: 'bearer' | 'dashboard' | 'oidc';
-  /** The person signed in through the OpenID provider. */
-  person: { subject: string; email: string | null } | null;
-  /** What the principal may do, by project. */
-  grants: Grants;
+  /** How the request authenticated: bearer token (API) or dashboard session of a token. */
+  via: 'bearer' | 'dashboard';
+  person: null;
+}
+
+/** A person signed in through the OpenID provider: their roles are in `grants`. */
+export interface PersonPrincipal extends PrincipalCommon {
+  tokenId: null;
+  scope: null;
+  project: null;
+  clusters: null;
+  via: 'oidc';
+  person: { subject: string; email: string | null };
+}
+
+/**
+ * The principal of an API route (`config.permission`): the onRequest hook lets only bearer
+ * tokens in, so anything else is a mistake in the server, not the caller's.
+ */
+export function bearerPrincipal(principal: Principal | null): TokenPrincipal {
+  if (principal?.via !== 'bearer') {
+    throw new TendError(
+      'TEND_INTERNAL',
+      `an API route was reached without a bearer token (${principal ? `via ${principal.via}` : 'no principal'})`,
+    );
+  }
+  return principal;
 }
 
 /**

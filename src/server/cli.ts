@@ -3,7 +3,6 @@
  * Without `--database-url` they use the SQLite file of one data directory per user
  * (`src/server/data-dir.ts`), whatever the working directory.
  */
-import { readFileSync } from 'node:fs';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import { TendError } from '../errors.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
@@ -12,6 +11,7 @@ import { defaultArchiveMaxBytes } from '../cleanup/archive.js';
 import { durationWording, parseDuration } from '../cleanup/policy.js';
 import { oidcSettingsOf, type OidcFlags } from './oidc/settings.js';
 import { readArchiveKey } from './cleanup/archive-key.js';
+import { readSecretText } from './secret-file.js';
 import type { ArchiveSettings } from './cleanup/archives.js';
 
 export interface ServerDatabaseOptions extends GlobalOptions {
@@ -76,14 +76,7 @@ export function pricesOf(options: ServerOptions): { cpuHour?: number; gibHour?: 
 export function githubSecretOf(options: ServerOptions): string | undefined {
   let secret: string | undefined;
   if (options.githubWebhookSecretFile !== undefined) {
-    try {
-      secret = readFileSync(options.githubWebhookSecretFile, 'utf8').trim();
-    } catch (error) {
-      throw new TendError(
-        'TEND_USAGE',
-        `--github-webhook-secret-file: cannot read ${options.githubWebhookSecretFile}: ${(error as Error).message}`,
-      );
-    }
+    secret = readSecretText('--github-webhook-secret-file', options.githubWebhookSecretFile);
   } else {
     secret = process.env.TEND_GITHUB_WEBHOOK_SECRET?.trim() || undefined;
   }
@@ -172,6 +165,9 @@ export function parsePort(value: string): number {
   return n;
 }
 
+/** Hosts that listen on every interface: where the server listens says nothing of how browsers reach it. */
+const wildcardHosts = new Set(['0.0.0.0', '::', '[::]', '0:0:0:0:0:0:0:0']);
+
 export async function serverCommand(options: ServerOptions): Promise<CommandResult<{ url: string }>> {
   const port = options.port ?? 7420;
   if (!Number.isInteger(port) || port < 0 || port > 65_535) parsePort(String(port));
@@ -180,10 +176,13 @@ export async function serverCommand(options: ServerOptions): Promise<CommandResu
   const publicUrl = publicUrlOf(options);
   const prices = pricesOf(options);
   const host = options.host ?? '127.0.0.1';
-  const oidc = oidcSettingsOf(
-    options,
-    publicUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
-  );
+  const oidc = oidcSettingsOf(options, publicUrl);
+  if (oidc && publicUrl === undefined && wildcardHosts.has(host)) {
+    throw new TendError(
+      'TEND_USAGE',
+      `--oidc-issuer with --host ${host} needs --public-url: the provider sends browsers back to <public-url>/auth/callback, and ${host} (every interface) is no address a browser can reach`,
+    );
+  }
   const { runUntilSignalled } = await import('./start.js');
   const { url } = await runUntilSignalled({
     ...databaseOptions(options),

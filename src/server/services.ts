@@ -34,6 +34,8 @@ declare module 'fastify' {
     cleanup: ServerCleanup;
     /** Webhook notifications: the server's loop runs their passes. */
     notifications: NotificationService;
+    /** Sign-in through the OpenID provider: told where the server listens once it does. */
+    oidc: OidcSignIn | undefined;
   }
   interface FastifyContextConfig {
     /** What the route needs; routes without it are public (health) or handle auth themselves (dashboard). */

@@ -26,7 +26,10 @@ export interface StartOptions extends OpenDatabaseOptions {
    * cleans these targets itself. Undefined: no executor in this process (agents serve the targets).
    */
   executor?: Pick<ExecutorPluginOptions, 'kubeconfig' | 'contexts' | 'pluginModules' | 'sets'>;
-  /** `--public-url`: the dashboard's address in keep-alive links (default: where it listens). */
+  /**
+   * `--public-url`: the dashboard's address in keep-alive links and, with sign-in, the redirect
+   * URI's (default: where it listens).
+   */
   publicUrl?: string;
   /** `--github-webhook-secret-file` / TEND_GITHUB_WEBHOOK_SECRET. */
   githubSecret?: string;
@@ -101,6 +104,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   await recordStates();
   const address = await app.listen({ port: options.port ?? 7420, host: options.host ?? '127.0.0.1' });
   const url = address.replace('[::1]', 'localhost');
+  app.oidc?.listeningAt(url);
   logger.info({ url, database: db.location }, `tend server listening on ${url}`);
   if (created && options.announceFirstStart) {
     process.stderr.write(

@@ -1,5 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashToken } from '../../src/server/auth.js';
+import {
+  bearerPrincipal,
+  hashToken,
+  requiredRole,
+  requiredScope,
+  tokenGrants,
+  type Permission,
+  type Principal,
+} from '../../src/server/auth.js';
+import { TendError } from '../../src/errors.js';
 import { createTestServer, dialects, postEvents, session, type TestServer } from './helpers.js';
 
 describe.each(dialects)('authentication and scopes on %s', (dialect) => {
@@ -147,5 +156,65 @@ describe.each(dialects)('authentication and scopes on %s', (dialect) => {
       headers: s.auth(s.tokens.otherProject),
     });
     expect(hidden.statusCode).toBe(404);
+  });
+});
+
+describe('the smallest scope and role a permission needs (the 403 messages name them)', () => {
+  it('names, for each permission, the scope and the role it always named', () => {
+    const expected: Record<Permission, [scope: string, role: string]> = {
+      ingest: ['ingest', 'admin'],
+      agent: ['agent', 'admin'],
+      read: ['read', 'viewer'],
+      'keep-alive': ['read', 'developer'],
+      resume: ['read', 'developer'],
+      protect: ['developer', 'developer'],
+      'clean-now': ['developer', 'developer'],
+      restore: ['admin', 'admin'],
+      admin: ['admin', 'admin'],
+    };
+    for (const [permission, [scope, role]] of Object.entries(expected) as [Permission, [string, string]][]) {
+      expect([permission, requiredScope(permission), requiredRole(permission)]).toEqual([
+        permission,
+        scope,
+        role,
+      ]);
+    }
+  });
+});
+
+describe('the principal of an API route', () => {
+  const token: Principal = {
+    tokenId: 't1',
+    tokenName: 'ci',
+    scope: 'read',
+    project: 'shop',
+    clusters: null,
+    via: 'bearer',
+    person: null,
+    grants: tokenGrants('read', 'shop'),
+  };
+
+  it('is the bearer token, with its scope; a session or no principal is a server mistake, not a guessed scope', () => {
+    expect(bearerPrincipal(token).scope).toBe('read');
+    const person: Principal = {
+      tokenId: null,
+      tokenName: 'alice@example.com',
+      scope: null,
+      project: null,
+      clusters: null,
+      via: 'oidc',
+      person: { subject: 'a', email: 'alice@example.com' },
+      grants: new Map(),
+    };
+    for (const [principal, message] of [
+      [person, 'an API route was reached without a bearer token (via oidc)'],
+      [
+        { ...token, via: 'dashboard' as const },
+        'an API route was reached without a bearer token (via dashboard)',
+      ],
+      [null, 'an API route was reached without a bearer token (no principal)'],
+    ] as const) {
+      expect(() => bearerPrincipal(principal)).toThrow(new TendError('TEND_INTERNAL', message));
+    }
   });
 });

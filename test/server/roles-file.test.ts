@@ -2,12 +2,12 @@
  * The roles file (`--roles-file`) and the sign-in flags: what a person's groups and e-mail give
  * them per project, and every mistake named by file, line and column before the server starts.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TendError } from '../../src/errors.js';
-import { readRolesFile } from '../../src/server/oidc/roles-file.js';
+import { readRolesFile, RolesFile, rolesFileCheckIntervalMs } from '../../src/server/oidc/roles-file.js';
 import { oidcSettingsOf } from '../../src/server/oidc/settings.js';
 import { runTend } from '../helpers/project.js';
 
@@ -68,6 +68,61 @@ describe('roles file', () => {
     expect(mapping.rolesOf({ email: null, groups: [] })).toEqual(new Map());
   });
 
+  it('lists the projects in the order of their first entry, whether an e-mail or a group matched', () => {
+    const mapping = readRolesFile(
+      file(`roles:
+  - project: blog
+    role: viewer
+    groups: [writers]
+  - project: shop
+    role: viewer
+    emails: [BOB@example.com, bob@example.com]
+  - project: blog
+    role: admin
+    emails: [bob@example.com]
+    groups: [writers]
+  - project: docs
+    role: developer
+    groups: [writers, writers]
+`),
+    );
+    expect([...mapping.rolesOf({ email: 'Bob@Example.COM', groups: ['writers', 'writers'] })]).toEqual([
+      ['blog', 'admin'],
+      ['shop', 'viewer'],
+      ['docs', 'developer'],
+    ]);
+    expect([...mapping.rolesOf({ email: 'bob@example.com', groups: [] })]).toEqual([
+      ['shop', 'viewer'],
+      ['blog', 'admin'],
+    ]);
+  });
+
+  it('reads the file again when it changed, looking at most once a second; a broken change keeps the roles', () => {
+    const path = file('roles:\n  - project: shop\n    role: viewer\n    groups: [devs]\n');
+    let now = 0;
+    const rolesFile = new RolesFile(path, () => now);
+    const reported: Error[] = [];
+    rolesFile.reportReloadError = (error) => reported.push(error);
+    const devs = { email: null, groups: ['devs'] };
+    const replace = (text: string) => {
+      writeFileSync(`${path}.new`, text);
+      renameSync(`${path}.new`, path); // a new inode, as the kubelet does
+    };
+    replace('roles:\n  - project: shop\n    role: admin\n    groups: [devs]\n');
+    now = rolesFileCheckIntervalMs - 1;
+    expect(rolesFile.current().rolesOf(devs)).toEqual(new Map([['shop', 'viewer']]));
+    now = rolesFileCheckIntervalMs;
+    expect(rolesFile.current().rolesOf(devs)).toEqual(new Map([['shop', 'admin']]));
+    replace('roles:\n  - project: shop\n    role: owner\n    groups: [devs]\n');
+    now += rolesFileCheckIntervalMs;
+    expect(rolesFile.current().rolesOf(devs)).toEqual(new Map([['shop', 'admin']]));
+    expect(reported.map((e) => e.message).join('\n')).toContain('got "owner"');
+    // Reported once, not at every look while the file stays broken.
+    now += rolesFileCheckIntervalMs;
+    rolesFile.current();
+    expect(reported).toHaveLength(1);
+  });
+
   it('names the line and column of a role that does not exist, an unknown key and a bad project', () => {
     const path = file(`roles:
   - project: shop
@@ -101,6 +156,12 @@ describe('roles file', () => {
     const error = errorOf(() => readRolesFile(nobody));
     expect(error.location).toEqual({ file: nobody, line: 2, column: 5 });
     expect(error.message).toContain('names no group and no e-mail address');
+  });
+  it('refuses a second YAML document at its line and column', () => {
+    const path = file('roles:\n  - project: shop\n    role: admin\n    groups: [devs]\n---\nroles: []\n');
+    const error = errorOf(() => readRolesFile(path));
+    expect(error.location).toEqual({ file: path, line: 6, column: 1 });
+    expect(error.message).toContain('a roles file holds one YAML document (with a "roles:" list)');
   });
 });
 
@@ -197,5 +258,31 @@ describe('tend server with sign-in flags', () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain(`${badRoles}:3:11`);
     expect(bad.stderr).toContain('expected one of: viewer, developer, admin, got "owner"');
+  });
+
+  it('refuses a host of every interface without --public-url: no redirect URI a browser could reach', async () => {
+    const secret = file('a-client-secret\n');
+    const roles = file('roles:\n  - project: "*"\n    role: viewer\n    groups: [everyone]\n');
+    for (const host of ['0.0.0.0', '::']) {
+      const run = await runTend([
+        'server',
+        '--host',
+        host,
+        '--port',
+        '0',
+        '--data-dir',
+        dir,
+        '--oidc-issuer',
+        'https://login.example.com',
+        '--oidc-client-id',
+        'tend',
+        '--oidc-client-secret-file',
+        secret,
+        '--roles-file',
+        roles,
+      ]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain(`--oidc-issuer with --host ${host} needs --public-url`);
+    }
   });
 });

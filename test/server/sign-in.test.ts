@@ -3,7 +3,7 @@
  * in a real headless Chromium: a developer signs in, sees the buttons of their role, protects an
  * environment and the audit log names them; a viewer sees no change buttons and is refused a
  * change posted anyway; a person without a role gets the "ask your platform team" page; a role
- * removed from the roles file is gone at the next request. And the sign-ins that must fail:
+ * removed from the roles file is gone within a second. And the sign-ins that must fail:
  * wrong state, a replayed code, an expired, forged (another key) or wrongly addressed ID token,
  * an over-long callback query. Screenshots: test-output/sign-in-developer.png,
  * test-output/sign-in-no-role.png.
@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RolesFile } from '../../src/server/oidc/roles-file.js';
-import { freePort, startTend } from '../helpers/project.js';
+import { freePort, startTend, waitFor } from '../helpers/project.js';
 import { launchChromium } from '../helpers/chromium.js';
 import { createTestServer, postEvents, session, type TestServer } from './helpers.js';
 import { claimsOf, startTestProvider, type TestProvider } from './oidc-provider.js';
@@ -43,6 +43,9 @@ describe('sign in through an OpenID provider', () => {
   let browser: Browser;
   let context: BrowserContext;
   let envId: string;
+  let rolesInForce: RolesFile;
+  /** What the server reported of roles files that changed but do not check. */
+  const reloadErrors: Error[] = [];
 
   /** Writes the roles file as an administrator would: a new file renamed over the old one. */
   const writeRoles = (text: string) => {
@@ -54,6 +57,8 @@ describe('sign in through an OpenID provider', () => {
     dir = mkdtempSync(join(tmpdir(), 'tend-sign-in-'));
     rolesFile = join(dir, 'roles.yaml');
     writeRoles(roles('shop-devs'));
+    rolesInForce = new RolesFile(rolesFile);
+    rolesInForce.reportReloadError = (error) => reloadErrors.push(error);
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
     provider = await startTestProvider({
@@ -72,7 +77,7 @@ describe('sign in through an OpenID provider', () => {
         groupsClaim: 'groups',
         scopes: 'openid email profile',
         publicUrl: url,
-        roles: new RolesFile(rolesFile),
+        roles: rolesInForce,
       },
     });
     await s.app.listen({ port, host: '127.0.0.1' });
@@ -250,19 +255,31 @@ describe('sign in through an OpenID provider', () => {
     expect(await page.locator('table#environments').count()).toBe(0);
   });
 
-  it('a role removed from the roles file is gone at the next request, and back when restored', async () => {
+  it('a role removed from the roles file is gone within a second, and back when restored', async () => {
     const page = await signIn('alice', `/environments/${envId}`);
     expect(await page.locator('button', { hasText: 'Protect' }).count()).toBe(1);
+    /** Reloads the page until its header says `header` (the file is looked at once a second). */
+    const reloadUntil = (header: string) =>
+      waitFor(async () => {
+        await page.reload();
+        return (await page.locator('header').textContent())?.includes(header);
+      }, `the header to say ${header}`);
     writeRoles(roles('someone-else'));
-    await page.reload();
+    await reloadUntil('alice@example.com (viewer everywhere)');
     expect(await page.locator('header').textContent()).toContain('alice@example.com (viewer everywhere)');
     expect(await page.locator('button', { hasText: 'Protect' }).count()).toBe(0);
     // A roles file that does not check changes nothing: the roles before stay.
+    const reported = reloadErrors.length;
     writeRoles('roles:\n  - project: shop\n    role: owner\n    groups: [shop-devs]\n');
+    await waitFor(async () => {
+      await page.reload();
+      return reloadErrors.length > reported;
+    }, 'the server to find the roles file broken');
+    expect(reloadErrors.at(-1)?.message).toContain('expected one of: viewer, developer, admin, got "owner"');
     await page.reload();
     expect(await page.locator('header').textContent()).toContain('alice@example.com (viewer everywhere)');
     writeRoles(roles('shop-devs'));
-    await page.reload();
+    await reloadUntil('alice@example.com (developer in shop, viewer everywhere)');
     expect(await page.locator('button', { hasText: 'Protect' }).count()).toBe(1);
   });
 
@@ -377,6 +394,42 @@ describe('sign in through an OpenID provider', () => {
       expect(code).toBe(0);
       // The client secret appears nowhere in what the server printed.
       expect(stdout + stderr).not.toContain(provider.clientSecret);
+    }
+  });
+
+  it('tend server --port 0 without --public-url: the redirect URI is the address it listens on', async () => {
+    const secretFile = join(dir, 'client-secret');
+    writeFileSync(secretFile, `${provider.clientSecret}\n`);
+    const server = startTend([
+      'server',
+      '--port',
+      '0',
+      '--data-dir',
+      join(dir, 'data-port-0'),
+      '--oidc-issuer',
+      provider.issuer,
+      '--oidc-client-id',
+      provider.clientId,
+      '--oidc-client-secret-file',
+      secretFile,
+      '--roles-file',
+      rolesFile,
+    ]);
+    try {
+      const output = await server.waitForOutput(
+        /tend server listening on (http:\/\/127\.0\.0\.1:\d+)/,
+        'the server to listen',
+      );
+      const listening = /tend server listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(output)![1]!;
+      expect(listening).not.toBe('http://127.0.0.1:0');
+      const res = await fetch(`${listening}/auth/login`, { redirect: 'manual' });
+      expect(res.status).toBe(303);
+      expect(new URL(res.headers.get('location')!).searchParams.get('redirect_uri')).toBe(
+        `${listening}/auth/callback`,
+      );
+    } finally {
+      server.signal('SIGTERM');
+      expect((await server.exited).code).toBe(0);
     }
   });
 

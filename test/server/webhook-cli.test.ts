@@ -100,5 +100,8 @@ describe('tend server webhook', () => {
     expect(codeOf(() => githubSecretOf({ githubWebhookSecretFile: join(dataDir, 'missing') }))).toBe(
       'TEND_USAGE',
     );
+    expect(() => githubSecretOf({ githubWebhookSecretFile: join(dataDir, 'missing') })).toThrow(
+      `--github-webhook-secret-file: cannot read ${join(dataDir, 'missing')}: ENOENT`,
+    );
   });
 });

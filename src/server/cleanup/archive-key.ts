@@ -6,7 +6,7 @@
  * an archive sealed with another key apart from a tampered one.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readSecretFile } from '../secret-file.js';
 import { TendError } from '../../errors.js';
 
 export interface ArchiveKey {
@@ -40,13 +40,7 @@ export function archiveKeyOf(content: Buffer, source: string): ArchiveKey {
 }
 
 export function readArchiveKey(file: string): ArchiveKey {
-  let content: Buffer;
-  try {
-    content = readFileSync(file);
-  } catch (error) {
-    throw new TendError('TEND_USAGE', `--archive-key-file: cannot read ${file}: ${(error as Error).message}`);
-  }
-  return archiveKeyOf(content, file);
+  return archiveKeyOf(readSecretFile('--archive-key-file', file), file);
 }
 
 /** AES-256-GCM of `plaintext` bound to `aad`: base64 of iv, tag and ciphertext. */

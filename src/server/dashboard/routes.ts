@@ -27,6 +27,7 @@ import {
   send,
   sessionCookie,
   sessionGuards,
+  sessionTtlMs,
   type DashboardSession,
 } from './session.js';
 import { registerSignInRoutes } from './sign-in-routes.js';
@@ -38,7 +39,6 @@ export { sessionCookie };
  * token) carries no matching value.
  */
 export const loginCsrfCookie = 'tend_login_csrf';
-const sessionTtlMs = 12 * 3600_000;
 
 const hidden = { hide: true } as const;
 

@@ -24,6 +24,8 @@ import { messagePage, noRolePage } from './pages.js';
 export const sessionCookie = 'tend_session';
 /** The session of a person signed in through the OpenID provider (signed: `<id>.<HMAC>`). */
 export const personSessionCookie = 'tend_person_session';
+/** How long a dashboard session lasts: a token login's and a signed-in person's alike. */
+export const sessionTtlMs = 12 * 3600_000;
 
 export interface DashboardSession {
   principal: Principal;

@@ -10,12 +10,10 @@ import { personActor } from '../auth.js';
 import type { App, ServerServices } from '../services.js';
 import { callbackPath, SignInFailed, signInTtlMs, type PendingSignIn } from '../oidc/sign-in.js';
 import { signInFailedPage } from './pages.js';
-import { personSessionCookie, send } from './session.js';
+import { personSessionCookie, send, sessionTtlMs } from './session.js';
 
 /** The sign-in in progress (signed; path-scoped to the callback). */
 export const signInCookie = 'tend_sign_in';
-/** How long a person's session lasts (the same as a token login's). */
-export const personSessionTtlMs = 12 * 3600_000;
 /** The callback's whole query string at most (a code and a state are far shorter). */
 export const maxCallbackQueryLength = 8192;
 
@@ -42,7 +40,6 @@ export function registerSignInRoutes(
 ): void {
   const signIn = services.oidc;
   if (!signIn) return;
-  const secure = new URL(signIn.settings.publicUrl).protocol === 'https:';
 
   const failed = (
     reply: FastifyReply,
@@ -82,7 +79,7 @@ export function registerSignInRoutes(
         httpOnly: true,
         // Lax: the provider sends the browser back with a top-level GET from its own site.
         sameSite: 'lax',
-        secure,
+        secure: signIn.secureCookies,
         maxAge: signInTtlMs / 1000,
       });
       return reply.redirect(started.url, 303);
@@ -131,7 +128,7 @@ export function registerSignInRoutes(
       }
       // One answer per sign-in: the cookie is gone whatever happens next.
       void reply.clearCookie(signInCookie, { path: callbackPath });
-      const callbackUrl = new URL(request.url, signIn.settings.publicUrl);
+      const callbackUrl = new URL(request.url, signIn.publicUrl);
       let person;
       try {
         person = await signIn.finish(callbackUrl, pending);
@@ -139,13 +136,13 @@ export function registerSignInRoutes(
         if (error instanceof SignInFailed) return failed(reply, request, 401, error.message, error.cause);
         throw error;
       }
-      const { id } = await services.personSessions.create(person, personSessionTtlMs, now);
+      const { id } = await services.personSessions.create(person, sessionTtlMs, now);
       void reply.setCookie(personSessionCookie, signIn.sign(id), {
         path: '/',
         httpOnly: true,
         sameSite: 'lax',
-        secure,
-        maxAge: personSessionTtlMs / 1000,
+        secure: signIn.secureCookies,
+        maxAge: sessionTtlMs / 1000,
       });
       await services.audit.record({
         actor: personActor(person),

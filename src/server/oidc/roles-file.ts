@@ -2,8 +2,8 @@
  * The roles file (`--roles-file`): which groups and e-mail addresses have which role in which
  * project, for people who sign in through the OpenID provider. YAML, checked against a schema
  * when it is read, with every problem named by line and column as the project configuration's
- * are. The file is read again when it changes (its size, time or inode): the next request of a
- * signed-in person sees the new roles, no restart or signal needed. A change that does not check
+ * are. The file is read again when it changes (its size, time or inode): a signed-in person's
+ * request a second later sees the new roles, no restart or signal needed. A change that does not check
  * keeps the roles that were in force, and the error is logged.
  *
  * ```yaml
@@ -17,11 +17,11 @@
  *     emails: [alice@example.com]
  * ```
  */
-import { readFileSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { Type, type Static } from 'typebox';
 import { TendError } from '../../errors.js';
 import { checkSchema, configError } from '../../config/diagnostics.js';
-import { SourceFile } from '../../config/source.js';
+import { readSingleDocument } from '../../config/single-document.js';
 import { everyProject, roles, type Role } from '../auth.js';
 
 const ProjectPattern = '^(\\*|[a-z0-9]([-a-z0-9]{0,251}[a-z0-9])?)$';
@@ -58,18 +58,39 @@ export interface Person {
 
 /** The roles file as read: each person's role per project. */
 export class RolesMapping {
-  constructor(private readonly entries: readonly RoleEntry[]) {}
+  /**
+   * The positions of the entries naming each e-mail address (lower-cased) and each group, in file
+   * order: a lookup is a few map reads instead of a pass over every entry's lists.
+   */
+  private readonly byEmail = new Map<string, number[]>();
+  private readonly byGroup = new Map<string, number[]>();
+
+  constructor(private readonly entries: readonly RoleEntry[]) {
+    const add = (index: Map<string, number[]>, key: string, position: number) => {
+      const held = index.get(key);
+      if (held === undefined) index.set(key, [position]);
+      else if (held.at(-1) !== position) held.push(position);
+    };
+    entries.forEach((entry, position) => {
+      for (const email of entry.emails ?? []) add(this.byEmail, email.toLowerCase(), position);
+      for (const group of entry.groups ?? []) add(this.byGroup, group, position);
+    });
+  }
 
   /** The person's role in each project (`*`: every project); the highest of their entries wins. */
   rolesOf(person: Person): Map<string, Role> {
-    const email = person.email?.toLowerCase() ?? null;
-    const groups = new Set(person.groups);
+    const matched = new Set<number>();
+    const email = person.email?.toLowerCase();
+    for (const position of (email === undefined ? undefined : this.byEmail.get(email)) ?? []) {
+      matched.add(position);
+    }
+    for (const group of person.groups) {
+      for (const position of this.byGroup.get(group) ?? []) matched.add(position);
+    }
+    // In file order, so the projects come in the order they always have (the header lists them).
     const found = new Map<string, Role>();
-    for (const entry of this.entries) {
-      const matches =
-        (entry.groups ?? []).some((g) => groups.has(g)) ||
-        (email !== null && (entry.emails ?? []).some((e) => e.toLowerCase() === email));
-      if (!matches) continue;
+    for (const position of [...matched].sort((a, b) => a - b)) {
+      const entry = this.entries[position]!;
       const held = found.get(entry.project);
       if (held === undefined || rank[entry.role] > rank[held]) found.set(entry.project, entry.role);
     }
@@ -86,35 +107,16 @@ export class RolesMapping {
 
 /** Reads and checks a roles file; errors name the file, line and column. */
 export function readRolesFile(file: string): RolesMapping {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (error) {
-    throw new TendError(
-      'TEND_CONFIG_INVALID',
-      `cannot read the roles file ${file}: ${(error as Error).message}`,
-    );
-  }
-  const source = new SourceFile(file, text);
-  const { documents, problems } = source.parse();
-  if (problems.length > 0) throw configError(problems);
-  const [document, second] = documents;
-  if (!document) {
+  const document = readSingleDocument(file, {
+    what: `the roles file ${file}`,
+    oneDocument: 'a roles file holds one YAML document (with a "roles:" list)',
+  });
+  if (document.empty) {
     throw new TendError('TEND_CONFIG_INVALID', `the roles file ${file} is empty; it needs a "roles:" list`, {
       location: { file, line: 1, column: 1 },
     });
   }
-  if (second) {
-    throw configError([
-      {
-        code: 'TEND_CONFIG_INVALID',
-        message: 'a roles file holds one YAML document (with a "roles:" list)',
-        location: second.location,
-      },
-    ]);
-  }
-  const locate = (at: readonly (string | number)[], target?: 'key' | 'value') =>
-    source.locate(document.index, at, target);
+  const { locate } = document;
   const shape = checkSchema(RolesDocument, document.value, {
     basePath: [],
     rootLabel: 'the roles file',
@@ -137,13 +139,17 @@ export function readRolesFile(file: string): RolesMapping {
   return new RolesMapping(entries);
 }
 
+/** How often, at most, the file is looked at for a change: not a stat on every request. */
+export const rolesFileCheckIntervalMs = 1000;
+
 /**
- * The roles file, read again when it has changed: a stat per lookup (no watcher, no timer), so a
- * removed role holds from the next request on.
+ * The roles file, read again when it has changed: looked at (a stat) by the first lookup a second
+ * or more after the last look (no watcher, no timer), so a removed role is gone within a second.
  */
 export class RolesFile {
   private mapping: RolesMapping;
   private stamp: string;
+  private checkedAt: number;
 
   /** Where a change that does not check is reported (the server sets its logger). */
   reportReloadError: (error: Error) => void = (error) => {
@@ -152,9 +158,16 @@ export class RolesFile {
     );
   };
 
-  /** Reads the file now: a bad file stops the server from starting. */
-  constructor(readonly file: string) {
+  /**
+   * Reads the file now: a bad file stops the server from starting. `now` is a monotonic clock in
+   * milliseconds (tests pass their own).
+   */
+  constructor(
+    readonly file: string,
+    private readonly now: () => number = () => performance.now(),
+  ) {
     this.stamp = this.currentStamp();
+    this.checkedAt = this.now();
     this.mapping = readRolesFile(file);
   }
 
@@ -167,8 +180,11 @@ export class RolesFile {
     }
   }
 
-  /** The mapping in force: the file's, re-read if it changed since the last lookup. */
+  /** The mapping in force: the file's, re-read if it changed (looked at once a second at most). */
   current(): RolesMapping {
+    const now = this.now();
+    if (now - this.checkedAt < rolesFileCheckIntervalMs) return this.mapping;
+    this.checkedAt = now;
     const stamp = this.currentStamp();
     if (stamp !== this.stamp) {
       this.stamp = stamp;

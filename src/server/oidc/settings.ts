@@ -25,8 +25,11 @@ const flagName: Record<(typeof required)[number], string> = {
   rolesFile: '--roles-file',
 };
 
-/** The sign-in settings, or undefined when no sign-in flag is given (token login only). */
-export function oidcSettingsOf(flags: OidcFlags, publicUrl: string): OidcSettings | undefined {
+/**
+ * The sign-in settings, or undefined when no sign-in flag is given (token login only).
+ * `publicUrl` is `--public-url`; without it the redirect URI is where the server listens.
+ */
+export function oidcSettingsOf(flags: OidcFlags, publicUrl: string | undefined): OidcSettings | undefined {
   const given = required.filter((key) => flags[key] !== undefined);
   if (given.length === 0) {
     if (flags.oidcGroupsClaim !== undefined || flags.oidcScope !== undefined || flags.oidcAllowHttp) {
@@ -84,7 +87,7 @@ export function oidcSettingsOf(flags: OidcFlags, publicUrl: string): OidcSetting
     clientSecret: readClientSecret(flags.oidcClientSecretFile!),
     groupsClaim,
     scopes,
-    publicUrl,
+    ...(publicUrl !== undefined ? { publicUrl } : {}),
     roles: new RolesFile(flags.rolesFile!),
     allowHttp: flags.oidcAllowHttp ?? false,
   };

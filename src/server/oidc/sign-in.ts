@@ -7,11 +7,11 @@
  * make one).
  */
 import { createHmac } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type * as OpenIdClient from 'openid-client';
 import { TendError } from '../../errors.js';
 import { importModule } from '../../import-module.js';
 import { constantTimeEqual } from '../auth.js';
+import { readSecretText } from '../secret-file.js';
 import type { RolesFile } from './roles-file.js';
 
 export interface OidcSettings {
@@ -24,8 +24,11 @@ export interface OidcSettings {
   groupsClaim: string;
   /** The scopes asked for (default `openid email profile`). */
   scopes: string;
-  /** `--public-url`: the redirect URI is `<publicUrl>/auth/callback`. */
-  publicUrl: string;
+  /**
+   * `--public-url`: the redirect URI is `<publicUrl>/auth/callback`. Absent: the address the
+   * server listens on, known once it listens (`OidcSignIn.listeningAt`).
+   */
+  publicUrl?: string;
   /** Who has which role in which project. */
   roles: RolesFile;
   /** An http:// issuer that is not on the loopback interface (`--oidc-allow-http`). */
@@ -74,11 +77,36 @@ export class SignInFailed extends Error {
 export class OidcSignIn {
   private readonly cookieKey: Buffer;
   private configuration: Promise<OpenIdClient.Configuration> | undefined;
-  readonly redirectUri: string;
+  private listeningUrl: string | undefined;
 
   constructor(readonly settings: OidcSettings) {
     this.cookieKey = createHmac('sha256', settings.clientSecret).update('tend dashboard cookies').digest();
-    this.redirectUri = new URL(callbackPath, settings.publicUrl).href;
+  }
+
+  /**
+   * Where the server listens, told once it does: without --public-url the browser comes back
+   * there (with --port 0 the port is known only now).
+   */
+  listeningAt(url: string): void {
+    this.listeningUrl = url;
+  }
+
+  /** `--public-url`, else where the server listens. */
+  get publicUrl(): string {
+    const url = this.settings.publicUrl ?? this.listeningUrl;
+    if (url === undefined) {
+      throw new TendError('TEND_INTERNAL', 'sign-in was used before the server listened (no public URL yet)');
+    }
+    return url;
+  }
+
+  get redirectUri(): string {
+    return new URL(callbackPath, this.publicUrl).href;
+  }
+
+  /** The cookies are marked Secure when browsers reach the server over https. */
+  get secureCookies(): boolean {
+    return new URL(this.publicUrl).protocol === 'https:';
   }
 
   /** Signs a cookie value: `<value>.<HMAC>`. */
@@ -244,15 +272,7 @@ function describeFailure(error: unknown): string {
 
 /** Reads `--oidc-client-secret-file`: the secret, trimmed, never echoed. */
 export function readClientSecret(file: string): string {
-  let secret: string;
-  try {
-    secret = readFileSync(file, 'utf8').trim();
-  } catch (error) {
-    throw new TendError(
-      'TEND_USAGE',
-      `--oidc-client-secret-file: cannot read ${file}: ${(error as Error).message}`,
-    );
-  }
+  const secret = readSecretText('--oidc-client-secret-file', file);
   if (secret.length === 0 || secret.length > 4096) {
     throw new TendError(
       'TEND_USAGE',

@@ -2,6 +2,7 @@
 import { Type } from 'typebox';
 import type { App, ServerServices } from '../services.js';
 import { ErrorResponse } from '../../api/views.js';
+import { bearerPrincipal } from '../auth.js';
 
 export function registerAuthRoutes(app: App, _services: ServerServices): void {
   app.get(
@@ -22,9 +23,8 @@ export function registerAuthRoutes(app: App, _services: ServerServices): void {
       },
     },
     async (request) => {
-      const p = request.principal!;
-      // Only bearer tokens reach this route: a token always has a scope.
-      return { name: p.tokenName, scope: p.scope ?? 'ingest', project: p.project };
+      const token = bearerPrincipal(request.principal);
+      return { name: token.tokenName, scope: token.scope, project: token.project };
     },
   );
 }
