@@ -9,7 +9,6 @@ import { CleanupPolicy } from '../cleanup/policy.js';
 import { Target } from '../cleanup/targets.js';
 import { AnyKey, schemaCheck, schemaProblems, type SchemaProblem } from '../schema-check.js';
 
-
 const dateTimePattern = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?(Z|[+-](\d\d):(\d\d))$/;
 
 /**
