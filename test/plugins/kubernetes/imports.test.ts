@@ -79,6 +79,7 @@ describe('the kubernetes plugin reaches the API only through its client', () => 
     };
     visit(path.join(pluginDir, 'index.ts'));
     const loaded = [...seen].map((f) => path.relative(pluginDir, f)).sort();
-    expect(loaded).toEqual(['config.ts', 'index.ts']);
+    // Of tend's own code outside the plugin, only the schema helpers its settings schema uses.
+    expect(loaded).toEqual(['../../schema-check.ts', 'config.ts', 'index.ts']);
   });
 });
