@@ -112,7 +112,7 @@ export function environmentCleanupSection(
     cleanNeeds: string;
     canResume: boolean;
     active: boolean;
-    /** Paused by a pause job: a Resume button (read scope, like keep-alive; the developer role). */
+    /** Paused by a pause job: a Resume button (the developer role and scope, like keep-alive). */
     paused: boolean;
     /** The environment's targets by name (from its resources). */
     targets?: TargetNames;

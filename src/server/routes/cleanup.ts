@@ -411,7 +411,7 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
     path: '/api/v1/environments/:id/resume',
     permission: 'resume',
     summary:
-      'Resume a paused environment: a resume job (restores exactly what the pause recorded) through the same path and checks as every cleanup job (read scope, like keep-alive)',
+      'Resume a paused environment: a resume job (restores exactly what the pause recorded) through the same path and checks as every cleanup job (developer scope, like keep-alive)',
     action: 'resume',
   });
 }
