@@ -15,6 +15,7 @@ export const errorCodes = {
   TEND_ARCHIVE_NOT_FOUND: ExitCode.usage,
   TEND_AUTH: ExitCode.usage,
   TEND_AUTH_FORBIDDEN: ExitCode.usage,
+  TEND_CLEANUP_BREAKER_OPEN: ExitCode.actionFailed,
   TEND_CLEANUP_CONFLICT: ExitCode.actionFailed,
   TEND_CLEANUP_JOB_NOT_FOUND: ExitCode.usage,
   TEND_CLEANUP_LEASE_LOST: ExitCode.actionFailed,

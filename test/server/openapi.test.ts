@@ -20,7 +20,7 @@ interface Case {
   /** The documented path, `{id}` filled in by `url`. */
   path: string;
   url?: string;
-  token?: 'ingest' | 'read' | 'admin' | 'agent' | 'otherProject';
+  token?: 'ingest' | 'read' | 'developer' | 'admin' | 'agent' | 'otherProject';
   headers?: Record<string, string>;
   payload?: string | object;
   status: number;

@@ -80,6 +80,8 @@ const NoticeResponse = Type.Object({
   serverTime: Time(),
   generatedAt: Nullable(Time()),
   halted: Type.Boolean(),
+  /** The project's circuit breaker is open: `tend cleanup env` is refused until an admin resets it. */
+  breakerOpen: Type.Boolean(),
   items: Type.Array(PlanItemView),
   nextCursor: Type.Null(),
 });
@@ -230,7 +232,7 @@ function registerNoticeRoute(app: App, services: ServerServices): void {
   app.get('/api/v1/cleanup/notice', { config: { permission: 'ingest' }, schema }, async (request) => {
     const q = request.query;
     checkProject(request.principal, q.project);
-    const [rows, control] = await Promise.all([
+    const [rows, control, breakers] = await Promise.all([
       services.cleanup.decisions.planPage(
         {
           dueBefore: new Date(services.now().getTime() + maxWithinMs).toISOString(),
@@ -241,11 +243,13 @@ function registerNoticeRoute(app: App, services: ServerServices): void {
         20,
       ),
       services.cleanup.control.control(),
+      services.cleanup.control.breakers(),
     ]);
     return {
       serverTime: services.now().toISOString(),
       generatedAt: control.last_pass_at,
       halted: Boolean(control.halted),
+      breakerOpen: breakers.some((b) => b.project === q.project),
       items: rows.map((r) => planItemView(r, services.now())),
       nextCursor: null,
     };
