@@ -148,9 +148,14 @@ describe('the manifests under deploy/', () => {
           expect(c.volumeMounts.map((m: { mountPath: string }) => m.mountPath).sort()).toEqual(
             expect.arrayContaining(['/tmp', '/var/lib/tend']),
           );
-          if (d.metadata.name === 'tend-server') {
-            expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
-            expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
+          // The server's probes on its API port; the agent's on its --health-port.
+          const port = d.metadata.name === 'tend-server' ? 'http' : 'health';
+          expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port });
+          expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port });
+          if (port === 'health') {
+            const args = c.args as string[];
+            const containerPort = c.ports.find((p: { name: string }) => p.name === 'health').containerPort;
+            expect(args[args.indexOf('--health-port') + 1]).toBe(String(containerPort));
           }
         }
       }
@@ -226,7 +231,7 @@ describe('the manifests under deploy/', () => {
       '6443/TCP',
     ]);
     const agent = await policy('agent');
-    expect(agent.ingress).toBeUndefined();
+    expect(agent.ingress).toEqual([{ ports: [{ port: 'health', protocol: 'TCP' }] }]);
     const toServer = agent.egress.find((rule) => rule.ports.some((x) => x.port === 7420))!;
     expect(toServer.to).toEqual([
       {
