@@ -219,6 +219,53 @@ describe('ValidatingAdmissionPolicy', () => {
     ).toBe(200);
   });
 
+  it("narrows a policy with the binding's objectSelector and excludeResourceRules", async () => {
+    await create(`${admission}/validatingadmissionpolicies`, {
+      metadata: { name: 'keep-guarded' },
+      spec: {
+        matchConstraints: {
+          resourceRules: [
+            {
+              apiGroups: [''],
+              apiVersions: ['v1'],
+              operations: ['DELETE'],
+              resources: ['configmaps', 'secrets'],
+            },
+          ],
+        },
+        validations: [{ expression: 'false', message: 'guarded objects stay' }],
+      },
+    });
+    await create(`${admission}/validatingadmissionpolicybindings`, {
+      metadata: { name: 'keep-guarded' },
+      spec: {
+        policyName: 'keep-guarded',
+        validationActions: ['Deny'],
+        matchResources: {
+          objectSelector: { matchExpressions: [{ key: 'guarded', operator: 'Exists' }] },
+          excludeResourceRules: [
+            { apiGroups: [''], apiVersions: ['v1'], operations: ['*'], resources: ['secrets'] },
+          ],
+        },
+      },
+    });
+    const guarded = { labels: { guarded: 'yes' } };
+    for (const [kind, name, labels] of [
+      ['configmaps', 'g', guarded],
+      ['configmaps', 'free', {}],
+      ['secrets', 'g', guarded],
+    ] as const) {
+      await create(`/api/v1/namespaces/unmarked/${kind}`, { metadata: { name, ...labels } });
+    }
+    const refused = await call(sim, 'DELETE', '/api/v1/namespaces/unmarked/configmaps/g');
+    expect(refused.status).toBe(422);
+    expect(refused.json.message).toMatch(/denied request: guarded objects stay$/);
+    expect((await call(sim, 'DELETE', '/api/v1/namespaces/unmarked/configmaps/free')).status).toBe(200);
+    expect((await call(sim, 'DELETE', '/api/v1/namespaces/unmarked/secrets/g')).status).toBe(200);
+    await call(sim, 'DELETE', `${admission}/validatingadmissionpolicybindings/keep-guarded`);
+    expect((await call(sim, 'DELETE', '/api/v1/namespaces/unmarked/configmaps/g')).status).toBe(200);
+  });
+
   it('fails closed on an expression that errors (failurePolicy Fail), open with Ignore; Warn and Audit do not deny', async () => {
     await create(`${admission}/validatingadmissionpolicies`, {
       metadata: { name: 'needs-team' },
