@@ -307,6 +307,12 @@ Examples:
         .default(64)
         .argParser(parseConcurrency),
     )
+    .addOption(
+      new Option(
+        '--health-port <port>',
+        'answer Kubernetes probes on this port, all interfaces: /healthz (passes keep ending), /readyz (the last pass went through)',
+      ).argParser(wholeNumber('health-port', 0, 65535)),
+    )
     .addHelpText(
       'after',
       `
