@@ -252,6 +252,24 @@ export class EnvironmentRepository {
     return days;
   }
 
+  /** The environments whose records hold `namespace` (on any target) as not missing. */
+  holdersOf(
+    namespace: string,
+  ): Promise<{ environment_id: string; project: string; name: string; target_key: string }[]> {
+    return this.reader
+      .selectFrom('resources')
+      .innerJoin('environments', 'environments.id', 'resources.environment_id')
+      .select([
+        'resources.environment_id',
+        'environments.project',
+        'environments.name',
+        'resources.target_key',
+      ])
+      .where('resources.namespace_name', '=', namespace)
+      .where('resources.state', '!=', 'missing')
+      .execute();
+  }
+
   /** Sets protection and writes the audit entry, in one transaction. */
   async setProtected(id: string, value: boolean, actor: string, now: Date): Promise<Environment | undefined> {
     return this.change(id, actor, value ? 'protect' : 'unprotect', now, () => ({
