@@ -45,6 +45,8 @@ export const projectNameMaxLength = 30;
 /** `My_Service.v2` → `my-service-v2`; `fallback` when nothing is left. */
 export function toName(raw: string, fallback: string, max = nameMaxLength): string {
   const name = raw
+    .normalize('NFKD') // `Ü` → `U` and a combining mark, which is dropped
+    .replace(/\p{M}/gu, '')
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, '-')
     .slice(0, max)
