@@ -220,6 +220,46 @@ function fileDeploys(detection: Detection, covered: Set<string>, leftOut: LeftOu
   });
 }
 
+/**
+ * A deploy of manifests with the builds it deploys: a build goes with it when a manifest names its
+ * image, or when a container names no image and the build is in the same directory.
+ */
+function withBuilds(
+  deploy: DeployFromManifests,
+  builds: PlannedAction[],
+): Pick<PlannedAction, 'dependencies' | 'spec' | 'because' | 'notes'> {
+  const objects = deploy.files.flatMap((f) => f.objects);
+  const images = [...new Set(objects.flatMap((o) => o.images))];
+  const without = objects.flatMap((o) => o.containersWithoutImage);
+  const notes = [...deploy.notes];
+  const namesImageOf = (b: PlannedAction, image: string) =>
+    repositoryName(image) === b.name || repositoryName(image) === path.posix.basename(b.dir);
+  const paired = builds.filter(
+    (b) => images.some((image) => namesImageOf(b, image)) || (without.length > 0 && b.dir === deploy.dir),
+  );
+  const spec = { ...deploy.spec };
+  let because = deploy.because;
+  if (paired.length > 0) {
+    because += `; it deploys what ${paired.map((b) => `build.${b.name}`).join(' and ')} builds`;
+  }
+  if (paired.length === 1) {
+    const output = `\${actions.build.${paired[0]!.name}.outputs.image}`;
+    spec.image = output;
+    const named = images.filter((image) => namesImageOf(paired[0]!, image));
+    if (named.length > 0) {
+      notes.push(
+        `a container names image ${named.join(', ')}: it keeps it; to run the image tend builds, remove that image: line (the Deploy's image: fills containers that have none) or write image: ${output} there`,
+      );
+    }
+  } else if (without.length > 0) {
+    const one = without.length === 1;
+    notes.push(
+      `container${one ? '' : 's'} ${without.join(', ')} name${one ? 's' : ''} no image: give ${one ? 'it' : 'them'} one, or set image: in this Deploy's spec`,
+    );
+  }
+  return { dependencies: paired.map((b) => `build.${b.name}`), spec, because, notes };
+}
+
 /** What init writes for what it found. */
 export function planInit(detection: Detection, directoryName: string): InitPlan {
   const project = toName(directoryName, 'project', projectNameMaxLength);
@@ -256,45 +296,13 @@ export function planInit(detection: Detection, directoryName: string): InitPlan 
   const deployDirs = new Set(manifestDeploys.map((d) => d.dir));
 
   for (const deploy of manifestDeploys) {
-    const objects = deploy.files.flatMap((f) => f.objects);
-    const images = [...new Set(objects.flatMap((o) => o.images))];
-    const without = objects.flatMap((o) => o.containersWithoutImage);
-    const notes = [...deploy.notes];
-    // A build goes with the deploy when a manifest names its image, or when a container names no
-    // image and the build is in the same directory.
-    const paired = builds.filter(
-      (b) =>
-        images.some(
-          (image) => repositoryName(image) === b.name || repositoryName(image) === path.posix.basename(b.dir),
-        ) ||
-        (without.length > 0 && b.dir === deploy.dir),
-    );
-    const spec = { ...deploy.spec };
-    let because = deploy.because;
-    if (paired.length > 0) {
-      because += `; it deploys what ${paired.map((b) => `build.${b.name}`).join(' and ')} builds`;
-    }
-    if (paired.length === 1) {
-      spec.image = `\${actions.build.${paired[0]!.name}.outputs.image}`;
-      const named = images.filter((image) =>
-        [paired[0]!.name, path.posix.basename(paired[0]!.dir)].includes(repositoryName(image)),
-      );
-      if (named.length > 0) {
-        notes.push(
-          `a container names image ${named.join(', ')}: it keeps it; to run the image tend builds, remove that image: line (the Deploy's image: fills containers that have none) or write image: \${actions.build.${paired[0]!.name}.outputs.image} there`,
-        );
-      }
-    } else if (without.length > 0) {
-      notes.push(
-        `container${without.length === 1 ? '' : 's'} ${without.join(', ')} name${without.length === 1 ? 's' : ''} no image: give ${without.length === 1 ? 'it' : 'them'} one, or set image: in this Deploy's spec`,
-      );
-    }
+    const { dependencies, spec, because, notes } = withBuilds(deploy, builds);
     actions.push({
       kind: 'Deploy',
       type: 'kubernetes',
       name: nameFor('deploy', deploy.dir),
       dir: deploy.dir,
-      dependencies: paired.map((b) => `build.${b.name}`),
+      dependencies,
       spec,
       because,
       notes,
