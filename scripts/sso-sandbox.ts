@@ -71,7 +71,7 @@ async function main(): Promise<void> {
   const tendPort = port('tend-port', args['tend-port']);
   if (tendPort === 0) {
     console.error(
-      'sso-sandbox: --tend-port must name a port: the callback URL is registered with the provider',
+      `sso-sandbox: --tend-port must name a port: the callback URL is registered with the provider\n${usage}`,
     );
     process.exit(2);
   }

@@ -121,3 +121,22 @@ it('the printed tend server command signs the admin and the viewer in through th
   await sandboxExited;
   expect(existsSync(secretFile)).toBe(false);
 }, 120_000);
+
+it('a port that is not a port number is a usage error (exit 2) naming the flag, nothing started', async () => {
+  for (const [args, message] of [
+    [['--port', 'abc'], /--port must be a port number \(0-65535\), got abc/],
+    [['--tend-port', '0'], /--tend-port must name a port/],
+    [['--nope'], /Unknown option '--nope'/],
+  ] as const) {
+    const child = spawn('npm', ['run', '--silent', 'sso-sandbox', '--', ...args], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    expect(code, stderr).toBe(2);
+    expect(stderr).toMatch(message);
+    expect(stderr).toMatch(/usage: npm run sso-sandbox/);
+  }
+}, 60_000);
