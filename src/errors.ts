@@ -36,6 +36,8 @@ export const errorCodes = {
   TEND_GRAPH_CYCLE: ExitCode.usage,
   TEND_GRAPH_MISSING_DEPENDENCY: ExitCode.usage,
   TEND_HANDLER_MISSING: ExitCode.actionFailed,
+  TEND_INIT_EXISTS: ExitCode.usage,
+  TEND_INIT_GARDEN: ExitCode.usage,
   TEND_INTERNAL: ExitCode.actionFailed,
   TEND_INTERRUPTED: ExitCode.interrupted,
   TEND_K8S_API: ExitCode.actionFailed,
