@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
 import { cleanupGauges } from '../cleanup/status.js';
-import { renderSavingsMetrics } from '../cleanup/savings-service.js';
+import { renderSavingsMetrics } from '../metrics.js';
 import { isReachable } from '../db/database.js';
 
 export function registerHealthRoutes(app: App, services: ServerServices): void {
