@@ -1,21 +1,37 @@
 /**
  * /metrics as Prometheus reads it, on a populated server (test/server/populated.ts):
- * `promtool check metrics` (Debian's prometheus package, installed by scripts/test-setup.sh)
+ * `promtool check metrics` (from Debian's prometheus package, put in the dev cache by
+ * scripts/test-setup.sh)
  * parses it and finds nothing against Prometheus' conventions but the deprecated hour-based
  * savings gauges; every state an environment can have is reported, paused too; the savings are
  * in seconds and byte-seconds, with the deprecated hours beside them.
  */
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EnvironmentStateSchema } from '../../src/api/views.js';
 import { dialects } from './helpers.js';
 import { populatedServer, type PopulatedServer } from './populated.js';
 
+/** promtool where scripts/test-setup.sh puts it, else the one on PATH. */
+const promtool = (() => {
+  const cache =
+    process.env.TEND_DEV_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'tend-dev');
+  const cached = join(cache, 'promtool', 'promtool');
+  return existsSync(cached) ? cached : 'promtool';
+})();
+
 /** promtool's answer: its exit code and what it printed (the problems, one per line). */
 function promtoolCheck(text: string): Promise<{ code: number; problems: string[] }> {
   return new Promise((resolve, reject) => {
-    const child = execFile('promtool', ['check', 'metrics'], (error, stdout, stderr) => {
-      if (error && typeof error.code !== 'number') return reject(error);
+    const child = execFile(promtool, ['check', 'metrics'], (error, stdout, stderr) => {
+      if (error && typeof error.code !== 'number') {
+        return reject(
+          new Error(`promtool did not run (bash scripts/test-setup.sh puts it in place): ${error.message}`),
+        );
+      }
       const code = typeof error?.code === 'number' ? error.code : 0;
       resolve({ code, problems: (stdout + stderr).split('\n').filter((line) => line.trim() !== '') });
     });
