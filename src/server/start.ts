@@ -113,6 +113,9 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
         database: db.location,
         dialect: db.dialect,
         ...(options.executor ? { executor: options.executor } : {}),
+        ...(app.oidc
+          ? { signIn: { issuer: app.oidc.settings.issuer, redirectUri: app.oidc.redirectUri } }
+          : {}),
         databaseUrlFromEnvironment:
           options.databaseUrl !== undefined && options.databaseUrl === process.env.TEND_DATABASE_URL,
       }),

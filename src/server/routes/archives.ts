@@ -40,6 +40,7 @@ export function registerArchiveRoutes(app: App, services: ServerServices): void 
     {
       config: { permission: 'restore' },
       schema: {
+        operationId: 'getEnvironmentArchive',
         summary: "The environment's latest archive, for tend restore: its objects and Secrets (admin)",
         description:
           'With `into`, the namespace tend restore will write into is checked first, as a restore job checks it: ' +
@@ -68,6 +69,7 @@ export function registerArchiveRoutes(app: App, services: ServerServices): void 
     {
       config: { permission: 'restore' },
       schema: {
+        operationId: 'recordArchiveRestored',
         summary: 'Record that the archive was restored (admin; tend restore calls it)',
         tags: ['environments'],
         params: IdParams,
@@ -101,6 +103,7 @@ export function registerArchiveRoutes(app: App, services: ServerServices): void 
       schema: {
         // Read by the OpenAPI document's transform (app.ts): the body may be left out.
         'x-optional-body': true,
+        operationId: 'restoreEnvironment',
         summary:
           "Restore the environment from its latest archive: a job the executor of the archive's cluster runs (admin)",
         description:

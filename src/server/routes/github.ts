@@ -58,6 +58,7 @@ export function registerGithubRoutes(app: App, services: ServerServices): void {
       {
         bodyLimit: githubBodyLimit,
         schema: {
+          operationId: 'receiveGithubWebhook',
           summary:
             "GitHub pull_request webhooks (authenticated by X-Hub-Signature-256, not a bearer token): closed or merged makes the pull request's environments due after afterClose; reopened, not due",
           tags: ['integrations'],
