@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTend } from '../helpers/project.js';
-import { startTestProvider, type TestProvider } from './oidc-provider.js';
+import { startTestProvider, type TestProvider } from '../../scripts/oidc-provider.js';
 
 const listening = /tend server listening on (http:\/\/127\.0\.0\.1:\d+)/;
 const summaryEnd = /tend server token create --name admin[^\n]*\n/;
