@@ -139,6 +139,8 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       logger.warn({ err }, 'pruning archives failed');
     }
   };
+  // Once at start too: a restart with a lower --archive-retention prunes what it no longer keeps.
+  void prune();
   const pruneTimer = setInterval(() => void prune(), 3600_000);
   pruneTimer.unref();
 

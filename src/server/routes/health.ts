@@ -68,7 +68,7 @@ export function registerHealthRoutes(app: App, services: ServerServices): void {
         services.environments.countByState(),
         cleanupGauges(services.cleanup, services.now()),
         services.savings.forMetrics(),
-        services.cleanup.archives.totals(),
+        services.cleanup.archives.totals(services.now()),
       ]);
       return reply
         .type('text/plain; version=0.0.4')
