@@ -131,7 +131,7 @@ describe('dashboard in Chromium', () => {
     });
     page.on('pageerror', (e) => violations.push(e.message));
     await page.goto(`${url}/login`);
-    await page.fill('input[name="token"]', s.tokens.read);
+    await page.fill('input[name="token"]', s.tokens.developer);
     await Promise.all([page.waitForURL(`${url}/`), page.click('button[type="submit"]')]);
 
     const overflow = () => page.evaluate('document.documentElement.scrollWidth');
