@@ -6,6 +6,7 @@ import { Argument, Command, CommanderError, Option } from 'commander';
 import { ExitCode } from './errors.js';
 import { printError, type GlobalOptions } from './cli/output.js';
 import { collect, execute } from './cli/execute.js';
+import { endQuietlyWhenOutputCloses } from './cli/closed-output.js';
 import { durationFlag, timeOrDurationFlag, wholeNumber } from './cli/flag-values.js';
 import { addCleanupCommands } from './commands/cleanup-arguments.js';
 import { addServerCommands } from './server/program.js';
@@ -448,6 +449,7 @@ function ancestors(command: Command): Command[] {
 }
 
 export async function main(argv: string[]): Promise<void> {
+  endQuietlyWhenOutputCloses();
   const program = buildProgram();
   try {
     const unknown = unknownCommand(program, argv.slice(2));
