@@ -294,7 +294,10 @@ Examples:
         'with --set and no --kubeconfig/--context, no cluster is served',
       collect,
     )
-    .option('--interval <duration>', 'pause between passes until the server says otherwise', '30s')
+    .option(
+      '--interval <duration>',
+      "pause between passes until the server's first answer, which sets its own (its --cleanup-interval; the log says which is in force) (default: 30s)",
+    )
     .option('--dry-run', 'run every check of the jobs it claims, delete nothing (they are cancelled)')
     .option('--once', 'run one pass and exit (exit code 1 if anything failed)')
     .option(
