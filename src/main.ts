@@ -237,8 +237,8 @@ Examples:
   program
     .command('events [session]')
     .description(
-      'the local event log: list recent sessions, or print one (a session id, or `latest`: the newest\n' +
-        'that was not a read-only tend status or tend logs);\n' +
+      'the local event log: list recent sessions, or print one (a session id, or `latest`: the newest ' +
+        'that was not a read-only tend status or tend logs); ' +
         '`events push` sends what waits in the outbox to the server, `events outbox` shows it',
     )
     .option('--type <types>', 'only these event types (comma-separated, repeatable)', collect)
@@ -342,7 +342,7 @@ create namespaces and the archived objects (deploy/components/restore, docs/clea
       .command('environments [id]')
       .alias('envs')
       .description(
-        "list the server's record of environments, or show one (its resources, recent sessions and cleanup plan) by id\n" +
+        "list the server's record of environments, or show one (its resources, recent sessions and cleanup plan) by id " +
           '(server from --server/--token, TEND_SERVER_URL/TEND_TOKEN or tend login)',
       ),
   )
