@@ -14,6 +14,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { PlannedAction } from '../../cleanup/protocol.js';
 import { executorTargetOf } from '../../cleanup/targets.js';
+import { readOnlyCommands } from '../../events/catalog.js';
 import type { Schedule } from '../../cleanup/schedule.js';
 import { isSqlite } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
@@ -376,7 +377,9 @@ async function loadShared(db: Kysely<Database>, now: Date, only: string | undefi
     .selectFrom('sessions')
     .select(['environment_id', 'last_event_at', 'last_heartbeat_at'])
     .where('status', '=', 'running')
-    .where('last_event_at', '>=', sessionsSince);
+    .where('last_event_at', '>=', sessionsSince)
+    // A read-only command running (`tend logs -f`) is not activity: it holds nothing.
+    .where((eb) => eb.or([eb('command', 'is', null), eb('command', 'not in', [...readOnlyCommands])]));
   if (only) sessionQuery = sessionQuery.where('environment_id', '=', only);
 
   let jobQuery = db
