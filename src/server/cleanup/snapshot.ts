@@ -49,6 +49,7 @@ const flags = {
   itemAnnotationsMatch: 64,
   itemSystem: 128,
   itemAdopted: 256,
+  itemEarlierGeneration: 512,
 } as const;
 
 /** Stands for an inventory value that differs from the record. */
@@ -257,7 +258,11 @@ async function loadEnvironments(
         + (case when i.managed_by_tend = 1 then ${sql.lit(flags.itemManagedByTend)} else 0 end)
         + (case when i.project = e.project and i.environment = e.name then ${sql.lit(flags.itemAnnotationsMatch)} else 0 end)
         + (case when i.role = 'system' then ${sql.lit(flags.itemSystem)} else 0 end)
-        + (case when i.adopted = 1 then ${sql.lit(flags.itemAdopted)} else 0 end)`.as('flags'),
+        + (case when i.adopted = 1 then ${sql.lit(flags.itemAdopted)} else 0 end)
+        + (case when i.uid <> r.namespace_uid and exists (
+            select 1 from resources p where p.target_key = r.target_key and p.namespace_name = r.namespace_name
+              and p.generation < r.generation and p.namespace_uid = i.uid
+          ) then ${sql.lit(flags.itemEarlierGeneration)} else 0 end)`.as('flags'),
       sql<string | null>`case when r.last_activity_at > e.last_activity_at then r.last_activity_at end`.as(
         'resource_activity',
       ),
@@ -350,6 +355,7 @@ async function loadEnvironments(
         role: f & flags.itemSystem ? 'system' : null,
         adopted: (f & flags.itemAdopted) !== 0,
         lastActivityAt: ms(r.item_activity),
+        ...(f & flags.itemEarlierGeneration ? { earlierGeneration: true } : {}),
       };
     }
     resources.push({
