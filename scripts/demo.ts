@@ -421,7 +421,10 @@ async function main(): Promise<void> {
   await must(['envs', deleted!.id], { env: adminEnv });
   await must(['restore', deleted!.id], { cwd: builds, env: { ...env, ...adminEnv } });
 
-  console.log(`
+  // With --exit everything is torn down below: a URL, tokens and commands to try against a
+  // server that is about to stop would lead nowhere.
+  if (!exitAtOnce) {
+    console.log(`
 Dashboard:  ${server.url}/
 Read token: ${readToken}
 Admin token: ${adminToken}
@@ -433,6 +436,7 @@ Try (while the demo runs, from the repository's root):
             (cd examples/shop && KUBECONFIG=../../.demo/kubeconfig node ../../bin/tend.js --var registry=${sim.registryHost} status)
             kubectl --kubeconfig .demo/kubeconfig get namespaces --show-labels
 `);
+  }
 
   const finish = async () => {
     step('cleaning up: stopping the local-shop service, kube-sim and the server');

@@ -6,6 +6,7 @@ import { Argument, Command, CommanderError, Option } from 'commander';
 import { ExitCode } from './errors.js';
 import { printError, type GlobalOptions } from './cli/output.js';
 import { collect, execute } from './cli/execute.js';
+import { endQuietlyWhenOutputCloses } from './cli/closed-output.js';
 import { durationFlag, timeOrDurationFlag, wholeNumber } from './cli/flag-values.js';
 import { addCleanupCommands } from './commands/cleanup-arguments.js';
 import { addServerCommands } from './server/program.js';
@@ -262,8 +263,8 @@ Examples:
   program
     .command('events [session]')
     .description(
-      'the local event log: list recent sessions, or print one (a session id, or `latest`: the newest\n' +
-        'that was not a read-only tend status or tend logs);\n' +
+      'the local event log: list recent sessions, or print one (a session id, or `latest`: the newest ' +
+        'that was not a read-only tend status or tend logs); ' +
         '`events push` sends what waits in the outbox to the server, `events outbox` shows it',
     )
     .option('--type <types>', 'only these event types (comma-separated, repeatable)', collect)
@@ -319,7 +320,10 @@ Examples:
         'with --set and no --kubeconfig/--context, no cluster is served',
       collect,
     )
-    .option('--interval <duration>', 'pause between passes until the server says otherwise', '30s')
+    .option(
+      '--interval <duration>',
+      "pause between passes until the server's first answer, which sets its own (its --cleanup-interval; the log says which is in force) (default: 30s)",
+    )
     .option('--dry-run', 'run every check of the jobs it claims, delete nothing (they are cancelled)')
     .option('--once', 'run one pass and exit (exit code 1 if anything failed)')
     .option(
@@ -370,7 +374,7 @@ create namespaces and the archived objects (deploy/components/restore, docs/clea
       .command('environments [id]')
       .alias('envs')
       .description(
-        "list the server's record of environments, or show one (its resources, recent sessions and cleanup plan) by id\n" +
+        "list the server's record of environments, or show one (its resources, recent sessions and cleanup plan) by id " +
           '(server from --server/--token, TEND_SERVER_URL/TEND_TOKEN or tend login)',
       ),
   )
@@ -480,6 +484,7 @@ function ancestors(command: Command): Command[] {
 }
 
 export async function main(argv: string[]): Promise<void> {
+  endQuietlyWhenOutputCloses();
   const program = buildProgram();
   try {
     const unknown = unknownCommand(program, argv.slice(2));

@@ -52,3 +52,22 @@ export function outlook(
     condition: ` once enforced (\`tend cleanup enforce --project ${enforcedIn.project}\`)`,
   };
 }
+
+/**
+ * A figure of what cleanup saved (environment-, CPU- and GiB-hours), for people: whole from 100,
+ * one decimal from 1, and two significant digits below 1 — a deletion undone after a minute freed
+ * 0.017 environment-hours, which one decimal would show as nothing (0.0). 0 is `0`.
+ */
+export function formatFigure(n: number): string {
+  const size = Math.abs(n);
+  if (size === 0 || !Number.isFinite(n)) return String(n);
+  if (size >= 100) return n.toFixed(0);
+  if (size >= 1) return n.toFixed(1);
+  // Two significant digits, in positional notation however small (toPrecision turns to 1e-7).
+  return n.toFixed(Math.min(20, 1 - Math.floor(Math.log10(size))));
+}
+
+/** An amount of money saved: two decimals, and two significant digits below one cent. */
+export function formatMoney(n: number): string {
+  return Math.abs(n) >= 0.01 || n === 0 ? n.toFixed(2) : formatFigure(n);
+}

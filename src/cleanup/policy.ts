@@ -143,6 +143,12 @@ const policyFields = {
         "Archive the environment before deleting it, so that `tend restore` can bring it back within the server's --archive-retention (default true); false for environments that hold nothing worth keeping.",
     }),
   ),
+  readOnlyIsActivity: Type.Optional(
+    Type.Boolean({
+      description:
+        'Count the start of a read-only command (tend status, tend logs) as activity, as tend did before (default false: a dashboard or script polling tend status does not keep the environment).',
+    }),
+  ),
 };
 
 /** `environments[].cleanup` as tend.yml writes it. */

@@ -10,7 +10,7 @@ import os from 'node:os';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import { cliVersion } from '../version.js';
 import { CleanupExecutor, type PassReport } from '../executor/executor.js';
-import type { ExecutorLogLevel } from '../executor/log.js';
+import { targetLabel, type ExecutorLogLevel } from '../executor/log.js';
 import { HttpCleanupQueue } from '../executor/http-queue.js';
 import { TendError } from '../errors.js';
 import { builtinPlugins } from '../plugins/builtin.js';
@@ -61,13 +61,26 @@ export function parseInterval(value: string, flag = '--interval'): number {
   return ms;
 }
 
-/** One line per pass, for people. */
+/** The pause between passes before the server's first answer, when --interval is not given. */
+const defaultInterval = '30s';
+
+const seconds = (ms: number) => `${ms / 1000} s`;
+
+/** Why the passes run at another pace than the agent started with: the server asked for it. */
+export function serverInterval(ms: number, flag: string | undefined): string {
+  return (
+    `a pass every ${seconds(ms)}, as the server asks (its --cleanup-interval` +
+    (flag === undefined ? ')' : `; --interval ${flag} only paces the passes until the server answers)`)
+  );
+}
+
+/** One line per pass, for people: each target by its context (or host), its key after it. */
 export function describePass(report: PassReport): string {
   const listed = report.inventories
-    .map(
-      (i) =>
-        `${i.targetKey}: ${i.items} namespaces${i.complete ? '' : ` (incomplete: ${i.error ?? 'no reason'})`}`,
-    )
+    .map((i) => {
+      const target = report.targets.find((t) => t.targetKey === i.targetKey) ?? i;
+      return `${targetLabel(target)}: ${i.items} namespaces${i.complete ? '' : ` (incomplete: ${i.error ?? 'no reason'})`}`;
+    })
     .join('; ');
   const counts = new Map<string, number>();
   for (const job of report.jobs) counts.set(job.outcome, (counts.get(job.outcome) ?? 0) + 1);
@@ -95,7 +108,10 @@ export async function agentCommand(
     );
   }
   const { url: server, token } = connection;
-  const intervalMs = parseInterval(options.interval ?? '30s');
+  // Until the server's first heartbeat answer: from then on its `--cleanup-interval` paces the
+  // passes (its planning passes and the 3 intervals after which a silent executor blocks its
+  // targets are counted in it), and the log says so when that differs from --interval.
+  const intervalMs = parseInterval(options.interval ?? defaultInterval);
   if (options.healthPort !== undefined && options.once) {
     throw new TendError('TEND_USAGE', '--health-port answers the probes of a running agent: not with --once');
   }
@@ -155,10 +171,15 @@ export async function agentCommand(
   let passes = 0;
   let last: PassReport | undefined;
   const health = options.healthPort !== undefined ? new AgentHealth(staleAfterMs(intervalMs)) : undefined;
+  let pacedBy = intervalMs;
   const onPass = (report: PassReport) => {
     passes++;
     last = report;
     health?.passEnded(report);
+    if (executor.interval !== pacedBy) {
+      pacedBy = executor.interval;
+      log('info', serverInterval(pacedBy, options.interval));
+    }
     // With --once the result carries the pass; otherwise one JSON line per pass.
     if (json && !options.once) process.stdout.write(JSON.stringify({ pass: passes, ...report }) + '\n');
     else log('info', `pass ${passes}: ${describePass(report)}`);
@@ -188,7 +209,8 @@ export async function agentCommand(
   process.on('SIGINT', onSignal);
   log(
     'info',
-    `tend agent ${executor.executorId} started: ${redactUrl(server)}, a pass every ${intervalMs / 1000} s`,
+    `tend agent ${executor.executorId} started: ${redactUrl(server)}, a pass every ${seconds(intervalMs)} ` +
+      `(${options.interval === undefined ? 'the default' : '--interval'}) until the server answers with its own interval`,
   );
   try {
     await executor.run(controller.signal, onPass);

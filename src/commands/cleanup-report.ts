@@ -4,16 +4,19 @@
  * server has prices — and how it was estimated (`GET /api/v1/cleanup/report`).
  */
 import { formatTable, type CommandResult } from '../cli/output.js';
+import { formatFigure, formatMoney } from '../cleanup/format.js';
 import { apiRequest } from '../remote/client.js';
 import { requireServer } from '../remote/credentials.js';
 import type { FreedView, SavingsReport } from '../api/savings.js';
 import type { ServerCommandOptions } from './cleanup-server.js';
 
-const hours = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(1));
-const money = (n: number | null) => (n === null ? '-' : n.toFixed(2));
-
 function cells(f: FreedView): string[] {
-  return [hours(f.environmentHours), hours(f.cpuHours), hours(f.gibHours), money(f.cost)];
+  return [
+    formatFigure(f.environmentHours),
+    formatFigure(f.cpuHours),
+    formatFigure(f.gibHours),
+    f.cost === null ? '-' : formatMoney(f.cost),
+  ];
 }
 
 export async function cleanupReportCommand(

@@ -6,7 +6,13 @@
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { findProjectRoot } from '../config/load.js';
 import { parseActionRef } from '../config/project.js';
-import { isEventType, sessionStopped, type SessionFailedPayload, type TendEvent } from '../events/catalog.js';
+import {
+  isEventType,
+  readOnlyCommands,
+  sessionStopped,
+  type SessionFailedPayload,
+  type TendEvent,
+} from '../events/catalog.js';
 import { listSessionLogs, looksLikeEvent, readSessionLog, type SessionLogInfo } from '../events/local-log.js';
 import { ExitCode, TendError } from '../errors.js';
 import { statePaths } from '../state/files.js';
@@ -29,13 +35,6 @@ export interface EventsOptions extends GlobalOptions {
   /** `latest` and `--action` alone may pick a session of `tend status` or `tend logs` too. */
   includeReadOnly?: boolean;
 }
-
-/**
- * The commands whose sessions change nothing: their handlers are the read-only ones
- * (`getEnvironmentStatus`, `getStatus`, `getResult`, `getLogs`). `tend events latest` passes over
- * them, so that it shows the last command that did something, not the `tend status` run after it.
- */
-export const readOnlyCommands: ReadonlySet<string> = new Set(['status', 'logs']);
 
 export interface SessionSummary {
   sessionId: string;

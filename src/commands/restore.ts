@@ -98,10 +98,14 @@ export async function restoreCommand(
           : ''),
     );
   }
-  const { router, close } = startSession(opened, 'restore', [
-    environmentId,
-    ...(into ? ['--into', into] : []),
-  ]);
+  // Not the plan's warning line: the plan the server has is of the namespace before its deletion
+  // (it was due then); what comes next is said below.
+  const { router, close } = startSession(
+    opened,
+    'restore',
+    [environmentId, ...(into ? ['--into', into] : [])],
+    { cleanupWarning: false },
+  );
   let result: RestoreResult;
   try {
     await router.initProviders();
@@ -129,6 +133,14 @@ export async function restoreCommand(
     lines.push('not restored:');
     for (const { what, why } of result.notRestored) lines.push(`  ${what}: ${why}`);
   }
+  // What the planner does with it: no decision on the new namespace until an inventory lists its
+  // uid (blocked, not-owned, until then), and from then the policy's wait counts from this restore.
+  lines.push(
+    opened.environment.cleanup
+      ? `next: cleanup leaves namespace ${result.namespace} alone until its executor's next inventory lists it; ` +
+          'from then its policy counts from this restore, the last activity (`tend status` shows the plan)'
+      : `next: no cleanup policy applies to environment ${restorable.environment}: cleanup leaves it alone`,
+  );
   return {
     exitCode: ExitCode.ok,
     human: lines.join('\n'),

@@ -7,6 +7,7 @@ import type { TSchema } from 'typebox';
 import { TendError } from '../errors.js';
 import type { ErrorCode, SourceLocation } from '../errors.js';
 import { schemaCheck, type SchemaError } from '../schema-check.js';
+import { closestName } from '../suggest.js';
 import { formatLocation } from './project.js';
 import type { ConfigPath, LocateTarget } from './project.js';
 
@@ -111,12 +112,14 @@ function describeError(
   const unknownKey = (at: (string | number)[], key: string, objectSchema: Record<string, unknown>) => {
     const known = Object.keys((objectSchema.properties as object | undefined) ?? {});
     const expected = at.length === 0 ? [...(options.extraRootKeys ?? []), ...known] : known;
+    const similar = closestName(key, expected);
     return {
       key: `${formatPath(at)}/${key}`,
       problem: {
         code: 'TEND_CONFIG_UNKNOWN_KEY' as const,
         message:
           `unknown key ${JSON.stringify(key)} in ${label(at)}; ` +
+          (similar ? `did you mean ${JSON.stringify(similar)}? ` : '') +
           (expected.length > 0 ? `expected one of: ${expected.join(', ')}` : 'no keys are allowed here'),
         location: options.locate([...options.basePath, ...at, key], 'key'),
       },

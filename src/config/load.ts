@@ -97,6 +97,16 @@ export async function loadProjectConfig(options: LoadOptions): Promise<LoadedCon
 export function findProjectRoot(options: { root?: string; cwd: string }): string {
   if (options.root !== undefined) {
     const root = path.resolve(options.cwd, options.root);
+    const kind = existsSync(root) ? (statSync(root).isDirectory() ? 'directory' : 'file') : undefined;
+    if (kind !== 'directory') {
+      throw new TendError(
+        'TEND_CONFIG_NOT_FOUND',
+        kind === undefined
+          ? `the --root directory ${root} does not exist`
+          : `--root ${root} is a file, not a directory`,
+        { detail: { hint: `pass --root the project's directory (the one with its ${projectFileName})` } },
+      );
+    }
     if (!existsSync(path.join(root, projectFileName))) {
       throw new TendError(
         'TEND_CONFIG_NOT_FOUND',

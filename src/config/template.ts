@@ -6,6 +6,7 @@
  */
 import { TendError } from '../errors.js';
 import type { SourceLocation } from '../errors.js';
+import { closestName } from '../suggest.js';
 import type { ConfigProblem } from './diagnostics.js';
 import type { ConfigPath } from './project.js';
 
@@ -273,6 +274,16 @@ function lookup(path: string[], context: TemplateContext, where: () => SourceLoc
       if (i === 0) keys.push('actions');
       const available = keys.length > 0 ? keys.join(', ') : '(none)';
       if (root === 'var' && i === 1) {
+        // A typo of a declared variable is that variable misspelt, not a new one to pass.
+        const similar = closestName(
+          segment,
+          Object.keys(current).filter((k) => (current as Record<string, unknown>)[k] !== undefined),
+        );
+        if (similar !== undefined) {
+          return fail(
+            `unknown variable "${expression}"; did you mean "var.${similar}"? available: ${available}`,
+          );
+        }
         return fail(
           `unknown variable "${expression}"; available: ${available}; set it with --var ${segment}=<value>, ` +
             `or in tend.yml under variables: (or environment ${context.environment.name}'s variables:)`,

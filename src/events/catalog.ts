@@ -154,6 +154,14 @@ export function sessionStopped(payload: SessionFailedPayload): boolean {
   return payload.error.code === 'TEND_INTERRUPTED';
 }
 
+/**
+ * The commands (a sessionStarted's `command`) whose sessions change nothing: their handlers are
+ * the read-only ones (`getEnvironmentStatus`, `getStatus`, `getResult`, `getLogs`). The server
+ * does not count them as activity (unless the policy's `readOnlyIsActivity` says so), and `tend
+ * events latest` passes over them, so that it shows the last command that did something.
+ */
+export const readOnlyCommands: ReadonlySet<string> = new Set(['status', 'logs']);
+
 export const SessionHeartbeatPayload = Type.Object(
   {
     project: Name,

@@ -8,7 +8,7 @@ import { cliVersion } from '../version.js';
 import type { CleanupCallContext } from '../plugin/types.js';
 import type { ServedPlugin } from '../router/cleanup.js';
 import { CleanupExecutor, type PassReport } from './executor.js';
-import type { ExecutorLogLevel } from './log.js';
+import { targetLabel, type ExecutorLogLevel } from './log.js';
 import type { CleanupQueue } from '../cleanup/protocol.js';
 
 export interface EmbeddedExecutorOptions {
@@ -45,7 +45,10 @@ export function startEmbeddedExecutor(options: EmbeddedExecutorOptions): Embedde
   const running = executor.run(controller.signal, (report) => {
     for (const inventory of report.inventories) {
       if (!inventory.complete)
-        options.log('warn', `${inventory.targetKey}: inventory incomplete: ${inventory.error}`);
+        options.log(
+          'warn',
+          `${targetLabel(report.targets.find((t) => t.targetKey === inventory.targetKey) ?? inventory)}: inventory incomplete: ${inventory.error}`,
+        );
     }
     options.onPass?.(report);
   });

@@ -24,7 +24,7 @@ import {
   type ExecutorKind,
   type InventoryResponse,
 } from '../cleanup/protocol.js';
-import { logPluginEvents, type ExecutorLogger } from './log.js';
+import { logPluginEvents, targetLabel, type ExecutorLogger } from './log.js';
 import { runRestoreSession } from './restore-session.js';
 
 export interface ExecutorOptions {
@@ -186,7 +186,7 @@ export class CleanupExecutor {
     if (!inventory.complete) {
       this.log(
         'warn',
-        `${target.targetKey}: inventory incomplete (${inventory.error ?? 'no reason'}); nothing is cleaned there in this pass`,
+        `${targetLabel(target)}: inventory incomplete (${inventory.error ?? 'no reason'}); nothing is cleaned there in this pass`,
       );
     }
     try {
@@ -201,14 +201,14 @@ export class CleanupExecutor {
       if (summary.response.suspect !== undefined) {
         this.log(
           'warn',
-          `${target.targetKey}: the server held the inventory back as suspect (${summary.response.suspect}); nothing is cleaned there in this pass`,
+          `${targetLabel(target)}: the server held the inventory back as suspect (${summary.response.suspect}); nothing is cleaned there in this pass`,
         );
       }
     } catch (error) {
       // The server did not take the inventory: it must not see this target as listed.
       summary.complete = false;
       summary.error = `the server did not take the inventory: ${(error as Error).message}`.slice(0, 4000);
-      this.log('warn', `${target.targetKey}: ${summary.error}`);
+      this.log('warn', `${targetLabel(target)}: ${summary.error}`);
     }
     return summary;
   }
@@ -280,7 +280,7 @@ export class CleanupExecutor {
         : { ...(await this.verifyAndClean(job, target, signal)), events: undefined };
     this.log(
       result.outcome === 'failed' ? 'warn' : 'info',
-      `${job.namespaceName} (${job.targetKey}): ${result.outcome}: ${result.message}`,
+      `${job.namespaceName} (${targetLabel(target ?? job)}): ${result.outcome}: ${result.message}`,
     );
     try {
       await this.options.queue.complete(job.id, {

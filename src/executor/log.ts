@@ -18,3 +18,12 @@ export function logPluginEvents(bus: SessionBus, log: ExecutorLogger): void {
     log(level, `(${pluginName ?? 'plugin'}) ${message}`);
   });
 }
+
+/**
+ * A target as the log names it: what people know it by (`context kind-dev (https://…)`, the
+ * host of local environments), then its key — a cluster's key is the uid of its kube-system
+ * namespace, which alone says nothing to whoever reads the log.
+ */
+export function targetLabel(target: { targetKey: string; description?: string }): string {
+  return target.description ? `${target.description} [${target.targetKey}]` : target.targetKey;
+}

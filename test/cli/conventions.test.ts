@@ -69,6 +69,26 @@ describe('tend completion', () => {
 });
 
 describe('help', () => {
+  it('tend --help wraps each command’s description only where the line is full (80 columns)', async () => {
+    const out = await runTend(['--help']);
+    expect(out.code).toBe(0);
+    const section = out.stdout.slice(out.stdout.indexOf('Commands:'), out.stdout.indexOf('\nExamples:'));
+    const lines = section.split('\n').slice(1);
+    const column = /^( {2}\S.*?\s{2,})\S/.exec(lines[0]!)?.[1]?.length ?? 0;
+    expect(column).toBeGreaterThan(0);
+    for (let i = 0; i + 1 < lines.length; i++) {
+      const next = lines[i + 1]!;
+      // A continuation line: the next word would not have fit on this one.
+      if (next.length > column && next.slice(0, column).trim() === '') {
+        const word = next.slice(column).split(' ')[0]!;
+        expect(lines[i]!.length + 1 + word.length, `${lines[i]}\n${next}`).toBeGreaterThan(80);
+      }
+    }
+    expect(section.replace(/\s+/g, ' ')).toContain(
+      'or print one (a session id, or `latest`: the newest that was not a read-only tend status or tend logs); `events push`',
+    );
+  });
+
   it('every subcommand’s --help lists the global flags', async () => {
     // Walk the command tree the way a user would: each help's "Commands:" section.
     const seen: string[] = [];

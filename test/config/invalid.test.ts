@@ -2,6 +2,7 @@
  * Invalid configurations, one row per case: the files, and the exact `file:line:column: message`
  * and code of the (first) error.
  */
+import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TendError } from '../../src/errors.js';
 import { loadProjectConfig } from '../../src/config/load.js';
@@ -40,7 +41,7 @@ const cases: Case[] = [
       `,
     },
     error:
-      'tend.yml:5:5: unknown key "defaultNamespce" in environments[0]; expected one of: name, defaultNamespace, cleanup, pullRequest, variables, varfiles',
+      'tend.yml:5:5: unknown key "defaultNamespce" in environments[0]; did you mean "defaultNamespace"? expected one of: name, defaultNamespace, cleanup, pullRequest, variables, varfiles',
     code: 'TEND_CONFIG_UNKNOWN_KEY',
   },
   {
@@ -56,7 +57,7 @@ const cases: Case[] = [
       `,
     },
     error:
-      'api.tend.yml:4:1: unknown key "dependecies" in action build.api; expected one of: kind, type, name, ' +
+      'api.tend.yml:4:1: unknown key "dependecies" in action build.api; did you mean "dependencies"? expected one of: kind, type, name, ' +
       'description, dependencies, source, include, exclude, timeout, cacheResult, spec',
     code: 'TEND_CONFIG_UNKNOWN_KEY',
   },
@@ -349,7 +350,7 @@ const cases: Case[] = [
       `,
     },
     error:
-      'tend.yml:13:9: unknown key "timezone" in environments[0].cleanup.schedule; expected one of: sleepAt, wakeAt, weekdays, timeZone',
+      'tend.yml:13:9: unknown key "timezone" in environments[0].cleanup.schedule; did you mean "timeZone"? expected one of: sleepAt, wakeAt, weekdays, timeZone',
     code: 'TEND_CONFIG_UNKNOWN_KEY',
   },
   {
@@ -466,7 +467,7 @@ const cases: Case[] = [
       `,
     },
     error:
-      'tend.yml:6:5: unknown key "contxt" in providers[0] (cluster); expected one of: name, environments, plugin, ' +
+      'tend.yml:6:5: unknown key "contxt" in providers[0] (cluster); did you mean "context"? expected one of: name, environments, plugin, ' +
       'context, namespace, buildMode, replicas',
     code: 'TEND_CONFIG_UNKNOWN_KEY',
   },
@@ -671,7 +672,7 @@ describe('invalid configuration', () => {
       (e: unknown) => e,
     )) as TendError;
     expect(thrown.toString().split('\n')).toEqual([
-      'tend.yml:5:1: unknown key "servr" in the Project document; expected one of: kind, name, defaultEnvironment, ' +
+      'tend.yml:5:1: unknown key "servr" in the Project document; did you mean "server"? expected one of: kind, name, defaultEnvironment, ' +
         'variables, environments, providers, server',
       'a.tend.yml:5:16: unknown dependency "build.nope" of build.api; build actions: build.api',
       'a.tend.yml:10:18: invalid value for spec.command: expected a list, got number 1',
@@ -716,5 +717,21 @@ describe('invalid configuration', () => {
       code: 'TEND_CONFIG_NOT_FOUND',
       message: `no tend.yml in ${root} (the --root directory)`,
     });
+  });
+
+  it('says that a --root directory does not exist (or is a file) instead of where to create tend.yml', async () => {
+    const root = await writeProject({ 'file.txt': 'x' });
+    const missing = path.join(root, 'nope');
+    const gone = (await loadProjectConfig({ root: missing, cwd: root, plugins: testPlugins }).catch(
+      (e: unknown) => e,
+    )) as TendError;
+    expect(gone).toMatchObject({
+      code: 'TEND_CONFIG_NOT_FOUND',
+      message: `the --root directory ${missing} does not exist`,
+    });
+    expect(String(gone.detail?.hint)).not.toContain('create');
+    await expect(
+      loadProjectConfig({ root: 'file.txt', cwd: root, plugins: testPlugins }),
+    ).rejects.toMatchObject({ message: `--root ${path.join(root, 'file.txt')} is a file, not a directory` });
   });
 });

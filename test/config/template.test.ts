@@ -93,8 +93,8 @@ describe('resolveTemplates', () => {
   it.each([
     [
       '${var.tem}',
-      'unknown variable "var.tem"; available: var.team, var.replicas, var.debug' +
-        "; set it with --var tem=<value>, or in tend.yml under variables: (or environment dev's variables:)",
+      // A declared variable misspelt: its name, not a --var to pass.
+      'unknown variable "var.tem"; did you mean "var.team"? available: var.team, var.replicas, var.debug',
     ],
     ['${project.nam}', 'unknown key "project.nam"; available: project.name'],
     [
@@ -154,8 +154,7 @@ describe('resolveTemplates', () => {
     const ctx = createTemplateContext(project, environment, { username: 'alice', env: {} });
     const error = errorOf(() => resolveActionSpec(actions[0]!, ctx));
     expect(error.toString()).toBe(
-      'tend.yml:13:7: unknown variable "var.tem"; available: var.team' +
-        "; set it with --var tem=<value>, or in tend.yml under variables: (or environment dev's variables:)",
+      'tend.yml:13:7: unknown variable "var.tem"; did you mean "var.team"? available: var.team',
     );
     expect(error.exitCode).toBe(2);
   });

@@ -102,4 +102,29 @@ describe('npm run demo', () => {
     );
     expect(stdout).toMatch(/^ {2}restored {2}ConfigMap\/build-settings$/m);
   }, 240_000);
+
+  it('with --exit tears everything down and prints no dashboard URL, tokens or commands to try', async () => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', path.join(repoRoot, 'scripts', 'demo.ts'), '--exit'],
+      {
+        cwd: repoRoot,
+        env: { ...process.env, CI: 'true' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    expect(code, stderr).toBe(0);
+    // The run itself happened, restore included…
+    expect(stdout).toMatch(
+      /^restored environment builds\/dev into namespace builds-dev from the archive of /m,
+    );
+    expect(stdout).toContain('cleaning up: stopping the local-shop service, kube-sim and the server');
+    // …but nothing points at the server it stopped.
+    expect(stdout).not.toMatch(/Dashboard:|Read token:|Admin token:|Try \(while the demo runs|Press Ctrl-C/);
+  }, 240_000);
 });

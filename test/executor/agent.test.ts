@@ -218,6 +218,33 @@ describe('tend agent', () => {
     expect(stderr).toMatch(/tend agent stopped/);
   });
 
+  it('says which interval is in force: --interval until the server answers, then the server’s; targets by context', async () => {
+    // The server runs a pass every 1 s (its --cleanup-interval): its answer paces the agent.
+    const agent = spawn(process.execPath, [tendBin, ...agentArgs('--interval', '5s')], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    children.push(agent);
+    let stderr = '';
+    agent.stderr!.on('data', (d) => (stderr += d));
+    await waitFor(() => /pass 2:/.test(stderr), 'a second pass, 1 s after the first', 30_000);
+    agent.kill('SIGTERM');
+    expect(await new Promise((r) => agent.once('exit', r))).toBe(0);
+    expect(stderr).toMatch(
+      /started: http:\/\/127\.0\.0\.1:\d+, a pass every 5 s \(--interval\) until the server answers with its own interval/,
+    );
+    expect(stderr).toContain(
+      'a pass every 1 s, as the server asks (its --cleanup-interval; --interval 5s only paces the passes until the server answers)',
+    );
+    // Said once, when it changed; not at every pass.
+    expect(stderr.match(/as the server asks/g)).toHaveLength(1);
+    expect(stderr).not.toMatch(/a pass every 5 s(?! \(--interval\))/);
+    // The cluster by its kubeconfig context, its key (kube-system's uid) after it.
+    expect(stderr).toMatch(
+      /^pass 1: context \S+ \(https?:\/\/127\.0\.0\.1:\d+\) \[kubernetes\/[^\]]+\]: \d+ namespaces; /m,
+    );
+  });
+
   it('the HTTP queue gets through 429 storms and lost answers: every job done once', async () => {
     const namespaces = await due(6);
     const proxy = await FaultProxy.start(url);

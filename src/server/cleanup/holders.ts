@@ -8,6 +8,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { parseDuration } from '../../cleanup/policy.js';
+import { readOnlyCommands } from '../../events/catalog.js';
 import { namespaceKey, sessionLiveMs, type NamespaceHolder } from './planner/types.js';
 
 const ms = (iso: string | null | undefined): number | null => (iso ? Date.parse(iso) : null);
@@ -68,6 +69,7 @@ export async function loadHolders(
           .whereRef('s.environment_id', '=', 'e.id')
           .where('s.status', '=', 'running')
           .where('s.last_event_at', '>=', sessionsSince)
+          .where((w) => w.or([w('s.command', 'is', null), w('s.command', 'not in', [...readOnlyCommands])]))
           .as('session_at'),
     ])
     .where('r.state', '!=', 'missing')

@@ -14,6 +14,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { PlannedAction } from '../../cleanup/protocol.js';
 import { executorTargetOf } from '../../cleanup/targets.js';
+import { readOnlyCommands } from '../../events/catalog.js';
 import type { Schedule } from '../../cleanup/schedule.js';
 import { isSqlite } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
@@ -48,6 +49,7 @@ const flags = {
   itemAnnotationsMatch: 64,
   itemSystem: 128,
   itemAdopted: 256,
+  itemEarlierGeneration: 512,
 } as const;
 
 /** Stands for an inventory value that differs from the record. */
@@ -256,7 +258,11 @@ async function loadEnvironments(
         + (case when i.managed_by_tend = 1 then ${sql.lit(flags.itemManagedByTend)} else 0 end)
         + (case when i.project = e.project and i.environment = e.name then ${sql.lit(flags.itemAnnotationsMatch)} else 0 end)
         + (case when i.role = 'system' then ${sql.lit(flags.itemSystem)} else 0 end)
-        + (case when i.adopted = 1 then ${sql.lit(flags.itemAdopted)} else 0 end)`.as('flags'),
+        + (case when i.adopted = 1 then ${sql.lit(flags.itemAdopted)} else 0 end)
+        + (case when i.uid <> r.namespace_uid and exists (
+            select 1 from resources p where p.target_key = r.target_key and p.namespace_name = r.namespace_name
+              and p.generation < r.generation and p.namespace_uid = i.uid
+          ) then ${sql.lit(flags.itemEarlierGeneration)} else 0 end)`.as('flags'),
       sql<string | null>`case when r.last_activity_at > e.last_activity_at then r.last_activity_at end`.as(
         'resource_activity',
       ),
@@ -349,6 +355,7 @@ async function loadEnvironments(
         role: f & flags.itemSystem ? 'system' : null,
         adopted: (f & flags.itemAdopted) !== 0,
         lastActivityAt: ms(r.item_activity),
+        ...(f & flags.itemEarlierGeneration ? { earlierGeneration: true } : {}),
       };
     }
     resources.push({
@@ -376,7 +383,9 @@ async function loadShared(db: Kysely<Database>, now: Date, only: string | undefi
     .selectFrom('sessions')
     .select(['environment_id', 'last_event_at', 'last_heartbeat_at'])
     .where('status', '=', 'running')
-    .where('last_event_at', '>=', sessionsSince);
+    .where('last_event_at', '>=', sessionsSince)
+    // A read-only command running (`tend logs -f`) is not activity: it holds nothing.
+    .where((eb) => eb.or([eb('command', 'is', null), eb('command', 'not in', [...readOnlyCommands])]));
   if (only) sessionQuery = sessionQuery.where('environment_id', '=', only);
 
   let jobQuery = db

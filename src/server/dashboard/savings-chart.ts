@@ -5,6 +5,7 @@
  */
 import type { FreedView, SavingsReport } from '../../api/savings.js';
 import { stackedBars, type Bar } from './chart.js';
+import { formatFigure } from '../../cleanup/format.js';
 import { html, type Html } from './html.js';
 
 /** Which figure the bars show. */
@@ -55,7 +56,6 @@ export function savingsWeeks(
 
 const colours = { delete: '#8c959f', pause: '#d4a72c' };
 const labels = { delete: 'deletions', pause: 'pauses' };
-const fmt = (n: number) => (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2));
 
 export function savingsChart(weeks: SavingsWeek[], measure: SavingsMeasure, scope: string, id: string): Html {
   const unit = measureNames[measure];
@@ -64,7 +64,7 @@ export function savingsChart(weeks: SavingsWeek[], measure: SavingsMeasure, scop
     parts: (['delete', 'pause'] as const).map((action) => ({
       value: w[action],
       fill: colours[action],
-      title: `week of ${w.week}, ${labels[action]}: ${fmt(w[action])} ${unit}`,
+      title: `week of ${w.week}, ${labels[action]}: ${formatFigure(w[action])} ${unit}`,
       data: [
         ['week', w.week],
         ['action', action],
@@ -77,14 +77,14 @@ export function savingsChart(weeks: SavingsWeek[], measure: SavingsMeasure, scop
       id,
       title: `${unit} freed per week by deletions and pauses · ${scope}`,
       left: 48,
-      tickLabel: fmt,
+      tickLabel: formatFigure,
     })}
     <p class="legend">
       ${(['delete', 'pause'] as const).map(
         (a) =>
           html`<span
             ><i style="background:${colours[a]}"></i>${labels[a]}
-            ${fmt(weeks.reduce((n, w) => n + w[a], 0))}</span
+            ${formatFigure(weeks.reduce((n, w) => n + w[a], 0))}</span
           >`,
       )}
     </p>
@@ -103,8 +103,8 @@ export function savingsChart(weeks: SavingsWeek[], measure: SavingsMeasure, scop
             (w) =>
               html`<tr>
                 <td>${w.week}</td>
-                <td>${fmt(w.delete)}</td>
-                <td>${fmt(w.pause)}</td>
+                <td>${formatFigure(w.delete)}</td>
+                <td>${formatFigure(w.pause)}</td>
               </tr>`,
           )}
         </tbody>

@@ -10,6 +10,7 @@ import type { FreedView, SavingsReport } from '../../api/savings.js';
 import type { Principal } from '../auth.js';
 import { sinceOf } from '../routes/cleanup-report.js';
 import type { App, ServerServices } from '../services.js';
+import { formatFigure, formatMoney } from '../../cleanup/format.js';
 import { html, type Html } from './html.js';
 import { layout, messagePage } from './pages.js';
 import { measureNames, savingsChart, savingsWeeks, type SavingsMeasure } from './savings-chart.js';
@@ -35,13 +36,12 @@ const SavingsQuery = Type.Object({
 
 /** Most projects drawn a chart of their own. */
 const maxProjectCharts = 12;
-const fmt = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(2));
-const money = (n: number | null) => (n === null ? '—' : n.toFixed(2));
+const money = (n: number | null) => (n === null ? '—' : formatMoney(n));
 
 function figures(f: FreedView): Html {
-  return html`<td>${fmt(f.environmentHours)}</td>
-    <td>${fmt(f.cpuHours)}</td>
-    <td>${fmt(f.gibHours)}</td>
+  return html`<td>${formatFigure(f.environmentHours)}</td>
+    <td>${formatFigure(f.cpuHours)}</td>
+    <td>${formatFigure(f.gibHours)}</td>
     <td>${money(f.cost)}</td>`;
 }
 

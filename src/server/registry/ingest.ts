@@ -161,8 +161,8 @@ async function applyBatch(
   const changedResources = new Map<string, Resource>();
   for (const { row, touch } of withNamespaces) {
     const own = resources.get(row.id) ?? new ResourceSet();
-    for (const { event } of touch.namespaceEvents) {
-      for (const r of own.apply(row.id, event, now)) changedResources.set(r.id, r);
+    for (const { event, activity } of touch.namespaceEvents) {
+      for (const r of own.apply(row.id, event, now, activity)) changedResources.set(r.id, r);
     }
     setEnvironmentState(row, own.counts(), now);
   }

@@ -14,7 +14,7 @@ import type {
   SessionStartedPayload,
   TendEvent,
 } from '../../events/catalog.js';
-import { sessionStopped } from '../../events/catalog.js';
+import { readOnlyCommands, sessionStopped } from '../../events/catalog.js';
 import type { CleanupPolicy } from '../../cleanup/policy.js';
 import type { EnvironmentRow, SessionUpdate, StoredSession } from '../db/repositories/registry.js';
 import { environmentKey, type EnvironmentIdentity } from './keys.js';
@@ -29,6 +29,7 @@ interface Activity {
 
 export interface EnvironmentTouch {
   identity: EnvironmentIdentity;
+  /** The batch's last event that counts as activity (none from a read-only command's session). */
   activity?: Activity;
   /** Set when the batch holds a sessionStarted for the environment: its policy, or null. */
   policy?: CleanupPolicy | null;
@@ -40,13 +41,26 @@ export interface EnvironmentTouch {
   started?: EventSequence;
   owner?: string;
   eventIds: string[];
-  namespaceEvents: { event: TendEvent<'namespaceStatus'> }[];
+  /** `activity`: the event counts as activity (a `ready` one moves its resource's). */
+  namespaceEvents: { event: TendEvent<'namespaceStatus'>; activity: boolean }[];
 }
 
 export interface KnownSession {
   identity?: EnvironmentIdentity;
   command: string | null;
   user: string | null;
+  /**
+   * The session's events count as activity: not those of a read-only command (the server's own
+   * list of commands, by the session's sessionStarted), unless the policy its sessionStarted
+   * carried says `readOnlyIsActivity` — and then only in the batch of that sessionStarted (the
+   * policy is not kept per session): its start counts, as it did before.
+   */
+  activity: boolean;
+}
+
+/** Whether a session of `command` counts as activity, its policy given when known. */
+export function countsAsActivity(command: string | null, policy?: CleanupPolicy | null): boolean {
+  return command === null || !readOnlyCommands.has(command) || policy?.readOnlyIsActivity === true;
 }
 
 /** What the batch knows of its sessions from before, by id. */
@@ -60,6 +74,7 @@ export function knownSessions(rows: readonly StoredSession[]): Map<string, Known
           : undefined,
       command: r.command,
       user: r.user_name,
+      activity: countsAsActivity(r.command),
     });
   }
   return known;
@@ -101,9 +116,17 @@ export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, 
     }
     return s;
   };
-  const activityOf = (e: TendEvent): Activity => {
+  /** The event as activity; undefined when its session's events do not count. */
+  const activityOf = (e: TendEvent): Activity | undefined => {
     const k = known.get(e.sessionId);
+    if (k && !k.activity) return undefined;
     return { type: e.type, session: e.sessionId, command: k?.command ?? null, user: k?.user ?? null };
+  };
+  /** Sets the touch's activity when the event counts as such. */
+  const active = (t: EnvironmentTouch, e: TendEvent): boolean => {
+    const activity = activityOf(e);
+    if (activity) t.activity = activity;
+    return activity !== undefined;
   };
 
   for (const e of fresh) {
@@ -111,9 +134,14 @@ export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, 
       case 'sessionStarted': {
         const p: SessionStartedPayload = e.payload;
         const identity = { project: p.project, name: p.environment, namespace: p.namespace };
-        known.set(e.sessionId, { identity, command: p.command, user: p.user });
+        known.set(e.sessionId, {
+          identity,
+          command: p.command,
+          user: p.user,
+          activity: countsAsActivity(p.command, p.cleanupPolicy),
+        });
         const t = touch(identity, e.id);
-        t.activity = activityOf(e);
+        active(t, e);
         // A session its host started before the one that set the policy in this batch sets nothing.
         if (
           !takenBefore(e.sequence, { counter: t.started?.counter ?? null, number: t.started?.number ?? null })
@@ -145,8 +173,13 @@ export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, 
         const identity = { project: p.project, name: p.environment, namespace: p.namespace };
         const k = known.get(e.sessionId);
         if (!k?.identity)
-          known.set(e.sessionId, { identity, command: k?.command ?? null, user: k?.user ?? null });
-        touch(identity, e.id).activity = activityOf(e);
+          known.set(e.sessionId, {
+            identity,
+            command: k?.command ?? null,
+            user: k?.user ?? null,
+            activity: k?.activity ?? true,
+          });
+        active(touch(identity, e.id), e);
         const s = session(e.sessionId);
         s.last_heartbeat_at = now;
         s.project ??= p.project;
@@ -157,7 +190,7 @@ export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, 
       case 'sessionCompleted':
       case 'sessionFailed': {
         const identity = known.get(e.sessionId)?.identity;
-        if (identity) touch(identity, e.id).activity = activityOf(e);
+        if (identity) active(touch(identity, e.id), e);
         const s = session(e.sessionId);
         s.ended_at = now;
         if (e.type === 'sessionFailed') {
@@ -189,14 +222,14 @@ export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, 
             ? k
             : { project: p.project, name: p.environment, namespace: p.namespaceName };
         const t = touch(identity, e.id);
-        if (p.state === 'ready') t.activity = activityOf(e);
-        t.namespaceEvents.push({ event: e });
+        const counts = p.state === 'ready' ? active(t, e) : activityOf(e) !== undefined;
+        t.namespaceEvents.push({ event: e, activity: counts });
         break;
       }
       case 'actionStatus':
       case 'log': {
         const identity = known.get(e.sessionId)?.identity;
-        if (identity) touch(identity, e.id).activity = activityOf(e);
+        if (identity) active(touch(identity, e.id), e);
         break;
       }
     }

@@ -117,7 +117,13 @@ export class ResourceSet {
    * generation. An event its host took before the last one applied to the latest generation (a
    * late replay) changes nothing: it would move the record backwards.
    */
-  apply(environmentId: string, e: TendEvent<'namespaceStatus'>, now: string): Resource[] {
+  apply(
+    environmentId: string,
+    e: TendEvent<'namespaceStatus'>,
+    now: string,
+    /** False for a read-only command's event: a `ready` it reports is not activity. */
+    activity = true,
+  ): Resource[] {
     const p = e.payload;
     const tkey = targetKey(p.target);
     const uid = p.namespaceUid ?? null;
@@ -142,7 +148,7 @@ export class ResourceSet {
       current.last_cause = p.cause;
       current.detail = p.detail ? JSON.stringify(p.detail) : current.detail;
       current.last_seen_at = now;
-      current.last_activity_at = p.state === 'ready' ? now : current.last_activity_at;
+      current.last_activity_at = p.state === 'ready' && activity ? now : current.last_activity_at;
       current.missing_since = p.state === 'missing' ? (current.missing_since ?? now) : null;
       // An event without a sequence (an older client) leaves the last one known.
       if (e.sequence) Object.assign(current, sequence);
@@ -174,7 +180,7 @@ export class ResourceSet {
       detail: p.detail ? JSON.stringify(p.detail) : null,
       first_seen_at: now,
       last_seen_at: now,
-      last_activity_at: p.state === 'ready' ? now : null,
+      last_activity_at: p.state === 'ready' && activity ? now : null,
       missing_since: p.state === 'missing' ? now : null,
       ...sequence,
     };

@@ -104,6 +104,31 @@ it('examples/shop, cleaned automatically, comes back with tend restore, recorded
   const ns = st.sim.sim.store.get('namespaces', '', 'shop-pr-7') as { metadata: { uid: string } };
   expect(resource).toMatchObject({ ownership: 'owned', state: 'ready', namespace_uid: ns.metadata.uid });
 
+  // What comes next is said truthfully: not the plan of the namespace before its deletion (due
+  // then), but what the planner does with the restored one — held until an inventory lists its
+  // uid, as tend's own re-creation, not "re-created (another uid)" —, then its policy again.
+  expect(restore.stderr).not.toMatch(/will be deleted/);
+  expect(restore.stdout).toContain(
+    "next: cleanup leaves namespace shop-pr-7 alone until its executor's next inventory lists it; " +
+      'from then its policy counts from this restore',
+  );
+  const decisionOf = () =>
+    st.server.database.db
+      .selectFrom('cleanup_decisions')
+      .select(['kind', 'reason_code', 'sentence'])
+      .where('environment_id', '=', id)
+      .where('namespace_name', '=', 'shop-pr-7')
+      .executeTakeFirstOrThrow();
+  await st.server.app.cleanup.pass.run();
+  const held = await decisionOf();
+  expect(held).toMatchObject({ kind: 'blocked', reason_code: 'not-owned' });
+  expect(held.sentence).toMatch(
+    /^not cleaned while its new uid \(re-created by tend: a restore or a deploy\) is in no inventory yet; the next one confirms it; due at /,
+  );
+  expect(held.sentence).not.toMatch(/another uid|never cleaned/);
+  await st.cleanupRound();
+  expect(await decisionOf()).toMatchObject({ kind: 'scheduled', reason_code: null });
+
   const again = await admin(st, root, ...vars, 'test');
   expect(again.code, again.stderr).toBe(0);
 

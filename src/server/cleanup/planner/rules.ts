@@ -91,7 +91,7 @@ export function blockOf(
   ctx: Context,
   env: SnapshotEnvironment,
   r: SnapshotResource,
-): { reason: BlockReason; why?: string } | undefined {
+): { reason: BlockReason; why?: string; transient?: true } | undefined {
   const { snapshot, now } = ctx;
   if (r.role === 'system') return { reason: 'system', why: 'a shared system namespace' };
   if (r.ownership === 'adopted') return { reason: 'adopted', why: 'adopted, not created by tend' };
@@ -116,7 +116,16 @@ export function blockOf(
     return { reason: 'not-owned', why: 'the namespace annotations name another project or environment' };
   }
   if (item.uid !== r.namespaceUid) {
-    return { reason: 'not-owned', why: 'the namespace was re-created (another uid)' };
+    // Still no proof until an inventory lists the recorded uid; but when the inventory lists the
+    // namespace tend itself replaced, nobody else re-created it: the inventory is behind.
+    // It holds until then only: not "never cleaned".
+    return item.earlierGeneration
+      ? {
+          reason: 'not-owned',
+          why: 'its new uid (re-created by tend: a restore or a deploy) is in no inventory yet; the next one confirms it',
+          transient: true,
+        }
+      : { reason: 'not-owned', why: 'the namespace was re-created (another uid)' };
   }
   if (item.role === 'system') return { reason: 'system', why: 'the namespace has role system' };
   if (item.adopted) return { reason: 'adopted', why: 'the namespace is marked adopted' };
@@ -264,7 +273,7 @@ function classify(
   const { snapshot, now, mode } = ctx;
   const { action, dueAt } = decision;
   const block = blockOf(ctx, env, r) ?? (action === 'resume' ? undefined : heldElsewhere(ctx, env, r, until));
-  if (block && structuralReasons.has(block.reason)) {
+  if (block && structuralReasons.has(block.reason) && !('transient' in block)) {
     decision.block(block.reason, 'never', block.why);
     return Role.Settled;
   }

@@ -104,6 +104,11 @@ export interface SnapshotInventoryItem {
   role: string | null;
   adopted: boolean;
   lastActivityAt: number | null;
+  /**
+   * The uid listed is that of an earlier generation of the namespace in the record: tend
+   * re-created it (a `tend restore`, a deploy after a deletion) after the last inventory.
+   */
+  earlierGeneration?: boolean;
 }
 
 export interface SnapshotInventory {
