@@ -16,6 +16,7 @@ import {
   type SqliteDialectConfig,
   type SqliteStatement,
 } from 'kysely';
+import { builtinModule } from '../../builtin-module.js';
 
 type NodeSqlite = typeof NodeSqliteModule;
 
@@ -35,7 +36,7 @@ export function loadNodeSqlite(): NodeSqlite {
     return Reflect.apply(emitWarning, this, args) as void;
   } as typeof emitWarning;
   try {
-    nodeSqlite = process.getBuiltinModule('node:sqlite');
+    nodeSqlite = builtinModule<NodeSqlite>('node:sqlite');
   } finally {
     process.emitWarning = emitWarning;
   }
