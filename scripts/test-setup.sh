@@ -46,3 +46,23 @@ scratch="$(mktemp -d)"
 npm install --prefix "$scratch" --no-save --ignore-scripts --no-audit --no-fund --loglevel=error $deps >/dev/null
 rm -rf "$scratch"
 echo "npm cache: tend's dependencies ready for an offline install"
+
+# promtool, for the /metrics test (test/server/metrics.test.ts runs `promtool check metrics`):
+# taken out of Debian's prometheus package into the dev cache, not installed, since installing the
+# package would also start a Prometheus server on the machine.
+promtool_dir="${TEND_DEV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tend-dev}/promtool"
+if [ ! -x "$promtool_dir/promtool" ]; then
+  echo "extracting promtool from Debian's prometheus package for the /metrics test"
+  scratch="$(mktemp -d)"
+  if ! (cd "$scratch" && apt-get download -qq prometheus >/dev/null 2>&1); then
+    sudo=""
+    if [ "$(id -u)" != "0" ]; then sudo="sudo"; fi
+    $sudo apt-get update -qq
+    (cd "$scratch" && apt-get download -qq prometheus >/dev/null)
+  fi
+  dpkg-deb -x "$scratch"/prometheus_*.deb "$scratch/root"
+  mkdir -p "$promtool_dir"
+  mv "$scratch/root/usr/bin/promtool" "$promtool_dir/promtool"
+  rm -rf "$scratch"
+fi
+echo "promtool ready: $promtool_dir/promtool"

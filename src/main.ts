@@ -209,6 +209,32 @@ Examples:
     );
 
   program
+    .command('init')
+    .description(
+      'write a tend.yml (and action files) for the project in this directory (or --root): from its ' +
+        'Dockerfiles, Kubernetes manifests, kustomizations and package.json start scripts',
+    )
+    .option('--dry-run', 'print what it would write (--json: the files too), write nothing')
+    .addHelpText(
+      'after',
+      `
+It says what it found and why it chose each action: a Dockerfile is a container Build, manifests
+(apiVersion + kind) a kubernetes Deploy of their files (of the image a Build makes, when a
+manifest names it or leaves it out), a kustomization a kubernetes Deploy through kustomize, a
+package.json start script an exec Deploy. The project is named after the directory; its
+environment dev has the namespace <project>-\${local.username} and a cleanup policy.
+It never overwrites: a tend.yml or *.tend.yml there, or a tend.yml above (exit 2, naming them).
+A Garden project (garden.yml), which tend is to read as it is, gets nothing written beside it.
+
+Examples:
+  tend init && tend validate
+  tend init --dry-run --json       what it found and the files it would write, as JSON`,
+    )
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () => (await import('./commands/init.js')).initCommand(cmd.optsWithGlobals())),
+    );
+
+  program
     .command('completion')
     .description(
       'print a shell completion script: source <(tend completion bash), or zsh; fish: tend completion fish | source',
@@ -306,6 +332,12 @@ Examples:
       new Option('--concurrency <n>', 'jobs verified and executed at once')
         .default(64)
         .argParser(parseConcurrency),
+    )
+    .addOption(
+      new Option(
+        '--health-port <port>',
+        'answer Kubernetes probes on this port, all interfaces: /healthz (passes keep ending), /readyz (the last pass went through)',
+      ).argParser(wholeNumber('health-port', 0, 65535)),
     )
     .addHelpText(
       'after',

@@ -5,6 +5,9 @@
  */
 import picomatch from 'picomatch';
 
+/** The tend system namespace unless configured otherwise (`--system-namespace`, `systemNamespace:`). */
+export const defaultSystemNamespace = 'tend-system';
+
 export interface NamespaceProtection {
   /** The tend system namespace (builders, shared infrastructure). */
   systemNamespace: string;

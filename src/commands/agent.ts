@@ -20,6 +20,7 @@ import { readTokenFile, resolveServer } from '../remote/credentials.js';
 import { redactUrl } from '../redact.js';
 import { localIdentity } from '../state/identity.js';
 import { parseDuration } from '../cleanup/policy.js';
+import { AgentHealth, staleAfterMs } from '../executor/health.js';
 
 export interface AgentOptions extends GlobalOptions {
   server?: string;
@@ -38,6 +39,8 @@ export interface AgentOptions extends GlobalOptions {
   protectNamespace?: string[];
   systemNamespace?: string;
   concurrency?: number;
+  /** `--health-port`: serve `/healthz` and `/readyz` for Kubernetes probes (executor/health.ts). */
+  healthPort?: number;
 }
 
 export interface AgentData {
@@ -93,6 +96,9 @@ export async function agentCommand(
   }
   const { url: server, token } = connection;
   const intervalMs = parseInterval(options.interval ?? '30s');
+  if (options.healthPort !== undefined && options.once) {
+    throw new TendError('TEND_USAGE', '--health-port answers the probes of a running agent: not with --once');
+  }
   let served = await servedPlugins(plugins, {
     ...(options.kubeconfig !== undefined ? { kubeconfig: options.kubeconfig } : {}),
     contexts: options.context ?? [],
@@ -148,9 +154,11 @@ export async function agentCommand(
   });
   let passes = 0;
   let last: PassReport | undefined;
+  const health = options.healthPort !== undefined ? new AgentHealth(staleAfterMs(intervalMs)) : undefined;
   const onPass = (report: PassReport) => {
     passes++;
     last = report;
+    health?.passEnded(report);
     // With --once the result carries the pass; otherwise one JSON line per pass.
     if (json && !options.once) process.stdout.write(JSON.stringify({ pass: passes, ...report }) + '\n');
     else log('info', `pass ${passes}: ${describePass(report)}`);
@@ -167,6 +175,15 @@ export async function agentCommand(
     log('info', 'stopping: finishing the jobs in flight (a second signal exits at once)');
     controller.abort();
   };
+  const probes = health
+    ? await health.listen(options.healthPort!).catch((error: unknown) => {
+        throw new TendError(
+          'TEND_USAGE',
+          `--health-port ${options.healthPort}: cannot listen: ${(error as Error).message}`,
+        );
+      })
+    : undefined;
+  if (probes) log('info', `health checks on port ${probes.port}: /healthz, /readyz`);
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   log(
@@ -178,6 +195,7 @@ export async function agentCommand(
   } finally {
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
+    probes?.server.close();
   }
   log('info', 'tend agent stopped');
   return {

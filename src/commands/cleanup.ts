@@ -6,6 +6,7 @@ import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import { actionRef } from '../config/project.js';
 import { ExitCode, TendError, toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
+import { checkCleanupAllowed } from '../remote/cleanup-plan.js';
 import { actionVersions, openProject, resolveAction, startSession } from './context.js';
 
 export interface CleanupEnvData {
@@ -16,6 +17,14 @@ export interface CleanupEnvData {
 
 export async function cleanupEnvCommand(options: GlobalOptions): Promise<CommandResult<CleanupEnvData>> {
   const opened = await openProject(options);
+  // Before any session or deletion: an open breaker refuses the command whole.
+  const { warning } = await checkCleanupAllowed({
+    server: opened.project.server,
+    project: opened.project.name,
+    environment: opened.environment.name,
+    namespace: opened.environment.namespace,
+  });
+  if (warning) process.stderr.write(`${warning}\n`);
   // No "this environment will be deleted at …" line after deleting it: the plan it would come
   // from was made before.
   const { session, router, close } = startSession(opened, 'cleanup env', [], { cleanupWarning: false });

@@ -10,6 +10,7 @@
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import type { RestorableArchive } from '../cleanup/archive.js';
 import { nameMaxLength, nameRegExp } from '../config/project.js';
+import { defaultSystemNamespace, namespaceProtector } from '../cleanup/protection.js';
 import { ExitCode, TendError } from '../errors.js';
 import type { PluginDefinition, RestoreResult } from '../plugin/types.js';
 import { builtinPlugins } from '../plugins/builtin.js';
@@ -34,12 +35,23 @@ export interface RestoreData {
   notRestored: RestoreResult['notRestored'];
 }
 
-/** A namespace name Kubernetes takes (a DNS label): the rule of tend.yml's names. */
+/**
+ * A namespace name Kubernetes takes (a DNS label): the rule of tend.yml's names; and never one
+ * of the names tend never writes to (`kube-*`, `default`, the tend system namespace). The server
+ * checks the same, with its own `--protect-namespace` patterns, before the session starts.
+ */
 function checkInto(value: string): string {
   if (value.length > nameMaxLength || !nameRegExp.test(value)) {
     throw new TendError(
       'TEND_USAGE',
       `--into expects a namespace name: lower-case letters, digits and "-", starting and ending with a letter or digit, at most ${nameMaxLength} characters, got "${value.slice(0, 100)}"`,
+    );
+  }
+  const why = namespaceProtector({ systemNamespace: defaultSystemNamespace, patterns: [] })(value);
+  if (why) {
+    throw new TendError(
+      'TEND_USAGE',
+      `--into ${value}: the namespace is protected (${why}); name a new namespace`,
     );
   }
   return value;
@@ -53,7 +65,13 @@ export async function restoreCommand(
   const into = options.into !== undefined ? checkInto(options.into) : undefined;
   const connection = requireServer(options);
   const id = encodeURIComponent(environmentId);
-  const restorable = await apiRequest<RestorableArchive>(connection, `/api/v1/environments/${id}/archive`);
+  // The server checks the namespace before anything exists (a protected name, one recorded for
+  // another environment), as it checks a restore job's: no session starts for a refused restore.
+  const query = into ? `?into=${encodeURIComponent(into)}` : '';
+  const restorable = await apiRequest<RestorableArchive>(
+    connection,
+    `/api/v1/environments/${id}/archive${query}`,
+  );
   // The archived namespace, or the new one named: the session records the environment there.
   const opened = await openProject(
     { ...options, env: restorable.environment },

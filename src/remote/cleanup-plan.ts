@@ -5,6 +5,7 @@
  * Asked with a short timeout and never an error: a server that is down or slow costs a command
  * at most that timeout, and the line is skipped.
  */
+import { TendError } from '../errors.js';
 import { apiRequest } from './client.js';
 import { resolveServer } from './credentials.js';
 import { formatDuration, formatTime, outlook, pastTense } from '../cleanup/format.js';
@@ -16,6 +17,8 @@ export interface PlanPage {
   serverTime: string;
   generatedAt: string | null;
   halted: boolean;
+  /** The project's circuit breaker (the notice route only). */
+  breakerOpen?: boolean;
   items: PlanItemView[];
   nextCursor: string | null;
   /** The schedules' next sleeps and wakes (first page of the plan route only). */
@@ -24,29 +27,66 @@ export interface PlanPage {
   transitionsComplete?: boolean;
 }
 
-/**
- * The current environment's next cleanup decision, for `tend status`; undefined when no server
- * is configured or it cannot be asked (status never fails for it).
- */
-export async function plannedCleanup(where: {
+interface EnvironmentWhere {
   server?: string;
   project: string;
   environment: string;
   namespace: string;
   /** How long to wait for the server (default 3 s). */
   timeoutMs?: number;
-}): Promise<{ decision: PlanItemView | null; line: string; warning: string | undefined } | undefined> {
+}
+
+async function notice(where: EnvironmentWhere): Promise<PlanPage | undefined> {
   const connection = resolveServer(where.server ? { server: where.server } : {});
   if (!connection?.token) return undefined;
+  const query = new URLSearchParams({
+    project: where.project,
+    environment: where.environment,
+    namespace: where.namespace,
+  });
+  return apiRequest<PlanPage>(connection, `/api/v1/cleanup/notice?${query.toString()}`, {
+    timeoutMs: where.timeoutMs ?? 3000,
+  });
+}
+
+/**
+ * Refuses `tend cleanup env` while the server holds the project's deletions (its circuit breaker
+ * is open: many environments fell due at once, and an admin looks first). Without a server, or
+ * one that cannot be asked, there is nothing to obey: the command says so and goes on.
+ */
+export async function checkCleanupAllowed(where: EnvironmentWhere): Promise<{ warning?: string }> {
+  let page: PlanPage | undefined;
   try {
-    const query = new URLSearchParams({
-      project: where.project,
-      environment: where.environment,
-      namespace: where.namespace,
-    });
-    const page = await apiRequest<PlanPage>(connection, `/api/v1/cleanup/notice?${query.toString()}`, {
-      timeoutMs: where.timeoutMs ?? 3000,
-    });
+    page = await notice(where);
+  } catch (error) {
+    return {
+      warning: `tend: could not ask the server whether cleanup of project "${where.project}" is stopped (${(error as Error).message}); cleaning up anyway`,
+    };
+  }
+  if (page?.breakerOpen) {
+    throw new TendError(
+      'TEND_CLEANUP_BREAKER_OPEN',
+      `the server's circuit breaker for project "${where.project}" is open: many of its environments fell due at once, and no environment of it is cleaned up until an admin has looked`,
+      {
+        detail: {
+          hint: `see \`tend cleanup status\`; an admin resets it with \`tend cleanup breaker reset --project ${where.project}\``,
+        },
+      },
+    );
+  }
+  return {};
+}
+
+/**
+ * The current environment's next cleanup decision, for `tend status`; undefined when no server
+ * is configured or it cannot be asked (status never fails for it).
+ */
+export async function plannedCleanup(
+  where: EnvironmentWhere,
+): Promise<{ decision: PlanItemView | null; line: string; warning: string | undefined } | undefined> {
+  try {
+    const page = await notice(where);
+    if (!page) return undefined;
     const now = new Date(page.serverTime);
     return {
       decision: page.items[0] ?? null,

@@ -317,6 +317,10 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
       answers(400, 'Invalid input: a parameter, query value or body the server cannot accept.');
     }
     const permission = route.config?.permission;
+    // The permission and the smallest scope that has it, for clients and for the test that
+    // walks every route against every scope (docs/server.md, "Scopes and roles").
+    if (permission)
+      Object.assign(schema, { 'x-permission': permission, 'x-scope': requiredScope(permission) });
     if (permission) answers(401, 'No token, or an unknown or revoked one.');
     if (permission && requiredScope(permission) !== 'ingest') {
       answers(403, `The token's scope is too small (this route needs "${requiredScope(permission)}").`);

@@ -9,9 +9,10 @@
  * - `agent`: ingest, plus the cleanup executor routes (heartbeat, inventory, claim, start,
  *   complete) — for `tend agent`. Nothing else: it cannot read the registry. A token created
  *   with `--cluster` only acts on those clusters' targets.
- * - `read`: ingest, plus read the API, `/metrics` and the dashboard, keep an environment alive
- *   (a bounded postponement of cleanup) and resume a paused one — the `viewer` role and those two.
- * - `developer`: ingest and the `developer` role: also protect/unprotect and clean up now.
+ * - `read`: ingest, plus read the API, `/metrics` and the dashboard — the `viewer` role. It
+ *   changes nothing: keeping alive and resuming are writes (a keep-alive postpones cleanup).
+ * - `developer`: ingest and the `developer` role: keep alive, resume, protect/unprotect and clean
+ *   up now.
  * - `admin`: everything, including the cleanup switches (enforce, halt, resume, breaker reset),
  *   tokens, webhooks and restore — the `admin` role.
  *
@@ -42,14 +43,15 @@ const rolePermissions: Record<Role, ReadonlySet<Permission>> = {
 };
 
 /**
- * Token scopes as roles: `read` is a viewer who may also keep alive and resume (what it always
- * could), `developer` and `admin` are the roles of the same names; every scope but `agent` may
- * send events, and `agent` and `admin` may run the executor routes.
+ * Token scopes as roles: `read` is the viewer, `developer` and `admin` are the roles of the same
+ * names; every scope but `agent` may send events, and `agent` and `admin` may run the executor
+ * routes. Only roles that may write to a project change its cleanup: a read token once moved a
+ * keep-alive of a day to a minute, and the namespace was deleted.
  */
 const scopePermissions: Record<TokenScope, ReadonlySet<Permission>> = {
   ingest: new Set(['ingest']),
   agent: new Set(['ingest', 'agent']),
-  read: new Set(['ingest', 'keep-alive', 'resume', ...rolePermissions.viewer]),
+  read: new Set(['ingest', ...rolePermissions.viewer]),
   developer: new Set(['ingest', ...rolePermissions.developer]),
   admin: new Set(['ingest', 'agent', ...rolePermissions.admin]),
 };

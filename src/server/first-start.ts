@@ -1,11 +1,13 @@
 /**
  * What `tend server` prints on stderr when it started on an empty database, once: where it
- * listens, its database, who executes cleanup, and the exact command that creates the first
+ * listens, its database, who executes cleanup, whether people sign in through an OpenID provider
+ * (and then the redirect URI to register there), and the exact command that creates the first
  * admin token. The token itself is never printed here: stderr ends up in logs (a container's,
  * systemd's), and a token must never be logged. The command runs where the database is (this
  * host, or `kubectl exec` into the server's pod), as a token needs no running server to be made.
  */
 import { dirname } from 'node:path';
+import { redactUrl } from '../redact.js';
 
 export interface FirstStart {
   url: string;
@@ -14,6 +16,11 @@ export interface FirstStart {
   dialect: 'sqlite' | 'postgres';
   /** The embedded executor's clusters, or undefined when agents execute cleanup. */
   executor?: { kubeconfig?: string; contexts: readonly string[] };
+  /**
+   * Sign-in through an OpenID provider, or undefined when only token login is on. `redirectUri`
+   * is the one the server sends the provider (`OidcSignIn.redirectUri`), known once it listens.
+   */
+  signIn?: { issuer: string; redirectUri: string };
   /** Whether TEND_DATABASE_URL names the database (the command can then say "$TEND_DATABASE_URL"). */
   databaseUrlFromEnvironment: boolean;
 }
@@ -37,6 +44,7 @@ export function firstStartSummary(start: FirstStart): string {
     `  URL        ${start.url}  (dashboard; API under /api/v1; /healthz, /readyz)`,
     `  database   ${start.database} (${start.dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'})`,
     `  cleanup    ${executor}`,
+    ...signInLines(start.signIn),
     '',
     'There is no API token yet. Create the first admin token where the database is (this host, or',
     "inside the server's container), then manage the others through the API:",
@@ -46,6 +54,16 @@ export function firstStartSummary(start: FirstStart): string {
     `  tend server token create --server ${start.url} --name ci --scope ingest`,
     '',
   ].join('\n');
+}
+
+function signInLines(signIn: FirstStart['signIn']): string[] {
+  if (!signIn) {
+    return ['  sign-in    off: token login only (--oidc-issuer and the rest sign people in; docs/server.md)'];
+  }
+  return [
+    `  sign-in    on, through the OpenID provider ${redactUrl(signIn.issuer)}`,
+    `             register this redirect URI with it: ${signIn.redirectUri}`,
+  ];
 }
 
 /** A word the shell reads as it is: quoted when it has anything but safe characters. */

@@ -113,6 +113,9 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
         database: db.location,
         dialect: db.dialect,
         ...(options.executor ? { executor: options.executor } : {}),
+        ...(app.oidc
+          ? { signIn: { issuer: app.oidc.settings.issuer, redirectUri: app.oidc.redirectUri } }
+          : {}),
         databaseUrlFromEnvironment:
           options.databaseUrl !== undefined && options.databaseUrl === process.env.TEND_DATABASE_URL,
       }),
@@ -136,6 +139,8 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       logger.warn({ err }, 'pruning archives failed');
     }
   };
+  // Once at start too: a restart with a lower --archive-retention prunes what it no longer keeps.
+  void prune();
   const pruneTimer = setInterval(() => void prune(), 3600_000);
   pruneTimer.unref();
 

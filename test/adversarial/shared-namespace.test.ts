@@ -143,9 +143,21 @@ describe.each(dialects)('a namespace two records hold, on %s', (dialect) => {
       { environmentId: bob },
     ]);
 
-    // Nobody protects, keeps or uses it any more: it is cleaned (the checks are not merely broken).
+    // Bob's record kept alive (a day, the default): alice's decision names the record that holds
+    // the namespace and until when — not a keep-alive of its own that it does not have.
     expect((await api('POST', `/api/v1/environments/${bob}/unprotect`)).statusCode).toBe(200);
+    expect((await api('POST', `/api/v1/environments/${bob}/keep-alive`)).statusCode).toBe(200);
     s.advance(2 * hour);
+    await s.cleanupRound();
+    await s.cleanupRound();
+    expect(s.namespaceExists('team-shared')).toBe(true);
+    const kept = (await sharedDecisions()).filter((d) => d.reason === 'kept-alive');
+    expect(kept.length).toBeGreaterThan(0);
+    for (const d of kept) expect(d.sentence).not.toContain('1970');
+    expect(kept.map((d) => d.sentence).join('\n')).toMatch(/team\/dev holds it too and is kept alive until /);
+
+    // Nobody protects, keeps or uses it any more: it is cleaned (the checks are not merely broken).
+    s.advance(24 * hour);
     await s.cleanupRound();
     await s.cleanupRound();
     expect(s.namespaceExists('team-shared')).toBe(false);

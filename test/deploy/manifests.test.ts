@@ -1,8 +1,9 @@
 /**
  * The Kubernetes manifests under deploy/: every base and overlay rendered with `kubectl
- * kustomize` (what each must hold: non-root, read-only root file system, requests, probes, the
- * image) and applied to kube-sim with `kubectl apply --server-side` (a server-side dry run first,
- * which creates nothing; a second apply changes nothing); their pods start once the Secrets they
+ * kustomize` (what each must hold: non-root, read-only root file system, requests and limits,
+ * probes, the image, a NetworkPolicy per component, everything in tend-system) and applied to
+ * kube-sim with `kubectl apply --server-side` (a server-side dry run first, which creates
+ * nothing; a second apply changes nothing); their pods start once the Secrets they
  * reference exist. The agent's ServiceAccount, with its token, lets `tend agent` do its job —
  * inventory, delete, pause, resume — and nothing else: the calls it made are exactly what its
  * ClusterRole grants, and it can neither read Secrets nor delete a Deployment. The server of the
@@ -36,6 +37,15 @@ import { readRolesFile } from '../../src/server/oidc/roles-file.js';
 const bases = ['server', 'agent', 'overlays/embedded-executor', 'overlays/postgres'];
 /** The sign-in overlay is applied on its own, in a namespace of its own (below). */
 const rendered = [...bases, 'overlays/oidc'];
+/** The namespace of tend's own pods: the system namespace tend server and agent protect by default. */
+const systemNamespace = 'tend-system';
+const clusterScoped = new Set([
+  'Namespace',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'ValidatingAdmissionPolicy',
+  'ValidatingAdmissionPolicyBinding',
+]);
 const { version } = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as {
   version: string;
 };
@@ -80,15 +90,23 @@ const storeKey: Record<string, string> = {
   ClusterRole: 'clusterroles.rbac.authorization.k8s.io',
   ClusterRoleBinding: 'clusterrolebindings.rbac.authorization.k8s.io',
   ConfigMap: 'configmaps',
+  NetworkPolicy: 'networkpolicies.networking.k8s.io',
+  ValidatingAdmissionPolicy: 'validatingadmissionpolicies.admissionregistration.k8s.io',
+  ValidatingAdmissionPolicyBinding: 'validatingadmissionpolicybindings.admissionregistration.k8s.io',
 };
 
 /** A token for a ServiceAccount of the applied manifests, and a kubeconfig with it. */
 async function serviceAccountKubeconfig(name: string, context = 'kube-sim'): Promise<string> {
-  const res = await call(handle.sim, 'POST', `/api/v1/namespaces/tend/serviceaccounts/${name}/token`, {
-    apiVersion: 'authentication.k8s.io/v1',
-    kind: 'TokenRequest',
-    spec: { expirationSeconds: 3600 },
-  });
+  const res = await call(
+    handle.sim,
+    'POST',
+    `/api/v1/namespaces/${systemNamespace}/serviceaccounts/${name}/token`,
+    {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: { expirationSeconds: 3600 },
+    },
+  );
   expect(res.status, res.text).toBe(201);
   const file = path.join(scratch, `${name}-${context}.kubeconfig`);
   writeFileSync(file, handle.sim.kubeconfigFor(res.json.status.token as string, context), { mode: 0o600 });
@@ -125,19 +143,33 @@ describe('the manifests under deploy/', () => {
             capabilities: { drop: ['ALL'] },
           });
           expect(c.resources.requests).toEqual({ cpu: expect.any(String), memory: expect.any(String) });
+          expect(c.resources.limits).toEqual({ cpu: expect.any(String), memory: expect.any(String) });
           // A read-only root: what tend writes goes to mounted volumes.
           expect(c.volumeMounts.map((m: { mountPath: string }) => m.mountPath).sort()).toEqual(
             expect.arrayContaining(['/tmp', '/var/lib/tend']),
           );
-          if (d.metadata.name === 'tend-server') {
-            expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
-            expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
+          // The server's probes on its API port; the agent's on its --health-port.
+          const port = d.metadata.name === 'tend-server' ? 'http' : 'health';
+          expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port });
+          expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port });
+          if (port === 'health') {
+            const args = c.args as string[];
+            const containerPort = c.ports.find((p: { name: string }) => p.name === 'health').containerPort;
+            expect(args[args.indexOf('--health-port') + 1]).toBe(String(containerPort));
           }
         }
       }
-      for (const o of objects)
-        if (o.kind !== 'ClusterRole' && o.kind !== 'ClusterRoleBinding' && o.kind !== 'Namespace')
-          expect(o.metadata.namespace).toBe('tend');
+      // Each component's pods have a NetworkPolicy restricting both directions.
+      for (const d of deployments) {
+        const selecting = kindOf(objects, 'NetworkPolicy').filter(
+          (p) => JSON.stringify(p.spec.podSelector) === JSON.stringify(d.spec.selector),
+        );
+        expect(selecting.map((p) => p.spec.policyTypes)).toEqual([['Ingress', 'Egress']]);
+      }
+      for (const o of objects) {
+        if (clusterScoped.has(o.kind!)) expect(o.metadata.namespace, o.kind).toBeUndefined();
+        else expect(o.metadata.namespace, `${o.kind}/${o.metadata.name}`).toBe(systemNamespace);
+      }
     },
   );
 
@@ -156,7 +188,7 @@ describe('the manifests under deploy/', () => {
       // A server-side dry run checks objects in a namespace that exists: the namespace comes first,
       // as on a real cluster (a dry-run Namespace is not created).
       const namespace = kindOf(objects, 'Namespace');
-      expect(namespace.map((n) => n.metadata.name)).toEqual(['tend']);
+      expect(namespace.map((n) => n.metadata.name)).toEqual([systemNamespace]);
       const created = await apply(JSON.stringify(namespace[0]));
       expect(created.code, created.stderr).toBe(0);
       const before = present();
@@ -171,6 +203,45 @@ describe('the manifests under deploy/', () => {
       expect(again.code, again.stderr).toBe(0);
     },
   );
+
+  it('lets the server be reached on its port only, and each component reach only what it uses', async () => {
+    type Port = { port: number | string; protocol: string };
+    type Peer = { podSelector?: { matchLabels: Record<string, string> } };
+    const policy = async (dir: string) =>
+      kindOf((await render(dir)).objects, 'NetworkPolicy')[0]!.spec as {
+        ingress?: { ports: Port[] }[];
+        egress: { to?: Peer[]; ports: Port[] }[];
+      };
+    const egressPorts = (p: Awaited<ReturnType<typeof policy>>) =>
+      p.egress.flatMap((rule) => rule.ports.map((x) => `${x.port}/${x.protocol}`)).sort();
+    const server = await policy('server');
+    expect(server.ingress).toEqual([{ ports: [{ port: 'http', protocol: 'TCP' }] }]);
+    // DNS; HTTPS for the OpenID provider and webhooks.
+    expect(egressPorts(server)).toEqual(['443/TCP', '53/TCP', '53/UDP']);
+    expect(egressPorts(await policy('overlays/postgres'))).toEqual([
+      '443/TCP',
+      '53/TCP',
+      '53/UDP',
+      '5432/TCP',
+    ]);
+    expect(egressPorts(await policy('overlays/embedded-executor'))).toEqual([
+      '443/TCP',
+      '53/TCP',
+      '53/UDP',
+      '6443/TCP',
+    ]);
+    const agent = await policy('agent');
+    expect(agent.ingress).toEqual([{ ports: [{ port: 'health', protocol: 'TCP' }] }]);
+    const toServer = agent.egress.find((rule) => rule.ports.some((x) => x.port === 7420))!;
+    expect(toServer.to).toEqual([
+      {
+        podSelector: {
+          matchLabels: { 'app.kubernetes.io/name': 'tend', 'app.kubernetes.io/component': 'server' },
+        },
+      },
+    ]);
+    expect(egressPorts(agent)).toEqual(['443/TCP', '53/TCP', '53/UDP', '6443/TCP', '7420/TCP']);
+  });
 
   type Rule = { apiGroups: string[]; resources: string[]; verbs: string[] };
   const clusterRules = (objects: KObject[]) => kindOf(objects, 'ClusterRole')[0]!.rules as Rule[];
@@ -231,7 +302,7 @@ describe('the manifests under deploy/', () => {
   it('starts the pods once the Secrets they reference exist', async () => {
     const pods = (component: string) =>
       handle.sim.store
-        .list('pods', 'tend')
+        .list('pods', systemNamespace)
         .filter((p) => p.metadata.labels?.['app.kubernetes.io/component'] === component);
     const waiting = (component: string) =>
       pods(component).map(
@@ -248,7 +319,7 @@ describe('the manifests under deploy/', () => {
     );
     await kubectl([
       '-n',
-      'tend',
+      systemNamespace,
       'create',
       'secret',
       'generic',
@@ -257,7 +328,7 @@ describe('the manifests under deploy/', () => {
     ]);
     await kubectl([
       '-n',
-      'tend',
+      systemNamespace,
       'create',
       'secret',
       'generic',
@@ -312,8 +383,8 @@ describe('the sign-in overlay', () => {
     // A namespace of its own, so the Deployment of the other overlays stays as they left it.
     const { yaml } = await render('overlays/oidc');
     const moved = yaml
-      .replace(/^(\s*namespace: )tend$/gm, '$1tend-sign-in')
-      .replace(/^(\s*name: )tend$/m, '$1tend-sign-in');
+      .replace(/^(\s*namespace: )tend-system$/gm, '$1tend-sign-in')
+      .replace(/^(\s*name: )tend-system$/m, '$1tend-sign-in');
     const applied = await kubectl(['apply', '--server-side', '--field-manager=tend-test', '-f', '-'], {
       input: moved,
     });
@@ -362,7 +433,7 @@ describe("the agent's ServiceAccount", () => {
     const { objects } = await render('agent');
     const role = kindOf(objects, 'ClusterRole')[0]!;
     const kubeconfig = await serviceAccountKubeconfig('tend-agent');
-    const user = 'system:serviceaccount:tend:tend-agent';
+    const user = `system:serviceaccount:${systemNamespace}:tend-agent`;
     const mark = handle.sim.requests.latest();
 
     // Pause and resume, as the executor's plugin handler does them with these credentials.
@@ -480,7 +551,7 @@ describe("the agent's ServiceAccount", () => {
     expect(args).toContain('--context=inClusterContext');
     // The in-cluster context's name, with the server's ServiceAccount token, as Kubernetes mounts it.
     const kubeconfig = await serviceAccountKubeconfig('tend-server', 'inClusterContext');
-    const user = 'system:serviceaccount:tend:tend-server';
+    const user = `system:serviceaccount:${systemNamespace}:tend-server`;
     const mark = handle.sim.requests.latest();
     const port = await freePort();
     const server = startTend(

@@ -120,14 +120,24 @@ describe.each(dialects)('JSON API on %s', (dialect) => {
       protected: true,
       protectedBy: 'token:ops',
     });
-    const kept = await post('keep-alive', s.tokens.read, { for: '3d' });
+    // A read token changes nothing: keeping alive is a write.
+    const byReader = await post('keep-alive', s.tokens.read, { for: '3d' });
+    expect(byReader.statusCode).toBe(403);
+    expect(byReader.json<{ error: { message: string } }>().error.message).toContain('needs "developer"');
+    const kept = await post('keep-alive', s.tokens.developer, { for: '3d' });
     expect(kept.statusCode).toBe(200);
     expect(kept.json<{ environment: EnvItem }>().environment.keepAliveUntil).toBe('2030-01-04T01:00:00.000Z');
-    const defaultKeep = await post('keep-alive', s.tokens.read);
+    // A keep-alive only ever extends: the default 24h does not shorten the 3 days.
+    const defaultKeep = await post('keep-alive', s.tokens.developer);
+    expect(defaultKeep.statusCode).toBe(200);
     expect(defaultKeep.json<{ environment: EnvItem }>().environment.keepAliveUntil).toBe(
-      '2030-01-02T01:00:00.000Z',
+      '2030-01-04T01:00:00.000Z',
     );
-    const tooLong = await post('keep-alive', s.tokens.read, { for: '90d' });
+    const longer = await post('keep-alive', s.tokens.developer, { for: '5d' });
+    expect(longer.json<{ environment: EnvItem }>().environment.keepAliveUntil).toBe(
+      '2030-01-06T01:00:00.000Z',
+    );
+    const tooLong = await post('keep-alive', s.tokens.developer, { for: '90d' });
     expect(tooLong.statusCode).toBe(400);
     const unprotect = await post('unprotect', s.tokens.admin);
     expect(unprotect.json<{ environment: EnvItem }>().environment.protected).toBe(false);
@@ -137,10 +147,12 @@ describe.each(dialects)('JSON API on %s', (dialect) => {
     }>(s, `/api/v1/audit?environmentId=${id}`);
     expect(audit.body.items.map((a) => [a.action, a.actor])).toEqual([
       ['unprotect', 'token:ops'],
-      ['keep-alive', 'token:dev'],
-      ['keep-alive', 'token:dev'],
+      ['keep-alive', 'token:maker'],
+      ['keep-alive', 'token:maker'],
+      ['keep-alive', 'token:maker'],
       ['protect', 'token:ops'],
     ]);
+    expect(audit.body.items.slice(1, 4).map((a) => a.detail.extended)).toEqual([true, false, true]);
     expect(audit.body.items[0]!.detail).toMatchObject({ project: 'blog', environment: 'dev' });
   });
 

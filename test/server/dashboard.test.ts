@@ -195,7 +195,7 @@ describe.each(dialects)('dashboard on %s', (dialect) => {
     expect(Number(env.protected)).toBe(0);
   });
 
-  it('lets an admin protect and a reader keep alive, but not protect', async () => {
+  it('lets an admin protect and a developer keep alive; a reader neither', async () => {
     const admin = await login(s.tokens.admin);
     const before = await page(`/environments/${hostileId}`, admin.cookie!);
     const protect = await s.app.inject({
@@ -219,11 +219,22 @@ describe.each(dialects)('dashboard on %s', (dialect) => {
       payload: { _csrf: csrfOf(readerPage.body) },
     });
     expect(denied.statusCode).toBe(403);
-    const keep = await s.app.inject({
+    const readerKeep = await s.app.inject({
       method: 'POST',
       url: `/environments/${hostileId}/keep-alive`,
       headers: { cookie: reader.cookie! },
       payload: { _csrf: csrfOf(readerPage.body), for: '8h' },
+    });
+    expect(readerKeep.statusCode).toBe(403);
+    expect(readerPage.body).not.toContain(`action="/environments/${hostileId}/keep-alive"`);
+
+    const developer = await login(s.tokens.developer);
+    const developerPage = await page(`/environments/${hostileId}`, developer.cookie!);
+    const keep = await s.app.inject({
+      method: 'POST',
+      url: `/environments/${hostileId}/keep-alive`,
+      headers: { cookie: developer.cookie! },
+      payload: { _csrf: csrfOf(developerPage.body), for: '8h' },
     });
     expect(keep.statusCode).toBe(303);
     const kept = await s.database.db
@@ -231,7 +242,7 @@ describe.each(dialects)('dashboard on %s', (dialect) => {
       .selectAll()
       .where('id', '=', hostileId)
       .executeTakeFirstOrThrow();
-    expect(kept.keep_alive_by).toBe('dashboard:dev');
+    expect(kept.keep_alive_by).toBe('dashboard:maker');
     expect(Number(kept.protected)).toBe(1);
   });
 

@@ -190,6 +190,24 @@ describe.each(dialects)('GitHub pull_request webhooks (%s)', (dialect) => {
     expect(await state()).toEqual(before);
   });
 
+  it('a signed payload whose strings the database cannot store (NUL, a lone surrogate) is a 400, never a 500', async () => {
+    const before = await state();
+    for (const [field, value] of [
+      ['action', 'clo\u0000sed'],
+      ['action', 'closed\ud800'],
+      ['repository', 'acme/sh\u0000op'],
+      ['repository', 'someone/\udc00else'],
+    ] as const) {
+      const payload = example('closed', 0);
+      if (field === 'action') payload.action = value as typeof payload.action;
+      else payload.repository.full_name = value;
+      const res = await deliver(f, payload);
+      expect(res.status, `${field} ${JSON.stringify(value)}`).toBe(400);
+      expect(res.body).toMatchObject({ error: { code: 'TEND_SERVER_BAD_REQUEST' } });
+    }
+    expect(await state()).toEqual(before);
+  });
+
   it('an empty or form-encoded body with a good signature is a 400 naming the problem, never a 500', async () => {
     const before = await state();
     const empty = await deliver(f, undefined, { body: '' });

@@ -274,3 +274,71 @@ describe.each(dialects)('webhook notifications (%s)', (dialect) => {
     expect(missing?.code).toBe('TEND_WEBHOOK_NOT_FOUND');
   });
 });
+
+/**
+ * Attack replayed: a `cleanup.warning` went out 1.8 s after `tend protect`, announcing a deletion
+ * that would not happen. A warning is checked against the record when it is sent and at every
+ * retry; one that no longer holds is dropped and audited, never sent.
+ */
+describe.each(dialects)('warnings that no longer hold (%s)', (dialect) => {
+  let f: CleanupFixture;
+  let rx: Awaited<ReturnType<typeof receiver>>;
+  const secrets = new Map<string, string>();
+  beforeAll(async () => {
+    f = await cleanupFixture(dialect, 10, { notifications: { retryBaseMs: 60_000, maxAttempts: 3 } });
+    rx = await receiver(
+      () => secrets,
+      () => f.now(),
+    );
+  }, 60_000);
+  afterAll(async () => {
+    await f?.close();
+    await rx?.close();
+  });
+
+  it('are dropped when protected or kept alive after the warning was made, at the first send or a retry', async () => {
+    const alice = await f.environment({ user: 'alice', uid: 'uid-alice', policyExtra: { warnBefore: '1h' } });
+    const carol = await f.environment({ user: 'carol', uid: 'uid-carol', policyExtra: { warnBefore: '1h' } });
+    await f.call('POST', '/api/v1/cleanup/enforce', { project: 'shop' });
+    for (const path of ['/json', '/flaky']) {
+      const { secret } = await f.server.app.notifications.addWebhook(
+        { url: rx.url + path, events: ['cleanup.warning'] },
+        'test',
+      );
+      secrets.set(path, secret);
+    }
+    f.advance(7.5 * 3_600_000);
+    await f.report('agent-1', [f.item(alice.namespace, 'uid-alice'), f.item(carol.namespace, 'uid-carol')]);
+    await f.server.app.cleanup.pass.run();
+    // Protected between the planning pass and the notification pass: no pass re-planned since.
+    expect((await f.call('POST', `/api/v1/environments/${alice.id}/protect`)).status).toBe(200);
+    rx.failNext(1);
+    expect(await f.server.app.notifications.pass()).toMatchObject({
+      enqueued: 4,
+      delivered: 1,
+      retried: 1,
+      dropped: 2,
+    });
+    expect(rx.received.map((r) => [r.path, (r.body.environment as { id: string }).id])).toEqual([
+      ['/json', carol.id],
+    ]);
+    // Carol kept alive past the due time before the retry: the retry is dropped too.
+    expect((await f.call('POST', `/api/v1/environments/${carol.id}/keep-alive`, { for: '1d' })).status).toBe(
+      200,
+    );
+    f.advance(61_000);
+    expect(await f.server.app.notifications.pass()).toMatchObject({ delivered: 0, dropped: 1 });
+    expect(rx.received).toHaveLength(1);
+    const rows = await f.server.database.db.selectFrom('webhook_deliveries').selectAll().execute();
+    expect(rows.map((r) => r.state).sort()).toEqual(['delivered', 'dropped', 'dropped', 'dropped']);
+    const audit = await f.call('GET', '/api/v1/audit?action=webhook-dropped');
+    const reasons = (audit.body.items as { detail: { reason: string } }[]).map((a) => a.detail.reason);
+    expect(reasons.sort()).toEqual(
+      [
+        'the environment was protected',
+        'the environment was protected',
+        expect.stringMatching(/^the environment is kept alive until /),
+      ].sort(),
+    );
+  });
+});

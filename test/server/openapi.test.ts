@@ -20,7 +20,7 @@ interface Case {
   /** The documented path, `{id}` filled in by `url`. */
   path: string;
   url?: string;
-  token?: 'ingest' | 'read' | 'admin' | 'agent' | 'otherProject';
+  token?: 'ingest' | 'read' | 'developer' | 'admin' | 'agent' | 'otherProject';
   headers?: Record<string, string>;
   payload?: string | object;
   status: number;
@@ -217,13 +217,12 @@ describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
     const changes = ['protect', 'unprotect', 'keep-alive'].flatMap((action): Case[] => {
       const path = `${id}/${action}`;
       const url = `/api/v1/environments/${envId}/${action}`;
-      const needs = action === 'keep-alive' ? 'read' : 'admin';
       return [
         // keep-alive without a body: the default duration.
         { method: 'POST', path, url, token: 'admin', status: 200 },
         { method: 'POST', path, url: `/api/v1/environments/a%00b/${action}`, token: 'admin', status: 400 },
         { method: 'POST', path, url, status: 401 },
-        { method: 'POST', path, url, token: needs === 'admin' ? 'read' : 'ingest', status: 403 },
+        { method: 'POST', path, url, token: 'read', status: 403 },
         { method: 'POST', path, url: `/api/v1/environments/nope/${action}`, token: 'admin', status: 404 },
         {
           method: 'POST',
@@ -496,12 +495,12 @@ describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
         token: 'admin',
         status: 404,
       },
-      // Resume: read scope like keep-alive; an environment that is not paused answers 409.
+      // Resume: developer scope like keep-alive; an environment that is not paused answers 409.
       {
         method: 'POST',
         path: resume,
         url: `/api/v1/environments/${envId}/resume`,
-        token: 'read',
+        token: 'developer',
         status: 409,
       },
       { method: 'POST', path: resume, url: `/api/v1/environments/${envId}/resume`, status: 401 },
@@ -509,10 +508,16 @@ describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
         method: 'POST',
         path: resume,
         url: `/api/v1/environments/${envId}/resume`,
-        token: 'ingest',
+        token: 'read',
         status: 403,
       },
-      { method: 'POST', path: resume, url: '/api/v1/environments/nope/resume', token: 'read', status: 404 },
+      {
+        method: 'POST',
+        path: resume,
+        url: '/api/v1/environments/nope/resume',
+        token: 'developer',
+        status: 404,
+      },
       ...archiveCases(envId),
     ];
   };

@@ -1,5 +1,5 @@
 /**
- * Signing in through a real OpenID provider (oidc-provider on 127.0.0.1, test/server/oidc-provider.ts)
+ * Signing in through a real OpenID provider (oidc-provider on 127.0.0.1, scripts/oidc-provider.ts)
  * in a real headless Chromium: a developer signs in, sees the buttons of their role, protects an
  * environment and the audit log names them; a viewer sees no change buttons and is refused a
  * change posted anyway; a person without a role gets the "ask your platform team" page; a role
@@ -18,7 +18,7 @@ import { RolesFile } from '../../src/server/oidc/roles-file.js';
 import { freePort, startTend, waitFor } from '../helpers/project.js';
 import { launchChromium } from '../helpers/chromium.js';
 import { createTestServer, postEvents, session, type TestServer } from './helpers.js';
-import { claimsOf, startTestProvider, type TestProvider } from './oidc-provider.js';
+import { claimsOf, startTestProvider, type TestProvider } from '../../scripts/oidc-provider.js';
 
 const outputDir = fileURLToPath(new URL('../../test-output/', import.meta.url));
 

@@ -276,15 +276,19 @@ export class ArchiveStore {
     return this.archives.audit(now, archiveAudit(row, actor, 'archive-read'));
   }
 
-  /** Deletes the expired archives (each periodic pass); how many. */
+  /**
+   * Deletes the expired archives (at start, then once an hour); how many. Expiry is capped to
+   * the current retention first, so a lowered `--archive-retention` holds for every archive.
+   */
   async prune(now: Date): Promise<number> {
+    await this.archives.capExpiry(this.settings.retentionMs);
     const pruned = await this.archives.prune(now);
     this.metrics.recordArchive('pruned', pruned);
     return pruned;
   }
 
-  totals(): Promise<{ count: number; bytes: number }> {
-    return this.archives.totals();
+  totals(now: Date): Promise<{ count: number; bytes: number }> {
+    return this.archives.totals(now);
   }
 }
 

@@ -18,6 +18,7 @@ import { PlanningClock } from './clock.js';
 import { PlanningPass } from './pass.js';
 import { DatabaseCleanupQueue } from './queue.js';
 import { RestoreJobs } from './restores.js';
+import { namespaceProtector } from '../../cleanup/protection.js';
 import type { CleanupSettings } from './settings.js';
 import { CleanupSwitches } from './switches.js';
 
@@ -68,6 +69,7 @@ export function composeCleanup(
     new EnvironmentRepository(db, reader),
     archives,
     now,
+    namespaceProtector({ systemNamespace: settings.systemNamespace, patterns: settings.protectPatterns }),
   );
   const queue = new DatabaseCleanupQueue(
     db,

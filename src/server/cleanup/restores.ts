@@ -36,7 +36,36 @@ export class RestoreJobs {
     private readonly environments: EnvironmentRepository,
     private readonly archives: ArchiveStore,
     private readonly now: () => Date,
+    /** Why a namespace name is protected (`kube-*`, `default`, the system namespace, patterns), or undefined. */
+    private readonly protectedName: (name: string) => string | undefined,
   ) {}
+
+  /**
+   * Refuses a restore into `namespace` on `targetKey` before any job, record or namespace exists:
+   * a protected name (cleanup could never remove it again, and tend never writes there), or a
+   * namespace the registry holds for another environment (another project's, or one present
+   * again). `tend restore` asks the same through `GET …/archive?into=`, so the CLI and the
+   * server refuse alike.
+   */
+  async checkTarget(env: Environment, targetKey: string, namespace: string): Promise<void> {
+    const why = this.protectedName(namespace);
+    if (why) {
+      throw new TendError(
+        'TEND_SERVER_BAD_REQUEST',
+        `namespace ${namespace} is protected (${why}): a restore never writes into it; name a new namespace`,
+      );
+    }
+    const holders = (await this.environments.holdersOf(namespace)).filter(
+      (h) => executorTargetOf(h.target_key) === targetKey && h.environment_id !== env.id,
+    );
+    const holder = holders[0];
+    if (holder) {
+      throw new TendError(
+        'TEND_CLEANUP_CONFLICT',
+        `namespace ${namespace} is recorded for environment ${holder.project}/${holder.name}: a restore never writes into a namespace that exists; name a new namespace`,
+      );
+    }
+  }
 
   /**
    * Plans the restore of the environment's latest archive into its namespace (or `into`): refused
@@ -49,6 +78,7 @@ export class RestoreJobs {
     // An archive this server cannot unseal (another key) is refused now, not when the job runs.
     this.archives.keyFor(row);
     const namespace = into ?? row.namespace_name;
+    await this.checkTarget(env, row.target_key, namespace);
     // Every generation of the archived namespace (a re-created one is a new generation), the
     // latest first (as the repository lists them).
     const generations = (await this.environments.resources(env.id)).filter(

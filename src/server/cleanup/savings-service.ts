@@ -8,7 +8,6 @@ import type { Kysely } from 'kysely';
 import type { SavingsReport } from '../../api/savings.js';
 import { CleanupSavingsRepository } from '../db/repositories/cleanup-savings.js';
 import type { Database } from '../db/schema.js';
-import { escapeLabel } from '../metrics.js';
 import { savingsReport, type SavingsPrices } from './savings.js';
 
 const dayMs = 86_400_000;
@@ -45,39 +44,4 @@ export class CleanupSavings {
     }
     return this.cached.report;
   }
-}
-
-/** The savings gauges in Prometheus' exposition format (per project and action, the last 30 days). */
-export function renderSavingsMetrics(report: SavingsReport): string {
-  const gauges = [
-    [
-      'tend_cleanup_freed_environment_hours',
-      'environmentHours',
-      'Hours environments were deleted or paused by cleanup',
-    ],
-    [
-      'tend_cleanup_freed_cpu_hours',
-      'cpuHours',
-      'CPU core-hours freed by cleanup (requests before the job × hours away)',
-    ],
-    [
-      'tend_cleanup_freed_gib_hours',
-      'gibHours',
-      'Memory GiB-hours freed by cleanup (requests before the job × hours away)',
-    ],
-    ['tend_cleanup_saved_cost', 'cost', 'What the freed CPU- and GiB-hours cost at the server prices'],
-  ] as const;
-  const lines: string[] = [];
-  for (const [name, field, help] of gauges) {
-    if (field === 'cost' && report.total.cost === null) continue;
-    lines.push(`# HELP ${name} ${help}, last ${metricsWindowDays} days, by project and action.`);
-    lines.push(`# TYPE ${name} gauge`);
-    for (const p of report.projects) {
-      for (const action of ['delete', 'pause'] as const) {
-        const value = p[action][field] ?? 0;
-        lines.push(`${name}{project="${escapeLabel(p.project)}",action="${action}"} ${value}`);
-      }
-    }
-  }
-  return lines.join('\n') + (lines.length > 0 ? '\n' : '');
 }

@@ -4,6 +4,7 @@
  * queue's leases and retries.
  */
 import { defaultArchiveMaxBytes } from '../../cleanup/archive.js';
+import { defaultSystemNamespace } from '../../cleanup/protection.js';
 import type { ArchiveSettings } from './archives.js';
 import type { PlannerSettings } from './planner/types.js';
 
@@ -21,7 +22,7 @@ export const defaultArchiveRetentionMs = 7 * 86_400_000;
 export const defaultCleanupSettings: CleanupSettings = {
   intervalMs: 30_000,
   maxPerPass: 10,
-  systemNamespace: 'tend-system',
+  systemNamespace: defaultSystemNamespace,
   protectPatterns: [],
   defaultLeaseMs: 120_000,
   maxAttempts: 5,

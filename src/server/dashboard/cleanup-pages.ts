@@ -29,6 +29,15 @@ export function postForm(
   </form>`;
 }
 
+/**
+ * The attributes of a table of text only (no link or button to tab to): narrow screens scroll it
+ * sideways (the layout's style), so it takes the keyboard focus itself — arrow keys then scroll
+ * it — and is named by its heading for whoever lands on it.
+ */
+function scrollable(headingId: string): Html {
+  return html`tabindex="0" aria-labelledby="${headingId}"`;
+}
+
 function when(iso: string, now: Date): Html {
   return html`<time datetime="${iso}" title="${iso}">${relativeTime(iso, now)}</time>`;
 }
@@ -112,7 +121,7 @@ export function environmentCleanupSection(
     cleanNeeds: string;
     canResume: boolean;
     active: boolean;
-    /** Paused by a pause job: a Resume button (read scope, like keep-alive; the developer role). */
+    /** Paused by a pause job: a Resume button (the developer role and scope, like keep-alive). */
     paused: boolean;
     /** The environment's targets by name (from its resources). */
     targets?: TargetNames;
@@ -412,12 +421,12 @@ export function cleanupPage(
       <h2>Recent jobs</h2>
       ${jobsTable(o.jobs, now, 'cleanup-jobs', names)}
 
-      <h2>Webhook deliveries</h2>
+      <h2 id="deliveries-heading">Webhook deliveries</h2>
       <p class="muted">
         <code>cleanup.warning</code> and <code>cleanup.done</code> to the webhooks of
         <code>tend server webhook add</code>: signed, retried with backoff until delivered or out of attempts.
       </p>
-      <table id="cleanup-deliveries">
+      <table id="cleanup-deliveries" ${scrollable('deliveries-heading')}>
         <thead>
           <tr>
             <th>Created</th>
@@ -465,13 +474,13 @@ export function cleanupPage(
         </tbody>
       </table>
 
-      <h2>Suspect inventories</h2>
+      <h2 id="suspect-heading">Suspect inventories</h2>
       <p class="muted">
         A list that would mark more than max(2, 20%) of a target's recorded resources missing at once (or
         every one, with an empty list) is held back: nothing of it is applied and nothing is cleaned on the
         target until a list agrees again.
       </p>
-      <table id="cleanup-suspect">
+      <table id="cleanup-suspect" ${scrollable('suspect-heading')}>
         <thead>
           <tr>
             <th>Target</th>
@@ -499,8 +508,8 @@ export function cleanupPage(
         </tbody>
       </table>
 
-      <h2>Executors</h2>
-      <table id="cleanup-executors">
+      <h2 id="executors-heading">Executors</h2>
+      <table id="cleanup-executors" ${scrollable('executors-heading')}>
         <thead>
           <tr>
             <th>Target</th>
@@ -531,12 +540,12 @@ export function cleanupPage(
         </tbody>
       </table>
 
-      <h2>Unrecorded namespaces</h2>
+      <h2 id="unrecorded-heading">Unrecorded namespaces</h2>
       <p class="muted">
         Marked as tend's by their plugin (Kubernetes: labelled <code>app.kubernetes.io/managed-by=tend</code>)
         but with no record in this server: shown, never deleted.
       </p>
-      <table id="cleanup-unrecorded">
+      <table id="cleanup-unrecorded" ${scrollable('unrecorded-heading')}>
         <thead>
           <tr>
             <th>Namespace</th>

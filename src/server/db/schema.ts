@@ -342,7 +342,8 @@ export interface WebhooksTable {
   created_by: string;
 }
 
-export type WebhookDeliveryState = 'pending' | 'delivered' | 'failed';
+/** `dropped`: a warning that no longer held when it was to be sent (protected, kept alive, used since). */
+export type WebhookDeliveryState = 'pending' | 'delivered' | 'failed' | 'dropped';
 
 export interface WebhookDeliveriesTable {
   id: string;

@@ -72,6 +72,8 @@ export interface PassOutcome {
   delivered: number;
   retried: number;
   failed: number;
+  /** Warnings that no longer held when they were to be sent. */
+  dropped: number;
 }
 
 export function webhookInfo(row: WebhookRow): WebhookInfo {
@@ -253,11 +255,19 @@ export class NotificationService {
   }
 
   private async deliver(webhooks: WebhookRow[]): Promise<Omit<PassOutcome, 'enqueued'>> {
-    const outcome = { delivered: 0, retried: 0, failed: 0 };
+    const outcome = { delivered: 0, retried: 0, failed: 0, dropped: 0 };
     const byId = new Map(webhooks.map((w) => [w.id, w]));
     const claimed = await this.repository.claim(this.owner, this.now(), this.settings.leaseMs, 50);
     await Promise.all(
       claimed.map(async (d) => {
+        // A warning is checked against the record when it is sent, and again at every retry:
+        // one that no longer holds is dropped (and audited), never sent late.
+        const obsolete = await this.obsoleteWarning(d);
+        if (obsolete !== undefined) {
+          outcome.dropped++;
+          await this.repository.drop(d, this.owner, obsolete, this.now());
+          return;
+        }
         const webhook = byId.get(d.webhook_id) ?? (await this.repository.webhook(d.webhook_id));
         const result = webhook
           ? await this.send(webhook, d)
@@ -294,6 +304,14 @@ export class NotificationService {
       }),
     );
     return outcome;
+  }
+
+  /** Why a warning delivery would now announce what will not happen, or undefined. */
+  private async obsoleteWarning(d: WebhookDeliveryRow): Promise<string | undefined> {
+    if (d.event !== 'cleanup.warning' || d.environment_id === null) return undefined;
+    // The dedupe key of a warning is `<environment id>@<due time>` (enqueue).
+    const dueAt = d.dedupe_key.slice(d.dedupe_key.indexOf('@') + 1);
+    return this.repository.warningObsolete(d.environment_id, dueAt);
   }
 
   /** One attempt: POST the body, signed now. Redirects are not followed. */

@@ -98,6 +98,7 @@ export function registerAdminRoutes(app: App, services: ServerServices): void {
     {
       ...admin,
       schema: {
+        operationId: 'listTokens',
         summary: 'List API tokens, never their secrets (admin)',
         tags: ['admin'],
         response: { 200: Type.Object({ items: Type.Array(TokenView) }), ...errors },
@@ -114,6 +115,7 @@ export function registerAdminRoutes(app: App, services: ServerServices): void {
     {
       ...admin,
       schema: {
+        operationId: 'createToken',
         summary: 'Create an API token; its secret is in this answer only (admin)',
         tags: ['admin'],
         body: TokenCreateBody,
@@ -161,6 +163,7 @@ export function registerAdminRoutes(app: App, services: ServerServices): void {
     {
       ...admin,
       schema: {
+        operationId: 'revokeToken',
         summary: 'Revoke a token by id or name (admin)',
         tags: ['admin'],
         params: Type.Object({ token: Type.String({ minLength: 1, maxLength: 64 }) }),
@@ -185,6 +188,7 @@ export function registerAdminRoutes(app: App, services: ServerServices): void {
     {
       ...admin,
       schema: {
+        operationId: 'listWebhooks',
         summary: 'List webhooks, never their secrets, with their deliveries (admin)',
         tags: ['admin'],
         response: { 200: Type.Object({ items: Type.Array(WebhookListing) }), ...errors },
@@ -201,6 +205,7 @@ export function registerAdminRoutes(app: App, services: ServerServices): void {
     {
       ...admin,
       schema: {
+        operationId: 'addWebhook',
         summary: 'Add a webhook; its signing secret is in this answer only (admin)',
         tags: ['admin'],
         body: WebhookCreateBody,
@@ -245,6 +250,7 @@ export function registerAdminRoutes(app: App, services: ServerServices): void {
     {
       ...admin,
       schema: {
+        operationId: 'removeWebhook',
         summary: 'Remove a webhook and its deliveries not sent yet (admin)',
         tags: ['admin'],
         params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) }),

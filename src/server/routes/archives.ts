@@ -23,6 +23,10 @@ const RestoreBody = Type.Object(
   { into: Type.Optional(Type.String({ pattern: namePattern, maxLength: nameMaxLength })) },
   { additionalProperties: false },
 );
+const ArchiveQuery = Type.Object(
+  { into: Type.Optional(Type.String({ pattern: namePattern, maxLength: nameMaxLength })) },
+  { additionalProperties: false },
+);
 const RestoredBody = Type.Object(
   { archiveId: Type.String({ minLength: 1, maxLength: 200 }) },
   { additionalProperties: false },
@@ -36,15 +40,24 @@ export function registerArchiveRoutes(app: App, services: ServerServices): void 
     {
       config: { permission: 'restore' },
       schema: {
+        operationId: 'getEnvironmentArchive',
         summary: "The environment's latest archive, for tend restore: its objects and Secrets (admin)",
+        description:
+          'With `into`, the namespace tend restore will write into is checked first, as a restore job checks it: ' +
+          'a protected name is refused (400), a namespace recorded for another environment too (409).',
         tags: ['environments'],
         params: IdParams,
-        response: { 200: RestorableArchive, ...errors },
+        querystring: ArchiveQuery,
+        response: { 200: RestorableArchive, ...errors, 409: ErrorResponse },
       },
     },
     async (request) => {
       const env = await visibleEnvironment(services, request.params.id, request.principal);
       const now = services.now();
+      if (request.query.into !== undefined) {
+        const latest = await archives.requireLatest(env.id, now);
+        await services.cleanup.restores.checkTarget(env, latest.target_key, request.query.into);
+      }
       const { row, archive } = await archives.restorable(env.id, now);
       await archives.audited(row, actorOf(request.principal!), now);
       return archive;
@@ -56,6 +69,7 @@ export function registerArchiveRoutes(app: App, services: ServerServices): void 
     {
       config: { permission: 'restore' },
       schema: {
+        operationId: 'recordArchiveRestored',
         summary: 'Record that the archive was restored (admin; tend restore calls it)',
         tags: ['environments'],
         params: IdParams,
@@ -89,6 +103,7 @@ export function registerArchiveRoutes(app: App, services: ServerServices): void 
       schema: {
         // Read by the OpenAPI document's transform (app.ts): the body may be left out.
         'x-optional-body': true,
+        operationId: 'restoreEnvironment',
         summary:
           "Restore the environment from its latest archive: a job the executor of the archive's cluster runs (admin)",
         description:

@@ -10,6 +10,7 @@ export function registerAuditRoutes(app: App, services: ServerServices): void {
     {
       config: { permission: 'read' },
       schema: {
+        operationId: 'listAuditEntries',
         summary: 'The audit log, newest first',
         tags: ['audit'],
         querystring: Type.Object({

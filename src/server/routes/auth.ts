@@ -10,6 +10,7 @@ export function registerAuthRoutes(app: App, _services: ServerServices): void {
     {
       config: { permission: 'ingest' },
       schema: {
+        operationId: 'whoAmI',
         summary: 'The token making the request',
         tags: ['auth'],
         response: {

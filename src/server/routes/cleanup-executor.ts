@@ -38,6 +38,16 @@ function checkUnbound(principal: Principal | null): void {
   );
 }
 
+/** The OpenAPI operation of each queue route: stable names for generated clients. */
+const queueOperationIds: Record<QueueRoute, string> = {
+  heartbeat: 'executorHeartbeat',
+  inventory: 'reportInventory',
+  claim: 'claimCleanupJobs',
+  start: 'startCleanupJob',
+  restoreEvents: 'recordRestoreEvents',
+  complete: 'completeCleanupJob',
+};
+
 /** The options of a queue route (agent scope), from the one table of queue routes. */
 function executorRoute<Q extends QueueRoute, P extends TSchema = TSchema>(
   route: Q,
@@ -50,6 +60,7 @@ function executorRoute<Q extends QueueRoute, P extends TSchema = TSchema>(
     config: { permission: 'agent' as const },
     ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}),
     schema: {
+      operationId: queueOperationIds[route],
       summary: r.summary,
       tags: ['cleanup executors'],
       // Only the job routes have params (fastify warns of an undefined params schema).
@@ -129,6 +140,7 @@ export function registerCleanupExecutorRoutes(app: App, services: ServerServices
       config: { permission: 'agent' as const },
       bodyLimit: maxBytes,
       schema: {
+        operationId: 'storeJobArchive',
         summary: archiveRoute.summary,
         tags: ['cleanup executors'],
         params: JobParams,
@@ -153,6 +165,7 @@ export function registerCleanupExecutorRoutes(app: App, services: ServerServices
     {
       config: { permission: 'agent' as const },
       schema: {
+        operationId: 'getRestoreJobArchive',
         summary: restoreOrderRoute.summary,
         tags: ['cleanup executors'],
         params: JobParams,

@@ -38,6 +38,7 @@ export function sinceOf(value: string): number {
 
 export function registerCleanupReportRoutes(app: App, services: ServerServices): void {
   const schema = {
+    operationId: 'getCleanupReport',
     summary:
       'What cleanup saved: resource-hours freed by deletions and pauses, per day, project and environment',
     description:

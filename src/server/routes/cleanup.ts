@@ -80,6 +80,8 @@ const NoticeResponse = Type.Object({
   serverTime: Time(),
   generatedAt: Nullable(Time()),
   halted: Type.Boolean(),
+  /** The project's circuit breaker is open: `tend cleanup env` is refused until an admin resets it. */
+  breakerOpen: Type.Boolean(),
   items: Type.Array(PlanItemView),
   nextCursor: Type.Null(),
 });
@@ -164,6 +166,7 @@ function cursorOf(value: string | undefined) {
 
 function registerPlanRoute(app: App, services: ServerServices): void {
   const schema = {
+    operationId: 'getCleanupPlan',
     summary: 'What cleanup will do, when, and why (or why not): the decisions of the last planning pass',
     tags: ['cleanup'],
     querystring: PlanQuery,
@@ -221,6 +224,7 @@ function registerPlanRoute(app: App, services: ServerServices): void {
 
 function registerNoticeRoute(app: App, services: ServerServices): void {
   const schema = {
+    operationId: 'getCleanupNotice',
     summary:
       "One environment's cleanup decisions, for the CLI's warning line and `tend status` (ingest scope: a project-bound token sees its project only)",
     tags: ['cleanup'],
@@ -230,7 +234,7 @@ function registerNoticeRoute(app: App, services: ServerServices): void {
   app.get('/api/v1/cleanup/notice', { config: { permission: 'ingest' }, schema }, async (request) => {
     const q = request.query;
     checkProject(request.principal, q.project);
-    const [rows, control] = await Promise.all([
+    const [rows, control, breakers] = await Promise.all([
       services.cleanup.decisions.planPage(
         {
           dueBefore: new Date(services.now().getTime() + maxWithinMs).toISOString(),
@@ -241,11 +245,13 @@ function registerNoticeRoute(app: App, services: ServerServices): void {
         20,
       ),
       services.cleanup.control.control(),
+      services.cleanup.control.breakers(),
     ]);
     return {
       serverTime: services.now().toISOString(),
       generatedAt: control.last_pass_at,
       halted: Boolean(control.halted),
+      breakerOpen: breakers.some((b) => b.project === q.project),
       items: rows.map((r) => planItemView(r, services.now())),
       nextCursor: null,
     };
@@ -254,6 +260,7 @@ function registerNoticeRoute(app: App, services: ServerServices): void {
 
 function registerJobsRoute(app: App, services: ServerServices): void {
   const schema = {
+    operationId: 'listCleanupJobs',
     summary: 'Cleanup jobs, most recently planned first',
     tags: ['cleanup'],
     querystring: JobsQuery,
@@ -287,6 +294,7 @@ function registerJobsRoute(app: App, services: ServerServices): void {
 
 function registerStatusRoute(app: App, services: ServerServices): void {
   const schema = {
+    operationId: 'getCleanupStatus',
     summary:
       'The state of cleanup: halt switch, last pass, breakers, enforced policies, executors, suspect inventories, unrecorded namespaces',
     tags: ['cleanup'],
@@ -316,6 +324,7 @@ function registerStatusRoute(app: App, services: ServerServices): void {
 
 function registerEnforceRoute(app: App, services: ServerServices): void {
   const schema = {
+    operationId: 'enforceCleanupPolicy',
     summary:
       'Enforce the cleanup policy of a project (or one environment name): its decisions stop being dry-run (admin)',
     tags: ['cleanup'],
@@ -336,6 +345,7 @@ function registerEnforceRoute(app: App, services: ServerServices): void {
 function registerHaltRoutes(app: App, services: ServerServices): void {
   for (const action of ['halt', 'resume'] as const) {
     const schema = {
+      operationId: action === 'halt' ? 'haltCleanup' : 'unhaltCleanup',
       summary:
         action === 'halt'
           ? 'Halt all automatic cleanup: nothing is planned or started until resumed (admin)'
@@ -352,6 +362,7 @@ function registerHaltRoutes(app: App, services: ServerServices): void {
 
 function registerBreakerResetRoute(app: App, services: ServerServices): void {
   const schema = {
+    operationId: 'resetCleanupBreaker',
     summary: "Close a project's circuit breaker after looking at why it opened (admin)",
     tags: ['cleanup'],
     params: Type.Object({ project: ProjectName }),
@@ -372,9 +383,16 @@ function registerBreakerResetRoute(app: App, services: ServerServices): void {
 function registerEnvironmentJobRoute(
   app: App,
   services: ServerServices,
-  route: { path: string; permission: 'clean-now' | 'resume'; summary: string; action?: 'resume' },
+  route: {
+    path: string;
+    permission: 'clean-now' | 'resume';
+    operationId: string;
+    summary: string;
+    action?: 'resume';
+  },
 ): void {
   const schema = {
+    operationId: route.operationId,
     summary: route.summary,
     tags: ['environments'],
     params: Type.Object({ id: Type.String() }),
@@ -404,14 +422,16 @@ export function registerCleanupRoutes(app: App, services: ServerServices): void 
   registerEnvironmentJobRoute(app, services, {
     path: '/api/v1/environments/:id/cleanup',
     permission: 'clean-now',
+    operationId: 'cleanUpEnvironmentNow',
     summary:
       'Clean up now: plan jobs for the environment through the same path and checks, only the inactivity wait skipped (developer or admin)',
   });
   registerEnvironmentJobRoute(app, services, {
     path: '/api/v1/environments/:id/resume',
     permission: 'resume',
+    operationId: 'resumeEnvironment',
     summary:
-      'Resume a paused environment: a resume job (restores exactly what the pause recorded) through the same path and checks as every cleanup job (read scope, like keep-alive)',
+      'Resume a paused environment: a resume job (restores exactly what the pause recorded) through the same path and checks as every cleanup job (developer scope, like keep-alive)',
     action: 'resume',
   });
 }

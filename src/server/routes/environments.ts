@@ -45,6 +45,7 @@ export function registerEnvironmentRoutes(app: App, services: ServerServices): v
     {
       config: { permission: 'read' },
       schema: {
+        operationId: 'listEnvironments',
         summary: 'List environments, most recently active first',
         tags: ['environments'],
         querystring: ListQuery,
@@ -70,6 +71,7 @@ export function registerEnvironmentRoutes(app: App, services: ServerServices): v
     {
       config: { permission: 'read' },
       schema: {
+        operationId: 'getEnvironment',
         summary: 'One environment with its resources, recent sessions and activity timeline',
         tags: ['environments'],
         params: IdParams,
@@ -103,6 +105,7 @@ export function registerEnvironmentRoutes(app: App, services: ServerServices): v
       {
         config: { permission: 'protect' },
         schema: {
+          operationId: action === 'protect' ? 'protectEnvironment' : 'unprotectEnvironment',
           summary:
             action === 'protect'
               ? 'Protect an environment: automatic cleanup never touches it (developer or admin)'
@@ -134,6 +137,7 @@ export function registerEnvironmentRoutes(app: App, services: ServerServices): v
         (request as { body: unknown }).body ??= {};
       },
       schema: {
+        operationId: 'keepEnvironmentAlive',
         summary:
           'Keep an environment alive: no automatic cleanup before now + `for` (default 24h, at most 30d)',
         tags: ['environments'],

@@ -42,6 +42,7 @@ export function registerEventRoutes(app: App, services: ServerServices): void {
       config: { permission: 'ingest', checksItemsAlone: true },
       bodyLimit: services.limits.bodyLimit,
       schema: {
+        operationId: 'ingestEvents',
         summary: 'Ingest a batch of events',
         description:
           'Idempotent by event id: a re-sent event is counted in `duplicates` and changes nothing. ' +

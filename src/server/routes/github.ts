@@ -13,6 +13,7 @@ import { sha256Hex } from '../../hash.js';
 import { schemaCheck, schemaProblems } from '../../schema-check.js';
 import { TendError } from '../../errors.js';
 import { ErrorResponse } from '../../api/views.js';
+import { storableProblem } from '../storable.js';
 import type { App, ServerServices } from '../services.js';
 
 /** GitHub caps payloads at 25 MB; a pull_request delivery is tens of KiB. */
@@ -58,6 +59,7 @@ export function registerGithubRoutes(app: App, services: ServerServices): void {
       {
         bodyLimit: githubBodyLimit,
         schema: {
+          operationId: 'receiveGithubWebhook',
           summary:
             "GitHub pull_request webhooks (authenticated by X-Hub-Signature-256, not a bearer token): closed or merged makes the pull request's environments due after afterClose; reopened, not due",
           tags: ['integrations'],
@@ -170,6 +172,18 @@ export function registerGithubRoutes(app: App, services: ServerServices): void {
           throw new TendError(
             'TEND_SERVER_BAD_REQUEST',
             `not a pull_request payload: ${first ? `${first.path} ${first.message}` : 'unexpected shape'}`,
+          );
+        }
+        // What is stored (the delivery's action and repository) must be text the databases take:
+        // a NUL is refused by PostgreSQL, a lone surrogate by both.
+        const unstorable = storableProblem(
+          { action: payload.action, repository: payload.repository.full_name },
+          2,
+        );
+        if (unstorable) {
+          throw new TendError(
+            'TEND_SERVER_BAD_REQUEST',
+            `not a pull_request payload: ${unstorable.path.slice(1)} ${unstorable.message}`,
           );
         }
         const repository = payload.repository.full_name;

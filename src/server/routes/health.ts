@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
 import { cleanupGauges } from '../cleanup/status.js';
-import { renderSavingsMetrics } from '../cleanup/savings-service.js';
+import { renderSavingsMetrics } from '../metrics.js';
 import { isReachable } from '../db/database.js';
 
 export function registerHealthRoutes(app: App, services: ServerServices): void {
@@ -11,6 +11,7 @@ export function registerHealthRoutes(app: App, services: ServerServices): void {
     '/healthz',
     {
       schema: {
+        operationId: 'checkLiveness',
         summary: 'Liveness: the process answers',
         tags: ['health'],
         security: [],
@@ -24,6 +25,7 @@ export function registerHealthRoutes(app: App, services: ServerServices): void {
     '/readyz',
     {
       schema: {
+        operationId: 'checkReadiness',
         summary: 'Readiness: the database answers',
         tags: ['health'],
         security: [],
@@ -45,6 +47,7 @@ export function registerHealthRoutes(app: App, services: ServerServices): void {
     {
       config: { permission: 'read' },
       schema: {
+        operationId: 'getMetrics',
         summary: 'Prometheus metrics: ingest, environments by state, cleanup jobs, decisions and executors',
         tags: ['health'],
         produces: ['text/plain'],
@@ -65,7 +68,7 @@ export function registerHealthRoutes(app: App, services: ServerServices): void {
         services.environments.countByState(),
         cleanupGauges(services.cleanup, services.now()),
         services.savings.forMetrics(),
-        services.cleanup.archives.totals(),
+        services.cleanup.archives.totals(services.now()),
       ]);
       return reply
         .type('text/plain; version=0.0.4')

@@ -17,6 +17,9 @@ import {
 } from '../../../src/cleanup/archive.js';
 import { archiveKeyOf } from '../../../src/server/cleanup/archive-key.js';
 import { TokenRepository } from '../../../src/server/db/repositories/tokens.js';
+import { ArchiveRepository } from '../../../src/server/db/repositories/archives.js';
+import { ArchiveStore } from '../../../src/server/cleanup/archives.js';
+import { Metrics } from '../../../src/server/metrics.js';
 import { stage } from '../../adversarial/harness.js';
 import { countRows, dialects } from '../helpers.js';
 import { cleanupFixture, target, type CleanupFixture } from './fixture.js';
@@ -227,6 +230,11 @@ describe.each(dialects)('archive attacks on %s', (dialect) => {
     expect(
       (await f.call('GET', `/api/v1/environments/${envId}/archive`, undefined, f.server.tokens.read)).status,
     ).toBe(403);
+    // A developer may keep alive and clean up, not read Secrets unsealed: restore is admin-only.
+    expect(
+      (await f.call('GET', `/api/v1/environments/${envId}/archive`, undefined, f.server.tokens.developer))
+        .status,
+    ).toBe(403);
     const read = await f.call('GET', `/api/v1/environments/${envId}/archive`);
     expect(read.status).toBe(200);
     expect(read.body.archive.secrets[0].data.password).toBe('aHVudGVyMg==');
@@ -267,12 +275,29 @@ describe.each(dialects)('archive attacks on %s', (dialect) => {
     expect((await f.call('GET', `/api/v1/environments/${envId}/archive`)).status).toBe(422);
   });
 
-  it('archives are pruned after the retention', async () => {
+  it('a lowered retention holds for the archives already kept; an expired one is neither counted nor offered, then pruned', async () => {
     expect(await stored()).toBe(1);
-    f.advance(8 * 86_400_000);
-    expect(await f.server.app.cleanup.archives.prune(f.now())).toBe(1);
+    const archivesGauge = async () =>
+      /^tend_archives (\d+)$/m.exec(
+        (
+          await f.server.app.inject({
+            method: 'GET',
+            url: '/metrics',
+            headers: f.server.auth(f.server.tokens.admin),
+          })
+        ).body,
+      )?.[1];
+    f.advance(2 * 86_400_000);
+    // Restarted with --archive-retention 1d: the archive taken two days ago under 7d goes now.
+    const restarted = new ArchiveStore(
+      new ArchiveRepository(f.server.database.db, f.server.database.reader),
+      new Metrics(),
+      { ...f.server.app.cleanup.archives.settings, retentionMs: 86_400_000 },
+    );
+    expect(await restarted.prune(f.now())).toBe(1);
     expect(await stored()).toBe(0);
     expect((await f.call('GET', `/api/v1/environments/${envId}/archive`)).status).toBe(404);
+    expect(await archivesGauge()).toBe('0');
   });
 });
 

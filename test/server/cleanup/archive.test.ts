@@ -189,6 +189,45 @@ it('without an archive key Secrets are kept by name only, and the restore names 
     .executeTakeFirstOrThrow();
   expect(stored.secrets_sealed).toBeNull();
   expect(JSON.parse(stored.secrets_not_kept)).toEqual(['db-password']);
+
+  // Refused before any session, record or namespace exists: a protected name (the CLI's own
+  // check), another project's namespace (the server's, asked before the session starts).
+  const other = project(st, 'other', 'other-dev');
+  expect((await st.tend(other, 'deploy')).code).toBe(0);
+  const recordsBefore = await st.server.database.db.selectFrom('environments').select('namespace').execute();
+  for (const into of ['kube-fresh', 'default', 'tend-system']) {
+    const refused = await admin(st, root, 'restore', id, '--into', into);
+    expect(refused.code, into).toBe(2);
+    expect(refused.stderr).toMatch(/the namespace is protected/);
+    expect(st.namespaceExists(into) && into !== 'default').toBe(false);
+  }
+  const foreign = await admin(st, root, 'restore', id, '--into', 'other-dev');
+  expect(foreign.code, foreign.stderr).toBe(1);
+  expect(foreign.stderr).toMatch(/namespace other-dev is recorded for environment other\/dev/);
+  expect(st.sim.sim.store.get('configmaps', 'other-dev', 'db-password')).toBeUndefined();
+  const recordsAfter = await st.server.database.db.selectFrom('environments').select('namespace').execute();
+  expect(recordsAfter).toEqual(recordsBefore);
+  // The API refuses the same, before a job exists.
+  for (const [into, status] of [
+    ['kube-fresh', 400],
+    ['other-dev', 409],
+  ] as const) {
+    const asked = await st.server.app.inject({
+      method: 'POST',
+      url: `/api/v1/environments/${id}/restore`,
+      headers: st.server.auth(st.server.tokens.admin),
+      payload: { into },
+    });
+    expect(asked.statusCode, into).toBe(status);
+  }
+  expect(
+    await st.server.database.db
+      .selectFrom('cleanup_jobs')
+      .select('id')
+      .where('action', '=', 'restore')
+      .execute(),
+  ).toEqual([]);
+
   const restore = await admin(st, root, 'restore', id, '--into', 'plain-back');
   expect(restore.code, restore.stderr).toBe(0);
   expect(restore.stdout).toContain('into namespace plain-back');

@@ -121,7 +121,8 @@ describe.each(dialects)('pause and schedules on %s', (dialect) => {
 
   it('a paused environment is active again after a command that resumes it; resume through the API needs it paused', async () => {
     const env = await scheduled();
-    const resumeNow = () => f.call('POST', `/api/v1/environments/${env.id}/resume`, {}, f.server.tokens.read);
+    const resumeNow = () =>
+      f.call('POST', `/api/v1/environments/${env.id}/resume`, {}, f.server.tokens.developer);
     const refused = await resumeNow();
     expect(refused.status).toBe(409);
     expect(refused.body.error.message).toMatch(/not paused/);
@@ -163,10 +164,10 @@ describe.each(dialects)('pause and schedules on %s', (dialect) => {
 
   it('the dashboard shows a paused environment with a Resume button: the same resume job, CSRF checked', async () => {
     const env = await scheduled();
-    const res = await postLogin(f.server.app, { token: f.server.tokens.read, next: '/' });
+    const res = await postLogin(f.server.app, { token: f.server.tokens.developer, next: '/' });
     const cookie = `tend_session=${res.cookies.find((c) => c.name === 'tend_session')!.value}`;
-    const page = () =>
-      f.server.app.inject({ method: 'GET', url: `/environments/${env.id}`, headers: { cookie } });
+    const page = (as = cookie) =>
+      f.server.app.inject({ method: 'GET', url: `/environments/${env.id}`, headers: { cookie: as } });
     const csrfOf = (body: string) => /name="_csrf" value="([^"]+)"/.exec(body)?.[1] ?? '';
     const resumeForm = `action="/environments/${env.id}/resume"`;
     expect((await page()).body).not.toContain(resumeForm);
@@ -177,6 +178,10 @@ describe.each(dialects)('pause and schedules on %s', (dialect) => {
     await execute();
     const paused = await page();
     expect(paused.body).toContain(resumeForm);
+    // A reader sees no Resume button: resuming is a write.
+    const readerLogin = await postLogin(f.server.app, { token: f.server.tokens.read, next: '/' });
+    const reader = `tend_session=${readerLogin.cookies.find((c) => c.name === 'tend_session')!.value}`;
+    expect((await page(reader)).body).not.toContain(resumeForm);
     const list = await f.server.app.inject({ method: 'GET', url: '/?state=paused', headers: { cookie } });
     expect(list.body).toContain(env.namespace);
 

@@ -182,7 +182,7 @@ describe.each(dialects)('restore jobs on %s', (dialect) => {
     ).metadata.labels;
     expect(labels?.['app.kubernetes.io/managed-by']).toBeUndefined();
 
-    // Bad names are a clear 400; a protected one is refused by the executor.
+    // Bad names are a clear 400.
     for (const into of ['Race_Dev', '', 'x'.repeat(64), 'a\u0000b']) {
       const bad = await askRestore(st, id, st.server.tokens.admin, { into });
       expect(bad.statusCode, into).toBe(400);
@@ -190,12 +190,13 @@ describe.each(dialects)('restore jobs on %s', (dialect) => {
     expect(
       (await askRestore(st, id, st.server.tokens.admin, { into: 'race-dev', other: 1 })).statusCode,
     ).toBe(400);
+    // A protected name is refused before any job exists.
     const kube = await askRestore(st, id, st.server.tokens.admin, { into: 'kube-restored' });
-    expect(kube.statusCode).toBe(202);
-    const refused = await st.executor.runPass();
-    expect(refused.jobs.map((j) => [j.outcome, j.message])).toEqual([
-      ['cancelled', expect.stringMatching(/namespace kube-restored is protected/)],
-    ]);
+    expect(kube.statusCode).toBe(400);
+    expect(kube.json<{ error: { message: string } }>().error.message).toMatch(
+      /namespace kube-restored is protected \(kube-\*\)/,
+    );
+    expect((await st.executor.runPass()).jobs).toEqual([]);
     expect(st.namespaceExists('kube-restored')).toBe(false);
 
     const into = await askRestore(st, id, st.server.tokens.admin, { into: 'race-back' });

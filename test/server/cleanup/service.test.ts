@@ -373,8 +373,12 @@ describe.each(dialects)('cleanup queue and planning pass on %s', (dialect) => {
       'protected',
     ]);
 
+    // A keep-alive only ever extends: asking for 1m leaves the day in force; the day then ends.
     await f.call('POST', `/api/v1/environments/${env2.id}/keep-alive`, { for: '1m' });
     f.advance(120_000);
+    await f.report('e1', [f.item(env.namespace, 'uid-alice'), f.item(env2.namespace, 'uid-carol')]);
+    expect(await cleanup().pass.run()).toMatchObject({ planned: 0 });
+    f.advance(24 * hour);
     await f.report('e1', [f.item(env.namespace, 'uid-alice'), f.item(env2.namespace, 'uid-carol')]);
     expect(await cleanup().pass.run()).toMatchObject({ planned: 1 });
     const [job2] = (await claim('e1')).body.jobs;

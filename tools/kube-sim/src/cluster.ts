@@ -10,6 +10,8 @@ import type { ResourceType } from './resources.js';
 import { NS, RESOURCES, resourceForKind } from './resources.js';
 import type { Stored } from './store.js';
 import { Store } from './store.js';
+import { Admission, type AdmissionRequest } from './admission.js';
+import type { User } from './rbac.js';
 import type { KObject } from './types.js';
 import { ApiError, alreadyExists, badRequest, conflict, isPlainObject, notFound } from './types.js';
 import { applyDefaults, hasGeneration, mergeStringData, validateObject } from './validation.js';
@@ -25,6 +27,8 @@ export interface WriteOptions {
   dryRun?: boolean;
   fieldManager?: string;
   force?: boolean;
+  /** Who asks, for a write through the API: admitted (admission.ts). Controllers' writes are not. */
+  requester?: User;
 }
 
 const NAME_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
@@ -40,6 +44,8 @@ export function now(): string {
 
 export class Cluster {
   readonly store = new Store();
+  /** ValidatingAdmissionPolicies, for the writes made through the API. */
+  readonly admission = new Admission(this.store);
   /** Called (deferred) when a namespace is marked for deletion. */
   onNamespaceTerminating: (name: string) => void = () => {};
 
@@ -126,6 +132,7 @@ export class Cluster {
     applyDefaults(rt, obj);
     if (rt.kind === 'Job') this.defaultJobSelector(obj);
     if (opts.fieldManager) this.setManagedFields(obj, opts.fieldManager, 'Update');
+    this.admit(rt, 'CREATE', obj, null, opts);
     if (opts.dryRun) {
       obj.metadata.creationTimestamp = now();
       return { obj, json: JSON.stringify(obj), rv: this.store.resourceVersion };
@@ -253,6 +260,7 @@ export class Cluster {
     mergeStringData(rt, obj);
     validateObject(rt, obj, old);
     if (opts.fieldManager) this.setManagedFields(obj, opts.fieldManager, opts.operation ?? 'Update');
+    this.admit(rt, 'UPDATE', obj, old, opts);
     if (opts.dryRun) {
       meta.resourceVersion = old.metadata.resourceVersion!;
       return { obj, json: JSON.stringify(obj), rv: cur.rv };
@@ -365,7 +373,14 @@ export class Cluster {
     return this.commit(rt, cur, copy, { subresource });
   }
 
-  delete(rt: ResourceType, namespace: string, name: string, opts: DeleteOptions = {}): Stored {
+  /** `requester`: who asks, for a delete through the API (admitted); controllers give none. */
+  delete(
+    rt: ResourceType,
+    namespace: string,
+    name: string,
+    opts: DeleteOptions = {},
+    requester?: User,
+  ): Stored {
     const cur = this.getOrThrow(rt, namespace, name);
     const meta = cur.obj.metadata;
     const pre = opts.preconditions;
@@ -396,7 +411,9 @@ export class Cluster {
         },
       );
     }
-    if (opts.dryRun?.includes('All')) return cur;
+    const dryRun = opts.dryRun?.includes('All') ?? false;
+    this.admit(rt, 'DELETE', null, cur.obj, { dryRun, ...(requester ? { requester } : {}) });
+    if (dryRun) return cur;
     if (rt.kind === 'Namespace') {
       if (cur.obj.status?.phase === 'Terminating') return cur;
       const obj = structuredClone(cur.obj);
@@ -448,6 +465,32 @@ export class Cluster {
     if (policy === 'Orphan') this.orphanDependents(ns, meta.uid!);
     else queueMicrotask(() => this.deleteDependents(ns, meta.uid!, 'Background'));
     return removed;
+  }
+
+  /**
+   * Validating admission of a write through the API (`opts.requester` set); `object` is what would
+   * be stored, `oldObject` what is.
+   */
+  admit(
+    rt: ResourceType,
+    operation: AdmissionRequest['operation'],
+    object: KObject | null,
+    oldObject: KObject | null,
+    opts: WriteOptions & { subresource?: string },
+  ): void {
+    if (!opts.requester) return;
+    const meta = (object ?? oldObject)!.metadata;
+    this.admission.check({
+      operation,
+      rt,
+      ...(opts.subresource ? { subresource: opts.subresource } : {}),
+      namespace: rt.kind === 'Namespace' ? meta.name! : (meta.namespace ?? ''),
+      name: meta.name!,
+      object,
+      oldObject,
+      dryRun: opts.dryRun === true,
+      user: opts.requester,
+    });
   }
 
   /**

@@ -44,6 +44,12 @@ export interface KubeSimOptions {
   registryPort?: number;
   /** Bearer token; random by default. */
   token?: string;
+  /**
+   * More bearer tokens and the users they authenticate as (`{ tok: { name: 'jane', groups:
+   * ['dev'] } }`; `system:authenticated` is added), for RBAC and admission tests: a person, or a
+   * ServiceAccount's name without its TokenRequest.
+   */
+  users?: Record<string, { name: string; groups?: string[] }>;
   /** Time a Terminating namespace lingers before it disappears (default 100 ms). */
   namespaceDeleteDelayMs?: number;
   /** Time a ready pod takes to count as available in Deployments and StatefulSets (default 50 ms). */
@@ -184,7 +190,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     runtime,
     faults,
     requests,
-    auth: new Authenticator(token, cluster.store),
+    auth: new Authenticator(token, cluster.store, opts.users ?? {}),
     host: () => `127.0.0.1:${apiPort}`,
     exec: { runtime, registry, registryHosts, scratchDir },
     streams,

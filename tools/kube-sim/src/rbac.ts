@@ -63,6 +63,8 @@ export class Authenticator {
   constructor(
     private readonly adminToken: string,
     private readonly store: Store,
+    /** Tokens given at start and who they are (KubeSimOptions.users). */
+    private readonly users: Record<string, { name: string; groups?: string[] }> = {},
   ) {}
 
   /** The user behind a request's bearer token, or undefined (401). */
@@ -72,6 +74,11 @@ export class Authenticator {
     const token = match[1]!;
     if (token === this.adminToken) {
       return { name: 'kube-sim-admin', groups: [ADMIN_GROUP, 'system:authenticated'] };
+    }
+    const given = Object.hasOwn(this.users, token) ? this.users[token] : undefined;
+    if (given) {
+      const groups = [...(given.groups ?? []), 'system:authenticated'];
+      return { name: given.name, groups: [...new Set(groups)] };
     }
     const issued = this.issued.get(token);
     if (!issued) return undefined;

@@ -107,6 +107,26 @@ export const RESOURCES: ResourceType[] = [
     shortNames: ['ing'],
     subresources: ['status'],
   }),
+  // Stored and served (the manifests under deploy/ ship them); no network is simulated.
+  rt('networking.k8s.io', 'v1', 'NetworkPolicy', 'networkpolicies', true, { shortNames: ['netpol'] }),
+  // Validating admission (admission.ts).
+  rt(
+    'admissionregistration.k8s.io',
+    'v1',
+    'ValidatingAdmissionPolicy',
+    'validatingadmissionpolicies',
+    false,
+    {
+      subresources: ['status'],
+    },
+  ),
+  rt(
+    'admissionregistration.k8s.io',
+    'v1',
+    'ValidatingAdmissionPolicyBinding',
+    'validatingadmissionpolicybindings',
+    false,
+  ),
   // Who may do what (rbac.ts).
   rt('rbac.authorization.k8s.io', 'v1', 'Role', 'roles', true),
   rt('rbac.authorization.k8s.io', 'v1', 'RoleBinding', 'rolebindings', true),
@@ -121,6 +141,7 @@ export const GROUP_VERSIONS: { group: string; version: string }[] = [
   { group: 'autoscaling', version: 'v2' },
   { group: 'networking.k8s.io', version: 'v1' },
   { group: 'rbac.authorization.k8s.io', version: 'v1' },
+  { group: 'admissionregistration.k8s.io', version: 'v1' },
 ];
 
 const byPath = new Map<string, ResourceType>();

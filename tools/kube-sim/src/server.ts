@@ -282,6 +282,7 @@ export async function handleRequest(
       body,
       truncate ? { truncate } : {},
       entry,
+      user,
     );
   } catch (e) {
     sendError(res, e);
@@ -490,18 +491,24 @@ async function handleResource(
   body: Buffer,
   faults: ListFaults,
   entry: RecordedRequest,
+  user: User,
 ): Promise<void> {
   const { cluster } = ctx;
   const { rt, namespace, name, subresource } = route;
   const dryRun = query.getAll('dryRun').includes('All');
   const fieldManager = query.get('fieldManager') ?? undefined;
   const accept = req.headers.accept;
-  const write = { dryRun, ...(fieldManager ? { fieldManager } : {}), force: queryFlag(query, 'force') };
+  const write = {
+    dryRun,
+    ...(fieldManager ? { fieldManager } : {}),
+    force: queryFlag(query, 'force'),
+    requester: user,
+  };
   if (subresource === 'log') return serveLog(ctx, req, res, route, query);
   if (subresource === 'exec' || subresource === 'attach') {
     throw badRequest('Upgrade request required');
   }
-  if (subresource === 'scale') return serveScale(ctx, req, res, route, body);
+  if (subresource === 'scale') return serveScale(ctx, req, res, route, body, user);
   if (subresource === 'token') {
     if (verb !== 'create')
       throw new ApiError(
@@ -532,7 +539,7 @@ async function handleResource(
     }
     case 'update': {
       if (subresource === 'finalize' && rt.kind === 'Namespace')
-        return sendJson(res, 200, finalizeNamespace(cluster, name!, parseJsonBody(body)).json);
+        return sendJson(res, 200, finalizeNamespace(cluster, name!, parseJsonBody(body), user).json);
       const s = cluster.update(rt, namespace, name!, parseObjectBody(req, body), {
         ...write,
         ...(subresource ? { subresource } : {}),
@@ -558,7 +565,7 @@ async function handleResource(
       const opts = deleteOptions(query, body);
       const preconditions = recordedPreconditions(opts);
       if (preconditions) entry.preconditions = preconditions;
-      const s = cluster.delete(rt, namespace, name!, opts);
+      const s = cluster.delete(rt, namespace, name!, opts, user);
       const stillThere = cluster.store.getStored(rt, rt.namespaced ? namespace : '', name!);
       return sendJson(res, stillThere ? 202 : 200, s.json);
     }
@@ -572,9 +579,12 @@ async function handleResource(
       const deleted: string[] = [];
       for (const s of items) {
         try {
-          deleted.push(cluster.delete(rt, s.obj.metadata.namespace ?? '', s.obj.metadata.name!, opts).json);
-        } catch {
-          // Raced with another deletion.
+          deleted.push(
+            cluster.delete(rt, s.obj.metadata.namespace ?? '', s.obj.metadata.name!, opts, user).json,
+          );
+        } catch (e) {
+          // Raced with another deletion; anything else (admission's refusal) is the answer.
+          if (!(e instanceof ApiError && e.code === 404)) throw e;
         }
       }
       return sendJson(
@@ -597,13 +607,13 @@ async function handleResource(
  * namespace left without finalizers is deleted with its contents at once, as the namespace
  * controller does on a real cluster.
  */
-function finalizeNamespace(cluster: Cluster, name: string, body: unknown): Stored {
+function finalizeNamespace(cluster: Cluster, name: string, body: unknown, requester: User): Stored {
   if (!isPlainObject(body)) throw badRequest('the body of the request was in an unknown format');
   const spec = isPlainObject(body['spec']) ? body['spec'] : {};
   const finalizers = spec['finalizers'] ?? [];
   if (!Array.isArray(finalizers) || finalizers.some((f) => typeof f !== 'string'))
     throw badRequest('spec.finalizers must be a list of strings');
-  const finalized = cluster.update(NS, '', name, body, { subresource: 'finalize' });
+  const finalized = cluster.update(NS, '', name, body, { subresource: 'finalize', requester });
   if (finalizers.length === 0 && finalized.obj.status?.phase === 'Terminating') cluster.finishNamespace(name);
   return finalized;
 }
@@ -845,6 +855,7 @@ function serveScale(
   res: ServerResponse,
   route: Route,
   body: Buffer,
+  requester: User,
 ): void {
   const { rt, namespace, name } = route;
   const toScale = (s: Stored): string => {
@@ -884,6 +895,10 @@ function serveScale(
       `Scale.autoscaling "${name}" is invalid: spec.replicas: Invalid value: ${String(replicas)}: must be greater than or equal to 0`,
     );
   }
+  // Admitted as an update of the object's `scale` subresource, the object as it would become.
+  const scaled = structuredClone(cur.obj);
+  scaled.spec.replicas = replicas;
+  ctx.cluster.admit(rt, 'UPDATE', scaled, cur.obj, { subresource: 'scale', requester });
   const s = ctx.cluster.mutate(rt, namespace, name!, (o) => void (o.spec.replicas = replicas), '*')!;
   sendJson(res, 200, toScale(s));
 }

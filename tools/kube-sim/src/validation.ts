@@ -1,5 +1,6 @@
 /** Name validation, defaulting and write-only fields, with the messages a real API server returns. */
 import { defaultRequests, qosClass, resourceProblems } from './quantities.js';
+import { admissionProblems } from './admission.js';
 import { rbacProblems } from './rbac.js';
 import type { ResourceType } from './resources.js';
 import type { KObject, StatusCause } from './types.js';
@@ -121,6 +122,7 @@ export function validateObject(rt: ResourceType, obj: KObject, old?: KObject): v
       });
   }
   causes.push(...rbacProblems(rt, obj, old));
+  causes.push(...admissionProblems(rt, obj));
   if (causes.length) throw invalid(rt, name, causes);
 }
 

@@ -43,6 +43,7 @@ describe('authentication and discovery', () => {
       'autoscaling',
       'networking.k8s.io',
       'rbac.authorization.k8s.io',
+      'admissionregistration.k8s.io',
     ]);
     const core = (await call(sim, 'GET', '/api/v1')).json.resources.map((r: { name: string }) => r.name);
     expect(core).toEqual(

@@ -205,7 +205,8 @@ export class PlannedDecision implements Decision {
     const { env, today } = this.facts;
     switch (this.reason) {
       case 'kept-alive':
-        return `kept alive until ${formatTime(env.keepAliveUntil ?? 0, today)}`;
+        // Another record holding the namespace may be the one kept alive: its words name it.
+        return this.why ?? `kept alive until ${formatTime(env.keepAliveUntil ?? 0, today)}`;
       case 'no-executor':
         return `no live executor for its ${targetWhat(this.targetKey)}`;
       case 'inventory-partial':

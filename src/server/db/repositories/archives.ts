@@ -76,6 +76,30 @@ export class ArchiveRepository {
     return writeAudit(this.db, now, [entry]);
   }
 
+  /**
+   * Brings every archive's expiry within `retentionMs` of its creation: a lower
+   * `--archive-retention` applies to the archives already kept (their sealed Secrets included),
+   * not only to new ones. A higher one extends nothing: what was promised to be gone goes.
+   */
+  async capExpiry(retentionMs: number): Promise<number> {
+    const rows = await this.db
+      .selectFrom('environment_archives')
+      .select(['id', 'created_at', 'expires_at'])
+      .execute();
+    let capped = 0;
+    for (const row of rows) {
+      const cap = new Date(Date.parse(row.created_at) + retentionMs).toISOString();
+      if (row.expires_at <= cap) continue;
+      await this.db
+        .updateTable('environment_archives')
+        .set({ expires_at: cap })
+        .where('id', '=', row.id)
+        .execute();
+      capped++;
+    }
+    return capped;
+  }
+
   /** Deletes every archive expired at `now`; how many. */
   async prune(now: Date): Promise<number> {
     const result = await this.db
@@ -85,10 +109,11 @@ export class ArchiveRepository {
     return Number(result.numDeletedRows);
   }
 
-  /** Archives kept and their stored size (bytes), for /metrics. */
-  async totals(): Promise<{ count: number; bytes: number }> {
+  /** Archives that can still be restored at `now` and their stored size (bytes), for /metrics. */
+  async totals(now: Date): Promise<{ count: number; bytes: number }> {
     const row = await this.reader
       .selectFrom('environment_archives')
+      .where('expires_at', '>', now.toISOString())
       .select((eb) => [
         eb.fn.countAll<number | string>().as('count'),
         eb.fn.sum<number | string | null>('size_bytes').as('bytes'),

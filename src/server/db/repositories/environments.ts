@@ -5,6 +5,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import { writeAudit } from './audit.js';
+import { isSqlite } from '../dialect.js';
 import type {
   Database,
   DatabaseOrTransaction,
@@ -251,37 +252,70 @@ export class EnvironmentRepository {
     return days;
   }
 
+  /** The environments whose records hold `namespace` (on any target) as not missing. */
+  holdersOf(
+    namespace: string,
+  ): Promise<{ environment_id: string; project: string; name: string; target_key: string }[]> {
+    return this.reader
+      .selectFrom('resources')
+      .innerJoin('environments', 'environments.id', 'resources.environment_id')
+      .select([
+        'resources.environment_id',
+        'environments.project',
+        'environments.name',
+        'resources.target_key',
+      ])
+      .where('resources.namespace_name', '=', namespace)
+      .where('resources.state', '!=', 'missing')
+      .execute();
+  }
+
   /** Sets protection and writes the audit entry, in one transaction. */
   async setProtected(id: string, value: boolean, actor: string, now: Date): Promise<Environment | undefined> {
-    return this.change(id, actor, value ? 'protect' : 'unprotect', now, {
-      protected: value ? 1 : 0,
-      protected_by: value ? actor : null,
-      protected_at: value ? now.toISOString() : null,
+    return this.change(id, actor, value ? 'protect' : 'unprotect', now, () => ({
+      set: {
+        protected: value ? 1 : 0,
+        protected_by: value ? actor : null,
+        protected_at: value ? now.toISOString() : null,
+      },
+    }));
+  }
+
+  /**
+   * Keeps an environment alive until `until`, or leaves a later keep-alive as it is: a keep-alive
+   * only ever extends (a shorter one would hand the environment to cleanup sooner than whoever
+   * kept it alive was promised). The audit entry says which happened.
+   */
+  async keepAlive(id: string, until: Date, actor: string, now: Date): Promise<Environment | undefined> {
+    return this.change(id, actor, 'keep-alive', now, (env) => {
+      const current = env.keep_alive_until;
+      if (current !== null && Date.parse(current) >= until.getTime()) {
+        return { set: {}, detail: { until: current, requested: until.toISOString(), extended: false } };
+      }
+      return {
+        set: { keep_alive_until: until.toISOString(), keep_alive_by: actor },
+        detail: { until: until.toISOString(), extended: true },
+      };
     });
   }
 
-  async keepAlive(id: string, until: Date, actor: string, now: Date): Promise<Environment | undefined> {
-    return this.change(
-      id,
-      actor,
-      'keep-alive',
-      now,
-      { keep_alive_until: until.toISOString(), keep_alive_by: actor },
-      { until: until.toISOString() },
-    );
-  }
-
+  /** `decide` sees the record as the transaction read it: a change never races a concurrent one. */
   private async change(
     id: string,
     actor: string,
     action: string,
     now: Date,
-    set: Partial<Environment>,
-    detail: Record<string, unknown> = {},
+    decide: (env: Environment) => { set: Partial<Environment>; detail?: Record<string, unknown> },
   ): Promise<Environment | undefined> {
     return this.db.transaction().execute(async (trx) => {
-      const env = await trx.selectFrom('environments').selectAll().where('id', '=', id).executeTakeFirst();
+      const env = await trx
+        .selectFrom('environments')
+        .selectAll()
+        .where('id', '=', id)
+        .$if(!isSqlite(trx), (q) => q.forUpdate())
+        .executeTakeFirst();
       if (!env) return undefined;
+      const { set, detail = {} } = decide(env);
       await trx
         .updateTable('environments')
         .set({ ...set, updated_at: now.toISOString() })

@@ -17,6 +17,7 @@ import type {
   WebhookRow,
 } from '../schema.js';
 import { chunks } from '../bulk.js';
+import { writeAudit } from './audit.js';
 
 export interface NewDelivery {
   /** The delivery id: in the body and the `tend-delivery` header, the same on every attempt. */
@@ -86,6 +87,67 @@ export class NotificationRepository {
       .orderBy('resource_id')
       .limit(5000)
       .execute();
+  }
+
+  /**
+   * Why a warning made of the decision due at `dueAt` no longer holds, or undefined while it does.
+   * Read from the environment record, which a protect, a keep-alive or a command changes at once,
+   * not from the decisions, which only the next planning pass brings up to date: a warning sent
+   * seconds after `tend protect` would announce what will not happen.
+   */
+  async warningObsolete(environmentId: string, dueAt: string): Promise<string | undefined> {
+    const [env, decision] = await Promise.all([
+      this.reader
+        .selectFrom('environments')
+        .select(['state', 'protected', 'keep_alive_until', 'last_activity_at'])
+        .where('id', '=', environmentId)
+        .executeTakeFirst(),
+      this.reader
+        .selectFrom('cleanup_decisions')
+        .select('last_activity_at')
+        .where('environment_id', '=', environmentId)
+        .where('due_at', '=', dueAt)
+        .where('kind', '=', 'scheduled')
+        .executeTakeFirst(),
+    ]);
+    if (!env) return 'the environment is no longer recorded';
+    if (env.state !== 'active') return `the environment is ${env.state}`;
+    if (Number(env.protected) === 1) return 'the environment was protected';
+    if (env.keep_alive_until !== null && env.keep_alive_until >= dueAt) {
+      return `the environment is kept alive until ${env.keep_alive_until}`;
+    }
+    if (!decision) return 'the planner no longer schedules it for that time';
+    if (decision.last_activity_at !== null && env.last_activity_at > decision.last_activity_at) {
+      return `the environment was used at ${env.last_activity_at}`;
+    }
+    return undefined;
+  }
+
+  /** Ends a claimed delivery that will not be sent, with the reason as its last error; audited. */
+  async drop(d: WebhookDeliveryRow, owner: string, reason: string, now: Date): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      const result = await trx
+        .updateTable('webhook_deliveries')
+        .set({
+          state: 'dropped',
+          last_error: reason,
+          lease_owner: null,
+          lease_expires_at: null,
+          finished_at: now.toISOString(),
+        })
+        .where('id', '=', d.id)
+        .where('lease_owner', '=', owner)
+        .executeTakeFirst();
+      if (Number(result.numUpdatedRows) === 0) return;
+      await writeAudit(trx, now, [
+        {
+          actor: 'notifications',
+          action: 'webhook-dropped',
+          environmentId: d.environment_id,
+          detail: { project: d.project, deliveryId: d.id, webhookId: d.webhook_id, event: d.event, reason },
+        },
+      ]);
+    });
   }
 
   /** `cleanup-done` audit entries written at or after `since` (the primary key's time prefix). */
@@ -236,6 +298,7 @@ export class NotificationRepository {
       { pending: number; delivered: number; failed: number; lastError: string | null }
     >();
     for (const r of rows) {
+      if (r.state === 'dropped') continue;
       const entry = out.get(r.webhook_id) ?? { pending: 0, delivered: 0, failed: 0, lastError: null };
       entry[r.state] = Number(r.n);
       out.set(r.webhook_id, entry);

@@ -1,15 +1,16 @@
 /**
- * A real OpenID provider for tests: oidc-provider on 127.0.0.1 with a random port, its own RSA
- * signing key, one confidential client, and accounts whose e-mail and groups the test chooses
- * (sign in as any of them on the provider's own login page, any password). `tamperIdToken`
- * rewrites the ID token the token endpoint sends — re-signed with the provider's key (an expired
- * token, another audience) or with a key of the test's own (a forged one) — to check that the
- * server refuses it.
+ * A real OpenID provider on 127.0.0.1: oidc-provider with its own RSA signing key, one
+ * confidential client, and accounts whose e-mail and groups the caller chooses (sign in as any of
+ * them on the provider's own login page, any password). The tests start it (test/server/
+ * sign-in.test.ts) and so does `npm run sso-sandbox` (scripts/sso-sandbox.ts), to try tend's
+ * sign-in locally: one implementation for both. For the tests, `tamperIdToken` rewrites the ID
+ * token the token endpoint sends — re-signed with the provider's key (an expired token, another
+ * audience) or with a key of the test's own (a forged one) — to check that the server refuses it.
  */
-import { createPrivateKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 import type { Server } from 'node:http';
+import net from 'node:net';
 import Provider from 'oidc-provider';
-import { freePort } from '../helpers/project.js';
 
 export interface TestAccount {
   email?: string;
@@ -49,17 +50,34 @@ export function claimsOf(idToken: string): IdTokenClaims {
   return JSON.parse(Buffer.from(idToken.split('.')[1]!, 'base64url').toString('utf8')) as IdTokenClaims;
 }
 
+/** A TCP port that was free a moment ago on 127.0.0.1 (the issuer URL names its port). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
 export async function startTestProvider(options: {
+  /** Where the client may be sent back to: tend's `<public-url>/auth/callback` (the first one is held). */
   redirectUri: string;
   accounts: Record<string, TestAccount>;
+  /** Default: a free port. */
+  port?: number;
+  /** Default: a fixed test secret. */
+  clientSecret?: string;
 }): Promise<TestProvider> {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const issuer = `http://127.0.0.1:${port}`;
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const other = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
   const jwk = { ...privateKey.export({ format: 'jwk' }), kid: keyId, use: 'sig', alg: 'RS256' };
   const clientId = 'tend-dashboard';
-  const clientSecret = 'a-client-secret-of-the-test-provider';
+  const clientSecret = options.clientSecret ?? 'a-client-secret-of-the-test-provider';
   const provider = new Provider(issuer, {
     clients: [
       {
@@ -78,7 +96,7 @@ export async function startTestProvider(options: {
     },
     // The claims go into the ID token itself (what tend reads), not only the userinfo endpoint.
     conformIdTokenClaims: false,
-    cookies: { keys: ['test-provider-cookie-key'] },
+    cookies: { keys: [randomBytes(32).toString('base64url')] },
     features: { devInteractions: { enabled: true } },
     findAccount: async (_ctx, id) => {
       const account = options.accounts[id];
@@ -95,7 +113,12 @@ export async function startTestProvider(options: {
     tamperIdToken: undefined,
     signAsProvider: (claims) => signJwt(claims, createPrivateKey({ key: jwk, format: 'jwk' })),
     signWithOtherKey: (claims) => signJwt(claims, other),
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        // A browser's keep-alive connections would hold the close until they time out.
+        server.closeAllConnections();
+      }),
   };
   provider.use(async (ctx, next) => {
     await next();
