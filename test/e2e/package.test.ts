@@ -65,6 +65,7 @@ describe('the npm package', () => {
       expect.arrayContaining([
         'package.json',
         'README.md',
+        'LICENSE',
         'npm-shrinkwrap.json',
         'bin/tend.js',
         'bin/package.json',
@@ -77,7 +78,7 @@ describe('the npm package', () => {
     );
     const outside = files.filter(
       (f) =>
-        !/^(package\.json|README\.md|npm-shrinkwrap\.json|bin\/[^/]+|dist\/(cli|src)\/.+\.(c?js|d\.ts))$/.test(
+        !/^(package\.json|README\.md|LICENSE|npm-shrinkwrap\.json|bin\/[^/]+|dist\/(cli|src)\/.+\.(c?js|d\.ts))$/.test(
           f,
         ),
     );
