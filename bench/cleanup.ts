@@ -10,7 +10,6 @@
  * Activity is spread over the last 10 hours, so a fifth of each project's environments are due
  * (the cap of 10 per pass holds the rest: `blocked: cap-reached`), the rest scheduled.
  */
-import BetterSqlite3 from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +19,7 @@ import { buildServer } from '../src/server/app.js';
 import { plan } from '../src/server/cleanup/planner/plan.js';
 import { loadSnapshot } from '../src/server/cleanup/snapshot.js';
 import { migrateToLatest, openDatabase, type ServerDatabase } from '../src/server/db/database.js';
+import { openSqlite } from '../src/server/db/sqlite.js';
 import { TokenRepository } from '../src/server/db/repositories/tokens.js';
 import { figure, median, percentile, ratio, timeIt } from './support.js';
 
@@ -257,12 +257,11 @@ export async function run(): Promise<void> {
         loads.push(performance.now() - started);
         plans.push(await timeIt(() => plan(snapshot, Date.now(), planning.settings)));
       }
-      const raw = new BetterSqlite3(join(dir, 'tend.db'), { readonly: true });
-      const select = raw
-        .prepare(
-          'select id, environment_id, plugin, target_key, namespace_name, namespace_uid from resources',
-        )
-        .raw(true);
+      const raw = openSqlite(join(dir, 'tend.db'), { readOnly: true });
+      const select = raw.prepare(
+        'select id, environment_id, plugin, target_key, namespace_name, namespace_uid from resources',
+      );
+      select.setReturnArrays(true);
       const selects: number[] = [];
       for (let i = 0; i < 3; i++) selects.push(await timeIt(() => select.all()));
       raw.close();

@@ -17,13 +17,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Type } from 'typebox';
-import BetterSqlite3 from 'better-sqlite3';
 import { monotonicFactory } from 'ulidx';
 import { executeCommand } from '../src/commands/execute.js';
 import type { ActionStatusPayload } from '../src/events/catalog.js';
 import { readSessionLog } from '../src/events/local-log.js';
 import type { PluginDefinition, PluginPayload } from '../src/plugin/types.js';
 import { migrateToLatest, openDatabase } from '../src/server/db/database.js';
+import { openSqlite } from '../src/server/db/sqlite.js';
 import { TokenRepository } from '../src/server/db/repositories/tokens.js';
 import { spawn } from 'node:child_process';
 import { pushOutbox } from '../src/stream/push.js';
@@ -260,7 +260,7 @@ export async function run(): Promise<void> {
   await db.close();
   // The server in a process of its own: its work must not count as the command's.
   const server = await spawnServer(dir);
-  const rows = new BetterSqlite3(dbFile, { readonly: true });
+  const rows = openSqlite(dbFile, { readOnly: true });
   const countRows = rows.prepare('select count(*) as n from events where session_id = ?');
 
   const write = process.stderr.write.bind(process.stderr);

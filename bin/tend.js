@@ -2,6 +2,14 @@
 // CommonJS (bin/package.json): from here to the CLI bundle nothing is an ES module, so Node
 // starts tend without loading its ES module loader.
 const path = require('node:path');
+const { unsupportedNode } = require('./supported-node.js');
+
+const unsupported = unsupportedNode(process.versions.node);
+if (unsupported) {
+  process.stderr.write(`${unsupported}\n`);
+  process.exit(2);
+}
+
 const { launch } = require('../dist/cli/launch.cjs');
 
 launch({

@@ -9,7 +9,7 @@
  *
  * The server's and the databases' packages stay outside the bundle, loaded from node_modules by
  * the code that uses them, so only the commands that need them load them; some cannot be bundled
- * (native addons, worker threads started by file). @kubernetes/client-node is bundled, only what
+ * (worker threads started by file). @kubernetes/client-node is bundled, only what
  * tend uses of it (bundle-plugins.ts): its package index, as Node loads it, is some 3,000 ES
  * modules of generated API classes and models, about a second of CPU before the first request.
  * The library (`dist/src/index.js`, `dist/src/testing/index.js`) is tsc's output, not bundled.
@@ -33,25 +33,15 @@ const outdir = path.join(root, 'dist', 'cli');
 const outfile = path.join(outdir, 'tend.cjs');
 
 /** Packages imported from node_modules at run time instead of bundled. */
-const externalPackages = [
-  '@fastify/*',
-  'better-sqlite3',
-  'fastify',
-  'kysely',
-  'luxon',
-  'pg',
-  'pino',
-  'tar',
-  'ws',
-];
+const externalPackages = ['@fastify/*', 'fastify', 'kysely', 'luxon', 'pg', 'pino', 'tar', 'ws'];
 
-/** One CommonJS file for Node 20 from an entry point and what it imports. */
+/** One CommonJS file for Node 22 and later from an entry point and what it imports. */
 const commonJs = {
   absWorkingDir: root,
   bundle: true,
   format: 'cjs',
   platform: 'node',
-  target: 'node20',
+  target: 'node22',
   // The sources are ES modules: their import.meta.url is the output file's URL.
   define: { 'import.meta.url': '__tendImportMetaUrl' },
   banner: { js: "const __tendImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },

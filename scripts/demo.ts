@@ -430,10 +430,10 @@ Read token: ${readToken}
 Admin token: ${adminToken}
   (paste one into the dashboard's login form; the CLI above used an ingest token;
    the Cleanup page shows the plan, jobs, policies and executors)
-Try (while the demo runs, from the repository's root):
+Try (while the demo runs, from the repository's root; with the Node the demo runs on):
             export TEND_SERVER_URL=${server.url} TEND_TOKEN=${ingestToken}
-            (cd examples/local-shop && node ../../bin/tend.js --var port=${port} status)
-            (cd examples/shop && KUBECONFIG=../../.demo/kubeconfig node ../../bin/tend.js --var registry=${sim.registryHost} status)
+            (cd examples/local-shop && ${process.execPath} ../../bin/tend.js --var port=${port} status)
+            (cd examples/shop && KUBECONFIG=../../.demo/kubeconfig ${process.execPath} ../../bin/tend.js --var registry=${sim.registryHost} status)
             kubectl --kubeconfig .demo/kubeconfig get namespaces --show-labels
 `);
   }

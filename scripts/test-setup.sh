@@ -4,8 +4,9 @@
 # the test runs /usr/bin/python3, not a python3 earlier on PATH), buildah and mmdebstrap (the
 # container image and its check), a running PostgreSQL 15 (for the server tests on PostgreSQL),
 # the Node lines the tests run on (scripts/node-line.sh: the official builds from the npm
-# registry, better-sqlite3 built for each) and the npm cache warm for an offline install of
-# tend's package (the package test). Idempotent; what it downloads or builds is kept per machine.
+# registry; nothing is compiled, tend has no native addon) and the npm cache warm for an offline
+# install of tend's package (the package test). Idempotent; what it downloads is kept per machine.
+# It runs on the machine's node (any Node with npm): the tests themselves run on the Node lines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

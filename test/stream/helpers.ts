@@ -7,11 +7,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
 import { afterAll, beforeAll } from 'vitest';
 import { streamedEventTypes, type TendEvent } from '../../src/events/catalog.js';
 import { parseJsonLines } from '../../src/state/files.js';
 import { migrateToLatest, openDatabase } from '../../src/server/db/database.js';
+import { openSqlite } from '../../src/server/db/sqlite.js';
 import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
 import type { TestDatabase } from '../server/helpers.js';
 import { freePort, makeProject, repoRoot, tendBin, waitFor } from '../helpers/project.js';
@@ -112,7 +112,7 @@ export async function createStreamServer(
     },
     eventIds() {
       if (databaseUrl) throw new Error('eventIds reads the SQLite file; this server runs on PostgreSQL');
-      const sqlite = new BetterSqlite3(dbFile, { readonly: true, fileMustExist: true });
+      const sqlite = openSqlite(dbFile, { readOnly: true });
       try {
         return (sqlite.prepare('select id from events').all() as { id: string }[]).map((r) => r.id);
       } finally {

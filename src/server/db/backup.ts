@@ -5,7 +5,7 @@
  * destination is either a whole database or not there. PostgreSQL is backed up with its own
  * tools (pg_dump).
  */
-import BetterSqlite3 from 'better-sqlite3';
+import type { DatabaseSync } from 'node:sqlite';
 import {
   chmodSync,
   closeSync,
@@ -19,6 +19,7 @@ import {
 } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { TendError } from '../../errors.js';
+import { openSqlite } from './sqlite.js';
 
 export interface BackupReport {
   source: string;
@@ -40,17 +41,17 @@ export function backupSqlite(source: string, destination: string): BackupReport 
     });
   }
   const temp = join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
-  let connection: BetterSqlite3.Database | undefined;
+  let connection: DatabaseSync | undefined;
   try {
     mkdirSync(dirname(file), { recursive: true });
-    connection = new BetterSqlite3(source, { fileMustExist: true });
-    connection.pragma('busy_timeout = 10000');
+    connection = openSqlite(source);
+    connection.exec('pragma busy_timeout = 10000');
     connection.prepare('VACUUM INTO ?').run(temp);
     connection.close();
     connection = undefined;
-    const copy = new BetterSqlite3(temp, { readonly: true, fileMustExist: true });
+    const copy = openSqlite(temp, { readOnly: true });
     try {
-      const check = copy.pragma('quick_check', { simple: true });
+      const check = copy.prepare('pragma quick_check').get()?.quick_check;
       if (check !== 'ok') throw new Error(`the copy fails SQLite's quick_check: ${String(check)}`);
     } finally {
       copy.close();

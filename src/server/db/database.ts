@@ -2,10 +2,8 @@
  * Opening the server database: an SQLite file (the default, zero setup) or PostgreSQL
  * (`postgres://…`, for several replicas), both behind Kysely; and applying the migrations.
  */
-import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import pg from 'pg';
@@ -29,7 +27,7 @@ import * as m0015 from './migrations/0015_person_sessions.js';
 import * as m0016 from './migrations/0016_restore_jobs.js';
 import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
-import { cachingStatements, TurnTakingSqliteDialect } from './sqlite.js';
+import { cachingStatements, openSqlite, TurnTakingSqliteDialect } from './sqlite.js';
 import { SqliteWriterThread } from './sqlite-writer.js';
 
 export interface ServerDatabase {
@@ -135,10 +133,8 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<S
     const reader = new Kysely<Database>({
       dialect: new TurnTakingSqliteDialect({
         database: async () => {
-          const connection = new BetterSqlite3(file);
-          connection.pragma('query_only = ON');
-          connection.pragma('busy_timeout = 5000');
-          connection.pragma('cache_size = -16384');
+          const connection = openSqlite(file);
+          connection.exec('pragma query_only = ON; pragma busy_timeout = 5000; pragma cache_size = -16384');
           return cachingStatements(connection);
         },
       }),
@@ -178,14 +174,27 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<S
  */
 const defaultWalRestartPages = 8192;
 
+/**
+ * The checkpointer thread's code (CommonJS, evaluated). It drops node:sqlite's experimental
+ * warning on Node 22 as loadNodeSqlite (sqlite.ts) does: a thread of its own loads it anew.
+ */
 const checkpointerSource = `
 const { parentPort, workerData } = require('node:worker_threads');
-const Database = require(workerData.module);
-const db = new Database(workerData.file, { fileMustExist: true });
-db.pragma('synchronous = FULL');
+const emitWarning = process.emitWarning;
+process.emitWarning = function (warning, type, ...rest) {
+  const message = warning instanceof Error ? warning.message : String(warning);
+  const kind = typeof type === 'string' ? type : type && type.type;
+  if (kind === 'ExperimentalWarning' && message.startsWith('SQLite is an experimental feature')) return;
+  return emitWarning.call(this, warning, type, ...rest);
+};
+const { DatabaseSync } = require('node:sqlite');
+process.emitWarning = emitWarning;
+const db = new DatabaseSync(workerData.file);
+db.exec('pragma synchronous = FULL');
+const walCheckpoint = db.prepare('pragma wal_checkpoint(PASSIVE)');
 const checkpoint = () => {
   try {
-    return db.pragma('wal_checkpoint(PASSIVE)')[0];
+    return walCheckpoint.get();
   } catch {
     // Busy or gone: the next round, or the writer's own autocheckpoint, does it.
     return undefined;
@@ -234,7 +243,6 @@ function startCheckpointer(
     worker = new Worker(checkpointerSource, {
       eval: true,
       workerData: {
-        module: createRequire(import.meta.url).resolve('better-sqlite3'),
         file,
         intervalMs,
         restartPages,

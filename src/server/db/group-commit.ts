@@ -1,7 +1,7 @@
 /**
  * Group commit: small write transactions that arrive while one is running are run together in
  * the next one, so many cost one commit. On SQLite a commit is an fsync of the WAL on the one
- * writer connection, and better-sqlite3 waits for it on the event loop: 1,000 cleanup jobs
+ * writer connection, and node:sqlite waits for it on the event loop: 1,000 cleanup jobs
  * started and completed one transaction each would stop the server for 2,000 fsyncs, and four
  * CLIs streaming batches of events would pay one fsync a batch.
  *

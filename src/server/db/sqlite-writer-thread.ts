@@ -1,5 +1,5 @@
 /**
- * The thread that owns the SQLite writer connection (started by sqlite-writer.ts). better-sqlite3
+ * The thread that owns the SQLite writer connection (started by sqlite-writer.ts). node:sqlite
  * is synchronous: run on the server's event loop, every statement and every commit's fsync would
  * stop it from reading and checking the next requests. Here they run beside it, on the other core.
  *
