@@ -1,6 +1,6 @@
 /**
- * tend as users install it: the `npm pack` tarball (the built CLI and library, the lockfile as
- * npm-shrinkwrap.json, nothing else) installed with `npm install -g` into an empty prefix,
+ * tend as users install it: the `npm pack` tarball (the built CLI and library, the docs its
+ * messages point at, the licence, nothing else) installed with `npm install -g` into an empty prefix,
  * offline from the npm cache, with no development dependency and no build of tend's; then
  * `tend --version`, `tend server` (answering /healthz) and `tend agent` from that install. On
  * every Node line (`npm run test:lines`): nothing is compiled and no install script runs (SQLite
@@ -25,8 +25,8 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-/** npm with the Node that runs this test first on PATH (the line under test); its stdout. */
-function npm(args: string[], env: Record<string, string> = {}): Promise<string> {
+/** npm with the Node that runs this test first on PATH (the line under test); its output. */
+function npm(args: string[], env: Record<string, string> = {}): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const options = {
       cwd: repoRoot,
@@ -41,7 +41,7 @@ function npm(args: string[], env: Record<string, string> = {}): Promise<string> 
     execFile('npm', args, options, (error, stdout, stderr) =>
       error
         ? reject(new Error(`npm ${args.join(' ')}: ${error.message}\n${stdout}\n${stderr}`))
-        : resolve(stdout),
+        : resolve({ stdout, stderr }),
     );
   });
 }
@@ -56,7 +56,7 @@ describe('the npm package', () => {
   it('packs only what users need, installs offline with no build, and runs tend, tend server and tend agent', async () => {
     // The suite built dist/ before it started: packing must not build again under the other tests.
     const packed = await npm(['pack', '--json', '--pack-destination', scratch], { TEND_PACK_BUILT: '1' });
-    const [info] = JSON.parse(packed) as [
+    const [info] = JSON.parse(packed.stdout) as [
       { filename: string; size: number; entryCount: number; files: { path: string }[] },
     ];
     const files = info.files.map((f) => f.path);
@@ -66,7 +66,8 @@ describe('the npm package', () => {
         'package.json',
         'README.md',
         'LICENSE',
-        'npm-shrinkwrap.json',
+        'docs/install.md',
+        'docs/errors.md',
         'bin/tend.js',
         'bin/package.json',
         'dist/cli/tend.cjs',
@@ -78,7 +79,7 @@ describe('the npm package', () => {
     );
     const outside = files.filter(
       (f) =>
-        !/^(package\.json|README\.md|LICENSE|npm-shrinkwrap\.json|bin\/[^/]+|dist\/(cli|src)\/.+\.(c?js|d\.ts))$/.test(
+        !/^(package\.json|README\.md|LICENSE|docs\/[A-Za-z-]+\.md|bin\/[^/]+|dist\/(cli|src)\/.+\.(c?js|d\.ts))$/.test(
           f,
         ),
     );
@@ -86,7 +87,7 @@ describe('the npm package', () => {
     expect(existsSync(path.join(repoRoot, 'npm-shrinkwrap.json'))).toBe(false);
 
     // Offline, from the npm cache, with no install script allowed: nothing of tend's needs one.
-    await npm([
+    const install = await npm([
       'install',
       '--global',
       '--prefix',
@@ -97,6 +98,9 @@ describe('the npm package', () => {
       '--ignore-scripts',
       path.join(scratch, info.filename),
     ]);
+    // What npm resolved from tend's ranges suits this Node line, and every range is met.
+    expect(install.stderr).not.toMatch(/EBADENGINE|deprecated/i);
+    await npm(['ls', '--global', '--all', '--prefix', prefix]);
     const installed = path.join(prefix, 'lib', 'node_modules', 'tend');
     const dependencies = readdirSync(path.join(installed, 'node_modules'));
     for (const dev of ['vitest', 'typescript', 'esbuild', 'tsx', 'eslint', 'prettier', 'playwright-core']) {
