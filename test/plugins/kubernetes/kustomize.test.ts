@@ -264,7 +264,7 @@ describe('kustomize', () => {
     };
     expect(await errorOf('  kustomize: { paht: k8s/overlays/dev }')).toEqual([
       'web/web.tend.yml:5:14: missing required key "path" in spec.kustomize',
-      'web/web.tend.yml:5:16: unknown key "paht" in spec.kustomize; expected one of: path, extraArgs',
+      'web/web.tend.yml:5:16: unknown key "paht" in spec.kustomize; did you mean "path"? expected one of: path, extraArgs',
       '(2 configuration errors)',
     ]);
     expect(await errorOf('  kustomize: { path: k8s }\n  overrideNamespace: sure')).toEqual([
