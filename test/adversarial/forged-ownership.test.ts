@@ -6,8 +6,10 @@
  * ConfigMap however long it stays idle — while a namespace tend created itself is cleaned.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TendEvent } from '../../src/events/catalog.js';
 import { removeProjects } from '../helpers/project.js';
-import { dialects } from '../server/helpers.js';
+import { dialects, newId, postEvents } from '../server/helpers.js';
+import { recordedStreamedEvents } from '../stream/helpers.js';
 import { stage, type Stage } from './harness.js';
 
 describe.each(dialects)('forged ownership, on %s', (dialect) => {
@@ -55,5 +57,70 @@ describe.each(dialects)('forged ownership, on %s', (dialect) => {
     expect(s.sim.sim.store.get('configmaps', 'forged-dev', 'settings')).toBeDefined();
     // The namespace tend created itself, idle as long, is cleaned: the check is not merely broken.
     expect(s.namespaceExists('real-dev')).toBe(false);
+  });
+
+  it('a forged claim of creation, under another environment record, does not make an adopted namespace owned', async () => {
+    s.sim.sim.store.create('namespaces', '', {
+      metadata: {
+        name: 'taken-dev',
+        labels: { 'app.kubernetes.io/managed-by': 'tend' },
+        annotations: { 'tend.dev/project': 'taken', 'tend.dev/environment': 'dev' },
+      },
+    });
+    const root = s.project({ name: 'taken', namespace: 'taken-dev' });
+    const run = await s.tend(root, 'deploy');
+    expect(run.code, run.stderr).toBe(0);
+    const events = recordedStreamedEvents(root);
+    const started = events.find(
+      (e): e is Extract<TendEvent, { type: 'sessionStarted' }> => e.type === 'sessionStarted',
+    )!;
+    const observed = events.find(
+      (e): e is Extract<TendEvent, { type: 'namespaceStatus' }> =>
+        e.type === 'namespaceStatus' && e.payload.namespaceName === 'taken-dev',
+    )!;
+    expect(observed.payload.namespaceUid).toBeDefined();
+    // An ingest token of the project: a session of "another" environment in the same namespace,
+    // with a policy, that claims to have created it with its real uid.
+    const sessionId = newId();
+    const { sequence: _startedSequence, ...startedEvent } = started;
+    const { sequence: _observedSequence, ...observedEvent } = observed;
+    const forged = [
+      {
+        ...startedEvent,
+        id: newId(),
+        sessionId,
+        payload: { ...started.payload, environment: 'other', command: 'deploy' },
+      },
+      {
+        ...observedEvent,
+        id: newId(),
+        sessionId,
+        payload: {
+          ...observed.payload,
+          environment: 'other',
+          cause: 'created' as const,
+          state: 'ready' as const,
+        },
+      },
+    ];
+    expect((await postEvents(s.server, forged)).statusCode).toBe(200);
+    const ownership = await s.server.database.db
+      .selectFrom('resources')
+      .innerJoin('environments', 'environments.id', 'resources.environment_id')
+      .select(['environments.name', 'resources.ownership'])
+      .where('resources.namespace_name', '=', 'taken-dev')
+      .orderBy('environments.name')
+      .execute();
+    // The deploy's record saw it existing (never owned); the forged record's claim is disputed.
+    expect(ownership.map((r) => [r.name, r.ownership])).toEqual([
+      ['dev', 'unknown'],
+      ['other', 'adopted'],
+    ]);
+    await s.enforce('taken');
+    s.advance(2 * 3600_000);
+    await s.cleanupRound();
+    await s.cleanupRound();
+    expect(s.namespaceExists('taken-dev')).toBe(true);
+    expect(s.sim.sim.store.get('configmaps', 'taken-dev', 'settings')).toBeDefined();
   });
 });

@@ -29,7 +29,7 @@
  * SQL is src/server/db/ (bulk.ts, repositories/registry.ts).
  */
 import type { Kysely, Transaction } from 'kysely';
-import type { TendEvent } from '../../events/catalog.js';
+import type { NamespaceStatusPayload, TendEvent } from '../../events/catalog.js';
 import { byKey, BulkStatements } from '../db/bulk.js';
 import type { DialectName } from '../db/dialect.js';
 import { GroupCommit } from '../db/group-commit.js';
@@ -41,6 +41,7 @@ import {
   eventsInsert,
   loadEnvironments,
   loadStoredResources,
+  uidRecords,
   loadSessions,
   projectsInsert,
   resourceRows,
@@ -158,11 +159,30 @@ async function applyBatch(
     resourceIdentities(withNamespaces.filter((e) => !e.isNew)),
   );
   const resources = resourceSets(storedResources.latest, storedResources.counts);
+  // Claims of creation are checked against what the server recorded of the uid before.
+  const claimedUids = new Set<string>();
+  for (const { touch } of withNamespaces) {
+    for (const { event } of touch.namespaceEvents) {
+      if (event.payload.cause === 'created' && event.payload.namespaceUid)
+        claimedUids.add(event.payload.namespaceUid);
+    }
+  }
+  const recorded = await uidRecords(q, [...claimedUids]);
   const changedResources = new Map<string, Resource>();
   for (const { row, touch } of withNamespaces) {
     const own = resources.get(row.id) ?? new ResourceSet();
+    // The same namespace (name and uid; on the same target for a resource) recorded before by
+    // another environment's record, or listed unrecorded by an inventory: it existed before.
+    const disputed = (p: NamespaceStatusPayload) =>
+      recorded.some(
+        (r) =>
+          r.uid === p.namespaceUid &&
+          r.namespaceName === p.namespaceName &&
+          (r.environmentId === undefined ||
+            (r.environmentId !== row.id && r.targetKey === targetKey(p.target))),
+      );
     for (const { event, activity } of touch.namespaceEvents) {
-      for (const r of own.apply(row.id, event, now, activity)) changedResources.set(r.id, r);
+      for (const r of own.apply(row.id, event, now, activity, disputed)) changedResources.set(r.id, r);
     }
     setEnvironmentState(row, own.counts(), now);
   }

@@ -54,11 +54,21 @@ function countsOf(r: Resource): ResourceCounts {
  * What an event proves about who created the namespace. Only a `created` event carrying the uid
  * proves tend created it: labels and annotations (which anyone can write, and which `detail`
  * repeats) never do, so a namespace first seen already existing is never owned, whatever it
- * carries. Adoption, once reported, stays.
+ * carries. Adoption, once reported, stays. A claim the server's own records contradict — the
+ * uid recorded before by another environment's record, or listed unrecorded by an inventory —
+ * is no proof either: the namespace existed before the claiming session, so it is adopted.
  */
-function ownershipOf(p: NamespaceStatusPayload, previous: Ownership | undefined): Ownership {
+function ownershipOf(
+  p: NamespaceStatusPayload,
+  previous: Ownership | undefined,
+  disputed: (p: NamespaceStatusPayload) => boolean,
+): Ownership {
   if (previous === 'adopted' || p.detail?.adopted === true) return 'adopted';
-  if (p.cause === 'created' && p.namespaceUid !== undefined && p.state !== 'missing') return 'owned';
+  if (p.cause === 'created' && p.namespaceUid !== undefined && p.state !== 'missing') {
+    // A claim already proven (a late replay of the creating session) keeps its proof.
+    if (previous !== 'owned' && disputed(p)) return 'adopted';
+    return 'owned';
+  }
   return previous ?? 'unknown';
 }
 
@@ -123,6 +133,8 @@ export class ResourceSet {
     now: string,
     /** False for a read-only command's event: a `ready` it reports is not activity. */
     activity = true,
+    /** Whether the server's records contradict the event's claim that tend created its namespace. */
+    disputed: (p: NamespaceStatusPayload) => boolean = () => false,
   ): Resource[] {
     const p = e.payload;
     const tkey = targetKey(p.target);
@@ -143,7 +155,7 @@ export class ResourceSet {
       current.namespace_uid = current.namespace_uid ?? uid;
       current.provider = p.providerName;
       current.role = p.role;
-      current.ownership = ownershipOf(p, current.ownership);
+      current.ownership = ownershipOf(p, current.ownership, disputed);
       current.state = p.state;
       current.last_cause = p.cause;
       current.detail = p.detail ? JSON.stringify(p.detail) : current.detail;
@@ -174,7 +186,7 @@ export class ResourceSet {
       namespace_uid: uid,
       generation: (current?.generation ?? 0) + 1,
       role: p.role,
-      ownership: ownershipOf(p, undefined),
+      ownership: ownershipOf(p, undefined, disputed),
       state: p.state,
       last_cause: p.cause,
       detail: p.detail ? JSON.stringify(p.detail) : null,

@@ -82,6 +82,48 @@ export async function storedEventIds(q: BulkStatements, ids: string[]): Promise<
   return (await q.selectIn<{ id: string }>('id', 'events', 'id', ids)).map((r) => r.id);
 }
 
+/** A record of a namespace uid from before a batch: an environment's resource, or an inventory's unrecorded item. */
+export interface UidRecord {
+  uid: string;
+  namespaceName: string;
+  /** The resource's target key; undefined for an inventory item (keyed by its executor's target). */
+  targetKey?: string;
+  /** The environment whose record holds it; undefined for an unrecorded inventory item. */
+  environmentId?: string;
+}
+
+/**
+ * What the server recorded of these namespace uids before: the resources holding them, and the
+ * items an executor's inventory lists that no record holds. A claim that tend created a namespace
+ * is checked against them (ingest).
+ */
+export async function uidRecords(q: BulkStatements, uids: string[]): Promise<UidRecord[]> {
+  if (uids.length === 0) return [];
+  const resources = await q.selectIn<{
+    namespace_uid: string;
+    namespace_name: string;
+    target_key: string;
+    environment_id: string;
+  }>('namespace_uid, namespace_name, target_key, environment_id', 'resources', 'namespace_uid', uids);
+  const unrecorded = await q.selectIn<{ uid: string; namespace_name: string; recorded: number }>(
+    'uid, namespace_name, recorded',
+    'cleanup_inventory_items',
+    'uid',
+    uids,
+  );
+  return [
+    ...resources.map((r) => ({
+      uid: r.namespace_uid,
+      namespaceName: r.namespace_name,
+      targetKey: r.target_key,
+      environmentId: r.environment_id,
+    })),
+    ...unrecorded
+      .filter((r) => Number(r.recorded) === 0)
+      .map((r) => ({ uid: r.uid, namespaceName: r.namespace_name })),
+  ];
+}
+
 /** The stored sessions with these ids. */
 export async function loadSessions(q: BulkStatements, ids: string[]): Promise<StoredSession[]> {
   return q.selectIn<StoredSession>(
