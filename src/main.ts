@@ -67,6 +67,24 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
     .configureOutput({ outputError: (str, write) => write(str) })
     .exitOverride();
 
+  addActionCommands(program);
+  addCleanupSteering(program);
+  addProjectTools(program);
+  addExecutorAndServer(program);
+  addServerClient(program);
+  return program;
+}
+
+/** The flags of the commands that ask the server (default: TEND_SERVER_URL/TEND_TOKEN or tend login). */
+function serverFlags(c: Command): Command {
+  return c
+    .option('--server <url>', 'the tend server (default: TEND_SERVER_URL or tend login)')
+    .option('--token <token>', 'API token (default: TEND_TOKEN or tend login)');
+}
+const cleanupServer = () => import('./commands/cleanup-server.js');
+
+/** build, deploy, test and run, status, logs: the commands that work in an environment. */
+function addActionCommands(program: Command): void {
   for (const kind of ['build', 'deploy', 'test', 'run'] as const) {
     const what = { build: 'Build', deploy: 'Deploy', test: 'Test', run: 'Run' }[kind];
     program
@@ -136,16 +154,13 @@ Examples:
         (await import('./commands/logs.js')).logsCommand(names, cmd.optsWithGlobals()),
       ),
     );
+}
 
+/** tend cleanup …, keep-alive, resume, restore: removing environments and steering the server's cleanup. */
+function addCleanupSteering(program: Command): void {
   const cleanup = program
     .command('cleanup')
     .description("remove what tend deployed; see and steer the server's automatic cleanup");
-  // The server's automatic cleanup (server from TEND_SERVER_URL/TEND_TOKEN or tend login).
-  const serverFlags = (c: Command) =>
-    c
-      .option('--server <url>', 'the tend server (default: TEND_SERVER_URL or tend login)')
-      .option('--token <token>', 'API token (default: TEND_TOKEN or tend login)');
-  const cleanupServer = () => import('./commands/cleanup-server.js');
   addCleanupCommands(cleanup, serverFlags, execute);
   serverFlags(
     program
@@ -199,7 +214,10 @@ Examples:
         (await import('./commands/restore.js')).restoreCommand(id, cmd.optsWithGlobals()),
       ),
     );
+}
 
+/** validate, init, schema, events: the project and its local record. */
+function addProjectTools(program: Command): void {
   program
     .command('validate')
     .description('check the project configuration and print every action')
@@ -295,7 +313,10 @@ Examples:
           : events.showSessionCommand(session, opts);
       }),
     );
+}
 
+/** tend agent, and tend server with its subcommands. */
+function addExecutorAndServer(program: Command): void {
   program
     .command('agent')
     .description(
@@ -360,6 +381,10 @@ create namespaces and the archived objects (deploy/components/restore, docs/clea
     );
 
   addServerCommands(program);
+}
+
+/** login, environments, protect and unprotect: the CLI as a client of a server. */
+function addServerClient(program: Command): void {
   program
     .command('login')
     .description('store the server URL and token for this user (0600), after checking them with the server')
@@ -431,7 +456,6 @@ Examples:
         execute(cmd, async () => (await cleanupServer()).protectCommand(protect, id, cmd.optsWithGlobals())),
       );
   }
-  return program;
 }
 
 /**
