@@ -135,16 +135,12 @@ function isLogger(value: unknown): value is FastifyBaseLogger {
   );
 }
 
-export async function buildServer(options: BuildServerOptions): Promise<App> {
-  const bodyLimit = options.bodyLimit ?? defaultBodyLimit;
-  const logger = options.logger ?? false;
-  // Every error a request meets, the router's too (a path that is not valid UTF-8 once decoded),
-  // is answered in tend's error shape.
-  const handleError = (
-    error: FastifyError | TendError,
-    request: FastifyRequest,
-    reply: FastifyReply,
-  ): void => {
+/**
+ * Every error a request meets, the router's too (a path that is not valid UTF-8 once decoded),
+ * is answered in tend's error shape. `bodyLimit`: the server's, for routes that keep the default.
+ */
+function errorHandler(bodyLimit: number) {
+  return (error: FastifyError | TendError, request: FastifyRequest, reply: FastifyReply): void => {
     let tendError: TendError;
     let status: number;
     if (error instanceof TendError) {
@@ -175,6 +171,12 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
     }
     void reply.status(status).send(errorBody(tendError));
   };
+}
+
+export async function buildServer(options: BuildServerOptions): Promise<App> {
+  const bodyLimit = options.bodyLimit ?? defaultBodyLimit;
+  const logger = options.logger ?? false;
+  const handleError = errorHandler(bodyLimit);
   // tend's own string formats, as TypeBox checks them everywhere else.
   const tendFormats = Object.fromEntries(
     [policyDurationFormat, timeZoneFormat].map((name) => [name, (value: string) => Format.Test(name, value)]),
@@ -228,6 +230,71 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
   app.decorate('notifications', services.notifications);
   app.decorate('oidc', services.oidc);
 
+  addAuthentication(app, services);
+
+  // Path parameters, query values and (schema-declared) JSON bodies the database could not store (NUL, a lone
+  // surrogate, nesting too deep) or that are not numbers at all (`limit=Infinity` passes the
+  // schema's coercion): 400, not 500. The ingest route checks each event alone instead (one bad
+  // event must not refuse the others); raw bodies (a webhook's signed text) are not JSON yet.
+  app.addHook('preHandler', async (request: FastifyRequest) => {
+    const { schema, config } = request.routeOptions;
+    // API routes only (they have a permission): the dashboard's forms handle their own fields.
+    const api = config.permission !== undefined && !config.checksItemsAlone;
+    const body = api && typeof request.body === 'object' ? request.body : undefined;
+    for (const [part, values, declared, depth] of [
+      ['path parameter', request.params, schema?.params, 2],
+      ['query parameter', request.query, schema?.querystring, 2],
+      ['body field', body, body !== undefined && schema?.body !== undefined, maxNestingDepth],
+    ] as const) {
+      if (!declared) continue;
+      const problem = storableProblem(values, depth);
+      if (problem) {
+        throw new TendError(
+          'TEND_SERVER_BAD_REQUEST',
+          `${part} "${problem.path.slice(1)}" ${problem.message}`,
+          { detail: { path: problem.path } },
+        );
+      }
+    }
+  });
+
+  app.setErrorHandler(handleError);
+
+  app.setNotFoundHandler((request, reply) => {
+    void reply
+      .status(404)
+      .send(errorBody(new TendError('TEND_SERVER_NOT_FOUND', `no route ${request.method} ${request.url}`)));
+  });
+
+  await documentRoutes(app);
+  await app.register(cookie);
+  await app.register(formbody);
+
+  registerHealthRoutes(app, services);
+  registerAuthRoutes(app, services);
+  registerEventRoutes(app, services);
+  registerEnvironmentRoutes(app, services);
+  registerAuditRoutes(app, services);
+  registerCleanupExecutorRoutes(app, services);
+  registerCleanupRoutes(app, services);
+  registerCleanupReportRoutes(app, services);
+  registerArchiveRoutes(app, services);
+  registerAdminRoutes(app, services);
+  registerGithubRoutes(app, services);
+  registerDashboard(app, services);
+
+  app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  if (options.ownsDatabase !== false) {
+    app.addHook('onClose', async () => {
+      await database.close();
+    });
+  }
+  return app;
+}
+
+/** Bearer tokens on every route with a permission, checked before the body is read. */
+function addAuthentication(app: App, services: ServerServices): void {
   // Authentication runs before the body is read: an unauthenticated client cannot make the
   // server parse a large body.
   const lastTouched = new Map<string, number>();
@@ -268,41 +335,10 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
         .catch((error: unknown) => request.log.warn({ err: error }, 'could not record the token use'));
     }
   });
+}
 
-  // Path parameters, query values and (schema-declared) JSON bodies the database could not store (NUL, a lone
-  // surrogate, nesting too deep) or that are not numbers at all (`limit=Infinity` passes the
-  // schema's coercion): 400, not 500. The ingest route checks each event alone instead (one bad
-  // event must not refuse the others); raw bodies (a webhook's signed text) are not JSON yet.
-  app.addHook('preHandler', async (request: FastifyRequest) => {
-    const { schema, config } = request.routeOptions;
-    // API routes only (they have a permission): the dashboard's forms handle their own fields.
-    const api = config.permission !== undefined && !config.checksItemsAlone;
-    const body = api && typeof request.body === 'object' ? request.body : undefined;
-    for (const [part, values, declared, depth] of [
-      ['path parameter', request.params, schema?.params, 2],
-      ['query parameter', request.query, schema?.querystring, 2],
-      ['body field', body, body !== undefined && schema?.body !== undefined, maxNestingDepth],
-    ] as const) {
-      if (!declared) continue;
-      const problem = storableProblem(values, depth);
-      if (problem) {
-        throw new TendError(
-          'TEND_SERVER_BAD_REQUEST',
-          `${part} "${problem.path.slice(1)}" ${problem.message}`,
-          { detail: { path: problem.path } },
-        );
-      }
-    }
-  });
-
-  app.setErrorHandler(handleError);
-
-  app.setNotFoundHandler((request, reply) => {
-    void reply
-      .status(404)
-      .send(errorBody(new TendError('TEND_SERVER_NOT_FOUND', `no route ${request.method} ${request.url}`)));
-  });
-
+/** The OpenAPI document: the statuses every route of its kind answers, then @fastify/swagger. */
+async function documentRoutes(app: App): Promise<void> {
   // The OpenAPI document lists every status a route answers: the ones every route of its kind
   // shares are added here (authentication, input checks, body parsing), the rest by the route.
   app.addHook('onRoute', (route) => {
@@ -363,28 +399,4 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
       return document;
     },
   });
-  await app.register(cookie);
-  await app.register(formbody);
-
-  registerHealthRoutes(app, services);
-  registerAuthRoutes(app, services);
-  registerEventRoutes(app, services);
-  registerEnvironmentRoutes(app, services);
-  registerAuditRoutes(app, services);
-  registerCleanupExecutorRoutes(app, services);
-  registerCleanupRoutes(app, services);
-  registerCleanupReportRoutes(app, services);
-  registerArchiveRoutes(app, services);
-  registerAdminRoutes(app, services);
-  registerGithubRoutes(app, services);
-  registerDashboard(app, services);
-
-  app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-
-  if (options.ownsDatabase !== false) {
-    app.addHook('onClose', async () => {
-      await database.close();
-    });
-  }
-  return app;
 }
