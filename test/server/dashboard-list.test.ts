@@ -9,7 +9,7 @@ import type { TendEvent } from '../../src/events/catalog.js';
 import { Migrator } from 'kysely';
 import { migrateToLatest, migrations } from '../../src/server/db/database.js';
 import { EnvironmentRepository } from '../../src/server/db/repositories/environments.js';
-import { firstDay, stateDays, statesChart } from '../../src/server/dashboard/chart.js';
+import { firstDay, stateDays, statesChart } from '../../src/server/dashboard/pages/environments-chart.js';
 import {
   countRows,
   createTestDatabase,

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FreedView, SavingsReport } from '../../../src/api/savings.js';
 import { formatFigure, formatMoney } from '../../../src/cleanup/format.js';
 import { cleanupReportCommand } from '../../../src/commands/cleanup-report.js';
-import { savingsPage } from '../../../src/server/dashboard/savings-page.js';
+import { savingsPage } from '../../../src/server/dashboard/pages/savings.js';
 
 /** 14 seconds of one environment with 1 CPU and 1 GiB requested; a third of a tenth of a cent. */
 const hours = 14 / 3600;

@@ -16,10 +16,10 @@ import {
   tokenGrants,
   type Permission,
   type Principal,
-} from '../auth.js';
-import type { ServerServices } from '../services.js';
+} from '../../auth.js';
+import type { ServerServices } from '../../services.js';
 import type { Html } from './html.js';
-import { messagePage, noRolePage } from './pages.js';
+import { messagePage, noRolePage } from './layout.js';
 
 export const sessionCookie = 'tend_session';
 /** The session of a person signed in through the OpenID provider (signed: `<id>.<HMAC>`). */
@@ -32,6 +32,17 @@ export interface DashboardSession {
   csrf: string;
   /** Who is signed in, as the page header shows it. */
   user: string;
+}
+
+/**
+ * Only paths of this site: `next` must never send the browser elsewhere. Browsers drop tabs and
+ * line breaks from URLs (`/\t/evil.example` becomes `//evil.example`) and read `\` as `/`, so
+ * only printable ASCII is kept (what `encodeURIComponent` writes); anything else falls back to `/`.
+ */
+export function safeNext(next: unknown): string {
+  return typeof next === 'string' && /^\/(?![/\\])[\x21-\x7e]*$/.test(next) && !next.includes('\\')
+    ? next
+    : '/';
 }
 
 export function send(reply: FastifyReply, page: Html, status = 200) {

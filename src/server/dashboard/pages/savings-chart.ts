@@ -1,12 +1,11 @@
 /**
- * What cleanup saved, per week: one stacked bar per week (weeks start on Monday, UTC) —
- * deletions and pauses — rendered on the server as inline SVG, as `chart.ts` draws the states
- * chart (no script; each bar's `<title>` is its tooltip; the numbers in a table under "Numbers").
+ * What cleanup saved, per week, on the Savings page: one stacked bar per week (weeks start on
+ * Monday, UTC) — deletions and pauses — drawn by the dashboard's one bar chart (bar-chart.ts).
  */
-import type { FreedView, SavingsReport } from '../../api/savings.js';
-import { stackedBars, type Bar } from './chart.js';
-import { formatFigure } from '../../cleanup/format.js';
-import { html, type Html } from './html.js';
+import type { FreedView, SavingsReport } from '../../../api/savings.js';
+import { formatFigure } from '../../../cleanup/format.js';
+import { barChart, type Bar } from '../shared/bar-chart.js';
+import type { Html } from '../shared/html.js';
 
 /** Which figure the bars show. */
 export type SavingsMeasure = 'cost' | 'cpuHours' | 'gibHours' | 'environmentHours';
@@ -71,44 +70,25 @@ export function savingsChart(weeks: SavingsWeek[], measure: SavingsMeasure, scop
       ],
     })),
   }));
-  return html`<figure class="chart" id="${id}">
-    <figcaption>Freed by cleanup per week (${unit}) · ${scope}</figcaption>
-    ${stackedBars(bars, {
-      id,
+  return barChart({
+    id,
+    caption: `Freed by cleanup per week (${unit}) · ${scope}`,
+    bars,
+    frame: {
       title: `${unit} freed per week by deletions and pauses · ${scope}`,
       left: 48,
       tickLabel: formatFigure,
-    })}
-    <p class="legend">
-      ${(['delete', 'pause'] as const).map(
-        (a) =>
-          html`<span
-            ><i style="background:${colours[a]}"></i>${labels[a]}
-            ${formatFigure(weeks.reduce((n, w) => n + w[a], 0))}</span
-          >`,
-      )}
-    </p>
-    <details>
-      <summary>Numbers</summary>
-      <table class="chart-data">
-        <thead>
-          <tr>
-            <th>Week of</th>
-            <th>deletions</th>
-            <th>pauses</th>
-          </tr>
-        </thead>
-        <tbody>
-          ${weeks.map(
-            (w) =>
-              html`<tr>
-                <td>${w.week}</td>
-                <td>${formatFigure(w.delete)}</td>
-                <td>${formatFigure(w.pause)}</td>
-              </tr>`,
-          )}
-        </tbody>
-      </table>
-    </details>
-  </figure>`;
+    },
+    legend: {
+      entries: (['delete', 'pause'] as const).map((action) => ({
+        colour: colours[action],
+        label: labels[action],
+        value: formatFigure(weeks.reduce((n, w) => n + w[action], 0)),
+      })),
+    },
+    numbers: {
+      head: ['Week of', 'deletions', 'pauses'],
+      rows: weeks.map((w) => [w.week, formatFigure(w.delete), formatFigure(w.pause)]),
+    },
+  });
 }

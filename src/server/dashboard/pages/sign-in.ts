@@ -6,18 +6,18 @@
  */
 import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { personActor } from '../auth.js';
-import type { App, ServerServices } from '../services.js';
-import { callbackPath, SignInFailed, signInTtlMs, type PendingSignIn } from '../oidc/sign-in.js';
-import { signInFailedPage } from './pages.js';
-import { personSessionCookie, send, sessionTtlMs } from './session.js';
+import { personActor } from '../../auth.js';
+import type { App, ServerServices } from '../../services.js';
+import { callbackPath, SignInFailed, signInTtlMs, type PendingSignIn } from '../../oidc/sign-in.js';
+import { html, type Html } from '../shared/html.js';
+import { layout } from '../shared/layout.js';
+import { hidden } from '../shared/route-options.js';
+import { personSessionCookie, safeNext, send, sessionTtlMs } from '../shared/session.js';
 
 /** The sign-in in progress (signed; path-scoped to the callback). */
 export const signInCookie = 'tend_sign_in';
 /** The callback's whole query string at most (a code and a state are far shorter). */
 export const maxCallbackQueryLength = 8192;
-
-const hidden = { hide: true } as const;
 
 const CallbackQuery = Type.Object(
   {
@@ -33,11 +33,18 @@ const CallbackQuery = Type.Object(
   { additionalProperties: false },
 );
 
-export function registerSignInRoutes(
-  app: App,
-  services: ServerServices,
-  safeNext: (next: unknown) => string,
-): void {
+/** A sign-in through the OpenID provider that did not succeed: why, and the way back. */
+export function signInFailedPage(message: string): Html {
+  return layout(
+    'Sign-in failed',
+    html`<h1>Sign-in failed</h1>
+      <p class="error" role="alert" id="sign-in-failed">${message}</p>
+      <p><a href="/login">Sign in again</a></p>`,
+  );
+}
+
+/** `GET /auth/login` and the callback, when the server signs people in through a provider. */
+export function register(app: App, services: ServerServices): void {
   const signIn = services.oidc;
   if (!signIn) return;
 

@@ -1,52 +1,9 @@
 /**
- * The chart platform teams ask for first: environments by state over time, one stacked bar per
- * UTC day, rendered on the server as inline SVG (no script: the page's CSP stays `default-src
- * 'none'`; each bar's `<title>` is its tooltip). Past days come from the daily counts the server
- * records (`environment_state_days`; the days before it existed are estimates, drawn paler);
- * today is counted live.
+ * The dashboard's charts: stacked bars rendered on the server as inline SVG (no script: the
+ * page's CSP stays `default-src 'none'`; each bar's `<title>` is its tooltip), in a figure with a
+ * caption, a legend and the numbers in a table under "Numbers" for whoever cannot see the bars.
  */
-import type { RecordedDay } from '../db/repositories/environments.js';
 import { escapeHtml, html, raw, type Html } from './html.js';
-
-export interface StateDay {
-  /** `YYYY-MM-DD` (UTC). */
-  day: string;
-  /** Environments per state; undefined when the day was never recorded (the server was down). */
-  counts: Record<string, number> | undefined;
-  /** Estimated (the days before the server recorded them), not recorded. */
-  estimated?: boolean;
-}
-
-const dayMs = 86_400_000;
-
-/** The last `days` UTC days up to today: recorded counts, and today's live ones. */
-export function stateDays(
-  history: ReadonlyMap<string, RecordedDay>,
-  today: Record<string, number>,
-  now: Date,
-  days = 30,
-): StateDay[] {
-  const out: StateDay[] = [];
-  for (let i = days - 1; i >= 0; i--) {
-    const day = new Date(now.getTime() - i * dayMs).toISOString().slice(0, 10);
-    const recorded = history.get(day);
-    out.push(
-      i === 0
-        ? { day, counts: today }
-        : { day, counts: recorded?.counts, estimated: recorded?.estimated ?? false },
-    );
-  }
-  return out;
-}
-
-/** The first day of `stateDays(…, now, days)`, for the history query. */
-export function firstDay(now: Date, days = 30): string {
-  return new Date(now.getTime() - (days - 1) * dayMs).toISOString().slice(0, 10);
-}
-
-const stateOrder = ['active', 'paused', 'cleaned'];
-const colours: Record<string, string> = { active: '#2da44e', paused: '#d4a72c', cleaned: '#8c959f' };
-const colourOf = (state: string) => colours[state] ?? '#0969da';
 
 /** A round number at least `n` (1, 2, 5 × 10^k), so the axis reads well. */
 function ceiling(n: number): number {
@@ -70,7 +27,7 @@ interface BarPart {
 /** A bar: its parts from the bottom up, or a thin grey mark where nothing was recorded. */
 export type Bar = { label: string; parts: BarPart[] } | { label: string; gap: string };
 
-interface BarsFrame {
+export interface BarsFrame {
   /** The figure's id: the SVG's title is `<id>-title`. */
   id: string;
   title: string;
@@ -160,53 +117,44 @@ export function stackedBars(bars: readonly Bar[], frame: BarsFrame): Html {
   </svg>`;
 }
 
-export function statesChart(days: StateDay[], scope: string): Html {
-  const states = [...new Set(days.flatMap((d) => Object.keys(d.counts ?? {})))].sort(
-    (a, b) => (stateOrder.indexOf(a) + 1 || 99) - (stateOrder.indexOf(b) + 1 || 99) || a.localeCompare(b),
-  );
-  const bars: Bar[] = days.map((d) =>
-    d.counts
-      ? {
-          label: d.day.slice(5),
-          parts: states.map((state) => ({
-            value: d.counts?.[state] ?? 0,
-            fill: colourOf(state),
-            title: `${d.day} ${state}: ${d.counts?.[state] ?? 0}${d.estimated ? ' (estimated)' : ''}`,
-            data: [
-              ['day', d.day],
-              ['state', state],
-            ],
-            ...(d.estimated ? { opacity: '0.45' } : {}),
-          })),
-        }
-      : { label: d.day.slice(5), gap: `${d.day}: not recorded` },
-  );
-  const first = days[0]?.day ?? '';
-  const last = days.at(-1)?.day ?? '';
-  return html`<figure class="chart" id="states-chart">
-    <figcaption>Environments by state, ${first} to ${last} (UTC days) · ${scope}</figcaption>
-    ${stackedBars(bars, {
-      id: 'states-chart',
-      title: `Environments by state per day, ${first} to ${last}`,
-      left: 40,
-      tickLabel: String,
-      wholeTicks: true,
-    })}
+/** A series of the legend: its colour, its name and its figure (a total, or the latest). */
+export interface LegendEntry {
+  colour: string;
+  label: string;
+  value: string | number;
+}
+
+export interface BarChart {
+  /** The figure's id (the SVG's title is `<id>-title`). */
+  id: string;
+  caption: Html | string;
+  bars: readonly Bar[];
+  frame: Omit<BarsFrame, 'id'>;
+  legend: {
+    /** Said before the entries. */
+    note?: Html | string;
+    entries: readonly LegendEntry[];
+    /** Said instead of the entries when there are none. */
+    empty?: Html | string;
+  };
+  /** The table under "Numbers": its column headings and rows of cells. */
+  numbers: { head: readonly string[]; rows: readonly (readonly (string | number)[])[] };
+}
+
+/** A bar chart as a figure: caption, the bars, the legend and the numbers. */
+export function barChart(chart: BarChart): Html {
+  const { legend, numbers } = chart;
+  return html`<figure class="chart" id="${chart.id}">
+    <figcaption>${chart.caption}</figcaption>
+    ${stackedBars(chart.bars, { ...chart.frame, id: chart.id })}
     <p class="legend">
+      ${legend.note ?? ''}
       ${
-        days.some((d) => d.estimated)
-          ? html`<span class="muted">paler: estimated from first-seen and cleaned times</span>`
-          : ''
-      }
-      ${
-        states.length === 0
-          ? html`<span class="muted">No environments recorded yet.</span>`
-          : states.map(
-              (state) =>
-                html`<span
-                  ><i style="background:${colourOf(state)}"></i>${state}
-                  ${days.at(-1)?.counts?.[state] ?? 0}</span
-                >`,
+        legend.entries.length === 0
+          ? (legend.empty ?? '')
+          : legend.entries.map(
+              (entry) =>
+                html`<span><i style="background:${entry.colour}"></i>${entry.label} ${entry.value}</span>`,
             )
       }
     </p>
@@ -215,20 +163,16 @@ export function statesChart(days: StateDay[], scope: string): Html {
       <table class="chart-data">
         <thead>
           <tr>
-            <th>Day</th>
-            ${states.map((s) => html`<th>${s}</th>`)}
+            ${numbers.head.map((heading) => html`<th>${heading}</th>`)}
           </tr>
         </thead>
         <tbody>
-          ${days
-            .filter((d) => d.counts)
-            .map(
-              (d) =>
-                html`<tr>
-                  <td>${d.day}${d.estimated ? ' (estimated)' : ''}</td>
-                  ${states.map((s) => html`<td>${d.counts?.[s] ?? 0}</td>`)}
-                </tr>`,
-            )}
+          ${numbers.rows.map(
+            (row) =>
+              html`<tr>
+                ${row.map((cell) => html`<td>${cell}</td>`)}
+              </tr>`,
+          )}
         </tbody>
       </table>
     </details>

@@ -1,25 +1,20 @@
 /**
  * The Savings page (`/savings`): what cleanup freed, per project and week, deletions against
- * pauses (`savings-chart.ts`), with the figures per project and environment and how they were
+ * pauses (savings-chart.ts), with the figures per project and environment and how they were
  * estimated — the same report as `GET /api/v1/cleanup/report` and `tend cleanup report`. A token
  * bound to a project sees that project only.
  */
 import { Type } from 'typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { FreedView, SavingsReport } from '../../api/savings.js';
-import type { Principal } from '../auth.js';
-import { sinceOf } from '../routes/cleanup-report.js';
-import type { App, ServerServices } from '../services.js';
-import { formatFigure, formatMoney } from '../../cleanup/format.js';
-import { html, type Html } from './html.js';
-import { layout, messagePage } from './pages.js';
+import type { FreedView, SavingsReport } from '../../../api/savings.js';
+import { sinceOf } from '../../routes/cleanup-report.js';
+import type { App, ServerServices } from '../../services.js';
+import { formatFigure, formatMoney } from '../../../cleanup/format.js';
+import type { PageSession } from '../shared/elements.js';
+import { html, type Html } from '../shared/html.js';
+import { layout, messagePage } from '../shared/layout.js';
+import { dropEmptyQueryFields, hidden } from '../shared/route-options.js';
+import { send, sessionGuards } from '../shared/session.js';
 import { measureNames, savingsChart, savingsWeeks, type SavingsMeasure } from './savings-chart.js';
-
-interface Session {
-  principal: Principal;
-  csrf: string;
-  user: string;
-}
 
 const SavingsQuery = Type.Object({
   since: Type.Optional(Type.String({ maxLength: 64 })),
@@ -54,7 +49,7 @@ function defaultMeasure(report: SavingsReport): SavingsMeasure {
 export function savingsPage(
   report: SavingsReport,
   view: { since: string; project: string | null; measure: SavingsMeasure; bound: boolean },
-  session: { csrf: string; user: string },
+  session: PageSession,
 ): Html {
   const link = (measure: SavingsMeasure) => {
     const q = new URLSearchParams({ since: view.since, measure });
@@ -183,21 +178,12 @@ export function savingsPage(
   );
 }
 
-export function registerSavingsPage(
-  app: App,
-  services: ServerServices,
-  requireSession: (request: FastifyRequest, reply: FastifyReply) => Promise<Session | undefined>,
-  send: (reply: FastifyReply, page: Html, status?: number) => FastifyReply,
-): void {
+/** `GET /savings`. */
+export function register(app: App, services: ServerServices): void {
+  const { requireSession } = sessionGuards(services);
   app.get(
     '/savings',
-    {
-      schema: { hide: true, querystring: SavingsQuery },
-      preValidation: async (request) => {
-        const query = request.query as Record<string, unknown>;
-        for (const key of Object.keys(query)) if (query[key] === '') delete query[key];
-      },
-    },
+    { schema: { ...hidden, querystring: SavingsQuery }, preValidation: dropEmptyQueryFields },
     async (request, reply) => {
       const session = await requireSession(request, reply);
       if (!session) return reply;
