@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PersonSessionRepository } from '../../src/server/db/repositories/person-sessions.js';
-import { personSessionCookie, sessionTtlMs } from '../../src/server/dashboard/shared/session.js';
+import { personSessionCookie, sessionTtlMs } from '../../src/server/dashboard/common/session.js';
 import { RolesFile } from '../../src/server/oidc/roles-file.js';
 import { launchChromium } from '../helpers/chromium.js';
 import { createTestServer, type TestServer } from './helpers.js';

@@ -1,7 +1,7 @@
 /**
  * The dashboard at `/`: one module a page under pages/, each registering its own routes (as a
  * Fastify plugin does) with what it reads and how it renders. Changes are POST forms carrying the
- * session's CSRF token (shared/session.ts), answered with a 303 redirect (works without
+ * session's CSRF token (common/session.ts), answered with a 303 redirect (works without
  * JavaScript); each is allowed by the role (or token scope) in the environment's project.
  */
 import type { App, ServerServices } from '../services.js';

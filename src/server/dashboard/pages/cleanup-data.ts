@@ -10,7 +10,7 @@ import type { ServerServices } from '../../services.js';
 import { cleanupStatus, type CleanupStatus } from '../../cleanup/status.js';
 import { parseDuration } from '../../../cleanup/policy.js';
 import type { Schedule } from '../../../cleanup/schedule.js';
-import { decisionItem, type DecisionItem } from '../shared/cleanup-parts.js';
+import { decisionItem, type DecisionItem } from '../common/cleanup-parts.js';
 
 /** A webhook delivery as the Cleanup page shows it. */
 export interface DeliveryItem {

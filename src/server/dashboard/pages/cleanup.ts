@@ -16,12 +16,12 @@ import {
   targetName,
   type DecisionItem,
   type TargetNames,
-} from '../shared/cleanup-parts.js';
-import { postForm, when, type PageSession } from '../shared/elements.js';
-import { html, type Html } from '../shared/html.js';
-import { layout } from '../shared/layout.js';
-import { hidden } from '../shared/route-options.js';
-import { needs, send, sessionGuards, type DashboardSession } from '../shared/session.js';
+} from '../common/cleanup-parts.js';
+import { postForm, when, type PageSession } from '../common/elements.js';
+import { html, type Html } from '../common/html.js';
+import { layout } from '../common/layout.js';
+import { hidden } from '../common/route-options.js';
+import { needs, send, sessionGuards, type DashboardSession } from '../common/session.js';
 import { cleanupOverview, type CleanupOverview } from './cleanup-data.js';
 
 /**

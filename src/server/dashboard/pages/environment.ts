@@ -27,12 +27,12 @@ import {
   kindBadge,
   type DecisionItem,
   type TargetNames,
-} from '../shared/cleanup-parts.js';
-import { activitySource, postForm, when, type PageSession } from '../shared/elements.js';
-import { html, relativeTime, type Html } from '../shared/html.js';
-import { layout, messagePage } from '../shared/layout.js';
-import { hidden } from '../shared/route-options.js';
-import { needs, send, sessionGuards, type DashboardSession } from '../shared/session.js';
+} from '../common/cleanup-parts.js';
+import { activitySource, postForm, when, type PageSession } from '../common/elements.js';
+import { html, relativeTime, type Html } from '../common/html.js';
+import { layout, messagePage } from '../common/layout.js';
+import { hidden } from '../common/route-options.js';
+import { needs, send, sessionGuards, type DashboardSession } from '../common/session.js';
 
 function badges(e: EnvironmentView, now: Date): Html {
   return html`<span class="badge ${e.state}">${e.state}</span>

@@ -5,8 +5,8 @@
  * counted live.
  */
 import type { RecordedDay } from '../../db/repositories/environments.js';
-import { barChart, type Bar } from '../shared/bar-chart.js';
-import { html, type Html } from '../shared/html.js';
+import { barChart, type Bar } from '../common/bar-chart.js';
+import { html, type Html } from '../common/html.js';
 
 export interface StateDay {
   /** `YYYY-MM-DD` (UTC). */

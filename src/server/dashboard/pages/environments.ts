@@ -8,12 +8,12 @@ import { decodeCursor } from '../../db/repositories/environments.js';
 import { listFilter, ListQuery, maxSearchLength } from '../../environment-queries.js';
 import type { App, ServerServices } from '../../services.js';
 import { environmentView } from '../../views.js';
-import { decisionItem, kindBadge, type DecisionItem } from '../shared/cleanup-parts.js';
-import { activitySource, when, type PageSession } from '../shared/elements.js';
-import { html, raw, relativeTime, type Html } from '../shared/html.js';
-import { layout, messagePage } from '../shared/layout.js';
-import { dropEmptyQueryFields, hidden } from '../shared/route-options.js';
-import { send, sessionGuards } from '../shared/session.js';
+import { decisionItem, kindBadge, type DecisionItem } from '../common/cleanup-parts.js';
+import { activitySource, when, type PageSession } from '../common/elements.js';
+import { html, raw, relativeTime, type Html } from '../common/html.js';
+import { layout, messagePage } from '../common/layout.js';
+import { dropEmptyQueryFields, hidden } from '../common/route-options.js';
+import { send, sessionGuards } from '../common/session.js';
 import { firstDay, stateDays, statesChart } from './environments-chart.js';
 
 export interface ListPageInput {

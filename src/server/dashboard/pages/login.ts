@@ -8,9 +8,9 @@ import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { actorOf, constantTimeEqual, scopeAllows } from '../../auth.js';
 import type { App, ServerServices } from '../../services.js';
-import { html, type Html } from '../shared/html.js';
-import { layout } from '../shared/layout.js';
-import { hidden } from '../shared/route-options.js';
+import { html, type Html } from '../common/html.js';
+import { layout } from '../common/layout.js';
+import { hidden } from '../common/route-options.js';
 import {
   personSessionCookie,
   safeNext,
@@ -18,7 +18,7 @@ import {
   sessionCookie,
   sessionGuards,
   sessionTtlMs,
-} from '../shared/session.js';
+} from '../common/session.js';
 
 /**
  * The login form's CSRF token, double-submitted: a cookie only this site can set, and the same

@@ -4,8 +4,8 @@
  */
 import type { FreedView, SavingsReport } from '../../../api/savings.js';
 import { formatFigure } from '../../../cleanup/format.js';
-import { barChart, type Bar } from '../shared/bar-chart.js';
-import type { Html } from '../shared/html.js';
+import { barChart, type Bar } from '../common/bar-chart.js';
+import type { Html } from '../common/html.js';
 
 /** Which figure the bars show. */
 export type SavingsMeasure = 'cost' | 'cpuHours' | 'gibHours' | 'environmentHours';

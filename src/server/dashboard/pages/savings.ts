@@ -9,11 +9,11 @@ import type { FreedView, SavingsReport } from '../../../api/savings.js';
 import { sinceOf } from '../../routes/cleanup-report.js';
 import type { App, ServerServices } from '../../services.js';
 import { formatFigure, formatMoney } from '../../../cleanup/format.js';
-import type { PageSession } from '../shared/elements.js';
-import { html, type Html } from '../shared/html.js';
-import { layout, messagePage } from '../shared/layout.js';
-import { dropEmptyQueryFields, hidden } from '../shared/route-options.js';
-import { send, sessionGuards } from '../shared/session.js';
+import type { PageSession } from '../common/elements.js';
+import { html, type Html } from '../common/html.js';
+import { layout, messagePage } from '../common/layout.js';
+import { dropEmptyQueryFields, hidden } from '../common/route-options.js';
+import { send, sessionGuards } from '../common/session.js';
 import { measureNames, savingsChart, savingsWeeks, type SavingsMeasure } from './savings-chart.js';
 
 const SavingsQuery = Type.Object({
@@ -32,6 +32,12 @@ const SavingsQuery = Type.Object({
 /** Most projects drawn a chart of their own. */
 const maxProjectCharts = 12;
 const money = (n: number | null) => (n === null ? '—' : formatMoney(n));
+
+/** The headings of `figures`' cells. */
+const figureHeadings = html`<th>Environment-hours</th>
+  <th>CPU-hours</th>
+  <th>GiB-hours</th>
+  <th>Cost</th>`;
 
 function figures(f: FreedView): Html {
   return html`<td>${formatFigure(f.environmentHours)}</td>
@@ -107,10 +113,7 @@ export function savingsPage(
                 <tr>
                   <th>Project</th>
                   <th>Action</th>
-                  <th>Environment-hours</th>
-                  <th>CPU-hours</th>
-                  <th>GiB-hours</th>
-                  <th>Cost</th>
+                  ${figureHeadings}
                 </tr>
               </thead>
               <tbody>
@@ -146,10 +149,7 @@ export function savingsPage(
                     <th>Namespace</th>
                     <th>Action</th>
                     <th>Requested</th>
-                    <th>Environment-hours</th>
-                    <th>CPU-hours</th>
-                    <th>GiB-hours</th>
-                    <th>Cost</th>
+                    ${figureHeadings}
                   </tr>
                 </thead>
                 <tbody>

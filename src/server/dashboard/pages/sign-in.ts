@@ -9,10 +9,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { personActor } from '../../auth.js';
 import type { App, ServerServices } from '../../services.js';
 import { callbackPath, SignInFailed, signInTtlMs, type PendingSignIn } from '../../oidc/sign-in.js';
-import { html, type Html } from '../shared/html.js';
-import { layout } from '../shared/layout.js';
-import { hidden } from '../shared/route-options.js';
-import { personSessionCookie, safeNext, send, sessionTtlMs } from '../shared/session.js';
+import { html, type Html } from '../common/html.js';
+import { layout } from '../common/layout.js';
+import { hidden } from '../common/route-options.js';
+import { personSessionCookie, safeNext, send, sessionTtlMs } from '../common/session.js';
 
 /** The sign-in in progress (signed; path-scoped to the callback). */
 export const signInCookie = 'tend_sign_in';
