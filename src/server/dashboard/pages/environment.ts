@@ -13,7 +13,6 @@ import {
   type SessionView,
   type TimelineView,
 } from '../../../api/views.js';
-import type { JobView } from '../../../cleanup/protocol.js';
 import { TendError } from '../../../errors.js';
 import { actorOf, allows } from '../../auth.js';
 import { DashboardCleanupRepository } from '../../db/repositories/dashboard-cleanup.js';
@@ -21,18 +20,12 @@ import type { Environment } from '../../db/schema.js';
 import { keepAliveUntil, visibleEnvironment } from '../../environment-queries.js';
 import type { App, ServerServices } from '../../services.js';
 import { environmentView, resourceView, sessionView, timelineView } from '../../views.js';
-import {
-  decisionItem,
-  jobsTable,
-  kindBadge,
-  type DecisionItem,
-  type TargetNames,
-} from '../common/cleanup-parts.js';
-import { activitySource, postForm, when, type PageSession } from '../common/elements.js';
+import { activitySource, type PageSession } from '../common/elements.js';
 import { html, relativeTime, type Html } from '../common/html.js';
 import { layout, messagePage } from '../common/layout.js';
 import { hidden } from '../common/route-options.js';
 import { needs, send, sessionGuards, type DashboardSession } from '../common/session.js';
+import { environmentCleanup, environmentCleanupSection } from './environment-cleanup.js';
 
 function badges(e: EnvironmentView, now: Date): Html {
   return html`<span class="badge ${e.state}">${e.state}</span>
@@ -50,7 +43,7 @@ export interface DetailPageInput {
   canKeepAlive: boolean;
   /** Why the Protect button is missing ("Protecting needs …"). */
   protectNeeds: string;
-  /** The environment's cleanup plan and jobs (environmentCleanupSection). */
+  /** The environment's cleanup plan and jobs (environment-cleanup.ts). */
   cleanup?: Html;
   /** The archive taken before its last deletion, while `tend restore` can bring it back. */
   archive?: ArchiveSummary;
@@ -277,93 +270,6 @@ export function environmentPage(input: DetailPageInput, session: PageSession): H
       ${resourcesTable(input)} ${sessionsTable(input)} ${activityTable(input)}`,
     session,
   );
-}
-
-/** The plan of one environment, its recent jobs and (for admins) "Clean up now". */
-export function environmentCleanupSection(
-  input: {
-    environmentId: string;
-    decisions: DecisionItem[];
-    jobs: JobView[];
-    canClean: boolean;
-    /** Why "Clean up now" is missing ("Cleaning up now needs …"). */
-    cleanNeeds: string;
-    canResume: boolean;
-    active: boolean;
-    /** Paused by a pause job: a Resume button (the developer role and scope, like keep-alive). */
-    paused: boolean;
-    /** The environment's targets by name (from its resources). */
-    targets?: TargetNames;
-  },
-  session: PageSession,
-  now: Date,
-): Html {
-  return html`<h2>Cleanup</h2>
-    <table id="plan" class="cards">
-      <thead>
-        <tr>
-          <th>Namespace</th>
-          <th>Decision</th>
-          <th>Action</th>
-          <th>Due</th>
-          <th>Why</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${
-          input.decisions.length === 0
-            ? html`<tr>
-                <td colspan="5" class="muted">
-                  No decision: the environment has no cleanup policy, or no planning pass has seen it yet.
-                </td>
-              </tr>`
-            : input.decisions.map(
-                (d) =>
-                  html`<tr>
-                    <td data-label="Namespace">${d.namespace}</td>
-                    <td data-label="Decision">${kindBadge(d, now)}</td>
-                    <td data-label="Action">${d.action}</td>
-                    <td data-label="Due">${d.kind === 'blocked' ? '—' : when(d.dueAt, now)}</td>
-                    <td data-label="Why">
-                      ${d.sentence}${d.jobId ? html` <span class="muted">(job ${d.jobId})</span>` : ''}
-                    </td>
-                  </tr>`,
-              )
-        }
-      </tbody>
-    </table>
-    <div class="actions">
-      ${
-        input.paused && input.canResume
-          ? postForm(session, `/environments/${encodeURIComponent(input.environmentId)}/resume`, 'Resume')
-          : ''
-      }
-      ${
-        !input.active
-          ? ''
-          : input.canClean
-            ? postForm(
-                session,
-                `/environments/${encodeURIComponent(input.environmentId)}/cleanup`,
-                'Clean up now',
-              )
-            : html`<span class="muted">Cleaning up now ${input.cleanNeeds}.</span>`
-      }
-    </div>
-    ${input.jobs.length > 0 ? jobsTable(input.jobs, now, 'environment-jobs', input.targets) : ''}`;
-}
-
-/** An environment's decisions (one per recorded namespace) and its recent cleanup jobs. */
-async function environmentCleanup(
-  services: ServerServices,
-  reads: DashboardCleanupRepository,
-  environmentId: string,
-) {
-  const [decisions, jobs] = await Promise.all([
-    reads.environmentDecisions(environmentId),
-    services.cleanup.jobs.listJobs({ environmentId }, 10),
-  ]);
-  return { decisions: decisions.map(decisionItem), jobs: await services.cleanup.queue.jobHistory(jobs) };
 }
 
 const IdParams = Type.Object({ id: Type.String() });
