@@ -52,8 +52,6 @@ export function readProjectDocument(
   { root, file, location, value, locate, plugins }: ProjectDocumentInput,
   problems: ConfigProblem[],
 ): ProjectConfig | undefined {
-  const problem = (code: ConfigProblem['code'], message: string, at: SourceLocation) =>
-    problems.push({ code, message, location: at });
   const shape = checkSchema(ProjectSchema, value, {
     basePath: [],
     rootLabel: 'the Project document',
@@ -63,39 +61,95 @@ export function readProjectDocument(
     problems.push(...shape);
     return undefined;
   }
-  const raw = value as {
-    name: string;
-    defaultEnvironment?: string;
-    variables?: Record<string, VariableValue>;
-    environments: {
-      name: string;
-      defaultNamespace?: string;
-      variables?: Record<string, VariableValue>;
-      varfiles?: (string | { path: string; optional?: boolean })[];
-      cleanup?: Static<typeof CleanupConfigSchema>;
-      pullRequest?: { repository: string; number: string | number };
-    }[];
-    providers?: ({ name: string; environments?: string[]; plugin?: string } & Record<string, unknown>)[];
-    server?: string;
-  };
+  const raw = value as RawProject;
   const before = problems.length;
-  const variableName = new RegExp(variableNamePattern);
-  const checkVariableNames = (variables: Record<string, VariableValue> | undefined, base: ConfigPath) => {
-    for (const name of Object.keys(variables ?? {})) {
-      if (!variableName.test(name)) {
-        problem(
-          'TEND_CONFIG_INVALID',
-          `invalid variable name "${name}"; expected letters, digits, "_" and "-", starting with a letter or "_"`,
-          locate([...base, name], 'key'),
-        );
-      }
-    }
+  const reading: Reading = {
+    locate,
+    problems,
+    problem: (code, message, at) => problems.push({ code, message, location: at }),
   };
-  checkVariableNames(raw.variables, ['variables']);
+  checkVariableNames(reading, raw.variables, ['variables']);
+  const { environments, environmentNames } = readEnvironments(reading, raw.environments);
+  const envList = environments.map((e) => e.name).join(', ');
+  const defaultEnvironment = raw.defaultEnvironment ?? environments[0]?.name ?? '';
+  if (raw.defaultEnvironment !== undefined && !environmentNames.has(raw.defaultEnvironment)) {
+    reading.problem(
+      'TEND_ENVIRONMENT_NOT_FOUND',
+      `defaultEnvironment "${raw.defaultEnvironment}" is not one of the environments; expected one of: ${envList}`,
+      locate(['defaultEnvironment']),
+    );
+  }
+  const providers = readProviders(reading, raw.providers ?? [], plugins, environmentNames, envList);
+  if (problems.length > before) return undefined;
+  return {
+    name: raw.name,
+    defaultEnvironment,
+    variables: raw.variables ?? {},
+    environments,
+    providers,
+    ...(raw.server !== undefined ? { server: raw.server } : {}),
+    root: root,
+    file,
+    location,
+    locate: (p) => locate(p),
+  };
+}
 
+/** The Project document as its schema lets it be (checked before it is read as this). */
+type RawProject = {
+  name: string;
+  defaultEnvironment?: string;
+  variables?: Record<string, VariableValue>;
+  environments: RawEnvironment[];
+  providers?: RawProvider[];
+  server?: string;
+};
+
+interface RawEnvironment {
+  name: string;
+  defaultNamespace?: string;
+  variables?: Record<string, VariableValue>;
+  varfiles?: (string | { path: string; optional?: boolean })[];
+  cleanup?: Static<typeof CleanupConfigSchema>;
+  pullRequest?: { repository: string; number: string | number };
+}
+
+type RawProvider = { name: string; environments?: string[]; plugin?: string } & Record<string, unknown>;
+
+/** Where the steps of reading a document find positions and put problems. */
+interface Reading {
+  locate: (p: ConfigPath, target?: LocateTarget) => SourceLocation;
+  problems: ConfigProblem[];
+  problem: (code: ConfigProblem['code'], message: string, at: SourceLocation) => void;
+}
+
+const variableName = new RegExp(variableNamePattern);
+
+function checkVariableNames(
+  { problem, locate }: Reading,
+  variables: Record<string, VariableValue> | undefined,
+  base: ConfigPath,
+): void {
+  for (const name of Object.keys(variables ?? {})) {
+    if (!variableName.test(name)) {
+      problem(
+        'TEND_CONFIG_INVALID',
+        `invalid variable name "${name}"; expected letters, digits, "_" and "-", starting with a letter or "_"`,
+        locate([...base, name], 'key'),
+      );
+    }
+  }
+}
+
+/** The environments, each checked (a name used once, its templates, its schedule). */
+function readEnvironments(
+  reading: Reading,
+  raw: readonly RawEnvironment[],
+): { environments: EnvironmentConfig[]; environmentNames: Map<string, number> } {
+  const { locate, problem } = reading;
   const environments: EnvironmentConfig[] = [];
   const environmentNames = new Map<string, number>();
-  raw.environments.forEach((env, i) => {
+  raw.forEach((env, i) => {
     const first = environmentNames.get(env.name);
     if (first !== undefined) {
       problem(
@@ -105,84 +159,96 @@ export function readProjectDocument(
       );
     }
     environmentNames.set(env.name, i);
-    checkVariableNames(env.variables, ['environments', i, 'variables']);
-    if (env.defaultNamespace !== undefined) {
-      const base = ['environments', i, 'defaultNamespace'];
-      const checked = checkTemplateSyntax(env.defaultNamespace, base, (p) => locate(p));
-      problems.push(...checked.problems);
-      if (checked.actionReferences.length > 0) {
-        problem(
-          'TEND_TEMPLATE',
-          'action outputs cannot be used in defaultNamespace: the namespace is known before any action runs',
-          locate(base),
-        );
-      }
-    }
-    if (typeof env.pullRequest?.number === 'string') {
-      const base = ['environments', i, 'pullRequest', 'number'];
-      const checked = checkTemplateSyntax(env.pullRequest.number, base, (p) => locate(p));
-      problems.push(...checked.problems);
-      if (checked.actionReferences.length > 0) {
-        problem(
-          'TEND_TEMPLATE',
-          'action outputs cannot be used in pullRequest: the pull request is known before any action runs',
-          locate(base),
-        );
-      }
-    }
-    if (env.cleanup?.schedule) {
-      const base = ['environments', i, 'cleanup', 'schedule'];
-      const { sleepAt, wakeAt } = env.cleanup.schedule;
-      if (sleepAt === wakeAt) {
-        problem(
-          'TEND_CONFIG_INVALID',
-          `sleepAt and wakeAt are both ${sleepAt}; expected two different times (awake from wakeAt until sleepAt)`,
-          locate([...base, 'sleepAt']),
-        );
-      }
-    }
-    environments.push(
-      withLocation(
-        {
-          name: env.name,
-          ...(env.defaultNamespace !== undefined ? { defaultNamespace: env.defaultNamespace } : {}),
-          variables: env.variables ?? {},
-          varfiles: (env.varfiles ?? []).map((v) =>
-            typeof v === 'string'
-              ? { path: v, optional: false }
-              : { path: v.path, optional: v.optional ?? false },
-          ),
-          ...(env.cleanup
-            ? {
-                cleanup: {
-                  afterInactivity: env.cleanup.afterInactivity,
-                  action: env.cleanup.action ?? 'delete',
-                  ...(env.cleanup.warnBefore !== undefined ? { warnBefore: env.cleanup.warnBefore } : {}),
-                  ...(env.cleanup.afterClose !== undefined ? { afterClose: env.cleanup.afterClose } : {}),
-                  ...(env.cleanup.schedule ? { schedule: env.cleanup.schedule } : {}),
-                  ...(env.cleanup.archive === false ? { archive: false } : {}),
-                },
-              }
-            : {}),
-          ...(env.pullRequest ? { pullRequest: env.pullRequest } : {}),
-        },
-        () => locate(['environments', i]),
-      ),
-    );
+    checkEnvironment(reading, env, i);
+    environments.push(withLocation(environmentConfig(env), () => locate(['environments', i])));
   });
-  const envList = environments.map((e) => e.name).join(', ');
-  const defaultEnvironment = raw.defaultEnvironment ?? environments[0]?.name ?? '';
-  if (raw.defaultEnvironment !== undefined && !environmentNames.has(raw.defaultEnvironment)) {
-    problem(
-      'TEND_ENVIRONMENT_NOT_FOUND',
-      `defaultEnvironment "${raw.defaultEnvironment}" is not one of the environments; expected one of: ${envList}`,
-      locate(['defaultEnvironment']),
+  return { environments, environmentNames };
+}
+
+/** An environment's variable names, the templates known before any action runs, its schedule. */
+function checkEnvironment(reading: Reading, env: RawEnvironment, i: number): void {
+  const { locate, problem } = reading;
+  checkVariableNames(reading, env.variables, ['environments', i, 'variables']);
+  if (env.defaultNamespace !== undefined) {
+    checkNoActionOutputs(
+      reading,
+      env.defaultNamespace,
+      ['environments', i, 'defaultNamespace'],
+      'action outputs cannot be used in defaultNamespace: the namespace is known before any action runs',
     );
   }
+  if (typeof env.pullRequest?.number === 'string') {
+    checkNoActionOutputs(
+      reading,
+      env.pullRequest.number,
+      ['environments', i, 'pullRequest', 'number'],
+      'action outputs cannot be used in pullRequest: the pull request is known before any action runs',
+    );
+  }
+  if (env.cleanup?.schedule) {
+    const base = ['environments', i, 'cleanup', 'schedule'];
+    const { sleepAt, wakeAt } = env.cleanup.schedule;
+    if (sleepAt === wakeAt) {
+      problem(
+        'TEND_CONFIG_INVALID',
+        `sleepAt and wakeAt are both ${sleepAt}; expected two different times (awake from wakeAt until sleepAt)`,
+        locate([...base, 'sleepAt']),
+      );
+    }
+  }
+}
 
+/** A template's syntax, and (said once, at the template) that it uses no action outputs. */
+function checkNoActionOutputs(
+  { locate, problems, problem }: Reading,
+  template: string,
+  base: ConfigPath,
+  message: string,
+): void {
+  const checked = checkTemplateSyntax(template, base, (p) => locate(p));
+  problems.push(...checked.problems);
+  if (checked.actionReferences.length > 0) problem('TEND_TEMPLATE', message, locate(base));
+}
+
+function environmentConfig(env: RawEnvironment): Omit<EnvironmentConfig, 'location'> {
+  return {
+    name: env.name,
+    ...(env.defaultNamespace !== undefined ? { defaultNamespace: env.defaultNamespace } : {}),
+    variables: env.variables ?? {},
+    varfiles: (env.varfiles ?? []).map((v) =>
+      typeof v === 'string' ? { path: v, optional: false } : { path: v.path, optional: v.optional ?? false },
+    ),
+    ...(env.cleanup
+      ? {
+          cleanup: {
+            afterInactivity: env.cleanup.afterInactivity,
+            action: env.cleanup.action ?? 'delete',
+            ...(env.cleanup.warnBefore !== undefined ? { warnBefore: env.cleanup.warnBefore } : {}),
+            ...(env.cleanup.afterClose !== undefined ? { afterClose: env.cleanup.afterClose } : {}),
+            ...(env.cleanup.schedule ? { schedule: env.cleanup.schedule } : {}),
+            ...(env.cleanup.archive === false ? { archive: false } : {}),
+          },
+        }
+      : {}),
+    ...(env.pullRequest ? { pullRequest: env.pullRequest } : {}),
+  };
+}
+
+/**
+ * The provider entries: a known plugin, known environments, each plugin at most once per
+ * environment, configuration checked against the plugin's schema and using no action outputs.
+ */
+function readProviders(
+  reading: Reading,
+  raw: readonly RawProvider[],
+  plugins: readonly PluginDefinition[],
+  environmentNames: ReadonlyMap<string, number>,
+  envList: string,
+): ProviderEntry[] {
+  const { locate, problems, problem } = reading;
   const providers: ProviderEntry[] = [];
   const pluginNames = plugins.map((p) => p.name);
-  (raw.providers ?? []).forEach((entry, i) => {
+  raw.forEach((entry, i) => {
     const { name, environments: only, plugin: _module, ...config } = entry;
     const entryPath = ['providers', i];
     const plugin = plugins.find((p) => p.name === name);
@@ -244,18 +310,5 @@ export function readProjectDocument(
       ),
     );
   });
-
-  if (problems.length > before) return undefined;
-  return {
-    name: raw.name,
-    defaultEnvironment,
-    variables: raw.variables ?? {},
-    environments,
-    providers,
-    ...(raw.server !== undefined ? { server: raw.server } : {}),
-    root: root,
-    file,
-    location,
-    locate: (p) => locate(p),
-  };
+  return providers;
 }

@@ -6,13 +6,25 @@ import { Option, type Command } from 'commander';
 import { collect, execute } from '../cli/execute.js';
 
 export function addServerCommands(program: Command): void {
-  const db = (c: Command) =>
-    c
-      .option(
-        '--data-dir <dir>',
-        'directory of the SQLite database tend.db (default: TEND_DATA_DIR, else $XDG_DATA_HOME/tend or ~/.local/share/tend)',
-      )
-      .option('--database-url <url>', 'PostgreSQL instead of SQLite: postgres://user:pass@host/db');
+  const server = addRunCommand(program);
+  addMigrateCommand(server);
+  addBackupCommand(server);
+  addTokenCommands(server);
+  addWebhookCommands(server);
+}
+
+/** The database options every subcommand that opens one takes. */
+function db(c: Command): Command {
+  return c
+    .option(
+      '--data-dir <dir>',
+      'directory of the SQLite database tend.db (default: TEND_DATA_DIR, else $XDG_DATA_HOME/tend or ~/.local/share/tend)',
+    )
+    .option('--database-url <url>', 'PostgreSQL instead of SQLite: postgres://user:pass@host/db');
+}
+
+/** `tend server` itself: listen, plan and execute cleanup, serve the dashboard. */
+function addRunCommand(program: Command): Command {
   const server = db(
     program
       .command('server')
@@ -82,7 +94,16 @@ export function addServerCommands(program: Command): void {
     .option(
       '--price-gib-hour <price>',
       'what one GiB-hour of memory costs, for the savings report, e.g. 0.004',
-    )
+    );
+  withSignIn(server).action(async (_opts, cmd: Command) =>
+    execute(cmd, async () => (await import('./cli.js')).serverCommand(cmd.optsWithGlobals())),
+  );
+  return server;
+}
+
+/** Signing people in (OpenID Connect) and their roles. */
+function withSignIn(c: Command): Command {
+  return c
     .option(
       '--oidc-issuer <url>',
       'sign people in through this OpenID provider (its issuer URL; https://, or http:// on this host)',
@@ -104,25 +125,32 @@ export function addServerCommands(program: Command): void {
     .option(
       '--roles-file <file>',
       'YAML: the role (viewer, developer, admin) of groups and e-mail addresses per project; re-read when it changes',
-    )
-    .action(async (_opts, cmd: Command) =>
-      execute(cmd, async () => (await import('./cli.js')).serverCommand(cmd.optsWithGlobals())),
     );
+}
+
+function addMigrateCommand(server: Command): void {
   db(server.command('migrate').description('apply pending database migrations and exit')).action(
     async (_opts, cmd: Command) =>
       execute(cmd, async () => (await import('./cli.js')).migrateCommand(cmd.optsWithGlobals())),
   );
-  // Tokens and webhooks: on the database of a server on this host, or through a server's API (--server).
-  const adminHelp = `
+}
+
+const adminHelp = `
 Without --server these work on the database of an existing server and never create one: without
 --database-url they open tend.db in --data-dir, else TEND_DATA_DIR, else $XDG_DATA_HOME/tend
 (~/.local/share/tend), and refuse (exit 2) when there is none. With --server URL they go through
 that server's API with an admin token bound to no project (TEND_TOKEN, tend login, or --token).`;
-  const admin = (c: Command) =>
-    db(c.addHelpText('after', adminHelp))
-      .option('--server <url>', 'administer that server through its API instead of a database here')
-      .option('--token <token>', 'admin token for --server (default: TEND_TOKEN or tend login)');
-  const serverAdmin = () => import('./admin-cli.js');
+
+/** Tokens and webhooks: on the database of a server on this host, or through a server's API (--server). */
+function admin(c: Command): Command {
+  return db(c.addHelpText('after', adminHelp))
+    .option('--server <url>', 'administer that server through its API instead of a database here')
+    .option('--token <token>', 'admin token for --server (default: TEND_TOKEN or tend login)');
+}
+
+const serverAdmin = () => import('./admin-cli.js');
+
+function addBackupCommand(server: Command): void {
   db(
     server
       .command('backup <file>')
@@ -132,6 +160,9 @@ that server's API with an admin token bound to no project (TEND_TOKEN, tend logi
   ).action(async (file: string, _opts, cmd: Command) =>
     execute(cmd, async () => (await serverAdmin()).backupCommand(file, cmd.optsWithGlobals())),
   );
+}
+
+function addTokenCommands(server: Command): void {
   const token = server.command('token').description('manage API tokens (prints a new token once)');
   admin(token.command('create').description('create a token'))
     .requiredOption('--name <name>', 'name of the token, e.g. ci')
@@ -153,6 +184,9 @@ that server's API with an admin token bound to no project (TEND_TOKEN, tend logi
     async (idOrName: string, _opts, cmd: Command) =>
       execute(cmd, async () => (await serverAdmin()).tokenRevokeCommand(idOrName, cmd.optsWithGlobals())),
   );
+}
+
+function addWebhookCommands(server: Command): void {
   const webhook = server
     .command('webhook')
     .description('manage webhooks: cleanup warnings and cleanup done, signed (prints a new secret once)');

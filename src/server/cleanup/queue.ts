@@ -118,35 +118,47 @@ export class DatabaseCleanupQueue implements CleanupQueue {
     return { jobs: await this.jobViews(claimed) };
   }
 
+  /**
+   * An executor calls start twice for a job: to begin it (planned), and to confirm right before
+   * the irreversible step (executing). Both run the server's re-check (`recheckDecision`).
+   */
   async start(jobId: string, body: StartRequest): Promise<StartResponse> {
     const now = this.now();
     const job = await this.heldJob(jobId, body.executorId, now);
-    if (job.state === 'executing') {
-      // The executor confirms right before the irreversible step: the same re-check, so a
-      // session started since `start` still wins. It finishes the job itself (cancelled).
-      const why = await this.recheck(job, now);
-      return why ? { proceed: false, reason: why } : { proceed: true, job: (await this.jobViews([job]))[0]! };
-    }
-    const why = await this.recheck(job, now);
+    return job.state === 'executing' ? this.confirm(job, now) : this.begin(job, body.executorId, now);
+  }
+
+  /** Begins a planned job, if the re-check lets it: executing under a lease; cancelled otherwise. */
+  private async begin(job: CleanupJobRow, executorId: string, now: Date): Promise<StartResponse> {
+    const why = await this.recheckDecision(job, now);
     if (why) {
       const finished = await this.jobs.finish({
         job,
-        executorId: body.executorId,
+        executorId,
         outcome: 'cancelled',
         message: why,
         now,
-        audit: jobAudit(job, 'cleanup-cancelled', `executor:${body.executorId}`, why),
+        audit: jobAudit(job, 'cleanup-cancelled', `executor:${executorId}`, why),
       });
-      if (!finished) throw leaseLost(jobId);
+      if (!finished) throw leaseLost(job.id);
       this.metrics.recordCleanupJob(job.action, 'cancelled');
       return { proceed: false, reason: why };
     }
     const leaseMs = job.lease_expires_at
       ? Math.max(this.settings.defaultLeaseMs, Date.parse(job.lease_expires_at) - now.getTime())
       : this.settings.defaultLeaseMs;
-    if (!(await this.jobs.markExecuting(jobId, body.executorId, leaseMs, now))) throw leaseLost(jobId);
-    const updated = await this.jobs.job(jobId);
+    if (!(await this.jobs.markExecuting(job.id, executorId, leaseMs, now))) throw leaseLost(job.id);
+    const updated = await this.jobs.job(job.id);
     return { proceed: true, job: (await this.jobViews([updated!]))[0]! };
+  }
+
+  /**
+   * Right before the irreversible step, the same re-check, so that a session started since the
+   * job began still wins. The executor finishes the job itself (cancelled).
+   */
+  private async confirm(job: CleanupJobRow, now: Date): Promise<StartResponse> {
+    const why = await this.recheckDecision(job, now);
+    return why ? { proceed: false, reason: why } : { proceed: true, job: (await this.jobViews([job]))[0]! };
   }
 
   async complete(jobId: string, body: CompleteRequest): Promise<CompleteResponse> {
@@ -257,10 +269,13 @@ export class DatabaseCleanupQueue implements CleanupQueue {
   }
 
   /**
-   * Why the job must not run now (the registry re-checked: activity since the decision,
-   * ownership, protection, keep-alive, sessions, policy, breaker, halt), or undefined.
+   * The re-check before a job begins and before its irreversible step: why the job must not run
+   * at `now`, or undefined. One snapshot of the job's environment, read afresh, and the planner
+   * run again over it: the job proceeds only if its namespace is still due now, unused since the
+   * decision and not re-created (ownership, protection, keep-alive, sessions, policy, breaker
+   * and halt all re-decided). A restore is re-checked by the restores (RestoreJobs.recheck).
    */
-  private async recheck(job: CleanupJobRow, now: Date): Promise<string | undefined> {
+  private async recheckDecision(job: CleanupJobRow, now: Date): Promise<string | undefined> {
     if (job.action === 'restore') return this.restores.recheck(job);
     // One environment's rows, on the reader: starting 1,000 jobs must not queue behind the writer.
     const snapshot = await loadSnapshot(this.reader, now, { environmentId: job.environment_id });

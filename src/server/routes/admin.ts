@@ -90,9 +90,15 @@ function checkServerAdmin(principal: Principal | null): void {
   }
 }
 
+/** Tokens and webhooks span every project: only an admin token bound to none manages them. */
 export function registerAdminRoutes(app: App, services: ServerServices): void {
-  const admin = { config: { permission: 'admin' as const } };
+  registerTokenRoutes(app, services);
+  registerWebhookRoutes(app, services);
+}
 
+const admin = { config: { permission: 'admin' as const } };
+
+function registerTokenRoutes(app: App, services: ServerServices): void {
   app.get(
     '/api/v1/tokens',
     {
@@ -182,7 +188,9 @@ export function registerAdminRoutes(app: App, services: ServerServices): void {
       return info;
     },
   );
+}
 
+function registerWebhookRoutes(app: App, services: ServerServices): void {
   app.get(
     '/api/v1/webhooks',
     {

@@ -10,6 +10,7 @@ import {
   type SnapshotResource,
 } from './types.js';
 import { targetBlock, type Context, type Evaluation, type TargetBlock } from './rules.js';
+import type { PlannedDecision } from './wording.js';
 
 /**
  * What a planning pass keeps for the next (the planning service holds one across passes): each
@@ -35,6 +36,67 @@ export class PlanMemo {
   reused = 0;
   /** @internal The small tables as the last pass read them, to tell what changed since. */
   last: SharedFacts | undefined;
+  /** What changed since the last pass (set by `begin`). */
+  private changes: Changes | undefined;
+
+  /** Starts a pass: all is forgotten when the settings changed, else what changed since is noted. */
+  begin(ctx: Context): void {
+    if (this.settings !== ctx.settings) {
+      this.entries.clear();
+      this.last = undefined;
+      this.settings = ctx.settings;
+    }
+    const facts = sharedFacts(ctx);
+    this.changes = changesSince(this.last, facts);
+    this.last = facts;
+    if (this.changes.all) this.entries.clear();
+    this.pass++;
+    this.reused = 0;
+  }
+
+  /** The last pass's evaluation of the environment, if nothing it was worked out from changed. */
+  recall(
+    ctx: Context,
+    envId: string,
+    env: SnapshotEnvironment,
+    resources: readonly SnapshotResource[],
+  ): Evaluation | undefined {
+    const entry = this.entries.get(envId);
+    if (!reusable(ctx, this.changes!, entry, env, resources)) return undefined;
+    entry!.pass = this.pass;
+    this.reused++;
+    return entry;
+  }
+
+  /** Keeps an evaluation this pass worked out for the next. */
+  remember(
+    envId: string,
+    env: SnapshotEnvironment,
+    resources: readonly SnapshotResource[],
+    evaluation: Evaluation,
+  ): void {
+    this.entries.set(envId, { ...evaluation, env, resources, pass: this.pass });
+  }
+
+  /** Ends a pass: environments it did not visit are gone. */
+  end(): void {
+    for (const [id, entry] of this.entries) if (entry.pass !== this.pass) this.entries.delete(id);
+  }
+
+  /**
+   * A candidate as this pass settles it, leaving the memo's own unsettled: the last pass's copy
+   * when it ends the same way (so an unchanged decision is the same object as stored), a new
+   * copy otherwise — always for a new job (the pass records its job on it).
+   */
+  settled(candidate: PlannedDecision, newJob: boolean): PlannedDecision {
+    const { outcome } = candidate;
+    const last = newJob ? undefined : candidate.settledCopy;
+    if (last && last.endsAs(outcome)) return last;
+    const result = candidate.clone();
+    result.settle(outcome);
+    candidate.settledCopy = newJob ? undefined : result;
+    return result;
+  }
 }
 
 /** The small tables of a snapshot an evaluation reads, in comparable form. */
@@ -50,7 +112,7 @@ export interface SharedFacts {
 }
 
 /** What changed in the small tables since the last pass (all: nothing can be reused). */
-export interface Changes {
+interface Changes {
   all: boolean;
   projects: Set<string>;
   policies: Set<string>;
@@ -63,7 +125,7 @@ export interface Changes {
   any: boolean;
 }
 
-export function sharedFacts(ctx: Context): SharedFacts {
+function sharedFacts(ctx: Context): SharedFacts {
   const { snapshot } = ctx;
   const enforced = new Map<string, string>();
   for (const [key, p] of snapshot.enforcedPolicies) {
@@ -105,7 +167,7 @@ function changedKeys<V>(a: ReadonlyMap<string, V>, b: ReadonlyMap<string, V>, in
   for (const key of b.keys()) if (!a.has(key)) into.add(key);
 }
 
-export function changesSince(last: SharedFacts | undefined, now: SharedFacts): Changes {
+function changesSince(last: SharedFacts | undefined, now: SharedFacts): Changes {
   const changes: Changes = {
     all: !last || last.halted !== now.halted,
     projects: new Set(),
@@ -152,7 +214,7 @@ function sameResources(a: readonly SnapshotResource[], b: readonly SnapshotResou
  * The memo's evaluation of the environment, if nothing it was worked out from has changed: the
  * entry was checked (or made) in every pass since, so only this pass's changes can touch it.
  */
-export function reusable(
+function reusable(
   ctx: Context,
   changes: Changes,
   entry: MemoEntry | undefined,

@@ -18,8 +18,8 @@
 import { namespaceProtector } from '../../../cleanup/protection.js';
 import type { PlannedAction } from '../../../cleanup/protocol.js';
 import { isAwake, lastTransition, nextTransition, type Schedule } from '../../../cleanup/schedule.js';
-import { changesSince, reusable, sharedFacts, type Changes, type PlanMemo } from './memo.js';
-import { evaluate, Role, type Context, type ScheduleFacts } from './rules.js';
+import type { PlanMemo } from './memo.js';
+import { evaluate, Role, type Context, type Evaluation, type ScheduleFacts } from './rules.js';
 import {
   breakerMinimum,
   breakerShare,
@@ -29,18 +29,19 @@ import {
   type PlannerSettings,
   type PlanResult,
   type PlanSnapshot,
+  type SnapshotEnvironment,
   type SnapshotResource,
 } from './types.js';
 import type { Outcome, PlannedDecision } from './wording.js';
+
+/** The largest epoch ms a Date (and so the database) holds. */
+const maxInstant = 8.64e15;
 
 /**
  * Plans every resource of the snapshot's environments. `only` restricts to some environments;
  * mode `now` skips the inactivity wait and the policy (clean up now). `memo` (policy mode, all
  * environments) carries evaluations from the last pass to this one (see PlanMemo).
  */
-/** The largest epoch ms a Date (and so the database) holds. */
-const maxInstant = 8.64e15;
-
 export function plan(
   snapshot: PlanSnapshot,
   now: number,
@@ -48,7 +49,27 @@ export function plan(
   options: { mode?: PlanMode; only?: ReadonlySet<string>; action?: PlannedAction; memo?: PlanMemo } = {},
 ): PlanResult {
   const mode = options.mode ?? 'policy';
-  const ctx: Context = {
+  const ctx = passContext(snapshot, now, settings, mode);
+  // The memo carries a whole policy pass to the next: a partial plan neither reads nor changes it.
+  const memo = mode === 'policy' && !options.only ? options.memo : undefined;
+  memo?.begin(ctx);
+  const pass = evaluateEnvironments(ctx, environmentsToPlan(snapshot, options.only), memo, options.action);
+  memo?.end();
+  const breakersOpened = circuitBreaker(snapshot, pass);
+  if (mode === 'now') everyDueIsCandidate(pass);
+  const chosen = perPassCap(pass.candidates, mode === 'policy' ? settings.maxPerPass : Infinity);
+  const newJobs = settleCandidates(pass, chosen, memo);
+  return { decisions: pass.decisions, newJobs, breakersOpened, unplanned: pass.unplanned };
+}
+
+/** What every rule of the pass reads: the snapshot, the settings and the clock. */
+function passContext(
+  snapshot: PlanSnapshot,
+  now: number,
+  settings: PlannerSettings,
+  mode: PlanMode,
+): Context {
+  return {
     snapshot,
     settings,
     now,
@@ -62,176 +83,201 @@ export function plan(
     mode,
     targetBlocks: new Map(),
   };
-  const memo = mode === 'policy' && !options.only ? options.memo : undefined;
-  let changes: Changes | undefined;
-  if (memo) {
-    if (memo.settings !== settings) {
-      memo.entries.clear();
-      memo.last = undefined;
-      memo.settings = settings;
-    }
-    const facts = sharedFacts(ctx);
-    changes = changesSince(memo.last, facts);
-    memo.last = facts;
-    if (changes.all) memo.entries.clear();
-    memo.pass++;
-    memo.reused = 0;
-  }
+}
 
-  let byEnvironment = snapshot.byEnvironment;
-  if (!byEnvironment || options.only) {
-    const grouped = new Map<string, SnapshotResource[]>();
-    for (const r of snapshot.resources) {
-      if (options.only && !options.only.has(r.environmentId)) continue;
-      let list = grouped.get(r.environmentId);
-      if (!list) grouped.set(r.environmentId, (list = []));
-      list.push(r);
-    }
-    byEnvironment = grouped;
+/** The resources to plan, by environment (`only`: of those environments alone). */
+function environmentsToPlan(
+  snapshot: PlanSnapshot,
+  only: ReadonlySet<string> | undefined,
+): ReadonlyMap<string, readonly SnapshotResource[]> {
+  if (snapshot.byEnvironment && !only) return snapshot.byEnvironment;
+  const grouped = new Map<string, SnapshotResource[]>();
+  for (const r of snapshot.resources) {
+    if (only && !only.has(r.environmentId)) continue;
+    let list = grouped.get(r.environmentId);
+    if (!list) grouped.set(r.environmentId, (list = []));
+    list.push(r);
   }
+  return grouped;
+}
 
-  // Schedules are shared by many environments: each one's state at `now` is worked out once a pass.
-  const scheduleCache = new Map<string, ScheduleFacts>();
-  const scheduleFacts = (schedule: Schedule): ScheduleFacts => {
+/** The pass's decisions as each environment's rules leave them, before the pass-wide rules. */
+interface EvaluatedPass {
+  decisions: PlannedDecision[];
+  /** The candidates, each with its place in `decisions` (`at`): settled once the pass-wide rules ran. */
+  pending: PlannedDecision[];
+  /** Candidates for the cap: pauses and resumes, then the deletes the breaker lets through. */
+  candidates: PlannedDecision[];
+  /** Would-be-due deletes per project, for the breaker. */
+  dueByProject: Map<string, { envs: Set<string>; decisions: PlannedDecision[] }>;
+  unplanned: PlanResult['unplanned'];
+}
+
+/** Each environment's rules (rules.ts), or the memo's evaluation when nothing it read changed. */
+function evaluateEnvironments(
+  ctx: Context,
+  byEnvironment: ReadonlyMap<string, readonly SnapshotResource[]>,
+  memo: PlanMemo | undefined,
+  nowAction: PlannedAction | undefined,
+): EvaluatedPass {
+  const pass: EvaluatedPass = {
+    decisions: [],
+    pending: [],
+    candidates: [],
+    dueByProject: new Map(),
+    unplanned: [],
+  };
+  const scheduleFacts = scheduleFactsAt(ctx.now);
+  for (const [envId, resources] of byEnvironment) {
+    const env = ctx.snapshot.environments.get(envId);
+    if (!env || (ctx.mode === 'policy' && !env.policy) || resources.length === 0) continue;
+    let evaluation = memo?.recall(ctx, envId, env, resources);
+    if (!evaluation) {
+      evaluation = evaluateOrLeaveOut(ctx, env, resources, scheduleFacts, nowAction, pass.unplanned);
+      if (!evaluation) continue;
+      memo?.remember(envId, env, resources, evaluation);
+    }
+    collect(pass, env, evaluation);
+  }
+  return pass;
+}
+
+/** Schedules are shared by many environments: each one's state at `now` is worked out once a pass. */
+function scheduleFactsAt(now: number): (schedule: Schedule) => ScheduleFacts {
+  const cache = new Map<string, ScheduleFacts>();
+  return (schedule) => {
     const key = `${schedule.timeZone}|${schedule.wakeAt}|${schedule.sleepAt}|${schedule.weekdays.join(',')}`;
-    let facts = scheduleCache.get(key);
+    let facts = cache.get(key);
     if (!facts) {
       const awake = isAwake(schedule, now);
       facts = { awake, last: lastTransition(schedule, now)?.at, next: nextTransition(schedule, now)?.at };
-      scheduleCache.set(key, facts);
+      cache.set(key, facts);
     }
     return facts;
   };
-  const decisions: PlannedDecision[] = [];
-  // Would-be-due delete decisions per project, before the breaker and the cap.
-  const dueByProject = new Map<string, { envs: Set<string>; decisions: PlannedDecision[] }>();
-  const candidates: PlannedDecision[] = [];
-  /** The candidates, each with its place in `decisions`. */
-  const pending: PlannedDecision[] = [];
-  const unplanned: PlanResult['unplanned'] = [];
+}
 
-  for (const [envId, resources] of byEnvironment) {
-    const env = snapshot.environments.get(envId);
-    if (!env || (mode === 'policy' && !env.policy) || resources.length === 0) continue;
-    const entry = memo?.entries.get(envId);
-    let evaluation = memo ? reusable(ctx, changes!, entry, env, resources) : undefined;
-    if (evaluation) {
-      entry!.pass = memo!.pass;
-      memo!.reused++;
-    } else {
-      try {
-        evaluation = evaluate(ctx, env, resources, scheduleFacts, options.action);
-        for (const d of evaluation.decisions) {
-          for (const t of [d.dueAt, d.lastActivityAt, d.warnAt ?? 0]) {
-            if (!(Math.abs(t) <= maxInstant))
-              throw new RangeError(`an instant out of range (${t}) in its decision`);
-          }
-        }
-      } catch (error) {
-        // One environment the planner cannot work out (a value no check foresaw) is left out
-        // of this pass, not every other one with it: nothing of it is planned, and it is said.
-        unplanned.push({
-          environmentId: env.id,
-          project: env.project,
-          name: env.name,
-          message: error instanceof Error ? error.message : String(error),
-        });
-        continue;
+/**
+ * The environment's evaluation; or, when the planner cannot work it out (a value no check
+ * foresaw), none: it is left out of this pass, not every other one with it, and it is said.
+ */
+function evaluateOrLeaveOut(
+  ctx: Context,
+  env: SnapshotEnvironment,
+  resources: readonly SnapshotResource[],
+  scheduleFacts: (schedule: Schedule) => ScheduleFacts,
+  nowAction: PlannedAction | undefined,
+  unplanned: PlanResult['unplanned'],
+): Evaluation | undefined {
+  try {
+    const evaluation = evaluate(ctx, env, resources, scheduleFacts, nowAction);
+    for (const d of evaluation.decisions) {
+      for (const t of [d.dueAt, d.lastActivityAt, d.warnAt ?? 0]) {
+        if (!(Math.abs(t) <= maxInstant))
+          throw new RangeError(`an instant out of range (${t}) in its decision`);
       }
-      if (memo) memo.entries.set(envId, { ...evaluation, env, resources, pass: memo.pass });
     }
-    const { roles } = evaluation;
-    for (let i = 0; i < roles.length; i++) {
-      const role = roles[i]!;
-      const decision = evaluation.decisions[i]!;
-      decisions.push(decision);
-      if (role === Role.Settled) continue;
-      // Settled below, after every environment is seen (its place noted to put the result in).
-      decision.outcome = undefined;
-      decision.at = decisions.length - 1;
-      pending.push(decision);
-      if (role === Role.OtherCandidate) {
-        candidates.push(decision);
-        continue;
-      }
-      let entry = dueByProject.get(env.project);
-      if (!entry) dueByProject.set(env.project, (entry = { envs: new Set(), decisions: [] }));
-      entry.envs.add(env.id);
-      entry.decisions.push(decision);
-    }
+    return evaluation;
+  } catch (error) {
+    unplanned.push({
+      environmentId: env.id,
+      project: env.project,
+      name: env.name,
+      message: error instanceof Error ? error.message : String(error),
+    });
+    return undefined;
   }
-  if (memo) {
-    for (const [id, entry] of memo.entries) if (entry.pass !== memo.pass) memo.entries.delete(id);
-  }
+}
 
-  // The pass-wide steps decide an outcome for each candidate (none: it stays due).
-  const breakersOpened: PlanResult['breakersOpened'] = [];
-  for (const [project, entry] of dueByProject) {
+/** Adds an environment's decisions to the pass; its candidates wait for the pass-wide rules. */
+function collect(pass: EvaluatedPass, env: SnapshotEnvironment, evaluation: Evaluation): void {
+  const { roles } = evaluation;
+  for (let i = 0; i < roles.length; i++) {
+    const role = roles[i]!;
+    const decision = evaluation.decisions[i]!;
+    pass.decisions.push(decision);
+    if (role === Role.Settled) continue;
+    decision.outcome = undefined;
+    decision.at = pass.decisions.length - 1;
+    pass.pending.push(decision);
+    if (role === Role.OtherCandidate) {
+      pass.candidates.push(decision);
+      continue;
+    }
+    let entry = pass.dueByProject.get(env.project);
+    if (!entry) pass.dueByProject.set(env.project, (entry = { envs: new Set(), decisions: [] }));
+    entry.envs.add(env.id);
+    entry.decisions.push(decision);
+  }
+}
+
+/**
+ * The circuit breaker: a project with too many environments due for deletion at once (at least
+ * breakerMinimum, more than breakerShare of its active ones) has none deleted and its breaker
+ * opened; the other projects' deletes go on to the cap.
+ */
+function circuitBreaker(snapshot: PlanSnapshot, pass: EvaluatedPass): PlanResult['breakersOpened'] {
+  const opened: PlanResult['breakersOpened'] = [];
+  for (const [project, entry] of pass.dueByProject) {
     const active = snapshot.activeEnvironments.get(project) ?? entry.envs.size;
     if (entry.envs.size >= breakerMinimum && entry.envs.size > breakerShare * active) {
-      breakersOpened.push({ project, dueCount: entry.envs.size, activeCount: active });
+      opened.push({ project, dueCount: entry.envs.size, activeCount: active });
       const outcome: Outcome = { wording: 'breaker-opened', count: entry.envs.size, total: active };
       for (const d of entry.decisions) d.outcome = outcome;
     } else {
-      for (const d of entry.decisions) candidates.push(d);
+      for (const d of entry.decisions) pass.candidates.push(d);
     }
   }
-  if (mode === 'now') {
-    for (const [at, d] of decisions.entries()) {
-      if (d.kind !== 'due') continue;
-      candidates.push(d);
-      d.outcome = undefined;
-      d.at = at;
-      pending.push(d);
-    }
-  }
+  return opened;
+}
 
-  // Oldest due first; open jobs are already queued and take no room in the cap.
+/** Clean up now: every due decision is a candidate (and none is capped). */
+function everyDueIsCandidate(pass: EvaluatedPass): void {
+  for (const [at, d] of pass.decisions.entries()) {
+    if (d.kind !== 'due') continue;
+    pass.candidates.push(d);
+    d.outcome = undefined;
+    d.at = at;
+    pass.pending.push(d);
+  }
+}
+
+/**
+ * The per-pass cap: the `limit` oldest due become new jobs, the rest wait (`cap-reached`).
+ * Open jobs are already queued and take no room in it. Returns the new jobs' decisions.
+ */
+function perPassCap(candidates: PlannedDecision[], limit: number): PlannedDecision[] {
   const fresh = candidates.filter((d) => d.openJobId === null);
-  const limit = mode === 'policy' ? settings.maxPerPass : Infinity;
   const chosen = oldestFirst(fresh, limit);
-  const newJobs: Decision[] = [];
   if (chosen.length < fresh.length) {
     const taken = new Set(chosen);
-    const outcome: Outcome = { wording: 'cap-reached', count: settings.maxPerPass, total: 0 };
+    const outcome: Outcome = { wording: 'cap-reached', count: limit, total: 0 };
     for (const d of fresh) if (!taken.has(d)) d.outcome = outcome;
   }
+  return chosen;
+}
 
-  // The results. Without a memo, the candidates themselves; with one, the memo's candidates stay
-  // unsettled and the result is a copy — the last pass's copy when it ends the same way (so an
-  // unchanged decision is the same object as stored), a new one for each new job (the pass
-  // records its job on it).
+/**
+ * Puts each candidate's result in its place: without a memo, the candidate itself settled; with
+ * one, a settled copy (the memo's candidates stay unsettled). Returns the new jobs, oldest due first.
+ */
+function settleCandidates(
+  pass: EvaluatedPass,
+  chosen: readonly PlannedDecision[],
+  memo: PlanMemo | undefined,
+): Decision[] {
   const newJob = new Set(chosen);
-  for (const d of pending) {
-    const { outcome } = d;
+  const newJobs: Decision[] = [];
+  for (const d of pass.pending) {
+    const isNew = newJob.has(d);
     let result = d;
-    if (memo) {
-      const last = newJob.has(d) ? undefined : d.settledCopy;
-      if (last && sameOutcome(last, outcome)) result = last;
-      else {
-        result = d.clone();
-        settle(result, outcome);
-        d.settledCopy = newJob.has(d) ? undefined : result;
-      }
-    } else settle(result, outcome);
-    decisions[d.at] = result;
-    if (newJob.has(d)) newJobs.push(result);
+    if (memo) result = memo.settled(d, isNew);
+    else d.settle(d.outcome);
+    pass.decisions[d.at] = result;
+    if (isNew) newJobs.push(result);
   }
-  // In the order chosen: oldest due first.
   if (newJobs.length > 1) newJobs.sort(dueOrder);
-  return { decisions, newJobs, breakersOpened, unplanned };
-}
-
-function settle(d: PlannedDecision, outcome: Outcome | undefined): void {
-  if (!outcome) return;
-  d.block(outcome.wording === 'cap-reached' ? 'cap-reached' : 'breaker-open', outcome.wording);
-  d.count = outcome.count;
-  d.total = outcome.total;
-}
-
-function sameOutcome(d: PlannedDecision, outcome: Outcome | undefined): boolean {
-  if (!outcome) return d.kind === 'due';
-  return d.wording === outcome.wording && d.count === outcome.count && d.total === outcome.total;
+  return newJobs;
 }
 
 const dueOrder = (a: Decision, b: Decision) => a.dueAt - b.dueAt || (a.resourceId < b.resourceId ? -1 : 1);

@@ -136,6 +136,20 @@ export class PlannedDecision implements Decision {
     this.why = why;
   }
 
+  /** What the breaker or the cap made of it, if anything (none: it stays due). */
+  settle(outcome: Outcome | undefined): void {
+    if (!outcome) return;
+    this.block(outcome.wording === 'cap-reached' ? 'cap-reached' : 'breaker-open', outcome.wording);
+    this.count = outcome.count;
+    this.total = outcome.total;
+  }
+
+  /** Whether settling it with `outcome` would leave it as it is. */
+  endsAs(outcome: Outcome | undefined): boolean {
+    if (!outcome) return this.kind === 'due';
+    return this.wording === outcome.wording && this.count === outcome.count && this.total === outcome.total;
+  }
+
   get sentence(): string {
     return (this.text ??= this.compose());
   }
