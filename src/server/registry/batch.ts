@@ -11,7 +11,7 @@ import type { DialectName } from '../db/dialect.js';
 import type { IngestResult } from '../db/event-wire.js';
 import type { Database } from '../db/schema.js';
 import { writerThreadOf } from '../db/sqlite-writer.js';
-import { storableProblem } from '../storable.js';
+import { storableProblem } from '../db/storable.js';
 import { ingestEvents } from './ingest.js';
 
 function invalid(message: string, detail: Record<string, unknown>): TendError {
