@@ -30,6 +30,7 @@ import {
 } from '../db/repositories/plan-snapshot.js';
 import type { Database } from '../db/schema.js';
 import { parseDuration } from '../../cleanup/policy.js';
+import { pullRequestView } from '../views.js';
 import { loadHolders } from './holders.js';
 import {
   policyKey,
@@ -217,6 +218,7 @@ function snapshotEnvironment(
   parseSchedule: (text: string) => Schedule,
 ): SnapshotEnvironment {
   const afterMs = e.policy_after_inactivity ? parseDuration(e.policy_after_inactivity) : undefined;
+  const pullRequest = pullRequestView(e);
   return {
     id: e.id,
     project: e.project,
@@ -235,15 +237,7 @@ function snapshotEnvironment(
             ...durationOf('afterCloseMs', e.policy_after_close),
           }
         : null,
-    pullRequest:
-      e.pull_request_repository !== null && e.pull_request_number !== null
-        ? {
-            repository: e.pull_request_repository,
-            number: Number(e.pull_request_number),
-            state: e.pull_request_state,
-            closedAt: ms(e.pull_request_closed_at),
-          }
-        : null,
+    pullRequest: pullRequest && { ...pullRequest, closedAt: ms(pullRequest.closedAt) },
     state: e.state === 'paused' ? 'paused' : 'active',
     pausedBy: e.paused_by === 'schedule' || e.paused_by === 'inactivity' ? e.paused_by : null,
     lastActivityAt: Date.parse(e.last_activity_at),
