@@ -3,34 +3,38 @@
  * no import cycles, and a folder never imports one of a higher layer (the layers, lowest first, are
  * in scripts/layers.cjs).
  */
-const { layers } = require('./scripts/layers.cjs');
+const { layers, serverFloors } = require('./scripts/layers.cjs');
 
 const pathOf = (layer) => `^(${layer.paths.join('|')})`;
 
-const layerRules = layers.flatMap((layer, i) => {
-  const higher = layers.slice(i + 1).filter((l) => l.name !== layer.sibling);
-  const rules = [];
-  if (higher.length > 0) {
-    rules.push({
-      name: `${layer.name}-imports-no-higher-layer`,
-      comment: `${layer.name} sits below ${higher.map((l) => l.name).join(', ')} (docs/ARCHITECTURE.md#layers)`,
-      severity: 'error',
-      from: { path: pathOf(layer), ...(layer.except ? { pathNot: `^(${layer.except.join('|')})` } : {}) },
-      to: { path: `^(${higher.map((l) => l.paths.join('|')).join('|')})` },
-    });
-  }
-  if (layer.sibling) {
-    const sibling = layers.find((l) => l.name === layer.sibling);
-    rules.push({
-      name: `${layer.name}-never-imports-${sibling.name}`,
-      comment: `the CLI and the server are two programs: ${layer.name} never imports ${sibling.name}`,
-      severity: 'error',
-      from: { path: pathOf(layer) },
-      to: { path: pathOf(sibling) },
-    });
-  }
-  return rules;
-});
+/** For each layer of `list`, lowest first: it imports none above it (`kind`: layer or floor). */
+const orderRules = (list, kind) =>
+  list.flatMap((layer, i) => {
+    const higher = list.slice(i + 1).filter((l) => l.name !== layer.sibling);
+    const rules = [];
+    if (higher.length > 0) {
+      rules.push({
+        name: `${kind === 'floor' ? 'server-' : ''}${layer.name}-imports-no-higher-${kind}`,
+        comment: `${layer.name} sits below ${higher.map((l) => l.name).join(', ')} (docs/ARCHITECTURE.md#layers)`,
+        severity: 'error',
+        from: { path: pathOf(layer), ...(layer.except ? { pathNot: `^(${layer.except.join('|')})` } : {}) },
+        to: { path: `^(${higher.map((l) => l.paths.join('|')).join('|')})` },
+      });
+    }
+    if (layer.sibling) {
+      const sibling = layers.find((l) => l.name === layer.sibling);
+      rules.push({
+        name: `${layer.name}-never-imports-${sibling.name}`,
+        comment: `the CLI and the server are two programs: ${layer.name} never imports ${sibling.name}`,
+        severity: 'error',
+        from: { path: pathOf(layer) },
+        to: { path: pathOf(sibling) },
+      });
+    }
+    return rules;
+  });
+
+const layerRules = [...orderRules(layers, 'layer'), ...orderRules(serverFloors, 'floor')];
 
 module.exports = {
   forbidden: [

@@ -1,7 +1,8 @@
 /**
  * The layers of src/, lowest first: a folder imports only from its own layer and those below it.
- * One list, read by .dependency-cruiser.cjs (`npm run deps`, part of `npm test`) and by
- * test/repository/layers.test.ts, which checks that docs/ARCHITECTURE.md#layers shows the same.
+ * One list (and one of the server's floors, below), read by .dependency-cruiser.cjs (`npm run
+ * deps`, part of `npm test`) and by test/repository/layers.test.ts, which checks that
+ * docs/ARCHITECTURE.md#layers shows the same.
  */
 const layers = [
   { name: 'base', paths: ['src/[^/]+\\.ts$'], except: ['src/main\\.ts$', 'src/index\\.ts$'] },
@@ -27,4 +28,46 @@ const layers = [
   { name: 'entry', paths: ['src/main\\.ts$', 'src/index\\.ts$'] },
 ];
 
-module.exports = { layers };
+/**
+ * The floors of src/server (the `server` layer), lowest first, ruled the same way: a floor imports
+ * only from its own floor and those below it (and from the layers below `server`). A file at the
+ * top of src/server sits on the floor of what imports it, or higher if it imports from there.
+ */
+const serverFloors = [
+  { name: 'db', paths: ['src/server/db/'] },
+  {
+    name: 'domain',
+    paths: [
+      'src/server/registry/',
+      'src/server/cleanup/',
+      'src/server/metrics\\.ts$',
+      'src/server/periodic\\.ts$',
+      'src/server/secret-file\\.ts$',
+      'src/server/views\\.ts$',
+    ],
+  },
+  {
+    name: 'services',
+    paths: [
+      'src/server/notifications/',
+      'src/server/oidc/',
+      'src/server/auth\\.ts$',
+      'src/server/environment-queries\\.ts$',
+      'src/server/services\\.ts$',
+    ],
+  },
+  { name: 'routes', paths: ['src/server/routes/', 'src/server/dashboard/'] },
+  {
+    name: 'app',
+    paths: [
+      'src/server/admin-cli\\.ts$',
+      'src/server/app\\.ts$',
+      'src/server/cli\\.ts$',
+      'src/server/first-start\\.ts$',
+      'src/server/program\\.ts$',
+      'src/server/start\\.ts$',
+    ],
+  },
+];
+
+module.exports = { layers, serverFloors };

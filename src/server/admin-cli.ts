@@ -15,7 +15,7 @@ import { migrateToLatest, openDatabase, type ServerDatabase } from './db/databas
 import { AuditRepository } from './db/repositories/audit.js';
 import { TokenRepository, type TokenInfo } from './db/repositories/tokens.js';
 import type { TokenScope } from './db/schema.js';
-import { databaseFileName } from './data-dir.js';
+import { databaseFileName } from './db/data-dir.js';
 import { NotificationService, type WebhookInfo, type WebhookListing } from './notifications/service.js';
 import { checkWebhook } from './notifications/webhooks.js';
 import { requireServer } from '../remote/credentials.js';

@@ -2,7 +2,7 @@
  * API tokens and what they may do.
  *
  * A token is `tend_` followed by 32 random bytes in base64url. The server stores only its
- * sha256; the token is shown once, when it is created. Scopes are ordered, each including the
+ * sha256 (db/credentials.ts); the token is shown once, when it is created. Scopes are ordered, each including the
  * ones below it (`agent` aside):
  *
  * - `ingest`: send events (`POST /api/v1/events`) — for CI and the CLI's event stream.
@@ -18,9 +18,8 @@
  *
  * A token created with `--project` only sees and writes that project.
  */
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import { TendError } from '../errors.js';
-import { sha256Hex } from '../hash.js';
 import type { TokenScope } from './db/schema.js';
 
 export const tokenScopes: readonly TokenScope[] = ['ingest', 'agent', 'read', 'developer', 'admin'];
@@ -96,31 +95,11 @@ export function roleGrants(byProject: ReadonlyMap<string, Role>): Grants {
   return new Map([...byProject].map(([project, role]) => [project, rolePermissions[role]]));
 }
 
-export const tokenPrefix = 'tend_';
-
 /** A token's name: 1-63 letters, digits, ".", "_" or "-", starting with a letter or digit. */
 export const tokenNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
 /** The project a token or webhook is bound to: lower-case letters, digits and "-" (at most 253). */
 export const projectBindingPattern = /^[a-z0-9]([-a-z0-9]{0,251}[a-z0-9])?$/;
-
-export function generateToken(): string {
-  return tokenPrefix + randomBytes(32).toString('base64url');
-}
-
-/** Random opaque value for cookies and CSRF tokens. */
-export function generateSecret(): string {
-  return randomBytes(32).toString('base64url');
-}
-
-export function hashToken(token: string): string {
-  return sha256Hex(token);
-}
-
-/** The visible start of a token, for lists: `tend_AbCd`. */
-export function displayPrefix(token: string): string {
-  return token.slice(0, tokenPrefix.length + 4);
-}
 
 export function constantTimeEqual(a: string, b: string): boolean {
   const x = Buffer.from(a);

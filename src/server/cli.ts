@@ -6,7 +6,7 @@
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import { TendError } from '../errors.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
-import { serverDataDir } from './data-dir.js';
+import { serverDataDir } from './db/data-dir.js';
 import { defaultArchiveMaxBytes } from '../cleanup/archive.js';
 import { durationWording, parseDuration } from '../cleanup/policy.js';
 import { oidcSettingsOf, type OidcFlags } from './oidc/settings.js';

@@ -4,6 +4,23 @@ import type { AuditEntry, Environment, Resource, Session } from './db/schema.js'
 import type { TimelineEntry } from './db/repositories/environments.js';
 import type { AuditView, EnvironmentView, ResourceView, SessionView, TimelineView } from '../api/views.js';
 
+/** An environment's pull request, from its columns (the API's view, and the planner's snapshot's). */
+export function pullRequestView(
+  e: Pick<
+    Environment,
+    'pull_request_repository' | 'pull_request_number' | 'pull_request_state' | 'pull_request_closed_at'
+  >,
+): EnvironmentView['pullRequest'] {
+  return e.pull_request_repository !== null && e.pull_request_number !== null
+    ? {
+        repository: e.pull_request_repository,
+        number: Number(e.pull_request_number),
+        state: e.pull_request_state,
+        closedAt: e.pull_request_closed_at,
+      }
+    : null;
+}
+
 export function environmentView(e: Environment): EnvironmentView {
   return {
     id: e.id,
@@ -29,15 +46,7 @@ export function environmentView(e: Environment): EnvironmentView {
             ...(e.policy_after_close ? { afterClose: e.policy_after_close } : {}),
           }
         : null,
-    pullRequest:
-      e.pull_request_repository !== null && e.pull_request_number !== null
-        ? {
-            repository: e.pull_request_repository,
-            number: Number(e.pull_request_number),
-            state: e.pull_request_state,
-            closedAt: e.pull_request_closed_at,
-          }
-        : null,
+    pullRequest: pullRequestView(e),
     createdAt: e.created_at,
     cleanedAt: e.cleaned_at,
     lastActivity: {

@@ -1,7 +1,8 @@
 /**
  * The shape of src/ stays readable: the layers docs/ARCHITECTURE.md shows are the ones
  * `npm run deps` enforces (scripts/layers.cjs, in the same order), every folder of src/ is in a
- * layer, and no source file is over 600 lines.
+ * layer, every file of src/server/ on one of the server's floors, and no source file is over 600
+ * lines.
  */
 import { describe, expect, it } from 'vitest';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -10,9 +11,31 @@ import path from 'node:path';
 import { repoRoot } from '../helpers/project.js';
 
 const require = createRequire(import.meta.url);
-const { layers } = require(path.join(repoRoot, 'scripts/layers.cjs')) as {
-  layers: { name: string; paths: string[] }[];
+interface Layer {
+  name: string;
+  paths: string[];
+  except?: string[];
+}
+const { layers, serverFloors } = require(path.join(repoRoot, 'scripts/layers.cjs')) as {
+  layers: Layer[];
+  serverFloors: Layer[];
 };
+
+/** The names listed `1. **name**` in `text`, in order. */
+const listedNames = (text: string) => [...text.matchAll(/^\d+\. \*\*([a-z]+)\*\*/gm)].map((m) => m[1]);
+
+/** The repository-relative paths of the source files under `dir`. */
+const relativeSources = (dir: string) =>
+  sourceFiles(path.join(repoRoot, dir)).map((f) => path.relative(repoRoot, f).split(path.sep).join('/'));
+
+/** The layers (or floors) of `list` that `file` belongs to. */
+function ownersOf(file: string, list: Layer[]): Layer[] {
+  return list.filter((l) => {
+    const own = l.paths.some((p) => new RegExp(`^(${p})`).test(file));
+    const except = l.except?.some((p) => new RegExp(`^(${p})`).test(file));
+    return own && !except;
+  });
+}
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -22,26 +45,33 @@ function sourceFiles(dir: string): string[] {
 }
 
 describe('layers', () => {
+  const doc = readFileSync(path.join(repoRoot, 'docs/ARCHITECTURE.md'), 'utf8');
+  const section = doc.split(/^## Layers$/m)[1]?.split(/^## /m)[0];
+  const [layerList, floorList] = section?.split(/^### The server's floors$/m) ?? [];
+
   it('docs/ARCHITECTURE.md lists the layers that npm run deps enforces, lowest first', () => {
-    const doc = readFileSync(path.join(repoRoot, 'docs/ARCHITECTURE.md'), 'utf8');
-    const section = doc.split(/^## Layers$/m)[1]?.split(/^## /m)[0];
     expect(section, 'docs/ARCHITECTURE.md has a "## Layers" section').toBeDefined();
-    const listed = [...section!.matchAll(/^\d+\. \*\*([a-z]+)\*\*/gm)].map((m) => m[1]);
-    expect(listed).toEqual(layers.map((l) => l.name));
+    expect(listedNames(layerList!)).toEqual(layers.map((l) => l.name));
+  });
+
+  it("docs/ARCHITECTURE.md lists the server's floors that npm run deps enforces, lowest first", () => {
+    expect(floorList, `"## Layers" has a "### The server's floors" subsection`).toBeDefined();
+    expect(listedNames(floorList!)).toEqual(serverFloors.map((f) => f.name));
   });
 
   it('every file of src/ belongs to exactly one layer', () => {
-    const files = sourceFiles(path.join(repoRoot, 'src')).map((f) =>
-      path.relative(repoRoot, f).split(path.sep).join('/'),
-    );
-    for (const file of files) {
-      const owners = layers.filter((l) => {
-        const own = l.paths.some((p) => new RegExp(`^(${p})`).test(file));
-        const except = (l as { except?: string[] }).except?.some((p) => new RegExp(`^(${p})`).test(file));
-        return own && !except;
-      });
+    for (const file of relativeSources('src')) {
       expect(
-        owners.map((l) => l.name),
+        ownersOf(file, layers).map((l) => l.name),
+        file,
+      ).toHaveLength(1);
+    }
+  });
+
+  it("every file of src/server/ is on exactly one of the server's floors", () => {
+    for (const file of relativeSources('src/server')) {
+      expect(
+        ownersOf(file, serverFloors).map((f) => f.name),
         file,
       ).toHaveLength(1);
     }

@@ -9,7 +9,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logRedaction } from '../../src/server/app.js';
-import { hashToken } from '../../src/server/auth.js';
+import { hashToken } from '../../src/server/db/credentials.js';
 import { countRows, createTestServer, dialects, type TestServer } from './helpers.js';
 
 interface ErrorBody {

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   bearerPrincipal,
-  hashToken,
   requiredRole,
   requiredScope,
   tokenGrants,
   type Permission,
   type Principal,
 } from '../../src/server/auth.js';
+import { hashToken } from '../../src/server/db/credentials.js';
 import { TendError } from '../../src/errors.js';
 import { createTestServer, dialects, postEvents, session, type TestServer } from './helpers.js';
 

@@ -2,7 +2,7 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { serverDataDir } from '../../src/server/data-dir.js';
+import { serverDataDir } from '../../src/server/db/data-dir.js';
 
 describe('serverDataDir', () => {
   it('takes --data-dir, then TEND_DATA_DIR, then XDG_DATA_HOME, then ~/.local/share', () => {

@@ -3,7 +3,7 @@
  * stored only as its hash (like tokens), an expired session is not found, logging out deletes it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashToken } from '../../src/server/auth.js';
+import { hashToken } from '../../src/server/db/credentials.js';
 import { migrateToLatest, type ServerDatabase } from '../../src/server/db/database.js';
 import { PersonSessionRepository } from '../../src/server/db/repositories/person-sessions.js';
 import { createTestDatabase, dialects, type TestDatabase } from './helpers.js';

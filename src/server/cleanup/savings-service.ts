@@ -8,6 +8,7 @@ import type { Kysely } from 'kysely';
 import type { SavingsReport } from '../../api/savings.js';
 import { CleanupSavingsRepository } from '../db/repositories/cleanup-savings.js';
 import type { Database } from '../db/schema.js';
+import { resumingCommands } from '../registry/plan.js';
 import { savingsReport, type SavingsPrices } from './savings.js';
 
 const dayMs = 86_400_000;
@@ -30,7 +31,7 @@ export class CleanupSavings {
   /** What cleanup freed from `sinceMs` ago until now (of one project, when given). */
   async report(sinceMs: number, project?: string): Promise<SavingsReport> {
     const now = this.now();
-    const spells = await this.repository.spells(project);
+    const spells = await this.repository.spells(resumingCommands, project);
     return savingsReport(spells, { since: new Date(now.getTime() - sinceMs), now }, this.prices);
   }
 

@@ -9,30 +9,13 @@
  * holding it, a pause followed by a deletion) never overlap: each hour of a namespace counts once.
  */
 import { savingsMethod, type FreedView, type SavingsAction, type SavingsReport } from '../../api/savings.js';
+import type { SpellInput } from '../db/repositories/cleanup-savings.js';
 
 export interface SavingsPrices {
   /** Money per CPU core-hour. */
   cpuHour?: number;
   /** Money per GiB-hour of memory. */
   gibHour?: number;
-}
-
-/** A done deletion or pause job, with what is needed to find its end and its value. */
-export interface SpellInput {
-  action: SavingsAction;
-  environmentId: string;
-  resourceId: string | null;
-  project: string;
-  environment: string;
-  targetKey: string;
-  namespace: string;
-  uid: string | null;
-  /** When the job finished: the spell's start. */
-  start: number;
-  /** The first of the events that end it (came back), or undefined: still away. */
-  end: number | undefined;
-  /** What its pods requested before it, or undefined (counted by weight). */
-  requests: { cpuMillicores: number; memoryBytes: number } | undefined;
 }
 
 const hourMs = 3_600_000;

@@ -1,8 +1,8 @@
 /**
- * Loading the planner's snapshot from the database: a handful of narrow queries (only the
- * columns the planner reads; no JSON parsed; resources joined with their inventory item on its
- * primary key; timestamps parsed only where they can matter). `environmentId` restricts it to
- * one environment (the re-check when a job starts, clean up now).
+ * Loading the planner's snapshot from the database: the rows of a handful of narrow queries
+ * (db/repositories/plan-snapshot.ts) made into the snapshot, timestamps parsed only where they
+ * can matter. `environmentId` restricts it to one environment (the re-check when a job starts,
+ * clean up now).
  *
  * `SnapshotCache` is what a planning pass reads through: it keeps the environments and
  * resources of the last pass in memory and, on SQLite, re-reads only the environments the
@@ -11,14 +11,26 @@
  * The snapshot it gives equals what `loadSnapshot` reads at that moment; on PostgreSQL (no
  * change log) it is `loadSnapshot`.
  */
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { PlannedAction } from '../../cleanup/protocol.js';
 import { executorTargetOf } from '../../cleanup/targets.js';
-import { readOnlyCommands } from '../../events/catalog.js';
 import type { Schedule } from '../../cleanup/schedule.js';
 import { isSqlite } from '../db/dialect.js';
+import {
+  changedEnvironmentIds,
+  pruneChangeLog,
+  readChangeLog,
+  readEnvironmentRows,
+  readSharedRows,
+  readTargetItems,
+  resourceFlags as flags,
+  type EnvironmentScope,
+  type SnapshotEnvironmentRow,
+  type SnapshotResourceRow,
+} from '../db/repositories/plan-snapshot.js';
 import type { Database } from '../db/schema.js';
 import { parseDuration } from '../../cleanup/policy.js';
+import { pullRequestView } from '../views.js';
 import { loadHolders } from './holders.js';
 import {
   policyKey,
@@ -37,20 +49,6 @@ function durationOf<K extends string>(key: K, text: string | null): Partial<Reco
   const value = text ? parseDuration(text) : undefined;
   return value === undefined ? {} : ({ [key]: value } as Record<K, number>);
 }
-
-/** Bits of the `flags` column of the resource query. */
-const flags = {
-  system: 1,
-  owned: 2,
-  adopted: 4,
-  inInventory: 8,
-  itemUidMatches: 16,
-  itemManagedByTend: 32,
-  itemAnnotationsMatch: 64,
-  itemSystem: 128,
-  itemAdopted: 256,
-  itemEarlierGeneration: 512,
-} as const;
 
 /** Stands for an inventory value that differs from the record. */
 const otherValue = '(differs from the record)';
@@ -116,11 +114,7 @@ export class SnapshotCache {
   async load(now: Date): Promise<PlanSnapshot> {
     if (!this.incremental) return loadSnapshot(this.reader, now);
     // The log's state first: a change committed after this read is applied by the next load.
-    const log = await sql<{ assigned: number | null; first: number | null }>`
-      select (select seq from sqlite_sequence where name = 'cleanup_changes') as assigned,
-             (select min(seq) from cleanup_changes) as first`.execute(this.reader);
-    const assigned = Number(log.rows[0]?.assigned ?? 0);
-    const first = log.rows[0]?.first ?? null;
+    const { assigned, first } = await readChangeLog(this.reader);
     const seq = this.seq;
     const pruned = seq !== undefined && assigned > seq && (first === null || Number(first) > seq + 1);
     const [shared] = await Promise.all([
@@ -128,9 +122,7 @@ export class SnapshotCache {
       seq === undefined || pruned ? this.reloadAll() : this.reloadChanged(seq, assigned),
     ]);
     this.seq = assigned;
-    if (assigned > 0) {
-      await this.writer.deleteFrom('cleanup_changes').where('seq', '<=', assigned).execute();
-    }
+    if (assigned > 0) await pruneChangeLog(this.writer, assigned);
     // The same array for an environment whose resources were not re-read: the planner's memo
     // recognises it. Path-keyed resources take their inventory item from this pass's read.
     const pending = [...this.resources.values()].filter((list) => !this.plain.has(list));
@@ -165,14 +157,7 @@ export class SnapshotCache {
 
   private async reloadChanged(seq: number, assigned: number): Promise<void> {
     if (assigned <= seq) return;
-    const changed = await this.reader
-      .selectFrom('cleanup_changes')
-      .select('environment_id')
-      .distinct()
-      .where('seq', '>', seq)
-      .where('seq', '<=', assigned)
-      .execute();
-    const ids = changed.map((c) => c.environment_id);
+    const ids = await changedEnvironmentIds(this.reader, seq, assigned);
     for (const chunk of chunks(ids, idChunk)) {
       const part = await loadEnvironments(this.reader, { ids: chunk });
       const byEnvironment = groupByEnvironment(part.resources);
@@ -203,93 +188,10 @@ function groupByEnvironment(resources: LoadedResource[]): Map<string, LoadedReso
  * policy), or the active ones with a policy among these ids; and their resources that are not
  * missing, each with what the inventory of its target saw of its namespace.
  */
-async function loadEnvironments(
-  db: Kysely<Database>,
-  scope: 'all' | { id: string } | { ids: readonly string[] },
-): Promise<EnvironmentPart> {
-  let envQuery = db
-    .selectFrom('environments')
-    .select([
-      'id',
-      'project',
-      'name',
-      'namespace',
-      'protected',
-      'keep_alive_until',
-      'policy_after_inactivity',
-      'policy_action',
-      'last_activity_at',
-      'last_activity_command',
-      'last_activity_user',
-      'last_activity_type',
-      'policy_warn_before',
-      'policy_after_close',
-      'pull_request_repository',
-      'pull_request_number',
-      'pull_request_state',
-      'pull_request_closed_at',
-      'policy_schedule',
-      'state',
-      'paused_by',
-    ]);
-
-  // Each resource with what the inventory of its target saw of its namespace, in one query (a
-  // join on the inventory's primary key). What the planner compares — uid, annotations, role,
-  // adoption — is compared here and returned as bits of one integer: strings are what makes
-  // reading 200,000 rows slow, not the rows. Activity columns come back only when later than the
-  // environment's (the only case where they matter), so they are mostly null.
-  let resourceQuery = db
-    .selectFrom('resources as r')
-    .innerJoin('environments as e', 'e.id', 'r.environment_id')
-    .leftJoin('cleanup_inventory_items as i', (join) =>
-      join.onRef('i.target_key', '=', 'r.target_key').onRef('i.namespace_name', '=', 'r.namespace_name'),
-    )
-    .select([
-      'r.id',
-      'r.environment_id',
-      'r.plugin',
-      'r.target_key',
-      'r.namespace_name',
-      'r.namespace_uid',
-      sql<number>`(case when r.role = 'system' then ${sql.lit(flags.system)} else 0 end)
-        + (case r.ownership when 'owned' then ${sql.lit(flags.owned)} when 'adopted' then ${sql.lit(flags.adopted)} else 0 end)
-        + (case when i.uid is null then 0 else ${sql.lit(flags.inInventory)} end)
-        + (case when i.uid = r.namespace_uid then ${sql.lit(flags.itemUidMatches)} else 0 end)
-        + (case when i.managed_by_tend = 1 then ${sql.lit(flags.itemManagedByTend)} else 0 end)
-        + (case when i.project = e.project and i.environment = e.name then ${sql.lit(flags.itemAnnotationsMatch)} else 0 end)
-        + (case when i.role = 'system' then ${sql.lit(flags.itemSystem)} else 0 end)
-        + (case when i.adopted = 1 then ${sql.lit(flags.itemAdopted)} else 0 end)
-        + (case when i.uid <> r.namespace_uid and exists (
-            select 1 from resources p where p.target_key = r.target_key and p.namespace_name = r.namespace_name
-              and p.generation < r.generation and p.namespace_uid = i.uid
-          ) then ${sql.lit(flags.itemEarlierGeneration)} else 0 end)`.as('flags'),
-      sql<string | null>`case when r.last_activity_at > e.last_activity_at then r.last_activity_at end`.as(
-        'resource_activity',
-      ),
-      sql<string | null>`case when i.last_activity_at > e.last_activity_at then i.last_activity_at end`.as(
-        'item_activity',
-      ),
-    ])
-    .where('r.state', '!=', 'missing');
-
-  // By id, state and policy are checked here, not in SQL: SQLite would otherwise search the
-  // environments by their state (most are active) rather than by the ids.
+async function loadEnvironments(db: Kysely<Database>, scope: EnvironmentScope): Promise<EnvironmentPart> {
+  const rows = await readEnvironmentRows(db, scope);
+  // By id, state and policy are checked here (the query leaves them to us).
   const withPolicy = scope === 'all' || 'ids' in scope;
-  if (scope === 'all') {
-    envQuery = envQuery.where('state', 'in', ['active', 'paused']).where('policy_action', 'is not', null);
-    resourceQuery = resourceQuery
-      .where('e.state', 'in', ['active', 'paused'])
-      .where('e.policy_action', 'is not', null);
-  } else if ('id' in scope) {
-    envQuery = envQuery.where('id', '=', scope.id);
-    resourceQuery = resourceQuery.where('r.environment_id', '=', scope.id);
-  } else {
-    envQuery = envQuery.where('id', 'in', scope.ids);
-    resourceQuery = resourceQuery.where('r.environment_id', 'in', scope.ids);
-  }
-
-  const [envRows, resourceRows] = await Promise.all([envQuery.execute(), resourceQuery.execute()]);
-
   // Many environments share a schedule: each text is parsed once (and the planner caches by it).
   const schedules = new Map<string, Schedule>();
   const parseSchedule = (text: string): Schedule => {
@@ -298,136 +200,103 @@ async function loadEnvironments(
     return s;
   };
   const environments = new Map<string, SnapshotEnvironment>();
-  for (const e of envRows) {
+  for (const e of rows.environments) {
     if ((e.state !== 'active' && e.state !== 'paused') || (withPolicy && !e.policy_action)) continue;
-    const afterMs = e.policy_after_inactivity ? parseDuration(e.policy_after_inactivity) : undefined;
-    environments.set(e.id, {
-      id: e.id,
-      project: e.project,
-      name: e.name,
-      namespace: e.namespace,
-      protected: Boolean(e.protected),
-      keepAliveUntil: ms(e.keep_alive_until),
-      policy:
-        afterMs !== undefined && e.policy_action
-          ? {
-              afterMs,
-              action: e.policy_action as PlannedAction,
-              text: e.policy_after_inactivity!,
-              ...(e.policy_schedule ? { schedule: parseSchedule(e.policy_schedule) } : {}),
-              ...durationOf('warnBeforeMs', e.policy_warn_before),
-              ...durationOf('afterCloseMs', e.policy_after_close),
-            }
-          : null,
-      pullRequest:
-        e.pull_request_repository !== null && e.pull_request_number !== null
-          ? {
-              repository: e.pull_request_repository,
-              number: Number(e.pull_request_number),
-              state: e.pull_request_state,
-              closedAt: ms(e.pull_request_closed_at),
-            }
-          : null,
-      state: e.state === 'paused' ? 'paused' : 'active',
-      pausedBy: e.paused_by === 'schedule' || e.paused_by === 'inactivity' ? e.paused_by : null,
-      lastActivityAt: Date.parse(e.last_activity_at),
-      lastActivityCommand: e.last_activity_command,
-      lastActivityUser: e.last_activity_user,
-      lastActivityType: e.last_activity_type,
-    });
+    environments.set(e.id, snapshotEnvironment(e, parseSchedule));
   }
-
   const resources: LoadedResource[] = [];
-  for (const r of resourceRows) {
+  for (const r of rows.resources) {
     // Only the resources of the environments kept above.
     const env = environments.get(r.environment_id);
-    if (!env) continue;
-    const targetKey = executorTargetOf(r.target_key);
-    const f = Number(r.flags);
-    let item: SnapshotInventoryItem | null = null;
-    if (f & flags.inInventory) {
-      // The inventory's values as far as the planner compares them with the record.
-      item = {
-        uid: f & flags.itemUidMatches ? r.namespace_uid! : otherValue,
-        managedByTend: (f & flags.itemManagedByTend) !== 0,
-        project: f & flags.itemAnnotationsMatch ? env.project : otherValue,
-        environment: f & flags.itemAnnotationsMatch ? env.name : otherValue,
-        role: f & flags.itemSystem ? 'system' : null,
-        adopted: (f & flags.itemAdopted) !== 0,
-        lastActivityAt: ms(r.item_activity),
-        ...(f & flags.itemEarlierGeneration ? { earlierGeneration: true } : {}),
-      };
-    }
-    resources.push({
-      resource: {
-        id: r.id,
-        environmentId: r.environment_id,
-        plugin: r.plugin,
-        targetKey,
-        namespaceName: r.namespace_name,
-        namespaceUid: r.namespace_uid,
-        role: f & flags.system ? 'system' : 'app',
-        ownership: f & flags.owned ? 'owned' : f & flags.adopted ? 'adopted' : 'unknown',
-        lastActivityAt: ms(r.resource_activity),
-        item,
-      },
-      pathKey: item === null && targetKey !== r.target_key ? `${targetKey}\u0000${r.namespace_name}` : null,
-    });
+    if (env) resources.push(loadedResource(r, env));
   }
   return { environments, resources };
 }
 
+function snapshotEnvironment(
+  e: SnapshotEnvironmentRow,
+  parseSchedule: (text: string) => Schedule,
+): SnapshotEnvironment {
+  const afterMs = e.policy_after_inactivity ? parseDuration(e.policy_after_inactivity) : undefined;
+  const pullRequest = pullRequestView(e);
+  return {
+    id: e.id,
+    project: e.project,
+    name: e.name,
+    namespace: e.namespace,
+    protected: Boolean(e.protected),
+    keepAliveUntil: ms(e.keep_alive_until),
+    policy:
+      afterMs !== undefined && e.policy_action
+        ? {
+            afterMs,
+            action: e.policy_action as PlannedAction,
+            text: e.policy_after_inactivity!,
+            ...(e.policy_schedule ? { schedule: parseSchedule(e.policy_schedule) } : {}),
+            ...durationOf('warnBeforeMs', e.policy_warn_before),
+            ...durationOf('afterCloseMs', e.policy_after_close),
+          }
+        : null,
+    pullRequest: pullRequest && { ...pullRequest, closedAt: ms(pullRequest.closedAt) },
+    state: e.state === 'paused' ? 'paused' : 'active',
+    pausedBy: e.paused_by === 'schedule' || e.paused_by === 'inactivity' ? e.paused_by : null,
+    lastActivityAt: Date.parse(e.last_activity_at),
+    lastActivityCommand: e.last_activity_command,
+    lastActivityUser: e.last_activity_user,
+    lastActivityType: e.last_activity_type,
+  };
+}
+
+/** A resource of `env` as the planner reads it, its inventory item unpacked from the row's flags. */
+function loadedResource(r: SnapshotResourceRow, env: SnapshotEnvironment): LoadedResource {
+  const targetKey = executorTargetOf(r.target_key);
+  const f = Number(r.flags);
+  let item: SnapshotInventoryItem | null = null;
+  if (f & flags.inInventory) {
+    // The inventory's values as far as the planner compares them with the record.
+    item = {
+      uid: f & flags.itemUidMatches ? r.namespace_uid! : otherValue,
+      managedByTend: (f & flags.itemManagedByTend) !== 0,
+      project: f & flags.itemAnnotationsMatch ? env.project : otherValue,
+      environment: f & flags.itemAnnotationsMatch ? env.name : otherValue,
+      role: f & flags.itemSystem ? 'system' : null,
+      adopted: (f & flags.itemAdopted) !== 0,
+      lastActivityAt: ms(r.item_activity),
+      ...(f & flags.itemEarlierGeneration ? { earlierGeneration: true } : {}),
+    };
+  }
+  return {
+    resource: {
+      id: r.id,
+      environmentId: r.environment_id,
+      plugin: r.plugin,
+      targetKey,
+      namespaceName: r.namespace_name,
+      namespaceUid: r.namespace_uid,
+      role: f & flags.system ? 'system' : 'app',
+      ownership: f & flags.owned ? 'owned' : f & flags.adopted ? 'adopted' : 'unknown',
+      lastActivityAt: ms(r.resource_activity),
+      item,
+    },
+    pathKey: item === null && targetKey !== r.target_key ? `${targetKey}\u0000${r.namespace_name}` : null,
+  };
+}
+
 async function loadShared(db: Kysely<Database>, now: Date, only: string | undefined): Promise<SharedPart> {
   const sessionsSince = new Date(now.getTime() - sessionLiveMs).toISOString();
-  let sessionQuery = db
-    .selectFrom('sessions')
-    .select(['environment_id', 'last_event_at', 'last_heartbeat_at'])
-    .where('status', '=', 'running')
-    .where('last_event_at', '>=', sessionsSince)
-    // A read-only command running (`tend logs -f`) is not activity: it holds nothing.
-    .where((eb) => eb.or([eb('command', 'is', null), eb('command', 'not in', [...readOnlyCommands])]));
-  if (only) sessionQuery = sessionQuery.where('environment_id', '=', only);
-
-  let jobQuery = db
-    .selectFrom('cleanup_jobs')
-    .select(['id', 'resource_id', 'state', 'trigger'])
-    .where('state', 'in', ['planned', 'executing']);
-  if (only) jobQuery = jobQuery.where('environment_id', '=', only);
-
-  // For one environment, only what its decisions read: its project's count, policy and breaker.
-  const projectOf = db
-    .selectFrom('environments')
-    .select('project')
-    .where('id', '=', only ?? '');
-  let policyQuery = db
-    .selectFrom('cleanup_policies')
-    .select(['project', 'environment', 'after_inactivity_ms', 'action', 'after_close_ms', 'schedule']);
-  let breakerQuery = db.selectFrom('cleanup_breakers').select('project');
-  if (only) {
-    policyQuery = policyQuery
-      .where('project', '=', projectOf)
-      .where('environment', '=', db.selectFrom('environments').select('name').where('id', '=', only));
-    breakerQuery = breakerQuery.where('project', '=', projectOf);
-  }
-
-  const [inventoryRows, executorRows, sessionRows, jobRows, policyRows, breakerRows, control, holders] =
-    await Promise.all([
-      db
-        .selectFrom('cleanup_inventories')
-        .select(['target_key', 'received_at', 'complete', 'last_complete_at'])
-        .execute(),
-      db
-        .selectFrom('cleanup_executor_targets')
-        .select(['target_key', (eb) => eb.fn.max('last_seen_at').as('last_seen_at')])
-        .groupBy('target_key')
-        .execute(),
-      sessionQuery.execute(),
-      jobQuery.execute(),
-      policyQuery.execute(),
-      breakerQuery.execute(),
-      db.selectFrom('cleanup_control').select('halted').where('id', '=', 'global').executeTakeFirst(),
-      loadHolders(db, now, only),
-    ]);
+  const [rows, holders] = await Promise.all([
+    readSharedRows(db, sessionsSince, only),
+    loadHolders(db, now, only),
+  ]);
+  const {
+    inventories: inventoryRows,
+    executors: executorRows,
+    sessions: sessionRows,
+    jobs: jobRows,
+    policies: policyRows,
+    breakers: breakerRows,
+    control,
+  } = rows;
 
   const runningSessions = new Map<string, number>();
   for (const s of sessionRows) {
@@ -498,21 +367,7 @@ async function loadPathItems(
 ): Promise<Map<string, SnapshotInventoryItem>> {
   const items = new Map<string, SnapshotInventoryItem>();
   if (targets.size === 0) return items;
-  const rows = await db
-    .selectFrom('cleanup_inventory_items')
-    .select([
-      'target_key',
-      'namespace_name',
-      'uid',
-      'managed_by_tend',
-      'project',
-      'environment',
-      'role',
-      'adopted',
-      'last_activity_at',
-    ])
-    .where('target_key', 'in', [...targets])
-    .execute();
+  const rows = await readTargetItems(db, targets);
   for (const i of rows) {
     items.set(`${i.target_key}\u0000${i.namespace_name}`, {
       uid: i.uid,

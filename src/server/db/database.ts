@@ -9,7 +9,7 @@ import { Worker } from 'node:worker_threads';
 import pg from 'pg';
 import { TendError } from '../../errors.js';
 import { redactUrl } from '../../redact.js';
-import { databaseFileName, serverDataDir } from '../data-dir.js';
+import { databaseFileName, serverDataDir } from './data-dir.js';
 import * as m0001 from './migrations/0001_init.js';
 import * as m0003 from './migrations/0003_cleanup.js';
 import * as m0004 from './migrations/0004_cleanup_changes.js';

@@ -4,21 +4,21 @@
  * stop it from reading and checking the next requests. Here they run beside it, on the other core.
  *
  * Two kinds of work come in, in the order they were sent:
- * - ingest of a checked batch (`ingest`): the whole of registry/ingest.ts runs here, batches that
- *   arrive while one is written grouped into one commit (db/group-commit.ts);
+ * - tasks (`run`): a module named by the layer above (WriterTaskModule; the registry's ingest of a
+ *   checked batch) runs here with the connection, loaded once — ingest batches that arrive while
+ *   one is written are grouped into one commit (db/group-commit.ts);
  * - the server's other statements (`acquire`, `query`…, `release`): the connection is held for
  *   the main thread from `acquire` to `release` (one query, or a whole transaction), and no
- *   ingest transaction runs meanwhile — one connection, one transaction at a time, as before.
+ *   task's transaction runs meanwhile — one connection, one transaction at a time, as before.
  */
 import { CompiledQuery, Kysely, type DatabaseConnection } from 'kysely';
 import { parentPort, workerData } from 'node:worker_threads';
-import { ingestEvents } from '../registry/ingest.js';
-import { fromWire } from './event-wire.js';
 import { cachingStatements, openSqliteWriter, TurnTakingSqliteDialect } from './sqlite.js';
 import {
   serializeError,
   type WriterReply,
   type WriterRequest,
+  type WriterTaskModule,
   type WriterThreadData,
 } from './sqlite-writer.js';
 import type { Database } from './schema.js';
@@ -53,15 +53,29 @@ function reply(id: number, work: Promise<unknown>): Promise<void> {
   );
 }
 
+/** The task modules loaded so far, by name. */
+const taskModules = new Map<string, Promise<WriterTaskModule>>();
+
+/** The module `task` (a path under src/server), beside this one: sources under tsx, or tsc's output. */
+function taskModule(task: string): Promise<WriterTaskModule> {
+  let module = taskModules.get(task);
+  if (!module) {
+    const extension = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+    module = import(new URL(`../${task}${extension}`, import.meta.url).href) as Promise<WriterTaskModule>;
+    taskModules.set(task, module);
+  }
+  return module;
+}
+
 function holding(): DatabaseConnection {
   if (!held) throw new Error('the writer connection is not held');
   return held.connection;
 }
 
-async function onConnectionRequest(request: Exclude<WriterRequest, { op: 'ingest' }>): Promise<unknown> {
+async function onConnectionRequest(request: Exclude<WriterRequest, { op: 'run' }>): Promise<unknown> {
   switch (request.op) {
     case 'acquire':
-      // Queued behind the ingest transaction that holds the connection, if any.
+      // Queued behind the task's transaction that holds the connection, if any.
       return new Promise<void>((acquired) => {
         void db.getExecutor().provideConnection(
           (connection) =>
@@ -85,16 +99,10 @@ async function onConnectionRequest(request: Exclude<WriterRequest, { op: 'ingest
 }
 
 port.on('message', (request: WriterRequest) => {
-  if (request.op === 'ingest') {
+  if (request.op === 'run') {
     void reply(
       request.id,
-      ingestEvents(
-        db,
-        'sqlite',
-        fromWire(request.events),
-        new Date(request.receivedAt),
-        request.tokenProject,
-      ),
+      taskModule(request.task).then((module) => module.runInWriter(db, request.payload as never)),
     );
     return;
   }

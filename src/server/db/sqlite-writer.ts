@@ -1,9 +1,10 @@
 /**
  * The SQLite writer connection, in a thread of its own (sqlite-writer-thread.ts), seen from the
  * server's event loop: a Kysely dialect whose one connection sends each statement to the thread,
- * and `ingest`, which hands the thread a whole checked batch of events. While the thread executes
- * a batch's statements and waits for its commit's fsync, the event loop reads, parses and checks
- * the next requests: on two cores the two overlap.
+ * and `run`, which hands the thread a whole task to run with its connection (the registry's ingest
+ * of a checked batch of events). While the thread executes a task's statements and waits for its
+ * commit's fsync, the event loop reads, parses and checks the next requests: on two cores the two
+ * overlap.
  *
  * Nothing changes for the rest of the server: there is still one writer connection, holding one
  * transaction at a time; a batch is answered once its transaction has committed.
@@ -22,9 +23,7 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from 'kysely';
-import type { TendEvent } from '../../events/catalog.js';
 import { errorCodes, TendError, type ErrorCode } from '../../errors.js';
-import { toWire, type IngestResult, type WireEvents } from './event-wire.js';
 import type { Database } from './schema.js';
 
 export interface WriterThreadData {
@@ -32,8 +31,18 @@ export interface WriterThreadData {
   walRestartPages: number;
 }
 
+/**
+ * A module whose tasks the writer thread runs (`SqliteWriterThread.run`), named by its path under
+ * src/server without extension (`registry/ingest`): the thread loads it once, then calls its
+ * `runInWriter` with the writer connection and each task's payload. The module is named by the
+ * layer above that sends the task: the database knows none of them.
+ */
+export interface WriterTaskModule {
+  runInWriter(db: Kysely<Database>, payload: never): Promise<unknown>;
+}
+
 export type WriterRequest =
-  | { id: number; op: 'ingest'; events: WireEvents; receivedAt: string; tokenProject: string | null }
+  | { id: number; op: 'run'; task: string; payload: unknown }
   | { id: number; op: 'acquire' }
   | { id: number; op: 'query'; sql: string; parameters: readonly unknown[] }
   | { id: number; op: 'release' }
@@ -147,7 +156,7 @@ export class SqliteWriterThread {
     return thread;
   }
 
-  /** A dialect whose one connection is the thread's; the Kysely instance is registered for `ingest`. */
+  /** A dialect whose one connection is the thread's; the Kysely instance is registered for `run`. */
   dialect(): SqliteDialect {
     return new WriterThreadDialect(this);
   }
@@ -167,17 +176,13 @@ export class SqliteWriterThread {
     });
   }
 
-  /** registry/ingest.ts's ingestEvents, run by the thread; resolves once the batch is committed. */
-  ingest(events: TendEvent[], receivedAt: Date, tokenProject: string | null): Promise<IngestResult> {
-    // As columns of strings (repositories/registry.ts, toWire): strings cross to the thread as
-    // copies of their bytes, where objects are serialised and rebuilt field by field (a batch of
-    // 500 events: about 2 ms of the thread's time).
-    return this.call<IngestResult>({
-      op: 'ingest',
-      events: toWire(events),
-      receivedAt: receivedAt.toISOString(),
-      tokenProject,
-    });
+  /**
+   * A task of the module `task` (WriterTaskModule), run by the thread with its connection, beside
+   * the statements of the event loop's own connection; resolves with what it answers. The
+   * payload crosses by structured clone: columns of strings are cheaper than objects.
+   */
+  run<T>(task: string, payload: unknown): Promise<T> {
+    return this.call<T>({ op: 'run', task, payload });
   }
 
   async close(): Promise<void> {

@@ -8,11 +8,11 @@ import type { Kysely } from 'kysely';
 import { checkEvent, eventCatalog, eventTypes, type TendEvent } from '../../events/catalog.js';
 import { TendError } from '../../errors.js';
 import type { DialectName } from '../db/dialect.js';
-import type { IngestResult } from '../db/event-wire.js';
+import { toWire, type IngestResult } from '../db/event-wire.js';
 import type { Database } from '../db/schema.js';
 import { writerThreadOf } from '../db/sqlite-writer.js';
-import { storableProblem } from '../storable.js';
-import { ingestEvents } from './ingest.js';
+import { storableProblem } from '../db/storable.js';
+import { ingestEvents, ingestTask, type IngestTaskPayload } from './ingest.js';
 
 function invalid(message: string, detail: Record<string, unknown>): TendError {
   return new TendError('TEND_EVENT_INVALID', message, { detail });
@@ -74,7 +74,11 @@ export function ingestBatch(
   tokenProject: string | null,
 ): Promise<IngestResult> {
   const writer = dialect === 'sqlite' ? writerThreadOf(db) : undefined;
-  return writer
-    ? writer.ingest(events, receivedAt, tokenProject)
-    : ingestEvents(db, dialect, events, receivedAt, tokenProject);
+  if (!writer) return ingestEvents(db, dialect, events, receivedAt, tokenProject);
+  const payload: IngestTaskPayload = {
+    events: toWire(events),
+    receivedAt: receivedAt.toISOString(),
+    tokenProject,
+  };
+  return writer.run<IngestResult>(ingestTask, payload);
 }

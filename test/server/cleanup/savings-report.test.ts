@@ -4,7 +4,8 @@
  * pause followed by a deletion of the same namespace.
  */
 import { describe, expect, it } from 'vitest';
-import { savingsReport, type SpellInput } from '../../../src/server/cleanup/savings.js';
+import type { SpellInput } from '../../../src/server/db/repositories/cleanup-savings.js';
+import { savingsReport } from '../../../src/server/cleanup/savings.js';
 
 const hour = 3_600_000;
 const t0 = Date.parse('2026-03-02T20:00:00.000Z');

@@ -10,7 +10,7 @@ import { writeAudit, type AuditInput } from './audit.js';
 import { refreshEnvironmentStates } from './environments.js';
 import { restoreContradictedMissing } from './contradicted-missing.js';
 import { recordRequestChanges, requestChanges, requestColumns } from './namespace-requests.js';
-import { onTarget } from './resource-targets.js';
+import { onTarget, resourcesWithEnvironment } from './resource-targets.js';
 import type { CleanupInventoryItemsTable, Database } from '../schema.js';
 import { chunks } from '../bulk.js';
 
@@ -320,19 +320,8 @@ async function holdBack(
 
 /** Recorded resources of this target that are not missing (local targets: every path of the host). */
 async function recordedResources(trx: Transaction<Database>, targetKey: string) {
-  return trx
-    .selectFrom('resources')
-    .innerJoin('environments', 'environments.id', 'resources.environment_id')
-    .select([
-      'resources.id',
-      'resources.environment_id',
-      'resources.namespace_name',
-      'resources.namespace_uid',
-      'resources.state',
-      'resources.ownership',
-      'environments.project',
-      'environments.name',
-    ])
+  return resourcesWithEnvironment(trx)
+    .select(['resources.state', 'resources.ownership'])
     .where((eb) => onTarget(eb, targetKey))
     .where('resources.state', '!=', 'missing')
     .execute();

@@ -6,12 +6,29 @@
  */
 import type { Kysely } from 'kysely';
 import { ulid } from 'ulidx';
-import type { Decision } from '../../cleanup/planner/types.js';
 import { isSqlite } from '../dialect.js';
 import { GroupCommit } from '../group-commit.js';
 import { writeAudit, type AuditInput } from './audit.js';
 import { refreshEnvironmentStates } from './environments.js';
 import type { CleanupJobRow, Database, DatabaseOrTransaction } from '../schema.js';
+
+/** What a planned job records of the `due` decision it carries out (the planner's Decision has it). */
+export interface PlannedJobInput {
+  environmentId: string;
+  resourceId: string;
+  action: string;
+  /** The decision's sentence: the job's reason. */
+  sentence: string;
+  project: string;
+  environment: string;
+  pluginName: string;
+  targetKey: string;
+  namespaceName: string;
+  namespaceUid: string | null;
+  /** Epoch ms. */
+  lastActivityAt: number;
+  rule: string;
+}
 
 export interface JobFilter {
   state?: string;
@@ -63,7 +80,7 @@ export class CleanupJobRepository {
    */
   async createJob(
     trx: DatabaseOrTransaction,
-    d: Decision,
+    d: PlannedJobInput,
     how: { trigger: 'policy' | 'now'; actor: string; now: Date },
   ): Promise<string | undefined> {
     const resource = await trx

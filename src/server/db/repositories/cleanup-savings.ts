@@ -5,10 +5,27 @@
  * namespace requested before its job (`namespace_requests`). All on the reader connection.
  */
 import type { Kysely } from 'kysely';
-import type { SpellInput } from '../../cleanup/savings.js';
-import { resumingCommands } from '../../registry/plan.js';
+import type { SavingsAction } from '../../../api/savings.js';
 import type { Database } from '../schema.js';
 import { chunks } from '../bulk.js';
+
+/** A done deletion or pause job, with what is needed to find its end and its value. */
+export interface SpellInput {
+  action: SavingsAction;
+  environmentId: string;
+  resourceId: string | null;
+  project: string;
+  environment: string;
+  targetKey: string;
+  namespace: string;
+  uid: string | null;
+  /** When the job finished: the spell's start. */
+  start: number;
+  /** The first of the events that end it (came back), or undefined: still away. */
+  end: number | undefined;
+  /** What its pods requested before it, or undefined (counted by weight). */
+  requests: { cpuMillicores: number; memoryBytes: number } | undefined;
+}
 
 const time = (iso: string | null | undefined): number | undefined => (iso ? Date.parse(iso) : undefined);
 
@@ -22,8 +39,11 @@ function firstAfter(start: number, times: (number | undefined)[]): number | unde
 export class CleanupSavingsRepository {
   constructor(private readonly reader: Kysely<Database>) {}
 
-  /** Every done deletion and pause (of `project`, when given), with its end and requests. */
-  async spells(project?: string): Promise<SpellInput[]> {
+  /**
+   * Every done deletion and pause (of `project`, when given), with its end and requests; a
+   * session of one of `resumingCommands` ends a spell when it starts.
+   */
+  async spells(resumingCommands: ReadonlySet<string>, project?: string): Promise<SpellInput[]> {
     let query = this.reader
       .selectFrom('cleanup_jobs')
       .select([

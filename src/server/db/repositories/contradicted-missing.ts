@@ -10,7 +10,7 @@
 import type { Transaction } from 'kysely';
 import type { InventoryItem } from '../../../cleanup/protocol.js';
 import type { AuditInput } from './audit.js';
-import { onTarget } from './resource-targets.js';
+import { onTarget, resourcesWithEnvironment } from './resource-targets.js';
 import type { Database } from '../schema.js';
 import { chunks } from '../bulk.js';
 
@@ -38,18 +38,8 @@ export async function restoreContradictedMissing(
   }[] = [];
   for (const uidChunk of chunks(uids)) {
     found.push(
-      ...(await trx
-        .selectFrom('resources')
-        .innerJoin('environments', 'environments.id', 'resources.environment_id')
-        .select([
-          'resources.id',
-          'resources.environment_id',
-          'resources.namespace_name',
-          'resources.namespace_uid',
-          'environments.project',
-          'environments.name',
-          'environments.state',
-        ])
+      ...(await resourcesWithEnvironment(trx)
+        .select('environments.state')
         .where('resources.state', '=', 'missing')
         .where('resources.last_cause', 'in', reportedByCommand)
         .where('resources.role', '!=', 'system')

@@ -1,6 +1,6 @@
 /** Dashboard login sessions: a cookie value (stored hashed) bound to a read token, with a CSRF token. */
 import type { Kysely } from 'kysely';
-import { generateSecret, hashToken } from '../../auth.js';
+import { generateSecret, hashToken } from '../credentials.js';
 import type { ApiToken, Database } from '../schema.js';
 
 export class DashboardSessionRepository {

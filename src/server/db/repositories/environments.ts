@@ -14,7 +14,7 @@ import type {
   Resource,
   Session,
 } from '../schema.js';
-import { textProblem } from '../../storable.js';
+import { textProblem } from '../storable.js';
 
 export interface EnvironmentFilter {
   /** Case-insensitive substring of the project, environment name, namespace or owner. */

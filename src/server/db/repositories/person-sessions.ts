@@ -4,7 +4,7 @@
  * CSRF token. Expired rows are pruned when a session is created.
  */
 import type { Kysely } from 'kysely';
-import { generateSecret, hashToken } from '../../auth.js';
+import { generateSecret, hashToken } from '../credentials.js';
 import type { Database } from '../schema.js';
 
 export interface PersonSession {

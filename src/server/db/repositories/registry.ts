@@ -21,14 +21,8 @@ export type SessionUpdate = Partial<SessionsTable> & {
   last_event_at: string;
 };
 
-/** The columns of an environment that ingest reads and writes. */
-const environmentColumns = [
-  'id',
-  'project',
-  'name',
-  'namespace',
-  'state',
-  'owner',
+/** An environment's cleanup policy and pull request, as ingest records them and the planner reads them. */
+export const environmentPolicyColumns = [
   'policy_after_inactivity',
   'policy_action',
   'policy_warn_before',
@@ -38,6 +32,17 @@ const environmentColumns = [
   'pull_request_state',
   'pull_request_closed_at',
   'policy_schedule',
+] as const satisfies readonly (keyof EnvironmentsTable)[];
+
+/** The columns of an environment that ingest reads and writes. */
+const environmentColumns = [
+  'id',
+  'project',
+  'name',
+  'namespace',
+  'state',
+  'owner',
+  ...environmentPolicyColumns,
   'policy_archive',
   'paused_at',
   'paused_by',

@@ -2,7 +2,7 @@
 import type { Kysely } from 'kysely';
 import { ulid } from 'ulidx';
 import { TendError } from '../../../errors.js';
-import { displayPrefix, generateToken, hashToken } from '../../auth.js';
+import { displayPrefix, generateToken, hashToken } from '../credentials.js';
 import type { ApiToken, Database, TokenScope } from '../schema.js';
 
 export interface TokenInfo {
