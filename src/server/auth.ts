@@ -16,7 +16,8 @@
  * - `admin`: everything, including the cleanup switches (enforce, halt, resume, breaker reset),
  *   tokens, webhooks and restore — the `admin` role.
  *
- * A token created with `--project` only sees and writes that project.
+ * A token created with `--project` only sees and writes that project; a person signed in sees
+ * only the projects they hold a role in (`visibleProjects`).
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { TendError } from '../errors.js';
@@ -182,6 +183,33 @@ export function bearerPrincipal(principal: Principal | null): TokenPrincipal {
 export function allows(principal: Principal, permission: Permission, project: string | null): boolean {
   if (principal.grants.get(everyProject)?.has(permission)) return true;
   return project !== null && (principal.grants.get(project)?.has(permission) ?? false);
+}
+
+/**
+ * The projects a principal may see: `all` (a grant for every project: an unbound token, a person
+ * with a role for `*`), or the projects it holds a grant in (a project-bound token's one project,
+ * a person's projects in the roles file; none for a person with no role). Everything a principal
+ * reads is narrowed to these; another project's environment is not found, not forbidden.
+ */
+export type VisibleProjects = 'all' | ReadonlySet<string>;
+
+/** (No principal: a route that needs no token, which reads no project's data.) */
+export function visibleProjects(principal: Principal | null): VisibleProjects {
+  if (!principal || principal.grants.has(everyProject)) return 'all';
+  return new Set(principal.grants.keys());
+}
+
+export function canSee(visible: VisibleProjects, project: string): boolean {
+  return visible === 'all' || visible.has(project);
+}
+
+/**
+ * What a principal sees of a request for one project (or of every project, `undefined`): that
+ * project if visible, else nothing.
+ */
+export function narrowTo(visible: VisibleProjects, project: string | undefined): VisibleProjects {
+  if (project === undefined) return visible;
+  return new Set(canSee(visible, project) ? [project] : []);
 }
 
 /** A person as the audit log names them: `oidc:<e-mail> (subject <sub>)`. */

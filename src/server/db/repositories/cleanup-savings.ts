@@ -8,6 +8,8 @@ import type { Kysely } from 'kysely';
 import type { SpellInput } from '../../cleanup/savings.js';
 import { resumingCommands } from '../../registry/plan.js';
 import type { Database } from '../schema.js';
+import type { VisibleProjects } from '../../auth.js';
+import { inVisibleProjects } from '../visible-projects.js';
 import { chunks } from '../bulk.js';
 
 const time = (iso: string | null | undefined): number | undefined => (iso ? Date.parse(iso) : undefined);
@@ -22,8 +24,8 @@ function firstAfter(start: number, times: (number | undefined)[]): number | unde
 export class CleanupSavingsRepository {
   constructor(private readonly reader: Kysely<Database>) {}
 
-  /** Every done deletion and pause (of `project`, when given), with its end and requests. */
-  async spells(project?: string): Promise<SpellInput[]> {
+  /** Every done deletion and pause (of the projects visible), with its end and requests. */
+  async spells(visible: VisibleProjects = 'all'): Promise<SpellInput[]> {
     let query = this.reader
       .selectFrom('cleanup_jobs')
       .select([
@@ -41,7 +43,7 @@ export class CleanupSavingsRepository {
       .where('action', 'in', ['delete', 'pause'])
       .where('dry_run', '=', 0)
       .where('finished_at', 'is not', null);
-    if (project !== undefined) query = query.where('project', '=', project);
+    if (visible !== 'all') query = query.where(inVisibleProjects(visible));
     const jobs = await query.execute();
     if (jobs.length === 0) return [];
     const envIds = [...new Set(jobs.map((j) => j.environment_id))];
