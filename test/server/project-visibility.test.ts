@@ -129,6 +129,15 @@ describe.each(dialects)('what each principal sees, on %s', (dialect) => {
     return { status: res.statusCode, body: res.body };
   };
 
+  /** The counts per state above the list: state (or `all`) → number. */
+  const countsOf = (body: string) =>
+    Object.fromEntries(
+      [...body.matchAll(/data-state="([a-z]+)"[^>]*>[^<]*<strong>(\d+)<\/strong>/g)].map((m) => [
+        m[1]!,
+        Number(m[2]),
+      ]),
+    );
+
   /** Which of the three projects a page names (each project's namespaces start with its name). */
   const projectsOn = (body: string) =>
     projects.filter((p) => body.includes(`${p}-${p}`) || body.includes(`>${p}<`));
@@ -142,7 +151,10 @@ describe.each(dialects)('what each principal sees, on %s', (dialect) => {
     expect(list.body).not.toContain('gamma');
     // The counts and the chart are of alpha and beta: two live and two cleaned environments.
     expect(list.body).toContain('projects alpha, beta');
-    expect(list.body).toMatch(/\bactive\b[^<]*2/);
+    expect(countsOf(list.body)).toEqual({ all: 4, active: 2, cleaned: 2 });
+    const today = f.now().toISOString().slice(0, 10);
+    expect(list.body).toContain(`<title>${today} active: 2</title>`);
+    expect(countsOf((await page(cookie, '/?project=gamma')).body)).toEqual({ all: 0 });
     for (const url of ['/?search=gamma', '/?project=gamma', '/?search=live&limit=500', '/?state=cleaned']) {
       const res = await page(cookie, url);
       expect(res.status, url).toBe(200);
@@ -183,6 +195,7 @@ describe.each(dialects)('what each principal sees, on %s', (dialect) => {
     const list = await page(cookie, '/');
     for (const project of projects) expect(list.body).toContain(`${project}-${project}live`);
     expect(list.body).toContain('all projects');
+    expect(countsOf(list.body)).toEqual({ all: 6, active: 3, cleaned: 3 });
     expect(projectsOn((await page(cookie, '/savings')).body)).toEqual([...projects]);
     expect((await page(cookie, '/cleanup')).body).toContain('gamma');
     expect((await page(cookie, `/environments/${ids.gamma.live}`)).status).toBe(200);
