@@ -1,7 +1,7 @@
 /**
  * `GET /api/v1/cleanup/report`: what cleanup saved within `since` (read scope): resource-hours
  * freed by deletions and pauses per day, project and environment, with the method and, with the
- * server's prices, money. A token bound to a project sees that project only.
+ * server's prices, money. A token bound to a project sees that project only (`visibleProjects`).
  */
 import { Type } from 'typebox';
 import { TendError } from '../../errors.js';
