@@ -16,11 +16,13 @@
  * - `admin`: everything, including the cleanup switches (enforce, halt, resume, breaker reset),
  *   tokens, webhooks and restore — the `admin` role.
  *
- * A token created with `--project` only sees and writes that project.
+ * A token created with `--project` only sees and writes that project; a person signed in sees
+ * only the projects they hold a role in (`visibleProjects`).
  */
 import { timingSafeEqual } from 'node:crypto';
 import { TendError } from '../errors.js';
 import type { TokenScope } from './db/schema.js';
+import type { VisibleProjects } from './db/visible-projects.js';
 
 export const tokenScopes: readonly TokenScope[] = ['ingest', 'agent', 'read', 'developer', 'admin'];
 
@@ -161,6 +163,14 @@ export function bearerPrincipal(principal: Principal | null): TokenPrincipal {
 export function allows(principal: Principal, permission: Permission, project: string | null): boolean {
   if (principal.grants.get(everyProject)?.has(permission)) return true;
   return project !== null && (principal.grants.get(project)?.has(permission) ?? false);
+}
+
+export type { VisibleProjects };
+
+/** (No principal: a route that needs no token, which reads no project's data.) */
+export function visibleProjects(principal: Principal | null): VisibleProjects {
+  if (!principal || principal.grants.has(everyProject)) return 'all';
+  return new Set(principal.grants.keys());
 }
 
 /** A person as the audit log names them: `oidc:<e-mail> (subject <sub>)`. */

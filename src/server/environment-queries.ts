@@ -1,11 +1,12 @@
 /**
  * What the JSON API and the dashboard ask of environments alike: the list filters (`staleSince`
- * as a time or a duration), which environments a principal may see (a project-bound token sees
- * one project), and how long a keep-alive may last. One module, so both surfaces answer the same.
+ * as a time or a duration), which environments a principal may see (its `visibleProjects`), and
+ * how long a keep-alive may last. One module, so both surfaces answer the same.
  */
 import { Type } from 'typebox';
 import { TendError } from '../errors.js';
-import type { Principal } from './auth.js';
+import { visibleProjects, type Principal } from './auth.js';
+import { canSee } from './db/visible-projects.js';
 import type { EnvironmentFilter } from './db/repositories/environments.js';
 import type { Environment } from './db/schema.js';
 import { EnvironmentStateSchema } from '../api/views.js';
@@ -73,18 +74,21 @@ export function listFilter(
     environment: query.environment,
     state: query.state,
     staleSince: query.staleSince ? staleBefore(query.staleSince, now) : undefined,
-    onlyProject: principal?.project ?? null,
+    visible: visibleProjects(principal),
   };
 }
 
-/** The environment, if it exists and the principal may see it (project-bound tokens see one project). */
+/**
+ * The environment, if it exists and the principal may see its project: another project's is not
+ * found (404), so an id does not tell that it exists.
+ */
 export async function visibleEnvironment(
   services: ServerServices,
   id: string,
   principal: Principal | null,
 ): Promise<Environment> {
   const env = await services.environments.get(id);
-  if (!env || (principal?.project && env.project !== principal.project)) {
+  if (!env || !canSee(visibleProjects(principal), env.project)) {
     throw new TendError('TEND_ENVIRONMENT_NOT_FOUND', `no environment with id "${id.slice(0, 64)}"`);
   }
   return env;

@@ -266,7 +266,11 @@ describe.each(dialects)('the estimated history of migration 0007 on %s', (dialec
       // The chart draws them paler and says so.
       const repo = new EnvironmentRepository(database.db, database.reader);
       const svg = statesChart(
-        stateDays(await repo.stateHistory(firstDay(new Date(now)), 'p'), { active: 3 }, new Date(now)),
+        stateDays(
+          await repo.stateHistory(firstDay(new Date(now)), new Set(['p'])),
+          { active: 3 },
+          new Date(now),
+        ),
         'project p',
       ).value;
       expect(svg).toContain(`<title>${dayOf(1)} cleaned: 1 (estimated)</title>`);

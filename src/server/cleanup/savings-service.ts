@@ -6,6 +6,7 @@
  */
 import type { Kysely } from 'kysely';
 import type { SavingsReport } from '../../api/savings.js';
+import type { VisibleProjects } from '../db/visible-projects.js';
 import { CleanupSavingsRepository } from '../db/repositories/cleanup-savings.js';
 import type { Database } from '../db/schema.js';
 import { resumingCommands } from '../registry/plan.js';
@@ -28,10 +29,10 @@ export class CleanupSavings {
     this.repository = new CleanupSavingsRepository(reader);
   }
 
-  /** What cleanup freed from `sinceMs` ago until now (of one project, when given). */
-  async report(sinceMs: number, project?: string): Promise<SavingsReport> {
+  /** What cleanup freed from `sinceMs` ago until now (in the projects visible). */
+  async report(sinceMs: number, visible: VisibleProjects = 'all'): Promise<SavingsReport> {
     const now = this.now();
-    const spells = await this.repository.spells(resumingCommands, project);
+    const spells = await this.repository.spells(resumingCommands, visible);
     return savingsReport(spells, { since: new Date(now.getTime() - sinceMs), now }, this.prices);
   }
 

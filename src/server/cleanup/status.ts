@@ -1,10 +1,11 @@
 /**
  * The state of cleanup as people see it — halt switch, last pass, open breakers, executors,
  * inventories held back as suspect and unrecorded namespaces — read once for both `GET /api/v1/cleanup/status` and the dashboard's
- * Cleanup page (a project-bound reader sees only its project's breakers and namespaces); and the
+ * Cleanup page (a reader sees only the breakers and namespaces of the projects it sees); and the
  * gauges `/metrics` reports of it.
  */
 import type { PassOutcome } from '../../api/cleanup.js';
+import { canSee, type VisibleProjects } from '../db/visible-projects.js';
 import type { CleanupControlRepository } from '../db/repositories/cleanup-control.js';
 import type { CleanupDecisionRepository } from '../db/repositories/cleanup-decisions.js';
 import type { CleanupInventoryRepository } from '../db/repositories/cleanup-inventories.js';
@@ -58,7 +59,7 @@ export interface CleanupStatus {
 
 export async function cleanupStatus(
   cleanup: { control: CleanupControlRepository; inventories: CleanupInventoryRepository },
-  onlyProject: string | null,
+  visible: VisibleProjects,
   unrecordedLimit?: number,
 ): Promise<CleanupStatus> {
   const [control, breakers, executors, suspect, unrecorded] = await Promise.all([
@@ -77,7 +78,7 @@ export async function cleanupStatus(
     lastPassOutcome: (control.last_pass_outcome as PassOutcome | null) ?? null,
     lastPassNote: control.last_pass_note ?? null,
     breakers: breakers
-      .filter((b) => !onlyProject || b.project === onlyProject)
+      .filter((b) => canSee(visible, b.project))
       .map((b) => ({
         project: b.project,
         openedAt: b.opened_at,
@@ -105,7 +106,7 @@ export async function cleanupStatus(
       recorded: Number(i.suspect_recorded),
     })),
     unrecorded: unrecorded
-      .filter((u) => !onlyProject || u.project === onlyProject)
+      .filter((u) => visible === 'all' || (u.project !== null && canSee(visible, u.project)))
       .map((u) => ({
         targetKey: u.target_key,
         namespace: u.namespace_name,

@@ -1,5 +1,7 @@
 /** `GET /api/v1/audit`: who changed what and every decision taken, newest first. */
 import { Type } from 'typebox';
+import { visibleProjects } from '../auth.js';
+import { canSee } from '../db/visible-projects.js';
 import type { App, ServerServices } from '../services.js';
 import { AuditView, ErrorResponse } from '../../api/views.js';
 import { auditView } from '../views.js';
@@ -33,11 +35,15 @@ export function registerAuditRoutes(app: App, services: ServerServices): void {
       const { limit = 100, ...filter } = request.query;
       const rows = await services.audit.list(filter, limit + 1);
       const items = rows.slice(0, limit);
-      // Project-bound tokens see the entries of their project's environments only.
-      const only = request.principal?.project;
-      const visible = only
-        ? items.filter((a) => a.detail && (JSON.parse(a.detail) as { project?: string }).project === only)
-        : items;
+      // A principal that sees some projects only sees the entries of their environments.
+      const projects = visibleProjects(request.principal);
+      const visible =
+        projects === 'all'
+          ? items
+          : items.filter((a) => {
+              const project = a.detail ? (JSON.parse(a.detail) as { project?: unknown }).project : undefined;
+              return typeof project === 'string' && canSee(projects, project);
+            });
       return {
         items: visible.map(auditView),
         nextCursor: rows.length > limit ? (items[items.length - 1]?.id ?? null) : null,

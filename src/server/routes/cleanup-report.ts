@@ -1,13 +1,15 @@
 /**
  * `GET /api/v1/cleanup/report`: what cleanup saved within `since` (read scope): resource-hours
  * freed by deletions and pauses per day, project and environment, with the method and, with the
- * server's prices, money. A token bound to a project sees that project only.
+ * server's prices, money. A token bound to a project sees that project only (`visibleProjects`).
  */
 import { Type } from 'typebox';
 import { TendError } from '../../errors.js';
 import { parseDuration } from '../../cleanup/policy.js';
 import { SavingsReport } from '../../api/savings.js';
 import type { App, ServerServices } from '../services.js';
+import { visibleProjects } from '../auth.js';
+import { canSee, narrowTo } from '../db/visible-projects.js';
 import { ErrorResponse } from '../../api/views.js';
 
 const minSinceMs = 60_000;
@@ -49,14 +51,14 @@ export function registerCleanupReportRoutes(app: App, services: ServerServices):
   };
   app.get('/api/v1/cleanup/report', { config: { permission: 'read' }, schema }, async (request) => {
     const sinceMs = sinceOf(request.query.since ?? '30d');
-    const bound = request.principal?.project;
+    const visible = visibleProjects(request.principal);
     const wanted = request.query.project;
-    if (bound && wanted !== undefined && wanted !== bound) {
+    if (wanted !== undefined && !canSee(visible, wanted)) {
       throw new TendError(
         'TEND_AUTH_FORBIDDEN',
-        `token "${request.principal?.tokenName}" is bound to project "${bound}": it sees no other project's report`,
+        `token "${request.principal?.tokenName}" is bound to project "${request.principal?.project}": it sees no other project's report`,
       );
     }
-    return services.savings.report(sinceMs, bound ?? wanted);
+    return services.savings.report(sinceMs, narrowTo(visible, wanted));
   });
 }

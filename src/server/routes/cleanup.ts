@@ -9,7 +9,8 @@ import { Type } from 'typebox';
 import { CleanupJob, JobView } from '../../cleanup/protocol.js';
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
-import { actorOf, type Principal } from '../auth.js';
+import { actorOf, visibleProjects, type Principal } from '../auth.js';
+import { canSee } from '../db/visible-projects.js';
 import { decodeCursor, encodeCursor } from '../db/repositories/environments.js';
 import type { CleanupDecisionRow } from '../db/schema.js';
 import { cleanupStatus } from '../cleanup/status.js';
@@ -183,7 +184,7 @@ function registerPlanRoute(app: App, services: ServerServices): void {
     }
     const after = cursorOf(q.cursor);
     const limit = q.limit ?? 50;
-    const onlyProject = request.principal?.project ?? null;
+    const visible = visibleProjects(request.principal);
     const [rows, control] = await Promise.all([
       services.cleanup.decisions.planPage(
         {
@@ -191,7 +192,7 @@ function registerPlanRoute(app: App, services: ServerServices): void {
           project: q.project,
           environment: q.environment,
           namespace: q.namespace,
-          onlyProject,
+          visible,
           after,
         },
         limit + 1,
@@ -204,7 +205,7 @@ function registerPlanRoute(app: App, services: ServerServices): void {
       ? undefined
       : await listTransitions(
           await services.cleanup.decisions.scheduledEnvironments(
-            { project: q.project, environment: q.environment, onlyProject },
+            { project: q.project, environment: q.environment, visible },
             maxScheduledEnvironments,
           ),
           services.now().getTime(),
@@ -278,7 +279,7 @@ function registerJobsRoute(app: App, services: ServerServices): void {
         state: q.state,
         project: q.project,
         environmentId: q.environmentId,
-        onlyProject: request.principal?.project ?? null,
+        visible: visibleProjects(request.principal),
         before,
       },
       limit + 1,
@@ -301,15 +302,15 @@ function registerStatusRoute(app: App, services: ServerServices): void {
     response: { 200: CleanupStatusView, ...cleanupErrors },
   };
   app.get('/api/v1/cleanup/status', { config: { permission: 'read' }, schema }, async (request) => {
-    const only = request.principal?.project ?? null;
+    const visible = visibleProjects(request.principal);
     const [status, policies] = await Promise.all([
-      cleanupStatus(services.cleanup, only),
+      cleanupStatus(services.cleanup, visible),
       services.cleanup.control.policies(),
     ]);
     return {
       ...status,
       policies: policies
-        .filter((p) => !only || p.project === only)
+        .filter((p) => canSee(visible, p.project))
         .map((p) => ({
           project: p.project,
           environment: p.environment,

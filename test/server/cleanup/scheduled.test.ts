@@ -56,7 +56,7 @@ describe.each(dialects)('scheduled environments on %s', (dialect) => {
     const repo = new CleanupDecisionRepository(database.db, database.reader);
     // A limit of 2 reads chunks of 4: the first has one to list, the next two more.
     const ids = async (limit: number, filter: { project?: string } = {}) =>
-      (await repo.scheduledEnvironments({ onlyProject: null, ...filter }, limit)).map((e) => e.id);
+      (await repo.scheduledEnvironments({ visible: 'all', ...filter }, limit)).map((e) => e.id);
     expect(await ids(2)).toEqual(['env-02', 'env-07']);
     expect(await ids(3)).toEqual(['env-02', 'env-07', 'env-09']);
     expect(await ids(100)).toEqual(['env-02', 'env-07', 'env-09', 'env-10', 'env-11']);

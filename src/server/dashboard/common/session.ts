@@ -67,6 +67,13 @@ export function needs(principal: Principal, permission: Permission): string {
   return scope === 'admin' ? 'needs an admin token' : `needs a ${scope} or admin token`;
 }
 
+/** Why a principal may not see a project's page: a bound token, or a person with no role there. */
+export function notVisible(principal: Principal, project: string): string {
+  return principal.person
+    ? `You hold no role in project ${project}.`
+    : `This token is bound to project ${principal.project ?? '(none)'}.`;
+}
+
 /** What the header says of a person: their e-mail and roles ("developer in shop, viewer everywhere"). */
 function personLabel(name: string, byProject: ReadonlyMap<string, string>): string {
   const held = [...byProject].map(([project, role]) =>

@@ -7,6 +7,7 @@ import type { JobView } from '../../../cleanup/protocol.js';
 import { policyCovered } from '../../cleanup/planner/types.js';
 import type { DashboardCleanupRepository } from '../../db/repositories/dashboard-cleanup.js';
 import type { ServerServices } from '../../services.js';
+import type { VisibleProjects } from '../../auth.js';
 import { cleanupStatus, type CleanupStatus } from '../../cleanup/status.js';
 import { parseDuration } from '../../../cleanup/policy.js';
 import type { Schedule } from '../../../cleanup/schedule.js';
@@ -60,10 +61,10 @@ const listLimit = 100;
 async function policyItems(
   services: ServerServices,
   reads: DashboardCleanupRepository,
-  onlyProject: string | null,
+  visible: VisibleProjects,
 ): Promise<PolicyItem[]> {
   const [seen, enforcedRows] = await Promise.all([
-    reads.activePolicies(onlyProject),
+    reads.activePolicies(visible),
     services.cleanup.control.policies(),
   ]);
   const enforced = new Map(enforcedRows.map((p) => [`${p.project}\u0000${p.environment}`, p]));
@@ -118,22 +119,22 @@ async function policyItems(
 export async function cleanupOverview(
   services: ServerServices,
   reads: DashboardCleanupRepository,
-  onlyProject: string | null,
+  visible: VisibleProjects,
   now: Date,
 ): Promise<CleanupOverview> {
   const cleanup = services.cleanup;
   const [status, planRows, blockedRows, jobRows, policies] = await Promise.all([
-    cleanupStatus(cleanup, onlyProject, listLimit),
+    cleanupStatus(cleanup, visible, listLimit),
     cleanup.decisions.planPage(
-      { dueBefore: new Date(now.getTime() + 86_400_000).toISOString(), onlyProject },
+      { dueBefore: new Date(now.getTime() + 86_400_000).toISOString(), visible },
       planLimit + 1,
     ),
-    reads.blockedDecisions(onlyProject, listLimit),
-    cleanup.jobs.listJobs({ onlyProject }, 30),
-    policyItems(services, reads, onlyProject),
+    reads.blockedDecisions(visible, listLimit),
+    cleanup.jobs.listJobs({ visible }, 30),
+    policyItems(services, reads, visible),
   ]);
   const [deliveries, webhooks] = await Promise.all([
-    services.notifications.repository.recentDeliveries(30, onlyProject),
+    services.notifications.repository.recentDeliveries(30, visible),
     services.notifications.listWebhooks(),
   ]);
   const urls = new Map(webhooks.map((w) => [w.id, w.url]));

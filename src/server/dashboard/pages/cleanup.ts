@@ -7,7 +7,7 @@
 import { Type, type Static } from 'typebox';
 import type { FastifyReply } from 'fastify';
 import { TendError } from '../../../errors.js';
-import { actorOf, allows } from '../../auth.js';
+import { actorOf, allows, visibleProjects } from '../../auth.js';
 import { DashboardCleanupRepository } from '../../db/repositories/dashboard-cleanup.js';
 import type { App, ServerServices } from '../../services.js';
 import {
@@ -472,7 +472,7 @@ export function register(app: App, services: ServerServices): void {
     message?: string,
   ) => {
     const now = services.now();
-    const overview = await cleanupOverview(services, reads, session.principal.project, now);
+    const overview = await cleanupOverview(services, reads, visibleProjects(session.principal), now);
     return send(
       reply,
       cleanupPage(overview, session, {

@@ -3,6 +3,8 @@
  * chart (environments-chart.ts) and one row per environment with its next cleanup decision.
  */
 import type { EnvironmentView } from '../../../api/views.js';
+import { visibleProjects } from '../../auth.js';
+import { narrowTo, type VisibleProjects } from '../../db/visible-projects.js';
 import { DashboardCleanupRepository } from '../../db/repositories/dashboard-cleanup.js';
 import { decodeCursor } from '../../db/repositories/environments.js';
 import { listFilter, ListQuery, maxSearchLength } from '../../environment-queries.js';
@@ -243,6 +245,13 @@ async function nextCells(
   );
 }
 
+/** What the chart is of: "all projects", "project shop", "projects shop, web". */
+function chartScope(projects: VisibleProjects): string {
+  if (projects === 'all') return 'all projects';
+  const names = [...projects].sort();
+  return names.length === 1 ? `project ${names[0]}` : `projects ${names.join(', ') || '(none)'}`;
+}
+
 /** `GET /`. */
 export function register(app: App, services: ServerServices): void {
   const { requireSession } = sessionGuards(services);
@@ -262,13 +271,13 @@ export function register(app: App, services: ServerServices): void {
         return send(reply, messagePage('Bad filter', (error as Error).message, session), 400);
       }
       const cursor = q.cursor ? decodeCursor(q.cursor) : undefined;
-      // The chart covers the project of the filter (or of the token), every state.
-      const chartProject = session.principal.project ?? q.project ?? null;
+      // The chart covers the project of the filter (else every project the principal sees), every state.
+      const chartProjects = narrowTo(visibleProjects(session.principal), q.project);
       const [page, counts, history, today] = await Promise.all([
         services.environments.list(filter, q.limit ?? 50, cursor),
         services.environments.countByState({ ...filter, state: undefined }),
-        services.environments.stateHistory(firstDay(now), chartProject),
-        services.environments.countByState({ onlyProject: chartProject }),
+        services.environments.stateHistory(firstDay(now), chartProjects),
+        services.environments.countByState({ visible: chartProjects }),
       ]);
       const items = page.items.map(environmentView);
       const input: ListPageInput = {
@@ -277,10 +286,7 @@ export function register(app: App, services: ServerServices): void {
         nextCursor: page.nextCursor,
         filter: { search: q.search, project: q.project, state: q.state, environment: q.environment },
         counts,
-        chart: statesChart(
-          stateDays(history, today, now),
-          chartProject ? `project ${chartProject}` : 'all projects',
-        ),
+        chart: statesChart(stateDays(history, today, now), chartScope(chartProjects)),
         now,
       };
       return send(reply, environmentsPage(input, session));

@@ -1,10 +1,12 @@
 /**
  * The Savings page (`/savings`): what cleanup freed, per project and week, deletions against
  * pauses (savings-chart.ts), with the figures per project and environment and how they were
- * estimated — the same report as `GET /api/v1/cleanup/report` and `tend cleanup report`. A token
- * bound to a project sees that project only.
+ * estimated — the same report as `GET /api/v1/cleanup/report` and `tend cleanup report`, of the
+ * projects the principal sees (a project-bound token's, a person's with a role).
  */
 import { Type } from 'typebox';
+import { visibleProjects } from '../../auth.js';
+import { canSee, narrowTo } from '../../db/visible-projects.js';
 import type { FreedView, SavingsReport } from '../../../api/savings.js';
 import { sinceOf } from '../../routes/cleanup-report.js';
 import type { App, ServerServices } from '../../services.js';
@@ -13,7 +15,7 @@ import type { PageSession } from '../common/elements.js';
 import { html, type Html } from '../common/html.js';
 import { layout, messagePage } from '../common/layout.js';
 import { dropEmptyQueryFields, hidden } from '../common/route-options.js';
-import { send, sessionGuards } from '../common/session.js';
+import { notVisible, send, sessionGuards } from '../common/session.js';
 import { measureNames, savingsChart, savingsWeeks, type SavingsMeasure } from './savings-chart.js';
 
 const SavingsQuery = Type.Object({
@@ -195,18 +197,19 @@ export function register(app: App, services: ServerServices): void {
       } catch (error) {
         return send(reply, messagePage('Bad window', (error as Error).message, session), 400);
       }
-      const bound = session.principal.project;
-      if (bound && q.project !== undefined && q.project !== bound) {
-        return send(
-          reply,
-          messagePage('Forbidden', `This token is bound to project ${bound}.`, session),
-          403,
-        );
+      const visible = visibleProjects(session.principal);
+      if (q.project !== undefined && !canSee(visible, q.project)) {
+        return send(reply, messagePage('Forbidden', notVisible(session.principal, q.project), session), 403);
       }
-      const project = bound ?? q.project ?? null;
-      const report = await services.savings.report(sinceMs, project ?? undefined);
+      // A principal that sees one project sees its savings (no links to narrow further).
+      const only = visible !== 'all' && visible.size === 1 ? [...visible][0] : undefined;
+      const project = q.project ?? only ?? null;
+      const report = await services.savings.report(sinceMs, narrowTo(visible, project ?? undefined));
       const measure = q.measure ?? defaultMeasure(report);
-      return send(reply, savingsPage(report, { since, project, measure, bound: bound !== null }, session));
+      return send(
+        reply,
+        savingsPage(report, { since, project, measure, bound: only !== undefined }, session),
+      );
     },
   );
 }

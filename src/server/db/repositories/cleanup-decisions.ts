@@ -7,6 +7,8 @@ import type { Kysely } from 'kysely';
 import { writeAudit, type AuditInput } from './audit.js';
 import type { CleanupDecisionRow, Database } from '../schema.js';
 import { chunks } from '../bulk.js';
+import type { VisibleProjects } from '../visible-projects.js';
+import { inVisibleProjects } from '../visible-projects.js';
 
 export class CleanupDecisionRepository {
   constructor(
@@ -60,7 +62,7 @@ export class CleanupDecisionRepository {
 
   /** Environments (active or paused) whose policy has a schedule, for the plan's transitions. */
   async scheduledEnvironments(
-    filter: { project?: string; environment?: string; onlyProject: string | null },
+    filter: { project?: string; environment?: string; visible: VisibleProjects },
     limit: number,
   ): Promise<{ id: string; project: string; name: string; state: string; policy_schedule: string }[]> {
     // In id order through the index of scheduled environments (migration 0008), the state
@@ -76,7 +78,7 @@ export class CleanupDecisionRepository {
       if (after !== undefined) q = q.where('id', '>', after);
       if (filter.project) q = q.where('project', '=', filter.project);
       if (filter.environment) q = q.where('name', '=', filter.environment);
-      if (filter.onlyProject) q = q.where('project', '=', filter.onlyProject);
+      if (filter.visible !== 'all') q = q.where(inVisibleProjects(filter.visible));
       const rows = await q.orderBy('id').limit(chunk).execute();
       for (const r of rows) {
         if (found.length < limit && (r.state === 'active' || r.state === 'paused')) {
@@ -95,14 +97,14 @@ export class CleanupDecisionRepository {
       project?: string;
       environment?: string;
       namespace?: string;
-      onlyProject?: string | null;
+      visible?: VisibleProjects;
       after?: { at: string; id: string };
     },
     limit: number,
   ): Promise<CleanupDecisionRow[]> {
     let q = this.reader.selectFrom('cleanup_decisions').selectAll().where('due_at', '<=', filter.dueBefore);
     if (filter.project) q = q.where('project', '=', filter.project);
-    if (filter.onlyProject) q = q.where('project', '=', filter.onlyProject);
+    if (filter.visible && filter.visible !== 'all') q = q.where(inVisibleProjects(filter.visible));
     if (filter.environment) q = q.where('environment', '=', filter.environment);
     if (filter.namespace) q = q.where('namespace_name', '=', filter.namespace);
     if (filter.after) {

@@ -11,6 +11,8 @@ import { GroupCommit } from '../group-commit.js';
 import { writeAudit, type AuditInput } from './audit.js';
 import { refreshEnvironmentStates } from './environments.js';
 import type { CleanupJobRow, Database, DatabaseOrTransaction } from '../schema.js';
+import type { VisibleProjects } from '../visible-projects.js';
+import { inVisibleProjects } from '../visible-projects.js';
 
 /** What a planned job records of the `due` decision it carries out (the planner's Decision has it). */
 export interface PlannedJobInput {
@@ -34,7 +36,8 @@ export interface JobFilter {
   state?: string;
   project?: string;
   environmentId?: string;
-  onlyProject?: string | null;
+  /** The projects the principal may see (absent: every project). */
+  visible?: VisibleProjects;
   /** Keyset cursor: jobs planned before (planned_at, id). */
   before?: { at: string; id: string };
 }
@@ -330,7 +333,7 @@ export class CleanupJobRepository {
     let q = this.reader.selectFrom('cleanup_jobs').selectAll();
     if (filter.state) q = q.where('state', '=', filter.state as CleanupJobRow['state']);
     if (filter.project) q = q.where('project', '=', filter.project);
-    if (filter.onlyProject) q = q.where('project', '=', filter.onlyProject);
+    if (filter.visible && filter.visible !== 'all') q = q.where(inVisibleProjects(filter.visible));
     if (filter.environmentId) q = q.where('environment_id', '=', filter.environmentId);
     if (filter.before) {
       const b = filter.before;

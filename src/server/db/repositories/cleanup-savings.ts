@@ -7,6 +7,8 @@
 import type { Kysely } from 'kysely';
 import type { SavingsAction } from '../../../api/savings.js';
 import type { Database } from '../schema.js';
+import type { VisibleProjects } from '../visible-projects.js';
+import { inVisibleProjects } from '../visible-projects.js';
 import { chunks } from '../bulk.js';
 
 /** A done deletion or pause job, with what is needed to find its end and its value. */
@@ -40,10 +42,13 @@ export class CleanupSavingsRepository {
   constructor(private readonly reader: Kysely<Database>) {}
 
   /**
-   * Every done deletion and pause (of `project`, when given), with its end and requests; a
+   * Every done deletion and pause (of the projects visible), with its end and requests; a
    * session of one of `resumingCommands` ends a spell when it starts.
    */
-  async spells(resumingCommands: ReadonlySet<string>, project?: string): Promise<SpellInput[]> {
+  async spells(
+    resumingCommands: ReadonlySet<string>,
+    visible: VisibleProjects = 'all',
+  ): Promise<SpellInput[]> {
     let query = this.reader
       .selectFrom('cleanup_jobs')
       .select([
@@ -61,7 +66,7 @@ export class CleanupSavingsRepository {
       .where('action', 'in', ['delete', 'pause'])
       .where('dry_run', '=', 0)
       .where('finished_at', 'is not', null);
-    if (project !== undefined) query = query.where('project', '=', project);
+    if (visible !== 'all') query = query.where(inVisibleProjects(visible));
     const jobs = await query.execute();
     if (jobs.length === 0) return [];
     const envIds = [...new Set(jobs.map((j) => j.environment_id))];

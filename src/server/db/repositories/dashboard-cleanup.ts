@@ -6,6 +6,8 @@
  */
 import type { Kysely } from 'kysely';
 import type { CleanupDecisionRow, Database } from '../schema.js';
+import type { VisibleProjects } from '../visible-projects.js';
+import { inVisibleProjects } from '../visible-projects.js';
 
 export class DashboardCleanupRepository {
   constructor(private readonly reader: Kysely<Database>) {}
@@ -45,15 +47,15 @@ export class DashboardCleanupRepository {
       .execute();
   }
 
-  /** The blocked decisions (of one project, or all), by project, environment and namespace. */
-  async blockedDecisions(onlyProject: string | null, limit: number): Promise<CleanupDecisionRow[]> {
+  /** The blocked decisions (of the projects visible), by project, environment and namespace. */
+  async blockedDecisions(visible: VisibleProjects, limit: number): Promise<CleanupDecisionRow[]> {
     let query = this.reader.selectFrom('cleanup_decisions').selectAll().where('kind', '=', 'blocked');
-    if (onlyProject) query = query.where('project', '=', onlyProject);
+    if (visible !== 'all') query = query.where(inVisibleProjects(visible));
     return query.orderBy('project').orderBy('environment').orderBy('namespace_name').limit(limit).execute();
   }
 
-  /** The distinct policies of active environments (of one project, or all). */
-  async activePolicies(onlyProject: string | null) {
+  /** The distinct policies of active environments (of the projects visible). */
+  async activePolicies(visible: VisibleProjects) {
     let query = this.reader
       .selectFrom('environments')
       .select([
@@ -67,7 +69,7 @@ export class DashboardCleanupRepository {
       .where('state', '=', 'active')
       .where('policy_action', 'is not', null)
       .distinct();
-    if (onlyProject) query = query.where('project', '=', onlyProject);
+    if (visible !== 'all') query = query.where(inVisibleProjects(visible));
     return query.execute();
   }
 }

@@ -15,6 +15,7 @@ import type {
   Session,
 } from '../schema.js';
 import { textProblem } from '../storable.js';
+import { inVisibleProjects, type VisibleProjects } from '../visible-projects.js';
 
 export interface EnvironmentFilter {
   /** Case-insensitive substring of the project, environment name, namespace or owner. */
@@ -24,8 +25,8 @@ export interface EnvironmentFilter {
   state?: EnvironmentState;
   /** Only environments whose last activity is before this time (ISO). */
   staleSince?: string;
-  /** Restriction from a project-bound token. */
-  onlyProject?: string | null;
+  /** The projects the principal may see (absent: every project). */
+  visible?: VisibleProjects;
 }
 
 export interface Page<T> {
@@ -85,7 +86,7 @@ export class EnvironmentRepository {
   /** The environments the filter selects (both dialects: LIKE with an explicit escape). */
   private filtered(filter: EnvironmentFilter) {
     let q = this.reader.selectFrom('environments');
-    if (filter.onlyProject) q = q.where('project', '=', filter.onlyProject);
+    if (filter.visible && filter.visible !== 'all') q = q.where(inVisibleProjects(filter.visible));
     if (filter.project) q = q.where('project', '=', filter.project);
     if (filter.environment) q = q.where('name', '=', filter.environment);
     if (filter.state) q = q.where('state', '=', filter.state);
@@ -227,10 +228,10 @@ export class EnvironmentRepository {
 
   /**
    * Environments per state for each recorded UTC day from `since` (`YYYY-MM-DD`) on, summed over
-   * projects (or of one project): day → state → count, and whether the day is an estimate (the
+   * the projects visible: day → state → count, and whether the day is an estimate (the
    * days before the table existed, migration 0007). Days never recorded are absent.
    */
-  async stateHistory(since: string, project: string | null): Promise<Map<string, RecordedDay>> {
+  async stateHistory(since: string, visible: VisibleProjects): Promise<Map<string, RecordedDay>> {
     let q = this.reader
       .selectFrom('environment_state_days')
       .select([
@@ -240,7 +241,7 @@ export class EnvironmentRepository {
         (eb) => eb.fn.max<number>('estimated').as('estimated'),
       ])
       .where('day', '>=', since);
-    if (project) q = q.where('project', '=', project);
+    if (visible !== 'all') q = q.where(inVisibleProjects(visible));
     const rows = await q.groupBy(['day', 'state']).orderBy('day').execute();
     const days = new Map<string, RecordedDay>();
     for (const r of rows) {

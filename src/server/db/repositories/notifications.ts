@@ -18,6 +18,8 @@ import type {
 } from '../schema.js';
 import { chunks } from '../bulk.js';
 import { writeAudit } from './audit.js';
+import type { VisibleProjects } from '../visible-projects.js';
+import { inVisibleProjects } from '../visible-projects.js';
 
 export interface NewDelivery {
   /** The delivery id: in the body and the `tend-delivery` header, the same on every attempt. */
@@ -326,17 +328,15 @@ export class NotificationRepository {
   /** The latest deliveries, each with its environment's name (null when it has none or is gone). */
   recentDeliveries(
     limit: number,
-    project?: string | null,
+    visible: VisibleProjects = 'all',
   ): Promise<(WebhookDeliveryRow & { environment_name: string | null })[]> {
-    return this.reader
+    let q = this.reader
       .selectFrom('webhook_deliveries as d')
       .leftJoin('environments as e', 'e.id', 'd.environment_id')
       .selectAll('d')
-      .select('e.name as environment_name')
-      .$if(Boolean(project), (q) => q.where('d.project', '=', project!))
-      .orderBy('d.id', 'desc')
-      .limit(limit)
-      .execute();
+      .select('e.name as environment_name');
+    if (visible !== 'all') q = q.where(inVisibleProjects(visible, 'd.project'));
+    return q.orderBy('d.id', 'desc').limit(limit).execute();
   }
 
   // ── GitHub ───────────────────────────────────────────────────────────────────────────────
