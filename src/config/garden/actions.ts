@@ -126,11 +126,12 @@ const containerPod: SpecTranslator = (translation, spec) => {
       'tty',
       'deploymentStrategy',
       'artifacts',
-      'cacheResult',
     ],
     ['spec'],
     "Garden's pod settings",
   );
+  // Garden's spec.cacheResult is tend's action-level cacheResult (set by the caller).
+  delete kept.cacheResult;
   if (kept.volumes !== undefined) {
     translation.unsupported(
       ['spec', 'volumes'],
