@@ -32,6 +32,7 @@ import {
   projectFileName,
 } from './files.js';
 import { readGardenDocument } from './garden/document.js';
+import { moduleRuntimeNames, type ModuleRuntimeNames } from './garden/modules.js';
 import type { SourceDocument } from './source.js';
 import { checkTemplateSyntax, containsTemplate } from './template.js';
 import type { TemplateActionReference } from './template.js';
@@ -135,6 +136,7 @@ class Loader {
   readonly #notes: ConfigNote[] = [];
   /** Garden actions tend cannot run (each a problem already): no second error where they are used. */
   readonly #unloaded = new Set<string>();
+  #runtimeNames: ModuleRuntimeNames = new Map();
 
   constructor(
     readonly root: string,
@@ -146,6 +148,12 @@ class Loader {
   }
 
   load(files: SourceFile[]): Omit<LoadedConfig, 'plugins'> {
+    // A 0.12 module's runtime dependency names a service or task of any module.
+    this.#runtimeNames = moduleRuntimeNames(
+      files
+        .filter((file) => isGardenFileName(path.posix.basename(file.file)))
+        .flatMap((file) => file.parse().documents.map((doc) => doc.value)),
+    );
     for (const file of files) {
       const { documents, problems } = file.parse();
       this.#problems.push(...problems);
@@ -191,22 +199,28 @@ class Loader {
   }
 
   #document(file: SourceFile, doc: SourceDocument): void {
-    let locate = (p: ConfigPath, target: 'key' | 'value' = 'value') => file.locate(doc.index, p, target);
-    let value = doc.value;
-    if (isGardenFileName(path.posix.basename(file.file))) {
-      const garden = readGardenDocument(value);
-      const at = (p: ConfigPath) => file.locate(doc.index, p, 'key');
-      for (const { message, path: p } of garden.translation.problems) {
+    const locate = (p: ConfigPath, target: 'key' | 'value' = 'value') => file.locate(doc.index, p, target);
+    if (!isGardenFileName(path.posix.basename(file.file))) return this.#read(file, doc, doc.value, locate);
+    const context = { dir: path.dirname(path.join(this.root, file.file)), runtimeNames: this.#runtimeNames };
+    for (const { value, translation } of readGardenDocument(doc.value, context)) {
+      const at = (p: ConfigPath) => locate(translation.documentPath(p), 'key');
+      for (const { message, path: p } of translation.problems) {
         this.#problem('TEND_CONFIG_UNSUPPORTED', message, at(p));
       }
-      for (const { message, path: p } of garden.translation.notes)
-        this.#notes.push({ message, location: at(p) });
-      if (garden.translation.unloadedAction) this.#unloaded.add(garden.translation.unloadedAction);
-      if (garden.value === undefined) return;
-      value = garden.value;
-      const original = locate;
-      locate = (p, target = 'value') => original(garden.translation.originalPath(p), target);
+      for (const { message, path: p } of translation.notes) this.#notes.push({ message, location: at(p) });
+      if (translation.unloadedAction) this.#unloaded.add(translation.unloadedAction);
+      if (value !== undefined) {
+        this.#read(file, doc, value, (p, target = 'value') => locate(translation.originalPath(p), target));
+      }
     }
+  }
+
+  #read(
+    file: SourceFile,
+    doc: SourceDocument,
+    value: unknown,
+    locate: (p: ConfigPath, target?: 'key' | 'value') => SourceLocation,
+  ): void {
     const expectedKinds = documentKinds.join(', ');
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
       this.#problem(

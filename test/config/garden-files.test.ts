@@ -256,4 +256,87 @@ exec:
       process.chdir(cwd);
     }
   });
+
+  it('0.12 modules become actions as Garden 0.13 converts them: exec with services, tasks and tests', async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'tools/garden.yml': `kind: Module
+type: exec
+name: tools
+build:
+  command: [make, tools]
+env: { A: "1" }
+services:
+  - name: api-dev
+    deployCommand: [./run.sh, --dev]
+    env: { B: "2" }
+    dependencies: [migrate]
+tasks:
+  - name: migrate
+    command: [echo, migrate]
+tests:
+  - name: unit
+    command: [echo, test]
+    dependencies: [api-dev]
+`,
+    });
+    const loaded = await load(root);
+    expect(loaded.actions.map((a) => [a.ref, a.type, a.dependencies, a.spec])).toEqual([
+      ['build.tools', 'exec', [], { command: ['sh', '-c', 'make tools'], env: { A: '1' } }],
+      [
+        'deploy.api-dev',
+        'exec',
+        ['build.tools', 'run.migrate'],
+        { command: ['sh', '-c', './run.sh --dev'], env: { A: '1', B: '2' } },
+      ],
+      ['run.migrate', 'exec', ['build.tools'], { command: ['sh', '-c', 'echo migrate'], env: { A: '1' } }],
+      [
+        'test.tools-unit',
+        'exec',
+        ['build.tools', 'deploy.api-dev'],
+        { command: ['sh', '-c', 'echo test'], env: { A: '1' } },
+      ],
+    ]);
+    expect(
+      loaded.actions.every((a) => a.file === 'tools/garden.yml' && a.sourceDir === path.join(root, 'tools')),
+    ).toBe(true);
+  });
+
+  it('a container module: its Build (a Dockerfile), tasks and tests run its image; a service is refused at the module, hotReload noted', async () => {
+    const module = `kind: Module
+type: container
+name: web
+tests:
+  - name: unit
+    args: [npm, test]
+tasks:
+  - name: seed
+    command: [node, seed.js]
+`;
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'web/garden.yml': module,
+      'web/Dockerfile': 'FROM node:22\n',
+    });
+    const image = '${actions.build.web.outputs.deploymentImageId}';
+    expect((await load(root)).actions.map((a) => [a.ref, a.type, a.dependencies, a.spec])).toEqual([
+      ['build.web', 'container', [], { dockerfile: 'Dockerfile' }],
+      ['run.seed', 'kubernetes-pod', ['build.web'], { command: ['node', 'seed.js'], image }],
+      ['test.web-unit', 'kubernetes-pod', ['build.web'], { args: ['npm', 'test'], image }],
+    ]);
+
+    const withService = makeProject({
+      'project.garden.yml': gardenProject,
+      'web/garden.yml': `${module}services:
+  - name: web
+    hotReload: { sync: [{ target: /app }] }
+    ports: [{ name: http, containerPort: 8080 }]
+`,
+      'web/Dockerfile': 'FROM node:22\n',
+    });
+    const errors = messages(await loadError(withService));
+    expect(
+      errors.map((e) => `${e.code} ${e.location.file}:${e.location.line} ${e.message.split(';')[0]}`),
+    ).toEqual(['TEND_CONFIG_UNSUPPORTED web/garden.yml:2 a container Deploy is not supported by tend yet']);
+  });
 });

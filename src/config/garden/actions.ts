@@ -315,13 +315,6 @@ export function otherGardenKind(value: GardenRecord, translation: Translation, a
     );
     return true;
   }
-  if (kind === 'Module') {
-    translation.unsupported(
-      at,
-      `Module ${name}: Garden 0.12 modules are not converted by tend yet; write them as Build, Deploy, Test and Run actions (Garden 0.13's format)`,
-    );
-    return true;
-  }
   if (templateKinds.includes(kind)) {
     translation.unsupported(
       at,

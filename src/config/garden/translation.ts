@@ -19,6 +19,14 @@ export class Translation {
   /** Translated path prefix → the Garden document's path prefix, for renamed and moved keys. */
   readonly #moves: [ConfigPath, ConfigPath][] = [];
 
+  /** @param outer the translation this one's paths go through (a 0.12 module's, for its actions) */
+  constructor(readonly outer?: Translation) {}
+
+  /** Where a finding's path (in this translation's input) is in the document. */
+  documentPath(path: ConfigPath): ConfigPath {
+    return this.outer ? this.outer.originalPath(path) : path;
+  }
+
   /** What tend does not do: the load fails with it. */
   unsupported(path: ConfigPath, message: string): void {
     this.problems.push({ path, message });
@@ -42,7 +50,7 @@ export class Translation {
       if (to.length > path.length || (best && best[0].length >= to.length)) continue;
       if (to.every((segment, i) => String(segment) === String(path[i]))) best = move;
     }
-    return best ? [...best[1], ...path.slice(best[0].length)] : path;
+    return this.documentPath(best ? [...best[1], ...path.slice(best[0].length)] : path);
   }
 }
 
