@@ -11,7 +11,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 import type { CommandResult } from '../cli/output.js';
 import { ProgressReporter } from '../cli/progress.js';
-import { projectFileName } from '../config/load.js';
+import { isConfigFile } from '../config/files.js';
 import { ExitCode, toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
 import { alwaysExcluded, clearSourceCache } from '../graph/sources.js';
@@ -56,7 +56,7 @@ function ignored(relative: string): boolean {
 }
 
 function isConfiguration(relative: string): boolean {
-  return relative === projectFileName || relative.endsWith('.tend.yml');
+  return isConfigFile(relative.split(path.sep).join('/'));
 }
 
 /** Changed paths, collected from a recursive watch, handed out once they have settled. */
