@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateCommand } from '../../../src/commands/validate.js';
 import type { TendError } from '../../../src/errors.js';
-import { repoRoot } from '../../helpers/project.js';
+import { repoRoot, runTend } from '../../helpers/project.js';
 import { execute, kubectlJson, startSim, type SimHandle } from './helpers.js';
 
 let h: SimHandle;
@@ -70,6 +70,26 @@ describe("Garden's examples", () => {
     );
     // As kustomize renders them: ldap's local overlay prefixes its names with local-.
     expect(deployments.items.map((d) => d.metadata.name).sort()).toEqual(['local-ldap', 'the-deployment']);
+  });
+
+  it('kustomize through the CLI in its directory: tend validate, then tend deploy --kubeconfig --context', async () => {
+    const root = copyGardenExample('kustomize');
+    const validated = await runTend(['validate'], { cwd: path.join(root, 'ldap') });
+    expect(validated.code, validated.stderr).toBe(0);
+    expect(validated.stdout).toContain('configuration valid: 2 actions');
+    expect(validated.stdout).toContain('note: project.garden.yml:15:5: defaultHostname and imagePullSecrets');
+    const deployed = await runTend(
+      ['deploy', '--kubeconfig', h.kubeconfig, '--context', 'kube-sim', '--json'],
+      {
+        cwd: root,
+        timeoutMs: 120_000,
+      },
+    );
+    expect(deployed.code, deployed.stderr).toBe(0);
+    const { actions } = JSON.parse(deployed.stdout) as { actions: { ref: string; state: string }[] };
+    // Deployed already by the test above (same version, same namespace) or now.
+    expect(actions.map((a) => a.ref)).toEqual(['deploy.hello-world', 'deploy.ldap']);
+    for (const action of actions) expect(['ready', 'cached']).toContain(action.state);
   });
 
   // What blocks the others today, one problem per line (the plan for the next steps).
