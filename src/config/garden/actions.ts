@@ -214,6 +214,19 @@ const unsupportedActionKeys: Record<string, string> = {
     'copyFrom is not supported by tend yet; make the Build produce the files where the other one reads them',
 };
 
+/** The Garden action keys this translation reads (`internal` and `buildAtSource` need nothing from tend). */
+const readActionKeys = new Set([
+  ...commonKeys,
+  ...Object.keys(unsupportedActionKeys),
+  'apiVersion',
+  'disabled',
+  'internal',
+  'buildAtSource',
+  'allowPublish',
+  'source',
+  'dependencies',
+]);
+
 /**
  * The Garden action as tend's, or undefined when it is not loaded (disabled). Types tend does
  * not have are problems; the types it has go on to tend's own checks.
@@ -239,12 +252,11 @@ export function translateGardenAction(
   for (const [key, message] of Object.entries(unsupportedActionKeys)) {
     if (value[key] !== undefined) translation.unsupported([key], message);
   }
-  dropIgnoredKeys(translation, value, ['allowPublish'], [], 'publishing settings');
-  for (const key of Object.keys(value)) {
-    const known = [...commonKeys, ...Object.keys(unsupportedActionKeys), 'apiVersion', 'disabled'];
-    const silent = ['internal', 'buildAtSource', 'allowPublish', 'source', 'dependencies'];
-    if (!known.includes(key) && !silent.includes(key)) out[key] = value[key]; // tend's check names it
+  if (value.allowPublish !== undefined) {
+    translation.note(['allowPublish'], 'allowPublish: tend publishes no images; ignored');
   }
+  // A key of neither Garden's nor tend's goes on for tend's check to name (a typo, often).
+  for (const key of Object.keys(value)) if (!readActionKeys.has(key)) out[key] = value[key];
   if (isRecord(value.source)) {
     if (value.source.repository !== undefined) {
       translation.unsupported(
