@@ -3,7 +3,15 @@ import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'test-output/**', 'examples/**/node_modules/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      'test-output/**',
+      'examples/**/node_modules/**',
+      'test/fixtures/garden-examples/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -23,6 +23,7 @@ export const errorCodes = {
   TEND_CONFIG_INVALID: ExitCode.usage,
   TEND_CONFIG_NOT_FOUND: ExitCode.usage,
   TEND_CONFIG_UNKNOWN_KEY: ExitCode.usage,
+  TEND_CONFIG_UNSUPPORTED: ExitCode.usage,
   TEND_CONFIG_YAML: ExitCode.usage,
   TEND_DATABASE: ExitCode.actionFailed,
   TEND_DATABASE_NOT_FOUND: ExitCode.usage,

@@ -12,7 +12,8 @@ import {
   resolveProviderConfig,
   selectEnvironment,
 } from '../config/environment.js';
-import { checkResolvedSpec, loadProjectConfig, projectFileName } from '../config/load.js';
+import { checkResolvedSpec, loadProjectConfig } from '../config/load.js';
+import { forgetKustomizeRenderings } from '../plugins/kubernetes/kustomize.js';
 import { checkVarFlagsRead } from '../config/variables.js';
 import type { ActionConfig, ProjectConfig } from '../config/project.js';
 import { actionTypeIndex } from '../config/schema.js';
@@ -87,6 +88,7 @@ export async function openProject(
   namespace?: string,
 ) {
   validatePlugins(builtins);
+  forgetKustomizeRenderings();
   // The plugins tend.yml names (`providers[].plugin`) come back checked, after the built-ins.
   const { project, actions, plugins } = await loadProjectConfig({
     root: options.root ? path.resolve(options.root) : undefined,
@@ -417,7 +419,7 @@ export async function actionVersions(
     }),
   );
   const inputs: VersionInputs = {
-    projectFile: path.join(opened.project.root, projectFileName),
+    projectFile: path.join(opened.project.root, opened.project.file),
     configuration(config) {
       const plugin = types.get(config.type)?.plugin.name;
       const provider = opened.providers.filter((p) => p.name === plugin).map((p) => p.config);

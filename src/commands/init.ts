@@ -100,7 +100,7 @@ export function initCommand(options: GlobalOptions & { dryRun?: boolean }): Comm
     throw new TendError(
       'TEND_INIT_GARDEN',
       `${detection.garden.join(', ')}: a Garden project. tend is to read Garden projects as they are ` +
-        '(in progress, not in this version), so tend init writes no second configuration beside it: nothing written',
+        '(tend validate, then tend deploy, in its directory: docs/garden.md), so tend init writes no second configuration beside it: nothing written',
       {
         detail: {
           garden: detection.garden,
@@ -165,7 +165,7 @@ function humanReport(data: InitData): string {
   if (data.garden.length > 0) {
     out.push(
       '',
-      `Garden project: ${data.garden.join(', ')}. tend is to read Garden projects as they are (in progress);`,
+      `Garden project: ${data.garden.join(', ')}. tend reads Garden projects as they are (docs/garden.md);`,
       'tend init writes nothing beside one. This is what it would write from the other files:',
     );
   }

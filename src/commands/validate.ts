@@ -36,13 +36,15 @@ export interface ValidateData {
     /** Explicit and template dependencies. */
     dependencies: string[];
   }[];
+  /** What tend read and does not do: Garden settings it ignores, Workflows and Commands it does not run. */
+  notes?: { message: string; file: string; line: number; column: number }[];
 }
 
 export async function validateCommand(
   options: GlobalOptions,
   builtins: PluginDefinition[] = builtinPlugins(),
 ): Promise<CommandResult<ValidateData>> {
-  const { project, actions, plugins } = await loadProjectConfig({
+  const { project, actions, plugins, notes } = await loadProjectConfig({
     root: options.root,
     cwd: process.cwd(),
     plugins: builtins,
@@ -73,6 +75,7 @@ export async function validateCommand(
       column: action.location.column,
       dependencies: graph.get(action.ref).dependencies,
     })),
+    ...(notes.length > 0 ? { notes: notes.map(({ message, location }) => ({ message, ...location })) } : {}),
   };
   const table = formatTable(
     ['ACTION', 'TYPE', 'FILE', 'DEPENDENCIES'],
@@ -85,6 +88,8 @@ export async function validateCommand(
     '',
     count > 0 ? table : '(no actions)',
     '',
+    ...(data.notes ?? []).map((note) => `note: ${note.file}:${note.line}:${note.column}: ${note.message}`),
+    ...(data.notes ? [''] : []),
     `configuration valid: ${count} action${count === 1 ? '' : 's'}`,
   ].join('\n');
   return { data, human, exitCode: ExitCode.ok };

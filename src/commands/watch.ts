@@ -11,12 +11,13 @@ import { watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 import type { CommandResult } from '../cli/output.js';
 import { ProgressReporter } from '../cli/progress.js';
-import { projectFileName } from '../config/load.js';
+import { isConfigFile } from '../config/files.js';
 import { ExitCode, toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
 import { alwaysExcluded, clearSourceCache } from '../graph/sources.js';
 import type { VersionedAction } from '../graph/version.js';
 import { builtinPlugins } from '../plugins/builtin.js';
+import { forgetKustomizeRenderings } from '../plugins/kubernetes/kustomize.js';
 import type { PluginDefinition } from '../plugin/types.js';
 import { actionVersions, openProject, type OpenedProject } from './context.js';
 import {
@@ -55,7 +56,7 @@ function ignored(relative: string): boolean {
 }
 
 function isConfiguration(relative: string): boolean {
-  return relative === projectFileName || relative.endsWith('.tend.yml');
+  return isConfigFile(relative.split(path.sep).join('/'));
 }
 
 /** Changed paths, collected from a recursive watch, handed out once they have settled. */
@@ -158,6 +159,7 @@ export async function watchCommand(
   };
   const versionsNow = async () => {
     clearSourceCache();
+    forgetKustomizeRenderings();
     const graph = new ActionGraph(opened.actions);
     return { graph, versions: await actionVersions(opened, graph, refs) };
   };

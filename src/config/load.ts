@@ -5,8 +5,7 @@
  * file:line:column.
  */
 import { Value } from 'typebox/value';
-import fg from 'fast-glob';
-import { existsSync, readFile, statSync } from 'node:fs';
+import { readFile, statSync } from 'node:fs';
 import { promisify } from 'node:util';
 import path from 'node:path';
 import { TendError } from '../errors.js';
@@ -24,6 +23,16 @@ import { readProjectDocument } from './project-document.js';
 import { sha256Hex } from '../hash.js';
 import { ParseCache } from './parse-cache.js';
 import { SourceFile } from './source.js';
+import {
+  findConfigFiles,
+  findProjectRoot,
+  gardenScanSettings,
+  isGardenFileName,
+  projectFileCandidates,
+  projectFileName,
+} from './files.js';
+import { readGardenDocument } from './garden/document.js';
+import { moduleRuntimeNames, type ModuleRuntimeNames } from './garden/modules.js';
 import type { SourceDocument } from './source.js';
 import { checkTemplateSyntax, containsTemplate } from './template.js';
 import type { TemplateActionReference } from './template.js';
@@ -31,9 +40,7 @@ import type { TemplateActionReference } from './template.js';
 /** Not node:fs/promises: loading it loads readline too, ~2 ms of every start. */
 const readFileAsync = promisify(readFile);
 
-export const projectFileName = 'tend.yml';
-export const actionFilePattern = '**/*.tend.yml';
-export const ignoredDirectories = ['.git', 'node_modules', '.tend'] as const;
+export { actionFilePattern, findProjectRoot, ignoredDirectories, projectFileName } from './files.js';
 
 export interface LoadOptions {
   /** The project root (absolute, or relative to cwd); default: the nearest directory with a tend.yml. */
@@ -42,9 +49,16 @@ export interface LoadOptions {
   plugins: readonly PluginDefinition[];
 }
 
+/** What tend read and accepts without doing it (a Garden setting it ignores, a Workflow it does not run). */
+export interface ConfigNote {
+  message: string;
+  location: SourceLocation;
+}
+
 export interface LoadedConfig {
   project: ProjectConfig;
   actions: ActionConfig[];
+  notes: ConfigNote[];
   /** The given plugins, then the third-party plugins tend.yml names (`providers[].plugin`). */
   plugins: PluginDefinition[];
 }
@@ -54,34 +68,39 @@ const documentKinds = ['Project', ...actionKinds] as const;
 /** Loads and validates the project; throws one TendError listing every problem. */
 export async function loadProjectConfig(options: LoadOptions): Promise<LoadedConfig> {
   const root = findProjectRoot(options);
-  const actionFiles = (
-    await fg(actionFilePattern, {
-      cwd: root,
-      dot: true,
-      onlyFiles: true,
-      followSymbolicLinks: false,
-      ignore: ignoredDirectories.map((dir) => `**/${dir}/**`),
-    })
-  ).sort();
-  const names = [projectFileName, ...actionFiles];
   const cache = new ParseCache(statePaths(root).cache);
   const hashes = new Map<SourceFile, string>();
-  const files = await Promise.all(
-    names.map(async (name) => {
-      const text = await readFileAsync(path.join(root, name), 'utf8');
-      const sha256 = sha256Hex(text);
-      const file = new SourceFile(name, text, cache.lookup(name, text, sha256));
-      hashes.set(file, sha256);
-      return file;
-    }),
+  const read = (names: readonly string[]) =>
+    Promise.all(
+      names.map(async (name) => {
+        const text = await readFileAsync(path.join(root, name), 'utf8');
+        const sha256 = sha256Hex(text);
+        const file = new SourceFile(name, text, cache.lookup(name, text, sha256));
+        hashes.set(file, sha256);
+        return file;
+      }),
+    );
+  // The Project document says where a Garden project's other files are (scan, dotIgnoreFile).
+  const projectFiles = await read(projectFileCandidates(root));
+  const projectFile = projectFiles.find((file) => projectDocumentOf(file) !== undefined) ?? projectFiles[0]!;
+  const gardenProject = isGardenFileName(projectFile.file) ? projectDocumentOf(projectFile) : undefined;
+  const names = await findConfigFiles(
+    root,
+    projectFiles.map((file) => file.file),
+    gardenScanSettings(gardenProject),
   );
-  const projectPlugins = await loadProjectPlugins(files[0]!, root, options.plugins);
+  const files = [...projectFiles, ...(await read(names.slice(projectFiles.length)))];
+  const projectPlugins = await loadProjectPlugins(projectFile, root, options.plugins);
   if (projectPlugins.problems.length > 0) {
     for (const file of files) file.release();
     throw configError(projectPlugins.problems);
   }
   const plugins = [...options.plugins, ...projectPlugins.plugins];
-  const loader = new Loader(root, plugins);
+  const loader = new Loader(
+    root,
+    plugins,
+    projectFiles.map((file) => file.file),
+  );
   try {
     const loaded = { ...loader.load(files), plugins };
     // Only a load without problems is remembered: a file with an error is parsed again next time.
@@ -93,43 +112,12 @@ export async function loadProjectConfig(options: LoadOptions): Promise<LoadedCon
   }
 }
 
-/** The directory of `tend.yml`: the given root, or the nearest one from cwd upwards. */
-export function findProjectRoot(options: { root?: string; cwd: string }): string {
-  if (options.root !== undefined) {
-    const root = path.resolve(options.cwd, options.root);
-    const kind = existsSync(root) ? (statSync(root).isDirectory() ? 'directory' : 'file') : undefined;
-    if (kind !== 'directory') {
-      throw new TendError(
-        'TEND_CONFIG_NOT_FOUND',
-        kind === undefined
-          ? `the --root directory ${root} does not exist`
-          : `--root ${root} is a file, not a directory`,
-        { detail: { hint: `pass --root the project's directory (the one with its ${projectFileName})` } },
-      );
-    }
-    if (!existsSync(path.join(root, projectFileName))) {
-      throw new TendError(
-        'TEND_CONFIG_NOT_FOUND',
-        `no ${projectFileName} in ${root} (the --root directory)`,
-        {
-          detail: { hint: `create ${path.join(root, projectFileName)} with a "kind: Project" document` },
-        },
-      );
-    }
-    return root;
-  }
-  let dir = path.resolve(options.cwd);
-  for (;;) {
-    if (existsSync(path.join(dir, projectFileName))) return dir;
-    const parent = path.dirname(dir);
-    if (parent === dir) break;
-    dir = parent;
-  }
-  throw new TendError(
-    'TEND_CONFIG_NOT_FOUND',
-    `no ${projectFileName} found in ${path.resolve(options.cwd)} or any parent directory`,
-    { detail: { hint: `create a ${projectFileName} with a "kind: Project" document, or pass --root <dir>` } },
-  );
+/** A file's Project document, if it has one (the first). */
+function projectDocumentOf(file: SourceFile): Record<string, unknown> | undefined {
+  const document = file
+    .parse()
+    .documents.find((doc) => (doc.value as { kind?: unknown } | null)?.kind === 'Project');
+  return document?.value as Record<string, unknown> | undefined;
 }
 
 interface PendingAction {
@@ -145,15 +133,27 @@ class Loader {
   #project: ProjectConfig | undefined;
   #projectSeen: SourceLocation | undefined;
   readonly #actions: PendingAction[] = [];
+  readonly #notes: ConfigNote[] = [];
+  /** Garden actions tend cannot run (each a problem already): no second error where they are used. */
+  readonly #unloaded = new Set<string>();
+  #runtimeNames: ModuleRuntimeNames = new Map();
 
   constructor(
     readonly root: string,
     readonly plugins: readonly PluginDefinition[],
+    /** The files at the root that may hold the Project document (tend.yml, Garden's). */
+    readonly projectFiles: readonly string[],
   ) {
     this.#types = actionTypeIndex(plugins);
   }
 
   load(files: SourceFile[]): Omit<LoadedConfig, 'plugins'> {
+    // A 0.12 module's runtime dependency names a service or task of any module.
+    this.#runtimeNames = moduleRuntimeNames(
+      files
+        .filter((file) => isGardenFileName(path.posix.basename(file.file)))
+        .flatMap((file) => file.parse().documents.map((doc) => doc.value)),
+    );
     for (const file of files) {
       const { documents, problems } = file.parse();
       this.#problems.push(...problems);
@@ -169,7 +169,7 @@ class Loader {
     ) {
       this.#problem(
         'TEND_CONFIG_INVALID',
-        `${projectFileName} has no Project document; expected one with "kind: Project"`,
+        `${projectFile.file} has no Project document; expected one with "kind: Project"`,
         {
           file: projectFile.file,
           line: 1,
@@ -191,7 +191,7 @@ class Loader {
       throw configError(ordered);
     }
     if (!this.#project) throw new TendError('TEND_INTERNAL', 'the project was not loaded');
-    return { project: this.#project, actions: this.#actions.map((a) => a.action) };
+    return { project: this.#project, actions: this.#actions.map((a) => a.action), notes: this.#notes };
   }
 
   #problem(code: ConfigProblem['code'], message: string, location: SourceLocation): void {
@@ -200,7 +200,27 @@ class Loader {
 
   #document(file: SourceFile, doc: SourceDocument): void {
     const locate = (p: ConfigPath, target: 'key' | 'value' = 'value') => file.locate(doc.index, p, target);
-    const value = doc.value;
+    if (!isGardenFileName(path.posix.basename(file.file))) return this.#read(file, doc, doc.value, locate);
+    const context = { dir: path.dirname(path.join(this.root, file.file)), runtimeNames: this.#runtimeNames };
+    for (const { value, translation } of readGardenDocument(doc.value, context)) {
+      const at = (p: ConfigPath) => locate(translation.documentPath(p), 'key');
+      for (const { message, path: p } of translation.problems) {
+        this.#problem('TEND_CONFIG_UNSUPPORTED', message, at(p));
+      }
+      for (const { message, path: p } of translation.notes) this.#notes.push({ message, location: at(p) });
+      if (translation.unloadedAction) this.#unloaded.add(translation.unloadedAction);
+      if (value !== undefined) {
+        this.#read(file, doc, value, (p, target = 'value') => locate(translation.originalPath(p), target));
+      }
+    }
+  }
+
+  #read(
+    file: SourceFile,
+    doc: SourceDocument,
+    value: unknown,
+    locate: (p: ConfigPath, target?: 'key' | 'value') => SourceLocation,
+  ): void {
     const expectedKinds = documentKinds.join(', ');
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
       this.#problem(
@@ -239,7 +259,7 @@ class Loader {
     value: Record<string, unknown>,
     locate: (p: ConfigPath, target?: 'key' | 'value') => SourceLocation,
   ): void {
-    if (file.file !== projectFileName) {
+    if (!this.projectFiles.includes(file.file)) {
       this.#problem(
         'TEND_CONFIG_INVALID',
         `a Project document belongs in ${projectFileName} at the project root, not in ${file.file}`,
@@ -248,9 +268,13 @@ class Loader {
       return;
     }
     if (this.#projectSeen) {
+      const both = this.#projectSeen.file !== file.file;
       this.#problem(
         'TEND_CONFIG_INVALID',
-        `a second Project document; the first is at ${formatLocation(this.#projectSeen)}`,
+        both
+          ? `a second Project document, beside the one at ${formatLocation(this.#projectSeen)}: ` +
+              `${this.#projectSeen.file} and ${file.file} both declare the project; keep one of them`
+          : `a second Project document; the first is at ${formatLocation(this.#projectSeen)}`,
         doc.location,
       );
       return;
@@ -416,7 +440,7 @@ class Loader {
         const where = () => action.locate(['dependencies', i]);
         if (dependency === action.ref) {
           this.#problem('TEND_CONFIG_INVALID', `${action.ref} cannot depend on itself`, where());
-        } else if (!byRef.has(dependency)) {
+        } else if (!byRef.has(dependency) && !this.#unloaded.has(dependency)) {
           const kind = dependency.slice(0, dependency.indexOf('.'));
           this.#problem(
             'TEND_CONFIG_INVALID',
@@ -432,7 +456,7 @@ class Loader {
             `${action.ref} cannot use its own outputs`,
             action.locate(reference.path),
           );
-        } else if (!byRef.has(reference.ref)) {
+        } else if (!byRef.has(reference.ref) && !this.#unloaded.has(reference.ref)) {
           const kind = reference.ref.slice(0, reference.ref.indexOf('.'));
           this.#problem(
             'TEND_TEMPLATE',
@@ -444,7 +468,7 @@ class Loader {
       if (this.#project && plugin && !configured.has(plugin)) {
         this.#problem(
           'TEND_PROVIDER_NOT_FOUND',
-          `action type "${action.type}" comes from provider "${plugin}", which is not listed under providers in ${projectFileName}`,
+          `action type "${action.type}" comes from provider "${plugin}", which is not listed under providers in ${this.#project.file}`,
           action.locate(['type']),
         );
       }

@@ -15,7 +15,7 @@ import { AnyKey, schemaCheck } from '../schema-check.js';
 import type { SourceDocument } from './source.js';
 
 /** Changes when what parsing yields, or this file's layout, changes. */
-const format = 1;
+const format = 2;
 /** Larger is not a cache worth reading at every start (a project of some thousand action files fits). */
 const maxCacheBytes = 64 * 1024 * 1024;
 

@@ -125,6 +125,8 @@ export class SourceFile {
         lineCounter: this.#lineCounter,
         prettyErrors: false,
         uniqueKeys: true,
+        // YAML 1.1 merge keys (`<<: *defaults`), which Garden projects use.
+        merge: true,
       }) as Document.Parsed[];
     }
     return this.#documents;

@@ -106,22 +106,35 @@ export const KustomizeSpec = Type.Object(
   {
     additionalProperties: false,
     description:
-      'manifests rendered by `kustomize build` (by `kubectl kustomize` when kustomize is not on PATH)',
+      'manifests rendered by `kustomize build` (by `kubectl kustomize` when kustomize is not on PATH), applied as rendered (no template expressions)',
   },
 );
 export type KustomizeSpec = Static<typeof KustomizeSpec>;
 
 export const KubernetesDeploySpec = Type.Object(
   {
+    manifestFiles: Type.Optional(
+      Type.Array(Type.String({ pattern: noNul }), {
+        description:
+          'manifest files or glob patterns (`k8s/*.yaml`), relative to the action source, applied as written (no template expressions); `!pattern` leaves out what it matches',
+      }),
+    ),
+    manifestTemplates: Type.Optional(
+      Type.Array(Type.String({ pattern: noNul }), {
+        description: 'like manifestFiles, with the `${…}` template expressions in the files resolved',
+      }),
+    ),
     files: Type.Optional(
       Type.Array(Type.String({ pattern: noNul }), {
         description:
-          'manifest files or glob patterns (`k8s/*.yaml`), relative to the action source; `!pattern` leaves out what it matches',
+          'manifestTemplates by its older name (kept for existing tend.yml files, and Garden 0.12 modules): templated files',
       }),
     ),
     kustomize: Type.Optional(KustomizeSpec),
     manifests: Type.Optional(
-      Type.Array(Type.Record(AnyKey(), Type.Unknown()), { description: 'inline manifests' }),
+      Type.Array(Type.Record(AnyKey(), Type.Unknown()), {
+        description: 'inline manifests (their template expressions are resolved)',
+      }),
     ),
     overrideNamespace: Type.Optional(
       Type.Boolean({

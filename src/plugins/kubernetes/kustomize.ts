@@ -19,6 +19,17 @@ const maxMessageChars = 4000;
 
 const childProcess = () => builtinModule<typeof childProcesses>('node:child_process');
 
+/**
+ * Renderings of this command, by program, directory and arguments: the version, the status and
+ * the deploy of an action read the same rendering instead of running kustomize for each.
+ */
+const renderings = new Map<string, Promise<string>>();
+
+/** Forgets the renderings: a new command (or a watch round) renders its kustomizations again. */
+export function forgetKustomizeRenderings(): void {
+  renderings.clear();
+}
+
 /** An executable file named `name` in a directory of PATH. */
 function onPath(name: string): string | undefined {
   for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
@@ -88,7 +99,7 @@ export async function renderKustomization(
     signal?: AbortSignal;
   },
 ): Promise<string> {
-  const { invalid, actionRef, signal } = options;
+  const { invalid, actionRef } = options;
   const dir = path.resolve(sourceDir, kustomize.path);
   if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
     throw invalid(`kustomize.path ${kustomize.path} is not a directory (looked in ${sourceDir})`, {
@@ -107,6 +118,28 @@ export async function renderKustomization(
       },
     );
   }
+  const key = JSON.stringify([command.program, dir, sourceDir, kustomize.extraArgs ?? []]);
+  let rendering = renderings.get(key);
+  if (!rendering) {
+    rendering = runKustomize(command, dir, sourceDir, kustomize, options);
+    renderings.set(key, rendering);
+    // A failure is not kept: the next call says it again, or succeeds once the files are fixed.
+    rendering.catch(() => renderings.delete(key));
+  }
+  return rendering;
+}
+
+function runKustomize(
+  command: { program: string; args: string[] },
+  dir: string,
+  sourceDir: string,
+  kustomize: KustomizeSpec,
+  options: {
+    invalid: (message: string, detail?: Record<string, unknown>) => TendError;
+    signal?: AbortSignal;
+  },
+): Promise<string> {
+  const { invalid, signal } = options;
   const args = [...command.args, dir, ...(kustomize.extraArgs ?? [])];
   const shown = `${path.basename(command.program)} ${command.args.join(' ')} ${kustomize.path}`;
   return new Promise<string>((resolve, reject) => {

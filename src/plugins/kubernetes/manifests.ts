@@ -1,8 +1,11 @@
 /**
  * Where a kubernetes Deploy's manifests come from, in the order they are applied: the rendered
- * `kustomize:` kustomization, the `files:` (paths and glob patterns, relative to the action
- * source), the inline `manifests:`. Template expressions are resolved in the first two (inline
- * ones are resolved by the framework). `versionInputs` reads the same files and renders the same
+ * `kustomize:` kustomization, the `manifestFiles:`, the `manifestTemplates:` and `files:` (its
+ * older name) — paths and glob patterns, relative to the action source — and the inline
+ * `manifests:`. As in Garden, template expressions are resolved in `manifestTemplates` and
+ * `files` only (inline ones are resolved by the framework with the rest of the spec): a
+ * kustomization's output and `manifestFiles` are applied as written, so a `${HOME}` in a shell
+ * script of a ConfigMap stays. `versionInputs` reads the same files and renders the same
  * kustomization, so the action's version covers what a deploy applies.
  */
 import { readFileSync, statSync } from 'node:fs';
@@ -89,20 +92,27 @@ export async function versionInputs(params: VersionInputsParams): Promise<Action
   const spec = params.spec as KubernetesDeploySpec;
   const fail: Invalid = (message, detail) =>
     new TendError('TEND_K8S_MANIFEST_INVALID', message, detail ? { detail } : {});
-  const files = (await manifestFiles(params.sourceDir, spec.files ?? [], fail)).map((file) =>
+  const named = [...(spec.manifestFiles ?? []), ...templateFiles(spec)];
+  const files = (await manifestFiles(params.sourceDir, named, fail)).map((file) =>
     path.resolve(params.sourceDir, file),
   );
   if (!spec.kustomize) return { files };
   return { files, text: await renderKustomization(params.sourceDir, spec.kustomize, { invalid: fail }) };
 }
 
-/** The objects of a YAML text (documents, `List` items), template expressions resolved. */
+/** The manifest files whose template expressions are resolved: `manifestTemplates`, and `files` by its older name. */
+function templateFiles(spec: KubernetesDeploySpec): string[] {
+  return [...(spec.manifestTemplates ?? []), ...(spec.files ?? [])];
+}
+
+/** The objects of a YAML text (documents, `List` items), template expressions resolved when `templated`. */
 function parseManifests(
   ctx: PluginContext,
   action: ResolvedAction<KubernetesDeploySpec>,
   text: string,
   name: string,
   file: string,
+  templated: boolean,
 ): Manifest[] {
   const out: Manifest[] = [];
   parseAllDocuments(text).forEach((doc, index) => {
@@ -117,10 +127,12 @@ function parseManifests(
     }
     const value = doc.toJS() as unknown;
     if (value === null || value === undefined) return;
-    const resolved = ctx.resolveTemplates(value, {
-      location: { file: path.relative(ctx.projectRoot, file), line: 1, column: 1 },
-      dependencyOutputs: action.dependencyOutputs,
-    });
+    const resolved = templated
+      ? ctx.resolveTemplates(value, {
+          location: { file: path.relative(ctx.projectRoot, file), line: 1, column: 1 },
+          dependencyOutputs: action.dependencyOutputs,
+        })
+      : value;
     out.push({ object: resolved as KubeObject, origin: `${name}#${index + 1}` });
   });
   return out;
@@ -139,8 +151,12 @@ export async function loadManifests(
   action: ResolvedAction<KubernetesDeploySpec>,
 ): Promise<Manifest[]> {
   const spec = action.spec;
-  if (!spec.files?.length && !spec.kustomize && !spec.manifests?.length) {
-    throw invalid(action, 'the spec names no manifests; set `files:`, `kustomize:` or `manifests:`');
+  const templates = templateFiles(spec);
+  if (!spec.manifestFiles?.length && !templates.length && !spec.kustomize && !spec.manifests?.length) {
+    throw invalid(
+      action,
+      'the spec names no manifests; set `manifestFiles:`, `manifestTemplates:`, `kustomize:` or `manifests:`',
+    );
   }
   const fail: Invalid = (message, detail) => invalid(action, message, detail);
   const out: Manifest[] = [];
@@ -151,11 +167,17 @@ export async function loadManifests(
       signal: ctx.signal,
     });
     const dir = path.resolve(action.sourceDir, spec.kustomize.path);
-    out.push(...parseManifests(ctx, action, text, `kustomize ${spec.kustomize.path}`, dir));
+    out.push(...parseManifests(ctx, action, text, `kustomize ${spec.kustomize.path}`, dir, false));
   }
-  for (const file of await manifestFiles(action.sourceDir, spec.files ?? [], fail)) {
-    const full = path.resolve(action.sourceDir, file);
-    out.push(...parseManifests(ctx, action, readFileSync(full, 'utf8'), file, full));
+  const asWritten = new Set(await manifestFiles(action.sourceDir, spec.manifestFiles ?? [], fail));
+  for (const [files, templated] of [
+    [[...asWritten], false],
+    [(await manifestFiles(action.sourceDir, templates, fail)).filter((f) => !asWritten.has(f)), true],
+  ] as const) {
+    for (const file of files) {
+      const full = path.resolve(action.sourceDir, file);
+      out.push(...parseManifests(ctx, action, readFileSync(full, 'utf8'), file, full, templated));
+    }
   }
   (spec.manifests ?? []).forEach((m, index) =>
     out.push({ object: m as KubeObject, origin: `manifests[${index}]` }),

@@ -44,6 +44,9 @@ describe.each(['cluster-buildkit', 'kaniko'] as const)('container builds with %s
     const build = result.data.actions[0]!;
     expect(build.outputs.image).toBe(`${h.sim.registryHost}/r-${buildMode}/api:${build.version}`);
     expect(build.outputs.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+    // Garden's names of the same image, which Garden projects' actions read.
+    expect(build.outputs.deploymentImageId).toBe(build.outputs.image);
+    expect(build.outputs.deploymentImageName).toBe(`${h.sim.registryHost}/r-${buildMode}/api`);
     // The registry has the tag, with the digest tend reported.
     const head = await fetch(`${h.sim.registryUrl}/v2/r-${buildMode}/api/manifests/${build.version}`, {
       method: 'HEAD',

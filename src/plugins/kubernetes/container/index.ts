@@ -25,12 +25,21 @@ import { imageFor, isInsecure, manifestDigest, type ImageRef } from './registry.
 
 type Params = ActionHandlerParams<ContainerBuildSpec>;
 
+/**
+ * `image` and `digest`, and the same image by the names Garden's container Build gives it
+ * (`deploymentImageId`, `deploymentImageName`), which Garden projects' actions read.
+ */
+function buildOutputs(image: ImageRef, digest: string): Record<string, string> {
+  const name = `${image.host}/${image.repository}`;
+  return { image: image.full, digest, deploymentImageId: image.full, deploymentImageName: name };
+}
+
 export async function getStatus(ctx: PluginContext, { action }: Params): Promise<StatusResult> {
   const settings = settingsOf(ctx);
   const image = imageFor(settings, action.name, action.version);
   const digest = await manifestDigest(settings, image);
   if (!digest) return { state: 'not-ready', detail: { image: image.full } };
-  return { state: 'ready', outputs: { image: image.full, digest } };
+  return { state: 'ready', outputs: buildOutputs(image, digest) };
 }
 
 interface BuildRun {
@@ -85,7 +94,7 @@ export async function build(ctx: PluginContext, params: Params): Promise<Execute
         },
       );
     }
-    return { outputs: { image: image.full, digest }, detail: { buildMode: settings.buildMode } };
+    return { outputs: buildOutputs(image, digest), detail: { buildMode: settings.buildMode } };
   } finally {
     context.remove();
   }

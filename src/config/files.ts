@@ -1,0 +1,206 @@
+/**
+ * Which files hold a project's configuration: tend's own (`tend.yml` at the root, `*.tend.yml`
+ * below it) and Garden's, found the way Garden finds them (docs/garden.md): `garden.yml`,
+ * `garden.yaml`, `*.garden.yml` and `*.garden.yaml` anywhere in the project, minus what the
+ * project's `scan.include` / `scan.exclude` (or 0.12's `modules.include` / `modules.exclude`)
+ * leave out and what its ignore files (`dotIgnoreFile`, default `.gardenignore`, in any
+ * directory, gitignore syntax) list. The project root is the nearest directory, from the
+ * working directory up, with a `tend.yml` or a Garden file that declares `kind: Project`.
+ */
+import fg from 'fast-glob';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { TendError } from '../errors.js';
+
+export const projectFileName = 'tend.yml';
+export const actionFilePattern = '**/*.tend.yml';
+export const ignoredDirectories = ['.git', 'node_modules', '.tend'] as const;
+/** Garden keeps its own state there, and never reads configuration from it. */
+const gardenIgnoredDirectories = ['.garden'];
+const gardenFilePatterns = ['**/garden.yml', '**/garden.yaml', '**/*.garden.yml', '**/*.garden.yaml'];
+export const defaultGardenIgnoreFile = '.gardenignore';
+
+/** Whether a file name (no directory) is one Garden reads configuration from. */
+export function isGardenFileName(name: string): boolean {
+  return (
+    name === 'garden.yml' ||
+    name === 'garden.yaml' ||
+    name.endsWith('.garden.yml') ||
+    name.endsWith('.garden.yaml')
+  );
+}
+
+/** Whether a path relative to the project root is a tend or Garden configuration file. */
+export function isConfigFile(relative: string): boolean {
+  const name = path.posix.basename(relative);
+  return relative === projectFileName || name.endsWith('.tend.yml') || isGardenFileName(name);
+}
+
+/** A Project document in a Garden file, seen without parsing: a top-level `kind: Project`. */
+const gardenProjectKind = /^kind:[ \t]*["']?Project["']?[ \t]*(#.*)?$/m;
+
+/** The Garden files at the top of a directory that declare a Project, in name order. */
+export function gardenProjectFiles(dir: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return names
+    .filter(isGardenFileName)
+    .sort()
+    .filter((name) => {
+      try {
+        return gardenProjectKind.test(readFileSync(path.join(dir, name), 'utf8'));
+      } catch {
+        return false;
+      }
+    });
+}
+
+/** Whether a directory is a project root: it has a tend.yml, or a Garden file with a Project. */
+function isProjectRoot(dir: string): boolean {
+  return existsSync(path.join(dir, projectFileName)) || gardenProjectFiles(dir).length > 0;
+}
+
+/** The project root: the given one, or the nearest one from cwd upwards. */
+export function findProjectRoot(options: { root?: string; cwd: string }): string {
+  if (options.root !== undefined) {
+    const root = path.resolve(options.cwd, options.root);
+    const kind = existsSync(root) ? (statSync(root).isDirectory() ? 'directory' : 'file') : undefined;
+    if (kind !== 'directory') {
+      throw new TendError(
+        'TEND_CONFIG_NOT_FOUND',
+        kind === undefined
+          ? `the --root directory ${root} does not exist`
+          : `--root ${root} is a file, not a directory`,
+        { detail: { hint: `pass --root the project's directory (the one with its ${projectFileName})` } },
+      );
+    }
+    if (!isProjectRoot(root)) {
+      throw new TendError(
+        'TEND_CONFIG_NOT_FOUND',
+        `no ${projectFileName} in ${root} (the --root directory)`,
+        {
+          detail: {
+            hint: `create ${path.join(root, projectFileName)} with a "kind: Project" document (or a Garden project.garden.yml)`,
+          },
+        },
+      );
+    }
+    return root;
+  }
+  let dir = path.resolve(options.cwd);
+  for (;;) {
+    if (isProjectRoot(dir)) return dir;
+    const parent = path.dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+  }
+  throw new TendError(
+    'TEND_CONFIG_NOT_FOUND',
+    `no ${projectFileName} found in ${path.resolve(options.cwd)} or any parent directory`,
+    {
+      detail: {
+        hint: `create a ${projectFileName} with a "kind: Project" document, or pass --root <dir> (a Garden project's garden.yml is read too)`,
+      },
+    },
+  );
+}
+
+/** The files that may hold the Project document: tend.yml, then the root's Garden files. */
+export function projectFileCandidates(root: string): string[] {
+  const gardenFiles = readdirSync(root).filter(isGardenFileName).sort();
+  return [...(existsSync(path.join(root, projectFileName)) ? [projectFileName] : []), ...gardenFiles];
+}
+
+/** What a Garden Project says about where its configuration is. */
+export interface GardenScanSettings {
+  include?: string[];
+  exclude?: string[];
+  /** Ignore files (gitignore syntax) read in every directory. */
+  ignoreFiles: string[];
+}
+
+/** The scan settings of a Garden Project document (`scan`, 0.12's `modules`, `dotIgnoreFile(s)`). */
+export function gardenScanSettings(project: Record<string, unknown> | undefined): GardenScanSettings {
+  const strings = (value: unknown) =>
+    Array.isArray(value) && value.every((v) => typeof v === 'string') ? (value as string[]) : undefined;
+  const scan = (project?.scan ?? project?.modules) as { include?: unknown; exclude?: unknown } | undefined;
+  const include = strings(scan?.include);
+  const exclude = strings(scan?.exclude);
+  const ignoreFiles =
+    typeof project?.dotIgnoreFile === 'string'
+      ? [project.dotIgnoreFile]
+      : (strings(project?.dotIgnoreFiles) ?? [defaultGardenIgnoreFile]);
+  return { ...(include ? { include } : {}), ...(exclude ? { exclude } : {}), ignoreFiles };
+}
+
+/**
+ * Every configuration file of the project, relative to the root with `/` separators: the
+ * `projectFiles` first (as given), then the others in path order.
+ */
+export async function findConfigFiles(
+  root: string,
+  projectFiles: readonly string[],
+  garden: GardenScanSettings,
+): Promise<string[]> {
+  const found = await fg([actionFilePattern, ...gardenFilePatterns], {
+    cwd: root,
+    dot: true,
+    onlyFiles: true,
+    followSymbolicLinks: false,
+    ignore: [...ignoredDirectories, ...gardenIgnoredDirectories].map((dir) => `**/${dir}/**`),
+  });
+  const gardenFiles = found.filter(
+    (file) => isGardenFileName(path.posix.basename(file)) && !projectFiles.includes(file),
+  );
+  const kept = new Set(await keptGardenFiles(root, gardenFiles, garden));
+  const others = found
+    .filter((file) => !projectFiles.includes(file))
+    .filter((file) => !isGardenFileName(path.posix.basename(file)) || kept.has(file))
+    .sort();
+  return [...projectFiles, ...others];
+}
+
+/** The Garden files that `scan` and the ignore files leave in. */
+async function keptGardenFiles(root: string, files: string[], garden: GardenScanSettings): Promise<string[]> {
+  if (files.length === 0) return [];
+  const { default: picomatch } = await import('picomatch');
+  const { default: ignore } = await import('ignore');
+  // A directory pattern (`services`, `services/**`) covers the files below it.
+  const matcher = (patterns: string[]) =>
+    picomatch(
+      patterns.flatMap((p) => [p, `${p.replace(/\/+$/, '')}/**`]),
+      { dot: true },
+    );
+  const included = garden.include ? matcher(garden.include) : () => true;
+  const excluded = garden.exclude ? matcher(garden.exclude) : () => false;
+  const ignoresByDir = new Map<string, ((relative: string) => boolean) | undefined>();
+  const ignoresIn = (dir: string) => {
+    if (!ignoresByDir.has(dir)) {
+      const rules = garden.ignoreFiles.flatMap((name) => {
+        try {
+          return [readFileSync(path.join(root, dir, name), 'utf8')];
+        } catch {
+          return [];
+        }
+      });
+      const matcherOfDir = rules.length > 0 ? ignore().add(rules) : undefined;
+      ignoresByDir.set(dir, matcherOfDir ? (relative) => matcherOfDir.ignores(relative) : undefined);
+    }
+    return ignoresByDir.get(dir);
+  };
+  return files.filter((file) => {
+    if (!included(file) || excluded(file)) return false;
+    // Every directory from the root down to the file's own may ignore it.
+    const parts = file.split('/');
+    for (let depth = 0; depth < parts.length; depth++) {
+      const dir = parts.slice(0, depth).join('/');
+      const ignores = ignoresIn(dir);
+      if (ignores?.(parts.slice(depth).join('/'))) return false;
+    }
+    return true;
+  });
+}

@@ -1,0 +1,43 @@
+/**
+ * One document of a Garden file (`garden.yml`, `*.garden.yml`) read as tend's: the Project, an
+ * action, a 0.12 module's actions, or a kind tend reads but does not run (Workflow, Command) or
+ * does not support yet.
+ */
+import { actionKinds } from '../../plugin/types.js';
+import { otherGardenKind, translateGardenAction } from './actions.js';
+import { convertModule, type ModuleRuntimeNames } from './modules.js';
+import { translateGardenProject } from './project.js';
+import { isRecord, Translation } from './translation.js';
+
+export interface GardenDocumentContext {
+  /** The absolute directory of the file (a module's Dockerfile is looked for there). */
+  dir: string;
+  runtimeNames: ModuleRuntimeNames;
+}
+
+/** The documents as tend's (value undefined: nothing to load), each with what its translation found. */
+export function readGardenDocument(
+  value: unknown,
+  context: GardenDocumentContext,
+): { value: unknown; translation: Translation }[] {
+  const translation = new Translation();
+  if (!isRecord(value)) return [{ value, translation }];
+  if (value.kind === 'Project') return [{ value: translateGardenProject(value, translation), translation }];
+  if ((actionKinds as readonly unknown[]).includes(value.kind)) {
+    return [{ value: translateGardenAction(value, translation), translation }];
+  }
+  if (value.kind === 'Module') {
+    const actions = convertModule(value, context.dir, context.runtimeNames, translation);
+    return [
+      { value: undefined, translation },
+      ...actions.map((action) => {
+        const moved = new Translation();
+        for (const [to, from] of action.moves) moved.moved(to, from);
+        const own = new Translation(moved);
+        return { value: translateGardenAction(action.value, own), translation: own };
+      }),
+    ];
+  }
+  if (otherGardenKind(value, translation, ['kind'])) return [{ value: undefined, translation }];
+  return [{ value, translation }];
+}

@@ -1,0 +1,300 @@
+/**
+ * Garden 0.12 modules (`kind: Module`) converted to actions the way Garden 0.13 converts them
+ * (core/src/plugins/exec/convert.ts, container/container.ts, kubernetes-type/handlers.ts):
+ *
+ * - `exec`: a Build when `build.command` is set (`shell: true`), each service a Deploy
+ *   (`deployCommand`, `statusCommand`, `cleanupCommand`), each task a Run, each test a Test named
+ *   `<module>-<test>`; the module's `env` under each one's own;
+ * - `container`: a Build when the module has a Dockerfile, each task a Run and each test a Test
+ *   (`<module>-<test>`) running its image, each service a Deploy (which tend does not run yet);
+ * - `kubernetes`: a Deploy of the module's `files` (as manifestTemplates), `kustomize` and
+ *   `manifests`.
+ *
+ * A runtime dependency names a service or a task of any module: `deploy.<name>` or `run.<name>`.
+ * The actions then go through the same translation as Garden 0.13 actions.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import type { ConfigPath } from '../project.js';
+import { isRecord, type GardenRecord, type Translation } from './translation.js';
+
+/** Which kind of action each service and task name of the project's modules became. */
+export type ModuleRuntimeNames = ReadonlyMap<string, 'deploy' | 'run'>;
+
+/** The names of every module's services (Deploys) and tasks (Runs). */
+export function moduleRuntimeNames(modules: readonly unknown[]): Map<string, 'deploy' | 'run'> {
+  const names = new Map<string, 'deploy' | 'run'>();
+  for (const module of modules) {
+    if (!isRecord(module) || module.kind !== 'Module') continue;
+    for (const [key, kind] of [
+      ['services', 'deploy'],
+      ['tasks', 'run'],
+    ] as const) {
+      for (const entry of Array.isArray(module[key]) ? module[key] : []) {
+        if (isRecord(entry) && typeof entry.name === 'string') names.set(entry.name, kind);
+      }
+    }
+  }
+  return names;
+}
+
+/** One action of a module, as a Garden 0.13 document, with where its keys are in the module. */
+export interface ModuleAction {
+  value: GardenRecord;
+  /** Action path prefix → module path prefix. */
+  moves: [ConfigPath, ConfigPath][];
+}
+
+const strings = (value: unknown): string[] =>
+  Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+
+export function convertModule(
+  module: GardenRecord,
+  moduleDir: string,
+  runtimeNames: ModuleRuntimeNames,
+  translation: Translation,
+): ModuleAction[] {
+  const name = String(module.name);
+  const type = String(module.type);
+  // A 0.12 module's own keys (services, tests, dockerfile…) sit beside kind and name.
+  const spec = module;
+  const build = isRecord(module.build) ? module.build : {};
+  const buildDependencies = (Array.isArray(build.dependencies) ? build.dependencies : []).map((d) =>
+    typeof d === 'string' ? `build.${d}` : `build.${String((d as GardenRecord).name)}`,
+  );
+  const base: GardenRecord = {
+    ...(module.description !== undefined ? { description: module.description } : {}),
+    ...(module.include !== undefined ? { include: module.include } : {}),
+    ...(module.exclude !== undefined ? { exclude: module.exclude } : {}),
+    ...(module.disabled !== undefined ? { disabled: module.disabled } : {}),
+  };
+  for (const key of ['variables', 'varfile', 'repositoryUrl', 'generateFiles'] as const) {
+    if (module[key] !== undefined) {
+      translation.unsupported([key], `${key} of a module is not supported by tend yet`);
+    }
+  }
+  const runtime = (dependencies: unknown) =>
+    strings(dependencies).map((dependency) => `${runtimeNames.get(dependency) ?? 'deploy'}.${dependency}`);
+  const actions: ModuleAction[] = [];
+  const add = (value: GardenRecord, moves: [ConfigPath, ConfigPath][]) => actions.push({ value, moves });
+  const entries = (key: 'services' | 'tasks' | 'tests') =>
+    (Array.isArray(spec[key]) ? spec[key] : []).map((entry, i) => ({
+      entry: isRecord(entry) ? entry : {},
+      at: [key, i] as ConfigPath,
+    }));
+  const parts: ModuleParts = {
+    module,
+    name,
+    build,
+    buildDependencies,
+    base,
+    runtime,
+    add,
+    entries,
+    translation,
+  };
+  if (type === 'exec') convertExecModule(parts);
+  else if (type === 'container') convertContainerModule(parts, moduleDir);
+  else if (type === 'kubernetes') convertKubernetesModule(parts);
+  else {
+    translation.unsupported(
+      ['type'],
+      `module type ${type} is not converted by tend; write the module as actions (Garden 0.13's format)`,
+    );
+  }
+  return actions;
+}
+
+/** What converting each type of module starts from. */
+interface ModuleParts {
+  module: GardenRecord;
+  name: string;
+  build: GardenRecord;
+  buildDependencies: string[];
+  /** Keys every action of the module gets (description, include, exclude, disabled). */
+  base: GardenRecord;
+  /** Runtime dependencies (service and task names) as action references. */
+  runtime: (dependencies: unknown) => string[];
+  add: (value: GardenRecord, moves: [ConfigPath, ConfigPath][]) => void;
+  entries: (key: 'services' | 'tasks' | 'tests') => { entry: GardenRecord; at: ConfigPath }[];
+  translation: Translation;
+}
+
+function convertExecModule(parts: ModuleParts): void {
+  const { module: spec, name, build, buildDependencies, base, runtime, add, entries, translation } = parts;
+  const buildCommand = strings(build.command);
+  const env = isRecord(spec.env) ? spec.env : {};
+  const hasBuild = buildCommand.length > 0;
+  const own = (dependencies: unknown) => [
+    ...(hasBuild ? [`build.${name}`] : buildDependencies),
+    ...runtime(dependencies),
+  ];
+  if (hasBuild) {
+    add(
+      {
+        ...base,
+        kind: 'Build',
+        type: 'exec',
+        name,
+        dependencies: buildDependencies,
+        spec: { shell: true, command: buildCommand, env },
+      },
+      [
+        [
+          ['spec', 'command'],
+          ['build', 'command'],
+        ],
+      ],
+    );
+  }
+  for (const { entry, at } of entries('services')) {
+    add(
+      {
+        ...base,
+        kind: 'Deploy',
+        type: 'exec',
+        name: entry.name,
+        dependencies: own(entry.dependencies),
+        ...(entry.timeout !== undefined ? { timeout: entry.timeout } : {}),
+        spec: {
+          shell: true,
+          deployCommand: entry.deployCommand,
+          ...(entry.statusCommand !== undefined ? { statusCommand: entry.statusCommand } : {}),
+          ...(entry.cleanupCommand !== undefined ? { cleanupCommand: entry.cleanupCommand } : {}),
+          env: { ...env, ...(isRecord(entry.env) ? entry.env : {}) },
+        },
+      },
+      [
+        [['spec'], at],
+        [['name'], [...at, 'name']],
+        [['dependencies'], [...at, 'dependencies']],
+      ],
+    );
+    if (entry.syncMode !== undefined || entry.devMode !== undefined) {
+      translation.note(
+        [...at, entry.syncMode !== undefined ? 'syncMode' : 'devMode'],
+        'sync mode: tend deploys what is on disk; ignored',
+      );
+    }
+  }
+  for (const [key, kind] of [
+    ['tasks', 'Run'],
+    ['tests', 'Test'],
+  ] as const) {
+    for (const { entry, at } of entries(key)) {
+      add(
+        {
+          ...base,
+          kind,
+          type: 'exec',
+          name: kind === 'Test' ? `${name}-${String(entry.name)}` : entry.name,
+          dependencies: own(entry.dependencies),
+          ...(entry.timeout !== undefined ? { timeout: entry.timeout } : {}),
+          spec: {
+            shell: true,
+            command: entry.command,
+            ...(entry.artifacts !== undefined ? { artifacts: entry.artifacts } : {}),
+            env: { ...env, ...(isRecord(entry.env) ? entry.env : {}) },
+          },
+        },
+        [
+          [['spec'], at],
+          [['name'], [...at, 'name']],
+          [['dependencies'], [...at, 'dependencies']],
+        ],
+      );
+    }
+  }
+}
+
+function convertContainerModule(parts: ModuleParts, moduleDir: string): void {
+  const { module: spec, name, build, buildDependencies, base, runtime, add, entries, translation } = parts;
+  const specAt: ConfigPath = [];
+  const dockerfile = typeof spec.dockerfile === 'string' ? spec.dockerfile : 'Dockerfile';
+  const hasBuild = existsSync(path.join(moduleDir, dockerfile));
+  const image = hasBuild ? `\${actions.build.${name}.outputs.deploymentImageId}` : spec.image;
+  if (hasBuild) {
+    const moduleBuild = isRecord(spec.build) ? spec.build : {};
+    add(
+      {
+        ...base,
+        kind: 'Build',
+        type: 'container',
+        name,
+        dependencies: buildDependencies,
+        ...(build.timeout !== undefined ? { timeout: build.timeout } : {}),
+        spec: {
+          dockerfile,
+          ...(spec.buildArgs !== undefined ? { buildArgs: spec.buildArgs } : {}),
+          ...(spec.extraFlags !== undefined ? { extraFlags: spec.extraFlags } : {}),
+          ...(moduleBuild.targetImage !== undefined ? { targetStage: moduleBuild.targetImage } : {}),
+        },
+      },
+      [[['spec'], specAt]],
+    );
+  }
+  const own = (dependencies: unknown) => [...(hasBuild ? [`build.${name}`] : []), ...runtime(dependencies)];
+  for (const [key, kind] of [
+    ['services', 'Deploy'],
+    ['tasks', 'Run'],
+    ['tests', 'Test'],
+  ] as const) {
+    for (const { entry, at } of entries(key)) {
+      const { name: entryName, dependencies, disabled, timeout, description: _d, hotReload, ...rest } = entry;
+      if (hotReload !== undefined)
+        translation.note([...at, 'hotReload'], 'hotReload: tend deploys what is on disk; ignored');
+      add(
+        {
+          ...base,
+          kind,
+          type: 'container',
+          name: kind === 'Test' ? `${name}-${String(entryName)}` : entryName,
+          dependencies: own(dependencies),
+          ...(disabled !== undefined ? { disabled } : {}),
+          ...(timeout !== undefined ? { timeout } : {}),
+          spec: { ...rest, image },
+        },
+        [
+          [['spec'], at],
+          [['name'], [...at, 'name']],
+          [['dependencies'], [...at, 'dependencies']],
+          [['type'], ['type']],
+        ],
+      );
+    }
+  }
+}
+
+function convertKubernetesModule(parts: ModuleParts): void {
+  const { module: spec, name, buildDependencies, base, runtime, add, entries, translation } = parts;
+  const specAt: ConfigPath = [];
+  add(
+    {
+      ...base,
+      kind: 'Deploy',
+      type: 'kubernetes',
+      name,
+      dependencies: [...buildDependencies, ...runtime(spec.dependencies)],
+      spec: {
+        ...(spec.files !== undefined ? { manifestTemplates: spec.files } : {}),
+        ...(spec.kustomize !== undefined ? { kustomize: spec.kustomize } : {}),
+        ...(spec.manifests !== undefined ? { manifests: spec.manifests } : {}),
+      },
+    },
+    [
+      [
+        ['spec', 'manifestTemplates'],
+        [...specAt, 'files'],
+      ],
+      [['spec'], specAt],
+    ],
+  );
+  for (const key of ['tasks', 'tests'] as const) {
+    for (const { at } of entries(key)) {
+      translation.unsupported(
+        at,
+        `${key} of a kubernetes module run in a workload's pod, which tend does not support yet; write them as kubernetes-pod actions with an image`,
+      );
+    }
+  }
+}

@@ -1,0 +1,193 @@
+/**
+ * A Garden Project document as tend's (docs/garden.md): `apiVersion`, `dotIgnoreFile(s)`, `scan`
+ * and 0.12's `modules` are read (the last three by src/config/files.ts); `local-kubernetes` and
+ * `kubernetes` become tend's kubernetes provider (Garden's registry object a `host/path` string,
+ * its settings tend does not use noted once per entry); Garden's `exec` provider, loaded by
+ * default there, is added when the project does not list it; the `container` provider is part of
+ * tend's kubernetes provider. Other providers (terraform, pulumi…) are problems.
+ */
+import type { ConfigPath } from '../project.js';
+import { checkApiVersion, dropIgnoredKeys, isRecord, type Translation } from './translation.js';
+import type { GardenRecord } from './translation.js';
+
+/** The keys of tend's kubernetes provider entry (src/plugins/kubernetes/config.ts) and of every entry. */
+const kubernetesKeys = [
+  'name',
+  'environments',
+  'context',
+  'namespace',
+  'buildMode',
+  'deploymentRegistry',
+  'insecureRegistry',
+  'systemNamespace',
+  'buildkitImage',
+  'kanikoImage',
+  'podStartTimeout',
+  'namespaceTimeout',
+  'retries',
+];
+
+/** Project keys that say where the configuration is, or concern Garden Cloud, or Garden's own outputs. */
+const readByFileDiscovery = ['apiVersion', 'dotIgnoreFile', 'dotIgnoreFiles', 'scan', 'modules'];
+const ignoredProjectKeys = ['id', 'domain', 'organizationId', 'outputs', 'proxy', 'importVariables'];
+
+/** Garden providers with no tend counterpart: what to do instead. */
+const unsupportedProviders: Record<string, string> = {
+  terraform: 'run terraform from an exec Run action (`command: [terraform, apply, -auto-approve]`)',
+  pulumi: 'run pulumi from an exec Run action (`command: [pulumi, up, --yes]`)',
+  jib: 'build the image with a container Build (a Dockerfile) or an exec Build running jib',
+  'ephemeral-kubernetes': 'use the kubernetes provider with a cluster of your own',
+  'otel-collector': 'remove it: tend records its own events (tend events)',
+  conftest: 'run conftest from an exec Test action',
+  'conftest-container': 'run conftest from an exec Test action',
+  'conftest-kubernetes': 'run conftest from an exec Test action',
+  hadolint: 'run hadolint from an exec Test action',
+  octant: 'remove it',
+};
+
+function translateProvider(
+  translation: Translation,
+  entry: unknown,
+  i: number,
+): { entry: GardenRecord; name: string } | undefined {
+  const at: ConfigPath = ['providers', i];
+  if (!isRecord(entry) || typeof entry.name !== 'string') return { entry: entry as GardenRecord, name: '' };
+  const { dependencies: _order, ...rest } = entry;
+  const name = entry.name;
+  if (name === 'container') {
+    translation.note(
+      [...at, 'name'],
+      "provider container: tend's kubernetes provider builds containers; entry ignored",
+    );
+    return undefined;
+  }
+  if (name === 'exec') {
+    if (entry.initScript !== undefined) {
+      translation.unsupported(
+        [...at, 'initScript'],
+        "the exec provider's initScript is not run by tend (nor its outputs, ${providers.exec.outputs.*}); run it as an exec Run action that other actions depend on",
+      );
+    }
+    const kept = dropIgnoredKeys(
+      translation,
+      rest,
+      Object.keys(rest).filter((key) => key !== 'name' && key !== 'environments' && key !== 'initScript'),
+      at,
+      "Garden's exec provider settings",
+    );
+    const { initScript: _script, ...execEntry } = kept;
+    return { entry: execEntry, name };
+  }
+  if (name === 'local-kubernetes' || name === 'kubernetes') {
+    const kept = dropIgnoredKeys(
+      translation,
+      rest,
+      Object.keys(rest).filter((key) => !kubernetesKeys.includes(key)),
+      at,
+      `Garden's ${name} provider settings`,
+    );
+    if (isRecord(kept.namespace) && typeof kept.namespace.name === 'string') {
+      if (Object.keys(kept.namespace).some((key) => key !== 'name')) {
+        translation.note(
+          [...at, 'namespace'],
+          'namespace labels and annotations: tend sets its own; ignored',
+        );
+      }
+      kept.namespace = kept.namespace.name;
+    }
+    const registry = kept.deploymentRegistry;
+    if (isRecord(registry) && typeof registry.hostname === 'string') {
+      kept.deploymentRegistry =
+        typeof registry.namespace === 'string'
+          ? `${registry.hostname}/${registry.namespace}`
+          : registry.hostname;
+      if (registry.insecure === true && kept.insecureRegistry === undefined) kept.insecureRegistry = true;
+    }
+    if (kept.buildMode === 'local-docker') {
+      translation.note(
+        [...at, 'buildMode'],
+        'buildMode local-docker: tend builds images in the cluster (cluster-buildkit); ignored',
+      );
+      delete kept.buildMode;
+    }
+    return { entry: { ...kept, name: 'kubernetes' }, name: 'kubernetes' };
+  }
+  const instead = unsupportedProviders[name];
+  translation.unsupported(
+    [...at, 'name'],
+    `provider ${name} is not supported by tend` +
+      (instead ? `; ${instead}` : '; tend has the kubernetes and exec providers (and third-party plugins)'),
+  );
+  return undefined;
+}
+
+/** A Garden environment: `production` ignored, a YAML or JSON `varfile` read as tend's varfiles. */
+function translateEnvironment(translation: Translation, environment: unknown, i: number): unknown {
+  if (!isRecord(environment)) return environment;
+  const at: ConfigPath = ['environments', i];
+  const { production, varfile, ...rest } = environment;
+  if (production !== undefined) {
+    translation.note(
+      [...at, 'production'],
+      'production: tend asks no confirmation for any environment; ignored',
+    );
+  }
+  if (varfile === undefined) return rest;
+  if (typeof varfile === 'string' && /\.(ya?ml|json)$/.test(varfile)) {
+    translation.moved([...at, 'varfiles', 0], [...at, 'varfile']);
+    return { ...rest, varfiles: [varfile] };
+  }
+  translation.unsupported(
+    [...at, 'varfile'],
+    'a dotenv varfile is not read by tend; write it as YAML (name: value) and name it in varfile',
+  );
+  return rest;
+}
+
+/** The Garden Project document as tend's. */
+export function translateGardenProject(value: GardenRecord, translation: Translation): GardenRecord {
+  checkApiVersion(translation, value);
+  const kept = dropIgnoredKeys(
+    translation,
+    value,
+    ignoredProjectKeys,
+    [],
+    'Garden Cloud and output settings',
+  );
+  for (const key of readByFileDiscovery) delete kept[key];
+  if (kept.varfile !== undefined) {
+    translation.unsupported(
+      ['varfile'],
+      "a project-level varfile is not read by tend; name the file in each environment's varfile instead",
+    );
+    delete kept.varfile;
+  }
+  if (kept.sources !== undefined) {
+    translation.unsupported(
+      ['sources'],
+      'remote sources are not fetched by tend; clone them into the project',
+    );
+    delete kept.sources;
+  }
+  if (Array.isArray(kept.environments)) {
+    kept.environments = kept.environments.map((environment, i) =>
+      translateEnvironment(translation, environment, i),
+    );
+  }
+  const providers: GardenRecord[] = [];
+  const names = new Set<string>();
+  (Array.isArray(value.providers) ? value.providers : []).forEach((entry, i) => {
+    const translated = translateProvider(translation, entry, i);
+    if (!translated) return;
+    translation.moved(['providers', providers.length], ['providers', i]);
+    providers.push(translated.entry);
+    names.add(translated.name);
+  });
+  // Garden loads its exec provider whatever the project lists.
+  if (!names.has('exec')) {
+    translation.moved(['providers', providers.length], ['kind']);
+    providers.push({ name: 'exec' });
+  }
+  kept.providers = providers;
+  return kept;
+}

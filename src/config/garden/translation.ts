@@ -1,0 +1,100 @@
+/**
+ * A Garden document read as tend's: the value tend checks and loads, where each of its keys came
+ * from in the Garden document (so that every message points at the file:line the user wrote),
+ * what tend cannot do (problems, TEND_CONFIG_UNSUPPORTED) and what it accepts and ignores (notes).
+ */
+import type { ConfigPath } from '../project.js';
+
+export interface GardenFinding {
+  message: string;
+  /** Where in the Garden document, as written. */
+  path: ConfigPath;
+}
+
+export class Translation {
+  readonly problems: GardenFinding[] = [];
+  readonly notes: GardenFinding[] = [];
+  /** An action that is not loaded because tend cannot run it (its problem says why): `deploy.api`. */
+  unloadedAction: string | undefined;
+  /** Translated path prefix → the Garden document's path prefix, for renamed and moved keys. */
+  readonly #moves: [ConfigPath, ConfigPath][] = [];
+
+  /** @param outer the translation this one's paths go through (a 0.12 module's, for its actions) */
+  constructor(readonly outer?: Translation) {}
+
+  /** Where a finding's path (in this translation's input) is in the document. */
+  documentPath(path: ConfigPath): ConfigPath {
+    return this.outer ? this.outer.originalPath(path) : path;
+  }
+
+  /** What tend does not do: the load fails with it. */
+  unsupported(path: ConfigPath, message: string): void {
+    this.problems.push({ path, message });
+  }
+
+  /** What tend accepts and ignores: said once, never an error. */
+  note(path: ConfigPath, message: string): void {
+    this.notes.push({ path, message });
+  }
+
+  /** The translated `to` (and what is below it) came from `from` in the Garden document. */
+  moved(to: ConfigPath, from: ConfigPath): void {
+    this.#moves.push([to, from]);
+  }
+
+  /** The Garden document's path of a translated path (the longest moved prefix wins). */
+  originalPath(path: ConfigPath): ConfigPath {
+    let best: [ConfigPath, ConfigPath] | undefined;
+    for (const move of this.#moves) {
+      const [to] = move;
+      if (to.length > path.length || (best && best[0].length >= to.length)) continue;
+      if (to.every((segment, i) => String(segment) === String(path[i]))) best = move;
+    }
+    return this.documentPath(best ? [...best[1], ...path.slice(best[0].length)] : path);
+  }
+}
+
+export type GardenRecord = Record<string, unknown>;
+
+export function isRecord(value: unknown): value is GardenRecord {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** `a, b and c`. */
+export function listWords(words: readonly string[]): string {
+  return words.length <= 1 ? (words[0] ?? '') : `${words.slice(0, -1).join(', ')} and ${words.at(-1)}`;
+}
+
+/**
+ * Moves the keys of `spec` that tend ignores into one note (`what` names them: "Garden's
+ * kubernetes provider settings"), and returns the others.
+ */
+export function dropIgnoredKeys(
+  translation: Translation,
+  value: GardenRecord,
+  ignored: readonly string[],
+  at: ConfigPath,
+  what: string,
+): GardenRecord {
+  const kept: GardenRecord = {};
+  const dropped: string[] = [];
+  for (const [key, item] of Object.entries(value)) {
+    if (ignored.includes(key)) dropped.push(key);
+    else kept[key] = item;
+  }
+  if (dropped.length > 0) {
+    translation.note([...at, dropped[0]!], `${listWords(dropped)}: ${what} that tend accepts and ignores`);
+  }
+  return kept;
+}
+
+/** `garden.io/v0`, `garden.io/v1` and `garden.io/v2` are read; another is a problem. */
+export function checkApiVersion(translation: Translation, value: GardenRecord): void {
+  if (value.apiVersion === undefined) return;
+  if (typeof value.apiVersion !== 'string' || !/^garden\.io\/v[012]$/.test(value.apiVersion)) {
+    translation.unsupported(
+      ['apiVersion'],
+      `apiVersion ${JSON.stringify(value.apiVersion)} is not one tend reads; expected garden.io/v0, garden.io/v1 or garden.io/v2`,
+    );
+  }
+}

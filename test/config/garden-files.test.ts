@@ -1,0 +1,342 @@
+/**
+ * Garden projects read as they are: which files (garden.yml, project.garden.yml, *.garden.yml,
+ * minus scan and ignore files), the Project and actions in one file or many, YAML anchors and
+ * merge keys, and what tend does not do said at its file:line — as a problem, or a note that
+ * `tend validate` prints.
+ */
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadProjectConfig } from '../../src/config/load.js';
+import { validateCommand } from '../../src/commands/validate.js';
+import type { TendError } from '../../src/errors.js';
+import { builtinPlugins } from '../../src/plugins/builtin.js';
+import { makeProject, removeProjects } from '../helpers/project.js';
+
+afterEach(removeProjects);
+
+const gardenProject = `apiVersion: garden.io/v2
+kind: Project
+name: shop
+environments:
+  - name: local
+providers:
+  - name: local-kubernetes
+    context: kind-kind
+    ingressClass: nginx
+    deploymentRegistry:
+      hostname: registry.example.com
+      namespace: shop
+`;
+
+const execRun = (name: string) => `kind: Run
+type: exec
+name: ${name}
+spec:
+  command: [echo, ${name}]
+`;
+
+const load = (root: string, cwd = root) => loadProjectConfig({ cwd, plugins: builtinPlugins() });
+
+async function loadError(root: string): Promise<TendError> {
+  try {
+    await load(root);
+  } catch (error) {
+    return error as TendError;
+  }
+  throw new Error('the load succeeded');
+}
+
+const messages = (error: TendError) =>
+  (error.detail as { errors: { code: string; message: string; location: { file: string; line: number } }[] })
+    .errors;
+
+describe('Garden project files', () => {
+  it("finds the project from a subdirectory and reads every Garden file name, tend's beside them", async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'api/garden.yml': execRun('api'),
+      'web/garden.yaml': execRun('web'),
+      'db/db.garden.yml': execRun('db'),
+      'jobs/jobs.garden.yaml': execRun('jobs'),
+      'tools/tools.tend.yml': execRun('tools'),
+      'docs/notes.yml': execRun('not-config'),
+    });
+    const loaded = await load(root, path.join(root, 'api'));
+    expect(loaded.project.name).toBe('shop');
+    expect(loaded.project.file).toBe('project.garden.yml');
+    expect(loaded.actions.map((a) => `${a.ref} ${a.file}`).sort()).toEqual([
+      'run.api api/garden.yml',
+      'run.db db/db.garden.yml',
+      'run.jobs jobs/jobs.garden.yaml',
+      'run.tools tools/tools.tend.yml',
+      'run.web web/garden.yaml',
+    ]);
+    // local-kubernetes is tend's kubernetes provider, Garden's registry object a host/path; exec is implied.
+    expect(loaded.project.providers.map((p) => [p.name, p.config])).toEqual([
+      ['kubernetes', { context: 'kind-kind', deploymentRegistry: 'registry.example.com/shop' }],
+      ['exec', {}],
+    ]);
+    expect(loaded.notes.map((n) => `${n.location.file}:${n.location.line} ${n.message}`)).toEqual([
+      "project.garden.yml:9 ingressClass: Garden's local-kubernetes provider settings that tend accepts and ignores",
+    ]);
+  });
+
+  it('the Project and its actions in one garden.yml, with YAML anchors and merge keys', async () => {
+    const root = makeProject({
+      'garden.yml': `${gardenProject}---
+kind: Run
+type: exec
+name: derived
+spec:
+  <<: &base
+    command: [echo, hi]
+    env: { A: &b "1" }
+  env: { A: "2", B: *b }
+`,
+    });
+    const loaded = await load(root);
+    expect(loaded.actions.map((a) => [a.ref, a.spec])).toEqual([
+      ['run.derived', { command: ['echo', 'hi'], env: { A: '2', B: '1' } }],
+    ]);
+  });
+
+  it('leaves out what dotIgnoreFile, .gardenignore and scan.exclude list', async () => {
+    const root = makeProject({
+      'project.garden.yml': `${gardenProject}scan:\n  exclude: [vendor]\n`,
+      '.gardenignore': 'old/\n',
+      'svc/.gardenignore': 'legacy.garden.yml\n',
+      'svc/garden.yml': execRun('svc'),
+      'svc/legacy.garden.yml': execRun('legacy'),
+      'old/garden.yml': execRun('old'),
+      'vendor/lib/garden.yml': execRun('vendored'),
+    });
+    expect((await load(root)).actions.map((a) => a.ref)).toEqual(['run.svc']);
+
+    const custom = makeProject({
+      'project.garden.yml': `${gardenProject}dotIgnoreFile: .gitignore\n`,
+      '.gitignore': 'generated/\n',
+      '.gardenignore': 'svc/\n',
+      'svc/garden.yml': execRun('svc'),
+      'generated/garden.yml': execRun('generated'),
+    });
+    expect((await load(custom)).actions.map((a) => a.ref)).toEqual(['run.svc']);
+  });
+
+  it('scan.include keeps only the files it matches', async () => {
+    const root = makeProject({
+      'project.garden.yml': `${gardenProject}scan:\n  include: [services/**/*]\n`,
+      'services/api/garden.yml': execRun('api'),
+      'experiments/garden.yml': execRun('experiment'),
+    });
+    expect((await load(root)).actions.map((a) => a.ref)).toEqual(['run.api']);
+  });
+
+  it('a tend.yml Project beside a project.garden.yml Project is an error naming both', async () => {
+    const root = makeProject({
+      'tend.yml': 'kind: Project\nname: shop\nenvironments: [{ name: dev }]\n',
+      'project.garden.yml': gardenProject,
+    });
+    const error = await loadError(root);
+    expect(error.message).toContain('tend.yml and project.garden.yml both declare the project');
+    expect(error.location).toMatchObject({ file: 'project.garden.yml', line: 1 });
+  });
+
+  it('source: { path }, dependencies as objects and Kind.name, apiVersion garden.io/v0–v2', async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'api/garden.yml': `apiVersion: garden.io/v1
+kind: Build
+type: exec
+name: api
+source:
+  path: ../src
+spec:
+  command: [make]
+---
+apiVersion: garden.io/v0
+kind: Run
+type: exec
+name: seed
+dependencies:
+  - { kind: Build, name: api }
+  - Run.migrate
+spec:
+  command: [echo]
+  shell: true
+---
+kind: Run
+type: exec
+name: migrate
+spec:
+  command: [echo, "$HOME"]
+  shell: true
+`,
+      'src/Makefile': 'all:\n',
+    });
+    const loaded = await load(root);
+    const byRef = new Map(loaded.actions.map((a) => [a.ref, a]));
+    expect(byRef.get('build.api')!.sourceDir).toBe(path.join(root, 'src'));
+    expect(byRef.get('run.seed')!.dependencies).toEqual(['build.api', 'run.migrate']);
+    expect(byRef.get('run.migrate')!.spec).toEqual({ command: ['sh', '-c', 'echo $HOME'] });
+  });
+
+  it('what tend does not do is an error at its line, saying what to do; one error per unsupported action', async () => {
+    const root = makeProject({
+      'project.garden.yml': `${gardenProject}  - name: terraform\n`,
+      'infra/garden.yml': `kind: Deploy
+type: terraform
+name: infra
+spec: {}
+---
+kind: Deploy
+type: container
+name: api
+spec:
+  image: nginx
+---
+kind: Run
+type: exec
+name: smoke
+dependencies: [deploy.api, deploy.infra]
+copyFrom: [{ build: x, sourcePath: a, targetPath: b }]
+spec:
+  command: [echo]
+`,
+    });
+    const errors = messages(await loadError(root));
+    expect(
+      errors.map((e) => `${e.code} ${e.location.file}:${e.location.line} ${e.message.split(';')[0]}`),
+    ).toEqual([
+      'TEND_CONFIG_UNSUPPORTED project.garden.yml:13 provider terraform is not supported by tend',
+      'TEND_CONFIG_UNSUPPORTED infra/garden.yml:2 action type terraform is not supported by tend',
+      'TEND_CONFIG_UNSUPPORTED infra/garden.yml:7 a container Deploy is not supported by tend yet',
+      'TEND_CONFIG_UNSUPPORTED infra/garden.yml:16 copyFrom is not supported by tend yet',
+    ]);
+    expect(errors[1]!.message).toContain('run terraform from an exec action');
+  });
+
+  it('tend validate lists sync mode as ignored and Workflows and Commands as not run, and the project is valid', async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'k8s/garden.yml': `kind: Deploy
+type: kubernetes
+name: web
+spec:
+  manifestFiles: [web.yaml]
+  sync:
+    paths: [{ sourcePath: ., containerPath: /app }]
+  defaultTarget: { kind: Deployment, name: web }
+---
+kind: Workflow
+name: ci
+steps:
+  - command: [deploy]
+---
+kind: Command
+name: hello
+exec:
+  command: [echo, hello]
+`,
+      'k8s/web.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: web }\n',
+    });
+    const cwd = process.cwd();
+    process.chdir(root);
+    try {
+      const result = await validateCommand({ var: [] } as never);
+      expect(result.exitCode).toBe(0);
+      expect(result.data.actions.map((a) => a.ref)).toEqual(['deploy.web']);
+      const notes = result.human.split('\n').filter((line) => line.startsWith('note: '));
+      expect(notes).toEqual([
+        "note: project.garden.yml:9:5: ingressClass: Garden's local-kubernetes provider settings that tend accepts and ignores",
+        'note: k8s/garden.yml:6:3: sync and defaultTarget: sync mode, local mode and port forwarding that tend accepts and ignores',
+        'note: k8s/garden.yml:10:1: Workflow ci: Garden workflows are read but not run by tend',
+        'note: k8s/garden.yml:15:1: Command hello: Garden custom commands are read but not run by tend',
+      ]);
+    } finally {
+      process.chdir(cwd);
+    }
+  });
+
+  it('0.12 modules become actions as Garden 0.13 converts them: exec with services, tasks and tests', async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'tools/garden.yml': `kind: Module
+type: exec
+name: tools
+build:
+  command: [make, tools]
+env: { A: "1" }
+services:
+  - name: api-dev
+    deployCommand: [./run.sh, --dev]
+    env: { B: "2" }
+    dependencies: [migrate]
+tasks:
+  - name: migrate
+    command: [echo, migrate]
+tests:
+  - name: unit
+    command: [echo, test]
+    dependencies: [api-dev]
+`,
+    });
+    const loaded = await load(root);
+    expect(loaded.actions.map((a) => [a.ref, a.type, a.dependencies, a.spec])).toEqual([
+      ['build.tools', 'exec', [], { command: ['sh', '-c', 'make tools'], env: { A: '1' } }],
+      [
+        'deploy.api-dev',
+        'exec',
+        ['build.tools', 'run.migrate'],
+        { command: ['sh', '-c', './run.sh --dev'], env: { A: '1', B: '2' } },
+      ],
+      ['run.migrate', 'exec', ['build.tools'], { command: ['sh', '-c', 'echo migrate'], env: { A: '1' } }],
+      [
+        'test.tools-unit',
+        'exec',
+        ['build.tools', 'deploy.api-dev'],
+        { command: ['sh', '-c', 'echo test'], env: { A: '1' } },
+      ],
+    ]);
+    expect(
+      loaded.actions.every((a) => a.file === 'tools/garden.yml' && a.sourceDir === path.join(root, 'tools')),
+    ).toBe(true);
+  });
+
+  it('a container module: its Build (a Dockerfile), tasks and tests run its image; a service is refused at the module, hotReload noted', async () => {
+    const module = `kind: Module
+type: container
+name: web
+tests:
+  - name: unit
+    args: [npm, test]
+tasks:
+  - name: seed
+    command: [node, seed.js]
+`;
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'web/garden.yml': module,
+      'web/Dockerfile': 'FROM node:22\n',
+    });
+    const image = '${actions.build.web.outputs.deploymentImageId}';
+    expect((await load(root)).actions.map((a) => [a.ref, a.type, a.dependencies, a.spec])).toEqual([
+      ['build.web', 'container', [], { dockerfile: 'Dockerfile' }],
+      ['run.seed', 'kubernetes-pod', ['build.web'], { command: ['node', 'seed.js'], image }],
+      ['test.web-unit', 'kubernetes-pod', ['build.web'], { args: ['npm', 'test'], image }],
+    ]);
+
+    const withService = makeProject({
+      'project.garden.yml': gardenProject,
+      'web/garden.yml': `${module}services:
+  - name: web
+    hotReload: { sync: [{ target: /app }] }
+    ports: [{ name: http, containerPort: 8080 }]
+`,
+      'web/Dockerfile': 'FROM node:22\n',
+    });
+    const errors = messages(await loadError(withService));
+    expect(
+      errors.map((e) => `${e.code} ${e.location.file}:${e.location.line} ${e.message.split(';')[0]}`),
+    ).toEqual(['TEND_CONFIG_UNSUPPORTED web/garden.yml:2 a container Deploy is not supported by tend yet']);
+  });
+});
