@@ -295,13 +295,13 @@ function lookup(node: Lookup, scope: Scope): unknown {
   }
   if (isPathNode(current)) return current.resolvePath(keys, node.text);
   for (const key of keys) {
-    if (current instanceof Missing) return current;
     current = force(current);
+    if (current instanceof Missing) return current;
     current = member(current, key, { prefix, text: node.text });
     prefix = `${prefix}.${key}`;
   }
-  if (current instanceof Missing) return current;
   current = force(current);
+  if (current instanceof Missing) return current;
   if (isContextNode(current)) {
     return new Missing(
       `incomplete template expression "${node.text}"; expected one of: ${current.completions(prefix).join(', ') || '(none)'}`,
