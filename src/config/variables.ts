@@ -141,9 +141,14 @@ export function checkVarFlagsRead(
   const keys = Object.keys(flags);
   if (keys.length === 0) return;
   const known = new Set([...Object.keys(project.variables), ...Object.keys(fromVarfiles)]);
+  // Variables read other variables too (`a: ${var.b}`).
+  findVariableReferences([project.variables, fromVarfiles], known);
   for (const environment of project.environments) {
     for (const name of Object.keys(environment.variables)) known.add(name);
-    findVariableReferences([environment.defaultNamespace, environment.pullRequest?.number], known);
+    findVariableReferences(
+      [environment.defaultNamespace, environment.pullRequest?.number, environment.variables],
+      known,
+    );
   }
   for (const provider of project.providers) findVariableReferences(provider.config, known);
   for (const action of actions) findVariableReferences(action.spec, known);

@@ -74,7 +74,9 @@ export function resolveValue(
   if (typeof value === 'string') return resolver.string(value, path, scope);
   if (Array.isArray(value)) return resolveList(value, path, scope, resolver);
   if (!isMapping(value)) return value;
-  if (resolver.deferred?.(value) && holdsStructuralOperator(value)) return value;
+  // An operator whose choice reads what is not known yet stays as written, to be resolved later.
+  const deferred = (key: string) => key in value && resolver.deferred?.(value[key]) === true;
+  if (deferred('$if') || deferred('$forEach') || deferred('$filter') || deferred('$merge')) return value;
   if ('$if' in value) return resolveIf(value, path, scope, resolver);
   if ('$forEach' in value) return resolveForEach(value, path, scope, resolver);
   let out: Record<string, unknown> = {};
@@ -97,6 +99,10 @@ function resolveList(list: unknown[], path: ValuePath, scope: Scope, resolver: V
   const out: unknown[] = [];
   list.forEach((item, i) => {
     if (isMapping(item) && '$concat' in item) {
+      if (resolver.deferred?.(item.$concat)) {
+        out.push(item);
+        return;
+      }
       onlyKeys(item, '$concat', ['$concat'], [...path, i]);
       const items = resolveValue(item.$concat, [...path, i, '$concat'], scope, resolver);
       if (!Array.isArray(items)) {
