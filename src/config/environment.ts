@@ -10,6 +10,7 @@ import { formatPath } from './diagnostics.js';
 import { nameMaxLength, nameRegExp } from './project.js';
 import type { PullRequestRef } from '../events/catalog.js';
 import type { ActionConfig, CleanupConfig, ProjectConfig, ProviderEntry, VariableValue } from './project.js';
+import { Lazy } from './expressions/evaluate.js';
 import { gitContext } from './git-context.js';
 import { resolveTemplates } from './template.js';
 import { readVarfiles } from './variables.js';
@@ -78,13 +79,14 @@ function fullLocal(local: TemplateContext['local'], project: ProjectConfig): Tem
   };
 }
 
-/** `datetime.*`: now, at the time the context is made (once per command). */
+/** `datetime.*`: the time of the first use, the same for every template of the command. */
 function datetimeContext(): NonNullable<TemplateContext['datetime']> {
-  const now = new Date();
+  const now = new Lazy(() => new Date());
+  const iso = () => (now.get() as Date).toISOString();
   return {
-    now: now.toISOString(),
-    today: now.toISOString().slice(0, 10),
-    timestamp: Math.floor(now.getTime() / 1000),
+    now: new Lazy(iso),
+    today: new Lazy(() => iso().slice(0, 10)),
+    timestamp: new Lazy(() => Math.floor((now.get() as Date).getTime() / 1000)),
   };
 }
 

@@ -24,8 +24,8 @@ export interface TemplateContext {
   actions?: Record<string, Record<string, { outputs: Record<string, string> }>>;
   /** `git.branch`, `git.commitHash`, `git.originUrl`: Lazy values, read from the repository when used. */
   git?: Record<string, unknown>;
-  /** `datetime.now`, `datetime.today`, `datetime.timestamp`. */
-  datetime?: { now: string; today: string; timestamp: number };
+  /** `datetime.now`, `datetime.today`, `datetime.timestamp` (values or Lazy values). */
+  datetime?: Record<string, unknown>;
   /** The command running: `command.name`, `command.params.<option>`. */
   command?: { name: string; params: Record<string, unknown> };
   /** The action whose configuration is resolved: `this.name`, `this.kind`, `this.mode`. */
@@ -166,7 +166,23 @@ export function actionReferenceProblem(path: readonly string[]): string | undefi
   return undefined;
 }
 
-const nodeOf = (record: Record<string, unknown> | undefined) => (record ? new RecordNode(record) : undefined);
+/**
+ * The node of a part of the context, made once per object: a command resolves every action's
+ * spec in contexts that share these parts (`{ ...context, this }`).
+ */
+const nodes = new WeakMap<object, RecordNode>();
+function nodeOf(
+  record: object | undefined,
+  members = () => record as Record<string, unknown>,
+): RecordNode | undefined {
+  if (!record) return undefined;
+  let node = nodes.get(record);
+  if (!node) {
+    node = new RecordNode(members());
+    nodes.set(record, node);
+  }
+  return node;
+}
 
 /** The scope of the expression language for a context. */
 export function scopeOf(
@@ -179,13 +195,15 @@ export function scopeOf(
     project: nodeOf(context.project),
     environment: nodeOf(context.environment),
     var: variables,
-    local: new RecordNode({ ...context.local, env: new EnvironmentVariablesNode(context.local.env) }),
+    local: nodeOf(context.local, () => ({
+      ...context.local,
+      env: new EnvironmentVariablesNode(context.local.env),
+    })),
     actions: new ActionOutputsNode(context.actions),
     git: nodeOf(context.git),
     datetime: nodeOf(context.datetime),
-    command:
-      context.command && new RecordNode({ name: context.command.name, params: context.command.params }),
-    this: nodeOf(context.this),
+    command: nodeOf(context.command),
+    this: context.this && new RecordNode(context.this),
   };
   // The roots the context has, in its order; `actions` always (its outputs come as actions run).
   const listed = Object.keys(context).filter((k) => k in roots && roots[k] !== undefined);

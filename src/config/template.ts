@@ -10,7 +10,7 @@ import type { ConfigProblem } from './diagnostics.js';
 import { evaluateTemplate, Missing, stringify, TemplateEvaluationError } from './expressions/evaluate.js';
 import type { Scope } from './expressions/evaluate.js';
 import { TemplateFunctionError } from './expressions/functions.js';
-import { holdsStructuralOperator, resolveValue, StructureError } from './expressions/structure.js';
+import { resolveValue, StructureError, structuralKeys } from './expressions/structure.js';
 import type { ValueResolver } from './expressions/structure.js';
 import { eachLookup, parseTemplateString, TemplateSyntaxError } from './expressions/syntax.js';
 import type { Expression, Template } from './expressions/syntax.js';
@@ -74,33 +74,52 @@ export function parseTemplate(
 export function containsTemplate(value: unknown): boolean {
   if (typeof value === 'string') return value.includes('${');
   if (Array.isArray(value)) return value.some(containsTemplate);
-  if (value !== null && typeof value === 'object')
-    return holdsStructuralOperator(value) || Object.values(value).some(containsTemplate);
+  if (value !== null && typeof value === 'object') {
+    return Object.entries(value).some(
+      ([key, item]) => structuralKeys.includes(key) || containsTemplate(item),
+    );
+  }
   return false;
 }
 
-/** Every lookup in the templates of a value; a malformed template is skipped (loading reports it). */
-function eachValueLookup(
+/**
+ * Each string of a value that holds `${`, with its path (made only for those: most strings hold
+ * none, and this runs over every action's spec when loading).
+ */
+function eachTemplateString(
   value: unknown,
-  onLookup: (lookup: Lookup, path: ConfigPath) => void,
-  path: ConfigPath = [],
+  onString: (text: string, path: ConfigPath) => void,
+  path: (string | number)[] = [],
 ): void {
   if (typeof value === 'string') {
-    if (!value.includes('${')) return;
+    if (value.includes('${')) onString(value, [...path]);
+  } else if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      path.push(i);
+      eachTemplateString(value[i], onString, path);
+      path.pop();
+    }
+  } else if (value !== null && typeof value === 'object') {
+    for (const key in value) {
+      path.push(key);
+      eachTemplateString((value as Record<string, unknown>)[key], onString, path);
+      path.pop();
+    }
+  }
+}
+
+/** Every lookup in the templates of a value; a malformed template is skipped (loading reports it). */
+function eachValueLookup(value: unknown, onLookup: (lookup: Lookup, path: ConfigPath) => void): void {
+  eachTemplateString(value, (text, path) => {
     let template: Template;
     try {
-      template = templateOf(value);
+      template = templateOf(text);
     } catch {
       return;
     }
     eachLookup(template, (lookup) => onLookup(lookup, path));
-  } else if (Array.isArray(value)) {
-    value.forEach((item, i) => eachValueLookup(item, onLookup, [...path, i]));
-  } else if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) eachValueLookup(item, onLookup, [...path, key]);
-  }
+  });
 }
-
 /** `build.api` for a lookup of an action output with a static kind and name. */
 function staticActionReference(lookup: Lookup): string | undefined {
   const [kind, name] = lookup.path;
@@ -148,15 +167,7 @@ export function checkTemplateSyntax(
   const actionReferences: TemplateActionReference[] = [];
   const fail = (message: string, relative: ConfigPath) =>
     problems.push({ code: 'TEND_TEMPLATE', message, location: locate([...basePath, ...relative]) });
-  const checkString = (text: string, relative: ConfigPath) => {
-    try {
-      templateOf(text);
-    } catch (error) {
-      fail((error as Error).message, relative);
-    }
-  };
-  eachString(value, [], checkString);
-  eachValueLookup(value, (lookup, relative) => {
+  const checkLookup = (lookup: Lookup, relative: ConfigPath) => {
     if (!allRoots.includes(lookup.root)) {
       fail(
         `unknown template key "${lookup.text}"; available: ${templateRoots.join(', ')}\n` +
@@ -179,22 +190,18 @@ export function checkTemplateSyntax(
     } else if (ref !== undefined) {
       actionReferences.push({ ref, path: [...basePath, ...relative] });
     }
+  };
+  eachTemplateString(value, (text, relative) => {
+    let template: Template;
+    try {
+      template = templateOf(text);
+    } catch (error) {
+      fail((error as Error).message, relative);
+      return;
+    }
+    eachLookup(template, (lookup) => checkLookup(lookup, relative));
   });
   return { problems, actionReferences };
-}
-
-function eachString(
-  value: unknown,
-  path: ConfigPath,
-  onString: (text: string, path: ConfigPath) => void,
-): void {
-  if (typeof value === 'string') {
-    if (value.includes('${')) onString(value, path);
-  } else if (Array.isArray(value)) {
-    value.forEach((item, i) => eachString(item, [...path, i], onString));
-  } else if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) eachString(item, [...path, key], onString);
-  }
 }
 
 /** Whether a value's templates read action outputs. */
@@ -204,6 +211,25 @@ function readsActionOutputs(value: unknown): boolean {
     if (lookup.root === 'actions') reads = true;
   });
   return reads;
+}
+
+/** Which parts of a template read action outputs, found once per template. */
+const keptPartsOf = new WeakMap<Template, boolean[]>();
+function keptParts(template: Template): boolean[] {
+  let kept = keptPartsOf.get(template);
+  if (!kept) {
+    kept = template.parts.map((part) => {
+      let reads = false;
+      if (part.type !== 'text') {
+        eachLookup({ parts: [part], optional: false }, (lookup) => {
+          if (lookup.root === 'actions') reads = true;
+        });
+      }
+      return reads;
+    });
+    keptPartsOf.set(template, kept);
+  }
+  return kept;
 }
 
 /** `${` as `$${`, deeply: a value left partly resolved is resolved again later. */
@@ -230,7 +256,7 @@ function evaluateString(text: string, scope: Scope): unknown {
 function evaluateKeepingActionOutputs(text: string, scope: Scope): unknown {
   if (!text.includes('${')) return text;
   const template = templateOf(text);
-  const kept = template.parts.map((part) => part.type !== 'text' && readsActionOutputs(part.source));
+  const kept = keptParts(template);
   if (!kept.includes(true)) return escapeTemplates(evaluateString(text, scope));
   if (template.parts.length === 1) return text;
   return template.parts

@@ -36,15 +36,6 @@ export const structuralKeys = [
   '$return',
 ];
 
-/** Whether a value is, or holds, a structural operator. */
-export function holdsStructuralOperator(value: unknown): boolean {
-  if (Array.isArray(value)) return value.some(holdsStructuralOperator);
-  if (value === null || typeof value !== 'object') return false;
-  return Object.entries(value).some(
-    ([key, item]) => structuralKeys.includes(key) || holdsStructuralOperator(item),
-  );
-}
-
 function isMapping(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
