@@ -8,6 +8,7 @@ import { TendError } from '../errors.js';
 import type { ErrorCode, SourceLocation } from '../errors.js';
 import { schemaCheck, type SchemaError } from '../schema-check.js';
 import { closestName } from '../suggest.js';
+import { structuralKeys } from './expressions/structure.js';
 import { formatLocation } from './project.js';
 import type { ConfigPath, LocateTarget } from './project.js';
 
@@ -67,7 +68,10 @@ export function checkSchema(schema: TSchema, value: unknown, options: SchemaChec
   // A failed check always says so, whatever the errors it kept.
   const templated = (e: SchemaError) => {
     const at = resolveInstance(e.instancePath, value).value;
-    return typeof at === 'string' && hasTemplate(at);
+    return (
+      (typeof at === 'string' && hasTemplate(at)) ||
+      underStructuralOperator(value, resolveInstance(e.instancePath, value).path)
+    );
   };
   if (problems.length === 0 && !(options.skipTemplated && errors.some(templated))) {
     problems.push({
@@ -107,6 +111,7 @@ function describeError(
   options: SchemaCheckOptions,
 ): Described[] {
   const { error, schema, value, path: relative } = failed;
+  if (options.skipTemplated && underStructuralOperator(root, relative)) return [];
   const label = (p: ConfigPath) =>
     p.length === 0 ? options.rootLabel : formatPath([...options.basePath, ...p]);
   const unknownKey = (at: (string | number)[], key: string, objectSchema: Record<string, unknown>) => {
@@ -381,6 +386,18 @@ function resolveSchema(pointer: string, root: TSchema): Record<string, unknown> 
 }
 
 /** Whether a string holds a template expression (`${`, not the escaped `$${`). */
+/** Whether the value at `path` is, or is inside, a structural operator (`$if`, `$merge`, …): checked once resolved. */
+function underStructuralOperator(root: unknown, path: ConfigPath): boolean {
+  let current = root;
+  for (let i = 0; ; i++) {
+    if (current !== null && typeof current === 'object' && !Array.isArray(current)) {
+      if (Object.keys(current).some((key) => structuralKeys.includes(key))) return true;
+    }
+    if (i >= path.length || current === null || typeof current !== 'object') return false;
+    current = (current as Record<string | number, unknown>)[path[i]!];
+  }
+}
+
 export function hasTemplate(value: string): boolean {
   return /(^|[^$])\$\{/.test(value);
 }

@@ -10,6 +10,8 @@ import { formatPath } from './diagnostics.js';
 import { nameMaxLength, nameRegExp } from './project.js';
 import type { PullRequestRef } from '../events/catalog.js';
 import type { ActionConfig, CleanupConfig, ProjectConfig, ProviderEntry, VariableValue } from './project.js';
+import { Lazy } from './expressions/evaluate.js';
+import { gitContext } from './git-context.js';
 import { resolveTemplates } from './template.js';
 import { readVarfiles } from './variables.js';
 import type { ResolveOptions, TemplateContext } from './template.js';
@@ -63,6 +65,31 @@ export function localContext(): TemplateContext['local'] {
   return { username: localIdentity().user, env: process.env };
 }
 
+/**
+ * `local.*` with Garden's keys derived from what is given (`usernameLowerCase`, `platform`,
+ * `arch`, `projectPath`); given keys win.
+ */
+function fullLocal(local: TemplateContext['local'], project: ProjectConfig): TemplateContext['local'] {
+  return {
+    usernameLowerCase: local.username.toLowerCase(),
+    platform: process.platform,
+    arch: process.arch,
+    projectPath: project.root,
+    ...local,
+  };
+}
+
+/** `datetime.*`: the time of the first use, the same for every template of the command. */
+function datetimeContext(): NonNullable<TemplateContext['datetime']> {
+  const now = new Lazy(() => new Date());
+  const iso = () => (now.get() as Date).toISOString();
+  return {
+    now: new Lazy(iso),
+    today: new Lazy(() => iso().slice(0, 10)),
+    timestamp: new Lazy(() => Math.floor((now.get() as Date).getTime() / 1000)),
+  };
+}
+
 export function selectEnvironment(project: ProjectConfig, options: SelectOptions): SelectedEnvironment {
   const name = options.env ?? project.defaultEnvironment;
   const environment = project.environments.find((e) => e.name === name);
@@ -87,7 +114,9 @@ export function selectEnvironment(project: ProjectConfig, options: SelectOptions
     project: { name: project.name },
     environment: { name: environment.name },
     var: variables,
-    local,
+    local: fullLocal(local, project),
+    git: gitContext(project.root),
+    datetime: datetimeContext(),
   } as unknown as TemplateContext;
   const namespace = String(
     environment.defaultNamespace === undefined
@@ -184,9 +213,15 @@ export function createTemplateContext(
 ): TemplateContext {
   return {
     project: { name: project.name },
-    environment: { name: environment.name, namespace: environment.namespace },
+    environment: {
+      name: environment.name,
+      namespace: environment.namespace,
+      fullName: `${environment.namespace}.${environment.name}`,
+    },
     var: environment.variables,
-    local,
+    local: fullLocal(local, project),
+    git: gitContext(project.root),
+    datetime: datetimeContext(),
   };
 }
 
@@ -204,7 +239,8 @@ export function resolveActionSpec(
   context: TemplateContext,
   options?: ResolveOptions,
 ): unknown {
-  return resolveTemplates(action.spec, context, (p) => action.locate(['spec', ...p]), options);
+  const own = { ...context, this: { name: action.name, kind: action.kind, mode: 'default' } };
+  return resolveTemplates(action.spec, own, (p) => action.locate(['spec', ...p]), options);
 }
 
 /** Whether a provider entry applies to an environment. */

@@ -54,7 +54,9 @@ export interface ProviderEntry {
   locate: Locate;
 }
 
-export type VariableValue = string | number | boolean;
+/** A variable: a YAML value (a list or a mapping too); strings may hold templates. */
+export type VariableValue =
+  string | number | boolean | null | VariableValue[] | { [key: string]: VariableValue };
 
 export interface ProjectConfig {
   name: string;

@@ -34,7 +34,15 @@ export const variableNamePattern = '^[A-Za-z_][A-Za-z0-9_-]*$';
 /** `500ms`, `30s`, `5m`, `1h`; a bare number is seconds. */
 export const timeoutPattern = '^[0-9]+(ms|s|m|h)$';
 
-const VariableValueSchema = Type.Union([Type.String(), Type.Number(), Type.Boolean()]);
+/** Any YAML value: strings, numbers, booleans, null, lists and mappings (Garden's structured variables). */
+const VariableValueSchema = Type.Union([
+  Type.String(),
+  Type.Number(),
+  Type.Boolean(),
+  Type.Null(),
+  Type.Array(Type.Unknown()),
+  Type.Record(AnyKey(), Type.Unknown()),
+]);
 
 const variablesSchema = (description: string) =>
   Type.Record(AnyKey(), VariableValueSchema, {

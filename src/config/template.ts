@@ -1,118 +1,149 @@
 /**
- * Template expressions `${…}` in configuration values (docs/design.md#configuration): `project.name`,
- * `environment.name`, `environment.namespace`, `var.<name>`, `local.username`,
- * `local.env.<NAME>`, `actions.<kind>.<name>.outputs.<key>`. `$${` is a literal `${`.
- * A string that is exactly one expression keeps the value's type (a number stays a number).
+ * Template expressions `${…}` in configuration values: Garden's template language
+ * (docs/templates.md; the language itself is in config/expressions/, the contexts in
+ * template-context.ts). `$${` is a literal `${`. A string that is exactly one expression keeps
+ * the value's type (a number stays a number, a list a list).
  */
 import { TendError } from '../errors.js';
 import type { SourceLocation } from '../errors.js';
-import { closestName } from '../suggest.js';
 import type { ConfigProblem } from './diagnostics.js';
+import { evaluateTemplate, Missing, stringify, TemplateEvaluationError } from './expressions/evaluate.js';
+import type { Scope } from './expressions/evaluate.js';
+import { TemplateFunctionError } from './expressions/functions.js';
+import { resolveValue, StructureError, structuralKeys } from './expressions/structure.js';
+import type { ValueResolver } from './expressions/structure.js';
+import { eachLookup, parseTemplateString, TemplateSyntaxError } from './expressions/syntax.js';
+import type { Expression, Template } from './expressions/syntax.js';
 import type { ConfigPath } from './project.js';
+import {
+  actionKindsLower,
+  actionReferenceProblem,
+  gardenRoots,
+  scopeOf,
+  templateRoots,
+} from './template-context.js';
+import type { TemplateContext } from './template-context.js';
 
-export interface TemplateContext {
-  project: { name: string };
-  environment: { name: string; namespace: string };
-  var: Record<string, unknown>;
-  local: { username: string; env: Record<string, string | undefined> };
-  /** Outputs of actions that have run, by lower-case kind then name: `actions.build.api.outputs.image`. */
-  actions?: Record<string, Record<string, { outputs: Record<string, string> }>>;
-}
+export type { TemplateContext } from './template-context.js';
+export { templateRoots } from './template-context.js';
 
 export interface ResolveOptions {
   /** Leave `${actions.…}` expressions as they are (to check everything else before anything has run). */
   keepActionOutputs?: boolean;
 }
 
-type Part = { literal: string } | { expression: string; path: string[] };
+type Lookup = Extract<Expression, { type: 'lookup' }>;
 
-const expressionPattern = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
-export const templateRoots = ['project', 'environment', 'var', 'local', 'actions'] as const;
-const actionKindsLower = ['build', 'deploy', 'test', 'run'];
+/** Parsed templates by text: the same strings are resolved for every action and command. */
+const parsed = new Map<string, Template>();
+const parsedLimit = 10_000;
 
-/** The parts of a string: literal text and expressions. Throws a plain Error with the reason. */
-export function parseTemplate(text: string): Part[] {
-  const parts: Part[] = [];
-  let literal = '';
-  let i = 0;
-  while (i < text.length) {
-    if (text.startsWith('$${', i)) {
-      literal += '${';
-      i += 3;
-    } else if (text.startsWith('${', i)) {
-      const end = text.indexOf('}', i + 2);
-      if (end < 0)
-        throw new Error(`unterminated template expression "${text.slice(i)}"; expected a closing "}"`);
-      const expression = text.slice(i + 2, end).trim();
-      if (!expressionPattern.test(expression)) {
-        throw new Error(
-          `invalid template expression "\${${text.slice(i + 2, end)}}"; expected a dotted key such as \${var.name}`,
-        );
-      }
-      if (literal) parts.push({ literal });
-      literal = '';
-      parts.push({ expression, path: expression.split('.') });
-      i = end + 1;
-    } else {
-      literal += text[i];
-      i++;
-    }
+/** A string's template, parsed once. Throws TemplateSyntaxError. */
+function templateOf(text: string): Template {
+  let template = parsed.get(text);
+  if (template === undefined) {
+    template = parseTemplateString(text);
+    if (parsed.size >= parsedLimit) parsed.clear();
+    parsed.set(text, template);
   }
-  if (literal || parts.length === 0) parts.push({ literal });
-  return parts;
+  return template;
 }
 
 /**
- * Resolves every template expression in a value (deeply), returning a new value.
- * @param locate the position of a string inside `value`, for errors
+ * The parts of a string: literal text and expressions as written (`path` when the expression is
+ * a plain dotted key). Throws a plain Error with the reason.
  */
-export function resolveTemplates<T>(
-  value: T,
-  context: TemplateContext,
-  locate: (path: ConfigPath) => SourceLocation,
-  options: ResolveOptions = {},
-): T {
-  return walk(value, [], (text, path) => resolveString(text, context, options, () => locate(path))) as T;
+export function parseTemplate(
+  text: string,
+): ({ literal: string } | { expression: string; path?: string[] })[] {
+  const template = templateOf(text);
+  const parts = template.parts.map((part) => {
+    if (part.type === 'text') return { literal: part.text };
+    const inner = part.source.slice(2, -1).trim();
+    const lookup =
+      part.type === 'expression' && part.expression.type === 'lookup' ? part.expression : undefined;
+    const dotted = lookup?.path.every((s) => typeof s === 'string');
+    return dotted
+      ? { expression: inner, path: [lookup!.root, ...(lookup!.path as string[])] }
+      : { expression: inner };
+  });
+  return parts.length > 0 ? parts : [{ literal: '' }];
 }
 
-/** Whether any string in the value holds a template expression (`${`, an escaped `$${` too). */
+/** Whether a value holds a template expression (`${`, an escaped `$${` too) or a structural operator. */
 export function containsTemplate(value: unknown): boolean {
   if (typeof value === 'string') return value.includes('${');
   if (Array.isArray(value)) return value.some(containsTemplate);
-  if (value !== null && typeof value === 'object') return Object.values(value).some(containsTemplate);
+  if (value !== null && typeof value === 'object') {
+    return Object.entries(value).some(
+      ([key, item]) => structuralKeys.includes(key) || containsTemplate(item),
+    );
+  }
   return false;
+}
+
+/**
+ * Each string of a value that holds `${`, with its path (made only for those: most strings hold
+ * none, and this runs over every action's spec when loading).
+ */
+function eachTemplateString(
+  value: unknown,
+  onString: (text: string, path: ConfigPath) => void,
+  path: (string | number)[] = [],
+): void {
+  if (typeof value === 'string') {
+    if (value.includes('${')) onString(value, [...path]);
+  } else if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      path.push(i);
+      eachTemplateString(value[i], onString, path);
+      path.pop();
+    }
+  } else if (value !== null && typeof value === 'object') {
+    for (const key in value) {
+      path.push(key);
+      eachTemplateString((value as Record<string, unknown>)[key], onString, path);
+      path.pop();
+    }
+  }
+}
+
+/** Every lookup in the templates of a value; a malformed template is skipped (loading reports it). */
+function eachValueLookup(value: unknown, onLookup: (lookup: Lookup, path: ConfigPath) => void): void {
+  eachTemplateString(value, (text, path) => {
+    let template: Template;
+    try {
+      template = templateOf(text);
+    } catch {
+      return;
+    }
+    eachLookup(template, (lookup) => onLookup(lookup, path));
+  });
+}
+/** `build.api` for a lookup of an action output with a static kind and name. */
+function staticActionReference(lookup: Lookup): string | undefined {
+  const [kind, name] = lookup.path;
+  if (lookup.root !== 'actions' || typeof kind !== 'string' || typeof name !== 'string') return undefined;
+  return `${kind}.${name}`;
 }
 
 /** Action references (`build.api`) used in `${actions.<kind>.<name>.outputs.<key>}` expressions. */
 export function findActionReferences(value: unknown): string[] {
   const refs = new Set<string>();
-  eachExpression(value, (path) => {
-    if (path[0] === 'actions' && path.length >= 3) refs.add(`${path[1]}.${path[2]}`);
+  eachValueLookup(value, (lookup) => {
+    const ref = staticActionReference(lookup);
+    if (ref !== undefined) refs.add(ref);
   });
   return [...refs];
 }
 
-/** Variables (`port`) read by `${var.<name>}` expressions, added to `into`. */
+/** Variables (`port`) read by `${var.<name>}` (or `${variables.<name>}`) expressions, added to `into`. */
 export function findVariableReferences(value: unknown, into: Set<string>): Set<string> {
-  eachExpression(value, (path) => {
-    if (path[0] === 'var' && path[1] !== undefined) into.add(path[1]);
+  eachValueLookup(value, (lookup) => {
+    const [name] = lookup.path;
+    if ((lookup.root === 'var' || lookup.root === 'variables') && typeof name === 'string') into.add(name);
   });
   return into;
-}
-
-/** The dotted path of every expression in a value; a malformed one is skipped (loading reports it). */
-function eachExpression(value: unknown, onExpression: (path: readonly string[]) => void): void {
-  walk(value, [], (text) => {
-    if (!text.includes('${')) return text;
-    let parts: Part[];
-    try {
-      parts = parseTemplate(text);
-    } catch {
-      return text;
-    }
-    for (const part of parts) if ('expression' in part) onExpression(part.path);
-    return text;
-  });
 }
 
 /** A template reference to an action output, found when loading (for the graph and for checks). */
@@ -121,9 +152,11 @@ export interface TemplateActionReference {
   path: ConfigPath;
 }
 
+const allRoots: readonly string[] = [...templateRoots, ...gardenRoots];
+
 /**
- * Checks the syntax of every expression in a value without resolving: unterminated or malformed
- * expressions, unknown roots, malformed action output references. Used when loading.
+ * Checks the syntax of every expression in a value without resolving: malformed expressions,
+ * unknown roots, malformed action output references. Used when loading.
  */
 export function checkTemplateSyntax(
   value: unknown,
@@ -132,182 +165,161 @@ export function checkTemplateSyntax(
 ): { problems: ConfigProblem[]; actionReferences: TemplateActionReference[] } {
   const problems: ConfigProblem[] = [];
   const actionReferences: TemplateActionReference[] = [];
-  walk(value, [], (text, relative) => {
-    if (!text.includes('${')) return text;
-    const path = [...basePath, ...relative];
-    const fail = (message: string) =>
-      problems.push({ code: 'TEND_TEMPLATE', message, location: locate(path) });
-    let parts: Part[];
+  const fail = (message: string, relative: ConfigPath) =>
+    problems.push({ code: 'TEND_TEMPLATE', message, location: locate([...basePath, ...relative]) });
+  const checkLookup = (lookup: Lookup, relative: ConfigPath) => {
+    if (!allRoots.includes(lookup.root)) {
+      fail(
+        `unknown template key "${lookup.text}"; available: ${templateRoots.join(', ')}\n` +
+          `  (and Garden's: ${gardenRoots.join(', ')}; see docs/templates.md)`,
+        relative,
+      );
+      return;
+    }
+    if (lookup.root !== 'actions') return;
+    const ref = staticActionReference(lookup);
+    if (lookup.path.every((s) => typeof s === 'string')) {
+      const problem = actionReferenceProblem(['actions', ...(lookup.path as string[])]);
+      if (problem) fail(problem, relative);
+      else actionReferences.push({ ref: ref!, path: [...basePath, ...relative] });
+    } else if (typeof lookup.path[0] === 'string' && !actionKindsLower.includes(lookup.path[0])) {
+      fail(
+        `unknown action kind "${lookup.path[0]}" in "${lookup.text}"; expected one of: ${actionKindsLower.join(', ')}`,
+        relative,
+      );
+    } else if (ref !== undefined) {
+      actionReferences.push({ ref, path: [...basePath, ...relative] });
+    }
+  };
+  eachTemplateString(value, (text, relative) => {
+    let template: Template;
     try {
-      parts = parseTemplate(text);
+      template = templateOf(text);
     } catch (error) {
-      fail((error as Error).message);
-      return text;
+      fail((error as Error).message, relative);
+      return;
     }
-    for (const part of parts) {
-      if (!('expression' in part)) continue;
-      const root = part.path[0] ?? '';
-      if (!(templateRoots as readonly string[]).includes(root)) {
-        fail(`unknown template key "${part.expression}"; available: ${templateRoots.join(', ')}`);
-      } else if (root === 'actions') {
-        const problem = actionReferenceProblem(part.path);
-        if (problem) fail(problem);
-        else actionReferences.push({ ref: `${part.path[1]}.${part.path[2]}`, path });
-      }
-    }
-    return text;
+    eachLookup(template, (lookup) => checkLookup(lookup, relative));
   });
   return { problems, actionReferences };
 }
 
-function actionReferenceProblem(path: string[]): string | undefined {
-  const [, kind, , outputs, , ...extra] = path;
-  if (path.length < 5 || outputs !== 'outputs' || extra.length > 0) {
-    return (
-      `invalid action output reference "${path.join('.')}"; ` +
-      'expected actions.<kind>.<name>.outputs.<key> (e.g. actions.build.api.outputs.image)'
-    );
-  }
-  if (!actionKindsLower.includes(kind ?? '')) {
-    return `unknown action kind "${kind}" in "${path.join('.')}"; expected one of: ${actionKindsLower.join(', ')}`;
-  }
-  return undefined;
+/** Whether a value's templates read action outputs. */
+function readsActionOutputs(value: unknown): boolean {
+  let reads = false;
+  eachValueLookup(value, (lookup) => {
+    if (lookup.root === 'actions') reads = true;
+  });
+  return reads;
 }
 
-function walk(
-  value: unknown,
-  path: (string | number)[],
-  onString: (text: string, path: ConfigPath) => unknown,
-): unknown {
-  if (typeof value === 'string') return onString(value, path);
-  if (Array.isArray(value)) return value.map((item, i) => walk(item, [...path, i], onString));
+/** Which parts of a template read action outputs, found once per template. */
+const keptPartsOf = new WeakMap<Template, boolean[]>();
+function keptParts(template: Template): boolean[] {
+  let kept = keptPartsOf.get(template);
+  if (!kept) {
+    kept = template.parts.map((part) => {
+      let reads = false;
+      if (part.type !== 'text') {
+        eachLookup({ parts: [part], optional: false }, (lookup) => {
+          if (lookup.root === 'actions') reads = true;
+        });
+      }
+      return reads;
+    });
+    keptPartsOf.set(template, kept);
+  }
+  return kept;
+}
+
+/** `${` as `$${`, deeply: a value left partly resolved is resolved again later. */
+function escapeTemplates(value: unknown): unknown {
+  if (typeof value === 'string') return value.replaceAll('${', () => '$${');
+  if (Array.isArray(value)) return value.map(escapeTemplates);
   if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [key, item] of Object.entries(value)) out[key] = walk(item, [...path, key], onString);
-    return out;
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, escapeTemplates(v)]));
   }
   return value;
 }
 
-function resolveString(
-  text: string,
-  context: TemplateContext,
-  options: ResolveOptions,
-  where: () => SourceLocation,
-): unknown {
+/** A string's value; errors are plain (TemplateSyntaxError, TemplateEvaluationError, …). */
+function evaluateString(text: string, scope: Scope): unknown {
   if (!text.includes('${')) return text;
-  let parts: Part[];
-  try {
-    parts = parseTemplate(text);
-  } catch (error) {
-    throw new TendError('TEND_TEMPLATE', (error as Error).message, { location: where() });
-  }
-  const keep = (part: Part) =>
-    options.keepActionOutputs && 'expression' in part && part.path[0] === 'actions';
-  const only = parts[0];
-  if (parts.length === 1 && only && 'expression' in only) {
-    return keep(only) ? text : lookup(only.path, context, where);
-  }
-  return parts
-    .map((part) => {
-      if ('literal' in part)
-        return options.keepActionOutputs ? part.literal.replaceAll('${', () => '$${') : part.literal;
-      if (keep(part)) return `\${${part.expression}}`;
-      return String(lookup(part.path, context, where));
+  const template = templateOf(text);
+  const value = evaluateTemplate(template, scope);
+  if (value instanceof Missing) throw new TemplateEvaluationError(value.reason);
+  // A copy: a variable's list or mapping is not to be changed through the spec that holds it.
+  return value !== null && typeof value === 'object' ? structuredClone(value) : value;
+}
+
+/** A string's value in keep-action-outputs mode: those expressions stay as written, the rest is escaped. */
+function evaluateKeepingActionOutputs(text: string, scope: Scope): unknown {
+  if (!text.includes('${')) return text;
+  const template = templateOf(text);
+  const kept = keptParts(template);
+  if (!kept.includes(true)) return escapeTemplates(evaluateString(text, scope));
+  if (template.parts.length === 1) return text;
+  return template.parts
+    .map((part, i) => {
+      if (part.type === 'text') return escapeTemplates(part.text) as string;
+      if (kept[i]) return part.source;
+      return escapeTemplates(stringify(evaluateString(part.source, scope))) as string;
     })
     .join('');
 }
 
-function lookup(path: string[], context: TemplateContext, where: () => SourceLocation): unknown {
-  const fail = (message: string): never => {
-    throw new TendError('TEND_TEMPLATE', message, { location: where() });
-  };
-  const expression = path.join('.');
-  const [root, ...rest] = path;
+const plainResolver: ValueResolver = { string: (text, _path, scope) => evaluateString(text, scope) };
 
-  if (root === 'actions') {
-    const problem = actionReferenceProblem(path);
-    if (problem) fail(problem);
-    const [kind, name, , key] = rest as [string, string, string, string];
-    const action = own(context.actions, kind) ? own(context.actions?.[kind], name) : undefined;
-    const outputs = (action as { outputs?: Record<string, string> } | undefined)?.outputs;
-    if (!outputs) {
-      return fail(
-        `outputs of ${kind}.${name} are not available for "${expression}": it has not run before this action`,
-      );
-    }
-    if (!Object.hasOwn(outputs, key)) {
-      const available = Object.keys(outputs).map((k) => `actions.${kind}.${name}.outputs.${k}`);
-      return fail(
-        `action ${kind}.${name} has no output "${key}"; available: ${available.length > 0 ? available.join(', ') : '(none)'}`,
-      );
-    }
-    return outputs[key];
-  }
-
-  if (root === 'local' && rest[0] === 'env' && rest.length === 2) {
-    const name = rest[1] as string;
-    const value = context.local.env[name];
-    if (value === undefined)
-      return fail(`environment variable "${name}" is not set (used as "${expression}")`);
-    return value;
-  }
-
-  const tree: Record<string, unknown> = {
-    project: context.project,
-    environment: context.environment,
-    var: context.var,
-    local: { username: context.local.username, env: context.local.env },
-  };
-  let current: unknown = tree;
-  for (let i = 0; i < path.length; i++) {
-    const segment = path[i] as string;
-    const prefix = path.slice(0, i).join('.');
-    if (current === null || typeof current !== 'object') {
-      return fail(`unknown key "${expression}"; "${prefix}" is a value, not a mapping`);
-    }
-    const value = (current as Record<string, unknown>)[segment];
-    if (!Object.hasOwn(current, segment) || value === undefined) {
-      const keys = Object.entries(current)
-        .filter(([, v]) => v !== undefined)
-        .map(([k]) => (prefix ? `${prefix}.${k}` : k));
-      if (i === 0) keys.push('actions');
-      const available = keys.length > 0 ? keys.join(', ') : '(none)';
-      if (root === 'var' && i === 1) {
-        // A typo of a declared variable is that variable misspelt, not a new one to pass.
-        const similar = closestName(
-          segment,
-          Object.keys(current).filter((k) => (current as Record<string, unknown>)[k] !== undefined),
-        );
-        if (similar !== undefined) {
-          return fail(
-            `unknown variable "${expression}"; did you mean "var.${similar}"? available: ${available}`,
-          );
-        }
-        return fail(
-          `unknown variable "${expression}"; available: ${available}; set it with --var ${segment}=<value>, ` +
-            `or in tend.yml under variables: (or environment ${context.environment.name}'s variables:)`,
-        );
-      }
-      if (root === 'local' && path[1] === 'env' && i === 2) return fail(`unknown key "${expression}"`);
-      return fail(`unknown key "${expression}"; available: ${available}`);
-    }
-    current = value;
-  }
-  if (current !== null && typeof current === 'object') {
-    const keys = Object.keys(current).map((k) => `${expression}.${k}`);
-    if (root === 'local' && path.length === 2 && path[1] === 'env')
-      keys.splice(0, keys.length, 'local.env.<NAME>');
-    return fail(
-      `incomplete template expression "${expression}"; expected one of: ${keys.join(', ') || '(none)'}`,
-    );
-  }
-  return current;
+function holdsTemplate(value: unknown): boolean {
+  return containsTemplate(value);
 }
 
-function own(record: unknown, key: string): unknown {
-  if (record === null || typeof record !== 'object' || !Object.hasOwn(record, key)) return undefined;
-  return (record as Record<string, unknown>)[key];
+/** A variable's value with its own templates resolved, in the scope it is read in. */
+function resolveVariable(value: unknown, scope: Scope): unknown {
+  return resolveValue(value, [], scope, plainResolver);
+}
+
+/** A thrown template error as a TendError at the value's location. */
+function asTendError(error: unknown, where: () => SourceLocation): unknown {
+  if (
+    error instanceof TemplateSyntaxError ||
+    error instanceof TemplateEvaluationError ||
+    error instanceof TemplateFunctionError
+  ) {
+    return new TendError('TEND_TEMPLATE', error.message, { location: where() });
+  }
+  return error;
+}
+
+/**
+ * Resolves every template expression and structural operator in a value (deeply), returning a
+ * new value.
+ * @param locate the position of a string inside `value`, for errors
+ */
+export function resolveTemplates<T>(
+  value: T,
+  context: TemplateContext,
+  locate: (path: ConfigPath) => SourceLocation,
+  options: ResolveOptions = {},
+): T {
+  const scope = scopeOf(context, resolveVariable, holdsTemplate);
+  const evaluate = options.keepActionOutputs ? evaluateKeepingActionOutputs : evaluateString;
+  const resolver: ValueResolver = {
+    string(text, path, stringScope) {
+      try {
+        return evaluate(text, stringScope);
+      } catch (error) {
+        throw asTendError(error, () => locate(path));
+      }
+    },
+    ...(options.keepActionOutputs ? { deferred: readsActionOutputs } : {}),
+  };
+  try {
+    return resolveValue(value, [], scope, resolver) as T;
+  } catch (error) {
+    if (error instanceof StructureError) throw asTendError(error, () => locate(error.path));
+    throw error;
+  }
 }
 
 /** `actions.<kind>.<name>.outputs` of a template context, from outputs keyed by reference (`build.api`). */

@@ -1,8 +1,8 @@
 /**
  * Where an environment's variables come from, lowest first: the project's `variables:`, the
  * environment's `variables:`, the environment's `varfiles:` (in order), `--var-file` (in order),
- * then `--var`. A varfile is one YAML mapping of names to strings, numbers or booleans (JSON is
- * YAML too). Also: refusing a `--var` that no configuration reads (a typo would otherwise be
+ * then `--var`. A varfile is one YAML mapping of names to values, lists and mappings too (JSON
+ * is YAML too). Also: refusing a `--var` that no configuration reads (a typo would otherwise be
  * silently ignored).
  */
 import { readFileSync, statSync } from 'node:fs';
@@ -18,7 +18,7 @@ import { readSingleDocument } from './single-document.js';
 import { findVariableReferences } from './template.js';
 import { AnyKey } from '../schema-check.js';
 
-const VarfileSchema = Type.Record(AnyKey(), Type.Union([Type.String(), Type.Number(), Type.Boolean()]));
+const VarfileSchema = Type.Record(AnyKey(), Type.Unknown());
 const variableName = new RegExp(variableNamePattern);
 
 /**
@@ -141,9 +141,14 @@ export function checkVarFlagsRead(
   const keys = Object.keys(flags);
   if (keys.length === 0) return;
   const known = new Set([...Object.keys(project.variables), ...Object.keys(fromVarfiles)]);
+  // Variables read other variables too (`a: ${var.b}`).
+  findVariableReferences([project.variables, fromVarfiles], known);
   for (const environment of project.environments) {
     for (const name of Object.keys(environment.variables)) known.add(name);
-    findVariableReferences([environment.defaultNamespace, environment.pullRequest?.number], known);
+    findVariableReferences(
+      [environment.defaultNamespace, environment.pullRequest?.number, environment.variables],
+      known,
+    );
   }
   for (const provider of project.providers) findVariableReferences(provider.config, known);
   for (const action of actions) findVariableReferences(action.spec, known);

@@ -624,10 +624,9 @@ const cases: Case[] = [
     code: 'TEND_CONFIG_INVALID',
   },
   {
-    name: 'variable of a wrong type',
-    files: { 'tend.yml': project + 'variables:\n  team: [a, b]\n' },
-    error:
-      'tend.yml:6:9: invalid value for variables.team: expected a string, a number or true or false, got a list',
+    name: 'variables that are not a mapping',
+    files: { 'tend.yml': project + 'variables:\n  - team\n' },
+    error: 'tend.yml:6:3: invalid value for variables: expected a mapping, got a list',
     code: 'TEND_CONFIG_INVALID',
   },
   {

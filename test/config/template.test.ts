@@ -121,8 +121,8 @@ describe('resolveTemplates', () => {
     ],
     ['a ${var.team', 'unterminated template expression "${var.team"; expected a closing "}"'],
     [
-      '${var.team + 1}',
-      'invalid template expression "${var.team + 1}"; expected a dotted key such as ${var.name}',
+      '${var.team + }',
+      'invalid template expression "${var.team + }"; expected a value (a key, a literal, a function call or "("), found "}" at offset 13',
     ],
   ])('rejects %s', (template, message) => {
     const error = errorOf(() => resolve({ spec: { list: ['ok', template] } }));

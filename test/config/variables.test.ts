@@ -84,6 +84,7 @@ describe('varfiles', () => {
   });
 
   it('a varfile that is not a mapping of names to values: exit 2 at the line and column', async () => {
+    // A list is a value (structured variables); a name with a space is not a name.
     const root = makeProject({
       'tend.yml': tendYml('[dev.yml]'),
       'dev.yml': 'greeting: hi\nlist: [1, 2]\nbad name: x\n',
@@ -92,9 +93,6 @@ describe('varfiles', () => {
     });
     const bad = await runTend(['validate'], { cwd: root });
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain(
-      'dev.yml:2:7: invalid value for list: expected a string, a number or true or false, got a list',
-    );
     expect(bad.stderr).toContain('dev.yml:3:1: invalid variable name "bad name"');
     writeFileSync(path.join(root, 'dev.yml'), 'greeting: hi\n');
     const two = await runTend(['validate', '--var-file', 'two.yml'], { cwd: root });
