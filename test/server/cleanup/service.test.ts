@@ -588,6 +588,33 @@ describe.each(dialects)('cleanup queue and planning pass on %s', (dialect) => {
     expect(await audit('resource-missing')).toHaveLength(0);
   });
 
+  it('a created event for a uid already recorded as adopted leaves it adopted; the planner blocks it', async () => {
+    const s = session({ user: 'abe', project: 'shop' });
+    const adopted = s.ns('ready', { uid: 'uid-abe', cause: 'observed', detail: { adopted: true } });
+    expect(
+      (await postEvents(f.server, [s.started({ afterInactivity: '8h', action: 'delete' }), adopted]))
+        .statusCode,
+    ).toBe(200);
+    // A later claim of creation for the same uid (a forged or confused session) is no proof.
+    const created = s.ns('ready', { uid: 'uid-abe', cause: 'created' });
+    expect((await postEvents(f.server, [created, s.completed()])).statusCode).toBe(200);
+    const ownership = await f.server.database.db
+      .selectFrom('resources')
+      .select('ownership')
+      .where('namespace_name', '=', s.namespace)
+      .execute();
+    expect(ownership.map((r) => r.ownership)).toEqual(['adopted']);
+    expect((await f.call('POST', '/api/v1/cleanup/enforce', { project: 'shop' })).status).toBe(200);
+    f.advance(9 * hour);
+    await f.report('e1', [f.item(s.namespace, 'uid-abe')]);
+    await cleanup().pass.run();
+    const plan = await f.call('GET', '/api/v1/cleanup/plan', undefined, f.server.tokens.read);
+    expect(plan.body.items).toEqual([
+      expect.objectContaining({ namespace: s.namespace, kind: 'blocked', reason: 'adopted' }),
+    ]);
+    expect((await claim('e1')).body.jobs).toEqual([]);
+  });
+
   it('a job cannot be reported done before it was started', async () => {
     await idleEnvironment('ivy');
     await cleanup().pass.run();
