@@ -535,6 +535,26 @@ describe.each(dialects)('cleanup queue and planning pass on %s', (dialect) => {
     expect(await audit('resource-missing')).toHaveLength(1);
   });
 
+  it('a namespace an inventory found missing stays missing when it is listed again', async () => {
+    const env = await f.environment({ user: 'dana' });
+    const other = await f.environment({ user: 'otto' });
+    const stays = f.item(other.namespace, 'uid-otto');
+    await f.report('e1', [f.item(env.namespace, 'uid-dana'), stays]);
+    // Gone from a complete list (not every recorded namespace at once: not suspect).
+    await f.report('e1', [stays]);
+    const detail = async () =>
+      (await f.call('GET', `/api/v1/environments/${env.id}`, undefined, f.server.tokens.read)).body;
+    expect((await detail()).resources[0].state).toBe('missing');
+    // Listed again (a namespace deleted by tend is still listed while it terminates).
+    f.advance(30_000);
+    await f.report('e1', [f.item(env.namespace, 'uid-dana', { state: 'terminating' }), stays]);
+    f.advance(30_000);
+    await f.report('e1', [f.item(env.namespace, 'uid-dana'), stays]);
+    expect((await detail()).resources[0].state).toBe('missing');
+    expect((await detail()).environment.state).toBe('cleaned');
+    expect(await audit('resource-restored')).toHaveLength(0);
+  });
+
   it('a complete inventory of a host covers the local environments of every path on it', async () => {
     const s = session({ user: 'lou', project: 'shop' });
     const ns = s.ns('ready', { uid: 'uid-lou' });
