@@ -245,6 +245,33 @@ describe('kubernetes verifyAndClean', () => {
     expect(exists(handle.sim, 'vc-down')).toBe(true);
   });
 
+  it('a 403 on the DELETE fails the job (retried later) and deletes nothing', async () => {
+    const ns = seedNamespace(handle.sim, 'vc-forbidden');
+    handle.sim.faults.add({ type: 'error', status: 403, verb: 'delete', resource: 'namespaces' });
+    const { ctx } = context();
+    await expect(cleanup.verifyAndClean(ctx, target, jobFor(handle.sim, ns))).rejects.toMatchObject({
+      code: 'TEND_K8S_FORBIDDEN',
+      message: expect.stringMatching(/could not delete namespace vc-forbidden/),
+    });
+    expect(exists(handle.sim, 'vc-forbidden')).toBe(true);
+  });
+
+  it('a job that asks for an archive, at an executor that cannot send one, fails and deletes nothing', async () => {
+    const ns = seedNamespace(handle.sim, 'vc-no-archive');
+    const { ctx } = context();
+    expect(ctx.archive).toBeUndefined();
+    await expect(
+      cleanup.verifyAndClean(ctx, target, jobFor(handle.sim, ns, { archive: 'objects' })),
+    ).rejects.toMatchObject({
+      code: 'TEND_ARCHIVE',
+      message: expect.stringMatching(/cannot send one; not deleted/),
+    });
+    expect(exists(handle.sim, 'vc-no-archive')).toBe(true);
+    expect(
+      handle.sim.requests.list().some((r) => r.verb === 'delete' && r.namespace === 'vc-no-archive'),
+    ).toBe(false);
+  });
+
   it('refuses a job for another cluster', async () => {
     const ns = seedNamespace(handle.sim, 'vc-other-cluster');
     const { ctx } = context();

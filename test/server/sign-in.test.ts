@@ -325,7 +325,7 @@ describe('sign in through an OpenID provider', () => {
     expect(await bare.text()).toContain('this sign-in expired or was started in another browser');
   });
 
-  it('refuses an expired ID token, one signed by another key, and one for another client', async () => {
+  it('refuses an expired ID token, one signed by another key, one for another client, and one with another nonce', async () => {
     const now = Math.floor(Date.now() / 1000);
     const cases: { tamper: (token: string) => string; expected: RegExp }[] = [
       {
@@ -347,6 +347,20 @@ describe('sign in through an OpenID provider', () => {
       expect(reason).toMatch(expected);
       await context.close();
     }
+    // Each sign-in has its own nonce: the token of an earlier one (its nonce), signed by the
+    // provider for this client, is refused in another.
+    let earlierNonce: unknown;
+    provider.tamperIdToken = (t) => ((earlierNonce = claimsOf(t).nonce), t);
+    const earlier = await answerOf('alice');
+    expect((await deliver(earlier.callback, await signInCookieOf())).status).toBe(303);
+    await context.close();
+    provider.tamperIdToken = (t) => provider.signAsProvider({ ...claimsOf(t), nonce: earlierNonce });
+    const replayed = await answerOf('alice');
+    const refused = await deliver(replayed.callback, await signInCookieOf());
+    const reason = failure(await refused.text());
+    expect(refused.status, reason).toBe(401);
+    expect(reason).toMatch(/"nonce" claim value/);
+    await context.close();
     // Untampered, the same sign-in succeeds: the refusals were the tokens'.
     provider.tamperIdToken = undefined;
     const { callback } = await answerOf('alice');

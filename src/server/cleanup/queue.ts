@@ -180,10 +180,16 @@ export class DatabaseCleanupQueue implements CleanupQueue {
         `only a restore job reports events; job ${jobId.slice(0, 64)} is a ${job.action} job`,
       );
     }
+    // A restore that can never succeed fails for good; any other failure is retried.
+    const permanent =
+      body.outcome === 'failed' && job.action === 'restore'
+        ? await this.restores.permanentFailure(job, body.events)
+        : undefined;
     const retry =
-      body.outcome === 'failed' && job.attempts < this.settings.maxAttempts
+      body.outcome === 'failed' && !permanent && job.attempts < this.settings.maxAttempts
         ? new Date(now.getTime() + retryBackoffMs(Math.max(1, job.attempts)))
         : undefined;
+    const message = permanent ? `${body.message}; not retried: ${permanent}` : body.message;
     const action =
       body.outcome === 'done'
         ? 'cleanup-done'
@@ -196,10 +202,10 @@ export class DatabaseCleanupQueue implements CleanupQueue {
       job,
       executorId: body.executorId,
       outcome: body.outcome,
-      message: body.message,
+      message,
       retryAt: retry,
       now,
-      audit: jobAudit(job, action, `executor:${body.executorId}`, body.message, {
+      audit: jobAudit(job, action, `executor:${body.executorId}`, message, {
         attempts: job.attempts,
         ...(retry ? { retryAt: retry.toISOString() } : {}),
       }),

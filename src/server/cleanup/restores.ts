@@ -28,6 +28,13 @@ import { jobAudit } from './audits.js';
 /** The event types a restore session may report: its own life and the namespaces it touched. */
 const restoreEventTypes = new Set(['sessionStarted', 'sessionCompleted', 'sessionFailed', 'namespaceStatus']);
 
+/** Refusals of a restore session that a retry cannot change. */
+const permanentRefusals = new Set<string>([
+  'TEND_ARCHIVE',
+  'TEND_K8S_NAMESPACE_OTHER_PROJECT',
+  'TEND_K8S_SYSTEM_NAMESPACE',
+]);
+
 export class RestoreJobs {
   constructor(
     private readonly db: Kysely<Database>,
@@ -146,6 +153,30 @@ export class RestoreJobs {
     );
     if (present) {
       return `namespace ${job.namespace_name} is recorded as present again (a deploy since the cleanup)`;
+    }
+    return undefined;
+  }
+
+  /**
+   * Why a failed restore job can never succeed, so that it fails for good instead of being
+   * retried, or undefined (a transient failure): its archive cannot be read back (tampered,
+   * sealed with another key, expired), or its session was refused by something a retry does not
+   * change (the namespace is another project's or shared infrastructure). `events` were checked
+   * by `record`.
+   */
+  async permanentFailure(job: CleanupJobRow, events: unknown[] | undefined): Promise<string | undefined> {
+    const refused = (events as TendEvent[] | undefined)?.find(
+      (e) => e.type === 'sessionFailed' && permanentRefusals.has(e.payload.error.code),
+    );
+    if (refused?.type === 'sessionFailed') return `the restore was refused (${refused.payload.error.code})`;
+    try {
+      await this.archives.restorable(job.environment_id, this.now());
+    } catch (error) {
+      const code = error instanceof TendError ? error.code : undefined;
+      if (code === 'TEND_ARCHIVE' || code === 'TEND_ARCHIVE_NOT_FOUND') {
+        return `its archive cannot be restored: ${(error as Error).message}`;
+      }
+      throw error;
     }
     return undefined;
   }

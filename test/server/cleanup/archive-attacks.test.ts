@@ -9,7 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   compressArchive,
   type ArchivedObject,
@@ -376,3 +376,108 @@ it('an executor denied a kind it archives does not delete; denied only Secrets, 
     await st.stop();
   }
 }, 120_000);
+
+describe.each(dialects)('an archive read back, on %s', (dialect) => {
+  let f: CleanupFixture;
+  beforeEach(async () => {
+    f = await cleanupFixture(dialect, 10, {
+      cleanup: {
+        intervalMs: 30_000,
+        maxPerPass: 10,
+        archive: { retentionMs: 7 * 86_400_000, maxBytes: 64 * 1024, key },
+      },
+    });
+  });
+  afterEach(async () => {
+    await f.close();
+  });
+
+  /** Two idle environments of `shop`; the first one's delete job archives it and deletes it. */
+  async function archivedAndCleaned() {
+    const alice = await f.environment({ user: 'alice' });
+    const bob = await f.environment({ user: 'bob' });
+    await f.call('POST', '/api/v1/cleanup/enforce', { project: 'shop' });
+    f.advance(9 * 3_600_000);
+    await f.report('e1', [f.item('shop-alice', 'uid-alice')]);
+    await f.server.app.cleanup.pass.run();
+    const claimed = await f.call(
+      'POST',
+      '/api/v1/cleanup/jobs/claim',
+      { executorId: 'e1', targetKeys: [target], max: 1 },
+      f.server.tokens.agent,
+    );
+    const job = claimed.body.jobs.find((j: { namespaceName: string }) => j.namespaceName === 'shop-alice');
+    const agent = (url: string, payload?: object) =>
+      f.server.app.inject({
+        method: 'POST',
+        url,
+        headers: {
+          ...f.server.auth(f.server.tokens.agent),
+          ...(payload ? {} : { 'content-type': 'application/gzip' }),
+        },
+        payload: payload ?? compressArchive(archiveOf('shop-alice', 'uid-alice')),
+      });
+    expect((await agent(`/api/v1/cleanup/jobs/${job.id}/start`, { executorId: 'e1' })).statusCode).toBe(200);
+    expect((await agent(`/api/v1/cleanup/jobs/${job.id}/archive?executorId=e1`)).statusCode).toBe(200);
+    const done = await agent(`/api/v1/cleanup/jobs/${job.id}/complete`, {
+      executorId: 'e1',
+      outcome: 'done',
+      message: 'deleted',
+    });
+    expect(done.statusCode).toBe(200);
+    return { alice, bob };
+  }
+
+  it("an archive moved to another environment's id fails authentication", async () => {
+    const { alice, bob } = await archivedAndCleaned();
+    expect((await f.call('GET', `/api/v1/environments/${alice.id}/archive`)).status).toBe(200);
+    // Someone with the database gives alice's archive (Secrets and all) to bob's environment.
+    await f.server.database.db
+      .updateTable('environment_archives')
+      .set({ environment_id: bob.id, environment: 'dev' })
+      .where('environment_id', '=', alice.id)
+      .execute();
+    const moved = await f.call('GET', `/api/v1/environments/${bob.id}/archive`);
+    expect(moved.status).toBe(422);
+    expect(moved.body.error).toMatchObject({
+      code: 'TEND_ARCHIVE',
+      message: expect.stringMatching(/fails authentication/),
+    });
+  });
+
+  it('an expired archive is not found (404) before it is pruned', async () => {
+    const { alice } = await archivedAndCleaned();
+    f.advance(7 * 86_400_000 + 1000);
+    const expired = await f.call('GET', `/api/v1/environments/${alice.id}/archive`);
+    expect(expired.status).toBe(404);
+    expect(expired.body.error.code).toBe('TEND_ARCHIVE_NOT_FOUND');
+    expect(
+      (await f.call('POST', `/api/v1/environments/${alice.id}/restore`, { into: 'shop-alice-back' })).status,
+    ).toBe(404);
+    // Still stored: no prune ran, the read alone refuses it.
+    expect(await countRows(f.server.database.db, 'environment_archives')).toBe(1);
+  });
+
+  it('an archive sealed with another key is refused when a restore is asked for, before a job exists', async () => {
+    const { alice } = await archivedAndCleaned();
+    await f.server.database.db
+      .updateTable('environment_archives')
+      .set({ key_fingerprint: 'sha256:0123456789abcdef' })
+      .where('environment_id', '=', alice.id)
+      .execute();
+    const asked = await f.call('POST', `/api/v1/environments/${alice.id}/restore`, {
+      into: 'shop-alice-back',
+    });
+    expect(asked.status).toBe(422);
+    expect(asked.body.error).toMatchObject({
+      code: 'TEND_ARCHIVE',
+      message: expect.stringMatching(/was sealed with archive key sha256:0123456789abcdef/),
+    });
+    const restoreJobs = await f.server.database.db
+      .selectFrom('cleanup_jobs')
+      .select('id')
+      .where('action', '=', 'restore')
+      .execute();
+    expect(restoreJobs).toEqual([]);
+  });
+});

@@ -38,6 +38,24 @@ describe('the planning clock', () => {
     expect(c.clock.now().getTime()).toBe(c.wall());
   });
 
+  it('sees a step just above 60 s plus 1 % of the time elapsed, in either direction, and none just below', () => {
+    for (const elapsed of [0, 10 * hour]) {
+      const tolerance = 60_000 + elapsed / 100;
+      for (const sign of [1, -1]) {
+        const c = clocks();
+        c.clock.check();
+        c.pass(elapsed);
+        c.step(sign * tolerance);
+        expect(c.clock.check(), `${sign * tolerance} ms after ${elapsed} ms`).toBeUndefined();
+        c.pass(elapsed);
+        c.step(sign * (tolerance + 1));
+        expect(c.clock.check(), `${sign * (tolerance + 1)} ms after ${elapsed} ms`).toMatchObject({
+          ms: sign * (tolerance + 1),
+        });
+      }
+    }
+  });
+
   it('reports a forward step once and plans on the wall clock less it from then on', () => {
     const c = clocks();
     c.clock.check();

@@ -176,6 +176,28 @@ describe('planner', () => {
     ]);
   });
 
+  it('caps new jobs per pass above 1,000 too, oldest due first', () => {
+    const count = 1_010;
+    const s = goodSnapshot(count);
+    s.activeEnvironments.set('shop', 10 * count);
+    // Due at different times, in no order: environment i idle since 24 h + (i * 7919 mod count) s.
+    for (let i = 0; i < count; i++) {
+      s.environments.get(`env-${i}`)!.lastActivityAt = now - 24 * hour - ((i * 7919) % count) * 1000;
+    }
+    const capped = { ...settings, maxPerPass: 1_003 };
+    const result = plan(s, now, capped);
+    expect(checkPlan(s, now, capped, result)).toEqual([]);
+    expect(result.newJobs).toHaveLength(1_003);
+    const idleSince = (resourceId: string) =>
+      s.environments.get(resourceId.replace('res-', 'env-'))!.lastActivityAt;
+    const chosen = result.newJobs.map((d) => idleSince(d.resourceId));
+    expect(chosen).toEqual([...chosen].sort((a, b) => a - b));
+    const left = result.decisions.filter((d) => d.reason === 'cap-reached');
+    expect(left).toHaveLength(7);
+    // Every decision left for the next pass came due after every one chosen.
+    expect(Math.min(...left.map((d) => idleSince(d.resourceId)))).toBeGreaterThan(Math.max(...chosen));
+  });
+
   it('opens the breaker when more than half of a project, and at least 3, are due at once', () => {
     const s = goodSnapshot(3);
     s.activeEnvironments.set('shop', 5);
@@ -287,6 +309,46 @@ describe('planner', () => {
     expect(decide({ lastActivityAt: now - 24 * hour, afterMs: null }).kind).toBe('due');
     // Idle past its own wait too: due.
     expect(decide({ lastActivityAt: now - 24 * hour }).kind).toBe('due');
+  });
+
+  it('clean up now of a namespace another record holds without a policy is blocked (held-elsewhere)', () => {
+    const s = goodSnapshot();
+    const r = s.resources[0]!;
+    // Neither record has a policy: nothing says when the other one is done with the namespace.
+    env0(s).policy = null;
+    s.enforcedPolicies.clear();
+    s.holders = new Map([
+      [
+        namespaceKey(r.targetKey, r.namespaceName),
+        [
+          {
+            environmentId: 'env-0',
+            project: 'shop',
+            name: 'dev',
+            protected: false,
+            keepAliveUntil: null,
+            lastActivityAt: now - 30 * 24 * hour,
+            afterMs: null,
+            sessionAt: null,
+          },
+          {
+            environmentId: 'env-bob',
+            project: 'shop',
+            name: 'bob',
+            protected: false,
+            keepAliveUntil: null,
+            lastActivityAt: now - 30 * 24 * hour,
+            afterMs: null,
+            sessionAt: null,
+          },
+        ],
+      ],
+    ]);
+    const result = plan(s, now, settings, { mode: 'now', only: new Set(['env-0']) });
+    expect(result.newJobs).toEqual([]);
+    expect(result.decisions[0]).toMatchObject({ kind: 'blocked', reason: 'held-elsewhere' });
+    expect(result.decisions[0]!.sentence).toContain('shop/bob holds it too and has no cleanup policy');
+    expect(checkPlan(s, now, settings, result, 'now')).toEqual([]);
   });
 
   it('tells when an earlier decision reads the same, without building sentences', () => {

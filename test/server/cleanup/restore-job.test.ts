@@ -7,10 +7,13 @@
  * a namespace that exists again (recorded, or created behind tend's back), a protected name,
  * forged session events from an executor, an executor that does not know restores.
  */
+import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defaultClaimedActions } from '../../../src/cleanup/protocol.js';
+import { archiveKeyOf } from '../../../src/server/cleanup/archive-key.js';
 import { HttpCleanupQueue } from '../../../src/executor/http-queue.js';
 import { CleanupExecutor } from '../../../src/executor/executor.js';
 import type { CleanupQueue } from '../../../src/cleanup/protocol.js';
@@ -352,6 +355,15 @@ describe.each(dialects)('restore jobs on %s', (dialect) => {
         what,
       ).rejects.toThrow(/events\[\d+\]|restore session/);
     }
+    // Only the session's start names another project; the namespace it reports is the job's.
+    await expect(
+      queue.complete(jobId, {
+        executorId: 'forger',
+        outcome: 'done',
+        message: 'x',
+        events: [started('forge-dev', 'other'), created('forge-dev', victimUid)] as never,
+      }),
+    ).rejects.toThrow(/events\[0\]: the session is "restore" of other\/dev in forge-dev/);
     await expect(
       queue.complete(jobId, { executorId: 'forger', outcome: 'done', message: 'restored' }),
     ).rejects.toThrow(/only with the restore session's event that created namespace forge-dev/);
@@ -366,6 +378,110 @@ describe.each(dialects)('restore jobs on %s', (dialect) => {
       queue.complete(jobId, { executorId: 'forger', outcome: 'failed', message: 'gave up' }),
     ).resolves.toBeDefined();
     expect((await environmentRow(st, id)).state).toBe('cleaned');
+  }, 240_000);
+
+  it('a namespace that appears between the check and the create is not restored into: nothing is applied', async () => {
+    s = await stage(dialect);
+    const st = s;
+    const { id } = await deployedAndCleaned(st, 'late', 'late-dev');
+    expect((await askRestore(st, id, st.server.tokens.admin)).statusCode).toBe(202);
+    // The restore's create of the namespace is answered late; meanwhile someone creates it.
+    st.sim.sim.faults.add({ type: 'latency', verb: 'create', resource: 'namespaces', ms: 2000, times: 1 });
+    const since = st.sim.sim.requests.latest();
+    const pass = st.executor.runPass();
+    await waitFor(
+      () =>
+        st.sim.sim.requests
+          .list({ since })
+          .some((r) => r.verb === 'create' && r.path === '/api/v1/namespaces'),
+      'the restore creating namespace late-dev',
+    );
+    st.sim.sim.store.create('namespaces', '', { metadata: { name: 'late-dev' } });
+    const { jobs } = await pass;
+    expect(jobs.map((j) => [j.outcome, j.message])).toEqual([
+      [
+        'cancelled',
+        expect.stringMatching(/namespace late-dev was created by another command while this restore ran/),
+      ],
+    ]);
+    expect(st.sim.sim.store.get('configmaps', 'late-dev', 'settings')).toBeUndefined();
+    expect(
+      st.sim.sim.requests
+        .list({ since })
+        .filter((r) => r.namespace === 'late-dev' && r.verb !== 'get' && r.verb !== 'list')
+        .map((r) => [r.verb, r.status]),
+    ).toEqual([['create', 409]]);
+    const seen = await st.server.database.db
+      .selectFrom('resources')
+      .select(['ownership'])
+      .where('environment_id', '=', id)
+      .orderBy('generation', 'desc')
+      .executeTakeFirstOrThrow();
+    expect(seen.ownership).not.toBe('owned');
+  }, 240_000);
+
+  it('a restore that can never succeed (a tampered archive, another project’s namespace) fails for good, not retried', async () => {
+    s = await stage(dialect, {
+      archive: { key: archiveKeyOf(Buffer.from(randomBytes(32).toString('hex')), 'test') },
+    });
+    const st = s;
+    const restoreJob = (namespace: string) =>
+      st.server.database.db
+        .selectFrom('cleanup_jobs')
+        .select(['state', 'not_before', 'outcome_message'])
+        .where('action', '=', 'restore')
+        .where('namespace_name', '=', namespace)
+        .executeTakeFirstOrThrow();
+
+    const tampered = await deployedAndCleaned(st, 'sealed', 'sealed-dev');
+    expect((await askRestore(st, tampered.id, st.server.tokens.admin)).statusCode).toBe(202);
+    // Someone with the database changes the archived body: its seal no longer matches.
+    const row = await st.server.database.db
+      .selectFrom('environment_archives')
+      .select(['id', 'body'])
+      .where('environment_id', '=', tampered.id)
+      .executeTakeFirstOrThrow();
+    const body = JSON.parse(gunzipSync(Buffer.from(row.body, 'base64')).toString()) as { objects: unknown[] };
+    body.objects = [];
+    await st.server.database.db
+      .updateTable('environment_archives')
+      .set({ body: gzipSync(JSON.stringify(body)).toString('base64') })
+      .where('id', '=', row.id)
+      .execute();
+    const first = await st.executor.runPass();
+    expect(first.jobs.map((j) => j.outcome)).toEqual(['failed']);
+    expect(await restoreJob('sealed-dev')).toEqual({
+      state: 'failed',
+      not_before: null,
+      outcome_message: expect.stringMatching(
+        /not retried: its archive cannot be restored: .*fails authentication/,
+      ),
+    });
+    expect(st.namespaceExists('sealed-dev')).toBe(false);
+
+    const taken = await deployedAndCleaned(st, 'taken', 'taken-dev');
+    expect((await askRestore(st, taken.id, st.server.tokens.admin)).statusCode).toBe(202);
+    // Another project's namespace of that name appears on the cluster.
+    st.sim.sim.store.create('namespaces', '', {
+      metadata: {
+        name: 'taken-dev',
+        labels: { 'app.kubernetes.io/managed-by': 'tend' },
+        annotations: { 'tend.dev/project': 'someone-else', 'tend.dev/environment': 'dev' },
+      },
+    });
+    const second = await st.executor.runPass();
+    expect(second.jobs.map((j) => j.outcome)).toEqual(['failed']);
+    expect(await restoreJob('taken-dev')).toEqual({
+      state: 'failed',
+      not_before: null,
+      outcome_message: expect.stringMatching(
+        /not retried: the restore was refused \(TEND_K8S_NAMESPACE_OTHER_PROJECT\)/,
+      ),
+    });
+    expect(st.sim.sim.store.get('configmaps', 'taken-dev', 'settings')).toBeUndefined();
+    // Nothing comes back, however long one waits.
+    st.advance(2 * 3_600_000);
+    expect((await st.executor.runPass()).jobs).toEqual([]);
   }, 240_000);
 });
 

@@ -535,6 +535,26 @@ describe.each(dialects)('cleanup queue and planning pass on %s', (dialect) => {
     expect(await audit('resource-missing')).toHaveLength(1);
   });
 
+  it('a namespace an inventory found missing stays missing when it is listed again', async () => {
+    const env = await f.environment({ user: 'dana' });
+    const other = await f.environment({ user: 'otto' });
+    const stays = f.item(other.namespace, 'uid-otto');
+    await f.report('e1', [f.item(env.namespace, 'uid-dana'), stays]);
+    // Gone from a complete list (not every recorded namespace at once: not suspect).
+    await f.report('e1', [stays]);
+    const detail = async () =>
+      (await f.call('GET', `/api/v1/environments/${env.id}`, undefined, f.server.tokens.read)).body;
+    expect((await detail()).resources[0].state).toBe('missing');
+    // Listed again (a namespace deleted by tend is still listed while it terminates).
+    f.advance(30_000);
+    await f.report('e1', [f.item(env.namespace, 'uid-dana', { state: 'terminating' }), stays]);
+    f.advance(30_000);
+    await f.report('e1', [f.item(env.namespace, 'uid-dana'), stays]);
+    expect((await detail()).resources[0].state).toBe('missing');
+    expect((await detail()).environment.state).toBe('cleaned');
+    expect(await audit('resource-restored')).toHaveLength(0);
+  });
+
   it('a complete inventory of a host covers the local environments of every path on it', async () => {
     const s = session({ user: 'lou', project: 'shop' });
     const ns = s.ns('ready', { uid: 'uid-lou' });
@@ -586,6 +606,33 @@ describe.each(dialects)('cleanup queue and planning pass on %s', (dialect) => {
     );
     expect(res.body.markedMissing).toBe(0);
     expect(await audit('resource-missing')).toHaveLength(0);
+  });
+
+  it('a created event for a uid already recorded as adopted leaves it adopted; the planner blocks it', async () => {
+    const s = session({ user: 'abe', project: 'shop' });
+    const adopted = s.ns('ready', { uid: 'uid-abe', cause: 'observed', detail: { adopted: true } });
+    expect(
+      (await postEvents(f.server, [s.started({ afterInactivity: '8h', action: 'delete' }), adopted]))
+        .statusCode,
+    ).toBe(200);
+    // A later claim of creation for the same uid (a forged or confused session) is no proof.
+    const created = s.ns('ready', { uid: 'uid-abe', cause: 'created' });
+    expect((await postEvents(f.server, [created, s.completed()])).statusCode).toBe(200);
+    const ownership = await f.server.database.db
+      .selectFrom('resources')
+      .select('ownership')
+      .where('namespace_name', '=', s.namespace)
+      .execute();
+    expect(ownership.map((r) => r.ownership)).toEqual(['adopted']);
+    expect((await f.call('POST', '/api/v1/cleanup/enforce', { project: 'shop' })).status).toBe(200);
+    f.advance(9 * hour);
+    await f.report('e1', [f.item(s.namespace, 'uid-abe')]);
+    await cleanup().pass.run();
+    const plan = await f.call('GET', '/api/v1/cleanup/plan', undefined, f.server.tokens.read);
+    expect(plan.body.items).toEqual([
+      expect.objectContaining({ namespace: s.namespace, kind: 'blocked', reason: 'adopted' }),
+    ]);
+    expect((await claim('e1')).body.jobs).toEqual([]);
   });
 
   it('a job cannot be reported done before it was started', async () => {
