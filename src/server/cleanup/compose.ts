@@ -81,6 +81,7 @@ export function composeCleanup(
     metrics,
     now,
     settings,
+    () => new Date(clock.wallNow()),
   );
   return {
     settings,

@@ -313,6 +313,7 @@ async function loadShared(db: Kysely<Database>, now: Date, only: string | undefi
           receivedAt: Date.parse(i.received_at),
           complete: Boolean(i.complete),
           lastCompleteAt: ms(i.last_complete_at),
+          clockOffsetMs: i.clock_offset_ms === null ? null : Number(i.clock_offset_ms),
         },
       ]),
     ),

@@ -24,6 +24,8 @@ export interface InventoryInput {
   error: string | null;
   items: InventoryItem[];
   now: Date;
+  /** The server's clock less the target's when the inventory arrived; null: no time attested. */
+  clockOffsetMs: number | null;
 }
 
 export interface InventoryOutcome {
@@ -199,6 +201,16 @@ export class CleanupInventoryRepository {
       .execute();
   }
 
+  /** What the target's last inventory said of the server's clock (null: no time attested, or none yet). */
+  async clockOffset(targetKey: string): Promise<number | null> {
+    const row = await this.reader
+      .selectFrom('cleanup_inventories')
+      .select('clock_offset_ms')
+      .where('target_key', '=', targetKey)
+      .executeTakeFirst();
+    return row?.clock_offset_ms == null ? null : Number(row.clock_offset_ms);
+  }
+
   async unrecordedNamespaces(limit = 200) {
     return this.reader
       .selectFrom('cleanup_inventory_items')
@@ -241,6 +253,7 @@ async function upsertInventory(trx: Transaction<Database>, input: InventoryInput
       error: input.error,
       item_count: input.items.length,
       last_complete_at: input.complete ? at : (previous?.last_complete_at ?? null),
+      clock_offset_ms: input.clockOffsetMs,
       ...noSuspicion,
     })
     .onConflict((oc) =>
@@ -252,6 +265,7 @@ async function upsertInventory(trx: Transaction<Database>, input: InventoryInput
         error: input.error,
         item_count: input.items.length,
         last_complete_at: input.complete ? at : (previous?.last_complete_at ?? null),
+        clock_offset_ms: input.clockOffsetMs,
         // An incomplete inventory neither confirms nor clears a suspicion; an applied one clears it.
         ...(input.complete ? noSuspicion : {}),
       }),
@@ -294,6 +308,7 @@ async function holdBack(
     suspect_since: previous?.suspect_since ?? at,
     suspect_missing: suspicion.gone,
     suspect_recorded: suspicion.recorded,
+    clock_offset_ms: input.clockOffsetMs,
   };
   await trx
     .insertInto('cleanup_inventories')
