@@ -93,5 +93,14 @@ describe('two replicas, one with its clock 9 h ahead (postgres)', () => {
       expect.objectContaining({ namespace: 'replicas-dev', kind: 'scheduled' }),
     );
     expect(s.namespaceExists('replicas-dev')).toBe(true);
+
+    // Idle for real now: the sound replica plans the deletion. An executor that asks the skewed
+    // replica to start the job is refused there (its re-check reads the clocks too).
+    s.advance(2 * hour);
+    await s.executor.runPass();
+    expect(await s.server.app.cleanup.pass.run()).toMatchObject({ planned: 1 });
+    const refused = await skewedExecutor.runPass();
+    expect(s.namespaceExists('replicas-dev')).toBe(true);
+    expect(JSON.stringify(refused.jobs)).toMatch(/the wall clock is 9 h \d+ min ahead of the database's/);
   });
 });

@@ -143,6 +143,14 @@ export interface ClockAnchors {
   database?: { now: number; roundTripMs: number };
 }
 
+/** The wall clock and what others attest of it, as the pass and the queue's re-check ask them. */
+export interface WallClock {
+  /** The wall clock as it reads (planning time is it less the steps compensated). */
+  wall(): Date;
+  /** Why nothing may be planned or done on it now (clockDisagreement over fresh anchors), or undefined. */
+  disagreement(): Promise<string | undefined>;
+}
+
 /**
  * Why the wall clock must not be planned on now, or undefined: it is behind what this server
  * already recorded (the last pass, the newest event), or it disagrees with the database's clock.

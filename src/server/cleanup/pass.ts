@@ -19,7 +19,7 @@ import { PlanMemo } from './planner/memo.js';
 import { plan } from './planner/plan.js';
 import type { Decision, PlannerSettings, PlanResult, PlanSnapshot } from './planner/types.js';
 import { SnapshotCache } from './snapshot.js';
-import { clockDisagreement, type ClockStep, type PlanningClock } from './clock.js';
+import type { ClockStep, PlanningClock, WallClock } from './clock.js';
 
 export interface PassReport {
   decisions: number;
@@ -60,6 +60,7 @@ export class PlanningPass {
     private readonly decisions: CleanupDecisionRepository,
     private readonly metrics: Metrics,
     private readonly clock: PlanningClock,
+    private readonly wallClock: WallClock,
     readonly settings: PlannerSettings,
   ) {
     this.snapshots = new SnapshotCache(reader, db);
@@ -80,8 +81,7 @@ export class PlanningPass {
     const leaseMs = Math.max(60_000, 2 * this.settings.intervalMs);
     if (!(await this.control.acquirePlanLease(this.replicaId, leaseMs, now))) return undefined;
     if (step) return this.skipForStep(step, started, now);
-    const anchors = await this.control.clockAnchors({ database: this.clock.host.checkDatabase === true });
-    const disagreement = clockDisagreement(this.clock.wallNow(), anchors);
+    const disagreement = await this.wallClock.disagreement();
     if (disagreement) return this.skipForDisagreement(disagreement, started, now);
     try {
       const passSeq = await this.control.passSeq();
