@@ -25,6 +25,10 @@ if ! /usr/bin/python3 -c 'import kubernetes' >/dev/null 2>&1; then
   echo "installing python3-kubernetes (Debian package) for the kube-sim Python client conformance test"
   apt_install python3-kubernetes
 fi
+if ! command -v faketime >/dev/null 2>&1; then
+  echo "installing faketime (Debian package) for the clock tests across a server restart"
+  apt_install faketime
+fi
 for tool in buildah mmdebstrap; do
   if ! command -v "$tool" >/dev/null 2>&1; then
     echo "installing $tool (Debian package) for the container image (npm run image)"

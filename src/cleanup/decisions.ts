@@ -18,6 +18,7 @@ export const blockReasons = [
   'inventory-stale',
   'inventory-partial',
   'no-executor',
+  'clock-disagrees',
   'breaker-open',
   'cap-reached',
   'halted',

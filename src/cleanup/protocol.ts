@@ -117,6 +117,12 @@ export const InventoryReport = Type.Object(
     /** Why the list is not complete (failed call, truncated, expired continue token). */
     error: Type.Optional(Message()),
     items: Type.Array(InventoryItem, { maxItems: 100_000 }),
+    /**
+     * The target's clock as the report is sent (Kubernetes: the API server's `Date`, else the
+     * executor's own). The server plans nothing on a target whose clock disagrees with its own;
+     * a report without it attests no time.
+     */
+    observedAt: Type.Optional(Time()),
   },
   { additionalProperties: false },
 );

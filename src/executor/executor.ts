@@ -176,6 +176,7 @@ export class CleanupExecutor {
     } catch (error) {
       inventory = { complete: false, error: (error as Error).message, items: [] };
     }
+    const listed = { at: performance.now(), observedAt: Date.parse(inventory.observedAt ?? '') };
     const summary: InventoryReportSummary = {
       targetKey: target.targetKey,
       pluginName: target.pluginName,
@@ -197,6 +198,12 @@ export class CleanupExecutor {
         complete: inventory.complete,
         ...(summary.error ? { error: summary.error } : {}),
         items: inventory.items,
+        // The target's clock carried forward to now (on a clock that never steps), else ours.
+        observedAt: new Date(
+          Number.isFinite(listed.observedAt)
+            ? listed.observedAt + (performance.now() - listed.at)
+            : Date.now(),
+        ).toISOString(),
       });
       if (summary.response.suspect !== undefined) {
         this.log(

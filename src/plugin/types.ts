@@ -430,6 +430,12 @@ export interface CleanupInventory {
   /** Why the list is not complete: the failed call, a truncated list, an expired continue token. */
   error?: string;
   items: InventoryItem[];
+  /**
+   * The target's own clock when the list was taken, if it has one (Kubernetes: the API server's
+   * `Date`). The server compares its clock with it and plans nothing on a target whose clock
+   * disagrees; left out, the executor's clock stands in.
+   */
+  observedAt?: string;
 }
 
 /** The job as a plugin's cleanup handler sees it (the queue's `CleanupJob`). */

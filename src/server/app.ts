@@ -3,10 +3,9 @@
  * (`routes/<resource>.ts`, `dashboard/`). `buildServer` returns the instance without listening,
  * so tests can `inject` requests; `start.ts` listens and handles signals.
  */
-import { performance } from 'node:perf_hooks';
 import { Format } from 'typebox/format';
 import { policyDurationFormat, timeZoneFormat } from '../cleanup/policy.js';
-import { PlanningClock } from './cleanup/clock.js';
+import { hostPlanningClock, PlanningClock } from './cleanup/clock.js';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
@@ -65,8 +64,8 @@ export interface BuildServerOptions {
   /** The clock (tests). */
   now?: () => Date;
   /**
-   * A clock that never steps, in ms (tests; default `performance.now`, or `now` itself when only
-   * `now` is given, so a test that moves `now` moves time rather than stepping the clock).
+   * A clock that never steps, in ms (tests; default the host's monotonic clock, or `now` itself
+   * when only `now` is given, so a test that moves `now` moves time rather than stepping the clock).
    */
   monotonicNow?: () => number;
   /** Cleanup settings (`--cleanup-interval`, `--cleanup-max-per-pass`, `--protect-namespace`). */
@@ -200,8 +199,10 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
   const database = options.db;
   const metrics = new Metrics();
   const now = options.now ?? (() => new Date());
-  const monotonicNow =
-    options.monotonicNow ?? (options.now ? () => now().getTime() : () => performance.now());
+  const planningClock =
+    options.now || options.monotonicNow
+      ? new PlanningClock(now, options.monotonicNow ?? (() => now().getTime()))
+      : hostPlanningClock();
   const services: ServerServices = {
     database,
     tokens: new TokenRepository(database.db, database.reader),
@@ -211,7 +212,7 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
     personSessions: new PersonSessionRepository(database.db, database.reader),
     oidc: options.oidc ? new OidcSignIn(options.oidc) : undefined,
     metrics,
-    cleanup: composeCleanup(database.db, database.reader, metrics, new PlanningClock(now, monotonicNow), {
+    cleanup: composeCleanup(database.db, database.reader, metrics, planningClock, {
       ...defaultCleanupSettings,
       ...options.cleanup,
     }),

@@ -1,7 +1,8 @@
 /**
  * The stage the attacks are replayed on: kube-sim, a real tend server listening on 127.0.0.1 (on
  * SQLite or PostgreSQL) with a clock the test moves — its wall clock and, apart, its monotonic
- * clock, so that a step of one against the other can be staged — the real CLI streaming its
+ * clock, so that a step of one against the other can be staged; kube-sim's clock (the `Date` its
+ * API server answers with) is the world's, which a step of the server's clock does not move — the real CLI streaming its
  * events to the server, and a cleanup executor (the one `tend server --kubeconfig` embeds)
  * serving kube-sim's cluster through the server's job queue.
  */
@@ -20,10 +21,15 @@ export interface Stage {
   sim: SimHandle;
   server: TestServer;
   url: string;
-  /** Moves both clocks: time passing. */
+  /** Moves every clock: time passing. */
   advance(ms: number): void;
-  /** Moves the wall clock only: a clock step (NTP, a VM resumed, an operator). */
+  /** Moves the server's wall clock only: its clock set wrong (an operator, a bad time source). */
   step(ms: number): void;
+  /**
+   * Moves the server's wall clock and the world's, not the server's monotonic clock: time passed
+   * that the server did not count (a VM resumed, a drifted clock corrected by NTP).
+   */
+  resume(ms: number): void;
   /** Runs the real CLI in a project, its events streamed to the server (ingest token). */
   tend(root: string, ...args: string[]): Promise<TendRun>;
   /** A kubernetes project with one ConfigMap Deploy; `extra` goes into its environment entry. */
@@ -42,9 +48,10 @@ export async function stage(
   dialect: Dialect,
   o: { maxPerPass?: number; archive?: Partial<ArchiveSettings> } = {},
 ): Promise<Stage> {
-  const sim = await startSim({ namespaceDeleteDelayMs: 20 });
   let wall = Date.now();
+  let world = wall;
   let monotonic = 0;
+  const sim = await startSim({ namespaceDeleteDelayMs: 20, now: () => world });
   const server = await createTestServer(dialect, {
     now: () => new Date(wall),
     monotonicNow: () => monotonic,
@@ -70,10 +77,15 @@ export async function stage(
     executor,
     advance(ms) {
       wall += ms;
+      world += ms;
       monotonic += ms;
     },
     step(ms) {
       wall += ms;
+    },
+    resume(ms) {
+      wall += ms;
+      world += ms;
     },
     tend: (root, ...args) =>
       runTend(args, {

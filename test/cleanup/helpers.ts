@@ -13,6 +13,7 @@ import type { CleanupCallContext } from '../../src/plugin/types.js';
 import { kubernetesPlugin } from '../../src/plugins/kubernetes/index.js';
 import type { ServedPlugin } from '../../src/router/cleanup.js';
 import type { CleanupSwitches } from '../../src/server/cleanup/switches.js';
+import { setWorldClock } from '../plugins/kubernetes/helpers.js';
 import { postEvents, type TestServer } from '../server/helpers.js';
 
 export interface SeededNamespace {
@@ -127,9 +128,13 @@ export function jobFor(sim: KubeSim, ns: SeededNamespace, extra: Partial<Cleanup
 
 export type TestClock = ReturnType<typeof testClock>;
 
-/** A clock the tests move: the server's receive time and the planner's now. */
+/**
+ * A clock the tests move: the server's receive time and the planner's now — and the world's
+ * (kube-sim's `Date`), so that moving it is time passing, not the server's clock going wrong.
+ */
 export function testClock() {
   let offsetMs = 0;
+  setWorldClock(() => Date.now() + offsetMs);
   return {
     now: () => new Date(Date.now() + offsetMs),
     advance(ms: number) {

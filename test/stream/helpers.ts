@@ -30,11 +30,14 @@ export interface ServerProcess {
 export interface StreamServer {
   dataDir: string;
   dbFile: string;
-  tokens: { ingest: string; read: string; agent: string };
+  tokens: { ingest: string; read: string; agent: string; admin: string };
   /** The running server process, if any. */
   current: ServerProcess | undefined;
-  /** Starts the server (again) on `port` (a free one by default). */
-  start(port?: number): Promise<ServerProcess>;
+  /**
+   * Starts the server (again) on `port` (a free one by default); `prefix` runs it under another
+   * program (`faketime -f +9h`), with `env` added to its environment.
+   */
+  start(port?: number, o?: { prefix?: string[]; env?: Record<string, string> }): Promise<ServerProcess>;
   /** Event ids the server stored, with how many times each (SQLite only). */
   eventIds(): string[];
   close(): Promise<void>;
@@ -62,6 +65,7 @@ export async function createStreamServer(
       ingest: (await repo.create({ name: 'cli', scope: 'ingest' })).token,
       read: (await repo.create({ name: 'dev', scope: 'read' })).token,
       agent: (await repo.create({ name: 'agent', scope: 'agent' })).token,
+      admin: (await repo.create({ name: 'ops', scope: 'admin' })).token,
     };
   } finally {
     await db.close();
@@ -72,13 +76,14 @@ export async function createStreamServer(
     dbFile,
     tokens,
     current: undefined,
-    async start(port) {
+    async start(port, o = {}) {
       const p = port ?? (await freePort());
       const args = [tendBin, 'server', '--port', String(p), ...where, ...(options.args ?? [])];
-      const child = spawn(process.execPath, args, {
+      const [command, ...rest] = [...(o.prefix ?? []), process.execPath, ...args];
+      const child = spawn(command!, rest, {
         cwd: repoRoot,
         stdio: ['ignore', 'ignore', 'pipe'],
-        env: { ...process.env, CI: 'true' },
+        env: { ...process.env, CI: 'true', ...o.env },
       });
       let stderr = '';
       child.stderr!.on('data', (d) => (stderr += d));

@@ -183,10 +183,12 @@ export async function inventory(ctx: Context, target: CleanupTarget): Promise<Cl
     const r = requests?.get(item.namespaceName);
     if (r) item.requests = r;
   }
+  const observedAt = client.serverTime();
   return {
     complete: list.complete && unlisted === 0,
     ...(error ? { error } : {}),
     items,
+    ...(observedAt !== undefined ? { observedAt: new Date(observedAt).toISOString() } : {}),
   };
 }
 

@@ -14,7 +14,7 @@ import { isSqlite } from '../db/dialect.js';
 import type { Database } from '../db/schema.js';
 import type { Metrics } from '../metrics.js';
 import { ArchiveStore } from './archives.js';
-import { PlanningClock } from './clock.js';
+import { clockDisagreement, PlanningClock, type WallClock } from './clock.js';
 import { PlanningPass } from './pass.js';
 import { DatabaseCleanupQueue } from './queue.js';
 import { RestoreJobs } from './restores.js';
@@ -57,9 +57,17 @@ export function composeCleanup(
   // Everything cleanup decides and records is on planning time: consistent across the pass, the
   // queue's re-checks and leases, and the switches.
   const now = () => clock.now();
+  const control = new CleanupControlRepository(db, reader);
+  const wallClock: WallClock = {
+    wall: () => new Date(clock.wallNow()),
+    disagreement: async () =>
+      clockDisagreement(
+        clock.wallNow(),
+        await control.clockAnchors({ database: clock.host.checkDatabase === true }),
+      ),
+  };
   const jobs = new CleanupJobRepository(db, reader);
   const inventories = new CleanupInventoryRepository(db, reader);
-  const control = new CleanupControlRepository(db, reader);
   const decisions = new CleanupDecisionRepository(db, reader);
   const archives = new ArchiveStore(new ArchiveRepository(db, reader), metrics, settings.archive);
   const restores = new RestoreJobs(
@@ -81,6 +89,7 @@ export function composeCleanup(
     metrics,
     now,
     settings,
+    wallClock,
   );
   return {
     settings,
@@ -89,7 +98,7 @@ export function composeCleanup(
     control,
     decisions,
     queue,
-    pass: new PlanningPass(db, reader, jobs, control, decisions, metrics, clock, settings),
+    pass: new PlanningPass(db, reader, jobs, control, decisions, metrics, clock, wallClock, settings),
     clock,
     switches: new CleanupSwitches(db, jobs, control, queue, metrics, now, settings),
     archives,

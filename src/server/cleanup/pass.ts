@@ -19,7 +19,7 @@ import { PlanMemo } from './planner/memo.js';
 import { plan } from './planner/plan.js';
 import type { Decision, PlannerSettings, PlanResult, PlanSnapshot } from './planner/types.js';
 import { SnapshotCache } from './snapshot.js';
-import type { ClockStep, PlanningClock } from './clock.js';
+import type { ClockStep, PlanningClock, WallClock } from './clock.js';
 
 export interface PassReport {
   decisions: number;
@@ -60,6 +60,7 @@ export class PlanningPass {
     private readonly decisions: CleanupDecisionRepository,
     private readonly metrics: Metrics,
     private readonly clock: PlanningClock,
+    private readonly wallClock: WallClock,
     readonly settings: PlannerSettings,
   ) {
     this.snapshots = new SnapshotCache(reader, db);
@@ -75,11 +76,13 @@ export class PlanningPass {
   async run(): Promise<PassReport | undefined> {
     const started = performance.now();
     // Every pass reads both clocks, with the lease or not: a step is seen by whoever plans next.
-    const step = this.clock.check();
+    const step = await this.checkClock();
     const now = this.clock.now();
     const leaseMs = Math.max(60_000, 2 * this.settings.intervalMs);
     if (!(await this.control.acquirePlanLease(this.replicaId, leaseMs, now))) return undefined;
     if (step) return this.skipForStep(step, started, now);
+    const disagreement = await this.wallClock.disagreement();
+    if (disagreement) return this.skipForDisagreement(disagreement, started, now);
     try {
       const passSeq = await this.control.passSeq();
       const expired = await this.jobs.returnExpired(now);
@@ -154,6 +157,41 @@ export class PlanningPass {
   }
 
   /**
+   * Reads both clocks: in a new process, against the reading an earlier one kept under the same
+   * boot (so a step while the server was down is seen); keeps this reading for the next.
+   */
+  private async checkClock(): Promise<ClockStep | undefined> {
+    const bootId = this.clock.host.bootId;
+    if (bootId === undefined) return this.clock.check();
+    const step = this.clock.check(this.clock.started ? undefined : await this.control.clockReading(bootId));
+    await this.control.saveClockReading(bootId, this.clock.reading()!);
+    return step;
+  }
+
+  /**
+   * The wall clock disagrees with what others attest (the database's clock, what this server
+   * recorded before): this pass plans nothing, and the pass's time is not moved by a clock that
+   * is wrong. Audited `cleanup-clock-disagrees` when it starts, not again each pass.
+   */
+  private async skipForDisagreement(why: string, started: number, now: Date): Promise<PassReport> {
+    const note = `${why}: this pass planned nothing, nor will one until they agree`;
+    try {
+      const last = await this.control.control();
+      if (!last.last_pass_note?.endsWith('nor will one until they agree')) {
+        await writeAudit(this.db, now, [
+          { actor: 'planner', action: 'cleanup-clock-disagrees', detail: { message: note } },
+        ]);
+      }
+    } finally {
+      await this.control.releasePlanLease(this.replicaId, performance.now() - started, null, {
+        outcome: 'skipped',
+        note,
+      });
+    }
+    return this.skipped(performance.now() - started, note);
+  }
+
+  /**
    * The wall clock stepped since the last pass: this pass plans nothing (what it would plan is
    * measured against a clock that just jumped), audits `cleanup-clock-step` and says so in status.
    */
@@ -177,7 +215,10 @@ export class PlanningPass {
         note,
       });
     }
-    const durationMs = performance.now() - started;
+    return this.skipped(performance.now() - started, note);
+  }
+
+  private skipped(durationMs: number, note: string): PassReport {
     return {
       decisions: 0,
       planned: 0,

@@ -35,6 +35,7 @@ import type { Metrics } from '../metrics.js';
 import type { ArchiveStore } from './archives.js';
 import type { RestoreJobs } from './restores.js';
 import { jobAudit, leaseExpiredAudit } from './audits.js';
+import { clockOffsetOf, describeOffset, disagrees, type WallClock } from './clock.js';
 import { plan } from './planner/plan.js';
 import type { CleanupSettings } from './settings.js';
 import { loadSnapshot } from './snapshot.js';
@@ -56,6 +57,8 @@ export class DatabaseCleanupQueue implements CleanupQueue {
     private readonly metrics: Metrics,
     private readonly now: () => Date,
     private readonly settings: CleanupSettings,
+    /** The wall clock as it reads (`now` is planning time), and whether others attest it. */
+    private readonly clock: WallClock,
   ) {}
 
   heartbeat(body: HeartbeatRequest): Promise<HeartbeatResponse> {
@@ -86,6 +89,22 @@ export class DatabaseCleanupQueue implements CleanupQueue {
       }
       names.add(item.namespaceName);
     }
+    const now = this.now();
+    const clockOffsetMs = clockOffsetOf(body.observedAt, this.clock.wall());
+    if (disagrees(clockOffsetMs) && !disagrees(await this.inventories.clockOffset(body.targetKey))) {
+      // Audited when the target's clock turns to disagree, not again with each inventory.
+      await writeAudit(this.db, now, [
+        {
+          actor,
+          action: 'cleanup-clock-disagrees',
+          detail: {
+            targetKey: body.targetKey,
+            offsetMs: clockOffsetMs,
+            message: `the server's clock is ${describeOffset(clockOffsetMs)} the target's: nothing is planned there until they agree`,
+          },
+        },
+      ]);
+    }
     return this.inventories.storeInventory({
       executorId: body.executorId,
       actor,
@@ -94,7 +113,8 @@ export class DatabaseCleanupQueue implements CleanupQueue {
       complete: body.complete,
       error: body.error ?? null,
       items: body.items,
-      now: this.now(),
+      now,
+      clockOffsetMs,
     });
   }
 
@@ -283,6 +303,9 @@ export class DatabaseCleanupQueue implements CleanupQueue {
    */
   private async recheckDecision(job: CleanupJobRow, now: Date): Promise<string | undefined> {
     if (job.action === 'restore') return this.restores.recheck(job);
+    // A clock the database or what was recorded contradicts proves no idleness (clock.ts).
+    const clockWrong = await this.clock.disagreement();
+    if (clockWrong) return clockWrong;
     // One environment's rows, on the reader: starting 1,000 jobs must not queue behind the writer.
     const snapshot = await loadSnapshot(this.reader, now, { environmentId: job.environment_id });
     const env = snapshot.environments.get(job.environment_id);

@@ -313,6 +313,7 @@ async function loadShared(db: Kysely<Database>, now: Date, only: string | undefi
           receivedAt: Date.parse(i.received_at),
           complete: Boolean(i.complete),
           lastCompleteAt: ms(i.last_complete_at),
+          clockOffsetMs: i.clock_offset_ms === null ? null : Number(i.clock_offset_ms),
         },
       ]),
     ),
@@ -403,17 +404,24 @@ function assemble(
 }
 
 /**
- * The breaker's denominator per project: the environments that have namespaces under an
- * enforced policy. Environments that only ran commands (no namespace) or whose policy nobody
- * enforced cannot be deleted, so they must not dilute the share of a project due at once.
+ * The breaker's denominator per project: the environments that have namespaces cleanup could
+ * delete under an enforced policy. Environments that only ran commands (no namespace), whose
+ * policy nobody enforced, or whose namespaces no inventory confirms as tend's cannot be
+ * deleted, so they must not dilute the share of a project due at once.
  */
 function breakerBase(
   environments: ReadonlyMap<string, SnapshotEnvironment>,
   resources: readonly SnapshotResource[],
   enforced: PlanSnapshot['enforcedPolicies'],
 ): Map<string, number> {
+  // Only what cleanup could delete: an owned namespace an inventory lists with the recorded uid.
+  // Records nothing in a cluster confirms (forged, or on a target no executor serves) must not
+  // dilute the share of a project due at once.
   const withNamespaces = new Set<string>();
-  for (const r of resources) if (r.role !== 'system') withNamespaces.add(r.environmentId);
+  for (const r of resources) {
+    if (r.role === 'system' || r.ownership !== 'owned' || r.namespaceUid === null) continue;
+    if (r.item?.uid === r.namespaceUid) withNamespaces.add(r.environmentId);
+  }
   const counts = new Map<string, number>();
   for (const env of environments.values()) {
     if (!env.policy || !enforced.has(policyKey(env.project, env.name))) continue;

@@ -224,6 +224,19 @@ export interface CleanupInventoriesTable {
   suspect_since: Timestamp | null;
   suspect_missing: number | null;
   suspect_recorded: number | null;
+  /**
+   * The server's clock less the target's, as the last inventory said (migration 0017); null when
+   * it attested no time.
+   */
+  clock_offset_ms: number | null;
+}
+
+/** The planning clock's last reading per boot of a host (migration 0017). */
+export interface CleanupClockReadingsTable {
+  boot_id: string;
+  wall_ms: number;
+  monotonic_ms: number;
+  forward_ms: number;
 }
 
 export interface CleanupInventoryItemsTable {
@@ -476,6 +489,7 @@ export interface Database {
   cleanup_policies: CleanupPoliciesTable;
   cleanup_breakers: CleanupBreakersTable;
   cleanup_control: CleanupControlTable;
+  cleanup_clock_readings: CleanupClockReadingsTable;
   cleanup_decisions: CleanupDecisionsTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;

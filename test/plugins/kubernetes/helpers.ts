@@ -23,9 +23,19 @@ export interface SimHandle {
   stop(): Promise<void>;
 }
 
+/**
+ * The world's clock in this test file: the simulated API server answers with it (`Date`), which
+ * the cleanup server checks its own clock against. A test that moves the server's clock
+ * (`testClock`) moves this one with it; by default it is the real clock.
+ */
+let worldNow: () => number = () => Date.now();
+export function setWorldClock(now: () => number): void {
+  worldNow = now;
+}
+
 /** Starts kube-sim and points KUBECONFIG at it (this test file's process only). */
 export async function startSim(options: KubeSimOptions = {}): Promise<SimHandle> {
-  const sim = await startKubeSim(options);
+  const sim = await startKubeSim({ now: () => worldNow(), ...options });
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tend-kubeconfig-'));
   const kubeconfig = path.join(dir, 'config');
   await sim.writeKubeconfig(kubeconfig);

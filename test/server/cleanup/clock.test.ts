@@ -68,11 +68,53 @@ describe('the planning clock', () => {
     expect(c.clock.now().getTime()).toBe(c.wall() - 9 * hour);
   });
 
-  it('reports a backward step without compensating it (it only delays)', () => {
+  it('reports a backward step: it takes back forward compensation, never below none', () => {
     const c = clocks();
     c.clock.check();
     c.step(-2 * hour);
     expect(c.clock.check()).toMatchObject({ ms: -2 * hour });
     expect(c.clock.now().getTime()).toBe(c.wall());
+    // A clock set 9 h ahead, then set right: planning time follows the clock without the step.
+    c.step(9 * hour);
+    c.clock.check();
+    expect(c.clock.now().getTime()).toBe(c.wall() - 9 * hour);
+    c.step(-9 * hour);
+    expect(c.clock.check()).toMatchObject({ ms: -9 * hour });
+    expect(c.clock.now().getTime()).toBe(c.wall());
+  });
+
+  it('sees a step taken while the server was down, from the reading the last process kept', () => {
+    const before = clocks();
+    before.clock.check();
+    before.pass(30_000);
+    before.clock.check();
+    const kept = before.clock.reading()!;
+    // The server stops; 13 s later (on the monotonic clock) it starts with the wall clock 9 h ahead.
+    const wall = kept.wall + 13_000 + 9 * hour;
+    const monotonic = kept.monotonic + 13_000;
+    const after = new PlanningClock(
+      () => new Date(wall),
+      () => monotonic,
+      { bootId: 'boot-1' },
+    );
+    expect(after.started).toBe(false);
+    expect(after.check(kept)).toMatchObject({ ms: 9 * hour });
+    expect(after.now().getTime()).toBe(wall - 9 * hour);
+    // And the compensation it kept survives the next restart too.
+    const again = new PlanningClock(
+      () => new Date(wall),
+      () => monotonic,
+      { bootId: 'boot-1' },
+    );
+    expect(again.check(after.reading())).toBeUndefined();
+    expect(again.now().getTime()).toBe(wall - 9 * hour);
+  });
+
+  it('takes only the readings on the first call when nothing was kept', () => {
+    const c = clocks();
+    expect(c.clock.started).toBe(false);
+    expect(c.clock.check(undefined)).toBeUndefined();
+    expect(c.clock.started).toBe(true);
+    expect(c.clock.reading()).toEqual({ wall: c.wall(), monotonic: 1000, forwardMs: 0 });
   });
 });

@@ -64,6 +64,12 @@ export interface KubeSimOptions {
   podRules?: PodRule[];
   /** How many requests the request log keeps, newest first (default 100,000). */
   requestLogSize?: number;
+  /**
+   * The API server's clock, in milliseconds since the epoch, as its answers' `Date` header says
+   * (default: the real one). Tests that move time move it too; a client reads the cluster's time
+   * from that header.
+   */
+  now?: () => number;
 }
 
 export interface SimStore {
@@ -201,10 +207,10 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
   const clusterId = cluster.store.get(NS, '', 'kube-system')!.metadata.uid!;
 
   const sockets = new Set<Socket>();
-  const api = createHttpsServer(
-    { key: certs.keyPem, cert: certs.certPem },
-    (req, res) => void handleRequest(ctx, req, res),
-  );
+  const api = createHttpsServer({ key: certs.keyPem, cert: certs.certPem }, (req, res) => {
+    if (opts.now) res.setHeader('Date', new Date(opts.now()).toUTCString());
+    void handleRequest(ctx, req, res);
+  });
   api.keepAliveTimeout = 30_000;
   api.on('upgrade', (req, socket, head) => handleUpgrade(ctx, req, socket, head));
   api.on('connection', (s: Socket) => {

@@ -53,6 +53,11 @@ export class KubeClient {
     return this.gate.identity;
   }
 
+  /** The API server's time now, as its last answer said (undefined before one). */
+  serverTime(): number | undefined {
+    return this.gate.connection.serverTime();
+  }
+
   /** A client for one handler call. `identity` comes from the provider state that `init` returned. */
   static async forCall(
     ctx: GateContext,

@@ -70,6 +70,12 @@ export interface Connection {
   /** The URL path of a kind's objects (discovery for kinds tend does not know). */
   resources: ResourcePaths;
   streams(): Promise<Streams>;
+  /**
+   * The API server's time now, in milliseconds since the epoch: its last answer's `Date` header
+   * (whole seconds) plus the time passed since on a clock that never steps. Undefined before an
+   * answer with a `Date` header. The cleanup server checks its own clock against it.
+   */
+  serverTime(): number | undefined;
 }
 
 const connections = new Map<string, Promise<Connection>>();
@@ -132,7 +138,8 @@ async function open(context: string | undefined, kubeconfigFile: string | undefi
       { detail: { hint: 'set KUBECONFIG, or `context:` of the kubernetes provider in tend.yml' } },
     );
   }
-  const request = requester(kc, cluster.server.replace(/\/+$/, ''));
+  const clock: ServerClock = {};
+  const request = requester(kc, cluster.server.replace(/\/+$/, ''), clock);
   let streams: Promise<Streams> | undefined;
   return {
     kubeConfig: kc,
@@ -146,7 +153,14 @@ async function open(context: string | undefined, kubeconfigFile: string | undefi
         attach: new Attach(kc),
         log: new Log(kc),
       }))),
+    serverTime: () =>
+      clock.last === undefined ? undefined : clock.last.date + (performance.now() - clock.last.monotonic),
   };
+}
+
+/** The `Date` of the API server's last answer, and when (on the monotonic clock) it arrived. */
+interface ServerClock {
+  last?: { date: number; monotonic: number };
 }
 
 /** For tests: forget cached connections (e.g. after KUBECONFIG changed). */
@@ -161,7 +175,7 @@ export function resetConnections(): void {
  * handshake) for every request, which dominates the cost of the many small calls tend makes.
  * Clusters behind a proxy, and plain-HTTP ones, keep the agent client-node makes for them.
  */
-function requester(kc: KubeConfig, server: string): Connection['request'] {
+function requester(kc: KubeConfig, server: string, clock: ServerClock): Connection['request'] {
   let agent: https.Agent | undefined;
   return async <T>({ method, path, query, body, contentType }: KubeRequest): Promise<T> => {
     const options: https.RequestOptions = {};
@@ -209,6 +223,8 @@ function requester(kc: KubeConfig, server: string): Connection['request'] {
       agent: (options.agent as http.Agent | undefined) ?? false,
       ...(signal ? { signal } : {}),
     });
+    const date = Date.parse(String(answer.headers.date ?? ''));
+    if (Number.isFinite(date)) clock.last = { date, monotonic: performance.now() };
     let parsed: unknown;
     try {
       parsed = answer.text ? JSON.parse(answer.text) : undefined;

@@ -5,6 +5,7 @@
  */
 import picomatch from 'picomatch';
 import { isAwake, lastTransition } from '../../../cleanup/schedule.js';
+import { disagrees } from '../clock.js';
 import {
   asleepGraceMs,
   breakerMinimum,
@@ -164,7 +165,7 @@ const targetKnown: Check = ({ snapshot, stale }, _d, env, r, fail) => {
   const inv = snapshot.inventories.get(r.targetKey);
   if (!inv || !inv.complete || inv.lastCompleteAt === null || inv.lastCompleteAt < stale) {
     fail('no complete recent inventory');
-  }
+  } else if (disagrees(inv.clockOffsetMs)) fail("the target's clock disagrees with the server's");
   const item = r.item;
   if (!item) {
     fail('not in the inventory');

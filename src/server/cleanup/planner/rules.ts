@@ -8,6 +8,7 @@ import type { BlockReason } from '../../../cleanup/decisions.js';
 import { formatTime } from '../../../cleanup/format.js';
 import type { PlannedAction } from '../../../cleanup/protocol.js';
 import type { Schedule } from '../../../cleanup/schedule.js';
+import { disagrees } from '../clock.js';
 import { policyDueAt, warnAtOf } from '../deadlines.js';
 import {
   asleepGraceMs,
@@ -76,12 +77,13 @@ export function targetBlock(ctx: Context, targetKey: string): TargetBlock {
   else if (inventory && !inventory.complete) block = 'inventory-partial';
   else if (!inventory || inventory.lastCompleteAt === null || inventory.lastCompleteAt < staleBefore) {
     block = 'inventory-stale';
-  } else block = null;
+  } else if (disagrees(inventory.clockOffsetMs)) block = 'clock-disagrees';
+  else block = null;
   ctx.targetBlocks.set(targetKey, block);
   return block;
 }
 
-export type TargetBlock = 'no-executor' | 'inventory-partial' | 'inventory-stale' | null;
+export type TargetBlock = 'no-executor' | 'inventory-partial' | 'inventory-stale' | 'clock-disagrees' | null;
 
 /**
  * Why a resource of this environment may not be acted on now, or undefined, in check order.

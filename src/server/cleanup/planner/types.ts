@@ -115,6 +115,8 @@ export interface SnapshotInventory {
   receivedAt: number;
   complete: boolean;
   lastCompleteAt: number | null;
+  /** The server's clock less the target's when the last inventory came; null or left out: no time attested. */
+  clockOffsetMs?: number | null;
 }
 
 export interface PlanSnapshot {

@@ -227,6 +227,8 @@ export class PlannedDecision implements Decision {
         return `the last inventory of its ${targetWhat(this.targetKey)} was incomplete`;
       case 'inventory-stale':
         return `no recent complete inventory of its ${targetWhat(this.targetKey)}`;
+      case 'clock-disagrees':
+        return `the server's clock disagrees with the clock of its ${targetWhat(this.targetKey)}`;
       default:
         return this.why ?? this.reason ?? '';
     }

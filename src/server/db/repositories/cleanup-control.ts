@@ -4,7 +4,8 @@
  * per-project circuit breakers. Every change is audited in the same transaction.
  */
 import type { PassOutcome } from '../../../api/cleanup.js';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import { isSqlite } from '../dialect.js';
 import { writeAudit, type AuditInput } from './audit.js';
 import type { Database } from '../schema.js';
 
@@ -20,6 +21,70 @@ export class CleanupControlRepository {
       .selectAll()
       .where('id', '=', 'global')
       .executeTakeFirstOrThrow();
+  }
+
+  /**
+   * What the wall clock must not contradict: the last pass's end, the newest event's receipt and,
+   * on PostgreSQL, the database's own clock (with the round trip it took to read).
+   */
+  async clockAnchors(o: { database: boolean }): Promise<{
+    lastPassAt: number | null;
+    newestReceivedAt: number | null;
+    database?: { now: number; roundTripMs: number };
+  }> {
+    const [control, newest] = await Promise.all([
+      this.db
+        .selectFrom('cleanup_control')
+        .select('last_pass_at')
+        .where('id', '=', 'global')
+        .executeTakeFirst(),
+      this.reader
+        .selectFrom('events')
+        .select((eb) => eb.fn.max('received_at').as('at'))
+        .executeTakeFirst(),
+    ]);
+    const time = (v: unknown) => (v == null ? null : Date.parse(String(v)));
+    const anchors = { lastPassAt: time(control?.last_pass_at), newestReceivedAt: time(newest?.at) };
+    if (!o.database || isSqlite(this.db)) return anchors;
+    const sent = performance.now();
+    const row = await sql<{ now: Date | string }>`select clock_timestamp() as now`.execute(this.db);
+    const roundTripMs = performance.now() - sent;
+    const now = new Date(row.rows[0]!.now).getTime() + roundTripMs / 2;
+    return { ...anchors, database: { now, roundTripMs } };
+  }
+
+  /** The planning clock's last reading under a boot of the host, if one was kept. */
+  async clockReading(
+    bootId: string,
+  ): Promise<{ wall: number; monotonic: number; forwardMs: number } | undefined> {
+    const row = await this.db
+      .selectFrom('cleanup_clock_readings')
+      .selectAll()
+      .where('boot_id', '=', bootId)
+      .executeTakeFirst();
+    return (
+      row && {
+        wall: Number(row.wall_ms),
+        monotonic: Number(row.monotonic_ms),
+        forwardMs: Number(row.forward_ms),
+      }
+    );
+  }
+
+  async saveClockReading(
+    bootId: string,
+    r: { wall: number; monotonic: number; forwardMs: number },
+  ): Promise<void> {
+    const values = {
+      wall_ms: Math.round(r.wall),
+      monotonic_ms: Math.round(r.monotonic),
+      forward_ms: Math.round(r.forwardMs),
+    };
+    await this.db
+      .insertInto('cleanup_clock_readings')
+      .values({ boot_id: bootId, ...values })
+      .onConflict((oc) => oc.column('boot_id').doUpdateSet(values))
+      .execute();
   }
 
   /** How many passes have finished (on the writer: a pass compares it with the one it last stored). */
@@ -81,7 +146,8 @@ export class CleanupControlRepository {
   async releasePlanLease(
     owner: string,
     passMs: number,
-    now: Date,
+    /** The pass's time; null keeps the last one (a pass skipped because the clock is wrong). */
+    now: Date | null,
     outcome: { outcome: PassOutcome; note?: string } = { outcome: 'ok' },
   ): Promise<void> {
     await this.db
@@ -90,7 +156,7 @@ export class CleanupControlRepository {
         plan_lease_owner: null,
         plan_lease_expires_at: null,
         pass_seq: eb('pass_seq', '+', 1),
-        last_pass_at: now.toISOString(),
+        last_pass_at: now ? now.toISOString() : eb.ref('last_pass_at'),
         last_pass_ms: Math.round(passMs),
         last_pass_outcome: outcome.outcome,
         last_pass_note: outcome.note?.slice(0, 2000) ?? null,

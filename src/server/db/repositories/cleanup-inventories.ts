@@ -24,6 +24,8 @@ export interface InventoryInput {
   error: string | null;
   items: InventoryItem[];
   now: Date;
+  /** The server's clock less the target's when the inventory arrived; null: no time attested. */
+  clockOffsetMs: number | null;
 }
 
 export interface InventoryOutcome {
@@ -150,11 +152,17 @@ export class CleanupInventoryRepository {
       const resources = await recordedResources(trx, input.targetKey);
       const gone = input.complete ? absentResources(input, resources) : [];
       if (input.complete) {
-        const owned = resources.filter(eligible).length;
+        // Only what an earlier list showed can vanish from one: a record no inventory ever
+        // confirmed (a forged one, say) is absent, not gone, and must not make a list suspect —
+        // else one project's records could stop every project's cleanup on the target.
+        const confirmed = await confirmedBefore(trx, input.targetKey);
+        const wasListed = (r: RecordedResource) =>
+          r.namespace_uid !== null && confirmed.get(r.namespace_name) === r.namespace_uid;
+        const owned = resources.filter((r) => eligible(r) && wasListed(r)).length;
         // What executing delete jobs are removing right now is expected to vanish (another
         // executor's list may run while they do): only the rest can make a list suspect.
         const deleting = await deletingNow(trx, gone);
-        const unexpected = gone.filter((r) => !deleting.has(r.id)).length;
+        const unexpected = gone.filter((r) => !deleting.has(r.id) && wasListed(r)).length;
         const reason = suspicionOf(unexpected, owned, input.items.length);
         if (reason) {
           await holdBack(trx, input, { reason, gone: unexpected, recorded: owned }, at);
@@ -199,6 +207,16 @@ export class CleanupInventoryRepository {
       .execute();
   }
 
+  /** What the target's last inventory said of the server's clock (null: no time attested, or none yet). */
+  async clockOffset(targetKey: string): Promise<number | null> {
+    const row = await this.reader
+      .selectFrom('cleanup_inventories')
+      .select('clock_offset_ms')
+      .where('target_key', '=', targetKey)
+      .executeTakeFirst();
+    return row?.clock_offset_ms == null ? null : Number(row.clock_offset_ms);
+  }
+
   async unrecordedNamespaces(limit = 200) {
     return this.reader
       .selectFrom('cleanup_inventory_items')
@@ -241,6 +259,7 @@ async function upsertInventory(trx: Transaction<Database>, input: InventoryInput
       error: input.error,
       item_count: input.items.length,
       last_complete_at: input.complete ? at : (previous?.last_complete_at ?? null),
+      clock_offset_ms: input.clockOffsetMs,
       ...noSuspicion,
     })
     .onConflict((oc) =>
@@ -252,6 +271,7 @@ async function upsertInventory(trx: Transaction<Database>, input: InventoryInput
         error: input.error,
         item_count: input.items.length,
         last_complete_at: input.complete ? at : (previous?.last_complete_at ?? null),
+        clock_offset_ms: input.clockOffsetMs,
         // An incomplete inventory neither confirms nor clears a suspicion; an applied one clears it.
         ...(input.complete ? noSuspicion : {}),
       }),
@@ -294,6 +314,7 @@ async function holdBack(
     suspect_since: previous?.suspect_since ?? at,
     suspect_missing: suspicion.gone,
     suspect_recorded: suspicion.recorded,
+    clock_offset_ms: input.clockOffsetMs,
   };
   await trx
     .insertInto('cleanup_inventories')
@@ -474,6 +495,16 @@ async function upsertItems(trx: Transaction<Database>, rows: Insertable<CleanupI
  * not be in it, so its absence proves nothing.
  */
 const eligible = (r: RecordedResource) => r.state === 'ready' && r.ownership === 'owned';
+
+/** The uid each namespace had in the target's earlier inventories (the items kept from them). */
+async function confirmedBefore(trx: Transaction<Database>, targetKey: string): Promise<Map<string, string>> {
+  const rows = await trx
+    .selectFrom('cleanup_inventory_items')
+    .select(['namespace_name', 'uid'])
+    .where('target_key', '=', targetKey)
+    .execute();
+  return new Map(rows.map((r) => [r.namespace_name, r.uid]));
+}
 
 /** The ids among `resources` that an executing delete job is removing. */
 async function deletingNow(trx: Transaction<Database>, resources: RecordedResource[]): Promise<Set<string>> {

@@ -163,7 +163,7 @@ export async function readSharedRows(db: Kysely<Database>, sessionsSince: string
   const [inventories, executors, sessions, jobs, policies, breakers, control] = await Promise.all([
     db
       .selectFrom('cleanup_inventories')
-      .select(['target_key', 'received_at', 'complete', 'last_complete_at'])
+      .select(['target_key', 'received_at', 'complete', 'last_complete_at', 'clock_offset_ms'])
       .execute(),
     db
       .selectFrom('cleanup_executor_targets')

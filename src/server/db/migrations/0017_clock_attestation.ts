@@ -1,0 +1,21 @@
+/**
+ * What the server's wall clock must not contradict. What a target's clock said of it: each
+ * inventory carries the target's time (the Kubernetes API server's `Date`), and the server keeps
+ * how far its own clock was from it when the inventory arrived (null: no time attested). And the
+ * planning clock's last reading per boot of the host — wall and monotonic clock (milliseconds)
+ * and the forward steps compensated — so that a restart still sees a step. Portable SQL only.
+ */
+import type { Kysely } from 'kysely';
+
+// Migrations see the database as it was when they were written, not as the current types say.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function up(db: Kysely<any>): Promise<void> {
+  await db.schema.alterTable('cleanup_inventories').addColumn('clock_offset_ms', 'bigint').execute();
+  await db.schema
+    .createTable('cleanup_clock_readings')
+    .addColumn('boot_id', 'text', (c) => c.primaryKey())
+    .addColumn('wall_ms', 'bigint', (c) => c.notNull())
+    .addColumn('monotonic_ms', 'bigint', (c) => c.notNull())
+    .addColumn('forward_ms', 'bigint', (c) => c.notNull())
+    .execute();
+}
