@@ -118,9 +118,9 @@ export const InventoryReport = Type.Object(
     error: Type.Optional(Message()),
     items: Type.Array(InventoryItem, { maxItems: 100_000 }),
     /**
-     * The target's clock as the report is sent (Kubernetes: the API server's `Date`, else the
-     * executor's own). The server plans nothing on a target whose clock disagrees with its own;
-     * a report without it attests no time.
+     * The target's clock as the report is sent (Kubernetes: the API server's `Date`), for plugins
+     * whose targets have a clock of their own. The server plans nothing on a target whose clock
+     * disagrees with its own; a report without it attests no time.
      */
     observedAt: Type.Optional(Time()),
   },

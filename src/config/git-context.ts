@@ -2,11 +2,14 @@
  * `${git.branch}`, `${git.commitHash}`, `${git.originUrl}`: read from the project's repository
  * with git, each only when a template uses it (most commands never do: no git process then).
  */
-import { execFileSync } from 'node:child_process';
+import type childProcess from 'node:child_process';
+import { builtinModule } from '../builtin-module.js';
 import { Lazy, Missing } from './expressions/evaluate.js';
 
 function gitOutput(root: string, args: string[], key: string): string | Missing {
   try {
+    // Loaded here, not on import: a command whose templates never read git loads no child_process.
+    const { execFileSync } = builtinModule<typeof childProcess>('node:child_process');
     return execFileSync('git', args, {
       cwd: root,
       encoding: 'utf8',

@@ -198,12 +198,11 @@ export class CleanupExecutor {
         complete: inventory.complete,
         ...(summary.error ? { error: summary.error } : {}),
         items: inventory.items,
-        // The target's clock carried forward to now (on a clock that never steps), else ours.
-        observedAt: new Date(
-          Number.isFinite(listed.observedAt)
-            ? listed.observedAt + (performance.now() - listed.at)
-            : Date.now(),
-        ).toISOString(),
+        // The target's clock carried forward to now (on a clock that never steps). A plugin
+        // without a clock of its own attests none: the executor's would only repeat its host's.
+        ...(Number.isFinite(listed.observedAt)
+          ? { observedAt: new Date(listed.observedAt + (performance.now() - listed.at)).toISOString() }
+          : {}),
       });
       if (summary.response.suspect !== undefined) {
         this.log(

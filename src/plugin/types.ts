@@ -433,7 +433,7 @@ export interface CleanupInventory {
   /**
    * The target's own clock when the list was taken, if it has one (Kubernetes: the API server's
    * `Date`). The server compares its clock with it and plans nothing on a target whose clock
-   * disagrees; left out, the executor's clock stands in.
+   * disagrees; left out, the inventory attests no time (the server's other clock checks stand).
    */
   observedAt?: string;
 }

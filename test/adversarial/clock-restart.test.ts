@@ -100,14 +100,24 @@ spec:
       'the server to see its clock disagree',
       30_000,
     );
+    // Three more heartbeats of the executor: each stamps its last-seen time anew (compared for
+    // change, not order: the first pass after the restart stamped one before it saw the step).
     const lastSeen = async () =>
-      Math.max(
-        ...(await get<{ executors: { lastSeenAt: string }[] }>('/api/v1/cleanup/status')).executors.map((e) =>
-          Date.parse(e.lastSeenAt),
-        ),
-      );
-    const seen = await lastSeen();
-    await waitFor(async () => (await lastSeen()) >= seen + 3_000, 'three more executor passes', 30_000);
+      (await get<{ executors: { lastSeenAt: string }[] }>('/api/v1/cleanup/status')).executors
+        .map((e) => e.lastSeenAt)
+        .join();
+    let heartbeats = 0;
+    let previous = await lastSeen();
+    await waitFor(
+      async () => {
+        const current = await lastSeen();
+        if (current !== previous) heartbeats++;
+        previous = current;
+        return heartbeats >= 3;
+      },
+      'three more executor passes',
+      60_000,
+    );
 
     expect(sim.sim.store.get('namespaces', '', 'restart-dev')).toBeDefined();
     const audit = await get<{ items: { action: string }[] }>('/api/v1/audit?limit=200');

@@ -101,15 +101,19 @@ name: api
     expect(exists(handle.sim, 'builds-dev')).toBe(true);
 
     // A policy seen for the first time is a dry run: planned, shown, nothing deleted until enforced.
+    let seen: { kind: string; sentence: string } | undefined;
     await waitFor(
       async () => {
         const res = await fetch(`${url}/api/v1/cleanup/plan?project=builds`, {
           headers: { authorization: `Bearer ${admin}` },
         });
-        const { items } = (await res.json()) as { items: { namespace: string; kind: string }[] };
-        return items.some((i) => i.namespace === 'builds-dev' && i.kind === 'dry-run');
+        const { items } = (await res.json()) as {
+          items: { namespace: string; kind: string; sentence: string }[];
+        };
+        seen = items.find((i) => i.namespace === 'builds-dev');
+        return seen?.kind === 'dry-run';
       },
-      'the dry-run decision',
+      () => `the dry-run decision (the plan says: ${JSON.stringify(seen ?? 'nothing')})`,
       30_000,
     );
     expect(exists(handle.sim, 'builds-dev')).toBe(true);

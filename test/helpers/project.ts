@@ -58,14 +58,17 @@ export function runTend(
 /** Polls until the condition holds or the deadline passes (for waiting on real processes). */
 export async function waitFor<T>(
   condition: () => T | undefined | false | Promise<T | undefined | false>,
-  what: string,
+  /** What is waited for; a function says it on a timeout, with what was seen instead. */
+  what: string | (() => string),
   timeoutMs = 10_000,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await condition();
     if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${typeof what === 'function' ? what() : what}`);
+    }
     await new Promise((r) => setTimeout(r, 25));
   }
 }

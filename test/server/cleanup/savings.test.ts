@@ -70,7 +70,8 @@ describe.each(dialects)('cleanup savings (%s)', (dialect) => {
   const clock = testClock();
 
   beforeAll(async () => {
-    handle = await startSim({ namespaceDeleteDelayMs: 20 });
+    // This describe's clock is the world's (each dialect's describe has its own).
+    handle = await startSim({ namespaceDeleteDelayMs: 20, now: () => clock.now().getTime() });
     delete process.env.KUBECONFIG;
     server = await createTestServer(dialect, {
       now: clock.now,
