@@ -207,7 +207,8 @@ async function applyBatch(
             (r.environmentId !== row.id && r.targetKey === targetKey(p.target))),
       );
     for (const { event, activity } of touch.namespaceEvents) {
-      for (const r of own.apply(row.id, event, now, activity, disputed)) changedResources.set(r.id, r);
+      const startedAt = plan.known.get(event.sessionId)?.startedAt ?? null;
+      for (const r of own.apply(row.id, event, now, activity, disputed, startedAt)) changedResources.set(r.id, r);
     }
     setEnvironmentState(row, own.counts(), now);
   }

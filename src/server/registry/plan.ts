@@ -56,6 +56,8 @@ export interface KnownSession {
    * policy is not kept per session): its start counts, as it did before.
    */
   activity: boolean;
+  /** Its sessionStarted's own `timestamp` (the client's clock), once known: a claim's window opens there. */
+  startedAt: string | null;
 }
 
 /** Whether a session of `command` counts as activity, its policy given when known. */
@@ -75,6 +77,7 @@ export function knownSessions(rows: readonly StoredSession[]): Map<string, Known
       command: r.command,
       user: r.user_name,
       activity: countsAsActivity(r.command),
+      startedAt: r.client_started_at,
     });
   }
   return known;
@@ -139,6 +142,7 @@ export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, 
           command: p.command,
           user: p.user,
           activity: countsAsActivity(p.command, p.cleanupPolicy),
+          startedAt: e.timestamp,
         });
         const t = touch(identity, e.id);
         active(t, e);
@@ -165,6 +169,7 @@ export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, 
           // Events may arrive out of order: a session that already ended stays ended.
           status: s.status === 'unknown' ? 'running' : s.status,
           started_at: now,
+          client_started_at: e.timestamp,
         } satisfies Partial<SessionUpdate>);
         break;
       }
@@ -178,6 +183,7 @@ export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, 
             command: k?.command ?? null,
             user: k?.user ?? null,
             activity: k?.activity ?? true,
+            startedAt: k?.startedAt ?? null,
           });
         active(touch(identity, e.id), e);
         const s = session(e.sessionId);
