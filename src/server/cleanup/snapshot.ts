@@ -279,7 +279,9 @@ function loadedResource(r: SnapshotResourceRow, env: SnapshotEnvironment): Loade
       lastActivityAt: ms(r.resource_activity),
       item,
       ...(r.claim_started_at !== null && r.claim_received_at !== null
-        ? { claim: { startedAt: Date.parse(r.claim_started_at), receivedAt: Date.parse(r.claim_received_at) } }
+        ? {
+            claim: { startedAt: Date.parse(r.claim_started_at), receivedAt: Date.parse(r.claim_received_at) },
+          }
         : {}),
     },
     pathKey: item === null && targetKey !== r.target_key ? `${targetKey}\u0000${r.namespace_name}` : null,

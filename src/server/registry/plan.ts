@@ -56,8 +56,6 @@ export interface KnownSession {
    * policy is not kept per session): its start counts, as it did before.
    */
   activity: boolean;
-  /** Its sessionStarted's own `timestamp` (the client's clock), once known: a claim's window opens there. */
-  startedAt: string | null;
 }
 
 /** Whether a session of `command` counts as activity, its policy given when known. */
@@ -77,7 +75,6 @@ export function knownSessions(rows: readonly StoredSession[]): Map<string, Known
       command: r.command,
       user: r.user_name,
       activity: countsAsActivity(r.command),
-      startedAt: r.client_started_at,
     });
   }
   return known;
@@ -142,7 +139,6 @@ export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, 
           command: p.command,
           user: p.user,
           activity: countsAsActivity(p.command, p.cleanupPolicy),
-          startedAt: e.timestamp,
         });
         const t = touch(identity, e.id);
         active(t, e);
@@ -183,7 +179,6 @@ export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, 
             command: k?.command ?? null,
             user: k?.user ?? null,
             activity: k?.activity ?? true,
-            startedAt: k?.startedAt ?? null,
           });
         active(touch(identity, e.id), e);
         const s = session(e.sessionId);
