@@ -77,6 +77,11 @@ export const InventoryItem = Type.Object(
     /** The last time a tend command used it, as marked on it (the kubernetes plugin: `tend.dev/last-activity`). */
     lastActivityAt: Type.Optional(Time()),
     /**
+     * When the target created it, by the target's own clock (Kubernetes: the namespace's
+     * `creationTimestamp`, set by the API server): a claim that tend created it must agree.
+     */
+    createdAt: Type.Optional(Time()),
+    /**
      * What its running pods request (Kubernetes: the sum over its pods not yet finished, each
      * pod's containers summed — or its largest init container, when larger — as the scheduler
      * counts them). Left out when the plugin cannot tell (no permission to list pods, a local

@@ -64,6 +64,11 @@ describe('kubernetes inventory', () => {
       role: 'system',
       adopted: true,
       lastActivityAt: '2026-02-03T03:05:06.000Z',
+      // Its creationTimestamp, as the API server set it (not the tend.dev/created-at annotation).
+      createdAt: new Date(
+        (handle.sim.store.get('namespaces', '', 'inv-a') as { metadata: { creationTimestamp: string } })
+          .metadata.creationTimestamp,
+      ).toISOString(),
       // No pods run in it (the savings report's figures).
       requests: { cpuMillicores: 0, memoryBytes: 0, pods: 0 },
     });

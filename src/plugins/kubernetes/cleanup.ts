@@ -96,6 +96,7 @@ function inventoryItem(info: NamespaceInfo): InventoryItem {
   const a = info.annotations;
   const role = a[annotations.role];
   const activity = Date.parse(a[annotations.lastActivity] ?? '');
+  const created = Date.parse(info.createdAt ?? '');
   const project = mark(a[annotations.project]);
   const environment = mark(a[annotations.environment]);
   return {
@@ -110,6 +111,7 @@ function inventoryItem(info: NamespaceInfo): InventoryItem {
     adopted: a[annotations.adopted] === 'true',
     // An unreadable stamp, or one no ISO time can say, is no activity (the registry's still counts).
     ...(activity >= 0 && activity < lastIsoTime ? { lastActivityAt: new Date(activity).toISOString() } : {}),
+    ...(created >= 0 && created < lastIsoTime ? { createdAt: new Date(created).toISOString() } : {}),
   };
 }
 

@@ -263,6 +263,7 @@ function loadedResource(r: SnapshotResourceRow, env: SnapshotEnvironment): Loade
       adopted: (f & flags.itemAdopted) !== 0,
       lastActivityAt: ms(r.item_activity),
       ...(f & flags.itemEarlierGeneration ? { earlierGeneration: true } : {}),
+      ...(r.item_created_at !== null ? { createdAt: Date.parse(r.item_created_at) } : {}),
     };
   }
   return {
@@ -277,6 +278,11 @@ function loadedResource(r: SnapshotResourceRow, env: SnapshotEnvironment): Loade
       ownership: f & flags.owned ? 'owned' : f & flags.adopted ? 'adopted' : 'unknown',
       lastActivityAt: ms(r.resource_activity),
       item,
+      ...(r.claim_started_at !== null && r.claim_received_at !== null
+        ? {
+            claim: { startedAt: Date.parse(r.claim_started_at), receivedAt: Date.parse(r.claim_received_at) },
+          }
+        : {}),
     },
     pathKey: item === null && targetKey !== r.target_key ? `${targetKey}\u0000${r.namespace_name}` : null,
   };

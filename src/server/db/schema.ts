@@ -55,6 +55,8 @@ export interface SessionsTable {
   cli_version: string | null;
   status: SessionStatus;
   started_at: Timestamp | null;
+  /** Its sessionStarted's own `timestamp`, by the client's clock (late replays keep it). */
+  client_started_at: string | null;
   ended_at: Timestamp | null;
   /** Server receive time of the last sessionHeartbeat. */
   last_heartbeat_at: Timestamp | null;
@@ -148,6 +150,13 @@ export interface ResourcesTable {
   /** The host sequence (counter, number) of the last event applied to the row, if it had one. */
   sequence_counter: string | null;
   sequence_number: number | null;
+  /**
+   * The window of the claim that made it owned: the claiming session's start (its
+   * sessionStarted's `timestamp`, by the client's clock) and the server's receipt of the claim.
+   * The target must have created the namespace within it. Null: not owned through a claim.
+   */
+  claim_started_at: ColumnType<string | null, string | null | undefined, string | null>;
+  claim_received_at: ColumnType<Timestamp | null, Timestamp | null | undefined, Timestamp | null>;
 }
 
 export interface CleanupJobsTable {
@@ -257,6 +266,8 @@ export interface CleanupInventoryItemsTable {
   adopted: number;
   /** The last activity marked on it, as ISO UTC (null when it carries none). */
   last_activity_at: Timestamp | null;
+  /** When the target created it (its `createdAt`: Kubernetes' creationTimestamp), as ISO UTC; null: not said. */
+  created_at: ColumnType<Timestamp | null, Timestamp | null | undefined, Timestamp | null>;
   /** The item's `detail` as JSON (the plugin's own words), or null. */
   detail: string | null;
   /** 0: no recorded resource matches (an unrecorded namespace). */

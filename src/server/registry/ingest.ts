@@ -193,6 +193,7 @@ async function applyBatch(
     }
   }
   const recorded = await uidRecords(q, [...claimedUids]);
+  const sessionStarts = new Map(storedSessions.map((r) => [r.id, r.client_started_at]));
   const changedResources = new Map<string, Resource>();
   for (const { row, touch } of withNamespaces) {
     const own = resources.get(row.id) ?? new ResourceSet();
@@ -207,7 +208,11 @@ async function applyBatch(
             (r.environmentId !== row.id && r.targetKey === targetKey(p.target))),
       );
     for (const { event, activity } of touch.namespaceEvents) {
-      for (const r of own.apply(row.id, event, now, activity, disputed)) changedResources.set(r.id, r);
+      // The claiming session's start, by its own clock: from this batch's sessionStarted, or stored.
+      const startedAt =
+        plan.sessions.get(event.sessionId)?.client_started_at ?? sessionStarts.get(event.sessionId) ?? null;
+      for (const r of own.apply(row.id, event, now, activity, disputed, startedAt))
+        changedResources.set(r.id, r);
     }
     setEnvironmentState(row, own.counts(), now);
   }

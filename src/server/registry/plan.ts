@@ -165,6 +165,7 @@ export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, 
           // Events may arrive out of order: a session that already ended stays ended.
           status: s.status === 'unknown' ? 'running' : s.status,
           started_at: now,
+          client_started_at: e.timestamp,
         } satisfies Partial<SessionUpdate>);
         break;
       }

@@ -135,6 +135,12 @@ export class ResourceSet {
     activity = true,
     /** Whether the server's records contradict the event's claim that tend created its namespace. */
     disputed: (p: NamespaceStatusPayload) => boolean = () => false,
+    /**
+     * The start of the event's session (its sessionStarted's `timestamp`), if known: a claim
+     * that makes the resource owned records its window, from there to `now` (a claim of a
+     * session never seen starting opens it at `now`).
+     */
+    sessionStartedAt: string | null = null,
   ): Resource[] {
     const p = e.payload;
     const tkey = targetKey(p.target);
@@ -155,7 +161,12 @@ export class ResourceSet {
       current.namespace_uid = current.namespace_uid ?? uid;
       current.provider = p.providerName;
       current.role = p.role;
-      current.ownership = ownershipOf(p, current.ownership, disputed);
+      const ownership = ownershipOf(p, current.ownership, disputed);
+      if (ownership === 'owned' && current.ownership !== 'owned') {
+        current.claim_started_at = sessionStartedAt ?? now;
+        current.claim_received_at = now;
+      }
+      current.ownership = ownership;
       current.state = p.state;
       current.last_cause = p.cause;
       current.detail = p.detail ? JSON.stringify(p.detail) : current.detail;
@@ -174,6 +185,7 @@ export class ResourceSet {
       if (e.sequence) Object.assign(current, sequence);
       changed.push(current);
     }
+    const ownership = ownershipOf(p, undefined, disputed);
     const next: Resource = {
       id: newId(),
       environment_id: environmentId,
@@ -186,7 +198,7 @@ export class ResourceSet {
       namespace_uid: uid,
       generation: (current?.generation ?? 0) + 1,
       role: p.role,
-      ownership: ownershipOf(p, undefined, disputed),
+      ownership,
       state: p.state,
       last_cause: p.cause,
       detail: p.detail ? JSON.stringify(p.detail) : null,
@@ -195,6 +207,8 @@ export class ResourceSet {
       last_activity_at: p.state === 'ready' && activity ? now : null,
       missing_since: p.state === 'missing' ? now : null,
       ...sequence,
+      claim_started_at: ownership === 'owned' ? (sessionStartedAt ?? now) : null,
+      claim_received_at: ownership === 'owned' ? now : null,
     };
     this.keep(next);
     changed.push(next);

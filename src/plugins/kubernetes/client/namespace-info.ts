@@ -25,6 +25,8 @@ export interface NamespaceInfo {
   uid?: string;
   state: NamespaceState;
   resourceVersion?: string;
+  /** Its `creationTimestamp`: when the API server created it. */
+  createdAt?: string;
   labels: Record<string, string>;
   annotations: Record<string, string>;
 }
@@ -53,5 +55,6 @@ export function toInfo(ns: V1Namespace): NamespaceInfo {
   };
   if (meta.uid) info.uid = meta.uid;
   if (meta.resourceVersion) info.resourceVersion = meta.resourceVersion;
+  if (meta.creationTimestamp) info.createdAt = meta.creationTimestamp;
   return info;
 }

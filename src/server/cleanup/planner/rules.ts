@@ -8,7 +8,7 @@ import type { BlockReason } from '../../../cleanup/decisions.js';
 import { formatTime } from '../../../cleanup/format.js';
 import type { PlannedAction } from '../../../cleanup/protocol.js';
 import type { Schedule } from '../../../cleanup/schedule.js';
-import { disagrees } from '../clock.js';
+import { disagrees, toleranceMs } from '../clock.js';
 import { policyDueAt, warnAtOf } from '../deadlines.js';
 import {
   asleepGraceMs,
@@ -22,6 +22,7 @@ import {
   type PlanSnapshot,
   type SnapshotEnvironment,
   type SnapshotPolicy,
+  type SnapshotInventoryItem,
   type SnapshotResource,
 } from './types.js';
 import { PlannedDecision, type EnvironmentFacts } from './wording.js';
@@ -129,8 +130,28 @@ export function blockOf(
         }
       : { reason: 'not-owned', why: 'the namespace was re-created (another uid)' };
   }
+  const outside = createdOutsideClaim(r, item);
+  if (outside) return { reason: 'not-owned', why: outside };
   if (item.role === 'system') return { reason: 'system', why: 'the namespace has role system' };
   if (item.adopted) return { reason: 'adopted', why: 'the namespace is marked adopted' };
+  return undefined;
+}
+
+/**
+ * A claim of creation must agree with what the target says: it created the namespace no earlier
+ * than the claiming session started (the client's clock: a session replayed late from an
+ * offline queue keeps its ownership) and no later than the server received the claim — each
+ * within the clock skew tolerated. Otherwise the namespace existed before the claim, or the
+ * claim is not this namespace's: why it is not owned.
+ */
+function createdOutsideClaim(r: SnapshotResource, item: SnapshotInventoryItem): string | undefined {
+  if (item.createdAt === undefined || r.claim === undefined) return undefined;
+  if (item.createdAt < r.claim.startedAt - toleranceMs) {
+    return 'the cluster created the namespace before the session that claims to have created it';
+  }
+  if (item.createdAt > r.claim.receivedAt + toleranceMs) {
+    return 'the cluster created the namespace after the server received the claim that tend created it';
+  }
   return undefined;
 }
 

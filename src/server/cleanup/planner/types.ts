@@ -94,6 +94,12 @@ export interface SnapshotResource {
   lastActivityAt: number | null;
   /** The namespace as the last inventory of its target saw it; null when absent from it. */
   item: SnapshotInventoryItem | null;
+  /**
+   * The window of the claim that made it owned (ms): its session's start, by the client's clock,
+   * and the server's receipt of the claim. Left out when unknown, or when its item does not say
+   * when it was created.
+   */
+  claim?: { startedAt: number; receivedAt: number };
 }
 
 export interface SnapshotInventoryItem {
@@ -109,6 +115,8 @@ export interface SnapshotInventoryItem {
    * re-created it (a `tend restore`, a deploy after a deletion) after the last inventory.
    */
   earlierGeneration?: boolean;
+  /** When the target created it (ms, the target's clock), when the item says and it matters. */
+  createdAt?: number;
 }
 
 export interface SnapshotInventory {

@@ -3,7 +3,10 @@
  * inventory carries the target's time (the Kubernetes API server's `Date`), and the server keeps
  * how far its own clock was from it when the inventory arrived (null: no time attested). And the
  * planning clock's last reading per boot of the host — wall and monotonic clock (milliseconds)
- * and the forward steps compensated — so that a restart still sees a step. Portable SQL only.
+ * and the forward steps compensated — so that a restart still sees a step. And when a target
+ * created each namespace it lists, against the window of the claim that made the namespace owned:
+ * the claiming session's start (its client's clock) and the server's receipt of the claim.
+ * Portable SQL only.
  */
 import type { Kysely } from 'kysely';
 
@@ -11,6 +14,10 @@ import type { Kysely } from 'kysely';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('cleanup_inventories').addColumn('clock_offset_ms', 'bigint').execute();
+  await db.schema.alterTable('cleanup_inventory_items').addColumn('created_at', 'text').execute();
+  await db.schema.alterTable('sessions').addColumn('client_started_at', 'text').execute();
+  await db.schema.alterTable('resources').addColumn('claim_started_at', 'text').execute();
+  await db.schema.alterTable('resources').addColumn('claim_received_at', 'text').execute();
   await db.schema
     .createTable('cleanup_clock_readings')
     .addColumn('boot_id', 'text', (c) => c.primaryKey())

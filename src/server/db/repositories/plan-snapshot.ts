@@ -30,6 +30,9 @@ export const resourceFlags = {
  */
 export type EnvironmentScope = 'all' | { id: string } | { ids: readonly string[] };
 
+/** An owned resource `r` whose claim window is recorded, and whose item `i` says when it was created. */
+const createdAndClaimed = sql`r.ownership = 'owned' and i.created_at is not null and r.claim_received_at is not null`;
+
 /** Resources `r` with their environment `e` and what the inventory of their target saw of their namespace `i`. */
 export function resourcesWithItems(db: Kysely<Database>) {
   return db
@@ -101,6 +104,11 @@ export async function readEnvironmentRows(db: Kysely<Database>, scope: Environme
       sql<string | null>`case when i.last_activity_at > e.last_activity_at then i.last_activity_at end`.as(
         'item_activity',
       ),
+      // When the target created an owned namespace, and the window of the claim that made it
+      // owned: only where both are known (else null, cheap).
+      sql<string | null>`case when ${createdAndClaimed} then i.created_at end`.as('item_created_at'),
+      sql<string | null>`case when ${createdAndClaimed} then r.claim_started_at end`.as('claim_started_at'),
+      sql<string | null>`case when ${createdAndClaimed} then r.claim_received_at end`.as('claim_received_at'),
     ])
     .where('r.state', '!=', 'missing');
 

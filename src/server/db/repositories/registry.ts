@@ -80,6 +80,7 @@ export interface StoredSession {
   namespace: string | null;
   command: string | null;
   user_name: string | null;
+  client_started_at: string | null;
 }
 
 /** Which of these event ids are stored already. */
@@ -132,7 +133,7 @@ export async function uidRecords(q: BulkStatements, uids: string[]): Promise<Uid
 /** The stored sessions with these ids. */
 export async function loadSessions(q: BulkStatements, ids: string[]): Promise<StoredSession[]> {
   return q.selectIn<StoredSession>(
-    'id, project, environment, namespace, command, user_name',
+    'id, project, environment, namespace, command, user_name, client_started_at',
     'sessions',
     'id',
     ids,
@@ -233,6 +234,8 @@ const resourceColumns = [
   'missing_since',
   'sequence_counter',
   'sequence_number',
+  'claim_started_at',
+  'claim_received_at',
 ] as const satisfies readonly (keyof Resource)[];
 
 export const resourcesUpsert: InsertStatement = {
@@ -254,6 +257,8 @@ export const resourcesUpsert: InsertStatement = {
       'missing_since',
       'sequence_counter',
       'sequence_number',
+      'claim_started_at',
+      'claim_received_at',
     ]),
 };
 
@@ -358,6 +363,7 @@ const sessionColumns = [
   'cli_version',
   'status',
   'started_at',
+  'client_started_at',
   'ended_at',
   'last_heartbeat_at',
   'last_event_at',
