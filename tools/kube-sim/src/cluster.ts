@@ -43,9 +43,14 @@ export function now(): string {
 }
 
 export class Cluster {
-  readonly store = new Store();
+  constructor(clock?: () => number) {
+    this.store = new Store(clock);
+    this.admission = new Admission(this.store);
+  }
+
+  readonly store: Store;
   /** ValidatingAdmissionPolicies, for the writes made through the API. */
-  readonly admission = new Admission(this.store);
+  readonly admission: Admission;
   /** Called (deferred) when a namespace is marked for deletion. */
   onNamespaceTerminating: (name: string) => void = () => {};
 

@@ -65,9 +65,9 @@ export interface KubeSimOptions {
   /** How many requests the request log keeps, newest first (default 100,000). */
   requestLogSize?: number;
   /**
-   * The API server's clock, in milliseconds since the epoch, as its answers' `Date` header says
-   * (default: the real one). Tests that move time move it too; a client reads the cluster's time
-   * from that header.
+   * The API server's clock, in milliseconds since the epoch, as its answers' `Date` header and
+   * the objects' `creationTimestamp` say (default: the real one). Tests that move time move it
+   * too; a client reads the cluster's time from them.
    */
   now?: () => number;
 }
@@ -160,7 +160,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
   const dir = await mkdtemp(join(tmpdir(), 'kube-sim-'));
   const certs = await generateCerts(dir);
   const token = opts.token ?? randomBytes(24).toString('hex');
-  const cluster = new Cluster();
+  const cluster = new Cluster(opts.now);
   const runtime = new PodRuntime(cluster, {
     podStartDelayMs: opts.podStartDelayMs ?? 20,
     podRunMs: opts.podRunMs ?? 50,

@@ -58,6 +58,9 @@ class Bucket {
 const HISTORY = 50_000;
 
 export class Store {
+  /** The clock creationTimestamp is stamped with (milliseconds since the epoch). */
+  constructor(private readonly clock: () => number = Date.now) {}
+
   private rv = 1;
   private readonly buckets = new Map<string, Bucket>();
   private history: StoreEvent[] = [];
@@ -195,7 +198,7 @@ export class Store {
     }
     if (m.has(name)) throw new Error('insert over existing object');
     obj.metadata.uid ??= randomUUID();
-    obj.metadata.creationTimestamp ??= new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    obj.metadata.creationTimestamp ??= new Date(this.clock()).toISOString().replace(/\.\d+Z$/, 'Z');
     const stored = this.freeze(obj, this.nextRv());
     m.set(name, stored);
     b.size++;
