@@ -12,6 +12,7 @@
  * the inventories carry (a target whose clock disagrees is planned on no more).
  */
 import { readFileSync } from 'node:fs';
+import type { ClockAnchors, ClockReading } from '../db/repositories/cleanup-control.js';
 
 /**
  * How far the two clocks may drift apart between passes before it is called a step; also how
@@ -26,17 +27,6 @@ export interface ClockStep {
   ms: number;
   /** Wall time it was seen at. */
   at: string;
-}
-
-/**
- * A reading of both clocks, kept in the database after every pass so that a restart on the same
- * host (the same boot: the monotonic clock is the system's, counted from boot) still sees a step
- * taken while the server was down — and keeps the forward steps it compensates.
- */
-export interface ClockReading {
-  wall: number;
-  monotonic: number;
-  forwardMs: number;
 }
 
 export class PlanningClock {
@@ -131,16 +121,6 @@ export function describeOffset(offsetMs: number): string {
   const minutes = Math.round(Math.abs(offsetMs) / 60_000);
   const span = minutes >= 60 ? `${Math.floor(minutes / 60)} h ${minutes % 60} min` : `${minutes} min`;
   return `${span} ${offsetMs > 0 ? 'ahead of' : 'behind'}`;
-}
-
-/** What persisted records and the database say of the wall clock (`CleanupControlRepository.clockAnchors`). */
-export interface ClockAnchors {
-  /** When the last planning pass ended, on the clock of whoever ran it. */
-  lastPassAt: number | null;
-  /** The newest receive time of an event. */
-  newestReceivedAt: number | null;
-  /** PostgreSQL's own clock, read with the round trip it took (SQLite has none of its own). */
-  database?: { now: number; roundTripMs: number };
 }
 
 /** The wall clock and what others attest of it, as the pass and the queue's re-check ask them. */

@@ -9,6 +9,27 @@ import { isSqlite } from '../dialect.js';
 import { writeAudit, type AuditInput } from './audit.js';
 import type { Database } from '../schema.js';
 
+/**
+ * A reading of both clocks, kept after every pass so that a restart on the same host (the same
+ * boot: the monotonic clock is the system's, counted from boot) still sees a step taken while
+ * the server was down — and keeps the forward steps it compensates (cleanup/clock.ts).
+ */
+export interface ClockReading {
+  wall: number;
+  monotonic: number;
+  forwardMs: number;
+}
+
+/** What persisted records and the database say of the wall clock. */
+export interface ClockAnchors {
+  /** When the last planning pass ended, on the clock of whoever ran it. */
+  lastPassAt: number | null;
+  /** The newest receive time of an event. */
+  newestReceivedAt: number | null;
+  /** PostgreSQL's own clock, read with the round trip it took (SQLite has none of its own). */
+  database?: { now: number; roundTripMs: number };
+}
+
 export class CleanupControlRepository {
   constructor(
     private readonly db: Kysely<Database>,
@@ -27,11 +48,7 @@ export class CleanupControlRepository {
    * What the wall clock must not contradict: the last pass's end, the newest event's receipt and,
    * on PostgreSQL, the database's own clock (with the round trip it took to read).
    */
-  async clockAnchors(o: { database: boolean }): Promise<{
-    lastPassAt: number | null;
-    newestReceivedAt: number | null;
-    database?: { now: number; roundTripMs: number };
-  }> {
+  async clockAnchors(o: { database: boolean }): Promise<ClockAnchors> {
     const [control, newest] = await Promise.all([
       this.db
         .selectFrom('cleanup_control')
@@ -54,9 +71,7 @@ export class CleanupControlRepository {
   }
 
   /** The planning clock's last reading under a boot of the host, if one was kept. */
-  async clockReading(
-    bootId: string,
-  ): Promise<{ wall: number; monotonic: number; forwardMs: number } | undefined> {
+  async clockReading(bootId: string): Promise<ClockReading | undefined> {
     const row = await this.db
       .selectFrom('cleanup_clock_readings')
       .selectAll()
@@ -71,10 +86,7 @@ export class CleanupControlRepository {
     );
   }
 
-  async saveClockReading(
-    bootId: string,
-    r: { wall: number; monotonic: number; forwardMs: number },
-  ): Promise<void> {
+  async saveClockReading(bootId: string, r: ClockReading): Promise<void> {
     const values = {
       wall_ms: Math.round(r.wall),
       monotonic_ms: Math.round(r.monotonic),
