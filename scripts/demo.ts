@@ -83,10 +83,18 @@ function kubectl(kubeconfig: string, args: string[]): Promise<number> {
 }
 
 /** Polls until `condition` holds (bounded): the demo waits for what happens, not for a time. */
-async function waitUntil(what: string, condition: () => Promise<boolean> | boolean, timeoutMs: number) {
+async function waitUntil(
+  what: string,
+  condition: () => Promise<boolean> | boolean,
+  timeoutMs: number,
+  lastSeen?: () => string,
+) {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what} after ${timeoutMs / 1000}s`);
+    if (Date.now() > deadline) {
+      const seen = lastSeen ? `; last seen: ${lastSeen()}` : '';
+      throw new Error(`gave up waiting for ${what} after ${timeoutMs / 1000}s${seen}`);
+    }
     await new Promise((r) => setTimeout(r, 500));
   }
 }
@@ -336,15 +344,17 @@ async function main(): Promise<void> {
   // Due, not only ahead ("would be deleted at … once enforced"): what it would do now. The
   // decision is the last pass's, so its sentence says which (not the due time against the
   // request's time: a pass before the due time still words it ahead).
+  let lastPlan: Plan | undefined;
   await waitUntil(
     'the dry-run decision for builds-dev',
     async () => {
-      const plan = await api<Plan>('/api/v1/cleanup/plan?project=builds');
-      return plan.items.some(
+      lastPlan = await api<Plan>('/api/v1/cleanup/plan?project=builds');
+      return lastPlan.items.some(
         (i) => i.namespace === 'builds-dev' && i.kind === 'dry-run' && i.sentence.startsWith('would delete'),
       );
     },
     120_000,
+    () => JSON.stringify(lastPlan),
   );
   await must(['cleanup', 'plan', '--project', 'builds'], { env: adminEnv });
   if (!namespaceExists('builds-dev')) throw new Error('builds-dev was deleted during the dry run');

@@ -48,13 +48,16 @@ export async function stage(
   dialect: Dialect,
   o: { maxPerPass?: number; archive?: Partial<ArchiveSettings> } = {},
 ): Promise<Stage> {
-  let wall = Date.now();
-  let world = wall;
-  let monotonic = 0;
-  const sim = await startSim({ namespaceDeleteDelayMs: 20, now: () => world });
+  // Every clock runs with real time, moved by the test's offsets: the real CLI streams on the
+  // real clock, so a stage whose clocks stood still would see it run ahead of them when the
+  // machine is slow (and judge its claims of creation by a clock the world left behind).
+  let wallOffset = 0;
+  let worldOffset = 0;
+  let monotonicOffset = 0;
+  const sim = await startSim({ namespaceDeleteDelayMs: 20, now: () => Date.now() + worldOffset });
   const server = await createTestServer(dialect, {
-    now: () => new Date(wall),
-    monotonicNow: () => monotonic,
+    now: () => new Date(Date.now() + wallOffset),
+    monotonicNow: () => performance.now() + monotonicOffset,
     cleanup: {
       intervalMs: 30_000,
       maxPerPass: o.maxPerPass ?? 10,
@@ -76,16 +79,16 @@ export async function stage(
     url,
     executor,
     advance(ms) {
-      wall += ms;
-      world += ms;
-      monotonic += ms;
+      wallOffset += ms;
+      worldOffset += ms;
+      monotonicOffset += ms;
     },
     step(ms) {
-      wall += ms;
+      wallOffset += ms;
     },
     resume(ms) {
-      wall += ms;
-      world += ms;
+      wallOffset += ms;
+      worldOffset += ms;
     },
     tend: (root, ...args) =>
       runTend(args, {

@@ -34,7 +34,12 @@ afterAll(async () => {
 });
 
 async function startServer(port: number): Promise<RunningTend> {
-  const server = startTend(['server', '--data-dir', dataDir, '--port', String(port)], { env, cwd: home });
+  // It lives as long as the test (its limit below), not the minute a one-off command gets.
+  const server = startTend(['server', '--data-dir', dataDir, '--port', String(port)], {
+    env,
+    cwd: home,
+    timeoutMs: 180_000,
+  });
   servers.push(server);
   await server.waitForOutput(/tend server listening/, 'the server to listen');
   return server;
