@@ -292,11 +292,15 @@ async function main(): Promise<void> {
     '--from-literal=cache=on',
   ]);
   await must(['--env', 'shared', 'build'], { cwd: builds, env });
+  // A command waits 5 s at most for the server to take its events; a busy machine may need more,
+  // and the next command would send them: here nothing else runs in this project, so push them.
+  await must(['events', 'push'], { cwd: builds, env, capture: true });
 
   step('a project whose idle environment is paused, not deleted (policy: pause after 1m idle)');
   const sleepy = path.join(workDir, 'sleepy');
   writeSleepyProject(sleepy);
   await must(['deploy'], { cwd: sleepy, env });
+  await must(['events', 'push'], { cwd: sleepy, env, capture: true });
   const replicas = () => sim.store.get('deployments.apps', 'sleepy-dev', 'web')?.spec?.replicas as number;
   console.log(`  sleepy-dev: deployment web has ${replicas()} replicas`);
 

@@ -30,7 +30,7 @@ export interface Stage {
    * that the server did not count (a VM resumed, a drifted clock corrected by NTP).
    */
   resume(ms: number): void;
-  /** Runs the real CLI in a project, its events streamed to the server (ingest token). */
+  /** Runs the real CLI in a project, its events streamed to the server (ingest token) and delivered. */
   tend(root: string, ...args: string[]): Promise<TendRun>;
   /** A kubernetes project with one ConfigMap Deploy; `extra` goes into its environment entry. */
   project(o: { name: string; namespace: string; environmentExtra?: string; providerExtra?: string }): string;
@@ -90,11 +90,15 @@ export async function stage(
       wallOffset += ms;
       worldOffset += ms;
     },
-    tend: (root, ...args) =>
-      runTend(args, {
-        cwd: root,
-        env: { KUBECONFIG: sim.kubeconfig, ...streamEnv(url, server.tokens.ingest) },
-      }),
+    async tend(root, ...args) {
+      const env = { KUBECONFIG: sim.kubeconfig, ...streamEnv(url, server.tokens.ingest) };
+      const run = await runTend(args, { cwd: root, env });
+      // A command waits 5 s at most for its events to reach the server, then leaves the rest in
+      // the outbox; on a busy machine the stage waits for them, as the attacks assume them recorded.
+      const pushed = await runTend(['events', 'push'], { cwd: root, env });
+      if (pushed.code !== 0) throw new Error(`tend events push failed:\n${pushed.stderr}`);
+      return run;
+    },
     project({ name, namespace, environmentExtra, providerExtra }) {
       const root = makeProject({
         'tend.yml': `kind: Project
