@@ -3,7 +3,7 @@
  * template expressions. A cycle is an error that prints its path.
  */
 import type { ActionConfig } from '../config/project.js';
-import { findActionReferences } from '../config/template.js';
+import { findActionReferences, readsActionOutputs } from '../config/template.js';
 import { TendError } from '../errors.js';
 
 export interface ActionNode {
@@ -27,7 +27,7 @@ export class ActionGraph {
         config,
         ref: config.ref,
         dependencies: [...deps].sort(),
-        readsOutputs: references.length > 0,
+        readsOutputs: references.length > 0 || readsActionOutputs(config.spec),
         dependants: [],
       });
     }

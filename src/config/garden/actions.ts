@@ -314,7 +314,6 @@ export function translateGardenAction(
 }
 
 export const gardenOnlyKinds = ['Workflow', 'Command'] as const;
-const templateKinds = ['ConfigTemplate', 'RenderTemplate', 'ModuleTemplate'];
 
 /** What the Loader does with a Garden document of a kind that is not an action: a note or a problem. */
 export function otherGardenKind(value: GardenRecord, translation: Translation, at: ConfigPath): boolean {
@@ -324,13 +323,6 @@ export function otherGardenKind(value: GardenRecord, translation: Translation, a
     translation.note(
       at,
       `${kind} ${name}: Garden ${kind === 'Workflow' ? 'workflows' : 'custom commands'} are read but not run by tend`,
-    );
-    return true;
-  }
-  if (templateKinds.includes(kind)) {
-    translation.unsupported(
-      at,
-      `${kind} ${name}: Garden config templates are not supported by tend yet; write the actions out`,
     );
     return true;
   }
