@@ -132,7 +132,7 @@ const PatchResource = Type.Object(
         description: 'strategic (default), merge (RFC 7386) or json (RFC 6902)',
       }),
     ),
-    patch: Type.Union([Type.Record(AnyKey(), Type.Unknown()), Type.Array(JsonPatchOperation)], {
+    patch: Type.Union([Type.Array(JsonPatchOperation), Type.Record(AnyKey(), Type.Unknown())], {
       description: 'the fields to change (strategic, merge), or a list of JSON patch operations (json)',
     }),
   },
