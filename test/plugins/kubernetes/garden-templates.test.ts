@@ -4,7 +4,7 @@
  * patched manifests into kube-sim, and the errors of bad templates, inputs and patches at their
  * file:line.
  */
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -148,12 +148,46 @@ describe("Garden's examples with templates and patches", () => {
   });
 
   it('k8s-deploy-config-templates and k8s-deploy-patch-resources: only the container Deploy (db) is left', async () => {
-    for (const name of ['k8s-deploy-patch-resources']) {
+    for (const name of ['k8s-deploy-config-templates', 'k8s-deploy-patch-resources']) {
       const errors = await validateErrors(copyGardenExample(name));
       expect(errors.map((e) => e.split(' ').slice(0, 2).join(' '))).toEqual([
         'TEND_CONFIG_UNSUPPORTED db/garden.yml:3',
       ]);
     }
+  });
+
+  it('k8s-deploy-config-templates with its db as a kubernetes Deploy: the rendered web and api Deploys validate', async () => {
+    const root = copyGardenExample('k8s-deploy-config-templates');
+    // Only the container Deploy (postgres) and its container Runs changed, to what tend runs today.
+    writeFileSync(
+      path.join(root, 'db', 'garden.yml'),
+      `kind: Deploy
+type: kubernetes
+name: postgres
+spec:
+  manifests: []
+---
+kind: Run
+type: exec
+name: db-init
+spec:
+  command: [echo, init]
+`,
+    );
+    const validated = await validateCommand({ root, var: [] });
+    expect(validated.exitCode).toBe(0);
+    expect(
+      validated.data.actions
+        .map((a) => `${a.ref} ${a.type} ${a.file}:${a.line} ${a.dependencies.join(',')}`)
+        .sort(),
+    ).toEqual([
+      'build.api container api/garden.yml:1 ',
+      'build.web container web/garden.yml:1 ',
+      'deploy.api kubernetes api/garden.yml:1 build.api,run.db-init',
+      'deploy.postgres kubernetes db/garden.yml:1 ',
+      'deploy.web kubernetes web/garden.yml:1 build.web',
+      'run.db-init exec db/garden.yml:7 ',
+    ]);
   });
 });
 
