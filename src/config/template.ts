@@ -136,12 +136,22 @@ function staticActionReference(lookup: Lookup): string | undefined {
 
 /** Action references (`build.api`) used in `${actions.<kind>.<name>.outputs.<key>}` expressions. */
 export function findActionReferences(value: unknown): string[] {
+  return actionReferencesOf(value).refs;
+}
+
+/**
+ * The action references of a value's templates, and whether they read any action's outputs
+ * (`actions.build[var.app]…` too, whose action is known only when resolved): one walk.
+ */
+export function actionReferencesOf(value: unknown): { refs: string[]; readsOutputs: boolean } {
   const refs = new Set<string>();
+  let readsOutputs = false;
   eachValueLookup(value, (lookup) => {
+    if (lookup.root === 'actions') readsOutputs = true;
     const ref = staticActionReference(lookup);
     if (ref !== undefined) refs.add(ref);
   });
-  return [...refs];
+  return { refs: [...refs], readsOutputs };
 }
 
 /** Variables (`port`) read by `${var.<name>}` (or `${variables.<name>}`) expressions, added to `into`. */
@@ -214,8 +224,8 @@ export function checkTemplateSyntax(
   return { problems, actionReferences };
 }
 
-/** Whether a value's templates read action outputs (`actions.build[var.app]…` too, whose action is known only when resolved). */
-export function readsActionOutputs(value: unknown): boolean {
+/** Whether a value's templates read action outputs. */
+function readsActionOutputs(value: unknown): boolean {
   let reads = false;
   eachValueLookup(value, (lookup) => {
     if (lookup.root === 'actions') reads = true;
