@@ -7,7 +7,7 @@
 import { localIdentity } from '../state/identity.js';
 import { TendError } from '../errors.js';
 import { formatPath } from './diagnostics.js';
-import { nameMaxLength, nameRegExp } from './project.js';
+import { formatLocation, nameMaxLength, nameRegExp } from './project.js';
 import type { PullRequestRef } from '../events/catalog.js';
 import type { ActionConfig, CleanupConfig, ProjectConfig, ProviderEntry, VariableValue } from './project.js';
 import { Lazy } from './expressions/evaluate.js';
@@ -239,8 +239,24 @@ export function resolveActionSpec(
   context: TemplateContext,
   options?: ResolveOptions,
 ): unknown {
-  const own = { ...context, this: { name: action.name, kind: action.kind, mode: 'default' } };
-  return resolveTemplates(action.spec, own, (p) => action.locate(['spec', ...p]), options);
+  const own: TemplateContext = {
+    ...context,
+    this: { name: action.name, kind: action.kind, mode: 'default' },
+  };
+  const rendered = action.rendered;
+  if (!rendered) return resolveTemplates(action.spec, own, (p) => action.locate(['spec', ...p]), options);
+  own.parent = { name: rendered.parent };
+  own.template = { name: rendered.template };
+  own.inputs = rendered.inputs;
+  try {
+    return resolveTemplates(action.spec, own, (p) => action.locate(['spec', ...p]), options);
+  } catch (error) {
+    if (!(error instanceof TendError) || error.code !== 'TEND_TEMPLATE') throw error;
+    const where = `${rendered.template} rendered by RenderTemplate ${rendered.parent} at ${formatLocation(rendered.renderedAt)}`;
+    throw new TendError('TEND_TEMPLATE', `${error.message} (in ConfigTemplate ${where})`, {
+      ...(error.location ? { location: error.location } : {}),
+    });
+  }
 }
 
 /** Whether a provider entry applies to an environment. */

@@ -16,7 +16,7 @@ import type { ActionKind, PluginDefinition } from '../plugin/types.js';
 import { checkSchema, configError, describeValue, sortProblems } from './diagnostics.js';
 import type { ConfigProblem } from './diagnostics.js';
 import { actionRef, formatLocation } from './project.js';
-import type { ActionConfig, ConfigPath, ProjectConfig } from './project.js';
+import type { ActionConfig, ConfigPath, LocateTarget, ProjectConfig, RenderedFrom } from './project.js';
 import { ActionBaseSchema, actionTypeIndex, parseTimeout } from './schema.js';
 import { loadProjectPlugins } from './plugin-modules.js';
 import { readProjectDocument } from './project-document.js';
@@ -32,6 +32,14 @@ import {
   projectFileName,
 } from './files.js';
 import { readGardenDocument } from './garden/document.js';
+import {
+  collectTemplates,
+  renderTemplate,
+  templateKinds,
+  type TemplateDocument,
+} from './garden/templates.js';
+import { isRecord } from './garden/translation.js';
+import { renderedRoots } from './template-context.js';
 import { moduleRuntimeNames, type ModuleRuntimeNames } from './garden/modules.js';
 import type { SourceDocument } from './source.js';
 import { checkTemplateSyntax, containsTemplate } from './template.js';
@@ -137,6 +145,8 @@ class Loader {
   /** Garden actions tend cannot run (each a problem already): no second error where they are used. */
   readonly #unloaded = new Set<string>();
   #runtimeNames: ModuleRuntimeNames = new Map();
+  /** Garden ConfigTemplates by name, read before any RenderTemplate. */
+  #templates = new Map<string, TemplateDocument>();
 
   constructor(
     readonly root: string,
@@ -154,6 +164,7 @@ class Loader {
         .filter((file) => isGardenFileName(path.posix.basename(file.file)))
         .flatMap((file) => file.parse().documents.map((doc) => doc.value)),
     );
+    this.#templates = collectTemplates(this.root, files, (problem) => this.#problems.push(problem));
     for (const file of files) {
       const { documents, problems } = file.parse();
       this.#problems.push(...problems);
@@ -199,18 +210,57 @@ class Loader {
   }
 
   #document(file: SourceFile, doc: SourceDocument): void {
-    const locate = (p: ConfigPath, target: 'key' | 'value' = 'value') => file.locate(doc.index, p, target);
+    const locate = (p: ConfigPath, target: LocateTarget = 'value') => file.locate(doc.index, p, target);
     if (!isGardenFileName(path.posix.basename(file.file))) return this.#read(file, doc, doc.value, locate);
-    const context = { dir: path.dirname(path.join(this.root, file.file)), runtimeNames: this.#runtimeNames };
-    for (const { value, translation } of readGardenDocument(doc.value, context)) {
+    const dir = path.dirname(path.join(this.root, file.file));
+    const kind = isRecord(doc.value) ? doc.value.kind : undefined;
+    if ((templateKinds as readonly unknown[]).includes(kind)) return; // read by #collectTemplates
+    if (kind !== 'RenderTemplate') return this.#gardenDocument(file, doc, doc.value, dir, locate);
+    const render = doc.value as Record<string, unknown>;
+    if (render.disabled === true) {
+      const message = `RenderTemplate ${String(render.name)} is disabled; not rendered`;
+      this.#notes.push({ message, location: locate(['disabled'], 'key') });
+      return;
+    }
+    const rendered = renderTemplate({ value: render, dir, locate }, this.#templates, (found) =>
+      this.#problem('TEND_CONFIG_INVALID', found.message, found.location),
+    );
+    for (const config of rendered) {
+      const template = this.#templates.get(config.rendered.template)!;
+      const locateConfig = (p: ConfigPath, target: LocateTarget = 'value') =>
+        template.locate(['configs', config.index, ...p], target);
+      this.#gardenDocument(file, doc, config.value, config.baseDir, locateConfig, config.rendered);
+    }
+  }
+
+  /** A Garden document (or a config a template rendered) read as tend's. */
+  #gardenDocument(
+    file: SourceFile,
+    doc: SourceDocument,
+    value: unknown,
+    dir: string,
+    locate: (p: ConfigPath, target?: LocateTarget) => SourceLocation,
+    rendered?: RenderedFrom,
+  ): void {
+    for (const { value: read, translation } of readGardenDocument(value, {
+      dir,
+      runtimeNames: this.#runtimeNames,
+    })) {
       const at = (p: ConfigPath) => locate(translation.documentPath(p), 'key');
       for (const { message, path: p } of translation.problems) {
         this.#problem('TEND_CONFIG_UNSUPPORTED', message, at(p));
       }
       for (const { message, path: p } of translation.notes) this.#notes.push({ message, location: at(p) });
       if (translation.unloadedAction) this.#unloaded.add(translation.unloadedAction);
-      if (value !== undefined) {
-        this.#read(file, doc, value, (p, target = 'value') => locate(translation.originalPath(p), target));
+      if (read !== undefined) {
+        const origin = rendered ? { dir, rendered } : undefined;
+        this.#read(
+          file,
+          doc,
+          read,
+          (p, target = 'value') => locate(translation.originalPath(p), target),
+          origin,
+        );
       }
     }
   }
@@ -220,6 +270,8 @@ class Loader {
     doc: SourceDocument,
     value: unknown,
     locate: (p: ConfigPath, target?: 'key' | 'value') => SourceLocation,
+    /** A config rendered from a Garden template: its directory and what its templates read. */
+    origin?: { dir: string; rendered: RenderedFrom },
   ): void {
     const expectedKinds = documentKinds.join(', ');
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
@@ -243,7 +295,7 @@ class Loader {
     if (kind === 'Project') {
       this.#projectDocument(file, doc, record, locate);
     } else if (typeof kind === 'string' && (actionKinds as readonly string[]).includes(kind)) {
-      this.#actionDocument(file, doc, record, kind as ActionKind, locate);
+      this.#actionDocument(file, doc, record, kind as ActionKind, locate, origin);
     } else {
       this.#problem(
         'TEND_CONFIG_INVALID',
@@ -292,6 +344,7 @@ class Loader {
     value: Record<string, unknown>,
     kind: ActionKind,
     locate: (p: ConfigPath, target?: 'key' | 'value') => SourceLocation,
+    origin?: { dir: string; rendered: RenderedFrom },
   ): void {
     const name = typeof value.name === 'string' ? value.name : undefined;
     const rootLabel = name !== undefined ? `action ${actionRef(kind, name)}` : `the ${kind} document`;
@@ -351,10 +404,10 @@ class Loader {
         }),
       );
     }
-    const templates = checkTemplateSyntax(spec, ['spec'], (p) => locate(p));
+    const templates = checkTemplateSyntax(spec, ['spec'], (p) => locate(p), origin ? renderedRoots : []);
     this.#problems.push(...templates.problems);
 
-    const fileDir = path.dirname(path.join(this.root, file.file));
+    const fileDir = origin?.dir ?? path.dirname(path.join(this.root, file.file));
     const sourceDir = path.resolve(fileDir, raw.source ?? '.');
     if (raw.source !== undefined) {
       const relative = path.relative(this.root, sourceDir);
@@ -394,6 +447,7 @@ class Loader {
         file: file.file,
         location: doc.location,
         locate: (p) => locate(p),
+        ...(origin ? { rendered: origin.rendered } : {}),
       },
     });
   }

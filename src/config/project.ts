@@ -100,6 +100,19 @@ export interface ActionConfig {
   location: SourceLocation;
   /** Position of a value inside the document (path from the document root, e.g. `['spec', 'image']`). */
   locate: Locate;
+  /** Rendered from a Garden ConfigTemplate: what its templates read as `parent`, `template` and `inputs`. */
+  rendered?: RenderedFrom;
+}
+
+export interface RenderedFrom {
+  /** The RenderTemplate's name (`parent.name`). */
+  parent: string;
+  /** The ConfigTemplate's name (`template.name`). */
+  template: string;
+  /** The RenderTemplate's inputs, with the defaults of the template's inputs schema. */
+  inputs: Record<string, unknown>;
+  /** Where the RenderTemplate is, for messages. */
+  renderedAt: SourceLocation;
 }
 
 /** DNS-label-like names: projects, environments, actions. */

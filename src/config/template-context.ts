@@ -30,11 +30,17 @@ export interface TemplateContext {
   command?: { name: string; params: Record<string, unknown> };
   /** The action whose configuration is resolved: `this.name`, `this.kind`, `this.mode`. */
   this?: { name: string; kind: string; mode: string };
+  /** An action rendered from a Garden ConfigTemplate: its RenderTemplate's name and inputs, the template's name. */
+  parent?: { name: string };
+  template?: { name: string };
+  inputs?: Record<string, unknown>;
 }
 
 /** tend's roots, listed in messages; Garden's others follow. */
 export const templateRoots = ['project', 'environment', 'var', 'local', 'actions'] as const;
 export const gardenRoots = ['variables', 'git', 'datetime', 'command', 'this', 'item'] as const;
+/** The roots of an action rendered from a Garden ConfigTemplate, beside the others. */
+export const renderedRoots = ['inputs', 'parent', 'template'] as const;
 export const actionKindsLower = ['build', 'deploy', 'test', 'run'];
 
 /** Resolves a variable's value that holds templates (in the same scope); throws plain errors. */
@@ -101,6 +107,52 @@ class VariablesNode implements ContextNode {
 
   completions(prefix: string): string[] {
     return this.names().map((k) => `${prefix}.${k}`);
+  }
+}
+
+/**
+ * `inputs.<key>`: a RenderTemplate's inputs. An input holding a template is resolved when first
+ * read, in the scope of the expression reading it (an input that reads itself is a cycle).
+ */
+export class InputsNode implements ContextNode {
+  private readonly resolved = new Map<string, unknown>();
+  private readonly resolving = new Set<string>();
+  scope!: Scope;
+
+  constructor(
+    private readonly inputs: Record<string, unknown>,
+    private readonly resolve: VariableResolver,
+    private readonly holdsTemplate: (value: unknown) => boolean,
+  ) {}
+
+  member(key: string | number, place: LookupPlace): unknown {
+    const name = String(key);
+    const raw = Object.hasOwn(this.inputs, name) ? this.inputs[name] : undefined;
+    if (raw === undefined) {
+      const names = this.completions(place.prefix);
+      return new Missing(`unknown input "${place.text}"; available: ${names.join(', ') || '(none)'}`);
+    }
+    if (!this.holdsTemplate(raw)) return raw;
+    if (this.resolved.has(name)) return this.resolved.get(name);
+    if (this.resolving.has(name)) {
+      throw new TemplateEvaluationError(`input "inputs.${name}" reads itself; give it a value`);
+    }
+    this.resolving.add(name);
+    try {
+      const value = this.resolve(raw, this.scope);
+      this.resolved.set(name, value);
+      return value;
+    } catch (error) {
+      throw new TemplateEvaluationError(`in input "inputs.${name}": ${(error as Error).message}`);
+    } finally {
+      this.resolving.delete(name);
+    }
+  }
+
+  completions(prefix: string): string[] {
+    return Object.keys(this.inputs)
+      .filter((k) => this.inputs[k] !== undefined)
+      .map((k) => `${prefix}.${k}`);
   }
 }
 
@@ -204,11 +256,15 @@ export function scopeOf(
     datetime: nodeOf(context.datetime),
     command: nodeOf(context.command),
     this: context.this && new RecordNode(context.this),
+    parent: context.parent && new RecordNode(context.parent),
+    template: context.template && new RecordNode(context.template),
+    inputs: context.inputs && new InputsNode(context.inputs, resolveVariable, holdsTemplate),
   };
   // The roots the context has, in its order; `actions` always (its outputs come as actions run).
   const listed = Object.keys(context).filter((k) => k in roots && roots[k] !== undefined);
   if (!listed.includes('actions')) listed.push('actions');
   const scope: Scope = { roots, aliases: { variables: 'var' }, listed };
   variables.scope = scope;
+  if (roots.inputs instanceof InputsNode) roots.inputs.scope = scope;
   return scope;
 }

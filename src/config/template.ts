@@ -7,7 +7,13 @@
 import { TendError } from '../errors.js';
 import type { SourceLocation } from '../errors.js';
 import type { ConfigProblem } from './diagnostics.js';
-import { evaluateTemplate, Missing, stringify, TemplateEvaluationError } from './expressions/evaluate.js';
+import {
+  evaluateTemplate,
+  Missing,
+  RecordNode,
+  stringify,
+  TemplateEvaluationError,
+} from './expressions/evaluate.js';
 import type { Scope } from './expressions/evaluate.js';
 import { TemplateFunctionError } from './expressions/functions.js';
 import { resolveValue, StructureError, structuralKeys } from './expressions/structure.js';
@@ -19,6 +25,7 @@ import {
   actionKindsLower,
   actionReferenceProblem,
   gardenRoots,
+  InputsNode,
   scopeOf,
   templateRoots,
 } from './template-context.js';
@@ -129,12 +136,22 @@ function staticActionReference(lookup: Lookup): string | undefined {
 
 /** Action references (`build.api`) used in `${actions.<kind>.<name>.outputs.<key>}` expressions. */
 export function findActionReferences(value: unknown): string[] {
+  return actionReferencesOf(value).refs;
+}
+
+/**
+ * The action references of a value's templates, and whether they read any action's outputs
+ * (`actions.build[var.app]…` too, whose action is known only when resolved): one walk.
+ */
+export function actionReferencesOf(value: unknown): { refs: string[]; readsOutputs: boolean } {
   const refs = new Set<string>();
+  let readsOutputs = false;
   eachValueLookup(value, (lookup) => {
+    if (lookup.root === 'actions') readsOutputs = true;
     const ref = staticActionReference(lookup);
     if (ref !== undefined) refs.add(ref);
   });
-  return [...refs];
+  return { refs: [...refs], readsOutputs };
 }
 
 /** Variables (`port`) read by `${var.<name>}` (or `${variables.<name>}`) expressions, added to `into`. */
@@ -162,15 +179,18 @@ export function checkTemplateSyntax(
   value: unknown,
   basePath: ConfigPath,
   locate: (path: ConfigPath) => SourceLocation,
+  /** Roots known beside tend's and Garden's (a rendered action's `inputs`, `parent`, `template`). */
+  extraRoots: readonly string[] = [],
 ): { problems: ConfigProblem[]; actionReferences: TemplateActionReference[] } {
+  const roots = extraRoots.length > 0 ? [...allRoots, ...extraRoots] : allRoots;
   const problems: ConfigProblem[] = [];
   const actionReferences: TemplateActionReference[] = [];
   const fail = (message: string, relative: ConfigPath) =>
     problems.push({ code: 'TEND_TEMPLATE', message, location: locate([...basePath, ...relative]) });
   const checkLookup = (lookup: Lookup, relative: ConfigPath) => {
-    if (!allRoots.includes(lookup.root)) {
+    if (!roots.includes(lookup.root)) {
       fail(
-        `unknown template key "${lookup.text}"; available: ${templateRoots.join(', ')}\n` +
+        `unknown template key "${lookup.text}"; available: ${[...templateRoots, ...extraRoots].join(', ')}\n` +
           `  (and Garden's: ${gardenRoots.join(', ')}; see docs/templates.md)`,
         relative,
       );
@@ -302,7 +322,32 @@ export function resolveTemplates<T>(
   locate: (path: ConfigPath) => SourceLocation,
   options: ResolveOptions = {},
 ): T {
-  const scope = scopeOf(context, resolveVariable, holdsTemplate);
+  return resolveInScope(value, scopeOf(context, resolveVariable, holdsTemplate), locate, options);
+}
+
+/**
+ * Resolves a value with only a Garden template's roots (`inputs`, `parent`, `template`): the keys
+ * of a templated config that tend needs when it reads the configuration (its name, dependencies…).
+ */
+export function resolveRenderedKeys<T>(
+  value: T,
+  roots: Required<Pick<TemplateContext, 'inputs' | 'parent' | 'template'>>,
+  locate: (path: ConfigPath) => SourceLocation,
+): T {
+  const inputs = new InputsNode(roots.inputs, resolveVariable, holdsTemplate);
+  const scope: Scope = {
+    roots: { inputs, parent: new RecordNode(roots.parent), template: new RecordNode(roots.template) },
+  };
+  inputs.scope = scope;
+  return resolveInScope(value, scope, locate, {});
+}
+
+function resolveInScope<T>(
+  value: T,
+  scope: Scope,
+  locate: (path: ConfigPath) => SourceLocation,
+  options: ResolveOptions,
+): T {
   const evaluate = options.keepActionOutputs ? evaluateKeepingActionOutputs : evaluateString;
   const resolver: ValueResolver = {
     string(text, path, stringScope) {

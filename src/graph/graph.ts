@@ -3,7 +3,7 @@
  * template expressions. A cycle is an error that prints its path.
  */
 import type { ActionConfig } from '../config/project.js';
-import { findActionReferences } from '../config/template.js';
+import { actionReferencesOf } from '../config/template.js';
 import { TendError } from '../errors.js';
 
 export interface ActionNode {
@@ -21,13 +21,13 @@ export class ActionGraph {
 
   constructor(actions: ActionConfig[]) {
     for (const config of actions) {
-      const references = findActionReferences(config.spec);
+      const { refs: references, readsOutputs } = actionReferencesOf(config.spec);
       const deps = new Set([...config.dependencies, ...references]);
       this.nodes.set(config.ref, {
         config,
         ref: config.ref,
         dependencies: [...deps].sort(),
-        readsOutputs: references.length > 0,
+        readsOutputs,
         dependants: [],
       });
     }

@@ -4,7 +4,12 @@ import type { SourceLocation } from '../../src/errors.js';
 import type { ConfigPath } from '../../src/config/project.js';
 import { createTemplateContext, resolveActionSpec, selectEnvironment } from '../../src/config/environment.js';
 import { loadProjectConfig } from '../../src/config/load.js';
-import { findActionReferences, parseTemplate, resolveTemplates } from '../../src/config/template.js';
+import {
+  actionReferencesOf,
+  findActionReferences,
+  parseTemplate,
+  resolveTemplates,
+} from '../../src/config/template.js';
 import type { TemplateContext } from '../../src/config/template.js';
 import { testPlugins } from './fixtures/plugins.js';
 import { removeProjects, writeProject, yaml } from './fixtures/project.js';
@@ -175,6 +180,16 @@ describe('findActionReferences', () => {
       }),
     ).toEqual(['build.api', 'deploy.api-v2']);
     expect(findActionReferences('no templates')).toEqual([]);
+  });
+
+  it('says a spec reads outputs when the action is chosen by an expression (known only when resolved)', () => {
+    expect(
+      actionReferencesOf({ image: '${actions.build[parent.name].outputs.deployment-image-id}' }),
+    ).toEqual({
+      refs: [],
+      readsOutputs: true,
+    });
+    expect(actionReferencesOf({ image: '${var.image}' })).toEqual({ refs: [], readsOutputs: false });
   });
 });
 

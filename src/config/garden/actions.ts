@@ -157,13 +157,11 @@ const containerPod: SpecTranslator = (translation, spec) => {
 };
 
 const kubernetesDeploy: SpecTranslator = (translation, spec) => {
-  for (const key of ['namespace', 'patchResources', 'applyArgs', 'localVolumes'] as const) {
+  for (const key of ['namespace', 'applyArgs', 'localVolumes'] as const) {
     if (spec[key] === undefined) continue;
     const what = {
       namespace:
         'namespace: tend deploys into the environment namespace (set `overrideNamespace: true` to move objects that name another); remove it',
-      patchResources:
-        'patchResources is not applied by tend yet; write the change into the manifest (or a kustomize patch)',
       applyArgs: 'applyArgs: tend applies through the API, not kubectl; remove it',
       localVolumes: 'localVolumes are not mounted by tend; remove them',
     }[key];
@@ -176,7 +174,7 @@ const kubernetesDeploy: SpecTranslator = (translation, spec) => {
     ['spec'],
     'sync mode, local mode and port forwarding',
   );
-  for (const key of ['namespace', 'patchResources', 'applyArgs', 'localVolumes']) delete kept[key];
+  for (const key of ['namespace', 'applyArgs', 'localVolumes']) delete kept[key];
   return kept;
 };
 
@@ -314,7 +312,6 @@ export function translateGardenAction(
 }
 
 export const gardenOnlyKinds = ['Workflow', 'Command'] as const;
-const templateKinds = ['ConfigTemplate', 'RenderTemplate', 'ModuleTemplate'];
 
 /** What the Loader does with a Garden document of a kind that is not an action: a note or a problem. */
 export function otherGardenKind(value: GardenRecord, translation: Translation, at: ConfigPath): boolean {
@@ -324,13 +321,6 @@ export function otherGardenKind(value: GardenRecord, translation: Translation, a
     translation.note(
       at,
       `${kind} ${name}: Garden ${kind === 'Workflow' ? 'workflows' : 'custom commands'} are read but not run by tend`,
-    );
-    return true;
-  }
-  if (templateKinds.includes(kind)) {
-    translation.unsupported(
-      at,
-      `${kind} ${name}: Garden config templates are not supported by tend yet; write the actions out`,
     );
     return true;
   }

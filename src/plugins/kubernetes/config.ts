@@ -111,6 +111,34 @@ export const KustomizeSpec = Type.Object(
 );
 export type KustomizeSpec = Static<typeof KustomizeSpec>;
 
+/** A JSON patch operation (RFC 6902); what each op needs besides `path` is checked when applied. */
+const JsonPatchOperation = Type.Object(
+  {
+    op: Type.Union(['add', 'remove', 'replace', 'move', 'copy', 'test'].map((op) => Type.Literal(op))),
+    path: Type.String({ pattern: '^(/.*)?$', description: 'a JSON pointer: /spec/replicas' }),
+    from: Type.Optional(Type.String({ pattern: '^(/.*)?$' })),
+    value: Type.Optional(Type.Unknown()),
+  },
+  { additionalProperties: false },
+);
+
+/** Garden's patchResources entry (docs/kubernetes.md#patchresources). */
+const PatchResource = Type.Object(
+  {
+    kind: Type.String({ minLength: 1, description: 'the kind of the objects to patch' }),
+    name: Type.String({ minLength: 1, description: 'their metadata.name' }),
+    strategy: Type.Optional(
+      Type.Union([Type.Literal('strategic'), Type.Literal('merge'), Type.Literal('json')], {
+        description: 'strategic (default), merge (RFC 7386) or json (RFC 6902)',
+      }),
+    ),
+    patch: Type.Union([Type.Array(JsonPatchOperation), Type.Record(AnyKey(), Type.Unknown())], {
+      description: 'the fields to change (strategic, merge), or a list of JSON patch operations (json)',
+    }),
+  },
+  { additionalProperties: false },
+);
+
 export const KubernetesDeploySpec = Type.Object(
   {
     manifestFiles: Type.Optional(
@@ -134,6 +162,11 @@ export const KubernetesDeploySpec = Type.Object(
     manifests: Type.Optional(
       Type.Array(Type.Record(AnyKey(), Type.Unknown()), {
         description: 'inline manifests (their template expressions are resolved)',
+      }),
+    ),
+    patchResources: Type.Optional(
+      Type.Array(PatchResource, {
+        description: 'patches applied to the manifests (of every source) whose kind and name they give',
       }),
     ),
     overrideNamespace: Type.Optional(

@@ -21,6 +21,7 @@ import type {
 import type { KubeObject } from './client/index.js';
 import type { KubernetesDeploySpec } from './config.js';
 import { renderKustomization } from './kustomize.js';
+import { applyPatch, PatchError } from './patch.js';
 
 export interface Manifest {
   object: KubeObject;
@@ -214,8 +215,44 @@ export async function loadManifests(
     if (first) throw invalid(action, `${origin}: ${key} is already defined by ${first}`);
     origins.set(key, origin);
   }
+  applyPatches(ctx, action, flat);
   if (spec.image) for (const { object } of flat) setDefaultImage(object, spec.image);
   return flat;
+}
+
+/**
+ * `patchResources`, as Garden applies them: each object gets the first patch of its kind and
+ * name; a patch that matches no object is a warning.
+ */
+function applyPatches(
+  ctx: PluginContext,
+  action: ResolvedAction<KubernetesDeploySpec>,
+  manifests: Manifest[],
+): void {
+  const patches = action.spec.patchResources ?? [];
+  if (patches.length === 0) return;
+  const used = new Set<number>();
+  for (const manifest of manifests) {
+    const { kind, metadata } = manifest.object;
+    const index = patches.findIndex((p) => p.kind === kind && p.name === metadata?.name);
+    if (index < 0) continue;
+    used.add(index);
+    try {
+      manifest.object = applyPatch(manifest.object, patches[index]!) as KubeObject;
+    } catch (error) {
+      if (!(error instanceof PatchError)) throw error;
+      throw invalid(
+        action,
+        `spec.patchResources[${index}] on ${kind} ${metadata?.name} (${manifest.origin}): ${error.message}`,
+      );
+    }
+  }
+  patches.forEach((patch, index) => {
+    if (used.has(index)) return;
+    ctx.log.warn(
+      `${action.ref}: spec.patchResources[${index}] is for a ${patch.kind} named ${patch.name}, but no manifest is one; nothing patched`,
+    );
+  });
 }
 
 function podSpecOf(

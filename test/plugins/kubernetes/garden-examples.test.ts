@@ -97,7 +97,7 @@ describe("Garden's examples", () => {
     ['demo-project', ['TEND_CONFIG_UNSUPPORTED backend/backend.garden.yml:10']],
     ['local-exec', ['TEND_CONFIG_UNSUPPORTED project.garden.yml:9']],
     ['run-actions', ['TEND_CONFIG_UNSUPPORTED hello/garden.yml:9']],
-    ['k8s-deploy-patch-resources', ['TEND_CONFIG_UNSUPPORTED api/garden.yml:38']],
+    ['k8s-deploy-patch-resources', ['TEND_CONFIG_UNSUPPORTED db/garden.yml:3']],
   ])('%s: refused at the file:line of what tend does not do yet', async (name, first) => {
     const errors = await validateErrors(copyGardenExample(name));
     expect(errors.slice(0, first.length)).toEqual(first);

@@ -1,0 +1,300 @@
+/**
+ * Garden's config templates (docs/garden.md#config-templates): a `ConfigTemplate` lists `configs`
+ * (actions, Workflows) and the JSON Schema of its inputs (`inputsSchemaPath`, or simple `inputs`);
+ * each `RenderTemplate` renders them with its `inputs` (and `matrix`) as Garden does. The keys
+ * tend needs to build the graph (name, dependencies, source…) are resolved here, with `inputs`,
+ * `parent` and `template` only; a spec keeps its templates, resolved with those roots and all the
+ * others when the action runs. Relative paths of a rendered config are relative to the
+ * RenderTemplate's directory (`path:` moves it), as in Garden; `inputsSchemaPath` is relative to
+ * the template's file.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { TSchema } from 'typebox';
+import { TendError, type SourceLocation } from '../../errors.js';
+import { checkSchema, type ConfigProblem } from '../diagnostics.js';
+import { isGardenFileName } from '../files.js';
+import { formatLocation } from '../project.js';
+import type { ConfigPath, LocateTarget, RenderedFrom } from '../project.js';
+import type { SourceFile } from '../source.js';
+import { resolveRenderedKeys } from '../template.js';
+import { isRecord, listWords, type GardenRecord } from './translation.js';
+
+export const templateKinds = ['ConfigTemplate', 'ModuleTemplate'] as const;
+
+/** The kinds a template renders, as in Garden. */
+const templatableKinds = ['Build', 'Deploy', 'Run', 'Test', 'Workflow'];
+
+/** A ConfigTemplate document, where it is. */
+export interface TemplateDocument {
+  name: string;
+  value: GardenRecord;
+  /** The template's file, relative to the project root. */
+  file: string;
+  /** Its directory, absolute: `inputsSchemaPath` is relative to it. */
+  dir: string;
+  locate(path: ConfigPath, target?: LocateTarget): SourceLocation;
+}
+
+/** A problem of rendering, in the RenderTemplate or in the template. */
+export interface RenderProblem {
+  message: string;
+  location: SourceLocation;
+}
+
+/** A RenderTemplate document, where it is. */
+export interface RenderDocument {
+  value: GardenRecord;
+  /** Its directory, absolute. */
+  dir: string;
+  locate(path: ConfigPath, target?: LocateTarget): SourceLocation;
+}
+
+/** One config of a template, rendered: its document as Garden would read it, and where it came from. */
+export interface RenderedConfig {
+  value: GardenRecord;
+  /** Its index under the template's `configs`. */
+  index: number;
+  /** The directory its relative paths are relative to (absolute). */
+  baseDir: string;
+  rendered: RenderedFrom;
+}
+
+/** Garden's ConfigTemplates (and ModuleTemplates) of every Garden file, by name. */
+export function collectTemplates(
+  root: string,
+  files: readonly SourceFile[],
+  problem: (found: ConfigProblem) => void,
+): Map<string, TemplateDocument> {
+  const templates = new Map<string, TemplateDocument>();
+  for (const file of files) {
+    if (!isGardenFileName(path.posix.basename(file.file))) continue;
+    for (const doc of file.parse().documents) {
+      const value = doc.value;
+      if (!isRecord(value) || !(templateKinds as readonly unknown[]).includes(value.kind)) continue;
+      const locate = (p: ConfigPath, target: LocateTarget = 'value') => file.locate(doc.index, p, target);
+      const name = String(value.name);
+      const first = templates.get(name);
+      if (first) {
+        problem({
+          code: 'TEND_CONFIG_INVALID',
+          message: `a second ConfigTemplate named ${name}; the first is at ${formatLocation(first.locate([]))}`,
+          location: locate(['name'], 'key'),
+        });
+        continue;
+      }
+      if (Array.isArray(value.modules) && value.modules.length > 0) {
+        problem({
+          code: 'TEND_CONFIG_UNSUPPORTED',
+          message: `${String(value.kind)} ${name}: templated modules (Garden 0.12) are not rendered by tend; write them as actions under configs:`,
+          location: locate(['modules'], 'key'),
+        });
+      }
+      templates.set(name, {
+        name,
+        value,
+        file: file.file,
+        dir: path.dirname(path.join(root, file.file)),
+        locate,
+      });
+    }
+  }
+  return templates;
+}
+
+interface InputsSchema {
+  schema: Record<string, unknown>;
+  defaults: Record<string, unknown>;
+}
+
+/** The JSON Schema of a template's inputs; throws a RenderProblem-shaped error (in the template). */
+function inputsSchema(template: TemplateDocument): InputsSchema {
+  const { value } = template;
+  const fail = (message: string, at: ConfigPath): never => {
+    throw Object.assign(new Error(message), { at });
+  };
+  if (value.inputs !== undefined && value.inputsSchemaPath !== undefined) {
+    fail('a ConfigTemplate takes `inputs` or `inputsSchemaPath`, not both', ['inputsSchemaPath']);
+  }
+  let schema: Record<string, unknown> = { type: 'object', additionalProperties: true };
+  if (typeof value.inputsSchemaPath === 'string') {
+    const file = path.resolve(template.dir, value.inputsSchemaPath);
+    let read: unknown;
+    try {
+      read = JSON.parse(readFileSync(file, 'utf8'));
+    } catch (error) {
+      fail(
+        `cannot read the inputs schema ${value.inputsSchemaPath} of ConfigTemplate ${template.name}: ${(error as Error).message}`,
+        ['inputsSchemaPath'],
+      );
+    }
+    if (!isRecord(read) || read.type !== 'object') {
+      fail(
+        `the inputs schema ${value.inputsSchemaPath} of ConfigTemplate ${template.name} must have "type": "object"`,
+        ['inputsSchemaPath'],
+      );
+    }
+    schema = read as Record<string, unknown>;
+  } else if (value.inputsSchemaPath !== undefined) {
+    fail('inputsSchemaPath must be a path (a string)', ['inputsSchemaPath']);
+  } else if (isRecord(value.inputs)) {
+    // Garden's simple inputs: `{ type, default, description }` each; one without a default is required.
+    const required = Object.entries(value.inputs)
+      .filter(([, input]) => !isRecord(input) || input.default === undefined || input.default === null)
+      .map(([key]) => key);
+    schema = { type: 'object', additionalProperties: false, properties: value.inputs, required };
+  }
+  const defaults: Record<string, unknown> = {};
+  if (isRecord(schema.properties)) {
+    for (const [key, property] of Object.entries(schema.properties)) {
+      if (isRecord(property) && property.default !== undefined) defaults[key] = property.default;
+    }
+  }
+  return { schema, defaults };
+}
+
+/** Each combination of a `matrix` (key → values), over the given inputs. */
+function matrixInputs(inputs: GardenRecord, matrix: unknown): GardenRecord[] {
+  if (!isRecord(matrix) || Object.keys(matrix).length === 0) return [inputs];
+  let combinations: GardenRecord[] = [inputs];
+  for (const [key, values] of Object.entries(matrix)) {
+    if (!Array.isArray(values)) continue;
+    combinations = combinations.flatMap((combination) =>
+      values.map((item: unknown) => ({ ...combination, [key]: item })),
+    );
+  }
+  return combinations;
+}
+
+/** The keys of a templated config that stay as written (resolved when the action runs). */
+const keptKeys = new Set(['spec', 'variables', 'varfiles']);
+
+/**
+ * The configs a RenderTemplate renders. Problems go to `problem`; a config with one is left out.
+ * @param locateTemplateValue where a value under the template's `configs` is, for template errors
+ */
+export function renderTemplate(
+  document: RenderDocument,
+  templates: ReadonlyMap<string, TemplateDocument>,
+  problem: (found: RenderProblem) => void,
+): RenderedConfig[] {
+  const render = document.value;
+  const renderAt = document.locate([]);
+  const inRender = (message: string, p: ConfigPath) =>
+    problem({ message, location: document.locate(p, 'key') });
+  const parent = String(render.name);
+  if (typeof render.template !== 'string') {
+    inRender(`RenderTemplate ${parent} needs template: <name>`, ['template']);
+    return [];
+  }
+  const template = templates.get(render.template);
+  if (!template) {
+    const names = [...templates.keys()].sort();
+    inRender(
+      `RenderTemplate ${parent} names template "${render.template}", which is not defined; ConfigTemplates: ${listWords(names) || '(none)'}`,
+      ['template'],
+    );
+    return [];
+  }
+  let schema: InputsSchema;
+  try {
+    schema = inputsSchema(template);
+  } catch (error) {
+    const at = (error as { at?: ConfigPath }).at;
+    if (!at) throw error;
+    problem({ message: (error as Error).message, location: template.locate(at, 'key') });
+    return [];
+  }
+  if (render.inputs !== undefined && !isRecord(render.inputs)) {
+    inRender('inputs must be a mapping', ['inputs']);
+    return [];
+  }
+  const configs = template.value.configs ?? [];
+  if (!Array.isArray(configs)) {
+    problem({ message: 'configs must be a list of actions', location: template.locate(['configs'], 'key') });
+    return [];
+  }
+  const out: RenderedConfig[] = [];
+  for (const given of matrixInputs(render.inputs ?? {}, render.matrix)) {
+    const inputs = { ...schema.defaults, ...given };
+    const invalid = checkSchema(schema.schema as unknown as TSchema, inputs, {
+      basePath: ['inputs'],
+      rootLabel: 'inputs',
+      skipTemplated: true,
+      locate: (p, target) => document.locate(p, target),
+    });
+    if (invalid.length > 0) {
+      for (const found of invalid) {
+        problem({
+          message: `${found.message} (the inputs schema of ConfigTemplate ${template.name})`,
+          location: found.location,
+        });
+      }
+      return [];
+    }
+    const rendered: RenderedFrom = { parent, template: template.name, inputs, renderedAt: renderAt };
+    configs.forEach((config: unknown, index) => {
+      const one = renderConfig(config, index, template, rendered, document.dir, problem);
+      if (one) out.push(one);
+    });
+  }
+  return out;
+}
+
+function renderConfig(
+  config: unknown,
+  index: number,
+  template: TemplateDocument,
+  rendered: RenderedFrom,
+  renderDir: string,
+  problem: (found: RenderProblem) => void,
+): RenderedConfig | undefined {
+  const at = (...p: ConfigPath): ConfigPath => ['configs', index, ...p];
+  const by = `(rendered by RenderTemplate ${rendered.parent})`;
+  if (!isRecord(config)) {
+    problem({ message: 'each of configs must be a mapping (an action)', location: template.locate(at()) });
+    return undefined;
+  }
+  if (typeof config.kind !== 'string' || !templatableKinds.includes(config.kind)) {
+    const itself = config.kind === 'RenderTemplate' && config.template === template.name;
+    problem({
+      location: template.locate(at('kind')),
+      message:
+        `ConfigTemplate ${template.name} renders kind ${JSON.stringify(config.kind)}` +
+        (itself ? ', a RenderTemplate of itself (a cycle)' : '') +
+        `; a template renders ${listWords(templatableKinds)} configs only, as in Garden`,
+    });
+    return undefined;
+  }
+  const value: GardenRecord = {};
+  for (const [key, item] of Object.entries(config)) {
+    if (keptKeys.has(key)) {
+      value[key] = item;
+      continue;
+    }
+    try {
+      value[key] = resolveRenderedKeys(
+        item,
+        {
+          inputs: rendered.inputs,
+          parent: { name: rendered.parent },
+          template: { name: rendered.template },
+        },
+        (p) => template.locate(at(key, ...p)),
+      );
+    } catch (error) {
+      if (!(error instanceof TendError)) throw error;
+      problem({
+        location: error.location ?? template.locate(at(key)),
+        message: `${error.message} ${by}; a templated config's ${key} is read when tend loads the configuration, so it may use inputs, parent and template only`,
+      });
+      return undefined;
+    }
+  }
+  let baseDir = renderDir;
+  if (value.path !== undefined) {
+    baseDir = path.resolve(renderDir, String(value.path));
+    delete value.path;
+  }
+  return { value, index, baseDir, rendered };
+}
