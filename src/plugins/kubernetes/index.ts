@@ -1,7 +1,8 @@
 /**
  * The kubernetes plugin: a provider whose environment is a namespace in a cluster, with the action
- * types `container` (Build, in the cluster), `kubernetes` (Deploy: manifests) and
- * `kubernetes-pod` (Test/Run: a pod). Every API call goes through the namespace-tracking client
+ * types `container` (Build, in the cluster), `kubernetes` (Deploy: manifests), `helm` (Deploy: a
+ * chart rendered by `helm template`), `kubernetes-pod` and `helm-pod` (Test/Run: a pod) and
+ * `kubernetes-exec` (Test/Run: a command in a running pod). Every API call goes through the namespace-tracking client
  * (./client/), which records each namespace it touches as `namespaceStatus` events.
  *
  * This module stays light: handlers import their implementation (and through it
