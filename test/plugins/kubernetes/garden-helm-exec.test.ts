@@ -181,6 +181,27 @@ spec:
     expect(ran.data.actions.find((a) => a.ref === 'run.web-pod')?.state).toBe('ready');
   });
 
+  it('two Deploys rendering the same object into one namespace: an error naming both', async () => {
+    fakeHelm();
+    const root = helmProject(
+      'helm-twice',
+      `---
+kind: Deploy
+type: helm
+name: web-again
+spec: { chart: { path: chart }, timeout: 20 }
+`,
+    );
+    const deployed = await execute('deploy', root);
+    const errors = deployed.data.actions.map((a) => a.error?.message).filter(Boolean);
+    expect(errors).toEqual([
+      expect.stringMatching(
+        /: ConfigMap web-config in namespace "helm-twice" is also rendered by deploy\.web(-again)?; two Deploys cannot own one object/,
+      ),
+    ]);
+    expect(errors[0]).toMatch(/^deploy\.web(-again)?: /);
+  });
+
   it('without helm on PATH: validate passes, deploy fails with TEND_TOOL_NOT_FOUND naming helm', async () => {
     const empty = mkdtempSync(path.join(os.tmpdir(), 'tend-no-helm-'));
     dirs.push(empty);
