@@ -13,7 +13,7 @@ import {
   selectEnvironment,
 } from '../config/environment.js';
 import { checkResolvedSpec, loadProjectConfig } from '../config/load.js';
-import { forgetKustomizeRenderings } from '../plugins/kubernetes/kustomize.js';
+import { forgetCommandMemos } from '../plugins/kubernetes/memo.js';
 import { checkVarFlagsRead } from '../config/variables.js';
 import type { ActionConfig, ProjectConfig } from '../config/project.js';
 import { actionTypeIndex } from '../config/schema.js';
@@ -88,7 +88,7 @@ export async function openProject(
   namespace?: string,
 ) {
   validatePlugins(builtins);
-  forgetKustomizeRenderings();
+  forgetCommandMemos();
   // The plugins tend.yml names (`providers[].plugin`) come back checked, after the built-ins.
   const { project, actions, plugins } = await loadProjectConfig({
     root: options.root ? path.resolve(options.root) : undefined,

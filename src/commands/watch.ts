@@ -17,7 +17,7 @@ import { ActionGraph } from '../graph/graph.js';
 import { alwaysExcluded, clearSourceCache } from '../graph/sources.js';
 import type { VersionedAction } from '../graph/version.js';
 import { builtinPlugins } from '../plugins/builtin.js';
-import { forgetKustomizeRenderings } from '../plugins/kubernetes/kustomize.js';
+import { forgetCommandMemos } from '../plugins/kubernetes/memo.js';
 import type { PluginDefinition } from '../plugin/types.js';
 import { actionVersions, openProject, type OpenedProject } from './context.js';
 import {
@@ -159,7 +159,7 @@ export async function watchCommand(
   };
   const versionsNow = async () => {
     clearSourceCache();
-    forgetKustomizeRenderings();
+    forgetCommandMemos();
     const graph = new ActionGraph(opened.actions);
     return { graph, versions: await actionVersions(opened, graph, refs) };
   };

@@ -20,9 +20,6 @@ const unsupportedTypes: Record<string, string> = {
   terraform: 'run terraform from an exec action (`command: [terraform, apply, -auto-approve]`)',
   pulumi: 'run pulumi from an exec action (`command: [pulumi, up, --yes]`)',
   'jib-container': 'build with a container Build (a Dockerfile) or an exec Build that runs jib',
-  helm: 'render the chart (`helm template`) into manifest files for a kubernetes Deploy',
-  'helm-pod': 'use a kubernetes-pod action with the image and command',
-  'kubernetes-exec': 'use a kubernetes-pod action, or an exec action running `kubectl exec`',
   persistentvolumeclaim: 'write the PersistentVolumeClaim as a manifest of a kubernetes Deploy',
   configmap: 'write the ConfigMap as a manifest of a kubernetes Deploy',
   'conftest-container': 'run conftest from an exec Test',
@@ -178,11 +175,105 @@ const kubernetesDeploy: SpecTranslator = (translation, spec) => {
   return kept;
 };
 
+/** `namespace` of a spec: tend deploys into the environment's namespace. */
+function noOwnNamespace(translation: Translation, spec: GardenRecord): void {
+  if (spec.namespace !== undefined) {
+    translation.unsupported(
+      ['spec', 'namespace'],
+      "namespace: tend runs every action in the environment's namespace; remove it",
+    );
+  }
+}
+
+const helmDeploy: SpecTranslator = (translation, spec) => {
+  if (spec.namespace !== undefined) {
+    translation.note(
+      ['spec', 'namespace'],
+      "namespace: tend renders the chart for the environment's namespace (`helm template --namespace`) and applies it there; ignored",
+    );
+  }
+  if (spec.localVolumes !== undefined) {
+    translation.unsupported(['spec', 'localVolumes'], 'localVolumes are not mounted by tend; remove them');
+  }
+  const kept = dropIgnoredKeys(
+    translation,
+    spec,
+    [
+      'defaultTarget',
+      'sync',
+      'localMode',
+      'portForwards',
+      'waitForJobs',
+      'atomic',
+      'waitForUnhealthyResources',
+    ],
+    ['spec'],
+    'sync mode, port forwarding and helm release settings',
+  );
+  delete kept.namespace;
+  delete kept.localVolumes;
+  return kept;
+};
+
+/** `resource` as tend reads it: `podSelector` is not. */
+function podResource(translation: Translation, spec: GardenRecord, key: string): void {
+  if (isRecord(spec[key]) && spec[key].podSelector !== undefined) {
+    translation.unsupported(
+      ['spec', key, 'podSelector'],
+      'resource.podSelector is not read by tend; name the workload (`kind` and `name`)',
+    );
+  }
+}
+
+const podFromResource: SpecTranslator = (translation, spec) => {
+  noOwnNamespace(translation, spec);
+  podResource(translation, spec, 'resource');
+  for (const key of ['manifests', 'manifestFiles', 'manifestTemplates', 'kustomize', 'patchResources']) {
+    if (spec[key] !== undefined) {
+      translation.unsupported(
+        ['spec', key],
+        `${key} of a kubernetes-pod is not read by tend; deploy the workload with a kubernetes Deploy this action depends on, and name it in \`resource\``,
+      );
+    }
+  }
+  const kept = dropIgnoredKeys(translation, spec, ['artifacts'], ['spec'], 'artifacts');
+  // Garden's spec.cacheResult is tend's action-level cacheResult (set by the caller).
+  delete kept.cacheResult;
+  for (const key of [
+    'namespace',
+    'manifests',
+    'manifestFiles',
+    'manifestTemplates',
+    'kustomize',
+    'patchResources',
+  ])
+    delete kept[key];
+  return kept;
+};
+
+const kubernetesExec: SpecTranslator = (translation, spec) => {
+  noOwnNamespace(translation, spec);
+  const { target, namespace: _namespace, ...kept } = spec;
+  if (target !== undefined && kept.resource === undefined) {
+    kept.resource = target;
+    translation.moved(['spec', 'resource'], ['spec', 'target']);
+  }
+  podResource(translation, spec, target !== undefined ? 'target' : 'resource');
+  return kept;
+};
+
 const translators: Record<string, Partial<Record<string, SpecTranslator>>> = {
   exec: { Build: execCommand, Deploy: execDeploy, Test: execCommand, Run: execCommand },
   container: { Build: containerBuild, Test: containerPod, Run: containerPod },
   kubernetes: { Deploy: kubernetesDeploy },
+  helm: { Deploy: helmDeploy },
+  'helm-pod': { Test: podFromResource, Run: podFromResource },
+  'kubernetes-pod': { Test: podFromResource, Run: podFromResource },
+  'kubernetes-exec': { Test: kubernetesExec, Run: kubernetesExec },
 };
+
+/** The types whose Test and Run are pods, with Garden's `spec.cacheResult`. */
+const podTypes = new Set(['container', 'helm-pod', 'kubernetes-pod']);
 
 /** tend's action type for a Garden type and kind (container Test/Run are tend's kubernetes-pod). */
 function tendType(type: string, kind: string): string {
@@ -287,26 +378,15 @@ export function translateGardenAction(
     translation.unloadedAction = `deploy.${String(value.name)}`;
     return undefined;
   }
-  if (
-    type === 'kubernetes-pod' &&
-    isRecord(value.spec) &&
-    (value.spec.resource ?? value.spec.podSpec) !== undefined
-  ) {
-    translation.unsupported(
-      ['spec', value.spec.resource !== undefined ? 'resource' : 'podSpec'],
-      "a kubernetes-pod from a workload's pod spec is not supported by tend yet; give spec.image (and command)",
-    );
-    translation.unloadedAction = `${kind.toLowerCase()}.${String(value.name)}`;
-    return undefined;
-  }
   const translate = translators[type]?.[kind];
   out.type = tendType(type, kind);
-  if (translate && isRecord(value.spec)) {
-    const spec = translate(translation, value.spec);
+  // An exec Build may have no spec at all (it only gathers files for others).
+  const givenSpec = value.spec ?? (type === 'exec' ? {} : undefined);
+  if (translate && isRecord(givenSpec)) {
+    const spec = translate(translation, givenSpec);
     if (spec) out.spec = spec;
-    if (type === 'container' && isRecord(value.spec) && typeof value.spec.cacheResult === 'boolean') {
-      out.cacheResult = value.spec.cacheResult;
-    }
+    if (typeof givenSpec.cacheResult === 'boolean' && podTypes.has(type))
+      out.cacheResult = givenSpec.cacheResult;
   }
   return out;
 }

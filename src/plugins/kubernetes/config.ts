@@ -185,32 +185,135 @@ export const KubernetesDeploySpec = Type.Object(
 );
 export type KubernetesDeploySpec = Static<typeof KubernetesDeploySpec>;
 
+/** A workload of the manifests (or the cluster) whose pods a Test or Run uses, as Garden names it. */
+export const PodResource = Type.Object(
+  {
+    kind: Type.Union(
+      ['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'Job', 'CronJob', 'Pod'].map((k) =>
+        Type.Literal(k),
+      ),
+      { description: 'the workload kind' },
+    ),
+    name: Type.String({ minLength: 1, description: 'the workload name' }),
+    containerName: Type.Optional(
+      Type.String({ minLength: 1, description: 'the container (default: the first)' }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'a workload in the app namespace (deployed by a Deploy this action depends on) whose pods are used',
+  },
+);
+export type PodResource = Static<typeof PodResource>;
+
+const PodRunKeys = {
+  command: Type.Optional(
+    Type.Array(Type.String(), { description: "the container's entrypoint (default: the image's)" }),
+  ),
+  args: Type.Optional(
+    Type.Array(Type.String(), { description: "arguments of the entrypoint (default: the image's)" }),
+  ),
+  env: Type.Optional(
+    Type.Record(AnyKey(), Type.String(), {
+      propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_.-]*$' },
+      description: 'environment variables of the container',
+    }),
+  ),
+  timeout: Type.Optional(Seconds('seconds the pod may run (default 600)')),
+};
+
 export const KubernetesPodSpec = Type.Object(
   {
-    image: Type.String({
-      minLength: 1,
-      description: 'the container image, e.g. `${actions.build.api.outputs.image}`',
-    }),
-    command: Type.Optional(
-      Type.Array(Type.String(), { description: "the container's entrypoint (default: the image's)" }),
-    ),
-    args: Type.Optional(
-      Type.Array(Type.String(), { description: "arguments of the entrypoint (default: the image's)" }),
-    ),
-    env: Type.Optional(
-      Type.Record(AnyKey(), Type.String(), {
-        propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_.-]*$' },
-        description: 'environment variables of the container',
+    image: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          'the container image, e.g. `${actions.build.api.outputs.image}` (one of image, resource and podSpec)',
       }),
     ),
+    resource: Type.Optional(PodResource),
+    podSpec: Type.Optional(
+      Type.Record(AnyKey(), Type.Unknown(), { description: 'the pod spec, as a manifest writes it' }),
+    ),
+    ...PodRunKeys,
     workingDir: Type.Optional(
       Type.String({ minLength: 1, description: "the container's working directory (default: the image's)" }),
     ),
-    timeout: Type.Optional(Seconds('seconds the pod may run (default 600)')),
   },
   { additionalProperties: false },
 );
 export type KubernetesPodSpec = Static<typeof KubernetesPodSpec>;
+
+export const HelmChart = Type.Object(
+  {
+    path: Type.Optional(
+      Type.String({ pattern: noNul, description: 'a local chart directory, relative to the action source' }),
+    ),
+    name: Type.Optional(Type.String({ minLength: 1, description: 'a chart of `repo` (or `repo/chart`)' })),
+    repo: Type.Optional(Type.String({ minLength: 1, description: 'the chart repository URL' })),
+    url: Type.Optional(Type.String({ minLength: 1, description: 'a packaged chart URL' })),
+    version: Type.Optional(Type.String({ minLength: 1, description: 'the chart version' })),
+  },
+  {
+    additionalProperties: false,
+    description: 'the chart (default: the one in the action source, `path: .`)',
+  },
+);
+export type HelmChart = Static<typeof HelmChart>;
+
+const HelmChartKeys = {
+  chart: Type.Optional(HelmChart),
+  values: Type.Optional(
+    Type.Record(AnyKey(), Type.Unknown(), { description: 'values, over the value files (`--values`)' }),
+  ),
+  valueFiles: Type.Optional(
+    Type.Array(Type.String({ pattern: noNul }), {
+      description: 'value files, relative to the action source, in order (later ones win)',
+    }),
+  ),
+  releaseName: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 53,
+      pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$',
+      description: 'the release name (default: the action name)',
+    }),
+  ),
+};
+
+export const HelmDeploySpec = Type.Object(
+  {
+    ...HelmChartKeys,
+    wait: Type.Optional(Type.Boolean({ description: 'wait until workloads are ready (default true)' })),
+    timeout: Type.Optional(Seconds('seconds to wait until workloads are ready (default 300)')),
+  },
+  { additionalProperties: false },
+);
+export type HelmDeploySpec = Static<typeof HelmDeploySpec>;
+
+export const HelmPodSpec = Type.Object(
+  {
+    ...HelmChartKeys,
+    ...PodRunKeys,
+    resource: Type.Optional(PodResource),
+  },
+  { additionalProperties: false },
+);
+export type HelmPodSpec = Static<typeof HelmPodSpec>;
+
+export const KubernetesExecSpec = Type.Object(
+  {
+    resource: PodResource,
+    command: Type.Array(Type.String(), {
+      minItems: 1,
+      description: 'the command run in a running pod of the resource (as `kubectl exec`)',
+    }),
+    timeout: Type.Optional(Seconds('seconds the command may run (default 600)')),
+  },
+  { additionalProperties: false },
+);
+export type KubernetesExecSpec = Static<typeof KubernetesExecSpec>;
 
 /** The provider configuration with defaults applied. */
 export interface ProviderSettings {

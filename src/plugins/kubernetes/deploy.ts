@@ -22,36 +22,71 @@ import {
 } from './client/index.js';
 import type { KubernetesDeploySpec } from './config.js';
 import { invalid, loadManifests, type Manifest } from './manifests.js';
+import { objectOwners } from './memo.js';
 import { actionLabel } from './pods.js';
 import { clientFor } from './provider.js';
 import { readiness, waitReady } from './readiness.js';
 
-type Params = ActionHandlerParams<KubernetesDeploySpec>;
+/** What deploying needs of a spec: a kubernetes Deploy's, or a helm Deploy's (whose manifests the chart renders). */
+type DeploySpec = Pick<KubernetesDeploySpec, 'overrideNamespace' | 'wait' | 'timeout'>;
+/** Where the manifests come from: the spec's files and kustomization (the default), or a chart. */
+export type ManifestLoader<S> = (ctx: PluginContext, action: ResolvedAction<S>) => Promise<Manifest[]>;
+const specManifests = loadManifests as ManifestLoader<DeploySpec>;
 
 /**
- * Checks each object targets the app namespace (or none, or another with `overrideNamespace`) and
- * is namespaced; adds tend's labels and version.
+ * Notes which Deploy of this command renders the object: two Deploys that render the same object
+ * would overwrite each other at every deploy.
+ */
+function claim(action: ResolvedAction, namespace: string, origin: string, object: KubeObject): void {
+  const key = `${namespace}/${object.apiVersion?.split('/').slice(0, -1).join('/') ?? ''}/${object.kind}/${object.metadata?.name}`;
+  const owner = objectOwners.get(key);
+  if (owner !== undefined && owner !== action.ref) {
+    throw invalid(
+      action,
+      `${origin}: ${object.kind} ${object.metadata?.name} in namespace "${namespace}" is also rendered by ${owner}; ` +
+        'two Deploys cannot own one object: leave it out of one of them',
+      { owners: [owner, action.ref] },
+    );
+  }
+  objectOwners.set(key, action.ref);
+}
+
+/** The Namespaces a kustomization or chart renders: they stand for the app namespace (adopted). */
+export function adoptedNamespaces(manifests: Manifest[]): Manifest[] {
+  return manifests.filter((m) => m.rendered === true && m.object.kind === 'Namespace');
+}
+
+/**
+ * Checks each object targets the app namespace (or none, or another with `overrideNamespace`,
+ * or a Namespace the kustomization or chart renders: adopted) and is namespaced, and that no
+ * other Deploy of the command renders it; adds tend's labels and version.
  */
 export async function prepare(
   client: KubeClient,
   namespace: string,
-  action: ResolvedAction<KubernetesDeploySpec>,
+  action: ResolvedAction<DeploySpec>,
   manifests: Manifest[],
 ): Promise<KubeObject[]> {
   const objects: KubeObject[] = [];
   const override = action.spec.overrideNamespace === true;
+  const adopted = new Set(adoptedNamespaces(manifests).map((m) => m.object.metadata?.name));
   // The namespaces the manifests were written for: a ServiceAccount there is now in the app namespace.
   const others = new Set(
-    manifests.map((m) => m.object.metadata?.namespace).filter((ns) => ns && ns !== namespace),
+    manifests
+      .map((m) => m.object.metadata?.namespace)
+      .filter((ns) => ns && ns !== namespace && (override || adopted.has(ns))),
   );
-  for (const { object, origin } of manifests) {
-    if (object.metadata?.namespace && object.metadata.namespace !== namespace && !override) {
+  for (const { object, origin, rendered } of manifests) {
+    if (rendered && object.kind === 'Namespace') continue;
+    const written = object.metadata?.namespace;
+    if (written && written !== namespace && !override && !adopted.has(written)) {
       throw invalid(
         action,
-        `${origin}: ${object.kind} ${object.metadata.name} sets namespace "${object.metadata.namespace}", ` +
+        `${origin}: ${object.kind} ${object.metadata?.name} sets namespace "${written}", ` +
           `but tend deploys into "${namespace}"; remove metadata.namespace, or set \`overrideNamespace: true\``,
       );
     }
+    claim(action, namespace, origin, object);
     let namespaced: boolean;
     try {
       namespaced = await client.objects.isNamespaced(object.apiVersion!, object.kind!);
@@ -68,7 +103,7 @@ export async function prepare(
       );
     }
     objects.push({
-      ...(override ? withSubjectsIn(object, others, namespace) : object),
+      ...(others.size > 0 ? withSubjectsIn(object, others, namespace) : object),
       metadata: {
         ...object.metadata,
         namespace,
@@ -98,12 +133,21 @@ function withSubjectsIn(object: KubeObject, others: Set<string | undefined>, nam
   };
 }
 
-export async function deploy(ctx: PluginContext, { action }: Params): Promise<ExecuteResult> {
-  const manifests = await loadManifests(ctx, action);
+export async function deploy<S extends DeploySpec>(
+  ctx: PluginContext,
+  { action }: ActionHandlerParams<S>,
+  load: ManifestLoader<S> = specManifests,
+): Promise<ExecuteResult> {
+  const manifests = await load(ctx, action);
   const client = await clientFor(ctx);
   const namespace = client.settings.appNamespace;
   await client.namespaces.ensure(namespace);
   const objects = await prepare(client, namespace, action, manifests);
+  for (const { origin, object } of adoptedNamespaces(manifests)) {
+    ctx.log.info(
+      `${origin}: Namespace ${object.metadata?.name} left out: its objects go into the environment's namespace "${namespace}"`,
+    );
+  }
   const applied: KubeObject[] = [];
   for (const object of objects) {
     try {
@@ -137,12 +181,16 @@ export async function deploy(ctx: PluginContext, { action }: Params): Promise<Ex
   };
 }
 
-export async function getStatus(ctx: PluginContext, { action }: Params): Promise<StatusResult> {
+export async function getStatus<S extends DeploySpec>(
+  ctx: PluginContext,
+  { action }: ActionHandlerParams<S>,
+  load: ManifestLoader<S> = specManifests,
+): Promise<StatusResult> {
   const client = await clientFor(ctx);
   const namespace = client.settings.appNamespace;
   const info = await client.namespaces.observe(namespace);
   if (info?.state !== 'ready') return { state: 'not-ready', detail: { namespace: info?.state ?? 'missing' } };
-  const objects = await prepare(client, namespace, action, await loadManifests(ctx, action));
+  const objects = await prepare(client, namespace, action, await load(ctx, action));
   const outdated: string[] = [];
   const paused: string[] = [];
   for (const object of objects) {
@@ -168,12 +216,16 @@ export async function getStatus(ctx: PluginContext, { action }: Params): Promise
   return { state: 'ready', outputs: { namespace } };
 }
 
-export async function remove(ctx: PluginContext, { action }: Params): Promise<StatusResult> {
+export async function remove<S extends DeploySpec>(
+  ctx: PluginContext,
+  { action }: ActionHandlerParams<S>,
+  load: ManifestLoader<S> = specManifests,
+): Promise<StatusResult> {
   const client = await clientFor(ctx);
   const namespace = client.settings.appNamespace;
   const info = await client.namespaces.observe(namespace);
   if (info?.state !== 'ready') return { state: 'not-ready' };
-  const objects = await prepare(client, namespace, action, await loadManifests(ctx, action));
+  const objects = await prepare(client, namespace, action, await load(ctx, action));
   const deleted: string[] = [];
   for (const object of objects) {
     const live = await client.objects.read(namespace, refOf(object));

@@ -1,7 +1,8 @@
 /**
  * The kubernetes plugin: a provider whose environment is a namespace in a cluster, with the action
- * types `container` (Build, in the cluster), `kubernetes` (Deploy: manifests) and
- * `kubernetes-pod` (Test/Run: a pod). Every API call goes through the namespace-tracking client
+ * types `container` (Build, in the cluster), `kubernetes` (Deploy: manifests), `helm` (Deploy: a
+ * chart rendered by `helm template`), `kubernetes-pod` and `helm-pod` (Test/Run: a pod) and
+ * `kubernetes-exec` (Test/Run: a command in a running pod). Every API call goes through the namespace-tracking client
  * (./client/), which records each namespace it touches as `namespaceStatus` events.
  *
  * This module stays light: handlers import their implementation (and through it
@@ -17,7 +18,10 @@ import type {
 } from '../../plugin/types.js';
 import {
   ContainerBuildSpec,
+  HelmDeploySpec,
+  HelmPodSpec,
   KubernetesDeploySpec,
+  KubernetesExecSpec,
   KubernetesPodSpec,
   KubernetesExecutorSettings,
   KubernetesProviderConfig,
@@ -30,6 +34,8 @@ const deploys = () => import('./deploy.js');
 const manifests = () => import('./manifests.js');
 const logs = () => import('./logs.js');
 const pods = () => import('./run.js');
+const charts = () => import('./helm.js');
+const execs = () => import('./exec-in-pod.js');
 const cleanup = () => import('./cleanup.js');
 
 type P<S> = ActionHandlerParams<S>;
@@ -81,6 +87,61 @@ const podType: ActionTypeDefinition = {
   },
 };
 
+const helmType: ActionTypeDefinition = {
+  name: 'helm',
+  description: 'a Helm chart rendered by `helm template` and applied into the environment namespace',
+  kinds: {
+    Deploy: {
+      specSchema: HelmDeploySpec,
+      handlers: {
+        getStatus: async (ctx: PluginContext, p: P<HelmDeploySpec>) =>
+          (await deploys()).getStatus(ctx, p, (await charts()).loadChartManifests),
+        deploy: async (ctx: PluginContext, p: P<HelmDeploySpec>) =>
+          (await deploys()).deploy(ctx, p, (await charts()).loadChartManifests),
+        delete: async (ctx: PluginContext, p: P<HelmDeploySpec>) =>
+          (await deploys()).remove(ctx, p, (await charts()).loadChartManifests),
+      },
+      versionInputs: async (p) => (await charts()).versionInputs(p),
+    },
+  },
+};
+
+const helmPodHandlers = {
+  getResult: async (ctx: PluginContext, p: P<HelmPodSpec>) => (await pods()).getResult(ctx, p),
+  run: async (ctx: PluginContext, p: P<HelmPodSpec>) => (await pods()).run(ctx, p),
+};
+
+const helmPodType: ActionTypeDefinition = {
+  name: 'helm-pod',
+  description: 'a pod made from a workload of a Helm chart (its `resource`), run to completion',
+  kinds: {
+    Test: {
+      specSchema: HelmPodSpec,
+      handlers: helmPodHandlers,
+      versionInputs: async (p) => (await charts()).versionInputs(p),
+    },
+    Run: {
+      specSchema: HelmPodSpec,
+      handlers: helmPodHandlers,
+      versionInputs: async (p) => (await charts()).versionInputs(p),
+    },
+  },
+};
+
+const execHandlers = {
+  getResult: async (ctx: PluginContext, p: P<KubernetesExecSpec>) => (await pods()).getResult(ctx, p),
+  run: async (ctx: PluginContext, p: P<KubernetesExecSpec>) => (await execs()).run(ctx, p),
+};
+
+const execType: ActionTypeDefinition = {
+  name: 'kubernetes-exec',
+  description: 'a command run in a running pod of a workload (`resource`), as `kubectl exec` runs it',
+  kinds: {
+    Test: { specSchema: KubernetesExecSpec, handlers: execHandlers },
+    Run: { specSchema: KubernetesExecSpec, handlers: execHandlers },
+  },
+};
+
 export const kubernetesPlugin: PluginDefinition<unknown, unknown, KubernetesExecutorSettings> = {
   name: 'kubernetes',
   description: 'builds, deploys, tests and runs in a Kubernetes namespace per environment',
@@ -95,7 +156,7 @@ export const kubernetesPlugin: PluginDefinition<unknown, unknown, KubernetesExec
     restoreEnvironment: async (ctx, request) =>
       (await import('./restore.js')).restoreEnvironment(ctx as PluginContext, request),
   },
-  actionTypes: [containerType, kubernetesType, podType],
+  actionTypes: [containerType, kubernetesType, podType, helmType, helmPodType, execType],
   cleanup: {
     targetKind: 'kubernetes',
     settingsSchema: KubernetesExecutorSettings,

@@ -31,7 +31,7 @@ export function forgetKustomizeRenderings(): void {
 }
 
 /** An executable file named `name` in a directory of PATH. */
-function onPath(name: string): string | undefined {
+export function onPath(name: string): string | undefined {
   for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
     if (!dir) continue;
     const file = path.join(dir, name);

@@ -27,6 +27,11 @@ export interface Manifest {
   object: KubeObject;
   /** `k8s/api.yaml#2`, `kustomize overlays/dev#3` or `manifests[0]`, for messages. */
   origin: string;
+  /**
+   * Rendered by a program (kustomize, helm) rather than written by hand: a Namespace among them
+   * stands for the environment's namespace (deploy.ts) instead of being refused.
+   */
+  rendered?: boolean;
 }
 
 type Invalid = (message: string, detail?: Record<string, unknown>) => TendError;
@@ -114,6 +119,7 @@ function parseManifests(
   name: string,
   file: string,
   templated: boolean,
+  rendered = false,
 ): Manifest[] {
   const out: Manifest[] = [];
   parseAllDocuments(text).forEach((doc, index) => {
@@ -134,7 +140,11 @@ function parseManifests(
           dependencyOutputs: action.dependencyOutputs,
         })
       : value;
-    out.push({ object: resolved as KubeObject, origin: `${name}#${index + 1}` });
+    out.push({
+      object: resolved as KubeObject,
+      origin: `${name}#${index + 1}`,
+      ...(rendered ? { rendered } : {}),
+    });
   });
   return out;
 }
@@ -168,7 +178,7 @@ export async function loadManifests(
       signal: ctx.signal,
     });
     const dir = path.resolve(action.sourceDir, spec.kustomize.path);
-    out.push(...parseManifests(ctx, action, text, `kustomize ${spec.kustomize.path}`, dir, false));
+    out.push(...parseManifests(ctx, action, text, `kustomize ${spec.kustomize.path}`, dir, false, true));
   }
   const asWritten = new Set(await manifestFiles(action.sourceDir, spec.manifestFiles ?? [], fail));
   for (const [files, templated] of [
@@ -183,6 +193,18 @@ export async function loadManifests(
   (spec.manifests ?? []).forEach((m, index) =>
     out.push({ object: m as KubeObject, origin: `manifests[${index}]` }),
   );
+  const flat = checkManifests(action, out);
+  applyPatches(ctx, action, flat);
+  if (spec.image) for (const { object } of flat) setDefaultImage(object, spec.image);
+  return flat;
+}
+
+/**
+ * The manifests with `List` items as manifests of their own, checked for shape (apiVersion, kind,
+ * metadata.name) and defined once each. A Namespace is refused where it is written by hand (tend
+ * creates the namespace); one rendered by kustomize or helm stays, for deploy.ts to adopt.
+ */
+export function checkManifests(action: ResolvedAction, out: Manifest[]): Manifest[] {
   const flat: Manifest[] = [];
   for (const m of out) {
     const items =
@@ -191,12 +213,12 @@ export async function loadManifests(
         : undefined;
     if (Array.isArray(items))
       items.forEach((item, i) =>
-        flat.push({ object: item as KubeObject, origin: `${m.origin} items[${i}]` }),
+        flat.push({ ...m, object: item as KubeObject, origin: `${m.origin} items[${i}]` }),
       );
     else flat.push(m);
   }
   const origins = new Map<string, string>();
-  for (const { object, origin } of flat) {
+  for (const { object, origin, rendered } of flat) {
     if (!object || typeof object !== 'object' || Array.isArray(object)) {
       throw invalid(action, `${origin}: a manifest must be a mapping (apiVersion, kind, metadata…)`);
     }
@@ -206,7 +228,7 @@ export async function loadManifests(
       typeof object.metadata?.name === 'string' && object.metadata.name ? undefined : 'metadata.name',
     ].filter(Boolean);
     if (missing.length > 0) throw invalid(action, `${origin}: missing ${missing.join(', ')}`);
-    if (object.kind === 'Namespace') {
+    if (object.kind === 'Namespace' && !rendered) {
       throw invalid(action, `${origin}: tend creates the namespace itself; remove the Namespace manifest`);
     }
     // Applied twice, the later would silently win: say which two instead.
@@ -215,8 +237,6 @@ export async function loadManifests(
     if (first) throw invalid(action, `${origin}: ${key} is already defined by ${first}`);
     origins.set(key, origin);
   }
-  applyPatches(ctx, action, flat);
-  if (spec.image) for (const { object } of flat) setDefaultImage(object, spec.image);
   return flat;
 }
 

@@ -7,11 +7,25 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { TendError } from '../../errors.js';
 import { readResult, writeResult } from '../../plugin/results.js';
-import type { ActionHandlerParams, PluginContext, RunResult, StatusResult } from '../../plugin/types.js';
-import { labels } from './client/index.js';
+import type {
+  ActionHandlerParams,
+  PluginContext,
+  ResolvedAction,
+  RunResult,
+  StatusResult,
+} from '../../plugin/types.js';
+import { labels, type KubeClient, type V1Pod } from './client/index.js';
 import type { KubernetesPodSpec } from './config.js';
+import { loadChartManifests, type ChartSpec } from './helm.js';
 import { actionLabel, podName, waitForExit, waitForStart } from './pods.js';
 import { clientFor } from './provider.js';
+import {
+  findInManifests,
+  podTemplateOf,
+  readWorkload,
+  runPodSpec,
+  type PodSpecObject,
+} from './workload-pods.js';
 
 const tailLines = 20;
 
@@ -31,9 +45,69 @@ export async function getResult(
   return { state: 'not-ready' };
 }
 
+/** A kubernetes-pod's spec, or a helm-pod's (whose resource is looked up in its chart). */
+type PodRunSpec = KubernetesPodSpec & Partial<ChartSpec>;
+
+/**
+ * The pod's spec: the image's, or a pod spec's (`podSpec`; a workload's in the cluster, or in a
+ * helm-pod's chart, for `resource`) with the command, args and env of the action.
+ */
+async function podSpecFor(
+  ctx: PluginContext,
+  client: KubeClient,
+  namespace: string,
+  action: ResolvedAction<PodRunSpec>,
+  env: { name: string; value: string }[],
+): Promise<NonNullable<V1Pod['spec']>> {
+  const spec = action.spec;
+  const workingDir = spec.workingDir ? { workingDir: spec.workingDir } : {};
+  if (spec.image) {
+    return {
+      restartPolicy: 'Never',
+      containers: [
+        {
+          name: 'main',
+          image: spec.image,
+          ...(spec.command ? { command: spec.command } : {}),
+          ...(spec.args ? { args: spec.args } : {}),
+          ...workingDir,
+          env,
+        },
+      ],
+    };
+  }
+  let template: PodSpecObject | undefined;
+  let what = 'spec.podSpec';
+  if (spec.podSpec) template = spec.podSpec as PodSpecObject;
+  else if (spec.resource) {
+    what = `${spec.resource.kind} ${spec.resource.name}`;
+    const object =
+      action.type === 'helm-pod'
+        ? findInManifests(action, await loadChartManifests(ctx, action), spec.resource)
+        : await readWorkload(client, namespace, action, spec.resource);
+    template = podTemplateOf(object);
+  } else {
+    throw new TendError(
+      'TEND_K8S_MANIFEST_INVALID',
+      `${action.ref}: the pod needs an image: set spec.image, spec.resource (a workload whose pod spec it takes) or spec.podSpec`,
+      { actionRef: action.ref },
+    );
+  }
+  const pod = runPodSpec(action, template ?? {}, {
+    what,
+    ...(spec.resource?.containerName ? { containerName: spec.resource.containerName } : {}),
+    ...(spec.command ? { command: spec.command } : {}),
+    ...(spec.args ? { args: spec.args } : {}),
+    env,
+  });
+  if (spec.workingDir) Object.assign(pod.containers![0]!, workingDir);
+  // A pod spec as a manifest writes it: the API server checks it.
+  return pod as unknown as NonNullable<V1Pod['spec']>;
+}
+
 export async function run(
   ctx: PluginContext,
-  { action }: ActionHandlerParams<KubernetesPodSpec>,
+  { action }: ActionHandlerParams<PodRunSpec>,
 ): Promise<RunResult> {
   const client = await clientFor(ctx);
   const namespace = client.settings.appNamespace;
@@ -66,19 +140,7 @@ export async function run(
       labels: { [labels.managedBy]: 'tend', [labels.action]: actionLabel(action.ref) },
       annotations: { 'tend.dev/version': action.version },
     },
-    spec: {
-      restartPolicy: 'Never',
-      containers: [
-        {
-          name: 'main',
-          image: spec.image,
-          ...(spec.command ? { command: spec.command } : {}),
-          ...(spec.args ? { args: spec.args } : {}),
-          ...(spec.workingDir ? { workingDir: spec.workingDir } : {}),
-          env,
-        },
-      ],
-    },
+    spec: await podSpecFor(ctx, client, namespace, action, env),
   });
   try {
     const wait = { deadline, signal: ctx.signal, what };
