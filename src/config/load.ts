@@ -32,6 +32,12 @@ import {
   projectFileName,
 } from './files.js';
 import { readGardenDocument } from './garden/document.js';
+import {
+  environmentsProblems,
+  readActionEnablement,
+  readActionVariableLayers,
+  type RawActionVariables,
+} from './action-variables.js';
 import { moduleRuntimeNames, type ModuleRuntimeNames } from './garden/modules.js';
 import type { SourceDocument } from './source.js';
 import { checkTemplateSyntax, containsTemplate } from './template.js';
@@ -300,7 +306,7 @@ class Loader {
       this.#problems.push(...problems);
       return;
     }
-    const raw = value as {
+    const raw = value as unknown as {
       type: string;
       name: string;
       description?: string;
@@ -311,7 +317,7 @@ class Loader {
       timeout?: number | string;
       cacheResult?: boolean;
       spec?: unknown;
-    };
+    } & RawActionVariables;
     const ref = actionRef(kind, raw.name);
     const before = this.#problems.length;
 
@@ -373,6 +379,14 @@ class Loader {
       }
     }
 
+    const variableLayers = readActionVariableLayers(
+      raw,
+      fileDir,
+      this.root,
+      (p) => locate(p),
+      this.#problems,
+    );
+    const enablement = readActionEnablement(raw, (p) => locate(p), this.#problems);
     const dependencies = [...new Set(raw.dependencies ?? [])];
     if (this.#problems.length > before) return;
     this.#actions.push({
@@ -391,6 +405,8 @@ class Loader {
         ...(raw.timeout !== undefined ? { timeout: parseTimeout(raw.timeout) } : {}),
         ...(raw.cacheResult !== undefined ? { cacheResult: raw.cacheResult } : {}),
         spec,
+        ...(variableLayers ? { variableLayers } : {}),
+        ...enablement,
         file: file.file,
         location: doc.location,
         locate: (p) => locate(p),
@@ -464,6 +480,11 @@ class Loader {
             action.locate(reference.path),
           );
         }
+      }
+      if (this.#project) {
+        this.#problems.push(
+          ...environmentsProblems(action, new Set(this.#project.environments.map((e) => e.name))),
+        );
       }
       if (this.#project && plugin && !configured.has(plugin)) {
         this.#problem(
