@@ -113,6 +113,7 @@ function defaultEnvironmentName(project: ProjectConfig, local: TemplateContext['
   if (!project.defaultEnvironment.includes('${')) return project.defaultEnvironment;
   const context = {
     project: { name: project.name },
+    var: {},
     local: fullLocal(local, project),
     git: gitContext(project.root),
     datetime: datetimeContext(),

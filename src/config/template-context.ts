@@ -338,7 +338,8 @@ function variablesScope(
 ): { scope: Scope; variables: VariablesNode } {
   const variables = new VariablesNode(
     variableLayersOf(context),
-    context.environment.name,
+    // A defaultEnvironment template is resolved before there is an environment.
+    (context.environment as TemplateContext['environment'] | undefined)?.name ?? '(none)',
     resolveVariable,
     holdsTemplate,
     label,
