@@ -15,6 +15,7 @@ import {
 import { checkResolvedSpec, loadProjectConfig } from '../config/load.js';
 import { forgetCommandMemos } from '../plugins/kubernetes/memo.js';
 import { checkVarFlagsRead } from '../config/variables.js';
+import { actionVariablesOf, enabledActions } from '../config/action-variables.js';
 import type { ActionConfig, ProjectConfig } from '../config/project.js';
 import { actionTypeIndex } from '../config/schema.js';
 import { actionOutputsContext, resolveTemplates, type TemplateContext } from '../config/template.js';
@@ -90,18 +91,19 @@ export async function openProject(
   validatePlugins(builtins);
   forgetCommandMemos();
   // The plugins tend.yml names (`providers[].plugin`) come back checked, after the built-ins.
-  const { project, actions, plugins } = await loadProjectConfig({
+  const loaded = await loadProjectConfig({
     root: options.root ? path.resolve(options.root) : undefined,
     cwd: process.cwd(),
     plugins: builtins,
   });
+  const { project, plugins } = loaded;
   const cluster = clusterOverride(options);
   const { user, hostId } = localIdentity();
   const vars = parseVarFlags(options.var ?? []);
   const selected = selectEnvironment(project, { env: options.env, vars, varFiles: options.varFile });
   // Before the templates are resolved: the providers' `${environment.namespace}` names it too.
   if (namespace !== undefined) selected.namespace = namespace;
-  checkVarFlagsRead(project, actions, vars, selected.varfileVariables);
+  checkVarFlagsRead(project, loaded.actions, vars, selected.varfileVariables);
   const environment: EnvironmentInfo = {
     project: project.name,
     name: selected.name,
@@ -109,7 +111,12 @@ export async function openProject(
     variables: selected.variables,
   };
   if (selected.cleanup) environment.cleanup = selected.cleanup;
-  const templateContext = createTemplateContext(project, selected);
+  const templateContext: TemplateContext = {
+    ...createTemplateContext(project, selected),
+    actionVariables: actionVariablesOf(loaded.actions),
+  };
+  // Actions disabled in this environment are not there for the command.
+  const actions = enabledActions(loaded.actions, templateContext).enabled;
   const byName = new Map(plugins.map((p) => [p.name, p]));
   const providers: ProviderRuntime[] = project.providers
     .filter((entry) => !entry.environments || entry.environments.includes(selected.name))
@@ -318,6 +325,20 @@ export function checkActionTemplates(opened: OpenedProject, refs: readonly strin
  */
 const checkedSpecs = new WeakMap<ActionConfig, unknown>();
 
+/** The versions of an action's dependencies, for `actions.<kind>.<name>.version`. */
+function dependencyVersions(
+  graph: ActionGraph,
+  versions: Map<string, { version: string }>,
+  ref: string,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const dependency of graph.get(ref).dependencies) {
+    const version = versions.get(dependency)?.version;
+    if (version !== undefined) out[dependency] = version;
+  }
+  return out;
+}
+
 /** Resolves an action's templates with its dependencies' outputs, ready for its handlers. */
 export function resolveAction(
   opened: OpenedProject,
@@ -338,7 +359,10 @@ export function resolveAction(
       config,
       resolveActionSpec(
         config,
-        { ...opened.templateContext, actions: actionOutputsContext(dependencyOutputs) },
+        {
+          ...opened.templateContext,
+          actions: actionOutputsContext(dependencyOutputs, dependencyVersions(graph, versions, ref)),
+        },
         options,
       ),
       opened.plugins,

@@ -14,6 +14,7 @@ import {
   selectEnvironment,
 } from '../config/environment.js';
 import { checkVarFlagsRead } from '../config/variables.js';
+import { actionVariablesOf, enabledActions } from '../config/action-variables.js';
 import { checkResolvedSpec, loadProjectConfig } from '../config/load.js';
 import { ExitCode } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
@@ -44,15 +45,27 @@ export async function validateCommand(
   options: GlobalOptions,
   builtins: PluginDefinition[] = builtinPlugins(),
 ): Promise<CommandResult<ValidateData>> {
-  const { project, actions, plugins, notes } = await loadProjectConfig({
+  const loaded = await loadProjectConfig({
     root: options.root,
     cwd: process.cwd(),
     plugins: builtins,
   });
+  const { project, plugins } = loaded;
   const vars = parseVarFlags(options.var);
   const environment = selectEnvironment(project, { env: options.env, vars, varFiles: options.varFile });
-  checkVarFlagsRead(project, actions, vars, environment.varfileVariables);
-  const context = createTemplateContext(project, environment);
+  checkVarFlagsRead(project, loaded.actions, vars, environment.varfileVariables);
+  const context = {
+    ...createTemplateContext(project, environment),
+    actionVariables: actionVariablesOf(loaded.actions),
+  };
+  const { enabled: actions, disabled } = enabledActions(loaded.actions, context);
+  const notes = [
+    ...loaded.notes,
+    ...disabled.map((action) => ({
+      message: `${action.ref} is disabled in environment ${environment.name}; not run`,
+      location: action.locate(action.disabled !== undefined ? ['disabled'] : ['environments']),
+    })),
+  ];
   const providers = project.providers.filter((entry) => providerApplies(entry, environment.name));
   for (const entry of providers) resolveProviderConfig(entry, context);
   for (const action of actions) {

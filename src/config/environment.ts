@@ -12,6 +12,8 @@ import type { PullRequestRef } from '../events/catalog.js';
 import type { ActionConfig, CleanupConfig, ProjectConfig, ProviderEntry, VariableValue } from './project.js';
 import { Lazy } from './expressions/evaluate.js';
 import { gitContext } from './git-context.js';
+import { actionContext } from './action-variables.js';
+import { mergeVariableValues } from './template-context.js';
 import { resolveTemplates } from './template.js';
 import { readVarfiles } from './variables.js';
 import type { ResolveOptions, TemplateContext } from './template.js';
@@ -24,13 +26,26 @@ export interface SelectedEnvironment {
   cleanup?: CleanupConfig;
   /** `environments[].pullRequest` resolved; absent when not set or its number resolves empty. */
   pullRequest?: PullRequestRef;
-  /** Project variables, overridden by the environment's, its varfiles', --var-file's, then --var. */
+  /**
+   * Project variables, overridden by the environment's, its varfiles', --var-file's, then --var
+   * (mappings merged as Garden merges them; templates unresolved): what plugins read.
+   */
   variables: Record<string, VariableValue>;
   /** The varfiles read (the environment's, then --var-file's), absolute paths. */
   varfiles: string[];
   /** The variables the varfiles set, merged. */
   varfileVariables: Record<string, VariableValue>;
 }
+
+/**
+ * The variables of a selected environment as layers, lowest first (project, environment, each
+ * varfile), and --var typed as the variable it overrides: for its template context.
+ */
+interface VariableSources {
+  layers: Record<string, VariableValue>[];
+  overrides: Record<string, VariableValue>;
+}
+const variableSources = new WeakMap<SelectedEnvironment, VariableSources>();
 
 export interface SelectOptions {
   /** --env; default: the project's defaultEnvironment. */
@@ -90,8 +105,35 @@ function datetimeContext(): NonNullable<TemplateContext['datetime']> {
   };
 }
 
+/**
+ * The environment of `defaultEnvironment`, a template too (Garden resolves it with `local.*`,
+ * `project.*`, `git.*` and `datetime.*`: `${local.env.CI ? "ci" : "dev"}`).
+ */
+function defaultEnvironmentName(project: ProjectConfig, local: TemplateContext['local']): string {
+  if (!project.defaultEnvironment.includes('${')) return project.defaultEnvironment;
+  const context = {
+    project: { name: project.name },
+    var: {},
+    local: fullLocal(local, project),
+    git: gitContext(project.root),
+    datetime: datetimeContext(),
+  } as unknown as TemplateContext;
+  const at = project.locate(['defaultEnvironment']);
+  const name = String(resolveTemplates(project.defaultEnvironment, context, () => at));
+  if (!project.environments.some((e) => e.name === name)) {
+    throw new TendError(
+      'TEND_ENVIRONMENT_NOT_FOUND',
+      `defaultEnvironment "${project.defaultEnvironment}" chose "${name}", which is not one of the environments; ` +
+        `expected one of: ${project.environments.map((e) => e.name).join(', ')}`,
+      { location: at, detail: { hint: 'choose one with --env <name>' } },
+    );
+  }
+  return name;
+}
+
 export function selectEnvironment(project: ProjectConfig, options: SelectOptions): SelectedEnvironment {
-  const name = options.env ?? project.defaultEnvironment;
+  const local = options.local ?? localContext();
+  const name = options.env ?? defaultEnvironmentName(project, local);
   const environment = project.environments.find((e) => e.name === name);
   if (!environment) {
     throw new TendError(
@@ -103,17 +145,21 @@ export function selectEnvironment(project: ProjectConfig, options: SelectOptions
   const index = project.environments.indexOf(environment);
   // Project variables, then the environment's, its varfiles, --var-file, then --var.
   const varfiles = readVarfiles(project, index, options.varFiles ?? []);
-  const variables = applyVarOverrides(
-    { ...project.variables, ...environment.variables, ...varfiles.variables },
-    options.vars,
-  );
-  const local = options.local ?? localContext();
+  const variableLayers = [project.variables, environment.variables, ...varfiles.layers];
+  const merged = variableLayers.reduce<VariableValue>(
+    (lower, higher) => mergeVariableValues(lower, higher) as VariableValue,
+    {},
+  ) as Record<string, VariableValue>;
+  const varOverrides = typedVarOverrides(merged, options.vars);
+  const variables = { ...merged, ...varOverrides };
   const templatePath = ['environments', index, 'defaultNamespace'];
   // environment.namespace is what is being computed: it is absent from this context on purpose.
   const context = {
     project: { name: project.name },
     environment: { name: environment.name },
-    var: variables,
+    var: project.variables,
+    varLayers: variableLayers.slice(1),
+    varOverrides,
     local: fullLocal(local, project),
     git: gitContext(project.root),
     datetime: datetimeContext(),
@@ -143,7 +189,7 @@ export function selectEnvironment(project: ProjectConfig, options: SelectOptions
     ...context,
     environment: { name: environment.name, namespace },
   } as TemplateContext);
-  return {
+  const selected: SelectedEnvironment = {
     name: environment.name,
     namespace,
     ...(environment.cleanup ? { cleanup: environment.cleanup } : {}),
@@ -152,6 +198,8 @@ export function selectEnvironment(project: ProjectConfig, options: SelectOptions
     varfiles: varfiles.files,
     varfileVariables: varfiles.variables,
   };
+  variableSources.set(selected, { layers: variableLayers, overrides: varOverrides });
+  return selected;
 }
 
 /**
@@ -187,11 +235,11 @@ function resolvePullRequest(
  * --var values are strings; one that overrides a number or boolean variable becomes that type
  * when it reads as one (`--var replicas=3` keeps `replicas` a number).
  */
-function applyVarOverrides(
+function typedVarOverrides(
   variables: Record<string, VariableValue>,
   overrides: Record<string, string>,
 ): Record<string, VariableValue> {
-  const out: Record<string, VariableValue> = { ...variables };
+  const out: Record<string, VariableValue> = {};
   for (const [key, text] of Object.entries(overrides)) {
     const previous = variables[key];
     if (typeof previous === 'number' && text.trim() !== '' && Number.isFinite(Number(text))) {
@@ -203,6 +251,19 @@ function applyVarOverrides(
     }
   }
   return out;
+}
+
+/** `var` and the layers above it; an environment not from selectEnvironment is one layer. */
+function variablesContext(
+  environment: SelectedEnvironment,
+): Pick<TemplateContext, 'var' | 'varLayers' | 'varOverrides'> {
+  const sources = variableSources.get(environment);
+  if (!sources) return { var: environment.variables };
+  return {
+    var: sources.layers[0] ?? {},
+    varLayers: sources.layers.slice(1),
+    varOverrides: sources.overrides,
+  };
 }
 
 /** The context of template expressions in this environment; `actions` is added as actions run. */
@@ -218,7 +279,7 @@ export function createTemplateContext(
       namespace: environment.namespace,
       fullName: `${environment.namespace}.${environment.name}`,
     },
-    var: environment.variables,
+    ...variablesContext(environment),
     local: fullLocal(local, project),
     git: gitContext(project.root),
     datetime: datetimeContext(),
@@ -239,10 +300,7 @@ export function resolveActionSpec(
   context: TemplateContext,
   options?: ResolveOptions,
 ): unknown {
-  const own: TemplateContext = {
-    ...context,
-    this: { name: action.name, kind: action.kind, mode: 'default' },
-  };
+  const own = actionContext(action, context);
   const rendered = action.rendered;
   if (!rendered) return resolveTemplates(action.spec, own, (p) => action.locate(['spec', ...p]), options);
   own.parent = { name: rendered.parent };

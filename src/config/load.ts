@@ -40,6 +40,12 @@ import {
 } from './garden/templates.js';
 import { isRecord } from './garden/translation.js';
 import { renderedRoots } from './template-context.js';
+import {
+  environmentsProblems,
+  readActionEnablement,
+  readActionVariableLayers,
+  type RawActionVariables,
+} from './action-variables.js';
 import { moduleRuntimeNames, type ModuleRuntimeNames } from './garden/modules.js';
 import type { SourceDocument } from './source.js';
 import { checkTemplateSyntax, containsTemplate } from './template.js';
@@ -353,7 +359,7 @@ class Loader {
       this.#problems.push(...problems);
       return;
     }
-    const raw = value as {
+    const raw = value as unknown as {
       type: string;
       name: string;
       description?: string;
@@ -364,7 +370,7 @@ class Loader {
       timeout?: number | string;
       cacheResult?: boolean;
       spec?: unknown;
-    };
+    } & RawActionVariables;
     const ref = actionRef(kind, raw.name);
     const before = this.#problems.length;
 
@@ -426,6 +432,14 @@ class Loader {
       }
     }
 
+    const variableLayers = readActionVariableLayers(
+      raw,
+      fileDir,
+      this.root,
+      (p) => locate(p),
+      this.#problems,
+    );
+    const enablement = readActionEnablement(raw, (p) => locate(p), this.#problems);
     const dependencies = [...new Set(raw.dependencies ?? [])];
     if (this.#problems.length > before) return;
     this.#actions.push({
@@ -444,6 +458,8 @@ class Loader {
         ...(raw.timeout !== undefined ? { timeout: parseTimeout(raw.timeout) } : {}),
         ...(raw.cacheResult !== undefined ? { cacheResult: raw.cacheResult } : {}),
         spec,
+        ...(variableLayers ? { variableLayers } : {}),
+        ...enablement,
         file: file.file,
         location: doc.location,
         locate: (p) => locate(p),
@@ -518,6 +534,11 @@ class Loader {
             action.locate(reference.path),
           );
         }
+      }
+      if (this.#project) {
+        this.#problems.push(
+          ...environmentsProblems(action, new Set(this.#project.environments.map((e) => e.name))),
+        );
       }
       if (this.#project && plugin && !configured.has(plugin)) {
         this.#problem(

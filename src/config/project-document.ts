@@ -52,7 +52,10 @@ export function readProjectDocument(
   { root, file, location, value, locate, plugins }: ProjectDocumentInput,
   problems: ConfigProblem[],
 ): ProjectConfig | undefined {
-  const shape = checkSchema(ProjectSchema, value, {
+  // A templated defaultEnvironment is chosen when the environment is (config/environment.ts).
+  const { defaultEnvironment: chosen, ...rest } = value;
+  const templatedDefault = typeof chosen === 'string' && chosen.includes('${') ? chosen : undefined;
+  const shape = checkSchema(ProjectSchema, templatedDefault === undefined ? value : rest, {
     basePath: [],
     rootLabel: 'the Project document',
     locate,
@@ -71,8 +74,12 @@ export function readProjectDocument(
   checkVariableNames(reading, raw.variables, ['variables']);
   const { environments, environmentNames } = readEnvironments(reading, raw.environments);
   const envList = environments.map((e) => e.name).join(', ');
-  const defaultEnvironment = raw.defaultEnvironment ?? environments[0]?.name ?? '';
-  if (raw.defaultEnvironment !== undefined && !environmentNames.has(raw.defaultEnvironment)) {
+  const defaultEnvironment = templatedDefault ?? raw.defaultEnvironment ?? environments[0]?.name ?? '';
+  if (templatedDefault !== undefined) {
+    problems.push(
+      ...checkTemplateSyntax(templatedDefault, ['defaultEnvironment'], (p) => locate(p)).problems,
+    );
+  } else if (raw.defaultEnvironment !== undefined && !environmentNames.has(raw.defaultEnvironment)) {
     reading.problem(
       'TEND_ENVIRONMENT_NOT_FOUND',
       `defaultEnvironment "${raw.defaultEnvironment}" is not one of the environments; expected one of: ${envList}`,

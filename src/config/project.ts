@@ -60,6 +60,7 @@ export type VariableValue =
 
 export interface ProjectConfig {
   name: string;
+  /** An environment's name, or a template that chooses one (resolved with `local.*`, `git.*`, …). */
   defaultEnvironment: string;
   variables: Record<string, VariableValue>;
   environments: EnvironmentConfig[];
@@ -94,6 +95,12 @@ export interface ActionConfig {
   cacheResult?: boolean;
   /** Raw, with template expressions. */
   spec: unknown;
+  /** Its own variables, lowest first: `variables:`, then each of `varfiles:` (absent when none). */
+  variableLayers?: Record<string, VariableValue>[];
+  /** `disabled:` unless false: true, or a template resolved in the environment (`${environment.name == "local"}`). */
+  disabled?: true | string;
+  /** `environments:`: the only environments it is enabled in. */
+  environments?: string[];
   /** The file of the document, relative to the project root. */
   file: string;
   /** Where the document starts. */

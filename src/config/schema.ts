@@ -50,6 +50,24 @@ const variablesSchema = (description: string) =>
     description,
   });
 
+/** `varfiles:` of an environment or an action: paths, or `{ path, optional }`. */
+const varfilesSchema = (pathDescription: string, description: string) =>
+  Type.Array(
+    Type.Union([
+      Type.String({ minLength: 1 }),
+      Type.Object(
+        {
+          path: Type.String({ minLength: 1, description: pathDescription }),
+          optional: Type.Optional(
+            Type.Boolean({ description: 'A missing file is skipped instead of an error (default false).' }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ]),
+    { description },
+  );
+
 export const EnvironmentSchema = Type.Object(
   {
     name: NameSchema,
@@ -86,25 +104,9 @@ export const EnvironmentSchema = Type.Object(
       ),
     ),
     varfiles: Type.Optional(
-      Type.Array(
-        Type.Union([
-          Type.String({ minLength: 1 }),
-          Type.Object(
-            {
-              path: Type.String({ minLength: 1, description: 'The file, relative to the project root.' }),
-              optional: Type.Optional(
-                Type.Boolean({
-                  description: 'A missing file is skipped instead of an error (default false).',
-                }),
-              ),
-            },
-            { additionalProperties: false },
-          ),
-        ]),
-        {
-          description:
-            "Files of variables (YAML or JSON: name: value) relative to the project root, read in order (a later one wins); they override this environment's variables, and --var-file and --var override them. A missing file is an error unless given as { path, optional: true }.",
-        },
+      varfilesSchema(
+        'The file, relative to the project root.',
+        "Files of variables (YAML or JSON: name: value) relative to the project root, read in order (a later one wins); they override this environment's variables, and --var-file and --var override them. A missing file is an error unless given as { path, optional: true }.",
       ),
     ),
   },
@@ -179,6 +181,34 @@ export const ActionBaseSchema = Type.Object(
       Type.Boolean({
         description:
           'Test and Run: skip the action when it already succeeded for its version (default: true for Test, false for Run).',
+      }),
+    ),
+    variables: Type.Optional(
+      variablesSchema(
+        "Variables of this action: they override the environment's (and its varfiles them; --var overrides both).",
+      ),
+    ),
+    varfiles: Type.Optional(
+      varfilesSchema(
+        "The file, relative to the action's file.",
+        "Files of this action's variables (YAML or JSON), relative to the action's file, read in order; they override its variables.",
+      ),
+    ),
+    disabled: Type.Optional(
+      Type.Union(
+        [
+          Type.Boolean(),
+          Type.String({ pattern: '\\$\\{', patternErrorMessage: 'true, false or a ${…} template' }),
+        ],
+        {
+          description:
+            'Not run in an environment where this is true (a template: `${environment.name == "prod"}`).',
+        },
+      ),
+    ),
+    environments: Type.Optional(
+      Type.Array(NameSchema, {
+        description: 'The only environments this action is enabled in (default: all).',
       }),
     ),
     spec: Type.Optional(Type.Unknown({ description: "The action type's spec." })),

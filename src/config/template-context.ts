@@ -1,17 +1,27 @@
 /**
  * What `${…}` expressions read (docs/templates.md#contexts): the context a command resolves
  * templates in, and its scope for the expression language (config/expressions/): `var` (alias
- * `variables`, resolved lazily, a cycle is an error), `local.*`, `project.*`, `environment.*`,
- * `actions.*`, and Garden's `git.*`, `datetime.*`, `command.*` and `this.*` when given.
+ * `variables`: layers merged as Garden merges them, resolved lazily, a cycle is an error),
+ * `local.*`, `project.*`, `environment.*`, `actions.*` (outputs, version, var), and Garden's
+ * `git.*`, `datetime.*`, `command.*` and `this.*` when given.
  */
 import { closestName } from '../suggest.js';
-import { Missing, RecordNode, TemplateEvaluationError } from './expressions/evaluate.js';
+import { followPath, Missing, RecordNode, TemplateEvaluationError } from './expressions/evaluate.js';
 import type { ContextNode, LookupPlace, PathNode, Scope } from './expressions/evaluate.js';
 
 export interface TemplateContext {
   project: { name: string };
   environment: { name: string; namespace: string; fullName?: string };
+  /** The lowest layer of variables: the project's `variables:`. */
   var: Record<string, unknown>;
+  /** Layers of variables above `var`, lowest first: the environment's `variables:`, its varfiles. */
+  varLayers?: readonly Record<string, unknown>[];
+  /** The layers of the action resolved (its `variables:`, then its varfiles), above `varLayers`. */
+  actionVarLayers?: readonly Record<string, unknown>[];
+  /** `--var`: above every layer. */
+  varOverrides?: Record<string, unknown>;
+  /** Every action's own layers by reference (`deploy.api`), for `actions.<kind>.<name>.var`. */
+  actionVariables?: ReadonlyMap<string, readonly Record<string, unknown>[]>;
   local: {
     username: string;
     env: Record<string, string | undefined>;
@@ -20,8 +30,8 @@ export interface TemplateContext {
     arch?: string;
     projectPath?: string;
   };
-  /** Outputs of actions that have run, by lower-case kind then name: `actions.build.api.outputs.image`. */
-  actions?: Record<string, Record<string, { outputs: Record<string, string> }>>;
+  /** Outputs and versions of dependencies, by lower-case kind then name: `actions.build.api.outputs.image`. */
+  actions?: Record<string, Record<string, ActionRuntimeContext>>;
   /** `git.branch`, `git.commitHash`, `git.originUrl`: Lazy values, read from the repository when used. */
   git?: Record<string, unknown>;
   /** `datetime.now`, `datetime.today`, `datetime.timestamp` (values or Lazy values). */
@@ -36,6 +46,22 @@ export interface TemplateContext {
   inputs?: Record<string, unknown>;
 }
 
+/** What a dependency gives `actions.<kind>.<name>`: its outputs once it has run, its version. */
+export interface ActionRuntimeContext {
+  outputs?: Record<string, string>;
+  version?: string;
+}
+
+/** Every layer of variables of a context, lowest first. */
+export function variableLayersOf(context: TemplateContext): Record<string, unknown>[] {
+  return [
+    context.var,
+    ...(context.varLayers ?? []),
+    ...(context.actionVarLayers ?? []),
+    ...(context.varOverrides ? [context.varOverrides] : []),
+  ];
+}
+
 /** tend's roots, listed in messages; Garden's others follow. */
 export const templateRoots = ['project', 'environment', 'var', 'local', 'actions'] as const;
 export const gardenRoots = ['variables', 'git', 'datetime', 'command', 'this', 'item'] as const;
@@ -46,46 +72,114 @@ export const actionKindsLower = ['build', 'deploy', 'test', 'run'];
 /** Resolves a variable's value that holds templates (in the same scope); throws plain errors. */
 export type VariableResolver = (value: unknown, scope: Scope) => unknown;
 
-/** `var.<name>`: declared variables, their own templates resolved when first read. */
-class VariablesNode implements ContextNode {
+/**
+ * How deep variables may refer to variables (`a: ${var.b}`, `b: ${var.c}`, …) before it is an
+ * error: far deeper than any configuration needs, and well within the stack.
+ */
+export const variableDepthLimit = 200;
+
+/**
+ * The variables being resolved, across every variables node (an action's `var` may read another
+ * action's through `actions.<kind>.<name>.var`): a name met again is a cycle. Resolving is
+ * synchronous, so one stack serves every resolution.
+ */
+const resolving: string[] = [];
+
+/** A cycle or a chain too deep: said once, not again by every variable on the way. */
+class VariableChainError extends TemplateEvaluationError {}
+
+function isMergeable(value: unknown): value is Record<string, unknown> | unknown[] {
+  return value !== null && typeof value === 'object';
+}
+
+/**
+ * `higher` merged into `lower` as Garden merges variable layers (lodash's merge): mappings key
+ * by key, lists item by item, anything else replaced by the higher value. Returns a new value.
+ */
+export function mergeVariableValues(lower: unknown, higher: unknown): unknown {
+  if (Array.isArray(lower) && Array.isArray(higher)) {
+    const out = [...lower];
+    higher.forEach((item, i) => (out[i] = mergeVariableValues(lower[i], item)));
+    return out;
+  }
+  if (isMergeable(lower) && !Array.isArray(lower) && isMergeable(higher) && !Array.isArray(higher)) {
+    const out: Record<string, unknown> = { ...lower };
+    for (const [key, item] of Object.entries(higher)) {
+      if (item !== undefined) out[key] = mergeVariableValues(lower[key], item);
+    }
+    return out;
+  }
+  return higher;
+}
+
+/**
+ * `var.<name>`: declared variables in layers, lowest first (project, environment, varfiles, the
+ * action's own, then `--var`). A variable's templates are resolved when first read; a scalar in
+ * a layer hides the layers below it, mappings and lists found in several layers are merged.
+ */
+export class VariablesNode implements ContextNode {
   private readonly resolved = new Map<string, unknown>();
-  private readonly resolving: string[] = [];
   scope!: Scope;
 
   constructor(
-    private readonly variables: Record<string, unknown>,
+    private readonly layers: readonly Record<string, unknown>[],
     private readonly environmentName: string,
     private readonly resolve: VariableResolver,
     private readonly holdsTemplate: (value: unknown) => boolean,
+    /** `var` or `actions.deploy.api.var`: how the variables are named in messages. */
+    private readonly label = 'var',
   ) {}
 
   private names(): string[] {
-    return Object.keys(this.variables).filter((k) => this.variables[k] !== undefined);
+    const names = new Set<string>();
+    for (const layer of this.layers) {
+      for (const key of Object.keys(layer)) if (layer[key] !== undefined) names.add(key);
+    }
+    return [...names];
   }
 
   member(key: string | number, place: LookupPlace): unknown {
     const name = String(key);
-    const raw = Object.hasOwn(this.variables, name) ? this.variables[name] : undefined;
-    if (raw === undefined) return this.missing(name, place);
-    if (!this.holdsTemplate(raw)) return raw;
     if (this.resolved.has(name)) return this.resolved.get(name);
-    const start = this.resolving.indexOf(name);
+    // The layers that set it, highest first, down to the first scalar (it hides those below).
+    const found: unknown[] = [];
+    for (let i = this.layers.length - 1; i >= 0; i--) {
+      const layer = this.layers[i]!;
+      const raw = Object.hasOwn(layer, name) ? layer[name] : undefined;
+      if (raw === undefined) continue;
+      const value = this.holdsTemplate(raw) ? this.resolveTemplated(name, raw) : raw;
+      found.push(value);
+      if (!isMergeable(value)) break;
+    }
+    if (found.length === 0) return this.missing(name, place);
+    const value = found.reduceRight((merged, higher) => mergeVariableValues(merged, higher));
+    this.resolved.set(name, value);
+    return value;
+  }
+
+  private resolveTemplated(name: string, raw: unknown): unknown {
+    const label = `${this.label}.${name}`;
+    const start = resolving.indexOf(label);
     if (start >= 0) {
-      const chain = [...this.resolving.slice(start), name].map((n) => `var.${n}`).join(' → ');
-      throw new TemplateEvaluationError(
+      const chain = [...resolving.slice(start), label].join(' → ');
+      throw new VariableChainError(
         `variables refer to each other in a cycle: ${chain}; break it by giving one of them a plain value`,
       );
     }
-    this.resolving.push(name);
+    if (resolving.length >= variableDepthLimit) {
+      throw new VariableChainError(
+        `variables refer to variables more than ${variableDepthLimit} levels deep (${resolving[0]} → … → ${label}); ` +
+          'give one of them a plain value',
+      );
+    }
+    resolving.push(label);
     try {
-      const value = this.resolve(raw, this.scope);
-      this.resolved.set(name, value);
-      return value;
+      return this.resolve(raw, this.scope);
     } catch (error) {
-      if (error instanceof TemplateEvaluationError && error.message.includes('in a cycle')) throw error;
-      throw new TemplateEvaluationError(`in variable "var.${name}": ${(error as Error).message}`);
+      if (error instanceof VariableChainError) throw error;
+      throw new TemplateEvaluationError(`in variable "${label}": ${(error as Error).message}`);
     } finally {
-      this.resolving.pop();
+      resolving.pop();
     }
   }
 
@@ -173,40 +267,82 @@ class EnvironmentVariablesNode implements ContextNode {
   }
 }
 
-/** `actions.<kind>.<name>.outputs.<key>`: outputs of the dependencies that have run. */
-class ActionOutputsNode implements PathNode {
-  constructor(private readonly actions: TemplateContext['actions']) {}
+/**
+ * `actions.<kind>.<name>.outputs.<key>` and `.version` of the dependencies that have run, and
+ * `.var.<name>`: any action's variables, as that action sees them (known before anything runs).
+ */
+class ActionsNode implements PathNode {
+  private readonly variables = new Map<string, ContextNode>();
+
+  constructor(
+    private readonly context: TemplateContext,
+    private readonly resolve: VariableResolver,
+    private readonly holdsTemplate: (value: unknown) => boolean,
+  ) {}
 
   resolvePath(path: readonly (string | number)[], text: string): unknown {
     const full = ['actions', ...path].map(String);
     const problem = actionReferenceProblem(full);
     if (problem) return new Missing(problem);
-    const [kind, name, , key] = full.slice(1) as [string, string, string, string];
-    const outputs = own(own(this.actions, kind), name) as { outputs?: Record<string, string> } | undefined;
-    if (!outputs?.outputs) {
+    const [kind, name, field, key] = full.slice(1) as [string, string, string, string];
+    if (field === 'var') return this.variablesOf(kind, name, path.slice(3), text);
+    const ran = own(own(this.context.actions, kind), name) as ActionRuntimeContext | undefined;
+    if (field === 'version') {
+      return (
+        ran?.version ??
+        new Missing(
+          `the version of ${kind}.${name} is not available for "${text}": it is not a dependency of this action`,
+        )
+      );
+    }
+    if (!ran?.outputs) {
       return new Missing(
         `outputs of ${kind}.${name} are not available for "${text}": it has not run before this action`,
       );
     }
-    if (!Object.hasOwn(outputs.outputs, key)) {
-      const available = Object.keys(outputs.outputs).map((k) => `actions.${kind}.${name}.outputs.${k}`);
+    if (!Object.hasOwn(ran.outputs, key)) {
+      const available = Object.keys(ran.outputs).map((k) => `actions.${kind}.${name}.outputs.${k}`);
       return new Missing(
         `action ${kind}.${name} has no output "${key}"; available: ${available.length > 0 ? available.join(', ') : '(none)'}`,
       );
     }
-    return outputs.outputs[key];
+    return ran.outputs[key];
+  }
+
+  private variablesOf(kind: string, name: string, rest: readonly (string | number)[], text: string): unknown {
+    const ref = `${kind}.${name}`;
+    let node = this.variables.get(ref);
+    if (!node) {
+      const layers = this.context.actionVariables?.get(ref);
+      if (layers === undefined) return new Missing(`no action ${ref} for "${text}"`);
+      const mode = 'default';
+      const other: TemplateContext = {
+        ...this.context,
+        this: { name, kind: kindNames[kind] ?? kind, mode },
+        actionVarLayers: layers,
+      };
+      node = variablesScope(other, this.resolve, this.holdsTemplate, `actions.${ref}.var`).variables;
+      this.variables.set(ref, node);
+    }
+    return followPath(node, rest, `actions.${ref}.var`, text);
   }
 }
+
+const kindNames: Record<string, string> = { build: 'Build', deploy: 'Deploy', test: 'Test', run: 'Run' };
 
 function own(record: unknown, key: string): unknown {
   if (record === null || typeof record !== 'object' || !Object.hasOwn(record, key)) return undefined;
   return (record as Record<string, unknown>)[key];
 }
 
-/** Why a path under `actions` is not an output reference, or undefined when it is one. */
+/** Why a path under `actions` is not a reference to an action, or undefined when it is one. */
 export function actionReferenceProblem(path: readonly string[]): string | undefined {
-  const [, kind, , outputs, , ...extra] = path;
-  if (path.length < 5 || outputs !== 'outputs' || extra.length > 0) {
+  const [, kind, , field] = path;
+  const shape =
+    (field === 'outputs' && path.length === 5) ||
+    (field === 'version' && path.length === 4) ||
+    (field === 'var' && path.length >= 4);
+  if (!shape) {
     return (
       `invalid action output reference "${path.join('.')}"; ` +
       'expected actions.<kind>.<name>.outputs.<key> (e.g. actions.build.api.outputs.image)'
@@ -242,7 +378,24 @@ export function scopeOf(
   resolveVariable: VariableResolver,
   holdsTemplate: (value: unknown) => boolean,
 ): Scope {
-  const variables = new VariablesNode(context.var, context.environment.name, resolveVariable, holdsTemplate);
+  return variablesScope(context, resolveVariable, holdsTemplate, 'var').scope;
+}
+
+/** A context's scope and its `var` node (named `label` in messages). */
+function variablesScope(
+  context: TemplateContext,
+  resolveVariable: VariableResolver,
+  holdsTemplate: (value: unknown) => boolean,
+  label: string,
+): { scope: Scope; variables: VariablesNode } {
+  const variables = new VariablesNode(
+    variableLayersOf(context),
+    // A defaultEnvironment template is resolved before there is an environment.
+    (context.environment as TemplateContext['environment'] | undefined)?.name ?? '(none)',
+    resolveVariable,
+    holdsTemplate,
+    label,
+  );
   const roots: Record<string, unknown> = {
     project: nodeOf(context.project),
     environment: nodeOf(context.environment),
@@ -251,7 +404,7 @@ export function scopeOf(
       ...context.local,
       env: new EnvironmentVariablesNode(context.local.env),
     })),
-    actions: new ActionOutputsNode(context.actions),
+    actions: new ActionsNode(context, resolveVariable, holdsTemplate),
     git: nodeOf(context.git),
     datetime: nodeOf(context.datetime),
     command: nodeOf(context.command),
@@ -266,5 +419,5 @@ export function scopeOf(
   const scope: Scope = { roots, aliases: { variables: 'var' }, listed };
   variables.scope = scope;
   if (roots.inputs instanceof InputsNode) roots.inputs.scope = scope;
-  return scope;
+  return { scope, variables };
 }

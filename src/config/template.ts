@@ -127,14 +127,25 @@ function eachValueLookup(value: unknown, onLookup: (lookup: Lookup, path: Config
     eachLookup(template, (lookup) => onLookup(lookup, path));
   });
 }
-/** `build.api` for a lookup of an action output with a static kind and name. */
+/** `build.api` for a lookup of an action with a static kind and name. */
 function staticActionReference(lookup: Lookup): string | undefined {
   const [kind, name] = lookup.path;
   if (lookup.root !== 'actions' || typeof kind !== 'string' || typeof name !== 'string') return undefined;
   return `${kind}.${name}`;
 }
 
-/** Action references (`build.api`) used in `${actions.<kind>.<name>.outputs.<key>}` expressions. */
+/**
+ * Whether a lookup reads what an action has only once it ran or was versioned (`outputs`,
+ * `version`): a dependency. An action's variables (`actions.<kind>.<name>.var`) are known before.
+ */
+function readsActionRuntime(lookup: Lookup): boolean {
+  return lookup.root === 'actions' && lookup.path[2] !== 'var';
+}
+
+/**
+ * Action references (`build.api`) used in `${actions.<kind>.<name>.outputs.<key>}` and
+ * `.version` expressions: the actions to run first.
+ */
 export function findActionReferences(value: unknown): string[] {
   return actionReferencesOf(value).refs;
 }
@@ -147,8 +158,8 @@ export function actionReferencesOf(value: unknown): { refs: string[]; readsOutpu
   const refs = new Set<string>();
   let readsOutputs = false;
   eachValueLookup(value, (lookup) => {
-    if (lookup.root === 'actions') readsOutputs = true;
-    const ref = staticActionReference(lookup);
+    if (readsActionRuntime(lookup)) readsOutputs = true;
+    const ref = readsActionRuntime(lookup) ? staticActionReference(lookup) : undefined;
     if (ref !== undefined) refs.add(ref);
   });
   return { refs: [...refs], readsOutputs };
@@ -228,7 +239,7 @@ export function checkTemplateSyntax(
 function readsActionOutputs(value: unknown): boolean {
   let reads = false;
   eachValueLookup(value, (lookup) => {
-    if (lookup.root === 'actions') reads = true;
+    if (readsActionRuntime(lookup)) reads = true;
   });
   return reads;
 }
@@ -242,7 +253,7 @@ function keptParts(template: Template): boolean[] {
       let reads = false;
       if (part.type !== 'text') {
         eachLookup({ parts: [part], optional: false }, (lookup) => {
-          if (lookup.root === 'actions') reads = true;
+          if (readsActionRuntime(lookup)) reads = true;
         });
       }
       return reads;
@@ -367,14 +378,20 @@ function resolveInScope<T>(
   }
 }
 
-/** `actions.<kind>.<name>.outputs` of a template context, from outputs keyed by reference (`build.api`). */
+/**
+ * `actions.<kind>.<name>` of a template context: outputs and versions keyed by reference
+ * (`build.api`).
+ */
 export function actionOutputsContext(
   outputsByRef: Record<string, Record<string, string>>,
+  versionsByRef: Record<string, string> = {},
 ): NonNullable<TemplateContext['actions']> {
   const actions: NonNullable<TemplateContext['actions']> = {};
-  for (const [ref, outputs] of Object.entries(outputsByRef)) {
+  const entry = (ref: string) => {
     const [kind, name] = ref.split('.') as [string, string];
-    (actions[kind] ??= {})[name] = { outputs };
-  }
+    return ((actions[kind] ??= {})[name] ??= {});
+  };
+  for (const [ref, outputs] of Object.entries(outputsByRef)) entry(ref).outputs = outputs;
+  for (const [ref, version] of Object.entries(versionsByRef)) entry(ref).version = version;
   return actions;
 }

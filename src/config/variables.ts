@@ -55,7 +55,8 @@ export function readVarfile(file: string, shown: string): Record<string, Variabl
 
 /**
  * The variables of the environment's varfiles, then of the `--var-file` files, merged in that
- * order (a later file wins), and the files read (absolute paths). A varfile named in tend.yml
+ * order (a later file wins; `layers` has each file's, for Garden's merge of mappings), and the
+ * files read (absolute paths). A varfile named in tend.yml
  * that does not exist is an error unless it is marked `optional: true`; a --var-file that does
  * not exist is always one.
  */
@@ -63,8 +64,9 @@ export function readVarfiles(
   project: ProjectConfig,
   environmentIndex: number,
   flagFiles: readonly string[],
-): { variables: Record<string, VariableValue>; files: string[] } {
+): { variables: Record<string, VariableValue>; layers: Record<string, VariableValue>[]; files: string[] } {
   const variables: Record<string, VariableValue> = {};
+  const layers: Record<string, VariableValue>[] = [];
   const files: string[] = [];
   const environment = project.environments[environmentIndex]!;
   environment.varfiles.forEach((varfile, i) => {
@@ -84,6 +86,7 @@ export function readVarfiles(
       );
     }
     Object.assign(variables, read);
+    layers.push(read);
     files.push(file);
   });
   for (const given of flagFiles) {
@@ -93,9 +96,10 @@ export function readVarfiles(
       throw new TendError('TEND_USAGE', `--var-file ${given}: no such file (${file})`);
     }
     Object.assign(variables, read);
+    layers.push(read);
     files.push(file);
   }
-  return { variables, files };
+  return { variables, layers, files };
 }
 
 /** Files larger than this are not looked through for `${var.…}` (no manifest is this large). */
@@ -129,8 +133,8 @@ function mentionedInProjectFiles(root: string, name: string): boolean {
 
 /**
  * Refuses a `--var` that names a variable nothing reads: no `${var.<name>}` in tend.yml, any
- * action or any other file of the project (a manifest), and not declared (`variables:` of the project or an environment, or a varfile read for
- * this command). A plugin that reads `environment.variables` itself finds a declared one.
+ * action or any other file of the project (a manifest), and not declared (`variables:` of the
+ * project, an environment or an action, or a varfile read for this command). A plugin that reads `environment.variables` itself finds a declared one.
  */
 export function checkVarFlagsRead(
   project: ProjectConfig,
@@ -151,7 +155,10 @@ export function checkVarFlagsRead(
     );
   }
   for (const provider of project.providers) findVariableReferences(provider.config, known);
-  for (const action of actions) findVariableReferences(action.spec, known);
+  for (const action of actions) {
+    for (const layer of action.variableLayers ?? []) for (const name of Object.keys(layer)) known.add(name);
+    findVariableReferences([action.spec, action.variableLayers, action.disabled], known);
+  }
   const unread = keys.find((key) => !known.has(key) && !mentionedInProjectFiles(project.root, key));
   if (unread === undefined) return;
   const similar = closestName(unread, known);

@@ -285,8 +285,7 @@ function contains(collection: unknown, element: unknown): boolean {
 }
 
 function lookup(node: Lookup, scope: Scope): unknown {
-  let current: unknown = rootOf(scope, node.root, node.text);
-  let prefix = node.root;
+  const current: unknown = rootOf(scope, node.root, node.text);
   const keys: (string | number)[] = [];
   for (const segment of node.path) {
     const key = typeof segment === 'string' ? segment : bracketKey(segment, node.text, scope);
@@ -294,17 +293,30 @@ function lookup(node: Lookup, scope: Scope): unknown {
     keys.push(key);
   }
   if (isPathNode(current)) return current.resolvePath(keys, node.text);
+  return followPath(current, keys, node.root, node.text);
+}
+
+/**
+ * The value at `keys` under `current` (a value or a node), whose own path is `prefix`; a Missing
+ * names what is not there. `text` is the whole lookup, for messages.
+ */
+export function followPath(
+  current: unknown,
+  keys: readonly (string | number)[],
+  prefix: string,
+  text: string,
+): unknown {
   for (const key of keys) {
     current = force(current);
     if (current instanceof Missing) return current;
-    current = member(current, key, { prefix, text: node.text });
+    current = member(current, key, { prefix, text });
     prefix = `${prefix}.${key}`;
   }
   current = force(current);
   if (current instanceof Missing) return current;
   if (isContextNode(current)) {
     return new Missing(
-      `incomplete template expression "${node.text}"; expected one of: ${current.completions(prefix).join(', ') || '(none)'}`,
+      `incomplete template expression "${text}"; expected one of: ${current.completions(prefix).join(', ') || '(none)'}`,
     );
   }
   return current;

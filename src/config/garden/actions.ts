@@ -1,8 +1,8 @@
 /**
  * A Garden action document (Build, Deploy, Test, Run; apiVersion garden.io/v0–v2) as tend's
- * (docs/garden.md): `source: { path }`, dependencies as `{ kind, name }` or `Kind.name`, a literal
- * `disabled`, and each action type's spec in tend's terms — exec (`deployCommand`, `shell`),
- * container Build, container Test/Run (run as a kubernetes-pod), kubernetes Deploy (Garden's
+ * (docs/garden.md): `source: { path }`, dependencies as `{ kind, name }` or `Kind.name`,
+ * `variables`, `varfiles`, `disabled` and `environments` as they are (config/action-variables.ts),
+ * and each action type's spec in tend's terms — exec (`deployCommand`, `shell`), container Build, container Test/Run (run as a kubernetes-pod), kubernetes Deploy (Garden's
  * manifest keys are tend's own). What tend cannot do is a problem naming the key; what it
  * ignores (sync mode, port forwards, artifacts…) is one note each.
  */
@@ -28,7 +28,20 @@ const unsupportedTypes: Record<string, string> = {
 };
 
 /** Garden keys of every action that tend reads as they are. */
-const commonKeys = ['kind', 'type', 'name', 'description', 'include', 'exclude', 'timeout', 'spec'];
+const commonKeys = [
+  'kind',
+  'type',
+  'name',
+  'description',
+  'include',
+  'exclude',
+  'timeout',
+  'spec',
+  'variables',
+  'varfiles',
+  'disabled',
+  'environments',
+];
 
 type SpecTranslator = (translation: Translation, spec: GardenRecord) => GardenRecord | undefined;
 
@@ -294,9 +307,6 @@ function dependencyRef(dependency: unknown): unknown {
 
 /** Keys of a Garden action with a problem of their own; the message says what to do. */
 const unsupportedActionKeys: Record<string, string> = {
-  variables: 'action-level variables are not supported by tend yet; move them to the Project variables',
-  varfiles: 'action-level varfiles are not supported by tend yet; name the files in the environment varfiles',
-  environments: 'an action limited to some environments is not supported by tend yet; remove `environments`',
   build:
     "a Deploy, Test or Run that runs in a Build's directory (`build:`) is not supported by tend yet; set `source` instead",
   copyFrom:
@@ -308,7 +318,6 @@ const readActionKeys = new Set([
   ...commonKeys,
   ...Object.keys(unsupportedActionKeys),
   'apiVersion',
-  'disabled',
   'internal',
   'buildAtSource',
   'allowPublish',
@@ -326,16 +335,6 @@ export function translateGardenAction(
 ): GardenRecord | undefined {
   checkApiVersion(translation, value);
   const kind = String(value.kind);
-  if (value.disabled === true) {
-    translation.note(['disabled'], `${kind} ${String(value.name)} is disabled; not loaded`);
-    return undefined;
-  }
-  if (value.disabled !== undefined && value.disabled !== false) {
-    translation.unsupported(
-      ['disabled'],
-      'disabled set by a template expression is not supported by tend yet; use true or false',
-    );
-  }
   const out: GardenRecord = {};
   for (const key of commonKeys) if (value[key] !== undefined) out[key] = value[key];
   for (const [key, message] of Object.entries(unsupportedActionKeys)) {
@@ -364,6 +363,11 @@ export function translateGardenAction(
   else if (value.dependencies !== undefined) out.dependencies = value.dependencies;
 
   const type = typeof value.type === 'string' ? value.type : '';
+  // Garden checks the type of enabled actions only.
+  if (value.disabled === true && !translators[type]?.[kind]) {
+    translation.note(['disabled'], `${kind} ${String(value.name)} is disabled; not loaded`);
+    return undefined;
+  }
   const instead = unsupportedTypes[type];
   if (instead !== undefined) {
     translation.unsupported(['type'], `action type ${type} is not supported by tend; ${instead}`);

@@ -1,0 +1,179 @@
+/**
+ * What an action brings to its own templates and to the environments it runs in, as Garden has
+ * it: its `variables:` and `varfiles:` (layers above the environment's, below `--var`), and
+ * `disabled:` / `environments:`, which leave it out of an environment. A disabled Build another
+ * enabled action depends on is kept (that action needs it); the dependencies of enabled actions
+ * on the others are dropped.
+ */
+import path from 'node:path';
+import { TendError } from '../errors.js';
+import type { ConfigProblem } from './diagnostics.js';
+import type { ActionConfig, ConfigPath, Locate, VariableValue } from './project.js';
+import {
+  checkTemplateSyntax,
+  findActionReferences,
+  resolveTemplates,
+  type TemplateContext,
+} from './template.js';
+import { readVarfile } from './variables.js';
+
+/** An action document's keys this module reads, as the schema lets them be. */
+export interface RawActionVariables {
+  variables?: Record<string, VariableValue>;
+  varfiles?: (string | { path: string; optional?: boolean })[];
+  disabled?: boolean | string;
+  environments?: string[];
+}
+
+/**
+ * The action's own variable layers (`variables:`, then each varfile, relative to the action's
+ * file), or undefined when it has none; problems (a missing varfile, a bad template) are added.
+ */
+export function readActionVariableLayers(
+  raw: RawActionVariables,
+  fileDir: string,
+  root: string,
+  locate: Locate,
+  problems: ConfigProblem[],
+): Record<string, VariableValue>[] | undefined {
+  const layers: Record<string, VariableValue>[] = [];
+  if (raw.variables !== undefined) {
+    problems.push(...checkTemplateSyntax(raw.variables, ['variables'], locate).problems);
+    layers.push(raw.variables);
+  }
+  (raw.varfiles ?? []).forEach((varfile, i) => {
+    const { path: given, optional = false } = typeof varfile === 'string' ? { path: varfile } : varfile;
+    const at = locate(['varfiles', i]);
+    if (given.includes('${')) {
+      problems.push({
+        code: 'TEND_CONFIG_UNSUPPORTED',
+        message: `a varfile path with a template expression ("${given}") is not supported by tend; name the file`,
+        location: at,
+      });
+      return;
+    }
+    const file = path.resolve(fileDir, given);
+    const shown = path.relative(root, file) || given;
+    try {
+      const read = readVarfile(file, shown);
+      if (read !== undefined) layers.push(read);
+      else if (!optional) {
+        problems.push({
+          code: 'TEND_CONFIG_NOT_FOUND',
+          message: `varfile ${given} does not exist (${shown} in the project)`,
+          location: at,
+        });
+      }
+    } catch (error) {
+      if (!(error instanceof TendError)) throw error;
+      problems.push({ code: error.code, message: error.message, location: error.location ?? at });
+    }
+  });
+  return layers.length > 0 ? layers : undefined;
+}
+
+/** `disabled:` and `environments:` as ActionConfig keeps them; a malformed template is a problem. */
+export function readActionEnablement(
+  raw: RawActionVariables,
+  locate: Locate,
+  problems: ConfigProblem[],
+): Pick<ActionConfig, 'disabled' | 'environments'> {
+  const out: Pick<ActionConfig, 'disabled' | 'environments'> = {};
+  if (typeof raw.disabled === 'string') {
+    problems.push(...checkTemplateSyntax(raw.disabled, ['disabled'], locate).problems);
+    out.disabled = raw.disabled;
+  } else if (raw.disabled === true) {
+    out.disabled = true;
+  }
+  if (raw.environments !== undefined) out.environments = raw.environments;
+  return out;
+}
+
+/** An unknown name in an action's `environments:` (a typo would disable it everywhere). */
+export function environmentsProblems(
+  action: ActionConfig,
+  environmentNames: ReadonlySet<string>,
+): ConfigProblem[] {
+  return (action.environments ?? []).flatMap((name, i) =>
+    environmentNames.has(name)
+      ? []
+      : [
+          {
+            code: 'TEND_ENVIRONMENT_NOT_FOUND' as const,
+            message: `unknown environment "${name}" in environments of ${action.ref}; expected one of: ${[...environmentNames].join(', ')}`,
+            location: action.locate(['environments', i]),
+          },
+        ],
+  );
+}
+
+/** The context an action's own templates resolve in: its `this`, its variable layers. */
+export function actionContext(action: ActionConfig, context: TemplateContext): TemplateContext {
+  return {
+    ...context,
+    this: { name: action.name, kind: action.kind, mode: 'default' },
+    ...(action.variableLayers ? { actionVarLayers: action.variableLayers } : {}),
+  };
+}
+
+/** Every action's own variable layers by reference, for `actions.<kind>.<name>.var`. */
+export function actionVariablesOf(
+  actions: readonly ActionConfig[],
+): ReadonlyMap<string, readonly Record<string, unknown>[]> {
+  return new Map(actions.map((action) => [action.ref, action.variableLayers ?? []]));
+}
+
+/** Whether `disabled:` or `environments:` leaves the action out of the context's environment. */
+function isDisabled(action: ActionConfig, context: TemplateContext): boolean {
+  if (action.environments && !action.environments.includes(context.environment.name)) return true;
+  if (action.disabled === undefined) return false;
+  if (action.disabled === true) return true;
+  const at: ConfigPath = ['disabled'];
+  const value = resolveTemplates(action.disabled, actionContext(action, context), () => action.locate(at));
+  if (typeof value === 'boolean') return value;
+  if (value === 'true' || value === 'false') return value === 'true';
+  throw new TendError(
+    'TEND_CONFIG_INVALID',
+    `disabled of ${action.ref} is ${JSON.stringify(value)?.slice(0, 64) ?? String(value)} once resolved; expected true or false`,
+    {
+      location: action.locate(at),
+      detail: { hint: 'write a comparison, e.g. ${environment.name == "local"}' },
+    },
+  );
+}
+
+/**
+ * The actions enabled in the context's environment, with dependencies on the others dropped,
+ * and the ones left out. A disabled Build that an enabled action depends on stays (as in Garden).
+ */
+export function enabledActions(
+  actions: readonly ActionConfig[],
+  context: TemplateContext,
+): { enabled: ActionConfig[]; disabled: ActionConfig[] } {
+  if (!actions.some((a) => a.disabled !== undefined || a.environments !== undefined)) {
+    return { enabled: [...actions], disabled: [] };
+  }
+  const off = new Set(actions.filter((a) => isDisabled(a, context)).map((a) => a.ref));
+  // Builds needed by enabled actions come back, and so do the Builds those need.
+  let changed = true;
+  while (changed) {
+    changed = false;
+    for (const action of actions) {
+      if (off.has(action.ref)) continue;
+      for (const dependency of [...action.dependencies, ...findActionReferences(action.spec)]) {
+        if (off.has(dependency) && dependency.startsWith('build.')) {
+          off.delete(dependency);
+          changed = true;
+        }
+      }
+    }
+  }
+  const enabled = actions
+    .filter((a) => !off.has(a.ref))
+    .map((a) =>
+      a.dependencies.some((d) => off.has(d))
+        ? { ...a, dependencies: a.dependencies.filter((d) => !off.has(d)) }
+        : a,
+    );
+  return { enabled, disabled: actions.filter((a) => off.has(a.ref)) };
+}

@@ -1,0 +1,344 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import type { TendError } from '../../src/errors.js';
+import { actionVariablesOf, enabledActions } from '../../src/config/action-variables.js';
+import { createTemplateContext, resolveActionSpec, selectEnvironment } from '../../src/config/environment.js';
+import { loadProjectConfig } from '../../src/config/load.js';
+import { actionOutputsContext, resolveTemplates } from '../../src/config/template.js';
+import { testPlugins } from './fixtures/plugins.js';
+import { removeProjects, writeProject, yaml } from './fixtures/project.js';
+
+afterAll(removeProjects);
+
+const alice = { username: 'alice', env: { CI: 'true' } };
+
+const project = yaml`
+  kind: Project
+  name: shop
+  defaultEnvironment: dev
+  variables:
+    level: project
+    env: { A: project, B: project }
+    list: [p1, p2, p3]
+  environments:
+    - name: dev
+      variables: { level: environment, env: { B: environment } }
+    - name: prod
+  providers:
+    - name: local
+`;
+
+async function open(files: Record<string, string>, vars: Record<string, string> = {}, env?: string) {
+  const root = await writeProject({ 'tend.yml': project, ...files });
+  const loaded = await loadProjectConfig({ cwd: root, plugins: testPlugins });
+  const selected = selectEnvironment(loaded.project, { env, vars, local: alice });
+  const context = {
+    ...createTemplateContext(loaded.project, selected, alice),
+    actionVariables: actionVariablesOf(loaded.actions),
+  };
+  const action = (ref: string) => loaded.actions.find((a) => a.ref === ref)!;
+  return { root, loaded, context, action };
+}
+
+async function loadError(files: Record<string, string>): Promise<TendError> {
+  const root = await writeProject({ 'tend.yml': project, ...files });
+  try {
+    await loadProjectConfig({ cwd: root, plugins: testPlugins });
+  } catch (error) {
+    return error as TendError;
+  }
+  throw new Error('expected the load to fail');
+}
+
+function thrown(run: () => unknown): TendError {
+  try {
+    run();
+  } catch (error) {
+    return error as TendError;
+  }
+  throw new Error('expected an error');
+}
+
+const api = (body: string) => ({ 'api.tend.yml': body });
+
+describe('action variables', () => {
+  it('layers project < environment < action variables < action varfiles < --var, mappings merged', async () => {
+    const { context, action } = await open(
+      {
+        ...api(yaml`
+        kind: Deploy
+        name: api
+        type: cmd
+        variables:
+          level: action
+          env: { C: action }
+          list: [a1]
+          fromFile: variables
+        varfiles: [api.vars.yml]
+        spec:
+          command: ['\${var.level}', '\${var.fromFile}', '\${var.list[0]}', '\${var.list[2]}', '\${var.cli}']
+          env: \${var.env}
+      `),
+        'api.vars.yml': 'fromFile: varfile\nenv: { D: varfile }\ncli: from-varfile\n',
+      },
+      { cli: 'from-cli' },
+    );
+    expect(resolveActionSpec(action('deploy.api'), context)).toEqual({
+      command: ['action', 'varfile', 'a1', 'p3', 'from-cli'],
+      env: { A: 'project', B: 'environment', C: 'action', D: 'varfile' },
+    });
+  });
+
+  it('resolves ${…} inside variables lazily, keeping the type of a whole-value template', async () => {
+    const { context, action } = await open(
+      api(yaml`
+        kind: Deploy
+        name: api
+        type: cmd
+        variables:
+          port: \${var.base + 1}
+          base: 8079
+          name: api-\${environment.name}-\${this.name}
+          ports: \${[var.port, var.base]}
+        spec:
+          command: ['\${var.name}', '\${var.ports[1]}']
+          port: \${var.port}
+      `),
+    );
+    expect(resolveActionSpec(action('deploy.api'), context)).toEqual({
+      command: ['api-dev-api', 8079],
+      port: 8080,
+    });
+  });
+
+  it('a cycle is an error naming the chain, at the file:line of the value that reads it', async () => {
+    const { context, action } = await open(
+      api(yaml`
+        kind: Deploy
+        name: api
+        type: cmd
+        variables:
+          a: \${var.b}
+          b: x-\${var.c}
+          c: \${var.a}
+        spec:
+          command: ['\${var.a}']
+      `),
+    );
+    const error = thrown(() => resolveActionSpec(action('deploy.api'), context));
+    expect(error.code).toBe('TEND_TEMPLATE');
+    expect(error.message).toContain(
+      'variables refer to each other in a cycle: var.a → var.b → var.c → var.a',
+    );
+    expect(`${error.location?.file}:${error.location?.line}`).toBe('api.tend.yml:9');
+  });
+
+  it('variables 2,000 levels deep are a clear error, not a stack overflow', async () => {
+    const lines = Array.from({ length: 2_000 }, (_, i) => `  v${i}: \${var.v${i + 1}}`);
+    const { context, action } = await open(
+      api(
+        [
+          'kind: Deploy',
+          'name: api',
+          'type: cmd',
+          'variables:',
+          ...lines,
+          '  v2000: end',
+          'spec:',
+          "  command: ['${var.v0}']",
+        ].join('\n'),
+      ),
+    );
+    const error = thrown(() => resolveActionSpec(action('deploy.api'), context));
+    expect(error.code).toBe('TEND_TEMPLATE');
+    expect(error.message).toMatch(
+      /variables refer to variables more than 200 levels deep \(var\.v0 → … → var\.v200\)/,
+    );
+    expect(error.location?.file).toBe('api.tend.yml');
+  }, 60_000);
+
+  it('a huge variable resolves (a list of 100,000 items)', async () => {
+    const items = Array.from({ length: 100_000 }, (_, i) => `item-${i}`);
+    const { context, action } = await open({
+      ...api(yaml`
+        kind: Deploy
+        name: api
+        type: cmd
+        varfiles: [big.json]
+        spec:
+          command: ['\${var.big[99999]}', '\${join(var.big, ",") == join(var.big, ",") ? "same" : "not"}']
+      `),
+      'big.json': JSON.stringify({ big: items }),
+    });
+    expect(resolveActionSpec(action('deploy.api'), context)).toEqual({ command: ['item-99999', 'same'] });
+  });
+
+  it('an unknown variable names the action variables too, at file:line', async () => {
+    const { context, action } = await open(
+      api(yaml`
+        kind: Deploy
+        name: api
+        type: cmd
+        variables: { ingressPath: /api }
+        spec:
+          command: ['\${var.ingresPath}']
+      `),
+    );
+    const error = thrown(() => resolveActionSpec(action('deploy.api'), context));
+    expect(error.message).toContain('unknown variable "var.ingresPath"; did you mean "var.ingressPath"?');
+    expect(`${error.location?.file}:${error.location?.line}`).toBe('api.tend.yml:6');
+  });
+
+  it('a missing action varfile is an error at its line; optional ones are skipped', async () => {
+    const error = await loadError(
+      api(yaml`
+        kind: Deploy
+        name: api
+        type: cmd
+        varfiles: [{ path: maybe.yml, optional: true }, missing.yml]
+        spec: { command: [x] }
+      `),
+    );
+    expect(error.message).toBe('varfile missing.yml does not exist (missing.yml in the project)');
+    expect(`${error.location?.file}:${error.location?.line}`).toBe('api.tend.yml:4');
+  });
+
+  it('actions.<kind>.<name>.var reads another action’s variables as it sees them; .version a dependency’s', async () => {
+    const { context, action } = await open({
+      ...api(yaml`
+        kind: Deploy
+        name: api
+        type: cmd
+        variables:
+          env: { PORT: '8080', WHO: "\${this.name}" }
+        spec: { command: [x] }
+      `),
+      'base.tend.yml': yaml`
+        kind: Build
+        name: base
+        type: cmd
+        spec: { command: [x] }
+      `,
+      'web.tend.yml': yaml`
+        kind: Test
+        name: web
+        type: cmd
+        spec:
+          command: ['\${actions.build.base.version}']
+          env: \${actions.deploy.api.var.env}
+      `,
+    });
+    const web = action('test.web');
+    expect(resolveActionSpec(web, context, { keepActionOutputs: true })).toEqual({
+      command: ['${actions.build.base.version}'],
+      env: { A: 'project', B: 'environment', PORT: '8080', WHO: 'api' },
+    });
+    const ran = { ...context, actions: actionOutputsContext({}, { 'build.base': 'v-1234' }) };
+    expect(resolveActionSpec(web, ran)).toEqual({
+      command: ['v-1234'],
+      env: { A: 'project', B: 'environment', PORT: '8080', WHO: 'api' },
+    });
+    const unknown = thrown(() =>
+      resolveTemplates('${actions.deploy.nope.var.env}', context, () => web.location),
+    );
+    expect(unknown.message).toBe('no action deploy.nope for "actions.deploy.nope.var.env"');
+  });
+});
+
+describe('disabled and environments', () => {
+  const files = {
+    'b.tend.yml': yaml`
+      kind: Build
+      name: base
+      type: cmd
+      disabled: \${environment.name == "dev"}
+      spec: { command: [x] }
+    `,
+    'd.tend.yml': yaml`
+      kind: Deploy
+      name: db
+      type: cmd
+      disabled: \${environment.name == "dev"}
+      spec: { command: [x] }
+    `,
+    'a.tend.yml': yaml`
+      kind: Deploy
+      name: api
+      type: cmd
+      dependencies: [build.base, deploy.db]
+      spec: { command: [x] }
+    `,
+    't.tend.yml': yaml`
+      kind: Test
+      name: e2e
+      type: cmd
+      environments: [prod]
+      spec: { command: [x] }
+    `,
+  };
+
+  it('leaves out what is disabled in the environment, keeps a disabled Build an enabled action needs', async () => {
+    const dev = await open(files);
+    const { enabled, disabled } = enabledActions(dev.loaded.actions, dev.context);
+    expect(enabled.map((a) => `${a.ref}: ${a.dependencies.join(' ')}`).sort()).toEqual([
+      'build.base: ',
+      'deploy.api: build.base',
+    ]);
+    expect(disabled.map((a) => a.ref).sort()).toEqual(['deploy.db', 'test.e2e']);
+    const prod = await open(files, {}, 'prod');
+    expect(
+      enabledActions(prod.loaded.actions, prod.context)
+        .enabled.map((a) => a.ref)
+        .sort(),
+    ).toEqual(['build.base', 'deploy.api', 'deploy.db', 'test.e2e']);
+  });
+
+  it('disabled that is not true or false once resolved is an error at its line', async () => {
+    const { loaded, context } = await open({
+      'd.tend.yml': yaml`
+        kind: Deploy
+        name: db
+        type: cmd
+        disabled: \${environment.name}
+        spec: { command: [x] }
+      `,
+    });
+    const error = thrown(() => enabledActions(loaded.actions, context));
+    expect(error.message).toBe('disabled of deploy.db is "dev" once resolved; expected true or false');
+    expect(`${error.location?.file}:${error.location?.line}`).toBe('d.tend.yml:4');
+  });
+
+  it('an unknown environment in environments: is an error', async () => {
+    const error = await loadError({
+      't.tend.yml': yaml`
+        kind: Test
+        name: e2e
+        type: cmd
+        environments: [staging]
+        spec: { command: [x] }
+      `,
+    });
+    expect(error.message).toBe(
+      'unknown environment "staging" in environments of test.e2e; expected one of: dev, prod',
+    );
+    expect(`${error.location?.file}:${error.location?.line}`).toBe('t.tend.yml:4');
+  });
+});
+
+describe('a templated defaultEnvironment', () => {
+  it('is chosen with local.* as Garden does', async () => {
+    const root = await writeProject({
+      'tend.yml': yaml`
+        kind: Project
+        name: shop
+        defaultEnvironment: "\${local.env.CI ? 'ci' : 'dev'}"
+        environments: [{ name: dev }, { name: ci }]
+        providers: [{ name: local }]
+      `,
+    });
+    const loaded = await loadProjectConfig({ cwd: root, plugins: testPlugins });
+    expect(selectEnvironment(loaded.project, { vars: {}, local: alice }).name).toBe('ci');
+    expect(selectEnvironment(loaded.project, { vars: {}, local: { username: 'bob', env: {} } }).name).toBe(
+      'dev',
+    );
+  });
+});
