@@ -156,6 +156,49 @@ const containerPod: SpecTranslator = (translation, spec) => {
   return kept;
 };
 
+/** Garden's env values as tend's: strings (a number or boolean as its text), a `secretRef` as it is. */
+function envStrings(env: GardenRecord): GardenRecord {
+  return Object.fromEntries(
+    Object.entries(env).map(([name, value]) => [
+      name,
+      typeof value === 'number' || typeof value === 'boolean' ? String(value) : value,
+    ]),
+  );
+}
+
+const containerDeploy: SpecTranslator = (translation, spec) => {
+  let kept = dropIgnoredKeys(
+    translation,
+    spec,
+    ['sync', 'localMode', 'hotReload', 'devMode'],
+    ['spec'],
+    'sync mode, local mode and hot reload',
+  );
+  kept = dropIgnoredKeys(
+    translation,
+    kept,
+    ['privileged', 'addCapabilities', 'dropCapabilities', 'tty', 'deploymentStrategy'],
+    ['spec'],
+    "Garden's pod settings",
+  );
+  if (isRecord(kept.env)) kept.env = envStrings(kept.env);
+  if (Array.isArray(kept.volumes)) {
+    kept.volumes = kept.volumes.filter((volume, i) => {
+      if (!isRecord(volume)) return true;
+      const source = volume.hostPath !== undefined ? 'hostPath' : volume.action !== undefined ? 'action' : '';
+      if (!source) return true;
+      translation.unsupported(
+        ['spec', 'volumes', i, source],
+        source === 'hostPath'
+          ? 'a hostPath volume is not mounted by tend (the files are on your machine, not the node); remove hostPath for an empty directory'
+          : 'a volume from another action (a persistentvolumeclaim or configmap Deploy) is not mounted by tend; write the PersistentVolumeClaim or ConfigMap and the workload as a kubernetes Deploy',
+      );
+      return false;
+    });
+  }
+  return kept;
+};
+
 const kubernetesDeploy: SpecTranslator = (translation, spec) => {
   for (const key of ['namespace', 'patchResources', 'applyArgs', 'localVolumes'] as const) {
     if (spec[key] === undefined) continue;
@@ -182,7 +225,7 @@ const kubernetesDeploy: SpecTranslator = (translation, spec) => {
 
 const translators: Record<string, Partial<Record<string, SpecTranslator>>> = {
   exec: { Build: execCommand, Deploy: execDeploy, Test: execCommand, Run: execCommand },
-  container: { Build: containerBuild, Test: containerPod, Run: containerPod },
+  container: { Build: containerBuild, Deploy: containerDeploy, Test: containerPod, Run: containerPod },
   kubernetes: { Deploy: kubernetesDeploy },
 };
 
@@ -279,14 +322,6 @@ export function translateGardenAction(
   if (instead !== undefined) {
     translation.unsupported(['type'], `action type ${type} is not supported by tend; ${instead}`);
     translation.unloadedAction = `${kind.toLowerCase()}.${String(value.name)}`;
-    return undefined;
-  }
-  if (type === 'container' && kind === 'Deploy') {
-    translation.unsupported(
-      ['type'],
-      'a container Deploy is not supported by tend yet; write its Deployment and Service as a kubernetes Deploy (manifests) with `image: ${actions.build.<name>.outputs.image}`',
-    );
-    translation.unloadedAction = `deploy.${String(value.name)}`;
     return undefined;
   }
   if (

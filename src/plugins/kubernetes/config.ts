@@ -39,6 +39,15 @@ export const KubernetesProviderConfig = Type.Object(
         description: 'talk plain HTTP to the registry (default: only for localhost and 127.0.0.1)',
       }),
     ),
+    defaultHostname: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description: "the host of a container Deploy's ingresses that name none",
+      }),
+    ),
+    ingressClass: Type.Optional(
+      Type.String({ minLength: 1, description: "the ingressClassName of a container Deploy's ingresses" }),
+    ),
     systemNamespace: Type.Optional(
       Type.String({
         minLength: 1,

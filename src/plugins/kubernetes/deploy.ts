@@ -28,6 +28,13 @@ import { readiness, waitReady } from './readiness.js';
 
 type Params = ActionHandlerParams<KubernetesDeploySpec>;
 
+/** What the shared apply, status and delete path reads of a Deploy's spec (kubernetes and container). */
+export type ManifestsAction = ResolvedAction<{
+  overrideNamespace?: boolean;
+  wait?: boolean;
+  timeout?: number;
+}>;
+
 /**
  * Checks each object targets the app namespace (or none, or another with `overrideNamespace`) and
  * is namespaced; adds tend's labels and version.
@@ -35,7 +42,7 @@ type Params = ActionHandlerParams<KubernetesDeploySpec>;
 export async function prepare(
   client: KubeClient,
   namespace: string,
-  action: ResolvedAction<KubernetesDeploySpec>,
+  action: ManifestsAction,
   manifests: Manifest[],
 ): Promise<KubeObject[]> {
   const objects: KubeObject[] = [];
@@ -99,7 +106,27 @@ function withSubjectsIn(object: KubeObject, others: Set<string | undefined>, nam
 }
 
 export async function deploy(ctx: PluginContext, { action }: Params): Promise<ExecuteResult> {
-  const manifests = await loadManifests(ctx, action);
+  return applyManifests(ctx, action, await loadManifests(ctx, action), {});
+}
+
+export async function getStatus(ctx: PluginContext, { action }: Params): Promise<StatusResult> {
+  return manifestsStatus(ctx, action, () => loadManifests(ctx, action), {});
+}
+
+export async function remove(ctx: PluginContext, { action }: Params): Promise<StatusResult> {
+  return removeManifests(ctx, action, () => loadManifests(ctx, action));
+}
+
+/**
+ * Applies the Deploy's objects into the app namespace (recorded by the client as every call is),
+ * then waits for its workloads unless the spec says `wait: false`. `outputs` go beside `namespace`.
+ */
+export async function applyManifests(
+  ctx: PluginContext,
+  action: ManifestsAction,
+  manifests: Manifest[],
+  outputs: Record<string, string>,
+): Promise<ExecuteResult> {
   const client = await clientFor(ctx);
   const namespace = client.settings.appNamespace;
   await client.namespaces.ensure(namespace);
@@ -132,17 +159,23 @@ export async function deploy(ctx: PluginContext, { action }: Params): Promise<Ex
     await waitReady(ctx, client, namespace, action, applied, timeoutMs);
   }
   return {
-    outputs: { namespace },
+    outputs: { namespace, ...outputs },
     detail: { resources: applied.map((o) => `${o.kind}/${o.metadata?.name}`) },
   };
 }
 
-export async function getStatus(ctx: PluginContext, { action }: Params): Promise<StatusResult> {
+/** Ready when every object is there with the action's version and ready; paused when cleanup paused one. */
+export async function manifestsStatus(
+  ctx: PluginContext,
+  action: ManifestsAction,
+  load: () => Promise<Manifest[]>,
+  outputs: Record<string, string>,
+): Promise<StatusResult> {
   const client = await clientFor(ctx);
   const namespace = client.settings.appNamespace;
   const info = await client.namespaces.observe(namespace);
   if (info?.state !== 'ready') return { state: 'not-ready', detail: { namespace: info?.state ?? 'missing' } };
-  const objects = await prepare(client, namespace, action, await loadManifests(ctx, action));
+  const objects = await prepare(client, namespace, action, await load());
   const outdated: string[] = [];
   const paused: string[] = [];
   for (const object of objects) {
@@ -161,19 +194,24 @@ export async function getStatus(ctx: PluginContext, { action }: Params): Promise
     return {
       state: 'paused',
       reason: `${paused.join(', ')} paused by cleanup: resumed by the next \`tend deploy|test|run\` or \`tend resume\``,
-      outputs: { namespace },
+      outputs: { namespace, ...outputs },
       detail: { paused },
     };
   }
-  return { state: 'ready', outputs: { namespace } };
+  return { state: 'ready', outputs: { namespace, ...outputs } };
 }
 
-export async function remove(ctx: PluginContext, { action }: Params): Promise<StatusResult> {
+/** Deletes the objects the manifests name that tend applied for this action. */
+export async function removeManifests(
+  ctx: PluginContext,
+  action: ManifestsAction,
+  load: () => Promise<Manifest[]>,
+): Promise<StatusResult> {
   const client = await clientFor(ctx);
   const namespace = client.settings.appNamespace;
   const info = await client.namespaces.observe(namespace);
   if (info?.state !== 'ready') return { state: 'not-ready' };
-  const objects = await prepare(client, namespace, action, await loadManifests(ctx, action));
+  const objects = await prepare(client, namespace, action, await load());
   const deleted: string[] = [];
   for (const object of objects) {
     const live = await client.objects.read(namespace, refOf(object));

@@ -1,6 +1,7 @@
 /**
  * The kubernetes plugin: a provider whose environment is a namespace in a cluster, with the action
- * types `container` (Build, in the cluster), `kubernetes` (Deploy: manifests) and
+ * types `container` (Build, in the cluster; Deploy: a Deployment, Service and Ingresses),
+ * `kubernetes` (Deploy: manifests) and
  * `kubernetes-pod` (Test/Run: a pod). Every API call goes through the namespace-tracking client
  * (./client/), which records each namespace it touches as `namespaceStatus` events.
  *
@@ -23,9 +24,11 @@ import {
   KubernetesProviderConfig,
   settingsFromFlags,
 } from './config.js';
+import { ContainerDeploySpec } from './container/deploy-spec.js';
 
 const provider = () => import('./provider.js');
 const builds = () => import('./container/index.js');
+const containerDeploys = () => import('./container/deploy.js');
 const deploys = () => import('./deploy.js');
 const manifests = () => import('./manifests.js');
 const logs = () => import('./logs.js');
@@ -36,13 +39,25 @@ type P<S> = ActionHandlerParams<S>;
 
 const containerType: ActionTypeDefinition = {
   name: 'container',
-  description: "a container image built in the cluster and pushed to the provider's deploymentRegistry",
+  description:
+    "a container image built in the cluster and pushed to the provider's deploymentRegistry, and deployed as a Deployment with a Service and Ingresses",
   kinds: {
     Build: {
       specSchema: ContainerBuildSpec,
       handlers: {
         getStatus: async (ctx: PluginContext, p: P<ContainerBuildSpec>) => (await builds()).getStatus(ctx, p),
         build: async (ctx: PluginContext, p: P<ContainerBuildSpec>) => (await builds()).build(ctx, p),
+      },
+    },
+    Deploy: {
+      specSchema: ContainerDeploySpec,
+      handlers: {
+        getStatus: async (ctx: PluginContext, p: P<ContainerDeploySpec>) =>
+          (await containerDeploys()).getStatus(ctx, p),
+        deploy: async (ctx: PluginContext, p: P<ContainerDeploySpec>) =>
+          (await containerDeploys()).deploy(ctx, p),
+        delete: async (ctx: PluginContext, p: P<ContainerDeploySpec>) =>
+          (await containerDeploys()).remove(ctx, p),
       },
     },
   },

@@ -27,11 +27,24 @@ type Params = ActionHandlerParams<ContainerBuildSpec>;
 
 /**
  * `image` and `digest`, and the same image by the names Garden's container Build gives it
- * (`deploymentImageId`, `deploymentImageName`), which Garden projects' actions read.
+ * (`deploymentImageId`, `deployment-image-id`, …), which Garden projects' actions read. tend has no
+ * local image: the local names are the registry's repository without its host, with the same tag.
  */
-function buildOutputs(image: ImageRef, digest: string): Record<string, string> {
-  const name = `${image.host}/${image.repository}`;
-  return { image: image.full, digest, deploymentImageId: image.full, deploymentImageName: name };
+export function buildOutputs(image: ImageRef, digest: string): Record<string, string> {
+  const deploymentName = `${image.host}/${image.repository}`;
+  const localName = image.repository.slice(image.repository.lastIndexOf('/') + 1);
+  const garden = {
+    deploymentImageName: deploymentName,
+    deploymentImageId: image.full,
+    deploymentImageTag: image.tag,
+    localImageName: localName,
+    localImageId: `${localName}:${image.tag}`,
+  };
+  const kebab = Object.entries(garden).map(([key, value]) => [
+    key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`),
+    value,
+  ]);
+  return { image: image.full, digest, ...garden, ...Object.fromEntries(kebab) };
 }
 
 export async function getStatus(ctx: PluginContext, { action }: Params): Promise<StatusResult> {
