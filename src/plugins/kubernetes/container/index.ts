@@ -47,8 +47,20 @@ export function buildOutputs(image: ImageRef, digest: string): Record<string, st
   return { image: image.full, digest, ...garden, ...Object.fromEntries(kebab) };
 }
 
-export async function getStatus(ctx: PluginContext, { action }: Params): Promise<StatusResult> {
+/**
+ * The provider's settings, with the registry a local cluster advertises (kind, k3d, minikube:
+ * the `local-registry-hosting` ConfigMap) as `deploymentRegistry` when the provider names none:
+ * images go to `<host>/<app namespace>/<build name>`.
+ */
+async function registrySettings(ctx: PluginContext): Promise<ProviderSettings> {
   const settings = settingsOf(ctx);
+  if (settings.deploymentRegistry) return settings;
+  const host = await (await clientFor(ctx)).localRegistryHost();
+  return host ? { ...settings, deploymentRegistry: `${host}/${settings.appNamespace}` } : settings;
+}
+
+export async function getStatus(ctx: PluginContext, { action }: Params): Promise<StatusResult> {
+  const settings = await registrySettings(ctx);
   const image = imageFor(settings, action.name, action.version);
   const digest = await manifestDigest(settings, image);
   if (!digest) return { state: 'not-ready', detail: { image: image.full } };
@@ -70,7 +82,7 @@ interface BuildRun {
 
 export async function build(ctx: PluginContext, params: Params): Promise<ExecuteResult> {
   const { action } = params;
-  const settings = settingsOf(ctx);
+  const settings = await registrySettings(ctx);
   const image = imageFor(settings, action.name, action.version);
   const kaniko = settings.buildMode === 'kaniko';
   const context = await packContext(action, action.spec.dockerfile ?? 'Dockerfile', ctx.tendDir, kaniko);
