@@ -2,7 +2,7 @@
  * A Garden action document (Build, Deploy, Test, Run; apiVersion garden.io/v0–v2) as tend's
  * (docs/garden.md): `source: { path }`, dependencies as `{ kind, name }` or `Kind.name`, a literal
  * `disabled`, and each action type's spec in tend's terms — exec (`deployCommand`, `shell`),
- * container Build, container Test/Run (run as a kubernetes-pod), kubernetes Deploy (Garden's
+ * container Build and Deploy, container Test/Run (run as a kubernetes-pod), kubernetes Deploy (Garden's
  * manifest keys are tend's own). What tend cannot do is a problem naming the key; what it
  * ignores (sync mode, port forwards, artifacts…) is one note each.
  */
