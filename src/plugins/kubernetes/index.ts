@@ -58,6 +58,8 @@ const containerType: ActionTypeDefinition = {
           (await containerDeploys()).deploy(ctx, p),
         delete: async (ctx: PluginContext, p: P<ContainerDeploySpec>) =>
           (await containerDeploys()).remove(ctx, p),
+        getLogs: async (ctx: PluginContext, p: LogsParams<ContainerDeploySpec>) =>
+          (await containerDeploys()).getLogs(ctx, p),
       },
     },
   },

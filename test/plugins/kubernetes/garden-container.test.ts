@@ -378,13 +378,17 @@ ${deploySpec}`,
     });
   });
 
-  it('a daemon is a DaemonSet, and no Service without ports', async () => {
+  it('a daemon is a DaemonSet, no Service without ports, and tend logs reads its pods', async () => {
     const root = project('container-daemon', '  image: fluentd:v1\n  daemon: true\n');
     await execute('deploy', root);
     const daemons = await items<Workload>('container-daemon', 'daemonsets');
     expect(daemons.map((d) => d.metadata.name)).toEqual(['web']);
     expect(daemons[0]!.spec.replicas).toBeUndefined();
     expect(await items('container-daemon', 'services')).toEqual([]);
+    // tend logs reads the pods of the generated workload.
+    const logs = await runTend(['logs', 'web', ...cluster()], { cwd: root, timeoutMs: 60_000 });
+    expect(logs.code, logs.stderr).toBe(0);
+    expect(logs.stdout).toContain('kube-sim: container web started (image fluentd:v1)');
   });
 
   it('a hostPath volume, and a port name that is not a port, are refused with file and line', async () => {

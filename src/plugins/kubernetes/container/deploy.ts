@@ -8,6 +8,7 @@
 import type {
   ActionHandlerParams,
   ExecuteResult,
+  LogsParams,
   PluginContext,
   ResolvedAction,
   StatusResult,
@@ -15,6 +16,7 @@ import type {
 import type { KubeObject } from '../client/index.js';
 import type { KubernetesProviderConfig } from '../config.js';
 import { applyManifests, manifestsStatus, removeManifests } from '../deploy.js';
+import { manifestLogs } from '../logs.js';
 import { invalid, type Manifest } from '../manifests.js';
 import { actionLabel } from '../pods.js';
 import type { ContainerDeploySpec } from './deploy-spec.js';
@@ -266,4 +268,8 @@ export async function getStatus(ctx: PluginContext, { action }: Params): Promise
 
 export async function remove(ctx: PluginContext, { action }: Params): Promise<StatusResult> {
   return removeManifests(ctx, action, async () => containerManifests(ctx, action));
+}
+
+export async function getLogs(ctx: PluginContext, params: LogsParams<ContainerDeploySpec>): Promise<void> {
+  return manifestLogs(ctx, params, async () => containerManifests(ctx, params.action));
 }
