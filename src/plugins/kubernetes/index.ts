@@ -18,13 +18,13 @@ import type {
 } from '../../plugin/types.js';
 import {
   ContainerBuildSpec,
+  ContainerDeploySpec,
   KubernetesDeploySpec,
   KubernetesPodSpec,
   KubernetesExecutorSettings,
   KubernetesProviderConfig,
   settingsFromFlags,
 } from './config.js';
-import { ContainerDeploySpec } from './container/deploy-spec.js';
 
 const provider = () => import('./provider.js');
 const builds = () => import('./container/index.js');

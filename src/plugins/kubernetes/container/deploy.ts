@@ -14,12 +14,11 @@ import type {
   StatusResult,
 } from '../../../plugin/types.js';
 import type { KubeObject } from '../client/index.js';
-import type { KubernetesProviderConfig } from '../config.js';
+import type { ContainerDeploySpec, KubernetesProviderConfig } from '../config.js';
 import { applyManifests, manifestsStatus, removeManifests } from '../deploy.js';
 import { manifestLogs } from '../logs.js';
 import { invalid, type Manifest } from '../manifests.js';
 import { actionLabel } from '../pods.js';
-import type { ContainerDeploySpec } from './deploy-spec.js';
 
 type Params = ActionHandlerParams<ContainerDeploySpec>;
 type Action = ResolvedAction<ContainerDeploySpec>;
