@@ -73,12 +73,13 @@ describe('Garden project files', () => {
     ]);
     // local-kubernetes is tend's kubernetes provider, Garden's registry object a host/path; exec is implied.
     expect(loaded.project.providers.map((p) => [p.name, p.config])).toEqual([
-      ['kubernetes', { context: 'kind-kind', deploymentRegistry: 'registry.example.com/shop' }],
+      [
+        'kubernetes',
+        { context: 'kind-kind', deploymentRegistry: 'registry.example.com/shop', ingressClass: 'nginx' },
+      ],
       ['exec', {}],
     ]);
-    expect(loaded.notes.map((n) => `${n.location.file}:${n.location.line} ${n.message}`)).toEqual([
-      "project.garden.yml:9 ingressClass: Garden's local-kubernetes provider settings that tend accepts and ignores",
-    ]);
+    expect(loaded.notes.map((n) => `${n.location.file}:${n.location.line} ${n.message}`)).toEqual([]);
   });
 
   it('the Project and its actions in one garden.yml, with YAML anchors and merge keys', async () => {
@@ -209,7 +210,6 @@ spec:
     ).toEqual([
       'TEND_CONFIG_UNSUPPORTED project.garden.yml:13 provider terraform is not supported by tend',
       'TEND_CONFIG_UNSUPPORTED infra/garden.yml:2 action type terraform is not supported by tend',
-      'TEND_CONFIG_UNSUPPORTED infra/garden.yml:7 a container Deploy is not supported by tend yet',
       'TEND_CONFIG_UNSUPPORTED infra/garden.yml:16 copyFrom is not supported by tend yet',
     ]);
     expect(errors[1]!.message).toContain('run terraform from an exec action');
@@ -247,7 +247,6 @@ exec:
       expect(result.data.actions.map((a) => a.ref)).toEqual(['deploy.web']);
       const notes = result.human.split('\n').filter((line) => line.startsWith('note: '));
       expect(notes).toEqual([
-        "note: project.garden.yml:9:5: ingressClass: Garden's local-kubernetes provider settings that tend accepts and ignores",
         'note: k8s/garden.yml:6:3: sync and defaultTarget: sync mode, local mode and port forwarding that tend accepts and ignores',
         'note: k8s/garden.yml:10:1: Workflow ci: Garden workflows are read but not run by tend',
         'note: k8s/garden.yml:15:1: Command hello: Garden custom commands are read but not run by tend',
@@ -302,7 +301,7 @@ tests:
     ).toBe(true);
   });
 
-  it('a container module: its Build (a Dockerfile), tasks and tests run its image; a service is refused at the module, hotReload noted', async () => {
+  it('a container module: its Build (a Dockerfile), tasks and tests run its image; a service is a container Deploy, hotReload noted', async () => {
     const module = `kind: Module
 type: container
 name: web
@@ -334,9 +333,14 @@ tasks:
 `,
       'web/Dockerfile': 'FROM node:22\n',
     });
-    const errors = messages(await loadError(withService));
-    expect(
-      errors.map((e) => `${e.code} ${e.location.file}:${e.location.line} ${e.message.split(';')[0]}`),
-    ).toEqual(['TEND_CONFIG_UNSUPPORTED web/garden.yml:2 a container Deploy is not supported by tend yet']);
+    const withDeploy = await load(withService);
+    expect(withDeploy.actions.find((a) => a.ref === 'deploy.web')).toMatchObject({
+      type: 'container',
+      dependencies: ['build.web'],
+      spec: { image, ports: [{ name: 'http', containerPort: 8080 }] },
+    });
+    expect(withDeploy.notes.map((n) => `${n.location.file}:${n.location.line} ${n.message}`)).toEqual([
+      'web/garden.yml:12 hotReload: tend deploys what is on disk; ignored',
+    ]);
   });
 });

@@ -2,7 +2,8 @@
  * A Garden action document (Build, Deploy, Test, Run; apiVersion garden.io/v0–v2) as tend's
  * (docs/garden.md): `source: { path }`, dependencies as `{ kind, name }` or `Kind.name`,
  * `variables`, `varfiles`, `disabled` and `environments` as they are (config/action-variables.ts),
- * and each action type's spec in tend's terms — exec (`deployCommand`, `shell`), container Build, container Test/Run (run as a kubernetes-pod), kubernetes Deploy (Garden's
+ * and each action type's spec in tend's terms — exec (`deployCommand`, `shell`), container Build
+ * and Deploy, container Test/Run (run as a kubernetes-pod), kubernetes Deploy (Garden's
  * manifest keys are tend's own). What tend cannot do is a problem naming the key; what it
  * ignores (sync mode, port forwards, artifacts…) is one note each.
  */
@@ -166,6 +167,49 @@ const containerPod: SpecTranslator = (translation, spec) => {
   return kept;
 };
 
+/** Garden's env values as tend's: strings (a number or boolean as its text), a `secretRef` as it is. */
+function envStrings(env: GardenRecord): GardenRecord {
+  return Object.fromEntries(
+    Object.entries(env).map(([name, value]) => [
+      name,
+      typeof value === 'number' || typeof value === 'boolean' ? String(value) : value,
+    ]),
+  );
+}
+
+const containerDeploy: SpecTranslator = (translation, spec) => {
+  let kept = dropIgnoredKeys(
+    translation,
+    spec,
+    ['sync', 'localMode', 'hotReload', 'devMode'],
+    ['spec'],
+    'sync mode, local mode and hot reload',
+  );
+  kept = dropIgnoredKeys(
+    translation,
+    kept,
+    ['privileged', 'addCapabilities', 'dropCapabilities', 'tty', 'deploymentStrategy'],
+    ['spec'],
+    "Garden's pod settings",
+  );
+  if (isRecord(kept.env)) kept.env = envStrings(kept.env);
+  if (Array.isArray(kept.volumes)) {
+    kept.volumes = kept.volumes.filter((volume, i) => {
+      if (!isRecord(volume)) return true;
+      const source = volume.hostPath !== undefined ? 'hostPath' : volume.action !== undefined ? 'action' : '';
+      if (!source) return true;
+      translation.unsupported(
+        ['spec', 'volumes', i, source],
+        source === 'hostPath'
+          ? 'a hostPath volume is not mounted by tend (the files are on your machine, not the node); remove hostPath for an empty directory'
+          : 'a volume from another action (a persistentvolumeclaim or configmap Deploy) is not mounted by tend; write the PersistentVolumeClaim or ConfigMap and the workload as a kubernetes Deploy',
+      );
+      return false;
+    });
+  }
+  return kept;
+};
+
 const kubernetesDeploy: SpecTranslator = (translation, spec) => {
   for (const key of ['namespace', 'applyArgs', 'localVolumes'] as const) {
     if (spec[key] === undefined) continue;
@@ -277,7 +321,7 @@ const kubernetesExec: SpecTranslator = (translation, spec) => {
 
 const translators: Record<string, Partial<Record<string, SpecTranslator>>> = {
   exec: { Build: execCommand, Deploy: execDeploy, Test: execCommand, Run: execCommand },
-  container: { Build: containerBuild, Test: containerPod, Run: containerPod },
+  container: { Build: containerBuild, Deploy: containerDeploy, Test: containerPod, Run: containerPod },
   kubernetes: { Deploy: kubernetesDeploy },
   helm: { Deploy: helmDeploy },
   'helm-pod': { Test: podFromResource, Run: podFromResource },
@@ -372,14 +416,6 @@ export function translateGardenAction(
   if (instead !== undefined) {
     translation.unsupported(['type'], `action type ${type} is not supported by tend; ${instead}`);
     translation.unloadedAction = `${kind.toLowerCase()}.${String(value.name)}`;
-    return undefined;
-  }
-  if (type === 'container' && kind === 'Deploy') {
-    translation.unsupported(
-      ['type'],
-      'a container Deploy is not supported by tend yet; write its Deployment and Service as a kubernetes Deploy (manifests) with `image: ${actions.build.<name>.outputs.image}`',
-    );
-    translation.unloadedAction = `deploy.${String(value.name)}`;
     return undefined;
   }
   const translate = translators[type]?.[kind];

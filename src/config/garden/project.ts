@@ -19,6 +19,8 @@ const kubernetesKeys = [
   'buildMode',
   'deploymentRegistry',
   'insecureRegistry',
+  'defaultHostname',
+  'ingressClass',
   'systemNamespace',
   'buildkitImage',
   'kanikoImage',

@@ -27,11 +27,14 @@ import { actionLabel } from './pods.js';
 import { clientFor } from './provider.js';
 import { readiness, waitReady } from './readiness.js';
 
-/** What deploying needs of a spec: a kubernetes Deploy's, or a helm Deploy's (whose manifests the chart renders). */
+/** What deploying needs of a spec: a kubernetes, helm (the chart renders its manifests) or container Deploy's. */
 type DeploySpec = Pick<KubernetesDeploySpec, 'overrideNamespace' | 'wait' | 'timeout'>;
 /** Where the manifests come from: the spec's files and kustomization (the default), or a chart. */
 export type ManifestLoader<S> = (ctx: PluginContext, action: ResolvedAction<S>) => Promise<Manifest[]>;
 const specManifests = loadManifests as ManifestLoader<DeploySpec>;
+
+/** What the shared apply, status and delete path reads of a Deploy. */
+export type ManifestsAction = ResolvedAction<DeploySpec>;
 
 /**
  * Notes which Deploy of this command renders the object: two Deploys that render the same object
@@ -64,7 +67,7 @@ export function adoptedNamespaces(manifests: Manifest[]): Manifest[] {
 export async function prepare(
   client: KubeClient,
   namespace: string,
-  action: ResolvedAction<DeploySpec>,
+  action: ManifestsAction,
   manifests: Manifest[],
 ): Promise<KubeObject[]> {
   const objects: KubeObject[] = [];
@@ -138,7 +141,35 @@ export async function deploy<S extends DeploySpec>(
   { action }: ActionHandlerParams<S>,
   load: ManifestLoader<S> = specManifests,
 ): Promise<ExecuteResult> {
-  const manifests = await load(ctx, action);
+  return applyManifests(ctx, action, await load(ctx, action), {});
+}
+
+export async function getStatus<S extends DeploySpec>(
+  ctx: PluginContext,
+  { action }: ActionHandlerParams<S>,
+  load: ManifestLoader<S> = specManifests,
+): Promise<StatusResult> {
+  return manifestsStatus(ctx, action, () => load(ctx, action), {});
+}
+
+export async function remove<S extends DeploySpec>(
+  ctx: PluginContext,
+  { action }: ActionHandlerParams<S>,
+  load: ManifestLoader<S> = specManifests,
+): Promise<StatusResult> {
+  return removeManifests(ctx, action, () => load(ctx, action));
+}
+
+/**
+ * Applies the Deploy's objects into the app namespace (recorded by the client as every call is),
+ * then waits for its workloads unless the spec says `wait: false`. `outputs` go beside `namespace`.
+ */
+export async function applyManifests(
+  ctx: PluginContext,
+  action: ManifestsAction,
+  manifests: Manifest[],
+  outputs: Record<string, string>,
+): Promise<ExecuteResult> {
   const client = await clientFor(ctx);
   const namespace = client.settings.appNamespace;
   await client.namespaces.ensure(namespace);
@@ -176,21 +207,23 @@ export async function deploy<S extends DeploySpec>(
     await waitReady(ctx, client, namespace, action, applied, timeoutMs);
   }
   return {
-    outputs: { namespace },
+    outputs: { namespace, ...outputs },
     detail: { resources: applied.map((o) => `${o.kind}/${o.metadata?.name}`) },
   };
 }
 
-export async function getStatus<S extends DeploySpec>(
+/** Ready when every object is there with the action's version and ready; paused when cleanup paused one. */
+export async function manifestsStatus(
   ctx: PluginContext,
-  { action }: ActionHandlerParams<S>,
-  load: ManifestLoader<S> = specManifests,
+  action: ManifestsAction,
+  load: () => Promise<Manifest[]>,
+  outputs: Record<string, string>,
 ): Promise<StatusResult> {
   const client = await clientFor(ctx);
   const namespace = client.settings.appNamespace;
   const info = await client.namespaces.observe(namespace);
   if (info?.state !== 'ready') return { state: 'not-ready', detail: { namespace: info?.state ?? 'missing' } };
-  const objects = await prepare(client, namespace, action, await load(ctx, action));
+  const objects = await prepare(client, namespace, action, await load());
   const outdated: string[] = [];
   const paused: string[] = [];
   for (const object of objects) {
@@ -209,23 +242,24 @@ export async function getStatus<S extends DeploySpec>(
     return {
       state: 'paused',
       reason: `${paused.join(', ')} paused by cleanup: resumed by the next \`tend deploy|test|run\` or \`tend resume\``,
-      outputs: { namespace },
+      outputs: { namespace, ...outputs },
       detail: { paused },
     };
   }
-  return { state: 'ready', outputs: { namespace } };
+  return { state: 'ready', outputs: { namespace, ...outputs } };
 }
 
-export async function remove<S extends DeploySpec>(
+/** Deletes the objects the manifests name that tend applied for this action. */
+export async function removeManifests(
   ctx: PluginContext,
-  { action }: ActionHandlerParams<S>,
-  load: ManifestLoader<S> = specManifests,
+  action: ManifestsAction,
+  load: () => Promise<Manifest[]>,
 ): Promise<StatusResult> {
   const client = await clientFor(ctx);
   const namespace = client.settings.appNamespace;
   const info = await client.namespaces.observe(namespace);
   if (info?.state !== 'ready') return { state: 'not-ready' };
-  const objects = await prepare(client, namespace, action, await load(ctx, action));
+  const objects = await prepare(client, namespace, action, await load());
   const deleted: string[] = [];
   for (const object of objects) {
     const live = await client.objects.read(namespace, refOf(object));

@@ -1,8 +1,9 @@
 /**
  * The kubernetes plugin: a provider whose environment is a namespace in a cluster, with the action
- * types `container` (Build, in the cluster), `kubernetes` (Deploy: manifests), `helm` (Deploy: a
- * chart rendered by `helm template`), `kubernetes-pod` and `helm-pod` (Test/Run: a pod) and
- * `kubernetes-exec` (Test/Run: a command in a running pod). Every API call goes through the namespace-tracking client
+ * types `container` (Build, in the cluster; Deploy: a Deployment, Service and Ingresses),
+ * `kubernetes` (Deploy: manifests), `helm` (Deploy: a chart rendered by `helm template`),
+ * `kubernetes-pod` and `helm-pod` (Test/Run: a pod) and `kubernetes-exec` (Test/Run: a command in
+ * a running pod). Every API call goes through the namespace-tracking client
  * (./client/), which records each namespace it touches as `namespaceStatus` events.
  *
  * This module stays light: handlers import their implementation (and through it
@@ -20,6 +21,7 @@ import {
   ContainerBuildSpec,
   HelmDeploySpec,
   HelmPodSpec,
+  ContainerDeploySpec,
   KubernetesDeploySpec,
   KubernetesExecSpec,
   KubernetesPodSpec,
@@ -30,6 +32,7 @@ import {
 
 const provider = () => import('./provider.js');
 const builds = () => import('./container/index.js');
+const containerDeploys = () => import('./container/deploy.js');
 const deploys = () => import('./deploy.js');
 const manifests = () => import('./manifests.js');
 const logs = () => import('./logs.js');
@@ -42,13 +45,27 @@ type P<S> = ActionHandlerParams<S>;
 
 const containerType: ActionTypeDefinition = {
   name: 'container',
-  description: "a container image built in the cluster and pushed to the provider's deploymentRegistry",
+  description:
+    "a container image built in the cluster and pushed to the provider's deploymentRegistry, and deployed as a Deployment with a Service and Ingresses",
   kinds: {
     Build: {
       specSchema: ContainerBuildSpec,
       handlers: {
         getStatus: async (ctx: PluginContext, p: P<ContainerBuildSpec>) => (await builds()).getStatus(ctx, p),
         build: async (ctx: PluginContext, p: P<ContainerBuildSpec>) => (await builds()).build(ctx, p),
+      },
+    },
+    Deploy: {
+      specSchema: ContainerDeploySpec,
+      handlers: {
+        getStatus: async (ctx: PluginContext, p: P<ContainerDeploySpec>) =>
+          (await containerDeploys()).getStatus(ctx, p),
+        deploy: async (ctx: PluginContext, p: P<ContainerDeploySpec>) =>
+          (await containerDeploys()).deploy(ctx, p),
+        delete: async (ctx: PluginContext, p: P<ContainerDeploySpec>) =>
+          (await containerDeploys()).remove(ctx, p),
+        getLogs: async (ctx: PluginContext, p: LogsParams<ContainerDeploySpec>) =>
+          (await containerDeploys()).getLogs(ctx, p),
       },
     },
   },

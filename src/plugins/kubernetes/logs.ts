@@ -1,5 +1,5 @@
 /**
- * `Deploy.getLogs` of `kubernetes`: the logs of the pods of the deploy's workloads (Deployments,
+ * `Deploy.getLogs` of `kubernetes` and `container`: the logs of the pods of the deploy's workloads (Deployments,
  * StatefulSets, DaemonSets, ReplicaSets and Jobs by their selector, Pods by name), each container
  * through the log endpoint of the namespace-tracking client. Without `follow` every pod's log in
  * turn; with it the pods there now and those that start later (a rollout's new pods), until the
@@ -10,8 +10,8 @@ import { TendError } from '../../errors.js';
 import type { LogLine, LogsParams, PluginContext } from '../../plugin/types.js';
 import { describeFailure, refOf, type KubeClient, type KubeObject, type V1Pod } from './client/index.js';
 import type { KubernetesDeploySpec } from './config.js';
-import { prepare } from './deploy.js';
-import { loadManifests } from './manifests.js';
+import { prepare, type ManifestsAction } from './deploy.js';
+import { loadManifests, type Manifest } from './manifests.js';
 import { clientFor } from './provider.js';
 
 /** Kinds whose pods have logs; their pods are found by the live object's `spec.selector`. */
@@ -57,6 +57,15 @@ function started(pod: V1Pod, container: string): boolean {
 }
 
 export async function getLogs(ctx: PluginContext, params: LogsParams<KubernetesDeploySpec>): Promise<void> {
+  return manifestLogs(ctx, params, () => loadManifests(ctx, params.action));
+}
+
+/** The logs of the workloads among a Deploy's objects (`load`: a kubernetes or a container Deploy's). */
+export async function manifestLogs(
+  ctx: PluginContext,
+  params: LogsParams<ManifestsAction['spec']>,
+  load: () => Promise<Manifest[]>,
+): Promise<void> {
   const { action, follow, tail, onLine } = params;
   const client = await clientFor(ctx);
   const namespace = client.settings.appNamespace;
@@ -68,7 +77,7 @@ export async function getLogs(ctx: PluginContext, params: LogsParams<KubernetesD
       { actionRef: action.ref, detail: { hint: `tend deploy ${action.name}` } },
     );
   }
-  const objects = await prepare(client, namespace, action, await loadManifests(ctx, action));
+  const objects = await prepare(client, namespace, action, await load());
   const workloads = objects.filter((o) => workloadKinds.has(o.kind ?? ''));
   if (workloads.length === 0) {
     throw new TendError(

@@ -11,6 +11,7 @@ const { values } = parseArgs({
     'namespace-delete-delay-ms': { type: 'string' },
     'deployment-ready-delay-ms': { type: 'string' },
     'pod-start-delay-ms': { type: 'string' },
+    'advertise-registry': { type: 'boolean' },
     'seed-namespaces': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
@@ -20,6 +21,7 @@ if (values.help) {
   process.stdout.write(
     'usage: kube-sim [--port N] [--registry-port N] [--kubeconfig PATH] [--token T]\n' +
       '                [--namespace-delete-delay-ms N] [--deployment-ready-delay-ms N] [--pod-start-delay-ms N]\n' +
+      '                [--advertise-registry]\n' +
       '                [--seed-namespaces N]   (N namespaces env-00000…, each with a ConfigMap and a Secret)\n',
   );
   process.exit(0);
@@ -38,6 +40,7 @@ const sim = await startKubeSim({
     ? { deploymentReadyDelayMs: num(values['deployment-ready-delay-ms'])! }
     : {}),
   ...(values['pod-start-delay-ms'] ? { podStartDelayMs: num(values['pod-start-delay-ms'])! } : {}),
+  ...(values['advertise-registry'] ? { advertiseRegistry: true } : {}),
 });
 const seed = Number(values['seed-namespaces'] ?? 0);
 for (let i = 0; i < seed; i++) {

@@ -23,7 +23,7 @@ import { Faults } from './faults.js';
 import { Registry } from './registry.js';
 import { DEFAULT_REQUEST_LOG_SIZE, RequestLog } from './requests.js';
 import type { ResourceType } from './resources.js';
-import { NS, RESOURCES } from './resources.js';
+import { CONFIGMAP, NS, RESOURCES } from './resources.js';
 import type { PodRule } from './rules.js';
 import { Authenticator } from './rbac.js';
 import { PodRuntime } from './runtime.js';
@@ -70,6 +70,12 @@ export interface KubeSimOptions {
    * too; a client reads the cluster's time from them.
    */
   now?: () => number;
+  /**
+   * Advertise the registry as a local cluster does (KEP-1755): a ConfigMap
+   * `kube-public/local-registry-hosting` whose `localRegistryHosting.v1` names `host:
+   * "127.0.0.1:<registry port>"` (default false).
+   */
+  advertiseRegistry?: boolean;
 }
 
 export interface SimStore {
@@ -232,6 +238,14 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
   });
   apiPort = await listen(api, opts.port ?? 0);
   registryPort = await listen(reg, opts.registryPort ?? 0);
+  if (opts.advertiseRegistry) {
+    cluster.create(CONFIGMAP, 'kube-public', {
+      metadata: { name: 'local-registry-hosting', namespace: 'kube-public' },
+      data: {
+        'localRegistryHosting.v1': `host: "127.0.0.1:${registryPort}"\nhelp: "kube-sim's registry"\n`,
+      },
+    });
+  }
   const url = `https://127.0.0.1:${apiPort}`;
   const kubeconfigYaml = kubeconfig(url, certs.caPem, token);
 

@@ -19,6 +19,23 @@ afterAll(async () => {
 });
 
 describe('registry', () => {
+  it('is advertised as a local cluster advertises its registry (local-registry-hosting) when asked', async () => {
+    const advertising = await startKubeSim({ advertiseRegistry: true });
+    try {
+      const [configMap] = advertising.store
+        .list('configmaps', 'kube-public')
+        .filter((c) => c.metadata.name === 'local-registry-hosting');
+      expect((configMap as { data?: Record<string, string> }).data?.['localRegistryHosting.v1']).toContain(
+        `host: "${advertising.registryHost}"`,
+      );
+    } finally {
+      await advertising.stop();
+    }
+    expect(sim.store.list('configmaps', 'kube-public').map((c) => c.metadata.name)).not.toContain(
+      'local-registry-hosting',
+    );
+  });
+
   const manifest = JSON.stringify({
     schemaVersion: 2,
     mediaType: 'application/vnd.oci.image.manifest.v1+json',

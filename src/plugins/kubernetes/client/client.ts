@@ -58,6 +58,30 @@ export class KubeClient {
     return this.gate.connection.serverTime();
   }
 
+  /**
+   * The host of the registry a local cluster advertises for images pushed from the developer's
+   * machine: `host` of the `local-registry-hosting` ConfigMap in kube-public (KEP-1755, as kind,
+   * k3d and minikube write it), or undefined. Like `identify`'s read of kube-system, a read of
+   * the cluster's public information, in no environment: not reported as a namespace.
+   */
+  async localRegistryHost(): Promise<string | undefined> {
+    let configMap: { data?: Record<string, string> };
+    try {
+      configMap = await this.gate.connection.request<{ data?: Record<string, string> }>({
+        method: 'GET',
+        path: '/api/v1/namespaces/kube-public/configmaps/local-registry-hosting',
+      });
+    } catch (error) {
+      const f = describeFailure(error);
+      if (f.status === 404 || f.status === 403) return undefined;
+      throw error;
+    }
+    const text = configMap.data?.['localRegistryHosting.v1'];
+    if (!text) return undefined;
+    const host = /^host:\s*["']?([^"'\s]+)["']?\s*$/m.exec(text)?.[1];
+    return host || undefined;
+  }
+
   /** A client for one handler call. `identity` comes from the provider state that `init` returned. */
   static async forCall(
     ctx: GateContext,

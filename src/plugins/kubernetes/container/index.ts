@@ -27,15 +27,40 @@ type Params = ActionHandlerParams<ContainerBuildSpec>;
 
 /**
  * `image` and `digest`, and the same image by the names Garden's container Build gives it
- * (`deploymentImageId`, `deploymentImageName`), which Garden projects' actions read.
+ * (`deploymentImageId`, `deployment-image-id`, …), which Garden projects' actions read. tend has no
+ * local image: the local names are the registry's repository without its host, with the same tag.
  */
-function buildOutputs(image: ImageRef, digest: string): Record<string, string> {
-  const name = `${image.host}/${image.repository}`;
-  return { image: image.full, digest, deploymentImageId: image.full, deploymentImageName: name };
+export function buildOutputs(image: ImageRef, digest: string): Record<string, string> {
+  const deploymentName = `${image.host}/${image.repository}`;
+  const localName = image.repository.slice(image.repository.lastIndexOf('/') + 1);
+  const garden = {
+    deploymentImageName: deploymentName,
+    deploymentImageId: image.full,
+    deploymentImageTag: image.tag,
+    localImageName: localName,
+    localImageId: `${localName}:${image.tag}`,
+  };
+  const kebab = Object.entries(garden).map(([key, value]) => [
+    key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`),
+    value,
+  ]);
+  return { image: image.full, digest, ...garden, ...Object.fromEntries(kebab) };
+}
+
+/**
+ * The provider's settings, with the registry a local cluster advertises (kind, k3d, minikube:
+ * the `local-registry-hosting` ConfigMap) as `deploymentRegistry` when the provider names none:
+ * images go to `<host>/<app namespace>/<build name>`.
+ */
+async function registrySettings(ctx: PluginContext): Promise<ProviderSettings> {
+  const settings = settingsOf(ctx);
+  if (settings.deploymentRegistry) return settings;
+  const host = await (await clientFor(ctx)).localRegistryHost();
+  return host ? { ...settings, deploymentRegistry: `${host}/${settings.appNamespace}` } : settings;
 }
 
 export async function getStatus(ctx: PluginContext, { action }: Params): Promise<StatusResult> {
-  const settings = settingsOf(ctx);
+  const settings = await registrySettings(ctx);
   const image = imageFor(settings, action.name, action.version);
   const digest = await manifestDigest(settings, image);
   if (!digest) return { state: 'not-ready', detail: { image: image.full } };
@@ -57,7 +82,7 @@ interface BuildRun {
 
 export async function build(ctx: PluginContext, params: Params): Promise<ExecuteResult> {
   const { action } = params;
-  const settings = settingsOf(ctx);
+  const settings = await registrySettings(ctx);
   const image = imageFor(settings, action.name, action.version);
   const kaniko = settings.buildMode === 'kaniko';
   const context = await packContext(action, action.spec.dockerfile ?? 'Dockerfile', ctx.tendDir, kaniko);

@@ -23,7 +23,8 @@ export function imageFor(settings: ProviderSettings, actionName: string, version
   if (!registry) {
     throw new TendError(
       'TEND_CONFIG_INVALID',
-      'the kubernetes provider needs `deploymentRegistry` to build images (e.g. registry.example.com/shop)',
+      'the kubernetes provider needs `deploymentRegistry` to build images (e.g. registry.example.com/shop); ' +
+        'the cluster advertises no local registry (no local-registry-hosting ConfigMap in kube-public)',
       { plugin: 'kubernetes' },
     );
   }
