@@ -204,6 +204,21 @@ export const CleanupJob = Type.Object({
   /** The recorded uid: a namespace with another uid is not the one planned (re-created). */
   namespaceUid: Type.Union([Type.String(), Type.Null()]),
   /**
+   * How the server knows tend created the namespace. `claim`: the window of the claim that made
+   * it owned — from the claiming session's start to the server's receipt of the claim, widened
+   * by the clock skew the server tolerates — within which the target must have created it (the
+   * executor compares the creation time of its fresh read: Kubernetes' `creationTimestamp`).
+   * `recorded-uid`: owned before the server recorded claim windows; the recorded uid is the
+   * proof. Absent (a server older than the executor, a namespace not recorded as owned): the
+   * executor deletes, pauses and resumes nothing.
+   */
+  ownership: Type.Optional(
+    Type.Union([
+      Type.Object({ proof: Type.Literal('claim'), createdFrom: Time(), createdUntil: Time() }),
+      Type.Object({ proof: Type.Literal('recorded-uid') }),
+    ]),
+  ),
+  /**
    * The activity the decision was based on. A `tend.dev/last-activity` later than this on the
    * namespace means it was used since: the executor cancels.
    */

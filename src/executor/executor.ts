@@ -349,6 +349,14 @@ export class CleanupExecutor {
   ): Promise<CleanupResult> {
     const found = this.servedFor(job, target);
     if ('outcome' in found) return found;
+    // Ownership is the server's to prove: a job that does not say how (a server older than this
+    // executor, a namespace no longer recorded as owned) changes nothing.
+    if (!job.ownership) {
+      return {
+        outcome: 'cancelled',
+        message: `namespace ${job.namespaceName} left alone: the job does not say how the server knows tend created it (a server older than this executor?)`,
+      };
+    }
     try {
       return await this.router.verifyAndClean(found.served, found.target, job, signal, {
         confirm: async () => {

@@ -447,6 +447,7 @@ export type CleanupJobSpec = Pick<
   | 'environment'
   | 'namespaceName'
   | 'namespaceUid'
+  | 'ownership'
   | 'expectedLastActivityAt'
   | 'target'
   | 'dryRun'

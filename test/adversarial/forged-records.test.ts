@@ -105,6 +105,42 @@ describe.each(dialects)('forged environment records, on %s', (dialect) => {
     for (const n of ['a', 'b', 'c']) expect(s.namespaceExists(`diluted-${n}`)).toBe(true);
   });
 
+  it('namespaces tend did not create, listed with their recorded uid, do not dilute the breaker', async () => {
+    // Three environments in namespaces someone else created, marked as the project's: tend
+    // deploys into them (never owned, so never deleted) — they must not count as deletable.
+    const others = ['d', 'e', 'f'];
+    for (const n of others) {
+      s.sim.sim.store.create('namespaces', '', {
+        metadata: {
+          name: `mixed-${n}`,
+          labels: { 'app.kubernetes.io/managed-by': 'tend' },
+          annotations: { 'tend.dev/project': 'mixed', 'tend.dev/environment': n },
+        },
+      });
+    }
+    const root = s.project({
+      name: 'mixed',
+      namespace: 'mixed-a',
+      environmentExtra: ['b', 'c', ...others]
+        .map(
+          (n) =>
+            `  - { name: ${n}, defaultNamespace: mixed-${n}, cleanup: { afterInactivity: 1h, action: delete } }`,
+        )
+        .join('\n'),
+    });
+    for (const env of ['dev', 'b', 'c', ...others]) {
+      const run = await s.tend(root, 'deploy', '--env', env);
+      expect(run.code, run.stderr).toBe(0);
+    }
+    await s.enforce('mixed');
+    s.advance(2 * hour);
+    await s.cleanupRound();
+    await s.cleanupRound();
+    const status = await api<{ breakers: { project: string }[] }>('/api/v1/cleanup/status');
+    expect(status.breakers.map((b) => b.project)).toEqual(['mixed']);
+    for (const n of ['a', 'b', 'c', ...others]) expect(s.namespaceExists(`mixed-${n}`)).toBe(true);
+  });
+
   it("records on the real cluster do not make its inventory suspect nor stop another project's cleanup", async () => {
     const attacker = s.project({ name: 'attacker', namespace: 'attacker-dev' });
     const victim = s.project({ name: 'victim', namespace: 'victim-dev' });

@@ -286,6 +286,87 @@ describe('kubernetes verifyAndClean', () => {
   });
 });
 
+describe('kubernetes verifyAndClean, against the window of the claim that tend created the namespace', () => {
+  /** The namespace's creationTimestamp (ms), as the API server set it. */
+  const createdMs = (name: string) =>
+    Date.parse(
+      (handle.sim.store.get('namespaces', '', name) as { metadata: { creationTimestamp: string } }).metadata
+        .creationTimestamp,
+    );
+  const claim = (from: number, until: number) => ({
+    ownership: {
+      proof: 'claim' as const,
+      createdFrom: new Date(from).toISOString(),
+      createdUntil: new Date(until).toISOString(),
+    },
+  });
+
+  it.each([
+    ['at the start of the window', 0, 60_000],
+    ['at its end', -60_000, 0],
+  ])('deletes a namespace the cluster created within it (%s)', async (_what, before, after) => {
+    const name = `cw-in-${Math.random().toString(36).slice(2, 8)}`;
+    const ns = seedNamespace(handle.sim, name);
+    const created = createdMs(name);
+    const { ctx } = context();
+    const job = jobFor(handle.sim, ns, claim(created + before, created + after));
+    expect(await cleanup.verifyAndClean(ctx, target, job)).toEqual({
+      outcome: 'done',
+      message: `deleted namespace ${name}`,
+    });
+    expect(exists(handle.sim, name)).toBe(false);
+  });
+
+  it('deletes, as before windows were recorded, when the recorded uid is the proof', async () => {
+    const ns = seedNamespace(handle.sim, 'cw-uid');
+    const { ctx } = context();
+    const job = jobFor(handle.sim, ns, { ownership: { proof: 'recorded-uid' } });
+    expect((await cleanup.verifyAndClean(ctx, target, job)).outcome).toBe('done');
+    expect(exists(handle.sim, 'cw-uid')).toBe(false);
+  });
+
+  it.each([
+    [
+      'before the claiming session started',
+      1,
+      60_000,
+      /the cluster created it at .*, before the session that claims to have created it started/,
+    ],
+    [
+      'after the server received the claim',
+      -60_000,
+      -1,
+      /the cluster created it at .*, after the server received the claim/,
+    ],
+  ])('cancels and keeps a namespace the cluster created %s', async (_what, before, after, why) => {
+    const name = `cw-out-${Math.random().toString(36).slice(2, 8)}`;
+    const ns = seedNamespace(handle.sim, name);
+    const created = createdMs(name);
+    const { ctx } = context();
+    for (const action of ['delete', 'pause'] as const) {
+      const job = jobFor(handle.sim, ns, { action, ...claim(created + before, created + after) });
+      const result = await cleanup.verifyAndClean(ctx, target, job);
+      expect(result.outcome).toBe('cancelled');
+      expect(result.message).toMatch(new RegExp(`namespace ${name} left alone: ${why.source}`));
+    }
+    expect(exists(handle.sim, name)).toBe(true);
+    expect(handle.sim.requests.list().some((r) => r.verb !== 'get' && r.namespace === name)).toBe(false);
+  });
+
+  it('cancels a job whose window is not a time', async () => {
+    const ns = seedNamespace(handle.sim, 'cw-garbled');
+    const { ctx } = context();
+    for (const ownership of [
+      { proof: 'claim' as const, createdFrom: 'yesterday', createdUntil: '2100-01-01T00:00:00.000Z' },
+      { proof: 'claim' as const, createdFrom: '2000-01-01T00:00:00.000Z', createdUntil: 'soon' },
+    ]) {
+      const result = await cleanup.verifyAndClean(ctx, target, jobFor(handle.sim, ns, { ownership }));
+      expect(result).toMatchObject({ outcome: 'cancelled', message: expect.stringMatching(/is not a time/) });
+    }
+    expect(exists(handle.sim, 'cw-garbled')).toBe(true);
+  });
+});
+
 describe('kubernetes verifyAndClean, when the answer to its DELETE is lost', () => {
   it('reads again: the 409 of its retry (the namespace terminating) is its deletion, reported done', async () => {
     // Namespaces take a while to go here, so the retried DELETE meets the terminating namespace

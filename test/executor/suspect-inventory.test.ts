@@ -164,6 +164,31 @@ describe('a suspect inventory', () => {
     expect(await audits('inventory-suspect')).toHaveLength(1);
   });
 
+  it('judges the share gone only over what a list showed: records no list ever showed do not raise the bound', async () => {
+    const namespaces = await due(3);
+    const ex = executor();
+    await ex.runPass();
+    // Twenty owned records of namespaces no list ever showed (forged, say).
+    const [template] = await server.database.db.selectFrom('resources').selectAll().limit(1).execute();
+    await server.database.db
+      .insertInto('resources')
+      .values(
+        Array.from({ length: 20 }, (_, i) => ({
+          ...template!,
+          id: `ghost-${i}`,
+          namespace_name: `ghost-${i}`,
+          namespace_uid: `ghost-uid-${i}`,
+        })),
+      )
+      .execute();
+    await deleteByHand(namespaces.map((n) => n.name));
+    const pass = await ex.runPass();
+    expect(pass.inventories[0]!.response).toMatchObject({
+      markedMissing: 0,
+      suspect: expect.stringContaining('3 of 3'),
+    });
+  });
+
   it('holds back an empty list even when few resources are recorded', async () => {
     const [ns] = await due(1);
     const ex = executor();

@@ -228,6 +228,9 @@ export async function verifyAndClean(
     environment: job.environment,
     uid: job.namespaceUid,
     notActiveAfter: job.expectedLastActivityAt,
+    ...(job.ownership?.proof === 'claim'
+      ? { createdWithin: { from: job.ownership.createdFrom, until: job.ownership.createdUntil } }
+      : {}),
     protectedName,
     dryRun: job.dryRun,
     ...(ctx.confirm ? { confirm: ctx.confirm } : {}),

@@ -29,13 +29,13 @@ import { compressArchive, type ArchiveResponse, type EnvironmentArchive } from '
 import { TendError } from '../../errors.js';
 import { writeAudit } from '../db/repositories/audit.js';
 import type { CleanupInventoryRepository } from '../db/repositories/cleanup-inventories.js';
-import type { CleanupJobRepository } from '../db/repositories/cleanup-jobs.js';
+import type { CleanupJobRepository, JobResource } from '../db/repositories/cleanup-jobs.js';
 import type { CleanupJobRow, Database } from '../db/schema.js';
 import type { Metrics } from '../metrics.js';
 import type { ArchiveStore } from './archives.js';
 import type { RestoreJobs } from './restores.js';
 import { jobAudit, leaseExpiredAudit } from './audits.js';
-import { clockOffsetOf, describeOffset, disagrees, type WallClock } from './clock.js';
+import { clockOffsetOf, describeOffset, disagrees, toleranceMs, type WallClock } from './clock.js';
 import { plan } from './planner/plan.js';
 import type { CleanupSettings } from './settings.js';
 import { loadSnapshot } from './snapshot.js';
@@ -347,6 +347,7 @@ export class DatabaseCleanupQueue implements CleanupQueue {
       target: JSON.parse(resources.get(r.resource_id ?? '')?.target ?? '{}') as Record<string, unknown>,
       namespaceName: r.namespace_name ?? '',
       namespaceUid: r.namespace_uid,
+      ...ownershipProof(resources.get(r.resource_id ?? '')),
       expectedLastActivityAt: r.expected_last_activity_at ?? r.planned_at,
       reason: r.reason,
       attempts: Number(r.attempts),
@@ -374,6 +375,30 @@ export class DatabaseCleanupQueue implements CleanupQueue {
       };
     });
   }
+}
+
+/**
+ * How the server knows tend created a job's namespace, for the executor to check against the
+ * target: the claim's window, widened by the clock skew tolerated (the planner's own rule), or,
+ * for a namespace owned before windows were recorded, the recorded uid alone. Nothing for a
+ * namespace not recorded as owned, or a window that cannot be read: the executor then acts on
+ * nothing.
+ */
+function ownershipProof(resource: JobResource | undefined): Pick<CleanupJob, 'ownership'> {
+  if (resource?.ownership !== 'owned') return {};
+  if (resource.claimStartedAt === null && resource.claimReceivedAt === null) {
+    return { ownership: { proof: 'recorded-uid' } };
+  }
+  const from = Date.parse(resource.claimStartedAt ?? '') - toleranceMs;
+  const until = Date.parse(resource.claimReceivedAt ?? '') + toleranceMs;
+  if (!Number.isFinite(from) || !Number.isFinite(until)) return {};
+  return {
+    ownership: {
+      proof: 'claim',
+      createdFrom: new Date(from).toISOString(),
+      createdUntil: new Date(until).toISOString(),
+    },
+  };
 }
 
 function leaseLost(jobId: string, state?: string): TendError {

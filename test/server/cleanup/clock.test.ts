@@ -3,7 +3,12 @@
  * jumps apart from it is a step, reported once, and forward steps never age activity.
  */
 import { describe, expect, it } from 'vitest';
-import { PlanningClock } from '../../../src/server/cleanup/clock.js';
+import {
+  clockDisagreement,
+  clockOffsetOf,
+  disagrees,
+  PlanningClock,
+} from '../../../src/server/cleanup/clock.js';
 
 const hour = 3_600_000;
 
@@ -116,5 +121,42 @@ describe('the planning clock', () => {
     expect(c.clock.check(undefined)).toBeUndefined();
     expect(c.clock.started).toBe(true);
     expect(c.clock.reading()).toEqual({ wall: c.wall(), monotonic: 1000, forwardMs: 0 });
+  });
+});
+
+describe('what others attest of the wall clock', () => {
+  const minute = 60_000;
+
+  it('a target clock more than 60 s away, either way, disagrees; one within, or none, does not', () => {
+    const at = new Date('2026-03-29T01:30:00.000Z');
+    expect(clockOffsetOf('2026-03-29T01:29:00.000Z', at)).toBe(minute);
+    expect(clockOffsetOf(undefined, at)).toBeNull();
+    expect(clockOffsetOf('not a time', at)).toBeNull();
+    for (const offset of [minute + 1, -minute - 1, 9 * hour, -9 * hour]) expect(disagrees(offset)).toBe(true);
+    for (const offset of [minute, -minute, 0, null, undefined]) expect(disagrees(offset)).toBe(false);
+  });
+
+  it('a wall clock behind what the server recorded, or away from the database clock, is not planned on', () => {
+    const wall = Date.parse('2026-03-29T01:30:00.000Z');
+    const none = { lastPassAt: null, newestReceivedAt: null };
+    expect(clockDisagreement(wall, none)).toBeUndefined();
+    // Behind the last pass or the newest event by more than the tolerance.
+    for (const recorded of [
+      { ...none, lastPassAt: wall + minute + 1 },
+      { ...none, newestReceivedAt: wall + minute + 1 },
+    ]) {
+      expect(clockDisagreement(wall, recorded)).toMatch(/behind what this server already recorded/);
+    }
+    expect(
+      clockDisagreement(wall, { lastPassAt: wall + minute, newestReceivedAt: wall - hour }),
+    ).toBeUndefined();
+    // Away from the database's clock, either way, by more than the tolerance and the round trip.
+    const database = (offset: number) => ({ ...none, database: { now: wall - offset, roundTripMs: 500 } });
+    expect(clockDisagreement(wall, database(9 * hour))).toBe(
+      "the wall clock is 9 h 0 min ahead of the database's",
+    );
+    expect(clockDisagreement(wall, database(-minute - 501))).toMatch(/behind the database's/);
+    expect(clockDisagreement(wall, database(minute + 500))).toBeUndefined();
+    expect(clockDisagreement(wall, database(-minute - 500))).toBeUndefined();
   });
 });

@@ -146,6 +146,30 @@ describe('planner', () => {
     expect(blockedBy(change).reason).toBe(reason);
   });
 
+  it('a claim of creation holds only when the target created the namespace within its window, 60 s tolerated either way', () => {
+    const minute = 60_000;
+    const claimed = (createdAt: number) => {
+      const s = goodSnapshot();
+      s.resources[0]!.claim = { startedAt: now - 20 * hour, receivedAt: now - 19 * hour };
+      item0(s).createdAt = createdAt;
+      return only(s).decision;
+    };
+    expect(claimed(now - 20 * hour - minute).kind).toBe('due');
+    expect(claimed(now - 19 * hour + minute).kind).toBe('due');
+    expect(claimed(now - 20 * hour - minute - 1)).toMatchObject({ kind: 'blocked', reason: 'not-owned' });
+    expect(claimed(now - 20 * hour - minute - 1).sentence).toContain(
+      'the cluster created the namespace before the session that claims to have created it',
+    );
+    expect(claimed(now - 19 * hour + minute + 1)).toMatchObject({ kind: 'blocked', reason: 'not-owned' });
+    expect(claimed(now - 19 * hour + minute + 1).sentence).toContain(
+      'the cluster created the namespace after the server received the claim that tend created it',
+    );
+    // A namespace owned before claim windows were recorded: its creation time proves nothing either way.
+    const unwindowed = goodSnapshot();
+    item0(unwindowed).createdAt = now - 400 * 24 * hour;
+    expect(only(unwindowed).decision.kind).toBe('due');
+  });
+
   it('a session older than 2 minutes does not keep the environment active', () => {
     const s = goodSnapshot();
     s.runningSessions.set('env-0', now - 121_000);

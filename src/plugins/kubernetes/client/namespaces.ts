@@ -280,6 +280,11 @@ export interface DeletionChecks {
   environment?: string;
   /** The recorded uid: a namespace re-created under the same name is another namespace. */
   uid?: string | null;
+  /**
+   * The window of the claim that tend created it (ISO times, the server's tolerance included):
+   * a `creationTimestamp` outside it, or none, means the claim is not this namespace's.
+   */
+  createdWithin?: { from: string; until: string };
   /** ISO time the decision was based on: a `tend.dev/last-activity` after it means the namespace was used since. */
   notActiveAfter?: string;
   /** Names never deleted: returns why (e.g. the matching glob), or undefined. */
@@ -323,6 +328,10 @@ export function refusalOf(info: NamespaceInfo, project: string, checks: Deletion
   }
   if (checks.uid && info.uid !== checks.uid)
     return `it was re-created (uid ${info.uid}, the recorded one is ${checks.uid})`;
+  if (checks.createdWithin) {
+    const outside = createdOutside(info.createdAt, checks.createdWithin);
+    if (outside) return outside;
+  }
   const protectedBy = checks.protectedName?.(info.name);
   if (protectedBy) return `its name is protected (${protectedBy})`;
   if (checks.notActiveAfter !== undefined) {
@@ -331,6 +340,28 @@ export function refusalOf(info: NamespaceInfo, project: string, checks: Deletion
     if (stamped && !Number.isFinite(at)) return `its ${annotations.lastActivity} "${stamped}" is not a time`;
     if (at > Date.parse(checks.notActiveAfter))
       return `it was used at ${stamped}, after the decision (activity ${checks.notActiveAfter})`;
+  }
+  return undefined;
+}
+
+/**
+ * Why the cluster's creation time of a namespace contradicts the claim that tend created it:
+ * before the claiming session started, or after the server received the claim (each bound
+ * already widened by the server's tolerance); undefined when it agrees.
+ */
+function createdOutside(createdAt: string | undefined, window: { from: string; until: string }) {
+  const created = Date.parse(createdAt ?? '');
+  const from = Date.parse(window.from);
+  const until = Date.parse(window.until);
+  if (!Number.isFinite(from) || !Number.isFinite(until))
+    return `the window of the claim that tend created it (${window.from} to ${window.until}) is not a time`;
+  if (!Number.isFinite(created))
+    return 'the cluster does not say when it created it, so the claim that tend did cannot be checked';
+  if (created < from) {
+    return `the cluster created it at ${createdAt}, before the session that claims to have created it started (${window.from} with the clock skew tolerated)`;
+  }
+  if (created > until) {
+    return `the cluster created it at ${createdAt}, after the server received the claim that tend created it (${window.until} with the clock skew tolerated)`;
   }
   return undefined;
 }

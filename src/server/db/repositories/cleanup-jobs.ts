@@ -32,6 +32,18 @@ export interface PlannedJobInput {
   rule: string;
 }
 
+/** What a job's view reads of its resource (`resourcesOf`). */
+export interface JobResource {
+  /** The target JSON as recorded. */
+  target: string;
+  /** Its environment's policy says `archive: false`. */
+  unarchived: boolean;
+  ownership: string;
+  /** The window of the claim that made it owned (null: owned before windows were recorded, or not owned). */
+  claimStartedAt: string | null;
+  claimReceivedAt: string | null;
+}
+
 export interface JobFilter {
   state?: string;
   project?: string;
@@ -58,21 +70,40 @@ export class CleanupJobRepository {
   }
 
   /**
-   * What a job's view needs of its resource, by resource id: the target JSON, and whether its
-   * environment's policy says `archive: false` (deleted without an archive).
+   * What a job's view needs of its resource, by resource id: the target JSON, whether its
+   * environment's policy says `archive: false` (deleted without an archive), and its ownership
+   * with the window of the claim that made it owned.
    */
   async resourcesOf(
     resourceIds: string[],
     db: DatabaseOrTransaction = this.reader,
-  ): Promise<Map<string, { target: string; unarchived: boolean }>> {
+  ): Promise<Map<string, JobResource>> {
     if (resourceIds.length === 0) return new Map();
     const rows = await db
       .selectFrom('resources')
       .innerJoin('environments', 'environments.id', 'resources.environment_id')
-      .select(['resources.id', 'resources.target', 'environments.policy_archive'])
+      .select([
+        'resources.id',
+        'resources.target',
+        'environments.policy_archive',
+        'resources.ownership',
+        'resources.claim_started_at',
+        'resources.claim_received_at',
+      ])
       .where('resources.id', 'in', resourceIds)
       .execute();
-    return new Map(rows.map((r) => [r.id, { target: r.target, unarchived: r.policy_archive === 0 }]));
+    return new Map(
+      rows.map((r) => [
+        r.id,
+        {
+          target: r.target,
+          unarchived: r.policy_archive === 0,
+          ownership: r.ownership,
+          claimStartedAt: r.claim_started_at,
+          claimReceivedAt: r.claim_received_at,
+        },
+      ]),
+    );
   }
 
   /**
