@@ -18,6 +18,7 @@ import { checkResolvedSpec, loadProjectConfig } from '../config/load.js';
 import { ExitCode } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
 import { builtinPlugins } from '../plugins/builtin.js';
+import { configurationReadsSecrets, loadSecrets } from '../remote/secrets.js';
 import type { PluginDefinition } from '../plugin/types.js';
 
 export interface ValidateData {
@@ -53,6 +54,10 @@ export async function validateCommand(
   const environment = selectEnvironment(project, { env: options.env, vars, varFiles: options.varFile });
   checkVarFlagsRead(project, actions, vars, environment.varfileVariables);
   const context = createTemplateContext(project, environment);
+  // A missing secret is found here too; its value is never in the output.
+  const reads = configurationReadsSecrets(project, actions, environment.variables);
+  const secrets = await loadSecrets(project, environment.name, reads);
+  if (secrets) context.secrets = secrets;
   const providers = project.providers.filter((entry) => providerApplies(entry, environment.name));
   for (const entry of providers) resolveProviderConfig(entry, context);
   for (const action of actions) {

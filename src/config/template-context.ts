@@ -2,7 +2,7 @@
  * What `${…}` expressions read (docs/templates.md#contexts): the context a command resolves
  * templates in, and its scope for the expression language (config/expressions/): `var` (alias
  * `variables`, resolved lazily, a cycle is an error), `local.*`, `project.*`, `environment.*`,
- * `actions.*`, and Garden's `git.*`, `datetime.*`, `command.*` and `this.*` when given.
+ * `actions.*`, and Garden's `git.*`, `datetime.*`, `command.*`, `this.*` when given, and `secrets.*`.
  */
 import { closestName } from '../suggest.js';
 import { Missing, RecordNode, TemplateEvaluationError } from './expressions/evaluate.js';
@@ -30,11 +30,20 @@ export interface TemplateContext {
   command?: { name: string; params: Record<string, unknown> };
   /** The action whose configuration is resolved: `this.name`, `this.kind`, `this.mode`. */
   this?: { name: string; kind: string; mode: string };
+  /** `secrets.<NAME>`: loaded by the command only when its configuration reads them. */
+  secrets?: SecretsContext;
+}
+
+/** The project secrets an environment reads (docs/templates.md#secrets), and where they come from. */
+export interface SecretsContext {
+  values: Readonly<Record<string, string>>;
+  /** For messages: `on the tend server http://… (project shop, environment ci)`, or the local file. */
+  source: string;
 }
 
 /** tend's roots, listed in messages; Garden's others follow. */
 export const templateRoots = ['project', 'environment', 'var', 'local', 'actions'] as const;
-export const gardenRoots = ['variables', 'git', 'datetime', 'command', 'this', 'item'] as const;
+export const gardenRoots = ['variables', 'git', 'datetime', 'command', 'this', 'item', 'secrets'] as const;
 export const actionKindsLower = ['build', 'deploy', 'test', 'run'];
 
 /** Resolves a variable's value that holds templates (in the same scope); throws plain errors. */
@@ -114,6 +123,33 @@ class EnvironmentVariablesNode implements ContextNode {
     if (value === undefined)
       return new Missing(`environment variable "${name}" is not set (used as "${place.text}")`);
     return value;
+  }
+
+  completions(prefix: string): string[] {
+    return [`${prefix}.<NAME>`];
+  }
+}
+
+/** `secrets.<NAME>`: the values the command loaded; a missing one names where it was looked for. */
+class SecretsNode implements ContextNode {
+  constructor(private readonly secrets: SecretsContext | undefined) {}
+
+  member(key: string | number, place: LookupPlace): unknown {
+    const name = String(key);
+    if (!this.secrets) {
+      return new Missing(
+        `secret "${name}" (${place.text}) is not loaded: tend reads secrets only for a configuration ` +
+          '(tend.yml, garden.yml: variables, providers, action specs) that uses ${secrets.…}',
+      );
+    }
+    const { values, source } = this.secrets;
+    if (Object.hasOwn(values, name)) return values[name];
+    const similar = closestName(name, Object.keys(values));
+    return new Missing(
+      `secret "${name}" is not set ${source}` +
+        (similar !== undefined ? `; did you mean "${place.prefix}.${similar}"?` : '') +
+        `; set it with \`tend secrets set ${name}\` (an admin token), or in the local secrets file`,
+    );
   }
 
   completions(prefix: string): string[] {
@@ -204,6 +240,7 @@ export function scopeOf(
     datetime: nodeOf(context.datetime),
     command: nodeOf(context.command),
     this: context.this && new RecordNode(context.this),
+    secrets: new SecretsNode(context.secrets),
   };
   // The roots the context has, in its order; `actions` always (its outputs come as actions run).
   const listed = Object.keys(context).filter((k) => k in roots && roots[k] !== undefined);

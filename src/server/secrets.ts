@@ -13,10 +13,7 @@ import type { AuditRepository } from './db/repositories/audit.js';
 import type { ProjectSecretEntry, SecretRepository } from './db/repositories/secrets.js';
 import { readSecretFile } from './secret-file.js';
 
-/** A secret's name: what `${secrets.NAME}` can spell (letters, digits, `_`, `-`; not a digit first; at most 64). */
-export const secretNamePattern = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
-/** The longest value, in characters. */
-export const secretValueMaxLength = 65_536;
+export { secretNamePattern, secretValueMaxLength } from '../config/secrets-file.js';
 /** The most secrets one project holds, every environment's together. */
 export const secretsPerProjectMax = 500;
 
