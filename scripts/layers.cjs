@@ -43,6 +43,7 @@ const serverFloors = [
       'src/server/metrics\\.ts$',
       'src/server/periodic\\.ts$',
       'src/server/secret-file\\.ts$',
+      'src/server/secrets\\.ts$',
       'src/server/views\\.ts$',
     ],
   },

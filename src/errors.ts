@@ -59,6 +59,8 @@ export const errorCodes = {
   TEND_PLUGIN_INVALID: ExitCode.usage,
   TEND_PLUGIN_NOT_FOUND: ExitCode.usage,
   TEND_PROVIDER_NOT_FOUND: ExitCode.usage,
+  TEND_SECRETS_KEY: ExitCode.actionFailed,
+  TEND_SECRET_NOT_FOUND: ExitCode.usage,
   TEND_SERVER: ExitCode.actionFailed,
   TEND_SERVER_BAD_REQUEST: ExitCode.usage,
   TEND_SERVER_NOT_CONFIGURED: ExitCode.usage,

@@ -435,6 +435,7 @@ Examples:
           : environments.environmentCommand(id, cmd.optsWithGlobals());
       }),
     );
+  addSecretCommands(program);
   for (const protect of [true, false]) {
     serverFlags(
       program
@@ -456,6 +457,49 @@ Examples:
         execute(cmd, async () => (await cleanupServer()).protectCommand(protect, id, cmd.optsWithGlobals())),
       );
   }
+}
+
+/** tend secrets set|list|delete: the project secrets `${secrets.NAME}` reads, on the server (admin). */
+function addSecretCommands(program: Command): void {
+  const secrets = program
+    .command('secrets')
+    .description(
+      "the project secrets ${secrets.NAME} reads, kept sealed by the tend server (an admin token); --env for an environment's own value",
+    );
+  const secretCommand = async () => import('./commands/secrets.js');
+  serverFlags(
+    secrets
+      .command('set <name>')
+      .description('set a secret: its value from stdin or --value-file, never an argument'),
+  )
+    .option('--project <project>', "the project (default: the current directory's)")
+    .option('--value-file <file>', 'read the value from this file (one trailing newline dropped)')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  printf %s "$DB_PASSWORD" | tend secrets set DB_PASSWORD          every environment of this project
+  tend secrets set DB_PASSWORD --env ci --value-file ./ci-password  the ci environment's own value`,
+    )
+    .action(async (name: string, _opts, cmd: Command) =>
+      execute(cmd, async () => (await secretCommand()).setSecretCommand(name, cmd.optsWithGlobals())),
+    );
+  serverFlags(
+    secrets
+      .command('list')
+      .description('list the secrets: names, environments and update times, never values'),
+  )
+    .option('--project <project>', "the project (default: the current directory's)")
+    .action(async (_opts, cmd: Command) =>
+      execute(cmd, async () => (await secretCommand()).listSecretsCommand(cmd.optsWithGlobals())),
+    );
+  serverFlags(
+    secrets.command('delete <name>').description("delete a secret (--env: the environment's own value)"),
+  )
+    .option('--project <project>', "the project (default: the current directory's)")
+    .action(async (name: string, _opts, cmd: Command) =>
+      execute(cmd, async () => (await secretCommand()).deleteSecretCommand(name, cmd.optsWithGlobals())),
+    );
 }
 
 /**

@@ -32,3 +32,31 @@ export function redactUrl(url: string): string {
 export function redactUrlsIn(text: string): string {
   return text.replace(userInfoInText, '$1***@');
 }
+
+/**
+ * The values of the project secrets a command read (`${secrets.*}`), as they may appear in text:
+ * as they are and as JSON writes them inside a string. Printed errors and results, the local
+ * event log and the outbox show `***` instead. Values shorter than 4 characters are left alone
+ * (they would mask every such run of letters in the text).
+ */
+const secretForms = new Set<string>();
+const secretMinLength = 4;
+
+export function registerSecretValues(values: Iterable<string>): void {
+  for (const value of values) {
+    if (value.length < secretMinLength) continue;
+    secretForms.add(value);
+    secretForms.add(JSON.stringify(value).slice(1, -1));
+  }
+}
+
+/** The text with every registered secret value replaced by `***` (the text itself when none is registered). */
+export function redactSecretsIn(text: string): string {
+  if (secretForms.size === 0) return text;
+  let out = text;
+  // Longest first: a value that contains another is masked whole.
+  for (const form of [...secretForms].sort((a, b) => b.length - a.length)) {
+    if (out.includes(form)) out = out.replaceAll(form, '***');
+  }
+  return out;
+}

@@ -3,7 +3,7 @@
  * results on stdout (for people, or as JSON with --json), progress and logs on stderr.
  */
 import { TendError, toTendError } from '../errors.js';
-import { redactUrlsIn } from '../redact.js';
+import { redactSecretsIn, redactUrlsIn } from '../redact.js';
 
 export interface GlobalOptions {
   root?: string;
@@ -26,22 +26,24 @@ export interface CommandResult<T = unknown> {
 }
 
 export function printResult(result: CommandResult, options: GlobalOptions): void {
+  // A secret value a command read is never printed (the --json output included).
   if (options.json) {
-    process.stdout.write(JSON.stringify(result.data, null, 2) + '\n');
+    process.stdout.write(redactSecretsIn(JSON.stringify(result.data, null, 2)) + '\n');
   } else if (result.human) {
-    process.stdout.write(result.human.endsWith('\n') ? result.human : result.human + '\n');
+    const human = redactSecretsIn(result.human);
+    process.stdout.write(human.endsWith('\n') ? human : human + '\n');
   }
 }
 
 /**
  * Prints an error without a stack trace unless --debug, and returns its exit code. Whatever it
  * prints has the user info of URLs redacted: an error (ours or a library's) may quote a URL
- * given with `user:password@`.
+ * given with `user:password@`; and the secret values the command read.
  */
 export function printError(error: unknown, options: GlobalOptions): number {
   const tendError = flagHint(toTendError(error), options);
-  const stdout = (text: string) => process.stdout.write(redactUrlsIn(text));
-  const stderr = (text: string) => process.stderr.write(redactUrlsIn(text));
+  const stdout = (text: string) => process.stdout.write(redactSecretsIn(redactUrlsIn(text)));
+  const stderr = (text: string) => process.stderr.write(redactSecretsIn(redactUrlsIn(text)));
   if (options.json) {
     stdout(JSON.stringify({ error: tendError.toJSON() }, null, 2) + '\n');
   } else {

@@ -45,6 +45,7 @@ import { localIdentity } from '../state/identity.js';
 import { statePaths } from '../state/files.js';
 import { describeDrops, enforceBoundWithoutServer, outboxMaxBytes } from '../outbox/bound.js';
 import { plannedCleanup } from '../remote/cleanup-plan.js';
+import { configurationReadsSecrets, loadSecrets } from '../remote/secrets.js';
 import { startSessionStream } from '../session/stream.js';
 import type { StreamReport } from '../stream/report.js';
 
@@ -117,6 +118,9 @@ export async function openProject(
   };
   // Actions disabled in this environment are not there for the command.
   const actions = enabledActions(loaded.actions, templateContext).enabled;
+  const reads = configurationReadsSecrets(project, actions, selected.variables);
+  const secrets = await loadSecrets(project, selected.name, reads);
+  if (secrets) templateContext.secrets = secrets;
   const byName = new Map(plugins.map((p) => [p.name, p]));
   const providers: ProviderRuntime[] = project.providers
     .filter((entry) => !entry.environments || entry.environments.includes(selected.name))

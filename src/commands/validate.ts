@@ -14,11 +14,13 @@ import {
   selectEnvironment,
 } from '../config/environment.js';
 import { checkVarFlagsRead } from '../config/variables.js';
+import type { TemplateContext } from '../config/template-context.js';
 import { actionVariablesOf, enabledActions } from '../config/action-variables.js';
 import { checkResolvedSpec, loadProjectConfig } from '../config/load.js';
 import { ExitCode } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
 import { builtinPlugins } from '../plugins/builtin.js';
+import { configurationReadsSecrets, loadSecrets } from '../remote/secrets.js';
 import type { PluginDefinition } from '../plugin/types.js';
 
 export interface ValidateData {
@@ -54,7 +56,7 @@ export async function validateCommand(
   const vars = parseVarFlags(options.var);
   const environment = selectEnvironment(project, { env: options.env, vars, varFiles: options.varFile });
   checkVarFlagsRead(project, loaded.actions, vars, environment.varfileVariables);
-  const context = {
+  const context: TemplateContext = {
     ...createTemplateContext(project, environment),
     actionVariables: actionVariablesOf(loaded.actions),
   };
@@ -66,6 +68,10 @@ export async function validateCommand(
       location: action.locate(action.disabled !== undefined ? ['disabled'] : ['environments']),
     })),
   ];
+  // A missing secret is found here too; its value is never in the output.
+  const reads = configurationReadsSecrets(project, actions, environment.variables);
+  const secrets = await loadSecrets(project, environment.name, reads);
+  if (secrets) context.secrets = secrets;
   const providers = project.providers.filter((entry) => providerApplies(entry, environment.name));
   for (const entry of providers) resolveProviderConfig(entry, context);
   for (const action of actions) {

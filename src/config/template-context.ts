@@ -3,7 +3,7 @@
  * templates in, and its scope for the expression language (config/expressions/): `var` (alias
  * `variables`: layers merged as Garden merges them, resolved lazily, a cycle is an error),
  * `local.*`, `project.*`, `environment.*`, `actions.*` (outputs, version, var), and Garden's
- * `git.*`, `datetime.*`, `command.*` and `this.*` when given.
+ * `git.*`, `datetime.*`, `command.*` and `this.*` when given, and `secrets.*`.
  */
 import { closestName } from '../suggest.js';
 import { followPath, Missing, RecordNode, TemplateEvaluationError } from './expressions/evaluate.js';
@@ -44,6 +44,15 @@ export interface TemplateContext {
   parent?: { name: string };
   template?: { name: string };
   inputs?: Record<string, unknown>;
+  /** `secrets.<NAME>`: loaded by the command only when its configuration reads them. */
+  secrets?: SecretsContext;
+}
+
+/** The project secrets an environment reads (docs/templates.md#secrets), and where they come from. */
+export interface SecretsContext {
+  values: Readonly<Record<string, string>>;
+  /** For messages: `on the tend server http://… (project shop, environment ci)`, or the local file. */
+  source: string;
 }
 
 /** What a dependency gives `actions.<kind>.<name>`: its outputs once it has run, its version. */
@@ -64,7 +73,7 @@ export function variableLayersOf(context: TemplateContext): Record<string, unkno
 
 /** tend's roots, listed in messages; Garden's others follow. */
 export const templateRoots = ['project', 'environment', 'var', 'local', 'actions'] as const;
-export const gardenRoots = ['variables', 'git', 'datetime', 'command', 'this', 'item'] as const;
+export const gardenRoots = ['variables', 'git', 'datetime', 'command', 'this', 'item', 'secrets'] as const;
 /** The roots of an action rendered from a Garden ConfigTemplate, beside the others. */
 export const renderedRoots = ['inputs', 'parent', 'template'] as const;
 export const actionKindsLower = ['build', 'deploy', 'test', 'run'];
@@ -267,6 +276,33 @@ class EnvironmentVariablesNode implements ContextNode {
   }
 }
 
+/** `secrets.<NAME>`: the values the command loaded; a missing one names where it was looked for. */
+class SecretsNode implements ContextNode {
+  constructor(private readonly secrets: SecretsContext | undefined) {}
+
+  member(key: string | number, place: LookupPlace): unknown {
+    const name = String(key);
+    if (!this.secrets) {
+      return new Missing(
+        `secret "${name}" (${place.text}) is not loaded: tend reads secrets only for a configuration ` +
+          '(tend.yml, garden.yml: variables, providers, action specs) that uses ${secrets.…}',
+      );
+    }
+    const { values, source } = this.secrets;
+    if (Object.hasOwn(values, name)) return values[name];
+    const similar = closestName(name, Object.keys(values));
+    return new Missing(
+      `secret "${name}" is not set ${source}` +
+        (similar !== undefined ? `; did you mean "${place.prefix}.${similar}"?` : '') +
+        `; set it with \`tend secrets set ${name}\` (an admin token), or in the local secrets file`,
+    );
+  }
+
+  completions(prefix: string): string[] {
+    return [`${prefix}.<NAME>`];
+  }
+}
+
 /**
  * `actions.<kind>.<name>.outputs.<key>` and `.version` of the dependencies that have run, and
  * `.var.<name>`: any action's variables, as that action sees them (known before anything runs).
@@ -412,6 +448,7 @@ function variablesScope(
     parent: context.parent && new RecordNode(context.parent),
     template: context.template && new RecordNode(context.template),
     inputs: context.inputs && new InputsNode(context.inputs, resolveVariable, holdsTemplate),
+    secrets: new SecretsNode(context.secrets),
   };
   // The roots the context has, in its order; `actions` always (its outputs come as actions run).
   const listed = Object.keys(context).filter((k) => k in roots && roots[k] !== undefined);

@@ -174,6 +174,15 @@ export function findVariableReferences(value: unknown, into: Set<string>): Set<s
   return into;
 }
 
+/** Whether a value's templates read `${secrets.…}`: a command loads secrets only then. */
+export function readsSecrets(value: unknown): boolean {
+  let reads = false;
+  eachValueLookup(value, (lookup) => {
+    if (lookup.root === 'secrets') reads = true;
+  });
+  return reads;
+}
+
 /** A template reference to an action output, found when loading (for the graph and for checks). */
 export interface TemplateActionReference {
   ref: string;

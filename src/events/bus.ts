@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { monotonicFactory } from 'ulidx';
 import { TendError } from '../errors.js';
+import { redactSecretsIn } from '../redact.js';
 import {
   sequencedEventTypes,
   type EventPayloads,
@@ -109,7 +110,8 @@ export class SessionBus {
         : { id: ulid(), type, sessionId: this.sessionId, timestamp: isoNow(), payload }
     ) as TendEvent;
     if (this.sinks.length > 0) {
-      const line = JSON.stringify(event) + '\n';
+      // A secret value a command read never reaches the log or the outbox.
+      const line = redactSecretsIn(JSON.stringify(event)) + '\n';
       for (const sink of this.sinks) sink.write(event, line);
     }
     this.listeners.get(type)?.forEach((listener) => listener(event));

@@ -50,6 +50,9 @@ import { registerCleanupReportRoutes } from './routes/cleanup-report.js';
 import { registerEnvironmentRoutes } from './routes/environments.js';
 import { registerEventRoutes } from './routes/events.js';
 import { registerHealthRoutes } from './routes/health.js';
+import { registerSecretRoutes } from './routes/secrets.js';
+import { SecretRepository } from './db/repositories/secrets.js';
+import { ProjectSecrets, type SecretsKey } from './secrets.js';
 import { ErrorResponse } from '../api/views.js';
 import { maxNestingDepth, storableProblem } from './db/storable.js';
 
@@ -74,6 +77,8 @@ export interface BuildServerOptions {
   notifications?: Partial<NotificationSettings>;
   /** The GitHub webhook secret: enables POST /api/v1/integrations/github. */
   githubSecret?: string;
+  /** `--secrets-key-file`: the key that seals project secrets; without it the server keeps none. */
+  secretsKey?: SecretsKey;
   /** Prices of the savings report (`--price-cpu-hour`, `--price-gib-hour`). */
   prices?: SavingsPrices;
   /** Sign-in through an OpenID provider, with the roles file (`--oidc-issuer`, `--roles-file`). */
@@ -114,6 +119,8 @@ export const httpStatusOf: Partial<Record<ErrorCode, number>> = {
   TEND_CLEANUP_JOB_NOT_FOUND: 404,
   TEND_CLEANUP_LEASE_LOST: 409,
   TEND_ENVIRONMENT_NOT_FOUND: 404,
+  TEND_SECRET_NOT_FOUND: 404,
+  TEND_SECRETS_KEY: 503,
   TEND_EVENT_INVALID: 400,
   TEND_SERVER_BAD_REQUEST: 400,
   TEND_SERVER_NOT_FOUND: 404,
@@ -203,11 +210,12 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
     options.now || options.monotonicNow
       ? new PlanningClock(now, options.monotonicNow ?? (() => now().getTime()))
       : hostPlanningClock();
+  const audit = new AuditRepository(database.db, database.reader);
   const services: ServerServices = {
     database,
     tokens: new TokenRepository(database.db, database.reader),
     environments: new EnvironmentRepository(database.db, database.reader),
-    audit: new AuditRepository(database.db, database.reader),
+    audit,
     dashboardSessions: new DashboardSessionRepository(database.db, database.reader),
     personSessions: new PersonSessionRepository(database.db, database.reader),
     oidc: options.oidc ? new OidcSignIn(options.oidc) : undefined,
@@ -222,6 +230,12 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
     }),
     savings: new CleanupSavings(database.reader, options.prices ?? {}, now),
     githubSecret: options.githubSecret,
+    secrets: new ProjectSecrets(
+      new SecretRepository(database.db, database.reader),
+      audit,
+      options.secretsKey,
+      now,
+    ),
     now,
     limits: { bodyLimit, maxEventsPerBatch: options.maxEventsPerBatch ?? defaultMaxEventsPerBatch },
   };
@@ -280,6 +294,7 @@ export async function buildServer(options: BuildServerOptions): Promise<App> {
   registerCleanupRoutes(app, services);
   registerCleanupReportRoutes(app, services);
   registerArchiveRoutes(app, services);
+  registerSecretRoutes(app, services);
   registerAdminRoutes(app, services);
   registerGithubRoutes(app, services);
   registerDashboard(app, services);

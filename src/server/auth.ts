@@ -12,7 +12,7 @@
  * - `read`: ingest, plus read the API, `/metrics` and the dashboard — the `viewer` role. It
  *   changes nothing: keeping alive and resuming are writes (a keep-alive postpones cleanup).
  * - `developer`: ingest and the `developer` role: keep alive, resume, protect/unprotect and clean
- *   up now.
+ *   up now, and read the project's secret values (`${secrets.*}` for the commands that deploy).
  * - `admin`: everything, including the cleanup switches (enforce, halt, resume, breaker reset),
  *   tokens, webhooks and restore — the `admin` role.
  *
@@ -28,7 +28,16 @@ export const tokenScopes: readonly TokenScope[] = ['ingest', 'agent', 'read', 'd
 
 /** What a route or a dashboard form needs. */
 export type Permission =
-  'ingest' | 'agent' | 'read' | 'keep-alive' | 'resume' | 'protect' | 'clean-now' | 'restore' | 'admin';
+  | 'ingest'
+  | 'agent'
+  | 'read'
+  | 'keep-alive'
+  | 'resume'
+  | 'protect'
+  | 'clean-now'
+  | 'secrets'
+  | 'restore'
+  | 'admin';
 
 /**
  * What people may do in a project, whether they sign in through the OpenID provider (the roles
@@ -39,8 +48,8 @@ export const roles: readonly Role[] = ['viewer', 'developer', 'admin'];
 
 const rolePermissions: Record<Role, ReadonlySet<Permission>> = {
   viewer: new Set(['read']),
-  developer: new Set(['read', 'keep-alive', 'resume', 'protect', 'clean-now']),
-  admin: new Set(['read', 'keep-alive', 'resume', 'protect', 'clean-now', 'restore', 'admin']),
+  developer: new Set(['read', 'keep-alive', 'resume', 'protect', 'clean-now', 'secrets']),
+  admin: new Set(['read', 'keep-alive', 'resume', 'protect', 'clean-now', 'secrets', 'restore', 'admin']),
 };
 
 /**

@@ -11,6 +11,7 @@ import { defaultArchiveMaxBytes } from '../cleanup/archive.js';
 import { durationWording, parseDuration } from '../cleanup/policy.js';
 import { oidcSettingsOf, type OidcFlags } from './oidc/settings.js';
 import { readArchiveKey } from './cleanup/archive-key.js';
+import { readSecretsKey } from './secrets.js';
 import { readSecretText } from './secret-file.js';
 import type { ArchiveSettings } from './cleanup/archives.js';
 
@@ -49,6 +50,8 @@ export interface ServerOptions extends ServerDatabaseOptions, OidcFlags {
   archiveMaxSize?: number;
   /** `--archive-key-file`: the key that seals archived Secrets; without it they are kept by name only. */
   archiveKeyFile?: string;
+  /** `--secrets-key-file`: the key that seals the project secrets of `${secrets.*}`; without it the server keeps none. */
+  secretsKeyFile?: string;
 }
 
 /** Highest price a flag takes: beyond it a typo, not a price. */
@@ -173,6 +176,8 @@ export async function serverCommand(options: ServerOptions): Promise<CommandResu
   if (!Number.isInteger(port) || port < 0 || port > 65_535) parsePort(String(port));
   const cleanup = cleanupSettingsOf(options);
   const githubSecret = githubSecretOf(options);
+  const secretsKey =
+    options.secretsKeyFile !== undefined ? readSecretsKey(options.secretsKeyFile) : undefined;
   const publicUrl = publicUrlOf(options);
   const prices = pricesOf(options);
   const host = options.host ?? '127.0.0.1';
@@ -188,6 +193,7 @@ export async function serverCommand(options: ServerOptions): Promise<CommandResu
     ...databaseOptions(options),
     cleanup,
     ...(githubSecret !== undefined ? { githubSecret } : {}),
+    ...(secretsKey ? { secretsKey } : {}),
     ...(publicUrl !== undefined ? { publicUrl } : {}),
     prices,
     ...(oidc ? { oidc } : {}),

@@ -84,6 +84,10 @@ function addRunCommand(program: Command): Command {
       'a 32-byte key (64 hex digits: openssl rand -hex 32) that seals archived Secrets with AES-256-GCM; without it they are kept by name only',
     )
     .option(
+      '--secrets-key-file <file>',
+      'a 32-byte key (64 hex digits: openssl rand -hex 32) that seals the project secrets ${secrets.NAME} reads (tend secrets set) with AES-256-GCM; without it the server keeps none',
+    )
+    .option(
       '--github-webhook-secret-file <file>',
       'enable POST /api/v1/integrations/github: the secret of the GitHub webhook, read from this file (or TEND_GITHUB_WEBHOOK_SECRET)',
     )

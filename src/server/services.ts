@@ -23,6 +23,7 @@ import type { CleanupSavings } from './cleanup/savings-service.js';
 import type { Metrics } from './metrics.js';
 import type { NotificationService } from './notifications/service.js';
 import type { OidcSignIn } from './oidc/sign-in.js';
+import type { ProjectSecrets } from './secrets.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -71,6 +72,8 @@ export interface ServerServices {
   savings: CleanupSavings;
   /** The GitHub webhook secret (`--github-webhook-secret-file`); undefined: the route answers 404. */
   githubSecret: string | undefined;
+  /** The project secrets of `${secrets.*}` (sealed with `--secrets-key-file`). */
+  secrets: ProjectSecrets;
   now: () => Date;
   limits: { bodyLimit: number; maxEventsPerBatch: number };
 }

@@ -33,6 +33,8 @@ export interface StartOptions extends OpenDatabaseOptions {
   publicUrl?: string;
   /** `--github-webhook-secret-file` / TEND_GITHUB_WEBHOOK_SECRET. */
   githubSecret?: string;
+  /** `--secrets-key-file`: the key that seals project secrets. */
+  secretsKey?: BuildServerOptions['secretsKey'];
   /** `--price-cpu-hour`, `--price-gib-hour`: the savings report's prices. */
   prices?: BuildServerOptions['prices'];
   /** `--oidc-issuer` and the rest: people sign in through the OpenID provider. */
@@ -87,6 +89,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     logger,
     cleanup: options.cleanup,
     ...(options.githubSecret !== undefined ? { githubSecret: options.githubSecret } : {}),
+    ...(options.secretsKey ? { secretsKey: options.secretsKey } : {}),
     ...(options.oidc ? { oidc: options.oidc } : {}),
     ...(options.notifications ? { notifications: options.notifications } : {}),
     ...(options.prices ? { prices: options.prices } : {}),

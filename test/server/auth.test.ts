@@ -169,6 +169,7 @@ describe('the smallest scope and role a permission needs (the 403 messages name 
       resume: ['developer', 'developer'],
       protect: ['developer', 'developer'],
       'clean-now': ['developer', 'developer'],
+      secrets: ['developer', 'developer'],
       restore: ['admin', 'admin'],
       admin: ['admin', 'admin'],
     };

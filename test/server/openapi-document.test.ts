@@ -52,6 +52,10 @@ const operationIds: Record<string, string> = {
   'GET /api/v1/webhooks': 'listWebhooks',
   'POST /api/v1/webhooks': 'addWebhook',
   'DELETE /api/v1/webhooks/{id}': 'removeWebhook',
+  'GET /api/v1/projects/{project}/secrets': 'listSecrets',
+  'PUT /api/v1/projects/{project}/secrets/{name}': 'setSecret',
+  'DELETE /api/v1/projects/{project}/secrets/{name}': 'deleteSecret',
+  'GET /api/v1/projects/{project}/environments/{environment}/secret-values': 'readSecretValues',
   'POST /api/v1/integrations/github': 'receiveGithubWebhook',
 };
 

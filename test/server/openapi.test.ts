@@ -16,7 +16,7 @@ interface Operation {
 type Document = { paths: Record<string, Record<string, Operation>> };
 
 interface Case {
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** The documented path, `{id}` filled in by `url`. */
   path: string;
   url?: string;
@@ -519,6 +519,50 @@ describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
         status: 404,
       },
       ...archiveCases(envId),
+      ...secretCases(),
+    ];
+  };
+
+  /** The project secrets (this server has no --secrets-key-file: a write is a 503). */
+  const secretCases = (): Case[] => {
+    const list = '/api/v1/projects/{project}/secrets';
+    const one = '/api/v1/projects/{project}/secrets/{name}';
+    const values = '/api/v1/projects/{project}/environments/{environment}/secret-values';
+    const shopList = '/api/v1/projects/shop/secrets';
+    const shopOne = '/api/v1/projects/shop/secrets/DB_PASSWORD';
+    const shopValues = '/api/v1/projects/shop/environments/dev/secret-values';
+    const value = { value: 'v' };
+    return [
+      { method: 'GET', path: list, url: shopList, token: 'admin', status: 200 },
+      { method: 'GET', path: list, url: shopList, status: 401 },
+      { method: 'GET', path: list, url: shopList, token: 'developer', status: 403 },
+      { method: 'GET', path: list, url: '/api/v1/projects/Shop!/secrets', token: 'admin', status: 400 },
+      { method: 'PUT', path: one, url: shopOne, token: 'admin', payload: value, status: 503 },
+      { method: 'PUT', path: one, url: shopOne, payload: value, status: 401 },
+      { method: 'PUT', path: one, url: shopOne, token: 'otherProject', payload: value, status: 403 },
+      { method: 'PUT', path: one, url: shopOne, token: 'admin', payload: { value: 1, x: 2 }, status: 400 },
+      {
+        method: 'PUT',
+        path: one,
+        url: shopOne,
+        token: 'admin',
+        payload: { value: 'x'.repeat(2 * 1024 * 1024) },
+        status: 413,
+      },
+      { method: 'DELETE', path: one, url: shopOne, token: 'admin', status: 404 },
+      { method: 'DELETE', path: one, url: shopOne, status: 401 },
+      { method: 'DELETE', path: one, url: shopOne, token: 'developer', status: 403 },
+      { method: 'DELETE', path: one, url: `${shopOne}?environment=Bad_Env`, token: 'admin', status: 400 },
+      { method: 'GET', path: values, url: shopValues, token: 'developer', status: 200 },
+      { method: 'GET', path: values, url: shopValues, status: 401 },
+      { method: 'GET', path: values, url: shopValues, token: 'read', status: 403 },
+      {
+        method: 'GET',
+        path: values,
+        url: '/api/v1/projects/shop/environments/Bad_Env/secret-values',
+        token: 'developer',
+        status: 400,
+      },
     ];
   };
 

@@ -43,7 +43,18 @@ describe('the permission table of docs/server.md', () => {
     const table = documentedTable();
     const permissions = [...table.keys()].sort();
     expect(permissions).toEqual(
-      ['admin', 'agent', 'clean-now', 'ingest', 'keep-alive', 'protect', 'read', 'restore', 'resume'].sort(),
+      [
+        'admin',
+        'agent',
+        'clean-now',
+        'ingest',
+        'keep-alive',
+        'protect',
+        'read',
+        'restore',
+        'resume',
+        'secrets',
+      ].sort(),
     );
     for (const [permission, granted] of table) {
       for (const scope of tokenScopes) {
@@ -92,7 +103,7 @@ describe.each(dialects)('every API route against every scope on %s', (dialect) =
       const url = operation.path.replace(/\{[^}]+\}/g, (name) => (name === '{id}' ? envId : 'x'));
       for (const scope of tokenScopes) {
         const res = await s.app.inject({
-          method: operation.method as 'GET' | 'POST' | 'DELETE',
+          method: operation.method as 'GET' | 'POST' | 'PUT' | 'DELETE',
           url,
           headers: s.auth(s.tokens[scope]),
           ...(operation.method === 'GET' || operation.method === 'DELETE' ? {} : { payload: {} }),

@@ -3,7 +3,8 @@
  * archive with AES-256-GCM (node:crypto), together with the archive's body as authenticated
  * data, so that a change to either is refused when the archive is read back. The key lives only
  * in the file and the server's memory; the database keeps its SHA-256 fingerprint, which tells
- * an archive sealed with another key apart from a tampered one.
+ * an archive sealed with another key apart from a tampered one. The project secrets of
+ * `${secrets.*}` (`--secrets-key-file`, secrets.ts) are sealed the same way, with a key of their own.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { readSecretFile } from '../secret-file.js';
@@ -19,7 +20,7 @@ const ivBytes = 12;
 const tagBytes = 16;
 
 /** The key from its bytes: 32 raw bytes, or 64 hex digits, or base64 of 32 bytes (trailing newline ignored). */
-export function archiveKeyOf(content: Buffer, source: string): ArchiveKey {
+export function archiveKeyOf(content: Buffer, source: string, flag = '--archive-key-file'): ArchiveKey {
   const text = content.toString('utf8').trim();
   const key =
     content.length === 32
@@ -32,7 +33,7 @@ export function archiveKeyOf(content: Buffer, source: string): ArchiveKey {
   if (!key || key.length !== 32) {
     throw new TendError(
       'TEND_USAGE',
-      `--archive-key-file: ${source} must hold a 32-byte key: 64 hex digits (generate one with \`openssl rand -hex 32\`), base64 of 32 bytes, or 32 raw bytes`,
+      `${flag}: ${source} must hold a 32-byte key: 64 hex digits (generate one with \`openssl rand -hex 32\`), base64 of 32 bytes, or 32 raw bytes`,
     );
   }
   const fingerprint = `sha256:${createHash('sha256').update(key).digest('hex').slice(0, 16)}`;
@@ -52,19 +53,28 @@ export function seal(key: ArchiveKey, plaintext: Buffer, aad: Buffer): string {
   return Buffer.concat([iv, cipher.getAuthTag(), ciphertext]).toString('base64');
 }
 
-/** The plaintext, or TEND_ARCHIVE when the ciphertext, its tag or `aad` were changed. */
-export function unseal(key: ArchiveKey, sealed: string, aad: Buffer, what: string): Buffer {
+/** The plaintext, or undefined when the ciphertext, its tag or `aad` were changed (or the key is another). */
+export function openSealed(key: ArchiveKey, sealed: string, aad: Buffer): Buffer | undefined {
   const bytes = Buffer.from(sealed, 'base64');
   try {
-    if (bytes.length < ivBytes + tagBytes) throw new Error('too short');
+    if (bytes.length < ivBytes + tagBytes) return undefined;
     const decipher = createDecipheriv('aes-256-gcm', key.key, bytes.subarray(0, ivBytes));
     decipher.setAuthTag(bytes.subarray(ivBytes, ivBytes + tagBytes));
     decipher.setAAD(aad);
     return Buffer.concat([decipher.update(bytes.subarray(ivBytes + tagBytes)), decipher.final()]);
   } catch {
+    return undefined;
+  }
+}
+
+/** The plaintext, or TEND_ARCHIVE when the ciphertext, its tag or `aad` were changed. */
+export function unseal(key: ArchiveKey, sealed: string, aad: Buffer, what: string): Buffer {
+  const plaintext = openSealed(key, sealed, aad);
+  if (!plaintext) {
     throw new TendError(
       'TEND_ARCHIVE',
       `${what} fails authentication: it was changed after it was stored (AES-256-GCM); it is not restored`,
     );
   }
+  return plaintext;
 }

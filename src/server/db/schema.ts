@@ -404,6 +404,22 @@ export interface NotificationCursorTable {
   audit_after: string;
 }
 
+/** A secret of `${secrets.NAME}` (migration 0018): its value sealed, never in the clear. */
+export interface ProjectSecretsTable {
+  project: string;
+  /** '' for the project-wide value; an environment's own value overrides it. */
+  environment: string;
+  name: string;
+  /** AES-256-GCM under the `--secrets-key-file` key, bound to project, environment and name (base64). */
+  value_sealed: string;
+  /** `sha256:<16 hex digits>` of the key that sealed it (never the key). */
+  key_fingerprint: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  /** Who wrote it last, as the audit log names them. */
+  updated_by: string;
+}
+
 export interface AuditLogTable {
   /** ULID: sorts by time. */
   id: string;
@@ -512,6 +528,7 @@ export interface Database {
   person_sessions: PersonSessionsTable;
   environment_state_days: EnvironmentStateDaysTable;
   environment_archives: EnvironmentArchivesTable;
+  project_secrets: ProjectSecretsTable;
 }
 
 /** The database, or a transaction on it: what a query that may join its caller's transaction takes. */
@@ -525,6 +542,7 @@ export type AuditEntry = Selectable<AuditLogTable>;
 export type NewResource = Insertable<ResourcesTable>;
 export type CleanupJobRow = Selectable<CleanupJobsTable>;
 export type EnvironmentArchiveRow = Selectable<EnvironmentArchivesTable>;
+export type ProjectSecretRow = Selectable<ProjectSecretsTable>;
 /** An archive without its contents (`body`, `secrets_sealed`): what listing and checks read. */
 export type EnvironmentArchiveEntry = Omit<EnvironmentArchiveRow, 'body' | 'secrets_sealed'>;
 export type CleanupDecisionRow = Selectable<CleanupDecisionsTable>;
