@@ -182,7 +182,13 @@ export class Router {
   ): Promise<T> {
     return this.calls.run(
       provider.plugin,
-      { providerName: provider.name, handler, ...(actionRef !== undefined ? { actionRef } : {}) },
+      {
+        providerName: provider.name,
+        handler,
+        ...(actionRef !== undefined ? { actionRef } : {}),
+        project: this.options.environment.project,
+        environment: this.options.environment.name,
+      },
       (broker) => invoke(this.context(provider, broker)),
     );
   }

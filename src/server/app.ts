@@ -51,7 +51,7 @@ import { registerEnvironmentRoutes } from './routes/environments.js';
 import { registerEventRoutes } from './routes/events.js';
 import { registerHealthRoutes } from './routes/health.js';
 import { ErrorResponse } from '../api/views.js';
-import { maxNestingDepth, storableProblem } from './db/storable.js';
+import { maxNestingDepth, storableProblem } from '../storable.js';
 
 export interface BuildServerOptions {
   db: ServerDatabase;

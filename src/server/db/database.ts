@@ -26,6 +26,7 @@ import * as m0014 from './migrations/0014_namespace_requests.js';
 import * as m0015 from './migrations/0015_person_sessions.js';
 import * as m0016 from './migrations/0016_restore_jobs.js';
 import * as m0017 from './migrations/0017_clock_attestation.js';
+import * as m0018 from './migrations/0018_event_types.js';
 import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
 import { cachingStatements, openSqlite, TurnTakingSqliteDialect } from './sqlite.js';
@@ -84,6 +85,7 @@ export const migrations: Record<string, Migration> = {
   '0015_person_sessions': m0015,
   '0016_restore_jobs': m0016,
   '0017_clock_attestation': m0017,
+  '0018_event_types': m0018,
 };
 
 export { redactUrl };
