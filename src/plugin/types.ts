@@ -388,6 +388,12 @@ export interface ActionKindDefinition<K extends ActionKind> {
   specSchema: TSchema;
   handlers: ActionHandlers[K];
   /**
+   * Optional: JSON Schema of the `outputs` its handlers return (`getStatus`/`getResult` when they
+   * give outputs, `build`, `deploy`, `run`). The router checks every result against it and fails
+   * the call with an error naming the plugin, the handler and the field.
+   */
+  outputsSchema?: TSchema;
+  /**
    * Optional, for handlers that read more than the action's source files (after include/exclude):
    * files elsewhere, or what another program renders. Called whenever versions are computed (in
    * every command that runs or shows the action, before anything runs); reads, never changes
