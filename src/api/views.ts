@@ -126,6 +126,13 @@ export const TimelineView = Type.Object({
 });
 export type TimelineView = Static<typeof TimelineView>;
 
+/** An event as `GET /environments/:id/events` answers it: the timeline's entry and its payload. */
+export const EventView = Type.Object({
+  ...TimelineView.properties,
+  payload: Type.Record(AnyKey(), Type.Unknown()),
+});
+export type EventView = Static<typeof EventView>;
+
 export const AuditView = Type.Object({
   id: Str(),
   at: Time(),

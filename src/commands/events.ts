@@ -3,6 +3,7 @@
  * `tend events <sessionId|latest>` prints a session's events (`--type`, `--follow`, `--json`);
  * `tend events push` sends what waits in the outbox, `tend events outbox` shows it.
  */
+import { isPluginEventType } from '../events/plugin-types.js';
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { findProjectRoot } from '../config/load.js';
 import { parseActionRef } from '../config/project.js';
@@ -152,10 +153,15 @@ export async function showSessionCommand(
   const action = actionFilter(options);
   const types = (options.type ?? []).flatMap((t) => t.split(','));
   for (const type of types) {
-    if (!isEventType(type)) throw new TendError('TEND_USAGE', `unknown event type "${type}"`);
+    if (!isEventType(type) && !isPluginEventType(type)) {
+      throw new TendError(
+        'TEND_USAGE',
+        `unknown event type ${JSON.stringify(type.slice(0, 128))} (a core type, or a plugin's own: <plugin>.<name>)`,
+      );
+    }
   }
   const wanted = (e: TendEvent) =>
-    (types.length === 0 || types.includes(e.type)) && (action === undefined || ofAction(e, action));
+    (types.length === 0 || types.includes(e.type as string)) && (action === undefined || ofAction(e, action));
   const chosen =
     target === undefined || target === 'latest'
       ? newestSession(logs, options.includeReadOnly ?? false, (events) =>

@@ -10,13 +10,15 @@ import { TendError } from '../errors.js';
 import { redactSecretsIn } from '../redact.js';
 import {
   sequencedEventTypes,
+  type AnyEventType,
   type EventPayloads,
   type EventSequence,
   type EventType,
   type NamespaceStatusPayload,
   type TendEvent,
 } from './catalog.js';
-import { NamespaceStatusDedupe } from './dedupe.js';
+import { NamespaceStatusDedupe, PluginEventDedupe } from './dedupe.js';
+import type { PluginEventPayload, PluginEventType } from './plugin-types.js';
 
 export type EventListener = (event: TendEvent) => void;
 
@@ -72,9 +74,10 @@ function isoNow(): string {
 
 export class SessionBus {
   readonly sessionId: string;
-  private readonly listeners = new Map<EventType | '*', Set<EventListener>>();
+  private readonly listeners = new Map<AnyEventType | '*', Set<EventListener>>();
   private readonly sinks: EventSink[] = [];
   private readonly dedupe = new NamespaceStatusDedupe();
+  private readonly pluginDedupe = new PluginEventDedupe();
   private closed = false;
 
   constructor(
@@ -94,6 +97,26 @@ export class SessionBus {
    * can be recorded any more: an emit then is an error, never a silent loss.
    */
   emit<K extends EventType>(type: K, payload: EventPayloads[K]): TendEvent<K> | undefined {
+    this.refuseIfClosed(type);
+    if (type === 'namespaceStatus' && !this.dedupe.admit(payload as NamespaceStatusPayload)) return undefined;
+    return this.record(type, payload) as TendEvent<K>;
+  }
+
+  /**
+   * Emits an event of a plugin's own type (checked by the router against its declaration);
+   * returns it, or undefined when it said the same as the latest one of its `dedupeKey`.
+   */
+  emitPluginEvent(
+    type: PluginEventType,
+    payload: PluginEventPayload,
+    dedupeKey?: readonly string[],
+  ): TendEvent<PluginEventType> | undefined {
+    this.refuseIfClosed(type);
+    if (dedupeKey && !this.pluginDedupe.admit(type, payload, dedupeKey)) return undefined;
+    return this.record(type, payload) as TendEvent<PluginEventType>;
+  }
+
+  private refuseIfClosed(type: AnyEventType): void {
     if (this.closed) {
       throw new TendError(
         'TEND_EVENT_UNDELIVERABLE',
@@ -101,7 +124,9 @@ export class SessionBus {
         { detail: { type, sessionId: this.sessionId } },
       );
     }
-    if (type === 'namespaceStatus' && !this.dedupe.admit(payload as NamespaceStatusPayload)) return undefined;
+  }
+
+  private record(type: AnyEventType, payload: unknown): TendEvent {
     // Taken when the event is emitted (before the work it announces), after it was admitted.
     const sequence = this.sequence && sequencedEventTypes.has(type) ? this.sequence() : undefined;
     const event = (
@@ -116,11 +141,11 @@ export class SessionBus {
     }
     this.listeners.get(type)?.forEach((listener) => listener(event));
     this.listeners.get('*')?.forEach((listener) => listener(event));
-    return event as TendEvent<K>;
+    return event;
   }
 
   /** Subscribes; returns the function that unsubscribes. */
-  on(type: EventType | '*', listener: EventListener): () => void {
+  on(type: AnyEventType | '*', listener: EventListener): () => void {
     let set = this.listeners.get(type);
     if (!set) this.listeners.set(type, (set = new Set()));
     set.add(listener);

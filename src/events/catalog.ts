@@ -8,6 +8,13 @@ import { Format } from 'typebox/format';
 import { CleanupPolicy } from '../cleanup/policy.js';
 import { Target } from '../cleanup/targets.js';
 import { AnyKey, schemaCheck, schemaProblems, type SchemaProblem } from '../schema-check.js';
+import {
+  checkPluginEvent,
+  pluginEventType,
+  pluginEventTypePattern,
+  type PluginEventPayload,
+  type PluginEventType,
+} from './plugin-types.js';
 
 const dateTimePattern = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?(Z|[+-](\d\d):(\d\d))$/;
 
@@ -232,8 +239,11 @@ export type EventType = keyof typeof eventCatalog;
 export type EventPayloads = { [K in EventType]: Static<(typeof eventCatalog)[K]> };
 export const eventTypes = Object.keys(eventCatalog) as EventType[];
 
+/** Any event type: the catalogue's (core) or a plugin's own (src/events/plugin-types.ts). */
+export type AnyEventType = EventType | PluginEventType;
+
 /** Types that are written to the outbox and streamed to the server (docs/design.md#events, #event-stream). */
-export const streamedEventTypes: ReadonlySet<EventType> = new Set<EventType>([
+export const streamedEventTypes: ReadonlySet<AnyEventType> = new Set<EventType>([
   'namespaceStatus',
   'sessionStarted',
   'sessionCompleted',
@@ -242,8 +252,16 @@ export const streamedEventTypes: ReadonlySet<EventType> = new Set<EventType>([
   'actionStatus',
 ]);
 
+/**
+ * Whether events of a type are written to the outbox and streamed: a core type's by the set above,
+ * a plugin's by its declaration (`streamed`) in this process.
+ */
+export function isStreamedType(type: AnyEventType): boolean {
+  return isEventType(type) ? streamedEventTypes.has(type) : pluginEventType(type)?.streamed === true;
+}
+
 /** Types the outbox may drop, oldest first, when it reaches its size bound. */
-export const droppableEventTypes: ReadonlySet<EventType> = new Set<EventType>(['log']);
+export const droppableEventTypes: ReadonlySet<AnyEventType> = new Set<EventType>(['log']);
 
 /** ULID: 26 characters of Crockford base32. */
 export const EventId = Type.String({ pattern: '^[0-9A-HJKMNP-TV-Z]{26}$' });
@@ -265,7 +283,7 @@ export const EventSequence = Type.Object(
 export type EventSequence = Static<typeof EventSequence>;
 
 /** The types that carry a sequence: those whose effect on the registry depends on their order. */
-export const sequencedEventTypes: ReadonlySet<EventType> = new Set<EventType>([
+export const sequencedEventTypes: ReadonlySet<AnyEventType> = new Set<EventType>([
   'namespaceStatus',
   'sessionStarted',
 ]);
@@ -274,7 +292,7 @@ export const sequencedEventTypes: ReadonlySet<EventType> = new Set<EventType>([
 export const EventEnvelope = Type.Object(
   {
     id: EventId,
-    type: Type.Enum(eventTypes),
+    type: Type.Union([Type.Enum(eventTypes), Type.String({ pattern: pluginEventTypePattern })]),
     sessionId: EventId,
     timestamp: Type.String({ format: 'date-time', maxLength: 40 }),
     sequence: Type.Optional(EventSequence),
@@ -283,17 +301,18 @@ export const EventEnvelope = Type.Object(
   { additionalProperties: false },
 );
 
-export type TendEvent<K extends EventType = EventType> = {
+export type TendEvent<K extends AnyEventType = AnyEventType> = {
   [T in K]: {
     id: string;
     type: T;
     sessionId: string;
     timestamp: string;
     sequence?: EventSequence;
-    payload: EventPayloads[T];
+    payload: T extends EventType ? EventPayloads[T] : PluginEventPayload;
   };
 }[K];
 
+/** A type of the catalogue above (a core type). */
 export function isEventType(type: string): type is EventType {
   return Object.hasOwn(eventCatalog, type);
 }
@@ -305,12 +324,19 @@ export function checkPayload(type: EventType, payload: unknown): SchemaProblem[]
   return schemaProblems(check.Errors(payload));
 }
 
-/** Problems with a whole event (envelope and payload); empty when it is valid. */
+/**
+ * Problems with a whole event (envelope and payload); empty when it is valid. A plugin's type is
+ * checked against its declaration when this process registered it, else only its emitter
+ * metadata is (a server keeps the events of plugins it never loaded).
+ */
 export function checkEvent(event: unknown): SchemaProblem[] {
   const envelope = schemaCheck(EventEnvelope);
   if (!envelope.Check(event)) {
     return schemaProblems(envelope.Errors(event));
   }
-  const e = event as { type: EventType; payload: unknown };
-  return checkPayload(e.type, e.payload).map((p) => ({ path: `/payload${p.path}`, message: p.message }));
+  const e = event as { type: AnyEventType; payload: unknown };
+  const problems = isEventType(e.type)
+    ? checkPayload(e.type, e.payload)
+    : checkPluginEvent(e.type, e.payload);
+  return problems.map((p) => ({ path: `/payload${p.path}`, message: p.message }));
 }

@@ -27,3 +27,24 @@ export class NamespaceStatusDedupe {
     return true;
   }
 }
+
+/** Payload fields that say who emitted an event, not what it says: left out of what is compared. */
+const emitterFields = new Set(['pluginName', 'providerName', 'handler', 'actionRef']);
+
+/**
+ * Coalescing of a plugin's own event types by their declared `dedupeKey`, the same rule as
+ * namespaceStatus: a duplicate only of the latest admitted event with the same key values.
+ */
+export class PluginEventDedupe {
+  private readonly latest = new Map<string, string>();
+
+  admit(type: string, payload: Record<string, unknown>, dedupeKey: readonly string[]): boolean {
+    const key = `${type}\0${stableStringify(dedupeKey.map((field) => payload[field] ?? null))}`;
+    const said: Record<string, unknown> = {};
+    for (const field of Object.keys(payload)) if (!emitterFields.has(field)) said[field] = payload[field];
+    const print = stableStringify(said);
+    if (this.latest.get(key) === print) return false;
+    this.latest.set(key, print);
+    return true;
+  }
+}

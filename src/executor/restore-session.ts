@@ -8,7 +8,7 @@
  */
 import { TendError } from '../errors.js';
 import { SessionBus } from '../events/bus.js';
-import { streamedEventTypes, type TendEvent } from '../events/catalog.js';
+import { isStreamedType, type TendEvent } from '../events/catalog.js';
 import type { CleanupJob, CleanupQueue, RestoreOrder } from '../cleanup/protocol.js';
 import type { CleanupCallContext, CleanupResult, CleanupTarget, RestoreResult } from '../plugin/types.js';
 import { CleanupRouter, type ServedPlugin } from '../router/cleanup.js';
@@ -48,7 +48,7 @@ export async function runRestoreSession(
   // executor dies before it reports the outcome); the outcome carries every event again.
   let early: Promise<unknown> | undefined;
   bus.on('*', (event) => {
-    if (!streamedEventTypes.has(event.type)) return;
+    if (!isStreamedType(event.type)) return;
     events.push(event);
     if (!early && event.type === 'namespaceStatus' && event.payload.cause === 'created') {
       early = o.queue

@@ -4,7 +4,7 @@
  * offset, and how many events wait without parsing them.
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import type { EventType, TendEvent } from '../events/catalog.js';
+import type { AnyEventType, TendEvent } from '../events/catalog.js';
 import { fileSize, listSegmentIds, readAck, segmentFile } from './segments.js';
 
 /** How much of a segment is read into memory at a time. */
@@ -13,7 +13,7 @@ export const readChunkBytes = 1024 * 1024;
 /** One event of a segment, as read from disk: its JSON text is sent as it is. */
 export interface QueuedEvent {
   id: string;
-  type: EventType;
+  type: AnyEventType;
   text: string;
   /** Bytes of the line including its newline. */
   bytes: number;
@@ -45,11 +45,11 @@ export interface ReadResult {
 }
 
 /** The bus writes `{"id":"<ULID>","type":"<type>",…}`: id and type without parsing the whole line. */
-const head = /^\{"id":"([0-9A-HJKMNP-TV-Z]{26})","type":"([A-Za-z]+)",/;
+const head = /^\{"id":"([0-9A-HJKMNP-TV-Z]{26})","type":"([A-Za-z][A-Za-z0-9_.-]*)",/;
 function fastHead(text: string): Pick<TendEvent, 'id' | 'type'> | undefined {
   if (!text.endsWith('}')) return undefined;
   const match = head.exec(text);
-  return match ? { id: match[1]!, type: match[2] as EventType } : undefined;
+  return match ? { id: match[1]!, type: match[2] as AnyEventType } : undefined;
 }
 
 /** Reads complete lines from `from` (up to `maxBytes`, at least one line); a partial last line stays. */

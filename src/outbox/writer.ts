@@ -7,7 +7,7 @@
  */
 import { AppendFile } from '../state/append-file.js';
 import type { EventSink } from '../events/bus.js';
-import { streamedEventTypes, type TendEvent } from '../events/catalog.js';
+import { isStreamedType, type TendEvent } from '../events/catalog.js';
 import { segmentFile } from './segments.js';
 
 export class OutboxSink implements EventSink {
@@ -18,7 +18,7 @@ export class OutboxSink implements EventSink {
   }
 
   write(event: TendEvent, line: string): void {
-    if (streamedEventTypes.has(event.type)) this.file.append(line);
+    if (isStreamedType(event.type)) this.file.append(line);
   }
 
   flush(): void {

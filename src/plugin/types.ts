@@ -9,6 +9,13 @@ import type { EnvironmentArchive } from '../cleanup/archive.js';
 import type { SourceLocation } from '../errors.js';
 import type { CleanupPolicy } from '../cleanup/policy.js';
 import type { EventPayloads, EventType } from '../events/catalog.js';
+import type {
+  PluginEventPayload,
+  PluginEventType,
+  PluginEventTypeDefinition,
+} from '../events/plugin-types.js';
+
+export type { PluginEventPayload, PluginEventType, PluginEventTypeDefinition };
 
 export type ActionKind = 'Build' | 'Deploy' | 'Test' | 'Run';
 export const actionKinds: readonly ActionKind[] = ['Build', 'Deploy', 'Test', 'Run'];
@@ -77,6 +84,8 @@ export type PluginPayload<K extends EventType> = Omit<EventPayloads[K], EmitterM
  */
 export interface EventBroker {
   emit<K extends EventType>(type: K, payload: PluginPayload<K>): void;
+  /** An event of one of the plugin's own types (`eventTypes`), checked against its payload schema. */
+  emit(type: PluginEventType, payload: PluginEventPayload): void;
 }
 
 /** Log lines become `log` events (and progress output); they never carry secrets. */
@@ -379,6 +388,12 @@ export interface ActionKindDefinition<K extends ActionKind> {
   specSchema: TSchema;
   handlers: ActionHandlers[K];
   /**
+   * Optional: JSON Schema of the `outputs` its handlers return (`getStatus`/`getResult` when they
+   * give outputs, `build`, `deploy`, `run`). The router checks every result against it and fails
+   * the call with an error naming the plugin, the handler and the field.
+   */
+  outputsSchema?: TSchema;
+  /**
    * Optional, for handlers that read more than the action's source files (after include/exclude):
    * files elsewhere, or what another program renders. Called whenever versions are computed (in
    * every command that runs or shows the action, before anything runs); reads, never changes
@@ -546,8 +561,16 @@ export interface PluginDefinition<Config = unknown, State = unknown, Settings = 
   description: string;
   /** Schema of the provider entry in tend.yml, beyond `name` and `environments`. */
   configSchema: TSchema;
-  /** Event types this plugin emits; anything else is rejected by its broker. */
-  emits: readonly EventType[];
+  /**
+   * Event types this plugin emits: the catalogue's it uses, and may list its own (`eventTypes`,
+   * which it may emit without listing them); anything else is rejected by its broker.
+   */
+  emits: readonly (EventType | PluginEventType)[];
+  /**
+   * The plugin's own event types, `<plugin>.<name>` (docs/plugin-api.md#event-types): each with
+   * a JSON Schema of its payload, whether it is streamed to the server, and its dedupe key.
+   */
+  eventTypes?: readonly PluginEventTypeDefinition[];
   provider: ProviderHandlers<Config, State>;
   actionTypes: readonly ActionTypeDefinition[];
   /** How executors clean what this plugin records; plugins without it are never cleaned automatically. */

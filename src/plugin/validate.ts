@@ -3,10 +3,20 @@
  * of the definition (a third-party module may export anything), unknown event types, missing or
  * unknown handlers, and action types declared twice fail with a coded error naming the plugin. A
  * plugin's optional `cleanup` part must have all three handlers, a target kind no other plugin
- * declares, and a schema of its executor settings.
+ * declares, and a schema of its executor settings. A plugin's own event types are named in its
+ * own namespace (`<plugin>.<name>`), never a core type's name, each with a usable payload schema;
+ * once every plugin passed, this process knows their declarations (the outbox streams by them).
  */
 import { TendError } from '../errors.js';
 import { isEventType } from '../events/catalog.js';
+import {
+  isPluginEventType,
+  pluginEventMetadataFields,
+  registerPluginEventTypes,
+  type PluginEventTypeDefinition,
+} from '../events/plugin-types.js';
+import { schemaCheck } from '../schema-check.js';
+import { textProblem } from '../storable.js';
 import {
   actionHandlerNames,
   actionKinds,
@@ -58,6 +68,94 @@ function checkShape(plugin: PluginDefinition): void {
   }
 }
 
+/** A name as an error shows it: quoted, cut to 128 characters, NUL and lone surrogates escaped. */
+function shownName(value: unknown): string {
+  return typeof value === 'string' ? JSON.stringify(value.slice(0, 128)) : typeof value;
+}
+
+/** An unknown type in `emits` that the plugin declares in its namespace: say so. */
+function emitsHint(plugin: PluginDefinition, type: unknown): string {
+  if (typeof type !== 'string' || type.length > 128) return '';
+  const owned = (plugin.eventTypes ?? []).some((d) => d.name === `${plugin.name}.${type}`);
+  return owned ? ` (the plugin's own types are named with its namespace: "${plugin.name}.${type}")` : '';
+}
+
+/** The plugin's own event types, checked: each in its namespace, once, with a usable schema. */
+function checkEventTypes(plugin: PluginDefinition): Set<string> {
+  const declared = (plugin as { eventTypes?: unknown }).eventTypes;
+  const names = new Set<string>();
+  if (declared === undefined) return names;
+  if (!Array.isArray(declared))
+    throw invalid(plugin.name, '"eventTypes" must be an array of event type declarations');
+  for (const definition of declared as unknown[]) {
+    if (!isObject(definition)) throw invalid(plugin.name, 'each of "eventTypes" must be an object');
+    const name = checkEventTypeName(plugin.name, definition.name);
+    const bad = (message: string) => invalid(plugin.name, `event type "${name}": ${message}`);
+    if (names.has(name)) throw bad('declared twice');
+    names.add(name);
+    if (definition.description !== undefined && typeof definition.description !== 'string')
+      throw bad('"description" must be a string');
+    if (typeof definition.streamed !== 'boolean')
+      throw bad('"streamed" must be true (sent to the server) or false (the local log only)');
+    checkPayloadSchema(definition.payloadSchema, bad);
+    const key = definition.dedupeKey;
+    if (
+      key !== undefined &&
+      (!Array.isArray(key) ||
+        key.length === 0 ||
+        key.some((field) => typeof field !== 'string' || field.length === 0 || field.length > 128))
+    ) {
+      throw bad('"dedupeKey" must be a non-empty array of payload field names');
+    }
+  }
+  registerPluginEventTypes(declared as PluginEventTypeDefinition[]);
+  return names;
+}
+
+/** `<plugin>.<name>` in the plugin's own namespace; never a core type, another plugin's, or unprintable. */
+function checkEventTypeName(plugin: string, name: unknown): string {
+  if (typeof name !== 'string') throw invalid(plugin, 'each event type needs a string "name"');
+  const problem = textProblem(name);
+  if (problem) throw invalid(plugin, `event type name ${shownName(name)} ${problem}`);
+  if (isEventType(name)) {
+    throw invalid(
+      plugin,
+      `event type "${name}" is a core event type; a plugin's own types are named "${plugin}.<name>"`,
+    );
+  }
+  const namespace = name.includes('.') ? name.slice(0, name.indexOf('.')) : undefined;
+  if (namespace !== undefined && namespace !== plugin && namespace.length <= 63) {
+    throw invalid(
+      plugin,
+      `event type ${shownName(name)} is in the namespace of plugin "${namespace}"; this plugin's types are named "${plugin}.<name>"`,
+    );
+  }
+  if (!isPluginEventType(name) || namespace !== plugin) {
+    throw invalid(
+      plugin,
+      `event type name ${shownName(name)} must be "${plugin}.<name>": a letter, then letters, digits, "_" or "-", at most 63 characters`,
+    );
+  }
+  return name;
+}
+
+/** A JSON Schema object (TypeBox's are) that can check a value, and declares no metadata field. */
+function checkPayloadSchema(schema: unknown, bad: (message: string) => TendError): void {
+  if (!isObject(schema)) throw bad('"payloadSchema" must be a JSON Schema object (a TypeBox schema is one)');
+  const properties = schema.properties;
+  if (isObject(properties)) {
+    const reserved = pluginEventMetadataFields.filter((field) => Object.hasOwn(properties, field));
+    if (reserved.length > 0) {
+      throw bad(`"payloadSchema" declares ${reserved.join(', ')}, which the router stamps on every event`);
+    }
+  }
+  try {
+    schemaCheck(schema as PluginEventTypeDefinition['payloadSchema']).Check({});
+  } catch (error) {
+    throw bad(`"payloadSchema" is not a usable JSON Schema: ${(error as Error).message}`);
+  }
+}
+
 export function validatePlugins(plugins: readonly PluginDefinition[]): void {
   const typeOwners = new Map<string, string>();
   const names = new Set<string>();
@@ -66,8 +164,14 @@ export function validatePlugins(plugins: readonly PluginDefinition[]): void {
     checkShape(plugin);
     if (names.has(plugin.name)) throw invalid(plugin.name, 'registered twice');
     names.add(plugin.name);
+    const own = checkEventTypes(plugin);
     for (const type of plugin.emits) {
-      if (!isEventType(type)) throw invalid(plugin.name, `declares unknown event type "${type}"`);
+      if (typeof type !== 'string' || (!isEventType(type) && !own.has(type))) {
+        throw invalid(
+          plugin.name,
+          `declares unknown event type ${shownName(type)}${emitsHint(plugin, type)}`,
+        );
+      }
     }
     for (const handler of providerHandlerNames) {
       if (typeof plugin.provider[handler] !== 'function') {

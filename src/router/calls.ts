@@ -6,9 +6,16 @@
  */
 import { TendError } from '../errors.js';
 import type { SessionBus } from '../events/bus.js';
-import type { EventPayloads, EventType } from '../events/catalog.js';
+import type { AnyEventType, EventPayloads } from '../events/catalog.js';
 import type { PluginDefinition, PluginLog, PluginPayload } from '../plugin/types.js';
 import { PluginEventBroker } from './broker.js';
+import type { PluginEventTypeDefinition } from '../events/plugin-types.js';
+
+/** What a plugin may emit: every type it declared, and its own types' declarations. */
+interface DeclaredTypes {
+  types: ReadonlySet<AnyEventType>;
+  own: ReadonlyMap<string, PluginEventTypeDefinition>;
+}
 
 interface InFlightCall {
   plugin: string;
@@ -21,6 +28,9 @@ export interface CallMetadata {
   providerName: string;
   handler: string;
   actionRef?: string;
+  /** The project and environment of the call, stamped on the plugin's own event types. */
+  project?: string;
+  environment?: string;
 }
 
 export class HandlerCalls {
@@ -42,10 +52,13 @@ export class HandlerCalls {
     invoke: (broker: PluginEventBroker) => Promise<T>,
   ): Promise<T> {
     const { handler, actionRef } = metadata;
-    const broker = new PluginEventBroker(this.bus, declaredTypes(plugin), {
-      pluginName: plugin.name,
-      ...metadata,
-    });
+    const declared = declaredTypes(plugin);
+    const broker = new PluginEventBroker(
+      this.bus,
+      declared.types,
+      { pluginName: plugin.name, ...metadata },
+      declared.own,
+    );
     const call: InFlightCall = { plugin: plugin.name, handler, actionRef, startedAt: Date.now() };
     this.inFlight.add(call);
     try {
@@ -68,12 +81,19 @@ export class HandlerCalls {
   }
 }
 
-const declaredByPlugin = new WeakMap<PluginDefinition, ReadonlySet<EventType>>();
+const declaredByPlugin = new WeakMap<PluginDefinition, DeclaredTypes>();
 
-/** The event types a plugin may emit: those it declares, and `log` (what `ctx.log` emits, which every plugin has). */
-function declaredTypes(plugin: PluginDefinition): ReadonlySet<EventType> {
+/**
+ * The event types a plugin may emit: those it lists in `emits`, its own (`eventTypes`), and `log`
+ * (what `ctx.log` emits, which every plugin has).
+ */
+function declaredTypes(plugin: PluginDefinition): DeclaredTypes {
   let declared = declaredByPlugin.get(plugin);
-  if (!declared) declaredByPlugin.set(plugin, (declared = new Set<EventType>([...plugin.emits, 'log'])));
+  if (!declared) {
+    const own = new Map((plugin.eventTypes ?? []).map((d) => [d.name, d]));
+    declared = { types: new Set<AnyEventType>([...plugin.emits, ...own.keys(), 'log']), own };
+    declaredByPlugin.set(plugin, declared);
+  }
   return declared;
 }
 

@@ -5,7 +5,9 @@
  * Kubernetes client, `ctx.kubernetes()`), tracks the call as in flight, and closes the broker when
  * the call ends, whatever the outcome.
  */
+import type { TSchema } from 'typebox';
 import { TendError } from '../errors.js';
+import { schemaCheck, schemaProblems } from '../schema-check.js';
 import type { SessionBus } from '../events/bus.js';
 import type { PluginEventBroker } from './broker.js';
 import { HandlerCalls, pluginLog } from './calls.js';
@@ -143,12 +145,15 @@ export class Router {
         { plugin: provider.plugin.name, handler: String(handler), actionRef: action.ref },
       );
     }
-    return this.call(provider, String(handler), action.ref, (ctx) =>
+    const result = await this.call(provider, String(handler), action.ref, (ctx) =>
       (fn as (ctx: PluginContext, p: unknown) => Promise<ActionResults[H]>).call(definition!.handlers, ctx, {
         action,
         force: params.force,
       }),
     );
+    if (definition?.outputsSchema)
+      checkOutputs(provider.plugin.name, action, String(handler), definition.outputsSchema, result);
+    return result;
   }
 
   /**
@@ -182,7 +187,13 @@ export class Router {
   ): Promise<T> {
     return this.calls.run(
       provider.plugin,
-      { providerName: provider.name, handler, ...(actionRef !== undefined ? { actionRef } : {}) },
+      {
+        providerName: provider.name,
+        handler,
+        ...(actionRef !== undefined ? { actionRef } : {}),
+        project: this.options.environment.project,
+        environment: this.options.environment.name,
+      },
       (broker) => invoke(this.context(provider, broker)),
     );
   }
@@ -218,4 +229,26 @@ export class Router {
     };
     return ctx;
   }
+}
+
+/** A result's outputs against the kind's declared schema, as events are checked against theirs. */
+function checkOutputs(
+  plugin: string,
+  action: ResolvedAction,
+  handler: string,
+  schema: TSchema,
+  result: unknown,
+): void {
+  const outputs = (result as { outputs?: unknown } | undefined)?.outputs;
+  if (outputs === undefined && (handler === 'getStatus' || handler === 'getResult' || handler === 'delete'))
+    return;
+  const check = schemaCheck(schema);
+  if (check.Check(outputs)) return;
+  const first = schemaProblems(check.Errors(outputs))[0];
+  throw new TendError(
+    'TEND_PLUGIN_INVALID',
+    `plugin "${plugin}": ${action.kind} handler "${handler}" of type "${action.type}" returned outputs that do not match its outputsSchema: ` +
+      `/outputs${first?.path ?? ''}: ${first?.message ?? 'invalid'}`,
+    { plugin, handler, actionRef: action.ref },
+  );
 }

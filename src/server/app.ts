@@ -54,7 +54,7 @@ import { registerSecretRoutes } from './routes/secrets.js';
 import { SecretRepository } from './db/repositories/secrets.js';
 import { ProjectSecrets, type SecretsKey } from './secrets.js';
 import { ErrorResponse } from '../api/views.js';
-import { maxNestingDepth, storableProblem } from './db/storable.js';
+import { maxNestingDepth, storableProblem } from '../storable.js';
 
 export interface BuildServerOptions {
   db: ServerDatabase;

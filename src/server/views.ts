@@ -2,7 +2,15 @@
 import type { CleanupSchedule } from '../cleanup/policy.js';
 import type { AuditEntry, Environment, Resource, Session } from './db/schema.js';
 import type { TimelineEntry } from './db/repositories/environments.js';
-import type { AuditView, EnvironmentView, ResourceView, SessionView, TimelineView } from '../api/views.js';
+import type {
+  AuditView,
+  EnvironmentView,
+  EventView,
+  ResourceView,
+  SessionView,
+  TimelineView,
+} from '../api/views.js';
+import { pluginEventMetadataFields } from '../events/plugin-types.js';
 
 /** An environment's pull request, from its columns (the API's view, and the planner's snapshot's). */
 export function pullRequestView(
@@ -117,8 +125,22 @@ export function summarise(type: string, p: Record<string, unknown>): string {
     case 'log':
       return `${str(p.level)}: ${str(p.message).slice(0, 200)}`;
     default:
-      return type;
+      // A plugin's own type: its fields as they came, stamped metadata aside.
+      return `${type}: ${pluginFields(p).slice(0, 200)}`;
   }
+}
+
+const stampedFields: ReadonlySet<string> = new Set(pluginEventMetadataFields);
+
+function pluginFields(p: Record<string, unknown>): string {
+  return Object.entries(p)
+    .filter(([key]) => !stampedFields.has(key))
+    .map(([key, value]) => `${key}=${str(value)}`)
+    .join(' ');
+}
+
+export function eventView(t: TimelineEntry): EventView {
+  return { ...timelineView(t), payload: t.payload };
 }
 
 export function timelineView(t: TimelineEntry): TimelineView {

@@ -9,7 +9,7 @@
  * only counts); the events are read back from the segment, so what is sent is what is on disk.
  */
 import type { EventSink, SessionBus } from '../events/bus.js';
-import { streamedEventTypes, type TendEvent } from '../events/catalog.js';
+import { isStreamedType, type TendEvent } from '../events/catalog.js';
 import { SegmentCursor } from '../outbox/cursor.js';
 import { tryLock } from '../outbox/lock.js';
 import { countWaiting, type QueuedEvent } from '../outbox/read.js';
@@ -109,7 +109,7 @@ export class BatchSource {
 
   /** Called by the bus for every event (after the outbox sink buffered it). Cheap: counts only. */
   private written(event: TendEvent, line: string): void {
-    if (!streamedEventTypes.has(event.type)) return;
+    if (!isStreamedType(event.type)) return;
     this.unreadCount++;
     this.unreadBytes += line.length;
     if (this.unreadSince === undefined) {

@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkPayload, isDateTime } from '../../src/events/catalog.js';
-import { maxNestingDepth } from '../../src/server/db/storable.js';
+import { maxNestingDepth } from '../../src/storable.js';
 import {
   countRows,
   createTestServer,

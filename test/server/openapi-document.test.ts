@@ -20,6 +20,7 @@ const operationIds: Record<string, string> = {
   'POST /api/v1/events': 'ingestEvents',
   'GET /api/v1/environments': 'listEnvironments',
   'GET /api/v1/environments/{id}': 'getEnvironment',
+  'GET /api/v1/environments/{id}/events': 'listEnvironmentEvents',
   'POST /api/v1/environments/{id}/protect': 'protectEnvironment',
   'POST /api/v1/environments/{id}/unprotect': 'unprotectEnvironment',
   'POST /api/v1/environments/{id}/keep-alive': 'keepEnvironmentAlive',

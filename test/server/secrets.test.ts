@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logRedaction } from '../../src/server/app.js';
 import { archiveKeyOf } from '../../src/server/cleanup/archive-key.js';
 import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
-import { maxNestingDepth } from '../../src/server/db/storable.js';
+import { maxNestingDepth } from '../../src/storable.js';
 import { countRows, createTestServer, dialects, type TestServer } from './helpers.js';
 
 interface ErrorBody {

@@ -28,7 +28,7 @@ import { schemaCheck, schemaProblems } from '../../schema-check.js';
 import type { ArchiveRepository } from '../db/repositories/archives.js';
 import type { CleanupJobRow, EnvironmentArchiveEntry, EnvironmentArchiveRow } from '../db/schema.js';
 import type { Metrics } from '../metrics.js';
-import { storableProblem } from '../db/storable.js';
+import { storableProblem } from '../../storable.js';
 import { seal, unseal, type ArchiveKey } from './archive-key.js';
 
 export interface ArchiveSettings {

@@ -6,12 +6,13 @@
  */
 import type { Kysely } from 'kysely';
 import { checkEvent, eventCatalog, eventTypes, type TendEvent } from '../../events/catalog.js';
+import { isPluginEventType } from '../../events/plugin-types.js';
 import { TendError } from '../../errors.js';
 import type { DialectName } from '../db/dialect.js';
 import { toWire, type IngestResult } from '../db/event-wire.js';
 import type { Database } from '../db/schema.js';
 import { writerThreadOf } from '../db/sqlite-writer.js';
-import { storableProblem } from '../db/storable.js';
+import { storableProblem } from '../../storable.js';
 import { ingestEvents, ingestTask, type IngestTaskPayload } from './ingest.js';
 
 function invalid(message: string, detail: Record<string, unknown>): TendError {
@@ -48,8 +49,9 @@ export function validateBatch(body: unknown, maxEvents: number): TendEvent[] {
       });
     }
     const type = (event as { type?: unknown } | null)?.type;
-    if (typeof type === 'string' && !Object.hasOwn(eventCatalog, type)) {
-      throw invalid(`events[${index}]: unknown event type "${type.slice(0, 64)}"`, {
+    // A plugin's own type (`<plugin>.<name>`) is kept whether or not this server knows the plugin.
+    if (typeof type === 'string' && !Object.hasOwn(eventCatalog, type) && !isPluginEventType(type)) {
+      throw invalid(`events[${index}]: unknown event type ${JSON.stringify(type.slice(0, 64))}`, {
         index,
         path: '/type',
         knownTypes: eventTypes,

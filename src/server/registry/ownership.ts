@@ -6,17 +6,18 @@
  * cannot end that session, move its environment's activity, or take the session over.
  */
 import { eventCatalog, eventTypes, type TendEvent } from '../../events/catalog.js';
+import { isPluginEventType } from '../../events/plugin-types.js';
 import { TendError } from '../../errors.js';
 import type { StoredSession } from '../db/repositories/registry.js';
 
-/** The event types whose payload names a project (the others' payloads need not be read). */
+/** The core types whose payload names a project (the others' payloads need not be read); plugins' types all may. */
 const typesWithProject: ReadonlySet<string> = new Set(
   eventTypes.filter((t) => Object.hasOwn(eventCatalog[t].properties, 'project')),
 );
 
 /** The project an event speaks for: its payload's, else its token's (null: any). */
 function claimedProject(event: TendEvent, tokenProject: string | null): string | null {
-  if (!typesWithProject.has(event.type)) return tokenProject;
+  if (!typesWithProject.has(event.type) && !isPluginEventType(event.type)) return tokenProject;
   const project = (event.payload as { project?: unknown }).project;
   return typeof project === 'string' ? project : tokenProject;
 }

@@ -227,8 +227,8 @@ export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, 
         t.namespaceEvents.push({ event: e, activity: counts });
         break;
       }
-      case 'actionStatus':
-      case 'log': {
+      default: {
+        // actionStatus, log, and a plugin's own events (emitted while its handler works for the session).
         const identity = known.get(e.sessionId)?.identity;
         if (identity) active(touch(identity, e.id), e);
         break;

@@ -1,14 +1,20 @@
 /**
  * `POST /api/v1/events`: batch ingest (docs/design.md#event-stream, #server-and-cleanup). Each event is checked against the event
  * catalogue; one bad event rejects the batch with 400 naming its index and field. A batch is
- * stored in one transaction and is idempotent by event id.
+ * stored in one transaction and is idempotent by event id. A plugin's own type is kept whether
+ * or not the server knows the plugin. `GET /api/v1/environments/:id/events`: an environment's
+ * events with their payloads, filtered by type.
  */
 import { Type } from 'typebox';
 import { eventCatalog, EventEnvelope, eventTypes, type TendEvent } from '../../events/catalog.js';
+import { pluginEventTypePattern } from '../../events/plugin-types.js';
+import { AnyKey } from '../../schema-check.js';
+import { visibleEnvironment } from '../environment-queries.js';
+import { eventView } from '../views.js';
 import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
 import { ingestBatch, validateBatch } from '../registry/batch.js';
-import { ErrorResponse } from '../../api/views.js';
+import { ErrorResponse, EventView } from '../../api/views.js';
 
 /** For the OpenAPI document: each event type with its payload schema, built from the catalogue. */
 const DocumentedEvent = Type.Union(
@@ -27,7 +33,36 @@ const DocumentedEvent = Type.Union(
   ),
 );
 
-const IngestBody = Type.Object({ events: Type.Array(DocumentedEvent) });
+/** A plugin's own type (`<plugin>.<name>`): stored as it came, whether or not the server knows the plugin. */
+const DocumentedPluginEvent = Type.Object(
+  {
+    id: EventEnvelope.properties.id,
+    type: Type.String({
+      pattern: pluginEventTypePattern,
+      description: "A plugin's own type: `<plugin>.<name>`.",
+    }),
+    sessionId: EventEnvelope.properties.sessionId,
+    timestamp: EventEnvelope.properties.timestamp,
+    sequence: EventEnvelope.properties.sequence,
+    payload: Type.Record(AnyKey(), Type.Unknown()),
+  },
+  { additionalProperties: false },
+);
+
+const IngestBody = Type.Object({ events: Type.Array(Type.Union([DocumentedEvent, DocumentedPluginEvent])) });
+
+const EnvironmentEventsQuery = Type.Object({
+  type: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 127,
+      description:
+        "Only events of this type: a core type (`namespaceStatus`) or a plugin's (`buckets.bucketCreated`).",
+    }),
+  ),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
+});
+const EnvironmentEventsResponse = Type.Object({ items: Type.Array(EventView) });
 const IngestResponse = Type.Object({
   accepted: Type.Integer({ description: 'Events stored by this request.' }),
   duplicates: Type.Integer({
@@ -36,6 +71,33 @@ const IngestResponse = Type.Object({
 });
 
 export function registerEventRoutes(app: App, services: ServerServices): void {
+  app.get(
+    '/api/v1/environments/:id/events',
+    {
+      config: { permission: 'read' },
+      schema: {
+        operationId: 'listEnvironmentEvents',
+        summary: "An environment's events, newest first, with their payloads; filtered by type",
+        tags: ['events'],
+        params: Type.Object({ id: Type.String() }),
+        querystring: EnvironmentEventsQuery,
+        response: {
+          200: EnvironmentEventsResponse,
+          400: ErrorResponse,
+          401: ErrorResponse,
+          403: ErrorResponse,
+          404: ErrorResponse,
+        },
+      },
+    },
+    async (request) => {
+      const env = await visibleEnvironment(services, request.params.id, request.principal);
+      const { type, limit } = request.query;
+      const events = await services.environments.timeline(env.id, limit ?? 100, type);
+      return { items: events.map(eventView) };
+    },
+  );
+
   app.post(
     '/api/v1/events',
     {

@@ -13,7 +13,7 @@ import { sha256Hex } from '../../hash.js';
 import { schemaCheck, schemaProblems } from '../../schema-check.js';
 import { TendError } from '../../errors.js';
 import { ErrorResponse } from '../../api/views.js';
-import { storableProblem } from '../db/storable.js';
+import { storableProblem } from '../../storable.js';
 import type { App, ServerServices } from '../services.js';
 
 /** GitHub caps payloads at 25 MB; a pull_request delivery is tens of KiB. */

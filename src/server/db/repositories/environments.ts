@@ -14,7 +14,7 @@ import type {
   Resource,
   Session,
 } from '../schema.js';
-import { textProblem } from '../storable.js';
+import { textProblem } from '../../../storable.js';
 import { inVisibleProjects, type VisibleProjects } from '../visible-projects.js';
 
 export interface EnvironmentFilter {
@@ -154,16 +154,11 @@ export class EnvironmentRepository {
       .execute();
   }
 
-  /** The environment's events, newest first (server receive time). */
-  async timeline(environmentId: string, limit = 100): Promise<TimelineEntry[]> {
-    const rows = await this.reader
-      .selectFrom('events')
-      .selectAll()
-      .where('environment_id', '=', environmentId)
-      .orderBy('received_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(limit)
-      .execute();
+  /** The environment's events, newest first (server receive time); only those of `type` when given. */
+  async timeline(environmentId: string, limit = 100, type?: string): Promise<TimelineEntry[]> {
+    let query = this.reader.selectFrom('events').selectAll().where('environment_id', '=', environmentId);
+    if (type !== undefined) query = query.where('type', '=', type);
+    const rows = await query.orderBy('received_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
     return rows.map((r) => ({
       id: r.id,
       type: r.type,

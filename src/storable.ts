@@ -6,7 +6,7 @@
  * nested at most `maxNestingDepth` levels (checked before anything recurses into them), and
  * finite numbers (`limit=Infinity` passes the schema's coercion).
  */
-import { pointerSegment } from '../../schema-check.js';
+import { pointerSegment } from './schema-check.js';
 
 /** Deepest nesting of objects and arrays in one event (the envelope, payload and detail take 3). */
 export const maxNestingDepth = 32;
