@@ -6,6 +6,7 @@
  */
 import path from 'node:path';
 import {
+  actionTemplateContext,
   createTemplateContext,
   parseVarFlags,
   resolveActionSpec,
@@ -263,6 +264,10 @@ export function startSession(
     providers: opened.providers,
     environment: opened.environment,
     templateContext: opened.templateContext,
+    actionTemplateContext: (ref) => {
+      const action = opened.actions.find((a) => a.ref === ref);
+      return action && actionTemplateContext(action, opened.templateContext);
+    },
     projectRoot: opened.project.root,
     tendDir: opened.tendDir,
     user: opened.user,

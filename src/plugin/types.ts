@@ -215,6 +215,8 @@ export interface TemplateOptions {
   location: SourceLocation;
   /** `actions.<kind>.<name>.outputs.*`: usually the action's `dependencyOutputs`. */
   dependencyOutputs?: Record<string, Outputs>;
+  /** The action whose file this is: its own variables (and a ConfigTemplate's inputs) are seen too. */
+  actionRef?: string;
 }
 
 /** An action as its handlers see it: configuration resolved, version computed. */

@@ -41,6 +41,8 @@ export interface RouterOptions {
   environment: EnvironmentInfo;
   /** The environment's template context (config/environment.ts), for `ctx.resolveTemplates`. */
   templateContext: TemplateContext;
+  /** An action's own template context (its variables, a ConfigTemplate's inputs), by reference. */
+  actionTemplateContext?: (ref: string) => TemplateContext | undefined;
   projectRoot: string;
   tendDir: string;
   user: string;
@@ -212,10 +214,13 @@ export class Router {
       user: o.user,
       hostId: o.hostId,
       ...(o.cluster ? { cluster: o.cluster } : {}),
-      resolveTemplates: (value, { location, dependencyOutputs }) =>
+      resolveTemplates: (value, { location, dependencyOutputs, actionRef }) =>
         resolveTemplates(
           value,
-          { ...o.templateContext, actions: actionOutputsContext(dependencyOutputs ?? {}) },
+          {
+            ...((actionRef !== undefined && o.actionTemplateContext?.(actionRef)) || o.templateContext),
+            actions: actionOutputsContext(dependencyOutputs ?? {}),
+          },
           () => location,
         ),
       // The same namespace-tracking client the kubernetes plugin uses, for every plugin; loaded

@@ -138,6 +138,7 @@ function parseManifests(
       ? ctx.resolveTemplates(value, {
           location: { file: path.relative(ctx.projectRoot, file), line: 1, column: 1 },
           dependencyOutputs: action.dependencyOutputs,
+          actionRef: action.ref,
         })
       : value;
     out.push({

@@ -84,9 +84,13 @@ export function validateObject(rt: ResourceType, obj: KObject, old?: KObject): v
       });
     }
   }
-  if (rt.kind === 'Pod') causes.push(...resourceProblems(obj.spec, 'spec'));
+  if (rt.kind === 'Pod')
+    causes.push(...resourceProblems(obj.spec, 'spec'), ...containerListProblems(obj.spec, 'spec'));
   if (['Deployment', 'ReplicaSet', 'StatefulSet', 'DaemonSet', 'Job'].includes(rt.kind))
-    causes.push(...resourceProblems(obj.spec?.template?.spec, 'spec.template.spec'));
+    causes.push(
+      ...resourceProblems(obj.spec?.template?.spec, 'spec.template.spec'),
+      ...containerListProblems(obj.spec?.template?.spec, 'spec.template.spec'),
+    );
   if (['Deployment', 'ReplicaSet', 'StatefulSet', 'DaemonSet'].includes(rt.kind)) {
     const sel = obj.spec?.selector;
     if (!sel)
@@ -135,6 +139,31 @@ let nextClusterIp = 10;
 function allocClusterIp(): string {
   const n = nextClusterIp++;
   return `10.96.${(n >> 8) & 255}.${n & 255}`;
+}
+
+/**
+ * A container's list fields given as something else (a JSON string a template made, a mapping):
+ * the API server cannot decode them and refuses the object, as here.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function containerListProblems(spec: any, at: string): StatusCause[] {
+  const causes: StatusCause[] = [];
+  for (const key of ['containers', 'initContainers'] as const) {
+    const containers: unknown = spec?.[key];
+    if (!Array.isArray(containers)) continue;
+    containers.forEach((c: Record<string, unknown> | null, i: number) => {
+      for (const field of ['env', 'envFrom', 'ports', 'volumeMounts', 'command', 'args']) {
+        const value = c?.[field];
+        if (value !== undefined && value !== null && !Array.isArray(value))
+          causes.push({
+            reason: 'FieldValueInvalid',
+            field: `${at}.${key}[${i}].${field}`,
+            message: `Invalid value: ${JSON.stringify(value).slice(0, 80)}: must be a list`,
+          });
+      }
+    });
+  }
+  return causes;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -145,6 +145,29 @@ describe('object metadata and Status errors', () => {
     expect(dotted.status).toBe(201);
   });
 
+  it('422 Invalid for a container list given as text (a JSON string from a template): refused, the simulator keeps serving', async () => {
+    const deployment = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'env-as-text' },
+      spec: {
+        selector: { matchLabels: { app: 'e' } },
+        template: {
+          metadata: { labels: { app: 'e' } },
+          spec: { containers: [{ name: 'c', image: 'busybox', env: '[{"name":"A","value":"1"}]' }] },
+        },
+      },
+    };
+    const bad = await call(sim, 'POST', '/apis/apps/v1/namespaces/t/deployments', deployment);
+    expect(bad.status).toBe(422);
+    expect(bad.json.details.causes[0]).toMatchObject({ field: 'spec.template.spec.containers[0].env' });
+    const listed = await call(sim, 'GET', '/apis/apps/v1/namespaces/t/deployments');
+    expect(listed.status).toBe(200);
+    expect(listed.json.items.map((d: { metadata: { name: string } }) => d.metadata.name)).not.toContain(
+      'env-as-text',
+    );
+  });
+
   it('403 Forbidden when creating in a terminating namespace, then the namespace is gone', async () => {
     await call(sim, 'POST', '/api/v1/namespaces', ns('doomed'));
     await call(sim, 'POST', '/api/v1/namespaces/doomed/configmaps', cm('inside'));
