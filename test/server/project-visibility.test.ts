@@ -201,6 +201,25 @@ describe.each(dialects)('what each principal sees, on %s', (dialect) => {
     expect((await page(cookie, `/environments/${ids.gamma.live}`)).status).toBe(200);
   });
 
+  it('a page asked for a project the person cannot see shows nothing of it, nor of any other', async () => {
+    const cookie = await signedIn(['alpha-devs', 'beta-viewers']);
+    const own = await page(cookie, '/savings?project=alpha');
+    expect(own.status).toBe(200);
+    expect(projectsOn(own.body)).toEqual(['alpha']);
+    const savings = await page(cookie, '/savings?project=gamma');
+    expect(savings.status).toBe(403);
+    expect(projectsOn(savings.body)).toEqual([]);
+    // The list and its chart, narrowed to a project not visible: empty, not every project.
+    const list = await page(cookie, '/?project=gamma');
+    expect(list.status).toBe(200);
+    expect(projectsOn(list.body)).toEqual([]);
+    expect(countsOf(list.body).all ?? 0).toBe(0);
+    expect(list.body).toContain('projects (none)');
+    expect(list.body).not.toMatch(/\d{4}-\d{2}-\d{2} [a-z]+: [1-9]/);
+    // Narrowed to a project it sees, the chart counts that project's environments.
+    expect((await page(cookie, '/?project=alpha')).body).toMatch(/\d{4}-\d{2}-\d{2} [a-z]+: [1-9]/);
+  });
+
   it('a person with no role sees nothing: the page saying whom to ask, on every page', async () => {
     const cookie = await signedIn(['interns']);
     for (const url of ['/', '/savings', '/cleanup', `/environments/${ids.alpha.live}`]) {
