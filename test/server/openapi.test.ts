@@ -280,6 +280,25 @@ describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
       { method: 'GET', path: id, url: `/api/v1/environments/${envId}`, token: 'ingest', status: 403 },
       { method: 'GET', path: id, url: '/api/v1/environments/nope', token: 'read', status: 404 },
       ...changes,
+      ...((): Case[] => {
+        const path = `${id}/events`;
+        const url = `/api/v1/environments/${envId}/events`;
+        return [
+          { method: 'GET', path, url, token: 'read', status: 200 },
+          {
+            method: 'GET',
+            path,
+            url: `${url}?type=buckets.bucketCreated&limit=5`,
+            token: 'read',
+            status: 200,
+          },
+          { method: 'GET', path, url: `${url}?limit=Infinity`, token: 'read', status: 400 },
+          { method: 'GET', path, url: '/api/v1/environments/a%00b/events', token: 'read', status: 400 },
+          { method: 'GET', path, url, status: 401 },
+          { method: 'GET', path, url, token: 'ingest', status: 403 },
+          { method: 'GET', path, url: '/api/v1/environments/nope/events', token: 'read', status: 404 },
+        ];
+      })(),
       { method: 'GET', path: '/api/v1/audit', token: 'read', status: 200 },
       { method: 'GET', path: '/api/v1/audit', url: '/api/v1/audit?limit=0', token: 'read', status: 400 },
       { method: 'GET', path: '/api/v1/audit', status: 401 },
