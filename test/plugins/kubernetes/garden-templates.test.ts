@@ -147,11 +147,15 @@ describe("Garden's examples with templates and patches", () => {
     ]);
   });
 
-  it('k8s-deploy-config-templates and k8s-deploy-patch-resources: only the container Deploy (db) is left', async () => {
+  it('k8s-deploy-config-templates and k8s-deploy-patch-resources: valid as they are, their container db included', async () => {
     for (const name of ['k8s-deploy-config-templates', 'k8s-deploy-patch-resources']) {
-      const errors = await validateErrors(copyGardenExample(name));
-      expect(errors.map((e) => e.split(' ').slice(0, 2).join(' '))).toEqual([
-        'TEND_CONFIG_UNSUPPORTED db/garden.yml:3',
+      const validated = await validateCommand({ root: copyGardenExample(name), var: [] });
+      expect(validated.exitCode, name).toBe(0);
+      const deploys = validated.data.actions.filter((a) => a.ref.startsWith('deploy.'));
+      expect(deploys.map((a) => `${a.ref} ${a.type}`).sort(), name).toEqual([
+        'deploy.api kubernetes',
+        'deploy.postgres container',
+        'deploy.web kubernetes',
       ]);
     }
   });
