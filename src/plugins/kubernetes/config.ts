@@ -376,17 +376,28 @@ const HealthCheck = Type.Object(
     httpGet: Type.Optional(
       Type.Object(
         {
-          path: Type.String({ minLength: 1 }),
+          path: Type.String({ minLength: 1, description: 'the path asked, e.g. /health' }),
           port: PortName,
-          scheme: Type.Optional(Type.Union([Type.Literal('HTTP'), Type.Literal('HTTPS')])),
+          scheme: Type.Optional(
+            Type.Union([Type.Literal('HTTP'), Type.Literal('HTTPS')], { description: 'default HTTP' }),
+          ),
         },
-        { additionalProperties: false },
+        { additionalProperties: false, description: 'ready when an HTTP GET answers 2xx or 3xx' },
       ),
     ),
-    command: Type.Optional(Type.Array(Type.Union([Type.String(), Type.Number()]), { minItems: 1 })),
+    command: Type.Optional(
+      Type.Array(Type.Union([Type.String(), Type.Number()]), {
+        minItems: 1,
+        description: 'ready when this command exits 0 in the container',
+      }),
+    ),
     tcpPort: Type.Optional(PortName),
-    readinessTimeoutSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400 })),
-    livenessTimeoutSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400 })),
+    readinessTimeoutSeconds: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 86_400, description: "the readiness probe's timeout (default 3)" }),
+    ),
+    livenessTimeoutSeconds: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 86_400, description: "the liveness probe's timeout (default 3)" }),
+    ),
   },
   {
     additionalProperties: false,
@@ -403,7 +414,7 @@ const Range = (unit: string) =>
         Type.Union([Type.Number({ minimum: 0 }), Type.Null()], { description: `limit in ${unit}` }),
       ),
     },
-    { additionalProperties: false },
+    { additionalProperties: false, description: `${unit}: the request (min) and the limit (max)` },
   );
 
 export const ContainerDeploySpec = Type.Object(
@@ -451,7 +462,7 @@ export const ContainerDeploySpec = Type.Object(
             Type.Number({ minimum: 0, description: 'megabytes (older name of memory.max)' }),
           ),
         },
-        { additionalProperties: false },
+        { additionalProperties: false, description: "Garden's older limits (cpu.max, memory.max win)" },
       ),
     ),
     replicas: Type.Optional(Type.Integer({ minimum: 0, description: 'default 1' })),

@@ -47,6 +47,37 @@ kind: Run
 type: kubernetes-pod
 name: r
 spec: { image: alpine, command: [sh, -c, "echo ok"] }
+---
+kind: Deploy
+type: container
+name: c
+spec: { image: alpine, ports: [{ name: http, containerPort: 80 }] }
+---
+kind: Test
+type: kubernetes-exec
+name: x
+spec: { resource: { kind: Deployment, name: c }, command: [echo, ok] }
+---
+kind: Run
+type: kubernetes-exec
+name: xr
+spec: { resource: { kind: Deployment, name: c }, command: [echo, ok] }
+---
+# No helm binary here: these fail (TEND_TOOL_NOT_FOUND) before any call to the cluster.
+kind: Deploy
+type: helm
+name: h
+spec: { chart: { path: chart } }
+---
+kind: Test
+type: helm-pod
+name: hp
+spec: { chart: { path: chart }, resource: { kind: Deployment, name: h }, command: [echo, ok] }
+---
+kind: Run
+type: helm-pod
+name: hpr
+spec: { chart: { path: chart }, resource: { kind: Deployment, name: h }, command: [echo, ok] }
 `,
     Dockerfile: 'FROM alpine\n',
   };
@@ -206,6 +237,80 @@ export const kubernetesContract: PluginContract = {
       action: 'run.r',
       given: 'prepared',
       expect: [app('ready', 'observed')],
+    },
+    // A container Deploy goes the kubernetes Deploy's way: its Deployment and Service.
+    { handler: 'Deploy.container.deploy', action: 'deploy.c', given: 'fresh', expect: created },
+    {
+      handler: 'Deploy.container.getStatus',
+      action: 'deploy.c',
+      given: 'fresh',
+      expect: [app('missing', 'observed')],
+    },
+    {
+      handler: 'Deploy.container.delete',
+      action: 'deploy.c',
+      given: 'prepared',
+      expect: [app('ready', 'observed')],
+    },
+    {
+      handler: 'Deploy.container.getLogs',
+      action: 'deploy.c',
+      given: 'prepared',
+      expect: [app('ready', 'observed')],
+    },
+    // kubernetes-exec reads the workload where it runs: the app namespace, observed.
+    {
+      handler: 'Test.kubernetes-exec.run',
+      action: 'test.x',
+      given: 'prepared',
+      expect: [app('ready', 'observed')],
+    },
+    {
+      handler: 'Test.kubernetes-exec.getResult',
+      action: 'test.x',
+      given: 'fresh',
+      expect: [app('missing', 'observed')],
+    },
+    {
+      handler: 'Run.kubernetes-exec.run',
+      action: 'run.xr',
+      given: 'prepared',
+      expect: [app('ready', 'observed')],
+    },
+    {
+      handler: 'Run.kubernetes-exec.getResult',
+      action: 'run.xr',
+      given: 'fresh',
+      expect: [app('missing', 'observed')],
+    },
+    // Without helm: deploy fails before any call; the others observe the namespace first (and a
+    // helm-pod run prepares it, recorded), then fail on the missing tool.
+    { handler: 'Deploy.helm.deploy', action: 'deploy.h', given: 'fresh', expect: [] },
+    {
+      handler: 'Deploy.helm.getStatus',
+      action: 'deploy.h',
+      given: 'fresh',
+      expect: [app('missing', 'observed')],
+    },
+    {
+      handler: 'Deploy.helm.delete',
+      action: 'deploy.h',
+      given: 'prepared',
+      expect: [app('ready', 'observed')],
+    },
+    { handler: 'Test.helm-pod.run', action: 'test.hp', given: 'fresh', expect: created },
+    {
+      handler: 'Test.helm-pod.getResult',
+      action: 'test.hp',
+      given: 'fresh',
+      expect: [app('missing', 'observed')],
+    },
+    { handler: 'Run.helm-pod.run', action: 'run.hpr', given: 'fresh', expect: created },
+    {
+      handler: 'Run.helm-pod.getResult',
+      action: 'run.hpr',
+      given: 'fresh',
+      expect: [app('missing', 'observed')],
     },
   ],
 };
