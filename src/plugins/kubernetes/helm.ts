@@ -107,14 +107,7 @@ export async function renderChart(
   ];
   const values = stringify(action.spec.values ?? {});
   const key = JSON.stringify([program, args, values]);
-  let rendering = helmRenderings.get(key);
-  if (!rendering) {
-    rendering = runHelm(ctx, action, program, args, values);
-    helmRenderings.set(key, rendering);
-    // A failure is not kept: the next call says it again, or succeeds once the chart is fixed.
-    rendering.catch(() => helmRenderings.delete(key));
-  }
-  return rendering;
+  return helmRenderings.get(key, () => runHelm(ctx, action, program, args, values));
 }
 
 /** Runs `helm template` with the spec's values in a file of their own (the last `--values`: they win). */

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { builtinModule } from '../../builtin-module.js';
 import { TendError } from '../../errors.js';
 import type { KustomizeSpec } from './config.js';
+import { kustomizeRenderings } from './memo.js';
 
 /** A rendering that takes longer is stopped: a remote base that cannot be fetched must not hang every command. */
 const renderTimeoutMs = 300_000;
@@ -18,17 +19,6 @@ const maxOutputBytes = 256 * 1024 * 1024;
 const maxMessageChars = 4000;
 
 const childProcess = () => builtinModule<typeof childProcesses>('node:child_process');
-
-/**
- * Renderings of this command, by program, directory and arguments: the version, the status and
- * the deploy of an action read the same rendering instead of running kustomize for each.
- */
-const renderings = new Map<string, Promise<string>>();
-
-/** Forgets the renderings: a new command (or a watch round) renders its kustomizations again. */
-export function forgetKustomizeRenderings(): void {
-  renderings.clear();
-}
 
 /** An executable file named `name` in a directory of PATH. */
 export function onPath(name: string): string | undefined {
@@ -119,14 +109,8 @@ export async function renderKustomization(
     );
   }
   const key = JSON.stringify([command.program, dir, sourceDir, kustomize.extraArgs ?? []]);
-  let rendering = renderings.get(key);
-  if (!rendering) {
-    rendering = runKustomize(command, dir, sourceDir, kustomize, options);
-    renderings.set(key, rendering);
-    // A failure is not kept: the next call says it again, or succeeds once the files are fixed.
-    rendering.catch(() => renderings.delete(key));
-  }
-  return rendering;
+  // The version, the status and the deploy of an action read one rendering (memo.ts).
+  return kustomizeRenderings.get(key, () => runKustomize(command, dir, sourceDir, kustomize, options));
 }
 
 function runKustomize(
