@@ -8,9 +8,8 @@ import { writeResult } from '../../plugin/results.js';
 import type { ActionHandlerParams, PluginContext, RunResult } from '../../plugin/types.js';
 import type { KubernetesExecSpec } from './config.js';
 import { clientFor } from './provider.js';
+import { outputTail } from './pods.js';
 import { runningPod } from './workload-pods.js';
-
-const tailLines = 20;
 
 export async function run(
   ctx: PluginContext,
@@ -21,12 +20,8 @@ export async function run(
   const spec = action.spec;
   const timeoutMs = spec.timeout !== undefined ? spec.timeout * 1000 : (action.timeoutMs ?? 600_000);
   const { pod, container } = await runningPod(client, namespace, action, spec.resource);
-  const tail: string[] = [];
-  const onLine = (stream: 'stdout' | 'stderr') => (line: string) => {
-    tail.push(line);
-    if (tail.length > tailLines) tail.shift();
-    ctx.log.output(stream, line);
-  };
+  const tail = outputTail(ctx);
+  const onLine = tail.onLine;
   const started = performance.now();
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<never>((_, reject) => {
@@ -36,7 +31,7 @@ export async function run(
           new TendError(
             'TEND_K8S_TIMEOUT',
             `${action.ref}: \`${spec.command.join(' ')}\` in pod ${pod} did not finish in ${timeoutMs} ms`,
-            { actionRef: action.ref, detail: { namespace, pod, log: tail.join('\n') } },
+            { actionRef: action.ref, detail: { namespace, pod, log: tail.text() } },
           ),
         ),
       timeoutMs,
@@ -66,7 +61,7 @@ export async function run(
     outputs: {},
     exitCode,
     durationMs: Math.round(performance.now() - started),
-    log: tail.join('\n'),
+    log: tail.text(),
     detail: { pod, container, namespace },
   };
 }

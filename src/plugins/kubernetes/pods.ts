@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../../hash.js';
 import { setTimeout as delay } from 'node:timers/promises';
 import { TendError } from '../../errors.js';
+import type { PluginContext } from '../../plugin/types.js';
 import type { KubeClient, V1Pod } from './client/index.js';
 
 /** A DNS-1123 label: `<prefix>-<name>-<random>`, at most 63 characters. */
@@ -132,4 +133,23 @@ export async function waitForExit(
     }
     interval = await poll(interval, options.signal, options.what);
   }
+}
+
+/**
+ * A pod's output as it comes: each line a `log` event, the last 20 kept for the result's `log`
+ * and for errors.
+ */
+export function outputTail(ctx: PluginContext): {
+  onLine: (stream: 'stdout' | 'stderr') => (line: string) => void;
+  text: () => string;
+} {
+  const lines: string[] = [];
+  return {
+    onLine: (stream) => (line) => {
+      lines.push(line);
+      if (lines.length > 20) lines.shift();
+      ctx.log.output(stream, line);
+    },
+    text: () => lines.join('\n'),
+  };
 }

@@ -17,7 +17,7 @@ import type {
 import { labels, type KubeClient, type V1Pod } from './client/index.js';
 import type { KubernetesPodSpec } from './config.js';
 import { loadChartManifests, type ChartSpec } from './helm.js';
-import { actionLabel, podName, waitForExit, waitForStart } from './pods.js';
+import { actionLabel, outputTail, podName, waitForExit, waitForStart } from './pods.js';
 import { clientFor } from './provider.js';
 import {
   findInManifests,
@@ -26,8 +26,6 @@ import {
   runPodSpec,
   type PodSpecObject,
 } from './workload-pods.js';
-
-const tailLines = 20;
 
 export async function getResult(
   ctx: PluginContext,
@@ -118,12 +116,8 @@ export async function run(
   const what = `${action.kind.toLowerCase()} pod for ${action.ref}`;
   const started = performance.now();
   const deadline = Date.now() + timeoutMs;
-  const tail: string[] = [];
-  const onLine = (line: string) => {
-    tail.push(line);
-    if (tail.length > tailLines) tail.shift();
-    ctx.log.output('stdout', line);
-  };
+  const tail = outputTail(ctx);
+  const onLine = tail.onLine('stdout');
   const env = Object.entries({
     TEND_PROJECT: ctx.environment.project,
     TEND_ENVIRONMENT: ctx.environment.name,
@@ -166,7 +160,7 @@ export async function run(
           'TEND_K8S_TIMEOUT',
           `${what} timed out after ${timeoutMs} ms; pod ${name} removed`,
           {
-            detail: { log: tail.join('\n') },
+            detail: { log: tail.text() },
           },
         );
       }
@@ -189,7 +183,7 @@ export async function run(
         exitCode: 0,
       });
     }
-    return { outputs: {}, exitCode, durationMs, log: tail.join('\n'), detail: { pod: name, namespace } };
+    return { outputs: {}, exitCode, durationMs, log: tail.text(), detail: { pod: name, namespace } };
   } finally {
     await client.pods.remove(namespace, name).catch((error: unknown) => {
       ctx.log.warn(`could not remove pod ${name} in ${namespace}: ${(error as Error).message}`);
