@@ -83,6 +83,51 @@ describe('plugin registration', () => {
       },
       /Build "versionInputs" of action type "noop" is not a function/,
     ],
+    [
+      "an event type in another plugin's namespace",
+      (p: PluginDefinition) =>
+        ({
+          ...p,
+          eventTypes: [{ name: 'buckets.created', payloadSchema: { type: 'object' }, streamed: true }],
+        }) as unknown as PluginDefinition,
+      /in the namespace of plugin "buckets"/,
+    ],
+    [
+      "an event type without its plugin's namespace",
+      (p: PluginDefinition) =>
+        ({
+          ...p,
+          eventTypes: [{ name: 'created', payloadSchema: { type: 'object' }, streamed: true }],
+        }) as unknown as PluginDefinition,
+      /must be "noop.<name>"/,
+    ],
+    [
+      "a core event type's name",
+      (p: PluginDefinition) =>
+        ({
+          ...p,
+          eventTypes: [{ name: 'namespaceStatus', payloadSchema: { type: 'object' }, streamed: true }],
+        }) as unknown as PluginDefinition,
+      /core event type/,
+    ],
+    [
+      'an event type name with a NUL',
+      (p: PluginDefinition) =>
+        ({
+          ...p,
+          eventTypes: [{ name: 'noop.a\u0000b', payloadSchema: { type: 'object' }, streamed: true }],
+        }) as unknown as PluginDefinition,
+      /event type/,
+    ],
+    [
+      'an event type name with a lone surrogate',
+      (p: PluginDefinition) =>
+        ({
+          ...p,
+          eventTypes: [{ name: 'noop.a\ud800', payloadSchema: { type: 'object' }, streamed: true }],
+        }) as unknown as PluginDefinition,
+      /event type/,
+    ],
   ])('rejects %s with a coded error naming the plugin', (_what, change, message) => {
     const error = (() => {
       try {
