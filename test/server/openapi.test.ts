@@ -293,6 +293,7 @@ describe.each(dialects)('the OpenAPI document on %s', (dialect) => {
             status: 200,
           },
           { method: 'GET', path, url: `${url}?limit=Infinity`, token: 'read', status: 400 },
+          { method: 'GET', path, url: `${url}?type=a%00b`, token: 'read', status: 400 },
           { method: 'GET', path, url: '/api/v1/environments/a%00b/events', token: 'read', status: 400 },
           { method: 'GET', path, url, status: 401 },
           { method: 'GET', path, url, token: 'ingest', status: 403 },
