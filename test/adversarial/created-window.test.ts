@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TendEvent } from '../../src/events/catalog.js';
 import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
+import { deliveryGraceMs } from '../../src/server/registry/ingest.js';
 import { removeProjects } from '../helpers/project.js';
 import { dialects, newId, postEvents } from '../server/helpers.js';
 import { recordedStreamedEvents } from '../stream/helpers.js';
@@ -153,5 +154,47 @@ describe.each(dialects)('a claim of creation the cluster contradicts, on %s', (d
     await s.cleanupRound();
     await s.cleanupRound();
     expect(s.namespaceExists('replayed-dev')).toBe(false);
+  });
+  it('a claim that reaches the server after an inventory listed its new namespace unrecorded keeps its ownership', async () => {
+    // The command created the namespace; an inventory ran before its events arrived (a busy
+    // machine, a slow network): the namespace was listed unrecorded a few seconds after creation.
+    const startedAt = new Date(Date.now() + advanced - 5_000);
+    const uid = kubectlNamespace('delayed-dev', 'delayed');
+    advance(20_000);
+    await s.cleanupRound();
+    const listed = await s.server.database.db
+      .selectFrom('cleanup_inventory_items')
+      .select('recorded')
+      .where('namespace_name', '=', 'delayed-dev')
+      .executeTakeFirstOrThrow();
+    expect(Number(listed.recorded)).toBe(0);
+    advance(20_000);
+    const late = claim('delayed', 'delayed-dev', uid, startedAt);
+    expect((await postEvents(s.server, late, await ingestToken('delayed'))).statusCode).toBe(200);
+    expect(await ownershipOf('delayed-dev')).toBe('owned');
+
+    await s.enforce('delayed');
+    advance(2 * hour);
+    await s.cleanupRound();
+    await s.cleanupRound();
+    expect(s.namespaceExists('delayed-dev')).toBe(false);
+  });
+
+  it('a namespace an inventory listed unrecorded when it was older than the delivery grace is never claimed', async () => {
+    const startedAt = new Date(Date.now() + advanced - 5_000);
+    const uid = kubectlNamespace('listed-dev', 'listed');
+    advance(deliveryGraceMs + minute);
+    await s.cleanupRound();
+    // The claim's session window holds (it started before the cluster created the namespace):
+    // only the inventory's sighting contradicts it.
+    const forged = claim('listed', 'listed-dev', uid, startedAt);
+    expect((await postEvents(s.server, forged, await ingestToken('listed'))).statusCode).toBe(200);
+    expect(await ownershipOf('listed-dev')).toBe('adopted');
+
+    await s.enforce('listed');
+    advance(2 * hour);
+    await s.cleanupRound();
+    await s.cleanupRound();
+    expect(s.namespaceExists('listed-dev')).toBe(true);
   });
 });

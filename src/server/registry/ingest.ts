@@ -51,6 +51,7 @@ import {
   storedEventIds,
   type EnvironmentRow,
   type ResourceIdentity,
+  type UidRecord,
 } from '../db/repositories/registry.js';
 import type { Database, Resource } from '../db/schema.js';
 import { targetKey } from '../../cleanup/targets.js';
@@ -92,6 +93,22 @@ class AllStored extends Error {}
 
 /** PostgreSQL errors after which the whole batch can simply be retried. */
 const retryableCodes = new Set(['40001', '40P01', '23505']);
+
+/**
+ * How long a namespace may be listed unrecorded by an inventory and still be claimed as created
+ * by tend. A command's events reach the server a moment after it creates its namespace (longer on
+ * a busy machine), and an inventory taken in between lists it unrecorded; that sighting would
+ * otherwise turn every such namespace adopted. A namespace seen unrecorded when already older
+ * than this existed before any claim that arrives now: the claim is disputed. Within the grace a
+ * forged claim proves nothing the claiming session's window (checked again by the planner and
+ * the executor against the cluster's creationTimestamp) does not already bound.
+ */
+export const deliveryGraceMs = 5 * 60_000;
+
+/** Whether an inventory listed this unrecorded namespace when it was older than the grace (or of unknown age). */
+function listedUnrecordedTooLong(r: UidRecord): boolean {
+  return r.unrecordedAtAgeMs === undefined || !(r.unrecordedAtAgeMs < deliveryGraceMs);
+}
 
 export async function ingestEvents(
   db: Kysely<Database>,
@@ -198,14 +215,16 @@ async function applyBatch(
   for (const { row, touch } of withNamespaces) {
     const own = resources.get(row.id) ?? new ResourceSet();
     // The same namespace (name and uid; on the same target for a resource) recorded before by
-    // another environment's record, or listed unrecorded by an inventory: it existed before.
+    // another environment's record, or listed unrecorded by an inventory once it was older than
+    // the delivery grace: it existed before.
     const disputed = (p: NamespaceStatusPayload) =>
       recorded.some(
         (r) =>
           r.uid === p.namespaceUid &&
           r.namespaceName === p.namespaceName &&
-          (r.environmentId === undefined ||
-            (r.environmentId !== row.id && r.targetKey === targetKey(p.target))),
+          (r.environmentId === undefined
+            ? listedUnrecordedTooLong(r)
+            : r.environmentId !== row.id && r.targetKey === targetKey(p.target)),
       );
     for (const { event, activity } of touch.namespaceEvents) {
       // The claiming session's start, by its own clock: from this batch's sessionStarted, or stored.

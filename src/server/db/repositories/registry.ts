@@ -96,6 +96,12 @@ export interface UidRecord {
   targetKey?: string;
   /** The environment whose record holds it; undefined for an unrecorded inventory item. */
   environmentId?: string;
+  /**
+   * For an unrecorded inventory item: how old the namespace was (its creationTimestamp to the
+   * server's receipt of the inventory) when an inventory last listed it unrecorded; undefined when
+   * the inventory did not say when it was created.
+   */
+  unrecordedAtAgeMs?: number;
 }
 
 /**
@@ -111,12 +117,13 @@ export async function uidRecords(q: BulkStatements, uids: string[]): Promise<Uid
     target_key: string;
     environment_id: string;
   }>('namespace_uid, namespace_name, target_key, environment_id', 'resources', 'namespace_uid', uids);
-  const unrecorded = await q.selectIn<{ uid: string; namespace_name: string; recorded: number }>(
-    'uid, namespace_name, recorded',
-    'cleanup_inventory_items',
-    'uid',
-    uids,
-  );
+  const unrecorded = await q.selectIn<{
+    uid: string;
+    namespace_name: string;
+    recorded: number;
+    created_at: string | null;
+    seen_at: string;
+  }>('uid, namespace_name, recorded, created_at, seen_at', 'cleanup_inventory_items', 'uid', uids);
   return [
     ...resources.map((r) => ({
       uid: r.namespace_uid,
@@ -126,7 +133,12 @@ export async function uidRecords(q: BulkStatements, uids: string[]): Promise<Uid
     })),
     ...unrecorded
       .filter((r) => Number(r.recorded) === 0)
-      .map((r) => ({ uid: r.uid, namespaceName: r.namespace_name })),
+      .map((r) => ({
+        uid: r.uid,
+        namespaceName: r.namespace_name,
+        unrecordedAtAgeMs:
+          r.created_at === null ? undefined : Date.parse(r.seen_at) - Date.parse(r.created_at),
+      })),
   ];
 }
 
