@@ -9,6 +9,7 @@ import {
   actionTemplateContext,
   createTemplateContext,
   parseVarFlags,
+  providersOf,
   resolveActionSpec,
   resolveProviderConfig,
   selectEnvironment,
@@ -123,17 +124,15 @@ export async function openProject(
   const secrets = await loadSecrets(project, selected.name, reads);
   if (secrets) templateContext.secrets = secrets;
   const byName = new Map(plugins.map((p) => [p.name, p]));
-  const providers: ProviderRuntime[] = project.providers
-    .filter((entry) => !entry.environments || entry.environments.includes(selected.name))
-    .map((entry) => {
-      const plugin = byName.get(entry.name);
-      if (!plugin) {
-        throw new TendError('TEND_PROVIDER_NOT_FOUND', `unknown provider "${entry.name}"`, {
-          location: entry.location,
-        });
-      }
-      return { name: entry.name, plugin, config: resolveProviderConfig(entry, templateContext) };
-    });
+  const providers: ProviderRuntime[] = providersOf(project, selected.name).map((entry) => {
+    const plugin = byName.get(entry.name);
+    if (!plugin) {
+      throw new TendError('TEND_PROVIDER_NOT_FOUND', `unknown provider "${entry.name}"`, {
+        location: entry.location,
+      });
+    }
+    return { name: entry.name, plugin, config: resolveProviderConfig(entry, templateContext) };
+  });
   const opened: OpenedProject = {
     project,
     actions,

@@ -8,7 +8,7 @@ import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import {
   createTemplateContext,
   parseVarFlags,
-  providerApplies,
+  providersOf,
   resolveActionSpec,
   resolveProviderConfig,
   selectEnvironment,
@@ -72,7 +72,7 @@ export async function validateCommand(
   const reads = configurationReadsSecrets(project, actions, environment.variables);
   const secrets = await loadSecrets(project, environment.name, reads);
   if (secrets) context.secrets = secrets;
-  const providers = project.providers.filter((entry) => providerApplies(entry, environment.name));
+  const providers = providersOf(project, environment.name);
   for (const entry of providers) resolveProviderConfig(entry, context);
   for (const action of actions) {
     checkResolvedSpec(action, resolveActionSpec(action, context, { keepActionOutputs: true }), plugins);

@@ -5,18 +5,14 @@
 import { formatSuggestion } from '../cleanup/policy.js';
 import type { TSchema } from 'typebox';
 import { TendError } from '../errors.js';
-import type { ErrorCode, SourceLocation } from '../errors.js';
+import type { SourceLocation } from '../errors.js';
 import { schemaCheck, type SchemaError } from '../schema-check.js';
 import { closestName } from '../suggest.js';
 import { structuralKeys } from './expressions/structure.js';
 import { formatLocation } from './project.js';
-import type { ConfigPath, LocateTarget } from './project.js';
+import type { ConfigPath, ConfigProblem, LocateTarget } from './project.js';
 
-export interface ConfigProblem {
-  code: ErrorCode;
-  message: string;
-  location: SourceLocation;
-}
+export type { ConfigProblem } from './project.js';
 
 /** One TendError for all problems: the first is the primary one, the others follow on their own lines. */
 export function configError(problems: readonly ConfigProblem[]): TendError {

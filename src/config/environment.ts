@@ -6,7 +6,7 @@
  */
 import { localIdentity } from '../state/identity.js';
 import { TendError } from '../errors.js';
-import { formatPath } from './diagnostics.js';
+import { configError, formatPath } from './diagnostics.js';
 import { formatLocation, nameMaxLength, nameRegExp } from './project.js';
 import type { PullRequestRef } from '../events/catalog.js';
 import type { ActionConfig, CleanupConfig, ProjectConfig, ProviderEntry, VariableValue } from './project.js';
@@ -330,7 +330,14 @@ export function resolveActionSpec(
   }
 }
 
-/** Whether a provider entry applies to an environment. */
-export function providerApplies(entry: ProviderEntry, environment: string): boolean {
-  return !entry.environments || entry.environments.includes(environment);
+/**
+ * The provider entries an environment uses. The problems of an entry limited to some
+ * environments are raised only when one of them is used: Garden checks a provider only where it
+ * is used, and projects leave placeholders in the entries of environments nobody selected.
+ */
+export function providersOf(project: ProjectConfig, environment: string): ProviderEntry[] {
+  const entries = project.providers.filter((e) => !e.environments || e.environments.includes(environment));
+  const problems = entries.flatMap((e) => e.problems ?? []);
+  if (problems.length > 0) throw configError(problems);
+  return entries;
 }

@@ -287,15 +287,15 @@ function readProviders(
         locate([...entryPath, 'name']),
       );
     }
-    problems.push(
-      ...checkSchema(plugin.configSchema, config, {
-        basePath: entryPath,
-        rootLabel: `${formatPath(entryPath)} (${name})`,
-        extraRootKeys: ['name', 'environments', 'plugin'],
-        skipTemplated: true,
-        locate,
-      }),
-    );
+    const invalid = checkSchema(plugin.configSchema, config, {
+      basePath: entryPath,
+      rootLabel: `${formatPath(entryPath)} (${name})`,
+      extraRootKeys: ['name', 'environments', 'plugin'],
+      skipTemplated: true,
+      locate,
+    });
+    // An entry for some environments only is checked where it is used (providersOf).
+    if (!only) problems.push(...invalid);
     const checked = checkTemplateSyntax(config, entryPath, (p) => locate(p));
     problems.push(...checked.problems);
     for (const reference of checked.actionReferences) {
@@ -312,6 +312,7 @@ function readProviders(
           ...(only ? { environments: only } : {}),
           config,
           locate: (p: ConfigPath) => locate([...entryPath, ...p]),
+          ...(only && invalid.length > 0 ? { problems: invalid } : {}),
         },
         () => locate(entryPath),
       ),

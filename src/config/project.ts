@@ -3,7 +3,7 @@
  * (docs/design.md#configuration). Values that may hold template expressions (`spec`, provider config,
  * `defaultNamespace`) are kept raw; src/config/template.ts resolves them.
  */
-import type { SourceLocation } from '../errors.js';
+import type { ErrorCode, SourceLocation } from '../errors.js';
 import type { CleanupPolicy } from '../cleanup/policy.js';
 import type { ActionKind } from '../plugin/types.js';
 
@@ -43,6 +43,13 @@ export interface EnvironmentConfig {
   location: SourceLocation;
 }
 
+/** One thing wrong in the configuration, where it is. */
+export interface ConfigProblem {
+  code: ErrorCode;
+  message: string;
+  location: SourceLocation;
+}
+
 export interface ProviderEntry {
   name: string;
   /** The environments this provider is used in; all when absent. */
@@ -52,6 +59,8 @@ export interface ProviderEntry {
   location: SourceLocation;
   /** Position of a value inside `config` (path relative to the config, e.g. `['namespace']`). */
   locate: Locate;
+  /** What is wrong with an entry limited to some environments: raised only where it is used. */
+  problems?: ConfigProblem[];
 }
 
 /** A variable: a YAML value (a list or a mapping too); strings may hold templates. */

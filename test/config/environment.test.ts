@@ -3,7 +3,7 @@ import { TendError } from '../../src/errors.js';
 import {
   createTemplateContext,
   parseVarFlags,
-  providerApplies,
+  providersOf,
   resolveProviderConfig,
   selectEnvironment,
 } from '../../src/config/environment.js';
@@ -194,14 +194,34 @@ describe('parseVarFlags', () => {
 });
 
 describe('resolveProviderConfig', () => {
+  it("checks an entry limited to some environments only where it is used (placeholders in another environment's entry)", async () => {
+    const project = await load(yaml`
+      kind: Project
+      name: shop
+      environments:
+        - name: dev
+        - name: remote
+      providers:
+        - name: local
+        - name: cluster
+          environments: [remote]
+          context: "<add your values>"
+          replicas: "<add your values>"
+    `);
+    expect(providersOf(project, 'dev').map((p) => p.name)).toEqual(['local']);
+    const error = errorOf(() => providersOf(project, 'remote'));
+    expect(error.code).toBe('TEND_CONFIG_INVALID');
+    expect(error.toString()).toContain('tend.yml:11:');
+    expect(error.toString()).toContain('providers[1].replicas');
+  });
+
   it('templates a provider entry for the environment', async () => {
     const project = await load(shop);
     const environment = selectEnvironment(project, { env: 'preview', vars: { pr: '7' }, local: alice });
     const ctx = createTemplateContext(project, environment, alice);
     const cluster = project.providers[1]!;
-    expect(providerApplies(cluster, 'preview')).toBe(true);
-    expect(providerApplies(cluster, 'dev')).toBe(false);
-    expect(providerApplies(project.providers[0]!, 'dev')).toBe(true);
+    expect(providersOf(project, 'preview')).toEqual(project.providers);
+    expect(providersOf(project, 'dev')).toEqual([project.providers[0]]);
     expect(resolveProviderConfig(cluster, ctx)).toEqual({
       context: 'kind-dev',
       namespace: 'shop-pr-7',
