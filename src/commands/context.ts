@@ -17,7 +17,7 @@ import {
 import { checkResolvedSpec, loadProjectConfig } from '../config/load.js';
 import { forgetCommandMemos } from '../plugins/kubernetes/memo.js';
 import { checkVarFlagsRead } from '../config/variables.js';
-import { actionVariablesOf, enabledActions } from '../config/action-variables.js';
+import { actionVariablesOf, enabledActions, selectActionCopies } from '../config/action-variables.js';
 import type { ActionConfig, ProjectConfig } from '../config/project.js';
 import { actionTypeIndex } from '../config/schema.js';
 import { actionOutputsContext, resolveTemplates, type TemplateContext } from '../config/template.js';
@@ -106,7 +106,8 @@ export async function openProject(
   const selected = selectEnvironment(project, { env: options.env, vars, varFiles: options.varFile });
   // Before the templates are resolved: the providers' `${environment.namespace}` names it too.
   if (namespace !== undefined) selected.namespace = namespace;
-  checkVarFlagsRead(project, loaded.actions, vars, selected.varfileVariables);
+  const loadedActions = selectActionCopies(loaded.actions, selected.name);
+  checkVarFlagsRead(project, loadedActions, vars, selected.varfileVariables);
   const environment: EnvironmentInfo = {
     project: project.name,
     name: selected.name,
@@ -116,10 +117,10 @@ export async function openProject(
   if (selected.cleanup) environment.cleanup = selected.cleanup;
   const templateContext: TemplateContext = {
     ...createTemplateContext(project, selected),
-    actionVariables: actionVariablesOf(loaded.actions),
+    actionVariables: actionVariablesOf(loadedActions),
   };
   // Actions disabled in this environment are not there for the command.
-  const actions = enabledActions(loaded.actions, templateContext).enabled;
+  const actions = enabledActions(loadedActions, templateContext).enabled;
   const reads = configurationReadsSecrets(project, actions, selected.variables);
   const secrets = await loadSecrets(project, selected.name, reads);
   if (secrets) templateContext.secrets = secrets;

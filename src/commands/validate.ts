@@ -15,7 +15,7 @@ import {
 } from '../config/environment.js';
 import { checkVarFlagsRead } from '../config/variables.js';
 import type { TemplateContext } from '../config/template-context.js';
-import { actionVariablesOf, enabledActions } from '../config/action-variables.js';
+import { actionVariablesOf, enabledActions, selectActionCopies } from '../config/action-variables.js';
 import { checkResolvedSpec, loadProjectConfig } from '../config/load.js';
 import { ExitCode } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
@@ -55,12 +55,13 @@ export async function validateCommand(
   const { project, plugins } = loaded;
   const vars = parseVarFlags(options.var);
   const environment = selectEnvironment(project, { env: options.env, vars, varFiles: options.varFile });
-  checkVarFlagsRead(project, loaded.actions, vars, environment.varfileVariables);
+  const loadedActions = selectActionCopies(loaded.actions, environment.name);
+  checkVarFlagsRead(project, loadedActions, vars, environment.varfileVariables);
   const context: TemplateContext = {
     ...createTemplateContext(project, environment),
-    actionVariables: actionVariablesOf(loaded.actions),
+    actionVariables: actionVariablesOf(loadedActions),
   };
-  const { enabled: actions, disabled } = enabledActions(loaded.actions, context);
+  const { enabled: actions, disabled } = enabledActions(loadedActions, context);
   const notes = [
     ...loaded.notes,
     ...disabled.map((action) => ({

@@ -143,6 +143,24 @@ function isDisabled(action: ActionConfig, context: TemplateContext): boolean {
 }
 
 /**
+ * The actions of an environment when one name is used by several copies, each limited to other
+ * environments (`environments:` lists that do not overlap, checked at load): the copy of this
+ * environment, or the first copy (disabled here) when none is.
+ */
+export function selectActionCopies(actions: readonly ActionConfig[], environment: string): ActionConfig[] {
+  const chosen = new Map<string, ActionConfig>();
+  for (const action of actions) {
+    const current = chosen.get(action.ref);
+    if (
+      !current ||
+      (!current.environments?.includes(environment) && action.environments?.includes(environment))
+    )
+      chosen.set(action.ref, action);
+  }
+  return chosen.size === actions.length ? [...actions] : actions.filter((a) => chosen.get(a.ref) === a);
+}
+
+/**
  * The actions enabled in the context's environment, with dependencies on the others dropped,
  * and the ones left out. A disabled Build that an enabled action depends on stays (as in Garden).
  */

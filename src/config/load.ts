@@ -484,8 +484,14 @@ class Loader {
   /** Checks across documents: duplicate actions, dependencies, template references, providers. */
   #crossCheck(): void {
     const byRef = new Map<string, ActionConfig>();
+    const copies = new Map<string, ActionConfig[]>();
     for (const { action } of this.#actions) {
       const first = byRef.get(action.ref);
+      const earlier = copies.get(action.ref) ?? [];
+      copies.set(action.ref, [...earlier, action]);
+      // As in Garden, one name may be used once per environment: copies whose `environments:`
+      // do not overlap (selectActionCopies keeps the one of the environment in use).
+      if (first && earlier.every((other) => environmentsDisjoint(other, action))) continue;
       if (first) {
         this.#problem(
           'TEND_CONFIG_DUPLICATE_ACTION',
@@ -549,6 +555,15 @@ class Loader {
       }
     }
   }
+}
+
+/** Whether two actions are enabled in environments that do not overlap (both list them). */
+function environmentsDisjoint(a: ActionConfig, b: ActionConfig): boolean {
+  return (
+    a.environments !== undefined &&
+    b.environments !== undefined &&
+    !a.environments.some((e) => b.environments!.includes(e))
+  );
 }
 
 const templated = new WeakMap<ActionConfig, boolean>();

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { TendError } from '../../src/errors.js';
-import { actionVariablesOf, enabledActions } from '../../src/config/action-variables.js';
+import { actionVariablesOf, enabledActions, selectActionCopies } from '../../src/config/action-variables.js';
 import { createTemplateContext, resolveActionSpec, selectEnvironment } from '../../src/config/environment.js';
 import { loadProjectConfig } from '../../src/config/load.js';
 import { actionOutputsContext, resolveTemplates } from '../../src/config/template.js';
@@ -321,6 +321,53 @@ describe('disabled and environments', () => {
       'unknown environment "staging" in environments of test.e2e; expected one of: dev, prod',
     );
     expect(`${error.location?.file}:${error.location?.line}`).toBe('t.tend.yml:4');
+  });
+});
+
+describe('one action name per environment', () => {
+  const copy = (environments: string, command: string) => yaml`
+    kind: Deploy
+    name: certs
+    type: cmd
+    environments: ${environments}
+    spec: { command: [${command}] }
+  `;
+
+  it('takes copies limited to environments that do not overlap, and uses the one of the environment', async () => {
+    const dev = await open({
+      'a.tend.yml': copy('[dev]', 'dev-certs'),
+      'b.tend.yml': copy('[prod]', 'prod-certs'),
+    });
+    const chosen = (env: string) => {
+      const copies = selectActionCopies(dev.loaded.actions, env);
+      expect(copies.filter((a) => a.ref === 'deploy.certs')).toHaveLength(1);
+      return copies.find((a) => a.ref === 'deploy.certs')!.spec;
+    };
+    expect(chosen('dev')).toEqual({ command: ['dev-certs'] });
+    expect(chosen('prod')).toEqual({ command: ['prod-certs'] });
+    const { enabled } = enabledActions(selectActionCopies(dev.loaded.actions, 'dev'), dev.context);
+    expect(enabled.map((a) => a.file)).toEqual(['a.tend.yml']);
+  });
+
+  it.each([
+    ['environments that overlap', '[dev, prod]', '[prod]'],
+    ['a copy for every environment', '[dev]', '[dev, prod]'],
+  ])('refuses copies with %s', async (_, first, second) => {
+    const error = await loadError({ 'a.tend.yml': copy(first, 'a'), 'b.tend.yml': copy(second, 'b') });
+    expect(error.message).toMatch(/^duplicate action deploy\.certs; first defined at a\.tend\.yml:2:/);
+  });
+
+  it('refuses a copy without environments beside one with them', async () => {
+    const error = await loadError({
+      'a.tend.yml': copy('[dev]', 'a'),
+      'b.tend.yml': yaml`
+        kind: Deploy
+        name: certs
+        type: cmd
+        spec: { command: [b] }
+      `,
+    });
+    expect(error.message).toMatch(/^duplicate action deploy\.certs/);
   });
 });
 
