@@ -111,6 +111,12 @@ export const KustomizeSpec = Type.Object(
         description: 'arguments after the path, e.g. `[--enable-helm]`',
       }),
     ),
+    version: Type.Optional(
+      Type.Union([Type.Literal(4), Type.Literal(5)], {
+        description:
+          "Garden's choice of kustomize major version; accepted, not used: tend runs the kustomize on PATH, else the one built into kubectl",
+      }),
+    ),
   },
   {
     additionalProperties: false,

@@ -264,7 +264,7 @@ describe('kustomize', () => {
     };
     expect(await errorOf('  kustomize: { paht: k8s/overlays/dev }')).toEqual([
       'web/web.tend.yml:5:14: missing required key "path" in spec.kustomize',
-      'web/web.tend.yml:5:16: unknown key "paht" in spec.kustomize; did you mean "path"? expected one of: path, extraArgs',
+      'web/web.tend.yml:5:16: unknown key "paht" in spec.kustomize; did you mean "path"? expected one of: path, extraArgs, version',
       '(2 configuration errors)',
     ]);
     expect(await errorOf('  kustomize: { path: k8s }\n  overrideNamespace: sure')).toEqual([
@@ -275,6 +275,14 @@ describe('kustomize', () => {
       'web/web.tend.yml:5:39: invalid value for spec.kustomize.extraArgs[0]: expected a string matching /^[^\\u0000]+$/, got "a\\u0000b"',
     ]);
     expect(await errorOf('  files: ["k8s/\\u0000.yaml"]')).toHaveLength(1);
+    // Garden's kustomize major version: 4 or 5 are accepted (and loaded), nothing else.
+    expect(await errorOf('  kustomize: { path: k8s, version: 3 }')).toEqual([
+      'web/web.tend.yml:5:36: invalid value for spec.kustomize.version: expected one of: 4, 5, got number 3',
+    ]);
+    await loadProjectConfig({
+      cwd: kustomizeProject('kz-schema', '  kustomize: { path: k8s, version: 5 }'),
+      plugins,
+    });
   });
 
   it("kustomize's message without kubectl's log line around it", () => {
