@@ -165,6 +165,19 @@ function describeError(
       },
     }));
   }
+  const alternatives = error.keyword === 'anyOf' ? requiredAlternatives(schema) : undefined;
+  if (alternatives) {
+    return [
+      {
+        key: error.instancePath,
+        problem: {
+          code: 'TEND_CONFIG_INVALID',
+          message: `${label(relative)} needs one of the keys ${alternatives.map((k) => JSON.stringify(k)).join(', ')}`,
+          location: options.locate([...options.basePath, ...relative], 'value'),
+        },
+      },
+    ];
+  }
   if (options.skipTemplated && typeof value === 'string' && hasTemplate(value)) return [];
   if (error.keyword === 'anyOf') {
     const nested = unionBranch(failed, rootSchema, root, errors, options);
@@ -180,6 +193,19 @@ function describeError(
       },
     },
   ];
+}
+
+/** The keys of an object schema that needs one of them (`anyOf: [{required: [a]}, {required: [b]}]`). */
+function requiredAlternatives(schema: Record<string, unknown>): string[] | undefined {
+  const branches = schema.anyOf;
+  if (!Array.isArray(branches) || schema.type !== 'object') return undefined;
+  const keys = branches.map((b: unknown) => {
+    const required = (b as { required?: unknown }).required;
+    return Array.isArray(required) && required.length === 1 && Object.keys(b as object).length === 1
+      ? String(required[0])
+      : undefined;
+  });
+  return keys.every((k) => k !== undefined) ? (keys as string[]) : undefined;
 }
 
 /** ` (did you mean Europe/Berlin?)` for a value its format knows another spelling of. */

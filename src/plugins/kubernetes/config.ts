@@ -256,7 +256,11 @@ export const KubernetesPodSpec = Type.Object(
       Type.String({ minLength: 1, description: "the container's working directory (default: the image's)" }),
     ),
   },
-  { additionalProperties: false },
+  // Where the pod comes from: found by `tend validate`, not when the pod is about to run.
+  {
+    additionalProperties: false,
+    anyOf: [{ required: ['image'] }, { required: ['resource'] }, { required: ['podSpec'] }],
+  },
 );
 export type KubernetesPodSpec = Static<typeof KubernetesPodSpec>;
 

@@ -56,6 +56,16 @@ describe('kubernetes-pod tests and runs', () => {
     expect(namespaceEvents(events).some((e) => e.namespaceName === 'pod-ok' && e.role === 'app')).toBe(true);
   });
 
+  it('a pod with neither image, resource nor podSpec is a configuration error before anything runs', async () => {
+    const root = podProject('pod-none', '{ command: [echo, hello] }');
+    await expect(execute('test', root)).rejects.toMatchObject({
+      code: 'TEND_CONFIG_INVALID',
+      message: 'spec needs one of the keys "image", "resource", "podSpec"',
+      location: { file: 'pod.tend.yml', line: 4 },
+    });
+    expect(h.sim.store.get('namespaces', '', 'pod-none')).toBeUndefined();
+  });
+
   it('passes the spec to the pod (image, command, args, env)', async () => {
     const root = podProject(
       'pod-spec',
