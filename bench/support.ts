@@ -1,5 +1,5 @@
 /** Shared pieces of the benchmarks: timing, figures, temporary projects. */
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -24,6 +24,34 @@ export function percentile(values: number[], p: number): number {
   if (values.length === 0) return NaN;
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+/**
+ * The CPU time (user + system, ms) of every child this process has waited for, and their waited-for
+ * children, so far: cutime + cstime of /proc/self/stat, in clock ticks of 10 ms (Linux's USER_HZ).
+ * The difference across one spawnSync is that command's CPU time, whatever it started and waited
+ * for included (a `kubectl kustomize` tend ran). Node reports no child's resource usage itself;
+ * undefined where there is no /proc.
+ */
+export function childrenCpuMs(): number | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync('/proc/self/stat', 'utf8');
+  } catch {
+    return undefined;
+  }
+  // The fields after the command name (which may hold spaces), from field 3 (state) on.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticksPerSecond = 100;
+  return ((Number(fields[13]) + Number(fields[14])) * 1000) / ticksPerSecond;
+}
+
+/** The load averages over 1, 5 and 15 minutes, for the figures of a shared machine. */
+export function loadAverage(): string {
+  return os
+    .loadavg()
+    .map((load) => load.toFixed(2))
+    .join(', ');
 }
 
 export async function timeIt(fn: () => Promise<unknown> | unknown): Promise<number> {

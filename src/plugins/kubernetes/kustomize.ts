@@ -9,7 +9,9 @@ import path from 'node:path';
 import { builtinModule } from '../../builtin-module.js';
 import { TendError } from '../../errors.js';
 import type { KustomizeSpec } from './config.js';
+import { keepRendering, keptRendering, renderingKey } from './kustomize-kept.js';
 import { kustomizeRenderings } from './memo.js';
+import { statePaths } from '../../state/files.js';
 
 /** A rendering that takes longer is stopped: a remote base that cannot be fetched must not hang every command. */
 const renderTimeoutMs = 300_000;
@@ -87,6 +89,8 @@ export async function renderKustomization(
     /** The action, for messages. */
     actionRef?: string;
     signal?: AbortSignal;
+    /** The project's root: its `.tend/cache/kustomize/` keeps renderings across commands (kustomize-kept.ts). */
+    projectRoot?: string;
   },
 ): Promise<string> {
   const { invalid, actionRef } = options;
@@ -110,7 +114,31 @@ export async function renderKustomization(
   }
   const key = JSON.stringify([command.program, dir, sourceDir, kustomize.extraArgs ?? []]);
   // The version, the status and the deploy of an action read one rendering (memo.ts).
-  return kustomizeRenderings.get(key, () => runKustomize(command, dir, sourceDir, kustomize, options));
+  return kustomizeRenderings.get(key, () => renderOrReuse(command, dir, sourceDir, kustomize, options));
+}
+
+/** A rendering kept by an earlier command from the same inputs, else a new one (kept when its inputs held still). */
+async function renderOrReuse(
+  command: { program: string; args: string[] },
+  dir: string,
+  sourceDir: string,
+  kustomize: KustomizeSpec,
+  options: {
+    invalid: (message: string, detail?: Record<string, unknown>) => TendError;
+    signal?: AbortSignal;
+    projectRoot?: string;
+  },
+): Promise<string> {
+  if (options.projectRoot === undefined) return runKustomize(command, dir, sourceDir, kustomize, options);
+  const cacheDir = path.join(statePaths(options.projectRoot).cache, 'kustomize');
+  const inputsKey = () =>
+    renderingKey(command.program, [...command.args, sourceDir], dir, kustomize.extraArgs ?? []);
+  const before = inputsKey();
+  const kept = before === undefined ? undefined : keptRendering(cacheDir, before);
+  if (kept !== undefined) return kept;
+  const text = await runKustomize(command, dir, sourceDir, kustomize, options);
+  if (before !== undefined && inputsKey() === before) keepRendering(cacheDir, before, text);
+  return text;
 }
 
 function runKustomize(

@@ -103,7 +103,11 @@ export async function versionInputs(params: VersionInputsParams): Promise<Action
     path.resolve(params.sourceDir, file),
   );
   if (!spec.kustomize) return { files };
-  return { files, text: await renderKustomization(params.sourceDir, spec.kustomize, { invalid: fail }) };
+  const text = await renderKustomization(params.sourceDir, spec.kustomize, {
+    invalid: fail,
+    projectRoot: params.projectRoot,
+  });
+  return { files, text };
 }
 
 /** The manifest files whose template expressions are resolved: `manifestTemplates`, and `files` by its older name. */
@@ -177,6 +181,7 @@ export async function loadManifests(
       invalid: fail,
       actionRef: action.ref,
       signal: ctx.signal,
+      projectRoot: ctx.projectRoot,
     });
     const dir = path.resolve(action.sourceDir, spec.kustomize.path);
     out.push(...parseManifests(ctx, action, text, `kustomize ${spec.kustomize.path}`, dir, false, true));

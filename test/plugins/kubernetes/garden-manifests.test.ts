@@ -95,7 +95,7 @@ data: { project: "\${project.name}" }
       for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
     });
 
-    it('the version, the status and the deploy share one rendering; the next command renders again', async () => {
+    it('the version, the status and the deploy share one rendering; the next command reuses it until an input changes', async () => {
       // A `kustomize` that records each call and renders with kubectl's built-in kustomize.
       const bin = mkdtempSync(path.join(os.tmpdir(), 'tend-path-'));
       dirs.push(bin);
@@ -115,8 +115,13 @@ data: { project: "\${project.name}" }
       const calls = () => readFileSync(path.join(bin, 'calls'), 'utf8').trim().split('\n').length;
       expect((await execute('deploy', root)).data.actions[0]!.state).toBe('ready');
       expect(calls()).toBe(1);
+      // Nothing it reads changed: the rendering kept in .tend/cache/kustomize.
       expect((await execute('deploy', root)).data.actions[0]!.state).toBe('cached');
+      expect(calls()).toBe(1);
+      writeFileSync(path.join(root, 'jobs/k8s/configmap.yaml'), configMap('changed'));
+      expect((await execute('deploy', root)).data.actions[0]!.state).toBe('ready');
       expect(calls()).toBe(2);
+      expect((await dataOf('gm-once', 'changed'))['backup.sh']).toBe(script);
     });
   });
 });

@@ -1,0 +1,241 @@
+/**
+ * Kustomizations' renderings kept across commands in the project's `.tend/cache/kustomize/`:
+ * `kubectl kustomize` costs a command more CPU than the rest of it (a cached `tend status` of a
+ * project with two kustomizations ran about twice as long with them), and most commands find
+ * nothing changed since the last rendering.
+ *
+ * A rendering is kept under a key of everything it reads: the program (path, size, modification
+ * time, inode), its arguments, and the content of every file in and below each kustomization
+ * directory it visits (its own, its bases' and components') and of every file a kustomization
+ * names. A kustomization that may read anything else is rendered every time: a remote base, a key
+ * not listed here (generators, transformers and validators run plugins, helmCharts runs helm), an
+ * extra argument not listed here, a symbolic link to a directory, more than `maxFiles` files.
+ * The key is worked out again after the rendering, and the rendering kept only when it is the same:
+ * a file changed meanwhile may or may not be in the output.
+ */
+import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { parse } from 'yaml';
+import { sha256Hex } from '../../hash.js';
+import { writeFileAtomic } from '../../state/files.js';
+
+/** The files kustomize reads as a kustomization, in the order it looks for them. */
+const kustomizationFiles = ['kustomization.yaml', 'kustomization.yml', 'Kustomization'];
+
+/** The keys of a kustomization whose effect is the kustomization's own text or the files below. */
+const knownKeys = new Set([
+  'apiVersion',
+  'kind',
+  'metadata',
+  'resources',
+  'bases',
+  'components',
+  'crds',
+  'configurations',
+  'namespace',
+  'namePrefix',
+  'nameSuffix',
+  'commonLabels',
+  'labels',
+  'commonAnnotations',
+  'images',
+  'replicas',
+  'patches',
+  'patchesStrategicMerge',
+  'patchesJson6902',
+  'configMapGenerator',
+  'secretGenerator',
+  'generatorOptions',
+  'vars',
+  'replacements',
+  'openapi',
+  'buildMetadata',
+  'sortOptions',
+]);
+
+/** Extra arguments (and their values) that read nothing more. */
+const knownArgs = new Set([
+  '--enable-alpha-plugins',
+  '--enable-managedby-label',
+  '--reorder',
+  '--reorder=legacy',
+  '--reorder=none',
+  'legacy',
+  'none',
+  '--load-restrictor',
+  '--load-restrictor=LoadRestrictionsRootOnly',
+  '--load-restrictor=LoadRestrictionsNone',
+  'LoadRestrictionsRootOnly',
+  'LoadRestrictionsNone',
+]);
+
+/** Directories never read as part of a kustomization: tend's state, VCS data, installed packages. */
+const skippedDirs = new Set(['.tend', '.git', 'node_modules']);
+
+/** More files than this in the directories of a kustomization: rendered every time. */
+const maxFiles = 2000;
+
+/** Renderings kept per project; past that, the oldest go. */
+const maxKept = 64;
+
+class NotKeepable extends Error {}
+
+/** What a rendering reads, as path → content hash; NotKeepable when that cannot be known. */
+class Inputs {
+  readonly files = new Map<string, string>();
+  private readonly visited = new Set<string>();
+
+  file(file: string): void {
+    if (this.files.has(file)) return;
+    if (this.files.size >= maxFiles) throw new NotKeepable();
+    let content: Buffer;
+    try {
+      content = readFileSync(file);
+    } catch {
+      throw new NotKeepable();
+    }
+    this.files.set(file, sha256Hex(content));
+  }
+
+  tree(dir: string): void {
+    let entries;
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      throw new NotKeepable();
+    }
+    for (const entry of entries) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (!skippedDirs.has(entry.name)) this.tree(full);
+      } else if (entry.isSymbolicLink()) {
+        if (statSync(full, { throwIfNoEntry: false })?.isDirectory()) throw new NotKeepable();
+        this.file(full);
+      } else if (entry.isFile()) {
+        this.file(full);
+      }
+    }
+  }
+
+  kustomization(dir: string): void {
+    if (this.visited.has(dir)) return;
+    this.visited.add(dir);
+    const file = kustomizationFiles.map((name) => path.join(dir, name)).find((f) => isFile(f));
+    if (!file) throw new NotKeepable();
+    let document: unknown;
+    try {
+      document = parse(readFileSync(file, 'utf8')) ?? {};
+    } catch {
+      throw new NotKeepable();
+    }
+    if (typeof document !== 'object' || Array.isArray(document)) throw new NotKeepable();
+    const kustomization = document as Record<string, unknown>;
+    if (Object.keys(kustomization).some((key) => !knownKeys.has(key))) throw new NotKeepable();
+    this.tree(dir);
+    for (const key of ['resources', 'bases', 'components']) {
+      for (const entry of strings(kustomization[key])) {
+        const target = path.resolve(dir, entry);
+        const stat = statSync(target, { throwIfNoEntry: false });
+        // Neither a file nor a directory here: a remote base (a URL, github.com/…).
+        if (stat?.isDirectory()) this.kustomization(target);
+        else if (stat?.isFile()) this.file(target);
+        else throw new NotKeepable();
+      }
+    }
+    for (const key of ['crds', 'configurations']) {
+      for (const entry of strings(kustomization[key])) this.file(path.resolve(dir, entry));
+    }
+    // A strategic merge patch is a file name or the patch itself (YAML: it has a colon).
+    for (const entry of strings(kustomization.patchesStrategicMerge)) {
+      if (!entry.includes(':')) this.file(path.resolve(dir, entry));
+    }
+    for (const key of ['patches', 'patchesJson6902', 'replacements']) {
+      for (const item of objects(kustomization[key])) {
+        if (item.path !== undefined) this.file(path.resolve(dir, String(item.path)));
+      }
+    }
+    const openapi = kustomization.openapi;
+    if (openapi && typeof openapi === 'object' && 'path' in openapi) {
+      this.file(path.resolve(dir, String(openapi.path)));
+    }
+    for (const key of ['configMapGenerator', 'secretGenerator']) {
+      for (const generator of objects(kustomization[key])) {
+        // `files` entries are `path` or `key=path`.
+        for (const entry of strings(generator.files))
+          this.file(path.resolve(dir, entry.slice(entry.indexOf('=') + 1)));
+        for (const entry of [...strings(generator.envs), ...strings(generator.env)]) {
+          this.file(path.resolve(dir, entry));
+        }
+      }
+    }
+  }
+}
+
+function isFile(file: string): boolean {
+  return statSync(file, { throwIfNoEntry: false })?.isFile() ?? false;
+}
+
+/** A list of strings (a single string as one): anything else is not a kustomization tend can follow. */
+function strings(value: unknown): string[] {
+  if (value === undefined || value === null) return [];
+  const list = Array.isArray(value) ? value : [value];
+  if (!list.every((item) => typeof item === 'string')) throw new NotKeepable();
+  return list as string[];
+}
+
+function objects(value: unknown): Record<string, unknown>[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value) || !value.every((item) => item && typeof item === 'object'))
+    throw new NotKeepable();
+  return value as Record<string, unknown>[];
+}
+
+/**
+ * The key of a rendering of the kustomization in `dir` by `program args`, or undefined when what
+ * it reads cannot be known (it is rendered every time).
+ */
+export function renderingKey(
+  program: string,
+  args: string[],
+  dir: string,
+  extraArgs: string[],
+): string | undefined {
+  if (!extraArgs.every((arg) => knownArgs.has(arg))) return undefined;
+  const binary = statSync(program, { throwIfNoEntry: false });
+  if (!binary) return undefined;
+  const inputs = new Inputs();
+  try {
+    inputs.kustomization(dir);
+  } catch {
+    // NotKeepable, or a file that cannot be read (kustomize then says what is wrong with it)
+    return undefined;
+  }
+  let text = JSON.stringify([1, program, binary.size, binary.mtimeMs, binary.ino, args, dir, extraArgs]);
+  for (const file of [...inputs.files.keys()].sort()) text += `\n${file}\0${inputs.files.get(file)!}`;
+  return sha256Hex(text);
+}
+
+/** The rendering kept under `key`, if any. */
+export function keptRendering(cacheDir: string, key: string): string | undefined {
+  try {
+    return readFileSync(path.join(cacheDir, `${key}.yaml`), 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Keeps a rendering under `key`, the oldest going past `maxKept`. A cache: a failure to write is no error. */
+export function keepRendering(cacheDir: string, key: string, text: string): void {
+  try {
+    writeFileAtomic(path.join(cacheDir, `${key}.yaml`), text, 0o600, { durable: false });
+    const kept = readdirSync(cacheDir).filter((name) => name.endsWith('.yaml'));
+    if (kept.length <= maxKept) return;
+    const byAge = kept
+      .map((name) => ({ name, mtimeMs: statSync(path.join(cacheDir, name)).mtimeMs }))
+      .sort((a, b) => a.mtimeMs - b.mtimeMs);
+    for (const { name } of byAge.slice(0, kept.length - maxKept))
+      rmSync(path.join(cacheDir, name), { force: true });
+  } catch {
+    // read-only or removed meanwhile: rendered again next time
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * The key under which a kustomization's rendering is kept across commands: every file the
+ * rendering may read changes it, and a kustomization that may read what tend cannot follow
+ * (a remote base, plugins, helm charts, unknown extra arguments) has none.
+ */
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  keepRendering,
+  keptRendering,
+  renderingKey,
+} from '../../../src/plugins/kubernetes/kustomize-kept.js';
+
+const roots: string[] = [];
+afterEach(() => {
+  for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
+});
+
+/** A base, an overlay of it with a patch, a generated ConfigMap from a file outside both, and a component. */
+function project(overlay = ''): {
+  root: string;
+  program: string;
+  key: (extraArgs?: string[]) => string | undefined;
+} {
+  const root = mkdtempSync(path.join(os.tmpdir(), 'tend-kept-'));
+  roots.push(root);
+  const files: Record<string, string> = {
+    'bin/kustomize': '#!/bin/sh\n',
+    'k8s/base/kustomization.yaml': 'resources: [deployment.yaml]\n',
+    'k8s/base/deployment.yaml': 'kind: Deployment\nmetadata: { name: web }\n',
+    'k8s/component/kustomization.yaml': 'kind: Component\nnamePrefix: c-\n',
+    'k8s/settings/app.properties': 'greeting=hello\n',
+    'k8s/overlay/patch.yaml': 'kind: Deployment\nmetadata: { name: web }\nspec: { replicas: 2 }\n',
+    'k8s/overlay/kustomization.yaml':
+      'resources: [../base]\ncomponents: [../component]\npatchesStrategicMerge: [patch.yaml]\n' +
+      'configMapGenerator:\n  - name: app\n    files: [app=../settings/app.properties]\n' +
+      overlay,
+  };
+  for (const [file, content] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
+    writeFileSync(path.join(root, file), content);
+  }
+  const program = path.join(root, 'bin/kustomize');
+  chmodSync(program, 0o755);
+  const key = (extraArgs: string[] = []) =>
+    renderingKey(program, ['build', root], path.join(root, 'k8s/overlay'), extraArgs);
+  return { root, program, key };
+}
+
+describe('renderingKey', () => {
+  it('is the same while nothing changes, and changes with any file the rendering reads', () => {
+    const { root, key } = project();
+    const first = key();
+    expect(first).toMatch(/^[0-9a-f]{64}$/);
+    expect(key()).toBe(first);
+    const seen = new Set([first]);
+    for (const file of [
+      'k8s/base/deployment.yaml', // a resource of the base
+      'k8s/base/kustomization.yaml', // the base itself
+      'k8s/component/kustomization.yaml', // a component
+      'k8s/overlay/patch.yaml', // a patch
+      'k8s/settings/app.properties', // a generator's file, outside the overlay
+      'k8s/overlay/notes.txt', // a new file beside the kustomization
+    ]) {
+      writeFileSync(path.join(root, file), `# changed ${file}\n`, { flag: 'a' });
+      const changed = key();
+      expect(changed, file).toBeDefined();
+      expect(seen.has(changed!), file).toBe(false);
+      seen.add(changed!);
+    }
+  });
+
+  it('changes with the program and the arguments', () => {
+    const { program, key } = project();
+    const first = key();
+    expect(key(['--enable-alpha-plugins'])).not.toBe(first);
+    utimesSync(program, new Date(2001, 1, 1), new Date(2001, 1, 1));
+    expect(key()).not.toBe(first);
+  });
+
+  it.each([
+    ['a remote base', 'resources: [github.com/example/repo//base?ref=v1]\n', 'resources'],
+    ['a generator plugin', 'generators: [plugin.yaml]\n', undefined],
+    ['a helm chart', 'helmCharts: [{ name: web, repo: https://charts.example.com }]\n', undefined],
+  ])('has none for %s', (_, text, replaced) => {
+    const { root, key } = project();
+    const file = path.join(root, 'k8s/overlay/kustomization.yaml');
+    writeFileSync(file, replaced ? text : `resources: [../base]\n${text}`);
+    expect(key()).toBeUndefined();
+  });
+
+  it('has none for an extra argument it does not know, or a missing kustomization', () => {
+    const { root, key } = project();
+    expect(key(['--enable-helm'])).toBeUndefined();
+    expect(key(['--load-restrictor', 'LoadRestrictionsNone'])).toBeDefined();
+    rmSync(path.join(root, 'k8s/base/kustomization.yaml'));
+    expect(key()).toBeUndefined();
+  });
+});
+
+describe('kept renderings', () => {
+  it('reads back what was kept, and nothing under another key', () => {
+    const { root } = project();
+    const cacheDir = path.join(root, '.tend/cache/kustomize');
+    expect(keptRendering(cacheDir, 'a'.repeat(64))).toBeUndefined();
+    keepRendering(cacheDir, 'a'.repeat(64), 'kind: ConfigMap\n');
+    expect(keptRendering(cacheDir, 'a'.repeat(64))).toBe('kind: ConfigMap\n');
+    expect(keptRendering(cacheDir, 'b'.repeat(64))).toBeUndefined();
+  });
+});
