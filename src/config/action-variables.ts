@@ -142,6 +142,15 @@ function isDisabled(action: ActionConfig, context: TemplateContext): boolean {
   );
 }
 
+/** Whether two actions are enabled in environments that do not overlap (both list them). */
+export function environmentsDisjoint(a: ActionConfig, b: ActionConfig): boolean {
+  return (
+    a.environments !== undefined &&
+    b.environments !== undefined &&
+    !a.environments.some((e) => b.environments!.includes(e))
+  );
+}
+
 /**
  * The actions of an environment when one name is used by several copies, each limited to other
  * environments (`environments:` lists that do not overlap, checked at load): the copy of this

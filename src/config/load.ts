@@ -41,6 +41,7 @@ import {
 import { isRecord } from './garden/translation.js';
 import { renderedRoots } from './template-context.js';
 import {
+  environmentsDisjoint,
   environmentsProblems,
   readActionEnablement,
   readActionVariableLayers,
@@ -489,8 +490,7 @@ class Loader {
       const first = byRef.get(action.ref);
       const earlier = copies.get(action.ref) ?? [];
       copies.set(action.ref, [...earlier, action]);
-      // As in Garden, one name may be used once per environment: copies whose `environments:`
-      // do not overlap (selectActionCopies keeps the one of the environment in use).
+      // One name per environment, as in Garden (selectActionCopies keeps the one in use).
       if (first && earlier.every((other) => environmentsDisjoint(other, action))) continue;
       if (first) {
         this.#problem(
@@ -555,15 +555,6 @@ class Loader {
       }
     }
   }
-}
-
-/** Whether two actions are enabled in environments that do not overlap (both list them). */
-function environmentsDisjoint(a: ActionConfig, b: ActionConfig): boolean {
-  return (
-    a.environments !== undefined &&
-    b.environments !== undefined &&
-    !a.environments.some((e) => b.environments!.includes(e))
-  );
 }
 
 const templated = new WeakMap<ActionConfig, boolean>();
