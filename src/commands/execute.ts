@@ -132,6 +132,7 @@ export async function runActions(
       force: options.force,
       concurrency: options.concurrency,
       signal: session.signal,
+      projectRoot: opened.project.root,
       resolve: (ref, deps) => resolveAction(opened, graph, versions, ref, deps),
     });
     const list = [...outcomes.values()];

@@ -49,6 +49,7 @@ import {
 import { moduleRuntimeNames, type ModuleRuntimeNames } from './garden/modules.js';
 import type { SourceDocument } from './source.js';
 import { checkTemplateSyntax, containsTemplate } from './template.js';
+import { buildReferenceProblems, readBuildKeys, type RawBuildKeys } from './build-keys.js';
 import type { TemplateActionReference } from './template.js';
 
 /** Not node:fs/promises: loading it loads readline too, ~2 ms of every start. */
@@ -370,7 +371,8 @@ class Loader {
       timeout?: number | string;
       cacheResult?: boolean;
       spec?: unknown;
-    } & RawActionVariables;
+    } & RawActionVariables &
+      RawBuildKeys;
     const ref = actionRef(kind, raw.name);
     const before = this.#problems.length;
 
@@ -440,6 +442,7 @@ class Loader {
       this.#problems,
     );
     const enablement = readActionEnablement(raw, (p) => locate(p), this.#problems);
+    const buildKeys = readBuildKeys(raw, kind, (p) => locate(p), this.#problems);
     const dependencies = [...new Set(raw.dependencies ?? [])];
     if (this.#problems.length > before) return;
     this.#actions.push({
@@ -460,6 +463,7 @@ class Loader {
         spec,
         ...(variableLayers ? { variableLayers } : {}),
         ...enablement,
+        ...buildKeys,
         file: file.file,
         location: doc.location,
         locate: (p) => locate(p),
@@ -519,6 +523,8 @@ class Loader {
           );
         }
       });
+      const defined = (ref: string) => byRef.has(ref) || this.#unloaded.has(ref);
+      this.#problems.push(...buildReferenceProblems(action, defined, () => refsOfKind('build')));
       for (const reference of templateReferences) {
         if (reference.ref === action.ref) {
           this.#problem(

@@ -2,6 +2,7 @@
  * A Garden action document (Build, Deploy, Test, Run; apiVersion garden.io/v0–v2) as tend's
  * (docs/garden.md): `source: { path }`, dependencies as `{ kind, name }` or `Kind.name`,
  * `variables`, `varfiles`, `disabled` and `environments` as they are (config/action-variables.ts),
+ * so are `copyFrom`, `buildAtSource` and `build` (config/build-keys.ts),
  * and each action type's spec in tend's terms — exec (`deployCommand`, `shell`), container Build
  * and Deploy, container Test/Run (run as a kubernetes-pod), kubernetes Deploy (Garden's
  * manifest keys are tend's own). What tend cannot do is a problem naming the key; what it
@@ -42,6 +43,9 @@ const commonKeys = [
   'varfiles',
   'disabled',
   'environments',
+  'copyFrom',
+  'buildAtSource',
+  'build',
 ];
 
 type SpecTranslator = (translation: Translation, spec: GardenRecord) => GardenRecord | undefined;
@@ -349,21 +353,11 @@ function dependencyRef(dependency: unknown): unknown {
   return dependency;
 }
 
-/** Keys of a Garden action with a problem of their own; the message says what to do. */
-const unsupportedActionKeys: Record<string, string> = {
-  build:
-    "a Deploy, Test or Run that runs in a Build's directory (`build:`) is not supported by tend yet; set `source` instead",
-  copyFrom:
-    'copyFrom is not supported by tend yet; make the Build produce the files where the other one reads them',
-};
-
-/** The Garden action keys this translation reads (`internal` and `buildAtSource` need nothing from tend). */
+/** The Garden action keys this translation reads (`internal` needs nothing from tend). */
 const readActionKeys = new Set([
   ...commonKeys,
-  ...Object.keys(unsupportedActionKeys),
   'apiVersion',
   'internal',
-  'buildAtSource',
   'allowPublish',
   'source',
   'dependencies',
@@ -381,9 +375,6 @@ export function translateGardenAction(
   const kind = String(value.kind);
   const out: GardenRecord = {};
   for (const key of commonKeys) if (value[key] !== undefined) out[key] = value[key];
-  for (const [key, message] of Object.entries(unsupportedActionKeys)) {
-    if (value[key] !== undefined) translation.unsupported([key], message);
-  }
   if (value.allowPublish !== undefined) {
     translation.note(['allowPublish'], 'allowPublish: tend publishes no images; ignored');
   }
