@@ -5,12 +5,14 @@
  * into test/fixtures/garden-examples) validates, deploys into kube-sim with
  * `--kubeconfig/--context`, and its Test and Run pass; small projects of its own cover the rest.
  */
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { repoRoot, runTend } from '../../helpers/project.js';
-import { startSim, type SimHandle } from './helpers.js';
+import { validateCommand } from '../../../src/commands/validate.js';
+import type { TendError } from '../../../src/errors.js';
+import { makeProject, removeProjects, repoRoot, runTend } from '../../helpers/project.js';
+import { allEvents, startSim, type SimHandle } from './helpers.js';
 
 let h: SimHandle;
 beforeAll(async () => {
@@ -22,6 +24,7 @@ afterAll(async () => h?.stop());
 const copies: string[] = [];
 afterAll(() => {
   for (const dir of copies.splice(0)) rmSync(dir, { recursive: true, force: true });
+  removeProjects();
 });
 
 function copyGardenExample(name: string): string {
@@ -36,6 +39,7 @@ const cluster = () => ['--kubeconfig', h.kubeconfig, '--context', 'kube-sim'];
 interface ActionResult {
   ref: string;
   state: string;
+  outputs: Record<string, string>;
   error?: { message: string };
 }
 
@@ -92,5 +96,186 @@ describe("Garden's copyFrom", () => {
       'deploy.frontend cached',
     ]);
     expect(existsSync(path.join(root, '.tend', 'build', 'frontend', 'config', 'config.json'))).toBe(true);
+  });
+});
+
+const localProject = `apiVersion: garden.io/v2
+kind: Project
+name: copies
+environments: [{ name: local }]
+providers: [{ name: exec }]
+`;
+
+/** Garden's exec Builds copying from one another, and a Run in a Build's build directory. */
+function copyingProject(): string {
+  return makeProject({
+    'project.garden.yml': localProject,
+    'tools/garden.yml': `kind: Build
+type: exec
+name: tools
+buildAtSource: true
+# What it builds is not a source of its version (else the next command builds again).
+exclude: [out/**]
+spec:
+  command: [sh, -c, "mkdir -p out/sub && echo generated > out/gen.txt && echo deep > out/sub/deep.txt"]
+`,
+    'assets/garden.yml': `kind: Build
+type: exec
+name: assets
+`,
+    'assets/a.json': '{"a":1}\n',
+    'assets/b.json': '{"b":2}\n',
+    'assets/notes.md': 'notes\n',
+    'app/garden.yml': `kind: Build
+type: exec
+name: app
+copyFrom:
+  - build: tools
+    sourcePath: out
+    targetPath: .
+  - build: assets
+    sourcePath: "*.json"
+    targetPath: data/
+  - build: assets
+    sourcePath: notes.md
+    targetPath: docs/NOTES
+  - build: assets
+    sourcePath: missing.txt
+spec:
+  command: [sh, -c, "cat out/gen.txt data/a.json > built.txt"]
+---
+kind: Run
+type: exec
+name: check
+build: app
+spec:
+  command: [sh, -c, 'echo "::output built=$(paste -sd+ built.txt)"; echo "::output notes=$(cat docs/NOTES)"; echo "::output dir=$(pwd)"']
+`,
+    'app/main.txt': 'main\n',
+  });
+}
+
+function listFiles(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => path.relative(dir, path.join(entry.parentPath, entry.name)))
+    .sort();
+}
+
+describe('build directories of exec Builds', () => {
+  it("stages a Build's sources and its copies as Garden does, builds there, and a Run with build: runs there", async () => {
+    const root = copyingProject();
+    const validated = await runTend(['validate'], { cwd: root });
+    expect(validated.code, validated.stderr).toBe(0);
+    expect(validated.stdout).toMatch(/build\.app +exec +app\/garden\.yml:1 +build\.assets, build\.tools/);
+    expect(validated.stdout).toMatch(/run\.check +exec +app\/garden\.yml:\d+ +build\.app/);
+
+    const run = await runTend(['run', 'check', '--json'], { cwd: root, timeoutMs: 60_000 });
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
+    const actions = (JSON.parse(run.stdout) as { actions: ActionResult[] }).actions;
+    expect(states(actions)).toEqual([
+      'build.app ready',
+      'build.assets ready',
+      'build.tools ready',
+      'run.check ready',
+    ]);
+    const staged = path.join(root, '.tend', 'build', 'app');
+    // `out` to `.`: the directory by its name; a glob's matches by their names into data/; a file
+    // to a path that is not a directory: that name; the missing file: nothing (a warning).
+    expect(listFiles(staged)).toEqual([
+      'built.txt',
+      'data/a.json',
+      'data/b.json',
+      'docs/NOTES',
+      'garden.yml',
+      'main.txt',
+      'out/gen.txt',
+      'out/sub/deep.txt',
+    ]);
+    // As Garden does, a warning (a `log` event of the session, by the Build).
+    const warnings = allEvents(root)
+      .filter((e) => e.type === 'log' && (e.payload as { level: string }).level === 'warn')
+      .map((e) => e.payload as { message: string; actionRef?: string });
+    expect(warnings).toContainEqual(
+      expect.objectContaining({
+        actionRef: 'build.app',
+        message:
+          'build.app: copyFrom[3]: nothing at missing.txt in the build directory of build.assets; nothing copied',
+      }),
+    );
+    const check = actions.find((a) => a.ref === 'run.check')!;
+    expect(check.outputs).toMatchObject({ built: 'generated+{"a":1}', notes: 'notes', dir: staged });
+    // The sources are left alone; buildAtSource built in its own directory.
+    expect(existsSync(path.join(root, 'app', 'built.txt'))).toBe(false);
+    expect(readFileSync(path.join(root, 'tools', 'out', 'gen.txt'), 'utf8')).toBe('generated\n');
+
+    // The Builds are done for their versions; the Run runs again in the kept build directory.
+    const again = await runTend(['run', 'check', '--json'], { cwd: root, timeoutMs: 60_000 });
+    expect(again.code, again.stderr).toBe(0);
+    const second = (JSON.parse(again.stdout) as { actions: ActionResult[] }).actions;
+    expect(states(second)).toEqual([
+      'build.app cached',
+      'build.assets cached',
+      'build.tools cached',
+      'run.check ready',
+    ]);
+    expect(second.find((a) => a.ref === 'run.check')!.outputs.built).toBe('generated+{"a":1}');
+  });
+
+  it('refuses copyFrom and build: where Garden does, at their lines', async () => {
+    const root = makeProject({
+      'project.garden.yml': localProject,
+      'garden.yml': `kind: Build
+type: exec
+name: a
+copyFrom:
+  - { build: nope, sourcePath: x }
+  - { build: a, sourcePath: x }
+---
+kind: Build
+type: exec
+name: b
+copyFrom:
+  - { build: a, sourcePath: ../up }
+  - { build: a, sourcePath: x, targetPath: "y/*" }
+  - { build: a, sourcePath: /abs }
+---
+kind: Build
+type: exec
+name: c
+build: a
+---
+kind: Deploy
+type: exec
+name: d
+copyFrom: [{ build: a, sourcePath: x }]
+spec: { deployCommand: [echo] }
+---
+kind: Run
+type: exec
+name: r
+build: missing
+spec: { command: [echo] }
+`,
+    });
+    let errors: string[] = [];
+    try {
+      await validateCommand({ root, var: [] });
+    } catch (error) {
+      const detail = (error as TendError).detail as {
+        errors: { code: string; message: string; location: { line: number } }[];
+      };
+      errors = detail.errors.map((e) => `${e.code} ${e.location.line} ${e.message}`);
+    }
+    expect(errors).toEqual([
+      'TEND_CONFIG_INVALID 5 unknown Build "nope" in copyFrom of build.a; build actions: build.a',
+      'TEND_CONFIG_INVALID 6 build.a cannot copy from itself',
+      'TEND_CONFIG_INVALID 12 copyFrom sourcePath "../up" must not leave the build directory (..)',
+      'TEND_CONFIG_INVALID 13 copyFrom targetPath "y/*" must not contain wildcards',
+      'TEND_CONFIG_INVALID 14 copyFrom sourcePath "/abs" must be a relative POSIX path inside the build directory',
+      'TEND_CONFIG_INVALID 19 `build` applies to Deploy, Test and Run actions; a Build copies files with `copyFrom`',
+      'TEND_CONFIG_INVALID 24 copyFrom applies to Build actions, not to Deploy; name the Build in `build`',
+      'TEND_CONFIG_INVALID 30 unknown Build "missing" in build of run.r; build actions: build.a',
+    ]);
   });
 });
