@@ -5,7 +5,16 @@
  * into test/fixtures/garden-examples) validates, deploys into kube-sim with
  * `--kubeconfig/--context`, and its Test and Run pass; small projects of its own cover the rest.
  */
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -41,6 +50,7 @@ interface ActionResult {
   state: string;
   outputs: Record<string, string>;
   error?: { message: string };
+  output?: { lines: { stream: string; text: string }[] };
 }
 
 /** `tend <verb>` in the project's directory through the CLI, with its actions. */
@@ -277,5 +287,108 @@ spec: { command: [echo] }
       'TEND_CONFIG_INVALID 24 copyFrom applies to Build actions, not to Deploy; name the Build in `build`',
       'TEND_CONFIG_INVALID 30 unknown Build "missing" in build of run.r; build actions: build.a',
     ]);
+  });
+});
+
+/**
+ * No Go toolchain here: a stand-in `go` on PATH that writes the file `-o` names (with the GOOS and
+ * GOARCH it was given), as `go build` would.
+ */
+function standInGo(): string {
+  const bin = mkdtempSync(path.join(os.tmpdir(), 'tend-go-'));
+  copies.push(bin);
+  const go = path.join(bin, 'go');
+  writeFileSync(
+    go,
+    '#!/bin/sh\nout=""\nwhile [ $# -gt 0 ]; do [ "$1" = -o ] && out="$2"; shift; done\n' +
+      'mkdir -p "$(dirname "$out")" && printf "binary for %s/%s\\n" "$GOOS" "$GOARCH" > "$out"\n',
+  );
+  chmodSync(go, 0o755);
+  return bin;
+}
+
+describe("Garden's local-exec: the exec provider's initScript, and copyFrom of a Build at its source", () => {
+  it("validates as it is, builds the binary at the source, copies bin/ into the image's context, deploys, and the Run prints the initScript's log", async () => {
+    const root = copyGardenExample('local-exec');
+    const validated = await runTend(['validate'], { cwd: root });
+    expect(validated.code, validated.stderr).toBe(0);
+    expect(validated.stdout).toContain('configuration valid: 4 actions');
+    const env = { PATH: `${standInGo()}${path.delimiter}${process.env.PATH}` };
+
+    const deploy = await runTend(['deploy', ...cluster(), '--json'], { cwd: root, env, timeoutMs: 120_000 });
+    expect(deploy.code, `${deploy.stdout}\n${deploy.stderr}`).toBe(0);
+    expect(states((JSON.parse(deploy.stdout) as { actions: ActionResult[] }).actions)).toEqual([
+      'build.backend ready',
+      'build.builder ready',
+      'deploy.backend ready',
+    ]);
+    // buildAtSource: the builder ran in backend/ with its env; the binary went to the backend
+    // Build's directory as bin/ (`sourcePath: bin`, `targetPath: .`), beside its Dockerfile.
+    expect(readFileSync(path.join(root, 'backend', 'bin', 'backend'), 'utf8')).toBe(
+      'binary for linux/amd64\n',
+    );
+    expect(listFiles(path.join(root, '.tend', 'build', 'backend'))).toEqual(['Dockerfile', 'bin/backend']);
+
+    const run = await runTend(['run', 'echo-provider-init-result', ...cluster(), '--json', '--show-output'], {
+      cwd: root,
+      env,
+      timeoutMs: 60_000,
+    });
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
+    const echo = (JSON.parse(run.stdout) as { actions: ActionResult[] }).actions.find(
+      (a) => a.ref === 'run.echo-provider-init-result',
+    )!;
+    expect(echo.state).toBe('ready');
+    expect(echo.output!.lines.map((l) => l.text)).toEqual([
+      `The provider output log is: "hello ${os.userInfo().username}, this is a provider output message"`,
+    ]);
+  });
+
+  it('runs the initScript once per command in the project root; its failure stops the command; validate and status run nothing', async () => {
+    const root = makeProject({
+      'project.garden.yml': `apiVersion: garden.io/v2
+kind: Project
+name: init
+environments: [{ name: local }]
+providers:
+  - name: exec
+    initScript: "echo run >> runs.txt; pwd; echo \${var.word}; [ ! -f fail ]"
+variables: { word: second }
+`,
+      'sub/garden.yml': `kind: Run
+type: exec
+name: show
+spec:
+  command: [echo, "\${providers.exec.outputs.initScript.log}"]
+---
+kind: Test
+type: exec
+name: wrong
+spec:
+  command: [echo, "\${providers.kubernetes.outputs.x}"]
+`,
+    });
+    const validated = await runTend(['validate'], { cwd: root });
+    expect(validated.code, validated.stderr).toBe(0);
+    expect(await runTend(['status'], { cwd: root })).toMatchObject({ code: 0 });
+    expect(existsSync(path.join(root, 'runs.txt'))).toBe(false);
+
+    const run = await runTend(['run', 'show', '--json', '--show-output'], { cwd: root, timeoutMs: 60_000 });
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
+    const show = (JSON.parse(run.stdout) as { actions: ActionResult[] }).actions[0]!;
+    expect(show.output!.lines.map((l) => l.text)).toEqual([root, 'second']);
+    expect(readFileSync(path.join(root, 'runs.txt'), 'utf8')).toBe('run\n');
+
+    const wrong = await runTend(['test', 'wrong', '--json'], { cwd: root, timeoutMs: 60_000 });
+    expect(wrong.code).toBe(2);
+    expect((JSON.parse(wrong.stdout) as { actions: ActionResult[] }).actions[0]!.error?.message).toContain(
+      'no provider kubernetes for "providers.kubernetes.outputs.x"; providers: exec',
+    );
+
+    writeFileSync(path.join(root, 'fail'), '');
+    const failed = await runTend(['run', 'show'], { cwd: root, timeoutMs: 60_000 });
+    expect(failed.code).not.toBe(0);
+    expect(failed.stderr).toContain("the exec provider's initScript exited with code 1");
+    expect(readFileSync(path.join(root, 'runs.txt'), 'utf8')).toBe('run\nrun\nrun\n');
   });
 });
