@@ -214,17 +214,40 @@ const containerDeploy: SpecTranslator = (translation, spec) => {
   return kept;
 };
 
+/**
+ * Garden's localVolumes: hostPath mounts of local directories into the workloads, made on every
+ * deploy (not only in sync mode) unless `enabled: false`. tend cannot: a problem when they would
+ * be mounted, a note when there is nothing to mount.
+ */
+function localVolumes(translation: Translation, spec: GardenRecord): void {
+  const value = spec.localVolumes;
+  if (value === undefined || value === null) return;
+  const active =
+    !isRecord(value) || (Array.isArray(value.volumes) && value.volumes.length > 0 && value.enabled !== false);
+  if (active) {
+    translation.unsupported(
+      ['spec', 'localVolumes'],
+      "localVolumes (Garden's hostPath mounts of local directories, made on every deploy) are not mounted by tend: the directories are on your machine, not on the cluster's nodes; remove them, or set `enabled: false`",
+    );
+  } else {
+    translation.note(
+      ['spec', 'localVolumes'],
+      'localVolumes: disabled or without volumes, nothing to mount; ignored',
+    );
+  }
+}
+
 const kubernetesDeploy: SpecTranslator = (translation, spec) => {
-  for (const key of ['namespace', 'applyArgs', 'localVolumes'] as const) {
+  for (const key of ['namespace', 'applyArgs'] as const) {
     if (spec[key] === undefined) continue;
     const what = {
       namespace:
         'namespace: tend deploys into the environment namespace (set `overrideNamespace: true` to move objects that name another); remove it',
       applyArgs: 'applyArgs: tend applies through the API, not kubectl; remove it',
-      localVolumes: 'localVolumes are not mounted by tend; remove them',
     }[key];
     translation.unsupported(['spec', key], what);
   }
+  localVolumes(translation, spec);
   const kept = dropIgnoredKeys(
     translation,
     spec,
@@ -253,9 +276,7 @@ const helmDeploy: SpecTranslator = (translation, spec) => {
       "namespace: tend renders the chart for the environment's namespace (`helm template --namespace`) and applies it there; ignored",
     );
   }
-  if (spec.localVolumes !== undefined) {
-    translation.unsupported(['spec', 'localVolumes'], 'localVolumes are not mounted by tend; remove them');
-  }
+  localVolumes(translation, spec);
   const kept = dropIgnoredKeys(
     translation,
     spec,

@@ -392,3 +392,37 @@ spec:
     expect(readFileSync(path.join(root, 'runs.txt'), 'utf8')).toBe('run\nrun\nrun\n');
   });
 });
+
+describe("Garden's localVolumes", () => {
+  it('mounted on every deploy in Garden: refused at its line when it would mount, a note when disabled', async () => {
+    const files = (enabled: boolean) => ({
+      'project.garden.yml': `apiVersion: garden.io/v2
+kind: Project
+name: volumes
+environments: [{ name: local }]
+providers: [{ name: local-kubernetes }]
+`,
+      'web/garden.yml': `kind: Deploy
+type: kubernetes
+name: web
+spec:
+  manifestFiles: [web.yaml]
+  localVolumes:
+    enabled: ${enabled}
+    volumes:
+      - { name: src, sourcePath: ., containerPath: /app }
+`,
+      'web/web.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: web }\n',
+    });
+    const refused = await runTend(['validate'], { cwd: makeProject(files(true)) });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      "web/garden.yml:6:3: localVolumes (Garden's hostPath mounts of local directories, made on every deploy) are not mounted by tend",
+    );
+    const ignored = await runTend(['validate'], { cwd: makeProject(files(false)) });
+    expect(ignored.code, ignored.stderr).toBe(0);
+    expect(ignored.stdout).toContain(
+      'note: web/garden.yml:6:3: localVolumes: disabled or without volumes, nothing to mount; ignored',
+    );
+  });
+});
