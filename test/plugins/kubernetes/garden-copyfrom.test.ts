@@ -21,7 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateCommand } from '../../../src/commands/validate.js';
 import type { TendError } from '../../../src/errors.js';
 import { makeProject, removeProjects, repoRoot, runTend } from '../../helpers/project.js';
-import { allEvents, startSim, type SimHandle } from './helpers.js';
+import { allEvents, kubectlJson, startSim, type SimHandle } from './helpers.js';
 
 let h: SimHandle;
 beforeAll(async () => {
@@ -171,6 +171,45 @@ function listFiles(dir: string): string[] {
     .map((entry) => path.relative(dir, path.join(entry.parentPath, entry.name)))
     .sort();
 }
+
+describe('build: of a kubernetes Deploy', () => {
+  it("reads its manifests from the Build's build directory, where the Build wrote them", async () => {
+    const root = makeProject({
+      'project.garden.yml': `apiVersion: garden.io/v2
+kind: Project
+name: generated
+environments: [{ name: local }]
+providers: [{ name: local-kubernetes }]
+`,
+      'gen/garden.yml': `kind: Build
+type: exec
+name: manifests
+buildAtSource: true
+exclude: [out/**]
+spec:
+  command: [sh, -c, "mkdir -p out && printf 'apiVersion: v1\\\\nkind: ConfigMap\\\\nmetadata: { name: generated }\\\\ndata: { by: build }\\\\n' > out/cm.yaml"]
+`,
+      'deploy/garden.yml': `kind: Deploy
+type: kubernetes
+name: app
+build: manifests
+spec:
+  manifestFiles: [out/cm.yaml]
+`,
+    });
+    expect(states(await cli(root, 'deploy'))).toEqual(['build.manifests ready', 'deploy.app ready']);
+    const namespace = (await validateCommand({ root, var: [] })).data.namespace;
+    const configMap = await kubectlJson<{ data: Record<string, string> }>(
+      h.kubeconfig,
+      '-n',
+      namespace,
+      'get',
+      'configmap',
+      'generated',
+    );
+    expect(configMap.data).toEqual({ by: 'build' });
+  });
+});
 
 describe('build directories of exec Builds', () => {
   it("stages a Build's sources and its copies as Garden does, builds there, and a Run with build: runs there", async () => {
