@@ -271,6 +271,36 @@ describe('build directories of exec Builds', () => {
     expect(second.find((a) => a.ref === 'run.check')!.outputs.built).toBe('generated+{"a":1}');
   });
 
+  it('a disabled Build that an enabled Build copies from, or a Run runs in, is kept, as Garden keeps it', async () => {
+    const root = makeProject({
+      'project.garden.yml': localProject,
+      'garden.yml': `kind: Build
+type: exec
+name: base
+disabled: true
+---
+kind: Build
+type: exec
+name: app
+copyFrom: [{ build: base, sourcePath: base.txt }]
+---
+kind: Run
+type: exec
+name: show
+build: app
+spec: { command: [cat, base.txt] }
+`,
+      'base.txt': 'base\n',
+    });
+    const run = await runTend(['run', 'show', '--json'], { cwd: root, timeoutMs: 60_000 });
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
+    expect(states((JSON.parse(run.stdout) as { actions: ActionResult[] }).actions)).toEqual([
+      'build.app ready',
+      'build.base ready',
+      'run.show ready',
+    ]);
+  });
+
   it('refuses copyFrom and build: where Garden does, at their lines', async () => {
     const root = makeProject({
       'project.garden.yml': localProject,
