@@ -18,7 +18,7 @@ import { checkResolvedSpec, loadProjectConfig } from '../config/load.js';
 import { forgetCommandMemos } from '../plugins/kubernetes/memo.js';
 import { checkVarFlagsRead } from '../config/variables.js';
 import { actionVariablesOf, enabledActions, selectActionCopies } from '../config/action-variables.js';
-import type { ActionConfig, ProjectConfig } from '../config/project.js';
+import { actionRef, type ActionConfig, type ProjectConfig } from '../config/project.js';
 import { actionTypeIndex } from '../config/schema.js';
 import { actionOutputsContext, resolveTemplates, type TemplateContext } from '../config/template.js';
 import type { GlobalOptions } from '../cli/output.js';
@@ -27,6 +27,7 @@ import type { PullRequestRef } from '../events/catalog.js';
 import { Session } from '../session/session.js';
 import { ExitCode, TendError, toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
+import { actionDirectory, listDirectory } from '../graph/build-directory.js';
 import {
   computeVersions,
   type GatheredInputs,
@@ -377,14 +378,23 @@ export function resolveAction(
       opened.plugins,
     );
   const versioned = versions.get(ref)!;
+  // A Deploy, Test or Run with `build:` reads that Build's build directory: its sources, or its
+  // staged directory. (A Build's own is staged by the solver.)
+  const buildRef = config.kind !== 'Build' && config.build ? actionRef('Build', config.build) : undefined;
+  const dir = buildRef ? actionDirectory(graph, config, opened.project.root) : config.sourceDir;
+  const files = !buildRef
+    ? versioned.files
+    : dir === graph.get(buildRef).config.sourceDir
+      ? (versions.get(buildRef)?.files ?? listDirectory(dir))
+      : listDirectory(dir);
   const action: ResolvedAction = {
     ref,
     kind: config.kind,
     type: config.type,
     name: config.name,
     version: versioned.version,
-    sourceDir: config.sourceDir,
-    files: versioned.files,
+    sourceDir: dir,
+    files,
     spec,
     dependencyOutputs,
   };
@@ -438,7 +448,7 @@ export async function actionVersions(
       if (!('spec' in resolved)) return;
       try {
         const found = await versionInputs({
-          sourceDir: config.sourceDir,
+          sourceDir: actionDirectory(graph, config, opened.project.root),
           projectRoot: opened.project.root,
           spec: structuredClone(resolved.spec),
         });

@@ -6,6 +6,7 @@ import { OutputCollector, type ActionOutput } from '../cli/action-output.js';
 import { ProgressReporter, summarize } from '../cli/progress.js';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import { actionRef } from '../config/project.js';
+import type { TemplateContext } from '../config/template-context.js';
 import { ExitCode, TendError, toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
 import { solve, type ActionOutcome } from '../graph/solver.js';
@@ -132,6 +133,7 @@ export async function runActions(
       force: options.force,
       concurrency: options.concurrency,
       signal: session.signal,
+      projectRoot: opened.project.root,
       resolve: (ref, deps) => resolveAction(opened, graph, versions, ref, deps),
     });
     const list = [...outcomes.values()];
@@ -189,8 +191,13 @@ export async function openExecution(
   let resumed: string[];
   try {
     await session.router.initProviders();
-    for (const provider of session.router.providers)
-      await session.router.callProvider(provider, 'prepareEnvironment');
+    // What each provider's preparation gives is `${providers.<name>.outputs.*}` for the actions.
+    const providers: NonNullable<TemplateContext['providers']> = {};
+    for (const provider of session.router.providers) {
+      const prepared = await session.router.callProvider(provider, 'prepareEnvironment');
+      providers[provider.name] = { outputs: prepared.outputs ?? {} };
+    }
+    opened.templateContext = { ...opened.templateContext, providers };
     // A paused environment is resumed before anything runs in it: nobody meets one by surprise.
     resumed = verb === 'build' ? [] : await resumeProviders(session.router);
     for (const line of resumed)

@@ -16,6 +16,7 @@ import {
   type TemplateContext,
 } from './template.js';
 import { readVarfile } from './variables.js';
+import { buildDependencies } from './build-keys.js';
 
 /** An action document's keys this module reads, as the schema lets them be. */
 export interface RawActionVariables {
@@ -187,7 +188,12 @@ export function enabledActions(
     changed = false;
     for (const action of actions) {
       if (off.has(action.ref)) continue;
-      for (const dependency of [...action.dependencies, ...findActionReferences(action.spec)]) {
+      const needed = [
+        ...action.dependencies,
+        ...findActionReferences(action.spec),
+        ...buildDependencies(action),
+      ];
+      for (const dependency of needed) {
         if (off.has(dependency) && dependency.startsWith('build.')) {
           off.delete(dependency);
           changed = true;

@@ -50,6 +50,7 @@ import {
 import { moduleRuntimeNames, type ModuleRuntimeNames } from './garden/modules.js';
 import type { SourceDocument } from './source.js';
 import { checkTemplateSyntax, containsTemplate } from './template.js';
+import { buildReferenceProblems, readBuildKeys, type RawBuildKeys } from './build-keys.js';
 import type { TemplateActionReference } from './template.js';
 
 /** Not node:fs/promises: loading it loads readline too, ~2 ms of every start. */
@@ -371,7 +372,8 @@ class Loader {
       timeout?: number | string;
       cacheResult?: boolean;
       spec?: unknown;
-    } & RawActionVariables;
+    } & RawActionVariables &
+      RawBuildKeys;
     const ref = actionRef(kind, raw.name);
     const before = this.#problems.length;
 
@@ -441,6 +443,7 @@ class Loader {
       this.#problems,
     );
     const enablement = readActionEnablement(raw, (p) => locate(p), this.#problems);
+    const buildKeys = readBuildKeys(raw, kind, (p) => locate(p), this.#problems);
     const dependencies = [...new Set(raw.dependencies ?? [])];
     if (this.#problems.length > before) return;
     this.#actions.push({
@@ -461,6 +464,7 @@ class Loader {
         spec,
         ...(variableLayers ? { variableLayers } : {}),
         ...enablement,
+        ...buildKeys,
         file: file.file,
         location: doc.location,
         locate: (p) => locate(p),
@@ -487,28 +491,22 @@ class Loader {
     const byRef = new Map<string, ActionConfig>();
     const copies = new Map<string, ActionConfig[]>();
     for (const { action } of this.#actions) {
-      const first = byRef.get(action.ref);
       const earlier = copies.get(action.ref) ?? [];
       copies.set(action.ref, [...earlier, action]);
       // One name per environment, as in Garden (selectActionCopies keeps the one in use).
-      if (first && earlier.every((other) => environmentsDisjoint(other, action))) continue;
-      if (first) {
+      if (earlier.length === 0) byRef.set(action.ref, action);
+      else if (!earlier.every((other) => environmentsDisjoint(other, action))) {
         this.#problem(
           'TEND_CONFIG_DUPLICATE_ACTION',
-          `duplicate action ${action.ref}; first defined at ${formatLocation(first.locate(['name']))}`,
+          `duplicate action ${action.ref}; first defined at ${formatLocation(earlier[0]!.locate(['name']))}`,
           action.locate(['name']),
         );
-      } else {
-        byRef.set(action.ref, action);
       }
     }
+    const defined = (ref: string) => byRef.has(ref) || this.#unloaded.has(ref);
     const refsOfKind = (kind: string) => {
       const refs = [...byRef.keys()].filter((r) => r.startsWith(`${kind}.`));
-      return refs.length === 0
-        ? '(none)'
-        : refs.length > 20
-          ? `${refs.slice(0, 20).join(', ')}, …`
-          : refs.join(', ');
+      return refs.length === 0 ? '(none)' : `${refs.slice(0, 20).join(', ')}${refs.length > 20 ? ', …' : ''}`;
     };
     const configured = new Set(this.#project?.providers.map((p) => p.name));
     for (const { action, plugin, templateReferences } of this.#actions) {
@@ -516,7 +514,7 @@ class Loader {
         const where = () => action.locate(['dependencies', i]);
         if (dependency === action.ref) {
           this.#problem('TEND_CONFIG_INVALID', `${action.ref} cannot depend on itself`, where());
-        } else if (!byRef.has(dependency) && !this.#unloaded.has(dependency)) {
+        } else if (!defined(dependency)) {
           const kind = dependency.slice(0, dependency.indexOf('.'));
           this.#problem(
             'TEND_CONFIG_INVALID',
@@ -525,6 +523,7 @@ class Loader {
           );
         }
       });
+      this.#problems.push(...buildReferenceProblems(action, defined, () => refsOfKind('build')));
       for (const reference of templateReferences) {
         if (reference.ref === action.ref) {
           this.#problem(
@@ -532,7 +531,7 @@ class Loader {
             `${action.ref} cannot use its own outputs`,
             action.locate(reference.path),
           );
-        } else if (!byRef.has(reference.ref) && !this.#unloaded.has(reference.ref)) {
+        } else if (!defined(reference.ref)) {
           const kind = reference.ref.slice(0, reference.ref.indexOf('.'));
           this.#problem(
             'TEND_TEMPLATE',

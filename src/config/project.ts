@@ -102,6 +102,12 @@ export interface ActionConfig {
   timeout?: number;
   /** Test/Run: whether a result already there for this version is reused (default: Test yes, Run no). */
   cacheResult?: boolean;
+  /** Build: files copied from other Builds' build directories before it builds (src/graph/build-directory.ts). */
+  copyFrom?: CopyFromConfig[];
+  /** Build with copyFrom: build in the source directory instead of a staged one. */
+  buildAtSource?: boolean;
+  /** Deploy, Test, Run: the name of the Build whose build directory the action runs in. */
+  build?: string;
   /** Raw, with template expressions. */
   spec: unknown;
   /** Its own variables, lowest first: `variables:`, then each of `varfiles:` (absent when none). */
@@ -118,6 +124,15 @@ export interface ActionConfig {
   locate: Locate;
   /** Rendered from a Garden ConfigTemplate: what its templates read as `parent`, `template` and `inputs`. */
   rendered?: RenderedFrom;
+}
+
+/** One entry of a Build's `copyFrom`: POSIX paths inside the build directories. */
+export interface CopyFromConfig {
+  /** The Build copied from (a dependency). */
+  build: string;
+  sourcePath: string;
+  /** Default: `sourcePath`. */
+  targetPath: string;
 }
 
 export interface RenderedFrom {

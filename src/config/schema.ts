@@ -211,6 +211,46 @@ export const ActionBaseSchema = Type.Object(
         description: 'The only environments this action is enabled in (default: all).',
       }),
     ),
+    copyFrom: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            build: NameSchema,
+            sourcePath: Type.String({
+              minLength: 1,
+              description: "A file or directory (or a glob) in that Build's build directory.",
+            }),
+            targetPath: Type.Optional(
+              Type.String({
+                minLength: 1,
+                description:
+                  "Where it goes in this Build's build directory (default: the same path; `.` or a path ending in `/`: into that directory).",
+              }),
+            ),
+          },
+          { additionalProperties: false },
+        ),
+        {
+          description:
+            "Build only: files copied from other Builds' build directories into this Build's (staged in .tend/build/<name>) before it builds; each Build named is a dependency.",
+        },
+      ),
+    ),
+    buildAtSource: Type.Optional(
+      Type.Boolean({
+        description:
+          'Build only: with copyFrom, build in the source directory (the copies go there) instead of .tend/build/<name>.',
+      }),
+    ),
+    build: Type.Optional(
+      Type.String({
+        pattern: namePattern,
+        maxLength: nameMaxLength,
+        patternErrorMessage: `a Build's name: ${nameMessage}`,
+        description:
+          "Deploy, Test and Run: the Build whose build directory this action runs in (its files, commands' working directory); a dependency.",
+      }),
+    ),
     spec: Type.Optional(Type.Unknown({ description: "The action type's spec." })),
   },
   { additionalProperties: false },

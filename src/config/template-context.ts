@@ -2,7 +2,8 @@
  * What `${…}` expressions read (docs/templates.md#contexts): the context a command resolves
  * templates in, and its scope for the expression language (config/expressions/): `var` (alias
  * `variables`: layers merged as Garden merges them, resolved lazily, a cycle is an error),
- * `local.*`, `project.*`, `environment.*`, `actions.*` (outputs, version, var), and Garden's
+ * `local.*`, `project.*`, `environment.*`, `actions.*` (outputs, version, var), `providers.*`
+ * (outputs), and Garden's
  * `git.*`, `datetime.*`, `command.*` and `this.*` when given, and `secrets.*`.
  */
 import { closestName } from '../suggest.js';
@@ -46,6 +47,8 @@ export interface TemplateContext {
   inputs?: Record<string, unknown>;
   /** `secrets.<NAME>`: loaded by the command only when its configuration reads them. */
   secrets?: SecretsContext;
+  /** `providers.<name>.outputs.*`: what each provider's preparation gave this command (absent before it). */
+  providers?: Record<string, { outputs: Record<string, unknown> }>;
 }
 
 /** The project secrets an environment reads (docs/templates.md#secrets), and where they come from. */
@@ -73,7 +76,16 @@ export function variableLayersOf(context: TemplateContext): Record<string, unkno
 
 /** tend's roots, listed in messages; Garden's others follow. */
 export const templateRoots = ['project', 'environment', 'var', 'local', 'actions'] as const;
-export const gardenRoots = ['variables', 'git', 'datetime', 'command', 'this', 'item', 'secrets'] as const;
+export const gardenRoots = [
+  'variables',
+  'git',
+  'datetime',
+  'command',
+  'this',
+  'item',
+  'secrets',
+  'providers',
+] as const;
 /** The roots of an action rendered from a Garden ConfigTemplate, beside the others. */
 export const renderedRoots = ['inputs', 'parent', 'template'] as const;
 export const actionKindsLower = ['build', 'deploy', 'test', 'run'];
@@ -364,6 +376,29 @@ class ActionsNode implements PathNode {
   }
 }
 
+/** `providers.<name>.outputs.*`: known once the command prepared its providers. */
+class ProvidersNode implements PathNode {
+  constructor(private readonly providers: TemplateContext['providers']) {}
+
+  resolvePath(path: readonly (string | number)[], text: string): unknown {
+    const [name, field] = path.map(String);
+    if (field !== 'outputs' || name === undefined) {
+      return new Missing(`invalid provider reference "${text}"; expected providers.<name>.outputs.<key>`);
+    }
+    if (!this.providers) {
+      return new Missing(
+        `provider outputs are not available for "${text}": providers are prepared by tend build, deploy, test and run`,
+      );
+    }
+    const provider = own(this.providers, name) as { outputs: Record<string, unknown> } | undefined;
+    if (!provider) {
+      const names = Object.keys(this.providers);
+      return new Missing(`no provider ${name} for "${text}"; providers: ${names.join(', ') || '(none)'}`);
+    }
+    return followPath(new RecordNode(provider.outputs), path.slice(2), `providers.${name}.outputs`, text);
+  }
+}
+
 const kindNames: Record<string, string> = { build: 'Build', deploy: 'Deploy', test: 'Test', run: 'Run' };
 
 function own(record: unknown, key: string): unknown {
@@ -449,6 +484,7 @@ function variablesScope(
     template: context.template && new RecordNode(context.template),
     inputs: context.inputs && new InputsNode(context.inputs, resolveVariable, holdsTemplate),
     secrets: new SecretsNode(context.secrets),
+    providers: new ProvidersNode(context.providers),
   };
   // The roots the context has, in its order; `actions` always (its outputs come as actions run).
   const listed = Object.keys(context).filter((k) => k in roots && roots[k] !== undefined);

@@ -137,9 +137,11 @@ function staticActionReference(lookup: Lookup): string | undefined {
 /**
  * Whether a lookup reads what an action has only once it ran or was versioned (`outputs`,
  * `version`): a dependency. An action's variables (`actions.<kind>.<name>.var`) are known before.
+ * A provider's outputs (`providers.<name>.outputs`) are known once the command prepared it: kept
+ * as written like action outputs until then, but no dependency.
  */
 function readsActionRuntime(lookup: Lookup): boolean {
-  return lookup.root === 'actions' && lookup.path[2] !== 'var';
+  return (lookup.root === 'actions' && lookup.path[2] !== 'var') || lookup.root === 'providers';
 }
 
 /**

@@ -1,15 +1,16 @@
 /**
  * The action graph: nodes are actions, edges are `dependencies:` plus the actions referenced in
- * template expressions. A cycle is an error that prints its path.
+ * template expressions and the Builds named in `copyFrom` or `build`. A cycle is an error that prints its path.
  */
 import type { ActionConfig } from '../config/project.js';
 import { actionReferencesOf } from '../config/template.js';
+import { buildDependencies } from '../config/build-keys.js';
 import { TendError } from '../errors.js';
 
 export interface ActionNode {
   config: ActionConfig;
   ref: string;
-  /** Explicit and template dependencies, without duplicates, sorted. */
+  /** Explicit, template and build-directory dependencies, without duplicates, sorted. */
   dependencies: string[];
   /** Its spec's templates read other actions' outputs (`${actions.…}`). */
   readsOutputs: boolean;
@@ -22,7 +23,7 @@ export class ActionGraph {
   constructor(actions: ActionConfig[]) {
     for (const config of actions) {
       const { refs: references, readsOutputs } = actionReferencesOf(config.spec);
-      const deps = new Set([...config.dependencies, ...references]);
+      const deps = new Set([...config.dependencies, ...references, ...buildDependencies(config)]);
       this.nodes.set(config.ref, {
         config,
         ref: config.ref,

@@ -11,6 +11,7 @@ import type { ActionConfig } from '../config/project.js';
 import type { ActionKind, Outputs, ResolvedAction } from '../plugin/types.js';
 import type { Router } from '../router/router.js';
 import type { ActionGraph } from './graph.js';
+import { stageBuildDirectory } from './build-directory.js';
 
 export type FinalState = 'cached' | 'ready' | 'failed' | 'aborted';
 
@@ -36,6 +37,8 @@ export interface SolveOptions {
   force: boolean;
   concurrency: number;
   signal: AbortSignal;
+  /** The project root: a Build with `copyFrom` is staged in its `.tend/build/`. */
+  projectRoot: string;
   /** Resolves an action's templates with its dependencies' outputs. */
   resolve(ref: string, dependencyOutputs: Record<string, Outputs>): ResolvedAction;
 }
@@ -119,18 +122,28 @@ export async function solve(options: SolveOptions): Promise<Map<string, ActionOu
     const elapsed = () => Math.round((performance.now() - started) * 1000) / 1000;
     emit(ref, kind, version, 'getting-status');
     try {
-      const action = options.resolve(ref, Object.fromEntries(deps.map((d) => [d.ref, d.outputs])));
+      const resolved = options.resolve(ref, Object.fromEntries(deps.map((d) => [d.ref, d.outputs])));
+      // A Build with copyFrom builds in its staged build directory: staged anew before it runs, or
+      // kept (made when missing) when it is done for its version, for the actions that read it.
+      const staged = (keep: boolean): ResolvedAction => {
+        const config = graph.get(ref).config;
+        if (kind !== 'Build' || !config.copyFrom) return resolved;
+        const stage = stageBuildDirectory(graph, config, options.projectRoot, resolved.files, keep);
+        for (const message of stage.warnings) bus.emit('log', { level: 'warn', message, actionRef: ref });
+        return { ...resolved, sourceDir: stage.dir, files: stage.files };
+      };
       const force = options.force && requested.has(ref);
       const status = reusesResult(graph.get(ref).config)
-        ? await router.callAction(action, statusHandler[kind], { force })
+        ? await router.callAction(resolved, statusHandler[kind], { force })
         : undefined;
       if (status?.state === 'ready' && !force) {
+        staged(true);
         const durationMs = elapsed();
         emit(ref, kind, version, 'cached', { durationMs });
         return { ref, kind, version, state: 'cached', durationMs, outputs: status.outputs ?? {} };
       }
       emit(ref, kind, version, 'processing');
-      const result = await router.callAction(action, executeHandler[kind], { force });
+      const result = await router.callAction(staged(false), executeHandler[kind], { force });
       const exitCode = 'exitCode' in result ? (result.exitCode as number) : undefined;
       if (exitCode !== undefined && exitCode !== 0) {
         throw new TendError('TEND_EXEC_FAILED', `${ref} exited with code ${exitCode}`, {

@@ -75,6 +75,9 @@ export function computeVersions(
         include: config.include,
         exclude: config.exclude,
         timeout: config.timeout,
+        copyFrom: config.copyFrom,
+        buildAtSource: config.buildAtSource,
+        build: config.build,
       }) + `\0sources:${sources.hash}`;
     const expressions = new Set(sources.expressions);
     const gathered = inputs?.pluginInputs?.(config);

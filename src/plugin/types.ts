@@ -323,6 +323,11 @@ export interface ActionHandlers<Spec = unknown> {
 export interface EnvironmentStatus {
   ready: boolean;
   detail?: Record<string, unknown>;
+  /**
+   * `prepareEnvironment` only: the provider's outputs for this command, which action templates
+   * read as `${providers.<name>.outputs.*}` (the exec provider's `initScript.log`).
+   */
+  outputs?: Record<string, unknown>;
 }
 
 export interface ProviderHandlers<Config = unknown, State = unknown> {

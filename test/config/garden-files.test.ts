@@ -210,7 +210,7 @@ spec:
     ).toEqual([
       'TEND_CONFIG_UNSUPPORTED project.garden.yml:13 provider terraform is not supported by tend',
       'TEND_CONFIG_UNSUPPORTED infra/garden.yml:2 action type terraform is not supported by tend',
-      'TEND_CONFIG_UNSUPPORTED infra/garden.yml:16 copyFrom is not supported by tend yet',
+      'TEND_CONFIG_INVALID infra/garden.yml:16 copyFrom applies to Build actions, not to Run',
     ]);
     expect(errors[1]!.message).toContain('run terraform from an exec action');
   });

@@ -58,7 +58,7 @@ const cases: Case[] = [
     },
     error:
       'api.tend.yml:4:1: unknown key "dependecies" in action build.api; did you mean "dependencies"? expected one of: kind, type, name, ' +
-      'description, dependencies, source, include, exclude, timeout, cacheResult, variables, varfiles, disabled, environments, spec',
+      'description, dependencies, source, include, exclude, timeout, cacheResult, variables, varfiles, disabled, environments, copyFrom, buildAtSource, build, spec',
     code: 'TEND_CONFIG_UNKNOWN_KEY',
   },
   {

@@ -2,6 +2,7 @@
  * A Garden action document (Build, Deploy, Test, Run; apiVersion garden.io/v0–v2) as tend's
  * (docs/garden.md): `source: { path }`, dependencies as `{ kind, name }` or `Kind.name`,
  * `variables`, `varfiles`, `disabled` and `environments` as they are (config/action-variables.ts),
+ * so are `copyFrom`, `buildAtSource` and `build` (config/build-keys.ts),
  * and each action type's spec in tend's terms — exec (`deployCommand`, `shell`), container Build
  * and Deploy, container Test/Run (run as a kubernetes-pod), kubernetes Deploy (Garden's
  * manifest keys are tend's own). What tend cannot do is a problem naming the key; what it
@@ -42,6 +43,9 @@ const commonKeys = [
   'varfiles',
   'disabled',
   'environments',
+  'copyFrom',
+  'buildAtSource',
+  'build',
 ];
 
 type SpecTranslator = (translation: Translation, spec: GardenRecord) => GardenRecord | undefined;
@@ -210,17 +214,40 @@ const containerDeploy: SpecTranslator = (translation, spec) => {
   return kept;
 };
 
+/**
+ * Garden's localVolumes: hostPath mounts of local directories into the workloads, made on every
+ * deploy (not only in sync mode) unless `enabled: false`. tend cannot: a problem when they would
+ * be mounted, a note when there is nothing to mount.
+ */
+function localVolumes(translation: Translation, spec: GardenRecord): void {
+  const value = spec.localVolumes;
+  if (value === undefined || value === null) return;
+  const active =
+    !isRecord(value) || (Array.isArray(value.volumes) && value.volumes.length > 0 && value.enabled !== false);
+  if (active) {
+    translation.unsupported(
+      ['spec', 'localVolumes'],
+      "localVolumes (Garden's hostPath mounts of local directories, made on every deploy) are not mounted by tend: the directories are on your machine, not on the cluster's nodes; remove them, or set `enabled: false`",
+    );
+  } else {
+    translation.note(
+      ['spec', 'localVolumes'],
+      'localVolumes: disabled or without volumes, nothing to mount; ignored',
+    );
+  }
+}
+
 const kubernetesDeploy: SpecTranslator = (translation, spec) => {
-  for (const key of ['namespace', 'applyArgs', 'localVolumes'] as const) {
+  for (const key of ['namespace', 'applyArgs'] as const) {
     if (spec[key] === undefined) continue;
     const what = {
       namespace:
         'namespace: tend deploys into the environment namespace (set `overrideNamespace: true` to move objects that name another); remove it',
       applyArgs: 'applyArgs: tend applies through the API, not kubectl; remove it',
-      localVolumes: 'localVolumes are not mounted by tend; remove them',
     }[key];
     translation.unsupported(['spec', key], what);
   }
+  localVolumes(translation, spec);
   const kept = dropIgnoredKeys(
     translation,
     spec,
@@ -249,9 +276,7 @@ const helmDeploy: SpecTranslator = (translation, spec) => {
       "namespace: tend renders the chart for the environment's namespace (`helm template --namespace`) and applies it there; ignored",
     );
   }
-  if (spec.localVolumes !== undefined) {
-    translation.unsupported(['spec', 'localVolumes'], 'localVolumes are not mounted by tend; remove them');
-  }
+  localVolumes(translation, spec);
   const kept = dropIgnoredKeys(
     translation,
     spec,
@@ -349,21 +374,11 @@ function dependencyRef(dependency: unknown): unknown {
   return dependency;
 }
 
-/** Keys of a Garden action with a problem of their own; the message says what to do. */
-const unsupportedActionKeys: Record<string, string> = {
-  build:
-    "a Deploy, Test or Run that runs in a Build's directory (`build:`) is not supported by tend yet; set `source` instead",
-  copyFrom:
-    'copyFrom is not supported by tend yet; make the Build produce the files where the other one reads them',
-};
-
-/** The Garden action keys this translation reads (`internal` and `buildAtSource` need nothing from tend). */
+/** The Garden action keys this translation reads (`internal` needs nothing from tend). */
 const readActionKeys = new Set([
   ...commonKeys,
-  ...Object.keys(unsupportedActionKeys),
   'apiVersion',
   'internal',
-  'buildAtSource',
   'allowPublish',
   'source',
   'dependencies',
@@ -381,9 +396,6 @@ export function translateGardenAction(
   const kind = String(value.kind);
   const out: GardenRecord = {};
   for (const key of commonKeys) if (value[key] !== undefined) out[key] = value[key];
-  for (const [key, message] of Object.entries(unsupportedActionKeys)) {
-    if (value[key] !== undefined) translation.unsupported([key], message);
-  }
   if (value.allowPublish !== undefined) {
     translation.note(['allowPublish'], 'allowPublish: tend publishes no images; ignored');
   }

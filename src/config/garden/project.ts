@@ -64,12 +64,7 @@ function translateProvider(
     return undefined;
   }
   if (name === 'exec') {
-    if (entry.initScript !== undefined) {
-      translation.unsupported(
-        [...at, 'initScript'],
-        "the exec provider's initScript is not run by tend (nor its outputs, ${providers.exec.outputs.*}); run it as an exec Run action that other actions depend on",
-      );
-    }
+    // initScript is tend's too (src/plugins/exec/init-script.ts).
     const kept = dropIgnoredKeys(
       translation,
       rest,
@@ -77,8 +72,7 @@ function translateProvider(
       at,
       "Garden's exec provider settings",
     );
-    const { initScript: _script, ...execEntry } = kept;
-    return { entry: execEntry, name };
+    return { entry: kept, name };
   }
   if (name === 'local-kubernetes' || name === 'kubernetes') {
     const kept = dropIgnoredKeys(

@@ -30,6 +30,7 @@ import {
 } from './environment.js';
 import { getLogs } from './logs.js';
 import { runCommand } from './process.js';
+import { runInitScript } from './init-script.js';
 import { AnyKey } from '../../schema-check.js';
 
 const Command = Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), {
@@ -269,7 +270,17 @@ export const execActionType: ActionTypeDefinition = {
 export const execPlugin: PluginDefinition = {
   name: 'exec',
   description: 'run actions as local processes; the environment is a local directory',
-  configSchema: Type.Object({}, { additionalProperties: false }),
+  configSchema: Type.Object(
+    {
+      initScript: Type.Optional(
+        Type.String({
+          description:
+            'A script run with `sh -c` in the project root when a command prepares the environment (build, deploy, test, run); its output is ${providers.exec.outputs.initScript.log}.',
+        }),
+      ),
+    },
+    { additionalProperties: false },
+  ),
   emits: ['namespaceStatus', 'log'],
   provider: {
     async init() {
@@ -280,7 +291,9 @@ export const execPlugin: PluginDefinition = {
     },
     async prepareEnvironment(ctx) {
       ensureEnvironment(ctx);
-      return { ready: true };
+      const { initScript } = (ctx.provider.config ?? {}) as { initScript?: string };
+      if (initScript === undefined) return { ready: true, outputs: {} };
+      return { ready: true, outputs: await runInitScript(ctx, initScript) };
     },
     async cleanupEnvironment(ctx) {
       const envDir = environmentDir(ctx);
