@@ -218,4 +218,28 @@ services:
     });
     expect(api.variableLayers).toEqual([{ greeting: 'hello' }, { who: 'world' }]);
   });
+
+  it("a container module is built when its Dockerfile is among its files, as Garden's moduleHasDockerfile has it", async () => {
+    const module = (name: string, keys: string) =>
+      `kind: Module\ntype: container\nname: ${name}\nimage: nginx:1\n${keys}tests:\n  - name: t\n    args: [x]\n`;
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'a/garden.yml': module('dir-included', 'include: [.]\n'),
+      'a/Dockerfile': 'FROM alpine\n',
+      'b/garden.yml': module('nothing-included', 'include: []\n'),
+      'b/Dockerfile': 'FROM alpine\n',
+      'c/garden.yml': module('excluded', 'exclude: [Dockerfile]\n'),
+      'c/Dockerfile': 'FROM alpine\n',
+      'd/garden.yml': module('named', 'dockerfile: build/app.Dockerfile\n'),
+    });
+    const loaded = await load(root);
+    expect(loaded.actions.map((a) => [a.ref, (a.spec as { image?: string }).image])).toEqual([
+      ['build.dir-included', undefined],
+      ['test.dir-included-t', '${actions.build.dir-included.outputs.deploymentImageId}'],
+      ['test.nothing-included-t', 'nginx:1'],
+      ['test.excluded-t', 'nginx:1'],
+      ['build.named', undefined],
+      ['test.named-t', '${actions.build.named.outputs.deploymentImageId}'],
+    ]);
+  });
 });

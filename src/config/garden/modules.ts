@@ -13,8 +13,9 @@
  * A runtime dependency names a service or a task of any module: `deploy.<name>` or `run.<name>`.
  * The actions then go through the same translation as Garden 0.13 actions.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
+import picomatch from 'picomatch';
 import type { ConfigPath } from '../project.js';
 import { convertHelmModule } from './helm-module.js';
 import { strings, type ModuleParts } from './module-parts.js';
@@ -217,6 +218,28 @@ function convertExecModule(parts: ModuleParts): void {
   }
 }
 
+/**
+ * Garden's `moduleHasDockerfile`: a module that names its `dockerfile` is built; otherwise one is
+ * when its `Dockerfile` is among the module's files (there, and not left out by `include` or
+ * `exclude`). A module with neither deploys its `image` as it is.
+ */
+function moduleHasDockerfile(module: GardenRecord, moduleDir: string): boolean {
+  if (typeof module.dockerfile === 'string' && module.dockerfile !== '') return true;
+  if (!existsSync(path.join(moduleDir, 'Dockerfile'))) return false;
+  // Garden's augmentGlobs: a pattern naming a directory (`.`, `src`) stands for everything below it.
+  const matches = (patterns: unknown) =>
+    strings(patterns).some((pattern) => {
+      const glob =
+        !picomatch.scan(pattern).isGlob &&
+        statSync(path.join(moduleDir, pattern), { throwIfNoEntry: false })?.isDirectory()
+          ? path.posix.join(pattern, '**', '*')
+          : pattern;
+      return picomatch(glob, { dot: true })('Dockerfile');
+    });
+  if (Array.isArray(module.include) && !matches(module.include)) return false;
+  return !matches(module.exclude);
+}
+
 function convertContainerModule(parts: ModuleParts): void {
   const {
     module: spec,
@@ -232,7 +255,7 @@ function convertContainerModule(parts: ModuleParts): void {
   } = parts;
   const specAt: ConfigPath = [];
   const dockerfile = typeof spec.dockerfile === 'string' ? spec.dockerfile : 'Dockerfile';
-  const hasBuild = existsSync(path.join(moduleDir, dockerfile));
+  const hasBuild = moduleHasDockerfile(spec, moduleDir);
   const image = hasBuild ? `\${actions.build.${name}.outputs.deploymentImageId}` : spec.image;
   if (hasBuild) {
     const moduleBuild = isRecord(spec.build) ? spec.build : {};
