@@ -54,7 +54,12 @@ export async function validateCommand(
   });
   const { project, plugins } = loaded;
   const vars = parseVarFlags(options.var);
-  const environment = selectEnvironment(project, { env: options.env, vars, varFiles: options.varFile });
+  const environment = selectEnvironment(project, {
+    env: options.env,
+    vars,
+    varFiles: options.varFile,
+    ...(options.commandInfo ? { command: options.commandInfo } : {}),
+  });
   checkVarFlagsRead(project, loaded.actions, vars, environment.varfileVariables);
   const context: TemplateContext = {
     ...createTemplateContext(project, environment),

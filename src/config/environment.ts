@@ -35,7 +35,11 @@ export interface SelectedEnvironment {
   varfiles: string[];
   /** The variables the varfiles set, merged. */
   varfileVariables: Record<string, VariableValue>;
+  /** `command.*` of the command's templates, when the command passes it. */
+  command?: CommandContext;
 }
+
+type CommandContext = NonNullable<TemplateContext['command']>;
 
 /**
  * The variables of a selected environment as layers, lowest first (project, environment, each
@@ -56,6 +60,8 @@ export interface SelectOptions {
   varFiles?: readonly string[];
   /** For tests: the OS user and environment variables (default: os.userInfo(), process.env). */
   local?: TemplateContext['local'];
+  /** The command running (`command.name`, `command.params`), for every template it resolves. */
+  command?: CommandContext;
 }
 
 /** `['team=payments', 'pr=42']` → `{team: 'payments', pr: '42'}`. */
@@ -109,7 +115,11 @@ function datetimeContext(): NonNullable<TemplateContext['datetime']> {
  * The environment of `defaultEnvironment`, a template too (Garden resolves it with `local.*`,
  * `project.*`, `git.*` and `datetime.*`: `${local.env.CI ? "ci" : "dev"}`).
  */
-function defaultEnvironmentName(project: ProjectConfig, local: TemplateContext['local']): string {
+function defaultEnvironmentName(
+  project: ProjectConfig,
+  local: TemplateContext['local'],
+  command: CommandContext | undefined,
+): string {
   if (!project.defaultEnvironment.includes('${')) return project.defaultEnvironment;
   const context = {
     project: { name: project.name },
@@ -117,6 +127,7 @@ function defaultEnvironmentName(project: ProjectConfig, local: TemplateContext['
     local: fullLocal(local, project),
     git: gitContext(project.root),
     datetime: datetimeContext(),
+    ...(command ? { command } : {}),
   } as unknown as TemplateContext;
   const at = project.locate(['defaultEnvironment']);
   const name = String(resolveTemplates(project.defaultEnvironment, context, () => at));
@@ -133,7 +144,7 @@ function defaultEnvironmentName(project: ProjectConfig, local: TemplateContext['
 
 export function selectEnvironment(project: ProjectConfig, options: SelectOptions): SelectedEnvironment {
   const local = options.local ?? localContext();
-  const name = options.env ?? defaultEnvironmentName(project, local);
+  const name = options.env ?? defaultEnvironmentName(project, local, options.command);
   const environment = project.environments.find((e) => e.name === name);
   if (!environment) {
     throw new TendError(
@@ -163,6 +174,7 @@ export function selectEnvironment(project: ProjectConfig, options: SelectOptions
     local: fullLocal(local, project),
     git: gitContext(project.root),
     datetime: datetimeContext(),
+    ...(options.command ? { command: options.command } : {}),
   } as unknown as TemplateContext;
   const namespace = String(
     environment.defaultNamespace === undefined
@@ -197,6 +209,7 @@ export function selectEnvironment(project: ProjectConfig, options: SelectOptions
     variables,
     varfiles: varfiles.files,
     varfileVariables: varfiles.variables,
+    ...(options.command ? { command: options.command } : {}),
   };
   variableSources.set(selected, { layers: variableLayers, overrides: varOverrides });
   return selected;
@@ -283,6 +296,7 @@ export function createTemplateContext(
     local: fullLocal(local, project),
     git: gitContext(project.root),
     datetime: datetimeContext(),
+    ...(environment.command ? { command: environment.command } : {}),
   };
 }
 
