@@ -142,6 +142,27 @@ function defaultEnvironmentName(
   return name;
 }
 
+/**
+ * What a varfile path's `${…}` reads, as Garden resolves it: the project, the environment's name,
+ * the project's variables, and `local.*`, `git.*`, `datetime.*`, `command.*`.
+ */
+function varfilePathContext(
+  project: ProjectConfig,
+  environmentName: string,
+  local: TemplateContext['local'],
+  options: SelectOptions,
+): TemplateContext {
+  return {
+    project: { name: project.name },
+    environment: { name: environmentName },
+    var: project.variables,
+    local: fullLocal(local, project),
+    git: gitContext(project.root),
+    datetime: datetimeContext(),
+    ...(options.command ? { command: options.command } : {}),
+  } as unknown as TemplateContext;
+}
+
 export function selectEnvironment(project: ProjectConfig, options: SelectOptions): SelectedEnvironment {
   const local = options.local ?? localContext();
   const name = options.env ?? defaultEnvironmentName(project, local, options.command);
@@ -154,9 +175,20 @@ export function selectEnvironment(project: ProjectConfig, options: SelectOptions
     );
   }
   const index = project.environments.indexOf(environment);
-  // Project variables, then the environment's, its varfiles, --var-file, then --var.
-  const varfiles = readVarfiles(project, index, options.varFiles ?? []);
-  const variableLayers = [project.variables, environment.variables, ...varfiles.layers];
+  // Project variables, its varfiles, the environment's variables, its varfiles, --var-file, then --var.
+  const varfiles = readVarfiles(project, index, options.varFiles ?? [], (template, at) =>
+    String(
+      resolveTemplates(template, varfilePathContext(project, environment.name, local, options), () =>
+        project.locate(at),
+      ),
+    ),
+  );
+  const variableLayers = [
+    project.variables,
+    ...varfiles.projectLayers,
+    environment.variables,
+    ...varfiles.layers,
+  ];
   const merged = variableLayers.reduce<VariableValue>(
     (lower, higher) => mergeVariableValues(lower, higher) as VariableValue,
     {},
