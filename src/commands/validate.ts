@@ -7,6 +7,7 @@ import { formatTable } from '../cli/output.js';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import {
   createTemplateContext,
+  namespaceHeader,
   parseVarFlags,
   providerApplies,
   resolveActionSpec,
@@ -78,7 +79,10 @@ export async function validateCommand(
   const secrets = await loadSecrets(project, environment.name, reads);
   if (secrets) context.secrets = secrets;
   const providers = project.providers.filter((entry) => providerApplies(entry, environment.name));
-  for (const entry of providers) resolveProviderConfig(entry, context);
+  const resolvedProviders = providers.map((entry) => ({
+    name: entry.name,
+    config: resolveProviderConfig(entry, context),
+  }));
   for (const action of actions) {
     checkResolvedSpec(action, resolveActionSpec(action, context, { keepActionOutputs: true }), plugins);
   }
@@ -107,7 +111,7 @@ export async function validateCommand(
   );
   const count = data.actions.length;
   const human = [
-    `project ${data.project}: environment ${data.environment}, namespace ${data.namespace}, ` +
+    `project ${data.project}: environment ${data.environment}, ${namespaceHeader(data.namespace, resolvedProviders)}, ` +
       `providers ${data.providers.join(', ') || '(none)'}`,
     '',
     count > 0 ? table : '(no actions)',

@@ -332,6 +332,19 @@ export function createTemplateContext(
   };
 }
 
+/**
+ * The namespace the environment's objects go to, for headers: a provider's own `namespace`
+ * (Garden's, after `namespace: {name}`) when one sets it, else the environment's, and why.
+ */
+export function namespaceHeader(
+  environmentNamespace: string,
+  providers: readonly { name: string; config: Record<string, unknown> }[],
+): string {
+  const own = providers.find((p) => typeof p.config.namespace === 'string' && p.config.namespace !== '');
+  if (!own || own.config.namespace === environmentNamespace) return `namespace ${environmentNamespace}`;
+  return `namespace ${String(own.config.namespace)} (provider ${own.name}'s namespace; the environment's is ${environmentNamespace})`;
+}
+
 /** A provider entry's configuration with its template expressions resolved. */
 export function resolveProviderConfig(
   entry: ProviderEntry,

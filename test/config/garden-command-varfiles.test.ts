@@ -155,3 +155,35 @@ environments: [{ name: dev }]
     });
   });
 });
+
+describe("the validate header's namespace", () => {
+  it("names the provider's namespace where objects go (Garden's namespace: {name}), beside the environment's", async () => {
+    const root = makeProject({
+      'project.garden.yml': `apiVersion: garden.io/v2
+kind: Project
+name: shop
+environments:
+  - name: local
+    defaultNamespace: shop-local
+  - name: same
+    defaultNamespace: shop-same
+providers:
+  - name: local-kubernetes
+    environments: [local]
+    namespace: { name: "\${project.name}-apps" }
+  - name: local-kubernetes
+    environments: [same]
+    namespace: \${environment.namespace}
+`,
+    });
+    const local = await runTend(['validate'], { cwd: root });
+    expect(local.code, local.stderr).toBe(0);
+    expect(local.stdout.split('\n')[0]).toBe(
+      "project shop: environment local, namespace shop-apps (provider kubernetes's namespace; the environment's is shop-local), providers kubernetes, exec",
+    );
+    const same = await runTend(['validate', '--env', 'same'], { cwd: root });
+    expect(same.stdout.split('\n')[0]).toBe(
+      'project shop: environment same, namespace shop-same, providers kubernetes, exec',
+    );
+  });
+});
