@@ -8,8 +8,33 @@ import { printError, printResult, type CommandResult, type GlobalOptions } from 
 /** A repeatable option's values, in order. */
 export const collect = (value: string, previous: string[] = []) => [...previous, value];
 
+/**
+ * Garden's `command.*` template context: the command's name without its arguments (`deploy`,
+ * `cleanup env`), and `params`, its arguments by name and its options (the global ones too,
+ * with their defaults) by their long name as typed (`--show-output`: `show-output`). An API
+ * token (`--token`) is a credential, not configuration: it is left out.
+ */
+export function commandInfo(command: Command): NonNullable<GlobalOptions['commandInfo']> {
+  const names: string[] = [];
+  for (let c: Command | null = command; c?.parent; c = c.parent) names.unshift(c.name());
+  const params: Record<string, unknown> = {};
+  command.registeredArguments.forEach((argument, i) => {
+    if (command.processedArgs[i] !== undefined) params[argument.name()] = command.processedArgs[i];
+  });
+  for (let c: Command | null = command; c; c = c.parent) {
+    for (const option of c.options) {
+      const value: unknown = c.getOptionValue(option.attributeName());
+      if (value !== undefined && option.name() !== 'token' && !(option.name() in params))
+        params[option.name()] = value;
+    }
+  }
+  return { name: names.join(' '), params };
+}
+
 /** Runs a lazily imported command and turns its result or error into output and an exit code. */
 export async function execute(command: Command, load: () => Promise<CommandResult>): Promise<void> {
+  // Every option object the command reads (optsWithGlobals) carries it from here.
+  command.setOptionValue('commandInfo', commandInfo(command));
   const options = command.optsWithGlobals<GlobalOptions>();
   try {
     const result = await load();

@@ -16,6 +16,8 @@ export interface GlobalOptions {
   /** kubectl's global flags: the kubeconfig file and context(s), overriding the provider's. */
   kubeconfig?: string;
   context?: string[];
+  /** The command running, for `${command.name}` and `${command.params.<name>}` (set by cli/execute.ts). */
+  commandInfo?: { name: string; params: Record<string, unknown> };
 }
 
 /** What every command returns: data for --json, a rendering for people, and the exit code. */

@@ -104,7 +104,12 @@ export async function openProject(
   const cluster = clusterOverride(options);
   const { user, hostId } = localIdentity();
   const vars = parseVarFlags(options.var ?? []);
-  const selected = selectEnvironment(project, { env: options.env, vars, varFiles: options.varFile });
+  const selected = selectEnvironment(project, {
+    env: options.env,
+    vars,
+    varFiles: options.varFile,
+    ...(options.commandInfo ? { command: options.commandInfo } : {}),
+  });
   // Before the templates are resolved: the providers' `${environment.namespace}` names it too.
   if (namespace !== undefined) selected.namespace = namespace;
   const loadedActions = selectActionCopies(loaded.actions, selected.name);

@@ -7,6 +7,7 @@ import { formatTable } from '../cli/output.js';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import {
   createTemplateContext,
+  namespaceHeader,
   parseVarFlags,
   providersOf,
   resolveActionSpec,
@@ -54,7 +55,12 @@ export async function validateCommand(
   });
   const { project, plugins } = loaded;
   const vars = parseVarFlags(options.var);
-  const environment = selectEnvironment(project, { env: options.env, vars, varFiles: options.varFile });
+  const environment = selectEnvironment(project, {
+    env: options.env,
+    vars,
+    varFiles: options.varFile,
+    ...(options.commandInfo ? { command: options.commandInfo } : {}),
+  });
   const loadedActions = selectActionCopies(loaded.actions, environment.name);
   checkVarFlagsRead(project, loadedActions, vars, environment.varfileVariables);
   const context: TemplateContext = {
@@ -74,7 +80,10 @@ export async function validateCommand(
   const secrets = await loadSecrets(project, environment.name, reads);
   if (secrets) context.secrets = secrets;
   const providers = providersOf(project, environment.name);
-  for (const entry of providers) resolveProviderConfig(entry, context);
+  const resolvedProviders = providers.map((entry) => ({
+    name: entry.name,
+    config: resolveProviderConfig(entry, context),
+  }));
   for (const action of actions) {
     checkResolvedSpec(action, resolveActionSpec(action, context, { keepActionOutputs: true }), plugins);
   }
@@ -103,7 +112,7 @@ export async function validateCommand(
   );
   const count = data.actions.length;
   const human = [
-    `project ${data.project}: environment ${data.environment}, namespace ${data.namespace}, ` +
+    `project ${data.project}: environment ${data.environment}, ${namespaceHeader(data.namespace, resolvedProviders)}, ` +
       `providers ${data.providers.join(', ') || '(none)'}`,
     '',
     count > 0 ? table : '(no actions)',

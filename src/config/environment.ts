@@ -35,7 +35,11 @@ export interface SelectedEnvironment {
   varfiles: string[];
   /** The variables the varfiles set, merged. */
   varfileVariables: Record<string, VariableValue>;
+  /** `command.*` of the command's templates, when the command passes it. */
+  command?: CommandContext;
 }
+
+type CommandContext = NonNullable<TemplateContext['command']>;
 
 /**
  * The variables of a selected environment as layers, lowest first (project, environment, each
@@ -56,6 +60,8 @@ export interface SelectOptions {
   varFiles?: readonly string[];
   /** For tests: the OS user and environment variables (default: os.userInfo(), process.env). */
   local?: TemplateContext['local'];
+  /** The command running (`command.name`, `command.params`), for every template it resolves. */
+  command?: CommandContext;
 }
 
 /** `['team=payments', 'pr=42']` → `{team: 'payments', pr: '42'}`. */
@@ -109,7 +115,11 @@ function datetimeContext(): NonNullable<TemplateContext['datetime']> {
  * The environment of `defaultEnvironment`, a template too (Garden resolves it with `local.*`,
  * `project.*`, `git.*` and `datetime.*`: `${local.env.CI ? "ci" : "dev"}`).
  */
-function defaultEnvironmentName(project: ProjectConfig, local: TemplateContext['local']): string {
+function defaultEnvironmentName(
+  project: ProjectConfig,
+  local: TemplateContext['local'],
+  command: CommandContext | undefined,
+): string {
   if (!project.defaultEnvironment.includes('${')) return project.defaultEnvironment;
   const context = {
     project: { name: project.name },
@@ -117,6 +127,7 @@ function defaultEnvironmentName(project: ProjectConfig, local: TemplateContext['
     local: fullLocal(local, project),
     git: gitContext(project.root),
     datetime: datetimeContext(),
+    ...(command ? { command } : {}),
   } as unknown as TemplateContext;
   const at = project.locate(['defaultEnvironment']);
   const name = String(resolveTemplates(project.defaultEnvironment, context, () => at));
@@ -131,9 +142,30 @@ function defaultEnvironmentName(project: ProjectConfig, local: TemplateContext['
   return name;
 }
 
+/**
+ * What a varfile path's `${…}` reads, as Garden resolves it: the project, the environment's name,
+ * the project's variables, and `local.*`, `git.*`, `datetime.*`, `command.*`.
+ */
+function varfilePathContext(
+  project: ProjectConfig,
+  environmentName: string,
+  local: TemplateContext['local'],
+  options: SelectOptions,
+): TemplateContext {
+  return {
+    project: { name: project.name },
+    environment: { name: environmentName },
+    var: project.variables,
+    local: fullLocal(local, project),
+    git: gitContext(project.root),
+    datetime: datetimeContext(),
+    ...(options.command ? { command: options.command } : {}),
+  } as unknown as TemplateContext;
+}
+
 export function selectEnvironment(project: ProjectConfig, options: SelectOptions): SelectedEnvironment {
   const local = options.local ?? localContext();
-  const name = options.env ?? defaultEnvironmentName(project, local);
+  const name = options.env ?? defaultEnvironmentName(project, local, options.command);
   const environment = project.environments.find((e) => e.name === name);
   if (!environment) {
     throw new TendError(
@@ -143,9 +175,20 @@ export function selectEnvironment(project: ProjectConfig, options: SelectOptions
     );
   }
   const index = project.environments.indexOf(environment);
-  // Project variables, then the environment's, its varfiles, --var-file, then --var.
-  const varfiles = readVarfiles(project, index, options.varFiles ?? []);
-  const variableLayers = [project.variables, environment.variables, ...varfiles.layers];
+  // Project variables, its varfiles, the environment's variables, its varfiles, --var-file, then --var.
+  const varfiles = readVarfiles(project, index, options.varFiles ?? [], (template, at) =>
+    String(
+      resolveTemplates(template, varfilePathContext(project, environment.name, local, options), () =>
+        project.locate(at),
+      ),
+    ),
+  );
+  const variableLayers = [
+    project.variables,
+    ...varfiles.projectLayers,
+    environment.variables,
+    ...varfiles.layers,
+  ];
   const merged = variableLayers.reduce<VariableValue>(
     (lower, higher) => mergeVariableValues(lower, higher) as VariableValue,
     {},
@@ -163,6 +206,7 @@ export function selectEnvironment(project: ProjectConfig, options: SelectOptions
     local: fullLocal(local, project),
     git: gitContext(project.root),
     datetime: datetimeContext(),
+    ...(options.command ? { command: options.command } : {}),
   } as unknown as TemplateContext;
   const namespace = String(
     environment.defaultNamespace === undefined
@@ -197,6 +241,7 @@ export function selectEnvironment(project: ProjectConfig, options: SelectOptions
     variables,
     varfiles: varfiles.files,
     varfileVariables: varfiles.variables,
+    ...(options.command ? { command: options.command } : {}),
   };
   variableSources.set(selected, { layers: variableLayers, overrides: varOverrides });
   return selected;
@@ -283,7 +328,21 @@ export function createTemplateContext(
     local: fullLocal(local, project),
     git: gitContext(project.root),
     datetime: datetimeContext(),
+    ...(environment.command ? { command: environment.command } : {}),
   };
+}
+
+/**
+ * The namespace the environment's objects go to, for headers: a provider's own `namespace`
+ * (Garden's, after `namespace: {name}`) when one sets it, else the environment's, and why.
+ */
+export function namespaceHeader(
+  environmentNamespace: string,
+  providers: readonly { name: string; config: Record<string, unknown> }[],
+): string {
+  const own = providers.find((p) => typeof p.config.namespace === 'string' && p.config.namespace !== '');
+  if (!own || own.config.namespace === environmentNamespace) return `namespace ${environmentNamespace}`;
+  return `namespace ${String(own.config.namespace)} (provider ${own.name}'s namespace; the environment's is ${environmentNamespace})`;
 }
 
 /** A provider entry's configuration with its template expressions resolved. */

@@ -92,6 +92,7 @@ export function readProjectDocument(
     name: raw.name,
     defaultEnvironment,
     variables: raw.variables ?? {},
+    varfiles: (raw.varfiles ?? []).map(varfileConfig),
     environments,
     providers,
     ...(raw.server !== undefined ? { server: raw.server } : {}),
@@ -107,16 +108,22 @@ type RawProject = {
   name: string;
   defaultEnvironment?: string;
   variables?: Record<string, VariableValue>;
+  varfiles?: RawVarfile[];
   environments: RawEnvironment[];
   providers?: RawProvider[];
   server?: string;
 };
 
+type RawVarfile = string | { path: string; optional?: boolean };
+
+const varfileConfig = (v: RawVarfile) =>
+  typeof v === 'string' ? { path: v, optional: false } : { path: v.path, optional: v.optional ?? false };
+
 interface RawEnvironment {
   name: string;
   defaultNamespace?: string;
   variables?: Record<string, VariableValue>;
-  varfiles?: (string | { path: string; optional?: boolean })[];
+  varfiles?: RawVarfile[];
   cleanup?: Static<typeof CleanupConfigSchema>;
   pullRequest?: { repository: string; number: string | number };
 }
@@ -222,9 +229,7 @@ function environmentConfig(env: RawEnvironment): Omit<EnvironmentConfig, 'locati
     name: env.name,
     ...(env.defaultNamespace !== undefined ? { defaultNamespace: env.defaultNamespace } : {}),
     variables: env.variables ?? {},
-    varfiles: (env.varfiles ?? []).map((v) =>
-      typeof v === 'string' ? { path: v, optional: false } : { path: v.path, optional: v.optional ?? false },
-    ),
+    varfiles: (env.varfiles ?? []).map(varfileConfig),
     ...(env.cleanup
       ? {
           cleanup: {

@@ -72,6 +72,8 @@ export interface ProjectConfig {
   /** An environment's name, or a template that chooses one (resolved with `local.*`, `git.*`, …). */
   defaultEnvironment: string;
   variables: Record<string, VariableValue>;
+  /** `varfiles:` of the project, in order: above its variables, below every environment's. */
+  varfiles: VarfileConfig[];
   environments: EnvironmentConfig[];
   providers: ProviderEntry[];
   server?: string;

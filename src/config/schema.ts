@@ -106,7 +106,7 @@ export const EnvironmentSchema = Type.Object(
     varfiles: Type.Optional(
       varfilesSchema(
         'The file, relative to the project root.',
-        "Files of variables (YAML or JSON: name: value) relative to the project root, read in order (a later one wins); they override this environment's variables, and --var-file and --var override them. A missing file is an error unless given as { path, optional: true }.",
+        "Files of variables (YAML or JSON: name: value; dotenv when the name ends in .env) relative to the project root, read in order (a later one wins); they override this environment's variables, and --var-file and --var override them. A missing file is an error unless given as { path, optional: true }.",
       ),
     ),
   },
@@ -138,6 +138,12 @@ export const ProjectSchema = Type.Object(
     defaultEnvironment: Type.Optional(NameSchema),
     variables: Type.Optional(
       variablesSchema('Project variables, ${var.<name>} in templates; override with --var name=value.'),
+    ),
+    varfiles: Type.Optional(
+      varfilesSchema(
+        'The file, relative to the project root.',
+        "Files of variables of every environment (YAML or JSON: name: value; dotenv when the name ends in .env) relative to the project root, read in order (a later one wins); they override the project's variables, and each environment's variables override them. A missing file is an error unless given as { path, optional: true }.",
+      ),
     ),
     environments: Type.Array(EnvironmentSchema, { minItems: 1 }),
     providers: Type.Optional(Type.Array(ProviderEntryBaseSchema)),

@@ -12,8 +12,9 @@ import { Type } from 'typebox';
 import { TendError } from '../errors.js';
 import { closestName } from '../suggest.js';
 import { checkSchema, configError, type ConfigProblem } from './diagnostics.js';
-import type { ActionConfig, ProjectConfig, VariableValue } from './project.js';
+import type { ActionConfig, ProjectConfig, VarfileConfig, VariableValue } from './project.js';
 import { variableNamePattern } from './schema.js';
+import { parseDotenv } from './dotenv.js';
 import { readSingleDocument } from './single-document.js';
 import { findVariableReferences } from './template.js';
 import { AnyKey } from '../schema-check.js';
@@ -26,6 +27,7 @@ const variableName = new RegExp(variableNamePattern);
  * file as `shown` (relative to the project root, or as given to --var-file) with line and column.
  */
 export function readVarfile(file: string, shown: string): Record<string, VariableValue> | undefined {
+  if (isDotenvFile(file)) return readDotenvVarfile(file, shown);
   const document = readSingleDocument(file, {
     shown,
     what: `varfile ${shown}`,
@@ -54,41 +56,86 @@ export function readVarfile(file: string, shown: string): Record<string, Variabl
 }
 
 /**
- * The variables of the environment's varfiles, then of the `--var-file` files, merged in that
- * order (a later file wins; `layers` has each file's, for Garden's merge of mappings), and the
- * files read (absolute paths). A varfile named in tend.yml
- * that does not exist is an error unless it is marked `optional: true`; a --var-file that does
- * not exist is always one.
+ * Garden reads a varfile named `*.env` (`.env`, `garden.dev.env`) as dotenv; any other name is
+ * read as YAML (JSON is YAML too), as tend always has.
+ */
+function isDotenvFile(file: string): boolean {
+  return path.basename(file).toLowerCase().endsWith('.env');
+}
+
+function readDotenvVarfile(file: string, shown: string): Record<string, string> | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new TendError('TEND_CONFIG_INVALID', `cannot read varfile ${shown}: ${(error as Error).message}`);
+  }
+  const entries = parseDotenv(text);
+  const problems: ConfigProblem[] = [...entries]
+    .filter(([name]) => !variableName.test(name))
+    .map(([name, { line }]) => ({
+      code: 'TEND_CONFIG_INVALID',
+      message: `invalid variable name "${name}"; expected letters, digits, "_" and "-", starting with a letter or "_"`,
+      location: { file: shown, line, column: 1 },
+    }));
+  if (problems.length > 0) throw configError(problems);
+  return Object.fromEntries([...entries].map(([name, { value }]) => [name, value]));
+}
+
+/** Resolves the `${…}` of a varfile path; `at` is the path's place in the Project document. */
+export type VarfilePathResolver = (template: string, at: (string | number)[]) => string;
+
+/**
+ * The variables of the project's varfiles, then the environment's, then the `--var-file` files:
+ * `projectLayers` (below the environment's variables) and `layers` (above them) have each file's,
+ * for Garden's merge of mappings; `variables` is every file's merged (a later file wins), and
+ * `files` the files read (absolute paths). A varfile path may hold `${…}`
+ * (`resolvePath`). A varfile named in tend.yml that does not exist is an error unless it is
+ * marked `optional: true`; a --var-file that does not exist is always one.
  */
 export function readVarfiles(
   project: ProjectConfig,
   environmentIndex: number,
   flagFiles: readonly string[],
-): { variables: Record<string, VariableValue>; layers: Record<string, VariableValue>[]; files: string[] } {
+  resolvePath: VarfilePathResolver = (template) => template,
+): {
+  variables: Record<string, VariableValue>;
+  projectLayers: Record<string, VariableValue>[];
+  layers: Record<string, VariableValue>[];
+  files: string[];
+} {
   const variables: Record<string, VariableValue> = {};
-  const layers: Record<string, VariableValue>[] = [];
   const files: string[] = [];
   const environment = project.environments[environmentIndex]!;
-  environment.varfiles.forEach((varfile, i) => {
-    const file = path.resolve(project.root, varfile.path);
-    const read = readVarfile(file, path.relative(project.root, file) || varfile.path);
-    if (read === undefined) {
-      if (varfile.optional) return;
-      throw new TendError(
-        'TEND_CONFIG_NOT_FOUND',
-        `varfile ${varfile.path} of environment ${environment.name} does not exist (${file})`,
-        {
-          location: project.locate(['environments', environmentIndex, 'varfiles', i]),
-          detail: {
-            hint: `create it, or mark it optional (- { path: ${varfile.path}, optional: true }) when not everyone has one`,
+  const readAll = (varfiles: readonly VarfileConfig[], at: (string | number)[], owner: string) =>
+    varfiles.flatMap((varfile, i) => {
+      const given = varfile.path.includes('${') ? resolvePath(varfile.path, [...at, i]) : varfile.path;
+      const file = path.resolve(project.root, given);
+      const read = readVarfile(file, path.relative(project.root, file) || given);
+      if (read === undefined) {
+        if (varfile.optional) return [];
+        throw new TendError(
+          'TEND_CONFIG_NOT_FOUND',
+          `varfile ${given} of ${owner} does not exist (${file})`,
+          {
+            location: project.locate([...at, i]),
+            detail: {
+              hint: `create it, or mark it optional (- { path: ${varfile.path}, optional: true }) when not everyone has one`,
+            },
           },
-        },
-      );
-    }
-    Object.assign(variables, read);
-    layers.push(read);
-    files.push(file);
-  });
+        );
+      }
+      Object.assign(variables, read);
+      files.push(file);
+      return [read];
+    });
+  const projectLayers = readAll(project.varfiles, ['varfiles'], `project ${project.name}`);
+  const layers = readAll(
+    environment.varfiles,
+    ['environments', environmentIndex, 'varfiles'],
+    `environment ${environment.name}`,
+  );
   for (const given of flagFiles) {
     const file = path.resolve(given);
     const read = readVarfile(file, given);
@@ -99,7 +146,7 @@ export function readVarfiles(
     layers.push(read);
     files.push(file);
   }
-  return { variables, layers, files };
+  return { variables, projectLayers, layers, files };
 }
 
 /** Files larger than this are not looked through for `${var.…}` (no manifest is this large). */

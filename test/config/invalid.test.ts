@@ -672,7 +672,7 @@ describe('invalid configuration', () => {
     )) as TendError;
     expect(thrown.toString().split('\n')).toEqual([
       'tend.yml:5:1: unknown key "servr" in the Project document; did you mean "server"? expected one of: kind, name, defaultEnvironment, ' +
-        'variables, environments, providers, server',
+        'variables, varfiles, environments, providers, server',
       'a.tend.yml:5:16: unknown dependency "build.nope" of build.api; build actions: build.api',
       'a.tend.yml:10:18: invalid value for spec.command: expected a list, got number 1',
       'b.tend.yml:3:7: invalid value for name: expected a name of lower-case letters, digits and "-", starting and ' +

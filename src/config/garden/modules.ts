@@ -13,9 +13,12 @@
  * A runtime dependency names a service or a task of any module: `deploy.<name>` or `run.<name>`.
  * The actions then go through the same translation as Garden 0.13 actions.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
+import picomatch from 'picomatch';
 import type { ConfigPath } from '../project.js';
+import { convertHelmModule } from './helm-module.js';
+import { strings, type ModuleParts } from './module-parts.js';
 import { isRecord, type GardenRecord, type Translation } from './translation.js';
 
 /** Which kind of action each service and task name of the project's modules became. */
@@ -45,30 +48,29 @@ export interface ModuleAction {
   moves: [ConfigPath, ConfigPath][];
 }
 
-const strings = (value: unknown): string[] =>
-  Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
-
 export function convertModule(
-  module: GardenRecord,
+  rawModule: GardenRecord,
   moduleDir: string,
   runtimeNames: ModuleRuntimeNames,
   translation: Translation,
 ): ModuleAction[] {
+  const module = withActionReferences(rawModule) as GardenRecord;
   const name = String(module.name);
   const type = String(module.type);
-  // A 0.12 module's own keys (services, tests, dockerfile…) sit beside kind and name.
-  const spec = module;
   const build = isRecord(module.build) ? module.build : {};
   const buildDependencies = (Array.isArray(build.dependencies) ? build.dependencies : []).map((d) =>
     typeof d === 'string' ? `build.${d}` : `build.${String((d as GardenRecord).name)}`,
   );
+  // Garden 0.13 gives each action the module's variables and its varfile.
   const base: GardenRecord = {
     ...(module.description !== undefined ? { description: module.description } : {}),
     ...(module.include !== undefined ? { include: module.include } : {}),
     ...(module.exclude !== undefined ? { exclude: module.exclude } : {}),
     ...(module.disabled !== undefined ? { disabled: module.disabled } : {}),
+    ...(module.variables !== undefined ? { variables: module.variables } : {}),
+    ...(module.varfile !== undefined ? { varfiles: [module.varfile] } : {}),
   };
-  for (const key of ['variables', 'varfile', 'repositoryUrl', 'generateFiles'] as const) {
+  for (const key of ['repositoryUrl', 'generateFiles'] as const) {
     if (module[key] !== undefined) {
       translation.unsupported([key], `${key} of a module is not supported by tend yet`);
     }
@@ -76,15 +78,17 @@ export function convertModule(
   const runtime = (dependencies: unknown) =>
     strings(dependencies).map((dependency) => `${runtimeNames.get(dependency) ?? 'deploy'}.${dependency}`);
   const actions: ModuleAction[] = [];
-  const add = (value: GardenRecord, moves: [ConfigPath, ConfigPath][]) => actions.push({ value, moves });
+  const add = (value: GardenRecord, moves: [ConfigPath, ConfigPath][]) =>
+    actions.push({ value, moves: [...moves, [['varfiles', 0], ['varfile']]] });
   const entries = (key: 'services' | 'tasks' | 'tests') =>
-    (Array.isArray(spec[key]) ? spec[key] : []).map((entry, i) => ({
+    (Array.isArray(module[key]) ? module[key] : []).map((entry, i) => ({
       entry: isRecord(entry) ? entry : {},
       at: [key, i] as ConfigPath,
     }));
   const parts: ModuleParts = {
     module,
     name,
+    moduleDir,
     build,
     buildDependencies,
     base,
@@ -94,8 +98,9 @@ export function convertModule(
     translation,
   };
   if (type === 'exec') convertExecModule(parts);
-  else if (type === 'container') convertContainerModule(parts, moduleDir);
+  else if (type === 'container') convertContainerModule(parts);
   else if (type === 'kubernetes') convertKubernetesModule(parts);
+  else if (type === 'helm') convertHelmModule(parts);
   else {
     translation.unsupported(
       ['type'],
@@ -105,19 +110,25 @@ export function convertModule(
   return actions;
 }
 
-/** What converting each type of module starts from. */
-interface ModuleParts {
-  module: GardenRecord;
-  name: string;
-  build: GardenRecord;
-  buildDependencies: string[];
-  /** Keys every action of the module gets (description, include, exclude, disabled). */
-  base: GardenRecord;
-  /** Runtime dependencies (service and task names) as action references. */
-  runtime: (dependencies: unknown) => string[];
-  add: (value: GardenRecord, moves: [ConfigPath, ConfigPath][]) => void;
-  entries: (key: 'services' | 'tasks' | 'tests') => { entry: GardenRecord; at: ConfigPath }[];
-  translation: Translation;
+/**
+ * A module's references to other modules as the actions they became: `modules.<name>.outputs`
+ * and `.version` are its Build's (a container module's image names are its Build's outputs),
+ * `runtime.services.<name>` a Deploy's and `runtime.tasks.<name>` a Run's. An action that reads
+ * them depends on that action, as a Garden module depends on the modules it reads.
+ */
+function withActionReferences(value: unknown): unknown {
+  if (typeof value === 'string') {
+    if (!value.includes('${')) return value;
+    return value
+      .replace(/(?<![\w.-])modules\.([A-Za-z0-9_-]+)\.(outputs|version)\b/g, 'actions.build.$1.$2')
+      .replace(/(?<![\w.-])runtime\.services\.([A-Za-z0-9_-]+)\.outputs\b/g, 'actions.deploy.$1.outputs')
+      .replace(/(?<![\w.-])runtime\.tasks\.([A-Za-z0-9_-]+)\.outputs\b/g, 'actions.run.$1.outputs');
+  }
+  if (Array.isArray(value)) return value.map(withActionReferences);
+  if (isRecord(value)) {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, withActionReferences(item)]));
+  }
+  return value;
 }
 
 function convertExecModule(parts: ModuleParts): void {
@@ -207,11 +218,44 @@ function convertExecModule(parts: ModuleParts): void {
   }
 }
 
-function convertContainerModule(parts: ModuleParts, moduleDir: string): void {
-  const { module: spec, name, build, buildDependencies, base, runtime, add, entries, translation } = parts;
+/**
+ * Garden's `moduleHasDockerfile`: a module that names its `dockerfile` is built; otherwise one is
+ * when its `Dockerfile` is among the module's files (there, and not left out by `include` or
+ * `exclude`). A module with neither deploys its `image` as it is.
+ */
+function moduleHasDockerfile(module: GardenRecord, moduleDir: string): boolean {
+  if (typeof module.dockerfile === 'string' && module.dockerfile !== '') return true;
+  if (!existsSync(path.join(moduleDir, 'Dockerfile'))) return false;
+  // Garden's augmentGlobs: a pattern naming a directory (`.`, `src`) stands for everything below it.
+  const matches = (patterns: unknown) =>
+    strings(patterns).some((pattern) => {
+      const glob =
+        !picomatch.scan(pattern).isGlob &&
+        statSync(path.join(moduleDir, pattern), { throwIfNoEntry: false })?.isDirectory()
+          ? path.posix.join(pattern, '**', '*')
+          : pattern;
+      return picomatch(glob, { dot: true })('Dockerfile');
+    });
+  if (Array.isArray(module.include) && !matches(module.include)) return false;
+  return !matches(module.exclude);
+}
+
+function convertContainerModule(parts: ModuleParts): void {
+  const {
+    module: spec,
+    name,
+    moduleDir,
+    build,
+    buildDependencies,
+    base,
+    runtime,
+    add,
+    entries,
+    translation,
+  } = parts;
   const specAt: ConfigPath = [];
   const dockerfile = typeof spec.dockerfile === 'string' ? spec.dockerfile : 'Dockerfile';
-  const hasBuild = existsSync(path.join(moduleDir, dockerfile));
+  const hasBuild = moduleHasDockerfile(spec, moduleDir);
   const image = hasBuild ? `\${actions.build.${name}.outputs.deploymentImageId}` : spec.image;
   if (hasBuild) {
     const moduleBuild = isRecord(spec.build) ? spec.build : {};

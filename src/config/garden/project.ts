@@ -117,7 +117,17 @@ function translateProvider(
   return undefined;
 }
 
-/** A Garden environment: `production` ignored, a YAML or JSON `varfile` read as tend's varfiles. */
+/**
+ * A varfile as Garden loads it (core/src/config/base.ts loadVarfile): the given path, else the
+ * default (`garden.env`, `garden.<env>.env`), which may be missing, as may the given one when it
+ * is the default. Any name: `*.env` is read as dotenv, others as YAML or JSON.
+ */
+function gardenVarfile(given: unknown, defaultPath: string): unknown {
+  if (given === undefined) return { path: defaultPath, optional: true };
+  return typeof given === 'string' && given === defaultPath ? { path: given, optional: true } : given;
+}
+
+/** A Garden environment: `production` ignored, its `varfile` (default `garden.<env>.env`) tend's varfiles. */
 function translateEnvironment(translation: Translation, environment: unknown, i: number): unknown {
   if (!isRecord(environment)) return environment;
   const at: ConfigPath = ['environments', i];
@@ -128,16 +138,9 @@ function translateEnvironment(translation: Translation, environment: unknown, i:
       'production: tend asks no confirmation for any environment; ignored',
     );
   }
-  if (varfile === undefined) return rest;
-  if (typeof varfile === 'string' && /\.(ya?ml|json)$/.test(varfile)) {
-    translation.moved([...at, 'varfiles', 0], [...at, 'varfile']);
-    return { ...rest, varfiles: [varfile] };
-  }
-  translation.unsupported(
-    [...at, 'varfile'],
-    'a dotenv varfile is not read by tend; write it as YAML (name: value) and name it in varfile',
-  );
-  return rest;
+  if (rest.varfiles !== undefined) return rest;
+  translation.moved([...at, 'varfiles', 0], [...at, varfile === undefined ? 'name' : 'varfile']);
+  return { ...rest, varfiles: [gardenVarfile(varfile, `garden.${String(rest.name)}.env`)] };
 }
 
 /** The Garden Project document as tend's. */
@@ -151,13 +154,12 @@ export function translateGardenProject(value: GardenRecord, translation: Transla
     'Garden Cloud and output settings',
   );
   for (const key of readByFileDiscovery) delete kept[key];
-  if (kept.varfile !== undefined) {
-    translation.unsupported(
-      ['varfile'],
-      "a project-level varfile is not read by tend; name the file in each environment's varfile instead",
-    );
-    delete kept.varfile;
+  // Garden's project varfile (default garden.env): above the project's variables, below the environment's.
+  if (kept.varfiles === undefined) {
+    translation.moved(['varfiles', 0], kept.varfile === undefined ? ['name'] : ['varfile']);
+    kept.varfiles = [gardenVarfile(kept.varfile, 'garden.env')];
   }
+  delete kept.varfile;
   if (kept.sources !== undefined) {
     translation.unsupported(
       ['sources'],
