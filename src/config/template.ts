@@ -319,6 +319,11 @@ function resolveVariable(value: unknown, scope: Scope): unknown {
   return resolveValue(value, [], scope, plainResolver);
 }
 
+/** The expression language's scope for a context: what a templated file's text is resolved in. */
+export function templateScope(context: TemplateContext): Scope {
+  return scopeOf(context, resolveVariable, holdsTemplate);
+}
+
 /** A thrown template error as a TendError at the value's location. */
 function asTendError(error: unknown, where: () => SourceLocation): unknown {
   if (
