@@ -239,3 +239,69 @@ data:
     });
   });
 });
+
+describe('action variables that read action outputs, resolved when the action runs', () => {
+  it('vote-helm: validates as it is; deploying a helm Deploy without helm says TEND_TOOL_NOT_FOUND naming helm', async () => {
+    const root = copyGardenExample('vote-helm');
+    const validated = await validateCommand({ root, var: [] });
+    expect(validated.exitCode).toBe(0);
+    expect(validated.data.actions.find((a) => a.ref === 'deploy.api')?.dependencies).toEqual([
+      'build.api-image',
+      'deploy.redis',
+    ]);
+    const deployed = await execute('deploy', root, ['api']);
+    expect(deployed.exitCode).toBe(2);
+    // The helm Deploys it needs first fail for want of helm; deploy.api waits for them.
+    const failed = deployed.data.actions.filter((a) => a.state === 'failed');
+    expect(failed.map((a) => a.ref)).toContain('deploy.redis');
+    for (const action of failed) {
+      expect(action.error).toMatchObject({
+        code: 'TEND_TOOL_NOT_FOUND',
+        message: expect.stringMatching(/helm is not on PATH/),
+      });
+    }
+    expect(deployed.data.actions.find((a) => a.ref === 'deploy.api')?.state).toBe('aborted');
+  }, 120_000);
+
+  it("an action's variable holding a build's output is resolved in its spec when the Deploy runs", async () => {
+    const namespace = 'gtt-lazy';
+    const root = makeProject({
+      'tend.yml': projectYaml({ registry: h.sim.registryHost, namespace }),
+      'api/Dockerfile': 'FROM alpine\n',
+      'api/api.tend.yml': `kind: Build
+type: container
+name: api
+---
+kind: Deploy
+type: kubernetes
+name: api
+dependencies: [build.api]
+variables:
+  image: \${actions.build.api.outputs.deploymentImageId}
+spec:
+  timeout: 20
+  manifests:
+    - apiVersion: v1
+      kind: ConfigMap
+      metadata: { name: api-image }
+      data: { image: "\${var.image}", tagged: "image \${var.image}" }
+`,
+    });
+    expect((await validateCommand({ root, var: [] })).exitCode).toBe(0);
+    const deployed = await execute('deploy', root);
+    expect(deployed.data.actions.map((a) => [a.ref, a.state, a.error?.message])).toEqual([
+      ['build.api', 'ready', undefined],
+      ['deploy.api', 'ready', undefined],
+    ]);
+    const { data } = await kubectlJson<{ data: Record<string, string> }>(
+      h.kubeconfig,
+      '-n',
+      namespace,
+      'get',
+      'configmap',
+      'api-image',
+    );
+    expect(data.image).toMatch(new RegExp(`^${h.sim.registryHost}/.+/api:`));
+    expect(data.tagged).toBe(`image ${data.image}`);
+  });
+});
