@@ -430,9 +430,14 @@ export async function actionVersions(
     let entry = specs.get(config);
     if (!entry) {
       try {
-        const resolved = resolveActionSpec(config, opened.templateContext, { keepActionOutputs: true });
+        let deferred = false;
+        const resolved = resolveActionSpec(config, opened.templateContext, {
+          keepActionOutputs: true,
+          onDeferred: () => (deferred = true),
+        });
         entry = { spec: checkResolvedSpec(config, resolved, opened.plugins) };
-        checkedSpecs.set(config, entry.spec);
+        // A variable that reads an action's outputs kept an expression: resolved again when it runs.
+        if (!deferred) checkedSpecs.set(config, entry.spec);
       } catch (error) {
         entry = unresolved(error);
       }

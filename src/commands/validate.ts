@@ -5,7 +5,10 @@
  */
 import { formatTable } from '../cli/output.js';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import {
+  actionTemplateContext,
   createTemplateContext,
   namespaceHeader,
   parseVarFlags,
@@ -18,11 +21,14 @@ import { checkVarFlagsRead } from '../config/variables.js';
 import type { TemplateContext } from '../config/template-context.js';
 import { actionVariablesOf, enabledActions, selectActionCopies } from '../config/action-variables.js';
 import { checkResolvedSpec, loadProjectConfig } from '../config/load.js';
+import { configError, sortProblems, type ConfigProblem } from '../config/diagnostics.js';
+import type { ActionConfig } from '../config/project.js';
+import { checkTemplateText } from '../config/template-text.js';
 import { ExitCode } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
 import { builtinPlugins } from '../plugins/builtin.js';
 import { configurationReadsSecrets, loadSecrets } from '../remote/secrets.js';
-import type { PluginDefinition } from '../plugin/types.js';
+import type { PluginDefinition, TemplateFiles } from '../plugin/types.js';
 
 export interface ValidateData {
   valid: true;
@@ -42,6 +48,40 @@ export interface ValidateData {
   }[];
   /** What tend read and does not do: Garden settings it ignores, Workflows and Commands it does not run. */
   notes?: { message: string; file: string; line: number; column: number }[];
+}
+
+/**
+ * The problems of the files an action's handlers resolve as templated text (manifest templates),
+ * found before anything runs. A file its type cannot list (missing, say) is left to the handler,
+ * which reports it when the action runs.
+ */
+async function templateFileProblems(
+  root: string,
+  action: ActionConfig,
+  spec: unknown,
+  context: TemplateContext,
+  plugins: readonly PluginDefinition[],
+): Promise<ConfigProblem[]> {
+  const type = plugins.flatMap((p) => p.actionTypes).find((t) => t.name === action.type);
+  const templateFiles = type?.kinds[action.kind]?.templateFiles;
+  if (!templateFiles) return [];
+  let listed: TemplateFiles;
+  try {
+    listed = await templateFiles({
+      sourceDir: action.sourceDir,
+      projectRoot: root,
+      spec: structuredClone(spec),
+    });
+  } catch {
+    return [];
+  }
+  const own = actionTemplateContext(action, context);
+  return listed.files.flatMap((file) =>
+    checkTemplateText(readFileSync(file, 'utf8'), own, {
+      file: path.relative(root, file),
+      hint: listed.hint,
+    }),
+  );
 }
 
 export async function validateCommand(
@@ -84,9 +124,15 @@ export async function validateCommand(
     name: entry.name,
     config: resolveProviderConfig(entry, context),
   }));
-  for (const action of actions) {
-    checkResolvedSpec(action, resolveActionSpec(action, context, { keepActionOutputs: true }), plugins);
-  }
+  const specs = actions.map((action) =>
+    checkResolvedSpec(action, resolveActionSpec(action, context, { keepActionOutputs: true }), plugins),
+  );
+  const problems = (
+    await Promise.all(
+      actions.map((action, i) => templateFileProblems(project.root, action, specs[i], context, plugins)),
+    )
+  ).flat();
+  if (problems.length > 0) throw configError(sortProblems(problems));
   const graph = new ActionGraph(actions);
 
   const data: ValidateData = {

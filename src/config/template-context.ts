@@ -7,7 +7,13 @@
  * `git.*`, `datetime.*`, `command.*` and `this.*` when given, and `secrets.*`.
  */
 import { closestName } from '../suggest.js';
-import { followPath, Missing, RecordNode, TemplateEvaluationError } from './expressions/evaluate.js';
+import {
+  followPath,
+  Missing,
+  NotYetKnownError,
+  RecordNode,
+  TemplateEvaluationError,
+} from './expressions/evaluate.js';
 import type { ContextNode, LookupPlace, PathNode, Scope } from './expressions/evaluate.js';
 
 export interface TemplateContext {
@@ -198,7 +204,10 @@ export class VariablesNode implements ContextNode {
       return this.resolve(raw, this.scope);
     } catch (error) {
       if (error instanceof VariableChainError) throw error;
-      throw new TemplateEvaluationError(`in variable "${label}": ${(error as Error).message}`);
+      const message = `in variable "${label}": ${(error as Error).message}`;
+      throw error instanceof NotYetKnownError
+        ? new NotYetKnownError(message)
+        : new TemplateEvaluationError(message);
     } finally {
       resolving.pop();
     }
@@ -340,12 +349,14 @@ class ActionsNode implements PathNode {
         ran?.version ??
         new Missing(
           `the version of ${kind}.${name} is not available for "${text}": it is not a dependency of this action`,
+          true,
         )
       );
     }
     if (!ran?.outputs) {
       return new Missing(
         `outputs of ${kind}.${name} are not available for "${text}": it has not run before this action`,
+        true,
       );
     }
     if (!Object.hasOwn(ran.outputs, key)) {

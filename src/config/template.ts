@@ -10,6 +10,7 @@ import type { ConfigProblem } from './diagnostics.js';
 import {
   evaluateTemplate,
   Missing,
+  NotYetKnownError,
   RecordNode,
   stringify,
   TemplateEvaluationError,
@@ -37,6 +38,8 @@ export { templateRoots } from './template-context.js';
 export interface ResolveOptions {
   /** Leave `${actions.…}` expressions as they are (to check everything else before anything has run). */
   keepActionOutputs?: boolean;
+  /** Called when, keeping action outputs, an expression is kept because a variable it reads does. */
+  onDeferred?: () => void;
 }
 
 type Lookup = Extract<Expression, { type: 'lookup' }>;
@@ -289,23 +292,39 @@ function evaluateString(text: string, scope: Scope): unknown {
   if (!text.includes('${')) return text;
   const template = templateOf(text);
   const value = evaluateTemplate(template, scope);
-  if (value instanceof Missing) throw new TemplateEvaluationError(value.reason);
+  if (value instanceof Missing) {
+    throw value.later ? new NotYetKnownError(value.reason) : new TemplateEvaluationError(value.reason);
+  }
   // A copy: a variable's list or mapping is not to be changed through the spec that holds it.
   return value !== null && typeof value === 'object' ? structuredClone(value) : value;
 }
 
 /** A string's value in keep-action-outputs mode: those expressions stay as written, the rest is escaped. */
-function evaluateKeepingActionOutputs(text: string, scope: Scope): unknown {
+function evaluateKeepingActionOutputs(text: string, scope: Scope, onDeferred: () => void): unknown {
   if (!text.includes('${')) return text;
   const template = templateOf(text);
   const kept = keptParts(template);
-  if (!kept.includes(true)) return escapeTemplates(evaluateString(text, scope));
+  if (!kept.includes(true)) {
+    // A variable that reads an action's outputs: resolved when the action runs, as Garden does.
+    try {
+      return escapeTemplates(evaluateString(text, scope));
+    } catch (error) {
+      if (!(error instanceof NotYetKnownError)) throw error;
+      onDeferred();
+    }
+  }
   if (template.parts.length === 1) return text;
   return template.parts
     .map((part, i) => {
       if (part.type === 'text') return escapeTemplates(part.text) as string;
       if (kept[i]) return part.source;
-      return escapeTemplates(stringify(evaluateString(part.source, scope))) as string;
+      try {
+        return escapeTemplates(stringify(evaluateString(part.source, scope))) as string;
+      } catch (error) {
+        if (!(error instanceof NotYetKnownError)) throw error;
+        onDeferred();
+        return part.source;
+      }
     })
     .join('');
 }
@@ -319,6 +338,11 @@ function holdsTemplate(value: unknown): boolean {
 /** A variable's value with its own templates resolved, in the scope it is read in. */
 function resolveVariable(value: unknown, scope: Scope): unknown {
   return resolveValue(value, [], scope, plainResolver);
+}
+
+/** The expression language's scope for a context: what a templated file's text is resolved in. */
+export function templateScope(context: TemplateContext): Scope {
+  return scopeOf(context, resolveVariable, holdsTemplate);
 }
 
 /** A thrown template error as a TendError at the value's location. */
@@ -370,7 +394,10 @@ function resolveInScope<T>(
   locate: (path: ConfigPath) => SourceLocation,
   options: ResolveOptions,
 ): T {
-  const evaluate = options.keepActionOutputs ? evaluateKeepingActionOutputs : evaluateString;
+  const onDeferred = options.onDeferred ?? (() => undefined);
+  const evaluate = options.keepActionOutputs
+    ? (text: string, stringScope: Scope) => evaluateKeepingActionOutputs(text, stringScope, onDeferred)
+    : evaluateString;
   const resolver: ValueResolver = {
     string(text, path, stringScope) {
       try {

@@ -217,6 +217,19 @@ export interface TemplateOptions {
   dependencyOutputs?: Record<string, Outputs>;
   /** The action whose file this is: its own variables (and a ConfigTemplate's inputs) are seen too. */
   actionRef?: string;
+  /**
+   * The value is a file's whole text (a manifest template), resolved as Garden resolves such files:
+   * before the plugin parses it, each value written where its expression stands. Problems name the
+   * line and the object (`Deployment api`) they are in, and end with `hint`.
+   */
+  fileText?: { hint: string };
+}
+
+/** The files an action's handlers resolve as text (`fileText` of `ctx.resolveTemplates`), for `tend validate`. */
+export interface TemplateFiles {
+  files: string[];
+  /** As `fileText.hint`: how to have a file read as written. */
+  hint: string;
 }
 
 /** An action as its handlers see it: configuration resolved, version computed. */
@@ -408,6 +421,11 @@ export interface ActionKindDefinition<K extends ActionKind> {
    * the version, and the handler, which meets the same problem, reports it.
    */
   versionInputs?(params: VersionInputsParams): Promise<ActionVersionInputs>;
+  /**
+   * Optional, for handlers that resolve files as text (`fileText` of `ctx.resolveTemplates`): which
+   * files, so that `tend validate` checks them before anything runs. Reads, never changes anything.
+   */
+  templateFiles?(params: VersionInputsParams): Promise<TemplateFiles>;
 }
 
 /** One action type of a plugin, with a spec schema and handlers for each kind it supports. */

@@ -61,8 +61,10 @@ function checkShape(plugin: PluginDefinition): void {
           throw invalid(name, `${kind} handler "${handler}" of action type "${type.name}" is not a function`);
         }
       }
-      if (definition.versionInputs !== undefined && typeof definition.versionInputs !== 'function') {
-        throw invalid(name, `${kind} "versionInputs" of action type "${type.name}" is not a function`);
+      for (const hook of ['versionInputs', 'templateFiles'] as const) {
+        if (definition[hook] !== undefined && typeof definition[hook] !== 'function') {
+          throw invalid(name, `${kind} "${hook}" of action type "${type.name}" is not a function`);
+        }
       }
     }
   }

@@ -12,6 +12,7 @@ import type { SessionBus } from '../events/bus.js';
 import type { PluginEventBroker } from './broker.js';
 import { HandlerCalls, pluginLog } from './calls.js';
 import { actionOutputsContext, resolveTemplates, type TemplateContext } from '../config/template.js';
+import { resolveTemplateText } from '../config/template-text.js';
 import type {
   ActionHandlerNames,
   ClusterOverride,
@@ -25,6 +26,7 @@ import type {
   ResolvedAction,
   RunResult,
   StatusResult,
+  TemplateOptions,
 } from '../plugin/types.js';
 
 /** A configured provider: the plugin, its resolved config, and the state its `init` returned. */
@@ -200,6 +202,18 @@ export class Router {
     );
   }
 
+  /** What a plugin's templates see: the action's own context (else the environment's), with its dependencies' outputs. */
+  private templateContextOf(
+    actionRef: string | undefined,
+    dependencyOutputs: Record<string, Record<string, string>> | undefined,
+  ): TemplateContext {
+    const o = this.options;
+    return {
+      ...((actionRef !== undefined && o.actionTemplateContext?.(actionRef)) || o.templateContext),
+      actions: actionOutputsContext(dependencyOutputs ?? {}),
+    };
+  }
+
   private context(provider: ProviderRuntime, broker: PluginEventBroker): PluginContext {
     const o = this.options;
     const ctx: PluginContext = {
@@ -214,15 +228,14 @@ export class Router {
       user: o.user,
       hostId: o.hostId,
       ...(o.cluster ? { cluster: o.cluster } : {}),
-      resolveTemplates: (value, { location, dependencyOutputs, actionRef }) =>
-        resolveTemplates(
-          value,
-          {
-            ...((actionRef !== undefined && o.actionTemplateContext?.(actionRef)) || o.templateContext),
-            actions: actionOutputsContext(dependencyOutputs ?? {}),
-          },
-          () => location,
-        ),
+      resolveTemplates: <T>(value: T, options: TemplateOptions): T => {
+        const context = this.templateContextOf(options.actionRef, options.dependencyOutputs);
+        if (options.fileText && typeof value === 'string') {
+          const { file } = options.location;
+          return resolveTemplateText(value, context, { file, hint: options.fileText.hint }) as T;
+        }
+        return resolveTemplates(value, context, () => options.location);
+      },
       // The same namespace-tracking client the kubernetes plugin uses, for every plugin; loaded
       // only when called, so plugins that never talk to a cluster never load the Kubernetes client.
       kubernetes: async (options) =>

@@ -9,14 +9,25 @@
 import { callFunction } from './functions.js';
 import type { Expression, Template, TemplatePart } from './syntax.js';
 
-/** A key that is not there; `reason` says which and what is available instead. */
+/**
+ * A key that is not there; `reason` says which and what is available instead. `later`: it is
+ * there once an action has run (its outputs, its version), so the value can be resolved then.
+ */
 export class Missing {
-  constructor(readonly reason: string) {}
+  constructor(
+    readonly reason: string,
+    readonly later = false,
+  ) {}
 }
 
 /** An error in evaluating: a wrong type for an operator or a function argument, a cycle. */
 export class TemplateEvaluationError extends Error {
   override name = 'TemplateEvaluationError';
+}
+
+/** A value that needs what is known only once an action has run (a `Missing` that is `later`). */
+export class NotYetKnownError extends TemplateEvaluationError {
+  override name = 'NotYetKnownError';
 }
 
 /** A value computed when first read, then kept (git's branch, a variable holding a template). */

@@ -42,9 +42,18 @@ export interface Template {
   optional: boolean;
 }
 
-/** A syntax error; `unterminated` when the text ended before the expression did. */
+/** A syntax error; `offset`: where the `${` at fault starts in the text, when known (for its line). */
 export class TemplateSyntaxError extends Error {
   override name = 'TemplateSyntaxError';
+  offset?: number;
+}
+
+/** Where each `${` piece and part starts in its text: beside the parts, so that parts compare by meaning. */
+const offsets = new WeakMap<object, number>();
+
+/** The offset in its template's text where a part's `${` starts (undefined for text). */
+export function partOffset(part: TemplatePart): number | undefined {
+  return offsets.get(part);
 }
 
 /** Deeper nesting than this (parentheses, operators, calls) is refused. */
@@ -106,7 +115,16 @@ export function parseTemplateString(text: string): Template {
     } else if (text.startsWith('${', i)) {
       flush();
       const parser = new ExpressionParser(text, i);
-      pieces.push(parser.parseSegment());
+      let piece: Piece;
+      try {
+        piece = parser.parseSegment();
+      } catch (error) {
+        // Nested templates (in string literals) count from their own text: the outermost `${` counts.
+        if (error instanceof TemplateSyntaxError) error.offset = i;
+        throw error;
+      }
+      offsets.set(piece, i);
+      pieces.push(piece);
       i = parser.position;
     } else {
       literal += '$';
@@ -119,6 +137,11 @@ export function parseTemplateString(text: string): Template {
 
 /** Nests `${if}`/`${else}`/`${endif}` pieces, and finds the `?` suffix of a whole value. */
 function buildTemplate(pieces: Piece[]): Template {
+  const syntaxError = (message: string, at: Piece) => {
+    const error = new TemplateSyntaxError(message);
+    error.offset = offsets.get(at);
+    return error;
+  };
   let optional = false;
   const last = pieces.at(-1);
   if (pieces.length === 2 && last && 'type' in last && last.type === 'text' && last.text === '?') {
@@ -144,22 +167,24 @@ function buildTemplate(pieces: Piece[]): Template {
         if (end?.kind === 'else') {
           const rest = nest(piece);
           if (rest.end?.kind === 'else')
-            throw new TemplateSyntaxError(`more than one \${else} in one \${if ...} block`);
+            throw syntaxError(`more than one \${else} in one \${if ...} block`, rest.end);
           alternate = rest.parts;
           end = rest.end;
         }
-        if (!end) throw new TemplateSyntaxError(`missing \${endif} after "${piece.source}"`);
-        parts.push({
+        if (!end) throw syntaxError(`missing \${endif} after "${piece.source}"`, piece);
+        const block: TemplatePart = {
           type: 'if',
           condition: piece.condition,
           then: consequent.parts,
           else: alternate,
           source: piece.source,
-        });
+        };
+        offsets.set(block, offsets.get(piece)!);
+        parts.push(block);
         continue;
       }
       if (!inside) {
-        throw new TemplateSyntaxError(`found "${piece.source}" without an \${if ...} before it`);
+        throw syntaxError(`found "${piece.source}" without an \${if ...} before it`, piece);
       }
       return { parts, end: piece };
     }

@@ -86,6 +86,7 @@ const kubernetesType: ActionTypeDefinition = {
           (await logs()).getLogs(ctx, p),
       },
       versionInputs: async (p) => (await manifests()).versionInputs(p),
+      templateFiles: async (p) => (await manifests()).templateFilesOf(p),
     },
   },
 };

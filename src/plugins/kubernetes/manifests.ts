@@ -3,9 +3,9 @@
  * `kustomize:` kustomization, the `manifestFiles:`, the `manifestTemplates:` and `files:` (its
  * older name) — paths and glob patterns, relative to the action source — and the inline
  * `manifests:`. As in Garden, template expressions are resolved in `manifestTemplates` and
- * `files` only (inline ones are resolved by the framework with the rest of the spec): a
- * kustomization's output and `manifestFiles` are applied as written, so a `${HOME}` in a shell
- * script of a ConfigMap stays. `versionInputs` reads the same files and renders the same
+ * `files` only, in the file's text before it is parsed (inline ones are resolved by the framework
+ * with the rest of the spec): a kustomization's output and `manifestFiles` are applied as
+ * written, so a `${HOME}` in a shell script of a ConfigMap stays. `versionInputs` reads the same files and renders the same
  * kustomization, so the action's version covers what a deploy applies.
  */
 import { readFileSync, statSync } from 'node:fs';
@@ -16,6 +16,7 @@ import type {
   ActionVersionInputs,
   PluginContext,
   ResolvedAction,
+  TemplateFiles,
   VersionInputsParams,
 } from '../../plugin/types.js';
 import type { KubeObject } from './client/index.js';
@@ -115,38 +116,64 @@ function templateFiles(spec: KubernetesDeploySpec): string[] {
   return [...(spec.manifestTemplates ?? []), ...(spec.files ?? [])];
 }
 
-/** The objects of a YAML text (documents, `List` items), template expressions resolved when `templated`. */
-function parseManifests(
+/** What to do instead when a templated file's text is not meant as a template, for its problems. */
+const asWrittenHint =
+  'manifestTemplates and files are templated; list the file under `manifestFiles` to apply it as written, or write `$${` for a literal `${`';
+
+/** The files whose text is templated (not also listed as `manifestFiles`), for `tend validate` to check. */
+export async function templateFilesOf(params: VersionInputsParams): Promise<TemplateFiles> {
+  const spec = params.spec as KubernetesDeploySpec;
+  const fail: Invalid = (message, detail) =>
+    new TendError('TEND_K8S_MANIFEST_INVALID', message, detail ? { detail } : {});
+  const asWritten = new Set(await manifestFiles(params.sourceDir, spec.manifestFiles ?? [], fail));
+  const templated = await manifestFiles(params.sourceDir, templateFiles(spec), fail);
+  return {
+    files: templated
+      .filter((file) => !asWritten.has(file))
+      .map((file) => path.resolve(params.sourceDir, file)),
+    hint: asWrittenHint,
+  };
+}
+
+/** A templated file's text with its expressions resolved, as Garden does before parsing it. */
+function resolveText(
   ctx: PluginContext,
+  action: ResolvedAction<KubernetesDeploySpec>,
+  text: string,
+  file: string,
+): string {
+  return ctx.resolveTemplates(text, {
+    location: { file: path.relative(ctx.projectRoot, file), line: 1, column: 1 },
+    dependencyOutputs: action.dependencyOutputs,
+    actionRef: action.ref,
+    fileText: { hint: asWrittenHint },
+  });
+}
+
+/** The objects of a YAML text (documents, `List` items). */
+function parseManifests(
   action: ResolvedAction<KubernetesDeploySpec>,
   text: string,
   name: string,
   file: string,
-  templated: boolean,
-  rendered = false,
+  { rendered = false, templated = false } = {},
 ): Manifest[] {
   const out: Manifest[] = [];
   parseAllDocuments(text).forEach((doc, index) => {
     if (doc.errors.length > 0) {
       const e = doc.errors[0]!;
       const line = e.linePos?.[0];
+      const resolved = templated ? ' (its text once template expressions are resolved)' : '';
       throw invalid(
         action,
-        `${name}${line ? `:${line.line}:${line.col}` : ''}: invalid YAML: ${e.message.split('\n')[0]}`,
+        `${name}${line ? `:${line.line}:${line.col}` : ''}: invalid YAML${resolved}: ${e.message.split('\n')[0]}`,
         { file },
       );
     }
     const value = doc.toJS() as unknown;
     if (value === null || value === undefined) return;
-    const resolved = templated
-      ? ctx.resolveTemplates(value, {
-          location: { file: path.relative(ctx.projectRoot, file), line: 1, column: 1 },
-          dependencyOutputs: action.dependencyOutputs,
-          actionRef: action.ref,
-        })
-      : value;
     out.push({
-      object: resolved as KubeObject,
+      object: value as KubeObject,
       origin: `${name}#${index + 1}`,
       ...(rendered ? { rendered } : {}),
     });
@@ -184,7 +211,7 @@ export async function loadManifests(
       projectRoot: ctx.projectRoot,
     });
     const dir = path.resolve(action.sourceDir, spec.kustomize.path);
-    out.push(...parseManifests(ctx, action, text, `kustomize ${spec.kustomize.path}`, dir, false, true));
+    out.push(...parseManifests(action, text, `kustomize ${spec.kustomize.path}`, dir, { rendered: true }));
   }
   const asWritten = new Set(await manifestFiles(action.sourceDir, spec.manifestFiles ?? [], fail));
   for (const [files, templated] of [
@@ -193,7 +220,12 @@ export async function loadManifests(
   ] as const) {
     for (const file of files) {
       const full = path.resolve(action.sourceDir, file);
-      out.push(...parseManifests(ctx, action, readFileSync(full, 'utf8'), file, full, templated));
+      const text = readFileSync(full, 'utf8');
+      out.push(
+        ...parseManifests(action, templated ? resolveText(ctx, action, text, full) : text, file, full, {
+          templated,
+        }),
+      );
     }
   }
   (spec.manifests ?? []).forEach((m, index) =>

@@ -1,0 +1,239 @@
+/**
+ * Templated files (a kubernetes Deploy's `manifestTemplates`), resolved as Garden resolves them:
+ * the file's whole text is one template string, resolved before it is parsed as YAML. Each
+ * expression's value is written into the text where it stands (a list as its items joined with
+ * `,`, a mapping as JSON: docs/templates.md), so `env: ${jsonEncode(var.env)}` gives the list as
+ * YAML reads JSON; a file that is one expression alone must give text. `$${` is a literal `${`.
+ *
+ * A problem names the file, the line, the object it is in (`Deployment api`, when the YAML
+ * document says) and the way out the caller gives (the plugin: apply the file as written).
+ */
+import { parseDocument } from 'yaml';
+import { TendError } from '../errors.js';
+import type { SourceLocation } from '../errors.js';
+import type { ConfigProblem } from './diagnostics.js';
+import { evaluateTemplate, Missing, stringify, TemplateEvaluationError } from './expressions/evaluate.js';
+import type { Scope } from './expressions/evaluate.js';
+import { TemplateFunctionError } from './expressions/functions.js';
+import { eachLookup, parseTemplateString, partOffset, TemplateSyntaxError } from './expressions/syntax.js';
+import type { Template, TemplatePart } from './expressions/syntax.js';
+
+/** An expression or a `${if}` block: a part that is not literal text. */
+type ExpressionPart = Exclude<TemplatePart, { type: 'text' }>;
+import { actionReferenceProblem } from './template-context.js';
+import type { TemplateContext } from './template-context.js';
+import { templateScope } from './template.js';
+
+export interface TemplateTextOptions {
+  /** The file, relative to the project root, for messages. */
+  file: string;
+  /** How to have the file read as written, appended to every problem ("list it under `manifestFiles`"). */
+  hint: string;
+}
+
+/** A templated text's problem, at an offset of the text. */
+class TextProblem extends Error {
+  constructor(
+    message: string,
+    readonly offset: number,
+  ) {
+    super(message);
+  }
+}
+
+/** A file's text with its template expressions resolved. Throws TEND_TEMPLATE at the file's line. */
+export function resolveTemplateText(
+  text: string,
+  context: TemplateContext,
+  options: TemplateTextOptions,
+): string {
+  if (!text.includes('${')) return text;
+  try {
+    return resolveParts(parse(text), templateScope(context));
+  } catch (error) {
+    if (!(error instanceof TextProblem)) throw error;
+    const problem = located(text, error, options);
+    throw new TendError('TEND_TEMPLATE', problem.message, { location: problem.location });
+  }
+}
+
+/**
+ * What `tend validate` finds in a templated file before anything runs: syntax, keys that name no
+ * template context, and the values of every expression that does not read an action's outputs
+ * or a secret (those are known only when the action runs).
+ */
+export function checkTemplateText(
+  text: string,
+  context: TemplateContext,
+  options: TemplateTextOptions,
+): ConfigProblem[] {
+  if (!text.includes('${')) return [];
+  const { template, problems } = parseReportingAll(text, options);
+  const scope = templateScope(context);
+  for (const part of template.parts) {
+    if (part.type === 'text') continue;
+    const waits = readsAtRuntime(part);
+    if (waits.problem) {
+      problems.push(located(text, new TextProblem(waits.problem, offsetOf(part)), options));
+      continue;
+    }
+    if (waits.runtime) continue;
+    try {
+      if (template.parts.length === 1) resolveParts(template, scope);
+      else evaluatePart(part, scope);
+    } catch (error) {
+      if (!(error instanceof TextProblem)) throw error;
+      problems.push(located(text, error, options));
+    }
+  }
+  return problems;
+}
+
+/** Syntax errors are reported at most this many per file (each ends one parse). */
+const syntaxErrorLimit = 20;
+
+/**
+ * The template of a text, and its syntax errors: each `${` at fault is read as a literal (as if
+ * written `$${`) and the text parsed again, so that one mistake does not hide the next.
+ */
+function parseReportingAll(
+  text: string,
+  options: TemplateTextOptions,
+): { template: Template; problems: ConfigProblem[] } {
+  const problems: ConfigProblem[] = [];
+  // Where a `$` was added, in the current text's offsets.
+  let added: number[] = [];
+  let current = text;
+  for (;;) {
+    try {
+      return { template: parse(current), problems };
+    } catch (error) {
+      if (!(error instanceof TextProblem)) throw error;
+      const at = error.offset;
+      const original = at - added.filter((offset) => offset < at).length;
+      problems.push(located(text, new TextProblem(error.message, original), options));
+      if (problems.length >= syntaxErrorLimit || !current.startsWith('${', at)) {
+        return { template: { parts: [], optional: false }, problems };
+      }
+      added = [...added.map((offset) => (offset >= at ? offset + 1 : offset)), at];
+      current = `${current.slice(0, at)}$${current.slice(at)}`;
+    }
+  }
+}
+
+function parse(text: string): Template {
+  try {
+    return parseTemplateString(text);
+  } catch (error) {
+    if (error instanceof TemplateSyntaxError) throw new TextProblem(error.message, error.offset ?? 0);
+    throw error;
+  }
+}
+
+function offsetOf(part: TemplatePart): number {
+  return partOffset(part) ?? 0;
+}
+
+/** The text of the parts, each expression's value written where it stands. */
+function resolveParts(template: Template, scope: Scope): string {
+  const [only] = template.parts;
+  if (template.parts.length === 1 && only && only.type !== 'text') {
+    const value = evaluatePart(only, scope);
+    if (typeof value !== 'string') {
+      throw new TextProblem(
+        `the file is one expression, "${only.source}", which gives ${describe(value)}; a templated file must give text`,
+        offsetOf(only),
+      );
+    }
+    return value;
+  }
+  let out = '';
+  for (const part of template.parts) {
+    if (part.type === 'text') out += part.text;
+    else {
+      const value = evaluatePart(part, scope);
+      if (value !== undefined) out += stringify(value);
+    }
+  }
+  return out;
+}
+
+function describe(value: unknown): string {
+  if (value === null || value === undefined) return 'no value';
+  if (Array.isArray(value)) return 'a list';
+  return typeof value === 'object' ? 'a mapping' : `a ${typeof value}`;
+}
+
+/** One expression's (or `${if}` block's) value; its errors as a TextProblem at its offset. */
+function evaluatePart(part: ExpressionPart, scope: Scope): unknown {
+  let value: unknown;
+  try {
+    value = evaluateTemplate({ parts: [part], optional: false }, scope);
+  } catch (error) {
+    if (
+      error instanceof TemplateEvaluationError ||
+      error instanceof TemplateFunctionError ||
+      error instanceof TemplateSyntaxError
+    ) {
+      throw new TextProblem(`"${part.source}": ${error.message}`, offsetOf(part));
+    }
+    throw error;
+  }
+  if (value instanceof Missing) throw new TextProblem(`"${part.source}": ${value.reason}`, offsetOf(part));
+  return value;
+}
+
+/**
+ * Whether a part reads what is known only when the action runs (an action's outputs or version, a
+ * secret), and what is wrong with an action reference it makes (`actions.build.api.outputz`).
+ */
+function readsAtRuntime(part: ExpressionPart): { runtime: boolean; problem?: string } {
+  let runtime = false;
+  let problem: string | undefined;
+  eachLookup({ parts: [part], optional: false }, (lookup) => {
+    if (lookup.root === 'secrets') runtime = true;
+    if (lookup.root !== 'actions' || lookup.path[2] === 'var') return;
+    runtime = true;
+    if (lookup.path.every((segment) => typeof segment === 'string')) {
+      problem ??= actionReferenceProblem(['actions', ...(lookup.path as string[])]);
+    }
+  });
+  return problem !== undefined ? { runtime, problem: `"${part.source}": ${problem}` } : { runtime };
+}
+
+/** A problem at its line and column, with the object it is in and the way out. */
+function located(text: string, problem: TextProblem, options: TemplateTextOptions): ConfigProblem {
+  const before = text.slice(0, problem.offset);
+  const line = before.split('\n').length;
+  const location: SourceLocation = {
+    file: options.file,
+    line,
+    column: problem.offset - before.lastIndexOf('\n'),
+  };
+  const object = objectAt(text, problem.offset);
+  return {
+    code: 'TEND_TEMPLATE',
+    message: `${object ? `${object}: ` : ''}${problem.message}\n  (${options.hint})`,
+    location,
+  };
+}
+
+/** `Deployment api`: the kind and name of the YAML document around an offset, as written, when it has them. */
+function objectAt(text: string, offset: number): string | undefined {
+  const separator = /^---.*$/gm;
+  let start = 0;
+  let end = text.length;
+  for (const match of text.matchAll(separator)) {
+    if (match.index < offset) start = match.index + match[0].length;
+    else {
+      end = match.index;
+      break;
+    }
+  }
+  const document = parseDocument(text.slice(start, end));
+  if (document.errors.length > 0) return undefined;
+  const value = document.toJS() as { kind?: unknown; metadata?: { name?: unknown } } | null;
+  if (!value || typeof value !== 'object' || typeof value.kind !== 'string') return undefined;
+  const name = value.metadata?.name;
+  return typeof name === 'string' ? `${value.kind} ${name}` : value.kind;
+}

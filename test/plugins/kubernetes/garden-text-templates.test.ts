@@ -1,0 +1,307 @@
+/**
+ * Manifest templates resolved as Garden resolves them, in the file's text before the YAML is
+ * parsed: Garden's k8s-deploy-shared-manifests (`env: ${jsonEncode(var.env)}`, copied unmodified
+ * into test/fixtures/garden-examples) validates, deploys with `--kubeconfig/--context` and passes
+ * its Tests and Runs; a shell script deploys as written from `manifestFiles`; and `tend validate`
+ * finds what in a templated file is not a template expression, at its file:line and object.
+ */
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { validateCommand } from '../../../src/commands/validate.js';
+import type { TendError } from '../../../src/errors.js';
+import { makeProject, removeProjects, repoRoot, runTend } from '../../helpers/project.js';
+import { execute, kubectlJson, projectYaml, startSim, type SimHandle } from './helpers.js';
+
+let h: SimHandle;
+beforeAll(async () => {
+  // Garden's local-kubernetes projects name no registry: kube-sim advertises its own, as kind does.
+  h = await startSim({ advertiseRegistry: true });
+});
+afterAll(async () => h?.stop());
+afterEach(removeProjects);
+
+const copies: string[] = [];
+afterAll(() => {
+  for (const dir of copies.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function copyGardenExample(name: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), `tend-garden-${name}-`));
+  copies.push(dir);
+  cpSync(path.join(repoRoot, 'test', 'fixtures', 'garden-examples', name), dir, { recursive: true });
+  return dir;
+}
+
+const cluster = () => ['--kubeconfig', h.kubeconfig, '--context', 'kube-sim'];
+
+/** `tend <verb>` in the project's directory through the CLI: the actions and their states. */
+async function cli(root: string, verb: string, ...names: string[]): Promise<string[]> {
+  const run = await runTend([verb, ...names, ...cluster(), '--json'], { cwd: root, timeoutMs: 120_000 });
+  expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
+  const { actions } = JSON.parse(run.stdout) as { actions: { ref: string; state: string }[] };
+  return actions.map((a) => `${a.ref} ${a.state}`).sort();
+}
+
+interface Container {
+  name: string;
+  image: string;
+  args: string[];
+  env: { name: string; value: string }[];
+  ports: { name: string; containerPort: number; protocol: string }[];
+  resources: Record<string, Record<string, string>>;
+  livenessProbe: { httpGet: { path: string; port: number; scheme: string } };
+}
+interface Deployment {
+  metadata: { name: string };
+  spec: { template: { spec: { imagePullSecrets: { name: string }[]; containers: Container[] } } };
+}
+
+describe('manifest templates, templated as text', () => {
+  it('k8s-deploy-shared-manifests: validates, deploys its shared templates for api and web, and its Tests and Runs pass', async () => {
+    const root = copyGardenExample('k8s-deploy-shared-manifests');
+    const validated = await runTend(['validate'], { cwd: root });
+    expect(validated.code, validated.stderr).toBe(0);
+    expect(validated.stdout).toContain('configuration valid: 11 actions');
+    // The local-kubernetes provider's `namespace:` in project.garden.yml.
+    const namespace = 'k8s-deploy-shared-manifests';
+
+    expect(await cli(root, 'deploy')).toEqual([
+      'build.api ready',
+      'build.web ready',
+      'deploy.api ready',
+      'deploy.postgres ready',
+      'deploy.web ready',
+      'run.db-init ready',
+    ]);
+    const deployments = (
+      await kubectlJson<{ items: Deployment[] }>(h.kubeconfig, '-n', namespace, 'get', 'deployments')
+    ).items;
+    const byName = Object.fromEntries(deployments.map((d) => [d.metadata.name, d.spec.template.spec]));
+    expect(Object.keys(byName).sort()).toEqual(['api', 'postgres', 'web']);
+    const api = byName.api!.containers[0]!;
+    // `${jsonEncode(var.…)}` written into the text: YAML reads the JSON as the lists and mappings.
+    expect(api.args).toEqual(['python', 'app.py']);
+    expect(api.env).toEqual([
+      { name: 'PGDATABASE', value: 'postgres' },
+      { name: 'PGUSER', value: 'postgres' },
+      { name: 'PGPASSWORD', value: 'postgres' },
+    ]);
+    expect(api.ports).toEqual([{ name: 'http', containerPort: 8080, protocol: 'TCP' }]);
+    expect(api.resources).toEqual({
+      limits: { cpu: '1', memory: '1Gi' },
+      requests: { cpu: '10m', memory: '90Mi' },
+    });
+    expect(api.livenessProbe.httpGet).toEqual({ path: '/health', port: 8080, scheme: 'HTTP' });
+    // `${actions.build[var.appName].outputs.deployment-image-id}`: each Deploy its own build's image.
+    expect(api.image).toMatch(new RegExp(`^${h.sim.registryHost}/.*api:`));
+    expect(byName.api!.imagePullSecrets).toEqual([{ name: 'fake-secret' }]);
+    const web = byName.web!.containers[0]!;
+    expect(web.image).toMatch(new RegExp(`^${h.sim.registryHost}/.*web:`));
+    expect(web.env).toEqual([{ name: 'HOSTNAME', value: 'local.demo.garden' }]);
+    expect(web.args).toEqual(['npm', 'run', 'serve']);
+    const ingresses = (
+      await kubectlJson<{ items: { metadata: { name: string }; spec: { rules: { host: string }[] } }[] }>(
+        h.kubeconfig,
+        '-n',
+        namespace,
+        'get',
+        'ingresses',
+      )
+    ).items;
+    expect(ingresses.map((i) => `${i.metadata.name} ${i.spec.rules[0]!.host}`)).toEqual([
+      'web web.local.demo.garden',
+    ]);
+
+    expect(await cli(root, 'test')).toEqual(
+      expect.arrayContaining(['test.api-unit ready', 'test.e2e-runner ready', 'test.web-unit ready']),
+    );
+    expect(await cli(root, 'run', 'db-clear')).toContain('run.db-clear ready');
+    // Deployed once, templates and all: the same version again is cached.
+    expect(await cli(root, 'deploy', 'api', 'web')).toEqual(
+      expect.arrayContaining(['deploy.api cached', 'deploy.web cached']),
+    );
+  }, 240_000);
+
+  const script = `#!/bin/sh
+echo "${'$'}{HOME}"
+exit ${'$'}{BACKUP_EXIT:-0}
+`;
+  const configMap = (name: string) => `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ${name}
+data:
+  backup.sh: |
+${script
+  .split('\n')
+  .filter(Boolean)
+  .map((line) => `    ${line}`)
+  .join('\n')}
+`;
+
+  it('a shell script in a ConfigMap from manifestFiles deploys as written', async () => {
+    const namespace = 'gtt-as-written';
+    const root = makeProject({
+      'tend.yml': projectYaml({ registry: h.sim.registryHost, namespace }),
+      'jobs/jobs.tend.yml':
+        'kind: Deploy\ntype: kubernetes\nname: jobs\nspec:\n  manifestFiles: [k8s/backup.yaml]\n  timeout: 20\n',
+      'jobs/k8s/backup.yaml': configMap('backup'),
+    });
+    expect((await validateCommand({ root, var: [] })).exitCode).toBe(0);
+    const result = await execute('deploy', root);
+    expect(result.data.actions.map((a) => [a.ref, a.state, a.error?.message])).toEqual([
+      ['deploy.jobs', 'ready', undefined],
+    ]);
+    const { data } = await kubectlJson<{ data: Record<string, string> }>(
+      h.kubeconfig,
+      '-n',
+      namespace,
+      'get',
+      'configmap',
+      'backup',
+    );
+    expect(data['backup.sh']).toBe(script);
+  });
+
+  it('validate finds, in a templated file, what is not a template expression: file:line, object, the way out', async () => {
+    const root = makeProject({
+      'tend.yml': projectYaml({ registry: h.sim.registryHost, namespace: 'gtt-bad' }),
+      'jobs/jobs.tend.yml':
+        'kind: Deploy\ntype: kubernetes\nname: jobs\nspec:\n  manifestTemplates: [k8s/*.yaml]\n',
+      'jobs/k8s/a-service.yaml':
+        'apiVersion: v1\nkind: Service\nmetadata:\n  name: api\nspec:\n  ports: ${jsonEncode(var.ports)}\n',
+      'jobs/k8s/backup.yaml': `apiVersion: v1\nkind: Secret\nmetadata:\n  name: other\n---\n${configMap('backup')}`,
+    });
+    let error: TendError | undefined;
+    try {
+      await validateCommand({ root, var: [] });
+    } catch (thrown) {
+      error = thrown as TendError;
+    }
+    const { errors } = error!.detail as {
+      errors: { code: string; message: string; location: { file: string; line: number } }[];
+    };
+    expect(errors.map((e) => `${e.code} ${e.location.file}:${e.location.line}`)).toEqual([
+      'TEND_TEMPLATE jobs/k8s/a-service.yaml:6',
+      'TEND_TEMPLATE jobs/k8s/backup.yaml:13',
+      'TEND_TEMPLATE jobs/k8s/backup.yaml:14',
+    ]);
+    const [ports, home, exit] = errors.map((e) => e.message);
+    expect(ports).toMatch(/^Service api: "\$\{jsonEncode\(var\.ports\)\}": .*ports/);
+    expect(home).toMatch(/^ConfigMap backup: "\$\{HOME\}": unknown key "HOME"/);
+    expect(exit).toMatch(/^ConfigMap backup: invalid template expression "\$\{BACKUP_EXIT:-0\}"/);
+    for (const message of [ports, home, exit]) {
+      expect(message).toContain(
+        'list the file under `manifestFiles` to apply it as written, or write `$${` for a literal `${`',
+      );
+    }
+  });
+
+  it('a templated file: $${ is a literal, inside text a list is joined and a mapping written as JSON', async () => {
+    const namespace = 'gtt-values';
+    const root = makeProject({
+      'tend.yml': projectYaml({
+        registry: h.sim.registryHost,
+        namespace,
+        projectExtra: 'variables:\n  hosts: [a.example, b.example]\n  limits: { cpu: "1" }\n',
+      }),
+      'jobs/jobs.tend.yml':
+        'kind: Deploy\ntype: kubernetes\nname: jobs\nspec:\n  manifestTemplates: [k8s/values.yaml]\n  timeout: 20\n',
+      'jobs/k8s/values.yaml': `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: values
+data:
+  hosts: "\${var.hosts}"
+  limits: '\${var.limits}'
+  shell: echo $\${HOME}
+  namespace: \${environment.namespace}
+`,
+    });
+    expect((await execute('deploy', root)).data.actions.map((a) => [a.ref, a.state])).toEqual([
+      ['deploy.jobs', 'ready'],
+    ]);
+    const { data } = await kubectlJson<{ data: Record<string, string> }>(
+      h.kubeconfig,
+      '-n',
+      namespace,
+      'get',
+      'configmap',
+      'values',
+    );
+    expect(data).toEqual({
+      hosts: 'a.example,b.example',
+      limits: '{"cpu":"1"}',
+      shell: 'echo ${HOME}',
+      namespace,
+    });
+  });
+});
+
+describe('action variables that read action outputs, resolved when the action runs', () => {
+  it('vote-helm: validates as it is; deploying a helm Deploy without helm says TEND_TOOL_NOT_FOUND naming helm', async () => {
+    const root = copyGardenExample('vote-helm');
+    const validated = await validateCommand({ root, var: [] });
+    expect(validated.exitCode).toBe(0);
+    expect(validated.data.actions.find((a) => a.ref === 'deploy.api')?.dependencies).toEqual([
+      'build.api-image',
+      'deploy.redis',
+    ]);
+    const deployed = await execute('deploy', root, ['api']);
+    expect(deployed.exitCode).toBe(2);
+    // The helm Deploys it needs first fail for want of helm; deploy.api waits for them.
+    const failed = deployed.data.actions.filter((a) => a.state === 'failed');
+    expect(failed.map((a) => a.ref)).toContain('deploy.redis');
+    for (const action of failed) {
+      expect(action.error).toMatchObject({
+        code: 'TEND_TOOL_NOT_FOUND',
+        message: expect.stringMatching(/helm is not on PATH/),
+      });
+    }
+    expect(deployed.data.actions.find((a) => a.ref === 'deploy.api')?.state).toBe('aborted');
+  }, 120_000);
+
+  it("an action's variable holding a build's output is resolved in its spec when the Deploy runs", async () => {
+    const namespace = 'gtt-lazy';
+    const root = makeProject({
+      'tend.yml': projectYaml({ registry: h.sim.registryHost, namespace }),
+      'api/Dockerfile': 'FROM alpine\n',
+      'api/api.tend.yml': `kind: Build
+type: container
+name: api
+---
+kind: Deploy
+type: kubernetes
+name: api
+dependencies: [build.api]
+variables:
+  image: \${actions.build.api.outputs.deploymentImageId}
+spec:
+  timeout: 20
+  manifests:
+    - apiVersion: v1
+      kind: ConfigMap
+      metadata: { name: api-image }
+      data: { image: "\${var.image}", tagged: "image \${var.image}" }
+`,
+    });
+    expect((await validateCommand({ root, var: [] })).exitCode).toBe(0);
+    const deployed = await execute('deploy', root);
+    expect(deployed.data.actions.map((a) => [a.ref, a.state, a.error?.message])).toEqual([
+      ['build.api', 'ready', undefined],
+      ['deploy.api', 'ready', undefined],
+    ]);
+    const { data } = await kubectlJson<{ data: Record<string, string> }>(
+      h.kubeconfig,
+      '-n',
+      namespace,
+      'get',
+      'configmap',
+      'api-image',
+    );
+    expect(data.image).toMatch(new RegExp(`^${h.sim.registryHost}/.+/api:`));
+    expect(data.tagged).toBe(`image ${data.image}`);
+  });
+});
