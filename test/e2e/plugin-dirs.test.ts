@@ -159,54 +159,81 @@ describe('the plugin-dirs example', () => {
   });
 });
 
+/**
+ * The plugin-dirs example's dev environment deployed into the root, then cleaned by
+ * `tend agent --plugin` (its agent token bound to the plugin's target) with an archive taken.
+ */
+async function deployedAndCleaned() {
+  const project = copyExample('plugin-dirs', { dependencies: true });
+  const cli = (token: string, ...args: string[]) =>
+    runTend(args, {
+      cwd: project,
+      env: streamEnv(url, token, { KUBECONFIG: path.join(root, 'no-kubeconfig') }),
+    });
+  const dev = await cli(server.tokens.ingest, 'deploy', '--env', 'dev', '--var', `root=${root}`, '--json');
+  expect(dev.code, dev.stderr).toBe(0);
+  const namespace = JSON.parse(dev.stdout).namespace as string;
+  const devDir = path.join(root, namespace);
+  const rootId = readFileSync(path.join(root, '.tend-root'), 'utf8').trim();
+  const targetKey = `dirs/${rootId}`;
+  // The agent's token is bound to the plugin's target, as an operator binds one to a cluster.
+  const agentToken = (
+    await new TokenRepository(server.database.db).create({
+      name: 'agent-dirs',
+      scope: 'agent',
+      targets: [targetKey],
+    })
+  ).token;
+  const agent = async () => {
+    const run = await cli(
+      agentToken,
+      'agent',
+      '--server',
+      url,
+      '--token',
+      agentToken,
+      '--plugin',
+      path.join(project, 'plugin', 'dirs.js'),
+      '--set',
+      `dirs.root=${root}`,
+      '--once',
+      '--json',
+    );
+    expect(run.code, run.stderr).toBe(0);
+    return (JSON.parse(run.stdout) as AgentReport).last;
+  };
+  const environmentId = await waitFor(async () => {
+    const row = await server.database.db
+      .selectFrom('environments')
+      .select('id')
+      .where('name', '=', 'dev')
+      .executeTakeFirst();
+    return row?.id;
+  }, 'the dev environment recorded');
+  const enforce = await cli(
+    server.tokens.admin,
+    'cleanup',
+    'enforce',
+    '--project',
+    'notes',
+    '--server',
+    url,
+    '--token',
+    server.tokens.admin,
+  );
+  expect(enforce.code, enforce.stderr).toBe(0);
+  clock.advance(2 * hour);
+  await agent();
+  expect((await server.app.cleanup.pass.run())?.planned).toBe(1);
+  const deleted = await agent();
+  expect(deleted.jobs).toEqual([expect.objectContaining({ outcome: 'done' })]);
+  expect(existsSync(devDir)).toBe(false);
+  return { project, cli, agent, namespace, devDir, targetKey, environmentId };
+}
+
 describe('the plugin-dirs example restored', () => {
   it('is archived before its deletion and restored by a restore job through tend agent --plugin with a target-bound token; asked only of a plugin its executors restore', async () => {
-    const project = copyExample('plugin-dirs', { dependencies: true });
-    const cli = (token: string, ...args: string[]) =>
-      runTend(args, {
-        cwd: project,
-        env: streamEnv(url, token, { KUBECONFIG: path.join(root, 'no-kubeconfig') }),
-      });
-    const dev = await cli(server.tokens.ingest, 'deploy', '--env', 'dev', '--var', `root=${root}`, '--json');
-    expect(dev.code, dev.stderr).toBe(0);
-    const namespace = JSON.parse(dev.stdout).namespace as string;
-    const devDir = path.join(root, namespace);
-    const rootId = readFileSync(path.join(root, '.tend-root'), 'utf8').trim();
-    const targetKey = `dirs/${rootId}`;
-    // The agent's token is bound to the plugin's target, as an operator binds one to a cluster.
-    const agentToken = (
-      await new TokenRepository(server.database.db).create({
-        name: 'agent-dirs',
-        scope: 'agent',
-        targets: [targetKey],
-      })
-    ).token;
-    const agent = async () => {
-      const run = await cli(
-        agentToken,
-        'agent',
-        '--server',
-        url,
-        '--token',
-        agentToken,
-        '--plugin',
-        path.join(project, 'plugin', 'dirs.js'),
-        '--set',
-        `dirs.root=${root}`,
-        '--once',
-        '--json',
-      );
-      expect(run.code, run.stderr).toBe(0);
-      return (JSON.parse(run.stdout) as AgentReport).last;
-    };
-    const environmentId = await waitFor(async () => {
-      const row = await server.database.db
-        .selectFrom('environments')
-        .select('id')
-        .where('name', '=', 'dev')
-        .executeTakeFirst();
-      return row?.id;
-    }, 'the dev environment recorded');
+    const { agent, namespace, devDir, targetKey, environmentId } = await deployedAndCleaned();
     const askRestore = () =>
       server.app.inject({
         method: 'POST',
@@ -217,24 +244,6 @@ describe('the plugin-dirs example restored', () => {
     const restoreJobs = () =>
       server.database.db.selectFrom('cleanup_jobs').select('id').where('action', '=', 'restore').execute();
 
-    const enforce = await cli(
-      server.tokens.admin,
-      'cleanup',
-      'enforce',
-      '--project',
-      'notes',
-      '--server',
-      url,
-      '--token',
-      server.tokens.admin,
-    );
-    expect(enforce.code, enforce.stderr).toBe(0);
-    clock.advance(2 * hour);
-    await agent();
-    expect((await server.app.cleanup.pass.run())?.planned).toBe(1);
-    const deleted = await agent();
-    expect(deleted.jobs).toEqual([expect.objectContaining({ outcome: 'done' })]);
-    expect(existsSync(devDir)).toBe(false);
     const archive = await server.database.db
       .selectFrom('environment_archives')
       .select(['namespace_name', 'target_key', 'restored_at'])
@@ -309,6 +318,46 @@ describe('the plugin-dirs example restored', () => {
     expect(env.state).toBe('active');
     const after = await server.database.db.selectFrom('environment_archives').select('restored_at').execute();
     expect(after[0]?.restored_at).not.toBeNull();
+  });
+  it('is restored by tend restore from its archive, through the provider’s restoreEnvironment', async () => {
+    const { cli, namespace, devDir, targetKey, environmentId } = await deployedAndCleaned();
+    const restore = await cli(
+      server.tokens.admin,
+      'restore',
+      environmentId,
+      '--var',
+      `root=${root}`,
+      '--server',
+      url,
+      '--token',
+      server.tokens.admin,
+    );
+    expect(restore.code, restore.stderr).toBe(0);
+    expect(restore.stdout).toContain(`into namespace ${namespace}`);
+    expect(restore.stdout).toContain('restored  file/readme');
+    expect(readFileSync(path.join(devDir, 'readme'), 'utf8')).toBe('notes of dev');
+    const record = JSON.parse(readFileSync(path.join(devDir, '.tend-dir.json'), 'utf8')) as { uid: string };
+    // The restore session's `created` event, streamed: owned, on the plugin's target.
+    const resource = await waitFor(async () => {
+      const row = await server.database.db
+        .selectFrom('resources')
+        .select(['ownership', 'state', 'namespace_uid', 'target_key'])
+        .where('environment_id', '=', environmentId)
+        .where('namespace_uid', '=', record.uid)
+        .executeTakeFirst();
+      return row;
+    }, 'the restored directory recorded');
+    expect(resource).toEqual({
+      ownership: 'owned',
+      state: 'ready',
+      namespace_uid: record.uid,
+      target_key: targetKey,
+    });
+    const archive = await server.database.db
+      .selectFrom('environment_archives')
+      .select('restored_at')
+      .execute();
+    expect(archive[0]?.restored_at).not.toBeNull();
   });
 });
 

@@ -291,37 +291,39 @@ const cleanup = {
    */
   async restore(ctx, target, job, { archive }) {
     const { root } = /** @type {{ root: string }} */ (target.state);
-    const rootId = target.targetKey.slice('dirs/'.length);
-    if (archive.kind !== 'plugin' || archive.pluginName !== 'dirs') {
-      throw new Error(`a ${archive.kind} archive is not of a dirs environment`);
-    }
-    const name = job.namespaceName;
-    const refused = refusedName(ctx, name);
+    const refused = refusedName(ctx, job.namespaceName);
     if (refused) throw new Error(refused);
-    const dir = path.join(root, name);
-    mkdirSync(dir); // EEXIST: a directory that exists is never restored into
-    const record = {
-      uid: randomUUID(),
-      project: job.project,
-      environment: job.environment,
-      lastActivityAt: new Date().toISOString(),
-    };
     const asRecorded = { events: ctx.events, environment: { project: job.project, name: job.environment } };
-    report(asRecorded, root, rootId, name, record, 'ready', 'created');
-    writeAtomically(path.join(dir, recordFile), JSON.stringify(record));
-    const restored = [];
-    const notRestored = archive.notArchived.map((what) => ({ what, why: 'not archived' }));
-    for (const file of archive.content?.files ?? []) {
-      if (!isFileName(file?.name) || typeof file.base64 !== 'string') {
-        notRestored.push({ what: String(file?.name).slice(0, 100), why: 'not a file name of the directory' });
-        continue;
-      }
-      writeAtomically(path.join(dir, file.name), Buffer.from(file.base64, 'base64'));
-      restored.push(`file/${file.name}`);
-    }
-    return { namespace: name, restored, notRestored };
+    return restoreInto(asRecorded, root, target.targetKey.slice('dirs/'.length), job.namespaceName, archive);
   },
 };
+
+/**
+ * Re-creates `<root>/<name>` from a dirs archive: a new directory (EEXIST: never one that exists)
+ * with a new record, reported `created` before anything is written into it, then the files.
+ */
+function restoreInto(ctx, root, rootId, name, archive) {
+  if (archive.kind !== 'plugin' || archive.pluginName !== 'dirs') {
+    throw new Error(`a ${archive.kind} archive is not of a dirs environment`);
+  }
+  const dir = path.join(root, name);
+  mkdirSync(dir);
+  const { project, name: environment } = ctx.environment;
+  const record = { uid: randomUUID(), project, environment, lastActivityAt: new Date().toISOString() };
+  report(ctx, root, rootId, name, record, 'ready', 'created');
+  writeAtomically(path.join(dir, recordFile), JSON.stringify(record));
+  const restored = [];
+  const notRestored = archive.notArchived.map((what) => ({ what, why: 'not archived' }));
+  for (const file of archive.content?.files ?? []) {
+    if (!isFileName(file?.name) || typeof file.base64 !== 'string') {
+      notRestored.push({ what: String(file?.name).slice(0, 100), why: 'not a file name of the directory' });
+      continue;
+    }
+    writeAtomically(path.join(dir, file.name), Buffer.from(file.base64, 'base64'));
+    restored.push(`file/${file.name}`);
+  }
+  return { namespace: name, restored, notRestored };
+}
 
 export default {
   name: 'dirs',
@@ -345,6 +347,11 @@ export default {
     async prepareEnvironment(ctx) {
       const { dir, record } = use(ctx);
       return { ready: true, detail: { path: dir, uid: record.uid } };
+    },
+    /** `tend restore`: the environment's directory re-created from its archive, as a restore job does. */
+    async restoreEnvironment(/** @type {any} */ ctx, { archive }) {
+      const { root, name } = environmentOf(ctx);
+      return restoreInto(ctx, root, ensureRootId(root), name, archive);
     },
     /** @param {any} ctx */
     async cleanupEnvironment(ctx) {
