@@ -109,7 +109,28 @@ const ExecArchive = Type.Object(
   { additionalProperties: false },
 );
 
-export const EnvironmentArchive = Type.Union([KubernetesArchive, ExecArchive]);
+/**
+ * Any other plugin's environment: what its cleanup handler archived before the deletion, in the
+ * plugin's own shape (`content`, JSON), for its `restore` handler to read back. The server checks
+ * that it is of the job's plugin and environment, and stores it as it is.
+ */
+export const PluginArchive = Type.Object(
+  {
+    kind: Type.Literal('plugin'),
+    /** The plugin that took it: the job's plugin. */
+    pluginName: Type.String({ minLength: 1, maxLength: 200 }),
+    /** The environment's name in its target: the job's `namespaceName`. */
+    name: Name(),
+    /** What the plugin keeps to re-create the environment. */
+    content: Type.Unknown(),
+    /** What was not archived and why, for the restore to say. */
+    notArchived: Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 1000 }),
+  },
+  { additionalProperties: false },
+);
+export type PluginArchive = Static<typeof PluginArchive>;
+
+export const EnvironmentArchive = Type.Union([KubernetesArchive, ExecArchive, PluginArchive]);
 export type EnvironmentArchive = Static<typeof EnvironmentArchive>;
 
 /**

@@ -20,6 +20,24 @@ const Message = () => Type.String({ maxLength: 4000 });
 export const ExecutorKind = Type.Union([Type.Literal('embedded'), Type.Literal('agent')]);
 export type ExecutorKind = Static<typeof ExecutorKind>;
 
+/** What planning (and clean up now) decides for an environment: delete, pause or resume. */
+export const plannedActions = ['delete', 'pause', 'resume'] as const;
+export type PlannedAction = (typeof plannedActions)[number];
+
+/**
+ * What a job does: `delete` the namespace, `pause` what tend deployed in it (recording how to
+ * restore it), `resume` exactly that, or `restore` a deleted environment from its archive (the
+ * dashboard's Restore button) — all through the same claim, start, re-check, complete.
+ */
+export const CleanupAction = Type.Enum([...plannedActions, 'restore']);
+export type CleanupAction = Static<typeof CleanupAction>;
+
+/** What an executor that does not say what it runs is given: every action but `restore`, which older executors do not know. */
+export const defaultClaimedActions: readonly CleanupAction[] = plannedActions;
+
+/** The actions an executor runs (for a plugin): each at most once. */
+const Actions = () => Type.Array(CleanupAction, { minItems: 1, maxItems: 8, uniqueItems: true });
+
 export const HeartbeatRequest = Type.Object(
   {
     executorId: Id('Stable per executor process (e.g. a ULID chosen at start).'),
@@ -32,6 +50,11 @@ export const HeartbeatRequest = Type.Object(
           targetKey: TargetKey,
           pluginName: Type.String({ minLength: 1, maxLength: 200 }),
           description: Type.String({ maxLength: 500 }),
+          /**
+           * The actions it runs there for the plugin (default: every one but `restore`): a
+           * restore is asked for only of a plugin some executor of its target restores.
+           */
+          actions: Type.Optional(Actions()),
         },
         { additionalProperties: false },
       ),
@@ -149,21 +172,6 @@ export const InventoryResponse = Type.Object({
 });
 export type InventoryResponse = Static<typeof InventoryResponse>;
 
-/** What planning (and clean up now) decides for an environment: delete, pause or resume. */
-export const plannedActions = ['delete', 'pause', 'resume'] as const;
-export type PlannedAction = (typeof plannedActions)[number];
-
-/**
- * What a job does: `delete` the namespace, `pause` what tend deployed in it (recording how to
- * restore it), `resume` exactly that, or `restore` a deleted environment from its archive (the
- * dashboard's Restore button) — all through the same claim, start, re-check, complete.
- */
-export const CleanupAction = Type.Enum([...plannedActions, 'restore']);
-export type CleanupAction = Static<typeof CleanupAction>;
-
-/** What an executor that does not say what it runs is given: every action but `restore`, which older executors do not know. */
-export const defaultClaimedActions: readonly CleanupAction[] = plannedActions;
-
 export const ClaimRequest = Type.Object(
   {
     executorId: Id(),
@@ -171,7 +179,17 @@ export const ClaimRequest = Type.Object(
     max: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 10 })),
     leaseSeconds: Type.Optional(Type.Integer({ minimum: 5, maximum: 3600, default: 120 })),
     /** The actions this executor runs (default: all but `restore`). */
-    actions: Type.Optional(Type.Array(CleanupAction, { minItems: 1, maxItems: 8, uniqueItems: true })),
+    actions: Type.Optional(Actions()),
+    /**
+     * The actions it runs for each plugin it serves, by plugin name: a job of a plugin named here
+     * is claimed only for these; a job of any other plugin, for `actions`.
+     */
+    pluginActions: Type.Optional(
+      Type.Record(AnyKey(), Actions(), {
+        propertyNames: { minLength: 1, maxLength: 200 },
+        maxProperties: 100,
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -41,10 +41,11 @@ export const Target = Type.Union([
 export type Target = Static<typeof Target>;
 
 /** `<kind>/<id>`: what one executor serves. */
+export const targetKeyRegExp = new RegExp('^[a-z][a-z0-9-]{0,62}/[^/]+$');
 export const TargetKey = Type.String({
   minLength: 3,
   maxLength: 300,
-  pattern: '^[a-z][a-z0-9-]{0,62}/[^/]+$',
+  pattern: targetKeyRegExp.source,
   description: '`<kind>/<id>`: `kubernetes/<clusterId>`, `local/<hostId>`, or a plugin’s own kind.',
 });
 

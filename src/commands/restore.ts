@@ -84,10 +84,12 @@ export async function restoreCommand(
       `the archive is of project "${restorable.project}", this is project "${opened.project.name}": run tend restore in that project's directory (or --root)`,
     );
   }
+  // The plugin that took the archive: a plugin's own archive names it.
+  const archive = restorable.archive;
+  const pluginName =
+    archive.kind === 'kubernetes' ? 'kubernetes' : archive.kind === 'plugin' ? archive.pluginName : 'exec';
   const provider = opened.providers.find(
-    (p) =>
-      typeof p.plugin.provider.restoreEnvironment === 'function' &&
-      p.plugin.name === (restorable.archive.kind === 'kubernetes' ? 'kubernetes' : 'exec'),
+    (p) => typeof p.plugin.provider.restoreEnvironment === 'function' && p.plugin.name === pluginName,
   );
   if (!provider) {
     throw new TendError(

@@ -17,8 +17,10 @@ import type { TendEvent } from '../events/catalog.js';
 import type { CleanupCallContext, CleanupResult, CleanupTarget } from '../plugin/types.js';
 import { CleanupRouter, type ServedPlugin } from '../router/cleanup.js';
 import type { EnvironmentArchive } from '../cleanup/archive.js';
+import { cleanupActionsOf } from '../plugin/cleanup-actions.js';
 import {
   defaultClaimedActions,
+  type CleanupAction,
   type CleanupJob,
   type CleanupQueue,
   type ExecutorKind,
@@ -115,6 +117,12 @@ export class CleanupExecutor {
     return this.options.plugins.find((p) => p.plugin.name === pluginName);
   }
 
+  /** The cleanup actions this executor runs for the plugin. */
+  private actionsOf(pluginName: string): CleanupAction[] {
+    const served = this.served(pluginName);
+    return served ? cleanupActionsOf(served.plugin.cleanup) : [...defaultClaimedActions];
+  }
+
   /** The targets every plugin serves with these settings; found once, again after a failure. */
   async discoverTargets(signal: AbortSignal = new AbortController().signal): Promise<{
     targets: CleanupTarget[];
@@ -150,7 +158,8 @@ export class CleanupExecutor {
         name: this.options.name,
         kind: this.options.kind,
         version: this.options.version,
-        targets: report.targets,
+        // Each target with the actions its plugin runs: the server asks restores only of those that restore.
+        targets: report.targets.map((t) => ({ ...t, actions: this.actionsOf(t.pluginName) })),
       });
       this.intervalMs = answer.intervalSeconds * 1000;
     } catch (error) {
@@ -233,9 +242,12 @@ export class CleanupExecutor {
         ({ jobs } = await this.options.queue.claim({
           executorId: this.executorId,
           targetKeys: [...byKey.keys()],
-          ...(this.options.plugins.some((p) => p.plugin.cleanup.restore)
-            ? { actions: [...defaultClaimedActions, 'restore' as const] }
-            : {}),
+          // Every action some plugin runs (what servers before `pluginActions` read), and each
+          // plugin's own: a job goes only to an executor that runs its action for its plugin.
+          actions: [...new Set(this.options.plugins.flatMap((p) => this.actionsOf(p.plugin.name)))],
+          pluginActions: Object.fromEntries(
+            this.options.plugins.map((p) => [p.plugin.name, this.actionsOf(p.plugin.name)]),
+          ),
           max: batch,
           leaseSeconds: this.options.leaseSeconds ?? 300,
         }));

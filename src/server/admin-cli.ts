@@ -7,6 +7,7 @@
  */
 import { join } from 'node:path';
 import { formatTable, type CommandResult } from '../cli/output.js';
+import { targetKeyRegExp } from '../cleanup/targets.js';
 import { TendError } from '../errors.js';
 import { apiRequest, type Connection } from '../remote/client.js';
 import { isTokenScope, projectBindingPattern, tokenNamePattern, tokenScopes } from './auth.js';
@@ -27,7 +28,13 @@ export interface AdminOptions extends ServerDatabaseOptions {
   token?: string;
 }
 
-type NewToken = { name: string; scope: TokenScope; project: string | null; clusters: string[] | null };
+type NewToken = {
+  name: string;
+  scope: TokenScope;
+  project: string | null;
+  clusters: string[] | null;
+  targets: string[] | null;
+};
 type NewWebhook = { url: string; events: string[]; format?: string; project?: string };
 
 /** What administration does, wherever it happens. */
@@ -73,6 +80,7 @@ function onDatabase(options: ServerDatabaseOptions): Administration {
           scope: info.scope,
           project: info.project,
           clusters: info.clusters,
+          targets: info.targets,
         });
         return { ...info, token };
       }),
@@ -109,12 +117,13 @@ function onDatabase(options: ServerDatabaseOptions): Administration {
 function throughApi(connection: Connection): Administration {
   const post = <T>(path: string, body: unknown) => apiRequest<T>(connection, path, { method: 'POST', body });
   return {
-    createToken: ({ name, scope, project, clusters }) =>
+    createToken: ({ name, scope, project, clusters, targets }) =>
       post('/api/v1/tokens', {
         name,
         scope,
         ...(project !== null ? { project } : {}),
         ...(clusters !== null ? { clusters } : {}),
+        ...(targets !== null ? { targets } : {}),
       }),
     listTokens: async () => (await apiRequest<{ items: TokenInfo[] }>(connection, '/api/v1/tokens')).items,
     revokeToken: (idOrName) => post(`/api/v1/tokens/${encodeURIComponent(idOrName)}/revoke`, {}),
@@ -143,6 +152,8 @@ export interface TokenCreateOptions extends AdminOptions {
   scope?: string;
   /** `--cluster <clusterId>` (repeatable, agent scope only): the clusters the token may act on. */
   cluster?: string[];
+  /** `--target <kind>/<id>` (repeatable, agent scope only): executor targets of any plugin the token may act on. */
+  target?: string[];
 }
 
 export async function tokenCreateCommand(
@@ -156,6 +167,17 @@ export async function tokenCreateCommand(
     throw new TendError(
       'TEND_USAGE',
       '--cluster binds an agent token to clusters: use it with --scope agent',
+    );
+  }
+  if (options.target && options.target.length > 0 && scope !== 'agent') {
+    throw new TendError('TEND_USAGE', '--target binds an agent token to targets: use it with --scope agent');
+  }
+  // Checked here too: through --server, the API's schema error would name its body's fields.
+  const badTarget = options.target?.find((t) => !targetKeyRegExp.test(t));
+  if (badTarget !== undefined) {
+    throw new TendError(
+      'TEND_USAGE',
+      `--target must be an executor target, <kind>/<id> (dirs/<rootId>, local/<hostId>, kubernetes/<clusterId>), got "${badTarget.slice(0, 100)}"`,
     );
   }
   // Checked here too: through --server, the API's schema error would name its body's fields, not the flags.
@@ -176,9 +198,10 @@ export async function tokenCreateCommand(
     scope,
     project: options.project ?? null,
     clusters: options.cluster && options.cluster.length > 0 ? options.cluster : null,
+    targets: options.target && options.target.length > 0 ? options.target : null,
   });
   const human = [
-    `Created token "${created.name}" (id ${created.id}, scope ${created.scope}${created.project ? `, project ${created.project}` : ''}${created.clusters ? `, clusters ${created.clusters.join(', ')}` : ''}).`,
+    `Created token "${created.name}" (id ${created.id}, scope ${created.scope}${created.project ? `, project ${created.project}` : ''}${created.clusters ? `, clusters ${created.clusters.join(', ')}` : ''}${created.targets ? `, targets ${created.targets.join(', ')}` : ''}).`,
     'It is shown only now; store it somewhere safe:',
     '',
     `  ${created.token}`,

@@ -337,6 +337,7 @@ function addAuthentication(app: App, services: ServerServices): void {
       scope: row.scope,
       project: row.project,
       clusters: row.clusters ? (JSON.parse(row.clusters) as string[]) : null,
+      targets: row.targets ? (JSON.parse(row.targets) as string[]) : null,
       via: 'bearer',
       person: null,
       grants: tokenGrants(row.scope, row.project),

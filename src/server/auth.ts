@@ -8,7 +8,7 @@
  * - `ingest`: send events (`POST /api/v1/events`) — for CI and the CLI's event stream.
  * - `agent`: ingest, plus the cleanup executor routes (heartbeat, inventory, claim, start,
  *   complete) — for `tend agent`. Nothing else: it cannot read the registry. A token created
- *   with `--cluster` only acts on those clusters' targets.
+ *   with `--cluster` or `--target` only acts on those clusters and targets.
  * - `read`: ingest, plus read the API, `/metrics` and the dashboard — the `viewer` role. It
  *   changes nothing: keeping alive and resuming are writes (a keep-alive postpones cleanup).
  * - `developer`: ingest and the `developer` role: keep alive, resume, protect/unprotect and clean
@@ -136,6 +136,11 @@ export interface TokenPrincipal extends PrincipalCommon {
   project: string | null;
   /** For `agent` tokens created with `--cluster`: the cluster ids it may act on (null: any). */
   clusters: string[] | null;
+  /**
+   * For `agent` tokens created with `--target`: the executor targets (`<kind>/<id>`, any plugin's)
+   * it may act on, beside its clusters. Null or absent: bound to none but its clusters (if any).
+   */
+  targets?: string[] | null;
   /** How the request authenticated: bearer token (API) or dashboard session of a token. */
   via: 'bearer' | 'dashboard';
   person: null;

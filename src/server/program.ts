@@ -177,6 +177,11 @@ function addTokenCommands(server: Command): void {
       'ingest',
     )
     .option('--cluster <clusterId>', 'agent scope: act only on this cluster (repeatable)', collect)
+    .option(
+      '--target <kind/id>',
+      'agent scope: act only on this executor target of any plugin, e.g. dirs/<rootId> (repeatable)',
+      collect,
+    )
     .action(async (_opts, cmd: Command) =>
       execute(cmd, async () => (await serverAdmin()).tokenCreateCommand(cmd.optsWithGlobals())),
     );

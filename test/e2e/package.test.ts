@@ -7,7 +7,16 @@
  * is Node's own node:sqlite), so the same tarball works on each line as it is.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -108,6 +117,16 @@ describe('the npm package', () => {
     }
     expect(existsSync(path.join(installed, 'src'))).toBe(false);
 
+    // A plugin author's TypeScript against the installed package: every type a cleanup part
+    // works with comes from 'tend', and they are the real types (a wrong field does not compile).
+    expect(await typeCheckPluginAuthor(installed, pluginAuthorSource)).toBe('');
+    expect(
+      await typeCheckPluginAuthor(
+        installed,
+        pluginAuthorSource.replace("outcome: 'done'", "outcome: 'deleted'"),
+      ),
+    ).toMatch(/error TS2322/);
+
     const version = await installedTend(['--version']).exited;
     expect(version.code, version.stderr).toBe(0);
     expect(version.stdout.trim()).toBe(readVersion('.'));
@@ -156,6 +175,76 @@ describe('the npm package', () => {
     }
   }, 900_000);
 });
+
+/** A cleanup part as a plugin author writes it in TypeScript, with the types from 'tend'. */
+const pluginAuthorSource = `
+import type {
+  CleanupHandlers,
+  CleanupInventory,
+  CleanupJob,
+  CleanupJobSpec,
+  CleanupResult,
+  CleanupTarget,
+  EnvironmentArchive,
+  InventoryItem,
+  PluginDefinition,
+  RestoreResult,
+  Target,
+} from 'tend';
+import { TendError } from 'tend';
+
+const target: Target = { kind: 'plugin', targetKind: 'buckets', id: 'store-1' };
+const item: InventoryItem = {
+  namespaceName: 'shop-dev',
+  uid: 'u-1',
+  version: '1',
+  state: 'active',
+  managedByTend: true,
+  adopted: false,
+};
+const archive: EnvironmentArchive = {
+  kind: 'plugin',
+  pluginName: 'buckets',
+  name: 'shop-dev',
+  content: { objects: [] },
+  notArchived: [],
+};
+export const cleanup: Pick<CleanupHandlers, 'inventory' | 'verifyAndClean' | 'restore'> = {
+  async inventory(): Promise<CleanupInventory> {
+    return { complete: true, items: [item] };
+  },
+  async verifyAndClean(ctx, _target: CleanupTarget, job: CleanupJobSpec): Promise<CleanupResult> {
+    if (job.archive !== undefined && job.archive !== 'none') await ctx.archive?.(archive);
+    return { outcome: 'done', message: String(target.kind) };
+  },
+  async restore(_ctx, _target, job): Promise<RestoreResult> {
+    if (job.namespaceName === 'kube-system') throw new TendError('TEND_ARCHIVE', 'never');
+    return { namespace: job.namespaceName, restored: [], notRestored: [] };
+  },
+};
+export function describe(job: CleanupJob, plugin: PluginDefinition): string {
+  return \`\${plugin.name}: \${job.action} \${job.namespaceName}\`;
+}
+`;
+
+/**
+ * Type-checks `source` as a plugin author's module next to the installed package (resolved as
+ * 'tend' from its node_modules), with this repository's TypeScript: the compiler's errors, or ''.
+ */
+async function typeCheckPluginAuthor(installed: string, source: string): Promise<string> {
+  const dir = mkdtempSync(path.join(scratch, 'author-'));
+  mkdirSync(path.join(dir, 'node_modules'));
+  symlinkSync(installed, path.join(dir, 'node_modules', 'tend'), 'dir');
+  writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
+  writeFileSync(path.join(dir, 'plugin.ts'), source);
+  const tsc = path.join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc');
+  const args = [tsc, '--noEmit', '--strict', '--skipLibCheck', '--module', 'nodenext', '--target', 'es2022'];
+  return new Promise((resolve) => {
+    execFile(process.execPath, [...args, 'plugin.ts'], { cwd: dir }, (_error, stdout, stderr) =>
+      resolve(`${stdout}${stderr}`.trim()),
+    );
+  });
+}
 
 /** The version of tend ('.') or of a package in node_modules. */
 function readVersion(name: string): string {

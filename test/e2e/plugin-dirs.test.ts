@@ -17,6 +17,7 @@ import { callContext, testClock } from '../cleanup/helpers.js';
 import { loadPluginModule } from '../../src/plugin/load.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';
 import type { CleanupHandlers, CleanupJobSpec } from '../../src/plugin/types.js';
+import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
 
 const hour = 3_600_000;
 let server: TestServer;
@@ -155,6 +156,208 @@ describe('the plugin-dirs example', () => {
     });
     const audits = await server.database.db.selectFrom('audit_log').select('action').execute();
     expect(audits.filter((a) => a.action === 'cleanup-done')).toHaveLength(1);
+  });
+});
+
+/**
+ * The plugin-dirs example's dev environment deployed into the root, then cleaned by
+ * `tend agent --plugin` (its agent token bound to the plugin's target) with an archive taken.
+ */
+async function deployedAndCleaned() {
+  const project = copyExample('plugin-dirs', { dependencies: true });
+  const cli = (token: string, ...args: string[]) =>
+    runTend(args, {
+      cwd: project,
+      env: streamEnv(url, token, { KUBECONFIG: path.join(root, 'no-kubeconfig') }),
+    });
+  const dev = await cli(server.tokens.ingest, 'deploy', '--env', 'dev', '--var', `root=${root}`, '--json');
+  expect(dev.code, dev.stderr).toBe(0);
+  const namespace = JSON.parse(dev.stdout).namespace as string;
+  const devDir = path.join(root, namespace);
+  const rootId = readFileSync(path.join(root, '.tend-root'), 'utf8').trim();
+  const targetKey = `dirs/${rootId}`;
+  // The agent's token is bound to the plugin's target, as an operator binds one to a cluster.
+  const agentToken = (
+    await new TokenRepository(server.database.db).create({
+      name: 'agent-dirs',
+      scope: 'agent',
+      targets: [targetKey],
+    })
+  ).token;
+  const agent = async () => {
+    const run = await cli(
+      agentToken,
+      'agent',
+      '--server',
+      url,
+      '--token',
+      agentToken,
+      '--plugin',
+      path.join(project, 'plugin', 'dirs.js'),
+      '--set',
+      `dirs.root=${root}`,
+      '--once',
+      '--json',
+    );
+    expect(run.code, run.stderr).toBe(0);
+    return (JSON.parse(run.stdout) as AgentReport).last;
+  };
+  const environmentId = await waitFor(async () => {
+    const row = await server.database.db
+      .selectFrom('environments')
+      .select('id')
+      .where('name', '=', 'dev')
+      .executeTakeFirst();
+    return row?.id;
+  }, 'the dev environment recorded');
+  const enforce = await cli(
+    server.tokens.admin,
+    'cleanup',
+    'enforce',
+    '--project',
+    'notes',
+    '--server',
+    url,
+    '--token',
+    server.tokens.admin,
+  );
+  expect(enforce.code, enforce.stderr).toBe(0);
+  clock.advance(2 * hour);
+  await agent();
+  expect((await server.app.cleanup.pass.run())?.planned).toBe(1);
+  const deleted = await agent();
+  expect(deleted.jobs).toEqual([expect.objectContaining({ outcome: 'done' })]);
+  expect(existsSync(devDir)).toBe(false);
+  return { project, cli, agent, namespace, devDir, targetKey, environmentId };
+}
+
+describe('the plugin-dirs example restored', () => {
+  it('is archived before its deletion and restored by a restore job through tend agent --plugin with a target-bound token; asked only of a plugin its executors restore', async () => {
+    const { agent, namespace, devDir, targetKey, environmentId } = await deployedAndCleaned();
+    const askRestore = () =>
+      server.app.inject({
+        method: 'POST',
+        url: `/api/v1/environments/${environmentId}/restore`,
+        headers: server.auth(server.tokens.admin),
+        payload: {},
+      });
+    const restoreJobs = () =>
+      server.database.db.selectFrom('cleanup_jobs').select('id').where('action', '=', 'restore').execute();
+
+    const archive = await server.database.db
+      .selectFrom('environment_archives')
+      .select(['namespace_name', 'target_key', 'restored_at'])
+      .execute();
+    expect(archive).toEqual([{ namespace_name: namespace, target_key: targetKey, restored_at: null }]);
+
+    // Executors of the target that do not restore this plugin (earlier versions, or a plugin
+    // without a restore handler): the request is refused before any job exists.
+    for (const actions of [null, JSON.stringify(['delete', 'pause', 'resume'])]) {
+      await server.database.db.updateTable('cleanup_executor_targets').set({ actions }).execute();
+      const refused = await askRestore();
+      expect(refused.statusCode, refused.body).toBe(422);
+      expect(refused.json<{ error: { code: string; message: string } }>().error).toMatchObject({
+        code: 'TEND_ARCHIVE',
+        message: expect.stringContaining(
+          `no executor serving ${targetKey} restores environments of plugin dirs`,
+        ),
+      });
+      expect(await restoreJobs()).toEqual([]);
+    }
+
+    // The agent's heartbeat says it restores dirs environments: the restore job is queued.
+    await agent();
+    const asked = await askRestore();
+    expect(asked.statusCode, asked.body).toBe(202);
+    expect(asked.json<{ job: object }>().job).toMatchObject({
+      action: 'restore',
+      pluginName: 'dirs',
+      targetKey,
+      namespaceName: namespace,
+    });
+    // Only an executor that runs restores for this plugin gets it.
+    const queue = server.app.cleanup.queue;
+    const claimedBy = (pluginActions: Record<string, ('delete' | 'pause' | 'resume' | 'restore')[]>) =>
+      queue.claim({
+        executorId: 'other',
+        targetKeys: [targetKey],
+        actions: ['delete', 'pause', 'resume', 'restore'],
+        pluginActions,
+        leaseSeconds: 60,
+      });
+    expect((await claimedBy({ dirs: ['delete', 'pause', 'resume'] })).jobs).toEqual([]);
+
+    const restored = await agent();
+    expect(restored.jobs).toEqual([
+      expect.objectContaining({
+        outcome: 'done',
+        message: expect.stringContaining(`restored 1 object(s) into namespace ${namespace}`),
+      }),
+    ]);
+    expect(readFileSync(path.join(devDir, 'readme'), 'utf8')).toBe('notes of dev');
+    const record = JSON.parse(readFileSync(path.join(devDir, '.tend-dir.json'), 'utf8')) as { uid: string };
+
+    // Recorded by the restore session's `created` event: owned, the environment active again.
+    const resource = await server.database.db
+      .selectFrom('resources')
+      .select(['ownership', 'state', 'namespace_uid', 'target_key'])
+      .where('environment_id', '=', environmentId)
+      .orderBy('generation', 'desc')
+      .executeTakeFirstOrThrow();
+    expect(resource).toEqual({
+      ownership: 'owned',
+      state: 'ready',
+      namespace_uid: record.uid,
+      target_key: targetKey,
+    });
+    const env = await server.database.db
+      .selectFrom('environments')
+      .select('state')
+      .where('id', '=', environmentId)
+      .executeTakeFirstOrThrow();
+    expect(env.state).toBe('active');
+    const after = await server.database.db.selectFrom('environment_archives').select('restored_at').execute();
+    expect(after[0]?.restored_at).not.toBeNull();
+  });
+  it('is restored by tend restore from its archive, through the provider’s restoreEnvironment', async () => {
+    const { cli, namespace, devDir, targetKey, environmentId } = await deployedAndCleaned();
+    const restore = await cli(
+      server.tokens.admin,
+      'restore',
+      environmentId,
+      '--var',
+      `root=${root}`,
+      '--server',
+      url,
+      '--token',
+      server.tokens.admin,
+    );
+    expect(restore.code, restore.stderr).toBe(0);
+    expect(restore.stdout).toContain(`into namespace ${namespace}`);
+    expect(restore.stdout).toContain('restored  file/readme');
+    expect(readFileSync(path.join(devDir, 'readme'), 'utf8')).toBe('notes of dev');
+    const record = JSON.parse(readFileSync(path.join(devDir, '.tend-dir.json'), 'utf8')) as { uid: string };
+    // The restore session's `created` event, streamed: owned, on the plugin's target.
+    const resource = await waitFor(async () => {
+      const row = await server.database.db
+        .selectFrom('resources')
+        .select(['ownership', 'state', 'namespace_uid', 'target_key'])
+        .where('environment_id', '=', environmentId)
+        .where('namespace_uid', '=', record.uid)
+        .executeTakeFirst();
+      return row;
+    }, 'the restored directory recorded');
+    expect(resource).toEqual({
+      ownership: 'owned',
+      state: 'ready',
+      namespace_uid: record.uid,
+      target_key: targetKey,
+    });
+    const archive = await server.database.db
+      .selectFrom('environment_archives')
+      .select('restored_at')
+      .execute();
+    expect(archive[0]?.restored_at).not.toBeNull();
   });
 });
 

@@ -141,6 +141,20 @@ describe.each(dialects)('token and webhook administration through the API, on %s
     expect((await call('GET', '/api/v1/auth/whoami', s.tokens.admin)).statusCode).toBe(200);
   });
 
+  it("binds an agent token to another plugin's targets, listed with it", async () => {
+    const created = await call('POST', '/api/v1/tokens', s.tokens.admin, {
+      name: 'agent-dirs',
+      scope: 'agent',
+      targets: ['dirs/root-1', 'local/host-1'],
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    expect(created.json()).toMatchObject({ clusters: null, targets: ['dirs/root-1', 'local/host-1'] });
+    const listed = await call('GET', '/api/v1/tokens', s.tokens.admin);
+    const items = listed.json<{ items: { name: string; targets: string[] | null }[] }>().items;
+    expect(items.find((t) => t.name === 'agent-dirs')?.targets).toEqual(['dirs/root-1', 'local/host-1']);
+    expect(items.find((t) => t.name === 'ops')?.targets).toBeNull();
+  });
+
   it.each([
     ['a name with a space', { name: 'two words' }, 400, /name/],
     ['a name of 64 characters', { name: 'a'.repeat(64) }, 400, /name/],
@@ -149,6 +163,8 @@ describe.each(dialects)('token and webhook administration through the API, on %s
     ['an unknown field', { name: 'x2', admin: true }, 400, /additional|admin/],
     ['clusters on an ingest token', { name: 'x3', clusters: ['c'] }, 400, /agent/],
     ['an empty cluster list', { name: 'x4', scope: 'agent', clusters: [] }, 400, /clusters/],
+    ['targets on an ingest token', { name: 'x7', targets: ['dirs/r1'] }, 400, /agent/],
+    ['a target that is not <kind>/<id>', { name: 'x8', scope: 'agent', targets: ['dirs'] }, 400, /targets/],
     ['a project that is not a name', { name: 'x5', project: 'Not/A/Name' }, 400, /project/],
     ['a name already taken', { name: 'ops' }, 409, /already exists/],
     ['a body that is a list', [{ name: 'x6' }], 400, /object/],

@@ -3,9 +3,10 @@
  * An example third-party tend plugin whose environments are not Kubernetes namespaces but
  * directories under a root it is configured with: the provider `dirs` keeps `<root>/<namespace>`
  * (with a record file proving tend created it), the Deploy action type `file` writes one file into
- * it, and the `cleanup` part lets tend's executors list and delete idle environments — with no
- * file of tend naming this plugin. Its target kind is `dirs`; a root is one target, named by the
- * id in `<root>/.tend-root`. See docs/plugin-api.md#cleanup.
+ * it, and the `cleanup` part lets tend's executors list, archive and delete idle environments
+ * and restore a deleted one from its archive — with no file of tend naming this plugin. Its
+ * target kind is `dirs`; a root is one target, named by the id in `<root>/.tend-root`. See
+ * docs/plugin-api.md#cleanup.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -144,6 +145,35 @@ const fileHandlers = {
 const globMatches = (glob, name) =>
   new RegExp(`^${glob.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replaceAll('*', '.*')}$`).test(name);
 
+/** A name the executor may act on: one directory of the root, not protected; or why not. */
+function refusedName(ctx, name) {
+  if (!namePattern.test(name)) return `"${name}" names no directory`;
+  const { protectNamespaces, systemNamespace } = ctx.protection;
+  if (name === systemNamespace || protectNamespaces.some((glob) => globMatches(glob, name))) {
+    return `${name} is protected`;
+  }
+  return undefined;
+}
+
+/** The environment's archive: its files (the record aside), for `restore` to write back. */
+function archiveOf(dir, name) {
+  const files = [];
+  const notArchived = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (entry.name === recordFile) continue;
+    if (!entry.isFile()) {
+      notArchived.push(`${entry.name}: not a file`);
+      continue;
+    }
+    files.push({ name: entry.name, base64: readFileSync(path.join(dir, entry.name)).toString('base64') });
+  }
+  return { kind: 'plugin', pluginName: 'dirs', name, content: { files }, notArchived };
+}
+
+/** A file name of an archive that writes into the directory itself: one segment, not the record. */
+const isFileName = (name) =>
+  typeof name === 'string' && name === path.basename(name) && !['', '.', '..', recordFile].includes(name);
+
 /** @type {Record<string, any>} */
 const cleanup = {
   targetKind: 'dirs',
@@ -206,11 +236,8 @@ const cleanup = {
       return { outcome: 'cancelled', message: `the job's target is not ${target.targetKey}` };
     }
     const name = job.namespaceName;
-    if (!namePattern.test(name)) return { outcome: 'cancelled', message: `"${name}" names no directory` };
-    const { protectNamespaces, systemNamespace } = ctx.protection;
-    if (name === systemNamespace || protectNamespaces.some((glob) => globMatches(glob, name))) {
-      return { outcome: 'cancelled', message: `${name} is protected` };
-    }
+    const refused = refusedName(ctx, name);
+    if (refused) return { outcome: 'cancelled', message: refused };
     const dir = path.join(root, name);
     const record = readRecord(dir);
     // The events of this call name the environment as the job does.
@@ -238,6 +265,12 @@ const cleanup = {
     // executor's `start` wins.
     const stop = await ctx.confirm?.();
     if (stop) return { outcome: 'cancelled', message: `${dir} left alone: ${stop}` };
+    // The server keeps an archive of what it deletes (unless the policy says `archive: false`):
+    // stored before the deletion, or no deletion (the hook throws, the job is retried).
+    if ((job.archive ?? 'none') !== 'none') {
+      if (!ctx.archive) throw new Error(`asked to archive ${dir} with no way to store it`);
+      await ctx.archive(archiveOf(dir, name));
+    }
     // Out of the way first (atomic), then checked again: a use that stamped the record in between wins.
     const doomed = path.join(root, `.deleting-${record.uid}`);
     rmSync(doomed, { recursive: true, force: true }); // what an interrupted delete of it left
@@ -251,7 +284,46 @@ const cleanup = {
     report(asRecorded, root, rootId, name, record, 'missing', 'deleted');
     return { outcome: 'done', message: `removed ${dir}` };
   },
+  /**
+   * A restore job (the dashboard's Restore button): the directory created anew — never one that
+   * exists — with a new record, reported `created` before anything is written into it, then the
+   * archived files.
+   */
+  async restore(ctx, target, job, { archive }) {
+    const { root } = /** @type {{ root: string }} */ (target.state);
+    const refused = refusedName(ctx, job.namespaceName);
+    if (refused) throw new Error(refused);
+    const asRecorded = { events: ctx.events, environment: { project: job.project, name: job.environment } };
+    return restoreInto(asRecorded, root, target.targetKey.slice('dirs/'.length), job.namespaceName, archive);
+  },
 };
+
+/**
+ * Re-creates `<root>/<name>` from a dirs archive: a new directory (EEXIST: never one that exists)
+ * with a new record, reported `created` before anything is written into it, then the files.
+ */
+function restoreInto(ctx, root, rootId, name, archive) {
+  if (archive.kind !== 'plugin' || archive.pluginName !== 'dirs') {
+    throw new Error(`a ${archive.kind} archive is not of a dirs environment`);
+  }
+  const dir = path.join(root, name);
+  mkdirSync(dir);
+  const { project, name: environment } = ctx.environment;
+  const record = { uid: randomUUID(), project, environment, lastActivityAt: new Date().toISOString() };
+  report(ctx, root, rootId, name, record, 'ready', 'created');
+  writeAtomically(path.join(dir, recordFile), JSON.stringify(record));
+  const restored = [];
+  const notRestored = archive.notArchived.map((what) => ({ what, why: 'not archived' }));
+  for (const file of archive.content?.files ?? []) {
+    if (!isFileName(file?.name) || typeof file.base64 !== 'string') {
+      notRestored.push({ what: String(file?.name).slice(0, 100), why: 'not a file name of the directory' });
+      continue;
+    }
+    writeAtomically(path.join(dir, file.name), Buffer.from(file.base64, 'base64'));
+    restored.push(`file/${file.name}`);
+  }
+  return { namespace: name, restored, notRestored };
+}
 
 export default {
   name: 'dirs',
@@ -275,6 +347,11 @@ export default {
     async prepareEnvironment(ctx) {
       const { dir, record } = use(ctx);
       return { ready: true, detail: { path: dir, uid: record.uid } };
+    },
+    /** `tend restore`: the environment's directory re-created from its archive, as a restore job does. */
+    async restoreEnvironment(/** @type {any} */ ctx, { archive }) {
+      const { root, name } = environmentOf(ctx);
+      return restoreInto(ctx, root, ensureRootId(root), name, archive);
     },
     /** @param {any} ctx */
     async cleanupEnvironment(ctx) {

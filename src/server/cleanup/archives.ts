@@ -159,15 +159,23 @@ export class ArchiveStore {
       const [first] = schemaProblems(check.Errors(value), 1);
       throw refuse(`${first?.path ?? '/'} ${first?.message ?? 'does not match the archive schema'}`);
     }
-    // A Kubernetes namespace's archive, or another plugin's environment's: never one for the other.
-    if ((value.kind === 'kubernetes') !== (job.plugin === 'kubernetes')) {
-      throw refuse(
-        `it is a ${value.kind} archive, the job deletes a resource of plugin ${job.plugin ?? '?'}`,
-      );
+    // A Kubernetes namespace's archive, or another plugin's environment's: never one for the other,
+    // and a plugin's own archive only of that plugin's resource.
+    if (
+      (value.kind === 'kubernetes') !== (job.plugin === 'kubernetes') ||
+      (value.kind === 'plugin' && value.pluginName !== job.plugin)
+    ) {
+      const of = value.kind === 'plugin' ? `plugin ${value.pluginName.slice(0, 64)}` : value.kind;
+      throw refuse(`it is a ${of} archive, the job deletes a resource of plugin ${job.plugin ?? '?'}`);
     }
     const foreign = value.kind === 'kubernetes' ? foreignArchivedObject(value) : undefined;
     if (foreign) throw refuse(foreign);
-    const name = value.kind === 'kubernetes' ? value.namespace.name : value.path.split('/').pop();
+    const name =
+      value.kind === 'kubernetes'
+        ? value.namespace.name
+        : value.kind === 'plugin'
+          ? value.name
+          : value.path.split('/').pop();
     if (name !== job.namespace_name) {
       throw refuse(
         `it is of ${value.kind === 'kubernetes' ? 'namespace' : 'environment'} "${String(name).slice(0, 64)}", the job deletes "${job.namespace_name}"`,

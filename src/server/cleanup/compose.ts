@@ -76,6 +76,7 @@ export function composeCleanup(
     jobs,
     new EnvironmentRepository(db, reader),
     archives,
+    inventories,
     now,
     namespaceProtector({ systemNamespace: settings.systemNamespace, patterns: settings.protectPatterns }),
   );

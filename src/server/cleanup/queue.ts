@@ -124,6 +124,7 @@ export class DatabaseCleanupQueue implements CleanupQueue {
       executorId: body.executorId,
       targetKeys: body.targetKeys,
       actions: body.actions ?? defaultClaimedActions,
+      ...(body.pluginActions ? { pluginActions: body.pluginActions } : {}),
       max: body.max ?? 10,
       leaseMs: (body.leaseSeconds ?? this.settings.defaultLeaseMs / 1000) * 1000,
       now,

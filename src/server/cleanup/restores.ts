@@ -2,7 +2,8 @@
  * Restore jobs (docs/cleanup.md#undo): the dashboard's Restore button and
  * `POST /api/v1/environments/:id/restore` ask the executor serving the archive's cluster to
  * re-create the environment, as `tend restore` does from a laptop. The job goes through the same
- * queue as every cleanup job — claimed only by executors that say they run restores, started
+ * queue as every cleanup job — claimed only by executors that say they run restores for its
+ * plugin (and asked for only of a plugin one of its target's executors restores), started
  * after the server's re-check, finished with its outcome. The executor runs a restore session:
  * its namespace is created through the namespace gate, and the session's events, sent with the
  * outcome, are checked against the job and ingested like a command's, so the `created` event is
@@ -16,6 +17,7 @@ import { TendError } from '../../errors.js';
 import type { Kysely } from 'kysely';
 import type { DialectName } from '../db/dialect.js';
 import type { IngestResult } from '../db/event-wire.js';
+import type { CleanupInventoryRepository } from '../db/repositories/cleanup-inventories.js';
 import type { CleanupJobRepository } from '../db/repositories/cleanup-jobs.js';
 import type { EnvironmentRepository } from '../db/repositories/environments.js';
 import { writeAudit } from '../db/repositories/audit.js';
@@ -42,6 +44,8 @@ export class RestoreJobs {
     private readonly jobs: CleanupJobRepository,
     private readonly environments: EnvironmentRepository,
     private readonly archives: ArchiveStore,
+    /** What the executors of each target say they run (their heartbeats). */
+    private readonly inventories: CleanupInventoryRepository,
     private readonly now: () => Date,
     /** Why a namespace name is protected (`kube-*`, `default`, the system namespace, patterns), or undefined. */
     private readonly protectedName: (name: string) => string | undefined,
@@ -76,8 +80,8 @@ export class RestoreJobs {
 
   /**
    * Plans the restore of the environment's latest archive into its namespace (or `into`): refused
-   * when there is none, when it is not of a Kubernetes namespace, when the namespace is recorded
-   * as present again, or when a job of it is open.
+   * when there is none, when no executor of its target restores its plugin's environments, when
+   * the namespace is recorded as present again, or when a job of it is open.
    */
   async request(env: Environment, actor: string, into?: string): Promise<CleanupJobRow> {
     const now = this.now();
@@ -98,10 +102,12 @@ export class RestoreJobs {
         `environment ${env.project}/${env.name} no longer records namespace ${row.namespace_name} on ${row.target_key}: nothing to restore it for`,
       );
     }
-    if (resource.plugin !== 'kubernetes') {
+    // Restored by its own plugin's executor: asked for only when one that serves the archive's
+    // target says it restores that plugin's environments.
+    if (!(await this.inventories.someExecutorRuns(row.target_key, resource.plugin, 'restore'))) {
       throw new TendError(
         'TEND_ARCHIVE',
-        `the archive of ${env.project}/${env.name} is of an exec environment: it is started again with tend deploy (its archived state record is for people)`,
+        `no executor serving ${row.target_key} restores environments of plugin ${resource.plugin}: the archive of ${env.project}/${env.name} is restored by tend restore, if the plugin can, or the environment is started again with tend deploy`,
       );
     }
     if (generations.some((r) => r.state === 'ready') && namespace === row.namespace_name) {

@@ -28,6 +28,7 @@ import * as m0016 from './migrations/0016_restore_jobs.js';
 import * as m0017 from './migrations/0017_clock_attestation.js';
 import * as m0018 from './migrations/0018_project_secrets.js';
 import * as m0019 from './migrations/0019_event_types.js';
+import * as m0020 from './migrations/0020_plugin_capabilities.js';
 import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
 import { cachingStatements, openSqlite, TurnTakingSqliteDialect } from './sqlite.js';
@@ -88,6 +89,7 @@ export const migrations: Record<string, Migration> = {
   '0017_clock_attestation': m0017,
   '0018_project_secrets': m0018,
   '0019_event_types': m0019,
+  '0020_plugin_capabilities': m0020,
 };
 
 export { redactUrl };

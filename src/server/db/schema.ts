@@ -36,6 +36,8 @@ export interface ApiTokensTable {
   project: string | null;
   /** `agent` tokens bound to clusters: their ids as a JSON array (null: any target). */
   clusters: string | null;
+  /** `agent` tokens bound to executor targets (`<kind>/<id>`) as a JSON array (null: none beyond `clusters`). */
+  targets: string | null;
   created_at: Timestamp;
   last_used_at: Timestamp | null;
   revoked_at: Timestamp | null;
@@ -215,6 +217,8 @@ export interface CleanupExecutorTargetsTable {
   target_key: string;
   plugin: string;
   description: string;
+  /** The actions the executor runs there for the plugin, as a JSON array; null: not said (every one but restore). */
+  actions: string | null;
   last_seen_at: Timestamp;
 }
 

@@ -8,6 +8,7 @@
  */
 import { Type } from 'typebox';
 import { TendError } from '../../errors.js';
+import { TargetKey } from '../../cleanup/targets.js';
 import { actorOf, projectBindingPattern, tokenNamePattern, tokenScopes, type Principal } from '../auth.js';
 import { webhookEvents, webhookFormats, maxUrlLength } from '../notifications/webhooks.js';
 import type { App, ServerServices } from '../services.js';
@@ -23,6 +24,7 @@ export const TokenView = Type.Object({
   scope: Type.Enum(tokenScopes),
   project: Nullable(Type.String()),
   clusters: Type.Union([Type.Array(Type.String()), Type.Null()]),
+  targets: Type.Union([Type.Array(Type.String()), Type.Null()]),
   createdAt: Type.String({ format: 'date-time' }),
   lastUsedAt: Nullable(Type.String({ format: 'date-time' })),
   revokedAt: Nullable(Type.String({ format: 'date-time' })),
@@ -38,6 +40,14 @@ const TokenCreateBody = Type.Object(
         minItems: 1,
         maxItems: 100,
         description: 'agent scope only: the cluster ids (uid of kube-system) the token may act on',
+      }),
+    ),
+    targets: Type.Optional(
+      Type.Array(TargetKey, {
+        minItems: 1,
+        maxItems: 100,
+        description:
+          'agent scope only: the executor targets (`<kind>/<id>`, of any plugin: `dirs/<rootId>`, `local/<hostId>`) the token may act on, beside its clusters',
       }),
     ),
   },
@@ -134,11 +144,11 @@ function registerTokenRoutes(app: App, services: ServerServices): void {
     },
     async (request, reply) => {
       checkServerAdmin(request.principal);
-      const { name, scope = 'ingest', project, clusters } = request.body;
-      if (clusters && scope !== 'agent') {
+      const { name, scope = 'ingest', project, clusters, targets } = request.body;
+      if ((clusters || targets) && scope !== 'agent') {
         throw new TendError(
           'TEND_SERVER_BAD_REQUEST',
-          'clusters bind an agent token to clusters: use them with scope "agent"',
+          `${clusters ? 'clusters' : 'targets'} bind an agent token to ${clusters ? 'clusters' : 'targets'}: use them with scope "agent"`,
         );
       }
       const { token, info } = await services.tokens.create({
@@ -146,6 +156,7 @@ function registerTokenRoutes(app: App, services: ServerServices): void {
         scope,
         project: project ?? null,
         clusters: clusters ?? null,
+        targets: targets ?? null,
         now: services.now(),
       });
       await services.audit.record({
@@ -157,6 +168,7 @@ function registerTokenRoutes(app: App, services: ServerServices): void {
           scope: info.scope,
           project: info.project,
           clusters: info.clusters,
+          targets: info.targets,
         },
         now: services.now(),
       });

@@ -1,6 +1,6 @@
 /**
- * The executor routes of the cleanup API (scope `agent`: `tend agent`, bound to clusters if its
- * token is): heartbeat, inventory, claim, start, complete — the job queue over HTTP, each route
+ * The executor routes of the cleanup API (scope `agent`: `tend agent`, bound to clusters or
+ * targets if its token is): heartbeat, inventory, claim, start, complete — the job queue over HTTP, each route
  * taken from the one table of queue routes in the cleanup protocol — and the archive a started
  * delete job stores before its deletion.
  */
@@ -13,14 +13,28 @@ import { cleanupErrors } from './cleanup.js';
 
 const JobParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
 
-/** 403 unless an agent token bound to clusters may act on the target. */
+/** Whether the principal is an agent token bound to clusters or targets. */
+function isBound(principal: Principal | null): principal is Principal {
+  return Boolean(principal?.clusters || (principal?.via !== 'oidc' && principal?.targets));
+}
+
+/**
+ * 403 unless an agent token bound to clusters (`kubernetes/<clusterId>`) or to targets of any
+ * plugin (`<kind>/<id>`) may act on the target.
+ */
 function checkTarget(principal: Principal | null, targetKey: string): void {
-  if (!principal?.clusters) return;
-  const match = /^kubernetes\/(.+)$/.exec(targetKey);
-  if (!match || !principal.clusters.includes(match[1]!)) {
+  if (!isBound(principal)) return;
+  const clusters = principal.clusters ?? [];
+  const targets = (principal.via !== 'oidc' && principal.targets) || [];
+  const cluster = /^kubernetes\/(.+)$/.exec(targetKey)?.[1];
+  if ((cluster === undefined || !clusters.includes(cluster)) && !targets.includes(targetKey)) {
+    const bound = [
+      ...(clusters.length > 0 ? [`clusters ${clusters.join(', ')}`] : []),
+      ...(targets.length > 0 ? [`targets ${targets.join(', ')}`] : []),
+    ].join(' and ');
     throw new TendError(
       'TEND_AUTH_FORBIDDEN',
-      `token "${principal.tokenName}" is bound to clusters ${principal.clusters.join(', ')}; it may not act on ${targetKey.slice(0, 100)}`,
+      `token "${principal.tokenName}" is bound to ${bound}; it may not act on ${targetKey.slice(0, 100)}`,
     );
   }
 }
@@ -99,10 +113,10 @@ export function registerCleanupExecutorRoutes(app: App, services: ServerServices
     return queue.claim(body);
   });
 
-  /** A token bound to clusters acts only on the jobs of their targets; none bound to a project. */
+  /** A token bound to clusters or targets acts only on their jobs; none bound to a project. */
   const checkJobTarget = async (id: string, principal: Principal | null) => {
     checkUnbound(principal);
-    if (!principal?.clusters) return;
+    if (!isBound(principal)) return;
     const job = await jobs.job(id);
     if (job?.target_key) checkTarget(principal, job.target_key);
   };

@@ -213,4 +213,34 @@ describe('tend server token create --scope agent --cluster', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("binds an agent token to another plugin's targets with --target, and refuses what is not <kind>/<id>", async () => {
+    const { migrateCommand } = await import('../../../src/server/cli.js');
+    const { tokenCreateCommand } = await import('../../../src/server/admin-cli.js');
+    const dir = mkdtempSync(join(tmpdir(), 'tend-token-'));
+    try {
+      await migrateCommand({ dataDir: dir });
+      const created = await tokenCreateCommand({
+        dataDir: dir,
+        name: 'agent-dirs',
+        scope: 'agent',
+        target: ['dirs/root-1'],
+      });
+      expect(created.data).toMatchObject({ scope: 'agent', clusters: null, targets: ['dirs/root-1'] });
+      expect(created.human).toContain('targets dirs/root-1');
+      for (const [scope, target, message] of [
+        ['read', 'dirs/root-1', /--target binds an agent token to targets/],
+        ['agent', 'dirs', /--target must be an executor target, <kind>\/<id>.*got "dirs"/],
+        ['agent', 'dirs/a/b', /got "dirs\/a\/b"/],
+      ] as const) {
+        const err = (await tokenCreateCommand({ dataDir: dir, name: 'x', scope, target: [target] }).catch(
+          (e: unknown) => e,
+        )) as TendError;
+        expect(err.code, target).toBe('TEND_USAGE');
+        expect(err.message).toMatch(message);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

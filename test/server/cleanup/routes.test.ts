@@ -122,6 +122,40 @@ describe.each(dialects)('cleanup routes on %s', (dialect) => {
     expect((await f.call('POST', '/api/v1/agents/heartbeat', ok, bound)).status).toBe(200);
   });
 
+  it("an agent token bound to another plugin's target may act only on it", async () => {
+    const tokens = new TokenRepository(f.server.database.db);
+    const dirs = (await tokens.create({ name: 'agent-dirs', scope: 'agent', targets: ['dirs/root-1'] }))
+      .token;
+    const served = (targetKey: string, pluginName: string) => ({
+      ...heartbeat,
+      executorId: 'e-dirs',
+      targets: [{ targetKey, pluginName, description: '' }],
+    });
+    const before = await counts();
+    for (const [targetKey, pluginName] of [
+      ['dirs/root-2', 'dirs'],
+      [target, 'kubernetes'],
+      ['local/host-1', 'exec'],
+    ] as const) {
+      const refused = await f.call('POST', '/api/v1/agents/heartbeat', served(targetKey, pluginName), dirs);
+      expect(refused.status, targetKey).toBe(403);
+      expect((refused.body as { error: { message: string } }).error.message).toBe(
+        `token "agent-dirs" is bound to targets dirs/root-1; it may not act on ${targetKey}`,
+      );
+    }
+    const claim = { executorId: 'e-dirs', targetKeys: ['dirs/root-1', 'dirs/root-2'] };
+    expect((await f.call('POST', '/api/v1/cleanup/jobs/claim', claim, dirs)).status).toBe(403);
+    expect(await counts()).toEqual(before);
+    expect(
+      (await f.call('POST', '/api/v1/agents/heartbeat', served('dirs/root-1', 'dirs'), dirs)).status,
+    ).toBe(200);
+    const own = { executorId: 'e-dirs', targetKeys: ['dirs/root-1'] };
+    expect(await f.call('POST', '/api/v1/cleanup/jobs/claim', own, dirs)).toMatchObject({
+      status: 200,
+      body: { jobs: [] },
+    });
+  });
+
   it('a project-bound admin token cannot flip global switches or another project', async () => {
     const other = f.server.tokens.otherProject;
     expect((await f.call('POST', '/api/v1/cleanup/halt', undefined, other)).status).toBe(403);

@@ -70,7 +70,7 @@ export class CleanupInventoryRepository {
     kind: string;
     version: string;
     tokenName: string | null;
-    targets: { targetKey: string; pluginName: string; description: string }[];
+    targets: { targetKey: string; pluginName: string; description: string; actions?: readonly string[] }[];
     now: Date;
   }): Promise<void> {
     const at = input.now.toISOString();
@@ -104,18 +104,36 @@ export class CleanupInventoryRepository {
             target_key: t.targetKey,
             plugin: t.pluginName,
             description: t.description,
+            actions: t.actions ? JSON.stringify(t.actions) : null,
             last_seen_at: at,
           })
           .onConflict((oc) =>
             oc.columns(['executor_id', 'target_key']).doUpdateSet({
               plugin: t.pluginName,
               description: t.description,
+              actions: t.actions ? JSON.stringify(t.actions) : null,
               last_seen_at: at,
             }),
           )
           .execute();
       }
     });
+  }
+
+  /**
+   * Whether an executor that served the target said it runs `action` there for the plugin (one
+   * that said nothing runs every action but restore).
+   */
+  async someExecutorRuns(targetKey: string, plugin: string, action: string): Promise<boolean> {
+    const rows = await this.reader
+      .selectFrom('cleanup_executor_targets')
+      .select('actions')
+      .where('target_key', '=', targetKey)
+      .where('plugin', '=', plugin)
+      .execute();
+    return rows.some((r) =>
+      r.actions === null ? action !== 'restore' : (JSON.parse(r.actions) as string[]).includes(action),
+    );
   }
 
   async executors() {

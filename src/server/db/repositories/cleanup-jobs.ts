@@ -209,6 +209,8 @@ export class CleanupJobRepository {
     targetKeys: string[];
     /** The actions the executor runs. */
     actions: readonly string[];
+    /** The actions it runs for each plugin named: a job of another plugin is claimed for `actions`. */
+    pluginActions?: Readonly<Record<string, readonly string[]>>;
     max: number;
     leaseMs: number;
     now: Date;
@@ -219,7 +221,19 @@ export class CleanupJobRepository {
       .selectFrom('cleanup_jobs')
       .selectAll()
       .where('target_key', 'in', input.targetKeys)
-      .where('action', 'in', input.actions)
+      .where((eb) => {
+        const byPlugin = Object.entries(input.pluginActions ?? {});
+        const named = byPlugin.map(([plugin]) => plugin);
+        return eb.or([
+          ...byPlugin.map(([plugin, actions]) =>
+            eb.and([eb('plugin', '=', plugin), eb('action', 'in', actions)]),
+          ),
+          eb.and([
+            ...(named.length > 0 ? [eb.or([eb('plugin', 'is', null), eb('plugin', 'not in', named)])] : []),
+            eb('action', 'in', input.actions),
+          ]),
+        ]);
+      })
       .where('state', 'in', ['planned', 'executing'])
       .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', at)]))
       .where((eb) => eb.or([eb('not_before', 'is', null), eb('not_before', '<=', at)]))

@@ -13,6 +13,8 @@ export interface TokenInfo {
   project: string | null;
   /** Cluster ids an `agent` token is bound to (null: any). */
   clusters: string[] | null;
+  /** Executor targets (`<kind>/<id>`) an `agent` token is bound to (null: none beyond `clusters`). */
+  targets: string[] | null;
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
@@ -26,6 +28,7 @@ function toInfo(row: ApiToken): TokenInfo {
     scope: row.scope,
     project: row.project,
     clusters: row.clusters ? (JSON.parse(row.clusters) as string[]) : null,
+    targets: row.targets ? (JSON.parse(row.targets) as string[]) : null,
     createdAt: row.created_at,
     lastUsedAt: row.last_used_at,
     revokedAt: row.revoked_at,
@@ -44,6 +47,7 @@ export class TokenRepository {
     scope: TokenScope;
     project?: string | null;
     clusters?: string[] | null;
+    targets?: string[] | null;
     now?: Date;
   }): Promise<{ token: string; info: TokenInfo }> {
     const token = generateToken();
@@ -55,6 +59,7 @@ export class TokenRepository {
       scope: input.scope,
       project: input.project ?? null,
       clusters: input.clusters && input.clusters.length > 0 ? JSON.stringify(input.clusters) : null,
+      targets: input.targets && input.targets.length > 0 ? JSON.stringify(input.targets) : null,
       created_at: (input.now ?? new Date()).toISOString(),
       last_used_at: null,
       revoked_at: null,
