@@ -77,3 +77,20 @@ export function executorTargetOf(resourceTargetKey: string): string {
   const second = first === -1 ? -1 : resourceTargetKey.indexOf('/', first + 1);
   return second === -1 ? resourceTargetKey : resourceTargetKey.slice(0, second);
 }
+
+/**
+ * The executor target a job's recorded target names (`<kind>/<id>`), read leniently — a job's
+ * target is the server's copy of an event's — or undefined when it names none.
+ */
+export function executorTargetKeyOfRecorded(recorded: Record<string, unknown>): string | undefined {
+  const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
+  const [kind, id] =
+    recorded.kind === 'kubernetes'
+      ? ['kubernetes', text(recorded.clusterId)]
+      : recorded.kind === 'local'
+        ? ['local', text(recorded.hostId)]
+        : recorded.kind === 'plugin'
+          ? [text(recorded.targetKind), text(recorded.id)]
+          : [];
+  return kind && id && !id.includes('/') ? `${kind}/${id}` : undefined;
+}

@@ -115,7 +115,7 @@ export async function agentCommand(
   if (options.healthPort !== undefined && options.once) {
     throw new TendError('TEND_USAGE', '--health-port answers the probes of a running agent: not with --once');
   }
-  let served = await servedPlugins(plugins, {
+  const served = await servedPlugins(plugins, {
     ...(options.kubeconfig !== undefined ? { kubeconfig: options.kubeconfig } : {}),
     contexts: options.context ?? [],
     local: options.local === true,
@@ -126,20 +126,6 @@ export async function agentCommand(
     sets: options.set ?? [],
     cwd: process.cwd(),
   });
-  if (options.dryRun) {
-    // Every check, no action: the jobs this agent claims are verified and left alone.
-    served = served.map(({ plugin, settings }) => ({
-      settings,
-      plugin: {
-        ...plugin,
-        cleanup: {
-          ...plugin.cleanup,
-          verifyAndClean: (ctx, target, job) =>
-            plugin.cleanup.verifyAndClean(ctx, target, { ...job, dryRun: true }),
-        },
-      },
-    }));
-  }
   const controller = new AbortController();
   const queue = new HttpCleanupQueue({
     server,
@@ -166,6 +152,8 @@ export async function agentCommand(
     version: cliVersion,
     intervalMs,
     ...(options.concurrency ? { concurrency: options.concurrency } : {}),
+    // Every check, no action: the jobs this agent claims are verified and left alone.
+    ...(options.dryRun ? { dryRun: true } : {}),
     log,
   });
   let passes = 0;

@@ -5,8 +5,9 @@
  * Each pass: (1) heartbeat with the targets it serves, (2) the inventory of each target, (3) claim
  * the due jobs of the targets whose inventory was complete in this pass — a failed, partial or
  * truncated list means nothing is done there until a later pass — (4) for each job, concurrently
- * up to a bound: `start` (the server re-checks the registry), the plugin's `verifyAndClean`
- * (dispatched by the job's plugin name: fresh read, every check, the action with preconditions),
+ * up to a bound: `start` (the server re-checks the registry), the framework's checked cleanup
+ * around the primitives of the job's plugin (plugin/cleanup-checks.ts: fresh read, every check,
+ * the action with its precondition),
  * then `complete` with the outcome. A job whose lease was lost is dropped; the lease returns it.
  * Every plugin call goes through the router (router/cleanup.ts), as every handler call does.
  */
@@ -52,6 +53,8 @@ export interface ExecutorOptions {
   /** Pause between passes until the server's heartbeat answer says otherwise (default 30 s). */
   intervalMs?: number;
   log?: ExecutorLogger;
+  /** Every check, no action: the jobs it claims are verified and left alone (`tend agent --dry-run`). */
+  dryRun?: boolean;
   /** Every event the plugins emitted while cleaning (namespaceStatus of what was deleted, logs). */
   onEvent?: (event: TendEvent) => void;
 }
@@ -370,25 +373,31 @@ export class CleanupExecutor {
       };
     }
     try {
-      return await this.router.verifyAndClean(found.served, found.target, job, signal, {
-        confirm: async () => {
-          const again = await this.options.queue.start(job.id, { executorId: this.executorId });
-          return again.proceed ? undefined : `the server withdrew the job: ${again.reason}`;
+      return await this.router.verifyAndClean(
+        found.served,
+        found.target,
+        this.options.dryRun ? { ...job, dryRun: true } : job,
+        signal,
+        {
+          confirm: async () => {
+            const again = await this.options.queue.start(job.id, { executorId: this.executorId });
+            return again.proceed ? undefined : `the server withdrew the job: ${again.reason}`;
+          },
+          // Only a delete that must be archived gets the hook: a handler asked to archive without
+          // it fails the job rather than delete unarchived.
+          ...((job.archive ?? 'none') !== 'none'
+            ? {
+                archive: async (archive: EnvironmentArchive) => {
+                  const stored = await this.options.queue.archive(job.id, this.executorId, archive);
+                  this.log(
+                    'info',
+                    `${job.namespaceName}: archived ${stored.objects} object(s), ${stored.secrets} secret(s) until ${stored.expiresAt}`,
+                  );
+                },
+              }
+            : {}),
         },
-        // Only a delete that must be archived gets the hook: a handler asked to archive without
-        // it fails the job rather than delete unarchived.
-        ...((job.archive ?? 'none') !== 'none'
-          ? {
-              archive: async (archive: EnvironmentArchive) => {
-                const stored = await this.options.queue.archive(job.id, this.executorId, archive);
-                this.log(
-                  'info',
-                  `${job.namespaceName}: archived ${stored.objects} object(s), ${stored.secrets} secret(s) until ${stored.expiresAt}`,
-                );
-              },
-            }
-          : {}),
-      });
+      );
     } catch (error) {
       // Never reported done: the server retries it with backoff.
       return { outcome: 'failed', message: (error as Error).message };

@@ -10,7 +10,7 @@ import { schemaProblems } from '../schema-check.js';
 import { parse as parseYaml } from 'yaml';
 import { TendError } from '../errors.js';
 import { loadPluginModule } from '../plugin/load.js';
-import type { CleanupHandlers, ExecutorFlags, PluginDefinition } from '../plugin/types.js';
+import type { CleanupPrimitives, ExecutorFlags, PluginDefinition } from '../plugin/types.js';
 import { validatePlugins } from '../plugin/validate.js';
 import type { ServedPlugin } from '../router/cleanup.js';
 
@@ -83,7 +83,7 @@ function parseSets(
 
 /** The settings with the schema's defaults, or a TEND_USAGE error naming the first problem. */
 function checkSettings(plugin: PluginDefinition, settings: unknown): unknown {
-  const schema = (plugin.cleanup as CleanupHandlers).settingsSchema;
+  const schema = (plugin.cleanup as CleanupPrimitives).settingsSchema;
   const value = Value.Default(schema, structuredClone(settings));
   if (Value.Check(schema, value)) return value;
   const [first] = schemaProblems(Value.Errors(schema, value), 1);

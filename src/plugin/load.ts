@@ -4,12 +4,13 @@
  * root's node_modules, imported as an ES module. Its default export (or its `plugin` export) must
  * be a PluginDefinition; it is checked by validatePlugins like the built-in plugins.
  */
+import { withCleanupChecks } from './cleanup-checks.js';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { TendError } from '../errors.js';
 import { importModule } from '../import-module.js';
-import type { PluginDefinition } from './types.js';
+import type { LoadedPlugin, PluginDefinition } from './types.js';
 import { validatePlugins } from './validate.js';
 
 /** Whether a `plugin:` value names a file (relative or absolute path) rather than a package. */
@@ -45,7 +46,7 @@ export async function loadPluginModule(
   specifier: string,
   projectRoot: string,
   builtins: readonly PluginDefinition[],
-): Promise<PluginDefinition> {
+): Promise<LoadedPlugin> {
   const file = resolvePluginModule(specifier, projectRoot);
   let module: Record<string, unknown>;
   try {
@@ -76,7 +77,9 @@ export async function loadPluginModule(
     }
     throw error;
   }
-  return plugin;
+  // Its cleanup primitives run inside tend's checks, whoever calls them.
+  const { cleanup, ...rest } = plugin;
+  return cleanup ? { ...rest, cleanup: withCleanupChecks(cleanup) } : rest;
 }
 
 function notFound(specifier: string, why: string): TendError {

@@ -1,14 +1,15 @@
 /**
- * The plugin contract: every handler signature in one place. The router (src/router/) is the
- * only caller of these handlers; it gives each call a fresh event broker (`ctx.events`).
- * docs/plugin-api.md says when each handler runs.
+ * The plugin contract: every handler signature in one place (the cleanup part in
+ * cleanup-types.ts, what every part is given in io-types.ts; both re-exported here). The router
+ * (src/router/) is the only caller of these handlers; it gives each call a fresh event broker
+ * (`ctx.events`). docs/plugin-api.md says when each handler runs.
  */
 import type { TSchema } from 'typebox';
-import type { CleanupJob, CleanupOutcome, InventoryItem } from '../cleanup/protocol.js';
-import type { EnvironmentArchive } from '../cleanup/archive.js';
+import type { CleanupHandlers, CleanupPrimitives } from './cleanup-types.js';
+import type { EventBroker, PluginLog, RestoreRequest, RestoreResult } from './io-types.js';
 import type { SourceLocation } from '../errors.js';
 import type { CleanupPolicy } from '../cleanup/policy.js';
-import type { EventPayloads, EventType } from '../events/catalog.js';
+import type { EventType } from '../events/catalog.js';
 import type {
   PluginEventPayload,
   PluginEventType,
@@ -16,6 +17,17 @@ import type {
 } from '../events/plugin-types.js';
 
 export type { PluginEventPayload, PluginEventType, PluginEventTypeDefinition };
+export * from './io-types.js';
+export * from './cleanup-types.js';
+
+export interface EnvironmentInfo {
+  project: string;
+  name: string;
+  namespace: string;
+  cleanup?: CleanupPolicy;
+  /** The project's variables with `--var` overrides applied (`${var.*}` in files a plugin templates). */
+  variables: Record<string, unknown>;
+}
 
 export type ActionKind = 'Build' | 'Deploy' | 'Test' | 'Run';
 export const actionKinds: readonly ActionKind[] = ['Build', 'Deploy', 'Test', 'Run'];
@@ -69,43 +81,6 @@ export const optionalActionHandlerNames: {
 
 export type HandlerName =
   ProviderHandlerName | ActionHandlerNames[ActionKind] | OptionalActionHandlerNames[ActionKind];
-
-/** The emitter metadata: who emitted an event, from which call. Only the framework (the broker) sets it. */
-export const emitterMetadataFields = ['pluginName', 'providerName', 'handler', 'actionRef'] as const;
-export type EmitterMetadataField = (typeof emitterMetadataFields)[number];
-
-/** What a plugin passes for an event: the catalogue's payload without the emitter metadata. */
-export type PluginPayload<K extends EventType> = Omit<EventPayloads[K], EmitterMetadataField>;
-
-/**
- * A plugin's way to emit events: validated against its declarations, stamped with the emitter
- * metadata, and recorded on the session bus before `emit` returns. Valid only during the handler
- * call it was given to; an emit after the call returned throws `TEND_EVENT_UNDELIVERABLE`.
- */
-export interface EventBroker {
-  emit<K extends EventType>(type: K, payload: PluginPayload<K>): void;
-  /** An event of one of the plugin's own types (`eventTypes`), checked against its payload schema. */
-  emit(type: PluginEventType, payload: PluginEventPayload): void;
-}
-
-/** Log lines become `log` events (and progress output); they never carry secrets. */
-export interface PluginLog {
-  debug(message: string): void;
-  info(message: string): void;
-  warn(message: string): void;
-  error(message: string): void;
-  /** A line of a child process or a build's output. */
-  output(stream: 'stdout' | 'stderr', line: string): void;
-}
-
-export interface EnvironmentInfo {
-  project: string;
-  name: string;
-  namespace: string;
-  cleanup?: CleanupPolicy;
-  /** The project's variables with `--var` overrides applied (`${var.*}` in files a plugin templates). */
-  variables: Record<string, unknown>;
-}
 
 /** What every handler receives. Built fresh by the router for each call. */
 export interface PluginContext<ProviderConfig = unknown, ProviderState = unknown> {
@@ -365,21 +340,6 @@ export interface ProviderHandlers<Config = unknown, State = unknown> {
   restoreEnvironment?(ctx: PluginContext<Config, State>, request: RestoreRequest): Promise<RestoreResult>;
 }
 
-export interface RestoreRequest {
-  archive: EnvironmentArchive;
-  /** Secrets archived by name only (the server had no archive key). */
-  missingSecrets: readonly string[];
-}
-
-export interface RestoreResult {
-  /** The namespace (or directory) re-created. */
-  namespace: string;
-  /** `Kind/name` of every object re-created, in the order it was. */
-  restored: string[];
-  /** What was not restored, and why (volume data, missing Secrets, objects the cluster refused). */
-  notRestored: { what: string; why: string }[];
-}
-
 export interface ResumeResult {
   resumed: boolean;
   /** For people: what was restored ("Deployment api 0 → 3, CronJob report not suspended"). */
@@ -435,152 +395,6 @@ export interface ActionTypeDefinition {
   kinds: { [K in ActionKind]?: ActionKindDefinition<K> };
 }
 
-/**
- * The executor's command-line flags (`tend agent`, `tend server`) a plugin may read to decide
- * whether and what it serves (`settingsFromFlags`); anything else it takes from `--set`.
- */
-export interface ExecutorFlags {
-  /** `--kubeconfig`: the kubeconfig file of the clusters to serve. */
-  kubeconfig?: string;
-  /** `--context` (repeatable). */
-  contexts: readonly string[];
-  /** `tend agent --local`: the local environments of this host. */
-  local: boolean;
-  /** Serve the kubeconfig's current context when no `--kubeconfig`/`--context` is given (`tend agent` without `--local` or `--set`). */
-  clustersByDefault: boolean;
-}
-
-/**
- * One place an executor cleans: a cluster (`kubernetes/<clusterId>`) or the local environments of a
- * host (`local/<hostId>`). `state` is the plugin's own (a connection, the context name); the
- * executor hands the target back to the plugin's handlers unchanged.
- */
-export interface CleanupTarget {
-  targetKey: string;
-  pluginName: string;
-  /** For people: `context kind-dev (https://127.0.0.1:6443)`, `local environments of host-1`. */
-  description: string;
-  state?: unknown;
-}
-
-/** A target's inventory: every environment there that carries tend's label, and whether the list is whole. */
-export interface CleanupInventory {
-  /** True only if every page of the list arrived; a partial list never proves anything idle. */
-  complete: boolean;
-  /** Why the list is not complete: the failed call, a truncated list, an expired continue token. */
-  error?: string;
-  items: InventoryItem[];
-  /**
-   * The target's own clock when the list was taken, if it has one (Kubernetes: the API server's
-   * `Date`). The server compares its clock with it and plans nothing on a target whose clock
-   * disagrees; left out, the inventory attests no time (the server's other clock checks stand).
-   */
-  observedAt?: string;
-}
-
-/** The job as a plugin's cleanup handler sees it (the queue's `CleanupJob`). */
-export type CleanupJobSpec = Pick<
-  CleanupJob,
-  | 'id'
-  | 'action'
-  | 'project'
-  | 'environment'
-  | 'namespaceName'
-  | 'namespaceUid'
-  | 'ownership'
-  | 'expectedLastActivityAt'
-  | 'target'
-  | 'dryRun'
-  | 'archive'
->;
-
-/** `done`: the action happened (or the namespace was already gone); `cancelled`: a check refused it; `failed`: retry later. */
-export interface CleanupResult {
-  outcome: CleanupOutcome;
-  message: string;
-}
-
-/** What each cleanup handler call receives (built by the router, like a handler's PluginContext). */
-export interface CleanupCallContext<Settings = unknown> {
-  /**
-   * The plugin's executor settings: what its `settingsFromFlags` made of the executor's flags,
-   * with `--set <plugin>.<key>=<value>` on top, checked against its `settingsSchema`. At an
-   * executor this is the provider's configuration.
-   */
-  provider: { name: string; config: Settings };
-  /** Never cleaned, whatever a job says (beyond `kube-*` and `default`): the tend system namespace and `--protect-namespace` globs. */
-  protection: { systemNamespace: string; protectNamespaces: readonly string[] };
-  /** Validated like any plugin event; the executor records them. */
-  events: EventBroker;
-  log: PluginLog;
-  signal: AbortSignal;
-  user: string;
-  hostId: string;
-  /**
-   * `verifyAndClean` only: asks the server, right before the irreversible step (after the fresh
-   * read and every check), whether the job still stands — a session started or activity recorded
-   * since the executor's `start` wins. Returns why to stop (report `cancelled`), or undefined.
-   */
-  confirm?: () => Promise<string | undefined>;
-  /**
-   * `verifyAndClean` of a job whose `archive` is not `none`: stores the environment's archive with
-   * the server, right before the deletion (after every check and `confirm`). It throws when the
-   * server did not store it: the handler must then not delete (the job fails and is retried).
-   */
-  archive?: (archive: EnvironmentArchive) => Promise<void>;
-}
-
-/**
- * The optional cleanup part of a plugin: any plugin that records resources declares the kind of
- * its targets, its executor settings, how to list a target and how to verify and clean one
- * resource, and the executors clean it with the same machinery and checks as the built-in
- * plugins (docs/plugin-api.md#cleanup).
- */
-export interface CleanupHandlers<Settings = unknown> {
-  /**
-   * The kind of its targets: `kubernetes`, `local`, or the plugin's own (`targetKind` of the
-   * `{kind: 'plugin'}` targets its namespaceStatus events carry). The first part of their keys.
-   */
-  targetKind: string;
-  /** What the executor's settings for this plugin may hold (`--set <plugin>.<key>=<value>`). */
-  settingsSchema: TSchema;
-  /** The settings the executor's flags imply; undefined: not served unless `--set` gives some. */
-  settingsFromFlags?(flags: ExecutorFlags): Settings | undefined;
-  /** The targets this executor serves for the plugin, from its settings. Connects; creates nothing. */
-  targets(ctx: CleanupCallContext<Settings>): Promise<CleanupTarget[]>;
-  /** Every environment of the target labelled as tend's (paged); `complete` only if every page arrived. */
-  inventory(ctx: CleanupCallContext<Settings>, target: CleanupTarget): Promise<CleanupInventory>;
-  /**
-   * Right before acting: a fresh read of the resource; ownership (label, project and environment,
-   * the recorded uid), not adopted, not system, not a protected name, no activity after the job's
-   * `expectedLastActivityAt`; then the action with preconditions. Never reports `done` for an
-   * action that did not happen, unless the resource was already gone.
-   */
-  verifyAndClean(
-    ctx: CleanupCallContext<Settings>,
-    target: CleanupTarget,
-    job: CleanupJobSpec,
-  ): Promise<CleanupResult>;
-  /**
-   * Optional: a `restore` job (the dashboard's Restore button) — re-creates the environment from
-   * its archive into `job.namespaceName`, which must not exist, through the same gate as
-   * `restoreEnvironment`, reporting the namespace it creates on `ctx.events` (the executor's
-   * restore session records it). Throws TEND_ARCHIVE for a refusal (the namespace exists again).
-   */
-  restore?(
-    ctx: CleanupCallContext<Settings>,
-    target: CleanupTarget,
-    job: CleanupJobSpec,
-    request: RestoreRequest,
-  ): Promise<RestoreResult>;
-}
-
-export const cleanupHandlerNames: readonly ('targets' | 'inventory' | 'verifyAndClean')[] = [
-  'targets',
-  'inventory',
-  'verifyAndClean',
-];
-
 export interface PluginDefinition<Config = unknown, State = unknown, Settings = unknown> {
   name: string;
   description: string;
@@ -598,6 +412,12 @@ export interface PluginDefinition<Config = unknown, State = unknown, Settings = 
   eventTypes?: readonly PluginEventTypeDefinition[];
   provider: ProviderHandlers<Config, State>;
   actionTypes: readonly ActionTypeDefinition[];
-  /** How executors clean what this plugin records; plugins without it are never cleaned automatically. */
-  cleanup?: CleanupHandlers<Settings>;
+  /**
+   * How executors clean what this plugin records: its primitives (a loaded plugin has the
+   * framework's checks around them); plugins without it are never cleaned automatically.
+   */
+  cleanup?: CleanupPrimitives<Settings>;
 }
+
+/** A plugin as tend runs it: its cleanup primitives with the framework's checks around them. */
+export type LoadedPlugin = PluginDefinition & { cleanup?: CleanupHandlers };

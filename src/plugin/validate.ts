@@ -7,6 +7,7 @@
  * own namespace (`<plugin>.<name>`), never a core type's name, each with a usable payload schema;
  * once every plugin passed, this process knows their declarations (the outbox streams by them).
  */
+import { isFrameworkCheck } from './cleanup-checks.js';
 import { TendError } from '../errors.js';
 import { isEventType } from '../events/catalog.js';
 import {
@@ -21,6 +22,7 @@ import {
   actionHandlerNames,
   actionKinds,
   cleanupHandlerNames,
+  optionalCleanupHandlerNames,
   optionalActionHandlerNames,
   optionalProviderHandlerNames,
   providerHandlerNames,
@@ -228,8 +230,31 @@ function checkCleanup(plugin: PluginDefinition, targetKinds: Map<string, string>
     if (typeof cleanup[handler] !== 'function')
       throw invalid(plugin.name, `cleanup handler "${handler}" is missing`);
   }
-  if (cleanup.restore !== undefined && typeof cleanup.restore !== 'function')
-    throw invalid(plugin.name, 'cleanup handler "restore" is optional, and must be a function when given');
+  for (const handler of optionalCleanupHandlerNames) {
+    if (cleanup[handler] !== undefined && typeof cleanup[handler] !== 'function')
+      throw invalid(
+        plugin.name,
+        `cleanup handler "${handler}" is optional, and must be a function when given`,
+      );
+  }
+  // The checks are tend's: a plugin supplies primitives, never its own verify-and-clean.
+  const own = (cleanup as { verifyAndClean?: unknown }).verifyAndClean;
+  if (own !== undefined && !isFrameworkCheck(own)) {
+    throw invalid(
+      plugin.name,
+      'cleanup.verifyAndClean is tend’s own (every check around the primitives): supply read and delete instead (docs/plugin-api.md#cleanup)',
+    );
+  }
+  const words = cleanup.words;
+  if (
+    words !== undefined &&
+    (typeof words?.resource !== 'string' ||
+      typeof words.target !== 'string' ||
+      !words.resource ||
+      !words.target)
+  ) {
+    throw invalid(plugin.name, 'cleanup.words must name its resources and targets: { resource, target }');
+  }
   const kind = cleanup.targetKind;
   if (typeof kind !== 'string' || !/^[a-z][a-z0-9-]{0,62}$/.test(kind) || kind === 'plugin') {
     throw invalid(

@@ -6,9 +6,10 @@
  */
 import { TendError } from '../errors.js';
 import type { SessionBus } from '../events/bus.js';
+import { refusedBeforeReading, verifyAndClean } from '../plugin/cleanup-checks.js';
 import type {
   CleanupCallContext,
-  CleanupHandlers,
+  CleanupPrimitives,
   CleanupInventory,
   CleanupJobSpec,
   CleanupResult,
@@ -22,7 +23,7 @@ import { HandlerCalls, pluginLog } from './calls.js';
 
 /** A plugin this executor serves, with its resolved executor settings. */
 export interface ServedPlugin {
-  plugin: PluginDefinition & { cleanup: CleanupHandlers };
+  plugin: PluginDefinition & { cleanup: CleanupPrimitives };
   settings: unknown;
 }
 
@@ -52,6 +53,7 @@ export class CleanupRouter {
     return this.call(served, 'inventory', signal, (ctx) => served.plugin.cleanup.inventory(ctx, target));
   }
 
+  /** The framework's checks around the plugin's primitives (plugin/cleanup-checks.ts), whatever the plugin. */
   verifyAndClean(
     served: ServedPlugin,
     target: CleanupTarget,
@@ -60,7 +62,7 @@ export class CleanupRouter {
     hooks: Pick<CleanupCallContext, 'confirm' | 'archive'> = {},
   ): Promise<CleanupResult> {
     return this.call(served, 'verifyAndClean', signal, (ctx) =>
-      served.plugin.cleanup.verifyAndClean({ ...ctx, ...hooks }, target, job),
+      verifyAndClean(served.plugin.cleanup, { ...ctx, ...hooks }, target, job),
     );
   }
 
@@ -80,7 +82,12 @@ export class CleanupRouter {
         ),
       );
     }
-    return this.call(served, 'restore', signal, (ctx) => restore(ctx, target, job, request));
+    return this.call(served, 'restore', signal, async (ctx) => {
+      // The framework's checks of what the job names hold for a restore too: never into a protected name.
+      const refused = refusedBeforeReading(served.plugin.cleanup, ctx, target, job);
+      if (refused) throw new TendError('TEND_ARCHIVE', `not restored: ${refused}`);
+      return restore(ctx, target, job, request);
+    });
   }
 
   private call<T>(

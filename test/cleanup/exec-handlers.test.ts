@@ -113,7 +113,7 @@ describe('exec cleanup', () => {
       [{ dryRun: true }, /dry run/],
       [
         { target: { kind: 'local', hostId: 'elsewhere', path: env.dir } },
-        /not a local environment of this host/,
+        /the job's target local\/elsewhere is not local\//,
       ],
     ] as const) {
       const result = await cleanup.verifyAndClean(ctx, target!, job(env, 'loc1', changes));
@@ -142,7 +142,7 @@ describe('exec cleanup', () => {
     // A job that asks for an archive, at an executor that cannot send one: failed, nothing removed.
     await expect(
       cleanup.verifyAndClean(ctx, target!, job(env, 'loc5', { archive: 'objects' })),
-    ).rejects.toThrow(/cannot send one; not removed/);
+    ).rejects.toThrow(/cannot send one; not deleted/);
     expect(existsSync(env.dir)).toBe(true);
     // The server refuses it: the error is the job's, the environment stays.
     const refused = { ...ctx, archive: () => Promise.reject(new Error('413 too large')) };

@@ -409,9 +409,9 @@ describe('the plugin-dirs cleanup handlers', () => {
       expect(result.message).toMatch(why);
     };
     await refused({ namespaceUid: 'uid-other' }, /re-created/);
-    await refused({ project: 'other' }, /belongs to notes\/dev/);
+    await refused({ project: 'other' }, /belongs to project "notes"/);
     // In use: stamped after the decision the job was planned on.
-    await refused({ expectedLastActivityAt: '2026-03-01T09:00:00.000Z' }, /used since the decision/);
+    await refused({ expectedLastActivityAt: '2026-03-01T09:00:00.000Z' }, /used at .*, after the decision/);
     await refused({ namespaceName: 'notes-kept', namespaceUid: 'uid-notes-kept' }, /protected/);
     await refused({ namespaceName: '..' }, /names no directory/);
     await refused({ target: { kind: 'plugin', targetKind: 'dirs', id: 'root-2' } }, /not dirs\/root-1/);

@@ -28,15 +28,32 @@ describe('plugin registration', () => {
       /provider handler "cleanupEnvironment" is missing/,
     ],
     [
-      'a cleanup part without verifyAndClean',
+      'a cleanup part without a delete primitive',
       (p: PluginDefinition) => ({
         ...p,
         cleanup: {
           targets: async () => [],
           inventory: async () => ({ complete: true, items: [] }),
+          read: async () => undefined,
         } as never,
       }),
-      /cleanup handler "verifyAndClean" is missing/,
+      /cleanup handler "delete" is missing/,
+    ],
+    [
+      'a cleanup part with checks of its own instead of the framework’s',
+      (p: PluginDefinition) => ({
+        ...p,
+        cleanup: {
+          targetKind: 'own-checks',
+          settingsSchema: {},
+          targets: async () => [],
+          inventory: async () => ({ complete: true, items: [] }),
+          read: async () => undefined,
+          delete: async () => ({ outcome: 'done', message: 'deleted' }),
+          verifyAndClean: async () => ({ outcome: 'done', message: 'deleted, unchecked' }),
+        } as never,
+      }),
+      /cleanup\.verifyAndClean is tend’s own/,
     ],
     [
       'a missing action handler',

@@ -141,18 +141,22 @@ const fileHandlers = {
   },
 };
 
-/** `*` matches within a name, as `--protect-namespace` globs do. */
-const globMatches = (glob, name) =>
-  new RegExp(`^${glob.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replaceAll('*', '.*')}$`).test(name);
-
-/** A name the executor may act on: one directory of the root, not protected; or why not. */
-function refusedName(ctx, name) {
-  if (!namePattern.test(name)) return `"${name}" names no directory`;
-  const { protectNamespaces, systemNamespace } = ctx.protection;
-  if (name === systemNamespace || protectNamespaces.some((glob) => globMatches(glob, name))) {
-    return `${name} is protected`;
-  }
-  return undefined;
+/** A directory with a record, in tend's terms (the inventory's items, and what `read` answers). */
+function resourceOf(dir, record) {
+  return {
+    namespaceName: path.basename(dir),
+    uid: record.uid,
+    // Changes whenever a use stamps the record: the precondition of a deletion.
+    version: `${record.uid}@${record.lastActivityAt ?? ''}`,
+    state: 'active',
+    managedByTend: true,
+    project: record.project,
+    environment: record.environment,
+    role: 'app',
+    adopted: false,
+    ...(record.lastActivityAt ? { lastActivityAt: record.lastActivityAt } : {}),
+    detail: { path: dir },
+  };
 }
 
 /** The environment's archive: its files (the record aside), for `restore` to write back. */
@@ -174,9 +178,15 @@ function archiveOf(dir, name) {
 const isFileName = (name) =>
   typeof name === 'string' && name === path.basename(name) && !['', '.', '..', recordFile].includes(name);
 
-/** @type {Record<string, any>} */
+/**
+ * The cleanup primitives: tend's executors list, read and delete through them, and make every
+ * safety check themselves (the target, protection, project, environment, uid, activity, dry run,
+ * the server's last word) before they call `delete`.
+ * @type {Record<string, any>}
+ */
 const cleanup = {
   targetKind: 'dirs',
+  words: { resource: 'directory', target: 'root' },
   settingsSchema: Root,
   // Nothing in the executor's own flags says where the root is: served only with --set dirs.root=….
   async targets(ctx) {
@@ -208,91 +218,59 @@ const cleanup = {
         continue;
       }
       // A directory without a record is not tend's: like an unlabelled namespace, not listed.
-      if (!record) continue;
-      items.push({
-        namespaceName: entry.name,
-        uid: record.uid,
-        version: `${record.uid}@${record.lastActivityAt ?? ''}`,
-        state: 'active',
-        managedByTend: true,
-        project: record.project,
-        environment: record.environment,
-        role: 'app',
-        adopted: false,
-        ...(record.lastActivityAt ? { lastActivityAt: record.lastActivityAt } : {}),
-        detail: { path: dir },
-      });
+      if (record) items.push(resourceOf(dir, record));
     }
     // An environment left out would read as gone: a list that could not read one is not complete.
     return unreadable.length > 0
       ? { complete: false, error: `unreadable records: ${unreadable.join('; ')}`.slice(0, 4000), items }
       : { complete: true, items };
   },
-  async verifyAndClean(ctx, target, job) {
+  /** The directory as it is now, or undefined when it has no record. */
+  async read(_ctx, target, { name }) {
     const { root } = /** @type {{ root: string }} */ (target.state);
-    const recorded = /** @type {{ kind?: unknown, targetKind?: unknown, id?: unknown }} */ (job.target);
-    const rootId = target.targetKey.slice('dirs/'.length);
-    if (recorded.kind !== 'plugin' || recorded.targetKind !== 'dirs' || recorded.id !== rootId) {
-      return { outcome: 'cancelled', message: `the job's target is not ${target.targetKey}` };
-    }
-    const name = job.namespaceName;
-    const refused = refusedName(ctx, name);
-    if (refused) return { outcome: 'cancelled', message: refused };
     const dir = path.join(root, name);
     const record = readRecord(dir);
-    // The events of this call name the environment as the job does.
-    const asRecorded = { events: ctx.events, environment: { project: job.project, name: job.environment } };
-    if (!record) {
-      report(asRecorded, root, rootId, name, undefined, 'missing', 'observed');
-      return { outcome: 'done', message: `${dir} does not exist (already gone)` };
-    }
-    report(asRecorded, root, rootId, name, record, 'ready', 'observed');
-    const refusal =
-      record.project !== job.project || record.environment !== job.environment
-        ? `it belongs to ${record.project}/${record.environment}`
-        : record.uid !== job.namespaceUid
-          ? `it was re-created (uid ${record.uid})`
-          : record.lastActivityAt &&
-              Date.parse(record.lastActivityAt) > Date.parse(job.expectedLastActivityAt)
-            ? `used since the decision (at ${record.lastActivityAt})`
-            : undefined;
-    if (refusal) return { outcome: 'cancelled', message: `${dir} left alone: ${refusal}` };
-    if (job.dryRun) return { outcome: 'cancelled', message: `dry run: ${dir} passed every check` };
-    if (job.action !== 'delete') {
-      return { outcome: 'cancelled', message: `a directory has nothing to ${job.action}` };
-    }
-    // The server's last word, right before the irreversible step: a session started since the
-    // executor's `start` wins.
-    const stop = await ctx.confirm?.();
-    if (stop) return { outcome: 'cancelled', message: `${dir} left alone: ${stop}` };
-    // The server keeps an archive of what it deletes (unless the policy says `archive: false`):
-    // stored before the deletion, or no deletion (the hook throws, the job is retried).
-    if ((job.archive ?? 'none') !== 'none') {
-      if (!ctx.archive) throw new Error(`asked to archive ${dir} with no way to store it`);
-      await ctx.archive(archiveOf(dir, name));
-    }
-    // Out of the way first (atomic), then checked again: a use that stamped the record in between wins.
-    const doomed = path.join(root, `.deleting-${record.uid}`);
+    return record ? resourceOf(dir, record) : undefined;
+  },
+  /** Moved aside atomically, then its record compared with the precondition: a use in between wins. */
+  async delete(ctx, target, resource, precondition) {
+    const { root } = /** @type {{ root: string }} */ (target.state);
+    const rootId = target.targetKey.slice('dirs/'.length);
+    const dir = path.join(root, resource.namespaceName);
+    const doomed = path.join(root, `.deleting-${precondition.uid}`);
     rmSync(doomed, { recursive: true, force: true }); // what an interrupted delete of it left
-    renameSync(dir, doomed);
+    try {
+      renameSync(dir, doomed);
+    } catch (error) {
+      if (/** @type {NodeJS.ErrnoException} */ (error).code === 'ENOENT')
+        return { outcome: 'gone', message: `${dir} does not exist (already gone)` };
+      throw error;
+    }
     const moved = readRecord(doomed);
-    if (moved?.lastActivityAt !== record.lastActivityAt) {
+    if (!moved || resourceOf(dir, moved).version !== precondition.version) {
       renameSync(doomed, dir);
-      return { outcome: 'cancelled', message: `${dir} left alone: changed since the check` };
+      return { outcome: 'changed', message: `${dir} left alone: changed since the check` };
     }
     rmSync(doomed, { recursive: true, force: true });
-    report(asRecorded, root, rootId, name, record, 'missing', 'deleted');
+    const asRecorded = {
+      events: ctx.events,
+      environment: { project: moved.project, name: moved.environment },
+    };
+    report(asRecorded, root, rootId, resource.namespaceName, moved, 'missing', 'deleted');
     return { outcome: 'done', message: `removed ${dir}` };
+  },
+  /** Read-only: the directory's files, which tend stores with the server before it deletes it. */
+  async archive(_ctx, target, resource) {
+    const { root } = /** @type {{ root: string }} */ (target.state);
+    return archiveOf(path.join(root, resource.namespaceName), resource.namespaceName);
   },
   /**
    * A restore job (the dashboard's Restore button): the directory created anew — never one that
    * exists — with a new record, reported `created` before anything is written into it, then the
-   * archived files.
+   * archived files. tend has checked the target and the name (never a protected one).
    */
   async restore(ctx, target, job, { archive }) {
     const { root } = /** @type {{ root: string }} */ (target.state);
-    const refused = refusedName(ctx, job.namespaceName);
-    if (refused) throw new Error(refused);
     const asRecorded = { events: ctx.events, environment: { project: job.project, name: job.environment } };
     return restoreInto(asRecorded, root, target.targetKey.slice('dirs/'.length), job.namespaceName, archive);
   },

@@ -1,19 +1,20 @@
 /**
  * The exec plugin's cleanup handlers (the `cleanup` part of the plugin contract), for
  * `tend agent --local`: the host's local environments as one target (`local/<hostId>`), the
- * host index as inventory, and verify-and-remove of one environment directory through
- * `removeEnvironment`, the same path as `tend cleanup env`.
+ * host index as inventory, and the primitives the framework's checks call: read one environment
+ * directory's record, remove it through `removeEnvironment` (the same path as `tend cleanup env`),
+ * pause and resume its persistent processes, archive its state record.
  */
 import path from 'node:path';
-import type { NamespaceStatusPayload } from '../../events/catalog.js';
+import type { EnvironmentArchive } from '../../cleanup/archive.js';
 import type {
+  CleanupActionResult,
   CleanupCallContext,
   CleanupInventory,
-  CleanupJobSpec,
-  CleanupResult,
+  CleanupResource,
+  CleanupResourceRef,
   CleanupTarget,
 } from '../../plugin/types.js';
-import { TendError } from '../../errors.js';
 import { listDeployStates } from './deploy.js';
 import {
   listHostEnvironments,
@@ -21,6 +22,7 @@ import {
   readRecord,
   removeEnvironment,
   resumeEnvironment,
+  type EnvironmentRecord,
 } from './environment.js';
 
 export async function targets(ctx: CleanupCallContext): Promise<CleanupTarget[]> {
@@ -39,96 +41,125 @@ export async function inventory(): Promise<CleanupInventory> {
     complete: listed.complete,
     ...(listed.error ? { error: listed.error } : {}),
     // In the host index with a readable record: created by tend's exec provider, for that project and environment.
-    items: listed.environments.map(({ dir, record }) => ({
-      namespaceName: path.basename(dir),
-      uid: record.uid,
-      // The record never changes while the environment exists.
-      version: record.uid,
-      state: 'active' as const,
-      managedByTend: true,
-      ...(record.project ? { project: record.project } : {}),
-      ...(record.environment ? { environment: record.environment } : {}),
-      role: 'app' as const,
-      adopted: false,
-      detail: { path: dir },
-    })),
+    items: listed.environments.map(({ dir, record }) => resourceOf(dir, record)),
   };
 }
 
-export async function verifyAndClean(
+/** An environment directory in tend's terms: no faked Kubernetes labels, its record's marks. */
+function resourceOf(dir: string, record: EnvironmentRecord): CleanupResource {
+  return {
+    namespaceName: path.basename(dir),
+    uid: record.uid,
+    // The record never changes while the environment exists.
+    version: record.uid,
+    state: 'active',
+    managedByTend: true,
+    ...(record.project ? { project: record.project } : {}),
+    ...(record.environment ? { environment: record.environment } : {}),
+    role: 'app',
+    adopted: false,
+    detail: { path: dir },
+  };
+}
+
+/** The environment directory the job's recorded target names (its `path`), as it is now. */
+export async function read(
+  _ctx: CleanupCallContext,
+  _target: CleanupTarget,
+  ref: CleanupResourceRef,
+): Promise<CleanupResource | undefined> {
+  if (ref.path === undefined || !path.isAbsolute(ref.path)) return undefined;
+  const record = readRecord(ref.path);
+  return record ? resourceOf(ref.path, record) : undefined;
+}
+
+/** The directory of a resource this plugin read, and its record again: removed in between is gone. */
+function current(
+  resource: CleanupResource,
+  uid: string,
+): { dir: string; record: EnvironmentRecord } | undefined {
+  const dir = resource.detail!.path!;
+  const record = readRecord(dir);
+  return record?.uid === uid ? { dir, record } : undefined;
+}
+
+function reportRemoved(
   ctx: CleanupCallContext,
   target: CleanupTarget,
-  job: CleanupJobSpec,
-): Promise<CleanupResult> {
-  const recorded = job.target as { kind?: unknown; hostId?: unknown; path?: unknown };
-  if (
-    recorded.kind !== 'local' ||
-    `local/${String(recorded.hostId)}` !== target.targetKey ||
-    typeof recorded.path !== 'string' ||
-    !path.isAbsolute(recorded.path)
-  ) {
-    return { outcome: 'cancelled', message: `the job's target is not a local environment of this host` };
-  }
-  const dir = recorded.path;
-  const record = readRecord(dir);
-  const report = (state: NamespaceStatusPayload['state'], cause: NamespaceStatusPayload['cause']) =>
-    ctx.events.emit('namespaceStatus', {
-      namespaceName: job.namespaceName,
-      ...(record ? { namespaceUid: record.uid } : {}),
-      state,
-      role: 'app',
-      cause,
-      target: { kind: 'local', hostId: String(recorded.hostId), path: dir },
-      project: job.project,
-      environment: job.environment,
-    });
-  report(record ? 'ready' : 'missing', 'observed');
-  if (!record) return { outcome: 'done', message: `environment ${dir} does not exist (already gone)` };
-  const refusal =
-    path.basename(dir) !== job.namespaceName
-      ? `it is not the environment of namespace ${job.namespaceName}`
-      : record.project !== job.project
-        ? `it belongs to project "${record.project}"`
-        : record.environment !== job.environment
-          ? `it belongs to environment "${record.environment}"`
-          : !job.namespaceUid || record.uid !== job.namespaceUid
-            ? `it was re-created (uid ${record.uid}, the recorded one is ${job.namespaceUid ?? '(none)'})`
-            : undefined;
-  if (refusal) return { outcome: 'cancelled', message: `environment ${dir} left alone: ${refusal}` };
-  if (job.dryRun) return { outcome: 'cancelled', message: `dry run: environment ${dir} passed every check` };
-  // The server's last word right before the irreversible step: a command started since wins.
-  const stop = await ctx.confirm?.();
-  if (stop) return { outcome: 'cancelled', message: `environment ${dir} left alone: ${stop}` };
-  if (job.action === 'pause') {
-    const paused = await pauseEnvironment(dir);
-    return {
-      outcome: 'done',
-      message: `paused environment ${dir}: stopped ${paused} process(es), state kept`,
-    };
-  }
-  if (job.action === 'resume') {
-    const started = await resumeEnvironment(dir, ctx.signal);
-    return {
-      outcome: 'done',
-      message: `resumed environment ${dir}: started ${started.length} process(es)${started.length ? ` (${started.join(', ')})` : ''}`,
-    };
-  }
-  if ((job.archive ?? 'none') !== 'none') {
-    if (!ctx.archive) {
-      throw new TendError(
-        'TEND_ARCHIVE',
-        `the job asks for an archive of environment ${dir} before its removal, and this executor cannot send one; not removed`,
-      );
-    }
-    // Its state record: what ran there and how (a restore starts it again with tend deploy).
-    await ctx.archive({
-      kind: 'exec',
-      path: dir,
-      state: { record, deploys: listDeployStates(dir) },
-      notArchived: [`the files in ${dir} and what its processes wrote: only the state record is archived`],
-    });
-  }
-  const stopped = await removeEnvironment(dir);
-  report('missing', 'deleted');
-  return { outcome: 'done', message: `stopped ${stopped} process(es) and removed ${dir}` };
+  dir: string,
+  record: EnvironmentRecord,
+) {
+  ctx.events.emit('namespaceStatus', {
+    namespaceName: path.basename(dir),
+    namespaceUid: record.uid,
+    state: 'missing',
+    role: 'app',
+    cause: 'deleted',
+    target: { kind: 'local', hostId: target.targetKey.slice('local/'.length), path: dir },
+    project: record.project,
+    environment: record.environment,
+  });
+}
+
+const changed = (dir: string): CleanupActionResult => ({
+  outcome: 'changed',
+  message: `environment ${dir} changed since the check (another record); left alone`,
+});
+
+export async function remove(
+  ctx: CleanupCallContext,
+  target: CleanupTarget,
+  resource: CleanupResource,
+  precondition: { uid: string },
+): Promise<CleanupActionResult> {
+  const found = current(resource, precondition.uid);
+  if (!found) return changed(resource.detail!.path!);
+  const stopped = await removeEnvironment(found.dir);
+  reportRemoved(ctx, target, found.dir, found.record);
+  return { outcome: 'done', message: `stopped ${stopped} process(es) and removed ${found.dir}` };
+}
+
+export async function pause(
+  _ctx: CleanupCallContext,
+  _target: CleanupTarget,
+  resource: CleanupResource,
+  precondition: { uid: string },
+): Promise<CleanupActionResult> {
+  const found = current(resource, precondition.uid);
+  if (!found) return changed(resource.detail!.path!);
+  const paused = await pauseEnvironment(found.dir);
+  return {
+    outcome: 'done',
+    message: `paused environment ${found.dir}: stopped ${paused} process(es), state kept`,
+  };
+}
+
+export async function resume(
+  ctx: CleanupCallContext,
+  _target: CleanupTarget,
+  resource: CleanupResource,
+  precondition: { uid: string },
+): Promise<CleanupActionResult> {
+  const found = current(resource, precondition.uid);
+  if (!found) return changed(resource.detail!.path!);
+  const started = await resumeEnvironment(found.dir, ctx.signal);
+  return {
+    outcome: 'done',
+    message: `resumed environment ${found.dir}: started ${started.length} process(es)${started.length ? ` (${started.join(', ')})` : ''}`,
+  };
+}
+
+/** Its state record: what ran there and how (a restore starts it again with tend deploy). */
+export async function archive(
+  _ctx: CleanupCallContext,
+  _target: CleanupTarget,
+  resource: CleanupResource,
+): Promise<EnvironmentArchive> {
+  const dir = resource.detail!.path!;
+  return {
+    kind: 'exec',
+    path: dir,
+    state: { record: readRecord(dir), deploys: listDeployStates(dir) },
+    notArchived: [`the files in ${dir} and what its processes wrote: only the state record is archived`],
+  };
 }

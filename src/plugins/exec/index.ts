@@ -8,9 +8,11 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { TendError } from '../../errors.js';
 import { deleteResult, readResult, writeResult } from '../../plugin/results.js';
+import { withCleanupChecks } from '../../plugin/cleanup-checks.js';
 import type {
   ActionHandlerParams,
   ActionTypeDefinition,
+  CleanupHandlers,
   LogsParams,
   PluginContext,
   PluginDefinition,
@@ -267,7 +269,7 @@ export const execActionType: ActionTypeDefinition = {
   },
 };
 
-export const execPlugin: PluginDefinition = {
+export const execPlugin: PluginDefinition & { cleanup: CleanupHandlers } = {
   name: 'exec',
   description: 'run actions as local processes; the environment is a local directory',
   configSchema: Type.Object(
@@ -314,13 +316,20 @@ export const execPlugin: PluginDefinition = {
     },
   },
   actionTypes: [execActionType],
-  cleanup: {
+  cleanup: withCleanupChecks({
     targetKind: 'local',
+    words: { resource: 'environment', target: 'host' },
     settingsSchema: Type.Object({}, { additionalProperties: false }),
     settingsFromFlags: (flags) => (flags.local ? {} : undefined),
     targets: async (ctx) => (await import('./cleanup.js')).targets(ctx),
     inventory: async () => (await import('./cleanup.js')).inventory(),
-    verifyAndClean: async (ctx, target, job) =>
-      (await import('./cleanup.js')).verifyAndClean(ctx, target, job),
-  },
+    read: async (ctx, target, ref) => (await import('./cleanup.js')).read(ctx, target, ref),
+    delete: async (ctx, target, resource, precondition) =>
+      (await import('./cleanup.js')).remove(ctx, target, resource, precondition),
+    pause: async (ctx, target, resource, precondition) =>
+      (await import('./cleanup.js')).pause(ctx, target, resource, precondition),
+    resume: async (ctx, target, resource, precondition) =>
+      (await import('./cleanup.js')).resume(ctx, target, resource, precondition),
+    archive: async (ctx, target, resource) => (await import('./cleanup.js')).archive(ctx, target, resource),
+  }),
 };

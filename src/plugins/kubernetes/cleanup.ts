@@ -1,17 +1,22 @@
 /**
  * The kubernetes plugin's cleanup handlers (the `cleanup` part of the plugin contract), used by
  * the cleanup executors: the clusters of the executor's kubeconfig contexts as targets
- * (`kubernetes/<uid of kube-system>`), their tend-labelled namespaces as inventory, and
- * verify-and-delete of one namespace — through the namespace-tracking client's
- * `namespaces.deleteOwned`, the same path as `tend cleanup env`.
+ * (`kubernetes/<uid of kube-system>`), their tend-labelled namespaces as inventory, and the
+ * primitives the framework's checks call: read one namespace, delete it through the
+ * namespace-tracking client's `namespaces.deleteOwned` (the same path as `tend cleanup env`),
+ * pause and resume what tend deployed there, archive it.
  */
 import { TendError } from '../../errors.js';
 import { namespaceProtector } from '../../cleanup/protection.js';
+import type { EnvironmentArchive } from '../../cleanup/archive.js';
 import type {
+  CleanupActionResult,
   CleanupCallContext,
   CleanupInventory,
   CleanupJobSpec,
-  CleanupResult,
+  CleanupPrecondition,
+  CleanupResource,
+  CleanupResourceRef,
   CleanupTarget,
   RestoreRequest,
   RestoreResult,
@@ -20,6 +25,7 @@ import type { InventoryItem } from '../../cleanup/protocol.js';
 import { annotations, KubeClient, labels, type ClusterIdentity, type NamespaceInfo } from './client/index.js';
 import type { GateContext } from './client/gate.js';
 import { requestsFailure, type NamespaceRequests } from './client/requests.js';
+import { describeChanges } from './client/workloads.js';
 import { settingsOf, type KubernetesExecutorSettings, type ProviderSettings } from './config.js';
 
 type Context = CleanupCallContext<KubernetesExecutorSettings>;
@@ -194,80 +200,122 @@ export async function inventory(ctx: Context, target: CleanupTarget): Promise<Cl
   };
 }
 
-export async function verifyAndClean(
-  ctx: Context,
-  target: CleanupTarget,
-  job: CleanupJobSpec,
-): Promise<CleanupResult> {
+/** A client for one namespace of the target, its events named as the resource's marks name them. */
+async function clientFor(ctx: Context, target: CleanupTarget, resource: CleanupResource) {
   const state = stateOf(target);
-  const name = job.namespaceName;
-  const jobCluster = (job.target as { clusterId?: unknown }).clusterId;
-  if (jobCluster !== state.identity.clusterId) {
-    return {
-      outcome: 'cancelled',
-      message: `the job is for cluster ${String(jobCluster)}, this executor serves ${state.identity.clusterId}`,
-    };
-  }
-  // Before any call: a protected name is never even read as an app namespace.
-  const protectedName = namespaceProtector({
-    systemNamespace: ctx.protection.systemNamespace,
-    patterns: ctx.protection.protectNamespaces,
-  });
-  const protectedBy = protectedName(name);
-  if (protectedBy)
-    return { outcome: 'cancelled', message: `namespace ${name} is protected (${protectedBy})` };
-  if (!job.namespaceUid) {
-    return { outcome: 'cancelled', message: `no recorded uid for namespace ${name}: no ownership proof` };
-  }
-  const client = await KubeClient.forCall(
-    gateContext(ctx, { project: job.project, name: job.environment }),
-    settingsFor(ctx, state, name),
+  return KubeClient.forCall(
+    gateContext(ctx, { project: resource.project ?? '-', name: resource.environment ?? '-' }),
+    settingsFor(ctx, state, resource.namespaceName),
     state.identity,
   );
-  const checks = {
-    environment: job.environment,
-    uid: job.namespaceUid,
-    notActiveAfter: job.expectedLastActivityAt,
-    ...(job.ownership?.proof === 'claim'
-      ? { createdWithin: { from: job.ownership.createdFrom, until: job.ownership.createdUntil } }
-      : {}),
-    protectedName,
-    dryRun: job.dryRun,
-    ...(ctx.confirm ? { confirm: ctx.confirm } : {}),
+}
+
+/** The namespace as the API server has it now, in tend's terms; one it cannot read is reported unverified. */
+export async function read(
+  ctx: Context,
+  target: CleanupTarget,
+  ref: CleanupResourceRef,
+): Promise<CleanupResource | undefined> {
+  const state = stateOf(target);
+  const client = await KubeClient.forCall(
+    gateContext(ctx, { project: ref.project, name: ref.environment }),
+    settingsFor(ctx, state, ref.name),
+    state.identity,
+  );
+  const info = await client.namespaces.read(ref.name);
+  return info ? inventoryItem(info) : undefined;
+}
+
+/** The checks `deleteOwned` and `verifiedChange` make again on their own read (a second lock on the door). */
+function lockedTo(ctx: Context, resource: CleanupResource, precondition: CleanupPrecondition) {
+  return {
+    ...(resource.environment !== undefined ? { environment: resource.environment } : {}),
+    uid: precondition.uid,
+    version: precondition.version,
+    protectedName: namespaceProtector({
+      systemNamespace: ctx.protection.systemNamespace,
+      patterns: ctx.protection.protectNamespaces,
+    }),
   };
-  if (job.action === 'pause' || job.action === 'resume') {
-    // Pause and resume: the same ownership proof on a fresh read, then the workloads tend deployed.
-    const changed = await client.workloads.verifiedChange(job.action, name, checks);
-    return {
-      outcome: changed.outcome === 'done' ? 'done' : 'cancelled',
-      message: changed.message,
-    };
-  }
-  const archive = job.archive ?? 'none';
-  const result = await client.namespaces.deleteOwned(name, {
-    ...checks,
-    ...(archive !== 'none'
-      ? {
-          beforeDelete: async (info: NamespaceInfo) => {
-            if (!ctx.archive) {
-              throw new TendError(
-                'TEND_ARCHIVE',
-                `the job asks for an archive of namespace ${name} before its deletion, and this executor cannot send one; not deleted`,
-              );
-            }
-            await ctx.archive(await client.archives.collect(info, archive === 'with-secrets'));
-          },
-        }
-      : {}),
-  });
+}
+
+/**
+ * `deleteOwned` of the namespace-tracking client — the same code path as `tend cleanup env` —
+ * with the checked uid and resourceVersion: DELETE with `preconditions` (409 → changed, 404 →
+ * gone), then a wait until the namespace is gone.
+ */
+export async function remove(
+  ctx: Context,
+  target: CleanupTarget,
+  resource: CleanupResource,
+  precondition: CleanupPrecondition,
+): Promise<CleanupActionResult> {
+  const client = await clientFor(ctx, target, resource);
+  const result = await client.namespaces.deleteOwned(
+    resource.namespaceName,
+    lockedTo(ctx, resource, precondition),
+  );
   switch (result.outcome) {
     case 'deleted':
-    case 'gone':
       return { outcome: 'done', message: result.message };
+    case 'gone':
+      return { outcome: 'gone', message: result.message };
     case 'refused':
     case 'changed':
-      return { outcome: 'cancelled', message: result.message };
+      return { outcome: 'changed', message: result.message };
   }
+}
+
+/** Pause or resume: `workloads` of the client — what tend deployed scaled to 0 and suspended, or those values written back. */
+export async function change(
+  action: 'pause' | 'resume',
+  ctx: Context,
+  target: CleanupTarget,
+  resource: CleanupResource,
+  precondition: CleanupPrecondition,
+): Promise<CleanupActionResult> {
+  const client = await clientFor(ctx, target, resource);
+  const changed = await client.workloads.verifiedChange(
+    action,
+    resource.namespaceName,
+    lockedTo(ctx, resource, precondition),
+  );
+  return {
+    outcome: changed.outcome === 'done' ? 'done' : changed.outcome === 'gone' ? 'gone' : 'changed',
+    message: changed.message,
+  };
+}
+
+/** For a dry run of a pause: the workloads it would scale down or suspend. */
+export async function preview(
+  ctx: Context,
+  target: CleanupTarget,
+  resource: CleanupResource,
+  action: 'delete' | 'pause' | 'resume',
+): Promise<string | undefined> {
+  if (action !== 'pause') return undefined;
+  const client = await clientFor(ctx, target, resource);
+  return describeChanges(
+    await client.workloads.pause(resource.namespaceName, { dryRun: true, strict: true }),
+  );
+}
+
+/** The namespace's archive (its objects, and its Secrets when asked), of the namespace that was checked. */
+export async function archive(
+  ctx: Context,
+  target: CleanupTarget,
+  resource: CleanupResource,
+  o: { withSecrets: boolean },
+): Promise<EnvironmentArchive> {
+  const client = await clientFor(ctx, target, resource);
+  const info = await client.namespaces.read(resource.namespaceName);
+  if (!info || info.uid !== resource.uid) {
+    throw new TendError(
+      'TEND_ARCHIVE',
+      `namespace ${resource.namespaceName} changed before its archive was taken; not deleted`,
+    );
+  }
+  return client.archives.collect(info, o.withSecrets);
 }
 
 /**

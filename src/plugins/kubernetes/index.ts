@@ -10,9 +10,11 @@
  * @kubernetes/client-node) only when called, so `tend --version` and exec-only projects never
  * load the Kubernetes client.
  */
+import { withCleanupChecks } from '../../plugin/cleanup-checks.js';
 import type {
   ActionHandlerParams,
   ActionTypeDefinition,
+  CleanupHandlers,
   LogsParams,
   PluginContext,
   PluginDefinition,
@@ -160,7 +162,9 @@ const execType: ActionTypeDefinition = {
   },
 };
 
-export const kubernetesPlugin: PluginDefinition<unknown, unknown, KubernetesExecutorSettings> = {
+export const kubernetesPlugin: PluginDefinition<unknown, unknown, KubernetesExecutorSettings> & {
+  cleanup: CleanupHandlers<KubernetesExecutorSettings>;
+} = {
   name: 'kubernetes',
   description: 'builds, deploys, tests and runs in a Kubernetes namespace per environment',
   configSchema: KubernetesProviderConfig,
@@ -175,13 +179,23 @@ export const kubernetesPlugin: PluginDefinition<unknown, unknown, KubernetesExec
       (await import('./restore.js')).restoreEnvironment(ctx as PluginContext, request),
   },
   actionTypes: [containerType, kubernetesType, podType, helmType, helmPodType, execType],
-  cleanup: {
+  cleanup: withCleanupChecks({
     targetKind: 'kubernetes',
+    words: { resource: 'namespace', target: 'cluster' },
     settingsSchema: KubernetesExecutorSettings,
     settingsFromFlags,
     targets: async (ctx) => (await cleanup()).targets(ctx),
     inventory: async (ctx, target) => (await cleanup()).inventory(ctx, target),
-    verifyAndClean: async (ctx, target, job) => (await cleanup()).verifyAndClean(ctx, target, job),
+    read: async (ctx, target, ref) => (await cleanup()).read(ctx, target, ref),
+    delete: async (ctx, target, resource, precondition) =>
+      (await cleanup()).remove(ctx, target, resource, precondition),
+    pause: async (ctx, target, resource, precondition) =>
+      (await cleanup()).change('pause', ctx, target, resource, precondition),
+    resume: async (ctx, target, resource, precondition) =>
+      (await cleanup()).change('resume', ctx, target, resource, precondition),
+    preview: async (ctx, target, resource, action) =>
+      (await cleanup()).preview(ctx, target, resource, action),
+    archive: async (ctx, target, resource, o) => (await cleanup()).archive(ctx, target, resource, o),
     restore: async (ctx, target, job, request) => (await cleanup()).restore(ctx, target, job, request),
-  },
+  }),
 };

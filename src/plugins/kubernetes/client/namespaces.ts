@@ -115,6 +115,21 @@ export class NamespaceCalls {
   }
 
   /**
+   * A fresh read, what the cleanup executors' checks look at first: reports nothing, unless it
+   * fails — then the namespace is reported unverified, never as missing.
+   */
+  async read(name: string): Promise<NamespaceInfo | undefined> {
+    try {
+      return await this.gate.readNamespace(name);
+    } catch (error) {
+      this.gate.report({ name, state: 'ready', labels: {}, annotations: {} }, 'observed', {
+        unverified: (error as Error).message.slice(0, 500),
+      });
+      throw error;
+    }
+  }
+
+  /**
    * The one way tend deletes a namespace (`tend cleanup env` and the cleanup executors): a fresh
    * read; the ownership proof (managed-by label, project annotation, not adopted, not a system
    * namespace — and, when the caller knows them, the environment annotation, the recorded uid, no
@@ -285,6 +300,11 @@ export interface DeletionChecks {
    * a `creationTimestamp` outside it, or none, means the claim is not this namespace's.
    */
   createdWithin?: { from: string; until: string };
+  /**
+   * The resourceVersion the caller checked: another one means the namespace changed since (a
+   * use, a relabel), and nothing is done.
+   */
+  version?: string;
   /** ISO time the decision was based on: a `tend.dev/last-activity` after it means the namespace was used since. */
   notActiveAfter?: string;
   /** Names never deleted: returns why (e.g. the matching glob), or undefined. */
@@ -328,6 +348,8 @@ export function refusalOf(info: NamespaceInfo, project: string, checks: Deletion
   }
   if (checks.uid && info.uid !== checks.uid)
     return `it was re-created (uid ${info.uid}, the recorded one is ${checks.uid})`;
+  if (checks.version !== undefined && info.resourceVersion !== checks.version)
+    return `it changed since the check (resourceVersion ${info.resourceVersion ?? '(none)'}, checked ${checks.version})`;
   if (checks.createdWithin) {
     const outside = createdOutside(info.createdAt, checks.createdWithin);
     if (outside) return outside;

@@ -1,0 +1,92 @@
+/**
+ * A restore job goes through the framework's checks of what it names before the plugin's
+ * `restore` primitive runs, whatever the plugin: the job's target is the one served, the name is a
+ * name, and never a protected one. A plugin whose `restore` checks nothing is never asked to write
+ * into kube-system or a `--protect-namespace` glob.
+ */
+import { Type } from 'typebox';
+import { describe, expect, it } from 'vitest';
+import { SessionBus } from '../../src/events/bus.js';
+import type { CleanupJobSpec, CleanupPrimitives, PluginDefinition } from '../../src/plugin/types.js';
+import { CleanupRouter, type ServedPlugin } from '../../src/router/cleanup.js';
+
+function served(restored: string[]): ServedPlugin {
+  const cleanup: CleanupPrimitives = {
+    targetKind: 'store',
+    settingsSchema: Type.Object({}),
+    async targets() {
+      return [];
+    },
+    async inventory() {
+      return { complete: true, items: [] };
+    },
+    async read() {
+      return undefined;
+    },
+    async delete() {
+      return { outcome: 'done', message: 'deleted' };
+    },
+    async restore(_ctx, _target, job) {
+      restored.push(job.namespaceName);
+      return { namespace: job.namespaceName, restored: [], notRestored: [] };
+    },
+  };
+  const plugin = { name: 'store', emits: ['namespaceStatus'], cleanup } as unknown as PluginDefinition & {
+    cleanup: CleanupPrimitives;
+  };
+  return { plugin, settings: {} };
+}
+
+const job = (namespaceName: string, id = 'one'): CleanupJobSpec => ({
+  id: 'job-1',
+  action: 'restore',
+  project: 'shop',
+  environment: 'dev',
+  namespaceName,
+  namespaceUid: '',
+  expectedLastActivityAt: new Date(0).toISOString(),
+  target: { kind: 'plugin', targetKind: 'store', id },
+  dryRun: false,
+  archive: 'none',
+});
+
+describe('a restore job, for any plugin', () => {
+  const router = new CleanupRouter({
+    bus: new SessionBus(),
+    protection: { systemNamespace: 'tend-system', protectNamespaces: ['prod-*'] },
+    user: 'test',
+    hostId: 'host',
+  });
+  const target = { targetKey: 'store/one', pluginName: 'store', description: 'a store' };
+  const signal = new AbortController().signal;
+  const request = {
+    archive: { kind: 'plugin', pluginName: 'store', name: 'x', content: {}, notArchived: [] },
+  };
+
+  it.each([
+    ['kube-system', 'store/one', /kube-system is protected/],
+    ['tend-system', 'store/one', /tend-system is protected/],
+    ['prod-db', 'store/one', /prod-db is protected/],
+    ['../up', 'store/one', /names no/],
+    ['shop-dev', 'store/two', /the job's target store\/two is not store\/one/],
+  ])(
+    'into %s on %s is refused with TEND_ARCHIVE, and the plugin is not called',
+    async (name, recorded, why) => {
+      const restored: string[] = [];
+      const id = recorded.slice('store/'.length);
+      await expect(
+        router.restore(served(restored), target, job(name, id), request as never, signal),
+      ).rejects.toMatchObject({
+        code: 'TEND_ARCHIVE',
+        message: expect.stringMatching(why) as unknown,
+      });
+      expect(restored).toEqual([]);
+    },
+  );
+
+  it('into a name of its own target reaches the plugin', async () => {
+    const restored: string[] = [];
+    await router.restore(served(restored), target, job('shop-dev'), request as never, signal);
+    expect(restored).toEqual(['shop-dev']);
+  });
+});
