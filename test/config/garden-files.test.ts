@@ -181,6 +181,79 @@ spec:
     expect(byRef.get('run.migrate')!.spec).toEqual({ command: ['sh', '-c', 'echo $HOME'] });
   });
 
+  it("a container Deploy, Test or Run with build: and no image runs the Build's image", async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'api/garden.yml': `kind: Build
+type: container
+name: api
+---
+kind: Deploy
+type: container
+name: api
+build: api
+spec:
+  ports: [{ name: http, containerPort: 8080 }]
+---
+kind: Test
+type: container
+name: unit
+build: api
+spec:
+  args: [go, test]
+---
+kind: Run
+type: container
+name: seed
+build: api
+spec:
+  image: busybox
+  command: [echo]
+`,
+      'api/Dockerfile': 'FROM scratch\n',
+    });
+    const byRef = new Map((await load(root)).actions.map((a) => [a.ref, a]));
+    const image = '${actions.build.api.outputs.deploymentImageId}';
+    expect(byRef.get('deploy.api')!.spec).toMatchObject({ image });
+    expect(byRef.get('test.unit')!.spec).toMatchObject({ image, args: ['go', 'test'] });
+    // An image given stays the one run.
+    expect(byRef.get('run.seed')!.spec).toMatchObject({ image: 'busybox' });
+    expect(byRef.get('deploy.api')!.build).toBe('api');
+  });
+
+  it('a provider entry merges the settings a project variable shares ($merge); any other $merge is refused', async () => {
+    const project = (merge: string) => `apiVersion: garden.io/v2
+kind: Project
+name: shop
+variables:
+  shared:
+    context: gke_garden
+    deploymentRegistry: { hostname: index.docker.io, namespace: shop }
+  templated:
+    context: \${local.env.CLUSTER}
+environments:
+  - name: dev
+providers:
+  - name: kubernetes
+    $merge: ${merge}
+    context: own-context
+    namespace: shop-dev
+`;
+    const loaded = await load(makeProject({ 'project.garden.yml': project('${var.shared}') }));
+    expect(loaded.project.providers.find((p) => p.name === 'kubernetes')!.config).toEqual({
+      context: 'own-context',
+      deploymentRegistry: 'index.docker.io/shop',
+      namespace: 'shop-dev',
+    });
+    for (const merge of ['${var.templated}', '${var.missing}', '{ context: x }']) {
+      const error = await loadError(makeProject({ 'project.garden.yml': project(merge) }));
+      expect(error.message).toMatch(
+        /^\$merge in a provider entry is read by tend only from a project variable/,
+      );
+      expect(error.location).toMatchObject({ file: 'project.garden.yml', line: 14 });
+    }
+  });
+
   it('what tend does not do is an error at its line, saying what to do; one error per unsupported action', async () => {
     const root = makeProject({
       'project.garden.yml': `${gardenProject}  - name: terraform\n`,

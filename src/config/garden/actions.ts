@@ -436,6 +436,10 @@ export function translateGardenAction(
   const givenSpec = value.spec ?? (type === 'exec' ? {} : undefined);
   if (translate && isRecord(givenSpec)) {
     const spec = translate(translation, givenSpec);
+    // A container Deploy, Test or Run with `build:` runs the image that Build made: Garden needs
+    // `image` only without a build.
+    if (spec && type === 'container' && kind !== 'Build' && typeof value.build === 'string')
+      spec.image ??= `\${actions.build.${value.build}.outputs.deploymentImageId}`;
     if (spec) out.spec = spec;
     if (typeof givenSpec.cacheResult === 'boolean' && podTypes.has(type))
       out.cacheResult = givenSpec.cacheResult;

@@ -144,6 +144,28 @@ function translateEnvironment(translation: Translation, environment: unknown, i:
 }
 
 /** The Garden Project document as tend's. */
+/**
+ * A provider entry's `$merge` of a project variable holding a plain mapping (Garden's way to share
+ * settings between providers), merged in: the entry's own keys win. Left out, the shared
+ * `context` or `deploymentRegistry` would silently be another cluster's, so any other `$merge`
+ * is refused.
+ */
+function mergedProvider(translation: Translation, project: GardenRecord, entry: unknown, i: number): unknown {
+  if (!isRecord(entry) || entry.$merge === undefined) return entry;
+  const { $merge: merged, ...own } = entry;
+  const name =
+    typeof merged === 'string' ? /^\$\{\s*var\.([A-Za-z0-9_-]+)\s*\}$/.exec(merged)?.[1] : undefined;
+  const shared = name && isRecord(project.variables) ? project.variables[name] : undefined;
+  if (!isRecord(shared) || JSON.stringify(shared).includes('${')) {
+    translation.unsupported(
+      ['providers', i, '$merge'],
+      '$merge in a provider entry is read by tend only from a project variable holding a mapping without template expressions (`$merge: ${var.name}`); write the keys into the entry',
+    );
+    return own;
+  }
+  return { ...shared, ...own };
+}
+
 export function translateGardenProject(value: GardenRecord, translation: Translation): GardenRecord {
   checkApiVersion(translation, value);
   const kept = dropIgnoredKeys(
@@ -175,7 +197,7 @@ export function translateGardenProject(value: GardenRecord, translation: Transla
   const providers: GardenRecord[] = [];
   const names = new Set<string>();
   (Array.isArray(value.providers) ? value.providers : []).forEach((entry, i) => {
-    const translated = translateProvider(translation, entry, i);
+    const translated = translateProvider(translation, mergedProvider(translation, value, entry, i), i);
     if (!translated) return;
     translation.moved(['providers', providers.length], ['providers', i]);
     providers.push(translated.entry);

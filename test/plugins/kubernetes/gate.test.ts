@@ -128,6 +128,8 @@ const rows: Row[] = [
   { method: 'namespaces.observe', run: (c, ns) => c.namespaces.observe(ns) },
   { method: 'namespaces.ensure', run: (c, ns) => c.namespaces.ensure(ns) },
   { method: 'namespaces.deleteOwned', run: (c, ns) => c.namespaces.deleteOwned(ns) },
+  // The cleanup executors' fresh read: reported, never stamped.
+  { method: 'namespaces.read', run: (c, ns) => c.namespaces.read(ns) },
   // The cleanup inventory: one cluster-wide list of namespaces labelled managed-by=tend, into none.
   { method: 'namespaces.listManaged', run: (c) => c.namespaces.listManaged(), touches: false },
   { method: 'pods.create', run: (c, ns) => c.pods.create(ns, pod('p', 'echo hi')) },

@@ -115,18 +115,22 @@ export class NamespaceCalls {
   }
 
   /**
-   * A fresh read, what the cleanup executors' checks look at first: reports nothing, unless it
-   * fails — then the namespace is reported unverified, never as missing.
+   * A fresh read, what the cleanup executors' checks look at first: reported as observed, as
+   * every namespace a call reaches is, but never stamped with activity (an executor's look is no
+   * use); a read that fails reports the namespace unverified, never as missing.
    */
   async read(name: string): Promise<NamespaceInfo | undefined> {
+    let info: NamespaceInfo | undefined;
     try {
-      return await this.gate.readNamespace(name);
+      info = await this.gate.readNamespace(name);
     } catch (error) {
       this.gate.report({ name, state: 'ready', labels: {}, annotations: {} }, 'observed', {
         unverified: (error as Error).message.slice(0, 500),
       });
       throw error;
     }
+    this.gate.report(info ?? missing(name), 'observed');
+    return info;
   }
 
   /**
