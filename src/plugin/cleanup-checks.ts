@@ -14,7 +14,6 @@ import { TendError } from '../errors.js';
 import type {
   CleanupActionResult,
   CleanupCallContext,
-  CleanupHandlers,
   CleanupJobSpec,
   CleanupPrimitives,
   CleanupResource,
@@ -28,24 +27,6 @@ const resourceName = /^[a-z0-9][a-z0-9._-]{0,252}$/;
 const defaultWords = { resource: 'resource', target: 'target' };
 
 const pastTense = { delete: 'deleted', pause: 'paused', resume: 'resumed' } as const;
-
-/** The framework's `verifyAndClean` functions: a plugin may not bring its own. */
-const checked = new WeakSet<object>();
-
-/** The cleanup part of a loaded plugin: its primitives, with the framework's checks as `verifyAndClean`. */
-export function withCleanupChecks<Settings>(
-  primitives: CleanupPrimitives<Settings>,
-): CleanupHandlers<Settings> {
-  const verify = (ctx: CleanupCallContext<Settings>, target: CleanupTarget, job: CleanupJobSpec) =>
-    verifyAndClean(primitives, ctx, target, job);
-  checked.add(verify);
-  return { ...primitives, verifyAndClean: verify };
-}
-
-/** True when `handler` is the framework's own `verifyAndClean` (made by withCleanupChecks). */
-export function isFrameworkCheck(handler: unknown): boolean {
-  return typeof handler === 'function' && checked.has(handler);
-}
 
 /**
  * What a job names, checked before anything is read — for every job, a restore's too: the job's

@@ -4,7 +4,7 @@
  * root's node_modules, imported as an ES module. Its default export (or its `plugin` export) must
  * be a PluginDefinition; it is checked by validatePlugins like the built-in plugins.
  */
-import { withCleanupChecks } from './cleanup-checks.js';
+import { withCleanupChecks } from './cleanup-wrap.js';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';

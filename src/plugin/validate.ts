@@ -7,7 +7,7 @@
  * own namespace (`<plugin>.<name>`), never a core type's name, each with a usable payload schema;
  * once every plugin passed, this process knows their declarations (the outbox streams by them).
  */
-import { isFrameworkCheck } from './cleanup-checks.js';
+import { isFrameworkCheck } from './cleanup-wrap.js';
 import { TendError } from '../errors.js';
 import { isEventType } from '../events/catalog.js';
 import {

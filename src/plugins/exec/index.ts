@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { TendError } from '../../errors.js';
 import { deleteResult, readResult, writeResult } from '../../plugin/results.js';
-import { withCleanupChecks } from '../../plugin/cleanup-checks.js';
+import { withCleanupChecks } from '../../plugin/cleanup-wrap.js';
 import type {
   ActionHandlerParams,
   ActionTypeDefinition,

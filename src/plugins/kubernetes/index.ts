@@ -10,7 +10,7 @@
  * @kubernetes/client-node) only when called, so `tend --version` and exec-only projects never
  * load the Kubernetes client.
  */
-import { withCleanupChecks } from '../../plugin/cleanup-checks.js';
+import { withCleanupChecks } from '../../plugin/cleanup-wrap.js';
 import type {
   ActionHandlerParams,
   ActionTypeDefinition,
