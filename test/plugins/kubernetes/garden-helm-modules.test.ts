@@ -74,6 +74,10 @@ cat "${bin}/$2.yaml"
   return bin;
 }
 
+// Its default environment's provider merges the project's shared settings, which push images to
+// Docker Hub (out of reach here); its `local` environment builds into the cluster's own registry.
+const local = ['--env', 'local'];
+
 describe("Garden's argocd example (helm modules)", () => {
   it('is valid as it is: the modules become a helm Deploy each, helm-pod Runs and the container Builds', async () => {
     const validated = await runTend(['validate'], { cwd: copyArgocd() });
@@ -90,7 +94,7 @@ describe("Garden's argocd example (helm modules)", () => {
     const root = copyArgocd();
     const empty = mkdtempSync(path.join(os.tmpdir(), 'tend-no-helm-'));
     dirs.push(empty);
-    const deployed = await runTend(['deploy', ...cluster(), '--json'], {
+    const deployed = await runTend(['deploy', ...local, ...cluster(), '--json'], {
       cwd: root,
       env: { PATH: `${empty}${path.delimiter}${path.dirname(process.execPath)}` },
       timeoutMs: 120_000,
@@ -112,7 +116,7 @@ describe("Garden's argocd example (helm modules)", () => {
     const root = copyArgocd();
     const bin = fakeHelm();
     const env = { PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}` };
-    const deployed = await runTend(['deploy', ...cluster(), '--json'], {
+    const deployed = await runTend(['deploy', ...local, ...cluster(), '--json'], {
       cwd: root,
       env,
       timeoutMs: 120_000,
@@ -171,7 +175,7 @@ describe("Garden's argocd example (helm modules)", () => {
     );
     expect(deployment.metadata.labels['tend.dev/action']).toBe('deploy.web');
 
-    const ran = await runTend(['run', 'db-init', ...cluster(), '--json'], {
+    const ran = await runTend(['run', 'db-init', ...local, ...cluster(), '--json'], {
       cwd: root,
       env,
       timeoutMs: 120_000,
