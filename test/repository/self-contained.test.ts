@@ -17,18 +17,7 @@ const thisFile = path
 
 // Built from pieces so that this file does not contain what it looks for.
 const design = 'DESIGN';
-// The sibling directory itself, not a name that starts like it (Garden's examples have `../shared-config/`).
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-const needles = [
-  {
-    name: ['..', 'shared'].join('/'),
-    pattern: new RegExp(`${escape(['..', 'shared'].join('/'))}(?![\\w-])`),
-  },
-  ...[`shared/${design}`, `${design}.md`, `${design} §`].map((name) => ({
-    name,
-    pattern: new RegExp(escape(name)),
-  })),
-];
+const needles = [['..', 'shared'].join('/'), `shared/${design}`, `${design}.md`, `${design} §`];
 
 function trackedFiles(): string[] {
   const out = execFileSync('git', ['ls-files', '-z'], { cwd: repoRoot, encoding: 'utf8' });
@@ -106,7 +95,7 @@ describe('the repository stands alone', () => {
       const text = readText(file);
       if (text === undefined) continue;
       text.split('\n').forEach((line, index) => {
-        const found = needles.filter((needle) => needle.pattern.test(line)).map((needle) => needle.name);
+        const found = needles.filter((needle) => line.includes(needle));
         if (found.length > 0) hits.push(`${file}:${index + 1}: ${found.join(', ')}`);
       });
     }
