@@ -4,20 +4,11 @@
  * (event bus, local log, outbox) and the router. Ctrl-C is `handleInterrupts`: the first aborts
  * the session's signal, the second exits at once.
  */
+import { configureEnvironment } from './environment-config.js';
 import path from 'node:path';
-import {
-  actionTemplateContext,
-  createTemplateContext,
-  parseVarFlags,
-  providersOf,
-  resolveActionSpec,
-  resolveProviderConfig,
-  selectEnvironment,
-} from '../config/environment.js';
-import { checkResolvedSpec, loadProjectConfig } from '../config/load.js';
+import { actionTemplateContext, resolveActionSpec, resolveProviderConfig } from '../config/environment.js';
+import { checkResolvedSpec } from '../config/load.js';
 import { forgetCommandMemos } from '../plugins/kubernetes/memo.js';
-import { checkVarFlagsRead } from '../config/variables.js';
-import { actionVariablesOf, enabledActions, selectActionCopies } from '../config/action-variables.js';
 import { actionRef, type ActionConfig, type ProjectConfig } from '../config/project.js';
 import { actionTypeIndex } from '../config/schema.js';
 import { actionOutputsContext, resolveTemplates, type TemplateContext } from '../config/template.js';
@@ -48,7 +39,6 @@ import { localIdentity } from '../state/identity.js';
 import { statePaths } from '../state/files.js';
 import { describeDrops, enforceBoundWithoutServer, outboxMaxBytes } from '../outbox/bound.js';
 import { plannedCleanup } from '../remote/cleanup-plan.js';
-import { configurationReadsSecrets, loadSecrets } from '../remote/secrets.js';
 import { startSessionStream } from '../session/stream.js';
 import type { StreamReport } from '../stream/report.js';
 
@@ -95,25 +85,10 @@ export async function openProject(
   validatePlugins(builtins);
   forgetCommandMemos();
   // The plugins tend.yml names (`providers[].plugin`) come back checked, after the built-ins.
-  const loaded = await loadProjectConfig({
-    root: options.root ? path.resolve(options.root) : undefined,
-    cwd: process.cwd(),
-    plugins: builtins,
-  });
-  const { project, plugins } = loaded;
+  const configured = await configureEnvironment(options, builtins, namespace);
+  const { project, plugins, selected, templateContext, actions } = configured;
   const cluster = clusterOverride(options);
   const { user, hostId } = localIdentity();
-  const vars = parseVarFlags(options.var ?? []);
-  const selected = selectEnvironment(project, {
-    env: options.env,
-    vars,
-    varFiles: options.varFile,
-    ...(options.commandInfo ? { command: options.commandInfo } : {}),
-  });
-  // Before the templates are resolved: the providers' `${environment.namespace}` names it too.
-  if (namespace !== undefined) selected.namespace = namespace;
-  const loadedActions = selectActionCopies(loaded.actions, selected.name);
-  checkVarFlagsRead(project, loadedActions, vars, selected.varfileVariables);
   const environment: EnvironmentInfo = {
     project: project.name,
     name: selected.name,
@@ -121,17 +96,8 @@ export async function openProject(
     variables: selected.variables,
   };
   if (selected.cleanup) environment.cleanup = selected.cleanup;
-  const templateContext: TemplateContext = {
-    ...createTemplateContext(project, selected),
-    actionVariables: actionVariablesOf(loadedActions),
-  };
-  // Actions disabled in this environment are not there for the command.
-  const actions = enabledActions(loadedActions, templateContext).enabled;
-  const reads = configurationReadsSecrets(project, actions, selected.variables);
-  const secrets = await loadSecrets(project, selected.name, reads);
-  if (secrets) templateContext.secrets = secrets;
   const byName = new Map(plugins.map((p) => [p.name, p]));
-  const providers: ProviderRuntime[] = providersOf(project, selected.name).map((entry) => {
+  const providers: ProviderRuntime[] = configured.providers.map((entry) => {
     const plugin = byName.get(entry.name);
     if (!plugin) {
       throw new TendError('TEND_PROVIDER_NOT_FOUND', `unknown provider "${entry.name}"`, {

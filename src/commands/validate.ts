@@ -3,31 +3,25 @@
  * template expression that does not wait for an action's outputs, builds the graph (cycles), and
  * prints every action. Any configuration error exits 2.
  */
+import { configureEnvironment } from './environment-config.js';
 import { formatTable } from '../cli/output.js';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
   actionTemplateContext,
-  createTemplateContext,
   namespaceHeader,
-  parseVarFlags,
-  providersOf,
   resolveActionSpec,
   resolveProviderConfig,
-  selectEnvironment,
 } from '../config/environment.js';
-import { checkVarFlagsRead } from '../config/variables.js';
 import type { TemplateContext } from '../config/template-context.js';
-import { actionVariablesOf, enabledActions, selectActionCopies } from '../config/action-variables.js';
-import { checkResolvedSpec, loadProjectConfig } from '../config/load.js';
+import { checkResolvedSpec } from '../config/load.js';
 import { configError, sortProblems, type ConfigProblem } from '../config/diagnostics.js';
 import type { ActionConfig } from '../config/project.js';
 import { checkTemplateText } from '../config/template-text.js';
 import { ExitCode } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
 import { builtinPlugins } from '../plugins/builtin.js';
-import { configurationReadsSecrets, loadSecrets } from '../remote/secrets.js';
 import type { PluginDefinition, TemplateFiles } from '../plugin/types.js';
 
 export interface ValidateData {
@@ -88,38 +82,16 @@ export async function validateCommand(
   options: GlobalOptions,
   builtins: PluginDefinition[] = builtinPlugins(),
 ): Promise<CommandResult<ValidateData>> {
-  const loaded = await loadProjectConfig({
-    root: options.root,
-    cwd: process.cwd(),
-    plugins: builtins,
-  });
-  const { project, plugins } = loaded;
-  const vars = parseVarFlags(options.var);
-  const environment = selectEnvironment(project, {
-    env: options.env,
-    vars,
-    varFiles: options.varFile,
-    ...(options.commandInfo ? { command: options.commandInfo } : {}),
-  });
-  const loadedActions = selectActionCopies(loaded.actions, environment.name);
-  checkVarFlagsRead(project, loadedActions, vars, environment.varfileVariables);
-  const context: TemplateContext = {
-    ...createTemplateContext(project, environment),
-    actionVariables: actionVariablesOf(loadedActions),
-  };
-  const { enabled: actions, disabled } = enabledActions(loadedActions, context);
+  const configured = await configureEnvironment(options, builtins);
+  const { project, plugins, providers, actions, disabled, templateContext: context } = configured;
+  const environment = configured.selected;
   const notes = [
-    ...loaded.notes,
+    ...configured.notes,
     ...disabled.map((action) => ({
       message: `${action.ref} is disabled in environment ${environment.name}; not run`,
       location: action.locate(action.disabled !== undefined ? ['disabled'] : ['environments']),
     })),
   ];
-  // A missing secret is found here too; its value is never in the output.
-  const reads = configurationReadsSecrets(project, actions, environment.variables);
-  const secrets = await loadSecrets(project, environment.name, reads);
-  if (secrets) context.secrets = secrets;
-  const providers = providersOf(project, environment.name);
   const resolvedProviders = providers.map((entry) => ({
     name: entry.name,
     config: resolveProviderConfig(entry, context),
