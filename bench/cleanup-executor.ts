@@ -128,7 +128,7 @@ export async function run(): Promise<void> {
           settings: { kubeconfig: handle.kubeconfig, contexts: ['kube-sim'] },
         },
       ],
-      protection: { protectNamespaces: [], systemNamespace: 'tend-system' },
+      protection: { patterns: [], systemName: 'tend-system' },
       kind: 'embedded',
       name: 'bench',
       version: 'bench',

@@ -63,7 +63,13 @@ async function throughRouter(bus: SessionBus, root: string): Promise<number> {
   const router = new Router({
     bus,
     providers: [{ name: 'bench', plugin, config: {} }],
-    environment: { project: 'bench', name: 'dev', namespace: 'bench-dev', variables: {} },
+    environment: {
+      project: 'bench',
+      name: 'dev',
+      namespace: 'bench-dev',
+      resourceName: 'bench-dev',
+      variables: {},
+    },
     templateContext: {
       project: { name: 'bench' },
       environment: { name: 'dev', namespace: 'bench-dev' },

@@ -20,6 +20,6 @@ export type {
   KubernetesArchive,
   PluginArchive,
 } from './cleanup/archive.js';
-export type { Target } from './cleanup/targets.js';
+export { targetKey, type Target } from './cleanup/targets.js';
 export type { CleanupPolicy } from './cleanup/policy.js';
 export { TendError, errorCodes, type ErrorCode } from './errors.js';

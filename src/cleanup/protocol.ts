@@ -79,61 +79,85 @@ export type HeartbeatResponse = Static<typeof HeartbeatResponse>;
  * of itself: necessary for ownership, never sufficient (ownership is the record's, proven when
  * tend created the resource).
  */
+const resourceFields = {
+  uid: Type.String({ minLength: 1, maxLength: 100 }),
+  /** Changes whenever the resource does: Kubernetes' resourceVersion, or the plugin's equivalent. */
+  version: Type.String({ minLength: 1, maxLength: 100 }),
+  /** `terminating`: being removed. */
+  state: Type.Union([Type.Literal('active'), Type.Literal('terminating')]),
+  /** Marked as created by tend (the kubernetes plugin: label `app.kubernetes.io/managed-by=tend`). */
+  managedByTend: Type.Boolean(),
+  /** The project and environment it is marked as belonging to. */
+  project: Type.Optional(Type.String({ minLength: 1, maxLength: 253 })),
+  environment: Type.Optional(Type.String({ minLength: 1, maxLength: 253 })),
+  /** Marked as shared infrastructure (`system`), an environment's (`app`) or a build's. */
+  role: Type.Optional(Type.Union([Type.Literal('app'), Type.Literal('build'), Type.Literal('system')])),
+  /** Marked as adopted: it existed before tend first used it. */
+  adopted: Type.Boolean(),
+  /** The last time a tend command used it, as marked on it (the kubernetes plugin: `tend.dev/last-activity`). */
+  lastActivityAt: Type.Optional(Time()),
+  /**
+   * When the target created it, by the target's own clock (Kubernetes: the namespace's
+   * `creationTimestamp`, set by the API server): a claim that tend created it must agree.
+   */
+  createdAt: Type.Optional(Time()),
+  /**
+   * What its running pods request (Kubernetes: the sum over its pods not yet finished, each
+   * pod's containers summed — or its largest init container, when larger — as the scheduler
+   * counts them). Left out when the plugin cannot tell (no permission to list pods, a local
+   * environment): the server then counts the environment by weight.
+   */
+  requests: Type.Optional(
+    Type.Object(
+      {
+        cpuMillicores: Type.Integer({ minimum: 0, maximum: 1_000_000_000 }),
+        memoryBytes: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+        pods: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
+      },
+      { additionalProperties: false },
+    ),
+  ),
+  /**
+   * The plugin's own words about it (a path, a phase, …): stored and shown to people as they
+   * are, never read by the server's planning.
+   */
+  detail: Type.Optional(
+    Type.Record(AnyKey(), Type.String({ maxLength: 4096 }), {
+      propertyNames: { minLength: 1, maxLength: 100 },
+      maxProperties: 16,
+    }),
+  ),
+};
+
+/** What a resource is named by in its target: one segment, as its status events carry it. */
+const ResourceName = Type.String({ minLength: 1, maxLength: 253 });
+
 export const InventoryItem = Type.Object(
   {
-    /** Its name in the target: the `namespaceName` its plugin's `namespaceStatus` events carry. */
-    namespaceName: Type.String({ minLength: 1, maxLength: 253 }),
-    uid: Type.String({ minLength: 1, maxLength: 100 }),
-    /** Changes whenever the resource does: Kubernetes' resourceVersion, or the plugin's equivalent. */
-    version: Type.String({ minLength: 1, maxLength: 100 }),
-    /** `terminating`: being removed. */
-    state: Type.Union([Type.Literal('active'), Type.Literal('terminating')]),
-    /** Marked as created by tend (the kubernetes plugin: label `app.kubernetes.io/managed-by=tend`). */
-    managedByTend: Type.Boolean(),
-    /** The project and environment it is marked as belonging to. */
-    project: Type.Optional(Type.String({ minLength: 1, maxLength: 253 })),
-    environment: Type.Optional(Type.String({ minLength: 1, maxLength: 253 })),
-    /** Marked as shared infrastructure (`system`), an environment's (`app`) or a build's. */
-    role: Type.Optional(Type.Union([Type.Literal('app'), Type.Literal('build'), Type.Literal('system')])),
-    /** Marked as adopted: it existed before tend first used it. */
-    adopted: Type.Boolean(),
-    /** The last time a tend command used it, as marked on it (the kubernetes plugin: `tend.dev/last-activity`). */
-    lastActivityAt: Type.Optional(Time()),
-    /**
-     * When the target created it, by the target's own clock (Kubernetes: the namespace's
-     * `creationTimestamp`, set by the API server): a claim that tend created it must agree.
-     */
-    createdAt: Type.Optional(Time()),
-    /**
-     * What its running pods request (Kubernetes: the sum over its pods not yet finished, each
-     * pod's containers summed — or its largest init container, when larger — as the scheduler
-     * counts them). Left out when the plugin cannot tell (no permission to list pods, a local
-     * environment): the server then counts the environment by weight.
-     */
-    requests: Type.Optional(
-      Type.Object(
-        {
-          cpuMillicores: Type.Integer({ minimum: 0, maximum: 1_000_000_000 }),
-          memoryBytes: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
-          pods: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-    /**
-     * The plugin's own words about it (a path, a phase, …): stored and shown to people as they
-     * are, never read by the server's planning.
-     */
-    detail: Type.Optional(
-      Type.Record(AnyKey(), Type.String({ maxLength: 4096 }), {
-        propertyNames: { minLength: 1, maxLength: 100 },
-        maxProperties: 16,
-      }),
-    ),
+    /** Its name in the target: the `namespaceName` (`resourceName`) its plugin's status events carry. */
+    namespaceName: ResourceName,
+    ...resourceFields,
   },
   { additionalProperties: false },
 );
 export type InventoryItem = Static<typeof InventoryItem>;
+
+/**
+ * An inventory item in the plugin contract's words (docs/plugin-api.md#cleanup): `name` is the
+ * `resourceName` (`namespaceName`) its plugin's status events carry. The executor sends it to
+ * the server as an InventoryItem.
+ */
+export const CleanupResource = Type.Object(
+  { name: ResourceName, ...resourceFields },
+  { additionalProperties: false },
+);
+export type CleanupResource = Static<typeof CleanupResource>;
+
+/** A plugin's resource as the server's inventory item. */
+export function inventoryItemOf(resource: CleanupResource): InventoryItem {
+  const { name, ...rest } = resource;
+  return { namespaceName: name, ...rest };
+}
 
 export const InventoryReport = Type.Object(
   {

@@ -143,8 +143,8 @@ export async function agentCommand(
     queue,
     plugins: served,
     protection: {
-      protectNamespaces: options.protectNamespace ?? [],
-      systemNamespace: options.systemNamespace ?? 'tend-system',
+      patterns: options.protectNamespace ?? [],
+      systemName: options.systemNamespace ?? 'tend-system',
     },
     hostId: localIdentity().hostId,
     kind: 'agent',

@@ -93,6 +93,7 @@ export async function openProject(
     project: project.name,
     name: selected.name,
     namespace: selected.namespace,
+    resourceName: selected.namespace,
     variables: selected.variables,
   };
   if (selected.cleanup) environment.cleanup = selected.cleanup;

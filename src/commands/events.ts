@@ -110,7 +110,8 @@ export function formatEvent(event: TendEvent): string {
   let text: string;
   switch (event.type) {
     case 'namespaceStatus':
-      text = `${p.namespaceName} ${p.state} (${p.cause}, ${p.role}) by ${p.pluginName}${p.handler ? `.${p.handler}` : ''}`;
+    case 'resourceStatus':
+      text = `${p.namespaceName ?? p.resourceName} ${p.state} (${p.cause}, ${p.role}) by ${p.pluginName}${p.handler ? `.${p.handler}` : ''}`;
       break;
     case 'actionStatus':
       text = `${p.actionRef} ${p.state}${p.durationMs !== undefined ? ` ${p.durationMs}ms` : ''}`;

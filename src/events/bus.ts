@@ -15,9 +15,11 @@ import {
   type EventSequence,
   type EventType,
   type NamespaceStatusPayload,
+  type ResourceStatusPayload,
   type TendEvent,
 } from './catalog.js';
 import { NamespaceStatusDedupe, PluginEventDedupe } from './dedupe.js';
+import { namespaceStatusOf } from './resource-status.js';
 import type { PluginEventPayload, PluginEventType } from './plugin-types.js';
 
 export type EventListener = (event: TendEvent) => void;
@@ -99,6 +101,8 @@ export class SessionBus {
   emit<K extends EventType>(type: K, payload: EventPayloads[K]): TendEvent<K> | undefined {
     this.refuseIfClosed(type);
     if (type === 'namespaceStatus' && !this.dedupe.admit(payload as NamespaceStatusPayload)) return undefined;
+    if (type === 'resourceStatus' && !this.dedupe.admit(namespaceStatusOf(payload as ResourceStatusPayload)))
+      return undefined;
     return this.record(type, payload) as TendEvent<K>;
   }
 

@@ -98,6 +98,31 @@ export const NamespaceStatusPayload = Type.Object(
 );
 export type NamespaceStatusPayload = Static<typeof NamespaceStatusPayload>;
 
+/**
+ * `namespaceStatus` in the words of any plugin: the environment's resource in its target (a
+ * bucket, a directory). Recorded exactly as a namespaceStatus is (events/resource-status.ts);
+ * Kubernetes keeps namespaceStatus.
+ */
+export const ResourceStatusPayload = Type.Object(
+  {
+    pluginName: Name,
+    providerName: Name,
+    resourceName: Name,
+    resourceUid: Type.Optional(Name),
+    state: NamespaceState,
+    role: NamespaceRole,
+    cause: Type.Union([Type.Literal('created'), Type.Literal('observed'), Type.Literal('deleted')]),
+    target: Target,
+    project: Name,
+    environment: Name,
+    actionRef: Type.Optional(Name),
+    handler: Type.Optional(Name),
+    detail: Type.Optional(DetailRecord),
+  },
+  { additionalProperties: false },
+);
+export type ResourceStatusPayload = Static<typeof ResourceStatusPayload>;
+
 /** `owner/name` of a GitHub repository. */
 export const repositoryPattern = '^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$';
 
@@ -229,6 +254,7 @@ export const eventCatalog = {
   actionStatus: ActionStatusPayload,
   log: LogPayload,
   namespaceStatus: NamespaceStatusPayload,
+  resourceStatus: ResourceStatusPayload,
   sessionCompleted: SessionCompletedPayload,
   sessionFailed: SessionFailedPayload,
   sessionHeartbeat: SessionHeartbeatPayload,
@@ -245,6 +271,7 @@ export type AnyEventType = EventType | PluginEventType;
 /** Types that are written to the outbox and streamed to the server (docs/design.md#events, #event-stream). */
 export const streamedEventTypes: ReadonlySet<AnyEventType> = new Set<EventType>([
   'namespaceStatus',
+  'resourceStatus',
   'sessionStarted',
   'sessionCompleted',
   'sessionFailed',
@@ -285,6 +312,7 @@ export type EventSequence = Static<typeof EventSequence>;
 /** The types that carry a sequence: those whose effect on the registry depends on their order. */
 export const sequencedEventTypes: ReadonlySet<AnyEventType> = new Set<EventType>([
   'namespaceStatus',
+  'resourceStatus',
   'sessionStarted',
 ]);
 

@@ -9,6 +9,7 @@
 import { TendError } from '../errors.js';
 import { SessionBus } from '../events/bus.js';
 import { isStreamedType, type TendEvent } from '../events/catalog.js';
+import { statusReportOf } from '../events/resource-status.js';
 import type { CleanupJob, CleanupQueue, RestoreOrder } from '../cleanup/protocol.js';
 import type { CleanupCallContext, CleanupResult, CleanupTarget, RestoreResult } from '../plugin/types.js';
 import { CleanupRouter, type ServedPlugin } from '../router/cleanup.js';
@@ -50,7 +51,7 @@ export async function runRestoreSession(
   bus.on('*', (event) => {
     if (!isStreamedType(event.type)) return;
     events.push(event);
-    if (!early && event.type === 'namespaceStatus' && event.payload.cause === 'created') {
+    if (!early && statusReportOf(event)?.payload.cause === 'created') {
       early = o.queue
         .restoreEvents(job.id, { executorId: o.executorId, events: [...events] })
         .catch((error: unknown) =>

@@ -8,17 +8,17 @@
  */
 import { Value } from 'typebox/value';
 import { namespaceProtector } from '../cleanup/protection.js';
-import { InventoryItem } from '../cleanup/protocol.js';
+import { CleanupResource as CleanupResourceSchema } from '../cleanup/protocol.js';
 import { executorTargetKeyOfRecorded } from '../cleanup/targets.js';
 import { TendError } from '../errors.js';
 import type {
   CleanupActionResult,
   CleanupCallContext,
-  CleanupJobSpec,
   CleanupPrimitives,
   CleanupResource,
   CleanupResult,
   CleanupTarget,
+  QueuedCleanupJob,
 } from './types.js';
 
 /** What may name a resource in a target: one segment of letters, digits, `.`, `_`, `-` (never `.` or `..`). */
@@ -36,7 +36,7 @@ export function refusedBeforeReading<Settings>(
   cleanup: CleanupPrimitives<Settings>,
   ctx: Pick<CleanupCallContext<Settings>, 'protection'>,
   target: CleanupTarget,
-  job: CleanupJobSpec,
+  job: QueuedCleanupJob,
 ): string | undefined {
   const words = cleanup.words ?? defaultWords;
   const name = job.namespaceName;
@@ -45,8 +45,8 @@ export function refusedBeforeReading<Settings>(
     return `the job's target ${recordedTarget ?? '(none)'} is not ${target.targetKey}`;
   if (!resourceName.test(name)) return `"${name}" names no ${words.resource}`;
   const protectedBy = namespaceProtector({
-    systemNamespace: ctx.protection.systemNamespace,
-    patterns: ctx.protection.protectNamespaces,
+    systemNamespace: ctx.protection.systemName,
+    patterns: ctx.protection.patterns,
   })(name);
   return protectedBy ? `${words.resource} ${name} is protected (${protectedBy})` : undefined;
 }
@@ -60,7 +60,7 @@ export async function verifyAndClean<Settings>(
   cleanup: CleanupPrimitives<Settings>,
   ctx: CleanupCallContext<Settings>,
   target: CleanupTarget,
-  job: CleanupJobSpec,
+  job: QueuedCleanupJob,
 ): Promise<CleanupResult> {
   const words = cleanup.words ?? defaultWords;
   const name = job.namespaceName;
@@ -86,7 +86,7 @@ export async function verifyAndClean<Settings>(
   };
   const resource = await cleanup.read(plain, target, ref);
   if (resource === undefined) return { outcome: 'done', message: `${it} does not exist (already gone)` };
-  if (!Value.Check(InventoryItem, resource)) {
+  if (!Value.Check(CleanupResourceSchema, resource)) {
     throw new TendError(
       'TEND_PLUGIN_INVALID',
       `plugin ${ctx.provider.name}: its read of ${it} is not a resource (${describeInvalid(resource)})`,
@@ -137,10 +137,10 @@ export async function verifyAndClean<Settings>(
 /** Why the resource as read now is not the job's to act on; undefined when every check passes. */
 function refusalOf(
   resource: CleanupResource,
-  job: CleanupJobSpec,
+  job: QueuedCleanupJob,
   words: { resource: string; target: string },
 ): string | undefined {
-  if (resource.namespaceName !== job.namespaceName) return `the plugin read ${resource.namespaceName} for it`;
+  if (resource.name !== job.namespaceName) return `the plugin read ${resource.name} for it`;
   if (resource.adopted) return 'it existed before tend used it (adopted)';
   if (!resource.managedByTend) return 'it is not managed by tend (not marked as tend’s)';
   if (resource.role === 'system') return `it is a tend system ${words.resource}`;
@@ -189,6 +189,6 @@ function createdOutside(
 }
 
 function describeInvalid(resource: unknown): string {
-  const first = [...Value.Errors(InventoryItem, resource)][0];
+  const first = [...Value.Errors(CleanupResourceSchema, resource)][0];
   return first ? `${first.instancePath || '/'} ${first.message}` : 'not an object';
 }

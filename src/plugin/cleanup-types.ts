@@ -4,7 +4,7 @@
  */
 import type { TSchema } from 'typebox';
 import type { EnvironmentArchive } from '../cleanup/archive.js';
-import type { CleanupJob, CleanupOutcome, InventoryItem } from '../cleanup/protocol.js';
+import type { CleanupJob, CleanupOutcome, CleanupResource } from '../cleanup/protocol.js';
 import type { EventBroker, PluginLog, RestoreRequest, RestoreResult } from './io-types.js';
 
 /**
@@ -41,7 +41,7 @@ export interface CleanupInventory {
   complete: boolean;
   /** Why the list is not complete: the failed call, a truncated list, an expired continue token. */
   error?: string;
-  items: InventoryItem[];
+  items: CleanupResource[];
   /**
    * The target's own clock when the list was taken, if it has one (Kubernetes: the API server's
    * `Date`). The server compares its clock with it and plans nothing on a target whose clock
@@ -50,8 +50,8 @@ export interface CleanupInventory {
   observedAt?: string;
 }
 
-/** The job as a plugin's cleanup handler sees it (the queue's `CleanupJob`). */
-export type CleanupJobSpec = Pick<
+/** The queue's job as the framework's checks read it (the wire's words). */
+export type QueuedCleanupJob = Pick<
   CleanupJob,
   | 'id'
   | 'action'
@@ -66,7 +66,22 @@ export type CleanupJobSpec = Pick<
   | 'archive'
 >;
 
-/** `done`: the action happened (or the namespace was already gone); `cancelled`: a check refused it; `failed`: retry later. */
+/**
+ * The job as a plugin's `restore` sees it: the environment's resource by its name in the target
+ * (`resourceName`) and the identity it was recorded with (`resourceUid`).
+ */
+export interface CleanupJobSpec {
+  id: string;
+  action: CleanupJob['action'];
+  project: string;
+  environment: string;
+  resourceName: string;
+  resourceUid?: string;
+  target: CleanupJob['target'];
+  dryRun: boolean;
+}
+
+/** `done`: the action happened (or the resource was already gone); `cancelled`: a check refused it; `failed`: retry later. */
 export interface CleanupResult {
   outcome: CleanupOutcome;
   message: string;
@@ -80,8 +95,12 @@ export interface CleanupCallContext<Settings = unknown> {
    * executor this is the provider's configuration.
    */
   provider: { name: string; config: Settings };
-  /** Never cleaned, whatever a job says (beyond `kube-*` and `default`): the tend system namespace and `--protect-namespace` globs. */
-  protection: { systemNamespace: string; protectNamespaces: readonly string[] };
+  /**
+   * Never cleaned, whatever a job says (beyond `kube-*` and `default`): the tend system name
+   * (`tend-system`) and the executor's protection globs (`--protect-namespace`). The framework
+   * checks them before any primitive is called.
+   */
+  protection: { systemName: string; patterns: readonly string[] };
   /** Validated like any plugin event; the executor records them. */
   events: EventBroker;
   log: PluginLog;
@@ -105,10 +124,10 @@ export interface CleanupCallContext<Settings = unknown> {
 }
 
 /**
- * One resource as the plugin reads it now: the inventory item's fields (its name, identity,
- * version, marks, activity and creation time), in tend's terms.
+ * One resource as the plugin lists and reads it: its name in the target, identity, version,
+ * marks, activity and creation time, in tend's terms (docs/plugin-api.md#inventory-items).
  */
-export type CleanupResource = InventoryItem;
+export type { CleanupResource };
 
 /**
  * Which resource a job names: its name in the target, the recorded target's `path` when it has
@@ -149,7 +168,7 @@ export interface CleanupActionResult {
 export interface CleanupPrimitives<Settings = unknown> {
   /**
    * The kind of its targets: `kubernetes`, `local`, or the plugin's own (`targetKind` of the
-   * `{kind: 'plugin'}` targets its namespaceStatus events carry). The first part of their keys.
+   * `{kind: 'plugin'}` targets its status events carry). The first part of their keys.
    */
   targetKind: string;
   /** What the executor's settings for this plugin may hold (`--set <plugin>.<key>=<value>`). */
@@ -214,9 +233,9 @@ export interface CleanupPrimitives<Settings = unknown> {
   ): Promise<EnvironmentArchive>;
   /**
    * Optional: a `restore` job (the dashboard's Restore button) — re-creates the environment from
-   * its archive into `job.namespaceName`, which must not exist, through the same gate as
-   * `restoreEnvironment`, reporting the namespace it creates on `ctx.events` (the executor's
-   * restore session records it). Throws TEND_ARCHIVE for a refusal (the namespace exists again).
+   * its archive into `job.resourceName`, which must not exist, through the same gate as
+   * `restoreEnvironment`, reporting the resource it creates on `ctx.events` (the executor's
+   * restore session records it). Throws TEND_ARCHIVE for a refusal (the resource exists again).
    */
   restore?(
     ctx: CleanupCallContext<Settings>,
@@ -234,7 +253,7 @@ export interface CleanupHandlers<Settings = unknown> extends CleanupPrimitives<S
   verifyAndClean(
     ctx: CleanupCallContext<Settings>,
     target: CleanupTarget,
-    job: CleanupJobSpec,
+    job: QueuedCleanupJob,
   ): Promise<CleanupResult>;
 }
 

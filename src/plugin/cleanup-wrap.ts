@@ -6,9 +6,9 @@
 import type {
   CleanupCallContext,
   CleanupHandlers,
-  CleanupJobSpec,
   CleanupPrimitives,
   CleanupTarget,
+  QueuedCleanupJob,
 } from './types.js';
 
 /** The framework's `verifyAndClean` functions: a plugin may not bring its own. */
@@ -18,7 +18,7 @@ const checked = new WeakSet<object>();
 export function withCleanupChecks<Settings>(
   primitives: CleanupPrimitives<Settings>,
 ): CleanupHandlers<Settings> {
-  const verify = async (ctx: CleanupCallContext<Settings>, target: CleanupTarget, job: CleanupJobSpec) =>
+  const verify = async (ctx: CleanupCallContext<Settings>, target: CleanupTarget, job: QueuedCleanupJob) =>
     (await import('./cleanup-checks.js')).verifyAndClean(primitives, ctx, target, job);
   checked.add(verify);
   return { ...primitives, verifyAndClean: verify };

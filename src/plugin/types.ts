@@ -23,6 +23,12 @@ export * from './cleanup-types.js';
 export interface EnvironmentInfo {
   project: string;
   name: string;
+  /**
+   * The name of the environment's resource in its target — a bucket, a directory, a namespace
+   * (`environments[].namespace`, default `<project>-<user>`). The same value as `namespace`.
+   */
+  resourceName: string;
+  /** Kubernetes' word for `resourceName`. */
   namespace: string;
   cleanup?: CleanupPolicy;
   /** The project's variables with `--var` overrides applied (`${var.*}` in files a plugin templates). */

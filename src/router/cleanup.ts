@@ -15,11 +15,30 @@ import type {
   CleanupResult,
   CleanupTarget,
   PluginDefinition,
+  QueuedCleanupJob,
   RestoreRequest,
   RestoreResult,
 } from '../plugin/types.js';
+import { inventoryItemOf, type InventoryItem } from '../cleanup/protocol.js';
 import type { PluginEventBroker } from './broker.js';
 import { HandlerCalls, pluginLog } from './calls.js';
+
+/** A plugin's inventory as the executor sends it to the server. */
+export type WireInventory = Omit<CleanupInventory, 'items'> & { items: InventoryItem[] };
+
+/** The queue's job in the plugin contract's words. */
+function jobSpecOf(job: QueuedCleanupJob): CleanupJobSpec {
+  return {
+    id: job.id,
+    action: job.action,
+    project: job.project,
+    environment: job.environment,
+    resourceName: job.namespaceName,
+    ...(job.namespaceUid ? { resourceUid: job.namespaceUid } : {}),
+    target: job.target,
+    dryRun: job.dryRun,
+  };
+}
 
 /** A plugin this executor serves, with its resolved executor settings. */
 export interface ServedPlugin {
@@ -49,15 +68,28 @@ export class CleanupRouter {
     return this.call(served, 'targets', signal, (ctx) => served.plugin.cleanup.targets(ctx));
   }
 
-  inventory(served: ServedPlugin, target: CleanupTarget, signal: AbortSignal): Promise<CleanupInventory> {
-    return this.call(served, 'inventory', signal, (ctx) => served.plugin.cleanup.inventory(ctx, target));
+  /** The plugin's inventory in the wire's words (its resources as inventory items). */
+  async inventory(served: ServedPlugin, target: CleanupTarget, signal: AbortSignal): Promise<WireInventory> {
+    const listed = await this.call(served, 'inventory', signal, (ctx) =>
+      served.plugin.cleanup.inventory(ctx, target),
+    );
+    // What is not an object is passed on as it came, for the server to refuse with the rest.
+    const items: unknown[] = Array.isArray(listed?.items) ? listed.items : [];
+    return {
+      ...listed,
+      items: items.map((item) =>
+        typeof item === 'object' && item !== null && 'name' in item
+          ? inventoryItemOf(item as CleanupInventory['items'][number])
+          : (item as InventoryItem),
+      ),
+    };
   }
 
   /** The framework's checks around the plugin's primitives (plugin/cleanup-checks.ts), whatever the plugin. */
   verifyAndClean(
     served: ServedPlugin,
     target: CleanupTarget,
-    job: CleanupJobSpec,
+    job: QueuedCleanupJob,
     signal: AbortSignal,
     hooks: Pick<CleanupCallContext, 'confirm' | 'archive'> = {},
   ): Promise<CleanupResult> {
@@ -69,7 +101,7 @@ export class CleanupRouter {
   restore(
     served: ServedPlugin,
     target: CleanupTarget,
-    job: CleanupJobSpec,
+    job: QueuedCleanupJob,
     request: RestoreRequest,
     signal: AbortSignal,
   ): Promise<RestoreResult> {
@@ -86,7 +118,7 @@ export class CleanupRouter {
       // The framework's checks of what the job names hold for a restore too: never into a protected name.
       const refused = refusedBeforeReading(served.plugin.cleanup, ctx, target, job);
       if (refused) throw new TendError('TEND_ARCHIVE', `not restored: ${refused}`);
-      return restore(ctx, target, job, request);
+      return restore(ctx, target, jobSpecOf(job), request);
     });
   }
 

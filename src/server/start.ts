@@ -158,8 +158,8 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
         queue: app.cleanup.queue,
         plugins: served,
         protection: {
-          protectNamespaces: app.cleanup.settings.protectPatterns,
-          systemNamespace: app.cleanup.settings.systemNamespace,
+          patterns: app.cleanup.settings.protectPatterns,
+          systemName: app.cleanup.settings.systemNamespace,
         },
         intervalMs: app.cleanup.settings.intervalMs,
         log: (level, message) => logger[level]({ executor: 'embedded' }, message),

@@ -120,6 +120,8 @@ export function summarise(type: string, p: Record<string, unknown>): string {
       return 'heartbeat: command still running';
     case 'namespaceStatus':
       return `namespace ${str(p.namespaceName)} ${str(p.state)} (${str(p.cause)}, ${str(p.role)}, ${str(p.pluginName)})`;
+    case 'resourceStatus':
+      return `${str(p.pluginName)} resource ${str(p.resourceName)} ${str(p.state)} (${str(p.cause)}, ${str(p.role)})`;
     case 'actionStatus':
       return `${str(p.actionRef)} ${str(p.state)}`;
     case 'log':

@@ -10,7 +10,7 @@
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Type } from 'typebox';
-import type { InventoryItem } from '../../src/cleanup/protocol.js';
+import type { CleanupResource } from '../../src/cleanup/protocol.js';
 import { CleanupExecutor } from '../../src/executor/executor.js';
 import type { CleanupPrimitives, PluginDefinition } from '../../src/plugin/types.js';
 import { validatePlugins } from '../../src/plugin/validate.js';
@@ -25,10 +25,10 @@ const target = { kind: 'plugin', targetKind: 'careless', id: 'store-1' } as cons
 
 /** The careless plugin's store, and every call of its acting primitives. */
 function carelessPlugin() {
-  const store = new Map<string, InventoryItem>();
+  const store = new Map<string, CleanupResource>();
   const acted: string[] = [];
   /** Changes that land after the pass's inventory, right before the executor reads: a race the server cannot see. */
-  const racing = new Map<string, Partial<InventoryItem>>();
+  const racing = new Map<string, Partial<CleanupResource>>();
   const cleanup: CleanupPrimitives = {
     targetKind: 'careless',
     settingsSchema: Type.Object({}),
@@ -46,24 +46,24 @@ function carelessPlugin() {
       return store.get(name);
     },
     async delete(_ctx, _target, resource) {
-      acted.push(`delete ${resource.namespaceName}`);
-      store.delete(resource.namespaceName);
-      return { outcome: 'done', message: `deleted ${resource.namespaceName}` };
+      acted.push(`delete ${resource.name}`);
+      store.delete(resource.name);
+      return { outcome: 'done', message: `deleted ${resource.name}` };
     },
     async pause(_ctx, _target, resource) {
-      acted.push(`pause ${resource.namespaceName}`);
-      return { outcome: 'done', message: `paused ${resource.namespaceName}` };
+      acted.push(`pause ${resource.name}`);
+      return { outcome: 'done', message: `paused ${resource.name}` };
     },
     async resume(_ctx, _target, resource) {
-      acted.push(`resume ${resource.namespaceName}`);
-      return { outcome: 'done', message: `resumed ${resource.namespaceName}` };
+      acted.push(`resume ${resource.name}`);
+      return { outcome: 'done', message: `resumed ${resource.name}` };
     },
   };
   const plugin: PluginDefinition = {
     name: 'careless',
     description: 'cleanup primitives that check nothing',
     configSchema: Type.Object({}),
-    emits: ['namespaceStatus'],
+    emits: ['resourceStatus'],
     provider: {
       async init() {
         return {};
@@ -106,11 +106,12 @@ function creation(project: string, name: string, uid: string, at: Date) {
       cliVersion: '0.1.0',
       cleanupPolicy: { afterInactivity: '1h', action: 'delete' },
     }),
-    base('namespaceStatus', {
+    // The careless plugin speaks of resources, not namespaces: recorded all the same.
+    base('resourceStatus', {
       pluginName: 'careless',
       providerName: 'careless',
-      namespaceName: name,
-      namespaceUid: uid,
+      resourceName: name,
+      resourceUid: uid,
       state: 'ready',
       role: 'app',
       cause: 'created',
@@ -144,7 +145,7 @@ describe.each(dialects)('a careless plugin cannot get what tend must keep delete
     for (const name of names) {
       const resource = `bkt-${name}`;
       store.set(resource, {
-        namespaceName: resource,
+        name: resource,
         uid: `uid-${name}`,
         version: '1',
         state: 'active',
@@ -164,7 +165,7 @@ describe.each(dialects)('a careless plugin cannot get what tend must keep delete
       queue: server.app.cleanup.queue,
       plugins: [{ plugin, settings: {} } as ServedPlugin],
       // Protected at this executor only: the server planned it.
-      protection: { systemNamespace: 'tend-system', protectNamespaces: ['bkt-keep*'] },
+      protection: { systemName: 'tend-system', patterns: ['bkt-keep*'] },
       kind: 'embedded',
       name: 'careless',
       version: 'test',
@@ -177,7 +178,7 @@ describe.each(dialects)('a careless plugin cannot get what tend must keep delete
 
     // After the executor's inventory and the server's re-check, right before the executor reads,
     // the store changes under the jobs.
-    const change = (name: string, changes: Partial<InventoryItem>) => racing.set(`bkt-${name}`, changes);
+    const change = (name: string, changes: Partial<CleanupResource>) => racing.set(`bkt-${name}`, changes);
     change('foreign', { project: 'someone-else' });
     change('adopted', { adopted: true });
     change('claimed', { createdAt: new Date(now.getTime() - 24 * hour).toISOString() });
@@ -215,7 +216,7 @@ describe.each(dialects)('a careless plugin cannot get what tend must keep delete
     const { plugin, store, acted } = carelessPlugin();
     const now = clock.now();
     store.set('bkt-dry', {
-      namespaceName: 'bkt-dry',
+      name: 'bkt-dry',
       uid: 'uid-dry',
       version: '1',
       state: 'active',
@@ -231,7 +232,7 @@ describe.each(dialects)('a careless plugin cannot get what tend must keep delete
       new CleanupExecutor({
         queue: server.app.cleanup.queue,
         plugins: [{ plugin, settings: {} } as ServedPlugin],
-        protection: { systemNamespace: 'tend-system', protectNamespaces: [] },
+        protection: { systemName: 'tend-system', patterns: [] },
         kind: 'embedded',
         name: 'careless',
         version: 'test',

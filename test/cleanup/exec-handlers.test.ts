@@ -94,7 +94,7 @@ describe('exec cleanup', () => {
     expect(inventory.complete).toBe(true);
     // In tend's terms, no faked Kubernetes labels: the record's project and environment, its directory.
     expect(inventory.items).toContainEqual({
-      namespaceName: 'loc1-dev',
+      name: 'loc1-dev',
       uid: env.uid,
       version: env.uid,
       state: 'active',
@@ -127,9 +127,7 @@ describe('exec cleanup', () => {
     expect(existsSync(env.dir)).toBe(false);
     expect(isAlive(state!)).toBe(false);
     expect(events.at(-1)).toMatchObject({ state: 'missing', cause: 'deleted', namespaceUid: env.uid });
-    expect((await cleanup.inventory(ctx, target!)).items.some((i) => i.namespaceName === 'loc1-dev')).toBe(
-      false,
-    );
+    expect((await cleanup.inventory(ctx, target!)).items.some((i) => i.name === 'loc1-dev')).toBe(false);
 
     const again = await cleanup.verifyAndClean(ctx, target!, job(env, 'loc1'));
     expect(again).toMatchObject({ outcome: 'done', message: expect.stringMatching(/already gone/) });

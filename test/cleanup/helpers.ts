@@ -3,6 +3,7 @@
  * imports here): namespaces as tend creates them (seeded into kube-sim), their recording on the
  * server, cleanup call contexts for the plugins' handlers, and jobs as the server hands them out.
  */
+import { statusReportOf } from '../../src/events/resource-status.js';
 import { monotonicFactory } from 'ulidx';
 import type { KubeSim } from '../../tools/kube-sim/src/index.js';
 import type { CleanupJob } from '../../src/cleanup/protocol.js';
@@ -64,7 +65,7 @@ export function servedClusters(kubeconfig: string): ServedPlugin[] {
   return [{ plugin: kubernetesPlugin as ServedPlugin['plugin'], settings: clusterSettings(kubeconfig) }];
 }
 
-export const testProtection = { protectNamespaces: [] as string[], systemNamespace: 'tend-system' };
+export const testProtection = { patterns: [] as string[], systemName: 'tend-system' };
 
 /** A context like the router gives a cleanup call (the plugin's settings as its config), recording its events. */
 export function callContext<Settings>(
@@ -74,8 +75,12 @@ export function callContext<Settings>(
   const pluginName = o.pluginName ?? 'kubernetes';
   const bus = new SessionBus();
   const events: NamespaceStatusPayload[] = [];
-  bus.on('namespaceStatus', (e) => events.push(e.payload as NamespaceStatusPayload));
-  const declared = new Set<EventType>(['namespaceStatus', 'log']);
+  // Status reports of either name, as the registry reads them.
+  bus.on('*', (e) => {
+    const report = statusReportOf(e);
+    if (report) events.push(report.payload);
+  });
+  const declared = new Set<EventType>(['namespaceStatus', 'resourceStatus', 'log']);
   const broker = new PluginEventBroker(bus, declared, {
     pluginName,
     providerName: pluginName,
@@ -84,7 +89,7 @@ export function callContext<Settings>(
   const log: string[] = [];
   const ctx: CleanupCallContext<Settings> = {
     provider: { name: pluginName, config },
-    protection: { ...testProtection, protectNamespaces: o.protectNamespaces ?? [] },
+    protection: { ...testProtection, patterns: o.protectNamespaces ?? [] },
     events: broker,
     log: {
       debug: (m) => log.push(m),

@@ -5,7 +5,7 @@
  */
 import { Value } from 'typebox/value';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { InventoryItem } from '../../src/cleanup/protocol.js';
+import { InventoryItem, inventoryItemOf } from '../../src/cleanup/protocol.js';
 import { kubernetesPlugin } from '../../src/plugins/kubernetes/index.js';
 import type { CleanupTarget } from '../../src/plugin/types.js';
 import { startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
@@ -52,9 +52,9 @@ describe('kubernetes inventory', () => {
     const { ctx } = context();
     const inventory = await cleanup.inventory(ctx, target);
     expect(inventory.complete).toBe(true);
-    const item = inventory.items.find((i) => i.namespaceName === 'inv-a')!;
+    const item = inventory.items.find((i) => i.name === 'inv-a')!;
     expect(item).toEqual({
-      namespaceName: 'inv-a',
+      name: 'inv-a',
       uid: a.uid,
       version: a.resourceVersion,
       state: 'active',
@@ -72,7 +72,7 @@ describe('kubernetes inventory', () => {
       // No pods run in it (the savings report's figures).
       requests: { cpuMillicores: 0, memoryBytes: 0, pods: 0 },
     });
-    expect(inventory.items.some((i) => i.namespaceName === 'inv-foreign')).toBe(false);
+    expect(inventory.items.some((i) => i.name === 'inv-foreign')).toBe(false);
   });
 
   it('leaves out marks that name nothing tend knows, and still lists the namespace', async () => {
@@ -84,13 +84,13 @@ describe('kubernetes inventory', () => {
     const { ctx } = context();
     const inventory = await cleanup.inventory(ctx, target);
     expect(inventory.complete).toBe(true);
-    const item = inventory.items.find((i) => i.namespaceName === 'inv-odd')!;
+    const item = inventory.items.find((i) => i.name === 'inv-odd')!;
     expect(item).toMatchObject({ managedByTend: true, environment: 'dev', adopted: false });
     expect(item).not.toHaveProperty('project');
     expect(item).not.toHaveProperty('role');
     expect(item).not.toHaveProperty('lastActivityAt');
     // What the executor sends passes the protocol's schema (a forged mark cannot make it a 400).
-    expect(Value.Check(InventoryItem, item)).toBe(true);
+    expect(Value.Check(InventoryItem, inventoryItemOf(item))).toBe(true);
   });
 
   it('is incomplete when the list fails, comes back truncated, or its continue token expires', async () => {

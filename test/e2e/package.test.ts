@@ -179,23 +179,21 @@ describe('the npm package', () => {
 /** A cleanup part as a plugin author writes it in TypeScript, with the types from 'tend'. */
 const pluginAuthorSource = `
 import type {
-  CleanupHandlers,
   CleanupInventory,
   CleanupJob,
-  CleanupJobSpec,
-  CleanupResult,
+  CleanupPrimitives,
+  CleanupResource,
   CleanupTarget,
   EnvironmentArchive,
-  InventoryItem,
   PluginDefinition,
   RestoreResult,
   Target,
 } from 'tend';
-import { TendError } from 'tend';
+import { TendError, targetKey } from 'tend';
 
 const target: Target = { kind: 'plugin', targetKind: 'buckets', id: 'store-1' };
-const item: InventoryItem = {
-  namespaceName: 'shop-dev',
+const resource: CleanupResource = {
+  name: 'shop-dev',
   uid: 'u-1',
   version: '1',
   state: 'active',
@@ -209,17 +207,19 @@ const archive: EnvironmentArchive = {
   content: { objects: [] },
   notArchived: [],
 };
-export const cleanup: Pick<CleanupHandlers, 'inventory' | 'verifyAndClean' | 'restore'> = {
-  async inventory(): Promise<CleanupInventory> {
-    return { complete: true, items: [item] };
+export const cleanup: Pick<CleanupPrimitives, 'targets' | 'inventory' | 'archive' | 'restore'> = {
+  async targets(): Promise<CleanupTarget[]> {
+    return [{ targetKey: targetKey(target), pluginName: 'buckets', description: 'a store' }];
   },
-  async verifyAndClean(ctx, _target: CleanupTarget, job: CleanupJobSpec): Promise<CleanupResult> {
-    if (job.archive !== undefined && job.archive !== 'none') await ctx.archive?.(archive);
-    return { outcome: 'done', message: String(target.kind) };
+  async inventory(): Promise<CleanupInventory> {
+    return { complete: true, items: [resource] };
+  },
+  async archive(_ctx, _target, found): Promise<EnvironmentArchive> {
+    return { ...archive, name: found.name };
   },
   async restore(_ctx, _target, job): Promise<RestoreResult> {
-    if (job.namespaceName === 'kube-system') throw new TendError('TEND_ARCHIVE', 'never');
-    return { namespace: job.namespaceName, restored: [], notRestored: [] };
+    if (job.resourceName === 'kube-system') throw new TendError('TEND_ARCHIVE', 'never');
+    return { namespace: job.resourceName, restored: [], notRestored: [] };
   },
 };
 export function describe(job: CleanupJob, plugin: PluginDefinition): string {

@@ -16,7 +16,7 @@ import { streamEnv } from '../stream/helpers.js';
 import { callContext, testClock } from '../cleanup/helpers.js';
 import { loadPluginModule } from '../../src/plugin/load.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';
-import type { CleanupHandlers, CleanupJobSpec } from '../../src/plugin/types.js';
+import type { CleanupHandlers, QueuedCleanupJob } from '../../src/plugin/types.js';
 import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
 
 const hour = 3_600_000;
@@ -382,8 +382,8 @@ describe('the plugin-dirs cleanup handlers', () => {
     expect(target).toMatchObject({ targetKey: 'dirs/root-1', pluginName: 'dirs' });
     const inventory = await cleanup.inventory(ctx, target!);
     expect(inventory.complete).toBe(true);
-    expect(inventory.items.map((i) => i.namespaceName).sort()).toEqual(['notes-a', 'notes-kept']);
-    expect(inventory.items.find((i) => i.namespaceName === 'notes-a')).toMatchObject({
+    expect(inventory.items.map((i) => i.name).sort()).toEqual(['notes-a', 'notes-kept']);
+    expect(inventory.items.find((i) => i.name === 'notes-a')).toMatchObject({
       uid: 'uid-notes-a',
       managedByTend: true,
       project: 'notes',
@@ -392,7 +392,7 @@ describe('the plugin-dirs cleanup handlers', () => {
       detail: { path: path.join(root, 'notes-a') },
     });
 
-    const job: CleanupJobSpec = {
+    const job: QueuedCleanupJob = {
       id: 'j1',
       action: 'delete',
       project: 'notes',
@@ -403,7 +403,7 @@ describe('the plugin-dirs cleanup handlers', () => {
       target: { kind: 'plugin', targetKind: 'dirs', id: 'root-1' },
       dryRun: false,
     };
-    const refused = async (changes: Partial<CleanupJobSpec>, why: RegExp) => {
+    const refused = async (changes: Partial<QueuedCleanupJob>, why: RegExp) => {
       const result = await cleanup.verifyAndClean(ctx, target!, { ...job, ...changes });
       expect(result.outcome, result.message).toBe('cancelled');
       expect(result.message).toMatch(why);

@@ -78,7 +78,7 @@ describe.each(withCleanup.map((plugin) => ({ plugin, name: plugin.name })))(
       expect(target).toMatchObject({ targetKey, pluginName: plugin.name });
 
       const listed = async () =>
-        (await cleanup.inventory(ctx, target)).items.find((i) => i.namespaceName === recorded.namespaceName);
+        (await cleanup.inventory(ctx, target)).items.find((i) => i.name === recorded.namespaceName);
       expect((await cleanup.inventory(ctx, target)).complete).toBe(true);
       // The item in tend's terms, whatever the plugin keeps: what the server reconciles and plans from.
       expect(await listed()).toMatchObject({

@@ -7,7 +7,7 @@
 import { Type } from 'typebox';
 import { describe, expect, it } from 'vitest';
 import { SessionBus } from '../../src/events/bus.js';
-import type { CleanupJobSpec, CleanupPrimitives, PluginDefinition } from '../../src/plugin/types.js';
+import type { CleanupPrimitives, PluginDefinition, QueuedCleanupJob } from '../../src/plugin/types.js';
 import { CleanupRouter, type ServedPlugin } from '../../src/router/cleanup.js';
 
 function served(restored: string[]): ServedPlugin {
@@ -27,8 +27,8 @@ function served(restored: string[]): ServedPlugin {
       return { outcome: 'done', message: 'deleted' };
     },
     async restore(_ctx, _target, job) {
-      restored.push(job.namespaceName);
-      return { namespace: job.namespaceName, restored: [], notRestored: [] };
+      restored.push(job.resourceName);
+      return { namespace: job.resourceName, restored: [], notRestored: [] };
     },
   };
   const plugin = { name: 'store', emits: ['namespaceStatus'], cleanup } as unknown as PluginDefinition & {
@@ -37,7 +37,7 @@ function served(restored: string[]): ServedPlugin {
   return { plugin, settings: {} };
 }
 
-const job = (namespaceName: string, id = 'one'): CleanupJobSpec => ({
+const job = (namespaceName: string, id = 'one'): QueuedCleanupJob => ({
   id: 'job-1',
   action: 'restore',
   project: 'shop',
@@ -53,7 +53,7 @@ const job = (namespaceName: string, id = 'one'): CleanupJobSpec => ({
 describe('a restore job, for any plugin', () => {
   const router = new CleanupRouter({
     bus: new SessionBus(),
-    protection: { systemNamespace: 'tend-system', protectNamespaces: ['prod-*'] },
+    protection: { systemName: 'tend-system', patterns: ['prod-*'] },
     user: 'test',
     hostId: 'host',
   });

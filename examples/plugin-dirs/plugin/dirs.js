@@ -1,7 +1,7 @@
 // @ts-check
 /**
  * An example third-party tend plugin whose environments are not Kubernetes namespaces but
- * directories under a root it is configured with: the provider `dirs` keeps `<root>/<namespace>`
+ * directories under a root it is configured with: the provider `dirs` keeps `<root>/<resource name>`
  * (with a record file proving tend created it), the Deploy action type `file` writes one file into
  * it, and the `cleanup` part lets tend's executors list, archive and delete idle environments
  * and restore a deleted one from its archive — with no file of tend naming this plugin. Its
@@ -67,27 +67,31 @@ function readRecord(dir) {
   return record;
 }
 
-/** The target events carry for a root: the plugin's own kind, its id, the root for people. */
+/**
+ * The target of a root — the plugin's own kind, its id, the root for people — stated once: its
+ * events carry it, and `targets()` serves its key, `<targetKind>/<id>`.
+ */
 const targetOf = (root, id) => ({
   kind: 'plugin',
   targetKind: 'dirs',
   id,
   label: `directories under ${root}`,
 });
+const keyOf = (target) => `${target.targetKind}/${target.id}`;
 
 /** The provider's view of this call's environment. */
 function environmentOf(ctx) {
   const root = path.resolve(ctx.projectRoot, ctx.provider.config.root);
-  const name = ctx.environment.namespace;
+  const name = ctx.environment.resourceName;
   if (!namePattern.test(name)) throw new Error(`"${name}" cannot name a directory of ${root}`);
   return { root, name, dir: path.join(root, name) };
 }
 
 /** Reports the environment (every call that touches it does, before the work) and stamps its use. */
 function report(ctx, root, rootId, name, record, state, cause) {
-  ctx.events.emit('namespaceStatus', {
-    namespaceName: name,
-    ...(record ? { namespaceUid: record.uid } : {}),
+  ctx.events.emit('resourceStatus', {
+    resourceName: name,
+    ...(record ? { resourceUid: record.uid } : {}),
     state,
     role: 'app',
     cause,
@@ -144,7 +148,7 @@ const fileHandlers = {
 /** A directory with a record, in tend's terms (the inventory's items, and what `read` answers). */
 function resourceOf(dir, record) {
   return {
-    namespaceName: path.basename(dir),
+    name: path.basename(dir),
     uid: record.uid,
     // Changes whenever a use stamps the record: the precondition of a deletion.
     version: `${record.uid}@${record.lastActivityAt ?? ''}`,
@@ -195,7 +199,7 @@ const cleanup = {
     return id
       ? [
           {
-            targetKey: `dirs/${id}`,
+            targetKey: keyOf(targetOf(root, id)),
             pluginName: 'dirs',
             description: `directories under ${root}`,
             state: { root },
@@ -236,7 +240,7 @@ const cleanup = {
   async delete(ctx, target, resource, precondition) {
     const { root } = /** @type {{ root: string }} */ (target.state);
     const rootId = target.targetKey.slice('dirs/'.length);
-    const dir = path.join(root, resource.namespaceName);
+    const dir = path.join(root, resource.name);
     const doomed = path.join(root, `.deleting-${precondition.uid}`);
     rmSync(doomed, { recursive: true, force: true }); // what an interrupted delete of it left
     try {
@@ -256,13 +260,13 @@ const cleanup = {
       events: ctx.events,
       environment: { project: moved.project, name: moved.environment },
     };
-    report(asRecorded, root, rootId, resource.namespaceName, moved, 'missing', 'deleted');
+    report(asRecorded, root, rootId, resource.name, moved, 'missing', 'deleted');
     return { outcome: 'done', message: `removed ${dir}` };
   },
   /** Read-only: the directory's files, which tend stores with the server before it deletes it. */
   async archive(_ctx, target, resource) {
     const { root } = /** @type {{ root: string }} */ (target.state);
-    return archiveOf(path.join(root, resource.namespaceName), resource.namespaceName);
+    return archiveOf(path.join(root, resource.name), resource.name);
   },
   /**
    * A restore job (the dashboard's Restore button): the directory created anew — never one that
@@ -272,7 +276,7 @@ const cleanup = {
   async restore(ctx, target, job, { archive }) {
     const { root } = /** @type {{ root: string }} */ (target.state);
     const asRecorded = { events: ctx.events, environment: { project: job.project, name: job.environment } };
-    return restoreInto(asRecorded, root, target.targetKey.slice('dirs/'.length), job.namespaceName, archive);
+    return restoreInto(asRecorded, root, target.targetKey.slice('dirs/'.length), job.resourceName, archive);
   },
 };
 
@@ -307,7 +311,7 @@ export default {
   name: 'dirs',
   description: 'environments as directories under a root, cleaned up by tend',
   configSchema: Root,
-  emits: ['namespaceStatus', 'log'],
+  emits: ['resourceStatus', 'log'],
   provider: {
     async init() {
       return {};

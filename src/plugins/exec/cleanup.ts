@@ -48,7 +48,7 @@ export async function inventory(): Promise<CleanupInventory> {
 /** An environment directory in tend's terms: no faked Kubernetes labels, its record's marks. */
 function resourceOf(dir: string, record: EnvironmentRecord): CleanupResource {
   return {
-    namespaceName: path.basename(dir),
+    name: path.basename(dir),
     uid: record.uid,
     // The record never changes while the environment exists.
     version: record.uid,

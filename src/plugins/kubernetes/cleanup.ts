@@ -21,7 +21,6 @@ import type {
   RestoreRequest,
   RestoreResult,
 } from '../../plugin/types.js';
-import type { InventoryItem } from '../../cleanup/protocol.js';
 import { annotations, KubeClient, labels, type ClusterIdentity, type NamespaceInfo } from './client/index.js';
 import type { GateContext } from './client/gate.js';
 import { requestsFailure, type NamespaceRequests } from './client/requests.js';
@@ -38,7 +37,7 @@ interface ClusterTargetState {
 
 function settingsFor(ctx: Context, state: { context?: string; kubeconfig?: string }, namespace: string) {
   const settings: ProviderSettings = {
-    ...settingsOf({ systemNamespace: ctx.protection.systemNamespace }, namespace),
+    ...settingsOf({ systemNamespace: ctx.protection.systemName }, namespace),
     ...(state.context ? { context: state.context } : {}),
     ...(state.kubeconfig ? { kubeconfig: state.kubeconfig } : {}),
   };
@@ -98,7 +97,7 @@ function mark(value: string | undefined, maxLength = 253): string | undefined {
 const lastIsoTime = Date.UTC(10_000, 0, 1);
 
 /** The namespace in tend's terms: its label and `tend.dev/*` annotations mapped to the item's fields. */
-function inventoryItem(info: NamespaceInfo): InventoryItem {
+function inventoryItem(info: NamespaceInfo): CleanupResource {
   const a = info.annotations;
   const role = a[annotations.role];
   const activity = Date.parse(a[annotations.lastActivity] ?? '');
@@ -106,7 +105,7 @@ function inventoryItem(info: NamespaceInfo): InventoryItem {
   const project = mark(a[annotations.project]);
   const environment = mark(a[annotations.environment]);
   return {
-    namespaceName: info.name,
+    name: info.name,
     uid: info.uid!,
     version: info.resourceVersion!,
     state: info.state === 'terminating' ? 'terminating' : 'active',
@@ -144,10 +143,10 @@ async function podRequests(
   ctx: Context,
   target: CleanupTarget,
   client: KubeClient,
-  items: InventoryItem[],
+  items: CleanupResource[],
 ): Promise<Map<string, NamespaceRequests> | undefined> {
-  const names = new Set(items.map((i) => i.namespaceName));
-  const listed = new Set(items.map((i) => `${i.namespaceName}\u0000${i.uid}`));
+  const names = new Set(items.map((i) => i.name));
+  const listed = new Set(items.map((i) => `${i.name}\u0000${i.uid}`));
   const last = listedRequests.get(target.targetKey);
   const now = Date.now();
   if (
@@ -188,7 +187,7 @@ export async function inventory(ctx: Context, target: CleanupTarget): Promise<Cl
   const items = listable.map(inventoryItem);
   const requests = await podRequests(ctx, target, client, items);
   for (const item of items) {
-    const r = requests?.get(item.namespaceName);
+    const r = requests?.get(item.name);
     if (r) item.requests = r;
   }
   const observedAt = client.serverTime();
@@ -205,7 +204,7 @@ async function clientFor(ctx: Context, target: CleanupTarget, resource: CleanupR
   const state = stateOf(target);
   return KubeClient.forCall(
     gateContext(ctx, { project: resource.project ?? '-', name: resource.environment ?? '-' }),
-    settingsFor(ctx, state, resource.namespaceName),
+    settingsFor(ctx, state, resource.name),
     state.identity,
   );
 }
@@ -233,8 +232,8 @@ function lockedTo(ctx: Context, resource: CleanupResource, precondition: Cleanup
     uid: precondition.uid,
     version: precondition.version,
     protectedName: namespaceProtector({
-      systemNamespace: ctx.protection.systemNamespace,
-      patterns: ctx.protection.protectNamespaces,
+      systemNamespace: ctx.protection.systemName,
+      patterns: ctx.protection.patterns,
     }),
   };
 }
@@ -251,10 +250,7 @@ export async function remove(
   precondition: CleanupPrecondition,
 ): Promise<CleanupActionResult> {
   const client = await clientFor(ctx, target, resource);
-  const result = await client.namespaces.deleteOwned(
-    resource.namespaceName,
-    lockedTo(ctx, resource, precondition),
-  );
+  const result = await client.namespaces.deleteOwned(resource.name, lockedTo(ctx, resource, precondition));
   switch (result.outcome) {
     case 'deleted':
       return { outcome: 'done', message: result.message };
@@ -277,7 +273,7 @@ export async function change(
   const client = await clientFor(ctx, target, resource);
   const changed = await client.workloads.verifiedChange(
     action,
-    resource.namespaceName,
+    resource.name,
     lockedTo(ctx, resource, precondition),
   );
   return {
@@ -295,9 +291,7 @@ export async function preview(
 ): Promise<string | undefined> {
   if (action !== 'pause') return undefined;
   const client = await clientFor(ctx, target, resource);
-  return describeChanges(
-    await client.workloads.pause(resource.namespaceName, { dryRun: true, strict: true }),
-  );
+  return describeChanges(await client.workloads.pause(resource.name, { dryRun: true, strict: true }));
 }
 
 /** The namespace's archive (its objects, and its Secrets when asked), of the namespace that was checked. */
@@ -308,11 +302,11 @@ export async function archive(
   o: { withSecrets: boolean },
 ): Promise<EnvironmentArchive> {
   const client = await clientFor(ctx, target, resource);
-  const info = await client.namespaces.read(resource.namespaceName);
+  const info = await client.namespaces.read(resource.name);
   if (!info || info.uid !== resource.uid) {
     throw new TendError(
       'TEND_ARCHIVE',
-      `namespace ${resource.namespaceName} changed before its archive was taken; not deleted`,
+      `namespace ${resource.name} changed before its archive was taken; not deleted`,
     );
   }
   return client.archives.collect(info, o.withSecrets);
@@ -329,7 +323,7 @@ export async function restore(
   request: RestoreRequest,
 ): Promise<RestoreResult> {
   const state = stateOf(target);
-  const name = job.namespaceName;
+  const name = job.resourceName;
   const jobCluster = (job.target as { clusterId?: unknown }).clusterId;
   if (jobCluster !== state.identity.clusterId) {
     throw new TendError(
@@ -338,8 +332,8 @@ export async function restore(
     );
   }
   const protectedBy = namespaceProtector({
-    systemNamespace: ctx.protection.systemNamespace,
-    patterns: ctx.protection.protectNamespaces,
+    systemNamespace: ctx.protection.systemName,
+    patterns: ctx.protection.patterns,
   })(name);
   if (protectedBy)
     throw new TendError(

@@ -24,11 +24,18 @@ import { writeAudit } from '../db/repositories/audit.js';
 import type { CleanupJobRow, Database, Environment } from '../db/schema.js';
 import { ingestBatch, validateBatch } from '../registry/batch.js';
 import { environmentView } from '../views.js';
+import { statusReportOf } from '../../events/resource-status.js';
 import type { ArchiveStore } from './archives.js';
 import { jobAudit } from './audits.js';
 
-/** The event types a restore session may report: its own life and the namespaces it touched. */
-const restoreEventTypes = new Set(['sessionStarted', 'sessionCompleted', 'sessionFailed', 'namespaceStatus']);
+/** The event types a restore session may report: its own life and the namespaces (resources) it touched. */
+const restoreEventTypes = new Set([
+  'sessionStarted',
+  'sessionCompleted',
+  'sessionFailed',
+  'namespaceStatus',
+  'resourceStatus',
+]);
 
 /** Refusals of a restore session that a retry cannot change. */
 const permanentRefusals = new Set<string>([
@@ -226,10 +233,10 @@ export class RestoreJobs {
   ): Promise<IngestResult> {
     const now = this.now();
     const checked = events && events.length > 0 ? this.check(job, events) : [];
-    const created = checked.some(
-      (e) =>
-        e.type === 'namespaceStatus' && e.payload.cause === 'created' && e.payload.namespaceUid !== undefined,
-    );
+    const created = checked.some((e) => {
+      const report = statusReportOf(e)?.payload;
+      return report?.cause === 'created' && report.namespaceUid !== undefined;
+    });
     if (outcome === 'done' && !created) {
       throw new TendError(
         'TEND_SERVER_BAD_REQUEST',
@@ -279,8 +286,8 @@ export class RestoreJobs {
           );
         }
       }
-      if (e.type === 'namespaceStatus') {
-        const p = e.payload;
+      const p = statusReportOf(e)?.payload;
+      if (p) {
         const key = targetKey(p.target as Target);
         if (
           p.namespaceName !== job.namespace_name ||

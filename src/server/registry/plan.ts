@@ -15,6 +15,7 @@ import type {
   TendEvent,
 } from '../../events/catalog.js';
 import { readOnlyCommands, sessionStopped } from '../../events/catalog.js';
+import { statusReportOf } from '../../events/resource-status.js';
 import type { CleanupPolicy } from '../../cleanup/policy.js';
 import type { EnvironmentRow, SessionUpdate, StoredSession } from '../db/repositories/registry.js';
 import { environmentKey, type EnvironmentIdentity } from './keys.js';
@@ -88,6 +89,9 @@ export interface BatchPlan {
   known: Map<string, KnownSession>;
 }
 
+/** A plugin's resourceStatus is recorded exactly as a namespaceStatus. */
+const asRecorded = (e: TendEvent): TendEvent => statusReportOf(e) ?? e;
+
 /** What the events change, worked out in memory: environments touched, session updates. */
 export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, now: string): BatchPlan {
   const touches = new Map<string, EnvironmentTouch>();
@@ -129,7 +133,7 @@ export function planBatch(fresh: TendEvent[], known: Map<string, KnownSession>, 
     return activity !== undefined;
   };
 
-  for (const e of fresh) {
+  for (const e of fresh.map(asRecorded)) {
     switch (e.type) {
       case 'sessionStarted': {
         const p: SessionStartedPayload = e.payload;

@@ -64,7 +64,7 @@ async function call(namespace: string) {
     sessionId: bus.sessionId,
     projectRoot: '/nonexistent',
     tendDir: '/nonexistent/.tend',
-    environment: { project: 'gate', name: 'dev', namespace, variables: {} },
+    environment: { project: 'gate', name: 'dev', namespace, resourceName: namespace, variables: {} },
     provider: { name: 'kubernetes', config, state: undefined },
     events: broker,
     log: pluginLog,

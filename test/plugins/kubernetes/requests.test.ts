@@ -106,7 +106,7 @@ spec:
     const { ctx } = callContext(clusterSettings(handle.kubeconfig));
     const inventory = await cleanup.inventory(ctx, target);
     expect(inventory.complete).toBe(true);
-    const byName = new Map(inventory.items.map((i) => [i.namespaceName, i.requests]));
+    const byName = new Map(inventory.items.map((i) => [i.name, i.requests]));
     expect(byName.get('req-busy')).toEqual({ cpuMillicores: 1100, memoryBytes: 1088 * 2 ** 20, pods: 2 });
     expect(byName.get('req-idle')).toEqual({ cpuMillicores: 0, memoryBytes: 0, pods: 0 });
     expect(byName.has('req-foreign')).toBe(false);
@@ -116,9 +116,9 @@ spec:
     expect(podLists().length).toBe(1);
     expect(podLists()[0]!.namespace ?? '').toBe('');
     // The next inventory reuses the recent listing; a namespace it does not know lists again.
-    expect(
-      (await cleanup.inventory(ctx, target)).items.find((i) => i.namespaceName === 'req-busy')?.requests,
-    ).toEqual({ cpuMillicores: 1100, memoryBytes: 1088 * 2 ** 20, pods: 2 });
+    expect((await cleanup.inventory(ctx, target)).items.find((i) => i.name === 'req-busy')?.requests).toEqual(
+      { cpuMillicores: 1100, memoryBytes: 1088 * 2 ** 20, pods: 2 },
+    );
     expect(podLists().length).toBe(1);
     seedNamespace(handle.sim, 'req-later');
     await cleanup.inventory(ctx, target);
