@@ -210,13 +210,34 @@ spec: { image: "\${actions.build.api.outputs.nope}" }
     await execute('build', root);
     const before = (await kubectlJson<NamespaceJson>(h.kubeconfig, 'get', 'namespace', 'ns-terminating'))
       .metadata.uid;
+    // A finalizer holds the namespace terminating until the build has seen it so, however slow.
+    const hold = (finalizers: string[] | null) =>
+      kubectl(
+        h.kubeconfig,
+        'patch',
+        'namespace',
+        'ns-terminating',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ metadata: { finalizers } }),
+      );
+    await hold(['tend.test/hold']);
     await kubectl(h.kubeconfig, 'delete', 'namespace', 'ns-terminating', '--wait=false');
     await waitFor(
       () => h.sim.store.get('namespaces', '', 'ns-terminating')?.status?.phase === 'Terminating',
       'the namespace to be terminating',
     );
     writeFileSync(path.join(root, 'api', 'main.js'), 'console.log("v2")\n');
-    const result = await execute('build', root);
+    const running = execute('build', root);
+    await waitFor(
+      () =>
+        namespaceEvents(allEvents(root)).some(
+          (e) => e.namespaceName === 'ns-terminating' && e.state === 'terminating',
+        ),
+      'the build to see the namespace terminating',
+    );
+    await hold(null);
+    const result = await running;
     expect(result.exitCode).toBe(0);
     const after = (await kubectlJson<NamespaceJson>(h.kubeconfig, 'get', 'namespace', 'ns-terminating'))
       .metadata.uid;

@@ -281,7 +281,11 @@ export class Cluster {
       this.store.replace(rt, obj);
       return this.store.remove(rt, meta.namespace ?? '', meta.name)!;
     }
-    return this.store.replace(rt, obj);
+    const replaced = this.store.replace(rt, obj);
+    // A terminating namespace whose last finalizer went: the controller finishes it now.
+    if (rt.kind === 'Namespace' && (old.metadata.finalizers ?? []).length > 0)
+      this.finishNamespace(meta.name);
+    return replaced;
   }
 
   patch(
@@ -553,10 +557,18 @@ export class Cluster {
     }
   }
 
-  /** Remove every object in a namespace, then the namespace itself. */
+  /**
+   * Remove every object in a namespace, then the namespace itself — unless finalizers still hold
+   * it, as on a real cluster: any in `metadata.finalizers`, or one in `spec.finalizers` other
+   * than the namespace controller's own (`kubernetes`). Clearing them finishes it.
+   */
   finishNamespace(name: string): void {
     const ns = this.store.get(NS, '', name);
     if (!ns || ns.status?.phase !== 'Terminating') return;
+    const held =
+      (ns.metadata.finalizers ?? []).length > 0 ||
+      ((ns.spec?.finalizers ?? []) as string[]).some((f) => f !== 'kubernetes');
+    if (held) return;
     for (const [key, names] of this.store.contentsOf(name)) {
       const rt = RESOURCES.find((r) => r.key === key)!;
       for (const n of names) this.store.remove(rt, name, n);

@@ -456,6 +456,30 @@ data:
     );
     expect((await call(sim, 'GET', '/api/v1/namespaces/t/configmaps/fin')).status).toBe(404);
   });
+
+  it('a namespace with finalizers stays Terminating until they are removed, then goes with its contents', async () => {
+    await call(sim, 'POST', '/api/v1/namespaces', {
+      ...ns('held'),
+      metadata: { name: 'held', finalizers: ['tend.dev/hold'] },
+    });
+    await call(sim, 'POST', '/api/v1/namespaces/held/configmaps', cm('inside'));
+    await call(sim, 'POST', '/api/v1/namespaces', ns('free'));
+    // Deleted in this order, so the controller finishes `held` (or would) before `free`.
+    await call(sim, 'DELETE', '/api/v1/namespaces/held');
+    await call(sim, 'DELETE', '/api/v1/namespaces/free');
+    await waitFor(() => !sim.store.get('namespaces', '', 'free'), 'the namespace without finalizers gone');
+    expect(sim.store.get('namespaces', '', 'held')?.status?.phase).toBe('Terminating');
+    expect(sim.store.get('configmaps', 'held', 'inside')).toBeDefined();
+    await call(
+      sim,
+      'PATCH',
+      '/api/v1/namespaces/held',
+      { metadata: { finalizers: null } },
+      { contentType: 'application/merge-patch+json' },
+    );
+    expect((await call(sim, 'GET', '/api/v1/namespaces/held')).status).toBe(404);
+    expect(sim.store.get('configmaps', 'held', 'inside')).toBeUndefined();
+  });
 });
 
 describe('watch', () => {
