@@ -123,9 +123,16 @@ describe('the npm package', () => {
     expect(
       await typeCheckPluginAuthor(
         installed,
-        pluginAuthorSource.replace("outcome: 'done'", "outcome: 'deleted'"),
+        pluginAuthorSource.replace("state: 'active'", "state: 'running'"),
       ),
     ).toMatch(/error TS2322/);
+    // The wire's word is not the plugin's: a resource named by namespaceName does not compile.
+    expect(
+      await typeCheckPluginAuthor(
+        installed,
+        pluginAuthorSource.replace("name: 'shop-dev',\n  uid", "namespaceName: 'shop-dev',\n  uid"),
+      ),
+    ).toMatch(/error TS2353/);
 
     const version = await installedTend(['--version']).exited;
     expect(version.code, version.stderr).toBe(0);
