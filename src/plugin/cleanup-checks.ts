@@ -16,6 +16,7 @@ import type {
   CleanupCallContext,
   CleanupPrimitives,
   CleanupResource,
+  CleanupResourceRef,
   CleanupResult,
   CleanupTarget,
   QueuedCleanupJob,
@@ -51,6 +52,34 @@ export function refusedBeforeReading<Settings>(
   return protectedBy ? `${words.resource} ${name} is protected (${protectedBy})` : undefined;
 }
 
+/** What `read` is given for a job: the name, the recorded target's path, the job's project and environment. */
+function resourceRefOf(job: QueuedCleanupJob): CleanupResourceRef {
+  return {
+    name: job.namespaceName,
+    ...(typeof job.target.path === 'string' ? { path: job.target.path } : {}),
+    project: job.project,
+    environment: job.environment,
+  };
+}
+
+/**
+ * Why a restore job may not write into what it names: what `refusedBeforeReading` refuses, or a
+ * resource that exists under the name (read fresh) — a refusal of the framework's, so that it is
+ * final for every plugin, whatever its `restore` would throw.
+ */
+export async function refusedBeforeRestoring<Settings>(
+  cleanup: CleanupPrimitives<Settings>,
+  ctx: Omit<CleanupCallContext<Settings>, 'confirm' | 'archive'>,
+  target: CleanupTarget,
+  job: QueuedCleanupJob,
+): Promise<string | undefined> {
+  const refused = refusedBeforeReading(cleanup, ctx, target, job);
+  if (refused) return refused;
+  const existing = await cleanup.read(ctx, target, resourceRefOf(job));
+  const words = cleanup.words ?? defaultWords;
+  return existing ? `${words.resource} ${job.namespaceName} exists (uid ${existing.uid})` : undefined;
+}
+
 /**
  * One job, checked and acted on: `done` (acted, or already gone), `cancelled` (a check refused
  * it, a dry run, the server withdrew it, or the precondition failed), or a throw (failed,
@@ -78,13 +107,7 @@ export async function verifyAndClean<Settings>(
 
   // The primitives get neither the server's last word nor the archive: those are the framework's.
   const { confirm, archive, ...plain } = ctx;
-  const ref = {
-    name,
-    ...(typeof job.target.path === 'string' ? { path: job.target.path } : {}),
-    project: job.project,
-    environment: job.environment,
-  };
-  const resource = await cleanup.read(plain, target, ref);
+  const resource = await cleanup.read(plain, target, resourceRefOf(job));
   if (resource === undefined) return { outcome: 'done', message: `${it} does not exist (already gone)` };
   if (!Value.Check(CleanupResourceSchema, resource)) {
     throw new TendError(

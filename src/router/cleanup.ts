@@ -6,7 +6,7 @@
  */
 import { TendError } from '../errors.js';
 import type { SessionBus } from '../events/bus.js';
-import { refusedBeforeReading, verifyAndClean } from '../plugin/cleanup-checks.js';
+import { refusedBeforeRestoring, verifyAndClean } from '../plugin/cleanup-checks.js';
 import type {
   CleanupCallContext,
   CleanupPrimitives,
@@ -115,8 +115,9 @@ export class CleanupRouter {
       );
     }
     return this.call(served, 'restore', signal, async (ctx) => {
-      // The framework's checks of what the job names hold for a restore too: never into a protected name.
-      const refused = refusedBeforeReading(served.plugin.cleanup, ctx, target, job);
+      // The framework's checks of what the job names hold for a restore too: never into a
+      // protected name, nor into one that exists.
+      const refused = await refusedBeforeRestoring(served.plugin.cleanup, ctx, target, job);
       if (refused) throw new TendError('TEND_ARCHIVE', `not restored: ${refused}`);
       return restore(ctx, target, jobSpecOf(job), request);
     });

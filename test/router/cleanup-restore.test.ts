@@ -1,8 +1,9 @@
 /**
  * A restore job goes through the framework's checks of what it names before the plugin's
  * `restore` primitive runs, whatever the plugin: the job's target is the one served, the name is a
- * name, and never a protected one. A plugin whose `restore` checks nothing is never asked to write
- * into kube-system or a `--protect-namespace` glob.
+ * name, never a protected one, and nothing exists under it. A plugin whose `restore` checks
+ * nothing is never asked to write into kube-system, a `--protect-namespace` glob, or a resource
+ * that exists.
  */
 import { Type } from 'typebox';
 import { describe, expect, it } from 'vitest';
@@ -10,7 +11,8 @@ import { SessionBus } from '../../src/events/bus.js';
 import type { CleanupPrimitives, PluginDefinition, QueuedCleanupJob } from '../../src/plugin/types.js';
 import { CleanupRouter, type ServedPlugin } from '../../src/router/cleanup.js';
 
-function served(restored: string[]): ServedPlugin {
+/** A store whose `restore` checks nothing; `existing` are the names `read` finds. */
+function served(restored: string[], existing: string[] = []): ServedPlugin {
   const cleanup: CleanupPrimitives = {
     targetKind: 'store',
     settingsSchema: Type.Object({}),
@@ -20,8 +22,17 @@ function served(restored: string[]): ServedPlugin {
     async inventory() {
       return { complete: true, items: [] };
     },
-    async read() {
-      return undefined;
+    async read(_ctx, _target, { name }) {
+      if (!existing.includes(name)) return undefined;
+      const marks = { project: 'shop', environment: 'dev', role: 'app' as const, adopted: false };
+      return {
+        name,
+        uid: 'uid-now',
+        version: '1',
+        state: 'active' as const,
+        managedByTend: true,
+        ...marks,
+      };
     },
     async delete() {
       return { outcome: 'done', message: 'deleted' };
@@ -83,6 +94,17 @@ describe('a restore job, for any plugin', () => {
       expect(restored).toEqual([]);
     },
   );
+
+  it('into a name that exists (read fresh) is refused with TEND_ARCHIVE, whatever the plugin would do', async () => {
+    const restored: string[] = [];
+    await expect(
+      router.restore(served(restored, ['shop-dev']), target, job('shop-dev'), request as never, signal),
+    ).rejects.toMatchObject({
+      code: 'TEND_ARCHIVE',
+      message: 'not restored: resource shop-dev exists (uid uid-now)',
+    });
+    expect(restored).toEqual([]);
+  });
 
   it('into a name of its own target reaches the plugin', async () => {
     const restored: string[] = [];
