@@ -251,7 +251,7 @@ const cleanup = {
       throw error;
     }
     const moved = readRecord(doomed);
-    if (!moved || resourceOf(dir, moved).version !== precondition.version) {
+    if (!moved || moved.uid !== precondition.uid || resourceOf(dir, moved).version !== precondition.version) {
       renameSync(doomed, dir);
       return { outcome: 'changed', message: `${dir} left alone: changed since the check` };
     }
