@@ -73,14 +73,23 @@ export async function read(
   return record ? resourceOf(ref.path, record) : undefined;
 }
 
-/** The directory of a resource this plugin read, and its record again: removed in between is gone. */
+const changed = (dir: string): CleanupActionResult => ({
+  outcome: 'changed',
+  message: `environment ${dir} changed since the check (another record); left alone`,
+});
+
+/**
+ * The directory of a resource this plugin read, and its record again; or the answer when there
+ * is none now (`gone`) or another one (`changed`).
+ */
 function current(
   resource: CleanupResource,
   uid: string,
-): { dir: string; record: EnvironmentRecord } | undefined {
+): { dir: string; record: EnvironmentRecord } | CleanupActionResult {
   const dir = resource.detail!.path!;
   const record = readRecord(dir);
-  return record?.uid === uid ? { dir, record } : undefined;
+  if (!record) return { outcome: 'gone', message: `environment ${dir} does not exist (already gone)` };
+  return record.uid === uid ? { dir, record } : changed(dir);
 }
 
 function reportRemoved(
@@ -101,11 +110,6 @@ function reportRemoved(
   });
 }
 
-const changed = (dir: string): CleanupActionResult => ({
-  outcome: 'changed',
-  message: `environment ${dir} changed since the check (another record); left alone`,
-});
-
 export async function remove(
   ctx: CleanupCallContext,
   target: CleanupTarget,
@@ -113,7 +117,7 @@ export async function remove(
   precondition: { uid: string },
 ): Promise<CleanupActionResult> {
   const found = current(resource, precondition.uid);
-  if (!found) return changed(resource.detail!.path!);
+  if ('outcome' in found) return found;
   const stopped = await removeEnvironment(found.dir);
   reportRemoved(ctx, target, found.dir, found.record);
   return { outcome: 'done', message: `stopped ${stopped} process(es) and removed ${found.dir}` };
@@ -126,7 +130,7 @@ export async function pause(
   precondition: { uid: string },
 ): Promise<CleanupActionResult> {
   const found = current(resource, precondition.uid);
-  if (!found) return changed(resource.detail!.path!);
+  if ('outcome' in found) return found;
   const paused = await pauseEnvironment(found.dir);
   return {
     outcome: 'done',
@@ -141,7 +145,7 @@ export async function resume(
   precondition: { uid: string },
 ): Promise<CleanupActionResult> {
   const found = current(resource, precondition.uid);
-  if (!found) return changed(resource.detail!.path!);
+  if ('outcome' in found) return found;
   const started = await resumeEnvironment(found.dir, ctx.signal);
   return {
     outcome: 'done',
