@@ -4,18 +4,29 @@
  * request log (kube-sim), one session per handler call, and compares the namespaces the cluster
  * saw requests for with the namespaces the plugin reported in `namespaceStatus` events. A
  * namespace touched but not reported — a plugin calling the API with its own client, say — fails
- * the contract: the harness checks the wire, not the plugin's word (docs/plugin-api.md).
+ * the contract: the harness checks the wire, not the plugin's word (docs/plugin-api.md). Its
+ * cleanup conformance kit (cleanup-conformance.ts) checks a plugin's cleanup primitives.
  */
 import { openProject, resolveAction, startSession } from '../commands/context.js';
 import type { TendEvent } from '../events/catalog.js';
 import { ActionGraph } from '../graph/graph.js';
 import { computeVersions } from '../graph/version.js';
-import { resetConnections } from '../plugins/kubernetes/client/index.js';
 import { actionHandlerNames, type ActionKind, type Outputs } from '../plugin/types.js';
 import type { ActionResults, Router } from '../router/router.js';
+import { withKubeconfig } from './kubeconfig.js';
 import type { WireLog, WireRequest } from './wire.js';
 
 export { kubeSimWire, type KubeSimAddress, type WireLog, type WireRequest } from './wire.js';
+export {
+  CleanupConformanceError,
+  checkCleanupConformance,
+  runCleanupConformance,
+  type CleanupCheckName,
+  type CleanupCheckResult,
+  type CleanupConformanceOptions,
+  type CleanupConformanceReport,
+  type RecordedResource,
+} from './cleanup-conformance.js';
 
 export interface PluginContractOptions {
   /** A project (a directory with tend.yml) whose providers are the plugin under test. */
@@ -76,10 +87,7 @@ interface PlannedCall {
 
 /** Runs the contract and returns what it found; `checkPluginContract` throws on failures. */
 export async function runPluginContract(options: PluginContractOptions): Promise<PluginContractReport> {
-  const previousKubeconfig = process.env.KUBECONFIG;
-  if (options.kubeconfig) process.env.KUBECONFIG = options.kubeconfig;
-  resetConnections();
-  try {
+  return withKubeconfig(options.kubeconfig, async () => {
     const calls: ContractCall[] = [];
     const outputs: Record<string, Outputs> = {};
     for (const planned of await plan(options)) calls.push(await runCall(options, planned, outputs));
@@ -94,13 +102,7 @@ export async function runPluginContract(options: PluginContractOptions): Promise
       if (call.error !== undefined) failures.push(`${at} failed: ${call.error}`);
     }
     return { calls, failures };
-  } finally {
-    if (options.kubeconfig) {
-      if (previousKubeconfig === undefined) delete process.env.KUBECONFIG;
-      else process.env.KUBECONFIG = previousKubeconfig;
-    }
-    resetConnections();
-  }
+  });
 }
 
 /** Runs the contract and throws a PluginContractError listing every failure. */
