@@ -5,25 +5,26 @@
  * so are `copyFrom`, `buildAtSource` and `build` (config/build-keys.ts),
  * and each action type's spec in tend's terms — exec (`deployCommand`, `shell`), container Build
  * and Deploy, container Test/Run (run as a kubernetes-pod), kubernetes Deploy (Garden's
- * manifest keys are tend's own). What tend cannot do is a problem naming the key; what it
+ * manifest keys are tend's own), persistentvolumeclaim and configmap Deploys (garden/volumes.ts). What tend cannot do is a problem naming the key; what it
  * ignores (sync mode, port forwards, artifacts…) is one note each.
  */
 import type { ConfigPath } from '../project.js';
+import { volumeDeployTypes, type GardenProjectIndex, type VolumeDeployType } from './project-index.js';
 import {
   checkApiVersion,
+  dependencyRef,
   dropIgnoredKeys,
   isRecord,
   type GardenRecord,
   type Translation,
 } from './translation.js';
+import { containerVolumes, volumeDeploySpec, type ActionFacts } from './volumes.js';
 
 /** Garden action types with no tend counterpart: what to do instead. */
 const unsupportedTypes: Record<string, string> = {
   terraform: 'run terraform from an exec action (`command: [terraform, apply, -auto-approve]`)',
   pulumi: 'run pulumi from an exec action (`command: [pulumi, up, --yes]`)',
   'jib-container': 'build with a container Build (a Dockerfile) or an exec Build that runs jib',
-  persistentvolumeclaim: 'write the PersistentVolumeClaim as a manifest of a kubernetes Deploy',
-  configmap: 'write the ConfigMap as a manifest of a kubernetes Deploy',
   'conftest-container': 'run conftest from an exec Test',
   'conftest-helm': 'run conftest from an exec Test',
   hadolint: 'run hadolint from an exec Test',
@@ -48,7 +49,11 @@ const commonKeys = [
   'build',
 ];
 
-type SpecTranslator = (translation: Translation, spec: GardenRecord) => GardenRecord | undefined;
+type SpecTranslator = (
+  translation: Translation,
+  spec: GardenRecord,
+  action: ActionFacts,
+) => GardenRecord | undefined;
 
 /** `command` as Garden runs it with `shell: true`: one string for `sh -c`. */
 function shellCommand(translation: Translation, spec: GardenRecord, key: string): unknown {
@@ -128,7 +133,7 @@ const containerBuild: SpecTranslator = (translation, spec) => {
   return kept;
 };
 
-const containerPod: SpecTranslator = (translation, spec) => {
+const containerPod: SpecTranslator = (translation, spec, action) => {
   const kept = dropIgnoredKeys(
     translation,
     spec,
@@ -147,13 +152,7 @@ const containerPod: SpecTranslator = (translation, spec) => {
   );
   // Garden's spec.cacheResult is tend's action-level cacheResult (set by the caller).
   delete kept.cacheResult;
-  if (kept.volumes !== undefined) {
-    translation.unsupported(
-      ['spec', 'volumes'],
-      'volumes of a container Test or Run are not mounted by tend; remove them',
-    );
-    delete kept.volumes;
-  }
+  if (kept.volumes !== undefined) kept.volumes = containerVolumes(translation, kept.volumes, action);
   if (isRecord(kept.env)) {
     const env: GardenRecord = {};
     for (const [name, value] of Object.entries(kept.env)) {
@@ -181,7 +180,7 @@ function envStrings(env: GardenRecord): GardenRecord {
   );
 }
 
-const containerDeploy: SpecTranslator = (translation, spec) => {
+const containerDeploy: SpecTranslator = (translation, spec, action) => {
   let kept = dropIgnoredKeys(
     translation,
     spec,
@@ -197,20 +196,7 @@ const containerDeploy: SpecTranslator = (translation, spec) => {
     "Garden's pod settings",
   );
   if (isRecord(kept.env)) kept.env = envStrings(kept.env);
-  if (Array.isArray(kept.volumes)) {
-    kept.volumes = kept.volumes.filter((volume, i) => {
-      if (!isRecord(volume)) return true;
-      const source = volume.hostPath !== undefined ? 'hostPath' : volume.action !== undefined ? 'action' : '';
-      if (!source) return true;
-      translation.unsupported(
-        ['spec', 'volumes', i, source],
-        source === 'hostPath'
-          ? 'a hostPath volume is not mounted by tend (the files are on your machine, not the node); remove hostPath for an empty directory'
-          : 'a volume from another action (a persistentvolumeclaim or configmap Deploy) is not mounted by tend; write the PersistentVolumeClaim or ConfigMap and the workload as a kubernetes Deploy',
-      );
-      return false;
-    });
-  }
+  if (kept.volumes !== undefined) kept.volumes = containerVolumes(translation, kept.volumes, action);
   return kept;
 };
 
@@ -344,6 +330,11 @@ const kubernetesExec: SpecTranslator = (translation, spec) => {
   return kept;
 };
 
+const volumeDeploy =
+  (type: VolumeDeployType): SpecTranslator =>
+  (translation, spec, action) =>
+    volumeDeploySpec(type, translation, spec, action);
+
 const translators: Record<string, Partial<Record<string, SpecTranslator>>> = {
   exec: { Build: execCommand, Deploy: execDeploy, Test: execCommand, Run: execCommand },
   container: { Build: containerBuild, Deploy: containerDeploy, Test: containerPod, Run: containerPod },
@@ -352,26 +343,20 @@ const translators: Record<string, Partial<Record<string, SpecTranslator>>> = {
   'helm-pod': { Test: podFromResource, Run: podFromResource },
   'kubernetes-pod': { Test: podFromResource, Run: podFromResource },
   'kubernetes-exec': { Test: kubernetesExec, Run: kubernetesExec },
+  persistentvolumeclaim: { Deploy: volumeDeploy('persistentvolumeclaim') },
+  configmap: { Deploy: volumeDeploy('configmap') },
 };
 
 /** The types whose Test and Run are pods, with Garden's `spec.cacheResult`. */
 const podTypes = new Set(['container', 'helm-pod', 'kubernetes-pod']);
 
-/** tend's action type for a Garden type and kind (container Test/Run are tend's kubernetes-pod). */
+/**
+ * tend's action type for a Garden type and kind: container Test/Run are tend's kubernetes-pod,
+ * volume Deploys a kubernetes Deploy of their object.
+ */
 function tendType(type: string, kind: string): string {
+  if (volumeDeployTypes.includes(type)) return 'kubernetes';
   return type === 'container' && (kind === 'Test' || kind === 'Run') ? 'kubernetes-pod' : type;
-}
-
-/** A dependency as tend writes it: `build.api`, from `build.api`, `Build.api` or `{ kind: Build, name: api }`. */
-function dependencyRef(dependency: unknown): unknown {
-  if (isRecord(dependency) && typeof dependency.kind === 'string' && typeof dependency.name === 'string') {
-    return `${dependency.kind.toLowerCase()}.${dependency.name}`;
-  }
-  if (typeof dependency === 'string' && dependency.includes('.')) {
-    const dot = dependency.indexOf('.');
-    return `${dependency.slice(0, dot).toLowerCase()}${dependency.slice(dot)}`;
-  }
-  return dependency;
 }
 
 /** The Garden action keys this translation reads (`internal` needs nothing from tend). */
@@ -391,6 +376,7 @@ const readActionKeys = new Set([
 export function translateGardenAction(
   value: GardenRecord,
   translation: Translation,
+  index: GardenProjectIndex,
 ): GardenRecord | undefined {
   checkApiVersion(translation, value);
   const kind = String(value.kind);
@@ -435,7 +421,9 @@ export function translateGardenAction(
   // An exec Build may have no spec at all (it only gathers files for others).
   const givenSpec = value.spec ?? (type === 'exec' ? {} : undefined);
   if (translate && isRecord(givenSpec)) {
-    const spec = translate(translation, givenSpec);
+    const dependencies = Array.isArray(out.dependencies) ? out.dependencies : [];
+    const facts = { kind, name: String(value.name), dependencies, index };
+    const spec = translate(translation, givenSpec, facts);
     // A container Deploy, Test or Run with `build:` runs the image that Build made: Garden needs
     // `image` only without a build.
     if (spec && type === 'container' && kind !== 'Build' && typeof value.build === 'string')
@@ -444,6 +432,8 @@ export function translateGardenAction(
     if (typeof givenSpec.cacheResult === 'boolean' && podTypes.has(type))
       out.cacheResult = givenSpec.cacheResult;
   }
+  // A volume Deploy's version is its spec's: Garden reads no files for it.
+  if (volumeDeployTypes.includes(type)) out.include ??= [];
   return out;
 }
 

@@ -1,12 +1,14 @@
 /**
  * Garden 0.12 modules (`kind: Module`) converted to actions the way Garden 0.13 converts them
- * (core/src/plugins/exec/convert.ts, container/container.ts, kubernetes-type/handlers.ts):
+ * (core/src/plugins/exec/convert.ts, container/container.ts, kubernetes-type/handlers.ts;
+ * helm modules in garden/helm-module.ts, persistentvolumeclaim and configmap in garden/volumes.ts):
  *
  * - `exec`: a Build when `build.command` is set (`shell: true`), each service a Deploy
  *   (`deployCommand`, `statusCommand`, `cleanupCommand`), each task a Run, each test a Test named
  *   `<module>-<test>`; the module's `env` under each one's own;
  * - `container`: a Build when the module has a Dockerfile, each task a Run and each test a Test
- *   (`<module>-<test>`) running its image, each service a Deploy (which tend does not run yet);
+ *   (`<module>-<test>`) running its image, each service a Deploy; a volume's `module:` becomes
+ *   `action:` that module's Deploy;
  * - `kubernetes`: a Deploy of the module's `files` (as manifestTemplates), `kustomize` and
  *   `manifests`.
  *
@@ -19,27 +21,9 @@ import picomatch from 'picomatch';
 import type { ConfigPath } from '../project.js';
 import { convertHelmModule } from './helm-module.js';
 import { strings, type ModuleParts } from './module-parts.js';
+import type { ModuleRuntimeNames } from './project-index.js';
+import { convertVolumeModule, moduleVolumes } from './volumes.js';
 import { isRecord, type GardenRecord, type Translation } from './translation.js';
-
-/** Which kind of action each service and task name of the project's modules became. */
-export type ModuleRuntimeNames = ReadonlyMap<string, 'deploy' | 'run'>;
-
-/** The names of every module's services (Deploys) and tasks (Runs). */
-export function moduleRuntimeNames(modules: readonly unknown[]): Map<string, 'deploy' | 'run'> {
-  const names = new Map<string, 'deploy' | 'run'>();
-  for (const module of modules) {
-    if (!isRecord(module) || module.kind !== 'Module') continue;
-    for (const [key, kind] of [
-      ['services', 'deploy'],
-      ['tasks', 'run'],
-    ] as const) {
-      for (const entry of Array.isArray(module[key]) ? module[key] : []) {
-        if (isRecord(entry) && typeof entry.name === 'string') names.set(entry.name, kind);
-      }
-    }
-  }
-  return names;
-}
 
 /** One action of a module, as a Garden 0.13 document, with where its keys are in the module. */
 export interface ModuleAction {
@@ -101,6 +85,7 @@ export function convertModule(
   else if (type === 'container') convertContainerModule(parts);
   else if (type === 'kubernetes') convertKubernetesModule(parts);
   else if (type === 'helm') convertHelmModule(parts);
+  else if (type === 'persistentvolumeclaim' || type === 'configmap') convertVolumeModule(parts, type);
   else {
     translation.unsupported(
       ['type'],
@@ -287,18 +272,21 @@ function convertContainerModule(parts: ModuleParts): void {
       const { name: entryName, dependencies, disabled, timeout, description: _d, hotReload, ...rest } = entry;
       if (hotReload !== undefined)
         translation.note([...at, 'hotReload'], 'hotReload: tend deploys what is on disk; ignored');
+      const actionDependencies = own(dependencies);
+      const volumes = moduleVolumes(rest.volumes, actionDependencies, at);
       add(
         {
           ...base,
           kind,
           type: 'container',
           name: kind === 'Test' ? `${name}-${String(entryName)}` : entryName,
-          dependencies: own(dependencies),
+          dependencies: actionDependencies,
           ...(disabled !== undefined ? { disabled } : {}),
           ...(timeout !== undefined ? { timeout } : {}),
-          spec: { ...rest, image },
+          spec: { ...rest, ...(rest.volumes !== undefined ? { volumes: volumes.volumes } : {}), image },
         },
         [
+          ...volumes.moves,
           [['spec'], at],
           [['name'], [...at, 'name']],
           [['dependencies'], [...at, 'dependencies']],

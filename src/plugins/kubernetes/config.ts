@@ -5,6 +5,7 @@
 import { Type, type Static } from 'typebox';
 import type { ClusterOverride, ExecutorFlags } from '../../plugin/types.js';
 import { AnyKey } from '../../schema-check.js';
+import { ContainerVolumes } from './volumes.js';
 
 const Seconds = (description: string, maximum = 86_400) =>
   Type.Number({ exclusiveMinimum: 0, maximum, description });
@@ -252,6 +253,7 @@ export const KubernetesPodSpec = Type.Object(
       Type.Record(AnyKey(), Type.Unknown(), { description: 'the pod spec, as a manifest writes it' }),
     ),
     ...PodRunKeys,
+    volumes: Type.Optional(ContainerVolumes),
     workingDir: Type.Optional(
       Type.String({ minLength: 1, description: "the container's working directory (default: the image's)" }),
     ),
@@ -482,18 +484,7 @@ export const ContainerDeploySpec = Type.Object(
     annotations: Type.Optional(
       Type.Record(AnyKey(), Type.String(), { description: 'annotations of the pods and the Service' }),
     ),
-    volumes: Type.Optional(
-      Type.Array(
-        Type.Object(
-          {
-            name: Type.String({ minLength: 1, pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$' }),
-            containerPath: Type.String({ minLength: 1 }),
-          },
-          { additionalProperties: false },
-        ),
-        { description: 'empty directories (emptyDir) mounted in the container' },
-      ),
-    ),
+    volumes: Type.Optional(ContainerVolumes),
     timeout: Type.Optional(
       Type.Number({
         exclusiveMinimum: 0,

@@ -19,6 +19,7 @@ import type { KubernetesPodSpec } from './config.js';
 import { loadChartManifests, type ChartSpec } from './helm.js';
 import { actionLabel, outputTail, podName, waitForExit, waitForStart } from './pods.js';
 import { clientFor } from './provider.js';
+import { podVolumes } from './volumes.js';
 import {
   findInManifests,
   podTemplateOf,
@@ -60,6 +61,7 @@ async function podSpecFor(
   const spec = action.spec;
   const workingDir = spec.workingDir ? { workingDir: spec.workingDir } : {};
   if (spec.image) {
+    const mounted = spec.volumes?.length ? podVolumes(action, spec.volumes) : undefined;
     return {
       restartPolicy: 'Never',
       containers: [
@@ -70,8 +72,10 @@ async function podSpecFor(
           ...(spec.args ? { args: spec.args } : {}),
           ...workingDir,
           env,
+          ...(mounted ? { volumeMounts: mounted.volumeMounts } : {}),
         },
       ],
+      ...(mounted ? { volumes: mounted.volumes } : {}),
     };
   }
   let template: PodSpecObject | undefined;
@@ -99,6 +103,13 @@ async function podSpecFor(
     env,
   });
   if (spec.workingDir) Object.assign(pod.containers![0]!, workingDir);
+  if (spec.volumes?.length) {
+    // Beside the pod spec's own volumes and mounts.
+    const mounted = podVolumes(action, spec.volumes);
+    const main = pod.containers![0]! as { volumeMounts?: unknown[] };
+    main.volumeMounts = [...(main.volumeMounts ?? []), ...mounted.volumeMounts];
+    pod.volumes = [...((pod.volumes as unknown[] | undefined) ?? []), ...mounted.volumes];
+  }
   // A pod spec as a manifest writes it: the API server checks it.
   return pod as unknown as NonNullable<V1Pod['spec']>;
 }
