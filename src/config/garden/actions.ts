@@ -293,31 +293,31 @@ function podResource(translation: Translation, spec: GardenRecord, key: string):
   }
 }
 
-const podFromResource: SpecTranslator = (translation, spec) => {
-  noOwnNamespace(translation, spec);
-  podResource(translation, spec, 'resource');
-  for (const key of ['manifests', 'manifestFiles', 'manifestTemplates', 'kustomize', 'patchResources']) {
-    if (spec[key] !== undefined) {
-      translation.unsupported(
-        ['spec', key],
-        `${key} of a kubernetes-pod is not read by tend; deploy the workload with a kubernetes Deploy this action depends on, and name it in \`resource\``,
-      );
+/**
+ * A helm-pod's or kubernetes-pod's spec. A kubernetes-pod finds its `resource` in its own
+ * manifests (as Garden does); a helm-pod's are its chart's.
+ */
+const podFromResource =
+  (ownManifests: boolean): SpecTranslator =>
+  (translation, spec) => {
+    noOwnNamespace(translation, spec);
+    podResource(translation, spec, 'resource');
+    const manifestKeys = ['manifests', 'manifestFiles', 'manifestTemplates', 'kustomize', 'patchResources'];
+    for (const key of ownManifests ? [] : manifestKeys) {
+      if (spec[key] !== undefined) {
+        translation.unsupported(
+          ['spec', key],
+          `${key} of a helm-pod is not read by tend; the pod's workload is found in its chart`,
+        );
+      }
     }
-  }
-  const kept = dropIgnoredKeys(translation, spec, ['artifacts'], ['spec'], 'artifacts');
-  // Garden's spec.cacheResult is tend's action-level cacheResult (set by the caller).
-  delete kept.cacheResult;
-  for (const key of [
-    'namespace',
-    'manifests',
-    'manifestFiles',
-    'manifestTemplates',
-    'kustomize',
-    'patchResources',
-  ])
-    delete kept[key];
-  return kept;
-};
+    const kept = dropIgnoredKeys(translation, spec, ['artifacts'], ['spec'], 'artifacts');
+    // Garden's spec.cacheResult is tend's action-level cacheResult (set by the caller).
+    delete kept.cacheResult;
+    delete kept.namespace;
+    for (const key of ownManifests ? [] : manifestKeys) delete kept[key];
+    return kept;
+  };
 
 const kubernetesExec: SpecTranslator = (translation, spec) => {
   noOwnNamespace(translation, spec);
@@ -340,8 +340,8 @@ const translators: Record<string, Partial<Record<string, SpecTranslator>>> = {
   container: { Build: containerBuild, Deploy: containerDeploy, Test: containerPod, Run: containerPod },
   kubernetes: { Deploy: kubernetesDeploy },
   helm: { Deploy: helmDeploy },
-  'helm-pod': { Test: podFromResource, Run: podFromResource },
-  'kubernetes-pod': { Test: podFromResource, Run: podFromResource },
+  'helm-pod': { Test: podFromResource(false), Run: podFromResource(false) },
+  'kubernetes-pod': { Test: podFromResource(true), Run: podFromResource(true) },
   'kubernetes-exec': { Test: kubernetesExec, Run: kubernetesExec },
   persistentvolumeclaim: { Deploy: volumeDeploy('persistentvolumeclaim') },
   configmap: { Deploy: volumeDeploy('configmap') },

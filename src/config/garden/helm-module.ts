@@ -13,33 +13,11 @@
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import type { ConfigPath } from '../project.js';
-import type { ModuleParts } from './module-parts.js';
+import { envStrings, targetResource, type ModuleParts } from './module-parts.js';
 import { isRecord, type GardenRecord } from './translation.js';
 
 const defined = (record: GardenRecord): GardenRecord =>
   Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined));
-
-/** Garden's `convertServiceResourceSpec`: a pod selector, or a kind (default Deployment) and a name. */
-function targetResource(resource: unknown, moduleName: string): GardenRecord | undefined {
-  if (!isRecord(resource)) return undefined;
-  const target: GardenRecord =
-    isRecord(resource.podSelector) && Object.keys(resource.podSelector).length > 0
-      ? { podSelector: resource.podSelector }
-      : { kind: resource.kind ?? 'Deployment', name: resource.name ?? moduleName };
-  if (resource.containerName !== undefined) target.containerName = resource.containerName;
-  return target;
-}
-
-/** Garden's env values are strings, numbers and booleans; tend's are strings. */
-function envStrings(env: unknown): unknown {
-  if (!isRecord(env)) return env;
-  return Object.fromEntries(
-    Object.entries(env).map(([key, value]) => [
-      key,
-      typeof value === 'number' || typeof value === 'boolean' ? String(value) : value,
-    ]),
-  );
-}
 
 /**
  * What Garden includes in a helm module's version when neither `include` nor `exclude` is set:

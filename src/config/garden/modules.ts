@@ -10,7 +10,8 @@
  *   (`<module>-<test>`) running its image, each service a Deploy; a volume's `module:` becomes
  *   `action:` that module's Deploy;
  * - `kubernetes`: a Deploy of the module's `files` (as manifestTemplates), `kustomize` and
- *   `manifests`.
+ *   `manifests`; each task a kubernetes-pod Run and each test a kubernetes-pod Test
+ *   (`<module>-<test>`) in a pod like the workload of its `resource` in those files and manifests.
  *
  * A runtime dependency names a service or a task of any module: `deploy.<name>` or `run.<name>`.
  * The actions then go through the same translation as Garden 0.13 actions.
@@ -20,7 +21,7 @@ import path from 'node:path';
 import picomatch from 'picomatch';
 import type { ConfigPath } from '../project.js';
 import { convertHelmModule } from './helm-module.js';
-import { strings, type ModuleParts } from './module-parts.js';
+import { envStrings, strings, targetResource, type ModuleParts } from './module-parts.js';
 import type { ModuleRuntimeNames } from './project-index.js';
 import { convertVolumeModule, moduleVolumes } from './volumes.js';
 import { isRecord, type GardenRecord, type Translation } from './translation.js';
@@ -321,11 +322,55 @@ function convertKubernetesModule(parts: ModuleParts): void {
       [['spec'], specAt],
     ],
   );
-  for (const key of ['tasks', 'tests'] as const) {
-    for (const { at } of entries(key)) {
-      translation.unsupported(
-        at,
-        `${key} of a kubernetes module run in a workload's pod, which tend does not support yet; write them as kubernetes-pod actions with an image`,
+  // Garden's tasks and tests: kubernetes-pod actions finding their workload (`resource`, else the
+  // module's `serviceResource`) in the module's files and manifests (not its kustomization).
+  const serviceResource = isRecord(spec.serviceResource) ? spec.serviceResource : undefined;
+  const manifestKeys: GardenRecord = {
+    ...(spec.files !== undefined ? { manifestTemplates: spec.files } : {}),
+    ...(spec.manifests !== undefined ? { manifests: spec.manifests } : {}),
+    ...(spec.namespace !== undefined ? { namespace: spec.namespace } : {}),
+  };
+  for (const [key, kind] of [
+    ['tasks', 'Run'],
+    ['tests', 'Test'],
+  ] as const) {
+    for (const { entry, at } of entries(key)) {
+      const { name: entryName, description, dependencies, disabled, timeout, resource: own, ...rest } = entry;
+      const resource = targetResource(own ?? serviceResource, name);
+      if (!resource) {
+        translation.note(
+          at,
+          `${key === 'tasks' ? 'task' : 'test'} ${String(entryName)} names no resource (nor does the module's serviceResource): Garden converts it to no action; not loaded`,
+        );
+        continue;
+      }
+      add(
+        {
+          ...base,
+          kind,
+          type: 'kubernetes-pod',
+          name: kind === 'Test' ? `${name}-${String(entryName)}` : entryName,
+          ...(kind === 'Run' && description !== undefined ? { description } : {}),
+          ...(disabled !== undefined ? { disabled } : {}),
+          dependencies: [...buildDependencies, ...runtime(dependencies)],
+          ...(timeout !== undefined ? { timeout } : {}),
+          spec: {
+            ...rest,
+            ...(rest.env !== undefined ? { env: envStrings(rest.env) } : {}),
+            resource,
+            ...manifestKeys,
+          },
+        },
+        [
+          [['spec', 'manifestTemplates'], ['files']],
+          [['spec', 'manifests'], ['manifests']],
+          [['spec', 'namespace'], ['namespace']],
+          [['spec', 'resource'], own !== undefined ? [...at, 'resource'] : ['serviceResource']],
+          [['spec'], at],
+          [['name'], [...at, 'name']],
+          [['dependencies'], [...at, 'dependencies']],
+          [['timeout'], [...at, 'timeout']],
+        ],
       );
     }
   }

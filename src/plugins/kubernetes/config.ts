@@ -239,6 +239,17 @@ const PodRunKeys = {
   timeout: Type.Optional(Seconds('seconds the pod may run (default 600)')),
 };
 
+/** A kubernetes Deploy's manifest source, as a kubernetes-pod's: where its `resource` is found. */
+const podManifestSource = <
+  K extends 'manifestFiles' | 'manifestTemplates' | 'files' | 'kustomize' | 'manifests',
+>(
+  key: K,
+) =>
+  Type.Optional({
+    ...KubernetesDeploySpec.properties[key],
+    description: `as a kubernetes Deploy's ${key}: the manifests in which \`resource\` is found (not applied)`,
+  });
+
 export const KubernetesPodSpec = Type.Object(
   {
     image: Type.Optional(
@@ -254,6 +265,12 @@ export const KubernetesPodSpec = Type.Object(
     ),
     ...PodRunKeys,
     volumes: Type.Optional(ContainerVolumes),
+    manifestFiles: podManifestSource('manifestFiles'),
+    manifestTemplates: podManifestSource('manifestTemplates'),
+    files: podManifestSource('files'),
+    kustomize: podManifestSource('kustomize'),
+    manifests: podManifestSource('manifests'),
+    patchResources: KubernetesDeploySpec.properties.patchResources,
     workingDir: Type.Optional(
       Type.String({ minLength: 1, description: "the container's working directory (default: the image's)" }),
     ),

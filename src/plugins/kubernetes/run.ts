@@ -17,6 +17,7 @@ import type {
 import { labels, type KubeClient, type V1Pod } from './client/index.js';
 import type { KubernetesPodSpec } from './config.js';
 import { loadChartManifests, type ChartSpec } from './helm.js';
+import { loadManifests, templateFiles } from './manifests.js';
 import { actionLabel, outputTail, podName, waitForExit, waitForStart } from './pods.js';
 import { clientFor } from './provider.js';
 import { podVolumes } from './volumes.js';
@@ -83,10 +84,18 @@ async function podSpecFor(
   if (spec.podSpec) template = spec.podSpec as PodSpecObject;
   else if (spec.resource) {
     what = `${spec.resource.kind} ${spec.resource.name}`;
+    // Garden's kubernetes-pod with manifests finds the workload in them, not in the cluster.
+    const ownManifests =
+      spec.manifestFiles?.length || templateFiles(spec).length || spec.kustomize || spec.manifests?.length;
     const object =
       action.type === 'helm-pod'
         ? findInManifests(action, await loadChartManifests(ctx, action), spec.resource)
-        : await readWorkload(client, namespace, action, spec.resource);
+        : ownManifests
+          ? findInManifests(action, await loadManifests(ctx, action), spec.resource, {
+              lacks: 'its manifests have',
+              has: 'they have',
+            })
+          : await readWorkload(client, namespace, action, spec.resource);
     template = podTemplateOf(object);
   } else {
     throw new TendError(

@@ -59,11 +59,12 @@ export async function readWorkload(
   return live;
 }
 
-/** The workload among rendered manifests (a helm-pod's chart). */
+/** The workload among rendered manifests (a helm-pod's chart, a kubernetes-pod's manifests). */
 export function findInManifests(
   action: ResolvedAction,
   manifests: Manifest[],
   resource: PodResource,
+  source = { lacks: 'the chart renders', has: 'it renders' },
 ): KubeObject {
   const found = manifests.find(
     (m) => m.object.kind === resource.kind && m.object.metadata?.name === resource.name,
@@ -74,7 +75,7 @@ export function findInManifests(
       .map((m) => `${m.object.kind} ${m.object.metadata?.name}`);
     throw new TendError(
       'TEND_K8S_MANIFEST_INVALID',
-      `${action.ref}: the chart renders no ${describe(resource)}; it renders ${workloads.join(', ') || 'no workload'}`,
+      `${action.ref}: ${source.lacks} no ${describe(resource)}; ${source.has} ${workloads.join(', ') || 'no workload'}`,
       { actionRef: action.ref, detail: { resource } },
     );
   }
