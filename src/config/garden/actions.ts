@@ -9,6 +9,7 @@
  * ignores (sync mode, port forwards, artifacts…) is one note each.
  */
 import type { ConfigPath } from '../project.js';
+import { envStrings } from './module-parts.js';
 import { volumeDeployTypes, type GardenProjectIndex, type VolumeDeployType } from './project-index.js';
 import {
   checkApiVersion,
@@ -153,32 +154,9 @@ const containerPod: SpecTranslator = (translation, spec, action) => {
   // Garden's spec.cacheResult is tend's action-level cacheResult (set by the caller).
   delete kept.cacheResult;
   if (kept.volumes !== undefined) kept.volumes = containerVolumes(translation, kept.volumes, action);
-  if (isRecord(kept.env)) {
-    const env: GardenRecord = {};
-    for (const [name, value] of Object.entries(kept.env)) {
-      if (isRecord(value)) {
-        translation.unsupported(
-          ['spec', 'env', name],
-          'a secret reference in env is not read by tend; give the value',
-        );
-      } else {
-        env[name] = typeof value === 'string' ? value : String(value);
-      }
-    }
-    kept.env = env;
-  }
+  if (kept.env !== undefined) kept.env = envStrings(kept.env);
   return kept;
 };
-
-/** Garden's env values as tend's: strings (a number or boolean as its text), a `secretRef` as it is. */
-function envStrings(env: GardenRecord): GardenRecord {
-  return Object.fromEntries(
-    Object.entries(env).map(([name, value]) => [
-      name,
-      typeof value === 'number' || typeof value === 'boolean' ? String(value) : value,
-    ]),
-  );
-}
 
 const containerDeploy: SpecTranslator = (translation, spec, action) => {
   let kept = dropIgnoredKeys(
@@ -195,7 +173,7 @@ const containerDeploy: SpecTranslator = (translation, spec, action) => {
     ['spec'],
     "Garden's pod settings",
   );
-  if (isRecord(kept.env)) kept.env = envStrings(kept.env);
+  if (kept.env !== undefined) kept.env = envStrings(kept.env);
   if (kept.volumes !== undefined) kept.volumes = containerVolumes(translation, kept.volumes, action);
   return kept;
 };

@@ -36,7 +36,7 @@ export function targetResource(resource: unknown, moduleName: string): GardenRec
   return target;
 }
 
-/** Garden's env values are strings, numbers and booleans; tend's are strings. */
+/** Garden's env values as tend's: strings (a number or boolean as its text), a `secretRef` as it is. */
 export function envStrings(env: unknown): unknown {
   if (!isRecord(env)) return env;
   return Object.fromEntries(

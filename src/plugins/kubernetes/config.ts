@@ -223,6 +223,22 @@ export const PodResource = Type.Object(
 );
 export type PodResource = Static<typeof PodResource>;
 
+/** An env value read from a Secret's key, as a container Deploy's and a pod's env may give. */
+const SecretEnv = Type.Object(
+  {
+    secretRef: Type.Object(
+      {
+        name: Type.String({ minLength: 1, description: 'the Secret in the app namespace' }),
+        key: Type.Optional(
+          Type.String({ minLength: 1, description: 'its key (default: the variable name)' }),
+        ),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+
 const PodRunKeys = {
   command: Type.Optional(
     Type.Array(Type.String(), { description: "the container's entrypoint (default: the image's)" }),
@@ -231,9 +247,10 @@ const PodRunKeys = {
     Type.Array(Type.String(), { description: "arguments of the entrypoint (default: the image's)" }),
   ),
   env: Type.Optional(
-    Type.Record(AnyKey(), Type.String(), {
+    Type.Record(AnyKey(), Type.Union([Type.String(), SecretEnv]), {
       propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_.-]*$' },
-      description: 'environment variables of the container',
+      description:
+        'environment variables of the container: a value, or `{ secretRef: { name, key } }` of a Secret',
     }),
   ),
   timeout: Type.Optional(Seconds('seconds the pod may run (default 600)')),
@@ -381,21 +398,6 @@ const Port = Type.Object(
     ),
     localPort: Type.Optional(PortNumber('a local port forward (not made by tend)')),
     hostPort: Type.Optional(PortNumber("a host port of a daemon's pods")),
-  },
-  { additionalProperties: false },
-);
-
-const SecretEnv = Type.Object(
-  {
-    secretRef: Type.Object(
-      {
-        name: Type.String({ minLength: 1, description: 'the Secret in the app namespace' }),
-        key: Type.Optional(
-          Type.String({ minLength: 1, description: 'its key (default: the variable name)' }),
-        ),
-      },
-      { additionalProperties: false },
-    ),
   },
   { additionalProperties: false },
 );

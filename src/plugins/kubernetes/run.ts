@@ -26,6 +26,7 @@ import {
   podTemplateOf,
   readWorkload,
   runPodSpec,
+  type PodEnvVar,
   type PodSpecObject,
 } from './workload-pods.js';
 
@@ -57,7 +58,7 @@ async function podSpecFor(
   client: KubeClient,
   namespace: string,
   action: ResolvedAction<PodRunSpec>,
-  env: { name: string; value: string }[],
+  env: PodEnvVar[],
 ): Promise<NonNullable<V1Pod['spec']>> {
   const spec = action.spec;
   const workingDir = spec.workingDir ? { workingDir: spec.workingDir } : {};
@@ -138,14 +139,22 @@ export async function run(
   const deadline = Date.now() + timeoutMs;
   const tail = outputTail(ctx);
   const onLine = tail.onLine('stdout');
-  const env = Object.entries({
+  const env = Object.entries<NonNullable<KubernetesPodSpec['env']>[string]>({
     TEND_PROJECT: ctx.environment.project,
     TEND_ENVIRONMENT: ctx.environment.name,
     TEND_NAMESPACE: namespace,
     TEND_ACTION: action.ref,
     TEND_ACTION_VERSION: action.version,
     ...spec.env,
-  }).map(([key, value]) => ({ name: key, value }));
+  }).map(([key, value]): PodEnvVar =>
+    // A Secret's key as a container Deploy reads it (the key defaulting to the variable's name).
+    typeof value === 'string'
+      ? { name: key, value }
+      : {
+          name: key,
+          valueFrom: { secretKeyRef: { name: value.secretRef.name, key: value.secretRef.key ?? key } },
+        },
+  );
   await client.pods.create(namespace, {
     apiVersion: 'v1',
     kind: 'Pod',

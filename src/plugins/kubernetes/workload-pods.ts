@@ -21,6 +21,13 @@ const apiVersions: Record<PodResource['kind'], string> = {
 
 export type PodSpecObject = Record<string, unknown> & { containers?: Record<string, unknown>[] };
 
+/** An env variable of a pod's container: a value, or a Secret's key. */
+export interface PodEnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { secretKeyRef: { name: string; key: string } };
+}
+
 /** The pod spec of a workload (its template's) or of a Pod. */
 export function podTemplateOf(object: KubeObject): PodSpecObject | undefined {
   const spec = object.spec as Record<string, unknown> | undefined;
@@ -116,7 +123,7 @@ export function runPodSpec(
     containerName?: string;
     command?: string[];
     args?: string[];
-    env: { name: string; value: string }[];
+    env: PodEnvVar[];
   },
 ): PodSpecObject {
   const container = containerOf(action, template, options.containerName, options.what);

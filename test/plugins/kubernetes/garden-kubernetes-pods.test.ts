@@ -3,17 +3,30 @@
  * kubernetes-pod Runs and Tests whose pod is the workload of their `resource` (else the module's
  * `serviceResource`) as the module's files and manifests have it. A kubernetes-pod with manifests
  * of its own finds its workload there too, without the workload being deployed (as in Garden).
+ * A container Run's env may read a Secret's key, as a container Deploy's does.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateCommand } from '../../../src/commands/validate.js';
 import { makeProject, removeProjects } from '../../helpers/project.js';
-import { execute, logMessages, startSim, type SimHandle } from './helpers.js';
+import { execute, kubectl, logMessages, startSim, type SimHandle } from './helpers.js';
 
 let h: SimHandle;
 beforeAll(async () => {
   // A container whose command names `show-pod` logs what it runs as: its image, env and mounts.
   h = await startSim({
     podRules: [
+      {
+        command: /show-env/,
+        behaviour: (container, pod) => {
+          const spec = pod.spec as { containers: { name: string; env?: { name: string }[] }[] };
+          const env = spec.containers.find((c) => c.name === container.name)!.env ?? [];
+          return {
+            exitCode: 0,
+            runMs: 0,
+            logs: [`env ${JSON.stringify(env.filter((e) => !e.name.startsWith('TEND_')))}`],
+          };
+        },
+      },
       {
         command: /show-pod/,
         behaviour: (container, pod) => {
@@ -146,5 +159,48 @@ spec:
     expect(ran.data.actions[0]!.error?.message).toBe(
       'run.job: its manifests have no Deployment web; they have Deployment api',
     );
+  });
+});
+
+describe("a container Run's env", () => {
+  it("reads a Secret's key (`secretRef`), as Garden's container actions do", async () => {
+    const root = makeProject({
+      'project.garden.yml': `kind: Project
+name: pod-secret-env
+environments: [{ name: dev, defaultNamespace: pod-secret-env }]
+providers: [{ name: local-kubernetes }]
+variables:
+  gitEnv:
+    GIT_USERNAME: { secretRef: { name: git-credentials, key: username } }
+    GIT_PASSWORD: { secretRef: { name: git-credentials } }
+    GIT_ASKPASS: /app/git_password
+`,
+      'garden.yml': `kind: Module
+type: container
+name: home
+image: node:20
+tasks:
+  - name: sync-sites
+    command: [show-env]
+    env: \${var.gitEnv}
+`,
+    });
+    // The Secret, made by someone else (tend adopts the namespace).
+    await kubectl(h.kubeconfig, 'create', 'namespace', 'pod-secret-env');
+    await kubectl(
+      h.kubeconfig,
+      ...['-n', 'pod-secret-env', 'create', 'secret', 'generic', 'git-credentials'],
+      ...['--from-literal=username=u', '--from-literal=GIT_PASSWORD=p'],
+    );
+    const ran = await execute('run', root, ['sync-sites']);
+    expect(ran.data.actions.map((a) => [a.ref, a.state, a.error?.message])).toEqual([
+      ['run.sync-sites', 'ready', undefined],
+    ]);
+    const [line] = logMessages(root, ran.data.sessionId).filter((m) => m.startsWith('env '));
+    expect(JSON.parse(line!.slice('env '.length))).toEqual([
+      { name: 'GIT_USERNAME', valueFrom: { secretKeyRef: { name: 'git-credentials', key: 'username' } } },
+      { name: 'GIT_PASSWORD', valueFrom: { secretKeyRef: { name: 'git-credentials', key: 'GIT_PASSWORD' } } },
+      { name: 'GIT_ASKPASS', value: '/app/git_password' },
+    ]);
   });
 });
