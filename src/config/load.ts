@@ -167,11 +167,7 @@ class Loader {
 
   load(files: SourceFile[]): Omit<LoadedConfig, 'plugins'> {
     // A 0.12 module's runtime dependency names a service or task of any module (garden/project-index.ts).
-    this.#gardenIndex = gardenProjectIndex(
-      files
-        .filter((file) => isGardenFileName(path.posix.basename(file.file)))
-        .flatMap((file) => file.parse().documents.map((doc) => doc.value)),
-    );
+    this.#gardenIndex = gardenProjectIndex(this.root, files);
     this.#templates = collectTemplates(this.root, files, (problem) => this.#problems.push(problem));
     for (const file of files) {
       const { documents, problems } = file.parse();

@@ -28,7 +28,7 @@ export function readGardenDocument(
     return [{ value: translateGardenAction(value, translation, context.index), translation }];
   }
   if (value.kind === 'Module') {
-    const actions = convertModule(value, context.dir, context.index.runtimeNames, translation);
+    const actions = convertModule(value, context.dir, context.index, translation);
     return [
       { value: undefined, translation },
       ...actions.map((action) => {

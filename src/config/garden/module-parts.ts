@@ -3,6 +3,7 @@
  * container and kubernetes modules, garden/helm-module.ts helm modules), and what they share.
  */
 import type { ConfigPath } from '../project.js';
+import type { IndexedModule } from './project-index.js';
 import { isRecord, type GardenRecord, type Translation } from './translation.js';
 
 export interface ModuleParts {
@@ -20,6 +21,8 @@ export interface ModuleParts {
   add: (value: GardenRecord, moves: [ConfigPath, ConfigPath][]) => void;
   entries: (key: 'services' | 'tasks' | 'tests') => { entry: GardenRecord; at: ConfigPath }[];
   translation: Translation;
+  /** The project's modules by name (a helm module's `base`). */
+  modules: ReadonlyMap<string, IndexedModule>;
 }
 
 export const strings = (value: unknown): string[] =>

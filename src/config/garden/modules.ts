@@ -22,7 +22,7 @@ import picomatch from 'picomatch';
 import type { ConfigPath } from '../project.js';
 import { convertHelmModule } from './helm-module.js';
 import { envStrings, strings, targetResource, type ModuleParts } from './module-parts.js';
-import type { ModuleRuntimeNames } from './project-index.js';
+import type { GardenProjectIndex } from './project-index.js';
 import { convertVolumeModule, moduleVolumes } from './volumes.js';
 import { isRecord, type GardenRecord, type Translation } from './translation.js';
 
@@ -36,7 +36,7 @@ export interface ModuleAction {
 export function convertModule(
   rawModule: GardenRecord,
   moduleDir: string,
-  runtimeNames: ModuleRuntimeNames,
+  index: GardenProjectIndex,
   translation: Translation,
 ): ModuleAction[] {
   const module = withActionReferences(rawModule) as GardenRecord;
@@ -61,7 +61,9 @@ export function convertModule(
     }
   }
   const runtime = (dependencies: unknown) =>
-    strings(dependencies).map((dependency) => `${runtimeNames.get(dependency) ?? 'deploy'}.${dependency}`);
+    strings(dependencies).map(
+      (dependency) => `${index.runtimeNames.get(dependency) ?? 'deploy'}.${dependency}`,
+    );
   const actions: ModuleAction[] = [];
   const add = (value: GardenRecord, moves: [ConfigPath, ConfigPath][]) =>
     actions.push({ value, moves: [...moves, [['varfiles', 0], ['varfile']]] });
@@ -81,6 +83,7 @@ export function convertModule(
     add,
     entries,
     translation,
+    modules: index.modules,
   };
   if (type === 'exec') convertExecModule(parts);
   else if (type === 'container') convertContainerModule(parts);
