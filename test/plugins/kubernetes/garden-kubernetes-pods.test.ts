@@ -162,6 +162,36 @@ spec:
   });
 });
 
+describe('a kubernetes-pod with manifests of its own', () => {
+  it("mounts its volumes beside the workload's, in the workload's container", async () => {
+    const root = makeProject({
+      'tend.yml': `kind: Project
+name: k8s-pod-volumes
+environments: [{ name: dev, defaultNamespace: k8s-pod-volumes }]
+providers: [{ name: kubernetes }]
+`,
+      'job.tend.yml': `kind: Run
+type: kubernetes-pod
+name: job
+spec:
+  resource: { kind: Deployment, name: api }
+  manifestFiles: [api.yaml]
+  command: [show-pod]
+  volumes:
+    - { name: scratch, containerPath: /scratch }
+`,
+      'api.yaml': deployment('api', 'api:1'),
+    });
+    const ran = await execute('run', root, ['job']);
+    expect(ran.data.actions.map((a) => [a.ref, a.state, a.error?.message])).toEqual([
+      ['run.job', 'ready', undefined],
+    ]);
+    expect(shown(root, ran.data.sessionId)).toEqual([
+      'pod api:1 FROM_MANIFEST [{"name":"cache","mountPath":"/cache"},{"name":"scratch","mountPath":"/scratch"}]',
+    ]);
+  });
+});
+
 describe("a container Run's env", () => {
   it("reads a Secret's key (`secretRef`), as Garden's container actions do", async () => {
     const root = makeProject({
