@@ -302,6 +302,9 @@ function expectation(error: SchemaError, schema: Record<string, unknown>): strin
       return `a mapping with at least ${String(schema.minProperties)} key(s)`;
     case 'maxProperties':
       return `a mapping with at most ${String(schema.maxProperties)} key(s)`;
+    case 'not':
+      // A schema that rules out a combination says which in words (`notErrorMessage`).
+      return typeof schema.notErrorMessage === 'string' ? schema.notErrorMessage : 'another value';
     case 'pattern':
     case 'format':
     case 'type':

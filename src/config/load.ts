@@ -47,7 +47,7 @@ import {
   readActionVariableLayers,
   type RawActionVariables,
 } from './action-variables.js';
-import { moduleRuntimeNames, type ModuleRuntimeNames } from './garden/modules.js';
+import { emptyGardenIndex, gardenProjectIndex, type GardenProjectIndex } from './garden/project-index.js';
 import type { SourceDocument } from './source.js';
 import { checkTemplateSyntax, containsTemplate } from './template.js';
 import { buildReferenceProblems, readBuildKeys, type RawBuildKeys } from './build-keys.js';
@@ -152,7 +152,7 @@ class Loader {
   readonly #notes: ConfigNote[] = [];
   /** Garden actions tend cannot run (each a problem already): no second error where they are used. */
   readonly #unloaded = new Set<string>();
-  #runtimeNames: ModuleRuntimeNames = new Map();
+  #gardenIndex: GardenProjectIndex = emptyGardenIndex;
   /** Garden ConfigTemplates by name, read before any RenderTemplate. */
   #templates = new Map<string, TemplateDocument>();
 
@@ -166,12 +166,8 @@ class Loader {
   }
 
   load(files: SourceFile[]): Omit<LoadedConfig, 'plugins'> {
-    // A 0.12 module's runtime dependency names a service or task of any module.
-    this.#runtimeNames = moduleRuntimeNames(
-      files
-        .filter((file) => isGardenFileName(path.posix.basename(file.file)))
-        .flatMap((file) => file.parse().documents.map((doc) => doc.value)),
-    );
+    // A 0.12 module's runtime dependency names a service or task of any module (garden/project-index.ts).
+    this.#gardenIndex = gardenProjectIndex(this.root, files);
     this.#templates = collectTemplates(this.root, files, (problem) => this.#problems.push(problem));
     for (const file of files) {
       const { documents, problems } = file.parse();
@@ -252,7 +248,7 @@ class Loader {
   ): void {
     for (const { value: read, translation } of readGardenDocument(value, {
       dir,
-      runtimeNames: this.#runtimeNames,
+      index: this.#gardenIndex,
     })) {
       const at = (p: ConfigPath) => locate(translation.documentPath(p), 'key');
       for (const { message, path: p } of translation.problems) {

@@ -186,9 +186,7 @@ tasks:
       'project.garden.yml': gardenProject,
       'api/garden.yml': 'kind: Module\ntype: helm\nname: api\nbase: base-chart\n',
     });
-    expect(await loadErrors(based)).toEqual([
-      "api/garden.yml:4: base: a helm module on another module's chart is not converted by tend; set chartPath to that chart and write its values here",
-    ]);
+    expect(await loadErrors(based)).toEqual(['api/garden.yml:4: base: there is no module base-chart']);
   });
 
   it("a module's variables and varfile are each of its actions'; modules.<name> and runtime.services.<name> read the actions they became", async () => {

@@ -5,25 +5,27 @@
  * so are `copyFrom`, `buildAtSource` and `build` (config/build-keys.ts),
  * and each action type's spec in tend's terms — exec (`deployCommand`, `shell`), container Build
  * and Deploy, container Test/Run (run as a kubernetes-pod), kubernetes Deploy (Garden's
- * manifest keys are tend's own). What tend cannot do is a problem naming the key; what it
+ * manifest keys are tend's own), persistentvolumeclaim and configmap Deploys (garden/volumes.ts). What tend cannot do is a problem naming the key; what it
  * ignores (sync mode, port forwards, artifacts…) is one note each.
  */
 import type { ConfigPath } from '../project.js';
+import { envStrings } from './module-parts.js';
+import { volumeDeployTypes, type GardenProjectIndex, type VolumeDeployType } from './project-index.js';
 import {
   checkApiVersion,
+  dependencyRef,
   dropIgnoredKeys,
   isRecord,
   type GardenRecord,
   type Translation,
 } from './translation.js';
+import { containerVolumes, volumeDeploySpec, type ActionFacts } from './volumes.js';
 
 /** Garden action types with no tend counterpart: what to do instead. */
 const unsupportedTypes: Record<string, string> = {
   terraform: 'run terraform from an exec action (`command: [terraform, apply, -auto-approve]`)',
   pulumi: 'run pulumi from an exec action (`command: [pulumi, up, --yes]`)',
   'jib-container': 'build with a container Build (a Dockerfile) or an exec Build that runs jib',
-  persistentvolumeclaim: 'write the PersistentVolumeClaim as a manifest of a kubernetes Deploy',
-  configmap: 'write the ConfigMap as a manifest of a kubernetes Deploy',
   'conftest-container': 'run conftest from an exec Test',
   'conftest-helm': 'run conftest from an exec Test',
   hadolint: 'run hadolint from an exec Test',
@@ -48,7 +50,11 @@ const commonKeys = [
   'build',
 ];
 
-type SpecTranslator = (translation: Translation, spec: GardenRecord) => GardenRecord | undefined;
+type SpecTranslator = (
+  translation: Translation,
+  spec: GardenRecord,
+  action: ActionFacts,
+) => GardenRecord | undefined;
 
 /** `command` as Garden runs it with `shell: true`: one string for `sh -c`. */
 function shellCommand(translation: Translation, spec: GardenRecord, key: string): unknown {
@@ -128,7 +134,7 @@ const containerBuild: SpecTranslator = (translation, spec) => {
   return kept;
 };
 
-const containerPod: SpecTranslator = (translation, spec) => {
+const containerPod: SpecTranslator = (translation, spec, action) => {
   const kept = dropIgnoredKeys(
     translation,
     spec,
@@ -147,41 +153,12 @@ const containerPod: SpecTranslator = (translation, spec) => {
   );
   // Garden's spec.cacheResult is tend's action-level cacheResult (set by the caller).
   delete kept.cacheResult;
-  if (kept.volumes !== undefined) {
-    translation.unsupported(
-      ['spec', 'volumes'],
-      'volumes of a container Test or Run are not mounted by tend; remove them',
-    );
-    delete kept.volumes;
-  }
-  if (isRecord(kept.env)) {
-    const env: GardenRecord = {};
-    for (const [name, value] of Object.entries(kept.env)) {
-      if (isRecord(value)) {
-        translation.unsupported(
-          ['spec', 'env', name],
-          'a secret reference in env is not read by tend; give the value',
-        );
-      } else {
-        env[name] = typeof value === 'string' ? value : String(value);
-      }
-    }
-    kept.env = env;
-  }
+  if (kept.volumes !== undefined) kept.volumes = containerVolumes(translation, kept.volumes, action);
+  if (kept.env !== undefined) kept.env = envStrings(kept.env);
   return kept;
 };
 
-/** Garden's env values as tend's: strings (a number or boolean as its text), a `secretRef` as it is. */
-function envStrings(env: GardenRecord): GardenRecord {
-  return Object.fromEntries(
-    Object.entries(env).map(([name, value]) => [
-      name,
-      typeof value === 'number' || typeof value === 'boolean' ? String(value) : value,
-    ]),
-  );
-}
-
-const containerDeploy: SpecTranslator = (translation, spec) => {
+const containerDeploy: SpecTranslator = (translation, spec, action) => {
   let kept = dropIgnoredKeys(
     translation,
     spec,
@@ -196,21 +173,8 @@ const containerDeploy: SpecTranslator = (translation, spec) => {
     ['spec'],
     "Garden's pod settings",
   );
-  if (isRecord(kept.env)) kept.env = envStrings(kept.env);
-  if (Array.isArray(kept.volumes)) {
-    kept.volumes = kept.volumes.filter((volume, i) => {
-      if (!isRecord(volume)) return true;
-      const source = volume.hostPath !== undefined ? 'hostPath' : volume.action !== undefined ? 'action' : '';
-      if (!source) return true;
-      translation.unsupported(
-        ['spec', 'volumes', i, source],
-        source === 'hostPath'
-          ? 'a hostPath volume is not mounted by tend (the files are on your machine, not the node); remove hostPath for an empty directory'
-          : 'a volume from another action (a persistentvolumeclaim or configmap Deploy) is not mounted by tend; write the PersistentVolumeClaim or ConfigMap and the workload as a kubernetes Deploy',
-      );
-      return false;
-    });
-  }
+  if (kept.env !== undefined) kept.env = envStrings(kept.env);
+  if (kept.volumes !== undefined) kept.volumes = containerVolumes(translation, kept.volumes, action);
   return kept;
 };
 
@@ -307,31 +271,31 @@ function podResource(translation: Translation, spec: GardenRecord, key: string):
   }
 }
 
-const podFromResource: SpecTranslator = (translation, spec) => {
-  noOwnNamespace(translation, spec);
-  podResource(translation, spec, 'resource');
-  for (const key of ['manifests', 'manifestFiles', 'manifestTemplates', 'kustomize', 'patchResources']) {
-    if (spec[key] !== undefined) {
-      translation.unsupported(
-        ['spec', key],
-        `${key} of a kubernetes-pod is not read by tend; deploy the workload with a kubernetes Deploy this action depends on, and name it in \`resource\``,
-      );
+/**
+ * A helm-pod's or kubernetes-pod's spec. A kubernetes-pod finds its `resource` in its own
+ * manifests (as Garden does); a helm-pod's are its chart's.
+ */
+const podFromResource =
+  (ownManifests: boolean): SpecTranslator =>
+  (translation, spec) => {
+    noOwnNamespace(translation, spec);
+    podResource(translation, spec, 'resource');
+    const manifestKeys = ['manifests', 'manifestFiles', 'manifestTemplates', 'kustomize', 'patchResources'];
+    for (const key of ownManifests ? [] : manifestKeys) {
+      if (spec[key] !== undefined) {
+        translation.unsupported(
+          ['spec', key],
+          `${key} of a helm-pod is not read by tend; the pod's workload is found in its chart`,
+        );
+      }
     }
-  }
-  const kept = dropIgnoredKeys(translation, spec, ['artifacts'], ['spec'], 'artifacts');
-  // Garden's spec.cacheResult is tend's action-level cacheResult (set by the caller).
-  delete kept.cacheResult;
-  for (const key of [
-    'namespace',
-    'manifests',
-    'manifestFiles',
-    'manifestTemplates',
-    'kustomize',
-    'patchResources',
-  ])
-    delete kept[key];
-  return kept;
-};
+    const kept = dropIgnoredKeys(translation, spec, ['artifacts'], ['spec'], 'artifacts');
+    // Garden's spec.cacheResult is tend's action-level cacheResult (set by the caller).
+    delete kept.cacheResult;
+    delete kept.namespace;
+    for (const key of ownManifests ? [] : manifestKeys) delete kept[key];
+    return kept;
+  };
 
 const kubernetesExec: SpecTranslator = (translation, spec) => {
   noOwnNamespace(translation, spec);
@@ -344,34 +308,33 @@ const kubernetesExec: SpecTranslator = (translation, spec) => {
   return kept;
 };
 
+const volumeDeploy =
+  (type: VolumeDeployType): SpecTranslator =>
+  (translation, spec, action) =>
+    volumeDeploySpec(type, translation, spec, action);
+
 const translators: Record<string, Partial<Record<string, SpecTranslator>>> = {
   exec: { Build: execCommand, Deploy: execDeploy, Test: execCommand, Run: execCommand },
   container: { Build: containerBuild, Deploy: containerDeploy, Test: containerPod, Run: containerPod },
   kubernetes: { Deploy: kubernetesDeploy },
   helm: { Deploy: helmDeploy },
-  'helm-pod': { Test: podFromResource, Run: podFromResource },
-  'kubernetes-pod': { Test: podFromResource, Run: podFromResource },
+  'helm-pod': { Test: podFromResource(false), Run: podFromResource(false) },
+  'kubernetes-pod': { Test: podFromResource(true), Run: podFromResource(true) },
   'kubernetes-exec': { Test: kubernetesExec, Run: kubernetesExec },
+  persistentvolumeclaim: { Deploy: volumeDeploy('persistentvolumeclaim') },
+  configmap: { Deploy: volumeDeploy('configmap') },
 };
 
 /** The types whose Test and Run are pods, with Garden's `spec.cacheResult`. */
 const podTypes = new Set(['container', 'helm-pod', 'kubernetes-pod']);
 
-/** tend's action type for a Garden type and kind (container Test/Run are tend's kubernetes-pod). */
+/**
+ * tend's action type for a Garden type and kind: container Test/Run are tend's kubernetes-pod,
+ * volume Deploys a kubernetes Deploy of their object.
+ */
 function tendType(type: string, kind: string): string {
+  if (volumeDeployTypes.includes(type)) return 'kubernetes';
   return type === 'container' && (kind === 'Test' || kind === 'Run') ? 'kubernetes-pod' : type;
-}
-
-/** A dependency as tend writes it: `build.api`, from `build.api`, `Build.api` or `{ kind: Build, name: api }`. */
-function dependencyRef(dependency: unknown): unknown {
-  if (isRecord(dependency) && typeof dependency.kind === 'string' && typeof dependency.name === 'string') {
-    return `${dependency.kind.toLowerCase()}.${dependency.name}`;
-  }
-  if (typeof dependency === 'string' && dependency.includes('.')) {
-    const dot = dependency.indexOf('.');
-    return `${dependency.slice(0, dot).toLowerCase()}${dependency.slice(dot)}`;
-  }
-  return dependency;
 }
 
 /** The Garden action keys this translation reads (`internal` needs nothing from tend). */
@@ -391,6 +354,7 @@ const readActionKeys = new Set([
 export function translateGardenAction(
   value: GardenRecord,
   translation: Translation,
+  index: GardenProjectIndex,
 ): GardenRecord | undefined {
   checkApiVersion(translation, value);
   const kind = String(value.kind);
@@ -435,7 +399,9 @@ export function translateGardenAction(
   // An exec Build may have no spec at all (it only gathers files for others).
   const givenSpec = value.spec ?? (type === 'exec' ? {} : undefined);
   if (translate && isRecord(givenSpec)) {
-    const spec = translate(translation, givenSpec);
+    const dependencies = Array.isArray(out.dependencies) ? out.dependencies : [];
+    const facts = { kind, name: String(value.name), dependencies, index };
+    const spec = translate(translation, givenSpec, facts);
     // A container Deploy, Test or Run with `build:` runs the image that Build made: Garden needs
     // `image` only without a build.
     if (spec && type === 'container' && kind !== 'Build' && typeof value.build === 'string')
@@ -444,6 +410,8 @@ export function translateGardenAction(
     if (typeof givenSpec.cacheResult === 'boolean' && podTypes.has(type))
       out.cacheResult = givenSpec.cacheResult;
   }
+  // A volume Deploy's version is its spec's: Garden reads no files for it.
+  if (volumeDeployTypes.includes(type)) out.include ??= [];
   return out;
 }
 

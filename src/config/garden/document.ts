@@ -5,14 +5,15 @@
  */
 import { actionKinds } from '../../plugin/types.js';
 import { otherGardenKind, translateGardenAction } from './actions.js';
-import { convertModule, type ModuleRuntimeNames } from './modules.js';
+import { convertModule } from './modules.js';
+import type { GardenProjectIndex } from './project-index.js';
 import { translateGardenProject } from './project.js';
 import { isRecord, Translation } from './translation.js';
 
 export interface GardenDocumentContext {
   /** The absolute directory of the file (a module's Dockerfile is looked for there). */
   dir: string;
-  runtimeNames: ModuleRuntimeNames;
+  index: GardenProjectIndex;
 }
 
 /** The documents as tend's (value undefined: nothing to load), each with what its translation found. */
@@ -24,17 +25,17 @@ export function readGardenDocument(
   if (!isRecord(value)) return [{ value, translation }];
   if (value.kind === 'Project') return [{ value: translateGardenProject(value, translation), translation }];
   if ((actionKinds as readonly unknown[]).includes(value.kind)) {
-    return [{ value: translateGardenAction(value, translation), translation }];
+    return [{ value: translateGardenAction(value, translation, context.index), translation }];
   }
   if (value.kind === 'Module') {
-    const actions = convertModule(value, context.dir, context.runtimeNames, translation);
+    const actions = convertModule(value, context.dir, context.index, translation);
     return [
       { value: undefined, translation },
       ...actions.map((action) => {
         const moved = new Translation();
         for (const [to, from] of action.moves) moved.moved(to, from);
         const own = new Translation(moved);
-        return { value: translateGardenAction(action.value, own), translation: own };
+        return { value: translateGardenAction(action.value, own, context.index), translation: own };
       }),
     ];
   }

@@ -7,38 +7,63 @@
  * (`<module>-<test>`) in a pod like the workload of its `resource` (else the module's
  * `serviceResource`), rendered from the same chart.
  *
- * Garden also gives the module a Build that only copies its files, which the actions run in; tend
- * reads the chart where the module is, so there is no such Build.
+ * With `base` (another helm module), the Deploy deploys that module's chart with its values
+ * under this module's; tasks and tests render the base's files.
+ *
+ * Garden also gives the module a Build that only copies its files (and the base's), which the
+ * actions run in; tend reads the charts where the modules are, so there is no such Build.
  */
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import type { ConfigPath } from '../project.js';
-import type { ModuleParts } from './module-parts.js';
+import { envStrings, targetResource, type ModuleParts } from './module-parts.js';
 import { isRecord, type GardenRecord } from './translation.js';
 
 const defined = (record: GardenRecord): GardenRecord =>
   Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined));
 
-/** Garden's `convertServiceResourceSpec`: a pod selector, or a kind (default Deployment) and a name. */
-function targetResource(resource: unknown, moduleName: string): GardenRecord | undefined {
-  if (!isRecord(resource)) return undefined;
-  const target: GardenRecord =
-    isRecord(resource.podSelector) && Object.keys(resource.podSelector).length > 0
-      ? { podSelector: resource.podSelector }
-      : { kind: resource.kind ?? 'Deployment', name: resource.name ?? moduleName };
-  if (resource.containerName !== undefined) target.containerName = resource.containerName;
-  return target;
+/** RFC 7396 JSON merge patch, as Garden merges a base module's values and serviceResource. */
+function mergePatch(target: unknown, patch: unknown): unknown {
+  if (!isRecord(patch)) return patch;
+  const out: GardenRecord = isRecord(target) ? { ...target } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete out[key];
+    else out[key] = mergePatch(out[key], value);
+  }
+  return out;
 }
 
-/** Garden's env values are strings, numbers and booleans; tend's are strings. */
-function envStrings(env: unknown): unknown {
-  if (!isRecord(env)) return env;
-  return Object.fromEntries(
-    Object.entries(env).map(([key, value]) => [
-      key,
-      typeof value === 'number' || typeof value === 'boolean' ? String(value) : value,
-    ]),
+/**
+ * Garden's `base`: the helm module whose files Garden copies into this module's build directory,
+ * whose chart the Deploy deploys. Refused as Garden refuses it: not a helm module, or this module
+ * having a chart of its own.
+ */
+function baseModule(parts: ModuleParts, chartPath: string): { value: GardenRecord; dir: string } | undefined {
+  const { module, moduleDir, modules, translation } = parts;
+  if (typeof module.base !== 'string') return undefined;
+  const base = modules.get(module.base);
+  const problem =
+    base === undefined
+      ? `base: there is no module ${module.base}`
+      : base.value.type !== 'helm'
+        ? `base: module ${module.base} is of type ${String(base.value.type)}, not a helm module`
+        : statSync(path.join(moduleDir, chartPath, 'Chart.yaml'), { throwIfNoEntry: false })?.isFile()
+          ? `base: module ${parts.name} has a chart of its own (${path.posix.join(chartPath, 'Chart.yaml')}) and a base; Helm charts cannot be merged, remove one (as Garden requires)`
+          : undefined;
+  if (problem) {
+    translation.unsupported(['base'], problem);
+    return undefined;
+  }
+  return base;
+}
+
+/** The path of a chart directory of the base module, from this module's directory. */
+function chartOfBase(moduleDir: string, base: { dir: string }, chartPath: unknown): string {
+  const relative = path.relative(
+    moduleDir,
+    path.join(base.dir, typeof chartPath === 'string' ? chartPath : '.'),
   );
+  return relative === '' ? '.' : relative;
 }
 
 /**
@@ -58,34 +83,36 @@ function defaultInclude(module: GardenRecord, moduleDir: string, chartPath: stri
 
 export function convertHelmModule(parts: ModuleParts): void {
   const { module, name, moduleDir, buildDependencies, runtime, add, entries, translation } = parts;
-  if (module.base !== undefined) {
-    translation.unsupported(
-      ['base'],
-      "base: a helm module on another module's chart is not converted by tend; set chartPath to that chart and write its values here",
-    );
-  }
   const chartPath = typeof module.chartPath === 'string' ? module.chartPath : '.';
+  const chartBase = baseModule(parts, chartPath);
   const base: GardenRecord = {
     ...parts.base,
     ...(module.include === undefined && module.exclude === undefined
       ? { include: defaultInclude(module, moduleDir, chartPath) }
       : {}),
   };
-  const chart = defined({
-    name: module.chart,
-    path: module.chart ? undefined : chartPath,
-    repo: module.repo,
-    version: module.version,
-  });
-  const chartKeys = defined({
-    chart,
-    releaseName: module.releaseName ?? name,
-    values: module.values,
-    valueFiles: module.valueFiles,
-  });
+  // Garden's tasks and tests render this module's chartPath in the build directory (the base's
+  // files, with a base); its Deploy the base's chartPath, with the base's values under its own.
+  const chartKeys = (ofDeploy: boolean) =>
+    defined({
+      chart: defined({
+        name: module.chart,
+        path: module.chart
+          ? undefined
+          : chartBase
+            ? chartOfBase(moduleDir, chartBase, ofDeploy ? chartBase.value.chartPath : chartPath)
+            : chartPath,
+        repo: module.repo,
+        version: module.version,
+      }),
+      releaseName: module.releaseName ?? name,
+      values:
+        chartBase && ofDeploy ? mergePatch(chartBase.value.values ?? {}, module.values ?? {}) : module.values,
+      valueFiles: module.valueFiles,
+    });
   const chartMoves: [ConfigPath, ConfigPath][] = [
     [['spec', 'chart', 'name'], ['chart']],
-    [['spec', 'chart', 'path'], ['chartPath']],
+    [['spec', 'chart', 'path'], chartBase ? ['base'] : ['chartPath']],
     [['spec', 'chart'], []],
     [['spec', 'values'], ['values']],
     [['spec', 'valueFiles'], ['valueFiles']],
@@ -100,9 +127,12 @@ export function convertHelmModule(parts: ModuleParts): void {
   const builds = [...new Set([...buildDependencies, ...resourceBuilds])];
   const serviceResource = isRecord(module.serviceResource) ? module.serviceResource : undefined;
   if (module.skipDeploy !== true) {
+    const deployResource = chartBase
+      ? mergePatch(chartBase.value.serviceResource ?? {}, serviceResource ?? {})
+      : serviceResource;
     const sourceBuild =
-      typeof serviceResource?.containerModule === 'string'
-        ? [`build.${serviceResource.containerModule}`]
+      isRecord(deployResource) && typeof deployResource.containerModule === 'string'
+        ? [`build.${deployResource.containerModule}`]
         : [];
     add(
       {
@@ -113,7 +143,7 @@ export function convertHelmModule(parts: ModuleParts): void {
         dependencies: [...new Set([...builds, ...runtime(module.dependencies), ...sourceBuild])],
         ...(module.timeout !== undefined ? { timeout: module.timeout } : {}),
         spec: {
-          ...chartKeys,
+          ...chartKeys(true),
           ...defined({
             namespace: module.namespace,
             atomic: module.atomicInstall,
@@ -165,7 +195,7 @@ export function convertHelmModule(parts: ModuleParts): void {
             ...rest,
             ...(rest.env !== undefined ? { env: envStrings(rest.env) } : {}),
             resource,
-            ...chartKeys,
+            ...chartKeys(false),
           },
         },
         [

@@ -1,14 +1,17 @@
 /**
  * Garden 0.12 modules (`kind: Module`) converted to actions the way Garden 0.13 converts them
- * (core/src/plugins/exec/convert.ts, container/container.ts, kubernetes-type/handlers.ts):
+ * (core/src/plugins/exec/convert.ts, container/container.ts, kubernetes-type/handlers.ts;
+ * helm modules in garden/helm-module.ts, persistentvolumeclaim and configmap in garden/volumes.ts):
  *
  * - `exec`: a Build when `build.command` is set (`shell: true`), each service a Deploy
  *   (`deployCommand`, `statusCommand`, `cleanupCommand`), each task a Run, each test a Test named
  *   `<module>-<test>`; the module's `env` under each one's own;
  * - `container`: a Build when the module has a Dockerfile, each task a Run and each test a Test
- *   (`<module>-<test>`) running its image, each service a Deploy (which tend does not run yet);
+ *   (`<module>-<test>`) running its image, each service a Deploy; a volume's `module:` becomes
+ *   `action:` that module's Deploy;
  * - `kubernetes`: a Deploy of the module's `files` (as manifestTemplates), `kustomize` and
- *   `manifests`.
+ *   `manifests`; each task a kubernetes-pod Run and each test a kubernetes-pod Test
+ *   (`<module>-<test>`) in a pod like the workload of its `resource` in those files and manifests.
  *
  * A runtime dependency names a service or a task of any module: `deploy.<name>` or `run.<name>`.
  * The actions then go through the same translation as Garden 0.13 actions.
@@ -18,28 +21,10 @@ import path from 'node:path';
 import picomatch from 'picomatch';
 import type { ConfigPath } from '../project.js';
 import { convertHelmModule } from './helm-module.js';
-import { strings, type ModuleParts } from './module-parts.js';
+import { envStrings, strings, targetResource, type ModuleParts } from './module-parts.js';
+import type { GardenProjectIndex } from './project-index.js';
+import { convertVolumeModule, moduleVolumes } from './volumes.js';
 import { isRecord, type GardenRecord, type Translation } from './translation.js';
-
-/** Which kind of action each service and task name of the project's modules became. */
-export type ModuleRuntimeNames = ReadonlyMap<string, 'deploy' | 'run'>;
-
-/** The names of every module's services (Deploys) and tasks (Runs). */
-export function moduleRuntimeNames(modules: readonly unknown[]): Map<string, 'deploy' | 'run'> {
-  const names = new Map<string, 'deploy' | 'run'>();
-  for (const module of modules) {
-    if (!isRecord(module) || module.kind !== 'Module') continue;
-    for (const [key, kind] of [
-      ['services', 'deploy'],
-      ['tasks', 'run'],
-    ] as const) {
-      for (const entry of Array.isArray(module[key]) ? module[key] : []) {
-        if (isRecord(entry) && typeof entry.name === 'string') names.set(entry.name, kind);
-      }
-    }
-  }
-  return names;
-}
 
 /** One action of a module, as a Garden 0.13 document, with where its keys are in the module. */
 export interface ModuleAction {
@@ -51,7 +36,7 @@ export interface ModuleAction {
 export function convertModule(
   rawModule: GardenRecord,
   moduleDir: string,
-  runtimeNames: ModuleRuntimeNames,
+  index: GardenProjectIndex,
   translation: Translation,
 ): ModuleAction[] {
   const module = withActionReferences(rawModule) as GardenRecord;
@@ -76,7 +61,9 @@ export function convertModule(
     }
   }
   const runtime = (dependencies: unknown) =>
-    strings(dependencies).map((dependency) => `${runtimeNames.get(dependency) ?? 'deploy'}.${dependency}`);
+    strings(dependencies).map(
+      (dependency) => `${index.runtimeNames.get(dependency) ?? 'deploy'}.${dependency}`,
+    );
   const actions: ModuleAction[] = [];
   const add = (value: GardenRecord, moves: [ConfigPath, ConfigPath][]) =>
     actions.push({ value, moves: [...moves, [['varfiles', 0], ['varfile']]] });
@@ -96,11 +83,13 @@ export function convertModule(
     add,
     entries,
     translation,
+    modules: index.modules,
   };
   if (type === 'exec') convertExecModule(parts);
   else if (type === 'container') convertContainerModule(parts);
   else if (type === 'kubernetes') convertKubernetesModule(parts);
   else if (type === 'helm') convertHelmModule(parts);
+  else if (type === 'persistentvolumeclaim' || type === 'configmap') convertVolumeModule(parts, type);
   else {
     translation.unsupported(
       ['type'],
@@ -287,18 +276,21 @@ function convertContainerModule(parts: ModuleParts): void {
       const { name: entryName, dependencies, disabled, timeout, description: _d, hotReload, ...rest } = entry;
       if (hotReload !== undefined)
         translation.note([...at, 'hotReload'], 'hotReload: tend deploys what is on disk; ignored');
+      const actionDependencies = own(dependencies);
+      const volumes = moduleVolumes(rest.volumes, actionDependencies, at);
       add(
         {
           ...base,
           kind,
           type: 'container',
           name: kind === 'Test' ? `${name}-${String(entryName)}` : entryName,
-          dependencies: own(dependencies),
+          dependencies: actionDependencies,
           ...(disabled !== undefined ? { disabled } : {}),
           ...(timeout !== undefined ? { timeout } : {}),
-          spec: { ...rest, image },
+          spec: { ...rest, ...(rest.volumes !== undefined ? { volumes: volumes.volumes } : {}), image },
         },
         [
+          ...volumes.moves,
           [['spec'], at],
           [['name'], [...at, 'name']],
           [['dependencies'], [...at, 'dependencies']],
@@ -333,11 +325,55 @@ function convertKubernetesModule(parts: ModuleParts): void {
       [['spec'], specAt],
     ],
   );
-  for (const key of ['tasks', 'tests'] as const) {
-    for (const { at } of entries(key)) {
-      translation.unsupported(
-        at,
-        `${key} of a kubernetes module run in a workload's pod, which tend does not support yet; write them as kubernetes-pod actions with an image`,
+  // Garden's tasks and tests: kubernetes-pod actions finding their workload (`resource`, else the
+  // module's `serviceResource`) in the module's files and manifests (not its kustomization).
+  const serviceResource = isRecord(spec.serviceResource) ? spec.serviceResource : undefined;
+  const manifestKeys: GardenRecord = {
+    ...(spec.files !== undefined ? { manifestTemplates: spec.files } : {}),
+    ...(spec.manifests !== undefined ? { manifests: spec.manifests } : {}),
+    ...(spec.namespace !== undefined ? { namespace: spec.namespace } : {}),
+  };
+  for (const [key, kind] of [
+    ['tasks', 'Run'],
+    ['tests', 'Test'],
+  ] as const) {
+    for (const { entry, at } of entries(key)) {
+      const { name: entryName, description, dependencies, disabled, timeout, resource: own, ...rest } = entry;
+      const resource = targetResource(own ?? serviceResource, name);
+      if (!resource) {
+        translation.note(
+          at,
+          `${key === 'tasks' ? 'task' : 'test'} ${String(entryName)} names no resource (nor does the module's serviceResource): Garden converts it to no action; not loaded`,
+        );
+        continue;
+      }
+      add(
+        {
+          ...base,
+          kind,
+          type: 'kubernetes-pod',
+          name: kind === 'Test' ? `${name}-${String(entryName)}` : entryName,
+          ...(kind === 'Run' && description !== undefined ? { description } : {}),
+          ...(disabled !== undefined ? { disabled } : {}),
+          dependencies: [...buildDependencies, ...runtime(dependencies)],
+          ...(timeout !== undefined ? { timeout } : {}),
+          spec: {
+            ...rest,
+            ...(rest.env !== undefined ? { env: envStrings(rest.env) } : {}),
+            resource,
+            ...manifestKeys,
+          },
+        },
+        [
+          [['spec', 'manifestTemplates'], ['files']],
+          [['spec', 'manifests'], ['manifests']],
+          [['spec', 'namespace'], ['namespace']],
+          [['spec', 'resource'], own !== undefined ? [...at, 'resource'] : ['serviceResource']],
+          [['spec'], at],
+          [['name'], [...at, 'name']],
+          [['dependencies'], [...at, 'dependencies']],
+          [['timeout'], [...at, 'timeout']],
+        ],
       );
     }
   }

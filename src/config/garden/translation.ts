@@ -60,6 +60,18 @@ export function isRecord(value: unknown): value is GardenRecord {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
+/** A dependency as tend writes it: `build.api`, from `build.api`, `Build.api` or `{ kind: Build, name: api }`. */
+export function dependencyRef(dependency: unknown): unknown {
+  if (isRecord(dependency) && typeof dependency.kind === 'string' && typeof dependency.name === 'string') {
+    return `${dependency.kind.toLowerCase()}.${dependency.name}`;
+  }
+  if (typeof dependency === 'string' && dependency.includes('.')) {
+    const dot = dependency.indexOf('.');
+    return `${dependency.slice(0, dot).toLowerCase()}${dependency.slice(dot)}`;
+  }
+  return dependency;
+}
+
 /** `a, b and c`. */
 export function listWords(words: readonly string[]): string {
   return words.length <= 1 ? (words[0] ?? '') : `${words.slice(0, -1).join(', ')} and ${words.at(-1)}`;

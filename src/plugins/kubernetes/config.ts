@@ -5,6 +5,7 @@
 import { Type, type Static } from 'typebox';
 import type { ClusterOverride, ExecutorFlags } from '../../plugin/types.js';
 import { AnyKey } from '../../schema-check.js';
+import { ContainerVolumes } from './volumes.js';
 
 const Seconds = (description: string, maximum = 86_400) =>
   Type.Number({ exclusiveMinimum: 0, maximum, description });
@@ -222,6 +223,22 @@ export const PodResource = Type.Object(
 );
 export type PodResource = Static<typeof PodResource>;
 
+/** An env value read from a Secret's key, as a container Deploy's and a pod's env may give. */
+const SecretEnv = Type.Object(
+  {
+    secretRef: Type.Object(
+      {
+        name: Type.String({ minLength: 1, description: 'the Secret in the app namespace' }),
+        key: Type.Optional(
+          Type.String({ minLength: 1, description: 'its key (default: the variable name)' }),
+        ),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+
 const PodRunKeys = {
   command: Type.Optional(
     Type.Array(Type.String(), { description: "the container's entrypoint (default: the image's)" }),
@@ -230,13 +247,25 @@ const PodRunKeys = {
     Type.Array(Type.String(), { description: "arguments of the entrypoint (default: the image's)" }),
   ),
   env: Type.Optional(
-    Type.Record(AnyKey(), Type.String(), {
+    Type.Record(AnyKey(), Type.Union([Type.String(), SecretEnv]), {
       propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_.-]*$' },
-      description: 'environment variables of the container',
+      description:
+        'environment variables of the container: a value, or `{ secretRef: { name, key } }` of a Secret',
     }),
   ),
   timeout: Type.Optional(Seconds('seconds the pod may run (default 600)')),
 };
+
+/** A kubernetes Deploy's manifest source, as a kubernetes-pod's: where its `resource` is found. */
+const podManifestSource = <
+  K extends 'manifestFiles' | 'manifestTemplates' | 'files' | 'kustomize' | 'manifests',
+>(
+  key: K,
+) =>
+  Type.Optional({
+    ...KubernetesDeploySpec.properties[key],
+    description: `as a kubernetes Deploy's ${key}: the manifests in which \`resource\` is found (not applied)`,
+  });
 
 export const KubernetesPodSpec = Type.Object(
   {
@@ -252,6 +281,13 @@ export const KubernetesPodSpec = Type.Object(
       Type.Record(AnyKey(), Type.Unknown(), { description: 'the pod spec, as a manifest writes it' }),
     ),
     ...PodRunKeys,
+    volumes: Type.Optional(ContainerVolumes),
+    manifestFiles: podManifestSource('manifestFiles'),
+    manifestTemplates: podManifestSource('manifestTemplates'),
+    files: podManifestSource('files'),
+    kustomize: podManifestSource('kustomize'),
+    manifests: podManifestSource('manifests'),
+    patchResources: KubernetesDeploySpec.properties.patchResources,
     workingDir: Type.Optional(
       Type.String({ minLength: 1, description: "the container's working directory (default: the image's)" }),
     ),
@@ -366,21 +402,6 @@ const Port = Type.Object(
   { additionalProperties: false },
 );
 
-const SecretEnv = Type.Object(
-  {
-    secretRef: Type.Object(
-      {
-        name: Type.String({ minLength: 1, description: 'the Secret in the app namespace' }),
-        key: Type.Optional(
-          Type.String({ minLength: 1, description: 'its key (default: the variable name)' }),
-        ),
-      },
-      { additionalProperties: false },
-    ),
-  },
-  { additionalProperties: false },
-);
-
 const HealthCheck = Type.Object(
   {
     httpGet: Type.Optional(
@@ -482,18 +503,7 @@ export const ContainerDeploySpec = Type.Object(
     annotations: Type.Optional(
       Type.Record(AnyKey(), Type.String(), { description: 'annotations of the pods and the Service' }),
     ),
-    volumes: Type.Optional(
-      Type.Array(
-        Type.Object(
-          {
-            name: Type.String({ minLength: 1, pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$' }),
-            containerPath: Type.String({ minLength: 1 }),
-          },
-          { additionalProperties: false },
-        ),
-        { description: 'empty directories (emptyDir) mounted in the container' },
-      ),
-    ),
+    volumes: Type.Optional(ContainerVolumes),
     timeout: Type.Optional(
       Type.Number({
         exclusiveMinimum: 0,

@@ -102,8 +102,18 @@ const podType: ActionTypeDefinition = {
   name: 'kubernetes-pod',
   description: 'a pod with an image and a command, run to completion in the environment namespace',
   kinds: {
-    Test: { specSchema: KubernetesPodSpec, handlers: podHandlers },
-    Run: { specSchema: KubernetesPodSpec, handlers: podHandlers },
+    Test: {
+      specSchema: KubernetesPodSpec,
+      handlers: podHandlers,
+      versionInputs: async (p) => (await manifests()).versionInputs(p),
+      templateFiles: async (p) => (await manifests()).templateFilesOf(p),
+    },
+    Run: {
+      specSchema: KubernetesPodSpec,
+      handlers: podHandlers,
+      versionInputs: async (p) => (await manifests()).versionInputs(p),
+      templateFiles: async (p) => (await manifests()).templateFilesOf(p),
+    },
   },
 };
 

@@ -112,7 +112,7 @@ export async function versionInputs(params: VersionInputsParams): Promise<Action
 }
 
 /** The manifest files whose template expressions are resolved: `manifestTemplates`, and `files` by its older name. */
-function templateFiles(spec: KubernetesDeploySpec): string[] {
+export function templateFiles(spec: Pick<KubernetesDeploySpec, 'manifestTemplates' | 'files'>): string[] {
   return [...(spec.manifestTemplates ?? []), ...(spec.files ?? [])];
 }
 

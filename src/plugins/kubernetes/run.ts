@@ -17,13 +17,16 @@ import type {
 import { labels, type KubeClient, type V1Pod } from './client/index.js';
 import type { KubernetesPodSpec } from './config.js';
 import { loadChartManifests, type ChartSpec } from './helm.js';
+import { loadManifests, templateFiles } from './manifests.js';
 import { actionLabel, outputTail, podName, waitForExit, waitForStart } from './pods.js';
 import { clientFor } from './provider.js';
+import { podVolumes } from './volumes.js';
 import {
   findInManifests,
   podTemplateOf,
   readWorkload,
   runPodSpec,
+  type PodEnvVar,
   type PodSpecObject,
 } from './workload-pods.js';
 
@@ -55,11 +58,12 @@ async function podSpecFor(
   client: KubeClient,
   namespace: string,
   action: ResolvedAction<PodRunSpec>,
-  env: { name: string; value: string }[],
+  env: PodEnvVar[],
 ): Promise<NonNullable<V1Pod['spec']>> {
   const spec = action.spec;
   const workingDir = spec.workingDir ? { workingDir: spec.workingDir } : {};
   if (spec.image) {
+    const mounted = spec.volumes?.length ? podVolumes(action, spec.volumes) : undefined;
     return {
       restartPolicy: 'Never',
       containers: [
@@ -70,8 +74,10 @@ async function podSpecFor(
           ...(spec.args ? { args: spec.args } : {}),
           ...workingDir,
           env,
+          ...(mounted ? { volumeMounts: mounted.volumeMounts } : {}),
         },
       ],
+      ...(mounted ? { volumes: mounted.volumes } : {}),
     };
   }
   let template: PodSpecObject | undefined;
@@ -79,10 +85,18 @@ async function podSpecFor(
   if (spec.podSpec) template = spec.podSpec as PodSpecObject;
   else if (spec.resource) {
     what = `${spec.resource.kind} ${spec.resource.name}`;
+    // Garden's kubernetes-pod with manifests finds the workload in them, not in the cluster.
+    const ownManifests =
+      spec.manifestFiles?.length || templateFiles(spec).length || spec.kustomize || spec.manifests?.length;
     const object =
       action.type === 'helm-pod'
         ? findInManifests(action, await loadChartManifests(ctx, action), spec.resource)
-        : await readWorkload(client, namespace, action, spec.resource);
+        : ownManifests
+          ? findInManifests(action, await loadManifests(ctx, action), spec.resource, {
+              lacks: 'its manifests have',
+              has: 'they have',
+            })
+          : await readWorkload(client, namespace, action, spec.resource);
     template = podTemplateOf(object);
   } else {
     throw new TendError(
@@ -99,6 +113,13 @@ async function podSpecFor(
     env,
   });
   if (spec.workingDir) Object.assign(pod.containers![0]!, workingDir);
+  if (spec.volumes?.length) {
+    // Beside the pod spec's own volumes and mounts.
+    const mounted = podVolumes(action, spec.volumes);
+    const main = pod.containers![0]! as { volumeMounts?: unknown[] };
+    main.volumeMounts = [...(main.volumeMounts ?? []), ...mounted.volumeMounts];
+    pod.volumes = [...((pod.volumes as unknown[] | undefined) ?? []), ...mounted.volumes];
+  }
   // A pod spec as a manifest writes it: the API server checks it.
   return pod as unknown as NonNullable<V1Pod['spec']>;
 }
@@ -118,14 +139,22 @@ export async function run(
   const deadline = Date.now() + timeoutMs;
   const tail = outputTail(ctx);
   const onLine = tail.onLine('stdout');
-  const env = Object.entries({
+  const env = Object.entries<NonNullable<KubernetesPodSpec['env']>[string]>({
     TEND_PROJECT: ctx.environment.project,
     TEND_ENVIRONMENT: ctx.environment.name,
     TEND_NAMESPACE: namespace,
     TEND_ACTION: action.ref,
     TEND_ACTION_VERSION: action.version,
     ...spec.env,
-  }).map(([key, value]) => ({ name: key, value }));
+  }).map(([key, value]): PodEnvVar =>
+    // A Secret's key as a container Deploy reads it (the key defaulting to the variable's name).
+    typeof value === 'string'
+      ? { name: key, value }
+      : {
+          name: key,
+          valueFrom: { secretKeyRef: { name: value.secretRef.name, key: value.secretRef.key ?? key } },
+        },
+  );
   await client.pods.create(namespace, {
     apiVersion: 'v1',
     kind: 'Pod',

@@ -21,6 +21,13 @@ const apiVersions: Record<PodResource['kind'], string> = {
 
 export type PodSpecObject = Record<string, unknown> & { containers?: Record<string, unknown>[] };
 
+/** An env variable of a pod's container: a value, or a Secret's key. */
+export interface PodEnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { secretKeyRef: { name: string; key: string } };
+}
+
 /** The pod spec of a workload (its template's) or of a Pod. */
 export function podTemplateOf(object: KubeObject): PodSpecObject | undefined {
   const spec = object.spec as Record<string, unknown> | undefined;
@@ -59,11 +66,12 @@ export async function readWorkload(
   return live;
 }
 
-/** The workload among rendered manifests (a helm-pod's chart). */
+/** The workload among rendered manifests (a helm-pod's chart, a kubernetes-pod's manifests). */
 export function findInManifests(
   action: ResolvedAction,
   manifests: Manifest[],
   resource: PodResource,
+  source = { lacks: 'the chart renders', has: 'it renders' },
 ): KubeObject {
   const found = manifests.find(
     (m) => m.object.kind === resource.kind && m.object.metadata?.name === resource.name,
@@ -74,7 +82,7 @@ export function findInManifests(
       .map((m) => `${m.object.kind} ${m.object.metadata?.name}`);
     throw new TendError(
       'TEND_K8S_MANIFEST_INVALID',
-      `${action.ref}: the chart renders no ${describe(resource)}; it renders ${workloads.join(', ') || 'no workload'}`,
+      `${action.ref}: ${source.lacks} no ${describe(resource)}; ${source.has} ${workloads.join(', ') || 'no workload'}`,
       { actionRef: action.ref, detail: { resource } },
     );
   }
@@ -115,7 +123,7 @@ export function runPodSpec(
     containerName?: string;
     command?: string[];
     args?: string[];
-    env: { name: string; value: string }[];
+    env: PodEnvVar[];
   },
 ): PodSpecObject {
   const container = containerOf(action, template, options.containerName, options.what);

@@ -391,12 +391,12 @@ ${deploySpec}`,
     expect(logs.stdout).toContain('kube-sim: container web started (image fluentd:v1)');
   });
 
-  it('a hostPath volume, and a port name that is not a port, are refused with file and line', async () => {
+  it('a volume with both hostPath and action, and a port name that is not a port, are refused with file and line', async () => {
     const root = project(
       'container-refused',
       `  image: nginx
   volumes:
-    - { name: data, containerPath: /data, hostPath: ./data }
+    - { name: data, containerPath: /data, hostPath: ./data, action: deploy.data }
   ports: [{ name: http, containerPort: 80 }]
 `,
     );
@@ -406,7 +406,7 @@ ${deploySpec}`,
       errors: { message: string; location: { file: string; line: number } }[];
     };
     expect(errors.map((e) => `${e.location.file}:${e.location.line} ${e.message}`)).toEqual([
-      expect.stringMatching(/^garden\.yml:7 a hostPath volume is not mounted by tend/),
+      expect.stringMatching(/^garden\.yml:7 a volume has hostPath or action, not both/),
     ]);
 
     const badPort = project(

@@ -19,6 +19,7 @@ import { applyManifests, manifestsStatus, removeManifests } from '../deploy.js';
 import { manifestLogs } from '../logs.js';
 import { invalid, type Manifest } from '../manifests.js';
 import { actionLabel } from '../pods.js';
+import { podVolumes } from '../volumes.js';
 
 type Params = ActionHandlerParams<ContainerDeploySpec>;
 type Action = ResolvedAction<ContainerDeploySpec>;
@@ -137,6 +138,7 @@ function env(spec: ContainerDeploySpec): Record<string, unknown>[] {
 function workload(action: Action, labels: Record<string, string>): KubeObject {
   const { spec } = action;
   const ports = spec.ports ?? [];
+  const mounted = spec.volumes?.length ? podVolumes(action, spec.volumes) : undefined;
   const container = {
     name: action.name,
     image: spec.image,
@@ -152,16 +154,14 @@ function workload(action: Action, labels: Record<string, string>): KubeObject {
     resources: resources(spec),
     imagePullPolicy: 'IfNotPresent',
     ...probes(action),
-    ...(spec.volumes?.length
-      ? { volumeMounts: spec.volumes.map((v) => ({ name: v.name, mountPath: v.containerPath })) }
-      : {}),
+    ...(mounted ? { volumeMounts: mounted.volumeMounts } : {}),
   };
   const podSpec = {
     containers: [container],
     restartPolicy: 'Always',
     terminationGracePeriodSeconds: 5,
     dnsPolicy: 'ClusterFirst',
-    ...(spec.volumes?.length ? { volumes: spec.volumes.map((v) => ({ name: v.name, emptyDir: {} })) } : {}),
+    ...(mounted ? { volumes: mounted.volumes } : {}),
   };
   return {
     apiVersion: 'apps/v1',
