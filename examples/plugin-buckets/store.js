@@ -394,8 +394,10 @@ export async function startStore({ dataDir, port = 0, token, now }) {
     url: `http://127.0.0.1:${address.port}`,
     token,
     storeId: store.storeId,
+    /** Stops it (again: nothing more). */
     close: () =>
       new Promise((resolve) => {
+        if (!server.listening) return resolve(undefined);
         server.closeAllConnections();
         server.close(() => resolve(undefined));
       }),
