@@ -299,6 +299,10 @@ function pauseRecordOf(bucket) {
   return record;
 }
 
+/** What a resume did, for people. */
+const resumedAs = (record) =>
+  `${record.readOnly ? 'read-only' : 'writable'} again, as before the pause of ${record.pausedAt}`;
+
 /**
  * Resume: writes back what the pause recorded (the read-only switch as it was) and removes the
  * record, on the version just read (412: read again and retry). Nothing paused: nothing done.
@@ -309,8 +313,7 @@ async function resumeBucket(store, name, bucket) {
     if (!record) return { resumed: false, message: `bucket ${name} is not paused` };
     const patch = { readOnly: record.readOnly, annotations: { [marks.paused]: null } };
     const result = await store.patchBucket(name, patch, bucket.version);
-    if (result.bucket)
-      return { resumed: true, message: `bucket ${name}: writable again (paused at ${record.pausedAt})` };
+    if (result.bucket) return { resumed: true, message: `bucket ${name}: ${resumedAs(record)}` };
     if (result.gone) break;
     bucket = await store.getBucket(name);
   }
@@ -326,9 +329,9 @@ const keyOf = (action) => action.spec.key ?? action.name;
 const objectHandlers = {
   /** Read-only: the object as it is; `paused` when current in a bucket a pause made read-only. */
   async getStatus(ctx, { action }) {
-    const store = storeClient(ctx.provider.config, ctx.signal);
-    const name = ctx.environment.resourceName;
+    const { store, name, project, environment, target } = await environmentOf(ctx);
     const bucket = await store.getBucket(name);
+    report(ctx, target, name, bucket, bucket ? 'ready' : 'missing', 'observed', project, environment);
     if (!bucket) return { state: 'not-ready', reason: `bucket ${name} does not exist` };
     const bytes = await store.getObject(name, keyOf(action));
     if (!bytes || bytes.toString('utf8') !== action.spec.content) return { state: 'not-ready' };
@@ -598,7 +601,7 @@ const cleanup = {
     );
     if (result.stale) return answer(it, 'changed', 'changed since the check; left alone');
     if (result.gone) return answer(it, 'gone', 'does not exist');
-    return answer(it, 'done', `writable again (paused at ${record.pausedAt})`);
+    return answer(it, 'done', resumedAs(record));
   },
   /** What a dry run would change. */
   async preview(_ctx, _target, resource, action) {
