@@ -531,15 +531,8 @@ const cleanup = {
       } while (after);
     } catch (error) {
       // A page that failed (the store gone, an expired continue token): the list is not whole.
-      return {
-        complete: false,
-        error:
-          `listing stopped after ${items.length} bucket(s): ${/** @type {Error} */ (error).message}`.slice(
-            0,
-            4000,
-          ),
-        items,
-      };
+      const why = `listing stopped after ${items.length} bucket(s): ${/** @type {Error} */ (error).message}`;
+      return { complete: false, error: why.slice(0, 4000), items };
     }
     return { complete: true, items, ...(observedAt ? { observedAt } : {}) };
   },
