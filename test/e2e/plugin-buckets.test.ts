@@ -422,7 +422,7 @@ describe('the plugin-buckets example', () => {
 describe('the plugin-buckets cleanup primitives', () => {
   it('list every page, act only on the version they were given, pause once and resume exactly, and never call a list complete that was cut short', async () => {
     const plugin = await loadPluginModule('./plugin/buckets.js', bucketsProject(), builtinPlugins());
-    const cleanup = plugin.cleanup as CleanupHandlers<{ url: string; pageSize: number }>;
+    const cleanup = plugin.cleanup as CleanupHandlers<{ url: string; token?: string; pageSize: number }>;
     const { ctx } = callContext({ url: store.url, pageSize: 1 }, { pluginName: 'buckets' });
     const marked = (environment: string) => ({
       labels: { 'managed-by': 'tend' },
@@ -479,6 +479,22 @@ describe('the plugin-buckets cleanup primitives', () => {
     const resumed = (await bucket('notes-b'))!;
     expect(resumed.readOnly).toBe(true);
     expect(resumed.annotations).not.toHaveProperty('tend.dev/paused');
+
+    // A store with a token: refused without it (the store's 401 in the error), served with it.
+    const guarded = await startStore({ dataDir: path.join(scratch, 'guarded'), token: 'store-secret' });
+    try {
+      const without = callContext({ url: guarded.url, pageSize: 10 }, { pluginName: 'buckets' }).ctx;
+      await expect(cleanup.targets(without)).rejects.toThrow(/answered GET \/ with 401/);
+      const withToken = callContext(
+        { url: guarded.url, token: 'store-secret', pageSize: 10 },
+        { pluginName: 'buckets' },
+      ).ctx;
+      expect(await cleanup.targets(withToken)).toEqual([
+        expect.objectContaining({ targetKey: `buckets/${guarded.storeId}` }),
+      ]);
+    } finally {
+      await guarded.close();
+    }
 
     // The store gone mid-way: the list is not complete, whatever it got.
     await store.close();
