@@ -239,11 +239,12 @@ function ownerOf(bucket, project, environment) {
 }
 
 /**
- * The environment's bucket, used now: created with tend's marks when there is none, adopted when
- * one was there before tend (never deleted by tend), refused when it is another environment's;
- * reported first, then its last activity stamped.
+ * The environment's bucket, used now: created with tend's marks when there is none (unless
+ * `create` is false: then `bucket` is undefined), adopted when one was there before tend (never
+ * deleted by tend), refused when it is another environment's; reported first, then its last
+ * activity stamped.
  */
-async function use(ctx) {
+async function use(ctx, { create = true } = {}) {
   const env = await environmentOf(ctx);
   const { store, name, project, environment, target } = env;
   const reportAs = (bucket, state, cause) =>
@@ -252,6 +253,7 @@ async function use(ctx) {
   let bucket = await store.getBucket(name);
   if (!bucket) {
     reportAs(undefined, 'missing', 'observed');
+    if (!create) return { ...env, bucket };
     bucket = await store.createBucket(name, {
       labels: { [marks.managedBy]: 'tend' },
       annotations: { [marks.project]: project, [marks.environment]: environment, [marks.lastActivity]: now },
@@ -355,8 +357,10 @@ const objectHandlers = {
     ctx.events.emit('buckets.objectWritten', { bucket: name, key, etag: written.etag, size: written.size });
     return { outputs: { bucket: name, key, etag: written.etag } };
   },
+  /** The object removed; a bucket that does not exist is not created for it. */
   async delete(ctx, { action }) {
-    const { store, name } = await use(ctx);
+    const { store, name, bucket } = await use(ctx, { create: false });
+    if (!bucket) return { state: 'not-ready' };
     const status = await store.deleteObject(name, keyOf(action));
     if (status === 423) throw new TendError('TEND_ACTION_FAILED', `bucket ${name} is read-only`);
     return { state: 'not-ready' };
