@@ -281,7 +281,7 @@ describe('the plugin-buckets example', () => {
       `  - name: kept\n    defaultNamespace: notes-kept\n${policy}` +
         `  - name: legacy\n    defaultNamespace: notes-legacy\n${policy}`,
     );
-    const { cli, deploy, agent } = bucketsCli(project);
+    const { cli, inStore, deploy, agent } = bucketsCli(project);
     // There before tend: adopted by the deploy, never tend's to delete.
     await createBucket('notes-legacy', { labels: {}, annotations: { owner: 'ops' } });
     // Marked as tend's for notes/dev by someone else: no command created it, nothing records it.
@@ -298,6 +298,23 @@ describe('the plugin-buckets example', () => {
       'tend.dev/adopted': 'true',
       owner: 'ops',
     });
+    // By hand: the deploy's object removed from the adopted bucket, the bucket itself left alone.
+    const removed = await cli(
+      server.tokens.ingest,
+      'cleanup',
+      'deploy',
+      'readme',
+      '--env',
+      'legacy',
+      ...inStore,
+    );
+    expect(removed.code, removed.stderr).toBe(0);
+    expect((await storeRequest('GET', '/buckets/notes-legacy/objects/readme')).status).toBe(404);
+    const byHand = await cli(server.tokens.ingest, 'cleanup', 'env', '--env', 'legacy', ...inStore);
+    expect(byHand.stdout + byHand.stderr).toContain(
+      'bucket notes-legacy left alone: it existed before tend used it',
+    );
+    expect(await bucket('notes-legacy')).toBeDefined();
     const protect = await cli(
       server.tokens.developer,
       'protect',
