@@ -18,7 +18,7 @@ import { createTestServer, type TestServer } from '../server/helpers.js';
 import { callContext, testClock } from '../cleanup/helpers.js';
 import { loadPluginModule } from '../../src/plugin/load.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';
-import type { CleanupHandlers, CleanupResource } from '../../src/plugin/types.js';
+import type { CleanupHandlers } from '../../src/plugin/types.js';
 import { agentTokenFor, enforce, pluginAgent, projectCli, recordedEnvironmentId } from './plugin-helpers.js';
 
 interface Store {
@@ -452,11 +452,7 @@ describe('the plugin-buckets cleanup primitives', () => {
     expect(target).toMatchObject({ targetKey: `buckets/${store.storeId}`, pluginName: 'buckets' });
     const inventory = await cleanup.inventory(ctx, target!);
     expect(inventory).toMatchObject({ complete: true, observedAt: expect.any(String) });
-    expect(inventory.items.map((i) => (i as CleanupResource & { name: string }).name)).toEqual([
-      'notes-a',
-      'notes-b',
-      'notes-c',
-    ]);
+    expect(inventory.items.map((i) => i.name)).toEqual(['notes-a', 'notes-b', 'notes-c']);
     const a = inventory.items[0]!;
     expect(a).toMatchObject({ managedByTend: true, project: 'notes', environment: 'a', adopted: false });
 
