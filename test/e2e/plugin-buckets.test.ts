@@ -462,6 +462,14 @@ describe('the plugin-buckets cleanup primitives', () => {
       outcome: 'changed',
     });
     expect(await bucket('notes-a')).toBeDefined();
+    // Another uid with the version as it is now: not the bucket the check read, nothing deleted.
+    const now = (await cleanup.read(ctx, target!, { name: 'notes-a', project: 'notes', environment: 'a' }))!;
+    expect(
+      await cleanup.delete(ctx, target!, now, { uid: 'another-uid', version: now.version }),
+    ).toMatchObject({
+      outcome: 'changed',
+    });
+    expect(await bucket('notes-a')).toBeDefined();
 
     // Pause a bucket that was read-only already: resume leaves it read-only, as it was.
     const b = (await bucket('notes-b'))!;

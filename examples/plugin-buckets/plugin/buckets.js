@@ -494,6 +494,14 @@ function storeOf(ctx, target) {
 /** An acting primitive's answer to the store's: 412 is `changed`, 404 `gone`. */
 const answer = (it, outcome, message) => ({ outcome, message: `${it}: ${message}` });
 
+/**
+ * Whether the bucket is still the one the precondition names: its uid and its version. The store's
+ * versions come from one counter for all its buckets, so a bucket re-created under the name never
+ * has the version of the one it replaced: `If-Match` on the version keeps the uid too.
+ */
+const holds = (bucket, precondition) =>
+  bucket.uid === precondition.uid && bucket.version === precondition.version;
+
 /** @type {Record<string, any>} */
 const cleanup = {
   targetKind: 'buckets',
@@ -544,10 +552,13 @@ const cleanup = {
     const bucket = await storeOf(ctx, target).store.getBucket(name);
     return bucket ? resourceOf(bucket) : undefined;
   },
-  /** DELETE with If-Match: the version tend checked. A change since (a use) wins. */
+  /** DELETE with If-Match: the uid and version tend checked. A change since (a use) wins. */
   async delete(ctx, target, resource, precondition) {
     const { store, recorded } = storeOf(ctx, target);
     const it = `bucket ${resource.name}`;
+    const bucket = await store.getBucket(resource.name);
+    if (!bucket) return answer(it, 'gone', 'does not exist (already gone)');
+    if (!holds(bucket, precondition)) return answer(it, 'changed', 'changed since the check; left alone');
     const outcome = await store.deleteBucket(resource.name, precondition.version);
     if (outcome === 'stale') return answer(it, 'changed', 'changed since the check; left alone');
     if (outcome === 'gone') return answer(it, 'gone', 'does not exist (already gone)');
@@ -568,8 +579,7 @@ const cleanup = {
     const it = `bucket ${resource.name}`;
     const bucket = await store.getBucket(resource.name);
     if (!bucket) return answer(it, 'gone', 'does not exist');
-    if (bucket.version !== precondition.version)
-      return answer(it, 'changed', 'changed since the check; left alone');
+    if (!holds(bucket, precondition)) return answer(it, 'changed', 'changed since the check; left alone');
     if (pauseRecordOf(bucket)) return answer(it, 'done', 'already paused');
     const record = JSON.stringify({ readOnly: bucket.readOnly, pausedAt: new Date().toISOString() });
     const result = await store.patchBucket(
@@ -587,8 +597,7 @@ const cleanup = {
     const it = `bucket ${resource.name}`;
     const bucket = await store.getBucket(resource.name);
     if (!bucket) return answer(it, 'gone', 'does not exist');
-    if (bucket.version !== precondition.version)
-      return answer(it, 'changed', 'changed since the check; left alone');
+    if (!holds(bucket, precondition)) return answer(it, 'changed', 'changed since the check; left alone');
     const record = pauseRecordOf(bucket);
     if (!record) return answer(it, 'done', 'not paused');
     const result = await store.patchBucket(
