@@ -273,7 +273,7 @@ describe('the plugin-buckets example', () => {
       const items = answer.json<{ items: { payload: { uid: string } }[] }>().items;
       return items.some((e) => e.payload.uid === restored.uid);
     }, 'the restored bucket’s bucketCreated event on the server');
-  });
+  }, 120_000);
 
   it('never deletes a protected, a foreign or an adopted bucket', async () => {
     const policy = '    cleanup:\n      afterInactivity: 1h\n      action: delete\n';
@@ -375,7 +375,7 @@ describe('the plugin-buckets example', () => {
       headers: server.auth(server.tokens.read),
     });
     expect(status.body).toContain('notes-foreign');
-  });
+  }, 120_000);
 
   it('restores a deleted bucket by a restore job through tend agent --plugin with a token bound to the store', async () => {
     const project = bucketsProject();
