@@ -19,6 +19,7 @@ import { callContext, testClock } from '../cleanup/helpers.js';
 import { loadPluginModule } from '../../src/plugin/load.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';
 import type { CleanupHandlers } from '../../src/plugin/types.js';
+import { checkCleanupConformance } from '../../src/testing/index.js';
 import { agentTokenFor, enforce, pluginAgent, projectCli, recordedEnvironmentId } from './plugin-helpers.js';
 
 interface Store {
@@ -523,5 +524,38 @@ describe('the plugin-buckets cleanup primitives', () => {
       complete: false,
       error: expect.stringContaining('cannot be reached'),
     });
+  });
+});
+
+describe('the plugin-buckets cleanup primitives, by the conformance kit', () => {
+  it('pass every check of checkCleanupConformance, an adopted bucket included', async () => {
+    const report = await checkCleanupConformance({
+      root: bucketsProject(),
+      plugin: 'buckets',
+      vars: [`store=${store.url}`],
+      settings: { url: store.url },
+      protection: { patterns: ['notes-prod-*'] },
+      // A bucket someone made before tend used it: the preview deploy adopts it.
+      adopted: {
+        environment: 'preview',
+        create: (name) => createBucket(name, { labels: {}, annotations: {} }).then(() => {}),
+      },
+    });
+    expect(report.targetKey).toBe(`buckets/${store.storeId}`);
+    expect(report.checks.filter((c) => c.status !== 'pass')).toEqual([]);
+    expect(report.checks.map((c) => c.check)).toEqual([
+      'targets',
+      'inventory',
+      'read',
+      'preconditions',
+      'dry-run',
+      'protection',
+      'hostile-jobs',
+      'pause-resume',
+      'archive',
+      'restore',
+      'delete',
+    ]);
+    expect(report.checks.find((c) => c.check === 'hostile-jobs')!.sentence).toContain('an adopted resource');
   });
 });
