@@ -10,14 +10,13 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { copyExample, removeProjects, runTend, waitFor } from '../helpers/project.js';
+import { copyExample, removeProjects, waitFor } from '../helpers/project.js';
 import { createTestServer, type TestServer } from '../server/helpers.js';
-import { streamEnv } from '../stream/helpers.js';
 import { callContext, testClock } from '../cleanup/helpers.js';
 import { loadPluginModule } from '../../src/plugin/load.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';
 import type { CleanupHandlers, QueuedCleanupJob } from '../../src/plugin/types.js';
-import { TokenRepository } from '../../src/server/db/repositories/tokens.js';
+import { agentTokenFor, enforce, pluginAgent, projectCli, recordedEnvironmentId } from './plugin-helpers.js';
 
 const hour = 3_600_000;
 let server: TestServer;
@@ -40,43 +39,18 @@ afterEach(async () => {
 });
 afterAll(removeProjects);
 
-interface AgentReport {
-  last: {
-    targets: { targetKey: string }[];
-    inventories: { targetKey: string; complete: boolean; items: number; response?: { recorded: number } }[];
-    jobs: { outcome: string; namespace?: string; message: string }[];
-  };
-}
-
 describe('the plugin-dirs example', () => {
   it('is recorded, listed, planned and cleaned by tend agent --plugin; one used since the plan is left alone', async () => {
     const project = copyExample('plugin-dirs', { dependencies: true });
-    const cli = (token: string, ...args: string[]) =>
-      runTend(args, {
-        cwd: project,
-        env: streamEnv(url, token, { KUBECONFIG: path.join(root, 'no-kubeconfig') }),
-      });
+    const cli = projectCli(project, url, root);
     const deploy = (env: string) =>
       cli(server.tokens.ingest, 'deploy', '--env', env, '--var', `root=${root}`, '--json');
-    const agent = async (...extra: string[]) => {
-      const run = await cli(
-        server.tokens.agent,
-        'agent',
-        '--server',
-        url,
-        '--token',
-        server.tokens.agent,
-        '--plugin',
-        path.join(project, 'plugin', 'dirs.js'),
-        '--set',
-        `dirs.root=${root}`,
-        '--once',
-        '--json',
-        ...extra,
-      );
-      expect(run.code, run.stderr).toBe(0);
-      return (JSON.parse(run.stdout) as AgentReport).last;
-    };
+    const agent = pluginAgent(cli, {
+      url,
+      token: server.tokens.agent,
+      plugin: path.join(project, 'plugin', 'dirs.js'),
+      settings: [`dirs.root=${root}`],
+    });
 
     const dev = await deploy('dev');
     expect(dev.code, dev.stderr).toBe(0);
@@ -119,18 +93,7 @@ describe('the plugin-dirs example', () => {
     await server.app.cleanup.pass.run();
     expect((await agent()).jobs).toEqual([]);
     expect(existsSync(devDir) && existsSync(reviewDir)).toBe(true);
-    const enforce = await cli(
-      server.tokens.admin,
-      'cleanup',
-      'enforce',
-      '--project',
-      'notes',
-      '--server',
-      url,
-      '--token',
-      server.tokens.admin,
-    );
-    expect(enforce.code, enforce.stderr).toBe(0);
+    await enforce(cli, server, url, 'notes');
     await agent();
     expect((await server.app.cleanup.pass.run())?.planned).toBe(2);
 
@@ -165,11 +128,7 @@ describe('the plugin-dirs example', () => {
  */
 async function deployedAndCleaned() {
   const project = copyExample('plugin-dirs', { dependencies: true });
-  const cli = (token: string, ...args: string[]) =>
-    runTend(args, {
-      cwd: project,
-      env: streamEnv(url, token, { KUBECONFIG: path.join(root, 'no-kubeconfig') }),
-    });
+  const cli = projectCli(project, url, root);
   const dev = await cli(server.tokens.ingest, 'deploy', '--env', 'dev', '--var', `root=${root}`, '--json');
   expect(dev.code, dev.stderr).toBe(0);
   const namespace = JSON.parse(dev.stdout).namespace as string;
@@ -177,51 +136,14 @@ async function deployedAndCleaned() {
   const rootId = readFileSync(path.join(root, '.tend-root'), 'utf8').trim();
   const targetKey = `dirs/${rootId}`;
   // The agent's token is bound to the plugin's target, as an operator binds one to a cluster.
-  const agentToken = (
-    await new TokenRepository(server.database.db).create({
-      name: 'agent-dirs',
-      scope: 'agent',
-      targets: [targetKey],
-    })
-  ).token;
-  const agent = async () => {
-    const run = await cli(
-      agentToken,
-      'agent',
-      '--server',
-      url,
-      '--token',
-      agentToken,
-      '--plugin',
-      path.join(project, 'plugin', 'dirs.js'),
-      '--set',
-      `dirs.root=${root}`,
-      '--once',
-      '--json',
-    );
-    expect(run.code, run.stderr).toBe(0);
-    return (JSON.parse(run.stdout) as AgentReport).last;
-  };
-  const environmentId = await waitFor(async () => {
-    const row = await server.database.db
-      .selectFrom('environments')
-      .select('id')
-      .where('name', '=', 'dev')
-      .executeTakeFirst();
-    return row?.id;
-  }, 'the dev environment recorded');
-  const enforce = await cli(
-    server.tokens.admin,
-    'cleanup',
-    'enforce',
-    '--project',
-    'notes',
-    '--server',
+  const agent = pluginAgent(cli, {
     url,
-    '--token',
-    server.tokens.admin,
-  );
-  expect(enforce.code, enforce.stderr).toBe(0);
+    token: await agentTokenFor(server, 'agent-dirs', targetKey),
+    plugin: path.join(project, 'plugin', 'dirs.js'),
+    settings: [`dirs.root=${root}`],
+  });
+  const environmentId = await recordedEnvironmentId(server, 'dev');
+  await enforce(cli, server, url, 'notes');
   clock.advance(2 * hour);
   await agent();
   expect((await server.app.cleanup.pass.run())?.planned).toBe(1);
