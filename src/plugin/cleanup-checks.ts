@@ -77,7 +77,7 @@ export async function refusedBeforeRestoring<Settings>(
   if (refused) return refused;
   const existing = await cleanup.read(ctx, target, resourceRefOf(job));
   const words = cleanup.words ?? defaultWords;
-  return existing ? `${words.resource} ${job.namespaceName} exists (uid ${existing.uid})` : undefined;
+  return existing ? `${words.resource} ${job.namespaceName} exists again (uid ${existing.uid})` : undefined;
 }
 
 /**

@@ -114,13 +114,19 @@ export class CleanupRouter {
         ),
       );
     }
-    return this.call(served, 'restore', signal, async (ctx) => {
-      // The framework's checks of what the job names hold for a restore too: never into a
-      // protected name, nor into one that exists.
-      const refused = await refusedBeforeRestoring(served.plugin.cleanup, ctx, target, job);
-      if (refused) throw new TendError('TEND_ARCHIVE', `not restored: ${refused}`);
-      return restore(ctx, target, jobSpecOf(job), request);
-    });
+    return this.call(
+      served,
+      'restore',
+      signal,
+      async (ctx) => {
+        // The framework's checks of what the job names hold for a restore too: never into a
+        // protected name, nor into one that exists.
+        const refused = await refusedBeforeRestoring(served.plugin.cleanup, ctx, target, job);
+        if (refused) throw new TendError('TEND_ARCHIVE', `not restored: ${refused}`);
+        return restore(ctx, target, jobSpecOf(job), request);
+      },
+      { project: job.project, environment: job.environment },
+    );
   }
 
   private call<T>(
@@ -128,10 +134,14 @@ export class CleanupRouter {
     handler: 'targets' | 'inventory' | 'verifyAndClean' | 'restore',
     signal: AbortSignal,
     invoke: (ctx: CleanupCallContext) => Promise<T>,
+    /** A job's project and environment: stamped on the plugin's own event types, as in a command. */
+    scope: { project?: string; environment?: string } = {},
   ): Promise<T> {
     const { plugin } = served;
-    return this.calls.run(plugin, { providerName: plugin.name, handler: `cleanup.${handler}` }, (broker) =>
-      invoke(this.context(served, broker, signal)),
+    return this.calls.run(
+      plugin,
+      { providerName: plugin.name, handler: `cleanup.${handler}`, ...scope },
+      (broker) => invoke(this.context(served, broker, signal)),
     );
   }
 

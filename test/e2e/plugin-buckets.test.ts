@@ -434,6 +434,13 @@ describe('the plugin-buckets example', () => {
       .where('id', '=', environmentId)
       .executeTakeFirstOrThrow();
     expect(env.state).toBe('active');
+    // What the restore primitive announced with the plugin's own types is the restore session's, on the server.
+    const announced = await server.app.inject({
+      url: `/api/v1/environments/${environmentId}/events?type=buckets.bucketCreated`,
+      headers: server.auth(server.tokens.read),
+    });
+    const items = announced.json<{ items: { payload: { uid: string; handler: string } }[] }>().items;
+    expect(items.find((e) => e.payload.uid === again.uid)?.payload.handler).toBe('cleanup.restore');
   });
 });
 

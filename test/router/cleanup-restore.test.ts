@@ -101,7 +101,7 @@ describe('a restore job, for any plugin', () => {
       router.restore(served(restored, ['shop-dev']), target, job('shop-dev'), request as never, signal),
     ).rejects.toMatchObject({
       code: 'TEND_ARCHIVE',
-      message: 'not restored: resource shop-dev exists (uid uid-now)',
+      message: 'not restored: resource shop-dev exists again (uid uid-now)',
     });
     expect(restored).toEqual([]);
   });

@@ -397,11 +397,10 @@ async function archiveOf(store, name, bucket, pageSize) {
 /**
  * Re-creates bucket `name` from a buckets archive: a new bucket (the store gives it a new uid;
  * never one that exists: TEND_ARCHIVE), reported `created` before anything is written into it,
- * then the archived objects. A bucket archived paused comes back paused, with its record.
- * `announce`: also emit the plugin's own `buckets.*` events (a command's session; a restore job's
- * session records only its own life and resourceStatus).
+ * then the archived objects, each announced with the plugin's own events. A bucket archived
+ * paused comes back paused, with its record.
  */
-async function restoreInto(ctx, { store, target, name, project, environment }, archive, announce) {
+async function restoreInto(ctx, { store, target, name, project, environment }, archive) {
   if (archive.kind !== 'plugin' || archive.pluginName !== 'buckets') {
     throw new TendError('TEND_ARCHIVE', `a ${archive.kind} archive is not of a bucket`);
   }
@@ -421,7 +420,7 @@ async function restoreInto(ctx, { store, target, name, project, environment }, a
     );
   }
   report(ctx, target, name, bucket, 'ready', 'created', project, environment);
-  if (announce) ctx.events.emit('buckets.bucketCreated', { bucket: name, uid: bucket.uid, store: target.id });
+  ctx.events.emit('buckets.bucketCreated', { bucket: name, uid: bucket.uid, store: target.id });
   const restored = [];
   const notRestored = (archive.notArchived ?? []).map((what) => ({ what, why: 'not archived' }));
   for (const object of Array.isArray(content.objects) ? content.objects : []) {
@@ -435,14 +434,12 @@ async function restoreInto(ctx, { store, target, name, project, environment }, a
       Buffer.from(object.base64, 'base64'),
       object.contentType,
     );
-    if (announce) {
-      ctx.events.emit('buckets.objectWritten', {
-        bucket: name,
-        key: object.key,
-        etag: written.etag,
-        size: written.size,
-      });
-    }
+    ctx.events.emit('buckets.objectWritten', {
+      bucket: name,
+      key: object.key,
+      etag: written.etag,
+      size: written.size,
+    });
     restored.push(`object/${object.key}`);
   }
   if (typeof content.paused === 'string') {
@@ -625,7 +622,7 @@ const cleanup = {
       project: job.project,
       environment: job.environment,
     };
-    return restoreInto(ctx, env, archive, false);
+    return restoreInto(ctx, env, archive);
   },
 };
 
@@ -661,7 +658,7 @@ export default {
     },
     /** `tend restore`: the bucket re-created from its archive, as a restore job does. */
     async restoreEnvironment(/** @type {any} */ ctx, { archive }) {
-      return restoreInto(ctx, await environmentOf(ctx), archive, true);
+      return restoreInto(ctx, await environmentOf(ctx), archive);
     },
     /** `tend cleanup env`: deletes the bucket only when tend created it for this environment. */
     async cleanupEnvironment(/** @type {any} */ ctx) {

@@ -254,6 +254,17 @@ export class RestoreJobs {
     return ingested;
   }
 
+  /**
+   * An event of a type of the restoring plugin's own (`buckets.bucketCreated` of a buckets job),
+   * about the job's project and environment: what its restore primitive may announce. Its shape
+   * was checked with the batch; its namespace is the job's plugin.
+   */
+  private ownTypeOfJobPlugin(job: CleanupJobRow, e: TendEvent): boolean {
+    if (job.plugin === null || !e.type.startsWith(`${job.plugin}.`)) return false;
+    const p = e.payload as Record<string, unknown>;
+    return p.project === job.project && p.environment === job.environment;
+  }
+
   private check(job: CleanupJobRow, raw: unknown[]): TendEvent[] {
     const events = validateBatch({ events: raw }, maxRestoreEvents);
     const refuse = (index: number, why: string) =>
@@ -268,7 +279,7 @@ export class RestoreJobs {
     if (first.type !== 'sessionStarted')
       throw refuse(0, 'the first event must be the sessionStarted of the restore session');
     events.forEach((e, index) => {
-      if (!restoreEventTypes.has(e.type))
+      if (!restoreEventTypes.has(e.type) && !this.ownTypeOfJobPlugin(job, e))
         throw refuse(index, `a restore session does not report "${e.type}" events`);
       if (e.sessionId !== first.sessionId) throw refuse(index, 'the events are of more than one session');
       if (e.type === 'sessionStarted') {
