@@ -355,6 +355,26 @@ describe.each(dialects)('restore jobs on %s', (dialect) => {
         what,
       ).rejects.toThrow(/events\[\d+\]|restore session/);
     }
+    // With the created event that would complete it: only the event's type refuses the batch.
+    const withCreated = (type: string, environment: string) => [
+      started('forge-dev'),
+      created('forge-dev', 'uid-forged'),
+      event(3, type, { project: 'forge', environment }),
+    ];
+    for (const [what, events] of [
+      ["another plugin's own type", withCreated('buckets.bucketCreated', 'dev')],
+      ["the restoring plugin's own type, of another environment", withCreated('kubernetes.restored', 'prod')],
+    ] as const) {
+      await expect(
+        queue.complete(jobId, {
+          executorId: 'forger',
+          outcome: 'done',
+          message: 'x',
+          events: events as never,
+        }),
+        what,
+      ).rejects.toThrow(/events\[2\]: a restore session does not report/);
+    }
     // Only the session's start names another project; the namespace it reports is the job's.
     await expect(
       queue.complete(jobId, {
