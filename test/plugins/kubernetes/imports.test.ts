@@ -80,12 +80,14 @@ describe('the kubernetes plugin reaches the API only through its client', () => 
     visit(path.join(pluginDir, 'index.ts'));
     const loaded = [...seen].map((f) => path.relative(pluginDir, f)).sort();
     // Of tend's own code outside the plugin, only the schema helpers its settings schema uses and
-    // the framework's cleanup wrapper (which loads its checks when a job runs).
+    // the framework's cleanup wrapper (which loads its checks when a job runs); of the plugin's,
+    // its settings and the container volumes' schema (node:path and typebox only).
     expect(loaded).toEqual([
       '../../plugin/cleanup-wrap.ts',
       '../../schema-check.ts',
       'config.ts',
       'index.ts',
+      'volumes.ts',
     ]);
   });
 });
