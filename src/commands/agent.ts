@@ -74,12 +74,24 @@ export function serverInterval(ms: number, flag: string | undefined): string {
   );
 }
 
-/** One line per pass, for people: each target by its context (or host), its key after it. */
-export function describePass(report: PassReport): string {
+/** `namespaces`, `directories`, `buckets`: a plugin's word for its resources, in the plural. */
+function plural(word: string): string {
+  return /[^aeiou]y$/.test(word) ? `${word.slice(0, -1)}ies` : `${word}s`;
+}
+
+/**
+ * One line per pass, for people: each target by its context (or host), its key after it, and how
+ * many resources it listed, in its plugin's word (`resourceWord`, default `resource`).
+ */
+export function describePass(
+  report: PassReport,
+  resourceWord: (pluginName: string) => string = () => 'resource',
+): string {
   const listed = report.inventories
     .map((i) => {
-      const target = report.targets.find((t) => t.targetKey === i.targetKey) ?? i;
-      return `${targetLabel(target)}: ${i.items} namespaces${i.complete ? '' : ` (incomplete: ${i.error ?? 'no reason'})`}`;
+      const target = report.targets.find((t) => t.targetKey === i.targetKey);
+      const word = plural(resourceWord(target?.pluginName ?? ''));
+      return `${targetLabel(target ?? i)}: ${i.items} ${word}${i.complete ? '' : ` (incomplete: ${i.error ?? 'no reason'})`}`;
     })
     .join('; ');
   const counts = new Map<string, number>();
@@ -126,6 +138,8 @@ export async function agentCommand(
     sets: options.set ?? [],
     cwd: process.cwd(),
   });
+  const resourceWordOf = (pluginName: string) =>
+    served.find((s) => s.plugin.name === pluginName)?.plugin.cleanup.words?.resource ?? 'resource';
   const controller = new AbortController();
   const queue = new HttpCleanupQueue({
     server,
@@ -170,7 +184,7 @@ export async function agentCommand(
     }
     // With --once the result carries the pass; otherwise one JSON line per pass.
     if (json && !options.once) process.stdout.write(JSON.stringify({ pass: passes, ...report }) + '\n');
-    else log('info', `pass ${passes}: ${describePass(report)}`);
+    else log('info', `pass ${passes}: ${describePass(report, resourceWordOf)}`);
   };
   if (options.once) {
     onPass(await executor.runPass(controller.signal));

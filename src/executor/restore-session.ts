@@ -117,7 +117,7 @@ export async function runRestoreSession(
   return {
     outcome: 'done',
     message:
-      `restored ${result.restored.length} object(s) into namespace ${result.namespace} from the archive of ${order.restorable.createdAt}` +
+      `restored ${result.restored.length} object(s) into ${o.served.plugin.cleanup.words?.resource ?? 'resource'} ${result.namespace} from the archive of ${order.restorable.createdAt}` +
       (notRestored.length > 0 ? `; not restored: ${notRestored.join('; ')}` : ''),
     events,
   };

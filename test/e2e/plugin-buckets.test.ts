@@ -409,7 +409,7 @@ describe('the plugin-buckets example', () => {
     expect(restored.jobs).toEqual([
       expect.objectContaining({
         outcome: 'done',
-        message: expect.stringContaining(`restored 1 object(s) into namespace ${name}`),
+        message: expect.stringContaining(`restored 1 object(s) into bucket ${name}`),
       }),
     ]);
     // A new bucket (a new uid), its object back, recorded as tend's by the restore session.

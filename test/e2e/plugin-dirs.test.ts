@@ -213,7 +213,7 @@ describe('the plugin-dirs example restored', () => {
     expect(restored.jobs).toEqual([
       expect.objectContaining({
         outcome: 'done',
-        message: expect.stringContaining(`restored 1 object(s) into namespace ${namespace}`),
+        message: expect.stringContaining(`restored 1 object(s) into directory ${namespace}`),
       }),
     ]);
     expect(readFileSync(path.join(devDir, 'readme'), 'utf8')).toBe('notes of dev');
