@@ -16,7 +16,7 @@
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import type { ConfigPath } from '../project.js';
-import { envStrings, targetResource, type ModuleParts } from './module-parts.js';
+import { addModulePods, type ModuleParts } from './module-parts.js';
 import { isRecord, type GardenRecord } from './translation.js';
 
 const defined = (record: GardenRecord): GardenRecord =>
@@ -82,7 +82,7 @@ function defaultInclude(module: GardenRecord, moduleDir: string, chartPath: stri
 }
 
 export function convertHelmModule(parts: ModuleParts): void {
-  const { module, name, moduleDir, buildDependencies, runtime, add, entries, translation } = parts;
+  const { module, name, moduleDir, buildDependencies, runtime, add, entries } = parts;
   const chartPath = typeof module.chartPath === 'string' ? module.chartPath : '.';
   const chartBase = baseModule(parts, chartPath);
   const base: GardenRecord = {
@@ -160,53 +160,13 @@ export function convertHelmModule(parts: ModuleParts): void {
       ],
     );
   }
-  for (const [key, kind] of [
-    ['tasks', 'Run'],
-    ['tests', 'Test'],
-  ] as const) {
-    for (const { entry, at } of entries(key)) {
-      const {
-        name: entryName,
-        description,
-        dependencies,
-        disabled: _disabled,
-        timeout,
-        resource: ownResource,
-        ...rest
-      } = entry;
-      const resource = targetResource(ownResource ?? serviceResource, name);
-      if (!resource) {
-        translation.note(
-          at,
-          `${key === 'tasks' ? 'task' : 'test'} ${String(entryName)} names no resource (nor does the module's serviceResource): Garden converts it to no action; not loaded`,
-        );
-        continue;
-      }
-      add(
-        {
-          ...base,
-          kind,
-          type: 'helm-pod',
-          name: kind === 'Test' ? `${name}-${String(entryName)}` : entryName,
-          ...(kind === 'Run' && description !== undefined ? { description } : {}),
-          dependencies: [...new Set([...builds, ...runtime(dependencies)])],
-          ...(timeout !== undefined ? { timeout } : {}),
-          spec: {
-            ...rest,
-            ...(rest.env !== undefined ? { env: envStrings(rest.env) } : {}),
-            resource,
-            ...chartKeys(false),
-          },
-        },
-        [
-          ...chartMoves,
-          [['spec', 'resource'], ownResource !== undefined ? [...at, 'resource'] : ['serviceResource']],
-          [['spec'], at],
-          [['name'], [...at, 'name']],
-          [['dependencies'], [...at, 'dependencies']],
-          [['timeout'], [...at, 'timeout']],
-        ],
-      );
-    }
-  }
+  addModulePods(parts, {
+    type: 'helm-pod',
+    base,
+    serviceResource,
+    dependencies: (entryDependencies) => [...new Set([...builds, ...runtime(entryDependencies)])],
+    spec: chartKeys(false),
+    moves: chartMoves,
+    keepsDisabled: false,
+  });
 }

@@ -49,3 +49,69 @@ export function envStrings(env: unknown): unknown {
     ]),
   );
 }
+
+/**
+ * A helm or kubernetes module's `tasks` and `tests` as Garden 0.13 converts them: pod Runs and
+ * Tests running like the workload of their `resource` (else the module's `serviceResource`); an
+ * entry that names neither is a note, not an action.
+ */
+export function addModulePods(
+  parts: ModuleParts,
+  o: {
+    type: 'helm-pod' | 'kubernetes-pod';
+    /** Keys every action of the module gets. */
+    base: GardenRecord;
+    serviceResource: unknown;
+    /** An entry's action dependencies, from its own `dependencies`. */
+    dependencies: (entryDependencies: unknown) => string[];
+    /** The module's keys every pod gets (its chart, its manifests), and where each came from. */
+    spec: GardenRecord;
+    moves: [ConfigPath, ConfigPath][];
+    /** An entry's own `disabled` is kept (a kubernetes module's) or left out (a helm module's). */
+    keepsDisabled: boolean;
+  },
+): void {
+  const { name, add, entries, translation } = parts;
+  for (const [key, kind] of [
+    ['tasks', 'Run'],
+    ['tests', 'Test'],
+  ] as const) {
+    for (const { entry, at } of entries(key)) {
+      const { name: entryName, description, dependencies, disabled, timeout, resource: own, ...rest } = entry;
+      const resource = targetResource(own ?? o.serviceResource, name);
+      if (!resource) {
+        translation.note(
+          at,
+          `${key === 'tasks' ? 'task' : 'test'} ${String(entryName)} names no resource (nor does the module's serviceResource): Garden converts it to no action; not loaded`,
+        );
+        continue;
+      }
+      add(
+        {
+          ...o.base,
+          kind,
+          type: o.type,
+          name: kind === 'Test' ? `${name}-${String(entryName)}` : entryName,
+          ...(kind === 'Run' && description !== undefined ? { description } : {}),
+          ...(o.keepsDisabled && disabled !== undefined ? { disabled } : {}),
+          dependencies: o.dependencies(dependencies),
+          ...(timeout !== undefined ? { timeout } : {}),
+          spec: {
+            ...rest,
+            ...(rest.env !== undefined ? { env: envStrings(rest.env) } : {}),
+            resource,
+            ...o.spec,
+          },
+        },
+        [
+          ...o.moves,
+          [['spec', 'resource'], own !== undefined ? [...at, 'resource'] : ['serviceResource']],
+          [['spec'], at],
+          [['name'], [...at, 'name']],
+          [['dependencies'], [...at, 'dependencies']],
+          [['timeout'], [...at, 'timeout']],
+        ],
+      );
+    }
+  }
+}

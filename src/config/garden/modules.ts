@@ -21,7 +21,7 @@ import path from 'node:path';
 import picomatch from 'picomatch';
 import type { ConfigPath } from '../project.js';
 import { convertHelmModule } from './helm-module.js';
-import { envStrings, strings, targetResource, type ModuleParts } from './module-parts.js';
+import { addModulePods, strings, type ModuleParts } from './module-parts.js';
 import type { GardenProjectIndex } from './project-index.js';
 import { convertVolumeModule, moduleVolumes } from './volumes.js';
 import { isRecord, type GardenRecord, type Translation } from './translation.js';
@@ -302,7 +302,7 @@ function convertContainerModule(parts: ModuleParts): void {
 }
 
 function convertKubernetesModule(parts: ModuleParts): void {
-  const { module: spec, name, buildDependencies, base, runtime, add, entries, translation } = parts;
+  const { module: spec, name, buildDependencies, base, runtime, add } = parts;
   const specAt: ConfigPath = [];
   add(
     {
@@ -333,48 +333,17 @@ function convertKubernetesModule(parts: ModuleParts): void {
     ...(spec.manifests !== undefined ? { manifests: spec.manifests } : {}),
     ...(spec.namespace !== undefined ? { namespace: spec.namespace } : {}),
   };
-  for (const [key, kind] of [
-    ['tasks', 'Run'],
-    ['tests', 'Test'],
-  ] as const) {
-    for (const { entry, at } of entries(key)) {
-      const { name: entryName, description, dependencies, disabled, timeout, resource: own, ...rest } = entry;
-      const resource = targetResource(own ?? serviceResource, name);
-      if (!resource) {
-        translation.note(
-          at,
-          `${key === 'tasks' ? 'task' : 'test'} ${String(entryName)} names no resource (nor does the module's serviceResource): Garden converts it to no action; not loaded`,
-        );
-        continue;
-      }
-      add(
-        {
-          ...base,
-          kind,
-          type: 'kubernetes-pod',
-          name: kind === 'Test' ? `${name}-${String(entryName)}` : entryName,
-          ...(kind === 'Run' && description !== undefined ? { description } : {}),
-          ...(disabled !== undefined ? { disabled } : {}),
-          dependencies: [...buildDependencies, ...runtime(dependencies)],
-          ...(timeout !== undefined ? { timeout } : {}),
-          spec: {
-            ...rest,
-            ...(rest.env !== undefined ? { env: envStrings(rest.env) } : {}),
-            resource,
-            ...manifestKeys,
-          },
-        },
-        [
-          [['spec', 'manifestTemplates'], ['files']],
-          [['spec', 'manifests'], ['manifests']],
-          [['spec', 'namespace'], ['namespace']],
-          [['spec', 'resource'], own !== undefined ? [...at, 'resource'] : ['serviceResource']],
-          [['spec'], at],
-          [['name'], [...at, 'name']],
-          [['dependencies'], [...at, 'dependencies']],
-          [['timeout'], [...at, 'timeout']],
-        ],
-      );
-    }
-  }
+  addModulePods(parts, {
+    type: 'kubernetes-pod',
+    base,
+    serviceResource,
+    dependencies: (entryDependencies) => [...buildDependencies, ...runtime(entryDependencies)],
+    spec: manifestKeys,
+    moves: [
+      [['spec', 'manifestTemplates'], ['files']],
+      [['spec', 'manifests'], ['manifests']],
+      [['spec', 'namespace'], ['namespace']],
+    ],
+    keepsDisabled: true,
+  });
 }
