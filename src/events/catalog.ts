@@ -77,22 +77,27 @@ export type NamespaceState = Static<typeof NamespaceState>;
 export const NamespaceRole = Type.Union([Type.Literal('app'), Type.Literal('build'), Type.Literal('system')]);
 export type NamespaceRole = Static<typeof NamespaceRole>;
 
+/** What a status report says of its resource, beside the resource's name and identity. */
+const statusReportFields = {
+  state: NamespaceState,
+  role: NamespaceRole,
+  cause: Type.Union([Type.Literal('created'), Type.Literal('observed'), Type.Literal('deleted')]),
+  target: Target,
+  project: Name,
+  environment: Name,
+  actionRef: Type.Optional(Name),
+  handler: Type.Optional(Name),
+  /** Plugin-specific extra, free-form (ownership proof, adoption, fallbacks). */
+  detail: Type.Optional(DetailRecord),
+};
+
 export const NamespaceStatusPayload = Type.Object(
   {
     pluginName: Name,
     providerName: Name,
     namespaceName: Name,
     namespaceUid: Type.Optional(Name),
-    state: NamespaceState,
-    role: NamespaceRole,
-    cause: Type.Union([Type.Literal('created'), Type.Literal('observed'), Type.Literal('deleted')]),
-    target: Target,
-    project: Name,
-    environment: Name,
-    actionRef: Type.Optional(Name),
-    handler: Type.Optional(Name),
-    /** Plugin-specific extra, free-form (ownership proof, adoption, fallbacks). */
-    detail: Type.Optional(DetailRecord),
+    ...statusReportFields,
   },
   { additionalProperties: false },
 );
@@ -109,15 +114,7 @@ export const ResourceStatusPayload = Type.Object(
     providerName: Name,
     resourceName: Name,
     resourceUid: Type.Optional(Name),
-    state: NamespaceState,
-    role: NamespaceRole,
-    cause: Type.Union([Type.Literal('created'), Type.Literal('observed'), Type.Literal('deleted')]),
-    target: Target,
-    project: Name,
-    environment: Name,
-    actionRef: Type.Optional(Name),
-    handler: Type.Optional(Name),
-    detail: Type.Optional(DetailRecord),
+    ...statusReportFields,
   },
   { additionalProperties: false },
 );
