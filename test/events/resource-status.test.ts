@@ -100,6 +100,27 @@ describe.each(dialects)('resourceStatus on the server (%s)', (dialect) => {
     expect((await resources())[0]).toMatchObject({ namespace_name: 'shop-alice', state: 'missing' });
   });
 
+  it.each([
+    ['a NUL in its name', { resourceName: 'shop\u0000alice' }],
+    ['a lone surrogate in its name', { resourceName: 'shop-\ud800' }],
+    ['a name of 254 characters', { resourceName: 'a'.repeat(254) }],
+    ['a uid that is a number', { resourceUid: 1e308 }],
+    ['a detail 10,000 levels deep', { detail: { deep: 'DEEP' } }],
+  ])('refuses a resourceStatus with %s (400), storing nothing of the batch', async (_what, change) => {
+    // Sent as text: the 10,000 levels are spliced in where no serializer of the test's walks them.
+    const body = JSON.stringify({
+      events: session('resourceStatus', { ...report('ready', 'created'), ...change }),
+    }).replace('"DEEP"', '['.repeat(10_000) + ']'.repeat(10_000));
+    const response = await server.app.inject({
+      method: 'POST',
+      url: '/api/v1/events',
+      headers: { ...server.auth(server.tokens.ingest), 'content-type': 'application/json' },
+      payload: body,
+    });
+    expect(response.statusCode).toBe(400);
+    expect(await resources()).toEqual([]);
+  });
+
   it('refuses a resourceStatus in the namespace vocabulary (400), storing nothing of the batch', async () => {
     const mixed = { ...report('ready', 'created'), namespaceName: 'shop-alice' };
     const response = await postEvents(server, session('resourceStatus', mixed));
