@@ -22,7 +22,6 @@ export function makeProject(files: Record<string, string>): string {
   return dir;
 }
 
-/** Copies an example project into a fresh temporary directory. */
 /** A copy of examples/<name>; with `dependencies`, as a user has it: its node_modules next to it. */
 export function copyExample(name: string, options: { dependencies?: boolean } = {}): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), `tend-${name}-`));
@@ -34,6 +33,14 @@ export function copyExample(name: string, options: { dependencies?: boolean } = 
   if (options.dependencies) {
     symlinkSync(path.join(repoRoot, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
   }
+  return dir;
+}
+
+/** A copy of Garden's example test/fixtures/garden-examples/<name> (tend keeps its state, .tend/, in the project). */
+export function copyGardenExample(name: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), `tend-garden-${name}-`));
+  created.push(dir);
+  cpSync(path.join(repoRoot, 'test', 'fixtures', 'garden-examples', name), dir, { recursive: true });
   return dir;
 }
 

@@ -4,13 +4,11 @@
  * into test/fixtures/garden-examples) validate, deploy with `--kubeconfig/--context` and pass their
  * Tests and Runs; a small project of its own covers the keys the examples leave out.
  */
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateCommand } from '../../../src/commands/validate.js';
 import type { TendError } from '../../../src/errors.js';
-import { makeProject, removeProjects, repoRoot, runTend } from '../../helpers/project.js';
+import { copyGardenExample, makeProject, removeProjects, runTend } from '../../helpers/project.js';
 import { execute, kubectl, kubectlJson, startSim, type SimHandle } from './helpers.js';
 
 let h: SimHandle;
@@ -20,18 +18,7 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.stop());
 
-const copies: string[] = [];
-afterAll(() => {
-  for (const dir of copies.splice(0)) rmSync(dir, { recursive: true, force: true });
-  removeProjects();
-});
-
-function copyGardenExample(name: string): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), `tend-garden-${name}-`));
-  copies.push(dir);
-  cpSync(path.join(repoRoot, 'test', 'fixtures', 'garden-examples', name), dir, { recursive: true });
-  return dir;
-}
+afterAll(removeProjects);
 
 interface Container {
   name: string;

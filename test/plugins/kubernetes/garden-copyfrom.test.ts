@@ -5,22 +5,13 @@
  * into test/fixtures/garden-examples) validates, deploys into kube-sim with
  * `--kubeconfig/--context`, and its Test and Run pass; small projects of its own cover the rest.
  */
-import {
-  chmodSync,
-  cpSync,
-  existsSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateCommand } from '../../../src/commands/validate.js';
 import type { TendError } from '../../../src/errors.js';
-import { makeProject, removeProjects, repoRoot, runTend } from '../../helpers/project.js';
+import { copyGardenExample, makeProject, removeProjects, runTend } from '../../helpers/project.js';
 import { allEvents, kubectlJson, startSim, type SimHandle } from './helpers.js';
 
 let h: SimHandle;
@@ -30,18 +21,7 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.stop());
 
-const copies: string[] = [];
-afterAll(() => {
-  for (const dir of copies.splice(0)) rmSync(dir, { recursive: true, force: true });
-  removeProjects();
-});
-
-function copyGardenExample(name: string): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), `tend-garden-${name}-`));
-  copies.push(dir);
-  cpSync(path.join(repoRoot, 'test', 'fixtures', 'garden-examples', name), dir, { recursive: true });
-  return dir;
-}
+afterAll(removeProjects);
 
 const cluster = () => ['--kubeconfig', h.kubeconfig, '--context', 'kube-sim'];
 
@@ -364,8 +344,7 @@ spec: { command: [echo] }
  * GOARCH it was given), as `go build` would.
  */
 function standInGo(): string {
-  const bin = mkdtempSync(path.join(os.tmpdir(), 'tend-go-'));
-  copies.push(bin);
+  const bin = makeProject({});
   const go = path.join(bin, 'go');
   writeFileSync(
     go,

@@ -4,13 +4,12 @@
  * the others fail validate at the file:line of what tend does not do yet (docs/garden.md lists
  * what blocks each).
  */
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
+
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateCommand } from '../../../src/commands/validate.js';
 import type { TendError } from '../../../src/errors.js';
-import { repoRoot, runTend } from '../../helpers/project.js';
+import { copyGardenExample, removeProjects, runTend } from '../../helpers/project.js';
 import { execute, kubectlJson, startSim, type SimHandle } from './helpers.js';
 
 let h: SimHandle;
@@ -19,18 +18,7 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.stop());
 
-const copies: string[] = [];
-afterAll(() => {
-  for (const dir of copies.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-/** A copy of the example: tend keeps its state (.tend/) in the project. */
-function copyGardenExample(name: string): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), `tend-garden-${name}-`));
-  copies.push(dir);
-  cpSync(path.join(repoRoot, 'test', 'fixtures', 'garden-examples', name), dir, { recursive: true });
-  return dir;
-}
+afterAll(removeProjects);
 
 async function validateErrors(root: string): Promise<string[]> {
   try {

@@ -5,11 +5,10 @@
  * a persistent exec Deploy on this machine). Each validates as it is and deploys into kube-sim
  * with `--kubeconfig/--context` as far as this machine's tools let it.
  */
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
+
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { repoRoot, runTend } from '../../helpers/project.js';
+import { copyGardenExample, makeProject, removeProjects, runTend } from '../../helpers/project.js';
 import { kubectlJson, startSim, type SimHandle } from './helpers.js';
 
 let h: SimHandle;
@@ -19,18 +18,7 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.stop());
 
-const copies: string[] = [];
-afterAll(() => {
-  for (const dir of copies.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-/** A copy of the example: tend keeps its state (.tend/) in the project. */
-function copyGardenExample(name: string): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), `tend-garden-${name}-`));
-  copies.push(dir);
-  cpSync(path.join(repoRoot, 'test', 'fixtures', 'garden-examples', name), dir, { recursive: true });
-  return dir;
-}
+afterAll(removeProjects);
 
 interface ActionResult {
   ref: string;
@@ -116,8 +104,7 @@ describe("Garden's base-image, istio and local-service examples", () => {
     // The provider's namespace is where its Deploys would go.
     expect(validated.stdout).toContain('namespace istio-garden-example (provider kubernetes');
 
-    const empty = mkdtempSync(path.join(os.tmpdir(), 'tend-no-helm-'));
-    copies.push(empty);
+    const empty = makeProject({});
     const deployed = await cli(root, ['deploy'], {
       PATH: `${empty}${path.delimiter}${path.dirname(process.execPath)}`,
     });

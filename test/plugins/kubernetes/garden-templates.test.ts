@@ -4,13 +4,12 @@
  * patched manifests into kube-sim, and the errors of bad templates, inputs and patches at their
  * file:line.
  */
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateCommand } from '../../../src/commands/validate.js';
 import type { TendError } from '../../../src/errors.js';
-import { makeProject, repoRoot } from '../../helpers/project.js';
+import { copyGardenExample, makeProject, removeProjects } from '../../helpers/project.js';
 import { execute, kubectlJson, startSim, type SimHandle } from './helpers.js';
 
 let h: SimHandle;
@@ -19,17 +18,7 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.stop());
 
-const copies: string[] = [];
-afterAll(() => {
-  for (const dir of copies.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-function copyGardenExample(name: string): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), `tend-garden-${name}-`));
-  copies.push(dir);
-  cpSync(path.join(repoRoot, 'test', 'fixtures', 'garden-examples', name), dir, { recursive: true });
-  return dir;
-}
+afterAll(removeProjects);
 
 /** Each error of `tend validate` as `CODE file:line message`. */
 async function validateErrors(root: string): Promise<string[]> {

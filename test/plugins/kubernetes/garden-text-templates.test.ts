@@ -5,13 +5,11 @@
  * its Tests and Runs; a shell script deploys as written from `manifestFiles`; and `tend validate`
  * finds what in a templated file is not a template expression, at its file:line and object.
  */
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { validateCommand } from '../../../src/commands/validate.js';
 import type { TendError } from '../../../src/errors.js';
-import { makeProject, removeProjects, repoRoot, runTend } from '../../helpers/project.js';
+import { copyGardenExample, makeProject, removeProjects, runTend } from '../../helpers/project.js';
 import { execute, kubectlJson, projectYaml, startSim, type SimHandle } from './helpers.js';
 
 let h: SimHandle;
@@ -22,17 +20,7 @@ beforeAll(async () => {
 afterAll(async () => h?.stop());
 afterEach(removeProjects);
 
-const copies: string[] = [];
-afterAll(() => {
-  for (const dir of copies.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-function copyGardenExample(name: string): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), `tend-garden-${name}-`));
-  copies.push(dir);
-  cpSync(path.join(repoRoot, 'test', 'fixtures', 'garden-examples', name), dir, { recursive: true });
-  return dir;
-}
+afterAll(removeProjects);
 
 const cluster = () => ['--kubeconfig', h.kubeconfig, '--context', 'kube-sim'];
 
