@@ -59,6 +59,14 @@ module.exports = {
       from: { path: '^src/plugins/' },
       to: { path: '^src/config/' },
     },
+    {
+      name: 'expressions-stand-alone',
+      comment:
+        'the template language (src/expressions/) imports only itself and the base files of src/: nothing of the configuration that uses it (docs/ARCHITECTURE.md#layers)',
+      severity: 'error',
+      from: { path: '^src/expressions/' },
+      to: { path: '^src/', pathNot: '^src/(expressions/|[^/]+\\.ts$)' },
+    },
     ...layerRules,
   ],
   options: {

@@ -12,6 +12,8 @@ const layers = [
   { name: 'events', paths: ['src/events/'] },
   { name: 'outbox', paths: ['src/outbox/'] },
   { name: 'plugin', paths: ['src/plugin/'] },
+  // The template language stands alone: the configuration uses it, it knows nothing of configuration.
+  { name: 'expressions', paths: ['src/expressions/'] },
   { name: 'config', paths: ['src/config/'] },
   { name: 'plugins', paths: ['src/plugins/'] },
   { name: 'router', paths: ['src/router/'] },

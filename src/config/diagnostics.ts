@@ -8,7 +8,7 @@ import { TendError } from '../errors.js';
 import type { SourceLocation } from '../errors.js';
 import { schemaCheck, type SchemaError } from '../schema-check.js';
 import { closestName } from '../suggest.js';
-import { structuralKeys } from './expressions/structure.js';
+import { structuralKeys } from '../expressions/structure.js';
 import { formatLocation } from './project.js';
 import type { ConfigPath, ConfigProblem, LocateTarget } from './project.js';
 

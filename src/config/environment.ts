@@ -10,7 +10,7 @@ import { configError, formatPath } from './diagnostics.js';
 import { formatLocation, nameMaxLength, nameRegExp } from './project.js';
 import type { PullRequestRef } from '../events/catalog.js';
 import type { ActionConfig, CleanupConfig, ProjectConfig, ProviderEntry, VariableValue } from './project.js';
-import { Lazy } from './expressions/evaluate.js';
+import { Lazy } from '../expressions/evaluate.js';
 import { gitContext } from './git-context.js';
 import { actionContext } from './action-variables.js';
 import { mergeVariableValues } from './template-context.js';

@@ -4,7 +4,7 @@
  */
 import type childProcess from 'node:child_process';
 import { builtinModule } from '../builtin-module.js';
-import { Lazy, Missing } from './expressions/evaluate.js';
+import { Lazy, Missing } from '../expressions/evaluate.js';
 
 function gitOutput(root: string, args: string[], key: string): string | Missing {
   try {

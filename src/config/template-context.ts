@@ -1,6 +1,6 @@
 /**
  * What `${…}` expressions read (docs/templates.md#contexts): the context a command resolves
- * templates in, and its scope for the expression language (config/expressions/): `var` (alias
+ * templates in, and its scope for the expression language (src/expressions/): `var` (alias
  * `variables`: layers merged as Garden merges them, resolved lazily, a cycle is an error),
  * `local.*`, `project.*`, `environment.*`, `actions.*` (outputs, version, var), `providers.*`
  * (outputs), and Garden's
@@ -13,8 +13,8 @@ import {
   NotYetKnownError,
   RecordNode,
   TemplateEvaluationError,
-} from './expressions/evaluate.js';
-import type { ContextNode, LookupPlace, PathNode, Scope } from './expressions/evaluate.js';
+} from '../expressions/evaluate.js';
+import type { ContextNode, LookupPlace, PathNode, Scope } from '../expressions/evaluate.js';
 
 export interface TemplateContext {
   project: { name: string };

@@ -12,11 +12,11 @@ import { parseDocument } from 'yaml';
 import { TendError } from '../errors.js';
 import type { SourceLocation } from '../errors.js';
 import type { ConfigProblem } from './diagnostics.js';
-import { evaluateTemplate, Missing, stringify, TemplateEvaluationError } from './expressions/evaluate.js';
-import type { Scope } from './expressions/evaluate.js';
-import { TemplateFunctionError } from './expressions/functions.js';
-import { eachLookup, parseTemplateString, partOffset, TemplateSyntaxError } from './expressions/syntax.js';
-import type { Template, TemplatePart } from './expressions/syntax.js';
+import { evaluateTemplate, Missing, stringify, TemplateEvaluationError } from '../expressions/evaluate.js';
+import type { Scope } from '../expressions/evaluate.js';
+import { TemplateFunctionError } from '../expressions/functions.js';
+import { eachLookup, parseTemplateString, partOffset, TemplateSyntaxError } from '../expressions/syntax.js';
+import type { Template, TemplatePart } from '../expressions/syntax.js';
 
 /** An expression or a `${if}` block: a part that is not literal text. */
 type ExpressionPart = Exclude<TemplatePart, { type: 'text' }>;

@@ -1,6 +1,6 @@
 /**
  * Template expressions `${…}` in configuration values: Garden's template language
- * (docs/templates.md; the language itself is in config/expressions/, the contexts in
+ * (docs/templates.md; the language itself is in src/expressions/, the contexts in
  * template-context.ts). `$${` is a literal `${`. A string that is exactly one expression keeps
  * the value's type (a number stays a number, a list a list).
  */
@@ -14,13 +14,13 @@ import {
   RecordNode,
   stringify,
   TemplateEvaluationError,
-} from './expressions/evaluate.js';
-import type { Scope } from './expressions/evaluate.js';
-import { TemplateFunctionError } from './expressions/functions.js';
-import { resolveValue, StructureError, structuralKeys } from './expressions/structure.js';
-import type { ValueResolver } from './expressions/structure.js';
-import { eachLookup, parseTemplateString, TemplateSyntaxError } from './expressions/syntax.js';
-import type { Expression, Template } from './expressions/syntax.js';
+} from '../expressions/evaluate.js';
+import type { Scope } from '../expressions/evaluate.js';
+import { TemplateFunctionError } from '../expressions/functions.js';
+import { resolveValue, StructureError, structuralKeys } from '../expressions/structure.js';
+import type { ValueResolver } from '../expressions/structure.js';
+import { eachLookup, parseTemplateString, TemplateSyntaxError } from '../expressions/syntax.js';
+import type { Expression, Template } from '../expressions/syntax.js';
 import type { ConfigPath } from './project.js';
 import {
   actionKindsLower,

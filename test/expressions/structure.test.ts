@@ -4,11 +4,11 @@
  * licensed under the Mozilla Public License 2.0 (https://mozilla.org/MPL/2.0/).
  */
 import { describe, expect, it } from 'vitest';
-import { TendError } from '../../../src/errors.js';
-import type { SourceLocation } from '../../../src/errors.js';
-import type { ConfigPath } from '../../../src/config/project.js';
-import { resolveTemplates } from '../../../src/config/template.js';
-import type { TemplateContext } from '../../../src/config/template.js';
+import { TendError } from '../../src/errors.js';
+import type { SourceLocation } from '../../src/errors.js';
+import type { ConfigPath } from '../../src/config/project.js';
+import { resolveTemplates } from '../../src/config/template.js';
+import type { TemplateContext } from '../../src/config/template.js';
 import { parse } from 'yaml';
 
 const context = (variables: Record<string, unknown>): TemplateContext => ({

@@ -1,10 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  maxDepth,
-  parseTemplateString,
-  TemplateSyntaxError,
-} from '../../../src/config/expressions/syntax.js';
-import type { Expression } from '../../../src/config/expressions/syntax.js';
+import { maxDepth, parseTemplateString, TemplateSyntaxError } from '../../src/expressions/syntax.js';
+import type { Expression } from '../../src/expressions/syntax.js';
 
 /** The single expression of `${…}`. */
 function expression(source: string): Expression {

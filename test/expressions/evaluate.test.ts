@@ -5,9 +5,9 @@ import {
   Missing,
   RecordNode,
   TemplateEvaluationError,
-} from '../../../src/config/expressions/evaluate.js';
-import type { Scope } from '../../../src/config/expressions/evaluate.js';
-import { parseTemplateString } from '../../../src/config/expressions/syntax.js';
+} from '../../src/expressions/evaluate.js';
+import type { Scope } from '../../src/expressions/evaluate.js';
+import { parseTemplateString } from '../../src/expressions/syntax.js';
 
 const scope: Scope = {
   roots: {

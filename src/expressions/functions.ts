@@ -5,7 +5,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { parse as parseYaml, parseAllDocuments, stringify as stringifyYaml } from 'yaml';
-import { closestName } from '../../suggest.js';
+import { closestName } from '../suggest.js';
 import { formatDate, modifyDate, modifyUnits, parseDate, shiftDate, shiftUnits } from './dates.js';
 
 /** Thrown for a call that cannot be made; template.ts adds where. */

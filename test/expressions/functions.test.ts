@@ -4,13 +4,9 @@
  * licensed under the Mozilla Public License 2.0 (https://mozilla.org/MPL/2.0/).
  */
 import { describe, expect, it } from 'vitest';
-import { evaluateTemplate, RecordNode } from '../../../src/config/expressions/evaluate.js';
-import {
-  callFunction,
-  helperFunctions,
-  TemplateFunctionError,
-} from '../../../src/config/expressions/functions.js';
-import { parseTemplateString } from '../../../src/config/expressions/syntax.js';
+import { evaluateTemplate, RecordNode } from '../../src/expressions/evaluate.js';
+import { callFunction, helperFunctions, TemplateFunctionError } from '../../src/expressions/functions.js';
+import { parseTemplateString } from '../../src/expressions/syntax.js';
 
 const evaluate = (text: string) =>
   evaluateTemplate(parseTemplateString(text), {
