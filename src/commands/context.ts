@@ -7,7 +7,7 @@
 import { configureEnvironment } from './environment-config.js';
 import path from 'node:path';
 import { actionTemplateContext, resolveActionSpec, resolveProviderConfig } from '../config/environment.js';
-import { checkResolvedSpec } from '../config/load.js';
+import { checkResolvedSpec } from '../config/check-spec.js';
 import { forgetCommandMemos } from '../plugins/kubernetes/memo.js';
 import { actionRef, type ActionConfig, type ProjectConfig } from '../config/project.js';
 import { actionTypeIndex } from '../config/schema.js';

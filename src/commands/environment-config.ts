@@ -16,7 +16,7 @@ import {
   selectEnvironment,
   type SelectedEnvironment,
 } from '../config/environment.js';
-import { loadProjectConfig } from '../config/load.js';
+import { loadProjectConfig } from '../config/pipeline.js';
 import type { ActionConfig, ProviderEntry } from '../config/project.js';
 import type { TemplateContext } from '../config/template-context.js';
 import { checkVarFlagsRead } from '../config/variables.js';

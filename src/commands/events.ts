@@ -5,7 +5,7 @@
  */
 import { isPluginEventType } from '../events/plugin-types.js';
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
-import { findProjectRoot } from '../config/load.js';
+import { findProjectRoot } from '../config/files.js';
 import { parseActionRef } from '../config/project.js';
 import {
   isEventType,
@@ -283,7 +283,7 @@ export interface PushOptions extends GlobalOptions {
 /** The project's outbox directory and its configured server (`server:`, TEND_SERVER_URL, tend login). */
 async function streamSettings(options: GlobalOptions) {
   const [{ loadProjectConfig }, { builtinPlugins }, { streamConnection }] = await Promise.all([
-    import('../config/load.js'),
+    import('../config/pipeline.js'),
     import('../plugins/builtin.js'),
     import('../session/stream.js'),
   ]);

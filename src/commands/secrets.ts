@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
-import { loadProjectConfig } from '../config/load.js';
+import { loadProjectConfig } from '../config/pipeline.js';
 import { builtinPlugins } from '../plugins/builtin.js';
 import { secretNamePattern, secretValueMaxLength } from '../config/secrets-file.js';
 import { TendError } from '../errors.js';

@@ -15,7 +15,7 @@ import {
   resolveProviderConfig,
 } from '../config/environment.js';
 import type { TemplateContext } from '../config/template-context.js';
-import { checkResolvedSpec } from '../config/load.js';
+import { checkResolvedSpec } from '../config/check-spec.js';
 import { configError, sortProblems, type ConfigProblem } from '../config/diagnostics.js';
 import type { ActionConfig } from '../config/project.js';
 import { checkTemplateText } from '../config/template-text.js';

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { TendError } from '../../src/errors.js';
 import { actionVariablesOf, enabledActions, selectActionCopies } from '../../src/config/action-variables.js';
 import { createTemplateContext, resolveActionSpec, selectEnvironment } from '../../src/config/environment.js';
-import { loadProjectConfig } from '../../src/config/load.js';
+import { loadProjectConfig } from '../../src/config/pipeline.js';
 import { actionOutputsContext, resolveTemplates } from '../../src/config/template.js';
 import { testPlugins } from './fixtures/plugins.js';
 import { removeProjects, writeProject, yaml } from './fixtures/project.js';

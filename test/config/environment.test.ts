@@ -7,7 +7,7 @@ import {
   resolveProviderConfig,
   selectEnvironment,
 } from '../../src/config/environment.js';
-import { loadProjectConfig } from '../../src/config/load.js';
+import { loadProjectConfig } from '../../src/config/pipeline.js';
 import { testPlugins } from './fixtures/plugins.js';
 import { removeProjects, writeProject, yaml } from './fixtures/project.js';
 

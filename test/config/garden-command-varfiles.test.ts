@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { selectEnvironment } from '../../src/config/environment.js';
-import { loadProjectConfig } from '../../src/config/load.js';
+import { loadProjectConfig } from '../../src/config/pipeline.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';
 import { makeProject, removeProjects, runTend } from '../helpers/project.js';
 

@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadProjectConfig } from '../../src/config/load.js';
+import { loadProjectConfig } from '../../src/config/pipeline.js';
 import { validateCommand } from '../../src/commands/validate.js';
 import type { TendError } from '../../src/errors.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';

@@ -4,7 +4,7 @@
  * `serviceResource`, `${modules.…}` references as the actions the modules became.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadProjectConfig } from '../../src/config/load.js';
+import { loadProjectConfig } from '../../src/config/pipeline.js';
 import type { TendError } from '../../src/errors.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';
 import { makeProject, removeProjects } from '../helpers/project.js';

@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TendError } from '../../src/errors.js';
-import { loadProjectConfig } from '../../src/config/load.js';
+import { loadProjectConfig } from '../../src/config/pipeline.js';
 import { testPlugins } from './fixtures/plugins.js';
 import { removeProjects, writeProject, yaml } from './fixtures/project.js';
 

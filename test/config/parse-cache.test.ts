@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { appendFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadProjectConfig } from '../../src/config/load.js';
+import { loadProjectConfig } from '../../src/config/pipeline.js';
 import { TendError } from '../../src/errors.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';
 import { removeProjects, writeProject, yaml } from './fixtures/project.js';

@@ -7,7 +7,7 @@
 import { mkdirSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadProjectConfig } from '../../src/config/load.js';
+import { loadProjectConfig } from '../../src/config/pipeline.js';
 import { TendError } from '../../src/errors.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';
 import { makeProject, removeProjects, repoRoot } from '../helpers/project.js';

@@ -4,7 +4,7 @@ import { TendError } from '../../src/errors.js';
 import type { SourceLocation } from '../../src/errors.js';
 import type { ConfigPath } from '../../src/config/project.js';
 import { createTemplateContext, resolveActionSpec, selectEnvironment } from '../../src/config/environment.js';
-import { loadProjectConfig } from '../../src/config/load.js';
+import { loadProjectConfig } from '../../src/config/pipeline.js';
 import { checkVarFlagsRead } from '../../src/config/variables.js';
 import { findActionReferences, findVariableReferences, resolveTemplates } from '../../src/config/template.js';
 import type { TemplateContext } from '../../src/config/template.js';

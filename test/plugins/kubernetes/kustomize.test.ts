@@ -7,7 +7,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync, appendFile
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { loadProjectConfig } from '../../../src/config/load.js';
+import { loadProjectConfig } from '../../../src/config/pipeline.js';
 import type { TendError } from '../../../src/errors.js';
 import { kustomizeMessage } from '../../../src/plugins/kubernetes/kustomize.js';
 import { makeProject, removeProjects, startTend, waitFor } from '../../helpers/project.js';

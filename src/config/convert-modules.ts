@@ -1,0 +1,98 @@
+/**
+ * A step of the configuration pipeline (pipeline.ts): Garden's documents read as tend's — 0.12
+ * modules converted to actions, Garden's actions and Project translated, RenderTemplates rendered
+ * from their ConfigTemplates (src/config/garden/, docs/garden.md). What tend cannot run is a
+ * problem, what it accepts and ignores a note; tend's own documents pass as they are.
+ */
+import path from 'node:path';
+import type { ConfigProblem } from './diagnostics.js';
+import { isGardenFileName } from './files.js';
+import { readGardenDocument } from './garden/document.js';
+import { gardenProjectIndex, type GardenProjectIndex } from './garden/project-index.js';
+import {
+  collectTemplates,
+  renderTemplate,
+  templateKinds,
+  type TemplateDocument,
+} from './garden/templates.js';
+import { isRecord } from './garden/translation.js';
+import type { ConfigPath, LocateTarget, RenderedFrom } from './project.js';
+import type { ConfigDocument, ConfigNote, Locate } from './read-documents.js';
+import type { SourceFile } from './source.js';
+
+export class ModuleConverter {
+  /** Garden actions tend cannot run (each a problem already): no second error where they are used. */
+  readonly unloaded = new Set<string>();
+  readonly #index: GardenProjectIndex;
+  /** Garden ConfigTemplates by name, read before any RenderTemplate. */
+  readonly #templates: Map<string, TemplateDocument>;
+
+  constructor(
+    readonly root: string,
+    files: SourceFile[],
+    readonly problems: ConfigProblem[],
+    readonly notes: ConfigNote[],
+  ) {
+    // A 0.12 module's runtime dependency names a service or task of any module (garden/project-index.ts).
+    this.#index = gardenProjectIndex(root, files);
+    this.#templates = collectTemplates(root, files, (problem) => problems.push(problem));
+  }
+
+  /** The document as tend reads it: none (a ConfigTemplate), one, or several (a module's actions). */
+  *convert(document: ConfigDocument): Generator<ConfigDocument> {
+    const { file, doc, locate } = document;
+    if (!isGardenFileName(path.posix.basename(file.file))) {
+      yield document;
+      return;
+    }
+    const dir = path.dirname(path.join(this.root, file.file));
+    const kind = isRecord(doc.value) ? doc.value.kind : undefined;
+    if ((templateKinds as readonly unknown[]).includes(kind)) return; // read by collectTemplates
+    if (kind !== 'RenderTemplate') {
+      yield* this.#gardenDocument(document, doc.value, dir, locate);
+      return;
+    }
+    const render = doc.value as Record<string, unknown>;
+    if (render.disabled === true) {
+      const message = `RenderTemplate ${String(render.name)} is disabled; not rendered`;
+      this.notes.push({ message, location: locate(['disabled'], 'key') });
+      return;
+    }
+    const rendered = renderTemplate({ value: render, dir, locate }, this.#templates, (found) =>
+      this.problems.push({ code: 'TEND_CONFIG_INVALID', message: found.message, location: found.location }),
+    );
+    for (const config of rendered) {
+      const template = this.#templates.get(config.rendered.template)!;
+      const locateConfig = (p: ConfigPath, target: LocateTarget = 'value') =>
+        template.locate(['configs', config.index, ...p], target);
+      yield* this.#gardenDocument(document, config.value, config.baseDir, locateConfig, config.rendered);
+    }
+  }
+
+  /** A Garden document (or a config a template rendered) read as tend's. */
+  *#gardenDocument(
+    document: ConfigDocument,
+    value: unknown,
+    dir: string,
+    locate: Locate,
+    rendered?: RenderedFrom,
+  ): Generator<ConfigDocument> {
+    for (const { value: read, translation } of readGardenDocument(value, { dir, index: this.#index })) {
+      const at = (p: ConfigPath) => locate(translation.documentPath(p), 'key');
+      for (const { message, path: p } of translation.problems) {
+        this.problems.push({ code: 'TEND_CONFIG_UNSUPPORTED', message, location: at(p) });
+      }
+      for (const { message, path: p } of translation.notes) this.notes.push({ message, location: at(p) });
+      if (translation.unloadedAction) this.unloaded.add(translation.unloadedAction);
+      if (read !== undefined) {
+        yield {
+          file: document.file,
+          doc: document.doc,
+          value: read,
+          locate: (p, target = 'value') => locate(translation.originalPath(p), target),
+          ...(rendered ? { origin: { dir, rendered } } : {}),
+        };
+      }
+    }
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * The last part of the configuration pipeline's reading of documents (read-config.ts): what is
+ * checked across documents once all are read — one action per name and environment, dependencies
+ * and template references that name actions, environments that exist, providers listed.
+ */
+import type { SourceLocation } from '../errors.js';
+import { environmentsDisjoint, environmentsProblems } from './action-variables.js';
+import { buildReferenceProblems } from './build-keys.js';
+import type { ConfigProblem } from './diagnostics.js';
+import { formatLocation, type ActionConfig, type ProjectConfig } from './project.js';
+import type { PendingAction } from './read-action.js';
+
+/** Checks across documents: duplicate actions, dependencies, template references, providers. */
+export function crossCheck(
+  actions: readonly PendingAction[],
+  project: ProjectConfig | undefined,
+  /** Garden actions tend cannot run (each a problem already): no second error where they are used. */
+  unloaded: ReadonlySet<string>,
+  /** Every problem of the load, which this adds to. */
+  problems: ConfigProblem[],
+): void {
+  const problem = (code: ConfigProblem['code'], message: string, location: SourceLocation) =>
+    problems.push({ code, message, location });
+  const byRef = new Map<string, ActionConfig>();
+  const copies = new Map<string, ActionConfig[]>();
+  for (const { action } of actions) {
+    const earlier = copies.get(action.ref) ?? [];
+    copies.set(action.ref, [...earlier, action]);
+    // One name per environment, as in Garden (selectActionCopies keeps the one in use).
+    if (earlier.length === 0) byRef.set(action.ref, action);
+    else if (!earlier.every((other) => environmentsDisjoint(other, action))) {
+      problem(
+        'TEND_CONFIG_DUPLICATE_ACTION',
+        `duplicate action ${action.ref}; first defined at ${formatLocation(earlier[0]!.locate(['name']))}`,
+        action.locate(['name']),
+      );
+    }
+  }
+  const defined = (ref: string) => byRef.has(ref) || unloaded.has(ref);
+  const refsOfKind = (kind: string) => {
+    const refs = [...byRef.keys()].filter((r) => r.startsWith(`${kind}.`));
+    return refs.length === 0 ? '(none)' : `${refs.slice(0, 20).join(', ')}${refs.length > 20 ? ', …' : ''}`;
+  };
+  const configured = new Set(project?.providers.map((p) => p.name));
+  for (const { action, plugin, templateReferences } of actions) {
+    action.dependencies.forEach((dependency, i) => {
+      const where = () => action.locate(['dependencies', i]);
+      if (dependency === action.ref) {
+        problem('TEND_CONFIG_INVALID', `${action.ref} cannot depend on itself`, where());
+      } else if (!defined(dependency)) {
+        const kind = dependency.slice(0, dependency.indexOf('.'));
+        problem(
+          'TEND_CONFIG_INVALID',
+          `unknown dependency "${dependency}" of ${action.ref}; ${kind} actions: ${refsOfKind(kind)}`,
+          where(),
+        );
+      }
+    });
+    problems.push(...buildReferenceProblems(action, defined, () => refsOfKind('build')));
+    for (const reference of templateReferences) {
+      if (reference.ref === action.ref) {
+        problem('TEND_TEMPLATE', `${action.ref} cannot use its own outputs`, action.locate(reference.path));
+      } else if (!defined(reference.ref)) {
+        const kind = reference.ref.slice(0, reference.ref.indexOf('.'));
+        problem(
+          'TEND_TEMPLATE',
+          `unknown action "${reference.ref}" in a template expression; ${kind} actions: ${refsOfKind(kind)}`,
+          action.locate(reference.path),
+        );
+      }
+    }
+    if (project) {
+      problems.push(...environmentsProblems(action, new Set(project.environments.map((e) => e.name))));
+    }
+    if (project && plugin && !configured.has(plugin)) {
+      problem(
+        'TEND_PROVIDER_NOT_FOUND',
+        `action type "${action.type}" comes from provider "${plugin}", which is not listed under providers in ${project.file}`,
+        action.locate(['type']),
+      );
+    }
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * The first step of the configuration pipeline (pipeline.ts): the project root, and every file
+ * that holds its configuration read — tend's (`tend.yml`, `*.tend.yml`) and Garden's
+ * (files.ts says which) — each with the documents the parse cache kept of it when it is unchanged
+ * since the last load (parse-cache.ts).
+ */
+import { readFile } from 'node:fs';
+import { promisify } from 'node:util';
+import path from 'node:path';
+import { sha256Hex } from '../hash.js';
+import { statePaths } from '../state/files.js';
+import {
+  findConfigFiles,
+  findProjectRoot,
+  gardenScanSettings,
+  isGardenFileName,
+  projectFileCandidates,
+} from './files.js';
+import { ParseCache } from './parse-cache.js';
+import { SourceFile } from './source.js';
+
+/** Not node:fs/promises: loading it loads readline too, ~2 ms of every start. */
+const readFileAsync = promisify(readFile);
+
+export interface FoundFiles {
+  root: string;
+  /** The files at the root that may hold the Project document (tend.yml, Garden's). */
+  projectFiles: SourceFile[];
+  /** The one of them that holds the Project document (else the first). */
+  projectFile: SourceFile;
+  /** Every configuration file, the project files first. */
+  files: SourceFile[];
+  /** Keeps every file's documents for the next load (after a load without problems). */
+  remember(): void;
+}
+
+/** The project's configuration files, read. */
+export async function findFiles(options: { root?: string; cwd: string }): Promise<FoundFiles> {
+  const root = findProjectRoot(options);
+  const cache = new ParseCache(statePaths(root).cache);
+  const hashes = new Map<SourceFile, string>();
+  const read = (names: readonly string[]) =>
+    Promise.all(
+      names.map(async (name) => {
+        const text = await readFileAsync(path.join(root, name), 'utf8');
+        const sha256 = sha256Hex(text);
+        const file = new SourceFile(name, text, cache.lookup(name, text, sha256));
+        hashes.set(file, sha256);
+        return file;
+      }),
+    );
+  // The Project document says where a Garden project's other files are (scan, dotIgnoreFile).
+  const projectFiles = await read(projectFileCandidates(root));
+  const projectFile = projectFiles.find((file) => projectDocumentOf(file) !== undefined) ?? projectFiles[0]!;
+  const gardenProject = isGardenFileName(projectFile.file) ? projectDocumentOf(projectFile) : undefined;
+  const names = await findConfigFiles(
+    root,
+    projectFiles.map((file) => file.file),
+    gardenScanSettings(gardenProject),
+  );
+  const files = [...projectFiles, ...(await read(names.slice(projectFiles.length)))];
+  return {
+    root,
+    projectFiles,
+    projectFile,
+    files,
+    remember() {
+      for (const file of files) cache.store(file.file, hashes.get(file)!, file.parse().documents);
+      cache.save();
+    },
+  };
+}
+
+/** A file's Project document, if it has one (the first). */
+function projectDocumentOf(file: SourceFile): Record<string, unknown> | undefined {
+  const document = file
+    .parse()
+    .documents.find((doc) => (doc.value as { kind?: unknown } | null)?.kind === 'Project');
+  return document?.value as Record<string, unknown> | undefined;
+}

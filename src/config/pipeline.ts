@@ -1,0 +1,63 @@
+/**
+ * The configuration pipeline (docs/ARCHITECTURE.md#configuration-one-pipeline): every command
+ * steps into the configuration here, and the steps run in this order, each in a module of its own.
+ *
+ *  1. findFiles        find-files.ts       the project root and its configuration files, read
+ *  2. loadPlugins      plugin-modules.ts   the third-party plugins tend.yml names (their schemas check the rest)
+ *  3. readDocuments    read-documents.ts   each file's YAML documents
+ *  4. convertModules   convert-modules.ts  Garden's documents (0.12 modules, RenderTemplates) as tend's
+ *  5. readConfig       read-config.ts      the project and its actions, checked against the schemas and across documents
+ */
+import type { PluginDefinition } from '../plugin/types.js';
+import { ModuleConverter } from './convert-modules.js';
+import { configError, type ConfigProblem } from './diagnostics.js';
+import { findFiles } from './find-files.js';
+import { loadProjectPlugins } from './plugin-modules.js';
+import type { ActionConfig, ProjectConfig } from './project.js';
+import { ConfigReader } from './read-config.js';
+import { readDocuments, type ConfigNote } from './read-documents.js';
+
+export interface LoadOptions {
+  /** The project root (absolute, or relative to cwd); default: the nearest directory with a tend.yml. */
+  root?: string;
+  cwd: string;
+  plugins: readonly PluginDefinition[];
+}
+
+export interface LoadedConfig {
+  project: ProjectConfig;
+  actions: ActionConfig[];
+  /** What tend read and accepts without doing it (Garden settings it ignores, Workflows it does not run). */
+  notes: ConfigNote[];
+  /** The given plugins, then the third-party plugins tend.yml names (`providers[].plugin`). */
+  plugins: PluginDefinition[];
+}
+
+/** Loads and checks the project (steps 1 to 5); throws one TendError listing every problem. */
+export async function loadProjectConfig(options: LoadOptions): Promise<LoadedConfig> {
+  const found = await findFiles(options);
+  const { root, files } = found;
+  try {
+    const projectPlugins = await loadProjectPlugins(found.projectFile, root, options.plugins);
+    if (projectPlugins.problems.length > 0) throw configError(projectPlugins.problems);
+    const plugins = [...options.plugins, ...projectPlugins.plugins];
+    const problems: ConfigProblem[] = [];
+    const notes: ConfigNote[] = [];
+    const converter = new ModuleConverter(root, files, problems, notes);
+    const projectFiles = found.projectFiles.map((file) => file.file);
+    const reader = new ConfigReader(root, plugins, projectFiles, problems);
+    for (const file of files) {
+      for (const document of readDocuments(file, problems)) {
+        for (const converted of converter.convert(document)) reader.read(converted);
+      }
+      // Positions found later (errors only) parse the file again; holding every AST costs memory and GC.
+      file.release();
+    }
+    const { project, actions } = reader.finish(files, converter.unloaded);
+    // Only a load without problems is remembered: a file with an error is parsed again next time.
+    found.remember();
+    return { project, actions, notes, plugins };
+  } finally {
+    for (const file of files) file.release();
+  }
+}

@@ -1,0 +1,165 @@
+/**
+ * Part of the configuration pipeline's reading of documents (read-config.ts): one action
+ * document checked against tend's schema and its action type's, its source directory, variables,
+ * enablement and build keys read, into the action's configuration.
+ */
+import path from 'node:path';
+import type { SourceLocation } from '../errors.js';
+import type { ActionKind } from '../plugin/types.js';
+import {
+  readActionEnablement,
+  readActionVariableLayers,
+  type RawActionVariables,
+} from './action-variables.js';
+import { readBuildKeys, type RawBuildKeys } from './build-keys.js';
+import { checkSchema, type ConfigProblem } from './diagnostics.js';
+import { actionRef, type ActionConfig } from './project.js';
+import type { ConfigDocument } from './read-documents.js';
+import { ActionBaseSchema, parseTimeout, type actionTypeIndex } from './schema.js';
+import { checkTemplateSyntax, type TemplateActionReference } from './template.js';
+import { renderedRoots } from './template-context.js';
+
+/** An action read, waiting for the checks across documents (cross-check.ts). */
+export interface PendingAction {
+  action: ActionConfig;
+  /** The plugin of its type ('' when the type is unknown). */
+  plugin: string;
+  templateReferences: TemplateActionReference[];
+}
+
+/** What reading an action needs of the load. */
+export interface ActionReading {
+  root: string;
+  types: ReturnType<typeof actionTypeIndex>;
+  /** Every problem of the load, which this adds to. */
+  problems: ConfigProblem[];
+  isDirectory(dir: string): boolean;
+}
+
+export function readActionDocument(
+  document: ConfigDocument,
+  value: Record<string, unknown>,
+  kind: ActionKind,
+  reading: ActionReading,
+): PendingAction | undefined {
+  const { file, doc, locate, origin } = document;
+  const problem = (code: ConfigProblem['code'], message: string, location: SourceLocation) =>
+    reading.problems.push({ code, message, location });
+  const name = typeof value.name === 'string' ? value.name : undefined;
+  const rootLabel = name !== undefined ? `action ${actionRef(kind, name)}` : `the ${kind} document`;
+  const problems = checkSchema(ActionBaseSchema, value, { basePath: [], rootLabel, locate });
+  if (problems.length > 0) {
+    reading.problems.push(...problems);
+    return undefined;
+  }
+  const raw = value as unknown as {
+    type: string;
+    name: string;
+    description?: string;
+    dependencies?: string[];
+    source?: string;
+    include?: string[];
+    exclude?: string[];
+    timeout?: number | string;
+    cacheResult?: boolean;
+    spec?: unknown;
+  } & RawActionVariables &
+    RawBuildKeys;
+  const ref = actionRef(kind, raw.name);
+  const before = reading.problems.length;
+
+  const type = reading.types.get(raw.type);
+  const typesOfKind = [...reading.types].filter(([, t]) => t.kinds.has(kind)).map(([n]) => n);
+  const typeList = typesOfKind.join(', ') || '(none)';
+  const specSchema = type?.kinds.get(kind);
+  if (!type) {
+    problem(
+      'TEND_CONFIG_INVALID',
+      `unknown action type "${raw.type}" for kind ${kind}; expected one of: ${typeList}`,
+      locate(['type']),
+    );
+  } else if (!specSchema) {
+    problem(
+      'TEND_CONFIG_INVALID',
+      `action type "${raw.type}" does not support kind ${kind} (it supports: ${[...type.kinds.keys()].join(', ')}); ` +
+        `types for ${kind}: ${typeList}`,
+      locate(['type']),
+    );
+  }
+  if (raw.cacheResult !== undefined && kind !== 'Test' && kind !== 'Run') {
+    problem(
+      'TEND_CONFIG_INVALID',
+      `cacheResult applies to Test and Run actions, not to ${kind} (a ${kind} is always reused for its version)`,
+      locate(['cacheResult'], 'key'),
+    );
+  }
+  const spec = raw.spec === undefined || raw.spec === null ? {} : raw.spec;
+  if (specSchema) {
+    reading.problems.push(
+      ...checkSchema(specSchema, spec, {
+        basePath: ['spec'],
+        rootLabel: 'spec',
+        skipTemplated: true,
+        locate,
+      }),
+    );
+  }
+  const templates = checkTemplateSyntax(spec, ['spec'], (p) => locate(p), origin ? renderedRoots : []);
+  reading.problems.push(...templates.problems);
+
+  const fileDir = origin?.dir ?? path.dirname(path.join(reading.root, file.file));
+  const sourceDir = path.resolve(fileDir, raw.source ?? '.');
+  if (raw.source !== undefined) {
+    const relative = path.relative(reading.root, sourceDir);
+    if (relative.startsWith('..') || path.isAbsolute(relative)) {
+      problem(
+        'TEND_CONFIG_INVALID',
+        `source "${raw.source}" is outside the project root`,
+        locate(['source']),
+      );
+    } else if (!reading.isDirectory(sourceDir)) {
+      problem(
+        'TEND_CONFIG_INVALID',
+        `source directory "${raw.source}" does not exist (resolved to ${relative || '.'} in the project)`,
+        locate(['source']),
+      );
+    }
+  }
+
+  const variableLayers = readActionVariableLayers(
+    raw,
+    fileDir,
+    reading.root,
+    (p) => locate(p),
+    reading.problems,
+  );
+  const enablement = readActionEnablement(raw, (p) => locate(p), reading.problems);
+  const buildKeys = readBuildKeys(raw, kind, (p) => locate(p), reading.problems);
+  const dependencies = [...new Set(raw.dependencies ?? [])];
+  if (reading.problems.length > before) return undefined;
+  return {
+    plugin: type?.plugin.name ?? '',
+    templateReferences: templates.actionReferences,
+    action: {
+      kind,
+      type: raw.type,
+      name: raw.name,
+      ref,
+      ...(raw.description !== undefined ? { description: raw.description } : {}),
+      dependencies,
+      sourceDir,
+      ...(raw.include ? { include: raw.include } : {}),
+      ...(raw.exclude ? { exclude: raw.exclude } : {}),
+      ...(raw.timeout !== undefined ? { timeout: parseTimeout(raw.timeout) } : {}),
+      ...(raw.cacheResult !== undefined ? { cacheResult: raw.cacheResult } : {}),
+      spec,
+      ...(variableLayers ? { variableLayers } : {}),
+      ...enablement,
+      ...buildKeys,
+      file: file.file,
+      location: doc.location,
+      locate: (p) => locate(p),
+      ...(origin ? { rendered: origin.rendered } : {}),
+    },
+  };
+}

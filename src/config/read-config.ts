@@ -1,0 +1,167 @@
+/**
+ * A step of the configuration pipeline (pipeline.ts): the documents, tend's and Garden's
+ * converted, read into the project and its actions — each checked against tend's schemas and its
+ * plugin's (read-action.ts), then across documents (cross-check.ts). Every problem of the load is
+ * thrown at once, each with its file:line:column.
+ */
+import { statSync } from 'node:fs';
+import { TendError, type SourceLocation } from '../errors.js';
+import { actionKinds, type ActionKind, type PluginDefinition } from '../plugin/types.js';
+import { crossCheck } from './cross-check.js';
+import { configError, describeValue, sortProblems, type ConfigProblem } from './diagnostics.js';
+import { projectFileName } from './files.js';
+import { formatLocation, type ActionConfig, type ProjectConfig } from './project.js';
+import { readProjectDocument } from './project-document.js';
+import { readActionDocument, type ActionReading, type PendingAction } from './read-action.js';
+import type { ConfigDocument } from './read-documents.js';
+import { actionTypeIndex } from './schema.js';
+import type { SourceFile } from './source.js';
+
+const documentKinds = ['Project', ...actionKinds] as const;
+
+export class ConfigReader {
+  readonly #directories = new Map<string, boolean>();
+  readonly #reading: ActionReading;
+  #project: ProjectConfig | undefined;
+  #projectSeen: SourceLocation | undefined;
+  readonly #actions: PendingAction[] = [];
+
+  constructor(
+    readonly root: string,
+    readonly plugins: readonly PluginDefinition[],
+    /** The files at the root that may hold the Project document (tend.yml, Garden's). */
+    readonly projectFiles: readonly string[],
+    /** Every problem of the load, which this adds to. */
+    readonly problems: ConfigProblem[],
+  ) {
+    this.#reading = {
+      root,
+      types: actionTypeIndex(plugins),
+      problems,
+      isDirectory: (dir) => this.#isDirectory(dir),
+    };
+  }
+
+  /** One document (tend's, or Garden's converted) read into the project or an action. */
+  read(document: ConfigDocument): void {
+    const { doc, value, locate } = document;
+    const expectedKinds = documentKinds.join(', ');
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      this.#problem(
+        'TEND_CONFIG_INVALID',
+        `expected a mapping with a "kind" key (one of: ${expectedKinds}), got ${describeValue(value)}`,
+        doc.location,
+      );
+      return;
+    }
+    const record = value as Record<string, unknown>;
+    if (!('kind' in record)) {
+      this.#problem(
+        'TEND_CONFIG_INVALID',
+        `missing required key "kind"; expected one of: ${expectedKinds}`,
+        doc.location,
+      );
+      return;
+    }
+    const kind = record.kind;
+    if (kind === 'Project') {
+      this.#projectDocument(document, record);
+    } else if (typeof kind === 'string' && (actionKinds as readonly string[]).includes(kind)) {
+      const pending = readActionDocument(document, record, kind as ActionKind, this.#reading);
+      if (pending) this.#actions.push(pending);
+    } else {
+      this.#problem(
+        'TEND_CONFIG_INVALID',
+        `unknown kind ${describeValue(kind)}; expected one of: ${expectedKinds}`,
+        locate(['kind']),
+      );
+    }
+  }
+
+  #projectDocument(document: ConfigDocument, value: Record<string, unknown>): void {
+    const { file, doc, locate } = document;
+    if (!this.projectFiles.includes(file.file)) {
+      this.#problem(
+        'TEND_CONFIG_INVALID',
+        `a Project document belongs in ${projectFileName} at the project root, not in ${file.file}`,
+        doc.location,
+      );
+      return;
+    }
+    if (this.#projectSeen) {
+      const both = this.#projectSeen.file !== file.file;
+      this.#problem(
+        'TEND_CONFIG_INVALID',
+        both
+          ? `a second Project document, beside the one at ${formatLocation(this.#projectSeen)}: ` +
+              `${this.#projectSeen.file} and ${file.file} both declare the project; keep one of them`
+          : `a second Project document; the first is at ${formatLocation(this.#projectSeen)}`,
+        doc.location,
+      );
+      return;
+    }
+    this.#projectSeen = doc.location;
+    this.#project = readProjectDocument(
+      { root: this.root, file: file.file, location: doc.location, value, locate, plugins: this.plugins },
+      this.problems,
+    );
+  }
+
+  /**
+   * The project and its actions once every document is read and checked across documents; throws
+   * one TendError listing every problem of the load, by file (in the order of `files`), then line.
+   */
+  finish(
+    files: readonly SourceFile[],
+    unloaded: ReadonlySet<string>,
+  ): { project: ProjectConfig; actions: ActionConfig[] } {
+    const projectFile = files[0];
+    if (
+      !this.#projectSeen &&
+      projectFile &&
+      !this.problems.some((p) => p.location.file === projectFile.file)
+    ) {
+      this.#problem(
+        'TEND_CONFIG_INVALID',
+        `${projectFile.file} has no Project document; expected one with "kind: Project"`,
+        {
+          file: projectFile.file,
+          line: 1,
+          column: 1,
+        },
+      );
+    }
+    crossCheck(this.#actions, this.#project, unloaded, this.problems);
+    if (this.problems.length > 0) {
+      const rank = new Map(files.map((f, i) => [f.file, i]));
+      const byFile = new Map<number, ConfigProblem[]>();
+      for (const problem of this.problems) {
+        const r = rank.get(problem.location.file) ?? files.length;
+        byFile.set(r, [...(byFile.get(r) ?? []), problem]);
+      }
+      const ordered = [...byFile.entries()]
+        .sort(([a], [b]) => a - b)
+        .flatMap(([, list]) => sortProblems(list));
+      throw configError(ordered);
+    }
+    if (!this.#project) throw new TendError('TEND_INTERNAL', 'the project was not loaded');
+    return { project: this.#project, actions: this.#actions.map((a) => a.action) };
+  }
+
+  #problem(code: ConfigProblem['code'], message: string, location: SourceLocation): void {
+    this.problems.push({ code, message, location });
+  }
+
+  #isDirectory(dir: string): boolean {
+    let known = this.#directories.get(dir);
+    if (known === undefined) {
+      try {
+        known = statSync(dir).isDirectory();
+      } catch {
+        known = false;
+      }
+      this.#directories.set(dir, known);
+    }
+    return known;
+  }
+}

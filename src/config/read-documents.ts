@@ -1,0 +1,41 @@
+/**
+ * The documents the configuration pipeline (pipeline.ts) passes from step to step: a file's YAML
+ * documents as read (this step), then as tend reads them once Garden's are converted
+ * (convert-modules.ts), each with the way to locate a path in it in its file.
+ */
+import type { SourceLocation } from '../errors.js';
+import type { ConfigProblem } from './diagnostics.js';
+import type { ConfigPath, LocateTarget, RenderedFrom } from './project.js';
+import type { SourceDocument, SourceFile } from './source.js';
+
+export type Locate = (p: ConfigPath, target?: LocateTarget) => SourceLocation;
+
+/** One document, in tend's terms or on its way to them. */
+export interface ConfigDocument {
+  file: SourceFile;
+  /** The YAML document it comes from (a Garden document may give several). */
+  doc: SourceDocument;
+  value: unknown;
+  /** Where a path of `value` is in the file. */
+  locate: Locate;
+  /** A config rendered from a Garden template: its directory and what its templates read. */
+  origin?: { dir: string; rendered: RenderedFrom };
+}
+
+/** What tend read and accepts without doing it (a Garden setting it ignores, a Workflow it does not run). */
+export interface ConfigNote {
+  message: string;
+  location: SourceLocation;
+}
+
+/** A file's YAML documents; its syntax problems go to `problems`. */
+export function readDocuments(file: SourceFile, problems: ConfigProblem[]): ConfigDocument[] {
+  const parsed = file.parse();
+  problems.push(...parsed.problems);
+  return parsed.documents.map((doc) => ({
+    file,
+    doc,
+    value: doc.value,
+    locate: (p, target = 'value') => file.locate(doc.index, p, target),
+  }));
+}
