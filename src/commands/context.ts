@@ -6,12 +6,9 @@
  */
 import { configureEnvironment } from './environment-config.js';
 import path from 'node:path';
-import { actionTemplateContext, resolveActionSpec, resolveProviderConfig } from '../config/environment.js';
-import { checkResolvedSpec } from '../config/check-spec.js';
 import { forgetCommandMemos } from '../plugins/kubernetes/memo.js';
+import type { Configuration } from '../config/configuration.js';
 import { actionRef, type ActionConfig, type ProjectConfig } from '../config/project.js';
-import { actionTypeIndex } from '../config/schema.js';
-import { actionOutputsContext, resolveTemplates, type TemplateContext } from '../config/template.js';
 import type { GlobalOptions } from '../cli/output.js';
 import { cliVersion } from '../version.js';
 import type { PullRequestRef } from '../events/catalog.js';
@@ -43,10 +40,11 @@ import { startSessionStream } from '../session/stream.js';
 import type { StreamReport } from '../stream/report.js';
 
 export interface OpenedProject {
+  /** The configuration in the environment, and what a command asks of it per action. */
+  configuration: Configuration;
   project: ProjectConfig;
   actions: ActionConfig[];
   environment: EnvironmentInfo;
-  templateContext: TemplateContext;
   providers: ProviderRuntime[];
   plugins: PluginDefinition[];
   tendDir: string;
@@ -85,8 +83,8 @@ export async function openProject(
   validatePlugins(builtins);
   forgetCommandMemos();
   // The plugins tend.yml names (`providers[].plugin`) come back checked, after the built-ins.
-  const configured = await configureEnvironment(options, builtins, namespace);
-  const { project, plugins, selected, templateContext, actions } = configured;
+  const configuration = await configureEnvironment(options, builtins, namespace);
+  const { project, plugins, environment: selected, actions } = configuration;
   const cluster = clusterOverride(options);
   const { user, hostId } = localIdentity();
   const environment: EnvironmentInfo = {
@@ -98,20 +96,20 @@ export async function openProject(
   };
   if (selected.cleanup) environment.cleanup = selected.cleanup;
   const byName = new Map(plugins.map((p) => [p.name, p]));
-  const providers: ProviderRuntime[] = configured.providers.map((entry) => {
+  const providers: ProviderRuntime[] = configuration.providers.map((entry) => {
     const plugin = byName.get(entry.name);
     if (!plugin) {
       throw new TendError('TEND_PROVIDER_NOT_FOUND', `unknown provider "${entry.name}"`, {
         location: entry.location,
       });
     }
-    return { name: entry.name, plugin, config: resolveProviderConfig(entry, templateContext) };
+    return { name: entry.name, plugin, config: configuration.providerConfig(entry) };
   });
   const opened: OpenedProject = {
+    configuration,
     project,
     actions,
     environment,
-    templateContext,
     providers,
     plugins,
     tendDir: statePaths(project.root).root,
@@ -236,10 +234,10 @@ export function startSession(
     bus: session.bus,
     providers: opened.providers,
     environment: opened.environment,
-    templateContext: opened.templateContext,
+    templateContext: opened.configuration.templateContext,
     actionTemplateContext: (ref) => {
       const action = opened.actions.find((a) => a.ref === ref);
-      return action && actionTemplateContext(action, opened.templateContext);
+      return action && opened.configuration.actionContext(action);
     },
     projectRoot: opened.project.root,
     tendDir: opened.tendDir,
@@ -297,7 +295,7 @@ export function checkActionTemplates(opened: OpenedProject, refs: readonly strin
   const byRef = new Map(opened.actions.map((a) => [a.ref, a]));
   for (const ref of ordered) {
     const config = byRef.get(ref);
-    if (config) resolveActionSpec(config, opened.templateContext, { keepActionOutputs: true });
+    if (config) opened.configuration.resolveSpec(config, { keepActionOutputs: true });
   }
 }
 
@@ -337,17 +335,13 @@ export function resolveAction(
   const spec =
     (known === undefined ? undefined : structuredClone(known)) ??
     // Templates may turn a number into a string or back: convert to what the spec schema wants, and check.
-    checkResolvedSpec(
+    opened.configuration.checkSpec(
       config,
-      resolveActionSpec(
-        config,
-        {
-          ...opened.templateContext,
-          actions: actionOutputsContext(dependencyOutputs, dependencyVersions(graph, versions, ref)),
-        },
-        options,
-      ),
-      opened.plugins,
+      opened.configuration.resolveSpec(config, {
+        ...options,
+        dependencyOutputs,
+        dependencyVersions: dependencyVersions(graph, versions, ref),
+      }),
     );
   const versioned = versions.get(ref)!;
   // A Deploy, Test or Run with `build:` reads that Build's build directory: its sources, or its
@@ -389,7 +383,6 @@ export async function actionVersions(
   graph: ActionGraph,
   refs: string[],
 ): Promise<Map<string, VersionedAction>> {
-  const types = actionTypeIndex(opened.plugins);
   const unresolved = (error: unknown) => ({ unresolved: toTendError(error).message });
   // Each spec resolved and checked once: for its version, and for what its type's versionInputs reads.
   const specs = new Map<ActionConfig, { spec: unknown } | { unresolved: string }>();
@@ -398,11 +391,11 @@ export async function actionVersions(
     if (!entry) {
       try {
         let deferred = false;
-        const resolved = resolveActionSpec(config, opened.templateContext, {
+        const resolved = opened.configuration.resolveSpec(config, {
           keepActionOutputs: true,
           onDeferred: () => (deferred = true),
         });
-        entry = { spec: checkResolvedSpec(config, resolved, opened.plugins) };
+        entry = { spec: opened.configuration.checkSpec(config, resolved) };
         // A variable that reads an action's outputs kept an expression: resolved again when it runs.
         if (!deferred) checkedSpecs.set(config, entry.spec);
       } catch (error) {
@@ -416,9 +409,9 @@ export async function actionVersions(
   await Promise.all(
     graph.closure(refs).map(async (ref) => {
       const { config } = graph.get(ref);
-      const versionInputs = types
-        .get(config.type)
-        ?.plugin.actionTypes.find((type) => type.name === config.type)?.kinds[config.kind]?.versionInputs;
+      const versionInputs = opened.configuration
+        .actionPlugin(config)
+        ?.actionTypes.find((type) => type.name === config.type)?.kinds[config.kind]?.versionInputs;
       if (!versionInputs) return;
       const resolved = specOf(config);
       // A spec that does not resolve: its error is in the version already, and the action fails with it.
@@ -441,7 +434,7 @@ export async function actionVersions(
   const inputs: VersionInputs = {
     projectFile: path.join(opened.project.root, opened.project.file),
     configuration(config) {
-      const plugin = types.get(config.type)?.plugin.name;
+      const plugin = opened.configuration.actionPlugin(config)?.name;
       const provider = opened.providers.filter((p) => p.name === plugin).map((p) => p.config);
       const resolved = specOf(config);
       return { spec: 'spec' in resolved ? resolved.spec : resolved, provider };
@@ -450,11 +443,7 @@ export async function actionVersions(
       const values: Record<string, unknown> = {};
       for (const expression of expressions) {
         try {
-          values[expression] = resolveTemplates(
-            `\${${expression}}`,
-            opened.templateContext,
-            () => opened.project.location,
-          );
+          values[expression] = opened.configuration.resolveExpression(expression);
         } catch (error) {
           values[expression] = unresolved(error);
         }

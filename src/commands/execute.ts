@@ -197,7 +197,7 @@ export async function openExecution(
       const prepared = await session.router.callProvider(provider, 'prepareEnvironment');
       providers[provider.name] = { outputs: prepared.outputs ?? {} };
     }
-    opened.templateContext = { ...opened.templateContext, providers };
+    opened.configuration.addProviderOutputs(providers);
     // A paused environment is resumed before anything runs in it: nobody meets one by surprise.
     resumed = verb === 'build' ? [] : await resumeProviders(session.router);
     for (const line of resumed)

@@ -2,7 +2,6 @@
  * `tend status`: the environment and every action's status, read-only. Providers report the
  * environment with `getEnvironmentStatus` (never creating it); actions with getStatus/getResult.
  */
-import { namespaceHeader } from '../config/environment.js';
 import path from 'node:path';
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { toTendError } from '../errors.js';
@@ -96,7 +95,7 @@ export async function statusCommand(options: GlobalOptions): Promise<CommandResu
           namespace: opened.environment.namespace,
         });
     const human = [
-      `project ${opened.project.name}, environment ${opened.environment.name}, ${namespaceHeader(opened.environment.namespace, opened.providers)}`,
+      `project ${opened.project.name}, environment ${opened.environment.name}, ${opened.configuration.namespaceHeader(opened.providers)}`,
       ...providers.map((p) => `provider ${p.name}: ${p.ready ? 'ready' : 'not ready'}`),
       ...(cleanup ? [cleanup.line] : []),
       '',

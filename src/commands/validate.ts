@@ -6,23 +6,10 @@
 import { configureEnvironment } from './environment-config.js';
 import { formatTable } from '../cli/output.js';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import {
-  actionTemplateContext,
-  namespaceHeader,
-  resolveActionSpec,
-  resolveProviderConfig,
-} from '../config/environment.js';
-import type { TemplateContext } from '../config/template-context.js';
-import { checkResolvedSpec } from '../config/check-spec.js';
-import { configError, sortProblems, type ConfigProblem } from '../config/diagnostics.js';
-import type { ActionConfig } from '../config/project.js';
-import { checkTemplateText } from '../config/template-text.js';
 import { ExitCode } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
 import { builtinPlugins } from '../plugins/builtin.js';
-import type { PluginDefinition, TemplateFiles } from '../plugin/types.js';
+import type { PluginDefinition } from '../plugin/types.js';
 
 export interface ValidateData {
   valid: true;
@@ -44,49 +31,14 @@ export interface ValidateData {
   notes?: { message: string; file: string; line: number; column: number }[];
 }
 
-/**
- * The problems of the files an action's handlers resolve as templated text (manifest templates),
- * found before anything runs. A file its type cannot list (missing, say) is left to the handler,
- * which reports it when the action runs.
- */
-async function templateFileProblems(
-  root: string,
-  action: ActionConfig,
-  spec: unknown,
-  context: TemplateContext,
-  plugins: readonly PluginDefinition[],
-): Promise<ConfigProblem[]> {
-  const type = plugins.flatMap((p) => p.actionTypes).find((t) => t.name === action.type);
-  const templateFiles = type?.kinds[action.kind]?.templateFiles;
-  if (!templateFiles) return [];
-  let listed: TemplateFiles;
-  try {
-    listed = await templateFiles({
-      sourceDir: action.sourceDir,
-      projectRoot: root,
-      spec: structuredClone(spec),
-    });
-  } catch {
-    return [];
-  }
-  const own = actionTemplateContext(action, context);
-  return listed.files.flatMap((file) =>
-    checkTemplateText(readFileSync(file, 'utf8'), own, {
-      file: path.relative(root, file),
-      hint: listed.hint,
-    }),
-  );
-}
-
 export async function validateCommand(
   options: GlobalOptions,
   builtins: PluginDefinition[] = builtinPlugins(),
 ): Promise<CommandResult<ValidateData>> {
-  const configured = await configureEnvironment(options, builtins);
-  const { project, plugins, providers, actions, disabled, templateContext: context } = configured;
-  const environment = configured.selected;
+  const configuration = await configureEnvironment(options, builtins);
+  const { project, providers, actions, disabled, environment } = configuration;
   const notes = [
-    ...configured.notes,
+    ...configuration.notes,
     ...disabled.map((action) => ({
       message: `${action.ref} is disabled in environment ${environment.name}; not run`,
       location: action.locate(action.disabled !== undefined ? ['disabled'] : ['environments']),
@@ -94,17 +46,9 @@ export async function validateCommand(
   ];
   const resolvedProviders = providers.map((entry) => ({
     name: entry.name,
-    config: resolveProviderConfig(entry, context),
+    config: configuration.providerConfig(entry),
   }));
-  const specs = actions.map((action) =>
-    checkResolvedSpec(action, resolveActionSpec(action, context, { keepActionOutputs: true }), plugins),
-  );
-  const problems = (
-    await Promise.all(
-      actions.map((action, i) => templateFileProblems(project.root, action, specs[i], context, plugins)),
-    )
-  ).flat();
-  if (problems.length > 0) throw configError(sortProblems(problems));
+  await configuration.check();
   const graph = new ActionGraph(actions);
 
   const data: ValidateData = {
@@ -130,7 +74,7 @@ export async function validateCommand(
   );
   const count = data.actions.length;
   const human = [
-    `project ${data.project}: environment ${data.environment}, ${namespaceHeader(data.namespace, resolvedProviders)}, ` +
+    `project ${data.project}: environment ${data.environment}, ${configuration.namespaceHeader(resolvedProviders)}, ` +
       `providers ${data.providers.join(', ') || '(none)'}`,
     '',
     count > 0 ? table : '(no actions)',

@@ -1,10 +1,16 @@
 /**
  * The last step of the configuration pipeline (pipeline.ts), per action: its spec once its
- * template expressions are resolved, checked against its action type's schema again.
+ * template expressions are resolved, checked against its action type's schema again, and the
+ * files its type resolves as templated text checked before anything runs.
  */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { Value } from 'typebox/value';
-import type { PluginDefinition } from '../plugin/types.js';
-import { checkSchema, configError } from './diagnostics.js';
+import type { PluginDefinition, TemplateFiles } from '../plugin/types.js';
+import { checkSchema, configError, type ConfigProblem } from './diagnostics.js';
+import { actionTemplateContext } from './environment.js';
+import type { TemplateContext } from './template-context.js';
+import { checkTemplateText } from './template-text.js';
 import type { ActionConfig } from './project.js';
 import { actionTypeIndex } from './schema.js';
 import { containsTemplate } from './template.js';
@@ -49,4 +55,38 @@ export function checkResolvedSpec(
     );
   }
   return converted;
+}
+
+/**
+ * The problems of the files an action's handlers resolve as templated text (manifest templates),
+ * found before anything runs. A file its type cannot list (missing, say) is left to the handler,
+ * which reports it when the action runs.
+ */
+export async function templateFileProblems(
+  root: string,
+  action: ActionConfig,
+  spec: unknown,
+  context: TemplateContext,
+  plugins: readonly PluginDefinition[],
+): Promise<ConfigProblem[]> {
+  const type = plugins.flatMap((p) => p.actionTypes).find((t) => t.name === action.type);
+  const templateFiles = type?.kinds[action.kind]?.templateFiles;
+  if (!templateFiles) return [];
+  let listed: TemplateFiles;
+  try {
+    listed = await templateFiles({
+      sourceDir: action.sourceDir,
+      projectRoot: root,
+      spec: structuredClone(spec),
+    });
+  } catch {
+    return [];
+  }
+  const own = actionTemplateContext(action, context);
+  return listed.files.flatMap((file) =>
+    checkTemplateText(readFileSync(file, 'utf8'), own, {
+      file: path.relative(root, file),
+      hint: listed.hint,
+    }),
+  );
 }

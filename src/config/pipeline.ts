@@ -7,8 +7,15 @@
  *  3. readDocuments    read-documents.ts   each file's YAML documents
  *  4. convertModules   convert-modules.ts  Garden's documents (0.12 modules, RenderTemplates) as tend's
  *  5. readConfig       read-config.ts      the project and its actions, checked against the schemas and across documents
+ *  6. resolveVariables resolve-variables.ts the environment, its namespace and variables, each action's copy for it
+ *  7. resolveTemplates resolve-templates.ts the template context (secrets included), the enabled actions, the providers
+ *  8. check            check-spec.ts       per action, as a command asks (configuration.ts): its spec resolved and checked
+ *
+ * `configure` runs them all and returns the Configuration; `loadProjectConfig` runs 1 to 5, for the
+ * commands that need only the project (`tend secrets`, `tend events`).
  */
 import type { PluginDefinition } from '../plugin/types.js';
+import { Configuration } from './configuration.js';
 import { ModuleConverter } from './convert-modules.js';
 import { configError, type ConfigProblem } from './diagnostics.js';
 import { findFiles } from './find-files.js';
@@ -16,6 +23,8 @@ import { loadProjectPlugins } from './plugin-modules.js';
 import type { ActionConfig, ProjectConfig } from './project.js';
 import { ConfigReader } from './read-config.js';
 import { readDocuments, type ConfigNote } from './read-documents.js';
+import { resolveTemplateContext, type SecretSource } from './resolve-templates.js';
+import { resolveVariables, type EnvironmentChoice } from './resolve-variables.js';
 
 export interface LoadOptions {
   /** The project root (absolute, or relative to cwd); default: the nearest directory with a tend.yml. */
@@ -60,4 +69,17 @@ export async function loadProjectConfig(options: LoadOptions): Promise<LoadedCon
   } finally {
     for (const file of files) file.release();
   }
+}
+
+export interface ConfigureOptions extends LoadOptions, EnvironmentChoice {
+  /** Where the secrets come from, when the configuration reads `${secrets.…}`. */
+  secrets: SecretSource;
+}
+
+/** A command's configuration in one environment: every step, once. */
+export async function configure(options: ConfigureOptions): Promise<Configuration> {
+  const { project, actions, notes, plugins } = await loadProjectConfig(options);
+  const { environment, copies } = resolveVariables(project, actions, options);
+  const resolved = await resolveTemplateContext(project, environment, copies, options.secrets);
+  return new Configuration({ project, plugins, notes, environment, ...resolved });
 }

@@ -5,9 +5,9 @@
  * Every value loaded is registered for redaction (src/redact.ts): printed output, the event log
  * and the outbox show `***` instead.
  */
-import type { ActionConfig, ProjectConfig, VariableValue } from '../config/project.js';
+import type { ProjectConfig } from '../config/project.js';
 import { localSecretsFile, readSecretsFile } from '../config/secrets-file.js';
-import { readsSecrets, type TemplateContext } from '../config/template.js';
+import type { TemplateContext } from '../config/template-context.js';
 import { TendError } from '../errors.js';
 import { redactUrl, registerSecretValues } from '../redact.js';
 import { apiRequest } from './client.js';
@@ -15,27 +15,15 @@ import { resolveServer } from './credentials.js';
 
 type SecretsContext = NonNullable<TemplateContext['secrets']>;
 
-/** Whether the configuration a command resolves reads `${secrets.…}`. */
-export function configurationReadsSecrets(
-  project: ProjectConfig,
-  actions: readonly ActionConfig[],
-  variables: Record<string, VariableValue>,
-): boolean {
-  return (
-    readsSecrets(variables) ||
-    project.providers.some((entry) => readsSecrets(entry.config)) ||
-    actions.some((action) => readsSecrets(action.spec))
-  );
-}
-
-/** The secrets of the project's environment, or undefined when nothing reads them (then no file and no server is asked). */
+/**
+ * The secrets of the project's environment; the configuration asks only when it reads them
+ * (otherwise no file and no server is asked: src/config/resolve-templates.ts).
+ */
 export async function loadSecrets(
   project: ProjectConfig,
   environment: string,
-  reads: boolean,
   env: NodeJS.ProcessEnv = process.env,
-): Promise<SecretsContext | undefined> {
-  if (!reads) return undefined;
+): Promise<SecretsContext> {
   const loaded = await fetchSecrets(project, environment, env);
   registerSecretValues(Object.values(loaded.values));
   return loaded;

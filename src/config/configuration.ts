@@ -1,0 +1,136 @@
+/**
+ * What the configuration pipeline (pipeline.ts) gives a command: the project, its environment and
+ * the actions enabled in it, the template context, the providers — and, for the last step, what
+ * a command asks per action as it goes: an action's spec resolved (with its dependencies' outputs
+ * once they ran) and checked, a provider entry's configuration, an expression's value.
+ */
+import type { Outputs, PluginDefinition } from '../plugin/types.js';
+import { checkResolvedSpec, templateFileProblems } from './check-spec.js';
+import { configError, sortProblems } from './diagnostics.js';
+import {
+  actionTemplateContext,
+  namespaceHeader,
+  resolveActionSpec,
+  resolveProviderConfig,
+  type SelectedEnvironment,
+} from './environment.js';
+import type { ActionConfig, ProjectConfig, ProviderEntry } from './project.js';
+import type { ConfigNote } from './read-documents.js';
+import { actionTypeIndex } from './schema.js';
+import {
+  actionOutputsContext,
+  resolveTemplates,
+  type ResolveOptions,
+  type TemplateContext,
+} from './template.js';
+
+export interface SpecOptions extends ResolveOptions {
+  /** The outputs of the action's dependencies that ran, by ref (`actions.<kind>.<name>.outputs`). */
+  dependencyOutputs?: Record<string, Outputs>;
+  /** The versions of its dependencies, by ref (`actions.<kind>.<name>.version`). */
+  dependencyVersions?: Record<string, string>;
+}
+
+export class Configuration {
+  readonly project: ProjectConfig;
+  /** The built-in plugins, then the ones tend.yml names, checked. */
+  readonly plugins: PluginDefinition[];
+  /** What tend read and does not do (Garden settings it ignores, Workflows it does not run). */
+  readonly notes: ConfigNote[];
+  readonly environment: SelectedEnvironment;
+  /** What templates resolve in; `providers.*` is added once the providers are prepared. */
+  templateContext: TemplateContext;
+  /** The actions enabled in the environment. */
+  readonly actions: ActionConfig[];
+  /** The actions disabled in it. */
+  readonly disabled: ActionConfig[];
+  /** The provider entries the environment uses (their configuration: `providerConfig`). */
+  readonly providers: ProviderEntry[];
+
+  constructor(parts: {
+    project: ProjectConfig;
+    plugins: PluginDefinition[];
+    notes: ConfigNote[];
+    environment: SelectedEnvironment;
+    templateContext: TemplateContext;
+    actions: ActionConfig[];
+    disabled: ActionConfig[];
+    providers: ProviderEntry[];
+  }) {
+    this.project = parts.project;
+    this.plugins = parts.plugins;
+    this.notes = parts.notes;
+    this.environment = parts.environment;
+    this.templateContext = parts.templateContext;
+    this.actions = parts.actions;
+    this.disabled = parts.disabled;
+    this.providers = parts.providers;
+  }
+
+  /** What each provider's preparation gave: `${providers.<name>.outputs.*}` for the actions' templates from now on. */
+  addProviderOutputs(providers: NonNullable<TemplateContext['providers']>): void {
+    this.templateContext = { ...this.templateContext, providers };
+  }
+
+  /** A provider entry's configuration with its template expressions resolved. */
+  providerConfig(entry: ProviderEntry): Record<string, unknown> {
+    return resolveProviderConfig(entry, this.templateContext);
+  }
+
+  /** What an action's templates see: the environment's context with the action's own variables and `this`. */
+  actionContext(action: ActionConfig): TemplateContext {
+    return actionTemplateContext(action, this.templateContext);
+  }
+
+  /** An action's spec with its template expressions resolved (errors point into the action's file). */
+  resolveSpec(action: ActionConfig, options: SpecOptions = {}): unknown {
+    const { dependencyOutputs, dependencyVersions, ...resolveOptions } = options;
+    const context =
+      dependencyOutputs === undefined
+        ? this.templateContext
+        : { ...this.templateContext, actions: actionOutputsContext(dependencyOutputs, dependencyVersions) };
+    return resolveActionSpec(action, context, resolveOptions);
+  }
+
+  /**
+   * A resolved spec made to fit the action type's schema (a template may turn a number into a
+   * string or back) and checked; throws TEND_CONFIG_INVALID naming the value's file:line:column.
+   */
+  checkSpec(action: ActionConfig, spec: unknown): unknown {
+    return checkResolvedSpec(action, spec, this.plugins);
+  }
+
+  /** The plugin of an action's type. */
+  actionPlugin(action: ActionConfig): PluginDefinition | undefined {
+    return actionTypeIndex(this.plugins).get(action.type)?.plugin;
+  }
+
+  /** The value of one template expression (`var.x`) in the environment's context. */
+  resolveExpression(expression: string): unknown {
+    return resolveTemplates(`\${${expression}}`, this.templateContext, () => this.project.location);
+  }
+
+  /** The namespace the environment's objects go to, for headers (a provider may set its own). */
+  namespaceHeader(providers: readonly { name: string; config: Record<string, unknown> }[]): string {
+    return namespaceHeader(this.environment.namespace, providers);
+  }
+
+  /**
+   * Every enabled action checked before anything runs (`tend validate`): its spec resolved, but
+   * for other actions' outputs, and checked, then the files its type resolves as templated text.
+   * Throws the problems of those files all at once.
+   */
+  async check(): Promise<void> {
+    const specs = this.actions.map((action) =>
+      this.checkSpec(action, this.resolveSpec(action, { keepActionOutputs: true })),
+    );
+    const problems = (
+      await Promise.all(
+        this.actions.map((action, i) =>
+          templateFileProblems(this.project.root, action, specs[i], this.templateContext, this.plugins),
+        ),
+      )
+    ).flat();
+    if (problems.length > 0) throw configError(sortProblems(problems));
+  }
+}

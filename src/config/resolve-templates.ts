@@ -1,0 +1,64 @@
+/**
+ * A step of the configuration pipeline (pipeline.ts): what the environment's templates resolve
+ * in — the template context (project, environment, variables, `local.*`, `git.*`, the actions'
+ * own variables, the secrets when the configuration reads them) —, the actions enabled in the
+ * environment (`disabled:` may be a template), and the provider entries it uses.
+ */
+import { actionVariablesOf, enabledActions } from './action-variables.js';
+import { createTemplateContext, providersOf, type SelectedEnvironment } from './environment.js';
+import type { ActionConfig, ProjectConfig, ProviderEntry, VariableValue } from './project.js';
+import { readsSecrets, type TemplateContext } from './template.js';
+
+type SecretsContext = NonNullable<TemplateContext['secrets']>;
+
+/**
+ * Where the project's secrets come from (the local secrets file or the tend server:
+ * src/remote/secrets.ts), asked only when the configuration reads `${secrets.…}`.
+ */
+export type SecretSource = (
+  project: ProjectConfig,
+  environment: string,
+) => Promise<SecretsContext | undefined>;
+
+export interface ResolvedTemplates {
+  templateContext: TemplateContext;
+  /** The actions enabled in the environment. */
+  actions: ActionConfig[];
+  /** The actions disabled in it (`disabled:`, or `environments:` that leaves it out). */
+  disabled: ActionConfig[];
+  /** The provider entries the environment uses, their templates unresolved. */
+  providers: ProviderEntry[];
+}
+
+export async function resolveTemplateContext(
+  project: ProjectConfig,
+  environment: SelectedEnvironment,
+  copies: ActionConfig[],
+  secretSource: SecretSource,
+): Promise<ResolvedTemplates> {
+  const templateContext: TemplateContext = {
+    ...createTemplateContext(project, environment),
+    actionVariables: actionVariablesOf(copies),
+  };
+  const { enabled, disabled } = enabledActions(copies, templateContext);
+  // A missing secret is found here too; its value is never in any output.
+  if (configurationReadsSecrets(project, enabled, environment.variables)) {
+    const secrets = await secretSource(project, environment.name);
+    if (secrets) templateContext.secrets = secrets;
+  }
+  const providers = providersOf(project, environment.name);
+  return { templateContext, actions: enabled as ActionConfig[], disabled, providers };
+}
+
+/** Whether the configuration a command resolves reads `${secrets.…}`. */
+function configurationReadsSecrets(
+  project: ProjectConfig,
+  actions: readonly ActionConfig[],
+  variables: Record<string, VariableValue>,
+): boolean {
+  return (
+    readsSecrets(variables) ||
+    project.providers.some((entry) => readsSecrets(entry.config)) ||
+    actions.some((action) => readsSecrets(action.spec))
+  );
+}

@@ -1,0 +1,44 @@
+/**
+ * A step of the configuration pipeline (pipeline.ts): the environment a command works in
+ * (--env, else the project's defaultEnvironment), its namespace, and its variables — the
+ * project's, the environment's, its varfiles', --var-file's, then --var (environment.ts,
+ * variables.ts) —, each action's copy for that environment, and every --var checked against what
+ * reads it.
+ */
+import { selectActionCopies } from './action-variables.js';
+import { parseVarFlags, selectEnvironment, type SelectedEnvironment } from './environment.js';
+import type { ActionConfig, ProjectConfig } from './project.js';
+import type { TemplateContext } from './template-context.js';
+import { checkVarFlagsRead } from './variables.js';
+
+export interface EnvironmentChoice {
+  /** --env; default: the project's defaultEnvironment. */
+  env?: string;
+  /** --var, as given (`name=value`). */
+  vars?: readonly string[];
+  /** --var-file, as given (relative to the current directory). */
+  varFiles?: readonly string[];
+  /** The command running (`command.name`, `command.params`), for every template it resolves. */
+  command?: TemplateContext['command'];
+  /** The namespace instead of the environment's own (`tend restore`: the archived one, or `--into`). */
+  namespace?: string;
+}
+
+export function resolveVariables(
+  project: ProjectConfig,
+  actions: readonly ActionConfig[],
+  choice: EnvironmentChoice,
+): { environment: SelectedEnvironment; copies: ActionConfig[] } {
+  const vars = parseVarFlags(choice.vars ?? []);
+  const environment = selectEnvironment(project, {
+    env: choice.env,
+    vars,
+    varFiles: choice.varFiles,
+    ...(choice.command ? { command: choice.command } : {}),
+  });
+  // Before the templates are resolved: the providers' `${environment.namespace}` names it too.
+  if (choice.namespace !== undefined) environment.namespace = choice.namespace;
+  const copies = selectActionCopies(actions, environment.name);
+  checkVarFlagsRead(project, copies, vars, environment.varfileVariables);
+  return { environment, copies };
+}
