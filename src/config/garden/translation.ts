@@ -60,6 +60,20 @@ export function isRecord(value: unknown): value is GardenRecord {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
+/**
+ * RFC 7396 JSON merge patch, as Garden merges a base module's values and serviceResource, and a
+ * provider's entries of the project and of an environment.
+ */
+export function mergePatch(target: unknown, patch: unknown): unknown {
+  if (!isRecord(patch)) return patch;
+  const out: GardenRecord = isRecord(target) ? { ...target } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete out[key];
+    else out[key] = mergePatch(out[key], value);
+  }
+  return out;
+}
+
 /** A dependency as tend writes it: `build.api`, from `build.api`, `Build.api` or `{ kind: Build, name: api }`. */
 export function dependencyRef(dependency: unknown): unknown {
   if (isRecord(dependency) && typeof dependency.kind === 'string' && typeof dependency.name === 'string') {

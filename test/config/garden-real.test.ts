@@ -1,0 +1,63 @@
+/**
+ * What real Garden projects (public repositories, not Garden's examples) write and tend reads:
+ * each case a minimal reproduction of a project's shape, checked against what Garden does with it.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadProjectConfig } from '../../src/config/load.js';
+import { providersOf } from '../../src/config/environment.js';
+import { builtinPlugins } from '../../src/plugins/builtin.js';
+import { makeProject, removeProjects } from '../helpers/project.js';
+
+afterEach(removeProjects);
+
+const load = (root: string) => loadProjectConfig({ cwd: root, plugins: builtinPlugins() });
+
+const execRun = `kind: Run
+type: exec
+name: hello
+spec:
+  command: [echo, hello]
+`;
+
+describe("Garden 0.12's environments[].providers", () => {
+  it("is each environment's providers, merged over the project's entries as Garden merges them", async () => {
+    const root = makeProject({
+      'garden.yml': `kind: Project
+name: vote
+defaultEnvironment: remote
+providers:
+  - name: local-kubernetes
+    context: shared
+    defaultHostname: shared.example.com
+environments:
+  - name: local
+    providers:
+      - name: local-kubernetes
+        defaultHostname: vote.local.app.garden
+  - name: remote
+    providers:
+      - name: kubernetes
+        context: gke-demo
+        buildMode: cluster-docker
+        setupIngressController: nginx
+  - name: plain
+`,
+      'hello/garden.yml': execRun,
+    });
+    const { project, notes } = await load(root);
+    const kubernetes = (env: string) =>
+      providersOf(project, env)
+        .filter((p) => p.name === 'kubernetes')
+        .map((p) => p.config);
+    expect(kubernetes('local')).toEqual([{ context: 'shared', defaultHostname: 'vote.local.app.garden' }]);
+    // kubernetes is another Garden provider than local-kubernetes: the environment's entry alone.
+    expect(kubernetes('remote')).toEqual([{ context: 'gke-demo', buildMode: 'cluster-buildkit' }]);
+    expect(kubernetes('plain')).toEqual([{ context: 'shared', defaultHostname: 'shared.example.com' }]);
+    expect(providersOf(project, 'remote').map((p) => p.name)).toEqual(['kubernetes', 'exec']);
+    // Notes point at the environment's entry, as written.
+    expect(notes.map((n) => `${n.location.file}:${n.location.line} ${n.message.split(':')[0]}`)).toEqual([
+      'garden.yml:18 setupIngressController',
+      'garden.yml:17 buildMode cluster-docker (Garden 0.12)',
+    ]);
+  });
+});
