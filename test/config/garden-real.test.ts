@@ -4,6 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadProjectConfig } from '../../src/config/load.js';
+import { validateCommand } from '../../src/commands/validate.js';
 import { providersOf } from '../../src/config/environment.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';
 import { makeProject, removeProjects } from '../helpers/project.js';
@@ -59,5 +60,59 @@ environments:
       'garden.yml:18 setupIngressController',
       'garden.yml:17 buildMode cluster-docker (Garden 0.12)',
     ]);
+  });
+});
+
+describe("a variable's keys read their siblings, as Garden resolves them key by key", () => {
+  it('resolves only the key read, across layers; a key that reads itself is a cycle when read', async () => {
+    const root = makeProject({
+      'project.garden.yml': `kind: Project
+name: kels
+environments:
+  - name: local
+    variables:
+      postgres:
+        host: db.local
+providers:
+  - name: local-kubernetes
+variables:
+  postgres:
+    user: admin
+    host: db
+    url: "postgres://\${var.postgres.user}@\${var.postgres.host}"
+    loop: "\${var.postgres.loop}"
+`,
+      'hello/garden.yml': `kind: Run
+type: exec
+name: hello
+spec:
+  command: [echo, "\${var.postgres.url}"]
+`,
+    });
+    const validated = await validateCommand({ root, var: [] });
+    expect(validated.exitCode).toBe(0);
+    const { project } = await load(root);
+    expect(project.name).toBe('kels');
+    const looping = makeProject({
+      'project.garden.yml': `kind: Project
+name: kels
+environments:
+  - name: local
+providers:
+  - name: local-kubernetes
+variables:
+  postgres:
+    loop: "\${var.postgres.loop}"
+`,
+      'hello/garden.yml': `kind: Run
+type: exec
+name: hello
+spec:
+  command: [echo, "\${var.postgres.loop}"]
+`,
+    });
+    await expect(validateCommand({ root: looping, var: [] })).rejects.toThrow(
+      /variables refer to each other in a cycle: var\.postgres\.loop → var\.postgres\.loop;/,
+    );
   });
 });

@@ -1,0 +1,100 @@
+/**
+ * What real Garden projects (public repositories, not Garden's examples) do, reproduced small and
+ * run into kube-sim: each case a shape a project had that tend did not run before.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { validateCommand } from '../../../src/commands/validate.js';
+import { makeProject, removeProjects } from '../../helpers/project.js';
+import { execute, kubectlJson, startSim, type SimHandle } from './helpers.js';
+
+let h: SimHandle;
+beforeAll(async () => {
+  h = await startSim();
+});
+afterAll(async () => h?.stop());
+afterAll(removeProjects);
+
+const project = (name: string, extra = '') => `apiVersion: garden.io/v2
+kind: Project
+name: ${name}
+environments:
+  - name: local
+    defaultNamespace: ${name}
+providers:
+  - name: local-kubernetes
+    context: kube-sim
+${extra}`;
+
+const configMap = (name: string, data: string) => `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ${name}
+data:
+${data}`;
+
+async function configMapData(namespace: string, name: string): Promise<Record<string, string>> {
+  return (
+    await kubectlJson<{ data: Record<string, string> }>(
+      h.kubeconfig,
+      '-n',
+      namespace,
+      'get',
+      'configmap',
+      name,
+    )
+  ).data;
+}
+
+describe('real Garden projects, reproduced', () => {
+  it("a variable's keys read their siblings, and an action's variable reading a Run's outputs makes it a dependency", async () => {
+    // As jasoncolburne/kels writes them: `url` built from `user` and `port` of the same variable,
+    // and a Deploy's variable reading a Run it does not list under dependencies.
+    const root = makeProject({
+      'project.garden.yml': project(
+        'real-vars',
+        `variables:
+  postgres:
+    user: admin
+    port: 5432
+    url: "postgres://\${var.postgres.user}@db:\${var.postgres.port}"
+`,
+      ),
+      'garden.yml': `kind: Run
+type: exec
+name: read-urls
+spec:
+  command: [echo, "https://a.example https://b.example"]
+---
+kind: Deploy
+type: kubernetes
+name: app
+variables:
+  registryUrls: \${actions.run.read-urls.outputs.log}
+spec:
+  manifestTemplates: [manifests.yml.tpl]
+`,
+      'manifests.yml.tpl': configMap(
+        'app',
+        `  database: "\${var.postgres.url}"
+  registries: "\${var.registryUrls}"
+`,
+      ),
+    });
+    const validated = await validateCommand({ root, var: [] });
+    expect(validated.exitCode).toBe(0);
+    expect(validated.data.actions.map((a) => [a.ref, a.dependencies])).toEqual([
+      ['run.read-urls', []],
+      ['deploy.app', ['run.read-urls']],
+    ]);
+
+    const deployed = await execute('deploy', root);
+    expect(deployed.data.actions.map((a) => [a.ref, a.state, a.error?.message])).toEqual([
+      ['run.read-urls', 'ready', undefined],
+      ['deploy.app', 'ready', undefined],
+    ]);
+    expect(await configMapData('real-vars', 'app')).toEqual({
+      database: 'postgres://admin@db:5432',
+      registries: 'https://a.example https://b.example',
+    });
+  });
+});
