@@ -97,4 +97,44 @@ spec:
       registries: 'https://a.example https://b.example',
     });
   });
+
+  it("a pod Run's result is cached unless cacheResult: false, as Garden's default has it", async () => {
+    // As garden-io/garden-example-hasura's db-init: deployed twice, it ran twice.
+    const root = makeProject({
+      'project.garden.yml': project('real-cache'),
+      'garden.yml': `kind: Run
+type: container
+name: db-init
+spec:
+  image: busybox:1.36
+  command: [sh, -c, "echo init"]
+---
+kind: Run
+type: kubernetes-pod
+name: db-seed
+spec:
+  cacheResult: false
+  podSpec:
+    containers:
+      - name: seed
+        image: busybox:1.36
+        command: [sh, -c, "echo seed"]
+---
+kind: Deploy
+type: kubernetes
+name: app
+dependencies: [run.db-init, run.db-seed]
+spec:
+  manifests:
+    - apiVersion: v1
+      kind: ConfigMap
+      metadata: { name: app }
+      data: { ready: "yes" }
+`,
+    });
+    const states = async () =>
+      (await execute('deploy', root)).data.actions.map((a) => `${a.ref} ${a.state}`).sort();
+    expect(await states()).toEqual(['deploy.app ready', 'run.db-init ready', 'run.db-seed ready']);
+    expect(await states()).toEqual(['deploy.app cached', 'run.db-init cached', 'run.db-seed ready']);
+  });
 });
