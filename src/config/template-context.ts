@@ -453,9 +453,12 @@ class ProvidersNode implements PathNode {
     if (!this.providers) {
       return new Missing(
         `provider outputs are not available for "${text}": providers are prepared by tend build, deploy, test and run`,
+        true,
       );
     }
-    const provider = own(this.providers, name) as { outputs: Record<string, unknown> } | undefined;
+    // Garden's local-kubernetes is tend's kubernetes provider.
+    const provider = own(this.providers, name === 'local-kubernetes' ? 'kubernetes' : name) as
+      { outputs: Record<string, unknown> } | undefined;
     if (!provider) {
       const names = Object.keys(this.providers);
       return new Missing(`no provider ${name} for "${text}"; providers: ${names.join(', ') || '(none)'}`);

@@ -137,4 +137,34 @@ spec:
     expect(await states()).toEqual(['deploy.app ready', 'run.db-init ready', 'run.db-seed ready']);
     expect(await states()).toEqual(['deploy.app cached', 'run.db-init cached', 'run.db-seed ready']);
   });
+
+  it("Garden's kubernetes provider outputs: validate leaves them to deploy, which reads them", async () => {
+    // As dmytri/monorepo-template reads the ingress's base hostname.
+    const root = makeProject({
+      'project.garden.yml': project('real-outputs', '    defaultHostname: apps.example.com\n'),
+      'garden.yml': `kind: Deploy
+type: kubernetes
+name: app
+variables:
+  baseHostname: \${providers.local-kubernetes.outputs.default-hostname}
+spec:
+  manifests:
+    - apiVersion: v1
+      kind: ConfigMap
+      metadata: { name: app }
+      data:
+        host: api.\${var.baseHostname}
+        namespace: \${providers.local-kubernetes.outputs.app-namespace}
+`,
+    });
+    expect((await validateCommand({ root, var: [] })).exitCode).toBe(0);
+    const deployed = await execute('deploy', root);
+    expect(deployed.data.actions.map((a) => [a.ref, a.state, a.error?.message])).toEqual([
+      ['deploy.app', 'ready', undefined],
+    ]);
+    expect(await configMapData('real-outputs', 'app')).toEqual({
+      host: 'api.apps.example.com',
+      namespace: 'real-outputs',
+    });
+  });
 });
