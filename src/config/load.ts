@@ -255,7 +255,7 @@ class Loader {
         this.#problem('TEND_CONFIG_UNSUPPORTED', message, at(p));
       }
       for (const { message, path: p } of translation.notes) this.#notes.push({ message, location: at(p) });
-      if (translation.unloadedAction) this.#unloaded.add(translation.unloadedAction);
+      for (const ref of translation.unloadedActions) this.#unloaded.add(ref);
       if (read !== undefined) {
         const origin = rendered ? { dir, rendered } : undefined;
         this.#read(

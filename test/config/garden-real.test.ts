@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadProjectConfig } from '../../src/config/load.js';
 import { validateCommand } from '../../src/commands/validate.js';
 import { providersOf } from '../../src/config/environment.js';
+import type { TendError } from '../../src/errors.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';
 import { makeProject, removeProjects } from '../helpers/project.js';
 
@@ -114,5 +115,51 @@ spec:
     await expect(validateCommand({ root: looping, var: [] })).rejects.toThrow(
       /variables refer to each other in a cycle: var\.postgres\.loop → var\.postgres\.loop;/,
     );
+  });
+});
+
+describe('a 0.12 module whose files are in another repository (repositoryUrl)', () => {
+  it('is one error saying what to do, and what reads its actions is no further error', async () => {
+    // As AlpacaLabs/garden: image modules from other repositories, services of this one using them.
+    const root = makeProject({
+      'garden.yml': `kind: Project
+name: alpaca
+environments:
+  - name: local
+providers:
+  - name: local-kubernetes
+`,
+      'api-image/garden.yml': `kind: Module
+type: container
+name: api-image
+repositoryUrl: https://github.com/example/api.git#main
+services:
+  - name: api-image
+tests:
+  - name: unit
+    args: [go, test]
+`,
+      'api/garden.yml': `kind: Deploy
+type: container
+name: api
+dependencies: [build.api-image, deploy.api-image, test.api-image-unit]
+spec:
+  image: \${actions.build.api-image.outputs.deploymentImageId}
+`,
+    });
+    let error: TendError | undefined;
+    try {
+      await load(root);
+    } catch (caught) {
+      error = caught as TendError;
+    }
+    const errors = (
+      error?.detail as {
+        errors: { code: string; message: string; location: { file: string; line: number } }[];
+      }
+    ).errors;
+    expect(errors.map((e) => `${e.code} ${e.location.file}:${e.location.line} ${e.message}`)).toEqual([
+      'TEND_CONFIG_UNSUPPORTED api-image/garden.yml:4 repositoryUrl of a module is not supported by tend yet: clone the repository into the project (beside this garden.yml) and remove repositoryUrl',
+    ]);
   });
 });

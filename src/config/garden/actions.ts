@@ -391,7 +391,7 @@ export function translateGardenAction(
   const instead = unsupportedTypes[type];
   if (instead !== undefined) {
     translation.unsupported(['type'], `action type ${type} is not supported by tend; ${instead}`);
-    translation.unloadedAction = `${kind.toLowerCase()}.${String(value.name)}`;
+    translation.unloadedActions.push(`${kind.toLowerCase()}.${String(value.name)}`);
     return undefined;
   }
   const translate = translators[type]?.[kind];

@@ -14,8 +14,8 @@ export interface GardenFinding {
 export class Translation {
   readonly problems: GardenFinding[] = [];
   readonly notes: GardenFinding[] = [];
-  /** An action that is not loaded because tend cannot run it (its problem says why): `deploy.api`. */
-  unloadedAction: string | undefined;
+  /** Actions not loaded because tend cannot run them (their problem says why): `deploy.api`. */
+  readonly unloadedActions: string[] = [];
   /** Translated path prefix → the Garden document's path prefix, for renamed and moved keys. */
   readonly #moves: [ConfigPath, ConfigPath][] = [];
 
