@@ -190,7 +190,7 @@ export function enabledActions(
       if (off.has(action.ref)) continue;
       const needed = [
         ...action.dependencies,
-        ...findActionReferences(action.spec),
+        ...findActionReferences([action.spec, action.variableLayers ?? []]),
         ...buildDependencies(action),
       ];
       for (const dependency of needed) {

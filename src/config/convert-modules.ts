@@ -83,7 +83,7 @@ export class ModuleConverter {
         this.problems.push({ code: 'TEND_CONFIG_UNSUPPORTED', message, location: at(p) });
       }
       for (const { message, path: p } of translation.notes) this.notes.push({ message, location: at(p) });
-      if (translation.unloadedAction) this.unloaded.add(translation.unloadedAction);
+      for (const ref of translation.unloadedActions) this.unloaded.add(ref);
       if (read !== undefined) {
         yield {
           file: document.file,

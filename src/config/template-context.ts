@@ -140,11 +140,30 @@ export function mergeVariableValues(lower: unknown, higher: unknown): unknown {
 }
 
 /**
+ * The raw value at `keys` under a variable's raw value in one layer: `template` when a template
+ * (or a `$merge`-like key) is on the way, so only resolving the whole variable tells; `hidden`
+ * when a scalar is, which hides the layers below; undefined when the layer does not set it.
+ */
+function rawAt(
+  raw: unknown,
+  keys: readonly string[],
+  holdsTemplate: (value: unknown) => boolean,
+): { raw: unknown } | 'template' | 'hidden' | undefined {
+  for (const key of keys) {
+    if (raw === undefined) return undefined;
+    if (!isMergeable(raw)) return holdsTemplate(raw) ? 'template' : 'hidden';
+    if (Object.keys(raw).some((k) => k.startsWith('$'))) return 'template';
+    raw = Object.hasOwn(raw, key) ? (raw as Record<string, unknown>)[key] : undefined;
+  }
+  return raw === undefined ? undefined : { raw };
+}
+
+/**
  * `var.<name>`: declared variables in layers, lowest first (project, environment, varfiles, the
  * action's own, then `--var`). A variable's templates are resolved when first read; a scalar in
  * a layer hides the layers below it, mappings and lists found in several layers are merged.
  */
-export class VariablesNode implements ContextNode {
+export class VariablesNode implements ContextNode, PathNode {
   private readonly resolved = new Map<string, unknown>();
   scope!: Scope;
 
@@ -182,6 +201,41 @@ export class VariablesNode implements ContextNode {
     const value = found.reduceRight((merged, higher) => mergeVariableValues(merged, higher));
     this.resolved.set(name, value);
     return value;
+  }
+
+  /**
+   * `var.postgres.user`: only that key is resolved, as Garden resolves variables key by key (so
+   * `url: "postgres://${var.postgres.user}@…"` beside `user:` is no cycle), when every layer's
+   * mapping leads to it without a template on the way. Any other lookup reads the whole variable.
+   */
+  resolvePath(keys: readonly (string | number)[], text: string): unknown {
+    const root = text.split(/[\s.[]/)[0]!;
+    const [name, ...below] = keys.map(String);
+    if (name !== undefined && below.length > 0 && !this.resolved.has(name)) {
+      const part = this.partOf(name, below);
+      if (part !== undefined) return part;
+    }
+    return followPath(this, keys, root, text);
+  }
+
+  /** The value at `below` under variable `name`, merged across the layers; undefined when a template is on the way. */
+  private partOf(name: string, below: readonly string[]): unknown {
+    const found: unknown[] = [];
+    for (let i = this.layers.length - 1; i >= 0; i--) {
+      const layer = this.layers[i]!;
+      const at = rawAt(Object.hasOwn(layer, name) ? layer[name] : undefined, below, this.holdsTemplate);
+      if (at === 'template') return undefined;
+      if (at === 'hidden') break;
+      if (at === undefined) continue;
+      const value = this.holdsTemplate(at.raw)
+        ? this.resolveTemplated([name, ...below].join('.'), at.raw)
+        : at.raw;
+      found.push(value);
+      if (!isMergeable(value)) break;
+    }
+    // Not there: reading the whole variable says what is.
+    if (found.length === 0) return undefined;
+    return found.reduceRight((merged, higher) => mergeVariableValues(merged, higher));
   }
 
   private resolveTemplated(name: string, raw: unknown): unknown {
@@ -399,9 +453,12 @@ class ProvidersNode implements PathNode {
     if (!this.providers) {
       return new Missing(
         `provider outputs are not available for "${text}": providers are prepared by tend build, deploy, test and run`,
+        true,
       );
     }
-    const provider = own(this.providers, name) as { outputs: Record<string, unknown> } | undefined;
+    // Garden's local-kubernetes is tend's kubernetes provider.
+    const provider = own(this.providers, name === 'local-kubernetes' ? 'kubernetes' : name) as
+      { outputs: Record<string, unknown> } | undefined;
     if (!provider) {
       const names = Object.keys(this.providers);
       return new Missing(`no provider ${name} for "${text}"; providers: ${names.join(', ') || '(none)'}`);

@@ -12,7 +12,13 @@ import { parseDocument } from 'yaml';
 import { TendError } from '../errors.js';
 import type { SourceLocation } from '../errors.js';
 import type { ConfigProblem } from './diagnostics.js';
-import { evaluateTemplate, Missing, stringify, TemplateEvaluationError } from '../expressions/evaluate.js';
+import {
+  evaluateTemplate,
+  Missing,
+  NotYetKnownError,
+  stringify,
+  TemplateEvaluationError,
+} from '../expressions/evaluate.js';
 import type { Scope } from '../expressions/evaluate.js';
 import { TemplateFunctionError } from '../expressions/functions.js';
 import { eachLookup, parseTemplateString, partOffset, TemplateSyntaxError } from '../expressions/syntax.js';
@@ -82,6 +88,8 @@ export function checkTemplateText(
       if (template.parts.length === 1) resolveParts(template, scope);
       else evaluatePart(part, scope);
     } catch (error) {
+      // A variable that reads an action's outputs: known when the action runs.
+      if (error instanceof NotYetKnownError) continue;
       if (!(error instanceof TextProblem)) throw error;
       problems.push(located(text, error, options));
     }
@@ -170,6 +178,7 @@ function evaluatePart(part: ExpressionPart, scope: Scope): unknown {
   try {
     value = evaluateTemplate({ parts: [part], optional: false }, scope);
   } catch (error) {
+    if (error instanceof NotYetKnownError) throw error;
     if (
       error instanceof TemplateEvaluationError ||
       error instanceof TemplateFunctionError ||
@@ -179,6 +188,7 @@ function evaluatePart(part: ExpressionPart, scope: Scope): unknown {
     }
     throw error;
   }
+  if (value instanceof Missing && value.later) throw new NotYetKnownError(value.reason);
   if (value instanceof Missing) throw new TextProblem(`"${part.source}": ${value.reason}`, offsetOf(part));
   return value;
 }

@@ -22,7 +22,11 @@ export class ActionGraph {
 
   constructor(actions: ActionConfig[]) {
     for (const config of actions) {
-      const { refs: references, readsOutputs } = actionReferencesOf(config.spec);
+      // Its own variables' references too, as Garden finds them in the whole action.
+      const { refs: references, readsOutputs } = actionReferencesOf([
+        config.spec,
+        config.variableLayers ?? [],
+      ]);
       const deps = new Set([...config.dependencies, ...references, ...buildDependencies(config)]);
       this.nodes.set(config.ref, {
         config,

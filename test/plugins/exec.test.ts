@@ -46,6 +46,10 @@ spec:
       fixed: 'yes',
       seen: 'here',
       greet: 'hello exectest-dev',
+      // Garden's outputs of an exec command (its ::output lines are not part of them).
+      log: '',
+      stdout: '',
+      stderr: '',
     });
   });
 

@@ -391,7 +391,7 @@ export function translateGardenAction(
   const instead = unsupportedTypes[type];
   if (instead !== undefined) {
     translation.unsupported(['type'], `action type ${type} is not supported by tend; ${instead}`);
-    translation.unloadedAction = `${kind.toLowerCase()}.${String(value.name)}`;
+    translation.unloadedActions.push(`${kind.toLowerCase()}.${String(value.name)}`);
     return undefined;
   }
   const translate = translators[type]?.[kind];
@@ -407,8 +407,9 @@ export function translateGardenAction(
     if (spec && type === 'container' && kind !== 'Build' && typeof value.build === 'string')
       spec.image ??= `\${actions.build.${value.build}.outputs.deploymentImageId}`;
     if (spec) out.spec = spec;
-    if (typeof givenSpec.cacheResult === 'boolean' && podTypes.has(type))
-      out.cacheResult = givenSpec.cacheResult;
+    // Garden caches a pod's result unless told not to (runCacheResultSchema's default), a Run's too.
+    if (podTypes.has(type) && (kind === 'Test' || kind === 'Run'))
+      out.cacheResult = typeof givenSpec.cacheResult === 'boolean' ? givenSpec.cacheResult : true;
   }
   // A volume Deploy's version is its spec's: Garden reads no files for it.
   if (volumeDeployTypes.includes(type)) out.include ??= [];

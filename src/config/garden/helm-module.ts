@@ -17,21 +17,10 @@ import { statSync } from 'node:fs';
 import path from 'node:path';
 import type { ConfigPath } from '../project.js';
 import { addModulePods, type ModuleParts } from './module-parts.js';
-import { isRecord, type GardenRecord } from './translation.js';
+import { isRecord, mergePatch, type GardenRecord } from './translation.js';
 
 const defined = (record: GardenRecord): GardenRecord =>
   Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined));
-
-/** RFC 7396 JSON merge patch, as Garden merges a base module's values and serviceResource. */
-function mergePatch(target: unknown, patch: unknown): unknown {
-  if (!isRecord(patch)) return patch;
-  const out: GardenRecord = isRecord(target) ? { ...target } : {};
-  for (const [key, value] of Object.entries(patch)) {
-    if (value === null) delete out[key];
-    else out[key] = mergePatch(out[key], value);
-  }
-  return out;
-}
 
 /**
  * Garden's `base`: the helm module whose files Garden copies into this module's build directory,

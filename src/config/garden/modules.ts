@@ -55,10 +55,19 @@ export function convertModule(
     ...(module.variables !== undefined ? { variables: module.variables } : {}),
     ...(module.varfile !== undefined ? { varfiles: [module.varfile] } : {}),
   };
-  for (const key of ['repositoryUrl', 'generateFiles'] as const) {
-    if (module[key] !== undefined) {
-      translation.unsupported([key], `${key} of a module is not supported by tend yet`);
-    }
+  if (module.generateFiles !== undefined) {
+    translation.unsupported(['generateFiles'], 'generateFiles of a module is not supported by tend yet');
+  }
+  if (module.repositoryUrl !== undefined) {
+    translation.unsupported(
+      ['repositoryUrl'],
+      'repositoryUrl of a module is not supported by tend yet: clone the repository into the project (beside this garden.yml) and remove repositoryUrl',
+    );
+  }
+  if (module.repositoryUrl !== undefined) {
+    // Its files are elsewhere: what it would become is not loaded, and what reads it is no new error.
+    translation.unloadedActions.push(...moduleActionRefs(module));
+    return [];
   }
   const runtime = (dependencies: unknown) =>
     strings(dependencies).map(
@@ -95,8 +104,23 @@ export function convertModule(
       ['type'],
       `module type ${type} is not converted by tend; write the module as actions (Garden 0.13's format)`,
     );
+    translation.unloadedActions.push(...moduleActionRefs(module));
   }
   return actions;
+}
+
+/** The actions Garden 0.13 makes of a module: its Build, and a Deploy, Run or Test of each service, task and test. */
+function moduleActionRefs(module: GardenRecord): string[] {
+  const names = (key: string) =>
+    (Array.isArray(module[key]) ? module[key] : []).flatMap((entry) =>
+      isRecord(entry) && typeof entry.name === 'string' ? [entry.name] : [],
+    );
+  return [
+    `build.${String(module.name)}`,
+    ...names('services').map((name) => `deploy.${name}`),
+    ...names('tasks').map((name) => `run.${name}`),
+    ...names('tests').map((name) => `test.${String(module.name)}-${name}`),
+  ];
 }
 
 /**

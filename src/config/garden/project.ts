@@ -7,7 +7,7 @@
  * tend's kubernetes provider. Other providers (terraform, pulumi…) are problems.
  */
 import type { ConfigPath } from '../project.js';
-import { checkApiVersion, dropIgnoredKeys, isRecord, type Translation } from './translation.js';
+import { checkApiVersion, dropIgnoredKeys, isRecord, mergePatch, type Translation } from './translation.js';
 import type { GardenRecord } from './translation.js';
 
 /** The keys of tend's kubernetes provider entry (src/plugins/kubernetes/config.ts) and of every entry. */
@@ -50,9 +50,8 @@ const unsupportedProviders: Record<string, string> = {
 function translateProvider(
   translation: Translation,
   entry: unknown,
-  i: number,
+  at: ConfigPath,
 ): { entry: GardenRecord; name: string } | undefined {
-  const at: ConfigPath = ['providers', i];
   if (!isRecord(entry) || typeof entry.name !== 'string') return { entry: entry as GardenRecord, name: '' };
   const { dependencies: _order, ...rest } = entry;
   const name = entry.name;
@@ -99,6 +98,14 @@ function translateProvider(
           : registry.hostname;
       if (registry.insecure === true && kept.insecureRegistry === undefined) kept.insecureRegistry = true;
     }
+    if (kept.buildMode === 'cluster-docker') {
+      // Garden 0.12's in-cluster Docker daemon (gone in 0.13): an in-cluster build all the same.
+      translation.note(
+        [...at, 'buildMode'],
+        'buildMode cluster-docker (Garden 0.12): tend builds images in the cluster with cluster-buildkit',
+      );
+      kept.buildMode = 'cluster-buildkit';
+    }
     if (kept.buildMode === 'local-docker') {
       translation.note(
         [...at, 'buildMode'],
@@ -131,7 +138,8 @@ function gardenVarfile(given: unknown, defaultPath: string): unknown {
 function translateEnvironment(translation: Translation, environment: unknown, i: number): unknown {
   if (!isRecord(environment)) return environment;
   const at: ConfigPath = ['environments', i];
-  const { production, varfile, ...rest } = environment;
+  // Its providers are the project's (providerEntries).
+  const { production, varfile, providers: _providers, ...rest } = environment;
   if (production !== undefined) {
     translation.note(
       [...at, 'production'],
@@ -143,7 +151,6 @@ function translateEnvironment(translation: Translation, environment: unknown, i:
   return { ...rest, varfiles: [gardenVarfile(varfile, `garden.${String(rest.name)}.env`)] };
 }
 
-/** The Garden Project document as tend's. */
 /**
  * A provider entry's `$merge` of a project variable holding a plain mapping (Garden's way to share
  * settings between providers), merged in: the entry's own keys win. Left out, the shared
@@ -166,6 +173,69 @@ function mergedProvider(translation: Translation, project: GardenRecord, entry: 
   return { ...shared, ...own };
 }
 
+type ProviderEntry = { entry: unknown; at: ConfigPath };
+
+/** Both of Garden's kubernetes providers are tend's one: an environment listing either replaces the project's. */
+const tendName = (name: string): string => (name === 'local-kubernetes' ? 'kubernetes' : name);
+
+const appliesIn = (entry: GardenRecord, environment: string): boolean =>
+  !Array.isArray(entry.environments) || entry.environments.includes(environment);
+
+/**
+ * The provider entries and where each is written: the project's `providers`, and Garden 0.12's
+ * `environments[].providers` (deprecated there, gone in 0.13). As Garden picks an environment's
+ * providers (core/src/config/project.ts pickEnvironment), a provider an environment lists is the
+ * project's entries for it that apply there with the environment's merged over them (JSON merge
+ * patches); as tend writes it, one entry limited to that environment, the project's entries
+ * limited to the other environments.
+ */
+function providerEntries(translation: Translation, project: GardenRecord): ProviderEntry[] {
+  const ofProject: ProviderEntry[] = (Array.isArray(project.providers) ? project.providers : []).map(
+    (entry, i) => ({ entry: mergedProvider(translation, project, entry, i), at: ['providers', i] }),
+  );
+  const environments = Array.isArray(project.environments) ? project.environments : [];
+  const listedIn = new Map<string, Set<string>>();
+  const ofEnvironments: ProviderEntry[] = [];
+  environments.forEach((environment, i) => {
+    if (!isRecord(environment) || typeof environment.name !== 'string') return;
+    if (!Array.isArray(environment.providers)) return;
+    const envName = environment.name;
+    const merged = new Map<string, ProviderEntry>();
+    environment.providers.forEach((entry, j) => {
+      const at: ConfigPath = ['environments', i, 'providers', j];
+      if (!isRecord(entry) || typeof entry.name !== 'string') {
+        ofEnvironments.push({ entry, at });
+        return;
+      }
+      const base =
+        merged.get(entry.name)?.entry ??
+        ofProject.reduce<unknown>(
+          (sum, { entry: own }) =>
+            isRecord(own) && own.name === entry.name && appliesIn(own, envName) ? mergePatch(sum, own) : sum,
+          {},
+        );
+      merged.set(entry.name, {
+        entry: { ...(mergePatch(base, entry) as GardenRecord), environments: [envName] },
+        at,
+      });
+      listedIn.set(tendName(entry.name), (listedIn.get(tendName(entry.name)) ?? new Set()).add(envName));
+    });
+    ofEnvironments.push(...merged.values());
+  });
+  const allNames = environments.flatMap((e) => (isRecord(e) && typeof e.name === 'string' ? [e.name] : []));
+  const limited = ofProject.flatMap(({ entry, at }): ProviderEntry[] => {
+    const listed =
+      isRecord(entry) && typeof entry.name === 'string' ? listedIn.get(tendName(entry.name)) : undefined;
+    if (!listed || !isRecord(entry)) return [{ entry, at }];
+    const others = (Array.isArray(entry.environments) ? entry.environments : allNames).filter(
+      (name) => !listed.has(String(name)),
+    );
+    return others.length === 0 ? [] : [{ entry: { ...entry, environments: others }, at }];
+  });
+  return [...limited, ...ofEnvironments];
+}
+
+/** The Garden Project document as tend's. */
 export function translateGardenProject(value: GardenRecord, translation: Translation): GardenRecord {
   checkApiVersion(translation, value);
   const kept = dropIgnoredKeys(
@@ -196,13 +266,13 @@ export function translateGardenProject(value: GardenRecord, translation: Transla
   }
   const providers: GardenRecord[] = [];
   const names = new Set<string>();
-  (Array.isArray(value.providers) ? value.providers : []).forEach((entry, i) => {
-    const translated = translateProvider(translation, mergedProvider(translation, value, entry, i), i);
-    if (!translated) return;
-    translation.moved(['providers', providers.length], ['providers', i]);
+  for (const { entry, at } of providerEntries(translation, value)) {
+    const translated = translateProvider(translation, entry, at);
+    if (!translated) continue;
+    translation.moved(['providers', providers.length], at);
     providers.push(translated.entry);
     names.add(translated.name);
-  });
+  }
   // Garden loads its exec provider whatever the project lists.
   if (!names.has('exec')) {
     translation.moved(['providers', providers.length], ['kind']);

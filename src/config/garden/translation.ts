@@ -14,8 +14,8 @@ export interface GardenFinding {
 export class Translation {
   readonly problems: GardenFinding[] = [];
   readonly notes: GardenFinding[] = [];
-  /** An action that is not loaded because tend cannot run it (its problem says why): `deploy.api`. */
-  unloadedAction: string | undefined;
+  /** Actions not loaded because tend cannot run them (their problem says why): `deploy.api`. */
+  readonly unloadedActions: string[] = [];
   /** Translated path prefix → the Garden document's path prefix, for renamed and moved keys. */
   readonly #moves: [ConfigPath, ConfigPath][] = [];
 
@@ -58,6 +58,20 @@ export type GardenRecord = Record<string, unknown>;
 
 export function isRecord(value: unknown): value is GardenRecord {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/**
+ * RFC 7396 JSON merge patch, as Garden merges a base module's values and serviceResource, and a
+ * provider's entries of the project and of an environment.
+ */
+export function mergePatch(target: unknown, patch: unknown): unknown {
+  if (!isRecord(patch)) return patch;
+  const out: GardenRecord = isRecord(target) ? { ...target } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete out[key];
+    else out[key] = mergePatch(out[key], value);
+  }
+  return out;
 }
 
 /** A dependency as tend writes it: `build.api`, from `build.api`, `Build.api` or `{ kind: Build, name: api }`. */

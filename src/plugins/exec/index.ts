@@ -16,6 +16,7 @@ import type {
   LogsParams,
   PluginContext,
   PluginDefinition,
+  PluginLog,
   ResolvedAction,
   RunResult,
   StatusResult,
@@ -128,12 +129,40 @@ async function getStoredStatus(
   return { state: 'not-ready' };
 }
 
+/** How much of each stream the `log`, `stdout` and `stderr` outputs keep: the end. */
+const outputTextLimit = 65_536;
+
+/**
+ * Garden's outputs of an exec command (core/src/plugins/exec/common.ts): `stdout`, `stderr`, and
+ * `log`, both trimmed, each the last 64 KiB of its text; they win over `::output` lines of the
+ * same names, as Garden's over its outputs files.
+ */
+function capturingOutput(log: PluginLog): { log: PluginLog; outputs(): Record<string, string> } {
+  const text = { stdout: '', stderr: '' };
+  return {
+    log: {
+      ...log,
+      output(stream, line) {
+        const kept = text[stream] ? `${text[stream]}\n${line}` : line;
+        text[stream] = kept.length > outputTextLimit ? kept.slice(-outputTextLimit) : kept;
+        log.output(stream, line);
+      },
+    },
+    outputs: () => ({
+      log: `${text.stdout}\n${text.stderr}`.trim(),
+      stdout: text.stdout,
+      stderr: text.stderr,
+    }),
+  };
+}
+
 async function runOnce(
   ctx: PluginContext,
   { action }: ActionHandlerParams<ExecCommandSpec>,
 ): Promise<RunResult> {
   ensureEnvironment(ctx);
   const spec = action.spec;
+  const captured = capturingOutput(ctx.log);
   const result = await runCommand(
     {
       command: spec.command,
@@ -141,10 +170,10 @@ async function runOnce(
       env: commandEnv(ctx, action, spec.env),
       timeoutMs: action.timeoutMs,
     },
-    ctx.log,
+    captured.log,
     ctx.signal,
   );
-  const outputs = { ...spec.outputs, ...result.outputs };
+  const outputs = { ...spec.outputs, ...result.outputs, ...captured.outputs() };
   if (result.exitCode === 0) {
     writeResult(ctx.tendDir, resultScope(ctx, action), action.ref, {
       version: action.version,

@@ -82,7 +82,17 @@ export async function prepareEnvironment(ctx: PluginContext): Promise<Environmen
       `namespace ${info.name} existed before tend used it: adopted (tracked, never deleted by tend)`,
     );
   }
-  return { ready: true, detail: { ...describe(info, ctx.environment.project), created } };
+  // Garden's kubernetes provider outputs (core/src/plugins/kubernetes/init.ts), read as
+  // `${providers.local-kubernetes.outputs.default-hostname}`; without defaultHostname there is none.
+  const { defaultHostname } = ctx.provider.config as KubernetesProviderConfig;
+  return {
+    ready: true,
+    detail: { ...describe(info, ctx.environment.project), created },
+    outputs: {
+      'app-namespace': info.name,
+      ...(defaultHostname ? { 'default-hostname': defaultHostname } : {}),
+    },
+  };
 }
 
 /** Restores what a pause recorded on the workloads tend deployed into the app namespace. */

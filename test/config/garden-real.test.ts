@@ -1,0 +1,165 @@
+/**
+ * What real Garden projects (public repositories, not Garden's examples) write and tend reads:
+ * each case a minimal reproduction of a project's shape, checked against what Garden does with it.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadProjectConfig } from '../../src/config/pipeline.js';
+import { validateCommand } from '../../src/commands/validate.js';
+import { providersOf } from '../../src/config/environment.js';
+import type { TendError } from '../../src/errors.js';
+import { builtinPlugins } from '../../src/plugins/builtin.js';
+import { makeProject, removeProjects } from '../helpers/project.js';
+
+afterEach(removeProjects);
+
+const load = (root: string) => loadProjectConfig({ cwd: root, plugins: builtinPlugins() });
+
+const execRun = `kind: Run
+type: exec
+name: hello
+spec:
+  command: [echo, hello]
+`;
+
+describe("Garden 0.12's environments[].providers", () => {
+  it("is each environment's providers, merged over the project's entries as Garden merges them", async () => {
+    const root = makeProject({
+      'garden.yml': `kind: Project
+name: vote
+defaultEnvironment: remote
+providers:
+  - name: local-kubernetes
+    context: shared
+    defaultHostname: shared.example.com
+environments:
+  - name: local
+    providers:
+      - name: local-kubernetes
+        defaultHostname: vote.local.app.garden
+  - name: remote
+    providers:
+      - name: kubernetes
+        context: gke-demo
+        buildMode: cluster-docker
+        setupIngressController: nginx
+  - name: plain
+`,
+      'hello/garden.yml': execRun,
+    });
+    const { project, notes } = await load(root);
+    const kubernetes = (env: string) =>
+      providersOf(project, env)
+        .filter((p) => p.name === 'kubernetes')
+        .map((p) => p.config);
+    expect(kubernetes('local')).toEqual([{ context: 'shared', defaultHostname: 'vote.local.app.garden' }]);
+    // kubernetes is another Garden provider than local-kubernetes: the environment's entry alone.
+    expect(kubernetes('remote')).toEqual([{ context: 'gke-demo', buildMode: 'cluster-buildkit' }]);
+    expect(kubernetes('plain')).toEqual([{ context: 'shared', defaultHostname: 'shared.example.com' }]);
+    expect(providersOf(project, 'remote').map((p) => p.name)).toEqual(['kubernetes', 'exec']);
+    // Notes point at the environment's entry, as written.
+    expect(notes.map((n) => `${n.location.file}:${n.location.line} ${n.message.split(':')[0]}`)).toEqual([
+      'garden.yml:18 setupIngressController',
+      'garden.yml:17 buildMode cluster-docker (Garden 0.12)',
+    ]);
+  });
+});
+
+describe("a variable's keys read their siblings, as Garden resolves them key by key", () => {
+  it('resolves only the key read, across layers; a key that reads itself is a cycle when read', async () => {
+    const root = makeProject({
+      'project.garden.yml': `kind: Project
+name: kels
+environments:
+  - name: local
+    variables:
+      postgres:
+        host: db.local
+providers:
+  - name: local-kubernetes
+variables:
+  postgres:
+    user: admin
+    host: db
+    url: "postgres://\${var.postgres.user}@\${var.postgres.host}"
+    loop: "\${var.postgres.loop}"
+`,
+      'hello/garden.yml': `kind: Run
+type: exec
+name: hello
+spec:
+  command: [echo, "\${var.postgres.url}"]
+`,
+    });
+    const validated = await validateCommand({ root, var: [] });
+    expect(validated.exitCode).toBe(0);
+    const { project } = await load(root);
+    expect(project.name).toBe('kels');
+    const looping = makeProject({
+      'project.garden.yml': `kind: Project
+name: kels
+environments:
+  - name: local
+providers:
+  - name: local-kubernetes
+variables:
+  postgres:
+    loop: "\${var.postgres.loop}"
+`,
+      'hello/garden.yml': `kind: Run
+type: exec
+name: hello
+spec:
+  command: [echo, "\${var.postgres.loop}"]
+`,
+    });
+    await expect(validateCommand({ root: looping, var: [] })).rejects.toThrow(
+      /variables refer to each other in a cycle: var\.postgres\.loop → var\.postgres\.loop;/,
+    );
+  });
+});
+
+describe('a 0.12 module whose files are in another repository (repositoryUrl)', () => {
+  it('is one error saying what to do, and what reads its actions is no further error', async () => {
+    // As AlpacaLabs/garden: image modules from other repositories, services of this one using them.
+    const root = makeProject({
+      'garden.yml': `kind: Project
+name: alpaca
+environments:
+  - name: local
+providers:
+  - name: local-kubernetes
+`,
+      'api-image/garden.yml': `kind: Module
+type: container
+name: api-image
+repositoryUrl: https://github.com/example/api.git#main
+services:
+  - name: api-image
+tests:
+  - name: unit
+    args: [go, test]
+`,
+      'api/garden.yml': `kind: Deploy
+type: container
+name: api
+dependencies: [build.api-image, deploy.api-image, test.api-image-unit]
+spec:
+  image: \${actions.build.api-image.outputs.deploymentImageId}
+`,
+    });
+    let error: TendError | undefined;
+    try {
+      await load(root);
+    } catch (caught) {
+      error = caught as TendError;
+    }
+    const errors = (
+      error?.detail as {
+        errors: { code: string; message: string; location: { file: string; line: number } }[];
+      }
+    ).errors;
+    expect(errors.map((e) => `${e.code} ${e.location.file}:${e.location.line} ${e.message}`)).toEqual([
+      'TEND_CONFIG_UNSUPPORTED api-image/garden.yml:4 repositoryUrl of a module is not supported by tend yet: clone the repository into the project (beside this garden.yml) and remove repositoryUrl',
+    ]);
+  });
+});

@@ -1,0 +1,170 @@
+/**
+ * What real Garden projects (public repositories, not Garden's examples) do, reproduced small and
+ * run into kube-sim: each case a shape a project had that tend did not run before.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { validateCommand } from '../../../src/commands/validate.js';
+import { makeProject, removeProjects } from '../../helpers/project.js';
+import { execute, kubectlJson, startSim, type SimHandle } from './helpers.js';
+
+let h: SimHandle;
+beforeAll(async () => {
+  h = await startSim();
+});
+afterAll(async () => h?.stop());
+afterAll(removeProjects);
+
+const project = (name: string, extra = '') => `apiVersion: garden.io/v2
+kind: Project
+name: ${name}
+environments:
+  - name: local
+    defaultNamespace: ${name}
+providers:
+  - name: local-kubernetes
+    context: kube-sim
+${extra}`;
+
+const configMap = (name: string, data: string) => `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ${name}
+data:
+${data}`;
+
+async function configMapData(namespace: string, name: string): Promise<Record<string, string>> {
+  return (
+    await kubectlJson<{ data: Record<string, string> }>(
+      h.kubeconfig,
+      '-n',
+      namespace,
+      'get',
+      'configmap',
+      name,
+    )
+  ).data;
+}
+
+describe('real Garden projects, reproduced', () => {
+  it("a variable's keys read their siblings, and an action's variable reading a Run's outputs makes it a dependency", async () => {
+    // As jasoncolburne/kels writes them: `url` built from `user` and `port` of the same variable,
+    // and a Deploy's variable reading a Run it does not list under dependencies.
+    const root = makeProject({
+      'project.garden.yml': project(
+        'real-vars',
+        `variables:
+  postgres:
+    user: admin
+    port: 5432
+    url: "postgres://\${var.postgres.user}@db:\${var.postgres.port}"
+`,
+      ),
+      'garden.yml': `kind: Run
+type: exec
+name: read-urls
+spec:
+  command: [echo, "https://a.example https://b.example"]
+---
+kind: Deploy
+type: kubernetes
+name: app
+variables:
+  registryUrls: \${actions.run.read-urls.outputs.log}
+spec:
+  manifestTemplates: [manifests.yml.tpl]
+`,
+      'manifests.yml.tpl': configMap(
+        'app',
+        `  database: "\${var.postgres.url}"
+  registries: "\${var.registryUrls}"
+`,
+      ),
+    });
+    const validated = await validateCommand({ root, var: [] });
+    expect(validated.exitCode).toBe(0);
+    expect(validated.data.actions.map((a) => [a.ref, a.dependencies])).toEqual([
+      ['run.read-urls', []],
+      ['deploy.app', ['run.read-urls']],
+    ]);
+
+    const deployed = await execute('deploy', root);
+    expect(deployed.data.actions.map((a) => [a.ref, a.state, a.error?.message])).toEqual([
+      ['run.read-urls', 'ready', undefined],
+      ['deploy.app', 'ready', undefined],
+    ]);
+    expect(await configMapData('real-vars', 'app')).toEqual({
+      database: 'postgres://admin@db:5432',
+      registries: 'https://a.example https://b.example',
+    });
+  });
+
+  it("a pod Run's result is cached unless cacheResult: false, as Garden's default has it", async () => {
+    // As garden-io/garden-example-hasura's db-init: deployed twice, it ran twice.
+    const root = makeProject({
+      'project.garden.yml': project('real-cache'),
+      'garden.yml': `kind: Run
+type: container
+name: db-init
+spec:
+  image: busybox:1.36
+  command: [sh, -c, "echo init"]
+---
+kind: Run
+type: kubernetes-pod
+name: db-seed
+spec:
+  cacheResult: false
+  podSpec:
+    containers:
+      - name: seed
+        image: busybox:1.36
+        command: [sh, -c, "echo seed"]
+---
+kind: Deploy
+type: kubernetes
+name: app
+dependencies: [run.db-init, run.db-seed]
+spec:
+  manifests:
+    - apiVersion: v1
+      kind: ConfigMap
+      metadata: { name: app }
+      data: { ready: "yes" }
+`,
+    });
+    const states = async () =>
+      (await execute('deploy', root)).data.actions.map((a) => `${a.ref} ${a.state}`).sort();
+    expect(await states()).toEqual(['deploy.app ready', 'run.db-init ready', 'run.db-seed ready']);
+    expect(await states()).toEqual(['deploy.app cached', 'run.db-init cached', 'run.db-seed ready']);
+  });
+
+  it("Garden's kubernetes provider outputs: validate leaves them to deploy, which reads them", async () => {
+    // As dmytri/monorepo-template reads the ingress's base hostname.
+    const root = makeProject({
+      'project.garden.yml': project('real-outputs', '    defaultHostname: apps.example.com\n'),
+      'garden.yml': `kind: Deploy
+type: kubernetes
+name: app
+variables:
+  baseHostname: \${providers.local-kubernetes.outputs.default-hostname}
+spec:
+  manifests:
+    - apiVersion: v1
+      kind: ConfigMap
+      metadata: { name: app }
+      data:
+        host: api.\${var.baseHostname}
+        namespace: \${providers.local-kubernetes.outputs.app-namespace}
+`,
+    });
+    expect((await validateCommand({ root, var: [] })).exitCode).toBe(0);
+    const deployed = await execute('deploy', root);
+    expect(deployed.data.actions.map((a) => [a.ref, a.state, a.error?.message])).toEqual([
+      ['deploy.app', 'ready', undefined],
+    ]);
+    expect(await configMapData('real-outputs', 'app')).toEqual({
+      host: 'api.apps.example.com',
+      namespace: 'real-outputs',
+    });
+  });
+});
