@@ -60,8 +60,10 @@ export async function configureEnvironment(
     project,
     /** The built-in plugins, then the ones tend.yml names, checked. */
     plugins: loaded.plugins,
-    /** What tend read and does not do (Garden settings it ignores, Workflows it does not run). */
+    /** What tend read and does not do (Garden settings it ignores). */
     notes: loaded.notes,
+    /** Garden's Workflows and custom Commands (commands/workflow.ts, commands/custom-command.ts run them). */
+    runnables: loaded.runnables,
     selected,
     templateContext,
     actions: enabled as ActionConfig[],

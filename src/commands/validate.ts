@@ -20,7 +20,9 @@ import { configError, sortProblems, type ConfigProblem } from '../config/diagnos
 import type { ActionConfig } from '../config/project.js';
 import { checkTemplateText } from '../config/template-text.js';
 import { ExitCode } from '../errors.js';
+import { readRunnables } from '../config/garden/workflows.js';
 import { ActionGraph } from '../graph/graph.js';
+import { tendCommandNames } from './runnables.js';
 import { builtinPlugins } from '../plugins/builtin.js';
 import type { PluginDefinition, TemplateFiles } from '../plugin/types.js';
 
@@ -40,7 +42,10 @@ export interface ValidateData {
     /** Explicit and template dependencies. */
     dependencies: string[];
   }[];
-  /** What tend read and does not do: Garden settings it ignores, Workflows and Commands it does not run. */
+  /** Garden's Workflows (`tend workflow <name>`) and custom Commands (`tend command <name>`, or `tend <name>`). */
+  workflows?: { name: string; steps: number; file: string; line: number }[];
+  commands?: { name: string; runAs: string; file: string; line: number }[];
+  /** What tend read and does not do: Garden settings it ignores. */
   notes?: { message: string; file: string; line: number; column: number }[];
 }
 
@@ -85,8 +90,10 @@ export async function validateCommand(
   const configured = await configureEnvironment(options, builtins);
   const { project, plugins, providers, actions, disabled, templateContext: context } = configured;
   const environment = configured.selected;
+  const runnables = readRunnables(configured.runnables, tendCommandNames);
   const notes = [
     ...configured.notes,
+    ...runnables.notes,
     ...disabled.map((action) => ({
       message: `${action.ref} is disabled in environment ${environment.name}; not run`,
       location: action.locate(action.disabled !== undefined ? ['disabled'] : ['environments']),
@@ -104,6 +111,7 @@ export async function validateCommand(
       actions.map((action, i) => templateFileProblems(project.root, action, specs[i], context, plugins)),
     )
   ).flat();
+  problems.push(...runnables.problems);
   if (problems.length > 0) throw configError(sortProblems(problems));
   const graph = new ActionGraph(actions);
 
@@ -122,6 +130,22 @@ export async function validateCommand(
       column: action.location.column,
       dependencies: graph.get(action.ref).dependencies,
     })),
+    ...(runnables.workflows.length > 0
+      ? {
+          workflows: runnables.workflows.map((w) => {
+            const { file, line } = w.source.locate([]);
+            return { name: w.name, steps: w.steps.length, file, line };
+          }),
+        }
+      : {}),
+    ...(runnables.commands.length > 0
+      ? {
+          commands: runnables.commands.map((c) => {
+            const { file, line } = c.source.locate([]);
+            return { name: c.name, runAs: `tend ${c.topLevel ? '' : 'command '}${c.name}`, file, line };
+          }),
+        }
+      : {}),
     ...(notes.length > 0 ? { notes: notes.map(({ message, location }) => ({ message, ...location })) } : {}),
   };
   const table = formatTable(
@@ -135,6 +159,11 @@ export async function validateCommand(
     '',
     count > 0 ? table : '(no actions)',
     '',
+    ...(data.workflows ?? []).map(
+      (w) => `workflow ${w.name}: ${w.steps} step(s), ${w.file}:${w.line} (tend workflow ${w.name})`,
+    ),
+    ...(data.commands ?? []).map((c) => `command ${c.name}: ${c.file}:${c.line} (${c.runAs})`),
+    ...(data.workflows || data.commands ? [''] : []),
     ...(data.notes ?? []).map((note) => `note: ${note.file}:${note.line}:${note.column}: ${note.message}`),
     ...(data.notes ? [''] : []),
     `configuration valid: ${count} action${count === 1 ? '' : 's'}`,

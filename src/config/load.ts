@@ -39,6 +39,7 @@ import {
   type TemplateDocument,
 } from './garden/templates.js';
 import { isRecord } from './garden/translation.js';
+import type { GardenRunnable } from './garden/workflows.js';
 import { renderedRoots } from './template-context.js';
 import {
   environmentsDisjoint,
@@ -75,6 +76,7 @@ export interface LoadedConfig {
   project: ProjectConfig;
   actions: ActionConfig[];
   notes: ConfigNote[];
+  runnables: GardenRunnable[];
   /** The given plugins, then the third-party plugins tend.yml names (`providers[].plugin`). */
   plugins: PluginDefinition[];
 }
@@ -150,6 +152,7 @@ class Loader {
   #projectSeen: SourceLocation | undefined;
   readonly #actions: PendingAction[] = [];
   readonly #notes: ConfigNote[] = [];
+  readonly #runnables: GardenRunnable[] = [];
   /** Garden actions tend cannot run (each a problem already): no second error where they are used. */
   readonly #unloaded = new Set<string>();
   #gardenIndex: GardenProjectIndex = emptyGardenIndex;
@@ -206,7 +209,8 @@ class Loader {
       throw configError(ordered);
     }
     if (!this.#project) throw new TendError('TEND_INTERNAL', 'the project was not loaded');
-    return { project: this.#project, actions: this.#actions.map((a) => a.action), notes: this.#notes };
+    const actions = this.#actions.map((a) => a.action);
+    return { project: this.#project, actions, notes: this.#notes, runnables: this.#runnables };
   }
 
   #problem(code: ConfigProblem['code'], message: string, location: SourceLocation): void {
@@ -256,6 +260,7 @@ class Loader {
       }
       for (const { message, path: p } of translation.notes) this.#notes.push({ message, location: at(p) });
       if (translation.unloadedAction) this.#unloaded.add(translation.unloadedAction);
+      if (translation.runnable) this.#runnables.push({ ...translation.runnable, file: file.file, locate });
       if (read !== undefined) {
         const origin = rendered ? { dir, rendered } : undefined;
         this.#read(

@@ -16,6 +16,8 @@ export class Translation {
   readonly notes: GardenFinding[] = [];
   /** An action that is not loaded because tend cannot run it (its problem says why): `deploy.api`. */
   unloadedAction: string | undefined;
+  /** A Workflow or custom Command: not an action, run by `tend workflow` and `tend command`. */
+  runnable: { kind: 'Workflow' | 'Command'; value: GardenRecord } | undefined;
   /** Translated path prefix → the Garden document's path prefix, for renamed and moved keys. */
   readonly #moves: [ConfigPath, ConfigPath][] = [];
 
