@@ -102,12 +102,10 @@ const execDeploy: SpecTranslator = (translation, spec) => {
       'statusCommand: tend runs a deploy that is not persistent once per version; ignored',
     );
   }
-  if (cleanupCommand !== undefined) {
-    translation.note(
-      ['spec', 'cleanupCommand'],
-      'cleanupCommand is not run by tend (it stops persistent processes itself); run it yourself when the environment goes',
-    );
-  }
+  // Run by `tend cleanup deploy` and `tend cleanup env`, like the deploy command (`shell: true` too).
+  if (Array.isArray(cleanupCommand) && spec.shell === true) {
+    out.cleanupCommand = ['sh', '-c', cleanupCommand.join(' ')];
+  } else if (cleanupCommand !== undefined) out.cleanupCommand = cleanupCommand;
   return out;
 };
 
