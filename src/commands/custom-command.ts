@@ -172,6 +172,8 @@ export function parseCommandLine(
     args[declared.name] = typed(command, declared, value, `<${declared.name}>`);
   });
   for (const declared of command.opts) {
+    // As Garden's parser: a boolean option not given is false.
+    if (declared.type === 'boolean') opts[declared.name] ??= false;
     if (declared.required && opts[declared.name] === undefined) {
       throw new TendError(
         'TEND_USAGE',
