@@ -129,6 +129,30 @@ exec: { command: echo }
   });
 });
 
+describe('a Workflow a ConfigTemplate renders', () => {
+  it("is listed, its steps kept for the run (they read the project's contexts)", async () => {
+    const root = makeProject({
+      'project.garden.yml': `${project}---
+kind: ConfigTemplate
+name: wft
+configs:
+  - kind: Workflow
+    name: \${parent.name}-wf
+    steps:
+      - script: echo "\${var.v}"
+---
+kind: RenderTemplate
+name: r1
+template: wft
+`,
+    });
+    const result = await validateCommand({ root, var: [] });
+    expect(result.data.workflows).toEqual([
+      { name: 'r1-wf', steps: 1, file: 'project.garden.yml', line: 10 },
+    ]);
+  });
+});
+
 describe("Garden's commands as tend's", () => {
   it.each<[string[], string[] | string]>([
     [
