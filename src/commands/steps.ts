@@ -68,6 +68,11 @@ interface StepResult {
 
 /** At most this much of a step's output is kept for `${steps.<name>.log}`. */
 const maxLogChars = 1024 * 1024;
+/**
+ * How deep Workflows and Commands may run one another through their steps (`TEND_STEP_DEPTH`
+ * counts it): a Command whose step runs itself would otherwise start tend processes forever.
+ */
+const maxStepDepth = 8;
 
 /** Runs the steps; prints each one's name as it starts and its outcome on stderr. */
 export async function runSteps(steps: readonly StepSpec[], context: StepsContext): Promise<StepsRun> {
@@ -279,13 +284,21 @@ async function runTendCommand(
   const given = words.filter((w) => w !== '' && w !== null && w !== undefined).map(String);
   const line = tendCommandLine(given, context.customCommands);
   if ('problem' in line) throw new TendError('TEND_CONFIG_UNSUPPORTED', line.problem, { location: at });
+  const depth = Number(process.env.TEND_STEP_DEPTH ?? 0) + 1;
+  if (depth > maxStepDepth) {
+    throw new TendError(
+      'TEND_CONFIG_INVALID',
+      `tend ${line.argv.join(' ')}: Workflows and Commands run one another ${maxStepDepth} deep; is one running itself?`,
+      { location: at },
+    );
+  }
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tend-step-'));
   const resultFile = path.join(dir, 'result.json');
   try {
     log.line('stderr', `tend ${line.argv.join(' ')}`, true);
     const ran = await run(
       [process.execPath, tendEntry(), ...globalFlags(context), ...line.argv],
-      { ...context.env, TEND_RESULT_FILE: resultFile },
+      { ...context.env, TEND_RESULT_FILE: resultFile, TEND_STEP_DEPTH: String(depth) },
       context,
       log,
     );

@@ -309,6 +309,22 @@ describe('custom Commands', () => {
     );
     expect(new Set(names)).toEqual(new Set(tendCommandNames));
   });
+
+  it('a Command whose step runs itself stops, 8 deep', async () => {
+    const root = makeProject({
+      'project.garden.yml': `${project}---
+kind: Command
+name: loop
+description: { short: runs itself }
+gardenCommand: [loop]
+`,
+    });
+    const run = await runTend(['loop'], { cwd: root, timeoutMs: 60_000 });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      'tend command loop: Workflows and Commands run one another 8 deep; is one running itself?',
+    );
+  }, 60_000);
 });
 
 describe("an exec Deploy's cleanupCommand", () => {
