@@ -19,6 +19,7 @@ export const errorCodes = {
   TEND_CLEANUP_CONFLICT: ExitCode.actionFailed,
   TEND_CLEANUP_JOB_NOT_FOUND: ExitCode.usage,
   TEND_CLEANUP_LEASE_LOST: ExitCode.actionFailed,
+  TEND_COMMAND_NOT_FOUND: ExitCode.usage,
   TEND_CONFIG_DUPLICATE_ACTION: ExitCode.usage,
   TEND_CONFIG_INVALID: ExitCode.usage,
   TEND_CONFIG_NOT_FOUND: ExitCode.usage,
@@ -72,6 +73,7 @@ export const errorCodes = {
   TEND_TOOL_NOT_FOUND: ExitCode.usage,
   TEND_USAGE: ExitCode.usage,
   TEND_WEBHOOK_NOT_FOUND: ExitCode.usage,
+  TEND_WORKFLOW_NOT_FOUND: ExitCode.usage,
 } as const;
 
 export type ErrorCode = keyof typeof errorCodes;

@@ -9,6 +9,7 @@ import { collect, execute } from './cli/execute.js';
 import { endQuietlyWhenOutputCloses } from './cli/closed-output.js';
 import { durationFlag, timeOrDurationFlag, wholeNumber } from './cli/flag-values.js';
 import { addCleanupCommands } from './commands/cleanup-arguments.js';
+import { addWorkflowCommands, customCommandLine } from './commands/workflow-arguments.js';
 import { addServerCommands } from './server/program.js';
 import { closestName } from './suggest.js';
 import { cliVersion } from './version.js';
@@ -68,6 +69,7 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
     .exitOverride();
 
   addActionCommands(program);
+  addWorkflowCommands(program, execute);
   addCleanupSteering(program);
   addProjectTools(program);
   addExecutorAndServer(program);
@@ -555,6 +557,7 @@ export async function main(argv: string[]): Promise<void> {
   endQuietlyWhenOutputCloses();
   const program = buildProgram();
   try {
+    argv = [...(await customCommandLine(program, argv))];
     const unknown = unknownCommand(program, argv.slice(2));
     if (unknown !== undefined) {
       // Worded as commander words its own unknown commands.

@@ -3,6 +3,9 @@
  * printed (for people, or JSON with --json) and its exit code set; an error printed the same way.
  */
 import type { Command } from 'commander';
+import { writeFileSync } from 'node:fs';
+import { toTendError } from '../errors.js';
+import { redactSecretsIn } from '../redact.js';
 import { printError, printResult, type CommandResult, type GlobalOptions } from './output.js';
 
 /** A repeatable option's values, in order. */
@@ -36,11 +39,29 @@ export async function execute(command: Command, load: () => Promise<CommandResul
   // Every option object the command reads (optsWithGlobals) carries it from here.
   command.setOptionValue('commandInfo', commandInfo(command));
   const options = command.optsWithGlobals<GlobalOptions>();
+  // Read once and removed: the commands this one runs (exec actions, scripts) do not inherit it.
+  const resultFile = process.env.TEND_RESULT_FILE;
+  delete process.env.TEND_RESULT_FILE;
   try {
     const result = await load();
     printResult(result, options);
     process.exitCode = result.exitCode;
+    if (resultFile) writeResultFile(resultFile, { exitCode: result.exitCode, data: result.data });
   } catch (error) {
     process.exitCode = printError(error, options);
+    if (resultFile)
+      writeResultFile(resultFile, { exitCode: process.exitCode, error: toTendError(error).toJSON() });
+  }
+}
+
+/**
+ * `TEND_RESULT_FILE`: the command's result as `--json` prints it (its data, or its error), with
+ * the exit code, written there too: a Workflow step's outputs (commands/steps.ts), or a script's.
+ */
+function writeResultFile(file: string, result: Record<string, unknown>): void {
+  try {
+    writeFileSync(file, redactSecretsIn(JSON.stringify(result)) + '\n', { mode: 0o600 });
+  } catch {
+    // Whoever asked for it finds no result: the exit code still says how it went.
   }
 }

@@ -7,7 +7,9 @@ import { configureEnvironment } from './environment-config.js';
 import { formatTable } from '../cli/output.js';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import { ExitCode } from '../errors.js';
+import { readRunnables } from '../config/garden/workflows.js';
 import { ActionGraph } from '../graph/graph.js';
+import { tendCommandNames } from './runnables.js';
 import { builtinPlugins } from '../plugins/builtin.js';
 import type { PluginDefinition } from '../plugin/types.js';
 
@@ -27,7 +29,10 @@ export interface ValidateData {
     /** Explicit and template dependencies. */
     dependencies: string[];
   }[];
-  /** What tend read and does not do: Garden settings it ignores, Workflows and Commands it does not run. */
+  /** Garden's Workflows (`tend workflow <name>`) and custom Commands (`tend command <name>`, or `tend <name>`). */
+  workflows?: { name: string; steps: number; file: string; line: number }[];
+  commands?: { name: string; runAs: string; file: string; line: number }[];
+  /** What tend read and does not do: Garden settings it ignores. */
   notes?: { message: string; file: string; line: number; column: number }[];
 }
 
@@ -37,8 +42,10 @@ export async function validateCommand(
 ): Promise<CommandResult<ValidateData>> {
   const configuration = await configureEnvironment(options, builtins);
   const { project, providers, actions, disabled, environment } = configuration;
+  const runnables = readRunnables(configuration.runnables, tendCommandNames);
   const notes = [
     ...configuration.notes,
+    ...runnables.notes,
     ...disabled.map((action) => ({
       message: `${action.ref} is disabled in environment ${environment.name}; not run`,
       location: action.locate(action.disabled !== undefined ? ['disabled'] : ['environments']),
@@ -48,7 +55,7 @@ export async function validateCommand(
     name: entry.name,
     config: configuration.providerConfig(entry),
   }));
-  await configuration.check();
+  await configuration.check(runnables.problems);
   const graph = new ActionGraph(actions);
 
   const data: ValidateData = {
@@ -66,6 +73,22 @@ export async function validateCommand(
       column: action.location.column,
       dependencies: graph.get(action.ref).dependencies,
     })),
+    ...(runnables.workflows.length > 0
+      ? {
+          workflows: runnables.workflows.map((w) => {
+            const { file, line } = w.source.locate([]);
+            return { name: w.name, steps: w.steps.length, file, line };
+          }),
+        }
+      : {}),
+    ...(runnables.commands.length > 0
+      ? {
+          commands: runnables.commands.map((c) => {
+            const { file, line } = c.source.locate([]);
+            return { name: c.name, runAs: `tend ${c.topLevel ? '' : 'command '}${c.name}`, file, line };
+          }),
+        }
+      : {}),
     ...(notes.length > 0 ? { notes: notes.map(({ message, location }) => ({ message, ...location })) } : {}),
   };
   const table = formatTable(
@@ -79,6 +102,11 @@ export async function validateCommand(
     '',
     count > 0 ? table : '(no actions)',
     '',
+    ...(data.workflows ?? []).map(
+      (w) => `workflow ${w.name}: ${w.steps} step(s), ${w.file}:${w.line} (tend workflow ${w.name})`,
+    ),
+    ...(data.commands ?? []).map((c) => `command ${c.name}: ${c.file}:${c.line} (${c.runAs})`),
+    ...(data.workflows || data.commands ? [''] : []),
     ...(data.notes ?? []).map((note) => `note: ${note.file}:${note.line}:${note.column}: ${note.message}`),
     ...(data.notes ? [''] : []),
     `configuration valid: ${count} action${count === 1 ? '' : 's'}`,

@@ -5,8 +5,9 @@
  * once they ran) and checked, a provider entry's configuration, an expression's value.
  */
 import type { Outputs, PluginDefinition } from '../plugin/types.js';
+import type { GardenRunnable } from './garden/workflows.js';
 import { checkResolvedSpec, templateFileProblems } from './check-spec.js';
-import { configError, sortProblems } from './diagnostics.js';
+import { configError, sortProblems, type ConfigProblem } from './diagnostics.js';
 import {
   actionTemplateContext,
   namespaceHeader,
@@ -35,8 +36,10 @@ export class Configuration {
   readonly project: ProjectConfig;
   /** The built-in plugins, then the ones tend.yml names, checked. */
   readonly plugins: PluginDefinition[];
-  /** What tend read and does not do (Garden settings it ignores, Workflows it does not run). */
+  /** What tend read and does not do (Garden settings it ignores). */
   readonly notes: ConfigNote[];
+  /** Garden's Workflows and custom Commands (commands/workflow.ts, commands/custom-command.ts run them). */
+  readonly runnables: GardenRunnable[];
   readonly environment: SelectedEnvironment;
   /** What templates resolve in; `providers.*` is added once the providers are prepared. */
   templateContext: TemplateContext;
@@ -51,6 +54,7 @@ export class Configuration {
     project: ProjectConfig;
     plugins: PluginDefinition[];
     notes: ConfigNote[];
+    runnables: GardenRunnable[];
     environment: SelectedEnvironment;
     templateContext: TemplateContext;
     actions: ActionConfig[];
@@ -60,6 +64,7 @@ export class Configuration {
     this.project = parts.project;
     this.plugins = parts.plugins;
     this.notes = parts.notes;
+    this.runnables = parts.runnables;
     this.environment = parts.environment;
     this.templateContext = parts.templateContext;
     this.actions = parts.actions;
@@ -120,7 +125,7 @@ export class Configuration {
    * for other actions' outputs, and checked, then the files its type resolves as templated text.
    * Throws the problems of those files all at once.
    */
-  async check(): Promise<void> {
+  async check(otherProblems: readonly ConfigProblem[] = []): Promise<void> {
     const specs = this.actions.map((action) =>
       this.checkSpec(action, this.resolveSpec(action, { keepActionOutputs: true })),
     );
@@ -131,6 +136,7 @@ export class Configuration {
         ),
       )
     ).flat();
+    problems.push(...otherProblems);
     if (problems.length > 0) throw configError(sortProblems(problems));
   }
 }

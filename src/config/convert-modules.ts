@@ -4,6 +4,7 @@
  * from their ConfigTemplates (src/config/garden/, docs/garden.md). What tend cannot run is a
  * problem, what it accepts and ignores a note; tend's own documents pass as they are.
  */
+import type { GardenRunnable } from './garden/workflows.js';
 import path from 'node:path';
 import type { ConfigProblem } from './diagnostics.js';
 import { isGardenFileName } from './files.js';
@@ -23,6 +24,8 @@ import type { SourceFile } from './source.js';
 export class ModuleConverter {
   /** Garden actions tend cannot run (each a problem already): no second error where they are used. */
   readonly unloaded = new Set<string>();
+  /** Garden's Workflows and custom Commands: not actions; `tend workflow` and `tend command` run them. */
+  readonly runnables: GardenRunnable[] = [];
   readonly #index: GardenProjectIndex;
   /** Garden ConfigTemplates by name, read before any RenderTemplate. */
   readonly #templates: Map<string, TemplateDocument>;
@@ -84,6 +87,8 @@ export class ModuleConverter {
       }
       for (const { message, path: p } of translation.notes) this.notes.push({ message, location: at(p) });
       for (const ref of translation.unloadedActions) this.unloaded.add(ref);
+      if (translation.runnable)
+        this.runnables.push({ ...translation.runnable, file: document.file.file, locate });
       if (read !== undefined) {
         yield {
           file: document.file,

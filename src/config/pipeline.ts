@@ -15,6 +15,7 @@
  * commands that need only the project (`tend secrets`, `tend events`).
  */
 import type { PluginDefinition } from '../plugin/types.js';
+import type { GardenRunnable } from './garden/workflows.js';
 import { Configuration } from './configuration.js';
 import { ModuleConverter } from './convert-modules.js';
 import { configError, type ConfigProblem } from './diagnostics.js';
@@ -38,6 +39,8 @@ export interface LoadedConfig {
   actions: ActionConfig[];
   /** What tend read and accepts without doing it (Garden settings it ignores, Workflows it does not run). */
   notes: ConfigNote[];
+  /** Garden's Workflows and custom Commands (commands/workflow.ts, commands/custom-command.ts run them). */
+  runnables: GardenRunnable[];
   /** The given plugins, then the third-party plugins tend.yml names (`providers[].plugin`). */
   plugins: PluginDefinition[];
 }
@@ -65,7 +68,7 @@ export async function loadProjectConfig(options: LoadOptions): Promise<LoadedCon
     const { project, actions } = reader.finish(files, converter.unloaded);
     // Only a load without problems is remembered: a file with an error is parsed again next time.
     found.remember();
-    return { project, actions, notes, plugins };
+    return { project, actions, notes, runnables: converter.runnables, plugins };
   } finally {
     for (const file of files) file.release();
   }
@@ -78,8 +81,8 @@ export interface ConfigureOptions extends LoadOptions, EnvironmentChoice {
 
 /** A command's configuration in one environment: every step, once. */
 export async function configure(options: ConfigureOptions): Promise<Configuration> {
-  const { project, actions, notes, plugins } = await loadProjectConfig(options);
+  const { project, actions, notes, runnables, plugins } = await loadProjectConfig(options);
   const { environment, copies } = resolveVariables(project, actions, options);
   const resolved = await resolveTemplateContext(project, environment, copies, options.secrets);
-  return new Configuration({ project, plugins, notes, environment, ...resolved });
+  return new Configuration({ project, plugins, notes, runnables, environment, ...resolved });
 }

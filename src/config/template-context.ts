@@ -55,6 +55,10 @@ export interface TemplateContext {
   secrets?: SecretsContext;
   /** `providers.<name>.outputs.*`: what each provider's preparation gave this command (absent before it). */
   providers?: Record<string, { outputs: Record<string, unknown> }>;
+  /** A Workflow's or custom Command's steps that ran (`steps.<name>.log`, `.outputs`); a Command's `args`, `opts`. */
+  steps?: Record<string, unknown>;
+  args?: Record<string, unknown>;
+  opts?: Record<string, unknown>;
 }
 
 /** The project secrets an environment reads (docs/templates.md#secrets), and where they come from. */
@@ -553,6 +557,9 @@ function variablesScope(
     inputs: context.inputs && new InputsNode(context.inputs, resolveVariable, holdsTemplate),
     secrets: new SecretsNode(context.secrets),
     providers: new ProvidersNode(context.providers),
+    steps: nodeOf(context.steps),
+    args: nodeOf(context.args),
+    opts: nodeOf(context.opts),
   };
   // The roots the context has, in its order; `actions` always (its outputs come as actions run).
   const listed = Object.keys(context).filter((k) => k in roots && roots[k] !== undefined);

@@ -288,7 +288,7 @@ spec:
     expect(errors[1]!.message).toContain('run terraform from an exec action');
   });
 
-  it('tend validate lists sync mode as ignored and Workflows and Commands as not run, and the project is valid', async () => {
+  it('tend validate lists sync mode as ignored, a Workflow to run and a Command outside the root as not offered, and the project is valid', async () => {
     const root = makeProject({
       'project.garden.yml': gardenProject,
       'k8s/garden.yml': `kind: Deploy
@@ -318,11 +318,11 @@ exec:
       const result = await validateCommand({ var: [] } as never);
       expect(result.exitCode).toBe(0);
       expect(result.data.actions.map((a) => a.ref)).toEqual(['deploy.web']);
+      expect(result.data.workflows?.map((w) => w.name)).toEqual(['ci']);
       const notes = result.human.split('\n').filter((line) => line.startsWith('note: '));
       expect(notes).toEqual([
         'note: k8s/garden.yml:6:3: sync and defaultTarget: sync mode, local mode and port forwarding that tend accepts and ignores',
-        'note: k8s/garden.yml:10:1: Workflow ci: Garden workflows are read but not run by tend',
-        'note: k8s/garden.yml:15:1: Command hello: Garden custom commands are read but not run by tend',
+        'note: k8s/garden.yml:15:1: Command hello: custom commands are read from the files at the project root only (as Garden reads them); not offered',
       ]);
     } finally {
       process.chdir(cwd);

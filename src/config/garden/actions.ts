@@ -8,7 +8,6 @@
  * manifest keys are tend's own), persistentvolumeclaim and configmap Deploys (garden/volumes.ts). What tend cannot do is a problem naming the key; what it
  * ignores (sync mode, port forwards, artifacts…) is one note each.
  */
-import type { ConfigPath } from '../project.js';
 import { envStrings } from './module-parts.js';
 import { volumeDeployTypes, type GardenProjectIndex, type VolumeDeployType } from './project-index.js';
 import {
@@ -103,12 +102,10 @@ const execDeploy: SpecTranslator = (translation, spec) => {
       'statusCommand: tend runs a deploy that is not persistent once per version; ignored',
     );
   }
-  if (cleanupCommand !== undefined) {
-    translation.note(
-      ['spec', 'cleanupCommand'],
-      'cleanupCommand is not run by tend (it stops persistent processes itself); run it yourself when the environment goes',
-    );
-  }
+  // Run by `tend cleanup deploy` and `tend cleanup env`, like the deploy command (`shell: true` too).
+  if (Array.isArray(cleanupCommand) && spec.shell === true) {
+    out.cleanupCommand = ['sh', '-c', cleanupCommand.join(' ')];
+  } else if (cleanupCommand !== undefined) out.cleanupCommand = cleanupCommand;
   return out;
 };
 
@@ -414,20 +411,4 @@ export function translateGardenAction(
   // A volume Deploy's version is its spec's: Garden reads no files for it.
   if (volumeDeployTypes.includes(type)) out.include ??= [];
   return out;
-}
-
-export const gardenOnlyKinds = ['Workflow', 'Command'] as const;
-
-/** What the Loader does with a Garden document of a kind that is not an action: a note or a problem. */
-export function otherGardenKind(value: GardenRecord, translation: Translation, at: ConfigPath): boolean {
-  const kind = String(value.kind);
-  const name = typeof value.name === 'string' ? value.name : '(no name)';
-  if ((gardenOnlyKinds as readonly string[]).includes(kind)) {
-    translation.note(
-      at,
-      `${kind} ${name}: Garden ${kind === 'Workflow' ? 'workflows' : 'custom commands'} are read but not run by tend`,
-    );
-    return true;
-  }
-  return false;
 }

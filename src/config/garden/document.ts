@@ -1,10 +1,10 @@
 /**
  * One document of a Garden file (`garden.yml`, `*.garden.yml`) read as tend's: the Project, an
- * action, a 0.12 module's actions, or a kind tend reads but does not run (Workflow, Command) or
- * does not support yet.
+ * action, a 0.12 module's actions, a Workflow or custom Command (run by `tend workflow` and
+ * `tend command`, not loaded as actions), or a kind tend does not support yet.
  */
 import { actionKinds } from '../../plugin/types.js';
-import { otherGardenKind, translateGardenAction } from './actions.js';
+import { translateGardenAction } from './actions.js';
 import { convertModule } from './modules.js';
 import type { GardenProjectIndex } from './project-index.js';
 import { translateGardenProject } from './project.js';
@@ -39,6 +39,9 @@ export function readGardenDocument(
       }),
     ];
   }
-  if (otherGardenKind(value, translation, ['kind'])) return [{ value: undefined, translation }];
+  if (value.kind === 'Workflow' || value.kind === 'Command') {
+    translation.runnable = { kind: value.kind, value };
+    return [{ value: undefined, translation }];
+  }
   return [{ value, translation }];
 }

@@ -168,6 +168,8 @@ function matrixInputs(inputs: GardenRecord, matrix: unknown): GardenRecord[] {
 
 /** The keys of a templated config that stay as written (resolved when the action runs). */
 const keptKeys = new Set(['spec', 'variables', 'varfiles']);
+/** A Workflow's keys resolved when it runs (`tend workflow`), with the project's contexts. */
+const keptWorkflowKeys = new Set(['steps', 'envVars', 'files']);
 
 /**
  * The configs a RenderTemplate renders. Problems go to `problem`; a config with one is left out.
@@ -268,7 +270,7 @@ function renderConfig(
   }
   const value: GardenRecord = {};
   for (const [key, item] of Object.entries(config)) {
-    if (keptKeys.has(key)) {
+    if (keptKeys.has(key) || (config.kind === 'Workflow' && keptWorkflowKeys.has(key))) {
       value[key] = item;
       continue;
     }

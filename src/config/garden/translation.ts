@@ -16,6 +16,8 @@ export class Translation {
   readonly notes: GardenFinding[] = [];
   /** Actions not loaded because tend cannot run them (their problem says why): `deploy.api`. */
   readonly unloadedActions: string[] = [];
+  /** A Workflow or custom Command: not an action, run by `tend workflow` and `tend command`. */
+  runnable: { kind: 'Workflow' | 'Command'; value: GardenRecord } | undefined;
   /** Translated path prefix → the Garden document's path prefix, for renamed and moved keys. */
   readonly #moves: [ConfigPath, ConfigPath][] = [];
 

@@ -34,6 +34,13 @@ import {
 import { getLogs } from './logs.js';
 import { runCommand } from './process.js';
 import { runInitScript } from './init-script.js';
+import {
+  forgetCleanupCommand,
+  recordCleanupCommand,
+  runCleanupCommand,
+  runRecordedCleanupCommands,
+  type CleanupCommand,
+} from './cleanup-command.js';
 import { AnyKey } from '../../schema-check.js';
 
 const Command = Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), {
@@ -92,6 +99,11 @@ export const ExecDeploySpec = Type.Object(
     cwd: Type.Optional(Type.String({ description: 'working directory, relative to the action source' })),
     env: Type.Optional(Env),
     outputs: Type.Optional(Outputs),
+    cleanupCommand: Type.Optional({
+      ...Command,
+      description:
+        'run by `tend cleanup deploy` and `tend cleanup env` after the process is stopped, in the directory and environment of `command`',
+    }),
   },
   { additionalProperties: false },
 );
@@ -202,6 +214,21 @@ async function runToSuccess(
   return { outputs: result.outputs };
 }
 
+/** A Deploy's cleanup command, run as its deploy command runs. */
+function cleanupCommandOf(
+  ctx: PluginContext,
+  action: ResolvedAction<ExecDeploySpec>,
+): CleanupCommand | undefined {
+  const { cleanupCommand, cwd, env } = action.spec;
+  if (!cleanupCommand) return undefined;
+  return {
+    ref: action.ref,
+    command: cleanupCommand,
+    cwd: cwdOf(action, cwd),
+    env: commandEnv(ctx, action, env),
+  };
+}
+
 const deployHandlers = {
   async getStatus(ctx: PluginContext, params: ActionHandlerParams<ExecDeploySpec>): Promise<StatusResult> {
     const { action } = params;
@@ -234,6 +261,9 @@ const deployHandlers = {
   async deploy(ctx: PluginContext, params: ActionHandlerParams<ExecDeploySpec>) {
     const { action } = params;
     const spec = action.spec;
+    const cleanup = cleanupCommandOf(ctx, action);
+    // Recorded first: `tend cleanup env` runs it even when the deploy command failed half-way.
+    if (cleanup) recordCleanupCommand(ensureEnvironment(ctx), action.name, cleanup);
     if (!spec.persistent) {
       return runToSuccess(ctx, params as ActionHandlerParams<ExecCommandSpec>);
     }
@@ -263,10 +293,17 @@ const deployHandlers = {
   },
 
   async delete(ctx: PluginContext, { action }: ActionHandlerParams<ExecDeploySpec>): Promise<StatusResult> {
-    if (!observeEnvironment(ctx)) return { state: 'ready' };
+    const cleanup = cleanupCommandOf(ctx, action);
+    if (!observeEnvironment(ctx)) {
+      // As Garden: the cleanup command runs whether or not the deploy is there.
+      if (cleanup) await runCleanupCommand(cleanup, ctx.log, ctx.signal);
+      return { state: 'ready' };
+    }
     const envDir = environmentDir(ctx);
     const state = readDeployState(envDir, action.name);
     if (state) await stopPersistent(envDir, state);
+    if (cleanup) await runCleanupCommand(cleanup, ctx.log, ctx.signal);
+    forgetCleanupCommand(envDir, action.name);
     deleteResult(ctx.tendDir, ctx.environment.namespace, action.ref);
     return { state: 'ready', detail: state ? { stoppedPid: state.pid } : {} };
   },
@@ -329,11 +366,14 @@ export const execPlugin: PluginDefinition & { cleanup: CleanupHandlers } = {
     async cleanupEnvironment(ctx) {
       const envDir = environmentDir(ctx);
       const uid = environmentUid(ctx);
-      const stopped = await removeEnvironment(envDir);
+      const cleaned = await runRecordedCleanupCommands(envDir, ctx.log, ctx.signal);
+      const stopped = cleaned.stopped + (await removeEnvironment(envDir));
       reportEnvironmentDeleted(ctx, uid);
       return {
         deleted: true,
-        message: `stopped ${stopped} process(es) and removed ${path.relative(ctx.projectRoot, envDir)}`,
+        message:
+          `stopped ${stopped} process(es) and removed ${path.relative(ctx.projectRoot, envDir)}` +
+          cleaned.failures.map((failure) => `; ${failure}`).join(''),
       };
     },
     async resumeEnvironment(ctx) {
