@@ -15,12 +15,39 @@ const inPackage = (file: string, name: string) =>
  * its importers: commander's node:child_process (for executable subcommands, which tend has none
  * of: with it net, dgram…), client-node's (exec and cloud auth plugins run a command), node-fetch's
  * zlib (compressed answers, of client-node's log streaming). They get an object that requires
- * the module on first use.
+ * the module on first use. With `functions`, every export of the module is a function, and reading
+ * one loads nothing: it gives a function that requires the module when called. (client-node's
+ * KubeConfig reads `child_process.spawn` for every kubeconfig, and calls it only for an exec
+ * credential plugin.)
  */
-const builtinsOnFirstUse: Record<string, { importers: string[] }> = {
-  'node:child_process': { importers: ['commander', '@kubernetes/client-node'] },
+const builtinsOnFirstUse: Record<string, { importers: string[]; functions?: true }> = {
+  'node:child_process': { importers: ['commander', '@kubernetes/client-node'], functions: true },
   zlib: { importers: ['node-fetch'] },
 };
+
+/** The stand-in module of a built-in: loads it on first use (see builtinsOnFirstUse). */
+function standIn(id: string): string {
+  const load = `require(${JSON.stringify(id)})`;
+  if (!builtinsOnFirstUse[id]!.functions) {
+    return `module.exports = new Proxy({}, { get: (_, key) => ${load}[key] });`;
+  }
+  return `const forwarders = new Map();
+module.exports = new Proxy({}, {
+  get(_, key) {
+    // What the bundle's interop asks of any module (\`__esModule\`): a built-in has no such export.
+    if (typeof key !== 'string' || key === '__esModule') return undefined;
+    let forward = forwarders.get(key);
+    if (!forward) {
+      forward = function (...args) {
+        const target = ${load}[key];
+        return new.target ? Reflect.construct(target, args, new.target) : Reflect.apply(target, this, args);
+      };
+      forwarders.set(key, forward);
+    }
+    return forward;
+  },
+});`;
+}
 
 export const builtinsWhenUsed: Plugin = {
   name: 'builtins-when-used',
@@ -32,7 +59,7 @@ export const builtinsWhenUsed: Plugin = {
         : undefined,
     );
     bundle.onLoad({ filter: /.*/, namespace: 'tend-builtin-when-used' }, ({ path: id }) => ({
-      contents: `module.exports = new Proxy({}, { get: (_, key) => require(${JSON.stringify(id)})[key] });`,
+      contents: standIn(id),
       loader: 'js',
     }));
   },

@@ -5,8 +5,9 @@
  * back. The server validates it with these schemas at the boundary, encrypts the Secrets with its
  * archive key or keeps only their names, and stores it for the retention.
  */
-import { gzipSync } from 'node:zlib';
+import type * as zlib from 'node:zlib';
 import { Type, type Static } from 'typebox';
+import { builtinModule } from '../builtin-module.js';
 import { AnyKey } from '../schema-check.js';
 
 /** The largest compressed archive the server takes by default (`--archive-max-size`). */
@@ -209,7 +210,10 @@ export function restoreOrder<T extends { kind: string }>(objects: readonly T[]):
     .map((x) => x.o);
 }
 
-/** The archive as the executor sends it: gzip-compressed JSON. */
+/**
+ * The archive as the executor sends it: gzip-compressed JSON. (node:zlib loaded here, not with the
+ * module: every Kubernetes command imports this one, few archive.)
+ */
 export function compressArchive(archive: EnvironmentArchive): Buffer {
-  return gzipSync(Buffer.from(JSON.stringify(archive), 'utf8'));
+  return builtinModule<typeof zlib>('node:zlib').gzipSync(Buffer.from(JSON.stringify(archive), 'utf8'));
 }

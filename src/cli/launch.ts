@@ -30,6 +30,14 @@
  * an error on every command. Not for `tend server` and `tend agent`: they run until stopped,
  * where the reason does not hold (measured, the streaming benchmark's server gave the same
  * figures under either budget).
+ *
+ * For the same reason it turns Maglev off, V8's mid-tier optimizing compiler, on the V8 line that
+ * has it on (V8 13, Node 24; V8 12 ships it off, so Node 22 runs tend without it already): its
+ * compiles cost a command more CPU than they give back. Measured on Node 24 (2 cores, CPU time,
+ * median of 9 rounds, under load): an unchanged re-run of 500 exec Builds + 500 exec Tests 706 →
+ * 582 ms, parsing 1,000 actions' configuration 696 → 668 ms, `tend status` of a Kubernetes
+ * project 0–40 ms less (430–470 ms; the noise of a loaded machine). Delaying it instead (10,000
+ * calls) gave the same.
  */
 import {
   closeSync,
@@ -66,6 +74,8 @@ export const turbofanDelay: Readonly<Record<number, { flag: string; value: numbe
   12: { flag: '--invocation-count-for-turbofan', value: 30_000 },
   13: { flag: '--invocation-count-for-turbofan', value: 30_000 },
 };
+/** The flag that turns Maglev off, by V8 major version: only where it is on by default. */
+export const maglevOff: Readonly<Record<number, string>> = { 13: '--no-maglev' };
 /** The commands that serve (they run until stopped): V8's default for them. */
 const servingCommands = new Set(['server', 'agent']);
 
@@ -128,11 +138,27 @@ export function v8FlagFor(
   return `${delay.flag}=${delay.value}`;
 }
 
+/**
+ * `--no-maglev` for a command line on a V8 line that has Maglev on: not for a serving command, nor
+ * when Node was given `--maglev` or `--no-maglev` itself.
+ */
+export function maglevFlagFor(
+  argv: readonly string[],
+  execArgv: readonly string[],
+  v8Version: string = process.versions.v8,
+): string | undefined {
+  const flag = maglevOff[Number(v8Version.split('.')[0])];
+  if (!flag || servingCommands.has(argv[2] ?? '')) return undefined;
+  if (execArgv.some((arg) => arg === '--maglev' || arg === '--no-maglev')) return undefined;
+  return flag;
+}
+
 /** Runs the bundle: from its code cache when there is a usable one, else compiled from source. */
 export function launch({ bundle, argv, env }: LaunchOptions): void {
   // Before the bundle compiles: a code cache is valid only under the flags it was made with.
-  const flag = v8FlagFor(argv, process.execArgv);
-  if (flag !== undefined) v8.setFlagsFromString(flag);
+  for (const flag of [v8FlagFor(argv, process.execArgv), maglevFlagFor(argv, process.execArgv)]) {
+    if (flag !== undefined) v8.setFlagsFromString(flag);
+  }
   // Latin-1: the bundle is ASCII (scripts/bundle.ts), and Node makes a one-byte string of it without
   // decoding UTF-8, 10 ms sooner for 2.5 MB than a read as UTF-8 (measured on Node 20).
   const source = readFileSync(bundle, 'latin1');

@@ -25,6 +25,8 @@ import {
   cacheName,
   compileCacheDir,
   globalValueOptions,
+  maglevFlagFor,
+  maglevOff,
   turbofanDelay,
   v8FlagFor,
 } from '../../src/cli/launch.js';
@@ -185,6 +187,30 @@ describe('what the launcher tells V8', () => {
       // Another flag's name that starts the same is not this one.
       expect(v8FlagFor(line('build'), ['--invocation-count-for-turbofan-x'], v8)).toBeDefined();
     }
+  });
+
+  it('turns Maglev off for a command on V8 13, not for one that serves, nor over a flag Node was given', () => {
+    const v8 = '13.6.233.17-node.63';
+    expect(maglevFlagFor(line('status'), [], v8)).toBe('--no-maglev');
+    expect(maglevFlagFor(line('--version'), [], v8)).toBe('--no-maglev');
+    expect(maglevFlagFor(line('server', '--port', '0'), [], v8)).toBeUndefined();
+    expect(maglevFlagFor(line('agent'), [], v8)).toBeUndefined();
+    expect(maglevFlagFor(line('build'), ['--maglev'], v8)).toBeUndefined();
+    expect(maglevFlagFor(line('build'), ['--no-maglev'], v8)).toBeUndefined();
+    // V8 12 (Node 22) has Maglev off already; a line not measured gets nothing.
+    expect(maglevFlagFor(line('build'), [], '12.4.254.21-node.57')).toBeUndefined();
+    expect(maglevFlagFor(line('build'), [], '14.1.146.11-node.20')).toBeUndefined();
+  });
+
+  it(`turns Maglev off only where this Node's V8 has it on (${process.version})`, () => {
+    const known = spawnSync(process.execPath, ['--v8-options'], { encoding: 'utf8' }).stdout;
+    const flag = maglevOff[Number(process.versions.v8.split('.')[0])];
+    expect(maglevFlagFor(line('build'), [])).toBe(flag);
+    expect(known).toMatch(
+      flag
+        ? /^\s+--maglev\s.*\n\s+type: bool\s+default: --maglev$/m
+        : /^\s+--maglev\s.*\n\s+type: bool\s+default: --no-maglev$/m,
+    );
   });
 
   it('sets no flag on a V8 line it was not measured on', () => {

@@ -12,6 +12,13 @@
  * extra argument not listed here, a symbolic link to a directory, more than `maxFiles` files.
  * The key is worked out again after the rendering, and the rendering kept only when it is the same:
  * a file changed meanwhile may or may not be in the output.
+ *
+ * A kept rendering starts with a line that has the SHA-256 of the rest: a file cut short or
+ * changed by anything else than tend is not one (it is rendered again and replaced), so a
+ * rendering that kustomize did not print is never deployed. It is written atomically.
+ *
+ * Not in the key: what a `kubectl` or `kustomize` on PATH that is a wrapper script runs (the key
+ * has the script's size, modification time and inode, not those of the program it calls).
  */
 import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -215,25 +222,34 @@ export function renderingKey(
   return sha256Hex(text);
 }
 
-/** The rendering kept under `key`, if any. */
+/** The first line of a kept rendering: the SHA-256 of what follows it. */
+const checksumLine = /^# tend rendering sha256:([0-9a-f]{64})\n/;
+
+/** The rendering kept under `key`, if any, and only when it is whole (its checksum holds). */
 export function keptRendering(cacheDir: string, key: string): string | undefined {
+  let kept: string;
   try {
-    return readFileSync(path.join(cacheDir, `${key}.yaml`), 'utf8');
+    kept = readFileSync(path.join(cacheDir, `${key}.yaml`), 'utf8');
   } catch {
     return undefined;
   }
+  const checksum = checksumLine.exec(kept);
+  if (!checksum) return undefined;
+  const text = kept.slice(checksum[0].length);
+  return sha256Hex(text) === checksum[1] ? text : undefined;
 }
 
 /** Keeps a rendering under `key`, the oldest going past `maxKept`. A cache: a failure to write is no error. */
 export function keepRendering(cacheDir: string, key: string, text: string): void {
   try {
-    writeFileAtomic(path.join(cacheDir, `${key}.yaml`), text, 0o600, { durable: false });
-    const kept = readdirSync(cacheDir).filter((name) => name.endsWith('.yaml'));
-    if (kept.length <= maxKept) return;
-    const byAge = kept
+    const kept = `# tend rendering sha256:${sha256Hex(text)}\n${text}`;
+    writeFileAtomic(path.join(cacheDir, `${key}.yaml`), kept, 0o600, { durable: false });
+    const names = readdirSync(cacheDir).filter((name) => name.endsWith('.yaml'));
+    if (names.length <= maxKept) return;
+    const byAge = names
       .map((name) => ({ name, mtimeMs: statSync(path.join(cacheDir, name)).mtimeMs }))
       .sort((a, b) => a.mtimeMs - b.mtimeMs);
-    for (const { name } of byAge.slice(0, kept.length - maxKept))
+    for (const { name } of byAge.slice(0, names.length - maxKept))
       rmSync(path.join(cacheDir, name), { force: true });
   } catch {
     // read-only or removed meanwhile: rendered again next time

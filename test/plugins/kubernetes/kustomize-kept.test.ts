@@ -3,7 +3,16 @@
  * rendering may read changes it, and a kustomization that may read what tend cannot follow
  * (a remote base, plugins, helm charts, unknown extra arguments) has none.
  */
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -108,5 +117,30 @@ describe('kept renderings', () => {
     keepRendering(cacheDir, 'a'.repeat(64), 'kind: ConfigMap\n');
     expect(keptRendering(cacheDir, 'a'.repeat(64))).toBe('kind: ConfigMap\n');
     expect(keptRendering(cacheDir, 'b'.repeat(64))).toBeUndefined();
+  });
+
+  it('does not read back a rendering cut short, changed, or without its checksum; keeping it again replaces it', () => {
+    const { root } = project();
+    const cacheDir = path.join(root, '.tend/cache/kustomize');
+    const key = 'c'.repeat(64);
+    const file = path.join(cacheDir, `${key}.yaml`);
+    const text = 'kind: ConfigMap\nmetadata: { name: app }\ndata: { greeting: héllo }\n';
+    keepRendering(cacheDir, key, text);
+    const kept = readFileSync(file);
+    // Written whole under its name: no temporary file left beside it.
+    expect(readdirSync(cacheDir)).toEqual([`${key}.yaml`]);
+    for (const damaged of [
+      kept.subarray(0, kept.length - 1),
+      kept.subarray(0, kept.length - 3),
+      kept.subarray(0, 20),
+      Buffer.alloc(0),
+      Buffer.from(kept.toString('utf8').replace('hello', 'hullo').replace('héllo', 'hallo')),
+      Buffer.from(text),
+    ]) {
+      writeFileSync(file, damaged);
+      expect(keptRendering(cacheDir, key)).toBeUndefined();
+    }
+    keepRendering(cacheDir, key, text);
+    expect(keptRendering(cacheDir, key)).toBe(text);
   });
 });

@@ -3,7 +3,15 @@
  * kustomize`): a base and its overlays as projects ship them (fixtures/kustomize), the version
  * over the rendered manifests, namespaces the overlays name, and what goes wrong.
  */
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  appendFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -133,6 +141,31 @@ describe('kustomize', () => {
     const after = await generatedConfig('kz-version');
     expect(after.name).not.toBe(before.name);
     expect(after.configMap.data['app.properties']).toBe('greeting=hi\n');
+  });
+
+  it('a kept rendering that was damaged (edited, cut short) is rendered again: what is deployed is what kustomize prints', async () => {
+    const root = kustomizeProject('kz-kept', '  kustomize: { path: k8s/overlays/dev }');
+    const first = await execute('deploy', root);
+    expect(first.data.actions[0]!.state).toBe('ready');
+    const keptDir = path.join(root, '.tend', 'cache', 'kustomize');
+    const [kept] = readdirSync(keptDir);
+    const file = path.join(keptDir, kept!);
+    const whole = readFileSync(file, 'utf8');
+    expect(whole).toContain('ghcr.io/example/web:1.1.0-dev');
+    for (const damaged of [whole.replace('1.1.0-dev', '6.6.6-evil'), whole.slice(0, whole.length / 2)]) {
+      writeFileSync(file, damaged);
+      const again = await execute('deploy', root, [], { force: true });
+      expect(again.data.actions[0]).toMatchObject({
+        state: 'ready',
+        version: first.data.actions[0]!.version,
+      });
+      const { deployment, configMap } = await generatedConfig('kz-kept');
+      expect(deployment.spec.template.spec.containers[0]!.image).toBe('ghcr.io/example/web:1.1.0-dev');
+      expect(deployment.spec.replicas).toBe(2);
+      expect(configMap.data['app.properties']).toBe('greeting=hello\n');
+      // Replaced by the rendering kustomize printed.
+      expect(readFileSync(file, 'utf8')).toBe(whole);
+    }
   });
 
   it('an overlay that names its namespace is refused; with overrideNamespace it lands in the environment namespace, its RoleBinding subject too', async () => {
