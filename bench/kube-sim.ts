@@ -5,18 +5,19 @@
  *
  * The simulator runs in its own process (the CLI with `--seed-namespaces`), as it does for
  * the demo, so that client and server do not share one event loop. client-node is measured
- * twice: with one keep-alive agent handed to every request by a middleware, and with its
- * default of a new https.Agent — hence a new TLS handshake — per request.
+ * twice: with one keep-alive undici Agent handed to every request by a middleware, and with its
+ * default of a new undici Agent — hence a new TLS handshake — per request.
  */
 import type { ConfigurationOptions } from '@kubernetes/client-node';
 import { CoreV1Api, KubeConfig, setHeaderMiddleware, Watch } from '@kubernetes/client-node';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { Agent, request } from 'node:https';
+import { request } from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { Agent } from 'undici';
 import { figure, median, timeIt } from './support.js';
 
 const NAMESPACES = 10_000;
@@ -84,13 +85,13 @@ export async function run(): Promise<void> {
       });
     }
     const concurrency = 16;
-    const agent = new Agent({ keepAlive: true, maxSockets: concurrency, ca });
+    const dispatcher = new Agent({ connections: concurrency, connect: { ca } });
     const header = setHeaderMiddleware('User-Agent', 'kube-sim-bench');
     const keepAlive: ConfigurationOptions = {
       middleware: [
         {
           pre: (ctx) => {
-            ctx.setAgent(agent);
+            ctx.setDispatcher(dispatcher);
             return header.pre(ctx);
           },
           post: header.post,
@@ -129,7 +130,7 @@ export async function run(): Promise<void> {
       );
       figure(`client-node create (configmap), ${label}`, (creates / createMs) * 1000, 'req/s');
     }
-    agent.destroy();
+    await dispatcher.close();
 
     const rawTimes: number[] = [];
     let count = 0;

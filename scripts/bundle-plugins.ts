@@ -13,24 +13,18 @@ const inPackage = (file: string, name: string) =>
 /**
  * Node built-ins that packages require at load and use only in calls tend seldom makes, each for
  * its importers: commander's node:child_process (for executable subcommands, which tend has none
- * of: with it net, dgram…), client-node's (exec and cloud auth plugins run a command), node-fetch's
- * zlib (compressed answers, of client-node's log streaming). They get an object that requires
- * the module on first use. With `functions`, every export of the module is a function, and reading
- * one loads nothing: it gives a function that requires the module when called. (client-node's
- * KubeConfig reads `child_process.spawn` for every kubeconfig, and calls it only for an exec
- * credential plugin.)
+ * of: with it net, dgram…) and client-node's (exec and cloud auth plugins run a command). Every
+ * export of them that is used is a function, and reading one loads nothing: the stand-in gives a
+ * function that requires the module when called. (client-node's KubeConfig reads
+ * `child_process.spawn` for every kubeconfig, and calls it only for an exec credential plugin.)
  */
-const builtinsOnFirstUse: Record<string, { importers: string[]; functions?: true }> = {
-  'node:child_process': { importers: ['commander', '@kubernetes/client-node'], functions: true },
-  zlib: { importers: ['node-fetch'] },
+const builtinsOnFirstUse: Record<string, { importers: string[] }> = {
+  'node:child_process': { importers: ['commander', '@kubernetes/client-node'] },
 };
 
-/** The stand-in module of a built-in: loads it on first use (see builtinsOnFirstUse). */
+/** The stand-in module of a built-in: loads it on the first call of one of its functions. */
 function standIn(id: string): string {
   const load = `require(${JSON.stringify(id)})`;
-  if (!builtinsOnFirstUse[id]!.functions) {
-    return `module.exports = new Proxy({}, { get: (_, key) => ${load}[key] });`;
-  }
   return `const forwarders = new Map();
 module.exports = new Proxy({}, {
   get(_, key) {
@@ -68,8 +62,9 @@ export const builtinsWhenUsed: Plugin = {
 /**
  * What @kubernetes/client-node imports for a kubeconfig that few have — a proxy (`proxy-url`:
  * SOCKS through socks-proxy-agent, which brings socks, ip-address and its regular expressions, and
- * debug; HTTP through hpagent), the Azure and GCP auth providers (jsonpath-plus) — and runs at
- * load: each name it imports of them is a stand-in that loads the package on its first call.
+ * debug; HTTP through hpagent), the Azure and GCP auth providers (jsonpath-plus), and undici, its
+ * HTTP client (tend makes its own requests, src/plugins/kubernetes/client/connection.ts; undici is
+ * 1.3 MB of code, left outside the bundle) — and runs at load: each name it imports of them is a stand-in that loads the package on its first call.
  * (openid-client, for OIDC, stays as it is: required whole, its ES module would bring all of
  * oauth4webapi, 100 KB more to read on every command, where esbuild keeps the part it uses.)
  * A name not listed here would fail the build (esbuild: "No matching export", or a warning that it
@@ -79,6 +74,7 @@ const packagesOnFirstCall: Record<string, string[]> = {
   'socks-proxy-agent': ['SocksProxyAgent'],
   hpagent: ['HttpProxyAgent', 'HttpsProxyAgent'],
   'jsonpath-plus': ['JSONPath'],
+  undici: ['Agent', 'ProxyAgent', 'fetch'],
 };
 
 export const kubernetesAuthWhenUsed: Plugin = {
@@ -138,61 +134,5 @@ export const kubernetesClientUsedParts: Plugin = {
       }
       return { contents: kept.join('\n'), loader: 'js', resolveDir: path.dirname(index) };
     });
-  },
-};
-
-/**
- * node-fetch (client-node's log streaming) takes `URL` from node:url and falls back to the
- * whatwg-url package only where Node has none: that package, with its 300 KB Unicode table, is
- * left out.
- */
-export const whatwgUrlFromNode: Plugin = {
-  name: 'whatwg-url-from-node',
-  setup(bundle) {
-    bundle.onResolve({ filter: /^whatwg-url$/ }, ({ importer }) =>
-      inPackage(importer, 'node-fetch') ? { path: 'whatwg-url', namespace: 'tend-whatwg-url' } : undefined,
-    );
-    bundle.onLoad({ filter: /.*/, namespace: 'tend-whatwg-url' }, () => ({
-      contents: 'module.exports = { URL: globalThis.URL };',
-      loader: 'js',
-    }));
-  },
-};
-
-/**
- * node-fetch 2 parses every URL with `url.parse()`, which Node 24 deprecates at run time for
- * callers outside node_modules — and bundled, node-fetch is outside node_modules: every `tend
- * logs` and pod Test printed DEP0169 on stderr. It gets node:url with a `parse` made of the WHATWG
- * parser instead (node-fetch gives it absolute URLs only, already normalised by `new URL`).
- */
-export const nodeFetchLegacyUrlParse: Plugin = {
-  name: 'node-fetch-legacy-url-parse',
-  setup(bundle) {
-    bundle.onResolve({ filter: /^(node:)?url$/ }, ({ importer }) =>
-      inPackage(importer, 'node-fetch') ? { path: 'url', namespace: 'tend-node-fetch-url' } : undefined,
-    );
-    bundle.onLoad({ filter: /.*/, namespace: 'tend-node-fetch-url' }, () => ({
-      contents: `const url = require('node:url');
-function parse(input) {
-  const u = new URL(input);
-  const user = u.username ? decodeURIComponent(u.username) : '';
-  return {
-    protocol: u.protocol,
-    slashes: true,
-    auth: user ? user + (u.password ? ':' + decodeURIComponent(u.password) : '') : null,
-    host: u.host,
-    port: u.port || null,
-    hostname: u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname,
-    hash: u.hash || null,
-    search: u.search || null,
-    query: u.search ? u.search.slice(1) : null,
-    pathname: u.pathname,
-    path: u.pathname + u.search,
-    href: u.href,
-  };
-}
-module.exports = { ...url, parse };`,
-      loader: 'js',
-    }));
   },
 };

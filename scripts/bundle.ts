@@ -9,7 +9,8 @@
  *
  * The server's and the databases' packages stay outside the bundle, loaded from node_modules by
  * the code that uses them, so only the commands that need them load them; some cannot be bundled
- * (worker threads started by file). @kubernetes/client-node is bundled, only what
+ * (worker threads started by file). So does undici, client-node's HTTP client, which tend's
+ * requests do not use (bundle-plugins.ts loads it on a first call that never comes in practice). @kubernetes/client-node is bundled, only what
  * tend uses of it (bundle-plugins.ts): its package index, as Node loads it, is some 3,000 ES
  * modules of generated API classes and models, about a second of CPU before the first request.
  * The library (`dist/src/index.js`, `dist/src/testing/index.js`) is tsc's output, not bundled.
@@ -19,13 +20,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { moduleFunctionHead } from '../src/cli/launch.js';
-import {
-  builtinsWhenUsed,
-  kubernetesAuthWhenUsed,
-  kubernetesClientUsedParts,
-  whatwgUrlFromNode,
-  nodeFetchLegacyUrlParse,
-} from './bundle-plugins.js';
+import { builtinsWhenUsed, kubernetesAuthWhenUsed, kubernetesClientUsedParts } from './bundle-plugins.js';
 import { sha256Hex } from '../src/hash.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -33,7 +28,7 @@ const outdir = path.join(root, 'dist', 'cli');
 const outfile = path.join(outdir, 'tend.cjs');
 
 /** Packages imported from node_modules at run time instead of bundled. */
-const externalPackages = ['@fastify/*', 'fastify', 'kysely', 'luxon', 'pg', 'pino', 'tar', 'ws'];
+const externalPackages = ['@fastify/*', 'fastify', 'kysely', 'luxon', 'pg', 'pino', 'tar', 'undici', 'ws'];
 
 /** One CommonJS file for Node 22 and later from an entry point and what it imports. */
 const commonJs = {
@@ -54,13 +49,7 @@ const bundled = await build({
   entryPoints: ['src/main.ts'],
   outfile,
   external: externalPackages,
-  plugins: [
-    builtinsWhenUsed,
-    kubernetesAuthWhenUsed,
-    kubernetesClientUsedParts,
-    whatwgUrlFromNode,
-    nodeFetchLegacyUrlParse,
-  ],
+  plugins: [builtinsWhenUsed, kubernetesAuthWhenUsed, kubernetesClientUsedParts],
 });
 // A warning is an error: "import … will always be undefined" is a stand-in of bundle-plugins.ts
 // that lacks a name its package came to use.

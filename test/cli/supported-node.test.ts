@@ -1,6 +1,6 @@
 /**
- * Which Node.js runs tend (bin/supported-node.js): Node 24 and later, and 22 from 22.16 (the
- * first 22.x whose node:sqlite has all the server uses), as `engines` says. On any other Node,
+ * Which Node.js runs tend (bin/supported-node.js): Node 24 and later, and 22 from 22.19 (what
+ * undici 8, @kubernetes/client-node's HTTP client, needs), as `engines` says. On any other Node,
  * `bin/tend.js` exits 2 with one line naming the versions, before the CLI bundle loads: checked
  * with the machine's own node (scripts/node-line.sh), Node 20 on the development machines.
  */
@@ -16,15 +16,15 @@ const { unsupportedNode } = require('../../bin/supported-node.js') as {
 };
 
 describe('the Node.js versions tend runs on', () => {
-  it('takes 22 from 22.16 and 24 onwards, as engines says, and refuses the rest', () => {
+  it('takes 22 from 22.19 and 24 onwards, as engines says, and refuses the rest', () => {
     const engines = (require('../../package.json') as { engines: { node: string } }).engines.node;
-    expect(engines).toBe('^22.16.0 || >=24');
-    for (const version of ['22.16.0', '22.23.5', '24.0.0', '24.22.3', '26.1.0']) {
+    expect(engines).toBe('^22.19.0 || >=24');
+    for (const version of ['22.19.0', '22.23.5', '24.0.0', '24.22.3', '26.1.0']) {
       expect(unsupportedNode(version), version).toBeUndefined();
     }
-    for (const version of ['18.20.8', '20.20.2', '21.7.3', '22.15.1', '23.11.0']) {
+    for (const version of ['18.20.8', '20.20.2', '21.7.3', '22.18.0', '23.11.0']) {
       expect(unsupportedNode(version), version).toBe(
-        `tend needs Node.js 24, or 22 from 22.16 (this is ${version}): install a current Node.js LTS and run tend with it`,
+        `tend needs Node.js 24, or 22 from 22.19 (this is ${version}): install a current Node.js LTS and run tend with it`,
       );
     }
   });

@@ -5,17 +5,18 @@
  * (tokens, client certificates, exec and OIDC plugins, proxies); the requests themselves are
  * tend's — JSON over node:https with one keep-alive pool per cluster — rather than its generated
  * API classes, whose package index loads every API group's code and model (a second of CPU for a
- * `tend status` that makes three calls). The library is loaded lazily, here and only here
- * (library.ts; streams.ts for logs, exec and attach), so that commands and projects that never
- * talk to a cluster never load it.
+ * `tend status` that makes three calls); container logs are a streamed GET of tend's too. The
+ * library is loaded lazily, here and only here (library.ts; streams.ts for exec and attach), so
+ * that commands and projects that never talk to a cluster never load it.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type http from 'node:http';
 import type https from 'node:https';
-import type { Attach, Exec, KubeConfig, Log } from '@kubernetes/client-node';
+import type { Readable } from 'node:stream';
+import type { Attach, Exec, KubeConfig } from '@kubernetes/client-node';
 import { builtinModule } from '../../../builtin-module.js';
 import { TendError } from '../../../errors.js';
-import { httpRequest } from '../../../http-request.js';
+import { httpModuleFor, httpRequest } from '../../../http-request.js';
 import { ResourcePaths } from './resources.js';
 import type { V1APIResourceList } from './wire.js';
 
@@ -54,11 +55,10 @@ export class KubeApiError extends Error {
   }
 }
 
-/** Logs, exec and attach: client-node's WebSocket and streaming clients, loaded on first use. */
+/** Exec and attach: client-node's WebSocket clients, loaded on first use. */
 export interface Streams {
   exec: Exec;
   attach: Attach;
-  log: Log;
 }
 
 export interface Connection {
@@ -67,6 +67,8 @@ export interface Connection {
   server: string;
   /** One API request; resolves with the parsed JSON answer, rejects with a KubeApiError. */
   request<T>(request: KubeRequest): Promise<T>;
+  /** A GET whose answer is read as it arrives (a container's log); `signal` ends it. */
+  stream(request: KubeRequest, signal: AbortSignal): Promise<Readable>;
   /** The URL path of a kind's objects (discovery for kinds tend does not know). */
   resources: ResourcePaths;
   streams(): Promise<Streams>;
@@ -139,19 +141,20 @@ async function open(context: string | undefined, kubeconfigFile: string | undefi
     );
   }
   const clock: ServerClock = {};
-  const request = requester(kc, cluster.server.replace(/\/+$/, ''), clock);
+  const prepare = preparer(kc, cluster.server.replace(/\/+$/, ''));
+  const request = requester(prepare, clock);
   let streams: Promise<Streams> | undefined;
   return {
     kubeConfig: kc,
     context: current,
     server: cluster.server,
     request,
+    stream: streamer(prepare),
     resources: new ResourcePaths((path) => request<V1APIResourceList>({ method: 'GET', path })),
     streams: () =>
-      (streams ??= import('./streams.js').then(({ Attach, Exec, Log }) => ({
+      (streams ??= import('./streams.js').then(({ Attach, Exec }) => ({
         exec: new Exec(kc),
         attach: new Attach(kc),
-        log: new Log(kc),
       }))),
     serverTime: () =>
       clock.last === undefined ? undefined : clock.last.date + (performance.now() - clock.last.monotonic),
@@ -168,6 +171,14 @@ export function resetConnections(): void {
   connections.clear();
 }
 
+/** A request as it goes on the wire: authenticated, with its agent. */
+interface PreparedRequest {
+  url: URL;
+  headers: Record<string, string>;
+  payload?: Buffer;
+  agent: http.Agent | false;
+}
+
 /**
  * Requests to the cluster, authenticated by client-node for each request (an exec plugin's token
  * is refreshed when it expires). They share one keep-alive agent with the kubeconfig's TLS
@@ -175,9 +186,9 @@ export function resetConnections(): void {
  * handshake) for every request, which dominates the cost of the many small calls tend makes.
  * Clusters behind a proxy, and plain-HTTP ones, keep the agent client-node makes for them.
  */
-function requester(kc: KubeConfig, server: string, clock: ServerClock): Connection['request'] {
+function preparer(kc: KubeConfig, server: string): (request: KubeRequest) => Promise<PreparedRequest> {
   let agent: https.Agent | undefined;
-  return async <T>({ method, path, query, body, contentType }: KubeRequest): Promise<T> => {
+  return async ({ path, query, body, contentType }) => {
     const options: https.RequestOptions = {};
     await kc.applyToHTTPSOptions(options);
     const cluster = kc.getCurrentCluster();
@@ -215,12 +226,29 @@ function requester(kc: KubeConfig, server: string, clock: ServerClock): Connecti
     for (const [name, value] of Object.entries(query ?? {})) {
       if (value !== undefined) url.searchParams.set(name, String(value));
     }
+    return {
+      url,
+      headers,
+      agent: (options.agent as http.Agent | undefined) ?? false,
+      ...(payload ? { payload } : {}),
+    };
+  };
+}
+
+/** One API request: the parsed JSON answer, or a KubeApiError. */
+function requester(
+  prepare: (request: KubeRequest) => Promise<PreparedRequest>,
+  clock: ServerClock,
+): Connection['request'] {
+  return async <T>(request: KubeRequest): Promise<T> => {
+    const { url, headers, payload, agent } = await prepare(request);
+    const { method } = request;
     const signal = requestSignal.getStore();
     const answer = await httpRequest(url, {
       method,
       headers,
       ...(payload ? { body: payload } : {}),
-      agent: (options.agent as http.Agent | undefined) ?? false,
+      agent,
       ...(signal ? { signal } : {}),
     });
     const date = Date.parse(String(answer.headers.date ?? ''));
@@ -235,5 +263,48 @@ function requester(kc: KubeConfig, server: string, clock: ServerClock): Connecti
       throw new KubeApiError(answer.status, parsed, answer.headers, `${method} ${url.pathname}`);
     }
     return parsed as T;
+  };
+}
+
+/**
+ * A GET whose answer is read as it arrives: the response once the API server answers 2xx; an
+ * error status is a KubeApiError with the parsed body. `signal` (and Ctrl-C, through the request
+ * gate's signal) ends it; the reader of the response handles its end and its errors.
+ */
+function streamer(prepare: (request: KubeRequest) => Promise<PreparedRequest>): Connection['stream'] {
+  return async (request, signal) => {
+    const { url, headers, agent } = await prepare(request);
+    const gateSignal = requestSignal.getStore();
+    const ended = gateSignal ? AbortSignal.any([signal, gateSignal]) : signal;
+    return new Promise<Readable>((resolve, reject) => {
+      const outgoing = httpModuleFor(url).request(
+        url,
+        { method: request.method, headers: { ...headers, accept: '*/*' }, agent, signal: ended },
+        (response) => {
+          const status = response.statusCode ?? 0;
+          if (status >= 200 && status < 300) {
+            resolve(response);
+            return;
+          }
+          const chunks: Buffer[] = [];
+          response.on('data', (chunk: Buffer) => chunks.push(chunk));
+          response.on('error', reject);
+          response.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let parsed: unknown = text;
+            try {
+              parsed = JSON.parse(text);
+            } catch {
+              // Not a Status object: the text says what went wrong.
+            }
+            reject(new KubeApiError(status, parsed, response.headers, `${request.method} ${url.pathname}`));
+          });
+        },
+      );
+      // Before the answer, an error rejects; after it (the stream ended by `signal`), it is the
+      // response's to report, and rejecting a settled promise does nothing.
+      outgoing.on('error', reject);
+      outgoing.end();
+    });
   };
 }

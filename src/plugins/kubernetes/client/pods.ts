@@ -129,16 +129,22 @@ export class PodCalls {
       sink.end();
       return { done, stop: () => {} };
     }
-    const { log } = await this.gate.connection.streams();
-    const controller = await this.gate.request(namespace, `read the log of pod ${pod} in ${namespace}`, () =>
-      log.log(namespace, pod, container, sink, {
-        follow,
-        timestamps,
-        // The client leaves out `tailLines: 0`; following only new lines is asking for those from now.
-        ...(tailLines === 0 ? { sinceTime: new Date().toISOString() } : {}),
-        ...(tailLines ? { tailLines } : {}),
-      }),
+    const controller = new AbortController();
+    const query = {
+      container,
+      follow,
+      timestamps,
+      // Following only new lines is asking for those from now (the API leaves out `tailLines=0`).
+      ...(tailLines === 0 ? { sinceTime: new Date().toISOString() } : {}),
+      ...(tailLines ? { tailLines } : {}),
+    };
+    const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(pod)}/log`;
+    const response = await this.gate.request(namespace, `read the log of pod ${pod} in ${namespace}`, () =>
+      this.gate.connection.stream({ method: 'GET', path, query }, controller.signal),
     );
+    // Stopped (or the connection lost): the lines so far are written, the log ends there.
+    response.on('error', () => sink.end());
+    response.pipe(sink);
     return {
       done,
       stop: () => {
