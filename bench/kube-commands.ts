@@ -88,7 +88,14 @@ export async function run(): Promise<void> {
       sim.once('exit', (code) => reject(new Error(`kube-sim exited with ${code}`)));
     });
     sim.stdout.resume();
-    const env = { ...process.env, CI: 'true', KUBECONFIG: kubeconfig };
+    // A compile cache of the bench's own: tend prunes the shared one to its newest builds, and other
+    // checkouts' runs on the machine would leave these rounds without theirs.
+    const env = {
+      ...process.env,
+      CI: 'true',
+      KUBECONFIG: kubeconfig,
+      XDG_CACHE_HOME: path.join(dir, 'cache'),
+    };
     const shop = path.join(dir, 'shop');
     cpSync(path.join(repoRoot, 'examples', 'shop'), shop, { recursive: true });
     const vars = ['--var', `registry=${registry}`];
