@@ -4,10 +4,17 @@
  * enforced, leaving the foreign and the adopted namespace. While it waits for Ctrl-C, the "Try:"
  * lines it printed are run as printed, against its server on the port given with `--port`.
  */
-import { describe, expect, it } from 'vitest';
-import { spawn, spawnSync } from 'node:child_process';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { freePort, repoRoot } from '../helpers/project.js';
+
+/** A demo a failed or timed-out test leaves running is stopped as Ctrl-C stops it (its cleanup runs). */
+function stopWhenFinished(child: ChildProcess): void {
+  onTestFinished(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+  });
+}
 
 describe('npm run demo', () => {
   it('deploys the examples, cleans up the idle builds-only environment automatically, and prints the dashboard URL and tokens', async () => {
@@ -21,6 +28,7 @@ describe('npm run demo', () => {
         stdio: ['ignore', 'pipe', 'pipe'],
       },
     );
+    stopWhenFinished(child);
     let stdout = '';
     let stderr = '';
     const closed = new Promise<number | null>((resolve) => child.once('close', resolve));
@@ -113,6 +121,7 @@ describe('npm run demo', () => {
         stdio: ['ignore', 'pipe', 'pipe'],
       },
     );
+    stopWhenFinished(child);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

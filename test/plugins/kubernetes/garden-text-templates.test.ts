@@ -10,12 +10,19 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { validateCommand } from '../../../src/commands/validate.js';
 import type { TendError } from '../../../src/errors.js';
 import { copyGardenExample, makeProject, removeProjects, runTend } from '../../helpers/project.js';
-import { execute, kubectlJson, projectYaml, startSim, type SimHandle } from './helpers.js';
+import {
+  execute,
+  kubectlJson,
+  projectYaml,
+  gardenDatabaseWait,
+  startSim,
+  type SimHandle,
+} from './helpers.js';
 
 let h: SimHandle;
 beforeAll(async () => {
   // Garden's local-kubernetes projects name no registry: kube-sim advertises its own, as kind does.
-  h = await startSim({ advertiseRegistry: true });
+  h = await startSim({ advertiseRegistry: true, podRules: [gardenDatabaseWait] });
 });
 afterAll(async () => h?.stop());
 afterEach(removeProjects);

@@ -8,7 +8,13 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { startKubeSim, type KubeSim, type KubeSimOptions } from '../../../tools/kube-sim/src/index.js';
+import {
+  startKubeSim,
+  type KubeSim,
+  type KubeSimOptions,
+  type PodRule,
+} from '../../../tools/kube-sim/src/index.js';
+import { DEFAULT_RUN } from '../../../tools/kube-sim/src/rules.js';
 import { executeCommand, type ExecuteVerb } from '../../../src/commands/execute.js';
 import { readSessionLog } from '../../../src/events/local-log.js';
 import type { NamespaceStatusPayload, TendEvent } from '../../../src/events/catalog.js';
@@ -32,6 +38,16 @@ let worldNow: () => number = () => Date.now();
 export function setWorldClock(now: () => number): void {
   worldNow = now;
 }
+
+/**
+ * Garden's examples start their database Runs with `sleep 15 && psql …`: on a real cluster, time
+ * for the database to come up. kube-sim's database is up at once, so such a container runs for
+ * kube-sim's default run time instead of 15 s; it exits and logs as it would after the sleep.
+ */
+export const gardenDatabaseWait: PodRule = {
+  command: /^(\/bin\/)?sh -c sleep 15 && /,
+  behaviour: { runMs: DEFAULT_RUN },
+};
 
 /** Starts kube-sim and points KUBECONFIG at it (this test file's process only). */
 export async function startSim(options: KubeSimOptions = {}): Promise<SimHandle> {
