@@ -17,6 +17,7 @@ import { Type } from 'typebox';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { newId } from '../events/bus.js';
+import { redactSecretsIn } from '../redact.js';
 import { AnyKey, schemaCheck } from '../schema-check.js';
 import { AppendFile } from '../state/append-file.js';
 import { parseJsonLines, writeFileAtomic } from '../state/files.js';
@@ -161,8 +162,22 @@ function append(tendDir: string, scope: string, record: ResultRecord): void {
   loaded.journal.flush();
 }
 
+/**
+ * A secret's value never rests in the cache: outputs that carry a command's text (an exec
+ * command's `log`, `stdout`, `stderr`) have every registered secret masked, as in events and output.
+ */
 export function writeResult(tendDir: string, scope: string, ref: string, result: StoredResult): void {
-  append(tendDir, scope, { at: newId(), ref, result });
+  append(tendDir, scope, { at: newId(), ref, result: { ...result, outputs: masked(result.outputs) } });
+}
+
+/** Every string in `value` with the registered secrets masked. */
+function masked<T>(value: T): T {
+  if (typeof value === 'string') return redactSecretsIn(value) as T;
+  if (Array.isArray(value)) return value.map(masked) as T;
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, masked(item)])) as T;
+  }
+  return value;
 }
 
 /** Forgets the result of one ref (a deploy removed); the scope's others stay. */
