@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { makeProject, removeProjects } from '../../helpers/project.js';
-import { execute, kubectlJson, projectYaml, startSim, type SimHandle } from './helpers.js';
+import { configMapData, execute, projectYaml, startSim, type SimHandle } from './helpers.js';
 
 let h: SimHandle;
 beforeAll(async () => {
@@ -36,18 +36,6 @@ ${script
   .map((line) => `    ${line}`)
   .join('\n')}
 `;
-
-const dataOf = async (namespace: string, name: string) =>
-  (
-    await kubectlJson<{ data: Record<string, string> }>(
-      h.kubeconfig,
-      '-n',
-      namespace,
-      'get',
-      'configmap',
-      name,
-    )
-  ).data;
 
 describe('kubernetes Deploy manifests with Garden semantics', () => {
   it('manifestFiles and kustomize output deploy as written; manifestTemplates and files are templated', async () => {
@@ -80,11 +68,14 @@ data: { project: "\${project.name}" }
     expect(result.data.actions.map((a) => [a.ref, a.state, a.error?.message])).toEqual([
       ['deploy.jobs', 'ready', undefined],
     ]);
-    expect((await dataOf(namespace, 'plain'))['backup.sh']).toBe(script);
-    expect((await dataOf(namespace, 'kustomized'))['backup.sh']).toBe(script);
+    expect((await configMapData(h.kubeconfig, namespace, 'plain'))['backup.sh']).toBe(script);
+    expect((await configMapData(h.kubeconfig, namespace, 'kustomized'))['backup.sh']).toBe(script);
     // Templated: `$${` is a literal `${`, the namespace resolved.
-    expect(await dataOf(namespace, 'templated')).toEqual({ namespace, 'backup.sh': script });
-    expect(await dataOf(namespace, 'older-name')).toEqual({ project: 'shop' });
+    expect(await configMapData(h.kubeconfig, namespace, 'templated')).toEqual({
+      namespace,
+      'backup.sh': script,
+    });
+    expect(await configMapData(h.kubeconfig, namespace, 'older-name')).toEqual({ project: 'shop' });
   });
 
   describe('kustomize runs once per command', () => {
@@ -121,7 +112,7 @@ data: { project: "\${project.name}" }
       writeFileSync(path.join(root, 'jobs/k8s/configmap.yaml'), configMap('changed'));
       expect((await execute('deploy', root)).data.actions[0]!.state).toBe('ready');
       expect(calls()).toBe(2);
-      expect((await dataOf('gm-once', 'changed'))['backup.sh']).toBe(script);
+      expect((await configMapData(h.kubeconfig, 'gm-once', 'changed'))['backup.sh']).toBe(script);
     });
   });
 });

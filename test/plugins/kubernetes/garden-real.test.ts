@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateCommand } from '../../../src/commands/validate.js';
 import { makeProject, removeProjects } from '../../helpers/project.js';
-import { execute, kubectlJson, startSim, type SimHandle } from './helpers.js';
+import { configMapData, execute, startSim, type SimHandle } from './helpers.js';
 
 let h: SimHandle;
 beforeAll(async () => {
@@ -31,19 +31,6 @@ metadata:
   name: ${name}
 data:
 ${data}`;
-
-async function configMapData(namespace: string, name: string): Promise<Record<string, string>> {
-  return (
-    await kubectlJson<{ data: Record<string, string> }>(
-      h.kubeconfig,
-      '-n',
-      namespace,
-      'get',
-      'configmap',
-      name,
-    )
-  ).data;
-}
 
 describe('real Garden projects, reproduced', () => {
   it("a variable's keys read their siblings, and an action's variable reading a Run's outputs makes it a dependency", async () => {
@@ -92,7 +79,7 @@ spec:
       ['run.read-urls', 'ready', undefined],
       ['deploy.app', 'ready', undefined],
     ]);
-    expect(await configMapData('real-vars', 'app')).toEqual({
+    expect(await configMapData(h.kubeconfig, 'real-vars', 'app')).toEqual({
       database: 'postgres://admin@db:5432',
       registries: 'https://a.example https://b.example',
     });
@@ -162,7 +149,7 @@ spec:
     expect(deployed.data.actions.map((a) => [a.ref, a.state, a.error?.message])).toEqual([
       ['deploy.app', 'ready', undefined],
     ]);
-    expect(await configMapData('real-outputs', 'app')).toEqual({
+    expect(await configMapData(h.kubeconfig, 'real-outputs', 'app')).toEqual({
       host: 'api.apps.example.com',
       namespace: 'real-outputs',
     });

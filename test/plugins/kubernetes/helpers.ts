@@ -221,3 +221,14 @@ export async function kubectlJson<T = Record<string, unknown>>(
 ): Promise<T> {
   return JSON.parse(await kubectl(kubeconfig, ...args, '-o', 'json')) as T;
 }
+
+/** The `data` of a ConfigMap in the cluster, as kubectl reads it. */
+export async function configMapData(
+  kubeconfig: string,
+  namespace: string,
+  name: string,
+): Promise<Record<string, string>> {
+  return (
+    await kubectlJson<{ data: Record<string, string> }>(kubeconfig, '-n', namespace, 'get', 'configmap', name)
+  ).data;
+}
