@@ -2,7 +2,8 @@
  * `tend workflow [name]`: runs a Garden Workflow's steps in order (commands/steps.ts), after
  * writing its `files`, with its `envVars` in every step; without a name, lists the workflows.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
+import { writeFileAtomic } from '../state/files.js';
 import path from 'node:path';
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { formatDuration } from '../cli/progress.js';
@@ -126,7 +127,8 @@ function writeWorkflowFiles(root: string, workflow: WorkflowSpec, context: Templ
   }[];
   files.forEach((file, i) => {
     const location = workflow.source.locate(['files', i, 'path']);
-    if (escapesRoot(String(file.path))) {
+    // A NUL would reach the file system as an exception of its own, not as this error.
+    if (String(file.path).includes('\0') || escapesRoot(String(file.path))) {
       throw new TendError('TEND_CONFIG_INVALID', `files: ${file.path} is not inside the project root`, {
         location,
       });
@@ -137,6 +139,6 @@ function writeWorkflowFiles(root: string, workflow: WorkflowSpec, context: Templ
     }
     const target = path.join(root, file.path);
     mkdirSync(path.dirname(target), { recursive: true });
-    writeFileSync(target, String(data ?? ''));
+    writeFileAtomic(target, String(data ?? ''));
   });
 }

@@ -138,7 +138,7 @@ describe('tend workflow', () => {
 
   it('exits 0 when every step succeeds; an unknown name and a file outside the project are errors', async () => {
     const root = makeProject({
-      'project.garden.yml': `${project}  escape: ../outside.txt\n`,
+      'project.garden.yml': `${project}  escape: ../outside.txt\n  nul: "in\\0side.txt"\n`,
       'workflows.garden.yml': `kind: Workflow
 name: ok
 steps:
@@ -151,6 +151,14 @@ files:
     data: x
 steps:
   - script: echo should-not-run
+---
+kind: Workflow
+name: nul
+files:
+  - path: \${var.nul}
+    data: x
+steps:
+  - script: echo should-not-run
 `,
     });
     const ok = await runTend(['workflow', 'ok'], { cwd: root });
@@ -158,7 +166,7 @@ steps:
     expect(ok.stdout).toContain('workflow ok completed');
     const unknown = await runTend(['workflow', 'nope'], { cwd: root });
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toContain('no Workflow named "nope"; defined: ok, escapes');
+    expect(unknown.stderr).toContain('no Workflow named "nope"; defined: ok, escapes, nul');
     const escapes = await runTend(['workflow', 'escapes'], { cwd: root });
     expect(escapes.code).toBe(2);
     expect(escapes.stderr).toContain(
@@ -166,6 +174,12 @@ steps:
     );
     expect(escapes.stdout).not.toContain('should-not-run');
     expect(existsSync(path.join(root, '..', 'outside.txt'))).toBe(false);
+    // A NUL in the path: the same clear error, not the file system's exception.
+    const nul = await runTend(['workflow', 'nul'], { cwd: root });
+    expect(nul.code, nul.stderr).toBe(2);
+    expect(nul.stderr).toContain('workflows.garden.yml:17:11: files: in');
+    expect(nul.stderr).toContain('is not inside the project root');
+    expect(nul.stdout).not.toContain('should-not-run');
   }, 60_000);
 
   it('Ctrl-C stops the running step and the rest are not run (exit 130)', async () => {
