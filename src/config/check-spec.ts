@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Value } from 'typebox/value';
-import type { PluginDefinition, TemplateFiles } from '../plugin/types.js';
+import type { ActionProblem, CheckActionParams, PluginDefinition, TemplateFiles } from '../plugin/types.js';
 import { checkSchema, configError, type ConfigProblem } from './diagnostics.js';
 import { actionTemplateContext } from './environment.js';
 import type { TemplateContext } from './template-context.js';
@@ -89,4 +89,38 @@ export async function templateFileProblems(
       hint: listed.hint,
     }),
   );
+}
+
+/**
+ * What an action's type finds wrong in what its handlers would read (`checkAction`), located in
+ * the action's file or in the file it names. A rejection is left to the handler, which reports it
+ * when the action runs.
+ */
+export async function checkedActionProblems(
+  action: ActionConfig,
+  plugins: readonly PluginDefinition[],
+  params: CheckActionParams,
+): Promise<ConfigProblem[]> {
+  const type = plugins.flatMap((p) => p.actionTypes).find((t) => t.name === action.type);
+  const checkAction = type?.kinds[action.kind]?.checkAction;
+  if (!checkAction) return [];
+  let found: ActionProblem[];
+  try {
+    found = await checkAction({ ...params, spec: structuredClone(params.spec) });
+  } catch {
+    return [];
+  }
+  return found.map((problem) => ({
+    code: 'TEND_CONFIG_INVALID',
+    message: `${action.ref}: ${problem.message}`,
+    location: problem.specPath
+      ? action.locate(['spec', ...problem.specPath])
+      : problem.file
+        ? {
+            file: path.relative(params.projectRoot, problem.file),
+            line: problem.line ?? 1,
+            column: problem.column ?? 1,
+          }
+        : action.location,
+  }));
 }

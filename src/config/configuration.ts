@@ -6,7 +6,7 @@
  */
 import type { Outputs, PluginDefinition } from '../plugin/types.js';
 import type { GardenRunnable } from './garden/workflows.js';
-import { checkResolvedSpec, templateFileProblems } from './check-spec.js';
+import { checkedActionProblems, checkResolvedSpec, templateFileProblems } from './check-spec.js';
 import { configError, sortProblems, type ConfigProblem } from './diagnostics.js';
 import {
   actionTemplateContext,
@@ -110,6 +110,12 @@ export class Configuration {
     return actionTypeIndex(this.plugins).get(action.type)?.plugin;
   }
 
+  /** A plugin's provider configuration in the environment, resolved; `{}` when it has no entry. */
+  private pluginProviderConfig(plugin: PluginDefinition | undefined): Record<string, unknown> {
+    const entry = plugin && this.providers.find((p) => p.name === plugin.name);
+    return entry ? this.providerConfig(entry) : {};
+  }
+
   /** The value of one template expression (`var.x`) in the environment's context. */
   resolveExpression(expression: string): unknown {
     return resolveTemplates(`\${${expression}}`, this.templateContext, () => this.project.location);
@@ -122,18 +128,26 @@ export class Configuration {
 
   /**
    * Every enabled action checked before anything runs (`tend validate`): its spec resolved, but
-   * for other actions' outputs, and checked, then the files its type resolves as templated text.
-   * Throws the problems of those files all at once.
+   * for other actions' outputs, and checked, then the files its type resolves as templated text
+   * and what its type checks before running (`checkAction`). Throws the problems all at once.
    */
   async check(otherProblems: readonly ConfigProblem[] = []): Promise<void> {
     const specs = this.actions.map((action) =>
       this.checkSpec(action, this.resolveSpec(action, { keepActionOutputs: true })),
     );
+    const environment = { name: this.environment.name, namespace: this.environment.namespace };
     const problems = (
       await Promise.all(
-        this.actions.map((action, i) =>
+        this.actions.flatMap((action, i) => [
           templateFileProblems(this.project.root, action, specs[i], this.templateContext, this.plugins),
-        ),
+          checkedActionProblems(action, this.plugins, {
+            sourceDir: action.sourceDir,
+            projectRoot: this.project.root,
+            spec: specs[i],
+            providerConfig: this.pluginProviderConfig(this.actionPlugin(action)),
+            environment,
+          }),
+        ]),
       )
     ).flat();
     problems.push(...otherProblems);

@@ -79,8 +79,14 @@ export function checkSchema(schema: TSchema, value: unknown, options: SchemaChec
   return sortProblems(problems);
 }
 
+/** Problems file by file, each file's in the order of their lines. */
 export function sortProblems(problems: ConfigProblem[]): ConfigProblem[] {
-  return problems.sort((a, b) => a.location.line - b.location.line || a.location.column - b.location.column);
+  return problems.sort(
+    (a, b) =>
+      (a.location.file < b.location.file ? -1 : a.location.file > b.location.file ? 1 : 0) ||
+      a.location.line - b.location.line ||
+      a.location.column - b.location.column,
+  );
 }
 
 /** A failed check with the schema whose keyword failed and the value it was checked against. */

@@ -361,6 +361,25 @@ export interface VersionInputsParams<Spec = unknown> {
   spec: Spec;
 }
 
+/** What `checkAction` is given: the action as `versionInputs` sees it, and where it would go. */
+export interface CheckActionParams<Spec = unknown> extends VersionInputsParams<Spec> {
+  /** The plugin's provider configuration in the environment, resolved (`{}` without an entry). */
+  providerConfig: Record<string, unknown>;
+  environment: { name: string; namespace: string };
+}
+
+/**
+ * One thing `tend validate` finds wrong in what an action's handlers would read, where it is:
+ * `specPath` (inside the action's `spec`), or `file` (absolute) with its line and column.
+ */
+export interface ActionProblem {
+  message: string;
+  specPath?: (string | number)[];
+  file?: string;
+  line?: number;
+  column?: number;
+}
+
 /** What an action's version covers beyond its configuration and source files. */
 export interface ActionVersionInputs {
   /** Absolute paths of files the handlers read: hashed like source files (template expressions in them too). */
@@ -392,6 +411,13 @@ export interface ActionKindDefinition<K extends ActionKind> {
    * files, so that `tend validate` checks them before anything runs. Reads, never changes anything.
    */
   templateFiles?(params: VersionInputsParams): Promise<TemplateFiles>;
+  /**
+   * Optional: what `tend validate` can find wrong in what the handlers would read, beyond the
+   * spec's schema (a manifest written for another namespace, say), so it is said before anything
+   * runs. Reads, never changes anything, never touches a cluster; a rejection is left to the
+   * handler, which meets the same problem when it runs.
+   */
+  checkAction?(params: CheckActionParams): Promise<ActionProblem[]>;
 }
 
 /** One action type of a plugin, with a spec schema and handlers for each kind it supports. */

@@ -63,7 +63,7 @@ function checkShape(plugin: PluginDefinition): void {
           throw invalid(name, `${kind} handler "${handler}" of action type "${type.name}" is not a function`);
         }
       }
-      for (const hook of ['versionInputs', 'templateFiles'] as const) {
+      for (const hook of ['versionInputs', 'templateFiles', 'checkAction'] as const) {
         if (definition[hook] !== undefined && typeof definition[hook] !== 'function') {
           throw invalid(name, `${kind} "${hook}" of action type "${type.name}" is not a function`);
         }

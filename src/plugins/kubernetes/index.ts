@@ -37,6 +37,7 @@ const builds = () => import('./container/index.js');
 const containerDeploys = () => import('./container/deploy.js');
 const deploys = () => import('./deploy.js');
 const manifests = () => import('./manifests.js');
+const manifestNamespaces = () => import('./manifest-namespaces.js');
 const logs = () => import('./logs.js');
 const pods = () => import('./run.js');
 const charts = () => import('./helm.js');
@@ -89,6 +90,7 @@ const kubernetesType: ActionTypeDefinition = {
       },
       versionInputs: async (p) => (await manifests()).versionInputs(p),
       templateFiles: async (p) => (await manifests()).templateFilesOf(p),
+      checkAction: async (p) => (await manifestNamespaces()).namespaceProblems(p),
     },
   },
 };

@@ -1,0 +1,142 @@
+/**
+ * What `tend validate` tells of a kubernetes Deploy's manifests before anything runs: each object
+ * whose `metadata.namespace` is not the one tend deploys into, which `tend deploy` refuses
+ * (deploy.ts `prepare`), named at its file:line. The same exceptions as the deploy's:
+ * `overrideNamespace: true`, and a Namespace the kustomization renders (adopted). A namespace
+ * written as a template expression, and a file that cannot be read or parsed, are left to the
+ * deploy, which sees them resolved and reports them.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { LineCounter, parseAllDocuments } from 'yaml';
+import { TendError } from '../../errors.js';
+import type { ActionProblem, CheckActionParams } from '../../plugin/types.js';
+import { settingsOf, type KubernetesDeploySpec, type KubernetesProviderConfig } from './config.js';
+import type { KubeObject } from './client/index.js';
+import { renderKustomization } from './kustomize.js';
+import { manifestFiles, templateFiles } from './manifests.js';
+
+/** An object as written, and where its namespace is. */
+interface Written {
+  object: KubeObject;
+  namespace: string;
+  where: Pick<ActionProblem, 'specPath' | 'file' | 'line' | 'column'>;
+  /** For the message: `kustomize overlays/dev` or `manifests[0]`; none for a file, which the location names. */
+  origin: string;
+}
+
+export async function namespaceProblems(params: CheckActionParams): Promise<ActionProblem[]> {
+  const spec = params.spec as KubernetesDeploySpec;
+  if (spec.overrideNamespace === true) return [];
+  const target = settingsOf(
+    params.providerConfig as KubernetesProviderConfig,
+    params.environment.namespace,
+  ).appNamespace;
+  const rendered = spec.kustomize ? await kustomizeObjects(params, spec) : [];
+  // The namespaces the kustomization renders stand for the app namespace (deploy.ts adoptedNamespaces).
+  const adopted = new Set(
+    rendered.filter((w) => w.object.kind === 'Namespace').map((w) => w.object.metadata?.name),
+  );
+  const written = [...rendered, ...(await fileObjects(params, spec)), ...inlineObjects(spec)];
+  return written
+    .filter((w) => w.namespace !== target && !adopted.has(w.namespace) && w.object.kind !== 'Namespace')
+    .map((w) => ({
+      ...w.where,
+      message:
+        `${w.origin ? `${w.origin}: ` : ''}${w.object.kind} ${w.object.metadata?.name} sets namespace "${w.namespace}", ` +
+        `but tend deploys into "${target}"; remove metadata.namespace, or set \`overrideNamespace: true\``,
+    }));
+}
+
+/** The literal namespace of an object, if it sets one (a template expression is the deploy's to read). */
+function writtenNamespace(object: unknown): string | undefined {
+  const namespace = (object as KubeObject | null)?.metadata?.namespace;
+  return typeof namespace === 'string' && namespace !== '' && !namespace.includes('${')
+    ? namespace
+    : undefined;
+}
+
+async function kustomizeObjects(params: CheckActionParams, spec: KubernetesDeploySpec): Promise<Written[]> {
+  const kustomize = spec.kustomize!;
+  let text: string;
+  try {
+    text = await renderKustomization(params.sourceDir, kustomize, {
+      invalid: (message) => new TendError('TEND_K8S_MANIFEST_INVALID', message),
+      projectRoot: params.projectRoot,
+    });
+  } catch {
+    return [];
+  }
+  const out: Written[] = [];
+  for (const doc of parseAllDocuments(text)) {
+    if (doc.errors.length > 0) continue;
+    const object = doc.toJS() as KubeObject | null;
+    const namespace = writtenNamespace(object);
+    if (object?.kind === 'Namespace' || namespace) {
+      out.push({
+        object: object!,
+        namespace: namespace ?? '',
+        where: { specPath: ['kustomize', 'path'] },
+        origin: `kustomize ${kustomize.path}`,
+      });
+    }
+  }
+  return out;
+}
+
+async function fileObjects(params: CheckActionParams, spec: KubernetesDeploySpec): Promise<Written[]> {
+  const names = [...(spec.manifestFiles ?? []), ...templateFiles(spec)];
+  if (names.length === 0) return [];
+  let files: string[];
+  try {
+    files = await manifestFiles(
+      params.sourceDir,
+      names,
+      (message) => new TendError('TEND_K8S_MANIFEST_INVALID', message),
+    );
+  } catch {
+    return [];
+  }
+  const out: Written[] = [];
+  for (const file of files) {
+    let text: string;
+    try {
+      text = readFileSync(path.resolve(params.sourceDir, file), 'utf8');
+    } catch {
+      continue;
+    }
+    const lines = new LineCounter();
+    for (const doc of parseAllDocuments(text, { lineCounter: lines })) {
+      if (doc.errors.length > 0) continue;
+      const object = doc.toJS() as KubeObject | null;
+      const namespace = writtenNamespace(object);
+      if (!namespace) continue;
+      const node = doc.getIn(['metadata', 'namespace'], true) as
+        { range?: [number, number, number] } | undefined;
+      const position = lines.linePos(node?.range?.[0] ?? 0);
+      out.push({
+        object: object!,
+        namespace,
+        where: { file: path.resolve(params.sourceDir, file), line: position.line, column: position.col },
+        origin: '',
+      });
+    }
+  }
+  return out;
+}
+
+function inlineObjects(spec: KubernetesDeploySpec): Written[] {
+  return (spec.manifests ?? []).flatMap((object, index) => {
+    const namespace = writtenNamespace(object);
+    return namespace
+      ? [
+          {
+            object: object as KubeObject,
+            namespace,
+            where: { specPath: ['manifests', index, 'metadata', 'namespace'] },
+            origin: `manifests[${index}]`,
+          },
+        ]
+      : [];
+  });
+}
