@@ -8,6 +8,7 @@
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { formatDuration } from '../cli/progress.js';
 import path from 'node:path';
+import { configError } from '../config/diagnostics.js';
 import { readRunnables, type CommandParameter, type CustomCommandSpec } from '../config/garden/workflows.js';
 import { loadProjectConfig } from '../config/pipeline.js';
 import { ExitCode, TendError } from '../errors.js';
@@ -76,6 +77,7 @@ export async function customCommand(
     );
   }
   if (words.includes('--help') || words.includes('-h')) return commandHelp(command);
+  if (command.notRun) throw configError([command.notRun]);
   const started = performance.now();
   const parsed = parseCommandLine(command, words);
   const base = await withSecrets(configured, command.source.value);

@@ -30,8 +30,8 @@ export interface ValidateData {
     dependencies: string[];
   }[];
   /** Garden's Workflows (`tend workflow <name>`) and custom Commands (`tend command <name>`, or `tend <name>`). */
-  workflows?: { name: string; steps: number; file: string; line: number }[];
-  commands?: { name: string; runAs: string; file: string; line: number }[];
+  workflows?: { name: string; steps: number; file: string; line: number; notRun?: string }[];
+  commands?: { name: string; runAs: string; file: string; line: number; notRun?: string }[];
   /** What tend read and does not do: Garden settings it ignores. */
   notes?: { message: string; file: string; line: number; column: number }[];
 }
@@ -77,7 +77,7 @@ export async function validateCommand(
       ? {
           workflows: runnables.workflows.map((w) => {
             const { file, line } = w.source.locate([]);
-            return { name: w.name, steps: w.steps.length, file, line };
+            return { name: w.name, steps: w.steps.length, file, line, ...notRun(w) };
           }),
         }
       : {}),
@@ -85,7 +85,8 @@ export async function validateCommand(
       ? {
           commands: runnables.commands.map((c) => {
             const { file, line } = c.source.locate([]);
-            return { name: c.name, runAs: `tend ${c.topLevel ? '' : 'command '}${c.name}`, file, line };
+            const runAs = `tend ${c.topLevel ? '' : 'command '}${c.name}`;
+            return { name: c.name, runAs, file, line, ...notRun(c) };
           }),
         }
       : {}),
@@ -103,13 +104,21 @@ export async function validateCommand(
     count > 0 ? table : '(no actions)',
     '',
     ...(data.workflows ?? []).map(
-      (w) => `workflow ${w.name}: ${w.steps} step(s), ${w.file}:${w.line} (tend workflow ${w.name})`,
+      (w) =>
+        `workflow ${w.name}: ${w.steps} step(s), ${w.file}:${w.line} (${w.notRun ? 'not run: see its note' : `tend workflow ${w.name}`})`,
     ),
-    ...(data.commands ?? []).map((c) => `command ${c.name}: ${c.file}:${c.line} (${c.runAs})`),
+    ...(data.commands ?? []).map(
+      (c) => `command ${c.name}: ${c.file}:${c.line} (${c.notRun ? 'not run: see its note' : c.runAs})`,
+    ),
     ...(data.workflows || data.commands ? [''] : []),
     ...(data.notes ?? []).map((note) => `note: ${note.file}:${note.line}:${note.column}: ${note.message}`),
     ...(data.notes ? [''] : []),
     `configuration valid: ${count} action${count === 1 ? '' : 's'}`,
   ].join('\n');
   return { data, human, exitCode: ExitCode.ok };
+}
+
+/** Why tend does not run a Workflow or Command, for `--json`. */
+function notRun(runnable: { notRun?: { message: string } }): { notRun?: string } {
+  return runnable.notRun ? { notRun: runnable.notRun.message } : {};
 }

@@ -7,6 +7,7 @@ import { writeFileAtomic } from '../state/files.js';
 import path from 'node:path';
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { formatDuration } from '../cli/progress.js';
+import { configError } from '../config/diagnostics.js';
 import { escapesRoot, type WorkflowSpec } from '../config/garden/workflows.js';
 import { resolveTemplates, type TemplateContext } from '../config/template.js';
 import { ExitCode, TendError } from '../errors.js';
@@ -46,6 +47,7 @@ export async function workflowCommand(
       `no Workflow named "${name}"; defined: ${workflows.map((w) => w.name).join(', ') || '(none)'}`,
     );
   }
+  if (workflow.notRun) throw configError([workflow.notRun]);
   const started = performance.now();
   // A file's `secretName` reads that secret too.
   const secretFiles = (Array.isArray(workflow.files) ? (workflow.files as { secretName?: unknown }[]) : [])

@@ -1,10 +1,13 @@
 /**
  * Garden's Workflows and custom Commands as `tend validate` reads them: listed, with notes for
- * what tend accepts and ignores, and every bad step an error at its file:line; and the order in
+ * what tend accepts and ignores, every bad step an error at its file:line, and one that runs a
+ * Garden command tend does not have listed and not run; and the order in
  * which steps run (`when`), as Garden decides it.
  */
 import { afterAll, describe, expect, it } from 'vitest';
+import { customCommand } from '../../src/commands/custom-command.js';
 import { validateCommand } from '../../src/commands/validate.js';
+import { workflowCommand } from '../../src/commands/workflow.js';
 import { isDropped } from '../../src/commands/steps.js';
 import { tendCommandLine } from '../../src/config/garden/workflows.js';
 import type { TendError } from '../../src/errors.js';
@@ -89,13 +92,13 @@ exec: { command: [echo] }
     expect(result.human).toContain('command build: workflows.garden.yml:13 (tend command build)');
   });
 
-  it('a bad step is an error at its file:line: an unknown Garden command, command and script both, a command not a list', async () => {
+  it('a bad step is an error at its file:line: command and script both, a command not a list, a bad when', async () => {
     expect(
       await errors({
         'workflows.garden.yml': `kind: Workflow
 name: ci
 steps:
-  - command: [publish]
+  - command: [deploy, api]
   - command: [deploy]
     script: echo both
   - command: deploy
@@ -117,7 +120,6 @@ exec: { command: echo }
 `,
       }),
     ).toEqual([
-      'TEND_CONFIG_UNSUPPORTED workflows.garden.yml:4:15 Workflow ci: Garden command "publish" is not one tend runs; a step runs build, deploy, test, run, validate, logs, workflow, get status, get workflows, cleanup namespace, cleanup deploy, delete environment, delete env, delete namespace, delete deploy and delete service, or a custom command of the project (bare); use a script step for anything else',
       'TEND_CONFIG_INVALID workflows.garden.yml:6:5 Workflow ci: a step has command and script: give exactly one of command and script',
       'TEND_CONFIG_INVALID workflows.garden.yml:7:5 Workflow ci: command must be a list of words, e.g. [deploy] or [run, my-task] (got the string "deploy")',
       'TEND_CONFIG_INVALID workflows.garden.yml:9:5 Workflow ci: when must be one of onSuccess, onError, always, never',
@@ -126,6 +128,65 @@ exec: { command: echo }
       'TEND_CONFIG_INVALID workflows.garden.yml:20:1 Command bare: needs description.short',
       'TEND_CONFIG_INVALID workflows.garden.yml:22:1 Command bare: exec needs command: a list, the program and its arguments (e.g. [sh, -c, "…"])',
     ]);
+  });
+});
+
+describe('a Workflow or Command with a Garden command tend does not run', () => {
+  it('is listed, not run: a note at the step, never a validate error; running it is the error, the others run', async () => {
+    const root = makeProject({
+      'project.garden.yml': project,
+      'workflows.garden.yml': `kind: Workflow
+name: ci
+steps:
+  - script: echo first
+  - command: [publish, --all]
+---
+kind: Workflow
+name: fine
+steps:
+  - script: echo fine
+---
+kind: Command
+name: test-lib
+description: { short: tests the library in the running app }
+gardenCommand: [exec, app, /bin/sh, test]
+`,
+    });
+    const result = await validateCommand({ root, var: [] });
+    expect(result.exitCode).toBe(0);
+    const reason =
+      'Garden command "publish --all" is not one tend runs; a step runs build, deploy, test, run, validate, logs, workflow, get status, get workflows, cleanup namespace, cleanup deploy, delete environment, delete env, delete namespace, delete deploy and delete service, or a custom command of the project (test-lib); use a script step for anything else';
+    expect(result.data.workflows).toEqual([
+      { name: 'ci', steps: 2, file: 'workflows.garden.yml', line: 1, notRun: `Workflow ci: ${reason}` },
+      { name: 'fine', steps: 1, file: 'workflows.garden.yml', line: 7 },
+    ]);
+    expect(result.data.commands?.map((c) => c.notRun)).toEqual([
+      expect.stringMatching(
+        /^Command test-lib: Garden command "exec app \/bin\/sh test" is not one tend runs/,
+      ),
+    ]);
+    expect(result.data.notes?.map((n) => `${n.file}:${n.line}:${n.column}: ${n.message}`)).toEqual([
+      expect.stringMatching(
+        /^workflows\.garden\.yml:15:17: Command test-lib is listed, not run: Garden command "exec/,
+      ),
+      `workflows.garden.yml:5:15: Workflow ci is listed, not run: ${reason}`,
+    ]);
+    expect(result.human).toContain('workflow ci: 2 step(s), workflows.garden.yml:1 (not run: see its note)');
+    expect(result.human).toContain('workflow fine: 1 step(s), workflows.garden.yml:7 (tend workflow fine)');
+    expect(result.human).toContain('command test-lib: workflows.garden.yml:12 (not run: see its note)');
+
+    const refused = (await workflowCommand('ci', { root, var: [] }).catch((e: unknown) => e)) as TendError;
+    expect([refused.code, refused.message, refused.location]).toEqual([
+      'TEND_CONFIG_UNSUPPORTED',
+      `Workflow ci: ${reason}`,
+      { file: 'workflows.garden.yml', line: 5, column: 15 },
+    ]);
+    const command = (await customCommand('test-lib', [], { root, var: [] }).catch(
+      (e: unknown) => e,
+    )) as TendError;
+    expect(command.code).toBe('TEND_CONFIG_UNSUPPORTED');
+    const fine = await workflowCommand('fine', { root, var: [] });
+    expect([fine.exitCode, (fine.data as { succeeded: boolean }).succeeded]).toEqual([0, true]);
   });
 });
 

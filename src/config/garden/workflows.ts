@@ -47,6 +47,8 @@ export interface WorkflowSpec {
   files?: unknown;
   steps: StepSpec[];
   source: GardenRunnable;
+  /** Why tend does not run it (a step runs a Garden command tend does not have): listed, not run. */
+  notRun?: ConfigProblem;
 }
 
 export interface CommandParameter {
@@ -68,6 +70,8 @@ export interface CustomCommandSpec {
   /** Offered as `tend <name>` too (false: the name is one of tend's commands). */
   topLevel: boolean;
   source: GardenRunnable;
+  /** As a Workflow's. */
+  notRun?: ConfigProblem;
 }
 
 export interface GardenRunnables {
@@ -216,30 +220,54 @@ export function readRunnables(
 }
 
 const identifier = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+/** `Workflow ci`, `Command hello`, for messages. */
+function label(source: GardenRunnable): string {
+  return `${source.kind} ${typeof source.value.name === 'string' ? source.value.name : '(no name)'}`;
+}
 const workflowKeysIgnored = ['limits', 'resources', 'keepAliveHours', 'triggers'];
 
 class RunnableReader {
+  /** The first reason each Workflow or Command is not run. */
+  private readonly notRunnable = new Map<GardenRunnable, ConfigProblem>();
+
   constructor(
     private readonly out: GardenRunnables,
     private readonly customNames: readonly string[],
   ) {}
 
   invalid(source: GardenRunnable, path: ConfigPath, message: string): void {
-    this.problem(source, path, message, 'TEND_CONFIG_INVALID');
-  }
-
-  problem(
-    source: GardenRunnable,
-    path: ConfigPath,
-    message: string,
-    code: 'TEND_CONFIG_INVALID' | 'TEND_CONFIG_UNSUPPORTED',
-  ): void {
-    const label = `${source.kind} ${typeof source.value.name === 'string' ? source.value.name : '(no name)'}`;
-    this.out.problems.push({ code, message: `${label}: ${message}`, location: source.locate(path, 'key') });
+    this.out.problems.push({
+      code: 'TEND_CONFIG_INVALID',
+      message: `${label(source)}: ${message}`,
+      location: source.locate(path, 'key'),
+    });
   }
 
   note(source: GardenRunnable, path: ConfigPath, message: string): void {
     this.out.notes.push({ message, location: source.locate(path, 'key') });
+  }
+
+  /**
+   * What tend cannot run in a Workflow or Command that is otherwise well formed: it is listed and
+   * not run (a note, and the error of a run), never a validate error.
+   */
+  private notRun(source: GardenRunnable, path: ConfigPath, message: string): void {
+    if (this.notRunnable.has(source)) return;
+    const location = source.locate(path, 'key');
+    const problem = {
+      code: 'TEND_CONFIG_UNSUPPORTED' as const,
+      message: `${label(source)}: ${message}`,
+      location,
+    };
+    this.notRunnable.set(source, problem);
+    this.out.notes.push({ message: `${label(source)} is listed, not run: ${message}`, location });
+  }
+
+  /** `notRun` of a runnable, when it has one. */
+  private notRunOf(source: GardenRunnable): { notRun?: ConfigProblem } {
+    const problem = this.notRunnable.get(source);
+    return problem ? { notRun: problem } : {};
   }
 
   /** The name, when it is one Garden takes (a literal: Garden does not template names). */
@@ -280,6 +308,7 @@ class RunnableReader {
       ...(value.files !== undefined ? { files: value.files } : {}),
       steps,
       source,
+      ...this.notRunOf(source),
     };
   }
 
@@ -331,6 +360,7 @@ class RunnableReader {
       steps,
       topLevel,
       source,
+      ...this.notRunOf(source),
     };
   }
 
@@ -540,8 +570,7 @@ class RunnableReader {
     // `[get, ${var.what}]`: the templated words may complete it, checked when the step runs.
     const templated = literal.length < words.length;
     if ('problem' in line && !(templated && gardenCommands.some(([garden]) => garden[0] === literal[0]))) {
-      this.problem(source, [...path, 0], line.problem, 'TEND_CONFIG_UNSUPPORTED');
-      return false;
+      this.notRun(source, [...path, 0], line.problem);
     }
     return true;
   }
