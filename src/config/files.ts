@@ -41,6 +41,20 @@ const gardenProjectKind = /^kind:[ \t]*["']?Project["']?[ \t]*(#.*)?$/m;
 
 /** The Garden files at the top of a directory that declare a Project, in name order. */
 export function gardenProjectFiles(dir: string): string[] {
+  return gardenFilesMatching(dir, gardenProjectKind);
+}
+
+/** Garden 0.9's project file: a top-level `project:` mapping instead of a `kind: Project` document. */
+const olderGardenProject = /^project:[ \t]*(#.*)?$/m;
+
+/** A Garden file of the directory written in Garden's format before 0.10, if there is one. */
+function olderGardenProjectFile(dir: string): string | undefined {
+  const [name] = gardenFilesMatching(dir, olderGardenProject);
+  return name === undefined ? undefined : path.join(dir, name);
+}
+
+/** The Garden files at the top of a directory whose text matches, in name order. */
+function gardenFilesMatching(dir: string, pattern: RegExp): string[] {
   let names: string[];
   try {
     names = readdirSync(dir);
@@ -52,7 +66,7 @@ export function gardenProjectFiles(dir: string): string[] {
     .sort()
     .filter((name) => {
       try {
-        return gardenProjectKind.test(readFileSync(path.join(dir, name), 'utf8'));
+        return pattern.test(readFileSync(path.join(dir, name), 'utf8'));
       } catch {
         return false;
       }
@@ -92,15 +106,28 @@ export function findProjectRoot(options: { root?: string; cwd: string }): string
     return root;
   }
   let dir = path.resolve(options.cwd);
+  let olderGarden: string | undefined;
   for (;;) {
     if (isProjectRoot(dir)) return dir;
+    olderGarden ??= olderGardenProjectFile(dir);
     const parent = path.dirname(dir);
     if (parent === dir) break;
     dir = parent;
   }
+  if (olderGarden) {
+    throw new TendError(
+      'TEND_CONFIG_UNSUPPORTED',
+      `${olderGarden} declares its project in Garden's format before 0.10 (a top-level \`project:\`), which tend does not read`,
+      {
+        detail: {
+          hint: 'write the project as a `kind: Project` document and each module as a `kind: Module` document (Garden 0.12 and later), or start from `tend init`',
+        },
+      },
+    );
+  }
   throw new TendError(
     'TEND_CONFIG_NOT_FOUND',
-    `no ${projectFileName} found in ${path.resolve(options.cwd)} or any parent directory`,
+    `no ${projectFileName} or Garden project file found in ${path.resolve(options.cwd)} or any parent directory`,
     {
       detail: {
         hint: `create a ${projectFileName} with a "kind: Project" document, or pass --root <dir> (a Garden project's garden.yml is read too)`,

@@ -82,6 +82,25 @@ describe('Garden project files', () => {
     expect(loaded.notes.map((n) => `${n.location.file}:${n.location.line} ${n.message}`)).toEqual([]);
   });
 
+  it("Garden's format before 0.10 (a top-level project:) is said as such; no project file at all names both kinds", async () => {
+    const older = makeProject({
+      'garden.yml': 'project:\n  name: old\n  environments:\n    - name: local\n',
+      'api/garden.yml': 'module:\n  name: api\n  type: container\n',
+    });
+    const error = await loadError(path.join(older, 'api'));
+    expect([error.code, error.message]).toEqual([
+      'TEND_CONFIG_UNSUPPORTED',
+      `${path.join(older, 'garden.yml')} declares its project in Garden's format before 0.10 (a top-level \`project:\`), which tend does not read`,
+    ]);
+    expect(String(error.detail?.hint)).toContain('`kind: Project` document');
+    const none = makeProject({ 'api/garden.yml': execRun('api') });
+    const missing = await loadError(none);
+    expect([missing.code, missing.message]).toEqual([
+      'TEND_CONFIG_NOT_FOUND',
+      `no tend.yml or Garden project file found in ${none} or any parent directory`,
+    ]);
+  });
+
   it('the Project and its actions in one garden.yml, with YAML anchors and merge keys', async () => {
     const root = makeProject({
       'garden.yml': `${gardenProject}---
