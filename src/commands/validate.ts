@@ -43,8 +43,10 @@ export async function validateCommand(
   const configuration = await configureEnvironment(options, builtins);
   const { project, providers, actions, disabled, environment } = configuration;
   const runnables = readRunnables(configuration.runnables, tendCommandNames);
+  const warnings = await configuration.check(runnables.problems);
   const notes = [
     ...configuration.notes,
+    ...warnings,
     ...runnables.notes,
     ...disabled.map((action) => ({
       message: `${action.ref} is disabled in environment ${environment.name}; not run`,
@@ -55,7 +57,6 @@ export async function validateCommand(
     name: entry.name,
     config: configuration.providerConfig(entry),
   }));
-  await configuration.check(runnables.problems);
   const graph = new ActionGraph(actions);
 
   const data: ValidateData = {

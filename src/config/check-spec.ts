@@ -6,12 +6,13 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Value } from 'typebox/value';
-import type { ActionProblem, CheckActionParams, PluginDefinition, TemplateFiles } from '../plugin/types.js';
+import type { ActionWarning, CheckActionParams, PluginDefinition, TemplateFiles } from '../plugin/types.js';
 import { checkSchema, configError, type ConfigProblem } from './diagnostics.js';
 import { actionTemplateContext } from './environment.js';
 import type { TemplateContext } from './template-context.js';
 import { checkTemplateText } from './template-text.js';
 import type { ActionConfig } from './project.js';
+import type { ConfigNote } from './read-documents.js';
 import { actionTypeIndex } from './schema.js';
 import { containsTemplate } from './template.js';
 
@@ -92,34 +93,33 @@ export async function templateFileProblems(
 }
 
 /**
- * What an action's type finds wrong in what its handlers would read (`checkAction`), located in
- * the action's file or in the file it names. A rejection is left to the handler, which reports it
- * when the action runs.
+ * What an action's type warns of (`checkAction`: what its handlers will refuse), located in the
+ * action's file or in the file it names. A rejection is left to the handler, which reports it when
+ * the action runs.
  */
-export async function checkedActionProblems(
+export async function actionWarnings(
   action: ActionConfig,
   plugins: readonly PluginDefinition[],
   params: CheckActionParams,
-): Promise<ConfigProblem[]> {
+): Promise<ConfigNote[]> {
   const type = plugins.flatMap((p) => p.actionTypes).find((t) => t.name === action.type);
   const checkAction = type?.kinds[action.kind]?.checkAction;
   if (!checkAction) return [];
-  let found: ActionProblem[];
+  let found: ActionWarning[];
   try {
     found = await checkAction({ ...params, spec: structuredClone(params.spec) });
   } catch {
     return [];
   }
-  return found.map((problem) => ({
-    code: 'TEND_CONFIG_INVALID',
-    message: `${action.ref}: ${problem.message}`,
-    location: problem.specPath
-      ? action.locate(['spec', ...problem.specPath])
-      : problem.file
+  return found.map((warning) => ({
+    message: `${action.ref}: ${warning.message}`,
+    location: warning.specPath
+      ? action.locate(['spec', ...warning.specPath])
+      : warning.file
         ? {
-            file: path.relative(params.projectRoot, problem.file),
-            line: problem.line ?? 1,
-            column: problem.column ?? 1,
+            file: path.relative(params.projectRoot, warning.file),
+            line: warning.line ?? 1,
+            column: warning.column ?? 1,
           }
         : action.location,
   }));

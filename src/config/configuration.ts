@@ -6,7 +6,7 @@
  */
 import type { Outputs, PluginDefinition } from '../plugin/types.js';
 import type { GardenRunnable } from './garden/workflows.js';
-import { checkedActionProblems, checkResolvedSpec, templateFileProblems } from './check-spec.js';
+import { actionWarnings, checkResolvedSpec, templateFileProblems } from './check-spec.js';
 import { configError, sortProblems, type ConfigProblem } from './diagnostics.js';
 import {
   actionTemplateContext,
@@ -128,29 +128,35 @@ export class Configuration {
 
   /**
    * Every enabled action checked before anything runs (`tend validate`): its spec resolved, but
-   * for other actions' outputs, and checked, then the files its type resolves as templated text
-   * and what its type checks before running (`checkAction`). Throws the problems all at once.
+   * for other actions' outputs, and checked, then the files its type resolves as templated text.
+   * Throws the problems all at once; else resolves to what the action types warn of
+   * (`checkAction`: what their handlers will refuse).
    */
-  async check(otherProblems: readonly ConfigProblem[] = []): Promise<void> {
+  async check(otherProblems: readonly ConfigProblem[] = []): Promise<ConfigNote[]> {
     const specs = this.actions.map((action) =>
       this.checkSpec(action, this.resolveSpec(action, { keepActionOutputs: true })),
     );
-    const environment = { name: this.environment.name, namespace: this.environment.namespace };
     const problems = (
       await Promise.all(
-        this.actions.flatMap((action, i) => [
+        this.actions.map((action, i) =>
           templateFileProblems(this.project.root, action, specs[i], this.templateContext, this.plugins),
-          checkedActionProblems(action, this.plugins, {
-            sourceDir: action.sourceDir,
-            projectRoot: this.project.root,
-            spec: specs[i],
-            providerConfig: this.pluginProviderConfig(this.actionPlugin(action)),
-            environment,
-          }),
-        ]),
+        ),
       )
     ).flat();
     problems.push(...otherProblems);
     if (problems.length > 0) throw configError(sortProblems(problems));
+    const environment = { name: this.environment.name, namespace: this.environment.namespace };
+    const warnings = await Promise.all(
+      this.actions.map((action, i) =>
+        actionWarnings(action, this.plugins, {
+          sourceDir: action.sourceDir,
+          projectRoot: this.project.root,
+          spec: specs[i],
+          providerConfig: this.pluginProviderConfig(this.actionPlugin(action)),
+          environment,
+        }),
+      ),
+    );
+    return warnings.flat();
   }
 }

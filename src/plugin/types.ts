@@ -369,10 +369,10 @@ export interface CheckActionParams<Spec = unknown> extends VersionInputsParams<S
 }
 
 /**
- * One thing `tend validate` finds wrong in what an action's handlers would read, where it is:
- * `specPath` (inside the action's `spec`), or `file` (absolute) with its line and column.
+ * What `tend validate` warns of in what an action's handlers would read (they will refuse it),
+ * where it is: `specPath` (inside the action's `spec`), or `file` (absolute) with its line and column.
  */
-export interface ActionProblem {
+export interface ActionWarning {
   message: string;
   specPath?: (string | number)[];
   file?: string;
@@ -412,12 +412,12 @@ export interface ActionKindDefinition<K extends ActionKind> {
    */
   templateFiles?(params: VersionInputsParams): Promise<TemplateFiles>;
   /**
-   * Optional: what `tend validate` can find wrong in what the handlers would read, beyond the
-   * spec's schema (a manifest written for another namespace, say), so it is said before anything
-   * runs. Reads, never changes anything, never touches a cluster; a rejection is left to the
-   * handler, which meets the same problem when it runs.
+   * Optional: what `tend validate` warns of before anything runs, beyond the spec's schema: what
+   * the handlers will refuse (a manifest written for another namespace, say). Reads, never changes
+   * anything, never touches a cluster; a rejection is left to the handler, which meets the same
+   * problem when it runs.
    */
-  checkAction?(params: CheckActionParams): Promise<ActionProblem[]>;
+  checkAction?(params: CheckActionParams): Promise<ActionWarning[]>;
 }
 
 /** One action type of a plugin, with a spec schema and handlers for each kind it supports. */

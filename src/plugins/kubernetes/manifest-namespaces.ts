@@ -1,6 +1,6 @@
 /**
- * What `tend validate` tells of a kubernetes Deploy's manifests before anything runs: each object
- * whose `metadata.namespace` is not the one tend deploys into, which `tend deploy` refuses
+ * What `tend validate` warns of in a kubernetes Deploy's manifests before anything runs: each
+ * object whose `metadata.namespace` is not the one tend deploys into, which `tend deploy` refuses
  * (deploy.ts `prepare`), named at its file:line. The same exceptions as the deploy's:
  * `overrideNamespace: true`, and a Namespace the kustomization renders (adopted). A namespace
  * written as a template expression, and a file that cannot be read or parsed, are left to the
@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { LineCounter, parseAllDocuments } from 'yaml';
 import { TendError } from '../../errors.js';
-import type { ActionProblem, CheckActionParams } from '../../plugin/types.js';
+import type { ActionWarning, CheckActionParams } from '../../plugin/types.js';
 import { settingsOf, type KubernetesDeploySpec, type KubernetesProviderConfig } from './config.js';
 import type { KubeObject } from './client/index.js';
 import { renderKustomization } from './kustomize.js';
@@ -20,12 +20,12 @@ import { manifestFiles, templateFiles } from './manifests.js';
 interface Written {
   object: KubeObject;
   namespace: string;
-  where: Pick<ActionProblem, 'specPath' | 'file' | 'line' | 'column'>;
+  where: Pick<ActionWarning, 'specPath' | 'file' | 'line' | 'column'>;
   /** For the message: `kustomize overlays/dev` or `manifests[0]`; none for a file, which the location names. */
   origin: string;
 }
 
-export async function namespaceProblems(params: CheckActionParams): Promise<ActionProblem[]> {
+export async function namespaceProblems(params: CheckActionParams): Promise<ActionWarning[]> {
   const spec = params.spec as KubernetesDeploySpec;
   if (spec.overrideNamespace === true) return [];
   const target = settingsOf(
@@ -43,8 +43,8 @@ export async function namespaceProblems(params: CheckActionParams): Promise<Acti
     .map((w) => ({
       ...w.where,
       message:
-        `${w.origin ? `${w.origin}: ` : ''}${w.object.kind} ${w.object.metadata?.name} sets namespace "${w.namespace}", ` +
-        `but tend deploys into "${target}"; remove metadata.namespace, or set \`overrideNamespace: true\``,
+        `${w.origin ? `${w.origin}: ` : ''}${w.object.kind} ${w.object.metadata?.name} sets namespace "${w.namespace}": ` +
+        `tend deploy refuses it (it deploys into "${target}"); remove metadata.namespace, or set \`overrideNamespace: true\``,
     }));
 }
 

@@ -103,6 +103,11 @@ describe("Garden's base-image, istio and local-service examples", () => {
     expect(validated.stdout).toContain('configuration valid: 8 actions');
     // The provider's namespace is where its Deploys would go.
     expect(validated.stdout).toContain('namespace istio-garden-example (provider kubernetes');
+    // Its gateway's manifests are written for istio-system: validate warns that deploy refuses them.
+    expect(validated.stdout).toContain(
+      'note: istio-system/istio.garden.yaml:37:20: deploy.istio-gateway: manifests[0]: Service istio-ingressgateway ' +
+        'sets namespace "istio-system": tend deploy refuses it (it deploys into "istio-garden-example")',
+    );
 
     const empty = makeProject({});
     const deployed = await cli(root, ['deploy'], {
