@@ -75,7 +75,12 @@ describe('Garden project files', () => {
     expect(loaded.project.providers.map((p) => [p.name, p.config])).toEqual([
       [
         'kubernetes',
-        { context: 'kind-kind', deploymentRegistry: 'registry.example.com/shop', ingressClass: 'nginx' },
+        {
+          context: 'kind-kind',
+          deploymentRegistry: 'registry.example.com/shop',
+          ingressClass: 'nginx',
+          defaultHostname: 'shop.local.demo.garden',
+        },
       ],
       ['exec', {}],
     ]);

@@ -64,6 +64,35 @@ environments:
   });
 });
 
+describe("Garden's local-kubernetes defaultHostname", () => {
+  it('is <project>.local.demo.garden when the entry sets none, as Garden makes it; a kubernetes entry has none', async () => {
+    const root = makeProject({
+      'garden.yml': `kind: Project
+name: shop
+environments: [{ name: local }, { name: remote }, { name: own }]
+providers:
+  - name: local-kubernetes
+    environments: [local]
+  - name: kubernetes
+    environments: [remote]
+    context: gke
+  - name: local-kubernetes
+    environments: [own]
+    defaultHostname: apps.example.test
+`,
+      'hello/garden.yml': execRun,
+    });
+    const { project } = await load(root);
+    const hostname = (env: string) =>
+      providersOf(project, env).find((p) => p.name === 'kubernetes')?.config.defaultHostname;
+    expect([hostname('local'), hostname('remote'), hostname('own')]).toEqual([
+      'shop.local.demo.garden',
+      undefined,
+      'apps.example.test',
+    ]);
+  });
+});
+
 describe("a variable's keys read their siblings, as Garden resolves them key by key", () => {
   it('resolves only the key read, across layers; a key that reads itself is a cycle when read', async () => {
     const root = makeProject({

@@ -51,6 +51,7 @@ function translateProvider(
   translation: Translation,
   entry: unknown,
   at: ConfigPath,
+  projectName: unknown,
 ): { entry: GardenRecord; name: string } | undefined {
   if (!isRecord(entry) || typeof entry.name !== 'string') return { entry: entry as GardenRecord, name: '' };
   const { dependencies: _order, ...rest } = entry;
@@ -112,6 +113,14 @@ function translateProvider(
         'buildMode local-docker: tend builds images in the cluster (cluster-buildkit); ignored',
       );
       delete kept.buildMode;
+    }
+    if (
+      name === 'local-kubernetes' &&
+      kept.defaultHostname === undefined &&
+      typeof projectName === 'string'
+    ) {
+      // Garden's local-kubernetes default (minikube's nip.io name aside): ingresses need a host.
+      kept.defaultHostname = `${projectName}.local.demo.garden`;
     }
     return { entry: { ...kept, name: 'kubernetes' }, name: 'kubernetes' };
   }
@@ -267,7 +276,7 @@ export function translateGardenProject(value: GardenRecord, translation: Transla
   const providers: GardenRecord[] = [];
   const names = new Set<string>();
   for (const { entry, at } of providerEntries(translation, value)) {
-    const translated = translateProvider(translation, entry, at);
+    const translated = translateProvider(translation, entry, at, kept.name);
     if (!translated) continue;
     translation.moved(['providers', providers.length], at);
     providers.push(translated.entry);

@@ -207,9 +207,10 @@ describe("Garden's examples with container Deploys", () => {
   }, 180_000);
 
   it.each([
-    // [example, the provider's host of ingresses without one (local-tls sets defaultHostname)]
+    // [example, the provider's host of ingresses without one: local-tls sets defaultHostname,
+    // remote-k8s's local-kubernetes gets Garden's default, <project>.local.demo.garden]
     ['local-tls', 'garden.dev'],
-    ['remote-k8s', '*'],
+    ['remote-k8s', 'remote-k8s.local.demo.garden'],
   ])(
     '%s: both services deploy with their ingresses, and the node service tests pass',
     async (name, host) => {
