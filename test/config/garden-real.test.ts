@@ -93,6 +93,37 @@ providers:
   });
 });
 
+describe('an exec command that runs the garden CLI', () => {
+  it('gets a note at its command (validate passes); a command that only says garden does not', async () => {
+    const root = makeProject({
+      'project.garden.yml':
+        'apiVersion: garden.io/v1\nkind: Project\nname: lib\nenvironments: [{ name: local }]\n',
+      'lib/garden.yml': `kind: Module
+type: exec
+name: build-lib
+build:
+  command:
+    - /bin/sh
+    - -c
+    - |-
+      echo "prepare artifacts..."
+      garden --env local run task build-lib-artifacts
+---
+kind: Run
+type: exec
+name: party
+spec:
+  command: [sh, -c, "echo garden party && echo the garden is green"]
+`,
+    });
+    const { data, exitCode } = await validateCommand({ root, var: [] });
+    expect(exitCode).toBe(0);
+    expect(
+      data.notes?.filter((n) => n.message.includes('garden CLI')).map((n) => `${n.file}:${n.line}`),
+    ).toEqual(['lib/garden.yml:5']);
+  });
+});
+
 describe("a variable's keys read their siblings, as Garden resolves them key by key", () => {
   it('resolves only the key read, across layers; a key that reads itself is a cycle when read', async () => {
     const root = makeProject({

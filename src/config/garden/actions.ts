@@ -55,9 +55,22 @@ type SpecTranslator = (
   action: ActionFacts,
 ) => GardenRecord | undefined;
 
-/** `command` as Garden runs it with `shell: true`: one string for `sh -c`. */
+/** A `garden` command line inside a command's words or script (`garden run task x`, `… && garden deploy`). */
+const gardenCli =
+  /(^|[\s;&|(`])garden\s+(?:--?[a-z-]+(?:[= ]\S+)?\s+)*(?:build|deploy|test|run|exec|get|delete|cleanup|publish|sync|workflow|logs|validate|dev|plugins|tools|util|login|create|up)\b/;
+
+/**
+ * `command` as Garden runs it with `shell: true`: one string for `sh -c`. A command that runs the
+ * `garden` CLI gets a note: tend does not stand in for it.
+ */
 function shellCommand(translation: Translation, spec: GardenRecord, key: string): unknown {
   const command = spec[key];
+  if (Array.isArray(command) && command.some((word) => typeof word === 'string' && gardenCli.test(word))) {
+    translation.note(
+      ['spec', key],
+      `${key} runs the garden CLI, which tend does not provide: run what it asks of Garden with tend (\`tend run <name>\`, \`tend deploy\`…), or as an action this one depends on`,
+    );
+  }
   if (spec.shell !== true || !Array.isArray(command)) return command;
   translation.moved(['spec', 'command'], ['spec', key]);
   return ['sh', '-c', command.join(' ')];
