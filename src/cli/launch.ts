@@ -206,9 +206,10 @@ function exitWithoutTeardown(): void {
 /**
  * The head of the function CommonJS wraps a module in (what `require` compiles), with which
  * scripts/bundle.ts writes the bundle (and `\n});` after it): compiled as it is read, it takes no
- * second copy of 2.5 MB to wrap (8 ms of every command, measured on Node 20).
+ * second copy of the bundle to wrap (8 ms of every command, measured on Node 20). A line of its
+ * own, so that the bundle's source map only moves down a line.
  */
-export const moduleFunctionHead = '(function (exports, require, module, __filename, __dirname) { ';
+export const moduleFunctionHead = '(function (exports, require, module, __filename, __dirname) {\n';
 
 /** Runs the bundle's function as CommonJS runs a module. */
 function run(script: vm.Script, bundle: string): void {
