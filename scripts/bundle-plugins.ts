@@ -61,10 +61,11 @@ export const builtinsWhenUsed: Plugin = {
 
 /**
  * What @kubernetes/client-node imports for a kubeconfig that few have — a proxy (`proxy-url`:
- * SOCKS through socks-proxy-agent, which brings socks, ip-address and its regular expressions, and
- * debug; HTTP through hpagent), the Azure and GCP auth providers (jsonpath-plus), and undici, its
- * HTTP client (tend makes its own requests, src/plugins/kubernetes/client/connection.ts; undici is
- * 1.3 MB of code, left outside the bundle) — and runs at load: each name it imports of them is a stand-in that loads the package on its first call.
+ * SOCKS through socks-proxy-agent or socks itself, which bring ip-address and its regular
+ * expressions, and debug; HTTP through hpagent), the Azure and GCP auth providers (jsonpath-plus),
+ * and undici, its HTTP client (tend makes its own requests, src/plugins/kubernetes/client/
+ * connection.ts; undici is 1.3 MB of code, left outside the bundle) — and runs at load: each name
+ * it imports of them is a stand-in that loads the package on its first use.
  * (openid-client, for OIDC, stays as it is: required whole, its ES module would bring all of
  * oauth4webapi, 100 KB more to read on every command, where esbuild keeps the part it uses.)
  * A name not listed here would fail the build (esbuild: "No matching export", or a warning that it
@@ -72,6 +73,8 @@ export const builtinsWhenUsed: Plugin = {
  */
 const packagesOnFirstCall: Record<string, string[]> = {
   'socks-proxy-agent': ['SocksProxyAgent'],
+  // For a socks:// proxy: `SocksClient.createConnection(…)`.
+  socks: ['SocksClient'],
   hpagent: ['HttpProxyAgent', 'HttpsProxyAgent'],
   'jsonpath-plus': ['JSONPath'],
   undici: ['Agent', 'ProxyAgent', 'fetch'],
@@ -87,10 +90,13 @@ export const kubernetesAuthWhenUsed: Plugin = {
         : undefined,
     );
     bundle.onLoad({ filter: /.*/, namespace: 'tend-package-when-used' }, ({ path: name, pluginData }) => {
+      // Called, constructed, or a static member read (SocksClient.createConnection).
       const exports = packagesOnFirstCall[name]!.map(
         (key) =>
-          `export function ${key}(...args) {\n` +
-          `  return new.target ? new (load().${key})(...args) : load().${key}(...args);\n}`,
+          `export const ${key} = new Proxy(function ${key}() {}, {\n` +
+          `  apply: (_, self, args) => Reflect.apply(load().${key}, self, args),\n` +
+          `  construct: (_, args) => Reflect.construct(load().${key}, args),\n` +
+          `  get: (_, member) => load().${key}[member],\n});`,
       );
       return {
         contents: `let loaded;\nconst load = () => (loaded ??= require(${JSON.stringify(name)}));\n${exports.join('\n')}\n`,

@@ -2,6 +2,7 @@
  * Rendering of command results and errors. Commands compute typed data; this module prints it:
  * results on stdout (for people, or as JSON with --json), progress and logs on stderr.
  */
+import { sourceMappedStack } from './bundle-stack.js';
 import { TendError, toTendError } from '../errors.js';
 import { redactSecretsIn, redactUrlsIn } from '../redact.js';
 
@@ -55,9 +56,9 @@ export function printError(error: unknown, options: GlobalOptions): number {
   }
   if (options.debug) {
     const stack = error instanceof Error ? error.stack : undefined;
-    if (stack) stderr(stack + '\n');
+    if (stack) stderr(sourceMappedStack(stack) + '\n');
     if (error instanceof TendError && error.cause instanceof Error && error.cause.stack) {
-      stderr('caused by: ' + error.cause.stack + '\n');
+      stderr('caused by: ' + sourceMappedStack(error.cause.stack) + '\n');
     }
   }
   return tendError.exitCode;

@@ -81,6 +81,7 @@ describe('the npm package', () => {
         'bin/package.json',
         'dist/cli/tend.cjs',
         'dist/cli/launch.cjs',
+        'dist/cli/tend.cjs.map',
         'dist/src/index.js',
         'dist/src/index.d.ts',
         'dist/src/server/db/sqlite-writer-thread.js',
@@ -88,7 +89,7 @@ describe('the npm package', () => {
     );
     const outside = files.filter(
       (f) =>
-        !/^(package\.json|README\.md|LICENSE|docs\/[A-Za-z-]+\.md|bin\/[^/]+|dist\/(cli|src)\/.+\.(c?js|d\.ts))$/.test(
+        !/^(package\.json|README\.md|LICENSE|docs\/[A-Za-z-]+\.md|bin\/[^/]+|dist\/(cli|src)\/.+\.(c?js|d\.ts)|dist\/cli\/tend\.cjs\.map)$/.test(
           f,
         ),
     );
