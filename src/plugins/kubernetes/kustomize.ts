@@ -9,7 +9,7 @@ import path from 'node:path';
 import { builtinModule } from '../../builtin-module.js';
 import { TendError } from '../../errors.js';
 import type { KustomizeSpec } from './config.js';
-import { keepRendering, keptRendering, renderingKey } from './kustomize-kept.js';
+import { keepRendering, keptRendering, renderingDocuments, renderingKey } from './kustomize-kept.js';
 import { kustomizeRenderings } from './memo.js';
 import { statePaths } from '../../state/files.js';
 
@@ -117,6 +117,17 @@ export async function renderKustomization(
   return kustomizeRenderings.get(key, () => renderOrReuse(command, dir, sourceDir, kustomize, options));
 }
 
+/** Where a project keeps its renderings and their documents (kustomize-kept.ts). */
+const keptDir = (projectRoot: string) => path.join(statePaths(projectRoot).cache, 'kustomize');
+
+/**
+ * The documents of a rendering's text, each one's value, as `parse` gives them: kept parsed by an
+ * earlier command in the project's `.tend/cache/kustomize/` (kustomize-kept.ts).
+ */
+export function renderedDocuments(text: string, projectRoot: string, parse: () => unknown[]): unknown[] {
+  return renderingDocuments(keptDir(projectRoot), text, parse);
+}
+
 /** A rendering kept by an earlier command from the same inputs, else a new one (kept when its inputs held still). */
 async function renderOrReuse(
   command: { program: string; args: string[] },
@@ -130,7 +141,7 @@ async function renderOrReuse(
   },
 ): Promise<string> {
   if (options.projectRoot === undefined) return runKustomize(command, dir, sourceDir, kustomize, options);
-  const cacheDir = path.join(statePaths(options.projectRoot).cache, 'kustomize');
+  const cacheDir = keptDir(options.projectRoot);
   const inputsKey = () =>
     renderingKey(command.program, [...command.args, sourceDir], dir, kustomize.extraArgs ?? []);
   const before = inputsKey();

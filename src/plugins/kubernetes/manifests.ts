@@ -21,7 +21,7 @@ import type {
 } from '../../plugin/types.js';
 import type { KubeObject } from './client/index.js';
 import type { KubernetesDeploySpec } from './config.js';
-import { renderKustomization } from './kustomize.js';
+import { renderedDocuments, renderKustomization } from './kustomize.js';
 import { applyPatch, PatchError } from './patch.js';
 
 export interface Manifest {
@@ -156,10 +156,20 @@ function parseManifests(
   text: string,
   name: string,
   file: string,
-  { rendered = false, templated = false } = {},
+  { templated = false } = {},
 ): Manifest[] {
-  const out: Manifest[] = [];
-  parseAllDocuments(text).forEach((doc, index) => {
+  return manifestsOf(documentValues(action, text, name, file, { templated }), name);
+}
+
+/** The value of each YAML document of a text; TEND_K8S_MANIFEST_INVALID for one that is not YAML. */
+function documentValues(
+  action: ResolvedAction<KubernetesDeploySpec>,
+  text: string,
+  name: string,
+  file: string,
+  { templated = false } = {},
+): unknown[] {
+  return parseAllDocuments(text).map((doc) => {
     if (doc.errors.length > 0) {
       const e = doc.errors[0]!;
       const line = e.linePos?.[0];
@@ -170,7 +180,14 @@ function parseManifests(
         { file },
       );
     }
-    const value = doc.toJS() as unknown;
+    return doc.toJS() as unknown;
+  });
+}
+
+/** The manifests of documents' values, an empty document none. */
+function manifestsOf(values: unknown[], name: string, { rendered = false } = {}): Manifest[] {
+  const out: Manifest[] = [];
+  values.forEach((value, index) => {
     if (value === null || value === undefined) return;
     out.push({
       object: value as KubeObject,
@@ -211,7 +228,9 @@ export async function loadManifests(
       projectRoot: ctx.projectRoot,
     });
     const dir = path.resolve(action.sourceDir, spec.kustomize.path);
-    out.push(...parseManifests(action, text, `kustomize ${spec.kustomize.path}`, dir, { rendered: true }));
+    const name = `kustomize ${spec.kustomize.path}`;
+    const values = renderedDocuments(text, ctx.projectRoot, () => documentValues(action, text, name, dir));
+    out.push(...manifestsOf(values, name, { rendered: true }));
   }
   const asWritten = new Set(await manifestFiles(action.sourceDir, spec.manifestFiles ?? [], fail));
   for (const [files, templated] of [

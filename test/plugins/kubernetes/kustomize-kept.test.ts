@@ -13,12 +13,14 @@ import {
   utimesSync,
   writeFileSync,
 } from 'node:fs';
+import { createHash } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   keepRendering,
   keptRendering,
+  renderingDocuments,
   renderingKey,
 } from '../../../src/plugins/kubernetes/kustomize-kept.js';
 
@@ -142,5 +144,80 @@ describe('kept renderings', () => {
     }
     keepRendering(cacheDir, key, text);
     expect(keptRendering(cacheDir, key)).toBe(text);
+  });
+});
+
+describe('kept documents of a rendering', () => {
+  const text =
+    'kind: ConfigMap\nmetadata: { name: app }\ndata: { greeting: héllo }\n---\n---\nkind: Service\n';
+  const values = () => [
+    { kind: 'ConfigMap', metadata: { name: 'app' }, data: { greeting: 'héllo' } },
+    null,
+    { kind: 'Service' },
+  ];
+
+  function cache(): { cacheDir: string; file: string } {
+    const { root } = project();
+    const cacheDir = path.join(root, '.tend/cache/kustomize');
+    mkdirSync(cacheDir, { recursive: true });
+    return { cacheDir, file: path.join(cacheDir, `${createHash('sha256').update(text).digest('hex')}.json`) };
+  }
+
+  it('parses a text once: the next command reads its documents back as they were, each time new objects', () => {
+    const { cacheDir } = cache();
+    let parses = 0;
+    const parse = () => (parses++, values());
+    expect(renderingDocuments(cacheDir, text, parse)).toEqual(values());
+    const again = renderingDocuments(cacheDir, text, parse);
+    expect(again).toEqual(values());
+    expect(parses).toBe(1);
+    (again[0] as { kind: string }).kind = 'Changed';
+    expect(renderingDocuments(cacheDir, text, parse)).toEqual(values());
+    // Another text is parsed on its own.
+    expect(renderingDocuments(cacheDir, `${text}# another\n`, () => [{ kind: 'Secret' }])).toEqual([
+      { kind: 'Secret' },
+    ]);
+    expect(parses).toBe(1);
+  });
+
+  it('parses again documents cut short, changed or without their checksum, and keeps them again', () => {
+    const { cacheDir, file } = cache();
+    renderingDocuments(cacheDir, text, values);
+    const kept = readFileSync(file);
+    const changed = kept.toString('utf8').replace('"app"', '"web"');
+    for (const damaged of [
+      kept.subarray(0, kept.length - 1),
+      kept.subarray(0, 20),
+      Buffer.alloc(0),
+      Buffer.from(changed),
+    ]) {
+      writeFileSync(file, damaged);
+      let parses = 0;
+      expect(renderingDocuments(cacheDir, text, () => (parses++, values()))).toEqual(values());
+      expect(parses).toBe(1);
+      expect(readFileSync(file)).toEqual(kept);
+    }
+  });
+
+  it('keeps no documents that JSON would not give back as they were', () => {
+    const shared = { name: 'app' };
+    for (const documents of [
+      [{ replicas: Number.POSITIVE_INFINITY }],
+      [{ replicas: Number.NaN }],
+      [{ replicas: -0 }],
+      [{ data: new Uint8Array([1]) }],
+      [{ when: new Date(0) }],
+      [{ a: shared, b: shared }],
+      [{ list: [1, undefined] }],
+      [JSON.parse('{"__proto__": {"kind": "Secret"}}') as unknown],
+    ]) {
+      const { cacheDir } = cache();
+      let parses = 0;
+      const parse = () => (parses++, documents);
+      expect(renderingDocuments(cacheDir, text, parse)).toBe(documents);
+      renderingDocuments(cacheDir, text, parse);
+      expect(parses).toBe(2);
+      expect(readdirSync(cacheDir)).toEqual([]);
+    }
   });
 });
