@@ -3,15 +3,17 @@ import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
  * Test files that run one after the other in a worker that keeps its imported modules (Vitest's
- * `isolate: false`): the in-process server tests. Importing src/server afresh (Fastify, Kysely,
- * TypeBox and every route) costs each file about 2 s of CPU; in a shared worker it is paid once
+ * `isolate: false`). Importing src afresh for each file (for the server: Fastify, Kysely, TypeBox
+ * and every route) costs each file one to two seconds of CPU; in a shared worker it is paid once
  * per worker. A file belongs here only if it leaves nothing behind for the next one: no
- * process.env change (test/shared-modules-setup.ts fails a file that leaves one), no module
- * mocks, spies or fake timers, no process listeners, no kube-sim through the Kubernetes test
- * helpers (they set KUBECONFIG and a world clock of the file's), no plugins loaded in process
- * (their event types are registered process-wide). The files that do, below, stay isolated.
+ * process.env or working directory change (test/shared-modules-setup.ts fails a file that leaves
+ * one), no module mocks, spies or fake timers, no process listeners, no kube-sim through the
+ * Kubernetes test helpers (they set KUBECONFIG and a world clock of the file's; kube-sim numbers
+ * its addresses process-wide), no plugin event types of its own (they are registered process-wide).
+ * The files that do stay isolated, listed below. The server's files and the others share workers
+ * apart: the others load plugins in process, whose event types the server would then know.
  */
-const isolatedServerFiles = [
+const isolatedFiles = [
   // process.env, kube-sim (KUBECONFIG, the world clock) or plugins loaded in process
   'test/server/cleanup/archive-attacks.test.ts',
   'test/server/cleanup/archive.test.ts',
@@ -22,8 +24,29 @@ const isolatedServerFiles = [
   'test/server/cli.test.ts',
   'test/server/read-only-activity.test.ts',
   'test/server/webhook-cli.test.ts',
+  'test/config/garden-files.test.ts', // process.chdir
+  'test/plugins/exec-spawner-start.test.ts', // process.env
+  'test/plugins/exec-spawner-unready.test.ts', // process.env, vi.resetModules
+  'test/plugins/exec-spawner.test.ts', // process.env
+  'test/plugins/validate.test.ts', // plugin event types of its own
+  'test/events/cleanup-contract.test.ts', // process.env, kube-sim
+  'test/stream/outbox.test.ts', // process.env
+  'test/cli/conventions.test.ts', // kube-sim
+  'test/commands/init.test.ts', // kube-sim
 ];
-const sharedModuleFiles = fg.sync('test/server/**/*.test.ts', { ignore: isolatedServerFiles });
+const sharedServerFiles = fg.sync('test/server/**/*.test.ts', { ignore: isolatedFiles });
+const sharedOtherFiles = fg.sync(
+  [
+    'test/*.test.ts',
+    'test/{cli,commands,config,events,expressions,graph,plugin,repository,router,session,stream}/**/*.test.ts',
+    'test/plugins/*.test.ts',
+  ],
+  { ignore: isolatedFiles },
+);
+const shared = (name: string, include: string[]) => ({
+  extends: true as const,
+  test: { name, include, isolate: false, setupFiles: ['test/shared-modules-setup.ts'] },
+});
 
 export default defineConfig({
   test: {
@@ -40,18 +63,11 @@ export default defineConfig({
         test: {
           name: 'isolated',
           include: ['test/**/*.test.ts', 'tools/kube-sim/test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, ...sharedModuleFiles],
+          exclude: [...configDefaults.exclude, ...sharedServerFiles, ...sharedOtherFiles],
         },
       },
-      {
-        extends: true,
-        test: {
-          name: 'shared-modules',
-          include: sharedModuleFiles,
-          isolate: false,
-          setupFiles: ['test/shared-modules-setup.ts'],
-        },
-      },
+      shared('shared-server', sharedServerFiles),
+      shared('shared-units', sharedOtherFiles),
     ],
   },
 });
