@@ -8,8 +8,7 @@ import { configDefaults, defineConfig } from 'vitest/config';
  * per worker. A file belongs here only if it leaves nothing behind for the next one: no
  * process.env or working directory change (test/shared-modules-setup.ts fails a file that leaves
  * one), no module mocks, spies or fake timers, no process listeners, no kube-sim through the
- * Kubernetes test helpers (they set KUBECONFIG and a world clock of the file's; kube-sim numbers
- * its addresses process-wide), no plugin event types of its own (they are registered process-wide).
+ * Kubernetes test helpers (they set KUBECONFIG and a world clock of the file's), no plugin event types of its own (they are registered process-wide).
  * The files that do stay isolated, listed below. The server's files and the others share workers
  * apart: the others load plugins in process, whose event types the server would then know.
  */
@@ -40,6 +39,7 @@ const sharedOtherFiles = fg.sync(
     'test/*.test.ts',
     'test/{cli,commands,config,events,expressions,graph,plugin,repository,router,session,stream}/**/*.test.ts',
     'test/plugins/*.test.ts',
+    'tools/kube-sim/test/**/*.test.ts',
   ],
   { ignore: isolatedFiles },
 );
