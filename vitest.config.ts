@@ -8,9 +8,10 @@ import { configDefaults, defineConfig } from 'vitest/config';
  * per worker. A file belongs here only if it leaves nothing behind for the next one: no
  * process.env or working directory change (test/shared-modules-setup.ts fails a file that leaves
  * one), no module mocks, spies or fake timers, no process listeners, no kube-sim through the
- * Kubernetes test helpers (they set KUBECONFIG and a world clock of the file's), no plugin event types of its own (they are registered process-wide).
- * The files that do stay isolated, listed below. The server's files and the others share workers
- * apart: the others load plugins in process, whose event types the server would then know.
+ * Kubernetes test helpers (they set KUBECONFIG and a world clock of the file's), no plugin event
+ * types of its own (they are registered process-wide). The files that do stay isolated, listed
+ * below. The server's files and the others share workers apart: the others load plugins in
+ * process, whose event types the server would then know.
  */
 const isolatedFiles = [
   // process.env, kube-sim (KUBECONFIG, the world clock) or plugins loaded in process
