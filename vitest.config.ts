@@ -33,13 +33,17 @@ const isolatedFiles = [
   'test/stream/outbox.test.ts', // process.env
   'test/cli/conventions.test.ts', // kube-sim
   'test/commands/init.test.ts', // kube-sim
+  'test/plugins/kubernetes/garden-helm-exec.test.ts', // process.env
+  'test/plugins/kubernetes/garden-manifests.test.ts', // process.env
+  'test/plugins/kubernetes/kustomize.test.ts', // process.env
+  'test/plugins/kubernetes/requests.test.ts', // process.env
 ];
 const sharedServerFiles = fg.sync('test/server/**/*.test.ts', { ignore: isolatedFiles });
 const sharedOtherFiles = fg.sync(
   [
     'test/*.test.ts',
     'test/{cli,commands,config,events,expressions,graph,plugin,repository,router,session,stream}/**/*.test.ts',
-    'test/plugins/*.test.ts',
+    'test/plugins/{,kubernetes/}*.test.ts',
     'tools/kube-sim/test/**/*.test.ts',
   ],
   { ignore: isolatedFiles },
