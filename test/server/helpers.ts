@@ -3,10 +3,18 @@
  * PostgreSQL database created for the file and dropped afterwards, so files run in parallel),
  * an app with tokens of every scope, and event factories.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { monotonicFactory } from 'ulidx';
@@ -37,10 +45,19 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-export async function createTestDatabase(dialect: Dialect): Promise<TestDatabase> {
+/**
+ * A database of its own for one test file (or test): empty, or with `{ migrated: true }` a copy
+ * of a database the migrations were applied to once (see `migratedTemplate`), as if
+ * `migrateToLatest` had just run on it.
+ */
+export async function createTestDatabase(
+  dialect: Dialect,
+  o: { migrated?: boolean } = {},
+): Promise<TestDatabase> {
   if (dialect === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'tend-server-test-'));
     const file = join(dir, 'tend.db');
+    if (o.migrated) copyFileSync(await migratedTemplate('sqlite'), file);
     return {
       dialect,
       file,
@@ -53,7 +70,11 @@ export async function createTestDatabase(dialect: Dialect): Promise<TestDatabase
   const admin = new pg.Client({ connectionString: adminDatabaseUrl });
   await admin.connect();
   try {
-    await admin.query(`create database ${name}`);
+    await admin.query(
+      o.migrated
+        ? `create database ${name} template ${await migratedTemplate('postgres')}`
+        : `create database ${name}`,
+    );
   } finally {
     await admin.end();
   }
@@ -75,6 +96,88 @@ export async function createTestDatabase(dialect: Dialect): Promise<TestDatabase
   };
 }
 
+/**
+ * The migrations applied once to a database that is then only ever copied: an SQLite file in the
+ * temp directory, a PostgreSQL database (CREATE DATABASE … TEMPLATE). Applying them costs about
+ * a second of CPU (SQLite) or of the PostgreSQL server's time per database, paid by every test
+ * that starts a server; a copy costs next to nothing. Named by a hash of src/server/db (the
+ * migrations and what runs them), so a changed migration makes a new one; the template stays
+ * for the next run, as a cache does. Published whole (renamed into place once migrated), so a
+ * run killed while building one leaves no half-migrated template.
+ */
+const templates = new Map<Dialect, Promise<string>>();
+export function migratedTemplate(dialect: Dialect): Promise<string> {
+  let template = templates.get(dialect);
+  if (!template) {
+    template = dialect === 'sqlite' ? sqliteTemplate() : postgresTemplate();
+    templates.set(dialect, template);
+  }
+  return template;
+}
+
+const dbSources = new URL('../../src/server/db/', import.meta.url);
+function migrationsHash(): string {
+  const hash = createHash('sha256');
+  for (const entry of readdirSync(dbSources, { recursive: true, encoding: 'utf8' }).sort()) {
+    if (!entry.endsWith('.ts')) continue;
+    hash.update(entry).update(readFileSync(new URL(entry, dbSources)));
+  }
+  return hash.digest('hex').slice(0, 16);
+}
+
+async function sqliteTemplate(): Promise<string> {
+  const file = join(tmpdir(), `tend-test-template-${migrationsHash()}.db`);
+  if (existsSync(file)) return file;
+  const dir = mkdtempSync(join(tmpdir(), 'tend-test-template-'));
+  try {
+    const building = join(dir, 'tend.db');
+    const database = await openDatabase({ sqliteFile: building });
+    try {
+      await migrateToLatest(database);
+    } finally {
+      await database.close();
+    }
+    // Closing checkpoints the WAL into the file and removes it: the file alone is the database.
+    if (existsSync(`${building}-wal`)) throw new Error(`${building}-wal remains after closing the database`);
+    renameSync(building, file);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return file;
+}
+
+async function postgresTemplate(): Promise<string> {
+  const name = `tend_test_template_${migrationsHash()}`;
+  const admin = new pg.Client({ connectionString: adminDatabaseUrl });
+  await admin.connect();
+  try {
+    // One builder at a time across the run's workers (and other runs on this server).
+    await admin.query('select pg_advisory_lock(7420002)');
+    const found = await admin.query('select 1 from pg_database where datname = $1', [name]);
+    if (found.rowCount === 0) {
+      const building = `${name}_${randomBytes(4).toString('hex')}`;
+      await admin.query(`create database ${building}`);
+      const url = new URL(adminDatabaseUrl);
+      url.pathname = `/${building}`;
+      try {
+        const database = await openDatabase({ databaseUrl: url.toString() });
+        try {
+          await migrateToLatest(database);
+        } finally {
+          await database.close();
+        }
+      } catch (error) {
+        await admin.query(`drop database if exists ${building} with (force)`);
+        throw error;
+      }
+      await admin.query(`alter database ${building} rename to ${name}`);
+    }
+  } finally {
+    await admin.end(); // ends the session: its advisory lock with it
+  }
+  return name;
+}
+
 export interface TestServer {
   app: App;
   database: ServerDatabase;
@@ -89,7 +192,7 @@ export async function createTestServer(
   dialect: Dialect,
   options: Partial<BuildServerOptions> = {},
 ): Promise<TestServer> {
-  const testDb = await createTestDatabase(dialect);
+  const testDb = await createTestDatabase(dialect, { migrated: true });
   const database = await testDb.open();
   await migrateToLatest(database);
   const repo = new TokenRepository(database.db);

@@ -49,12 +49,16 @@ export const gardenDatabaseWait: PodRule = {
   behaviour: { runMs: DEFAULT_RUN },
 };
 
-/** Starts kube-sim and points KUBECONFIG at it (this test file's process only). */
+/**
+ * Starts kube-sim and points KUBECONFIG at it (this test file's process only) until `stop`, which
+ * gives KUBECONFIG back its value from before (the next file in a shared worker sees the same).
+ */
 export async function startSim(options: KubeSimOptions = {}): Promise<SimHandle> {
   const sim = await startKubeSim({ now: () => worldNow(), ...options });
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tend-kubeconfig-'));
   const kubeconfig = path.join(dir, 'config');
   await sim.writeKubeconfig(kubeconfig);
+  const kubeconfigBefore = process.env.KUBECONFIG;
   process.env.KUBECONFIG = kubeconfig;
   resetConnections();
   return {
@@ -63,6 +67,8 @@ export async function startSim(options: KubeSimOptions = {}): Promise<SimHandle>
     async stop() {
       await sim.stop();
       rmSync(dir, { recursive: true, force: true });
+      if (kubeconfigBefore === undefined) delete process.env.KUBECONFIG;
+      else process.env.KUBECONFIG = kubeconfigBefore;
       resetConnections();
     },
   };
