@@ -194,6 +194,24 @@ ${script
     }
   });
 
+  it("validate lists the problems file by file, each file's by line", async () => {
+    const root = makeProject({
+      'tend.yml': projectYaml({ registry: h.sim.registryHost, namespace: 'gtt-order' }),
+      'jobs/jobs.tend.yml':
+        'kind: Deploy\ntype: kubernetes\nname: jobs\nspec:\n  manifestTemplates: [k8s/*.yaml]\n',
+      'jobs/k8s/a.yaml':
+        'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  one: "1"\n  two: "2"\n  late: ${var.none}\n',
+      'jobs/k8s/b.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${var.nothing}\n',
+    });
+    const error = (await validateCommand({ root, var: [] }).catch((e: unknown) => e)) as TendError;
+    const { errors } = error.detail as { errors: { location: { file: string; line: number } }[] };
+    // a.yaml's problem is further down its file than b.yaml's: listed first all the same.
+    expect(errors.map((e) => `${e.location.file}:${e.location.line}`)).toEqual([
+      'jobs/k8s/a.yaml:8',
+      'jobs/k8s/b.yaml:4',
+    ]);
+  });
+
   it('a templated file: $${ is a literal, inside text a list is joined and a mapping written as JSON', async () => {
     const namespace = 'gtt-values';
     const root = makeProject({
