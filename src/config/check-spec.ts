@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { Type } from 'typebox';
 import { Value } from 'typebox/value';
 import type { ActionWarning, CheckActionParams, PluginDefinition, TemplateFiles } from '../plugin/types.js';
 import { checkSchema, configError, type ConfigProblem } from './diagnostics.js';
@@ -92,6 +93,16 @@ export async function templateFileProblems(
   );
 }
 
+const ActionWarningSchema = Type.Object({
+  message: Type.String({ minLength: 1, maxLength: 4096 }),
+  specPath: Type.Optional(
+    Type.Array(Type.Union([Type.String({ maxLength: 256 }), Type.Integer({ minimum: 0 })]), { maxItems: 64 }),
+  ),
+  file: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
+  line: Type.Optional(Type.Integer({ minimum: 1 })),
+  column: Type.Optional(Type.Integer({ minimum: 1 })),
+});
+
 /**
  * What an action's type warns of (`checkAction`: what its handlers will refuse), located in the
  * action's file or in the file it names. A rejection is left to the handler, which reports it when
@@ -105,19 +116,23 @@ export async function actionWarnings(
   const type = plugins.flatMap((p) => p.actionTypes).find((t) => t.name === action.type);
   const checkAction = type?.kinds[action.kind]?.checkAction;
   if (!checkAction) return [];
-  let found: ActionWarning[];
+  let found: unknown;
   try {
     found = await checkAction({ ...params, spec: structuredClone(params.spec) });
   } catch {
     return [];
   }
-  return found.map((warning) => ({
+  // A plugin's answer: what is not a warning is left out, and does not cost the others.
+  const warnings = Array.isArray(found)
+    ? found.filter((item): item is ActionWarning => Value.Check(ActionWarningSchema, item))
+    : [];
+  return warnings.map((warning) => ({
     message: `${action.ref}: ${warning.message}`,
     location: warning.specPath
       ? action.locate(['spec', ...warning.specPath])
       : warning.file
         ? {
-            file: path.relative(params.projectRoot, warning.file),
+            file: path.relative(params.projectRoot, path.resolve(params.sourceDir, warning.file)),
             line: warning.line ?? 1,
             column: warning.column ?? 1,
           }

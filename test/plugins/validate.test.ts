@@ -101,6 +101,17 @@ describe('plugin registration', () => {
       /Build "versionInputs" of action type "noop" is not a function/,
     ],
     [
+      'a checkAction that is not a function',
+      (p: PluginDefinition) => {
+        const build = p.actionTypes[0]!.kinds.Build!;
+        return {
+          ...p,
+          actionTypes: [{ ...p.actionTypes[0]!, kinds: { Build: { ...build, checkAction: true as never } } }],
+        };
+      },
+      /Build "checkAction" of action type "noop" is not a function/,
+    ],
+    [
       "an event type in another plugin's namespace",
       (p: PluginDefinition) =>
         ({
