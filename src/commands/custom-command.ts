@@ -6,7 +6,6 @@
  * A Command whose name is not one of tend's runs as `tend <name>` too (src/main.ts).
  */
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
-import { formatDuration } from '../cli/progress.js';
 import path from 'node:path';
 import { configError } from '../config/diagnostics.js';
 import { readRunnables, type CommandParameter, type CustomCommandSpec } from '../config/garden/workflows.js';
@@ -16,7 +15,7 @@ import { builtinPlugins } from '../plugins/builtin.js';
 import type { PluginDefinition } from '../plugin/types.js';
 import { handleInterrupts } from './context.js';
 import { runSteps, type StepOutcome } from './steps.js';
-import { configureRunnables, stepsTable, tendCommandNames, withSecrets } from './runnables.js';
+import { configureRunnables, stepsOutcome, tendCommandNames, withSecrets } from './runnables.js';
 
 /** Whether the project (found as the options say) has a custom Command `name` offered as `tend <name>`. */
 export async function isTopLevelCommand(
@@ -99,23 +98,16 @@ export async function customCommand(
       customCommands: commands.map((c) => c.name),
       signal: interrupts.signal,
     });
-    const durationMs = Math.round(performance.now() - started);
-    const verdict = run.interrupted ? 'interrupted' : run.failed ? 'failed' : 'completed';
+    const outcome = stepsOutcome(`command ${command.name}`, run, started);
     return {
       data: {
         project: configured.project.name,
         environment: configured.environment.name,
         command: command.name,
-        succeeded: !run.failed,
-        interrupted: run.interrupted,
-        durationMs,
-        steps: run.steps,
+        ...outcome.summary,
       },
-      human: [
-        stepsTable(run.steps),
-        `command ${command.name} ${verdict} in ${formatDuration(durationMs)}`,
-      ].join('\n'),
-      exitCode: run.interrupted ? ExitCode.interrupted : run.failed ? ExitCode.actionFailed : ExitCode.ok,
+      human: outcome.human,
+      exitCode: outcome.exitCode,
     };
   } finally {
     interrupts.dispose();

@@ -10,7 +10,8 @@ import { readsSecrets, type TemplateContext } from '../config/template.js';
 import type { PluginDefinition } from '../plugin/types.js';
 import { loadSecrets } from '../remote/secrets.js';
 import { configureEnvironment } from './environment-config.js';
-import type { StepOutcome } from './steps.js';
+import { ExitCode } from '../errors.js';
+import type { StepOutcome, StepsRun } from './steps.js';
 
 /**
  * tend's own top-level commands (and aliases): a custom Command of one of these names runs as
@@ -75,4 +76,15 @@ export function stepsTable(steps: readonly StepOutcome[]): string {
       [s.reason, s.continued ? '(continueOnError)' : undefined].filter(Boolean).join(' ') || '-',
     ]),
   );
+}
+
+/** How a Workflow's or a Command's run went: its data, the steps' table with a last line, its exit code. */
+export function stepsOutcome(what: string, run: StepsRun, started: number) {
+  const durationMs = Math.round(performance.now() - started);
+  const verdict = run.interrupted ? 'interrupted' : run.failed ? 'failed' : 'completed';
+  return {
+    summary: { succeeded: !run.failed, interrupted: run.interrupted, durationMs, steps: run.steps },
+    human: [stepsTable(run.steps), `${what} ${verdict} in ${formatDuration(durationMs)}`].join('\n'),
+    exitCode: run.interrupted ? ExitCode.interrupted : run.failed ? ExitCode.actionFailed : ExitCode.ok,
+  };
 }

@@ -6,7 +6,6 @@ import { mkdirSync } from 'node:fs';
 import { writeFileAtomic } from '../state/files.js';
 import path from 'node:path';
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
-import { formatDuration } from '../cli/progress.js';
 import { configError } from '../config/diagnostics.js';
 import { escapesRoot, type WorkflowSpec } from '../config/garden/workflows.js';
 import { resolveTemplates, type TemplateContext } from '../config/template.js';
@@ -14,7 +13,7 @@ import { ExitCode, TendError } from '../errors.js';
 import { builtinPlugins } from '../plugins/builtin.js';
 import type { PluginDefinition } from '../plugin/types.js';
 import { handleInterrupts } from './context.js';
-import { configureRunnables, stepsTable, withSecrets } from './runnables.js';
+import { configureRunnables, stepsOutcome, withSecrets } from './runnables.js';
 import { runSteps, type StepOutcome } from './steps.js';
 
 export interface WorkflowListData {
@@ -71,25 +70,14 @@ export async function workflowCommand(
       customCommands: runnables.commands.map((c) => c.name),
       signal: interrupts.signal,
     });
-    const durationMs = Math.round(performance.now() - started);
+    const outcome = stepsOutcome(`workflow ${workflow.name}`, run, started);
     const data: WorkflowRunData = {
       project: configured.project.name,
       environment: configured.environment.name,
       workflow: workflow.name,
-      succeeded: !run.failed,
-      interrupted: run.interrupted,
-      durationMs,
-      steps: run.steps,
+      ...outcome.summary,
     };
-    const verdict = run.interrupted ? 'interrupted' : run.failed ? 'failed' : 'completed';
-    return {
-      data,
-      human: [
-        stepsTable(run.steps),
-        `workflow ${workflow.name} ${verdict} in ${formatDuration(durationMs)}`,
-      ].join('\n'),
-      exitCode: run.interrupted ? ExitCode.interrupted : run.failed ? ExitCode.actionFailed : ExitCode.ok,
-    };
+    return { data, human: outcome.human, exitCode: outcome.exitCode };
   } finally {
     interrupts.dispose();
   }
