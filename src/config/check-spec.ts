@@ -19,6 +19,11 @@ import { containsTemplate } from './template.js';
 
 const templated = new WeakMap<ActionConfig, boolean>();
 
+/** The definition of an action's kind of its type (the first plugin's that declares the type). */
+function kindOf(action: ActionConfig, plugins: readonly PluginDefinition[]) {
+  return plugins.flatMap((p) => p.actionTypes).find((t) => t.name === action.type)?.kinds[action.kind];
+}
+
 /** Whether any string of the action's spec holds a template expression (`${`). */
 function hasTemplates(action: ActionConfig): boolean {
   let known = templated.get(action);
@@ -71,8 +76,7 @@ export async function templateFileProblems(
   context: TemplateContext,
   plugins: readonly PluginDefinition[],
 ): Promise<ConfigProblem[]> {
-  const type = plugins.flatMap((p) => p.actionTypes).find((t) => t.name === action.type);
-  const templateFiles = type?.kinds[action.kind]?.templateFiles;
+  const templateFiles = kindOf(action, plugins)?.templateFiles;
   if (!templateFiles) return [];
   let listed: TemplateFiles;
   try {
@@ -113,8 +117,7 @@ export async function actionWarnings(
   plugins: readonly PluginDefinition[],
   params: CheckActionParams,
 ): Promise<ConfigNote[]> {
-  const type = plugins.flatMap((p) => p.actionTypes).find((t) => t.name === action.type);
-  const checkAction = type?.kinds[action.kind]?.checkAction;
+  const checkAction = kindOf(action, plugins)?.checkAction;
   if (!checkAction) return [];
   let found: unknown;
   try {
