@@ -13,7 +13,7 @@ import { TendError } from '../../errors.js';
 import type { ActionWarning, CheckActionParams } from '../../plugin/types.js';
 import { settingsOf, type KubernetesDeploySpec, type KubernetesProviderConfig } from './config.js';
 import type { KubeObject } from './client/index.js';
-import { renderKustomization } from './kustomize.js';
+import { renderedDocuments, renderKustomization } from './kustomize.js';
 import { manifestFiles, templateFiles } from './manifests.js';
 
 /** An object as written, and where its namespace is. */
@@ -58,19 +58,25 @@ function writtenNamespace(object: unknown): string | undefined {
 
 async function kustomizeObjects(params: CheckActionParams, spec: KubernetesDeploySpec): Promise<Written[]> {
   const kustomize = spec.kustomize!;
-  let text: string;
+  let values: unknown[];
   try {
-    text = await renderKustomization(params.sourceDir, kustomize, {
+    const text = await renderKustomization(params.sourceDir, kustomize, {
       invalid: (message) => new TendError('TEND_K8S_MANIFEST_INVALID', message),
       projectRoot: params.projectRoot,
     });
+    // The documents the deploy reads (kept parsed beside the rendering); YAML it cannot read is its to report.
+    values = renderedDocuments(text, params.projectRoot, () =>
+      parseAllDocuments(text).map((doc) => {
+        if (doc.errors.length > 0) throw doc.errors[0];
+        return doc.toJS() as unknown;
+      }),
+    );
   } catch {
     return [];
   }
   const out: Written[] = [];
-  for (const doc of parseAllDocuments(text)) {
-    if (doc.errors.length > 0) continue;
-    const object = doc.toJS() as KubeObject | null;
+  for (const value of values) {
+    const object = value as KubeObject | null;
     const namespace = writtenNamespace(object);
     if (object?.kind === 'Namespace' || namespace) {
       out.push({
