@@ -185,11 +185,16 @@ describe('kept documents of a rendering', () => {
     renderingDocuments(cacheDir, text, values);
     const kept = readFileSync(file);
     const changed = kept.toString('utf8').replace('"app"', '"web"');
+    // Under a checksum that holds, JSON that is not a list of documents, or no JSON at all.
+    const checksummed = (body: string) =>
+      Buffer.from(`# tend rendering sha256:${createHash('sha256').update(body).digest('hex')}\n${body}`);
     for (const damaged of [
       kept.subarray(0, kept.length - 1),
       kept.subarray(0, 20),
       Buffer.alloc(0),
       Buffer.from(changed),
+      checksummed('{"kind":"ConfigMap"}'),
+      checksummed('[{"kind": ConfigMap'),
     ]) {
       writeFileSync(file, damaged);
       let parses = 0;
