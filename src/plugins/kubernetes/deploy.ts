@@ -85,7 +85,7 @@ export async function prepare(
     if (written && written !== namespace && !override && !adopted.has(written)) {
       throw invalid(
         action,
-        `${origin}: ${object.kind} ${object.metadata?.name} sets namespace "${written}", ` +
+        `${origin}: ${object.kind} ${object.metadata?.name} sets namespace ${JSON.stringify(written)}, ` +
           `but tend deploys into "${namespace}"; remove metadata.namespace, or set \`overrideNamespace: true\``,
       );
     }

@@ -43,7 +43,7 @@ export async function namespaceProblems(params: CheckActionParams): Promise<Acti
     .map((w) => ({
       ...w.where,
       message:
-        `${w.origin ? `${w.origin}: ` : ''}${w.object.kind} ${w.object.metadata?.name} sets namespace "${w.namespace}": ` +
+        `${w.origin ? `${w.origin}: ` : ''}${w.object.kind} ${w.object.metadata?.name} sets namespace ${JSON.stringify(w.namespace)}: ` +
         `tend deploy refuses it (it deploys into "${target}"); remove metadata.namespace, or set \`overrideNamespace: true\``,
     }));
 }

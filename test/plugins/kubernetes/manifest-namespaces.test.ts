@@ -122,6 +122,19 @@ describe('validate: manifests written for another namespace', () => {
     ).toEqual([]);
   });
 
+  it('a hostile namespace is quoted in the note (NUL, a lone surrogate); documents that are no objects are passed over', async () => {
+    const found = await warnings({
+      'app/app.tend.yml': deploy('  manifestFiles: [a.yaml]\n'),
+      'app/a.yaml':
+        'just a string\n---\n- a\n---\nkind: Secret\nmetadata: [x]\n---\n' +
+        'kind: Secret\nmetadata:\n  name: s\n  namespace: "bad\\0ns\\ud800"\n---\n' +
+        'kind: Secret\nmetadata: { name: t, namespace: 42 }\n',
+    });
+    expect(found.map((w) => w.message)).toEqual([
+      `deploy.app: ${refusal('Secret s', 'bad\\u0000ns\\ud800')}`,
+    ]);
+  });
+
   it('a file that does not parse, or a pattern that matches nothing, is left to deploy, which reports it', async () => {
     expect(
       await warnings({
