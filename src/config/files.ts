@@ -105,15 +105,14 @@ export function findProjectRoot(options: { root?: string; cwd: string }): string
     }
     return root;
   }
-  let dir = path.resolve(options.cwd);
-  let olderGarden: string | undefined;
-  for (;;) {
+  const searched: string[] = [];
+  for (let dir = path.resolve(options.cwd); ; dir = path.dirname(dir)) {
     if (isProjectRoot(dir)) return dir;
-    olderGarden ??= olderGardenProjectFile(dir);
-    const parent = path.dirname(dir);
-    if (parent === dir) break;
-    dir = parent;
+    searched.push(dir);
+    if (path.dirname(dir) === dir) break;
   }
+  // Only once no project was found (not on every command's way up): a Garden file of the old format.
+  const olderGarden = searched.map(olderGardenProjectFile).find((file) => file !== undefined);
   if (olderGarden) {
     throw new TendError(
       'TEND_CONFIG_UNSUPPORTED',
