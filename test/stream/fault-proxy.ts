@@ -27,6 +27,8 @@ export interface ProxyRecord {
   answeredAt?: number;
   fault: Fault['kind'];
   eventIds: string[];
+  /** The request's path and query. */
+  path: string;
   /** The status the client got (undefined when the connection was cut). */
   status?: number;
   upstreamStatus?: number;
@@ -100,6 +102,7 @@ export class FaultProxy {
       at: performance.now(),
       fault: 'pass',
       eventIds,
+      path: req.url ?? '',
     };
     this.records.push(record);
     const fault = this.plan(record.index, record);
