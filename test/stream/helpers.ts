@@ -80,8 +80,12 @@ export async function createStreamServer(
       const p = port ?? (await freePort());
       const args = [tendBin, 'server', '--port', String(p), ...where, ...(options.args ?? [])];
       const [command, ...rest] = [...(o.prefix ?? []), process.execPath, ...args];
+      // Under a prefix (faketime) the server is the prefix's child: both in a process group of
+      // their own, which kill() signals and waits out (a killed faketime left its server running).
+      const group = o.prefix !== undefined;
       const child = spawn(command!, rest, {
         cwd: repoRoot,
+        detached: group,
         stdio: ['ignore', 'ignore', 'pipe'],
         env: { ...process.env, CI: 'true', ...o.env },
       });
@@ -107,7 +111,11 @@ export async function createStreamServer(
         child,
         stderr: () => stderr,
         async kill(signal = 'SIGKILL') {
-          if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+          if (group) {
+            signalGroup(child.pid!, signal);
+            await exited;
+            await waitFor(() => !signalGroup(child.pid!, 0), 'the server under its prefix to end', 20_000);
+          } else if (child.exitCode === null && child.signalCode === null) child.kill(signal);
           await exited;
           if (server.current === proc) server.current = undefined;
         },
@@ -130,6 +138,16 @@ export async function createStreamServer(
     },
   };
   return server;
+}
+
+/** Signals every process of the group `pgid` leads; false when none is left. */
+function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Every event the CLI recorded in its local logs, of the types that are streamed. */
