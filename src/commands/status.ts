@@ -9,7 +9,9 @@ import { ActionGraph } from '../graph/graph.js';
 import { statusHandler } from '../graph/solver.js';
 import { plannedCleanup } from '../remote/cleanup-plan.js';
 import type { PlanItemView } from '../api/cleanup.js';
-import { actionVersions, openProject, resolveAction, startSession } from './context.js';
+import type { VersionedAction } from '../graph/version.js';
+import type { Router } from '../router/router.js';
+import { actionVersions, openProject, resolveAction, startSession, type OpenedProject } from './context.js';
 
 export interface StatusData {
   sessionId: string;
@@ -44,46 +46,75 @@ function notReadyLines(actions: StatusData['actions']): string[] {
   return ['', actions.every((a) => a.state === 'paused') ? 'paused:' : 'not ready:', ...lines];
 }
 
+interface ActionStatus {
+  entry: StatusData['actions'][number];
+  /** What its dependents resolve with: none when its status could not be read. */
+  outputs: Record<string, string>;
+}
+
+/** One action's status, once its dependencies' are in; never rejects (a failure is its `error`). */
+async function actionStatus(
+  opened: OpenedProject,
+  graph: ActionGraph,
+  versions: Map<string, VersionedAction>,
+  router: Router,
+  ref: string,
+  dependencies: Promise<ActionStatus>[],
+): Promise<ActionStatus> {
+  const node = graph.get(ref);
+  const version = versions.get(ref)!.version;
+  try {
+    const deps = Object.fromEntries(
+      (await Promise.all(dependencies)).map((d, i) => [node.dependencies[i]!, d.outputs]),
+    );
+    const action = resolveAction(opened, graph, versions, ref, deps);
+    const status = await router.callAction(action, statusHandler[node.config.kind], { force: false });
+    return {
+      outputs: status.outputs ?? {},
+      entry: {
+        ref,
+        version,
+        state: status.state,
+        ...(status.outputs ? { outputs: status.outputs } : {}),
+        ...(status.state !== 'ready' && status.reason ? { reason: status.reason } : {}),
+        ...(status.logFile ? { logFile: path.relative(opened.project.root, status.logFile) } : {}),
+      },
+    };
+  } catch (error) {
+    // A dependency's output that does not exist yet makes the status unknown, not an error.
+    return { outputs: {}, entry: { ref, version, state: 'unknown', error: toTendError(error).message } };
+  }
+}
+
 export async function statusCommand(options: GlobalOptions): Promise<CommandResult<StatusData>> {
   const opened = await openProject(options);
   const { session, router, close } = startSession(opened, 'status', [], { cleanupWarning: false });
   try {
-    const providers: StatusData['providers'] = [];
     await router.initProviders();
-    for (const provider of router.providers) {
-      const status = await router.callProvider(provider, 'getEnvironmentStatus');
-      providers.push({
-        name: provider.name,
-        ready: status.ready,
-        ...(status.detail ? { detail: status.detail } : {}),
-      });
-    }
+    // The providers are asked while the versions are computed (files hashed) here.
+    const providersRead = Promise.all(
+      router.providers.map(async (provider) => {
+        const status = await router.callProvider(provider, 'getEnvironmentStatus');
+        return {
+          name: provider.name,
+          ready: status.ready,
+          ...(status.detail ? { detail: status.detail } : {}),
+        };
+      }),
+    );
+    providersRead.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
     const graph = new ActionGraph(opened.actions);
     const order = graph.topologicalOrder();
     const versions = await actionVersions(opened, graph, order);
-    const outputs = new Map<string, Record<string, string>>();
-    const actions: StatusData['actions'] = [];
+    const providers: StatusData['providers'] = await providersRead;
+    // Each action's status as soon as its dependencies' are in (their outputs resolve it): the
+    // cluster is asked about independent actions at once. Listed in the graph's order.
+    const statuses = new Map<string, Promise<ActionStatus>>();
     for (const ref of order) {
-      const node = graph.get(ref);
-      const version = versions.get(ref)!.version;
-      try {
-        const deps = Object.fromEntries(node.dependencies.map((d) => [d, outputs.get(d) ?? {}]));
-        const action = resolveAction(opened, graph, versions, ref, deps);
-        const status = await router.callAction(action, statusHandler[node.config.kind], { force: false });
-        outputs.set(ref, status.outputs ?? {});
-        actions.push({
-          ref,
-          version,
-          state: status.state,
-          ...(status.outputs ? { outputs: status.outputs } : {}),
-          ...(status.state !== 'ready' && status.reason ? { reason: status.reason } : {}),
-          ...(status.logFile ? { logFile: path.relative(opened.project.root, status.logFile) } : {}),
-        });
-      } catch (error) {
-        // A dependency's output that does not exist yet makes the status unknown, not an error.
-        actions.push({ ref, version, state: 'unknown', error: toTendError(error).message });
-      }
+      const dependencies = graph.get(ref).dependencies.map((d) => statuses.get(d)!);
+      statuses.set(ref, actionStatus(opened, graph, versions, router, ref, dependencies));
     }
+    const actions = (await Promise.all(statuses.values())).map((s) => s.entry);
     const streamed = await close({});
     // A server that just refused the connection is down: asking it about cleanup would only wait.
     const cleanup = streamed?.gaveUpRefused

@@ -226,8 +226,10 @@ export async function manifestsStatus(
   const objects = await prepare(client, namespace, action, await load());
   const outdated: string[] = [];
   const paused: string[] = [];
-  for (const object of objects) {
-    const live = await client.objects.read(namespace, refOf(object));
+  // Read at once: one round trip's wait for all of them, not one each.
+  const lives = await Promise.all(objects.map((object) => client.objects.read(namespace, refOf(object))));
+  for (const [i, object] of objects.entries()) {
+    const live = lives[i];
     const name = `${object.kind}/${object.metadata?.name}`;
     const liveAnnotations = live?.metadata?.annotations ?? {};
     if (!live) outdated.push(`${name} missing`);
