@@ -63,6 +63,8 @@ export default defineConfig({
     // first (test/sequencer.ts) 880 s, the CPU busy two-thirds of the time in both.
     maxWorkers: 4,
     sequence: { sequencer: SlowFirstSequencer },
+    // Fails the run when a test left a process running (a server, a service, a wrapper's child).
+    globalSetup: ['test/leftover-processes.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     reporters: ['default', './test/summary-reporter.ts'],
