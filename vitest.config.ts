@@ -59,8 +59,8 @@ export default defineConfig({
     pool: 'forks',
     // Most tests wait on servers, kube-sim and child processes, not the CPU: Vitest's default of
     // one worker per core but one leaves a 2-core machine running one file at a time. Measured on
-    // 2 cores, full runs of the same tree: 3 workers 1,014 s, and 4 workers with the slowest files
-    // first (test/sequencer.ts) 880 s, the CPU busy two-thirds of the time in both.
+    // 2 cores, full runs without Vitest's cache: 3 workers 1,014 s; 4 workers with the slowest files
+    // first (test/sequencer.ts) 836 to 875 s, the CPU still idle a third of the time.
     maxWorkers: 4,
     sequence: { sequencer: SlowFirstSequencer },
     // Fails the run when a test left a process running (a server, a service, a wrapper's child).
