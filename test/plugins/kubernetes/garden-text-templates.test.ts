@@ -53,6 +53,10 @@ interface Deployment {
   spec: { template: { spec: { imagePullSecrets: { name: string }[]; containers: Container[] } } };
 }
 
+/** A kubernetes Deploy whose manifests under k8s/ are templated. */
+const templatedJobs =
+  'kind: Deploy\ntype: kubernetes\nname: jobs\nspec:\n  manifestTemplates: [k8s/*.yaml]\n';
+
 describe('manifest templates, templated as text', () => {
   it('k8s-deploy-shared-manifests: validates, deploys its shared templates for api and web, and its Tests and Runs pass', async () => {
     const root = copyGardenExample('k8s-deploy-shared-manifests');
@@ -163,19 +167,13 @@ ${script
   it('validate finds, in a templated file, what is not a template expression: file:line, object, the way out', async () => {
     const root = makeProject({
       'tend.yml': projectYaml({ registry: h.sim.registryHost, namespace: 'gtt-bad' }),
-      'jobs/jobs.tend.yml':
-        'kind: Deploy\ntype: kubernetes\nname: jobs\nspec:\n  manifestTemplates: [k8s/*.yaml]\n',
+      'jobs/jobs.tend.yml': templatedJobs,
       'jobs/k8s/a-service.yaml':
         'apiVersion: v1\nkind: Service\nmetadata:\n  name: api\nspec:\n  ports: ${jsonEncode(var.ports)}\n',
       'jobs/k8s/backup.yaml': `apiVersion: v1\nkind: Secret\nmetadata:\n  name: other\n---\n${configMap('backup')}`,
     });
-    let error: TendError | undefined;
-    try {
-      await validateCommand({ root, var: [] });
-    } catch (thrown) {
-      error = thrown as TendError;
-    }
-    const { errors } = error!.detail as {
+    const error = (await validateCommand({ root, var: [] }).catch((e: unknown) => e)) as TendError;
+    const { errors } = error.detail as {
       errors: { code: string; message: string; location: { file: string; line: number } }[];
     };
     expect(errors.map((e) => `${e.code} ${e.location.file}:${e.location.line}`)).toEqual([
@@ -197,8 +195,7 @@ ${script
   it("validate lists the problems file by file, each file's by line", async () => {
     const root = makeProject({
       'tend.yml': projectYaml({ registry: h.sim.registryHost, namespace: 'gtt-order' }),
-      'jobs/jobs.tend.yml':
-        'kind: Deploy\ntype: kubernetes\nname: jobs\nspec:\n  manifestTemplates: [k8s/*.yaml]\n',
+      'jobs/jobs.tend.yml': templatedJobs,
       'jobs/k8s/a.yaml':
         'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  one: "1"\n  two: "2"\n  late: ${var.none}\n',
       'jobs/k8s/b.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${var.nothing}\n',
