@@ -7,12 +7,19 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Type } from 'typebox';
 import { Value } from 'typebox/value';
-import type { ActionWarning, CheckActionParams, PluginDefinition, TemplateFiles } from '../plugin/types.js';
+import type {
+  ActionWarning,
+  CheckActionParams,
+  EnvironmentProblem,
+  PluginDefinition,
+  TemplateFiles,
+} from '../plugin/types.js';
 import { checkSchema, configError, type ConfigProblem } from './diagnostics.js';
 import { actionTemplateContext } from './environment.js';
 import type { TemplateContext } from './template-context.js';
 import { checkTemplateText } from './template-text.js';
-import type { ActionConfig } from './project.js';
+import type { SourceLocation } from '../errors.js';
+import type { ActionConfig, ProviderEntry } from './project.js';
 import type { ConfigNote } from './read-documents.js';
 import { actionTypeIndex } from './schema.js';
 import { containsTemplate } from './template.js';
@@ -140,5 +147,40 @@ export async function actionWarnings(
             column: warning.column ?? 1,
           }
         : action.location,
+  }));
+}
+
+const EnvironmentProblemSchema = Type.Object({
+  message: Type.String({ minLength: 1, maxLength: 4096 }),
+  configPath: Type.Optional(
+    Type.Array(Type.Union([Type.String({ maxLength: 256 }), Type.Integer({ minimum: 0 })]), { maxItems: 64 }),
+  ),
+});
+
+/**
+ * What a provider's `init` would refuse for the environment (`checkEnvironment`), as configuration
+ * errors: in the provider's entry, or at the environment's namespace. A rejection, or an answer
+ * that is not a list of problems, is left to `init`, which meets the same problem when it runs.
+ */
+export async function environmentProblems(
+  plugin: PluginDefinition,
+  entry: ProviderEntry,
+  params: { providerConfig: Record<string, unknown>; environment: { name: string; namespace: string } },
+  locateNamespace: () => SourceLocation,
+): Promise<ConfigProblem[]> {
+  if (!plugin.checkEnvironment) return [];
+  let found: unknown;
+  try {
+    found = await plugin.checkEnvironment(structuredClone(params));
+  } catch {
+    return [];
+  }
+  const problems = Array.isArray(found)
+    ? found.filter((item): item is EnvironmentProblem => Value.Check(EnvironmentProblemSchema, item))
+    : [];
+  return problems.map((problem) => ({
+    code: 'TEND_CONFIG_INVALID',
+    message: `provider ${plugin.name}: ${problem.message}`,
+    location: problem.configPath ? entry.locate(problem.configPath) : locateNamespace(),
   }));
 }

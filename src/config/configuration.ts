@@ -6,7 +6,12 @@
  */
 import type { Outputs, PluginDefinition } from '../plugin/types.js';
 import type { GardenRunnable } from './garden/workflows.js';
-import { actionWarnings, checkResolvedSpec, templateFileProblems } from './check-spec.js';
+import {
+  actionWarnings,
+  checkResolvedSpec,
+  environmentProblems,
+  templateFileProblems,
+} from './check-spec.js';
 import { configError, sortProblems, type ConfigProblem } from './diagnostics.js';
 import {
   actionTemplateContext,
@@ -116,6 +121,19 @@ export class Configuration {
     return entry ? this.providerConfig(entry) : {};
   }
 
+  /** What the providers' `init` would refuse for the environment (`checkEnvironment`). */
+  private async providerProblems(environment: { name: string; namespace: string }): Promise<ConfigProblem[]> {
+    const found = await Promise.all(
+      this.providers.map((entry) => {
+        const plugin = this.plugins.find((p) => p.name === entry.name);
+        if (!plugin) return [];
+        const params = { providerConfig: this.providerConfig(entry), environment };
+        return environmentProblems(plugin, entry, params, this.environment.locateNamespace);
+      }),
+    );
+    return found.flat();
+  }
+
   /** The value of one template expression (`var.x`) in the environment's context. */
   resolveExpression(expression: string): unknown {
     return resolveTemplates(`\${${expression}}`, this.templateContext, () => this.project.location);
@@ -143,9 +161,9 @@ export class Configuration {
         ),
       )
     ).flat();
-    problems.push(...otherProblems);
-    if (problems.length > 0) throw configError(sortProblems(problems));
     const environment = { name: this.environment.name, namespace: this.environment.namespace };
+    problems.push(...(await this.providerProblems(environment)), ...otherProblems);
+    if (problems.length > 0) throw configError(sortProblems(problems));
     const warnings = await Promise.all(
       this.actions.map((action, i) =>
         actionWarnings(action, this.plugins, {

@@ -5,7 +5,7 @@
  * Also builds the template context and resolves provider entries and specs.
  */
 import { localIdentity } from '../state/identity.js';
-import { TendError } from '../errors.js';
+import { TendError, type SourceLocation } from '../errors.js';
 import { configError, formatPath } from './diagnostics.js';
 import { formatLocation, nameMaxLength, nameRegExp } from './project.js';
 import type { PullRequestRef } from '../events/catalog.js';
@@ -23,6 +23,8 @@ export const defaultNamespaceTemplate = '${project.name}-${local.username}';
 export interface SelectedEnvironment {
   name: string;
   namespace: string;
+  /** Where the namespace is set: the environment's `defaultNamespace`, else the environment. */
+  locateNamespace: () => SourceLocation;
   cleanup?: CleanupConfig;
   /** `environments[].pullRequest` resolved; absent when not set or its number resolves empty. */
   pullRequest?: PullRequestRef;
@@ -208,10 +210,10 @@ export function selectEnvironment(project: ProjectConfig, options: SelectOptions
     datetime: datetimeContext(),
     ...(options.command ? { command: options.command } : {}),
   } as unknown as TemplateContext;
+  const locateNamespace = () =>
+    project.locate(environment.defaultNamespace === undefined ? ['environments', index] : templatePath);
   const namespace = String(
-    environment.defaultNamespace === undefined
-      ? resolveTemplates(defaultNamespaceTemplate, context, () => project.locate(['environments', index]))
-      : resolveTemplates(environment.defaultNamespace, context, () => project.locate(templatePath)),
+    resolveTemplates(environment.defaultNamespace ?? defaultNamespaceTemplate, context, locateNamespace),
   );
   if (namespace.length > nameMaxLength || !nameRegExp.test(namespace)) {
     const template = environment.defaultNamespace ?? defaultNamespaceTemplate;
@@ -221,10 +223,7 @@ export function selectEnvironment(project: ProjectConfig, options: SelectOptions
         `Kubernetes namespace name; expected lower-case letters, digits and "-", starting and ending with a ` +
         `letter or digit, at most ${nameMaxLength} characters`,
       {
-        location:
-          environment.defaultNamespace === undefined
-            ? project.locate(['environments', index])
-            : project.locate(templatePath),
+        location: locateNamespace(),
         detail: { hint: `set ${formatPath(templatePath)} in tend.yml` },
       },
     );
@@ -236,6 +235,7 @@ export function selectEnvironment(project: ProjectConfig, options: SelectOptions
   const selected: SelectedEnvironment = {
     name: environment.name,
     namespace,
+    locateNamespace,
     ...(environment.cleanup ? { cleanup: environment.cleanup } : {}),
     ...(pullRequest ? { pullRequest } : {}),
     variables,

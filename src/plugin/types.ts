@@ -368,6 +368,22 @@ export interface CheckActionParams<Spec = unknown> extends VersionInputsParams<S
   environment: { name: string; namespace: string };
 }
 
+/** What `checkEnvironment` is given: the provider's configuration and the environment it would serve. */
+export interface CheckEnvironmentParams {
+  /** The plugin's provider configuration in the environment, resolved (`{}` without an entry). */
+  providerConfig: Record<string, unknown>;
+  environment: { name: string; namespace: string };
+}
+
+/**
+ * What the provider's `init` will refuse for the environment, where it is: `configPath` (inside
+ * the provider's entry), else the environment's namespace (its `defaultNamespace`).
+ */
+export interface EnvironmentProblem {
+  message: string;
+  configPath?: (string | number)[];
+}
+
 /**
  * What `tend validate` warns of in what an action's handlers would read (they will refuse it),
  * where it is: `specPath` (inside the action's `spec`), or `file` (absolute) with its line and column.
@@ -443,6 +459,13 @@ export interface PluginDefinition<Config = unknown, State = unknown, Settings = 
    */
   eventTypes?: readonly PluginEventTypeDefinition[];
   provider: ProviderHandlers<Config, State>;
+  /**
+   * Optional: what `tend validate` refuses before anything runs, because the provider's `init`
+   * would refuse it in every command: the environment's namespace is a Kubernetes system
+   * namespace, say. Reads, never changes anything, never touches a cluster; a rejection is left
+   * to `init`, which meets the same problem when a command runs.
+   */
+  checkEnvironment?(params: CheckEnvironmentParams): Promise<EnvironmentProblem[]>;
   actionTypes: readonly ActionTypeDefinition[];
   /**
    * How executors clean what this plugin records: its primitives (a loaded plugin has the

@@ -48,6 +48,9 @@ function checkShape(plugin: PluginDefinition): void {
   if (!isObject(p.configSchema)) throw invalid(name, '"configSchema" must be a TypeBox schema object');
   if (!Array.isArray(p.emits)) throw invalid(name, '"emits" must be an array of event types');
   if (!isObject(p.provider)) throw invalid(name, '"provider" must be an object of provider handlers');
+  if (p.checkEnvironment !== undefined && typeof p.checkEnvironment !== 'function') {
+    throw invalid(name, '"checkEnvironment" is not a function');
+  }
   if (!Array.isArray(p.actionTypes)) throw invalid(name, '"actionTypes" must be an array');
   for (const type of p.actionTypes as unknown[]) {
     if (!isObject(type) || typeof type.name !== 'string' || !isObject(type.kinds)) {

@@ -112,6 +112,11 @@ describe('plugin registration', () => {
       /Build "checkAction" of action type "noop" is not a function/,
     ],
     [
+      'a checkEnvironment that is not a function',
+      (p: PluginDefinition) => ({ ...p, checkEnvironment: [] as never }),
+      /plugin "noop": "checkEnvironment" is not a function/,
+    ],
+    [
       "an event type in another plugin's namespace",
       (p: PluginDefinition) =>
         ({

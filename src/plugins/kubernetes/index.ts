@@ -29,6 +29,7 @@ import {
   KubernetesPodSpec,
   KubernetesExecutorSettings,
   KubernetesProviderConfig,
+  appNamespaceProblem,
   settingsFromFlags,
 } from './config.js';
 
@@ -189,6 +190,10 @@ export const kubernetesPlugin: PluginDefinition<unknown, unknown, KubernetesExec
     resumeEnvironment: async (ctx) => (await provider()).resumeEnvironment(ctx),
     restoreEnvironment: async (ctx, request) =>
       (await import('./restore.js')).restoreEnvironment(ctx as PluginContext, request),
+  },
+  checkEnvironment: async (params) => {
+    const problem = appNamespaceProblem(params);
+    return problem ? [problem] : [];
   },
   actionTypes: [containerType, kubernetesType, podType, helmType, helmPodType, execType],
   cleanup: withCleanupChecks({

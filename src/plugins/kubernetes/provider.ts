@@ -14,6 +14,7 @@ import {
   type NamespaceInfo,
 } from './client/index.js';
 import {
+  appNamespaceProblem,
   settingsOf,
   withClusterOverride,
   type KubernetesProviderConfig,
@@ -40,17 +41,12 @@ export async function clientFor(ctx: PluginContext): Promise<KubeClient> {
 }
 
 export async function init(ctx: PluginContext): Promise<ClusterIdentity> {
-  const s = settings(ctx);
-  const reserved = ['kube-system', 'kube-public', 'kube-node-lease', 'default'];
-  if (s.appNamespace === s.systemNamespace || reserved.includes(s.appNamespace)) {
-    throw new TendError(
-      'TEND_CONFIG_INVALID',
-      `the app namespace "${s.appNamespace}" of environment ${ctx.environment.name} may not be ` +
-        `${s.appNamespace === s.systemNamespace ? "the provider's systemNamespace" : 'a Kubernetes system namespace'}`,
-      { plugin: 'kubernetes', detail: { hint: 'choose another defaultNamespace or provider namespace' } },
-    );
-  }
-  const client = await KubeClient.identify(ctx, s);
+  const refused = appNamespaceProblem({
+    providerConfig: ctx.provider.config as Record<string, unknown>,
+    environment: ctx.environment,
+  });
+  if (refused) throw new TendError('TEND_CONFIG_INVALID', refused.message, { plugin: 'kubernetes' });
+  const client = await KubeClient.identify(ctx, settings(ctx));
   return client.identity;
 }
 
