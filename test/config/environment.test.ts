@@ -61,6 +61,7 @@ describe('selectEnvironment', () => {
       variables: { team: 'payments', replicas: 2, debug: false },
       varfiles: [],
       varfileVariables: {},
+      locateNamespace: expect.any(Function),
     });
   });
 
