@@ -90,4 +90,15 @@ describe('checkEnvironment', () => {
   ])('that %s is left to init: validate fails on its problems alone', async (_what, check, expected) => {
     expect(await problems(withCheck(check))).toEqual(expected);
   });
+
+  it('a configPath past what the entry has is located at the nearest key it has; an empty one at the entry', async () => {
+    const plugin = withCheck(async () => [
+      { message: 'nearest', configPath: ['zone', 'deeper', 7] },
+      { message: 'entry', configPath: [] },
+    ]);
+    expect(await problems(plugin)).toEqual([
+      'tend.yml:9:5 provider noop: entry',
+      'tend.yml:10:11 provider noop: nearest',
+    ]);
+  });
 });
