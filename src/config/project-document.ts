@@ -36,6 +36,7 @@ function withLocation<T extends object>(
   }) as T & { location: SourceLocation };
 }
 import { checkTemplateSyntax } from './template.js';
+import { unsupportedProvider } from './garden/project.js';
 
 export interface ProjectDocumentInput {
   root: string;
@@ -264,6 +265,23 @@ function readProviders(
     const { name, environments: only, plugin: _module, ...config } = entry;
     const entryPath = ['providers', i];
     const plugin = plugins.find((p) => p.name === name);
+    const unsupported = (entry as { [unsupportedProvider]?: string })[unsupportedProvider];
+    if (unsupported !== undefined && only) {
+      const location = locate([...entryPath, 'name']);
+      providers.push(
+        withLocation(
+          {
+            name,
+            environments: only,
+            config: {},
+            locate: (p: ConfigPath) => locate([...entryPath, ...p]),
+            problems: [{ code: 'TEND_CONFIG_UNSUPPORTED', message: unsupported, location }],
+          },
+          () => locate(entryPath),
+        ),
+      );
+      return;
+    }
     if (!plugin) {
       problem(
         'TEND_PROVIDER_NOT_FOUND',

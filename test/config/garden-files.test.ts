@@ -312,6 +312,44 @@ spec:
     expect(errors[1]!.message).toContain('run terraform from an exec action');
   });
 
+  it('a provider tend cannot run, limited to other environments, is left out as Garden leaves it out; in its own it is the error, at its line', async () => {
+    // The layout of Garden 0.13's `garden create project`: a provider per environment.
+    const root = makeProject({
+      'project.garden.yml': `apiVersion: garden.io/v1
+kind: Project
+name: shop
+defaultEnvironment: local
+environments: [{ name: ephemeral }, { name: infra }, { name: local }]
+providers:
+  - name: ephemeral-kubernetes
+    environments: [ephemeral]
+  - name: terraform
+    environments: [infra]
+    initRoot: tf
+  - name: local-kubernetes
+    environments: [local]
+    context: kind-kind
+`,
+      'api/garden.yml': execRun('api'),
+    });
+    const valid = await validateCommand({ root, var: [] });
+    expect(valid.data.providers).toEqual(['kubernetes', 'exec']);
+    for (const [env, line, name] of [
+      ['ephemeral', 7, 'ephemeral-kubernetes'],
+      ['infra', 9, 'terraform'],
+    ] as const) {
+      const refused = await validateCommand({ root, var: [], env }).then(
+        () => undefined,
+        (e: unknown) => e as TendError,
+      );
+      expect(refused, env).toMatchObject({
+        code: 'TEND_CONFIG_UNSUPPORTED',
+        location: { file: 'project.garden.yml', line },
+      });
+      expect(refused!.message).toContain(`provider ${name} is not supported by tend; `);
+    }
+  });
+
   it('tend validate lists sync mode as ignored, a Workflow to run and a Command outside the root as not offered, and the project is valid', async () => {
     const root = makeProject({
       'project.garden.yml': gardenProject,

@@ -125,13 +125,23 @@ function translateProvider(
     return { entry: { ...kept, name: 'kubernetes' }, name: 'kubernetes' };
   }
   const instead = unsupportedProviders[name];
-  translation.unsupported(
-    [...at, 'name'],
+  const message =
     `provider ${name} is not supported by tend` +
-      (instead ? `; ${instead}` : '; tend has the kubernetes and exec providers (and third-party plugins)'),
-  );
+    (instead ? `; ${instead}` : '; tend has the kubernetes and exec providers (and third-party plugins)');
+  // As Garden picks providers (core/src/config/project.ts pickEnvironment): one limited to some
+  // environments is left out of the others, so it is refused only where it is used.
+  if (Array.isArray(entry.environments)) {
+    return { entry: { name, environments: entry.environments, [unsupportedProvider]: message }, name };
+  }
+  translation.unsupported([...at, 'name'], message);
   return undefined;
 }
+
+/**
+ * On a translated provider entry that tend cannot run, limited to some environments: why, raised
+ * (TEND_CONFIG_UNSUPPORTED) only in those environments. A symbol: no configuration can write it.
+ */
+export const unsupportedProvider = Symbol('unsupported provider');
 
 /**
  * A varfile as Garden loads it (core/src/config/base.ts loadVarfile): the given path, else the
