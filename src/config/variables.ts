@@ -56,11 +56,12 @@ export function readVarfile(file: string, shown: string): Record<string, Variabl
 }
 
 /**
- * Garden reads a varfile named `*.env` (`.env`, `garden.dev.env`) as dotenv; any other name is
- * read as YAML (JSON is YAML too), as tend always has.
+ * As Garden reads a varfile (core/src/config/base.ts loadVarfile): a name ending in `.json`,
+ * `.yml` or `.yaml` is YAML (JSON is YAML too); any other (`.env`, `garden.dev.env`,
+ * `.env.local`, `.env.example`) is dotenv.
  */
 function isDotenvFile(file: string): boolean {
-  return path.basename(file).toLowerCase().endsWith('.env');
+  return !/\.(json|ya?ml)$/i.test(path.basename(file));
 }
 
 function readDotenvVarfile(file: string, shown: string): Record<string, string> | undefined {

@@ -140,6 +140,28 @@ providers:
     });
   });
 
+  it('a varfile not named .json, .yml or .yaml is dotenv, as Garden reads it (.env.local, .env.example, no extension)', async () => {
+    const root = makeProject({
+      'tend.yml': `kind: Project
+name: shop
+varfiles: [.env.example, .env.local, settings, shared.JSON, more.Yml]
+environments: [{ name: dev }]
+`,
+      '.env.example': 'FOO=example\nBAZ="q u x"\n',
+      '.env.local': 'FOO=local\n',
+      settings: 'export REGION=north # a comment\n',
+      'shared.JSON': '{ "count": 3 }\n',
+      'more.Yml': 'nested: { a: [1] }\n',
+    });
+    expect(await load(root)).toEqual({
+      FOO: 'local',
+      BAZ: 'q u x',
+      REGION: 'north',
+      count: 3,
+      nested: { a: [1] },
+    });
+  });
+
   it("tend's own project varfiles; a dotenv name that is not a variable name is refused at its line", async () => {
     const root = makeProject({
       'tend.yml': `kind: Project

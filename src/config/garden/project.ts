@@ -146,7 +146,7 @@ export const unsupportedProvider = Symbol('unsupported provider');
 /**
  * A varfile as Garden loads it (core/src/config/base.ts loadVarfile): the given path, else the
  * default (`garden.env`, `garden.<env>.env`), which may be missing, as may the given one when it
- * is the default. Any name: `*.env` is read as dotenv, others as YAML or JSON.
+ * is the default. Any name: `*.yml`, `*.yaml` and `*.json` are read as YAML, others as dotenv.
  */
 function gardenVarfile(given: unknown, defaultPath: string): unknown {
   if (given === undefined) return { path: defaultPath, optional: true };
