@@ -51,6 +51,13 @@ export class ModuleConverter {
     const dir = path.dirname(path.join(this.root, file.file));
     const kind = isRecord(doc.value) ? doc.value.kind : undefined;
     if ((templateKinds as readonly unknown[]).includes(kind)) return; // read by collectTemplates
+    // Garden reads the project from the root and leaves other Project documents out (Garden.loadResources).
+    if (kind === 'Project' && file.file.includes('/')) {
+      const message =
+        "a Project document below the project root: ignored, as Garden ignores it (the project is the root's)";
+      this.notes.push({ message, location: doc.location });
+      return;
+    }
     if (kind !== 'RenderTemplate') {
       yield* this.#gardenDocument(document, doc.value, dir, locate);
       return;

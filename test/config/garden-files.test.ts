@@ -312,6 +312,28 @@ spec:
     expect(errors[1]!.message).toContain('run terraform from an exec action');
   });
 
+  it("a Project document in a Garden file below the root is left out with a note, as Garden leaves it out; the file's actions load", async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'assets/scaffold/project.garden.yml': `apiVersion: garden.io/v2
+kind: Project
+name: scaffold
+environments: [{ name: other }]
+---
+${execRun('scaffolded')}`,
+    });
+    const { data } = await validateCommand({ root, var: [] });
+    expect(data.project).toBe('shop');
+    expect(data.actions.map((a) => a.ref)).toEqual(['run.scaffolded']);
+    expect(data.notes).toContainEqual({
+      message:
+        "a Project document below the project root: ignored, as Garden ignores it (the project is the root's)",
+      file: 'assets/scaffold/project.garden.yml',
+      line: 1,
+      column: 1,
+    });
+  });
+
   it('a provider tend cannot run, limited to other environments, is left out as Garden leaves it out; in its own it is the error, at its line', async () => {
     // The layout of Garden 0.13's `garden create project`: a provider per environment.
     const root = makeProject({
