@@ -15,6 +15,7 @@ const kubernetesKeys = [
   'name',
   'environments',
   'context',
+  'kubeconfig',
   'namespace',
   'buildMode',
   'deploymentRegistry',

@@ -20,6 +20,13 @@ export const KubernetesProviderConfig = Type.Object(
     context: Type.Optional(
       Type.String({ minLength: 1, description: 'kubeconfig context (default: the current context)' }),
     ),
+    kubeconfig: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 4096,
+        description: 'kubeconfig file read instead of KUBECONFIG and ~/.kube/config (relative: to the project root)',
+      }),
+    ),
     namespace: Type.Optional(
       Type.String({
         minLength: 1,

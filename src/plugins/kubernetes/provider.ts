@@ -3,6 +3,7 @@
  * report the app namespace (`getEnvironmentStatus`, read-only), create or adopt it
  * (`prepareEnvironment`), delete it when tend owns it (`cleanupEnvironment`).
  */
+import path from 'node:path';
 import { TendError } from '../../errors.js';
 import { removeResults } from '../../plugin/results.js';
 import type { EnvironmentStatus, PluginContext, ResumeResult } from '../../plugin/types.js';
@@ -23,10 +24,11 @@ import {
 
 /** The provider's settings, with the command line's `--kubeconfig` / `--context` over its own. */
 export function settings(ctx: PluginContext): ProviderSettings {
-  return withClusterOverride(
-    settingsOf(ctx.provider.config as KubernetesProviderConfig, ctx.environment.namespace),
-    ctx.cluster,
-  );
+  const config = ctx.provider.config as KubernetesProviderConfig;
+  const own = settingsOf(config, ctx.environment.namespace);
+  // As Garden reads its `kubeconfig`: relative to the project root.
+  if (config.kubeconfig) own.kubeconfig = path.resolve(ctx.projectRoot, config.kubeconfig);
+  return withClusterOverride(own, ctx.cluster);
 }
 
 /** The client for one handler call. */

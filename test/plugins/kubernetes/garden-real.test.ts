@@ -4,7 +4,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateCommand } from '../../../src/commands/validate.js';
-import { makeProject, removeProjects } from '../../helpers/project.js';
+import { copyFileSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { makeProject, removeProjects, runTend } from '../../helpers/project.js';
 import { configMapData, execute, startSim, type SimHandle } from './helpers.js';
 
 let h: SimHandle;
@@ -33,6 +35,33 @@ data:
 ${data}`;
 
 describe('real Garden projects, reproduced', () => {
+  it("the provider's kubeconfig is the cluster's, relative to the project root; --kubeconfig overrides it", async () => {
+    // As erauner12/homelab-garden writes it. Ignored, its context would be looked up in another file.
+    const root = makeProject({
+      'project.garden.yml': project('real-kubeconfig', '').replace(
+        '    context: kube-sim\n',
+        '    context: kube-sim\n    kubeconfig: cluster/kubeconfig\n',
+      ),
+      'garden.yml': `kind: Deploy
+type: kubernetes
+name: app
+spec:
+  manifests:
+    - { apiVersion: v1, kind: ConfigMap, metadata: { name: app }, data: { a: "1" } }
+`,
+    });
+    mkdirSync(path.join(root, 'cluster'));
+    copyFileSync(h.kubeconfig, path.join(root, 'cluster', 'kubeconfig'));
+    const elsewhere = { KUBECONFIG: path.join(root, 'no-such-kubeconfig') };
+    const deployed = await runTend(['deploy'], { cwd: path.join(root, 'cluster'), env: elsewhere });
+    expect(deployed.code, deployed.stderr).toBe(0);
+    expect(await configMapData(h.kubeconfig, 'real-kubeconfig', 'app')).toEqual({ a: '1' });
+
+    const overridden = await runTend(['status', '--kubeconfig', elsewhere.KUBECONFIG], { cwd: root });
+    expect(overridden.code).not.toBe(0);
+    expect(overridden.stderr).toContain('no-such-kubeconfig');
+  });
+
   it("a variable's keys read their siblings, and an action's variable reading a Run's outputs makes it a dependency", async () => {
     // As jasoncolburne/kels writes them: `url` built from `user` and `port` of the same variable,
     // and a Deploy's variable reading a Run it does not list under dependencies.
