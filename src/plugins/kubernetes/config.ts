@@ -24,7 +24,8 @@ export const KubernetesProviderConfig = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 4096,
-        description: 'kubeconfig file read instead of KUBECONFIG and ~/.kube/config (relative: to the project root)',
+        description:
+          'kubeconfig file read instead of KUBECONFIG and ~/.kube/config (relative: to the project root)',
       }),
     ),
     namespace: Type.Optional(
