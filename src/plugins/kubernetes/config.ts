@@ -3,12 +3,7 @@
  * TypeBox only: this file is loaded for every project, so it stays free of the Kubernetes client.
  */
 import { Type, type Static } from 'typebox';
-import type {
-  CheckEnvironmentParams,
-  ClusterOverride,
-  EnvironmentProblem,
-  ExecutorFlags,
-} from '../../plugin/types.js';
+import type { ClusterOverride, ExecutorFlags } from '../../plugin/types.js';
 import { AnyKey } from '../../schema-check.js';
 import { ContainerVolumes } from './volumes.js';
 
@@ -559,37 +554,6 @@ export function settingsOf(config: KubernetesProviderConfig, environmentNamespac
     podStartTimeoutMs: (config.podStartTimeout ?? 300) * 1000,
     namespaceTimeoutMs: (config.namespaceTimeout ?? 120) * 1000,
     retries: config.retries ?? 5,
-  };
-}
-
-/** The cluster's own namespaces: never an environment's app namespace. */
-const kubernetesSystemNamespaces = ['kube-system', 'kube-public', 'kube-node-lease', 'default'];
-
-/**
- * Why the provider refuses the environment's app namespace (the provider's `systemNamespace`, or
- * one of the cluster's own), where it is set; undefined when it does not. `init` refuses it in
- * every command, and `tend validate` says so before one runs (`checkEnvironment`).
- */
-export function appNamespaceProblem({
-  providerConfig,
-  environment,
-}: CheckEnvironmentParams): EnvironmentProblem | undefined {
-  const config = providerConfig as KubernetesProviderConfig;
-  const { appNamespace, systemNamespace } = settingsOf(config, environment.namespace);
-  const isSystem = appNamespace === systemNamespace;
-  if (!isSystem && !kubernetesSystemNamespaces.includes(appNamespace)) return undefined;
-  const configPath =
-    config.namespace !== undefined
-      ? ['namespace']
-      : isSystem && config.systemNamespace
-        ? ['systemNamespace']
-        : undefined;
-  return {
-    message:
-      `the app namespace "${appNamespace}" of environment ${environment.name} may not be ` +
-      `${isSystem ? "the provider's systemNamespace" : 'a Kubernetes system namespace'}; choose another ` +
-      `defaultNamespace for the environment (or another namespace for the provider)`,
-    ...(configPath ? { configPath } : {}),
   };
 }
 

@@ -29,9 +29,9 @@ import {
   KubernetesPodSpec,
   KubernetesExecutorSettings,
   KubernetesProviderConfig,
-  appNamespaceProblem,
   settingsFromFlags,
 } from './config.js';
+import { appNamespaceProblem } from './app-namespace.js';
 
 const provider = () => import('./provider.js');
 const builds = () => import('./container/index.js');

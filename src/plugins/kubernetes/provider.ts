@@ -15,12 +15,12 @@ import {
   type NamespaceInfo,
 } from './client/index.js';
 import {
-  appNamespaceProblem,
   settingsOf,
   withClusterOverride,
   type KubernetesProviderConfig,
   type ProviderSettings,
 } from './config.js';
+import { appNamespaceProblem } from './app-namespace.js';
 
 /** The provider's settings, with the command line's `--kubeconfig` / `--context` over its own. */
 export function settings(ctx: PluginContext): ProviderSettings {

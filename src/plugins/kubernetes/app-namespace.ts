@@ -1,0 +1,38 @@
+/**
+ * The app namespaces the kubernetes provider refuses: the cluster's own, and the provider's
+ * `systemNamespace`. Its `init` refuses them in every command; `tend validate` says so first
+ * (the plugin's `checkEnvironment`), with the same words.
+ */
+import type { CheckEnvironmentParams, EnvironmentProblem } from '../../plugin/types.js';
+import { settingsOf, type KubernetesProviderConfig } from './config.js';
+
+/** The cluster's own namespaces: never an environment's app namespace. */
+const kubernetesSystemNamespaces = ['kube-system', 'kube-public', 'kube-node-lease', 'default'];
+
+/**
+ * Why the provider refuses the environment's app namespace (the provider's `systemNamespace`, or
+ * one of the cluster's own), where it is set; undefined when it does not. `init` refuses it in
+ * every command, and `tend validate` says so before one runs (`checkEnvironment`).
+ */
+export function appNamespaceProblem({
+  providerConfig,
+  environment,
+}: CheckEnvironmentParams): EnvironmentProblem | undefined {
+  const config = providerConfig as KubernetesProviderConfig;
+  const { appNamespace, systemNamespace } = settingsOf(config, environment.namespace);
+  const isSystem = appNamespace === systemNamespace;
+  if (!isSystem && !kubernetesSystemNamespaces.includes(appNamespace)) return undefined;
+  const configPath =
+    config.namespace !== undefined
+      ? ['namespace']
+      : isSystem && config.systemNamespace
+        ? ['systemNamespace']
+        : undefined;
+  return {
+    message:
+      `the app namespace "${appNamespace}" of environment ${environment.name} may not be ` +
+      `${isSystem ? "the provider's systemNamespace" : 'a Kubernetes system namespace'}; choose another ` +
+      `defaultNamespace for the environment (or another namespace for the provider)`,
+    ...(configPath ? { configPath } : {}),
+  };
+}
