@@ -458,7 +458,7 @@ tests:
     ).toBe(true);
   });
 
-  it('a container module: its Build (a Dockerfile), tasks and tests run its image; a service is a container Deploy, hotReload noted', async () => {
+  it('a container module: its Build (a Dockerfile), tasks and tests run its image; a service is a container Deploy, hotReload (of the module, of a service) and allowPublish noted', async () => {
     const module = `kind: Module
 type: container
 name: web
@@ -483,7 +483,9 @@ tasks:
 
     const withService = makeProject({
       'project.garden.yml': gardenProject,
-      'web/garden.yml': `${module}services:
+      'web/garden.yml': `${module}hotReload: { sync: [{ target: /app/src, source: src }] }
+allowPublish: false
+services:
   - name: web
     hotReload: { sync: [{ target: /app }] }
     ports: [{ name: http, containerPort: 8080 }]
@@ -497,7 +499,9 @@ tasks:
       spec: { image, ports: [{ name: 'http', containerPort: 8080 }] },
     });
     expect(withDeploy.notes.map((n) => `${n.location.file}:${n.location.line} ${n.message}`)).toEqual([
-      'web/garden.yml:12 hotReload: tend deploys what is on disk; ignored',
+      'web/garden.yml:10 hotReload: tend deploys what is on disk; ignored',
+      'web/garden.yml:11 allowPublish: tend has no publish command; ignored',
+      'web/garden.yml:14 hotReload: tend deploys what is on disk; ignored',
     ]);
   });
 });

@@ -55,6 +55,12 @@ export function convertModule(
     ...(module.variables !== undefined ? { variables: module.variables } : {}),
     ...(module.varfile !== undefined ? { varfiles: [module.varfile] } : {}),
   };
+  if (module.hotReload !== undefined) {
+    translation.note(['hotReload'], 'hotReload: tend deploys what is on disk; ignored');
+  }
+  if (module.allowPublish !== undefined) {
+    translation.note(['allowPublish'], 'allowPublish: tend has no publish command; ignored');
+  }
   if (module.generateFiles !== undefined) {
     translation.unsupported(['generateFiles'], 'generateFiles of a module is not supported by tend yet');
   }
