@@ -8,7 +8,7 @@
 import path from 'node:path';
 import { TendError } from '../errors.js';
 import type { ConfigProblem } from './diagnostics.js';
-import type { ActionConfig, ConfigPath, Locate, VariableValue } from './project.js';
+import type { ActionConfig, ActionVarfile, ConfigPath, Locate, VariableValue } from './project.js';
 import {
   checkTemplateSyntax,
   findActionReferences,
@@ -29,6 +29,8 @@ export interface RawActionVariables {
 /**
  * The action's own variable layers (`variables:`, then each varfile, relative to the action's
  * file), or undefined when it has none; problems (a missing varfile, a bad template) are added.
+ * When a varfile path holds `${…}`, the varfiles are read once the environment is chosen
+ * (`varfileTemplates`, read by `withEnvironmentVarfiles`), all of them, in order.
  */
 export function readActionVariableLayers(
   raw: RawActionVariables,
@@ -36,41 +38,71 @@ export function readActionVariableLayers(
   root: string,
   locate: Locate,
   problems: ConfigProblem[],
-): Record<string, VariableValue>[] | undefined {
+): { variableLayers?: Record<string, VariableValue>[]; varfileTemplates?: ActionVarfile[] } {
   const layers: Record<string, VariableValue>[] = [];
   if (raw.variables !== undefined) {
     problems.push(...checkTemplateSyntax(raw.variables, ['variables'], locate).problems);
     layers.push(raw.variables);
   }
-  (raw.varfiles ?? []).forEach((varfile, i) => {
+  const varfiles: ActionVarfile[] = (raw.varfiles ?? []).map((varfile, i) => {
     const { path: given, optional = false } = typeof varfile === 'string' ? { path: varfile } : varfile;
-    const at = locate(['varfiles', i]);
-    if (given.includes('${')) {
-      problems.push({
-        code: 'TEND_CONFIG_UNSUPPORTED',
-        message: `a varfile path with a template expression ("${given}") is not supported by tend; name the file`,
-        location: at,
-      });
-      return;
+    return { path: given, optional, dir: fileDir, at: ['varfiles', i] };
+  });
+  if (varfiles.some((varfile) => varfile.path.includes('${'))) {
+    for (const varfile of varfiles) {
+      problems.push(...checkTemplateSyntax(varfile.path, varfile.at, locate).problems);
     }
-    const file = path.resolve(fileDir, given);
-    const shown = path.relative(root, file) || given;
+    return { ...(layers.length > 0 ? { variableLayers: layers } : {}), varfileTemplates: varfiles };
+  }
+  for (const varfile of varfiles) {
     try {
-      const read = readVarfile(file, shown);
+      const read = readActionVarfile(varfile, varfile.path, root, locate);
       if (read !== undefined) layers.push(read);
-      else if (!optional) {
-        problems.push({
-          code: 'TEND_CONFIG_NOT_FOUND',
-          message: `varfile ${given} does not exist (${shown} in the project)`,
-          location: at,
-        });
-      }
     } catch (error) {
       if (!(error instanceof TendError)) throw error;
-      problems.push({ code: error.code, message: error.message, location: error.location ?? at });
+      problems.push({ code: error.code, message: error.message, location: error.location ?? locate(varfile.at) });
     }
-  });
-  return layers.length > 0 ? layers : undefined;
+  }
+  return layers.length > 0 ? { variableLayers: layers } : {};
+}
+
+/** One varfile of an action, its path resolved: undefined when it is optional and missing. */
+function readActionVarfile(
+  varfile: ActionVarfile,
+  given: string,
+  root: string,
+  locate: Locate,
+): Record<string, VariableValue> | undefined {
+  const file = path.resolve(varfile.dir, given);
+  const shown = path.relative(root, file) || given;
+  const read = readVarfile(file, shown);
+  if (read === undefined && !varfile.optional) {
+    throw new TendError('TEND_CONFIG_NOT_FOUND', `varfile ${given} does not exist (${shown} in the project)`, {
+      location: locate(varfile.at),
+    });
+  }
+  return read;
+}
+
+/**
+ * The action with its varfiles read when a path holds `${…}`: each path resolved in the
+ * environment's context (project, environment, variables, `local.*`, `git.*`…, as Garden resolves
+ * an action's varfile paths), read above its `variables:`. Throws the first problem at its line.
+ */
+export function withEnvironmentVarfiles(
+  action: ActionConfig,
+  context: TemplateContext,
+  root: string,
+): ActionConfig {
+  if (!action.varfileTemplates) return action;
+  const layers = [...(action.variableLayers ?? [])];
+  for (const varfile of action.varfileTemplates) {
+    const given = String(resolveTemplates(varfile.path, context, () => action.locate(varfile.at)));
+    const read = readActionVarfile(varfile, given, root, (p) => action.locate(p));
+    if (read !== undefined) layers.push(read);
+  }
+  const { varfileTemplates: _read, ...rest } = action;
+  return { ...rest, ...(layers.length > 0 ? { variableLayers: layers } : {}) };
 }
 
 /** `disabled:` and `environments:` as ActionConfig keeps them; a malformed template is a problem. */

@@ -50,6 +50,15 @@ export interface ConfigProblem {
   location: SourceLocation;
 }
 
+/** An action's varfile as written: its path relative to `dir` (the action's file's directory). */
+export interface ActionVarfile {
+  path: string;
+  optional: boolean;
+  dir: string;
+  /** Where it is in the action's document. */
+  at: ConfigPath;
+}
+
 export interface ProviderEntry {
   name: string;
   /** The environments this provider is used in; all when absent. */
@@ -114,6 +123,11 @@ export interface ActionConfig {
   spec: unknown;
   /** Its own variables, lowest first: `variables:`, then each of `varfiles:` (absent when none). */
   variableLayers?: Record<string, VariableValue>[];
+  /**
+   * Its `varfiles:` when a path holds `${…}` (`config/${environment.name}.yml`): all of them, read
+   * in order above `variables:` once the environment is chosen (resolve-templates.ts).
+   */
+  varfileTemplates?: ActionVarfile[];
   /** `disabled:` unless false: true, or a template resolved in the environment (`${environment.name == "local"}`). */
   disabled?: true | string;
   /** `environments:`: the only environments it is enabled in. */

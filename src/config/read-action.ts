@@ -126,7 +126,7 @@ export function readActionDocument(
     }
   }
 
-  const variableLayers = readActionVariableLayers(
+  const { variableLayers, varfileTemplates } = readActionVariableLayers(
     raw,
     fileDir,
     reading.root,
@@ -154,6 +154,7 @@ export function readActionDocument(
       ...(raw.cacheResult !== undefined ? { cacheResult: raw.cacheResult } : {}),
       spec,
       ...(variableLayers ? { variableLayers } : {}),
+      ...(varfileTemplates ? { varfileTemplates } : {}),
       ...enablement,
       ...buildKeys,
       file: file.file,

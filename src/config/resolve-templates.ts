@@ -4,7 +4,7 @@
  * own variables, the secrets when the configuration reads them) —, the actions enabled in the
  * environment (`disabled:` may be a template), and the provider entries it uses.
  */
-import { actionVariablesOf, enabledActions } from './action-variables.js';
+import { actionVariablesOf, enabledActions, withEnvironmentVarfiles } from './action-variables.js';
 import { createTemplateContext, providersOf, type SelectedEnvironment } from './environment.js';
 import type { ActionConfig, ProjectConfig, ProviderEntry, VariableValue } from './project.js';
 import { readsSecrets, type TemplateContext } from './template.js';
@@ -36,11 +36,13 @@ export async function resolveTemplateContext(
   copies: ActionConfig[],
   secretSource: SecretSource,
 ): Promise<ResolvedTemplates> {
+  const environmentContext = createTemplateContext(project, environment);
+  const actions = copies.map((action) => withEnvironmentVarfiles(action, environmentContext, project.root));
   const templateContext: TemplateContext = {
-    ...createTemplateContext(project, environment),
-    actionVariables: actionVariablesOf(copies),
+    ...environmentContext,
+    actionVariables: actionVariablesOf(actions),
   };
-  const { enabled, disabled } = enabledActions(copies, templateContext);
+  const { enabled, disabled } = enabledActions(actions, templateContext);
   // A missing secret is found here too; its value is never in any output.
   if (configurationReadsSecrets(project, enabled, environment.variables)) {
     const secrets = await secretSource(project, environment.name);

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { TendError } from '../../src/errors.js';
 import { actionVariablesOf, enabledActions, selectActionCopies } from '../../src/config/action-variables.js';
 import { createTemplateContext, resolveActionSpec, selectEnvironment } from '../../src/config/environment.js';
-import { loadProjectConfig } from '../../src/config/pipeline.js';
+import { configure, loadProjectConfig } from '../../src/config/pipeline.js';
 import { actionOutputsContext, resolveTemplates } from '../../src/config/template.js';
 import { testPlugins } from './fixtures/plugins.js';
 import { removeProjects, writeProject, yaml } from './fixtures/project.js';
@@ -199,6 +199,62 @@ describe('action variables', () => {
       `),
     );
     expect(error.message).toBe('varfile missing.yml does not exist (missing.yml in the project)');
+    expect(`${error.location?.file}:${error.location?.line}`).toBe('api.tend.yml:4');
+  });
+
+  it('a varfile path with ${…} is resolved in the chosen environment and read above the action’s variables, in order; a missing one is an error at its line', async () => {
+    const root = await writeProject({
+      'tend.yml': project,
+      ...api(yaml`
+        kind: Deploy
+        name: api
+        type: cmd
+        variables: { who: variables, region: variables }
+        varfiles:
+          - base.yml
+          - secrets.\${environment.name}.yml
+          - { path: "secrets.\${environment.name}.private.yml", optional: true }
+        spec: { command: [x] }
+      `),
+      'base.yml': 'who: base\nregion: base\n',
+      'secrets.dev.yml': 'who: dev\n',
+      'secrets.dev.private.yml': 'region: private\n',
+    });
+    const variablesIn = async (env: string) => {
+      const configuration = await configure({
+        cwd: root,
+        plugins: testPlugins,
+        env,
+        secrets: async () => undefined,
+      });
+      return { layers: configuration.actions[0]!.variableLayers };
+    };
+    expect((await variablesIn('dev')).layers).toEqual([
+      { who: 'variables', region: 'variables' },
+      { who: 'base', region: 'base' },
+      { who: 'dev' },
+      { region: 'private' },
+    ]);
+    const error = await variablesIn('prod').then(
+      () => undefined,
+      (e: unknown) => e as TendError,
+    );
+    expect(error?.code).toBe('TEND_CONFIG_NOT_FOUND');
+    expect(error?.message).toBe('varfile secrets.prod.yml does not exist (secrets.prod.yml in the project)');
+    expect(`${error?.location?.file}:${error?.location?.line}`).toBe('api.tend.yml:7');
+  });
+
+  it('a varfile path with a malformed ${…} is an error at its line when the project loads', async () => {
+    const error = await loadError(
+      api(yaml`
+        kind: Deploy
+        name: api
+        type: cmd
+        varfiles: [ok.yml, "secrets.\${environment.name.yml"]
+        spec: { command: [x] }
+      `),
+    );
+    expect(error.code).toBe('TEND_TEMPLATE');
     expect(`${error.location?.file}:${error.location?.line}`).toBe('api.tend.yml:4');
   });
 
