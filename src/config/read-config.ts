@@ -25,6 +25,8 @@ export class ConfigReader {
   #project: ProjectConfig | undefined;
   #projectSeen: SourceLocation | undefined;
   readonly #actions: PendingAction[] = [];
+  /** Actions whose document has problems of its own (`run.a`): what refers to them is no further error. */
+  readonly #unreadable = new Set<string>();
 
   constructor(
     readonly root: string,
@@ -69,6 +71,8 @@ export class ConfigReader {
     } else if (typeof kind === 'string' && (actionKinds as readonly string[]).includes(kind)) {
       const pending = readActionDocument(document, record, kind as ActionKind, this.#reading);
       if (pending) this.#actions.push(pending);
+      // Its problems say why; what refers to it is no further error.
+      else if (typeof record.name === 'string') this.#unreadable.add(`${kind.toLowerCase()}.${record.name}`);
     } else {
       this.#problem(
         'TEND_CONFIG_INVALID',
@@ -131,7 +135,7 @@ export class ConfigReader {
         },
       );
     }
-    crossCheck(this.#actions, this.#project, unloaded, this.problems);
+    crossCheck(this.#actions, this.#project, new Set([...unloaded, ...this.#unreadable]), this.problems);
     if (this.problems.length > 0) {
       const rank = new Map(files.map((f, i) => [f.file, i]));
       const byFile = new Map<number, ConfigProblem[]>();

@@ -449,6 +449,18 @@ const cases: Case[] = [
     code: 'TEND_ENVIRONMENT_NOT_FOUND',
   },
   {
+    name: 'an action with a problem of its own: what depends on it or reads its outputs is no further error',
+    files: {
+      'tend.yml': project,
+      'a.tend.yml': 'kind: Run\ntype: cmd\nname: a\nvarfiles: [missing.yml]\nspec: { command: [a] }\n',
+      'b.tend.yml':
+        'kind: Run\ntype: cmd\nname: b\ndependencies: [run.a]\n' +
+        'spec: { command: [echo, "${actions.run.a.outputs.log}"] }\n',
+    },
+    error: 'a.tend.yml:4:12: varfile missing.yml does not exist (missing.yml in the project)',
+    code: 'TEND_CONFIG_NOT_FOUND',
+  },
+  {
     name: 'unknown provider',
     files: { 'tend.yml': project.replace('{ name: local }', '{ name: local }, { name: clustr }') },
     error: 'tend.yml:4:38: unknown provider "clustr"; expected one of: local, cluster',
