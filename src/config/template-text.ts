@@ -21,7 +21,8 @@ import {
 } from '../expressions/evaluate.js';
 import type { Scope } from '../expressions/evaluate.js';
 import { TemplateFunctionError } from '../expressions/functions.js';
-import { eachLookup, parseTemplateString, partOffset, TemplateSyntaxError } from '../expressions/syntax.js';
+import { eachLookup } from '../expressions/lookups.js';
+import { parseTemplateString, partOffset, TemplateSyntaxError } from '../expressions/syntax.js';
 import type { Template, TemplatePart } from '../expressions/syntax.js';
 
 /** An expression or a `${if}` block: a part that is not literal text. */

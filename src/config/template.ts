@@ -19,7 +19,8 @@ import type { Scope } from '../expressions/evaluate.js';
 import { TemplateFunctionError } from '../expressions/functions.js';
 import { resolveValue, StructureError, structuralKeys } from '../expressions/structure.js';
 import type { ValueResolver } from '../expressions/structure.js';
-import { eachLookup, parseTemplateString, TemplateSyntaxError } from '../expressions/syntax.js';
+import { eachLookup } from '../expressions/lookups.js';
+import { parseTemplateString, TemplateSyntaxError } from '../expressions/syntax.js';
 import type { Expression, Template } from '../expressions/syntax.js';
 import type { ConfigPath } from './project.js';
 import {

@@ -10,6 +10,7 @@
  * rewriting its scanner, and a generated parser would add a build step for a grammar this small.
  * Nesting is bounded (`maxDepth`), so hostile input gives an error, not a stack overflow.
  */
+import { identifierPart, identifierStart, spaceCharacter } from './characters.js';
 
 export type Value = unknown;
 
@@ -58,35 +59,6 @@ export function partOffset(part: TemplatePart): number | undefined {
 
 /** Deeper nesting than this (parentheses, operators, calls) is refused. */
 export const maxDepth = 200;
-
-const identifierStartPattern = /[\p{L}\p{Nl}_$]/u;
-const identifierPartPattern = /[\p{L}\p{Nl}\p{Mn}\p{Mc}\p{Nd}\p{Pc}_$-]|\u200C|\u200D/u;
-const spacePattern = /[\t\v\f \u00A0\uFEFF\p{Zs}\n\r]/u;
-
-// ASCII first (nearly every character of a configuration), the Unicode classes after: a
-// Unicode-property test for each character would make parsing the slow part of loading.
-const isAsciiLetter = (c: number) => (c >= 97 && c <= 122) || (c >= 65 && c <= 90);
-const identifierStart = {
-  test: (ch: string) => {
-    const c = ch.charCodeAt(0);
-    if (c < 128) return isAsciiLetter(c) || c === 95 || c === 36;
-    return identifierStartPattern.test(ch);
-  },
-};
-const identifierPart = {
-  test: (ch: string) => {
-    const c = ch.charCodeAt(0);
-    if (c < 128) return isAsciiLetter(c) || (c >= 48 && c <= 57) || c === 95 || c === 36 || c === 45;
-    return identifierPartPattern.test(ch);
-  },
-};
-const spaceCharacter = {
-  test: (ch: string) => {
-    const c = ch.charCodeAt(0);
-    if (c < 128) return c === 32 || (c >= 9 && c <= 13);
-    return spacePattern.test(ch);
-  },
-};
 
 type Block =
   { kind: 'if'; condition: Expression; source: string } | { kind: 'else' | 'endif'; source: string };
@@ -541,52 +513,5 @@ class ExpressionParser {
       return String.fromCharCode(parseInt(digits, 16));
     }
     return c;
-  }
-}
-
-/** Every lookup in an expression or template, nested ones included. */
-export function eachLookup(
-  node: Expression | Template,
-  onLookup: (lookup: Extract<Expression, { type: 'lookup' }>) => void,
-): void {
-  if ('parts' in node) {
-    const visitParts = (parts: TemplatePart[]) => {
-      for (const part of parts) {
-        if (part.type === 'expression') eachLookup(part.expression, onLookup);
-        if (part.type === 'if') {
-          eachLookup(part.condition, onLookup);
-          visitParts(part.then);
-          visitParts(part.else);
-        }
-      }
-    };
-    visitParts(node.parts);
-    return;
-  }
-  switch (node.type) {
-    case 'literal':
-      return;
-    case 'array':
-      return node.elements.forEach((e) => eachLookup(e, onLookup));
-    case 'lookup':
-      onLookup(node);
-      return node.path.forEach((segment) => typeof segment !== 'string' && eachLookup(segment, onLookup));
-    case 'call':
-      return node.args.forEach((e) => eachLookup(e, onLookup));
-    case 'not':
-    case 'typeof':
-    case 'negate':
-      return eachLookup(node.operand, onLookup);
-    case 'binary':
-    case 'and':
-    case 'or':
-      eachLookup(node.left, onLookup);
-      return eachLookup(node.right, onLookup);
-    case 'conditional':
-      eachLookup(node.test, onLookup);
-      eachLookup(node.consequent, onLookup);
-      return eachLookup(node.alternate, onLookup);
-    case 'template':
-      return eachLookup(node.template, onLookup);
   }
 }
