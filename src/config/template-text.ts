@@ -122,7 +122,7 @@ function parseReportingAll(
       const original = at - added.filter((offset) => offset < at).length;
       problems.push(located(text, new TextProblem(error.message, original), options));
       if (problems.length >= syntaxErrorLimit || !current.startsWith('${', at)) {
-        return { template: { parts: [], optional: false }, problems };
+        return { template: { parts: [] }, problems };
       }
       added = [...added.map((offset) => (offset >= at ? offset + 1 : offset)), at];
       current = `${current.slice(0, at)}$${current.slice(at)}`;
@@ -177,7 +177,7 @@ function describe(value: unknown): string {
 function evaluatePart(part: ExpressionPart, scope: Scope): unknown {
   let value: unknown;
   try {
-    value = evaluateTemplate({ parts: [part], optional: false }, scope);
+    value = evaluateTemplate({ parts: [part] }, scope);
   } catch (error) {
     if (error instanceof NotYetKnownError) throw error;
     if (
@@ -201,7 +201,7 @@ function evaluatePart(part: ExpressionPart, scope: Scope): unknown {
 function readsAtRuntime(part: ExpressionPart): { runtime: boolean; problem?: string } {
   let runtime = false;
   let problem: string | undefined;
-  eachLookup({ parts: [part], optional: false }, (lookup) => {
+  eachLookup({ parts: [part] }, (lookup) => {
     if (lookup.root === 'secrets') runtime = true;
     if (lookup.root !== 'actions' || lookup.path[2] === 'var') return;
     runtime = true;

@@ -70,7 +70,7 @@ export function parseTemplate(
   const template = templateOf(text);
   const parts = template.parts.map((part) => {
     if (part.type === 'text') return { literal: part.text };
-    const inner = part.source.slice(2, -1).trim();
+    const inner = part.source.slice(2, part.source.endsWith('}?') ? -2 : -1).trim();
     const lookup =
       part.type === 'expression' && part.expression.type === 'lookup' ? part.expression : undefined;
     const dotted = lookup?.path.every((s) => typeof s === 'string');
@@ -267,7 +267,7 @@ function keptParts(template: Template): boolean[] {
     kept = template.parts.map((part) => {
       let reads = false;
       if (part.type !== 'text') {
-        eachLookup({ parts: [part], optional: false }, (lookup) => {
+        eachLookup({ parts: [part] }, (lookup) => {
           if (readsActionRuntime(lookup)) reads = true;
         });
       }
