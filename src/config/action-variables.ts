@@ -7,6 +7,7 @@
  */
 import path from 'node:path';
 import { TendError } from '../errors.js';
+import type { SyntaxOptions } from '../expressions/syntax.js';
 import type { ConfigProblem } from './diagnostics.js';
 import type { ActionConfig, ConfigPath, Locate, VariableValue } from './project.js';
 import {
@@ -36,10 +37,11 @@ export function readActionVariableLayers(
   root: string,
   locate: Locate,
   problems: ConfigProblem[],
+  syntax: SyntaxOptions,
 ): Record<string, VariableValue>[] | undefined {
   const layers: Record<string, VariableValue>[] = [];
   if (raw.variables !== undefined) {
-    problems.push(...checkTemplateSyntax(raw.variables, ['variables'], locate).problems);
+    problems.push(...checkTemplateSyntax(raw.variables, ['variables'], locate, { syntax }).problems);
     layers.push(raw.variables);
   }
   (raw.varfiles ?? []).forEach((varfile, i) => {
@@ -78,10 +80,11 @@ export function readActionEnablement(
   raw: RawActionVariables,
   locate: Locate,
   problems: ConfigProblem[],
+  syntax: SyntaxOptions,
 ): Pick<ActionConfig, 'disabled' | 'environments'> {
   const out: Pick<ActionConfig, 'disabled' | 'environments'> = {};
   if (typeof raw.disabled === 'string') {
-    problems.push(...checkTemplateSyntax(raw.disabled, ['disabled'], locate).problems);
+    problems.push(...checkTemplateSyntax(raw.disabled, ['disabled'], locate, { syntax }).problems);
     out.disabled = raw.disabled;
   } else if (raw.disabled === true) {
     out.disabled = true;

@@ -23,7 +23,7 @@ import type { Scope } from '../expressions/evaluate.js';
 import { TemplateFunctionError } from '../expressions/functions.js';
 import { eachLookup } from '../expressions/lookups.js';
 import { parseTemplateString, partOffset, TemplateSyntaxError } from '../expressions/syntax.js';
-import type { Template, TemplatePart } from '../expressions/syntax.js';
+import type { SyntaxOptions, Template, TemplatePart } from '../expressions/syntax.js';
 
 /** An expression or a `${if}` block: a part that is not literal text. */
 type ExpressionPart = Exclude<TemplatePart, { type: 'text' }>;
@@ -56,7 +56,7 @@ export function resolveTemplateText(
 ): string {
   if (!text.includes('${')) return text;
   try {
-    return resolveParts(parse(text), templateScope(context));
+    return resolveParts(parse(text, context.templateSyntax), templateScope(context));
   } catch (error) {
     if (!(error instanceof TextProblem)) throw error;
     const problem = located(text, error, options);
@@ -75,7 +75,7 @@ export function checkTemplateText(
   options: TemplateTextOptions,
 ): ConfigProblem[] {
   if (!text.includes('${')) return [];
-  const { template, problems } = parseReportingAll(text, options);
+  const { template, problems } = parseReportingAll(text, context.templateSyntax, options);
   const scope = templateScope(context);
   for (const part of template.parts) {
     if (part.type === 'text') continue;
@@ -107,6 +107,7 @@ const syntaxErrorLimit = 20;
  */
 function parseReportingAll(
   text: string,
+  syntax: SyntaxOptions | undefined,
   options: TemplateTextOptions,
 ): { template: Template; problems: ConfigProblem[] } {
   const problems: ConfigProblem[] = [];
@@ -115,7 +116,7 @@ function parseReportingAll(
   let current = text;
   for (;;) {
     try {
-      return { template: parse(current), problems };
+      return { template: parse(current, syntax), problems };
     } catch (error) {
       if (!(error instanceof TextProblem)) throw error;
       const at = error.offset;
@@ -130,9 +131,9 @@ function parseReportingAll(
   }
 }
 
-function parse(text: string): Template {
+function parse(text: string, syntax: SyntaxOptions | undefined): Template {
   try {
-    return parseTemplateString(text);
+    return parseTemplateString(text, syntax);
   } catch (error) {
     if (error instanceof TemplateSyntaxError) throw new TextProblem(error.message, error.offset ?? 0);
     throw error;
