@@ -7,6 +7,7 @@
  */
 import path from 'node:path';
 import { TendError } from '../errors.js';
+import type { SyntaxOptions } from '../expressions/syntax.js';
 import type { ConfigProblem } from './diagnostics.js';
 import type { ActionConfig, ActionVarfile, ConfigPath, Locate, VariableValue } from './project.js';
 import {
@@ -38,10 +39,11 @@ export function readActionVariableLayers(
   root: string,
   locate: Locate,
   problems: ConfigProblem[],
+  syntax: SyntaxOptions,
 ): { variableLayers?: Record<string, VariableValue>[]; varfileTemplates?: ActionVarfile[] } {
   const layers: Record<string, VariableValue>[] = [];
   if (raw.variables !== undefined) {
-    problems.push(...checkTemplateSyntax(raw.variables, ['variables'], locate).problems);
+    problems.push(...checkTemplateSyntax(raw.variables, ['variables'], locate, { syntax }).problems);
     layers.push(raw.variables);
   }
   const varfiles: ActionVarfile[] = (raw.varfiles ?? []).map((varfile, i) => {
@@ -50,7 +52,7 @@ export function readActionVariableLayers(
   });
   if (varfiles.some((varfile) => varfile.path.includes('${'))) {
     for (const varfile of varfiles) {
-      problems.push(...checkTemplateSyntax(varfile.path, varfile.at, locate).problems);
+      problems.push(...checkTemplateSyntax(varfile.path, varfile.at, locate, { syntax }).problems);
     }
     return { ...(layers.length > 0 ? { variableLayers: layers } : {}), varfileTemplates: varfiles };
   }
@@ -60,7 +62,11 @@ export function readActionVariableLayers(
       if (read !== undefined) layers.push(read);
     } catch (error) {
       if (!(error instanceof TendError)) throw error;
-      problems.push({ code: error.code, message: error.message, location: error.location ?? locate(varfile.at) });
+      problems.push({
+        code: error.code,
+        message: error.message,
+        location: error.location ?? locate(varfile.at),
+      });
     }
   }
   return layers.length > 0 ? { variableLayers: layers } : {};
@@ -77,9 +83,13 @@ function readActionVarfile(
   const shown = path.relative(root, file) || given;
   const read = readVarfile(file, shown);
   if (read === undefined && !varfile.optional) {
-    throw new TendError('TEND_CONFIG_NOT_FOUND', `varfile ${given} does not exist (${shown} in the project)`, {
-      location: locate(varfile.at),
-    });
+    throw new TendError(
+      'TEND_CONFIG_NOT_FOUND',
+      `varfile ${given} does not exist (${shown} in the project)`,
+      {
+        location: locate(varfile.at),
+      },
+    );
   }
   return read;
 }
@@ -110,10 +120,11 @@ export function readActionEnablement(
   raw: RawActionVariables,
   locate: Locate,
   problems: ConfigProblem[],
+  syntax: SyntaxOptions,
 ): Pick<ActionConfig, 'disabled' | 'environments'> {
   const out: Pick<ActionConfig, 'disabled' | 'environments'> = {};
   if (typeof raw.disabled === 'string') {
-    problems.push(...checkTemplateSyntax(raw.disabled, ['disabled'], locate).problems);
+    problems.push(...checkTemplateSyntax(raw.disabled, ['disabled'], locate, { syntax }).problems);
     out.disabled = raw.disabled;
   } else if (raw.disabled === true) {
     out.disabled = true;

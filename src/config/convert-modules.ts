@@ -6,6 +6,7 @@
  */
 import type { GardenRunnable } from './garden/workflows.js';
 import path from 'node:path';
+import type { SyntaxOptions } from '../expressions/syntax.js';
 import type { ConfigProblem } from './diagnostics.js';
 import { isGardenFileName } from './files.js';
 import { readGardenDocument } from './garden/document.js';
@@ -35,6 +36,8 @@ export class ModuleConverter {
     files: SourceFile[],
     readonly problems: ConfigProblem[],
     readonly notes: ConfigNote[],
+    /** How the project's templates read (template-syntax.ts): a template's rendered keys are resolved. */
+    readonly templateSyntax: SyntaxOptions,
   ) {
     // A 0.12 module's runtime dependency names a service or task of any module (garden/project-index.ts).
     this.#index = gardenProjectIndex(root, files);
@@ -68,8 +71,12 @@ export class ModuleConverter {
       this.notes.push({ message, location: locate(['disabled'], 'key') });
       return;
     }
-    const rendered = renderTemplate({ value: render, dir, locate }, this.#templates, (found) =>
-      this.problems.push({ code: 'TEND_CONFIG_INVALID', message: found.message, location: found.location }),
+    const rendered = renderTemplate(
+      { value: render, dir, locate },
+      this.#templates,
+      (found) =>
+        this.problems.push({ code: 'TEND_CONFIG_INVALID', message: found.message, location: found.location }),
+      this.templateSyntax,
     );
     for (const config of rendered) {
       const template = this.#templates.get(config.rendered.template)!;

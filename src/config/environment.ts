@@ -113,6 +113,11 @@ function datetimeContext(): NonNullable<TemplateContext['datetime']> {
   };
 }
 
+/** How the project's templates read, for its template contexts. */
+function templateSyntaxOf(project: ProjectConfig): Pick<TemplateContext, 'templateSyntax'> {
+  return project.templateSyntax ? { templateSyntax: project.templateSyntax } : {};
+}
+
 /**
  * The environment of `defaultEnvironment`, a template too (Garden resolves it with `local.*`,
  * `project.*`, `git.*` and `datetime.*`: `${local.env.CI ? "ci" : "dev"}`).
@@ -124,6 +129,7 @@ function defaultEnvironmentName(
 ): string {
   if (!project.defaultEnvironment.includes('${')) return project.defaultEnvironment;
   const context = {
+    ...templateSyntaxOf(project),
     project: { name: project.name },
     var: {},
     local: fullLocal(local, project),
@@ -155,6 +161,7 @@ function varfilePathContext(
   options: SelectOptions,
 ): TemplateContext {
   return {
+    ...templateSyntaxOf(project),
     project: { name: project.name },
     environment: { name: environmentName },
     var: project.variables,
@@ -200,6 +207,7 @@ export function selectEnvironment(project: ProjectConfig, options: SelectOptions
   const templatePath = ['environments', index, 'defaultNamespace'];
   // environment.namespace is what is being computed: it is absent from this context on purpose.
   const context = {
+    ...templateSyntaxOf(project),
     project: { name: project.name },
     environment: { name: environment.name },
     var: project.variables,
@@ -318,6 +326,7 @@ export function createTemplateContext(
   local: TemplateContext['local'] = localContext(),
 ): TemplateContext {
   return {
+    ...templateSyntaxOf(project),
     project: { name: project.name },
     environment: {
       name: environment.name,

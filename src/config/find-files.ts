@@ -7,6 +7,7 @@
 import { readFile } from 'node:fs';
 import { promisify } from 'node:util';
 import path from 'node:path';
+import type { SyntaxOptions } from '../expressions/syntax.js';
 import { sha256Hex } from '../hash.js';
 import { statePaths } from '../state/files.js';
 import {
@@ -18,6 +19,7 @@ import {
 } from './files.js';
 import { ParseCache } from './parse-cache.js';
 import { SourceFile } from './source.js';
+import { projectTemplateSyntax } from './template-syntax.js';
 
 /** Not node:fs/promises: loading it loads readline too, ~2 ms of every start. */
 const readFileAsync = promisify(readFile);
@@ -30,6 +32,8 @@ export interface FoundFiles {
   projectFile: SourceFile;
   /** Every configuration file, the project files first. */
   files: SourceFile[];
+  /** How the project's templates read (the Project's: template-syntax.ts). */
+  templateSyntax: SyntaxOptions;
   /** Keeps every file's documents for the next load (after a load without problems). */
   remember(): void;
 }
@@ -64,6 +68,7 @@ export async function findFiles(options: { root?: string; cwd: string }): Promis
     projectFiles,
     projectFile,
     files,
+    templateSyntax: projectTemplateSyntax(gardenProject),
     remember() {
       for (const file of files) cache.store(file.file, hashes.get(file)!, file.parse().documents);
       cache.save();

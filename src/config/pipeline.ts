@@ -55,9 +55,9 @@ export async function loadProjectConfig(options: LoadOptions): Promise<LoadedCon
     const plugins = [...options.plugins, ...projectPlugins.plugins];
     const problems: ConfigProblem[] = [];
     const notes: ConfigNote[] = [];
-    const converter = new ModuleConverter(root, files, problems, notes);
+    const converter = new ModuleConverter(root, files, problems, notes, found.templateSyntax);
     const projectFiles = found.projectFiles.map((file) => file.file);
-    const reader = new ConfigReader(root, plugins, projectFiles, problems);
+    const reader = new ConfigReader(root, plugins, projectFiles, problems, found.templateSyntax);
     for (const file of files) {
       for (const document of readDocuments(file, problems)) {
         for (const converted of converter.convert(document)) reader.read(converted);

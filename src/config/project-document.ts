@@ -6,6 +6,7 @@
  * are collected, not thrown, so one run reports them all.
  */
 import type { SourceLocation } from '../errors.js';
+import type { SyntaxOptions } from '../expressions/syntax.js';
 import type { PluginDefinition } from '../plugin/types.js';
 import type { Static } from 'typebox';
 import type { CleanupConfigSchema } from '../cleanup/policy.js';
@@ -46,11 +47,13 @@ export interface ProjectDocumentInput {
   value: Record<string, unknown>;
   locate: (p: ConfigPath, target?: LocateTarget) => SourceLocation;
   plugins: readonly PluginDefinition[];
+  /** The project's template syntax (template-syntax.ts). */
+  templateSyntax: SyntaxOptions;
 }
 
 /** The project, or undefined when the document has problems (added to `problems`). */
 export function readProjectDocument(
-  { root, file, location, value, locate, plugins }: ProjectDocumentInput,
+  { root, file, location, value, locate, plugins, templateSyntax }: ProjectDocumentInput,
   problems: ConfigProblem[],
 ): ProjectConfig | undefined {
   // A templated defaultEnvironment is chosen when the environment is (config/environment.ts).
@@ -69,6 +72,7 @@ export function readProjectDocument(
   const before = problems.length;
   const reading: Reading = {
     locate,
+    syntax: templateSyntax,
     problems,
     problem: (code, message, at) => problems.push({ code, message, location: at }),
   };
@@ -78,7 +82,9 @@ export function readProjectDocument(
   const defaultEnvironment = templatedDefault ?? raw.defaultEnvironment ?? environments[0]?.name ?? '';
   if (templatedDefault !== undefined) {
     problems.push(
-      ...checkTemplateSyntax(templatedDefault, ['defaultEnvironment'], (p) => locate(p)).problems,
+      ...checkTemplateSyntax(templatedDefault, ['defaultEnvironment'], (p) => locate(p), {
+        syntax: templateSyntax,
+      }).problems,
     );
   } else if (raw.defaultEnvironment !== undefined && !environmentNames.has(raw.defaultEnvironment)) {
     reading.problem(
@@ -99,6 +105,7 @@ export function readProjectDocument(
     ...(raw.server !== undefined ? { server: raw.server } : {}),
     root: root,
     file,
+    templateSyntax,
     location,
     locate: (p) => locate(p),
   };
@@ -134,6 +141,7 @@ type RawProvider = { name: string; environments?: string[]; plugin?: string } & 
 /** Where the steps of reading a document find positions and put problems. */
 interface Reading {
   locate: (p: ConfigPath, target?: LocateTarget) => SourceLocation;
+  syntax: SyntaxOptions;
   problems: ConfigProblem[];
   problem: (code: ConfigProblem['code'], message: string, at: SourceLocation) => void;
 }
@@ -215,12 +223,12 @@ function checkEnvironment(reading: Reading, env: RawEnvironment, i: number): voi
 
 /** A template's syntax, and (said once, at the template) that it uses no action outputs. */
 function checkNoActionOutputs(
-  { locate, problems, problem }: Reading,
+  { locate, syntax, problems, problem }: Reading,
   template: string,
   base: ConfigPath,
   message: string,
 ): void {
-  const checked = checkTemplateSyntax(template, base, (p) => locate(p));
+  const checked = checkTemplateSyntax(template, base, (p) => locate(p), { syntax });
   problems.push(...checked.problems);
   if (checked.actionReferences.length > 0) problem('TEND_TEMPLATE', message, locate(base));
 }
@@ -319,7 +327,7 @@ function readProviders(
     });
     // An entry for some environments only is checked where it is used (providersOf).
     if (!only) problems.push(...invalid);
-    const checked = checkTemplateSyntax(config, entryPath, (p) => locate(p));
+    const checked = checkTemplateSyntax(config, entryPath, (p) => locate(p), { syntax: reading.syntax });
     problems.push(...checked.problems);
     for (const reference of checked.actionReferences) {
       problem(

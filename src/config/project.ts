@@ -5,6 +5,7 @@
  */
 import type { ErrorCode, SourceLocation } from '../errors.js';
 import type { CleanupPolicy } from '../cleanup/policy.js';
+import type { SyntaxOptions } from '../expressions/syntax.js';
 import type { ActionKind } from '../plugin/types.js';
 
 /** A path to a value inside one YAML document: keys and sequence indexes. */
@@ -90,6 +91,8 @@ export interface ProjectConfig {
   root: string;
   /** The file of the Project document, relative to the root (`tend.yml`). */
   file: string;
+  /** How its templates read: tend's own, or Garden's of its apiVersion (template-syntax.ts); default tend's. */
+  templateSyntax?: SyntaxOptions;
   /** Where the Project document starts. */
   location: SourceLocation;
   /** Position of a value inside the Project document (path from the document root). */

@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import type { SourceLocation } from '../errors.js';
+import type { SyntaxOptions } from '../expressions/syntax.js';
 import type { ActionKind } from '../plugin/types.js';
 import {
   readActionEnablement,
@@ -34,6 +35,8 @@ export interface ActionReading {
   /** Every problem of the load, which this adds to. */
   problems: ConfigProblem[];
   isDirectory(dir: string): boolean;
+  /** The project's template syntax (template-syntax.ts). */
+  templateSyntax: SyntaxOptions;
 }
 
 export function readActionDocument(
@@ -104,7 +107,10 @@ export function readActionDocument(
       }),
     );
   }
-  const templates = checkTemplateSyntax(spec, ['spec'], (p) => locate(p), origin ? renderedRoots : []);
+  const templates = checkTemplateSyntax(spec, ['spec'], (p) => locate(p), {
+    extraRoots: origin ? renderedRoots : [],
+    syntax: reading.templateSyntax,
+  });
   reading.problems.push(...templates.problems);
 
   const fileDir = origin?.dir ?? path.dirname(path.join(reading.root, file.file));
@@ -132,8 +138,9 @@ export function readActionDocument(
     reading.root,
     (p) => locate(p),
     reading.problems,
+    reading.templateSyntax,
   );
-  const enablement = readActionEnablement(raw, (p) => locate(p), reading.problems);
+  const enablement = readActionEnablement(raw, (p) => locate(p), reading.problems, reading.templateSyntax);
   const buildKeys = readBuildKeys(raw, kind, (p) => locate(p), reading.problems);
   const dependencies = [...new Set(raw.dependencies ?? [])];
   if (reading.problems.length > before) return undefined;

@@ -6,6 +6,7 @@
  */
 import { statSync } from 'node:fs';
 import { TendError, type SourceLocation } from '../errors.js';
+import type { SyntaxOptions } from '../expressions/syntax.js';
 import { actionKinds, type ActionKind, type PluginDefinition } from '../plugin/types.js';
 import { crossCheck } from './cross-check.js';
 import { configError, describeValue, sortProblems, type ConfigProblem } from './diagnostics.js';
@@ -35,12 +36,15 @@ export class ConfigReader {
     readonly projectFiles: readonly string[],
     /** Every problem of the load, which this adds to. */
     readonly problems: ConfigProblem[],
+    /** How the project's templates read (template-syntax.ts). */
+    readonly templateSyntax: SyntaxOptions,
   ) {
     this.#reading = {
       root,
       types: actionTypeIndex(plugins),
       problems,
       isDirectory: (dir) => this.#isDirectory(dir),
+      templateSyntax,
     };
   }
 
@@ -106,7 +110,15 @@ export class ConfigReader {
     }
     this.#projectSeen = doc.location;
     this.#project = readProjectDocument(
-      { root: this.root, file: file.file, location: doc.location, value, locate, plugins: this.plugins },
+      {
+        root: this.root,
+        file: file.file,
+        location: doc.location,
+        value,
+        locate,
+        plugins: this.plugins,
+        templateSyntax: this.templateSyntax,
+      },
       this.problems,
     );
   }

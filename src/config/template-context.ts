@@ -15,6 +15,7 @@ import {
   TemplateEvaluationError,
 } from '../expressions/evaluate.js';
 import type { ContextNode, LookupPlace, PathNode, Scope } from '../expressions/evaluate.js';
+import type { SyntaxOptions } from '../expressions/syntax.js';
 
 export interface TemplateContext {
   project: { name: string };
@@ -59,6 +60,8 @@ export interface TemplateContext {
   steps?: Record<string, unknown>;
   args?: Record<string, unknown>;
   opts?: Record<string, unknown>;
+  /** How the configuration's templates read (the project's, template-syntax.ts); default: tend's own. */
+  templateSyntax?: SyntaxOptions;
 }
 
 /** The project secrets an environment reads (docs/templates.md#secrets), and where they come from. */

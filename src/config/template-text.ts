@@ -21,8 +21,9 @@ import {
 } from '../expressions/evaluate.js';
 import type { Scope } from '../expressions/evaluate.js';
 import { TemplateFunctionError } from '../expressions/functions.js';
-import { eachLookup, parseTemplateString, partOffset, TemplateSyntaxError } from '../expressions/syntax.js';
-import type { Template, TemplatePart } from '../expressions/syntax.js';
+import { eachLookup } from '../expressions/lookups.js';
+import { parseTemplateString, partOffset, TemplateSyntaxError } from '../expressions/syntax.js';
+import type { SyntaxOptions, Template, TemplatePart } from '../expressions/syntax.js';
 
 /** An expression or a `${if}` block: a part that is not literal text. */
 type ExpressionPart = Exclude<TemplatePart, { type: 'text' }>;
@@ -55,7 +56,7 @@ export function resolveTemplateText(
 ): string {
   if (!text.includes('${')) return text;
   try {
-    return resolveParts(parse(text), templateScope(context));
+    return resolveParts(parse(text, context.templateSyntax), templateScope(context));
   } catch (error) {
     if (!(error instanceof TextProblem)) throw error;
     const problem = located(text, error, options);
@@ -74,7 +75,7 @@ export function checkTemplateText(
   options: TemplateTextOptions,
 ): ConfigProblem[] {
   if (!text.includes('${')) return [];
-  const { template, problems } = parseReportingAll(text, options);
+  const { template, problems } = parseReportingAll(text, context.templateSyntax, options);
   const scope = templateScope(context);
   for (const part of template.parts) {
     if (part.type === 'text') continue;
@@ -106,6 +107,7 @@ const syntaxErrorLimit = 20;
  */
 function parseReportingAll(
   text: string,
+  syntax: SyntaxOptions | undefined,
   options: TemplateTextOptions,
 ): { template: Template; problems: ConfigProblem[] } {
   const problems: ConfigProblem[] = [];
@@ -114,14 +116,14 @@ function parseReportingAll(
   let current = text;
   for (;;) {
     try {
-      return { template: parse(current), problems };
+      return { template: parse(current, syntax), problems };
     } catch (error) {
       if (!(error instanceof TextProblem)) throw error;
       const at = error.offset;
       const original = at - added.filter((offset) => offset < at).length;
       problems.push(located(text, new TextProblem(error.message, original), options));
       if (problems.length >= syntaxErrorLimit || !current.startsWith('${', at)) {
-        return { template: { parts: [], optional: false }, problems };
+        return { template: { parts: [] }, problems };
       }
       added = [...added.map((offset) => (offset >= at ? offset + 1 : offset)), at];
       current = `${current.slice(0, at)}$${current.slice(at)}`;
@@ -129,9 +131,9 @@ function parseReportingAll(
   }
 }
 
-function parse(text: string): Template {
+function parse(text: string, syntax: SyntaxOptions | undefined): Template {
   try {
-    return parseTemplateString(text);
+    return parseTemplateString(text, syntax);
   } catch (error) {
     if (error instanceof TemplateSyntaxError) throw new TextProblem(error.message, error.offset ?? 0);
     throw error;
@@ -176,7 +178,7 @@ function describe(value: unknown): string {
 function evaluatePart(part: ExpressionPart, scope: Scope): unknown {
   let value: unknown;
   try {
-    value = evaluateTemplate({ parts: [part], optional: false }, scope);
+    value = evaluateTemplate({ parts: [part] }, scope);
   } catch (error) {
     if (error instanceof NotYetKnownError) throw error;
     if (
@@ -200,7 +202,7 @@ function evaluatePart(part: ExpressionPart, scope: Scope): unknown {
 function readsAtRuntime(part: ExpressionPart): { runtime: boolean; problem?: string } {
   let runtime = false;
   let problem: string | undefined;
-  eachLookup({ parts: [part], optional: false }, (lookup) => {
+  eachLookup({ parts: [part] }, (lookup) => {
     if (lookup.root === 'secrets') runtime = true;
     if (lookup.root !== 'actions' || lookup.path[2] === 'var') return;
     runtime = true;

@@ -2,7 +2,8 @@
  * Template expressions `${…}` in configuration values: Garden's template language
  * (docs/templates.md; the language itself is in src/expressions/, the contexts in
  * template-context.ts). `$${` is a literal `${`. A string that is exactly one expression keeps
- * the value's type (a number stays a number, a list a list).
+ * the value's type (a number stays a number, a list a list). What a `?` after `${…}` means is the
+ * project's (`templateSyntax`: template-syntax.ts), which its template contexts carry.
  */
 import { TendError } from '../errors.js';
 import type { SourceLocation } from '../errors.js';
@@ -19,8 +20,9 @@ import type { Scope } from '../expressions/evaluate.js';
 import { TemplateFunctionError } from '../expressions/functions.js';
 import { resolveValue, StructureError, structuralKeys } from '../expressions/structure.js';
 import type { ValueResolver } from '../expressions/structure.js';
-import { eachLookup, parseTemplateString, TemplateSyntaxError } from '../expressions/syntax.js';
-import type { Expression, Template } from '../expressions/syntax.js';
+import { eachLookup } from '../expressions/lookups.js';
+import { parseTemplateString, TemplateSyntaxError } from '../expressions/syntax.js';
+import type { Expression, OptionalSuffix, SyntaxOptions, Template } from '../expressions/syntax.js';
 import type { ConfigPath } from './project.js';
 import {
   actionKindsLower,
@@ -44,19 +46,36 @@ export interface ResolveOptions {
 
 type Lookup = Extract<Expression, { type: 'lookup' }>;
 
-/** Parsed templates by text: the same strings are resolved for every action and command. */
-const parsed = new Map<string, Template>();
+/** Parsed templates by syntax and text: the same strings are resolved for every action and command. */
+const parsed: Record<OptionalSuffix, Map<string, Template>> = {
+  'whole-value': new Map(),
+  'every-expression': new Map(),
+  text: new Map(),
+};
 const parsedLimit = 10_000;
 
-/** A string's template, parsed once. Throws TemplateSyntaxError. */
-function templateOf(text: string): Template {
-  let template = parsed.get(text);
+/** A string's template in a syntax (default: tend's own), parsed once. Throws TemplateSyntaxError. */
+function templateOf(text: string, syntax: SyntaxOptions = {}): Template {
+  const cache = parsed[syntax.optionalSuffix ?? 'whole-value'];
+  let template = cache.get(text);
   if (template === undefined) {
-    template = parseTemplateString(text);
-    if (parsed.size >= parsedLimit) parsed.clear();
-    parsed.set(text, template);
+    template = parseTemplateString(text, syntax);
+    if (cache.size >= parsedLimit) cache.clear();
+    cache.set(text, template);
   }
   return template;
+}
+
+/**
+ * A string's template for its lookups, which are the same in every syntax (only what a `?` after
+ * `${…}` means differs): the one already parsed, whichever syntax it was parsed in.
+ */
+function lookupsTemplateOf(text: string): Template {
+  return (
+    parsed['every-expression'].get(text) ??
+    parsed.text.get(text) ??
+    templateOf(text, { optionalSuffix: 'whole-value' })
+  );
 }
 
 /**
@@ -69,7 +88,7 @@ export function parseTemplate(
   const template = templateOf(text);
   const parts = template.parts.map((part) => {
     if (part.type === 'text') return { literal: part.text };
-    const inner = part.source.slice(2, -1).trim();
+    const inner = part.source.slice(2, part.source.endsWith('}?') ? -2 : -1).trim();
     const lookup =
       part.type === 'expression' && part.expression.type === 'lookup' ? part.expression : undefined;
     const dotted = lookup?.path.every((s) => typeof s === 'string');
@@ -123,7 +142,7 @@ function eachValueLookup(value: unknown, onLookup: (lookup: Lookup, path: Config
   eachTemplateString(value, (text, path) => {
     let template: Template;
     try {
-      template = templateOf(text);
+      template = lookupsTemplateOf(text);
     } catch {
       return;
     }
@@ -204,9 +223,14 @@ export function checkTemplateSyntax(
   value: unknown,
   basePath: ConfigPath,
   locate: (path: ConfigPath) => SourceLocation,
-  /** Roots known beside tend's and Garden's (a rendered action's `inputs`, `parent`, `template`). */
-  extraRoots: readonly string[] = [],
+  options: {
+    /** Roots known beside tend's and Garden's (a rendered action's `inputs`, `parent`, `template`). */
+    extraRoots?: readonly string[];
+    /** The project's template syntax (default: tend's own). */
+    syntax?: SyntaxOptions;
+  } = {},
 ): { problems: ConfigProblem[]; actionReferences: TemplateActionReference[] } {
+  const { extraRoots = [], syntax } = options;
   const roots = extraRoots.length > 0 ? [...allRoots, ...extraRoots] : allRoots;
   const problems: ConfigProblem[] = [];
   const actionReferences: TemplateActionReference[] = [];
@@ -239,7 +263,7 @@ export function checkTemplateSyntax(
   eachTemplateString(value, (text, relative) => {
     let template: Template;
     try {
-      template = templateOf(text);
+      template = templateOf(text, syntax);
     } catch (error) {
       fail((error as Error).message, relative);
       return;
@@ -266,7 +290,7 @@ function keptParts(template: Template): boolean[] {
     kept = template.parts.map((part) => {
       let reads = false;
       if (part.type !== 'text') {
-        eachLookup({ parts: [part], optional: false }, (lookup) => {
+        eachLookup({ parts: [part] }, (lookup) => {
           if (readsActionRuntime(lookup)) reads = true;
         });
       }
@@ -288,9 +312,13 @@ function escapeTemplates(value: unknown): unknown {
 }
 
 /** A string's value; errors are plain (TemplateSyntaxError, TemplateEvaluationError, …). */
-function evaluateString(text: string, scope: Scope): unknown {
+function evaluateString(text: string, scope: Scope, syntax: SyntaxOptions | undefined): unknown {
   if (!text.includes('${')) return text;
-  const template = templateOf(text);
+  return templateValue(templateOf(text, syntax), scope);
+}
+
+/** A template's value (undefined: none, an optional `${…}?` whose key is not there). */
+function templateValue(template: Template, scope: Scope): unknown {
   const value = evaluateTemplate(template, scope);
   if (value instanceof Missing) {
     throw value.later ? new NotYetKnownError(value.reason) : new TemplateEvaluationError(value.reason);
@@ -300,14 +328,19 @@ function evaluateString(text: string, scope: Scope): unknown {
 }
 
 /** A string's value in keep-action-outputs mode: those expressions stay as written, the rest is escaped. */
-function evaluateKeepingActionOutputs(text: string, scope: Scope, onDeferred: () => void): unknown {
+function evaluateKeepingActionOutputs(
+  text: string,
+  scope: Scope,
+  syntax: SyntaxOptions | undefined,
+  onDeferred: () => void,
+): unknown {
   if (!text.includes('${')) return text;
-  const template = templateOf(text);
+  const template = templateOf(text, syntax);
   const kept = keptParts(template);
   if (!kept.includes(true)) {
     // A variable that reads an action's outputs: resolved when the action runs, as Garden does.
     try {
-      return escapeTemplates(evaluateString(text, scope));
+      return escapeTemplates(templateValue(template, scope));
     } catch (error) {
       if (!(error instanceof NotYetKnownError)) throw error;
       onDeferred();
@@ -319,7 +352,8 @@ function evaluateKeepingActionOutputs(text: string, scope: Scope, onDeferred: ()
       if (part.type === 'text') return escapeTemplates(part.text) as string;
       if (kept[i]) return part.source;
       try {
-        return escapeTemplates(stringify(evaluateString(part.source, scope))) as string;
+        const value = templateValue({ parts: [part] }, scope);
+        return value === undefined ? '' : (escapeTemplates(stringify(value)) as string);
       } catch (error) {
         if (!(error instanceof NotYetKnownError)) throw error;
         onDeferred();
@@ -329,20 +363,19 @@ function evaluateKeepingActionOutputs(text: string, scope: Scope, onDeferred: ()
     .join('');
 }
 
-const plainResolver: ValueResolver = { string: (text, _path, scope) => evaluateString(text, scope) };
-
 function holdsTemplate(value: unknown): boolean {
   return containsTemplate(value);
 }
 
-/** A variable's value with its own templates resolved, in the scope it is read in. */
-function resolveVariable(value: unknown, scope: Scope): unknown {
-  return resolveValue(value, [], scope, plainResolver);
+/** How a variable's value is read: its own templates resolved, in the scope it is read in. */
+function variableResolver(syntax: SyntaxOptions | undefined): (value: unknown, scope: Scope) => unknown {
+  const plain: ValueResolver = { string: (text, _path, scope) => evaluateString(text, scope, syntax) };
+  return (value, scope) => resolveValue(value, [], scope, plain);
 }
 
 /** The expression language's scope for a context: what a templated file's text is resolved in. */
 export function templateScope(context: TemplateContext): Scope {
-  return scopeOf(context, resolveVariable, holdsTemplate);
+  return scopeOf(context, variableResolver(context.templateSyntax), holdsTemplate);
 }
 
 /** A thrown template error as a TendError at the value's location. */
@@ -368,7 +401,7 @@ export function resolveTemplates<T>(
   locate: (path: ConfigPath) => SourceLocation,
   options: ResolveOptions = {},
 ): T {
-  return resolveInScope(value, scopeOf(context, resolveVariable, holdsTemplate), locate, options);
+  return resolveInScope(value, templateScope(context), locate, context.templateSyntax, options);
 }
 
 /**
@@ -379,25 +412,29 @@ export function resolveRenderedKeys<T>(
   value: T,
   roots: Required<Pick<TemplateContext, 'inputs' | 'parent' | 'template'>>,
   locate: (path: ConfigPath) => SourceLocation,
+  /** The project's template syntax (default: tend's own). */
+  syntax?: SyntaxOptions,
 ): T {
-  const inputs = new InputsNode(roots.inputs, resolveVariable, holdsTemplate);
+  const inputs = new InputsNode(roots.inputs, variableResolver(syntax), holdsTemplate);
   const scope: Scope = {
     roots: { inputs, parent: new RecordNode(roots.parent), template: new RecordNode(roots.template) },
   };
   inputs.scope = scope;
-  return resolveInScope(value, scope, locate, {});
+  return resolveInScope(value, scope, locate, syntax, {});
 }
 
 function resolveInScope<T>(
   value: T,
   scope: Scope,
   locate: (path: ConfigPath) => SourceLocation,
+  syntax: SyntaxOptions | undefined,
   options: ResolveOptions,
 ): T {
   const onDeferred = options.onDeferred ?? (() => undefined);
   const evaluate = options.keepActionOutputs
-    ? (text: string, stringScope: Scope) => evaluateKeepingActionOutputs(text, stringScope, onDeferred)
-    : evaluateString;
+    ? (text: string, stringScope: Scope) =>
+        evaluateKeepingActionOutputs(text, stringScope, syntax, onDeferred)
+    : (text: string, stringScope: Scope) => evaluateString(text, stringScope, syntax);
   const resolver: ValueResolver = {
     string(text, path, stringScope) {
       try {

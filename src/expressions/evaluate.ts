@@ -3,8 +3,9 @@
  *
  * A key that is not there evaluates to `Missing` (with the reason), not to an error, so that
  * `||`, `&&`, `!`, `typeof` and `?:` can test for it as Garden does: `${var.x || "default"}` is
- * "default" when `var.x` is not set, `!var.x` is true, `typeof var.x` is "undefined". Anywhere
- * else a Missing stays one, and whoever asked for the value reports its reason.
+ * "default" when `var.x` is not set, `!var.x` is true, `typeof var.x` is "undefined"; an
+ * optional `${…}?` is no value then (undefined). Anywhere else a Missing stays one, and whoever
+ * asked for the value reports its reason.
  */
 import { callFunction } from './functions.js';
 import type { Expression, Template, TemplatePart } from './syntax.js';
@@ -121,10 +122,12 @@ function rootOf(scope: Scope, name: string, text: string): unknown {
 
 type Lookup = Extract<Expression, { type: 'lookup' }>;
 
-/** The value of a template: a single part keeps its type, several join into a string. */
+/**
+ * The value of a template: a single part keeps its type, several join into a string. An optional
+ * expression (`${…}?`) whose key is not there gives undefined: no value, or nothing in a string.
+ */
 export function evaluateTemplate(template: Template, scope: Scope): unknown {
-  const value = evaluateParts(template.parts, scope);
-  return template.optional && value instanceof Missing ? undefined : value;
+  return evaluateParts(template.parts, scope);
 }
 
 function evaluateParts(parts: readonly TemplatePart[], scope: Scope): unknown {
@@ -141,7 +144,10 @@ function evaluateParts(parts: readonly TemplatePart[], scope: Scope): unknown {
 
 function evaluatePart(part: TemplatePart, scope: Scope): unknown {
   if (part.type === 'text') return part.text;
-  if (part.type === 'expression') return evaluateExpression(part.expression, scope);
+  if (part.type === 'expression') {
+    const value = evaluateExpression(part.expression, scope);
+    return part.optional && value instanceof Missing ? undefined : value;
+  }
   const condition = evaluateExpression(part.condition, scope);
   if (condition instanceof Missing) return condition;
   return evaluateParts(isTruthy(condition) ? part.then : part.else, scope);

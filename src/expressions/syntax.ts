@@ -1,7 +1,7 @@
 /**
  * The syntax of template strings, Garden's language (docs/templates.md): text with `${…}`
- * expressions, `$${` for a literal `${`, `${if …}…${else}…${endif}` blocks, and an optional
- * `${…}?` suffix on a whole value.
+ * expressions, `$${` for a literal `${`, `${if …}…${else}…${endif}` blocks, and the optional
+ * suffix `${…}?`, read as the caller chooses (`SyntaxOptions`).
  *
  * A hand-written recursive-descent parser, not a generated one (peggy) or jsep: identifiers hold
  * dashes (`var.my-var`), so `-` and `+` need spaces around them as Garden has it; a string literal
@@ -10,6 +10,7 @@
  * rewriting its scanner, and a generated parser would add a build step for a grammar this small.
  * Nesting is bounded (`maxDepth`), so hostile input gives an error, not a stack overflow.
  */
+import { identifierPart, identifierStart, spaceCharacter } from './characters.js';
 
 export type Value = unknown;
 
@@ -32,14 +33,31 @@ export type Expression =
 
 export type TemplatePart =
   | { type: 'text'; text: string }
-  /** `source` is the `${…}` as written, kept when an expression is left for later. */
-  | { type: 'expression'; expression: Expression; source: string }
+  /**
+   * `source` is the `${…}` as written (with its `?` when optional), kept when an expression is
+   * left for later. `optional` (`${…}?`): a key that is not there gives no value (undefined:
+   * nothing in a longer string) instead of an error.
+   */
+  | { type: 'expression'; expression: Expression; source: string; optional?: true }
   | { type: 'if'; condition: Expression; then: TemplatePart[]; else: TemplatePart[]; source: string };
 
 export interface Template {
   parts: TemplatePart[];
-  /** `${…}?`: a missing key gives no value instead of an error. */
-  optional: boolean;
+}
+
+/**
+ * What a `?` right after a `${…}`'s `}` means; the caller chooses, per configuration:
+ * - `whole-value` (the default): a template that is one `${…}?` and nothing else is optional;
+ *   anywhere else the `?` is text.
+ * - `every-expression`: every `${…}?` is optional, a whole value or within a longer string.
+ * - `text`: the `?` is text wherever it stands (`${var.x}?` is the value followed by "?").
+ *
+ * With `every-expression` and `text`, `${if …}?` is an error (Garden's parser refuses it).
+ */
+export type OptionalSuffix = 'whole-value' | 'every-expression' | 'text';
+
+export interface SyntaxOptions {
+  readonly optionalSuffix?: OptionalSuffix;
 }
 
 /** A syntax error; `offset`: where the `${` at fault starts in the text, when known (for its line). */
@@ -59,41 +77,13 @@ export function partOffset(part: TemplatePart): number | undefined {
 /** Deeper nesting than this (parentheses, operators, calls) is refused. */
 export const maxDepth = 200;
 
-const identifierStartPattern = /[\p{L}\p{Nl}_$]/u;
-const identifierPartPattern = /[\p{L}\p{Nl}\p{Mn}\p{Mc}\p{Nd}\p{Pc}_$-]|\u200C|\u200D/u;
-const spacePattern = /[\t\v\f \u00A0\uFEFF\p{Zs}\n\r]/u;
-
-// ASCII first (nearly every character of a configuration), the Unicode classes after: a
-// Unicode-property test for each character would make parsing the slow part of loading.
-const isAsciiLetter = (c: number) => (c >= 97 && c <= 122) || (c >= 65 && c <= 90);
-const identifierStart = {
-  test: (ch: string) => {
-    const c = ch.charCodeAt(0);
-    if (c < 128) return isAsciiLetter(c) || c === 95 || c === 36;
-    return identifierStartPattern.test(ch);
-  },
-};
-const identifierPart = {
-  test: (ch: string) => {
-    const c = ch.charCodeAt(0);
-    if (c < 128) return isAsciiLetter(c) || (c >= 48 && c <= 57) || c === 95 || c === 36 || c === 45;
-    return identifierPartPattern.test(ch);
-  },
-};
-const spaceCharacter = {
-  test: (ch: string) => {
-    const c = ch.charCodeAt(0);
-    if (c < 128) return c === 32 || (c >= 9 && c <= 13);
-    return spacePattern.test(ch);
-  },
-};
-
 type Block =
   { kind: 'if'; condition: Expression; source: string } | { kind: 'else' | 'endif'; source: string };
 type Piece = TemplatePart | Block;
 
 /** Parses a template string. Throws TemplateSyntaxError. */
-export function parseTemplateString(text: string): Template {
+export function parseTemplateString(text: string, options: SyntaxOptions = {}): Template {
+  const suffix = options.optionalSuffix ?? 'whole-value';
   const pieces: Piece[] = [];
   let literal = '';
   let i = 0;
@@ -114,7 +104,7 @@ export function parseTemplateString(text: string): Template {
       i += 3;
     } else if (text.startsWith('${', i)) {
       flush();
-      const parser = new ExpressionParser(text, i);
+      const parser = new ExpressionParser(text, i, options);
       let piece: Piece;
       try {
         piece = parser.parseSegment();
@@ -125,29 +115,53 @@ export function parseTemplateString(text: string): Template {
       }
       offsets.set(piece, i);
       pieces.push(piece);
-      i = parser.position;
+      const end = parser.position;
+      i = text[end] === '?' && suffix !== 'whole-value' && isOptionalSuffix(piece, suffix, i) ? end + 1 : end;
     } else {
       literal += '$';
       i++;
     }
   }
   flush();
-  return buildTemplate(pieces);
+  return buildTemplate(pieces, suffix);
+}
+
+/**
+ * Whether the `?` after a piece (whose `${` is at `start`) is its optional suffix: an
+ * expression's, with `every-expression` (which marks it so); `${if …}?` is an error; else the `?`
+ * is text.
+ */
+function isOptionalSuffix(piece: Piece, suffix: OptionalSuffix, start: number): boolean {
+  if ('kind' in piece && piece.kind === 'if') {
+    const error = new TemplateSyntaxError(
+      `invalid template expression "${piece.source}?": an \${if ...} cannot have the optional suffix "?"; remove the "?"`,
+    );
+    error.offset = start;
+    throw error;
+  }
+  if (suffix !== 'every-expression' || !('type' in piece) || piece.type !== 'expression') return false;
+  markOptional(piece);
+  return true;
+}
+
+/** An expression part with its `?`: optional. */
+function markOptional(part: Extract<TemplatePart, { type: 'expression' }>): void {
+  part.optional = true;
+  part.source += '?';
 }
 
 /** Nests `${if}`/`${else}`/`${endif}` pieces, and finds the `?` suffix of a whole value. */
-function buildTemplate(pieces: Piece[]): Template {
+function buildTemplate(pieces: Piece[], suffix: OptionalSuffix): Template {
   const syntaxError = (message: string, at: Piece) => {
     const error = new TemplateSyntaxError(message);
     error.offset = offsets.get(at);
     return error;
   };
-  let optional = false;
-  const last = pieces.at(-1);
-  if (pieces.length === 2 && last && 'type' in last && last.type === 'text' && last.text === '?') {
-    const first = pieces[0]!;
-    if ('type' in first && first.type === 'expression') {
-      optional = true;
+  const [first, last] = pieces;
+  const questionMark = last && 'type' in last && last.type === 'text' && last.text === '?';
+  if (suffix === 'whole-value' && pieces.length === 2 && questionMark) {
+    if (first && 'type' in first && first.type === 'expression') {
+      markOptional(first);
       pieces = [first];
     }
   }
@@ -190,7 +204,7 @@ function buildTemplate(pieces: Piece[]): Template {
     }
     return { parts };
   };
-  return { parts: nest(undefined).parts, optional };
+  return { parts: nest(undefined).parts };
 }
 
 class ExpressionParser {
@@ -201,6 +215,7 @@ class ExpressionParser {
     private readonly text: string,
     /** Where the `${` starts. */
     private readonly start: number,
+    private readonly options: SyntaxOptions,
   ) {
     this.position = start + 2;
   }
@@ -514,7 +529,7 @@ class ExpressionParser {
       else value += c;
     }
     // A string literal may hold a template of its own (Garden's nested templates).
-    if (value.includes('${')) return { type: 'template', template: parseTemplateString(value) };
+    if (value.includes('${')) return { type: 'template', template: parseTemplateString(value, this.options) };
     return { type: 'literal', value };
   }
 
@@ -541,52 +556,5 @@ class ExpressionParser {
       return String.fromCharCode(parseInt(digits, 16));
     }
     return c;
-  }
-}
-
-/** Every lookup in an expression or template, nested ones included. */
-export function eachLookup(
-  node: Expression | Template,
-  onLookup: (lookup: Extract<Expression, { type: 'lookup' }>) => void,
-): void {
-  if ('parts' in node) {
-    const visitParts = (parts: TemplatePart[]) => {
-      for (const part of parts) {
-        if (part.type === 'expression') eachLookup(part.expression, onLookup);
-        if (part.type === 'if') {
-          eachLookup(part.condition, onLookup);
-          visitParts(part.then);
-          visitParts(part.else);
-        }
-      }
-    };
-    visitParts(node.parts);
-    return;
-  }
-  switch (node.type) {
-    case 'literal':
-      return;
-    case 'array':
-      return node.elements.forEach((e) => eachLookup(e, onLookup));
-    case 'lookup':
-      onLookup(node);
-      return node.path.forEach((segment) => typeof segment !== 'string' && eachLookup(segment, onLookup));
-    case 'call':
-      return node.args.forEach((e) => eachLookup(e, onLookup));
-    case 'not':
-    case 'typeof':
-    case 'negate':
-      return eachLookup(node.operand, onLookup);
-    case 'binary':
-    case 'and':
-    case 'or':
-      eachLookup(node.left, onLookup);
-      return eachLookup(node.right, onLookup);
-    case 'conditional':
-      eachLookup(node.test, onLookup);
-      eachLookup(node.consequent, onLookup);
-      return eachLookup(node.alternate, onLookup);
-    case 'template':
-      return eachLookup(node.template, onLookup);
   }
 }

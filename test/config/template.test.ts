@@ -201,4 +201,13 @@ describe('parseTemplate', () => {
       { literal: '-${b}' },
     ]);
   });
+
+  it('gives an optional expression ("${…}?") as its expression alone', () => {
+    expect(parseTemplate('${var.x}?')).toEqual([{ expression: 'var.x', path: ['var', 'x'] }]);
+    expect(parseTemplate('a-${var.x}?')).toEqual([
+      { literal: 'a-' },
+      { expression: 'var.x', path: ['var', 'x'] },
+      { literal: '?' },
+    ]);
+  });
 });

@@ -77,9 +77,10 @@ describe('template strings', () => {
   });
 
   it('marks a whole value with a "?" suffix as optional, and only a whole value', () => {
-    expect(parseTemplateString('${var.x}?').optional).toBe(true);
-    expect(parseTemplateString('is it ${var.x}?').optional).toBe(false);
-    expect(parseTemplateString('${var.x}').optional).toBe(false);
+    const optional = (text: string) => parseTemplateString(text).parts.map((p) => 'optional' in p);
+    expect(optional('${var.x}?')).toEqual([true]);
+    expect(optional('is it ${var.x}?')).toEqual([false, false, false]);
+    expect(optional('${var.x}')).toEqual([false]);
   });
 });
 

@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { TSchema } from 'typebox';
 import { TendError, type SourceLocation } from '../../errors.js';
+import type { SyntaxOptions } from '../../expressions/syntax.js';
 import { checkSchema, type ConfigProblem } from '../diagnostics.js';
 import { isGardenFileName } from '../files.js';
 import { formatLocation } from '../project.js';
@@ -179,6 +180,8 @@ export function renderTemplate(
   document: RenderDocument,
   templates: ReadonlyMap<string, TemplateDocument>,
   problem: (found: RenderProblem) => void,
+  /** How the project's templates read (template-syntax.ts). */
+  syntax: SyntaxOptions,
 ): RenderedConfig[] {
   const render = document.value;
   const renderAt = document.locate([]);
@@ -235,20 +238,29 @@ export function renderTemplate(
       return [];
     }
     const rendered: RenderedFrom = { parent, template: template.name, inputs, renderedAt: renderAt };
+    const place: RenderPlace = { template, rendered, renderDir: document.dir, syntax };
     configs.forEach((config: unknown, index) => {
-      const one = renderConfig(config, index, template, rendered, document.dir, problem);
+      const one = renderConfig(config, index, place, problem);
       if (one) out.push(one);
     });
   }
   return out;
 }
 
+/** What a template's config is rendered with: its template, the RenderTemplate's inputs and directory. */
+interface RenderPlace {
+  template: TemplateDocument;
+  rendered: RenderedFrom;
+  /** The RenderTemplate's directory, absolute. */
+  renderDir: string;
+  /** How the project's templates read (template-syntax.ts). */
+  syntax: SyntaxOptions;
+}
+
 function renderConfig(
   config: unknown,
   index: number,
-  template: TemplateDocument,
-  rendered: RenderedFrom,
-  renderDir: string,
+  { template, rendered, renderDir, syntax }: RenderPlace,
   problem: (found: RenderProblem) => void,
 ): RenderedConfig | undefined {
   const at = (...p: ConfigPath): ConfigPath => ['configs', index, ...p];
@@ -283,6 +295,7 @@ function renderConfig(
           template: { name: rendered.template },
         },
         (p) => template.locate(at(key, ...p)),
+        syntax,
       );
     } catch (error) {
       if (!(error instanceof TendError)) throw error;
