@@ -31,7 +31,6 @@ import {
   KubernetesProviderConfig,
   settingsFromFlags,
 } from './config.js';
-import { appNamespaceProblem } from './app-namespace.js';
 
 const provider = () => import('./provider.js');
 const builds = () => import('./container/index.js');
@@ -192,7 +191,7 @@ export const kubernetesPlugin: PluginDefinition<unknown, unknown, KubernetesExec
       (await import('./restore.js')).restoreEnvironment(ctx as PluginContext, request),
   },
   checkEnvironment: async (params) => {
-    const problem = appNamespaceProblem(params);
+    const problem = (await import('./app-namespace.js')).appNamespaceProblem(params);
     return problem ? [problem] : [];
   },
   actionTypes: [containerType, kubernetesType, podType, helmType, helmPodType, execType],
