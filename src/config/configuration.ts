@@ -4,6 +4,7 @@
  * a command asks per action as it goes: an action's spec resolved (with its dependencies' outputs
  * once they ran) and checked, a provider entry's configuration, an expression's value.
  */
+import { TendError } from '../errors.js';
 import type { Outputs, PluginDefinition } from '../plugin/types.js';
 import type { GardenRunnable } from './garden/workflows.js';
 import {
@@ -148,16 +149,29 @@ export class Configuration {
    * Every enabled action checked before anything runs (`tend validate`): its spec resolved, but
    * for other actions' outputs, and checked, then the files its type resolves as templated text.
    * Throws the problems all at once; else resolves to what the action types warn of
-   * (`checkAction`: what their handlers will refuse).
+   * (`checkAction`: what their handlers will refuse). A spec that reads a variable nothing
+   * declares is a note, not a problem: as Garden resolves a spec only to run it, the action is
+   * one run with `--var` (`tend run propose --var node=…`), and fails without it.
    */
   async check(otherProblems: readonly ConfigProblem[] = []): Promise<ConfigNote[]> {
-    const specs = this.actions.map((action) =>
-      this.checkSpec(action, this.resolveSpec(action, { keepActionOutputs: true })),
-    );
+    const notes: ConfigNote[] = [];
+    const checked = this.actions.flatMap((action) => {
+      try {
+        return [
+          { action, spec: this.checkSpec(action, this.resolveSpec(action, { keepActionOutputs: true })) },
+        ];
+      } catch (error) {
+        const variable = error instanceof TendError ? undeclaredVariable(error) : undefined;
+        if (variable === undefined) throw error;
+        const message = `${action.ref} reads variable "${variable}", which nothing declares: it runs only when given one (--var ${variable}=…)`;
+        notes.push({ message, location: (error as TendError).location ?? action.location });
+        return [];
+      }
+    });
     const problems = (
       await Promise.all(
-        this.actions.map((action, i) =>
-          templateFileProblems(this.project.root, action, specs[i], this.templateContext, this.plugins),
+        checked.map(({ action, spec }) =>
+          templateFileProblems(this.project.root, action, spec, this.templateContext, this.plugins),
         ),
       )
     ).flat();
@@ -165,16 +179,24 @@ export class Configuration {
     problems.push(...(await this.providerProblems(environment)), ...otherProblems);
     if (problems.length > 0) throw configError(sortProblems(problems));
     const warnings = await Promise.all(
-      this.actions.map((action, i) =>
+      checked.map(({ action, spec }) =>
         actionWarnings(action, this.plugins, {
           sourceDir: action.sourceDir,
           projectRoot: this.project.root,
-          spec: specs[i],
+          spec,
           providerConfig: this.pluginProviderConfig(this.actionPlugin(action)),
           environment,
         }),
       ),
     );
-    return warnings.flat();
+    return [...notes, ...warnings.flat()];
   }
+}
+
+/** The variable a template error says nothing declares (`--var` would give it), if that was the error. */
+function undeclaredVariable(error: TendError): string | undefined {
+  const detail = error.detail as { undeclaredVariable?: unknown } | undefined;
+  return error.code === 'TEND_TEMPLATE' && typeof detail?.undeclaredVariable === 'string'
+    ? detail.undeclaredVariable
+    : undefined;
 }

@@ -321,7 +321,10 @@ function evaluateString(text: string, scope: Scope, syntax: SyntaxOptions | unde
 function templateValue(template: Template, scope: Scope): unknown {
   const value = evaluateTemplate(template, scope);
   if (value instanceof Missing) {
-    throw value.later ? new NotYetKnownError(value.reason) : new TemplateEvaluationError(value.reason);
+    if (value.later) throw new NotYetKnownError(value.reason);
+    const error = new TemplateEvaluationError(value.reason);
+    if (value.undeclared !== undefined) error.undeclared = value.undeclared;
+    throw error;
   }
   // A copy: a variable's list or mapping is not to be changed through the spec that holds it.
   return value !== null && typeof value === 'object' ? structuredClone(value) : value;
@@ -385,7 +388,11 @@ function asTendError(error: unknown, where: () => SourceLocation): unknown {
     error instanceof TemplateEvaluationError ||
     error instanceof TemplateFunctionError
   ) {
-    return new TendError('TEND_TEMPLATE', error.message, { location: where() });
+    const undeclared = error instanceof TemplateEvaluationError ? error.undeclared : undefined;
+    return new TendError('TEND_TEMPLATE', error.message, {
+      location: where(),
+      ...(undeclared !== undefined ? { detail: { undeclaredVariable: undeclared } } : {}),
+    });
   }
   return error;
 }

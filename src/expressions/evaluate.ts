@@ -13,17 +13,21 @@ import type { Expression, Template, TemplatePart } from './syntax.js';
 /**
  * A key that is not there; `reason` says which and what is available instead. `later`: it is
  * there once an action has run (its outputs, its version), so the value can be resolved then.
+ * `undeclared`: the context says nothing declares it (a value to pass when the command runs).
  */
 export class Missing {
   constructor(
     readonly reason: string,
     readonly later = false,
+    readonly undeclared?: string,
   ) {}
 }
 
 /** An error in evaluating: a wrong type for an operator or a function argument, a cycle. */
 export class TemplateEvaluationError extends Error {
   override name = 'TemplateEvaluationError';
+  /** The key of a `Missing` that nothing declares, when that was the error. */
+  undeclared?: string;
 }
 
 /** A value that needs what is known only once an action has run (a `Missing` that is `later`). */

@@ -35,6 +35,64 @@ data:
 ${data}`;
 
 describe('real Garden projects, reproduced', () => {
+  it('an action run with --var: validate passes with a note at the line, the others run, and it runs when given the variable', async () => {
+    // As jasoncolburne/kels writes its registry environments: `run propose --var node=…`.
+    const root = makeProject({
+      'project.garden.yml': project('real-var-flag', 'variables:\n  registry: r1\n'),
+      'garden.yml': `kind: Run
+type: exec
+name: propose
+spec:
+  command: [echo, "\${var.node}"]
+---
+kind: Run
+type: exec
+name: other
+spec:
+  command: [echo, "\${var.regsitry}"]
+`,
+    });
+    const typo = await validateCommand({ root, var: [] }).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    // A misspelt declared variable stays an error: it is not one to pass.
+    expect(typo?.message).toContain('did you mean "var.registry"?');
+
+    const fixed = makeProject({
+      'project.garden.yml': project('real-var-flag', 'variables:\n  registry: r1\n'),
+      'garden.yml': `kind: Run
+type: exec
+name: propose
+spec:
+  command: [echo, "\${var.node}"]
+---
+kind: Run
+type: exec
+name: other
+spec:
+  command: [echo, "\${var.registry}"]
+`,
+    });
+    const validated = await validateCommand({ root: fixed, var: [] });
+    expect(validated.exitCode).toBe(0);
+    expect(validated.data.notes).toContainEqual({
+      message:
+        'run.propose reads variable "node", which nothing declares: it runs only when given one (--var node=…)',
+      file: 'garden.yml',
+      line: 5,
+      column: 19,
+    });
+    const other = await runTend(['run', 'other'], { cwd: fixed });
+    expect(other.code, other.stderr).toBe(0);
+    const without = await runTend(['run', 'propose'], { cwd: fixed });
+    expect(without.code).toBe(2);
+    expect(without.stderr).toContain('unknown variable "var.node"');
+    const given = await runTend(['run', 'propose', '--var', 'node=n7', '--show-output'], { cwd: fixed });
+    expect(given.code, given.stderr).toBe(0);
+    expect(given.stdout).toContain('n7');
+  });
+
   it("the provider's kubeconfig is the cluster's, relative to the project root; --kubeconfig overrides it", async () => {
     // As erauner12/homelab-garden writes it. Ignored, its context would be looked up in another file.
     const root = makeProject({
