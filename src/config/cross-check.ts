@@ -9,6 +9,7 @@ import { buildReferenceProblems } from './build-keys.js';
 import type { ConfigProblem } from './diagnostics.js';
 import { formatLocation, type ActionConfig, type ProjectConfig } from './project.js';
 import type { PendingAction } from './read-action.js';
+import { everyAction } from './garden/translation.js';
 
 /** Checks across documents: duplicate actions, dependencies, template references, providers. */
 export function crossCheck(
@@ -36,7 +37,7 @@ export function crossCheck(
       );
     }
   }
-  const defined = (ref: string) => byRef.has(ref) || unloaded.has(ref);
+  const defined = (ref: string) => byRef.has(ref) || unloaded.has(ref) || unloaded.has(everyAction);
   const refsOfKind = (kind: string) => {
     const refs = [...byRef.keys()].filter((r) => r.startsWith(`${kind}.`));
     return refs.length === 0 ? '(none)' : `${refs.slice(0, 20).join(', ')}${refs.length > 20 ? ', …' : ''}`;

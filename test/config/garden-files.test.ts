@@ -334,6 +334,26 @@ ${execRun('scaffolded')}`,
     });
   });
 
+  it('remote sources are the error, at their line; what refers to their actions is no further error', async () => {
+    const root = makeProject({
+      'project.garden.yml': `${gardenProject}sources:
+  - name: shared
+    repositoryUrl: https://github.com/example/shared.git#main
+`,
+      'api/garden.yml': `kind: Run
+type: exec
+name: migrate
+dependencies: [deploy.postgres]
+spec:
+  command: [echo, "\${actions.deploy.postgres.outputs.host}"]
+`,
+    });
+    const errors = messages(await loadError(root));
+    expect(errors.map((e) => `${e.code} ${e.location.file}:${e.location.line} ${e.message}`)).toEqual([
+      'TEND_CONFIG_UNSUPPORTED project.garden.yml:13 remote sources are not fetched by tend; clone them into the project',
+    ]);
+  });
+
   it('a provider tend cannot run, limited to other environments, is left out as Garden leaves it out; in its own it is the error, at its line', async () => {
     // The layout of Garden 0.13's `garden create project`: a provider per environment.
     const root = makeProject({

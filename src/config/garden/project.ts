@@ -7,7 +7,14 @@
  * tend's kubernetes provider. Other providers (terraform, pulumi…) are problems.
  */
 import type { ConfigPath } from '../project.js';
-import { checkApiVersion, dropIgnoredKeys, isRecord, mergePatch, type Translation } from './translation.js';
+import {
+  checkApiVersion,
+  dropIgnoredKeys,
+  everyAction,
+  isRecord,
+  mergePatch,
+  type Translation,
+} from './translation.js';
 import type { GardenRecord } from './translation.js';
 
 /** The keys of tend's kubernetes provider entry (src/plugins/kubernetes/config.ts) and of every entry. */
@@ -277,6 +284,8 @@ export function translateGardenProject(value: GardenRecord, translation: Transla
       ['sources'],
       'remote sources are not fetched by tend; clone them into the project',
     );
+    // What refers to their actions is no further error.
+    translation.unloadedActions.push(everyAction);
     delete kept.sources;
   }
   if (Array.isArray(kept.environments)) {

@@ -11,10 +11,16 @@ export interface GardenFinding {
   path: ConfigPath;
 }
 
+/**
+ * In `unloadedActions`: any action may be one tend did not load (a project's remote sources hold
+ * actions it does not fetch), so a reference to an unknown action is no further error.
+ */
+export const everyAction = '*';
+
 export class Translation {
   readonly problems: GardenFinding[] = [];
   readonly notes: GardenFinding[] = [];
-  /** Actions not loaded because tend cannot run them (their problem says why): `deploy.api`. */
+  /** Actions not loaded because tend cannot run them (their problem says why): `deploy.api`, or `everyAction`. */
   readonly unloadedActions: string[] = [];
   /** A Workflow or custom Command: not an action, run by `tend workflow` and `tend command`. */
   runnable: { kind: 'Workflow' | 'Command'; value: GardenRecord } | undefined;
