@@ -4,7 +4,7 @@
  * own variables, the secrets when the configuration reads them) —, the actions enabled in the
  * environment (`disabled:` may be a template), and the provider entries it uses.
  */
-import { actionVariablesOf, enabledActions } from './action-variables.js';
+import { actionFieldsOf, actionVariablesOf, enabledActions } from './action-variables.js';
 import { createTemplateContext, providersOf, type SelectedEnvironment } from './environment.js';
 import type { ActionConfig, ProjectConfig, ProviderEntry, VariableValue } from './project.js';
 import { readsSecrets, type TemplateContext } from './template.js';
@@ -40,7 +40,9 @@ export async function resolveTemplateContext(
     ...createTemplateContext(project, environment),
     actionVariables: actionVariablesOf(copies),
   };
-  const { enabled, disabled } = enabledActions(copies, templateContext);
+  const { enabled, disabled, switchedOff } = enabledActions(copies, templateContext);
+  // `actions.<kind>.<name>.buildPath` and the like: known before anything runs, of every action.
+  templateContext.actionFields = actionFieldsOf(copies, switchedOff, project.root);
   // A missing secret is found here too; its value is never in any output.
   if (configurationReadsSecrets(project, enabled, environment.variables)) {
     const secrets = await secretSource(project, environment.name);

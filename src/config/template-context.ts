@@ -2,11 +2,20 @@
  * What `${…}` expressions read (docs/templates.md#contexts): the context a command resolves
  * templates in, and its scope for the expression language (src/expressions/): `var` (alias
  * `variables`: layers merged as Garden merges them, resolved lazily, a cycle is an error),
- * `local.*`, `project.*`, `environment.*`, `actions.*` (outputs, version, var), `providers.*`
- * (outputs), and Garden's
- * `git.*`, `datetime.*`, `command.*` and `this.*` when given, and `secrets.*`.
+ * `local.*`, `project.*`, `environment.*`, `actions.*` (outputs, version, var, and what the
+ * configuration says of an action: name, disabled, mode, buildPath, sourcePath), `providers.*`
+ * (outputs), and Garden's `git.*`, `datetime.*`, `command.*` and `this.*` when given, and
+ * `secrets.*`.
  */
 import { closestName } from '../suggest.js';
+import {
+  actionLookupProblem,
+  actionsPathOf,
+  isActionField,
+  refsOfKind,
+  unknownActionReference,
+  type ActionFields,
+} from './action-references.js';
 import {
   followPath,
   Missing,
@@ -29,6 +38,8 @@ export interface TemplateContext {
   varOverrides?: Record<string, unknown>;
   /** Every action's own layers by reference (`deploy.api`), for `actions.<kind>.<name>.var`. */
   actionVariables?: ReadonlyMap<string, readonly Record<string, unknown>[]>;
+  /** What the configuration says of every action, by reference, for `actions.<kind>.<name>.buildPath` and the like. */
+  actionFields?: ReadonlyMap<string, ActionFields>;
   local: {
     username: string;
     env: Record<string, string | undefined>;
@@ -45,8 +56,11 @@ export interface TemplateContext {
   datetime?: Record<string, unknown>;
   /** The command running: `command.name`, `command.params.<option>`. */
   command?: { name: string; params: Record<string, unknown> };
-  /** The action whose configuration is resolved: `this.name`, `this.kind`, `this.mode`. */
-  this?: { name: string; kind: string; mode: string };
+  /**
+   * The action whose configuration is resolved: `this.name`, `this.kind`, `this.mode`; in its spec
+   * also `this.disabled`, `this.buildPath` and `this.sourcePath`, as Garden has them there.
+   */
+  this?: { name: string; kind: string; mode: string } & Partial<ActionFields>;
   /** An action rendered from a Garden ConfigTemplate: its RenderTemplate's name and inputs, the template's name. */
   parent?: { name: string };
   template?: { name: string };
@@ -98,7 +112,6 @@ export const gardenRoots = [
 ] as const;
 /** The roots of an action rendered from a Garden ConfigTemplate, beside the others. */
 export const renderedRoots = ['inputs', 'parent', 'template'] as const;
-export const actionKindsLower = ['build', 'deploy', 'test', 'run'];
 
 /** Resolves a variable's value that holds templates (in the same scope); throws plain errors. */
 export type VariableResolver = (value: unknown, scope: Scope) => unknown;
@@ -383,8 +396,10 @@ class SecretsNode implements ContextNode {
 }
 
 /**
- * `actions.<kind>.<name>.outputs.<key>` and `.version` of the dependencies that have run, and
- * `.var.<name>`: any action's variables, as that action sees them (known before anything runs).
+ * `actions.<kind>.<name>.outputs.<key>` and `.version` of the dependencies that have run;
+ * `.var.<name>`: any action's variables, as that action sees it; and `.name`, `.disabled`,
+ * `.mode`, `.buildPath`, `.sourcePath`: what the configuration says of any action (those known
+ * before anything runs).
  */
 class ActionsNode implements PathNode {
   private readonly variables = new Map<string, ContextNode>();
@@ -393,14 +408,31 @@ class ActionsNode implements PathNode {
     private readonly context: TemplateContext,
     private readonly resolve: VariableResolver,
     private readonly holdsTemplate: (value: unknown) => boolean,
+    /** The root it answers. */
+    private readonly root = 'actions',
   ) {}
 
-  resolvePath(path: readonly (string | number)[], text: string): unknown {
-    const full = ['actions', ...path].map(String);
-    const problem = actionReferenceProblem(full);
+  resolvePath(rootPath: readonly (string | number)[], text: string): unknown {
+    const { root } = this;
+    const keys = rootPath.map(String);
+    const problem = actionLookupProblem(root, keys, text);
     if (problem) return new Missing(problem);
-    const [kind, name, field, key] = full.slice(1) as [string, string, string, string];
-    if (field === 'var') return this.variablesOf(kind, name, path.slice(3), text);
+    const path = actionsPathOf(root, keys)!;
+    const [kind, name, field, key] = path as [string, string, string, string];
+    // The keys below `var`, as given (an index stays a number).
+    const below = () => rootPath.slice(3 - (path.length - keys.length));
+    if (field === 'var') return this.variablesOf(kind, name, below(), text);
+    if (isActionField(field)) {
+      const known = this.context.actionFields;
+      const fields = known?.get(`${kind}.${name}`);
+      if (fields) return fields[field];
+      const ref = `${kind}.${name}`;
+      return new Missing(
+        known
+          ? unknownActionReference(ref, text, refsOfKind(known.keys(), ref))
+          : `no action ${ref} for "${text}"`,
+      );
+    }
     const ran = own(own(this.context.actions, kind), name) as ActionRuntimeContext | undefined;
     if (field === 'version') {
       return (
@@ -476,25 +508,6 @@ const kindNames: Record<string, string> = { build: 'Build', deploy: 'Deploy', te
 function own(record: unknown, key: string): unknown {
   if (record === null || typeof record !== 'object' || !Object.hasOwn(record, key)) return undefined;
   return (record as Record<string, unknown>)[key];
-}
-
-/** Why a path under `actions` is not a reference to an action, or undefined when it is one. */
-export function actionReferenceProblem(path: readonly string[]): string | undefined {
-  const [, kind, , field] = path;
-  const shape =
-    (field === 'outputs' && path.length === 5) ||
-    (field === 'version' && path.length === 4) ||
-    (field === 'var' && path.length >= 4);
-  if (!shape) {
-    return (
-      `invalid action output reference "${path.join('.')}"; ` +
-      'expected actions.<kind>.<name>.outputs.<key> (e.g. actions.build.api.outputs.image)'
-    );
-  }
-  if (!actionKindsLower.includes(kind ?? '')) {
-    return `unknown action kind "${kind}" in "${path.join('.')}"; expected one of: ${actionKindsLower.join(', ')}`;
-  }
-  return undefined;
 }
 
 /**

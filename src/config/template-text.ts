@@ -26,7 +26,7 @@ import type { Template, TemplatePart } from '../expressions/syntax.js';
 
 /** An expression or a `${if}` block: a part that is not literal text. */
 type ExpressionPart = Exclude<TemplatePart, { type: 'text' }>;
-import { actionReferenceProblem } from './template-context.js';
+import { actionLookupProblem, actionsPathOf, isActionField } from './action-references.js';
 import type { TemplateContext } from './template-context.js';
 import { templateScope } from './template.js';
 
@@ -196,16 +196,19 @@ function evaluatePart(part: ExpressionPart, scope: Scope): unknown {
 /**
  * Whether a part reads what is known only when the action runs (an action's outputs or version, a
  * secret), and what is wrong with an action reference it makes (`actions.build.api.outputz`).
+ * What the configuration says of an action (`actions.build.api.buildPath`) and its variables are
+ * known before: resolved like the rest.
  */
 function readsAtRuntime(part: ExpressionPart): { runtime: boolean; problem?: string } {
   let runtime = false;
   let problem: string | undefined;
   eachLookup({ parts: [part], optional: false }, (lookup) => {
     if (lookup.root === 'secrets') runtime = true;
-    if (lookup.root !== 'actions' || lookup.path[2] === 'var') return;
+    const path = actionsPathOf(lookup.root, lookup.path);
+    if (!path || path[2] === 'var' || isActionField(path[2])) return;
     runtime = true;
     if (lookup.path.every((segment) => typeof segment === 'string')) {
-      problem ??= actionReferenceProblem(['actions', ...(lookup.path as string[])]);
+      problem ??= actionLookupProblem(lookup.root, lookup.path as string[], lookup.text);
     }
   });
   return problem !== undefined ? { runtime, problem: `"${part.source}": ${problem}` } : { runtime };

@@ -187,9 +187,29 @@ describe('findActionReferences', () => {
       actionReferencesOf({ image: '${actions.build[parent.name].outputs.deployment-image-id}' }),
     ).toEqual({
       refs: [],
+      fieldRefs: [],
       readsOutputs: true,
     });
-    expect(actionReferencesOf({ image: '${var.image}' })).toEqual({ refs: [], readsOutputs: false });
+    expect(actionReferencesOf({ image: '${var.image}' })).toEqual({
+      refs: [],
+      fieldRefs: [],
+      readsOutputs: false,
+    });
+  });
+
+  it('tells what the configuration says of an action (buildPath…) from its outputs', () => {
+    expect(
+      actionReferencesOf({
+        dir: '${actions.build.manifests.buildPath}',
+        both: '${actions.build.api.sourcePath}/${actions.build.api.outputs.image}',
+        off: '${actions.deploy.db.disabled}',
+      }),
+    ).toEqual({
+      refs: ['build.api'],
+      fieldRefs: ['build.manifests', 'deploy.db'],
+      readsOutputs: true,
+    });
+    expect(actionReferencesOf({ dir: '${actions.build.manifests.buildPath}' }).readsOutputs).toBe(false);
   });
 });
 

@@ -1,0 +1,215 @@
+/**
+ * Garden's references to actions beyond their outputs, as real projects write them: what the
+ * configuration says of an action (`${actions.<kind>.<name>.buildPath}`, `.sourcePath`, `.name`,
+ * `.disabled`, `.mode`: known before anything runs); and the errors of references that are wrong,
+ * at their file:line.
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { executeCommand } from '../../src/commands/execute.js';
+import { validateCommand } from '../../src/commands/validate.js';
+import type { TendError } from '../../src/errors.js';
+import { makeProject, removeProjects } from '../helpers/project.js';
+
+afterEach(removeProjects);
+
+const project = (providers: string, environments = '[{ name: local }]') => `apiVersion: garden.io/v2
+kind: Project
+name: refs
+environments: ${environments}
+providers: ${providers}
+`;
+
+/** `file:line:column message` of each problem `tend validate` finds. */
+async function validationErrors(root: string): Promise<string[]> {
+  let error: TendError | undefined;
+  try {
+    await validateCommand({ root, var: [] });
+  } catch (caught) {
+    error = caught as TendError;
+  }
+  const errors = (
+    error?.detail as
+      { errors: { message: string; location: { file: string; line: number; column: number } }[] } | undefined
+  )?.errors;
+  return (errors ?? []).map((e) => `${e.location.file}:${e.location.line}:${e.location.column} ${e.message}`);
+}
+
+/** `ref: dependencies` of each action `tend validate` lists. */
+async function validatedDependencies(root: string, env?: string): Promise<string[]> {
+  const { data, exitCode } = await validateCommand({ root, var: [], ...(env ? { env } : {}) });
+  expect(exitCode).toBe(0);
+  return data.actions.map((a) => `${a.ref}: ${a.dependencies.join(', ')}`);
+}
+
+describe("what the configuration says of an action (Garden's ActionReferenceContext)", () => {
+  it('buildPath, sourcePath, name, disabled and mode: validate resolves them, the reading action depends on the action, and its command gets them', async () => {
+    // As beaglesinspace/supabase-spilo: `kustomize build ${actions.build.manifests.buildPath}`.
+    const root = makeProject({
+      'project.garden.yml': project('[{ name: exec }]'),
+      'shared/base.yaml': 'kind: Base\n',
+      'manifests/kustomization.yaml': 'resources: [base.yaml]\n',
+      'plain/README': 'plain\n',
+      'garden.yml': `kind: Build
+type: exec
+name: shared
+source: { path: shared }
+---
+kind: Build
+type: exec
+name: manifests
+source: { path: manifests }
+copyFrom: [{ build: shared, sourcePath: base.yaml, targetPath: base.yaml }]
+spec:
+  command: [sh, -c, "echo built > built.txt"]
+---
+kind: Build
+type: exec
+name: plain
+source: { path: plain }
+---
+kind: Deploy
+type: exec
+name: db
+build: manifests
+spec:
+  deployCommand: [sh, -c, "cat \${actions.build.manifests.buildPath}/built.txt \${this.buildPath}/base.yaml"]
+---
+kind: Run
+type: exec
+name: show
+spec:
+  command:
+    - echo
+    - \${actions.build.manifests.buildPath}
+    - \${actions.build.plain.buildPath}
+    - \${actions.build.plain.sourcePath}
+    - \${actions.deploy.db.buildPath}
+    - \${actions.deploy.db.sourcePath}
+    - \${actions.build.plain.name}
+    - \${actions.build.plain.disabled}
+    - \${actions.build.plain.mode}
+    - \${this.sourcePath}
+`,
+    });
+    expect(await validatedDependencies(root)).toEqual([
+      'build.shared: ',
+      'build.manifests: build.shared',
+      'build.plain: ',
+      'deploy.db: build.manifests',
+      'run.show: build.manifests, build.plain, deploy.db',
+    ]);
+
+    const result = await executeCommand('run', ['show'], { root });
+    expect(result.exitCode).toBe(0);
+    const outputs = (ref: string) => result.data.actions.find((a) => a.ref === ref)?.outputs;
+    // The Deploy ran in the Build's staged directory, which its command read by that path too.
+    expect(outputs('deploy.db')?.log).toBe('built\nkind: Base');
+    // A Build with copyFrom builds in .tend/build/<name>; one without, at its source; a Deploy's
+    // buildPath is its Build's, its sourcePath its own.
+    const staged = path.join(root, '.tend', 'build', 'manifests');
+    const plain = path.join(root, 'plain');
+    expect(outputs('run.show')?.log).toBe(
+      [staged, plain, plain, staged, root, 'plain', 'false', 'default', root].join(' '),
+    );
+  });
+
+  it("a disabled action's are read from its configuration: disabled is true, and it is no dependency and does not run", async () => {
+    const root = makeProject({
+      'project.garden.yml': project('[{ name: exec }]', '[{ name: local }, { name: ci }]'),
+      'tools/README': 'tools\n',
+      'garden.yml': `kind: Build
+type: exec
+name: tools
+source: { path: tools }
+disabled: \${environment.name == "ci"}
+spec:
+  command: [sh, -c, "echo built"]
+---
+kind: Run
+type: exec
+name: show
+spec:
+  command: [echo, "\${actions.build.tools.disabled}", "\${actions.build.tools.buildPath}"]
+`,
+    });
+    const tools = path.join(root, 'tools');
+    expect(await validatedDependencies(root, 'ci')).toEqual(['run.show: ']);
+    const ci = await executeCommand('run', ['show'], { root, env: 'ci' });
+    expect(ci.data.actions.map((a) => [a.ref, a.outputs.log])).toEqual([['run.show', `true ${tools}`]]);
+
+    expect(await validatedDependencies(root)).toEqual(['build.tools: ', 'run.show: build.tools']);
+    const local = await executeCommand('run', ['show'], { root });
+    expect(local.data.actions.map((a) => [a.ref, a.outputs.log])).toEqual([
+      ['build.tools', 'built'],
+      ['run.show', `false ${tools}`],
+    ]);
+  });
+
+  it("the reading action's version covers them: the Build it reads changing gives it a new one", async () => {
+    const root = makeProject({
+      'project.garden.yml': project('[{ name: exec }]'),
+      'manifests/kustomization.yaml': 'resources: []\n',
+      'garden.yml': `kind: Build
+type: exec
+name: manifests
+source: { path: manifests }
+---
+kind: Deploy
+type: exec
+name: apply
+include: []
+spec:
+  deployCommand: [ls, "\${actions.build.manifests.buildPath}"]
+`,
+    });
+    const deploy = async () =>
+      (await executeCommand('deploy', [], { root })).data.actions.map((a) => `${a.ref} ${a.state}`);
+    const version = async () =>
+      (await executeCommand('deploy', [], { root })).data.actions.find((a) => a.ref === 'deploy.apply')!
+        .version;
+    expect(await deploy()).toEqual(['build.manifests ready', 'deploy.apply ready']);
+    expect(await deploy()).toEqual(['build.manifests cached', 'deploy.apply cached']);
+    // The Deploy has no files of its own: the Build's version, part of its own, changes it.
+    const before = await version();
+    writeFileSync(path.join(root, 'manifests', 'kustomization.yaml'), 'resources: [db.yaml]\n');
+    expect(await version()).not.toBe(before);
+  });
+
+  it('a reference to an unknown action, an unknown key, or the action itself is an error at its line', async () => {
+    const root = makeProject({
+      'project.garden.yml': project('[{ name: exec }]'),
+      'garden.yml': `kind: Build
+type: exec
+name: manifests
+spec:
+  command: ["true"]
+---
+kind: Run
+type: exec
+name: show
+spec:
+  command:
+    - echo
+    - \${actions.build.nope.buildPath}
+    - \${actions.run.show.name}
+---
+kind: Run
+type: exec
+name: typos
+spec:
+  command:
+    - echo
+    - \${actions.build.manifests.buildpath}
+`,
+    });
+    expect(await validationErrors(root)).toEqual([
+      'garden.yml:13:7 unknown action "build.nope" in a template expression; build actions: build.manifests',
+      'garden.yml:14:7 run.show cannot reference itself ("actions.run.show.name"); write ${this.name}',
+      'garden.yml:22:7 invalid action reference "actions.build.manifests.buildpath"; expected ' +
+        'actions.<kind>.<name>.outputs.<key> (e.g. actions.build.api.outputs.image), or .version, ' +
+        '.var.<name>, .name, .disabled, .mode, .buildPath, .sourcePath; did you mean ".buildPath"?',
+    ]);
+  });
+});
