@@ -1,8 +1,9 @@
 /**
  * References to actions in templates (`${actions.<kind>.<name>.<key>}`), as Garden has them:
  * their shapes, what the configuration says of an action (name, disabled, mode, buildPath,
- * sourcePath: known before anything runs) and the messages of a reference that is wrong.
- * template-context.ts answers them.
+ * sourcePath: known before anything runs), Garden's other roots for them (`runtime.*`, and a
+ * 0.12 module's `modules.<name>.*`: the Build it became) and the messages of a reference that is
+ * wrong. template-context.ts answers them.
  */
 import { closestName } from '../suggest.js';
 
@@ -37,25 +38,59 @@ export function isActionField(key: unknown): key is keyof ActionFields {
   return typeof key === 'string' && actionFieldNames.includes(key);
 }
 
-/** A lookup as the path under `actions` it reads, for the root that reads actions; undefined for the others. */
-export function actionsPathOf<T>(root: string, path: readonly T[]): T[] | undefined {
-  return root === 'actions' ? [...path] : undefined;
-}
+/** Garden's other names of two action kinds in a reference: `services` (Deploy), `tasks` (Run). */
+const kindAliases: Readonly<Record<string, string>> = { services: 'deploy', tasks: 'run' };
 
 /**
- * Why a lookup of the root that reads actions (its keys, all known) is not a reference to an
- * action, or undefined when it is one. `text` is the lookup as written, for messages.
+ * A lookup as the path under `actions` it reads, for the roots that read actions: `actions`,
+ * Garden's `runtime` (the same), and a 0.12 module's `modules.<name>` (the Build the module
+ * became: `modules.api.outputs.x` is `actions.build.api.outputs.x`); `services` and `tasks` are
+ * Garden's names of the deploy and run kinds. Undefined for the other roots.
+ */
+export function actionsPathOf<T>(root: string, path: readonly T[]): (T | string)[] | undefined {
+  if (root === 'modules') return ['build', ...path];
+  if (root !== 'actions' && root !== 'runtime') return undefined;
+  const [kind, ...rest] = path;
+  return typeof kind === 'string' && Object.hasOwn(kindAliases, kind)
+    ? [kindAliases[kind]!, ...rest]
+    : [...path];
+}
+
+/** What a 0.12 module's reference reads of it: its Build's outputs and version. */
+const moduleFields = ['outputs', 'version'];
+
+/**
+ * Why a lookup of a root that reads actions (`actions`, `runtime`, `modules`; its keys, all
+ * known) is not a reference to an action, or undefined when it is one. `text` is the lookup as
+ * written, for messages.
  */
 export function actionLookupProblem(root: string, keys: readonly string[], text: string): string | undefined {
-  return actionReferenceProblem(['actions', ...actionsPathOf(root, keys)!], text);
+  if (root === 'modules') {
+    const [, field] = keys;
+    const shape = (field === 'outputs' && keys.length === 3) || (field === 'version' && keys.length === 2);
+    if (shape) return undefined;
+    const similar = field === undefined ? undefined : closestName(field, moduleFields);
+    return (
+      `invalid module reference "${text}"; expected modules.<name>.outputs.<key> or modules.<name>.version ` +
+      `(what tend reads of a module: the Build it became)` +
+      (similar !== undefined ? `; did you mean "${[root, keys[0], similar].join('.')}"?` : '')
+    );
+  }
+  return actionReferenceProblem(['actions', ...actionsPathOf(root, keys)!.map(String)], text);
 }
 
 /**
  * The message for a template reference (`text`, as written) to an action `ref` that is not
- * defined; `ofKind` lists the actions of its kind.
+ * defined; `ofKind` lists the actions of its kind. A 0.12 module's reference names the module.
  */
-export function unknownActionReference(ref: string, _text: string, ofKind: string): string {
+export function unknownActionReference(ref: string, text: string, ofKind: string): string {
   const kind = ref.slice(0, ref.indexOf('.'));
+  if (text.startsWith('modules.')) {
+    return (
+      `unknown module "${ref.slice(kind.length + 1)}" in a template expression ("${text}" reads the Build ` +
+      `the module became, ${ref}); build actions: ${ofKind}`
+    );
+  }
   return `unknown action "${ref}" in a template expression; ${kind} actions: ${ofKind}`;
 }
 

@@ -4,7 +4,8 @@
  * `variables`: layers merged as Garden merges them, resolved lazily, a cycle is an error),
  * `local.*`, `project.*`, `environment.*`, `actions.*` (outputs, version, var, and what the
  * configuration says of an action: name, disabled, mode, buildPath, sourcePath), `providers.*`
- * (outputs), and Garden's `git.*`, `datetime.*`, `command.*` and `this.*` when given, and
+ * (outputs), and Garden's `runtime.*` (the same as `actions.*`) and `modules.<name>.*` (the
+ * Build a 0.12 module became), `git.*`, `datetime.*`, `command.*` and `this.*` when given, and
  * `secrets.*`.
  */
 import { closestName } from '../suggest.js';
@@ -109,6 +110,8 @@ export const gardenRoots = [
   'item',
   'secrets',
   'providers',
+  'runtime',
+  'modules',
 ] as const;
 /** The roots of an action rendered from a Garden ConfigTemplate, beside the others. */
 export const renderedRoots = ['inputs', 'parent', 'template'] as const;
@@ -399,7 +402,8 @@ class SecretsNode implements ContextNode {
  * `actions.<kind>.<name>.outputs.<key>` and `.version` of the dependencies that have run;
  * `.var.<name>`: any action's variables, as that action sees it; and `.name`, `.disabled`,
  * `.mode`, `.buildPath`, `.sourcePath`: what the configuration says of any action (those known
- * before anything runs).
+ * before anything runs). Garden's `runtime.*` and a 0.12 module's `modules.<name>.*` read the same
+ * (actionsPathOf).
  */
 class ActionsNode implements PathNode {
   private readonly variables = new Map<string, ContextNode>();
@@ -408,7 +412,7 @@ class ActionsNode implements PathNode {
     private readonly context: TemplateContext,
     private readonly resolve: VariableResolver,
     private readonly holdsTemplate: (value: unknown) => boolean,
-    /** The root it answers. */
+    /** The root it answers: `actions`, `runtime` or `modules`. */
     private readonly root = 'actions',
   ) {}
 
@@ -419,7 +423,7 @@ class ActionsNode implements PathNode {
     if (problem) return new Missing(problem);
     const path = actionsPathOf(root, keys)!;
     const [kind, name, field, key] = path as [string, string, string, string];
-    // The keys below `var`, as given (an index stays a number).
+    // The keys below `var`, as given (an index stays a number); `modules` adds the kind.
     const below = () => rootPath.slice(3 - (path.length - keys.length));
     if (field === 'var') return this.variablesOf(kind, name, below(), text);
     if (isActionField(field)) {
@@ -561,6 +565,8 @@ function variablesScope(
       env: new EnvironmentVariablesNode(context.local.env),
     })),
     actions: new ActionsNode(context, resolveVariable, holdsTemplate),
+    runtime: new ActionsNode(context, resolveVariable, holdsTemplate, 'runtime'),
+    modules: new ActionsNode(context, resolveVariable, holdsTemplate, 'modules'),
     git: nodeOf(context.git),
     datetime: nodeOf(context.datetime),
     command: nodeOf(context.command),

@@ -26,7 +26,13 @@ import type { Template, TemplatePart } from '../expressions/syntax.js';
 
 /** An expression or a `${if}` block: a part that is not literal text. */
 type ExpressionPart = Exclude<TemplatePart, { type: 'text' }>;
-import { actionLookupProblem, actionsPathOf, isActionField } from './action-references.js';
+import {
+  actionLookupProblem,
+  actionsPathOf,
+  isActionField,
+  refsOfKind,
+  unknownActionReference,
+} from './action-references.js';
 import type { TemplateContext } from './template-context.js';
 import { templateScope } from './template.js';
 
@@ -78,7 +84,7 @@ export function checkTemplateText(
   const scope = templateScope(context);
   for (const part of template.parts) {
     if (part.type === 'text') continue;
-    const waits = readsAtRuntime(part);
+    const waits = readsAtRuntime(part, context.actionFields);
     if (waits.problem) {
       problems.push(located(text, new TextProblem(waits.problem, offsetOf(part)), options));
       continue;
@@ -195,11 +201,14 @@ function evaluatePart(part: ExpressionPart, scope: Scope): unknown {
 
 /**
  * Whether a part reads what is known only when the action runs (an action's outputs or version, a
- * secret), and what is wrong with an action reference it makes (`actions.build.api.outputz`).
- * What the configuration says of an action (`actions.build.api.buildPath`) and its variables are
- * known before: resolved like the rest.
+ * secret), and what is wrong with an action reference it makes (`actions.build.api.outputz`,
+ * `modules.api.path`). What the configuration says of an action (`actions.build.api.buildPath`)
+ * and its variables are known before: resolved like the rest.
  */
-function readsAtRuntime(part: ExpressionPart): { runtime: boolean; problem?: string } {
+function readsAtRuntime(
+  part: ExpressionPart,
+  actions: TemplateContext['actionFields'],
+): { runtime: boolean; problem?: string } {
   let runtime = false;
   let problem: string | undefined;
   eachLookup({ parts: [part], optional: false }, (lookup) => {
@@ -209,6 +218,9 @@ function readsAtRuntime(part: ExpressionPart): { runtime: boolean; problem?: str
     runtime = true;
     if (lookup.path.every((segment) => typeof segment === 'string')) {
       problem ??= actionLookupProblem(lookup.root, lookup.path as string[], lookup.text);
+      const ref = `${String(path[0])}.${String(path[1])}`;
+      if (actions && !actions.has(ref))
+        problem ??= unknownActionReference(ref, lookup.text, refsOfKind(actions.keys(), ref));
     }
   });
   return problem !== undefined ? { runtime, problem: `"${part.source}": ${problem}` } : { runtime };

@@ -1,8 +1,9 @@
 /**
  * Garden's references to actions beyond their outputs, as real projects write them: what the
  * configuration says of an action (`${actions.<kind>.<name>.buildPath}`, `.sourcePath`, `.name`,
- * `.disabled`, `.mode`: known before anything runs); and the errors of references that are wrong,
- * at their file:line.
+ * `.disabled`, `.mode`: known before anything runs), and a 0.12 module's
+ * `${modules.<name>.outputs.<key>}` in an action spec or in a templated file; and the errors of
+ * references that are wrong, at their file:line.
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -194,6 +195,7 @@ spec:
     - echo
     - \${actions.build.nope.buildPath}
     - \${actions.run.show.name}
+    - \${modules.nope.outputs.image}
 ---
 kind: Run
 type: exec
@@ -202,14 +204,103 @@ spec:
   command:
     - echo
     - \${actions.build.manifests.buildpath}
+    - \${modules.manifests.path}
 `,
     });
     expect(await validationErrors(root)).toEqual([
       'garden.yml:13:7 unknown action "build.nope" in a template expression; build actions: build.manifests',
       'garden.yml:14:7 run.show cannot reference itself ("actions.run.show.name"); write ${this.name}',
-      'garden.yml:22:7 invalid action reference "actions.build.manifests.buildpath"; expected ' +
+      'garden.yml:15:7 unknown module "nope" in a template expression ("modules.nope.outputs.image" reads ' +
+        'the Build the module became, build.nope); build actions: build.manifests',
+      'garden.yml:23:7 invalid action reference "actions.build.manifests.buildpath"; expected ' +
         'actions.<kind>.<name>.outputs.<key> (e.g. actions.build.api.outputs.image), or .version, ' +
         '.var.<name>, .name, .disabled, .mode, .buildPath, .sourcePath; did you mean ".buildPath"?',
+      'garden.yml:24:7 invalid module reference "modules.manifests.path"; expected ' +
+        'modules.<name>.outputs.<key> or modules.<name>.version (what tend reads of a module: the Build it became)',
+    ]);
+  });
+});
+
+describe("a 0.12 module's outputs, ${modules.<name>.outputs.<key>}", () => {
+  const modules = `kind: Module
+type: container
+name: fetch
+dockerfile: Dockerfile
+---
+kind: Module
+type: kubernetes
+name: cronjob
+build:
+  dependencies: [fetch]
+files: [k8s/job.yaml]
+`;
+  const job = (image: string) => `apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: sync-db
+spec:
+  schedule: "0 4 * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          containers:
+            - name: fetch
+              image: ${image}
+          restartPolicy: Never
+`;
+
+  it("is read in a kubernetes module's files as in its manifests, and in a Garden 0.13 action's spec, whose dependency it makes", async () => {
+    // As Keyruu/randomplaydance: the module's files name the image of the module it builds on.
+    const root = makeProject({
+      'project.garden.yml': project('[{ name: local-kubernetes }]'),
+      Dockerfile: 'FROM alpine\n',
+      'garden.yml': `${modules}---
+kind: Run
+type: container
+name: seed
+spec:
+  image: \${modules.fetch.outputs.deployment-image-id}
+  command: [seed]
+`,
+      'k8s/job.yaml': job('registry.example.com/${modules.fetch.outputs.local-image-id}'),
+    });
+    expect(await validatedDependencies(root)).toEqual([
+      'build.fetch: ',
+      'deploy.cronjob: build.fetch',
+      'run.seed: build.fetch',
+    ]);
+  });
+
+  it('in a templated file, one that names no module or an unknown key is an error at its line', async () => {
+    const root = makeProject({
+      'project.garden.yml': project('[{ name: local-kubernetes }]'),
+      Dockerfile: 'FROM alpine\n',
+      'garden.yml': modules,
+      'k8s/job.yaml': job(
+        '${modules.fetchh.outputs.local-image-id}\n' +
+          '              workingDir: ${modules.fetch.buildPath}\n' +
+          '              args: ["${actions.build.fetch.outputz.x}", "${actions.build.fetch.sourcepath}"]',
+      ),
+    });
+    const hint =
+      '\n  (manifestTemplates and files are templated; list the file under `manifestFiles` to apply it as written, ' +
+      'or write `$${` for a literal `${`)';
+    expect(await validationErrors(root)).toEqual([
+      'k8s/job.yaml:13:22 CronJob sync-db: "${modules.fetchh.outputs.local-image-id}": unknown module "fetchh" ' +
+        'in a template expression ("modules.fetchh.outputs.local-image-id" reads the Build the module became, ' +
+        `build.fetchh); build actions: build.fetch${hint}`,
+      'k8s/job.yaml:14:27 CronJob sync-db: "${modules.fetch.buildPath}": invalid module reference ' +
+        '"modules.fetch.buildPath"; expected modules.<name>.outputs.<key> or modules.<name>.version ' +
+        `(what tend reads of a module: the Build it became)${hint}`,
+      'k8s/job.yaml:15:23 CronJob sync-db: "${actions.build.fetch.outputz.x}": invalid action reference ' +
+        '"actions.build.fetch.outputz.x"; expected actions.<kind>.<name>.outputs.<key> (e.g. ' +
+        'actions.build.api.outputs.image), or .version, .var.<name>, .name, .disabled, .mode, .buildPath, ' +
+        `.sourcePath; did you mean ".outputs"?${hint}`,
+      'k8s/job.yaml:15:59 CronJob sync-db: "${actions.build.fetch.sourcepath}": invalid action reference ' +
+        '"actions.build.fetch.sourcepath"; expected actions.<kind>.<name>.outputs.<key> (e.g. ' +
+        'actions.build.api.outputs.image), or .version, .var.<name>, .name, .disabled, .mode, .buildPath, ' +
+        `.sourcePath; did you mean ".sourcePath"?${hint}`,
     ]);
   });
 });

@@ -154,4 +154,43 @@ spec:
       namespace: 'real-outputs',
     });
   });
+
+  it("a 0.12 kubernetes module's files read the outputs of the module it builds on", async () => {
+    // As Keyruu/randomplaydance: a CronJob's image named by `${modules.fetch.outputs.local-image-id}`.
+    const root = makeProject({
+      'project.garden.yml': project(
+        'real-modfiles',
+        `    deploymentRegistry:\n      hostname: ${h.sim.registryHost}\n      namespace: garden\n`,
+      ),
+      'fetch/Dockerfile': 'FROM alpine\n',
+      'fetch/garden.yml': `kind: Module
+type: container
+name: fetch
+`,
+      'cronjob/garden.yml': `kind: Module
+type: kubernetes
+name: cronjob
+build:
+  dependencies: [fetch]
+files: [k8s/images.yaml]
+`,
+      'cronjob/k8s/images.yaml': configMap(
+        'images',
+        `  local: harbor.example.com/garden/\${modules.fetch.outputs.local-image-id}
+  deployment: \${modules.fetch.outputs.deployment-image-id}
+`,
+      ),
+    });
+    expect((await validateCommand({ root, var: [] })).exitCode).toBe(0);
+    const deployed = await execute('deploy', root);
+    expect(deployed.data.actions.map((a) => [a.ref, a.state, a.error?.message])).toEqual([
+      ['build.fetch', 'ready', undefined],
+      ['deploy.cronjob', 'ready', undefined],
+    ]);
+    const { version } = deployed.data.actions[0]!;
+    expect(await configMapData(h.kubeconfig, 'real-modfiles', 'images')).toEqual({
+      local: `harbor.example.com/garden/fetch:${version}`,
+      deployment: `${h.sim.registryHost}/garden/fetch:${version}`,
+    });
+  });
 });
