@@ -272,6 +272,21 @@ spec:
     ]);
   });
 
+  it('in a templated file, a module the module does not build on is an error at its line (its outputs are not known when it deploys)', async () => {
+    const root = makeProject({
+      'project.garden.yml': project('[{ name: local-kubernetes }]'),
+      Dockerfile: 'FROM alpine\n',
+      'garden.yml': modules.replace('build:\n  dependencies: [fetch]\n', ''),
+      'k8s/job.yaml': job('${modules.fetch.outputs.local-image-id}'),
+    });
+    expect(await validationErrors(root)).toEqual([
+      'k8s/job.yaml:13:22 CronJob sync-db: "${modules.fetch.outputs.local-image-id}": deploy.cronjob does not ' +
+        "depend on build.fetch, so its outputs are not known when deploy.cronjob runs; add fetch to the module's " +
+        'build.dependencies\n  (manifestTemplates and files are templated; list the file under `manifestFiles` ' +
+        'to apply it as written, or write `$${` for a literal `${`)',
+    ]);
+  });
+
   it('in a templated file, one that names no module or an unknown key is an error at its line', async () => {
     const root = makeProject({
       'project.garden.yml': project('[{ name: local-kubernetes }]'),

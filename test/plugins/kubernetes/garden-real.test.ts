@@ -193,4 +193,39 @@ files: [k8s/images.yaml]
       deployment: `${h.sim.registryHost}/garden/fetch:${version}`,
     });
   });
+
+  it('a templated file reading the outputs of an action its own does not depend on: validate says so at its line, deploy fails there', async () => {
+    const root = makeProject({
+      'project.garden.yml': project('real-nodep'),
+      'garden.yml': `kind: Run
+type: exec
+name: read-urls
+spec:
+  command: [echo, "https://a.example"]
+---
+kind: Deploy
+type: kubernetes
+name: app
+spec:
+  manifestTemplates: [app.yml.tpl]
+`,
+      'app.yml.tpl': configMap('app', '  registries: "${actions.run.read-urls.outputs.log}"\n'),
+    });
+    const where = 'app.yml.tpl:6:16: ConfigMap app: "${actions.run.read-urls.outputs.log}": ';
+    const validated = await validateCommand({ root, var: [] }).catch((error: unknown) => error);
+    expect(String(validated).split('\n')[0]).toBe(
+      where +
+        'deploy.app does not depend on run.read-urls, so its outputs are not known when deploy.app runs; ' +
+        'add run.read-urls to its dependencies',
+    );
+    const deployed = await execute('deploy', root, ['app']);
+    const app = deployed.data.actions.find((a) => a.ref === 'deploy.app');
+    // A template error of its file (it was an internal error).
+    expect(app?.error).toMatchObject({
+      code: 'TEND_TEMPLATE',
+      message: expect.stringContaining(
+        'ConfigMap app: "${actions.run.read-urls.outputs.log}": outputs of run.read-urls are not available',
+      ),
+    });
+  });
 });
