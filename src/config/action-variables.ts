@@ -17,7 +17,8 @@ import {
   type TemplateContext,
 } from './template.js';
 import { readVarfile } from './variables.js';
-import { buildDependencies } from './build-keys.js';
+import type { ActionFields } from './action-references.js';
+import { actionBuildPath, buildDependencies } from './build-keys.js';
 
 /** An action document's keys this module reads, as the schema lets them be. */
 export interface RawActionVariables {
@@ -151,11 +152,16 @@ export function environmentsProblems(
   );
 }
 
-/** The context an action's own templates resolve in: its `this`, its variable layers. */
+/**
+ * The context an action's own templates resolve in: its `this` (with `disabled`, `buildPath` and
+ * `sourcePath` once the environment's actions are known, as Garden has them in a spec), its
+ * variable layers.
+ */
 export function actionContext(action: ActionConfig, context: TemplateContext): TemplateContext {
+  const fields = context.actionFields?.get(action.ref);
   return {
     ...context,
-    this: { name: action.name, kind: action.kind, mode: 'default' },
+    this: { ...fields, name: action.name, kind: action.kind, mode: 'default' },
     ...(action.variableLayers ? { actionVarLayers: action.variableLayers } : {}),
   };
 }
@@ -165,6 +171,32 @@ export function actionVariablesOf(
   actions: readonly ActionConfig[],
 ): ReadonlyMap<string, readonly Record<string, unknown>[]> {
   return new Map(actions.map((action) => [action.ref, action.variableLayers ?? []]));
+}
+
+/**
+ * What the configuration says of every action in the environment, by reference, for
+ * `actions.<kind>.<name>.name`, `.disabled`, `.mode`, `.buildPath`, `.sourcePath` (and `this.*`).
+ * `disabled` is what its `disabled:` / `environments:` say (Garden's), even for a disabled Build
+ * kept because an enabled action depends on it.
+ */
+export function actionFieldsOf(
+  actions: readonly ActionConfig[],
+  switchedOff: ReadonlySet<string>,
+  projectRoot: string,
+): ReadonlyMap<string, ActionFields> {
+  const builds = new Map(actions.filter((a) => a.kind === 'Build').map((a) => [a.name, a]));
+  return new Map(
+    actions.map((action) => [
+      action.ref,
+      {
+        name: action.name,
+        disabled: switchedOff.has(action.ref),
+        mode: 'default',
+        buildPath: actionBuildPath(action, projectRoot, (name) => builds.get(name)),
+        sourcePath: action.sourceDir,
+      },
+    ]),
+  );
 }
 
 /** Whether `disabled:` or `environments:` leaves the action out of the context's environment. */
@@ -215,16 +247,18 @@ export function selectActionCopies(actions: readonly ActionConfig[], environment
 
 /**
  * The actions enabled in the context's environment, with dependencies on the others dropped,
- * and the ones left out. A disabled Build that an enabled action depends on stays (as in Garden).
+ * and the ones left out. A disabled Build that an enabled action depends on stays (as in Garden);
+ * `switchedOff` is every action its `disabled:` or `environments:` disables, those Builds too.
  */
 export function enabledActions(
   actions: readonly ActionConfig[],
   context: TemplateContext,
-): { enabled: ActionConfig[]; disabled: ActionConfig[] } {
+): { enabled: ActionConfig[]; disabled: ActionConfig[]; switchedOff: ReadonlySet<string> } {
   if (!actions.some((a) => a.disabled !== undefined || a.environments !== undefined)) {
-    return { enabled: [...actions], disabled: [] };
+    return { enabled: [...actions], disabled: [], switchedOff: new Set() };
   }
-  const off = new Set(actions.filter((a) => isDisabled(a, context)).map((a) => a.ref));
+  const switchedOff = new Set(actions.filter((a) => isDisabled(a, context)).map((a) => a.ref));
+  const off = new Set(switchedOff);
   // Builds needed by enabled actions come back, and so do the Builds those need.
   let changed = true;
   while (changed) {
@@ -251,5 +285,5 @@ export function enabledActions(
         ? { ...a, dependencies: a.dependencies.filter((d) => !off.has(d)) }
         : a,
     );
-  return { enabled, disabled: actions.filter((a) => off.has(a.ref)) };
+  return { enabled, disabled: actions.filter((a) => off.has(a.ref)), switchedOff };
 }

@@ -2,10 +2,13 @@
  * The keys that tie an action to a Build's build directory, as Garden has them: a Build's
  * `copyFrom` (files of other Builds copied in before it builds) and `buildAtSource`, and the
  * `build:` of a Deploy, Test or Run (it runs in that Build's build directory). Every Build named
- * is a dependency of the action. src/graph/build-directory.ts stages the directories.
+ * is a dependency of the action. Where each builds or runs (`buildDirectory`, `actionBuildPath`:
+ * Garden's `buildPath`) is known from these keys; src/graph/build-directory.ts stages the
+ * directories.
  */
 import path from 'node:path';
 import type { ErrorCode } from '../errors.js';
+import { statePaths } from '../state/files.js';
 import type { ConfigProblem } from './diagnostics.js';
 import type { ActionConfig, ConfigPath, CopyFromConfig, Locate } from './project.js';
 import { actionRef } from './project.js';
@@ -91,6 +94,27 @@ function namedBuilds(action: ActionConfig): { ref: string; at: ConfigPath }[] {
     ref: actionRef('Build', copy.build),
     at: ['copyFrom', i, 'build'],
   }));
+}
+
+/** Where a Build builds (absolute): `.tend/build/<name>` with `copyFrom` and without `buildAtSource`, else its source directory. */
+export function buildDirectory(config: ActionConfig, projectRoot: string): string {
+  if (!config.copyFrom || config.buildAtSource) return config.sourceDir;
+  return path.join(statePaths(projectRoot).root, 'build', config.name);
+}
+
+/**
+ * Garden's `buildPath` of an action, as tend has it (absolute): where a Build builds, where a
+ * Deploy, Test or Run with `build:` runs (that Build's build directory: `build` finds it), else
+ * its source directory.
+ */
+export function actionBuildPath(
+  config: ActionConfig,
+  projectRoot: string,
+  build: (name: string) => ActionConfig | undefined,
+): string {
+  if (config.kind === 'Build') return buildDirectory(config, projectRoot);
+  const named = config.build === undefined ? undefined : build(config.build);
+  return named ? buildDirectory(named, projectRoot) : config.sourceDir;
 }
 
 /** The dependencies `copyFrom` and `build` add (Garden adds them too). */

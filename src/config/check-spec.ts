@@ -22,7 +22,8 @@ import type { SourceLocation } from '../errors.js';
 import type { ActionConfig, ProviderEntry } from './project.js';
 import type { ConfigNote } from './read-documents.js';
 import { actionTypeIndex } from './schema.js';
-import { containsTemplate } from './template.js';
+import { actionReferencesOf, containsTemplate } from './template.js';
+import { buildDependencies } from './build-keys.js';
 
 const templated = new WeakMap<ActionConfig, boolean>();
 
@@ -96,10 +97,19 @@ export async function templateFileProblems(
     return [];
   }
   const own = actionTemplateContext(action, context);
+  // What runs before the action, as the graph has it: what its files may read the outputs of.
+  const references = actionReferencesOf([action.spec, action.variableLayers ?? []]);
+  const refs = new Set([
+    ...action.dependencies,
+    ...buildDependencies(action),
+    ...references.refs,
+    ...references.fieldRefs,
+  ]);
   return listed.files.flatMap((file) =>
     checkTemplateText(readFileSync(file, 'utf8'), own, {
       file: path.relative(root, file),
       hint: listed.hint,
+      dependencies: { of: action.ref, refs },
     }),
   );
 }

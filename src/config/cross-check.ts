@@ -10,6 +10,8 @@ import type { ConfigProblem } from './diagnostics.js';
 import { formatLocation, type ActionConfig, type ProjectConfig } from './project.js';
 import type { PendingAction } from './read-action.js';
 import { everyAction } from './garden/translation.js';
+import type { TemplateActionReference } from './template.js';
+import { unknownActionReference } from './action-references.js';
 
 /** Checks across documents: duplicate actions, dependencies, template references, providers. */
 export function crossCheck(
@@ -60,12 +62,15 @@ export function crossCheck(
     problems.push(...buildReferenceProblems(action, defined, () => refsOfKind('build')));
     for (const reference of templateReferences) {
       if (reference.ref === action.ref) {
-        problem('TEND_TEMPLATE', `${action.ref} cannot use its own outputs`, action.locate(reference.path));
+        problem('TEND_TEMPLATE', selfReference(action.ref, reference), action.locate(reference.path));
       } else if (!defined(reference.ref)) {
-        const kind = reference.ref.slice(0, reference.ref.indexOf('.'));
         problem(
           'TEND_TEMPLATE',
-          `unknown action "${reference.ref}" in a template expression; ${kind} actions: ${refsOfKind(kind)}`,
+          unknownActionReference(
+            reference.ref,
+            reference.text,
+            refsOfKind(reference.ref.slice(0, reference.ref.indexOf('.'))),
+          ),
           action.locate(reference.path),
         );
       }
@@ -81,4 +86,13 @@ export function crossCheck(
       );
     }
   }
+}
+
+/** An action's template reading itself: Garden refuses it too; `this` has what it may read of itself. */
+function selfReference(ref: string, reference: TemplateActionReference): string {
+  const { field } = reference;
+  if (field === undefined || field === 'outputs' || field === 'version')
+    return `${ref} cannot use its own outputs`;
+  const own = field === 'var' ? '${var.<name>}' : `\${this.${field}}`;
+  return `${ref} cannot reference itself ("${reference.text}"); write ${own}`;
 }

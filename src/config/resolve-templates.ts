@@ -4,7 +4,12 @@
  * own variables, the secrets when the configuration reads them) —, the actions enabled in the
  * environment (`disabled:` may be a template), and the provider entries it uses.
  */
-import { actionVariablesOf, enabledActions, withEnvironmentVarfiles } from './action-variables.js';
+import {
+  actionFieldsOf,
+  actionVariablesOf,
+  enabledActions,
+  withEnvironmentVarfiles,
+} from './action-variables.js';
 import { createTemplateContext, providersOf, type SelectedEnvironment } from './environment.js';
 import type { ActionConfig, ProjectConfig, ProviderEntry, VariableValue } from './project.js';
 import { readsSecrets, type TemplateContext } from './template.js';
@@ -42,7 +47,9 @@ export async function resolveTemplateContext(
     ...environmentContext,
     actionVariables: actionVariablesOf(actions),
   };
-  const { enabled, disabled } = enabledActions(actions, templateContext);
+  const { enabled, disabled, switchedOff } = enabledActions(actions, templateContext);
+  // `actions.<kind>.<name>.buildPath` and the like: known before anything runs, of every action.
+  templateContext.actionFields = actionFieldsOf(actions, switchedOff, project.root);
   // A missing secret is found here too; its value is never in any output.
   if (configurationReadsSecrets(project, enabled, environment.variables)) {
     const secrets = await secretSource(project, environment.name);

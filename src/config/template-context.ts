@@ -2,11 +2,21 @@
  * What `${…}` expressions read (docs/templates.md#contexts): the context a command resolves
  * templates in, and its scope for the expression language (src/expressions/): `var` (alias
  * `variables`: layers merged as Garden merges them, resolved lazily, a cycle is an error),
- * `local.*`, `project.*`, `environment.*`, `actions.*` (outputs, version, var), `providers.*`
- * (outputs), and Garden's
- * `git.*`, `datetime.*`, `command.*` and `this.*` when given, and `secrets.*`.
+ * `local.*`, `project.*`, `environment.*`, `actions.*` (outputs, version, var, and what the
+ * configuration says of an action: name, disabled, mode, buildPath, sourcePath), `providers.*`
+ * (outputs), and Garden's `runtime.*` (the same as `actions.*`) and `modules.<name>.*` (the
+ * Build a 0.12 module became), `git.*`, `datetime.*`, `command.*` and `this.*` when given, and
+ * `secrets.*`.
  */
 import { closestName } from '../suggest.js';
+import {
+  actionLookupProblem,
+  actionsPathOf,
+  isActionField,
+  refsOfKind,
+  unknownActionReference,
+  type ActionFields,
+} from './action-references.js';
 import {
   followPath,
   Missing,
@@ -30,6 +40,8 @@ export interface TemplateContext {
   varOverrides?: Record<string, unknown>;
   /** Every action's own layers by reference (`deploy.api`), for `actions.<kind>.<name>.var`. */
   actionVariables?: ReadonlyMap<string, readonly Record<string, unknown>[]>;
+  /** What the configuration says of every action, by reference, for `actions.<kind>.<name>.buildPath` and the like. */
+  actionFields?: ReadonlyMap<string, ActionFields>;
   local: {
     username: string;
     env: Record<string, string | undefined>;
@@ -46,8 +58,11 @@ export interface TemplateContext {
   datetime?: Record<string, unknown>;
   /** The command running: `command.name`, `command.params.<option>`. */
   command?: { name: string; params: Record<string, unknown> };
-  /** The action whose configuration is resolved: `this.name`, `this.kind`, `this.mode`. */
-  this?: { name: string; kind: string; mode: string };
+  /**
+   * The action whose configuration is resolved: `this.name`, `this.kind`, `this.mode`; in its spec
+   * also `this.disabled`, `this.buildPath` and `this.sourcePath`, as Garden has them there.
+   */
+  this?: { name: string; kind: string; mode: string } & Partial<ActionFields>;
   /** An action rendered from a Garden ConfigTemplate: its RenderTemplate's name and inputs, the template's name. */
   parent?: { name: string };
   template?: { name: string };
@@ -98,10 +113,11 @@ export const gardenRoots = [
   'item',
   'secrets',
   'providers',
+  'runtime',
+  'modules',
 ] as const;
 /** The roots of an action rendered from a Garden ConfigTemplate, beside the others. */
 export const renderedRoots = ['inputs', 'parent', 'template'] as const;
-export const actionKindsLower = ['build', 'deploy', 'test', 'run'];
 
 /** Resolves a variable's value that holds templates (in the same scope); throws plain errors. */
 export type VariableResolver = (value: unknown, scope: Scope) => unknown;
@@ -388,8 +404,11 @@ class SecretsNode implements ContextNode {
 }
 
 /**
- * `actions.<kind>.<name>.outputs.<key>` and `.version` of the dependencies that have run, and
- * `.var.<name>`: any action's variables, as that action sees them (known before anything runs).
+ * `actions.<kind>.<name>.outputs.<key>` and `.version` of the dependencies that have run;
+ * `.var.<name>`: any action's variables, as that action sees it; and `.name`, `.disabled`,
+ * `.mode`, `.buildPath`, `.sourcePath`: what the configuration says of any action (those known
+ * before anything runs). Garden's `runtime.*` and a 0.12 module's `modules.<name>.*` read the same
+ * (actionsPathOf).
  */
 class ActionsNode implements PathNode {
   private readonly variables = new Map<string, ContextNode>();
@@ -398,14 +417,31 @@ class ActionsNode implements PathNode {
     private readonly context: TemplateContext,
     private readonly resolve: VariableResolver,
     private readonly holdsTemplate: (value: unknown) => boolean,
+    /** The root it answers: `actions`, `runtime` or `modules`. */
+    private readonly root = 'actions',
   ) {}
 
-  resolvePath(path: readonly (string | number)[], text: string): unknown {
-    const full = ['actions', ...path].map(String);
-    const problem = actionReferenceProblem(full);
+  resolvePath(rootPath: readonly (string | number)[], text: string): unknown {
+    const { root } = this;
+    const keys = rootPath.map(String);
+    const problem = actionLookupProblem(root, keys, text);
     if (problem) return new Missing(problem);
-    const [kind, name, field, key] = full.slice(1) as [string, string, string, string];
-    if (field === 'var') return this.variablesOf(kind, name, path.slice(3), text);
+    const path = actionsPathOf(root, keys)!;
+    const [kind, name, field, key] = path as [string, string, string, string];
+    // The keys below `var`, as given (an index stays a number); `modules` adds the kind.
+    const below = () => rootPath.slice(3 - (path.length - keys.length));
+    if (field === 'var') return this.variablesOf(kind, name, below(), text);
+    if (isActionField(field)) {
+      const known = this.context.actionFields;
+      const fields = known?.get(`${kind}.${name}`);
+      if (fields) return fields[field];
+      const ref = `${kind}.${name}`;
+      return new Missing(
+        known
+          ? unknownActionReference(ref, text, refsOfKind(known.keys(), ref))
+          : `no action ${ref} for "${text}"`,
+      );
+    }
     const ran = own(own(this.context.actions, kind), name) as ActionRuntimeContext | undefined;
     if (field === 'version') {
       return (
@@ -483,25 +519,6 @@ function own(record: unknown, key: string): unknown {
   return (record as Record<string, unknown>)[key];
 }
 
-/** Why a path under `actions` is not a reference to an action, or undefined when it is one. */
-export function actionReferenceProblem(path: readonly string[]): string | undefined {
-  const [, kind, , field] = path;
-  const shape =
-    (field === 'outputs' && path.length === 5) ||
-    (field === 'version' && path.length === 4) ||
-    (field === 'var' && path.length >= 4);
-  if (!shape) {
-    return (
-      `invalid action output reference "${path.join('.')}"; ` +
-      'expected actions.<kind>.<name>.outputs.<key> (e.g. actions.build.api.outputs.image)'
-    );
-  }
-  if (!actionKindsLower.includes(kind ?? '')) {
-    return `unknown action kind "${kind}" in "${path.join('.')}"; expected one of: ${actionKindsLower.join(', ')}`;
-  }
-  return undefined;
-}
-
 /**
  * The node of a part of the context, made once per object: a command resolves every action's
  * spec in contexts that share these parts (`{ ...context, this }`).
@@ -553,6 +570,8 @@ function variablesScope(
       env: new EnvironmentVariablesNode(context.local.env),
     })),
     actions: new ActionsNode(context, resolveVariable, holdsTemplate),
+    runtime: new ActionsNode(context, resolveVariable, holdsTemplate, 'runtime'),
+    modules: new ActionsNode(context, resolveVariable, holdsTemplate, 'modules'),
     git: nodeOf(context.git),
     datetime: nodeOf(context.datetime),
     command: nodeOf(context.command),

@@ -27,7 +27,13 @@ import type { SyntaxOptions, Template, TemplatePart } from '../expressions/synta
 
 /** An expression or a `${if}` block: a part that is not literal text. */
 type ExpressionPart = Exclude<TemplatePart, { type: 'text' }>;
-import { actionReferenceProblem } from './template-context.js';
+import {
+  actionLookupProblem,
+  actionsPathOf,
+  isActionField,
+  refsOfKind,
+  unknownActionReference,
+} from './action-references.js';
 import type { TemplateContext } from './template-context.js';
 import { templateScope } from './template.js';
 
@@ -36,6 +42,11 @@ export interface TemplateTextOptions {
   file: string;
   /** How to have the file read as written, appended to every problem ("list it under `manifestFiles`"). */
   hint: string;
+  /**
+   * For `tend validate`: the action whose file it is and what it depends on. The file can read
+   * those actions' outputs only (they run first); reading another's is a problem.
+   */
+  dependencies?: { of: string; refs: ReadonlySet<string> };
 }
 
 /** A templated text's problem, at an offset of the text. */
@@ -56,7 +67,7 @@ export function resolveTemplateText(
 ): string {
   if (!text.includes('${')) return text;
   try {
-    return resolveParts(parse(text, context.templateSyntax), templateScope(context));
+    return resolveParts(parse(text, context.templateSyntax), templateScope(context), true);
   } catch (error) {
     if (!(error instanceof TextProblem)) throw error;
     const problem = located(text, error, options);
@@ -79,7 +90,7 @@ export function checkTemplateText(
   const scope = templateScope(context);
   for (const part of template.parts) {
     if (part.type === 'text') continue;
-    const waits = readsAtRuntime(part);
+    const waits = readsAtRuntime(part, context.actionFields, options.dependencies);
     if (waits.problem) {
       problems.push(located(text, new TextProblem(waits.problem, offsetOf(part)), options));
       continue;
@@ -144,11 +155,14 @@ function offsetOf(part: TemplatePart): number {
   return partOffset(part) ?? 0;
 }
 
-/** The text of the parts, each expression's value written where it stands. */
-function resolveParts(template: Template, scope: Scope): string {
+/**
+ * The text of the parts, each expression's value written where it stands. `final`: when the action
+ * runs, what is not known then (another action's outputs) is a problem of its line too.
+ */
+function resolveParts(template: Template, scope: Scope, final = false): string {
   const [only] = template.parts;
   if (template.parts.length === 1 && only && only.type !== 'text') {
-    const value = evaluatePart(only, scope);
+    const value = evaluatePart(only, scope, final);
     if (typeof value !== 'string') {
       throw new TextProblem(
         `the file is one expression, "${only.source}", which gives ${describe(value)}; a templated file must give text`,
@@ -161,7 +175,7 @@ function resolveParts(template: Template, scope: Scope): string {
   for (const part of template.parts) {
     if (part.type === 'text') out += part.text;
     else {
-      const value = evaluatePart(part, scope);
+      const value = evaluatePart(part, scope, final);
       if (value !== undefined) out += stringify(value);
     }
   }
@@ -174,13 +188,16 @@ function describe(value: unknown): string {
   return typeof value === 'object' ? 'a mapping' : `a ${typeof value}`;
 }
 
-/** One expression's (or `${if}` block's) value; its errors as a TextProblem at its offset. */
-function evaluatePart(part: ExpressionPart, scope: Scope): unknown {
+/**
+ * One expression's (or `${if}` block's) value; its errors as a TextProblem at its offset. What is
+ * known only later is a NotYetKnownError, unless `final`.
+ */
+function evaluatePart(part: ExpressionPart, scope: Scope, final = false): unknown {
   let value: unknown;
   try {
     value = evaluateTemplate({ parts: [part] }, scope);
   } catch (error) {
-    if (error instanceof NotYetKnownError) throw error;
+    if (error instanceof NotYetKnownError && !final) throw error;
     if (
       error instanceof TemplateEvaluationError ||
       error instanceof TemplateFunctionError ||
@@ -190,27 +207,48 @@ function evaluatePart(part: ExpressionPart, scope: Scope): unknown {
     }
     throw error;
   }
-  if (value instanceof Missing && value.later) throw new NotYetKnownError(value.reason);
+  if (value instanceof Missing && value.later && !final) throw new NotYetKnownError(value.reason);
   if (value instanceof Missing) throw new TextProblem(`"${part.source}": ${value.reason}`, offsetOf(part));
   return value;
 }
 
 /**
  * Whether a part reads what is known only when the action runs (an action's outputs or version, a
- * secret), and what is wrong with an action reference it makes (`actions.build.api.outputz`).
+ * secret), and what is wrong with an action reference it makes (`actions.build.api.outputz`,
+ * `modules.api.path`). What the configuration says of an action (`actions.build.api.buildPath`)
+ * and its variables are known before: resolved like the rest.
  */
-function readsAtRuntime(part: ExpressionPart): { runtime: boolean; problem?: string } {
+function readsAtRuntime(
+  part: ExpressionPart,
+  actions: TemplateContext['actionFields'],
+  dependencies: TemplateTextOptions['dependencies'],
+): { runtime: boolean; problem?: string } {
   let runtime = false;
   let problem: string | undefined;
   eachLookup({ parts: [part] }, (lookup) => {
     if (lookup.root === 'secrets') runtime = true;
-    if (lookup.root !== 'actions' || lookup.path[2] === 'var') return;
+    const path = actionsPathOf(lookup.root, lookup.path);
+    if (!path || path[2] === 'var' || isActionField(path[2])) return;
     runtime = true;
     if (lookup.path.every((segment) => typeof segment === 'string')) {
-      problem ??= actionReferenceProblem(['actions', ...(lookup.path as string[])]);
+      problem ??= actionLookupProblem(lookup.root, lookup.path as string[], lookup.text);
+      const ref = `${String(path[0])}.${String(path[1])}`;
+      if (actions && !actions.has(ref))
+        problem ??= unknownActionReference(ref, lookup.text, refsOfKind(actions.keys(), ref));
+      if (dependencies && !dependencies.refs.has(ref))
+        problem ??= notADependency(dependencies.of, ref, lookup.root);
     }
   });
   return problem !== undefined ? { runtime, problem: `"${part.source}": ${problem}` } : { runtime };
+}
+
+/** A file reading the outputs of an action its own does not depend on. */
+function notADependency(of: string, ref: string, root: string): string {
+  const add =
+    root === 'modules'
+      ? `add ${ref.slice(ref.indexOf('.') + 1)} to the module's build.dependencies`
+      : `add ${ref} to its dependencies`;
+  return `${of} does not depend on ${ref}, so its outputs are not known when ${of} runs; ${add}`;
 }
 
 /** A problem at its line and column, with the object it is in and the way out. */

@@ -24,14 +24,8 @@ import { eachLookup } from '../expressions/lookups.js';
 import { parseTemplateString, TemplateSyntaxError } from '../expressions/syntax.js';
 import type { Expression, OptionalSuffix, SyntaxOptions, Template } from '../expressions/syntax.js';
 import type { ConfigPath } from './project.js';
-import {
-  actionKindsLower,
-  actionReferenceProblem,
-  gardenRoots,
-  InputsNode,
-  scopeOf,
-  templateRoots,
-} from './template-context.js';
+import { actionKindsLower, actionLookupProblem, actionsPathOf, isActionField } from './action-references.js';
+import { gardenRoots, InputsNode, scopeOf, templateRoots } from './template-context.js';
 import type { TemplateContext } from './template-context.js';
 
 export type { TemplateContext } from './template-context.js';
@@ -149,21 +143,34 @@ function eachValueLookup(value: unknown, onLookup: (lookup: Lookup, path: Config
     eachLookup(template, (lookup) => onLookup(lookup, path));
   });
 }
+/** A lookup of a root that reads actions (`actions`, `runtime`, `modules`) as the path under `actions` it reads. */
+function actionsPath(lookup: Lookup): Lookup['path'] | undefined {
+  return actionsPathOf(lookup.root, lookup.path);
+}
+
 /** `build.api` for a lookup of an action with a static kind and name. */
 function staticActionReference(lookup: Lookup): string | undefined {
-  const [kind, name] = lookup.path;
-  if (lookup.root !== 'actions' || typeof kind !== 'string' || typeof name !== 'string') return undefined;
+  const [kind, name] = actionsPath(lookup) ?? [];
+  if (typeof kind !== 'string' || typeof name !== 'string') return undefined;
   return `${kind}.${name}`;
+}
+
+/** Whether a lookup reads what the configuration says of an action (`actions.build.api.buildPath`): known before anything runs. */
+function readsActionField(lookup: Lookup): boolean {
+  return isActionField(actionsPath(lookup)?.[2]);
 }
 
 /**
  * Whether a lookup reads what an action has only once it ran or was versioned (`outputs`,
- * `version`): a dependency. An action's variables (`actions.<kind>.<name>.var`) are known before.
+ * `version`): a dependency. An action's variables (`actions.<kind>.<name>.var`) and what the
+ * configuration says of it (`.buildPath`, `.name`…) are known before.
  * A provider's outputs (`providers.<name>.outputs`) are known once the command prepared it: kept
  * as written like action outputs until then, but no dependency.
  */
 function readsActionRuntime(lookup: Lookup): boolean {
-  return (lookup.root === 'actions' && lookup.path[2] !== 'var') || lookup.root === 'providers';
+  const path = actionsPath(lookup);
+  if (path) return path[2] !== 'var' && !isActionField(path[2]);
+  return lookup.root === 'providers';
 }
 
 /**
@@ -176,17 +183,26 @@ export function findActionReferences(value: unknown): string[] {
 
 /**
  * The action references of a value's templates, and whether they read any action's outputs
- * (`actions.build[var.app]…` too, whose action is known only when resolved): one walk.
+ * (`actions.build[var.app]…` too, whose action is known only when resolved): one walk. `refs`
+ * read outputs or versions; `fieldRefs` only what the configuration says of an action
+ * (`actions.build.api.buildPath`), which Garden makes a dependency too, to resolve (not run) first.
  */
-export function actionReferencesOf(value: unknown): { refs: string[]; readsOutputs: boolean } {
+export function actionReferencesOf(value: unknown): {
+  refs: string[];
+  fieldRefs: string[];
+  readsOutputs: boolean;
+} {
   const refs = new Set<string>();
+  const fieldRefs = new Set<string>();
   let readsOutputs = false;
   eachValueLookup(value, (lookup) => {
-    if (readsActionRuntime(lookup)) readsOutputs = true;
-    const ref = readsActionRuntime(lookup) ? staticActionReference(lookup) : undefined;
-    if (ref !== undefined) refs.add(ref);
+    const runtime = readsActionRuntime(lookup);
+    if (runtime) readsOutputs = true;
+    const into = runtime ? refs : readsActionField(lookup) ? fieldRefs : undefined;
+    const ref = into && staticActionReference(lookup);
+    if (ref !== undefined) into!.add(ref);
   });
-  return { refs: [...refs], readsOutputs };
+  return { refs: [...refs], fieldRefs: [...fieldRefs].filter((ref) => !refs.has(ref)), readsOutputs };
 }
 
 /** Variables (`port`) read by `${var.<name>}` (or `${variables.<name>}`) expressions, added to `into`. */
@@ -207,10 +223,14 @@ export function readsSecrets(value: unknown): boolean {
   return reads;
 }
 
-/** A template reference to an action output, found when loading (for the graph and for checks). */
+/** A template reference to an action, found when loading (for the graph and for checks). */
 export interface TemplateActionReference {
   ref: string;
   path: ConfigPath;
+  /** What it reads of the action (`outputs`, `version`, `var`, `buildPath`…), when written out. */
+  field?: string;
+  /** The lookup as written (`modules.api.outputs.image`), for messages. */
+  text: string;
 }
 
 const allRoots: readonly string[] = [...templateRoots, ...gardenRoots];
@@ -245,19 +265,26 @@ export function checkTemplateSyntax(
       );
       return;
     }
-    if (lookup.root !== 'actions') return;
+    const path = actionsPath(lookup);
+    if (!path) return;
     const ref = staticActionReference(lookup);
+    const reference = (): TemplateActionReference => ({
+      ref: ref!,
+      path: [...basePath, ...relative],
+      ...(typeof path[2] === 'string' ? { field: path[2] } : {}),
+      text: lookup.text,
+    });
     if (lookup.path.every((s) => typeof s === 'string')) {
-      const problem = actionReferenceProblem(['actions', ...(lookup.path as string[])]);
+      const problem = actionLookupProblem(lookup.root, lookup.path as string[], lookup.text);
       if (problem) fail(problem, relative);
-      else actionReferences.push({ ref: ref!, path: [...basePath, ...relative] });
-    } else if (typeof lookup.path[0] === 'string' && !actionKindsLower.includes(lookup.path[0])) {
+      else actionReferences.push(reference());
+    } else if (typeof path[0] === 'string' && !actionKindsLower.includes(path[0])) {
       fail(
-        `unknown action kind "${lookup.path[0]}" in "${lookup.text}"; expected one of: ${actionKindsLower.join(', ')}`,
+        `unknown action kind "${path[0]}" in "${lookup.text}"; expected one of: ${actionKindsLower.join(', ')}`,
         relative,
       );
     } else if (ref !== undefined) {
-      actionReferences.push({ ref, path: [...basePath, ...relative] });
+      actionReferences.push(reference());
     }
   };
   eachTemplateString(value, (text, relative) => {

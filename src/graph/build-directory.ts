@@ -12,22 +12,17 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync } fr
 import path from 'node:path';
 import picomatch from 'picomatch';
 import { TendError } from '../errors.js';
+import { actionBuildPath, buildDirectory } from '../config/build-keys.js';
 import type { ActionConfig, CopyFromConfig } from '../config/project.js';
 import { actionRef } from '../config/project.js';
-import { statePaths } from '../state/files.js';
 import type { ActionGraph } from './graph.js';
 
-/** Where a Build builds (absolute). */
-export function buildDirectory(config: ActionConfig, projectRoot: string): string {
-  if (!config.copyFrom || config.buildAtSource) return config.sourceDir;
-  return path.join(statePaths(projectRoot).root, 'build', config.name);
-}
-
-/** Where an action's handlers read its files: a Build's build directory, the one its `build:` names, or its source. */
+/**
+ * Where an action's handlers read its files: a Build's build directory, the one its `build:` names,
+ * or its source (Garden's `buildPath`, `${actions.<kind>.<name>.buildPath}`).
+ */
 export function actionDirectory(graph: ActionGraph, config: ActionConfig, projectRoot: string): string {
-  if (config.kind === 'Build') return buildDirectory(config, projectRoot);
-  if (config.build === undefined) return config.sourceDir;
-  return buildDirectory(graph.get(actionRef('Build', config.build)).config, projectRoot);
+  return actionBuildPath(config, projectRoot, (name) => graph.get(actionRef('Build', name)).config);
 }
 
 /** Every file below `dir` (relative, POSIX, sorted); `.tend`, `.git` and `node_modules` left out. */

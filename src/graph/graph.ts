@@ -1,6 +1,10 @@
 /**
  * The action graph: nodes are actions, edges are `dependencies:` plus the actions referenced in
  * template expressions and the Builds named in `copyFrom` or `build`. A cycle is an error that prints its path.
+ * A reference to what the configuration says of an action (`${actions.build.api.buildPath}`) makes
+ * it a dependency, as Garden does (Garden resolves it first, tend runs it first), but not when the
+ * environment leaves that action out: its value is known from the configuration, and Garden does
+ * not run a disabled action for it either.
  */
 import type { ActionConfig } from '../config/project.js';
 import { actionReferencesOf } from '../config/template.js';
@@ -21,13 +25,20 @@ export class ActionGraph {
   readonly nodes = new Map<string, ActionNode>();
 
   constructor(actions: ActionConfig[]) {
+    const defined = new Set(actions.map((config) => config.ref));
     for (const config of actions) {
       // Its own variables' references too, as Garden finds them in the whole action.
-      const { refs: references, readsOutputs } = actionReferencesOf([
-        config.spec,
-        config.variableLayers ?? [],
+      const {
+        refs: references,
+        fieldRefs,
+        readsOutputs,
+      } = actionReferencesOf([config.spec, config.variableLayers ?? []]);
+      const deps = new Set([
+        ...config.dependencies,
+        ...references,
+        ...fieldRefs.filter((ref) => defined.has(ref)),
+        ...buildDependencies(config),
       ]);
-      const deps = new Set([...config.dependencies, ...references, ...buildDependencies(config)]);
       this.nodes.set(config.ref, {
         config,
         ref: config.ref,

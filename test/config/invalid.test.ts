@@ -613,8 +613,9 @@ const cases: Case[] = [
         '---\nkind: Test\ntype: cmd\nname: api\nspec:\n  command: [test, "${actions.build.api.image}"]\n',
     },
     error:
-      'api.tend.yml:10:19: invalid action output reference "actions.build.api.image"; expected ' +
-      'actions.<kind>.<name>.outputs.<key> (e.g. actions.build.api.outputs.image)',
+      'api.tend.yml:10:19: invalid action reference "actions.build.api.image"; expected ' +
+      'actions.<kind>.<name>.outputs.<key> (e.g. actions.build.api.outputs.image), ' +
+      'or .version, .var.<name>, .name, .disabled, .mode, .buildPath, .sourcePath',
     code: 'TEND_TEMPLATE',
   },
   {

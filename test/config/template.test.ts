@@ -187,9 +187,32 @@ describe('findActionReferences', () => {
       actionReferencesOf({ image: '${actions.build[parent.name].outputs.deployment-image-id}' }),
     ).toEqual({
       refs: [],
+      fieldRefs: [],
       readsOutputs: true,
     });
-    expect(actionReferencesOf({ image: '${var.image}' })).toEqual({ refs: [], readsOutputs: false });
+    expect(actionReferencesOf({ image: '${var.image}' })).toEqual({
+      refs: [],
+      fieldRefs: [],
+      readsOutputs: false,
+    });
+  });
+
+  it("tells what the configuration says of an action (buildPath…) from its outputs; Garden's runtime and modules roots read actions", () => {
+    expect(
+      actionReferencesOf({
+        dir: '${actions.build.manifests.buildPath}',
+        both: '${actions.build.api.sourcePath}/${actions.build.api.outputs.image}',
+        off: '${actions.deploy.db.disabled}',
+        image: '${modules.fetch.outputs.local-image-id}',
+        url: '${runtime.services.web.outputs.url}',
+        task: '${runtime.tasks.seed.version}',
+      }),
+    ).toEqual({
+      refs: ['build.api', 'build.fetch', 'deploy.web', 'run.seed'],
+      fieldRefs: ['build.manifests', 'deploy.db'],
+      readsOutputs: true,
+    });
+    expect(actionReferencesOf({ dir: '${actions.build.manifests.buildPath}' }).readsOutputs).toBe(false);
   });
 });
 

@@ -241,4 +241,78 @@ spec:
       namespace: 'real-outputs',
     });
   });
+
+  it("a 0.12 kubernetes module's files read the outputs of the module it builds on", async () => {
+    // As Keyruu/randomplaydance: a CronJob's image named by `${modules.fetch.outputs.local-image-id}`.
+    const root = makeProject({
+      'project.garden.yml': project(
+        'real-modfiles',
+        `    deploymentRegistry:\n      hostname: ${h.sim.registryHost}\n      namespace: garden\n`,
+      ),
+      'fetch/Dockerfile': 'FROM alpine\n',
+      'fetch/garden.yml': `kind: Module
+type: container
+name: fetch
+`,
+      'cronjob/garden.yml': `kind: Module
+type: kubernetes
+name: cronjob
+build:
+  dependencies: [fetch]
+files: [k8s/images.yaml]
+`,
+      'cronjob/k8s/images.yaml': configMap(
+        'images',
+        `  local: harbor.example.com/garden/\${modules.fetch.outputs.local-image-id}
+  deployment: \${modules.fetch.outputs.deployment-image-id}
+`,
+      ),
+    });
+    expect((await validateCommand({ root, var: [] })).exitCode).toBe(0);
+    const deployed = await execute('deploy', root);
+    expect(deployed.data.actions.map((a) => [a.ref, a.state, a.error?.message])).toEqual([
+      ['build.fetch', 'ready', undefined],
+      ['deploy.cronjob', 'ready', undefined],
+    ]);
+    const { version } = deployed.data.actions[0]!;
+    expect(await configMapData(h.kubeconfig, 'real-modfiles', 'images')).toEqual({
+      local: `harbor.example.com/garden/fetch:${version}`,
+      deployment: `${h.sim.registryHost}/garden/fetch:${version}`,
+    });
+  });
+
+  it('a templated file reading the outputs of an action its own does not depend on: validate says so at its line, deploy fails there', async () => {
+    const root = makeProject({
+      'project.garden.yml': project('real-nodep'),
+      'garden.yml': `kind: Run
+type: exec
+name: read-urls
+spec:
+  command: [echo, "https://a.example"]
+---
+kind: Deploy
+type: kubernetes
+name: app
+spec:
+  manifestTemplates: [app.yml.tpl]
+`,
+      'app.yml.tpl': configMap('app', '  registries: "${actions.run.read-urls.outputs.log}"\n'),
+    });
+    const where = 'app.yml.tpl:6:16: ConfigMap app: "${actions.run.read-urls.outputs.log}": ';
+    const validated = await validateCommand({ root, var: [] }).catch((error: unknown) => error);
+    expect(String(validated).split('\n')[0]).toBe(
+      where +
+        'deploy.app does not depend on run.read-urls, so its outputs are not known when deploy.app runs; ' +
+        'add run.read-urls to its dependencies',
+    );
+    const deployed = await execute('deploy', root, ['app']);
+    const app = deployed.data.actions.find((a) => a.ref === 'deploy.app');
+    // A template error of its file (it was an internal error).
+    expect(app?.error).toMatchObject({
+      code: 'TEND_TEMPLATE',
+      message: expect.stringContaining(
+        'ConfigMap app: "${actions.run.read-urls.outputs.log}": outputs of run.read-urls are not available',
+      ),
+    });
+  });
 });

@@ -1,0 +1,129 @@
+/**
+ * References to actions in templates (`${actions.<kind>.<name>.<key>}`), as Garden has them:
+ * their shapes, what the configuration says of an action (name, disabled, mode, buildPath,
+ * sourcePath: known before anything runs), Garden's other roots for them (`runtime.*`, and a
+ * 0.12 module's `modules.<name>.*`: the Build it became) and the messages of a reference that is
+ * wrong. template-context.ts answers them.
+ */
+import { closestName } from '../suggest.js';
+
+export const actionKindsLower = ['build', 'deploy', 'test', 'run'];
+
+/**
+ * What the configuration says of an action, known before anything runs (Garden's
+ * ActionReferenceContext): `actions.<kind>.<name>.name`, `.disabled`, `.mode`, `.buildPath`,
+ * `.sourcePath`.
+ */
+export interface ActionFields {
+  name: string;
+  /** Whether its `disabled:` or `environments:` leaves it out of the environment (Garden's `isDisabled`). */
+  disabled: boolean;
+  /** Garden's action mode: tend deploys what is on disk, it has no `sync` or `local` mode. */
+  mode: 'default';
+  /**
+   * Where it builds or runs (absolute): a Build's build directory (its source directory, or
+   * `.tend/build/<name>` when it copies files in), a Deploy's, Test's or Run's `build:`'s, else
+   * its source directory.
+   */
+  buildPath: string;
+  /** Its source directory (absolute). */
+  sourcePath: string;
+}
+
+/** The fields of ActionFields, each a key of an action reference. */
+export const actionFieldNames: readonly string[] = ['name', 'disabled', 'mode', 'buildPath', 'sourcePath'];
+
+/** Whether a key of an action reference (`actions.<kind>.<name>.<key>`) is known from the configuration. */
+export function isActionField(key: unknown): key is keyof ActionFields {
+  return typeof key === 'string' && actionFieldNames.includes(key);
+}
+
+/** Garden's other names of two action kinds in a reference: `services` (Deploy), `tasks` (Run). */
+const kindAliases: Readonly<Record<string, string>> = { services: 'deploy', tasks: 'run' };
+
+/**
+ * A lookup as the path under `actions` it reads, for the roots that read actions: `actions`,
+ * Garden's `runtime` (the same), and a 0.12 module's `modules.<name>` (the Build the module
+ * became: `modules.api.outputs.x` is `actions.build.api.outputs.x`); `services` and `tasks` are
+ * Garden's names of the deploy and run kinds. Undefined for the other roots.
+ */
+export function actionsPathOf<T>(root: string, path: readonly T[]): (T | string)[] | undefined {
+  if (root === 'modules') return ['build', ...path];
+  if (root !== 'actions' && root !== 'runtime') return undefined;
+  const [kind, ...rest] = path;
+  return typeof kind === 'string' && Object.hasOwn(kindAliases, kind)
+    ? [kindAliases[kind]!, ...rest]
+    : [...path];
+}
+
+/** What a 0.12 module's reference reads of it: its Build's outputs and version. */
+const moduleFields = ['outputs', 'version'];
+
+/**
+ * Why a lookup of a root that reads actions (`actions`, `runtime`, `modules`; its keys, all
+ * known) is not a reference to an action, or undefined when it is one. `text` is the lookup as
+ * written, for messages.
+ */
+export function actionLookupProblem(root: string, keys: readonly string[], text: string): string | undefined {
+  if (root === 'modules') {
+    const [, field] = keys;
+    const shape = (field === 'outputs' && keys.length === 3) || (field === 'version' && keys.length === 2);
+    if (shape) return undefined;
+    const similar = field === undefined ? undefined : closestName(field, moduleFields);
+    return (
+      `invalid module reference "${text}"; expected modules.<name>.outputs.<key> or modules.<name>.version ` +
+      `(what tend reads of a module: the Build it became)` +
+      (similar !== undefined ? `; did you mean "${[root, keys[0], similar].join('.')}"?` : '')
+    );
+  }
+  return actionReferenceProblem(['actions', ...actionsPathOf(root, keys)!.map(String)], text);
+}
+
+/**
+ * The message for a template reference (`text`, as written) to an action `ref` that is not
+ * defined; `ofKind` lists the actions of its kind. A 0.12 module's reference names the module.
+ */
+export function unknownActionReference(ref: string, text: string, ofKind: string): string {
+  const kind = ref.slice(0, ref.indexOf('.'));
+  if (text.startsWith('modules.')) {
+    return (
+      `unknown module "${ref.slice(kind.length + 1)}" in a template expression ("${text}" reads the Build ` +
+      `the module became, ${ref}); build actions: ${ofKind}`
+    );
+  }
+  return `unknown action "${ref}" in a template expression; ${kind} actions: ${ofKind}`;
+}
+
+/** The actions of a reference's kind (`build.api` → the Builds) among `refs`, for messages. */
+export function refsOfKind(refs: Iterable<string>, ref: string): string {
+  const prefix = ref.slice(0, ref.indexOf('.') + 1);
+  const found = [...refs].filter((r) => r.startsWith(prefix)).sort();
+  return found.length === 0 ? '(none)' : `${found.slice(0, 20).join(', ')}${found.length > 20 ? ', …' : ''}`;
+}
+
+/** The keys of an action reference after `actions.<kind>.<name>`, for messages and suggestions. */
+const referenceKeys = ['outputs', 'version', 'var', ...actionFieldNames];
+
+/** Why a path under `actions` is not a reference to an action, or undefined when it is one. */
+export function actionReferenceProblem(path: readonly string[], text = path.join('.')): string | undefined {
+  const [, kind, , field] = path;
+  const shape =
+    (field === 'outputs' && path.length === 5) ||
+    (field === 'version' && path.length === 4) ||
+    (field === 'var' && path.length >= 4) ||
+    (isActionField(field) && path.length === 4);
+  if (!shape) {
+    const similar =
+      field === undefined || referenceKeys.includes(field) ? undefined : closestName(field, referenceKeys);
+    return (
+      `invalid action reference "${text}"; ` +
+      'expected actions.<kind>.<name>.outputs.<key> (e.g. actions.build.api.outputs.image), ' +
+      `or .version, .var.<name>, ${actionFieldNames.map((f) => `.${f}`).join(', ')}` +
+      (similar !== undefined ? `; did you mean ".${similar}"?` : '')
+    );
+  }
+  if (!actionKindsLower.includes(kind ?? '')) {
+    return `unknown action kind "${kind}" in "${text}"; expected one of: ${actionKindsLower.join(', ')}`;
+  }
+  return undefined;
+}
