@@ -242,6 +242,9 @@ spec:
     const redeployed = await executeCommand('deploy', [], { root });
     expect(redeployed.data.actions[0]!.state).toBe('ready');
     expect(isAlive({ pid: process.pid })).toBe(true); // tend did not stop the process that reused the pid
+    const redeployedState = JSON.parse(readFileSync(file, 'utf8'));
+    expect((await runTend(['cleanup', 'deploy', 'svc'], { cwd: root })).code).toBe(0);
+    await waitFor(() => !isAlive(redeployedState), 'the redeployed process to stop');
   });
 
   it('waits for a readiness command and is ready only while the process lives', async () => {
