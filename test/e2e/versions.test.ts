@@ -81,7 +81,13 @@ name: web
 spec: { command: [echo, '\${var.port}'] }
 `,
     });
-    const run = await runTend(['validate'], { cwd: root });
+    // validate leaves it to the command that runs the action, with a note (as Garden's validate).
+    const validated = await runTend(['validate'], { cwd: root });
+    expect(validated.code, validated.stderr).toBe(0);
+    expect(validated.stdout).toContain(
+      'deploy.web reads variable "port", which nothing declares: it runs only when given one (--var port=…)',
+    );
+    const run = await runTend(['deploy'], { cwd: root });
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(
       /unknown variable "var\.port"; available: var\.replicas; set it with --var port=<value>, or in tend\.yml under variables: \(or environment dev's variables:\)/,
