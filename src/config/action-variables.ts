@@ -108,9 +108,22 @@ export function withEnvironmentVarfiles(
   if (!action.varfileTemplates) return action;
   const layers = [...(action.variableLayers ?? [])];
   for (const varfile of action.varfileTemplates) {
-    const given = String(resolveTemplates(varfile.path, context, () => action.locate(varfile.at)));
-    const read = readActionVarfile(varfile, given, root, (p) => action.locate(p));
-    if (read !== undefined) layers.push(read);
+    const at = () => action.locate(varfile.at);
+    const given = resolveTemplates(varfile.path, context, at);
+    if (typeof given !== 'string' || given === '' || given.includes('\0')) {
+      throw new TendError(
+        'TEND_CONFIG_INVALID',
+        `varfile path "${varfile.path}" resolves to ${(JSON.stringify(given) ?? 'nothing').slice(0, 200)}; expected a file name`,
+        { location: at() },
+      );
+    }
+    try {
+      const read = readActionVarfile(varfile, given, root, (p) => action.locate(p));
+      if (read !== undefined) layers.push(read);
+    } catch (error) {
+      if (!(error instanceof TendError) || error.location) throw error;
+      throw new TendError(error.code, error.message, { location: at() });
+    }
   }
   const { varfileTemplates: _read, ...rest } = action;
   return { ...rest, ...(layers.length > 0 ? { variableLayers: layers } : {}) };

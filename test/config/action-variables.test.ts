@@ -244,6 +244,31 @@ describe('action variables', () => {
     expect(`${error?.location?.file}:${error?.location?.line}`).toBe('api.tend.yml:7');
   });
 
+  it.each([
+    ['a NUL', '"a\\u0000b"', '"x${var.odd}.yml" resolves to "xa\\u0000b.yml"'],
+    ['a mapping', '{ a: 1 }', '"x${var.odd}.yml" resolves to "x[object Object].yml"'],
+    ['a whole-value mapping', '{ a: 1 }', '"${var.odd}" resolves to {"a":1}'],
+  ])('a varfile path that resolves to %s is an error at its line, not a crash', async (_what, odd, said) => {
+    const wholeValue = said.startsWith('"${');
+    const root = await writeProject({
+      'tend.yml': project.replace('level: project', `level: project\n  odd: ${odd}`),
+      ...api(yaml`
+        kind: Deploy
+        name: api
+        type: cmd
+        varfiles: ["${wholeValue ? '${var.odd}' : 'x${var.odd}.yml'}"]
+        spec: { command: [x] }
+      `),
+    });
+    const error = await configure({ cwd: root, plugins: testPlugins, secrets: async () => undefined }).then(
+      () => undefined,
+      (e: unknown) => e as TendError,
+    );
+    expect(`${error?.location?.file}:${error?.location?.line}`).toBe('api.tend.yml:4');
+    if (said.includes('object Object')) expect(error?.code).toBe('TEND_CONFIG_NOT_FOUND');
+    else expect(error?.message).toBe(`varfile path ${said}; expected a file name`);
+  });
+
   it('a varfile path with a malformed ${…} is an error at its line when the project loads', async () => {
     const error = await loadError(
       api(yaml`
