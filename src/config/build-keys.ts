@@ -12,6 +12,7 @@ import { statePaths } from '../state/files.js';
 import type { ConfigProblem } from './diagnostics.js';
 import type { ActionConfig, ConfigPath, CopyFromConfig, Locate } from './project.js';
 import { actionRef } from './project.js';
+import { actionReferencesOf } from './template.js';
 import type { ActionKind } from '../plugin/types.js';
 
 /** The document's keys this module reads, as the schema lets them be. */
@@ -115,6 +116,27 @@ export function actionBuildPath(
   if (config.kind === 'Build') return buildDirectory(config, projectRoot);
   const named = config.build === undefined ? undefined : build(config.build);
   return named ? buildDirectory(named, projectRoot) : config.sourceDir;
+}
+
+/**
+ * An action's direct dependencies, as the graph has them: its `dependencies:`, the actions its
+ * templates (its spec and its own variables, as Garden finds them in the whole action) read the
+ * outputs or version of, those they read what the configuration says of (`.buildPath`) when
+ * `known` has them, and the Builds its `copyFrom` and `build` name. `readsOutputs`: some template
+ * reads an action's outputs (`actions.build[var.app]…` too).
+ */
+export function directDependencies(
+  action: ActionConfig,
+  known: (ref: string) => boolean,
+): { refs: string[]; readsOutputs: boolean } {
+  const { refs, fieldRefs, readsOutputs } = actionReferencesOf([action.spec, action.variableLayers ?? []]);
+  const all = new Set([
+    ...action.dependencies,
+    ...refs,
+    ...fieldRefs.filter(known),
+    ...buildDependencies(action),
+  ]);
+  return { refs: [...all].sort(), readsOutputs };
 }
 
 /** The dependencies `copyFrom` and `build` add (Garden adds them too). */

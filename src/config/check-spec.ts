@@ -22,8 +22,8 @@ import type { SourceLocation } from '../errors.js';
 import type { ActionConfig, ProviderEntry } from './project.js';
 import type { ConfigNote } from './read-documents.js';
 import { actionTypeIndex } from './schema.js';
-import { actionReferencesOf, containsTemplate } from './template.js';
-import { buildDependencies } from './build-keys.js';
+import { containsTemplate } from './template.js';
+import { directDependencies } from './build-keys.js';
 
 const templated = new WeakMap<ActionConfig, boolean>();
 
@@ -98,13 +98,7 @@ export async function templateFileProblems(
   }
   const own = actionTemplateContext(action, context);
   // What runs before the action, as the graph has it: what its files may read the outputs of.
-  const references = actionReferencesOf([action.spec, action.variableLayers ?? []]);
-  const refs = new Set([
-    ...action.dependencies,
-    ...buildDependencies(action),
-    ...references.refs,
-    ...references.fieldRefs,
-  ]);
+  const refs = new Set(directDependencies(action, () => true).refs);
   return listed.files.flatMap((file) =>
     checkTemplateText(readFileSync(file, 'utf8'), own, {
       file: path.relative(root, file),

@@ -7,8 +7,7 @@
  * not run a disabled action for it either.
  */
 import type { ActionConfig } from '../config/project.js';
-import { actionReferencesOf } from '../config/template.js';
-import { buildDependencies } from '../config/build-keys.js';
+import { directDependencies } from '../config/build-keys.js';
 import { TendError } from '../errors.js';
 
 export interface ActionNode {
@@ -27,22 +26,11 @@ export class ActionGraph {
   constructor(actions: ActionConfig[]) {
     const defined = new Set(actions.map((config) => config.ref));
     for (const config of actions) {
-      // Its own variables' references too, as Garden finds them in the whole action.
-      const {
-        refs: references,
-        fieldRefs,
-        readsOutputs,
-      } = actionReferencesOf([config.spec, config.variableLayers ?? []]);
-      const deps = new Set([
-        ...config.dependencies,
-        ...references,
-        ...fieldRefs.filter((ref) => defined.has(ref)),
-        ...buildDependencies(config),
-      ]);
+      const { refs: dependencies, readsOutputs } = directDependencies(config, (ref) => defined.has(ref));
       this.nodes.set(config.ref, {
         config,
         ref: config.ref,
-        dependencies: [...deps].sort(),
+        dependencies,
         readsOutputs,
         dependants: [],
       });
