@@ -10,6 +10,9 @@ import { ContainerVolumes } from './volumes.js';
 const Seconds = (description: string, maximum = 86_400) =>
   Type.Number({ exclusiveMinimum: 0, maximum, description });
 
+/** A path or an argument: not empty, and no NUL (no file name or argument holds one). */
+const noNul = '^[^\\u0000]+$';
+
 export const KubernetesProviderConfig = Type.Object(
   {
     context: Type.Optional(
@@ -19,6 +22,7 @@ export const KubernetesProviderConfig = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 4096,
+        pattern: noNul,
         description:
           'kubeconfig file read instead of KUBECONFIG and ~/.kube/config (relative: to the project root)',
       }),
@@ -105,9 +109,6 @@ export const ContainerBuildSpec = Type.Object(
   { additionalProperties: false },
 );
 export type ContainerBuildSpec = Static<typeof ContainerBuildSpec>;
-
-/** A path or an argument: not empty, and no NUL (no file name or argument holds one). */
-const noNul = '^[^\\u0000]+$';
 
 export const KustomizeSpec = Type.Object(
   {

@@ -93,6 +93,19 @@ spec:
     expect(given.stdout).toContain('n7');
   });
 
+  it('a provider kubeconfig with a NUL is refused by validate at its line', async () => {
+    const root = makeProject({
+      'project.garden.yml': project('real-kubeconfig-nul', '').replace(
+        '    context: kube-sim\n',
+        '    context: kube-sim\n    kubeconfig: "cluster/a\\u0000b"\n',
+      ),
+    });
+    await expect(validateCommand({ root, var: [] })).rejects.toMatchObject({
+      code: 'TEND_CONFIG_INVALID',
+      location: { file: 'project.garden.yml', line: 10 },
+    });
+  });
+
   it("the provider's kubeconfig is the cluster's, relative to the project root; --kubeconfig overrides it", async () => {
     // As erauner12/homelab-garden writes it. Ignored, its context would be looked up in another file.
     const root = makeProject({
