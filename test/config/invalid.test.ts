@@ -452,12 +452,13 @@ const cases: Case[] = [
     name: 'an action with a problem of its own: what depends on it or reads its outputs is no further error',
     files: {
       'tend.yml': project,
-      'a.tend.yml': 'kind: Run\ntype: cmd\nname: a\nvarfiles: [missing.yml]\nspec: { command: [a] }\n',
-      'b.tend.yml':
-        'kind: Run\ntype: cmd\nname: b\ndependencies: [run.a]\n' +
-        'spec: { command: [echo, "${actions.run.a.outputs.log}"] }\n',
+      // The dependent action's file first: an error there would be the one shown.
+      'a.tend.yml':
+        'kind: Run\ntype: cmd\nname: a\ndependencies: [run.b]\n' +
+        'spec: { command: [echo, "${actions.run.b.outputs.log}"] }\n',
+      'b.tend.yml': 'kind: Run\ntype: cmd\nname: b\nvarfiles: [missing.yml]\nspec: { command: [b] }\n',
     },
-    error: 'a.tend.yml:4:12: varfile missing.yml does not exist (missing.yml in the project)',
+    error: 'b.tend.yml:4:12: varfile missing.yml does not exist (missing.yml in the project)',
     code: 'TEND_CONFIG_NOT_FOUND',
   },
   {
