@@ -273,24 +273,9 @@ function readProviders(
     const { name, environments: only, plugin: _module, ...config } = entry;
     const entryPath = ['providers', i];
     const plugin = plugins.find((p) => p.name === name);
+    // A Garden provider tend cannot run, limited to some environments: their error, raised there.
     const unsupported = (entry as { [unsupportedProvider]?: string })[unsupportedProvider];
-    if (unsupported !== undefined && only) {
-      const location = locate([...entryPath, 'name']);
-      providers.push(
-        withLocation(
-          {
-            name,
-            environments: only,
-            config: {},
-            locate: (p: ConfigPath) => locate([...entryPath, ...p]),
-            problems: [{ code: 'TEND_CONFIG_UNSUPPORTED', message: unsupported, location }],
-          },
-          () => locate(entryPath),
-        ),
-      );
-      return;
-    }
-    if (!plugin) {
+    if (!plugin && unsupported === undefined) {
       problem(
         'TEND_PROVIDER_NOT_FOUND',
         `unknown provider "${name}"; expected one of: ${pluginNames.join(', ') || '(no plugins)'}`,
@@ -318,6 +303,25 @@ function readProviders(
         locate([...entryPath, 'name']),
       );
     }
+    const add = (entryConfig: Record<string, unknown>, deferred: ConfigProblem[]) =>
+      providers.push(
+        withLocation(
+          {
+            name,
+            ...(only ? { environments: only } : {}),
+            config: entryConfig,
+            locate: (p: ConfigPath) => locate([...entryPath, ...p]),
+            ...(only && deferred.length > 0 ? { problems: deferred } : {}),
+          },
+          () => locate(entryPath),
+        ),
+      );
+    // Past the check above, no plugin means a provider tend cannot run.
+    if (unsupported !== undefined || !plugin) {
+      const location = locate([...entryPath, 'name']);
+      add({}, [{ code: 'TEND_CONFIG_UNSUPPORTED', message: String(unsupported), location }]);
+      return;
+    }
     const invalid = checkSchema(plugin.configSchema, config, {
       basePath: entryPath,
       rootLabel: `${formatPath(entryPath)} (${name})`,
@@ -336,18 +340,7 @@ function readProviders(
         locate(reference.path),
       );
     }
-    providers.push(
-      withLocation(
-        {
-          name,
-          ...(only ? { environments: only } : {}),
-          config,
-          locate: (p: ConfigPath) => locate([...entryPath, ...p]),
-          ...(only && invalid.length > 0 ? { problems: invalid } : {}),
-        },
-        () => locate(entryPath),
-      ),
-    );
+    add(config, invalid);
   });
   return providers;
 }

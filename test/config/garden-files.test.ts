@@ -390,6 +390,15 @@ providers:
       });
       expect(refused!.message).toContain(`provider ${name} is not supported by tend; `);
     }
+    // Its environments are checked like any entry's: a misspelt one is no way to switch it off.
+    const typo = makeProject({
+      'project.garden.yml':
+        'apiVersion: garden.io/v1\nkind: Project\nname: shop\nenvironments: [{ name: local }]\n' +
+        'providers:\n  - name: terraform\n    environments: [infar]\n',
+    });
+    expect(messages(await loadError(typo)).map((e) => `${e.code} ${e.location.line}`)).toEqual([
+      'TEND_ENVIRONMENT_NOT_FOUND 7',
+    ]);
   });
 
   it('tend validate lists sync mode as ignored, a Workflow to run and a Command outside the root as not offered, and the project is valid', async () => {
