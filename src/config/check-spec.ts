@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { Type } from 'typebox';
+import { Type, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import type {
   ActionWarning,
@@ -108,6 +108,21 @@ export async function templateFileProblems(
   );
 }
 
+/**
+ * A plugin check's answer (`checkAction`, `checkEnvironment`): its items that fit `schema`. What
+ * does not fit is left out and does not cost the others; a rejection, or an answer that is not a
+ * list, is none (the handler or `init` meets the same problem when it runs).
+ */
+async function pluginAnswer<T>(ask: () => Promise<unknown>, schema: TSchema): Promise<T[]> {
+  let found: unknown;
+  try {
+    found = await ask();
+  } catch {
+    return [];
+  }
+  return Array.isArray(found) ? found.filter((item): item is T => Value.Check(schema, item)) : [];
+}
+
 const ActionWarningSchema = Type.Object({
   message: Type.String({ minLength: 1, maxLength: 4096 }),
   specPath: Type.Optional(
@@ -130,16 +145,10 @@ export async function actionWarnings(
 ): Promise<ConfigNote[]> {
   const checkAction = kindOf(action, plugins)?.checkAction;
   if (!checkAction) return [];
-  let found: unknown;
-  try {
-    found = await checkAction({ ...params, spec: structuredClone(params.spec) });
-  } catch {
-    return [];
-  }
-  // A plugin's answer: what is not a warning is left out, and does not cost the others.
-  const warnings = Array.isArray(found)
-    ? found.filter((item): item is ActionWarning => Value.Check(ActionWarningSchema, item))
-    : [];
+  const warnings = await pluginAnswer<ActionWarning>(
+    () => checkAction({ ...params, spec: structuredClone(params.spec) }),
+    ActionWarningSchema,
+  );
   return warnings.map((warning) => ({
     message: `${action.ref}: ${warning.message}`,
     location: warning.specPath
@@ -173,15 +182,11 @@ export async function environmentProblems(
   locateNamespace: () => SourceLocation,
 ): Promise<ConfigProblem[]> {
   if (!plugin.checkEnvironment) return [];
-  let found: unknown;
-  try {
-    found = await plugin.checkEnvironment(structuredClone(params));
-  } catch {
-    return [];
-  }
-  const problems = Array.isArray(found)
-    ? found.filter((item): item is EnvironmentProblem => Value.Check(EnvironmentProblemSchema, item))
-    : [];
+  const checkEnvironment = plugin.checkEnvironment;
+  const problems = await pluginAnswer<EnvironmentProblem>(
+    () => checkEnvironment(structuredClone(params)),
+    EnvironmentProblemSchema,
+  );
   return problems.map((problem) => ({
     code: 'TEND_CONFIG_INVALID',
     message: `provider ${plugin.name}: ${problem.message}`,
