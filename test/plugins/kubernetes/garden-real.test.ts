@@ -37,9 +37,10 @@ ${data}`;
 describe('real Garden projects, reproduced', () => {
   it('an action run with --var: validate passes with a note at the line, the others run, and it runs when given the variable', async () => {
     // As jasoncolburne/kels writes its registry environments: `run propose --var node=…`.
-    const root = makeProject({
-      'project.garden.yml': project('real-var-flag', 'variables:\n  registry: r1\n'),
-      'garden.yml': `kind: Run
+    const withOther = (read: string) =>
+      makeProject({
+        'project.garden.yml': project('real-var-flag', 'variables:\n  registry: r1\n'),
+        'garden.yml': `kind: Run
 type: exec
 name: propose
 spec:
@@ -49,31 +50,17 @@ kind: Run
 type: exec
 name: other
 spec:
-  command: [echo, "\${var.regsitry}"]
+  command: [echo, "\${var.${read}}"]
 `,
-    });
-    const typo = await validateCommand({ root, var: [] }).then(
+      });
+    const typo = await validateCommand({ root: withOther('regsitry'), var: [] }).then(
       () => undefined,
       (e: unknown) => e as Error,
     );
     // A misspelt declared variable stays an error: it is not one to pass.
     expect(typo?.message).toContain('did you mean "var.registry"?');
 
-    const fixed = makeProject({
-      'project.garden.yml': project('real-var-flag', 'variables:\n  registry: r1\n'),
-      'garden.yml': `kind: Run
-type: exec
-name: propose
-spec:
-  command: [echo, "\${var.node}"]
----
-kind: Run
-type: exec
-name: other
-spec:
-  command: [echo, "\${var.registry}"]
-`,
-    });
+    const fixed = withOther('registry');
     const validated = await validateCommand({ root: fixed, var: [] });
     expect(validated.exitCode).toBe(0);
     expect(validated.data.notes).toContainEqual({
