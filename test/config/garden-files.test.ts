@@ -245,6 +245,44 @@ spec:
     expect(byRef.get('deploy.api')!.build).toBe('api');
   });
 
+  it("a container Build's extraFlags are kept for the builder; its build secrets are the error at their line", async () => {
+    const build = (extra: string) => `kind: Build
+type: container
+name: api
+spec:
+  localId: api-local
+  extraFlags: [--opt, "build-arg:MODE=ci"]
+${extra}`;
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'api/garden.yml': build(''),
+      'api/Dockerfile': 'FROM scratch\n',
+    });
+    const [api] = (await load(root)).actions;
+    expect(api!.spec).toEqual({ extraFlags: ['--opt', 'build-arg:MODE=ci'] });
+
+    const withSecrets = makeProject({
+      'project.garden.yml': gardenProject,
+      'api/garden.yml': build('  secrets:\n    token: abc\n'),
+      'api/Dockerfile': 'FROM scratch\n',
+    });
+    expect(
+      messages(await loadError(withSecrets)).map(
+        (e) => `${e.code} ${e.location.file}:${e.location.line} ${e.message}`,
+      ),
+    ).toEqual([
+      "TEND_CONFIG_UNSUPPORTED api/garden.yml:7 secrets: tend's in-cluster builder takes no build secrets; remove it",
+    ]);
+    // A flag that is not text is the spec's error, at its line.
+    const badFlag = makeProject({
+      'project.garden.yml': gardenProject,
+      'api/garden.yml': 'kind: Build\ntype: container\nname: api\nspec:\n  extraFlags: [--opt, { a: 1 }]\n',
+      'api/Dockerfile': 'FROM scratch\n',
+    });
+    const [bad] = messages(await loadError(badFlag));
+    expect(`${bad!.location.file}:${bad!.location.line}`).toBe('api/garden.yml:5');
+  });
+
   it('a provider entry merges the settings a project variable shares ($merge); any other $merge is refused', async () => {
     const project = (merge: string) => `apiVersion: garden.io/v2
 kind: Project

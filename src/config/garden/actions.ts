@@ -122,19 +122,19 @@ const execDeploy: SpecTranslator = (translation, spec) => {
   return out;
 };
 
-const containerBuild: SpecTranslator = (translation, spec) => {
-  for (const key of ['extraFlags', 'secrets'] as const) {
-    if (spec[key] !== undefined) {
-      translation.unsupported(
-        ['spec', key],
-        `${key}: tend's in-cluster builder takes no ${key === 'secrets' ? 'build secrets' : 'extra flags'}; remove it`,
-      );
-    }
+const containerBuild: SpecTranslator = (translation, { secrets, ...spec }) => {
+  // Garden hands build secrets to BuildKit's secret mounts; tend's builders are given none.
+  if (secrets !== undefined) {
+    translation.unsupported(
+      ['spec', 'secrets'],
+      "secrets: tend's in-cluster builder takes no build secrets; remove it",
+    );
   }
+  // extraFlags stay: the builder gets them last, as Garden gives them.
   const kept = dropIgnoredKeys(
     translation,
     spec,
-    ['localId', 'publishId', 'platforms', 'extraFlags', 'secrets'],
+    ['localId', 'publishId', 'platforms'],
     ['spec'],
     'image naming and platform settings',
   );

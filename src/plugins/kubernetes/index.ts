@@ -20,10 +20,8 @@ import type {
   PluginDefinition,
 } from '../../plugin/types.js';
 import {
-  ContainerBuildSpec,
   HelmDeploySpec,
   HelmPodSpec,
-  ContainerDeploySpec,
   KubernetesDeploySpec,
   KubernetesExecSpec,
   KubernetesPodSpec,
@@ -31,6 +29,7 @@ import {
   KubernetesProviderConfig,
   settingsFromFlags,
 } from './config.js';
+import { ContainerBuildSpec, ContainerDeploySpec } from './container/spec.js';
 
 const provider = () => import('./provider.js');
 const builds = () => import('./container/index.js');

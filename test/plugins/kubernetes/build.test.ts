@@ -103,6 +103,50 @@ describe.each(['cluster-buildkit', 'kaniko'] as const)('container builds with %s
     expect(await tendPods()).toEqual([]);
   });
 
+  it("gives extraFlags to the builder as they are: an extra image is pushed, a flag it refuses fails the build in the builder's words", async () => {
+    const buildOnly = (flags: string[]) =>
+      `kind: Build\ntype: container\nname: api\nspec:\n  extraFlags: ${JSON.stringify(flags)}\n`;
+    const extra = `${h.sim.registryHost}/extra-${buildMode}/api:one`;
+    const root = shopProject({
+      registry: h.sim.registryHost,
+      namespace: ns,
+      buildMode,
+      files: {
+        'api/api.tend.yml': buildOnly(
+          buildMode === 'kaniko'
+            ? [`--destination=${extra}`]
+            : ['--output', `type=image,name=${extra},push=true`],
+        ),
+      },
+    });
+    const result = await execute('build', root);
+    expect(result.exitCode).toBe(0);
+    const head = await fetch(`${h.sim.registryUrl}/v2/extra-${buildMode}/api/manifests/one`, {
+      method: 'HEAD',
+    });
+    expect(head.status).toBe(200);
+    expect(head.headers.get('docker-content-digest')).toBe(result.data.actions[0]!.outputs.digest);
+
+    // `--load` is docker buildx's: buildctl and Kaniko refuse it, and the build says so.
+    const refused = shopProject({
+      registry: h.sim.registryHost,
+      namespace: ns,
+      buildMode,
+      files: { 'api/api.tend.yml': buildOnly(['--load']) },
+    });
+    const failed = await execute('build', refused);
+    expect(failed.exitCode).toBe(1);
+    const error = failed.data.actions[0]!.error!;
+    expect(error.code).toBe('TEND_K8S_BUILD_FAILED');
+    expect(error.message).toMatch(/build\.api: the image build failed/);
+    const logged = sessionEvents(refused, failed.data.sessionId)
+      .filter((e) => e.type === 'log')
+      .map((e) => JSON.stringify(e.payload));
+    const refusal = buildMode === 'kaniko' ? /unknown flag: --load/ : /flag provided but not defined: -load/;
+    expect(logged.some((l) => refusal.test(l))).toBe(true);
+    expect(await tendPods()).toEqual([]);
+  });
+
   it('a missing Dockerfile is a clear error before anything runs in the cluster', async () => {
     const root = shopProject({
       registry: h.sim.registryHost,

@@ -86,6 +86,7 @@ describe('the kubernetes plugin reaches the API only through its client', () => 
       '../../plugin/cleanup-wrap.ts',
       '../../schema-check.ts',
       'config.ts',
+      'container/spec.ts',
       'index.ts',
       'volumes.ts',
     ]);

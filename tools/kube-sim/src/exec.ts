@@ -158,6 +158,49 @@ async function runExec(ctx: ExecContext, r: StreamRequest, s: Session): Promise<
   s.finish(statusFor(code, argv));
 }
 
+/** The executor's flags (Kaniko 1.x) that kube-sim knows; any other is Kaniko's usage error. */
+const kanikoFlags = new Set(
+  [
+    'context',
+    'dockerfile',
+    'destination',
+    'build-arg',
+    'target',
+    'insecure',
+    'insecure-pull',
+    'skip-tls-verify',
+    'skip-tls-verify-pull',
+    'digest-file',
+    'image-name-with-digest-file',
+    'no-push',
+    'cache',
+    'cache-repo',
+    'cache-dir',
+    'cache-ttl',
+    'cache-copy-layers',
+    'cache-run-layers',
+    'snapshot-mode',
+    'single-snapshot',
+    'use-new-run',
+    'compressed-caching',
+    'reproducible',
+    'cleanup',
+    'label',
+    'verbosity',
+    'log-format',
+    'log-timestamp',
+    'registry-mirror',
+    'push-retry',
+    'ignore-path',
+    'custom-platform',
+    'skip-unused-stages',
+    'tar-path',
+    'oci-layout-path',
+    'kaniko-dir',
+    'force',
+  ].map((name) => `--${name}`),
+);
+
 function flag(args: string[], name: string): string[] {
   const out: string[] = [];
   for (let i = 0; i < args.length; i++) {
@@ -206,7 +249,13 @@ async function runAttach(ctx: ExecContext, r: StreamRequest, s: Session): Promis
   await mkdir(contextDir, { recursive: true });
   const context = flag(args, 'context')[0] ?? '';
   let exitCode: number;
-  if (context !== 'tar://stdin') {
+  const unknown = args.find((a) => a.startsWith('-') && !kanikoFlags.has(a.replace(/=.*$/, '')));
+  if (unknown !== undefined) {
+    // As Kaniko (cobra) answers a flag it does not define, before reading the context.
+    err(`Error: unknown flag: ${unknown.replace(/=.*$/, '')}`);
+    s.stdin.resume();
+    exitCode = 1;
+  } else if (context !== 'tar://stdin') {
     err(`kube-sim: only --context tar://stdin is simulated for Kaniko (got "${context}")`);
     s.stdin.resume();
     exitCode = 1;

@@ -201,6 +201,27 @@ async function runTar(args: string[], io: ShellIO): Promise<number> {
   }
 }
 
+/** The flags of `buildctl build` that take a value, and those that do not (buildctl 0.x). */
+const buildctlValueFlags = new Set([
+  '--output',
+  '-o',
+  '--local',
+  '--opt',
+  '--frontend',
+  '--progress',
+  '--trace',
+  '--oci-layout',
+  '--export-cache',
+  '--import-cache',
+  '--secret',
+  '--allow',
+  '--ssh',
+  '--metadata-file',
+  '--source-policy-file',
+  '--ref-file',
+]);
+const buildctlSwitches = new Set(['--no-cache', '--debug-json-cache-metrics']);
+
 async function runBuildctl(args: string[], io: ShellIO): Promise<number> {
   const sub = args.findIndex((a) => a === 'build');
   if (sub < 0) {
@@ -221,6 +242,11 @@ async function runBuildctl(args: string[], io: ShellIO): Promise<number> {
       a = a.slice(0, eq);
     }
     const value = (): string => v ?? rest[++i] ?? '';
+    if (!buildctlValueFlags.has(a) && !buildctlSwitches.has(a)) {
+      // As buildctl (urfave/cli) answers a flag it does not define, before building anything.
+      io.stderr(`Incorrect Usage: flag provided but not defined: ${a.replace(/^--/, '-')}\n`);
+      return 1;
+    }
     if (a === '--local') {
       const [k, ...p] = value().split('=');
       locals[k!] = p.join('=');
@@ -229,15 +255,7 @@ async function runBuildctl(args: string[], io: ShellIO): Promise<number> {
       opts[k!] = p.join('=');
     } else if (a === '--output' || a === '-o') outputs.push(value());
     else if (a === '--metadata-file') metadataFile = value();
-    else if (
-      a === '--frontend' ||
-      a === '--progress' ||
-      a === '--export-cache' ||
-      a === '--import-cache' ||
-      a === '--secret' ||
-      a === '--ssh'
-    )
-      value();
+    else if (buildctlValueFlags.has(a)) value();
   }
   const contextDir = hostPath(io, locals['context'] ?? '.');
   const dockerDir = hostPath(io, locals['dockerfile'] ?? locals['context'] ?? '.');

@@ -14,7 +14,8 @@ import type {
   StatusResult,
 } from '../../../plugin/types.js';
 import type { KubeObject } from '../client/index.js';
-import type { ContainerDeploySpec, KubernetesProviderConfig } from '../config.js';
+import type { KubernetesProviderConfig } from '../config.js';
+import type { ContainerDeploySpec } from './spec.js';
 import { applyManifests, manifestsStatus, removeManifests } from '../deploy.js';
 import { manifestLogs } from '../logs.js';
 import { invalid, type Manifest } from '../manifests.js';

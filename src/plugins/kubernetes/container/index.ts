@@ -17,7 +17,8 @@ import type {
   StatusResult,
 } from '../../../plugin/types.js';
 import { annotations, labels, type KubeClient } from '../client/index.js';
-import type { ContainerBuildSpec, ProviderSettings } from '../config.js';
+import type { ProviderSettings } from '../config.js';
+import type { ContainerBuildSpec } from './spec.js';
 import { actionLabel, podName, waitForExit, waitForStart } from '../pods.js';
 import { clientFor, settings as settingsOf } from '../provider.js';
 import { packContext, type BuildContext } from './context.js';
@@ -242,6 +243,8 @@ async function buildWithBuildkit(run: BuildRun): Promise<string | undefined> {
       '/workspace/metadata.json',
       '--progress',
       'plain',
+      // Last, as Garden appends them: the user's flags are buildctl's to accept or refuse.
+      ...(spec.extraFlags ?? []),
     ];
     const code = await bounded(
       run,
@@ -292,6 +295,7 @@ async function buildWithKaniko(run: BuildRun): Promise<string | undefined> {
     ...(spec.targetStage ? [`--target=${spec.targetStage}`] : []),
     ...(isInsecure(settings, image.host) ? ['--insecure'] : []),
     '--digest-file=/dev/termination-log',
+    ...(spec.extraFlags ?? []),
   ];
   await client.pods.create(namespace, {
     apiVersion: 'v1',
