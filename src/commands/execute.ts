@@ -5,6 +5,7 @@
 import { OutputCollector, type ActionOutput } from '../cli/action-output.js';
 import { ProgressReporter, summarize } from '../cli/progress.js';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
+import { isGardenFileName } from '../config/files.js';
 import { actionRef } from '../config/project.js';
 import type { TemplateContext } from '../config/template-context.js';
 import { ExitCode, TendError, toTendError } from '../errors.js';
@@ -92,14 +93,16 @@ export function nothingToRun(opened: OpenedProject, kind: ActionKind): string[] 
     .map((k) => [k, opened.actions.filter((a) => a.kind === k).length] as const)
     .filter(([, n]) => n > 0)
     .map(([k, n]) => `${n} ${k}`);
+  // A Garden project's actions are declared in its own files, as Garden has them.
+  const garden = isGardenFileName(opened.project.file.split(/[\\/]/).pop()!);
   return [
     `No ${kind} actions in project ${opened.project.name}: nothing to run` +
       (declared.length > 0 ? ` (it declares ${declared.join(', ')}).` : '.'),
-    `Declare one in a *.tend.yml file: kind: ${kind}, type: ` +
+    `Declare one in a ${garden ? '*.garden.yml' : '*.tend.yml'} file: kind: ${kind}, type: ` +
       (types.size > 0
         ? `${[...types].join(' | ')} (the ${kind} types of this environment's providers)`
         : `<type> (no provider of this environment offers ${kind} actions)`) +
-      ', name, spec — see docs/configuration.md.',
+      `, name, spec — see docs/${garden ? 'garden' : 'configuration'}.md.`,
   ];
 }
 

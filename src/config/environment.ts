@@ -180,7 +180,7 @@ export function selectEnvironment(project: ProjectConfig, options: SelectOptions
     throw new TendError(
       'TEND_ENVIRONMENT_NOT_FOUND',
       `unknown environment "${name}"; available: ${project.environments.map((e) => e.name).join(', ')}`,
-      { detail: { hint: 'choose one with --env <name>, or add it under environments: in tend.yml' } },
+      { detail: { hint: `choose one with --env <name>, or add it under environments: in ${project.file}` } },
     );
   }
   const index = project.environments.indexOf(environment);
@@ -232,7 +232,7 @@ export function selectEnvironment(project: ProjectConfig, options: SelectOptions
         `letter or digit, at most ${nameMaxLength} characters`,
       {
         location: locateNamespace(),
-        detail: { hint: `set ${formatPath(templatePath)} in tend.yml` },
+        detail: { hint: `set ${formatPath(templatePath)} in ${project.file}` },
       },
     );
   }

@@ -302,7 +302,7 @@ export class VariablesNode implements ContextNode, PathNode {
     }
     return new Missing(
       `unknown variable "${place.text}"; available: ${available}; set it with --var ${name}=<value>, ` +
-        `or in tend.yml under variables: (or environment ${this.environmentName}'s variables:)`,
+        `or under the Project's variables: (or environment ${this.environmentName}'s variables:)`,
       false,
       name,
     );

@@ -219,9 +219,9 @@ export function checkVarFlagsRead(
       detail: {
         hint:
           (names.length > 0
-            ? `the variables tend.yml and the actions read or declare: ${names.slice(0, 20).join(', ')}${names.length > 20 ? ', …' : ''}; `
+            ? `the variables the project and its actions read or declare: ${names.slice(0, 20).join(', ')}${names.length > 20 ? ', …' : ''}; `
             : 'this project reads no variables; ') +
-          'a variable only a plugin reads must be declared under variables: in tend.yml',
+          "a variable only a plugin reads must be declared under the Project's variables:",
       },
     },
   );

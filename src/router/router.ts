@@ -99,7 +99,7 @@ export class Router {
       throw new TendError(
         'TEND_PROVIDER_NOT_FOUND',
         `no provider configured for action type "${type}" in environment "${this.options.environment.name}"`,
-        { detail: { hint: 'add the plugin that provides this type under `providers:` in tend.yml' } },
+        { detail: { hint: "add the plugin that provides this type under the Project's `providers:`" } },
       );
     }
     return provider;

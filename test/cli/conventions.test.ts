@@ -268,10 +268,10 @@ providers: [{ name: kubernetes, context: ${context}, deploymentRegistry: localho
     expect(JSON.parse(json.stdout).error.detail.hint).toMatch(/^"kind-c" came from --context/);
   });
 
-  it("from the provider's context: the hint names tend.yml", async () => {
+  it("from the provider's context: the hint names the provider entry", async () => {
     const root = project('kind-c');
     const run = await runTend(['status'], { cwd: root, env: { KUBECONFIG: path.join(root, 'kubeconfig') } });
     expect(run.code).toBe(2);
-    expect(run.stderr).toContain('set `context:` of the kubernetes provider in tend.yml');
+    expect(run.stderr).toContain("set `context:` of the kubernetes provider (the Project's providers:)");
   });
 });

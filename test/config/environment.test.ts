@@ -98,7 +98,7 @@ describe('selectEnvironment', () => {
     const error = errorOf(() => selectEnvironment(project, { env: 'preview', vars: {}, local: alice }));
     expect(error.toString()).toBe(
       'tend.yml:9:23: unknown variable "var.pr"; available: var.team, var.replicas, var.debug' +
-        "; set it with --var pr=<value>, or in tend.yml under variables: (or environment preview's variables:)",
+        "; set it with --var pr=<value>, or under the Project's variables: (or environment preview's variables:)",
     );
   });
 

@@ -10,7 +10,7 @@ import { loadProjectConfig } from '../../src/config/pipeline.js';
 import { validateCommand } from '../../src/commands/validate.js';
 import type { TendError } from '../../src/errors.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';
-import { makeProject, removeProjects } from '../helpers/project.js';
+import { makeProject, removeProjects, runTend } from '../helpers/project.js';
 
 afterEach(removeProjects);
 
@@ -243,6 +243,38 @@ spec:
     // An image given stays the one run.
     expect(byRef.get('run.seed')!.spec).toMatchObject({ image: 'busybox' });
     expect(byRef.get('deploy.api')!.build).toBe('api');
+  });
+
+  it("what tend says in a Garden project names the project's files and the Garden page, not tend.yml", async () => {
+    const root = makeProject({
+      'project.garden.yml': `apiVersion: garden.io/v1
+kind: Project
+name: plain
+environments:
+  - name: local
+---
+kind: Deploy
+type: exec
+name: app
+spec:
+  deployCommand: [echo, "\${var.nope}"]
+`,
+    });
+    const nothing = await runTend(['run'], { cwd: root });
+    expect(nothing.code).toBe(0);
+    expect(nothing.stdout).toContain('Declare one in a *.garden.yml file: kind: Run, type: exec');
+    expect(nothing.stdout).toContain('see docs/garden.md');
+    const environment = await runTend(['--env', 'nope', 'validate'], { cwd: root });
+    expect(environment.stderr).toContain('add it under environments: in project.garden.yml');
+    const variable = await runTend(['deploy'], { cwd: root });
+    expect(variable.stderr).toContain(
+      'project.garden.yml:11:25: unknown variable "var.nope"; available: (none); set it with --var nope=<value>, ' +
+        "or under the Project's variables: (or environment local's variables:)",
+    );
+    const flag = await runTend(['--var', 'nop=1', 'deploy'], { cwd: root });
+    expect(flag.stderr).toContain("must be declared under the Project's variables:");
+    for (const run of [nothing, environment, variable, flag])
+      expect(run.stdout + run.stderr).not.toContain('tend.yml');
   });
 
   it("a container Build's extraFlags are kept for the builder; its build secrets are the error at their line", async () => {

@@ -75,7 +75,7 @@ describe('variables', () => {
     const ctx = { ...base, var: { a: '${var.b}', b: '${var.nope}' } };
     expect(errorOf(() => resolveTemplates('${var.a}', ctx, locate)).message).toBe(
       'in variable "var.a": in variable "var.b": unknown variable "var.nope"; available: var.a, var.b; ' +
-        "set it with --var nope=<value>, or in tend.yml under variables: (or environment dev's variables:)",
+        "set it with --var nope=<value>, or under the Project's variables: (or environment dev's variables:)",
     );
   });
 

@@ -123,7 +123,12 @@ async function open(context: string | undefined, kubeconfigFile: string | undefi
       throw new TendError(
         'TEND_K8S_CONTEXT',
         `kubeconfig context "${context}" not found (${source}); available: ${contexts.join(', ') || '(none)'}`,
-        { detail: { context, hint: 'set `context:` of the kubernetes provider in tend.yml to one of them' } },
+        {
+          detail: {
+            context,
+            hint: "set `context:` of the kubernetes provider (the Project's providers:) to one of them",
+          },
+        },
       );
     }
     kc.setCurrentContext(context);
@@ -137,7 +142,11 @@ async function open(context: string | undefined, kubeconfigFile: string | undefi
         (contexts.length
           ? `current context "${current || '(unset)'}" has no cluster; available: ${contexts.join(', ')}`
           : 'it defines no contexts'),
-      { detail: { hint: 'set KUBECONFIG, or `context:` of the kubernetes provider in tend.yml' } },
+      {
+        detail: {
+          hint: "set KUBECONFIG, or `context:` of the kubernetes provider (the Project's providers:)",
+        },
+      },
     );
   }
   const clock: ServerClock = {};
