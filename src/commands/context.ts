@@ -332,6 +332,7 @@ export function resolveAction(
   // Without references to other actions' outputs the spec resolves as it did for its version.
   // (A copy: a handler may change what it is given.)
   const known = options.keepActionOutputs || readsOutputs ? undefined : checkedSpecs.get(config);
+  const versionsOfDependencies = dependencyVersions(graph, versions, ref);
   const spec =
     (known === undefined ? undefined : structuredClone(known)) ??
     // Templates may turn a number into a string or back: convert to what the spec schema wants, and check.
@@ -340,7 +341,7 @@ export function resolveAction(
       opened.configuration.resolveSpec(config, {
         ...options,
         dependencyOutputs,
-        dependencyVersions: dependencyVersions(graph, versions, ref),
+        dependencyVersions: versionsOfDependencies,
       }),
     );
   const versioned = versions.get(ref)!;
@@ -363,6 +364,7 @@ export function resolveAction(
     files,
     spec,
     dependencyOutputs,
+    dependencyVersions: versionsOfDependencies,
   };
   if (config.include) action.include = config.include;
   if (config.exclude) action.exclude = config.exclude;

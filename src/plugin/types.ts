@@ -196,6 +196,8 @@ export interface TemplateOptions {
   location: SourceLocation;
   /** `actions.<kind>.<name>.outputs.*`: usually the action's `dependencyOutputs`. */
   dependencyOutputs?: Record<string, Outputs>;
+  /** `actions.<kind>.<name>.version`: usually the action's `dependencyVersions`. */
+  dependencyVersions?: Record<string, string>;
   /** The action whose file this is: its own variables (and a ConfigTemplate's inputs) are seen too. */
   actionRef?: string;
   /**
@@ -229,6 +231,8 @@ export interface ResolvedAction<Spec = unknown> {
   spec: Spec;
   /** Outputs of the action's dependencies, by reference (`build.api`). */
   dependencyOutputs: Record<string, Record<string, string>>;
+  /** Versions of the action's dependencies, by reference (`build.api`: `v-…`). */
+  dependencyVersions: Record<string, string>;
   timeoutMs?: number;
 }
 

@@ -206,11 +206,12 @@ export class Router {
   private templateContextOf(
     actionRef: string | undefined,
     dependencyOutputs: Record<string, Record<string, string>> | undefined,
+    dependencyVersions: Record<string, string> | undefined,
   ): TemplateContext {
     const o = this.options;
     return {
       ...((actionRef !== undefined && o.actionTemplateContext?.(actionRef)) || o.templateContext),
-      actions: actionOutputsContext(dependencyOutputs ?? {}),
+      actions: actionOutputsContext(dependencyOutputs ?? {}, dependencyVersions),
     };
   }
 
@@ -229,7 +230,11 @@ export class Router {
       hostId: o.hostId,
       ...(o.cluster ? { cluster: o.cluster } : {}),
       resolveTemplates: <T>(value: T, options: TemplateOptions): T => {
-        const context = this.templateContextOf(options.actionRef, options.dependencyOutputs);
+        const context = this.templateContextOf(
+          options.actionRef,
+          options.dependencyOutputs,
+          options.dependencyVersions,
+        );
         if (options.fileText && typeof value === 'string') {
           const { file } = options.location;
           return resolveTemplateText(value, context, { file, hint: options.fileText.hint }) as T;

@@ -44,6 +44,7 @@ async function build(outputs: Record<string, string>) {
       files: [],
       spec: {},
       dependencyOutputs: {},
+      dependencyVersions: {},
     };
     return await s.router.callAction(action, 'build', { force: false });
   } finally {

@@ -145,6 +145,7 @@ function resolveText(
   return ctx.resolveTemplates(text, {
     location: { file: path.relative(ctx.projectRoot, file), line: 1, column: 1 },
     dependencyOutputs: action.dependencyOutputs,
+    dependencyVersions: action.dependencyVersions,
     actionRef: action.ref,
     fileText: { hint: asWrittenHint },
   });

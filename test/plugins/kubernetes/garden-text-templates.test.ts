@@ -6,6 +6,8 @@
  * finds what in a templated file is not a template expression, at its file:line and object.
  */
 
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { validateCommand } from '../../../src/commands/validate.js';
 import type { TendError } from '../../../src/errors.js';
@@ -247,6 +249,67 @@ data:
       shell: 'echo ${HOME}',
       namespace,
     });
+  });
+});
+
+describe("a dependency's version and outputs in a templated file", () => {
+  it('are the versions tend reports, in the manifest applied; a changed Build makes a new Deploy version with the new one', async () => {
+    const namespace = 'gtt-versions';
+    const files = (command: string) => ({
+      'tend.yml': projectYaml({ registry: h.sim.registryHost, namespace, providerExtra: '  - name: exec\n' }),
+      'app.tend.yml': `kind: Build
+type: exec
+name: prep
+spec:
+  command: [echo, ${command}]
+---
+kind: Deploy
+type: kubernetes
+name: web
+dependencies: [build.prep]
+spec:
+  manifestTemplates: [cm.yaml]
+  timeout: 20
+`,
+      'cm.yaml': `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web
+data:
+  version: \${actions.build.prep.version}
+  said: "\${actions.build.prep.outputs.log}"
+`,
+    });
+    const applied = async () =>
+      (
+        await kubectlJson<{ data: Record<string, string> }>(
+          h.kubeconfig,
+          '-n',
+          namespace,
+          'get',
+          'configmap',
+          'web',
+        )
+      ).data;
+    const root = makeProject(files('first'));
+    const first = await execute('deploy', root);
+    const version = (ref: string) => first.data.actions.find((a) => a.ref === ref)!.version;
+    expect(first.data.actions.map((a) => [a.ref, a.state])).toEqual([
+      ['build.prep', 'ready'],
+      ['deploy.web', 'ready'],
+    ]);
+    expect(await applied()).toEqual({ version: version('build.prep'), said: 'first' });
+    // tend validate checks the file with no version known yet, and passes.
+    expect((await runTend(['validate', ...cluster()], { cwd: root })).code).toBe(0);
+
+    // Another Build command: another Build version, hence another Deploy version, applied.
+    writeFileSync(path.join(root, 'app.tend.yml'), files('second')['app.tend.yml']);
+    const second = await execute('deploy', root);
+    const after = (ref: string) => second.data.actions.find((a) => a.ref === ref)!;
+    expect(after('deploy.web').state).toBe('ready');
+    expect(after('build.prep').version).not.toBe(version('build.prep'));
+    expect(after('deploy.web').version).not.toBe(version('deploy.web'));
+    expect(await applied()).toEqual({ version: after('build.prep').version, said: 'second' });
   });
 });
 
