@@ -90,7 +90,7 @@ spec: { command: [echo, '\${var.port}'] }
     const run = await runTend(['deploy'], { cwd: root });
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(
-      /unknown variable "var\.port"; available: var\.replicas; set it with --var port=<value>, or in tend\.yml under variables: \(or environment dev's variables:\)/,
+      /unknown variable "var\.port"; available: var\.replicas; set it with --var port=<value>, or under the Project's variables: \(or environment dev's variables:\)/,
     );
   });
 });
