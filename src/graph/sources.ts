@@ -34,7 +34,7 @@ const listings = new Map<string, string[]>();
 const fileDigests = new Map<string, FileDigest>();
 
 /**
- * The action's source files, relative to `sourceDir` and sorted.
+ * The action's source files, relative to `sourceDir` (no leading `./`) and sorted.
  * @param projectFile the project's `tend.yml` (absolute), left out when it is inside `sourceDir`
  */
 export function listSourceFiles(
@@ -53,7 +53,11 @@ export function listSourceFiles(
         ignore.push(fg.escapePath(relative.split(path.sep).join('/')));
       }
     }
-    files = walkSources(sourceDir, include && include.length > 0 ? include : ['**/*'], ignore);
+    // Without the `./` a pattern such as `./lock.txt` lists with, as Garden's matcher has them: the
+    // files are paths from the source directory, for the build context and the version alike.
+    files = walkSources(sourceDir, include && include.length > 0 ? include : ['**/*'], ignore)
+      .map(unprefixed)
+      .sort();
     listings.set(key, files);
   }
   return files;

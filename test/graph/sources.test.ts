@@ -109,7 +109,7 @@ function readable(dir: string): boolean {
 }
 
 describe('listSourceFiles', () => {
-  it('lists what fast-glob lists, for any tree and patterns', () => {
+  it('lists what fast-glob lists (without a leading ./), for any tree and patterns', () => {
     fc.assert(
       fc.property(fc.array(entry, { maxLength: 12 }), includes, excludes, (tree, include, exclude) => {
         const root = writeTree(tree);
@@ -130,7 +130,8 @@ describe('listSourceFiles', () => {
             .generateTasks(include ?? ['**/*'], options)
             .every((task) => !task.dynamic || task.base === '.' || readable(path.join(root, task.base))),
         );
-        expect(listed).toEqual(fg.sync(include ?? ['**/*'], options).sort());
+        const globbed = fg.sync(include ?? ['**/*'], options).map((f) => f.replace(/^\.\//, ''));
+        expect(listed).toEqual([...new Set(globbed)].sort());
       }),
       { numRuns: 300 },
     );

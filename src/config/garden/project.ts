@@ -101,10 +101,20 @@ function translateProvider(
     }
     const registry = kept.deploymentRegistry;
     if (isRecord(registry) && typeof registry.hostname === 'string') {
+      // As Garden names images: `<hostname>[:<port>]/<namespace>/<image>`.
+      const { port } = registry;
+      if (
+        port !== undefined &&
+        !(Number.isInteger(port) && (port as number) >= 1 && (port as number) <= 65_535)
+      ) {
+        translation.unsupported(
+          [...at, 'deploymentRegistry', 'port'],
+          `deploymentRegistry.port ${JSON.stringify(port)} is not a port number (1 to 65535)`,
+        );
+      }
+      const host = port === undefined ? registry.hostname : `${registry.hostname}:${String(port)}`;
       kept.deploymentRegistry =
-        typeof registry.namespace === 'string'
-          ? `${registry.hostname}/${registry.namespace}`
-          : registry.hostname;
+        typeof registry.namespace === 'string' ? `${host}/${registry.namespace}` : host;
       if (registry.insecure === true && kept.insecureRegistry === undefined) kept.insecureRegistry = true;
     }
     if (kept.buildMode === 'cluster-docker') {

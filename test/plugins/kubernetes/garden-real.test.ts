@@ -242,6 +242,37 @@ spec:
     });
   });
 
+  it("the registry's port is in the image names; an include written ./file is that file, in the context", async () => {
+    // As repayright/stack (a k3d registry: hostname and port) and dmytri/module-federation-garden
+    // (`include: [./pnpm-lock.yaml]`, whose builds all failed on the ./).
+    const [hostname, port] = h.sim.registryHost.split(':');
+    const registry = (p: string) =>
+      `    deploymentRegistry:\n      hostname: ${hostname}\n      port: ${p}\n      namespace: team\n`;
+    const files = {
+      'garden.yml': 'kind: Build\ntype: container\nname: app\ninclude: [./lock.txt, Dockerfile]\n',
+      Dockerfile: 'FROM alpine\nCOPY lock.txt /\n',
+      'lock.txt': 'locked\n',
+      'left-out.txt': 'not in the context\n',
+    };
+    const root = makeProject({ 'project.garden.yml': project('real-port', registry(port!)), ...files });
+    expect((await validateCommand({ root, var: [] })).exitCode).toBe(0);
+    const built = await execute('build', root);
+    const [app] = built.data.actions;
+    expect([app!.state, app!.error?.message]).toEqual(['ready', undefined]);
+    expect(app!.outputs.deploymentImageId).toBe(`${h.sim.registryHost}/team/app:${app!.version}`);
+    const manifest = JSON.parse(h.sim.registry.get('team/app', app!.version)!.body.toString()) as {
+      annotations: Record<string, string>;
+    };
+    expect(manifest.annotations['dev.tend.kube-sim.files']).toBe('2');
+
+    const bad = makeProject({ 'project.garden.yml': project('real-badport', registry('"abc"')), ...files });
+    const refused = await runTend(['validate'], { cwd: bad });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      'project.garden.yml:12:7: deploymentRegistry.port "abc" is not a port number (1 to 65535)',
+    );
+  });
+
   it("a 0.12 kubernetes module's files read the outputs of the module it builds on", async () => {
     // As Keyruu/randomplaydance: a CronJob's image named by `${modules.fetch.outputs.local-image-id}`.
     const root = makeProject({
