@@ -3,10 +3,12 @@
  * checked across documents once all are read — one action per name and environment, dependencies
  * and template references that name actions, environments that exist, providers listed.
  */
+import path from 'node:path';
 import type { SourceLocation } from '../errors.js';
 import { environmentsDisjoint, environmentsProblems } from './action-variables.js';
 import { buildReferenceProblems } from './build-keys.js';
 import type { ConfigProblem } from './diagnostics.js';
+import { isGardenFileName } from './files.js';
 import { formatLocation, type ActionConfig, type ProjectConfig } from './project.js';
 import type { PendingAction } from './read-action.js';
 import { everyAction } from './garden/translation.js';
@@ -75,7 +77,8 @@ export function crossCheck(
         );
       }
     }
-    if (project) {
+    // Garden reads an action's `environments:` as a filter only: a name it does not know is no error there.
+    if (project && !isGardenFileName(path.basename(action.location.file))) {
       problems.push(...environmentsProblems(action, new Set(project.environments.map((e) => e.name))));
     }
     if (project && plugin && !configured.has(plugin)) {

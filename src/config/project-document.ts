@@ -5,12 +5,14 @@
  * at most once per environment, configuration checked against the plugin's schema). Problems
  * are collected, not thrown, so one run reports them all.
  */
+import path from 'node:path';
 import type { SourceLocation } from '../errors.js';
 import type { SyntaxOptions } from '../expressions/syntax.js';
 import type { PluginDefinition } from '../plugin/types.js';
 import type { Static } from 'typebox';
 import type { CleanupConfigSchema } from '../cleanup/policy.js';
 import { checkSchema, formatPath, type ConfigProblem } from './diagnostics.js';
+import { isGardenFileName } from './files.js';
 import { formatLocation } from './project.js';
 import type {
   ConfigPath,
@@ -93,7 +95,16 @@ export function readProjectDocument(
       locate(['defaultEnvironment']),
     );
   }
-  const providers = readProviders(reading, raw.providers ?? [], plugins, environmentNames, envList);
+  // Garden reads a provider's `environments:` as a filter only, names it does not know included.
+  const filterOnly = isGardenFileName(path.basename(file));
+  const providers = readProviders(
+    reading,
+    raw.providers ?? [],
+    plugins,
+    environmentNames,
+    envList,
+    filterOnly,
+  );
   if (problems.length > before) return undefined;
   return {
     name: raw.name,
@@ -265,6 +276,7 @@ function readProviders(
   plugins: readonly PluginDefinition[],
   environmentNames: ReadonlyMap<string, number>,
   envList: string,
+  filterOnly: boolean,
 ): ProviderEntry[] {
   const { locate, problems, problem } = reading;
   const providers: ProviderEntry[] = [];
@@ -284,7 +296,7 @@ function readProviders(
       return;
     }
     only?.forEach((envName, j) => {
-      if (!environmentNames.has(envName)) {
+      if (!filterOnly && !environmentNames.has(envName)) {
         problem(
           'TEND_ENVIRONMENT_NOT_FOUND',
           `unknown environment "${envName}" in ${formatPath([...entryPath, 'environments'])}; expected one of: ${envList}`,

@@ -277,6 +277,30 @@ spec:
       expect(run.stdout + run.stderr).not.toContain('tend.yml');
   });
 
+  it('a Garden environments: list naming an environment the project lacks is a filter, as in Garden; in tend.yml it stays an error', async () => {
+    // As bolabaden/bolabaden-infra (`environments: [ha-k8s]` with no such environment).
+    const root = makeProject({
+      'project.garden.yml': `${gardenProject}  - name: exec\n    environments: [staging]\n`,
+      'garden.yml': `${execRun('hello')}environments: [local, ci]\n---\n${execRun('elsewhere')}environments: [ci]\n`,
+    });
+    const loaded = await load(root);
+    expect(loaded.actions.map((a) => [a.ref, a.environments])).toEqual([
+      ['run.hello', ['local', 'ci']],
+      ['run.elsewhere', ['ci']],
+    ]);
+    const validated = await validateCommand({ root, var: [] });
+    expect(validated.exitCode).toBe(0);
+    expect(validated.data.actions.map((a) => a.ref)).toEqual(['run.hello']);
+
+    const tendProject = makeProject({
+      'tend.yml': 'kind: Project\nname: shop\nenvironments: [{ name: local }]\nproviders: [{ name: exec }]\n',
+      'a.tend.yml': `${execRun('hello')}environments: [local, ci]\n`,
+    });
+    expect(messages(await loadError(tendProject)).map((e) => e.message)).toEqual([
+      'unknown environment "ci" in environments of run.hello; expected one of: local',
+    ]);
+  });
+
   it("a container Build's extraFlags are kept for the builder; its build secrets are the error at their line", async () => {
     const build = (extra: string) => `kind: Build
 type: container
@@ -460,15 +484,14 @@ providers:
       });
       expect(refused!.message).toContain(`provider ${name} is not supported by tend; `);
     }
-    // Its environments are checked like any entry's: a misspelt one is no way to switch it off.
-    const typo = makeProject({
+    // Its environments are a filter, as Garden reads them: limited to an environment the project
+    // does not have, it is used nowhere, by Garden as by tend.
+    const elsewhere = makeProject({
       'project.garden.yml':
         'apiVersion: garden.io/v1\nkind: Project\nname: shop\nenvironments: [{ name: local }]\n' +
         'providers:\n  - name: terraform\n    environments: [infar]\n',
     });
-    expect(messages(await loadError(typo)).map((e) => `${e.code} ${e.location.line}`)).toEqual([
-      'TEND_ENVIRONMENT_NOT_FOUND 7',
-    ]);
+    expect((await validateCommand({ root: elsewhere, var: [] })).exitCode).toBe(0);
   });
 
   it('tend validate lists sync mode as ignored, a Workflow to run and a Command outside the root as not offered, and the project is valid', async () => {
