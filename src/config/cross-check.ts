@@ -47,6 +47,11 @@ export function crossCheck(
     return refs.length === 0 ? '(none)' : `${refs.slice(0, 20).join(', ')}${refs.length > 20 ? ', …' : ''}`;
   };
   const configured = new Set(project?.providers.map((p) => p.name));
+  // A Garden provider tend cannot run (ephemeral-kubernetes, which Garden builds on kubernetes) is
+  // refused in its environments when one is chosen: the types it would provide are no second error.
+  const refusedProvider = project?.providers.some((p) =>
+    p.problems?.some((found) => found.code === 'TEND_CONFIG_UNSUPPORTED'),
+  );
   for (const { action, plugin, templateReferences } of actions) {
     action.dependencies.forEach((dependency, i) => {
       const where = () => action.locate(['dependencies', i]);
@@ -81,7 +86,7 @@ export function crossCheck(
     if (project && !isGardenFileName(path.basename(action.location.file))) {
       problems.push(...environmentsProblems(action, new Set(project.environments.map((e) => e.name))));
     }
-    if (project && plugin && !configured.has(plugin)) {
+    if (project && plugin && !configured.has(plugin) && !refusedProvider) {
       problem(
         'TEND_PROVIDER_NOT_FOUND',
         `action type "${action.type}" comes from provider "${plugin}", which is not listed under providers in ${project.file}`,

@@ -277,6 +277,29 @@ spec:
       expect(run.stdout + run.stderr).not.toContain('tend.yml');
   });
 
+  it('the actions of an environment whose provider tend cannot run (ephemeral-kubernetes) get its error, not "comes from provider kubernetes"', async () => {
+    // As garden-io/garden-coder-example: ephemeral-kubernetes, which Garden builds on kubernetes.
+    const root = makeProject({
+      'project.garden.yml': `apiVersion: garden.io/v1
+kind: Project
+name: eph
+defaultEnvironment: ephemeral
+environments:
+  - name: ephemeral
+providers:
+  - name: ephemeral-kubernetes
+    environments: [ephemeral]
+`,
+      'garden.yml': 'kind: Deploy\nname: web\ntype: kubernetes\nspec:\n  manifests: []\n',
+    });
+    const validated = await runTend(['validate'], { cwd: root });
+    expect(validated.code).toBe(2);
+    expect(validated.stderr).toContain(
+      'project.garden.yml:8:11: provider ephemeral-kubernetes is not supported by tend; use the kubernetes provider with a cluster of your own',
+    );
+    expect(validated.stderr).not.toContain('comes from provider');
+  });
+
   it('a Garden environments: list naming an environment the project lacks is a filter, as in Garden; in tend.yml it stays an error', async () => {
     // As bolabaden/bolabaden-infra (`environments: [ha-k8s]` with no such environment).
     const root = makeProject({
