@@ -277,6 +277,38 @@ spec:
       expect(run.stdout + run.stderr).not.toContain('tend.yml');
   });
 
+  it('a remote source with a path is one error, its own; a templated source.path is said to be one', async () => {
+    // As bolabaden/bolabaden-infra: `source: { repository: { url }, path: apps/api }`, and
+    // `source.path: ${var.src-path}`.
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'garden.yml': `kind: Build
+type: exec
+name: remote
+source:
+  repository:
+    url: https://github.com/example/apps.git#main
+  path: apps/api
+spec:
+  command: [make]
+---
+kind: Build
+type: exec
+name: templated
+source:
+  path: \${var.app-dir}
+spec:
+  command: [make]
+`,
+    });
+    expect(
+      messages(await loadError(root)).map((e) => `${e.location.file}:${e.location.line} ${e.message}`),
+    ).toEqual([
+      'garden.yml:5 a remote source repository is not fetched by tend; clone it into the project',
+      "garden.yml:15 a source.path with ${…} is not resolved by tend (Garden resolves it with the project's variables); write the path itself",
+    ]);
+  });
+
   it('the actions of an environment whose provider tend cannot run (ephemeral-kubernetes) get its error, not "comes from provider kubernetes"', async () => {
     // As garden-io/garden-coder-example: ephemeral-kubernetes, which Garden builds on kubernetes.
     const root = makeProject({

@@ -377,12 +377,17 @@ export function translateGardenAction(
   for (const key of Object.keys(value)) if (!readActionKeys.has(key)) out[key] = value[key];
   if (isRecord(value.source)) {
     if (value.source.repository !== undefined) {
+      // Its path is in that repository (Garden resolves it from the repository's root): no second error here.
       translation.unsupported(
         ['source', 'repository'],
         'a remote source repository is not fetched by tend; clone it into the project',
       );
-    }
-    if (typeof value.source.path === 'string') {
+    } else if (typeof value.source.path === 'string' && value.source.path.includes('${')) {
+      translation.unsupported(
+        ['source', 'path'],
+        "a source.path with ${…} is not resolved by tend (Garden resolves it with the project's variables); write the path itself",
+      );
+    } else if (typeof value.source.path === 'string') {
       out.source = value.source.path;
       translation.moved(['source'], ['source', 'path']);
     }
