@@ -277,6 +277,17 @@ spec:
       expect(run.stdout + run.stderr).not.toContain('tend.yml');
   });
 
+  it('a container env value that is a number, a boolean or empty is its text, as Garden deploys it (empty: "null")', async () => {
+    // As bolabaden/bolabaden-infra (`EMPTY:` in a container Deploy's env).
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'garden.yml':
+        'kind: Deploy\ntype: container\nname: web\nspec:\n  image: nginx\n  env:\n    PORT: 8080\n    DEBUG: false\n    EMPTY:\n    NAME: web\n',
+    });
+    const [web] = (await load(root)).actions;
+    expect(web!.spec).toMatchObject({ env: { PORT: '8080', DEBUG: 'false', EMPTY: 'null', NAME: 'web' } });
+  });
+
   it('a remote source with a path is one error, its own; a templated source.path is said to be one', async () => {
     // As bolabaden/bolabaden-infra: `source: { repository: { url }, path: apps/api }`, and
     // `source.path: ${var.src-path}`.

@@ -39,13 +39,14 @@ export function targetResource(resource: unknown, moduleName: string): GardenRec
   return target;
 }
 
-/** Garden's env values as tend's: strings (a number or boolean as its text), a `secretRef` as it is. */
+/** Garden's env values as tend's: strings (a number, boolean or null as its text), a `secretRef` as it is. */
 export function envStrings(env: unknown): unknown {
   if (!isRecord(env)) return env;
   return Object.fromEntries(
     Object.entries(env).map(([key, value]) => [
       key,
-      typeof value === 'number' || typeof value === 'boolean' ? String(value) : value,
+      // Garden's prepareEnvVars: a number or boolean as its text, an empty value (null) as "null".
+      typeof value === 'number' || typeof value === 'boolean' || value === null ? String(value) : value,
     ]),
   );
 }
