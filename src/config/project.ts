@@ -124,6 +124,11 @@ export interface ActionConfig {
   build?: string;
   /** Raw, with template expressions. */
   spec: unknown;
+  /**
+   * `source:` when it holds `${…}`: resolved from `dir` once the environment is chosen
+   * (action-source.ts), which sets `sourceDir` (until then the file's directory).
+   */
+  sourceTemplate?: { path: string; dir: string };
   /** Its own variables, lowest first: `variables:`, then each of `varfiles:` (absent when none). */
   variableLayers?: Record<string, VariableValue>[];
   /**

@@ -12,6 +12,7 @@ import {
   readActionVariableLayers,
   type RawActionVariables,
 } from './action-variables.js';
+import { sourceProblem } from './action-source.js';
 import { readBuildKeys, type RawBuildKeys } from './build-keys.js';
 import { checkSchema, type ConfigProblem } from './diagnostics.js';
 import { actionRef, type ActionConfig } from './project.js';
@@ -114,22 +115,18 @@ export function readActionDocument(
   reading.problems.push(...templates.problems);
 
   const fileDir = origin?.dir ?? path.dirname(path.join(reading.root, file.file));
-  const sourceDir = path.resolve(fileDir, raw.source ?? '.');
-  if (raw.source !== undefined) {
-    const relative = path.relative(reading.root, sourceDir);
-    if (relative.startsWith('..') || path.isAbsolute(relative)) {
-      problem(
-        'TEND_CONFIG_INVALID',
-        `source "${raw.source}" is outside the project root`,
-        locate(['source']),
-      );
-    } else if (!reading.isDirectory(sourceDir)) {
-      problem(
-        'TEND_CONFIG_INVALID',
-        `source directory "${raw.source}" does not exist (resolved to ${relative || '.'} in the project)`,
-        locate(['source']),
-      );
-    }
+  // A templated source is resolved, and checked, once the environment is chosen (action-source.ts).
+  const sourceTemplate =
+    raw.source !== undefined && raw.source.includes('${') ? { path: raw.source, dir: fileDir } : undefined;
+  const sourceDir = path.resolve(fileDir, sourceTemplate ? '.' : (raw.source ?? '.'));
+  if (sourceTemplate) {
+    reading.problems.push(
+      ...checkTemplateSyntax(raw.source, ['source'], (p) => locate(p), { syntax: reading.templateSyntax })
+        .problems,
+    );
+  } else if (raw.source !== undefined) {
+    const found = sourceProblem(raw.source, sourceDir, reading.root, reading.isDirectory);
+    if (found) problem('TEND_CONFIG_INVALID', found, locate(['source']));
   }
 
   const { variableLayers, varfileTemplates } = readActionVariableLayers(
@@ -155,6 +152,7 @@ export function readActionDocument(
       ...(raw.description !== undefined ? { description: raw.description } : {}),
       dependencies,
       sourceDir,
+      ...(sourceTemplate ? { sourceTemplate } : {}),
       ...(raw.include ? { include: raw.include } : {}),
       ...(raw.exclude ? { exclude: raw.exclude } : {}),
       ...(raw.timeout !== undefined ? { timeout: parseTimeout(raw.timeout) } : {}),

@@ -10,6 +10,7 @@ import {
   enabledActions,
   withEnvironmentVarfiles,
 } from './action-variables.js';
+import { withEnvironmentSource } from './action-source.js';
 import { createTemplateContext, providersOf, type SelectedEnvironment } from './environment.js';
 import type { ActionConfig, ProjectConfig, ProviderEntry, VariableValue } from './project.js';
 import { readsSecrets, type TemplateContext } from './template.js';
@@ -42,7 +43,13 @@ export async function resolveTemplateContext(
   secretSource: SecretSource,
 ): Promise<ResolvedTemplates> {
   const environmentContext = createTemplateContext(project, environment);
-  const actions = copies.map((action) => withEnvironmentVarfiles(action, environmentContext, project.root));
+  const actions = copies.map((action) =>
+    withEnvironmentSource(
+      withEnvironmentVarfiles(action, environmentContext, project.root),
+      environmentContext,
+      project.root,
+    ),
+  );
   const templateContext: TemplateContext = {
     ...environmentContext,
     actionVariables: actionVariablesOf(actions),

@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadProjectConfig } from '../../src/config/pipeline.js';
+import { configure, loadProjectConfig } from '../../src/config/pipeline.js';
 import { validateCommand } from '../../src/commands/validate.js';
 import type { TendError } from '../../src/errors.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';
@@ -288,10 +288,10 @@ spec:
     expect(web!.spec).toMatchObject({ env: { PORT: '8080', DEBUG: 'false', EMPTY: 'null', NAME: 'web' } });
   });
 
-  it('a remote source with a path is one error, its own; a templated source.path is said to be one', async () => {
+  it('a remote source with a path is one error, its own; a source.path with ${…} is resolved in the environment', async () => {
     // As bolabaden/bolabaden-infra: `source: { repository: { url }, path: apps/api }`, and
-    // `source.path: ${var.src-path}`.
-    const root = makeProject({
+    // `source.path: ${var.src-path || "./src"}/proxy`.
+    const remote = makeProject({
       'project.garden.yml': gardenProject,
       'garden.yml': `kind: Build
 type: exec
@@ -302,22 +302,40 @@ source:
   path: apps/api
 spec:
   command: [make]
----
-kind: Build
-type: exec
-name: templated
-source:
-  path: \${var.app-dir}
-spec:
-  command: [make]
 `,
     });
     expect(
-      messages(await loadError(root)).map((e) => `${e.location.file}:${e.location.line} ${e.message}`),
-    ).toEqual([
-      'garden.yml:5 a remote source repository is not fetched by tend; clone it into the project',
-      "garden.yml:15 a source.path with ${…} is not resolved by tend (Garden resolves it with the project's variables); write the path itself",
+      messages(await loadError(remote)).map((e) => `${e.location.file}:${e.location.line} ${e.message}`),
+    ).toEqual(['garden.yml:5 a remote source repository is not fetched by tend; clone it into the project']);
+
+    const build = (source: string) =>
+      `kind: Build\ntype: exec\nname: app\nsource:\n  path: ${source}\nspec:\n  command: [ls]\n`;
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'infra/garden.yml': build('${var.src-dir || "../app"}/proxy'),
+      'app/proxy/main.sh': 'echo hi\n',
+    });
+    const configuration = await configure({
+      cwd: root,
+      plugins: builtinPlugins(),
+      secrets: () => Promise.resolve(undefined),
+    });
+    expect(configuration.actions.map((a) => [a.ref, path.relative(root, a.sourceDir)])).toEqual([
+      ['build.app', 'app/proxy'],
     ]);
+    expect((await validateCommand({ root, var: [] })).exitCode).toBe(0);
+    // `--var` chooses another directory; one that does not exist, or outside the project, is the error at the line.
+    for (const [dir, message] of [
+      [
+        '../nowhere',
+        'source directory "../nowhere/proxy" does not exist (resolved to nowhere/proxy in the project) (from "${var.src-dir || "../app"}/proxy")',
+      ],
+      ['../..', 'source "../../proxy" is outside the project root (from "${var.src-dir || "../app"}/proxy")'],
+    ]) {
+      const run = await runTend(['--var', `src-dir=${dir}`, 'validate'], { cwd: root });
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain(`infra/garden.yml:5:9: ${message}`);
+    }
   });
 
   it('the actions of an environment whose provider tend cannot run (ephemeral-kubernetes) get its error, not "comes from provider kubernetes"', async () => {

@@ -382,11 +382,6 @@ export function translateGardenAction(
         ['source', 'repository'],
         'a remote source repository is not fetched by tend; clone it into the project',
       );
-    } else if (typeof value.source.path === 'string' && value.source.path.includes('${')) {
-      translation.unsupported(
-        ['source', 'path'],
-        "a source.path with ${…} is not resolved by tend (Garden resolves it with the project's variables); write the path itself",
-      );
     } else if (typeof value.source.path === 'string') {
       out.source = value.source.path;
       translation.moved(['source'], ['source', 'path']);
