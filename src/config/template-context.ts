@@ -39,8 +39,8 @@ export interface TemplateContext {
   actionVarLayers?: readonly Record<string, unknown>[];
   /** `--var`: above every layer. */
   varOverrides?: Record<string, unknown>;
-  /** Every action's own layers by reference (`deploy.api`), for `actions.<kind>.<name>.var`. */
-  actionVariables?: ReadonlyMap<string, readonly Record<string, unknown>[]>;
+  /** What every action's variables are resolved with, by reference (`deploy.api`), for `actions.<kind>.<name>.var`. */
+  actionVariables?: ReadonlyMap<string, ActionVariablesContext>;
   /** What the configuration says of every action, by reference, for `actions.<kind>.<name>.buildPath` and the like. */
   actionFields?: ReadonlyMap<string, ActionFields>;
   local: {
@@ -79,6 +79,15 @@ export interface TemplateContext {
   /** How the configuration's templates read (the project's, template-syntax.ts); default: tend's own. */
   templateSyntax?: SyntaxOptions;
 }
+
+/**
+ * What an action's variables are resolved with beside the environment's context: its own layers,
+ * and the RenderTemplate's roots of an action a Garden ConfigTemplate rendered.
+ */
+export type ActionVariablesContext = Pick<
+  TemplateContext,
+  'actionVarLayers' | 'parent' | 'template' | 'inputs'
+>;
 
 /** The project secrets an environment reads (docs/templates.md#secrets), and where they come from. */
 export interface SecretsContext {
@@ -426,13 +435,21 @@ class ActionsNode implements PathNode {
     const ref = `${kind}.${name}`;
     let node = this.variables.get(ref);
     if (!node) {
-      const layers = this.context.actionVariables?.get(ref);
-      if (layers === undefined) return new Missing(`no action ${ref} for "${text}"`);
+      const owned = this.context.actionVariables?.get(ref);
+      if (owned === undefined) return new Missing(`no action ${ref} for "${text}"`);
       const mode = 'default';
+      // The other action's variables read its own layers and RenderTemplate, not the reader's.
+      const {
+        actionVarLayers: _layers,
+        parent: _parent,
+        template: _template,
+        inputs: _inputs,
+        ...shared
+      } = this.context;
       const other: TemplateContext = {
-        ...this.context,
+        ...shared,
         this: { name, kind: kindNames[kind] ?? kind, mode },
-        actionVarLayers: layers,
+        ...owned,
       };
       node = variablesScope(other, this.resolve, this.holdsTemplate, `actions.${ref}.var`).variables;
       this.variables.set(ref, node);
