@@ -16,6 +16,7 @@ import {
   resolveTemplates,
   type TemplateContext,
 } from './template.js';
+import type { ActionVariablesContext } from './template-context.js';
 import { readVarfile } from './variables.js';
 import type { ActionFields } from './action-references.js';
 import { actionBuildPath, buildDependencies } from './build-keys.js';
@@ -33,6 +34,7 @@ export interface RawActionVariables {
  * file), or undefined when it has none; problems (a missing varfile, a bad template) are added.
  * When a varfile path holds `${…}`, the varfiles are read once the environment is chosen
  * (`varfileTemplates`, read by `withEnvironmentVarfiles`), all of them, in order.
+ * @param templates the project's syntax, and the roots a rendered action's templates read beside the others
  */
 export function readActionVariableLayers(
   raw: RawActionVariables,
@@ -40,11 +42,11 @@ export function readActionVariableLayers(
   root: string,
   locate: Locate,
   problems: ConfigProblem[],
-  syntax: SyntaxOptions,
+  templates: { syntax: SyntaxOptions; extraRoots: readonly string[] },
 ): { variableLayers?: Record<string, VariableValue>[]; varfileTemplates?: ActionVarfile[] } {
   const layers: Record<string, VariableValue>[] = [];
   if (raw.variables !== undefined) {
-    problems.push(...checkTemplateSyntax(raw.variables, ['variables'], locate, { syntax }).problems);
+    problems.push(...checkTemplateSyntax(raw.variables, ['variables'], locate, templates).problems);
     layers.push(raw.variables);
   }
   const varfiles: ActionVarfile[] = (raw.varfiles ?? []).map((varfile, i) => {
@@ -53,7 +55,7 @@ export function readActionVariableLayers(
   });
   if (varfiles.some((varfile) => varfile.path.includes('${'))) {
     for (const varfile of varfiles) {
-      problems.push(...checkTemplateSyntax(varfile.path, varfile.at, locate, { syntax }).problems);
+      problems.push(...checkTemplateSyntax(varfile.path, varfile.at, locate, templates).problems);
     }
     return { ...(layers.length > 0 ? { variableLayers: layers } : {}), varfileTemplates: varfiles };
   }
@@ -96,9 +98,10 @@ function readActionVarfile(
 }
 
 /**
- * The action with its varfiles read when a path holds `${…}`: each path resolved in the
- * environment's context (project, environment, variables, `local.*`, `git.*`…, as Garden resolves
- * an action's varfile paths), read above its `variables:`. Throws the first problem at its line.
+ * The action with its varfiles read when a path holds `${…}`: each path resolved in the action's
+ * context (project, environment, variables, `local.*`, `git.*`…, and a rendered action's
+ * `inputs.*`, `parent.name`, `template.name`, as Garden resolves an action's varfile paths), read
+ * above its `variables:`. Throws the first problem at its line.
  */
 export function withEnvironmentVarfiles(
   action: ActionConfig,
@@ -107,9 +110,10 @@ export function withEnvironmentVarfiles(
 ): ActionConfig {
   if (!action.varfileTemplates) return action;
   const layers = [...(action.variableLayers ?? [])];
+  const own = actionContext(action, context);
   for (const varfile of action.varfileTemplates) {
     const at = () => action.locate(varfile.at);
-    const given = resolveTemplates(varfile.path, context, at);
+    const given = resolveTemplates(varfile.path, own, at);
     if (typeof given !== 'string' || given === '' || given.includes('\0')) {
       throw new TendError(
         'TEND_CONFIG_INVALID',
@@ -166,24 +170,44 @@ export function environmentsProblems(
 }
 
 /**
- * The context an action's own templates resolve in: its `this` (with `disabled`, `buildPath` and
- * `sourcePath` once the environment's actions are known, as Garden has them in a spec), its
- * variable layers.
+ * What an action's variables are resolved with beside the environment's context: its own layers
+ * and, for an action a Garden ConfigTemplate rendered, its `parent`, `template` and `inputs`
+ * (Garden resolves every key of a rendered action with them: its spec, variables, varfile paths).
+ */
+function ownVariablesContext(action: ActionConfig): ActionVariablesContext {
+  const rendered = action.rendered;
+  return {
+    ...(action.variableLayers ? { actionVarLayers: action.variableLayers } : {}),
+    ...(rendered
+      ? {
+          parent: { name: rendered.parent },
+          template: { name: rendered.template },
+          inputs: rendered.inputs,
+        }
+      : {}),
+  };
+}
+
+/**
+ * The context an action's own templates resolve in (its spec, `disabled:`, varfile paths, the
+ * manifest templates it names): its `this` (with `disabled`, `buildPath` and `sourcePath` once the
+ * environment's actions are known, as Garden has them in a spec), its variable layers, and
+ * `parent`, `template` and `inputs` when a ConfigTemplate rendered it.
  */
 export function actionContext(action: ActionConfig, context: TemplateContext): TemplateContext {
   const fields = context.actionFields?.get(action.ref);
   return {
     ...context,
     this: { ...fields, name: action.name, kind: action.kind, mode: 'default' },
-    ...(action.variableLayers ? { actionVarLayers: action.variableLayers } : {}),
+    ...ownVariablesContext(action),
   };
 }
 
-/** Every action's own variable layers by reference, for `actions.<kind>.<name>.var`. */
+/** What every action's variables are resolved with, by reference, for `actions.<kind>.<name>.var`. */
 export function actionVariablesOf(
   actions: readonly ActionConfig[],
-): ReadonlyMap<string, readonly Record<string, unknown>[]> {
-  return new Map(actions.map((action) => [action.ref, action.variableLayers ?? []]));
+): ReadonlyMap<string, ActionVariablesContext> {
+  return new Map(actions.map((action) => [action.ref, ownVariablesContext(action)]));
 }
 
 /**

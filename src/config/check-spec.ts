@@ -15,7 +15,7 @@ import type {
   TemplateFiles,
 } from '../plugin/types.js';
 import { checkSchema, configError, type ConfigProblem } from './diagnostics.js';
-import { actionTemplateContext } from './environment.js';
+import { actionContext } from './action-variables.js';
 import type { TemplateContext } from './template-context.js';
 import { checkTemplateText } from './template-text.js';
 import type { SourceLocation } from '../errors.js';
@@ -96,7 +96,7 @@ export async function templateFileProblems(
   } catch {
     return [];
   }
-  const own = actionTemplateContext(action, context);
+  const own = actionContext(action, context);
   // What runs before the action, as the graph has it: what its files may read the outputs of.
   const refs = new Set(directDependencies(action, () => true).refs);
   return listed.files.flatMap((file) =>

@@ -14,8 +14,8 @@ import {
   templateFileProblems,
 } from './check-spec.js';
 import { configError, sortProblems, type ConfigProblem } from './diagnostics.js';
+import { actionContext } from './action-variables.js';
 import {
-  actionTemplateContext,
   namespaceHeader,
   resolveActionSpec,
   resolveProviderConfig,
@@ -88,9 +88,12 @@ export class Configuration {
     return resolveProviderConfig(entry, this.templateContext);
   }
 
-  /** What an action's templates see: the environment's context with the action's own variables and `this`. */
+  /**
+   * What an action's templates see: the environment's context with the action's own variables and
+   * `this` (and a rendered action's `parent`, `template`, `inputs`).
+   */
   actionContext(action: ActionConfig): TemplateContext {
-    return actionTemplateContext(action, this.templateContext);
+    return actionContext(action, this.templateContext);
   }
 
   /** An action's spec with its template expressions resolved (errors point into the action's file). */

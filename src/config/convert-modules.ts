@@ -96,8 +96,8 @@ export class ModuleConverter {
   ): Generator<ConfigDocument> {
     for (const { value: read, translation } of readGardenDocument(value, { dir, index: this.#index })) {
       const at = (p: ConfigPath) => locate(translation.documentPath(p), 'key');
-      for (const { message, path: p } of translation.problems) {
-        this.problems.push({ code: 'TEND_CONFIG_UNSUPPORTED', message, location: at(p) });
+      for (const { code, message, path: p } of translation.problems) {
+        this.problems.push({ code, message, location: at(p) });
       }
       for (const { message, path: p } of translation.notes) this.notes.push({ message, location: at(p) });
       for (const ref of translation.unloadedActions) this.unloaded.add(ref);

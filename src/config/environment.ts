@@ -362,29 +362,13 @@ export function resolveProviderConfig(
   return resolveTemplates(entry.config, context, (p) => entry.locate(p));
 }
 
-/**
- * What an action's templates see: the environment's context with the action's own variables and
- * `this`, and, for an action a Garden ConfigTemplate rendered, its `parent`, `template` and `inputs`.
- * Its spec, and the manifest templates it names, are resolved with it.
- */
-export function actionTemplateContext(action: ActionConfig, context: TemplateContext): TemplateContext {
-  const own = actionContext(action, context);
-  const rendered = action.rendered;
-  if (rendered) {
-    own.parent = { name: rendered.parent };
-    own.template = { name: rendered.template };
-    own.inputs = rendered.inputs;
-  }
-  return own;
-}
-
 /** An action's spec with its template expressions resolved (errors point into the action's file). */
 export function resolveActionSpec(
   action: ActionConfig,
   context: TemplateContext,
   options?: ResolveOptions,
 ): unknown {
-  const own = actionTemplateContext(action, context);
+  const own = actionContext(action, context);
   const rendered = action.rendered;
   if (!rendered) return resolveTemplates(action.spec, own, (p) => action.locate(['spec', ...p]), options);
   try {

@@ -108,10 +108,9 @@ export function readActionDocument(
       }),
     );
   }
-  const templates = checkTemplateSyntax(spec, ['spec'], (p) => locate(p), {
-    extraRoots: origin ? renderedRoots : [],
-    syntax: reading.templateSyntax,
-  });
+  // A rendered action's spec, variables and varfile paths read its RenderTemplate's, as in Garden.
+  const templateRoots = { extraRoots: origin ? renderedRoots : [], syntax: reading.templateSyntax };
+  const templates = checkTemplateSyntax(spec, ['spec'], (p) => locate(p), templateRoots);
   reading.problems.push(...templates.problems);
 
   const fileDir = origin?.dir ?? path.dirname(path.join(reading.root, file.file));
@@ -135,7 +134,7 @@ export function readActionDocument(
     reading.root,
     (p) => locate(p),
     reading.problems,
-    reading.templateSyntax,
+    templateRoots,
   );
   const enablement = readActionEnablement(raw, (p) => locate(p), reading.problems, reading.templateSyntax);
   const buildKeys = readBuildKeys(raw, kind, (p) => locate(p), reading.problems);

@@ -26,6 +26,7 @@ import {
 } from '../expressions/evaluate.js';
 import type { ContextNode, LookupPlace, PathNode, Scope } from '../expressions/evaluate.js';
 import type { SyntaxOptions } from '../expressions/syntax.js';
+import { InputsNode } from './template-inputs.js';
 
 export interface TemplateContext {
   project: { name: string };
@@ -38,8 +39,8 @@ export interface TemplateContext {
   actionVarLayers?: readonly Record<string, unknown>[];
   /** `--var`: above every layer. */
   varOverrides?: Record<string, unknown>;
-  /** Every action's own layers by reference (`deploy.api`), for `actions.<kind>.<name>.var`. */
-  actionVariables?: ReadonlyMap<string, readonly Record<string, unknown>[]>;
+  /** What every action's variables are resolved with, by reference (`deploy.api`), for `actions.<kind>.<name>.var`. */
+  actionVariables?: ReadonlyMap<string, ActionVariablesContext>;
   /** What the configuration says of every action, by reference, for `actions.<kind>.<name>.buildPath` and the like. */
   actionFields?: ReadonlyMap<string, ActionFields>;
   local: {
@@ -78,6 +79,15 @@ export interface TemplateContext {
   /** How the configuration's templates read (the project's, template-syntax.ts); default: tend's own. */
   templateSyntax?: SyntaxOptions;
 }
+
+/**
+ * What an action's variables are resolved with beside the environment's context: its own layers,
+ * and the RenderTemplate's roots of an action a Garden ConfigTemplate rendered.
+ */
+export type ActionVariablesContext = Pick<
+  TemplateContext,
+  'actionVarLayers' | 'parent' | 'template' | 'inputs'
+>;
 
 /** The project secrets an environment reads (docs/templates.md#secrets), and where they come from. */
 export interface SecretsContext {
@@ -313,52 +323,6 @@ export class VariablesNode implements ContextNode, PathNode {
   }
 }
 
-/**
- * `inputs.<key>`: a RenderTemplate's inputs. An input holding a template is resolved when first
- * read, in the scope of the expression reading it (an input that reads itself is a cycle).
- */
-export class InputsNode implements ContextNode {
-  private readonly resolved = new Map<string, unknown>();
-  private readonly resolving = new Set<string>();
-  scope!: Scope;
-
-  constructor(
-    private readonly inputs: Record<string, unknown>,
-    private readonly resolve: VariableResolver,
-    private readonly holdsTemplate: (value: unknown) => boolean,
-  ) {}
-
-  member(key: string | number, place: LookupPlace): unknown {
-    const name = String(key);
-    const raw = Object.hasOwn(this.inputs, name) ? this.inputs[name] : undefined;
-    if (raw === undefined) {
-      const names = this.completions(place.prefix);
-      return new Missing(`unknown input "${place.text}"; available: ${names.join(', ') || '(none)'}`);
-    }
-    if (!this.holdsTemplate(raw)) return raw;
-    if (this.resolved.has(name)) return this.resolved.get(name);
-    if (this.resolving.has(name)) {
-      throw new TemplateEvaluationError(`input "inputs.${name}" reads itself; give it a value`);
-    }
-    this.resolving.add(name);
-    try {
-      const value = this.resolve(raw, this.scope);
-      this.resolved.set(name, value);
-      return value;
-    } catch (error) {
-      throw new TemplateEvaluationError(`in input "inputs.${name}": ${(error as Error).message}`);
-    } finally {
-      this.resolving.delete(name);
-    }
-  }
-
-  completions(prefix: string): string[] {
-    return Object.keys(this.inputs)
-      .filter((k) => this.inputs[k] !== undefined)
-      .map((k) => `${prefix}.${k}`);
-  }
-}
-
 /** `local.env.<NAME>`: the process environment. */
 class EnvironmentVariablesNode implements ContextNode {
   constructor(private readonly env: Record<string, string | undefined>) {}
@@ -471,13 +435,21 @@ class ActionsNode implements PathNode {
     const ref = `${kind}.${name}`;
     let node = this.variables.get(ref);
     if (!node) {
-      const layers = this.context.actionVariables?.get(ref);
-      if (layers === undefined) return new Missing(`no action ${ref} for "${text}"`);
+      const owned = this.context.actionVariables?.get(ref);
+      if (owned === undefined) return new Missing(`no action ${ref} for "${text}"`);
       const mode = 'default';
+      // The other action's variables read its own layers and RenderTemplate, not the reader's.
+      const {
+        actionVarLayers: _layers,
+        parent: _parent,
+        template: _template,
+        inputs: _inputs,
+        ...shared
+      } = this.context;
       const other: TemplateContext = {
-        ...this.context,
+        ...shared,
         this: { name, kind: kindNames[kind] ?? kind, mode },
-        actionVarLayers: layers,
+        ...owned,
       };
       node = variablesScope(other, this.resolve, this.holdsTemplate, `actions.${ref}.var`).variables;
       this.variables.set(ref, node);

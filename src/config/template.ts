@@ -25,7 +25,8 @@ import { parseTemplateString, TemplateSyntaxError } from '../expressions/syntax.
 import type { Expression, OptionalSuffix, SyntaxOptions, Template } from '../expressions/syntax.js';
 import type { ConfigPath } from './project.js';
 import { actionKindsLower, actionLookupProblem, actionsPathOf, isActionField } from './action-references.js';
-import { gardenRoots, InputsNode, scopeOf, templateRoots } from './template-context.js';
+import { gardenRoots, scopeOf, templateRoots } from './template-context.js';
+import { InputsNode } from './template-inputs.js';
 import type { TemplateContext } from './template-context.js';
 
 export type { TemplateContext } from './template-context.js';

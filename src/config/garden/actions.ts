@@ -4,7 +4,7 @@
  * `variables`, `varfiles`, `disabled` and `environments` as they are (config/action-variables.ts),
  * so are `copyFrom`, `buildAtSource` and `build` (config/build-keys.ts),
  * and each action type's spec in tend's terms — exec (`deployCommand`, `shell`), container Build
- * and Deploy, container Test/Run (run as a kubernetes-pod), kubernetes Deploy (Garden's
+ * and Deploy, container Test/Run (run as a kubernetes-pod, with Garden's keys), kubernetes Deploy (Garden's
  * manifest keys are tend's own), persistentvolumeclaim and configmap Deploys (garden/volumes.ts). What tend cannot do is a problem naming the key; what it
  * ignores (sync mode, port forwards, artifacts…) is one note each.
  */
@@ -15,6 +15,7 @@ import {
   dependencyRef,
   dropIgnoredKeys,
   isRecord,
+  refuseUnknownKeys,
   type GardenRecord,
   type Translation,
 } from './translation.js';
@@ -144,7 +145,50 @@ const containerBuild: SpecTranslator = (translation, { secrets, ...spec }) => {
   return kept;
 };
 
-const containerPod: SpecTranslator = (translation, spec, action) => {
+/**
+ * The spec keys of Garden's container Run and Test (docs/reference/action-types/Run/container.md,
+ * Test/container.md), in Garden's order.
+ */
+const containerPodKeys = [
+  'command',
+  'args',
+  'env',
+  'cpu',
+  'memory',
+  'volumes',
+  'privileged',
+  'addCapabilities',
+  'dropCapabilities',
+  'tty',
+  'deploymentStrategy',
+  'artifacts',
+  'image',
+  'cacheResult',
+];
+
+/** Spec keys of Garden's kubernetes-pod Run and Test that its container Run and Test do not have. */
+const kubernetesPodOnlyKeys = [
+  'namespace',
+  'kustomize',
+  'patchResources',
+  'manifests',
+  'manifestFiles',
+  'manifestTemplates',
+  'resource',
+  'podSpec',
+];
+
+/**
+ * A container Test or Run, which tend runs as its kubernetes-pod: a key Garden's container Run
+ * does not have is refused here, naming Garden's keys (the kubernetes-pod check would accept its
+ * own, `resource` or `manifestFiles`, and name them).
+ */
+const containerPod: SpecTranslator = (translation, given, action) => {
+  const spec = refuseUnknownKeys(translation, given, containerPodKeys, ['spec'], (key) =>
+    kubernetesPodOnlyKeys.includes(key)
+      ? `${key} is a key of a kubernetes-pod ${action.kind} (type: kubernetes-pod), not of a container ${action.kind}`
+      : undefined,
+  );
   const kept = dropIgnoredKeys(
     translation,
     spec,

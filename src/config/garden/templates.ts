@@ -3,8 +3,8 @@
  * (actions, Workflows) and the JSON Schema of its inputs (`inputsSchemaPath`, or simple `inputs`);
  * each `RenderTemplate` renders them with its `inputs` (and `matrix`) as Garden does. The keys
  * tend needs to build the graph (name, dependencies, source…) are resolved here, with `inputs`,
- * `parent` and `template` only; a spec keeps its templates, resolved with those roots and all the
- * others when the action runs. Relative paths of a rendered config are relative to the
+ * `parent` and `template` only; a spec, variables and varfile paths keep their templates, resolved
+ * with those roots and all the others when the action runs (action-variables.ts actionContext). Relative paths of a rendered config are relative to the
  * RenderTemplate's directory (`path:` moves it), as in Garden; `inputsSchemaPath` is relative to
  * the template's file.
  */

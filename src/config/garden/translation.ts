@@ -1,14 +1,22 @@
 /**
  * A Garden document read as tend's: the value tend checks and loads, where each of its keys came
  * from in the Garden document (so that every message points at the file:line the user wrote),
- * what tend cannot do (problems, TEND_CONFIG_UNSUPPORTED) and what it accepts and ignores (notes).
+ * what tend cannot do (problems, TEND_CONFIG_UNSUPPORTED), the keys Garden does not have either
+ * (problems, TEND_CONFIG_UNKNOWN_KEY) and what it accepts and ignores (notes).
  */
+import { closestName } from '../../suggest.js';
+import { formatPath, type ConfigProblem } from '../diagnostics.js';
 import type { ConfigPath } from '../project.js';
 
 export interface GardenFinding {
   message: string;
   /** Where in the Garden document, as written. */
   path: ConfigPath;
+}
+
+/** What fails the load: what tend cannot do, or a key Garden does not have either. */
+export interface GardenProblem extends GardenFinding {
+  code: Extract<ConfigProblem['code'], 'TEND_CONFIG_UNSUPPORTED' | 'TEND_CONFIG_UNKNOWN_KEY'>;
 }
 
 /**
@@ -18,7 +26,7 @@ export interface GardenFinding {
 export const everyAction = '*';
 
 export class Translation {
-  readonly problems: GardenFinding[] = [];
+  readonly problems: GardenProblem[] = [];
   readonly notes: GardenFinding[] = [];
   /** Actions not loaded because tend cannot run them (their problem says why): `deploy.api`, or `everyAction`. */
   readonly unloadedActions: string[] = [];
@@ -37,7 +45,12 @@ export class Translation {
 
   /** What tend does not do: the load fails with it. */
   unsupported(path: ConfigPath, message: string): void {
-    this.problems.push({ path, message });
+    this.problems.push({ code: 'TEND_CONFIG_UNSUPPORTED', path, message });
+  }
+
+  /** A key Garden does not have there either: the load fails with it, as with tend's own unknown keys. */
+  unknownKey(path: ConfigPath, message: string): void {
+    this.problems.push({ code: 'TEND_CONFIG_UNKNOWN_KEY', path, message });
   }
 
   /** What tend accepts and ignores: said once, never an error. */
@@ -131,4 +144,36 @@ export function checkApiVersion(translation: Translation, value: GardenRecord): 
       `apiVersion ${JSON.stringify(value.apiVersion)} is not one tend reads; expected garden.io/v0, garden.io/v1 or garden.io/v2`,
     );
   }
+}
+
+/**
+ * `value` without the keys Garden does not have there, each refused as tend's schema check
+ * refuses an unknown key (a close name suggested), with Garden's keys (`known`, in Garden's
+ * order) as the expected ones: the tend type it becomes would name its own. `hint` adds to the
+ * message of a key (say what it belongs to).
+ */
+export function refuseUnknownKeys(
+  translation: Translation,
+  value: GardenRecord,
+  known: readonly string[],
+  at: ConfigPath,
+  hint: (key: string) => string | undefined = () => undefined,
+): GardenRecord {
+  const kept: GardenRecord = {};
+  for (const [key, item] of Object.entries(value)) {
+    if (known.includes(key)) {
+      kept[key] = item;
+      continue;
+    }
+    const similar = closestName(key, known);
+    const more = hint(key);
+    translation.unknownKey(
+      [...at, key],
+      `unknown key ${JSON.stringify(key)} in ${formatPath(at)}; ` +
+        (similar ? `did you mean ${JSON.stringify(similar)}? ` : '') +
+        `expected one of: ${known.join(', ')}` +
+        (more ? `; ${more}` : ''),
+    );
+  }
+  return kept;
 }
