@@ -252,6 +252,53 @@ data:
   });
 });
 
+describe("a rendered Deploy's templated file", () => {
+  it("reads its RenderTemplate's inputs, parent and template, as its spec does", async () => {
+    const namespace = 'gtt-rendered';
+    const root = makeProject({
+      'project.garden.yml': `apiVersion: garden.io/v1
+kind: Project
+name: rendered
+environments:
+  - name: local
+    defaultNamespace: ${namespace}
+providers:
+  - name: local-kubernetes
+    context: kube-sim
+---
+kind: ConfigTemplate
+name: greeter
+inputsSchemaPath: schema.json
+configs:
+  - kind: Deploy
+    type: kubernetes
+    name: \${parent.name}
+    spec:
+      manifestTemplates: [cm.yaml]
+---
+kind: RenderTemplate
+template: greeter
+name: hello
+inputs:
+  greeting: hi
+`,
+      'schema.json': '{"type":"object","properties":{"greeting":{"type":"string"}}}',
+      'cm.yaml':
+        'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${parent.name}\ndata:\n  greeting: ${inputs.greeting}\n  template: ${template.name}\n',
+    });
+    expect(await cli(root, 'deploy')).toEqual(['deploy.hello ready']);
+    const { data } = await kubectlJson<{ data: Record<string, string> }>(
+      h.kubeconfig,
+      '-n',
+      namespace,
+      'get',
+      'configmap',
+      'hello',
+    );
+    expect(data).toEqual({ greeting: 'hi', template: 'greeter' });
+  });
+});
+
 describe("a dependency's version and outputs in a templated file", () => {
   it('are the versions tend reports, in the manifest applied; a changed Build makes a new Deploy version with the new one', async () => {
     const namespace = 'gtt-versions';
