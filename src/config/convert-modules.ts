@@ -19,7 +19,7 @@ import {
 } from './garden/templates.js';
 import { isRecord } from './garden/translation.js';
 import type { ConfigPath, LocateTarget, RenderedFrom } from './project.js';
-import type { ConfigDocument, ConfigNote, Locate } from './read-documents.js';
+import { lazyNote, type ConfigDocument, type ConfigNote, type Locate } from './read-documents.js';
 import type { SourceFile } from './source.js';
 
 export class ModuleConverter {
@@ -68,7 +68,7 @@ export class ModuleConverter {
     const render = doc.value as Record<string, unknown>;
     if (render.disabled === true) {
       const message = `RenderTemplate ${String(render.name)} is disabled; not rendered`;
-      this.notes.push({ message, location: locate(['disabled'], 'key') });
+      this.notes.push(lazyNote(message, () => locate(['disabled'], 'key')));
       return;
     }
     const rendered = renderTemplate(
@@ -99,7 +99,7 @@ export class ModuleConverter {
       for (const { code, message, path: p } of translation.problems) {
         this.problems.push({ code, message, location: at(p) });
       }
-      for (const { message, path: p } of translation.notes) this.notes.push({ message, location: at(p) });
+      for (const { message, path: p } of translation.notes) this.notes.push(lazyNote(message, () => at(p)));
       for (const ref of translation.unloadedActions) this.unloaded.add(ref);
       if (translation.runnable)
         this.runnables.push({ ...translation.runnable, file: document.file.file, locate });
