@@ -5,7 +5,7 @@
 import { OutputCollector, type ActionOutput } from '../cli/action-output.js';
 import { ProgressReporter, summarize } from '../cli/progress.js';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
-import { isGardenFileName } from '../config/files.js';
+import { isGardenFile } from '../config/files.js';
 import { actionRef } from '../config/project.js';
 import type { TemplateContext } from '../config/template-context.js';
 import { ExitCode, TendError, toTendError } from '../errors.js';
@@ -94,7 +94,7 @@ export function nothingToRun(opened: OpenedProject, kind: ActionKind): string[] 
     .filter(([, n]) => n > 0)
     .map(([k, n]) => `${n} ${k}`);
   // A Garden project's actions are declared in its own files, as Garden has them.
-  const garden = isGardenFileName(opened.project.file.split(/[\\/]/).pop()!);
+  const garden = isGardenFile(opened.project.file);
   return [
     `No ${kind} actions in project ${opened.project.name}: nothing to run` +
       (declared.length > 0 ? ` (it declares ${declared.join(', ')}).` : '.'),

@@ -8,7 +8,7 @@ import type { GardenRunnable } from './garden/workflows.js';
 import path from 'node:path';
 import type { SyntaxOptions } from '../expressions/syntax.js';
 import type { ConfigProblem } from './diagnostics.js';
-import { isGardenFileName } from './files.js';
+import { isGardenFile } from './files.js';
 import { readGardenDocument } from './garden/document.js';
 import { gardenProjectIndex, type GardenProjectIndex } from './garden/project-index.js';
 import {
@@ -47,7 +47,7 @@ export class ModuleConverter {
   /** The document as tend reads it: none (a ConfigTemplate), one, or several (a module's actions). */
   *convert(document: ConfigDocument): Generator<ConfigDocument> {
     const { file, doc, locate } = document;
-    if (!isGardenFileName(path.posix.basename(file.file))) {
+    if (!isGardenFile(file.file)) {
       yield document;
       return;
     }

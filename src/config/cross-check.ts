@@ -3,12 +3,11 @@
  * checked across documents once all are read — one action per name and environment, dependencies
  * and template references that name actions, environments that exist, providers listed.
  */
-import path from 'node:path';
 import type { SourceLocation } from '../errors.js';
 import { environmentsDisjoint, environmentsProblems } from './action-variables.js';
 import { buildReferenceProblems } from './build-keys.js';
 import type { ConfigProblem } from './diagnostics.js';
-import { isGardenFileName } from './files.js';
+import { isGardenFile } from './files.js';
 import { formatLocation, type ActionConfig, type ProjectConfig } from './project.js';
 import type { PendingAction } from './read-action.js';
 import { everyAction } from './garden/translation.js';
@@ -83,7 +82,7 @@ export function crossCheck(
       }
     }
     // Garden reads an action's `environments:` as a filter only: a name it does not know is no error there.
-    if (project && !isGardenFileName(path.basename(action.location.file))) {
+    if (project && !isGardenFile(action.location.file)) {
       problems.push(...environmentsProblems(action, new Set(project.environments.map((e) => e.name))));
     }
     if (project && plugin && !configured.has(plugin) && !refusedProvider) {

@@ -20,6 +20,11 @@ const gardenIgnoredDirectories = ['.garden'];
 const gardenFilePatterns = ['**/garden.yml', '**/garden.yaml', '**/*.garden.yml', '**/*.garden.yaml'];
 export const defaultGardenIgnoreFile = '.gardenignore';
 
+/** Whether a configuration file (its path from the project root) is one of Garden's. */
+export function isGardenFile(file: string): boolean {
+  return isGardenFileName(path.posix.basename(file));
+}
+
 /** Whether a file name (no directory) is one Garden reads configuration from. */
 export function isGardenFileName(name: string): boolean {
   return (
@@ -179,13 +184,11 @@ export async function findConfigFiles(
     followSymbolicLinks: false,
     ignore: [...ignoredDirectories, ...gardenIgnoredDirectories].map((dir) => `**/${dir}/**`),
   });
-  const gardenFiles = found.filter(
-    (file) => isGardenFileName(path.posix.basename(file)) && !projectFiles.includes(file),
-  );
+  const gardenFiles = found.filter((file) => isGardenFile(file) && !projectFiles.includes(file));
   const kept = new Set(await keptGardenFiles(root, gardenFiles, garden));
   const others = found
     .filter((file) => !projectFiles.includes(file))
-    .filter((file) => !isGardenFileName(path.posix.basename(file)) || kept.has(file))
+    .filter((file) => !isGardenFile(file) || kept.has(file))
     .sort();
   return [...projectFiles, ...others];
 }

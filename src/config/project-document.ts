@@ -5,14 +5,13 @@
  * at most once per environment, configuration checked against the plugin's schema). Problems
  * are collected, not thrown, so one run reports them all.
  */
-import path from 'node:path';
 import type { SourceLocation } from '../errors.js';
 import type { SyntaxOptions } from '../expressions/syntax.js';
 import type { PluginDefinition } from '../plugin/types.js';
 import type { Static } from 'typebox';
 import type { CleanupConfigSchema } from '../cleanup/policy.js';
 import { checkSchema, formatPath, type ConfigProblem } from './diagnostics.js';
-import { isGardenFileName } from './files.js';
+import { isGardenFile } from './files.js';
 import { formatLocation } from './project.js';
 import type {
   ConfigPath,
@@ -96,7 +95,7 @@ export function readProjectDocument(
     );
   }
   // Garden reads a provider's `environments:` as a filter only, names it does not know included.
-  const filterOnly = isGardenFileName(path.basename(file));
+  const filterOnly = isGardenFile(file);
   const providers = readProviders(
     reading,
     raw.providers ?? [],

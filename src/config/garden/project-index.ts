@@ -5,7 +5,7 @@
  * modules (a helm module's `base` is one).
  */
 import path from 'node:path';
-import { isGardenFileName } from '../files.js';
+import { isGardenFile } from '../files.js';
 import type { SourceFile } from '../source.js';
 import { isRecord, type GardenRecord } from './translation.js';
 
@@ -42,7 +42,7 @@ export function gardenProjectIndex(root: string, files: readonly SourceFile[]): 
   const volumeDeploys = new Map<string, VolumeDeployType>();
   const modules = new Map<string, IndexedModule>();
   const documents = files
-    .filter((file) => isGardenFileName(path.posix.basename(file.file)))
+    .filter((file) => isGardenFile(file.file))
     .flatMap((file) =>
       file
         .parse()

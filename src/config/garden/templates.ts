@@ -14,7 +14,7 @@ import type { TSchema } from 'typebox';
 import { TendError, type SourceLocation } from '../../errors.js';
 import type { SyntaxOptions } from '../../expressions/syntax.js';
 import { checkSchema, type ConfigProblem } from '../diagnostics.js';
-import { isGardenFileName } from '../files.js';
+import { isGardenFile } from '../files.js';
 import { formatLocation } from '../project.js';
 import type { ConfigPath, LocateTarget, RenderedFrom } from '../project.js';
 import type { SourceFile } from '../source.js';
@@ -69,7 +69,7 @@ export function collectTemplates(
 ): Map<string, TemplateDocument> {
   const templates = new Map<string, TemplateDocument>();
   for (const file of files) {
-    if (!isGardenFileName(path.posix.basename(file.file))) continue;
+    if (!isGardenFile(file.file)) continue;
     for (const doc of file.parse().documents) {
       const value = doc.value;
       if (!isRecord(value) || !(templateKinds as readonly unknown[]).includes(value.kind)) continue;
