@@ -7,7 +7,7 @@ import { statSync } from 'node:fs';
 import path from 'node:path';
 import { TendError } from '../errors.js';
 import type { ActionConfig } from './project.js';
-import { resolveTemplates, type TemplateContext } from './template.js';
+import { resolvePathTemplate, type TemplateContext } from './template.js';
 
 /** What is wrong with a source directory, or undefined: outside the project, or not a directory. */
 export function sourceProblem(
@@ -34,14 +34,7 @@ export function withEnvironmentSource(
   const { sourceTemplate, ...rest } = action;
   if (!sourceTemplate) return action;
   const at = () => action.locate(['source']);
-  const given = resolveTemplates(sourceTemplate.path, context, at);
-  if (typeof given !== 'string' || given === '' || given.includes('\0')) {
-    throw new TendError(
-      'TEND_CONFIG_INVALID',
-      `source "${sourceTemplate.path}" resolves to ${(JSON.stringify(given) ?? 'nothing').slice(0, 200)}; expected a directory`,
-      { location: at() },
-    );
-  }
+  const given = resolvePathTemplate(sourceTemplate.path, context, at, 'source', 'a directory');
   const sourceDir = path.resolve(sourceTemplate.dir, given);
   const problem = sourceProblem(
     given,

@@ -13,6 +13,7 @@ import type { ActionConfig, ActionVarfile, ConfigPath, Locate, VariableValue } f
 import {
   checkTemplateSyntax,
   findActionReferences,
+  resolvePathTemplate,
   resolveTemplates,
   type TemplateContext,
 } from './template.js';
@@ -113,14 +114,7 @@ export function withEnvironmentVarfiles(
   const own = actionContext(action, context);
   for (const varfile of action.varfileTemplates) {
     const at = () => action.locate(varfile.at);
-    const given = resolveTemplates(varfile.path, own, at);
-    if (typeof given !== 'string' || given === '' || given.includes('\0')) {
-      throw new TendError(
-        'TEND_CONFIG_INVALID',
-        `varfile path "${varfile.path}" resolves to ${(JSON.stringify(given) ?? 'nothing').slice(0, 200)}; expected a file name`,
-        { location: at() },
-      );
-    }
+    const given = resolvePathTemplate(varfile.path, own, at, 'varfile path', 'a file name');
     try {
       const read = readActionVarfile(varfile, given, root, (p) => action.locate(p));
       if (read !== undefined) layers.push(read);

@@ -49,6 +49,29 @@ const parsed: Record<OptionalSuffix, Map<string, Template>> = {
 };
 const parsedLimit = 10_000;
 
+/**
+ * A path written with `${…}` (a varfile's, a `source:`), resolved in a context: text that is not
+ * empty and holds no NUL, else the error at its line. `what` names it (`varfile path`), `expected`
+ * what it should be (`a file name`).
+ */
+export function resolvePathTemplate(
+  template: string,
+  context: TemplateContext,
+  at: () => SourceLocation,
+  what: string,
+  expected: string,
+): string {
+  const given = resolveTemplates(template, context, at);
+  if (typeof given !== 'string' || given === '' || given.includes('\0')) {
+    throw new TendError(
+      'TEND_CONFIG_INVALID',
+      `${what} "${template}" resolves to ${(JSON.stringify(given) ?? 'nothing').slice(0, 200)}; expected ${expected}`,
+      { location: at() },
+    );
+  }
+  return given;
+}
+
 /** A string's template in a syntax (default: tend's own), parsed once. Throws TemplateSyntaxError. */
 function templateOf(text: string, syntax: SyntaxOptions = {}): Template {
   const cache = parsed[syntax.optionalSuffix ?? 'whole-value'];
