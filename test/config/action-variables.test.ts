@@ -269,6 +269,36 @@ describe('action variables', () => {
     else expect(error?.message).toBe(`varfile path ${said}; expected a file name`);
   });
 
+  it.each([
+    ['a NUL', '"a\\u0000b"', 'source "${var.odd}" resolves to "a\\u0000b"; expected a directory'],
+    ['a mapping', '{ a: 1 }', 'source "${var.odd}" resolves to {"a":1}; expected a directory'],
+    [
+      'a lone surrogate',
+      '"\\ud800"',
+      'source directory "\ud800" does not exist (resolved to \ud800 in the project) (from "${var.odd}")',
+    ],
+    ['a path outside', '"../.."', 'source "../.." is outside the project root (from "${var.odd}")'],
+  ])('a source: that resolves to %s is an error at its line, not a crash', async (_what, odd, said) => {
+    const root = await writeProject({
+      'tend.yml': project.replace('level: project', `level: project\n  odd: ${odd}`),
+      ...api(yaml`
+        kind: Deploy
+        name: api
+        type: cmd
+        source: "\${var.odd}"
+        spec: { command: [x] }
+      `),
+    });
+    const error = await configure({ cwd: root, plugins: testPlugins, secrets: async () => undefined }).then(
+      () => undefined,
+      (e: unknown) => e as TendError,
+    );
+    expect(error?.message).toBe(said);
+    expect(`${error?.code} ${error?.location?.file}:${error?.location?.line}`).toBe(
+      'TEND_CONFIG_INVALID api.tend.yml:4',
+    );
+  });
+
   it('a varfile path with a malformed ${…} is an error at its line when the project loads', async () => {
     const error = await loadError(
       api(yaml`
