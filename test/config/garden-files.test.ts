@@ -421,6 +421,26 @@ ${extra}`;
     });
     const [bad] = messages(await loadError(badFlag));
     expect(`${bad!.location.file}:${bad!.location.line}`).toBe('api/garden.yml:5');
+    // A lone surrogate is no argument (the exec request could not carry it): refused at its line.
+    const surrogate = makeProject({
+      'project.garden.yml': gardenProject,
+      'api/garden.yml':
+        'kind: Build\ntype: container\nname: api\nspec:\n  extraFlags: ["--opt", "a\\ud800"]\n',
+      'api/Dockerfile': 'FROM scratch\n',
+    });
+    const [lone] = messages(await loadError(surrogate));
+    expect(`${lone!.location.file}:${lone!.location.line} ${lone!.message.slice(0, 55)}`).toBe(
+      'api/garden.yml:5 invalid value for spec.extraFlags[1]: expected a string',
+    );
+    // Nor is a registry host with a control character a host.
+    const registry = makeProject({
+      'project.garden.yml': gardenProject.replace(
+        'hostname: registry.example.com',
+        'hostname: "registry\\u0000.example.com"',
+      ),
+    });
+    const [host] = messages(await loadError(registry));
+    expect(`${host!.location.file}:${host!.location.line}`).toBe('project.garden.yml:11');
   });
 
   it('a provider entry merges the settings a project variable shares ($merge); any other $merge is refused', async () => {

@@ -10,8 +10,11 @@ import { ContainerVolumes } from './volumes.js';
 export const Seconds = (description: string, maximum = 86_400) =>
   Type.Number({ exclusiveMinimum: 0, maximum, description });
 
-/** A path or an argument: not empty, and no NUL (no file name or argument holds one). */
-export const noNul = '^[^\\u0000]+$';
+/**
+ * A path or an argument: not empty, no NUL (no file name or argument holds one) and no lone UTF-16
+ * surrogate (not text: a request carrying it fails to encode, a file name gets U+FFFD instead).
+ */
+export const pathOrArgument = '^(?:[^\\u0000\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])+$';
 
 export const KubernetesProviderConfig = Type.Object(
   {
@@ -22,7 +25,7 @@ export const KubernetesProviderConfig = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 4096,
-        pattern: noNul,
+        pattern: pathOrArgument,
         description:
           'kubeconfig file read instead of KUBECONFIG and ~/.kube/config (relative: to the project root)',
       }),
@@ -43,7 +46,7 @@ export const KubernetesProviderConfig = Type.Object(
     deploymentRegistry: Type.Optional(
       Type.String({
         minLength: 1,
-        pattern: '^[^\\s/]+(/[a-z0-9._/-]+)?$',
+        pattern: '^[^\\s/\\u0000-\\u001f]+(/[a-z0-9._/-]+)?$',
         description: 'registry (and path) images are pushed to, e.g. registry.example.com/shop',
       }),
     ),
@@ -90,11 +93,11 @@ export type KubernetesProviderConfig = Static<typeof KubernetesProviderConfig>;
 export const KustomizeSpec = Type.Object(
   {
     path: Type.String({
-      pattern: noNul,
+      pattern: pathOrArgument,
       description: 'directory of the kustomization (its kustomization.yaml), relative to the action source',
     }),
     extraArgs: Type.Optional(
-      Type.Array(Type.String({ pattern: noNul }), {
+      Type.Array(Type.String({ pattern: pathOrArgument }), {
         description: 'arguments after the path, e.g. `[--enable-helm]`',
       }),
     ),
@@ -144,18 +147,18 @@ const PatchResource = Type.Object(
 export const KubernetesDeploySpec = Type.Object(
   {
     manifestFiles: Type.Optional(
-      Type.Array(Type.String({ pattern: noNul }), {
+      Type.Array(Type.String({ pattern: pathOrArgument }), {
         description:
           'manifest files or glob patterns (`k8s/*.yaml`), relative to the action source, applied as written (no template expressions); `!pattern` leaves out what it matches',
       }),
     ),
     manifestTemplates: Type.Optional(
-      Type.Array(Type.String({ pattern: noNul }), {
+      Type.Array(Type.String({ pattern: pathOrArgument }), {
         description: 'like manifestFiles, with the `${…}` template expressions in the files resolved',
       }),
     ),
     files: Type.Optional(
-      Type.Array(Type.String({ pattern: noNul }), {
+      Type.Array(Type.String({ pattern: pathOrArgument }), {
         description:
           'manifestTemplates by its older name (kept for existing tend.yml files, and Garden 0.12 modules): templated files',
       }),
@@ -289,7 +292,10 @@ export type KubernetesPodSpec = Static<typeof KubernetesPodSpec>;
 export const HelmChart = Type.Object(
   {
     path: Type.Optional(
-      Type.String({ pattern: noNul, description: 'a local chart directory, relative to the action source' }),
+      Type.String({
+        pattern: pathOrArgument,
+        description: 'a local chart directory, relative to the action source',
+      }),
     ),
     name: Type.Optional(Type.String({ minLength: 1, description: 'a chart of `repo` (or `repo/chart`)' })),
     repo: Type.Optional(Type.String({ minLength: 1, description: 'the chart repository URL' })),
@@ -309,7 +315,7 @@ const HelmChartKeys = {
     Type.Record(AnyKey(), Type.Unknown(), { description: 'values, over the value files (`--values`)' }),
   ),
   valueFiles: Type.Optional(
-    Type.Array(Type.String({ pattern: noNul }), {
+    Type.Array(Type.String({ pattern: pathOrArgument }), {
       description: 'value files, relative to the action source, in order (later ones win)',
     }),
   ),

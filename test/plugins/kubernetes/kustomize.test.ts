@@ -303,11 +303,20 @@ describe('kustomize', () => {
     expect(await errorOf('  kustomize: { path: k8s }\n  overrideNamespace: sure')).toEqual([
       'web/web.tend.yml:6:22: invalid value for spec.overrideNamespace: expected true or false, got "sure"',
     ]);
-    // A NUL in a path or an argument names no file and is no argument: refused here, not at run time.
+    // A NUL or a lone surrogate in a path or an argument names no file and is no argument: refused
+    // here, not at run time.
+    const pattern = '/^(?:[^\\u0000\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])+$/';
     expect(await errorOf('  kustomize: { path: k8s, extraArgs: ["a\\u0000b"] }')).toEqual([
-      'web/web.tend.yml:5:39: invalid value for spec.kustomize.extraArgs[0]: expected a string matching /^[^\\u0000]+$/, got "a\\u0000b"',
+      `web/web.tend.yml:5:39: invalid value for spec.kustomize.extraArgs[0]: expected a string matching ${pattern}, got "a\\u0000b"`,
     ]);
+    expect(await errorOf('  kustomize: { path: k8s, extraArgs: ["a\\ud800b"] }')).toEqual([
+      `web/web.tend.yml:5:39: invalid value for spec.kustomize.extraArgs[0]: expected a string matching ${pattern}, got "a\\ud800b"`,
+    ]);
+    // A surrogate pair is text.
+    const emoji = kustomizeProject('kz-schema', '  kustomize: { path: k8s, extraArgs: ["--flag=😀"] }');
+    await expect(loadProjectConfig({ cwd: emoji, plugins })).resolves.toBeDefined();
     expect(await errorOf('  files: ["k8s/\\u0000.yaml"]')).toHaveLength(1);
+    expect(await errorOf('  files: ["k8s/\\udc00.yaml"]')).toHaveLength(1);
     // Garden's kustomize major version: 4 or 5 are accepted (and loaded), nothing else.
     expect(await errorOf('  kustomize: { path: k8s, version: 3 }')).toEqual([
       'web/web.tend.yml:5:36: invalid value for spec.kustomize.version: expected one of: 4, 5, got number 3',

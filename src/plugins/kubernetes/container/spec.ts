@@ -5,7 +5,7 @@
  */
 import { Type, type Static } from 'typebox';
 import { AnyKey } from '../../../schema-check.js';
-import { noNul, SecretEnv, Seconds } from '../config.js';
+import { pathOrArgument, SecretEnv, Seconds } from '../config.js';
 import { ContainerVolumes } from '../volumes.js';
 
 export const ContainerBuildSpec = Type.Object(
@@ -26,7 +26,7 @@ export const ContainerBuildSpec = Type.Object(
       }),
     ),
     extraFlags: Type.Optional(
-      Type.Array(Type.String({ pattern: noNul, maxLength: 4096 }), {
+      Type.Array(Type.String({ pattern: pathOrArgument, maxLength: 4096 }), {
         maxItems: 100,
         description:
           "flags added as they are at the end of the builder's command line: `buildctl build`'s in " +
