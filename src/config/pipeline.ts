@@ -25,13 +25,15 @@ import type { ActionConfig, ProjectConfig } from './project.js';
 import { ConfigReader } from './read-config.js';
 import { readDocuments, type ConfigNote } from './read-documents.js';
 import { resolveTemplateContext, type SecretSource } from './resolve-templates.js';
-import { resolveVariables, type EnvironmentChoice } from './resolve-variables.js';
+import { environmentProblems, resolveVariables, type EnvironmentChoice } from './resolve-variables.js';
 
 export interface LoadOptions {
   /** The project root (absolute, or relative to cwd); default: the nearest directory with a tend.yml. */
   root?: string;
   cwd: string;
   plugins: readonly PluginDefinition[];
+  /** Problems of a valid project a later step would find, listed with the load's own when it has some. */
+  checkProject?: (project: ProjectConfig) => ConfigProblem[];
 }
 
 export interface LoadedConfig {
@@ -65,7 +67,7 @@ export async function loadProjectConfig(options: LoadOptions): Promise<LoadedCon
       // Positions found later (errors only) parse the file again; holding every AST costs memory and GC.
       file.release();
     }
-    const { project, actions } = reader.finish(files, converter.unloaded);
+    const { project, actions } = reader.finish(files, converter.unloaded, options.checkProject);
     // Only a load without problems is remembered: a file with an error is parsed again next time.
     found.remember();
     return { project, actions, notes, runnables: converter.runnables, plugins };
@@ -81,7 +83,10 @@ export interface ConfigureOptions extends LoadOptions, EnvironmentChoice {
 
 /** A command's configuration in one environment: every step, once. */
 export async function configure(options: ConfigureOptions): Promise<Configuration> {
-  const { project, actions, notes, runnables, plugins } = await loadProjectConfig(options);
+  const { project, actions, notes, runnables, plugins } = await loadProjectConfig({
+    ...options,
+    checkProject: (project) => environmentProblems(project, options),
+  });
   const { environment, copies } = resolveVariables(project, actions, options);
   const resolved = await resolveTemplateContext(project, environment, copies, options.secrets);
   return new Configuration({ project, plugins, notes, runnables, environment, ...resolved });

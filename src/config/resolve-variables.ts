@@ -9,6 +9,8 @@ import { selectActionCopies } from './action-variables.js';
 import { parseVarFlags, selectEnvironment, type SelectedEnvironment } from './environment.js';
 import type { ActionConfig, ProjectConfig } from './project.js';
 import type { TemplateContext } from './template-context.js';
+import type { ConfigProblem } from './diagnostics.js';
+import { TendError } from '../errors.js';
 import { checkVarFlagsRead } from './variables.js';
 
 export interface EnvironmentChoice {
@@ -30,15 +32,45 @@ export function resolveVariables(
   choice: EnvironmentChoice,
 ): { environment: SelectedEnvironment; copies: ActionConfig[] } {
   const vars = parseVarFlags(choice.vars ?? []);
-  const environment = selectEnvironment(project, {
-    env: choice.env,
-    vars,
-    varFiles: choice.varFiles,
-    ...(choice.command ? { command: choice.command } : {}),
-  });
+  const environment = chooseEnvironment(project, choice, vars);
   // Before the templates are resolved: the providers' `${environment.namespace}` names it too.
   if (choice.namespace !== undefined) environment.namespace = choice.namespace;
   const copies = selectActionCopies(actions, environment.name);
   checkVarFlagsRead(project, copies, vars, environment.varfileVariables);
   return { environment, copies };
+}
+
+function chooseEnvironment(
+  project: ProjectConfig,
+  choice: EnvironmentChoice,
+  vars: ReturnType<typeof parseVarFlags>,
+): SelectedEnvironment {
+  return selectEnvironment(project, {
+    env: choice.env,
+    vars,
+    varFiles: choice.varFiles,
+    ...(choice.command ? { command: choice.command } : {}),
+  });
+}
+
+/**
+ * What choosing the environment would fail on (a varfile missing, an environment unknown), as
+ * problems at their lines: with the actions' problems, one `tend validate` lists them all. An
+ * error without a place in the files (a --var-file missing) is left to the step itself.
+ */
+export function environmentProblems(project: ProjectConfig, choice: EnvironmentChoice): ConfigProblem[] {
+  try {
+    chooseEnvironment(project, choice, parseVarFlags(choice.vars ?? []));
+    return [];
+  } catch (error) {
+    if (!(error instanceof TendError) || !error.location) return [];
+    const hint = error.detail?.hint;
+    return [
+      {
+        code: error.code,
+        message: typeof hint === 'string' ? `${error.message}; ${hint}` : error.message,
+        location: error.location,
+      },
+    ];
+  }
 }

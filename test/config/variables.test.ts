@@ -83,6 +83,31 @@ describe('varfiles', () => {
     expect(flag.stderr).toContain(`--var-file nope.yml: no such file (${path.join(root, 'nope.yml')})`);
   });
 
+  it("a missing varfile is listed with the actions' problems, in one validate", async () => {
+    const root = makeProject({
+      'tend.yml': tendYml('[shared.yml]').replace('  command: [sh', '  bogus: 1\n  command: [sh'),
+    });
+    const both = await runTend(['validate', '--json'], { cwd: root });
+    expect(both.code).toBe(2);
+    const { errors } = (JSON.parse(both.stdout) as { error: { detail: { errors: { message: string }[] } } })
+      .error.detail;
+    expect(errors.map((e) => e.message)).toEqual([
+      expect.stringMatching(
+        /^varfile shared.yml of environment dev does not exist .*; create it, or mark it optional/,
+      ),
+      expect.stringContaining('unknown key "bogus"'),
+    ]);
+    // A Project document with a problem of its own is not chosen from: its error comes alone.
+    writeFileSync(
+      path.join(root, 'tend.yml'),
+      tendYml('[shared.yml]').replace('name: vars', 'name: vars\nbogus: 1'),
+    );
+    const project = await runTend(['validate'], { cwd: root });
+    expect(project.code).toBe(2);
+    expect(project.stderr).toContain('unknown key "bogus"');
+    expect(project.stderr).not.toContain('shared.yml');
+  });
+
   it('a varfile that is not a mapping of names to values: exit 2 at the line and column', async () => {
     // A list is a value (structured variables); a name with a space is not a name.
     const root = makeProject({
