@@ -25,8 +25,6 @@ export class ConfigReader {
   readonly #reading: ActionReading;
   #project: ProjectConfig | undefined;
   #projectSeen: SourceLocation | undefined;
-  /** The Project document was read without a problem of its own. */
-  #projectValid = false;
   readonly #actions: PendingAction[] = [];
   /** Actions whose document has problems of its own (`run.a`): what refers to them is no further error. */
   readonly #unreadable = new Set<string>();
@@ -111,7 +109,6 @@ export class ConfigReader {
       return;
     }
     this.#projectSeen = doc.location;
-    const before = this.problems.length;
     this.#project = readProjectDocument(
       {
         root: this.root,
@@ -124,14 +121,14 @@ export class ConfigReader {
       },
       this.problems,
     );
-    this.#projectValid = this.problems.length === before;
   }
 
   /**
    * The project and its actions once every document is read and checked across documents; throws
    * one TendError listing every problem of the load, by file (in the order of `files`), then line.
-   * `checkProject` adds the problems of a valid project that a later step would find (the chosen
-   * environment's), so that one `tend validate` lists them beside the actions' problems.
+   * `checkProject` adds what a later step would find wrong with the project (its chosen
+   * environment), when the Project document itself was read (readProjectDocument gives none with
+   * a problem of its own), so that one `tend validate` lists it beside the actions' problems.
    */
   finish(
     files: readonly SourceFile[],
@@ -155,7 +152,7 @@ export class ConfigReader {
       );
     }
     crossCheck(this.#actions, this.#project, new Set([...unloaded, ...this.#unreadable]), this.problems);
-    if (this.problems.length > 0 && this.#projectValid && this.#project && checkProject) {
+    if (this.problems.length > 0 && this.#project && checkProject) {
       this.problems.push(...checkProject(this.#project));
     }
     if (this.problems.length > 0) {
