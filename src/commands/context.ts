@@ -265,7 +265,11 @@ export function startSession(
         if (stream) {
           report = await stream.finish(interrupted ? interruptedExitWaitMs : undefined);
         } else {
-          const dropped = enforceBoundWithoutServer(statePaths(opened.project.root).outbox, outboxMaxBytes());
+          const paths = statePaths(opened.project.root);
+          const dropped = enforceBoundWithoutServer(paths.outbox, outboxMaxBytes(), {
+            ownSegment: session.id,
+            ledgerFile: path.join(paths.cache, 'outbox-bytes.json'),
+          });
           if (dropped) process.stderr.write(describeDrops(dropped));
         }
       } finally {

@@ -4,7 +4,7 @@
  * and the session events are never dropped: they are the activity record cleanup relies on.
  * Only segments nobody writes or sends any more are rewritten.
  */
-import { renameSync, statSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { EventType } from '../events/catalog.js';
 import { listNamesWithSuffix, writeFileAtomic } from '../state/files.js';
@@ -126,12 +126,58 @@ function rewriteSegment(dir: string, id: string, drop: ReadonlySet<string>): voi
   renameSync(temp, file);
 }
 
+/** Commands without a server between two counts of the outbox's files (outboxSizeLedger). */
+export const outboxRecountEvery = 100;
+
+/**
+ * What the commands of a project without a server last knew of its outbox's size, kept in the
+ * project's cache (`.tend/cache/outbox-bytes.json`): `bytes`, the size of its segment files, and
+ * `commands`, how many commands added their own segment to it since the files were last counted.
+ */
+interface OutboxSizeLedger {
+  bytes: number;
+  commands: number;
+}
+
+function readLedger(file: string): OutboxSizeLedger | undefined {
+  try {
+    const { bytes, commands } = JSON.parse(readFileSync(file, 'utf8')) as Partial<OutboxSizeLedger>;
+    const count = (n: unknown) => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
+    return count(bytes) && count(commands) ? { bytes: bytes!, commands: commands! } : undefined;
+  } catch {
+    // Missing, torn or not ours: the files are counted.
+    return undefined;
+  }
+}
+
 /**
  * The bound for a project without a server: the outbox still records every session (a server
- * configured later gets them), so it is kept within its bound at the end of each command. A
- * `stat` of each file first: the full check runs only when the files are over the bound.
+ * configured later gets them), so it is kept within its bound at the end of each command. Each
+ * command leaves a segment there, thousands in a few months, and a `stat` of each at the end of
+ * every command grew to tens of milliseconds; so a command adds its own segment (`ownSegment`)
+ * to the size the ledger (`ledgerFile`) holds, and the files are counted only when that is over
+ * the bound, every `outboxRecountEvery` commands, or without a usable ledger. Two commands ending
+ * together may count one segment short; the next count corrects it. The full check runs only
+ * when the counted files are over the bound.
  */
-export function enforceBoundWithoutServer(dir: string, maxBytes: number): BoundReport | undefined {
+export function enforceBoundWithoutServer(
+  dir: string,
+  maxBytes: number,
+  { ownSegment, ledgerFile }: { ownSegment: string; ledgerFile: string },
+): BoundReport | undefined {
+  const ledger = readLedger(ledgerFile);
+  if (ledger && ledger.commands < outboxRecountEvery) {
+    let own = 0;
+    try {
+      own = statSync(segmentFile(dir, ownSegment)).size;
+    } catch {
+      // No event written: nothing added.
+    }
+    if (ledger.bytes + own <= maxBytes) {
+      writeLedger(ledgerFile, { bytes: ledger.bytes + own, commands: ledger.commands + 1 });
+      return undefined;
+    }
+  }
   let total = 0;
   try {
     for (const id of listNamesWithSuffix(dir, '.jsonl'))
@@ -139,7 +185,19 @@ export function enforceBoundWithoutServer(dir: string, maxBytes: number): BoundR
   } catch {
     return undefined;
   }
-  return total > maxBytes ? enforceBound(dir, maxBytes) : undefined;
+  const report = total > maxBytes ? enforceBound(dir, maxBytes) : undefined;
+  // After events were dropped the files are counted again by the next command.
+  if (report) rmSync(ledgerFile, { force: true });
+  else writeLedger(ledgerFile, { bytes: total, commands: 0 });
+  return report;
+}
+
+function writeLedger(file: string, ledger: OutboxSizeLedger): void {
+  try {
+    writeFileAtomic(file, JSON.stringify(ledger), 0o644, { durable: false });
+  } catch {
+    // A cache: without it the files are counted.
+  }
 }
 
 export function describeDrops(report: BoundReport): string {
