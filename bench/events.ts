@@ -2,7 +2,9 @@
  * The events benchmark (issue 3): events/s from a plugin's `ctx.events.emit` through the broker
  * (declaration check, schema validation, metadata) to the session bus, and on to the local log
  * and outbox on disk. Baseline in the same process: `bus.emit` directly, without the broker.
+ * Then the outbox's bound at the end of a command without a server (boundWithoutServer).
  */
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Type } from 'typebox';
@@ -10,11 +12,12 @@ import { SessionBus } from '../src/events/bus.js';
 import { PluginEventBroker } from '../src/router/broker.js';
 import type { NamespaceStatusPayload } from '../src/events/catalog.js';
 import { LocalLogSink } from '../src/events/local-log.js';
+import { enforceBoundWithoutServer, outboxMaxBytes } from '../src/outbox/bound.js';
 import { OutboxSink } from '../src/outbox/writer.js';
 import { Router } from '../src/router/router.js';
 import type { PluginDefinition, PluginPayload } from '../src/plugin/types.js';
 import { statePaths } from '../src/state/files.js';
-import { figure, ratio, tempProject, timeIt } from './support.js';
+import { figure, median, ratio, tempProject, timeIt } from './support.js';
 
 const count = 200_000;
 
@@ -121,6 +124,52 @@ export async function run(): Promise<void> {
   });
   figure('broker validation only (no forwarding)', count / (validated / 1000), 'events/s');
   project.remove();
+  boundWithoutServer();
+}
+
+/**
+ * The end of a command without a server: the outbox kept within its bound, with a segment of
+ * every earlier command there (5,000: a few months of one developer's commands). Baseline: a
+ * count of every segment's size, what each command did before the ledger.
+ */
+function boundWithoutServer(): void {
+  const segments = 5000;
+  const project = tempProject({});
+  const { outbox, cache } = statePaths(project.root);
+  mkdirSync(outbox, { recursive: true });
+  const segment = 'x'.repeat(4000);
+  for (let i = 0; i < segments; i++)
+    writeFileSync(path.join(outbox, `s${String(i).padStart(5, '0')}.jsonl`), segment);
+  const ledgerFile = path.join(cache, 'outbox-bytes.json');
+  const rounds = 21;
+  const counted: number[] = [];
+  const ledgered: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    rmSync(ledgerFile, { force: true });
+    counted.push(
+      timeSync(() =>
+        enforceBoundWithoutServer(outbox, outboxMaxBytes(), { ownSegment: 's00000', ledgerFile }),
+      ),
+    );
+    ledgered.push(
+      timeSync(() =>
+        enforceBoundWithoutServer(outbox, outboxMaxBytes(), { ownSegment: 's00000', ledgerFile }),
+      ),
+    );
+  }
+  console.log(
+    `outbox bound at the end of a command without a server, ${segments.toLocaleString()} segments, median of ${rounds}:`,
+  );
+  figure('  with the size ledger', median(ledgered), 'ms');
+  figure('  counting every segment (before the ledger)', median(counted), 'ms');
+  ratio('  ledger vs counting', median(ledgered), median(counted), 'counting');
+  project.remove();
+}
+
+function timeSync(fn: () => unknown): number {
+  const start = performance.now();
+  fn();
+  return performance.now() - start;
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) await run();
