@@ -552,6 +552,35 @@ spec:
     ]);
   });
 
+  it('a module tend does not convert (terraform: one Deploy named after it) is the error; what depends on it or reads it is no further error', async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'garden.yml': `kind: Module
+name: db
+type: terraform
+root: ./tf
+---
+kind: Module
+name: backend
+type: container
+image: nginx
+services:
+  - name: backend
+    dependencies: [db]
+    env:
+      DB_HOST: \${runtime.services.db.outputs.db_host_ip}
+tasks:
+  - name: init
+    args: [echo, "\${runtime.services.db.outputs.db_username}"]
+    dependencies: [db]
+`,
+    });
+    const errors = messages(await loadError(root));
+    expect(
+      errors.map((e) => `${e.code} ${e.location.file}:${e.location.line} ${e.message.split(';')[0]}`),
+    ).toEqual(['TEND_CONFIG_UNSUPPORTED garden.yml:3 module type terraform is not converted by tend']);
+  });
+
   it('a provider tend cannot run, limited to other environments, is left out as Garden leaves it out; in its own it is the error, at its line', async () => {
     // The layout of Garden 0.13's `garden create project`: a provider per environment.
     const root = makeProject({

@@ -115,15 +115,20 @@ export function convertModule(
   return actions;
 }
 
-/** The actions Garden 0.13 makes of a module: its Build, and a Deploy, Run or Test of each service, task and test. */
+/**
+ * The actions Garden 0.13 makes of a module: its Build, and a Deploy, Run or Test of each service,
+ * task and test; a module without `services` (helm, kubernetes, terraform, pulumi) is one Deploy
+ * named after the module.
+ */
 function moduleActionRefs(module: GardenRecord): string[] {
   const names = (key: string) =>
     (Array.isArray(module[key]) ? module[key] : []).flatMap((entry) =>
       isRecord(entry) && typeof entry.name === 'string' ? [entry.name] : [],
     );
+  const services = Array.isArray(module.services) ? names('services') : [String(module.name)];
   return [
     `build.${String(module.name)}`,
-    ...names('services').map((name) => `deploy.${name}`),
+    ...services.map((name) => `deploy.${name}`),
     ...names('tasks').map((name) => `run.${name}`),
     ...names('tests').map((name) => `test.${String(module.name)}-${name}`),
   ];
