@@ -369,4 +369,26 @@ spec:
     expect(all.stdout).toMatch(/stopped 1 process\(es\) and removed \.tend\/envs\//);
     expect(cleaned()).toBe('web deploy.web hi\napi-cleaned\nweb deploy.web hi\n');
   }, 120_000);
+
+  it('a Deploy with an empty deployCommand, only cleaning up, is ready at once as in Garden; its cleanupCommand runs', async () => {
+    const root = makeProject({
+      'project.garden.yml': `${project}---
+kind: Deploy
+type: exec
+name: cleanup-only
+spec:
+  shell: true
+  deployCommand: []
+  cleanupCommand: [echo, cleaned-only, ">>", cleaned.txt]
+`,
+    });
+    const deploy = await runTend(['deploy', '--json'], { cwd: root, timeoutMs: 60_000 });
+    expect(deploy.code, deploy.stderr).toBe(0);
+    expect(JSON.parse(deploy.stdout)).toMatchObject({
+      actions: [{ ref: 'deploy.cleanup-only', state: 'ready' }],
+    });
+    const cleanup = await runTend(['cleanup', 'deploy', 'cleanup-only'], { cwd: root });
+    expect(cleanup.code, cleanup.stderr).toBe(0);
+    expect(readFileSync(path.join(root, 'cleaned.txt'), 'utf8')).toBe('cleaned-only\n');
+  }, 120_000);
 });

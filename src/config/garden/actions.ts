@@ -102,7 +102,12 @@ const execDeploy: SpecTranslator = (translation, spec) => {
     statusTimeout,
     ...rest
   } = spec;
-  const out: GardenRecord = { ...rest, command: shellCommand(translation, spec, 'deployCommand') };
+  // Garden skips an empty deployCommand and reports the Deploy ready (one that only cleans up).
+  const skipped = Array.isArray(spec.deployCommand) && spec.deployCommand.length === 0;
+  const out: GardenRecord = {
+    ...rest,
+    command: skipped ? ['true'] : shellCommand(translation, spec, 'deployCommand'),
+  };
   translation.moved(['spec', 'command'], ['spec', 'deployCommand']);
   if (statusCommand !== undefined && spec.persistent === true) {
     out.readiness = {
