@@ -28,9 +28,13 @@ export async function runInitScript(
     ctx.signal,
   );
   if (result.exitCode !== 0) {
+    // The output is all there is to say why (a tool it runs missing, say), as Garden prints it.
+    const output = result.tail.trim()
+      ? `; its output (the last lines):\n${result.tail.replace(/^/gm, '  ')}`
+      : '';
     throw new TendError(
       'TEND_EXEC_FAILED',
-      `the exec provider's initScript exited with code ${result.exitCode}`,
+      `the exec provider's initScript exited with code ${result.exitCode}${output}`,
       { detail: { exitCode: result.exitCode, log: result.tail } },
     );
   }

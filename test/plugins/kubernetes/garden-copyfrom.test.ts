@@ -436,7 +436,10 @@ spec:
     writeFileSync(path.join(root, 'fail'), '');
     const failed = await runTend(['run', 'show'], { cwd: root, timeoutMs: 60_000 });
     expect(failed.code).not.toBe(0);
-    expect(failed.stderr).toContain("the exec provider's initScript exited with code 1");
+    // What the script printed says why it failed, as Garden shows it.
+    expect(failed.stderr).toContain(
+      `the exec provider's initScript exited with code 1; its output (the last lines):\n  ${root}\n  second`,
+    );
     expect(readFileSync(path.join(root, 'runs.txt'), 'utf8')).toBe('run\nrun\nrun\n');
   });
 });
