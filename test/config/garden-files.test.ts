@@ -581,6 +581,35 @@ tasks:
     ).toEqual(['TEND_CONFIG_UNSUPPORTED garden.yml:3 module type terraform is not converted by tend']);
   });
 
+  it("a module's dependencies written as one template is the error at its line, not left out", async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'garden.yml': `kind: Module
+type: exec
+name: db
+services:
+  - name: db
+    deployCommand: [echo, db]
+  - name: cache
+    deployCommand: [echo, cache]
+    dependencies: \${var.cacheDeps}
+---
+kind: Module
+type: kubernetes
+name: app
+dependencies: \${var.deps}
+manifests: [{ apiVersion: v1, kind: ConfigMap, metadata: { name: app }, data: { a: b } }]
+`,
+    });
+    const errors = messages(await loadError(root));
+    expect(
+      errors.map((e) => `${e.code} ${e.location.file}:${e.location.line} ${e.message.split(':')[0]}`),
+    ).toEqual([
+      'TEND_CONFIG_UNSUPPORTED garden.yml:9 a dependencies list written as a template (${…}) is not resolved by tend yet',
+      'TEND_CONFIG_UNSUPPORTED garden.yml:14 a dependencies list written as a template (${…}) is not resolved by tend yet',
+    ]);
+  });
+
   it('a provider tend cannot run, limited to other environments, is left out as Garden leaves it out; in its own it is the error, at its line', async () => {
     // The layout of Garden 0.13's `garden create project`: a provider per environment.
     const root = makeProject({

@@ -70,6 +70,13 @@ export function convertModule(
       'repositoryUrl of a module is not supported by tend yet: clone the repository into the project (beside this garden.yml) and remove repositoryUrl',
     );
   }
+  for (const at of templatedDependencies(module)) {
+    translation.unsupported(
+      at,
+      'a dependencies list written as a template (${…}) is not resolved by tend yet: list the dependencies ' +
+        '(Garden resolves it with the variables; left out, the module would run without them)',
+    );
+  }
   if (module.repositoryUrl !== undefined) {
     // Its files are elsewhere: what it would become is not loaded, and what reads it is no new error.
     translation.unloadedActions.push(...moduleActionRefs(module));
@@ -113,6 +120,21 @@ export function convertModule(
     translation.unloadedActions.push(...moduleActionRefs(module));
   }
   return actions;
+}
+
+/** Where a module's `dependencies` (its own, its build's, its entries') is one template string. */
+function templatedDependencies(module: GardenRecord): ConfigPath[] {
+  const templated = (value: unknown) => typeof value === 'string' && value.includes('${');
+  const found: ConfigPath[] = [];
+  if (templated(module.dependencies)) found.push(['dependencies']);
+  if (isRecord(module.build) && templated(module.build.dependencies)) found.push(['build', 'dependencies']);
+  for (const key of ['services', 'tasks', 'tests'] as const) {
+    const entries = Array.isArray(module[key]) ? module[key] : [];
+    entries.forEach((entry, i) => {
+      if (isRecord(entry) && templated(entry.dependencies)) found.push([key, i, 'dependencies']);
+    });
+  }
+  return found;
 }
 
 /**
