@@ -6,7 +6,7 @@
  */
 import { localIdentity } from '../state/identity.js';
 import { TendError, type SourceLocation } from '../errors.js';
-import { configError, formatPath } from './diagnostics.js';
+import { configError, formatPath, type ConfigProblem } from './diagnostics.js';
 import { formatLocation, nameMaxLength, nameRegExp } from './project.js';
 import type { PullRequestRef } from '../events/catalog.js';
 import type { ActionConfig, CleanupConfig, ProjectConfig, ProviderEntry, VariableValue } from './project.js';
@@ -388,8 +388,16 @@ export function resolveActionSpec(
  * is used, and projects leave placeholders in the entries of environments nobody selected.
  */
 export function providersOf(project: ProjectConfig, environment: string): ProviderEntry[] {
-  const entries = project.providers.filter((e) => !e.environments || e.environments.includes(environment));
-  const problems = entries.flatMap((e) => e.problems ?? []);
+  const problems = providerProblems(project, environment);
   if (problems.length > 0) throw configError(problems);
-  return entries;
+  return providerEntriesOf(project, environment);
+}
+
+/** The problems of the provider entries an environment uses that are checked only where used. */
+export function providerProblems(project: ProjectConfig, environment: string): ConfigProblem[] {
+  return providerEntriesOf(project, environment).flatMap((e) => e.problems ?? []);
+}
+
+function providerEntriesOf(project: ProjectConfig, environment: string): ProviderEntry[] {
+  return project.providers.filter((e) => !e.environments || e.environments.includes(environment));
 }

@@ -6,7 +6,12 @@
  * reads it.
  */
 import { selectActionCopies } from './action-variables.js';
-import { parseVarFlags, selectEnvironment, type SelectedEnvironment } from './environment.js';
+import {
+  parseVarFlags,
+  providerProblems,
+  selectEnvironment,
+  type SelectedEnvironment,
+} from './environment.js';
 import type { ActionConfig, ProjectConfig } from './project.js';
 import type { TemplateContext } from './template-context.js';
 import type { ConfigProblem } from './diagnostics.js';
@@ -54,14 +59,15 @@ function chooseEnvironment(
 }
 
 /**
- * What choosing the environment would fail on (a varfile missing, an environment unknown), as
+ * What choosing the environment would fail on (a varfile missing, an environment unknown), and
+ * the problems of the provider entries it uses (a provider tend cannot run, limited to it), as
  * problems at their lines: with the actions' problems, one `tend validate` lists them all. An
  * error without a place in the files (a --var-file missing) is left to the step itself.
  */
 export function environmentProblems(project: ProjectConfig, choice: EnvironmentChoice): ConfigProblem[] {
   try {
-    chooseEnvironment(project, choice, parseVarFlags(choice.vars ?? []));
-    return [];
+    const { name } = chooseEnvironment(project, choice, parseVarFlags(choice.vars ?? []));
+    return providerProblems(project, name);
   } catch (error) {
     if (!(error instanceof TendError) || !error.location) return [];
     const hint = error.detail?.hint;

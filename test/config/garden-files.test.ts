@@ -4,6 +4,7 @@
  * merge keys, and what tend does not do said at its file:line — as a problem, or a note that
  * `tend validate` prints.
  */
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { configure, loadProjectConfig } from '../../src/config/pipeline.js';
@@ -646,6 +647,18 @@ providers:
       });
       expect(refused!.message).toContain(`provider ${name} is not supported by tend; `);
     }
+    // Beside an action's problem, it is listed too, not only once that is fixed.
+    writeFileSync(path.join(root, 'api', 'garden.yml'), execRun('api').replace('spec:', 'bogus: 1\nspec:'));
+    const both = await validateCommand({ root, var: [], env: 'infra' }).then(
+      () => undefined,
+      (e: unknown) => e as TendError,
+    );
+    expect(
+      messages(both!).map((e) => `${e.location.file}:${e.location.line} ${e.message.split(';')[0]}`),
+    ).toEqual([
+      'project.garden.yml:9 provider terraform is not supported by tend',
+      expect.stringMatching(/^api\/garden.yml:\d+ unknown key "bogus"/),
+    ]);
     // Its environments are a filter, as Garden reads them: limited to an environment the project
     // does not have, it is used nowhere, by Garden as by tend.
     const elsewhere = makeProject({
