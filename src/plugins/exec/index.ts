@@ -32,7 +32,8 @@ import {
   resumeEnvironment,
 } from './environment.js';
 import { getLogs } from './logs.js';
-import { runCommand } from './process.js';
+import { outputFiles } from './output-files.js';
+import { runCommand, type CommandResult } from './process.js';
 import { runInitScript } from './init-script.js';
 import {
   forgetCleanupCommand,
@@ -54,7 +55,8 @@ const Env = Type.Record(AnyKey(), Type.String({ maxLength: 65_536 }), {
 });
 const Outputs = Type.Record(AnyKey(), Type.String(), {
   propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_.-]*$' },
-  description: 'outputs of the action (also from `::output key=value` lines on stdout)',
+  description:
+    'outputs of the action (also from `::output key=value` lines on stdout, and from files written to $GARDEN_ACTION_OUTPUTS_PATH)',
 });
 
 export const ExecCommandSpec = Type.Object(
@@ -175,17 +177,26 @@ async function runOnce(
   ensureEnvironment(ctx);
   const spec = action.spec;
   const captured = capturingOutput(ctx.log);
-  const result = await runCommand(
-    {
-      command: spec.command,
-      cwd: cwdOf(action, spec.cwd),
-      env: commandEnv(ctx, action, spec.env),
-      timeoutMs: action.timeoutMs,
-    },
-    captured.log,
-    ctx.signal,
-  );
-  const outputs = { ...spec.outputs, ...result.outputs, ...captured.outputs() };
+  const files = outputFiles();
+  let result: CommandResult;
+  let written: Record<string, string> = {};
+  try {
+    result = await runCommand(
+      {
+        command: spec.command,
+        cwd: cwdOf(action, spec.cwd),
+        env: { ...commandEnv(ctx, action, spec.env), ...files.env },
+        timeoutMs: action.timeoutMs,
+      },
+      captured.log,
+      ctx.signal,
+    );
+    // A failed command's files are not read: a half-written one would hide its exit code.
+    if (result.exitCode === 0) written = files.read(ctx.log, action.ref);
+  } finally {
+    files.remove();
+  }
+  const outputs = { ...spec.outputs, ...result.outputs, ...written, ...captured.outputs() };
   if (result.exitCode === 0) {
     writeResult(ctx.tendDir, resultScope(ctx, action), action.ref, {
       version: action.version,
