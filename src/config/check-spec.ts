@@ -83,9 +83,10 @@ export async function templateFileProblems(
   spec: unknown,
   context: TemplateContext,
   plugins: readonly PluginDefinition[],
-): Promise<ConfigProblem[]> {
+): Promise<{ problems: ConfigProblem[]; notes: ConfigNote[] }> {
+  const none = { problems: [], notes: [] };
   const templateFiles = kindOf(action, plugins)?.templateFiles;
-  if (!templateFiles) return [];
+  if (!templateFiles) return none;
   let listed: TemplateFiles;
   try {
     listed = await templateFiles({
@@ -94,18 +95,24 @@ export async function templateFileProblems(
       spec: structuredClone(spec),
     });
   } catch {
-    return [];
+    return none;
   }
   const own = actionContext(action, context);
   // What runs before the action, as the graph has it: what its files may read the outputs of.
   const refs = new Set(directDependencies(action, () => true).refs);
-  return listed.files.flatMap((file) =>
+  const legacy = new Set(listed.legacy ?? []);
+  const checked = listed.files.map((file) =>
     checkTemplateText(readFileSync(file, 'utf8'), own, {
       file: path.relative(root, file),
       hint: listed.hint,
       dependencies: { of: action.ref, refs },
+      ...(legacy.has(file) ? { legacy: true } : {}),
     }),
   );
+  return {
+    problems: checked.flatMap((c) => c.problems),
+    notes: checked.flatMap((c) => c.kept.map(({ message, location }) => ({ message, location }))),
+  };
 }
 
 /**

@@ -171,13 +171,13 @@ export class Configuration {
         return [];
       }
     });
-    const problems = (
-      await Promise.all(
-        checked.map(({ action, spec }) =>
-          templateFileProblems(this.project.root, action, spec, this.templateContext, this.plugins),
-        ),
-      )
-    ).flat();
+    const files = await Promise.all(
+      checked.map(({ action, spec }) =>
+        templateFileProblems(this.project.root, action, spec, this.templateContext, this.plugins),
+      ),
+    );
+    const problems = files.flatMap((f) => f.problems);
+    notes.push(...files.flatMap((f) => f.notes));
     const environment = { name: this.environment.name, namespace: this.environment.namespace };
     problems.push(...(await this.providerProblems(environment)), ...otherProblems);
     if (problems.length > 0) throw configError(sortProblems(problems));

@@ -18,6 +18,15 @@ export const tendTemplateSyntax: SyntaxOptions = { optionalSuffix: 'whole-value'
 const gardenOptionalSyntax: SyntaxOptions = { optionalSuffix: 'every-expression' };
 const gardenV2Syntax: SyntaxOptions = { optionalSuffix: 'text' };
 
+/**
+ * Whether a templated file under Garden's older key (`files`) keeps an expression naming a key
+ * that is not there as written: in a Garden project of apiVersion garden.io/v0 or v1, as Garden
+ * 0.13 resolves such files (legacyAllowPartial); the projects whose `${…}?` is optional everywhere.
+ */
+export function keepsUnknownKeysInLegacyFiles(syntax: SyntaxOptions | undefined): boolean {
+  return syntax?.optionalSuffix === 'every-expression';
+}
+
 /** The template syntax of a project whose Project document is `gardenProject` (undefined: tend.yml). */
 export function projectTemplateSyntax(gardenProject: Record<string, unknown> | undefined): SyntaxOptions {
   if (gardenProject === undefined) return tendTemplateSyntax;

@@ -36,6 +36,7 @@ import {
 } from './action-references.js';
 import type { TemplateContext } from './template-context.js';
 import { templateScope } from './template.js';
+import { keepsUnknownKeysInLegacyFiles } from './template-syntax.js';
 
 export interface TemplateTextOptions {
   /** The file, relative to the project root, for messages. */
@@ -47,6 +48,11 @@ export interface TemplateTextOptions {
    * those actions' outputs only (they run first); reading another's is a problem.
    */
   dependencies?: { of: string; refs: ReadonlySet<string> };
+  /**
+   * The file is listed under Garden's older key (`files`): in a Garden v0/v1 project an expression
+   * naming a key that is not there is kept as written (template-syntax.ts), as Garden 0.13 keeps it.
+   */
+  legacy?: boolean;
 }
 
 /** A templated text's problem, at an offset of the text. */
@@ -59,6 +65,12 @@ class TextProblem extends Error {
   }
 }
 
+/** An expression naming a key that is not there, in a file that keeps it as written (`legacy`). */
+class KeptAsWritten extends TextProblem {}
+
+const keptNote =
+  'kept as written: Garden 0.13 keeps what names no key in the `files` of an apiVersion v0/v1 project';
+
 /** A file's text with its template expressions resolved. Throws TEND_TEMPLATE at the file's line. */
 export function resolveTemplateText(
   text: string,
@@ -67,7 +79,12 @@ export function resolveTemplateText(
 ): string {
   if (!text.includes('${')) return text;
   try {
-    return resolveParts(parse(text, context.templateSyntax), templateScope(context), true);
+    return resolveParts(
+      parse(text, context.templateSyntax),
+      templateScope(context),
+      true,
+      keeps(context, options),
+    );
   } catch (error) {
     if (!(error instanceof TextProblem)) throw error;
     const problem = located(text, error, options);
@@ -84,10 +101,12 @@ export function checkTemplateText(
   text: string,
   context: TemplateContext,
   options: TemplateTextOptions,
-): ConfigProblem[] {
-  if (!text.includes('${')) return [];
+): { problems: ConfigProblem[]; kept: ConfigProblem[] } {
+  const kept: ConfigProblem[] = [];
+  if (!text.includes('${')) return { problems: [], kept };
   const { template, problems } = parseReportingAll(text, context.templateSyntax, options);
   const scope = templateScope(context);
+  const keep = keeps(context, options);
   for (const part of template.parts) {
     if (part.type === 'text') continue;
     const waits = readsAtRuntime(part, context.actionFields, options.dependencies);
@@ -98,15 +117,19 @@ export function checkTemplateText(
     if (waits.runtime) continue;
     try {
       if (template.parts.length === 1) resolveParts(template, scope);
-      else evaluatePart(part, scope);
+      else evaluatePart(part, scope, false, keep);
     } catch (error) {
       // A variable that reads an action's outputs: known when the action runs.
       if (error instanceof NotYetKnownError) continue;
       if (!(error instanceof TextProblem)) throw error;
-      problems.push(located(text, error, options));
+      (error instanceof KeptAsWritten ? kept : problems).push(located(text, error, options));
     }
   }
-  return problems;
+  return { problems, kept };
+}
+
+function keeps(context: TemplateContext, options: TemplateTextOptions): boolean {
+  return options.legacy === true && keepsUnknownKeysInLegacyFiles(context.templateSyntax);
 }
 
 /** Syntax errors are reported at most this many per file (each ends one parse). */
@@ -159,7 +182,7 @@ function offsetOf(part: TemplatePart): number {
  * The text of the parts, each expression's value written where it stands. `final`: when the action
  * runs, what is not known then (another action's outputs) is a problem of its line too.
  */
-function resolveParts(template: Template, scope: Scope, final = false): string {
+function resolveParts(template: Template, scope: Scope, final = false, keep = false): string {
   const [only] = template.parts;
   if (template.parts.length === 1 && only && only.type !== 'text') {
     const value = evaluatePart(only, scope, final);
@@ -175,8 +198,13 @@ function resolveParts(template: Template, scope: Scope, final = false): string {
   for (const part of template.parts) {
     if (part.type === 'text') out += part.text;
     else {
-      const value = evaluatePart(part, scope, final);
-      if (value !== undefined) out += stringify(value);
+      try {
+        const value = evaluatePart(part, scope, final, keep);
+        if (value !== undefined) out += stringify(value);
+      } catch (error) {
+        if (!(error instanceof KeptAsWritten)) throw error;
+        out += part.source;
+      }
     }
   }
   return out;
@@ -190,9 +218,10 @@ function describe(value: unknown): string {
 
 /**
  * One expression's (or `${if}` block's) value; its errors as a TextProblem at its offset. What is
- * known only later is a NotYetKnownError, unless `final`.
+ * known only later is a NotYetKnownError, unless `final`; a key that is not there, with `keep`, a
+ * KeptAsWritten.
  */
-function evaluatePart(part: ExpressionPart, scope: Scope, final = false): unknown {
+function evaluatePart(part: ExpressionPart, scope: Scope, final = false, keep = false): unknown {
   let value: unknown;
   try {
     value = evaluateTemplate({ parts: [part] }, scope);
@@ -208,6 +237,9 @@ function evaluatePart(part: ExpressionPart, scope: Scope, final = false): unknow
     throw error;
   }
   if (value instanceof Missing && value.later && !final) throw new NotYetKnownError(value.reason);
+  if (value instanceof Missing && keep && !value.later) {
+    throw new KeptAsWritten(`"${part.source}" ${keptNote} (${value.reason})`, offsetOf(part));
+  }
   if (value instanceof Missing) throw new TextProblem(`"${part.source}": ${value.reason}`, offsetOf(part));
   return value;
 }

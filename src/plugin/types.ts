@@ -203,9 +203,12 @@ export interface TemplateOptions {
   /**
    * The value is a file's whole text (a manifest template), resolved as Garden resolves such files:
    * before the plugin parses it, each value written where its expression stands. Problems name the
-   * line and the object (`Deployment api`) they are in, and end with `hint`.
+   * line and the object (`Deployment api`) they are in, and end with `hint`. `legacy`: the file is
+   * listed under Garden's older key (a kubernetes Deploy's `files`), which Garden 0.13 resolves
+   * leniently in an apiVersion garden.io/v0 or v1 project: an expression naming a key that is not
+   * there is kept as written.
    */
-  fileText?: { hint: string };
+  fileText?: { hint: string; legacy?: boolean };
 }
 
 /** The files an action's handlers resolve as text (`fileText` of `ctx.resolveTemplates`), for `tend validate`. */
@@ -213,6 +216,8 @@ export interface TemplateFiles {
   files: string[];
   /** As `fileText.hint`: how to have a file read as written. */
   hint: string;
+  /** Those of `files` resolved with `fileText.legacy`. */
+  legacy?: string[];
 }
 
 /** An action as its handlers see it: configuration resolved, version computed. */

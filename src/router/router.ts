@@ -237,7 +237,8 @@ export class Router {
         );
         if (options.fileText && typeof value === 'string') {
           const { file } = options.location;
-          return resolveTemplateText(value, context, { file, hint: options.fileText.hint }) as T;
+          const { hint, legacy } = options.fileText;
+          return resolveTemplateText(value, context, { file, hint, ...(legacy ? { legacy } : {}) }) as T;
         }
         return resolveTemplates(value, context, () => options.location);
       },

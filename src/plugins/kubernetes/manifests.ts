@@ -127,12 +127,27 @@ export async function templateFilesOf(params: VersionInputsParams): Promise<Temp
     new TendError('TEND_K8S_MANIFEST_INVALID', message, detail ? { detail } : {});
   const asWritten = new Set(await manifestFiles(params.sourceDir, spec.manifestFiles ?? [], fail));
   const templated = await manifestFiles(params.sourceDir, templateFiles(spec), fail);
+  const legacy = await legacyFiles(params.sourceDir, spec, fail);
+  const files = templated.filter((file) => !asWritten.has(file));
   return {
-    files: templated
-      .filter((file) => !asWritten.has(file))
-      .map((file) => path.resolve(params.sourceDir, file)),
+    files: files.map((file) => path.resolve(params.sourceDir, file)),
     hint: asWrittenHint,
+    legacy: files.filter((file) => legacy.has(file)).map((file) => path.resolve(params.sourceDir, file)),
   };
+}
+
+/**
+ * The files listed under `files` only, Garden's older key, which Garden 0.13 resolves leniently in
+ * an apiVersion v0/v1 project (fileText.legacy); under `manifestTemplates` too, a file is strict.
+ */
+async function legacyFiles(
+  sourceDir: string,
+  spec: Pick<KubernetesDeploySpec, 'manifestTemplates' | 'files'>,
+  fail: Invalid,
+): Promise<Set<string>> {
+  if (!spec.files?.length) return new Set();
+  const strict = new Set(await manifestFiles(sourceDir, spec.manifestTemplates ?? [], fail));
+  return new Set((await manifestFiles(sourceDir, spec.files, fail)).filter((file) => !strict.has(file)));
 }
 
 /** A templated file's text with its expressions resolved, as Garden does before parsing it. */
@@ -141,13 +156,14 @@ function resolveText(
   action: ResolvedAction<KubernetesDeploySpec>,
   text: string,
   file: string,
+  legacy: boolean,
 ): string {
   return ctx.resolveTemplates(text, {
     location: { file: path.relative(ctx.projectRoot, file), line: 1, column: 1 },
     dependencyOutputs: action.dependencyOutputs,
     dependencyVersions: action.dependencyVersions,
     actionRef: action.ref,
-    fileText: { hint: asWrittenHint },
+    fileText: { hint: asWrittenHint, ...(legacy ? { legacy } : {}) },
   });
 }
 
@@ -234,6 +250,7 @@ export async function loadManifests(
     out.push(...manifestsOf(values, name, { rendered: true }));
   }
   const asWritten = new Set(await manifestFiles(action.sourceDir, spec.manifestFiles ?? [], fail));
+  const legacy = await legacyFiles(action.sourceDir, spec, fail);
   for (const [files, templated] of [
     [[...asWritten], false],
     [(await manifestFiles(action.sourceDir, templates, fail)).filter((f) => !asWritten.has(f)), true],
@@ -242,9 +259,15 @@ export async function loadManifests(
       const full = path.resolve(action.sourceDir, file);
       const text = readFileSync(full, 'utf8');
       out.push(
-        ...parseManifests(action, templated ? resolveText(ctx, action, text, full) : text, file, full, {
-          templated,
-        }),
+        ...parseManifests(
+          action,
+          templated ? resolveText(ctx, action, text, full, legacy.has(file)) : text,
+          file,
+          full,
+          {
+            templated,
+          },
+        ),
       );
     }
   }

@@ -194,6 +194,64 @@ ${script
     }
   });
 
+  it("a Garden v1 project's `files`: what names no key is kept as written, as Garden 0.13 does, and noted; manifestTemplates and v2 stay strict", async () => {
+    const garden = (apiVersion: string, key: string) =>
+      makeProject({
+        'project.garden.yml': `apiVersion: garden.io/${apiVersion}
+kind: Project
+name: files-partial
+environments: [{ name: local, defaultNamespace: gtt-partial-${apiVersion}-${key.length} }]
+providers: [{ name: local-kubernetes, context: kube-sim }]
+variables: { greeting: hi }
+---
+kind: Deploy
+type: kubernetes
+name: app
+spec:
+  ${key}: [cm.yaml]
+`,
+        'cm.yaml': `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app
+  # namespace: \${env.namespace}
+data:
+  project: \${project.name}
+  greeting: "\${var.greeting} \${var.nope}"
+  script: echo "\${HOME}"
+`,
+      });
+    const root = garden('v1', 'files');
+    const valid = await runTend(['validate', ...cluster()], { cwd: root });
+    expect(valid.code, valid.stderr).toBe(0);
+    const kept = valid.stdout + valid.stderr;
+    for (const [line, expression] of [
+      [5, '${env.namespace}'],
+      [8, '${var.nope}'],
+      [9, '${HOME}'],
+    ] as const) {
+      expect(kept).toContain(`cm.yaml:${line}:`);
+      expect(kept).toContain(`"${expression}" kept as written: Garden 0.13 keeps what names no key`);
+    }
+    const deploy = await runTend(['deploy', ...cluster()], { cwd: root, timeoutMs: 120_000 });
+    expect(deploy.code, deploy.stderr).toBe(0);
+    const { data } = await kubectlJson<{ data: Record<string, string> }>(
+      h.kubeconfig,
+      '-n',
+      'gtt-partial-v1-5',
+      'get',
+      'configmap',
+      'app',
+    );
+    expect(data).toEqual({ project: 'files-partial', greeting: 'hi ${var.nope}', script: 'echo "${HOME}"' });
+    // manifestTemplates, and a v2 project's files, are strict: the same file is three errors.
+    for (const strict of [garden('v1', 'manifestTemplates'), garden('v2', 'files')]) {
+      const refused = await runTend(['validate', ...cluster()], { cwd: strict });
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain('(3 configuration errors)');
+    }
+  });
+
   it("validate lists the problems file by file, each file's by line", async () => {
     const root = makeProject({
       'tend.yml': projectYaml({ registry: h.sim.registryHost, namespace: 'gtt-order' }),
