@@ -69,7 +69,9 @@ export class Configuration {
   }) {
     this.project = parts.project;
     this.plugins = parts.plugins;
-    this.notes = parts.notes;
+    this.notes = parts.notes.filter(
+      (note) => !note.environments || note.environments.includes(parts.environment.name),
+    );
     this.runnables = parts.runnables;
     this.environment = parts.environment;
     this.templateContext = parts.templateContext;

@@ -99,7 +99,9 @@ export class ModuleConverter {
       for (const { code, message, path: p } of translation.problems) {
         this.problems.push({ code, message, location: at(p) });
       }
-      for (const { message, path: p } of translation.notes) this.notes.push(lazyNote(message, () => at(p)));
+      for (const { message, path: p, environments } of translation.notes) {
+        this.notes.push(lazyNote(message, () => at(p), environments));
+      }
       for (const ref of translation.unloadedActions) this.unloaded.add(ref);
       if (translation.runnable)
         this.runnables.push({ ...translation.runnable, file: document.file.file, locate });

@@ -26,6 +26,8 @@ export interface ConfigDocument {
 export interface ConfigNote {
   message: string;
   location: SourceLocation;
+  /** Said only when one of these environments is chosen (a note of a provider entry limited to them). */
+  environments?: readonly string[];
 }
 
 /**
@@ -33,10 +35,15 @@ export interface ConfigNote {
  * position once loading is done parses the file's YAML again: measured, 5 ms of every `tend
  * status` of a Garden project with one ignored provider setting.
  */
-export function lazyNote(message: string, locate: () => SourceLocation): ConfigNote {
+export function lazyNote(
+  message: string,
+  locate: () => SourceLocation,
+  environments?: readonly string[],
+): ConfigNote {
   let location: SourceLocation | undefined;
   return {
     message,
+    ...(environments ? { environments } : {}),
     get location() {
       return (location ??= locate());
     },

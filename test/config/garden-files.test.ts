@@ -669,6 +669,31 @@ providers:
     expect((await validateCommand({ root: elsewhere, var: [] })).exitCode).toBe(0);
   });
 
+  it('a note of a provider entry limited to some environments is said only in those', async () => {
+    const root = makeProject({
+      'project.garden.yml': `apiVersion: garden.io/v1
+kind: Project
+name: shop
+defaultEnvironment: local
+environments: [{ name: local }, { name: remote }]
+providers:
+  - name: local-kubernetes
+    environments: [local]
+  - name: kubernetes
+    environments: [remote]
+    context: remote-cluster
+    setupIngressController: nginx
+`,
+      'api/garden.yml': execRun('api'),
+    });
+    const notesIn = async (env: string) =>
+      (await validateCommand({ root, var: [], env })).data.notes?.map(
+        (n) => `${n.line} ${n.message.split(':')[0]}`,
+      );
+    expect(await notesIn('local')).toBeUndefined();
+    expect(await notesIn('remote')).toEqual([expect.stringMatching(/^12 setupIngressController/)]);
+  });
+
   it('tend validate lists sync mode as ignored, a Workflow to run and a Command outside the root as not offered, and the project is valid', async () => {
     const root = makeProject({
       'project.garden.yml': gardenProject,

@@ -306,7 +306,12 @@ export function translateGardenProject(value: GardenRecord, translation: Transla
   const providers: GardenRecord[] = [];
   const names = new Set<string>();
   for (const { entry, at } of providerEntries(translation, value)) {
+    const notesBefore = translation.notes.length;
     const translated = translateProvider(translation, entry, at, kept.name);
+    // An entry limited to some environments is used only there: so are its notes.
+    const only =
+      isRecord(entry) && Array.isArray(entry.environments) ? entry.environments.map(String) : undefined;
+    if (only) for (const note of translation.notes.slice(notesBefore)) note.environments = only;
     if (!translated) continue;
     translation.moved(['providers', providers.length], at);
     providers.push(translated.entry);

@@ -12,6 +12,8 @@ export interface GardenFinding {
   message: string;
   /** Where in the Garden document, as written. */
   path: ConfigPath;
+  /** Of a provider entry limited to these environments: said only when one of them is chosen. */
+  environments?: string[];
 }
 
 /** What fails the load: what tend cannot do, or a key Garden does not have either. */
