@@ -780,7 +780,7 @@ tests:
     ).toBe(true);
   });
 
-  it('a container module: its Build (a Dockerfile), tasks and tests run its image; a service is a container Deploy, hotReload (of the module, of a service) and allowPublish noted', async () => {
+  it('a container module: its Build (a Dockerfile), tasks and tests run its image; a service is a container Deploy, hotReload (of the module, of a service, its hotReloadArgs) and allowPublish noted', async () => {
     const module = `kind: Module
 type: container
 name: web
@@ -810,6 +810,7 @@ allowPublish: false
 services:
   - name: web
     hotReload: { sync: [{ target: /app }] }
+    hotReloadArgs: [npm, run, dev]
     ports: [{ name: http, containerPort: 8080 }]
 `,
       'web/Dockerfile': 'FROM node:22\n',
@@ -824,6 +825,7 @@ services:
       'web/garden.yml:10 hotReload: tend deploys what is on disk; ignored',
       'web/garden.yml:11 allowPublish: tend has no publish command; ignored',
       'web/garden.yml:14 hotReload: tend deploys what is on disk; ignored',
+      'web/garden.yml:15 hotReloadArgs: tend deploys what is on disk; ignored',
     ]);
   });
 });

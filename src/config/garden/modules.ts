@@ -330,9 +330,26 @@ function convertContainerModule(parts: ModuleParts): void {
     ['tests', 'Test'],
   ] as const) {
     for (const { entry, at } of entries(key)) {
-      const { name: entryName, dependencies, disabled, timeout, description: _d, hotReload, ...rest } = entry;
-      if (hotReload !== undefined)
-        translation.note([...at, 'hotReload'], 'hotReload: tend deploys what is on disk; ignored');
+      const {
+        name: entryName,
+        dependencies,
+        disabled,
+        timeout,
+        description: _d,
+        hotReload,
+        hotReloadCommand,
+        hotReloadArgs,
+        ...rest
+      } = entry;
+      // Garden 0.12's hot reload of a service: its own settings and the command it ran with.
+      for (const [key, value] of [
+        ['hotReload', hotReload],
+        ['hotReloadCommand', hotReloadCommand],
+        ['hotReloadArgs', hotReloadArgs],
+      ] as const) {
+        if (value !== undefined)
+          translation.note([...at, key], `${key}: tend deploys what is on disk; ignored`);
+      }
       const actionDependencies = own(dependencies);
       const volumes = moduleVolumes(rest.volumes, actionDependencies, at);
       add(
