@@ -582,7 +582,7 @@ tasks:
     ).toEqual(['TEND_CONFIG_UNSUPPORTED garden.yml:3 module type terraform is not converted by tend']);
   });
 
-  it("a module's dependencies written as one template is the error at its line, not left out", async () => {
+  it("a module's or an action's dependencies written as one template is the error at its line, not left out", async () => {
     const root = makeProject({
       'project.garden.yml': gardenProject,
       'garden.yml': `kind: Module
@@ -600,6 +600,12 @@ type: kubernetes
 name: app
 dependencies: \${var.deps}
 manifests: [{ apiVersion: v1, kind: ConfigMap, metadata: { name: app }, data: { a: b } }]
+---
+kind: Run
+type: exec
+name: later
+dependencies: \${var.deps}
+spec: { command: [echo] }
 `,
     });
     const errors = messages(await loadError(root));
@@ -608,6 +614,7 @@ manifests: [{ apiVersion: v1, kind: ConfigMap, metadata: { name: app }, data: { 
     ).toEqual([
       'TEND_CONFIG_UNSUPPORTED garden.yml:9 a dependencies list written as a template (${…}) is not resolved by tend yet',
       'TEND_CONFIG_UNSUPPORTED garden.yml:14 a dependencies list written as a template (${…}) is not resolved by tend yet',
+      'TEND_CONFIG_UNSUPPORTED garden.yml:20 a dependencies list written as a template (${…}) is not resolved by tend yet',
     ]);
   });
 

@@ -16,6 +16,7 @@ import {
   dropIgnoredKeys,
   isRecord,
   refuseUnknownKeys,
+  templatedDependenciesUnsupported,
   type GardenRecord,
   type Translation,
 } from './translation.js';
@@ -439,7 +440,9 @@ export function translateGardenAction(
     out.source = value.source;
   }
   if (Array.isArray(value.dependencies)) out.dependencies = value.dependencies.map(dependencyRef);
-  else if (value.dependencies !== undefined) out.dependencies = value.dependencies;
+  else if (typeof value.dependencies === 'string' && value.dependencies.includes('${')) {
+    translation.unsupported(['dependencies'], templatedDependenciesUnsupported);
+  } else if (value.dependencies !== undefined) out.dependencies = value.dependencies;
 
   const type = typeof value.type === 'string' ? value.type : '';
   // Garden checks the type of enabled actions only.

@@ -24,7 +24,12 @@ import { convertHelmModule } from './helm-module.js';
 import { addModulePods, strings, type ModuleParts } from './module-parts.js';
 import type { GardenProjectIndex } from './project-index.js';
 import { convertVolumeModule, moduleVolumes } from './volumes.js';
-import { isRecord, type GardenRecord, type Translation } from './translation.js';
+import {
+  isRecord,
+  templatedDependenciesUnsupported,
+  type GardenRecord,
+  type Translation,
+} from './translation.js';
 
 /** One action of a module, as a Garden 0.13 document, with where its keys are in the module. */
 export interface ModuleAction {
@@ -71,11 +76,7 @@ export function convertModule(
     );
   }
   for (const at of templatedDependencies(module)) {
-    translation.unsupported(
-      at,
-      'a dependencies list written as a template (${…}) is not resolved by tend yet: list the dependencies ' +
-        '(Garden resolves it with the variables; left out, the module would run without them)',
-    );
+    translation.unsupported(at, templatedDependenciesUnsupported);
   }
   if (module.repositoryUrl !== undefined) {
     // Its files are elsewhere: what it would become is not loaded, and what reads it is no new error.

@@ -16,6 +16,11 @@ export interface GardenFinding {
   environments?: string[];
 }
 
+/** Why a `dependencies:` written as one template is refused (Garden resolves it with the variables). */
+export const templatedDependenciesUnsupported =
+  'a dependencies list written as a template (${…}) is not resolved by tend yet: list the dependencies ' +
+  '(Garden resolves it with the variables; left out, the action would run without them)';
+
 /** What fails the load: what tend cannot do, or a key Garden does not have either. */
 export interface GardenProblem extends GardenFinding {
   code: Extract<ConfigProblem['code'], 'TEND_CONFIG_UNSUPPORTED' | 'TEND_CONFIG_UNKNOWN_KEY'>;
