@@ -22,7 +22,10 @@ export interface ValidateData {
   providers: string[];
   actions: {
     ref: string;
+    /** The type tend runs it as. */
     type: string;
+    /** The type its Garden file names, where that is another (a container Run is tend's kubernetes-pod). */
+    writtenType?: string;
     file: string;
     line: number;
     column: number;
@@ -69,6 +72,7 @@ export async function validateCommand(
     actions: actions.map((action) => ({
       ref: action.ref,
       type: action.type,
+      ...(action.writtenType ? { writtenType: action.writtenType } : {}),
       file: action.file,
       line: action.location.line,
       column: action.location.column,
@@ -95,7 +99,13 @@ export async function validateCommand(
   };
   const table = formatTable(
     ['ACTION', 'TYPE', 'FILE', 'DEPENDENCIES'],
-    data.actions.map((a) => [a.ref, a.type, `${a.file}:${a.line}`, a.dependencies.join(', ') || '-']),
+    // The type as the project's file says it; tend's own beside it where that is another.
+    data.actions.map((a) => [
+      a.ref,
+      a.writtenType ? `${a.writtenType} (${a.type})` : a.type,
+      `${a.file}:${a.line}`,
+      a.dependencies.join(', ') || '-',
+    ]),
   );
   const count = data.actions.length;
   const human = [

@@ -112,6 +112,7 @@ export class ModuleConverter {
           value: read,
           locate: (p, target = 'value') => locate(translation.originalPath(p), target),
           ...(rendered ? { origin: { dir, rendered } } : {}),
+          ...(translation.writtenType ? { writtenType: translation.writtenType } : {}),
         };
       }
     }

@@ -102,6 +102,8 @@ export interface ProjectConfig {
 export interface ActionConfig {
   kind: ActionKind;
   type: string;
+  /** The type its Garden document names, where tend runs the action as another (a container Run as kubernetes-pod). */
+  writtenType?: string;
   name: string;
   /** `build.api`: lower-case kind, dot, name. */
   ref: string;

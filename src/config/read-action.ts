@@ -46,7 +46,7 @@ export function readActionDocument(
   kind: ActionKind,
   reading: ActionReading,
 ): PendingAction | undefined {
-  const { file, doc, locate, origin } = document;
+  const { file, doc, locate, origin, writtenType } = document;
   const problem = (code: ConfigProblem['code'], message: string, location: SourceLocation) =>
     reading.problems.push({ code, message, location });
   const name = typeof value.name === 'string' ? value.name : undefined;
@@ -148,6 +148,7 @@ export function readActionDocument(
       type: raw.type,
       name: raw.name,
       ref,
+      ...(writtenType ? { writtenType } : {}),
       ...(raw.description !== undefined ? { description: raw.description } : {}),
       dependencies,
       sourceDir,

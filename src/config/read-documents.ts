@@ -20,6 +20,8 @@ export interface ConfigDocument {
   locate: Locate;
   /** A config rendered from a Garden template: its directory and what its templates read. */
   origin?: { dir: string; rendered: RenderedFrom };
+  /** The action's type as its Garden document names it, where tend runs it as another (a container Run). */
+  writtenType?: string;
 }
 
 /** What tend read and accepts without doing it (a Garden setting it ignores, a Workflow it does not run). */

@@ -206,6 +206,32 @@ spec:
     expect(byRef.get('run.migrate')!.spec).toEqual({ command: ['sh', '-c', 'echo $HOME'] });
   });
 
+  it('tend validate names the type the Garden file says, and what tend runs it as where that is another', async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'garden.yml': `kind: Run
+type: container
+name: migrate
+spec: { image: alpine, command: [echo] }
+---
+kind: Deploy
+type: persistentvolumeclaim
+name: data
+spec: { spec: { accessModes: [ReadWriteOnce], resources: { requests: { storage: 1Gi } } } }
+---
+${execRun('smoke')}`,
+    });
+    const result = await validateCommand({ root, var: [] });
+    expect(result.data.actions.map(({ ref, type, writtenType }) => ({ ref, type, writtenType }))).toEqual([
+      { ref: 'run.migrate', type: 'kubernetes-pod', writtenType: 'container' },
+      { ref: 'deploy.data', type: 'kubernetes', writtenType: 'persistentvolumeclaim' },
+      { ref: 'run.smoke', type: 'exec', writtenType: undefined },
+    ]);
+    expect(result.human).toMatch(/run\.migrate +container \(kubernetes-pod\) +garden\.yml:1 /);
+    expect(result.human).toMatch(/deploy\.data +persistentvolumeclaim \(kubernetes\) +garden\.yml:6 /);
+    expect(result.human).toMatch(/run\.smoke +exec +garden\.yml:11 /);
+  });
+
   it("a container Deploy, Test or Run with build: and no image runs the Build's image", async () => {
     const root = makeProject({
       'project.garden.yml': gardenProject,

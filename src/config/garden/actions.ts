@@ -458,6 +458,7 @@ export function translateGardenAction(
   }
   const translate = translators[type]?.[kind];
   out.type = tendType(type, kind);
+  if (out.type !== type) translation.writtenType = type;
   // An exec Build may have no spec at all (it only gathers files for others).
   const givenSpec = value.spec ?? (type === 'exec' ? {} : undefined);
   if (translate && isRecord(givenSpec)) {

@@ -39,6 +39,8 @@ export class Translation {
   readonly unloadedActions: string[] = [];
   /** A Workflow or custom Command: not an action, run by `tend workflow` and `tend command`. */
   runnable: { kind: 'Workflow' | 'Command'; value: GardenRecord } | undefined;
+  /** The action's type as the Garden document names it, where tend runs it as another (a container Run). */
+  writtenType: string | undefined;
   /** Translated path prefix → the Garden document's path prefix, for renamed and moved keys. */
   readonly #moves: [ConfigPath, ConfigPath][] = [];
 
