@@ -4,7 +4,7 @@
  * a command asks per action as it goes: an action's spec resolved (with its dependencies' outputs
  * once they ran) and checked, a provider entry's configuration, an expression's value.
  */
-import { TendError } from '../errors.js';
+import { TendError, type SourceLocation } from '../errors.js';
 import type { Outputs, PluginDefinition } from '../plugin/types.js';
 import type { GardenRunnable } from './garden/workflows.js';
 import {
@@ -160,16 +160,24 @@ export class Configuration {
    */
   async check(otherProblems: readonly ConfigProblem[] = []): Promise<ConfigNote[]> {
     const notes: ConfigNote[] = [];
+    // Each action's first problem, all of them at once: one action's does not hide the next's.
+    const specErrors: TendError[] = [];
+    const specProblems: ConfigProblem[] = [];
     const checked = this.actions.flatMap((action) => {
       try {
         return [
           { action, spec: this.checkSpec(action, this.resolveSpec(action, { keepActionOutputs: true })) },
         ];
       } catch (error) {
-        const variable = error instanceof TendError ? undeclaredVariable(error) : undefined;
-        if (variable === undefined) throw error;
-        const message = `${action.ref} reads variable "${variable}", which nothing declares: it runs only when given one (--var ${variable}=…)`;
-        notes.push({ message, location: (error as TendError).location ?? action.location });
+        if (!(error instanceof TendError)) throw error;
+        const variable = undeclaredVariable(error);
+        if (variable !== undefined) {
+          const message = `${action.ref} reads variable "${variable}", which nothing declares: it runs only when given one (--var ${variable}=…)`;
+          notes.push({ message, location: error.location ?? action.location });
+        } else {
+          specErrors.push(error);
+          specProblems.push(...problemsOf(error, action.location));
+        }
         return [];
       }
     });
@@ -178,10 +186,12 @@ export class Configuration {
         templateFileProblems(this.project.root, action, spec, this.templateContext, this.plugins),
       ),
     );
-    const problems = files.flatMap((f) => f.problems);
+    const problems = [...specProblems, ...files.flatMap((f) => f.problems)];
     notes.push(...files.flatMap((f) => f.notes));
     const environment = { name: this.environment.name, namespace: this.environment.namespace };
     problems.push(...(await this.providerProblems(environment)), ...otherProblems);
+    // One action's error alone keeps its own words (a hint, its detail).
+    if (problems.length === specProblems.length && specErrors.length === 1) throw specErrors[0];
     if (problems.length > 0) throw configError(sortProblems(problems));
     const warnings = await Promise.all(
       checked.map(({ action, spec }) =>
@@ -196,6 +206,15 @@ export class Configuration {
     );
     return [...notes, ...warnings.flat()];
   }
+}
+
+/** A check's error as problems: the ones it lists (a configError), or itself at its place. */
+function problemsOf(error: TendError, fallback: SourceLocation): ConfigProblem[] {
+  const listed = (error.detail as { errors?: ConfigProblem[] } | undefined)?.errors;
+  if (Array.isArray(listed) && listed.length > 0) return listed;
+  const hint = error.detail?.hint;
+  const message = typeof hint === 'string' ? `${error.message}; ${hint}` : error.message;
+  return [{ code: error.code, message, location: error.location ?? fallback }];
 }
 
 /** The variable a template error says nothing declares (`--var` would give it), if that was the error. */

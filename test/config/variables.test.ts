@@ -108,6 +108,38 @@ describe('varfiles', () => {
     expect(project.stderr).not.toContain('shared.yml');
   });
 
+  it("every action's template problem is listed in one validate, not only the first action's", async () => {
+    const root = makeProject({
+      'tend.yml': `kind: Project
+name: unset
+defaultEnvironment: dev
+environments: [{ name: dev, defaultNamespace: unset-dev }]
+providers: [{ name: exec }]
+variables:
+  a: \${local.env.TEND_TEST_UNSET_A}
+---
+kind: Run
+type: exec
+name: one
+spec:
+  command: [echo, "\${var.a}"]
+---
+kind: Run
+type: exec
+name: two
+spec:
+  command: [echo, "\${local.env.TEND_TEST_UNSET_C}"]
+`,
+    });
+    const run = await runTend(['validate'], { cwd: root });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(
+      'tend.yml:13:19: in variable "var.a": environment variable "TEND_TEST_UNSET_A" is not set',
+    );
+    expect(run.stderr).toContain('tend.yml:19:19: environment variable "TEND_TEST_UNSET_C" is not set');
+    expect(run.stderr).toContain('(2 configuration errors)');
+  });
+
   it('a varfile that is not a mapping of names to values: exit 2 at the line and column', async () => {
     // A list is a value (structured variables); a name with a space is not a name.
     const root = makeProject({
