@@ -161,7 +161,6 @@ export class Configuration {
   async check(otherProblems: readonly ConfigProblem[] = []): Promise<ConfigNote[]> {
     const notes: ConfigNote[] = [];
     // Each action's first problem, all of them at once: one action's does not hide the next's.
-    const specErrors: TendError[] = [];
     const specProblems: ConfigProblem[] = [];
     const checked = this.actions.flatMap((action) => {
       try {
@@ -175,7 +174,6 @@ export class Configuration {
           const message = `${action.ref} reads variable "${variable}", which nothing declares: it runs only when given one (--var ${variable}=…)`;
           notes.push({ message, location: error.location ?? action.location });
         } else {
-          specErrors.push(error);
           specProblems.push(...problemsOf(error, action.location));
         }
         return [];
@@ -190,8 +188,6 @@ export class Configuration {
     notes.push(...files.flatMap((f) => f.notes));
     const environment = { name: this.environment.name, namespace: this.environment.namespace };
     problems.push(...(await this.providerProblems(environment)), ...otherProblems);
-    // One action's error alone keeps its own words (a hint, its detail).
-    if (problems.length === specProblems.length && specErrors.length === 1) throw specErrors[0];
     if (problems.length > 0) throw configError(sortProblems(problems));
     const warnings = await Promise.all(
       checked.map(({ action, spec }) =>
