@@ -321,6 +321,17 @@ export class VariablesNode implements ContextNode, PathNode {
   completions(prefix: string): string[] {
     return this.names().map((k) => `${prefix}.${k}`);
   }
+
+  /** `${var}`: every variable, resolved (`${var contains "x"}`, `${jsonEncode(var)}`), as Garden gives it. */
+  whole(place: LookupPlace): unknown {
+    const all: Record<string, unknown> = {};
+    for (const name of this.names()) {
+      const value = this.member(name, { prefix: place.prefix, text: `${place.text}.${name}` });
+      if (value instanceof Missing) return value;
+      all[name] = value;
+    }
+    return all;
+  }
 }
 
 /** `local.env.<NAME>`: the process environment. */

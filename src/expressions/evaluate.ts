@@ -60,6 +60,8 @@ export interface ContextNode {
   member(key: string | number, place: LookupPlace): unknown;
   /** What to write instead of the node itself, for "incomplete" errors (`project.name`). */
   completions(prefix: string): string[];
+  /** The node as one value, where it has one (`${var}`: every variable, as Garden gives it). */
+  whole?(place: LookupPlace): unknown;
 }
 
 /** Data from YAML never holds functions: an object with `member` and `completions` methods is a node. */
@@ -336,7 +338,9 @@ export function followPath(
   current = force(current);
   if (current instanceof Missing) return current;
   if (isContextNode(current)) {
-    return new Missing(
+    if (current.whole) return current.whole({ prefix, text });
+    // An error, not a Missing: a conditional would read it as a key that is not there (false).
+    throw new TemplateEvaluationError(
       `incomplete template expression "${text}"; expected one of: ${current.completions(prefix).join(', ') || '(none)'}`,
     );
   }

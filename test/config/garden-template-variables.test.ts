@@ -132,3 +132,43 @@ spec:
     ]);
   });
 });
+
+describe('`${var}` and `${variables}` as a whole', () => {
+  it('are every variable, resolved, as Garden gives them: contains, jsonEncode, a conditional', async () => {
+    const root = makeProject({
+      'project.garden.yml': `${project}  cluster-name: formance
+  tagged: \${var.greeting}-tag
+`,
+      'garden.yml': `kind: Run
+type: exec
+name: dump
+spec:
+  command:
+    - echo
+    - '\${variables contains "cluster-name" ? "has-cluster-name" : "no-cluster-name"}'
+    - '\${var contains "network" ? "--network " + var.network : "no-network"}'
+    - '\${jsonEncode(var)}'
+`,
+    });
+    expect((await validateCommand({ root, var: [] })).exitCode).toBe(0);
+    expect(await runLogs(root, 'dump')).toEqual({
+      'run.dump':
+        'has-cluster-name no-network {"greeting":"hello","cluster-name":"formance","tagged":"hello-tag"}',
+    });
+  });
+
+  it('a variable that cannot be resolved is the error of the whole, not left out', async () => {
+    const root = makeProject({
+      'project.garden.yml': `${project}  unset: \${local.env.TEND_TEST_NOT_SET_WHOLE}
+`,
+      'garden.yml': `kind: Run
+type: exec
+name: dump
+spec:
+  command: [echo, '\${jsonEncode(var)}']
+`,
+    });
+    const error = (await validateCommand({ root, var: [] }).catch((e: unknown) => e)) as TendError;
+    expect(error.message).toContain('environment variable "TEND_TEST_NOT_SET_WHOLE" is not set');
+  });
+});

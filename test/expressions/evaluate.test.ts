@@ -120,9 +120,13 @@ describe('evaluating', () => {
     expect((evaluate('${nope.x}') as Missing).reason).toBe(
       'unknown key "nope.x"; available: var, environment, project',
     );
-    expect((evaluate('${project}') as Missing).reason).toBe(
-      'incomplete template expression "project"; expected one of: project.name',
-    );
+    // A whole context without a value of its own is an error, not a key that is not there: a
+    // conditional would read that as false.
+    for (const template of ['${project}', '${project ? "has" : "none"}', '${project || "none"}']) {
+      expect(() => evaluate(template), template).toThrow(
+        'incomplete template expression "project"; expected one of: project.name',
+      );
+    }
   });
 
   it('evaluates ${if} blocks', () => {
