@@ -206,6 +206,33 @@ spec:
     expect(byRef.get('run.migrate')!.spec).toEqual({ command: ['sh', '-c', 'echo $HOME'] });
   });
 
+  it("kustomize without a path is the action's directory, as in Garden; null runs none (an action's, a module's)", async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'garden.yml': `kind: Deploy
+type: kubernetes
+name: here
+spec: { kustomize: {} }
+---
+kind: Deploy
+type: kubernetes
+name: none
+spec:
+  kustomize: { path: null }
+  manifests: [{ apiVersion: v1, kind: ConfigMap, metadata: { name: none } }]
+`,
+      'mod/garden.yml':
+        'kind: Module\ntype: kubernetes\nname: mod\nkustomize: { extraArgs: [--enable-helm] }\n',
+    });
+    const { actions } = await load(root);
+    const spec = (ref: string) => actions.find((a) => a.ref === ref)?.spec as Record<string, unknown>;
+    expect(spec('deploy.here')).toEqual({ kustomize: { path: '.' } });
+    expect(spec('deploy.none')).toEqual({
+      manifests: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'none' } }],
+    });
+    expect(spec('deploy.mod')).toEqual({ kustomize: { path: '.', extraArgs: ['--enable-helm'] } });
+  });
+
   it('tend validate names the type the Garden file says, and what tend runs it as where that is another', async () => {
     const root = makeProject({
       'project.garden.yml': gardenProject,

@@ -280,8 +280,23 @@ const kubernetesDeploy: SpecTranslator = (translation, spec) => {
     'sync mode, local mode and port forwarding',
   );
   for (const key of ['namespace', 'applyArgs', 'localVolumes']) delete kept[key];
-  return kept;
+  return withKustomizeDefaults(kept);
 };
+
+/**
+ * `kustomize` as Garden reads it (kubernetes-type/kustomize.ts): `path` defaults to the action's
+ * directory, and `null` (of `kustomize` or of its `path`) runs no kustomize.
+ */
+export function withKustomizeDefaults(spec: GardenRecord): GardenRecord {
+  const { kustomize } = spec;
+  if (kustomize === null || (isRecord(kustomize) && kustomize.path === null)) {
+    const { kustomize: _none, ...rest } = spec;
+    return rest;
+  }
+  if (isRecord(kustomize) && kustomize.path === undefined)
+    return { ...spec, kustomize: { ...kustomize, path: '.' } };
+  return spec;
+}
 
 /** `namespace` of a spec: tend deploys into the environment's namespace. */
 function noOwnNamespace(translation: Translation, spec: GardenRecord): void {
