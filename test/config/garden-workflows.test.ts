@@ -239,6 +239,21 @@ describe("Garden's commands as tend's", () => {
       ['command', 'my-command', 'x'],
     ],
     [['publish'], 'Garden command "publish" is not one tend runs'],
+    // Garden 0.12's spellings, which Garden 0.14 still runs.
+    [
+      ['run', 'task', 'seed-volume-lib'],
+      ['run', 'seed-volume-lib'],
+    ],
+    [
+      ['run', 'test', 'unit'],
+      ['test', 'unit'],
+    ],
+    [
+      ['run', 'workflow', 'full-test'],
+      ['workflow', 'full-test'],
+    ],
+    [['run', 'module', 'api'], 'Garden command "run module" was removed in Garden 0.13'],
+    [['run', 'service', 'api'], 'Garden command "run service" was removed in Garden 0.13'],
   ])('%j', (words, expected) => {
     const line = tendCommandLine(words, ['my-command']);
     if (typeof expected === 'string') expect('problem' in line && line.problem).toContain(expected);

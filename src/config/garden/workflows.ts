@@ -140,6 +140,18 @@ const ignoredOptions: Record<string, boolean> = {
 export const gardenCommandNames = [...new Set(gardenCommands.map(([words]) => words.join(' ')))];
 
 /**
+ * Garden 0.12's spellings, which Garden 0.14 still runs with a warning (core/src/commands/run.ts
+ * maybeOldRunCommand): `run task X` is `run X`, `run test X` is `test X`, `run workflow X` is
+ * `workflow X`. `run module` and `run service` it refuses as removed.
+ */
+const oldRunCommands: readonly [string[], string[]][] = [
+  [['run', 'task'], ['run']],
+  [['run', 'test'], ['test']],
+  [['run', 'workflow'], ['workflow']],
+];
+const removedRunCommands = ['module', 'service'];
+
+/**
  * The tend command line (without `tend`) for a step's Garden command words, or why there is
  * none. A custom command of the project runs as `tend command <name> …`.
  */
@@ -157,7 +169,12 @@ export function tendCommandLine(
     }
     kept.push(word);
   }
-  const match = gardenCommands
+  if (kept[0] === 'run' && removedRunCommands.includes(kept[1] ?? '')) {
+    return {
+      problem: `Garden command "run ${kept[1]!}" was removed in Garden 0.13 (as it says); run a Run action (\`run <name>\`) instead`,
+    };
+  }
+  const match = [...gardenCommands, ...oldRunCommands]
     .filter(([garden]) => garden.every((word, i) => kept[i] === word))
     .sort(([a], [b]) => b.length - a.length)[0];
   if (match) return { argv: [...match[1], ...kept.slice(match[0].length)] };
