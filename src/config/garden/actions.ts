@@ -454,8 +454,16 @@ export function translateGardenAction(
   } else if (value.source !== undefined) {
     out.source = value.source;
   }
-  if (Array.isArray(value.dependencies)) out.dependencies = value.dependencies.map(dependencyRef);
-  else if (typeof value.dependencies === 'string' && value.dependencies.includes('${')) {
+  if (Array.isArray(value.dependencies)) {
+    value.dependencies.forEach((dependency, i) => {
+      if (typeof dependency === 'string' && dependency.includes('${'))
+        translation.unsupported(['dependencies', i], templatedDependenciesUnsupported);
+    });
+    // Left out after their error, rather than said again as references the schema refuses.
+    out.dependencies = value.dependencies
+      .filter((dependency) => !(typeof dependency === 'string' && dependency.includes('${')))
+      .map(dependencyRef);
+  } else if (typeof value.dependencies === 'string' && value.dependencies.includes('${')) {
     translation.unsupported(['dependencies'], templatedDependenciesUnsupported);
   } else if (value.dependencies !== undefined) out.dependencies = value.dependencies;
 

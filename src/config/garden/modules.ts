@@ -83,10 +83,11 @@ export function convertModule(
     translation.unloadedActions.push(...moduleActionRefs(module));
     return [];
   }
+  // A templated entry is the error above (templatedDependencies), not said again of each action.
   const runtime = (dependencies: unknown) =>
-    strings(dependencies).map(
-      (dependency) => `${index.runtimeNames.get(dependency) ?? 'deploy'}.${dependency}`,
-    );
+    strings(dependencies)
+      .filter((dependency) => !dependency.includes('${'))
+      .map((dependency) => `${index.runtimeNames.get(dependency) ?? 'deploy'}.${dependency}`);
   const actions: ModuleAction[] = [];
   const add = (value: GardenRecord, moves: [ConfigPath, ConfigPath][]) =>
     actions.push({ value, moves: [...moves, [['varfiles', 0], ['varfile']]] });
@@ -123,16 +124,20 @@ export function convertModule(
   return actions;
 }
 
-/** Where a module's `dependencies` (its own, its build's, its entries') is one template string. */
+/** Where a module's `dependencies` (its own, its build's, its entries') is, or holds, a template string. */
 function templatedDependencies(module: GardenRecord): ConfigPath[] {
   const templated = (value: unknown) => typeof value === 'string' && value.includes('${');
   const found: ConfigPath[] = [];
-  if (templated(module.dependencies)) found.push(['dependencies']);
-  if (isRecord(module.build) && templated(module.build.dependencies)) found.push(['build', 'dependencies']);
+  const check = (value: unknown, at: ConfigPath) => {
+    if (templated(value)) found.push(at);
+    else if (Array.isArray(value)) value.forEach((item, i) => templated(item) && found.push([...at, i]));
+  };
+  check(module.dependencies, ['dependencies']);
+  if (isRecord(module.build)) check(module.build.dependencies, ['build', 'dependencies']);
   for (const key of ['services', 'tasks', 'tests'] as const) {
     const entries = Array.isArray(module[key]) ? module[key] : [];
     entries.forEach((entry, i) => {
-      if (isRecord(entry) && templated(entry.dependencies)) found.push([key, i, 'dependencies']);
+      if (isRecord(entry)) check(entry.dependencies, [key, i, 'dependencies']);
     });
   }
   return found;

@@ -16,10 +16,10 @@ export interface GardenFinding {
   environments?: string[];
 }
 
-/** Why a `dependencies:` written as one template is refused (Garden resolves it with the variables). */
+/** Why `dependencies:` written as a template, or an entry of it, is refused (Garden resolves them with the variables). */
 export const templatedDependenciesUnsupported =
-  'a dependencies list written as a template (${…}) is not resolved by tend yet: list the dependencies ' +
-  '(Garden resolves it with the variables; left out, the action would run without them)';
+  'dependencies written as a template (${…}) are not resolved by tend yet: list them by name ' +
+  '(Garden resolves them with the variables; left out, the action would run without them)';
 
 /** What fails the load: what tend cannot do, or a key Garden does not have either. */
 export interface GardenProblem extends GardenFinding {
