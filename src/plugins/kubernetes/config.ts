@@ -190,19 +190,22 @@ export const KubernetesDeploySpec = Type.Object(
 );
 export type KubernetesDeploySpec = Static<typeof KubernetesDeploySpec>;
 
-/** A workload of the manifests (or the cluster) whose pods a Test or Run uses, as Garden names it. */
+const workloadKind = Type.Union(
+  ['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'Job', 'CronJob', 'Pod'].map((k) =>
+    Type.Literal(k),
+  ),
+  { description: 'the workload kind' },
+);
+const containerName = Type.Optional(
+  Type.String({ minLength: 1, description: 'the container (default: the first)' }),
+);
+
+/** A workload in the cluster whose pods a Test or Run uses, as Garden names it. */
 export const PodResource = Type.Object(
   {
-    kind: Type.Union(
-      ['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'Job', 'CronJob', 'Pod'].map((k) =>
-        Type.Literal(k),
-      ),
-      { description: 'the workload kind' },
-    ),
+    kind: workloadKind,
     name: Type.String({ minLength: 1, description: 'the workload name' }),
-    containerName: Type.Optional(
-      Type.String({ minLength: 1, description: 'the container (default: the first)' }),
-    ),
+    containerName,
   },
   {
     additionalProperties: false,
@@ -211,6 +214,30 @@ export const PodResource = Type.Object(
   },
 );
 export type PodResource = Static<typeof PodResource>;
+
+/**
+ * A kubernetes-pod's or helm-pod's workload: found in its manifests (a helm-pod's chart) when it
+ * has them, where, as in Garden, `name` may be left out for the one workload of that kind.
+ */
+export const ManifestPodResource = Type.Object(
+  {
+    kind: workloadKind,
+    name: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          'the workload name; without it, the one workload of that kind the manifests (a helm-pod: its chart) render',
+      }),
+    ),
+    containerName,
+  },
+  {
+    additionalProperties: false,
+    description:
+      'a workload of its manifests (a helm-pod: its chart), else of the app namespace, whose pod spec the pod takes',
+  },
+);
+export type ManifestPodResource = Static<typeof ManifestPodResource>;
 
 /** An env value read from a Secret's key, as a container Deploy's and a pod's env may give. */
 export const SecretEnv = Type.Object(
@@ -265,7 +292,7 @@ export const KubernetesPodSpec = Type.Object(
           'the container image, e.g. `${actions.build.api.outputs.image}` (one of image, resource and podSpec)',
       }),
     ),
-    resource: Type.Optional(PodResource),
+    resource: Type.Optional(ManifestPodResource),
     podSpec: Type.Optional(
       Type.Record(AnyKey(), Type.Unknown(), { description: 'the pod spec, as a manifest writes it' }),
     ),
@@ -343,7 +370,7 @@ export const HelmPodSpec = Type.Object(
   {
     ...HelmChartKeys,
     ...PodRunKeys,
-    resource: Type.Optional(PodResource),
+    resource: Type.Optional(ManifestPodResource),
   },
   { additionalProperties: false },
 );

@@ -15,7 +15,7 @@ import type {
   StatusResult,
 } from '../../plugin/types.js';
 import { labels, type KubeClient, type V1Pod } from './client/index.js';
-import type { KubernetesPodSpec } from './config.js';
+import type { KubernetesPodSpec, ManifestPodResource, PodResource } from './config.js';
 import { loadChartManifests, type ChartSpec } from './helm.js';
 import { loadManifests, templateFiles } from './manifests.js';
 import { actionLabel, outputTail, podName, waitForExit, waitForStart } from './pods.js';
@@ -84,7 +84,8 @@ async function podSpecFor(
   let what = 'spec.podSpec';
   if (spec.podSpec) template = spec.podSpec as PodSpecObject;
   else if (spec.resource) {
-    what = `${spec.resource.kind} ${spec.resource.name}`;
+    const { resource } = spec;
+    what = resource.name === undefined ? resource.kind : `${resource.kind} ${resource.name}`;
     // Garden's kubernetes-pod with manifests finds the workload in them, not in the cluster.
     const ownManifests =
       spec.manifestFiles?.length || templateFiles(spec).length || spec.kustomize || spec.manifests?.length;
@@ -96,7 +97,7 @@ async function podSpecFor(
               lacks: 'its manifests have',
               has: 'they have',
             })
-          : await readWorkload(client, namespace, action, spec.resource);
+          : await readWorkload(client, namespace, action, namedResource(action, resource));
     template = podTemplateOf(object);
   } else {
     throw new TendError(
@@ -218,4 +219,14 @@ export async function run(
       ctx.log.warn(`could not remove pod ${name} in ${namespace}: ${(error as Error).message}`);
     });
   }
+}
+
+/** A workload read from the cluster is read by name: only manifests can give the one of a kind. */
+function namedResource(action: ResolvedAction, resource: ManifestPodResource): PodResource {
+  if (resource.name !== undefined) return { ...resource, name: resource.name };
+  throw new TendError(
+    'TEND_K8S_MANIFEST_INVALID',
+    `${action.ref}: resource.name is needed: without manifests of its own, the ${resource.kind} is read from the cluster by name`,
+    { actionRef: action.ref, detail: { resource } },
+  );
 }

@@ -6,7 +6,7 @@
 import { TendError } from '../../errors.js';
 import type { ResolvedAction } from '../../plugin/types.js';
 import type { KubeClient, KubeObject, V1Pod } from './client/index.js';
-import type { PodResource } from './config.js';
+import type { ManifestPodResource, PodResource } from './config.js';
 import type { Manifest } from './manifests.js';
 
 const apiVersions: Record<PodResource['kind'], string> = {
@@ -40,8 +40,8 @@ export function podTemplateOf(object: KubeObject): PodSpecObject | undefined {
   return (spec.template as { spec?: PodSpecObject } | undefined)?.spec;
 }
 
-function describe(resource: PodResource): string {
-  return `${resource.kind} ${resource.name}`;
+function describe(resource: ManifestPodResource): string {
+  return resource.name === undefined ? resource.kind : `${resource.kind} ${resource.name}`;
 }
 
 /** The workload as the cluster has it in the namespace (deployed by a Deploy the action depends on). */
@@ -70,12 +70,19 @@ export async function readWorkload(
 export function findInManifests(
   action: ResolvedAction,
   manifests: Manifest[],
-  resource: PodResource,
+  resource: ManifestPodResource,
   source = { lacks: 'the chart renders', has: 'it renders' },
 ): KubeObject {
-  const found = manifests.find(
-    (m) => m.object.kind === resource.kind && m.object.metadata?.name === resource.name,
-  );
+  const ofKind = manifests.filter((m) => m.object.kind === resource.kind);
+  // Without a name, the one workload of its kind, as Garden picks it (getTargetResource).
+  if (resource.name === undefined && ofKind.length > 1) {
+    throw new TendError(
+      'TEND_K8S_MANIFEST_INVALID',
+      `${action.ref}: ${source.has} ${ofKind.length} ${resource.kind}s (${ofKind.map((m) => m.object.metadata?.name).join(', ')}); name one with resource.name`,
+      { actionRef: action.ref, detail: { resource } },
+    );
+  }
+  const found = ofKind.find((m) => resource.name === undefined || m.object.metadata?.name === resource.name);
   if (!found) {
     const workloads = manifests
       .filter((m) => m.object.kind! in apiVersions)

@@ -160,6 +160,56 @@ spec:
       'run.job: its manifests have no Deployment web; they have Deployment api',
     );
   });
+
+  it('a resource of a kind alone is the one workload of that kind, as in Garden; of two, or read from the cluster, the error says to name it', async () => {
+    const byKind = makeProject({
+      'project.garden.yml': `apiVersion: garden.io/v2
+kind: Project
+name: k8s-pod-kind
+environments: [{ name: dev, defaultNamespace: k8s-pod-kind }]
+providers: [{ name: local-kubernetes }]
+`,
+      'garden.yml': `kind: Run
+type: kubernetes-pod
+name: one
+spec:
+  resource: { kind: Deployment }
+  manifestFiles: [api.yaml]
+  command: [show-pod]
+---
+kind: Run
+type: kubernetes-pod
+name: two
+spec:
+  resource: { kind: Deployment }
+  manifestFiles: [api.yaml, web.yaml]
+  command: [show-pod]
+---
+kind: Run
+type: kubernetes-pod
+name: live
+spec:
+  resource: { kind: Deployment }
+  command: [show-pod]
+`,
+      'api.yaml': deployment('api', 'api:1'),
+      'web.yaml': deployment('web', 'web:1'),
+    });
+    expect((await validateCommand({ root: byKind, var: [] })).exitCode).toBe(0);
+    const ran = await execute('run', byKind, ['one', 'two', 'live']);
+    expect(ran.data.actions.map((a) => [a.ref, a.state, a.error?.message]).sort()).toEqual([
+      [
+        'run.live',
+        'failed',
+        'run.live: resource.name is needed: without manifests of its own, the Deployment is read from the cluster by name',
+      ],
+      ['run.one', 'ready', undefined],
+      ['run.two', 'failed', 'run.two: they have 2 Deployments (api, web); name one with resource.name'],
+    ]);
+    expect(shown(byKind, ran.data.sessionId)).toEqual([
+      'pod api:1 FROM_MANIFEST [{"name":"cache","mountPath":"/cache"}]',
+    ]);
+  });
 });
 
 describe('a kubernetes-pod with manifests of its own', () => {
