@@ -81,15 +81,7 @@ export async function prepare(
   );
   for (const { object, origin, rendered } of manifests) {
     if (rendered && object.kind === 'Namespace') continue;
-    const written = object.metadata?.namespace;
-    if (written && written !== namespace && !override && !adopted.has(written)) {
-      throw invalid(
-        action,
-        `${origin}: ${object.kind} ${object.metadata?.name} sets namespace ${JSON.stringify(written)}, ` +
-          `but tend deploys into "${namespace}"; remove metadata.namespace, or set \`overrideNamespace: true\``,
-      );
-    }
-    claim(action, namespace, origin, object);
+    // The scope first: a cluster-scoped object is refused whatever namespace it names.
     let namespaced: boolean;
     try {
       namespaced = await client.objects.isNamespaced(object.apiVersion!, object.kind!);
@@ -102,9 +94,20 @@ export async function prepare(
     if (!namespaced) {
       throw invalid(
         action,
-        `${origin}: ${object.kind} is cluster-scoped; tend deploys only namespaced resources into the environment`,
+        `${origin}: ${object.kind} ${object.metadata?.name ?? ''} is cluster-scoped; tend deploys only namespaced ` +
+          "resources, into the environment's namespace, which it can record and clean up; apply it to the cluster " +
+          'once, outside tend (`kubectl apply`), and leave it out of the Deploy',
       );
     }
+    const written = object.metadata?.namespace;
+    if (written && written !== namespace && !override && !adopted.has(written)) {
+      throw invalid(
+        action,
+        `${origin}: ${object.kind} ${object.metadata?.name} sets namespace ${JSON.stringify(written)}, ` +
+          `but tend deploys into "${namespace}"; remove metadata.namespace, or set \`overrideNamespace: true\``,
+      );
+    }
+    claim(action, namespace, origin, object);
     objects.push({
       ...(others.size > 0 ? withSubjectsIn(object, others, namespace) : object),
       metadata: {

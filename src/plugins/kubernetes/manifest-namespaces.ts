@@ -1,10 +1,12 @@
 /**
- * What `tend validate` warns of in a kubernetes Deploy's manifests before anything runs: each
- * object whose `metadata.namespace` is not the one tend deploys into, which `tend deploy` refuses
- * (deploy.ts `prepare`), named at its file:line. The same exceptions as the deploy's:
- * `overrideNamespace: true`, and a Namespace the kustomization renders (adopted). A namespace
- * written as a template expression, and a file that cannot be read or parsed, are left to the
- * deploy, which sees them resolved and reports them.
+ * What `tend validate` warns of in a kubernetes Deploy's manifests before anything runs, which
+ * `tend deploy` refuses (deploy.ts `prepare`), named at its file:line: each object of a kind the
+ * cluster keeps outside namespaces (a ClusterRole: tend deploys only into the environment's
+ * namespace), and each object whose `metadata.namespace` is not the one tend deploys into. The
+ * same exceptions as the deploy's: `overrideNamespace: true`, and a Namespace the kustomization
+ * renders (adopted). Kinds of custom resources (a ClusterIssuer) are known only to the cluster:
+ * the deploy says so. A namespace written as a template expression, and a file that cannot be read
+ * or parsed, are left to the deploy, which sees them resolved and reports them.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -19,15 +21,37 @@ import { manifestFiles, templateFiles } from './manifests.js';
 /** An object as written, and where its namespace is. */
 interface Written {
   object: KubeObject;
-  namespace: string;
+  /** Its `metadata.namespace`, when it sets one. */
+  namespace: string | undefined;
   where: Pick<ActionWarning, 'specPath' | 'file' | 'line' | 'column'>;
   /** For the message: `kustomize overlays/dev` or `manifests[0]`; none for a file, which the location names. */
   origin: string;
 }
 
+/** The built-in kinds the API server keeps outside namespaces (beside Namespace itself). */
+const clusterScopedKinds = new Set([
+  'APIService',
+  'CertificateSigningRequest',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'CSIDriver',
+  'CSINode',
+  'CustomResourceDefinition',
+  'IngressClass',
+  'MutatingWebhookConfiguration',
+  'Node',
+  'PersistentVolume',
+  'PriorityClass',
+  'RuntimeClass',
+  'StorageClass',
+  'ValidatingAdmissionPolicy',
+  'ValidatingAdmissionPolicyBinding',
+  'ValidatingWebhookConfiguration',
+  'VolumeAttachment',
+]);
+
 export async function namespaceProblems(params: CheckActionParams): Promise<ActionWarning[]> {
   const spec = params.spec as KubernetesDeploySpec;
-  if (spec.overrideNamespace === true) return [];
   const target = settingsOf(
     params.providerConfig as KubernetesProviderConfig,
     params.environment.namespace,
@@ -38,14 +62,31 @@ export async function namespaceProblems(params: CheckActionParams): Promise<Acti
     rendered.filter((w) => w.object.kind === 'Namespace').map((w) => w.object.metadata?.name),
   );
   const written = [...rendered, ...(await fileObjects(params, spec)), ...inlineObjects(spec)];
-  return written
-    .filter((w) => w.namespace !== target && !adopted.has(w.namespace) && w.object.kind !== 'Namespace')
-    .map((w) => ({
-      ...w.where,
-      message:
-        `${w.origin ? `${w.origin}: ` : ''}${w.object.kind} ${w.object.metadata?.name} sets namespace ${JSON.stringify(w.namespace)}: ` +
-        `tend deploy refuses it (it deploys into "${target}"); remove metadata.namespace, or set \`overrideNamespace: true\``,
-    }));
+  const override = spec.overrideNamespace === true;
+  return written.flatMap((w) => {
+    const what = `${w.origin ? `${w.origin}: ` : ''}${w.object.kind} ${w.object.metadata?.name}`;
+    if (clusterScopedKinds.has(String(w.object.kind))) {
+      return [
+        {
+          ...w.where,
+          message:
+            `${what} is cluster-scoped: tend deploy refuses it, as it deploys only into the environment's namespace ("${target}"), ` +
+            'which it can record and clean up; apply it to the cluster once, outside tend (`kubectl apply`), and leave it out of the Deploy',
+        },
+      ];
+    }
+    const { namespace } = w;
+    if (override || namespace === undefined || namespace === target || adopted.has(namespace)) return [];
+    if (w.object.kind === 'Namespace') return [];
+    return [
+      {
+        ...w.where,
+        message:
+          `${what} sets namespace ${JSON.stringify(namespace)}: ` +
+          `tend deploy refuses it (it deploys into "${target}"); remove metadata.namespace, or set \`overrideNamespace: true\``,
+      },
+    ];
+  });
 }
 
 /** The literal namespace of an object, if it sets one (a template expression is the deploy's to read). */
@@ -77,15 +118,13 @@ async function kustomizeObjects(params: CheckActionParams, spec: KubernetesDeplo
   const out: Written[] = [];
   for (const value of values) {
     const object = value as KubeObject | null;
-    const namespace = writtenNamespace(object);
-    if (object?.kind === 'Namespace' || namespace) {
-      out.push({
-        object: object!,
-        namespace: namespace ?? '',
-        where: { specPath: ['kustomize', 'path'] },
-        origin: `kustomize ${kustomize.path}`,
-      });
-    }
+    if (!isObject(object)) continue;
+    out.push({
+      object,
+      namespace: writtenNamespace(object),
+      where: { specPath: ['kustomize', 'path'] },
+      origin: `kustomize ${kustomize.path}`,
+    });
   }
   return out;
 }
@@ -114,14 +153,15 @@ async function fileObjects(params: CheckActionParams, spec: KubernetesDeploySpec
     const lines = new LineCounter();
     for (const doc of parseAllDocuments(text, { lineCounter: lines })) {
       if (doc.errors.length > 0) continue;
-      const object = doc.toJS() as KubeObject | null;
+      const object = doc.toJS() as unknown;
+      if (!isObject(object)) continue;
       const namespace = writtenNamespace(object);
-      if (!namespace) continue;
-      const node = doc.getIn(['metadata', 'namespace'], true) as
+      // At its namespace, or at its kind.
+      const node = doc.getIn(namespace ? ['metadata', 'namespace'] : ['kind'], true) as
         { range?: [number, number, number] } | undefined;
       const position = lines.linePos(node?.range?.[0] ?? 0);
       out.push({
-        object: object!,
+        object,
         namespace,
         where: { file: path.resolve(params.sourceDir, file), line: position.line, column: position.col },
         origin: '',
@@ -133,16 +173,19 @@ async function fileObjects(params: CheckActionParams, spec: KubernetesDeploySpec
 
 function inlineObjects(spec: KubernetesDeploySpec): Written[] {
   return (spec.manifests ?? []).flatMap((object, index) => {
+    if (!isObject(object)) return [];
     const namespace = writtenNamespace(object);
-    return namespace
-      ? [
-          {
-            object: object as KubeObject,
-            namespace,
-            where: { specPath: ['manifests', index, 'metadata', 'namespace'] },
-            origin: `manifests[${index}]`,
-          },
-        ]
-      : [];
+    return [
+      {
+        object,
+        namespace,
+        where: { specPath: ['manifests', index, ...(namespace ? ['metadata', 'namespace'] : ['kind'])] },
+        origin: `manifests[${index}]`,
+      },
+    ];
   });
+}
+
+function isObject(value: unknown): value is KubeObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -249,7 +249,16 @@ describe('bad input is a clear error, with the namespace still recorded', () => 
       'apiVersion: v1\nkind: PersistentVolume\nmetadata: { name: pv }\nspec: {}\n',
     );
     // Known cluster-scoped kinds are refused without asking the cluster.
-    expect(scoped.message).toMatch(/PersistentVolume is cluster-scoped/);
+    expect(scoped.message).toMatch(
+      /PersistentVolume pv is cluster-scoped; .*apply it to the cluster once, outside tend/,
+    );
+    // Its scope first: a cluster-scoped object that names a namespace is not told to set overrideNamespace.
+    const scopedElsewhere = await failure(
+      'bad-scope-ns',
+      'apiVersion: v1\nkind: PersistentVolume\nmetadata: { name: pv, namespace: elsewhere }\nspec: {}\n',
+    );
+    expect(scopedElsewhere.message).toMatch(/PersistentVolume pv is cluster-scoped/);
+    expect(scopedElsewhere.message).not.toContain('overrideNamespace');
     const ns = await failure('bad-ns-kind', 'apiVersion: v1\nkind: Namespace\nmetadata: { name: mine }\n');
     expect(ns.message).toMatch(/tend creates the namespace itself/);
   });

@@ -144,3 +144,34 @@ describe('validate: manifests written for another namespace', () => {
     ).toEqual([]);
   });
 });
+
+describe('validate: objects of a cluster-scoped kind', () => {
+  it('a note at its kind (at its namespace, if written), saying tend deploy refuses it and what to do, overrideNamespace or not', async () => {
+    const clusterRole =
+      'apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: reader\nrules: []\n';
+    const root = makeProject({
+      'tend.yml': projectYaml({ registry: 'registry.test', namespace: 'ns-dev' }),
+      'app/app.tend.yml': deploy(
+        '  overrideNamespace: true\n  manifestFiles: [k8s/*.yaml]\n' +
+          '  manifests: [{ apiVersion: v1, kind: PersistentVolume, metadata: { name: pv, namespace: other } }]\n',
+      ),
+      'app/k8s/a.yaml': `${configMap}---\n${clusterRole}`,
+    });
+    const { data, exitCode } = await validateCommand({ root, var: [] });
+    expect(exitCode).toBe(0);
+    const scoped = (data.notes ?? []).filter((n) => n.message.includes('cluster-scoped'));
+    expect(scoped.map((n) => `${n.file}:${n.line} ${n.message.split(':')[0]}`)).toEqual([
+      'app/k8s/a.yaml:8 deploy.app',
+      'app/app.tend.yml:7 deploy.app',
+    ]);
+    expect(scoped.map((n) => n.message)).toEqual([
+      expect.stringContaining(
+        'ClusterRole reader is cluster-scoped: tend deploy refuses it, as it deploys only',
+      ),
+      expect.stringContaining('manifests[0]: PersistentVolume pv is cluster-scoped: tend deploy refuses it'),
+    ]);
+    for (const note of scoped) expect(note.message).toContain('apply it to the cluster once, outside tend');
+    // overrideNamespace moves the rest: no note of another namespace.
+    expect((data.notes ?? []).filter((n) => n.message.includes('sets namespace'))).toEqual([]);
+  });
+});
