@@ -233,6 +233,20 @@ spec:
     expect(spec('deploy.mod')).toEqual({ kustomize: { path: '.', extraArgs: ['--enable-helm'] } });
   });
 
+  it('a container module with neither image nor Dockerfile is the error at its name, as in Garden; what refers to it is no further error', async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'api/garden.yml':
+        'kind: Module\ntype: container\nname: api\nservices: [{ name: api, ports: [{ name: http, containerPort: 80 }] }]\n',
+      'web/garden.yml':
+        'kind: Module\ntype: exec\nname: web\ntasks: [{ name: seed, command: [echo], dependencies: [api] }]\n',
+    });
+    const errors = messages(await loadError(root));
+    expect(errors.map((e) => `${e.location.file}:${e.location.line} ${e.message}`)).toEqual([
+      'api/garden.yml:3 container module api neither specifies image nor has a Dockerfile (Dockerfile) among its files; set image, or add the Dockerfile',
+    ]);
+  });
+
   it('tend validate names the type the Garden file says, and what tend runs it as where that is another', async () => {
     const root = makeProject({
       'project.garden.yml': gardenProject,

@@ -309,6 +309,16 @@ function convertContainerModule(parts: ModuleParts): void {
   const dockerfile = typeof spec.dockerfile === 'string' ? spec.dockerfile : 'Dockerfile';
   const hasBuild = moduleHasDockerfile(spec, moduleDir);
   const image = hasBuild ? `\${actions.build.${name}.outputs.deploymentImageId}` : spec.image;
+  if (!hasBuild && spec.image === undefined) {
+    // As Garden says it (container module configure): every service, task and test would lack one.
+    translation.unsupported(
+      ['name'],
+      `container module ${name} neither specifies image nor has a Dockerfile (${dockerfile}) among its files; set image, or add the Dockerfile`,
+    );
+    // What it would become is not loaded; what refers to it is no further error.
+    translation.unloadedActions.push(...moduleActionRefs(spec));
+    return;
+  }
   if (hasBuild) {
     const moduleBuild = isRecord(spec.build) ? spec.build : {};
     add(
