@@ -271,6 +271,20 @@ spec:
     expect(refused.stderr).toContain(
       'project.garden.yml:12:7: deploymentRegistry.port "abc" is not a port number (1 to 65535)',
     );
+    // A namespace left a placeholder is said of that key, once, in words.
+    const placeholder = makeProject({
+      'project.garden.yml': project(
+        'real-placeholder',
+        registry(port!).replace('namespace: team', 'namespace: <GCP_PROJECT_ID>/repo'),
+      ),
+      ...files,
+    });
+    const unfilled = await runTend(['validate'], { cwd: placeholder });
+    expect(unfilled.code).toBe(2);
+    expect(unfilled.stderr.trim()).toBe(
+      'error: project.garden.yml:13:7: deploymentRegistry.namespace "<GCP_PROJECT_ID>/repo" is not a registry path: ' +
+        'lower-case letters, digits, ".", "_", "-" and "/" (a placeholder to fill in?)',
+    );
   });
 
   it("a 0.12 kubernetes module's files read the outputs of the module it builds on", async () => {
