@@ -114,7 +114,8 @@ function translateProvider(
       }
       // Said of the key as written, not of the one string tend makes of them (then left out).
       let namespace = typeof registry.namespace === 'string' ? registry.namespace : undefined;
-      if (namespace !== undefined && !/^[a-z0-9._/-]+$/.test(namespace)) {
+      // A template is resolved later, and the whole checked then.
+      if (namespace !== undefined && !namespace.includes('${') && !/^[a-z0-9._/-]+$/.test(namespace)) {
         translation.unsupported(
           [...at, 'deploymentRegistry', 'namespace'],
           `deploymentRegistry.namespace ${JSON.stringify(namespace)} is not a registry path: lower-case letters, digits, ".", "_", "-" and "/" (a placeholder to fill in?)`,

@@ -281,6 +281,15 @@ spec:
     });
     const unfilled = await runTend(['validate'], { cwd: placeholder });
     expect(unfilled.code).toBe(2);
+    // A template is no placeholder: resolved with the rest (teehr-fved's `${project.name}`).
+    const templated = makeProject({
+      'project.garden.yml': project(
+        'real-templated',
+        registry(port!).replace('namespace: team', 'namespace: ${project.name}'),
+      ),
+      ...files,
+    });
+    expect((await runTend(['validate'], { cwd: templated })).code).toBe(0);
     expect(unfilled.stderr.trim()).toBe(
       'error: project.garden.yml:13:7: deploymentRegistry.namespace "<GCP_PROJECT_ID>/repo" is not a registry path: ' +
         'lower-case letters, digits, ".", "_", "-" and "/" (a placeholder to fill in?)',
