@@ -112,18 +112,9 @@ function translateProvider(
           `deploymentRegistry.port ${JSON.stringify(port)} is not a port number (1 to 65535)`,
         );
       }
-      // Said of the key as written, not of the one string tend makes of them (then left out).
-      let namespace = typeof registry.namespace === 'string' ? registry.namespace : undefined;
-      // A template is resolved later, and the whole checked then.
-      if (namespace !== undefined && !namespace.includes('${') && !/^[a-z0-9._/-]+$/.test(namespace)) {
-        translation.unsupported(
-          [...at, 'deploymentRegistry', 'namespace'],
-          `deploymentRegistry.namespace ${JSON.stringify(namespace)} is not a registry path: lower-case letters, digits, ".", "_", "-" and "/" (a placeholder to fill in?)`,
-        );
-        namespace = undefined;
-      }
       const host = port === undefined ? registry.hostname : `${registry.hostname}:${String(port)}`;
-      kept.deploymentRegistry = namespace !== undefined ? `${host}/${namespace}` : host;
+      kept.deploymentRegistry =
+        typeof registry.namespace === 'string' ? `${host}/${registry.namespace}` : host;
       if (registry.insecure === true && kept.insecureRegistry === undefined) kept.insecureRegistry = true;
     }
     if (kept.buildMode === 'cluster-docker') {

@@ -47,6 +47,8 @@ export const KubernetesProviderConfig = Type.Object(
       Type.String({
         minLength: 1,
         pattern: '^[^\\s/\\u0000-\\u001f]+(/[a-z0-9._/-]+)?$',
+        patternErrorMessage:
+          'a registry host and path, e.g. registry.example.com/shop: the path of lower-case letters, digits, ".", "_", "-" and "/" (a placeholder to fill in?)',
         description: 'registry (and path) images are pushed to, e.g. registry.example.com/shop',
       }),
     ),

