@@ -13,9 +13,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { formatDuration } from '../cli/progress.js';
 import type { GlobalOptions } from '../cli/output.js';
+import { tendCommandLine } from '../config/garden/step-commands.js';
 import {
   isCondition,
-  tendCommandLine,
   type GardenRunnable,
   type StepCondition,
   type StepSpec,

@@ -9,7 +9,7 @@ import { customCommand } from '../../src/commands/custom-command.js';
 import { validateCommand } from '../../src/commands/validate.js';
 import { workflowCommand } from '../../src/commands/workflow.js';
 import { isDropped } from '../../src/commands/steps.js';
-import { tendCommandLine } from '../../src/config/garden/workflows.js';
+import { tendCommandLine } from '../../src/config/garden/step-commands.js';
 import type { TendError } from '../../src/errors.js';
 import { makeProject, removeProjects } from '../helpers/project.js';
 
