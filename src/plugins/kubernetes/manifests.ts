@@ -62,13 +62,22 @@ export async function manifestFiles(
   entries: readonly string[],
   fail: Invalid,
 ): Promise<string[]> {
+  return (await manifestFileEntries(sourceDir, entries, fail)).map(({ file }) => file);
+}
+
+/** As manifestFiles, each file with the index of the entry that named it first. */
+async function manifestFileEntries(
+  sourceDir: string,
+  entries: readonly string[],
+  fail: Invalid,
+): Promise<{ file: string; entry: number }[]> {
   const globs = entries.some((entry) => globCharacters.test(entry))
     ? await import('./manifest-globs.js')
     : undefined;
   const leftOut = entries.filter((entry) => entry.startsWith('!')).map((entry) => entry.slice(1));
-  const files: string[] = [];
+  const files: { file: string; entry: number }[] = [];
   const seen = new Set<string>();
-  for (const entry of entries) {
+  for (const [index, entry] of entries.entries()) {
     if (entry.startsWith('!')) continue;
     let matched: string[];
     if (globs && globCharacters.test(entry)) {
@@ -88,7 +97,7 @@ export async function manifestFiles(
       const key = path.resolve(sourceDir, file);
       if (seen.has(key)) continue;
       seen.add(key);
-      files.push(file);
+      files.push({ file, entry: index });
     }
   }
   return files;
@@ -126,28 +135,31 @@ export async function templateFilesOf(params: VersionInputsParams): Promise<Temp
   const fail: Invalid = (message, detail) =>
     new TendError('TEND_K8S_MANIFEST_INVALID', message, detail ? { detail } : {});
   const asWritten = new Set(await manifestFiles(params.sourceDir, spec.manifestFiles ?? [], fail));
-  const templated = await manifestFiles(params.sourceDir, templateFiles(spec), fail);
-  const legacy = await legacyFiles(params.sourceDir, spec, fail);
-  const files = templated.filter((file) => !asWritten.has(file));
+  const templated = await templatedFiles(params.sourceDir, spec, asWritten, fail);
+  const full = (file: string) => path.resolve(params.sourceDir, file);
   return {
-    files: files.map((file) => path.resolve(params.sourceDir, file)),
+    files: templated.map(({ file }) => full(file)),
     hint: asWrittenHint,
-    legacy: files.filter((file) => legacy.has(file)).map((file) => path.resolve(params.sourceDir, file)),
+    legacy: templated.filter(({ legacy }) => legacy).map(({ file }) => full(file)),
   };
 }
 
 /**
- * The files listed under `files` only, Garden's older key, which Garden 0.13 resolves leniently in
- * an apiVersion v0/v1 project (fileText.legacy); under `manifestTemplates` too, a file is strict.
+ * The templated files not also listed as `manifestFiles`; `legacy` those named by `files` only,
+ * Garden's older key, which Garden 0.13 resolves leniently in an apiVersion v0/v1 project
+ * (fileText.legacy): a file `manifestTemplates` names too is strict.
  */
-async function legacyFiles(
+async function templatedFiles(
   sourceDir: string,
   spec: Pick<KubernetesDeploySpec, 'manifestTemplates' | 'files'>,
+  asWritten: ReadonlySet<string>,
   fail: Invalid,
-): Promise<Set<string>> {
-  if (!spec.files?.length) return new Set();
-  const strict = new Set(await manifestFiles(sourceDir, spec.manifestTemplates ?? [], fail));
-  return new Set((await manifestFiles(sourceDir, spec.files, fail)).filter((file) => !strict.has(file)));
+): Promise<{ file: string; legacy: boolean }[]> {
+  // templateFiles lists manifestTemplates first: a file it names is matched by one of those first.
+  const strictEntries = spec.manifestTemplates?.length ?? 0;
+  return (await manifestFileEntries(sourceDir, templateFiles(spec), fail))
+    .filter(({ file }) => !asWritten.has(file))
+    .map(({ file, entry }) => ({ file, legacy: entry >= strictEntries }));
 }
 
 /** A templated file's text with its expressions resolved, as Garden does before parsing it. */
@@ -250,26 +262,18 @@ export async function loadManifests(
     out.push(...manifestsOf(values, name, { rendered: true }));
   }
   const asWritten = new Set(await manifestFiles(action.sourceDir, spec.manifestFiles ?? [], fail));
-  const legacy = await legacyFiles(action.sourceDir, spec, fail);
-  for (const [files, templated] of [
-    [[...asWritten], false],
-    [(await manifestFiles(action.sourceDir, templates, fail)).filter((f) => !asWritten.has(f)), true],
-  ] as const) {
-    for (const file of files) {
-      const full = path.resolve(action.sourceDir, file);
-      const text = readFileSync(full, 'utf8');
-      out.push(
-        ...parseManifests(
-          action,
-          templated ? resolveText(ctx, action, text, full, legacy.has(file)) : text,
-          file,
-          full,
-          {
-            templated,
-          },
-        ),
-      );
-    }
+  const files = [
+    ...[...asWritten].map((file) => ({ file, templated: false, legacy: false })),
+    ...(await templatedFiles(action.sourceDir, spec, asWritten, fail)).map((f) => ({
+      ...f,
+      templated: true,
+    })),
+  ];
+  for (const { file, templated, legacy } of files) {
+    const full = path.resolve(action.sourceDir, file);
+    const text = readFileSync(full, 'utf8');
+    const resolved = templated ? resolveText(ctx, action, text, full, legacy) : text;
+    out.push(...parseManifests(action, resolved, file, full, { templated }));
   }
   (spec.manifests ?? []).forEach((m, index) =>
     out.push({ object: m as KubeObject, origin: `manifests[${index}]` }),
