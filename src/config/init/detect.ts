@@ -69,27 +69,6 @@ const maxFiles = 5000;
 /** How deep below the directory init looks. */
 const maxDepth = 8;
 
-/** Kinds that are not namespaced: tend deploys only into the environment's namespace. */
-export const clusterScopedKinds = new Set([
-  'APIService',
-  'CSIDriver',
-  'ClusterIssuer',
-  'ClusterRole',
-  'ClusterRoleBinding',
-  'CustomResourceDefinition',
-  'IngressClass',
-  'MutatingWebhookConfiguration',
-  'Namespace',
-  'Node',
-  'PersistentVolume',
-  'PriorityClass',
-  'RuntimeClass',
-  'StorageClass',
-  'ValidatingAdmissionPolicy',
-  'ValidatingAdmissionPolicyBinding',
-  'ValidatingWebhookConfiguration',
-]);
-
 /** apiVersions of YAML that has apiVersion and kind but is a tool's configuration, not an object. */
 const toolApiVersion =
   /^(garden\.io\/|skaffold\/|kustomize\.config\.k8s\.io\/|kpt\.dev\/|config\.kubernetes\.io\/)/;

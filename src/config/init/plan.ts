@@ -4,14 +4,9 @@
  * directory's actions in `<dir>/<name>.tend.yml` (their source is that directory, the default).
  */
 import path from 'node:path';
+import { clusterScopedKinds } from '../../cluster-scoped-kinds.js';
 import { nameMaxLength } from '../project.js';
-import {
-  clusterScopedKinds,
-  type Detection,
-  type Kustomization,
-  type LeftOut,
-  type ManifestFile,
-} from './detect.js';
+import { type Detection, type Kustomization, type LeftOut, type ManifestFile } from './detect.js';
 
 export interface PlannedAction {
   kind: 'Build' | 'Deploy';

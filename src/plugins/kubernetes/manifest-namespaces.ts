@@ -4,13 +4,14 @@
  * cluster keeps outside namespaces (a ClusterRole: tend deploys only into the environment's
  * namespace), and each object whose `metadata.namespace` is not the one tend deploys into. The
  * same exceptions as the deploy's: `overrideNamespace: true`, and a Namespace the kustomization
- * renders (adopted). Kinds of custom resources (a ClusterIssuer) are known only to the cluster:
- * the deploy says so. A namespace written as a template expression, and a file that cannot be read
+ * renders (adopted). The kinds known without a cluster are in src/cluster-scoped-kinds.ts; the
+ * deploy asks the cluster about the rest. A namespace written as a template expression, and a file that cannot be read
  * or parsed, are left to the deploy, which sees them resolved and reports them.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { LineCounter, parseAllDocuments } from 'yaml';
+import { clusterScopedKinds } from '../../cluster-scoped-kinds.js';
 import { TendError } from '../../errors.js';
 import type { ActionWarning, CheckActionParams } from '../../plugin/types.js';
 import { settingsOf, type KubernetesDeploySpec, type KubernetesProviderConfig } from './config.js';
@@ -28,28 +29,6 @@ interface Written {
   origin: string;
 }
 
-/** The built-in kinds the API server keeps outside namespaces (beside Namespace itself). */
-const clusterScopedKinds = new Set([
-  'APIService',
-  'CertificateSigningRequest',
-  'ClusterRole',
-  'ClusterRoleBinding',
-  'CSIDriver',
-  'CSINode',
-  'CustomResourceDefinition',
-  'IngressClass',
-  'MutatingWebhookConfiguration',
-  'Node',
-  'PersistentVolume',
-  'PriorityClass',
-  'RuntimeClass',
-  'StorageClass',
-  'ValidatingAdmissionPolicy',
-  'ValidatingAdmissionPolicyBinding',
-  'ValidatingWebhookConfiguration',
-  'VolumeAttachment',
-]);
-
 export async function namespaceProblems(params: CheckActionParams): Promise<ActionWarning[]> {
   const spec = params.spec as KubernetesDeploySpec;
   const target = settingsOf(
@@ -65,7 +44,8 @@ export async function namespaceProblems(params: CheckActionParams): Promise<Acti
   const override = spec.overrideNamespace === true;
   return written.flatMap((w) => {
     const what = `${w.origin ? `${w.origin}: ` : ''}${w.object.kind} ${w.object.metadata?.name}`;
-    if (clusterScopedKinds.has(String(w.object.kind))) {
+    // A Namespace is tend's to create, or adopted from a kustomization: said below, or by the deploy.
+    if (w.object.kind !== 'Namespace' && clusterScopedKinds.has(String(w.object.kind))) {
       return [
         {
           ...w.where,
