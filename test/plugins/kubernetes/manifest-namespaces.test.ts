@@ -23,7 +23,7 @@ interface Warning {
   column: number;
 }
 
-/** `tend validate` in the project, which passes: the notes that warn of another namespace. */
+/** `tend validate` in the project, which passes: the notes that warn of another namespace, or of a cluster-scoped kind. */
 async function warnings(files: Record<string, string>, providerExtra = ''): Promise<Warning[]> {
   const root = makeProject({
     'tend.yml': projectYaml({ registry: 'registry.test', namespace: 'ns-dev', providerExtra }),
@@ -31,7 +31,9 @@ async function warnings(files: Record<string, string>, providerExtra = ''): Prom
   });
   const { data, exitCode } = await validateCommand({ root, var: [] });
   expect(exitCode).toBe(0);
-  return (data.notes ?? []).filter((n) => n.message.includes('sets namespace'));
+  return (data.notes ?? []).filter(
+    (n) => n.message.includes('sets namespace') || n.message.includes('cluster-scoped'),
+  );
 }
 
 const deploy = (spec: string) => `kind: Deploy\ntype: kubernetes\nname: app\nspec:\n${spec}`;
