@@ -4,7 +4,7 @@
  * a command asks per action as it goes: an action's spec resolved (with its dependencies' outputs
  * once they ran) and checked, a provider entry's configuration, an expression's value.
  */
-import { TendError, type SourceLocation } from '../errors.js';
+import { TendError } from '../errors.js';
 import type { Outputs, PluginDefinition } from '../plugin/types.js';
 import type { GardenRunnable } from './garden/workflows.js';
 import {
@@ -13,7 +13,7 @@ import {
   environmentProblems,
   templateFileProblems,
 } from './check-spec.js';
-import { configError, sortProblems, type ConfigProblem } from './diagnostics.js';
+import { configError, problemsOfError, sortProblems, type ConfigProblem } from './diagnostics.js';
 import { actionContext } from './action-variables.js';
 import {
   namespaceHeader,
@@ -174,7 +174,7 @@ export class Configuration {
           const message = `${action.ref} reads variable "${variable}", which nothing declares: it runs only when given one (--var ${variable}=…)`;
           notes.push({ message, location: error.location ?? action.location });
         } else {
-          specProblems.push(...problemsOf(error, action.location));
+          specProblems.push(...problemsOfError(error, action.location));
         }
         return [];
       }
@@ -202,15 +202,6 @@ export class Configuration {
     );
     return [...notes, ...warnings.flat()];
   }
-}
-
-/** A check's error as problems: the ones it lists (a configError), or itself at its place. */
-function problemsOf(error: TendError, fallback: SourceLocation): ConfigProblem[] {
-  const listed = (error.detail as { errors?: ConfigProblem[] } | undefined)?.errors;
-  if (Array.isArray(listed) && listed.length > 0) return listed;
-  const hint = error.detail?.hint;
-  const message = typeof hint === 'string' ? `${error.message}; ${hint}` : error.message;
-  return [{ code: error.code, message, location: error.location ?? fallback }];
 }
 
 /** The variable a template error says nothing declares (`--var` would give it), if that was the error. */

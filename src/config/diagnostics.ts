@@ -28,6 +28,20 @@ export function configError(problems: readonly ConfigProblem[]): TendError {
   });
 }
 
+/**
+ * An error of a later step as problems, to list beside others: the ones it lists (a configError),
+ * or itself at its place (or `fallback`), its hint appended; none without a place.
+ */
+export function problemsOfError(error: TendError, fallback?: SourceLocation): ConfigProblem[] {
+  const listed = (error.detail as { errors?: ConfigProblem[] } | undefined)?.errors;
+  if (Array.isArray(listed) && listed.length > 0) return listed;
+  const location = error.location ?? fallback;
+  if (!location) return [];
+  const hint = error.detail?.hint;
+  const message = typeof hint === 'string' ? `${error.message}; ${hint}` : error.message;
+  return [{ code: error.code, message, location }];
+}
+
 export interface SchemaCheckOptions {
   /** Where the checked value sits in its document (e.g. `['spec']`, `['providers', 1]`). */
   basePath: ConfigPath;

@@ -14,7 +14,7 @@ import {
 } from './environment.js';
 import type { ActionConfig, ProjectConfig } from './project.js';
 import type { TemplateContext } from './template-context.js';
-import type { ConfigProblem } from './diagnostics.js';
+import { problemsOfError, type ConfigProblem } from './diagnostics.js';
 import { TendError } from '../errors.js';
 import { checkVarFlagsRead } from './variables.js';
 
@@ -69,14 +69,6 @@ export function environmentProblems(project: ProjectConfig, choice: EnvironmentC
     const { name } = chooseEnvironment(project, choice, parseVarFlags(choice.vars ?? []));
     return providerProblems(project, name);
   } catch (error) {
-    if (!(error instanceof TendError) || !error.location) return [];
-    const hint = error.detail?.hint;
-    return [
-      {
-        code: error.code,
-        message: typeof hint === 'string' ? `${error.message}; ${hint}` : error.message,
-        location: error.location,
-      },
-    ];
+    return error instanceof TendError ? problemsOfError(error) : [];
   }
 }
