@@ -96,6 +96,26 @@ spec:
     }
   });
 
+  it('hostile JSON: a NUL or a lone surrogate in a key is quoted in its warning; 10,000-deep values are skipped; 1e400 is its text', () => {
+    const files = outputFiles();
+    try {
+      const deep = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
+      writeFileSync(
+        files.env.GARDEN_ACTION_JSON_OUTPUTS_PATH!,
+        `{"a\\u0000b": "x", "c\\ud800": "y", "deep": ${deep}, "big": 1e400, "ok": "\\ud800"}`,
+      );
+      const { log, said } = warnings();
+      expect(files.read(log, 'run.y')).toEqual({ big: 'Infinity', ok: '\ud800' });
+      expect(said).toEqual([
+        'run.y: key "a\\u0000b" of .outputs.json is not an output name, skipped',
+        'run.y: key "c\\ud800" of .outputs.json is not an output name, skipped',
+        'run.y: key "deep" of .outputs.json is not a single value, skipped',
+      ]);
+    } finally {
+      files.remove();
+    }
+  });
+
   it('JSON that is not an object of outputs, or a file over 1 MiB, fails the action saying which', () => {
     for (const text of ['', '{', '[1]', '"x"', 'null', '{"a":1}x']) {
       const files = outputFiles();

@@ -70,9 +70,9 @@ function readOutputFiles(dir: string, log: PluginLog, ref: string): Record<strin
     }
     for (const [key, value] of Object.entries(parsed as Record<string, unknown>)) {
       const problem = keyProblem(key);
-      if (problem) skip(`key "${key}" of ${jsonFile}`, problem);
+      if (problem) skip(`key ${JSON.stringify(key)} of ${jsonFile}`, problem);
       else if (value !== null && typeof value === 'object')
-        skip(`key "${key}" of ${jsonFile}`, 'is not a single value');
+        skip(`key ${JSON.stringify(key)} of ${jsonFile}`, 'is not a single value');
       else outputs[key] = String(value);
     }
   }
@@ -80,8 +80,8 @@ function readOutputFiles(dir: string, log: PluginLog, ref: string): Record<strin
     if (name.startsWith('.')) continue;
     const problem = keyProblem(name);
     const file = path.join(dir, name);
-    if (problem) skip(`output file "${name}"`, problem);
-    else if (statSync(file).isDirectory()) skip(`output file "${name}"`, 'is a directory');
+    if (problem) skip(`output file ${JSON.stringify(name)}`, problem);
+    else if (statSync(file).isDirectory()) skip(`output file ${JSON.stringify(name)}`, 'is a directory');
     else outputs[name] = readText(file, ref).replace(/\r?\n$/, '');
   }
   return outputs;
