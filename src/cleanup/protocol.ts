@@ -307,7 +307,12 @@ export type StartRequest = Static<typeof StartRequest>;
 
 export const StartResponse = Type.Union([
   Type.Object({ proceed: Type.Literal(true), job: CleanupJob }),
-  Type.Object({ proceed: Type.Literal(false), reason: Type.String() }),
+  Type.Object({
+    proceed: Type.Literal(false),
+    reason: Type.String(),
+    /** The server finished the job itself: `done` when a delete begun before is attested gone. */
+    finished: Type.Optional(Type.Literal('done')),
+  }),
 ]);
 export type StartResponse = Static<typeof StartResponse>;
 

@@ -288,8 +288,9 @@ export class CleanupExecutor {
     try {
       const started = await this.options.queue.start(job.id, { executorId: this.executorId });
       if (!started.proceed) {
-        this.log('info', `${job.namespaceName}: cancelled by the server: ${started.reason}`);
-        return { ...base, outcome: 'cancelled', message: started.reason };
+        const outcome = started.finished ?? 'cancelled';
+        this.log('info', `${job.namespaceName}: ${outcome} by the server: ${started.reason}`);
+        return { ...base, outcome, message: started.reason };
       }
       job = started.job;
     } catch (error) {

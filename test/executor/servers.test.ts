@@ -112,7 +112,7 @@ describe('cleanup across processes', () => {
       await post(url, '/api/v1/cleanup/enforce', t.admin, { project: `two-${i}` });
     }
     const deletes = countNamespaceDeletes(handle.sim);
-    for (const url of [s1.url, s2.url]) {
+    const agents = [s1.url, s2.url].map((url) =>
       spawnTend([
         'agent',
         '--server',
@@ -123,21 +123,26 @@ describe('cleanup across processes', () => {
         handle.kubeconfig,
         '--interval',
         '1s',
-      ]);
-    }
+      ]),
+    );
     const database = await db.open();
     try {
-      const doneJobs = async () =>
-        Number(
-          (
-            await database.db
-              .selectFrom('cleanup_jobs')
-              .select((eb) => eb.fn.countAll().as('n'))
-              .where('state', '=', 'done')
-              .executeTakeFirstOrThrow()
-          ).n,
-        );
-      await waitFor(async () => (await doneJobs()) >= 200, 'every job done', 180_000);
+      // What the jobs are, said on a timeout: how many in each state, and why the last ones ended.
+      let seen = '';
+      const doneJobs = async () => {
+        const jobs = await database.db
+          .selectFrom('cleanup_jobs')
+          .select(['state', 'outcome_message', 'attempts', 'not_before'])
+          .execute();
+        const states = new Map<string, number>();
+        for (const j of jobs) states.set(j.state, (states.get(j.state) ?? 0) + 1);
+        const notDone = jobs.filter((j) => j.state !== 'done').slice(-5);
+        seen = `${JSON.stringify([...states])}; not done: ${JSON.stringify(notDone)}; agents: ${agents
+          .map((a) => a.stderr().slice(-800))
+          .join(' | ')}; servers: ${[s1, s2].map((s) => s.stderr().slice(-800)).join(' | ')}`;
+        return jobs.filter((j) => j.state === 'done').length;
+      };
+      await waitFor(async () => (await doneJobs()) >= 200, () => `every job done (${seen})`, 180_000);
       // A pass that read its snapshot before a job completed may plan a second job for the same
       // environment; its re-checks must end it without a second DELETE. Wait until nothing is open.
       const openJobs = async () =>

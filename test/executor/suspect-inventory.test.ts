@@ -8,10 +8,20 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { CleanupExecutor } from '../../src/executor/executor.js';
 import { HttpCleanupQueue } from '../../src/executor/http-queue.js';
+import { withCleanupChecks } from '../../src/plugin/cleanup-wrap.js';
+import { kubernetesPlugin } from '../../src/plugins/kubernetes/index.js';
+import type { ServedPlugin } from '../../src/router/cleanup.js';
 import { runTend } from '../helpers/project.js';
 import { kubectl, startSim, type SimHandle } from '../plugins/kubernetes/helpers.js';
 import { createTestServer, getJson, postLogin, type TestServer } from '../server/helpers.js';
-import { dueEnvironments, exists, servedClusters, testClock, testProtection } from '../cleanup/helpers.js';
+import {
+  clusterSettings,
+  dueEnvironments,
+  exists,
+  servedClusters,
+  testClock,
+  testProtection,
+} from '../cleanup/helpers.js';
 
 let handle: SimHandle;
 let server: TestServer;
@@ -35,10 +45,10 @@ afterEach(() => server.close());
 const due = (n: number) =>
   dueEnvironments({ sim: handle.sim, server, clock, cleanup: server.app.cleanup.switches }, n, 's');
 
-function executor() {
+function executor(plugins = servedClusters(handle.kubeconfig)) {
   return new CleanupExecutor({
     queue: new HttpCleanupQueue({ server: url, token: server.tokens.agent, baseDelayMs: 5 }),
-    plugins: servedClusters(handle.kubeconfig),
+    plugins,
     protection: testProtection,
     kind: 'agent',
     name: 'suspect-test',
@@ -198,5 +208,53 @@ describe('a suspect inventory', () => {
     expect(report.inventories[0]!.response).toMatchObject({ markedMissing: 0, suspect: expect.any(String) });
     expect(await states()).toEqual({ missing: [], cleaned: 0 });
     expect(exists(handle.sim, ns!.name)).toBe(true);
+  });
+
+  it('a namespace whose deletion went out but whose job failed is left to that job: no suspicion, and done on the retry', async () => {
+    const namespaces = await due(5);
+    // The kubernetes plugin, but each namespace's first delete fails after the namespace is gone:
+    // the DELETE went out, the answer was lost (a timeout, a dropped connection).
+    const { verifyAndClean: _, ...primitives } = kubernetesPlugin.cleanup;
+    const failedOnce = new Set<string>();
+    const lossy: ServedPlugin = {
+      plugin: {
+        ...kubernetesPlugin,
+        cleanup: withCleanupChecks({
+          ...primitives,
+          async delete(ctx, target, resource, precondition) {
+            const result = await primitives.delete(ctx, target, resource, precondition);
+            if (failedOnce.has(resource.name)) return result;
+            failedOnce.add(resource.name);
+            throw new Error(`the answer to the deletion of ${resource.name} was lost`);
+          },
+        }),
+      } as ServedPlugin['plugin'],
+      settings: clusterSettings(handle.kubeconfig),
+    };
+    const ex = executor([lossy]);
+    await ex.runPass();
+    expect((await server.app.cleanup.pass.run())?.planned).toBe(5);
+    const failed = await ex.runPass();
+    expect(failed.jobs.map((j) => j.outcome)).toEqual(Array(5).fill('failed'));
+    for (const ns of namespaces) expect(exists(handle.sim, ns.name)).toBe(false);
+
+    // Five of five recorded namespaces are gone from the list, each by a delete job of tend's that
+    // is waiting for its retry: expected, not suspect, and left to the jobs (not marked missing
+    // by the list, which would cancel them and never say cleanup deleted them).
+    const listed = await ex.runPass();
+    expect(listed.inventories[0]!.response).not.toHaveProperty('suspect');
+    expect(listed.inventories[0]!.response).toMatchObject({ markedMissing: 0 });
+    expect(await audits('inventory-suspect')).toEqual([]);
+    expect(await states()).toEqual({ missing: [], cleaned: 0 });
+
+    clock.advance(31_000);
+    const retried = await ex.runPass();
+    expect(retried.jobs.map((j) => [j.outcome, j.message])).toEqual(
+      Array(5).fill(['done', expect.stringContaining('lacks it')]),
+    );
+    expect((await states()).missing.sort()).toEqual(namespaces.map((n) => n.name).sort());
+    expect(await audits('cleanup-done')).toHaveLength(5);
+    const causes = await server.database.db.selectFrom('resources').select('last_cause').execute();
+    expect(causes.map((c) => c.last_cause)).toEqual(Array(5).fill('cleanup'));
   });
 });

@@ -149,21 +149,26 @@ export class DatabaseCleanupQueue implements CleanupQueue {
     return job.state === 'executing' ? this.confirm(job, now) : this.begin(job, body.executorId, now);
   }
 
-  /** Begins a planned job, if the re-check lets it: executing under a lease; cancelled otherwise. */
+  /**
+   * Begins a planned job, if the re-check lets it: executing under a lease; cancelled otherwise,
+   * or done when a delete it began before is attested gone (`goneSinceBegun`).
+   */
   private async begin(job: CleanupJobRow, executorId: string, now: Date): Promise<StartResponse> {
-    const why = await this.recheckDecision(job, now);
+    const gone = await this.goneSinceBegun(job);
+    const why = gone ?? (await this.recheckDecision(job, now));
     if (why) {
+      const outcome = gone ? 'done' : 'cancelled';
       const finished = await this.jobs.finish({
         job,
         executorId,
-        outcome: 'cancelled',
+        outcome,
         message: why,
         now,
-        audit: jobAudit(job, 'cleanup-cancelled', `executor:${executorId}`, why),
+        audit: jobAudit(job, `cleanup-${outcome}`, `executor:${executorId}`, why, { attempts: job.attempts }),
       });
       if (!finished) throw leaseLost(job.id);
-      this.metrics.recordCleanupJob(job.action, 'cancelled');
-      return { proceed: false, reason: why };
+      this.metrics.recordCleanupJob(job.action, outcome);
+      return { proceed: false, reason: why, ...(gone ? { finished: 'done' as const } : {}) };
     }
     const leaseMs = job.lease_expires_at
       ? Math.max(this.settings.defaultLeaseMs, Date.parse(job.lease_expires_at) - now.getTime())
@@ -293,6 +298,24 @@ export class DatabaseCleanupQueue implements CleanupQueue {
       job.lease_expires_at >= now.toISOString();
     if (!live) throw leaseLost(jobId, job.state);
     return job;
+  }
+
+  /**
+   * Why a delete job that began before (its DELETE may have gone out: the executor failed, or its
+   * lease expired) is done: a complete list of its target, taken since, lacks its namespace. The
+   * planner would only say "not in the inventory" and cancel it, and nothing would ever say that
+   * cleanup deleted it. Undefined for any other job, or while no such list says so.
+   */
+  private async goneSinceBegun(job: CleanupJobRow): Promise<string | undefined> {
+    if (job.action !== 'delete' || job.attempts === 0 || !job.started_at) return undefined;
+    if (!job.target_key || !job.namespace_name || !job.namespace_uid) return undefined;
+    const listedAt = await this.inventories.lackedSince(
+      { targetKey: job.target_key, namespaceName: job.namespace_name, uid: job.namespace_uid },
+      job.started_at,
+    );
+    return listedAt
+      ? `namespace ${job.namespace_name} is gone: the complete list of ${job.target_key} at ${listedAt}, taken after attempt ${job.attempts} of this job began, lacks it`
+      : undefined;
   }
 
   /**

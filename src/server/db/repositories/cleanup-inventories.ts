@@ -5,28 +5,19 @@
  * cleanup: executors and unrecorded namespaces.
  */
 import type { Insertable, Kysely, Transaction } from 'kysely';
-import type { InventoryItem } from '../../../cleanup/protocol.js';
 import { writeAudit, type AuditInput } from './audit.js';
 import { refreshEnvironmentStates } from './environments.js';
 import { restoreContradictedMissing } from './contradicted-missing.js';
 import { recordRequestChanges, requestChanges, requestColumns } from './namespace-requests.js';
-import { onTarget, resourcesWithEnvironment } from './resource-targets.js';
 import type { CleanupInventoryItemsTable, Database } from '../schema.js';
 import { chunks } from '../bulk.js';
-
-/** An inventory as an executor reported it, with who reported it and when. */
-export interface InventoryInput {
-  executorId: string;
-  actor: string;
-  targetKey: string;
-  pluginName: string;
-  complete: boolean;
-  error: string | null;
-  items: InventoryItem[];
-  now: Date;
-  /** The server's clock less the target's when the inventory arrived; null: no time attested. */
-  clockOffsetMs: number | null;
-}
+import {
+  holdBack,
+  judgeAbsences,
+  recordedResources,
+  type InventoryInput,
+  type RecordedResource,
+} from './inventory-absences.js';
 
 export interface InventoryOutcome {
   recorded: number;
@@ -34,26 +25,6 @@ export interface InventoryOutcome {
   unrecorded: number;
   /** Why the inventory was held back (nothing of it applied). */
   suspect?: string;
-}
-
-/**
- * At most this many recorded resources of a target may turn missing in one inventory: more is
- * what a list that only looks complete does (an API server answering an empty or shortened
- * page), not what people do by hand between two passes.
- */
-export const suspectBound = { atLeast: 2, share: 0.2 };
-
-/**
- * Why a complete inventory that would mark `gone` of the target's `recorded` (ready, owned)
- * resources missing is suspect, or null: more than max(2, 20%) of them at once, or every one of
- * them with an empty list.
- */
-export function suspicionOf(gone: number, recorded: number, listed: number): string | null {
-  const bound = Math.max(suspectBound.atLeast, Math.floor(recorded * suspectBound.share));
-  const what = `${gone} of ${recorded} recorded resources would turn missing at once`;
-  if (gone > 0 && listed === 0) return `the list is empty: ${what}`;
-  if (gone > bound) return `${what} (more than ${bound}, max(2, 20%))`;
-  return null;
 }
 
 export class CleanupInventoryRepository {
@@ -168,24 +139,12 @@ export class CleanupInventoryRepository {
     const at = input.now.toISOString();
     return this.db.transaction().execute(async (trx) => {
       const resources = await recordedResources(trx, input.targetKey);
-      const gone = input.complete ? absentResources(input, resources) : [];
-      if (input.complete) {
-        // Only what an earlier list showed can vanish from one: a record no inventory ever
-        // confirmed (a forged one, say) is absent, not gone, and must not make a list suspect —
-        // else one project's records could stop every project's cleanup on the target.
-        const confirmed = await confirmedBefore(trx, input.targetKey);
-        const wasListed = (r: RecordedResource) =>
-          r.namespace_uid !== null && confirmed.get(r.namespace_name) === r.namespace_uid;
-        const owned = resources.filter((r) => eligible(r) && wasListed(r)).length;
-        // What executing delete jobs are removing right now is expected to vanish (another
-        // executor's list may run while they do): only the rest can make a list suspect.
-        const deleting = await deletingNow(trx, gone);
-        const unexpected = gone.filter((r) => !deleting.has(r.id) && wasListed(r)).length;
-        const reason = suspicionOf(unexpected, owned, input.items.length);
-        if (reason) {
-          await holdBack(trx, input, { reason, gone: unexpected, recorded: owned }, at);
-          return { recorded: 0, markedMissing: 0, unrecorded: 0, suspect: reason };
-        }
+      const { gone, suspicion } = input.complete
+        ? await judgeAbsences(trx, input, resources)
+        : { gone: [], suspicion: undefined };
+      if (suspicion) {
+        await holdBack(trx, input, suspicion, at);
+        return { recorded: 0, markedMissing: 0, unrecorded: 0, suspect: suspicion.reason };
       }
       await upsertInventory(trx, input, at);
       // What a list shows is there, complete list or not: first, what a command wrongly said is gone.
@@ -223,6 +182,31 @@ export class CleanupInventoryRepository {
       .where('suspect_reason', 'is not', null)
       .orderBy('target_key')
       .execute();
+  }
+
+  /**
+   * When the target's last applied complete inventory was taken (ISO time), if that was after
+   * `since` and it did not list the namespace with this uid; else undefined (not listed
+   * completely since, or listed).
+   */
+  async lackedSince(
+    o: { targetKey: string; namespaceName: string; uid: string },
+    since: string,
+  ): Promise<string | undefined> {
+    const inventory = await this.reader
+      .selectFrom('cleanup_inventories')
+      .select('last_complete_at')
+      .where('target_key', '=', o.targetKey)
+      .executeTakeFirst();
+    const at = inventory?.last_complete_at;
+    if (!at || !(Date.parse(at) > Date.parse(since))) return undefined;
+    const item = await this.reader
+      .selectFrom('cleanup_inventory_items')
+      .select('uid')
+      .where('target_key', '=', o.targetKey)
+      .where('namespace_name', '=', o.namespaceName)
+      .executeTakeFirst();
+    return item?.uid === o.uid ? undefined : at;
   }
 
   /** What the target's last inventory said of the server's clock (null: no time attested, or none yet). */
@@ -303,70 +287,6 @@ const noSuspicion = {
   suspect_missing: null,
   suspect_recorded: null,
 };
-
-/**
- * A suspect inventory applies nothing: no item stored, nothing marked missing. Its row says the
- * target was not listed completely (so nothing is planned there) and why; audited when the
- * target turns suspect, not again each pass while it stays so.
- */
-async function holdBack(
-  trx: Transaction<Database>,
-  input: InventoryInput,
-  suspicion: { reason: string; gone: number; recorded: number },
-  at: string,
-): Promise<void> {
-  const previous = await trx
-    .selectFrom('cleanup_inventories')
-    .select(['last_complete_at', 'suspect_since'])
-    .where('target_key', '=', input.targetKey)
-    .executeTakeFirst();
-  const row = {
-    plugin: input.pluginName,
-    executor_id: input.executorId,
-    received_at: at,
-    complete: 0,
-    error: `held back as suspect: ${suspicion.reason}`,
-    item_count: input.items.length,
-    last_complete_at: previous?.last_complete_at ?? null,
-    suspect_reason: suspicion.reason,
-    suspect_since: previous?.suspect_since ?? at,
-    suspect_missing: suspicion.gone,
-    suspect_recorded: suspicion.recorded,
-    clock_offset_ms: input.clockOffsetMs,
-  };
-  await trx
-    .insertInto('cleanup_inventories')
-    .values({ target_key: input.targetKey, ...row })
-    .onConflict((oc) => oc.column('target_key').doUpdateSet(row))
-    .execute();
-  if (previous?.suspect_since) return;
-  await writeAudit(trx, input.now, [
-    {
-      actor: input.actor,
-      action: 'inventory-suspect',
-      environmentId: null,
-      detail: {
-        targetKey: input.targetKey,
-        plugin: input.pluginName,
-        listed: input.items.length,
-        wouldMarkMissing: suspicion.gone,
-        recorded: suspicion.recorded,
-        message: `inventory held back, nothing applied: ${suspicion.reason}`,
-      },
-    },
-  ]);
-}
-
-/** Recorded resources of this target that are not missing (local targets: every path of the host). */
-async function recordedResources(trx: Transaction<Database>, targetKey: string) {
-  return resourcesWithEnvironment(trx)
-    .select(['resources.state', 'resources.ownership'])
-    .where((eb) => onTarget(eb, targetKey))
-    .where('resources.state', '!=', 'missing')
-    .execute();
-}
-
-type RecordedResource = Awaited<ReturnType<typeof recordedResources>>[number];
 
 /**
  * The stored item of each listed namespace, recorded or not (an unrecorded one attached to the
@@ -507,48 +427,6 @@ async function upsertItems(trx: Transaction<Database>, rows: Insertable<CleanupI
       )
       .execute();
   }
-}
-
-/**
- * What a complete inventory can prove gone: a `ready` resource it lacks (or lists with another
- * uid). An inventory lists only what is marked as tend's: an adopted (or unknown) namespace need
- * not be in it, so its absence proves nothing.
- */
-const eligible = (r: RecordedResource) => r.state === 'ready' && r.ownership === 'owned';
-
-/** The uid each namespace had in the target's earlier inventories (the items kept from them). */
-async function confirmedBefore(trx: Transaction<Database>, targetKey: string): Promise<Map<string, string>> {
-  const rows = await trx
-    .selectFrom('cleanup_inventory_items')
-    .select(['namespace_name', 'uid'])
-    .where('target_key', '=', targetKey)
-    .execute();
-  return new Map(rows.map((r) => [r.namespace_name, r.uid]));
-}
-
-/** The ids among `resources` that an executing delete job is removing. */
-async function deletingNow(trx: Transaction<Database>, resources: RecordedResource[]): Promise<Set<string>> {
-  const ids = new Set<string>();
-  for (const chunk of chunks(resources.map((r) => r.id))) {
-    const rows = await trx
-      .selectFrom('cleanup_jobs')
-      .select('resource_id')
-      .where('state', '=', 'executing')
-      .where('action', '=', 'delete')
-      .where('resource_id', 'in', chunk)
-      .execute();
-    for (const row of rows) if (row.resource_id) ids.add(row.resource_id);
-  }
-  return ids;
-}
-
-function absentResources(input: InventoryInput, resources: RecordedResource[]): RecordedResource[] {
-  const present = new Map(input.items.map((i) => [i.namespaceName, i.uid]));
-  return resources.filter((r) => {
-    if (!eligible(r)) return false;
-    const uid = present.get(r.namespace_name);
-    return uid === undefined || (r.namespace_uid !== null && r.namespace_uid !== uid);
-  });
 }
 
 /**
