@@ -142,7 +142,11 @@ describe('cleanup across processes', () => {
           .join(' | ')}; servers: ${[s1, s2].map((s) => s.stderr().slice(-800)).join(' | ')}`;
         return jobs.filter((j) => j.state === 'done').length;
       };
-      await waitFor(async () => (await doneJobs()) >= 200, () => `every job done (${seen})`, 180_000);
+      await waitFor(
+        async () => (await doneJobs()) >= 200,
+        () => `every job done (${seen})`,
+        180_000,
+      );
       // A pass that read its snapshot before a job completed may plan a second job for the same
       // environment; its re-checks must end it without a second DELETE. Wait until nothing is open.
       const openJobs = async () =>
