@@ -99,6 +99,17 @@ export interface ProjectConfig {
   locate: Locate;
 }
 
+/** What the names a converted module's templated dependency gives stand for (action-dependencies.ts). */
+export type ModuleDependencyNames = { build: true } | { runtime: ReadonlyMap<string, string> };
+
+/** One templated entry of an action's `dependencies:` (or the whole key), where it is. */
+export interface DependencyTemplate {
+  template: string;
+  at: ConfigPath;
+  /** A converted module's: what the names it gives stand for (modules' builds, or their services and tasks by kind). */
+  names?: ModuleDependencyNames;
+}
+
 export interface ActionConfig {
   kind: ActionKind;
   type: string;
@@ -110,6 +121,11 @@ export interface ActionConfig {
   description?: string;
   /** References (`build.api`) from `dependencies:`; template references are found by findActionReferences. */
   dependencies: string[];
+  /**
+   * `dependencies:` written as a template, or its entries that are: resolved once the environment
+   * is chosen (action-dependencies.ts), which adds them to `dependencies`.
+   */
+  dependencyTemplates?: DependencyTemplate[];
   /** Absolute source directory (default: the directory of the file). */
   sourceDir: string;
   include?: string[];

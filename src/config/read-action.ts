@@ -13,6 +13,7 @@ import {
   type RawActionVariables,
 } from './action-variables.js';
 import { sourceProblem } from './action-source.js';
+import { dependencyTemplateProblems, splitDependencies, writtenDependencies } from './action-dependencies.js';
 import { readBuildKeys, type RawBuildKeys } from './build-keys.js';
 import { checkSchema, type ConfigProblem } from './diagnostics.js';
 import { actionRef, type ActionConfig } from './project.js';
@@ -51,7 +52,11 @@ export function readActionDocument(
     reading.problems.push({ code, message, location });
   const name = typeof value.name === 'string' ? value.name : undefined;
   const rootLabel = name !== undefined ? `action ${actionRef(kind, name)}` : `the ${kind} document`;
-  const problems = checkSchema(ActionBaseSchema, value, { basePath: [], rootLabel, locate });
+  // Templated dependencies are resolved once the environment is chosen (action-dependencies.ts).
+  const dependencies = splitDependencies(value.dependencies);
+  const checkedValue =
+    dependencies.templates.length > 0 ? { ...value, dependencies: dependencies.checked } : value;
+  const problems = checkSchema(ActionBaseSchema, checkedValue, { basePath: [], rootLabel, locate });
   if (problems.length > 0) {
     reading.problems.push(...problems);
     return undefined;
@@ -60,7 +65,6 @@ export function readActionDocument(
     type: string;
     name: string;
     description?: string;
-    dependencies?: string[];
     source?: string;
     include?: string[];
     exclude?: string[];
@@ -138,7 +142,9 @@ export function readActionDocument(
   );
   const enablement = readActionEnablement(raw, (p) => locate(p), reading.problems, reading.templateSyntax);
   const buildKeys = readBuildKeys(raw, kind, (p) => locate(p), reading.problems);
-  const dependencies = [...new Set(raw.dependencies ?? [])];
+  reading.problems.push(
+    ...dependencyTemplateProblems(dependencies.templates, (p) => locate(p), templateRoots),
+  );
   if (reading.problems.length > before) return undefined;
   return {
     plugin: type?.plugin.name ?? '',
@@ -150,7 +156,8 @@ export function readActionDocument(
       ref,
       ...(writtenType ? { writtenType } : {}),
       ...(raw.description !== undefined ? { description: raw.description } : {}),
-      dependencies,
+      dependencies: writtenDependencies(dependencies.checked),
+      ...(dependencies.templates.length > 0 ? { dependencyTemplates: dependencies.templates } : {}),
       sourceDir,
       ...(sourceTemplate ? { sourceTemplate } : {}),
       ...(raw.include ? { include: raw.include } : {}),

@@ -2,7 +2,8 @@
  * A step of the configuration pipeline (pipeline.ts): what the environment's templates resolve
  * in — the template context (project, environment, variables, `local.*`, `git.*`, the actions'
  * own variables, the secrets when the configuration reads them) —, the actions enabled in the
- * environment (`disabled:` may be a template), and the provider entries it uses.
+ * environment (`disabled:` may be a template) with their templated dependencies resolved, and the
+ * provider entries it uses.
  */
 import {
   actionFieldsOf,
@@ -10,6 +11,7 @@ import {
   enabledActions,
   withEnvironmentVarfiles,
 } from './action-variables.js';
+import { withEnvironmentDependencies } from './action-dependencies.js';
 import { withEnvironmentSource } from './action-source.js';
 import { createTemplateContext, providersOf, type SelectedEnvironment } from './environment.js';
 import type { ActionConfig, ProjectConfig, ProviderEntry, VariableValue } from './project.js';
@@ -43,13 +45,15 @@ export async function resolveTemplateContext(
   secretSource: SecretSource,
 ): Promise<ResolvedTemplates> {
   const environmentContext = createTemplateContext(project, environment);
-  const actions = copies.map((action) =>
-    withEnvironmentSource(
-      withEnvironmentVarfiles(action, environmentContext, project.root),
+  const known = new Set(copies.map((action) => action.ref));
+  const actions = copies.map((action) => {
+    const withVarfiles = withEnvironmentVarfiles(action, environmentContext, project.root);
+    return withEnvironmentDependencies(
+      withEnvironmentSource(withVarfiles, environmentContext, project.root),
       environmentContext,
-      project.root,
-    ),
-  );
+      known,
+    );
+  });
   const templateContext: TemplateContext = {
     ...environmentContext,
     actionVariables: actionVariablesOf(actions),

@@ -649,59 +649,6 @@ tasks:
     ).toEqual(['TEND_CONFIG_UNSUPPORTED garden.yml:3 module type terraform is not converted by tend']);
   });
 
-  it("a module's or an action's dependencies written as a template, or an entry of them, is the error at its line, not left out", async () => {
-    const root = makeProject({
-      'project.garden.yml': gardenProject,
-      'garden.yml': `kind: Module
-type: exec
-name: db
-services:
-  - name: db
-    deployCommand: [echo, db]
-  - name: cache
-    deployCommand: [echo, cache]
-    dependencies: \${var.cacheDeps}
----
-kind: Module
-type: kubernetes
-name: app
-dependencies: \${var.deps}
-manifests: [{ apiVersion: v1, kind: ConfigMap, metadata: { name: app }, data: { a: b } }]
----
-kind: Run
-type: exec
-name: later
-dependencies: \${var.deps}
-spec: { command: [echo] }
----
-kind: Run
-type: exec
-name: entries
-dependencies: [deploy.db, "\${deploy.gone}?", "deploy.\${var.backend}"]
-spec: { command: [echo] }
----
-kind: Module
-type: exec
-name: jobs
-tasks:
-  - name: job
-    command: [echo]
-    dependencies: [db, "\${var.other}"]
-`,
-    });
-    const errors = messages(await loadError(root));
-    expect(
-      errors.map((e) => `${e.code} ${e.location.file}:${e.location.line} ${e.message.split(':')[0]}`),
-    ).toEqual([
-      'TEND_CONFIG_UNSUPPORTED garden.yml:9 dependencies written as a template (${…}) are not resolved by tend yet',
-      'TEND_CONFIG_UNSUPPORTED garden.yml:14 dependencies written as a template (${…}) are not resolved by tend yet',
-      'TEND_CONFIG_UNSUPPORTED garden.yml:20 dependencies written as a template (${…}) are not resolved by tend yet',
-      'TEND_CONFIG_UNSUPPORTED garden.yml:26 dependencies written as a template (${…}) are not resolved by tend yet',
-      'TEND_CONFIG_UNSUPPORTED garden.yml:26 dependencies written as a template (${…}) are not resolved by tend yet',
-      'TEND_CONFIG_UNSUPPORTED garden.yml:35 dependencies written as a template (${…}) are not resolved by tend yet',
-    ]);
-  });
-
   it('a provider tend cannot run, limited to other environments, is left out as Garden leaves it out; in its own it is the error, at its line', async () => {
     // The layout of Garden 0.13's `garden create project`: a provider per environment.
     const root = makeProject({

@@ -16,7 +16,6 @@ import {
   dropIgnoredKeys,
   isRecord,
   refuseUnknownKeys,
-  templatedDependenciesUnsupported,
   type GardenRecord,
   type Translation,
 } from './translation.js';
@@ -454,17 +453,11 @@ export function translateGardenAction(
   } else if (value.source !== undefined) {
     out.source = value.source;
   }
+  // A templated entry (or the whole key) is resolved once the environment is chosen (action-dependencies.ts).
   if (Array.isArray(value.dependencies)) {
-    value.dependencies.forEach((dependency, i) => {
-      if (typeof dependency === 'string' && dependency.includes('${'))
-        translation.unsupported(['dependencies', i], templatedDependenciesUnsupported);
-    });
-    // Left out after their error, rather than said again as references the schema refuses.
-    out.dependencies = value.dependencies
-      .filter((dependency) => !(typeof dependency === 'string' && dependency.includes('${')))
-      .map(dependencyRef);
-  } else if (typeof value.dependencies === 'string' && value.dependencies.includes('${')) {
-    translation.unsupported(['dependencies'], templatedDependenciesUnsupported);
+    out.dependencies = value.dependencies.map((dependency) =>
+      typeof dependency === 'string' && dependency.includes('${') ? dependency : dependencyRef(dependency),
+    );
   } else if (value.dependencies !== undefined) out.dependencies = value.dependencies;
 
   const type = typeof value.type === 'string' ? value.type : '';

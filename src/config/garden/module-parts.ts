@@ -2,9 +2,13 @@
  * What converting each type of 0.12 module starts from (garden/modules.ts converts exec,
  * container and kubernetes modules, garden/helm-module.ts helm modules), and what they share.
  */
+import type { ModuleNamesTemplate } from '../action-dependencies.js';
 import type { ConfigPath } from '../project.js';
 import type { IndexedModule } from './project-index.js';
 import { isRecord, type GardenRecord, type Translation } from './translation.js';
+
+/** A converted action's dependency: a reference, or a module's templated names (resolved per environment). */
+export type ModuleDependency = string | ModuleNamesTemplate;
 
 export interface ModuleParts {
   module: GardenRecord;
@@ -13,11 +17,11 @@ export interface ModuleParts {
   moduleDir: string;
   build: GardenRecord;
   /** `build.<module>` of each of the module's `build.dependencies`. */
-  buildDependencies: string[];
+  buildDependencies: ModuleDependency[];
   /** Keys every action of the module gets (description, include, exclude, disabled, variables). */
   base: GardenRecord;
   /** Runtime dependencies (service and task names) as action references. */
-  runtime: (dependencies: unknown) => string[];
+  runtime: (dependencies: unknown) => ModuleDependency[];
   add: (value: GardenRecord, moves: [ConfigPath, ConfigPath][]) => void;
   entries: (key: 'services' | 'tasks' | 'tests') => { entry: GardenRecord; at: ConfigPath }[];
   translation: Translation;
@@ -64,7 +68,7 @@ export function addModulePods(
     base: GardenRecord;
     serviceResource: unknown;
     /** An entry's action dependencies, from its own `dependencies`. */
-    dependencies: (entryDependencies: unknown) => string[];
+    dependencies: (entryDependencies: unknown) => ModuleDependency[];
     /** The module's keys every pod gets (its chart, its manifests), and where each came from. */
     spec: GardenRecord;
     moves: [ConfigPath, ConfigPath][];

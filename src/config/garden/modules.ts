@@ -21,15 +21,11 @@ import path from 'node:path';
 import picomatch from 'picomatch';
 import type { ConfigPath } from '../project.js';
 import { convertHelmModule } from './helm-module.js';
-import { addModulePods, strings, type ModuleParts } from './module-parts.js';
+import { ModuleNamesTemplate } from '../action-dependencies.js';
+import { addModulePods, strings, type ModuleDependency, type ModuleParts } from './module-parts.js';
 import type { GardenProjectIndex } from './project-index.js';
 import { convertVolumeModule, moduleVolumes } from './volumes.js';
-import {
-  isRecord,
-  templatedDependenciesUnsupported,
-  type GardenRecord,
-  type Translation,
-} from './translation.js';
+import { isRecord, type GardenRecord, type Translation } from './translation.js';
 
 /** One action of a module, as a Garden 0.13 document, with where its keys are in the module. */
 export interface ModuleAction {
@@ -48,9 +44,7 @@ export function convertModule(
   const name = String(module.name);
   const type = String(module.type);
   const build = isRecord(module.build) ? module.build : {};
-  const buildDependencies = (Array.isArray(build.dependencies) ? build.dependencies : []).map((d) =>
-    typeof d === 'string' ? `build.${d}` : `build.${String((d as GardenRecord).name)}`,
-  );
+  const buildDependencies = moduleDependencies(build.dependencies, { build: true }, (d) => `build.${d}`);
   // Garden 0.13 gives each action the module's variables and its varfile.
   const base: GardenRecord = {
     ...(module.description !== undefined ? { description: module.description } : {}),
@@ -75,19 +69,17 @@ export function convertModule(
       'repositoryUrl of a module is not supported by tend yet: clone the repository into the project (beside this garden.yml) and remove repositoryUrl',
     );
   }
-  for (const at of templatedDependencies(module)) {
-    translation.unsupported(at, templatedDependenciesUnsupported);
-  }
   if (module.repositoryUrl !== undefined) {
     // Its files are elsewhere: what it would become is not loaded, and what reads it is no new error.
     translation.unloadedActions.push(...moduleActionRefs(module));
     return [];
   }
-  // A templated entry is the error above (templatedDependencies), not said again of each action.
   const runtime = (dependencies: unknown) =>
-    strings(dependencies)
-      .filter((dependency) => !dependency.includes('${'))
-      .map((dependency) => `${index.runtimeNames.get(dependency) ?? 'deploy'}.${dependency}`);
+    moduleDependencies(
+      dependencies,
+      { runtime: index.runtimeNames },
+      (dependency) => `${index.runtimeNames.get(dependency) ?? 'deploy'}.${dependency}`,
+    );
   const actions: ModuleAction[] = [];
   const add = (value: GardenRecord, moves: [ConfigPath, ConfigPath][]) =>
     actions.push({ value, moves: [...moves, [['varfiles', 0], ['varfile']]] });
@@ -124,23 +116,26 @@ export function convertModule(
   return actions;
 }
 
-/** Where a module's `dependencies` (its own, its build's, its entries') is, or holds, a template string. */
-function templatedDependencies(module: GardenRecord): ConfigPath[] {
-  const templated = (value: unknown) => typeof value === 'string' && value.includes('${');
-  const found: ConfigPath[] = [];
-  const check = (value: unknown, at: ConfigPath) => {
-    if (templated(value)) found.push(at);
-    else if (Array.isArray(value)) value.forEach((item, i) => templated(item) && found.push([...at, i]));
-  };
-  check(module.dependencies, ['dependencies']);
-  if (isRecord(module.build)) check(module.build.dependencies, ['build', 'dependencies']);
-  for (const key of ['services', 'tasks', 'tests'] as const) {
-    const entries = Array.isArray(module[key]) ? module[key] : [];
-    entries.forEach((entry, i) => {
-      if (isRecord(entry)) check(entry.dependencies, [key, i, 'dependencies']);
-    });
-  }
-  return found;
+/**
+ * A module's dependency names as actions' references (`ref`; a `{name}` entry by its name), a
+ * templated entry, or the whole list written as a template, kept for the environment
+ * (action-dependencies.ts resolves it, its names read as `names` say).
+ */
+function moduleDependencies(
+  dependencies: unknown,
+  names: ModuleNamesTemplate['names'],
+  ref: (name: string) => string,
+): ModuleDependency[] {
+  if (typeof dependencies === 'string' && dependencies.includes('${'))
+    return [new ModuleNamesTemplate(dependencies, names)];
+  if (!Array.isArray(dependencies)) return [];
+  return dependencies.flatMap((dependency: unknown, i): ModuleDependency[] => {
+    if (typeof dependency === 'string') {
+      return [dependency.includes('${') ? new ModuleNamesTemplate(dependency, names, i) : ref(dependency)];
+    }
+    // A build dependency may be `{name, copy}`; one without a name is the schema's error.
+    return isRecord(dependency) ? [ref(String(dependency.name))] : [];
+  });
 }
 
 /**

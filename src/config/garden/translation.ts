@@ -16,11 +16,6 @@ export interface GardenFinding {
   environments?: string[];
 }
 
-/** Why `dependencies:` written as a template, or an entry of it, is refused (Garden resolves them with the variables). */
-export const templatedDependenciesUnsupported =
-  'dependencies written as a template (${…}) are not resolved by tend yet: list them by name ' +
-  '(Garden resolves them with the variables; left out, the action would run without them)';
-
 /** What fails the load: what tend cannot do, or a key Garden does not have either. */
 export interface GardenProblem extends GardenFinding {
   code: Extract<ConfigProblem['code'], 'TEND_CONFIG_UNSUPPORTED' | 'TEND_CONFIG_UNKNOWN_KEY'>;

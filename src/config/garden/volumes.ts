@@ -5,6 +5,7 @@
  * 0.13 deploys as a kubernetes Deploy of one PersistentVolumeClaim or ConfigMap named after the
  * action (core/src/plugins/kubernetes/volumes/ before Garden 0.14 removed them).
  */
+import type { ModuleDependency } from './module-parts.js';
 import type { ConfigPath } from '../project.js';
 import type { ModuleParts } from './module-parts.js';
 import type { GardenProjectIndex, VolumeDeployType } from './project-index.js';
@@ -95,7 +96,7 @@ export function volumeDeploySpec(
  */
 export function moduleVolumes(
   volumes: unknown,
-  dependencies: string[],
+  dependencies: ModuleDependency[],
   at: ConfigPath,
 ): { volumes: unknown; moves: [ConfigPath, ConfigPath][] } {
   if (!Array.isArray(volumes)) return { volumes, moves: [] };

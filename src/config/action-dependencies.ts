@@ -1,0 +1,142 @@
+/**
+ * An action's `dependencies:` written as a template (`dependencies: ${var.deps}`), or holding one
+ * (`- deploy.${var.db}`): kept when the configuration is read (their syntax checked), and
+ * resolved once the environment is chosen (resolve-templates.ts), with the action's own context —
+ * the project's, the environment's and the action's variables, `this`, a rendered action's
+ * `inputs` —, as Garden resolves them. The references they give are checked as written ones are.
+ */
+import { TendError } from '../errors.js';
+import { actionContext } from './action-variables.js';
+import { dependencyRef } from './garden/translation.js';
+import type { ConfigProblem } from './diagnostics.js';
+import type {
+  ActionConfig,
+  ConfigPath,
+  DependencyTemplate,
+  Locate,
+  ModuleDependencyNames,
+} from './project.js';
+import { actionRefPattern } from './schema.js';
+import { checkTemplateSyntax, resolveTemplates, type TemplateContext } from './template.js';
+import type { SyntaxOptions } from '../expressions/syntax.js';
+
+/**
+ * What a converted Garden 0.12 module's templated dependency names: modules' services and tasks
+ * (`runtime`: each name's kind by `kinds`, `deploy` when none), or modules' builds (`build`).
+ * Made by the module conversion only (src/config/garden/modules.ts), never read from a file.
+ */
+export class ModuleNamesTemplate {
+  constructor(
+    readonly template: string,
+    readonly names: ModuleDependencyNames,
+    /** Its index in the module's list (absent: the template is the whole list): where it is written. */
+    readonly position?: number,
+  ) {}
+}
+
+/** A written reference that passes the schema, standing for a template while the document is checked. */
+const placeholder = 'build.templated-dependency';
+
+/**
+ * `dependencies:` split: the value to check against the schema (each template replaced by a
+ * valid reference, so a written one's problem keeps its place), and the templates.
+ */
+export function splitDependencies(dependencies: unknown): {
+  checked: unknown;
+  templates: DependencyTemplate[];
+} {
+  const templateOf = (value: unknown, at: ConfigPath): DependencyTemplate | undefined => {
+    if (value instanceof ModuleNamesTemplate) {
+      // Where the module has it: a converted action's list starts with what the conversion adds.
+      const key = 'build' in value.names ? ['build', 'dependencies'] : ['dependencies'];
+      const written = value.position === undefined ? key : [...key, value.position];
+      return { template: value.template, at: written, names: value.names };
+    }
+    return typeof value === 'string' && value.includes('${') ? { template: value, at } : undefined;
+  };
+  const whole = templateOf(dependencies, ['dependencies']);
+  if (whole) return { checked: [], templates: [whole] };
+  if (!Array.isArray(dependencies)) return { checked: dependencies, templates: [] };
+  const templates: DependencyTemplate[] = [];
+  const checked = dependencies.map((entry, i) => {
+    const template = templateOf(entry, ['dependencies', i]);
+    if (!template) return entry;
+    templates.push(template);
+    return placeholder;
+  });
+  return { checked: templates.length > 0 ? checked : dependencies, templates };
+}
+
+/** The written references of a split `dependencies:` (without the placeholders). */
+export function writtenDependencies(checked: unknown): string[] {
+  const list = Array.isArray(checked) ? (checked as string[]) : [];
+  return [...new Set(list.filter((ref) => ref !== placeholder))];
+}
+
+/** The syntax problems of the templates, at their lines. */
+export function dependencyTemplateProblems(
+  templates: readonly DependencyTemplate[],
+  locate: Locate,
+  options: { syntax: SyntaxOptions; extraRoots: readonly string[] },
+): ConfigProblem[] {
+  return templates.flatMap((t) => checkTemplateSyntax(t.template, t.at, (p) => locate(p), options).problems);
+}
+
+/**
+ * The action with its templated dependencies resolved in the context of the chosen environment
+ * and added to the written ones; throws the first problem at its line: a value that is not a
+ * reference (or a list of them), an unknown action, the action itself.
+ */
+export function withEnvironmentDependencies(
+  action: ActionConfig,
+  context: TemplateContext,
+  known: ReadonlySet<string>,
+): ActionConfig {
+  const { dependencyTemplates, ...rest } = action;
+  if (!dependencyTemplates) return action;
+  const own = actionContext(action, context);
+  const dependencies = new Set(action.dependencies);
+  for (const t of dependencyTemplates) {
+    const at = () => action.locate(t.at);
+    const value = resolveTemplates(t.template, own, at);
+    for (const ref of referencesOf(value, t, at)) {
+      const fail = (why: string): never => {
+        throw new TendError('TEND_CONFIG_INVALID', `dependency "${t.template}" of ${action.ref} ${why}`, {
+          location: at(),
+        });
+      };
+      if (ref === action.ref) fail(`resolves to ${ref}: an action cannot depend on itself`);
+      if (!known.has(ref)) fail(`resolves to ${ref}, which is not an action of this project`);
+      dependencies.add(ref);
+    }
+  }
+  return { ...rest, dependencies: [...dependencies] };
+}
+
+/** The references a resolved template gives: none for null (an optional `${…}?` not there). */
+function referencesOf(value: unknown, t: DependencyTemplate, at: () => ReturnType<Locate>): string[] {
+  const items = value === null || value === undefined ? [] : Array.isArray(value) ? value : [value];
+  return items.map((item) => {
+    const ref = referenceOf(item, t);
+    if (ref === undefined || !new RegExp(actionRefPattern).test(ref)) {
+      const expected = t.names
+        ? 'a module name or a list of them'
+        : 'an action reference (deploy.db) or a list of them';
+      throw new TendError(
+        'TEND_CONFIG_INVALID',
+        `dependency "${t.template}" resolves to ${(JSON.stringify(value) ?? String(value)).slice(0, 200)}; expected ${expected}`,
+        { location: at() },
+      );
+    }
+    return ref;
+  });
+}
+
+function referenceOf(item: unknown, t: DependencyTemplate): string | undefined {
+  if (t.names) {
+    if (typeof item !== 'string') return undefined;
+    return 'build' in t.names ? `build.${item}` : `${t.names.runtime.get(item) ?? 'deploy'}.${item}`;
+  }
+  const ref = dependencyRef(item);
+  return typeof ref === 'string' ? ref : undefined;
+}
