@@ -544,7 +544,7 @@ providers:
     }
   });
 
-  it('what tend does not do is an error at its line, saying what to do; one error per unsupported action', async () => {
+  it('what tend does not do is an error at its line, saying what to do; one error per unsupported action (terraform, docker-compose’s docker-run)', async () => {
     const root = makeProject({
       'project.garden.yml': `${gardenProject}  - name: terraform\n`,
       'infra/garden.yml': `kind: Deploy
@@ -565,6 +565,11 @@ dependencies: [deploy.api, deploy.infra]
 copyFrom: [{ build: x, sourcePath: a, targetPath: b }]
 spec:
   command: [echo]
+---
+kind: Run
+type: docker-run
+name: seed
+spec: { image: postgres }
 `,
     });
     const errors = messages(await loadError(root));
@@ -574,8 +579,12 @@ spec:
       'TEND_CONFIG_UNSUPPORTED project.garden.yml:13 provider terraform is not supported by tend',
       'TEND_CONFIG_UNSUPPORTED infra/garden.yml:2 action type terraform is not supported by tend',
       'TEND_CONFIG_INVALID infra/garden.yml:16 copyFrom applies to Build actions, not to Run',
+      'TEND_CONFIG_UNSUPPORTED infra/garden.yml:21 action type docker-run is not supported by tend',
     ]);
     expect(errors[1]!.message).toContain('run terraform from an exec action');
+    expect(errors[3]!.message).toContain(
+      "Garden's docker-compose plugin; run `docker run` from an exec action",
+    );
   });
 
   it("a Project document in a Garden file below the root is left out with a note, as Garden leaves it out; the file's actions load", async () => {

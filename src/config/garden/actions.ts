@@ -29,6 +29,13 @@ const unsupportedTypes: Record<string, string> = {
   'conftest-container': 'run conftest from an exec Test',
   'conftest-helm': 'run conftest from an exec Test',
   hadolint: 'run hadolint from an exec Test',
+  // Garden's docker-compose plugin: containers on the local Docker, no namespace to record.
+  'docker-compose': "it comes from Garden's docker-compose plugin; run `docker compose` from an exec action",
+  'docker-compose-exec':
+    "it comes from Garden's docker-compose plugin; run `docker compose exec` from an exec action",
+  'docker-compose-run':
+    "it comes from Garden's docker-compose plugin; run `docker compose run` from an exec action",
+  'docker-run': "it comes from Garden's docker-compose plugin; run `docker run` from an exec action",
 };
 
 /** Garden keys of every action that tend reads as they are. */
