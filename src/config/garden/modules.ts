@@ -20,6 +20,7 @@ import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import type { ConfigPath } from '../project.js';
+import { manifestsOfFiles } from './generated-files.js';
 import { convertHelmModule } from './helm-module.js';
 import { ModuleNamesTemplate } from '../action-dependencies.js';
 import { addModulePods, strings, type ModuleDependency, type ModuleParts } from './module-parts.js';
@@ -60,8 +61,12 @@ export function convertModule(
   if (module.allowPublish !== undefined) {
     translation.note(['allowPublish'], 'allowPublish: tend has no publish command; ignored');
   }
-  if (module.generateFiles !== undefined) {
-    translation.unsupported(['generateFiles'], 'generateFiles of a module is not supported by tend yet');
+  // A kubernetes module's generated manifests are read from their sources (generated-files.ts).
+  if (module.generateFiles !== undefined && type !== 'kubernetes') {
+    translation.unsupported(
+      ['generateFiles'],
+      `generateFiles is not supported by tend yet for a module of type ${type} (only for a kubernetes module's files)`,
+    );
   }
   if (module.repositoryUrl !== undefined) {
     translation.unsupported(
@@ -387,8 +392,9 @@ function convertContainerModule(parts: ModuleParts): void {
 }
 
 function convertKubernetesModule(parts: ModuleParts): void {
-  const { module: spec, name, buildDependencies, base, runtime, add } = parts;
+  const { module: spec, name, buildDependencies, base, runtime, add, translation } = parts;
   const specAt: ConfigPath = [];
+  const files = manifestsOfFiles(spec, translation);
   add(
     {
       ...base,
@@ -397,7 +403,7 @@ function convertKubernetesModule(parts: ModuleParts): void {
       name,
       dependencies: [...buildDependencies, ...runtime(spec.dependencies)],
       spec: {
-        ...(spec.files !== undefined ? { manifestTemplates: spec.files } : {}),
+        ...files,
         ...(spec.kustomize !== undefined ? { kustomize: spec.kustomize } : {}),
         ...(spec.manifests !== undefined ? { manifests: spec.manifests } : {}),
       },
@@ -414,7 +420,7 @@ function convertKubernetesModule(parts: ModuleParts): void {
   // module's `serviceResource`) in the module's files and manifests (not its kustomization).
   const serviceResource = isRecord(spec.serviceResource) ? spec.serviceResource : undefined;
   const manifestKeys: GardenRecord = {
-    ...(spec.files !== undefined ? { manifestTemplates: spec.files } : {}),
+    ...files,
     ...(spec.manifests !== undefined ? { manifests: spec.manifests } : {}),
     ...(spec.namespace !== undefined ? { namespace: spec.namespace } : {}),
   };

@@ -166,6 +166,79 @@ ${script
     expect(data['backup.sh']).toBe(script);
   });
 
+  it("a kubernetes module's generateFiles: the files it names are read from their sources, templated or (resolveTemplates: false) as written", async () => {
+    const namespace = 'gtt-generated';
+    const root = makeProject({
+      'tend.yml': projectYaml({ registry: h.sim.registryHost, namespace }),
+      // As JoshDrake/minted-k8s-module-outputs-bug has it: `files` names what generateFiles writes.
+      'jobs/garden.yml': `kind: Module
+type: kubernetes
+name: jobs
+files: [.manifests.yml, ./scripts.yml]
+generateFiles:
+  - sourcePath: manifests.yml
+    targetPath: .manifests.yml
+  - sourcePath: scripts.src.yml
+    targetPath: scripts.yml
+    resolveTemplates: false
+`,
+      'jobs/manifests.yml':
+        'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: settings }\ndata: { env: "${environment.name}" }\n',
+      'jobs/scripts.src.yml': configMap('backup'),
+    });
+    expect((await validateCommand({ root, var: [] })).exitCode).toBe(0);
+    const result = await execute('deploy', root);
+    expect(result.data.actions.map((a) => [a.ref, a.state, a.error?.message])).toEqual([
+      ['deploy.jobs', 'ready', undefined],
+    ]);
+    const read = (name: string) =>
+      kubectlJson<{ data: Record<string, string> }>(h.kubeconfig, '-n', namespace, 'get', 'configmap', name);
+    expect((await read('settings')).data).toEqual({ env: 'dev' });
+    expect((await read('backup')).data['backup.sh']).toBe(script);
+  });
+
+  it('generateFiles tend cannot read from a source is the error at its line: an inline value, a file no `files` names, another module type', async () => {
+    const root = makeProject({
+      'tend.yml': projectYaml({ registry: h.sim.registryHost }),
+      'jobs/garden.yml': `kind: Module
+type: kubernetes
+name: jobs
+files: [a.yml]
+generateFiles:
+  - targetPath: a.yml
+    value: "kind: ConfigMap"
+  - sourcePath: b.src.yml
+    targetPath: b.yml
+---
+kind: Module
+type: exec
+name: tool
+generateFiles:
+  - sourcePath: run.src.sh
+    targetPath: run.sh
+`,
+    });
+    const error = await validateCommand({ root, var: [] }).then(
+      () => undefined,
+      (e: unknown) => e as TendError,
+    );
+    const errors = (error?.detail as { errors: { message: string; location: { line: number } }[] }).errors;
+    expect(errors.map((e) => [e.location.line, e.message])).toEqual([
+      [
+        6,
+        'generateFiles: an inline value is not written by tend; put it in a file the module names under files',
+      ],
+      [
+        8,
+        "generateFiles: b.yml is not one of the module's files, and tend writes no generated file; name it under files",
+      ],
+      [
+        14,
+        "generateFiles is not supported by tend yet for a module of type exec (only for a kubernetes module's files)",
+      ],
+    ]);
+  });
+
   it('validate finds, in a templated file, what is not a template expression: file:line, object, the way out', async () => {
     const root = makeProject({
       'tend.yml': projectYaml({ registry: h.sim.registryHost, namespace: 'gtt-bad' }),
