@@ -61,7 +61,9 @@ export class ModuleConverter {
       this.notes.push({ message, location: doc.location });
       return;
     }
-    if (kind !== 'RenderTemplate') {
+    // Garden 0.12's templated module renders its ModuleTemplate, as a RenderTemplate does.
+    const templatedModule = kind === 'Module' && isRecord(doc.value) && doc.value.type === 'templated';
+    if (kind !== 'RenderTemplate' && !templatedModule) {
       yield* this.#gardenDocument(document, doc.value, dir, locate);
       return;
     }
@@ -81,7 +83,7 @@ export class ModuleConverter {
     for (const config of rendered) {
       const template = this.#templates.get(config.rendered.template)!;
       const locateConfig = (p: ConfigPath, target: LocateTarget = 'value') =>
-        template.locate(['configs', config.index, ...p], target);
+        template.locate([config.list, config.index, ...p], target);
       yield* this.#gardenDocument(document, config.value, config.baseDir, locateConfig, config.rendered);
     }
   }

@@ -375,8 +375,8 @@ export function resolveActionSpec(
     return resolveTemplates(action.spec, own, (p) => action.locate(['spec', ...p]), options);
   } catch (error) {
     if (!(error instanceof TendError) || error.code !== 'TEND_TEMPLATE') throw error;
-    const where = `${rendered.template} rendered by RenderTemplate ${rendered.parent} at ${formatLocation(rendered.renderedAt)}`;
-    throw new TendError('TEND_TEMPLATE', `${error.message} (in ConfigTemplate ${where})`, {
+    const where = `${rendered.template} rendered by ${rendered.parent} at ${formatLocation(rendered.renderedAt)}`;
+    throw new TendError('TEND_TEMPLATE', `${error.message} (in template ${where})`, {
       ...(error.location ? { location: error.location } : {}),
     });
   }

@@ -54,7 +54,8 @@ export interface RenderDocument {
 /** One config of a template, rendered: its document as Garden would read it, and where it came from. */
 export interface RenderedConfig {
   value: GardenRecord;
-  /** Its index under the template's `configs`. */
+  /** The template's list it is in, and its index there. */
+  list: 'configs' | 'modules';
   index: number;
   /** The directory its relative paths are relative to (absolute). */
   baseDir: string;
@@ -83,13 +84,6 @@ export function collectTemplates(
           location: locate(['name'], 'key'),
         });
         continue;
-      }
-      if (Array.isArray(value.modules) && value.modules.length > 0) {
-        problem({
-          code: 'TEND_CONFIG_UNSUPPORTED',
-          message: `${String(value.kind)} ${name}: templated modules (Garden 0.12) are not rendered by tend; write them as actions under configs:`,
-          location: locate(['modules'], 'key'),
-        });
       }
       templates.set(name, {
         name,
@@ -188,15 +182,17 @@ export function renderTemplate(
   const inRender = (message: string, p: ConfigPath) =>
     problem({ message, location: document.locate(p, 'key') });
   const parent = String(render.name);
+  // Garden 0.12's `kind: Module, type: templated` renders a template as a RenderTemplate does.
+  const renderer = render.kind === 'Module' ? 'templated module' : 'RenderTemplate';
   if (typeof render.template !== 'string') {
-    inRender(`RenderTemplate ${parent} needs template: <name>`, ['template']);
+    inRender(`${renderer} ${parent} needs template: <name>`, ['template']);
     return [];
   }
   const template = templates.get(render.template);
   if (!template) {
     const names = [...templates.keys()].sort();
     inRender(
-      `RenderTemplate ${parent} names template "${render.template}", which is not defined; ConfigTemplates: ${listWords(names) || '(none)'}`,
+      `${renderer} ${parent} names template "${render.template}", which is not defined; templates: ${listWords(names) || '(none)'}`,
       ['template'],
     );
     return [];
@@ -215,8 +211,13 @@ export function renderTemplate(
     return [];
   }
   const configs = template.value.configs ?? [];
-  if (!Array.isArray(configs)) {
-    problem({ message: 'configs must be a list of actions', location: template.locate(['configs'], 'key') });
+  const modules = template.value.modules ?? [];
+  if (!Array.isArray(configs) || !Array.isArray(modules)) {
+    const key = Array.isArray(configs) ? 'modules' : 'configs';
+    problem({
+      message: `${key} must be a list of ${key === 'configs' ? 'actions' : 'modules'}`,
+      location: template.locate([key], 'key'),
+    });
     return [];
   }
   const out: RenderedConfig[] = [];
@@ -241,6 +242,10 @@ export function renderTemplate(
     const place: RenderPlace = { template, rendered, renderDir: document.dir, syntax };
     configs.forEach((config: unknown, index) => {
       const one = renderConfig(config, index, place, problem);
+      if (one) out.push(one);
+    });
+    modules.forEach((module: unknown, index) => {
+      const one = renderModule(module, index, place, problem);
       if (one) out.push(one);
     });
   }
@@ -311,5 +316,44 @@ function renderConfig(
     baseDir = path.resolve(renderDir, String(value.path));
     delete value.path;
   }
-  return { value, index, baseDir, rendered };
+  return { value, list: 'configs', index, baseDir, rendered };
+}
+
+/**
+ * A module of a template (Garden 0.12's ModuleTemplate, or a ConfigTemplate's `modules`), rendered
+ * as Garden 0.12 renders it: each key resolved with `inputs`, `parent` and `template`, where it
+ * reads nothing else; a key that reads other contexts (`var`, `modules`, `runtime`) stays as
+ * written and is resolved with the others, those roots included, when its actions run.
+ */
+function renderModule(
+  module: unknown,
+  index: number,
+  { template, rendered, renderDir, syntax }: RenderPlace,
+  problem: (found: RenderProblem) => void,
+): RenderedConfig | undefined {
+  const at = (...p: ConfigPath): ConfigPath => ['modules', index, ...p];
+  if (!isRecord(module)) {
+    problem({ message: 'each of modules must be a mapping (a module)', location: template.locate(at()) });
+    return undefined;
+  }
+  const roots = {
+    inputs: rendered.inputs,
+    parent: { name: rendered.parent },
+    template: { name: rendered.template },
+  };
+  const value: GardenRecord = { kind: 'Module' };
+  for (const [key, item] of Object.entries(module)) {
+    try {
+      value[key] = resolveRenderedKeys(item, roots, (p) => template.locate(at(key, ...p)), syntax);
+    } catch (error) {
+      if (!(error instanceof TendError)) throw error;
+      value[key] = item;
+    }
+  }
+  let baseDir = renderDir;
+  if (value.path !== undefined) {
+    baseDir = path.resolve(renderDir, String(value.path));
+    delete value.path;
+  }
+  return { value, list: 'modules', index, baseDir, rendered };
 }

@@ -301,7 +301,7 @@ inputs: {}
     });
     const errors = await validateErrors(root);
     expect(errors).toEqual([
-      'TEND_CONFIG_INVALID a/garden.yml:3 RenderTemplate a names template "servce", which is not defined; ConfigTemplates: service',
+      'TEND_CONFIG_INVALID a/garden.yml:3 RenderTemplate a names template "servce", which is not defined; templates: service',
       expect.stringMatching(
         /^TEND_CONFIG_INVALID b\/garden\.yml:5 missing required key "env" in inputs \(the inputs schema of ConfigTemplate service\)$/,
       ),
@@ -353,6 +353,90 @@ template: t
     expect(errors[0]).toMatch(
       /^TEND_CONFIG_INVALID templates\/garden\.yml:6 .*var\.greeting.*rendered by RenderTemplate use.*inputs, parent and template only$/,
     );
+  });
+
+  it("Garden 0.12's templated module renders its ModuleTemplate's modules: names and $forEach from inputs, other contexts when its actions run", async () => {
+    const root = makeProject({
+      'project.garden.yml': project('modtpl')
+        .replace('garden.io/v2', 'garden.io/v1')
+        .replace(
+          '  - name: local-kubernetes\n',
+          `  - name: local-kubernetes\n    deploymentRegistry: { hostname: ${h.sim.registryHost}, namespace: modtpl }\n`,
+        ),
+      // As pdelanauze/grpc-web-k8s-envoy-garden-sample and Garden issue 3091's repro write them.
+      'templates/garden.yml': `kind: ModuleTemplate
+name: service
+modules:
+  - type: container
+    name: \${parent.name}-image
+  - type: kubernetes
+    name: \${parent.name}
+    build: { dependencies: ["\${parent.name}-image"] }
+    manifests:
+      - apiVersion: apps/v1
+        kind: Deployment
+        metadata: { name: "\${parent.name}" }
+        spec:
+          replicas: \${inputs.replicas}
+          selector: { matchLabels: { app: "\${parent.name}" } }
+          template:
+            metadata: { labels: { app: "\${parent.name}" } }
+            spec:
+              containers:
+                - name: main
+                  image: \${modules["\${parent.name}-image"].outputs.deployment-image-id}
+                  env: [{ name: GREETING, value: "\${var.greeting}" }]
+  - type: container
+    name: \${parent.name}-workers
+    image: nginx:1.27
+    include: []
+    services:
+      $forEach: \${inputs.workers}
+      $return:
+        name: \${parent.name}-\${item.value}
+        env: { WORKER: "\${item.value}" }
+`,
+      'api/garden.yml': `kind: Module
+type: templated
+name: api
+template: service
+inputs: { replicas: 2, workers: [a, b] }
+`,
+      'api/Dockerfile': 'FROM nginx\n',
+    });
+    expect((await validateCommand({ root, var: [] })).exitCode).toBe(0);
+    const deployed = await execute('deploy', root);
+    expect(deployed.data.actions.map((a) => [a.ref, a.state, a.error?.message]).sort()).toEqual([
+      ['build.api-image', 'ready', undefined],
+      ['deploy.api', 'ready', undefined],
+      ['deploy.api-a', 'ready', undefined],
+      ['deploy.api-b', 'ready', undefined],
+    ]);
+    const api = await kubectlJson<Deployment>(h.kubeconfig, '-n', 'modtpl', 'get', 'deployment', 'api');
+    expect(api.spec.replicas).toBe(2);
+    const [main] = api.spec.template.spec.containers;
+    expect(main!.image).toMatch(/\/api-image:v-[0-9a-f]+$/);
+    expect(main!.env).toEqual([{ name: 'GREETING', value: 'hello' }]);
+    const worker = await kubectlJson<Deployment>(h.kubeconfig, '-n', 'modtpl', 'get', 'deployment', 'api-b');
+    const [container] = worker.spec.template.spec.containers;
+    expect([container!.image, container!.env?.find((e) => e.name === 'WORKER')?.value]).toEqual([
+      'nginx:1.27',
+      'b',
+    ]);
+  });
+
+  it('refuses a templated module naming a missing template, at its line', async () => {
+    const root = makeProject({
+      'project.garden.yml': project('modtpl-missing').replace('garden.io/v2', 'garden.io/v1'),
+      'api/garden.yml': `kind: Module
+type: templated
+name: api
+template: servce
+`,
+    });
+    expect(await validateErrors(root)).toEqual([
+      'TEND_CONFIG_INVALID api/garden.yml:4 templated module api names template "servce", which is not defined; templates: (none)',
+    ]);
   });
 });
 
