@@ -395,13 +395,17 @@ function convertKubernetesModule(parts: ModuleParts): void {
   const { module: spec, name, buildDependencies, base, runtime, add, translation } = parts;
   const specAt: ConfigPath = [];
   const files = manifestsOfFiles(spec, translation);
+  const serviceResource = isRecord(spec.serviceResource) ? spec.serviceResource : undefined;
+  // Garden's conversion makes the Deploy depend on its serviceResource's container module too.
+  const sourceBuild =
+    typeof serviceResource?.containerModule === 'string' ? [`build.${serviceResource.containerModule}`] : [];
   add(
     {
       ...base,
       kind: 'Deploy',
       type: 'kubernetes',
       name,
-      dependencies: [...buildDependencies, ...runtime(spec.dependencies)],
+      dependencies: [...new Set([...buildDependencies, ...sourceBuild]), ...runtime(spec.dependencies)],
       spec: {
         ...files,
         ...(spec.kustomize !== undefined ? { kustomize: spec.kustomize } : {}),
@@ -418,7 +422,6 @@ function convertKubernetesModule(parts: ModuleParts): void {
   );
   // Garden's tasks and tests: kubernetes-pod actions finding their workload (`resource`, else the
   // module's `serviceResource`) in the module's files and manifests (not its kustomization).
-  const serviceResource = isRecord(spec.serviceResource) ? spec.serviceResource : undefined;
   const manifestKeys: GardenRecord = {
     ...files,
     ...(spec.manifests !== undefined ? { manifests: spec.manifests } : {}),

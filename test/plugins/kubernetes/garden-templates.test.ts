@@ -371,7 +371,10 @@ modules:
     name: \${parent.name}-image
   - type: kubernetes
     name: \${parent.name}
-    build: { dependencies: ["\${parent.name}-image"] }
+    # Garden's conversion builds the container module of serviceResource first: no build.dependencies needed.
+    serviceResource:
+      kind: Deployment
+      containerModule: \${parent.name}-image
     manifests:
       - apiVersion: apps/v1
         kind: Deployment
