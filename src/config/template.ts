@@ -280,8 +280,13 @@ export function checkTemplateSyntax(
   const actionReferences: TemplateActionReference[] = [];
   const fail = (message: string, relative: ConfigPath) =>
     problems.push({ code: 'TEND_TEMPLATE', message, location: locate([...basePath, ...relative]) });
+  // Garden 0.12 and 0.13 (every `${…}?` optional) read a key that is not there, an unknown
+  // context included, in an optional expression as no value (`${deploy.db}?`).
+  const optionalAnywhere = syntax?.optionalSuffix === 'every-expression';
+  const optionalLookups = new Set<Lookup>();
   const checkLookup = (lookup: Lookup, relative: ConfigPath) => {
     if (!roots.includes(lookup.root)) {
+      if (optionalLookups.has(lookup)) return;
       fail(
         `unknown template key "${lookup.text}"; available: ${[...templateRoots, ...extraRoots].join(', ')}\n` +
           `  (and Garden's: ${gardenRoots.join(', ')}; see docs/templates.md)`,
@@ -318,6 +323,12 @@ export function checkTemplateSyntax(
     } catch (error) {
       fail((error as Error).message, relative);
       return;
+    }
+    if (optionalAnywhere) {
+      for (const part of template.parts) {
+        if (part.type === 'expression' && part.optional)
+          eachLookup(part.expression, (l) => optionalLookups.add(l));
+      }
     }
     eachLookup(template, (lookup) => checkLookup(lookup, relative));
   });

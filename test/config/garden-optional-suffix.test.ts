@@ -83,6 +83,27 @@ describe("a Garden project's optional suffix, by its apiVersion", () => {
     expect(error.location).toMatchObject({ file: 'show/garden.yml', line: 5 });
   });
 
+  it('an unknown context in an optional expression is no value with garden.io/v0 and v1, the error at its line with v2', async () => {
+    const unknownContext = run.replace(
+      '"${var.flag}"',
+      '"${var.flag}", "--y=${deploy.db}?", "${deploy.db}?"',
+    );
+    for (const apiVersion of [undefined, 'garden.io/v1']) {
+      const root = await writeProject({
+        'project.garden.yml': gardenProject(apiVersion),
+        'show/garden.yml': unknownContext,
+      });
+      expect(await command(root)).toEqual(['echo', '--project=local', 'local', '--x=', '--flag=', '--y=']);
+    }
+    const strict = await writeProject({
+      'project.garden.yml': gardenProject('garden.io/v2'),
+      'show/garden.yml': unknownContext,
+    });
+    const error = await failure(configureAt(strict));
+    expect(error.message).toMatch(/unknown template key "deploy\.db"/);
+    expect(error.location).toMatchObject({ file: 'show/garden.yml', line: 5 });
+  });
+
   it("is the Project's apiVersion, not the document's (Garden 0.13 ignores an action's)", async () => {
     const root = await writeProject({
       'project.garden.yml': gardenProject('garden.io/v2'),
