@@ -4,7 +4,7 @@
  * left the demo (two runs of `npm run demo`, three minutes, mostly waiting on its minute of
  * inactivity) to start eight minutes in and end the run alone. Files named here start first, in
  * this order, when the cache has no duration for them: the slowest files measured (a full run on
- * 2 cores, 4 workers). A file missing from the list only starts later; nothing else depends on it.
+ * 2 cores, 4 workers; 5 since). A file missing from the list only starts later; nothing else depends on it.
  */
 import path from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
