@@ -282,10 +282,10 @@ export function checkTemplateSyntax(
     problems.push({ code: 'TEND_TEMPLATE', message, location: locate([...basePath, ...relative]) });
   // Garden 0.12 and 0.13 (every `${…}?` optional) read a key that is not there, an unknown
   // context included, in an optional expression as no value (`${deploy.db}?`).
-  const optionalLookups = syntax?.optionalSuffix === 'every-expression' ? new Set<Lookup>() : undefined;
-  const checkLookup = (lookup: Lookup, relative: ConfigPath) => {
+  const optionalAnywhere = syntax?.optionalSuffix === 'every-expression';
+  const checkLookup = (lookup: Lookup, relative: ConfigPath, optional: boolean) => {
     if (!roots.includes(lookup.root)) {
-      if (optionalLookups?.has(lookup)) return;
+      if (optional && optionalAnywhere) return;
       fail(
         `unknown template key "${lookup.text}"; available: ${[...templateRoots, ...extraRoots].join(', ')}\n` +
           `  (and Garden's: ${gardenRoots.join(', ')}; see docs/templates.md)`,
@@ -323,13 +323,7 @@ export function checkTemplateSyntax(
       fail((error as Error).message, relative);
       return;
     }
-    if (optionalLookups) {
-      for (const part of template.parts) {
-        if (part.type === 'expression' && part.optional)
-          eachLookup(part.expression, (l) => optionalLookups.add(l));
-      }
-    }
-    eachLookup(template, (lookup) => checkLookup(lookup, relative));
+    eachLookup(template, (lookup, optional) => checkLookup(lookup, relative, optional));
   });
   return { problems, actionReferences };
 }

@@ -1,15 +1,19 @@
 /** The lookups of a parsed template (syntax.ts): which keys of its contexts it reads. */
 import type { Expression, Template, TemplatePart } from './syntax.js';
 
-/** Every lookup in an expression or template, nested ones included. */
+/**
+ * Every lookup in an expression or template, nested ones included; `optional` when it is inside
+ * an optional expression (`${…}?`), where a key that is not there is no value.
+ */
 export function eachLookup(
   node: Expression | Template,
-  onLookup: (lookup: Extract<Expression, { type: 'lookup' }>) => void,
+  onLookup: (lookup: Extract<Expression, { type: 'lookup' }>, optional: boolean) => void,
 ): void {
   if ('parts' in node) {
     const visitParts = (parts: TemplatePart[]) => {
       for (const part of parts) {
-        if (part.type === 'expression') eachLookup(part.expression, onLookup);
+        if (part.type === 'expression')
+          eachLookup(part.expression, part.optional ? (lookup) => onLookup(lookup, true) : onLookup);
         if (part.type === 'if') {
           eachLookup(part.condition, onLookup);
           visitParts(part.then);
@@ -26,7 +30,7 @@ export function eachLookup(
     case 'array':
       return node.elements.forEach((e) => eachLookup(e, onLookup));
     case 'lookup':
-      onLookup(node);
+      onLookup(node, false);
       return node.path.forEach((segment) => typeof segment !== 'string' && eachLookup(segment, onLookup));
     case 'call':
       return node.args.forEach((e) => eachLookup(e, onLookup));
