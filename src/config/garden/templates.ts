@@ -294,11 +294,7 @@ function renderConfig(
     try {
       value[key] = resolveRenderedKeys(
         item,
-        {
-          inputs: rendered.inputs,
-          parent: { name: rendered.parent },
-          template: { name: rendered.template },
-        },
+        renderRoots(rendered),
         (p) => template.locate(at(key, ...p)),
         syntax,
       );
@@ -311,12 +307,24 @@ function renderConfig(
       return undefined;
     }
   }
-  let baseDir = renderDir;
-  if (value.path !== undefined) {
-    baseDir = path.resolve(renderDir, String(value.path));
-    delete value.path;
-  }
-  return { value, list: 'configs', index, baseDir, rendered };
+  return { value, list: 'configs', index, baseDir: movedBy(value, renderDir), rendered };
+}
+
+/** The roots a rendered key is resolved with when the configuration is read. */
+function renderRoots(rendered: RenderedFrom) {
+  return {
+    inputs: rendered.inputs,
+    parent: { name: rendered.parent },
+    template: { name: rendered.template },
+  };
+}
+
+/** The directory a rendered config's relative paths are relative to: the render's, or its `path:` (taken out). */
+function movedBy(value: GardenRecord, renderDir: string): string {
+  if (value.path === undefined) return renderDir;
+  const moved = path.resolve(renderDir, String(value.path));
+  delete value.path;
+  return moved;
 }
 
 /**
@@ -336,24 +344,19 @@ function renderModule(
     problem({ message: 'each of modules must be a mapping (a module)', location: template.locate(at()) });
     return undefined;
   }
-  const roots = {
-    inputs: rendered.inputs,
-    parent: { name: rendered.parent },
-    template: { name: rendered.template },
-  };
   const value: GardenRecord = { kind: 'Module' };
   for (const [key, item] of Object.entries(module)) {
     try {
-      value[key] = resolveRenderedKeys(item, roots, (p) => template.locate(at(key, ...p)), syntax);
+      value[key] = resolveRenderedKeys(
+        item,
+        renderRoots(rendered),
+        (p) => template.locate(at(key, ...p)),
+        syntax,
+      );
     } catch (error) {
       if (!(error instanceof TendError)) throw error;
       value[key] = item;
     }
   }
-  let baseDir = renderDir;
-  if (value.path !== undefined) {
-    baseDir = path.resolve(renderDir, String(value.path));
-    delete value.path;
-  }
-  return { value, list: 'modules', index, baseDir, rendered };
+  return { value, list: 'modules', index, baseDir: movedBy(value, renderDir), rendered };
 }
