@@ -34,9 +34,11 @@ export function manifestsOfFiles(
       templated: resolveTemplates !== false,
     });
   });
+  // `files` that are no list are the schema's error, as written.
+  if (!Array.isArray(files)) return files !== undefined ? { manifestTemplates: files } : {};
   const manifestTemplates: unknown[] = [];
   const manifestFiles: string[] = [];
-  for (const file of Array.isArray(files) ? files : []) {
+  for (const file of files) {
     const source = sources.get(normalized(file));
     if (!source) manifestTemplates.push(file);
     else if (source.templated) manifestTemplates.push(source.sourcePath);
