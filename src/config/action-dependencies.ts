@@ -9,28 +9,22 @@ import { TendError } from '../errors.js';
 import { actionContext } from './action-variables.js';
 import { dependencyRef } from './garden/translation.js';
 import type { ConfigProblem } from './diagnostics.js';
-import type {
-  ActionConfig,
-  ConfigPath,
-  DependencyTemplate,
-  Locate,
-  ModuleDependencyNames,
-} from './project.js';
+import type { ActionConfig, ConfigPath, DependencyTemplate, Locate } from './project.js';
 import { actionRefPattern } from './schema.js';
 import { checkTemplateSyntax, resolveTemplates, type TemplateContext } from './template.js';
 import type { SyntaxOptions } from '../expressions/syntax.js';
 
 /**
- * What a converted Garden 0.12 module's templated dependency names: modules' services and tasks
- * (`runtime`: each name's kind by `kinds`, `deploy` when none), or modules' builds (`build`).
- * Made by the module conversion only (src/config/garden/modules.ts), never read from a file.
+ * A converted Garden 0.12 module's templated dependency: the names it gives are modules' services
+ * and tasks, or their builds, made references by `ref` (as written names are); `at` is where the
+ * module has it. Made by the module conversion only (src/config/garden/modules.ts), never read
+ * from a file.
  */
 export class ModuleNamesTemplate {
   constructor(
     readonly template: string,
-    readonly names: ModuleDependencyNames,
-    /** Its index in the module's list (absent: the template is the whole list): where it is written. */
-    readonly position?: number,
+    readonly ref: (name: string) => string,
+    readonly at: ConfigPath,
   ) {}
 }
 
@@ -39,38 +33,35 @@ const placeholder = 'build.templated-dependency';
 
 /**
  * `dependencies:` split: the value to check against the schema (each template replaced by a
- * valid reference, so a written one's problem keeps its place), and the templates.
+ * valid reference, so a written one's problem keeps its place), the written references, and the
+ * templates.
  */
 export function splitDependencies(dependencies: unknown): {
   checked: unknown;
+  written: string[];
   templates: DependencyTemplate[];
 } {
   const templateOf = (value: unknown, at: ConfigPath): DependencyTemplate | undefined => {
     if (value instanceof ModuleNamesTemplate) {
-      // Where the module has it: a converted action's list starts with what the conversion adds.
-      const key = 'build' in value.names ? ['build', 'dependencies'] : ['dependencies'];
-      const written = value.position === undefined ? key : [...key, value.position];
-      return { template: value.template, at: written, names: value.names };
+      return { template: value.template, at: value.at, moduleName: value.ref };
     }
     return typeof value === 'string' && value.includes('${') ? { template: value, at } : undefined;
   };
   const whole = templateOf(dependencies, ['dependencies']);
-  if (whole) return { checked: [], templates: [whole] };
-  if (!Array.isArray(dependencies)) return { checked: dependencies, templates: [] };
+  if (whole) return { checked: [], written: [], templates: [whole] };
+  if (!Array.isArray(dependencies)) return { checked: dependencies, written: [], templates: [] };
   const templates: DependencyTemplate[] = [];
+  const written = new Set<string>();
   const checked = dependencies.map((entry, i) => {
     const template = templateOf(entry, ['dependencies', i]);
-    if (!template) return entry;
+    if (!template) {
+      written.add(entry as string);
+      return entry;
+    }
     templates.push(template);
     return placeholder;
   });
-  return { checked: templates.length > 0 ? checked : dependencies, templates };
-}
-
-/** The written references of a split `dependencies:` (without the placeholders). */
-export function writtenDependencies(checked: unknown): string[] {
-  const list = Array.isArray(checked) ? (checked as string[]) : [];
-  return [...new Set(list.filter((ref) => ref !== placeholder))];
+  return { checked: templates.length > 0 ? checked : dependencies, written: [...written], templates };
 }
 
 /** The syntax problems of the templates, at their lines. */
@@ -119,7 +110,7 @@ function referencesOf(value: unknown, t: DependencyTemplate, at: () => ReturnTyp
   return items.map((item) => {
     const ref = referenceOf(item, t);
     if (ref === undefined || !new RegExp(actionRefPattern).test(ref)) {
-      const expected = t.names
+      const expected = t.moduleName
         ? 'a module name or a list of them'
         : 'an action reference (deploy.db) or a list of them';
       throw new TendError(
@@ -133,10 +124,7 @@ function referencesOf(value: unknown, t: DependencyTemplate, at: () => ReturnTyp
 }
 
 function referenceOf(item: unknown, t: DependencyTemplate): string | undefined {
-  if (t.names) {
-    if (typeof item !== 'string') return undefined;
-    return 'build' in t.names ? `build.${item}` : `${t.names.runtime.get(item) ?? 'deploy'}.${item}`;
-  }
+  if (t.moduleName) return typeof item === 'string' ? t.moduleName(item) : undefined;
   const ref = dependencyRef(item);
   return typeof ref === 'string' ? ref : undefined;
 }

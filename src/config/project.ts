@@ -99,15 +99,12 @@ export interface ProjectConfig {
   locate: Locate;
 }
 
-/** What the names a converted module's templated dependency gives stand for (action-dependencies.ts). */
-export type ModuleDependencyNames = { build: true } | { runtime: ReadonlyMap<string, string> };
-
 /** One templated entry of an action's `dependencies:` (or the whole key), where it is. */
 export interface DependencyTemplate {
   template: string;
   at: ConfigPath;
-  /** A converted module's: what the names it gives stand for (modules' builds, or their services and tasks by kind). */
-  names?: ModuleDependencyNames;
+  /** A converted module's: the reference of each name it gives (a module's service, task or build). */
+  moduleName?: (name: string) => string;
 }
 
 export interface ActionConfig {

@@ -13,7 +13,7 @@ import {
   type RawActionVariables,
 } from './action-variables.js';
 import { sourceProblem } from './action-source.js';
-import { dependencyTemplateProblems, splitDependencies, writtenDependencies } from './action-dependencies.js';
+import { dependencyTemplateProblems, splitDependencies } from './action-dependencies.js';
 import { readBuildKeys, type RawBuildKeys } from './build-keys.js';
 import { checkSchema, type ConfigProblem } from './diagnostics.js';
 import { actionRef, type ActionConfig } from './project.js';
@@ -156,7 +156,7 @@ export function readActionDocument(
       ref,
       ...(writtenType ? { writtenType } : {}),
       ...(raw.description !== undefined ? { description: raw.description } : {}),
-      dependencies: writtenDependencies(dependencies.checked),
+      dependencies: dependencies.written,
       ...(dependencies.templates.length > 0 ? { dependencyTemplates: dependencies.templates } : {}),
       sourceDir,
       ...(sourceTemplate ? { sourceTemplate } : {}),

@@ -150,6 +150,28 @@ spec: { command: [echo] }
     expect(await dependenciesIn(root)).toEqual({ 'deploy.db': [], 'run.seed': ['deploy.db'] });
   });
 
+  it('keep every written reference beside them, whatever its name', async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'actions.garden.yml': `kind: Build
+type: exec
+name: templated-dependency
+---
+kind: Run
+type: exec
+name: uses
+dependencies: [build.templated-dependency, "deploy.\${var.backend}"]
+spec: { command: [echo] }
+---
+kind: Deploy
+type: exec
+name: db
+spec: { deployCommand: [echo] }
+`,
+    });
+    expect((await dependenciesIn(root))['run.uses']).toEqual(['build.templated-dependency', 'deploy.db']);
+  });
+
   it('what they resolve to is checked as a written reference is, at the template’s line', async () => {
     const root = makeProject({
       'project.garden.yml': gardenProject,

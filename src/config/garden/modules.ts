@@ -45,7 +45,11 @@ export function convertModule(
   const name = String(module.name);
   const type = String(module.type);
   const build = isRecord(module.build) ? module.build : {};
-  const buildDependencies = moduleDependencies(build.dependencies, { build: true }, (d) => `build.${d}`);
+  const buildDependencies = moduleDependencies(
+    build.dependencies,
+    ['build', 'dependencies'],
+    (d) => `build.${d}`,
+  );
   // Garden 0.13 gives each action the module's variables and its varfile.
   const base: GardenRecord = {
     ...(module.description !== undefined ? { description: module.description } : {}),
@@ -82,7 +86,7 @@ export function convertModule(
   const runtime = (dependencies: unknown) =>
     moduleDependencies(
       dependencies,
-      { runtime: index.runtimeNames },
+      ['dependencies'],
       (dependency) => `${index.runtimeNames.get(dependency) ?? 'deploy'}.${dependency}`,
     );
   const actions: ModuleAction[] = [];
@@ -124,19 +128,23 @@ export function convertModule(
 /**
  * A module's dependency names as actions' references (`ref`; a `{name}` entry by its name), a
  * templated entry, or the whole list written as a template, kept for the environment
- * (action-dependencies.ts resolves it, its names read as `names` say).
+ * (action-dependencies.ts resolves it, each name it gives made a reference by `ref` too).
+ * @param key where the list is in the module, or in its entry (a converted action's list starts
+ *   with what the conversion adds, so an entry's place is its place in the module's list)
  */
 function moduleDependencies(
   dependencies: unknown,
-  names: ModuleNamesTemplate['names'],
+  key: ConfigPath,
   ref: (name: string) => string,
 ): ModuleDependency[] {
   if (typeof dependencies === 'string' && dependencies.includes('${'))
-    return [new ModuleNamesTemplate(dependencies, names)];
+    return [new ModuleNamesTemplate(dependencies, ref, key)];
   if (!Array.isArray(dependencies)) return [];
   return dependencies.flatMap((dependency: unknown, i): ModuleDependency[] => {
     if (typeof dependency === 'string') {
-      return [dependency.includes('${') ? new ModuleNamesTemplate(dependency, names, i) : ref(dependency)];
+      return [
+        dependency.includes('${') ? new ModuleNamesTemplate(dependency, ref, [...key, i]) : ref(dependency),
+      ];
     }
     // A build dependency may be `{name, copy}`; one without a name is the schema's error.
     return isRecord(dependency) ? [ref(String(dependency.name))] : [];
