@@ -71,7 +71,7 @@ function defaultInclude(module: GardenRecord, moduleDir: string, chartPath: stri
 }
 
 export function convertHelmModule(parts: ModuleParts): void {
-  const { module, name, moduleDir, buildDependencies, runtime, add, entries } = parts;
+  const { module, name, moduleDir, buildDependencies, buildOf, runtime, add, entries } = parts;
   const chartPath = typeof module.chartPath === 'string' ? module.chartPath : '.';
   const chartBase = baseModule(parts, chartPath);
   const base: GardenRecord = {
@@ -108,9 +108,9 @@ export function convertHelmModule(parts: ModuleParts): void {
     [['spec', 'releaseName'], ['releaseName']],
   ];
   // Garden adds the container module of a task's or test's resource to the module's build dependencies.
-  const resourceBuilds = [...entries('tasks'), ...entries('tests')].flatMap(({ entry }) =>
+  const resourceBuilds = [...entries('tasks'), ...entries('tests')].flatMap(({ entry, at }) =>
     isRecord(entry.resource) && typeof entry.resource.containerModule === 'string'
-      ? [`build.${entry.resource.containerModule}`]
+      ? buildOf(entry.resource.containerModule, [...at, 'resource', 'containerModule'])
       : [],
   );
   const builds = [...new Set([...buildDependencies, ...resourceBuilds])];
@@ -121,7 +121,7 @@ export function convertHelmModule(parts: ModuleParts): void {
       : serviceResource;
     const sourceBuild =
       isRecord(deployResource) && typeof deployResource.containerModule === 'string'
-        ? [`build.${deployResource.containerModule}`]
+        ? buildOf(deployResource.containerModule, ['serviceResource', 'containerModule'])
         : [];
     add(
       {

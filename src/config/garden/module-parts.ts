@@ -3,6 +3,9 @@
  * container and kubernetes modules, garden/helm-module.ts helm modules), and what they share.
  */
 import type { ModuleNamesTemplate } from '../action-dependencies.js';
+import { existsSync, statSync } from 'node:fs';
+import path from 'node:path';
+import picomatch from 'picomatch';
 import type { ConfigPath } from '../project.js';
 import type { IndexedModule } from './project-index.js';
 import { isRecord, type GardenRecord, type Translation } from './translation.js';
@@ -16,8 +19,12 @@ export interface ModuleParts {
   /** The module's directory (its Dockerfile or chart is looked for there). */
   moduleDir: string;
   build: GardenRecord;
-  /** `build.<module>` of each of the module's `build.dependencies`. */
+  /** `build.<module>` of each of the module's `build.dependencies` (those of modules with a Build). */
   buildDependencies: ModuleDependency[];
+  /** Where each of `buildDependencies` is in the module, for a Build's `dependencies`. */
+  buildDependencyMoves: [ConfigPath, ConfigPath][];
+  /** `build.<module>` of a module named at `at`, or none (a note) where that module has no Build. */
+  buildOf: (moduleName: string, at: ConfigPath) => string[];
   /** Keys every action of the module gets (description, include, exclude, disabled, variables). */
   base: GardenRecord;
   /** Runtime dependencies (service and task names) as action references. */
@@ -119,4 +126,64 @@ export function addModulePods(
       );
     }
   }
+}
+
+/**
+ * Garden's `moduleHasDockerfile`: a module that names its `dockerfile` is built; otherwise one is
+ * when its `Dockerfile` is among the module's files (there, and not left out by `include` or
+ * `exclude`). A module with neither deploys its `image` as it is.
+ */
+export function moduleHasDockerfile(module: GardenRecord, moduleDir: string): boolean {
+  if (typeof module.dockerfile === 'string' && module.dockerfile !== '') return true;
+  if (!existsSync(path.join(moduleDir, 'Dockerfile'))) return false;
+  // Garden's augmentGlobs: a pattern naming a directory (`.`, `src`) stands for everything below it.
+  const matches = (patterns: unknown) =>
+    strings(patterns).some((pattern) => {
+      const glob =
+        !picomatch.scan(pattern).isGlob &&
+        statSync(path.join(moduleDir, pattern), { throwIfNoEntry: false })?.isDirectory()
+          ? path.posix.join(pattern, '**', '*')
+          : pattern;
+      return picomatch(glob, { dot: true })('Dockerfile');
+    });
+  if (Array.isArray(module.include) && !matches(module.include)) return false;
+  return !matches(module.exclude);
+}
+
+/** Module types that tend converts to no Build whatever their keys (Garden gives a helm module one that only copies its files). */
+const typesWithoutBuild: readonly unknown[] = ['kubernetes', 'helm', 'persistentvolumeclaim', 'configmap'];
+
+/**
+ * Whether a build dependency on module `name` is left out, with a note at `at`: the module becomes
+ * no Build (an exec module without `build.command`, a container module without a Dockerfile, a
+ * kubernetes or helm module), so nothing of it is built first. Garden 0.13 removes such
+ * dependencies after converting the modules, with a warning. A name that is no module of the
+ * project stays, for the dependency check to name.
+ */
+export function skipsBuildOf(
+  name: string,
+  at: ConfigPath,
+  modules: ReadonlyMap<string, IndexedModule>,
+  translation: Translation,
+): boolean {
+  const module = modules.get(name);
+  if (!module) return false;
+  const { value, dir } = module;
+  let why: string | undefined;
+  if (
+    value.type === 'exec' &&
+    strings(isRecord(value.build) ? value.build.command : undefined).length === 0
+  ) {
+    why = 'an exec module without build.command';
+  } else if (value.type === 'container' && !moduleHasDockerfile(value, dir)) {
+    why = 'a container module without a Dockerfile, which deploys its image as it is';
+  } else if (typesWithoutBuild.includes(value.type)) {
+    why = `a ${String(value.type)} module`;
+  }
+  if (why === undefined) return false;
+  translation.note(
+    at,
+    `build dependency ${name}: module ${name} has no Build (${why}); left out, as Garden leaves it out`,
+  );
+  return true;
 }

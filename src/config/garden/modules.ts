@@ -16,14 +16,18 @@
  * A runtime dependency names a service or a task of any module: `deploy.<name>` or `run.<name>`.
  * The actions then go through the same translation as Garden 0.13 actions.
  */
-import { existsSync, statSync } from 'node:fs';
-import path from 'node:path';
-import picomatch from 'picomatch';
 import type { ConfigPath } from '../project.js';
 import { manifestsOfFiles } from './generated-files.js';
 import { convertHelmModule } from './helm-module.js';
 import { ModuleNamesTemplate } from '../action-dependencies.js';
-import { addModulePods, strings, type ModuleDependency, type ModuleParts } from './module-parts.js';
+import {
+  addModulePods,
+  moduleHasDockerfile,
+  skipsBuildOf,
+  strings,
+  type ModuleDependency,
+  type ModuleParts,
+} from './module-parts.js';
 import type { GardenProjectIndex } from './project-index.js';
 import { convertVolumeModule, moduleVolumes } from './volumes.js';
 import { isRecord, type GardenRecord, type Translation } from './translation.js';
@@ -45,10 +49,13 @@ export function convertModule(
   const name = String(module.name);
   const type = String(module.type);
   const build = isRecord(module.build) ? module.build : {};
-  const buildDependencies = moduleDependencies(
+  const buildOf = (moduleName: string, at: ConfigPath) =>
+    skipsBuildOf(moduleName, at, index.modules, translation) ? [] : [`build.${moduleName}`];
+  const buildDependencyList = moduleDependencies(
     build.dependencies,
     ['build', 'dependencies'],
     (d) => `build.${d}`,
+    (d, at) => buildOf(d, at).length === 0,
   );
   // Garden 0.13 gives each action the module's variables and its varfile.
   const base: GardenRecord = {
@@ -88,7 +95,7 @@ export function convertModule(
       dependencies,
       ['dependencies'],
       (dependency) => `${index.runtimeNames.get(dependency) ?? 'deploy'}.${dependency}`,
-    );
+    ).map(({ dependency }) => dependency);
   const actions: ModuleAction[] = [];
   const add = (value: GardenRecord, moves: [ConfigPath, ConfigPath][]) =>
     actions.push({ value, moves: [...moves, [['varfiles', 0], ['varfile']]] });
@@ -102,7 +109,9 @@ export function convertModule(
     name,
     moduleDir,
     build,
-    buildDependencies,
+    buildDependencies: buildDependencyList.map(({ dependency }) => dependency),
+    buildDependencyMoves: buildDependencyList.map(({ at }, i) => [['dependencies', i], at]),
+    buildOf,
     base,
     runtime,
     add,
@@ -125,29 +134,40 @@ export function convertModule(
   return actions;
 }
 
+/** A dependency and where the module writes it. */
+interface LocatedDependency {
+  dependency: ModuleDependency;
+  at: ConfigPath;
+}
+
 /**
  * A module's dependency names as actions' references (`ref`; a `{name}` entry by its name), a
  * templated entry, or the whole list written as a template, kept for the environment
  * (action-dependencies.ts resolves it, each name it gives made a reference by `ref` too).
  * @param key where the list is in the module, or in its entry (a converted action's list starts
  *   with what the conversion adds, so an entry's place is its place in the module's list)
+ * @param skips whether a written name is left out (it has noted why)
  */
 function moduleDependencies(
   dependencies: unknown,
   key: ConfigPath,
   ref: (name: string) => string,
-): ModuleDependency[] {
+  skips: (name: string, at: ConfigPath) => boolean = () => false,
+): LocatedDependency[] {
   if (typeof dependencies === 'string' && dependencies.includes('${'))
-    return [new ModuleNamesTemplate(dependencies, ref, key)];
+    return [{ dependency: new ModuleNamesTemplate(dependencies, ref, key), at: key }];
   if (!Array.isArray(dependencies)) return [];
-  return dependencies.flatMap((dependency: unknown, i): ModuleDependency[] => {
+  return dependencies.flatMap((dependency: unknown, i): LocatedDependency[] => {
+    const at = [...key, i];
     if (typeof dependency === 'string') {
-      return [
-        dependency.includes('${') ? new ModuleNamesTemplate(dependency, ref, [...key, i]) : ref(dependency),
-      ];
+      if (dependency.includes('${'))
+        return [{ dependency: new ModuleNamesTemplate(dependency, ref, at), at }];
+      return skips(dependency, at) ? [] : [{ dependency: ref(dependency), at }];
     }
     // A build dependency may be `{name, copy}`; one without a name is the schema's error.
-    return isRecord(dependency) ? [ref(String(dependency.name))] : [];
+    if (!isRecord(dependency)) return [];
+    const name = String(dependency.name);
+    return skips(name, [...at, 'name']) ? [] : [{ dependency: ref(name), at }];
   });
 }
 
@@ -192,7 +212,18 @@ function withActionReferences(value: unknown): unknown {
 }
 
 function convertExecModule(parts: ModuleParts): void {
-  const { module: spec, name, build, buildDependencies, base, runtime, add, entries, translation } = parts;
+  const {
+    module: spec,
+    name,
+    build,
+    buildDependencies,
+    buildDependencyMoves,
+    base,
+    runtime,
+    add,
+    entries,
+    translation,
+  } = parts;
   const buildCommand = strings(build.command);
   const env = isRecord(spec.env) ? spec.env : {};
   const hasBuild = buildCommand.length > 0;
@@ -215,6 +246,7 @@ function convertExecModule(parts: ModuleParts): void {
           ['spec', 'command'],
           ['build', 'command'],
         ],
+        ...buildDependencyMoves,
       ],
     );
   }
@@ -278,28 +310,6 @@ function convertExecModule(parts: ModuleParts): void {
   }
 }
 
-/**
- * Garden's `moduleHasDockerfile`: a module that names its `dockerfile` is built; otherwise one is
- * when its `Dockerfile` is among the module's files (there, and not left out by `include` or
- * `exclude`). A module with neither deploys its `image` as it is.
- */
-function moduleHasDockerfile(module: GardenRecord, moduleDir: string): boolean {
-  if (typeof module.dockerfile === 'string' && module.dockerfile !== '') return true;
-  if (!existsSync(path.join(moduleDir, 'Dockerfile'))) return false;
-  // Garden's augmentGlobs: a pattern naming a directory (`.`, `src`) stands for everything below it.
-  const matches = (patterns: unknown) =>
-    strings(patterns).some((pattern) => {
-      const glob =
-        !picomatch.scan(pattern).isGlob &&
-        statSync(path.join(moduleDir, pattern), { throwIfNoEntry: false })?.isDirectory()
-          ? path.posix.join(pattern, '**', '*')
-          : pattern;
-      return picomatch(glob, { dot: true })('Dockerfile');
-    });
-  if (Array.isArray(module.include) && !matches(module.include)) return false;
-  return !matches(module.exclude);
-}
-
 function convertContainerModule(parts: ModuleParts): void {
   const {
     module: spec,
@@ -307,6 +317,7 @@ function convertContainerModule(parts: ModuleParts): void {
     moduleDir,
     build,
     buildDependencies,
+    buildDependencyMoves,
     base,
     runtime,
     add,
@@ -344,7 +355,7 @@ function convertContainerModule(parts: ModuleParts): void {
           ...(moduleBuild.targetImage !== undefined ? { targetStage: moduleBuild.targetImage } : {}),
         },
       },
-      [[['spec'], specAt]],
+      [[['spec'], specAt], ...buildDependencyMoves],
     );
   }
   const own = (dependencies: unknown) => [...(hasBuild ? [`build.${name}`] : []), ...runtime(dependencies)];
@@ -400,13 +411,15 @@ function convertContainerModule(parts: ModuleParts): void {
 }
 
 function convertKubernetesModule(parts: ModuleParts): void {
-  const { module: spec, name, buildDependencies, base, runtime, add, translation } = parts;
+  const { module: spec, name, buildDependencies, buildOf, base, runtime, add, translation } = parts;
   const specAt: ConfigPath = [];
   const files = manifestsOfFiles(spec, translation);
   const serviceResource = isRecord(spec.serviceResource) ? spec.serviceResource : undefined;
   // Garden's conversion makes the Deploy depend on its serviceResource's container module too.
   const sourceBuild =
-    typeof serviceResource?.containerModule === 'string' ? [`build.${serviceResource.containerModule}`] : [];
+    typeof serviceResource?.containerModule === 'string'
+      ? buildOf(serviceResource.containerModule, ['serviceResource', 'containerModule'])
+      : [];
   add(
     {
       ...base,

@@ -1,0 +1,122 @@
+/**
+ * A 0.12 module's build dependency on a module that becomes no Build (a container module without
+ * a Dockerfile, an exec module without build.command, a kubernetes module) is left out with a
+ * note, as Garden 0.13 leaves it out after converting the modules; a name that is no module stays
+ * the error it was.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadProjectConfig } from '../../src/config/pipeline.js';
+import type { TendError } from '../../src/errors.js';
+import { builtinPlugins } from '../../src/plugins/builtin.js';
+import { makeProject, removeProjects } from '../helpers/project.js';
+
+afterEach(removeProjects);
+
+const project = `apiVersion: garden.io/v0
+kind: Project
+name: shop
+environments:
+  - name: local
+providers:
+  - name: local-kubernetes
+    context: kube-sim
+`;
+
+/** An image-only container module, an exec module with nothing to build, a container module built from its Dockerfile. */
+const modules = {
+  'db/garden.yml': `kind: Module
+type: container
+name: db
+image: postgres:16
+services:
+  - name: db
+    ports: [{ name: pg, containerPort: 5432 }]
+`,
+  'tools/garden.yml': `kind: Module
+type: exec
+name: tools
+services:
+  - name: tools
+    deployCommand: [echo, tools]
+`,
+  'web/garden.yml': `kind: Module
+type: container
+name: web
+`,
+  'web/Dockerfile': 'FROM node:22\n',
+};
+
+const load = (root: string) => loadProjectConfig({ cwd: root, plugins: builtinPlugins() });
+
+describe("a 0.12 module's build dependency on a module without a Build", () => {
+  it('is left out with a note at its line, for build.dependencies and a containerModule; one on a built module stays', async () => {
+    const root = makeProject({
+      'project.garden.yml': project,
+      ...modules,
+      'api/garden.yml': `kind: Module
+type: exec
+name: api
+build:
+  command: [make]
+  dependencies:
+    - db
+    - name: tools
+    - web
+services:
+  - name: api
+    deployCommand: [echo, api]
+---
+kind: Module
+type: kubernetes
+name: api-k8s
+manifests:
+  - apiVersion: v1
+    kind: ConfigMap
+    metadata: { name: api }
+serviceResource:
+  kind: Deployment
+  name: api
+  containerModule: db
+tasks:
+  - name: migrate
+    command: [migrate]
+`,
+    });
+    const config = await load(root);
+    const dependencies = (ref: string) => config.actions.find((a) => a.ref === ref)?.dependencies;
+    expect(dependencies('build.api')).toEqual(['build.web']);
+    expect(dependencies('deploy.api-k8s')).toEqual([]);
+    expect(config.actions.map((a) => a.ref)).not.toContain('build.db');
+    expect(config.notes.map((n) => `${n.location.file}:${n.location.line} ${n.message}`)).toEqual([
+      'api/garden.yml:7 build dependency db: module db has no Build (a container module without a Dockerfile, which deploys its image as it is); left out, as Garden leaves it out',
+      'api/garden.yml:8 build dependency tools: module tools has no Build (an exec module without build.command); left out, as Garden leaves it out',
+      'api/garden.yml:24 build dependency db: module db has no Build (a container module without a Dockerfile, which deploys its image as it is); left out, as Garden leaves it out',
+    ]);
+  });
+
+  it('a name that is no module of the project stays the error at its line', async () => {
+    const root = makeProject({
+      'project.garden.yml': project,
+      ...modules,
+      'api/garden.yml': `kind: Module
+type: exec
+name: api
+build:
+  command: [make]
+  dependencies: [db, nowhere]
+`,
+    });
+    let error: TendError | undefined;
+    try {
+      await load(root);
+    } catch (caught) {
+      error = caught as TendError;
+    }
+    const errors = (
+      error?.detail as { errors: { message: string; location: { file: string; line: number } }[] }
+    ).errors;
+    expect(errors.map((e) => `${e.location.file}:${e.location.line}`)).toEqual(['api/garden.yml:6']);
+    expect(errors[0]!.message).toContain('nowhere');
+    expect(errors[0]!.message).not.toContain('build.db');
+  });
+});
