@@ -106,12 +106,10 @@ build:
   dependencies: [db, nowhere]
 `,
     });
-    let error: TendError | undefined;
-    try {
-      await load(root);
-    } catch (caught) {
-      error = caught as TendError;
-    }
+    const error = await load(root).then(
+      () => undefined,
+      (caught: unknown) => caught as TendError,
+    );
     const errors = (
       error?.detail as { errors: { message: string; location: { file: string; line: number } }[] }
     ).errors;
