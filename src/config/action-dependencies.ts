@@ -104,6 +104,12 @@ export function withEnvironmentDependencies(
   return { ...rest, dependencies: [...dependencies] };
 }
 
+/** A resolved value as JSON, with the numbers JSON has no word for (YAML's .inf) named, not null. */
+const valueText = (value: unknown) =>
+  JSON.stringify(value, (_key, item: unknown) =>
+    typeof item === 'number' && !Number.isFinite(item) ? String(item) : item,
+  ) ?? String(value);
+
 /** The references a resolved template gives: none for null (an optional `${…}?` not there). */
 function referencesOf(value: unknown, t: DependencyTemplate, at: () => ReturnType<Locate>): string[] {
   const items = value === null || value === undefined ? [] : Array.isArray(value) ? value : [value];
@@ -115,7 +121,7 @@ function referencesOf(value: unknown, t: DependencyTemplate, at: () => ReturnTyp
         : 'an action reference (deploy.db) or a list of them';
       throw new TendError(
         'TEND_CONFIG_INVALID',
-        `dependency "${t.template}" resolves to ${(JSON.stringify(value) ?? String(value)).slice(0, 200)}; expected ${expected}`,
+        `dependency "${t.template}" resolves to ${valueText(value).slice(0, 200)}; expected ${expected}`,
         { location: at() },
       );
     }

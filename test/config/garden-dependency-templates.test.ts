@@ -195,6 +195,22 @@ spec: { deployCommand: [echo] }
     );
   });
 
+  it('a number that JSON has no word for is named as it is (.inf, not null)', async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'actions.garden.yml': `kind: Run
+type: exec
+name: odd
+variables: { deps: [.inf, -.inf] }
+dependencies: \${var.deps}
+spec: { command: [echo] }
+`,
+    });
+    expect(described(await configureError(root))).toBe(
+      'TEND_CONFIG_INVALID actions.garden.yml:5 dependency "${var.deps}" resolves to ["Infinity","-Infinity"]; expected an action reference (deploy.db) or a list of them',
+    );
+  });
+
   it('a template that cannot be read is the load’s error, at its line, listed with the load’s others', async () => {
     const root = makeProject({
       'project.garden.yml': gardenProject,
