@@ -116,5 +116,25 @@ build:
     expect(errors.map((e) => `${e.location.file}:${e.location.line}`)).toEqual(['api/garden.yml:6']);
     expect(errors[0]!.message).toContain('nowhere');
     expect(errors[0]!.message).not.toContain('build.db');
+
+    // A container module's Build likewise.
+    const container = makeProject({
+      'project.garden.yml': project,
+      ...modules,
+      'web/garden.yml': `kind: Module
+type: container
+name: web
+build:
+  dependencies:
+    - tools
+    - nowhere
+`,
+    });
+    const containerError = await load(container).then(
+      () => undefined,
+      (caught: unknown) => caught as TendError,
+    );
+    expect(containerError?.location).toMatchObject({ file: 'web/garden.yml', line: 7 });
+    expect(containerError?.message).toContain('nowhere');
   });
 });
