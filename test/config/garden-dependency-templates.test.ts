@@ -235,3 +235,63 @@ spec: { command: [echo] }
     ]);
   });
 });
+
+describe("a ConfigTemplate's config with templated dependencies", () => {
+  const template = (dependencies: string) => `kind: ConfigTemplate
+name: job
+inputs:
+  build: { type: string }
+configs:
+  - kind: Run
+    type: exec
+    name: \${parent.name}
+    dependencies: ${dependencies}
+    spec: { command: [echo] }
+`;
+  const others = `kind: Build
+type: exec
+name: image
+---
+kind: Deploy
+type: exec
+name: db
+spec: { deployCommand: [echo] }
+---
+kind: Deploy
+type: exec
+name: cache
+spec: { deployCommand: [echo] }
+---
+kind: RenderTemplate
+name: nightly
+template: job
+inputs: { build: image }
+`;
+
+  it('reading other contexts than inputs, parent and template: resolved in the environment, with them', async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'templates.garden.yml': template('["build.${inputs.build}", "deploy.${var.backend}"]'),
+      'actions.garden.yml': others,
+    });
+    expect((await dependenciesIn(root))['run.nightly']).toEqual(['build.image', 'deploy.db']);
+    expect((await dependenciesIn(root, { env: 'ci' }))['run.nightly']).toEqual([
+      'build.image',
+      'deploy.cache',
+    ]);
+    expect(described(await configureError(root, ['backend=nope']))).toBe(
+      'TEND_CONFIG_INVALID templates.garden.yml:9 dependency "deploy.${var.backend}" of run.nightly resolves to deploy.nope, which is not an action of this project',
+    );
+  });
+
+  it('a $concat reading other contexts stays the error at its line: it is read when the configuration loads', async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'templates.garden.yml': template('[{ $concat: "${var.deps}" }]'),
+      'actions.garden.yml': others,
+    });
+    expect(described(await configureError(root))).toMatch(
+      /^TEND_CONFIG_INVALID templates\.garden\.yml:9 .*\(rendered by RenderTemplate nightly\); a templated config's dependencies is read when tend loads the configuration, so it may use inputs, parent and template only$/,
+    );
+  });
+});

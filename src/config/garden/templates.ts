@@ -300,6 +300,12 @@ function renderConfig(
       );
     } catch (error) {
       if (!(error instanceof TendError)) throw error;
+      // Dependencies that read other contexts (`deploy.${var.db}`) are resolved in the chosen
+      // environment, as an action's own are (action-dependencies.ts), the template's roots included.
+      if (key === 'dependencies' && isDependencyTemplates(item)) {
+        value[key] = item;
+        continue;
+      }
       problem({
         location: error.location ?? template.locate(at(key)),
         message: `${error.message} ${by}; a templated config's ${key} is read when tend loads the configuration, so it may use inputs, parent and template only`,
@@ -309,6 +315,10 @@ function renderConfig(
   }
   return { value, list: 'configs', index, baseDir: movedBy(value, renderDir), rendered };
 }
+
+/** A dependency list an action may template (a string, or a list of strings), unlike `$concat` and other structures. */
+const isDependencyTemplates = (value: unknown) =>
+  typeof value === 'string' || (Array.isArray(value) && value.every((item) => typeof item === 'string'));
 
 /** The roots a rendered key is resolved with when the configuration is read. */
 function renderRoots(rendered: RenderedFrom) {
