@@ -4,6 +4,8 @@
  * and in an action (Garden's files and tend's): resolved in the chosen environment as Garden
  * resolves them, and checked as written references are, each problem at its line.
  */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { configure } from '../../src/config/pipeline.js';
 import type { TendError } from '../../src/errors.js';
@@ -282,6 +284,11 @@ inputs: { build: image }
     expect(described(await configureError(root, ['backend=nope']))).toBe(
       'TEND_CONFIG_INVALID templates.garden.yml:9 dependency "deploy.${var.backend}" of run.nightly resolves to deploy.nope, which is not an action of this project',
     );
+
+    // The whole list as one template.
+    writeFileSync(path.join(root, 'templates.garden.yml'), template('"${var.deps}"'));
+    expect((await dependenciesIn(root))['run.nightly']).toEqual(['deploy.db']);
+    expect((await dependenciesIn(root, { env: 'ci' }))['run.nightly']).toEqual([]);
   });
 
   it('a $concat reading other contexts stays the error at its line: it is read when the configuration loads', async () => {
