@@ -5,7 +5,13 @@
 import { Type } from 'typebox';
 import { describe, expect, it } from 'vitest';
 import { InventoryItem } from '../src/cleanup/protocol.js';
-import { AnyKey, compileAfterChecks, schemaCheck, schemaProblems } from '../src/schema-check.js';
+import {
+  AnyKey,
+  compileAfterChecks,
+  schemaCheck,
+  schemaProblems,
+  weightOfJson,
+} from '../src/schema-check.js';
 
 const Spec = Type.Object(
   {
@@ -45,6 +51,17 @@ describe('schemaCheck', () => {
     expect(interpreted[4]!.problems.map((e) => e.path)).toEqual(['/unknown']);
     for (let i = 0; i < compileAfterChecks; i++) check.Check(values[0]);
     expect(answers(check)).toEqual(interpreted);
+  });
+
+  it('gives the same answers to a check that stands for many (a whole file: compiled at once)', () => {
+    const Record = Type.Object({ specs: Type.Array(Spec) });
+    const interpreted = values.map((value) => schemaCheck(Record).Check({ specs: [value] }));
+    const heavy = Type.Object({ specs: Type.Array(Spec) });
+    expect(
+      values.map((value) => schemaCheck(heavy).Check({ specs: [value] }, compileAfterChecks + 1)),
+    ).toEqual(interpreted);
+    expect(interpreted).toEqual([true, true, false, false, false, false, false, false]);
+    expect(weightOfJson('x'.repeat(129))).toBe(2);
   });
 });
 

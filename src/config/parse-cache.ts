@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { sha256Hex } from '../hash.js';
 import { writeFileAtomic } from '../state/files.js';
-import { AnyKey, schemaCheck } from '../schema-check.js';
+import { AnyKey, schemaCheck, weightOfJson } from '../schema-check.js';
 import type { SourceDocument } from './source.js';
 
 /** Changes when what parsing yields, or this file's layout, changes. */
@@ -79,7 +79,7 @@ function readCache(file: string): CacheFile['files'] {
   if (text.length > maxCacheBytes) return {};
   try {
     const parsed: unknown = JSON.parse(text);
-    return schemaCheck(CacheFile).Check(parsed) ? (parsed as CacheFile).files : {};
+    return schemaCheck(CacheFile).Check(parsed, weightOfJson(text)) ? (parsed as CacheFile).files : {};
   } catch {
     return {};
   }

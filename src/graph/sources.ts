@@ -9,10 +9,9 @@ import fg from 'fast-glob';
 import { lstatSync, readdirSync, readFileSync, statSync, type Dirent } from 'node:fs';
 import path from 'node:path';
 import picomatch from 'picomatch';
-import { schemaCheck } from '../schema-check.js';
 import { sha256Hex } from '../hash.js';
 import { writeFileAtomic } from '../state/files.js';
-import { AnyKey } from '../schema-check.js';
+import { AnyKey, schemaCheck, weightOfJson } from '../schema-check.js';
 
 /** Never part of an action's source: tend's own state, VCS data, installed dependencies. */
 export const alwaysExcluded = ['**/.tend/**', '**/.git/**', '**/node_modules/**'];
@@ -251,8 +250,11 @@ export function loadDigestCache(cacheDir: string): void {
   if (stored.dir === cacheDir) return;
   stored = { dir: cacheDir, files: {}, changed: false };
   try {
-    const parsed: unknown = JSON.parse(readFileSync(path.join(cacheDir, 'digests.json'), 'utf8'));
-    if (schemaCheck(DigestCacheFile).Check(parsed)) stored.files = (parsed as DigestCacheFile).files;
+    const text = readFileSync(path.join(cacheDir, 'digests.json'), 'utf8');
+    const parsed: unknown = JSON.parse(text);
+    if (schemaCheck(DigestCacheFile).Check(parsed, weightOfJson(text))) {
+      stored.files = (parsed as DigestCacheFile).files;
+    }
   } catch {
     // none yet, or damaged: every file is read again
   }
