@@ -42,6 +42,8 @@ export interface SchemaCheck<T extends TSchema = TSchema> {
   /** @param weight how many checks of a small value this one stands for (default 1) */
   Check(value: unknown, weight?: number): value is Static<T>;
   Errors(value: unknown): SchemaError[];
+  /** Whether checks now go through the compiled checker. */
+  readonly compiled: boolean;
 }
 
 /** The weight of a check of JSON text's value: about one small check per 128 bytes. */
@@ -68,6 +70,9 @@ function adaptiveCheck<T extends TSchema>(schema: T): SchemaCheck<T> {
       return compiled ? compiled.Check(value) : Value.Check(schema, value);
     },
     Errors: (value) => (compiled ? compiled.Errors(value) : Value.Errors(schema, value)),
+    get compiled() {
+      return compiled !== undefined;
+    },
   };
 }
 

@@ -61,7 +61,21 @@ describe('schemaCheck', () => {
       values.map((value) => schemaCheck(heavy).Check({ specs: [value] }, compileAfterChecks + 1)),
     ).toEqual(interpreted);
     expect(interpreted).toEqual([true, true, false, false, false, false, false, false]);
+    expect(schemaCheck(heavy).compiled).toBe(true);
     expect(weightOfJson('x'.repeat(129))).toBe(2);
+  });
+
+  it('compiles once the checks it interpreted weigh more than compileAfterChecks, not before', () => {
+    const check = schemaCheck(Type.Object({ n: Type.Integer() }));
+    for (let i = 0; i < compileAfterChecks; i++) check.Check({ n: i });
+    expect(check.compiled).toBe(false);
+    check.Check({ n: 0 });
+    expect(check.compiled).toBe(true);
+    const file = schemaCheck(Type.Object({ m: Type.Integer() }));
+    file.Check({ m: 1 }, weightOfJson('x'.repeat(128 * compileAfterChecks)));
+    expect(file.compiled).toBe(false);
+    file.Check({ m: 1 }, 1);
+    expect(file.compiled).toBe(true);
   });
 });
 
