@@ -11,7 +11,8 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 export const slowFirst: readonly string[] = [
   'test/e2e/demo.test.ts',
-  'test/server/cleanup/service.test.ts',
+  'test/server/cleanup/service.postgres.test.ts',
+  'test/server/cleanup/service.sqlite.test.ts',
   'test/adversarial/offline-replay.test.ts',
   'test/server/cleanup/restore-job.test.ts',
   'test/executor/executor.test.ts',
