@@ -1,8 +1,8 @@
 /**
  * A 0.12 module's build dependency on a module that becomes no Build (a container module without
- * a Dockerfile, an exec module without build.command, a kubernetes module) is left out with a
- * note, as Garden 0.13 leaves it out after converting the modules; a name that is no module stays
- * the error it was.
+ * a Dockerfile, an exec module without build.command, a kubernetes module; a helm module in tend)
+ * is left out with a note, as Garden 0.13 leaves it out after converting the modules; a name that
+ * is no module stays the error it was.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadProjectConfig } from '../../src/config/pipeline.js';
@@ -44,6 +44,13 @@ type: container
 name: web
 `,
   'web/Dockerfile': 'FROM node:22\n',
+  'chart/garden.yml': `kind: Module
+type: helm
+name: chart
+chart: nginx
+repo: https://charts.example.com
+version: 1.0.0
+`,
 };
 
 const load = (root: string) => loadProjectConfig({ cwd: root, plugins: builtinPlugins() });
@@ -62,6 +69,7 @@ build:
     - db
     - name: tools
     - web
+    - chart
 services:
   - name: api
     deployCommand: [echo, api]
@@ -88,9 +96,10 @@ tasks:
     expect(dependencies('deploy.api-k8s')).toEqual([]);
     expect(config.actions.map((a) => a.ref)).not.toContain('build.db');
     expect(config.notes.map((n) => `${n.location.file}:${n.location.line} ${n.message}`)).toEqual([
-      'api/garden.yml:7 build dependency db: module db has no Build (a container module without a Dockerfile, which deploys its image as it is); left out, as Garden leaves it out',
-      'api/garden.yml:8 build dependency tools: module tools has no Build (an exec module without build.command); left out, as Garden leaves it out',
-      'api/garden.yml:24 build dependency db: module db has no Build (a container module without a Dockerfile, which deploys its image as it is); left out, as Garden leaves it out',
+      'api/garden.yml:7 build dependency db left out: module db has no Build (a container module without a Dockerfile deploys its image as it is); Garden leaves it out too',
+      'api/garden.yml:8 build dependency tools left out: module tools has no Build (an exec module without build.command); Garden leaves it out too',
+      'api/garden.yml:10 build dependency chart left out: module chart is a helm module, which has no Build in tend (it reads the chart where it is)',
+      'api/garden.yml:25 build dependency db left out: module db has no Build (a container module without a Dockerfile deploys its image as it is); Garden leaves it out too',
     ]);
   });
 

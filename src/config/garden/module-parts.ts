@@ -150,15 +150,16 @@ export function moduleHasDockerfile(module: GardenRecord, moduleDir: string): bo
   return !matches(module.exclude);
 }
 
-/** Module types that tend converts to no Build whatever their keys (Garden gives a helm module one that only copies its files). */
-const typesWithoutBuild: readonly unknown[] = ['kubernetes', 'helm', 'persistentvolumeclaim', 'configmap'];
+/** Module types that become no Build whatever their keys, in Garden's conversion as in tend's. */
+const typesWithoutBuild: readonly unknown[] = ['kubernetes', 'persistentvolumeclaim', 'configmap'];
 
 /**
  * Whether a build dependency on module `name` is left out, with a note at `at`: the module becomes
  * no Build (an exec module without `build.command`, a container module without a Dockerfile, a
- * kubernetes or helm module), so nothing of it is built first. Garden 0.13 removes such
- * dependencies after converting the modules, with a warning. A name that is no module of the
- * project stays, for the dependency check to name.
+ * kubernetes module), so nothing of it is built first. Garden 0.13 removes such dependencies after
+ * converting the modules, with a warning. A helm module has a Build in Garden that only copies its
+ * files; tend has none (it reads the chart in place), so a dependency on it is left out too, with
+ * its own note. A name that is no module of the project stays, for the dependency check to name.
  */
 export function skipsBuildOf(
   name: string,
@@ -167,23 +168,28 @@ export function skipsBuildOf(
   translation: Translation,
 ): boolean {
   const module = modules.get(name);
-  if (!module) return false;
-  const { value, dir } = module;
-  let why: string | undefined;
+  const without = module && noBuildOf(module);
+  if (!without) return false;
+  translation.note(at, `build dependency ${name} left out: module ${name} ${without}`);
+  return true;
+}
+
+/** Why a module becomes no Build, in words after its name; undefined when it has one. */
+function noBuildOf({ value, dir }: IndexedModule): string | undefined {
+  const asGarden = 'Garden leaves it out too';
   if (
     value.type === 'exec' &&
     strings(isRecord(value.build) ? value.build.command : undefined).length === 0
   ) {
-    why = 'an exec module without build.command';
-  } else if (value.type === 'container' && !moduleHasDockerfile(value, dir)) {
-    why = 'a container module without a Dockerfile, which deploys its image as it is';
-  } else if (typesWithoutBuild.includes(value.type)) {
-    why = `a ${String(value.type)} module`;
+    return `has no Build (an exec module without build.command); ${asGarden}`;
   }
-  if (why === undefined) return false;
-  translation.note(
-    at,
-    `build dependency ${name}: module ${name} has no Build (${why}); left out, as Garden leaves it out`,
-  );
-  return true;
+  if (value.type === 'container' && !moduleHasDockerfile(value, dir)) {
+    return `has no Build (a container module without a Dockerfile deploys its image as it is); ${asGarden}`;
+  }
+  if (typesWithoutBuild.includes(value.type))
+    return `has no Build (a ${String(value.type)} module); ${asGarden}`;
+  // Garden's Build of a helm module only copies its files; tend reads the chart where it is.
+  if (value.type === 'helm')
+    return 'is a helm module, which has no Build in tend (it reads the chart where it is)';
+  return undefined;
 }
