@@ -136,8 +136,14 @@ describe('cleanup across processes', () => {
           .execute();
         const states = new Map<string, number>();
         for (const j of jobs) states.set(j.state, (states.get(j.state) ?? 0) + 1);
-        const notDone = jobs.filter((j) => j.state !== 'done').slice(-5);
-        seen = `${JSON.stringify([...states])}; not done: ${JSON.stringify(notDone)}; agents: ${agents
+        // Why jobs ended other than done, counted; those that began (attempts > 0) in full.
+        const reasons = new Map<string, number>();
+        for (const j of jobs.filter((j) => j.state !== 'done')) {
+          const reason = `${j.state}: ${String(j.outcome_message).split(' — ')[0]}`;
+          reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
+        }
+        const begun = jobs.filter((j) => j.state !== 'done' && j.attempts > 0).slice(-10);
+        seen = `${JSON.stringify([...states])}; not done: ${JSON.stringify([...reasons])}; begun, not done: ${JSON.stringify(begun)}; agents: ${agents
           .map((a) => a.stderr().slice(-800))
           .join(' | ')}; servers: ${[s1, s2].map((s) => s.stderr().slice(-800)).join(' | ')}`;
         return jobs.filter((j) => j.state === 'done').length;
