@@ -165,10 +165,10 @@ export function launch({ bundle, argv, env }: LaunchOptions): void {
     import(specifier);
   const dir = env.TEND_COMPILE_CACHE === '0' ? undefined : compileCacheDir(env);
   const prefixOf = (buildId: string) => `${buildId.slice(0, 16)}-${process.version}-${process.arch}-`;
-  const { source, buildId, cachedData } = readBundle(bundle, (buildId) =>
+  const { source, buildId, cacheFile, cachedData } = readBundle(bundle, (buildId) =>
     dir === undefined ? undefined : path.join(dir, `${prefixOf(buildId)}${cacheName(argv)}.bin`),
   );
-  if (dir === undefined || buildId === undefined) {
+  if (dir === undefined || buildId === undefined || cacheFile === undefined) {
     run(new vm.Script(source, { filename: bundle }), bundle);
     return;
   }
@@ -178,7 +178,7 @@ export function launch({ bundle, argv, env }: LaunchOptions): void {
     process.once('exit', () => {
       try {
         const names = removeOtherBuilds(dir, prefix);
-        let file = path.join(dir, `${prefix}${cacheName(argv)}.bin`);
+        let file = cacheFile;
         if (!names.includes(path.basename(file)) && names.length >= maxCachesPerBuild) {
           file = path.join(dir, `${prefix}default.bin`);
         }
@@ -198,6 +198,8 @@ interface BundleFiles {
   /** The bundle, as a one-byte string (it is ASCII: scripts/bundle.ts). */
   source: string;
   buildId: string | undefined;
+  /** Where the code cache of this build and command is (read, or to be written). */
+  cacheFile: string | undefined;
   cachedData: Buffer | undefined;
 }
 
@@ -230,7 +232,7 @@ function readBundle(bundle: string, cacheFileFor: (buildId: string) => string | 
           // An unreadable cache is compiled from source and replaced.
         }
       }
-      return { source, buildId, cachedData };
+      return { source, buildId, cacheFile, cachedData };
     } finally {
       if (cache) closeSync(cache.fd);
     }
