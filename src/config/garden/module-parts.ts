@@ -168,10 +168,18 @@ export function skipsBuildOf(
   translation: Translation,
 ): boolean {
   const module = modules.get(name);
-  const without = module && noBuildOf(module);
+  const without = module && noBuildOfModule(module);
   if (!without) return false;
   translation.note(at, `build dependency ${name} left out: module ${name} ${without}`);
   return true;
+}
+
+/** Each module's `noBuildOf`, found once per load (a container module's reads its directory). */
+const noBuildOfs = new WeakMap<IndexedModule, string | undefined>();
+
+function noBuildOfModule(module: IndexedModule): string | undefined {
+  if (!noBuildOfs.has(module)) noBuildOfs.set(module, noBuildOf(module));
+  return noBuildOfs.get(module);
 }
 
 /** Why a module becomes no Build, in words after its name; undefined when it has one. */

@@ -49,13 +49,15 @@ export function convertModule(
   const name = String(module.name);
   const type = String(module.type);
   const build = isRecord(module.build) ? module.build : {};
+  const skipsBuild = (moduleName: string, at: ConfigPath) =>
+    skipsBuildOf(moduleName, at, index.modules, translation);
   const buildOf = (moduleName: string, at: ConfigPath) =>
-    skipsBuildOf(moduleName, at, index.modules, translation) ? [] : [`build.${moduleName}`];
+    skipsBuild(moduleName, at) ? [] : [`build.${moduleName}`];
   const buildDependencyList = moduleDependencies(
     build.dependencies,
     ['build', 'dependencies'],
     (d) => `build.${d}`,
-    (d, at) => buildOf(d, at).length === 0,
+    skipsBuild,
   );
   // Garden 0.13 gives each action the module's variables and its varfile.
   const base: GardenRecord = {
