@@ -126,6 +126,30 @@ build:
     expect(errors[0]!.message).toContain('nowhere');
     expect(errors[0]!.message).not.toContain('build.db');
 
+    // A value that is no name (a number) is refused at its line, not dropped unsaid.
+    const odd = makeProject({
+      'project.garden.yml': project,
+      ...modules,
+      'api/garden.yml': `kind: Module
+type: exec
+name: api
+build:
+  command: [make]
+  dependencies:
+    - web
+    - .inf
+`,
+    });
+    const oddError = await load(odd).then(
+      () => undefined,
+      (caught: unknown) => caught as TendError,
+    );
+    const oddErrors = (
+      oddError?.detail as { errors: { message: string; location: { file: string; line: number } }[] }
+    ).errors;
+    expect(oddErrors.map((e) => `${e.location.file}:${e.location.line}`)).toEqual(['api/garden.yml:8']);
+    expect(oddErrors[0]!.message).toContain('build.Infinity');
+
     // A container module's Build likewise.
     const container = makeProject({
       'project.garden.yml': project,

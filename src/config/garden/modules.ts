@@ -166,8 +166,9 @@ function moduleDependencies(
         return [{ dependency: new ModuleNamesTemplate(dependency, ref, at), at }];
       return skips(dependency, at) ? [] : [{ dependency: ref(dependency), at }];
     }
-    // A build dependency may be `{name, copy}`; one without a name is the schema's error.
-    if (!isRecord(dependency)) return [];
+    // A build dependency may be `{name, copy}`. Any other value, or a name that is none, is made a
+    // reference as it is, for the dependency check to refuse at its line (not dropped unsaid).
+    if (!isRecord(dependency)) return [{ dependency: ref(String(dependency)), at }];
     const name = String(dependency.name);
     return skips(name, [...at, 'name']) ? [] : [{ dependency: ref(name), at }];
   });
