@@ -2,10 +2,14 @@
  * The kubeconfig's ways to reach and authenticate to a cluster, through the real CLI (`bin/tend.js`:
  * the bundle, where client-node's exec plugins, proxy agents and their packages are loaded on first
  * use, scripts/bundle-plugins.ts): an exec credential plugin, an HTTP proxy (CONNECT) and a SOCKS5
- * proxy, each a real process or server on 127.0.0.1 in front of kube-sim.
+ * proxy, each a real process or server on 127.0.0.1 in front of kube-sim; and the TLS settings
+ * tend's own connection pool takes from the kubeconfig (client certificate, server name, CA or
+ * insecure-skip-tls-verify), each with its failure when it is wrong.
  */
+import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
@@ -25,16 +29,64 @@ interface Kubeconfig {
   users: { user: Record<string, unknown> }[];
 }
 
-/** A project and a kubeconfig for kube-sim changed by `change`; runs `tend status --json` there. */
-async function statusWith(change: (config: Kubeconfig) => void, namespace: string) {
+/** A project and a kubeconfig for kube-sim changed by `change`; runs `tend <args>` there. */
+async function tendWith(args: string[], change: (config: Kubeconfig) => void, namespace: string) {
   const root = makeProject({ 'tend.yml': projectYaml({ registry: h.sim.registryHost, namespace }) });
   const config = parse(h.sim.kubeconfigYaml) as Kubeconfig;
   change(config);
   const kubeconfig = path.join(root, 'kubeconfig');
   writeFileSync(kubeconfig, stringify(config));
-  const run = await runTend(['status', '--json'], { cwd: root, env: { KUBECONFIG: kubeconfig } });
+  return runTend(args, { cwd: root, env: { KUBECONFIG: kubeconfig } });
+}
+
+/** `tend status --json` with a kubeconfig changed by `change`: it must succeed. */
+async function statusWith(change: (config: Kubeconfig) => void, namespace: string) {
+  const run = await tendWith(['status', '--json'], change, namespace);
   expect(run.code, run.stderr).toBe(0);
   return JSON.parse(run.stdout) as { providers: { ready: boolean; detail: { state: string } }[] };
+}
+
+const base64 = (text: string) => Buffer.from(text).toString('base64');
+
+/** Who kube-sim says made the requests into `namespace` since `since`. */
+const usersIn = (namespace: string, since: number) =>
+  new Set(
+    h.sim.requests
+      .list({ since })
+      .filter((r) => r.namespace === namespace)
+      .map((r) => r.user),
+  );
+
+/** A certificate for `subject` that signs itself: no CA kube-sim knows. */
+function selfSigned(subject: string): { certPem: string; keyPem: string } {
+  const dir = mkdtempSync(path.join(tmpdir(), 'tend-self-signed-'));
+  try {
+    const [cert, key] = [path.join(dir, 'cert.pem'), path.join(dir, 'key.pem')];
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+        '-days',
+        '2',
+        '-subj',
+        subject,
+      ],
+      { stdio: 'ignore' },
+    );
+    return { certPem: readFileSync(cert, 'utf8'), keyPem: readFileSync(key, 'utf8') };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /**
@@ -136,5 +188,70 @@ describe('kubeconfig authentication and proxies, through the CLI bundle', () => 
     } finally {
       await socks.close();
     }
+  });
+
+  it('a client certificate (client-certificate-data, client-key-data) authenticates, as its CN', async () => {
+    const { certPem, keyPem } = await h.sim.issueClientCertificate('jane', ['system:masters']);
+    const since = h.sim.requests.latest();
+    const status = await statusWith((config) => {
+      config.users[0]!.user = {
+        'client-certificate-data': base64(certPem),
+        'client-key-data': base64(keyPem),
+      };
+    }, 'auth-client-cert');
+    expect(status.providers[0]!.detail.state).toBe('missing');
+    expect(usersIn('auth-client-cert', since)).toEqual(new Set(['jane']));
+  });
+
+  it('a client certificate no CA of the cluster signed is refused: a clear 401, nothing touched', async () => {
+    const { certPem, keyPem } = selfSigned('/CN=mallory/O=system:masters');
+    const since = h.sim.requests.latest();
+    const run = await tendWith(
+      ['status'],
+      (config) => {
+        config.users[0]!.user = {
+          'client-certificate-data': base64(certPem),
+          'client-key-data': base64(keyPem),
+        };
+      },
+      'auth-forged-cert',
+    );
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toMatch(
+      /rejected the credentials \(an expired or invalid token or client certificate\)/,
+    );
+    const asked = h.sim.requests.list({ since });
+    expect(asked.length).toBeGreaterThan(0);
+    expect(asked.filter((r) => r.user !== undefined || r.status !== 401)).toEqual([]);
+    expect(h.sim.store.get('namespaces', '', 'auth-forged-cert')).toBeUndefined();
+  });
+
+  it('tls-server-name is the name the server certificate is checked against', async () => {
+    const named = await statusWith((config) => {
+      config.clusters[0]!.cluster['tls-server-name'] = 'localhost';
+    }, 'auth-server-name');
+    expect(named.providers[0]!.detail.state).toBe('missing');
+    const run = await tendWith(
+      ['status'],
+      (config) => {
+        config.clusters[0]!.cluster['tls-server-name'] = 'not-kube-sim.example';
+      },
+      'auth-wrong-server-name',
+    );
+    expect(run.code).not.toBe(0);
+    expect(run.stdout + run.stderr).toMatch(/not-kube-sim\.example/);
+  });
+
+  it('insecure-skip-tls-verify reaches a server no CA vouches for; without it the certificate is refused', async () => {
+    const withoutCa = (config: Kubeconfig) =>
+      delete config.clusters[0]!.cluster['certificate-authority-data'];
+    const skipped = await statusWith((config) => {
+      withoutCa(config);
+      config.clusters[0]!.cluster['insecure-skip-tls-verify'] = true;
+    }, 'auth-skip-verify');
+    expect(skipped.providers[0]!.detail.state).toBe('missing');
+    const run = await tendWith(['status'], withoutCa, 'auth-unknown-ca');
+    expect(run.code).not.toBe(0);
+    expect(run.stdout + run.stderr).toMatch(/certificate/i);
   });
 });

@@ -15,7 +15,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateCerts } from './certs.js';
+import { generateCerts, issueClientCertificate, type ClientCertificate } from './certs.js';
 import { Cluster } from './cluster.js';
 import { AutoscalingController } from './autoscaling.js';
 import { Controllers } from './controllers.js';
@@ -107,6 +107,11 @@ export interface KubeSim {
   writeKubeconfig(path: string): Promise<void>;
   /** A kubeconfig for another token (a ServiceAccount's, from the TokenRequest API), its context named `context`. */
   kubeconfigFor(token: string, context?: string): string;
+  /**
+   * A client certificate the simulator's CA signs: a request made with it (and no bearer token)
+   * is the user `user` in `groups` (`system:masters`: an administrator), as X.509 authentication.
+   */
+  issueClientCertificate(user: string, groups?: readonly string[]): Promise<ClientCertificate>;
   /** `http://127.0.0.1:PORT` of the OCI registry. */
   registryUrl: string;
   /** `127.0.0.1:PORT`, the host part of image references. */
@@ -213,7 +218,15 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
   const clusterId = cluster.store.get(NS, '', 'kube-system')!.metadata.uid!;
 
   const sockets = new Set<Socket>();
-  const api = createHttpsServer({ key: certs.keyPem, cert: certs.certPem }, (req, res) => {
+  // Client certificates are asked for and checked against the CA, never required (tokens work alone).
+  const tls = {
+    key: certs.keyPem,
+    cert: certs.certPem,
+    ca: certs.caPem,
+    requestCert: true,
+    rejectUnauthorized: false,
+  };
+  const api = createHttpsServer(tls, (req, res) => {
     if (opts.now) res.setHeader('Date', new Date(opts.now()).toUTCString());
     void handleRequest(ctx, req, res);
   });
@@ -270,6 +283,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     kubeconfigYaml,
     writeKubeconfig: (path) => writeFile(path, kubeconfigYaml, { mode: 0o600 }),
     kubeconfigFor: (other, context) => kubeconfig(url, certs.caPem, other, context),
+    issueClientCertificate: (user, groups = []) => issueClientCertificate(dir, user, groups),
     registryUrl: `http://127.0.0.1:${registryPort}`,
     registryHost: `127.0.0.1:${registryPort}`,
     registry,

@@ -12,6 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import type { TLSSocket } from 'node:tls';
 import type { ResourceType } from './resources.js';
 import { resourceByKey } from './resources.js';
 import type { Store } from './store.js';
@@ -57,6 +58,17 @@ const RBAC_GROUP = 'rbac.authorization.k8s.io';
 /** Verbs the authorizer only checks against a rule's resourceNames when a name is known. */
 const UNNAMED_VERBS = new Set(['list', 'watch', 'create', 'deletecollection']);
 
+/** The user a verified client certificate names: its subject's CN, and each O as a group. */
+function certificateUser(socket: TLSSocket): User | undefined {
+  if (typeof socket.getPeerCertificate !== 'function' || !socket.authorized) return undefined;
+  const subject = socket.getPeerCertificate().subject as
+    Record<string, string | string[] | undefined> | undefined;
+  const name = subject?.CN;
+  if (typeof name !== 'string' || name === '') return undefined;
+  const groups = subject?.O === undefined ? [] : ([] as string[]).concat(subject.O);
+  return { name, groups: [...new Set([...groups, 'system:authenticated'])] };
+}
+
 export class Authenticator {
   private readonly issued = new Map<string, IssuedToken>();
 
@@ -67,8 +79,14 @@ export class Authenticator {
     private readonly users: Record<string, { name: string; groups?: string[] }> = {},
   ) {}
 
-  /** The user behind a request's bearer token, or undefined (401). */
+  /**
+   * The user behind a request's client certificate (one the simulator's CA signed) or its bearer
+   * token, or undefined (401). The certificate is looked at first, as the API server's union of
+   * authenticators does.
+   */
   authenticate(req: IncomingMessage): User | undefined {
+    const certified = certificateUser(req.socket as TLSSocket);
+    if (certified) return certified;
     const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
     if (!match) return undefined;
     const token = match[1]!;

@@ -168,7 +168,7 @@ export function apiError(error: unknown, call: CallDescription): TendError {
   if (f.status === 401) {
     return new TendError(
       'TEND_K8S_UNAUTHORIZED',
-      `could not ${call.what}: ${where} rejected the credentials (expired or invalid token): ${f.message}; log in to the cluster again or refresh the kubeconfig`,
+      `could not ${call.what}: ${where} rejected the credentials (an expired or invalid token or client certificate): ${f.message}; log in to the cluster again or refresh the kubeconfig`,
       { detail, cause: error },
     );
   }
