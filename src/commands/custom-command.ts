@@ -16,6 +16,7 @@ import type { PluginDefinition } from '../plugin/types.js';
 import { handleInterrupts } from './context.js';
 import { runSteps, type StepOutcome } from './steps.js';
 import { configureRunnables, stepsOutcome, tendCommandNames, withSecrets } from './runnables.js';
+import { monotonicMs } from '../monotonic.js';
 
 /** Whether the project (found as the options say) has a custom Command `name` offered as `tend <name>`. */
 export async function isTopLevelCommand(
@@ -77,7 +78,7 @@ export async function customCommand(
   }
   if (words.includes('--help') || words.includes('-h')) return commandHelp(command);
   if (command.notRun) throw configError([command.notRun]);
-  const started = performance.now();
+  const started = monotonicMs();
   const parsed = parseCommandLine(command, words);
   const base = await withSecrets(configured, command.source.value);
   const variables = (command.variables ?? {}) as Record<string, unknown>;

@@ -24,6 +24,7 @@ import {
   type CommandSession,
   type OpenedProject,
 } from './context.js';
+import { monotonicMs } from '../monotonic.js';
 
 export type ExecuteVerb = 'build' | 'deploy' | 'test' | 'run';
 export const kindOf: Record<ExecuteVerb, ActionKind> = {
@@ -120,7 +121,7 @@ export async function runActions(
   refs: string[],
   options: { force: boolean; concurrency: number; showOutput: boolean },
 ): Promise<ExecuteRun> {
-  const started = performance.now();
+  const started = monotonicMs();
   const output = options.showOutput ? new OutputCollector(session.session.bus) : undefined;
   // Results as they are now (another process may have added or removed some since a watch's last round).
   forgetResults();
@@ -141,7 +142,7 @@ export async function runActions(
     });
     const list = [...outcomes.values()];
     const count = (s: ActionOutcome['state']) => list.filter((o) => o.state === s).length;
-    const durationMs = Math.round(performance.now() - started);
+    const durationMs = Math.round(monotonicMs() - started);
     return {
       outcomes: list,
       human: [...(output ? [output.render(list)] : []), summarize(list, durationMs)].join('\n'),
@@ -231,7 +232,7 @@ export async function executeCommand(
   options: ExecuteOptions,
   plugins: PluginDefinition[] = builtinPlugins(),
 ): Promise<CommandResult<ExecuteData>> {
-  const started = performance.now();
+  const started = monotonicMs();
   const { opened, refs, session, progress, resumed } = await openExecution(verb, names, options, plugins);
   try {
     const run = await runActions(opened, session, refs, {
@@ -241,7 +242,7 @@ export async function executeCommand(
     });
     progress.finish();
     await session.close({ counts: run.counts });
-    const durationMs = Math.round(performance.now() - started);
+    const durationMs = Math.round(monotonicMs() - started);
     const nothing = refs.length === 0 ? nothingToRun(opened, kindOf[verb]) : undefined;
     return {
       // Ctrl-C: 130, as shells report a command stopped by SIGINT.

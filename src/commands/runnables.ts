@@ -12,6 +12,7 @@ import { loadSecrets } from '../remote/secrets.js';
 import { configureEnvironment } from './environment-config.js';
 import { ExitCode } from '../errors.js';
 import type { StepOutcome, StepsRun } from './steps.js';
+import { monotonicMs } from '../monotonic.js';
 
 /**
  * tend's own top-level commands (and aliases): a custom Command of one of these names runs as
@@ -80,7 +81,7 @@ export function stepsTable(steps: readonly StepOutcome[]): string {
 
 /** How a Workflow's or a Command's run went: its data, the steps' table with a last line, its exit code. */
 export function stepsOutcome(what: string, run: StepsRun, started: number) {
-  const durationMs = Math.round(performance.now() - started);
+  const durationMs = Math.round(monotonicMs() - started);
   const verdict = run.interrupted ? 'interrupted' : run.failed ? 'failed' : 'completed';
   return {
     summary: { succeeded: !run.failed, interrupted: run.interrupted, durationMs, steps: run.steps },

@@ -24,6 +24,7 @@ import type { ConfigPath } from '../config/project.js';
 import { resolveTemplates, type TemplateContext } from '../config/template.js';
 import { TendError, toTendError } from '../errors.js';
 import { runCommand } from '../plugins/exec/process.js';
+import { monotonicMs } from '../monotonic.js';
 
 export type StepState = 'succeeded' | 'failed' | 'skipped' | 'not run' | 'interrupted';
 
@@ -106,9 +107,9 @@ export async function runSteps(steps: readonly StepSpec[], context: StepsContext
       continue;
     }
     process.stderr.write(`${header}\n`);
-    const started = performance.now();
+    const started = monotonicMs();
     const ran = await runStep(step, { ...context.templateContext, steps: stepsContext(results) }, context);
-    const durationMs = Math.round(performance.now() - started);
+    const durationMs = Math.round(monotonicMs() - started);
     results[step.name] = { number: index + 1, log: ran.log, outputs: ran.outputs };
     if (context.signal.aborted) {
       interrupted = true;

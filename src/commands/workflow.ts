@@ -15,6 +15,7 @@ import type { PluginDefinition } from '../plugin/types.js';
 import { handleInterrupts } from './context.js';
 import { configureRunnables, stepsOutcome, withSecrets } from './runnables.js';
 import { runSteps, type StepOutcome } from './steps.js';
+import { monotonicMs } from '../monotonic.js';
 
 export interface WorkflowListData {
   project: string;
@@ -47,7 +48,7 @@ export async function workflowCommand(
     );
   }
   if (workflow.notRun) throw configError([workflow.notRun]);
-  const started = performance.now();
+  const started = monotonicMs();
   // A file's `secretName` reads that secret too.
   const secretFiles = (Array.isArray(workflow.files) ? (workflow.files as { secretName?: unknown }[]) : [])
     .filter((file) => typeof file?.secretName === 'string')

@@ -29,6 +29,7 @@ import {
 } from '../cleanup/protocol.js';
 import { logPluginEvents, targetLabel, type ExecutorLogger } from './log.js';
 import { runRestoreSession } from './restore-session.js';
+import { monotonicMs } from '../monotonic.js';
 
 export interface ExecutorOptions {
   queue: CleanupQueue;
@@ -188,7 +189,7 @@ export class CleanupExecutor {
     } catch (error) {
       inventory = { complete: false, error: (error as Error).message, items: [] };
     }
-    const listed = { at: performance.now(), observedAt: Date.parse(inventory.observedAt ?? '') };
+    const listed = { at: monotonicMs(), observedAt: Date.parse(inventory.observedAt ?? '') };
     const summary: InventoryReportSummary = {
       targetKey: target.targetKey,
       pluginName: target.pluginName,
@@ -213,7 +214,7 @@ export class CleanupExecutor {
         // The target's clock carried forward to now (on a clock that never steps). A plugin
         // without a clock of its own attests none: the executor's would only repeat its host's.
         ...(Number.isFinite(listed.observedAt)
-          ? { observedAt: new Date(listed.observedAt + (performance.now() - listed.at)).toISOString() }
+          ? { observedAt: new Date(listed.observedAt + (monotonicMs() - listed.at)).toISOString() }
           : {}),
       });
       if (summary.response.suspect !== undefined) {

@@ -12,6 +12,7 @@ import type { ActionKind, Outputs, ResolvedAction } from '../plugin/types.js';
 import type { Router } from '../router/router.js';
 import type { ActionGraph } from './graph.js';
 import { stageBuildDirectory } from './build-directory.js';
+import { monotonicMs } from '../monotonic.js';
 
 export type FinalState = 'cached' | 'ready' | 'failed' | 'aborted';
 
@@ -118,8 +119,8 @@ export async function solve(options: SolveOptions): Promise<Map<string, ActionOu
     version: string,
     deps: ActionOutcome[],
   ): Promise<ActionOutcome> => {
-    const started = performance.now();
-    const elapsed = () => Math.round((performance.now() - started) * 1000) / 1000;
+    const started = monotonicMs();
+    const elapsed = () => Math.round((monotonicMs() - started) * 1000) / 1000;
     emit(ref, kind, version, 'getting-status');
     try {
       const resolved = options.resolve(ref, Object.fromEntries(deps.map((d) => [d.ref, d.outputs])));

@@ -12,6 +12,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { TendError } from '../../errors.js';
 import type { PluginLog } from '../../plugin/types.js';
 import { environmentOfRun, killGroup, startProcess } from './spawner.js';
+import { monotonicMs } from '../../monotonic.js';
 
 export interface CommandSpec {
   command: string[];
@@ -77,7 +78,7 @@ export async function runCommand(
   const [file, ...args] = spec.command;
   if (!file) throw new TendError('TEND_EXEC_FAILED', 'empty command');
   if (signal.aborted) throw new TendError('TEND_INTERRUPTED', `interrupted before running ${file}`);
-  const started = performance.now();
+  const started = monotonicMs();
   const outputs: Record<string, string> = {};
   const tail: string[] = [];
   const onLine = (stream: 'stdout' | 'stderr', line: string) => {
@@ -142,7 +143,7 @@ export async function runCommand(
         },
       );
     });
-    const durationMs = Math.round(performance.now() - started);
+    const durationMs = Math.round(monotonicMs() - started);
     if (stopReason === 'timeout') {
       throw new TendError(
         'TEND_EXEC_TIMEOUT',

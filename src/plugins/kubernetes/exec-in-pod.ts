@@ -10,6 +10,7 @@ import type { KubernetesExecSpec } from './config.js';
 import { clientFor } from './provider.js';
 import { outputTail } from './pods.js';
 import { runningPod } from './workload-pods.js';
+import { monotonicMs } from '../../monotonic.js';
 
 export async function run(
   ctx: PluginContext,
@@ -22,7 +23,7 @@ export async function run(
   const { pod, container } = await runningPod(client, namespace, action, spec.resource);
   const tail = outputTail(ctx);
   const onLine = tail.onLine;
-  const started = performance.now();
+  const started = monotonicMs();
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<never>((_, reject) => {
     timer = setTimeout(
@@ -60,7 +61,7 @@ export async function run(
   return {
     outputs: {},
     exitCode,
-    durationMs: Math.round(performance.now() - started),
+    durationMs: Math.round(monotonicMs() - started),
     log: tail.text(),
     detail: { pod, container, namespace },
   };

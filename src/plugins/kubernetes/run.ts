@@ -29,6 +29,7 @@ import {
   type PodEnvVar,
   type PodSpecObject,
 } from './workload-pods.js';
+import { monotonicMs } from '../../monotonic.js';
 
 export async function getResult(
   ctx: PluginContext,
@@ -136,7 +137,7 @@ export async function run(
   await client.namespaces.ensure(namespace);
   const name = podName(action.kind.toLowerCase(), action.name);
   const what = `${action.kind.toLowerCase()} pod for ${action.ref}`;
-  const started = performance.now();
+  const started = monotonicMs();
   const deadline = Date.now() + timeoutMs;
   const tail = outputTail(ctx);
   const onLine = tail.onLine('stdout');
@@ -204,7 +205,7 @@ export async function run(
       grace.abort();
       logs.stop();
     }
-    const durationMs = Math.round(performance.now() - started);
+    const durationMs = Math.round(monotonicMs() - started);
     if (exitCode === 0) {
       writeResult(ctx.tendDir, namespace, action.ref, {
         version: action.version,

@@ -5,7 +5,6 @@
  * cancelled, and the decisions that changed are stored for the plan route.
  */
 import { randomUUID } from 'node:crypto';
-import { performance } from 'node:perf_hooks';
 import type { Kysely } from 'kysely';
 import { writeAudit, type AuditInput } from '../db/repositories/audit.js';
 import type { PassOutcome } from '../../api/cleanup.js';
@@ -20,6 +19,7 @@ import { plan } from './planner/plan.js';
 import type { Decision, PlannerSettings, PlanResult, PlanSnapshot } from './planner/types.js';
 import { SnapshotCache } from './snapshot.js';
 import type { ClockStep, PlanningClock, WallClock } from './clock.js';
+import { monotonicMs } from '../../monotonic.js';
 
 export interface PassReport {
   decisions: number;
@@ -74,7 +74,7 @@ export class PlanningPass {
    * Returns undefined when another replica holds the planning lease.
    */
   async run(): Promise<PassReport | undefined> {
-    const started = performance.now();
+    const started = monotonicMs();
     // Every pass reads both clocks, with the lease or not: a step is seen by whoever plans next.
     const step = await this.checkClock();
     const now = this.clock.now();
@@ -93,22 +93,22 @@ export class PlanningPass {
           expired.map((j) => leaseExpiredAudit(j, null)),
         );
 
-      const loadStarted = performance.now();
+      const loadStarted = monotonicMs();
       const snapshot = await this.snapshots.load(now);
-      const planStarted = performance.now();
+      const planStarted = monotonicMs();
       const result = plan(snapshot, now.getTime(), this.settings, { memo: this.memo });
-      const planMs = performance.now() - planStarted;
+      const planMs = monotonicMs() - planStarted;
       await this.control.openBreakers(result.breakersOpened, 'planner', now);
       const planned = await this.createJobs(result.newJobs, now);
       const cancelled = await this.cancelNoLongerDue(result, snapshot, now);
 
-      const storeStarted = performance.now();
+      const storeStarted = monotonicMs();
       await this.storeDecisions(result.decisions, passSeq, now);
-      const durationMs = performance.now() - started;
+      const durationMs = monotonicMs() - started;
       const phasesMs = {
         snapshot: planStarted - loadStarted,
         plan: planMs,
-        store: performance.now() - storeStarted,
+        store: monotonicMs() - storeStarted,
       };
       this.metrics.recordPlanningPass(durationMs / 1000);
       const unplanned = result.unplanned;
@@ -147,7 +147,7 @@ export class PlanningPass {
       // Let another replica (or the next pass) take over at once; the pass shows as failed.
       const note = error instanceof Error ? error.message : String(error);
       await this.control
-        .releasePlanLease(this.replicaId, performance.now() - started, this.clock.now(), {
+        .releasePlanLease(this.replicaId, monotonicMs() - started, this.clock.now(), {
           outcome: 'failed',
           note,
         })
@@ -183,12 +183,12 @@ export class PlanningPass {
         ]);
       }
     } finally {
-      await this.control.releasePlanLease(this.replicaId, performance.now() - started, null, {
+      await this.control.releasePlanLease(this.replicaId, monotonicMs() - started, null, {
         outcome: 'skipped',
         note,
       });
     }
-    return this.skipped(performance.now() - started, note);
+    return this.skipped(monotonicMs() - started, note);
   }
 
   /**
@@ -210,12 +210,12 @@ export class PlanningPass {
         },
       ]);
     } finally {
-      await this.control.releasePlanLease(this.replicaId, performance.now() - started, now, {
+      await this.control.releasePlanLease(this.replicaId, monotonicMs() - started, now, {
         outcome: 'skipped',
         note,
       });
     }
-    return this.skipped(performance.now() - started, note);
+    return this.skipped(monotonicMs() - started, note);
   }
 
   private skipped(durationMs: number, note: string): PassReport {

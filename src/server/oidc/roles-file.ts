@@ -23,6 +23,7 @@ import { TendError } from '../../errors.js';
 import { checkSchema, configError } from '../../config/diagnostics.js';
 import { readSingleDocument } from '../../config/single-document.js';
 import { everyProject, roles, type Role } from '../auth.js';
+import { monotonicMs } from '../../monotonic.js';
 
 const ProjectPattern = '^(\\*|[a-z0-9]([-a-z0-9]{0,251}[a-z0-9])?)$';
 
@@ -164,7 +165,7 @@ export class RolesFile {
    */
   constructor(
     readonly file: string,
-    private readonly now: () => number = () => performance.now(),
+    private readonly now: () => number = () => monotonicMs(),
   ) {
     this.stamp = this.currentStamp();
     this.checkedAt = this.now();

@@ -15,6 +15,7 @@ import { TendError } from '../../errors.js';
 import type { App, ServerServices } from '../services.js';
 import { ingestBatch, validateBatch } from '../registry/batch.js';
 import { ErrorResponse, EventView } from '../../api/views.js';
+import { monotonicMs } from '../../monotonic.js';
 
 /** For the OpenAPI document: each event type with its payload schema, built from the catalogue. */
 const DocumentedEvent = Type.Union(
@@ -124,7 +125,7 @@ export function registerEventRoutes(app: App, services: ServerServices): void {
     },
     async (request) => {
       const receivedAt = services.now();
-      const started = performance.now();
+      const started = monotonicMs();
       let events: TendEvent[];
       try {
         events = validateBatch(request.body, services.limits.maxEventsPerBatch);
@@ -163,7 +164,7 @@ export function registerEventRoutes(app: App, services: ServerServices): void {
         'accepted',
         result.accepted,
         result.duplicates,
-        (performance.now() - started) / 1000,
+        (monotonicMs() - started) / 1000,
       );
       return result;
     },

@@ -12,6 +12,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type http from 'node:http';
 import type https from 'node:https';
+import type tls from 'node:tls';
 import type { Readable } from 'node:stream';
 import type { Attach, Exec, KubeConfig } from '@kubernetes/client-node';
 import { builtinModule } from '../../../builtin-module.js';
@@ -19,6 +20,7 @@ import { TendError } from '../../../errors.js';
 import { httpModuleFor, httpRequest } from '../../../http-request.js';
 import { ResourcePaths } from './resources.js';
 import type { V1APIResourceList } from './wire.js';
+import { monotonicMs } from '../../../monotonic.js';
 
 /**
  * The abort signal of the handler call a request is made for (set by the request gate around
@@ -166,7 +168,7 @@ async function open(context: string | undefined, kubeconfigFile: string | undefi
         attach: new Attach(kc),
       }))),
     serverTime: () =>
-      clock.last === undefined ? undefined : clock.last.date + (performance.now() - clock.last.monotonic),
+      clock.last === undefined ? undefined : clock.last.date + (monotonicMs() - clock.last.monotonic),
   };
 }
 
@@ -203,12 +205,16 @@ function preparer(kc: KubeConfig, server: string): (request: KubeRequest) => Pro
     const cluster = kc.getCurrentCluster();
     if (cluster && !cluster.proxyUrl && cluster.server.startsWith('https:')) {
       const { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername } = options;
+      // One TLS context for every connection of the pool: given only the CA and keys, node:tls
+      // parses them again for each new socket (~1 ms each; a status opens up to six).
       agent ??= new (builtinModule<typeof https>('node:https').Agent)({
-        ca,
-        cert,
-        key,
-        pfx,
-        passphrase,
+        secureContext: builtinModule<typeof tls>('node:tls').createSecureContext({
+          ca,
+          cert,
+          key,
+          pfx,
+          passphrase,
+        }),
         servername: servername ?? cluster.tlsServerName,
         ...(cluster.skipTLSVerify
           ? { rejectUnauthorized: false }
@@ -261,7 +267,7 @@ function requester(
       ...(signal ? { signal } : {}),
     });
     const date = Date.parse(String(answer.headers.date ?? ''));
-    if (Number.isFinite(date)) clock.last = { date, monotonic: performance.now() };
+    if (Number.isFinite(date)) clock.last = { date, monotonic: monotonicMs() };
     let parsed: unknown;
     try {
       parsed = answer.text ? JSON.parse(answer.text) : undefined;

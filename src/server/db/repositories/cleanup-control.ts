@@ -8,6 +8,7 @@ import { sql, type Kysely } from 'kysely';
 import { isSqlite } from '../dialect.js';
 import { writeAudit, type AuditInput } from './audit.js';
 import type { Database } from '../schema.js';
+import { monotonicMs } from '../../../monotonic.js';
 
 /**
  * A reading of both clocks, kept after every pass so that a restart on the same host (the same
@@ -63,9 +64,9 @@ export class CleanupControlRepository {
     const time = (v: unknown) => (v == null ? null : Date.parse(String(v)));
     const anchors = { lastPassAt: time(control?.last_pass_at), newestReceivedAt: time(newest?.at) };
     if (!o.database || isSqlite(this.db)) return anchors;
-    const sent = performance.now();
+    const sent = monotonicMs();
     const row = await sql<{ now: Date | string }>`select clock_timestamp() as now`.execute(this.db);
-    const roundTripMs = performance.now() - sent;
+    const roundTripMs = monotonicMs() - sent;
     const now = new Date(row.rows[0]!.now).getTime() + roundTripMs / 2;
     return { ...anchors, database: { now, roundTripMs } };
   }
