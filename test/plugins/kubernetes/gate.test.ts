@@ -40,9 +40,11 @@ afterEach(removeProjects);
 
 let counter = 0;
 
-/** A handler call of its own: a fresh bus, broker and client, as the router gives a plugin. */
-async function call(namespace: string) {
-  const bus = new SessionBus();
+/**
+ * A handler call of its own: a fresh broker and client, as the router gives a plugin; on a fresh
+ * bus (a session of its own) unless `bus` is given. `sessionless`: a cleanup job's call.
+ */
+async function call(namespace: string, { bus = new SessionBus(), sessionless = false } = {}) {
   const events: NamespaceStatusPayload[] = [];
   bus.on('namespaceStatus', (e) => events.push((e as TendEvent<'namespaceStatus'>).payload));
   const broker = new PluginEventBroker(bus, new Set(['namespaceStatus', 'log']), {
@@ -61,7 +63,7 @@ async function call(namespace: string) {
   };
   const config = { context: 'kube-sim', namespaceTimeout: 20 };
   const ctx = {
-    sessionId: bus.sessionId,
+    sessionId: sessionless ? undefined : bus.sessionId,
     projectRoot: '/nonexistent',
     tendDir: '/nonexistent/.tend',
     environment: { project: 'gate', name: 'dev', namespace, resourceName: namespace, variables: {} },
@@ -73,7 +75,7 @@ async function call(namespace: string) {
     hostId: 'host-1',
     resolveTemplates: <T>(value: T) => value,
     kubernetes: () => Promise.reject(new Error('not offered in this test')),
-  } satisfies PluginContext;
+  } satisfies Omit<PluginContext, 'sessionId'> & { sessionId: string | undefined };
   const client = await KubeClient.identify(ctx, settingsOf(config, namespace));
   return { client, events, close: () => broker.close() };
 }
@@ -233,6 +235,52 @@ describe('the namespace-tracking client', () => {
       for (const ns of touched) expect(reported).toContain(ns);
     },
   );
+});
+
+describe('the calls of one session', () => {
+  /** The reads of `namespace` kube-sim answered since `mark`. */
+  const readsOf = (namespace: string, mark: number) =>
+    h.sim.requests
+      .list({ since: mark })
+      .filter((r) => r.method === 'GET' && r.path === `/api/v1/namespaces/${namespace}`).length;
+
+  it('share a read of the namespace a moment old: two calls look, kube-sim is asked once, both see it', async () => {
+    const namespace = ownedNamespace();
+    const bus = new SessionBus();
+    const mark = h.sim.requests.latest();
+    const [a, b] = [await call(namespace, { bus }), await call(namespace, { bus })];
+    const seen = [await a.client.namespaces.observe(namespace), await b.client.namespaces.observe(namespace)];
+    a.close();
+    b.close();
+    expect(readsOf(namespace, mark)).toBe(1);
+    expect(seen.map((info) => info?.state)).toEqual(['ready', 'ready']);
+    expect(a.events.map((e) => [e.namespaceName, e.state])).toEqual([[namespace, 'ready']]);
+  });
+
+  it('other sessions, and a cleanup call (no session), read it afresh', async () => {
+    const namespace = ownedNamespace();
+    const mark = h.sim.requests.latest();
+    for (const options of [{}, {}, { sessionless: true }, { sessionless: true }]) {
+      const { client, close } = await call(namespace, options);
+      await client.namespaces.observe(namespace);
+      close();
+    }
+    expect(readsOf(namespace, mark)).toBe(4);
+  });
+
+  it('what would create the namespace reads it afresh: deleted after the session looked, it is created anew', async () => {
+    const namespace = ownedNamespace();
+    const bus = new SessionBus();
+    const look = await call(namespace, { bus });
+    const before = await look.client.namespaces.observe(namespace);
+    look.close();
+    await kubectl(h.kubeconfig, 'delete', 'namespace', namespace, '--wait=false');
+    const prepare = await call(namespace, { bus });
+    const ensured = await prepare.client.namespaces.ensure(namespace);
+    prepare.close();
+    expect(ensured.created).toBe(true);
+    expect(ensured.info.uid).not.toBe(before?.uid);
+  });
 });
 
 describe('output of a call', () => {

@@ -13,6 +13,7 @@ import type { EnvironmentInfo, PluginContext, PluginPayload } from '../../../plu
 import type { ProviderSettings } from '../config.js';
 import { requestSignal, type Connection } from './connection.js';
 import { apiError, describeFailure, withRetry } from './errors.js';
+import { monotonicMs } from '../../../monotonic.js';
 import { annotations, labels, missing, toInfo, type NamespaceInfo } from './namespace-info.js';
 import type { V1Namespace } from './wire.js';
 
@@ -25,6 +26,8 @@ export const mergePatch = 'application/merge-patch+json';
  */
 export type GateContext = Pick<PluginContext, 'events' | 'log' | 'signal'> & {
   environment: Pick<EnvironmentInfo, 'project' | 'name'>;
+  /** A command's session: its calls share a namespace read of a moment ago (none: every look reads). */
+  sessionId?: string;
 };
 
 /** Who the plugin is talking to; the provider's `init` computes it, every event carries it. */
@@ -39,6 +42,17 @@ export interface ClusterIdentity {
 const activityIntervalMs = 60_000;
 /** Last `tend.dev/last-activity` stamp per cluster and namespace, for this process. */
 export const lastStamped = new Map<string, number>();
+
+/**
+ * The last read of each namespace per session and cluster, and when (monotonic ms). A command's
+ * calls look at the namespace within milliseconds of each other (`tend status` of two Deploys:
+ * the provider and each Deploy), and a session records a namespace on its first contact: a
+ * call's first contact takes a read of this session younger than `sharedReadMs` rather than
+ * asking again, and is reported as ever. Only sessions share (a cleanup job's calls read afresh),
+ * and whatever would create or adopt the namespace reads it afresh.
+ */
+const sessionReads = new Map<string, { info: NamespaceInfo | undefined; at: number }>();
+const sharedReadMs = 1_000;
 
 /** One per handler call: the namespaces contacted in this call, and the way every request goes. */
 export class RequestGate {
@@ -136,6 +150,7 @@ export class RequestGate {
 
   /** Reads a namespace without reporting it; undefined when it does not exist. */
   async readNamespace(name: string): Promise<NamespaceInfo | undefined> {
+    let info: NamespaceInfo | undefined;
     try {
       const ns = await this.retry(
         `read namespace ${name}`,
@@ -146,23 +161,50 @@ export class RequestGate {
           }),
         true,
       );
-      return toInfo(ns);
+      info = toInfo(ns);
     } catch (error) {
-      if (describeFailure(error).status === 404) return undefined;
-      throw apiError(error, this.describe(`read namespace ${name}`));
+      if (describeFailure(error).status !== 404)
+        throw apiError(error, this.describe(`read namespace ${name}`));
     }
+    this.remember(name, info);
+    return info;
+  }
+
+  /** A read of this session younger than `sharedReadMs`, else a new one. */
+  private async sharedRead(name: string): Promise<NamespaceInfo | undefined> {
+    const key = this.sessionKey(name);
+    const last = key === undefined ? undefined : sessionReads.get(key);
+    if (last && monotonicMs() - last.at < sharedReadMs) return last.info;
+    return this.readNamespace(name);
+  }
+
+  /** What the cluster last said of a namespace (a read, or the answer to a change), for this session. */
+  remember(name: string, info: NamespaceInfo | undefined): void {
+    const key = this.sessionKey(name);
+    if (key === undefined) return;
+    const at = monotonicMs();
+    // A process that runs many sessions (a test runner, a watch) keeps only the reads that serve.
+    if (sessionReads.size >= 64) {
+      for (const [k, read] of sessionReads) if (at - read.at >= sharedReadMs) sessionReads.delete(k);
+    }
+    sessionReads.set(key, { info, at });
+  }
+
+  private sessionKey(name: string): string | undefined {
+    const { sessionId } = this.ctx;
+    return sessionId === undefined ? undefined : `${sessionId}\0${this.identity.clusterId}\0${name}`;
   }
 
   /**
    * First contact with a namespace in this call: read it and report it. If it cannot be read,
    * it is still reported (as `ready`, marked unverified) before the error surfaces.
    */
-  async enter(namespace: string, stamp = true): Promise<NamespaceInfo | undefined> {
+  async enter(namespace: string, stamp = true, fresh = false): Promise<NamespaceInfo | undefined> {
     if (this.contacted.has(namespace)) return this.contacted.get(namespace);
     this.roleOf(namespace);
     let info: NamespaceInfo | undefined;
     try {
-      info = await this.readNamespace(namespace);
+      info = fresh ? await this.readNamespace(namespace) : await this.sharedRead(namespace);
     } catch (error) {
       this.report({ name: namespace, state: 'ready', labels: {}, annotations: {} }, 'observed', {
         unverified: (error as Error).message.slice(0, 500),
@@ -289,7 +331,9 @@ export class RequestGate {
     ).catch((error: unknown) => {
       throw apiError(error, this.describe(`annotate namespace ${name}`));
     });
-    return toInfo(ns);
+    const info = toInfo(ns);
+    this.remember(name, info);
+    return info;
   }
 
   /** Every namespaced call: first contact reported, retries, namespace changes noticed, clear errors. */

@@ -14,11 +14,14 @@ import type { List, V1Namespace, V1ObjectMeta } from './wire.js';
 export class NamespaceCalls {
   constructor(private readonly gate: RequestGate) {}
 
-  /** Read-only: reports the namespace as it is (`ready`, `terminating` or `missing`); never creates it. */
-  async observe(name: string, stamp = true): Promise<NamespaceInfo | undefined> {
+  /**
+   * Read-only: reports the namespace as it is (`ready`, `terminating` or `missing`); never creates
+   * it. A read of this session a moment old serves, unless `fresh`.
+   */
+  async observe(name: string, stamp = true, fresh = false): Promise<NamespaceInfo | undefined> {
     this.gate.roleOf(name);
     this.gate.contacted.delete(name);
-    return this.gate.enter(name, stamp);
+    return this.gate.enter(name, stamp, fresh);
   }
 
   /**
@@ -29,7 +32,7 @@ export class NamespaceCalls {
   async ensure(name: string): Promise<{ info: NamespaceInfo; created: boolean; adopted: boolean }> {
     const role = this.gate.roleOf(name);
     const project = this.gate.ctx.environment.project;
-    let info = await this.observe(name);
+    let info = await this.observe(name, true, true);
     if (info?.state === 'terminating') info = await this.waitUntilGone(name, info);
     if (info && info.state === 'ready') {
       let adopted = false;
@@ -84,6 +87,7 @@ export class NamespaceCalls {
       return { info: again, created: false, adopted: false };
     }
     lastStamped.set(`${this.gate.identity.clusterId}\0${name}`, Date.now());
+    this.gate.remember(name, created);
     this.gate.report(created, 'created');
     return { info: created, created: true, adopted: false };
   }
@@ -198,6 +202,7 @@ export class NamespaceCalls {
           };
         }
       }
+      this.gate.remember(name, { ...info, state: 'terminating' });
       this.gate.report({ ...info, state: 'terminating' }, 'deleted');
     }
     const deadline = Date.now() + this.gate.settings.namespaceTimeoutMs;
