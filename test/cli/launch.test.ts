@@ -3,7 +3,8 @@
  * file per build, Node version and command under $XDG_CACHE_HOME/tend/compile. Through real
  * `bin/tend.js` processes: the cache is written once and then used (a plugin module is still
  * imported from cached code), a damaged or foreign-writable file is replaced, an old build's file
- * removed (a recent one kept), and TEND_COMPILE_CACHE=0 writes nothing (and still imports it);
+ * removed (a recent one kept), a run in another working directory writes it again with its code
+ * (up to a limit), and TEND_COMPILE_CACHE=0 writes nothing (and still imports it);
  * and which command lines make TurboFan wait, with a flag this Node's V8 knows (`npm run
  * test:lines` runs this file on every Node line: an unknown flag is an error on every command).
  */
@@ -14,6 +15,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  realpathSync,
   statSync,
   utimesSync,
   writeFileSync,
@@ -23,12 +25,16 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   cacheName,
+  cacheTrailerMark,
   compileCacheDir,
   globalValueOptions,
   maglevFlagFor,
   maglevOff,
+  maxCacheDirs,
   turbofanDelay,
   v8FlagFor,
+  withoutTrailer,
+  withTrailer,
 } from '../../src/cli/launch.js';
 import { makeProject, removeProjects, runTend } from '../helpers/project.js';
 
@@ -121,6 +127,50 @@ describe('the code cache of the CLI bundle', () => {
     expect(files().sort()).toEqual([path.basename(other), name].sort());
   });
 
+  it('holds the runs of each working directory: a run in another one writes it again, naming both', async () => {
+    const { root, cacheHome, dir, build, files } = setup();
+    await build();
+    const file = path.join(dir, files()[0]!);
+    const dirsOf = () => withoutTrailer(readFileSync(file)).cacheDirs;
+    const home = realpathSync(root);
+    expect(dirsOf()).toEqual([home]);
+    const sub = path.join(home, 'sub');
+    mkdirSync(sub);
+    const buildIn = (cwd: string) =>
+      runTend(['--root', root, 'build', '--json'], { cwd, env: { XDG_CACHE_HOME: cacheHome } });
+    const before = statSync(file);
+    expectPluginImported(await buildIn(sub));
+    const after = statSync(file);
+    expect(after.ino).not.toBe(before.ino);
+    expect(after.size).toBeGreaterThanOrEqual(before.size);
+    expect(dirsOf()).toEqual([home, sub]);
+
+    // Both named: runs in either use it as it is.
+    expectPluginImported(await build());
+    expectPluginImported(await buildIn(sub));
+    expect(statSync(file).ino).toBe(after.ino);
+    expect(files()).toHaveLength(1);
+  });
+
+  it(`names at most ${maxCacheDirs} working directories: beyond them a run uses it as it is`, async () => {
+    const { root, cacheHome, dir, build, files } = setup();
+    await build();
+    const file = path.join(dir, files()[0]!);
+    const { cachedData } = withoutTrailer(readFileSync(file));
+    const full = Array.from({ length: maxCacheDirs }, (_, i) => `/elsewhere/${i}`);
+    writeFileSync(file, withTrailer(cachedData!, full), { mode: 0o600 });
+    const written = statSync(file);
+    const other = path.join(root, 'other');
+    mkdirSync(other);
+    const run = await runTend(['--root', root, 'build', '--json'], {
+      cwd: other,
+      env: { XDG_CACHE_HOME: cacheHome },
+    });
+    expectPluginImported(run);
+    expect(statSync(file).ino).toBe(written.ino);
+    expect(withoutTrailer(readFileSync(file)).cacheDirs).toEqual(full);
+  });
+
   it('is neither read nor written with TEND_COMPILE_CACHE=0', async () => {
     const { dir, build } = setup();
     expectPluginImported(await build({ TEND_COMPILE_CACHE: '0' }));
@@ -136,6 +186,26 @@ describe('the code cache of the CLI bundle', () => {
     expectPluginImported(run);
     expect(run.stderr).toBe('');
     expect(statSync(dir).isFile()).toBe(true);
+  });
+});
+
+describe("a cache file's trailer", () => {
+  const bytes = Buffer.from('V8 bytes');
+  it('gives back the bytes and directories it was written with, names with any characters too', () => {
+    const dirs = ['/a', '/b c/ü\u{1F600}', ''];
+    expect(withoutTrailer(withTrailer(bytes, dirs))).toEqual({ cachedData: bytes, cacheDirs: dirs });
+  });
+
+  it('a file cut short, one without the mark, one whose length lies or whose list is not strings: none', () => {
+    const whole = withTrailer(bytes, ['/a']);
+    const none = { cachedData: undefined, cacheDirs: [] };
+    expect(withoutTrailer(whole.subarray(0, whole.length - 1))).toEqual(none);
+    expect(withoutTrailer(bytes)).toEqual(none);
+    expect(withoutTrailer(Buffer.from(cacheTrailerMark))).toEqual(none);
+    const lying = Buffer.from(whole);
+    lying.writeUInt32LE(whole.length, whole.length - cacheTrailerMark.length - 4);
+    expect(withoutTrailer(lying)).toEqual(none);
+    expect(withoutTrailer(withTrailer(bytes, [1, 2] as unknown as string[]))).toEqual(none);
   });
 });
 
