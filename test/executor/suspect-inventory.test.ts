@@ -257,4 +257,39 @@ describe('a suspect inventory', () => {
     const causes = await server.database.db.selectFrom('resources').select('last_cause').execute();
     expect(causes.map((c) => c.last_cause)).toEqual(Array(5).fill('cleanup'));
   });
+
+  it('a delete begun by an executor that died is neither done nor cancelled until a complete list says what became of it', async () => {
+    const [ns] = await due(1);
+    const ex = executor();
+    await ex.runPass();
+    expect((await server.app.cleanup.pass.run())?.planned).toBe(1);
+    // An executor that begins the job, confirms it, sends the DELETE and dies before it reports.
+    const queue = new HttpCleanupQueue({ server: url, token: server.tokens.agent, baseDelayMs: 5 });
+    const dying = { executorId: 'dying-executor' };
+    const [job] = (await queue.claim({ ...dying, targetKeys: [`kubernetes/${handle.sim.clusterId}`] })).jobs;
+    expect((await queue.start(job!.id, dying)).proceed).toBe(true);
+    expect((await queue.start(job!.id, dying)).proceed).toBe(true);
+    await deleteByHand([ns!.name]);
+
+    // Its lease runs out; the next executor's list fails (incomplete), so the last complete one is
+    // from before the attempt began and stale: nothing says whether the namespace is gone.
+    clock.advance(121_000);
+    handle.sim.faults.add({ type: 'list-fail', verb: 'list', resource: 'namespaces' });
+    const blind = await ex.runPass();
+    expect(blind.inventories[0]).toMatchObject({ complete: false });
+    expect(blind.jobs.map((j) => j.outcome)).not.toContain('cancelled');
+    expect(await audits('cleanup-cancelled')).toEqual([]);
+    console.log('JOBS', JSON.stringify(blind.jobs), JSON.stringify(await server.database.db.selectFrom('cleanup_jobs').select(['state','outcome_message']).execute()));
+
+    // A complete list lacks it: the job is done, and the namespace's end is cleanup's.
+    handle.sim.faults.clear();
+    clock.advance(31_000);
+    const seen = await ex.runPass();
+    expect(seen.jobs.map((j) => [j.outcome, j.message])).toEqual([
+      ['done', expect.stringContaining('lacks it')],
+    ]);
+    expect(await audits('cleanup-done')).toHaveLength(1);
+    const causes = await server.database.db.selectFrom('resources').select('last_cause').execute();
+    expect(causes.map((c) => c.last_cause)).toEqual(['cleanup']);
+  });
 });
