@@ -81,6 +81,21 @@ describe.each<Dialect>(['sqlite', 'postgres'])('the planner and an executor at o
     );
   });
 
+  it('nor one an executor finished since: it stays done', async () => {
+    const read = await plannedJob();
+    const [job] = (await agent('/api/v1/cleanup/jobs/claim', { executorId: 'e1', targetKeys: [target] })).body
+      .jobs;
+    await agent(`/api/v1/cleanup/jobs/${job.id}/start`, { executorId: 'e1' });
+    await agent(`/api/v1/cleanup/jobs/${job.id}/complete`, {
+      executorId: 'e1',
+      outcome: 'done',
+      message: 'deleted',
+    });
+    expect(await plannerCancels(read)).toBe(false);
+    const [row] = await f.server.database.db.selectFrom('cleanup_jobs').select('state').execute();
+    expect(row!.state).toBe('done');
+  });
+
   it('a job nobody took since the planner read it is cancelled', async () => {
     const read = await plannedJob();
     expect(await plannerCancels(read)).toBe(true);
