@@ -2,7 +2,8 @@
  * A suspect inventory is not applied. An API server that answers an empty (or much shortened)
  * list that still looks complete — kube-sim's `list-truncate` with `keep: 0`, which the count
  * probe cannot see through because it is truncated too — must not make the recorded resources of
- * several projects `missing` and their environments `cleaned`. Over real HTTP (the executor's
+ * several projects `missing` and their environments `cleaned`; nor may a list that failed end a
+ * delete job a dead executor began. Over real HTTP (the executor's
  * HTTP queue, the status route, the dashboard), a real SQLite file and kube-sim.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -279,7 +280,9 @@ describe('a suspect inventory', () => {
     expect(blind.inventories[0]).toMatchObject({ complete: false });
     expect(blind.jobs.map((j) => j.outcome)).not.toContain('cancelled');
     expect(await audits('cleanup-cancelled')).toEqual([]);
-    console.log('JOBS', JSON.stringify(blind.jobs), JSON.stringify(await server.database.db.selectFrom('cleanup_jobs').select(['state','outcome_message']).execute()));
+    // Nobody takes the job without a complete list of its target: it stays as the dead executor left it.
+    const waiting = await server.database.db.selectFrom('cleanup_jobs').select(['state']).execute();
+    expect(waiting.map((j) => j.state)).toEqual(['executing']);
 
     // A complete list lacks it: the job is done, and the namespace's end is cleanup's.
     handle.sim.faults.clear();
