@@ -55,6 +55,18 @@ version: 1.0.0
 
 const load = (root: string) => loadProjectConfig({ cwd: root, plugins: builtinPlugins() });
 
+/** The error loading `root` fails with, and the configuration errors it carries. */
+async function loadFailure(root: string) {
+  const error = await load(root).then(
+    () => undefined,
+    (caught: unknown) => caught as TendError,
+  );
+  const { errors = [] } = (error?.detail ?? {}) as {
+    errors?: { message: string; location: { file: string; line: number } }[];
+  };
+  return { error, errors, lines: errors.map((e) => `${e.location.file}:${e.location.line}`) };
+}
+
 describe("a 0.12 module's build dependency on a module without a Build", () => {
   it('is left out with a note at its line, for build.dependencies and a containerModule; one on a built module stays', async () => {
     const root = makeProject({
@@ -115,14 +127,8 @@ build:
   dependencies: [db, nowhere]
 `,
     });
-    const error = await load(root).then(
-      () => undefined,
-      (caught: unknown) => caught as TendError,
-    );
-    const errors = (
-      error?.detail as { errors: { message: string; location: { file: string; line: number } }[] }
-    ).errors;
-    expect(errors.map((e) => `${e.location.file}:${e.location.line}`)).toEqual(['api/garden.yml:6']);
+    const { errors, lines } = await loadFailure(root);
+    expect(lines).toEqual(['api/garden.yml:6']);
     expect(errors[0]!.message).toContain('nowhere');
     expect(errors[0]!.message).not.toContain('build.db');
 
@@ -140,15 +146,9 @@ build:
     - .inf
 `,
     });
-    const oddError = await load(odd).then(
-      () => undefined,
-      (caught: unknown) => caught as TendError,
-    );
-    const oddErrors = (
-      oddError?.detail as { errors: { message: string; location: { file: string; line: number } }[] }
-    ).errors;
-    expect(oddErrors.map((e) => `${e.location.file}:${e.location.line}`)).toEqual(['api/garden.yml:8']);
-    expect(oddErrors[0]!.message).toContain('build.Infinity');
+    const oddFailure = await loadFailure(odd);
+    expect(oddFailure.lines).toEqual(['api/garden.yml:8']);
+    expect(oddFailure.errors[0]!.message).toContain('build.Infinity');
 
     // A container module's Build likewise.
     const container = makeProject({
@@ -163,10 +163,7 @@ build:
     - nowhere
 `,
     });
-    const containerError = await load(container).then(
-      () => undefined,
-      (caught: unknown) => caught as TendError,
-    );
+    const { error: containerError } = await loadFailure(container);
     expect(containerError?.location).toMatchObject({ file: 'web/garden.yml', line: 7 });
     expect(containerError?.message).toContain('nowhere');
   });
