@@ -9,23 +9,30 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-export interface Certs {
-  caPem: string;
+/** A new P-256 key, unencrypted. */
+const newKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+
+/** A certificate the CA signed, and its key. */
+interface SignedCertificate {
   certPem: string;
   keyPem: string;
 }
 
+export type ClientCertificate = SignedCertificate;
+
+export interface Certs extends SignedCertificate {
+  caPem: string;
+}
+
 export async function generateCerts(dir: string): Promise<Certs> {
-  const p = (f: string): string => join(dir, f);
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   await run('openssl', [
     'req',
     '-x509',
-    ...ec,
+    ...newKey,
     '-keyout',
-    p('ca.key'),
+    join(dir, 'ca.key'),
     '-out',
-    p('ca.crt'),
+    join(dir, 'ca.crt'),
     '-days',
     '2',
     '-subj',
@@ -35,49 +42,13 @@ export async function generateCerts(dir: string): Promise<Certs> {
     '-addext',
     'keyUsage=critical,keyCertSign,cRLSign',
   ]);
-  await run('openssl', [
-    'req',
-    '-new',
-    ...ec,
-    '-keyout',
-    p('server.key'),
-    '-out',
-    p('server.csr'),
-    '-subj',
+  const server = await signedByCa(
+    dir,
+    'server',
     '/CN=kube-sim',
-  ]);
-  await writeFile(
-    p('ext.cnf'),
     'subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\nbasicConstraints=CA:FALSE\n',
   );
-  await run('openssl', [
-    'x509',
-    '-req',
-    '-in',
-    p('server.csr'),
-    '-CA',
-    p('ca.crt'),
-    '-CAkey',
-    p('ca.key'),
-    '-CAcreateserial',
-    '-out',
-    p('server.crt'),
-    '-days',
-    '2',
-    '-extfile',
-    p('ext.cnf'),
-  ]);
-  const [caPem, certPem, keyPem] = await Promise.all([
-    readFile(p('ca.crt'), 'utf8'),
-    readFile(p('server.crt'), 'utf8'),
-    readFile(p('server.key'), 'utf8'),
-  ]);
-  return { caPem, certPem, keyPem };
-}
-
-export interface ClientCertificate {
-  certPem: string;
-  keyPem: string;
+  return { caPem: await readFile(join(dir, 'ca.crt'), 'utf8'), ...server };
 }
 
 let issued = 0;
@@ -91,50 +62,46 @@ export async function issueClientCertificate(
   user: string,
   groups: readonly string[],
 ): Promise<ClientCertificate> {
-  const prefix = join(dir, `client-${++issued}-`);
-  const p = (f: string): string => `${prefix}${f}`;
   // `/` and `=` separate the subject's parts; a name with them would be another subject.
   if (![user, ...groups].every((part) => /^[\w.:@-]+$/.test(part)))
     throw new Error(
       `kube-sim: a client certificate's user and groups are [\\w.:@-]+ (got ${[user, ...groups].join(', ')})`,
     );
-  const subject = `/CN=${user}${groups.map((group) => `/O=${group}`).join('')}`;
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  await run('openssl', [
-    'req',
-    '-new',
-    ...ec,
-    '-keyout',
-    p('key.pem'),
-    '-out',
-    p('csr.pem'),
-    '-subj',
-    subject,
-  ]);
-  await writeFile(
-    p('ext.cnf'),
+  return signedByCa(
+    dir,
+    `client-${++issued}`,
+    `/CN=${user}${groups.map((group) => `/O=${group}`).join('')}`,
     'extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature\nbasicConstraints=CA:FALSE\n',
   );
+}
+
+/** A new key and a certificate for `subject` with `extensions`, signed by the CA in `dir`; files `<name>.*`. */
+async function signedByCa(
+  dir: string,
+  name: string,
+  subject: string,
+  extensions: string,
+): Promise<SignedCertificate> {
+  const p = (suffix: string): string => join(dir, `${name}.${suffix}`);
+  await run('openssl', ['req', '-new', ...newKey, '-keyout', p('key'), '-out', p('csr'), '-subj', subject]);
+  await writeFile(p('ext.cnf'), extensions);
   await run('openssl', [
     'x509',
     '-req',
     '-in',
-    p('csr.pem'),
+    p('csr'),
     '-CA',
     join(dir, 'ca.crt'),
     '-CAkey',
     join(dir, 'ca.key'),
     '-CAcreateserial',
     '-out',
-    p('cert.pem'),
+    p('crt'),
     '-days',
     '2',
     '-extfile',
     p('ext.cnf'),
   ]);
-  const [certPem, keyPem] = await Promise.all([
-    readFile(p('cert.pem'), 'utf8'),
-    readFile(p('key.pem'), 'utf8'),
-  ]);
+  const [certPem, keyPem] = await Promise.all([readFile(p('crt'), 'utf8'), readFile(p('key'), 'utf8')]);
   return { certPem, keyPem };
 }
