@@ -201,6 +201,8 @@ describe('kubeconfig authentication and proxies, through the CLI bundle', () => 
     }, 'auth-client-cert');
     expect(status.providers[0]!.detail.state).toBe('missing');
     expect(usersIn('auth-client-cert', since)).toEqual(new Set(['jane']));
+    // A name that would write another subject (`/O=…`) is refused, not issued.
+    await expect(h.sim.issueClientCertificate('jane/O=system:masters')).rejects.toThrow(/user and groups/);
   });
 
   it('a client certificate no CA of the cluster signed is refused: a clear 401, nothing touched', async () => {
