@@ -192,7 +192,7 @@ describe('the code cache of the CLI bundle', () => {
 describe("a cache file's trailer", () => {
   const bytes = Buffer.from('V8 bytes');
   it('gives back the bytes and directories it was written with, names with any characters too', () => {
-    const dirs = ['/a', '/b c/ü\u{1F600}', ''];
+    const dirs = ['/a', '/b c/ü\u{1F600}', '', '/nul\0here', '/lone\uD800'];
     expect(withoutTrailer(withTrailer(bytes, dirs))).toEqual({ cachedData: bytes, cacheDirs: dirs });
   });
 
@@ -206,6 +206,11 @@ describe("a cache file's trailer", () => {
     lying.writeUInt32LE(whole.length, whole.length - cacheTrailerMark.length - 4);
     expect(withoutTrailer(lying)).toEqual(none);
     expect(withoutTrailer(withTrailer(bytes, [1, 2] as unknown as string[]))).toEqual(none);
+    // A list 10,000 deep: written by hand (JSON.stringify would run out of stack first).
+    const deep = Buffer.from(`${'['.repeat(10_000)}${']'.repeat(10_000)}`);
+    const length = Buffer.alloc(4);
+    length.writeUInt32LE(deep.length);
+    expect(withoutTrailer(Buffer.concat([bytes, deep, length, Buffer.from(cacheTrailerMark)]))).toEqual(none);
   });
 });
 
