@@ -272,6 +272,86 @@ spec:
     ]);
   });
 
+  it("an image-only container module's image names are written in: no dependency, and the command gets them", async () => {
+    // As Garden's getContainerModuleOutputs: a module without a Dockerfile gives its image.
+    const root = makeProject({
+      'project.garden.yml': project('[{ name: exec }]'),
+      'redis/garden.yml': `kind: Module
+type: container
+name: redis
+image: registry.example.com:5000/cache/redis:6.2
+`,
+      'garden.yml': `kind: Module
+type: exec
+name: show
+tasks:
+  - name: show
+    command:
+      - echo
+      - \${modules.redis.outputs.deployment-image-id}
+      - \${modules.redis.outputs.deployment-image-name}
+      - \${modules.redis.outputs.local-image-id}
+      - "name=\${modules.redis.outputs.local-image-name} modules.redis.outputs.local-image-id"
+      - "'$\${modules.redis.outputs.local-image-id}'"
+`,
+    });
+    expect(await validatedDependencies(root)).toEqual(['run.show: ']);
+    const result = await executeCommand('run', ['show'], { root });
+    expect(result.exitCode).toBe(0);
+    // Text outside an expression, and an escaped one (which the exec module passes on as written),
+    // are not read as references.
+    expect(result.data.actions.find((a) => a.ref === 'run.show')?.outputs?.log).toBe(
+      'registry.example.com:5000/cache/redis:6.2 registry.example.com:5000/cache/redis ' +
+        'registry.example.com:5000/cache/redis:6.2 name=registry.example.com:5000/cache/redis modules.redis.outputs.local-image-id ' +
+        '$${modules.redis.outputs.local-image-id}',
+    );
+  });
+
+  it("an image-only module's tag, version, templated or missing image is one error at its line", async () => {
+    const root = makeProject({
+      'project.garden.yml': project('[{ name: exec }]'),
+      'garden.yml': `kind: Module
+type: container
+name: redis
+image: redis@sha256:0123
+---
+kind: Module
+type: container
+name: templated
+image: \${var.image}
+---
+kind: Module
+type: container
+name: nothing
+---
+kind: Module
+type: exec
+name: show
+tasks:
+  - name: show
+    command:
+      - \${modules.redis.outputs.deployment-image-tag}
+      - \${modules.redis.version}
+      - \${modules.templated.outputs.deployment-image-id}
+      - \${modules.nothing.outputs.deployment-image-id}
+`,
+    });
+    const noBuild = 'has no Build (a container module without a Dockerfile deploys its image as it is)';
+    expect(await validationErrors(root)).toEqual([
+      'garden.yml:13:1 container module nothing neither specifies image nor has a Dockerfile (Dockerfile) among ' +
+        'its files; set image, or add the Dockerfile',
+      `garden.yml:21:9 "modules.redis.outputs.deployment-image-tag": module redis ${noBuild}; tend gives ` +
+        'modules.redis.outputs.<local-image-name|local-image-id|deployment-image-name|deployment-image-id> ' +
+        "(its image names), where Garden computes the rest from the module's version",
+      `garden.yml:22:9 "modules.redis.version": module redis ${noBuild}; tend gives ` +
+        'modules.redis.outputs.<local-image-name|local-image-id|deployment-image-name|deployment-image-id> ' +
+        "(its image names), where Garden computes the rest from the module's version",
+      `garden.yml:23:9 "modules.templated.outputs.deployment-image-id": module templated ${noBuild}; its image ` +
+        'is a template, which tend does not resolve for another module',
+      `garden.yml:24:9 "modules.nothing.outputs.deployment-image-id": module nothing ${noBuild}; it names no image`,
+    ]);
+  });
+
   it('in a templated file, a module the module does not build on is an error at its line (its outputs are not known when it deploys)', async () => {
     const root = makeProject({
       'project.garden.yml': project('[{ name: local-kubernetes }]'),

@@ -28,6 +28,7 @@ import {
   type ModuleDependency,
   type ModuleParts,
 } from './module-parts.js';
+import { withActionReferences } from './module-references.js';
 import type { GardenProjectIndex } from './project-index.js';
 import { convertVolumeModule, moduleVolumes } from './volumes.js';
 import { isRecord, type GardenRecord, type Translation } from './translation.js';
@@ -45,7 +46,7 @@ export function convertModule(
   index: GardenProjectIndex,
   translation: Translation,
 ): ModuleAction[] {
-  const module = withActionReferences(rawModule) as GardenRecord;
+  const module = withActionReferences(rawModule, index.modules, translation) as GardenRecord;
   const name = String(module.name);
   const type = String(module.type);
   const build = isRecord(module.build) ? module.build : {};
@@ -191,27 +192,6 @@ function moduleActionRefs(module: GardenRecord): string[] {
     ...names('tasks').map((name) => `run.${name}`),
     ...names('tests').map((name) => `test.${String(module.name)}-${name}`),
   ];
-}
-
-/**
- * A module's references to other modules as the actions they became: `modules.<name>.outputs`
- * and `.version` are its Build's (a container module's image names are its Build's outputs),
- * `runtime.services.<name>` a Deploy's and `runtime.tasks.<name>` a Run's. An action that reads
- * them depends on that action, as a Garden module depends on the modules it reads.
- */
-function withActionReferences(value: unknown): unknown {
-  if (typeof value === 'string') {
-    if (!value.includes('${')) return value;
-    return value
-      .replace(/(?<![\w.-])modules\.([A-Za-z0-9_-]+)\.(outputs|version)\b/g, 'actions.build.$1.$2')
-      .replace(/(?<![\w.-])runtime\.services\.([A-Za-z0-9_-]+)\.outputs\b/g, 'actions.deploy.$1.outputs')
-      .replace(/(?<![\w.-])runtime\.tasks\.([A-Za-z0-9_-]+)\.outputs\b/g, 'actions.run.$1.outputs');
-  }
-  if (Array.isArray(value)) return value.map(withActionReferences);
-  if (isRecord(value)) {
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, withActionReferences(item)]));
-  }
-  return value;
 }
 
 function convertExecModule(parts: ModuleParts): void {

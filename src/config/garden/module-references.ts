@@ -1,0 +1,130 @@
+/**
+ * A 0.12 module's references to other modules, as the actions they became: `modules.<name>.outputs`
+ * and `.version` are its Build's (a container module's image names are its Build's outputs),
+ * `runtime.services.<name>` a Deploy's and `runtime.tasks.<name>` a Run's. An action that reads
+ * them depends on that action, as a Garden module depends on the modules it reads.
+ *
+ * A container module without a Dockerfile has no Build: it deploys its `image` as it is, and
+ * Garden gives its image names as the module's outputs, known before anything runs
+ * (core/src/plugins/container/container.ts, getContainerModuleOutputs). Those are written in as
+ * text here; what Garden computes from the module's version (`deployment-image-tag`, `version`)
+ * tend does not have, and says so at the reference's line.
+ */
+import type { ConfigPath } from '../project.js';
+import { moduleHasDockerfile } from './module-parts.js';
+import type { IndexedModule } from './project-index.js';
+import { isRecord, type Translation } from './translation.js';
+
+/** The outputs Garden gives a container module without a Dockerfile, from its `image`. */
+export function imageOnlyModuleOutputs(image: string): Record<string, string> {
+  // The tag (or digest) is what follows the last path segment's `:` (or `@`): a registry's port stays.
+  const lastSegment = image.lastIndexOf('/') + 1;
+  const end = image.slice(lastSegment).search(/[:@]/);
+  const name = end === -1 ? image : image.slice(0, lastSegment + end);
+  return {
+    'local-image-name': name,
+    'local-image-id': image,
+    'deployment-image-name': name,
+    'deployment-image-id': image,
+  };
+}
+
+/** The `image` of a container module without a Dockerfile; undefined for any other module. */
+function imageOnlyModule(module: IndexedModule | undefined): { image: unknown } | undefined {
+  if (!module || module.value.type !== 'container' || moduleHasDockerfile(module.value, module.dir)) return;
+  return { image: module.value.image };
+}
+
+/** A reference to another module, service or task: its root, its name and the keys after it. */
+const moduleReference =
+  /(?<![\w.-])(modules|runtime\.services|runtime\.tasks)\.([A-Za-z0-9_-]+)((?:\.[A-Za-z0-9_-]+)*)/g;
+
+/** The action kind each root reads, and the first keys after the name that read it. */
+const readsOf: Readonly<Record<string, { kind: string; fields: readonly string[] }>> = {
+  modules: { kind: 'build', fields: ['outputs', 'version'] },
+  'runtime.services': { kind: 'deploy', fields: ['outputs'] },
+  'runtime.tasks': { kind: 'run', fields: ['outputs'] },
+};
+
+/** Whether `offset` in `text` is inside a `${…}` expression (not in the text around it, nor after `$${`). */
+function inExpression(text: string, offset: number): boolean {
+  const open = text.lastIndexOf('${', offset);
+  return open !== -1 && text[open - 1] !== '$' && !text.slice(open, offset).includes('}');
+}
+
+/**
+ * `value` (a module, or any part of it at `at`) with its references to other modules read as
+ * the actions they became, and an image-only module's image names written in.
+ */
+export function withActionReferences(
+  value: unknown,
+  modules: ReadonlyMap<string, IndexedModule>,
+  translation: Translation,
+  at: ConfigPath = [],
+): unknown {
+  if (typeof value === 'string') {
+    if (!value.includes('${')) return value;
+    return value.replace(
+      moduleReference,
+      (whole, root: string, name: string, keys: string, offset: number) => {
+        if (!inExpression(value, offset)) return whole;
+        const written =
+          root === 'modules' ? imageOnlyReference(whole, name, keys, modules, translation, at) : undefined;
+        if (written !== undefined) return written;
+        const { kind, fields } = readsOf[root]!;
+        return fields.includes(keys.split('.')[1]!) ? `actions.${kind}.${name}${keys}` : whole;
+      },
+    );
+  }
+  if (Array.isArray(value)) {
+    return value.map((item, index) => withActionReferences(item, modules, translation, [...at, index]));
+  }
+  if (isRecord(value)) {
+    return Object.fromEntries(
+      Object.entries(value).map(([key, item]) => [
+        key,
+        withActionReferences(item, modules, translation, [...at, key]),
+      ]),
+    );
+  }
+  return value;
+}
+
+/**
+ * A reference to module `name` (`keys` what follows its name, `.outputs.deployment-image-id`), as
+ * written in an expression: an image-only module's image name as a string literal; another of
+ * its references an error at `at` (and `null`); undefined for any other module.
+ */
+function imageOnlyReference(
+  whole: string,
+  name: string,
+  keys: string,
+  modules: ReadonlyMap<string, IndexedModule>,
+  translation: Translation,
+  at: ConfigPath,
+): string | undefined {
+  const module = imageOnlyModule(modules.get(name));
+  if (!module) return undefined;
+  const image = typeof module.image === 'string' && !module.image.includes('${') ? module.image : undefined;
+  const outputs = image === undefined ? undefined : imageOnlyModuleOutputs(image);
+  const [, field, key, ...more] = keys.split('.');
+  if (
+    outputs &&
+    field === 'outputs' &&
+    key !== undefined &&
+    more.length === 0 &&
+    Object.hasOwn(outputs, key)
+  ) {
+    return JSON.stringify(outputs[key]);
+  }
+  const why = outputs
+    ? `tend gives modules.${name}.outputs.<${Object.keys(outputs).join('|')}> (its image names), where Garden computes the rest from the module's version`
+    : typeof module.image === 'string'
+      ? 'its image is a template, which tend does not resolve for another module'
+      : 'it names no image';
+  translation.unsupported(
+    at,
+    `"${whole}": module ${name} has no Build (a container module without a Dockerfile deploys its image as it is); ${why}`,
+  );
+  return 'null'; // the load fails with the error above: no second one for a Build that is not there
+}
