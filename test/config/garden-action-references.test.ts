@@ -334,6 +334,7 @@ tasks:
       - \${modules.redis.version}
       - \${modules.templated.outputs.deployment-image-id}
       - \${modules.nothing.outputs.deployment-image-id}
+      - \${modules.redis.outputs.deployment-image-id.x}
 `,
     });
     const noBuild = 'has no Build (a container module without a Dockerfile deploys its image as it is)';
@@ -349,6 +350,9 @@ tasks:
       `garden.yml:23:9 "modules.templated.outputs.deployment-image-id": module templated ${noBuild}; its image ` +
         'is a template, which tend does not resolve for another module',
       `garden.yml:24:9 "modules.nothing.outputs.deployment-image-id": module nothing ${noBuild}; it names no image`,
+      `garden.yml:25:9 "modules.redis.outputs.deployment-image-id.x": module redis ${noBuild}; tend gives ` +
+        'modules.redis.outputs.<local-image-name|local-image-id|deployment-image-name|deployment-image-id> ' +
+        "(its image names), where Garden computes the rest from the module's version",
     ]);
   });
 
