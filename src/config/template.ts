@@ -396,9 +396,10 @@ function evaluateKeepingActionOutputs(
   const template = templateOf(text, syntax);
   const kept = keptParts(template);
   if (!kept.includes(true)) {
-    // A variable that reads an action's outputs: resolved when the action runs, as Garden does.
+    // Nothing kept, the value is final: a literal `${` (written `$${`) stays one. A variable that
+    // reads an action's outputs is resolved when the action runs, as Garden does.
     try {
-      return escapeTemplates(templateValue(template, scope));
+      return templateValue(template, scope);
     } catch (error) {
       if (!(error instanceof NotYetKnownError)) throw error;
       onDeferred();

@@ -3,9 +3,11 @@
  * runs anything: an unknown variable in a Deploy spec fails `tend deploy` with its position
  * (exit 2) before the build it depends on has run, and before a session is recorded.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { cleanupDeployCommand } from '../../src/commands/cleanup.js';
+import { executeCommand } from '../../src/commands/execute.js';
 import { makeProject, removeProjects, runTend } from '../helpers/project.js';
 import { streamEnv } from '../stream/helpers.js';
 
@@ -80,5 +82,51 @@ describe('nothing to run', () => {
     const named = await runTend(['run', 'seed'], { cwd: root, env: streamEnv(undefined, undefined) });
     expect(named.code).toBe(2);
     expect(named.stderr).toContain('no Run action named "seed"; defined: (none)');
+  });
+});
+
+describe('a literal ${ (written $${) reaches the command as ${', () => {
+  const literal = () =>
+    makeProject({
+      'tend.yml': `kind: Project
+name: literal
+defaultEnvironment: dev
+environments:
+  - name: dev
+    defaultNamespace: literal-dev
+variables:
+  port: 8080
+  text: $\${y}
+providers:
+  - name: exec
+`,
+      'app.tend.yml': `kind: Run
+type: exec
+name: show
+spec:
+  command: [echo, "$\${HOME}", "\${var.text}", "$\${x} \${var.port}"]
+---
+kind: Deploy
+type: exec
+name: app
+spec:
+  command: [sh, -c, "true"]
+  cleanupCommand: [sh, -c, "echo '$\${HOME}' > cleaned"]
+`,
+    });
+
+  it('in a Run, as written or through a variable, with an expression beside it or not', async () => {
+    const root = literal();
+    const result = await executeCommand('run', ['show'], { root });
+    expect(result.exitCode).toBe(0);
+    expect(result.data.actions[0]?.outputs?.log).toBe('${HOME} ${y} ${x} 8080');
+  });
+
+  it("in a Deploy's cleanupCommand, run by `tend cleanup deploy`", async () => {
+    const root = literal();
+    expect((await executeCommand('deploy', ['app'], { root })).exitCode).toBe(0);
+    const result = await cleanupDeployCommand(['app'], { root });
+    expect(result.exitCode).toBe(0);
+    expect(readFileSync(path.join(root, 'cleaned'), 'utf8')).toBe('${HOME}\n');
   });
 });

@@ -298,12 +298,11 @@ tasks:
     expect(await validatedDependencies(root)).toEqual(['run.show: ']);
     const result = await executeCommand('run', ['show'], { root });
     expect(result.exitCode).toBe(0);
-    // Text outside an expression, and an escaped one (which the exec module passes on as written),
-    // are not read as references.
+    // Text outside an expression, and an escaped one (a literal `${`), are not read as references.
     expect(result.data.actions.find((a) => a.ref === 'run.show')?.outputs?.log).toBe(
       'registry.example.com:5000/cache/redis:6.2 registry.example.com:5000/cache/redis ' +
         'registry.example.com:5000/cache/redis:6.2 name=registry.example.com:5000/cache/redis modules.redis.outputs.local-image-id ' +
-        '$${modules.redis.outputs.local-image-id}',
+        '${modules.redis.outputs.local-image-id}',
     );
   });
 
