@@ -16,7 +16,7 @@ import type { IndexedModule } from './project-index.js';
 import { isRecord, type Translation } from './translation.js';
 
 /** The outputs Garden gives a container module without a Dockerfile, from its `image`. */
-export function imageOnlyModuleOutputs(image: string): Record<string, string> {
+function imageOnlyModuleOutputs(image: string): Record<string, string> {
   // The tag (or digest) is what follows the last path segment's `:` (or `@`): a registry's port stays.
   const lastSegment = image.lastIndexOf('/') + 1;
   const end = image.slice(lastSegment).search(/[:@]/);
