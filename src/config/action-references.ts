@@ -56,6 +56,35 @@ export function actionsPathOf<T>(root: string, path: readonly T[]): (T | string)
     : [...path];
 }
 
+/**
+ * The outputs Garden gives a 0.12 container module without a Dockerfile (which has no Build), from
+ * its `image` (core/src/plugins/container/container.ts, getContainerModuleOutputs): known before
+ * anything runs. What Garden computes from the module's version (`deployment-image-tag`,
+ * `version`) tend does not have.
+ */
+export function imageOnlyModuleOutputs(image: string): Record<string, string> {
+  // The tag (or digest) is what follows the last path segment's `:` (or `@`): a registry's port stays.
+  const lastSegment = image.lastIndexOf('/') + 1;
+  const end = image.slice(lastSegment).search(/[:@]/);
+  const name = end === -1 ? image : image.slice(0, lastSegment + end);
+  return {
+    'local-image-name': name,
+    'local-image-id': image,
+    'deployment-image-name': name,
+    'deployment-image-id': image,
+  };
+}
+
+/** Why a reference to image-only module `name` reads nothing; `why` the module's part of it. */
+export function imageOnlyReferenceProblem(name: string, why?: string): string {
+  const keys = Object.keys(imageOnlyModuleOutputs('')).join('|');
+  return (
+    `module ${name} has no Build (a container module without a Dockerfile deploys its image as it is); ` +
+    (why ??
+      `tend gives modules.${name}.outputs.<${keys}> (its image names), where Garden computes the rest from the module's version`)
+  );
+}
+
 /** What a 0.12 module's reference reads of it: its Build's outputs and version. */
 const moduleFields = ['outputs', 'version'];
 

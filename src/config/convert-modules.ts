@@ -10,6 +10,7 @@ import type { SyntaxOptions } from '../expressions/syntax.js';
 import type { ConfigProblem } from './diagnostics.js';
 import { isGardenFile } from './files.js';
 import { readGardenDocument } from './garden/document.js';
+import { moduleImageOutputs } from './garden/module-references.js';
 import { gardenProjectIndex, type GardenProjectIndex } from './garden/project-index.js';
 import {
   collectTemplates,
@@ -27,6 +28,8 @@ export class ModuleConverter {
   readonly unloaded = new Set<string>();
   /** Garden's Workflows and custom Commands: not actions; `tend workflow` and `tend command` run them. */
   readonly runnables: GardenRunnable[] = [];
+  /** The image names of the 0.12 container modules without a Dockerfile (`modules.<name>.outputs`). */
+  readonly moduleImages: ReadonlyMap<string, Readonly<Record<string, string>>>;
   readonly #index: GardenProjectIndex;
   /** Garden ConfigTemplates by name, read before any RenderTemplate. */
   readonly #templates: Map<string, TemplateDocument>;
@@ -41,6 +44,7 @@ export class ModuleConverter {
   ) {
     // A 0.12 module's runtime dependency names a service or task of any module (garden/project-index.ts).
     this.#index = gardenProjectIndex(root, files);
+    this.moduleImages = moduleImageOutputs(this.#index.modules);
     this.#templates = collectTemplates(root, files, (problem) => problems.push(problem));
   }
 

@@ -45,6 +45,8 @@ export interface LoadedConfig {
   runnables: GardenRunnable[];
   /** The given plugins, then the third-party plugins tend.yml names (`providers[].plugin`). */
   plugins: PluginDefinition[];
+  /** The image names of the 0.12 container modules without a Dockerfile, by module name. */
+  moduleImages: ReadonlyMap<string, Readonly<Record<string, string>>>;
 }
 
 /** Loads and checks the project (steps 1 to 5); throws one TendError listing every problem. */
@@ -70,7 +72,14 @@ export async function loadProjectConfig(options: LoadOptions): Promise<LoadedCon
     const { project, actions } = reader.finish(files, converter.unloaded, options.checkProject);
     // Only a load without problems is remembered: a file with an error is parsed again next time.
     found.remember();
-    return { project, actions, notes, runnables: converter.runnables, plugins };
+    return {
+      project,
+      actions,
+      notes,
+      runnables: converter.runnables,
+      plugins,
+      moduleImages: converter.moduleImages,
+    };
   } finally {
     for (const file of files) file.release();
   }
@@ -83,11 +92,11 @@ export interface ConfigureOptions extends LoadOptions, EnvironmentChoice {
 
 /** A command's configuration in one environment: every step, once. */
 export async function configure(options: ConfigureOptions): Promise<Configuration> {
-  const { project, actions, notes, runnables, plugins } = await loadProjectConfig({
+  const { project, actions, notes, runnables, plugins, moduleImages } = await loadProjectConfig({
     ...options,
     checkProject: (project) => environmentProblems(project, options),
   });
   const { environment, copies } = resolveVariables(project, actions, options);
-  const resolved = await resolveTemplateContext(project, environment, copies, options.secrets);
+  const resolved = await resolveTemplateContext(project, environment, copies, options.secrets, moduleImages);
   return new Configuration({ project, plugins, notes, runnables, environment, ...resolved });
 }

@@ -12,6 +12,7 @@ import { closestName } from '../suggest.js';
 import {
   actionLookupProblem,
   actionsPathOf,
+  imageOnlyReferenceProblem,
   isActionField,
   refsOfKind,
   unknownActionReference,
@@ -43,6 +44,12 @@ export interface TemplateContext {
   actionVariables?: ReadonlyMap<string, ActionVariablesContext>;
   /** What the configuration says of every action, by reference, for `actions.<kind>.<name>.buildPath` and the like. */
   actionFields?: ReadonlyMap<string, ActionFields>;
+  /**
+   * A 0.12 container module without a Dockerfile (no Build): its image names, by module name, for
+   * `modules.<name>.outputs.<key>` in a templated file (in the configuration they are written in
+   * when it is read: garden/module-references.ts).
+   */
+  moduleImages?: ReadonlyMap<string, Readonly<Record<string, string>>>;
   local: {
     username: string;
     env: Record<string, string | undefined>;
@@ -399,6 +406,13 @@ class ActionsNode implements PathNode {
   resolvePath(rootPath: readonly (string | number)[], text: string): unknown {
     const { root } = this;
     const keys = rootPath.map(String);
+    const images = root === 'modules' ? this.context.moduleImages?.get(keys[0]!) : undefined;
+    if (images) {
+      const [, field, key] = keys;
+      return field === 'outputs' && keys.length === 3 && Object.hasOwn(images, key!)
+        ? images[key!]
+        : new Missing(imageOnlyReferenceProblem(keys[0]!));
+    }
     const problem = actionLookupProblem(root, keys, text);
     if (problem) return new Missing(problem);
     const path = actionsPathOf(root, keys)!;

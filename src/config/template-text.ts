@@ -109,7 +109,7 @@ export function checkTemplateText(
   const keep = keeps(context, options);
   for (const part of template.parts) {
     if (part.type === 'text') continue;
-    const waits = readsAtRuntime(part, context.actionFields, options.dependencies);
+    const waits = readsAtRuntime(part, context, options.dependencies);
     if (waits.problem) {
       problems.push(located(text, new TextProblem(waits.problem, offsetOf(part)), options));
       continue;
@@ -252,13 +252,16 @@ function evaluatePart(part: ExpressionPart, scope: Scope, final = false, keep = 
  */
 function readsAtRuntime(
   part: ExpressionPart,
-  actions: TemplateContext['actionFields'],
+  context: TemplateContext,
   dependencies: TemplateTextOptions['dependencies'],
 ): { runtime: boolean; problem?: string } {
+  const { actionFields: actions, moduleImages } = context;
   let runtime = false;
   let problem: string | undefined;
   eachLookup({ parts: [part] }, (lookup) => {
     if (lookup.root === 'secrets') runtime = true;
+    // An image-only module's image names are known now (template-context.ts reads them).
+    if (lookup.root === 'modules' && moduleImages?.has(String(lookup.path[0]))) return;
     const path = actionsPathOf(lookup.root, lookup.path);
     if (!path || path[2] === 'var' || isActionField(path[2])) return;
     runtime = true;

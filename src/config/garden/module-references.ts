@@ -10,29 +10,36 @@
  * text here; what Garden computes from the module's version (`deployment-image-tag`, `version`)
  * tend does not have, and says so at the reference's line.
  */
+import { imageOnlyModuleOutputs, imageOnlyReferenceProblem } from '../action-references.js';
 import type { ConfigPath } from '../project.js';
 import { moduleHasDockerfile } from './module-parts.js';
 import type { IndexedModule } from './project-index.js';
 import { isRecord, type Translation } from './translation.js';
 
-/** The outputs Garden gives a container module without a Dockerfile, from its `image`. */
-function imageOnlyModuleOutputs(image: string): Record<string, string> {
-  // The tag (or digest) is what follows the last path segment's `:` (or `@`): a registry's port stays.
-  const lastSegment = image.lastIndexOf('/') + 1;
-  const end = image.slice(lastSegment).search(/[:@]/);
-  const name = end === -1 ? image : image.slice(0, lastSegment + end);
-  return {
-    'local-image-name': name,
-    'local-image-id': image,
-    'deployment-image-name': name,
-    'deployment-image-id': image,
-  };
-}
-
 /** The `image` of a container module without a Dockerfile; undefined for any other module. */
 function imageOnlyModule(module: IndexedModule | undefined): { image: unknown } | undefined {
   if (!module || module.value.type !== 'container' || moduleHasDockerfile(module.value, module.dir)) return;
   return { image: module.value.image };
+}
+
+/** An image written out (not a template), or undefined. */
+const literalImage = (image: unknown) =>
+  typeof image === 'string' && !image.includes('${') ? image : undefined;
+
+/**
+ * The image names of each container module without a Dockerfile whose image is written out, by
+ * module name: what `${modules.<name>.outputs.<key>}` reads in a templated file, resolved when the
+ * file is (template-context.ts).
+ */
+export function moduleImageOutputs(
+  modules: ReadonlyMap<string, IndexedModule>,
+): Map<string, Readonly<Record<string, string>>> {
+  const images = new Map<string, Readonly<Record<string, string>>>();
+  for (const [name, module] of modules) {
+    const image = literalImage(imageOnlyModule(module)?.image);
+    if (image !== undefined) images.set(name, imageOnlyModuleOutputs(image));
+  }
+  return images;
 }
 
 /** A reference to another module, service or task: its root, its name and the keys after it. */
@@ -105,7 +112,7 @@ function imageOnlyReference(
 ): string | undefined {
   const module = imageOnlyModule(modules.get(name));
   if (!module) return undefined;
-  const image = typeof module.image === 'string' && !module.image.includes('${') ? module.image : undefined;
+  const image = literalImage(module.image);
   const outputs = image === undefined ? undefined : imageOnlyModuleOutputs(image);
   const [, field, key, ...more] = keys.split('.');
   if (
@@ -118,13 +125,10 @@ function imageOnlyReference(
     return JSON.stringify(outputs[key]);
   }
   const why = outputs
-    ? `tend gives modules.${name}.outputs.<${Object.keys(outputs).join('|')}> (its image names), where Garden computes the rest from the module's version`
+    ? undefined
     : typeof module.image === 'string'
       ? 'its image is a template, which tend does not resolve for another module'
       : 'it names no image';
-  translation.unsupported(
-    at,
-    `"${whole}": module ${name} has no Build (a container module without a Dockerfile deploys its image as it is); ${why}`,
-  );
+  translation.unsupported(at, `"${whole}": ${imageOnlyReferenceProblem(name, why)}`);
   return 'null'; // the load fails with the error above: no second one for a Build that is not there
 }

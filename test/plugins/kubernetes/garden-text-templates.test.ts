@@ -383,6 +383,64 @@ data:
   });
 });
 
+describe("an image-only 0.12 container module's outputs in a templated file", () => {
+  it("are its image names, as Garden's module outputs, with no dependency; its tag is an error at its line", async () => {
+    const namespace = 'gtt-image-only';
+    const files = {
+      'tend.yml': projectYaml({ registry: h.sim.registryHost, namespace }),
+      'cache/garden.yml':
+        'kind: Module\ntype: container\nname: cache\nimage: registry.example.com:5000/cache/redis:6.2\n',
+      'jobs/garden.yml': 'kind: Module\ntype: kubernetes\nname: jobs\nfiles: [images.yaml]\n',
+      'jobs/images.yaml': `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: images
+data:
+  id: \${modules.cache.outputs.deployment-image-id}
+  name: \${modules.cache.outputs.deployment-image-name}
+  local: \${modules.cache.outputs.local-image-name}
+`,
+    };
+    const root = makeProject(files);
+    const { data: validated } = await validateCommand({ root, var: [] });
+    // The module has no Build and no service: nothing to depend on.
+    expect(validated.actions.map((a) => `${a.ref}: ${a.dependencies.join(', ')}`)).toEqual(['deploy.jobs: ']);
+    const result = await execute('deploy', root, ['jobs']);
+    expect(result.data.actions.map((a) => [a.ref, a.state, a.error?.message])).toEqual([
+      ['deploy.jobs', 'ready', undefined],
+    ]);
+    const { data } = await kubectlJson<{ data: Record<string, string> }>(
+      h.kubeconfig,
+      '-n',
+      namespace,
+      'get',
+      'configmap',
+      'images',
+    );
+    expect(data).toEqual({
+      id: 'registry.example.com:5000/cache/redis:6.2',
+      name: 'registry.example.com:5000/cache/redis',
+      local: 'registry.example.com:5000/cache/redis',
+    });
+
+    const tagged = makeProject({
+      ...files,
+      'jobs/images.yaml': `${files['jobs/images.yaml']}  tag: \${modules.cache.outputs.deployment-image-tag}\n`,
+    });
+    let error: TendError | undefined;
+    await validateCommand({ root: tagged, var: [] }).catch(
+      (caught: unknown) => (error = caught as TendError),
+    );
+    expect(error?.location).toMatchObject({ file: 'jobs/images.yaml', line: 9, column: 8 });
+    expect(error?.message).toContain(
+      'ConfigMap images: "${modules.cache.outputs.deployment-image-tag}": module cache has ' +
+        'no Build (a container module without a Dockerfile deploys its image as it is); tend gives ' +
+        'modules.cache.outputs.<local-image-name|local-image-id|deployment-image-name|deployment-image-id> (its ' +
+        "image names), where Garden computes the rest from the module's version",
+    );
+  });
+});
+
 describe("a rendered Deploy's templated file", () => {
   it("reads its RenderTemplate's inputs, parent and template, as its spec does", async () => {
     const namespace = 'gtt-rendered';
