@@ -56,6 +56,14 @@ export function actionsPathOf<T>(root: string, path: readonly T[]): (T | string)
     : [...path];
 }
 
+/** What tend gives of a 0.12 container module without a Dockerfile: its image names. */
+const imageOnlyOutputKeys = [
+  'local-image-name',
+  'local-image-id',
+  'deployment-image-name',
+  'deployment-image-id',
+];
+
 /**
  * The outputs Garden gives a 0.12 container module without a Dockerfile (which has no Build), from
  * its `image` (core/src/plugins/container/container.ts, getContainerModuleOutputs): known before
@@ -67,21 +75,16 @@ export function imageOnlyModuleOutputs(image: string): Record<string, string> {
   const lastSegment = image.lastIndexOf('/') + 1;
   const end = image.slice(lastSegment).search(/[:@]/);
   const name = end === -1 ? image : image.slice(0, lastSegment + end);
-  return {
-    'local-image-name': name,
-    'local-image-id': image,
-    'deployment-image-name': name,
-    'deployment-image-id': image,
-  };
+  // The `-id`s are the image as written, the `-name`s without its tag.
+  return Object.fromEntries(imageOnlyOutputKeys.map((key) => [key, key.endsWith('-id') ? image : name]));
 }
 
 /** Why a reference to image-only module `name` reads nothing; `why` the module's part of it. */
 export function imageOnlyReferenceProblem(name: string, why?: string): string {
-  const keys = Object.keys(imageOnlyModuleOutputs('')).join('|');
   return (
     `module ${name} has no Build (a container module without a Dockerfile deploys its image as it is); ` +
     (why ??
-      `tend gives modules.${name}.outputs.<${keys}> (its image names), where Garden computes the rest from the module's version`)
+      `tend gives modules.${name}.outputs.<${imageOnlyOutputKeys.join('|')}> (its image names), where Garden computes the rest from the module's version`)
   );
 }
 
