@@ -28,8 +28,8 @@ export class ModuleConverter {
   readonly unloaded = new Set<string>();
   /** Garden's Workflows and custom Commands: not actions; `tend workflow` and `tend command` run them. */
   readonly runnables: GardenRunnable[] = [];
-  /** The image names of the 0.12 container modules without a Dockerfile (`modules.<name>.outputs`). */
-  readonly moduleImages: ReadonlyMap<string, Readonly<Record<string, string>>>;
+  /** The image names of the 0.12 container modules without a Dockerfile, or why one has none (`modules.<name>.outputs`). */
+  readonly moduleImages: ReadonlyMap<string, Readonly<Record<string, string>> | string>;
   readonly #index: GardenProjectIndex;
   /** Garden ConfigTemplates by name, read before any RenderTemplate. */
   readonly #templates: Map<string, TemplateDocument>;

@@ -45,8 +45,8 @@ export interface LoadedConfig {
   runnables: GardenRunnable[];
   /** The given plugins, then the third-party plugins tend.yml names (`providers[].plugin`). */
   plugins: PluginDefinition[];
-  /** The image names of the 0.12 container modules without a Dockerfile, by module name. */
-  moduleImages: ReadonlyMap<string, Readonly<Record<string, string>>>;
+  /** The image names of the 0.12 container modules without a Dockerfile (or why one has none), by module name. */
+  moduleImages: ReadonlyMap<string, Readonly<Record<string, string>> | string>;
 }
 
 /** Loads and checks the project (steps 1 to 5); throws one TendError listing every problem. */

@@ -45,11 +45,11 @@ export interface TemplateContext {
   /** What the configuration says of every action, by reference, for `actions.<kind>.<name>.buildPath` and the like. */
   actionFields?: ReadonlyMap<string, ActionFields>;
   /**
-   * A 0.12 container module without a Dockerfile (no Build): its image names, by module name, for
-   * `modules.<name>.outputs.<key>` in a templated file (in the configuration they are written in
-   * when it is read: garden/module-references.ts).
+   * A 0.12 container module without a Dockerfile (no Build): its image names (or why it has none),
+   * by module name, for `modules.<name>.outputs.<key>` in a templated file (in the configuration
+   * they are written in when it is read: garden/module-references.ts).
    */
-  moduleImages?: ReadonlyMap<string, Readonly<Record<string, string>>>;
+  moduleImages?: ReadonlyMap<string, Readonly<Record<string, string>> | string>;
   local: {
     username: string;
     env: Record<string, string | undefined>;
@@ -409,6 +409,7 @@ class ActionsNode implements PathNode {
     const images = root === 'modules' ? this.context.moduleImages?.get(keys[0]!) : undefined;
     if (images) {
       const [, field, key] = keys;
+      if (typeof images === 'string') return new Missing(imageOnlyReferenceProblem(keys[0]!, images));
       return field === 'outputs' && keys.length === 3 && Object.hasOwn(images, key!)
         ? images[key!]
         : new Missing(imageOnlyReferenceProblem(keys[0]!));

@@ -355,6 +355,41 @@ tasks:
     ]);
   });
 
+  it("in a templated file, an image-only module's tag, or one whose image is a template, is an error at its line", async () => {
+    const root = makeProject({
+      'project.garden.yml': project('[{ name: local-kubernetes }]'),
+      'garden.yml': `kind: Module
+type: container
+name: cache
+image: redis:6.2
+---
+kind: Module
+type: container
+name: templated
+image: \${var.image}
+---
+kind: Module
+type: kubernetes
+name: cronjob
+files: [k8s/job.yaml]
+`,
+      'k8s/job.yaml': job(
+        '${modules.cache.outputs.deployment-image-tag}:${modules.templated.outputs.local-image-id}',
+      ),
+    });
+    const noBuild = 'has no Build (a container module without a Dockerfile deploys its image as it is)';
+    const hint =
+      '\n  (manifestTemplates and files are templated; list the file under `manifestFiles` to apply it as written, ' +
+      'or write `$${` for a literal `${`)';
+    expect(await validationErrors(root)).toEqual([
+      `k8s/job.yaml:13:22 CronJob sync-db: "\${modules.cache.outputs.deployment-image-tag}": module cache ${noBuild}; ` +
+        'tend gives modules.cache.outputs.<local-image-name|local-image-id|deployment-image-name|deployment-image-id> ' +
+        `(its image names), where Garden computes the rest from the module's version${hint}`,
+      `k8s/job.yaml:13:68 CronJob sync-db: "\${modules.templated.outputs.local-image-id}": module templated ${noBuild}; ` +
+        `its image is a template, which tend does not resolve for another module${hint}`,
+    ]);
+  });
+
   it('in a templated file, a module the module does not build on is an error at its line (its outputs are not known when it deploys)', async () => {
     const root = makeProject({
       'project.garden.yml': project('[{ name: local-kubernetes }]'),

@@ -22,22 +22,25 @@ function imageOnlyModule(module: IndexedModule | undefined): { image: unknown } 
   return { image: module.value.image };
 }
 
-/** An image written out (not a template), or undefined. */
-const literalImage = (image: unknown) =>
-  typeof image === 'string' && !image.includes('${') ? image : undefined;
+/** An image-only module's image names, or why it has none (in words after the module's name). */
+function imageNamesOf(image: unknown): Readonly<Record<string, string>> | string {
+  if (typeof image !== 'string') return 'it names no image';
+  if (image.includes('${')) return 'its image is a template, which tend does not resolve for another module';
+  return imageOnlyModuleOutputs(image);
+}
 
 /**
- * The image names of each container module without a Dockerfile whose image is written out, by
- * module name: what `${modules.<name>.outputs.<key>}` reads in a templated file, resolved when the
- * file is (template-context.ts).
+ * The image names of each container module without a Dockerfile (or why it has none), by module
+ * name: what `${modules.<name>.outputs.<key>}` reads in a templated file, resolved when the file
+ * is (template-context.ts).
  */
 export function moduleImageOutputs(
   modules: ReadonlyMap<string, IndexedModule>,
-): Map<string, Readonly<Record<string, string>>> {
-  const images = new Map<string, Readonly<Record<string, string>>>();
+): Map<string, Readonly<Record<string, string>> | string> {
+  const images = new Map<string, Readonly<Record<string, string>> | string>();
   for (const [name, module] of modules) {
-    const image = literalImage(imageOnlyModule(module)?.image);
-    if (image !== undefined) images.set(name, imageOnlyModuleOutputs(image));
+    const imageOnly = imageOnlyModule(module);
+    if (imageOnly) images.set(name, imageNamesOf(imageOnly.image));
   }
   return images;
 }
@@ -112,23 +115,18 @@ function imageOnlyReference(
 ): string | undefined {
   const module = imageOnlyModule(modules.get(name));
   if (!module) return undefined;
-  const image = literalImage(module.image);
-  const outputs = image === undefined ? undefined : imageOnlyModuleOutputs(image);
+  const names = imageNamesOf(module.image);
   const [, field, key, ...more] = keys.split('.');
   if (
-    outputs &&
+    typeof names !== 'string' &&
     field === 'outputs' &&
     key !== undefined &&
     more.length === 0 &&
-    Object.hasOwn(outputs, key)
+    Object.hasOwn(names, key)
   ) {
-    return JSON.stringify(outputs[key]);
+    return JSON.stringify(names[key]);
   }
-  const why = outputs
-    ? undefined
-    : typeof module.image === 'string'
-      ? 'its image is a template, which tend does not resolve for another module'
-      : 'it names no image';
+  const why = typeof names === 'string' ? names : undefined;
   translation.unsupported(at, `"${whole}": ${imageOnlyReferenceProblem(name, why)}`);
   return 'null'; // the load fails with the error above: no second one for a Build that is not there
 }
