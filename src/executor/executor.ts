@@ -157,15 +157,7 @@ export class CleanupExecutor {
       description,
     }));
     try {
-      const answer = await this.options.queue.heartbeat({
-        executorId: this.executorId,
-        name: this.options.name,
-        kind: this.options.kind,
-        version: this.options.version,
-        // Each target with the actions its plugin runs: the server asks restores only of those that restore.
-        targets: report.targets.map((t) => ({ ...t, actions: this.actionsOf(t.pluginName) })),
-      });
-      this.intervalMs = answer.intervalSeconds * 1000;
+      await this.heartbeat(report.targets);
     } catch (error) {
       report.errors.push(`heartbeat: ${(error as Error).message}`);
       return report;
@@ -178,8 +170,36 @@ export class CleanupExecutor {
       return listed?.complete === true && listed.response?.suspect === undefined;
     });
     if (ready.length === 0 || signal.aborted) return report;
-    await this.executeDueJobs(ready, signal, report);
+    // The server takes an executor unseen for three intervals for gone, and withdraws the jobs it
+    // planned for its target: a long pass (many jobs, a slow cluster) says it is alive each interval.
+    let beating = false;
+    const keepAlive = setInterval(() => {
+      if (beating) return;
+      beating = true;
+      this.heartbeat(report.targets)
+        .catch((error: unknown) => this.log('warn', `heartbeat: ${(error as Error).message}`))
+        .finally(() => (beating = false));
+    }, this.intervalMs);
+    keepAlive.unref();
+    try {
+      await this.executeDueJobs(ready, signal, report);
+    } finally {
+      clearInterval(keepAlive);
+    }
     return report;
+  }
+
+  /** Tells the server this executor is alive and what it serves; the answer sets the interval. */
+  private async heartbeat(targets: PassReport['targets']): Promise<void> {
+    const answer = await this.options.queue.heartbeat({
+      executorId: this.executorId,
+      name: this.options.name,
+      kind: this.options.kind,
+      version: this.options.version,
+      // Each target with the actions its plugin runs: the server asks restores only of those that restore.
+      targets: targets.map((t) => ({ ...t, actions: this.actionsOf(t.pluginName) })),
+    });
+    this.intervalMs = answer.intervalSeconds * 1000;
   }
 
   private async takeInventory(target: CleanupTarget, signal: AbortSignal): Promise<InventoryReportSummary> {
