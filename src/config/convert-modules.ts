@@ -10,7 +10,7 @@ import type { SyntaxOptions } from '../expressions/syntax.js';
 import type { ConfigProblem } from './diagnostics.js';
 import { isGardenFile } from './files.js';
 import { readGardenDocument } from './garden/document.js';
-import { moduleImageOutputs } from './garden/module-references.js';
+import { imageNamesOfModule } from './garden/module-references.js';
 import { gardenProjectIndex, type GardenProjectIndex } from './garden/project-index.js';
 import {
   collectTemplates,
@@ -20,6 +20,7 @@ import {
 } from './garden/templates.js';
 import { isRecord } from './garden/translation.js';
 import type { ConfigPath, LocateTarget, RenderedFrom } from './project.js';
+import type { ModuleImages } from './template-context.js';
 import { lazyNote, type ConfigDocument, type ConfigNote, type Locate } from './read-documents.js';
 import type { SourceFile } from './source.js';
 
@@ -28,8 +29,8 @@ export class ModuleConverter {
   readonly unloaded = new Set<string>();
   /** Garden's Workflows and custom Commands: not actions; `tend workflow` and `tend command` run them. */
   readonly runnables: GardenRunnable[] = [];
-  /** The image names of the 0.12 container modules without a Dockerfile, or why one has none (`modules.<name>.outputs`). */
-  readonly moduleImages: ReadonlyMap<string, Readonly<Record<string, string>> | string>;
+  /** The image names of a 0.12 container module without a Dockerfile, or why it has none (`modules.<name>.outputs`). */
+  readonly moduleImages: ModuleImages = (name) => imageNamesOfModule(this.#index.modules.get(name));
   readonly #index: GardenProjectIndex;
   /** Garden ConfigTemplates by name, read before any RenderTemplate. */
   readonly #templates: Map<string, TemplateDocument>;
@@ -44,7 +45,6 @@ export class ModuleConverter {
   ) {
     // A 0.12 module's runtime dependency names a service or task of any module (garden/project-index.ts).
     this.#index = gardenProjectIndex(root, files);
-    this.moduleImages = moduleImageOutputs(this.#index.modules);
     this.#templates = collectTemplates(root, files, (problem) => problems.push(problem));
   }
 

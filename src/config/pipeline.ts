@@ -25,6 +25,7 @@ import type { ActionConfig, ProjectConfig } from './project.js';
 import { ConfigReader } from './read-config.js';
 import { readDocuments, type ConfigNote } from './read-documents.js';
 import { resolveTemplateContext, type SecretSource } from './resolve-templates.js';
+import type { ModuleImages } from './template-context.js';
 import { environmentProblems, resolveVariables, type EnvironmentChoice } from './resolve-variables.js';
 
 export interface LoadOptions {
@@ -45,8 +46,8 @@ export interface LoadedConfig {
   runnables: GardenRunnable[];
   /** The given plugins, then the third-party plugins tend.yml names (`providers[].plugin`). */
   plugins: PluginDefinition[];
-  /** The image names of the 0.12 container modules without a Dockerfile (or why one has none), by module name. */
-  moduleImages: ReadonlyMap<string, Readonly<Record<string, string>> | string>;
+  /** The image names of the 0.12 container modules without a Dockerfile (or why one has none). */
+  moduleImages: ModuleImages;
 }
 
 /** Loads and checks the project (steps 1 to 5); throws one TendError listing every problem. */

@@ -58,7 +58,7 @@ export async function resolveTemplateContext(
   const templateContext: TemplateContext = {
     ...environmentContext,
     actionVariables: actionVariablesOf(actions),
-    ...(moduleImages && moduleImages.size > 0 ? { moduleImages } : {}),
+    ...(moduleImages ? { moduleImages } : {}),
   };
   const { enabled, disabled, switchedOff } = enabledActions(actions, templateContext);
   // `actions.<kind>.<name>.buildPath` and the like: known before anything runs, of every action.

@@ -29,6 +29,9 @@ import type { ContextNode, LookupPlace, PathNode, Scope } from '../expressions/e
 import type { SyntaxOptions } from '../expressions/syntax.js';
 import { InputsNode } from './template-inputs.js';
 
+/** The image names of a 0.12 container module without a Dockerfile, or why it has none; undefined for any other name. */
+export type ModuleImages = (name: string) => Readonly<Record<string, string>> | string | undefined;
+
 export interface TemplateContext {
   project: { name: string };
   environment: { name: string; namespace: string; fullName?: string };
@@ -46,10 +49,10 @@ export interface TemplateContext {
   actionFields?: ReadonlyMap<string, ActionFields>;
   /**
    * A 0.12 container module without a Dockerfile (no Build): its image names (or why it has none),
-   * by module name, for `modules.<name>.outputs.<key>` in a templated file (in the configuration
-   * they are written in when it is read: garden/module-references.ts).
+   * for `modules.<name>.outputs.<key>` in a templated file (in the configuration they are written
+   * in when it is read: garden/module-references.ts).
    */
-  moduleImages?: ReadonlyMap<string, Readonly<Record<string, string>> | string>;
+  moduleImages?: ModuleImages;
   local: {
     username: string;
     env: Record<string, string | undefined>;
@@ -406,7 +409,7 @@ class ActionsNode implements PathNode {
   resolvePath(rootPath: readonly (string | number)[], text: string): unknown {
     const { root } = this;
     const keys = rootPath.map(String);
-    const images = root === 'modules' ? this.context.moduleImages?.get(keys[0]!) : undefined;
+    const images = root === 'modules' ? this.context.moduleImages?.(keys[0]!) : undefined;
     if (images) {
       const [, field, key] = keys;
       if (typeof images === 'string') return new Missing(imageOnlyReferenceProblem(keys[0]!, images));

@@ -261,7 +261,7 @@ function readsAtRuntime(
   eachLookup({ parts: [part] }, (lookup) => {
     if (lookup.root === 'secrets') runtime = true;
     // An image-only module's image names are known now (template-context.ts reads them).
-    if (lookup.root === 'modules' && moduleImages?.has(String(lookup.path[0]))) return;
+    if (lookup.root === 'modules' && moduleImages?.(String(lookup.path[0])) !== undefined) return;
     const path = actionsPathOf(lookup.root, lookup.path);
     if (!path || path[2] === 'var' || isActionField(path[2])) return;
     runtime = true;

@@ -168,22 +168,28 @@ export function skipsBuildOf(
   translation: Translation,
 ): boolean {
   const module = modules.get(name);
-  const without = module && noBuildOfModule(module);
+  const without = module && noBuildOf(module);
   if (!without) return false;
   translation.note(at, `build dependency ${name} left out: module ${name} ${without}`);
   return true;
 }
 
-/** Each module's `noBuildOf`, found once per load (a container module's reads its directory). */
-const noBuildOfs = new WeakMap<IndexedModule, string | undefined>();
+/** Whether each container module has no Dockerfile, found once per load (it reads the module's directory). */
+const imageOnly = new WeakMap<IndexedModule, boolean>();
 
-function noBuildOfModule(module: IndexedModule): string | undefined {
-  if (!noBuildOfs.has(module)) noBuildOfs.set(module, noBuildOf(module));
-  return noBuildOfs.get(module);
+/** A container module without a Dockerfile: it has no Build and deploys its `image` as it is. */
+export function isImageOnlyModule(module: IndexedModule): boolean {
+  let only = imageOnly.get(module);
+  if (only === undefined) {
+    only = module.value.type === 'container' && !moduleHasDockerfile(module.value, module.dir);
+    imageOnly.set(module, only);
+  }
+  return only;
 }
 
 /** Why a module becomes no Build, in words after its name; undefined when it has one. */
-function noBuildOf({ value, dir }: IndexedModule): string | undefined {
+function noBuildOf(module: IndexedModule): string | undefined {
+  const { value } = module;
   const asGarden = 'Garden leaves it out too';
   if (
     value.type === 'exec' &&
@@ -191,7 +197,7 @@ function noBuildOf({ value, dir }: IndexedModule): string | undefined {
   ) {
     return `has no Build (an exec module without build.command); ${asGarden}`;
   }
-  if (value.type === 'container' && !moduleHasDockerfile(value, dir)) {
+  if (isImageOnlyModule(module)) {
     return `has no Build (a container module without a Dockerfile deploys its image as it is); ${asGarden}`;
   }
   if (typesWithoutBuild.includes(value.type))

@@ -12,37 +12,22 @@
  */
 import { imageOnlyModuleOutputs, imageOnlyReferenceProblem } from '../action-references.js';
 import type { ConfigPath } from '../project.js';
-import { moduleHasDockerfile } from './module-parts.js';
+import { isImageOnlyModule } from './module-parts.js';
 import type { IndexedModule } from './project-index.js';
 import { isRecord, type Translation } from './translation.js';
 
-/** The `image` of a container module without a Dockerfile; undefined for any other module. */
-function imageOnlyModule(module: IndexedModule | undefined): { image: unknown } | undefined {
-  if (!module || module.value.type !== 'container' || moduleHasDockerfile(module.value, module.dir)) return;
-  return { image: module.value.image };
-}
-
-/** An image-only module's image names, or why it has none (in words after the module's name). */
-function imageNamesOf(image: unknown): Readonly<Record<string, string>> | string {
+/**
+ * The image names of a container module without a Dockerfile, or why it has none (in words after
+ * the module's name); undefined for any other module.
+ */
+export function imageNamesOfModule(
+  module: IndexedModule | undefined,
+): Readonly<Record<string, string>> | string | undefined {
+  if (!module || !isImageOnlyModule(module)) return undefined;
+  const { image } = module.value;
   if (typeof image !== 'string') return 'it names no image';
   if (image.includes('${')) return 'its image is a template, which tend does not resolve for another module';
   return imageOnlyModuleOutputs(image);
-}
-
-/**
- * The image names of each container module without a Dockerfile (or why it has none), by module
- * name: what `${modules.<name>.outputs.<key>}` reads in a templated file, resolved when the file
- * is (template-context.ts).
- */
-export function moduleImageOutputs(
-  modules: ReadonlyMap<string, IndexedModule>,
-): Map<string, Readonly<Record<string, string>> | string> {
-  const images = new Map<string, Readonly<Record<string, string>> | string>();
-  for (const [name, module] of modules) {
-    const imageOnly = imageOnlyModule(module);
-    if (imageOnly) images.set(name, imageNamesOf(imageOnly.image));
-  }
-  return images;
 }
 
 /** A reference to another module, service or task: its root, its name and the keys after it. */
@@ -113,9 +98,8 @@ function imageOnlyReference(
   translation: Translation,
   at: ConfigPath,
 ): string | undefined {
-  const module = imageOnlyModule(modules.get(name));
-  if (!module) return undefined;
-  const names = imageNamesOf(module.image);
+  const names = imageNamesOfModule(modules.get(name));
+  if (names === undefined) return undefined;
   const [, field, key, ...more] = keys.split('.');
   if (
     typeof names !== 'string' &&
