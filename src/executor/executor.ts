@@ -162,31 +162,38 @@ export class CleanupExecutor {
       report.errors.push(`heartbeat: ${(error as Error).message}`);
       return report;
     }
-    report.inventories = await Promise.all(targets.map((t) => this.takeInventory(t, signal)));
-    // Unknown is not idle: only targets listed completely in this pass, and not held back as
-    // suspect by the server, are acted on.
-    const ready = targets.filter((t) => {
-      const listed = report.inventories.find((i) => i.targetKey === t.targetKey);
-      return listed?.complete === true && listed.response?.suspect === undefined;
-    });
-    if (ready.length === 0 || signal.aborted) return report;
-    // The server takes an executor unseen for three intervals for gone, and withdraws the jobs it
-    // planned for its target: a long pass (many jobs, a slow cluster) says it is alive each interval.
+    const stopBeating = this.keepAlive(report.targets);
+    try {
+      report.inventories = await Promise.all(targets.map((t) => this.takeInventory(t, signal)));
+      // Unknown is not idle: only targets listed completely in this pass, and not held back as
+      // suspect by the server, are acted on.
+      const ready = targets.filter((t) => {
+        const listed = report.inventories.find((i) => i.targetKey === t.targetKey);
+        return listed?.complete === true && listed.response?.suspect === undefined;
+      });
+      if (ready.length > 0 && !signal.aborted) await this.executeDueJobs(ready, signal, report);
+    } finally {
+      stopBeating();
+    }
+    return report;
+  }
+
+  /**
+   * Heartbeats each interval until the returned function is called. The server takes an executor
+   * unseen for three intervals for gone and withdraws the jobs it planned for its target: a long
+   * pass (a large inventory, many jobs, a slow cluster) says it is alive meanwhile.
+   */
+  private keepAlive(targets: PassReport['targets']): () => void {
     let beating = false;
-    const keepAlive = setInterval(() => {
+    const timer = setInterval(() => {
       if (beating) return;
       beating = true;
-      this.heartbeat(report.targets)
+      this.heartbeat(targets)
         .catch((error: unknown) => this.log('warn', `heartbeat: ${(error as Error).message}`))
         .finally(() => (beating = false));
     }, this.intervalMs);
-    keepAlive.unref();
-    try {
-      await this.executeDueJobs(ready, signal, report);
-    } finally {
-      clearInterval(keepAlive);
-    }
-    return report;
+    timer.unref();
+    return () => clearInterval(timer);
   }
 
   /** Tells the server this executor is alive and what it serves; the answer sets the interval. */

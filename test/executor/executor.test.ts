@@ -256,48 +256,54 @@ describe('the executor with the in-process queue', () => {
     },
   );
 
-  it('says it is alive each interval while a long pass runs, not only at its start', async () => {
-    // The server takes an executor unseen for three intervals for gone and withdraws the jobs it
-    // planned: one busy with a slow DELETE for longer must keep being seen.
-    service = composeCleanup(server.database.db, server.database.reader, new Metrics(), clock.now, {
-      ...defaultCleanupSettings,
-      maxPerPass: 1000,
-      intervalMs: 1000,
-    });
-    const [ns] = (await due(1)).namespaces;
-    const ex = executor('embedded-slow');
-    await ex.runPass();
-    expect((await service.pass.run())?.planned).toBe(1);
-    handle.sim.faults.add({
-      type: 'latency',
-      ms: 4000,
-      verb: 'delete',
-      resource: 'namespaces',
-      namespace: ns!.name,
-      times: 1,
-    });
-    const mark = handle.sim.requests.latest();
-    const pass = ex.runPass();
-    await waitFor(() => deletesOf(ns!.name, mark).length > 0, 'the DELETE to arrive');
-    const lastSeen = async () =>
-      (
-        await server.database.db
-          .selectFrom('cleanup_executors')
-          .select('last_seen_at')
-          .where('name', '=', 'embedded-slow')
-          .executeTakeFirstOrThrow()
-      ).last_seen_at;
-    const before = String(await lastSeen());
-    clock.advance(1500);
-    // Seen again while the DELETE is held (the server's clock moved, so a new sighting shows).
-    await waitFor(
-      async () => String(await lastSeen()) !== before && deletesOf(ns!.name, mark).length === 1,
-      'a heartbeat during the DELETE',
-    );
-    expect(handle.sim.store.get('namespaces', '', ns!.name)).toBeDefined();
-    const report = await pass;
-    expect(report.jobs.map((j) => j.outcome)).toEqual(['done']);
-  });
+  it.each([
+    ['its inventory', 'list'],
+    ['a DELETE', 'delete'],
+  ])(
+    'says it is alive each interval while %s takes longer, not only at the start of the pass',
+    async (_what, verb) => {
+      // The server takes an executor unseen for three intervals for gone and withdraws the jobs it
+      // planned: one busy with a slow request for longer must keep being seen.
+      service = composeCleanup(server.database.db, server.database.reader, new Metrics(), clock.now, {
+        ...defaultCleanupSettings,
+        maxPerPass: 1000,
+        intervalMs: 1000,
+      });
+      const [ns] = (await due(1)).namespaces;
+      const ex = executor('embedded-slow');
+      await ex.runPass();
+      expect((await service.pass.run())?.planned).toBe(1);
+      handle.sim.faults.add({
+        type: 'latency',
+        ms: 4000,
+        verb,
+        resource: 'namespaces',
+        ...(verb === 'delete' ? { namespace: ns!.name } : {}),
+        times: 1,
+      });
+      const mark = handle.sim.requests.latest();
+      let finished = false;
+      const pass = ex.runPass().finally(() => (finished = true));
+      const held = () =>
+        handle.sim.requests.list({ since: mark }).some((r) => r.verb === verb && r.resource === 'namespaces');
+      await waitFor(held, `the ${verb} to arrive`);
+      const lastSeen = async () =>
+        (
+          await server.database.db
+            .selectFrom('cleanup_executors')
+            .select('last_seen_at')
+            .where('name', '=', 'embedded-slow')
+            .executeTakeFirstOrThrow()
+        ).last_seen_at;
+      const before = String(await lastSeen());
+      clock.advance(1500);
+      // Seen again while the request is held (the server's clock moved, so a new sighting shows).
+      await waitFor(async () => String(await lastSeen()) !== before, `a heartbeat during the ${verb}`);
+      expect(finished).toBe(false);
+      const report = await pass;
+      expect(report.jobs.map((j) => j.outcome)).toEqual(['done']);
+    },
+  );
 
   it('a 500 on every DELETE fails the job: planned again for a retry, the namespace kept, no cleanup-done', async () => {
     const [ns] = (await due(1)).namespaces;
