@@ -13,6 +13,7 @@ import { validateCommand } from '../../../src/commands/validate.js';
 import type { TendError } from '../../../src/errors.js';
 import { copyGardenExample, makeProject, removeProjects, runTend } from '../../helpers/project.js';
 import {
+  configMapData,
   execute,
   kubectlJson,
   projectYaml,
@@ -155,14 +156,7 @@ ${script
     expect(result.data.actions.map((a) => [a.ref, a.state, a.error?.message])).toEqual([
       ['deploy.jobs', 'ready', undefined],
     ]);
-    const { data } = await kubectlJson<{ data: Record<string, string> }>(
-      h.kubeconfig,
-      '-n',
-      namespace,
-      'get',
-      'configmap',
-      'backup',
-    );
+    const data = await configMapData(h.kubeconfig, namespace, 'backup');
     expect(data['backup.sh']).toBe(script);
   });
 
@@ -191,10 +185,9 @@ generateFiles:
     expect(result.data.actions.map((a) => [a.ref, a.state, a.error?.message])).toEqual([
       ['deploy.jobs', 'ready', undefined],
     ]);
-    const read = (name: string) =>
-      kubectlJson<{ data: Record<string, string> }>(h.kubeconfig, '-n', namespace, 'get', 'configmap', name);
-    expect((await read('settings')).data).toEqual({ env: 'dev' });
-    expect((await read('backup')).data['backup.sh']).toBe(script);
+    const read = (name: string) => configMapData(h.kubeconfig, namespace, name);
+    expect(await read('settings')).toEqual({ env: 'dev' });
+    expect((await read('backup'))['backup.sh']).toBe(script);
   });
 
   it('generateFiles tend cannot read from a source is the error at its line: an inline value, a file no `files` names, another module type', async () => {
@@ -308,14 +301,7 @@ data:
     }
     const deploy = await runTend(['deploy', ...cluster()], { cwd: root, timeoutMs: 120_000 });
     expect(deploy.code, deploy.stderr).toBe(0);
-    const { data } = await kubectlJson<{ data: Record<string, string> }>(
-      h.kubeconfig,
-      '-n',
-      'gtt-partial-v1-5',
-      'get',
-      'configmap',
-      'app',
-    );
+    const data = await configMapData(h.kubeconfig, 'gtt-partial-v1-5', 'app');
     expect(data).toEqual({ project: 'files-partial', greeting: 'hi ${var.nope}', script: 'echo "${HOME}"' });
     // manifestTemplates, and a v2 project's files, are strict: the same file is three errors.
     for (const strict of [garden('v1', 'manifestTemplates'), garden('v2', 'files')]) {
@@ -366,14 +352,7 @@ data:
     expect((await execute('deploy', root)).data.actions.map((a) => [a.ref, a.state])).toEqual([
       ['deploy.jobs', 'ready'],
     ]);
-    const { data } = await kubectlJson<{ data: Record<string, string> }>(
-      h.kubeconfig,
-      '-n',
-      namespace,
-      'get',
-      'configmap',
-      'values',
-    );
+    const data = await configMapData(h.kubeconfig, namespace, 'values');
     expect(data).toEqual({
       hosts: 'a.example,b.example',
       limits: '{"cpu":"1"}',
@@ -409,14 +388,7 @@ data:
     expect(result.data.actions.map((a) => [a.ref, a.state, a.error?.message])).toEqual([
       ['deploy.jobs', 'ready', undefined],
     ]);
-    const { data } = await kubectlJson<{ data: Record<string, string> }>(
-      h.kubeconfig,
-      '-n',
-      namespace,
-      'get',
-      'configmap',
-      'images',
-    );
+    const data = await configMapData(h.kubeconfig, namespace, 'images');
     expect(data).toEqual({
       id: 'registry.example.com:5000/cache/redis:6.2',
       name: 'registry.example.com:5000/cache/redis',
@@ -476,14 +448,7 @@ inputs:
         'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${parent.name}\ndata:\n  greeting: ${inputs.greeting}\n  template: ${template.name}\n',
     });
     expect(await cli(root, 'deploy')).toEqual(['deploy.hello ready']);
-    const { data } = await kubectlJson<{ data: Record<string, string> }>(
-      h.kubeconfig,
-      '-n',
-      namespace,
-      'get',
-      'configmap',
-      'hello',
-    );
+    const data = await configMapData(h.kubeconfig, namespace, 'hello');
     expect(data).toEqual({ greeting: 'hi', template: 'greeter' });
   });
 });
@@ -516,17 +481,7 @@ data:
   said: "\${actions.build.prep.outputs.log}"
 `,
     });
-    const applied = async () =>
-      (
-        await kubectlJson<{ data: Record<string, string> }>(
-          h.kubeconfig,
-          '-n',
-          namespace,
-          'get',
-          'configmap',
-          'web',
-        )
-      ).data;
+    const applied = () => configMapData(h.kubeconfig, namespace, 'web');
     const root = makeProject(files('first'));
     const first = await execute('deploy', root);
     const version = (ref: string) => first.data.actions.find((a) => a.ref === ref)!.version;
@@ -602,14 +557,7 @@ spec:
       ['build.api', 'ready', undefined],
       ['deploy.api', 'ready', undefined],
     ]);
-    const { data } = await kubectlJson<{ data: Record<string, string> }>(
-      h.kubeconfig,
-      '-n',
-      namespace,
-      'get',
-      'configmap',
-      'api-image',
-    );
+    const data = await configMapData(h.kubeconfig, namespace, 'api-image');
     expect(data.image).toMatch(new RegExp(`^${h.sim.registryHost}/.+/api:`));
     expect(data.tagged).toBe(`image ${data.image}`);
   });
