@@ -222,6 +222,14 @@ spec:
 });
 
 describe("a 0.12 module's outputs, ${modules.<name>.outputs.<key>}", () => {
+  const noBuild = 'has no Build (a container module without a Dockerfile deploys its image as it is)';
+  /** What the errors of an image-only module's references say it gives. */
+  const givesNames = (name: string) =>
+    `tend gives modules.${name}.outputs.<local-image-name|local-image-id|deployment-image-name|deployment-image-id> ` +
+    "(its image names), where Garden computes the rest from the module's version";
+  const hint =
+    '\n  (manifestTemplates and files are templated; list the file under `manifestFiles` to apply it as written, ' +
+    'or write `$${` for a literal `${`)';
   const modules = `kind: Module
 type: container
 name: fetch
@@ -336,22 +344,15 @@ tasks:
       - \${modules.redis.outputs.deployment-image-id.x}
 `,
     });
-    const noBuild = 'has no Build (a container module without a Dockerfile deploys its image as it is)';
     expect(await validationErrors(root)).toEqual([
       'garden.yml:13:1 container module nothing neither specifies image nor has a Dockerfile (Dockerfile) among ' +
         'its files; set image, or add the Dockerfile',
-      `garden.yml:21:9 "modules.redis.outputs.deployment-image-tag": module redis ${noBuild}; tend gives ` +
-        'modules.redis.outputs.<local-image-name|local-image-id|deployment-image-name|deployment-image-id> ' +
-        "(its image names), where Garden computes the rest from the module's version",
-      `garden.yml:22:9 "modules.redis.version": module redis ${noBuild}; tend gives ` +
-        'modules.redis.outputs.<local-image-name|local-image-id|deployment-image-name|deployment-image-id> ' +
-        "(its image names), where Garden computes the rest from the module's version",
+      `garden.yml:21:9 "modules.redis.outputs.deployment-image-tag": module redis ${noBuild}; ${givesNames('redis')}`,
+      `garden.yml:22:9 "modules.redis.version": module redis ${noBuild}; ${givesNames('redis')}`,
       `garden.yml:23:9 "modules.templated.outputs.deployment-image-id": module templated ${noBuild}; its image ` +
         'is a template, which tend does not resolve for another module',
       `garden.yml:24:9 "modules.nothing.outputs.deployment-image-id": module nothing ${noBuild}; it names no image`,
-      `garden.yml:25:9 "modules.redis.outputs.deployment-image-id.x": module redis ${noBuild}; tend gives ` +
-        'modules.redis.outputs.<local-image-name|local-image-id|deployment-image-name|deployment-image-id> ' +
-        "(its image names), where Garden computes the rest from the module's version",
+      `garden.yml:25:9 "modules.redis.outputs.deployment-image-id.x": module redis ${noBuild}; ${givesNames('redis')}`,
     ]);
   });
 
@@ -377,14 +378,8 @@ files: [k8s/job.yaml]
         '${modules.cache.outputs.deployment-image-tag}:${modules.templated.outputs.local-image-id}',
       ),
     });
-    const noBuild = 'has no Build (a container module without a Dockerfile deploys its image as it is)';
-    const hint =
-      '\n  (manifestTemplates and files are templated; list the file under `manifestFiles` to apply it as written, ' +
-      'or write `$${` for a literal `${`)';
     expect(await validationErrors(root)).toEqual([
-      `k8s/job.yaml:13:22 CronJob sync-db: "\${modules.cache.outputs.deployment-image-tag}": module cache ${noBuild}; ` +
-        'tend gives modules.cache.outputs.<local-image-name|local-image-id|deployment-image-name|deployment-image-id> ' +
-        `(its image names), where Garden computes the rest from the module's version${hint}`,
+      `k8s/job.yaml:13:22 CronJob sync-db: "\${modules.cache.outputs.deployment-image-tag}": module cache ${noBuild}; ${givesNames('cache')}${hint}`,
       `k8s/job.yaml:13:68 CronJob sync-db: "\${modules.templated.outputs.local-image-id}": module templated ${noBuild}; ` +
         `its image is a template, which tend does not resolve for another module${hint}`,
     ]);
@@ -416,9 +411,6 @@ files: [k8s/job.yaml]
           '              args: ["${actions.build.fetch.outputz.x}", "${actions.build.fetch.sourcepath}"]',
       ),
     });
-    const hint =
-      '\n  (manifestTemplates and files are templated; list the file under `manifestFiles` to apply it as written, ' +
-      'or write `$${` for a literal `${`)';
     expect(await validationErrors(root)).toEqual([
       'k8s/job.yaml:13:22 CronJob sync-db: "${modules.fetchh.outputs.local-image-id}": unknown module "fetchh" ' +
         'in a template expression ("modules.fetchh.outputs.local-image-id" reads the Build the module became, ' +
