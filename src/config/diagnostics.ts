@@ -372,13 +372,20 @@ export function describeSchema(schema: TSchema): string {
   }
 }
 
+/** Longer strings are shown cut in messages: a hostile or mistaken value is named, not echoed whole. */
+const shownStringLength = 200;
+
 /** A value in words, for `got …`. */
 export function describeValue(value: unknown): string {
   if (value === undefined) return 'nothing';
   if (value === null) return 'an empty value';
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'a mapping';
-  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'string') {
+    return value.length <= shownStringLength
+      ? JSON.stringify(value)
+      : `${JSON.stringify(value.slice(0, shownStringLength))}… (${value.length} characters)`;
+  }
   return `${typeof value} ${String(value)}`;
 }
 

@@ -651,6 +651,12 @@ const cases: Case[] = [
     code: 'TEND_CONFIG_INVALID',
   },
   {
+    name: 'a value of 100,000 characters, named by its first 200',
+    files: { 'tend.yml': project + `server: ${'x'.repeat(100_000)}\n` },
+    error: `tend.yml:5:9: invalid value for server: expected an http:// or https:// URL, got "${'x'.repeat(200)}"… (100000 characters)`,
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
     name: 'duplicate environment names',
     files: { 'tend.yml': 'kind: Project\nname: shop\nenvironments:\n  - name: dev\n  - name: dev\n' },
     error: 'tend.yml:5:11: duplicate environment "dev"; first defined at tend.yml:4:11',
