@@ -55,6 +55,12 @@ function spawnTend(args: string[]) {
   return { child, stderr: () => stderr };
 }
 
+/** The last lines of a process's log that are not routine (`routine` matches those), joined. */
+function unusualLines(log: string, routine: RegExp): string {
+  const lines = log.split('\n').filter((line) => line.trim() !== '' && !routine.test(line));
+  return lines.slice(-8).join(' / ').slice(-1500);
+}
+
 /** A `tend server` process; resolves with its URL once it listens. */
 async function serverProcess(args: string[]) {
   const server = spawnTend(['server', '--port', '0', '--cleanup-interval', '1s', ...args]);
@@ -132,20 +138,29 @@ describe('cleanup across processes', () => {
       const doneJobs = async () => {
         const jobs = await database.db
           .selectFrom('cleanup_jobs')
-          .select(['state', 'outcome_message', 'attempts', 'not_before'])
+          .select(['state', 'outcome_message', 'attempts', 'not_before', 'lease_owner', 'lease_expires_at'])
           .execute();
         const states = new Map<string, number>();
         for (const j of jobs) states.set(j.state, (states.get(j.state) ?? 0) + 1);
         // Why jobs ended other than done, counted; those that began (attempts > 0) in full.
         const reasons = new Map<string, number>();
         for (const j of jobs.filter((j) => j.state !== 'done')) {
-          const reason = `${j.state}: ${String(j.outcome_message).split(' — ')[0]}`;
+          const reason = `${j.state}: ${String(j.outcome_message)
+            .split(' — ')[0]!
+            .replace(/two-\d+-dev/g, 'two-N-dev')}`;
           reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
         }
         const begun = jobs.filter((j) => j.state !== 'done' && j.attempts > 0).slice(-10);
-        seen = `${JSON.stringify([...states])}; not done: ${JSON.stringify([...reasons])}; begun, not done: ${JSON.stringify(begun)}; agents: ${agents
-          .map((a) => a.stderr().slice(-800))
-          .join(' | ')}; servers: ${[s1, s2].map((s) => s.stderr().slice(-800)).join(' | ')}`;
+        const agentLogs = agents.map((a) => unusualLines(a.stderr(), / no jobs$/)).join(' | ');
+        const serverLogs = [s1, s2].map((s) => unusualLines(s.stderr(), /"level":(10|20|30),/)).join(' | ');
+        // The jobs' states last: a CI log shows a long message's end.
+        seen = [
+          `agents: ${agentLogs}`,
+          `servers: ${serverLogs}`,
+          `begun, not done: ${JSON.stringify(begun)}`,
+          `not done: ${JSON.stringify([...reasons])}`,
+          `states: ${JSON.stringify([...states])}`,
+        ].join('; ');
         return jobs.filter((j) => j.state === 'done').length;
       };
       await waitFor(

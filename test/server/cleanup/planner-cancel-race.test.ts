@@ -3,7 +3,8 @@
  * cancelNoLongerDue): it reads the job, then writes the cancel through the queue's group commit,
  * which can wait behind other writes. An executor that claimed, began and confirmed the job in
  * that time may already have sent its DELETE: the cancel must not land on it, or the namespace is
- * gone with its job "cancelled" and no `done` — what two servers under load once showed. On
+ * gone with its job "cancelled" and no `done` — what two servers under load once showed. Nor
+ * may it reopen a job that finished since (the pass reads the job again before its cancel). On
  * SQLite and PostgreSQL, through the agent routes and the repository the pass writes with.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -81,20 +82,29 @@ describe.each<Dialect>(['sqlite', 'postgres'])('the planner and an executor at o
     );
   });
 
-  it('nor one an executor finished since: it stays done', async () => {
-    const read = await plannedJob();
-    const [job] = (await agent('/api/v1/cleanup/jobs/claim', { executorId: 'e1', targetKeys: [target] })).body
-      .jobs;
-    await agent(`/api/v1/cleanup/jobs/${job.id}/start`, { executorId: 'e1' });
-    await agent(`/api/v1/cleanup/jobs/${job.id}/complete`, {
-      executorId: 'e1',
-      outcome: 'done',
-      message: 'deleted',
-    });
-    expect(await plannerCancels(read)).toBe(false);
-    const [row] = await f.server.database.db.selectFrom('cleanup_jobs').select('state').execute();
-    expect(row!.state).toBe('done');
-  });
+  // The pass reads the job again right before its cancel: what it holds then may be the job done,
+  // its lease cleared, when the executor finished in between.
+  it.each(['as the planner read it', 'read again after it finished'])(
+    'nor one an executor finished since, the row %s: it stays done',
+    async (row) => {
+      const read = await plannedJob();
+      const [job] = (await agent('/api/v1/cleanup/jobs/claim', { executorId: 'e1', targetKeys: [target] }))
+        .body.jobs;
+      await agent(`/api/v1/cleanup/jobs/${job.id}/start`, { executorId: 'e1' });
+      await agent(`/api/v1/cleanup/jobs/${job.id}/complete`, {
+        executorId: 'e1',
+        outcome: 'done',
+        message: 'deleted',
+      });
+      const [afresh] = await f.server.database.db.selectFrom('cleanup_jobs').selectAll().execute();
+      expect(afresh).toMatchObject({ state: 'done', lease_expires_at: null });
+      expect(await plannerCancels(row === 'as the planner read it' ? read : afresh!)).toBe(false);
+      const [after] = await f.server.database.db.selectFrom('cleanup_jobs').select('state').execute();
+      expect(after!.state).toBe('done');
+      const audited = await f.server.database.db.selectFrom('audit_log').select('action').execute();
+      expect(audited.map((a) => a.action)).not.toContain('cleanup-cancelled');
+    },
+  );
 
   it('a job nobody took since the planner read it is cancelled', async () => {
     const read = await plannedJob();

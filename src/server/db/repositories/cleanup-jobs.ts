@@ -292,8 +292,8 @@ export class CleanupJobRepository {
    * Finishes a job the executor holds (state `planned` with its lease, or `executing`):
    * done, cancelled, failed for good, or back to `planned` after `retryAt` (a failure with
    * attempts left). For `done` the resource becomes missing and the environment may be cleaned.
-   * Returns false if the lease was lost. Without an executor (the planner's cancel), only the job
-   * as the caller read it: false if an executor took it since.
+   * Returns false if the lease was lost. Without an executor (the planner's cancel), only a
+   * planned job as the caller read it: false if an executor took it since, or it was not planned.
    */
   async finish(input: {
     job: CleanupJobRow;
@@ -314,11 +314,12 @@ export class CleanupJobRepository {
           .where('lease_expires_at', '>=', at);
       } else {
         // The planner's cancel, written after it read the job (and maybe behind other writes):
-        // only the job as it read it. An executor that claimed it since holds it, and may have
-        // begun and sent its DELETE: its start re-checks it, and its report ends it.
-        const { state, lease_expires_at: lease } = input.job;
+        // only a planned job, as it read it. An executor that claimed it since holds it, and may
+        // have begun and sent its DELETE: its start re-checks it, and its report ends it. A job
+        // read after it finished (done, its lease cleared) is never reopened to be cancelled.
+        const lease = input.job.lease_expires_at;
         q = q
-          .where('state', '=', state)
+          .where('state', '=', 'planned')
           .where((eb) =>
             lease === null ? eb('lease_expires_at', 'is', null) : eb('lease_expires_at', '=', lease),
           );
