@@ -1,10 +1,12 @@
 /** Temporary projects on disk, and running the real `tend` CLI against them. */
 import { spawn } from 'node:child_process';
 import net from 'node:net';
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync, cpSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readdirSync, rmSync, writeFileSync, cpSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isAlive, listDeployStates } from '../../src/plugins/exec/deploy.js';
+import { killGroup } from '../../src/plugins/exec/spawner.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const tendBin = path.join(repoRoot, 'bin', 'tend.js');
@@ -45,7 +47,29 @@ export function copyGardenExample(name: string): string {
 }
 
 export function removeProjects(): void {
-  for (const dir of created.splice(0)) rmSync(dir, { recursive: true, force: true });
+  for (const dir of created.splice(0)) {
+    stopPersistentDeploys(dir);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Kills the persistent exec deploys a test left running in a project's environments (a `sleep
+ * 300` outlives a fast run, and the run fails for what it left).
+ */
+function stopPersistentDeploys(dir: string): void {
+  const envs = path.join(dir, '.tend', 'envs');
+  let names: string[];
+  try {
+    names = readdirSync(envs);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    for (const state of listDeployStates(path.join(envs, name))) {
+      if (isAlive(state)) killGroup(state.pid, 'SIGKILL');
+    }
+  }
 }
 
 export interface TendRun {
