@@ -268,14 +268,12 @@ function localVolumes(translation: Translation, spec: GardenRecord): void {
 }
 
 const kubernetesDeploy: SpecTranslator = (translation, spec) => {
-  for (const key of ['namespace', 'applyArgs'] as const) {
-    if (spec[key] === undefined) continue;
-    const what = {
-      namespace:
-        'namespace: tend deploys into the environment namespace (set `overrideNamespace: true` to move objects that name another); remove it',
-      applyArgs: 'applyArgs: tend applies through the API, not kubectl; remove it',
-    }[key];
-    translation.unsupported(['spec', key], what);
+  // `namespace` is kept: the kubernetes plugin takes the environment's own (validate and deploy).
+  if (spec.applyArgs !== undefined) {
+    translation.unsupported(
+      ['spec', 'applyArgs'],
+      'applyArgs: tend applies through the API, not kubectl; remove it',
+    );
   }
   localVolumes(translation, spec);
   const kept = dropIgnoredKeys(
@@ -285,7 +283,7 @@ const kubernetesDeploy: SpecTranslator = (translation, spec) => {
     ['spec'],
     'sync mode, local mode and port forwarding',
   );
-  for (const key of ['namespace', 'applyArgs', 'localVolumes']) delete kept[key];
+  for (const key of ['applyArgs', 'localVolumes']) delete kept[key];
   return withKustomizeDefaults(kept);
 };
 

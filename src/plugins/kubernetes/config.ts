@@ -176,6 +176,13 @@ export const KubernetesDeploySpec = Type.Object(
         description: 'patches applied to the manifests (of every source) whose kind and name they give',
       }),
     ),
+    namespace: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          "Garden's key: the namespace objects without one of their own go to; tend deploys into the environment's namespace, so it may only name that one",
+      }),
+    ),
     overrideNamespace: Type.Optional(
       Type.Boolean({
         description:

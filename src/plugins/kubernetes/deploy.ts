@@ -22,13 +22,14 @@ import {
 } from './client/index.js';
 import type { KubernetesDeploySpec } from './config.js';
 import { invalid, loadManifests, type Manifest } from './manifests.js';
+import { namespaceKeyRefusal } from './manifest-namespaces.js';
 import { objectOwners } from './memo.js';
 import { actionLabel } from './pods.js';
 import { clientFor } from './provider.js';
 import { readiness, waitReady } from './readiness.js';
 
 /** What deploying needs of a spec: a kubernetes, helm (the chart renders its manifests) or container Deploy's. */
-type DeploySpec = Pick<KubernetesDeploySpec, 'overrideNamespace' | 'wait' | 'timeout'>;
+type DeploySpec = Pick<KubernetesDeploySpec, 'namespace' | 'overrideNamespace' | 'wait' | 'timeout'>;
 /** Where the manifests come from: the spec's files and kustomization (the default), or a chart. */
 export type ManifestLoader<S> = (ctx: PluginContext, action: ResolvedAction<S>) => Promise<Manifest[]>;
 const specManifests = loadManifests as ManifestLoader<DeploySpec>;
@@ -70,6 +71,9 @@ export async function prepare(
   action: ManifestsAction,
   manifests: Manifest[],
 ): Promise<KubeObject[]> {
+  if (action.spec.namespace !== undefined && action.spec.namespace !== namespace) {
+    throw invalid(action, namespaceKeyRefusal(action.spec.namespace, namespace));
+  }
   const objects: KubeObject[] = [];
   const override = action.spec.overrideNamespace === true;
   const adopted = new Set(adoptedNamespaces(manifests).map((m) => m.object.metadata?.name));
