@@ -80,12 +80,27 @@ export function imageOnlyModuleOutputs(image: string): Record<string, string> {
 }
 
 /** Why a reference to image-only module `name` reads nothing; `why` the module's part of it. */
-export function imageOnlyReferenceProblem(name: string, why?: string): string {
+function imageOnlyReferenceProblem(name: string, why?: string): string {
   return (
     `module ${name} has no Build (a container module without a Dockerfile deploys its image as it is); ` +
     (why ??
       `tend gives modules.${name}.outputs.<${imageOnlyOutputKeys.join('|')}> (its image names), where Garden computes the rest from the module's version`)
   );
+}
+
+/**
+ * What `modules.<name>.<keys…>` reads of an image-only module (`keys` start with its name), given
+ * its image names or why it has none: one of the names, or why the reference reads nothing.
+ */
+export function imageOnlyModuleOutput(
+  names: Readonly<Record<string, string>> | string,
+  keys: readonly string[],
+): { value: string } | { problem: string } {
+  const [name, field, key] = keys as [string, ...(string | undefined)[]];
+  if (typeof names === 'string') return { problem: imageOnlyReferenceProblem(name, names) };
+  return field === 'outputs' && keys.length === 3 && Object.hasOwn(names, key!)
+    ? { value: names[key!]! }
+    : { problem: imageOnlyReferenceProblem(name) };
 }
 
 /** What a 0.12 module's reference reads of it: its Build's outputs and version. */

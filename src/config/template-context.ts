@@ -12,7 +12,7 @@ import { closestName } from '../suggest.js';
 import {
   actionLookupProblem,
   actionsPathOf,
-  imageOnlyReferenceProblem,
+  imageOnlyModuleOutput,
   isActionField,
   refsOfKind,
   unknownActionReference,
@@ -411,11 +411,8 @@ class ActionsNode implements PathNode {
     const keys = rootPath.map(String);
     const images = root === 'modules' ? this.context.moduleImages?.(keys[0]!) : undefined;
     if (images) {
-      const [, field, key] = keys;
-      if (typeof images === 'string') return new Missing(imageOnlyReferenceProblem(keys[0]!, images));
-      return field === 'outputs' && keys.length === 3 && Object.hasOwn(images, key!)
-        ? images[key!]
-        : new Missing(imageOnlyReferenceProblem(keys[0]!));
+      const read = imageOnlyModuleOutput(images, keys);
+      return 'value' in read ? read.value : new Missing(read.problem);
     }
     const problem = actionLookupProblem(root, keys, text);
     if (problem) return new Missing(problem);

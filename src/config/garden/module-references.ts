@@ -10,7 +10,7 @@
  * text here; what Garden computes from the module's version (`deployment-image-tag`, `version`)
  * tend does not have, and says so at the reference's line.
  */
-import { imageOnlyModuleOutputs, imageOnlyReferenceProblem } from '../action-references.js';
+import { imageOnlyModuleOutput, imageOnlyModuleOutputs } from '../action-references.js';
 import type { ConfigPath } from '../project.js';
 import { isImageOnlyModule } from './module-parts.js';
 import type { IndexedModule } from './project-index.js';
@@ -100,17 +100,8 @@ function imageOnlyReference(
 ): string | undefined {
   const names = imageNamesOfModule(modules.get(name));
   if (names === undefined) return undefined;
-  const [, field, key, ...more] = keys.split('.');
-  if (
-    typeof names !== 'string' &&
-    field === 'outputs' &&
-    key !== undefined &&
-    more.length === 0 &&
-    Object.hasOwn(names, key)
-  ) {
-    return JSON.stringify(names[key]);
-  }
-  const why = typeof names === 'string' ? names : undefined;
-  translation.unsupported(at, `"${whole}": ${imageOnlyReferenceProblem(name, why)}`);
+  const read = imageOnlyModuleOutput(names, [name, ...keys.split('.').slice(1)]);
+  if ('value' in read) return JSON.stringify(read.value);
+  translation.unsupported(at, `"${whole}": ${read.problem}`);
   return 'null'; // the load fails with the error above: no second one for a Build that is not there
 }
