@@ -16,6 +16,10 @@ export const Seconds = (description: string, maximum = 86_400) =>
  */
 export const pathOrArgument = '^(?:[^\\u0000\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])+$';
 
+/** A namespace name as Kubernetes takes it: a DNS label (lower-case letters, digits, `-`; at most 63). */
+const namespaceName = (description: string) =>
+  Type.String({ minLength: 1, maxLength: 63, pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', description });
+
 export const KubernetesProviderConfig = Type.Object(
   {
     context: Type.Optional(
@@ -30,14 +34,7 @@ export const KubernetesProviderConfig = Type.Object(
           'kubeconfig file read instead of KUBECONFIG and ~/.kube/config (relative: to the project root)',
       }),
     ),
-    namespace: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 63,
-        pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$',
-        description: "the app namespace (default: the environment's namespace)",
-      }),
-    ),
+    namespace: Type.Optional(namespaceName("the app namespace (default: the environment's namespace)")),
     buildMode: Type.Optional(
       Type.Union([Type.Literal('cluster-buildkit'), Type.Literal('kaniko')], {
         description: 'how container images are built (default cluster-buildkit)',
@@ -67,12 +64,7 @@ export const KubernetesProviderConfig = Type.Object(
       Type.String({ minLength: 1, description: "the ingressClassName of a container Deploy's ingresses" }),
     ),
     systemNamespace: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 63,
-        pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$',
-        description: 'shared namespace for tend infrastructure such as Kaniko pods (default tend-system)',
-      }),
+      namespaceName('shared namespace for tend infrastructure such as Kaniko pods (default tend-system)'),
     ),
     buildkitImage: Type.Optional(
       Type.String({ minLength: 1, description: 'builder image (cluster-buildkit)' }),
@@ -177,11 +169,9 @@ export const KubernetesDeploySpec = Type.Object(
       }),
     ),
     namespace: Type.Optional(
-      Type.String({
-        minLength: 1,
-        description:
-          "Garden's key: the namespace objects without one of their own go to; tend deploys into the environment's namespace, so it may only name that one",
-      }),
+      namespaceName(
+        "Garden's key: the namespace objects without one of their own go to; tend deploys into the environment's namespace, so it may only name that one",
+      ),
     ),
     overrideNamespace: Type.Optional(
       Type.Boolean({

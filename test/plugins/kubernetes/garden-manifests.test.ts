@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { validateCommand } from '../../../src/commands/validate.js';
+import type { TendError } from '../../../src/errors.js';
 import { makeProject, removeProjects } from '../../helpers/project.js';
 import { configMapData, execute, projectYaml, startSim, type SimHandle } from './helpers.js';
 
@@ -119,6 +120,20 @@ spec:
     const refused = await execute('deploy', other);
     expect(refused.exitCode).not.toBe(0);
     expect(refused.data.actions[0]!.error?.message).toContain(refusal);
+
+    // Not a namespace name at all (a NUL, a lone surrogate, too long): an error at its line.
+    for (const hostile of ['"bad\\u0000ns"', '"x\\ud800"', 'a'.repeat(64)]) {
+      const error = await validateCommand({ root: project(hostile), var: [] }).then(
+        () => undefined,
+        (caught: TendError) => caught,
+      );
+      expect(error?.detail?.errors).toEqual([
+        expect.objectContaining({
+          message: expect.stringMatching(/^invalid value for spec\.namespace: expected/),
+          location: expect.objectContaining({ file: 'app/garden.yml', line: 5 }),
+        }),
+      ]);
+    }
   });
 
   describe('kustomize runs once per command', () => {
