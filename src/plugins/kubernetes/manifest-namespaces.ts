@@ -37,18 +37,18 @@ export function namespaceKeyRefusal(named: string, target: string): string {
   );
 }
 
+/** Garden's `namespace` key: only the environment's (a template expression is the deploy's to read). */
+function keyProblems(named: string | undefined, target: string): ActionWarning[] {
+  if (named === undefined || named === target || named.includes('${')) return [];
+  return [{ specPath: ['namespace'], message: namespaceKeyRefusal(named, target) }];
+}
+
 export async function namespaceProblems(params: CheckActionParams): Promise<ActionWarning[]> {
   const spec = params.spec as KubernetesDeploySpec;
   const target = settingsOf(
     params.providerConfig as KubernetesProviderConfig,
     params.environment.namespace,
   ).appNamespace;
-  // Garden's `namespace` key: only the environment's (a template expression is the deploy's to read).
-  const named = spec.namespace;
-  const keyProblem: ActionWarning[] =
-    named !== undefined && named !== target && !named.includes('${')
-      ? [{ specPath: ['namespace'], message: namespaceKeyRefusal(named, target) }]
-      : [];
   const rendered = spec.kustomize ? await kustomizeObjects(params, spec) : [];
   // The namespaces the kustomization renders stand for the app namespace (deploy.ts adoptedNamespaces).
   const adopted = new Set(
@@ -56,33 +56,32 @@ export async function namespaceProblems(params: CheckActionParams): Promise<Acti
   );
   const written = [...rendered, ...(await fileObjects(params, spec)), ...inlineObjects(spec)];
   const override = spec.overrideNamespace === true;
-  return keyProblem.concat(
-    written.flatMap((w) => {
-      const what = `${w.origin ? `${w.origin}: ` : ''}${w.object.kind} ${w.object.metadata?.name}`;
-      // A Namespace is tend's to create, or adopted from a kustomization: said below, or by the deploy.
-      if (w.object.kind !== 'Namespace' && clusterScopedKinds.has(String(w.object.kind))) {
-        return [
-          {
-            ...w.where,
-            message:
-              `${what} is cluster-scoped: tend deploy refuses it, as it deploys only into the environment's namespace ("${target}"), ` +
-              'which it can record and clean up; apply it to the cluster once, outside tend (`kubectl apply`), and leave it out of the Deploy',
-          },
-        ];
-      }
-      const { namespace } = w;
-      if (override || namespace === undefined || namespace === target || adopted.has(namespace)) return [];
-      if (w.object.kind === 'Namespace') return [];
+  const objectProblems = written.flatMap((w) => {
+    const what = `${w.origin ? `${w.origin}: ` : ''}${w.object.kind} ${w.object.metadata?.name}`;
+    // A Namespace is tend's to create, or adopted from a kustomization: said below, or by the deploy.
+    if (w.object.kind !== 'Namespace' && clusterScopedKinds.has(String(w.object.kind))) {
       return [
         {
           ...w.where,
           message:
-            `${what} sets namespace ${JSON.stringify(namespace)}: ` +
-            `tend deploy refuses it (it deploys into "${target}"); remove metadata.namespace, or set \`overrideNamespace: true\``,
+            `${what} is cluster-scoped: tend deploy refuses it, as it deploys only into the environment's namespace ("${target}"), ` +
+            'which it can record and clean up; apply it to the cluster once, outside tend (`kubectl apply`), and leave it out of the Deploy',
         },
       ];
-    }),
-  );
+    }
+    const { namespace } = w;
+    if (override || namespace === undefined || namespace === target || adopted.has(namespace)) return [];
+    if (w.object.kind === 'Namespace') return [];
+    return [
+      {
+        ...w.where,
+        message:
+          `${what} sets namespace ${JSON.stringify(namespace)}: ` +
+          `tend deploy refuses it (it deploys into "${target}"); remove metadata.namespace, or set \`overrideNamespace: true\``,
+      },
+    ];
+  });
+  return [...keyProblems(spec.namespace, target), ...objectProblems];
 }
 
 /** The literal namespace of an object, if it sets one (a template expression is the deploy's to read). */
