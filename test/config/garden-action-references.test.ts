@@ -23,6 +23,10 @@ providers: ${providers}
 `;
 
 /** `file:line:column message` of each problem `tend validate` finds. */
+/** A 0.12 container module without a Dockerfile (image-only), its `image` as written, or none. */
+const imageModule = (name: string, image?: string) =>
+  `kind: Module\ntype: container\nname: ${name}\n${image === undefined ? '' : `image: ${image}\n`}`;
+
 async function validationErrors(root: string): Promise<string[]> {
   let error: TendError | undefined;
   try {
@@ -284,11 +288,7 @@ spec:
     // As Garden's getContainerModuleOutputs: a module without a Dockerfile gives its image.
     const root = makeProject({
       'project.garden.yml': project('[{ name: exec }]'),
-      'redis/garden.yml': `kind: Module
-type: container
-name: redis
-image: registry.example.com:5000/cache/redis:6.2
-`,
+      'redis/garden.yml': imageModule('redis', 'registry.example.com:5000/cache/redis:6.2'),
       'garden.yml': `kind: Module
 type: exec
 name: show
@@ -317,20 +317,9 @@ tasks:
   it("an image-only module's tag, version, templated or missing image is one error at its line", async () => {
     const root = makeProject({
       'project.garden.yml': project('[{ name: exec }]'),
-      'garden.yml': `kind: Module
-type: container
-name: redis
-image: redis@sha256:0123
----
-kind: Module
-type: container
-name: templated
-image: \${var.image}
----
-kind: Module
-type: container
-name: nothing
----
+      'garden.yml': `${imageModule('redis', 'redis@sha256:0123')}---
+${imageModule('templated', '${var.image}')}---
+${imageModule('nothing')}---
 kind: Module
 type: exec
 name: show
@@ -359,16 +348,8 @@ tasks:
   it("in a templated file, an image-only module's tag, or one whose image is a template, is an error at its line", async () => {
     const root = makeProject({
       'project.garden.yml': project('[{ name: local-kubernetes }]'),
-      'garden.yml': `kind: Module
-type: container
-name: cache
-image: redis:6.2
----
-kind: Module
-type: container
-name: templated
-image: \${var.image}
----
+      'garden.yml': `${imageModule('cache', 'redis:6.2')}---
+${imageModule('templated', '${var.image}')}---
 kind: Module
 type: kubernetes
 name: cronjob
