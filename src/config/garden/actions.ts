@@ -268,7 +268,8 @@ function localVolumes(translation: Translation, spec: GardenRecord): void {
 }
 
 const kubernetesDeploy: SpecTranslator = (translation, spec) => {
-  // `namespace` is kept: the kubernetes plugin takes the environment's own (validate and deploy).
+  // `namespace` is kept, as by every kubernetes and helm type: the plugin takes the environment's
+  // own (src/plugins/kubernetes/namespace-key.ts).
   if (spec.applyArgs !== undefined) {
     translation.unsupported(
       ['spec', 'applyArgs'],
@@ -302,23 +303,7 @@ export function withKustomizeDefaults(spec: GardenRecord): GardenRecord {
   return spec;
 }
 
-/** `namespace` of a spec: tend deploys into the environment's namespace. */
-function noOwnNamespace(translation: Translation, spec: GardenRecord): void {
-  if (spec.namespace !== undefined) {
-    translation.unsupported(
-      ['spec', 'namespace'],
-      "namespace: tend runs every action in the environment's namespace; remove it",
-    );
-  }
-}
-
 const helmDeploy: SpecTranslator = (translation, spec) => {
-  if (spec.namespace !== undefined) {
-    translation.note(
-      ['spec', 'namespace'],
-      "namespace: tend renders the chart for the environment's namespace (`helm template --namespace`) and applies it there; ignored",
-    );
-  }
   localVolumes(translation, spec);
   const kept = dropIgnoredKeys(
     translation,
@@ -335,7 +320,6 @@ const helmDeploy: SpecTranslator = (translation, spec) => {
     ['spec'],
     'sync mode, port forwarding and helm release settings',
   );
-  delete kept.namespace;
   delete kept.localVolumes;
   return kept;
 };
@@ -357,7 +341,6 @@ function podResource(translation: Translation, spec: GardenRecord, key: string):
 const podFromResource =
   (ownManifests: boolean): SpecTranslator =>
   (translation, spec) => {
-    noOwnNamespace(translation, spec);
     podResource(translation, spec, 'resource');
     const manifestKeys = ['manifests', 'manifestFiles', 'manifestTemplates', 'kustomize', 'patchResources'];
     for (const key of ownManifests ? [] : manifestKeys) {
@@ -371,14 +354,12 @@ const podFromResource =
     const kept = dropIgnoredKeys(translation, spec, ['artifacts'], ['spec'], 'artifacts');
     // Garden's spec.cacheResult is tend's action-level cacheResult (set by the caller).
     delete kept.cacheResult;
-    delete kept.namespace;
     for (const key of ownManifests ? [] : manifestKeys) delete kept[key];
     return kept;
   };
 
 const kubernetesExec: SpecTranslator = (translation, spec) => {
-  noOwnNamespace(translation, spec);
-  const { target, namespace: _namespace, ...kept } = spec;
+  const { target, ...kept } = spec;
   if (target !== undefined && kept.resource === undefined) {
     kept.resource = target;
     translation.moved(['spec', 'resource'], ['spec', 'target']);

@@ -154,8 +154,8 @@ export function convertHelmModule(parts: ModuleParts): void {
     base,
     serviceResource,
     dependencies: (entryDependencies) => [...new Set([...builds, ...runtime(entryDependencies)])],
-    spec: chartKeys(false),
-    moves: chartMoves,
+    spec: { ...chartKeys(false), ...defined({ namespace: module.namespace }) },
+    moves: [...chartMoves, [['spec', 'namespace'], ['namespace']]],
     keepsDisabled: false,
   });
 }

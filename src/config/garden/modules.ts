@@ -414,6 +414,7 @@ function convertKubernetesModule(parts: ModuleParts): void {
         ...files,
         ...(spec.kustomize !== undefined ? { kustomize: spec.kustomize } : {}),
         ...(spec.manifests !== undefined ? { manifests: spec.manifests } : {}),
+        ...(spec.namespace !== undefined ? { namespace: spec.namespace } : {}),
       },
     },
     [

@@ -138,6 +138,16 @@ const PatchResource = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * Garden's `namespace` of a kubernetes or helm Deploy and a kubernetes-pod, helm-pod or
+ * kubernetes-exec Test or Run: tend deploys and runs in the environment's namespace, so it may
+ * name only that one (namespace-key.ts).
+ */
+const gardenNamespaceKey = Type.Optional(
+  namespaceName(
+    "Garden's key: the namespace the action deploys or runs in; tend deploys and runs in the environment's namespace, which it records and cleans up, so it may only name that one",
+  ),
+);
 export const KubernetesDeploySpec = Type.Object(
   {
     manifestFiles: Type.Optional(
@@ -168,11 +178,7 @@ export const KubernetesDeploySpec = Type.Object(
         description: 'patches applied to the manifests (of every source) whose kind and name they give',
       }),
     ),
-    namespace: Type.Optional(
-      namespaceName(
-        "Garden's key: the namespace objects without one of their own go to; tend deploys into the environment's namespace, so it may only name that one",
-      ),
-    ),
+    namespace: gardenNamespaceKey,
     overrideNamespace: Type.Optional(
       Type.Boolean({
         description:
@@ -296,6 +302,7 @@ export const KubernetesPodSpec = Type.Object(
       Type.Record(AnyKey(), Type.Unknown(), { description: 'the pod spec, as a manifest writes it' }),
     ),
     ...PodRunKeys,
+    namespace: gardenNamespaceKey,
     volumes: Type.Optional(ContainerVolumes),
     manifestFiles: podManifestSource('manifestFiles'),
     manifestTemplates: podManifestSource('manifestTemplates'),
@@ -360,6 +367,7 @@ export const HelmDeploySpec = Type.Object(
     ...HelmChartKeys,
     wait: Type.Optional(Type.Boolean({ description: 'wait until workloads are ready (default true)' })),
     timeout: Type.Optional(Seconds('seconds to wait until workloads are ready (default 300)')),
+    namespace: gardenNamespaceKey,
   },
   { additionalProperties: false },
 );
@@ -370,6 +378,7 @@ export const HelmPodSpec = Type.Object(
     ...HelmChartKeys,
     ...PodRunKeys,
     resource: Type.Optional(ManifestPodResource),
+    namespace: gardenNamespaceKey,
   },
   { additionalProperties: false },
 );
@@ -383,6 +392,7 @@ export const KubernetesExecSpec = Type.Object(
       description: 'the command run in a running pod of the resource (as `kubectl exec`)',
     }),
     timeout: Type.Optional(Seconds('seconds the command may run (default 600)')),
+    namespace: gardenNamespaceKey,
   },
   { additionalProperties: false },
 );

@@ -22,7 +22,7 @@ import {
 } from './client/index.js';
 import type { KubernetesDeploySpec } from './config.js';
 import { invalid, loadManifests, type Manifest } from './manifests.js';
-import { namespaceKeyRefusal } from './manifest-namespaces.js';
+import { assertNamespaceKey } from './namespace-key.js';
 import { objectOwners } from './memo.js';
 import { actionLabel } from './pods.js';
 import { clientFor } from './provider.js';
@@ -71,9 +71,7 @@ export async function prepare(
   action: ManifestsAction,
   manifests: Manifest[],
 ): Promise<KubeObject[]> {
-  if (action.spec.namespace !== undefined && action.spec.namespace !== namespace) {
-    throw invalid(action, namespaceKeyRefusal(action.spec.namespace, namespace));
-  }
+  assertNamespaceKey(action, namespace);
   const objects: KubeObject[] = [];
   const override = action.spec.overrideNamespace === true;
   const adopted = new Set(adoptedNamespaces(manifests).map((m) => m.object.metadata?.name));

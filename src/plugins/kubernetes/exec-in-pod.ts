@@ -11,6 +11,7 @@ import { clientFor } from './provider.js';
 import { outputTail } from './pods.js';
 import { runningPod } from './workload-pods.js';
 import { monotonicMs } from '../../monotonic.js';
+import { assertNamespaceKey } from './namespace-key.js';
 
 export async function run(
   ctx: PluginContext,
@@ -18,6 +19,7 @@ export async function run(
 ): Promise<RunResult> {
   const client = await clientFor(ctx);
   const namespace = client.settings.appNamespace;
+  assertNamespaceKey(action, namespace);
   const spec = action.spec;
   const timeoutMs = spec.timeout !== undefined ? spec.timeout * 1000 : (action.timeoutMs ?? 600_000);
   const { pod, container } = await runningPod(client, namespace, action, spec.resource);

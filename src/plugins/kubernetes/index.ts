@@ -14,6 +14,7 @@ import { withCleanupChecks } from '../../plugin/cleanup-wrap.js';
 import type {
   ActionHandlerParams,
   ActionTypeDefinition,
+  CheckActionParams,
   CleanupHandlers,
   LogsParams,
   PluginContext,
@@ -41,6 +42,9 @@ const logs = () => import('./logs.js');
 const pods = () => import('./run.js');
 const charts = () => import('./helm.js');
 const execs = () => import('./exec-in-pod.js');
+/** Garden's `namespace` key, of the types that have no other check (namespace-key.ts). */
+const namespaceKeyCheck = async (p: CheckActionParams) =>
+  (await import('./namespace-key.js')).checkNamespaceKey(p);
 const cleanup = () => import('./cleanup.js');
 
 type P<S> = ActionHandlerParams<S>;
@@ -108,12 +112,14 @@ const podType: ActionTypeDefinition = {
       handlers: podHandlers,
       versionInputs: async (p) => (await manifests()).versionInputs(p),
       templateFiles: async (p) => (await manifests()).templateFilesOf(p),
+      checkAction: namespaceKeyCheck,
     },
     Run: {
       specSchema: KubernetesPodSpec,
       handlers: podHandlers,
       versionInputs: async (p) => (await manifests()).versionInputs(p),
       templateFiles: async (p) => (await manifests()).templateFilesOf(p),
+      checkAction: namespaceKeyCheck,
     },
   },
 };
@@ -133,6 +139,7 @@ const helmType: ActionTypeDefinition = {
           (await deploys()).remove(ctx, p, (await charts()).loadChartManifests),
       },
       versionInputs: async (p) => (await charts()).versionInputs(p),
+      checkAction: namespaceKeyCheck,
     },
   },
 };
@@ -150,11 +157,13 @@ const helmPodType: ActionTypeDefinition = {
       specSchema: HelmPodSpec,
       handlers: helmPodHandlers,
       versionInputs: async (p) => (await charts()).versionInputs(p),
+      checkAction: namespaceKeyCheck,
     },
     Run: {
       specSchema: HelmPodSpec,
       handlers: helmPodHandlers,
       versionInputs: async (p) => (await charts()).versionInputs(p),
+      checkAction: namespaceKeyCheck,
     },
   },
 };
@@ -168,8 +177,8 @@ const execType: ActionTypeDefinition = {
   name: 'kubernetes-exec',
   description: 'a command run in a running pod of a workload (`resource`), as `kubectl exec` runs it',
   kinds: {
-    Test: { specSchema: KubernetesExecSpec, handlers: execHandlers },
-    Run: { specSchema: KubernetesExecSpec, handlers: execHandlers },
+    Test: { specSchema: KubernetesExecSpec, handlers: execHandlers, checkAction: namespaceKeyCheck },
+    Run: { specSchema: KubernetesExecSpec, handlers: execHandlers, checkAction: namespaceKeyCheck },
   },
 };
 

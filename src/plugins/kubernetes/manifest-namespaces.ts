@@ -5,7 +5,8 @@
  * namespace), and each object whose `metadata.namespace` is not the one tend deploys into. The
  * same exceptions as the deploy's: `overrideNamespace: true`, and a Namespace the kustomization
  * renders (adopted). The kinds known without a cluster are in src/cluster-scoped-kinds.ts; the
- * deploy asks the cluster about the rest. A namespace written as a template expression, and a file that cannot be read
+ * deploy asks the cluster about the rest. The Deploy's own `namespace` key is checked as every
+ * action's is (namespace-key.ts). A namespace written as a template expression, and a file that cannot be read
  * or parsed, are left to the deploy, which sees them resolved and reports them.
  */
 import { readFileSync } from 'node:fs';
@@ -14,10 +15,11 @@ import { LineCounter, parseAllDocuments } from 'yaml';
 import { clusterScopedKinds } from '../../cluster-scoped-kinds.js';
 import { TendError } from '../../errors.js';
 import type { ActionWarning, CheckActionParams } from '../../plugin/types.js';
-import { settingsOf, type KubernetesDeploySpec, type KubernetesProviderConfig } from './config.js';
+import type { KubernetesDeploySpec } from './config.js';
 import type { KubeObject } from './client/index.js';
 import { renderedDocuments, renderKustomization } from './kustomize.js';
 import { manifestFiles, templateFiles } from './manifests.js';
+import { appNamespaceOf, namespaceKeyProblems } from './namespace-key.js';
 
 /** An object as written, and where its namespace is. */
 interface Written {
@@ -29,26 +31,9 @@ interface Written {
   origin: string;
 }
 
-/** Why a Deploy's `namespace` (Garden's key) that is not the environment's cannot be: validate and deploy say it. */
-export function namespaceKeyRefusal(named: string, target: string): string {
-  return (
-    `namespace ${JSON.stringify(named)}: tend deploys into the environment's namespace ("${target}"), ` +
-    'which it records and cleans up; remove the key (objects without a namespace of their own go there)'
-  );
-}
-
-/** Garden's `namespace` key: only the environment's (a template expression is the deploy's to read). */
-function keyProblems(named: string | undefined, target: string): ActionWarning[] {
-  if (named === undefined || named === target || named.includes('${')) return [];
-  return [{ specPath: ['namespace'], message: namespaceKeyRefusal(named, target) }];
-}
-
 export async function namespaceProblems(params: CheckActionParams): Promise<ActionWarning[]> {
   const spec = params.spec as KubernetesDeploySpec;
-  const target = settingsOf(
-    params.providerConfig as KubernetesProviderConfig,
-    params.environment.namespace,
-  ).appNamespace;
+  const target = appNamespaceOf(params);
   const rendered = spec.kustomize ? await kustomizeObjects(params, spec) : [];
   // The namespaces the kustomization renders stand for the app namespace (deploy.ts adoptedNamespaces).
   const adopted = new Set(
@@ -81,7 +66,7 @@ export async function namespaceProblems(params: CheckActionParams): Promise<Acti
       },
     ];
   });
-  return [...keyProblems(spec.namespace, target), ...objectProblems];
+  return [...namespaceKeyProblems(spec.namespace, target), ...objectProblems];
 }
 
 /** The literal namespace of an object, if it sets one (a template expression is the deploy's to read). */

@@ -30,6 +30,7 @@ import {
   type PodSpecObject,
 } from './workload-pods.js';
 import { monotonicMs } from '../../monotonic.js';
+import { assertNamespaceKey } from './namespace-key.js';
 
 export async function getResult(
   ctx: PluginContext,
@@ -132,6 +133,7 @@ export async function run(
 ): Promise<RunResult> {
   const client = await clientFor(ctx);
   const namespace = client.settings.appNamespace;
+  assertNamespaceKey(action, namespace);
   const spec = action.spec;
   const timeoutMs = spec.timeout !== undefined ? spec.timeout * 1000 : (action.timeoutMs ?? 600_000);
   await client.namespaces.ensure(namespace);

@@ -2,15 +2,12 @@
  * Manifests as projects ship them, with Garden's semantics, against kube-sim: a shell script in a
  * ConfigMap (`echo "${HOME}"`, `${BACKUP_EXIT:-0}`) deploys as written from `manifestFiles` and
  * from a kustomization; `manifestTemplates` and `files` resolve their template expressions; and
- * kustomize runs once per command. A Deploy's `namespace` (Garden's key) is taken when it is the
- * environment's, and refused at its line otherwise.
+ * kustomize runs once per command.
  */
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { validateCommand } from '../../../src/commands/validate.js';
-import type { TendError } from '../../../src/errors.js';
 import { makeProject, removeProjects } from '../../helpers/project.js';
 import { configMapData, execute, projectYaml, startSim, type SimHandle } from './helpers.js';
 
@@ -79,61 +76,6 @@ data: { project: "\${project.name}" }
       'backup.sh': script,
     });
     expect(await configMapData(h.kubeconfig, namespace, 'older-name')).toEqual({ project: 'shop' });
-  });
-
-  it("a Deploy's namespace (Garden's key) deploys when it is the environment's, and is refused at its line otherwise", async () => {
-    const gardenDeploy = (namespace: string) => `kind: Deploy
-type: kubernetes
-name: app
-spec:
-  namespace: ${namespace}
-  manifests:
-    - apiVersion: v1
-      kind: ConfigMap
-      metadata: { name: here }
-      data: { a: "1" }
-`;
-    const project = (namespace: string) =>
-      makeProject({
-        'tend.yml': projectYaml({ registry: h.sim.registryHost, namespace: 'gm-ns' }),
-        'app/garden.yml': gardenDeploy(namespace),
-      });
-    const namespaceNotes = async (root: string) =>
-      ((await validateCommand({ root, var: [] })).data.notes ?? []).filter((n) =>
-        n.message.includes('namespace "'),
-      );
-
-    const same = project('${environment.namespace}');
-    expect(await namespaceNotes(same)).toEqual([]);
-    expect((await execute('deploy', same)).data.actions.map((a) => [a.ref, a.state])).toEqual([
-      ['deploy.app', 'ready'],
-    ]);
-    expect(await configMapData(h.kubeconfig, 'gm-ns', 'here')).toEqual({ a: '1' });
-
-    const refusal =
-      'namespace "elsewhere": tend deploys into the environment\'s namespace ("gm-ns"), which it records and ' +
-      'cleans up; remove the key (objects without a namespace of their own go there)';
-    const other = project('elsewhere');
-    expect(await namespaceNotes(other)).toEqual([
-      expect.objectContaining({ message: `deploy.app: ${refusal}`, file: 'app/garden.yml', line: 5 }),
-    ]);
-    const refused = await execute('deploy', other);
-    expect(refused.exitCode).not.toBe(0);
-    expect(refused.data.actions[0]!.error?.message).toContain(refusal);
-
-    // Not a namespace name at all (a NUL, a lone surrogate, too long): an error at its line.
-    for (const hostile of ['"bad\\u0000ns"', '"x\\ud800"', 'a'.repeat(64)]) {
-      const error = await validateCommand({ root: project(hostile), var: [] }).then(
-        () => undefined,
-        (caught: TendError) => caught,
-      );
-      expect(error?.detail?.errors).toEqual([
-        expect.objectContaining({
-          message: expect.stringMatching(/^invalid value for spec\.namespace: expected/),
-          location: expect.objectContaining({ file: 'app/garden.yml', line: 5 }),
-        }),
-      ]);
-    }
   });
 
   describe('kustomize runs once per command', () => {
