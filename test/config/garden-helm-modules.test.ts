@@ -57,6 +57,21 @@ tests:
 `;
 
 describe('helm modules', () => {
+  it("the module's namespace is its Deploy's and its tests' (the kubernetes plugin checks it names the environment's)", async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'web/garden.yml': webModules.replace('chartPath: ./chart\n', 'chartPath: ./chart\nnamespace: web-ns\n'),
+      'web/Dockerfile': 'FROM nginx\n',
+      'web/chart/Chart.yaml': 'apiVersion: v2\nname: web\nversion: 0.1.0\n',
+    });
+    const loaded = await load(root);
+    expect(loaded.actions.map((a) => [a.ref, (a.spec as { namespace?: string }).namespace])).toEqual([
+      ['build.web-image', undefined],
+      ['deploy.web', 'web-ns'],
+      ['test.web-smoke', 'web-ns'],
+    ]);
+  });
+
   it('a local chart: a helm Deploy depending on the container module of serviceResource; tests are helm-pod Tests', async () => {
     const root = makeProject({
       'project.garden.yml': gardenProject,
