@@ -10,6 +10,7 @@ export default tseslint.config(
       'test-output/**',
       'examples/**/node_modules/**',
       'test/fixtures/garden-examples/**',
+      'test/fixtures/garden-e2e/**',
     ],
   },
   js.configs.recommended,

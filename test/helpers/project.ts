@@ -38,11 +38,17 @@ export function copyExample(name: string, options: { dependencies?: boolean } = 
   return dir;
 }
 
-/** A copy of Garden's example test/fixtures/garden-examples/<name> (tend keeps its state, .tend/, in the project). */
-export function copyGardenExample(name: string): string {
+/**
+ * A copy of a Garden project of test/fixtures: `garden-examples/<name>` (Garden's examples) or
+ * `garden-e2e/<name>` (its end-to-end test projects). tend keeps its state, .tend/, in the project.
+ */
+export function copyGardenExample(
+  name: string,
+  set: 'garden-examples' | 'garden-e2e' = 'garden-examples',
+): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), `tend-garden-${name}-`));
   created.push(dir);
-  cpSync(path.join(repoRoot, 'test', 'fixtures', 'garden-examples', name), dir, { recursive: true });
+  cpSync(path.join(repoRoot, 'test', 'fixtures', set, name), dir, { recursive: true });
   return dir;
 }
 

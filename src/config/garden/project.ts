@@ -47,12 +47,20 @@ const unsupportedProviders: Record<string, string> = {
   pulumi: 'run pulumi from an exec Run action (`command: [pulumi, up, --yes]`)',
   jib: 'build the image with a container Build (a Dockerfile) or an exec Build running jib',
   'ephemeral-kubernetes': 'use the kubernetes provider with a cluster of your own',
-  'otel-collector': 'remove it: tend records its own events (tend events)',
   conftest: 'run conftest from an exec Test action',
   'conftest-container': 'run conftest from an exec Test action',
   'conftest-kubernetes': 'run conftest from an exec Test action',
   hadolint: 'run hadolint from an exec Test action',
-  octant: 'remove it',
+};
+
+/**
+ * Garden providers that watch a run and change nothing it deploys (a trace exporter, a dashboard):
+ * left out with a note, so that a project using them runs as it is.
+ */
+const observingProviders: Record<string, string> = {
+  'otel-collector':
+    "provider otel-collector: tend exports no OpenTelemetry traces; a run's events are in `tend events` and the server; entry ignored",
+  octant: 'provider octant: a dashboard of the cluster, which tend does not start; entry ignored',
 };
 
 function translateProvider(
@@ -141,6 +149,11 @@ function translateProvider(
       kept.defaultHostname = `${projectName}.local.demo.garden`;
     }
     return { entry: { ...kept, name: 'kubernetes' }, name: 'kubernetes' };
+  }
+  const observing = observingProviders[name];
+  if (observing !== undefined) {
+    translation.note([...at, 'name'], observing);
+    return undefined;
   }
   const instead = unsupportedProviders[name];
   const message =

@@ -368,5 +368,23 @@ function renderModule(
       value[key] = item;
     }
   }
-  return { value, list: 'modules', index, baseDir: movedBy(value, renderDir), rendered };
+  const baseDir = movedBy(value, renderDir);
+  generatedFromTemplate(value, template.dir, baseDir);
+  return { value, list: 'modules', index, baseDir, rendered };
+}
+
+/**
+ * A rendered module's `generateFiles` sources are read beside the template's file, not the module
+ * (Garden's `sourcePath`: "relative to the ModuleTemplate configuration file if one is being
+ * applied"): each is rewritten relative to the module's directory.
+ */
+function generatedFromTemplate(value: GardenRecord, templateDir: string, baseDir: string): void {
+  if (!Array.isArray(value.generateFiles)) return;
+  value.generateFiles = value.generateFiles.map((entry: unknown) => {
+    if (!isRecord(entry) || typeof entry.sourcePath !== 'string') return entry;
+    const source = entry.sourcePath;
+    if (source.includes('${') || path.isAbsolute(source)) return entry;
+    const relative = path.relative(baseDir, path.resolve(templateDir, source));
+    return { ...entry, sourcePath: relative.split(path.sep).join(path.posix.sep) };
+  });
 }
