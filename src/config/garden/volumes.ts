@@ -75,13 +75,8 @@ export function volumeDeploySpec(
     type === 'persistentvolumeclaim'
       ? (['PersistentVolumeClaim', 'spec'] as const)
       : (['ConfigMap', 'data'] as const);
-  const { namespace, [key]: body, ...rest } = spec;
-  if (namespace !== undefined) {
-    translation.unsupported(
-      ['spec', 'namespace'],
-      `namespace: tend deploys the ${kind} into the environment's namespace, where the workloads that mount it run; remove it`,
-    );
-  }
+  // `namespace` goes on as the kubernetes Deploy's, which names only the environment's namespace.
+  const { [key]: body, ...rest } = spec;
   if (!isRecord(body)) {
     translation.unsupported(['spec', key], `spec.${key}: the ${kind}'s ${key}, a mapping, is required`);
   }

@@ -1,5 +1,6 @@
 /**
- * Garden's `namespace` key, against kube-sim: on a kubernetes or helm Deploy, a kubernetes-pod,
+ * Garden's `namespace` key, against kube-sim: on a kubernetes or helm Deploy (and a configmap
+ * Deploy, which is a kubernetes Deploy of one ConfigMap), a kubernetes-pod,
  * helm-pod or kubernetes-exec Test or Run, and a 0.12 kubernetes module (its Deploy, tasks and
  * tests inherit it). Naming the environment's namespace, the action deploys or runs there; naming
  * another, `tend validate` notes it at its line and the deploy or run refuses it — nothing is
@@ -107,6 +108,39 @@ spec:
         }),
       ]);
     }
+  });
+
+  it("a configmap Deploy's (Garden 0.13) is its kubernetes Deploy's", async () => {
+    const project = (namespace: string) =>
+      makeProject({
+        'tend.yml': projectYaml({ registry: h.sim.registryHost, namespace: 'nk-volume' }),
+        'app/garden.yml': `kind: Deploy
+type: configmap
+name: settings
+spec:
+  namespace: ${namespace}
+  data: { a: "1" }
+`,
+      });
+    const same = project('${environment.namespace}');
+    expect(await namespaceNotes(same)).toEqual([]);
+    expect((await execute('deploy', same)).data.actions.map((a) => [a.ref, a.state])).toEqual([
+      ['deploy.settings', 'ready'],
+    ]);
+    expect(await configMapData(h.kubeconfig, 'nk-volume', 'settings')).toEqual({ a: '1' });
+
+    const other = project('nk-volume-elsewhere');
+    expect(await namespaceNotes(other)).toEqual([
+      {
+        message: `deploy.settings: ${refusal('nk-volume-elsewhere', 'nk-volume')}`,
+        file: 'app/garden.yml',
+        line: 5,
+      },
+    ]);
+    expect((await execute('deploy', other)).data.actions[0]!.error?.message).toContain(
+      refusal('nk-volume-elsewhere', 'nk-volume'),
+    );
+    expect(await clusterNamespaces()).not.toContain('nk-volume-elsewhere');
   });
 
   it("a kubernetes-pod's and a kubernetes-exec's run when it is the environment's, and are refused otherwise", async () => {

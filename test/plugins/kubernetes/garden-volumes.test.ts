@@ -313,9 +313,6 @@ spec:
 `,
     });
     expect(await validateErrors(refused)).toEqual([
-      expect.stringMatching(
-        /^garden\.yml:5 TEND_CONFIG_UNSUPPORTED namespace: tend deploys the PersistentVolumeClaim into the environment's namespace/,
-      ),
       'garden.yml:20 TEND_CONFIG_UNSUPPORTED deploy.web mounts deploy.claim but does not depend on it; add it to dependencies (Garden requires it too)',
       'garden.yml:21 TEND_CONFIG_UNSUPPORTED deploy.api is not a persistentvolumeclaim or configmap Deploy, the only actions a volume mounts (as in Garden)',
       'garden.yml:22 TEND_CONFIG_UNSUPPORTED a volume has hostPath or action, not both (as in Garden); remove one',
