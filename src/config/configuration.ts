@@ -21,7 +21,7 @@ import {
   resolveProviderConfig,
   type SelectedEnvironment,
 } from './environment.js';
-import type { ActionConfig, ProjectConfig, ProviderEntry } from './project.js';
+import { formatLocation, type ActionConfig, type ProjectConfig, type ProviderEntry } from './project.js';
 import type { ConfigNote } from './read-documents.js';
 import { actionTypeIndex } from './schema.js';
 import {
@@ -140,6 +140,32 @@ export class Configuration {
     return found.flat();
   }
 
+  /**
+   * The enabled actions whose type's provider the environment does not use: its entries are all
+   * limited to other environments (a provider listed nowhere is read-config's to say). Running
+   * such an action fails; Garden refuses it when it builds the graph.
+   */
+  private providerlessActions(): ConfigProblem[] {
+    const used = new Set(this.providers.map((entry) => entry.name));
+    return this.actions.flatMap((action) => {
+      const plugin = this.actionPlugin(action)?.name;
+      const entries = this.project.providers.filter((entry) => entry.name === plugin);
+      if (plugin === undefined || used.has(plugin) || entries.length === 0) return [];
+      const where = entries.map(
+        (entry) => `${formatLocation(entry.location)} for ${entry.environments!.join(', ')}`,
+      );
+      return [
+        {
+          code: 'TEND_PROVIDER_NOT_FOUND' as const,
+          message:
+            `action type "${action.type}" comes from provider "${plugin}", which environment "${this.environment.name}" does not use: ` +
+            `its entries are limited to other environments (${where.join('; ')}); add this environment to one, or limit the action with environments:`,
+          location: action.locate(['type']),
+        },
+      ];
+    });
+  }
+
   /** The value of one template expression (`var.x`) in the environment's context. */
   resolveExpression(expression: string): unknown {
     return resolveTemplates(`\${${expression}}`, this.templateContext, () => this.project.location);
@@ -187,7 +213,11 @@ export class Configuration {
     const problems = [...specProblems, ...files.flatMap((f) => f.problems)];
     notes.push(...files.flatMap((f) => f.notes));
     const environment = { name: this.environment.name, namespace: this.environment.namespace };
-    problems.push(...(await this.providerProblems(environment)), ...otherProblems);
+    problems.push(
+      ...(await this.providerProblems(environment)),
+      ...this.providerlessActions(),
+      ...otherProblems,
+    );
     if (problems.length > 0) throw configError(sortProblems(problems));
     const warnings = await Promise.all(
       checked.map(({ action, spec }) =>

@@ -7,6 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { providersOf } from '../../src/config/environment.js';
 import { configure, loadProjectConfig } from '../../src/config/pipeline.js';
 import { validateCommand } from '../../src/commands/validate.js';
 import type { TendError } from '../../src/errors.js';
@@ -443,6 +444,13 @@ providers:
     const validated = await validateCommand({ root, var: [] });
     expect(validated.exitCode).toBe(0);
     expect(validated.data.actions.map((a) => a.ref)).toEqual(['run.hello']);
+    // Garden loads exec in every environment: the entry limited to staging leaves local its default.
+    expect(loaded.project!.providers.map((p) => [p.name, p.environments])).toEqual([
+      ['kubernetes', undefined],
+      ['exec', ['staging']],
+      ['exec', ['local']],
+    ]);
+    expect(providersOf(loaded.project!, 'local').map((p) => p.name)).toEqual(['kubernetes', 'exec']);
 
     const tendProject = makeProject({
       'tend.yml': 'kind: Project\nname: shop\nenvironments: [{ name: local }]\nproviders: [{ name: exec }]\n',

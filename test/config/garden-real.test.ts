@@ -223,3 +223,51 @@ spec:
     ]);
   });
 });
+
+describe('an environment whose providers leave out an action type (garden-io/quickstart-example --env no-k8s)', () => {
+  it("is validate's error at the action's type, naming the entries and their environments; the other environment validates", async () => {
+    const root = makeProject({
+      'project.garden.yml': `apiVersion: garden.io/v1
+kind: Project
+name: quick
+environments:
+  - name: local
+  - name: no-k8s
+providers:
+  - name: local-kubernetes
+    environments: [local]
+`,
+      'api/garden.yml': `kind: Build
+type: container
+name: api
+---
+kind: Deploy
+type: container
+name: api
+build: api
+spec: { image: nginx }
+---
+${execRun}`,
+      'api/Dockerfile': 'FROM nginx\n',
+    });
+    expect((await validateCommand({ root, var: [], env: 'local' })).exitCode).toBe(0);
+    const error = await validateCommand({ root, var: [], env: 'no-k8s' }).then(
+      () => undefined,
+      (caught: TendError) => caught,
+    );
+    const errors = (error?.detail?.errors ?? []) as {
+      code: string;
+      message: string;
+      location: { file: string; line: number };
+    }[];
+    const entry = 'project.garden.yml:8:5 for local';
+    expect(errors.map((e) => `${e.code} ${e.location.file}:${e.location.line} ${e.message}`)).toEqual(
+      [2, 6].map(
+        (line) =>
+          `TEND_PROVIDER_NOT_FOUND api/garden.yml:${line} action type "container" comes from provider "kubernetes", ` +
+          `which environment "no-k8s" does not use: its entries are limited to other environments (${entry}); ` +
+          'add this environment to one, or limit the action with environments:',
+      ),
+    );
+  });
+});

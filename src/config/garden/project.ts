@@ -317,7 +317,6 @@ export function translateGardenProject(value: GardenRecord, translation: Transla
     );
   }
   const providers: GardenRecord[] = [];
-  const names = new Set<string>();
   for (const { entry, at } of providerEntries(translation, value)) {
     const notesBefore = translation.notes.length;
     const translated = translateProvider(translation, entry, at, kept.name);
@@ -328,13 +327,28 @@ export function translateGardenProject(value: GardenRecord, translation: Transla
     if (!translated) continue;
     translation.moved(['providers', providers.length], at);
     providers.push(translated.entry);
-    names.add(translated.name);
   }
-  // Garden loads its exec provider whatever the project lists.
-  if (!names.has('exec')) {
+  const exec = execEverywhere(providers, kept.environments);
+  if (exec) {
     translation.moved(['providers', providers.length], ['kind']);
-    providers.push({ name: 'exec' });
+    providers.push(exec);
   }
   kept.providers = providers;
   return kept;
+}
+
+/**
+ * Garden loads its exec provider in every environment, whatever the project lists: the entry for
+ * the environments no exec entry covers (an entry limited to some leaves the others), if any.
+ */
+function execEverywhere(providers: readonly GardenRecord[], environments: unknown): GardenRecord | undefined {
+  const entries = providers.filter((p) => p.name === 'exec');
+  if (entries.length === 0) return { name: 'exec' };
+  if (entries.some((p) => !Array.isArray(p.environments))) return undefined;
+  const covered = new Set(entries.flatMap((p) => (p.environments as unknown[]).map(String)));
+  const names = (Array.isArray(environments) ? environments : []).flatMap((e) =>
+    isRecord(e) && typeof e.name === 'string' ? [e.name] : [],
+  );
+  const left = names.filter((name) => !covered.has(name));
+  return left.length > 0 ? { name: 'exec', environments: left } : undefined;
 }
