@@ -2,13 +2,14 @@
  * What real Garden projects (public repositories, not Garden's examples) write and tend reads:
  * each case a minimal reproduction of a project's shape, checked against what Garden does with it.
  */
+import { userInfo } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadProjectConfig } from '../../src/config/pipeline.js';
 import { validateCommand } from '../../src/commands/validate.js';
 import { providersOf } from '../../src/config/environment.js';
 import type { TendError } from '../../src/errors.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';
-import { makeProject, removeProjects } from '../helpers/project.js';
+import { makeProject, removeProjects, runTend } from '../helpers/project.js';
 
 afterEach(removeProjects);
 
@@ -269,5 +270,60 @@ ${execRun}`,
           'add this environment to one, or limit the action with environments:',
       ),
     );
+  });
+});
+
+describe("Garden's kubernetes provider namespace (erauner12/homelab-garden: defaultNamespace demo)", () => {
+  it('is <project>-<environment namespace> where the environment sets defaultNamespace and the entry names none', async () => {
+    const root = makeProject({
+      'project.garden.yml': `apiVersion: garden.io/v1
+kind: Project
+name: homelab
+environments:
+  - name: demo
+    defaultNamespace: demo
+  - name: shared
+    defaultNamespace: default
+  - name: mine
+providers:
+  - name: local-kubernetes
+`,
+      'garden.yml': execRun,
+    });
+    // The namespace objects go to, as validate's header names it.
+    const namespaceIn = async (env: string) => {
+      const validated = await runTend(['validate', '--env', env], { cwd: root });
+      expect(validated.code, validated.stderr).toBe(0);
+      return /, (namespace [^,]*),/.exec(validated.stdout.split('\n')[0]!)?.[1];
+    };
+    expect(await namespaceIn('demo')).toBe(
+      "namespace homelab-demo (provider kubernetes's namespace; the environment's is demo)",
+    );
+    // Garden's `default` is a namespace of the project's own here, as in Garden.
+    expect(await namespaceIn('shared')).toBe(
+      "namespace homelab-default (provider kubernetes's namespace; the environment's is default)",
+    );
+    // Without defaultNamespace: tend's per-developer namespace, where Garden's is homelab-default.
+    expect(await namespaceIn('mine')).toBe(`namespace homelab-${userInfo().username.toLowerCase()}`);
+    // One entry for the environments with a namespace of their own, one for the other.
+    const { project } = await load(root);
+    expect(project!.providers.map((p) => [p.name, p.environments, p.config.namespace])).toEqual([
+      ['kubernetes', ['demo', 'shared'], '${project.name}-${environment.namespace}'],
+      ['kubernetes', ['mine'], undefined],
+      ['exec', undefined, undefined],
+    ]);
+
+    // An entry naming its namespace keeps it.
+    const named = makeProject({
+      'project.garden.yml': `apiVersion: garden.io/v1
+kind: Project
+name: homelab
+environments: [{ name: demo, defaultNamespace: demo }]
+providers: [{ name: local-kubernetes, namespace: "\${environment.namespace}" }]
+`,
+      'garden.yml': execRun,
+    });
+    const validated = await runTend(['validate'], { cwd: named });
+    expect(validated.stdout.split('\n')[0]).toContain(', namespace demo, ');
   });
 });

@@ -317,6 +317,7 @@ export function translateGardenProject(value: GardenRecord, translation: Transla
     );
   }
   const providers: GardenRecord[] = [];
+  const namespaced = environmentsWithNamespace(kept.environments);
   for (const { entry, at } of providerEntries(translation, value)) {
     const notesBefore = translation.notes.length;
     const translated = translateProvider(translation, entry, at, kept.name);
@@ -325,8 +326,10 @@ export function translateGardenProject(value: GardenRecord, translation: Transla
       isRecord(entry) && Array.isArray(entry.environments) ? entry.environments.map(String) : undefined;
     if (only) for (const note of translation.notes.slice(notesBefore)) note.environments = only;
     if (!translated) continue;
-    translation.moved(['providers', providers.length], at);
-    providers.push(translated.entry);
+    for (const split of withGardenNamespace(translated.entry, namespaced)) {
+      translation.moved(['providers', providers.length], at);
+      providers.push(split);
+    }
   }
   const exec = execEverywhere(providers, kept.environments);
   if (exec) {
@@ -335,6 +338,43 @@ export function translateGardenProject(value: GardenRecord, translation: Transla
   }
   kept.providers = providers;
   return kept;
+}
+
+/** The names of a Garden project's environments, and of those that set `defaultNamespace`. */
+function environmentsWithNamespace(environments: unknown): { all: string[]; own: ReadonlySet<string> } {
+  const named = (Array.isArray(environments) ? environments : []).filter(
+    (e): e is GardenRecord => isRecord(e) && typeof e.name === 'string',
+  );
+  return {
+    all: named.map((e) => e.name as string),
+    own: new Set(named.filter((e) => e.defaultNamespace !== undefined).map((e) => e.name as string)),
+  };
+}
+
+/**
+ * Garden's kubernetes provider deploys into `<project>-<environment namespace>` unless its entry
+ * names a namespace (core/src/plugins/kubernetes/kubernetes.ts, configureProvider): so does
+ * tend's, in the environments that set `defaultNamespace`. In one without it, Garden's would be
+ * `<project>-default` for every developer; tend keeps its per-developer `<project>-<user>`. An entry
+ * used in both kinds of environment is two, one for each.
+ */
+function withGardenNamespace(
+  entry: GardenRecord,
+  environments: { all: readonly string[]; own: ReadonlySet<string> },
+): GardenRecord[] {
+  if (entry.name !== 'kubernetes' || entry.namespace !== undefined || environments.own.size === 0)
+    return [entry];
+  const limited = Array.isArray(entry.environments);
+  const used = limited ? (entry.environments as unknown[]).map(String) : environments.all;
+  const own = used.filter((name) => environments.own.has(name));
+  const others = used.filter((name) => !environments.own.has(name));
+  const prefixed = { ...entry, namespace: '${project.name}-${environment.namespace}' };
+  if (own.length === 0) return [entry];
+  if (others.length === 0) return [prefixed];
+  return [
+    { ...prefixed, environments: own },
+    { ...entry, environments: others },
+  ];
 }
 
 /**

@@ -276,6 +276,7 @@ name: ${namespace}
 environments: [{ name: dev, defaultNamespace: ${namespace} }]
 providers:
   - name: local-kubernetes
+    namespace: \${environment.namespace}
     defaultHostname: apps.example.test
     ingressClass: nginx
 `,

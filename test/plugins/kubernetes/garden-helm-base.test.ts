@@ -55,7 +55,7 @@ EOF
 const project = `kind: Project
 name: helm-base
 environments: [{ name: dev, defaultNamespace: helm-base }]
-providers: [{ name: local-kubernetes }]
+providers: [{ name: local-kubernetes, namespace: "\${environment.namespace}" }]
 `;
 
 const baseModule = `kind: Module

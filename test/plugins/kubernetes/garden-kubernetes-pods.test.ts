@@ -74,7 +74,7 @@ describe('a 0.12 kubernetes module with tasks and tests', () => {
     'project.garden.yml': `kind: Project
 name: k8s-module-tasks
 environments: [{ name: dev, defaultNamespace: k8s-module-tasks }]
-providers: [{ name: local-kubernetes }]
+providers: [{ name: local-kubernetes, namespace: "\${environment.namespace}" }]
 variables: { tag: "1.2" }
 `,
     'api/garden.yml': `kind: Module
@@ -143,7 +143,7 @@ tests:
 kind: Project
 name: k8s-pod-missing
 environments: [{ name: dev, defaultNamespace: k8s-pod-missing }]
-providers: [{ name: local-kubernetes }]
+providers: [{ name: local-kubernetes, namespace: "\${environment.namespace}" }]
 `,
       'garden.yml': `kind: Run
 type: kubernetes-pod
@@ -167,7 +167,7 @@ spec:
 kind: Project
 name: k8s-pod-kind
 environments: [{ name: dev, defaultNamespace: k8s-pod-kind }]
-providers: [{ name: local-kubernetes }]
+providers: [{ name: local-kubernetes, namespace: "\${environment.namespace}" }]
 `,
       'garden.yml': `kind: Run
 type: kubernetes-pod
@@ -248,7 +248,7 @@ describe("a container Run's env", () => {
       'project.garden.yml': `kind: Project
 name: pod-secret-env
 environments: [{ name: dev, defaultNamespace: pod-secret-env }]
-providers: [{ name: local-kubernetes }]
+providers: [{ name: local-kubernetes, namespace: "\${environment.namespace}" }]
 variables:
   gitEnv:
     GIT_USERNAME: { secretRef: { name: git-credentials, key: username } }

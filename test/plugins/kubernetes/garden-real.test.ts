@@ -25,6 +25,7 @@ environments:
 providers:
   - name: local-kubernetes
     context: kube-sim
+    namespace: \${environment.namespace}
 ${extra}`;
 
 const configMap = (name: string, data: string) => `apiVersion: v1
@@ -269,7 +270,7 @@ spec:
     const refused = await runTend(['validate'], { cwd: bad });
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain(
-      'project.garden.yml:12:7: deploymentRegistry.port "abc" is not a port number (1 to 65535)',
+      'project.garden.yml:13:7: deploymentRegistry.port "abc" is not a port number (1 to 65535)',
     );
     // A namespace left a placeholder is said in words.
     const placeholder = makeProject({

@@ -58,6 +58,7 @@ variables:
   greeting: hello
 providers:
   - name: local-kubernetes
+    namespace: \${environment.namespace}
 `;
 
 /** A Deployment manifest of one container, `app` for its name. */
@@ -360,8 +361,8 @@ template: t
       'project.garden.yml': project('modtpl')
         .replace('garden.io/v2', 'garden.io/v1')
         .replace(
-          '  - name: local-kubernetes\n',
-          `  - name: local-kubernetes\n    deploymentRegistry: { hostname: ${h.sim.registryHost}, namespace: modtpl }\n`,
+          '  - name: local-kubernetes\n    namespace: ${environment.namespace}\n',
+          `  - name: local-kubernetes\n    namespace: \${environment.namespace}\n    deploymentRegistry: { hostname: ${h.sim.registryHost}, namespace: modtpl }\n`,
         ),
       // As pdelanauze/grpc-web-k8s-envoy-garden-sample and Garden issue 3091's repro write them.
       'templates/garden.yml': `kind: ModuleTemplate

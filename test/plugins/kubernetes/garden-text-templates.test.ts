@@ -267,7 +267,7 @@ generateFiles:
 kind: Project
 name: files-partial
 environments: [{ name: local, defaultNamespace: gtt-partial-${apiVersion}-${key.length} }]
-providers: [{ name: local-kubernetes, context: kube-sim }]
+providers: [{ name: local-kubernetes, context: kube-sim, namespace: "\${environment.namespace}" }]
 variables: { greeting: hi }
 ---
 kind: Deploy
@@ -426,6 +426,7 @@ environments:
 providers:
   - name: local-kubernetes
     context: kube-sim
+    namespace: \${environment.namespace}
 ---
 kind: ConfigTemplate
 name: greeter

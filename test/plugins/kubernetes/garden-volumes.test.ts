@@ -87,7 +87,7 @@ const gardenProject = (namespace: string) => `apiVersion: garden.io/v1
 kind: Project
 name: ${namespace}
 environments: [{ name: dev, defaultNamespace: ${namespace} }]
-providers: [{ name: local-kubernetes }]
+providers: [{ name: local-kubernetes, namespace: "\${environment.namespace}" }]
 variables: { storage: 1Gi }
 `;
 

@@ -76,17 +76,18 @@ describe('validate: an app namespace the kubernetes provider refuses', () => {
   });
 
   it('a Garden project unmodified: validate and deploy both exit 2 with the file:line and the same words', async () => {
+    // Its provider deploys into the environment's namespace itself (Garden's default would be shop-default).
     const root = makeProject({
       'project.garden.yml':
         'apiVersion: garden.io/v2\nkind: Project\nname: shop\n' +
         'environments:\n  - name: local\n    defaultNamespace: default\n' +
-        'providers:\n  - name: local-kubernetes\n',
+        'providers:\n  - name: local-kubernetes\n    namespace: ${environment.namespace}\n',
       'app/garden.yml': 'kind: Deploy\ntype: kubernetes\nname: app\nspec:\n  manifests: []\n',
     });
     const validated = await runTend(['validate'], { cwd: root });
     expect(validated.code, validated.stderr).toBe(2);
     const words = `the app namespace "default" of environment local may not be a Kubernetes system namespace; ${ways}`;
-    expect(validated.stderr).toContain(`project.garden.yml:6:23`);
+    expect(validated.stderr).toContain(`project.garden.yml:9:16`);
     expect(validated.stderr).toContain(words);
     const deployed = await runTend(['deploy'], { cwd: root, env: { KUBECONFIG: '/nonexistent' } });
     expect(deployed.code, deployed.stderr).toBe(2);
