@@ -477,6 +477,24 @@ ${extra}`;
     const [api] = (await load(root)).actions;
     expect(api!.spec).toEqual({ extraFlags: ['--opt', 'build-arg:MODE=ci'] });
 
+    // As demokratie-live/democracy-development's 23 Builds (Garden's default local-docker mode):
+    // docker's --load and --push are left out with a note at their line; the others go on.
+    const docker = makeProject({
+      'project.garden.yml': gardenProject,
+      'api/garden.yml':
+        'kind: Build\ntype: container\nname: api\nspec:\n  extraFlags:\n    - --load\n    - --no-cache\n    - --push\n',
+      'api/Dockerfile': 'FROM scratch\n',
+    });
+    const loaded = await load(docker);
+    expect(loaded.actions[0]!.spec).toEqual({ extraFlags: ['--no-cache'] });
+    expect(loaded.notes.map((n) => `${n.location.file}:${n.location.line} ${n.message}`)).toEqual(
+      ['--load', '--push'].map(
+        (flag, i) =>
+          `api/garden.yml:${6 + 2 * i} extraFlags ${flag}: docker's flag for where the image goes; tend builds in the ` +
+          'cluster and pushes the image to the registry; ignored',
+      ),
+    );
+
     const withSecrets = makeProject({
       'project.garden.yml': gardenProject,
       'api/garden.yml': build('  secrets:\n    token: abc\n'),

@@ -154,8 +154,28 @@ const containerBuild: SpecTranslator = (translation, { secrets, ...spec }) => {
   if (isRecord(kept.buildArgs)) {
     kept.buildArgs = Object.fromEntries(Object.entries(kept.buildArgs).map(([k, v]) => [k, String(v)]));
   }
+  if (Array.isArray(kept.extraFlags))
+    kept.extraFlags = withoutDockerOutputFlags(translation, kept.extraFlags);
   return kept;
 };
+
+/**
+ * Docker's flags for where a built image goes (`--load` into the local Docker, `--push`), written
+ * for Garden's local-docker build mode: tend builds in the cluster and always pushes the image to
+ * the registry, and its builders refuse them (buildctl: "flag provided but not defined").
+ */
+const dockerOutputFlags = new Set(['--load', '--push']);
+
+function withoutDockerOutputFlags(translation: Translation, flags: unknown[]): unknown[] {
+  return flags.filter((flag, i) => {
+    if (typeof flag !== 'string' || !dockerOutputFlags.has(flag)) return true;
+    translation.note(
+      ['spec', 'extraFlags', i],
+      `extraFlags ${flag}: docker's flag for where the image goes; tend builds in the cluster and pushes the image to the registry; ignored`,
+    );
+    return false;
+  });
+}
 
 /**
  * The spec keys of Garden's container Run and Test (docs/reference/action-types/Run/container.md,
