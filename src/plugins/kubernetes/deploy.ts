@@ -169,6 +169,46 @@ export async function remove<S extends DeploySpec>(
  * Applies the Deploy's objects into the app namespace (recorded by the client as every call is),
  * then waits for its workloads unless the spec says `wait: false`. `outputs` go beside `namespace`.
  */
+/**
+ * Helm's install order of the namespaced kinds (pkg/releaseutil/kind_sorter.go): what a pod reads —
+ * its ServiceAccount, Secrets, ConfigMaps, claims — exists before the workloads that start pods;
+ * other kinds after them, each kind in the order written. A manifest listing its Deployment before
+ * the Secret it mounts otherwise starts pods that fail on the missing Secret
+ * (CreateContainerConfigError), which the readiness check takes for a failure.
+ */
+const installOrder = [
+  'NetworkPolicy',
+  'ResourceQuota',
+  'LimitRange',
+  'PodDisruptionBudget',
+  'ServiceAccount',
+  'Secret',
+  'ConfigMap',
+  'PersistentVolumeClaim',
+  'Role',
+  'RoleBinding',
+  'Service',
+  'DaemonSet',
+  'Pod',
+  'ReplicationController',
+  'ReplicaSet',
+  'Deployment',
+  'HorizontalPodAutoscaler',
+  'StatefulSet',
+  'Job',
+  'CronJob',
+  'Ingress',
+];
+
+/** The objects in install order (a stable sort: the same kinds keep the order written). */
+export function inInstallOrder(objects: readonly KubeObject[]): KubeObject[] {
+  const rank = (object: KubeObject) => {
+    const index = installOrder.indexOf(String(object.kind));
+    return index === -1 ? installOrder.length : index;
+  };
+  return [...objects].sort((a, b) => rank(a) - rank(b));
+}
+
 export async function applyManifests(
   ctx: PluginContext,
   action: ManifestsAction,
@@ -185,7 +225,7 @@ export async function applyManifests(
     );
   }
   const applied: KubeObject[] = [];
-  for (const object of objects) {
+  for (const object of inInstallOrder(objects)) {
     try {
       applied.push(await client.objects.apply(namespace, object));
     } catch (error) {

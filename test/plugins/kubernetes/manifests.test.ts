@@ -89,9 +89,10 @@ describe('files: paths and glob patterns', () => {
     );
     const first = await execute('deploy', root);
     expect(first.data.actions.map((a) => [a.state, a.error?.message])).toEqual([['ready', undefined]]);
+    // In install order: the ConfigMap before the Deployment.
     expect(applied(root, first.data.sessionId)).toEqual([
-      'applied Deployment api',
       'applied ConfigMap settings',
+      'applied Deployment api',
     ]);
     expect((await execute('deploy', root)).data.actions[0]!.state).toBe('cached');
     // A value of an expression in such a file is in the version too.
@@ -149,6 +150,30 @@ describe('files: paths and glob patterns', () => {
   });
 });
 
+describe('install order', () => {
+  it('a Deployment written before the Secret its pods read: the Secret is applied first, and the pods start', async () => {
+    // As demokratie-live/democracy-development's manifests: applied as written, the pods failed
+    // (CreateContainerConfigError: secret not found) about one deploy in two.
+    const root = filesProject('mf-order', ['app.yaml'], {
+      'api/app.yaml': `${deploymentYaml.replace(
+        '          ports: [{ containerPort: 8080 }]',
+        '          ports: [{ containerPort: 8080 }]\n          env: [{ name: TOKEN, valueFrom: { secretKeyRef: { name: api-token, key: token } } }]',
+      )}---
+apiVersion: v1
+kind: Secret
+metadata: { name: api-token }
+stringData: { token: s3cret }
+`,
+    });
+    const deployed = await execute('deploy', root);
+    expect(deployed.data.actions.map((a) => [a.state, a.error?.message])).toEqual([['ready', undefined]]);
+    expect(applied(root, deployed.data.sessionId)).toEqual([
+      'applied Secret api-token',
+      'applied Deployment api',
+    ]);
+  });
+});
+
 describe('a podinfo-like app (fixtures/webapp) through a glob', () => {
   interface List<T> {
     items: T[];
@@ -175,14 +200,15 @@ spec:
     });
     const result = await execute('deploy', root);
     expect(result.data.actions.map((a) => [a.state, a.error?.message])).toEqual([['ready', undefined]]);
+    // In Helm's install order, each kind as the files list it.
     expect(applied(root, result.data.sessionId)).toEqual([
-      'applied Deployment backend',
-      'applied HorizontalPodAutoscaler backend',
-      'applied Service backend',
       'applied ServiceAccount webapp',
-      'applied Deployment frontend',
-      'applied HorizontalPodAutoscaler frontend',
+      'applied Service backend',
       'applied Service frontend',
+      'applied Deployment backend',
+      'applied Deployment frontend',
+      'applied HorizontalPodAutoscaler backend',
+      'applied HorizontalPodAutoscaler frontend',
     ]);
     const get = <T>(what: string) =>
       kubectlJson<List<T>>(
