@@ -70,7 +70,7 @@ const imageOnlyOutputKeys = [
  * anything runs. What Garden computes from the module's version (`deployment-image-tag`,
  * `version`) tend does not have.
  */
-export function imageOnlyModuleOutputs(image: string): Record<string, string> {
+function imageOnlyModuleOutputs(image: string): Record<string, string> {
   // The tag (or digest) is what follows the last path segment's `:` (or `@`): a registry's port stays.
   const lastSegment = image.lastIndexOf('/') + 1;
   const end = image.slice(lastSegment).search(/[:@]/);
@@ -79,28 +79,45 @@ export function imageOnlyModuleOutputs(image: string): Record<string, string> {
   return Object.fromEntries(imageOnlyOutputKeys.map((key) => [key, key.endsWith('-id') ? image : name]));
 }
 
-/** Why a reference to image-only module `name` reads nothing; `why` the module's part of it. */
-function imageOnlyReferenceProblem(name: string, why?: string): string {
-  return (
-    `module ${name} has no Build (a container module without a Dockerfile deploys its image as it is); ` +
-    (why ??
-      `tend gives modules.${name}.outputs.<${imageOnlyOutputKeys.join('|')}> (its image names), where Garden computes the rest from the module's version`)
-  );
+/**
+ * A 0.12 module that became no Build, whose outputs Garden gives before anything runs: a
+ * reference to them (`modules.<name>.outputs.<key>`) is written in as the value. Why it has no
+ * Build (`a helm module deploys its chart`), and its outputs — what they are, and what Garden gives
+ * besides that tend does not have — or why tend has none.
+ */
+export type BuildlessModule = { why: string } & (
+  { outputs: Readonly<Record<string, string>>; gives: string; besides?: string } | { none: string }
+);
+
+/** A container module without a Dockerfile, deploying `image` as it is. */
+export function imageOnlyModule(image: string | undefined, none?: string): BuildlessModule {
+  const why = 'a container module without a Dockerfile deploys its image as it is';
+  if (image === undefined) return { why, none: none ?? 'it names no image' };
+  return {
+    why,
+    outputs: imageOnlyModuleOutputs(image),
+    gives: 'its image names',
+    besides: ", where Garden computes the rest from the module's version",
+  };
 }
 
 /**
- * What `modules.<name>.<keys…>` reads of an image-only module (`keys` start with its name), given
- * its image names or why it has none: one of the names, or why the reference reads nothing.
+ * What `modules.<name>.<keys…>` reads of a module without a Build (`keys` start with its name):
+ * one of its outputs, or why the reference reads nothing.
  */
-export function imageOnlyModuleOutput(
-  names: Readonly<Record<string, string>> | string,
+export function buildlessModuleOutput(
+  module: BuildlessModule,
   keys: readonly string[],
 ): { value: string } | { problem: string } {
   const [name, field, key] = keys as [string, ...(string | undefined)[]];
-  if (typeof names === 'string') return { problem: imageOnlyReferenceProblem(name, names) };
-  return field === 'outputs' && keys.length === 3 && Object.hasOwn(names, key!)
-    ? { value: names[key!]! }
-    : { problem: imageOnlyReferenceProblem(name) };
+  const problem = `module ${name} has no Build (${module.why}); `;
+  if ('none' in module) return { problem: problem + module.none };
+  const { outputs, gives, besides = '' } = module;
+  return field === 'outputs' && keys.length === 3 && Object.hasOwn(outputs, key!)
+    ? { value: outputs[key!]! }
+    : {
+        problem: `${problem}tend gives modules.${name}.outputs.<${Object.keys(outputs).join('|')}> (${gives})${besides}`,
+      };
 }
 
 /** What a 0.12 module's reference reads of it: its Build's outputs and version. */

@@ -10,7 +10,7 @@ import type { SyntaxOptions } from '../expressions/syntax.js';
 import type { ConfigProblem } from './diagnostics.js';
 import { isGardenFile } from './files.js';
 import { readGardenDocument } from './garden/document.js';
-import { imageNamesOfModule } from './garden/module-references.js';
+import { buildlessModuleOf } from './garden/module-references.js';
 import { gardenProjectIndex, type GardenProjectIndex } from './garden/project-index.js';
 import {
   collectTemplates,
@@ -20,7 +20,7 @@ import {
 } from './garden/templates.js';
 import { isRecord } from './garden/translation.js';
 import type { ConfigPath, LocateTarget, RenderedFrom } from './project.js';
-import type { ModuleImages } from './template-context.js';
+import type { BuildlessModules } from './template-context.js';
 import { lazyNote, type ConfigDocument, type ConfigNote, type Locate } from './read-documents.js';
 import type { SourceFile } from './source.js';
 
@@ -29,8 +29,8 @@ export class ModuleConverter {
   readonly unloaded = new Set<string>();
   /** Garden's Workflows and custom Commands: not actions; `tend workflow` and `tend command` run them. */
   readonly runnables: GardenRunnable[] = [];
-  /** The image names of a 0.12 container module without a Dockerfile, or why it has none (`modules.<name>.outputs`). */
-  readonly moduleImages: ModuleImages = (name) => imageNamesOfModule(this.#index.modules.get(name));
+  /** A 0.12 module that became no Build, with the outputs Garden gives it (`modules.<name>.outputs`). */
+  readonly buildlessModules: BuildlessModules = (name) => buildlessModuleOf(this.#index.modules.get(name));
   readonly #index: GardenProjectIndex;
   /** Garden ConfigTemplates by name, read before any RenderTemplate. */
   readonly #templates: Map<string, TemplateDocument>;

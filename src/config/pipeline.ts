@@ -25,7 +25,7 @@ import type { ActionConfig, ProjectConfig } from './project.js';
 import { ConfigReader } from './read-config.js';
 import { readDocuments, type ConfigNote } from './read-documents.js';
 import { resolveTemplateContext, type SecretSource } from './resolve-templates.js';
-import type { ModuleImages } from './template-context.js';
+import type { BuildlessModules } from './template-context.js';
 import { environmentProblems, resolveVariables, type EnvironmentChoice } from './resolve-variables.js';
 
 export interface LoadOptions {
@@ -47,7 +47,7 @@ export interface LoadedConfig {
   /** The given plugins, then the third-party plugins tend.yml names (`providers[].plugin`). */
   plugins: PluginDefinition[];
   /** The image names of the 0.12 container modules without a Dockerfile (or why one has none). */
-  moduleImages: ModuleImages;
+  buildlessModules: BuildlessModules;
 }
 
 /** Loads and checks the project (steps 1 to 5); throws one TendError listing every problem. */
@@ -79,7 +79,7 @@ export async function loadProjectConfig(options: LoadOptions): Promise<LoadedCon
       notes,
       runnables: converter.runnables,
       plugins,
-      moduleImages: converter.moduleImages,
+      buildlessModules: converter.buildlessModules,
     };
   } finally {
     for (const file of files) file.release();
@@ -93,11 +93,17 @@ export interface ConfigureOptions extends LoadOptions, EnvironmentChoice {
 
 /** A command's configuration in one environment: every step, once. */
 export async function configure(options: ConfigureOptions): Promise<Configuration> {
-  const { project, actions, notes, runnables, plugins, moduleImages } = await loadProjectConfig({
+  const { project, actions, notes, runnables, plugins, buildlessModules } = await loadProjectConfig({
     ...options,
     checkProject: (project) => environmentProblems(project, options),
   });
   const { environment, copies } = resolveVariables(project, actions, options);
-  const resolved = await resolveTemplateContext(project, environment, copies, options.secrets, moduleImages);
+  const resolved = await resolveTemplateContext(
+    project,
+    environment,
+    copies,
+    options.secrets,
+    buildlessModules,
+  );
   return new Configuration({ project, plugins, notes, runnables, environment, ...resolved });
 }

@@ -43,7 +43,7 @@ export async function resolveTemplateContext(
   environment: SelectedEnvironment,
   copies: ActionConfig[],
   secretSource: SecretSource,
-  moduleImages: NonNullable<TemplateContext['moduleImages']>,
+  buildlessModules: NonNullable<TemplateContext['buildlessModules']>,
 ): Promise<ResolvedTemplates> {
   const environmentContext = createTemplateContext(project, environment);
   const known = new Set(copies.map((action) => action.ref));
@@ -58,7 +58,7 @@ export async function resolveTemplateContext(
   const templateContext: TemplateContext = {
     ...environmentContext,
     actionVariables: actionVariablesOf(actions),
-    moduleImages,
+    buildlessModules,
   };
   const { enabled, disabled, switchedOff } = enabledActions(actions, templateContext);
   // `actions.<kind>.<name>.buildPath` and the like: known before anything runs, of every action.

@@ -12,7 +12,8 @@ import { closestName } from '../suggest.js';
 import {
   actionLookupProblem,
   actionsPathOf,
-  imageOnlyModuleOutput,
+  buildlessModuleOutput,
+  type BuildlessModule,
   isActionField,
   refsOfKind,
   unknownActionReference,
@@ -29,8 +30,8 @@ import type { ContextNode, LookupPlace, PathNode, Scope } from '../expressions/e
 import type { SyntaxOptions } from '../expressions/syntax.js';
 import { InputsNode } from './template-inputs.js';
 
-/** The image names of a 0.12 container module without a Dockerfile, or why it has none; undefined for any other name. */
-export type ModuleImages = (name: string) => Readonly<Record<string, string>> | string | undefined;
+/** A 0.12 module that became no Build, with the outputs Garden gives it; undefined for any other name. */
+export type BuildlessModules = (name: string) => BuildlessModule | undefined;
 
 export interface TemplateContext {
   project: { name: string };
@@ -48,11 +49,11 @@ export interface TemplateContext {
   /** What the configuration says of every action, by reference, for `actions.<kind>.<name>.buildPath` and the like. */
   actionFields?: ReadonlyMap<string, ActionFields>;
   /**
-   * A 0.12 container module without a Dockerfile (no Build): its image names (or why it has none),
-   * for `modules.<name>.outputs.<key>` in a templated file (in the configuration they are written
-   * in when it is read: garden/module-references.ts).
+   * A 0.12 module that became no Build (a container module without a Dockerfile, a helm module):
+   * its outputs, for `modules.<name>.outputs.<key>` in a templated file (in the configuration they
+   * are written in when it is read: garden/module-references.ts).
    */
-  moduleImages?: ModuleImages;
+  buildlessModules?: BuildlessModules;
   local: {
     username: string;
     env: Record<string, string | undefined>;
@@ -409,9 +410,9 @@ class ActionsNode implements PathNode {
   resolvePath(rootPath: readonly (string | number)[], text: string): unknown {
     const { root } = this;
     const keys = rootPath.map(String);
-    const images = root === 'modules' ? this.context.moduleImages?.(keys[0]!) : undefined;
-    if (images) {
-      const read = imageOnlyModuleOutput(images, keys);
+    const buildless = root === 'modules' ? this.context.buildlessModules?.(keys[0]!) : undefined;
+    if (buildless) {
+      const read = buildlessModuleOutput(buildless, keys);
       return 'value' in read ? read.value : new Missing(read.problem);
     }
     const problem = actionLookupProblem(root, keys, text);

@@ -255,13 +255,13 @@ function readsAtRuntime(
   context: TemplateContext,
   dependencies: TemplateTextOptions['dependencies'],
 ): { runtime: boolean; problem?: string } {
-  const { actionFields: actions, moduleImages } = context;
+  const { actionFields: actions, buildlessModules } = context;
   let runtime = false;
   let problem: string | undefined;
   eachLookup({ parts: [part] }, (lookup) => {
     if (lookup.root === 'secrets') runtime = true;
-    // An image-only module's image names are known now (template-context.ts reads them).
-    if (lookup.root === 'modules' && moduleImages?.(String(lookup.path[0])) !== undefined) return;
+    // A buildless module's outputs are known now (template-context.ts reads them).
+    if (lookup.root === 'modules' && buildlessModules?.(String(lookup.path[0])) !== undefined) return;
     const path = actionsPathOf(lookup.root, lookup.path);
     if (!path || path[2] === 'var' || isActionField(path[2])) return;
     runtime = true;

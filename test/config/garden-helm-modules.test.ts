@@ -255,4 +255,43 @@ services:
       ['test.named-t', '${actions.build.named.outputs.deploymentImageId}'],
     ]);
   });
+
+  it('modules.<helm module>.outputs.release-name is its release name, written in (TakeoffTech/netbox-gcp-deployment); its version is the error at its line', async () => {
+    const app = (reads: string) => `kind: Module
+type: kubernetes
+name: app
+manifests:
+  - apiVersion: v1
+    kind: ConfigMap
+    metadata: { name: app }
+    data: { db: "${reads}" }
+`;
+    const helm = (name: string, keys = '') =>
+      `kind: Module\ntype: helm\nname: ${name}\nchartPath: chart\n${keys}`;
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'db/garden.yml': helm('db', 'releaseName: my-db\n'),
+      'db/chart/Chart.yaml': 'apiVersion: v2\nname: db\nversion: 0.1.0\n',
+      'cache/garden.yml': helm('cache'),
+      'cache/chart/Chart.yaml': 'apiVersion: v2\nname: cache\nversion: 0.1.0\n',
+      'app/garden.yml': app('\${modules.db.outputs.release-name}+\${modules.cache.outputs.release-name}'),
+    });
+    const deploy = (await load(root)).actions.find((a) => a.ref === 'deploy.app')!;
+    // Written in as string literals, resolved with the rest of the spec.
+    expect((deploy.spec as { manifests: { data: unknown }[] }).manifests[0]!.data).toEqual({
+      db: '${"my-db"}+${"cache"}',
+    });
+    expect(deploy.dependencies).toEqual([]);
+
+    const version = makeProject({
+      'project.garden.yml': gardenProject,
+      'db/garden.yml': helm('db'),
+      'db/chart/Chart.yaml': 'apiVersion: v2\nname: db\nversion: 0.1.0\n',
+      'app/garden.yml': app('\${modules.db.version}'),
+    });
+    expect(await loadErrors(version)).toEqual([
+      'app/garden.yml:8: "modules.db.version": module db has no Build (a helm module deploys its chart); ' +
+        'tend gives modules.db.outputs.<release-name> (its release name)',
+    ]);
+  });
 });

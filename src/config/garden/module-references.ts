@@ -4,30 +4,40 @@
  * `runtime.services.<name>` a Deploy's and `runtime.tasks.<name>` a Run's. An action that reads
  * them depends on that action, as a Garden module depends on the modules it reads.
  *
- * A container module without a Dockerfile has no Build: it deploys its `image` as it is, and
- * Garden gives its image names as the module's outputs, known before anything runs
- * (core/src/plugins/container/container.ts, getContainerModuleOutputs). Those are written in as
- * text here; what Garden computes from the module's version (`deployment-image-tag`, `version`)
- * tend does not have, and says so at the reference's line.
+ * Some modules become no Build, and Garden gives their outputs before anything runs: a container
+ * module without a Dockerfile deploys its `image` as it is, its image names its outputs
+ * (core/src/plugins/container/container.ts, getContainerModuleOutputs); a helm module deploys its
+ * chart, its `release-name` its output (core/src/plugins/kubernetes/helm/handlers.ts). Those are
+ * written in as text here; what Garden computes from the module's version (`deployment-image-tag`,
+ * `version`) tend does not have, and says so at the reference's line.
  */
-import { imageOnlyModuleOutput, imageOnlyModuleOutputs } from '../action-references.js';
+import { buildlessModuleOutput, imageOnlyModule, type BuildlessModule } from '../action-references.js';
 import type { ConfigPath } from '../project.js';
 import { isImageOnlyModule } from './module-parts.js';
 import type { IndexedModule } from './project-index.js';
 import { isRecord, type Translation } from './translation.js';
 
-/**
- * The image names of a container module without a Dockerfile, or why it has none (in words after
- * the module's name); undefined for any other module.
- */
-export function imageNamesOfModule(
-  module: IndexedModule | undefined,
-): Readonly<Record<string, string>> | string | undefined {
-  if (!module || !isImageOnlyModule(module)) return undefined;
-  const { image } = module.value;
-  if (typeof image !== 'string') return 'it names no image';
-  if (image.includes('${')) return 'its image is a template, which tend does not resolve for another module';
-  return imageOnlyModuleOutputs(image);
+/** What a module that becomes no Build gives as outputs, or why tend has none; undefined for any other module. */
+export function buildlessModuleOf(module: IndexedModule | undefined): BuildlessModule | undefined {
+  if (!module) return undefined;
+  const { value } = module;
+  if (value.type === 'helm') {
+    const why = 'a helm module deploys its chart';
+    const release = value.releaseName ?? value.name;
+    if (typeof release !== 'string') return { why, none: 'it names no release' };
+    if (release.includes('${'))
+      return { why, none: 'its releaseName is a template, which tend does not resolve for another module' };
+    return { why, outputs: { 'release-name': release }, gives: 'its release name' };
+  }
+  if (!isImageOnlyModule(module)) return undefined;
+  const { image } = value;
+  if (typeof image !== 'string') return imageOnlyModule(undefined);
+  if (image.includes('${'))
+    return imageOnlyModule(
+      undefined,
+      'its image is a template, which tend does not resolve for another module',
+    );
+  return imageOnlyModule(image);
 }
 
 /** A reference to another module, service or task: its root, its name and the keys after it. */
@@ -64,7 +74,7 @@ export function withActionReferences(
       (whole, root: string, name: string, keys: string, offset: number) => {
         if (!inExpression(value, offset)) return whole;
         const written =
-          root === 'modules' ? imageOnlyReference(whole, name, keys, modules, translation, at) : undefined;
+          root === 'modules' ? buildlessReference(whole, name, keys, modules, translation, at) : undefined;
         if (written !== undefined) return written;
         const { kind, fields } = readsOf[root]!;
         return fields.includes(keys.split('.')[1]!) ? `actions.${kind}.${name}${keys}` : whole;
@@ -86,11 +96,11 @@ export function withActionReferences(
 }
 
 /**
- * A reference to module `name` (`keys` what follows its name, `.outputs.deployment-image-id`), as
- * written in an expression: an image-only module's image name as a string literal; another of
- * its references an error at `at` (and `null`); undefined for any other module.
+ * A reference to module `name` (`keys` what follows its name, `.outputs.release-name`), as
+ * written in an expression: a buildless module's output as a string literal; another of its
+ * references an error at `at` (and `null`); undefined for any other module.
  */
-function imageOnlyReference(
+function buildlessReference(
   whole: string,
   name: string,
   keys: string,
@@ -98,9 +108,9 @@ function imageOnlyReference(
   translation: Translation,
   at: ConfigPath,
 ): string | undefined {
-  const names = imageNamesOfModule(modules.get(name));
-  if (names === undefined) return undefined;
-  const read = imageOnlyModuleOutput(names, [name, ...keys.split('.').slice(1)]);
+  const module = buildlessModuleOf(modules.get(name));
+  if (module === undefined) return undefined;
+  const read = buildlessModuleOutput(module, [name, ...keys.split('.').slice(1)]);
   if ('value' in read) return JSON.stringify(read.value);
   translation.unsupported(at, `"${whole}": ${read.problem}`);
   return 'null'; // the load fails with the error above: no second one for a Build that is not there
