@@ -274,7 +274,7 @@ manifests:
       'db/chart/Chart.yaml': 'apiVersion: v2\nname: db\nversion: 0.1.0\n',
       'cache/garden.yml': helm('cache'),
       'cache/chart/Chart.yaml': 'apiVersion: v2\nname: cache\nversion: 0.1.0\n',
-      'app/garden.yml': app('\${modules.db.outputs.release-name}+\${modules.cache.outputs.release-name}'),
+      'app/garden.yml': app('${modules.db.outputs.release-name}+${modules.cache.outputs.release-name}'),
     });
     const deploy = (await load(root)).actions.find((a) => a.ref === 'deploy.app')!;
     // Written in as string literals, resolved with the rest of the spec.
@@ -287,7 +287,7 @@ manifests:
       'project.garden.yml': gardenProject,
       'db/garden.yml': helm('db'),
       'db/chart/Chart.yaml': 'apiVersion: v2\nname: db\nversion: 0.1.0\n',
-      'app/garden.yml': app('\${modules.db.version}'),
+      'app/garden.yml': app('${modules.db.version}'),
     });
     expect(await loadErrors(version)).toEqual([
       'app/garden.yml:8: "modules.db.version": module db has no Build (a helm module deploys its chart); ' +
