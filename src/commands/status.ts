@@ -17,7 +17,10 @@ export interface StatusData {
   sessionId: string;
   project: string;
   environment: string;
+  /** The environment's namespace (`${environment.namespace}`). */
   namespace: string;
+  /** The namespace objects go to: a provider's own, else `namespace`. */
+  appNamespace: string;
   providers: { name: string; ready: boolean; detail?: Record<string, unknown> }[];
   actions: {
     ref: string;
@@ -144,6 +147,7 @@ export async function statusCommand(options: GlobalOptions): Promise<CommandResu
         project: opened.project.name,
         environment: opened.environment.name,
         namespace: opened.environment.namespace,
+        appNamespace: opened.configuration.targetNamespace(opened.providers),
         providers,
         actions,
         ...(cleanup ? { cleanup: cleanup.decision } : {}),

@@ -18,7 +18,10 @@ export interface ValidateData {
   project: string;
   root: string;
   environment: string;
+  /** The environment's namespace (`${environment.namespace}`). */
   namespace: string;
+  /** The namespace objects go to: a provider's own (Garden's `<project>-<namespace>`), else `namespace`. */
+  appNamespace: string;
   providers: string[];
   actions: {
     ref: string;
@@ -68,6 +71,7 @@ export async function validateCommand(
     root: project.root,
     environment: environment.name,
     namespace: environment.namespace,
+    appNamespace: configuration.targetNamespace(resolvedProviders),
     providers: providers.map((p) => p.name),
     actions: actions.map((action) => ({
       ref: action.ref,

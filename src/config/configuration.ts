@@ -17,6 +17,7 @@ import { configError, problemsOfError, sortProblems, type ConfigProblem } from '
 import { actionContext } from './action-variables.js';
 import {
   namespaceHeader,
+  targetNamespace,
   resolveActionSpec,
   resolveProviderConfig,
   type SelectedEnvironment,
@@ -174,6 +175,11 @@ export class Configuration {
   /** The namespace the environment's objects go to, for headers (a provider may set its own). */
   namespaceHeader(providers: readonly { name: string; config: Record<string, unknown> }[]): string {
     return namespaceHeader(this.environment.namespace, providers);
+  }
+
+  /** The namespace the environment's objects go to (a provider may set its own). */
+  targetNamespace(providers: readonly { name: string; config: Record<string, unknown> }[]): string {
+    return targetNamespace(this.environment.namespace, providers);
   }
 
   /**

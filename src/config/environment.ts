@@ -349,9 +349,25 @@ export function namespaceHeader(
   environmentNamespace: string,
   providers: readonly { name: string; config: Record<string, unknown> }[],
 ): string {
-  const own = providers.find((p) => typeof p.config.namespace === 'string' && p.config.namespace !== '');
+  const own = namespacingProvider(providers);
   if (!own || own.config.namespace === environmentNamespace) return `namespace ${environmentNamespace}`;
   return `namespace ${String(own.config.namespace)} (provider ${own.name}'s namespace; the environment's is ${environmentNamespace})`;
+}
+
+/** The namespace objects go to (`--json`'s `appNamespace`): a provider's own, else the environment's. */
+export function targetNamespace(
+  environmentNamespace: string,
+  providers: readonly { name: string; config: Record<string, unknown> }[],
+): string {
+  const own = namespacingProvider(providers);
+  return own ? String(own.config.namespace) : environmentNamespace;
+}
+
+/** The provider entry that names a namespace of its own, if one does. */
+function namespacingProvider<P extends { config: Record<string, unknown> }>(
+  providers: readonly P[],
+): P | undefined {
+  return providers.find((p) => typeof p.config.namespace === 'string' && p.config.namespace !== '');
 }
 
 /** A provider entry's configuration with its template expressions resolved. */

@@ -3,6 +3,7 @@
  * run into kube-sim: each case a shape a project had that tend did not run before.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { statusCommand } from '../../../src/commands/status.js';
 import { validateCommand } from '../../../src/commands/validate.js';
 import { copyFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -36,6 +37,26 @@ data:
 ${data}`;
 
 describe('real Garden projects, reproduced', () => {
+  it("deploys into Garden's <project>-<defaultNamespace> (erauner12/homelab-garden); status and validate --json say both namespaces", async () => {
+    const root = makeProject({
+      'project.garden.yml': project('real-ns').replace('\n    namespace: ${environment.namespace}', ''),
+      'garden.yml': `kind: Deploy\ntype: kubernetes\nname: app\nspec:\n  manifests:\n    - ${configMap(
+        'app',
+        '  a: "1"\n',
+      )
+        .split('\n')
+        .join('\n      ')}\n`,
+    });
+    const validated = await validateCommand({ root, var: [] });
+    expect([validated.data.namespace, validated.data.appNamespace]).toEqual(['real-ns', 'real-ns-real-ns']);
+    expect((await execute('deploy', root)).data.actions.map((a) => [a.ref, a.state])).toEqual([
+      ['deploy.app', 'ready'],
+    ]);
+    expect(await configMapData(h.kubeconfig, 'real-ns-real-ns', 'app')).toEqual({ a: '1' });
+    const status = await statusCommand({ root });
+    expect([status.data.namespace, status.data.appNamespace]).toEqual(['real-ns', 'real-ns-real-ns']);
+  });
+
   it('an action run with --var: validate passes with a note at the line, the others run, and it runs when given the variable', async () => {
     // As jasoncolburne/kels writes its registry environments: `run propose --var node=…`.
     const withOther = (read: string) =>
