@@ -197,6 +197,7 @@ describe('tend validate', () => {
       root,
       environment: 'dev',
       namespace: 'shop-dev',
+      appNamespace: 'shop-dev',
       providers: ['local'],
       actions: [
         { ref: 'build.api', type: 'cmd', file: 'tend.yml', line: 7, column: 1, dependencies: [] },
