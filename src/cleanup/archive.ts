@@ -16,7 +16,7 @@ export const defaultArchiveMaxBytes = 8 * 1024 * 1024;
 /** The most objects one archive holds: a namespace with more is refused (the job fails, nothing deleted). */
 const maxArchivedObjects = 5_000;
 
-/** The kinds archived, in the order a restore re-creates them (the restore sorts again). */
+/** The kinds archived (a restore creates them in install order: plugins/kubernetes/install-order.ts). */
 export const archivedKinds = [
   { apiVersion: 'v1', kind: 'ServiceAccount' },
   { apiVersion: 'v1', kind: 'ConfigMap' },
@@ -188,26 +188,6 @@ export type ArchiveSummary = Static<typeof ArchiveSummary>;
 /** Whether an archived Secret carries its content (not only its name). */
 export function secretHasContent(secret: ArchivedObject): boolean {
   return 'data' in secret || 'stringData' in secret;
-}
-
-/** Kinds created first on restore: what workloads mount, run as or refer to. */
-const restoreRank: Record<string, number> = {
-  Namespace: 0,
-  ServiceAccount: 1,
-  Secret: 2,
-  ConfigMap: 2,
-  Role: 3,
-  RoleBinding: 4,
-  PersistentVolumeClaim: 5,
-  Service: 6,
-};
-
-/** The objects in the order a restore creates them (stable within a rank); workloads last. */
-export function restoreOrder<T extends { kind: string }>(objects: readonly T[]): T[] {
-  return objects
-    .map((o, i) => ({ o, i, r: restoreRank[o.kind] ?? 7 }))
-    .sort((a, b) => a.r - b.r || a.i - b.i)
-    .map((x) => x.o);
 }
 
 /**

@@ -27,6 +27,7 @@ import { objectOwners } from './memo.js';
 import { actionLabel } from './pods.js';
 import { clientFor } from './provider.js';
 import { readiness, waitReady } from './readiness.js';
+import { inInstallOrder } from './install-order.js';
 
 /** What deploying needs of a spec: a kubernetes, helm (the chart renders its manifests) or container Deploy's. */
 type DeploySpec = Pick<KubernetesDeploySpec, 'namespace' | 'overrideNamespace' | 'wait' | 'timeout'>;
@@ -166,49 +167,9 @@ export async function remove<S extends DeploySpec>(
 }
 
 /**
- * Applies the Deploy's objects into the app namespace (recorded by the client as every call is),
+ * Applies the Deploy's objects into the app namespace in install order (recorded by the client as every call is),
  * then waits for its workloads unless the spec says `wait: false`. `outputs` go beside `namespace`.
  */
-/**
- * Helm's install order of the namespaced kinds (pkg/releaseutil/kind_sorter.go): what a pod reads —
- * its ServiceAccount, Secrets, ConfigMaps, claims — exists before the workloads that start pods;
- * other kinds after them, each kind in the order written. A manifest listing its Deployment before
- * the Secret it mounts otherwise starts pods that fail on the missing Secret
- * (CreateContainerConfigError), which the readiness check takes for a failure.
- */
-const installOrder = [
-  'NetworkPolicy',
-  'ResourceQuota',
-  'LimitRange',
-  'PodDisruptionBudget',
-  'ServiceAccount',
-  'Secret',
-  'ConfigMap',
-  'PersistentVolumeClaim',
-  'Role',
-  'RoleBinding',
-  'Service',
-  'DaemonSet',
-  'Pod',
-  'ReplicationController',
-  'ReplicaSet',
-  'Deployment',
-  'HorizontalPodAutoscaler',
-  'StatefulSet',
-  'Job',
-  'CronJob',
-  'Ingress',
-];
-
-/** The objects in install order (a stable sort: the same kinds keep the order written). */
-export function inInstallOrder(objects: readonly KubeObject[]): KubeObject[] {
-  const rank = (object: KubeObject) => {
-    const index = installOrder.indexOf(String(object.kind));
-    return index === -1 ? installOrder.length : index;
-  };
-  return [...objects].sort((a, b) => rank(a) - rank(b));
-}
-
 export async function applyManifests(
   ctx: PluginContext,
   action: ManifestsAction,

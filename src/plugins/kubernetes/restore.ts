@@ -8,7 +8,8 @@
  * someone's now (a deploy since the cleanup, or another project's); `--into` names a new one. An
  * object the cluster refuses is reported with the cluster's reason and the rest go on.
  */
-import { restoreOrder, secretHasContent, type ArchivedObject } from '../../cleanup/archive.js';
+import { secretHasContent, type ArchivedObject } from '../../cleanup/archive.js';
+import { inInstallOrder } from './install-order.js';
 import { TendError } from '../../errors.js';
 import type { PluginContext, RestoreRequest, RestoreResult } from '../../plugin/types.js';
 import type { KubeClient, KubeObject } from './client/index.js';
@@ -59,7 +60,7 @@ export async function restoreInto(
       });
     }
   }
-  for (const object of restoreOrder<ArchivedObject>([...archive.objects, ...secrets])) {
+  for (const object of inInstallOrder<ArchivedObject>([...archive.objects, ...secrets])) {
     const what = `${object.kind}/${object.metadata.name}`;
     try {
       await client.objects.apply(namespace, object as unknown as KubeObject);
