@@ -327,3 +327,24 @@ providers: [{ name: local-kubernetes, namespace: "\${environment.namespace}" }]
     expect(validated.stdout.split('\n')[0]).toContain(', namespace demo, ');
   });
 });
+
+describe('a provider entry that is no mapping', () => {
+  it("is the schema's error at its line, beside a kubernetes entry split by environment", async () => {
+    for (const [entries, line, column] of [
+      ['[null]', 5, 13],
+      ['[{ name: local-kubernetes }, null]', 5, 41],
+      ['[7, { name: exec, environments: [dev] }]', 5, 13],
+    ] as const) {
+      const root = makeProject({
+        'project.garden.yml': `apiVersion: garden.io/v1\nkind: Project\nname: h\nenvironments: [{ name: dev, defaultNamespace: dev }, { name: other }]\nproviders: ${entries}\n`,
+        'garden.yml': execRun,
+      });
+      const error = await validateCommand({ root, var: [] }).then(
+        () => undefined,
+        (caught: TendError) => caught,
+      );
+      expect(error?.message, entries).toMatch(/^invalid value for providers\[\d\]: expected a mapping/);
+      expect(error?.location, entries).toMatchObject({ file: 'project.garden.yml', line, column });
+    }
+  });
+});

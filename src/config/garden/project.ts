@@ -68,8 +68,8 @@ function translateProvider(
   entry: unknown,
   at: ConfigPath,
   projectName: unknown,
-): { entry: GardenRecord; name: string } | undefined {
-  if (!isRecord(entry) || typeof entry.name !== 'string') return { entry: entry as GardenRecord, name: '' };
+): GardenRecord | undefined {
+  if (!isRecord(entry) || typeof entry.name !== 'string') return entry as GardenRecord;
   const { dependencies: _order, ...rest } = entry;
   const name = entry.name;
   if (name === 'container') {
@@ -88,7 +88,7 @@ function translateProvider(
       at,
       "Garden's exec provider settings",
     );
-    return { entry: kept, name };
+    return kept;
   }
   if (name === 'local-kubernetes' || name === 'kubernetes') {
     const kept = dropIgnoredKeys(
@@ -148,7 +148,7 @@ function translateProvider(
       // Garden's local-kubernetes default (minikube's nip.io name aside): ingresses need a host.
       kept.defaultHostname = `${projectName}.local.demo.garden`;
     }
-    return { entry: { ...kept, name: 'kubernetes' }, name: 'kubernetes' };
+    return { ...kept, name: 'kubernetes' };
   }
   const observing = observingProviders[name];
   if (observing !== undefined) {
@@ -162,7 +162,7 @@ function translateProvider(
   // As Garden picks providers (core/src/config/project.ts pickEnvironment): one limited to some
   // environments is left out of the others, so it is refused only where it is used.
   if (Array.isArray(entry.environments)) {
-    return { entry: { name, environments: entry.environments, [unsupportedProvider]: message }, name };
+    return { name, environments: entry.environments, [unsupportedProvider]: message };
   }
   translation.unsupported([...at, 'name'], message);
   return undefined;
@@ -317,7 +317,7 @@ export function translateGardenProject(value: GardenRecord, translation: Transla
     );
   }
   const providers: GardenRecord[] = [];
-  const namespaced = environmentsWithNamespace(kept.environments);
+  const environments = environmentNames(kept.environments);
   for (const { entry, at } of providerEntries(translation, value)) {
     const notesBefore = translation.notes.length;
     const translated = translateProvider(translation, entry, at, kept.name);
@@ -325,13 +325,14 @@ export function translateGardenProject(value: GardenRecord, translation: Transla
     const only =
       isRecord(entry) && Array.isArray(entry.environments) ? entry.environments.map(String) : undefined;
     if (only) for (const note of translation.notes.slice(notesBefore)) note.environments = only;
-    if (!translated) continue;
-    for (const split of withGardenNamespace(translated.entry, namespaced)) {
+    // undefined: left out (with its note or error); an entry that is no mapping goes on for the schema to name.
+    if (translated === undefined) continue;
+    for (const split of withGardenNamespace(translated, environments)) {
       translation.moved(['providers', providers.length], at);
       providers.push(split);
     }
   }
-  const exec = execEverywhere(providers, kept.environments);
+  const exec = execEverywhere(providers, environments.all);
   if (exec) {
     translation.moved(['providers', providers.length], ['kind']);
     providers.push(exec);
@@ -341,7 +342,12 @@ export function translateGardenProject(value: GardenRecord, translation: Transla
 }
 
 /** The names of a Garden project's environments, and of those that set `defaultNamespace`. */
-function environmentsWithNamespace(environments: unknown): { all: string[]; own: ReadonlySet<string> } {
+interface EnvironmentNames {
+  all: readonly string[];
+  own: ReadonlySet<string>;
+}
+
+function environmentNames(environments: unknown): EnvironmentNames {
   const named = (Array.isArray(environments) ? environments : []).filter(
     (e): e is GardenRecord => isRecord(e) && typeof e.name === 'string',
   );
@@ -358,18 +364,19 @@ function environmentsWithNamespace(environments: unknown): { all: string[]; own:
  * `<project>-default` for every developer; tend keeps its per-developer `<project>-<user>`. An entry
  * used in both kinds of environment is two, one for each.
  */
-function withGardenNamespace(
-  entry: GardenRecord,
-  environments: { all: readonly string[]; own: ReadonlySet<string> },
-): GardenRecord[] {
-  if (entry.name !== 'kubernetes' || entry.namespace !== undefined || environments.own.size === 0)
+function withGardenNamespace(entry: GardenRecord, environments: EnvironmentNames): GardenRecord[] {
+  if (
+    !isRecord(entry) ||
+    entry.name !== 'kubernetes' ||
+    entry.namespace !== undefined ||
+    environments.own.size === 0
+  )
     return [entry];
-  const limited = Array.isArray(entry.environments);
-  const used = limited ? (entry.environments as unknown[]).map(String) : environments.all;
+  const used = Array.isArray(entry.environments) ? entry.environments.map(String) : environments.all;
   const own = used.filter((name) => environments.own.has(name));
   const others = used.filter((name) => !environments.own.has(name));
-  const prefixed = { ...entry, namespace: '${project.name}-${environment.namespace}' };
   if (own.length === 0) return [entry];
+  const prefixed = { ...entry, namespace: '${project.name}-${environment.namespace}' };
   if (others.length === 0) return [prefixed];
   return [
     { ...prefixed, environments: own },
@@ -381,14 +388,14 @@ function withGardenNamespace(
  * Garden loads its exec provider in every environment, whatever the project lists: the entry for
  * the environments no exec entry covers (an entry limited to some leaves the others), if any.
  */
-function execEverywhere(providers: readonly GardenRecord[], environments: unknown): GardenRecord | undefined {
-  const entries = providers.filter((p) => p.name === 'exec');
+function execEverywhere(
+  providers: readonly GardenRecord[],
+  environments: readonly string[],
+): GardenRecord | undefined {
+  const entries = providers.filter((p) => isRecord(p) && p.name === 'exec');
   if (entries.length === 0) return { name: 'exec' };
   if (entries.some((p) => !Array.isArray(p.environments))) return undefined;
   const covered = new Set(entries.flatMap((p) => (p.environments as unknown[]).map(String)));
-  const names = (Array.isArray(environments) ? environments : []).flatMap((e) =>
-    isRecord(e) && typeof e.name === 'string' ? [e.name] : [],
-  );
-  const left = names.filter((name) => !covered.has(name));
+  const left = environments.filter((name) => !covered.has(name));
   return left.length > 0 ? { name: 'exec', environments: left } : undefined;
 }
