@@ -70,7 +70,7 @@ const imageOnlyOutputKeys = [
  * anything runs. What Garden computes from the module's version (`deployment-image-tag`,
  * `version`) tend does not have.
  */
-function imageOnlyModuleOutputs(image: string): Record<string, string> {
+export function imageOnlyModuleOutputs(image: string): Record<string, string> {
   // The tag (or digest) is what follows the last path segment's `:` (or `@`): a registry's port stays.
   const lastSegment = image.lastIndexOf('/') + 1;
   const end = image.slice(lastSegment).search(/[:@]/);
@@ -88,18 +88,6 @@ function imageOnlyModuleOutputs(image: string): Record<string, string> {
 export type BuildlessModule = { why: string } & (
   { outputs: Readonly<Record<string, string>>; gives: string; besides?: string } | { none: string }
 );
-
-/** A container module without a Dockerfile, deploying `image` as it is. */
-export function imageOnlyModule(image: string | undefined, none?: string): BuildlessModule {
-  const why = 'a container module without a Dockerfile deploys its image as it is';
-  if (image === undefined) return { why, none: none ?? 'it names no image' };
-  return {
-    why,
-    outputs: imageOnlyModuleOutputs(image),
-    gives: 'its image names',
-    besides: ", where Garden computes the rest from the module's version",
-  };
-}
 
 /**
  * What `modules.<name>.<keys…>` reads of a module without a Build (`keys` start with its name):

@@ -46,7 +46,7 @@ export interface LoadedConfig {
   runnables: GardenRunnable[];
   /** The given plugins, then the third-party plugins tend.yml names (`providers[].plugin`). */
   plugins: PluginDefinition[];
-  /** The image names of the 0.12 container modules without a Dockerfile (or why one has none). */
+  /** The 0.12 modules that became no Build (image-only container, helm), with the outputs Garden gives them. */
   buildlessModules: BuildlessModules;
 }
 

@@ -11,7 +11,7 @@
  * written in as text here; what Garden computes from the module's version (`deployment-image-tag`,
  * `version`) tend does not have, and says so at the reference's line.
  */
-import { buildlessModuleOutput, imageOnlyModule, type BuildlessModule } from '../action-references.js';
+import { buildlessModuleOutput, imageOnlyModuleOutputs, type BuildlessModule } from '../action-references.js';
 import type { ConfigPath } from '../project.js';
 import { isImageOnlyModule } from './module-parts.js';
 import type { IndexedModule } from './project-index.js';
@@ -22,22 +22,38 @@ export function buildlessModuleOf(module: IndexedModule | undefined): BuildlessM
   if (!module) return undefined;
   const { value } = module;
   if (value.type === 'helm') {
-    const why = 'a helm module deploys its chart';
-    const release = value.releaseName ?? value.name;
-    if (typeof release !== 'string') return { why, none: 'it names no release' };
-    if (release.includes('${'))
-      return { why, none: 'its releaseName is a template, which tend does not resolve for another module' };
-    return { why, outputs: { 'release-name': release }, gives: 'its release name' };
+    const helm = { why: 'a helm module deploys its chart', key: 'releaseName', names: 'release' };
+    return buildless(helm, value.releaseName ?? value.name, (release) => ({
+      outputs: { 'release-name': release },
+      gives: 'its release name',
+    }));
   }
   if (!isImageOnlyModule(module)) return undefined;
-  const { image } = value;
-  if (typeof image !== 'string') return imageOnlyModule(undefined);
-  if (image.includes('${'))
-    return imageOnlyModule(
-      undefined,
-      'its image is a template, which tend does not resolve for another module',
-    );
-  return imageOnlyModule(image);
+  const imageOnly = {
+    why: 'a container module without a Dockerfile deploys its image as it is',
+    key: 'image',
+    names: 'image',
+  };
+  return buildless(imageOnly, value.image, (image) => ({
+    outputs: imageOnlyModuleOutputs(image),
+    gives: 'its image names',
+    besides: ", where Garden computes the rest from the module's version",
+  }));
+}
+
+/**
+ * A buildless module whose outputs come from its `key` (`value`, a `names`): they, or why tend has
+ * none — no text there, or a template, which tend does not resolve for another module.
+ */
+function buildless(
+  { why, key, names }: { why: string; key: string; names: string },
+  value: unknown,
+  outputs: (text: string) => Omit<Extract<BuildlessModule, { outputs: unknown }>, 'why'>,
+): BuildlessModule {
+  if (typeof value !== 'string') return { why, none: `it names no ${names}` };
+  if (value.includes('${'))
+    return { why, none: `its ${key} is a template, which tend does not resolve for another module` };
+  return { why, ...outputs(value) };
 }
 
 /** A reference to another module, service or task: its root, its name and the keys after it. */

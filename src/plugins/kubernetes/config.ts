@@ -148,6 +148,7 @@ const gardenNamespaceKey = Type.Optional(
     "Garden's key: the namespace the action deploys or runs in; tend deploys and runs in the environment's namespace, which it records and cleans up, so it may only name that one",
   ),
 );
+
 export const KubernetesDeploySpec = Type.Object(
   {
     manifestFiles: Type.Optional(
