@@ -200,6 +200,19 @@ spec:
       refusal('nk-pods-elsewhere', 'nk-pods'),
     );
     expect(await clusterNamespaces()).not.toContain('nk-pods-elsewhere');
+
+    // Not a namespace name (a NUL, a lone surrogate, too long): each key an error at its line.
+    for (const hostile of ['"bad\\u0000ns"', '"x\\ud800"', 'a'.repeat(64)]) {
+      const error = await validateCommand({ root: project(hostile), var: [] }).then(
+        () => undefined,
+        (caught: TendError) => caught,
+      );
+      const errors = (error?.detail?.errors ?? []) as { message: string; location: { line: number } }[];
+      expect(errors.map((e) => [e.location.line, e.message.split(':')[0]])).toEqual([
+        [21, 'invalid value for spec.namespace'],
+        [31, 'invalid value for spec.namespace'],
+      ]);
+    }
   });
 
   it("a 0.12 kubernetes module's applies to its Deploy and its tasks, at the module's line", async () => {
