@@ -41,6 +41,28 @@ async function namespaceNotes(root: string): Promise<{ message: string; file?: s
     .map((n) => ({ message: n.message, file: n.file, line: n.line }));
 }
 
+/**
+ * Validate's errors for keys that are no namespace name (a NUL, a lone surrogate, 64 characters),
+ * each as `file:line` and its message up to "expected".
+ */
+async function hostileKeyErrors(project: (namespace: string) => string): Promise<string[][]> {
+  const found: string[][] = [];
+  for (const hostile of ['"bad\\u0000ns"', '"x\\ud800"', 'a'.repeat(64)]) {
+    const error = await validateCommand({ root: project(hostile), var: [] }).then(
+      () => undefined,
+      (caught: TendError) => caught,
+    );
+    const errors = (error?.detail?.errors ?? []) as {
+      message: string;
+      location: { file: string; line: number };
+    }[];
+    found.push(
+      errors.map((e) => `${e.location.file}:${e.location.line} ${e.message.split(' expected')[0]} expected`),
+    );
+  }
+  return found;
+}
+
 /** The namespaces the cluster has. */
 async function clusterNamespaces(): Promise<string[]> {
   const list = await kubectlJson<{ items: { metadata: { name: string } }[] }>(
@@ -96,17 +118,8 @@ spec:
     expect(await clusterNamespaces()).not.toContain('nk-elsewhere');
 
     // Not a namespace name at all (a NUL, a lone surrogate, too long): an error at its line.
-    for (const hostile of ['"bad\\u0000ns"', '"x\\ud800"', 'a'.repeat(64)]) {
-      const error = await validateCommand({ root: project(hostile), var: [] }).then(
-        () => undefined,
-        (caught: TendError) => caught,
-      );
-      expect(error?.detail?.errors).toEqual([
-        expect.objectContaining({
-          message: expect.stringMatching(/^invalid value for spec\.namespace: expected/),
-          location: expect.objectContaining({ file: 'app/garden.yml', line: 5 }),
-        }),
-      ]);
+    for (const errors of await hostileKeyErrors(project)) {
+      expect(errors).toEqual(['app/garden.yml:5 invalid value for spec.namespace: expected']);
     }
   });
 
@@ -202,15 +215,10 @@ spec:
     expect(await clusterNamespaces()).not.toContain('nk-pods-elsewhere');
 
     // Not a namespace name (a NUL, a lone surrogate, too long): each key an error at its line.
-    for (const hostile of ['"bad\\u0000ns"', '"x\\ud800"', 'a'.repeat(64)]) {
-      const error = await validateCommand({ root: project(hostile), var: [] }).then(
-        () => undefined,
-        (caught: TendError) => caught,
-      );
-      const errors = (error?.detail?.errors ?? []) as { message: string; location: { line: number } }[];
-      expect(errors.map((e) => [e.location.line, e.message.split(':')[0]])).toEqual([
-        [21, 'invalid value for spec.namespace'],
-        [31, 'invalid value for spec.namespace'],
+    for (const errors of await hostileKeyErrors(project)) {
+      expect(errors).toEqual([
+        'web/garden.yml:21 invalid value for spec.namespace: expected',
+        'web/garden.yml:31 invalid value for spec.namespace: expected',
       ]);
     }
   });
