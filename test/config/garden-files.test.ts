@@ -4,7 +4,7 @@
  * merge keys, and what tend does not do said at its file:line — as a problem, or a note that
  * `tend validate` prints.
  */
-import { writeFileSync } from 'node:fs';
+import { symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { providersOf } from '../../src/config/environment.js';
@@ -87,6 +87,32 @@ describe('Garden project files', () => {
       ['exec', {}],
     ]);
     expect(loaded.notes.map((n) => `${n.location.file}:${n.location.line} ${n.message}`)).toEqual([]);
+  });
+
+  it('searches dot directories and every depth, but not .git, node_modules, .tend, .garden nor a symbolic link', async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      '.ci/ci.garden.yml': execRun('ci'),
+      'a/b/c/d/e/deep.tend.yml': execRun('deep'),
+      'a/.tend.yml': execRun('dot-named'),
+      'a/tend.yml': execRun('not-config'),
+      ...Object.fromEntries(
+        ['.git', 'node_modules', '.tend', '.garden', 'x/node_modules', 'x/y/.garden'].map((dir) => [
+          `${dir}/skipped/garden.yml`,
+          execRun(`in-${dir.replaceAll(/[./]/g, '')}`),
+        ]),
+      ),
+    });
+    // Outside the project, and no configuration: following a link to it would be an error.
+    const outside = makeProject({ 'linked.garden.yml': 'kind: [' });
+    symlinkSync(outside, path.join(root, 'a', 'link-to-dir'));
+    symlinkSync(path.join(outside, 'linked.garden.yml'), path.join(root, 'a', 'link.garden.yml'));
+    const loaded = await load(root);
+    expect(loaded.actions.map((a) => `${a.ref} ${a.file}`).sort()).toEqual([
+      'run.ci .ci/ci.garden.yml',
+      'run.deep a/b/c/d/e/deep.tend.yml',
+      'run.dot-named a/.tend.yml',
+    ]);
   });
 
   it("Garden's format before 0.10 (a top-level project:) is said as such; no project file at all names both kinds", async () => {
