@@ -41,7 +41,10 @@ Docs: README.md, docs/configuration.md, docs/errors.md`,
     )
     .version(cliVersion, '-v, --version', 'print the tend version')
     .option('--root <dir>', 'project root (default: nearest directory with a tend.yml)')
-    .option('--env <name>', 'environment to use (default: the project defaultEnvironment)')
+    .option(
+      '--env <name>',
+      'environment to use (default: the project defaultEnvironment); <namespace>.<name>, as in Garden, works in that namespace',
+    )
     .option(
       '--var <key=value>',
       'set a variable the configuration reads (repeatable; overrides --var-file and tend.yml)',

@@ -8,6 +8,7 @@ import type { GlobalOptions } from '../cli/output.js';
 import type { Configuration } from '../config/configuration.js';
 import { configure } from '../config/pipeline.js';
 import type { PluginDefinition } from '../plugin/types.js';
+import { parseEnvFlag } from '../config/environment.js';
 import { loadSecrets } from '../remote/secrets.js';
 
 export function configureEnvironment(
@@ -16,11 +17,13 @@ export function configureEnvironment(
   /** The namespace instead of the environment's own (`tend restore`: the archived one, or `--into`). */
   namespace?: string,
 ): Promise<Configuration> {
+  const { env, namespace: envNamespace } = parseEnvFlag(options.env);
+  namespace ??= envNamespace;
   return configure({
     root: options.root ? path.resolve(options.root) : undefined,
     cwd: process.cwd(),
     plugins: builtins,
-    env: options.env,
+    env,
     vars: options.var ?? [],
     varFiles: options.varFile,
     ...(options.commandInfo ? { command: options.commandInfo } : {}),

@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
+import { parseEnvFlag } from '../config/environment.js';
 import { loadProjectConfig } from '../config/pipeline.js';
 import { builtinPlugins } from '../plugins/builtin.js';
 import { secretNamePattern, secretValueMaxLength } from '../config/secrets-file.js';
@@ -64,6 +65,9 @@ function secretPath(project: string, name: string, environment: string | undefin
   return `/api/v1/projects/${encodeURIComponent(project)}/secrets/${encodeURIComponent(name)}${query}`;
 }
 
+/** The environment of `--env`: a secret is the environment's, whatever namespace `<namespace>.<env>` names. */
+const environmentOf = (options: SecretsOptions) => parseEnvFlag(options.env).env;
+
 const where = (project: string, environment: string | undefined) =>
   environment ? `project ${project}, environment ${environment}` : `project ${project} (every environment)`;
 
@@ -95,11 +99,11 @@ export async function setSecretCommand(
   checkName(name);
   const value = readValue(options);
   const { project, connection } = await target(options);
-  const view = await apiRequest<SecretView>(connection, secretPath(project, name, options.env), {
+  const view = await apiRequest<SecretView>(connection, secretPath(project, name, environmentOf(options)), {
     method: 'PUT',
     body: { value },
   });
-  return { data: view, human: `secret ${name} set for ${where(project, options.env)}`, exitCode: 0 };
+  return { data: view, human: `secret ${name} set for ${where(project, environmentOf(options))}`, exitCode: 0 };
 }
 
 export async function listSecretsCommand(options: SecretsOptions): Promise<CommandResult<SecretView[]>> {
@@ -126,8 +130,8 @@ export async function deleteSecretCommand(
   const { project, connection } = await target(options);
   const deleted = await apiRequest<{ name: string; environment: string | null }>(
     connection,
-    secretPath(project, name, options.env),
+    secretPath(project, name, environmentOf(options)),
     { method: 'DELETE' },
   );
-  return { data: deleted, human: `secret ${name} deleted from ${where(project, options.env)}`, exitCode: 0 };
+  return { data: deleted, human: `secret ${name} deleted from ${where(project, environmentOf(options))}`, exitCode: 0 };
 }

@@ -66,6 +66,28 @@ export interface SelectOptions {
   command?: CommandContext;
 }
 
+/**
+ * `--env`: an environment's name, or Garden's `<namespace>.<environment>`, which works in that
+ * environment with `namespace` as its `${environment.namespace}` (a pull request's namespace, say).
+ */
+export function parseEnvFlag(flag: string | undefined): { env?: string; namespace?: string } {
+  const dot = flag?.indexOf('.') ?? -1;
+  // Without a namespace, the name is the environment's: an unknown one is said as such later.
+  if (flag === undefined || dot < 0) return flag === undefined ? {} : { env: flag };
+  const namespace = flag.slice(0, dot);
+  const env = flag.slice(dot + 1);
+  if (env.includes('.') || namespace.length > nameMaxLength || !nameRegExp.test(namespace)) {
+    throw new TendError(
+      'TEND_USAGE',
+      `invalid --env ${JSON.stringify(flag.slice(0, 140))}; expected an environment's name, or <namespace>.<environment> ` +
+        `with one "." and a namespace of lower-case letters, digits and "-", starting and ending with a ` +
+        `letter or digit, at most ${nameMaxLength} characters`,
+      { detail: { hint: 'e.g. --env dev, or --env pr-42.preview to work in namespace pr-42' } },
+    );
+  }
+  return { env, namespace };
+}
+
 /** `['team=payments', 'pr=42']` → `{team: 'payments', pr: '42'}`. */
 export function parseVarFlags(flags: readonly string[] | undefined): Record<string, string> {
   const vars: Record<string, string> = {};
