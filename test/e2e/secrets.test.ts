@@ -110,7 +110,8 @@ describe('${secrets.*} from tend server', () => {
       expect(r.stdout + r.stderr).not.toContain(value);
     };
     await set('DB_PASSWORD', 'project-wide-pw');
-    await set('DB_PASSWORD', password, ['--env', 'ci']);
+    // A secret is the environment's, whatever namespace Garden's <namespace>.<environment> names.
+    await set('DB_PASSWORD', password, ['--env', 'pr-7.ci']);
     await set('SHARED', shared);
 
     // A developer may not write; the admin's listing shows names, never values.
@@ -135,7 +136,7 @@ describe('${secrets.*} from tend server', () => {
     ]);
     expect(listed.stdout).not.toContain(password);
 
-    const run = await runTend(['run', 'show', '--env', 'ci', '--show-output'], {
+    const run = await runTend(['run', 'show', '--env', 'pr-8.ci', '--show-output'], {
       cwd: root,
       env: as(tokens.dev!),
     });
