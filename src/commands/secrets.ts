@@ -103,7 +103,11 @@ export async function setSecretCommand(
     method: 'PUT',
     body: { value },
   });
-  return { data: view, human: `secret ${name} set for ${where(project, environmentOf(options))}`, exitCode: 0 };
+  return {
+    data: view,
+    human: `secret ${name} set for ${where(project, environmentOf(options))}`,
+    exitCode: 0,
+  };
 }
 
 export async function listSecretsCommand(options: SecretsOptions): Promise<CommandResult<SecretView[]>> {
@@ -133,5 +137,9 @@ export async function deleteSecretCommand(
     secretPath(project, name, environmentOf(options)),
     { method: 'DELETE' },
   );
-  return { data: deleted, human: `secret ${name} deleted from ${where(project, environmentOf(options))}`, exitCode: 0 };
+  return {
+    data: deleted,
+    human: `secret ${name} deleted from ${where(project, environmentOf(options))}`,
+    exitCode: 0,
+  };
 }
