@@ -300,7 +300,7 @@ const kubernetesDeploy: SpecTranslator = (translation, spec) => {
   const kept = dropIgnoredKeys(
     translation,
     spec,
-    ['defaultTarget', 'sync', 'localMode', 'portForwards', 'waitForJobs'],
+    ['defaultTarget', 'sync', 'localMode', 'portForwards'],
     ['spec'],
     'sync mode, local mode and port forwarding',
   );

@@ -190,6 +190,12 @@ export const KubernetesDeploySpec = Type.Object(
       Type.String({ minLength: 1, description: 'image for every container that has no `image:` of its own' }),
     ),
     wait: Type.Optional(Type.Boolean({ description: 'wait until workloads are ready (default true)' })),
+    waitForJobs: Type.Optional(
+      Type.Boolean({
+        description:
+          "Garden's key: wait until Jobs complete (default true); false counts a Job ready once it has not failed",
+      }),
+    ),
     timeout: Type.Optional(Seconds('seconds to wait until workloads are ready (default 300)')),
   },
   { additionalProperties: false },

@@ -30,7 +30,10 @@ import { readiness, waitReady } from './readiness.js';
 import { inInstallOrder } from './install-order.js';
 
 /** What deploying needs of a spec: a kubernetes, helm (the chart renders its manifests) or container Deploy's. */
-type DeploySpec = Pick<KubernetesDeploySpec, 'namespace' | 'overrideNamespace' | 'wait' | 'timeout'>;
+type DeploySpec = Pick<
+  KubernetesDeploySpec,
+  'namespace' | 'overrideNamespace' | 'wait' | 'waitForJobs' | 'timeout'
+>;
 /** Where the manifests come from: the spec's files and kustomization (the default), or a chart. */
 export type ManifestLoader<S> = (ctx: PluginContext, action: ResolvedAction<S>) => Promise<Manifest[]>;
 const specManifests = loadManifests as ManifestLoader<DeploySpec>;
@@ -210,7 +213,9 @@ export async function applyManifests(
   if (action.spec.wait !== false) {
     const timeoutMs =
       action.spec.timeout !== undefined ? action.spec.timeout * 1000 : (action.timeoutMs ?? 300_000);
-    await waitReady(ctx, client, namespace, action, applied, timeoutMs);
+    await waitReady(ctx, client, namespace, action, applied, timeoutMs, {
+      waitForJobs: action.spec.waitForJobs !== false,
+    });
   }
   return {
     outputs: { namespace, ...outputs },
@@ -243,7 +248,8 @@ export async function manifestsStatus(
     // Scaled to 0 (or suspended) by a pause: "ready" with no replica would say it serves.
     else if (pauseAnnotations.replicas in liveAnnotations || pauseAnnotations.suspend in liveAnnotations)
       paused.push(name);
-    else if (!readiness(live).ready) outdated.push(`${name} not ready`);
+    else if (!readiness(live, { waitForJobs: action.spec.waitForJobs !== false }).ready)
+      outdated.push(`${name} not ready`);
   }
   if (outdated.length > 0) return { state: 'not-ready', detail: { resources: outdated } };
   if (paused.length > 0) {

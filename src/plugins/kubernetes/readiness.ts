@@ -31,13 +31,21 @@ function condition(object: KubeObject, type: string): Condition | undefined {
   return conditions.find((c) => c.type === type);
 }
 
+export interface ReadinessOptions {
+  /**
+   * Garden's `waitForJobs` (default true): false counts a Job that has not failed as ready, as
+   * Garden's status check does, so a deploy does not wait for a long or endless Job.
+   */
+  waitForJobs?: boolean;
+}
+
 /**
  * Whether a workload is ready by its status; other kinds are ready once applied. Deployments,
  * StatefulSets and DaemonSets are ready when their rollout is done as `kubectl rollout status`
  * decides it: the controller observed the current generation, every desired replica runs the
  * current template, is available, and no old replica is left.
  */
-export function readiness(object: KubeObject): Readiness {
+export function readiness(object: KubeObject, options: ReadinessOptions = {}): Readiness {
   const spec = (object.spec ?? {}) as Record<string, unknown>;
   const status = (object.status ?? {}) as Record<string, number | undefined>;
   const generation = object.metadata?.generation;
@@ -106,7 +114,7 @@ export function readiness(object: KubeObject): Readiness {
           reason: `failed: ${failed.reason ?? ''} ${failed.message ?? ''}`.trim(),
         };
       }
-      return condition(object, 'Complete')?.status === 'True'
+      return condition(object, 'Complete')?.status === 'True' || options.waitForJobs === false
         ? { ready: true }
         : { ready: false, reason: `${status.succeeded ?? 0} succeeded, ${status.active ?? 0} active` };
     }
@@ -185,6 +193,7 @@ export async function waitReady(
   action: ResolvedAction,
   applied: KubeObject[],
   timeoutMs: number,
+  options: ReadinessOptions = {},
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let pending = applied.filter((o) => workloadKinds.has(o.kind ?? ''));
@@ -197,7 +206,7 @@ export async function waitReady(
         still.push({ object, reason: 'it disappeared after it was applied' });
         continue;
       }
-      const state = readiness(live);
+      const state = readiness(live, options);
       if (state.failed) {
         throw new TendError(
           'TEND_K8S_POD_FAILED',

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cleanupDeployCommand } from '../../../src/commands/cleanup.js';
 import { statusCommand } from '../../../src/commands/status.js';
 import { errorCodes, type ErrorCode } from '../../../src/errors.js';
-import { removeProjects, runTend } from '../../helpers/project.js';
+import { removeProjects, runTend, waitFor } from '../../helpers/project.js';
 import {
   deploymentYaml,
   execute,
@@ -192,6 +192,56 @@ spec:
       'settings',
     );
     expect(cm.data).toEqual({ env: 'dev' });
+  });
+
+  it("Garden's waitForJobs: false counts a Job ready until it fails, as Garden does (deploy and status)", async () => {
+    const job = (name: string, command: string, extra = '') => `kind: Deploy
+type: kubernetes
+name: ${name}
+spec:
+${extra}  timeout: 2
+  manifests:
+    - apiVersion: batch/v1
+      kind: Job
+      metadata: { name: ${name} }
+      spec:
+        backoffLimit: 0
+        template:
+          spec:
+            restartPolicy: Never
+            containers: [{ name: j, image: alpine, command: [sh, -c, "${command}"] }]
+`;
+    const root = shopProject({
+      registry: h.sim.registryHost,
+      namespace: 'deploy-jobs',
+      files: {
+        // In a Garden file, as Garden projects write it; in tend.yml, the same key.
+        'api/endless.garden.yml': job('endless', 'sleep infinity', '  waitForJobs: false\n'),
+        'api/api.tend.yml': [
+          job('waited', 'sleep infinity'),
+          job('broken', 'sleep 2 && exit 3', '  waitForJobs: false\n'),
+        ].join('---\n'),
+      },
+    });
+    const result = await execute('deploy', root, ['endless', 'waited', 'broken']);
+    const states = Object.fromEntries(result.data.actions.map((a) => [a.ref, [a.state, a.error?.code]]));
+    expect(states).toEqual({
+      'deploy.endless': ['ready', undefined],
+      'deploy.waited': ['failed', 'TEND_K8S_TIMEOUT'],
+      // Not failed yet when the deploy looked: its pod fails after 2 s.
+      'deploy.broken': ['ready', undefined],
+    });
+    await waitFor(
+      () => h.sim.store.get('jobs', 'deploy-jobs', 'broken')?.status?.failed,
+      'the Job broken to fail',
+    );
+    const status = await statusCommand({ root });
+    const statusOf = (ref: string) => status.data.actions.find((a) => a.ref === ref)?.state;
+    expect(['endless', 'waited', 'broken'].map((name) => statusOf(`deploy.${name}`))).toEqual([
+      'ready',
+      'not-ready',
+      'not-ready',
+    ]);
   });
 });
 

@@ -49,6 +49,19 @@ describe('readiness', () => {
     if (reason) expect(state.reason).toMatch(reason);
   });
 
+  it("Job: complete is ready, failed fails; with Garden's waitForJobs: false, one not failed is ready", () => {
+    const job = (conditions: object[]) => workload('Job', {}, { active: 1, conditions });
+    expect(readiness(job([]))).toEqual({ ready: false, reason: '0 succeeded, 1 active' });
+    expect(readiness(job([]), { waitForJobs: false })).toEqual({ ready: true });
+    expect(readiness(job([{ type: 'Complete', status: 'True' }]))).toEqual({ ready: true });
+    const failed = job([{ type: 'Failed', status: 'True', reason: 'BackoffLimitExceeded' }]);
+    expect(readiness(failed, { waitForJobs: false })).toEqual({
+      ready: false,
+      failed: true,
+      reason: 'failed: BackoffLimitExceeded',
+    });
+  });
+
   it('Deployment: a progress deadline exceeded fails at once', () => {
     const state = readiness(
       workload(
