@@ -690,7 +690,8 @@ function serveList(
   const meta: Record<string, unknown> = { resourceVersion: String(after?.rv ?? rv) };
   if (more && items.length) {
     meta['continue'] = encodeContinue(after?.rv ?? rv, items[items.length - 1]!);
-    meta['remainingItemCount'] = remaining;
+    // As an API server: with a label or field selector, how many remain is unknown and left out.
+    if (!query.get('labelSelector') && !query.get('fieldSelector')) meta['remainingItemCount'] = remaining;
   }
   if (wantsTable(accept)) return sendJson(res, 200, toTable(rt, items, meta));
   const parts = new Array<string>(items.length);

@@ -232,11 +232,13 @@ export class NamespaceCalls {
    * Every namespace labelled `managed-by=tend`, in pages. `complete` only if every page arrived
    * and the count agrees with what the API announced: a failed page, an expired continue token or
    * a list that came back shorter than announced (`remainingItemCount`, or a one-item probe) is
-   * incomplete, with the reason. Cluster-scoped reads: no namespace is entered or stamped.
+   * incomplete, with the reason. Every namespace is listed and the label checked here: an API
+   * server announces no count for a list with a label selector, so a truncated one would look
+   * whole. Cluster-scoped reads: no namespace is entered or stamped.
    */
   async listManaged(pageSize = 500): Promise<ManagedNamespaceList> {
     const items: NamespaceInfo[] = [];
-    const labelSelector = `${labels.managedBy}=tend`;
+    let listed = 0;
     const list = (limit: number, cont?: string) =>
       this.gate.retry(
         'list namespaces',
@@ -244,7 +246,7 @@ export class NamespaceCalls {
           this.gate.connection.request<List<V1Namespace>>({
             method: 'GET',
             path: '/api/v1/namespaces',
-            query: { labelSelector, limit, continue: cont },
+            query: { limit, continue: cont },
           }),
         true,
       );
@@ -253,22 +255,23 @@ export class NamespaceCalls {
       let announced: number | undefined;
       do {
         const page = await list(pageSize, cont);
-        for (const ns of page.items) items.push(toInfo(ns));
+        listed += page.items.length;
+        for (const ns of page.items) {
+          if (ns.metadata?.labels?.[labels.managedBy] === 'tend') items.push(toInfo(ns));
+        }
         cont = page.metadata?.continue || undefined;
         const remaining = page.metadata?.remainingItemCount;
-        if (cont && remaining !== undefined && remaining !== null)
-          announced = items.length + Number(remaining);
+        if (cont && remaining !== undefined && remaining !== null) announced = listed + Number(remaining);
         if (this.gate.ctx.signal.aborted) return { complete: false, error: 'interrupted', items };
       } while (cont);
-      if (announced !== undefined && items.length < announced) {
+      if (announced !== undefined && listed < announced) {
         return {
           complete: false,
-          error: `the list was truncated: ${announced} namespaces announced, ${items.length} arrived`,
+          error: `the list was truncated: ${announced} namespaces announced, ${listed} arrived`,
           items,
         };
       }
-      // A short last page looks like a complete list: one more question, asked differently, must
-      // agree where it can count (a real API server leaves out remainingItemCount with selectors).
+      // A short last page looks like a complete list: one more question, asked differently, must agree.
       const probe = await list(1);
       const more = probe.metadata?.remainingItemCount;
       const probed = probe.metadata?.continue
@@ -276,10 +279,10 @@ export class NamespaceCalls {
           ? probe.items.length + Number(more)
           : undefined
         : probe.items.length;
-      if (probed !== undefined && probed !== items.length) {
+      if (probed !== undefined && probed !== listed) {
         return {
           complete: false,
-          error: `the list was truncated or changed while listing: ${items.length} namespaces listed, ${probed} counted`,
+          error: `the list was truncated or changed while listing: ${listed} namespaces listed, ${probed} counted`,
           items,
         };
       }
