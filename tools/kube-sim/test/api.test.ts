@@ -261,6 +261,15 @@ describe('lists', () => {
     expect(seen).toEqual(all);
     expect(pages).toBe(Math.ceil(all.length / 7));
     expect(new Set(seen).size).toBe(seen.length);
+    // As an API server: with a selector, how many remain is unknown, and not announced.
+    for (const selector of [
+      'labelSelector=kubernetes.io%2Fmetadata.name',
+      'fieldSelector=status.phase%3DActive',
+    ]) {
+      const selected = await call(sim, 'GET', `/api/v1/namespaces?limit=2&${selector}`);
+      expect(selected.json.metadata.continue).toBeTruthy();
+      expect(selected.json.metadata).not.toHaveProperty('remainingItemCount');
+    }
     const badToken = await call(sim, 'GET', '/api/v1/namespaces?limit=2&continue=not-a-token');
     expect(badToken.status).toBe(400);
   });
