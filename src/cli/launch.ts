@@ -43,6 +43,13 @@
  * 582 ms, parsing 1,000 actions' configuration 696 → 668 ms, `tend status` of a Kubernetes
  * project 0–40 ms less (430–470 ms; the noise of a loaded machine). Delaying it instead (10,000
  * calls) gave the same.
+ *
+ * A V8 flag set at run time has a price: V8 takes a code cache only when it was made under the
+ * same flags, so every Node module loaded after it (node:https and the 60 modules under it) is
+ * compiled from its source instead of from the code cache Node ships: 24 ms instead of 10 for
+ * node:https and node:crypto (Node 24), 19 ms of a `tend status` against kube-sim. So the cache
+ * file also names, for each working directory, the Node modules its last run loaded, and they are
+ * loaded before the flags are set (what that run did later, it does at once).
  */
 import {
   closeSync,
@@ -54,7 +61,7 @@ import {
   statSync,
   unlinkSync,
 } from 'node:fs';
-import { createRequire } from 'node:module';
+import { createRequire, isBuiltin } from 'node:module';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import v8 from 'node:v8';
@@ -72,10 +79,16 @@ const maxOtherCaches = 8;
 /** The working directories a cache file names: beyond these, a new one no longer writes it again. */
 export const maxCacheDirs = 16;
 /**
- * A cache file is V8's bytes, then the JSON list of the working directories whose runs they hold,
- * its length (4 bytes, little-endian) and this mark. A file without it is compiled from source.
+ * A cache file is V8's bytes, then the JSON of the working directories whose runs they hold
+ * (`CacheDirs`), its length (4 bytes, little-endian) and this mark. A file without it is compiled
+ * from source.
  */
-export const cacheTrailerMark = 'tend-dirs-1';
+export const cacheTrailerMark = 'tend-dirs-2';
+/** The Node modules a cache file names for a directory: at most these many. */
+const maxPreloadedBuiltins = 32;
+
+/** The working directories a cache file holds the runs of, each with the Node modules its run loaded. */
+export type CacheDirs = Record<string, readonly string[]>;
 /**
  * The flag that makes TurboFan wait, by V8 major version: V8 11 (Node 20) counts bytecode run
  * (the default budget is 66 KB); V8 12 and 13 (Node 22, 24) count calls (default 3,000). Other
@@ -168,10 +181,7 @@ export function maglevFlagFor(
 /** Runs the bundle: from its code cache when there is a usable one, else compiled from source. */
 export function launch({ bundle, argv, env }: LaunchOptions): void {
   exitWithoutTeardown();
-  // Before the bundle compiles: a code cache is valid only under the flags it was made with.
-  for (const flag of [v8FlagFor(argv, process.execArgv), maglevFlagFor(argv, process.execArgv)]) {
-    if (flag !== undefined) v8.setFlagsFromString(flag);
-  }
+  const loadedBefore = new Set(moduleLoadList());
   // The bundle's import() of what it does not contain (src/import-module.ts) is this module's.
   (globalThis as { [importKey]?: (specifier: string) => Promise<unknown> })[importKey] = (specifier) =>
     import(specifier);
@@ -180,15 +190,23 @@ export function launch({ bundle, argv, env }: LaunchOptions): void {
   const { source, buildId, cacheFile, cachedData, cacheDirs } = readBundle(bundle, (buildId) =>
     dir === undefined ? undefined : path.join(dir, `${prefixOf(buildId)}${cacheName(argv)}.bin`),
   );
+  const here = workingDirectory();
+  const flags = [v8FlagFor(argv, process.execArgv), maglevFlagFor(argv, process.execArgv)].filter(
+    (flag) => flag !== undefined,
+  );
+  // Under V8's flags as Node started: Node's code cache of its modules is valid only under those.
+  if (flags.length > 0) preloadBuiltins(cacheDirs[here] ?? []);
+  // Before the bundle compiles: a code cache is valid only under the flags it was made with.
+  for (const flag of flags) v8.setFlagsFromString(flag);
   if (dir === undefined || buildId === undefined || cacheFile === undefined) {
     run(new vm.Script(source, { filename: bundle }), bundle);
     return;
   }
   const prefix = prefixOf(buildId);
   const script = new vm.Script(source, { filename: bundle, cachedData });
-  const here = workingDirectory();
   const used = cachedData !== undefined && !script.cachedDataRejected;
-  if (!used || (!cacheDirs.includes(here) && cacheDirs.length < maxCacheDirs)) {
+  const known = Object.keys(cacheDirs);
+  if (!used || (!known.includes(here) && known.length < maxCacheDirs)) {
     process.once('exit', () => {
       try {
         const names = removeOtherBuilds(dir, prefix);
@@ -196,7 +214,7 @@ export function launch({ bundle, argv, env }: LaunchOptions): void {
         if (!names.includes(path.basename(file)) && names.length >= maxCachesPerBuild) {
           file = path.join(dir, `${prefix}default.bin`);
         }
-        const dirs = used ? [...cacheDirs, here] : [here];
+        const dirs = { ...(used ? cacheDirs : {}), [here]: builtinsLoadedSince(loadedBefore) };
         writeFileAtomic(file, withTrailer(script.createCachedData(), dirs), 0o600, { durable: false });
       } catch {
         // A cache that cannot be written is compiled from source next time.
@@ -204,6 +222,46 @@ export function launch({ bundle, argv, env }: LaunchOptions): void {
     });
   }
   run(script, bundle);
+}
+
+/**
+ * What Node has loaded, in order (`NativeModule https`, …): `process.moduleLoadList`, which Node
+ * keeps without documenting it; none where it is gone.
+ */
+function moduleLoadList(): readonly string[] {
+  const list = (process as { moduleLoadList?: unknown }).moduleLoadList;
+  return Array.isArray(list) ? list.filter((entry): entry is string => typeof entry === 'string') : [];
+}
+
+/** The public Node modules loaded since `before`, by name. */
+function builtinsLoadedSince(before: ReadonlySet<string>): string[] {
+  const names = moduleLoadList()
+    .filter((entry) => !before.has(entry) && entry.startsWith('NativeModule '))
+    .map((entry) => entry.slice('NativeModule '.length))
+    .filter(isPreloadable);
+  return [...new Set(names)].sort().slice(0, maxPreloadedBuiltins);
+}
+
+/**
+ * A Node module that loading ahead changes nothing about: a public one (`https`, not
+ * `internal/…`), and not one that warns when loaded (`sqlite`, `test`, `wasi` are experimental).
+ */
+function isPreloadable(name: string): boolean {
+  return (
+    /^[a-z][a-z_]*(\/[a-z_]+)?$/.test(name) && !['sqlite', 'test', 'wasi'].includes(name) && isBuiltin(name)
+  );
+}
+
+/** Loads the Node modules named, each that is one (a cache file names them; it may be damaged). */
+function preloadBuiltins(names: readonly string[]): void {
+  for (const name of names) {
+    if (!isPreloadable(name)) continue;
+    try {
+      process.getBuiltinModule(`node:${name}`);
+    } catch {
+      // Not on this Node line: the command loads what it needs itself.
+    }
+  }
 }
 
 /** The bundle's last bytes, where its build id is. */
@@ -217,7 +275,7 @@ interface BundleFiles {
   cacheFile: string | undefined;
   cachedData: Buffer | undefined;
   /** The working directories whose runs the cache holds (none without one). */
-  cacheDirs: string[];
+  cacheDirs: CacheDirs;
 }
 
 /**
@@ -240,7 +298,7 @@ function readBundle(bundle: string, cacheFileFor: (buildId: string) => string | 
       // Latin-1: Node makes a one-byte string of it without decoding UTF-8, 10 ms sooner for
       // 2.5 MB than as UTF-8 (measured on Node 20).
       const source = buffer.toString('latin1', 0, readFully(fd, buffer, size));
-      let cached: Pick<BundleFiles, 'cachedData' | 'cacheDirs'> = { cachedData: undefined, cacheDirs: [] };
+      let cached: Pick<BundleFiles, 'cachedData' | 'cacheDirs'> = { cachedData: undefined, cacheDirs: {} };
       if (cache) {
         try {
           if (readFully(cache.fd, buffer, cache.size) === cache.size)
@@ -268,7 +326,7 @@ function workingDirectory(): string {
 }
 
 /** V8's bytes and the trailer naming `dirs` (cacheTrailerMark). */
-export function withTrailer(cachedData: Buffer, dirs: readonly string[]): Buffer {
+export function withTrailer(cachedData: Buffer, dirs: CacheDirs): Buffer {
   const list = Buffer.from(JSON.stringify(dirs), 'utf8');
   const length = Buffer.alloc(4);
   length.writeUInt32LE(list.length);
@@ -277,15 +335,25 @@ export function withTrailer(cachedData: Buffer, dirs: readonly string[]): Buffer
 
 /** A cache file's V8 bytes and directories; none of either when its trailer is not whole. */
 export function withoutTrailer(file: Buffer): Pick<BundleFiles, 'cachedData' | 'cacheDirs'> {
-  const none = { cachedData: undefined, cacheDirs: [] };
+  const none = { cachedData: undefined, cacheDirs: {} };
   const mark = file.length - cacheTrailerMark.length;
   if (mark < 4 || file.toString('latin1', mark) !== cacheTrailerMark) return none;
   const start = mark - 4 - file.readUInt32LE(mark - 4);
   if (start < 0) return none;
   try {
     const dirs: unknown = JSON.parse(file.toString('utf8', start, mark - 4));
-    if (!Array.isArray(dirs) || !dirs.every((d) => typeof d === 'string')) return none;
-    return { cachedData: file.subarray(0, start), cacheDirs: dirs as string[] };
+    const valid =
+      typeof dirs === 'object' &&
+      dirs !== null &&
+      !Array.isArray(dirs) &&
+      Object.values(dirs).every(
+        (names) =>
+          Array.isArray(names) &&
+          names.length <= maxPreloadedBuiltins &&
+          names.every((name) => typeof name === 'string'),
+      );
+    if (!valid) return none;
+    return { cachedData: file.subarray(0, start), cacheDirs: dirs as CacheDirs };
   } catch {
     return none;
   }

@@ -16,16 +16,19 @@ import {
   readdirSync,
   readFileSync,
   realpathSync,
+  rmSync,
   statSync,
   utimesSync,
   writeFileSync,
 } from 'node:fs';
+import { isBuiltin } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   cacheName,
   cacheTrailerMark,
+  type CacheDirs,
   compileCacheDir,
   globalValueOptions,
   maglevFlagFor,
@@ -131,7 +134,7 @@ describe('the code cache of the CLI bundle', () => {
     const { root, cacheHome, dir, build, files } = setup();
     await build();
     const file = path.join(dir, files()[0]!);
-    const dirsOf = () => withoutTrailer(readFileSync(file)).cacheDirs;
+    const dirsOf = () => Object.keys(withoutTrailer(readFileSync(file)).cacheDirs);
     const home = realpathSync(root);
     expect(dirsOf()).toEqual([home]);
     const sub = path.join(home, 'sub');
@@ -157,7 +160,7 @@ describe('the code cache of the CLI bundle', () => {
     await build();
     const file = path.join(dir, files()[0]!);
     const { cachedData } = withoutTrailer(readFileSync(file));
-    const full = Array.from({ length: maxCacheDirs }, (_, i) => `/elsewhere/${i}`);
+    const full = Object.fromEntries(Array.from({ length: maxCacheDirs }, (_, i) => [`/elsewhere/${i}`, []]));
     writeFileSync(file, withTrailer(cachedData!, full), { mode: 0o600 });
     const written = statSync(file);
     const other = path.join(root, 'other');
@@ -169,6 +172,53 @@ describe('the code cache of the CLI bundle', () => {
     expectPluginImported(run);
     expect(statSync(file).ino).toBe(written.ino);
     expect(withoutTrailer(readFileSync(file)).cacheDirs).toEqual(full);
+  });
+
+  it("loads the Node modules a directory's last run loaded before it sets V8's flags, which would refuse Node's code cache of them", async () => {
+    const { root, cacheHome, dir, files } = setup();
+    // Where the first V8 flag is set, what Node has loaded by then.
+    const hook = path.join(root, 'hook.cjs');
+    const seen = path.join(root, 'seen.json');
+    writeFileSync(
+      hook,
+      `const v8 = require('node:v8'); const set = v8.setFlagsFromString;
+v8.setFlagsFromString = (flag) => {
+  if (!require('node:fs').existsSync(${JSON.stringify(seen)}))
+    require('node:fs').writeFileSync(${JSON.stringify(seen)}, JSON.stringify(process.moduleLoadList));
+  return set(flag);
+};`,
+    );
+    const build = async () => {
+      rmSync(seen, { force: true });
+      const run = await runTend(['build', '--json'], {
+        cwd: root,
+        env: { XDG_CACHE_HOME: cacheHome, NODE_OPTIONS: `--require ${hook}` },
+      });
+      expectPluginImported(run);
+      return JSON.parse(readFileSync(seen, 'utf8')) as string[];
+    };
+    const first = await build();
+    const named = withoutTrailer(readFileSync(path.join(dir, files()[0]!))).cacheDirs[realpathSync(root)]!;
+    expect(named).toContain('crypto');
+    expect(named.every((name) => isBuiltin(name) && !name.startsWith('internal/'))).toBe(true);
+    expect(first).not.toContain('NativeModule crypto');
+    const second = await build();
+    for (const name of named) expect(second).toContain(`NativeModule ${name}`);
+  });
+
+  it('a cache file naming what is no public Node module, or one that warns, loads none of them', async () => {
+    const { root, cacheHome, dir, build, files } = setup();
+    await build();
+    const file = path.join(dir, files()[0]!);
+    const { cachedData } = withoutTrailer(readFileSync(file));
+    const hostile = ['../../plugin.js', './plugin.js', 'internal/fs/utils', 'sqlite', 'no-such-module', 'os'];
+    writeFileSync(file, withTrailer(cachedData!, { [realpathSync(root)]: hostile }), { mode: 0o600 });
+    const run = await runTend(['build', '--json'], {
+      cwd: root,
+      env: { XDG_CACHE_HOME: cacheHome, NODE_OPTIONS: '--trace-warnings' },
+    });
+    expectPluginImported(run);
+    expect(run.stderr).not.toMatch(/ExperimentalWarning|SQLite/);
   });
 
   it('is neither read nor written with TEND_COMPILE_CACHE=0', async () => {
@@ -192,20 +242,28 @@ describe('the code cache of the CLI bundle', () => {
 describe("a cache file's trailer", () => {
   const bytes = Buffer.from('V8 bytes');
   it('gives back the bytes and directories it was written with, names with any characters too', () => {
-    const dirs = ['/a', '/b c/ü\u{1F600}', '', '/nul\0here', '/lone\uD800'];
+    const dirs = {
+      '/a': ['https', 'crypto'],
+      '/b c/ü\u{1F600}': [],
+      '': ['net'],
+      '/nul\0here': [],
+      '/lone\uD800': [],
+    };
     expect(withoutTrailer(withTrailer(bytes, dirs))).toEqual({ cachedData: bytes, cacheDirs: dirs });
   });
 
-  it('a file cut short, one without the mark, one whose length lies or whose list is not strings: none', () => {
-    const whole = withTrailer(bytes, ['/a']);
-    const none = { cachedData: undefined, cacheDirs: [] };
+  it('a file cut short, one without the mark, one whose length lies or whose directories are not named lists: none', () => {
+    const whole = withTrailer(bytes, { '/a': ['https'] });
+    const none = { cachedData: undefined, cacheDirs: {} };
     expect(withoutTrailer(whole.subarray(0, whole.length - 1))).toEqual(none);
     expect(withoutTrailer(bytes)).toEqual(none);
     expect(withoutTrailer(Buffer.from(cacheTrailerMark))).toEqual(none);
     const lying = Buffer.from(whole);
     lying.writeUInt32LE(whole.length, whole.length - cacheTrailerMark.length - 4);
     expect(withoutTrailer(lying)).toEqual(none);
-    expect(withoutTrailer(withTrailer(bytes, [1, 2] as unknown as string[]))).toEqual(none);
+    for (const bad of [['/a'], null, 7, { '/a': 'https' }, { '/a': [1] }, { '/a': Array(33).fill('os') }]) {
+      expect(withoutTrailer(withTrailer(bytes, bad as unknown as CacheDirs))).toEqual(none);
+    }
     // A list 10,000 deep: written by hand (JSON.stringify would run out of stack first).
     const deep = Buffer.from(`${'['.repeat(10_000)}${']'.repeat(10_000)}`);
     const length = Buffer.alloc(4);
