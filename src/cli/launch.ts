@@ -244,12 +244,11 @@ function builtinsLoadedSince(before: ReadonlySet<string>): string[] {
 
 /**
  * A Node module that loading ahead changes nothing about: a public one (`https`, not
- * `internal/…`), and not one that warns when loaded (`sqlite`, `test`, `wasi` are experimental).
+ * `internal/…`), and not `wasi`, which warns that it is experimental when loaded (`node:sqlite`
+ * and `node:test`, which warn too, are no module without their `node:` prefix).
  */
 function isPreloadable(name: string): boolean {
-  return (
-    /^[a-z][a-z_]*(\/[a-z_]+)?$/.test(name) && !['sqlite', 'test', 'wasi'].includes(name) && isBuiltin(name)
-  );
+  return /^[a-z][a-z_]*(\/[a-z_]+)?$/.test(name) && name !== 'wasi' && isBuiltin(name);
 }
 
 /** Loads the Node modules named, each that is one (a cache file names them; it may be damaged). */

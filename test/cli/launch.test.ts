@@ -211,14 +211,22 @@ v8.setFlagsFromString = (flag) => {
     await build();
     const file = path.join(dir, files()[0]!);
     const { cachedData } = withoutTrailer(readFileSync(file));
-    const hostile = ['../../plugin.js', './plugin.js', 'internal/fs/utils', 'sqlite', 'no-such-module', 'os'];
+    const hostile = [
+      '../../plugin.js',
+      './plugin.js',
+      'internal/fs/utils',
+      'wasi',
+      'sqlite',
+      'no-such-module',
+      'os',
+    ];
     writeFileSync(file, withTrailer(cachedData!, { [realpathSync(root)]: hostile }), { mode: 0o600 });
     const run = await runTend(['build', '--json'], {
       cwd: root,
       env: { XDG_CACHE_HOME: cacheHome, NODE_OPTIONS: '--trace-warnings' },
     });
     expectPluginImported(run);
-    expect(run.stderr).not.toMatch(/ExperimentalWarning|SQLite/);
+    expect(run.stderr).not.toMatch(/ExperimentalWarning|WASI|SQLite/);
   });
 
   it('is neither read nor written with TEND_COMPILE_CACHE=0', async () => {
