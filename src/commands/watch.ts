@@ -13,17 +13,18 @@ import type { CommandResult } from '../cli/output.js';
 import { ProgressReporter } from '../cli/progress.js';
 import { isConfigFile } from '../config/files.js';
 import { ExitCode, toTendError } from '../errors.js';
-import { ActionGraph } from '../graph/graph.js';
+import type { ActionGraph } from '../graph/graph.js';
 import { alwaysExcluded, clearSourceCache } from '../graph/sources.js';
 import type { VersionedAction } from '../graph/version.js';
 import { builtinPlugins } from '../plugins/builtin.js';
 import { forgetCommandMemos } from '../plugins/kubernetes/memo.js';
 import type { PluginDefinition } from '../plugin/types.js';
-import { actionVersions, openProject, type OpenedProject } from './context.js';
+import { openProject, type OpenedProject } from './context.js';
 import {
   kindOf,
   nothingToRun,
   openExecution,
+  planRun,
   requestedRefs,
   runActions,
   type ExecuteData,
@@ -132,6 +133,7 @@ export async function watchCommand(
     refs: firstRefs,
     session,
     progress: firstProgress,
+    planned: firstPlan,
   } = await openExecution(verb, names, options, plugins);
   let opened: OpenedProject = first;
   let refs = firstRefs;
@@ -149,7 +151,13 @@ export async function watchCommand(
   let progress = firstProgress;
   const round = async (changed: string[], requested: string[], force: boolean) => {
     if (rounds.length > 0) progress = new ProgressReporter(session.session.bus);
-    const run = await runActions(opened, session, requested, { ...settings, force });
+    // The first round runs what opening the session planned; later ones plan again.
+    const planned = rounds.length === 0 ? firstPlan : undefined;
+    const run = await runActions(opened, session, requested, {
+      ...settings,
+      force,
+      ...(planned ? { planned } : {}),
+    });
     progress.finish();
     for (const key of Object.keys(totals) as (keyof typeof totals)[]) totals[key] += run.counts[key];
     rounds.push({ changed, actions: run.actions });
@@ -157,11 +165,10 @@ export async function watchCommand(
       (options.json ? JSON.stringify({ changed, actions: run.actions }) : run.human) + '\n',
     );
   };
-  const versionsNow = async () => {
+  const versionsNow = () => {
     clearSourceCache();
     forgetCommandMemos();
-    const graph = new ActionGraph(opened.actions);
-    return { graph, versions: await actionVersions(opened, graph, refs) };
+    return planRun(opened, refs);
   };
   try {
     // None yet: said once; the watch goes on, and picks up an action declared while it runs.
