@@ -48,8 +48,9 @@
  * same flags, so every Node module loaded after it (node:https and the 60 modules under it) is
  * compiled from its source instead of from the code cache Node ships: 24 ms instead of 10 for
  * node:https and node:crypto (Node 24), 19 ms of a `tend status` against kube-sim. So the cache
- * file also names, for each working directory, the Node modules its last run loaded, and they are
- * loaded before the flags are set (what that run did later, it does at once).
+ * file also names, for each working directory, which of node:crypto, node:http, node:https and
+ * node:tls its last run loaded (`preloadable`: most of the Node modules a command loads are under
+ * them), and they are loaded before the flags are set (what that run did later, it does at once).
  */
 import {
   closeSync,
@@ -243,12 +244,18 @@ function builtinsLoadedSince(before: ReadonlySet<string>): string[] {
 }
 
 /**
- * A Node module that loading ahead changes nothing about: a public one (`https`, not
- * `internal/…`), and not `wasi`, which warns that it is experimental when loaded (`node:sqlite`
- * and `node:test`, which warn too, are no module without their `node:` prefix).
+ * The Node modules worth loading ahead: the ones under which most of Node's modules a command
+ * loads are (every command hashes with node:crypto; a cluster or the server is reached through
+ * node:https), where one that others load too is preloaded only when a run needs it: node:net,
+ * node:dgram and node:child_process come with a started process, which most runs of a command
+ * that once started one do not start (a cached build: scripts/bundle-plugins.ts loads
+ * node:child_process on its first use for that reason).
  */
+const preloadable: ReadonlySet<string> = new Set(['crypto', 'http', 'https', 'tls']);
+
+/** Whether a name is one of the Node modules loaded ahead. */
 function isPreloadable(name: string): boolean {
-  return /^[a-z][a-z_]*(\/[a-z_]+)?$/.test(name) && name !== 'wasi' && isBuiltin(name);
+  return preloadable.has(name) && isBuiltin(name);
 }
 
 /** Loads the Node modules named, each that is one (a cache file names them; it may be damaged). */
