@@ -62,7 +62,7 @@ import {
   statSync,
   unlinkSync,
 } from 'node:fs';
-import { createRequire, isBuiltin } from 'node:module';
+import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import v8 from 'node:v8';
@@ -255,7 +255,7 @@ const preloadable: ReadonlySet<string> = new Set(['crypto', 'http', 'https', 'tl
 
 /** Whether a name is one of the Node modules loaded ahead. */
 function isPreloadable(name: string): boolean {
-  return preloadable.has(name) && isBuiltin(name);
+  return preloadable.has(name);
 }
 
 /** Loads the Node modules named, each that is one (a cache file names them; it may be damaged). */
