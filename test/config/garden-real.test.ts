@@ -15,6 +15,20 @@ afterEach(removeProjects);
 
 const load = (root: string) => loadProjectConfig({ cwd: root, plugins: builtinPlugins() });
 
+/** The problems a rejected load or validate lists, each as `code file:line message`. */
+async function problemLines(work: Promise<unknown>): Promise<string[]> {
+  const error = await work.then(
+    () => undefined,
+    (caught: TendError) => caught,
+  );
+  const errors = (error?.detail?.errors ?? []) as {
+    code: string;
+    message: string;
+    location: { file: string; line: number };
+  }[];
+  return errors.map((e) => `${e.code} ${e.location.file}:${e.location.line} ${e.message}`);
+}
+
 const execRun = `kind: Run
 type: exec
 name: hello
@@ -208,18 +222,7 @@ spec:
   image: \${actions.build.api-image.outputs.deploymentImageId}
 `,
     });
-    let error: TendError | undefined;
-    try {
-      await load(root);
-    } catch (caught) {
-      error = caught as TendError;
-    }
-    const errors = (
-      error?.detail as {
-        errors: { code: string; message: string; location: { file: string; line: number } }[];
-      }
-    ).errors;
-    expect(errors.map((e) => `${e.code} ${e.location.file}:${e.location.line} ${e.message}`)).toEqual([
+    expect(await problemLines(load(root))).toEqual([
       'TEND_CONFIG_UNSUPPORTED api-image/garden.yml:4 repositoryUrl of a module is not supported by tend yet: clone the repository into the project (beside this garden.yml) and remove repositoryUrl',
     ]);
   });
@@ -252,17 +255,8 @@ ${execRun}`,
       'api/Dockerfile': 'FROM nginx\n',
     });
     expect((await validateCommand({ root, var: [], env: 'local' })).exitCode).toBe(0);
-    const error = await validateCommand({ root, var: [], env: 'no-k8s' }).then(
-      () => undefined,
-      (caught: TendError) => caught,
-    );
-    const errors = (error?.detail?.errors ?? []) as {
-      code: string;
-      message: string;
-      location: { file: string; line: number };
-    }[];
     const entry = 'project.garden.yml:8:5 for local';
-    expect(errors.map((e) => `${e.code} ${e.location.file}:${e.location.line} ${e.message}`)).toEqual(
+    expect(await problemLines(validateCommand({ root, var: [], env: 'no-k8s' }))).toEqual(
       [2, 6].map(
         (line) =>
           `TEND_PROVIDER_NOT_FOUND api/garden.yml:${line} action type "container" comes from provider "kubernetes", ` +
