@@ -85,8 +85,6 @@ export const maxCacheDirs = 16;
  * from source.
  */
 export const cacheTrailerMark = 'tend-dirs-2';
-/** The Node modules a cache file names for a directory: at most these many. */
-const maxPreloadedBuiltins = 32;
 
 /** The working directories a cache file holds the runs of, each with the Node modules its run loaded. */
 export type CacheDirs = Record<string, readonly string[]>;
@@ -182,7 +180,6 @@ export function maglevFlagFor(
 /** Runs the bundle: from its code cache when there is a usable one, else compiled from source. */
 export function launch({ bundle, argv, env }: LaunchOptions): void {
   exitWithoutTeardown();
-  const loadedBefore = new Set(moduleLoadList());
   // The bundle's import() of what it does not contain (src/import-module.ts) is this module's.
   (globalThis as { [importKey]?: (specifier: string) => Promise<unknown> })[importKey] = (specifier) =>
     import(specifier);
@@ -215,7 +212,7 @@ export function launch({ bundle, argv, env }: LaunchOptions): void {
         if (!names.includes(path.basename(file)) && names.length >= maxCachesPerBuild) {
           file = path.join(dir, `${prefix}default.bin`);
         }
-        const dirs = { ...(used ? cacheDirs : {}), [here]: builtinsLoadedSince(loadedBefore) };
+        const dirs = { ...(used ? cacheDirs : {}), [here]: preloadableLoaded() };
         writeFileAtomic(file, withTrailer(script.createCachedData(), dirs), 0o600, { durable: false });
       } catch {
         // A cache that cannot be written is compiled from source next time.
@@ -223,24 +220,6 @@ export function launch({ bundle, argv, env }: LaunchOptions): void {
     });
   }
   run(script, bundle);
-}
-
-/**
- * What Node has loaded, in order (`NativeModule https`, …): `process.moduleLoadList`, which Node
- * keeps without documenting it; none where it is gone.
- */
-function moduleLoadList(): readonly string[] {
-  const list = (process as { moduleLoadList?: unknown }).moduleLoadList;
-  return Array.isArray(list) ? list.filter((entry): entry is string => typeof entry === 'string') : [];
-}
-
-/** The public Node modules loaded since `before`, by name. */
-function builtinsLoadedSince(before: ReadonlySet<string>): string[] {
-  const names = moduleLoadList()
-    .filter((entry) => !before.has(entry) && entry.startsWith('NativeModule '))
-    .map((entry) => entry.slice('NativeModule '.length))
-    .filter(isPreloadable);
-  return [...new Set(names)].sort().slice(0, maxPreloadedBuiltins);
 }
 
 /**
@@ -253,19 +232,25 @@ function builtinsLoadedSince(before: ReadonlySet<string>): string[] {
  */
 const preloadable: ReadonlySet<string> = new Set(['crypto', 'http', 'https', 'tls']);
 
-/** Whether a name is one of the Node modules loaded ahead. */
-function isPreloadable(name: string): boolean {
-  return preloadable.has(name);
+/**
+ * Which of the modules loaded ahead (`preloadable`) this run has loaded: Node lists what it loaded
+ * in `process.moduleLoadList` (`NativeModule https`, …), without documenting it; none where it is
+ * gone.
+ */
+function preloadableLoaded(): string[] {
+  const list = (process as { moduleLoadList?: unknown }).moduleLoadList;
+  const loaded = new Set(Array.isArray(list) ? list : []);
+  return [...preloadable].filter((name) => loaded.has(`NativeModule ${name}`));
 }
 
-/** Loads the Node modules named, each that is one (a cache file names them; it may be damaged). */
+/** Loads the Node modules named that are `preloadable` (a cache file names them; it may be damaged). */
 function preloadBuiltins(names: readonly string[]): void {
   for (const name of names) {
-    if (!isPreloadable(name)) continue;
+    if (!preloadable.has(name)) continue;
     try {
       process.getBuiltinModule(`node:${name}`);
     } catch {
-      // Not on this Node line: the command loads what it needs itself.
+      // A Node built without OpenSSL: the command says what it lacks when it needs it.
     }
   }
 }
@@ -355,7 +340,7 @@ export function withoutTrailer(file: Buffer): Pick<BundleFiles, 'cachedData' | '
       Object.values(dirs).every(
         (names) =>
           Array.isArray(names) &&
-          names.length <= maxPreloadedBuiltins &&
+          names.length <= preloadable.size &&
           names.every((name) => typeof name === 'string'),
       );
     if (!valid) return none;
