@@ -213,9 +213,7 @@ export async function applyManifests(
   if (action.spec.wait !== false) {
     const timeoutMs =
       action.spec.timeout !== undefined ? action.spec.timeout * 1000 : (action.timeoutMs ?? 300_000);
-    await waitReady(ctx, client, namespace, action, applied, timeoutMs, {
-      waitForJobs: action.spec.waitForJobs !== false,
-    });
+    await waitReady(ctx, client, namespace, action, applied, timeoutMs, action.spec);
   }
   return {
     outputs: { namespace, ...outputs },
@@ -248,8 +246,7 @@ export async function manifestsStatus(
     // Scaled to 0 (or suspended) by a pause: "ready" with no replica would say it serves.
     else if (pauseAnnotations.replicas in liveAnnotations || pauseAnnotations.suspend in liveAnnotations)
       paused.push(name);
-    else if (!readiness(live, { waitForJobs: action.spec.waitForJobs !== false }).ready)
-      outdated.push(`${name} not ready`);
+    else if (!readiness(live, action.spec).ready) outdated.push(`${name} not ready`);
   }
   if (outdated.length > 0) return { state: 'not-ready', detail: { resources: outdated } };
   if (paused.length > 0) {
