@@ -13,7 +13,7 @@ import { statusCommand } from '../../../src/commands/status.js';
 import { validateCommand } from '../../../src/commands/validate.js';
 import type { TendError } from '../../../src/errors.js';
 import { makeProject, removeProjects } from '../../helpers/project.js';
-import { configMapData, plugins, startSim, type SimHandle } from './helpers.js';
+import { configMapData, plugins, projectYaml, startSim, type SimHandle } from './helpers.js';
 
 let h: SimHandle;
 beforeAll(async () => {
@@ -114,5 +114,28 @@ describe('--env <namespace>.<environment>', () => {
     expect(await refused('pr-1.nope')).toBe('TEND_ENVIRONMENT_NOT_FOUND unknown environment "nope"');
     expect(await refused('pr-1.')).toBe('TEND_ENVIRONMENT_NOT_FOUND unknown environment ""');
     expect(namespaces()).toEqual(before);
+  });
+
+  it("a cluster's own namespace named with it is refused, by deploy and by cleanup, and left as it was", async () => {
+    const root = makeProject({
+      // A tend project: the provider deploys into the environment's namespace itself.
+      'tend.yml': projectYaml({ registry: h.sim.registryHost, namespace: 'main' }),
+    });
+    const before = h.sim.store.get('namespaces', '', 'kube-system')!;
+    for (const namespace of ['kube-system', 'default', 'kube-public']) {
+      const env = `${namespace}.dev`;
+      const failure = (work: Promise<unknown>) =>
+        work.then(
+          () => 'succeeded',
+          (caught: TendError) => `${caught.code} ${caught.message.split(';')[0]}`,
+        );
+      const refusal = `TEND_CONFIG_INVALID the app namespace "${namespace}" of environment dev may not be a Kubernetes system namespace`;
+      expect(await failure(executeCommand('deploy', [], { root, env }, plugins))).toBe(refusal);
+      expect(await failure(cleanupEnvCommand({ root, env }))).toBe(refusal);
+    }
+    const after = h.sim.store.get('namespaces', '', 'kube-system')!;
+    expect(after.metadata.uid).toBe(before.metadata.uid);
+    expect(after.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+    expect(after.metadata.labels?.['app.kubernetes.io/managed-by']).toBeUndefined();
   });
 });
