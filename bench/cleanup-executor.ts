@@ -22,7 +22,7 @@ import type { ServedPlugin } from '../src/router/cleanup.js';
 import { composeCleanup } from '../src/server/cleanup/compose.js';
 import { defaultCleanupSettings } from '../src/server/cleanup/settings.js';
 import { Metrics } from '../src/server/metrics.js';
-import { startSim, type SimHandle } from '../test/plugins/kubernetes/helpers.js';
+import { setWorldClock, startSim, type SimHandle } from '../test/plugins/kubernetes/helpers.js';
 import { createTestServer, postEvents } from '../test/server/helpers.js';
 import { recordingEvents, seedNamespace } from '../test/cleanup/helpers.js';
 import { figure, ratio } from './support.js';
@@ -93,8 +93,10 @@ async function inventoryWithRequests(
 export async function run(): Promise<void> {
   const handle = await startSim();
   // The server's clock runs 2 hours ahead once everything is recorded: the environments are idle.
+  // The cluster's moves with it: the planner takes idleness from the time the cluster attests.
   let offsetMs = 0;
   const now = () => new Date(Date.now() + offsetMs);
+  setWorldClock(() => now().getTime());
   const server = await createTestServer('sqlite', { now });
   try {
     const cleanup = composeCleanup(server.database.db, server.database.reader, new Metrics(), now, {
