@@ -5,7 +5,14 @@
  * rendered by `kubectl kustomize`, one a base, one an overlay of a base) through `bin/tend.js`,
  * each against `kubectl get ns` on the same kube-sim in the same run (target ≤ 2.5×), and a pod
  * Test whose container runs 0.3 s: the whole command beyond the pod's own 0.3 s (target ≤ 1.5 s).
- * `tend --version` is measured alongside, for what starting tend costs of it.
+ * `tend --version` is measured alongside, for what starting tend costs of it, and the floor of any
+ * Kubernetes command on Node (kube/floor-get.cjs: Node itself lists the namespaces over HTTPS,
+ * nothing of tend), for what of the ratio is Node's own and what is tend's.
+ *
+ * Then the same against a cluster that is not on the machine: through a proxy that delays every
+ * chunk by 10 ms each way (`remoteDelayMs`) (kube/latency-proxy.ts), so that TLS handshakes and requests
+ * pay a round trip, as against a real API server. Figures only (no target): they show what waiting
+ * on the cluster costs a command beside its CPU, and whether tend's requests overlap its own work.
  *
  * Each command's CPU time (user + system of it and of what it ran, such as `kubectl kustomize`)
  * is printed beside its wall time: on a loaded machine the wall time says as much about the
@@ -15,18 +22,21 @@
  * measured is the client alone. The commands run interleaved, round after round, so that a busy
  * machine weighs on kubectl as on tend.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { parse, stringify } from 'yaml';
 import { childrenCpuMs, figure, interquartileMean, loadAverage, median, ratio } from './support.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const tendBin = path.join(repoRoot, 'bin', 'tend.js');
 const kubectlBin = '/usr/bin/kubectl';
 const rounds = 9;
+/** The delay each way of the proxy that stands for a cluster elsewhere (a 20 ms round trip). */
+const remoteDelayMs = 10;
 /** The pod Test's container: `sleep 0.3` between two lines. */
 const podRunMs = 300;
 
@@ -70,6 +80,52 @@ class Samples {
   }
 }
 
+/** The first line of a child's stdout or stderr matching `pattern`: its first group. */
+function announced(child: ChildProcess, stream: 'stdout' | 'stderr', pattern: RegExp): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    createInterface(child[stream]!).on('line', (line) => {
+      const found = pattern.exec(line)?.[1];
+      if (found) resolve(found);
+      else process.stderr.write(`${line}\n`);
+    });
+    child.once('exit', (code) => reject(new Error(`${child.spawnargs.join(' ')} exited with ${code}`)));
+  });
+}
+
+interface Kubeconfig {
+  clusters: { name: string; cluster: { server: string; 'certificate-authority-data': string } }[];
+  users: { name: string; user: { token: string } }[];
+}
+
+/**
+ * What kube/floor-get.cjs reads (the cluster's address, CA and token, from kube-sim's kubeconfig),
+ * and the same through the latency proxy, with the kubeconfig that goes through it.
+ */
+function clusterFiles(
+  dir: string,
+  kubeconfig: string,
+  proxyPort: string,
+): { floor: string; remoteFloor: string; remoteKubeconfig: string } {
+  const config = parse(readFileSync(kubeconfig, 'utf8')) as Kubeconfig;
+  const { server, 'certificate-authority-data': caData } = config.clusters[0]!.cluster;
+  const proxied = `https://127.0.0.1:${proxyPort}`;
+  const floorOf = (name: string, address: string) => {
+    const file = path.join(dir, name);
+    const ca = Buffer.from(caData, 'base64').toString('utf8');
+    writeFileSync(file, JSON.stringify({ server: address, ca, token: config.users[0]!.user.token }));
+    return file;
+  };
+  const remoteKubeconfig = path.join(dir, 'kubeconfig-remote');
+  const remote = structuredClone(config);
+  remote.clusters[0]!.cluster.server = proxied;
+  writeFileSync(remoteKubeconfig, stringify(remote));
+  return {
+    floor: floorOf('floor.json', server),
+    remoteFloor: floorOf('floor-remote.json', proxied),
+    remoteKubeconfig,
+  };
+}
+
 export async function run(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tend-bench-kube-'));
   const kubeconfig = path.join(dir, 'kubeconfig');
@@ -78,16 +134,18 @@ export async function run(): Promise<void> {
     ['--import', 'tsx', path.join(repoRoot, 'tools/kube-sim/src/cli.ts'), '--kubeconfig', kubeconfig],
     { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] },
   );
+  let proxy: ChildProcess | undefined;
   try {
-    const registry = await new Promise<string>((resolve, reject) => {
-      createInterface(sim.stderr).on('line', (line) => {
-        const host = /registry http:\/\/([^,\s]+)/.exec(line)?.[1];
-        if (host) resolve(host);
-        else process.stderr.write(`${line}\n`);
-      });
-      sim.once('exit', (code) => reject(new Error(`kube-sim exited with ${code}`)));
-    });
-    sim.stdout.resume();
+    const [registry, api] = await Promise.all([
+      announced(sim, 'stderr', /registry http:\/\/([^,\s]+)/),
+      announced(sim, 'stdout', /^https:\/\/(\S+)$/),
+    ]);
+    proxy = spawn(
+      process.execPath,
+      ['--import', 'tsx', path.join(repoRoot, 'bench/kube/latency-proxy.ts'), api, String(remoteDelayMs)],
+      { cwd: repoRoot, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const files = clusterFiles(dir, kubeconfig, await announced(proxy, 'stdout', /^listening (\d+)$/));
     // A compile cache of the bench's own: tend prunes the shared one to its newest builds, and other
     // checkouts' runs on the machine would leave these rounds without theirs.
     const env = {
@@ -123,18 +181,28 @@ export async function run(): Promise<void> {
     timeCommand(process.execPath, [tendBin, ...context, 'deploy'], kustomize, env);
     timeCommand(process.execPath, [tendBin, ...context, 'status'], kustomize, env);
     timeCommand(process.execPath, [tendBin, 'test', '--force'], pods, env);
+    const remoteEnv = { ...env, KUBECONFIG: files.remoteKubeconfig };
+    timeCommand(process.execPath, [tendBin, ...vars, 'status'], shop, remoteEnv);
+    timeCommand(process.execPath, [tendBin, ...context, 'deploy'], kustomize, remoteEnv);
     const loadBefore = loadAverage();
     const commands = {
       kubectl: new Samples(),
+      floor: new Samples(),
       version: new Samples(),
       status: new Samples(),
       deploy: new Samples(),
       kustomizeStatus: new Samples(),
       kustomizeDeploy: new Samples(),
       test: new Samples(),
+      remoteKubectl: new Samples(),
+      remoteFloor: new Samples(),
+      remoteStatus: new Samples(),
+      remoteKustomizeDeploy: new Samples(),
     };
+    const floorScript = path.join(repoRoot, 'bench/kube/floor-get.cjs');
     for (let i = 0; i < rounds; i++) {
       commands.kubectl.add(timeCommand(kubectlBin, ['get', 'ns'], shop, env));
+      commands.floor.add(timeCommand(process.execPath, [floorScript, files.floor], shop, env));
       commands.version.add(timeCommand(process.execPath, [tendBin, '--version'], shop, env));
       commands.status.add(timeCommand(process.execPath, [tendBin, ...vars, 'status'], shop, env));
       commands.deploy.add(timeCommand(process.execPath, [tendBin, ...vars, 'deploy'], shop, env));
@@ -145,6 +213,12 @@ export async function run(): Promise<void> {
         timeCommand(process.execPath, [tendBin, ...context, 'deploy'], kustomize, env),
       );
       commands.test.add(timeCommand(process.execPath, [tendBin, 'test', '--force'], pods, env));
+      commands.remoteKubectl.add(timeCommand(kubectlBin, ['get', 'ns'], shop, remoteEnv));
+      commands.remoteFloor.add(timeCommand(process.execPath, [floorScript, files.remoteFloor], shop, env));
+      commands.remoteStatus.add(timeCommand(process.execPath, [tendBin, ...vars, 'status'], shop, remoteEnv));
+      commands.remoteKustomizeDeploy.add(
+        timeCommand(process.execPath, [tendBin, ...context, 'deploy'], kustomize, remoteEnv),
+      );
     }
     const kubectl = commands.kubectl;
     console.log(
@@ -152,17 +226,18 @@ export async function run(): Promise<void> {
         `CPU time (user + system, with what the command ran): interquartile mean`,
     );
     console.log(`  load average (1, 5, 15 min): ${loadBefore} before the rounds, ${loadAverage()} after`);
-    const compare = (name: string, measured: Samples, target?: { max: number }) => {
+    const compare = (name: string, measured: Samples, target?: { max: number }, yardstick = kubectl) => {
       figure(name, measured.wallMs, 'ms');
-      ratio('  vs kubectl get ns', measured.wallMs, kubectl.wallMs, 'kubectl get ns', target);
+      ratio('  vs kubectl get ns', measured.wallMs, yardstick.wallMs, 'kubectl get ns', target);
       const cpu = measured.cpuMs;
-      const kubectlCpu = kubectl.cpuMs;
+      const kubectlCpu = yardstick.cpuMs;
       if (cpu === undefined || kubectlCpu === undefined) return;
       figure('  CPU time', cpu, 'ms');
       ratio('  CPU vs kubectl get ns', cpu, kubectlCpu, 'kubectl get ns CPU');
     };
     figure('kubectl get ns (yardstick)', kubectl.wallMs, 'ms');
     if (kubectl.cpuMs !== undefined) figure('  CPU time', kubectl.cpuMs, 'ms');
+    compare('Node lists the namespaces itself (the floor: no tend)', commands.floor);
     compare('tend --version', commands.version);
     compare('tend status (examples/shop)', commands.status, { max: 2.5 });
     compare('tend deploy, cached (examples/shop)', commands.deploy, { max: 2.5 });
@@ -170,7 +245,19 @@ export async function run(): Promise<void> {
     compare("tend deploy, cached (Garden's kustomize example)", commands.kustomizeDeploy, { max: 2.5 });
     figure(`tend test --force, a pod Test running ${podRunMs} ms`, commands.test.wallMs, 'ms');
     figure('  of it beyond the pod', commands.test.wallMs - podRunMs, 'ms', { max: 1500 });
+    console.log(`the same cluster ${remoteDelayMs} ms away each way (kube/latency-proxy.ts; no target):`);
+    const remote = commands.remoteKubectl;
+    figure('kubectl get ns (yardstick)', remote.wallMs, 'ms');
+    compare('Node lists the namespaces itself (the floor: no tend)', commands.remoteFloor, undefined, remote);
+    compare('tend status (examples/shop)', commands.remoteStatus, undefined, remote);
+    compare(
+      "tend deploy, cached (Garden's kustomize example)",
+      commands.remoteKustomizeDeploy,
+      undefined,
+      remote,
+    );
   } finally {
+    proxy?.kill('SIGTERM');
     sim.kill('SIGTERM');
     await new Promise((r) => (sim.exitCode !== null ? r(null) : sim.once('exit', r)));
     rmSync(dir, { recursive: true, force: true });

@@ -2,6 +2,7 @@
  * `tend build|deploy|test|run [names…]`: prepares the environment, then solves the graph for the
  * named actions of that kind (all of them when none are named) and their dependencies.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { OutputCollector, type ActionOutput } from '../cli/action-output.js';
 import { ProgressReporter, summarize } from '../cli/progress.js';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
@@ -218,12 +219,13 @@ export async function openExecution(
     }
     opened.configuration.addProviderOutputs(providers);
     // A paused environment is resumed before anything runs in it: nobody meets one by surprise.
-    // The versions are computed (files hashed) meanwhile: the cluster's answers about a pause take
-    // as long (measured, 11 ms of a cached kustomize deploy). Both are settled first, the
-    // resume's error before the versions', as when in turn.
+    // The versions are computed (files hashed) meanwhile, from the event loop's next turn: hashing
+    // holds the thread, and by then the resume's requests are sent, so the cluster answers them
+    // while it hashes (a round trip saved against a cluster elsewhere: bench/kube-commands.ts).
+    // Both are settled first, the resume's error before the versions', as when in turn.
     const [resuming, planning] = await Promise.allSettled([
       verb === 'build' ? Promise.resolve([]) : resumeProviders(session.router),
-      planRun(opened, refs),
+      nextTurn().then(() => planRun(opened, refs)),
     ]);
     if (resuming.status === 'rejected') throw resuming.reason;
     if (planning.status === 'rejected') throw planning.reason;

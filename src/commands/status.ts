@@ -3,6 +3,7 @@
  * environment with `getEnvironmentStatus` (never creating it); actions with getStatus/getResult.
  */
 import path from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
@@ -93,8 +94,8 @@ export async function statusCommand(options: GlobalOptions): Promise<CommandResu
   const opened = await openProject(options);
   const { session, router, close } = startSession(opened, 'status', [], { cleanupWarning: false });
   try {
-    // The providers connect and are asked while the versions are computed (files hashed): the
-    // cluster's first answer takes as long as the hashing (7 ms of a kubernetes status, measured).
+    // The providers connect and are asked while the versions are computed (files hashed), from the
+    // event loop's next turn: hashing holds the thread, and by then the connection is on its way.
     // Both are settled before anything is reported, a provider's error first, as when in turn.
     const graph = new ActionGraph(opened.actions);
     const order = graph.topologicalOrder();
@@ -111,7 +112,7 @@ export async function statusCommand(options: GlobalOptions): Promise<CommandResu
           }),
         ),
       ),
-      actionVersions(opened, graph, order),
+      nextTurn().then(() => actionVersions(opened, graph, order)),
     ]);
     if (providersRead.status === 'rejected') throw providersRead.reason;
     if (versionsComputed.status === 'rejected') throw versionsComputed.reason;
