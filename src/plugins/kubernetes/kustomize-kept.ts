@@ -18,6 +18,15 @@
  * rendering that kustomize did not print is never deployed. It is written atomically. Beside it
  * are its YAML documents as parsed, in JSON under the same kind of checksum (`renderingDocuments`).
  *
+ * Working out the key reads and parses every kustomization and reads every file it names: 3 ms
+ * a kustomization on a cached `tend status` (the YAML parser's code cold), most of what a kept
+ * rendering still cost. So the key is kept too (`*.inputs`), with the stamp (modification and
+ * change times, size, inode) of every file read and directory listed for it, taken before each
+ * was read: while every stamp is the same, nothing was changed, added, removed or renamed, and
+ * the key is read back without reading them. As the digests of source files (graph/sources.ts),
+ * only once every one of them is `racyMs` old: a change within the clock's coarseness of the last
+ * could leave the same stamp.
+ *
  * Not in the key: what a `kubectl` or `kustomize` on PATH that is a wrapper script runs (the key
  * has the script's size, modification time and inode, not those of the program it calls).
  */
@@ -88,14 +97,30 @@ const maxKept = 64;
 
 class NotKeepable extends Error {}
 
+/** How long every file and directory of a key must be unchanged before the key is kept with their stamps. */
+const racyMs = 2000;
+
+/** What identifies a file's or a directory's state: its path, modification and change times, size and inode. */
+type Stamp = [path: string, mtimeMs: number, ctimeMs: number, size: number, ino: number];
+
+/** The stamp of a path (symbolic links followed, as reading does); NotKeepable when it is gone. */
+function stampOf(file: string): Stamp {
+  const stat = statSync(file, { throwIfNoEntry: false });
+  if (!stat) throw new NotKeepable();
+  return [file, stat.mtimeMs, stat.ctimeMs, stat.size, stat.ino];
+}
+
 /** What a rendering reads, as path → content hash; NotKeepable when that cannot be known. */
 class Inputs {
   readonly files = new Map<string, string>();
+  /** The stamp of every file read and directory listed, each taken before it was read. */
+  readonly stamps: Stamp[] = [];
   private readonly visited = new Set<string>();
 
   file(file: string): void {
     if (this.files.has(file)) return;
     if (this.files.size >= maxFiles) throw new NotKeepable();
+    const stamp = stampOf(file);
     let content: Buffer;
     try {
       content = readFileSync(file);
@@ -103,15 +128,18 @@ class Inputs {
       throw new NotKeepable();
     }
     this.files.set(file, sha256Hex(content));
+    this.stamps.push(stamp);
   }
 
   tree(dir: string): void {
+    const stamp = stampOf(dir);
     let entries;
     try {
       entries = readdirSync(dir, { withFileTypes: true });
     } catch {
       throw new NotKeepable();
     }
+    this.stamps.push(stamp);
     for (const entry of entries) {
       const full = path.join(dir, entry.name);
       if (entry.isDirectory()) {
@@ -200,17 +228,23 @@ function objects(value: unknown): Record<string, unknown>[] {
 
 /**
  * The key of a rendering of the kustomization in `dir` by `program args`, or undefined when what
- * it reads cannot be known (it is rendered every time).
+ * it reads cannot be known (it is rendered every time). With `cacheDir`, the key kept there with
+ * the stamps of what it read, while they all hold; else worked out, and kept once they are old.
  */
 export function renderingKey(
   program: string,
   args: string[],
   dir: string,
   extraArgs: string[],
+  cacheDir?: string,
 ): string | undefined {
   if (!extraArgs.every((arg) => knownArgs.has(arg))) return undefined;
   const binary = statSync(program, { throwIfNoEntry: false });
   if (!binary) return undefined;
+  const head = JSON.stringify([1, program, binary.size, binary.mtimeMs, binary.ino, args, dir, extraArgs]);
+  const inputsFile = cacheDir === undefined ? undefined : path.join(cacheDir, `${sha256Hex(head)}.inputs`);
+  const kept = inputsFile === undefined ? undefined : keptKey(inputsFile);
+  if (kept !== undefined) return kept;
   const inputs = new Inputs();
   try {
     inputs.kustomization(dir);
@@ -218,9 +252,44 @@ export function renderingKey(
     // NotKeepable, or a file that cannot be read (kustomize then says what is wrong with it)
     return undefined;
   }
-  let text = JSON.stringify([1, program, binary.size, binary.mtimeMs, binary.ino, args, dir, extraArgs]);
+  let text = head;
   for (const file of [...inputs.files.keys()].sort()) text += `\n${file}\0${inputs.files.get(file)!}`;
-  return sha256Hex(text);
+  const key = sha256Hex(text);
+  const settled = Date.now() - racyMs;
+  if (
+    inputsFile !== undefined &&
+    inputs.stamps.every(([, mtimeMs, ctimeMs]) => Math.max(mtimeMs, ctimeMs) < settled)
+  ) {
+    keep(inputsFile, JSON.stringify({ key, stamps: inputs.stamps }));
+  }
+  return key;
+}
+
+/** The key kept in `file` while every stamp kept with it holds (a damaged file holds none). */
+function keptKey(file: string): string | undefined {
+  const kept = readKept(file);
+  if (kept === undefined) return undefined;
+  let record: unknown;
+  try {
+    record = JSON.parse(kept);
+  } catch {
+    return undefined;
+  }
+  if (typeof record !== 'object' || record === null) return undefined;
+  const { key, stamps } = record as { key?: unknown; stamps?: unknown };
+  if (typeof key !== 'string' || !/^[0-9a-f]{64}$/.test(key) || !Array.isArray(stamps)) return undefined;
+  for (const stamp of stamps) {
+    if (!Array.isArray(stamp) || stamp.length !== 5 || typeof stamp[0] !== 'string') return undefined;
+    let now;
+    try {
+      now = statSync(stamp[0], { throwIfNoEntry: false });
+    } catch {
+      return undefined; // not a path (a NUL in it), or one that cannot be reached now
+    }
+    if (!now || [now.mtimeMs, now.ctimeMs, now.size, now.ino].some((value, i) => value !== stamp[i + 1]))
+      return undefined;
+  }
+  return key;
 }
 
 /** The first line of a kept file (a rendering, or its documents): the SHA-256 of what follows it. */

@@ -143,7 +143,7 @@ async function renderOrReuse(
   if (options.projectRoot === undefined) return runKustomize(command, dir, sourceDir, kustomize, options);
   const cacheDir = keptDir(options.projectRoot);
   const inputsKey = () =>
-    renderingKey(command.program, [...command.args, sourceDir], dir, kustomize.extraArgs ?? []);
+    renderingKey(command.program, [...command.args, sourceDir], dir, kustomize.extraArgs ?? [], cacheDir);
   const before = inputsKey();
   const kept = before === undefined ? undefined : keptRendering(cacheDir, before);
   if (kept !== undefined) return kept;

@@ -5,11 +5,14 @@
  */
 import {
   chmodSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
+  statSync,
   utimesSync,
   writeFileSync,
 } from 'node:fs';
@@ -17,6 +20,7 @@ import { createHash } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../../helpers/project.js';
 import {
   keepRendering,
   keptRendering,
@@ -108,6 +112,118 @@ describe('renderingKey', () => {
     expect(key(['--load-restrictor', 'LoadRestrictionsNone'])).toBeDefined();
     rmSync(path.join(root, 'k8s/base/kustomization.yaml'));
     expect(key()).toBeUndefined();
+  });
+});
+
+describe('keys kept with the stamps of what they read', () => {
+  const cacheDirOf = (root: string) => path.join(root, '.tend/cache/kustomize');
+  const keyWith = (
+    { root, program }: { root: string; program: string },
+    extraArgs: string[] = [],
+  ): string | undefined =>
+    renderingKey(program, ['build', root], path.join(root, 'k8s/overlay'), extraArgs, cacheDirOf(root));
+  const inputsFiles = (root: string) =>
+    readdirSync(cacheDirOf(root))
+      .filter((name) => name.endsWith('.inputs'))
+      .map((name) => path.join(cacheDirOf(root), name));
+  /** Writes a kept key's record again, changed, under a checksum that holds (as tend writes it). */
+  function rewrite(file: string, change: (record: { key: string; stamps: unknown[] }) => unknown): void {
+    const text = readFileSync(file, 'utf8');
+    const next = JSON.stringify(change(JSON.parse(text.slice(text.indexOf('\n') + 1))));
+    writeFileSync(
+      file,
+      `# tend rendering sha256:${createHash('sha256').update(next).digest('hex')}\n${next}`,
+    );
+  }
+  /** Every file and directory of the projects' kustomizations older than the clock's coarseness could hide. */
+  const settled = (roots: string[]) => () =>
+    roots.every((root) =>
+      readdirSync(path.join(root, 'k8s'), { recursive: true, encoding: 'utf8' })
+        .map((entry) => path.join(root, 'k8s', entry))
+        .concat(path.join(root, 'k8s'))
+        .every((entry) => Date.now() - statSync(entry).ctimeMs > 2100),
+    );
+
+  it('reads a key back without what it read while nothing changed, and works it out again after any change', async () => {
+    const changes: [string, (root: string) => void][] = [
+      // the same size, another content
+      [
+        'a resource of the base',
+        (root) =>
+          writeFileSync(
+            path.join(root, 'k8s/base/deployment.yaml'),
+            'kind: Deployment\nmetadata: { name: wex }\n',
+          ),
+      ],
+      [
+        'the kustomization of a component',
+        (root) =>
+          writeFileSync(
+            path.join(root, 'k8s/component/kustomization.yaml'),
+            'kind: Component\nnamePrefix: d-\n',
+          ),
+      ],
+      [
+        'a new file beside the kustomization',
+        (root) => writeFileSync(path.join(root, 'k8s/overlay/notes.txt'), 'new\n'),
+      ],
+      [
+        'a file of the base renamed',
+        (root) =>
+          renameSync(path.join(root, 'k8s/base/deployment.yaml'), path.join(root, 'k8s/base/deployment.yml')),
+      ],
+      ["a generator's file removed", (root) => rmSync(path.join(root, 'k8s/settings/app.properties'))],
+    ];
+    const projects = changes.map(() => project());
+    await waitFor(settled(projects.map(({ root }) => root)), 'the kustomizations to be 2 s old', 6000);
+    for (const [[what, change], tree] of changes.map((c, i) => [c, projects[i]!] as const)) {
+      const first = keyWith(tree);
+      expect(first, what).toBe(tree.key());
+      const [record] = inputsFiles(tree.root);
+      expect(record, what).toBeDefined();
+      // The kept key is what a later command uses while the stamps hold (here: one made up)…
+      const madeUp = 'f'.repeat(64);
+      rewrite(record!, (kept) => ({ ...(kept as object), key: madeUp }));
+      expect(keyWith(tree), what).toBe(madeUp);
+      expect(keyWith(tree, ['--reorder=none']), what).not.toBe(madeUp);
+      // …and not once anything it read, or a directory it listed, changed.
+      change(tree.root);
+      expect(keyWith(tree), what).not.toBe(madeUp);
+      expect(keyWith(tree), what).toBe(tree.key());
+    }
+  });
+
+  it('keeps no key while what it read was changed a moment ago', () => {
+    const tree = project();
+    expect(keyWith(tree)).toBe(tree.key());
+    expect(existsSync(cacheDirOf(tree.root)) ? inputsFiles(tree.root) : []).toEqual([]);
+  });
+
+  it('works the key out again from a record that is damaged or not what tend writes', async () => {
+    const tree = project();
+    await waitFor(settled([tree.root]), 'the kustomization to be 2 s old', 6000);
+    const first = keyWith(tree);
+    const [record] = inputsFiles(tree.root);
+    const kept = readFileSync(record!);
+    const damage: ((record: { key: string; stamps: unknown[] }) => unknown)[] = [
+      (r) => ({ ...r, key: 'F'.repeat(64) }),
+      (r) => ({ ...r, key: '../x' }),
+      (r) => ({ ...r, stamps: 'all' }),
+      (r) => ({ ...r, stamps: [[1, 2, 3, 4, 5]] }),
+      (r) => ({ ...r, stamps: [...r.stamps, ['/nonexistent\u0000', 1, 2, 3, 4]] }),
+      (r) => ({ ...r, stamps: [...r.stamps, ['/tmp', 1, 2, 3]] }),
+      () => [1, 2],
+      () => null,
+    ];
+    for (const change of damage) {
+      writeFileSync(record!, kept);
+      rewrite(record!, change);
+      expect(keyWith(tree)).toBe(first);
+    }
+    for (const cut of [kept.subarray(0, kept.length - 2), Buffer.alloc(0), Buffer.from('\u0000')]) {
+      writeFileSync(record!, cut);
+      expect(keyWith(tree)).toBe(first);
+    }
   });
 });
 
