@@ -121,8 +121,8 @@ export async function renderKustomization(
 const keptDir = (projectRoot: string) => path.join(statePaths(projectRoot).cache, 'kustomize');
 
 /**
- * The documents of a rendering's text, each one's value, as `parse` gives them: kept parsed by an
- * earlier command in the project's `.tend/cache/kustomize/` (kustomize-kept.ts).
+ * The documents of a rendering's text (or a manifest file's), each one's value, as `parse` gives
+ * them: kept parsed by an earlier command in the project's `.tend/cache/kustomize/` (kustomize-kept.ts).
  */
 export function renderedDocuments(text: string, projectRoot: string, parse: () => unknown[]): unknown[] {
   return renderingDocuments(keptDir(projectRoot), text, parse);

@@ -179,17 +179,6 @@ function resolveText(
   });
 }
 
-/** The objects of a YAML text (documents, `List` items). */
-function parseManifests(
-  action: ResolvedAction<KubernetesDeploySpec>,
-  text: string,
-  name: string,
-  file: string,
-  { templated = false } = {},
-): Manifest[] {
-  return manifestsOf(documentValues(action, text, name, file, { templated }), name);
-}
-
 /** The value of each YAML document of a text; TEND_K8S_MANIFEST_INVALID for one that is not YAML. */
 function documentValues(
   action: ResolvedAction<KubernetesDeploySpec>,
@@ -273,7 +262,11 @@ export async function loadManifests(
     const full = path.resolve(action.sourceDir, file);
     const text = readFileSync(full, 'utf8');
     const resolved = templated ? resolveText(ctx, action, text, full, legacy) : text;
-    out.push(...parseManifests(action, resolved, file, full, { templated }));
+    // Kept parsed as a rendering's are: an unchanged file's text is not parsed again.
+    const values = renderedDocuments(resolved, ctx.projectRoot, () =>
+      documentValues(action, resolved, file, full, { templated }),
+    );
+    out.push(...manifestsOf(values, file));
   }
   (spec.manifests ?? []).forEach((m, index) =>
     out.push({ object: m as KubeObject, origin: `manifests[${index}]` }),

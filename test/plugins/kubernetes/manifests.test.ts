@@ -3,9 +3,11 @@
  * and a podinfo-like app (fixtures/webapp: two tiers, each a Deployment, a Service and an
  * autoscaling/v2 HorizontalPodAutoscaler) deployed through a glob, against kube-sim.
  */
+import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { makeProject, removeProjects } from '../../helpers/project.js';
 import {
   deploymentYaml,
@@ -43,6 +45,8 @@ ${spec}`,
     ...extra,
   });
 }
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 const applied = (root: string, sessionId: string) =>
   logMessages(root, sessionId).filter((m) => m.startsWith('applied '));
@@ -248,5 +252,37 @@ spec:
     ]);
     expect(h.sim.store.get('namespaces', '', 'webapp')).toBeUndefined();
     expect((await execute('deploy', root)).data.actions[0]!.state).toBe('cached');
+  });
+});
+
+describe('a manifest file parsed once', () => {
+  it("keeps a file's documents parsed: a later deploy of the same text reads them back, a changed text is parsed", async () => {
+    const text = configMap('settings', 'level: "one"');
+    const root = filesProject('kept-documents', ['k8s/settings.yaml'], { 'api/k8s/settings.yaml': text });
+    expect((await execute('deploy', root)).data.actions[0]!.state).toBe('ready');
+    const level = async () =>
+      (
+        await kubectlJson<{ data: { level: string } }>(
+          h.kubeconfig,
+          '-n',
+          'kept-documents',
+          'get',
+          'configmap',
+          'settings',
+        )
+      ).data.level;
+    expect(await level()).toBe('one');
+
+    // Kept under the hash of the text, as a rendering's documents are; made up here, with a checksum that holds…
+    const kept = path.join(root, '.tend', 'cache', 'kustomize', `${sha256(text)}.json`);
+    const madeUp = JSON.stringify([{ ...(parse(text) as object), data: { level: 'kept' } }]);
+    writeFileSync(kept, `# tend rendering sha256:${sha256(madeUp)}\n${madeUp}`);
+    // …they are what the next deploy of that text applies, without parsing it again…
+    expect((await execute('deploy', root, [], { force: true })).data.actions[0]!.state).toBe('ready');
+    expect(await level()).toBe('kept');
+    // …until the file changes.
+    writeFileSync(path.join(root, 'api', 'k8s', 'settings.yaml'), configMap('settings', 'level: "two"'));
+    expect((await execute('deploy', root)).data.actions[0]!.state).toBe('ready');
+    expect(await level()).toBe('two');
   });
 });
