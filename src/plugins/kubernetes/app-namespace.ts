@@ -32,7 +32,10 @@ export function appNamespaceProblem({
     message:
       `the app namespace "${appNamespace}" of environment ${environment.name} may not be ` +
       `${isSystem ? "the provider's systemNamespace" : 'a Kubernetes system namespace'}; choose another ` +
-      `defaultNamespace for the environment (or another namespace for the provider)`,
+      // It comes from the environment's defaultNamespace, or from the command line (Garden's
+      // `--env <namespace>.<environment>`), or from the provider's namespace: each is said.
+      `defaultNamespace for the environment, another <namespace> in \`--env <namespace>.${environment.name}\`, ` +
+      `or another namespace for the provider`,
     ...(configPath ? { configPath } : {}),
   };
 }

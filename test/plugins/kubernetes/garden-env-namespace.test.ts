@@ -131,6 +131,10 @@ describe('--env <namespace>.<environment>', () => {
         );
       const refusal = `TEND_CONFIG_INVALID the app namespace "${namespace}" of environment dev may not be a Kubernetes system namespace`;
       expect(await failure(executeCommand('deploy', [], { root, env }, plugins))).toBe(refusal);
+      // The way out names the command line's --env too, where this namespace came from.
+      await expect(executeCommand('deploy', [], { root, env }, plugins)).rejects.toThrow(
+        'another <namespace> in `--env <namespace>.dev`',
+      );
       expect(await failure(cleanupEnvCommand({ root, env }))).toBe(refusal);
     }
     const after = h.sim.store.get('namespaces', '', 'kube-system')!;

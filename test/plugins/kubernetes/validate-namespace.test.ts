@@ -28,7 +28,9 @@ async function refusal(files: Record<string, string>): Promise<{ at: string; mes
   return { at: `${location?.file}:${location?.line}:${location?.column}`, message };
 }
 
-const ways = 'choose another defaultNamespace for the environment (or another namespace for the provider)';
+/** The ways out the refusal names, for an environment. */
+const ways = (environment = 'dev') =>
+  `choose another defaultNamespace for the environment, another <namespace> in \`--env <namespace>.${environment}\`, or another namespace for the provider`;
 
 describe('validate: an app namespace the kubernetes provider refuses', () => {
   it.each(['default', 'kube-system', 'kube-public', 'kube-node-lease'])(
@@ -40,7 +42,7 @@ describe('validate: an app namespace the kubernetes provider refuses', () => {
         at: 'tend.yml:6:23',
         message:
           `provider kubernetes: the app namespace "${namespace}" of environment dev may not be a ` +
-          `Kubernetes system namespace; ${ways}`,
+          `Kubernetes system namespace; ${ways()}`,
       });
     },
   );
@@ -59,7 +61,7 @@ describe('validate: an app namespace the kubernetes provider refuses', () => {
       }),
     ).toEqual({
       at: 'tend.yml:15:22',
-      message: `provider kubernetes: the app namespace "shop-dev" of environment dev may not be the provider's systemNamespace; ${ways}`,
+      message: `provider kubernetes: the app namespace "shop-dev" of environment dev may not be the provider's systemNamespace; ${ways()}`,
     });
   });
 
@@ -86,7 +88,7 @@ describe('validate: an app namespace the kubernetes provider refuses', () => {
     });
     const validated = await runTend(['validate'], { cwd: root });
     expect(validated.code, validated.stderr).toBe(2);
-    const words = `the app namespace "default" of environment local may not be a Kubernetes system namespace; ${ways}`;
+    const words = `the app namespace "default" of environment local may not be a Kubernetes system namespace; ${ways('local')}`;
     expect(validated.stderr).toContain(`project.garden.yml:9:16`);
     expect(validated.stderr).toContain(words);
     const deployed = await runTend(['deploy'], { cwd: root, env: { KUBECONFIG: '/nonexistent' } });
