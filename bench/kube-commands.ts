@@ -34,7 +34,11 @@ import { childrenCpuMs, figure, interquartileMean, loadAverage, median, ratio } 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const tendBin = path.join(repoRoot, 'bin', 'tend.js');
 const kubectlBin = '/usr/bin/kubectl';
-const rounds = 9;
+/**
+ * 15: with 9, the ratio of one build moved by 0.1–0.2 from one run to the next (the medians of a
+ * noisy machine's kubectl and tend, each of 9 samples); more rounds narrow that.
+ */
+const rounds = 15;
 /** The delay each way of the proxy that stands for a cluster elsewhere (a 20 ms round trip). */
 const remoteDelayMs = 10;
 /** The pod Test's container: `sleep 0.3` between two lines. */
