@@ -67,7 +67,10 @@ export function crossCheck(
     });
     problems.push(...buildReferenceProblems(action, defined, () => refsOfKind('build')));
     for (const reference of templateReferences) {
-      if (reference.ref === action.ref) {
+      if (unloaded.has(reference.ref) || unloaded.has(everyAction)) continue;
+      if (reference.problem !== undefined) {
+        problem('TEND_TEMPLATE', reference.problem, action.locate(reference.path));
+      } else if (reference.ref === action.ref) {
         problem('TEND_TEMPLATE', selfReference(action.ref, reference), action.locate(reference.path));
       } else if (!defined(reference.ref)) {
         problem(

@@ -114,7 +114,11 @@ export function readActionDocument(
   }
   // A rendered action's spec, variables and varfile paths read its RenderTemplate's, as in Garden.
   const templateRoots = { extraRoots: origin ? renderedRoots : [], syntax: reading.templateSyntax };
-  const templates = checkTemplateSyntax(spec, ['spec'], (p) => locate(p), templateRoots);
+  // A malformed reference is the cross-check's to report: not when it reads an action tend does not load.
+  const templates = checkTemplateSyntax(spec, ['spec'], (p) => locate(p), {
+    ...templateRoots,
+    deferActionProblems: true,
+  });
   reading.problems.push(...templates.problems);
 
   const fileDir = origin?.dir ?? path.dirname(path.join(reading.root, file.file));

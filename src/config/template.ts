@@ -255,6 +255,12 @@ export interface TemplateActionReference {
   field?: string;
   /** The lookup as written (`modules.api.outputs.image`), for messages. */
   text: string;
+  /**
+   * Why it reads nothing an action gives (`outputs.bucket.name`: outputs are one level), when it
+   * does not: the cross-check reports it, unless the action is one tend does not load (a Garden
+   * module type it does not convert, itself the error).
+   */
+  problem?: string;
 }
 
 const allRoots: readonly string[] = [...templateRoots, ...gardenRoots];
@@ -272,9 +278,11 @@ export function checkTemplateSyntax(
     extraRoots?: readonly string[];
     /** The project's template syntax (default: tend's own). */
     syntax?: SyntaxOptions;
+    /** A malformed reference to a named action is returned with its `problem`, not among `problems`. */
+    deferActionProblems?: boolean;
   } = {},
 ): { problems: ConfigProblem[]; actionReferences: TemplateActionReference[] } {
-  const { extraRoots = [], syntax } = options;
+  const { extraRoots = [], syntax, deferActionProblems = false } = options;
   const roots = extraRoots.length > 0 ? [...allRoots, ...extraRoots] : allRoots;
   const problems: ConfigProblem[] = [];
   const actionReferences: TemplateActionReference[] = [];
@@ -304,8 +312,9 @@ export function checkTemplateSyntax(
     });
     if (lookup.path.every((s) => typeof s === 'string')) {
       const problem = actionLookupProblem(lookup.root, lookup.path as string[], lookup.text);
-      if (problem) fail(problem, relative);
-      else actionReferences.push(reference());
+      if (!problem) actionReferences.push(reference());
+      else if (deferActionProblems && ref !== undefined) actionReferences.push({ ...reference(), problem });
+      else fail(problem, relative);
     } else if (typeof path[0] === 'string' && !actionKindsLower.includes(path[0])) {
       fail(
         `unknown action kind "${path[0]}" in "${lookup.text}"; expected one of: ${actionKindsLower.join(', ')}`,

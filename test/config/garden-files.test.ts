@@ -698,6 +698,8 @@ services:
     dependencies: [db]
     env:
       DB_HOST: \${runtime.services.db.outputs.db_host_ip}
+      # A terraform output is a map where Garden's is one: tend's outputs are one level.
+      BUCKET: \${runtime.services.db.outputs.bucket.name}
 tasks:
   - name: init
     args: [echo, "\${runtime.services.db.outputs.db_username}"]
