@@ -6,6 +6,7 @@
  */
 import { configureEnvironment } from './environment-config.js';
 import path from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { forgetCommandMemos } from '../plugins/kubernetes/memo.js';
 import type { Configuration } from '../config/configuration.js';
 import { actionRef, type ActionConfig, type ProjectConfig } from '../config/project.js';
@@ -374,6 +375,20 @@ export function resolveAction(
   if (config.exclude) action.exclude = config.exclude;
   if (config.timeout !== undefined) action.timeoutMs = config.timeout;
   return action;
+}
+
+/**
+ * What the cluster is asked (`waiting`, its requests started) and the versions `compute` works
+ * out from the event loop's next turn: hashing holds the thread, and by then the requests are
+ * sent, so the cluster answers them while it hashes (a round trip saved against a cluster
+ * elsewhere: bench/kube-commands.ts). Both are settled; `waiting`'s error is thrown before the
+ * versions', as when the two ran in turn.
+ */
+export async function whileHashing<T, V>(waiting: Promise<T>, compute: () => Promise<V>): Promise<[T, V]> {
+  const [waited, computed] = await Promise.allSettled([waiting, nextTurn().then(compute)]);
+  if (waited.status === 'rejected') throw waited.reason;
+  if (computed.status === 'rejected') throw computed.reason;
+  return [waited.value, computed.value];
 }
 
 /**

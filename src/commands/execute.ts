@@ -2,7 +2,6 @@
  * `tend build|deploy|test|run [names…]`: prepares the environment, then solves the graph for the
  * named actions of that kind (all of them when none are named) and their dependencies.
  */
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { OutputCollector, type ActionOutput } from '../cli/action-output.js';
 import { ProgressReporter, summarize } from '../cli/progress.js';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
@@ -23,6 +22,7 @@ import {
   openProject,
   resolveAction,
   startSession,
+  whileHashing,
   type CommandSession,
   type OpenedProject,
 } from './context.js';
@@ -219,18 +219,11 @@ export async function openExecution(
     }
     opened.configuration.addProviderOutputs(providers);
     // A paused environment is resumed before anything runs in it: nobody meets one by surprise.
-    // The versions are computed (files hashed) meanwhile, from the event loop's next turn: hashing
-    // holds the thread, and by then the resume's requests are sent, so the cluster answers them
-    // while it hashes (a round trip saved against a cluster elsewhere: bench/kube-commands.ts).
-    // Both are settled first, the resume's error before the versions', as when in turn.
-    const [resuming, planning] = await Promise.allSettled([
+    // The versions are computed meanwhile.
+    [resumed, planned] = await whileHashing(
       verb === 'build' ? Promise.resolve([]) : resumeProviders(session.router),
-      nextTurn().then(() => planRun(opened, refs)),
-    ]);
-    if (resuming.status === 'rejected') throw resuming.reason;
-    if (planning.status === 'rejected') throw planning.reason;
-    resumed = resuming.value;
-    planned = planning.value;
+      () => planRun(opened, refs),
+    );
     for (const line of resumed)
       progress.note(`resumed the paused environment ${opened.environment.name}: ${line}`);
   } catch (caught) {

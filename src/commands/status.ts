@@ -3,7 +3,6 @@
  * environment with `getEnvironmentStatus` (never creating it); actions with getStatus/getResult.
  */
 import path from 'node:path';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
@@ -12,7 +11,14 @@ import { plannedCleanup } from '../remote/cleanup-plan.js';
 import type { PlanItemView } from '../api/cleanup.js';
 import type { VersionedAction } from '../graph/version.js';
 import type { Router } from '../router/router.js';
-import { actionVersions, openProject, resolveAction, startSession, type OpenedProject } from './context.js';
+import {
+  actionVersions,
+  openProject,
+  resolveAction,
+  startSession,
+  whileHashing,
+  type OpenedProject,
+} from './context.js';
 
 export interface StatusData {
   sessionId: string;
@@ -94,12 +100,10 @@ export async function statusCommand(options: GlobalOptions): Promise<CommandResu
   const opened = await openProject(options);
   const { session, router, close } = startSession(opened, 'status', [], { cleanupWarning: false });
   try {
-    // The providers connect and are asked while the versions are computed (files hashed), from the
-    // event loop's next turn: hashing holds the thread, and by then the connection is on its way.
-    // Both are settled before anything is reported, a provider's error first, as when in turn.
+    // The providers connect and are asked while the versions are computed.
     const graph = new ActionGraph(opened.actions);
     const order = graph.topologicalOrder();
-    const [providersRead, versionsComputed] = await Promise.allSettled([
+    const [providers, versions] = await whileHashing(
       router.initProviders().then(() =>
         Promise.all(
           router.providers.map(async (provider) => {
@@ -112,12 +116,8 @@ export async function statusCommand(options: GlobalOptions): Promise<CommandResu
           }),
         ),
       ),
-      nextTurn().then(() => actionVersions(opened, graph, order)),
-    ]);
-    if (providersRead.status === 'rejected') throw providersRead.reason;
-    if (versionsComputed.status === 'rejected') throw versionsComputed.reason;
-    const providers: StatusData['providers'] = providersRead.value;
-    const versions = versionsComputed.value;
+      () => actionVersions(opened, graph, order),
+    );
     // Each action's status as soon as its dependencies' are in (their outputs resolve it): the
     // cluster is asked about independent actions at once. Listed in the graph's order.
     const statuses = new Map<string, Promise<ActionStatus>>();
