@@ -97,17 +97,14 @@ export async function setSecretCommand(
   options: SecretsOptions,
 ): Promise<CommandResult<SecretView>> {
   checkName(name);
+  const environment = environmentOf(options);
   const value = readValue(options);
   const { project, connection } = await target(options);
-  const view = await apiRequest<SecretView>(connection, secretPath(project, name, environmentOf(options)), {
+  const view = await apiRequest<SecretView>(connection, secretPath(project, name, environment), {
     method: 'PUT',
     body: { value },
   });
-  return {
-    data: view,
-    human: `secret ${name} set for ${where(project, environmentOf(options))}`,
-    exitCode: 0,
-  };
+  return { data: view, human: `secret ${name} set for ${where(project, environment)}`, exitCode: 0 };
 }
 
 export async function listSecretsCommand(options: SecretsOptions): Promise<CommandResult<SecretView[]>> {
@@ -131,15 +128,12 @@ export async function deleteSecretCommand(
   options: SecretsOptions,
 ): Promise<CommandResult<{ name: string; environment: string | null }>> {
   checkName(name);
+  const environment = environmentOf(options);
   const { project, connection } = await target(options);
   const deleted = await apiRequest<{ name: string; environment: string | null }>(
     connection,
-    secretPath(project, name, environmentOf(options)),
+    secretPath(project, name, environment),
     { method: 'DELETE' },
   );
-  return {
-    data: deleted,
-    human: `secret ${name} deleted from ${where(project, environmentOf(options))}`,
-    exitCode: 0,
-  };
+  return { data: deleted, human: `secret ${name} deleted from ${where(project, environment)}`, exitCode: 0 };
 }
