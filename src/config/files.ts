@@ -10,10 +10,11 @@
 import { existsSync, readdirSync, readFileSync, statSync, type Dirent } from 'node:fs';
 import path from 'node:path';
 import { TendError } from '../errors.js';
+import { unreadDirectories } from '../state/files.js';
 
 export const projectFileName = 'tend.yml';
 /** Directories never searched, at any depth (`.garden`: Garden keeps its own state there). */
-const skippedDirectories: ReadonlySet<string> = new Set(['.git', 'node_modules', '.tend', '.garden']);
+const skippedDirectories: ReadonlySet<string> = new Set([...unreadDirectories, '.garden']);
 export const defaultGardenIgnoreFile = '.gardenignore';
 
 /** Whether a configuration file (its path from the project root) is one of Garden's. */

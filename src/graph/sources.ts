@@ -10,11 +10,11 @@ import { lstatSync, readdirSync, readFileSync, statSync, type Dirent } from 'nod
 import path from 'node:path';
 import picomatch from 'picomatch';
 import { sha256Hex } from '../hash.js';
-import { writeFileAtomic } from '../state/files.js';
+import { unreadDirectories, writeFileAtomic } from '../state/files.js';
 import { AnyKey, schemaCheck, weightOfJson } from '../schema-check.js';
 
 /** Never part of an action's source: tend's own state, VCS data, installed dependencies. */
-export const alwaysExcluded = ['**/.tend/**', '**/.git/**', '**/node_modules/**'];
+export const alwaysExcluded = unreadDirectories.map((dir) => `**/${dir}/**`);
 
 /**
  * Configuration files are not sources: an action's version covers its own document (hashed as

@@ -8,6 +8,15 @@ import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, wri
 import { homedir } from 'node:os';
 import path from 'node:path';
 
+/** The project-local state directory's name, in the project root. */
+const stateDirectory = '.tend';
+
+/**
+ * Directories never read as a project's files, at any depth — tend's state, VCS data, installed
+ * packages: not hashed into versions, not searched for configuration, not read as kustomizations.
+ */
+export const unreadDirectories: readonly string[] = [stateDirectory, '.git', 'node_modules'];
+
 export interface StatePaths {
   root: string;
   events: string;
@@ -17,7 +26,7 @@ export interface StatePaths {
 }
 
 export function statePaths(projectRoot: string): StatePaths {
-  const root = path.join(projectRoot, '.tend');
+  const root = path.join(projectRoot, stateDirectory);
   return {
     root,
     events: path.join(root, 'events'),

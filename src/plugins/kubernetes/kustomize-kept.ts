@@ -34,7 +34,7 @@ import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { sha256Hex } from '../../hash.js';
-import { writeFileAtomic } from '../../state/files.js';
+import { unreadDirectories, writeFileAtomic } from '../../state/files.js';
 
 /** The files kustomize reads as a kustomization, in the order it looks for them. */
 const kustomizationFiles = ['kustomization.yaml', 'kustomization.yml', 'Kustomization'];
@@ -85,9 +85,6 @@ const knownArgs = new Set([
   'LoadRestrictionsRootOnly',
   'LoadRestrictionsNone',
 ]);
-
-/** Directories never read as part of a kustomization: tend's state, VCS data, installed packages. */
-const skippedDirs = new Set(['.tend', '.git', 'node_modules']);
 
 /** More files than this in the directories of a kustomization: rendered every time. */
 const maxFiles = 2000;
@@ -143,7 +140,7 @@ class Inputs {
     for (const entry of entries) {
       const full = path.join(dir, entry.name);
       if (entry.isDirectory()) {
-        if (!skippedDirs.has(entry.name)) this.tree(full);
+        if (!unreadDirectories.includes(entry.name)) this.tree(full);
       } else if (entry.isSymbolicLink()) {
         if (statSync(full, { throwIfNoEntry: false })?.isDirectory()) throw new NotKeepable();
         this.file(full);
