@@ -11,6 +11,7 @@ import path from 'node:path';
 import picomatch from 'picomatch';
 import { sha256Hex } from '../hash.js';
 import { unreadDirectories, writeFileAtomic } from '../state/files.js';
+import { sameStamp, settled, stampOf } from '../state/stamps.js';
 import { AnyKey, schemaCheck, weightOfJson } from '../schema-check.js';
 
 /** Never part of an action's source: tend's own state, VCS data, installed dependencies. */
@@ -186,13 +187,8 @@ function digestFile(file: string): FileDigest {
   const cached = fileDigests.get(file);
   if (cached && cached.mtimeMs === stat.mtimeMs && cached.size === stat.size) return cached;
   const kept = stored.files[file];
-  if (
-    kept &&
-    kept[0] === stat.mtimeMs &&
-    kept[1] === stat.ctimeMs &&
-    kept[2] === stat.size &&
-    kept[3] === stat.ino
-  ) {
+  const stamp = stampOf(stat);
+  if (kept && sameStamp(kept, stamp)) {
     const digest = { mtimeMs: stat.mtimeMs, size: stat.size, hash: kept[4], expressions: kept[5] };
     fileDigests.set(file, digest);
     return digest;
@@ -206,10 +202,9 @@ function digestFile(file: string): FileDigest {
     expressions: expressionsIn(content.toString('latin1')),
   };
   fileDigests.set(file, digest);
-  // Kept for later processes only when the file was last changed well before it was read: a
-  // change right after reading could leave the same times (their clock is coarse) and size.
-  if (stored.dir && Date.now() - Math.max(stat.mtimeMs, stat.ctimeMs) > racyMs) {
-    stored.files[file] = [stat.mtimeMs, stat.ctimeMs, stat.size, stat.ino, hash, digest.expressions];
+  // Kept for later processes only when the file was last changed well before it was read.
+  if (stored.dir && settled(stamp)) {
+    stored.files[file] = [...stamp, hash, digest.expressions];
     stored.changed = true;
   }
   return digest;
@@ -236,8 +231,6 @@ const DigestCacheFile = Type.Object({
   ),
 });
 type DigestCacheFile = Static<typeof DigestCacheFile>;
-/** How long a file must be unchanged before its digest is kept. */
-const racyMs = 2000;
 /** Entries kept at most; past that, only the files of the last run. */
 const maxStoredDigests = 100_000;
 let stored: { dir?: string; files: DigestCacheFile['files']; changed: boolean } = {

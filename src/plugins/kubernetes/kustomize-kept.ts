@@ -24,8 +24,8 @@
  * change times, size, inode) of every file read and directory listed for it, taken before each
  * was read: while every stamp is the same, nothing was changed, added, removed or renamed, and
  * the key is read back without reading them. As the digests of source files (graph/sources.ts),
- * only once every one of them is `racyMs` old: a change within the clock's coarseness of the last
- * could leave the same stamp.
+ * only once every one of them is old enough (state/stamps.ts `settled`): a change within the
+ * clock's coarseness of the last could leave the same stamp.
  *
  * Not in the key: what a `kubectl` or `kustomize` on PATH that is a wrapper script runs (the key
  * has the script's size, modification time and inode, not those of the program it calls).
@@ -35,6 +35,7 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import { sha256Hex } from '../../hash.js';
 import { unreadDirectories, writeFileAtomic } from '../../state/files.js';
+import { sameStamp, settled, stampOf, type Stamp } from '../../state/stamps.js';
 
 /** The files kustomize reads as a kustomization, in the order it looks for them. */
 const kustomizationFiles = ['kustomization.yaml', 'kustomization.yml', 'Kustomization'];
@@ -94,30 +95,27 @@ const maxKept = 64;
 
 class NotKeepable extends Error {}
 
-/** How long every file and directory of a key must be unchanged before the key is kept with their stamps. */
-const racyMs = 2000;
-
-/** What identifies a file's or a directory's state: its path, modification and change times, size and inode. */
-type Stamp = [path: string, mtimeMs: number, ctimeMs: number, size: number, ino: number];
+/** A path and its stamp (state/stamps.ts), as a key's record keeps them. */
+type PathStamp = [path: string, ...stamp: Stamp];
 
 /** The stamp of a path (symbolic links followed, as reading does); NotKeepable when it is gone. */
-function stampOf(file: string): Stamp {
+function pathStamp(file: string): PathStamp {
   const stat = statSync(file, { throwIfNoEntry: false });
   if (!stat) throw new NotKeepable();
-  return [file, stat.mtimeMs, stat.ctimeMs, stat.size, stat.ino];
+  return [file, ...stampOf(stat)];
 }
 
 /** What a rendering reads, as path → content hash; NotKeepable when that cannot be known. */
 class Inputs {
   readonly files = new Map<string, string>();
   /** The stamp of every file read and directory listed, each taken before it was read. */
-  readonly stamps: Stamp[] = [];
+  readonly stamps: PathStamp[] = [];
   private readonly visited = new Set<string>();
 
   file(file: string): void {
     if (this.files.has(file)) return;
     if (this.files.size >= maxFiles) throw new NotKeepable();
-    const stamp = stampOf(file);
+    const stamp = pathStamp(file);
     let content: Buffer;
     try {
       content = readFileSync(file);
@@ -129,7 +127,7 @@ class Inputs {
   }
 
   tree(dir: string): void {
-    const stamp = stampOf(dir);
+    const stamp = pathStamp(dir);
     let entries;
     try {
       entries = readdirSync(dir, { withFileTypes: true });
@@ -252,11 +250,7 @@ export function renderingKey(
   let text = head;
   for (const file of [...inputs.files.keys()].sort()) text += `\n${file}\0${inputs.files.get(file)!}`;
   const key = sha256Hex(text);
-  const settled = Date.now() - racyMs;
-  if (
-    inputsFile !== undefined &&
-    inputs.stamps.every(([, mtimeMs, ctimeMs]) => Math.max(mtimeMs, ctimeMs) < settled)
-  ) {
+  if (inputsFile !== undefined && inputs.stamps.every(([, ...stamp]) => settled(stamp))) {
     keep(inputsFile, JSON.stringify({ key, stamps: inputs.stamps }));
   }
   return key;
@@ -283,8 +277,7 @@ function keptKey(file: string): string | undefined {
     } catch {
       return undefined; // not a path (a NUL in it), or one that cannot be reached now
     }
-    if (!now || [now.mtimeMs, now.ctimeMs, now.size, now.ino].some((value, i) => value !== stamp[i + 1]))
-      return undefined;
+    if (!now || !sameStamp(stamp.slice(1), stampOf(now))) return undefined;
   }
   return key;
 }
