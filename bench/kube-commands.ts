@@ -9,8 +9,8 @@
  * Kubernetes command on Node (kube/floor-get.cjs: Node itself lists the namespaces over HTTPS,
  * nothing of tend), for what of the ratio is Node's own and what is tend's.
  *
- * Then the same against a cluster that is not on the machine: through a proxy that delays every
- * chunk by 10 ms each way (`remoteDelayMs`) (kube/latency-proxy.ts), so that TLS handshakes and requests
+ * Then the same against a cluster that is not on the machine: through a proxy (kube/latency-proxy.ts)
+ * that delays every chunk by `remoteDelayMs` each way, so that TLS handshakes and requests
  * pay a round trip, as against a real API server. Figures only (no target): they show what waiting
  * on the cluster costs a command beside its CPU, and whether tend's requests overlap its own work.
  *
@@ -113,9 +113,9 @@ function clusterFiles(
   const config = parse(readFileSync(kubeconfig, 'utf8')) as Kubeconfig;
   const { server, 'certificate-authority-data': caData } = config.clusters[0]!.cluster;
   const proxied = `https://127.0.0.1:${proxyPort}`;
+  const ca = Buffer.from(caData, 'base64').toString('utf8');
   const floorOf = (name: string, address: string) => {
     const file = path.join(dir, name);
-    const ca = Buffer.from(caData, 'base64').toString('utf8');
     writeFileSync(file, JSON.stringify({ server: address, ca, token: config.users[0]!.user.token }));
     return file;
   };
