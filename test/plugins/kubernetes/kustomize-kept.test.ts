@@ -224,6 +224,21 @@ describe('keys kept with the stamps of what they read', () => {
       writeFileSync(record!, cut);
       expect(keyWith(tree)).toBe(first);
     }
+    // JSON that JSON.stringify would not write: a time of 1e999 (Infinity), stamps 10,000 deep.
+    const { stamps } = JSON.parse(kept.toString('utf8').slice(kept.indexOf('\n') + 1)) as {
+      stamps: unknown[][];
+    };
+    const [file] = stamps[0] as [string];
+    for (const text of [
+      `{"key":"${'f'.repeat(64)}","stamps":[[${JSON.stringify(file)},1e999,1e999,1e999,1e999]]}`,
+      `{"key":"${'f'.repeat(64)}","stamps":${'['.repeat(10_000)}${']'.repeat(10_000)}}`,
+    ]) {
+      writeFileSync(
+        record!,
+        `# tend rendering sha256:${createHash('sha256').update(text).digest('hex')}\n${text}`,
+      );
+      expect(keyWith(tree)).toBe(first);
+    }
   });
 });
 
