@@ -138,18 +138,29 @@ describe.each(dialects)('offline work replayed to the server (%s)', (dialect) =>
         },
       );
       expect(agent.code, agent.stderr).toBe(0);
-      const inventoried = new Date().toISOString();
-      ({ items } = await waitFor(
-        async () => {
-          const p = await api<{ generatedAt: string | null; items: PlanItemView[] }>(
-            s,
-            url,
-            '/api/v1/cleanup/plan?project=local-shop&within=365d',
-          );
-          return p.generatedAt !== null && p.generatedAt > inventoried && p;
-        },
-        'a planning pass after the inventory',
-        20_000,
+      // A plan's `generatedAt` is when its pass ended, and a pass reads the records when it starts:
+      // the first pass to end after the inventory may have read them before it. The pass after
+      // that one started after the inventory.
+      const passEndedAfter = (after: string, what: string) =>
+        waitFor(
+          async () => {
+            const p = await api<{ generatedAt: string | null; items: PlanItemView[] }>(
+              s,
+              url,
+              '/api/v1/cleanup/plan?project=local-shop&within=365d',
+            );
+            return p.generatedAt !== null && p.generatedAt > after && { ...p, generatedAt: p.generatedAt };
+          },
+          what,
+          20_000,
+        );
+      const straddling = await passEndedAfter(
+        new Date().toISOString(),
+        'a planning pass ending after the inventory',
+      );
+      ({ items } = await passEndedAfter(
+        straddling.generatedAt,
+        'a planning pass started after the inventory',
       ));
       item = items.find((i) => i.resourceId === resourceId);
       if (item?.reason !== 'no-executor') break;
