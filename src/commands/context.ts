@@ -9,6 +9,7 @@ import path from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { forgetCommandMemos } from '../plugins/kubernetes/memo.js';
 import type { Configuration } from '../config/configuration.js';
+import { ignoreFilesMatcher } from '../config/files.js';
 import { actionRef, type ActionConfig, type ProjectConfig } from '../config/project.js';
 import type { GlobalOptions } from '../cli/output.js';
 import { cliVersion } from '../version.js';
@@ -452,8 +453,13 @@ export async function actionVersions(
       }
     }),
   );
+  const { root, ignoreFiles = [] } = opened.project;
+  const ignored = await ignoreFilesMatcher(root, ignoreFiles);
   const inputs: VersionInputs = {
-    projectFile: path.join(opened.project.root, opened.project.file),
+    projectFile: path.join(root, opened.project.file),
+    ...(ignoreFiles.length > 0
+      ? { isIgnored: (file: string) => ignored(path.relative(root, file).split(path.sep).join('/')) }
+      : {}),
     configuration(config) {
       const plugin = opened.configuration.actionPlugin(config)?.name;
       const provider = opened.providers.filter((p) => p.name === plugin).map((p) => p.config);

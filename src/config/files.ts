@@ -4,7 +4,7 @@
  * `garden.yaml`, `*.garden.yml` and `*.garden.yaml` anywhere in the project, minus what the
  * project's `scan.include` / `scan.exclude` (or 0.12's `modules.include` / `modules.exclude`)
  * leave out and what its ignore files (`dotIgnoreFile`, default `.gardenignore`, in any
- * directory, gitignore syntax) list. The project root is the nearest directory, from the
+ * directory, gitignore syntax; they leave files out of actions' sources too) list. The project root is the nearest directory, from the
  * working directory up, with a `tend.yml` or a Garden file that declares `kind: Project`.
  */
 import { existsSync, readdirSync, readFileSync, statSync, type Dirent } from 'node:fs';
@@ -222,7 +222,6 @@ function configFilesBelow(root: string): string[] {
 async function keptGardenFiles(root: string, files: string[], garden: GardenScanSettings): Promise<string[]> {
   if (files.length === 0) return [];
   const { default: picomatch } = await import('picomatch');
-  const { default: ignore } = await import('ignore');
   // A directory pattern (`services`, `services/**`) covers the files below it.
   const matcher = (patterns: string[]) =>
     picomatch(
@@ -231,30 +230,48 @@ async function keptGardenFiles(root: string, files: string[], garden: GardenScan
     );
   const included = garden.include ? matcher(garden.include) : () => true;
   const excluded = garden.exclude ? matcher(garden.exclude) : () => false;
+  const ignored = await ignoreFilesMatcher(root, garden.ignoreFiles);
+  return files.filter((file) => included(file) && !excluded(file) && !ignored(file));
+}
+
+/**
+ * Whether a path (relative to the root, `/` separators) is listed by one of the ignore files (their
+ * names: `dotIgnoreFile`) of its own directory or of one above it up to the root, each read as a
+ * `.gitignore` is, relative to its directory: as Garden leaves files out of both the configuration
+ * it scans and an action's sources. A path outside the root is never ignored.
+ */
+export async function ignoreFilesMatcher(
+  root: string,
+  ignoreFiles: readonly string[],
+): Promise<(relative: string) => boolean> {
+  if (ignoreFiles.length === 0) return () => false;
+  const { default: ignore } = await import('ignore');
   const ignoresByDir = new Map<string, ((relative: string) => boolean) | undefined>();
   const ignoresIn = (dir: string) => {
     if (!ignoresByDir.has(dir)) {
-      const rules = garden.ignoreFiles.flatMap((name) => {
+      let rules: ReturnType<typeof ignore> | undefined;
+      for (const name of ignoreFiles) {
+        let text: string;
         try {
-          return [readFileSync(path.join(root, dir, name), 'utf8')];
+          text = readFileSync(path.join(root, dir, name), 'utf8');
         } catch {
-          return [];
+          continue;
         }
-      });
-      const matcherOfDir = rules.length > 0 ? ignore().add(rules) : undefined;
-      ignoresByDir.set(dir, matcherOfDir ? (relative) => matcherOfDir.ignores(relative) : undefined);
+        // One file's whole text: `add` splits a string into lines (an array's items are one pattern each).
+        rules = (rules ?? ignore()).add(text);
+      }
+      ignoresByDir.set(dir, rules ? (relative) => rules.ignores(relative) : undefined);
     }
     return ignoresByDir.get(dir);
   };
-  return files.filter((file) => {
-    if (!included(file) || excluded(file)) return false;
+  return (file) => {
+    if (file === '' || file === '..' || file.startsWith('../') || path.posix.isAbsolute(file)) return false;
     // Every directory from the root down to the file's own may ignore it.
     const parts = file.split('/');
     for (let depth = 0; depth < parts.length; depth++) {
-      const dir = parts.slice(0, depth).join('/');
-      const ignores = ignoresIn(dir);
-      if (ignores?.(parts.slice(depth).join('/'))) return false;
+      const ignores = ignoresIn(parts.slice(0, depth).join('/'));
+      if (ignores?.(parts.slice(depth).join('/'))) return true;
     }
-    return true;
-  });
+    return false;
+  };
 }

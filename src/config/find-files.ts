@@ -34,6 +34,8 @@ export interface FoundFiles {
   files: SourceFile[];
   /** How the project's templates read (the Project's: template-syntax.ts). */
   templateSyntax: SyntaxOptions;
+  /** A Garden project's ignore files (`dotIgnoreFile`), which leave out sources too; none for tend's. */
+  ignoreFiles: string[];
   /** Keeps every file's documents for the next load (after a load without problems). */
   remember(): void;
 }
@@ -57,10 +59,11 @@ export async function findFiles(options: { root?: string; cwd: string }): Promis
   const projectFiles = await read(projectFileCandidates(root));
   const projectFile = projectFiles.find((file) => projectDocumentOf(file) !== undefined) ?? projectFiles[0]!;
   const gardenProject = isGardenFileName(projectFile.file) ? projectDocumentOf(projectFile) : undefined;
+  const scan = gardenScanSettings(gardenProject);
   const names = await findConfigFiles(
     root,
     projectFiles.map((file) => file.file),
-    gardenScanSettings(gardenProject),
+    scan,
   );
   const files = [...projectFiles, ...(await read(names.slice(projectFiles.length)))];
   return {
@@ -69,6 +72,7 @@ export async function findFiles(options: { root?: string; cwd: string }): Promis
     projectFile,
     files,
     templateSyntax: projectTemplateSyntax(gardenProject),
+    ignoreFiles: gardenProject ? scan.ignoreFiles : [],
     remember() {
       for (const file of files) cache.store(file.file, hashes.get(file)!, file.parse().documents);
       cache.save();

@@ -71,6 +71,7 @@ export async function loadProjectConfig(options: LoadOptions): Promise<LoadedCon
       file.release();
     }
     const { project, actions } = reader.finish(files, converter.unloaded, options.checkProject);
+    if (found.ignoreFiles.length > 0) project.ignoreFiles = found.ignoreFiles;
     // Only a load without problems is remembered: a file with an error is parsed again next time.
     found.remember();
     return {

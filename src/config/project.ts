@@ -93,6 +93,8 @@ export interface ProjectConfig {
   file: string;
   /** How its templates read: tend's own, or Garden's of its apiVersion (template-syntax.ts); default tend's. */
   templateSyntax?: SyntaxOptions;
+  /** A Garden project's ignore files (`dotIgnoreFile`): what they list is no action's source. */
+  ignoreFiles?: string[];
   /** Where the Project document starts. */
   location: SourceLocation;
   /** Position of a value inside the Project document (path from the document root). */

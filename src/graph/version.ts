@@ -36,6 +36,8 @@ export type GatheredInputs = { files: string[]; text?: string } | { unresolved: 
 export interface VersionInputs {
   /** The project's `tend.yml` (absolute): configuration, not a source file of any action. */
   projectFile: string;
+  /** Whether a file (absolute) is no source of any action: a Garden project's ignore files list it. */
+  isIgnored?(file: string): boolean;
   /**
    * The action's configuration in this environment: its spec with every template expression
    * resolved except dependency outputs, and the configuration of the provider that runs it.
@@ -62,7 +64,9 @@ export function computeVersions(
   const digests = new Map<string, ReturnType<typeof digestSources>>();
   for (const ref of graph.closure(refs)) {
     const { config, dependencies } = graph.get(ref);
-    const files = listSourceFiles(config.sourceDir, config.include, config.exclude, inputs?.projectFile);
+    const listed = listSourceFiles(config.sourceDir, config.include, config.exclude, inputs?.projectFile);
+    const isIgnored = inputs?.isIgnored;
+    const files = isIgnored ? listed.filter((file) => !isIgnored(path.join(config.sourceDir, file))) : listed;
     const key = `${config.sourceDir}\0${files.join('\0')}`;
     let sources = digests.get(key);
     if (!sources) digests.set(key, (sources = digestSources(config.sourceDir, files)));

@@ -175,6 +175,21 @@ spec:
     expect((await load(custom)).actions.map((a) => a.ref)).toEqual(['run.svc']);
   });
 
+  it('an ignore file of several lines leaves out each of its patterns; comments, blank lines and a negation as gitignore has them', async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      '.gardenignore':
+        '# generated and vendored code\nmodule-b/\n\n*.old.garden.yml\nlegacy/*\n!legacy/kept.garden.yml\n',
+      'module-a/garden.yml': execRun('a'),
+      'module-b/garden.yml': execRun('b'),
+      'module-c/garden.yml': execRun('c'),
+      'module-c/previous.old.garden.yml': execRun('previous'),
+      'legacy/garden.yml': execRun('legacy'),
+      'legacy/kept.garden.yml': execRun('kept'),
+    });
+    expect((await load(root)).actions.map((a) => a.ref).sort()).toEqual(['run.a', 'run.c', 'run.kept']);
+  });
+
   it('scan.include keeps only the files it matches', async () => {
     const root = makeProject({
       'project.garden.yml': `${gardenProject}scan:\n  include: [services/**/*]\n`,

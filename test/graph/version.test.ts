@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { actionVersions, openProject } from '../../src/commands/context.js';
 import { ActionGraph } from '../../src/graph/graph.js';
@@ -131,6 +131,26 @@ spec: { command: [node, src/main.js] }
     expect(await versionsOf(root)).toEqual(added);
     writeFileSync(path.join(root, 'worker', 'src', 'main.js'), 'run(2)');
     expect((await versionsOf(root))['deploy.only-src']).not.toBe(base['deploy.only-src']);
+  });
+
+  it("leave out the files a Garden project's ignore files list (several lines, in any directory)", async () => {
+    const root = makeProject({
+      'project.garden.yml':
+        'apiVersion: garden.io/v2\nkind: Project\nname: ign\nenvironments: [{ name: dev }]\n',
+      '.gardenignore': '# build output\ndist/\n\n*.log\n',
+      'worker/.gardenignore': '# local notes\nnotes/*\n!notes/shipped.md\n',
+      'worker/garden.yml': 'kind: Build\ntype: exec\nname: worker\nspec: { command: [node, main.js] }\n',
+      'worker/main.js': 'run()',
+      'worker/notes/shipped.md': 'shipped',
+    });
+    const base = await versionsOf(root);
+    for (const ignored of ['worker/dist/main.js', 'worker/run.log', 'worker/notes/todo.md']) {
+      mkdirSync(path.dirname(path.join(root, ignored)), { recursive: true });
+      writeFileSync(path.join(root, ignored), 'x');
+      expect(await versionsOf(root), ignored).toEqual(base);
+    }
+    writeFileSync(path.join(root, 'worker', 'notes', 'shipped.md'), 'shipped (2)');
+    expect((await versionsOf(root))['build.worker']).not.toBe(base['build.worker']);
   });
 
   it("cover the environment's variables, which --var overrides", async () => {
