@@ -105,7 +105,7 @@ export function withEnvironmentDependencies(
 }
 
 /** A resolved value as JSON, with the numbers JSON has no word for (YAML's .inf) named, not null. */
-const valueText = (value: unknown) =>
+export const valueText = (value: unknown) =>
   JSON.stringify(value, (_key, item: unknown) =>
     typeof item === 'number' && !Number.isFinite(item) ? String(item) : item,
   ) ?? String(value);

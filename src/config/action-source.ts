@@ -1,13 +1,24 @@
 /**
- * An action's `source:`, the directory its files are read from: checked when the configuration is
- * read, or, when it holds `${…}` (Garden resolves `source.path` with the project's variables), once
- * the environment is chosen (resolve-templates.ts), with the same checks.
+ * An action's `source:`, the directory its files are read from, and its `include:` / `exclude:`,
+ * which of them are its sources: checked when the configuration is read, or, when they hold `${…}`
+ * (Garden resolves them with the project's variables), once the environment is chosen
+ * (resolve-templates.ts), with the same checks.
  */
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import { TendError } from '../errors.js';
-import type { ActionConfig } from './project.js';
-import { resolvePathTemplate, type TemplateContext } from './template.js';
+import type { SyntaxOptions } from '../expressions/syntax.js';
+import { valueText } from './action-dependencies.js';
+import { actionContext } from './action-variables.js';
+import type { ConfigProblem } from './diagnostics.js';
+import type { ActionConfig, ConfigPath, Locate, PatternKey } from './project.js';
+import {
+  checkTemplateSyntax,
+  containsTemplate,
+  resolvePathTemplate,
+  resolveTemplates,
+  type TemplateContext,
+} from './template.js';
 
 /** What is wrong with a source directory, or undefined: outside the project, or not a directory. */
 export function sourceProblem(
@@ -48,4 +59,81 @@ export function withEnvironmentSource(
     });
   }
   return { ...rest, sourceDir };
+}
+
+const patternKeys: readonly PatternKey[] = ['include', 'exclude'];
+
+/**
+ * `include:` / `exclude:` split: the value to check against the schema (without a templated
+ * one), and the templated ones as written, each checked for syntax, and for what Garden cannot
+ * know there (another action's outputs), at its line.
+ */
+export function splitPatternTemplates(
+  value: Record<string, unknown>,
+  ref: string,
+  locate: Locate,
+  options: { syntax: SyntaxOptions; extraRoots: readonly string[] },
+  problems: ConfigProblem[],
+): { checked: Record<string, unknown>; patternTemplates?: ActionConfig['patternTemplates'] } {
+  const templated = patternKeys.filter((key) => containsTemplate(value[key]));
+  if (templated.length === 0) return { checked: value };
+  const checked = { ...value };
+  const patternTemplates: ActionConfig['patternTemplates'] = {};
+  for (const key of templated) {
+    patternTemplates[key] = value[key];
+    delete checked[key];
+    const syntax = checkTemplateSyntax(value[key], [key], (p) => locate(p), {
+      ...options,
+      deferActionProblems: true,
+    });
+    problems.push(...syntax.problems);
+    for (const reference of syntax.actionReferences) {
+      problems.push({
+        code: 'TEND_CONFIG_INVALID',
+        message:
+          `${key} of ${ref} reads "${reference.text}": include and exclude are resolved before any action runs, ` +
+          'with the project, environment, variables, local, git, secrets and this (as Garden resolves them); use a variable',
+        location: locate(reference.path),
+      });
+    }
+  }
+  return { checked, patternTemplates };
+}
+
+/**
+ * The action with its templated `include:` / `exclude:` resolved in its context in the chosen
+ * environment (as Garden resolves them, before any action runs), each entry a file pattern;
+ * throws the first value that is not one at its line.
+ */
+export function withEnvironmentPatterns(action: ActionConfig, context: TemplateContext): ActionConfig {
+  const { patternTemplates, ...rest } = action;
+  if (!patternTemplates) return action;
+  const own = actionContext(action, context);
+  const resolved: ActionConfig = { ...rest };
+  for (const key of patternKeys) {
+    const written = patternTemplates[key];
+    if (written === undefined) continue;
+    // Entry by entry, so that a problem is at its entry's line (a `$concat` gives several).
+    const entries: [unknown, ConfigPath][] = Array.isArray(written)
+      ? written.map((entry, i) => [[entry], [key, i]])
+      : [[written, [key]]];
+    resolved[key] = entries.flatMap(([entry, at]) => {
+      const where = (p: ConfigPath = []) =>
+        action.locate(Array.isArray(written) ? [...at, ...p.slice(1)] : [...at, ...p]);
+      const value = resolveTemplates(entry, own, where);
+      const items = value === null || value === undefined ? [] : Array.isArray(value) ? value : [value];
+      if (items.some((item) => typeof item !== 'string')) {
+        const text = Array.isArray(written) ? written[at[1] as number] : written;
+        const shown = Array.isArray(value) && value.length === 1 ? value[0] : value;
+        throw new TendError(
+          'TEND_CONFIG_INVALID',
+          `${key} ${typeof text === 'string' ? `"${text}"` : valueText(text)} of ${action.ref} resolves to ` +
+            `${valueText(shown).slice(0, 200)}; expected a file pattern (a string) or a list of them`,
+          { location: where() },
+        );
+      }
+      return items as string[];
+    });
+  }
+  return resolved;
 }

@@ -109,6 +109,9 @@ export interface DependencyTemplate {
   moduleName?: (name: string) => string;
 }
 
+/** An action's keys of file patterns. */
+export type PatternKey = 'include' | 'exclude';
+
 export interface ActionConfig {
   kind: ActionKind;
   type: string;
@@ -146,6 +149,11 @@ export interface ActionConfig {
    * (action-source.ts), which sets `sourceDir` (until then the file's directory).
    */
   sourceTemplate?: { path: string; dir: string };
+  /**
+   * `include:` / `exclude:` when they hold `${…}` or a structural operator, as written: resolved
+   * once the environment is chosen (action-source.ts), which sets `include` / `exclude`.
+   */
+  patternTemplates?: Partial<Record<PatternKey, unknown>>;
   /** Its own variables, lowest first: `variables:`, then each of `varfiles:` (absent when none). */
   variableLayers?: Record<string, VariableValue>[];
   /**

@@ -12,7 +12,7 @@ import {
   readActionVariableLayers,
   type RawActionVariables,
 } from './action-variables.js';
-import { sourceProblem } from './action-source.js';
+import { sourceProblem, splitPatternTemplates } from './action-source.js';
 import { dependencyTemplateProblems, splitDependencies } from './action-dependencies.js';
 import { readBuildKeys, type RawBuildKeys } from './build-keys.js';
 import { checkSchema, type ConfigProblem } from './diagnostics.js';
@@ -54,9 +54,19 @@ export function readActionDocument(
   const rootLabel = name !== undefined ? `action ${actionRef(kind, name)}` : `the ${kind} document`;
   // Templated dependencies are resolved once the environment is chosen (action-dependencies.ts).
   const dependencies = splitDependencies(value.dependencies);
-  const checkedValue =
+  const withoutTemplatedDependencies =
     dependencies.templates.length > 0 ? { ...value, dependencies: dependencies.checked } : value;
-  const problems = checkSchema(ActionBaseSchema, checkedValue, { basePath: [], rootLabel, locate });
+  // A rendered action's templates read its RenderTemplate's, as in Garden.
+  const templateRoots = { extraRoots: origin ? renderedRoots : [], syntax: reading.templateSyntax };
+  // Templated include/exclude are resolved once the environment is chosen (action-source.ts).
+  const patterns = splitPatternTemplates(
+    withoutTemplatedDependencies,
+    name !== undefined ? actionRef(kind, name) : `the ${kind} document`,
+    locate,
+    templateRoots,
+    reading.problems,
+  );
+  const problems = checkSchema(ActionBaseSchema, patterns.checked, { basePath: [], rootLabel, locate });
   if (problems.length > 0) {
     reading.problems.push(...problems);
     return undefined;
@@ -112,8 +122,6 @@ export function readActionDocument(
       }),
     );
   }
-  // A rendered action's spec, variables and varfile paths read its RenderTemplate's, as in Garden.
-  const templateRoots = { extraRoots: origin ? renderedRoots : [], syntax: reading.templateSyntax };
   // A malformed reference is the cross-check's to report: not when it reads an action tend does not load.
   const templates = checkTemplateSyntax(spec, ['spec'], (p) => locate(p), {
     ...templateRoots,
@@ -166,6 +174,7 @@ export function readActionDocument(
       ...(sourceTemplate ? { sourceTemplate } : {}),
       ...(raw.include ? { include: raw.include } : {}),
       ...(raw.exclude ? { exclude: raw.exclude } : {}),
+      ...(patterns.patternTemplates ? { patternTemplates: patterns.patternTemplates } : {}),
       ...(raw.timeout !== undefined ? { timeout: parseTimeout(raw.timeout) } : {}),
       ...(raw.cacheResult !== undefined ? { cacheResult: raw.cacheResult } : {}),
       spec,

@@ -12,7 +12,7 @@ import {
   withEnvironmentVarfiles,
 } from './action-variables.js';
 import { withEnvironmentDependencies } from './action-dependencies.js';
-import { withEnvironmentSource } from './action-source.js';
+import { withEnvironmentPatterns, withEnvironmentSource } from './action-source.js';
 import { createTemplateContext, providersOf, type SelectedEnvironment } from './environment.js';
 import type { ActionConfig, ProjectConfig, ProviderEntry, VariableValue } from './project.js';
 import { readsSecrets, type TemplateContext } from './template.js';
@@ -50,7 +50,10 @@ export async function resolveTemplateContext(
   const actions = copies.map((action) => {
     const withVarfiles = withEnvironmentVarfiles(action, environmentContext, project.root);
     return withEnvironmentDependencies(
-      withEnvironmentSource(withVarfiles, environmentContext, project.root),
+      withEnvironmentPatterns(
+        withEnvironmentSource(withVarfiles, environmentContext, project.root),
+        environmentContext,
+      ),
       environmentContext,
       known,
     );

@@ -8,8 +8,8 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { configure } from '../../src/config/pipeline.js';
-import type { TendError } from '../../src/errors.js';
 import { builtinPlugins } from '../../src/plugins/builtin.js';
+import { configureError, describedError } from '../helpers/configure.js';
 import { makeProject, removeProjects } from '../helpers/project.js';
 
 afterEach(removeProjects);
@@ -78,23 +78,6 @@ async function dependenciesIn(root: string, o: { env?: string; vars?: string[] }
   });
   return Object.fromEntries(configuration.actions.map((a) => [a.ref, [...a.dependencies].sort()]));
 }
-
-async function configureError(root: string, vars: string[] = []): Promise<TendError> {
-  const error = await configure({
-    cwd: root,
-    plugins: builtinPlugins(),
-    secrets: () => Promise.resolve(undefined),
-    vars,
-  }).then(
-    () => undefined,
-    (e: unknown) => e as TendError,
-  );
-  if (!error) throw new Error('the configuration loaded');
-  return error;
-}
-
-const described = (error: TendError) =>
-  `${error.code} ${error.location?.file}:${error.location?.line} ${error.message}`;
 
 describe('templated dependencies', () => {
   it('are resolved in each environment: a module’s, an entry’s, a build’s, an action’s whole list and its entries', async () => {
@@ -180,19 +163,19 @@ spec: { deployCommand: [echo] }
       'garden.yml': modules,
       'actions.garden.yml': actions,
     });
-    expect(described(await configureError(root, ['backend=nope']))).toBe(
+    expect(describedError(await configureError(root, ['backend=nope']))).toBe(
       'TEND_CONFIG_INVALID actions.garden.yml:10 dependency "deploy.${var.backend}" of run.entries resolves to deploy.nope, which is not an action of this project',
     );
-    expect(described(await configureError(root, ['other=nope']))).toBe(
+    expect(describedError(await configureError(root, ['other=nope']))).toBe(
       'TEND_CONFIG_INVALID garden.yml:26 dependency "${var.other}" of run.job resolves to deploy.nope, which is not an action of this project',
     );
-    expect(described(await configureError(root, ['cacheDeps=cache']))).toBe(
+    expect(describedError(await configureError(root, ['cacheDeps=cache']))).toBe(
       'TEND_CONFIG_INVALID garden.yml:9 dependency "${var.cacheDeps}" of deploy.cache resolves to deploy.cache: an action cannot depend on itself',
     );
-    expect(described(await configureError(root, ['deps={"kind":1}']))).toBe(
+    expect(describedError(await configureError(root, ['deps={"kind":1}']))).toBe(
       'TEND_CONFIG_INVALID actions.garden.yml:4 dependency "${var.deps}" resolves to "{\\"kind\\":1}"; expected an action reference (deploy.db) or a list of them',
     );
-    expect(described(await configureError(root, ['builds=a b']))).toBe(
+    expect(describedError(await configureError(root, ['builds=a b']))).toBe(
       'TEND_CONFIG_INVALID garden.yml:20 dependency "${var.builds}" resolves to "a b"; expected a module name or a list of them',
     );
   });
@@ -208,7 +191,7 @@ dependencies: \${var.deps}
 spec: { command: [echo] }
 `,
     });
-    expect(described(await configureError(root))).toBe(
+    expect(describedError(await configureError(root))).toBe(
       'TEND_CONFIG_INVALID actions.garden.yml:5 dependency "${var.deps}" resolves to ["Infinity","-Infinity"]; expected an action reference (deploy.db) or a list of them',
     );
   });
@@ -281,7 +264,7 @@ inputs: { build: image }
       'build.image',
       'deploy.cache',
     ]);
-    expect(described(await configureError(root, ['backend=nope']))).toBe(
+    expect(describedError(await configureError(root, ['backend=nope']))).toBe(
       'TEND_CONFIG_INVALID templates.garden.yml:9 dependency "deploy.${var.backend}" of run.nightly resolves to deploy.nope, which is not an action of this project',
     );
 
@@ -297,7 +280,7 @@ inputs: { build: image }
       'templates.garden.yml': template('[{ $concat: "${var.deps}" }]'),
       'actions.garden.yml': others,
     });
-    expect(described(await configureError(root))).toMatch(
+    expect(describedError(await configureError(root))).toMatch(
       /^TEND_CONFIG_INVALID templates\.garden\.yml:9 .*\(rendered by RenderTemplate nightly\); a templated config's dependencies is read when tend loads the configuration, so it may use inputs, parent and template only$/,
     );
   });

@@ -7,6 +7,7 @@ import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import type { ConfigPath } from '../project.js';
+import { containsTemplate } from '../template.js';
 import type { IndexedModule } from './project-index.js';
 import { isRecord, type GardenRecord, type Translation } from './translation.js';
 
@@ -146,7 +147,10 @@ export function moduleHasDockerfile(module: GardenRecord, moduleDir: string): bo
           : pattern;
       return picomatch(glob, { dot: true })('Dockerfile');
     });
-  if (Array.isArray(module.include) && !matches(module.include)) return false;
+  // A templated include is resolved only in an environment: it may hold the Dockerfile, so it is built.
+  if (Array.isArray(module.include) && !containsTemplate(module.include) && !matches(module.include)) {
+    return false;
+  }
   return !matches(module.exclude);
 }
 
