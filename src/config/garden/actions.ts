@@ -20,6 +20,7 @@ import {
   type Translation,
 } from './translation.js';
 import { containerVolumes, volumeDeploySpec, type ActionFacts } from './volumes.js';
+import { ignoreActionVersionSettings } from './version-settings.js';
 
 /** Garden action types with no tend counterpart: what to do instead. */
 const unsupportedTypes: Record<string, string> = {
@@ -425,6 +426,7 @@ const readActionKeys = new Set([
   'allowPublish',
   'source',
   'dependencies',
+  'version',
 ]);
 
 /**
@@ -443,6 +445,7 @@ export function translateGardenAction(
   if (value.allowPublish !== undefined) {
     translation.note(['allowPublish'], 'allowPublish: tend publishes no images; ignored');
   }
+  if (value.version !== undefined) ignoreActionVersionSettings(translation, value.version);
   // A key of neither Garden's nor tend's goes on for tend's check to name (a typo, often).
   for (const key of Object.keys(value)) if (!readActionKeys.has(key)) out[key] = value[key];
   if (isRecord(value.source)) {

@@ -16,6 +16,7 @@ import {
   type Translation,
 } from './translation.js';
 import type { GardenRecord } from './translation.js';
+import { ignoreProjectVersionSettings } from './version-settings.js';
 
 /** The keys of tend's kubernetes provider entry (src/plugins/kubernetes/config.ts) and of every entry. */
 const kubernetesKeys = [
@@ -296,6 +297,7 @@ export function translateGardenProject(value: GardenRecord, translation: Transla
     'Garden Cloud and output settings',
   );
   for (const key of readByFileDiscovery) delete kept[key];
+  ignoreProjectVersionSettings(translation, kept);
   // Garden's project varfile (default garden.env): above the project's variables, below the environment's.
   if (kept.varfiles === undefined) {
     translation.moved(['varfiles', 0], kept.varfile === undefined ? ['name'] : ['varfile']);

@@ -18,7 +18,10 @@ export interface GardenFinding {
 
 /** What fails the load: what tend cannot do, or a key Garden does not have either. */
 export interface GardenProblem extends GardenFinding {
-  code: Extract<ConfigProblem['code'], 'TEND_CONFIG_UNSUPPORTED' | 'TEND_CONFIG_UNKNOWN_KEY'>;
+  code: Extract<
+    ConfigProblem['code'],
+    'TEND_CONFIG_UNSUPPORTED' | 'TEND_CONFIG_UNKNOWN_KEY' | 'TEND_CONFIG_INVALID'
+  >;
 }
 
 /**
@@ -55,6 +58,11 @@ export class Translation {
   /** A key Garden does not have there either: the load fails with it, as with tend's own unknown keys. */
   unknownKey(path: ConfigPath, message: string): void {
     this.problems.push({ code: 'TEND_CONFIG_UNKNOWN_KEY', path, message });
+  }
+
+  /** A value of the wrong shape, where tend checks a Garden key that it then ignores: the load fails with it. */
+  invalid(path: ConfigPath, message: string): void {
+    this.problems.push({ code: 'TEND_CONFIG_INVALID', path, message });
   }
 
   /** What tend accepts and ignores: said once, never an error. */
