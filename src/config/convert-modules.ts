@@ -45,6 +45,7 @@ export class ModuleConverter {
   ) {
     // A 0.12 module's runtime dependency names a service or task of any module (garden/project-index.ts).
     this.#index = gardenProjectIndex(root, files);
+    problems.push(...this.#index.problems);
     this.#templates = collectTemplates(root, files, (problem) => problems.push(problem));
   }
 

@@ -46,6 +46,11 @@ export function convertModule(
   index: GardenProjectIndex,
   translation: Translation,
 ): ModuleAction[] {
+  // A second module of a name is refused where the project is indexed (project-index.ts).
+  if (index.refusedModules.has(rawModule)) {
+    translation.unloadedActions.push(...moduleActionRefs(rawModule));
+    return [];
+  }
   const module = withActionReferences(rawModule, index.modules, translation) as GardenRecord;
   const name = String(module.name);
   const type = String(module.type);
