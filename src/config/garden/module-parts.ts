@@ -28,6 +28,8 @@ export interface ModuleParts {
   buildOf: (moduleName: string, at: ConfigPath) => string[];
   /** Keys every action of the module gets (description, include, exclude, disabled, variables). */
   base: GardenRecord;
+  /** Keys the module's Build gets (`copyFrom`, `buildAtSource`), with where each is in the module. */
+  buildKeys: { value: GardenRecord; moves: [ConfigPath, ConfigPath][] };
   /** Runtime dependencies (service and task names) as action references. */
   runtime: (dependencies: unknown) => ModuleDependency[];
   add: (value: GardenRecord, moves: [ConfigPath, ConfigPath][]) => void;
@@ -154,6 +156,56 @@ export function moduleHasDockerfile(module: GardenRecord, moduleDir: string): bo
   return !matches(module.exclude);
 }
 
+/**
+ * A module's `build.dependencies[].copy` as its Build's `copyFrom` (Garden's convertModules:
+ * `source` is `sourcePath`, `target` `targetPath`, which defaults to it), and `local` as its
+ * `buildAtSource` (Garden's inheritModuleToAction), with where each is in the module.
+ */
+export function moduleBuildKeys(module: GardenRecord): ModuleParts['buildKeys'] {
+  const build = isRecord(module.build) ? module.build : {};
+  const copyFrom: GardenRecord[] = [];
+  const moves: [ConfigPath, ConfigPath][] = [];
+  (Array.isArray(build.dependencies) ? build.dependencies : []).forEach((dependency: unknown, i) => {
+    if (!isRecord(dependency) || !Array.isArray(dependency.copy)) return;
+    const at: ConfigPath = ['build', 'dependencies', i];
+    dependency.copy.forEach((copy: unknown, j) => {
+      // Another key, or a copy that is no mapping, is left for the schema to refuse at its line.
+      const { source, target, ...rest } = isRecord(copy) ? copy : { source: copy };
+      const to: ConfigPath = ['copyFrom', copyFrom.length];
+      const from: ConfigPath = [...at, 'copy', j];
+      copyFrom.push({
+        ...rest,
+        build: dependency.name,
+        sourcePath: source,
+        ...(target !== undefined ? { targetPath: target } : {}),
+      });
+      moves.push(
+        [to, from],
+        [
+          [...to, 'build'],
+          [...at, 'name'],
+        ],
+        [
+          [...to, 'sourcePath'],
+          [...from, 'source'],
+        ],
+        [
+          [...to, 'targetPath'],
+          [...from, 'target'],
+        ],
+      );
+    });
+  });
+  if (module.local !== undefined) moves.push([['buildAtSource'], ['local']]);
+  return {
+    value: {
+      ...(copyFrom.length > 0 ? { copyFrom } : {}),
+      ...(module.local !== undefined ? { buildAtSource: module.local } : {}),
+    },
+    moves,
+  };
+}
+
 /** Module types that become no Build whatever their keys, in Garden's conversion as in tend's. */
 const typesWithoutBuild: readonly unknown[] = ['kubernetes', 'persistentvolumeclaim', 'configmap'];
 
@@ -197,9 +249,10 @@ function noBuildOf(module: IndexedModule): string | undefined {
   const asGarden = 'Garden leaves it out too';
   if (
     value.type === 'exec' &&
-    strings(isRecord(value.build) ? value.build.command : undefined).length === 0
+    strings(isRecord(value.build) ? value.build.command : undefined).length === 0 &&
+    moduleBuildKeys(value).value.copyFrom === undefined
   ) {
-    return `has no Build (an exec module without build.command); ${asGarden}`;
+    return `has no Build (an exec module without build.command or files to copy); ${asGarden}`;
   }
   if (isImageOnlyModule(module)) {
     return `has no Build (a container module without a Dockerfile deploys its image as it is); ${asGarden}`;

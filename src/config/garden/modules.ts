@@ -22,6 +22,7 @@ import { convertHelmModule } from './helm-module.js';
 import { ModuleNamesTemplate } from '../action-dependencies.js';
 import {
   addModulePods,
+  moduleBuildKeys,
   moduleHasDockerfile,
   skipsBuildOf,
   strings,
@@ -121,6 +122,7 @@ export function convertModule(
     buildDependencyMoves: buildDependencyList.map(({ at }, i) => [['dependencies', i], at]),
     buildOf,
     base,
+    buildKeys: moduleBuildKeys(module),
     runtime,
     add,
     entries,
@@ -138,6 +140,14 @@ export function convertModule(
       `module type ${type} is not converted by tend; write the module as actions (Garden 0.13's format)`,
     );
     translation.unloadedActions.push(...moduleActionRefs(module));
+  }
+  const copyAt = parts.buildKeys.moves[0]?.[1];
+  if (copyAt && parts.buildKeys.value.copyFrom && !actions.some(({ value }) => value.kind === 'Build')) {
+    // Garden gives it a Build that only copies them, which its actions then run in.
+    translation.note(
+      copyAt,
+      `build.dependencies[].copy: module ${name} (${type}) becomes no Build in tend, whose actions run where the module is; ignored`,
+    );
   }
   return actions;
 }
@@ -207,6 +217,7 @@ function convertExecModule(parts: ModuleParts): void {
     buildDependencies,
     buildDependencyMoves,
     base,
+    buildKeys,
     runtime,
     add,
     entries,
@@ -214,7 +225,8 @@ function convertExecModule(parts: ModuleParts): void {
   } = parts;
   const buildCommand = strings(build.command);
   const env = isRecord(spec.env) ? spec.env : {};
-  const hasBuild = buildCommand.length > 0;
+  // Garden gives a module that copies files a Build (its "dummy build") without a command too.
+  const hasBuild = buildCommand.length > 0 || buildKeys.value.copyFrom !== undefined;
   const own = (dependencies: unknown) => [
     ...(hasBuild ? [`build.${name}`] : buildDependencies),
     ...runtime(dependencies),
@@ -227,7 +239,8 @@ function convertExecModule(parts: ModuleParts): void {
         type: 'exec',
         name,
         dependencies: buildDependencies,
-        spec: { shell: true, command: buildCommand, env },
+        ...buildKeys.value,
+        spec: { shell: true, ...(buildCommand.length > 0 ? { command: buildCommand } : {}), env },
       },
       [
         [
@@ -235,6 +248,7 @@ function convertExecModule(parts: ModuleParts): void {
           ['build', 'command'],
         ],
         ...buildDependencyMoves,
+        ...buildKeys.moves,
       ],
     );
   }
@@ -307,6 +321,7 @@ function convertContainerModule(parts: ModuleParts): void {
     buildDependencies,
     buildDependencyMoves,
     base,
+    buildKeys,
     runtime,
     add,
     entries,
@@ -335,6 +350,7 @@ function convertContainerModule(parts: ModuleParts): void {
         type: 'container',
         name,
         dependencies: buildDependencies,
+        ...buildKeys.value,
         ...(build.timeout !== undefined ? { timeout: build.timeout } : {}),
         spec: {
           dockerfile,
@@ -343,7 +359,7 @@ function convertContainerModule(parts: ModuleParts): void {
           ...(moduleBuild.targetImage !== undefined ? { targetStage: moduleBuild.targetImage } : {}),
         },
       },
-      [[['spec'], specAt], ...buildDependencyMoves],
+      [[['spec'], specAt], ...buildDependencyMoves, ...buildKeys.moves],
     );
   }
   const own = (dependencies: unknown) => [...(hasBuild ? [`build.${name}`] : []), ...runtime(dependencies)];
