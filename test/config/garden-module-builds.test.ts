@@ -171,6 +171,38 @@ build:
   });
 });
 
+describe("a container module's build.dependencies", () => {
+  it('are dependencies of its services, tasks and tests, with a Dockerfile or without, as Garden converts them', async () => {
+    const root = makeProject({
+      'project.garden.yml': project,
+      'builder/garden.yml': 'kind: Module\nname: builder\ntype: exec\nbuild:\n  command: [make]\n',
+      'web/garden.yml': `kind: Module
+name: web
+type: container
+image: busybox:1.31.1
+build:
+  dependencies: [builder]
+services:
+  - name: web
+    command: [sh, -c, sleep 1000]
+tasks:
+  - name: seed
+    command: [seed]
+    dependencies: [web]
+`,
+      'api/garden.yml':
+        'kind: Module\nname: api\ntype: container\nbuild:\n  dependencies: [builder]\nservices:\n  - name: api\n',
+      'api/Dockerfile': 'FROM node:22\n',
+    });
+    const config = await load(root);
+    const dependencies = (ref: string) => config.actions.find((a) => a.ref === ref)?.dependencies;
+    expect(dependencies('deploy.web')).toEqual(['build.builder']);
+    expect(dependencies('run.seed')).toEqual(['build.builder', 'deploy.web']);
+    expect(dependencies('build.api')).toEqual(['build.builder']);
+    expect(dependencies('deploy.api')).toEqual(['build.builder', 'build.api']);
+  });
+});
+
 describe("a 0.12 module's build.dependencies[].copy and local", () => {
   /** An exec module `app` whose build reads what it copies from module `dep`. */
   const copying = (app: string) => ({

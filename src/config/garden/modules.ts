@@ -362,7 +362,12 @@ function convertContainerModule(parts: ModuleParts): void {
       [[['spec'], specAt], ...buildDependencyMoves, ...buildKeys.moves],
     );
   }
-  const own = (dependencies: unknown) => [...(hasBuild ? [`build.${name}`] : []), ...runtime(dependencies)];
+  // Garden's prepareRuntimeDependencies: the module's build dependencies, then its own Build.
+  const own = (dependencies: unknown) => [
+    ...buildDependencies,
+    ...(hasBuild ? [`build.${name}`] : []),
+    ...runtime(dependencies),
+  ];
   for (const [key, kind] of [
     ['services', 'Deploy'],
     ['tasks', 'Run'],
