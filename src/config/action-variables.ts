@@ -9,7 +9,14 @@ import path from 'node:path';
 import { TendError } from '../errors.js';
 import type { SyntaxOptions } from '../expressions/syntax.js';
 import type { ConfigProblem } from './diagnostics.js';
-import type { ActionConfig, ActionVarfile, ConfigPath, Locate, VariableValue } from './project.js';
+import {
+  formatLocation,
+  type ActionConfig,
+  type ActionVarfile,
+  type ConfigPath,
+  type Locate,
+  type VariableValue,
+} from './project.js';
 import {
   checkTemplateSyntax,
   findActionReferences,
@@ -249,8 +256,12 @@ function isDisabled(action: ActionConfig, context: TemplateContext): boolean {
   );
 }
 
-/** Whether two actions are enabled in environments that do not overlap (both list them). */
-export function environmentsDisjoint(a: ActionConfig, b: ActionConfig): boolean {
+/**
+ * Whether two copies of one action can never both be enabled: their `environments:` lists do not
+ * overlap, or one has a `disabled:` (checked once the environment is chosen, by selectActionCopies).
+ */
+export function copiesMayCoexist(a: ActionConfig, b: ActionConfig): boolean {
+  if (a.disabled !== undefined || b.disabled !== undefined) return true;
   return (
     a.environments !== undefined &&
     b.environments !== undefined &&
@@ -259,19 +270,30 @@ export function environmentsDisjoint(a: ActionConfig, b: ActionConfig): boolean 
 }
 
 /**
- * The actions of an environment when one name is used by several copies, each limited to other
- * environments (`environments:` lists that do not overlap, checked at load): the copy of this
- * environment, or the first copy (disabled here) when none is.
+ * The actions of the context's environment when one name is used by several copies, as Garden's
+ * addRawActionConfig has it: a later copy disabled here is skipped, an enabled one replaces an
+ * earlier copy disabled here, and two enabled here are an error (at the later one).
  */
-export function selectActionCopies(actions: readonly ActionConfig[], environment: string): ActionConfig[] {
+export function selectActionCopies(
+  actions: readonly ActionConfig[],
+  context: TemplateContext,
+): ActionConfig[] {
   const chosen = new Map<string, ActionConfig>();
   for (const action of actions) {
     const current = chosen.get(action.ref);
-    if (
-      !current ||
-      (!current.environments?.includes(environment) && action.environments?.includes(environment))
-    )
-      chosen.set(action.ref, action);
+    if (!current) chosen.set(action.ref, action);
+    else if (isDisabled(action, context)) continue;
+    else if (isDisabled(current, context)) chosen.set(action.ref, action);
+    else {
+      throw new TendError(
+        'TEND_CONFIG_DUPLICATE_ACTION',
+        `duplicate action ${action.ref}: both copies are enabled in environment ${context.environment.name}; first defined at ${formatLocation(current.locate(['name']))}`,
+        {
+          location: action.locate(['name']),
+          detail: { hint: 'disable one of them there (disabled: or environments:), or rename one' },
+        },
+      );
+    }
   }
   return chosen.size === actions.length ? [...actions] : actions.filter((a) => chosen.get(a.ref) === a);
 }

@@ -4,7 +4,7 @@
  * and template references that name actions, environments that exist, providers listed.
  */
 import type { SourceLocation } from '../errors.js';
-import { environmentsDisjoint, environmentsProblems } from './action-variables.js';
+import { copiesMayCoexist, environmentsProblems } from './action-variables.js';
 import { buildReferenceProblems } from './build-keys.js';
 import type { ConfigProblem } from './diagnostics.js';
 import { isGardenFile } from './files.js';
@@ -32,7 +32,7 @@ export function crossCheck(
     copies.set(action.ref, [...earlier, action]);
     // One name per environment, as in Garden (selectActionCopies keeps the one in use).
     if (earlier.length === 0) byRef.set(action.ref, action);
-    else if (!earlier.every((other) => environmentsDisjoint(other, action))) {
+    else if (!earlier.every((other) => copiesMayCoexist(other, action))) {
       problem(
         'TEND_CONFIG_DUPLICATE_ACTION',
         `duplicate action ${action.ref}; first defined at ${formatLocation(earlier[0]!.locate(['name']))}`,

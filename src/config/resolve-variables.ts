@@ -7,6 +7,7 @@
  */
 import { selectActionCopies } from './action-variables.js';
 import {
+  createTemplateContext,
   parseVarFlags,
   providerProblems,
   selectEnvironment,
@@ -40,7 +41,8 @@ export function resolveVariables(
   const environment = chooseEnvironment(project, choice, vars);
   // Before the templates are resolved: the providers' `${environment.namespace}` names it too.
   if (choice.namespace !== undefined) environment.namespace = choice.namespace;
-  const copies = selectActionCopies(actions, environment.name);
+  // Their `disabled:` templates resolve without the actions' variables, as Garden's do.
+  const copies = selectActionCopies(actions, createTemplateContext(project, environment));
   checkVarFlagsRead(project, copies, vars, environment.varfileVariables);
   return { environment, copies };
 }

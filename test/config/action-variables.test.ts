@@ -449,14 +449,20 @@ describe('one action name per environment', () => {
       'a.tend.yml': copy('[dev]', 'dev-certs'),
       'b.tend.yml': copy('[prod]', 'prod-certs'),
     });
+    const contextOf = (env: string) =>
+      createTemplateContext(
+        dev.loaded.project,
+        selectEnvironment(dev.loaded.project, { env, vars: {}, local: alice }),
+        alice,
+      );
     const chosen = (env: string) => {
-      const copies = selectActionCopies(dev.loaded.actions, env);
+      const copies = selectActionCopies(dev.loaded.actions, contextOf(env));
       expect(copies.filter((a) => a.ref === 'deploy.certs')).toHaveLength(1);
       return copies.find((a) => a.ref === 'deploy.certs')!.spec;
     };
     expect(chosen('dev')).toEqual({ command: ['dev-certs'] });
     expect(chosen('prod')).toEqual({ command: ['prod-certs'] });
-    const { enabled } = enabledActions(selectActionCopies(dev.loaded.actions, 'dev'), dev.context);
+    const { enabled } = enabledActions(selectActionCopies(dev.loaded.actions, dev.context), dev.context);
     expect(enabled.map((a) => a.file)).toEqual(['a.tend.yml']);
   });
 
@@ -479,6 +485,61 @@ describe('one action name per environment', () => {
       `,
     });
     expect(error.message).toMatch(/^duplicate action deploy\.certs/);
+  });
+});
+
+describe('one action name, one copy disabled (Garden keeps the enabled copy)', () => {
+  const copy = (disabled: string, command: string) => yaml`
+    kind: Deploy
+    name: certs
+    type: cmd
+    disabled: ${disabled}
+    spec: { command: [${command}] }
+  `;
+  const configured = (root: string, env: string) =>
+    configure({ cwd: root, plugins: testPlugins, env, secrets: async () => undefined });
+
+  it('uses the copy its templated disabled: leaves on in each environment', async () => {
+    const root = await writeProject({
+      'tend.yml': project,
+      'a.tend.yml': copy('"${environment.name != \'dev\'}"', 'dev-certs'),
+      'b.tend.yml': copy('"${environment.name != \'prod\'}"', 'prod-certs'),
+    });
+    for (const env of ['dev', 'prod']) {
+      const { actions } = await configured(root, env);
+      expect(actions.filter((a) => a.ref === 'deploy.certs').map((a) => a.spec)).toEqual([
+        { command: [`${env}-certs`] },
+      ]);
+    }
+  });
+
+  it('uses the enabled copy beside one disabled: true, whichever comes first', async () => {
+    const root = await writeProject({
+      'tend.yml': project,
+      'a.tend.yml': copy('true', 'off'),
+      'b.tend.yml': copy('false', 'on'),
+    });
+    const { actions, disabled } = await configured(root, 'dev');
+    expect(actions.filter((a) => a.ref === 'deploy.certs').map((a) => a.spec)).toEqual([{ command: ['on'] }]);
+    expect(disabled.map((a) => a.ref)).toEqual([]);
+  });
+
+  it('refuses two copies enabled in the environment, at the second', async () => {
+    const root = await writeProject({
+      'tend.yml': project,
+      'a.tend.yml': copy('"${environment.name == \'prod\'}"', 'a'),
+      'b.tend.yml': copy('false', 'b'),
+    });
+    expect((await configured(root, 'prod')).actions.map((a) => a.spec)).toEqual([{ command: ['b'] }]);
+    const error = await configured(root, 'dev').then(
+      () => undefined,
+      (e: unknown) => e as TendError,
+    );
+    expect(error?.code).toBe('TEND_CONFIG_DUPLICATE_ACTION');
+    expect(error?.message).toBe(
+      'duplicate action deploy.certs: both copies are enabled in environment dev; first defined at a.tend.yml:2:7',
+    );
+    expect(`${error?.location?.file}:${error?.location?.line}`).toBe('b.tend.yml:2');
   });
 });
 
