@@ -53,7 +53,7 @@ steps:
   - script: echo hi
 ---
 kind: Command
-name: build
+name: status
 description: { short: collides }
 exec: { command: [echo] }
 ---
@@ -79,17 +79,38 @@ exec: { command: [echo] }
     expect(result.exitCode).toBe(0);
     expect(result.data.workflows).toEqual([{ name: 'ci', steps: 4, file: 'workflows.garden.yml', line: 1 }]);
     expect(result.data.commands?.map((c) => `${c.name}: ${c.runAs}`)).toEqual([
-      'build: tend command build',
+      'status: tend command status',
       'hello: tend hello',
       'hello-again: tend hello-again',
     ]);
     expect(result.data.notes?.map((n) => `${n.file}:${n.line}: ${n.message}`)).toEqual([
       'sub/garden.yml:1: Command elsewhere: custom commands are read from the files at the project root only (as Garden reads them); not offered',
-      'workflows.garden.yml:14: Command build has the name of a tend command: it runs as `tend command build` only',
+      'workflows.garden.yml:14: Command status has the name of a tend command: it runs as `tend command status` only',
       'workflows.garden.yml:3: Workflow ci: limits and triggers are for Garden Cloud; accepted and ignored',
     ]);
     expect(result.human).toContain('workflow ci: 4 step(s), workflows.garden.yml:1 (tend workflow ci)');
-    expect(result.human).toContain('command build: workflows.garden.yml:13 (tend command build)');
+    expect(result.human).toContain('command status: workflows.garden.yml:13 (tend command status)');
+  });
+
+  it("skips a Command named like one of Garden's commands, unchecked, with a note (Garden's custom-commands)", async () => {
+    const ignored = (name: string) => `kind: Command
+name: ${name}
+exec:
+  command: [echo, oops!]
+`;
+    const root = makeProject({
+      'project.garden.yml': project,
+      'commands.garden.yml': [ignored('plugins'), ignored('plugin'), ignored('deploy')].join('---\n'),
+    });
+    const result = await validateCommand({ root, var: [] });
+    expect(result.exitCode).toBe(0);
+    expect(result.data.commands ?? []).toEqual([]);
+    expect(result.data.notes?.map((n) => `${n.file}:${n.line}: ${n.message}`)).toEqual(
+      ['plugins', 'plugin', 'deploy'].map(
+        (name, i) =>
+          `commands.garden.yml:${2 + 5 * i}: Command ${name}: the name of one of Garden's own commands (Garden ignores the Command); not offered`,
+      ),
+    );
   });
 
   it('a bad step is an error at its file:line: command and script both, a command not a list, a bad when', async () => {

@@ -247,11 +247,16 @@ exec:
 gardenCommand: [deploy, web]
 ---
 kind: Command
-name: deploy
+name: schema
 description:
   short: has the name of a tend command
 exec:
-  command: [echo, the custom deploy]
+  command: [echo, the custom schema]
+---
+kind: Command
+name: deploy
+exec:
+  command: [echo, "Garden ignores a Command named like one of its commands"]
 `;
 
 describe('custom Commands', () => {
@@ -267,7 +272,7 @@ describe('custom Commands', () => {
       ['COMMAND', 'RUN AS', 'DESCRIPTION'],
       ['hello', 'tend hello', 'says hello'],
       ['legacy', 'tend legacy', 'exec then a Garden command'],
-      ['deploy', 'tend command deploy', 'has the name of a tend command'],
+      ['schema', 'tend command schema', 'has the name of a tend command'],
       [''],
     ]);
 
@@ -302,14 +307,17 @@ describe('custom Commands', () => {
       'gardenCommand succeeded',
     ]);
 
-    // `tend deploy` stays tend's; the Command runs as `tend command deploy`.
+    // `tend deploy` stays tend's, and Garden's name leaves the Command out.
     const builtin = await runTend(['deploy', '--json'], { cwd: root, timeoutMs: 60_000 });
     expect(builtin.code, builtin.stderr).toBe(0);
     expect((JSON.parse(builtin.stdout) as { actions: { ref: string }[] }).actions.map((a) => a.ref)).toEqual([
       'deploy.web',
     ]);
-    const custom = await runTend(['command', 'deploy'], { cwd: root });
-    expect(custom.stdout).toContain('the custom deploy');
+    expect((await runTend(['command', 'deploy'], { cwd: root })).code).toBe(2);
+    // `tend schema` stays tend's; the Command runs as `tend command schema`.
+    expect((await runTend(['schema'], { cwd: root })).stdout).toContain('"$schema"');
+    const custom = await runTend(['command', 'schema'], { cwd: root });
+    expect(custom.stdout).toContain('the custom schema');
     const unknown = await runTend(['nope'], { cwd: root });
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain("error: unknown command 'nope'");

@@ -82,6 +82,17 @@ export interface GardenRunnables {
   notes: { message: string; location: SourceLocation }[];
 }
 
+/**
+ * Garden's top-level commands and their aliases (getBuiltinCommands' one-word paths): a custom
+ * Command of one of these names is ignored by Garden.
+ */
+const gardenCommandNames: readonly string[] = [
+  ...['build', 'cloud', 'enterprise', 'community', 'config', 'create', 'cleanup', 'del', 'delete'],
+  ...['deploy', 'dev', 'diff', 'exec', 'get', 'link', 'login', 'logout', 'logs', 'options', 'plan'],
+  ...['plugins', 'plugin', 'publish', 'run', 'workflow', 'self-update', 'serve', 'set', 'sync'],
+  ...['test', 'tools', 'unlink', 'up', 'update-remote', 'util', 'validate', 'scan', 'version', 'v', 'V'],
+];
+
 /** Reads every Workflow and Command: problems and notes with their file:line. */
 export function readRunnables(
   runnables: readonly GardenRunnable[],
@@ -90,14 +101,20 @@ export function readRunnables(
   const out: GardenRunnables = { workflows: [], commands: [], problems: [], notes: [] };
   const commandDocs: GardenRunnable[] = [];
   for (const runnable of runnables.filter((r) => r.kind === 'Command')) {
+    const { name } = runnable.value;
     // As Garden: custom commands come from the files at the project root only.
-    if (!runnable.file.includes('/')) commandDocs.push(runnable);
-    else {
+    if (runnable.file.includes('/')) {
       out.notes.push({
-        message: `Command ${String(runnable.value.name)}: custom commands are read from the files at the project root only (as Garden reads them); not offered`,
+        message: `Command ${String(name)}: custom commands are read from the files at the project root only (as Garden reads them); not offered`,
         location: runnable.locate([], 'key'),
       });
-    }
+    } else if (typeof name === 'string' && gardenCommandNames.includes(name)) {
+      // Garden skips it before checking it (getCustomCommands): a project may keep one that is not valid.
+      out.notes.push({
+        message: `Command ${name}: the name of one of Garden's own commands (Garden ignores the Command); not offered`,
+        location: runnable.locate(['name'], 'key'),
+      });
+    } else commandDocs.push(runnable);
   }
   const customNames = commandDocs.map((r) => r.value.name).filter((n) => typeof n === 'string');
   const reader = new RunnableReader(out, customNames);
