@@ -9,7 +9,15 @@ import { TendError, type SourceLocation } from '../errors.js';
 import { configError, formatPath, type ConfigProblem } from './diagnostics.js';
 import { formatLocation, nameMaxLength, nameRegExp } from './project.js';
 import type { PullRequestRef } from '../events/catalog.js';
-import type { ActionConfig, CleanupConfig, ProjectConfig, ProviderEntry, VariableValue } from './project.js';
+import type {
+  ActionConfig,
+  CleanupConfig,
+  ConfigPath,
+  ProjectConfig,
+  ProviderEntry,
+  VariableValue,
+} from './project.js';
+import { mergePatch } from './garden/translation.js';
 import { Lazy } from '../expressions/evaluate.js';
 import { gitContext } from './git-context.js';
 import { actionContext } from './action-variables.js';
@@ -436,6 +444,46 @@ export function providerProblems(project: ProjectConfig, environment: string): C
   return providerEntriesOf(project, environment).flatMap((e) => e.problems ?? []);
 }
 
+/** The entries the environment uses; several of one provider (Garden's) merged, in order, as Garden merges them. */
 function providerEntriesOf(project: ProjectConfig, environment: string): ProviderEntry[] {
-  return project.providers.filter((e) => !e.environments || e.environments.includes(environment));
+  const byName = new Map<string, ProviderEntry[]>();
+  for (const entry of project.providers) {
+    if (entry.environments && !entry.environments.includes(environment)) continue;
+    byName.set(entry.name, [...(byName.get(entry.name) ?? []), entry]);
+  }
+  return [...byName.values()].map((entries) =>
+    entries.length === 1 ? entries[0]! : mergedProviderEntry(entries, environment),
+  );
+}
+
+/**
+ * One provider's entries as one (Garden's LazyMergePatch: a JSON merge patch, later keys win,
+ * mappings merged, a null removes the key); a key's position is in the last entry that has it.
+ */
+function mergedProviderEntry(entries: readonly ProviderEntry[], environment: string): ProviderEntry {
+  const [first, ...rest] = entries as [ProviderEntry, ...ProviderEntry[]];
+  const config = rest.reduce<Record<string, unknown>>(
+    (sum, entry) => mergePatch(sum, entry.config) as Record<string, unknown>,
+    first.config,
+  );
+  const problems = entries.flatMap((entry) => entry.problems ?? []);
+  return {
+    name: first.name,
+    environments: [environment],
+    config,
+    get location() {
+      return first.location;
+    },
+    locate: (path) => (entries.findLast((entry) => hasPath(entry.config, path)) ?? first).locate(path),
+    ...(problems.length > 0 ? { problems } : {}),
+  };
+}
+
+function hasPath(value: unknown, path: ConfigPath): boolean {
+  let at = value;
+  for (const key of path) {
+    if (at === null || typeof at !== 'object' || !Object.hasOwn(at, key)) return false;
+    at = (at as Record<string | number, unknown>)[key];
+  }
+  return true;
 }

@@ -39,6 +39,7 @@ function withLocation<T extends object>(
 }
 import { checkTemplateSyntax } from './template.js';
 import { unsupportedProvider } from './garden/project.js';
+import { mergePatch } from './garden/translation.js';
 
 export interface ProjectDocumentInput {
   root: string;
@@ -267,7 +268,8 @@ function environmentConfig(env: RawEnvironment): Omit<EnvironmentConfig, 'locati
 
 /**
  * The provider entries: a known plugin, known environments, each plugin at most once per
- * environment, configuration checked against the plugin's schema and using no action outputs.
+ * environment (in tend's files; Garden's are merged where used), configuration checked against
+ * the plugin's schema and using no action outputs.
  */
 function readProviders(
   reading: Reading,
@@ -303,9 +305,12 @@ function readProviders(
         );
       }
     });
-    const clash = providers.find(
-      (p) => p.name === name && (!p.environments || !only || p.environments.some((e) => only.includes(e))),
-    );
+    // Garden merges the entries of one provider an environment uses (environment.ts providersOf).
+    const clash =
+      !filterOnly &&
+      providers.find(
+        (p) => p.name === name && (!p.environments || !only || p.environments.some((e) => only.includes(e))),
+      );
     if (clash) {
       problem(
         'TEND_CONFIG_INVALID',
@@ -333,7 +338,9 @@ function readProviders(
       add({}, [{ code: 'TEND_CONFIG_UNSUPPORTED', message: String(unsupported), location }]);
       return;
     }
-    const invalid = checkSchema(plugin.configSchema, config, {
+    // A null of a Garden entry removes the key from the entries before it (a JSON merge patch).
+    const merged = filterOnly && raw.some((other) => other !== entry && other.name === name);
+    const invalid = checkSchema(plugin.configSchema, merged ? mergePatch({}, config) : config, {
       basePath: entryPath,
       rootLabel: `${formatPath(entryPath)} (${name})`,
       extraRootKeys: ['name', 'environments', 'plugin'],

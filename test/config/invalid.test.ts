@@ -485,6 +485,18 @@ const cases: Case[] = [
     code: 'TEND_CONFIG_UNKNOWN_KEY',
   },
   {
+    name: 'a provider listed twice for one environment in tend.yml (Garden files merge such entries)',
+    files: {
+      'tend.yml': project.replace(
+        '[{ name: local }]',
+        '[{ name: local }, { name: local, environments: [preview] }]',
+      ),
+    },
+    error:
+      'tend.yml:4:38: provider "local" is listed twice for the same environments; first at tend.yml:4:13 (list it twice only with separate environments:)',
+    code: 'TEND_CONFIG_INVALID',
+  },
+  {
     name: "invalid value in a provider's configuration",
     files: {
       'tend.yml': yaml`
