@@ -118,6 +118,7 @@ export class ModuleConverter {
           doc: document.doc,
           value: read,
           locate: (p, target = 'value') => locate(translation.originalPath(p), target),
+          writtenPath: (p) => translation.originalPath(p),
           ...(rendered ? { origin: { dir, rendered } } : {}),
           ...(translation.writtenType ? { writtenType: translation.writtenType } : {}),
         };

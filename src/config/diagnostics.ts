@@ -52,6 +52,8 @@ export interface SchemaCheckOptions {
   extraRootKeys?: readonly string[];
   /** Ignore type errors of strings holding template expressions: they are checked once resolved. */
   skipTemplated?: boolean;
+  /** A path as its file writes it, for messages (a Garden key tend renamed); default: as it is. */
+  writtenPath?: (path: ConfigPath) => ConfigPath;
 }
 
 /** Checks a value against a schema and describes every error with the key it concerns. */
@@ -128,8 +130,11 @@ function describeError(
 ): Described[] {
   const { error, schema, value, path: relative } = failed;
   if (options.skipTemplated && underStructuralOperator(root, relative)) return [];
-  const label = (p: ConfigPath) =>
-    p.length === 0 ? options.rootLabel : formatPath([...options.basePath, ...p]);
+  const label = (p: ConfigPath) => {
+    if (p.length === 0) return options.rootLabel;
+    const path = [...options.basePath, ...p];
+    return formatPath(options.writtenPath ? options.writtenPath(path) : path);
+  };
   const unknownKey = (at: (string | number)[], key: string, objectSchema: Record<string, unknown>) => {
     const known = Object.keys((objectSchema.properties as object | undefined) ?? {});
     const expected = at.length === 0 ? [...(options.extraRootKeys ?? []), ...known] : known;

@@ -47,7 +47,7 @@ export function readActionDocument(
   kind: ActionKind,
   reading: ActionReading,
 ): PendingAction | undefined {
-  const { file, doc, locate, origin, writtenType } = document;
+  const { file, doc, locate, origin, writtenType, writtenPath } = document;
   const problem = (code: ConfigProblem['code'], message: string, location: SourceLocation) =>
     reading.problems.push({ code, message, location });
   const name = typeof value.name === 'string' ? value.name : undefined;
@@ -66,7 +66,12 @@ export function readActionDocument(
     templateRoots,
     reading.problems,
   );
-  const problems = checkSchema(ActionBaseSchema, patterns.checked, { basePath: [], rootLabel, locate });
+  const problems = checkSchema(ActionBaseSchema, patterns.checked, {
+    basePath: [],
+    rootLabel,
+    locate,
+    writtenPath,
+  });
   if (problems.length > 0) {
     reading.problems.push(...problems);
     return undefined;
@@ -119,6 +124,7 @@ export function readActionDocument(
         rootLabel: 'spec',
         skipTemplated: true,
         locate,
+        writtenPath,
       }),
     );
   }

@@ -18,6 +18,8 @@ export interface ConfigDocument {
   value: unknown;
   /** Where a path of `value` is in the file. */
   locate: Locate;
+  /** A path of `value` as the file writes it (a Garden document's keys tend renamed), for messages. */
+  writtenPath?: (path: ConfigPath) => ConfigPath;
   /** A config rendered from a Garden template: its directory and what its templates read. */
   origin?: { dir: string; rendered: RenderedFrom };
   /** The action's type as its Garden document names it, where tend runs it as another (a container Run). */

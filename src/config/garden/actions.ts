@@ -345,13 +345,17 @@ const helmDeploy: SpecTranslator = (translation, spec) => {
   return kept;
 };
 
-/** `resource` as tend reads it: `podSelector` is not. */
-function podResource(translation: Translation, spec: GardenRecord, key: string): void {
+/**
+ * `resource` as tend reads it: `podSelector` is not. Such an action is not loaded: its one error
+ * says what to write, not the keys `resource` then lacks.
+ */
+function podResource(translation: Translation, spec: GardenRecord, key: string, action: ActionFacts): void {
   if (isRecord(spec[key]) && spec[key].podSelector !== undefined) {
     translation.unsupported(
       ['spec', key, 'podSelector'],
       'resource.podSelector is not read by tend; name the workload (`kind` and `name`)',
     );
+    translation.unloadedActions.push(`${action.kind.toLowerCase()}.${action.name}`);
   }
 }
 
@@ -361,8 +365,8 @@ function podResource(translation: Translation, spec: GardenRecord, key: string):
  */
 const podFromResource =
   (ownManifests: boolean): SpecTranslator =>
-  (translation, spec) => {
-    podResource(translation, spec, 'resource');
+  (translation, spec, action) => {
+    podResource(translation, spec, 'resource', action);
     const manifestKeys = ['manifests', 'manifestFiles', 'manifestTemplates', 'kustomize', 'patchResources'];
     for (const key of ownManifests ? [] : manifestKeys) {
       if (spec[key] !== undefined) {
@@ -379,13 +383,13 @@ const podFromResource =
     return kept;
   };
 
-const kubernetesExec: SpecTranslator = (translation, spec) => {
+const kubernetesExec: SpecTranslator = (translation, spec, action) => {
   const { target, ...kept } = spec;
   if (target !== undefined && kept.resource === undefined) {
     kept.resource = target;
     translation.moved(['spec', 'resource'], ['spec', 'target']);
   }
-  podResource(translation, spec, target !== undefined ? 'target' : 'resource');
+  podResource(translation, spec, target !== undefined ? 'target' : 'resource', action);
   return kept;
 };
 
@@ -490,6 +494,7 @@ export function translateGardenAction(
     const dependencies = Array.isArray(out.dependencies) ? out.dependencies : [];
     const facts = { kind, name: String(value.name), dependencies, index };
     const spec = translate(translation, givenSpec, facts);
+    if (translation.unloadedActions.includes(`${kind.toLowerCase()}.${facts.name}`)) return undefined;
     // A container Deploy, Test or Run with `build:` runs the image that Build made: Garden needs
     // `image` only without a build.
     if (spec && type === 'container' && kind !== 'Build' && typeof value.build === 'string')
