@@ -10,7 +10,8 @@ import type { SyntaxOptions } from '../expressions/syntax.js';
 import { actionKinds, type ActionKind, type PluginDefinition } from '../plugin/types.js';
 import { crossCheck } from './cross-check.js';
 import { configError, describeValue, sortProblems, type ConfigProblem } from './diagnostics.js';
-import { projectFileName } from './files.js';
+import { isGardenFile, projectFileName } from './files.js';
+import { closestName } from '../suggest.js';
 import { formatLocation, type ActionConfig, type ProjectConfig } from './project.js';
 import { readProjectDocument } from './project-document.js';
 import { readActionDocument, type ActionReading, type PendingAction } from './read-action.js';
@@ -19,6 +20,13 @@ import { actionTypeIndex } from './schema.js';
 import type { SourceFile } from './source.js';
 
 const documentKinds = ['Project', ...actionKinds] as const;
+/** The kinds of a Garden file: what becomes actions, and what tend reads otherwise (garden/document.ts). */
+const gardenDocumentKinds = [
+  ...documentKinds,
+  ...['Module', 'Workflow', 'Command', 'ConfigTemplate', 'RenderTemplate'],
+] as const;
+/** Garden's format before 0.10: a file's `project:` or `module:` mapping, with the kind that replaced it. */
+const olderGardenKeys: Record<string, string> = { project: 'Project', module: 'Module' };
 
 export class ConfigReader {
   readonly #directories = new Map<string, boolean>();
@@ -51,7 +59,9 @@ export class ConfigReader {
   /** One document (tend's, or Garden's converted) read into the project or an action. */
   read(document: ConfigDocument): void {
     const { doc, value, locate } = document;
-    const expectedKinds = documentKinds.join(', ');
+    const garden = isGardenFile(document.file.file);
+    const kinds: readonly string[] = garden ? gardenDocumentKinds : documentKinds;
+    const expectedKinds = kinds.join(', ');
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
       this.#problem(
         'TEND_CONFIG_INVALID',
@@ -61,6 +71,16 @@ export class ConfigReader {
       return;
     }
     const record = value as Record<string, unknown>;
+    const olderKey = Object.keys(olderGardenKeys).find((key) => key in record);
+    if (!('kind' in record) && olderKey !== undefined && garden) {
+      this.#problem(
+        'TEND_CONFIG_UNSUPPORTED',
+        `a top-level \`${olderKey}:\` is Garden's format before 0.10, which tend does not read; ` +
+          `write it as a \`kind: ${olderGardenKeys[olderKey]}\` document (Garden 0.12 and later)`,
+        doc.location,
+      );
+      return;
+    }
     if (!('kind' in record)) {
       this.#problem(
         'TEND_CONFIG_INVALID',
@@ -80,7 +100,7 @@ export class ConfigReader {
     } else {
       this.#problem(
         'TEND_CONFIG_INVALID',
-        `unknown kind ${describeValue(kind)}; expected one of: ${expectedKinds}`,
+        `unknown kind ${describeValue(kind)}; ${didYouMean(kind, kinds)}expected one of: ${expectedKinds}`,
         locate(['kind']),
       );
     }
@@ -187,4 +207,10 @@ export class ConfigReader {
     }
     return known;
   }
+}
+
+/** `did you mean "Module"? ` for a misspelt kind, else nothing. */
+function didYouMean(kind: unknown, kinds: readonly string[]): string {
+  const similar = typeof kind === 'string' ? closestName(kind, kinds) : undefined;
+  return similar ? `did you mean ${JSON.stringify(similar)}? ` : '';
 }

@@ -77,3 +77,24 @@ spec:
     ]);
   });
 });
+
+describe("a Garden file's kind", () => {
+  it("names Garden's format before 0.10 for a top-level module:, and Garden's kinds for a misspelt one", async () => {
+    expect(
+      await problemLines({
+        'project.garden.yml': `${gardenProject}---
+kind: Modul
+name: typo
+type: exec
+`,
+        'a/garden.yml': `module:
+  name: a
+  type: exec
+`,
+      }),
+    ).toEqual([
+      'project.garden.yml:9 unknown kind "Modul"; did you mean "Module"? expected one of: Project, Build, Deploy, Test, Run, Module, Workflow, Command, ConfigTemplate, RenderTemplate',
+      "a/garden.yml:1 a top-level `module:` is Garden's format before 0.10, which tend does not read; write it as a `kind: Module` document (Garden 0.12 and later)",
+    ]);
+  });
+});

@@ -101,7 +101,8 @@ const cases: Case[] = [
   {
     name: 'unknown kind',
     files: { 'tend.yml': project, 'api.tend.yml': 'kind: Deplyo\ntype: cmd\nname: api\n' },
-    error: 'api.tend.yml:1:7: unknown kind "Deplyo"; expected one of: Project, Build, Deploy, Test, Run',
+    error:
+      'api.tend.yml:1:7: unknown kind "Deplyo"; did you mean "Deploy"? expected one of: Project, Build, Deploy, Test, Run',
     code: 'TEND_CONFIG_INVALID',
   },
   {
