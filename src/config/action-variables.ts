@@ -184,6 +184,7 @@ function ownVariablesContext(action: ActionConfig): ActionVariablesContext {
           parent: { name: rendered.parent },
           template: { name: rendered.template },
           inputs: rendered.inputs,
+          locateInput: rendered.locateInput,
         }
       : {}),
   };

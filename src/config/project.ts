@@ -191,6 +191,8 @@ export interface RenderedFrom {
   template: string;
   /** The RenderTemplate's inputs, with the defaults of the template's inputs schema. */
   inputs: Record<string, unknown>;
+  /** Where each of its inputs is written, for an input's own errors. */
+  locateInput: (name: string) => SourceLocation | undefined;
   /** Where the RenderTemplate is, for messages. */
   renderedAt: SourceLocation;
 }

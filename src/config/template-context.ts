@@ -28,7 +28,7 @@ import {
 } from '../expressions/evaluate.js';
 import type { ContextNode, LookupPlace, PathNode, Scope } from '../expressions/evaluate.js';
 import type { SyntaxOptions } from '../expressions/syntax.js';
-import { InputsNode } from './template-inputs.js';
+import { InputsNode, type LocateInput } from './template-inputs.js';
 
 /** A 0.12 module that became no Build, with the outputs Garden gives it; undefined for any other name. */
 export type BuildlessModules = (name: string) => BuildlessModule | undefined;
@@ -79,6 +79,7 @@ export interface TemplateContext {
   parent?: { name: string };
   template?: { name: string };
   inputs?: Record<string, unknown>;
+  locateInput?: LocateInput;
   /** `secrets.<NAME>`: loaded by the command only when its configuration reads them. */
   secrets?: SecretsContext;
   /** `providers.<name>.outputs.*`: what each provider's preparation gave this command (absent before it). */
@@ -97,7 +98,7 @@ export interface TemplateContext {
  */
 export type ActionVariablesContext = Pick<
   TemplateContext,
-  'actionVarLayers' | 'parent' | 'template' | 'inputs'
+  'actionVarLayers' | 'parent' | 'template' | 'inputs' | 'locateInput'
 >;
 
 /** The project secrets an environment reads (docs/templates.md#secrets), and where they come from. */
@@ -471,6 +472,7 @@ class ActionsNode implements PathNode {
         parent: _parent,
         template: _template,
         inputs: _inputs,
+        locateInput: _locateInput,
         ...shared
       } = this.context;
       const other: TemplateContext = {
@@ -577,7 +579,8 @@ function variablesScope(
     this: context.this && new RecordNode(context.this),
     parent: context.parent && new RecordNode(context.parent),
     template: context.template && new RecordNode(context.template),
-    inputs: context.inputs && new InputsNode(context.inputs, resolveVariable, holdsTemplate),
+    inputs:
+      context.inputs && new InputsNode(context.inputs, resolveVariable, holdsTemplate, context.locateInput),
     secrets: new SecretsNode(context.secrets),
     providers: new ProvidersNode(context.providers),
     steps: nodeOf(context.steps),

@@ -482,12 +482,13 @@ export function resolveTemplates<T>(
  */
 export function resolveRenderedKeys<T>(
   value: T,
-  roots: Required<Pick<TemplateContext, 'inputs' | 'parent' | 'template'>>,
+  roots: Required<Pick<TemplateContext, 'inputs' | 'parent' | 'template'>> &
+    Pick<TemplateContext, 'locateInput'>,
   locate: (path: ConfigPath) => SourceLocation,
   /** The project's template syntax (default: tend's own). */
   syntax?: SyntaxOptions,
 ): T {
-  const inputs = new InputsNode(roots.inputs, variableResolver(syntax), holdsTemplate);
+  const inputs = new InputsNode(roots.inputs, variableResolver(syntax), holdsTemplate, roots.locateInput);
   const scope: Scope = {
     roots: { inputs, parent: new RecordNode(roots.parent), template: new RecordNode(roots.template) },
   };

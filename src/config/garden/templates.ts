@@ -238,7 +238,17 @@ export function renderTemplate(
       }
       return [];
     }
-    const rendered: RenderedFrom = { parent, template: template.name, inputs, renderedAt: renderAt };
+    const rendered: RenderedFrom = {
+      parent,
+      template: template.name,
+      inputs,
+      // An input a matrix sets, or a default, is not written under `inputs:`.
+      locateInput: (name) =>
+        isRecord(render.inputs) && Object.hasOwn(render.inputs, name) && given[name] === render.inputs[name]
+          ? document.locate(['inputs', name])
+          : undefined,
+      renderedAt: renderAt,
+    };
     const place: RenderPlace = { template, rendered, renderDir: document.dir, syntax };
     configs.forEach((config: unknown, index) => {
       const one = renderConfig(config, index, place, problem);
@@ -324,6 +334,7 @@ const isDependencyTemplates = (value: unknown) =>
 function renderRoots(rendered: RenderedFrom) {
   return {
     inputs: rendered.inputs,
+    locateInput: rendered.locateInput,
     parent: { name: rendered.parent },
     template: { name: rendered.template },
   };
