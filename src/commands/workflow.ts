@@ -8,6 +8,7 @@ import path from 'node:path';
 import { formatTable, type CommandResult, type GlobalOptions } from '../cli/output.js';
 import { configError } from '../config/diagnostics.js';
 import { escapesRoot, type WorkflowSpec } from '../config/garden/workflows.js';
+import { renderRoots } from '../config/project.js';
 import { resolveTemplates, type TemplateContext } from '../config/template.js';
 import { ExitCode, TendError } from '../errors.js';
 import { builtinPlugins } from '../plugins/builtin.js';
@@ -53,7 +54,11 @@ export async function workflowCommand(
   const secretFiles = (Array.isArray(workflow.files) ? (workflow.files as { secretName?: unknown }[]) : [])
     .filter((file) => typeof file?.secretName === 'string')
     .map((file) => `\${secrets.${String(file.secretName)}}`);
-  const context = await withSecrets(configured, [workflow.source.value, secretFiles]);
+  const rendered = workflow.source.rendered;
+  const context = {
+    ...(await withSecrets(configured, [workflow.source.value, secretFiles])),
+    ...(rendered ? renderRoots(rendered) : {}),
+  };
   const root = configured.project.root;
   const env = resolveTemplates(workflow.envVars ?? {}, context, (p) =>
     workflow.source.locate(['envVars', ...p]),

@@ -11,6 +11,7 @@ import type { SyntaxOptions } from '../expressions/syntax.js';
 import type { ConfigProblem } from './diagnostics.js';
 import {
   formatLocation,
+  renderRoots,
   type ActionConfig,
   type ActionVarfile,
   type ConfigPath,
@@ -179,14 +180,7 @@ function ownVariablesContext(action: ActionConfig): ActionVariablesContext {
   const rendered = action.rendered;
   return {
     ...(action.variableLayers ? { actionVarLayers: action.variableLayers } : {}),
-    ...(rendered
-      ? {
-          parent: { name: rendered.parent },
-          template: { name: rendered.template },
-          inputs: rendered.inputs,
-          locateInput: rendered.locateInput,
-        }
-      : {}),
+    ...(rendered ? renderRoots(rendered) : {}),
   };
 }
 

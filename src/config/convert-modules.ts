@@ -111,7 +111,12 @@ export class ModuleConverter {
       }
       for (const ref of translation.unloadedActions) this.unloaded.add(ref);
       if (translation.runnable)
-        this.runnables.push({ ...translation.runnable, file: document.file.file, locate });
+        this.runnables.push({
+          ...translation.runnable,
+          file: document.file.file,
+          locate,
+          ...(rendered ? { rendered } : {}),
+        });
       if (read !== undefined) {
         yield {
           file: document.file,

@@ -197,6 +197,19 @@ export interface RenderedFrom {
   renderedAt: SourceLocation;
 }
 
+/**
+ * What the templates of a config a ConfigTemplate rendered read beside the others: `inputs`,
+ * `parent.name` (the RenderTemplate's), `template.name` (as Garden's TemplatableConfigContext).
+ */
+export function renderRoots(rendered: RenderedFrom) {
+  return {
+    inputs: rendered.inputs,
+    locateInput: rendered.locateInput,
+    parent: { name: rendered.parent },
+    template: { name: rendered.template },
+  };
+}
+
 /** DNS-label-like names: projects, environments, actions. */
 export const namePattern = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
 export const nameRegExp = new RegExp(namePattern);

@@ -587,9 +587,10 @@ function variablesScope(
     args: nodeOf(context.args),
     opts: nodeOf(context.opts),
   };
-  // The roots the context has, in its order; `actions` always (its outputs come as actions run).
+  // The roots the context has, in its order; `actions` too (its outputs come as actions run),
+  // but not in a Workflow's or Command's steps: they read actions through a step's outputs.
   const listed = Object.keys(context).filter((k) => k in roots && roots[k] !== undefined);
-  if (!listed.includes('actions')) listed.push('actions');
+  if (!listed.includes('actions') && !context.steps) listed.push('actions');
   const scope: Scope = { roots, aliases: { variables: 'var' }, listed };
   variables.scope = scope;
   if (roots.inputs instanceof InputsNode) roots.inputs.scope = scope;

@@ -4,6 +4,8 @@
  * Garden command tend does not have listed and not run; and the order in
  * which steps run (`when`), as Garden decides it.
  */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { customCommand } from '../../src/commands/custom-command.js';
 import { validateCommand } from '../../src/commands/validate.js';
@@ -231,6 +233,50 @@ template: wft
     const result = await validateCommand({ root, var: [] });
     expect(result.data.workflows).toEqual([
       { name: 'r1-wf', steps: 1, file: 'project.garden.yml', line: 10 },
+    ]);
+  });
+
+  it('its steps, envVars and files read inputs, parent and template, as Garden gives them there', async () => {
+    const root = makeProject({
+      'project.garden.yml': `${project}---
+kind: ConfigTemplate
+name: workflows
+configs:
+  - kind: Workflow
+    name: \${parent.name}-\${inputs.name}
+    envVars: { FROM: "\${template.name}" }
+    files: [{ path: "\${inputs.name}.txt", data: "\${parent.name}" }]
+    steps:
+      - script: echo "\${inputs.name} \${parent.name} $FROM $(cat \${inputs.name}.txt)" > out.txt
+---
+kind: RenderTemplate
+template: workflows
+name: foo
+inputs:
+  name: test
+`,
+    });
+    expect((await validateCommand({ root, var: [] })).exitCode).toBe(0);
+    const ran = await workflowCommand('foo-test', { root, var: [] });
+    expect([ran.exitCode, (ran.data as { steps: unknown[] }).steps]).toEqual([
+      0,
+      [expect.objectContaining({ name: 'step-1', state: 'succeeded' })],
+    ]);
+    expect(readFileSync(path.join(root, 'out.txt'), 'utf8')).toBe('test foo workflows foo\n');
+  });
+
+  it("an unknown key in a step lists what steps read: not actions, nor a template's inputs outside one", async () => {
+    const root = makeProject({
+      'project.garden.yml': `${project}---
+kind: Workflow
+name: plain
+steps:
+  - script: echo "\${inputs.name}"
+`,
+    });
+    const ran = await workflowCommand('plain', { root, var: [] });
+    expect((ran.data as { steps: { reason?: string }[] }).steps.map((s) => s.reason)).toEqual([
+      'project.garden.yml:10:13: unknown key "inputs.name"; available: project, environment, var, local, git, datetime, steps',
     ]);
   });
 });

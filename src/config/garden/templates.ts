@@ -16,7 +16,7 @@ import type { SyntaxOptions } from '../../expressions/syntax.js';
 import { checkSchema, type ConfigProblem } from '../diagnostics.js';
 import { isGardenFile } from '../files.js';
 import { formatLocation } from '../project.js';
-import type { ConfigPath, LocateTarget, RenderedFrom } from '../project.js';
+import { renderRoots, type ConfigPath, type LocateTarget, type RenderedFrom } from '../project.js';
 import type { SourceFile } from '../source.js';
 import { resolveRenderedKeys } from '../template.js';
 import { isRecord, listWords, type GardenRecord } from './translation.js';
@@ -329,16 +329,6 @@ function renderConfig(
 /** A dependency list an action may template (a string, or a list of strings), unlike `$concat` and other structures. */
 const isDependencyTemplates = (value: unknown) =>
   typeof value === 'string' || (Array.isArray(value) && value.every((item) => typeof item === 'string'));
-
-/** The roots a rendered key is resolved with when the configuration is read. */
-function renderRoots(rendered: RenderedFrom) {
-  return {
-    inputs: rendered.inputs,
-    locateInput: rendered.locateInput,
-    parent: { name: rendered.parent },
-    template: { name: rendered.template },
-  };
-}
 
 /** The directory a rendered config's relative paths are relative to: the render's, or its `path:` (taken out). */
 function movedBy(value: GardenRecord, renderDir: string): string {

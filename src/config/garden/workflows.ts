@@ -6,7 +6,7 @@
  * (`exec:`). Templates stay as written here: they are resolved step by step when the steps run.
  */
 import type { SourceLocation } from '../../errors.js';
-import type { ConfigPath, ConfigProblem, LocateTarget } from '../project.js';
+import type { ConfigPath, ConfigProblem, LocateTarget, RenderedFrom } from '../project.js';
 import { startsGardenCommand, tendCommandLine } from './step-commands.js';
 import { isRecord, listWords, type GardenRecord } from './translation.js';
 
@@ -17,6 +17,8 @@ export interface GardenRunnable {
   /** The file, relative to the project root. */
   file: string;
   locate(path: ConfigPath, target?: LocateTarget): SourceLocation;
+  /** A Workflow a ConfigTemplate rendered: its templates read `inputs`, `parent` and `template` too. */
+  rendered?: RenderedFrom;
 }
 
 export const stepConditions = ['onSuccess', 'onError', 'always', 'never'] as const;
