@@ -357,21 +357,38 @@ function renderModule(
   }
   const value: GardenRecord = { kind: 'Module' };
   for (const [key, item] of Object.entries(module)) {
-    try {
-      value[key] = resolveRenderedKeys(
-        item,
-        renderRoots(rendered),
-        (p) => template.locate(at(key, ...p)),
-        syntax,
-      );
-    } catch (error) {
-      if (!(error instanceof TendError)) throw error;
-      value[key] = item;
-    }
+    value[key] = resolvedWherePossible(item, [], (part, p) =>
+      resolveRenderedKeys(part, renderRoots(rendered), (q) => template.locate(at(key, ...p, ...q)), syntax),
+    );
   }
   const baseDir = movedBy(value, renderDir);
   generatedFromTemplate(value, template.dir, baseDir);
   return { value, list: 'modules', index, baseDir, rendered };
+}
+
+/**
+ * A module's value resolved with the template's roots where it reads nothing else: a list or
+ * mapping that does not resolve whole is resolved item by item (a task's `name` beside its
+ * `command` reading `${var.…}`), a string that reads other contexts stays as written.
+ */
+function resolvedWherePossible(
+  item: unknown,
+  at: ConfigPath,
+  resolve: (part: unknown, at: ConfigPath) => unknown,
+): unknown {
+  try {
+    return resolve(item, at);
+  } catch (error) {
+    if (!(error instanceof TendError)) throw error;
+    const again = (child: unknown, key: string | number) =>
+      resolvedWherePossible(child, [...at, key], resolve);
+    if (Array.isArray(item)) return item.map(again);
+    // A structure (`$forEach`, `$merge`, …) is resolved whole or left as written.
+    if (isRecord(item) && !Object.keys(item).some((k) => k.startsWith('$'))) {
+      return Object.fromEntries(Object.entries(item).map(([k, child]) => [k, again(child, k)]));
+    }
+    return item;
+  }
 }
 
 /**
