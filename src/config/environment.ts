@@ -21,7 +21,7 @@ import { mergePatch } from './garden/translation.js';
 import { Lazy } from '../expressions/evaluate.js';
 import { gitContext } from './git-context.js';
 import { actionContext } from './action-variables.js';
-import { mergeVariableValues } from './template-context.js';
+import { mergeVariableValues, placeVariableLayer } from './variable-layers.js';
 import { resolveTemplates } from './template.js';
 import { readVarfiles } from './variables.js';
 import type { ResolveOptions, TemplateContext } from './template.js';
@@ -221,6 +221,12 @@ export function selectEnvironment(project: ProjectConfig, options: SelectOptions
         project.locate(at),
       ),
     ),
+  );
+  placeVariableLayer(project.variables, `project ${project.name}`, (p) =>
+    project.locate(['variables', ...p]),
+  );
+  placeVariableLayer(environment.variables, `environment ${environment.name}`, (p) =>
+    project.locate(['environments', index, 'variables', ...p]),
   );
   const variableLayers = [
     project.variables,

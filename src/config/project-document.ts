@@ -21,7 +21,7 @@ import type {
   ProviderEntry,
   VariableValue,
 } from './project.js';
-import { ProjectSchema, variableNamePattern } from './schema.js';
+import { ProjectSchema, variableKeyPattern } from './schema.js';
 
 /**
  * Gives `value` a `location` found when first read: finding a position parses the file again
@@ -157,7 +157,7 @@ interface Reading {
   problem: (code: ConfigProblem['code'], message: string, at: SourceLocation) => void;
 }
 
-const variableName = new RegExp(variableNamePattern);
+const variableKey = new RegExp(variableKeyPattern);
 
 function checkVariableNames(
   { problem, locate }: Reading,
@@ -165,10 +165,10 @@ function checkVariableNames(
   base: ConfigPath,
 ): void {
   for (const name of Object.keys(variables ?? {})) {
-    if (!variableName.test(name)) {
+    if (!variableKey.test(name)) {
       problem(
         'TEND_CONFIG_INVALID',
-        `invalid variable name "${name}"; expected letters, digits, "_" and "-", starting with a letter or "_"`,
+        `invalid variable name "${name}"; expected letters, digits, "_" and "-", starting with a letter or "_" (or $merge, a mapping merged in)`,
         locate([...base, name], 'key'),
       );
     }

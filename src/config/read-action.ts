@@ -16,6 +16,7 @@ import { sourceProblem, splitPatternTemplates } from './action-source.js';
 import { dependencyTemplateProblems, splitDependencies } from './action-dependencies.js';
 import { readBuildKeys, type RawBuildKeys } from './build-keys.js';
 import { checkSchema, type ConfigProblem } from './diagnostics.js';
+import { placeVariableLayer } from './variable-layers.js';
 import { actionRef, type ActionConfig } from './project.js';
 import type { ConfigDocument } from './read-documents.js';
 import { ActionBaseSchema, parseTimeout, type actionTypeIndex } from './schema.js';
@@ -158,6 +159,7 @@ export function readActionDocument(
     reading.problems,
     templateRoots,
   );
+  if (raw.variables) placeVariableLayer(raw.variables, `action ${ref}`, (p) => locate(['variables', ...p]));
   const enablement = readActionEnablement(raw, (p) => locate(p), reading.problems, reading.templateSyntax);
   const buildKeys = readBuildKeys(raw, kind, (p) => locate(p), reading.problems);
   reading.problems.push(

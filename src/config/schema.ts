@@ -44,9 +44,19 @@ const VariableValueSchema = Type.Union([
   Type.Record(AnyKey(), Type.Unknown()),
 ]);
 
+/**
+ * A name of `variables:`, or Garden's `$merge` (a mapping merged in at that level; the keys written
+ * after it win): the only structural operator that sits among the names.
+ */
+export const variableKeyPattern = '^([A-Za-z_][A-Za-z0-9_-]*|\\$merge)$';
+
 const variablesSchema = (description: string) =>
   Type.Record(AnyKey(), VariableValueSchema, {
-    propertyNames: { pattern: variableNamePattern },
+    propertyNames: {
+      pattern: variableKeyPattern,
+      patternErrorMessage:
+        'a variable name (letters, digits, "_" and "-", starting with a letter or "_"), or $merge (a mapping merged in)',
+    },
     description,
   });
 

@@ -29,6 +29,8 @@ import {
 import type { ContextNode, LookupPlace, PathNode, Scope } from '../expressions/evaluate.js';
 import type { SyntaxOptions } from '../expressions/syntax.js';
 import { InputsNode, type LocateInput } from './template-inputs.js';
+import { expandMergeKey, hasMergeKey, isMergeable, mergeVariableValues, rawAt } from './variable-layers.js';
+import { TendError } from '../errors.js';
 
 /** A 0.12 module that became no Build, with the outputs Garden gives it; undefined for any other name. */
 export type BuildlessModules = (name: string) => BuildlessModule | undefined;
@@ -160,49 +162,6 @@ const resolving: string[] = [];
 /** A cycle or a chain too deep: said once, not again by every variable on the way. */
 class VariableChainError extends TemplateEvaluationError {}
 
-function isMergeable(value: unknown): value is Record<string, unknown> | unknown[] {
-  return value !== null && typeof value === 'object';
-}
-
-/**
- * `higher` merged into `lower` as Garden merges variable layers (lodash's merge): mappings key
- * by key, lists item by item, anything else replaced by the higher value. Returns a new value.
- */
-export function mergeVariableValues(lower: unknown, higher: unknown): unknown {
-  if (Array.isArray(lower) && Array.isArray(higher)) {
-    const out = [...lower];
-    higher.forEach((item, i) => (out[i] = mergeVariableValues(lower[i], item)));
-    return out;
-  }
-  if (isMergeable(lower) && !Array.isArray(lower) && isMergeable(higher) && !Array.isArray(higher)) {
-    const out: Record<string, unknown> = { ...lower };
-    for (const [key, item] of Object.entries(higher)) {
-      if (item !== undefined) out[key] = mergeVariableValues(lower[key], item);
-    }
-    return out;
-  }
-  return higher;
-}
-
-/**
- * The raw value at `keys` under a variable's raw value in one layer: `template` when a template
- * (or a `$merge`-like key) is on the way, so only resolving the whole variable tells; `hidden`
- * when a scalar is, which hides the layers below; undefined when the layer does not set it.
- */
-function rawAt(
-  raw: unknown,
-  keys: readonly string[],
-  holdsTemplate: (value: unknown) => boolean,
-): { raw: unknown } | 'template' | 'hidden' | undefined {
-  for (const key of keys) {
-    if (raw === undefined) return undefined;
-    if (!isMergeable(raw)) return holdsTemplate(raw) ? 'template' : 'hidden';
-    if (Object.keys(raw).some((k) => k.startsWith('$'))) return 'template';
-    raw = Object.hasOwn(raw, key) ? (raw as Record<string, unknown>)[key] : undefined;
-  }
-  return raw === undefined ? undefined : { raw };
-}
-
 /**
  * `var.<name>`: declared variables in layers, lowest first (project, environment, varfiles, the
  * action's own, then `--var`). A variable's templates are resolved when first read; a scalar in
@@ -210,6 +169,8 @@ function rawAt(
  */
 export class VariablesNode implements ContextNode, PathNode {
   private readonly resolved = new Map<string, unknown>();
+  /** The layers with a `$merge` in them, expanded when first read. */
+  private readonly expanded = new Map<number, Record<string, unknown>>();
   scope!: Scope;
 
   constructor(
@@ -223,10 +184,38 @@ export class VariablesNode implements ContextNode, PathNode {
 
   private names(): string[] {
     const names = new Set<string>();
-    for (const layer of this.layers) {
+    for (let i = 0; i < this.layers.length; i++) {
+      const layer = this.layer(i);
       for (const key of Object.keys(layer)) if (layer[key] !== undefined) names.add(key);
     }
     return [...names];
+  }
+
+  /**
+   * Layer `i`, a `$merge` written directly in it expanded (variable-layers.ts): its value reads
+   * `var` of the layers below, as Garden merges in variables of a lower precedence level.
+   */
+  private layer(i: number): Record<string, unknown> {
+    const raw = this.layers[i]!;
+    if (!hasMergeKey(raw)) return raw;
+    let layer = this.expanded.get(i);
+    if (!layer) {
+      const below = new VariablesNode(
+        this.layers.slice(0, i),
+        this.environmentName,
+        this.resolve,
+        this.holdsTemplate,
+        this.label,
+      );
+      below.scope = { ...this.scope, roots: { ...this.scope.roots, var: below } };
+      layer = expandMergeKey(raw, (value) =>
+        this.holdsTemplate(value)
+          ? this.resolveTemplated(`$merge of layer ${i + 1}`, value, below.scope)
+          : value,
+      );
+      this.expanded.set(i, layer);
+    }
+    return layer;
   }
 
   member(key: string | number, place: LookupPlace): unknown {
@@ -235,7 +224,7 @@ export class VariablesNode implements ContextNode, PathNode {
     // The layers that set it, highest first, down to the first scalar (it hides those below).
     const found: unknown[] = [];
     for (let i = this.layers.length - 1; i >= 0; i--) {
-      const layer = this.layers[i]!;
+      const layer = this.layer(i);
       const raw = Object.hasOwn(layer, name) ? layer[name] : undefined;
       if (raw === undefined) continue;
       const value = this.holdsTemplate(raw) ? this.resolveTemplated(name, raw) : raw;
@@ -267,7 +256,7 @@ export class VariablesNode implements ContextNode, PathNode {
   private partOf(name: string, below: readonly string[]): unknown {
     const found: unknown[] = [];
     for (let i = this.layers.length - 1; i >= 0; i--) {
-      const layer = this.layers[i]!;
+      const layer = this.layer(i);
       const at = rawAt(Object.hasOwn(layer, name) ? layer[name] : undefined, below, this.holdsTemplate);
       if (at === 'template') return undefined;
       if (at === 'hidden') break;
@@ -283,7 +272,7 @@ export class VariablesNode implements ContextNode, PathNode {
     return found.reduceRight((merged, higher) => mergeVariableValues(merged, higher));
   }
 
-  private resolveTemplated(name: string, raw: unknown): unknown {
+  private resolveTemplated(name: string, raw: unknown, scope = this.scope): unknown {
     const label = `${this.label}.${name}`;
     const start = resolving.indexOf(label);
     if (start >= 0) {
@@ -300,9 +289,10 @@ export class VariablesNode implements ContextNode, PathNode {
     }
     resolving.push(label);
     try {
-      return this.resolve(raw, this.scope);
+      return this.resolve(raw, scope);
     } catch (error) {
-      if (error instanceof VariableChainError) throw error;
+      // A cycle is said once; a located error (a `$merge` not a mapping) is said at its place.
+      if (error instanceof VariableChainError || error instanceof TendError) throw error;
       const message = `in variable "${label}": ${(error as Error).message}`;
       throw error instanceof NotYetKnownError
         ? new NotYetKnownError(message)

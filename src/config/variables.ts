@@ -13,14 +13,17 @@ import { TendError } from '../errors.js';
 import { closestName } from '../suggest.js';
 import { checkSchema, configError, type ConfigProblem } from './diagnostics.js';
 import type { ActionConfig, ProjectConfig, VarfileConfig, VariableValue } from './project.js';
-import { variableNamePattern } from './schema.js';
+import { variableKeyPattern, variableNamePattern } from './schema.js';
 import { parseDotenv } from './dotenv.js';
 import { readSingleDocument } from './single-document.js';
+import { placeVariableLayer } from './variable-layers.js';
 import { findVariableReferences } from './template.js';
 import { AnyKey } from '../schema-check.js';
 
 const VarfileSchema = Type.Record(AnyKey(), Type.Unknown());
 const variableName = new RegExp(variableNamePattern);
+/** A YAML varfile is a layer of variables like `variables:` (Garden parses both alike): `$merge` too. */
+const variableKey = new RegExp(variableKeyPattern);
 
 /**
  * The variables of one varfile, checked, or undefined when it does not exist. Errors name the
@@ -45,14 +48,16 @@ export function readVarfile(file: string, shown: string): Record<string, Variabl
   const names: ConfigProblem[] = Object.keys(
     typeof document.value === 'object' && document.value !== null ? document.value : {},
   )
-    .filter((name) => !variableName.test(name))
+    .filter((name) => !variableKey.test(name))
     .map((name) => ({
       code: 'TEND_CONFIG_INVALID',
-      message: `invalid variable name "${name}"; expected letters, digits, "_" and "-", starting with a letter or "_"`,
+      message: `invalid variable name "${name}"; expected letters, digits, "_" and "-", starting with a letter or "_" (or $merge, a mapping merged in)`,
       location: locate([name], 'key'),
     }));
   if (shape.length + names.length > 0) throw configError([...shape, ...names]);
-  return document.value as Record<string, VariableValue>;
+  const variables = document.value as Record<string, VariableValue>;
+  placeVariableLayer(variables, `varfile ${shown}`, (p) => locate(p));
+  return variables;
 }
 
 /**
