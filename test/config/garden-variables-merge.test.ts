@@ -6,32 +6,12 @@
  * variables from a lower precedence level"). Another `$` key there is still refused.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { TendError } from '../../src/errors.js';
-import { configure } from '../../src/config/pipeline.js';
-import { builtinPlugins } from '../../src/plugins/builtin.js';
+import { configureAt, failure, specCommand } from './fixtures/configure.js';
 import { removeProjects, writeProject, yaml } from './fixtures/project.js';
 
 afterAll(removeProjects);
 
-const configureAt = (root: string) =>
-  configure({ cwd: root, plugins: builtinPlugins(), secrets: () => Promise.resolve(undefined) });
-
-/** The `command` of run.show's spec, resolved as it runs. */
-async function command(root: string): Promise<unknown> {
-  const configuration = await configureAt(root);
-  const action = configuration.actions.find((a) => a.ref === 'run.show')!;
-  return (configuration.resolveSpec(action, { keepActionOutputs: false }) as { command: unknown }).command;
-}
-
-/** The TendError a promise is rejected with. */
-async function failure(promise: Promise<unknown>): Promise<TendError> {
-  const error: unknown = await promise.then(
-    () => new Error('expected a TendError'),
-    (rejected: unknown) => rejected,
-  );
-  expect(error).toBeInstanceOf(TendError);
-  return error as TendError;
-}
+const command = (root: string) => specCommand(root, 'run.show');
 
 const showVar = yaml`
   kind: Run
