@@ -88,7 +88,7 @@ export class ModuleConverter {
     for (const config of rendered) {
       const template = this.#templates.get(config.rendered.template)!;
       const locateConfig = (p: ConfigPath, target: LocateTarget = 'value') =>
-        template.locate([config.list, config.index, ...p], target);
+        template.locate([...config.at, ...p], target);
       yield* this.#gardenDocument(document, config.value, config.baseDir, locateConfig, config.rendered);
     }
   }

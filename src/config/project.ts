@@ -195,6 +195,14 @@ export interface RenderedFrom {
   locateInput: (name: string) => SourceLocation | undefined;
   /** Where the RenderTemplate is, for messages. */
   renderedAt: SourceLocation;
+  /** `${item.key}` and `${item.value}` of a config a `$forEach` in the template's `configs` made. */
+  item?: ForEachItem;
+}
+
+/** An item of a `$forEach`: its index (or key) and value. */
+export interface ForEachItem {
+  key: string | number;
+  value: unknown;
 }
 
 /**
@@ -207,6 +215,7 @@ export function renderRoots(rendered: RenderedFrom) {
     locateInput: rendered.locateInput,
     parent: { name: rendered.parent },
     template: { name: rendered.template },
+    ...(rendered.item ? { item: rendered.item } : {}),
   };
 }
 

@@ -29,6 +29,7 @@ import {
 import type { ContextNode, LookupPlace, PathNode, Scope } from '../expressions/evaluate.js';
 import type { SyntaxOptions } from '../expressions/syntax.js';
 import { InputsNode, type LocateInput } from './template-inputs.js';
+import type { ForEachItem } from './project.js';
 import { expandMergeKey, hasMergeKey, isMergeable, mergeVariableValues, rawAt } from './variable-layers.js';
 import { TendError } from '../errors.js';
 
@@ -82,6 +83,8 @@ export interface TemplateContext {
   template?: { name: string };
   inputs?: Record<string, unknown>;
   locateInput?: LocateInput;
+  /** Of an action a `$forEach` in the template's `configs` made: `item.key`, `item.value`. */
+  item?: ForEachItem;
   /** `secrets.<NAME>`: loaded by the command only when its configuration reads them. */
   secrets?: SecretsContext;
   /** `providers.<name>.outputs.*`: what each provider's preparation gave this command (absent before it). */
@@ -100,7 +103,7 @@ export interface TemplateContext {
  */
 export type ActionVariablesContext = Pick<
   TemplateContext,
-  'actionVarLayers' | 'parent' | 'template' | 'inputs' | 'locateInput'
+  'actionVarLayers' | 'parent' | 'template' | 'inputs' | 'locateInput' | 'item'
 >;
 
 /** The project secrets an environment reads (docs/templates.md#secrets), and where they come from. */
@@ -463,6 +466,7 @@ class ActionsNode implements PathNode {
         template: _template,
         inputs: _inputs,
         locateInput: _locateInput,
+        item: _item,
         ...shared
       } = this.context;
       const other: TemplateContext = {
@@ -571,6 +575,7 @@ function variablesScope(
     template: context.template && new RecordNode(context.template),
     inputs:
       context.inputs && new InputsNode(context.inputs, resolveVariable, holdsTemplate, context.locateInput),
+    item: context.item,
     secrets: new SecretsNode(context.secrets),
     providers: new ProvidersNode(context.providers),
     steps: nodeOf(context.steps),

@@ -483,14 +483,19 @@ export function resolveTemplates<T>(
 export function resolveRenderedKeys<T>(
   value: T,
   roots: Required<Pick<TemplateContext, 'inputs' | 'parent' | 'template'>> &
-    Pick<TemplateContext, 'locateInput'>,
+    Pick<TemplateContext, 'locateInput' | 'item'>,
   locate: (path: ConfigPath) => SourceLocation,
   /** The project's template syntax (default: tend's own). */
   syntax?: SyntaxOptions,
 ): T {
   const inputs = new InputsNode(roots.inputs, variableResolver(syntax), holdsTemplate, roots.locateInput);
   const scope: Scope = {
-    roots: { inputs, parent: new RecordNode(roots.parent), template: new RecordNode(roots.template) },
+    roots: {
+      inputs,
+      parent: new RecordNode(roots.parent),
+      template: new RecordNode(roots.template),
+      ...(roots.item ? { item: roots.item } : {}),
+    },
   };
   inputs.scope = scope;
   return resolveInScope(value, scope, locate, syntax, {});

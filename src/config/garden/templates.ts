@@ -13,10 +13,17 @@ import path from 'node:path';
 import type { TSchema } from 'typebox';
 import { TendError, type SourceLocation } from '../../errors.js';
 import type { SyntaxOptions } from '../../expressions/syntax.js';
+import { typeName } from '../../expressions/evaluate.js';
 import { checkSchema, type ConfigProblem } from '../diagnostics.js';
 import { isGardenFile } from '../files.js';
 import { formatLocation } from '../project.js';
-import { renderRoots, type ConfigPath, type LocateTarget, type RenderedFrom } from '../project.js';
+import {
+  renderRoots,
+  type ConfigPath,
+  type ForEachItem,
+  type LocateTarget,
+  type RenderedFrom,
+} from '../project.js';
 import type { SourceFile } from '../source.js';
 import { resolveRenderedKeys } from '../template.js';
 import { isRecord, listWords, type GardenRecord } from './translation.js';
@@ -54,9 +61,8 @@ export interface RenderDocument {
 /** One config of a template, rendered: its document as Garden would read it, and where it came from. */
 export interface RenderedConfig {
   value: GardenRecord;
-  /** The template's list it is in, and its index there. */
-  list: 'configs' | 'modules';
-  index: number;
+  /** Where it is written in the template (`configs[2]`, or the `$return` of a `$forEach` there). */
+  at: ConfigPath;
   /** The directory its relative paths are relative to (absolute). */
   baseDir: string;
   rendered: RenderedFrom;
@@ -250,10 +256,15 @@ export function renderTemplate(
       renderedAt: renderAt,
     };
     const place: RenderPlace = { template, rendered, renderDir: document.dir, syntax };
-    configs.forEach((config: unknown, index) => {
-      const one = renderConfig(config, index, place, problem);
+    for (const { config, at, item } of expandConfigs(configs, place, problem)) {
+      const one = renderConfig(
+        config,
+        at,
+        item ? { ...place, rendered: { ...rendered, item } } : place,
+        problem,
+      );
       if (one) out.push(one);
-    });
+    }
     modules.forEach((module: unknown, index) => {
       const one = renderModule(module, index, place, problem);
       if (one) out.push(one);
@@ -272,16 +283,89 @@ interface RenderPlace {
   syntax: SyntaxOptions;
 }
 
+/** A config of a template's `configs` once its `$concat`s are expanded: where it is written, and its `$forEach` item. */
+interface ConfigItem {
+  config: unknown;
+  at: ConfigPath;
+  item?: ForEachItem;
+}
+
+/**
+ * A template's `configs` with each `$concat` spliced in, as Garden evaluates the list before it
+ * reads each config (core/src/config/render-template.ts): a `$forEach` in it gives one config per
+ * item, its `$filter` and the keys read when the configuration is loaded resolved with `inputs`,
+ * `parent`, `template` and `item`; the rest of each config keeps its templates, `${item.*}`
+ * included (resolved when the action runs, with its item). A problem leaves the entry out.
+ */
+function expandConfigs(
+  configs: readonly unknown[],
+  { template, rendered, syntax }: RenderPlace,
+  problem: (found: RenderProblem) => void,
+): ConfigItem[] {
+  return configs.flatMap((config, index): ConfigItem[] => {
+    const at: ConfigPath = ['configs', index, '$concat'];
+    if (!isRecord(config) || !('$concat' in config)) return [{ config, at: ['configs', index] }];
+    const fail = (message: string, p: ConfigPath): never => {
+      throw new TendError('TEND_CONFIG_INVALID', message, { location: template.locate(p) });
+    };
+    const resolve = (value: unknown, p: ConfigPath, item?: ForEachItem) =>
+      resolveRenderedKeys(
+        value,
+        { ...renderRoots(rendered), ...(item ? { item } : {}) },
+        (below) => template.locate([...p, ...below]),
+        syntax,
+      );
+    try {
+      const concat = config.$concat;
+      if (Array.isArray(concat)) return concat.map((one, i) => ({ config: one, at: [...at, i] }));
+      if (!isRecord(concat) || !('$forEach' in concat)) {
+        const list = resolve(concat, at);
+        if (!Array.isArray(list)) return fail(`$concat needs a list (got ${typeName(list)})`, at);
+        return list.map((one) => ({ config: one, at }));
+      }
+      const collection = resolve(concat.$forEach, [...at, '$forEach']);
+      if (!Array.isArray(collection) && !isRecord(collection)) {
+        return fail(`$forEach needs a list or a mapping (got ${typeName(collection)})`, [...at, '$forEach']);
+      }
+      const items: ForEachItem[] = Array.isArray(collection)
+        ? collection.map((value, key) => ({ key, value }))
+        : Object.entries(collection).map(([key, value]) => ({ key, value }));
+      return items
+        .filter((item) => {
+          if (!('$filter' in concat)) return true;
+          const keep = resolve(concat.$filter, [...at, '$filter'], item);
+          if (typeof keep === 'boolean') return keep;
+          return fail(`$filter needs true or false (got ${typeName(keep)})`, [...at, '$filter']);
+        })
+        .map((item) => ({ config: concat.$return, at: [...at, '$return'], item }));
+    } catch (error) {
+      if (!(error instanceof TendError)) throw error;
+      problem({
+        message: `${error.message} (rendered by RenderTemplate ${rendered.parent})`,
+        location: error.location ?? template.locate(at),
+      });
+      return [];
+    }
+  });
+}
+
 function renderConfig(
   config: unknown,
-  index: number,
+  configAt: ConfigPath,
   { template, rendered, renderDir, syntax }: RenderPlace,
   problem: (found: RenderProblem) => void,
 ): RenderedConfig | undefined {
-  const at = (...p: ConfigPath): ConfigPath => ['configs', index, ...p];
+  const at = (...p: ConfigPath): ConfigPath => [...configAt, ...p];
   const by = `(rendered by RenderTemplate ${rendered.parent})`;
   if (!isRecord(config)) {
     problem({ message: 'each of configs must be a mapping (an action)', location: template.locate(at()) });
+    return undefined;
+  }
+  if (config.kind === undefined) {
+    problem({
+      location: template.locate(at()),
+      message: `a config of ConfigTemplate ${template.name} has no kind ${by}; give it kind: ${listWords(templatableKinds)}`,
+    });
     return undefined;
   }
   if (typeof config.kind !== 'string' || !templatableKinds.includes(config.kind)) {
@@ -323,7 +407,7 @@ function renderConfig(
       return undefined;
     }
   }
-  return { value, list: 'configs', index, baseDir: movedBy(value, renderDir), rendered };
+  return { value, at: configAt, baseDir: movedBy(value, renderDir), rendered };
 }
 
 /** A dependency list an action may template (a string, or a list of strings), unlike `$concat` and other structures. */
@@ -363,7 +447,7 @@ function renderModule(
   }
   const baseDir = movedBy(value, renderDir);
   generatedFromTemplate(value, template.dir, baseDir);
-  return { value, list: 'modules', index, baseDir, rendered };
+  return { value, at: ['modules', index], baseDir, rendered };
 }
 
 /**
