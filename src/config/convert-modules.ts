@@ -20,6 +20,7 @@ import {
 } from './garden/templates.js';
 import { isRecord } from './garden/translation.js';
 import type { ConfigPath, LocateTarget, RenderedFrom } from './project.js';
+import { inRenderedConfig } from './project.js';
 import type { BuildlessModules } from './template-context.js';
 import { lazyNote, type ConfigDocument, type ConfigNote, type Locate } from './read-documents.js';
 import type { SourceFile } from './source.js';
@@ -103,11 +104,13 @@ export class ModuleConverter {
   ): Generator<ConfigDocument> {
     for (const { value: read, translation } of readGardenDocument(value, { dir, index: this.#index })) {
       const at = (p: ConfigPath) => locate(translation.documentPath(p), 'key');
+      // A rendered config's lines are the template's, shared by each rendering: which one is said.
+      const said = (message: string) => (rendered ? inRenderedConfig(message, rendered) : message);
       for (const { code, message, path: p } of translation.problems) {
-        this.problems.push({ code, message, location: at(p) });
+        this.problems.push({ code, message: said(message), location: at(p) });
       }
       for (const { message, path: p, environments } of translation.notes) {
-        this.notes.push(lazyNote(message, () => at(p), environments));
+        this.notes.push(lazyNote(said(message), () => at(p), environments));
       }
       for (const ref of translation.unloadedActions) this.unloaded.add(ref);
       if (translation.runnable)

@@ -8,7 +8,7 @@ import { copiesMayCoexist, environmentsProblems } from './action-variables.js';
 import { buildReferenceProblems } from './build-keys.js';
 import type { ConfigProblem } from './diagnostics.js';
 import { isGardenFile } from './files.js';
-import { formatLocation, type ActionConfig, type ProjectConfig } from './project.js';
+import { describeRenderer, formatLocation, type ActionConfig, type ProjectConfig } from './project.js';
 import type { PendingAction } from './read-action.js';
 import { everyAction } from './garden/translation.js';
 import type { TemplateActionReference } from './template.js';
@@ -33,11 +33,7 @@ export function crossCheck(
     // One name per environment, as in Garden (selectActionCopies keeps the one in use).
     if (earlier.length === 0) byRef.set(action.ref, action);
     else if (!earlier.every((other) => copiesMayCoexist(other, action))) {
-      problem(
-        'TEND_CONFIG_DUPLICATE_ACTION',
-        `duplicate action ${action.ref}; first defined at ${formatLocation(earlier[0]!.locate(['name']))}`,
-        action.locate(['name']),
-      );
+      problem('TEND_CONFIG_DUPLICATE_ACTION', duplicateMessage(earlier[0]!, action), action.locate(['name']));
     }
   }
   const defined = (ref: string) => byRef.has(ref) || unloaded.has(ref) || unloaded.has(everyAction);
@@ -105,4 +101,21 @@ function selfReference(ref: string, reference: TemplateActionReference): string 
     return `${ref} cannot use its own outputs`;
   const own = field === 'var' ? '${var.<name>}' : `\${this.${field}}`;
   return `${ref} cannot reference itself ("${reference.text}"); write ${own}`;
+}
+
+/**
+ * Why `second` is a duplicate of `first`: where the first is defined, or, for configs a template
+ * rendered (both at the template's line), the RenderTemplates that render it.
+ */
+function duplicateMessage(first: ActionConfig, second: ActionConfig): string {
+  const at = (action: ActionConfig) => formatLocation(action.locate(['name']));
+  const [one, two] = [first.rendered, second.rendered];
+  if (!one || !two) return `duplicate action ${second.ref}; first defined at ${at(first)}`;
+  if (describeRenderer(one) === describeRenderer(two)) {
+    return `duplicate action ${second.ref}: ${describeRenderer(two)} renders it twice, from ${at(first)} and ${at(second)}`;
+  }
+  return (
+    `duplicate action ${second.ref}: ${describeRenderer(two)} renders it from ${at(second)}, as ${describeRenderer(one)} does` +
+    (at(first) === at(second) ? '; put ${parent.name} in the name of the config' : ` from ${at(first)}`)
+  );
 }

@@ -7,7 +7,7 @@
 import { localIdentity } from '../state/identity.js';
 import { TendError, type SourceLocation } from '../errors.js';
 import { configError, formatPath, type ConfigProblem } from './diagnostics.js';
-import { formatLocation, nameMaxLength, nameRegExp } from './project.js';
+import { inRenderedConfig, nameMaxLength, nameRegExp } from './project.js';
 import type { PullRequestRef } from '../events/catalog.js';
 import type {
   ActionConfig,
@@ -427,8 +427,7 @@ export function resolveActionSpec(
     return resolveTemplates(action.spec, own, (p) => action.locate(['spec', ...p]), options);
   } catch (error) {
     if (!(error instanceof TendError) || error.code !== 'TEND_TEMPLATE') throw error;
-    const where = `${rendered.template} rendered by ${rendered.parent} at ${formatLocation(rendered.renderedAt)}`;
-    throw new TendError('TEND_TEMPLATE', `${error.message} (in template ${where})`, {
+    throw new TendError('TEND_TEMPLATE', inRenderedConfig(error.message, rendered), {
       ...(error.location ? { location: error.location } : {}),
     });
   }

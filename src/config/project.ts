@@ -195,6 +195,8 @@ export interface RenderedFrom {
   locateInput: (name: string) => SourceLocation | undefined;
   /** Where the RenderTemplate is, for messages. */
   renderedAt: SourceLocation;
+  /** What rendered it, for messages: a `RenderTemplate` (default), or Garden 0.12's `templated module`. */
+  renderer?: string;
   /** `${item.key}` and `${item.value}` of a config a `$forEach` in the template's `configs` made. */
   item?: ForEachItem;
 }
@@ -249,4 +251,14 @@ const kindFromLowerCase = new Map<string, ActionKind>([
 /** `tend.yml:7:5`. */
 export function formatLocation(location: SourceLocation): string {
   return `${location.file}:${location.line}:${location.column}`;
+}
+
+/** `RenderTemplate web at garden.yml:3:1`: what rendered a config, for messages. */
+export function describeRenderer(rendered: RenderedFrom): string {
+  return `${rendered.renderer ?? 'RenderTemplate'} ${rendered.parent} at ${formatLocation(rendered.renderedAt)}`;
+}
+
+/** A problem of a config a template rendered, located in the template: which rendering it is of. */
+export function inRenderedConfig(message: string, rendered: RenderedFrom): string {
+  return `${message} (in ConfigTemplate ${rendered.template} rendered by ${describeRenderer(rendered)})`;
 }

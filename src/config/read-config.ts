@@ -12,7 +12,7 @@ import { crossCheck } from './cross-check.js';
 import { configError, describeValue, sortProblems, type ConfigProblem } from './diagnostics.js';
 import { isGardenFile, projectFileName } from './files.js';
 import { closestName } from '../suggest.js';
-import { formatLocation, type ActionConfig, type ProjectConfig } from './project.js';
+import { formatLocation, inRenderedConfig, type ActionConfig, type ProjectConfig } from './project.js';
 import { readProjectDocument } from './project-document.js';
 import { readActionDocument, type ActionReading, type PendingAction } from './read-action.js';
 import type { ConfigDocument } from './read-documents.js';
@@ -25,6 +25,9 @@ const gardenDocumentKinds = [
   ...documentKinds,
   ...['Module', 'Workflow', 'Command', 'ConfigTemplate', 'RenderTemplate'],
 ] as const;
+/** The kinds a document's file may hold: a Garden file's Garden kinds too. */
+const kindsOf = (document: ConfigDocument): readonly string[] =>
+  isGardenFile(document.file.file) ? gardenDocumentKinds : documentKinds;
 /** Garden's format before 0.10: a file's `project:` or `module:` mapping, with the kind that replaced it. */
 const olderGardenKeys: Record<string, string> = { project: 'Project', module: 'Module' };
 
@@ -58,10 +61,9 @@ export class ConfigReader {
 
   /** One document (tend's, or Garden's converted) read into the project or an action. */
   read(document: ConfigDocument): void {
-    const { doc, value, locate } = document;
+    const { doc, value } = document;
     const garden = isGardenFile(document.file.file);
-    const kinds: readonly string[] = garden ? gardenDocumentKinds : documentKinds;
-    const expectedKinds = kinds.join(', ');
+    const expectedKinds = kindsOf(document).join(', ');
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
       this.#problem(
         'TEND_CONFIG_INVALID',
@@ -89,6 +91,20 @@ export class ConfigReader {
       );
       return;
     }
+    const before = this.problems.length;
+    this.#readRecord(document, record);
+    // Its lines are the template's, shared by each rendering: which one it is is said.
+    const rendered = document.origin?.rendered;
+    if (rendered) {
+      for (const found of this.problems.slice(before))
+        found.message = inRenderedConfig(found.message, rendered);
+    }
+  }
+
+  #readRecord(document: ConfigDocument, record: Record<string, unknown>): void {
+    const { locate } = document;
+    const kinds = kindsOf(document);
+    const expectedKinds = kinds.join(', ');
     const kind = record.kind;
     if (kind === 'Project') {
       this.#projectDocument(document, record);

@@ -91,3 +91,94 @@ describe("a ConfigTemplate's configs made with $concat and $forEach", () => {
     expect(error.location).toMatchObject({ file: 'template.garden.yml', line: 6 });
   });
 });
+
+describe('an error in a rendered config', () => {
+  const template = yaml`
+    kind: ConfigTemplate
+    name: tpl
+    configs:
+      - kind: Run
+        type: exec
+        name: NAME
+        spec:
+          command: [echo, hi]
+          bogus: 1
+  `;
+  const renders = yaml`
+    kind: RenderTemplate
+    template: tpl
+    name: one
+    ---
+    kind: RenderTemplate
+    template: tpl
+    name: two
+  `;
+
+  it('is said once per RenderTemplate, at the template line, naming the RenderTemplate and its line', async () => {
+    const root = await writeProject({
+      'project.garden.yml': project,
+      'template.garden.yml': template.replace('NAME', '${parent.name}-run'),
+      'renders.garden.yml': renders,
+    });
+    const error = await failure(configureAt(root));
+    const lines = error.message.split('\n').slice(0, -1);
+    expect(lines).toEqual([
+      'unknown key "bogus" in spec; expected one of: command, cwd, env, outputs (in ConfigTemplate tpl rendered by RenderTemplate one at renders.garden.yml:1:1)',
+      'template.garden.yml:9:7: unknown key "bogus" in spec; expected one of: command, cwd, env, outputs (in ConfigTemplate tpl rendered by RenderTemplate two at renders.garden.yml:5:1)',
+    ]);
+    expect(error.location).toMatchObject({ file: 'template.garden.yml', line: 9 });
+  });
+
+  it('a config two RenderTemplates render under one name is a duplicate naming both', async () => {
+    const root = await writeProject({
+      'project.garden.yml': project,
+      'template.garden.yml': template.replace('NAME', 'task').replace('      bogus: 1\n', ''),
+      'renders.garden.yml': renders,
+    });
+    const error = await failure(configureAt(root));
+    expect(error.message).toBe(
+      'duplicate action run.task: RenderTemplate two at renders.garden.yml:5:1 renders it from template.garden.yml:6:11, as RenderTemplate one at renders.garden.yml:1:1 does; put ${parent.name} in the name of the config',
+    );
+  });
+
+  it('one RenderTemplate rendering a config twice says so', async () => {
+    const root = await writeProject({
+      'project.garden.yml': project,
+      'template.garden.yml': yaml`
+        kind: ConfigTemplate
+        name: tpl
+        configs:
+          - { kind: Run, type: exec, name: task, spec: { command: [a] } }
+          - { kind: Run, type: exec, name: task, spec: { command: [b] } }
+      `,
+      'renders.garden.yml': 'kind: RenderTemplate\ntemplate: tpl\nname: one\n',
+    });
+    const error = await failure(configureAt(root));
+    expect(error.message).toBe(
+      'duplicate action run.task: RenderTemplate one at renders.garden.yml:1:1 renders it twice, from template.garden.yml:4:36 and template.garden.yml:5:36',
+    );
+  });
+
+  it("a templated module's problem names the templated module that rendered it", async () => {
+    const root = await writeProject({
+      'project.garden.yml': project,
+      'modules.garden.yml': yaml`
+        kind: ModuleTemplate
+        name: gen
+        modules:
+          - type: exec
+            name: \${parent.name}-m
+            generateFiles: [{ sourcePath: a.txt, targetPath: b.log }]
+        ---
+        kind: Module
+        type: templated
+        template: gen
+        name: ma
+      `,
+    });
+    const error = await failure(configureAt(root));
+    expect(error.message).toContain(
+      '(in ConfigTemplate gen rendered by templated module ma at modules.garden.yml:8:1)',
+    );
+  });
+});

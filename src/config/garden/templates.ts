@@ -254,6 +254,7 @@ export function renderTemplate(
           ? document.locate(['inputs', name])
           : undefined,
       renderedAt: renderAt,
+      ...(renderer === 'RenderTemplate' ? {} : { renderer }),
     };
     const place: RenderPlace = { template, rendered, renderDir: document.dir, syntax };
     for (const { config, at, item } of expandConfigs(configs, place, problem)) {
