@@ -92,31 +92,7 @@ export function readActionDocument(
   const ref = actionRef(kind, raw.name);
   const before = reading.problems.length;
 
-  const type = reading.types.get(raw.type);
-  const typesOfKind = [...reading.types].filter(([, t]) => t.kinds.has(kind)).map(([n]) => n);
-  const typeList = typesOfKind.join(', ') || '(none)';
-  const specSchema = type?.kinds.get(kind);
-  if (!type) {
-    problem(
-      'TEND_CONFIG_INVALID',
-      `unknown action type "${raw.type}" for kind ${kind}; expected one of: ${typeList}`,
-      locate(['type']),
-    );
-  } else if (!specSchema) {
-    problem(
-      'TEND_CONFIG_INVALID',
-      `action type "${raw.type}" does not support kind ${kind} (it supports: ${[...type.kinds.keys()].join(', ')}); ` +
-        `types for ${kind}: ${typeList}`,
-      locate(['type']),
-    );
-  }
-  if (raw.cacheResult !== undefined && kind !== 'Test' && kind !== 'Run') {
-    problem(
-      'TEND_CONFIG_INVALID',
-      `cacheResult applies to Test and Run actions, not to ${kind} (a ${kind} is always reused for its version)`,
-      locate(['cacheResult'], 'key'),
-    );
-  }
+  const { type, specSchema } = actionTypeOf(kind, raw, reading, locate);
   const spec = raw.spec === undefined || raw.spec === null ? {} : raw.spec;
   if (specSchema) {
     reading.problems.push(
@@ -196,4 +172,41 @@ export function readActionDocument(
       ...(origin ? { rendered: origin.rendered } : {}),
     },
   };
+}
+
+/**
+ * The action's type and its spec schema for the kind, or a problem saying which types there are;
+ * `cacheResult` on a kind that has no result to keep is one too.
+ */
+function actionTypeOf(
+  kind: ActionKind,
+  raw: { type: string; cacheResult?: boolean },
+  reading: ActionReading,
+  locate: ConfigDocument['locate'],
+) {
+  const problem = (message: string, location: SourceLocation) =>
+    reading.problems.push({ code: 'TEND_CONFIG_INVALID', message, location });
+  const type = reading.types.get(raw.type);
+  const typesOfKind = [...reading.types].filter(([, t]) => t.kinds.has(kind)).map(([n]) => n);
+  const typeList = typesOfKind.join(', ') || '(none)';
+  const specSchema = type?.kinds.get(kind);
+  if (!type) {
+    problem(
+      `unknown action type "${raw.type}" for kind ${kind}; expected one of: ${typeList}`,
+      locate(['type']),
+    );
+  } else if (!specSchema) {
+    problem(
+      `action type "${raw.type}" does not support kind ${kind} (it supports: ${[...type.kinds.keys()].join(', ')}); ` +
+        `types for ${kind}: ${typeList}`,
+      locate(['type']),
+    );
+  }
+  if (raw.cacheResult !== undefined && kind !== 'Test' && kind !== 'Run') {
+    problem(
+      `cacheResult applies to Test and Run actions, not to ${kind} (a ${kind} is always reused for its version)`,
+      locate(['cacheResult'], 'key'),
+    );
+  }
+  return { type, specSchema };
 }
