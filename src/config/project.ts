@@ -258,7 +258,11 @@ export function describeRenderer(rendered: RenderedFrom): string {
   return `${rendered.renderer ?? 'RenderTemplate'} ${rendered.parent} at ${formatLocation(rendered.renderedAt)}`;
 }
 
-/** A problem of a config a template rendered, located in the template: which rendering it is of. */
+/**
+ * A problem of a config a template rendered, located in the template: which rendering it is of. A
+ * templated module names a ModuleTemplate (Garden 0.12) or a ConfigTemplate: "template" says both.
+ */
 export function inRenderedConfig(message: string, rendered: RenderedFrom): string {
-  return `${message} (in ConfigTemplate ${rendered.template} rendered by ${describeRenderer(rendered)})`;
+  const template = rendered.renderer === undefined ? 'ConfigTemplate' : 'template';
+  return `${message} (in ${template} ${rendered.template} rendered by ${describeRenderer(rendered)})`;
 }

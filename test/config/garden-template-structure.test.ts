@@ -178,7 +178,7 @@ describe('an error in a rendered config', () => {
     });
     const error = await failure(configureAt(root));
     expect(error.message).toContain(
-      '(in ConfigTemplate gen rendered by templated module ma at modules.garden.yml:8:1)',
+      '(in template gen rendered by templated module ma at modules.garden.yml:8:1)',
     );
   });
 });
