@@ -15,6 +15,7 @@ import {
 } from './check-spec.js';
 import { configError, problemsOfError, sortProblems, type ConfigProblem } from './diagnostics.js';
 import { actionContext } from './action-variables.js';
+import { isRefusedProvider, unlistedProvider } from './cross-check.js';
 import {
   namespaceHeader,
   targetNamespace,
@@ -143,15 +144,21 @@ export class Configuration {
 
   /**
    * The enabled actions whose type's provider the environment does not use: its entries are all
-   * limited to other environments (a provider listed nowhere is read-config's to say). Running
-   * such an action fails; Garden refuses it when it builds the graph.
+   * limited to other environments, or, beside a provider tend refuses elsewhere (which leaves it
+   * to the environment: cross-check.ts), there is none (one refused here is the environment's
+   * error already: providersOf). Running such an action fails; Garden refuses it when it builds the graph.
    */
   private providerlessActions(): ConfigProblem[] {
     const used = new Set(this.providers.map((entry) => entry.name));
     return this.actions.flatMap((action) => {
       const plugin = this.actionPlugin(action)?.name;
+      if (plugin === undefined || used.has(plugin)) return [];
       const entries = this.project.providers.filter((entry) => entry.name === plugin);
-      if (plugin === undefined || used.has(plugin) || entries.length === 0) return [];
+      if (entries.length === 0) {
+        // Without a refused entry, read-config said it for every environment.
+        const refused = this.project.providers.some(isRefusedProvider);
+        return refused ? [unlistedProvider(action, plugin, this.project.file)] : [];
+      }
       const where = entries.map(
         (entry) => `${formatLocation(entry.location)} for ${entry.environments!.join(', ')}`,
       );

@@ -8,7 +8,13 @@ import { copiesMayCoexist, environmentsProblems } from './action-variables.js';
 import { buildReferenceProblems } from './build-keys.js';
 import type { ConfigProblem } from './diagnostics.js';
 import { isGardenFile } from './files.js';
-import { describeRenderer, formatLocation, type ActionConfig, type ProjectConfig } from './project.js';
+import {
+  describeRenderer,
+  formatLocation,
+  type ActionConfig,
+  type ProjectConfig,
+  type ProviderEntry,
+} from './project.js';
 import type { PendingAction } from './read-action.js';
 import { everyAction } from './garden/translation.js';
 import type { TemplateActionReference } from './template.js';
@@ -42,11 +48,9 @@ export function crossCheck(
     return refs.length === 0 ? '(none)' : `${refs.slice(0, 20).join(', ')}${refs.length > 20 ? ', …' : ''}`;
   };
   const configured = new Set(project?.providers.map((p) => p.name));
-  // A Garden provider tend cannot run (ephemeral-kubernetes, which Garden builds on kubernetes) is
-  // refused in its environments when one is chosen: the types it would provide are no second error.
-  const refusedProvider = project?.providers.some((p) =>
-    p.problems?.some((found) => found.code === 'TEND_CONFIG_UNSUPPORTED'),
-  );
+  // With a provider tend refuses where it is used, whether an action lacks its provider depends on
+  // the environment chosen: Configuration says so there (providerlessActions).
+  const refusedSomewhere = project?.providers.some(isRefusedProvider);
   for (const { action, plugin, templateReferences } of actions) {
     action.dependencies.forEach((dependency, i) => {
       const where = () => action.locate(['dependencies', i]);
@@ -84,14 +88,27 @@ export function crossCheck(
     if (project && !isGardenFile(action.location.file)) {
       problems.push(...environmentsProblems(action, new Set(project.environments.map((e) => e.name))));
     }
-    if (project && plugin && !configured.has(plugin) && !refusedProvider) {
-      problem(
-        'TEND_PROVIDER_NOT_FOUND',
-        `action type "${action.type}" comes from provider "${plugin}", which is not listed under providers in ${project.file}`,
-        action.locate(['type']),
-      );
+    if (project && plugin && !configured.has(plugin) && !refusedSomewhere) {
+      problems.push(unlistedProvider(action, plugin, project.file));
     }
   }
+}
+
+/**
+ * A Garden provider tend cannot run (ephemeral-kubernetes, which Garden builds on kubernetes),
+ * limited to some environments: refused in those, where the types it would provide are no second error.
+ */
+export function isRefusedProvider(entry: ProviderEntry): boolean {
+  return entry.problems?.some((found) => found.code === 'TEND_CONFIG_UNSUPPORTED') ?? false;
+}
+
+/** An action whose type's provider no entry of the project lists: the error at its type. */
+export function unlistedProvider(action: ActionConfig, plugin: string, projectFile: string): ConfigProblem {
+  return {
+    code: 'TEND_PROVIDER_NOT_FOUND',
+    message: `action type "${action.type}" comes from provider "${plugin}", which is not listed under providers in ${projectFile}`,
+    location: action.locate(['type']),
+  };
 }
 
 /** An action's template reading itself: Garden refuses it too; `this` has what it may read of itself. */

@@ -267,6 +267,63 @@ ${execRun}`,
   });
 });
 
+describe('a provider tend refuses, limited to some environments (garden-io/garden-coder-example: ephemeral-kubernetes)', () => {
+  const project = (providers: string) => `apiVersion: garden.io/v1
+kind: Project
+name: coder
+defaultEnvironment: a
+environments: [{ name: a }, { name: b }, { name: c }]
+providers:
+${providers}`;
+  const deploy = 'kind: Deploy\nname: web\ntype: kubernetes\nspec:\n  manifests: []\n';
+
+  it("is its error in its environments; in the others, an action without its provider is validate's error at the type", async () => {
+    const root = makeProject({
+      'project.garden.yml': project('  - name: ephemeral-kubernetes\n    environments: [a]\n'),
+      'garden.yml': deploy,
+    });
+    expect(await problemLines(validateCommand({ root, var: [], env: 'a' }))).toEqual([
+      'TEND_CONFIG_UNSUPPORTED project.garden.yml:7 provider ephemeral-kubernetes is not supported by tend; use the kubernetes provider with a cluster of your own',
+    ]);
+    for (const env of ['b', 'c']) {
+      expect(await problemLines(validateCommand({ root, var: [], env })), env).toEqual([
+        'TEND_PROVIDER_NOT_FOUND garden.yml:3 action type "kubernetes" comes from provider "kubernetes", which is not listed under providers in project.garden.yml',
+      ]);
+    }
+  });
+
+  it('beside a kubernetes entry for another environment, still leaves the action without its provider in a third', async () => {
+    for (const kubernetes of ['kubernetes', 'local-kubernetes']) {
+      const root = makeProject({
+        'project.garden.yml': project(
+          `  - name: ${kubernetes}\n    environments: [a]\n  - name: ephemeral-kubernetes\n    environments: [c]\n`,
+        ),
+        'garden.yml': deploy,
+      });
+      expect((await validateCommand({ root, var: [], env: 'a' })).exitCode, kubernetes).toBe(0);
+      expect(await problemLines(validateCommand({ root, var: [], env: 'b' })), kubernetes).toEqual([
+        'TEND_PROVIDER_NOT_FOUND garden.yml:3 action type "kubernetes" comes from provider "kubernetes", which environment "b" does not use: ' +
+          'its entries are limited to other environments (project.garden.yml:7:5 for a); add this environment to one, or limit the action with environments:',
+      ]);
+      expect(await problemLines(validateCommand({ root, var: [], env: 'c' })), kubernetes).toEqual([
+        'TEND_CONFIG_UNSUPPORTED project.garden.yml:9 provider ephemeral-kubernetes is not supported by tend; use the kubernetes provider with a cluster of your own',
+      ]);
+    }
+  });
+
+  it('without one, an action whose provider is listed nowhere is the error once, in every environment', async () => {
+    const root = makeProject({
+      'project.garden.yml': project('  - name: exec\n'),
+      'garden.yml': deploy,
+    });
+    for (const env of ['a', 'b']) {
+      expect(await problemLines(validateCommand({ root, var: [], env })), env).toEqual([
+        'TEND_PROVIDER_NOT_FOUND garden.yml:3 action type "kubernetes" comes from provider "kubernetes", which is not listed under providers in project.garden.yml',
+      ]);
+    }
+  });
+});
+
 describe("Garden's kubernetes provider namespace (erauner12/homelab-garden: defaultNamespace demo)", () => {
   it('is <project>-<environment namespace> where the environment sets defaultNamespace and the entry names none', async () => {
     const root = makeProject({
