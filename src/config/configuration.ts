@@ -166,7 +166,7 @@ export class Configuration {
         {
           code: 'TEND_PROVIDER_NOT_FOUND' as const,
           message:
-            `action type "${action.type}" comes from provider "${plugin}", which environment "${this.environment.name}" does not use: ` +
+            `action type "${action.writtenType ?? action.type}" comes from provider "${plugin}", which environment "${this.environment.name}" does not use: ` +
             `its entries are limited to other environments (${where.join('; ')}); add this environment to one, or limit the action with environments:`,
           location: action.locate(['type']),
         },

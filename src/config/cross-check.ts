@@ -102,11 +102,11 @@ export function isRefusedProvider(entry: ProviderEntry): boolean {
   return entry.problems?.some((found) => found.code === 'TEND_CONFIG_UNSUPPORTED') ?? false;
 }
 
-/** An action whose type's provider no entry of the project lists: the error at its type. */
+/** An action whose type's provider no entry of the project lists: the error at its type, as written. */
 export function unlistedProvider(action: ActionConfig, plugin: string, projectFile: string): ConfigProblem {
   return {
     code: 'TEND_PROVIDER_NOT_FOUND',
-    message: `action type "${action.type}" comes from provider "${plugin}", which is not listed under providers in ${projectFile}`,
+    message: `action type "${action.writtenType ?? action.type}" comes from provider "${plugin}", which is not listed under providers in ${projectFile}`,
     location: action.locate(['type']),
   };
 }

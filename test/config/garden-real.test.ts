@@ -251,13 +251,19 @@ name: api
 build: api
 spec: { image: nginx }
 ---
+kind: Test
+type: container
+name: api-unit
+spec: { image: busybox, args: [echo, ok] }
+---
 ${execRun}`,
       'api/Dockerfile': 'FROM nginx\n',
     });
     expect((await validateCommand({ root, var: [], env: 'local' })).exitCode).toBe(0);
     const entry = 'project.garden.yml:8:5 for local';
+    // Each as written: the Test is tend's kubernetes-pod, its line says container.
     expect(await problemLines(validateCommand({ root, var: [], env: 'no-k8s' }))).toEqual(
-      [2, 6].map(
+      [2, 6, 12].map(
         (line) =>
           `TEND_PROVIDER_NOT_FOUND api/garden.yml:${line} action type "container" comes from provider "kubernetes", ` +
           `which environment "no-k8s" does not use: its entries are limited to other environments (${entry}); ` +
