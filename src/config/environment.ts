@@ -24,6 +24,7 @@ import { actionContext } from './action-variables.js';
 import { mergeVariableValues, placeVariableLayer } from './variable-layers.js';
 import { resolveTemplates } from './template.js';
 import { readVarfiles } from './variables.js';
+import { varOverridesLayer } from './var-overrides.js';
 import type { ResolveOptions, TemplateContext } from './template.js';
 
 export const defaultNamespaceTemplate = '${project.name}-${local.username}';
@@ -94,23 +95,6 @@ export function parseEnvFlag(flag: string | undefined): { env?: string; namespac
     );
   }
   return { env, namespace };
-}
-
-/** `['team=payments', 'pr=42']` → `{team: 'payments', pr: '42'}`. */
-export function parseVarFlags(flags: readonly string[] | undefined): Record<string, string> {
-  const vars: Record<string, string> = {};
-  for (const flag of flags ?? []) {
-    const eq = flag.indexOf('=');
-    const key = eq < 0 ? '' : flag.slice(0, eq).trim();
-    if (eq < 0 || !/^[A-Za-z_][A-Za-z0-9_-]*$/.test(key)) {
-      throw new TendError(
-        'TEND_USAGE',
-        `invalid --var "${flag}"; expected name=value (e.g. --var team=payments)`,
-      );
-    }
-    vars[key] = flag.slice(eq + 1);
-  }
-  return vars;
 }
 
 /** The user running tend and the process environment, for `local.*` expressions. */
@@ -238,8 +222,8 @@ export function selectEnvironment(project: ProjectConfig, options: SelectOptions
     (lower, higher) => mergeVariableValues(lower, higher) as VariableValue,
     {},
   ) as Record<string, VariableValue>;
-  const varOverrides = typedVarOverrides(merged, options.vars);
-  const variables = { ...merged, ...varOverrides };
+  const varOverrides = varOverridesLayer(merged, options.vars);
+  const variables = mergeVariableValues(merged, varOverrides) as Record<string, VariableValue>;
   const templatePath = ['environments', index, 'defaultNamespace'];
   // environment.namespace is what is being computed: it is absent from this context on purpose.
   const context = {
@@ -318,28 +302,6 @@ function resolvePullRequest(
     );
   }
   return { repository: config.repository, number };
-}
-
-/**
- * --var values are strings; one that overrides a number or boolean variable becomes that type
- * when it reads as one (`--var replicas=3` keeps `replicas` a number).
- */
-function typedVarOverrides(
-  variables: Record<string, VariableValue>,
-  overrides: Record<string, string>,
-): Record<string, VariableValue> {
-  const out: Record<string, VariableValue> = {};
-  for (const [key, text] of Object.entries(overrides)) {
-    const previous = variables[key];
-    if (typeof previous === 'number' && text.trim() !== '' && Number.isFinite(Number(text))) {
-      out[key] = Number(text);
-    } else if (typeof previous === 'boolean' && (text === 'true' || text === 'false')) {
-      out[key] = text === 'true';
-    } else {
-      out[key] = text;
-    }
-  }
-  return out;
 }
 
 /** `var` and the layers above it; an environment not from selectEnvironment is one layer. */

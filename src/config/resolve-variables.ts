@@ -8,7 +8,6 @@
 import { selectActionCopies } from './action-variables.js';
 import {
   createTemplateContext,
-  parseVarFlags,
   providerProblems,
   selectEnvironment,
   type SelectedEnvironment,
@@ -18,6 +17,7 @@ import type { TemplateContext } from './template-context.js';
 import { problemsOfError, type ConfigProblem } from './diagnostics.js';
 import { TendError } from '../errors.js';
 import { checkVarFlagsRead } from './variables.js';
+import { parseVarFlags } from './var-overrides.js';
 
 export interface EnvironmentChoice {
   /** --env; default: the project's defaultEnvironment. */

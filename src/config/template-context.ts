@@ -32,6 +32,7 @@ import { InputsNode, type LocateInput } from './template-inputs.js';
 import type { ForEachItem } from './project.js';
 import { expandMergeKey, hasMergeKey, isMergeable, mergeVariableValues, rawAt } from './variable-layers.js';
 import { TendError } from '../errors.js';
+import { withVarFlagHint } from './var-overrides.js';
 
 /** A 0.12 module that became no Build, with the outputs Garden gives it; undefined for any other name. */
 export type BuildlessModules = (name: string) => BuildlessModule | undefined;
@@ -252,7 +253,8 @@ export class VariablesNode implements ContextNode, PathNode {
       const part = this.partOf(name, below);
       if (part !== undefined) return part;
     }
-    return followPath(this, keys, root, text);
+    const found = followPath(this, keys, root, text);
+    return found instanceof Missing ? withVarFlagHint(found, keys, this.resolved.get(name!)) : found;
   }
 
   /** The value at `below` under variable `name`, merged across the layers; undefined when a template is on the way. */

@@ -18,6 +18,7 @@ import { parseDotenv } from './dotenv.js';
 import { readSingleDocument } from './single-document.js';
 import { placeVariableLayer } from './variable-layers.js';
 import { findVariableReferences } from './template.js';
+import { varPathKeys } from './var-overrides.js';
 import { AnyKey } from '../schema-check.js';
 
 const VarfileSchema = Type.Record(AnyKey(), Type.Unknown());
@@ -212,13 +213,18 @@ export function checkVarFlagsRead(
     for (const layer of action.variableLayers ?? []) for (const name of Object.keys(layer)) known.add(name);
     findVariableReferences([action.spec, action.variableLayers, action.disabled], known);
   }
-  const unread = keys.find((key) => !known.has(key) && !mentionedInProjectFiles(project.root, key));
-  if (unread === undefined) return;
+  // A dotted --var (`db.password`) sets a key of variable `db`: that variable is the one read.
+  const variableOf = (key: string) => String(varPathKeys(key)[0]);
+  const flag = keys.find(
+    (key) => !known.has(variableOf(key)) && !mentionedInProjectFiles(project.root, variableOf(key)),
+  );
+  if (flag === undefined) return;
+  const unread = variableOf(flag);
   const similar = closestName(unread, known);
   const names = [...known].sort();
   throw new TendError(
     'TEND_USAGE',
-    `--var ${unread}=${flags[unread]}: no configuration reads variable "${unread}"` +
+    `--var ${flag}=${flags[flag]}: no configuration reads variable "${unread}"` +
       (similar ? ` (did you mean ${similar}?)` : ''),
     {
       detail: {

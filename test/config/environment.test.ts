@@ -2,18 +2,20 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { TendError } from '../../src/errors.js';
 import {
   createTemplateContext,
-  parseVarFlags,
   providersOf,
   resolveProviderConfig,
   selectEnvironment,
 } from '../../src/config/environment.js';
 import { loadProjectConfig } from '../../src/config/pipeline.js';
+import { resolveTemplates } from '../../src/config/template.js';
+import { parseVarFlags } from '../../src/config/var-overrides.js';
 import { testPlugins } from './fixtures/plugins.js';
 import { removeProjects, writeProject, yaml } from './fixtures/project.js';
 
 afterAll(removeProjects);
 
 const alice = { username: 'alice', env: { CLUSTER: 'kind-dev' } };
+const at = { file: 'spec', line: 1, column: 1 };
 
 async function load(tendYml: string) {
   const root = await writeProject({ 'tend.yml': tendYml });
@@ -187,10 +189,88 @@ describe('parseVarFlags', () => {
     expect(parseVarFlags(undefined)).toEqual({});
   });
 
-  it.each(['team', '=x', '1x=2', 'a b=c'])('rejects %j', (flag) => {
+  it("accepts Garden's dotted path into a variable, with [n] for a list's item", () => {
+    expect(parseVarFlags(['govee.api-key=a', 'db.password=x=y', 'hosts[1].name=b'])).toEqual({
+      'govee.api-key': 'a',
+      'db.password': 'x=y',
+      'hosts[1].name': 'b',
+    });
+  });
+
+  it.each(['team', '=x', '1x=2', 'a b=c', 'a..b=1', '.a=1', 'a.=1', 'a[x]=1', 'a[1=2', 'a.1b=2'])(
+    'rejects %j',
+    (flag) => {
+      const error = errorOf(() => parseVarFlags([flag]));
+      expect(error.code).toBe('TEND_USAGE');
+      expect(error.message).toBe(
+        `invalid --var "${flag}"; expected name=value, the name a variable's or a dotted path into one ` +
+          '(e.g. --var team=payments, --var db.password=secret, --var hosts[0]=a)',
+      );
+    },
+  );
+
+  it.each([
+    ['__proto__.x=1', '__proto__'],
+    ['constructor.prototype.x=1', 'constructor'],
+    ['a.__proto__=1', '__proto__'],
+    ['__proto__=1', '__proto__'],
+  ])('refuses %j, which would reach an object prototype', (flag, key) => {
     const error = errorOf(() => parseVarFlags([flag]));
     expect(error.code).toBe('TEND_USAGE');
-    expect(error.message).toBe(`invalid --var "${flag}"; expected name=value (e.g. --var team=payments)`);
+    expect(error.message).toBe(
+      `invalid --var "${flag}"; "${key}" cannot name a variable or a key in one (it names an object's prototype)`,
+    );
+    expect(({} as Record<string, unknown>).x).toBeUndefined();
+  });
+
+  it('says a flag with a control character with it escaped', () => {
+    expect(errorOf(() => parseVarFlags(['a\u0001=1'])).message).toContain('invalid --var "a\\u0001=1"');
+  });
+});
+
+describe('a dotted --var', () => {
+  const nested = yaml`
+    kind: Project
+    name: shop
+    variables:
+      db: { user: admin, port: 5432, tls: false }
+      hosts: [a, b, c]
+    environments:
+      - name: dev
+  `;
+
+  it("sets the key inside the variable and keeps the mapping's other keys, typed as the key it overrides", async () => {
+    const project = await load(nested);
+    const selected = selectEnvironment(project, {
+      vars: { 'db.password': 'secret', 'db.port': '6000', 'db.tls': 'true', 'hosts[1]': 'x' },
+      local: alice,
+    });
+    expect(selected.variables.db).toEqual({ user: 'admin', port: 6000, tls: true, password: 'secret' });
+    expect(selected.variables.hosts).toEqual(['a', 'x', 'c']);
+    const context = createTemplateContext(project, selected, alice);
+    expect(resolveTemplates('${var.db.user}:${var.db.password}@${var.db.port}', context, () => at)).toBe(
+      'admin:secret@6000',
+    );
+  });
+
+  it('creates the mappings on the way when the variable is not declared', async () => {
+    const project = await load(nested);
+    const selected = selectEnvironment(project, { vars: { 'govee.api-key': 'k' }, local: alice });
+    expect(selected.variables.govee).toEqual({ 'api-key': 'k' });
+  });
+
+  it('is what the hint for a missing key inside a variable says to pass', async () => {
+    const project = await load(nested);
+    const context = createTemplateContext(
+      project,
+      selectEnvironment(project, { vars: {}, local: alice }),
+      alice,
+    );
+    const error = errorOf(() => resolveTemplates('${var.db.password}', context, () => at));
+    expect(error.message).toBe(
+      'unknown key "var.db.password"; available: var.db.user, var.db.port, var.db.tls; ' +
+        'set it with --var db.password=<value>',
+    );
   });
 });
 

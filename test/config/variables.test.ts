@@ -198,4 +198,33 @@ describe('--var', () => {
     expect(stale.code).toBe(2);
     expect(stale.stderr).toContain('no configuration reads variable "stale"');
   });
+
+  it("with Garden's dotted path sets a key inside a variable of a Garden project (repro: marklester/lesterlab)", async () => {
+    const root = makeProject({
+      'project.garden.yml': [
+        'apiVersion: garden.io/v2',
+        'kind: Project',
+        'name: dotted',
+        'environments: [{ name: local }]',
+        'variables: { db: { user: admin } }',
+        '---',
+        'kind: Run',
+        'name: show',
+        'type: exec',
+        'spec: { command: [echo, "${var.db.user}", "${var.db.password}"] }',
+        '',
+      ].join('\n'),
+    });
+    const missing = await runTend(['validate'], { cwd: root });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain(
+      'unknown key "var.db.password"; available: var.db.user; set it with --var db.password=<value>',
+    );
+    const set = await runTend(['validate', '--var', 'db.password=secret'], { cwd: root });
+    expect(set.code, set.stderr).toBe(0);
+    // The variable read is db: a path into one nothing reads is refused as a plain name is.
+    const unread = await runTend(['validate', '--var', 'cache.size=1'], { cwd: root });
+    expect(unread.code).toBe(2);
+    expect(unread.stderr).toContain('--var cache.size=1: no configuration reads variable "cache"');
+  });
 });
