@@ -11,8 +11,9 @@ import fg from 'fast-glob';
 import { Type } from 'typebox';
 import { TendError } from '../errors.js';
 import { closestName } from '../suggest.js';
-import { checkSchema, configError, type ConfigProblem } from './diagnostics.js';
-import type { ActionConfig, ProjectConfig, VarfileConfig, VariableValue } from './project.js';
+import { checkSchema, configError, formatPath, type ConfigProblem } from './diagnostics.js';
+import { isGardenFile } from './files.js';
+import type { ActionConfig, ConfigPath, ProjectConfig, VarfileConfig, VariableValue } from './project.js';
 import { variableKeyPattern, variableNamePattern } from './schema.js';
 import { parseDotenv } from './dotenv.js';
 import { readSingleDocument } from './single-document.js';
@@ -127,9 +128,7 @@ export function readVarfiles(
           `varfile ${given} of ${owner} does not exist (${file})`,
           {
             location: project.locate([...at, i]),
-            detail: {
-              hint: `create it, or mark it optional (- { path: ${varfile.path}, optional: true }) when not everyone has one`,
-            },
+            detail: { hint: missingVarfileHint(project, at, varfile.path) },
           },
         );
       }
@@ -154,6 +153,22 @@ export function readVarfiles(
     files.push(file);
   }
   return { variables, projectLayers, layers, files };
+}
+
+/**
+ * What to do about a missing varfile: in a Garden file, what Garden allows (its `varfile` is one
+ * path, and only the default one may be missing); in tend.yml, `optional: true`.
+ */
+function missingVarfileHint(project: ProjectConfig, at: ConfigPath, given: string): string {
+  if (!isGardenFile(project.file)) {
+    return `create it, or mark it optional (- { path: ${given}, optional: true }) when not everyone has one`;
+  }
+  const environment = at.length > 1 ? project.environments[at[1] as number] : undefined;
+  const defaultPath = environment ? `garden.${environment.name}.env` : 'garden.env';
+  return (
+    `create it, or change or remove ${formatPath([...at.slice(0, -1), 'varfile'])}: ` +
+    `(Garden's varfile is one path, which must exist unless it is the default ${defaultPath})`
+  );
 }
 
 /** Files larger than this are not looked through for `${var.…}` (no manifest is this large). */

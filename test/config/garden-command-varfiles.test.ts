@@ -3,6 +3,8 @@
  * them), and Garden's varfiles: dotenv files, project-level `varfile`, the default `garden.env`
  * and `garden.<env>.env`, and varfile paths with `${…}`.
  */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { selectEnvironment } from '../../src/config/environment.js';
 import { loadProjectConfig } from '../../src/config/pipeline.js';
@@ -139,6 +141,63 @@ providers:
       location: { file: 'project.garden.yml', line: 10 },
     });
   });
+
+  it("a missing named varfile's hint says what Garden allows: create it, or change or remove varfile: (repro: lesterlab)", async () => {
+    const gardenProject = (varfile: string) => `apiVersion: garden.io/v2
+kind: Project
+name: shop
+environments:
+  - name: dev
+    varfile: dev.yaml
+varfile: ${varfile}
+`;
+    const root = makeProject({ 'project.garden.yml': gardenProject('.garden.vars.yaml') });
+    const project = await runTend(['validate'], { cwd: root });
+    expect(project.code).toBe(2);
+    expect(project.stderr).toContain(
+      'project.garden.yml:7:10: varfile .garden.vars.yaml of project shop does not exist',
+    );
+    expect(project.stderr).toContain(
+      "create it, or change or remove varfile: (Garden's varfile is one path, which must exist unless it is the default garden.env)",
+    );
+    expect(project.stderr).not.toContain('optional');
+    writeFileSync(path.join(root, '.garden.vars.yaml'), 'a: 1\n');
+    const environment = await runTend(['validate'], { cwd: root });
+    expect(environment.stderr).toContain(
+      'project.garden.yml:6:14: varfile dev.yaml of environment dev does not exist',
+    );
+    expect(environment.stderr).toContain(
+      "create it, or change or remove environments[0].varfile: (Garden's varfile is one path, which must exist unless it is the default garden.dev.env)",
+    );
+  });
+
+  it.each([
+    ['a list', '\n  - { path: .garden.vars.yaml, optional: true }', '7:1', 'a list'],
+    ['a mapping', '{ path: .garden.vars.yaml, optional: true }', '7:1', 'a mapping'],
+  ])(
+    "a varfile: that is %s is refused at varfile, as Garden's schema refuses it",
+    async (_, value, at, got) => {
+      const root = makeProject({
+        'project.garden.yml': `apiVersion: garden.io/v2
+kind: Project
+name: shop
+environments:
+  - name: dev
+    varfile: { path: dev.yaml }
+varfile: ${value}
+`,
+      });
+      const run = await runTend(['validate'], { cwd: root });
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain(
+        `project.garden.yml:${at}: varfile must be a path (a string), as in Garden; got ${got}`,
+      );
+      expect(run.stderr).toContain(
+        'project.garden.yml:6:5: environments[0].varfile must be a path (a string), as in Garden; got a mapping',
+      );
+      expect(run.stderr).not.toContain('varfiles');
+    },
+  );
 
   it('a varfile not named .json, .yml or .yaml is dotenv, as Garden reads it (.env.local, .env.example, no extension)', async () => {
     const root = makeProject({

@@ -17,6 +17,8 @@ import {
 } from './translation.js';
 import type { GardenRecord } from './translation.js';
 import { ignoreProjectVersionSettings } from './version-settings.js';
+import { formatPath } from '../diagnostics.js';
+import { typeName } from '../../expressions/evaluate.js';
 
 /** The keys of tend's kubernetes provider entry (src/plugins/kubernetes/config.ts) and of every entry. */
 const kubernetesKeys = [
@@ -180,8 +182,21 @@ export const unsupportedProvider = Symbol('unsupported provider');
  * default (`garden.env`, `garden.<env>.env`), which may be missing, as may the given one when it
  * is the default. Any name: `*.yml`, `*.yaml` and `*.json` are read as YAML, others as dotenv.
  */
-function gardenVarfile(given: unknown, defaultPath: string): unknown {
+function gardenVarfile(
+  translation: Translation,
+  at: ConfigPath,
+  given: unknown,
+  defaultPath: string,
+): unknown {
   if (given === undefined) return { path: defaultPath, optional: true };
+  // Garden's schema (joi.posixPath()) takes one path: a list or `{ path, optional }` is tend.yml's `varfiles`.
+  if (typeof given !== 'string') {
+    translation.invalid(
+      at,
+      `${formatPath(at)} must be a path (a string), as in Garden; got a ${typeName(given)}`,
+    );
+    return { path: defaultPath, optional: true };
+  }
   return typeof given === 'string' && given === defaultPath ? { path: given, optional: true } : given;
 }
 
@@ -199,7 +214,10 @@ function translateEnvironment(translation: Translation, environment: unknown, i:
   }
   if (rest.varfiles !== undefined) return rest;
   translation.moved([...at, 'varfiles', 0], [...at, varfile === undefined ? 'name' : 'varfile']);
-  return { ...rest, varfiles: [gardenVarfile(varfile, `garden.${String(rest.name)}.env`)] };
+  return {
+    ...rest,
+    varfiles: [gardenVarfile(translation, [...at, 'varfile'], varfile, `garden.${String(rest.name)}.env`)],
+  };
 }
 
 /**
@@ -301,7 +319,7 @@ export function translateGardenProject(value: GardenRecord, translation: Transla
   // Garden's project varfile (default garden.env): above the project's variables, below the environment's.
   if (kept.varfiles === undefined) {
     translation.moved(['varfiles', 0], kept.varfile === undefined ? ['name'] : ['varfile']);
-    kept.varfiles = [gardenVarfile(kept.varfile, 'garden.env')];
+    kept.varfiles = [gardenVarfile(translation, ['varfile'], kept.varfile, 'garden.env')];
   }
   delete kept.varfile;
   if (kept.sources !== undefined) {
