@@ -111,8 +111,25 @@ export async function templateFileProblems(
   );
   return {
     problems: checked.flatMap((c) => c.problems),
-    notes: checked.flatMap((c) => c.kept.map(({ message, location }) => ({ message, location }))),
+    notes: checked.flatMap((c) => [
+      ...c.kept.map(({ message, location }) => ({ message, location })),
+      ...c.undeclared.map(({ variable, location }) => undeclaredVariableNote(action, variable, location)),
+    ]),
   };
+}
+
+/**
+ * An action reading a variable nothing declares, in its spec or its templated files: a note, not a
+ * problem. As Garden resolves both only to run the action, it is one run with `--var`
+ * (`tend run propose --var node=…`), and fails without it.
+ */
+export function undeclaredVariableNote(
+  action: ActionConfig,
+  variable: string,
+  location: SourceLocation,
+): ConfigNote {
+  const message = `${action.ref} reads variable "${variable}", which nothing declares: it runs only when given one (--var ${variable}=…)`;
+  return { message, location };
 }
 
 /**

@@ -12,6 +12,7 @@ import {
   checkResolvedSpec,
   environmentProblems,
   templateFileProblems,
+  undeclaredVariableNote,
 } from './check-spec.js';
 import { configError, problemsOfError, sortProblems, type ConfigProblem } from './diagnostics.js';
 import { actionContext } from './action-variables.js';
@@ -193,9 +194,8 @@ export class Configuration {
    * Every enabled action checked before anything runs (`tend validate`): its spec resolved, but
    * for other actions' outputs, and checked, then the files its type resolves as templated text.
    * Throws the problems all at once; else resolves to what the action types warn of
-   * (`checkAction`: what their handlers will refuse). A spec that reads a variable nothing
-   * declares is a note, not a problem: as Garden resolves a spec only to run it, the action is
-   * one run with `--var` (`tend run propose --var node=…`), and fails without it.
+   * (`checkAction`: what their handlers will refuse). A spec or templated file that reads a
+   * variable nothing declares is a note, not a problem (`undeclaredVariableNote`).
    */
   async check(otherProblems: readonly ConfigProblem[] = []): Promise<ConfigNote[]> {
     const notes: ConfigNote[] = [];
@@ -210,8 +210,7 @@ export class Configuration {
         if (!(error instanceof TendError)) throw error;
         const variable = undeclaredVariable(error);
         if (variable !== undefined) {
-          const message = `${action.ref} reads variable "${variable}", which nothing declares: it runs only when given one (--var ${variable}=…)`;
-          notes.push({ message, location: error.location ?? action.location });
+          notes.push(undeclaredVariableNote(action, variable, error.location ?? action.location));
         } else {
           specProblems.push(...problemsOfError(error, action.location));
         }

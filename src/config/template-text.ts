@@ -68,6 +68,17 @@ class TextProblem extends Error {
 /** An expression naming a key that is not there, in a file that keeps it as written (`legacy`). */
 class KeptAsWritten extends TextProblem {}
 
+/** An expression reading a variable nothing declares: one to pass with `--var` when the action runs. */
+class UndeclaredVariable extends TextProblem {
+  constructor(
+    message: string,
+    offset: number,
+    readonly variable: string,
+  ) {
+    super(message, offset);
+  }
+}
+
 const keptNote =
   'kept as written: Garden 0.13 keeps what names no key in the `files` of an apiVersion v0/v1 project';
 
@@ -92,18 +103,26 @@ export function resolveTemplateText(
   }
 }
 
+/** A templated file's read of a variable nothing declares, at its line. */
+export interface UndeclaredRead {
+  variable: string;
+  location: SourceLocation;
+}
+
 /**
  * What `tend validate` finds in a templated file before anything runs: syntax, keys that name no
  * template context, and the values of every expression that does not read an action's outputs
- * or a secret (those are known only when the action runs).
+ * or a secret (those are known only when the action runs). A variable nothing declares is not a
+ * problem but `undeclared`: as for the action's spec, one passed with `--var` when it runs.
  */
 export function checkTemplateText(
   text: string,
   context: TemplateContext,
   options: TemplateTextOptions,
-): { problems: ConfigProblem[]; kept: ConfigProblem[] } {
+): { problems: ConfigProblem[]; kept: ConfigProblem[]; undeclared: UndeclaredRead[] } {
   const kept: ConfigProblem[] = [];
-  if (!text.includes('${')) return { problems: [], kept };
+  const undeclared: UndeclaredRead[] = [];
+  if (!text.includes('${')) return { problems: [], kept, undeclared };
   const { template, problems } = parseReportingAll(text, context.templateSyntax, options);
   const scope = templateScope(context);
   const keep = keeps(context, options);
@@ -122,10 +141,12 @@ export function checkTemplateText(
       // A variable that reads an action's outputs: known when the action runs.
       if (error instanceof NotYetKnownError) continue;
       if (!(error instanceof TextProblem)) throw error;
-      (error instanceof KeptAsWritten ? kept : problems).push(located(text, error, options));
+      if (error instanceof UndeclaredVariable) {
+        undeclared.push({ variable: error.variable, location: located(text, error, options).location });
+      } else (error instanceof KeptAsWritten ? kept : problems).push(located(text, error, options));
     }
   }
-  return { problems, kept };
+  return { problems, kept, undeclared };
 }
 
 function keeps(context: TemplateContext, options: TemplateTextOptions): boolean {
@@ -232,7 +253,8 @@ function evaluatePart(part: ExpressionPart, scope: Scope, final = false, keep = 
       error instanceof TemplateFunctionError ||
       error instanceof TemplateSyntaxError
     ) {
-      throw new TextProblem(`"${part.source}": ${error.message}`, offsetOf(part));
+      const undeclared = error instanceof TemplateEvaluationError ? error.undeclared : undefined;
+      throw problemOf(part, error.message, final ? undefined : undeclared);
     }
     throw error;
   }
@@ -240,8 +262,16 @@ function evaluatePart(part: ExpressionPart, scope: Scope, final = false, keep = 
   if (value instanceof Missing && keep && !value.later) {
     throw new KeptAsWritten(`"${part.source}" ${keptNote} (${value.reason})`, offsetOf(part));
   }
-  if (value instanceof Missing) throw new TextProblem(`"${part.source}": ${value.reason}`, offsetOf(part));
+  if (value instanceof Missing) throw problemOf(part, value.reason, final ? undefined : value.undeclared);
   return value;
+}
+
+/** A part's problem at its offset; reading `undeclared`, a variable to pass when the action runs. */
+function problemOf(part: ExpressionPart, reason: string, undeclared: string | undefined): TextProblem {
+  const message = `"${part.source}": ${reason}`;
+  return undeclared !== undefined
+    ? new UndeclaredVariable(message, offsetOf(part), undeclared)
+    : new TextProblem(message, offsetOf(part));
 }
 
 /**
@@ -303,7 +333,7 @@ function located(text: string, problem: TextProblem, options: TemplateTextOption
   };
 }
 
-/** `Deployment api`: the kind and name of the YAML document around an offset, as written, when it has them. */
+/** `Deployment api`: the kind and name of the YAML document around an offset, when it has them. */
 function objectAt(text: string, offset: number): string | undefined {
   const separator = /^---.*$/gm;
   let start = 0;
@@ -320,5 +350,7 @@ function objectAt(text: string, offset: number): string | undefined {
   const value = document.toJS() as { kind?: unknown; metadata?: { name?: unknown } } | null;
   if (!value || typeof value !== 'object' || typeof value.kind !== 'string') return undefined;
   const name = value.metadata?.name;
-  return typeof name === 'string' ? `${value.kind} ${name}` : value.kind;
+  if (typeof name !== 'string') return value.kind;
+  // A templated name is not known yet (it may be what is wrong): named as written, said so.
+  return name.includes('${') ? `${value.kind} "${name}" (its name as written)` : `${value.kind} ${name}`;
 }

@@ -391,4 +391,67 @@ spec:
       ),
     });
   });
+
+  it('a manifestTemplates file reading a variable nothing declares: the same note as the spec, and the deploy needs --var (demokratie-live/democracy-development)', async () => {
+    const root = makeProject({
+      'project.garden.yml': project('real-var-file'),
+      'garden.yml': `kind: Deploy
+type: kubernetes
+name: inline
+spec:
+  manifests:
+    - { apiVersion: v1, kind: ConfigMap, metadata: { name: inline }, data: { key: "\${var.API_KEY}" } }
+---
+kind: Deploy
+type: kubernetes
+name: templated
+spec:
+  manifestTemplates: [cm.yaml]
+`,
+      'cm.yaml': configMap('templated', '  key: ${var.API_KEY}\n'),
+    });
+    const validated = await validateCommand({ root, var: [] });
+    expect(validated.exitCode).toBe(0);
+    expect(validated.data.notes).toContainEqual({
+      message:
+        'deploy.templated reads variable "API_KEY", which nothing declares: it runs only when given one (--var API_KEY=…)',
+      file: 'cm.yaml',
+      line: 6,
+      column: 8,
+    });
+    // Without it, each fails when it runs, the file as the spec does: saying the variable to pass.
+    const unknown = 'unknown variable "var.API_KEY"; available: (none); set it with --var API_KEY=<value>';
+    await expect(execute('deploy', root, ['inline'])).rejects.toMatchObject({
+      code: 'TEND_TEMPLATE',
+      message: expect.stringContaining(unknown),
+    });
+    const without = await execute('deploy', root, ['templated']);
+    expect(without.data.actions.find((a) => a.ref === 'deploy.templated')?.error).toMatchObject({
+      code: 'TEND_TEMPLATE',
+      message: expect.stringContaining(unknown),
+    });
+    await execute('deploy', root, ['templated'], { var: ['API_KEY=k1'] });
+    expect(await configMapData(h.kubeconfig, 'real-var-file', 'templated')).toEqual({ key: 'k1' });
+  });
+
+  it('a problem in a templated file names an object whose name is a template by its name as written, marked so', async () => {
+    const root = makeProject({
+      'project.garden.yml': project('real-templated-name'),
+      'garden.yml': `kind: Deploy
+type: kubernetes
+name: templated
+variables:
+  app-name: web
+spec:
+  manifestTemplates: [cm.yaml]
+`,
+      'cm.yaml': configMap('${var.app-name}', '  key: ${var.app-nmae}\n'),
+    });
+    await expect(validateCommand({ root, var: [] })).rejects.toMatchObject({
+      message: expect.stringMatching(
+        /^ConfigMap "\$\{var\.app-name\}" \(its name as written\): "\$\{var\.app-nmae\}"/,
+      ),
+      location: { file: 'cm.yaml', line: 6, column: 8 },
+    });
+  });
 });

@@ -237,7 +237,7 @@ generateFiles:
       'tend.yml': projectYaml({ registry: h.sim.registryHost, namespace: 'gtt-bad' }),
       'jobs/jobs.tend.yml': templatedJobs,
       'jobs/k8s/a-service.yaml':
-        'apiVersion: v1\nkind: Service\nmetadata:\n  name: api\nspec:\n  ports: ${jsonEncode(var.ports)}\n',
+        'apiVersion: v1\nkind: Service\nmetadata:\n  name: api\nspec:\n  ports: ${jsonEncode(local.ports)}\n',
       'jobs/k8s/backup.yaml': `apiVersion: v1\nkind: Secret\nmetadata:\n  name: other\n---\n${configMap('backup')}`,
     });
     const error = (await validateCommand({ root, var: [] }).catch((e: unknown) => e)) as TendError;
@@ -250,7 +250,7 @@ generateFiles:
       'TEND_TEMPLATE jobs/k8s/backup.yaml:14',
     ]);
     const [ports, home, exit] = errors.map((e) => e.message);
-    expect(ports).toMatch(/^Service api: "\$\{jsonEncode\(var\.ports\)\}": .*ports/);
+    expect(ports).toMatch(/^Service api: "\$\{jsonEncode\(local\.ports\)\}": .*ports/);
     expect(home).toMatch(/^ConfigMap backup: "\$\{HOME\}": unknown key "HOME"/);
     expect(exit).toMatch(/^ConfigMap backup: invalid template expression "\$\{BACKUP_EXIT:-0\}"/);
     for (const message of [ports, home, exit]) {
@@ -316,8 +316,8 @@ data:
       'tend.yml': projectYaml({ registry: h.sim.registryHost, namespace: 'gtt-order' }),
       'jobs/jobs.tend.yml': templatedJobs,
       'jobs/k8s/a.yaml':
-        'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  one: "1"\n  two: "2"\n  late: ${var.none}\n',
-      'jobs/k8s/b.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${var.nothing}\n',
+        'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  one: "1"\n  two: "2"\n  late: ${local.none}\n',
+      'jobs/k8s/b.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${local.nothing}\n',
     });
     const error = (await validateCommand({ root, var: [] }).catch((e: unknown) => e)) as TendError;
     const { errors } = error.detail as { errors: { location: { file: string; line: number } }[] };
