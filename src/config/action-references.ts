@@ -98,14 +98,27 @@ export function buildlessModuleOutput(
   keys: readonly string[],
 ): { value: string } | { problem: string } {
   const [name, field, key] = keys as [string, ...(string | undefined)[]];
+  if (field === 'var') return { problem: moduleVariablesProblem(name, key) };
   const problem = `module ${name} has no Build (${module.why}); `;
   if ('none' in module) return { problem: problem + module.none };
   const { outputs, gives, besides = '' } = module;
+  const names = Object.keys(outputs);
+  // One output is its key as written (`release-name`); of several, `<a|b>` says which there are.
+  const keysGiven = names.length === 1 ? names[0] : `<${names.join('|')}>`;
   return field === 'outputs' && keys.length === 3 && Object.hasOwn(outputs, key!)
     ? { value: outputs[key!]! }
-    : {
-        problem: `${problem}tend gives modules.${name}.outputs.<${Object.keys(outputs).join('|')}> (${gives})${besides}`,
-      };
+    : { problem: `${problem}tend gives modules.${name}.outputs.${keysGiven} (${gives})${besides}` };
+}
+
+/**
+ * `modules.<name>.var.<key>`: Garden's module variables, of any module, which tend does not read
+ * through the module (docs/garden.md); the variable itself is read where it is declared.
+ */
+function moduleVariablesProblem(name: string, key: string | undefined): string {
+  return (
+    `a module's variables (modules.${name}.var) are not supported by tend; ` +
+    `read the variable itself, \${var.${key ?? '<key>'}}, declared in the project's variables or the reading module's`
+  );
 }
 
 /** What a 0.12 module's reference reads of it: its Build's outputs and version. */
@@ -118,7 +131,8 @@ const moduleFields = ['outputs', 'version'];
  */
 export function actionLookupProblem(root: string, keys: readonly string[], text: string): string | undefined {
   if (root === 'modules') {
-    const [, field] = keys;
+    const [name, field, key] = keys;
+    if (field === 'var') return `"${text}": ${moduleVariablesProblem(name!, key)}`;
     const shape = (field === 'outputs' && keys.length === 3) || (field === 'version' && keys.length === 2);
     if (shape) return undefined;
     const similar = field === undefined ? undefined : closestName(field, moduleFields);

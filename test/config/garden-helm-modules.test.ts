@@ -291,7 +291,33 @@ manifests:
     });
     expect(await loadErrors(version)).toEqual([
       'app/garden.yml:8: "modules.db.version": module db has no Build (a helm module deploys its chart); ' +
-        'tend gives modules.db.outputs.<release-name> (its release name)',
+        'tend gives modules.db.outputs.release-name (its release name)',
+    ]);
+  });
+
+  it("a module's var (modules.<name>.var.<key>) is not supported, of a helm module as of any: the error says to read the variable itself", async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'db/garden.yml': 'kind: Module\ntype: helm\nname: db\nchartPath: chart\nvariables:\n  api_token: abc\n',
+      'db/chart/Chart.yaml': 'apiVersion: v2\nname: db\nversion: 0.1.0\n',
+      'tool/garden.yml':
+        'kind: Module\ntype: exec\nname: tool\nbuild:\n  command: [make]\nvariables:\n  x: y\n',
+      'app/garden.yml': `kind: Module
+type: exec
+name: app
+tasks:
+  - name: show
+    command: [echo, "\${modules.db.var.api_token}"]
+  - name: other
+    command: [echo, "\${modules.tool.var.x}"]
+`,
+    });
+    const notSupported = (module: string, key: string) =>
+      `"modules.${module}.var.${key}": a module's variables (modules.${module}.var) are not supported by tend; ` +
+      `read the variable itself, \${var.${key}}, declared in the project's variables or the reading module's`;
+    expect(await loadErrors(root)).toEqual([
+      `app/garden.yml:6: ${notSupported('db', 'api_token')}`,
+      `app/garden.yml:8: ${notSupported('tool', 'x')}`,
     ]);
   });
 });
