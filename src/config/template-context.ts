@@ -29,6 +29,7 @@ import {
 import type { ContextNode, LookupPlace, PathNode, Scope } from '../expressions/evaluate.js';
 import type { SyntaxOptions } from '../expressions/syntax.js';
 import { InputsNode, type LocateInput } from './template-inputs.js';
+import { LocalNode, localMembers } from './template-local.js';
 import type { ForEachItem } from './project.js';
 import { expandMergeKey, hasMergeKey, isMergeable, mergeVariableValues, rawAt } from './variable-layers.js';
 import { TendError } from '../errors.js';
@@ -341,23 +342,6 @@ export class VariablesNode implements ContextNode, PathNode {
   }
 }
 
-/** `local.env.<NAME>`: the process environment. */
-class EnvironmentVariablesNode implements ContextNode {
-  constructor(private readonly env: Record<string, string | undefined>) {}
-
-  member(key: string | number, place: LookupPlace): unknown {
-    const name = String(key);
-    const value = Object.hasOwn(this.env, name) ? this.env[name] : undefined;
-    if (value === undefined)
-      return new Missing(`environment variable "${name}" is not set (used as "${place.text}")`);
-    return value;
-  }
-
-  completions(prefix: string): string[] {
-    return [`${prefix}.<NAME>`];
-  }
-}
-
 /** `secrets.<NAME>`: the values the command loaded; a missing one names where it was looked for. */
 class SecretsNode implements ContextNode {
   constructor(private readonly secrets: SecretsContext | undefined) {}
@@ -524,11 +508,12 @@ const nodes = new WeakMap<object, RecordNode>();
 function nodeOf(
   record: object | undefined,
   members = () => record as Record<string, unknown>,
+  Node: new (members: Record<string, unknown>) => RecordNode = RecordNode,
 ): RecordNode | undefined {
   if (!record) return undefined;
   let node = nodes.get(record);
   if (!node) {
-    node = new RecordNode(members());
+    node = new Node(members());
     nodes.set(record, node);
   }
   return node;
@@ -562,10 +547,7 @@ function variablesScope(
     project: nodeOf(context.project),
     environment: nodeOf(context.environment),
     var: variables,
-    local: nodeOf(context.local, () => ({
-      ...context.local,
-      env: new EnvironmentVariablesNode(context.local.env),
-    })),
+    local: nodeOf(context.local, () => localMembers(context.local), LocalNode),
     actions: new ActionsNode(context, resolveVariable, holdsTemplate),
     runtime: new ActionsNode(context, resolveVariable, holdsTemplate, 'runtime'),
     modules: new ActionsNode(context, resolveVariable, holdsTemplate, 'modules'),
