@@ -8,11 +8,9 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { actionVersions, openProject } from '../../src/commands/context.js';
-import { configure } from '../../src/config/pipeline.js';
 import { ActionGraph } from '../../src/graph/graph.js';
 import { clearSourceCache } from '../../src/graph/sources.js';
-import { builtinPlugins } from '../../src/plugins/builtin.js';
-import { configureError, describedError } from '../helpers/configure.js';
+import { configureAt, configureError, describedError } from '../helpers/configure.js';
 import { makeProject, removeProjects } from '../helpers/project.js';
 
 afterEach(removeProjects);
@@ -38,11 +36,7 @@ spec:
 const files = { 'a.txt': 'a', 'b.txt': 'b', 'skip.txt': 'skip', 'other.txt': 'other' };
 
 async function configured(root: string) {
-  const configuration = await configure({
-    cwd: root,
-    plugins: builtinPlugins(),
-    secrets: () => Promise.resolve(undefined),
-  });
+  const configuration = await configureAt(root);
   return configuration.actions.find((a) => a.ref === 'build.files')!;
 }
 

@@ -5,7 +5,7 @@
  * each config, its spec included; an item that has no kind once expanded says so, at its line.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { configureAt, failure, specCommand } from './fixtures/configure.js';
+import { configureAt, failure, specCommand } from '../helpers/configure.js';
 import { removeProjects, writeProject, yaml } from './fixtures/project.js';
 
 afterAll(removeProjects);

@@ -6,7 +6,7 @@
  * variables from a lower precedence level"). Another `$` key there is still refused.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { configureAt, failure, specCommand } from './fixtures/configure.js';
+import { configureAt, failure, specCommand } from '../helpers/configure.js';
 import { removeProjects, writeProject, yaml } from './fixtures/project.js';
 
 afterAll(removeProjects);
