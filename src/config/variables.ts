@@ -201,6 +201,13 @@ function mentionedInProjectFiles(root: string, name: string): boolean {
 }
 
 /**
+ * A --var's text in a message: cut to 64 characters, control characters and lone surrogates
+ * escaped (a hostile flag is named, never echoed whole).
+ */
+const shownFlagText = (text: string) =>
+  JSON.stringify(text.length <= 64 ? text : `${text.slice(0, 64)}…`).slice(1, -1);
+
+/**
  * Refuses a `--var` that names a variable nothing reads: no `${var.<name>}` in tend.yml, any
  * action or any other file of the project (a manifest), and not declared (`variables:` of the
  * project, an environment or an action, or a varfile read for this command). A plugin that reads `environment.variables` itself finds a declared one.
@@ -239,7 +246,7 @@ export function checkVarFlagsRead(
   const names = [...known].sort();
   throw new TendError(
     'TEND_USAGE',
-    `--var ${flag}=${flags[flag]}: no configuration reads variable "${unread}"` +
+    `--var ${shownFlagText(flag)}=${shownFlagText(flags[flag]!)}: no configuration reads variable "${shownFlagText(unread)}"` +
       (similar ? ` (did you mean ${similar}?)` : ''),
     {
       detail: {

@@ -177,6 +177,16 @@ describe('--var', () => {
       code: 'TEND_USAGE',
       message: '--var nope=1: no configuration reads variable "nope"',
     });
+    // A hostile flag is named cut and escaped, never echoed whole (a lone surrogate reaches tend as U+FFFD).
+    const hostile = await runTend(
+      ['validate', '--var', `${'x'.repeat(10_000)}=\u001b[2J\ud800${'v'.repeat(10_000)}`, '--json'],
+      { cwd: root },
+    );
+    expect(hostile.code).toBe(2);
+    const { message } = JSON.parse(hostile.stdout).error as { message: string };
+    expect(message).toBe(
+      `--var ${'x'.repeat(64)}…=\\u001b[2J\ufffd${'v'.repeat(59)}…: no configuration reads variable "${'x'.repeat(64)}…"`,
+    );
     // A variable read or declared is accepted, and one a varfile sets (a plugin may read it).
     expect(await namespaceOf(root, '--var', 'greeting=hi', '--var', 'a=x')).toBe('x-env-env-env-env');
     expect(
