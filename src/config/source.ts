@@ -4,7 +4,7 @@
  * loading and parsed again only when a later error needs a position.
  */
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseAllDocuments, visit } from 'yaml';
-import type { Document, Node } from 'yaml';
+import type { Alias, Document, Node } from 'yaml';
 import type { SourceLocation } from '../errors.js';
 import type { ConfigProblem } from './diagnostics.js';
 import type { ConfigPath, LocateTarget } from './project.js';
@@ -64,8 +64,15 @@ export class SourceFile {
       try {
         documents.push({ index, value: doc.toJS({ maxAliasCount: 1000 }), location });
       } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
-        problems.push({ code: 'TEND_CONFIG_YAML', message: `YAML error: ${message}`, location });
+        const alias = unresolvedAlias(doc);
+        const message = alias
+          ? `the alias *${alias.source} names no anchor &${alias.source} set before it; ` +
+            'a plain value starting with * is a YAML alias: quote the value if it is text'
+          : error instanceof Error
+            ? error.message
+            : String(error);
+        const at = alias?.range ? this.position(alias.range[0]) : location;
+        problems.push({ code: 'TEND_CONFIG_YAML', message: `YAML error: ${message}`, location: at });
       }
     });
     return { documents, problems };
@@ -161,4 +168,25 @@ function yamlMessage(
     if (key !== undefined) return `duplicate key "${key}"; keys must be unique in a mapping`;
   }
   return `YAML syntax error: ${message}`;
+}
+
+/**
+ * The first alias of a document that no anchor before it names (`host: *HOSTNAME`, often a
+ * README's placeholder): the YAML library's error names no position. One pass in document order,
+ * as an alias refers to the last anchor of its name before it.
+ */
+function unresolvedAlias(doc: Document.Parsed): Alias | undefined {
+  const anchors = new Set<string>();
+  let found: Alias | undefined;
+  visit(doc, {
+    Node(_key, node) {
+      if (node.anchor) anchors.add(node.anchor);
+    },
+    Alias(_key, node) {
+      if (anchors.has(node.source)) return undefined;
+      found = node;
+      return visit.BREAK;
+    },
+  });
+  return found;
 }

@@ -92,6 +92,28 @@ const cases: Case[] = [
     code: 'TEND_CONFIG_YAML',
   },
   {
+    name: 'alias that no anchor before it names (a README placeholder such as *HOSTNAME*)',
+    files: {
+      'tend.yml': project,
+      'api.tend.yml': build + '---\nkind: Deploy\ntype: cmd\nname: api\nspec:\n  command: [echo, *MSG]\n',
+    },
+    error:
+      'api.tend.yml:10:19: YAML error: the alias *MSG names no anchor &MSG set before it; ' +
+      'a plain value starting with * is a YAML alias: quote the value if it is text',
+    code: 'TEND_CONFIG_YAML',
+  },
+  {
+    name: 'alias used before its anchor',
+    files: {
+      'tend.yml': project,
+      'api.tend.yml': 'kind: Build\ntype: cmd\nname: *n\nspec: { command: [make], env: { A: &n api } }\n',
+    },
+    error:
+      'api.tend.yml:3:7: YAML error: the alias *n names no anchor &n set before it; ' +
+      'a plain value starting with * is a YAML alias: quote the value if it is text',
+    code: 'TEND_CONFIG_YAML',
+  },
+  {
     name: 'document without kind',
     files: { 'tend.yml': project, 'api.tend.yml': '# the api\ntype: cmd\nname: api\n' },
     error:
