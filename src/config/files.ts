@@ -4,8 +4,10 @@
  * `garden.yaml`, `*.garden.yml` and `*.garden.yaml` anywhere in the project, minus what the
  * project's `scan.include` / `scan.exclude` (or 0.12's `modules.include` / `modules.exclude`)
  * leave out and what its ignore files (`dotIgnoreFile`, default `.gardenignore`, in any
- * directory, gitignore syntax; they leave files out of actions' sources too) list. The project root is the nearest directory, from the
- * working directory up, with a `tend.yml` or a Garden file that declares `kind: Project`.
+ * directory, gitignore syntax; they leave files out of actions' sources too) list. A Garden file
+ * at the root they leave out is still read for its Project document, as Garden reads it. The
+ * project root is the nearest directory, from the working directory up, with a `tend.yml` or a
+ * Garden file that declares `kind: Project`.
  */
 import { existsSync, readdirSync, readFileSync, statSync, type Dirent } from 'node:fs';
 import path from 'node:path';
@@ -165,23 +167,38 @@ export function gardenScanSettings(project: Record<string, unknown> | undefined)
   return { ...(include ? { include } : {}), ...(exclude ? { exclude } : {}), ignoreFiles };
 }
 
+/** The project's configuration files, and which of the root's Garden files are read for the Project alone. */
+export interface ConfigFiles {
+  /** Every configuration file, relative to the root with `/` separators: the project files first. */
+  files: string[];
+  /**
+   * The project files of Garden's that the scan leaves out: Garden reads the Project document of
+   * the root's files whatever the scan says (findProjectConfig), their other documents only when
+   * the scan keeps them, as any other Garden file.
+   */
+  projectDocumentOnly: string[];
+}
+
 /**
- * Every configuration file of the project, relative to the root with `/` separators: the
- * `projectFiles` first (as given), then the others in path order.
+ * Every configuration file of the project: the `projectFiles` first (as given), then the others
+ * in path order.
  */
 export async function findConfigFiles(
   root: string,
   projectFiles: readonly string[],
   garden: GardenScanSettings,
-): Promise<string[]> {
+): Promise<ConfigFiles> {
   const found = configFilesBelow(root);
-  const gardenFiles = found.filter((file) => isGardenFile(file) && !projectFiles.includes(file));
+  const gardenFiles = [...new Set([...projectFiles, ...found])].filter(isGardenFile);
   const kept = new Set(await keptGardenFiles(root, gardenFiles, garden));
   const others = found
     .filter((file) => !projectFiles.includes(file))
     .filter((file) => !isGardenFile(file) || kept.has(file))
     .sort();
-  return [...projectFiles, ...others];
+  return {
+    files: [...projectFiles, ...others],
+    projectDocumentOnly: projectFiles.filter((file) => isGardenFile(file) && !kept.has(file)),
+  };
 }
 
 /**

@@ -18,7 +18,7 @@ import {
   projectFileCandidates,
 } from './files.js';
 import { ParseCache } from './parse-cache.js';
-import { SourceFile } from './source.js';
+import { isProjectDocument, SourceFile } from './source.js';
 import { projectTemplateSyntax } from './template-syntax.js';
 
 /** Not node:fs/promises: loading it loads readline too, ~2 ms of every start. */
@@ -45,27 +45,31 @@ export async function findFiles(options: { root?: string; cwd: string }): Promis
   const root = findProjectRoot(options);
   const cache = new ParseCache(statePaths(root).cache);
   const hashes = new Map<SourceFile, string>();
+  const source = (name: string, text: string, projectDocumentOnly = false) => {
+    const sha256 = sha256Hex(text);
+    const file = new SourceFile(name, text, cache.lookup(name, text, sha256), projectDocumentOnly);
+    hashes.set(file, sha256);
+    return file;
+  };
   const read = (names: readonly string[]) =>
-    Promise.all(
-      names.map(async (name) => {
-        const text = await readFileAsync(path.join(root, name), 'utf8');
-        const sha256 = sha256Hex(text);
-        const file = new SourceFile(name, text, cache.lookup(name, text, sha256));
-        hashes.set(file, sha256);
-        return file;
-      }),
-    );
+    Promise.all(names.map(async (name) => source(name, await readFileAsync(path.join(root, name), 'utf8'))));
   // The Project document says where a Garden project's other files are (scan, dotIgnoreFile).
-  const projectFiles = await read(projectFileCandidates(root));
-  const projectFile = projectFiles.find((file) => projectDocumentOf(file) !== undefined) ?? projectFiles[0]!;
-  const gardenProject = isGardenFileName(projectFile.file) ? projectDocumentOf(projectFile) : undefined;
+  const candidates = await read(projectFileCandidates(root));
+  const projectCandidate = candidates.find((file) => projectDocumentOf(file) !== undefined) ?? candidates[0]!;
+  const gardenProject = isGardenFileName(projectCandidate.file)
+    ? projectDocumentOf(projectCandidate)
+    : undefined;
   const scan = gardenScanSettings(gardenProject);
-  const names = await findConfigFiles(
+  const found = await findConfigFiles(
     root,
-    projectFiles.map((file) => file.file),
+    candidates.map((file) => file.file),
     scan,
   );
-  const files = [...projectFiles, ...(await read(names.slice(projectFiles.length)))];
+  const projectFiles = candidates.map((file) =>
+    found.projectDocumentOnly.includes(file.file) ? source(file.file, file.text, true) : file,
+  );
+  const projectFile = projectFiles[candidates.indexOf(projectCandidate)]!;
+  const files = [...projectFiles, ...(await read(found.files.slice(projectFiles.length)))];
   return {
     root,
     projectFiles,
@@ -74,7 +78,7 @@ export async function findFiles(options: { root?: string; cwd: string }): Promis
     templateSyntax: projectTemplateSyntax(gardenProject),
     ignoreFiles: gardenProject ? scan.ignoreFiles : [],
     remember() {
-      for (const file of files) cache.store(file.file, hashes.get(file)!, file.parse().documents);
+      for (const file of files) cache.store(file.file, hashes.get(file)!, file.parseAll().documents);
       cache.save();
     },
   };
@@ -82,8 +86,6 @@ export async function findFiles(options: { root?: string; cwd: string }): Promis
 
 /** A file's Project document, if it has one (the first). */
 function projectDocumentOf(file: SourceFile): Record<string, unknown> | undefined {
-  const document = file
-    .parse()
-    .documents.find((doc) => (doc.value as { kind?: unknown } | null)?.kind === 'Project');
-  return document?.value as Record<string, unknown> | undefined;
+  return file.parseAll().documents.find((doc) => isProjectDocument(doc.value))?.value as
+    Record<string, unknown> | undefined;
 }

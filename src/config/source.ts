@@ -18,26 +18,46 @@ export interface SourceDocument {
   location: SourceLocation;
 }
 
+/** Whether a document's data is a Project (`kind: Project`). */
+export function isProjectDocument(value: unknown): value is Record<string, unknown> {
+  return (value as { kind?: unknown } | null)?.kind === 'Project';
+}
+
 export class SourceFile {
   #lineCounter: LineCounter | undefined;
   #documents: Document.Parsed[] | undefined;
   #result: { documents: SourceDocument[]; problems: ConfigProblem[] } | undefined;
+  #projectDocuments: { documents: SourceDocument[]; problems: ConfigProblem[] } | undefined;
 
   /**
    * @param file path relative to the project root, with `/` separators
    * @param text the file's content
-   * @param parsed what `parse` gave for this content before (src/config/parse-cache.ts)
+   * @param parsed what `parseAll` gave for this content before (src/config/parse-cache.ts)
+   * @param projectDocumentOnly only its Project document is configuration: a Garden file at the
+   *   root that the project's scan leaves out, which Garden reads for the Project alone
    */
   constructor(
     readonly file: string,
     readonly text: string,
     parsed?: SourceDocument[],
+    readonly projectDocumentOnly = false,
   ) {
     if (parsed) this.#result = { documents: parsed, problems: [] };
   }
 
-  /** Parses every document (once); YAML errors become problems and their documents are left out. */
+  /** The documents that are configuration (all, or the Project alone), and the file's YAML problems. */
   parse(): { documents: SourceDocument[]; problems: ConfigProblem[] } {
+    if (!this.projectDocumentOnly) return this.parseAll();
+    const { documents, problems } = this.parseAll();
+    this.#projectDocuments ??= {
+      documents: documents.filter((doc) => isProjectDocument(doc.value)),
+      problems,
+    };
+    return this.#projectDocuments;
+  }
+
+  /** Parses every document (once); YAML errors become problems and their documents are left out. */
+  parseAll(): { documents: SourceDocument[]; problems: ConfigProblem[] } {
     this.#result ??= this.#parse();
     return this.#result;
   }
