@@ -60,11 +60,18 @@ export async function findFiles(options: { root?: string; cwd: string }): Promis
     ? projectDocumentOf(projectCandidate)
     : undefined;
   const scan = gardenScanSettings(gardenProject);
-  const found = await findConfigFiles(
-    root,
-    candidates.map((file) => file.file),
-    scan,
-  );
+  // A Project document that does not parse leaves the scan settings unknown: scanning without them
+  // reports files the project leaves out, burying its one real error (Garden stops at it).
+  const projectUnread =
+    projectDocumentOf(projectCandidate) === undefined &&
+    candidates.some((file) => file.parseAll().problems.length > 0);
+  const found = projectUnread
+    ? { files: candidates.map((file) => file.file), projectDocumentOnly: [] as string[] }
+    : await findConfigFiles(
+        root,
+        candidates.map((file) => file.file),
+        scan,
+      );
   const projectFiles = candidates.map((file) =>
     found.projectDocumentOnly.includes(file.file) ? source(file.file, file.text, true) : file,
   );

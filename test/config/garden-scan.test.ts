@@ -104,4 +104,20 @@ describe('Garden files at the project root and the scan', () => {
     expect(error.code).toBe('TEND_CONFIG_YAML');
     expect(error.location).toMatchObject({ file: 'broken.garden.yml', line: 2 });
   });
+
+  it('a Project document that does not parse: its YAML error alone, no file the unread scan settings would leave out', async () => {
+    const root = makeProject({
+      'project.garden.yml': `${gardenProject('scan:\n  include: [apps/**/*]\n')}variables:\n  a: 1\n  a: 2\n`,
+      'apps/a/garden.yml': execBuild('a'),
+      // Scanned without the Project's settings, this file would add an error of its own.
+      'vendor/garden.yml': 'kind: Module\ntype: test\nname: vendored\n',
+    });
+    const error = await failure(load(root));
+    expect(error.detail?.errors).toEqual([
+      expect.objectContaining({
+        code: 'TEND_CONFIG_YAML',
+        location: expect.objectContaining({ file: 'project.garden.yml', line: 9 }),
+      }),
+    ]);
+  });
 });
