@@ -15,6 +15,7 @@ import type {
   TemplateFiles,
 } from '../plugin/types.js';
 import { checkSchema, configError, type ConfigProblem } from './diagnostics.js';
+import { convertScalars } from './convert-scalars.js';
 import { actionContext } from './action-variables.js';
 import type { TemplateContext } from './template-context.js';
 import { checkTemplateText } from './template-text.js';
@@ -46,7 +47,7 @@ function hasTemplates(action: ActionConfig): boolean {
  * An action's spec once its template expressions are resolved, made to fit the action type's
  * spec schema: a single-expression template keeps its value's type (`port: ${var.port}` gives a
  * number), so scalars are converted where the schema wants another one (a number where it wants a
- * string, `"8080"` where it wants a number). Then the values that were templates when loading are
+ * string; `"8080"` where it wants a number, as Garden's Joi converts it: convert-scalars.ts). Then the values that were templates when loading are
  * checked. Throws TEND_CONFIG_INVALID naming the value's file:line:column.
  */
 export function checkResolvedSpec(
@@ -57,7 +58,7 @@ export function checkResolvedSpec(
   const specSchema = actionTypeIndex(plugins).get(action.type)?.kinds.get(action.kind);
   // Without a template the spec resolves to itself, which the load checked in full.
   if (!specSchema || !hasTemplates(action)) return spec;
-  const converted = Value.Convert(specSchema, structuredClone(spec));
+  const converted = convertScalars(specSchema, spec, { numbersToText: true });
   const problems = checkSchema(specSchema, converted, {
     basePath: ['spec'],
     rootLabel: 'spec',

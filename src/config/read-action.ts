@@ -16,6 +16,7 @@ import { sourceProblem, splitPatternTemplates } from './action-source.js';
 import { dependencyTemplateProblems, splitDependencies } from './action-dependencies.js';
 import { readBuildKeys, type RawBuildKeys } from './build-keys.js';
 import { checkSchema, type ConfigProblem } from './diagnostics.js';
+import { convertScalars } from './convert-scalars.js';
 import { placeVariableLayer } from './variable-layers.js';
 import { actionRef, type ActionConfig } from './project.js';
 import type { ConfigDocument } from './read-documents.js';
@@ -93,7 +94,9 @@ export function readActionDocument(
   const before = reading.problems.length;
 
   const { type, specSchema } = actionTypeOf(kind, raw, reading, locate);
-  const spec = raw.spec === undefined || raw.spec === null ? {} : raw.spec;
+  const written = raw.spec === undefined || raw.spec === null ? {} : raw.spec;
+  // A number or boolean written as a string is one, as Garden's Joi schemas convert it.
+  const spec = specSchema ? convertScalars(specSchema, written) : written;
   if (specSchema) {
     reading.problems.push(
       ...checkSchema(specSchema, spec, {
