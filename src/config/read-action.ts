@@ -95,18 +95,20 @@ export function readActionDocument(
 
   const { type, specSchema } = actionTypeOf(kind, raw, reading, locate);
   const written = raw.spec === undefined || raw.spec === null ? {} : raw.spec;
-  // A number or boolean written as a string is one, as Garden's Joi schemas convert it.
-  const spec = specSchema ? convertScalars(specSchema, written) : written;
+  let spec: unknown = written;
   if (specSchema) {
-    reading.problems.push(
-      ...checkSchema(specSchema, spec, {
-        basePath: ['spec'],
-        rootLabel: 'spec',
-        skipTemplated: true,
-        locate,
-        writtenPath,
-      }),
-    );
+    const checkOptions = { basePath: ['spec'], rootLabel: 'spec', skipTemplated: true, locate, writtenPath };
+    let problems = checkSchema(specSchema, written, checkOptions);
+    // A number or boolean written as a string is one, as Garden's Joi schemas convert it: looked
+    // for only when the spec fails as written (converting every spec costs every load).
+    if (problems.length > 0) {
+      const converted = convertScalars(specSchema, written);
+      if (converted !== written) {
+        spec = converted;
+        problems = checkSchema(specSchema, converted, checkOptions);
+      }
+    }
+    reading.problems.push(...problems);
   }
   // A malformed reference is the cross-check's to report: not when it reads an action tend does not load.
   const templates = checkTemplateSyntax(spec, ['spec'], (p) => locate(p), {
