@@ -25,6 +25,7 @@ import type { ConfigNote } from './read-documents.js';
 import { actionTypeIndex } from './schema.js';
 import { containsTemplate } from './template.js';
 import { directDependencies } from './build-keys.js';
+import { varPathKeys } from './var-overrides.js';
 
 const templated = new WeakMap<ActionConfig, boolean>();
 
@@ -120,16 +121,20 @@ export async function templateFileProblems(
 }
 
 /**
- * An action reading a variable nothing declares, in its spec or its templated files: a note, not a
- * problem. As Garden resolves both only to run the action, it is one run with `--var`
- * (`tend run propose --var node=…`), and fails without it.
+ * An action reading a variable nothing declares, or a key its declared variable does not hold
+ * (`creds.user`), in its spec or its templated files: a note, not a problem. As Garden resolves
+ * both only to run the action, it is one run with `--var` (`tend run propose --var node=…`), and
+ * fails without it.
  */
 export function undeclaredVariableNote(
   action: ActionConfig,
   variable: string,
   location: SourceLocation,
 ): ConfigNote {
-  const message = `${action.ref} reads variable "${variable}", which nothing declares: it runs only when given one (--var ${variable}=…)`;
+  const [declared, ...inside] = varPathKeys(variable);
+  const unheld =
+    inside.length > 0 ? `which variable "${String(declared)}" does not hold` : 'which nothing declares';
+  const message = `${action.ref} reads variable "${variable}", ${unheld}: it runs only when given one (--var ${variable}=…)`;
   return { message, location };
 }
 

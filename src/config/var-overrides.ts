@@ -110,7 +110,9 @@ export function varOverridesLayer(
 
 /**
  * A key missing inside a declared variable (`${var.db.password}` where `db` has no `password`)
- * with the --var that sets it: the dotted path, not `--var db=…`, which would replace `db`.
+ * with the --var that sets it: the dotted path, not `--var db=…`, which would replace `db`. Like a
+ * variable nothing declares, it is `undeclared` (its dotted path): a value to pass when the
+ * command runs, which `tend validate` notes where it notes an undeclared one.
  */
 export function withVarFlagHint(missing: Missing, keys: readonly PathKey[], variable: unknown): Missing {
   if (missing.later || missing.undeclared !== undefined) return missing;
@@ -122,7 +124,7 @@ export function withVarFlagHint(missing: Missing, keys: readonly PathKey[], vari
       const path = varPathText(keys.slice(0, i + 1));
       return path === undefined
         ? missing
-        : new Missing(`${missing.reason}; set it with --var ${path}=<value>`);
+        : new Missing(`${missing.reason}; set it with --var ${path}=<value>`, false, path);
     }
     value = (value as Record<PathKey, unknown>)[key];
   }

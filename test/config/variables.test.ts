@@ -225,7 +225,13 @@ describe('--var', () => {
         '',
       ].join('\n'),
     });
-    const missing = await runTend(['validate'], { cwd: root });
+    // As for a variable nothing declares: validate notes it, and the Run fails without it.
+    const validated = await runTend(['validate'], { cwd: root });
+    expect(validated.code, validated.stderr).toBe(0);
+    expect(validated.stdout).toContain(
+      'run.show reads variable "db.password", which variable "db" does not hold: it runs only when given one (--var db.password=…)',
+    );
+    const missing = await runTend(['run', 'show'], { cwd: root });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain(
       'unknown key "var.db.password"; available: var.db.user; set it with --var db.password=<value>',
