@@ -16,7 +16,7 @@ import {
 } from './check-spec.js';
 import { configError, problemsOfError, sortProblems, type ConfigProblem } from './diagnostics.js';
 import { actionContext } from './action-variables.js';
-import { isRefusedProvider, unlistedProvider } from './cross-check.js';
+import { firstOfModule, isRefusedProvider, providerUser, unlistedProvider } from './cross-check.js';
 import {
   namespaceHeader,
   targetNamespace,
@@ -147,13 +147,17 @@ export class Configuration {
    * The enabled actions whose type's provider the environment does not use: its entries are all
    * limited to other environments, or, beside a provider tend refuses elsewhere (which leaves it
    * to the environment: cross-check.ts), there is none (one refused here is the environment's
-   * error already: providersOf). Running such an action fails; Garden refuses it when it builds the graph.
+   * error already: providersOf). Running such an action fails, so validate refuses it (Garden
+   * loads its fixed plugins' types, `container` among them, in every environment, and fails at
+   * the deploy). A 0.12 module's actions are one error, the module's.
    */
   private providerlessActions(): ConfigProblem[] {
     const used = new Set(this.providers.map((entry) => entry.name));
+    const saidOfModules = new Set<string>();
     return this.actions.flatMap((action) => {
       const plugin = this.actionPlugin(action)?.name;
-      if (plugin === undefined || used.has(plugin)) return [];
+      if (plugin === undefined || used.has(plugin) || !firstOfModule(saidOfModules, action, plugin))
+        return [];
       const entries = this.project.providers.filter((entry) => entry.name === plugin);
       if (entries.length === 0) {
         // Without a refused entry, read-config said it for every environment.
@@ -163,12 +167,18 @@ export class Configuration {
       const where = entries.map(
         (entry) => `${formatLocation(entry.location)} for ${entry.environments!.join(', ')}`,
       );
+      const environment = this.environment.name;
+      // A 0.12 module has no `environments:`; `disabled:` leaves out all of its actions.
+      const limit =
+        action.fromModule === undefined
+          ? 'limit the action with environments:'
+          : `disable the module in it: \`disabled: \${environment.name == "${environment}"}\``;
       return [
         {
           code: 'TEND_PROVIDER_NOT_FOUND' as const,
           message:
-            `action type "${action.writtenType ?? action.type}" comes from provider "${plugin}", which environment "${this.environment.name}" does not use: ` +
-            `its entries are limited to other environments (${where.join('; ')}); add this environment to one, or limit the action with environments:`,
+            `${providerUser(action)} comes from provider "${plugin}", which environment "${environment}" does not use: ` +
+            `its entries are limited to other environments (${where.join('; ')}); add this environment to one, or ${limit}`,
           location: action.locate(['type']),
         },
       ];

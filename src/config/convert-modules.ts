@@ -129,6 +129,7 @@ export class ModuleConverter {
           writtenPath: (p) => translation.originalPath(p),
           ...(rendered ? { origin: { dir, rendered } } : {}),
           ...(translation.writtenType ? { writtenType: translation.writtenType } : {}),
+          ...(translation.fromModule !== undefined ? { fromModule: translation.fromModule } : {}),
         };
       }
     }

@@ -51,6 +51,7 @@ export function crossCheck(
   // With a provider tend refuses where it is used, whether an action lacks its provider depends on
   // the environment chosen: Configuration says so there (providerlessActions).
   const refusedSomewhere = project?.providers.some(isRefusedProvider);
+  const saidOfModules = new Set<string>();
   for (const { action, plugin, templateReferences } of actions) {
     action.dependencies.forEach((dependency, i) => {
       const where = () => action.locate(['dependencies', i]);
@@ -88,7 +89,13 @@ export function crossCheck(
     if (project && !isGardenFile(action.location.file)) {
       problems.push(...environmentsProblems(action, new Set(project.environments.map((e) => e.name))));
     }
-    if (project && plugin && !configured.has(plugin) && !refusedSomewhere) {
+    if (
+      project &&
+      plugin &&
+      !configured.has(plugin) &&
+      !refusedSomewhere &&
+      firstOfModule(saidOfModules, action, plugin)
+    ) {
       problems.push(unlistedProvider(action, plugin, project.file));
     }
   }
@@ -102,11 +109,34 @@ export function isRefusedProvider(entry: ProviderEntry): boolean {
   return entry.problems?.some((found) => found.code === 'TEND_CONFIG_UNSUPPORTED') ?? false;
 }
 
+/**
+ * What an error of a missing provider is about: the action's type as written, or the 0.12 module
+ * it was converted from, whose `type:` its actions share (and whose error is said once: `firstOfModule`).
+ */
+export function providerUser(action: ActionConfig): string {
+  const type = action.writtenType ?? action.type;
+  return action.fromModule === undefined
+    ? `action type "${type}"`
+    : `module ${action.fromModule} (type "${type}")`;
+}
+
+/**
+ * False for the second and later actions of one 0.12 module lacking one provider: the module's
+ * error is said once (`seen` holds those said), not once per action it becomes.
+ */
+export function firstOfModule(seen: Set<string>, action: ActionConfig, plugin: string): boolean {
+  if (action.fromModule === undefined) return true;
+  const key = `${action.fromModule}\0${plugin}`;
+  if (seen.has(key)) return false;
+  seen.add(key);
+  return true;
+}
+
 /** An action whose type's provider no entry of the project lists: the error at its type, as written. */
 export function unlistedProvider(action: ActionConfig, plugin: string, projectFile: string): ConfigProblem {
   return {
     code: 'TEND_PROVIDER_NOT_FOUND',
-    message: `action type "${action.writtenType ?? action.type}" comes from provider "${plugin}", which is not listed under providers in ${projectFile}`,
+    message: `${providerUser(action)} comes from provider "${plugin}", which is not listed under providers in ${projectFile}`,
     location: action.locate(['type']),
   };
 }

@@ -117,6 +117,8 @@ export interface ActionConfig {
   type: string;
   /** The type its Garden document names, where tend runs the action as another (a container Run as kubernetes-pod). */
   writtenType?: string;
+  /** The name of the Garden 0.12 module it was converted from (one of the actions the module becomes). */
+  fromModule?: string;
   name: string;
   /** `build.api`: lower-case kind, dot, name. */
   ref: string;

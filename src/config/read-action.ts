@@ -49,7 +49,7 @@ export function readActionDocument(
   kind: ActionKind,
   reading: ActionReading,
 ): PendingAction | undefined {
-  const { file, doc, locate, origin, writtenType, writtenPath } = document;
+  const { file, doc, locate, origin, writtenType, writtenPath, fromModule } = document;
   const problem = (code: ConfigProblem['code'], message: string, location: SourceLocation) =>
     reading.problems.push({ code, message, location });
   const name = typeof value.name === 'string' ? value.name : undefined;
@@ -156,6 +156,7 @@ export function readActionDocument(
       name: raw.name,
       ref,
       ...(writtenType ? { writtenType } : {}),
+      ...(fromModule !== undefined ? { fromModule } : {}),
       ...(raw.description !== undefined ? { description: raw.description } : {}),
       dependencies: dependencies.written,
       ...(dependencies.templates.length > 0 ? { dependencyTemplates: dependencies.templates } : {}),

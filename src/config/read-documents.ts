@@ -24,6 +24,8 @@ export interface ConfigDocument {
   origin?: { dir: string; rendered: RenderedFrom };
   /** The action's type as its Garden document names it, where tend runs it as another (a container Run). */
   writtenType?: string;
+  /** The name of the Garden 0.12 module it was converted from. */
+  fromModule?: string;
 }
 
 /** What tend read and accepts without doing it (a Garden setting it ignores, a Workflow it does not run). */

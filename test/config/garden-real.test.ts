@@ -273,6 +273,62 @@ ${execRun}`,
   });
 });
 
+describe('a 0.12 module whose type comes from a provider the environment does not use', () => {
+  const project = `kind: Project
+name: modules
+environments: [{ name: local }, { name: remote }]
+providers:
+  - name: local-kubernetes
+    environments: [local]
+`;
+  const module = (extra = '') => `kind: Module
+type: container
+name: api
+${extra}services:
+  - name: api
+    ports: [{ name: http, containerPort: 8080 }]
+tests:
+  - name: unit
+    args: [echo, ok]
+`;
+
+  it('is one error for the module, not one per action it becomes, with the hint a module can follow', async () => {
+    const root = makeProject({
+      'project.garden.yml': project,
+      'garden.yml': module(),
+      Dockerfile: 'FROM nginx\n',
+    });
+    expect(await problemLines(validateCommand({ root, var: [], env: 'remote' }))).toEqual([
+      'TEND_PROVIDER_NOT_FOUND garden.yml:2 module api (type "container") comes from provider "kubernetes", ' +
+        'which environment "remote" does not use: its entries are limited to other environments (project.garden.yml:5:5 for local); ' +
+        'add this environment to one, or disable the module in it: `disabled: ${environment.name == "remote"}`',
+    ]);
+  });
+
+  it('listed under no provider at all, is one error for the module too', async () => {
+    const root = makeProject({
+      'project.garden.yml': 'kind: Project\nname: modules\nenvironments: [{ name: local }]\nproviders: []\n',
+      'garden.yml': module(),
+      Dockerfile: 'FROM nginx\n',
+    });
+    expect(await problemLines(validateCommand({ root, var: [] }))).toEqual([
+      'TEND_PROVIDER_NOT_FOUND garden.yml:2 module api (type "container") comes from provider "kubernetes", ' +
+        'which is not listed under providers in project.garden.yml',
+    ]);
+  });
+
+  it('follows the hint: disabled in that environment, the module validates there, and is loaded in the other', async () => {
+    const root = makeProject({
+      'project.garden.yml': project,
+      'garden.yml': module('disabled: ${environment.name == "remote"}\n'),
+      Dockerfile: 'FROM nginx\n',
+    });
+    expect((await validateCommand({ root, var: [], env: 'remote' })).exitCode).toBe(0);
+    const local = await validateCommand({ root, var: [], env: 'local' });
+    expect(local.data.actions.map((a) => a.ref)).toEqual(['build.api', 'deploy.api', 'test.api-unit']);
+  });
+});
+
 describe('a provider tend refuses, limited to some environments (garden-io/garden-coder-example: ephemeral-kubernetes)', () => {
   const project = (providers: string) => `apiVersion: garden.io/v1
 kind: Project

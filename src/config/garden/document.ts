@@ -35,6 +35,7 @@ export function readGardenDocument(
         const moved = new Translation();
         for (const [to, from] of action.moves) moved.moved(to, from);
         const own = new Translation(moved);
+        own.fromModule = String(value.name);
         return { value: translateGardenAction(action.value, own, context.index), translation: own };
       }),
     ];

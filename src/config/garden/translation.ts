@@ -39,6 +39,8 @@ export class Translation {
   runnable: { kind: 'Workflow' | 'Command'; value: GardenRecord } | undefined;
   /** The action's type as the Garden document names it, where tend runs it as another (a container Run). */
   writtenType: string | undefined;
+  /** The name of the 0.12 module the action was converted from. */
+  fromModule: string | undefined;
   /** Translated path prefix → the Garden document's path prefix, for renamed and moved keys. */
   readonly #moves: [ConfigPath, ConfigPath][] = [];
 
