@@ -61,26 +61,29 @@ export function withEnvironmentSource(
   return { ...rest, sourceDir };
 }
 
-const patternKeys: readonly PatternKey[] = ['include', 'exclude'];
+export const patternKeys: readonly PatternKey[] = ['include', 'exclude'];
 
 /**
- * `include:` / `exclude:` split: the value to check against the schema (without a templated
- * one), and the templated ones as written, each checked for syntax, and for what Garden cannot
- * know there (another action's outputs), at its line.
+ * Keys Garden resolves before any action runs (`include:`, `exclude:`, `timeout:`) split: the
+ * value to check against the schema (without a templated one), and the templated ones as written,
+ * each checked for syntax, and for what Garden cannot know there (another action's outputs), at
+ * its line.
  */
-export function splitPatternTemplates(
+export function splitEnvironmentTemplates<Key extends string>(
   value: Record<string, unknown>,
+  keys: readonly Key[],
   ref: string,
   locate: Locate,
   options: { syntax: SyntaxOptions; extraRoots: readonly string[] },
   problems: ConfigProblem[],
-): { checked: Record<string, unknown>; patternTemplates?: ActionConfig['patternTemplates'] } {
-  const templated = patternKeys.filter((key) => containsTemplate(value[key]));
+): { checked: Record<string, unknown>; templates?: Partial<Record<Key, unknown>> } {
+  const templated = keys.filter((key) => containsTemplate(value[key]));
   if (templated.length === 0) return { checked: value };
   const checked = { ...value };
-  const patternTemplates: ActionConfig['patternTemplates'] = {};
+  const templates: Partial<Record<Key, unknown>> = {};
+  const resolvedEarly = `${keys.join(' and ')} ${keys.length > 1 ? 'are' : 'is'} resolved before any action runs`;
   for (const key of templated) {
-    patternTemplates[key] = value[key];
+    templates[key] = value[key];
     delete checked[key];
     const syntax = checkTemplateSyntax(value[key], [key], (p) => locate(p), {
       ...options,
@@ -91,13 +94,13 @@ export function splitPatternTemplates(
       problems.push({
         code: 'TEND_CONFIG_INVALID',
         message:
-          `${key} of ${ref} reads "${reference.text}": include and exclude are resolved before any action runs, ` +
+          `${key} of ${ref} reads "${reference.text}": ${resolvedEarly}, ` +
           'with the project, environment, variables, local, git, secrets and this (as Garden resolves them); use a variable',
         location: locate(reference.path),
       });
     }
   }
-  return { checked, patternTemplates };
+  return { checked, templates };
 }
 
 /**

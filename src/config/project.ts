@@ -156,6 +156,11 @@ export interface ActionConfig {
    * once the environment is chosen (action-source.ts), which sets `include` / `exclude`.
    */
   patternTemplates?: Partial<Record<PatternKey, unknown>>;
+  /**
+   * `timeout:` when it holds `${…}`, as written: resolved once the environment is chosen
+   * (action-timeout.ts), which sets `timeout`.
+   */
+  timeoutTemplate?: unknown;
   /** Its own variables, lowest first: `variables:`, then each of `varfiles:` (absent when none). */
   variableLayers?: Record<string, VariableValue>[];
   /**

@@ -12,7 +12,7 @@ import {
   readActionVariableLayers,
   type RawActionVariables,
 } from './action-variables.js';
-import { sourceProblem, splitPatternTemplates } from './action-source.js';
+import { patternKeys, sourceProblem, splitEnvironmentTemplates } from './action-source.js';
 import { dependencyTemplateProblems, splitDependencies } from './action-dependencies.js';
 import { readBuildKeys, type RawBuildKeys } from './build-keys.js';
 import { checkSchema, type ConfigProblem } from './diagnostics.js';
@@ -60,15 +60,20 @@ export function readActionDocument(
     dependencies.templates.length > 0 ? { ...value, dependencies: dependencies.checked } : value;
   // A rendered action's templates read its RenderTemplate's, as in Garden.
   const templateRoots = { extraRoots: origin ? renderedRoots : [], syntax: reading.templateSyntax };
-  // Templated include/exclude are resolved once the environment is chosen (action-source.ts).
-  const patterns = splitPatternTemplates(
-    withoutTemplatedDependencies,
-    name !== undefined ? actionRef(kind, name) : `the ${kind} document`,
-    locate,
-    templateRoots,
-    reading.problems,
-  );
-  const problems = checkSchema(ActionBaseSchema, patterns.checked, {
+  // Templated include/exclude (action-source.ts) and timeout (action-timeout.ts) are resolved
+  // once the environment is chosen.
+  const split = <Key extends string>(from: Record<string, unknown>, keys: readonly Key[]) =>
+    splitEnvironmentTemplates(
+      from,
+      keys,
+      name !== undefined ? actionRef(kind, name) : `the ${kind} document`,
+      locate,
+      templateRoots,
+      reading.problems,
+    );
+  const patterns = split(withoutTemplatedDependencies, patternKeys);
+  const timeout = split(patterns.checked, ['timeout']);
+  const problems = checkSchema(ActionBaseSchema, timeout.checked, {
     basePath: [],
     rootLabel,
     locate,
@@ -164,8 +169,12 @@ export function readActionDocument(
       ...(sourceTemplate ? { sourceTemplate } : {}),
       ...(raw.include ? { include: raw.include } : {}),
       ...(raw.exclude ? { exclude: raw.exclude } : {}),
-      ...(patterns.patternTemplates ? { patternTemplates: patterns.patternTemplates } : {}),
-      ...(raw.timeout !== undefined ? { timeout: parseTimeout(raw.timeout) } : {}),
+      ...(patterns.templates ? { patternTemplates: patterns.templates } : {}),
+      ...(timeout.templates
+        ? { timeoutTemplate: timeout.templates.timeout }
+        : raw.timeout !== undefined
+          ? { timeout: parseTimeout(raw.timeout) }
+          : {}),
       ...(raw.cacheResult !== undefined ? { cacheResult: raw.cacheResult } : {}),
       spec,
       ...(variableLayers ? { variableLayers } : {}),

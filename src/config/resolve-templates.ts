@@ -13,6 +13,7 @@ import {
 } from './action-variables.js';
 import { withEnvironmentDependencies } from './action-dependencies.js';
 import { withEnvironmentPatterns, withEnvironmentSource } from './action-source.js';
+import { withEnvironmentTimeout } from './action-timeout.js';
 import { createTemplateContext, providersOf, type SelectedEnvironment } from './environment.js';
 import type { ActionConfig, ProjectConfig, ProviderEntry, VariableValue } from './project.js';
 import { readsSecrets, type TemplateContext } from './template.js';
@@ -50,8 +51,11 @@ export async function resolveTemplateContext(
   const actions = copies.map((action) => {
     const withVarfiles = withEnvironmentVarfiles(action, environmentContext, project.root);
     return withEnvironmentDependencies(
-      withEnvironmentPatterns(
-        withEnvironmentSource(withVarfiles, environmentContext, project.root),
+      withEnvironmentTimeout(
+        withEnvironmentPatterns(
+          withEnvironmentSource(withVarfiles, environmentContext, project.root),
+          environmentContext,
+        ),
         environmentContext,
       ),
       environmentContext,

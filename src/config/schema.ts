@@ -170,6 +170,15 @@ export const ProjectSchema = Type.Object(
 
 export const ActionKindSchema = Type.Enum(actionKinds);
 
+/** What an action's `timeout:` is, in words. */
+export const timeoutExpected = 'a duration: seconds as a number, or a whole number followed by ms, s, m or h';
+
+/** An action's `timeout:` (parseTimeout reads it). */
+export const TimeoutSchema = Type.Union([
+  Type.Number({ exclusiveMinimum: 0 }),
+  Type.String({ pattern: timeoutPattern, patternErrorMessage: timeoutExpected }),
+]);
+
 const StringList = Type.Array(Type.String({ minLength: 1 }));
 
 export const ActionBaseSchema = Type.Object(
@@ -184,15 +193,7 @@ export const ActionBaseSchema = Type.Object(
     ),
     include: Type.Optional(StringList),
     exclude: Type.Optional(StringList),
-    timeout: Type.Optional(
-      Type.Union([
-        Type.Number({ exclusiveMinimum: 0 }),
-        Type.String({
-          pattern: timeoutPattern,
-          patternErrorMessage: 'a duration: seconds as a number, or a whole number followed by ms, s, m or h',
-        }),
-      ]),
-    ),
+    timeout: Type.Optional(TimeoutSchema),
     cacheResult: Type.Optional(
       Type.Boolean({
         description:

@@ -42,6 +42,14 @@ export interface ModuleParts {
 export const strings = (value: unknown): string[] =>
   Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
 
+/** Where the keys of a service's, task's or test's action are in its entry of the module (at `at`). */
+export const entryMoves = (at: ConfigPath): [ConfigPath, ConfigPath][] => [
+  [['spec'], at],
+  [['name'], [...at, 'name']],
+  [['dependencies'], [...at, 'dependencies']],
+  [['timeout'], [...at, 'timeout']],
+];
+
 /** Garden's `convertServiceResourceSpec`: a pod selector, or a kind (default Deployment) and a name. */
 export function targetResource(resource: unknown, moduleName: string): GardenRecord | undefined {
   if (!isRecord(resource)) return undefined;
@@ -121,10 +129,7 @@ export function addModulePods(
         [
           ...o.moves,
           [['spec', 'resource'], own !== undefined ? [...at, 'resource'] : ['serviceResource']],
-          [['spec'], at],
-          [['name'], [...at, 'name']],
-          [['dependencies'], [...at, 'dependencies']],
-          [['timeout'], [...at, 'timeout']],
+          ...entryMoves(at),
         ],
       );
     }

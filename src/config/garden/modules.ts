@@ -22,6 +22,7 @@ import { convertHelmModule } from './helm-module.js';
 import { ModuleNamesTemplate } from '../action-dependencies.js';
 import {
   addModulePods,
+  entryMoves,
   moduleBuildKeys,
   moduleHasDockerfile,
   skipsBuildOf,
@@ -269,11 +270,7 @@ function convertExecModule(parts: ModuleParts): void {
           env: { ...env, ...(isRecord(entry.env) ? entry.env : {}) },
         },
       },
-      [
-        [['spec'], at],
-        [['name'], [...at, 'name']],
-        [['dependencies'], [...at, 'dependencies']],
-      ],
+      entryMoves(at),
     );
     if (entry.syncMode !== undefined || entry.devMode !== undefined) {
       translation.note(
@@ -302,11 +299,7 @@ function convertExecModule(parts: ModuleParts): void {
             env: { ...env, ...(isRecord(entry.env) ? entry.env : {}) },
           },
         },
-        [
-          [['spec'], at],
-          [['name'], [...at, 'name']],
-          [['dependencies'], [...at, 'dependencies']],
-        ],
+        entryMoves(at),
       );
     }
   }
@@ -359,7 +352,7 @@ function convertContainerModule(parts: ModuleParts): void {
           ...(moduleBuild.targetImage !== undefined ? { targetStage: moduleBuild.targetImage } : {}),
         },
       },
-      [[['spec'], specAt], ...buildDependencyMoves, ...buildKeys.moves],
+      [[['spec'], specAt], [['timeout'], ['build', 'timeout']], ...buildDependencyMoves, ...buildKeys.moves],
     );
   }
   // Garden's prepareRuntimeDependencies: the module's build dependencies, then its own Build.
@@ -407,13 +400,7 @@ function convertContainerModule(parts: ModuleParts): void {
           ...(timeout !== undefined ? { timeout } : {}),
           spec: { ...rest, ...(rest.volumes !== undefined ? { volumes: volumes.volumes } : {}), image },
         },
-        [
-          ...volumes.moves,
-          [['spec'], at],
-          [['name'], [...at, 'name']],
-          [['dependencies'], [...at, 'dependencies']],
-          [['type'], ['type']],
-        ],
+        [...volumes.moves, ...entryMoves(at), [['type'], ['type']]],
       );
     }
   }
