@@ -3,6 +3,7 @@
  * container keys (docs/reference/action-types/Run/container.md, Test/container.md): a key
  * Garden's container Run does not have — a misspelt one, or a kubernetes-pod Run's (`resource`,
  * `manifestFiles`) — is an error at its line naming Garden's keys, as `garden validate` refuses it.
+ * A container Deploy's key that tend ignores takes what Garden's schema takes.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { validateCommand } from '../../src/commands/validate.js';
@@ -120,6 +121,64 @@ spec:
       `TEND_CONFIG_UNKNOWN_KEY garden.yml:8 unknown key "resource" in spec; expected one of: ${gardenKeys}${whose('resource', 'Run')}`,
       `TEND_CONFIG_UNKNOWN_KEY garden.yml:17 unknown key "podSpec" in spec; expected one of: ${gardenKeys}${whose('podSpec', 'Test')}`,
       `TEND_CONFIG_UNKNOWN_KEY garden.yml:18 unknown key "kustomize" in spec; expected one of: ${gardenKeys}${whose('kustomize', 'Test')}`,
+    ]);
+  });
+});
+
+const deployWithLocalPort = (localPort: string) => `kind: Deploy
+type: container
+name: web
+spec:
+  image: nginx:alpine
+  ports:
+    - name: http
+      containerPort: 80
+      localPort: ${localPort}
+`;
+
+describe("a Garden container Deploy's ports[].localPort", () => {
+  it("takes any number, as Garden's joi.number() does: 0 (a template's default), a negative or fractional one", async () => {
+    for (const localPort of ['0', '-1', '10080.5', '70000']) {
+      const root = makeProject({
+        'project.garden.yml': project,
+        'garden.yml': deployWithLocalPort(localPort),
+      });
+      const validated = await validateCommand({ root, var: [] });
+      expect(validated.exitCode, `localPort: ${localPort}`).toBe(0);
+      expect(validated.data.actions.map((a) => a.ref)).toEqual(['deploy.web']);
+    }
+  });
+
+  it('is noted once per action, at the first port that has one, as tend makes no port forward', async () => {
+    const root = makeProject({
+      'project.garden.yml': project,
+      'garden.yml': `${deployWithLocalPort('0')}    - name: admin
+      containerPort: 81
+      localPort: 10081
+---
+kind: Module
+type: container
+name: api
+image: nginx:alpine
+services:
+  - name: api
+    ports:
+      - name: http
+        containerPort: 8080
+        localPort: 18080
+`,
+    });
+    const validated = await validateCommand({ root, var: [] });
+    expect(validated.data.notes?.map((n) => `${n.file}:${n.line} ${n.message}`)).toEqual([
+      'garden.yml:9 ports[].localPort: a local port forward, which tend does not make; ignored',
+      'garden.yml:23 ports[].localPort: a local port forward, which tend does not make; ignored',
+    ]);
+  });
+
+  it('is refused at its line when it is not a number', async () => {
+    const root = makeProject({ 'project.garden.yml': project, 'garden.yml': deployWithLocalPort('"near"') });
+    expect(await validationErrors(root)).toEqual([
+      'TEND_CONFIG_INVALID garden.yml:9 invalid value for spec.ports[0].localPort: expected a number, got "near"',
     ]);
   });
 });

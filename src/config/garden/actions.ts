@@ -262,8 +262,20 @@ const containerDeploy: SpecTranslator = (translation, spec, action) => {
   );
   if (kept.env !== undefined) kept.env = envStrings(kept.env);
   if (kept.volumes !== undefined) kept.volumes = containerVolumes(translation, kept.volumes, action);
+  noteLocalPorts(translation, kept.ports);
   return kept;
 };
+
+/** Garden's `ports[].localPort` (a port forward Garden's dev commands make): one note per action. */
+function noteLocalPorts(translation: Translation, ports: unknown): void {
+  if (!Array.isArray(ports)) return;
+  const first = ports.findIndex((port) => isRecord(port) && port.localPort !== undefined);
+  if (first < 0) return;
+  translation.note(
+    ['spec', 'ports', first, 'localPort'],
+    'ports[].localPort: a local port forward, which tend does not make; ignored',
+  );
+}
 
 /**
  * Garden's localVolumes: hostPath mounts of local directories into the workloads, made on every

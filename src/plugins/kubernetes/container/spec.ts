@@ -66,7 +66,10 @@ const Port = Type.Object(
         description: 'expose the port on every node (the Service becomes a NodePort service)',
       }),
     ),
-    localPort: Type.Optional(PortNumber('a local port forward (not made by tend)')),
+    // Any number, as Garden's schema has it (no range): tend makes no port forward and never reads it.
+    localPort: Type.Optional(
+      Type.Number({ description: 'a local port forward (not made by tend; ignored)' }),
+    ),
     hostPort: Type.Optional(PortNumber("a host port of a daemon's pods")),
   },
   { additionalProperties: false },
