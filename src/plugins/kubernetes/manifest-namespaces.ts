@@ -4,7 +4,7 @@
  * cluster keeps outside namespaces (a ClusterRole: tend deploys only into the environment's
  * namespace), and each object whose `metadata.namespace` is not the one tend deploys into. The
  * same exceptions as the deploy's: `overrideNamespace: true`, and a Namespace the kustomization
- * renders (adopted). The kinds known without a cluster are in src/cluster-scoped-kinds.ts; the
+ * renders (adopted). A Namespace written by hand (a file or inline) is noted too: deploy refuses it. The kinds known without a cluster are in src/cluster-scoped-kinds.ts; the
  * deploy asks the cluster about the rest. The Deploy's own `namespace` key is checked as every
  * action's is (namespace-key.ts). A namespace written as a template expression, and a file that cannot be read
  * or parsed, are left to the deploy, which sees them resolved and reports them.
@@ -29,6 +29,8 @@ interface Written {
   where: Pick<ActionWarning, 'specPath' | 'file' | 'line' | 'column'>;
   /** For the message: `kustomize overlays/dev` or `manifests[0]`; none for a file, which the location names. */
   origin: string;
+  /** Rendered by kustomize, not written by hand: a Namespace among them is adopted (manifests.ts `Manifest`). */
+  rendered?: true;
 }
 
 export async function namespaceProblems(params: CheckActionParams): Promise<ActionWarning[]> {
@@ -43,8 +45,19 @@ export async function namespaceProblems(params: CheckActionParams): Promise<Acti
   const override = spec.overrideNamespace === true;
   const objectProblems = written.flatMap((w) => {
     const what = `${w.origin ? `${w.origin}: ` : ''}${w.object.kind} ${w.object.metadata?.name}`;
-    // A Namespace is tend's to create, or adopted from a kustomization: said below, or by the deploy.
-    if (w.object.kind !== 'Namespace' && clusterScopedKinds.has(String(w.object.kind))) {
+    if (w.object.kind === 'Namespace') {
+      // One a kustomization renders is adopted; one written by hand is refused (manifests.ts checkManifests).
+      if (w.rendered) return [];
+      return [
+        {
+          ...w.where,
+          message:
+            `${what}: tend deploy refuses it, as tend creates the environment's namespace ("${target}") itself ` +
+            'and deploys into it; remove the Namespace manifest',
+        },
+      ];
+    }
+    if (clusterScopedKinds.has(String(w.object.kind))) {
       return [
         {
           ...w.where,
@@ -56,7 +69,6 @@ export async function namespaceProblems(params: CheckActionParams): Promise<Acti
     }
     const { namespace } = w;
     if (override || namespace === undefined || namespace === target || adopted.has(namespace)) return [];
-    if (w.object.kind === 'Namespace') return [];
     return [
       {
         ...w.where,
@@ -104,6 +116,7 @@ async function kustomizeObjects(params: CheckActionParams, spec: KubernetesDeplo
       namespace: writtenNamespace(object),
       where: { specPath: ['kustomize', 'path'] },
       origin: `kustomize ${kustomize.path}`,
+      rendered: true,
     });
   }
   return out;

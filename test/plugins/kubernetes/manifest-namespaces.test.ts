@@ -23,7 +23,10 @@ interface Warning {
   column: number;
 }
 
-/** `tend validate` in the project, which passes: the notes that warn of another namespace, or of a cluster-scoped kind. */
+/**
+ * `tend validate` in the project, which passes: the notes that warn of another namespace, of a
+ * cluster-scoped kind, or of a Namespace written by hand.
+ */
 async function warnings(files: Record<string, string>, providerExtra = ''): Promise<Warning[]> {
   const root = makeProject({
     'tend.yml': projectYaml({ registry: 'registry.test', namespace: 'ns-dev', providerExtra }),
@@ -32,7 +35,10 @@ async function warnings(files: Record<string, string>, providerExtra = ''): Prom
   const { data, exitCode } = await validateCommand({ root, var: [] });
   expect(exitCode).toBe(0);
   return (data.notes ?? []).filter(
-    (n) => n.message.includes('sets namespace') || n.message.includes('cluster-scoped'),
+    (n) =>
+      n.message.includes('sets namespace') ||
+      n.message.includes('cluster-scoped') ||
+      n.message.includes('remove the Namespace manifest'),
   );
 }
 
@@ -175,5 +181,28 @@ describe('validate: objects of a cluster-scoped kind', () => {
     for (const note of scoped) expect(note.message).toContain('apply it to the cluster once, outside tend');
     // overrideNamespace moves the rest: no note of another namespace.
     expect((data.notes ?? []).filter((n) => n.message.includes('sets namespace'))).toEqual([]);
+  });
+});
+
+describe('validate: a Namespace written by hand', () => {
+  const namespaceRefusal = (what: string) =>
+    `deploy.app: ${what}: tend deploy refuses it, as tend creates the environment's namespace ("ns-dev") itself ` +
+    'and deploys into it; remove the Namespace manifest';
+
+  it('a note at its kind, in a manifest file or inline, overrideNamespace or not (one a kustomization renders is adopted: above)', async () => {
+    const namespace = 'kind: Namespace\napiVersion: v1\nmetadata:\n  name: kube-logging\n';
+    for (const override of ['', '  overrideNamespace: true\n']) {
+      const found = await warnings({
+        'app/app.tend.yml': deploy(
+          `${override}  manifestFiles: [manifests.yml]\n` +
+            '  manifests: [{ apiVersion: v1, kind: Namespace, metadata: { name: inline } }]\n',
+        ),
+        'app/manifests.yml': `${namespace}---\n${configMap}`,
+      });
+      expect(found.map((n) => `${n.file}:${n.line}:${n.column} ${n.message}`)).toEqual([
+        `app/manifests.yml:1:7 ${namespaceRefusal('Namespace kube-logging')}`,
+        `app/app.tend.yml:${override ? 7 : 6}:39 ${namespaceRefusal('manifests[0]: Namespace inline')}`,
+      ]);
+    }
   });
 });
