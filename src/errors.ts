@@ -9,6 +9,7 @@ export const ExitCode = { ok: 0, actionFailed: 1, usage: 2, interrupted: 130 } a
 
 /** Alphabetised registry of every error code. docs/errors.md documents each one (checked by a test). */
 export const errorCodes = {
+  TEND_ACTION_DISABLED: ExitCode.usage,
   TEND_ACTION_FAILED: ExitCode.actionFailed,
   TEND_ACTION_NOT_FOUND: ExitCode.usage,
   TEND_ARCHIVE: ExitCode.actionFailed,

@@ -4,7 +4,7 @@
  * (event bus, local log, outbox) and the router. Ctrl-C is `handleInterrupts`: the first aborts
  * the session's signal, the second exits at once.
  */
-import { configureEnvironment } from './environment-config.js';
+import { configureEnvironment, type EnvironmentRequest } from './environment-config.js';
 import path from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { forgetCommandMemos } from '../plugins/kubernetes/memo.js';
@@ -79,13 +79,12 @@ function clusterOverride(options: GlobalOptions): ClusterOverride | undefined {
 export async function openProject(
   options: GlobalOptions,
   builtins: PluginDefinition[] = builtinPlugins(),
-  /** The namespace instead of the environment's own (`tend restore`: the archived one, or `--into`). */
-  namespace?: string,
+  request: EnvironmentRequest = {},
 ) {
   validatePlugins(builtins);
   forgetCommandMemos();
   // The plugins tend.yml names (`providers[].plugin`) come back checked, after the built-ins.
-  const configuration = await configureEnvironment(options, builtins, namespace);
+  const configuration = await configureEnvironment(options, builtins, request);
   const { project, plugins, environment: selected, actions } = configuration;
   const cluster = clusterOverride(options);
   const { user, hostId } = localIdentity();

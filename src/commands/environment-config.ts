@@ -11,14 +11,21 @@ import type { PluginDefinition } from '../plugin/types.js';
 import { parseEnvFlag } from '../config/environment.js';
 import { loadSecrets } from '../remote/secrets.js';
 
+/** What a command asks of its environment's configuration besides the global flags. */
+export interface EnvironmentRequest {
+  /** The namespace instead of the environment's own (`tend restore`: the archived one, or `--into`). */
+  namespace?: string;
+  /** Disabled actions to enable anyway, by ref (`tend run <name> --force`). */
+  forceEnabled?: readonly string[];
+}
+
 export function configureEnvironment(
   options: GlobalOptions,
   builtins: PluginDefinition[],
-  /** The namespace instead of the environment's own (`tend restore`: the archived one, or `--into`). */
-  namespace?: string,
+  request: EnvironmentRequest = {},
 ): Promise<Configuration> {
   const { env, namespace: envNamespace } = parseEnvFlag(options.env);
-  namespace ??= envNamespace;
+  const namespace = request.namespace ?? envNamespace;
   return configure({
     root: options.root ? path.resolve(options.root) : undefined,
     cwd: process.cwd(),
@@ -29,5 +36,6 @@ export function configureEnvironment(
     ...(options.commandInfo ? { command: options.commandInfo } : {}),
     ...(namespace !== undefined ? { namespace } : {}),
     secrets: loadSecrets,
+    ...(request.forceEnabled ? { forceEnabled: request.forceEnabled } : {}),
   });
 }

@@ -6,7 +6,8 @@ import { OutputCollector, type ActionOutput } from '../cli/action-output.js';
 import { ProgressReporter, summarize } from '../cli/progress.js';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import { isGardenFile } from '../config/files.js';
-import { actionRef } from '../config/project.js';
+import { whereDisabled } from '../config/action-variables.js';
+import { actionRef, formatLocation, type ActionConfig } from '../config/project.js';
 import type { TemplateContext } from '../config/template-context.js';
 import { ExitCode, TendError, toTendError } from '../errors.js';
 import { ActionGraph } from '../graph/graph.js';
@@ -55,6 +56,8 @@ export interface ExecuteData {
   resumed?: string[];
   /** When there was nothing to run (no action of the kind in the project): why, and how to declare one. */
   nothingToRun?: string[];
+  /** The named actions disabled in the environment, not run: why, where, and how to run them. */
+  notRun?: string[];
   actions: {
     ref: string;
     version: string;
@@ -67,19 +70,64 @@ export interface ExecuteData {
   }[];
 }
 
-export function requestedRefs(opened: OpenedProject, kind: ActionKind, names: string[]): string[] {
+/**
+ * The disabled Runs a command runs anyway: the ones `tend run <names> --force` names. Garden's
+ * `run --force` runs a disabled Run; its `deploy`, `test` and `build` run no disabled action.
+ */
+export function forcedRefs(verb: ExecuteVerb, names: string[], options: ExecuteOptions): string[] {
+  return verb === 'run' && options.force ? names.map((name) => actionRef('Run', name)) : [];
+}
+
+export interface RequestedActions {
+  refs: string[];
+  /** The named Runs and Deploys disabled in the environment, not run: one line each, saying why and where. */
+  notRun: string[];
+}
+
+export function requestedRefs(opened: OpenedProject, kind: ActionKind, names: string[]): RequestedActions {
   const ofKind = opened.actions.filter((a) => a.kind === kind);
-  if (names.length === 0) return ofKind.map((a) => a.ref).sort();
-  return names.map((name) => {
+  if (names.length === 0) return { refs: ofKind.map((a) => a.ref).sort(), notRun: [] };
+  const requested: RequestedActions = { refs: [], notRun: [] };
+  for (const name of names) {
     const ref = actionRef(kind, name);
-    if (!ofKind.some((a) => a.ref === ref)) {
+    if (ofKind.some((a) => a.ref === ref)) {
+      requested.refs.push(ref);
+      continue;
+    }
+    const disabled = opened.configuration.disabled.find((a) => a.ref === ref);
+    if (!disabled) {
       throw new TendError(
         'TEND_ACTION_NOT_FOUND',
         `no ${kind} action named "${name}"; defined: ${ofKind.map((a) => a.name).join(', ') || '(none)'}`,
       );
     }
-    return ref;
-  });
+    requested.notRun.push(disabledNotRun(disabled, opened.environment.name));
+  }
+  return requested;
+}
+
+/**
+ * Why a named action disabled in the environment is not run, as Garden's commands have it: a Run
+ * is not run without --force, a Deploy not deployed (Garden says so and goes on); a Test or a
+ * Build named is an error.
+ */
+function disabledNotRun(action: ActionConfig, environment: string): string {
+  const location = whereDisabled(action, environment);
+  const disabled = `${action.ref} is disabled in environment ${environment}`;
+  if (action.kind === 'Run')
+    return `${disabled} (${formatLocation(location)}); not run: pass --force to run it anyway`;
+  if (action.kind === 'Deploy')
+    return `${disabled} (${formatLocation(location)}); not deployed: enable it in this environment to deploy it`;
+  throw new TendError(
+    'TEND_ACTION_DISABLED',
+    `${disabled}: a disabled ${action.kind} is not run, --force or not`,
+    {
+      location,
+      detail: {
+        hint: `enable it in environment ${environment} (its disabled: or environments:), or choose an environment that enables it with --env`,
+      },
+    },
+  );
 }
 
 /**
@@ -195,6 +243,8 @@ export async function openExecution(
 ): Promise<{
   opened: OpenedProject;
   refs: string[];
+  /** The named actions disabled in the environment, not run (RequestedActions). */
+  notRun: string[];
   session: CommandSession;
   progress: ProgressReporter;
   /** What was resumed at the start (the environment was paused), one line per provider. */
@@ -202,8 +252,8 @@ export async function openExecution(
   /** The requested actions' graph and versions, computed while the environment was checked for a pause. */
   planned: PlannedRun;
 }> {
-  const opened = await openProject(options, plugins);
-  const refs = requestedRefs(opened, kindOf[verb], names);
+  const opened = await openProject(options, plugins, { forceEnabled: forcedRefs(verb, names, options) });
+  const { refs, notRun } = requestedRefs(opened, kindOf[verb], names);
   checkActionTemplates(opened, refs);
   const session = startSession(opened, verb, names);
   const progress = new ProgressReporter(session.session.bus);
@@ -232,7 +282,7 @@ export async function openExecution(
     await session.close({ error });
     throw error;
   }
-  return { opened, refs, session, progress, resumed, planned };
+  return { opened, refs, notRun, session, progress, resumed, planned };
 }
 
 /**
@@ -253,7 +303,7 @@ export async function executeCommand(
   plugins: PluginDefinition[] = builtinPlugins(),
 ): Promise<CommandResult<ExecuteData>> {
   const started = monotonicMs();
-  const { opened, refs, session, progress, resumed, planned } = await openExecution(
+  const { opened, refs, notRun, session, progress, resumed, planned } = await openExecution(
     verb,
     names,
     options,
@@ -269,11 +319,11 @@ export async function executeCommand(
     progress.finish();
     await session.close({ counts: run.counts });
     const durationMs = Math.round(monotonicMs() - started);
-    const nothing = refs.length === 0 ? nothingToRun(opened, kindOf[verb]) : undefined;
+    const nothing = names.length === 0 && refs.length === 0 ? nothingToRun(opened, kindOf[verb]) : undefined;
     return {
       // Ctrl-C: 130, as shells report a command stopped by SIGINT.
       exitCode: session.signal.aborted ? ExitCode.interrupted : exitCodeOf(run.outcomes),
-      human: nothing ? nothing.join('\n') : run.human,
+      human: [...notRun, ...(nothing ?? [run.human])].join('\n'),
       data: {
         sessionId: session.session.id,
         project: opened.project.name,
@@ -282,6 +332,7 @@ export async function executeCommand(
         durationMs,
         ...(resumed.length > 0 ? { resumed } : {}),
         ...(nothing ? { nothingToRun: nothing } : {}),
+        ...(notRun.length > 0 ? { notRun } : {}),
         actions: run.actions,
       },
     };

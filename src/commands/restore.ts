@@ -73,11 +73,9 @@ export async function restoreCommand(
     `/api/v1/environments/${id}/archive${query}`,
   );
   // The archived namespace, or the new one named: the session records the environment there.
-  const opened = await openProject(
-    { ...options, env: restorable.environment },
-    plugins,
-    into ?? restorable.namespaceName,
-  );
+  const opened = await openProject({ ...options, env: restorable.environment }, plugins, {
+    namespace: into ?? restorable.namespaceName,
+  });
   if (opened.project.name !== restorable.project) {
     throw new TendError(
       'TEND_USAGE',

@@ -8,6 +8,7 @@ import { formatTable } from '../cli/output.js';
 import type { CommandResult, GlobalOptions } from '../cli/output.js';
 import { ExitCode } from '../errors.js';
 import { readRunnables } from '../config/garden/workflows.js';
+import { whereDisabled } from '../config/action-variables.js';
 import { ActionGraph } from '../graph/graph.js';
 import { tendCommandNames } from './runnables.js';
 import { builtinPlugins } from '../plugins/builtin.js';
@@ -56,7 +57,7 @@ export async function validateCommand(
     ...runnables.notes,
     ...disabled.map((action) => ({
       message: `${action.ref} is disabled in environment ${environment.name}; not run`,
-      location: action.locate(action.disabled !== undefined ? ['disabled'] : ['environments']),
+      location: whereDisabled(action, environment.name),
     })),
   ];
   const resolvedProviders = providers.map((entry) => ({

@@ -21,6 +21,7 @@ import { forgetCommandMemos } from '../plugins/kubernetes/memo.js';
 import type { PluginDefinition } from '../plugin/types.js';
 import { openProject, type OpenedProject } from './context.js';
 import {
+  forcedRefs,
   kindOf,
   nothingToRun,
   openExecution,
@@ -131,6 +132,7 @@ export async function watchCommand(
   const {
     opened: first,
     refs: firstRefs,
+    notRun,
     session,
     progress: firstProgress,
     planned: firstPlan,
@@ -172,7 +174,9 @@ export async function watchCommand(
   };
   try {
     // None yet: said once; the watch goes on, and picks up an action declared while it runs.
-    if (refs.length === 0) for (const line of nothingToRun(opened, kindOf[verb])) note(line);
+    for (const line of notRun) note(line);
+    if (names.length === 0 && refs.length === 0)
+      for (const line of nothingToRun(opened, kindOf[verb])) note(line);
     await round([], refs, Boolean(options.force));
     let { graph, versions } = await versionsNow();
     note(`watching ${root} for changes (Ctrl-C to stop)`);
@@ -184,8 +188,10 @@ export async function watchCommand(
         isConfiguration(file) || opened.varfiles.includes(path.join(root, file));
       if (batch.some(configuration)) {
         try {
-          const reopened = await openProject(options, plugins);
-          refs = requestedRefs(reopened, kindOf[verb], names);
+          const reopened = await openProject(options, plugins, {
+            forceEnabled: forcedRefs(verb, names, options),
+          });
+          ({ refs } = requestedRefs(reopened, kindOf[verb], names));
           opened = reopened;
         } catch (error) {
           note(`configuration not reloaded: ${toTendError(error).toString()}`);

@@ -6,7 +6,7 @@
  * on the others are dropped.
  */
 import path from 'node:path';
-import { TendError } from '../errors.js';
+import { TendError, type SourceLocation } from '../errors.js';
 import type { SyntaxOptions } from '../expressions/syntax.js';
 import type { ConfigProblem } from './diagnostics.js';
 import {
@@ -297,16 +297,19 @@ export function selectActionCopies(
  * The actions enabled in the context's environment, with dependencies on the others dropped,
  * and the ones left out. A disabled Build that an enabled action depends on stays (as in Garden);
  * `switchedOff` is every action its `disabled:` or `environments:` disables, those Builds too.
+ * `forced` are disabled actions a command runs anyway (Garden's `run <name> --force`): each is
+ * kept with what it needs, as an enabled one is, and stays disabled to the actions depending on it.
  */
 export function enabledActions(
   actions: readonly ActionConfig[],
   context: TemplateContext,
+  forced: ReadonlySet<string> = new Set(),
 ): { enabled: ActionConfig[]; disabled: ActionConfig[]; switchedOff: ReadonlySet<string> } {
   if (!actions.some((a) => a.disabled !== undefined || a.environments !== undefined)) {
     return { enabled: [...actions], disabled: [], switchedOff: new Set() };
   }
   const switchedOff = new Set(actions.filter((a) => isDisabled(a, context)).map((a) => a.ref));
-  const off = new Set(switchedOff);
+  const off = new Set([...switchedOff].filter((ref) => !forced.has(ref)));
   // Builds needed by enabled actions come back, and so do the Builds those need.
   let changed = true;
   while (changed) {
@@ -326,12 +329,17 @@ export function enabledActions(
       }
     }
   }
+  const dropped = (ref: string) => off.has(ref) || (forced.has(ref) && switchedOff.has(ref));
   const enabled = actions
     .filter((a) => !off.has(a.ref))
     .map((a) =>
-      a.dependencies.some((d) => off.has(d))
-        ? { ...a, dependencies: a.dependencies.filter((d) => !off.has(d)) }
-        : a,
+      a.dependencies.some(dropped) ? { ...a, dependencies: a.dependencies.filter((d) => !dropped(d)) } : a,
     );
   return { enabled, disabled: actions.filter((a) => off.has(a.ref)), switchedOff };
+}
+
+/** Where an action disabled in the environment is disabled: its `environments:` or its `disabled:`. */
+export function whereDisabled(action: ActionConfig, environment: string): SourceLocation {
+  const excluded = action.environments !== undefined && !action.environments.includes(environment);
+  return action.locate(excluded ? ['environments'] : ['disabled']);
 }

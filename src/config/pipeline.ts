@@ -90,6 +90,8 @@ export async function loadProjectConfig(options: LoadOptions): Promise<LoadedCon
 export interface ConfigureOptions extends LoadOptions, EnvironmentChoice {
   /** Where the secrets come from, when the configuration reads `${secrets.…}`. */
   secrets: SecretSource;
+  /** Disabled actions to enable anyway, by ref (`tend run <name> --force`, as Garden runs them). */
+  forceEnabled?: readonly string[];
 }
 
 /** A command's configuration in one environment: every step, once. */
@@ -105,6 +107,7 @@ export async function configure(options: ConfigureOptions): Promise<Configuratio
     copies,
     options.secrets,
     buildlessModules,
+    new Set(options.forceEnabled),
   );
   return new Configuration({ project, plugins, notes, runnables, environment, ...resolved });
 }

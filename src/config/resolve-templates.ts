@@ -45,6 +45,8 @@ export async function resolveTemplateContext(
   copies: ActionConfig[],
   secretSource: SecretSource,
   buildlessModules: NonNullable<TemplateContext['buildlessModules']>,
+  /** Disabled actions the command runs anyway (`tend run <name> --force`), by ref. */
+  forced: ReadonlySet<string> = new Set(),
 ): Promise<ResolvedTemplates> {
   const environmentContext = createTemplateContext(project, environment);
   const known = new Set(copies.map((action) => action.ref));
@@ -67,7 +69,7 @@ export async function resolveTemplateContext(
     actionVariables: actionVariablesOf(actions),
     buildlessModules,
   };
-  const { enabled, disabled, switchedOff } = enabledActions(actions, templateContext);
+  const { enabled, disabled, switchedOff } = enabledActions(actions, templateContext, forced);
   // `actions.<kind>.<name>.buildPath` and the like: known before anything runs, of every action.
   templateContext.actionFields = actionFieldsOf(actions, switchedOff, project.root);
   // A missing secret is found here too; its value is never in any output.

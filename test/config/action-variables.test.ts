@@ -403,6 +403,41 @@ describe('disabled and environments', () => {
     ).toEqual(['build.base', 'deploy.api', 'deploy.db', 'test.e2e']);
   });
 
+  it('keeps a forced disabled Run with the disabled Build it needs; it stays disabled to its dependants', async () => {
+    const dev = await open({
+      ...files,
+      'r.tend.yml': yaml`
+        kind: Run
+        name: seed
+        type: cmd
+        disabled: true
+        dependencies: [build.tools, deploy.db]
+        spec: { command: [x] }
+        ---
+        kind: Build
+        name: tools
+        type: cmd
+        disabled: true
+        spec: { command: [x] }
+        ---
+        kind: Run
+        name: after
+        type: cmd
+        dependencies: [run.seed]
+        spec: { command: [x] }
+      `,
+    });
+    const { enabled, disabled } = enabledActions(dev.loaded.actions, dev.context, new Set(['run.seed']));
+    expect(enabled.map((a) => `${a.ref}: ${a.dependencies.join(' ')}`).sort()).toEqual([
+      'build.base: ',
+      'build.tools: ',
+      'deploy.api: build.base',
+      'run.after: ',
+      'run.seed: build.tools',
+    ]);
+    expect(disabled.map((a) => a.ref).sort()).toEqual(['deploy.db', 'test.e2e']);
+  });
+
   it('disabled that is not true or false once resolved is an error at its line', async () => {
     const { loaded, context } = await open({
       'd.tend.yml': yaml`
