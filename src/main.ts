@@ -92,13 +92,20 @@ const cleanupServer = () => import('./commands/cleanup-server.js');
 function addActionCommands(program: Command): void {
   for (const kind of ['build', 'deploy', 'test', 'run'] as const) {
     const what = { build: 'Build', deploy: 'Deploy', test: 'Test', run: 'Run' }[kind];
-    program
+    const command = program
       .command(`${kind} [names...]`)
       .description(`${kind} the named ${what} actions (all when none are named) and their dependencies`)
       .option(
         '--force',
-        `run the ${what} actions even when they are ready for their version; their dependencies are not forced (a ready build is reused)`,
-      )
+        `run the ${what} actions even when they are ready for their version; their dependencies are not forced (a ready build is reused${kind === 'build' ? '' : ' unless --force-build'})`,
+      );
+    // Garden's deploy, test and run have it; its build has --force alone.
+    if (kind !== 'build')
+      command.option(
+        '--force-build',
+        'build every Build the actions need again, even when it is ready for its version',
+      );
+    command
       .option(
         '--watch',
         'then keep watching the files: rebuild, redeploy and re-test what each change affects, until Ctrl-C (exit 130)',

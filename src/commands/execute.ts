@@ -41,6 +41,8 @@ export interface ExecuteOptions extends GlobalOptions {
   /** Keep running: rebuild, redeploy and re-test what each file change affects, until Ctrl-C. */
   watch?: boolean;
   force?: boolean;
+  /** Build every Build the actions need again, even when ready for its version (Garden's `--force-build`). */
+  forceBuild?: boolean;
   concurrency?: number;
   /** Print the output of every action that ran, passing ones too. */
   showOutput?: boolean;
@@ -181,7 +183,13 @@ export async function runActions(
   opened: OpenedProject,
   session: CommandSession,
   refs: string[],
-  options: { force: boolean; concurrency: number; showOutput: boolean; planned?: PlannedRun },
+  options: {
+    force: boolean;
+    forceBuild?: boolean;
+    concurrency: number;
+    showOutput: boolean;
+    planned?: PlannedRun;
+  },
 ): Promise<ExecuteRun> {
   const started = monotonicMs();
   const output = options.showOutput ? new OutputCollector(session.session.bus) : undefined;
@@ -196,6 +204,7 @@ export async function runActions(
       router: session.router,
       bus: session.session.bus,
       force: options.force,
+      forceBuild: Boolean(options.forceBuild),
       concurrency: options.concurrency,
       signal: session.signal,
       projectRoot: opened.project.root,
@@ -312,6 +321,7 @@ export async function executeCommand(
   try {
     const run = await runActions(opened, session, refs, {
       force: Boolean(options.force),
+      forceBuild: Boolean(options.forceBuild),
       concurrency: options.concurrency ?? 8,
       showOutput: Boolean(options.showOutput),
       planned,

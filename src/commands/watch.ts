@@ -151,13 +151,15 @@ export async function watchCommand(
   const changes = new ChangeBatcher(root, session.signal);
   // A progress display per round: on a terminal each one draws its own rows, below the last summary.
   let progress = firstProgress;
-  const round = async (changed: string[], requested: string[], force: boolean) => {
+  // --force and --force-build apply to the first round; a change's round runs what it changed.
+  const round = async (changed: string[], requested: string[], force: boolean, forceBuild = false) => {
     if (rounds.length > 0) progress = new ProgressReporter(session.session.bus);
     // The first round runs what opening the session planned; later ones plan again.
     const planned = rounds.length === 0 ? firstPlan : undefined;
     const run = await runActions(opened, session, requested, {
       ...settings,
       force,
+      forceBuild,
       ...(planned ? { planned } : {}),
     });
     progress.finish();
@@ -177,7 +179,7 @@ export async function watchCommand(
     for (const line of notRun) note(line);
     if (names.length === 0 && refs.length === 0)
       for (const line of nothingToRun(opened, kindOf[verb])) note(line);
-    await round([], refs, Boolean(options.force));
+    await round([], refs, Boolean(options.force), Boolean(options.forceBuild));
     let { graph, versions } = await versionsNow();
     note(`watching ${root} for changes (Ctrl-C to stop)`);
     for (;;) {

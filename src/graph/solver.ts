@@ -36,6 +36,8 @@ export interface SolveOptions {
   router: Router;
   bus: SessionBus;
   force: boolean;
+  /** Garden's `--force-build`: every Build the solve runs is built again, even when ready for its version. */
+  forceBuild?: boolean;
   concurrency: number;
   signal: AbortSignal;
   /** The project root: a Build with `copyFrom` is staged in its `.tend/build/`. */
@@ -133,7 +135,8 @@ export async function solve(options: SolveOptions): Promise<Map<string, ActionOu
         for (const message of stage.warnings) bus.emit('log', { level: 'warn', message, actionRef: ref });
         return { ...resolved, sourceDir: stage.dir, files: stage.files };
       };
-      const force = options.force && requested.has(ref);
+      const force =
+        (options.force && requested.has(ref)) || (options.forceBuild === true && kind === 'Build');
       const status = reusesResult(graph.get(ref).config)
         ? await router.callAction(resolved, statusHandler[kind], { force })
         : undefined;

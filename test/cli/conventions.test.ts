@@ -37,7 +37,8 @@ describe('tend completion', () => {
       expect.arrayContaining(['env', 'deploy', 'plan', 'enforce', 'halt', 'unhalt', 'breaker']),
     );
     expect(cleanup).not.toContain('resume'); // the deprecated name still works, but is not offered
-    expect(await complete(script, ['tend', 'deploy', '--fo'])).toEqual(['--force']);
+    expect(await complete(script, ['tend', 'deploy', '--fo'])).toEqual(['--force', '--force-build']);
+    expect(await complete(script, ['tend', 'build', '--fo'])).toEqual(['--force']);
     // A global flag's value is skipped on the way to the command.
     expect(await complete(script, ['tend', '--env', 'dev', 'cleanup', 'pl'])).toEqual(['plan']);
     expect(await complete(script, ['tend', '--kube'])).toEqual(['--kubeconfig']);
