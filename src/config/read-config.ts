@@ -172,10 +172,13 @@ export class ConfigReader {
     checkProject?: (project: ProjectConfig) => ConfigProblem[],
   ): { project: ProjectConfig; actions: ActionConfig[] } {
     const projectFile = files[0];
+    // A root file that does not parse may be where the Project is: its error says enough.
     if (
       !this.#projectSeen &&
       projectFile &&
-      !this.problems.some((p) => p.location.file === projectFile.file)
+      !this.problems.some(
+        (p) => p.location.file === projectFile.file || this.projectFiles.includes(p.location.file),
+      )
     ) {
       this.#problem(
         'TEND_CONFIG_INVALID',

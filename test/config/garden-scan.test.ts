@@ -109,6 +109,8 @@ describe('Garden files at the project root and the scan', () => {
     const root = makeProject({
       'project.garden.yml': `${gardenProject('scan:\n  include: [apps/**/*]\n')}variables:\n  a: 1\n  a: 2\n`,
       'apps/a/garden.yml': execBuild('a'),
+      // Before project.garden.yml in name order: not said to lack the Project, the broken file holds it.
+      'e2e.garden.yml': execBuild('e2e'),
       // Scanned without the Project's settings, this file would add an error of its own.
       'vendor/garden.yml': 'kind: Module\ntype: test\nname: vendored\n',
     });
