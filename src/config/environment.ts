@@ -26,6 +26,7 @@ import { resolveTemplates } from './template.js';
 import { readVarfiles } from './variables.js';
 import { varOverridesLayer } from './var-overrides.js';
 import type { ResolveOptions, TemplateContext } from './template.js';
+import type { ProviderConfigs } from './template-providers.js';
 
 export const defaultNamespaceTemplate = '${project.name}-${local.username}';
 
@@ -376,6 +377,42 @@ export function resolveProviderConfig(
   return resolveTemplates(entry.config, context, (p) => entry.locate(p));
 }
 
+/**
+ * `providers.<name>.config`: each entry the environment uses as its file says it (a Garden entry
+ * in Garden's shape), its templates resolved as the provider's are, in `context`, when first read.
+ */
+export function providerConfigsOf(
+  entries: readonly ProviderEntry[],
+  context: () => TemplateContext,
+): ProviderConfigs {
+  const resolved = new Map<string, Record<string, unknown>>();
+  const resolving = new Set<string>();
+  return {
+    names: entries.map((entry) => entry.name),
+    config(name) {
+      const entry = entries.find((e) => e.name === name);
+      if (!entry) return undefined;
+      let config = resolved.get(name);
+      if (config) return config;
+      if (resolving.has(name)) {
+        throw new TendError(
+          'TEND_TEMPLATE',
+          `the configuration of provider ${name} reads providers.${name}.config: a provider's configuration cannot read itself; write the value in both places`,
+          { location: entry.location },
+        );
+      }
+      resolving.add(name);
+      try {
+        config = resolveTemplates(entry.written ?? entry.config, context(), (p) => entry.locate(p));
+      } finally {
+        resolving.delete(name);
+      }
+      resolved.set(name, config);
+      return config;
+    },
+  };
+}
+
 /** An action's spec with its template expressions resolved (errors point into the action's file). */
 export function resolveActionSpec(
   action: ActionConfig,
@@ -434,14 +471,23 @@ function mergedProviderEntry(entries: readonly ProviderEntry[], environment: str
     first.config,
   );
   const problems = entries.flatMap((entry) => entry.problems ?? []);
+  const written = entries.some((entry) => entry.written)
+    ? entries.reduce<unknown>((sum, entry) => mergePatch(sum, entry.written ?? entry.config), {})
+    : undefined;
   return {
     name: first.name,
     environments: [environment],
     config,
+    ...(written ? { written: written as Record<string, unknown> } : {}),
     get location() {
       return first.location;
     },
-    locate: (path) => (entries.findLast((entry) => hasPath(entry.config, path)) ?? first).locate(path),
+    locate: (path) =>
+      (
+        entries.findLast(
+          (entry) => hasPath(entry.written ?? entry.config, path) || hasPath(entry.config, path),
+        ) ?? first
+      ).locate(path),
     ...(problems.length > 0 ? { problems } : {}),
   };
 }

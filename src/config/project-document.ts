@@ -38,7 +38,7 @@ function withLocation<T extends object>(
   }) as T & { location: SourceLocation };
 }
 import { checkTemplateSyntax } from './template.js';
-import { unsupportedProvider } from './garden/project.js';
+import { gardenProviderConfig, unsupportedProvider } from './garden/project.js';
 import { mergePatch } from './garden/translation.js';
 
 export interface ProjectDocumentInput {
@@ -283,7 +283,13 @@ function readProviders(
   const providers: ProviderEntry[] = [];
   const pluginNames = plugins.map((p) => p.name);
   raw.forEach((entry, i) => {
-    const { name, environments: only, plugin: _module, ...config } = entry;
+    const {
+      name,
+      environments: only,
+      plugin: _module,
+      [gardenProviderConfig]: written,
+      ...config
+    } = entry as RawProvider & { [gardenProviderConfig]?: Record<string, unknown> };
     const entryPath = ['providers', i];
     const plugin = plugins.find((p) => p.name === name);
     // A Garden provider tend cannot run, limited to some environments: their error, raised there.
@@ -326,6 +332,7 @@ function readProviders(
             name,
             ...(only ? { environments: only } : {}),
             config: entryConfig,
+            ...(written ? { written } : {}),
             locate: (p: ConfigPath) => locate([...entryPath, ...p]),
             ...(only && deferred.length > 0 ? { problems: deferred } : {}),
           },

@@ -66,6 +66,11 @@ export interface ProviderEntry {
   environments?: string[];
   /** The entry minus `name` and `environments`, still with template expressions. */
   config: Record<string, unknown>;
+  /**
+   * A Garden entry as its file says it, in Garden's shape (`namespace: { name }`), still with
+   * template expressions: what `${providers.<name>.config}` reads. Absent: `config` is.
+   */
+  written?: Record<string, unknown>;
   location: SourceLocation;
   /** Position of a value inside `config` (path relative to the config, e.g. `['namespace']`). */
   locate: Locate;

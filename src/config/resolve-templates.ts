@@ -1,7 +1,7 @@
 /**
  * A step of the configuration pipeline (pipeline.ts): what the environment's templates resolve
  * in — the template context (project, environment, variables, `local.*`, `git.*`, the actions'
- * own variables, the secrets when the configuration reads them) —, the actions enabled in the
+ * own variables, the secrets when the configuration reads them, the providers' configuration) —, the actions enabled in the
  * environment (`disabled:` may be a template) with their templated dependencies resolved, and the
  * provider entries it uses.
  */
@@ -14,7 +14,12 @@ import {
 import { withEnvironmentDependencies } from './action-dependencies.js';
 import { withEnvironmentPatterns, withEnvironmentSource } from './action-source.js';
 import { withEnvironmentTimeout } from './action-timeout.js';
-import { createTemplateContext, providersOf, type SelectedEnvironment } from './environment.js';
+import {
+  createTemplateContext,
+  providerConfigsOf,
+  providersOf,
+  type SelectedEnvironment,
+} from './environment.js';
 import type { ActionConfig, ProjectConfig, ProviderEntry, VariableValue } from './project.js';
 import { readsSecrets, type TemplateContext } from './template.js';
 
@@ -78,6 +83,7 @@ export async function resolveTemplateContext(
     if (secrets) templateContext.secrets = secrets;
   }
   const providers = providersOf(project, environment.name);
+  templateContext.providerConfigs = providerConfigsOf(providers, () => templateContext);
   return { templateContext, actions: enabled as ActionConfig[], disabled, providers };
 }
 

@@ -4,7 +4,7 @@
  * `variables`: layers merged as Garden merges them, resolved lazily, a cycle is an error),
  * `local.*`, `project.*`, `environment.*`, `actions.*` (outputs, version, var, and what the
  * configuration says of an action: name, disabled, mode, buildPath, sourcePath), `providers.*`
- * (outputs), and Garden's `runtime.*` (the same as `actions.*`) and `modules.<name>.*` (the
+ * (outputs, config), and Garden's `runtime.*` (the same as `actions.*`) and `modules.<name>.*` (the
  * Build a 0.12 module became), `git.*`, `datetime.*`, `command.*` and `this.*` when given, and
  * `secrets.*`.
  */
@@ -30,6 +30,7 @@ import type { ContextNode, LookupPlace, PathNode, Scope } from '../expressions/e
 import type { SyntaxOptions } from '../expressions/syntax.js';
 import { InputsNode, type LocateInput } from './template-inputs.js';
 import { LocalNode, localMembers } from './template-local.js';
+import { ProvidersNode, type ProviderConfigs, type ProviderOutputs } from './template-providers.js';
 import type { ForEachItem } from './project.js';
 import { expandMergeKey, hasMergeKey, isMergeable, mergeVariableValues, rawAt } from './variable-layers.js';
 import { TendError } from '../errors.js';
@@ -90,7 +91,9 @@ export interface TemplateContext {
   /** `secrets.<NAME>`: loaded by the command only when its configuration reads them. */
   secrets?: SecretsContext;
   /** `providers.<name>.outputs.*`: what each provider's preparation gave this command (absent before it). */
-  providers?: Record<string, { outputs: Record<string, unknown> }>;
+  providers?: ProviderOutputs;
+  /** `providers.<name>.config.*`: the configuration of each provider the environment uses. */
+  providerConfigs?: ProviderConfigs;
   /** A Workflow's or custom Command's steps that ran (`steps.<name>.log`, `.outputs`); a Command's `args`, `opts`. */
   steps?: Record<string, unknown>;
   args?: Record<string, unknown>;
@@ -467,32 +470,6 @@ class ActionsNode implements PathNode {
   }
 }
 
-/** `providers.<name>.outputs.*`: known once the command prepared its providers. */
-class ProvidersNode implements PathNode {
-  constructor(private readonly providers: TemplateContext['providers']) {}
-
-  resolvePath(path: readonly (string | number)[], text: string): unknown {
-    const [name, field] = path.map(String);
-    if (field !== 'outputs' || name === undefined) {
-      return new Missing(`invalid provider reference "${text}"; expected providers.<name>.outputs.<key>`);
-    }
-    if (!this.providers) {
-      return new Missing(
-        `provider outputs are not available for "${text}": providers are prepared by tend build, deploy, test and run`,
-        true,
-      );
-    }
-    // Garden's local-kubernetes is tend's kubernetes provider.
-    const provider = own(this.providers, name === 'local-kubernetes' ? 'kubernetes' : name) as
-      { outputs: Record<string, unknown> } | undefined;
-    if (!provider) {
-      const names = Object.keys(this.providers);
-      return new Missing(`no provider ${name} for "${text}"; providers: ${names.join(', ') || '(none)'}`);
-    }
-    return followPath(new RecordNode(provider.outputs), path.slice(2), `providers.${name}.outputs`, text);
-  }
-}
-
 const kindNames: Record<string, string> = { build: 'Build', deploy: 'Deploy', test: 'Test', run: 'Run' };
 
 function own(record: unknown, key: string): unknown {
@@ -561,7 +538,7 @@ function variablesScope(
       context.inputs && new InputsNode(context.inputs, resolveVariable, holdsTemplate, context.locateInput),
     item: context.item,
     secrets: new SecretsNode(context.secrets),
-    providers: new ProvidersNode(context.providers),
+    providers: new ProvidersNode(context.providers, context.providerConfigs),
     steps: nodeOf(context.steps),
     args: nodeOf(context.args),
     opts: nodeOf(context.opts),

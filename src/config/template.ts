@@ -189,12 +189,15 @@ function readsActionField(lookup: Lookup): boolean {
  * `version`): a dependency. An action's variables (`actions.<kind>.<name>.var`) and what the
  * configuration says of it (`.buildPath`, `.name`…) are known before.
  * A provider's outputs (`providers.<name>.outputs`) are known once the command prepared it: kept
- * as written like action outputs until then, but no dependency.
+ * as written like action outputs until then, but no dependency. Its configuration
+ * (`providers.<name>.config`) is known when the configuration is read.
  */
 function readsActionRuntime(lookup: Lookup): boolean {
   const path = actionsPath(lookup);
   if (path) return path[2] !== 'var' && !isActionField(path[2]);
-  return lookup.root === 'providers';
+  if (lookup.root !== 'providers') return false;
+  const field = lookup.path[1];
+  return field === 'outputs' || (field !== undefined && typeof field !== 'string');
 }
 
 /**

@@ -177,6 +177,31 @@ function translateProvider(
  */
 export const unsupportedProvider = Symbol('unsupported provider');
 
+/** On a translated provider entry: the entry as written, in Garden's shape (ProviderEntry.written). */
+export const gardenProviderConfig = Symbol('Garden provider configuration');
+
+/**
+ * What `${providers.<name>.config}` reads of an entry: what the user wrote, as Garden's
+ * configureProvider leaves it (core/src/plugins/kubernetes/kubernetes.ts, local/config.ts): a
+ * kubernetes provider's namespace as `{ name }` (unwritten: the one it deploys into) and
+ * local-kubernetes' default hostname.
+ */
+function withGardenConfig(translated: GardenRecord, written: unknown): GardenRecord {
+  if (!isRecord(translated) || !isRecord(written)) return translated;
+  if (translated.name !== 'kubernetes') return { ...translated, [gardenProviderConfig]: written };
+  const { namespace } = written;
+  const config = {
+    ...written,
+    namespace: isRecord(namespace)
+      ? namespace
+      : { name: namespace ?? translated.namespace ?? '${environment.namespace}' },
+    ...(translated.defaultHostname !== undefined && written.defaultHostname === undefined
+      ? { defaultHostname: translated.defaultHostname }
+      : {}),
+  };
+  return { ...translated, [gardenProviderConfig]: config };
+}
+
 /**
  * A varfile as Garden loads it (core/src/config/base.ts loadVarfile): the given path, else the
  * default (`garden.env`, `garden.<env>.env`), which may be missing, as may the given one when it
@@ -349,7 +374,7 @@ export function translateGardenProject(value: GardenRecord, translation: Transla
     if (translated === undefined) continue;
     for (const split of withGardenNamespace(translated, environments)) {
       translation.moved(['providers', providers.length], at);
-      providers.push(split);
+      providers.push(withGardenConfig(split, entry));
     }
   }
   const exec = execEverywhere(providers, environments.all);
