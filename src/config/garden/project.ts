@@ -13,6 +13,8 @@ import {
   everyAction,
   isRecord,
   mergePatch,
+  noteUnknownKeys,
+  refuseUnknownKeys,
   type Translation,
 } from './translation.js';
 import type { GardenRecord } from './translation.js';
@@ -39,6 +41,47 @@ const kubernetesKeys = [
   'namespaceTimeout',
   'retries',
 ];
+
+/**
+ * The keys of Garden's kubernetes provider entry (core/src/plugins/kubernetes/config.ts, of
+ * kubernetesConfigBase and configSchema; `dependencies` is read apart) and the keys only Garden
+ * 0.12's had (0.12.71), whose projects tend reads too.
+ */
+const gardenKubernetesKeys = [
+  'name',
+  'environments',
+  'preInit',
+  'utilImageRegistryDomain',
+  'buildMode',
+  'clusterBuildkit',
+  'jib',
+  'kaniko',
+  'defaultHostname',
+  'sync',
+  'devMode',
+  'forceSsl',
+  'gardenSystemNamespace',
+  'imagePullSecrets',
+  'copySecrets',
+  'resources',
+  'tlsCertificates',
+  'systemNodeSelector',
+  'context',
+  'deploymentRegistry',
+  'ingressClass',
+  'ingressHttpPort',
+  'ingressHttpsPort',
+  'kubeconfig',
+  'kubectlPath',
+  'namespace',
+  'setupIngressController',
+  'clusterDocker',
+  'deploymentStrategy',
+  'storage',
+  'certManager',
+  'registryProxyTolerations',
+];
+const knownKubernetesKeys = [...new Set([...gardenKubernetesKeys, ...kubernetesKeys])];
 
 /** Project keys that say where the configuration is, or concern Garden Cloud, or Garden's own outputs. */
 const readByFileDiscovery = ['apiVersion', 'dotIgnoreFile', 'dotIgnoreFiles', 'scan', 'modules'];
@@ -94,10 +137,21 @@ function translateProvider(
     return kept;
   }
   if (name === 'local-kubernetes' || name === 'kubernetes') {
+    // Garden's kubernetes provider refuses a key it does not have; its local-kubernetes accepts one.
+    const known =
+      name === 'kubernetes'
+        ? refuseUnknownKeys(
+            translation,
+            rest,
+            knownKubernetesKeys,
+            at,
+            () => `Garden's ${name} provider refuses it too`,
+          )
+        : noteUnknownKeys(translation, rest, knownKubernetesKeys, at, `Garden's ${name} provider`);
     const kept = dropIgnoredKeys(
       translation,
-      rest,
-      Object.keys(rest).filter((key) => !kubernetesKeys.includes(key)),
+      known,
+      Object.keys(known).filter((key) => !kubernetesKeys.includes(key)),
       at,
       `Garden's ${name} provider settings`,
     );

@@ -126,6 +126,20 @@ export function listWords(words: readonly string[]): string {
   return words.length <= 1 ? (words[0] ?? '') : `${words.slice(0, -1).join(', ')} and ${words.at(-1)}`;
 }
 
+/** The keys of `value` that `keep` keeps, with their values, and the names of the others. */
+function keepKeys(
+  value: GardenRecord,
+  keep: (key: string) => boolean,
+): { kept: GardenRecord; left: string[] } {
+  const kept: GardenRecord = {};
+  const left: string[] = [];
+  for (const [key, item] of Object.entries(value)) {
+    if (keep(key)) kept[key] = item;
+    else left.push(key);
+  }
+  return { kept, left };
+}
+
 /**
  * Moves the keys of `spec` that tend ignores into one note (`what` names them: "Garden's
  * kubernetes provider settings"), and returns the others.
@@ -137,14 +151,37 @@ export function dropIgnoredKeys(
   at: ConfigPath,
   what: string,
 ): GardenRecord {
-  const kept: GardenRecord = {};
-  const dropped: string[] = [];
-  for (const [key, item] of Object.entries(value)) {
-    if (ignored.includes(key)) dropped.push(key);
-    else kept[key] = item;
-  }
+  const { kept, left: dropped } = keepKeys(value, (key) => !ignored.includes(key));
   if (dropped.length > 0) {
     translation.note([...at, dropped[0]!], `${listWords(dropped)}: ${what} that tend accepts and ignores`);
+  }
+  return kept;
+}
+
+/**
+ * `value` without the keys Garden does not have there but accepts (a schema that allows unknown
+ * keys), in one note that names them as no setting of `what` (with the closest of `known`), ignored.
+ */
+export function noteUnknownKeys(
+  translation: Translation,
+  value: GardenRecord,
+  known: readonly string[],
+  at: ConfigPath,
+  what: string,
+): GardenRecord {
+  const { kept, left: unknown } = keepKeys(value, (key) => known.includes(key));
+  if (unknown.length > 0) {
+    const similar = unknown.flatMap((key) => {
+      const close = closestName(key, known);
+      if (close === undefined) return [];
+      return [unknown.length === 1 ? JSON.stringify(close) : `${JSON.stringify(close)} (${key})`];
+    });
+    translation.note(
+      [...at, unknown[0]!],
+      `${listWords(unknown)}: ${unknown.length === 1 ? 'not a setting' : 'not settings'} of ${what}; ` +
+        (similar.length > 0 ? `did you mean ${similar.join(', ')}? ` : '') +
+        `Garden accepts unknown keys there and tend ignores ${unknown.length === 1 ? 'it' : 'them'}`,
+    );
   }
   return kept;
 }
