@@ -20,7 +20,7 @@ import { actionContext } from './action-variables.js';
 import type { TemplateContext } from './template-context.js';
 import { checkTemplateText } from './template-text.js';
 import type { SourceLocation } from '../errors.js';
-import type { ActionConfig, ProviderEntry } from './project.js';
+import { inRenderedConfig, type ActionConfig, type ProviderEntry } from './project.js';
 import type { ConfigNote } from './read-documents.js';
 import { actionTypeIndex } from './schema.js';
 import { containsTemplate } from './template.js';
@@ -68,7 +68,10 @@ export function checkResolvedSpec(
   });
   if (problems.length > 0) {
     throw configError(
-      problems.map((p) => ({ ...p, message: `${p.message} (after resolving template expressions)` })),
+      problems.map((p) => ({
+        ...p,
+        message: inRenderedConfig(`${p.message} (after resolving template expressions)`, action.rendered),
+      })),
     );
   }
   return converted;

@@ -105,7 +105,7 @@ export class ModuleConverter {
     for (const { value: read, translation } of readGardenDocument(value, { dir, index: this.#index })) {
       const at = (p: ConfigPath) => locate(translation.documentPath(p), 'key');
       // A rendered config's lines are the template's, shared by each rendering: which one is said.
-      const said = (message: string) => (rendered ? inRenderedConfig(message, rendered) : message);
+      const said = (message: string) => inRenderedConfig(message, rendered);
       for (const { code, message, path: p } of translation.problems) {
         this.problems.push({ code, message: said(message), location: at(p) });
       }

@@ -271,10 +271,21 @@ export function describeRenderer(rendered: RenderedFrom): string {
 }
 
 /**
- * A problem of a config a template rendered, located in the template: which rendering it is of. A
- * templated module names a ModuleTemplate (Garden 0.12) or a ConfigTemplate: "template" says both.
+ * A problem of a config a template rendered, located in the template: which rendering it is of
+ * (the message as it is for a config no template rendered). A templated module names a
+ * ModuleTemplate (Garden 0.12) or a ConfigTemplate: "template" says both.
  */
-export function inRenderedConfig(message: string, rendered: RenderedFrom): string {
+export function inRenderedConfig(message: string, rendered: RenderedFrom | undefined): string {
+  if (!rendered) return message;
   const template = rendered.renderer === undefined ? 'ConfigTemplate' : 'template';
   return `${message} (in ${template} ${rendered.template} rendered by ${describeRenderer(rendered)})`;
+}
+
+/** The problems found since `problems` had `from`, about one config: which rendering it is of, said in each. */
+export function inRenderedProblems(
+  problems: ConfigProblem[],
+  from: number,
+  rendered: RenderedFrom | undefined,
+): void {
+  for (const found of problems.slice(from)) found.message = inRenderedConfig(found.message, rendered);
 }

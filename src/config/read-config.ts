@@ -12,7 +12,7 @@ import { crossCheck } from './cross-check.js';
 import { configError, describeValue, sortProblems, type ConfigProblem } from './diagnostics.js';
 import { isGardenFile, projectFileName } from './files.js';
 import { closestName } from '../suggest.js';
-import { formatLocation, inRenderedConfig, type ActionConfig, type ProjectConfig } from './project.js';
+import { formatLocation, inRenderedProblems, type ActionConfig, type ProjectConfig } from './project.js';
 import { readProjectDocument } from './project-document.js';
 import { readActionDocument, type ActionReading, type PendingAction } from './read-action.js';
 import type { ConfigDocument } from './read-documents.js';
@@ -94,11 +94,7 @@ export class ConfigReader {
     const before = this.problems.length;
     this.#readRecord(document, record);
     // Its lines are the template's, shared by each rendering: which one it is is said.
-    const rendered = document.origin?.rendered;
-    if (rendered) {
-      for (const found of this.problems.slice(before))
-        found.message = inRenderedConfig(found.message, rendered);
-    }
+    inRenderedProblems(this.problems, before, document.origin?.rendered);
   }
 
   #readRecord(document: ConfigDocument, record: Record<string, unknown>): void {

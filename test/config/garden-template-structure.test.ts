@@ -3,8 +3,12 @@
  * config-templates-with-templating project): expanded as Garden evaluates the list
  * (core/src/config/render-template.ts), `${item.*}`, `inputs`, `parent` and `template` read in
  * each config, its spec included; an item that has no kind once expanded says so, at its line.
+ * Every error about a rendered config names what rendered it, once (its lines are the template's,
+ * shared by each rendering): found as it loads, once its expressions resolve (by `tend validate`,
+ * or as it runs with its dependencies' outputs), and across actions.
  */
 import { afterAll, describe, expect, it } from 'vitest';
+import { validateCommand } from '../../src/commands/validate.js';
 import { configureAt, failure, specCommand } from '../helpers/configure.js';
 import { removeProjects, writeProject, yaml } from './fixtures/project.js';
 
@@ -180,5 +184,99 @@ describe('an error in a rendered config', () => {
     expect(error.message).toContain(
       '(in template gen rendered by templated module ma at modules.garden.yml:8:1)',
     );
+  });
+});
+
+/** A project whose ConfigTemplate `svc` renders this Deploy spec (indented by 6) as `${parent.name}`. */
+const withSpec = (spec: string, renders: string, dependencies = '[run.gen]') =>
+  writeProject({
+    'project.garden.yml': project,
+    'template.garden.yml':
+      yaml`
+        kind: ConfigTemplate
+        name: svc
+        configs:
+          - kind: Deploy
+            type: exec
+            name: \${parent.name}
+            dependencies: ${dependencies}
+            spec:
+              deployCommand: [echo]
+      ` + spec,
+    'renders.garden.yml': renders,
+    'gen.garden.yml': 'kind: Run\ntype: exec\nname: gen\nspec:\n  command: [echo, many]\n',
+  });
+
+const twoRenders = yaml`
+  kind: RenderTemplate
+  template: svc
+  name: one
+  inputs: { grace: 2 }
+  ---
+  kind: RenderTemplate
+  template: svc
+  name: two
+  inputs: { grace: many }
+`;
+
+/** `file:line message` of each problem the error lists. */
+const listed = (error: { detail?: Record<string, unknown> }) =>
+  (error.detail as { errors: { message: string; location: { file: string; line: number } }[] }).errors.map(
+    (e) => `${e.location.file}:${e.location.line} ${e.message}`,
+  );
+
+describe('an error about a rendered config found once it resolves, or across actions', () => {
+  it('a value of the wrong type once resolved names the RenderTemplate (tend validate)', async () => {
+    const root = await withSpec('      stopGracePeriod: ${inputs.grace}\n', twoRenders);
+    const error = await failure(validateCommand({ root, var: [] }));
+    expect(error.code).toBe('TEND_CONFIG_INVALID');
+    expect(listed(error)).toEqual([
+      'template.garden.yml:10 invalid value for spec.stopGracePeriod: expected a number, got "many" (after resolving template expressions) (in ConfigTemplate svc rendered by RenderTemplate two at renders.garden.yml:6:1)',
+    ]);
+  });
+
+  it('a value of the wrong type once the outputs of other actions resolve (as it runs) names the RenderTemplate', async () => {
+    const root = await withSpec('      stopGracePeriod: ${actions.run.gen.outputs.log}\n', twoRenders);
+    const configuration = await configureAt(root);
+    const deploy = configuration.actions.find((a) => a.ref === 'deploy.one')!;
+    const resolved = configuration.resolveSpec(deploy, { dependencyOutputs: { 'run.gen': { log: 'many' } } });
+    let error: unknown;
+    try {
+      configuration.checkSpec(deploy, resolved);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toMatchObject({
+      code: 'TEND_CONFIG_INVALID',
+      location: { file: 'template.garden.yml', line: 10 },
+      message:
+        'invalid value for spec.stopGracePeriod: expected a number, got "many" (after resolving template expressions) (in ConfigTemplate svc rendered by RenderTemplate one at renders.garden.yml:1:1)',
+    });
+  });
+
+  it("a templated module's value of the wrong type once resolved names the templated module", async () => {
+    const root = await writeProject({
+      'project.garden.yml': project.replace('name: exec', 'name: local-kubernetes'),
+      'modules.garden.yml': yaml`
+        kind: ModuleTemplate
+        name: gen
+        modules:
+          - type: container
+            name: \${parent.name}-m
+            image: nginx:alpine
+            services:
+              - name: \${parent.name}-s
+                replicas: \${var.greeting}
+        ---
+        kind: Module
+        type: templated
+        template: gen
+        name: ma
+      `,
+    });
+    const error = await failure(validateCommand({ root, var: [] }));
+    expect(listed(error)).toEqual([
+      'modules.garden.yml:9 invalid value for spec.replicas: expected a whole number, got "hi" (after resolving template expressions) (in template gen rendered by templated module ma at modules.garden.yml:11:1)',
+    ]);
   });
 });
