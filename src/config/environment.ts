@@ -426,8 +426,10 @@ export function resolveActionSpec(
     return resolveTemplates(action.spec, own, (p) => action.locate(['spec', ...p]), options);
   } catch (error) {
     if (!(error instanceof TendError) || error.code !== 'TEND_TEMPLATE') throw error;
+    // Its detail kept: a variable nothing declares is a note there, as for an action written by hand.
     throw new TendError('TEND_TEMPLATE', inRenderedConfig(error.message, rendered), {
       ...(error.location ? { location: error.location } : {}),
+      ...(error.detail ? { detail: error.detail } : {}),
     });
   }
 }

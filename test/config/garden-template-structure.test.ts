@@ -279,4 +279,14 @@ describe('an error about a rendered config found once it resolves, or across act
       'modules.garden.yml:9 invalid value for spec.replicas: expected a whole number, got "hi" (after resolving template expressions) (in template gen rendered by templated module ma at modules.garden.yml:11:1)',
     ]);
   });
+
+  it('a variable nothing declares is a note, as for an action written by hand', async () => {
+    const root = await withSpec('      env: { GREETING: "${var.nothere}" }\n', twoRenders);
+    const { exitCode, data } = await validateCommand({ root, var: [] });
+    expect(exitCode).toBe(0);
+    expect(data.notes?.map((n) => `${n.file}:${n.line} ${n.message}`)).toEqual([
+      'template.garden.yml:10 deploy.one reads variable "nothere", which nothing declares: it runs only when given one (--var nothere=…)',
+      'template.garden.yml:10 deploy.two reads variable "nothere", which nothing declares: it runs only when given one (--var nothere=…)',
+    ]);
+  });
 });
