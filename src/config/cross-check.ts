@@ -11,6 +11,7 @@ import { isGardenFile } from './files.js';
 import {
   describeRenderer,
   formatLocation,
+  inRenderedProblems,
   type ActionConfig,
   type ProjectConfig,
   type ProviderEntry,
@@ -53,6 +54,7 @@ export function crossCheck(
   const refusedSomewhere = project?.providers.some(isRefusedProvider);
   const saidOfModules = new Set<string>();
   for (const { action, plugin, templateReferences } of actions) {
+    const before = problems.length;
     action.dependencies.forEach((dependency, i) => {
       const where = () => action.locate(['dependencies', i]);
       if (dependency === action.ref) {
@@ -98,6 +100,8 @@ export function crossCheck(
     ) {
       problems.push(unlistedProvider(action, plugin, project.file));
     }
+    // Its lines are the template's, shared by each rendering: which one it is is said.
+    inRenderedProblems(problems, before, action.rendered);
   }
 }
 

@@ -9,7 +9,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { validateCommand } from '../../src/commands/validate.js';
-import { configureAt, failure, specCommand } from '../helpers/configure.js';
+import { configureAt, configureError, failure, specCommand } from '../helpers/configure.js';
 import { removeProjects, writeProject, yaml } from './fixtures/project.js';
 
 afterAll(removeProjects);
@@ -287,6 +287,15 @@ describe('an error about a rendered config found once it resolves, or across act
     expect(data.notes?.map((n) => `${n.file}:${n.line} ${n.message}`)).toEqual([
       'template.garden.yml:10 deploy.one reads variable "nothere", which nothing declares: it runs only when given one (--var nothere=…)',
       'template.garden.yml:10 deploy.two reads variable "nothere", which nothing declares: it runs only when given one (--var nothere=…)',
+    ]);
+  });
+
+  it('an unknown action among its dependencies names the RenderTemplate', async () => {
+    const root = await withSpec('', twoRenders, '[run.gen, run.nope]');
+    const error = await configureError(root);
+    expect(listed(error)).toEqual([
+      'template.garden.yml:7 unknown dependency "run.nope" of deploy.one; run actions: run.gen (in ConfigTemplate svc rendered by RenderTemplate one at renders.garden.yml:1:1)',
+      'template.garden.yml:7 unknown dependency "run.nope" of deploy.two; run actions: run.gen (in ConfigTemplate svc rendered by RenderTemplate two at renders.garden.yml:6:1)',
     ]);
   });
 });
