@@ -281,7 +281,7 @@ inputs: { build: image }
       'actions.garden.yml': others,
     });
     expect(describedError(await configureError(root))).toMatch(
-      /^TEND_CONFIG_INVALID templates\.garden\.yml:9 .*\(rendered by RenderTemplate nightly\); a templated config's dependencies is read when tend loads the configuration, so it may use inputs, parent and template only$/,
+      /^TEND_CONFIG_INVALID templates\.garden\.yml:9 .*; a templated config's dependencies is read when tend loads the configuration, so it may use inputs, parent and template only \(in ConfigTemplate \S+ rendered by RenderTemplate nightly at actions\.garden\.yml:\d+:1\)$/,
     );
   });
 });

@@ -32,6 +32,12 @@ const render = yaml`
     names: ["run-a", "run-b", "skipped"]
 `;
 
+/** `file:line message` of each problem the error lists. */
+const listed = (error: { detail?: Record<string, unknown> }) =>
+  (error.detail as { errors: { message: string; location: { file: string; line: number } }[] }).errors.map(
+    (e) => `${e.location.file}:${e.location.line} ${e.message}`,
+  );
+
 /** A project whose ConfigTemplate `runs` has these `configs` (indented by 2), rendered by `my-runs`. */
 const withConfigs = (configs: string) =>
   writeProject({
@@ -133,6 +139,22 @@ describe('an error in a rendered config', () => {
     expect(error.location).toMatchObject({ file: 'template.garden.yml', line: 9 });
   });
 
+  it('a key read as it loads that reads another context names the template and the RenderTemplate with its line', async () => {
+    const root = await writeProject({
+      'project.garden.yml': project,
+      'template.garden.yml': template
+        .replace('NAME', '${parent.name}-run\n    disabled: ${var.greeting}')
+        .replace('      bogus: 1\n', ''),
+      'renders.garden.yml': renders,
+    });
+    const because =
+      'unknown key "var.greeting"; available: inputs, parent, template; a templated config\'s disabled is read when tend loads the configuration, so it may use inputs, parent and template only';
+    expect(listed(await configureError(root))).toEqual([
+      `template.garden.yml:7 ${because} (in ConfigTemplate tpl rendered by RenderTemplate one at renders.garden.yml:1:1)`,
+      `template.garden.yml:7 ${because} (in ConfigTemplate tpl rendered by RenderTemplate two at renders.garden.yml:5:1)`,
+    ]);
+  });
+
   it('a config two RenderTemplates render under one name is a duplicate naming both', async () => {
     const root = await writeProject({
       'project.garden.yml': project,
@@ -218,12 +240,6 @@ const twoRenders = yaml`
   name: two
   inputs: { grace: many }
 `;
-
-/** `file:line message` of each problem the error lists. */
-const listed = (error: { detail?: Record<string, unknown> }) =>
-  (error.detail as { errors: { message: string; location: { file: string; line: number } }[] }).errors.map(
-    (e) => `${e.location.file}:${e.location.line} ${e.message}`,
-  );
 
 describe('an error about a rendered config found once it resolves, or across actions', () => {
   it('a value of the wrong type once resolved names the RenderTemplate (tend validate)', async () => {

@@ -16,7 +16,7 @@ import type { SyntaxOptions } from '../../expressions/syntax.js';
 import { typeName } from '../../expressions/evaluate.js';
 import { checkSchema, type ConfigProblem } from '../diagnostics.js';
 import { isGardenFile } from '../files.js';
-import { formatLocation } from '../project.js';
+import { formatLocation, inRenderedConfig } from '../project.js';
 import {
   renderRoots,
   type ConfigPath,
@@ -257,17 +257,20 @@ export function renderTemplate(
       ...(renderer === 'RenderTemplate' ? {} : { renderer }),
     };
     const place: RenderPlace = { template, rendered, renderDir: document.dir, syntax };
-    for (const { config, at, item } of expandConfigs(configs, place, problem)) {
+    // Its configs' lines are the template's, shared by each rendering: which one it is is said.
+    const inTemplate = (found: RenderProblem) =>
+      problem({ ...found, message: inRenderedConfig(found.message, rendered) });
+    for (const { config, at, item } of expandConfigs(configs, place, inTemplate)) {
       const one = renderConfig(
         config,
         at,
         item ? { ...place, rendered: { ...rendered, item } } : place,
-        problem,
+        inTemplate,
       );
       if (one) out.push(one);
     }
     modules.forEach((module: unknown, index) => {
-      const one = renderModule(module, index, place, problem);
+      const one = renderModule(module, index, place, inTemplate);
       if (one) out.push(one);
     });
   }
@@ -341,10 +344,7 @@ function expandConfigs(
         .map((item) => ({ config: concat.$return, at: [...at, '$return'], item }));
     } catch (error) {
       if (!(error instanceof TendError)) throw error;
-      problem({
-        message: `${error.message} (rendered by RenderTemplate ${rendered.parent})`,
-        location: error.location ?? template.locate(at),
-      });
+      problem({ message: error.message, location: error.location ?? template.locate(at) });
       return [];
     }
   });
@@ -357,7 +357,6 @@ function renderConfig(
   problem: (found: RenderProblem) => void,
 ): RenderedConfig | undefined {
   const at = (...p: ConfigPath): ConfigPath => [...configAt, ...p];
-  const by = `(rendered by RenderTemplate ${rendered.parent})`;
   if (!isRecord(config)) {
     problem({ message: 'each of configs must be a mapping (an action)', location: template.locate(at()) });
     return undefined;
@@ -365,7 +364,7 @@ function renderConfig(
   if (config.kind === undefined) {
     problem({
       location: template.locate(at()),
-      message: `a config of ConfigTemplate ${template.name} has no kind ${by}; give it kind: ${listWords(templatableKinds)}`,
+      message: `a config has no kind; give it kind: ${listWords(templatableKinds)}`,
     });
     return undefined;
   }
@@ -403,7 +402,7 @@ function renderConfig(
       }
       problem({
         location: error.location ?? template.locate(at(key)),
-        message: `${error.message} ${by}; a templated config's ${key} is read when tend loads the configuration, so it may use inputs, parent and template only`,
+        message: `${error.message}; a templated config's ${key} is read when tend loads the configuration, so it may use inputs, parent and template only`,
       });
       return undefined;
     }

@@ -328,7 +328,7 @@ template: loop
 `,
     });
     expect(await validateErrors(root)).toEqual([
-      'TEND_CONFIG_INVALID templates/garden.yml:4 ConfigTemplate loop renders kind "RenderTemplate", a RenderTemplate of itself (a cycle); a template renders Build, Deploy, Run, Test and Workflow configs only, as in Garden',
+      'TEND_CONFIG_INVALID templates/garden.yml:4 ConfigTemplate loop renders kind "RenderTemplate", a RenderTemplate of itself (a cycle); a template renders Build, Deploy, Run, Test and Workflow configs only, as in Garden (in ConfigTemplate loop rendered by RenderTemplate use at use/garden.yml:1:1)',
     ]);
   });
 
@@ -352,7 +352,7 @@ template: t
     const errors = await validateErrors(root);
     expect(errors).toHaveLength(1);
     expect(errors[0]).toMatch(
-      /^TEND_CONFIG_INVALID templates\/garden\.yml:6 .*var\.greeting.*rendered by RenderTemplate use.*inputs, parent and template only$/,
+      /^TEND_CONFIG_INVALID templates\/garden\.yml:6 .*var\.greeting.*inputs, parent and template only \(in ConfigTemplate \S+ rendered by RenderTemplate use at \S+\)$/,
     );
   });
 
