@@ -115,7 +115,10 @@ export async function templateFileProblems(
     }),
   );
   return {
-    problems: checked.flatMap((c) => c.problems),
+    // A rendered action's files may be another rendering's too: which one it is is said.
+    problems: checked.flatMap((c) =>
+      c.problems.map((found) => ({ ...found, message: inRenderedConfig(found.message, action.rendered) })),
+    ),
     notes: checked.flatMap((c) => [
       ...c.kept.map(({ message, location }) => ({ message, location })),
       ...c.undeclared.map(({ variable, location }) => undeclaredVariableNote(action, variable, location)),

@@ -24,7 +24,13 @@ import {
   resolveProviderConfig,
   type SelectedEnvironment,
 } from './environment.js';
-import { formatLocation, type ActionConfig, type ProjectConfig, type ProviderEntry } from './project.js';
+import {
+  formatLocation,
+  inRenderedConfig,
+  type ActionConfig,
+  type ProjectConfig,
+  type ProviderEntry,
+} from './project.js';
 import type { ConfigNote } from './read-documents.js';
 import { actionTypeIndex } from './schema.js';
 import {
@@ -158,31 +164,40 @@ export class Configuration {
       const plugin = this.actionPlugin(action)?.name;
       if (plugin === undefined || used.has(plugin) || !firstOfModule(saidOfModules, action, plugin))
         return [];
-      const entries = this.project.providers.filter((entry) => entry.name === plugin);
-      if (entries.length === 0) {
-        // Without a refused entry, read-config said it for every environment.
-        const refused = this.project.providers.some(isRefusedProvider);
-        return refused ? [unlistedProvider(action, plugin, this.project.file)] : [];
-      }
-      const where = entries.map(
-        (entry) => `${formatLocation(entry.location)} for ${entry.environments!.join(', ')}`,
-      );
-      const environment = this.environment.name;
-      // A 0.12 module has no `environments:`; `disabled:` leaves out all of its actions.
-      const limit =
-        action.fromModule === undefined
-          ? 'limit the action with environments:'
-          : `disable the module in it: \`disabled: \${environment.name == "${environment}"}\``;
-      return [
-        {
-          code: 'TEND_PROVIDER_NOT_FOUND' as const,
-          message:
-            `${providerUser(action)} comes from provider "${plugin}", which environment "${environment}" does not use: ` +
-            `its entries are limited to other environments (${where.join('; ')}); add this environment to one, or ${limit}`,
-          location: action.locate(['type']),
-        },
-      ];
+      // A rendered action's type is the template's line, shared by each rendering: which one it is is said.
+      return this.unusedProvider(action, plugin).map((found) => ({
+        ...found,
+        message: inRenderedConfig(found.message, action.rendered),
+      }));
     });
+  }
+
+  /** The problem of an action whose type's provider `plugin` the environment does not use. */
+  private unusedProvider(action: ActionConfig, plugin: string): ConfigProblem[] {
+    const entries = this.project.providers.filter((entry) => entry.name === plugin);
+    if (entries.length === 0) {
+      // Without a refused entry, read-config said it for every environment.
+      const refused = this.project.providers.some(isRefusedProvider);
+      return refused ? [unlistedProvider(action, plugin, this.project.file)] : [];
+    }
+    const where = entries.map(
+      (entry) => `${formatLocation(entry.location)} for ${entry.environments!.join(', ')}`,
+    );
+    const environment = this.environment.name;
+    // A 0.12 module has no `environments:`; `disabled:` leaves out all of its actions.
+    const limit =
+      action.fromModule === undefined
+        ? 'limit the action with environments:'
+        : `disable the module in it: \`disabled: \${environment.name == "${environment}"}\``;
+    return [
+      {
+        code: 'TEND_PROVIDER_NOT_FOUND' as const,
+        message:
+          `${providerUser(action)} comes from provider "${plugin}", which environment "${environment}" does not use: ` +
+          `its entries are limited to other environments (${where.join('; ')}); add this environment to one, or ${limit}`,
+        location: action.locate(['type']),
+      },
+    ];
   }
 
   /** The value of one template expression (`var.x`) in the environment's context. */

@@ -209,26 +209,6 @@ describe('an error in a rendered config', () => {
   });
 });
 
-/** A project whose ConfigTemplate `svc` renders this Deploy spec (indented by 6) as `${parent.name}`. */
-const withSpec = (spec: string, renders: string, dependencies = '[run.gen]') =>
-  writeProject({
-    'project.garden.yml': project,
-    'template.garden.yml':
-      yaml`
-        kind: ConfigTemplate
-        name: svc
-        configs:
-          - kind: Deploy
-            type: exec
-            name: \${parent.name}
-            dependencies: ${dependencies}
-            spec:
-              deployCommand: [echo]
-      ` + spec,
-    'renders.garden.yml': renders,
-    'gen.garden.yml': 'kind: Run\ntype: exec\nname: gen\nspec:\n  command: [echo, many]\n',
-  });
-
 const twoRenders = yaml`
   kind: RenderTemplate
   template: svc
@@ -241,9 +221,29 @@ const twoRenders = yaml`
   inputs: { grace: many }
 `;
 
+/** A project whose ConfigTemplate `svc` has this one config (indented by 2), rendered by `one` and `two`. */
+const renderedTwice = (config: string, files: Record<string, string> = {}, projectFile = project) =>
+  writeProject({
+    'project.garden.yml': projectFile,
+    'template.garden.yml': `kind: ConfigTemplate\nname: svc\nconfigs:\n${config}`,
+    'renders.garden.yml': twoRenders,
+    ...files,
+  });
+
+/** Its config a Deploy named `${parent.name}` depending on `run.gen`, this added to its spec (indented by 6). */
+const withSpec = (spec: string, dependencies = '[run.gen]') =>
+  renderedTwice(
+    `  - kind: Deploy\n    type: exec\n    name: \${parent.name}\n    dependencies: ${dependencies}\n` +
+      `    spec:\n      deployCommand: [echo]\n${spec}`,
+    { 'gen.garden.yml': 'kind: Run\ntype: exec\nname: gen\nspec:\n  command: [echo, many]\n' },
+  );
+
+/** `file:line message` of each problem `tend validate` finds. */
+const validationProblems = async (root: string) => listed(await failure(validateCommand({ root, var: [] })));
+
 describe('an error about a rendered config found once it resolves, or across actions', () => {
   it('a value of the wrong type once resolved names the RenderTemplate (tend validate)', async () => {
-    const root = await withSpec('      stopGracePeriod: ${inputs.grace}\n', twoRenders);
+    const root = await withSpec('      stopGracePeriod: ${inputs.grace}\n');
     const error = await failure(validateCommand({ root, var: [] }));
     expect(error.code).toBe('TEND_CONFIG_INVALID');
     expect(listed(error)).toEqual([
@@ -252,7 +252,7 @@ describe('an error about a rendered config found once it resolves, or across act
   });
 
   it('a value of the wrong type once the outputs of other actions resolve (as it runs) names the RenderTemplate', async () => {
-    const root = await withSpec('      stopGracePeriod: ${actions.run.gen.outputs.log}\n', twoRenders);
+    const root = await withSpec('      stopGracePeriod: ${actions.run.gen.outputs.log}\n');
     const configuration = await configureAt(root);
     const deploy = configuration.actions.find((a) => a.ref === 'deploy.one')!;
     const resolved = configuration.resolveSpec(deploy, { dependencyOutputs: { 'run.gen': { log: 'many' } } });
@@ -290,14 +290,13 @@ describe('an error about a rendered config found once it resolves, or across act
         name: ma
       `,
     });
-    const error = await failure(validateCommand({ root, var: [] }));
-    expect(listed(error)).toEqual([
+    expect(await validationProblems(root)).toEqual([
       'modules.garden.yml:9 invalid value for spec.replicas: expected a whole number, got "hi" (after resolving template expressions) (in template gen rendered by templated module ma at modules.garden.yml:11:1)',
     ]);
   });
 
   it('a variable nothing declares is a note, as for an action written by hand', async () => {
-    const root = await withSpec('      env: { GREETING: "${var.nothere}" }\n', twoRenders);
+    const root = await withSpec('      env: { GREETING: "${var.nothere}" }\n');
     const { exitCode, data } = await validateCommand({ root, var: [] });
     expect(exitCode).toBe(0);
     expect(data.notes?.map((n) => `${n.file}:${n.line} ${n.message}`)).toEqual([
@@ -307,11 +306,51 @@ describe('an error about a rendered config found once it resolves, or across act
   });
 
   it('an unknown action among its dependencies names the RenderTemplate', async () => {
-    const root = await withSpec('', twoRenders, '[run.gen, run.nope]');
+    const root = await withSpec('', '[run.gen, run.nope]');
     const error = await configureError(root);
     expect(listed(error)).toEqual([
       'template.garden.yml:7 unknown dependency "run.nope" of deploy.one; run actions: run.gen (in ConfigTemplate svc rendered by RenderTemplate one at renders.garden.yml:1:1)',
       'template.garden.yml:7 unknown dependency "run.nope" of deploy.two; run actions: run.gen (in ConfigTemplate svc rendered by RenderTemplate two at renders.garden.yml:6:1)',
     ]);
+  });
+
+  it('a problem of a file its type templates (manifestTemplates) names the RenderTemplate', async () => {
+    const root = await renderedTwice(
+      '  - { kind: Deploy, type: kubernetes, name: "${parent.name}", spec: { manifestTemplates: [config.yaml] } }\n',
+      {
+        'config.yaml':
+          'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: c }\ndata:\n  a: ${var.greeting.x}\n',
+      },
+      project.replace('name: exec', 'name: local-kubernetes'),
+    );
+    const problems = await validationProblems(root);
+    expect(problems.map((line) => line.slice(0, line.indexOf(':', 'config.yaml:'.length)))).toEqual([
+      'config.yaml:5 ConfigMap c',
+      'config.yaml:5 ConfigMap c',
+    ]);
+    expect(problems.map((line) => line.slice(line.lastIndexOf(' (in ')))).toEqual([
+      ' (in ConfigTemplate svc rendered by RenderTemplate one at renders.garden.yml:1:1)',
+      ' (in ConfigTemplate svc rendered by RenderTemplate two at renders.garden.yml:6:1)',
+    ]);
+  });
+
+  it('an action type whose provider the environment does not use names the RenderTemplate', async () => {
+    const root = await renderedTwice(
+      '  - { kind: Deploy, type: container, name: "${parent.name}", spec: { image: nginx } }\n',
+      {},
+      project
+        .replace('[{ name: local }]', '[{ name: local }, { name: other }]')
+        .replace('[{ name: exec }]', '[{ name: exec }, { name: local-kubernetes, environments: [other] }]'),
+    );
+    const problems = await validationProblems(root);
+    expect(problems).toHaveLength(2);
+    for (const [i, parent] of ['one at renders.garden.yml:1:1', 'two at renders.garden.yml:6:1'].entries()) {
+      expect(problems[i]).toMatch(
+        /^template\.garden\.yml:4 action type "container" comes from provider "kubernetes", which environment "local" does not use: /,
+      );
+      expect(problems[i]).toContain(
+        `limit the action with environments: (in ConfigTemplate svc rendered by RenderTemplate ${parent})`,
+      );
+    }
   });
 });
