@@ -9,8 +9,8 @@ import type { SourceLocation } from '../errors.js';
 import { schemaCheck, type SchemaError } from '../schema-check.js';
 import { closestName } from '../suggest.js';
 import { structuralKeys } from '../expressions/structure.js';
-import { formatLocation } from './project.js';
-import type { ConfigPath, ConfigProblem, LocateTarget } from './project.js';
+import { formatLocation, inRenderedConfig } from './project.js';
+import type { ConfigPath, ConfigProblem, LocateTarget, RenderedFrom } from './project.js';
 
 export type { ConfigProblem } from './project.js';
 
@@ -40,6 +40,28 @@ export function problemsOfError(error: TendError, fallback?: SourceLocation): Co
   const hint = error.detail?.hint;
   const message = typeof hint === 'string' ? `${error.message}; ${hint}` : error.message;
   return [{ code: error.code, message, location }];
+}
+
+/**
+ * A step on a config a template rendered: the error it throws says which rendering it is of, in
+ * each problem it lists (the config's lines are the template's, shared by each rendering), its
+ * detail kept (a variable nothing declares stays one).
+ */
+export function inRenderedStep<T>(rendered: RenderedFrom | undefined, step: () => T): T {
+  if (!rendered) return step();
+  try {
+    return step();
+  } catch (error) {
+    if (!(error instanceof TendError)) throw error;
+    const listed = (error.detail as { errors?: ConfigProblem[] } | undefined)?.errors;
+    if (Array.isArray(listed) && listed.length > 0) {
+      throw configError(listed.map((p) => ({ ...p, message: inRenderedConfig(p.message, rendered) })));
+    }
+    throw new TendError(error.code, inRenderedConfig(error.message, rendered), {
+      ...(error.location ? { location: error.location } : {}),
+      ...(error.detail ? { detail: error.detail } : {}),
+    });
+  }
 }
 
 export interface SchemaCheckOptions {

@@ -6,8 +6,8 @@
  */
 import { localIdentity } from '../state/identity.js';
 import { TendError, type SourceLocation } from '../errors.js';
-import { configError, formatPath, type ConfigProblem } from './diagnostics.js';
-import { inRenderedConfig, nameMaxLength, nameRegExp } from './project.js';
+import { configError, formatPath, inRenderedStep, type ConfigProblem } from './diagnostics.js';
+import { nameMaxLength, nameRegExp } from './project.js';
 import type { PullRequestRef } from '../events/catalog.js';
 import type {
   ActionConfig,
@@ -420,18 +420,9 @@ export function resolveActionSpec(
   options?: ResolveOptions,
 ): unknown {
   const own = actionContext(action, context);
-  const rendered = action.rendered;
-  if (!rendered) return resolveTemplates(action.spec, own, (p) => action.locate(['spec', ...p]), options);
-  try {
-    return resolveTemplates(action.spec, own, (p) => action.locate(['spec', ...p]), options);
-  } catch (error) {
-    if (!(error instanceof TendError) || error.code !== 'TEND_TEMPLATE') throw error;
-    // Its detail kept: a variable nothing declares is a note there, as for an action written by hand.
-    throw new TendError('TEND_TEMPLATE', inRenderedConfig(error.message, rendered), {
-      ...(error.location ? { location: error.location } : {}),
-      ...(error.detail ? { detail: error.detail } : {}),
-    });
-  }
+  return inRenderedStep(action.rendered, () =>
+    resolveTemplates(action.spec, own, (p) => action.locate(['spec', ...p]), options),
+  );
 }
 
 /**

@@ -12,6 +12,7 @@ import {
   withEnvironmentVarfiles,
 } from './action-variables.js';
 import { withEnvironmentDependencies } from './action-dependencies.js';
+import { inRenderedStep } from './diagnostics.js';
 import { withEnvironmentPatterns, withEnvironmentSource } from './action-source.js';
 import { withEnvironmentTimeout } from './action-timeout.js';
 import {
@@ -55,20 +56,22 @@ export async function resolveTemplateContext(
 ): Promise<ResolvedTemplates> {
   const environmentContext = createTemplateContext(project, environment);
   const known = new Set(copies.map((action) => action.ref));
-  const actions = copies.map((action) => {
-    const withVarfiles = withEnvironmentVarfiles(action, environmentContext, project.root);
-    return withEnvironmentDependencies(
-      withEnvironmentTimeout(
-        withEnvironmentPatterns(
-          withEnvironmentSource(withVarfiles, environmentContext, project.root),
+  const actions = copies.map((action) =>
+    inRenderedStep(action.rendered, () => {
+      const withVarfiles = withEnvironmentVarfiles(action, environmentContext, project.root);
+      return withEnvironmentDependencies(
+        withEnvironmentTimeout(
+          withEnvironmentPatterns(
+            withEnvironmentSource(withVarfiles, environmentContext, project.root),
+            environmentContext,
+          ),
           environmentContext,
         ),
         environmentContext,
-      ),
-      environmentContext,
-      known,
-    );
-  });
+        known,
+      );
+    }),
+  );
   const templateContext: TemplateContext = {
     ...environmentContext,
     actionVariables: actionVariablesOf(actions),

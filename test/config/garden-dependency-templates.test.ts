@@ -265,7 +265,7 @@ inputs: { build: image }
       'deploy.cache',
     ]);
     expect(describedError(await configureError(root, ['backend=nope']))).toBe(
-      'TEND_CONFIG_INVALID templates.garden.yml:9 dependency "deploy.${var.backend}" of run.nightly resolves to deploy.nope, which is not an action of this project',
+      'TEND_CONFIG_INVALID templates.garden.yml:9 dependency "deploy.${var.backend}" of run.nightly resolves to deploy.nope, which is not an action of this project (in ConfigTemplate job rendered by RenderTemplate nightly at actions.garden.yml:15:1)',
     );
 
     // The whole list as one template.

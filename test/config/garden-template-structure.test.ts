@@ -353,4 +353,14 @@ describe('an error about a rendered config found once it resolves, or across act
       );
     }
   });
+
+  it('a dependency that reads the environment and names no action names the RenderTemplate', async () => {
+    const root = await withSpec('', '["run.${var.greeting}"]');
+    expect(await configureError(root)).toMatchObject({
+      code: 'TEND_CONFIG_INVALID',
+      location: { file: 'template.garden.yml', line: 7 },
+      message:
+        'dependency "run.${var.greeting}" of deploy.one resolves to run.hi, which is not an action of this project (in ConfigTemplate svc rendered by RenderTemplate one at renders.garden.yml:1:1)',
+    });
+  });
 });
