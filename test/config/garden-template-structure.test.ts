@@ -363,4 +363,14 @@ describe('an error about a rendered config found once it resolves, or across act
         'dependency "run.${var.greeting}" of deploy.one resolves to run.hi, which is not an action of this project (in ConfigTemplate svc rendered by RenderTemplate one at renders.garden.yml:1:1)',
     });
   });
+
+  it("a rendered Workflow's problem names the RenderTemplate", async () => {
+    const root = await renderedTwice(
+      '  - kind: Workflow\n    name: ${parent.name}-wf\n    steps:\n      - {}\n',
+    );
+    expect(await validationProblems(root)).toEqual([
+      'template.garden.yml:7 Workflow one-wf: a step needs one of command and script (in ConfigTemplate svc rendered by RenderTemplate one at renders.garden.yml:1:1)',
+      'template.garden.yml:7 Workflow two-wf: a step needs one of command and script (in ConfigTemplate svc rendered by RenderTemplate two at renders.garden.yml:6:1)',
+    ]);
+  });
 });

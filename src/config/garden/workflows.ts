@@ -6,7 +6,13 @@
  * (`exec:`). Templates stay as written here: they are resolved step by step when the steps run.
  */
 import type { SourceLocation } from '../../errors.js';
-import type { ConfigPath, ConfigProblem, LocateTarget, RenderedFrom } from '../project.js';
+import {
+  inRenderedConfig,
+  type ConfigPath,
+  type ConfigProblem,
+  type LocateTarget,
+  type RenderedFrom,
+} from '../project.js';
 import { startsGardenCommand, tendCommandLine } from './step-commands.js';
 import { isRecord, listWords, type GardenRecord } from './translation.js';
 
@@ -167,7 +173,8 @@ class RunnableReader {
   invalid(source: GardenRunnable, path: ConfigPath, message: string): void {
     this.out.problems.push({
       code: 'TEND_CONFIG_INVALID',
-      message: `${label(source)}: ${message}`,
+      // A rendered one's lines are the template's, shared by each rendering: which one it is is said.
+      message: inRenderedConfig(`${label(source)}: ${message}`, source.rendered),
       location: source.locate(path, 'key'),
     });
   }
@@ -185,7 +192,7 @@ class RunnableReader {
     const location = source.locate(path, 'key');
     const problem = {
       code: 'TEND_CONFIG_UNSUPPORTED' as const,
-      message: `${label(source)}: ${message}`,
+      message: inRenderedConfig(`${label(source)}: ${message}`, source.rendered),
       location,
     };
     this.notRunnable.set(source, problem);
