@@ -373,4 +373,21 @@ describe('an error about a rendered config found once it resolves, or across act
       'template.garden.yml:7 Workflow two-wf: a step needs one of command and script (in ConfigTemplate svc rendered by RenderTemplate two at renders.garden.yml:6:1)',
     ]);
   });
+
+  it('each problem of a varfile whose path reads the environment names the RenderTemplate', async () => {
+    const root = await renderedTwice(
+      '  - kind: Deploy\n    type: exec\n    name: ${parent.name}\n    varfiles: ["${var.greeting}.yml"]\n' +
+        '    spec: { deployCommand: [echo] }\n',
+      { 'hi.yml': '- a\n- b\n' },
+    );
+    const problems = listed(await configureError(root));
+    expect(problems.map((line) => line.slice(0, line.indexOf(' ')))).toEqual([
+      'hi.yml:1',
+      'hi.yml:1',
+      'hi.yml:2',
+    ]);
+    expect(new Set(problems.map((line) => line.slice(line.lastIndexOf(' (in '))))).toEqual(
+      new Set([' (in ConfigTemplate svc rendered by RenderTemplate one at renders.garden.yml:1:1)']),
+    );
+  });
 });
