@@ -140,7 +140,11 @@ export function firstOfModule(seen: Set<string>, action: ActionConfig, plugin: s
 export function unlistedProvider(action: ActionConfig, plugin: string, projectFile: string): ConfigProblem {
   return {
     code: 'TEND_PROVIDER_NOT_FOUND',
-    message: `${providerUser(action)} comes from provider "${plugin}", which is not listed under providers in ${projectFile}`,
+    message:
+      `${providerUser(action)} comes from provider "${plugin}", which is not listed under providers in ${projectFile}` +
+      (plugin === 'kubernetes'
+        ? '; list local-kubernetes (a cluster on this machine) or kubernetes (with its context:) there'
+        : ''),
     location: action.locate(['type']),
   };
 }

@@ -313,7 +313,8 @@ tests:
     });
     expect(await problemLines(validateCommand({ root, var: [] }))).toEqual([
       'TEND_PROVIDER_NOT_FOUND garden.yml:2 module api (type "container") comes from provider "kubernetes", ' +
-        'which is not listed under providers in project.garden.yml',
+        'which is not listed under providers in project.garden.yml; ' +
+        'list local-kubernetes (a cluster on this machine) or kubernetes (with its context:) there',
     ]);
   });
 
@@ -349,7 +350,8 @@ ${providers}`;
     ]);
     for (const env of ['b', 'c']) {
       expect(await problemLines(validateCommand({ root, var: [], env })), env).toEqual([
-        'TEND_PROVIDER_NOT_FOUND garden.yml:3 action type "kubernetes" comes from provider "kubernetes", which is not listed under providers in project.garden.yml',
+        'TEND_PROVIDER_NOT_FOUND garden.yml:3 action type "kubernetes" comes from provider "kubernetes", which is not listed under providers in project.garden.yml; ' +
+          'list local-kubernetes (a cluster on this machine) or kubernetes (with its context:) there',
       ]);
     }
   });
@@ -380,7 +382,8 @@ ${providers}`;
     });
     for (const env of ['a', 'b']) {
       expect(await problemLines(validateCommand({ root, var: [], env })), env).toEqual([
-        'TEND_PROVIDER_NOT_FOUND garden.yml:3 action type "kubernetes" comes from provider "kubernetes", which is not listed under providers in project.garden.yml',
+        'TEND_PROVIDER_NOT_FOUND garden.yml:3 action type "kubernetes" comes from provider "kubernetes", which is not listed under providers in project.garden.yml; ' +
+          'list local-kubernetes (a cluster on this machine) or kubernetes (with its context:) there',
       ]);
     }
   });
