@@ -6,8 +6,21 @@
 import type { CheckEnvironmentParams, EnvironmentProblem } from '../../plugin/types.js';
 import { settingsOf, type KubernetesProviderConfig } from './config.js';
 
-/** The cluster's own namespaces: never an environment's app namespace. */
+/** The cluster's own namespaces: never an environment's app namespace, nor adopted as one. */
 const kubernetesSystemNamespaces = ['kube-system', 'kube-public', 'kube-node-lease', 'default'];
+
+/**
+ * Why a Deploy may not hold a Namespace of the cluster's own: it does not stand for the
+ * environment's namespace (deploy.ts adopts every other), and tend leaves it alone. `undefined`
+ * for any other name.
+ */
+export function clusterNamespaceRefusal(name: unknown, target: string): string | undefined {
+  if (typeof name !== 'string' || !kubernetesSystemNamespaces.includes(name)) return undefined;
+  return (
+    `Namespace ${name} is one of the cluster's own namespaces: tend deploy refuses it, as it deploys only into ` +
+    `the environment's namespace ("${target}") and leaves the cluster's alone; remove the Namespace manifest`
+  );
+}
 
 /**
  * Why the provider refuses the environment's app namespace (the provider's `systemNamespace`, or

@@ -23,6 +23,7 @@ import {
 import type { KubernetesDeploySpec } from './config.js';
 import { invalid, loadManifests, type Manifest } from './manifests.js';
 import { assertNamespaceKey } from './namespace-key.js';
+import { clusterNamespaceRefusal } from './app-namespace.js';
 import { objectOwners } from './memo.js';
 import { actionLabel } from './pods.js';
 import { clientFor } from './provider.js';
@@ -59,15 +60,18 @@ function claim(action: ResolvedAction, namespace: string, origin: string, object
   objectOwners.set(key, action.ref);
 }
 
-/** The Namespaces a kustomization or chart renders: they stand for the app namespace (adopted). */
+/**
+ * The Namespaces among the manifests — written by hand, or rendered by a kustomization or chart:
+ * each stands for the app namespace (adopted), as tend creates that one and deploys only into it.
+ */
 export function adoptedNamespaces(manifests: Manifest[]): Manifest[] {
-  return manifests.filter((m) => m.rendered === true && m.object.kind === 'Namespace');
+  return manifests.filter((m) => m.object.kind === 'Namespace');
 }
 
 /**
  * Checks each object targets the app namespace (or none, or another with `overrideNamespace`,
- * or a Namespace the kustomization or chart renders: adopted) and is namespaced, and that no
- * other Deploy of the command renders it; adds tend's labels and version.
+ * or an adopted Namespace) and is namespaced, that no adopted Namespace is one of the cluster's
+ * own, and that no other Deploy of the command renders it; adds tend's labels and version.
  */
 export async function prepare(
   client: KubeClient,
@@ -85,8 +89,13 @@ export async function prepare(
       .map((m) => m.object.metadata?.namespace)
       .filter((ns) => ns && ns !== namespace && (override || adopted.has(ns))),
   );
-  for (const { object, origin, rendered } of manifests) {
-    if (rendered && object.kind === 'Namespace') continue;
+  for (const { object, origin } of manifests) {
+    if (object.kind === 'Namespace') {
+      // Objects written for kube-system are the cluster's, not the environment's: not moved.
+      const refusal = clusterNamespaceRefusal(object.metadata?.name, namespace);
+      if (refusal) throw invalid(action, `${origin}: ${refusal}`);
+      continue;
+    }
     // The scope first: a cluster-scoped object is refused whatever namespace it names.
     let namespaced: boolean;
     try {

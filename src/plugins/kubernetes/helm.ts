@@ -167,7 +167,7 @@ export function chartManifests(action: ResolvedAction<ChartSpec>, text: string):
     if (object === null || object === undefined) return;
     const hooks = object.metadata?.annotations?.['helm.sh/hook'];
     if (hooks !== undefined && !hooks.split(',').some((hook) => installHooks.has(hook.trim()))) return;
-    out.push({ object, origin, rendered: true });
+    out.push({ object, origin });
   });
   return checkManifests(action, out);
 }

@@ -3,9 +3,10 @@
  * `tend deploy` refuses (deploy.ts `prepare`), named at its file:line: each object of a kind the
  * cluster keeps outside namespaces (a ClusterRole: tend deploys only into the environment's
  * namespace), and each object whose `metadata.namespace` is not the one tend deploys into. The
- * same exceptions as the deploy's: `overrideNamespace: true`, and a Namespace the kustomization
- * renders (adopted). A Namespace written by hand (a file or inline) is noted too: deploy refuses it. The kinds known without a cluster are in src/cluster-scoped-kinds.ts; the
- * deploy asks the cluster about the rest. The Deploy's own `namespace` key is checked as every
+ * same exceptions as the deploy's: `overrideNamespace: true`, and a Namespace among the manifests
+ * (adopted: it stands for the environment's namespace). One written by hand (a file or inline) is
+ * noted, saying so; one of the cluster's own (`kube-system`) is noted as refused. The kinds known
+ * without a cluster are in src/cluster-scoped-kinds.ts; the deploy asks the cluster about the rest. The Deploy's own `namespace` key is checked as every
  * action's is (namespace-key.ts). A namespace written as a template expression, and a file that cannot be read
  * or parsed, are left to the deploy, which sees them resolved and reports them.
  */
@@ -13,6 +14,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { LineCounter, parseAllDocuments } from 'yaml';
 import { clusterScopedKinds } from '../../cluster-scoped-kinds.js';
+import { clusterNamespaceRefusal } from './app-namespace.js';
 import { TendError } from '../../errors.js';
 import type { ActionWarning, CheckActionParams } from '../../plugin/types.js';
 import type { KubernetesDeploySpec } from './config.js';
@@ -29,7 +31,7 @@ interface Written {
   where: Pick<ActionWarning, 'specPath' | 'file' | 'line' | 'column'>;
   /** For the message: `kustomize overlays/dev` or `manifests[0]`; none for a file, which the location names. */
   origin: string;
-  /** Rendered by kustomize, not written by hand: a Namespace among them is adopted (manifests.ts `Manifest`). */
+  /** Rendered by kustomize, not written by hand: a Namespace among them is adopted without a note. */
   rendered?: true;
 }
 
@@ -37,23 +39,30 @@ export async function namespaceProblems(params: CheckActionParams): Promise<Acti
   const spec = params.spec as KubernetesDeploySpec;
   const target = appNamespaceOf(params);
   const rendered = spec.kustomize ? await kustomizeObjects(params, spec) : [];
-  // The namespaces the kustomization renders stand for the app namespace (deploy.ts adoptedNamespaces).
-  const adopted = new Set(
-    rendered.filter((w) => w.object.kind === 'Namespace').map((w) => w.object.metadata?.name),
-  );
   const written = [...rendered, ...(await fileObjects(params, spec)), ...inlineObjects(spec)];
+  // The Namespaces stand for the app namespace (deploy.ts adoptedNamespaces), but the cluster's own.
+  const adopted = new Set(
+    written
+      .filter(
+        (w) => w.object.kind === 'Namespace' && !clusterNamespaceRefusal(w.object.metadata?.name, target),
+      )
+      .map((w) => w.object.metadata?.name),
+  );
   const override = spec.overrideNamespace === true;
   const objectProblems = written.flatMap((w) => {
-    const what = `${w.origin ? `${w.origin}: ` : ''}${w.object.kind} ${w.object.metadata?.name}`;
+    const origin = w.origin ? `${w.origin}: ` : '';
+    const what = `${origin}${w.object.kind} ${w.object.metadata?.name}`;
     if (w.object.kind === 'Namespace') {
-      // One a kustomization renders is adopted; one written by hand is refused (manifests.ts checkManifests).
+      const refusal = clusterNamespaceRefusal(w.object.metadata?.name, target);
+      if (refusal) return [{ ...w.where, message: `${origin}${refusal}` }];
+      // One a kustomization renders is adopted as silently as before; one written by hand is said.
       if (w.rendered) return [];
       return [
         {
           ...w.where,
           message:
-            `${what}: tend deploy refuses it, as tend creates the environment's namespace ("${target}") itself ` +
-            'and deploys into it; remove the Namespace manifest',
+            `${what}: tend deploy adopts it: it stands for the environment's namespace ("${target}"), ` +
+            `so it is left out and the objects that name it go into "${target}"`,
         },
       ];
     }

@@ -28,11 +28,6 @@ export interface Manifest {
   object: KubeObject;
   /** `k8s/api.yaml#2`, `kustomize overlays/dev#3` or `manifests[0]`, for messages. */
   origin: string;
-  /**
-   * Rendered by a program (kustomize, helm) rather than written by hand: a Namespace among them
-   * stands for the environment's namespace (deploy.ts) instead of being refused.
-   */
-  rendered?: boolean;
 }
 
 type Invalid = (message: string, detail?: Record<string, unknown>) => TendError;
@@ -203,15 +198,11 @@ function documentValues(
 }
 
 /** The manifests of documents' values, an empty document none. */
-function manifestsOf(values: unknown[], name: string, { rendered = false } = {}): Manifest[] {
+function manifestsOf(values: unknown[], name: string): Manifest[] {
   const out: Manifest[] = [];
   values.forEach((value, index) => {
     if (value === null || value === undefined) return;
-    out.push({
-      object: value as KubeObject,
-      origin: `${name}#${index + 1}`,
-      ...(rendered ? { rendered } : {}),
-    });
+    out.push({ object: value as KubeObject, origin: `${name}#${index + 1}` });
   });
   return out;
 }
@@ -248,7 +239,7 @@ export async function loadManifests(
     const dir = path.resolve(action.sourceDir, spec.kustomize.path);
     const name = `kustomize ${spec.kustomize.path}`;
     const values = renderedDocuments(text, ctx.projectRoot, () => documentValues(action, text, name, dir));
-    out.push(...manifestsOf(values, name, { rendered: true }));
+    out.push(...manifestsOf(values, name));
   }
   const asWritten = new Set(await manifestFiles(action.sourceDir, spec.manifestFiles ?? [], fail));
   const files = [
@@ -279,8 +270,7 @@ export async function loadManifests(
 
 /**
  * The manifests with `List` items as manifests of their own, checked for shape (apiVersion, kind,
- * metadata.name) and defined once each. A Namespace is refused where it is written by hand (tend
- * creates the namespace); one rendered by kustomize or helm stays, for deploy.ts to adopt.
+ * metadata.name) and defined once each. A Namespace stays, for deploy.ts to adopt (or refuse).
  */
 export function checkManifests(action: ResolvedAction, out: Manifest[]): Manifest[] {
   const flat: Manifest[] = [];
@@ -296,7 +286,7 @@ export function checkManifests(action: ResolvedAction, out: Manifest[]): Manifes
     else flat.push(m);
   }
   const origins = new Map<string, string>();
-  for (const { object, origin, rendered } of flat) {
+  for (const { object, origin } of flat) {
     if (!object || typeof object !== 'object' || Array.isArray(object)) {
       throw invalid(action, `${origin}: a manifest must be a mapping (apiVersion, kind, metadata…)`);
     }
@@ -306,9 +296,6 @@ export function checkManifests(action: ResolvedAction, out: Manifest[]): Manifes
       typeof object.metadata?.name === 'string' && object.metadata.name ? undefined : 'metadata.name',
     ].filter(Boolean);
     if (missing.length > 0) throw invalid(action, `${origin}: missing ${missing.join(', ')}`);
-    if (object.kind === 'Namespace' && !rendered) {
-      throw invalid(action, `${origin}: tend creates the namespace itself; remove the Namespace manifest`);
-    }
     // Applied twice, the later would silently win: say which two instead.
     const key = identity(object);
     const first = origins.get(key);

@@ -309,8 +309,11 @@ describe('bad input is a clear error, with the namespace still recorded', () => 
     );
     expect(scopedElsewhere.message).toMatch(/PersistentVolume pv is cluster-scoped/);
     expect(scopedElsewhere.message).not.toContain('overrideNamespace');
-    const ns = await failure('bad-ns-kind', 'apiVersion: v1\nkind: Namespace\nmetadata: { name: mine }\n');
-    expect(ns.message).toMatch(/tend creates the namespace itself/);
+    // A Namespace is adopted (manifests.test.ts), but not one of the cluster's own.
+    const ns = await failure('bad-ns-kind', 'apiVersion: v1\nkind: Namespace\nmetadata: { name: default }\n');
+    expect(ns.message).toMatch(
+      /Namespace default is one of the cluster's own namespaces: tend deploy refuses it/,
+    );
   });
 
   it('an image that cannot be pulled fails fast, naming the pod and the reason', async () => {

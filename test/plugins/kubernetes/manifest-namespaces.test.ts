@@ -38,7 +38,8 @@ async function warnings(files: Record<string, string>, providerExtra = ''): Prom
     (n) =>
       n.message.includes('sets namespace') ||
       n.message.includes('cluster-scoped') ||
-      n.message.includes('remove the Namespace manifest'),
+      n.message.includes('remove the Namespace manifest') ||
+      n.message.includes('tend deploy adopts it'),
   );
 }
 
@@ -185,24 +186,39 @@ describe('validate: objects of a cluster-scoped kind', () => {
 });
 
 describe('validate: a Namespace written by hand', () => {
-  const namespaceRefusal = (what: string) =>
-    `deploy.app: ${what}: tend deploy refuses it, as tend creates the environment's namespace ("ns-dev") itself ` +
-    'and deploys into it; remove the Namespace manifest';
+  const adoption = (what: string) =>
+    `deploy.app: ${what}: tend deploy adopts it: it stands for the environment's namespace ("ns-dev"), ` +
+    'so it is left out and the objects that name it go into "ns-dev"';
 
-  it('a note at its kind, in a manifest file or inline, overrideNamespace or not (one a kustomization renders is adopted: above)', async () => {
+  it('a note at its kind, in a manifest file or inline, overrideNamespace or not; the objects that name it are not noted', async () => {
     const namespace = 'kind: Namespace\napiVersion: v1\nmetadata:\n  name: kube-logging\n';
     for (const override of ['', '  overrideNamespace: true\n']) {
       const found = await warnings({
         'app/app.tend.yml': deploy(
-          `${override}  manifestFiles: [manifests.yml]\n` +
+          `${override}  manifestFiles: [manifests.yml]\n  manifestTemplates: [more.yml]\n` +
             '  manifests: [{ apiVersion: v1, kind: Namespace, metadata: { name: inline } }]\n',
         ),
-        'app/manifests.yml': `${namespace}---\n${configMap}`,
+        // The grpc-web sample's shape: the Namespace in one file, objects in it in that file and another.
+        'app/manifests.yml': `${namespace}---\n${secret('kube-logging')}`,
+        'app/more.yml': `${secret('kube-logging').replace('creds', 'more')}---\n${secret('inline').replace('creds', 'in')}`,
       });
       expect(found.map((n) => `${n.file}:${n.line}:${n.column} ${n.message}`)).toEqual([
-        `app/manifests.yml:1:7 ${namespaceRefusal('Namespace kube-logging')}`,
-        `app/app.tend.yml:${override ? 7 : 6}:39 ${namespaceRefusal('manifests[0]: Namespace inline')}`,
+        `app/manifests.yml:1:7 ${adoption('Namespace kube-logging')}`,
+        `app/app.tend.yml:${override ? 8 : 7}:39 ${adoption('manifests[0]: Namespace inline')}`,
       ]);
     }
+  });
+
+  it("one of the cluster's own namespaces is not adopted: a note that deploy refuses it, and the objects that name it", async () => {
+    const found = await warnings({
+      'app/app.tend.yml': deploy('  manifestFiles: [manifests.yml]\n'),
+      'app/manifests.yml': `kind: Namespace\napiVersion: v1\nmetadata:\n  name: kube-system\n---\n${secret('kube-system')}`,
+    });
+    expect(found.map((n) => `${n.file}:${n.line}:${n.column} ${n.message}`)).toEqual([
+      "app/manifests.yml:1:7 deploy.app: Namespace kube-system is one of the cluster's own namespaces: tend deploy " +
+        'refuses it, as it deploys only into the environment\'s namespace ("ns-dev") and leaves the cluster\'s alone; ' +
+        'remove the Namespace manifest',
+      `app/manifests.yml:10:14 deploy.app: ${refusal('Secret creds', 'kube-system')}`,
+    ]);
   });
 });

@@ -154,6 +154,81 @@ describe('files: paths and glob patterns', () => {
   });
 });
 
+describe('a Namespace written by hand (adopted, as one a kustomization renders)', () => {
+  const namespace = (name: string) => `kind: Namespace\napiVersion: v1\nmetadata:\n  name: ${name}\n`;
+  const inNamespace = (manifest: string, name: string) =>
+    manifest.replace(/^( {2}name: .*)$/m, `$1\n  namespace: ${name}`);
+
+  it("the grpc-web sample's shape: the Namespace left out with a note, the objects naming it in the environment's namespace", async () => {
+    const root = filesProject(
+      'ns-adopt',
+      ['logging/elasticsearch.yml', 'logging/kibana.yml'],
+      {
+        'api/logging/elasticsearch.yml': `${namespace('kube-logging')}---\n${inNamespace(configMap('es'), 'kube-logging')}`,
+        'api/logging/kibana.yml': inNamespace(deploymentYaml, 'kube-logging'),
+        'api/plain.yml': inNamespace(configMap('plain'), 'inline'),
+      },
+      '  manifestFiles: [plain.yml]\n  manifests: [{ apiVersion: v1, kind: Namespace, metadata: { name: inline } }]\n',
+    );
+    const result = await execute('deploy', root);
+    expect(result.data.actions.map((a) => [a.state, a.error?.message])).toEqual([['ready', undefined]]);
+    const logs = logMessages(root, result.data.sessionId);
+    expect(logs.filter((m) => m.includes('left out'))).toEqual([
+      'logging/elasticsearch.yml#1: Namespace kube-logging left out: its objects go into the environment\'s namespace "ns-adopt"',
+      'manifests[0]: Namespace inline left out: its objects go into the environment\'s namespace "ns-adopt"',
+    ]);
+    expect(applied(root, result.data.sessionId)).toEqual([
+      'applied ConfigMap plain',
+      'applied ConfigMap es',
+      'applied Deployment api',
+    ]);
+    for (const name of ['es', 'plain'])
+      await kubectlJson(h.kubeconfig, '-n', 'ns-adopt', 'get', 'configmap', name);
+    await kubectlJson(h.kubeconfig, '-n', 'ns-adopt', 'get', 'deployment', 'api');
+    expect(h.sim.store.get('namespaces', '', 'kube-logging')).toBeUndefined();
+    expect(h.sim.store.get('namespaces', '', 'inline')).toBeUndefined();
+    expect((await execute('deploy', root)).data.actions[0]!.state).toBe('cached');
+  });
+
+  it("what it does not cover is refused as before: an object naming another namespace, one of the cluster's own, the same Namespace twice", async () => {
+    const errorOf = async (files: Record<string, string>, spec = '') => {
+      const result = await execute('deploy', filesProject('ns-adopt-bad', ['k8s/*.yml'], files, spec));
+      expect(result.exitCode).toBe(2);
+      return result.data.actions[0]!.error;
+    };
+    expect(
+      await errorOf({
+        'api/k8s/a.yml': `${namespace('logging')}---\n${inNamespace(configMap('cm'), 'other')}`,
+      }),
+    ).toEqual({
+      code: 'TEND_K8S_MANIFEST_INVALID',
+      message:
+        'deploy.api: k8s/a.yml#2: ConfigMap cm sets namespace "other", but tend deploys into "ns-adopt-bad"; ' +
+        'remove metadata.namespace, or set `overrideNamespace: true`',
+    });
+    expect(
+      await errorOf({
+        'api/k8s/a.yml': `${namespace('kube-system')}---\n${inNamespace(configMap('cm'), 'kube-system')}`,
+      }),
+    ).toEqual({
+      code: 'TEND_K8S_MANIFEST_INVALID',
+      message:
+        "deploy.api: k8s/a.yml#1: Namespace kube-system is one of the cluster's own namespaces: tend deploy refuses it, " +
+        'as it deploys only into the environment\'s namespace ("ns-adopt-bad") and leaves the cluster\'s alone; ' +
+        'remove the Namespace manifest',
+    });
+    expect(
+      await errorOf(
+        { 'api/k8s/a.yml': namespace('logging') },
+        '  manifests: [{ apiVersion: v1, kind: Namespace, metadata: { name: logging } }]\n',
+      ),
+    ).toEqual({
+      code: 'TEND_K8S_MANIFEST_INVALID',
+      message: 'deploy.api: manifests[0]: Namespace logging is already defined by k8s/a.yml#1',
+    });
+  });
+});
+
 describe('install order', () => {
   it('a Deployment written before the Secret its pods read: the Secret is applied first, and the pods start', async () => {
     // As demokratie-live/democracy-development's manifests: applied as written, the pods failed
