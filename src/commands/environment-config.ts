@@ -35,6 +35,7 @@ export function configureEnvironment(
     varFiles: options.varFile,
     ...(options.commandInfo ? { command: options.commandInfo } : {}),
     ...(namespace !== undefined ? { namespace } : {}),
+    ...(options.context?.[0] ? { context: options.context[0] } : {}),
     secrets: loadSecrets,
     ...(request.forceEnabled ? { forceEnabled: request.forceEnabled } : {}),
   });

@@ -441,6 +441,33 @@ export function providerProblems(project: ProjectConfig, environment: string): C
   return providerEntriesOf(project, environment).flatMap((e) => e.problems ?? []);
 }
 
+/**
+ * A provider entry the environment uses that must name a kubeconfig context (Garden's
+ * `kubernetes`) and names none, once merged: without one it would reach the kubeconfig's current
+ * context, perhaps another cluster. None when the command line names the context (`--context`).
+ */
+export function contextProblems(
+  project: ProjectConfig,
+  environment: string,
+  commandLineContext: string | undefined,
+): ConfigProblem[] {
+  if (commandLineContext) return [];
+  return providerEntriesOf(project, environment).flatMap((entry) => {
+    const { context } = entry.config;
+    if (!entry.requiresContext || (typeof context === 'string' && context.trim() !== '')) return [];
+    return [
+      {
+        code: 'TEND_CONFIG_INVALID' as const,
+        message:
+          `provider ${entry.name} of environment ${environment} names no kubeconfig context: Garden's kubernetes provider ` +
+          "requires one, and without it tend would deploy to the kubeconfig's current context, which may be another " +
+          "cluster; set `context:` to the cluster's kubeconfig context (`kubectl config get-contexts`), or give `--context`",
+        location: hasPath(entry.config, ['context']) ? entry.locate(['context']) : entry.location,
+      },
+    ];
+  });
+}
+
 /** The entries the environment uses; several of one provider (Garden's) merged, in order, as Garden merges them. */
 function providerEntriesOf(project: ProjectConfig, environment: string): ProviderEntry[] {
   const byName = new Map<string, ProviderEntry[]>();
@@ -468,6 +495,7 @@ function mergedProviderEntry(entries: readonly ProviderEntry[], environment: str
     ? entries.reduce<unknown>((sum, entry) => mergePatch(sum, entry.written ?? entry.config), {})
     : undefined;
   return {
+    ...(entries.some((entry) => entry.requiresContext) ? { requiresContext: true as const } : {}),
     name: first.name,
     environments: [environment],
     config,

@@ -19,6 +19,7 @@ import type { GardenRunnable } from './garden/workflows.js';
 import { Configuration } from './configuration.js';
 import { ModuleConverter } from './convert-modules.js';
 import { configError, type ConfigProblem } from './diagnostics.js';
+import { contextProblems } from './environment.js';
 import { findFiles } from './find-files.js';
 import { loadProjectPlugins } from './plugin-modules.js';
 import type { ActionConfig, ProjectConfig } from './project.js';
@@ -101,6 +102,9 @@ export async function configure(options: ConfigureOptions): Promise<Configuratio
     checkProject: (project) => environmentProblems(project, options),
   });
   const { environment, copies } = resolveVariables(project, actions, options);
+  // Before anything reaches a cluster: the kubeconfig's current context may be another one.
+  const noContext = contextProblems(project, environment.name, options.context);
+  if (noContext.length > 0) throw configError(noContext);
   const resolved = await resolveTemplateContext(
     project,
     environment,

@@ -38,7 +38,7 @@ function withLocation<T extends object>(
   }) as T & { location: SourceLocation };
 }
 import { checkTemplateSyntax } from './template.js';
-import { gardenProviderConfig, unsupportedProvider } from './garden/project.js';
+import { gardenProviderConfig, requiresContext, unsupportedProvider } from './garden/project.js';
 import { mergePatch } from './garden/translation.js';
 
 export interface ProjectDocumentInput {
@@ -288,8 +288,9 @@ function readProviders(
       environments: only,
       plugin: _module,
       [gardenProviderConfig]: written,
+      [requiresContext]: contextRequired,
       ...config
-    } = entry as RawProvider & { [gardenProviderConfig]?: Record<string, unknown> };
+    } = entry as RawProvider & { [gardenProviderConfig]?: Record<string, unknown>; [requiresContext]?: true };
     const entryPath = ['providers', i];
     const plugin = plugins.find((p) => p.name === name);
     // A Garden provider tend cannot run, limited to some environments: their error, raised there.
@@ -335,6 +336,7 @@ function readProviders(
             ...(written ? { written } : {}),
             locate: (p: ConfigPath) => locate([...entryPath, ...p]),
             ...(only && deferred.length > 0 ? { problems: deferred } : {}),
+            ...(contextRequired ? { requiresContext: true as const } : {}),
           },
           () => locate(entryPath),
         ),

@@ -76,6 +76,11 @@ export interface ProviderEntry {
   locate: Locate;
   /** What is wrong with an entry limited to some environments: raised only where it is used. */
   problems?: ConfigProblem[];
+  /**
+   * Garden's `kubernetes` provider: its entry, merged where used, must name a kubeconfig
+   * `context` (or the command line, `--context`), as Garden requires.
+   */
+  requiresContext?: true;
 }
 
 /** A variable: a YAML value (a list or a mapping too); strings may hold templates. */

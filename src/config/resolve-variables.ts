@@ -8,6 +8,7 @@
 import { selectActionCopies } from './action-variables.js';
 import {
   createTemplateContext,
+  contextProblems,
   providerProblems,
   selectEnvironment,
   type SelectedEnvironment,
@@ -30,6 +31,8 @@ export interface EnvironmentChoice {
   command?: TemplateContext['command'];
   /** The namespace instead of the environment's own (`tend restore`: the archived one, or `--into`). */
   namespace?: string;
+  /** --context: the kubeconfig context of the command, over the providers' `context:`. */
+  context?: string;
 }
 
 export function resolveVariables(
@@ -69,7 +72,7 @@ function chooseEnvironment(
 export function environmentProblems(project: ProjectConfig, choice: EnvironmentChoice): ConfigProblem[] {
   try {
     const { name } = chooseEnvironment(project, choice, parseVarFlags(choice.vars ?? []));
-    return providerProblems(project, name);
+    return [...providerProblems(project, name), ...contextProblems(project, name, choice.context)];
   } catch (error) {
     return error instanceof TendError ? problemsOfError(error) : [];
   }

@@ -360,7 +360,8 @@ ${providers}`;
     for (const kubernetes of ['kubernetes', 'local-kubernetes']) {
       const root = makeProject({
         'project.garden.yml': project(
-          `  - name: ${kubernetes}\n    environments: [a]\n  - name: ephemeral-kubernetes\n    environments: [c]\n`,
+          // Garden's kubernetes provider requires its context (garden-kubernetes-context.test.ts).
+          `  - name: ${kubernetes}\n    environments: [a]\n    context: ctx\n  - name: ephemeral-kubernetes\n    environments: [c]\n`,
         ),
         'garden.yml': deploy,
       });
@@ -370,7 +371,7 @@ ${providers}`;
           'its entries are limited to other environments (project.garden.yml:7:5 for a); add this environment to one, or limit the action with environments:',
       ]);
       expect(await problemLines(validateCommand({ root, var: [], env: 'c' })), kubernetes).toEqual([
-        'TEND_CONFIG_UNSUPPORTED project.garden.yml:9 provider ephemeral-kubernetes is not supported by tend; use the kubernetes provider with a cluster of your own',
+        'TEND_CONFIG_UNSUPPORTED project.garden.yml:10 provider ephemeral-kubernetes is not supported by tend; use the kubernetes provider with a cluster of your own',
       ]);
     }
   });

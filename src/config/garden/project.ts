@@ -205,7 +205,8 @@ function translateProvider(
       // Garden's local-kubernetes default (minikube's nip.io name aside): ingresses need a host.
       kept.defaultHostname = `${projectName}.local.demo.garden`;
     }
-    return { ...kept, name: 'kubernetes' };
+    // Garden's kubernetes provider requires a context; local-kubernetes picks one (environment.ts contextProblems).
+    return { ...kept, name: 'kubernetes', ...(name === 'kubernetes' ? { [requiresContext]: true } : {}) };
   }
   const observing = observingProviders[name];
   if (observing !== undefined) {
@@ -255,6 +256,12 @@ function withGardenConfig(translated: GardenRecord, written: unknown): GardenRec
   };
   return { ...translated, [gardenProviderConfig]: config };
 }
+
+/**
+ * On a translated entry of Garden's `kubernetes` provider: Garden requires its `context`
+ * (core/src/plugins/kubernetes/config.ts, `joi.string().required()`), checked where used, merged.
+ */
+export const requiresContext = Symbol('requires context');
 
 /**
  * A varfile as Garden loads it (core/src/config/base.ts loadVarfile): the given path, else the
