@@ -35,6 +35,15 @@ import type { GardenProjectIndex } from './project-index.js';
 import { convertVolumeModule, moduleVolumes } from './volumes.js';
 import { isRecord, type GardenRecord, type Translation } from './translation.js';
 
+/** The `disabled:` that keeps a module to the environments listed (Garden 0.13's action `environments:`). */
+function disabledOutside(environments: unknown): string {
+  const names =
+    Array.isArray(environments) && environments.length > 0 && environments.every((e) => typeof e === 'string')
+      ? environments
+      : ['<environment>'];
+  return `\${${names.map((name) => `environment.name != ${JSON.stringify(name)}`).join(' && ')}}`;
+}
+
 /** One action of a module, as a Garden 0.13 document, with where its keys are in the module. */
 export interface ModuleAction {
   value: GardenRecord;
@@ -78,6 +87,13 @@ export function convertModule(
   };
   if (module.hotReload !== undefined) {
     translation.note(['hotReload'], 'hotReload: tend deploys what is on disk; ignored');
+  }
+  if (module.environments !== undefined) {
+    translation.unknownKey(
+      ['environments'],
+      'environments is not a key of a Garden 0.12 module: Garden refuses it (key "environments" is not allowed); ' +
+        `limit the module to environments with \`disabled: ${disabledOutside(module.environments)}\``,
+    );
   }
   if (module.allowPublish !== undefined) {
     translation.note(['allowPublish'], 'allowPublish: tend has no publish command; ignored');
