@@ -39,8 +39,10 @@ async function errorOf(environments: string): Promise<string> {
 }
 
 const refusal = (disabled: string) =>
-  'TEND_CONFIG_UNKNOWN_KEY garden.yml:14:1 environments is not a key of a Garden 0.12 module: Garden refuses it ' +
-  `(key "environments" is not allowed); limit the module to environments with \`disabled: ${disabled}\``;
+  'TEND_CONFIG_UNKNOWN_KEY garden.yml:14:1 unknown key "environments" in module tools (exec); expected one of: ' +
+  'apiVersion, kind, type, name, build, local, description, disabled, include, exclude, repositoryUrl, ' +
+  'allowPublish, generateFiles, variables, varfile, env, services, tasks, tests; ' +
+  `limit the module to environments with \`disabled: ${disabled}\``;
 
 describe('environments: on a 0.12 module', () => {
   it('is refused at its line, with the disabled: that limits the module to those environments', async () => {

@@ -182,7 +182,7 @@ function withoutDockerOutputFlags(translation: Translation, flags: unknown[]): u
  * The spec keys of Garden's container Run and Test (docs/reference/action-types/Run/container.md,
  * Test/container.md), in Garden's order.
  */
-const containerPodKeys = [
+export const containerPodKeys = [
   'command',
   'args',
   'env',

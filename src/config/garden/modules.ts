@@ -30,6 +30,7 @@ import {
   type ModuleDependency,
   type ModuleParts,
 } from './module-parts.js';
+import { checkModuleKeys } from './module-keys.js';
 import { withActionReferences } from './module-references.js';
 import type { GardenProjectIndex } from './project-index.js';
 import { convertVolumeModule, moduleVolumes } from './volumes.js';
@@ -62,7 +63,14 @@ export function convertModule(
     translation.unloadedActions.push(...moduleActionRefs(rawModule));
     return [];
   }
-  const module = withActionReferences(rawModule, index.modules, translation) as GardenRecord;
+  const module = checkModuleKeys(
+    withActionReferences(rawModule, index.modules, translation) as GardenRecord,
+    translation,
+    (key) =>
+      key === 'environments'
+        ? `limit the module to environments with \`disabled: ${disabledOutside(rawModule.environments)}\``
+        : undefined,
+  );
   const name = String(module.name);
   const type = String(module.type);
   const build = isRecord(module.build) ? module.build : {};
@@ -87,13 +95,6 @@ export function convertModule(
   };
   if (module.hotReload !== undefined) {
     translation.note(['hotReload'], 'hotReload: tend deploys what is on disk; ignored');
-  }
-  if (module.environments !== undefined) {
-    translation.unknownKey(
-      ['environments'],
-      'environments is not a key of a Garden 0.12 module: Garden refuses it (key "environments" is not allowed); ' +
-        `limit the module to environments with \`disabled: ${disabledOutside(module.environments)}\``,
-    );
   }
   if (module.allowPublish !== undefined) {
     translation.note(['allowPublish'], 'allowPublish: tend has no publish command; ignored');

@@ -201,7 +201,7 @@ export function checkApiVersion(translation: Translation, value: GardenRecord): 
  * `value` without the keys Garden does not have there, each refused as tend's schema check
  * refuses an unknown key (a close name suggested), with Garden's keys (`known`, in Garden's
  * order) as the expected ones: the tend type it becomes would name its own. `hint` adds to the
- * message of a key (say what it belongs to).
+ * message of a key (say what it belongs to); `label` names where `value` is (its path, else).
  */
 export function refuseUnknownKeys(
   translation: Translation,
@@ -209,6 +209,7 @@ export function refuseUnknownKeys(
   known: readonly string[],
   at: ConfigPath,
   hint: (key: string) => string | undefined = () => undefined,
+  label = formatPath(at),
 ): GardenRecord {
   const kept: GardenRecord = {};
   for (const [key, item] of Object.entries(value)) {
@@ -220,7 +221,7 @@ export function refuseUnknownKeys(
     const more = hint(key);
     translation.unknownKey(
       [...at, key],
-      `unknown key ${JSON.stringify(key)} in ${formatPath(at)}; ` +
+      `unknown key ${JSON.stringify(key)} in ${label}; ` +
         (similar ? `did you mean ${JSON.stringify(similar)}? ` : '') +
         `expected one of: ${known.join(', ')}` +
         (more ? `; ${more}` : ''),
