@@ -11,6 +11,7 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync, type Dirent } from 'node:fs';
 import path from 'node:path';
+import type Picomatch from 'picomatch';
 import { TendError } from '../errors.js';
 import { unreadDirectories } from '../state/files.js';
 
@@ -157,9 +158,11 @@ export interface GardenScanSettings {
 export function gardenScanSettings(project: Record<string, unknown> | undefined): GardenScanSettings {
   const strings = (value: unknown) =>
     Array.isArray(value) && value.every((v) => typeof v === 'string') ? (value as string[]) : undefined;
-  const scan = (project?.scan ?? project?.modules) as { include?: unknown; exclude?: unknown } | undefined;
-  const include = strings(scan?.include);
-  const exclude = strings(scan?.exclude);
+  const scan = project?.scan as { include?: unknown; exclude?: unknown } | undefined;
+  const modules = project?.modules as { include?: unknown; exclude?: unknown } | undefined;
+  // Key by key, `scan` first, as Garden 0.13 moves `modules.include` / `modules.exclude` into `scan`.
+  const include = strings(scan?.include) ?? strings(modules?.include);
+  const exclude = strings(scan?.exclude) ?? strings(modules?.exclude);
   const ignoreFiles =
     typeof project?.dotIgnoreFile === 'string'
       ? [project.dotIgnoreFile]
@@ -239,16 +242,36 @@ function configFilesBelow(root: string): string[] {
 async function keptGardenFiles(root: string, files: string[], garden: GardenScanSettings): Promise<string[]> {
   if (files.length === 0) return [];
   const { default: picomatch } = await import('picomatch');
-  // A directory pattern (`services`, `services/**`) covers the files below it.
-  const matcher = (patterns: string[]) =>
-    picomatch(
-      patterns.flatMap((p) => [p, `${p.replace(/\/+$/, '')}/**`]),
-      { dot: true },
-    );
-  const included = garden.include ? matcher(garden.include) : () => true;
-  const excluded = garden.exclude ? matcher(garden.exclude) : () => false;
+  const includes = garden.include?.map((pattern) => includePatternMatcher(pattern, picomatch));
+  // Matched against each file's path as they are, as Garden's scan matches them (git-sub-tree.ts).
+  const excluded = picomatch([...(garden.exclude ?? []).map(withoutDotSegments), ...fixedGardenExcludes], {
+    dot: true,
+  });
+  const included = (file: string) => !includes || includes.some((matches) => matches(file));
   const ignored = await ignoreFilesMatcher(root, garden.ignoreFiles);
   return files.filter((file) => included(file) && !excluded(file) && !ignored(file));
+}
+
+/** What Garden's scan leaves out in every project (fixedProjectExcludes; `.garden` is never walked). */
+const fixedGardenExcludes = ['debug-info*/**'];
+
+/** `./apps/../lib/` as `lib/`: Garden normalizes its patterns so. */
+const withoutDotSegments = (pattern: string) => path.posix.normalize(pattern);
+
+/**
+ * Whether a file is one an include pattern covers, as Garden finds its files (findConfigPathsInPath):
+ * a last segment `*` or `**` becomes `*garden.y*ml`, and the pattern is a git glob pathspec: a
+ * pattern with no wildcard covers the file or directory it names, one with a wildcard must match
+ * the whole path, `*` within one directory, `**` across any number of them.
+ */
+function includePatternMatcher(pattern: string, picomatch: typeof Picomatch): (file: string) => boolean {
+  const segments = withoutDotSegments(pattern).split('/');
+  const last = segments.length - 1;
+  if (segments[last] === '*' || segments[last] === '**') segments[last] = '*garden.y*ml';
+  const pathspec = segments.join('/');
+  if (/[*?[]/.test(pathspec)) return picomatch(pathspec, { dot: true });
+  const named = pathspec.replace(/\/+$/, '');
+  return named === '.' ? () => true : (file) => file === named || file.startsWith(`${named}/`);
 }
 
 /**

@@ -155,7 +155,7 @@ spec:
 
   it('leaves out what dotIgnoreFile, .gardenignore and scan.exclude list', async () => {
     const root = makeProject({
-      'project.garden.yml': `${gardenProject}scan:\n  exclude: [vendor]\n`,
+      'project.garden.yml': `${gardenProject}scan:\n  exclude: [vendor/**/*]\n`,
       '.gardenignore': 'old/\n',
       'svc/.gardenignore': 'legacy.garden.yml\n',
       'svc/garden.yml': execRun('svc'),
