@@ -390,6 +390,31 @@ function providerEntries(translation: Translation, project: GardenRecord): Provi
   return [...limited, ...ofEnvironments];
 }
 
+/**
+ * Garden 0.12 gives a Project without `environments` its default (core/src/config/project.ts
+ * defaultEnvironments): `local`, in namespace `default`, with the local-kubernetes provider. Garden
+ * 0.13 and later require the key (at least one): there (apiVersion garden.io/v1 or v2, as
+ * template-syntax.ts tells the versions apart) its absence is the one error, saying what to add.
+ */
+function withDefaultEnvironments(translation: Translation, value: GardenRecord): GardenRecord {
+  if (value.environments !== undefined) return value;
+  if (value.apiVersion === 'garden.io/v1' || value.apiVersion === 'garden.io/v2') {
+    translation.invalid(
+      ['kind'],
+      'missing required key "environments" in the Project document: Garden 0.13 and later require at least one environment; add `environments: [{ name: local }]`',
+    );
+  } else {
+    translation.note(
+      ['kind'],
+      "environments: none listed; Garden 0.12's default is used: environment local (namespace default) with the local-kubernetes provider",
+    );
+  }
+  // Whatever is found in it is at the Project's line; given in the error case too, so that the missing key is no second error.
+  translation.moved(['environments'], ['kind']);
+  const local = { name: 'local', defaultNamespace: 'default', providers: [{ name: 'local-kubernetes' }] };
+  return { ...value, environments: [local] };
+}
+
 /** The Garden Project document as tend's. */
 export function translateGardenProject(value: GardenRecord, translation: Translation): GardenRecord {
   checkApiVersion(translation, value);
@@ -417,6 +442,8 @@ export function translateGardenProject(value: GardenRecord, translation: Transla
     translation.unloadedActions.push(everyAction);
     delete kept.sources;
   }
+  const project = withDefaultEnvironments(translation, value);
+  kept.environments = project.environments;
   if (Array.isArray(kept.environments)) {
     kept.environments = kept.environments.map((environment, i) =>
       translateEnvironment(translation, environment, i),
@@ -424,7 +451,7 @@ export function translateGardenProject(value: GardenRecord, translation: Transla
   }
   const providers: GardenRecord[] = [];
   const environments = environmentNames(kept.environments);
-  for (const { entry, at } of providerEntries(translation, value)) {
+  for (const { entry, at } of providerEntries(translation, project)) {
     const notesBefore = translation.notes.length;
     const translated = translateProvider(translation, entry, at, kept.name);
     // An entry limited to some environments is used only there: so are its notes.
