@@ -194,7 +194,7 @@ spec:
 });
 
 describe('a 0.12 module whose files are in another repository (repositoryUrl)', () => {
-  it('is one error saying what to do, and what reads its actions is no further error', async () => {
+  it('is one error saying what to do, and what reads its actions or the module (`${modules.<name>…}`) is no further error', async () => {
     // As AlpacaLabs/garden: image modules from other repositories, services of this one using them.
     const root = makeProject({
       'garden.yml': `kind: Project
@@ -220,6 +220,13 @@ name: api
 dependencies: [build.api-image, deploy.api-image, test.api-image-unit]
 spec:
   image: \${actions.build.api-image.outputs.deploymentImageId}
+`,
+      // A 0.12 module reading the image module, which names no image (its Dockerfile is in the other repository).
+      'chart/garden.yml': `kind: Module
+type: helm
+name: chart
+chart: stable/nginx
+values: { image: "\${modules.api-image.outputs.deployment-image-name}:\${modules.api-image.version}" }
 `,
     });
     expect(await problemLines(load(root))).toEqual([

@@ -28,7 +28,10 @@ export function buildlessModuleOf(module: IndexedModule | undefined): BuildlessM
       gives: 'its release name',
     }));
   }
-  if (!isImageOnlyModule(module)) return undefined;
+  // A container module naming no image without a Dockerfile (its files perhaps in another repository,
+  // `repositoryUrl`) is refused at its own line and not loaded: read as its Build, which is not
+  // there, what reads it is no further error.
+  if (!isImageOnlyModule(module) || value.image === undefined) return undefined;
   const imageOnly = {
     why: 'a container module without a Dockerfile deploys its image as it is',
     key: 'image',
