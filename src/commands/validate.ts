@@ -48,7 +48,7 @@ export async function validateCommand(
   builtins: PluginDefinition[] = builtinPlugins(),
 ): Promise<CommandResult<ValidateData>> {
   const configuration = await configureEnvironment(options, builtins);
-  const { project, providers, actions, disabled, environment } = configuration;
+  const { project, providers, actions, disabled, dependantsOfDisabled, environment } = configuration;
   const runnables = readRunnables(configuration.runnables, tendCommandNames);
   const warnings = await configuration.check(runnables.problems);
   const notes = [
@@ -56,7 +56,7 @@ export async function validateCommand(
     ...warnings,
     ...runnables.notes,
     ...disabled.map((action) => ({
-      message: `${action.ref} is disabled in environment ${environment.name}; not run`,
+      message: `${action.ref} is disabled in environment ${environment.name}; not run${withoutIt(dependantsOfDisabled.get(action.ref))}`,
       location: whereDisabled(action, environment.name),
     })),
   ];
@@ -137,4 +137,10 @@ export async function validateCommand(
 /** Why tend does not run a Workflow or Command, for `--json`. */
 function notRun(runnable: { notRun?: { message: string } }): { notRun?: string } {
   return runnable.notRun ? { notRun: runnable.notRun.message } : {};
+}
+
+/** The enabled actions a disabled one was a `dependencies:` entry of, which run without it (as in Garden). */
+function withoutIt(dependants: readonly string[] | undefined): string {
+  if (!dependants || dependants.length === 0) return '';
+  return ` (${dependants.join(', ')} ${dependants.length === 1 ? 'runs' : 'run'} without it)`;
 }

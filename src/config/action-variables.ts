@@ -304,9 +304,14 @@ export function enabledActions(
   actions: readonly ActionConfig[],
   context: TemplateContext,
   forced: ReadonlySet<string> = new Set(),
-): { enabled: ActionConfig[]; disabled: ActionConfig[]; switchedOff: ReadonlySet<string> } {
+): {
+  enabled: ActionConfig[];
+  disabled: ActionConfig[];
+  switchedOff: ReadonlySet<string>;
+  dependantsOfDisabled: ReadonlyMap<string, string[]>;
+} {
   if (!actions.some((a) => a.disabled !== undefined || a.environments !== undefined)) {
-    return { enabled: [...actions], disabled: [], switchedOff: new Set() };
+    return { enabled: [...actions], disabled: [], switchedOff: new Set(), dependantsOfDisabled: new Map() };
   }
   const switchedOff = new Set(actions.filter((a) => isDisabled(a, context)).map((a) => a.ref));
   const off = new Set([...switchedOff].filter((ref) => !forced.has(ref)));
@@ -330,12 +335,51 @@ export function enabledActions(
     }
   }
   const dropped = (ref: string) => off.has(ref) || (forced.has(ref) && switchedOff.has(ref));
+  // Garden's tasks skip a `dependencies:` entry naming a disabled action; who loses one is said.
+  const dependantsOfDisabled = new Map<string, string[]>();
   const enabled = actions
     .filter((a) => !off.has(a.ref))
-    .map((a) =>
-      a.dependencies.some(dropped) ? { ...a, dependencies: a.dependencies.filter((d) => !dropped(d)) } : a,
+    .map((a) => {
+      if (!a.dependencies.some(dropped)) return a;
+      for (const ref of a.dependencies.filter(dropped)) {
+        dependantsOfDisabled.set(ref, [...(dependantsOfDisabled.get(ref) ?? []), a.ref]);
+      }
+      return { ...a, dependencies: a.dependencies.filter((d) => !dropped(d)) };
+    });
+  return { enabled, disabled: actions.filter((a) => off.has(a.ref)), switchedOff, dependantsOfDisabled };
+}
+
+/**
+ * Refuses an enabled action that reads the outputs (or version) of one the environment disables:
+ * Garden fails when it runs the reader ("depends on one or more runtime outputs from action …,
+ * which is disabled"), tend when it reads the configuration, at the expression.
+ */
+export function refuseReadsOfDisabled(
+  enabled: readonly ActionConfig[],
+  disabled: readonly ActionConfig[],
+  environment: string,
+  syntax: SyntaxOptions | undefined,
+): void {
+  const disabledByRef = new Map(disabled.map((action) => [action.ref, action]));
+  if (disabledByRef.size === 0) return;
+  for (const action of enabled) {
+    const read = findActionReferences([action.spec, action.variableLayers ?? []]).find((ref) =>
+      disabledByRef.has(ref),
     );
-  return { enabled, disabled: actions.filter((a) => off.has(a.ref)), switchedOff };
+    if (read === undefined) continue;
+    // Where it is written: looked for only now, on the way to the error.
+    const written = checkTemplateSyntax(action.spec, ['spec'], action.locate, {
+      syntax,
+      deferActionProblems: true,
+    }).actionReferences.find((reference) => reference.ref === read);
+    const where = formatLocation(whereDisabled(disabledByRef.get(read)!, environment));
+    throw new TendError(
+      'TEND_ACTION_DISABLED',
+      `${action.ref} reads the ${written?.field === 'version' ? 'version' : 'outputs'} of ${read}, which is ` +
+        `disabled in environment ${environment} (${where}); enable it there or remove the reference`,
+      { location: written ? action.locate(written.path) : action.location, actionRef: action.ref },
+    );
+  }
 }
 
 /** Where an action disabled in the environment is disabled: its `environments:` or its `disabled:`. */

@@ -62,6 +62,8 @@ export class Configuration {
   readonly actions: ActionConfig[];
   /** The actions disabled in it. */
   readonly disabled: ActionConfig[];
+  /** The enabled actions whose `dependencies:` named each disabled one (by ref): dropped, as Garden does. */
+  readonly dependantsOfDisabled: ReadonlyMap<string, string[]>;
   /** The provider entries the environment uses (their configuration: `providerConfig`). */
   readonly providers: ProviderEntry[];
 
@@ -74,6 +76,7 @@ export class Configuration {
     templateContext: TemplateContext;
     actions: ActionConfig[];
     disabled: ActionConfig[];
+    dependantsOfDisabled: ReadonlyMap<string, string[]>;
     providers: ProviderEntry[];
   }) {
     this.project = parts.project;
@@ -86,6 +89,7 @@ export class Configuration {
     this.templateContext = parts.templateContext;
     this.actions = parts.actions;
     this.disabled = parts.disabled;
+    this.dependantsOfDisabled = parts.dependantsOfDisabled;
     this.providers = parts.providers;
   }
 

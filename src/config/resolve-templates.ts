@@ -9,6 +9,7 @@ import {
   actionFieldsOf,
   actionVariablesOf,
   enabledActions,
+  refuseReadsOfDisabled,
   withEnvironmentVarfiles,
 } from './action-variables.js';
 import { withEnvironmentDependencies } from './action-dependencies.js';
@@ -41,6 +42,8 @@ export interface ResolvedTemplates {
   actions: ActionConfig[];
   /** The actions disabled in it (`disabled:`, or `environments:` that leaves it out). */
   disabled: ActionConfig[];
+  /** The enabled actions whose `dependencies:` named each disabled one (by ref): dropped, as Garden does. */
+  dependantsOfDisabled: ReadonlyMap<string, string[]>;
   /** The provider entries the environment uses, their templates unresolved. */
   providers: ProviderEntry[];
 }
@@ -77,7 +80,12 @@ export async function resolveTemplateContext(
     actionVariables: actionVariablesOf(actions),
     buildlessModules,
   };
-  const { enabled, disabled, switchedOff } = enabledActions(actions, templateContext, forced);
+  const { enabled, disabled, switchedOff, dependantsOfDisabled } = enabledActions(
+    actions,
+    templateContext,
+    forced,
+  );
+  refuseReadsOfDisabled(enabled, disabled, environment.name, project.templateSyntax);
   // `actions.<kind>.<name>.buildPath` and the like: known before anything runs, of every action.
   templateContext.actionFields = actionFieldsOf(actions, switchedOff, project.root);
   // A missing secret is found here too; its value is never in any output.
@@ -87,7 +95,7 @@ export async function resolveTemplateContext(
   }
   const providers = providersOf(project, environment.name);
   templateContext.providerConfigs = providerConfigsOf(providers, () => templateContext);
-  return { templateContext, actions: enabled as ActionConfig[], disabled, providers };
+  return { templateContext, actions: enabled as ActionConfig[], disabled, dependantsOfDisabled, providers };
 }
 
 /** Whether the configuration a command resolves reads `${secrets.…}`. */
