@@ -367,11 +367,19 @@ export function refuseReadsOfDisabled(
       disabledByRef.has(ref),
     );
     if (read === undefined) continue;
-    // Where it is written: looked for only now, on the way to the error.
-    const written = checkTemplateSyntax(action.spec, ['spec'], action.locate, {
-      syntax,
-      deferActionProblems: true,
-    }).actionReferences.find((reference) => reference.ref === read);
+    // Where it is written, looked for only now, on the way to the error: its spec, or its first
+    // variables layer, which is its `variables:` when it has one.
+    const places: [unknown, string][] = [
+      [action.spec, 'spec'],
+      [action.variableLayers?.[0], 'variables'],
+    ];
+    const written = places
+      .flatMap(
+        ([value, key]) =>
+          checkTemplateSyntax(value, [key], action.locate, { syntax, deferActionProblems: true })
+            .actionReferences,
+      )
+      .find((reference) => reference.ref === read);
     const where = formatLocation(whereDisabled(disabledByRef.get(read)!, environment));
     throw new TendError(
       'TEND_ACTION_DISABLED',

@@ -79,6 +79,24 @@ describe('an enabled action reading the outputs of a disabled one', () => {
     const { data } = await validateCommand({ root, var: [], env: 'prod' });
     expect(data.actions.find((a) => a.ref === 'deploy.backend')?.dependencies).toEqual(['deploy.db']);
   });
+  it('in its variables:, at the variable', async () => {
+    const root = makeProject({
+      'project.garden.yml': projectFile,
+      'garden.yml': actions(
+        'disabled: true',
+        `variables:
+  dbHost: \${actions.deploy.db.outputs.host}
+spec:
+  deployCommand: ["true"]
+  env:
+    DB_HOST: \${var.dbHost}
+`,
+      ),
+    });
+    const error = await refusal(root);
+    expect(error.code).toBe('TEND_ACTION_DISABLED');
+    expect(error.location).toMatchObject({ file: 'garden.yml', line: 12 });
+  });
 });
 
 describe('an enabled action whose dependencies: name a disabled one', () => {
