@@ -38,8 +38,8 @@ function withLocation<T extends object>(
   }) as T & { location: SourceLocation };
 }
 import { checkTemplateSyntax } from './template.js';
-import { gardenProviderConfig, requiresContext, unsupportedProvider } from './garden/project.js';
-import { mergePatch } from './garden/translation.js';
+import { gardenProviderConfig, refusedWhereUsed, requiresContext } from './garden/project.js';
+import { mergePatch, type GardenProblem } from './garden/translation.js';
 
 export interface ProjectDocumentInput {
   root: string;
@@ -289,13 +289,23 @@ function readProviders(
       plugin: _module,
       [gardenProviderConfig]: written,
       [requiresContext]: contextRequired,
+      [refusedWhereUsed]: refusedThere = [],
       ...config
-    } = entry as RawProvider & { [gardenProviderConfig]?: Record<string, unknown>; [requiresContext]?: true };
+    } = entry as RawProvider & {
+      [gardenProviderConfig]?: Record<string, unknown>;
+      [requiresContext]?: true;
+      [refusedWhereUsed]?: GardenProblem[];
+    };
     const entryPath = ['providers', i];
     const plugin = plugins.find((p) => p.name === name);
-    // A Garden provider tend cannot run, limited to some environments: their error, raised there.
-    const unsupported = (entry as { [unsupportedProvider]?: string })[unsupportedProvider];
-    if (!plugin && unsupported === undefined) {
+    // A Garden entry limited to some environments: its problems, raised there (a provider tend cannot run).
+    const refusals: ConfigProblem[] = refusedThere.map(({ code, message, path }) => ({
+      code,
+      message,
+      location: locate([...entryPath, ...path]),
+    }));
+    const unsupported = refusedThere.some((found) => found.code === 'TEND_CONFIG_UNSUPPORTED');
+    if (!plugin && !unsupported) {
       problem(
         'TEND_PROVIDER_NOT_FOUND',
         `unknown provider "${name}"; expected one of: ${pluginNames.join(', ') || '(no plugins)'}`,
@@ -342,9 +352,8 @@ function readProviders(
         ),
       );
     // Past the check above, no plugin means a provider tend cannot run.
-    if (unsupported !== undefined || !plugin) {
-      const location = locate([...entryPath, 'name']);
-      add({}, [{ code: 'TEND_CONFIG_UNSUPPORTED', message: String(unsupported), location }]);
+    if (unsupported || !plugin) {
+      add({}, refusals);
       return;
     }
     // A null of a Garden entry removes the key from the entries before it (a JSON merge patch).
@@ -367,7 +376,7 @@ function readProviders(
         locate(reference.path),
       );
     }
-    add(config, invalid);
+    add(config, [...refusals, ...invalid]);
   });
   return providers;
 }

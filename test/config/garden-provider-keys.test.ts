@@ -13,15 +13,17 @@ import { makeProject, removeProjects } from '../helpers/project.js';
 
 afterEach(removeProjects);
 
-/** A Garden project whose one provider entry (at line 7) has `keys` (at line 8 on). */
-const projectWith = (provider: string, keys: string) =>
+/**
+ * A Garden project whose one provider entry (at line 7 with one environment, 8 with two) has
+ * `keys` (on the next lines).
+ */
+const projectWith = (provider: string, keys: string, environments = ['local']) =>
   makeProject({
     'project.garden.yml': `apiVersion: garden.io/v1
 kind: Project
 name: p
 environments:
-  - name: local
-providers:
+${environments.map((name) => `  - name: ${name}\n`).join('')}providers:
   - name: ${provider}
 ${keys}`,
   });
@@ -33,19 +35,36 @@ async function validateNotes(root: string): Promise<string[]> {
   return (validated.data.notes ?? []).map((n) => `${n.file}:${n.line} ${n.message}`);
 }
 
+/** What `tend validate` refuses: `code file:line`, and the messages. */
+async function validateErrors(root: string, env?: string) {
+  const error = await failure(validateCommand({ root, var: [], ...(env ? { env } : {}) }));
+  const { errors } = error.detail as {
+    errors: { code: string; message: string; location: { file: string; line: number } }[];
+  };
+  return {
+    where: errors.map((e) => `${e.code} ${e.location.file}:${e.location.line}`),
+    messages: errors.map((e) => e.message),
+  };
+}
+
 describe('a key of a Garden kubernetes provider entry', () => {
   it("that Garden's kubernetes provider does not have is an error at its line, naming the closest key", async () => {
     const root = projectWith('kubernetes', '    environment: [local]\n    context: x\n');
-    const error = await failure(validateCommand({ root, var: [] }));
-    const errors = (
-      error.detail as {
-        errors: { code: string; message: string; location: { file: string; line: number } }[];
-      }
-    ).errors;
-    expect(errors.map((e) => `${e.code} ${e.location.file}:${e.location.line}`)).toEqual([
-      'TEND_CONFIG_UNKNOWN_KEY project.garden.yml:8',
-    ]);
-    expect(errors[0]!.message).toMatch(/unknown key "environment" .*did you mean "environments"\?/);
+    const { where, messages } = await validateErrors(root);
+    expect(where).toEqual(['TEND_CONFIG_UNKNOWN_KEY project.garden.yml:8']);
+    expect(messages[0]).toMatch(/unknown key "environment" .*did you mean "environments"\?/);
+  });
+
+  it('of an entry limited to some environments is an error only in those (Garden checks the providers it uses)', async () => {
+    const root = projectWith(
+      'kubernetes',
+      '    environments: [remote]\n    context: remote-cluster\n    contxt: typo\n',
+      ['local', 'remote'],
+    );
+    expect((await validateCommand({ root, var: [], env: 'local' })).exitCode).toBe(0);
+    const { where, messages } = await validateErrors(root, 'remote');
+    expect(where).toEqual(['TEND_CONFIG_UNKNOWN_KEY project.garden.yml:11']);
+    expect(messages[0]).toMatch(/^unknown key "contxt" in providers\[0\]; did you mean "context"\?/);
   });
 
   it("that is Garden's own setting tend does not use (or Garden 0.12's) keeps its note", async () => {

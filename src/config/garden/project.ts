@@ -15,9 +15,9 @@ import {
   mergePatch,
   noteUnknownKeys,
   refuseUnknownKeys,
-  type Translation,
+  Translation,
 } from './translation.js';
-import type { GardenRecord } from './translation.js';
+import type { GardenProblem, GardenRecord } from './translation.js';
 import { ignoreProjectVersionSettings } from './version-settings.js';
 import { formatPath } from '../diagnostics.js';
 import { typeName } from '../../expressions/evaluate.js';
@@ -138,10 +138,13 @@ function translateProvider(
   }
   if (name === 'local-kubernetes' || name === 'kubernetes') {
     // Garden's kubernetes provider refuses a key it does not have; its local-kubernetes accepts one.
+    // As Garden checks only the providers of the chosen environment, a limited entry's refusals wait.
+    const limited = Array.isArray(entry.environments);
+    const refusing = limited ? new Translation() : translation;
     const known =
       name === 'kubernetes'
         ? refuseUnknownKeys(
-            translation,
+            refusing,
             rest,
             knownKubernetesKeys,
             at,
@@ -206,7 +209,14 @@ function translateProvider(
       kept.defaultHostname = `${projectName}.local.demo.garden`;
     }
     // Garden's kubernetes provider requires a context; local-kubernetes picks one (environment.ts contextProblems).
-    return { ...kept, name: 'kubernetes', ...(name === 'kubernetes' ? { [requiresContext]: true } : {}) };
+    return {
+      ...kept,
+      name: 'kubernetes',
+      ...(name === 'kubernetes' ? { [requiresContext]: true } : {}),
+      ...(limited && refusing.problems.length > 0
+        ? { [refusedWhereUsed]: refusing.problems.map((p) => ({ ...p, path: p.path.slice(at.length) })) }
+        : {}),
+    };
   }
   const observing = observingProviders[name];
   if (observing !== undefined) {
@@ -220,17 +230,19 @@ function translateProvider(
   // As Garden picks providers (core/src/config/project.ts pickEnvironment): one limited to some
   // environments is left out of the others, so it is refused only where it is used.
   if (Array.isArray(entry.environments)) {
-    return { name, environments: entry.environments, [unsupportedProvider]: message };
+    const refusal: GardenProblem = { code: 'TEND_CONFIG_UNSUPPORTED', message, path: ['name'] };
+    return { name, environments: entry.environments, [refusedWhereUsed]: [refusal] };
   }
   translation.unsupported([...at, 'name'], message);
   return undefined;
 }
 
 /**
- * On a translated provider entry that tend cannot run, limited to some environments: why, raised
- * (TEND_CONFIG_UNSUPPORTED) only in those environments. A symbol: no configuration can write it.
+ * On a translated provider entry limited to some environments: its problems (paths within the
+ * entry), raised only in those environments; TEND_CONFIG_UNSUPPORTED among them for a provider
+ * tend cannot run. A symbol: no configuration can write it.
  */
-export const unsupportedProvider = Symbol('unsupported provider');
+export const refusedWhereUsed = Symbol('refused where used');
 
 /** On a translated provider entry: the entry as written, in Garden's shape (ProviderEntry.written). */
 export const gardenProviderConfig = Symbol('Garden provider configuration');
