@@ -8,7 +8,7 @@ import { schemaCheck } from '../schema-check.js';
 import { valueText } from './action-dependencies.js';
 import { actionContext } from './action-variables.js';
 import type { ActionConfig, ConfigPath } from './project.js';
-import { parseTimeout, TimeoutSchema, timeoutExpected } from './schema.js';
+import { gardenTimeout, parseTimeout, TimeoutSchema, timeoutExpected } from './schema.js';
 import { resolveTemplates, type TemplateContext } from './template.js';
 
 /** The action with its templated `timeout:` resolved in its context in the chosen environment. */
@@ -20,7 +20,7 @@ export function withEnvironmentTimeout(action: ActionConfig, context: TemplateCo
   // An optional `${…}?` not there: the action type's default, as when no timeout is written.
   if (value === undefined || value === null) return rest;
   // --var gives text: seconds as text are seconds, as Garden's schema converts them.
-  const duration = typeof value === 'string' && /^[0-9]+(\.[0-9]+)?$/.test(value) ? Number(value) : value;
+  const duration = gardenTimeout(value);
   if (!schemaCheck(TimeoutSchema).Check(duration)) {
     throw new TendError(
       'TEND_CONFIG_INVALID',

@@ -11,6 +11,7 @@ import { actionKinds } from '../plugin/types.js';
 import type { ActionKind, PluginDefinition } from '../plugin/types.js';
 import { nameMaxLength, namePattern } from './project.js';
 import { AnyKey } from '../schema-check.js';
+import { numberOfText } from './convert-scalars.js';
 
 /** `patternErrorMessage` is what editors (VS Code, yaml-language-server) show for a pattern mismatch; we do too. */
 const nameMessage =
@@ -275,6 +276,11 @@ export const ActionBaseSchema = Type.Object(
 
 /** The keys of an action document, for messages. */
 export const actionKeys = Object.keys(ActionBaseSchema.properties);
+
+/** A Garden timeout as its Joi schema reads it: a number written as text (`"90"`, `"9e1"`) is seconds. */
+export function gardenTimeout(value: unknown): unknown {
+  return typeof value === 'string' ? (numberOfText(value) ?? value) : value;
+}
 
 /** A timeout in milliseconds from `30s`, `5m`, `500ms`, `1h`, or a number of seconds. */
 export function parseTimeout(value: number | string): number {

@@ -2,7 +2,8 @@
  * An action's `timeout:` written as a template (`timeout: ${var.timeout}`), and a 0.12 module's
  * services', tasks' and tests' (Garden's own e2e.garden.yml): resolved in the chosen environment
  * with the action's variables, as Garden resolves its built-in keys before checking them; a value
- * that is no duration then is an error at the `timeout:` line, the module entry's too.
+ * that is no duration then is an error at the `timeout:` line, the module entry's too. A number
+ * written as text is seconds, templated or not, as Garden's Joi schema converts it.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { configure } from '../../src/config/pipeline.js';
@@ -23,6 +24,29 @@ providers: [{ name: local-kubernetes }]
 variables:
   timeout: 360
   later: soon
+`;
+
+/** The project with an exec Run `r` (its `timeout:` at line 16) that has `timeout`. */
+const runWith = (timeout: string) =>
+  gardenProject + `---\nkind: Run\ntype: exec\nname: r\ntimeout: ${timeout}\nspec: { command: [echo, hi] }\n`;
+
+/** A 0.12 exec module whose service `s`, task `k` and test `t` have `timeout`. */
+const moduleWith = (timeout: string) => `---
+kind: Module
+name: e2e
+type: exec
+services:
+  - name: s
+    deployCommand: [echo, hi]
+    timeout: ${timeout}
+tasks:
+  - name: k
+    command: [echo, hi]
+    timeout: ${timeout}
+tests:
+  - name: t
+    command: [echo, hi]
+    timeout: ${timeout}
 `;
 
 const timeoutsOf = async (root: string, vars: string[] = []) =>
@@ -61,27 +85,7 @@ spec: { command: [echo, hi] }
   });
 
   it("a 0.12 module's services, tasks and tests", async () => {
-    const root = makeProject({
-      'project.garden.yml':
-        gardenProject +
-        `---
-kind: Module
-name: e2e
-type: exec
-services:
-  - name: s
-    deployCommand: [echo, hi]
-    timeout: \${var.timeout}
-tasks:
-  - name: k
-    command: [echo, hi]
-    timeout: \${var.timeout}
-tests:
-  - name: t
-    command: [echo, hi]
-    timeout: \${var.timeout}
-`,
-    });
+    const root = makeProject({ 'project.garden.yml': gardenProject + moduleWith('${var.timeout}') });
     expect(await timeoutsOf(root)).toEqual({
       'deploy.s': 360_000,
       'run.k': 360_000,
@@ -122,6 +126,25 @@ tests:
     expect(describedError(await configureError(written))).toMatch(
       /^TEND_CONFIG_INVALID project.garden.yml:19 invalid value for tests\[0\]\.timeout: expected a duration/,
     );
+  });
+
+  it("a number written as text is seconds, as Garden's schema converts it; other text is refused at its line", async () => {
+    const root = makeProject({
+      'project.garden.yml': runWith('" 9e1 "') + moduleWith('"90"'),
+    });
+    expect(await timeoutsOf(root)).toEqual({
+      'run.r': 90_000,
+      'deploy.s': 90_000,
+      'run.k': 90_000,
+      'test.e2e-t': 90_000,
+    });
+    // Joi's rules: no hex, nor a number too large to hold.
+    for (const text of ['0x10', '1e400']) {
+      const refused = makeProject({ 'project.garden.yml': runWith(`"${text}"`) });
+      expect(describedError(await configureError(refused))).toMatch(
+        /^TEND_CONFIG_INVALID project.garden.yml:16 invalid value for timeout: expected a duration/,
+      );
+    }
   });
 
   it('a template reading another action is an error at its line when the configuration loads', async () => {

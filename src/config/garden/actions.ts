@@ -8,6 +8,7 @@
  * manifest keys are tend's own), persistentvolumeclaim and configmap Deploys (garden/volumes.ts). What tend cannot do is a problem naming the key; what it
  * ignores (sync mode, port forwards, artifacts…) is one note each.
  */
+import { gardenTimeout } from '../schema.js';
 import { envStrings } from './module-parts.js';
 import { volumeDeployTypes, type GardenProjectIndex, type VolumeDeployType } from './project-index.js';
 import {
@@ -458,6 +459,7 @@ export function translateGardenAction(
   const kind = String(value.kind);
   const out: GardenRecord = {};
   for (const key of commonKeys) if (value[key] !== undefined) out[key] = value[key];
+  if (out.timeout !== undefined) out.timeout = gardenTimeout(out.timeout);
   if (value.allowPublish !== undefined) {
     translation.note(['allowPublish'], 'allowPublish: tend publishes no images; ignored');
   }
