@@ -9,6 +9,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { validateCommand } from '../../src/commands/validate.js';
+import { readGardenDocument } from '../../src/config/garden/document.js';
+import { emptyGardenIndex } from '../../src/config/garden/project-index.js';
 import { failure } from '../helpers/configure.js';
 import { makeProject, removeProjects } from '../helpers/project.js';
 
@@ -152,5 +154,21 @@ tests:
     ).toEqual([
       'garden.yml:15 dependecies: not a setting of a service of an exec module; did you mean "dependencies"? Garden accepts unknown keys there and tend ignores it',
     ]);
+  });
+
+  // Garden 0.12's exec module schema has no hotReload (exec.ts, `.unknown(false)`); its container's has.
+  it('hotReload of a module whose type does not have it is its error alone, not also noted as ignored', () => {
+    const findings = (type: string) =>
+      readGardenDocument(
+        { kind: 'Module', type, name: 'tools', hotReload: { sync: [{ target: '/app' }] } },
+        { dir: '/nowhere', index: emptyGardenIndex },
+      ).flatMap(({ translation }) => [
+        ...translation.problems.map((p) => `${p.code} ${p.path.join('.')}`),
+        ...translation.notes.map((n) => `note ${n.path.join('.')} ${n.message}`),
+      ]);
+    expect(findings('exec')).toEqual(['TEND_CONFIG_UNKNOWN_KEY hotReload']);
+    expect(findings('container')).toContain(
+      'note hotReload hotReload: tend deploys what is on disk; ignored',
+    );
   });
 });

@@ -202,7 +202,12 @@ export function checkModuleKeys(
     [],
     'keys Garden sets on a module itself',
   );
-  refuseUnknownKeys(translation, written, [...baseKeys, ...keys.spec], [], hint, label);
+  const known = [...baseKeys, ...keys.spec];
+  refuseUnknownKeys(translation, written, known, [], hint, label);
+  // A refused key is its error alone: not read further (a hotReload of an exec module noted as ignored too).
+  const checked = Object.fromEntries(
+    Object.entries(module).filter(([key]) => known.includes(key) || setByGarden.includes(key)),
+  );
   if (isRecord(module.build)) refuseUnknownKeys(translation, module.build, keys.build, ['build']);
   const each = (
     key: 'services' | 'tasks' | 'tests',
@@ -214,9 +219,9 @@ export function checkModuleKeys(
   each('tasks', (entry, at) => refuseUnknownKeys(translation, entry, keys.tasks, at));
   each('tests', (entry, at) => refuseUnknownKeys(translation, entry, keys.tests, at));
   const services = keys.services;
-  if (!services || !Array.isArray(module.services)) return module;
+  if (!services || !Array.isArray(module.services)) return checked;
   return {
-    ...module,
+    ...checked,
     services: each('services', (entry, at) =>
       noteUnknownKeys(
         translation,
