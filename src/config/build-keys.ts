@@ -129,7 +129,8 @@ export function directDependencies(
   action: ActionConfig,
   known: (ref: string) => boolean,
 ): { refs: string[]; readsOutputs: boolean } {
-  const { refs, fieldRefs, readsOutputs } = actionReferencesOf([action.spec, action.variableLayers ?? []]);
+  const { refs, fieldRefs, readsOutputs } =
+    action.environmentReferences ?? actionReferencesOf([action.spec, action.variableLayers ?? []]);
   const all = new Set([
     ...action.dependencies,
     ...refs,

@@ -122,6 +122,16 @@ export interface DependencyTemplate {
 /** An action's keys of file patterns. */
 export type PatternKey = 'include' | 'exclude';
 
+/** The actions an action's templates read (template.ts actionReferencesOf). */
+export interface TemplateReferences {
+  /** Those whose outputs or version it reads: the actions to run first. */
+  refs: string[];
+  /** Those it reads only what the configuration says of (`.buildPath`). */
+  fieldRefs: string[];
+  /** Some template reads an action's outputs (`actions.build[var.app]…` too). */
+  readsOutputs: boolean;
+}
+
 export interface ActionConfig {
   kind: ActionKind;
   type: string;
@@ -140,6 +150,11 @@ export interface ActionConfig {
    * is chosen (action-dependencies.ts), which adds them to `dependencies`.
    */
   dependencyTemplates?: DependencyTemplate[];
+  /**
+   * The actions its templates read, in the chosen environment: without those in a branch the
+   * environment does not use (environment-references.ts). Unset before the environment is chosen.
+   */
+  environmentReferences?: TemplateReferences;
   /** Absolute source directory (default: the directory of the file). */
   sourceDir: string;
   include?: string[];

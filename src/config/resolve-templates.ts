@@ -16,6 +16,7 @@ import { withEnvironmentDependencies } from './action-dependencies.js';
 import { inRenderedStep } from './diagnostics.js';
 import { withEnvironmentPatterns, withEnvironmentSource } from './action-source.js';
 import { withEnvironmentTimeout } from './action-timeout.js';
+import { withEnvironmentReferences } from './environment-references.js';
 import {
   createTemplateContext,
   providerConfigsOf,
@@ -95,7 +96,8 @@ export async function resolveTemplateContext(
   }
   const providers = providersOf(project, environment.name);
   templateContext.providerConfigs = providerConfigsOf(providers, () => templateContext);
-  return { templateContext, actions: enabled as ActionConfig[], disabled, dependantsOfDisabled, providers };
+  const actionsReferencing = enabled.map((action) => withEnvironmentReferences(action, templateContext));
+  return { templateContext, actions: actionsReferencing, disabled, dependantsOfDisabled, providers };
 }
 
 /** Whether the configuration a command resolves reads `${secrets.…}`. */

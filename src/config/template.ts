@@ -21,9 +21,10 @@ import { TemplateFunctionError } from '../expressions/functions.js';
 import { resolveValue, StructureError, structuralKeys } from '../expressions/structure.js';
 import type { ValueResolver } from '../expressions/structure.js';
 import { eachLookup } from '../expressions/lookups.js';
+import type { BranchTest } from '../expressions/lookups.js';
 import { parseTemplateString, TemplateSyntaxError } from '../expressions/syntax.js';
 import type { Expression, OptionalSuffix, SyntaxOptions, Template } from '../expressions/syntax.js';
-import type { ConfigPath } from './project.js';
+import type { ConfigPath, TemplateReferences } from './project.js';
 import { actionKindsLower, actionLookupProblem, actionsPathOf, isActionField } from './action-references.js';
 import { gardenRoots, scopeOf, templateRoots } from './template-context.js';
 import { InputsNode } from './template-inputs.js';
@@ -131,41 +132,68 @@ export function containsTemplate(value: unknown): boolean {
 
 /**
  * Each string of a value that holds `${`, with its path (made only for those: most strings hold
- * none, and this runs over every action's spec when loading).
+ * none, and this runs over every action's spec when loading). With `test`, the branch of a `$if`
+ * its condition rules out is skipped.
  */
 function eachTemplateString(
   value: unknown,
   onString: (text: string, path: ConfigPath) => void,
   path: (string | number)[] = [],
+  test?: BranchTest,
 ): void {
   if (typeof value === 'string') {
     if (value.includes('${')) onString(value, [...path]);
   } else if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       path.push(i);
-      eachTemplateString(value[i], onString, path);
+      eachTemplateString(value[i], onString, path, test);
       path.pop();
     }
   } else if (value !== null && typeof value === 'object') {
+    const known = test && '$if' in value ? knownIf((value as { $if: unknown }).$if, test) : undefined;
     for (const key in value) {
+      if ((key === '$then' && known === false) || (key === '$else' && known === true)) continue;
       path.push(key);
-      eachTemplateString((value as Record<string, unknown>)[key], onString, path);
+      eachTemplateString((value as Record<string, unknown>)[key], onString, path, test);
       path.pop();
     }
   }
 }
 
+/** Which way a `$if` goes, when its condition (a boolean, or one `${…}`) is known. */
+function knownIf(condition: unknown, test: BranchTest): boolean | undefined {
+  if (typeof condition === 'boolean') return condition;
+  if (typeof condition !== 'string') return undefined;
+  try {
+    const [part, ...more] = lookupsTemplateOf(condition).parts;
+    return part?.type === 'expression' && !part.optional && more.length === 0
+      ? test(part.expression)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Every lookup in the templates of a value; a malformed template is skipped (loading reports it). */
-function eachValueLookup(value: unknown, onLookup: (lookup: Lookup, path: ConfigPath) => void): void {
-  eachTemplateString(value, (text, path) => {
-    let template: Template;
-    try {
-      template = lookupsTemplateOf(text);
-    } catch {
-      return;
-    }
-    eachLookup(template, (lookup) => onLookup(lookup, path));
-  });
+function eachValueLookup(
+  value: unknown,
+  onLookup: (lookup: Lookup, path: ConfigPath) => void,
+  test?: BranchTest,
+): void {
+  eachTemplateString(
+    value,
+    (text, path) => {
+      let template: Template;
+      try {
+        template = lookupsTemplateOf(text);
+      } catch {
+        return;
+      }
+      eachLookup(template, (lookup) => onLookup(lookup, path), test);
+    },
+    [],
+    test,
+  );
 }
 /** A lookup of a root that reads actions (`actions`, `runtime`, `modules`) as the path under `actions` it reads. */
 function actionsPath(lookup: Lookup): Lookup['path'] | undefined {
@@ -213,22 +241,23 @@ export function findActionReferences(value: unknown): string[] {
  * (`actions.build[var.app]…` too, whose action is known only when resolved): one walk. `refs`
  * read outputs or versions; `fieldRefs` only what the configuration says of an action
  * (`actions.build.api.buildPath`), which Garden makes a dependency too, to resolve (not run) first.
+ * With `test`, those in a branch the environment does not use are left out, as Garden does.
  */
-export function actionReferencesOf(value: unknown): {
-  refs: string[];
-  fieldRefs: string[];
-  readsOutputs: boolean;
-} {
+export function actionReferencesOf(value: unknown, test?: BranchTest): TemplateReferences {
   const refs = new Set<string>();
   const fieldRefs = new Set<string>();
   let readsOutputs = false;
-  eachValueLookup(value, (lookup) => {
-    const runtime = readsActionRuntime(lookup);
-    if (runtime) readsOutputs = true;
-    const into = runtime ? refs : readsActionField(lookup) ? fieldRefs : undefined;
-    const ref = into && staticActionReference(lookup);
-    if (ref !== undefined) into!.add(ref);
-  });
+  eachValueLookup(
+    value,
+    (lookup) => {
+      const runtime = readsActionRuntime(lookup);
+      if (runtime) readsOutputs = true;
+      const into = runtime ? refs : readsActionField(lookup) ? fieldRefs : undefined;
+      const ref = into && staticActionReference(lookup);
+      if (ref !== undefined) into!.add(ref);
+    },
+    test,
+  );
   return { refs: [...refs], fieldRefs: [...fieldRefs].filter((ref) => !refs.has(ref)), readsOutputs };
 }
 

@@ -2,22 +2,48 @@
 import type { Expression, Template, TemplatePart } from './syntax.js';
 
 /**
+ * Which way a condition goes, when that is known where the lookups are collected (undefined when
+ * it is not: it reads an action's outputs). Garden follows only the branch that will be used
+ * (core/src/template/analysis.ts getContextLookupReferences).
+ */
+export type BranchTest = (condition: Expression) => boolean | undefined;
+
+/** Visits `then` unless the test says the condition is false, `otherwise` unless it says true. */
+function visitBranches(
+  condition: Expression,
+  test: BranchTest | undefined,
+  then: () => void,
+  otherwise: () => void,
+): void {
+  const known = test?.(condition);
+  if (known !== false) then();
+  if (known !== true) otherwise();
+}
+
+/**
  * Every lookup in an expression or template, nested ones included; `optional` when it is inside
- * an optional expression (`${…}?`), where a key that is not there is no value.
+ * an optional expression (`${…}?`), where a key that is not there is no value. With `test`, a
+ * branch (`?:`, `${if}`, the right of `&&`/`||`) its condition rules out is skipped.
  */
 export function eachLookup(
   node: Expression | Template,
   onLookup: (lookup: Extract<Expression, { type: 'lookup' }>, optional: boolean) => void,
+  test?: BranchTest,
 ): void {
+  const visit = (inner: Expression | Template) => eachLookup(inner, onLookup, test);
   if ('parts' in node) {
     const visitParts = (parts: TemplatePart[]) => {
       for (const part of parts) {
         if (part.type === 'expression')
-          eachLookup(part.expression, part.optional ? (lookup) => onLookup(lookup, true) : onLookup);
+          eachLookup(part.expression, part.optional ? (lookup) => onLookup(lookup, true) : onLookup, test);
         if (part.type === 'if') {
-          eachLookup(part.condition, onLookup);
-          visitParts(part.then);
-          visitParts(part.else);
+          visit(part.condition);
+          visitBranches(
+            part.condition,
+            test,
+            () => visitParts(part.then),
+            () => visitParts(part.else),
+          );
         }
       }
     };
@@ -28,26 +54,38 @@ export function eachLookup(
     case 'literal':
       return;
     case 'array':
-      return node.elements.forEach((e) => eachLookup(e, onLookup));
+      return node.elements.forEach(visit);
     case 'lookup':
       onLookup(node, false);
-      return node.path.forEach((segment) => typeof segment !== 'string' && eachLookup(segment, onLookup));
+      return node.path.forEach((segment) => typeof segment !== 'string' && visit(segment));
     case 'call':
-      return node.args.forEach((e) => eachLookup(e, onLookup));
+      return node.args.forEach(visit);
     case 'not':
     case 'typeof':
     case 'negate':
-      return eachLookup(node.operand, onLookup);
+      return visit(node.operand);
     case 'binary':
+      visit(node.left);
+      return visit(node.right);
+    // The right of `a || b` is read only when `a` is false, of `a && b` only when `a` is true.
     case 'and':
     case 'or':
-      eachLookup(node.left, onLookup);
-      return eachLookup(node.right, onLookup);
+      visit(node.left);
+      return visitBranches(
+        node.left,
+        test,
+        () => node.type === 'and' && visit(node.right),
+        () => node.type === 'or' && visit(node.right),
+      );
     case 'conditional':
-      eachLookup(node.test, onLookup);
-      eachLookup(node.consequent, onLookup);
-      return eachLookup(node.alternate, onLookup);
+      visit(node.test);
+      return visitBranches(
+        node.test,
+        test,
+        () => visit(node.consequent),
+        () => visit(node.alternate),
+      );
     case 'template':
-      return eachLookup(node.template, onLookup);
+      return visit(node.template);
   }
 }

@@ -1,0 +1,135 @@
+/**
+ * A reference to an action in a branch that the chosen environment does not use (`?:`,
+ * `$if`/`$then`/`$else`, `${if}…${else}…${endif}`, `a && b || c`) is no dependency, as in Garden
+ * (core/src/template/analysis.ts getContextLookupReferences follows the active branch only);
+ * when the condition reads what is known only later (an action's outputs), both branches count.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { validateCommand } from '../../src/commands/validate.js';
+import { makeProject, removeProjects } from '../helpers/project.js';
+
+afterEach(removeProjects);
+
+const gardenProject = `apiVersion: garden.io/v1
+kind: Project
+name: shop
+environments:
+  - name: dev
+  - name: staging
+providers:
+  - name: local-kubernetes
+`;
+
+const deploy = (name: string, env: string) => `kind: Deploy
+name: ${name}
+type: exec
+spec:
+  deployCommand: ["true"]
+  env:
+    ${env.replaceAll('\n', '\n    ')}
+`;
+
+const db = `kind: Deploy
+name: db
+type: exec
+spec:
+  deployCommand: ["true"]
+`;
+
+/** Each form, with its live branch `'local'` in dev and `db`'s outputs in staging. */
+const branchForms = [
+  deploy('ternary', `X: "\${environment.name == 'dev' ? 'local' : actions.deploy.db.outputs.host}"`),
+  deploy(
+    'if-object',
+    `X:\n  $if: \${environment.name == 'dev'}\n  $then: local\n  $else: \${actions.deploy.db.outputs.host}`,
+  ),
+  deploy(
+    'if-block',
+    `X: "\${if environment.name == 'dev'}local\${else}\${actions.deploy.db.outputs.host}\${endif}"`,
+  ),
+  deploy('or', `X: "\${environment.name == 'dev' && 'local' || actions.deploy.db.outputs.host}"`),
+];
+
+async function dependenciesIn(root: string, env: string) {
+  const result = await validateCommand({ root, var: [], env });
+  expect(result.exitCode).toBe(0);
+  return Object.fromEntries(result.data.actions.map((a) => [a.ref, a.dependencies]));
+}
+
+describe('a reference in a branch the environment does not use', () => {
+  it('is no dependency; in the environment that uses it, it is one', async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'garden.yml': [db, ...branchForms].join('---\n'),
+    });
+    expect(await dependenciesIn(root, 'dev')).toEqual({
+      'deploy.db': [],
+      'deploy.ternary': [],
+      'deploy.if-object': [],
+      'deploy.if-block': [],
+      'deploy.or': [],
+    });
+    expect(await dependenciesIn(root, 'staging')).toEqual({
+      'deploy.db': [],
+      'deploy.ternary': ['deploy.db'],
+      'deploy.if-object': ['deploy.db'],
+      'deploy.if-block': ['deploy.db'],
+      'deploy.or': ['deploy.db'],
+    });
+  });
+
+  it('of an action the environment disables validates (garden-example-cloud-sql)', async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'garden.yml': [`${db}disabled: \${environment.name != "staging"}\n`, branchForms[0]].join('---\n'),
+    });
+    expect(await dependenciesIn(root, 'dev')).toEqual({ 'deploy.ternary': [] });
+    expect(await dependenciesIn(root, 'staging')).toEqual({
+      'deploy.db': [],
+      'deploy.ternary': ['deploy.db'],
+    });
+  });
+
+  it('in a 0.12 module reading runtime.services, of a module the environment disables, validates', async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'd/garden.yml': `kind: Module
+name: db
+type: exec
+disabled: \${environment.name != "staging"}
+services:
+  - name: db
+    deployCommand: ["true"]
+`,
+      'b/garden.yml': `kind: Module
+name: backend
+type: exec
+services:
+  - name: backend
+    deployCommand: ["true"]
+    env:
+      DB_HOST: "\${environment.name == 'dev' ? 'postgres' : runtime.services.db.outputs.host}"
+`,
+    });
+    expect(await dependenciesIn(root, 'dev')).toEqual({ 'deploy.backend': [] });
+    expect(await dependenciesIn(root, 'staging')).toEqual({
+      'deploy.backend': ['deploy.db'],
+      'deploy.db': [],
+    });
+  });
+
+  it('counts both branches when the condition reads what is known only once an action ran', async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'garden.yml': [
+        db,
+        deploy('cache', 'X: "1"'),
+        deploy(
+          'reader',
+          `X: "\${actions.deploy.cache.outputs.log == '' ? 'local' : actions.deploy.db.outputs.host}"`,
+        ),
+      ].join('---\n'),
+    });
+    expect((await dependenciesIn(root, 'dev'))['deploy.reader']).toEqual(['deploy.cache', 'deploy.db']);
+  });
+});
