@@ -5,11 +5,13 @@
  * follows the active branch only). A condition that reads what is known only once an action ran
  * (its outputs), or that fails, keeps both branches; evaluation itself reads the used branch only.
  */
+import { TendError } from '../errors.js';
 import { evaluateExpression, isTruthy, Missing } from '../expressions/evaluate.js';
 import type { BranchTest } from '../expressions/lookups.js';
+import { actionsPathOf, refsOfKind, unknownActionReference } from './action-references.js';
 import { actionContext } from './action-variables.js';
 import type { ActionConfig } from './project.js';
-import { actionReferencesOf, templateScope, type TemplateContext } from './template.js';
+import { actionReferencesOf, eachValueLookup, templateScope, type TemplateContext } from './template.js';
 
 /** Which way a condition goes in a context, when it reads only what is known before anything runs. */
 function branchTestOf(context: TemplateContext): BranchTest {
@@ -25,9 +27,29 @@ function branchTestOf(context: TemplateContext): BranchTest {
   };
 }
 
-/** The action with the references of its spec and own variables in the environment of `context`. */
-export function withEnvironmentReferences(action: ActionConfig, context: TemplateContext): ActionConfig {
+/**
+ * The action with the references of its spec and own variables in the environment of `context`.
+ * Throws, at its line, a reference in a branch the environment uses to an action that is not
+ * among `known` (one in a branch was not an error when the configuration was read: cross-check.ts).
+ */
+export function withEnvironmentReferences(
+  action: ActionConfig,
+  context: TemplateContext,
+  known: ReadonlySet<string>,
+): ActionConfig {
   const test = branchTestOf(actionContext(action, context));
+  eachValueLookup(
+    action.spec,
+    (lookup, path) => {
+      const [kind, name] = actionsPathOf(lookup.root, lookup.path) ?? [];
+      if (typeof kind !== 'string' || typeof name !== 'string' || known.has(`${kind}.${name}`)) return;
+      const ref = `${kind}.${name}`;
+      throw new TendError('TEND_TEMPLATE', unknownActionReference(ref, lookup.text, refsOfKind(known, ref)), {
+        location: action.locate(['spec', ...path]),
+      });
+    },
+    test,
+  );
   return {
     ...action,
     environmentReferences: actionReferencesOf([action.spec, action.variableLayers ?? []], test),

@@ -96,7 +96,9 @@ export async function resolveTemplateContext(
   }
   const providers = providersOf(project, environment.name);
   templateContext.providerConfigs = providerConfigsOf(providers, () => templateContext);
-  const actionsReferencing = enabled.map((action) => withEnvironmentReferences(action, templateContext));
+  const actionsReferencing = enabled.map((action) =>
+    withEnvironmentReferences(action, templateContext, known),
+  );
   return { templateContext, actions: actionsReferencing, disabled, dependantsOfDisabled, providers };
 }
 

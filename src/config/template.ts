@@ -133,28 +133,31 @@ export function containsTemplate(value: unknown): boolean {
 /**
  * Each string of a value that holds `${`, with its path (made only for those: most strings hold
  * none, and this runs over every action's spec when loading). With `test`, the branch of a `$if`
- * its condition rules out is skipped.
+ * its condition rules out is skipped; `branched`: the string is in one the test does not know.
  */
 function eachTemplateString(
   value: unknown,
-  onString: (text: string, path: ConfigPath) => void,
+  onString: (text: string, path: ConfigPath, branched: boolean) => void,
   path: (string | number)[] = [],
   test?: BranchTest,
+  branched = false,
 ): void {
   if (typeof value === 'string') {
-    if (value.includes('${')) onString(value, [...path]);
+    if (value.includes('${')) onString(value, [...path], branched);
   } else if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       path.push(i);
-      eachTemplateString(value[i], onString, path, test);
+      eachTemplateString(value[i], onString, path, test, branched);
       path.pop();
     }
   } else if (value !== null && typeof value === 'object') {
-    const known = test && '$if' in value ? knownIf((value as { $if: unknown }).$if, test) : undefined;
+    const isIf = '$if' in value;
+    const known = test && isIf ? knownIf((value as { $if: unknown }).$if, test) : undefined;
     for (const key in value) {
       if ((key === '$then' && known === false) || (key === '$else' && known === true)) continue;
+      const inBranch = branched || (isIf && known === undefined && (key === '$then' || key === '$else'));
       path.push(key);
-      eachTemplateString((value as Record<string, unknown>)[key], onString, path, test);
+      eachTemplateString((value as Record<string, unknown>)[key], onString, path, test, inBranch);
       path.pop();
     }
   }
@@ -175,21 +178,25 @@ function knownIf(condition: unknown, test: BranchTest): boolean | undefined {
 }
 
 /** Every lookup in the templates of a value; a malformed template is skipped (loading reports it). */
-function eachValueLookup(
+export function eachValueLookup(
   value: unknown,
-  onLookup: (lookup: Lookup, path: ConfigPath) => void,
+  onLookup: (lookup: Lookup, path: ConfigPath, branched: boolean) => void,
   test?: BranchTest,
 ): void {
   eachTemplateString(
     value,
-    (text, path) => {
+    (text, path, branchedString) => {
       let template: Template;
       try {
         template = lookupsTemplateOf(text);
       } catch {
         return;
       }
-      eachLookup(template, (lookup) => onLookup(lookup, path), test);
+      eachLookup(
+        template,
+        (lookup, _optional, branched) => onLookup(lookup, path, branchedString || branched === true),
+        test,
+      );
     },
     [],
     test,
@@ -288,6 +295,11 @@ export interface TemplateActionReference {
   /** The lookup as written (`modules.api.outputs.image`), for messages. */
   text: string;
   /**
+   * It is in a branch whose condition is known only in an environment (`?:`, `$if`, `${if}`,
+   * `&&`/`||`): an unknown action there is an error only where the branch is used.
+   */
+  branched?: true;
+  /**
    * Why it reads nothing an action gives (`outputs.bucket.name`: outputs are one level), when it
    * does not: the cross-check reports it, unless the action is one tend does not load (a Garden
    * module type it does not convert, itself the error).
@@ -323,7 +335,7 @@ export function checkTemplateSyntax(
   // Garden 0.12 and 0.13 (every `${…}?` optional) read a key that is not there, an unknown
   // context included, in an optional expression as no value (`${deploy.db}?`).
   const optionalAnywhere = syntax?.optionalSuffix === 'every-expression';
-  const checkLookup = (lookup: Lookup, relative: ConfigPath, optional: boolean) => {
+  const checkLookup = (lookup: Lookup, relative: ConfigPath, optional: boolean, branched: boolean) => {
     if (!roots.includes(lookup.root)) {
       if (optional && optionalAnywhere) return;
       fail(
@@ -341,6 +353,7 @@ export function checkTemplateSyntax(
       path: [...basePath, ...relative],
       ...(typeof path[2] === 'string' ? { field: path[2] } : {}),
       text: lookup.text,
+      ...(branched ? { branched: true as const } : {}),
     });
     if (lookup.path.every((s) => typeof s === 'string')) {
       const problem = actionLookupProblem(lookup.root, lookup.path as string[], lookup.text);
@@ -356,7 +369,7 @@ export function checkTemplateSyntax(
       actionReferences.push(reference());
     }
   };
-  eachTemplateString(value, (text, relative) => {
+  eachTemplateString(value, (text, relative, branchedString) => {
     let template: Template;
     try {
       template = templateOf(text, syntax);
@@ -364,7 +377,9 @@ export function checkTemplateSyntax(
       fail((error as Error).message, relative);
       return;
     }
-    eachLookup(template, (lookup, optional) => checkLookup(lookup, relative, optional));
+    eachLookup(template, (lookup, optional, branched) =>
+      checkLookup(lookup, relative, optional, branchedString || branched === true),
+    );
   });
   return { problems, actionReferences };
 }

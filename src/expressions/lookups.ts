@@ -8,58 +8,66 @@ import type { Expression, Template, TemplatePart } from './syntax.js';
  */
 export type BranchTest = (condition: Expression) => boolean | undefined;
 
-/** Visits `then` unless the test says the condition is false, `otherwise` unless it says true. */
-function visitBranches(
-  condition: Expression,
-  test: BranchTest | undefined,
-  then: () => void,
-  otherwise: () => void,
+type Lookup = Extract<Expression, { type: 'lookup' }>;
+
+/**
+ * Called for a lookup; `optional` when it is inside an optional expression (`${…}?`), where a key
+ * that is not there is no value; `branched` when it is inside a branch whose condition is not
+ * known where the lookups are collected (read in some environments, or once an action ran, only).
+ */
+export type OnLookup = (lookup: Lookup, optional: boolean, branched?: boolean) => void;
+
+/**
+ * Visits the branches of a condition: `then` unless the test says it is false, `otherwise`
+ * unless it says true, each with the lookups said to be branched when the test does not know.
+ */
+export function visitBranches(
+  known: boolean | undefined,
+  onLookup: OnLookup,
+  then: (onLookup: OnLookup) => void,
+  otherwise: (onLookup: OnLookup) => void,
 ): void {
-  const known = test?.(condition);
-  if (known !== false) then();
-  if (known !== true) otherwise();
+  const inBranch: OnLookup =
+    known === undefined ? (lookup, optional) => onLookup(lookup, optional, true) : onLookup;
+  if (known !== false) then(inBranch);
+  if (known !== true) otherwise(inBranch);
 }
 
 /**
- * Every lookup in an expression or template, nested ones included; `optional` when it is inside
- * an optional expression (`${…}?`), where a key that is not there is no value. With `test`, a
- * branch (`?:`, `${if}`, the right of `&&`/`||`) its condition rules out is skipped.
+ * Every lookup in an expression or template, nested ones included. With `test`, a branch (`?:`,
+ * `${if}`, the right of `&&`/`||`) its condition rules out is skipped.
  */
-export function eachLookup(
-  node: Expression | Template,
-  onLookup: (lookup: Extract<Expression, { type: 'lookup' }>, optional: boolean) => void,
-  test?: BranchTest,
-): void {
-  const visit = (inner: Expression | Template) => eachLookup(inner, onLookup, test);
+export function eachLookup(node: Expression | Template, onLookup: OnLookup, test?: BranchTest): void {
+  const visit = (inner: Expression | Template, on: OnLookup = onLookup) => eachLookup(inner, on, test);
   if ('parts' in node) {
-    const visitParts = (parts: TemplatePart[]) => {
+    const visitParts = (parts: TemplatePart[], on: OnLookup) => {
       for (const part of parts) {
         if (part.type === 'expression')
-          eachLookup(part.expression, part.optional ? (lookup) => onLookup(lookup, true) : onLookup, test);
+          visit(part.expression, part.optional ? (lookup, _, branched) => on(lookup, true, branched) : on);
         if (part.type === 'if') {
-          visit(part.condition);
+          visit(part.condition, on);
           visitBranches(
-            part.condition,
-            test,
-            () => visitParts(part.then),
-            () => visitParts(part.else),
+            test?.(part.condition),
+            on,
+            (inBranch) => visitParts(part.then, inBranch),
+            (inBranch) => visitParts(part.else, inBranch),
           );
         }
       }
     };
-    visitParts(node.parts);
+    visitParts(node.parts, onLookup);
     return;
   }
   switch (node.type) {
     case 'literal':
       return;
     case 'array':
-      return node.elements.forEach(visit);
+      return node.elements.forEach((element) => visit(element));
     case 'lookup':
       onLookup(node, false);
       return node.path.forEach((segment) => typeof segment !== 'string' && visit(segment));
     case 'call':
-      return node.args.forEach(visit);
+      return node.args.forEach((arg) => visit(arg));
     case 'not':
     case 'typeof':
     case 'negate':
@@ -72,18 +80,18 @@ export function eachLookup(
     case 'or':
       visit(node.left);
       return visitBranches(
-        node.left,
-        test,
-        () => node.type === 'and' && visit(node.right),
-        () => node.type === 'or' && visit(node.right),
+        test?.(node.left),
+        onLookup,
+        (inBranch) => node.type === 'and' && visit(node.right, inBranch),
+        (inBranch) => node.type === 'or' && visit(node.right, inBranch),
       );
     case 'conditional':
       visit(node.test);
       return visitBranches(
-        node.test,
-        test,
-        () => visit(node.consequent),
-        () => visit(node.alternate),
+        test?.(node.test),
+        onLookup,
+        (inBranch) => visit(node.consequent, inBranch),
+        (inBranch) => visit(node.alternate, inBranch),
       );
     case 'template':
       return visit(node.template);

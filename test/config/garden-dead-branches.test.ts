@@ -6,6 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { validateCommand } from '../../src/commands/validate.js';
+import { describedError, failure } from '../helpers/configure.js';
 import { makeProject, removeProjects } from '../helpers/project.js';
 
 afterEach(removeProjects);
@@ -131,5 +132,22 @@ services:
       ].join('---\n'),
     });
     expect((await dependenciesIn(root, 'dev'))['deploy.reader']).toEqual(['deploy.cache', 'deploy.db']);
+  });
+
+  it('naming an action that does not exist is no error; where the branch is used, it is one at its line', async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'garden.yml': branchForms.map((form) => form.replaceAll('deploy.db.', 'deploy.nope.')).join('---\n'),
+    });
+    expect(await dependenciesIn(root, 'dev')).toEqual({
+      'deploy.ternary': [],
+      'deploy.if-object': [],
+      'deploy.if-block': [],
+      'deploy.or': [],
+    });
+    const error = await failure(validateCommand({ root, var: [], env: 'staging' }));
+    expect(describedError(error)).toBe(
+      'TEND_TEMPLATE garden.yml:7 unknown action "deploy.nope" in a template expression; deploy actions: deploy.if-block, deploy.if-object, deploy.or, deploy.ternary',
+    );
   });
 });
