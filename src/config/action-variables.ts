@@ -6,6 +6,7 @@
  * on the others are dropped.
  */
 import path from 'node:path';
+import { branchTestOf } from './branch-test.js';
 import { TendError, type SourceLocation } from '../errors.js';
 import type { SyntaxOptions } from '../expressions/syntax.js';
 import type { ConfigProblem } from './diagnostics.js';
@@ -315,18 +316,27 @@ export function enabledActions(
   }
   const switchedOff = new Set(actions.filter((a) => isDisabled(a, context)).map((a) => a.ref));
   const off = new Set([...switchedOff].filter((ref) => !forced.has(ref)));
+  // What each action needs in this environment (not what a branch it does not use reads).
+  const neededBy = new Map(
+    actions.map((action) => [
+      action.ref,
+      [
+        ...action.dependencies,
+        ...findActionReferences(
+          [action.spec, action.variableLayers ?? []],
+          branchTestOf(actionContext(action, context)),
+        ),
+        ...buildDependencies(action),
+      ],
+    ]),
+  );
   // Builds needed by enabled actions come back, and so do the Builds those need.
   let changed = true;
   while (changed) {
     changed = false;
     for (const action of actions) {
       if (off.has(action.ref)) continue;
-      const needed = [
-        ...action.dependencies,
-        ...findActionReferences([action.spec, action.variableLayers ?? []]),
-        ...buildDependencies(action),
-      ];
-      for (const dependency of needed) {
+      for (const dependency of neededBy.get(action.ref)!) {
         if (off.has(dependency) && dependency.startsWith('build.')) {
           off.delete(dependency);
           changed = true;

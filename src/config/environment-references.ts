@@ -6,26 +6,11 @@
  * (its outputs), or that fails, keeps both branches; evaluation itself reads the used branch only.
  */
 import { TendError } from '../errors.js';
-import { evaluateExpression, isTruthy, Missing } from '../expressions/evaluate.js';
-import type { BranchTest } from '../expressions/lookups.js';
 import { actionsPathOf, refsOfKind, unknownActionReference } from './action-references.js';
 import { actionContext } from './action-variables.js';
+import { branchTestOf } from './branch-test.js';
 import type { ActionConfig } from './project.js';
-import { actionReferencesOf, eachValueLookup, templateScope, type TemplateContext } from './template.js';
-
-/** Which way a condition goes in a context, when it reads only what is known before anything runs. */
-function branchTestOf(context: TemplateContext): BranchTest {
-  const scope = templateScope(context);
-  return (condition) => {
-    try {
-      const value = evaluateExpression(condition, scope);
-      return value instanceof Missing ? undefined : isTruthy(value);
-    } catch {
-      // Not known here (or wrong): both branches count, and resolving the value says what is wrong.
-      return undefined;
-    }
-  };
-}
+import { actionReferencesOf, eachValueLookup, type TemplateContext } from './template.js';
 
 /**
  * The action with the references of its spec and own variables in the environment of `context`.

@@ -239,8 +239,8 @@ function readsActionRuntime(lookup: Lookup): boolean {
  * Action references (`build.api`) used in `${actions.<kind>.<name>.outputs.<key>}` and
  * `.version` expressions: the actions to run first.
  */
-export function findActionReferences(value: unknown): string[] {
-  return actionReferencesOf(value).refs;
+export function findActionReferences(value: unknown, test?: BranchTest): string[] {
+  return actionReferencesOf(value, test).refs;
 }
 
 /**

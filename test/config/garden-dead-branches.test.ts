@@ -4,6 +4,8 @@
  * (core/src/template/analysis.ts getContextLookupReferences follows the active branch only);
  * when the condition reads what is known only later (an action's outputs), both branches count.
  */
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { validateCommand } from '../../src/commands/validate.js';
 import { describedError, failure } from '../helpers/configure.js';
@@ -89,6 +91,28 @@ describe('a reference in a branch the environment does not use', () => {
       'deploy.db': [],
       'deploy.ternary': ['deploy.db'],
     });
+  });
+
+  it('of a Build the environment disables does not keep the Build (one a used branch reads, it does)', async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'garden.yml': [
+        `kind: Build\nname: image\ntype: exec\ndisabled: \${environment.name != "staging"}\n`,
+        deploy('app', `X: "\${environment.name == 'staging' ? actions.build.image.outputs.log : 'local'}"`),
+        deploy('reader', `X: "\${environment.name == 'dev' ? actions.build.image.outputs.log : 'local'}"`),
+      ].join('---\n'),
+    });
+    const dev = await validateCommand({ root, var: [], env: 'dev' });
+    expect(dev.data.actions.map((a) => [a.ref, a.dependencies])).toEqual([
+      ['build.image', []],
+      ['deploy.app', []],
+      ['deploy.reader', ['build.image']],
+    ]);
+    writeFileSync(
+      path.join(root, 'garden.yml'),
+      readFileSync(path.join(root, 'garden.yml'), 'utf8').replace("== 'dev' ?", "== 'nowhere' ?"),
+    );
+    expect(await dependenciesIn(root, 'dev')).toEqual({ 'deploy.app': [], 'deploy.reader': [] });
   });
 
   it('in a 0.12 module reading runtime.services, of a module the environment disables, validates', async () => {
