@@ -97,7 +97,7 @@ export async function resolveTemplateContext(
   const providers = providersOf(project, environment.name);
   templateContext.providerConfigs = providerConfigsOf(providers, () => templateContext);
   const actionsReferencing = enabled.map((action) =>
-    withEnvironmentReferences(action, templateContext, known),
+    inRenderedStep(action.rendered, () => withEnvironmentReferences(action, templateContext, known)),
   );
   return { templateContext, actions: actionsReferencing, disabled, dependantsOfDisabled, providers };
 }

@@ -174,4 +174,30 @@ services:
       'TEND_TEMPLATE garden.yml:7 unknown action "deploy.nope" in a template expression; deploy actions: deploy.if-block, deploy.if-object, deploy.or, deploy.ternary',
     );
   });
+
+  it('in a rendered action, where the branch is used, the error says which rendering it is of', async () => {
+    const root = makeProject({
+      'project.garden.yml': gardenProject,
+      'garden.yml': `kind: ConfigTemplate
+name: tpl
+configs:
+  - kind: Deploy
+    type: exec
+    name: \${parent.name}
+    spec:
+      deployCommand: ["true"]
+      env:
+        X: "\${environment.name == 'dev' ? 'local' : actions.deploy.nope.outputs.host}"
+---
+kind: RenderTemplate
+template: tpl
+name: api
+`,
+    });
+    expect(await dependenciesIn(root, 'dev')).toEqual({ 'deploy.api': [] });
+    const error = await failure(validateCommand({ root, var: [], env: 'staging' }));
+    expect(describedError(error)).toMatch(
+      /^TEND_TEMPLATE garden\.yml:10 unknown action "deploy\.nope" in a template expression; deploy actions: deploy\.api.*RenderTemplate api/s,
+    );
+  });
 });
