@@ -369,13 +369,16 @@ export function refuseReadsOfDisabled(
   disabled: readonly ActionConfig[],
   environment: string,
   syntax: SyntaxOptions | undefined,
+  context: TemplateContext,
 ): void {
   const disabledByRef = new Map(disabled.map((action) => [action.ref, action]));
   if (disabledByRef.size === 0) return;
   for (const action of enabled) {
-    const read = findActionReferences([action.spec, action.variableLayers ?? []]).find((ref) =>
-      disabledByRef.has(ref),
-    );
+    // A branch the environment does not use reads nothing (garden-example-cloud-sql's db).
+    const read = findActionReferences(
+      [action.spec, action.variableLayers ?? []],
+      branchTestOf(actionContext(action, context)),
+    ).find((ref) => disabledByRef.has(ref));
     if (read === undefined) continue;
     // Where it is written, looked for only now, on the way to the error: its spec, or its first
     // variables layer, which is its `variables:` when it has one.

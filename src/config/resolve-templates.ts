@@ -86,7 +86,7 @@ export async function resolveTemplateContext(
     templateContext,
     forced,
   );
-  refuseReadsOfDisabled(enabled, disabled, environment.name, project.templateSyntax);
+  refuseReadsOfDisabled(enabled, disabled, environment.name, project.templateSyntax, templateContext);
   // `actions.<kind>.<name>.buildPath` and the like: known before anything runs, of every action.
   templateContext.actionFields = actionFieldsOf(actions, switchedOff, project.root);
   // A missing secret is found here too; its value is never in any output.
