@@ -80,6 +80,36 @@ function keepJoiConversions(written: unknown, converted: unknown, numbersToText:
  * changed). `numbersToText`: numbers and booleans where strings are wanted become text too.
  */
 export function convertScalars(schema: TSchema, value: unknown, options: { numbersToText?: boolean } = {}) {
-  const converted: unknown = Value.Convert(schema, structuredClone(value));
-  return keepJoiConversions(value, converted, options.numbersToText ?? false);
+  const sparse = withoutSparseNulls(schema, value);
+  const converted: unknown = Value.Convert(schema, structuredClone(sparse));
+  return keepJoiConversions(sparse, converted, options.numbersToText ?? false);
+}
+
+/**
+ * `value` without the null items of its lists where the schema's items cannot be null: Garden's
+ * Joi sparse arrays (nearly every list of its schemas) leave them out, so that an entry a
+ * condition turns off (`- ${var.on ? 'a.yaml' : null}`) is no entry. A list the schema does not
+ * type (a chart's values) is kept as it is.
+ */
+function withoutSparseNulls(schema: TSchema, value: unknown): unknown {
+  const typed = schema as { type?: unknown; items?: unknown; properties?: Record<string, TSchema> };
+  if (Array.isArray(value) && typed.type === 'array' && isRecord(typed.items)) {
+    const items = typed.items as TSchema;
+    const kept =
+      value.includes(null) && !Value.Check(items, null) ? value.filter((item) => item !== null) : value;
+    const mapped = kept.map((item: unknown) => withoutSparseNulls(items, item));
+    const same = mapped.length === value.length && mapped.every((item, index) => item === value[index]);
+    return same ? value : mapped;
+  }
+  if (isRecord(value) && typed.type === 'object' && typed.properties) {
+    const properties = typed.properties;
+    const entries = Object.entries(value).map(([key, item]) => [
+      key,
+      properties[key] ? withoutSparseNulls(properties[key], item) : item,
+    ]);
+    return entries.every(([key, item]) => item === value[key as string])
+      ? value
+      : Object.fromEntries(entries);
+  }
+  return value;
 }

@@ -182,3 +182,55 @@ services:
     });
   });
 });
+
+describe('a null item of a list once templates are resolved (Garden sparse arrays)', () => {
+  // Garden's own test project kubernetes-type-conditional-manifests: Joi's sparse arrays drop null items.
+  const conditional = (foo: boolean) =>
+    makeProject({
+      'project.garden.yml': `${project}---
+kind: Deploy
+type: kubernetes
+name: config-map-list
+variables:
+  foo: ${String(foo)}
+spec:
+  manifestTemplates:
+    - "\${var.foo ? 'manifests.yaml' : null}"
+---
+kind: Deploy
+type: container
+name: api
+spec:
+  image: nginx
+  args: [serve, "\${var.flag}", --port=80]
+variables:
+  flag: null
+`,
+      'manifests.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: m }\n',
+    });
+
+  it('is left out, as Garden leaves it out: an entry a condition turns off is no entry', async () => {
+    expect((await resolvedSpec(conditional(false), 'deploy.config-map-list')).manifestTemplates).toEqual([]);
+    expect((await resolvedSpec(conditional(true), 'deploy.config-map-list')).manifestTemplates).toEqual([
+      'manifests.yaml',
+    ]);
+    expect((await resolvedSpec(conditional(false), 'deploy.api')).args).toEqual(['serve', '--port=80']);
+  });
+
+  it('stays in a value tend does not type (a helm chart values list keeps its null)', async () => {
+    const root = makeProject({
+      'project.garden.yml': `${project}---
+kind: Deploy
+type: helm
+name: chart
+spec:
+  chart: { path: chart }
+  values: { list: [a, "\${var.none}", b] }
+variables:
+  none: null
+`,
+      'chart/Chart.yaml': 'apiVersion: v2\nname: chart\nversion: 0.1.0\n',
+    });
+    expect((await resolvedSpec(root, 'deploy.chart')).values).toEqual({ list: ['a', null, 'b'] });
+  });
+});
