@@ -310,24 +310,34 @@ export function enabledActions(
   disabled: ActionConfig[];
   switchedOff: ReadonlySet<string>;
   dependantsOfDisabled: ReadonlyMap<string, string[]>;
+  /** What each action's spec and variables read in this environment, by ref (none without a disabled action). */
+  reads: ReadonlyMap<string, readonly string[]>;
 } {
   if (!actions.some((a) => a.disabled !== undefined || a.environments !== undefined)) {
-    return { enabled: [...actions], disabled: [], switchedOff: new Set(), dependantsOfDisabled: new Map() };
+    return {
+      enabled: [...actions],
+      disabled: [],
+      switchedOff: new Set(),
+      dependantsOfDisabled: new Map(),
+      reads: new Map(),
+    };
   }
   const switchedOff = new Set(actions.filter((a) => isDisabled(a, context)).map((a) => a.ref));
   const off = new Set([...switchedOff].filter((ref) => !forced.has(ref)));
-  // What each action needs in this environment (not what a branch it does not use reads).
+  // What each action reads and needs in this environment (not what a branch it does not use reads).
+  const reads = new Map(
+    actions.map((action) => [
+      action.ref,
+      findActionReferences(
+        [action.spec, action.variableLayers ?? []],
+        branchTestOf(actionContext(action, context)),
+      ),
+    ]),
+  );
   const neededBy = new Map(
     actions.map((action) => [
       action.ref,
-      [
-        ...action.dependencies,
-        ...findActionReferences(
-          [action.spec, action.variableLayers ?? []],
-          branchTestOf(actionContext(action, context)),
-        ),
-        ...buildDependencies(action),
-      ],
+      [...action.dependencies, ...reads.get(action.ref)!, ...buildDependencies(action)],
     ]),
   );
   // Builds needed by enabled actions come back, and so do the Builds those need.
@@ -356,29 +366,32 @@ export function enabledActions(
       }
       return { ...a, dependencies: a.dependencies.filter((d) => !dropped(d)) };
     });
-  return { enabled, disabled: actions.filter((a) => off.has(a.ref)), switchedOff, dependantsOfDisabled };
+  return {
+    enabled,
+    disabled: actions.filter((a) => off.has(a.ref)),
+    switchedOff,
+    dependantsOfDisabled,
+    reads,
+  };
 }
 
 /**
  * Refuses an enabled action that reads the outputs (or version) of one the environment disables:
  * Garden fails when it runs the reader ("depends on one or more runtime outputs from action …,
- * which is disabled"), tend when it reads the configuration, at the expression.
+ * which is disabled"), tend when it reads the configuration, at the expression. `reads` are what
+ * each action reads in the environment (enabledActions': a branch it does not use reads nothing).
  */
 export function refuseReadsOfDisabled(
   enabled: readonly ActionConfig[],
   disabled: readonly ActionConfig[],
+  reads: ReadonlyMap<string, readonly string[]>,
   environment: string,
   syntax: SyntaxOptions | undefined,
-  context: TemplateContext,
 ): void {
   const disabledByRef = new Map(disabled.map((action) => [action.ref, action]));
   if (disabledByRef.size === 0) return;
   for (const action of enabled) {
-    // A branch the environment does not use reads nothing (garden-example-cloud-sql's db).
-    const read = findActionReferences(
-      [action.spec, action.variableLayers ?? []],
-      branchTestOf(actionContext(action, context)),
-    ).find((ref) => disabledByRef.has(ref));
+    const read = reads.get(action.ref)?.find((ref) => disabledByRef.has(ref));
     if (read === undefined) continue;
     // Where it is written, looked for only now, on the way to the error: its spec, or its first
     // variables layer, which is its `variables:` when it has one.

@@ -81,12 +81,12 @@ export async function resolveTemplateContext(
     actionVariables: actionVariablesOf(actions),
     buildlessModules,
   };
-  const { enabled, disabled, switchedOff, dependantsOfDisabled } = enabledActions(
+  const { enabled, disabled, switchedOff, dependantsOfDisabled, reads } = enabledActions(
     actions,
     templateContext,
     forced,
   );
-  refuseReadsOfDisabled(enabled, disabled, environment.name, project.templateSyntax, templateContext);
+  refuseReadsOfDisabled(enabled, disabled, reads, environment.name, project.templateSyntax);
   // `actions.<kind>.<name>.buildPath` and the like: known before anything runs, of every action.
   templateContext.actionFields = actionFieldsOf(actions, switchedOff, project.root);
   // A missing secret is found here too; its value is never in any output.
