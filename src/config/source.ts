@@ -5,6 +5,7 @@
  */
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseAllDocuments, visit } from 'yaml';
 import type { Alias, Document, Node } from 'yaml';
+import { shownText } from '../shown-text.js';
 import type { SourceLocation } from '../errors.js';
 import type { ConfigProblem } from './diagnostics.js';
 import type { ConfigPath, LocateTarget } from './project.js';
@@ -86,7 +87,7 @@ export class SourceFile {
       } catch (error) {
         const alias = unresolvedAlias(doc);
         const message = alias
-          ? `the alias *${alias.source} names no anchor &${alias.source} set before it; ` +
+          ? `the alias *${shownText(alias.source)} names no anchor &${shownText(alias.source)} set before it; ` +
             'a plain value starting with * is a YAML alias: quote the value if it is text'
           : error instanceof Error
             ? error.message

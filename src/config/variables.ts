@@ -5,6 +5,7 @@
  * is YAML too). Also: refusing a `--var` that no configuration reads (a typo would otherwise be
  * silently ignored).
  */
+import { shownText } from '../shown-text.js';
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import fg from 'fast-glob';
@@ -201,13 +202,6 @@ function mentionedInProjectFiles(root: string, name: string): boolean {
 }
 
 /**
- * A --var's text in a message: cut to 64 characters, control characters and lone surrogates
- * escaped (a hostile flag is named, never echoed whole).
- */
-const shownFlagText = (text: string) =>
-  JSON.stringify(text.length <= 64 ? text : `${text.slice(0, 64)}…`).slice(1, -1);
-
-/**
  * Refuses a `--var` that names a variable nothing reads: no `${var.<name>}` in tend.yml, any
  * action or any other file of the project (a manifest), and not declared (`variables:` of the
  * project, an environment or an action, or a varfile read for this command). A plugin that reads `environment.variables` itself finds a declared one.
@@ -246,7 +240,7 @@ export function checkVarFlagsRead(
   const names = [...known].sort();
   throw new TendError(
     'TEND_USAGE',
-    `--var ${shownFlagText(flag)}=${shownFlagText(flags[flag]!)}: no configuration reads variable "${shownFlagText(unread)}"` +
+    `--var ${shownText(flag)}=${shownText(flags[flag]!)}: no configuration reads variable "${shownText(unread)}"` +
       (similar ? ` (did you mean ${similar}?)` : ''),
     {
       detail: {

@@ -103,6 +103,14 @@ const cases: Case[] = [
     code: 'TEND_CONFIG_YAML',
   },
   {
+    name: 'alias of a hostile 10,000-character name: named cut, never echoed whole',
+    files: { 'tend.yml': project, 'api.tend.yml': `kind: Build\ntype: cmd\nname: *${'a'.repeat(10_000)}\n` },
+    error:
+      `api.tend.yml:3:7: YAML error: the alias *${'a'.repeat(64)}… names no anchor &${'a'.repeat(64)}… set before it; ` +
+      'a plain value starting with * is a YAML alias: quote the value if it is text',
+    code: 'TEND_CONFIG_YAML',
+  },
+  {
     name: 'alias used before its anchor',
     files: {
       'tend.yml': project,
