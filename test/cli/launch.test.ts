@@ -144,8 +144,9 @@ describe('the code cache of the CLI bundle', () => {
     const before = statSync(file);
     expectPluginImported(await buildIn(sub));
     const after = statSync(file);
+    // Written again, naming both. Not its size: V8 may flush the bytecode of the first run's
+    // functions before the second writes the cache (CI once saw it 1 byte smaller).
     expect(after.ino).not.toBe(before.ino);
-    expect(after.size).toBeGreaterThanOrEqual(before.size);
     expect(dirsOf()).toEqual([home, sub]);
 
     // Both named: runs in either use it as it is.
